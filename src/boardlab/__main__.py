@@ -1,0 +1,3 @@
+from boardlab.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,107 @@
+/* boardlab-kern core: the contract between the timing core and every kernel.
+ *
+ * A kernel is one const descriptor (bk_kernel) in its family's file. The core parses and validates
+ * parameters, calibrates how many repetitions make one timed iteration (>= 1 ms and >= 100x the timer
+ * resolution), warms up until the CV of the last 10 iterations is <= 2% (METHOD.md), runs the measured
+ * iterations, verifies the result and prints one versioned JSON object. Kernels hold no orchestration logic.
+ */
+#ifndef BK_CORE_H
+#define BK_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+#define BK_SCHEMA 1
+#define BK_HIDDEN __attribute__((visibility("hidden")))
+
+typedef enum { BK_INT, BK_FLOAT, BK_STR, BK_ENUM } bk_type;
+
+/* A parameter: INT accepts k/M/G suffixes (powers of 1024); ENUM lists its choices comma-separated. */
+typedef struct {
+    const char *name;
+    bk_type type;
+    double min, max; /* inclusive range for INT and FLOAT */
+    const char *def; /* default, as text */
+    const char *choices; /* ENUM only: "a,b,c" */
+    const char *unit;
+    const char *help;
+} bk_param;
+
+/* How a metric's per-iteration value is derived from the iteration's (or phase's) time:
+ *   BK_RATE:  amount_per_rep * reps * scale / seconds      (e.g. MB/s, MFLOPS)
+ *   BK_TIME:  nanoseconds * scale / (reps * amount_per_rep) (e.g. ns per access)
+ *   BK_VALUE: one value set by the kernel with bk_set_value (e.g. compression ratio), not per iteration */
+typedef enum { BK_RATE, BK_TIME, BK_VALUE } bk_metric_kind;
+
+typedef struct {
+    const char *name; /* with its unit in the name, e.g. "mflops", "ns_per_access", "compress_mb_s" */
+    const char *unit;
+    bool higher_is_better;
+    bk_metric_kind kind;
+    int phase; /* -1: the whole iteration; otherwise an index into the kernel's phases */
+    double scale;
+    const char *help;
+} bk_metric;
+
+typedef struct bk_ctx bk_ctx;
+
+typedef struct bk_kernel {
+    const char *name; /* "family.kernel", e.g. "scimark.fft" */
+    const char *family;
+    const char *summary;
+    const bk_param *params; /* terminated by an entry with name == NULL */
+    const bk_metric *metrics; /* terminated by an entry with name == NULL; the first is the primary one */
+    const char *const *phases; /* NULL-terminated phase names, or NULL */
+    /* NULL when always supported; otherwise returns NULL when supported or the reason it is not. */
+    const char *(*supported)(void);
+    int (*init)(bk_ctx *ctx, void **state); /* 0 ok, else call bk_fail() and return -1 */
+    int (*run)(bk_ctx *ctx, void *state, uint64_t reps); /* the timed work: reps units of it */
+    void (*corrupt)(void *state); /* damage the result so that verify must fail (tests) */
+    int (*verify)(bk_ctx *ctx, void *state); /* 0 when the result is right; sets the checksum */
+    void (*fini)(void *state);
+    uint64_t fixed_reps; /* 0: calibrate; otherwise this many reps per iteration */
+} bk_kernel;
+
+/* Parameters, already validated against the spec. */
+BK_HIDDEN int64_t bk_arg_int(const bk_ctx *ctx, const char *name);
+BK_HIDDEN double bk_arg_float(const bk_ctx *ctx, const char *name);
+BK_HIDDEN const char *bk_arg_str(const bk_ctx *ctx, const char *name);
+
+/* Metrics and results. */
+BK_HIDDEN void bk_set_amount(bk_ctx *ctx, const char *metric, double amount_per_rep);
+BK_HIDDEN void bk_set_value(bk_ctx *ctx, const char *metric, double value);
+BK_HIDDEN void bk_set_checksum(bk_ctx *ctx, uint64_t checksum);
+BK_HIDDEN void bk_set_checksum_hex(bk_ctx *ctx, const char *hex);
+/* Extra facts about the run, printed under "info" (e.g. the crypto driver that served a request). */
+BK_HIDDEN void bk_info_str(bk_ctx *ctx, const char *key, const char *value);
+BK_HIDDEN void bk_info_num(bk_ctx *ctx, const char *key, double value);
+/* Record an error; returns -1 so that `return bk_fail(ctx, ...)` reads well. */
+BK_HIDDEN int bk_fail(bk_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Time. CLOCK_MONOTONIC_RAW: not slewed by NTP. */
+BK_HIDDEN uint64_t bk_now_ns(void);
+BK_HIDDEN void bk_phase_begin(bk_ctx *ctx, int phase);
+BK_HIDDEN void bk_phase_end(bk_ctx *ctx, int phase);
+
+/* CPUs this process may run on (its affinity mask); threads of a kernel are pinned to these. */
+BK_HIDDEN int bk_allowed_cpus(int *cpus, int max);
+BK_HIDDEN int bk_pin_thread_to_cpu(int cpu);
+
+/* Deterministic pseudo-random numbers (splitmix64), so inputs are the same on every board. */
+BK_HIDDEN uint64_t bk_rand_next(uint64_t *state);
+BK_HIDDEN double bk_rand_unit(uint64_t *state); /* [0, 1) */
+
+/* 64-bit FNV-1a over bytes, for checksums of results. */
+BK_HIDDEN uint64_t bk_fnv1a(uint64_t h, const void *data, size_t n);
+#define BK_FNV_OFFSET 0xcbf29ce484222325ULL
+
+/* Memory aligned to a page, zeroed; NULL on failure. */
+BK_HIDDEN void *bk_alloc(size_t bytes);
+
+/* Keep the compiler from eliding a computation whose result is otherwise unused. */
+#define BK_KEEP(x) __asm__ volatile("" : : "g"(x) : "memory")
+
+#endif

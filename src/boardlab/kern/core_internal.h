@@ -1,0 +1,32 @@
+/* Internals shared by core.c and main.c only; kernels include core.h. */
+#ifndef BK_CORE_INTERNAL_H
+#define BK_CORE_INTERNAL_H
+
+#include "core.h"
+#include "json.h"
+
+#define BK_MAX_PARAMS 32
+#define BK_MAX_METRICS 16
+#define BK_MAX_PHASES 8
+#define BK_MAX_INFO 32
+#define BK_MAX_ERRORS 8
+
+typedef struct {
+    int iterations; /* measured iterations */
+    int warmup_max_iterations; /* 0 disables warm-up */
+    double warmup_max_ms;
+    double warmup_cv; /* target coefficient of variation of the last 10 iterations */
+    double min_iteration_ms;
+    bool corrupt; /* damage the result before verification (tests of verification) */
+    bool json;
+} bk_options;
+
+BK_HIDDEN extern const bk_kernel *const bk_kernels[];
+
+BK_HIDDEN const bk_kernel *bk_find_kernel(const char *name);
+BK_HIDDEN int bk_count_params(const bk_kernel *k);
+BK_HIDDEN void bk_json_kernel_spec(bk_json *j, const bk_kernel *k);
+/* Runs one kernel once. `assignments` are "name=value" strings. Returns the process exit code. */
+BK_HIDDEN int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_options *opt);
+
+#endif

@@ -1,0 +1,44 @@
+"""The CLI surface every later command relies on: version, help, exit codes, lazy imports."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from helpers import run_cli
+
+HEAVY = ("numpy", "scipy", "matplotlib", "onnxruntime", "sqlite3", "tomllib", "json")
+
+
+def test_version():
+    import boardlab
+
+    proc = run_cli("--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == f"boardlab {boardlab.__version__}"
+
+
+def test_help_lists_the_commands():
+    proc = run_cli("--help")
+    assert proc.returncode == 0
+    assert "info" in proc.stdout and "kern" in proc.stdout
+
+
+def test_no_command_is_a_usage_error():
+    assert run_cli().returncode == 2
+
+
+def test_unknown_command_is_a_usage_error():
+    proc = run_cli("frobnicate")
+    assert proc.returncode == 2 and "invalid choice" in proc.stderr
+
+
+def test_help_imports_nothing_heavy():
+    code = (
+        "import sys\n"
+        "from boardlab.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+        f"print('HEAVY:' + ','.join(m for m in {HEAVY!r} if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0
+    assert proc.stdout.strip().splitlines()[-1] == "HEAVY:"
