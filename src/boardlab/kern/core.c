@@ -25,13 +25,15 @@ struct bk_ctx {
     double amount[BK_MAX_METRICS];
     double value[BK_MAX_METRICS];
     bool value_set[BK_MAX_METRICS];
+    bool skipped[BK_MAX_METRICS];
+    char unsupported[512];
     int nphases;
     uint64_t phase_start[BK_MAX_PHASES];
     uint64_t phase_acc[BK_MAX_PHASES];
     char checksum[72];
     int ninfo;
     struct {
-        char key[64];
+        char key[96];
         char str[256];
         double num;
         bool is_num;
@@ -94,6 +96,23 @@ void bk_set_value(bk_ctx *ctx, const char *metric, double value)
     int i = metric_index(ctx, metric);
     ctx->value[i] = value;
     ctx->value_set[i] = true;
+}
+
+void bk_skip_metric(bk_ctx *ctx, const char *metric, const char *reason)
+{
+    ctx->skipped[metric_index(ctx, metric)] = true;
+    char key[96];
+    snprintf(key, sizeof key, "%s_unavailable", metric);
+    bk_info_str(ctx, key, reason);
+}
+
+int bk_unsupported(bk_ctx *ctx, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->unsupported, sizeof ctx->unsupported, fmt, ap);
+    va_end(ap);
+    return -1;
 }
 
 void bk_set_checksum(bk_ctx *ctx, uint64_t checksum)
@@ -413,7 +432,7 @@ void bk_json_kernel_spec(bk_json *j, const bk_kernel *k)
     bk_json_begin_array(j);
     for (int i = 0; k->metrics && k->metrics[i].name; i++) {
         const bk_metric *m = &k->metrics[i];
-        static const char *kinds[] = {"rate", "time", "value"};
+        static const char *kinds[] = {"rate", "time", "value", "mean"};
         bk_json_begin_object(j);
         bk_json_key(j, "name");
         bk_json_str(j, m->name);
@@ -529,8 +548,33 @@ static double metric_value(const bk_ctx *ctx, int m, uint64_t ns, uint64_t reps)
         return ctx->amount[m] > 0 ? (double)ns * spec->scale / ((double)reps * ctx->amount[m]) : NAN;
     case BK_VALUE:
         return ctx->value_set[m] ? ctx->value[m] : NAN;
+    case BK_MEAN:
+        return NAN; /* needs every rate of the iteration: see mean_of_rates */
     }
     return NAN;
+}
+
+static uint64_t metric_ns(const bk_ctx *ctx, const bk_metric *spec, const uint64_t *iter_ns, const uint64_t *phase_ns,
+                          int i)
+{
+    return spec->phase >= 0 ? phase_ns[(size_t)i * (size_t)ctx->nphases + (size_t)spec->phase] : iter_ns[i];
+}
+
+/* Value of metric m in iteration i, for every kind. */
+static double iteration_value(const bk_ctx *ctx, int m, const uint64_t *iter_ns, const uint64_t *phase_ns, int i,
+                              uint64_t reps)
+{
+    const bk_metric *spec = &ctx->k->metrics[m];
+    if (spec->kind != BK_MEAN)
+        return metric_value(ctx, m, metric_ns(ctx, spec, iter_ns, phase_ns, i), reps);
+    double sum = 0;
+    int n = 0;
+    for (int r = 0; r < ctx->nmetrics; r++)
+        if (ctx->k->metrics[r].kind == BK_RATE && !ctx->skipped[r]) {
+            sum += metric_value(ctx, r, metric_ns(ctx, &ctx->k->metrics[r], iter_ns, phase_ns, i), reps);
+            n++;
+        }
+    return n ? sum / n : NAN;
 }
 
 static long vm_hwm_kib(void)
@@ -587,11 +631,8 @@ int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_
         return 2;
     }
     const char *reason = k->supported ? k->supported() : NULL;
-    if (reason) {
-        fprintf(stderr, "boardlab-kern: %s is unsupported here: %s\n", k->name, reason);
-        free(ctx);
-        return 1;
-    }
+    if (reason)
+        snprintf(ctx->unsupported, sizeof ctx->unsupported, "%s", reason);
 
     uint64_t wall0 = bk_now_ns();
     bk_timer timer = timer_selftest();
@@ -603,7 +644,7 @@ int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_
         target_ns = 2 * timer.overhead_ns * 20;
 
     void *state = NULL;
-    int rc = k->init ? k->init(ctx, &state) : 0;
+    int rc = ctx->unsupported[0] ? -1 : k->init ? k->init(ctx, &state) : 0;
     uint64_t reps = k->fixed_reps ? k->fixed_reps : 1;
     uint64_t calibration_ns = 0;
     int n = opt->iterations, warm = 0;
@@ -658,7 +699,7 @@ int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_
         for (int p = 0; p < ctx->nphases; p++)
             phase_ns[(size_t)done * (size_t)ctx->nphases + (size_t)p] = ctx->phase_acc[p];
     }
-    if (rc != 0 && ctx->nerrors == 0)
+    if (rc != 0 && ctx->nerrors == 0 && !ctx->unsupported[0])
         bk_fail(ctx, "kernel %s failed while running", k->name);
 
     bool verified = false;
@@ -673,7 +714,8 @@ int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_
             bk_fail(ctx, "verification of %s failed: the result is wrong", k->name);
     }
     for (int m = 0; m < ctx->nmetrics; m++)
-        if (verified && k->metrics[m].kind != BK_VALUE && !(ctx->amount[m] > 0))
+        if (verified && (k->metrics[m].kind == BK_RATE || k->metrics[m].kind == BK_TIME) && !ctx->skipped[m] &&
+            !(ctx->amount[m] > 0))
             bk_fail(ctx, "internal error: kernel %s set no amount for metric %s", k->name, k->metrics[m].name);
     bool ok = verified && ctx->nerrors == 0;
     uint64_t wall_ns = bk_now_ns() - wall0;
@@ -709,6 +751,10 @@ int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_
         bk_json_end_object(&j);
         bk_json_key(&j, "ok");
         bk_json_bool(&j, ok);
+        bk_json_key(&j, "supported");
+        bk_json_bool(&j, !ctx->unsupported[0]);
+        bk_json_key(&j, "reason");
+        bk_json_str(&j, ctx->unsupported[0] ? ctx->unsupported : NULL);
         bk_json_key(&j, "verified");
         bk_json_bool(&j, verified);
         bk_json_key(&j, "errors");
@@ -766,6 +812,8 @@ int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_
         double *vals = malloc(sizeof(double) * (size_t)(done ? done : 1));
         for (int m = 0; m < ctx->nmetrics && ok; m++) {
             const bk_metric *spec = &k->metrics[m];
+            if (ctx->skipped[m])
+                continue;
             bk_json_key(&j, spec->name);
             bk_json_begin_object(&j);
             bk_json_key(&j, "unit");
@@ -779,9 +827,7 @@ int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_
                 bk_json_key(&j, "values");
                 bk_json_begin_array(&j);
                 for (int i = 0; i < done; i++) {
-                    uint64_t ns = spec->phase >= 0 ? phase_ns[(size_t)i * (size_t)ctx->nphases + (size_t)spec->phase]
-                                                   : iter_ns[i];
-                    vals[i] = metric_value(ctx, m, ns, reps);
+                    vals[i] = iteration_value(ctx, m, iter_ns, phase_ns, i, reps);
                     bk_json_num(&j, vals[i]);
                 }
                 bk_json_end_array(&j);
@@ -827,7 +873,10 @@ int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_
         bk_json_end_object(&j);
         fputc('\n', stdout);
     } else {
-        printf("%s: %s\n", k->name, ok ? "ok" : "FAILED");
+        if (ctx->unsupported[0])
+            printf("%s: unsupported here: %s\n", k->name, ctx->unsupported);
+        else
+            printf("%s: %s\n", k->name, ok ? "ok" : "FAILED");
         printf("  timer: resolution %.0f ns (measured %.0f ns), overhead %.1f ns per read\n", timer.resolution_ns,
                timer.measured_resolution_ns, timer.overhead_ns);
         printf("  %" PRIu64 " reps per iteration, warm-up %d iterations%s, %d measured iterations\n", reps, warm,
@@ -835,16 +884,15 @@ int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_
         double *vals = malloc(sizeof(double) * (size_t)(done ? done : 1));
         for (int m = 0; m < ctx->nmetrics && ok; m++) {
             const bk_metric *spec = &k->metrics[m];
+            if (ctx->skipped[m])
+                continue;
             if (spec->kind == BK_VALUE) {
                 printf("  %-28s %14.6g %s\n", spec->name, metric_value(ctx, m, 0, reps), spec->unit);
                 continue;
             }
             int c = 0;
-            for (int i = 0; i < done; i++) {
-                uint64_t ns = spec->phase >= 0 ? phase_ns[(size_t)i * (size_t)ctx->nphases + (size_t)spec->phase]
-                                               : iter_ns[i];
-                vals[c++] = metric_value(ctx, m, ns, reps);
-            }
+            for (int i = 0; i < done; i++)
+                vals[c++] = iteration_value(ctx, m, iter_ns, phase_ns, i, reps);
             qsort(vals, (size_t)c, sizeof(double), cmp_double);
             printf("  %-28s %14.6g %s (median of %d; min %.6g, max %.6g)\n", spec->name,
                    c ? median_sorted(vals, c) : NAN, spec->unit, c, c ? vals[0] : NAN, c ? vals[c - 1] : NAN);
@@ -858,6 +906,8 @@ int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_
         k->fini(state);
     free(iter_ns);
     free(phase_ns);
+    if (ctx->unsupported[0] && !opt->json)
+        fprintf(stderr, "boardlab-kern: %s is unsupported here: %s\n", k->name, ctx->unsupported);
     free(ctx);
     return ok ? 0 : 1;
 }

@@ -33,8 +33,9 @@ typedef struct {
 /* How a metric's per-iteration value is derived from the iteration's (or phase's) time:
  *   BK_RATE:  amount_per_rep * reps * scale / seconds      (e.g. MB/s, MFLOPS)
  *   BK_TIME:  nanoseconds * scale / (reps * amount_per_rep) (e.g. ns per access)
- *   BK_VALUE: one value set by the kernel with bk_set_value (e.g. compression ratio), not per iteration */
-typedef enum { BK_RATE, BK_TIME, BK_VALUE } bk_metric_kind;
+ *   BK_VALUE: one value set by the kernel with bk_set_value (e.g. compression ratio), not per iteration
+ *   BK_MEAN:  per iteration, the arithmetic mean of the kernel's BK_RATE metrics (e.g. SciMark composite) */
+typedef enum { BK_RATE, BK_TIME, BK_VALUE, BK_MEAN } bk_metric_kind;
 
 typedef struct {
     const char *name; /* with its unit in the name, e.g. "mflops", "ns_per_access", "compress_mb_s" */
@@ -78,6 +79,12 @@ BK_HIDDEN void bk_set_checksum_hex(bk_ctx *ctx, const char *hex);
 /* Extra facts about the run, printed under "info" (e.g. the crypto driver that served a request). */
 BK_HIDDEN void bk_info_str(bk_ctx *ctx, const char *key, const char *value);
 BK_HIDDEN void bk_info_num(bk_ctx *ctx, const char *key, double value);
+/* A metric that cannot be computed on this run (e.g. cycles per access without a known frequency):
+ * it is left out of the result, and `reason` is kept under "info" as "<metric>_unavailable". */
+BK_HIDDEN void bk_skip_metric(bk_ctx *ctx, const char *metric, const char *reason);
+/* This run cannot be done here (a device or kernel feature is missing): no result, the reason instead.
+ * Returns -1, for `return bk_unsupported(ctx, ...)` from init. */
+BK_HIDDEN int bk_unsupported(bk_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Record an error; returns -1 so that `return bk_fail(ctx, ...)` reads well. */
 BK_HIDDEN int bk_fail(bk_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
