@@ -29,8 +29,11 @@ def kern_path() -> Path:
 @lru_cache(maxsize=1)
 def kernel_catalog() -> dict:
     """The kernels, their parameters and metrics, as `boardlab-kern --list --json` declares them."""
-    out = subprocess.run([str(kern_path()), "--list", "--json"], capture_output=True, text=True, check=True)
-    catalog = json.loads(out.stdout)
+    out = subprocess.run([str(kern_path()), "--list", "--json"], capture_output=True, text=True)
+    try:
+        catalog = json.loads(out.stdout)
+    except json.JSONDecodeError:  # a broken binary must not look like an empty catalog
+        raise BoardlabError(f"{kern_path()} --list --json failed (exit {out.returncode}): {out.stderr.strip()}")
     if catalog.get("schema") != KERN_SCHEMA:
         raise BoardlabError(f"{kern_path()} speaks schema {catalog.get('schema')}, expected {KERN_SCHEMA}")
     return catalog

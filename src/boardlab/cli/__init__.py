@@ -16,6 +16,7 @@ from boardlab.errors import EXIT_USAGE, BoardlabError
 # name -> (module, one-line help). Order is the order shown by --help.
 COMMANDS: dict[str, tuple[str, str]] = {
     "info": ("boardlab.cli.info", "inventory this board and check its environment for measurement"),
+    "list": ("boardlab.cli.list", "list workloads with their support status, parameters and metrics"),
     "kern": ("boardlab.cli.kern", "run the native kernel executable boardlab-kern (or print its --path)"),
 }
 

@@ -1,0 +1,90 @@
+"""Declarative specs of workloads: their parameters (typed, ranged) and metrics (with units)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+ParamType = Literal["int", "float", "str", "enum", "bool"]
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    name: str
+    type: ParamType
+    default: str | None
+    min: float | None = None
+    max: float | None = None
+    choices: tuple[str, ...] = ()
+    unit: str | None = None
+    help: str = ""
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "type": self.type,
+            "default": self.default,
+            "min": self.min,
+            "max": self.max,
+            "choices": list(self.choices),
+            "unit": self.unit,
+            "help": self.help,
+        }
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    name: str
+    unit: str
+    higher_is_better: bool
+    kind: str = "rate"  # rate | time | value | mean, as boardlab-kern declares them
+    phase: str | None = None
+    help: str = ""
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "unit": self.unit,
+            "higher_is_better": self.higher_is_better,
+            "kind": self.kind,
+            "phase": self.phase,
+            "help": self.help,
+        }
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """One workload: `runner` says which worker executes it ("kern" = boardlab-kern)."""
+
+    name: str
+    family: str
+    summary: str
+    runner: str
+    params: tuple[ParamSpec, ...] = ()
+    metrics: tuple[MetricSpec, ...] = ()
+    unsupported_reason: str | None = None
+    phases: tuple[str, ...] = field(default=())
+
+    @property
+    def supported(self) -> bool:
+        return self.unsupported_reason is None
+
+    @property
+    def primary_metric(self) -> MetricSpec:
+        return self.metrics[0]
+
+    def param(self, name: str) -> ParamSpec | None:
+        return next((p for p in self.params if p.name == name), None)
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "family": self.family,
+            "summary": self.summary,
+            "runner": self.runner,
+            "supported": self.supported,
+            "reason": self.unsupported_reason,
+            "params": [p.to_dict() for p in self.params],
+            "metrics": [m.to_dict() for m in self.metrics],
+            "phases": list(self.phases),
+        }
