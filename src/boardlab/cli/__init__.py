@@ -16,7 +16,9 @@ from boardlab.errors import EXIT_USAGE, BoardlabError
 # name -> (module, one-line help). Order is the order shown by --help.
 COMMANDS: dict[str, tuple[str, str]] = {
     "info": ("boardlab.cli.info", "inventory this board and check its environment for measurement"),
+    "run": ("boardlab.cli.run", "run a campaign (a plan file or --preset NAME) into a results database"),
     "list": ("boardlab.cli.list", "list workloads with their support status, parameters and metrics"),
+    "export": ("boardlab.cli.export", "export every run of a results database (json, csv, parquet)"),
     "kern": ("boardlab.cli.kern", "run the native kernel executable boardlab-kern (or print its --path)"),
 }
 

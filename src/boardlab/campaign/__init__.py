@@ -1,0 +1,1 @@
+"""Campaigns: plans and presets, the schedule, the runner and resume."""

@@ -1,0 +1,297 @@
+"""Plan files (TOML) and bundled presets: parsing and validation.
+
+Every error names the file, the line, the key path, what was expected and what was found, and nothing
+is started or written before the whole plan is valid.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from boardlab.errors import InputError
+from boardlab.model.campaign import ConditionSpec, Gates, Plan, RunPolicy, WorkloadEntry
+from boardlab.model.workload import ParamSpec, WorkloadSpec
+
+PLAN_SCHEMA = 1
+PRESET_PACKAGE = "boardlab.campaign.presets"
+ORDERS = ("interleave", "abba", "sequential")
+
+
+def preset_names() -> list[str]:
+    return sorted(p.name[:-5] for p in resources.files(PRESET_PACKAGE).iterdir() if p.name.endswith(".toml"))
+
+
+def preset_text(name: str) -> str:
+    path = resources.files(PRESET_PACKAGE) / f"{name}.toml"
+    if not path.is_file():
+        raise InputError(f"no preset named {name!r}; presets: {', '.join(preset_names())}")
+    return path.read_text()
+
+
+def preset_description(name: str) -> str:
+    return tomllib.loads(preset_text(name)).get("description", "")
+
+
+class _Where:
+    """Finds the line of a key path in the plan text, so errors can point at it (tomllib gives no lines)."""
+
+    def __init__(self, text: str, source: str):
+        self.lines = text.splitlines()
+        self.source = source
+
+    def line_of(self, path: tuple) -> int | None:
+        start, end = 0, len(self.lines)
+        keys = list(path)
+        if keys and isinstance(keys[0], str) and len(keys) > 1 and isinstance(keys[1], int):
+            # [[workloads]] number keys[1]: from its header to the next header
+            header = re.compile(r"^\s*\[\[\s*" + re.escape(keys[0]) + r"\s*\]\]")
+            seen = -1
+            for i, line in enumerate(self.lines):
+                if header.match(line):
+                    seen += 1
+                    if seen == keys[1]:
+                        start = i
+                        break
+            else:
+                return None
+            end = next((j for j in range(start + 1, len(self.lines)) if self.lines[j].lstrip().startswith("[")),
+                       len(self.lines))
+            keys = keys[2:]
+            if not keys:
+                return start + 1
+        elif keys and len(keys) > 1:
+            header = re.compile(r"^\s*\[\s*" + re.escape(keys[0]) + r"\s*\]")
+            for i, line in enumerate(self.lines):
+                if header.match(line):
+                    start = i
+                    end = next((j for j in range(i + 1, len(self.lines)) if self.lines[j].lstrip().startswith("[")),
+                               len(self.lines))
+                    keys = keys[1:]
+                    break
+        for key in keys:
+            if not isinstance(key, str):
+                continue
+            pat = re.compile(r"(^|[\s{,])" + re.escape(key) + r"\s*=")
+            for i in range(start, end):
+                if pat.search(self.lines[i].split("#", 1)[0]):
+                    start = i
+                    break
+            else:
+                return None
+        return start + 1
+
+    def error(self, path: tuple, message: str) -> InputError:
+        line = self.line_of(path)
+        dotted = ".".join(f"[{k}]" if isinstance(k, int) else str(k) for k in path).replace(".[", "[")
+        where = f"{self.source}:{line}" if line else self.source
+        return InputError(f"{where}: {dotted}: {message}")
+
+
+def _type_name(value: Any) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
+            dict: "a table"}.get(type(value), type(value).__name__)
+
+
+def _take(table: dict, key: str, kind, default, where: _Where, path: tuple, *, choices=None, lo=None, hi=None):
+    if key not in table:
+        return default
+    value = table.pop(key)
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
+        names = " or ".join(_type_name(k()) if k is not type(None) else "none" for k in kinds)
+        raise where.error(path + (key,), f"expected {names}, found {_type_name(value)} {value!r}")
+    if choices is not None and value not in choices:
+        raise where.error(path + (key,), f"expected one of {', '.join(map(str, choices))}, found {value!r}")
+    if lo is not None and value < lo or hi is not None and value > hi:
+        raise where.error(path + (key,), f"expected a value in [{lo}, {hi}], found {value!r}")
+    return value
+
+
+def _no_leftovers(table: dict, where: _Where, path: tuple, known: str) -> None:
+    if table:
+        key = next(iter(table))
+        raise where.error(path + (key,), f"unknown key; valid keys here: {known}")
+
+
+def check_param_value(spec: ParamSpec, value: Any) -> str | None:
+    """Why `value` does not fit the parameter `spec`, or None when it does."""
+    if spec.type == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, str) and re.fullmatch(r"\d+[kKMG]?", value):
+                return None  # boardlab-kern accepts size suffixes; it checks the range
+            return f"expected an integer, found {_type_name(value)} {value!r}"
+        if spec.min is not None and value < spec.min or spec.max is not None and value > spec.max:
+            return f"expected an integer in [{spec.min:g}, {spec.max:g}], found {value}"
+    elif spec.type == "float":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"expected a number, found {_type_name(value)} {value!r}"
+        if spec.min is not None and value < spec.min or spec.max is not None and value > spec.max:
+            return f"expected a number in [{spec.min:g}, {spec.max:g}], found {value}"
+    elif spec.type == "enum":
+        if value not in spec.choices:
+            return f"expected one of {', '.join(spec.choices)}, found {value!r}"
+    elif not isinstance(value, str):
+        return f"expected a string, found {_type_name(value)} {value!r}"
+    return None
+
+
+def _workload(entry: Any, i: int, catalog: dict[str, WorkloadSpec], where: _Where) -> WorkloadEntry:
+    path = ("workloads", i)
+    if not isinstance(entry, dict):
+        raise where.error(path, f"expected a table, found {_type_name(entry)}")
+    entry = dict(entry)
+    name = _take(entry, "name", str, None, where, path)
+    if name is None:
+        raise where.error(path, "missing key 'name' (the workload, see `boardlab list`)")
+    spec = catalog.get(name)
+    if spec is None:
+        close = [n for n in catalog if n.split(".")[0] == name.split(".")[0]] or sorted(catalog)
+        raise where.error(path + ("name",), f"unknown workload {name!r}; valid: {', '.join(close)}")
+    params = _take(entry, "params", dict, {}, where, path)
+    metric = _take(entry, "metric", str, None, where, path)
+    _no_leftovers(entry, where, path, "name, params, metric")
+    for key, value in params.items():
+        pspec = spec.param(key)
+        if pspec is None:
+            valid = ", ".join(p.name for p in spec.params) or "(none)"
+            raise where.error(path + ("params", key), f"{name} has no parameter {key!r}; valid: {valid}")
+        for v in value if isinstance(value, list) else [value]:
+            reason = check_param_value(pspec, v)
+            if reason:
+                raise where.error(path + ("params", key), reason)
+        if isinstance(value, list) and not value:
+            raise where.error(path + ("params", key), "an empty list expands into no cell")
+    if metric is not None and metric not in {m.name for m in spec.metrics}:
+        valid = ", ".join(m.name for m in spec.metrics)
+        raise where.error(path + ("metric",), f"{name} has no metric {metric!r}; valid: {valid}")
+    if not spec.supported:
+        raise where.error(path + ("name",), f"{name} is unsupported here: {spec.unsupported_reason}")
+    return WorkloadEntry(name=name, params=params, metric=metric)
+
+
+def _condition(entry: Any, i: int, where: _Where) -> ConditionSpec:
+    from boardlab.conditions import condition_kinds
+
+    path = ("conditions", i)
+    if not isinstance(entry, dict):
+        raise where.error(path, f"expected a table, found {_type_name(entry)}")
+    entry = dict(entry)
+    kinds = condition_kinds()
+    name = _take(entry, "name", str, None, where, path)
+    kind = _take(entry, "kind", str, None, where, path)
+    if kind is None:
+        raise where.error(path, f"missing key 'kind'; valid kinds: {', '.join(kinds)}")
+    if kind not in kinds:
+        raise where.error(path + ("kind",), f"unknown condition kind {kind!r}; valid kinds: {', '.join(kinds)}")
+    baseline = _take(entry, "baseline", str, None, where, path)
+    params = _take(entry, "params", dict, {}, where, path)
+    _no_leftovers(entry, where, path, "name, kind, params, baseline")
+    reason = kinds[kind].validate(params)
+    if reason:
+        key, message = reason
+        raise where.error(path + ("params", key) if key else path + ("params",), message)
+    return ConditionSpec(name=name or kind, kind=kind, params=params, baseline=baseline)
+
+
+def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan:
+    """Parses and validates a plan; raises InputError naming the place and the fix."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{source}: not valid TOML: {exc}") from None
+    where = _Where(text, source)
+    schema = _take(doc, "schema", int, PLAN_SCHEMA, where, ())
+    if schema != PLAN_SCHEMA:
+        raise where.error(("schema",), f"this boardlab reads plan schema {PLAN_SCHEMA}, found {schema}")
+    name = _take(doc, "name", str, None, where, ())
+    if not name:
+        raise InputError(f"{source}: missing key 'name' (the campaign's name)")
+    description = _take(doc, "description", str, "", where, ())
+    seed = _take(doc, "seed", int, 1, where, ())
+
+    runs_t = dict(_take(doc, "runs", dict, {}, where, ()))
+    p = ("runs",)
+    repetitions = _take(runs_t, "repetitions", int, None, where, p, lo=1, hi=10000)
+    precision = _take(runs_t, "precision", (float, int), None, where, p, lo=0.001, hi=0.5)
+    if repetitions is not None and precision is not None:
+        raise where.error(p + ("precision",), "give either repetitions (a fixed count) or precision, not both")
+    pilot = _take(runs_t, "pilot", int, 10, where, p, lo=2, hi=1000)
+    cap = _take(runs_t, "cap", int, 50, where, p, lo=2, hi=10000)
+    if cap < pilot:
+        raise where.error(p + ("cap",), f"the cap ({cap}) must be at least the pilot count ({pilot})")
+    cpu = _take(runs_t, "cpu", (int, str), "auto", where, p)
+    if isinstance(cpu, str) and cpu not in ("auto", "none"):
+        raise where.error(p + ("cpu",), f"expected a CPU number, 'auto' or 'none', found {cpu!r}")
+    runs = RunPolicy(
+        repetitions=repetitions if repetitions is not None or precision is not None else 5,
+        precision=float(precision) if precision is not None else None,
+        pilot=pilot,
+        cap=cap,
+        iterations=_take(runs_t, "iterations", int, 10, where, p, lo=1, hi=100000),
+        order=_take(runs_t, "order", str, "interleave", where, p, choices=ORDERS),
+        cpu=cpu if isinstance(cpu, int) else (-1 if cpu == "auto" else None),
+        drop_caches=_take(runs_t, "drop_caches", bool, False, where, p),
+        max_reruns=_take(runs_t, "max_reruns", int, 3, where, p, lo=0, hi=100),
+    )
+    _no_leftovers(runs_t, where, p,
+                  "repetitions, precision, pilot, cap, iterations, order, cpu, drop_caches, max_reruns")
+
+    gates_t = dict(_take(doc, "gates", dict, {}, where, ()))
+    g = ("gates",)
+    gates = Gates(
+        idle=_take(gates_t, "idle", bool, True, where, g),
+        idle_threshold_pct=float(_take(gates_t, "idle_threshold_pct", (float, int), 5.0, where, g, lo=0, hi=100)),
+        idle_window_s=float(_take(gates_t, "idle_window_s", (float, int), 2.0, where, g, lo=0.1, hi=600)),
+        temperature=_take(gates_t, "temperature", bool, True, where, g),
+        temperature_delta_c=float(_take(gates_t, "temperature_delta_c", (float, int), 2.0, where, g, lo=0, hi=50)),
+        timeout_s=float(_take(gates_t, "timeout_s", (float, int), 30.0, where, g, lo=0, hi=86400)),
+        cooldown_s=float(_take(gates_t, "cooldown_s", (float, int), 0.0, where, g, lo=0, hi=86400)),
+    )
+    _no_leftovers(gates_t, where, g,
+                  "idle, idle_threshold_pct, idle_window_s, temperature, temperature_delta_c, timeout_s, cooldown_s")
+
+    raw_workloads = _take(doc, "workloads", list, [], where, ())
+    if not raw_workloads:
+        raise InputError(f"{source}: no [[workloads]]: a plan needs at least one workload (see `boardlab list`)")
+    workloads = tuple(_workload(w, i, catalog, where) for i, w in enumerate(raw_workloads))
+    raw_conditions = _take(doc, "conditions", list, [], where, ())
+    conditions = tuple(_condition(c, i, where) for i, c in enumerate(raw_conditions))
+    if not any(c.is_baseline for c in conditions):
+        conditions = (ConditionSpec(name="baseline", kind="baseline"),) + conditions
+    names = [c.name for c in conditions]
+    for i, c in enumerate(conditions):
+        if names.count(c.name) > 1:
+            raise where.error(("conditions", i, "name"), f"condition name {c.name!r} is used twice")
+    baselines = [c.name for c in conditions if c.is_baseline]
+    resolved = []
+    for i, c in enumerate(conditions):
+        if c.is_baseline:
+            resolved.append(c)
+            continue
+        base = c.baseline or baselines[0]
+        if base not in baselines:
+            raise where.error(("conditions", i, "baseline"),
+                              f"{base!r} is not a baseline condition; baselines: {', '.join(baselines)}")
+        resolved.append(ConditionSpec(name=c.name, kind=c.kind, params=c.params, baseline=base))
+    _no_leftovers(doc, where, (), "schema, name, description, seed, runs, gates, workloads, conditions")
+    return Plan(name=name, description=description, seed=seed, runs=runs, gates=gates, workloads=workloads,
+                conditions=tuple(resolved), source=text, source_name=source)
+
+
+def load_plan(path: str | None, preset: str | None, catalog: dict[str, WorkloadSpec]) -> Plan:
+    if preset:
+        return parse_plan(preset_text(preset), f"preset:{preset}", catalog)
+    assert path is not None
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such plan file (or use --preset NAME; presets: "
+                         f"{', '.join(preset_names())})") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read the plan: {exc}") from None
+    return parse_plan(text, str(path), catalog)

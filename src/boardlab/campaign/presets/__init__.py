@@ -1,0 +1,1 @@
+"""Bundled plans (TOML), one per study; `boardlab list --presets` shows them."""

@@ -1,0 +1,336 @@
+"""The campaign runner: gate, fresh pinned worker, monitor, collect, one transaction per run.
+
+Resumable by construction: the schedule is a pure function of the plan and its seed, and every finished
+run is committed at once, so running the same plan on the same database again skips what is stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+from boardlab import __version__
+from boardlab.campaign.schedule import build_cells, schedule
+from boardlab.campaign.spawn import spawn, stop_group, wait_rusage
+from boardlab.errors import InputError
+from boardlab.model.campaign import Cell, Plan, ScheduledRun
+from boardlab.model.run import GateResult, MetricResult, RunResult
+from boardlab.model.workload import WorkloadSpec
+from boardlab.monitor.sampler import Monitor
+from boardlab.platform import sampling
+from boardlab.platform.sysroot import SysRoot
+from boardlab.store import Store
+
+
+class Progress(Protocol):
+    def start(self, campaign: str, total: int, done: int, resumed: bool) -> None: ...
+    def gate(self, run: ScheduledRun, detail: str) -> None: ...
+    def finished(self, run: ScheduledRun, result: RunResult, done: int, total: int) -> None: ...
+    def note(self, message: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Outcome:
+    campaign_id: int
+    status: str  # complete | interrupted | failed
+    runs_done: int
+    runs_total: int
+    reruns: int
+    resumed: bool
+    monitor_cost_pct_of_core: float | None
+
+
+def plan_hash(plan: Plan) -> str:
+    return hashlib.sha256(plan.source.encode()).hexdigest()
+
+
+def board_fingerprint(info_dict: dict) -> str:
+    """Identity that survives reboots: model, CPUs and kernel; not temperatures or load."""
+    ident = {
+        "model": info_dict.get("model"),
+        "machine": info_dict.get("machine"),
+        "hostname": info_dict.get("hostname"),
+        "cpus": [(c.get("cpu"), c.get("model_name")) for c in info_dict.get("cpus", [])],
+        "kernel": (info_dict.get("kernel") or {}).get("release"),
+    }
+    return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def resolve_cpu(requested: int | None, online: tuple[int, ...]) -> int | None:
+    """The worker's CPU: -1 = "auto" (the last online CPU, away from CPU 0's housekeeping), None = unpinned."""
+    if requested is None:
+        return None
+    if requested == -1:
+        return online[-1] if online else None
+    if requested not in online:
+        raise InputError(f"runs.cpu = {requested}: no such online CPU; online CPUs: "
+                         f"{', '.join(map(str, online))}")
+    return requested
+
+
+class Runner:
+    def __init__(self, plan: Plan, catalog: dict[str, WorkloadSpec], store: Store, *, root: str = "/",
+                 progress: Progress, monitor_interval_s: float = 0.1, fresh: bool = False):
+        self.plan = plan
+        self.catalog = catalog
+        self.store = store
+        self.root = root
+        self.sr = SysRoot(root)
+        self.progress = progress
+        self.monitor_interval_s = monitor_interval_s
+        self.fresh = fresh
+
+    # ---- pieces of one run ----
+
+    def _cpu_busy_pct(self, src, window_s: float) -> float:
+        a = sampling.read_cpu_jiffies(src)
+        time.sleep(window_s)
+        b = sampling.read_cpu_jiffies(src)
+        busy = sum(b[c][0] - a[c][0] for c in b if c in a)
+        total = sum(b[c][1] - a[c][1] for c in b if c in a)
+        return 100.0 * busy / total if total > 0 else 0.0
+
+    def _gate(self, src, start_temps: dict[str, int]) -> GateResult:
+        g = self.plan.gates
+        t0 = time.monotonic()
+        if g.cooldown_s:
+            time.sleep(g.cooldown_s)
+        details = []
+        timed_out = False
+        if g.idle:
+            while True:
+                load = self._cpu_busy_pct(src, g.idle_window_s)
+                if load <= g.idle_threshold_pct:
+                    details.append(f"idle: other load {load:.1f}% <= {g.idle_threshold_pct:g}%")
+                    break
+                if time.monotonic() - t0 >= g.timeout_s:
+                    timed_out = True
+                    details.append(f"idle: gave up after {g.timeout_s:g} s, other load {load:.1f}%")
+                    break
+        if g.temperature:
+            if not start_temps:
+                details.append("temperature: unsupported (no readable thermal zone)")
+            else:
+                while True:
+                    now = {k: v for k, v in sampling.read_values(src.temps).items() if v is not None}
+                    over = {k: now[k] - start_temps[k] for k in now if k in start_temps
+                            and now[k] - start_temps[k] > g.temperature_delta_c * 1000}
+                    if not over:
+                        details.append("temperature: within "
+                                       f"{g.temperature_delta_c:g} C of the start")
+                        break
+                    if time.monotonic() - t0 >= g.timeout_s:
+                        timed_out = True
+                        details.append("temperature: gave up, still "
+                                       + ", ".join(f"{k} +{v / 1000:.1f} C" for k, v in over.items()))
+                        break
+                    time.sleep(0.5)
+        return GateResult(waited_s=time.monotonic() - t0, timed_out=timed_out, detail="; ".join(details))
+
+    def _drop_caches(self) -> str:
+        if not self.plan.runs.drop_caches:
+            return "not requested"
+        if not self.sr.writable("proc/sys/vm/drop_caches"):
+            return "unsupported: /proc/sys/vm/drop_caches is not writable (needs root)"
+        os.sync()
+        self.sr.write_text("proc/sys/vm/drop_caches", "3")
+        return "dropped"
+
+    def _argv(self, cell: Cell) -> list[str]:
+        from boardlab.native import kern_path
+
+        argv = [str(kern_path()), cell.workload]
+        for k, v in cell.params:
+            argv += ["--param", f"{k}={v}"]
+        return argv + ["--iterations", str(self.plan.runs.iterations), "--json"]
+
+    def _governors(self) -> dict[str, str | None]:
+        from boardlab.platform import cpufreq
+
+        return {p: self.sr.read_str(f"{cpufreq.policy_dir(p)}/scaling_governor") for p in cpufreq.list_policies(self.sr)}
+
+    def _execute(self, sr_run: ScheduledRun, attempt: int, cpu: int | None, monitor: Monitor,
+                 start_temps: dict[str, int]) -> RunResult:
+        gate = self._gate(monitor.src, start_temps)
+        self.progress.gate(sr_run, gate.detail)
+        cache = self._drop_caches()
+        governors0 = self._governors()
+        cell = sr_run.cell
+        started = time.time()
+        t0 = time.monotonic_ns()
+        proc = spawn(self._argv(cell), cpus={cpu} if cpu is not None else None)
+        monitor.start(proc.pid, cpu)
+        try:
+            out, err = proc.stdout.read(), proc.stderr.read()
+            code, rusage = wait_rusage(proc)
+        except BaseException:
+            stop_group(proc)
+            monitor.stop()
+            raise
+        finally:
+            proc.stdout.close()
+            proc.stderr.close()
+        wall_ns = time.monotonic_ns() - t0
+        mon = monitor.stop()
+        governors1 = self._governors()
+        return self._result(sr_run, attempt, cpu, started, wall_ns, code, out.decode(errors="replace"),
+                            err.decode(errors="replace"), rusage, gate, mon,
+                            {"page_cache": cache, "governors": governors0,
+                             "governors_changed": governors0 != governors1})
+
+    def _result(self, sr_run, attempt, cpu, started, wall_ns, code, out, err, rusage, gate, mon, state) -> RunResult:
+        cell = sr_run.cell
+        error = None
+        doc: dict = {}
+        try:
+            doc = json.loads(out) if out.strip() else {}
+        except json.JSONDecodeError:
+            error = f"worker printed no valid JSON (exit {code}): {err.strip()[:500]}"
+        if not doc and error is None:
+            error = f"worker exited {code} without a result: {err.strip()[:500]}"
+        if doc and doc.get("schema") != 1:
+            error = f"worker result schema {doc.get('schema')!r}, expected 1"
+        if doc and not doc.get("supported", True):
+            error = f"unsupported here: {doc.get('reason')}"
+        elif doc and not doc.get("ok"):
+            error = "; ".join(doc.get("errors") or []) or f"worker failed (exit {code})"
+        metrics = []
+        for name, m in (doc.get("metrics") or {}).items():
+            metrics.append(MetricResult(
+                name=name, unit=m["unit"], higher_is_better=m["higher_is_better"],
+                values=tuple(v for v in m.get("values", ()) if v is not None),
+                median=m.get("median", m.get("value")), min=m.get("min"), p90=m.get("p90"), p99=m.get("p99")))
+        value = next((m.median for m in metrics if m.name == cell.metric), None)
+        ok = error is None and code == 0 and value is not None
+        if ok is False and error is None:
+            error = f"the result has no value for metric {cell.metric}"
+        reasons = []
+        if mon.summary.get("throttled"):
+            reasons.append("throttled (a cpufreq cooling device was active)")
+        if mon.summary.get("swap_pages"):
+            reasons.append(f"swapped ({mon.summary['swap_pages']} pages in/out)")
+        if state.get("governors_changed"):
+            reasons.append("the cpufreq governor changed during the run")
+        valid = ok and not reasons
+        warm = doc.get("warmup") or {}
+        return RunResult(
+            cell_key=cell.key, repetition=sr_run.repetition, attempt=attempt, seq=sr_run.seq,
+            started_unix_s=started, wall_ns=wall_ns, cpu=cpu, exit_code=code, ok=ok, valid=valid,
+            invalid_reason="; ".join(reasons) or (None if ok else "failed"), value=value,
+            metrics=tuple(metrics), iterations_ns=tuple(doc.get("iterations_ns") or ()),
+            warmup_iterations=warm.get("iterations"), warmup_capped=warm.get("capped"), rusage=rusage,
+            gate=gate, condition_state=state, monitor=mon.summary, series=tuple(mon.series), error=error,
+            worker_json=out if out.strip() else None)
+
+    # ---- the campaign ----
+
+    def run(self) -> Outcome:
+        from boardlab.platform.inventory import inventory
+
+        info = inventory(self.root)
+        info_dict = info.to_dict()
+        cpu = resolve_cpu(self.plan.runs.cpu, tuple(info.online_cpus))
+        cells = build_cells(self.plan, self.catalog)
+        conditions = {c.name: c for c in self.plan.conditions}
+        units = {}
+        for cell in cells:
+            spec = self.catalog[cell.workload]
+            metric = next(m for m in spec.metrics if m.name == cell.metric)
+            units[cell.key] = (metric.unit, metric.higher_is_better)
+
+        board_id = self.store.upsert_board(board_fingerprint(info_dict),
+                                           info.model or info.hostname or "unknown board", info_dict)
+        phash = plan_hash(self.plan)
+        existing = None if self.fresh else self.store.find_campaign(phash, board_id)
+        resumed = existing is not None
+        if existing is not None and existing["status"] == "complete":
+            self.progress.note(f"campaign {self.plan.name!r} is already complete in {self.store.path} "
+                               f"(id {existing['id']}); use --fresh to run it again")
+            return Outcome(existing["id"], "complete", 0, 0, 0, True, None)
+        from boardlab.native import kernel_catalog
+
+        environment = {"capabilities": info_dict.get("capabilities"), "checks": info_dict.get("checks"),
+                       "worker_cpu": cpu}
+        if existing is None:
+            campaign_id = self.store.create_campaign(
+                name=self.plan.name, plan_hash=phash, plan_source=self.plan.source_name, plan_text=self.plan.source,
+                board_id=board_id, boardlab_version=__version__, kern_version=kernel_catalog().get("version"),
+                root=str(self.root), environment=environment)
+        else:
+            campaign_id = existing["id"]
+            self.store.set_campaign_status(campaign_id, "running")
+        cell_ids = self.store.ensure_cells(campaign_id, cells, conditions, units)
+
+        # The orchestrator keeps off the measured CPU when there is another one.
+        own_before = os.sched_getaffinity(0)
+        others = set(info.online_cpus) - {cpu} if cpu is not None else set()
+        if others and set(others) & own_before:
+            os.sched_setaffinity(0, set(others) & own_before)
+        monitor = Monitor(self.root, interval_s=self.monitor_interval_s)
+        start_temps = {k: v for k, v in sampling.read_values(monitor.src.temps).items() if v is not None}
+        attempts = self.store.attempts(campaign_id)
+        policy = self.plan.runs
+
+        def settled(key: str, rep: int) -> bool:
+            tries = attempts.get((key, rep), [])
+            return any(tries) or len(tries) > policy.max_reruns
+
+        rounds = range(1, (policy.repetitions if policy.precision is None else policy.pilot) + 1)
+        planned = schedule(cells, policy.order, self.plan.seed, rounds)
+        total = len(planned)
+        done = sum(1 for r in planned if settled(r.cell.key, r.repetition))
+        self.progress.start(self.plan.name, total, done, resumed)
+        reruns = 0
+        mon_cpu = mon_wall = 0.0
+        status = "interrupted"
+        try:
+            extra_round = rounds.stop
+            while True:
+                for sr_run in planned:
+                    key = sr_run.cell.key
+                    while not settled(key, sr_run.repetition):
+                        attempt = len(attempts.get((key, sr_run.repetition), [])) + 1
+                        result = self._execute(sr_run, attempt, cpu, monitor, start_temps)
+                        self.store.record_run(campaign_id, cell_ids[key], result)
+                        attempts.setdefault((key, sr_run.repetition), []).append(result.valid)
+                        mon_cpu += result.monitor.get("monitor_cpu_s", 0.0)
+                        mon_wall += result.monitor.get("monitor_wall_s", 0.0)
+                        if attempt > 1:
+                            reruns += 1
+                        if not result.ok:
+                            # a failed worker (not a disturbed one) will fail again: don't loop on it
+                            attempts[(key, sr_run.repetition)] += [False] * policy.max_reruns
+                        if settled(key, sr_run.repetition):
+                            done += 1
+                        self.progress.finished(sr_run, result, done, total)
+                if policy.precision is None or extra_round > policy.cap:
+                    break
+                pending = [c for c in cells if not self._precise_enough(campaign_id, c)]
+                if not pending:
+                    break
+                planned = schedule(pending, policy.order, self.plan.seed, [extra_round])
+                total += sum(1 for r in planned if not settled(r.cell.key, r.repetition))
+                extra_round += 1
+            status = "complete"
+        finally:
+            os.sched_setaffinity(0, own_before)
+            cost = 100.0 * mon_cpu / mon_wall if mon_wall > 0 else None
+            self.store.set_campaign_status(
+                campaign_id, status,
+                monitor={"interval_s": self.monitor_interval_s, "cpu_s": mon_cpu, "wall_s": mon_wall,
+                         "cost_pct_of_core": cost},
+                notes={"reruns": reruns})
+        return Outcome(campaign_id, status, done, total, reruns, resumed, cost)
+
+    def _precise_enough(self, campaign_id: int, cell: Cell) -> bool:
+        """The precision rule of METHOD.md: stop a cell when its CI half-width is at most the target."""
+        from boardlab.stats import should_stop
+
+        values = [r["value"] for r in self.store.runs(campaign_id)
+                  if r["cell_key"] == cell.key and r["valid"] and r["value"] is not None]
+        decision = should_stop(values, self.plan.runs.precision, cap=self.plan.runs.cap)
+        return bool(decision.stop)

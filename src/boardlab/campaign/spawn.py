@@ -1,0 +1,96 @@
+"""Starting workers and loads: pinned, in their own process group, and dying with boardlab.
+
+A worker inherits the CPU affinity of the thread that forks it, so the runner pins only itself for the
+instant of the spawn; the child gets PR_SET_PDEATHSIG so that a SIGKILLed boardlab leaves no process
+behind, and its own process group so that Ctrl-C reaches boardlab, which then stops it cleanly.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from contextlib import contextmanager
+
+PR_SET_PDEATHSIG = 1
+_spawn_lock = threading.Lock()
+_libc = None
+
+
+def _die_with_parent(parent_pid: int) -> None:  # runs in the child between fork and exec
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent_pid:  # the parent died before prctl took effect
+        os._exit(1)
+
+
+@contextmanager
+def thread_affinity(cpus: set[int] | None):
+    """Pins the calling thread (Linux affinity is per thread) for the duration, then restores it."""
+    if not cpus:
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+def spawn(argv: Sequence[str], *, cpus: set[int] | None = None, env: dict | None = None,
+          stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd: str | None = None) -> subprocess.Popen:
+    parent = os.getpid()
+    with _spawn_lock, thread_affinity(cpus):
+        return subprocess.Popen(
+            list(argv), stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, env=env, cwd=cwd,
+            start_new_session=True, preexec_fn=lambda: _die_with_parent(parent),
+        )
+
+
+def wait_rusage(proc: subprocess.Popen) -> tuple[int, dict[str, int]]:
+    """Reaps the child with wait4 for its own rusage (not RUSAGE_CHILDREN of all our children)."""
+    _, status, ru = os.wait4(proc.pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    proc.returncode = code
+    return code, {
+        "utime_us": int(ru.ru_utime * 1e6),
+        "stime_us": int(ru.ru_stime * 1e6),
+        "maxrss_kib": ru.ru_maxrss,
+        "minflt": ru.ru_minflt,
+        "majflt": ru.ru_majflt,
+        "nvcsw": ru.ru_nvcsw,
+        "nivcsw": ru.ru_nivcsw,
+    }
+
+
+def stop_group(proc: subprocess.Popen, *, grace_s: float = 2.0, first: int = signal.SIGINT) -> None:
+    """SIGINT (or `first`) to the process group, then SIGKILL after a grace period; reaps the leader."""
+    try:
+        pgid = os.getpgid(proc.pid)
+    except ProcessLookupError:
+        pgid = proc.pid
+    for sig in (first, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                break
+            time.sleep(0.02)
+        if proc.poll() is not None:
+            try:  # the leader is gone; make sure no member of its group lingers
+                os.killpg(pgid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            break
+    if proc.returncode is None:
+        proc.wait()

@@ -1,0 +1,66 @@
+"""Progress of a campaign on the terminal: a bar with ETA on a TTY, one plain line per run otherwise."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+
+
+def _fmt_s(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}" if seconds >= 3600 \
+        else f"{seconds // 60}:{seconds % 60:02d}"
+
+
+class TerminalProgress:
+    def __init__(self, stream=None, *, quiet: bool = False):
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.quiet = quiet
+        self.t0 = time.monotonic()
+        self.done0 = 0
+        self.failures = 0
+
+    def _print(self, line: str) -> None:
+        if self.tty:
+            self.stream.write("\r\x1b[K")
+        self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def start(self, campaign: str, total: int, done: int, resumed: bool) -> None:
+        self.t0 = time.monotonic()
+        self.done0 = done
+        verb = f"resuming ({done} of {total} runs already stored)" if resumed else f"{total} runs"
+        self._print(f"campaign {campaign}: {verb}")
+
+    def gate(self, run, detail: str) -> None:
+        pass
+
+    def note(self, message: str) -> None:
+        self._print(message)
+
+    def finished(self, run, result, done: int, total: int) -> None:
+        if not result.ok:
+            self.failures += 1
+        elapsed = time.monotonic() - self.t0
+        new = done - self.done0
+        eta = elapsed / new * (total - done) if new > 0 else 0.0
+        unit = next((m.unit for m in result.metrics if m.name == run.cell.metric), "")
+        value = f"{result.value:.4g} {unit}" if result.value is not None else "no value"
+        status = "ok" if result.valid else ("INVALID: " + (result.invalid_reason or "")) if result.ok \
+            else f"FAILED: {result.error}"
+        if self.tty:
+            width = max(10, min(40, shutil.get_terminal_size((80, 20)).columns - 60))
+            filled = int(width * done / total) if total else width
+            bar = "#" * filled + "-" * (width - filled)
+            if not result.valid:
+                self._print(f"  {run.cell.key} rep {run.repetition}: {status}")
+            self.stream.write(f"\r\x1b[K[{bar}] {done}/{total} {_fmt_s(elapsed)} ETA {_fmt_s(eta)}  "
+                              f"{run.cell.key[:40]} {value}")
+            self.stream.flush()
+            if done == total:
+                self.stream.write("\n")
+        elif not self.quiet or not result.valid:
+            self._print(f"[{done}/{total}] {run.cell.key} rep {run.repetition}: {value} ({status}) "
+                        f"ETA {_fmt_s(eta)}")

@@ -1,0 +1,73 @@
+"""`boardlab run`: run a campaign from a plan or a preset, resumably, into a results database."""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+HELP = "run a campaign (a plan file or --preset NAME) into a results database"
+DESCRIPTION = (
+    "Run a campaign: every cell (workload x parameters x condition) repeated as the plan says, each run a "
+    "fresh pinned worker, monitored, and committed at once. Running the same plan on the same database "
+    "again resumes it: finished runs are kept and none is done twice."
+)
+DEFAULT_DB = "boardlab.db"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("plan", nargs="?", help="a plan file (TOML); see README for its keys")
+    parser.add_argument("--preset", help="a bundled plan instead of a file (see `boardlab list --presets`)")
+    parser.add_argument("--db", default=DEFAULT_DB, help=f"results database (SQLite; default {DEFAULT_DB})")
+    parser.add_argument("--root", default="/", help="read (and later write) the board's /sys and /proc below DIR")
+    parser.add_argument("--fresh", action="store_true", help="start a new campaign even if this plan was run before")
+    parser.add_argument("--monitor-hz", type=float, default=10.0, help="monitor sampling rate (default 10 Hz)")
+    parser.add_argument("--quiet", action="store_true", help="print only failures and the summary")
+    parser.add_argument("--json", action="store_true", help="print the outcome as JSON on stdout")
+
+
+def _on_sigterm(signum, frame):
+    raise KeyboardInterrupt  # the same orderly stop as Ctrl-C: the worker is stopped, stored runs kept
+
+
+def run(args) -> int:
+    import json
+
+    from boardlab.campaign.plan import load_plan
+    from boardlab.campaign.runner import Runner
+    from boardlab.cli.progress import TerminalProgress
+    from boardlab.errors import InputError
+    from boardlab.platform.sysroot import SysRoot
+    from boardlab.store import Store
+    from boardlab.workloads import all_workloads
+
+    if bool(args.plan) == bool(args.preset):
+        raise InputError("give a plan file or --preset NAME (one of them)")
+    if not 0.1 <= args.monitor_hz <= 1000:
+        raise InputError(f"--monitor-hz {args.monitor_hz}: expected a rate in [0.1, 1000] Hz")
+    SysRoot(args.root).require_board_tree()
+    catalog = {w.name: w for w in all_workloads()}
+    plan = load_plan(args.plan, args.preset, catalog)  # validated before anything is written
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    progress = TerminalProgress(quiet=args.quiet)
+    with Store.open(args.db) as store:
+        runner = Runner(plan, catalog, store, root=args.root, progress=progress,
+                        monitor_interval_s=1.0 / args.monitor_hz, fresh=args.fresh)
+        try:
+            outcome = runner.run()
+        except KeyboardInterrupt:
+            print(f"\ninterrupted: every finished run is kept in {args.db}; run the same command to resume",
+                  file=sys.stderr)
+            return 130
+    if args.json:
+        print(json.dumps({"schema": 1, "campaign_id": outcome.campaign_id, "status": outcome.status,
+                          "runs_done": outcome.runs_done, "runs_total": outcome.runs_total,
+                          "reruns": outcome.reruns, "resumed": outcome.resumed, "db": args.db,
+                          "monitor_cost_pct_of_core": outcome.monitor_cost_pct_of_core}))
+    else:
+        print(f"campaign {plan.name}: {outcome.status}, {outcome.runs_done}/{outcome.runs_total} runs "
+              f"in {args.db} (campaign id {outcome.campaign_id})")
+        if outcome.monitor_cost_pct_of_core is not None:
+            print(f"monitor cost: {outcome.monitor_cost_pct_of_core:.2f}% of one core at {args.monitor_hz:g} Hz")
+        print(f"next: boardlab report --db {args.db} -o report.html")
+    failed = progress.failures
+    return 1 if failed and outcome.runs_done == 0 else 0

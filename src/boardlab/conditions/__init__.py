@@ -1,0 +1,14 @@
+"""Condition kinds: what a plan may put around a workload. One module per kind, each with `KIND`."""
+
+from __future__ import annotations
+
+import importlib
+
+# kind -> module; a module exposes KIND (a ConditionKind). One line per kind.
+_KIND_MODULES = {
+    "baseline": "boardlab.conditions.baseline",
+}
+
+
+def condition_kinds() -> dict:
+    return {name: importlib.import_module(mod).KIND for name, mod in _KIND_MODULES.items()}

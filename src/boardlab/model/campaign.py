@@ -1,0 +1,101 @@
+"""Plans, cells and runs: the records a campaign is made of."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Order = Literal["interleave", "abba", "sequential"]
+
+
+@dataclass(frozen=True)
+class Gates:
+    """Waits before each run (METHOD.md "Before and around each run")."""
+
+    idle: bool = True
+    idle_threshold_pct: float = 5.0  # other load, % of all CPUs, over the window
+    idle_window_s: float = 2.0
+    temperature: bool = True
+    temperature_delta_c: float = 2.0  # back within this of the session's start temperature
+    timeout_s: float = 30.0  # the gate gives up (and records it) after this long
+    cooldown_s: float = 0.0  # a fixed pause before each run
+
+
+@dataclass(frozen=True)
+class RunPolicy:
+    repetitions: int | None = 5  # a fixed count per cell ...
+    precision: float | None = None  # ... or a target relative CI half-width of the median (0.01 = 1%)
+    pilot: int = 10  # runs per cell before the precision rule is applied
+    cap: int = 50  # most runs per cell under the precision rule
+    iterations: int = 10  # measured iterations inside each run
+    order: Order = "interleave"
+    cpu: int | None = None  # the worker's CPU; None = no pinning
+    drop_caches: bool = False
+    max_reruns: int = 3  # re-runs of an invalid run (throttled, swapped, policy changed)
+
+
+@dataclass(frozen=True)
+class ConditionSpec:
+    name: str  # unique label in the plan, e.g. "baseline", "memcpy-same"
+    kind: str  # "baseline", later "stressor", "governor", ...
+    params: dict[str, Any] = field(default_factory=dict)
+    baseline: str | None = None  # the condition this one is compared with (None for a baseline)
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.kind == "baseline"
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "params": self.params, "baseline": self.baseline}
+
+
+@dataclass(frozen=True)
+class WorkloadEntry:
+    name: str
+    params: dict[str, Any]  # a list value expands into one cell per value
+    metric: str | None = None  # the primary metric; None = the workload's first
+
+
+@dataclass(frozen=True)
+class Plan:
+    name: str
+    description: str
+    seed: int
+    runs: RunPolicy
+    gates: Gates
+    workloads: tuple[WorkloadEntry, ...]
+    conditions: tuple[ConditionSpec, ...]
+    source: str  # the plan's text, stored with the campaign
+    source_name: str  # file path or "preset:NAME"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One workload with fixed parameters under one condition."""
+
+    workload: str
+    params: tuple[tuple[str, Any], ...]  # sorted, so that equal cells compare equal
+    condition: str
+    metric: str
+
+    @property
+    def key(self) -> str:
+        params = ",".join(f"{k}={v}" for k, v in self.params)
+        return f"{self.workload}[{params}]@{self.condition}"
+
+    @property
+    def params_dict(self) -> dict[str, Any]:
+        return dict(self.params)
+
+    @property
+    def params_json(self) -> str:
+        return json.dumps(self.params_dict, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class ScheduledRun:
+    seq: int  # position in the schedule
+    cell: Cell
+    repetition: int  # 1-based, per cell
+    block: int  # the round (interleave) or block (abba) it belongs to

@@ -1,0 +1,52 @@
+"""What one run produced, as the runner hands it to the store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class MetricResult:
+    name: str
+    unit: str
+    higher_is_better: bool
+    values: tuple[float, ...]  # per measured iteration; empty for a single-value metric
+    median: float | None
+    min: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+
+
+@dataclass(frozen=True)
+class GateResult:
+    waited_s: float
+    timed_out: bool
+    detail: str  # what the gate waited for, or why it gave up
+
+
+@dataclass(frozen=True)
+class RunResult:
+    cell_key: str
+    repetition: int
+    attempt: int
+    seq: int
+    started_unix_s: float
+    wall_ns: int
+    cpu: int | None  # the CPU the worker was pinned to
+    exit_code: int
+    ok: bool  # the worker finished and verified its result
+    valid: bool  # ok, and nothing invalidated it (throttling, swapping, a policy change)
+    invalid_reason: str | None
+    value: float | None  # the run's summary value: median over iterations of the cell's metric
+    metrics: tuple[MetricResult, ...]
+    iterations_ns: tuple[int, ...]
+    warmup_iterations: int | None
+    warmup_capped: bool | None
+    rusage: dict[str, int]  # from wait4: the worker's own rusage, not the parent's
+    gate: GateResult
+    condition_state: dict[str, Any]
+    monitor: dict[str, Any]  # summary of the monitor's series for this run
+    series: tuple[tuple[str, int, float], ...] = field(default=())  # (source, t_ns since start, value)
+    error: str | None = None
+    worker_json: str | None = None  # the worker's raw result, kept for re-analysis

@@ -1,0 +1,156 @@
+"""The monitor: samples the board and the worker while a run executes (default 10 Hz).
+
+Series: per-CPU busy %, the worker's CPU % (from /proc/PID/stat jiffies, as seed 004 measured), its RSS,
+the current frequency per policy, temperatures, cpufreq cooling states (throttling), power and energy
+counters, PSI and swap activity. Its own CPU time is measured, so its cost is known, not assumed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+
+from boardlab.platform import sampling
+from boardlab.platform.sysroot import RootLike
+
+
+@dataclass
+class MonitorOutput:
+    series: list[tuple[str, int, float]]  # (source, t_ns since start, value)
+    summary: dict
+    cpu_s: float  # the monitor thread's own CPU time
+    wall_s: float
+
+
+@dataclass
+class _Acc:
+    values: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, key: str, value: float) -> None:
+        self.values.setdefault(key, []).append(value)
+
+
+class Monitor:
+    def __init__(self, root: RootLike = "/", *, interval_s: float = 0.1, keep_series: bool = True):
+        self.root = root
+        self.interval_s = interval_s
+        self.keep_series = keep_series
+        self.src = sampling.resolve_sources(root)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._out: MonitorOutput | None = None
+
+    def start(self, pid: int, worker_cpu: int | None) -> None:
+        self._stop.clear()
+        self._out = None
+        self._thread = threading.Thread(target=self._loop, args=(pid, worker_cpu), name="boardlab-monitor",
+                                        daemon=True)
+        self._thread.start()
+
+    def stop(self) -> MonitorOutput:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        assert self._out is not None
+        return self._out
+
+    def _loop(self, pid: int, worker_cpu: int | None) -> None:
+        cpu0 = time.thread_time()
+        t0 = time.monotonic_ns()
+        src = self.src
+        series: list[tuple[str, int, float]] = []
+        acc = _Acc()
+        prev_cpu = sampling.read_cpu_jiffies(src)
+        prev_worker, prev_t = None, t0
+        swap0 = sampling.read_swap_pages(src)
+        psi0 = sampling.read_psi(src)
+        energy0 = sampling.read_values(src.energy)
+        temps0 = {k: v for k, v in sampling.read_values(src.temps).items() if v is not None}
+        throttled = False
+        status: dict[str, int] = {}
+        last_cpu = None
+        threads = None
+        samples = 0
+        while True:
+            stopping = self._stop.wait(self.interval_s)
+            now = time.monotonic_ns()
+            t = now - t0
+            dt_s = (now - prev_t) / 1e9
+            samples += 1
+            cpu = sampling.read_cpu_jiffies(src)
+            for c, (busy, total) in cpu.items():
+                if c in prev_cpu and total > prev_cpu[c][1]:
+                    pct = 100.0 * (busy - prev_cpu[c][0]) / (total - prev_cpu[c][1])
+                    acc.add(f"cpu{c}.busy_pct", pct)
+                    if self.keep_series:
+                        series.append((f"cpu{c}.busy_pct", t, pct))
+                    if c != worker_cpu:
+                        acc.add("other_cpus.busy_pct", pct)
+            prev_cpu = cpu
+            stat, st = sampling.read_pid(self.root, pid)
+            if stat is not None:
+                jiffies, last_cpu, threads = stat
+                if prev_worker is not None and dt_s > 0:
+                    pct = 100.0 * (jiffies - prev_worker) / src.clk_tck / dt_s
+                    acc.add("worker.cpu_pct", pct)
+                    if self.keep_series:
+                        series.append(("worker.cpu_pct", t, pct))
+                prev_worker = jiffies
+                if st:
+                    status = st
+                    if "VmRSS" in st:
+                        acc.add("worker.rss_kib", st["VmRSS"])
+                        if self.keep_series:
+                            series.append(("worker.rss_kib", t, float(st["VmRSS"])))
+            prev_t = now
+            for name, khz in sampling.read_values(src.freq).items():
+                if khz is not None:
+                    acc.add(f"freq.{name}_khz", khz)
+                    if self.keep_series:
+                        series.append((f"freq.{name}_khz", t, float(khz)))
+            for name, mc in sampling.read_values(src.temps).items():
+                if mc is not None:
+                    acc.add(f"temp.{name}_mc", mc)
+                    if self.keep_series:
+                        series.append((f"temp.{name}_mc", t, float(mc)))
+            for name, state in sampling.read_values(src.cooling).items():
+                if state:
+                    throttled = True
+                if state is not None and self.keep_series:
+                    series.append((f"cooling.{name}", t, float(state)))
+            for name, uw in sampling.read_values(src.power).items():
+                if uw is not None:
+                    acc.add(f"power.{name}_uw", uw)
+                    if self.keep_series:
+                        series.append((f"power.{name}_uw", t, float(uw)))
+            if stopping:
+                break
+        summary: dict = {"samples": samples, "interval_s": self.interval_s}
+        for key, vals in acc.values.items():
+            if key.startswith("temp."):
+                summary[f"{key}_max"] = max(vals)
+            elif key.startswith("worker.rss"):
+                summary[f"{key}_max"] = max(vals)
+            else:
+                summary[f"{key}_mean"] = sum(vals) / len(vals)
+            if key.startswith("freq."):
+                summary[f"{key}_min"] = min(vals)
+        summary["temp_start_mc"] = temps0
+        summary["throttled"] = throttled
+        summary["worker_vm_hwm_kib"] = status.get("VmHWM")
+        summary["worker_last_cpu"] = last_cpu
+        summary["worker_threads"] = threads
+        summary["worker_ctxt_switches"] = {k: status[k] for k in status if k.endswith("ctxt_switches")}
+        swap1 = sampling.read_swap_pages(src)
+        summary["swap_pages"] = swap1 - swap0 if swap0 is not None and swap1 is not None else None
+        psi1 = sampling.read_psi(src)
+        summary["psi_some_us"] = {r: psi1[r] - psi0[r] for r in psi1 if psi1[r] is not None and psi0.get(r) is not None}
+        energy1 = sampling.read_values(src.energy)
+        summary["energy_uj"] = {z: energy1[z] - energy0[z] for z in energy1
+                                if energy1[z] is not None and energy0.get(z) is not None and energy1[z] >= energy0[z]}
+        wall_s = (time.monotonic_ns() - t0) / 1e9
+        cpu_s = time.thread_time() - cpu0
+        summary["monitor_cpu_s"] = cpu_s
+        summary["monitor_wall_s"] = wall_s
+        self._out = MonitorOutput(series=series, summary=summary, cpu_s=cpu_s, wall_s=wall_s)

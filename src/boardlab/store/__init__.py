@@ -1,0 +1,5 @@
+"""The results store: SQLite (WAL) with numbered migrations; one transaction per run."""
+
+from boardlab.store.db import STORE_SCHEMA, Store
+
+__all__ = ["STORE_SCHEMA", "Store"]

@@ -1,0 +1,82 @@
+"""Exports: one record per run (JSON, CSV, Parquet), each document carrying its schema version."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from boardlab.errors import InputError
+from boardlab.store.db import Store
+
+EXPORT_SCHEMA = 1
+FIELDS = ("campaign", "campaign_id", "cell_id", "cell", "workload", "params", "condition", "repetition",
+          "attempt", "seq", "metric", "value", "unit", "higher_is_better", "valid", "ok", "invalid_reason",
+          "error", "started_unix_s", "wall_ns", "cpu", "warmup_iterations", "warmup_capped")
+
+
+def run_records(store: Store, campaign_ids: list[int] | None = None) -> list[dict]:
+    records = []
+    for camp in store.campaigns():
+        if campaign_ids and camp["id"] not in campaign_ids:
+            continue
+        for r in store.runs(camp["id"]):
+            records.append({
+                "campaign": camp["name"], "campaign_id": camp["id"], "cell_id": r["cell_id"], "cell": r["cell_key"],
+                "workload": r["workload"], "params": json.loads(r["params_json"]), "condition": r["condition"],
+                "repetition": r["repetition"], "attempt": r["attempt"], "seq": r["seq"], "metric": r["metric"],
+                "value": r["value"], "unit": r["unit"], "higher_is_better": bool(r["higher_is_better"]),
+                "valid": bool(r["valid"]), "ok": bool(r["ok"]), "invalid_reason": r["invalid_reason"],
+                "error": r["error"], "started_unix_s": r["started_unix_s"], "wall_ns": r["wall_ns"],
+                "cpu": r["cpu"], "warmup_iterations": r["warmup_iterations"],
+                "warmup_capped": None if r["warmup_capped"] is None else bool(r["warmup_capped"]),
+            })
+    return records
+
+
+def to_json(records: list[dict]) -> bytes:
+    return (json.dumps({"schema": EXPORT_SCHEMA, "runs": records}, indent=1) + "\n").encode()
+
+
+def to_csv(records: list[dict]) -> bytes:
+    buf = io.StringIO()
+    buf.write(f"# boardlab export schema {EXPORT_SCHEMA}\n")
+    w = csv.DictWriter(buf, fieldnames=FIELDS)
+    w.writeheader()
+    for r in records:
+        w.writerow({**r, "params": json.dumps(r["params"], sort_keys=True)})
+    return buf.getvalue().encode()
+
+
+def to_parquet(records: list[dict]) -> bytes:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise InputError("--format parquet needs pyarrow: pip install 'boardlab[analysis]' (or pyarrow)") from None
+    cols = {f: [(json.dumps(r[f], sort_keys=True) if f == "params" else r[f]) for r in records] for f in FIELDS}
+    table = pa.table(cols).replace_schema_metadata({"boardlab_export_schema": str(EXPORT_SCHEMA)})
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    return sink.getvalue()
+
+
+FORMATS = {"json": to_json, "csv": to_csv, "parquet": to_parquet}
+
+
+def write_atomically(path: str, data: bytes) -> None:
+    """Writes beside the target and renames, so a failure never leaves a half-written file."""
+    target = Path(path)
+    if not target.parent.is_dir():
+        raise InputError(f"{path}: the directory {target.parent} does not exist")
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        os.unlink(tmp)
+        raise

@@ -1,0 +1,107 @@
+"""Numbered schema migrations. Never edit a released migration: add the next one."""
+
+MIGRATIONS: list[tuple[int, str]] = [
+    (
+        1,
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE boards (
+            id INTEGER PRIMARY KEY,
+            fingerprint TEXT NOT NULL UNIQUE,
+            label TEXT NOT NULL,
+            inventory_json TEXT NOT NULL,
+            first_seen_unix_s REAL NOT NULL
+        );
+        CREATE TABLE campaigns (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL,
+            plan_hash TEXT NOT NULL,
+            plan_source TEXT NOT NULL,
+            plan_text TEXT NOT NULL,
+            board_id INTEGER NOT NULL REFERENCES boards(id),
+            boardlab_version TEXT NOT NULL,
+            kern_version TEXT,
+            root TEXT NOT NULL,
+            status TEXT NOT NULL,               -- running | interrupted | complete | failed
+            started_unix_s REAL NOT NULL,
+            finished_unix_s REAL,
+            environment_json TEXT NOT NULL,     -- checks and capabilities at the start
+            monitor_json TEXT,                  -- the monitor's own cost and settings
+            notes_json TEXT
+        );
+        CREATE INDEX campaigns_by_plan ON campaigns(plan_hash, board_id);
+        CREATE TABLE cells (
+            id INTEGER PRIMARY KEY,
+            campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+            key TEXT NOT NULL,
+            workload TEXT NOT NULL,
+            params_json TEXT NOT NULL,
+            condition TEXT NOT NULL,
+            condition_json TEXT NOT NULL,
+            baseline TEXT,                      -- the condition this cell is compared with
+            metric TEXT NOT NULL,
+            unit TEXT NOT NULL,
+            higher_is_better INTEGER NOT NULL,
+            UNIQUE (campaign_id, key)
+        );
+        CREATE TABLE runs (
+            id INTEGER PRIMARY KEY,
+            campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+            cell_id INTEGER NOT NULL REFERENCES cells(id),
+            repetition INTEGER NOT NULL,
+            attempt INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            started_unix_s REAL NOT NULL,
+            wall_ns INTEGER NOT NULL,
+            cpu INTEGER,
+            exit_code INTEGER NOT NULL,
+            ok INTEGER NOT NULL,
+            valid INTEGER NOT NULL,
+            invalid_reason TEXT,
+            value REAL,
+            warmup_iterations INTEGER,
+            warmup_capped INTEGER,
+            rusage_json TEXT NOT NULL,
+            gate_waited_s REAL NOT NULL,
+            gate_timed_out INTEGER NOT NULL,
+            gate_detail TEXT NOT NULL,
+            condition_state_json TEXT NOT NULL,
+            monitor_json TEXT NOT NULL,
+            error TEXT,
+            worker_json TEXT,
+            UNIQUE (campaign_id, cell_id, repetition, attempt)
+        );
+        CREATE INDEX runs_by_cell ON runs(cell_id, valid);
+        CREATE TABLE run_metrics (
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            metric TEXT NOT NULL,
+            unit TEXT NOT NULL,
+            higher_is_better INTEGER NOT NULL,
+            median REAL, min REAL, p90 REAL, p99 REAL,
+            PRIMARY KEY (run_id, metric)
+        );
+        CREATE TABLE run_values (               -- every measured iteration, never pooled across runs
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            metric TEXT NOT NULL,               -- a metric name, or 'iteration_ns'
+            iteration INTEGER NOT NULL,
+            value REAL NOT NULL,
+            PRIMARY KEY (run_id, metric, iteration)
+        ) WITHOUT ROWID;
+        CREATE TABLE series (                   -- monitor samples during a run
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            source TEXT NOT NULL,
+            t_ns INTEGER NOT NULL,
+            value REAL NOT NULL
+        );
+        CREATE INDEX series_by_run ON series(run_id, source);
+        CREATE TABLE artifacts (
+            id INTEGER PRIMARY KEY,
+            campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+            run_id INTEGER REFERENCES runs(id),
+            name TEXT NOT NULL,
+            media_type TEXT NOT NULL,
+            data BLOB NOT NULL
+        );
+        """,
+    ),
+]

@@ -1,0 +1,118 @@
+"""Plans: what a valid plan expands into, and how a wrong one is reported (file, line, key, fix)."""
+
+from __future__ import annotations
+
+import pytest
+
+from boardlab.campaign.plan import parse_plan, preset_names
+from boardlab.campaign.schedule import build_cells, schedule
+from boardlab.errors import InputError
+from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
+
+CATALOG = {
+    "demo.kernel": WorkloadSpec(
+        name="demo.kernel", family="demo", summary="a kernel for plan tests", runner="kern",
+        params=(ParamSpec("size", "enum", "small", choices=("small", "large")),
+                ParamSpec("bytes", "int", "1024", min=64, max=1 << 20)),
+        metrics=(MetricSpec("mb_s", "MB/s", True), MetricSpec("ns_per_op", "ns", False, kind="time")),
+    ),
+    "demo.missing": WorkloadSpec(name="demo.missing", family="demo", summary="absent library", runner="kern",
+                                 metrics=(MetricSpec("mb_s", "MB/s", True),),
+                                 unsupported_reason="built without libdemo"),
+}
+
+GOOD = """\
+name = "t"
+seed = 7
+[runs]
+repetitions = 4
+order = "abba"
+[[workloads]]
+name = "demo.kernel"
+params = { size = ["small", "large"], bytes = 4096 }
+[[workloads]]
+name = "demo.kernel"
+metric = "ns_per_op"
+"""
+
+
+def parse(text: str):
+    return parse_plan(text, "plan.toml", CATALOG)
+
+
+def error_of(text: str) -> str:
+    with pytest.raises(InputError) as exc:
+        parse(text)
+    assert exc.value.exit_code == 2
+    return str(exc.value)
+
+
+def test_lists_expand_into_cells_and_a_baseline_is_implied():
+    plan = parse(GOOD)
+    assert [c.name for c in plan.conditions] == ["baseline"]
+    cells = build_cells(plan, CATALOG)
+    assert [c.key for c in cells] == [
+        "demo.kernel[bytes=4096,size=small]@baseline",
+        "demo.kernel[bytes=4096,size=large]@baseline",
+        "demo.kernel[]@baseline",
+    ]
+    assert cells[2].metric == "ns_per_op" and cells[0].metric == "mb_s"
+
+
+def test_abba_alternates_direction_and_every_cell_gets_every_repetition():
+    plan = parse(GOOD)
+    cells = build_cells(plan, CATALOG)
+    runs = schedule(cells, "abba", plan.seed, range(1, 5))
+    assert len(runs) == 12
+    first = [r.cell.key for r in runs[:3]]
+    second = [r.cell.key for r in runs[3:6]]
+    assert second == list(reversed(first))
+    assert sorted((r.cell.key, r.repetition) for r in runs) == sorted((c.key, i) for c in cells for i in range(1, 5))
+
+
+def test_interleaving_is_seeded_and_reproducible():
+    plan = parse(GOOD)
+    cells = build_cells(plan, CATALOG)
+    a = [r.cell.key for r in schedule(cells, "interleave", 7, range(1, 9))]
+    b = [r.cell.key for r in schedule(cells, "interleave", 7, range(1, 9))]
+    c = [r.cell.key for r in schedule(cells, "interleave", 8, range(1, 9))]
+    assert a == b and a != c
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (GOOD.replace("repetitions = 4", "repetitions = 'four'"),
+         "plan.toml:4: runs.repetitions: expected an integer, found a string 'four'"),
+        (GOOD.replace('order = "abba"', 'order = "random"'),
+         "plan.toml:5: runs.order: expected one of interleave, abba, sequential, found 'random'"),
+        (GOOD.replace('name = "demo.kernel"\nmetric', 'name = "demo.kernal"\nmetric'),
+         "plan.toml:10: workloads[1].name: unknown workload 'demo.kernal'; valid: demo.kernel, demo.missing"),
+        (GOOD.replace('size = ["small", "large"]', 'size = ["small", "huge"]'),
+         "plan.toml:8: workloads[0].params.size: expected one of small, large, found 'huge'"),
+        (GOOD.replace("bytes = 4096", "bytes = 3"),
+         "plan.toml:8: workloads[0].params.bytes: expected an integer in [64, 1.04858e+06], found 3"),
+        (GOOD.replace("bytes = 4096", "colour = 3"),
+         "plan.toml:8: workloads[0].params.colour: demo.kernel has no parameter 'colour'; valid: size, bytes"),
+        (GOOD.replace('metric = "ns_per_op"', 'metric = "mflops"'),
+         "plan.toml:11: workloads[1].metric: demo.kernel has no metric 'mflops'; valid: mb_s, ns_per_op"),
+        (GOOD + "[gates]\nidle_window = 2\n", "plan.toml:13: gates.idle_window: unknown key"),
+        (GOOD + '[[conditions]]\nkind = "earthquake"\n',
+         "plan.toml:13: conditions[0].kind: unknown condition kind 'earthquake'; valid kinds: baseline"),
+        (GOOD.replace("[runs]\n", "[runs]\nprecision = 0.01\n"),
+         "runs.precision: give either repetitions (a fixed count) or precision, not both"),
+        ('name = "t"\n', "plan.toml: no [[workloads]]"),
+        ("name = \n", "plan.toml: not valid TOML"),
+    ],
+)
+def test_errors_name_file_line_key_and_what_was_expected(text, expected):
+    assert expected in error_of(text)
+
+
+def test_an_unsupported_workload_is_refused_with_its_reason():
+    msg = error_of('name = "t"\n[[workloads]]\nname = "demo.missing"\n')
+    assert "plan.toml:3: workloads[0].name: demo.missing is unsupported here: built without libdemo" in msg
+
+
+def test_presets_are_bundled():
+    assert {"quick", "andesite"} <= set(preset_names())
