@@ -31,9 +31,13 @@ def main() -> int:
         b.append(wall(REFERENCE))
     ratios = [x / y for x, y in zip(a, b, strict=True)]
     med = statistics.median(a)
-    print(f"boardlab --help: median {med * 1000:.1f} ms; python -c pass: median {statistics.median(b) * 1000:.1f} ms")
+    print(
+        f"boardlab --help: median {med * 1000:.1f} ms; python -c pass: median {statistics.median(b) * 1000:.1f} ms"
+    )
     print(f"ratio boardlab/python (median of {PAIRS} pairs): {statistics.median(ratios):.2f}x")
-    print(f"extra over the interpreter: {statistics.median(x - y for x, y in zip(a, b, strict=True)) * 1000:.1f} ms")
+    print(
+        f"extra over the interpreter: {statistics.median(x - y for x, y in zip(a, b, strict=True)) * 1000:.1f} ms"
+    )
     print(f"target: under {TARGET_S:.1f} s -> {'PASS' if med < TARGET_S else 'FAIL'}")
     return 0 if med < TARGET_S else 1
 

@@ -33,7 +33,9 @@ def kernel_catalog() -> dict:
     try:
         catalog = json.loads(out.stdout)
     except json.JSONDecodeError:  # a broken binary must not look like an empty catalog
-        raise BoardlabError(f"{kern_path()} --list --json failed (exit {out.returncode}): {out.stderr.strip()}")
+        raise BoardlabError(
+            f"{kern_path()} --list --json failed (exit {out.returncode}): {out.stderr.strip()}"
+        ) from None
     if catalog.get("schema") != KERN_SCHEMA:
         raise BoardlabError(f"{kern_path()} speaks schema {catalog.get('schema')}, expected {KERN_SCHEMA}")
     return catalog

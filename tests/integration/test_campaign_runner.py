@@ -39,16 +39,21 @@ def rows(db: Path, sql: str) -> list[tuple]:
         return c.execute(sql).fetchall()
 
 
-def kern_processes() -> set[int]:
+def tagged_env(tag: str) -> dict:
+    """Workers inherit the runner's environment, so a unique variable finds exactly our processes."""
+    return {**os.environ, "BOARDLAB_TEST_TAG": tag}
+
+
+def processes_tagged(tag: str) -> set[int]:
+    needle = f"BOARDLAB_TEST_TAG={tag}".encode()
     pids = set()
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                cmd = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+                if needle in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
+                    pids.add(int(entry))
             except OSError:
                 continue
-            if cmd and cmd[0].endswith(b"boardlab-kern"):
-                pids.add(int(entry))
     return pids
 
 
@@ -86,9 +91,13 @@ def test_running_a_complete_campaign_again_does_nothing_twice(tmp_path):
 def test_sigkill_mid_campaign_then_rerun_completes_without_duplicates(tmp_path):
     db = tmp_path / "r.db"
     plan = write_plan(tmp_path, reps=12)
-    before = kern_processes()
-    proc = subprocess.Popen([sys.executable, "-m", "boardlab", "run", str(plan), "--db", str(db), "--quiet"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    tag = f"sigkill-{os.getpid()}-{time.time()}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "boardlab", "run", str(plan), "--db", str(db), "--quiet"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=tagged_env(tag),
+    )
     deadline = time.monotonic() + 60
     stored = 0
     while time.monotonic() < deadline and stored < 4:
@@ -104,7 +113,7 @@ def test_sigkill_mid_campaign_then_rerun_completes_without_duplicates(tmp_path):
     kept = rows(db, "SELECT id, repetition FROM runs ORDER BY id")
     assert 4 <= len(kept) < 12
     time.sleep(0.5)
-    assert kern_processes() - before == set(), "a worker outlived the killed runner"
+    assert processes_tagged(tag) == set(), "a worker outlived the killed runner"
     assert rows(db, "SELECT status FROM campaigns") == [("running",)]
 
     resumed = run_cli("run", str(plan), "--db", str(db))
@@ -121,9 +130,14 @@ def test_sigkill_mid_campaign_then_rerun_completes_without_duplicates(tmp_path):
 def test_ctrl_c_stops_the_worker_and_keeps_what_was_stored(tmp_path):
     db = tmp_path / "r.db"
     plan = write_plan(tmp_path, reps=40)
-    before = kern_processes()
-    proc = subprocess.Popen([sys.executable, "-m", "boardlab", "run", str(plan), "--db", str(db), "--quiet"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    tag = f"ctrl-c-{os.getpid()}-{time.time()}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "boardlab", "run", str(plan), "--db", str(db), "--quiet"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=tagged_env(tag),
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         time.sleep(0.05)
@@ -139,7 +153,7 @@ def test_ctrl_c_stops_the_worker_and_keeps_what_was_stored(tmp_path):
     assert "every finished run is kept" in err
     assert rows(db, "SELECT status FROM campaigns") == [("interrupted",)]
     time.sleep(0.3)
-    assert kern_processes() - before == set()
+    assert processes_tagged(tag) == set()
 
 
 def test_bad_plan_is_refused_before_anything_is_written(tmp_path):
@@ -166,7 +180,17 @@ def test_export_json_has_one_object_per_run_with_the_interface_fields(tmp_path):
     doc = json.loads(proc.stdout)
     assert doc["schema"] == 1 and len(doc["runs"]) == 3
     for r in doc["runs"]:
-        for key in ("campaign", "cell_id", "workload", "params", "condition", "repetition", "value", "unit", "valid"):
+        for key in (
+            "campaign",
+            "cell_id",
+            "workload",
+            "params",
+            "condition",
+            "repetition",
+            "value",
+            "unit",
+            "valid",
+        ):
             assert key in r
         assert r["workload"] == "noop" and r["unit"] == "ns" and r["valid"] is True
     csv_out = tmp_path / "runs.csv"

@@ -40,7 +40,9 @@ def test_per_iteration_metric_follows_from_iteration_time(kern):
 
 def test_warmup_stops_at_its_cap_and_flags_it(kern):
     # A CV target of 0 can never be met, so warm-up must stop at the iteration cap and say so.
-    rc, res = kern_json(kern, "noop", "--iterations", "3", "--warmup-cv", "0", "--warmup-max-iterations", "15")
+    rc, res = kern_json(
+        kern, "noop", "--iterations", "3", "--warmup-cv", "0", "--warmup-max-iterations", "15"
+    )
     assert rc == 0
     assert res["warmup"]["capped"] is True
     assert res["warmup"]["iterations"] == 15
@@ -48,8 +50,16 @@ def test_warmup_stops_at_its_cap_and_flags_it(kern):
 
 def test_warmup_stops_at_its_time_cap(kern):
     rc, res = kern_json(
-        kern, "noop", "--iterations", "2", "--warmup-cv", "0", "--warmup-max-iterations", "100000",
-        "--warmup-max-ms", "50",
+        kern,
+        "noop",
+        "--iterations",
+        "2",
+        "--warmup-cv",
+        "0",
+        "--warmup-max-iterations",
+        "100000",
+        "--warmup-max-ms",
+        "50",
     )
     assert res["warmup"]["capped"] is True
     assert res["warmup"]["duration_ns"] < 1e9

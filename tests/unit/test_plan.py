@@ -11,14 +11,24 @@ from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
 
 CATALOG = {
     "demo.kernel": WorkloadSpec(
-        name="demo.kernel", family="demo", summary="a kernel for plan tests", runner="kern",
-        params=(ParamSpec("size", "enum", "small", choices=("small", "large")),
-                ParamSpec("bytes", "int", "1024", min=64, max=1 << 20)),
+        name="demo.kernel",
+        family="demo",
+        summary="a kernel for plan tests",
+        runner="kern",
+        params=(
+            ParamSpec("size", "enum", "small", choices=("small", "large")),
+            ParamSpec("bytes", "int", "1024", min=64, max=1 << 20),
+        ),
         metrics=(MetricSpec("mb_s", "MB/s", True), MetricSpec("ns_per_op", "ns", False, kind="time")),
     ),
-    "demo.missing": WorkloadSpec(name="demo.missing", family="demo", summary="absent library", runner="kern",
-                                 metrics=(MetricSpec("mb_s", "MB/s", True),),
-                                 unsupported_reason="built without libdemo"),
+    "demo.missing": WorkloadSpec(
+        name="demo.missing",
+        family="demo",
+        summary="absent library",
+        runner="kern",
+        metrics=(MetricSpec("mb_s", "MB/s", True),),
+        unsupported_reason="built without libdemo",
+    ),
 }
 
 GOOD = """\
@@ -67,7 +77,9 @@ def test_abba_alternates_direction_and_every_cell_gets_every_repetition():
     first = [r.cell.key for r in runs[:3]]
     second = [r.cell.key for r in runs[3:6]]
     assert second == list(reversed(first))
-    assert sorted((r.cell.key, r.repetition) for r in runs) == sorted((c.key, i) for c in cells for i in range(1, 5))
+    assert sorted((r.cell.key, r.repetition) for r in runs) == sorted(
+        (c.key, i) for c in cells for i in range(1, 5)
+    )
 
 
 def test_interleaving_is_seeded_and_reproducible():
@@ -82,25 +94,43 @@ def test_interleaving_is_seeded_and_reproducible():
 @pytest.mark.parametrize(
     "text, expected",
     [
-        (GOOD.replace("repetitions = 4", "repetitions = 'four'"),
-         "plan.toml:4: runs.repetitions: expected an integer, found a string 'four'"),
-        (GOOD.replace('order = "abba"', 'order = "random"'),
-         "plan.toml:5: runs.order: expected one of interleave, abba, sequential, found 'random'"),
-        (GOOD.replace('name = "demo.kernel"\nmetric', 'name = "demo.kernal"\nmetric'),
-         "plan.toml:10: workloads[1].name: unknown workload 'demo.kernal'; valid: demo.kernel, demo.missing"),
-        (GOOD.replace('size = ["small", "large"]', 'size = ["small", "huge"]'),
-         "plan.toml:8: workloads[0].params.size: expected one of small, large, found 'huge'"),
-        (GOOD.replace("bytes = 4096", "bytes = 3"),
-         "plan.toml:8: workloads[0].params.bytes: expected an integer in [64, 1.04858e+06], found 3"),
-        (GOOD.replace("bytes = 4096", "colour = 3"),
-         "plan.toml:8: workloads[0].params.colour: demo.kernel has no parameter 'colour'; valid: size, bytes"),
-        (GOOD.replace('metric = "ns_per_op"', 'metric = "mflops"'),
-         "plan.toml:11: workloads[1].metric: demo.kernel has no metric 'mflops'; valid: mb_s, ns_per_op"),
+        (
+            GOOD.replace("repetitions = 4", "repetitions = 'four'"),
+            "plan.toml:4: runs.repetitions: expected an integer, found a string 'four'",
+        ),
+        (
+            GOOD.replace('order = "abba"', 'order = "random"'),
+            "plan.toml:5: runs.order: expected one of interleave, abba, sequential, found 'random'",
+        ),
+        (
+            GOOD.replace('name = "demo.kernel"\nmetric', 'name = "demo.kernal"\nmetric'),
+            "plan.toml:10: workloads[1].name: unknown workload 'demo.kernal'; valid: demo.kernel, demo.missing",
+        ),
+        (
+            GOOD.replace('size = ["small", "large"]', 'size = ["small", "huge"]'),
+            "plan.toml:8: workloads[0].params.size: expected one of small, large, found 'huge'",
+        ),
+        (
+            GOOD.replace("bytes = 4096", "bytes = 3"),
+            "plan.toml:8: workloads[0].params.bytes: expected an integer in [64, 1.04858e+06], found 3",
+        ),
+        (
+            GOOD.replace("bytes = 4096", "colour = 3"),
+            "plan.toml:8: workloads[0].params.colour: demo.kernel has no parameter 'colour'; valid: size, bytes",
+        ),
+        (
+            GOOD.replace('metric = "ns_per_op"', 'metric = "mflops"'),
+            "plan.toml:11: workloads[1].metric: demo.kernel has no metric 'mflops'; valid: mb_s, ns_per_op",
+        ),
         (GOOD + "[gates]\nidle_window = 2\n", "plan.toml:13: gates.idle_window: unknown key"),
-        (GOOD + '[[conditions]]\nkind = "earthquake"\n',
-         "plan.toml:13: conditions[0].kind: unknown condition kind 'earthquake'; valid kinds: baseline"),
-        (GOOD.replace("[runs]\n", "[runs]\nprecision = 0.01\n"),
-         "runs.precision: give either repetitions (a fixed count) or precision, not both"),
+        (
+            GOOD + '[[conditions]]\nkind = "earthquake"\n',
+            "plan.toml:13: conditions[0].kind: unknown condition kind 'earthquake'; valid kinds: baseline",
+        ),
+        (
+            GOOD.replace("[runs]\n", "[runs]\nprecision = 0.01\n"),
+            "runs.precision: give either repetitions (a fixed count) or precision, not both",
+        ),
         ('name = "t"\n', "plan.toml: no [[workloads]]"),
         ("name = \n", "plan.toml: not valid TOML"),
     ],

@@ -58,8 +58,10 @@ class _Where:
                         break
             else:
                 return None
-            end = next((j for j in range(start + 1, len(self.lines)) if self.lines[j].lstrip().startswith("[")),
-                       len(self.lines))
+            end = next(
+                (j for j in range(start + 1, len(self.lines)) if self.lines[j].lstrip().startswith("[")),
+                len(self.lines),
+            )
             keys = keys[2:]
             if not keys:
                 return start + 1
@@ -68,8 +70,10 @@ class _Where:
             for i, line in enumerate(self.lines):
                 if header.match(line):
                     start = i
-                    end = next((j for j in range(i + 1, len(self.lines)) if self.lines[j].lstrip().startswith("[")),
-                               len(self.lines))
+                    end = next(
+                        (j for j in range(i + 1, len(self.lines)) if self.lines[j].lstrip().startswith("[")),
+                        len(self.lines),
+                    )
                     keys = keys[1:]
                     break
         for key in keys:
@@ -92,11 +96,19 @@ class _Where:
 
 
 def _type_name(value: Any) -> str:
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
-            dict: "a table"}.get(type(value), type(value).__name__)
+    return {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "a table",
+    }.get(type(value), type(value).__name__)
 
 
-def _take(table: dict, key: str, kind, default, where: _Where, path: tuple, *, choices=None, lo=None, hi=None):
+def _take(
+    table: dict, key: str, kind, default, where: _Where, path: tuple, *, choices=None, lo=None, hi=None
+):
     if key not in table:
         return default
     value = table.pop(key)
@@ -186,7 +198,9 @@ def _condition(entry: Any, i: int, where: _Where) -> ConditionSpec:
     if kind is None:
         raise where.error(path, f"missing key 'kind'; valid kinds: {', '.join(kinds)}")
     if kind not in kinds:
-        raise where.error(path + ("kind",), f"unknown condition kind {kind!r}; valid kinds: {', '.join(kinds)}")
+        raise where.error(
+            path + ("kind",), f"unknown condition kind {kind!r}; valid kinds: {', '.join(kinds)}"
+        )
     baseline = _take(entry, "baseline", str, None, where, path)
     params = _take(entry, "params", dict, {}, where, path)
     _no_leftovers(entry, where, path, "name, kind, params, baseline")
@@ -218,7 +232,9 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
     repetitions = _take(runs_t, "repetitions", int, None, where, p, lo=1, hi=10000)
     precision = _take(runs_t, "precision", (float, int), None, where, p, lo=0.001, hi=0.5)
     if repetitions is not None and precision is not None:
-        raise where.error(p + ("precision",), "give either repetitions (a fixed count) or precision, not both")
+        raise where.error(
+            p + ("precision",), "give either repetitions (a fixed count) or precision, not both"
+        )
     pilot = _take(runs_t, "pilot", int, 10, where, p, lo=2, hi=1000)
     cap = _take(runs_t, "cap", int, 50, where, p, lo=2, hi=10000)
     if cap < pilot:
@@ -237,26 +253,40 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
         drop_caches=_take(runs_t, "drop_caches", bool, False, where, p),
         max_reruns=_take(runs_t, "max_reruns", int, 3, where, p, lo=0, hi=100),
     )
-    _no_leftovers(runs_t, where, p,
-                  "repetitions, precision, pilot, cap, iterations, order, cpu, drop_caches, max_reruns")
+    _no_leftovers(
+        runs_t,
+        where,
+        p,
+        "repetitions, precision, pilot, cap, iterations, order, cpu, drop_caches, max_reruns",
+    )
 
     gates_t = dict(_take(doc, "gates", dict, {}, where, ()))
     g = ("gates",)
     gates = Gates(
         idle=_take(gates_t, "idle", bool, True, where, g),
-        idle_threshold_pct=float(_take(gates_t, "idle_threshold_pct", (float, int), 5.0, where, g, lo=0, hi=100)),
+        idle_threshold_pct=float(
+            _take(gates_t, "idle_threshold_pct", (float, int), 5.0, where, g, lo=0, hi=100)
+        ),
         idle_window_s=float(_take(gates_t, "idle_window_s", (float, int), 2.0, where, g, lo=0.1, hi=600)),
         temperature=_take(gates_t, "temperature", bool, True, where, g),
-        temperature_delta_c=float(_take(gates_t, "temperature_delta_c", (float, int), 2.0, where, g, lo=0, hi=50)),
+        temperature_delta_c=float(
+            _take(gates_t, "temperature_delta_c", (float, int), 2.0, where, g, lo=0, hi=50)
+        ),
         timeout_s=float(_take(gates_t, "timeout_s", (float, int), 30.0, where, g, lo=0, hi=86400)),
         cooldown_s=float(_take(gates_t, "cooldown_s", (float, int), 0.0, where, g, lo=0, hi=86400)),
     )
-    _no_leftovers(gates_t, where, g,
-                  "idle, idle_threshold_pct, idle_window_s, temperature, temperature_delta_c, timeout_s, cooldown_s")
+    _no_leftovers(
+        gates_t,
+        where,
+        g,
+        "idle, idle_threshold_pct, idle_window_s, temperature, temperature_delta_c, timeout_s, cooldown_s",
+    )
 
     raw_workloads = _take(doc, "workloads", list, [], where, ())
     if not raw_workloads:
-        raise InputError(f"{source}: no [[workloads]]: a plan needs at least one workload (see `boardlab list`)")
+        raise InputError(
+            f"{source}: no [[workloads]]: a plan needs at least one workload (see `boardlab list`)"
+        )
     workloads = tuple(_workload(w, i, catalog, where) for i, w in enumerate(raw_workloads))
     raw_conditions = _take(doc, "conditions", list, [], where, ())
     conditions = tuple(_condition(c, i, where) for i, c in enumerate(raw_conditions))
@@ -274,12 +304,23 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
             continue
         base = c.baseline or baselines[0]
         if base not in baselines:
-            raise where.error(("conditions", i, "baseline"),
-                              f"{base!r} is not a baseline condition; baselines: {', '.join(baselines)}")
+            raise where.error(
+                ("conditions", i, "baseline"),
+                f"{base!r} is not a baseline condition; baselines: {', '.join(baselines)}",
+            )
         resolved.append(ConditionSpec(name=c.name, kind=c.kind, params=c.params, baseline=base))
     _no_leftovers(doc, where, (), "schema, name, description, seed, runs, gates, workloads, conditions")
-    return Plan(name=name, description=description, seed=seed, runs=runs, gates=gates, workloads=workloads,
-                conditions=tuple(resolved), source=text, source_name=source)
+    return Plan(
+        name=name,
+        description=description,
+        seed=seed,
+        runs=runs,
+        gates=gates,
+        workloads=workloads,
+        conditions=tuple(resolved),
+        source=text,
+        source_name=source,
+    )
 
 
 def load_plan(path: str | None, preset: str | None, catalog: dict[str, WorkloadSpec]) -> Plan:
@@ -290,8 +331,9 @@ def load_plan(path: str | None, preset: str | None, catalog: dict[str, WorkloadS
     try:
         text = p.read_text()
     except FileNotFoundError:
-        raise InputError(f"{path}: no such plan file (or use --preset NAME; presets: "
-                         f"{', '.join(preset_names())})") from None
+        raise InputError(
+            f"{path}: no such plan file (or use --preset NAME; presets: {', '.join(preset_names())})"
+        ) from None
     except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read the plan: {exc}") from None
     return parse_plan(text, str(path), catalog)

@@ -67,14 +67,24 @@ def resolve_cpu(requested: int | None, online: tuple[int, ...]) -> int | None:
     if requested == -1:
         return online[-1] if online else None
     if requested not in online:
-        raise InputError(f"runs.cpu = {requested}: no such online CPU; online CPUs: "
-                         f"{', '.join(map(str, online))}")
+        raise InputError(
+            f"runs.cpu = {requested}: no such online CPU; online CPUs: {', '.join(map(str, online))}"
+        )
     return requested
 
 
 class Runner:
-    def __init__(self, plan: Plan, catalog: dict[str, WorkloadSpec], store: Store, *, root: str = "/",
-                 progress: Progress, monitor_interval_s: float = 0.1, fresh: bool = False):
+    def __init__(
+        self,
+        plan: Plan,
+        catalog: dict[str, WorkloadSpec],
+        store: Store,
+        *,
+        root: str = "/",
+        progress: Progress,
+        monitor_interval_s: float = 0.1,
+        fresh: bool = False,
+    ):
         self.plan = plan
         self.catalog = catalog
         self.store = store
@@ -117,16 +127,20 @@ class Runner:
             else:
                 while True:
                     now = {k: v for k, v in sampling.read_values(src.temps).items() if v is not None}
-                    over = {k: now[k] - start_temps[k] for k in now if k in start_temps
-                            and now[k] - start_temps[k] > g.temperature_delta_c * 1000}
+                    over = {
+                        k: now[k] - start_temps[k]
+                        for k in now
+                        if k in start_temps and now[k] - start_temps[k] > g.temperature_delta_c * 1000
+                    }
                     if not over:
-                        details.append("temperature: within "
-                                       f"{g.temperature_delta_c:g} C of the start")
+                        details.append(f"temperature: within {g.temperature_delta_c:g} C of the start")
                         break
                     if time.monotonic() - t0 >= g.timeout_s:
                         timed_out = True
-                        details.append("temperature: gave up, still "
-                                       + ", ".join(f"{k} +{v / 1000:.1f} C" for k, v in over.items()))
+                        details.append(
+                            "temperature: gave up, still "
+                            + ", ".join(f"{k} +{v / 1000:.1f} C" for k, v in over.items())
+                        )
                         break
                     time.sleep(0.5)
         return GateResult(waited_s=time.monotonic() - t0, timed_out=timed_out, detail="; ".join(details))
@@ -151,10 +165,19 @@ class Runner:
     def _governors(self) -> dict[str, str | None]:
         from boardlab.platform import cpufreq
 
-        return {p: self.sr.read_str(f"{cpufreq.policy_dir(p)}/scaling_governor") for p in cpufreq.list_policies(self.sr)}
+        return {
+            p: self.sr.read_str(f"{cpufreq.policy_dir(p)}/scaling_governor")
+            for p in cpufreq.list_policies(self.sr)
+        }
 
-    def _execute(self, sr_run: ScheduledRun, attempt: int, cpu: int | None, monitor: Monitor,
-                 start_temps: dict[str, int]) -> RunResult:
+    def _execute(
+        self,
+        sr_run: ScheduledRun,
+        attempt: int,
+        cpu: int | None,
+        monitor: Monitor,
+        start_temps: dict[str, int],
+    ) -> RunResult:
         gate = self._gate(monitor.src, start_temps)
         self.progress.gate(sr_run, gate.detail)
         cache = self._drop_caches()
@@ -177,12 +200,24 @@ class Runner:
         wall_ns = time.monotonic_ns() - t0
         mon = monitor.stop()
         governors1 = self._governors()
-        return self._result(sr_run, attempt, cpu, started, wall_ns, code, out.decode(errors="replace"),
-                            err.decode(errors="replace"), rusage, gate, mon,
-                            {"page_cache": cache, "governors": governors0,
-                             "governors_changed": governors0 != governors1})
+        return self._result(
+            sr_run,
+            attempt,
+            cpu,
+            started,
+            wall_ns,
+            code,
+            out.decode(errors="replace"),
+            err.decode(errors="replace"),
+            rusage,
+            gate,
+            mon,
+            {"page_cache": cache, "governors": governors0, "governors_changed": governors0 != governors1},
+        )
 
-    def _result(self, sr_run, attempt, cpu, started, wall_ns, code, out, err, rusage, gate, mon, state) -> RunResult:
+    def _result(
+        self, sr_run, attempt, cpu, started, wall_ns, code, out, err, rusage, gate, mon, state
+    ) -> RunResult:
         cell = sr_run.cell
         error = None
         doc: dict = {}
@@ -200,10 +235,18 @@ class Runner:
             error = "; ".join(doc.get("errors") or []) or f"worker failed (exit {code})"
         metrics = []
         for name, m in (doc.get("metrics") or {}).items():
-            metrics.append(MetricResult(
-                name=name, unit=m["unit"], higher_is_better=m["higher_is_better"],
-                values=tuple(v for v in m.get("values", ()) if v is not None),
-                median=m.get("median", m.get("value")), min=m.get("min"), p90=m.get("p90"), p99=m.get("p99")))
+            metrics.append(
+                MetricResult(
+                    name=name,
+                    unit=m["unit"],
+                    higher_is_better=m["higher_is_better"],
+                    values=tuple(v for v in m.get("values", ()) if v is not None),
+                    median=m.get("median", m.get("value")),
+                    min=m.get("min"),
+                    p90=m.get("p90"),
+                    p99=m.get("p99"),
+                )
+            )
         value = next((m.median for m in metrics if m.name == cell.metric), None)
         ok = error is None and code == 0 and value is not None
         if ok is False and error is None:
@@ -218,13 +261,30 @@ class Runner:
         valid = ok and not reasons
         warm = doc.get("warmup") or {}
         return RunResult(
-            cell_key=cell.key, repetition=sr_run.repetition, attempt=attempt, seq=sr_run.seq,
-            started_unix_s=started, wall_ns=wall_ns, cpu=cpu, exit_code=code, ok=ok, valid=valid,
-            invalid_reason="; ".join(reasons) or (None if ok else "failed"), value=value,
-            metrics=tuple(metrics), iterations_ns=tuple(doc.get("iterations_ns") or ()),
-            warmup_iterations=warm.get("iterations"), warmup_capped=warm.get("capped"), rusage=rusage,
-            gate=gate, condition_state=state, monitor=mon.summary, series=tuple(mon.series), error=error,
-            worker_json=out if out.strip() else None)
+            cell_key=cell.key,
+            repetition=sr_run.repetition,
+            attempt=attempt,
+            seq=sr_run.seq,
+            started_unix_s=started,
+            wall_ns=wall_ns,
+            cpu=cpu,
+            exit_code=code,
+            ok=ok,
+            valid=valid,
+            invalid_reason="; ".join(reasons) or (None if ok else "failed"),
+            value=value,
+            metrics=tuple(metrics),
+            iterations_ns=tuple(doc.get("iterations_ns") or ()),
+            warmup_iterations=warm.get("iterations"),
+            warmup_capped=warm.get("capped"),
+            rusage=rusage,
+            gate=gate,
+            condition_state=state,
+            monitor=mon.summary,
+            series=tuple(mon.series),
+            error=error,
+            worker_json=out if out.strip() else None,
+        )
 
     # ---- the campaign ----
 
@@ -242,24 +302,37 @@ class Runner:
             metric = next(m for m in spec.metrics if m.name == cell.metric)
             units[cell.key] = (metric.unit, metric.higher_is_better)
 
-        board_id = self.store.upsert_board(board_fingerprint(info_dict),
-                                           info.model or info.hostname or "unknown board", info_dict)
+        board_id = self.store.upsert_board(
+            board_fingerprint(info_dict), info.model or info.hostname or "unknown board", info_dict
+        )
         phash = plan_hash(self.plan)
         existing = None if self.fresh else self.store.find_campaign(phash, board_id)
         resumed = existing is not None
         if existing is not None and existing["status"] == "complete":
-            self.progress.note(f"campaign {self.plan.name!r} is already complete in {self.store.path} "
-                               f"(id {existing['id']}); use --fresh to run it again")
+            self.progress.note(
+                f"campaign {self.plan.name!r} is already complete in {self.store.path} "
+                f"(id {existing['id']}); use --fresh to run it again"
+            )
             return Outcome(existing["id"], "complete", 0, 0, 0, True, None)
         from boardlab.native import kernel_catalog
 
-        environment = {"capabilities": info_dict.get("capabilities"), "checks": info_dict.get("checks"),
-                       "worker_cpu": cpu}
+        environment = {
+            "capabilities": info_dict.get("capabilities"),
+            "checks": info_dict.get("checks"),
+            "worker_cpu": cpu,
+        }
         if existing is None:
             campaign_id = self.store.create_campaign(
-                name=self.plan.name, plan_hash=phash, plan_source=self.plan.source_name, plan_text=self.plan.source,
-                board_id=board_id, boardlab_version=__version__, kern_version=kernel_catalog().get("version"),
-                root=str(self.root), environment=environment)
+                name=self.plan.name,
+                plan_hash=phash,
+                plan_source=self.plan.source_name,
+                plan_text=self.plan.source,
+                board_id=board_id,
+                boardlab_version=__version__,
+                kern_version=kernel_catalog().get("version"),
+                root=str(self.root),
+                environment=environment,
+            )
         else:
             campaign_id = existing["id"]
             self.store.set_campaign_status(campaign_id, "running")
@@ -320,17 +393,26 @@ class Runner:
             os.sched_setaffinity(0, own_before)
             cost = 100.0 * mon_cpu / mon_wall if mon_wall > 0 else None
             self.store.set_campaign_status(
-                campaign_id, status,
-                monitor={"interval_s": self.monitor_interval_s, "cpu_s": mon_cpu, "wall_s": mon_wall,
-                         "cost_pct_of_core": cost},
-                notes={"reruns": reruns})
+                campaign_id,
+                status,
+                monitor={
+                    "interval_s": self.monitor_interval_s,
+                    "cpu_s": mon_cpu,
+                    "wall_s": mon_wall,
+                    "cost_pct_of_core": cost,
+                },
+                notes={"reruns": reruns},
+            )
         return Outcome(campaign_id, status, done, total, reruns, resumed, cost)
 
     def _precise_enough(self, campaign_id: int, cell: Cell) -> bool:
         """The precision rule of METHOD.md: stop a cell when its CI half-width is at most the target."""
         from boardlab.stats import should_stop
 
-        values = [r["value"] for r in self.store.runs(campaign_id)
-                  if r["cell_key"] == cell.key and r["valid"] and r["value"] is not None]
+        values = [
+            r["value"]
+            for r in self.store.runs(campaign_id)
+            if r["cell_key"] == cell.key and r["valid"] and r["value"] is not None
+        ]
         decision = should_stop(values, self.plan.runs.precision, cap=self.plan.runs.cap)
         return bool(decision.stop)

@@ -44,13 +44,26 @@ def thread_affinity(cpus: set[int] | None):
         os.sched_setaffinity(0, before)
 
 
-def spawn(argv: Sequence[str], *, cpus: set[int] | None = None, env: dict | None = None,
-          stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd: str | None = None) -> subprocess.Popen:
+def spawn(
+    argv: Sequence[str],
+    *,
+    cpus: set[int] | None = None,
+    env: dict | None = None,
+    stdout=subprocess.PIPE,
+    stderr=subprocess.PIPE,
+    cwd: str | None = None,
+) -> subprocess.Popen:
     parent = os.getpid()
     with _spawn_lock, thread_affinity(cpus):
         return subprocess.Popen(
-            list(argv), stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, env=env, cwd=cwd,
-            start_new_session=True, preexec_fn=lambda: _die_with_parent(parent),
+            list(argv),
+            stdout=stdout,
+            stderr=stderr,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            cwd=cwd,
+            start_new_session=True,
+            preexec_fn=lambda: _die_with_parent(parent),
         )
 
 

@@ -29,7 +29,9 @@ def run(args) -> int:
 
     workloads = [w for w in all_workloads() if not args.family or w.family == args.family]
     if args.json:
-        json.dump({"schema": SCHEMA_VERSION, "workloads": [w.to_dict() for w in workloads]}, sys.stdout, indent=2)
+        json.dump(
+            {"schema": SCHEMA_VERSION, "workloads": [w.to_dict() for w in workloads]}, sys.stdout, indent=2
+        )
         print()
         return 0
     width = max((len(w.name) for w in workloads), default=10)

@@ -9,8 +9,11 @@ import time
 
 def _fmt_s(seconds: float) -> str:
     seconds = max(0, int(seconds))
-    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}" if seconds >= 3600 \
+    return (
+        f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+        if seconds >= 3600
         else f"{seconds // 60}:{seconds % 60:02d}"
+    )
 
 
 class TerminalProgress:
@@ -48,19 +51,27 @@ class TerminalProgress:
         eta = elapsed / new * (total - done) if new > 0 else 0.0
         unit = next((m.unit for m in result.metrics if m.name == run.cell.metric), "")
         value = f"{result.value:.4g} {unit}" if result.value is not None else "no value"
-        status = "ok" if result.valid else ("INVALID: " + (result.invalid_reason or "")) if result.ok \
+        status = (
+            "ok"
+            if result.valid
+            else ("INVALID: " + (result.invalid_reason or ""))
+            if result.ok
             else f"FAILED: {result.error}"
+        )
         if self.tty:
             width = max(10, min(40, shutil.get_terminal_size((80, 20)).columns - 60))
             filled = int(width * done / total) if total else width
             bar = "#" * filled + "-" * (width - filled)
             if not result.valid:
                 self._print(f"  {run.cell.key} rep {run.repetition}: {status}")
-            self.stream.write(f"\r\x1b[K[{bar}] {done}/{total} {_fmt_s(elapsed)} ETA {_fmt_s(eta)}  "
-                              f"{run.cell.key[:40]} {value}")
+            self.stream.write(
+                f"\r\x1b[K[{bar}] {done}/{total} {_fmt_s(elapsed)} ETA {_fmt_s(eta)}  "
+                f"{run.cell.key[:40]} {value}"
+            )
             self.stream.flush()
             if done == total:
                 self.stream.write("\n")
         elif not self.quiet or not result.valid:
-            self._print(f"[{done}/{total}] {run.cell.key} rep {run.repetition}: {value} ({status}) "
-                        f"ETA {_fmt_s(eta)}")
+            self._print(
+                f"[{done}/{total}] {run.cell.key} rep {run.repetition}: {value} ({status}) ETA {_fmt_s(eta)}"
+            )

@@ -18,9 +18,15 @@ def add_arguments(parser) -> None:
     parser.add_argument("plan", nargs="?", help="a plan file (TOML); see README for its keys")
     parser.add_argument("--preset", help="a bundled plan instead of a file (see `boardlab list --presets`)")
     parser.add_argument("--db", default=DEFAULT_DB, help=f"results database (SQLite; default {DEFAULT_DB})")
-    parser.add_argument("--root", default="/", help="read (and later write) the board's /sys and /proc below DIR")
-    parser.add_argument("--fresh", action="store_true", help="start a new campaign even if this plan was run before")
-    parser.add_argument("--monitor-hz", type=float, default=10.0, help="monitor sampling rate (default 10 Hz)")
+    parser.add_argument(
+        "--root", default="/", help="read (and later write) the board's /sys and /proc below DIR"
+    )
+    parser.add_argument(
+        "--fresh", action="store_true", help="start a new campaign even if this plan was run before"
+    )
+    parser.add_argument(
+        "--monitor-hz", type=float, default=10.0, help="monitor sampling rate (default 10 Hz)"
+    )
     parser.add_argument("--quiet", action="store_true", help="print only failures and the summary")
     parser.add_argument("--json", action="store_true", help="print the outcome as JSON on stdout")
 
@@ -50,24 +56,48 @@ def run(args) -> int:
     signal.signal(signal.SIGTERM, _on_sigterm)
     progress = TerminalProgress(quiet=args.quiet)
     with Store.open(args.db) as store:
-        runner = Runner(plan, catalog, store, root=args.root, progress=progress,
-                        monitor_interval_s=1.0 / args.monitor_hz, fresh=args.fresh)
+        runner = Runner(
+            plan,
+            catalog,
+            store,
+            root=args.root,
+            progress=progress,
+            monitor_interval_s=1.0 / args.monitor_hz,
+            fresh=args.fresh,
+        )
         try:
             outcome = runner.run()
         except KeyboardInterrupt:
-            print(f"\ninterrupted: every finished run is kept in {args.db}; run the same command to resume",
-                  file=sys.stderr)
+            print(
+                f"\ninterrupted: every finished run is kept in {args.db}; run the same command to resume",
+                file=sys.stderr,
+            )
             return 130
     if args.json:
-        print(json.dumps({"schema": 1, "campaign_id": outcome.campaign_id, "status": outcome.status,
-                          "runs_done": outcome.runs_done, "runs_total": outcome.runs_total,
-                          "reruns": outcome.reruns, "resumed": outcome.resumed, "db": args.db,
-                          "monitor_cost_pct_of_core": outcome.monitor_cost_pct_of_core}))
+        print(
+            json.dumps(
+                {
+                    "schema": 1,
+                    "campaign_id": outcome.campaign_id,
+                    "status": outcome.status,
+                    "runs_done": outcome.runs_done,
+                    "runs_total": outcome.runs_total,
+                    "reruns": outcome.reruns,
+                    "resumed": outcome.resumed,
+                    "db": args.db,
+                    "monitor_cost_pct_of_core": outcome.monitor_cost_pct_of_core,
+                }
+            )
+        )
     else:
-        print(f"campaign {plan.name}: {outcome.status}, {outcome.runs_done}/{outcome.runs_total} runs "
-              f"in {args.db} (campaign id {outcome.campaign_id})")
+        print(
+            f"campaign {plan.name}: {outcome.status}, {outcome.runs_done}/{outcome.runs_total} runs "
+            f"in {args.db} (campaign id {outcome.campaign_id})"
+        )
         if outcome.monitor_cost_pct_of_core is not None:
-            print(f"monitor cost: {outcome.monitor_cost_pct_of_core:.2f}% of one core at {args.monitor_hz:g} Hz")
+            print(
+                f"monitor cost: {outcome.monitor_cost_pct_of_core:.2f}% of one core at {args.monitor_hz:g} Hz"
+            )
         print(f"next: boardlab report --db {args.db} -o report.html")
     failed = progress.failures
     return 1 if failed and outcome.runs_done == 0 else 0

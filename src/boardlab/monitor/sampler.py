@@ -44,8 +44,9 @@ class Monitor:
     def start(self, pid: int, worker_cpu: int | None) -> None:
         self._stop.clear()
         self._out = None
-        self._thread = threading.Thread(target=self._loop, args=(pid, worker_cpu), name="boardlab-monitor",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self._loop, args=(pid, worker_cpu), name="boardlab-monitor", daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> MonitorOutput:
@@ -145,10 +146,15 @@ class Monitor:
         swap1 = sampling.read_swap_pages(src)
         summary["swap_pages"] = swap1 - swap0 if swap0 is not None and swap1 is not None else None
         psi1 = sampling.read_psi(src)
-        summary["psi_some_us"] = {r: psi1[r] - psi0[r] for r in psi1 if psi1[r] is not None and psi0.get(r) is not None}
+        summary["psi_some_us"] = {
+            r: psi1[r] - psi0[r] for r in psi1 if psi1[r] is not None and psi0.get(r) is not None
+        }
         energy1 = sampling.read_values(src.energy)
-        summary["energy_uj"] = {z: energy1[z] - energy0[z] for z in energy1
-                                if energy1[z] is not None and energy0.get(z) is not None and energy1[z] >= energy0[z]}
+        summary["energy_uj"] = {
+            z: energy1[z] - energy0[z]
+            for z in energy1
+            if energy1[z] is not None and energy0.get(z) is not None and energy1[z] >= energy0[z]
+        }
         wall_s = (time.monotonic_ns() - t0) / 1e9
         cpu_s = time.thread_time() - cpu0
         summary["monitor_cpu_s"] = cpu_s

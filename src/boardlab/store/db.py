@@ -59,7 +59,8 @@ class Store:
 
     def schema_version(self) -> int:
         has_meta = self.conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
+        ).fetchone()
         if not has_meta:
             tables = self.conn.execute("SELECT count(*) FROM sqlite_master WHERE type='table'").fetchone()[0]
             if tables:
@@ -71,8 +72,10 @@ class Store:
     def _migrate(self) -> None:
         current = self.schema_version()
         if current > STORE_SCHEMA:
-            raise InputError(f"{self.path}: written by a newer boardlab (store schema {current}, "
-                             f"this one reads up to {STORE_SCHEMA}); upgrade boardlab")
+            raise InputError(
+                f"{self.path}: written by a newer boardlab (store schema {current}, "
+                f"this one reads up to {STORE_SCHEMA}); upgrade boardlab"
+            )
         for number, sql in MIGRATIONS:
             if number <= current:
                 continue
@@ -81,8 +84,9 @@ class Store:
                 for statement in sql.split(";"):
                     if statement.strip():
                         self.conn.execute(statement)
-                self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
-                                  (str(number),))
+                self.conn.execute(
+                    "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (str(number),)
+                )
                 self.conn.execute("COMMIT")
             except BaseException:
                 self.conn.execute("ROLLBACK")
@@ -97,31 +101,63 @@ class Store:
             return int(row[0])
         cur = self.conn.execute(
             "INSERT INTO boards(fingerprint, label, inventory_json, first_seen_unix_s) VALUES (?,?,?,?)",
-            (fingerprint, label, _json(inventory), time.time()))
+            (fingerprint, label, _json(inventory), time.time()),
+        )
         return int(cur.lastrowid)
 
     def find_campaign(self, plan_hash: str, board_id: int) -> sqlite3.Row | None:
         return self.conn.execute(
             "SELECT * FROM campaigns WHERE plan_hash=? AND board_id=? ORDER BY id DESC LIMIT 1",
-            (plan_hash, board_id)).fetchone()
+            (plan_hash, board_id),
+        ).fetchone()
 
-    def create_campaign(self, *, name: str, plan_hash: str, plan_source: str, plan_text: str, board_id: int,
-                        boardlab_version: str, kern_version: str | None, root: str, environment: dict) -> int:
+    def create_campaign(
+        self,
+        *,
+        name: str,
+        plan_hash: str,
+        plan_source: str,
+        plan_text: str,
+        board_id: int,
+        boardlab_version: str,
+        kern_version: str | None,
+        root: str,
+        environment: dict,
+    ) -> int:
         cur = self.conn.execute(
             "INSERT INTO campaigns(name, plan_hash, plan_source, plan_text, board_id, boardlab_version,"
             " kern_version, root, status, started_unix_s, environment_json) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            (name, plan_hash, plan_source, plan_text, board_id, boardlab_version, kern_version, root, "running",
-             time.time(), _json(environment)))
+            (
+                name,
+                plan_hash,
+                plan_source,
+                plan_text,
+                board_id,
+                boardlab_version,
+                kern_version,
+                root,
+                "running",
+                time.time(),
+                _json(environment),
+            ),
+        )
         return int(cur.lastrowid)
 
-    def set_campaign_status(self, campaign_id: int, status: str, *, monitor: dict | None = None,
-                            notes: dict | None = None) -> None:
+    def set_campaign_status(
+        self, campaign_id: int, status: str, *, monitor: dict | None = None, notes: dict | None = None
+    ) -> None:
         finished = time.time() if status in ("complete", "interrupted", "failed") else None
         self.conn.execute(
             "UPDATE campaigns SET status=?, finished_unix_s=?, monitor_json=coalesce(?, monitor_json),"
             " notes_json=coalesce(?, notes_json) WHERE id=?",
-            (status, finished, _json(monitor) if monitor is not None else None,
-             _json(notes) if notes is not None else None, campaign_id))
+            (
+                status,
+                finished,
+                _json(monitor) if monitor is not None else None,
+                _json(notes) if notes is not None else None,
+                campaign_id,
+            ),
+        )
 
     def campaigns(self) -> list[sqlite3.Row]:
         return self.conn.execute("SELECT * FROM campaigns ORDER BY id").fetchall()
@@ -137,8 +173,13 @@ class Store:
 
     # ---- cells and runs ----
 
-    def ensure_cells(self, campaign_id: int, cells: Iterable[Cell], conditions: dict[str, ConditionSpec],
-                     units: dict[str, tuple[str, bool]]) -> dict[str, int]:
+    def ensure_cells(
+        self,
+        campaign_id: int,
+        cells: Iterable[Cell],
+        conditions: dict[str, ConditionSpec],
+        units: dict[str, tuple[str, bool]],
+    ) -> dict[str, int]:
         """Inserts missing cells; returns cell key -> id. `units` maps a cell key to (unit, higher_is_better)."""
         ids: dict[str, int] = {}
         self.conn.execute("BEGIN IMMEDIATE")
@@ -149,10 +190,24 @@ class Store:
                 self.conn.execute(
                     "INSERT OR IGNORE INTO cells(campaign_id, key, workload, params_json, condition,"
                     " condition_json, baseline, metric, unit, higher_is_better) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    (campaign_id, cell.key, cell.workload, cell.params_json, cell.condition, _json(cond.to_dict()),
-                     cond.baseline, cell.metric, unit, int(hib)))
-                ids[cell.key] = int(self.conn.execute(
-                    "SELECT id FROM cells WHERE campaign_id=? AND key=?", (campaign_id, cell.key)).fetchone()[0])
+                    (
+                        campaign_id,
+                        cell.key,
+                        cell.workload,
+                        cell.params_json,
+                        cell.condition,
+                        _json(cond.to_dict()),
+                        cond.baseline,
+                        cell.metric,
+                        unit,
+                        int(hib),
+                    ),
+                )
+                ids[cell.key] = int(
+                    self.conn.execute(
+                        "SELECT id FROM cells WHERE campaign_id=? AND key=?", (campaign_id, cell.key)
+                    ).fetchone()[0]
+                )
             self.conn.execute("COMMIT")
         except BaseException:
             self.conn.execute("ROLLBACK")
@@ -163,8 +218,10 @@ class Store:
         """(cell key, repetition) -> validity of each attempt already stored, in attempt order."""
         out: dict[tuple[str, int], list[bool]] = {}
         for row in self.conn.execute(
-                "SELECT c.key, r.repetition, r.valid FROM runs r JOIN cells c ON c.id = r.cell_id"
-                " WHERE r.campaign_id=? ORDER BY r.attempt", (campaign_id,)):
+            "SELECT c.key, r.repetition, r.valid FROM runs r JOIN cells c ON c.id = r.cell_id"
+            " WHERE r.campaign_id=? ORDER BY r.attempt",
+            (campaign_id,),
+        ):
             out.setdefault((row[0], row[1]), []).append(bool(row[2]))
         return out
 
@@ -177,24 +234,51 @@ class Store:
                 " exit_code, ok, valid, invalid_reason, value, warmup_iterations, warmup_capped, rusage_json,"
                 " gate_waited_s, gate_timed_out, gate_detail, condition_state_json, monitor_json, error,"
                 " worker_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (campaign_id, cell_id, run.repetition, run.attempt, run.seq, run.started_unix_s, run.wall_ns,
-                 run.cpu, run.exit_code, int(run.ok), int(run.valid), run.invalid_reason, run.value,
-                 run.warmup_iterations, None if run.warmup_capped is None else int(run.warmup_capped),
-                 _json(run.rusage), run.gate.waited_s, int(run.gate.timed_out), run.gate.detail,
-                 _json(run.condition_state), _json(run.monitor), run.error, run.worker_json))
+                (
+                    campaign_id,
+                    cell_id,
+                    run.repetition,
+                    run.attempt,
+                    run.seq,
+                    run.started_unix_s,
+                    run.wall_ns,
+                    run.cpu,
+                    run.exit_code,
+                    int(run.ok),
+                    int(run.valid),
+                    run.invalid_reason,
+                    run.value,
+                    run.warmup_iterations,
+                    None if run.warmup_capped is None else int(run.warmup_capped),
+                    _json(run.rusage),
+                    run.gate.waited_s,
+                    int(run.gate.timed_out),
+                    run.gate.detail,
+                    _json(run.condition_state),
+                    _json(run.monitor),
+                    run.error,
+                    run.worker_json,
+                ),
+            )
             run_id = int(cur.lastrowid)
             self.conn.executemany(
                 "INSERT INTO run_metrics(run_id, metric, unit, higher_is_better, median, min, p90, p99)"
                 " VALUES (?,?,?,?,?,?,?,?)",
-                [(run_id, m.name, m.unit, int(m.higher_is_better), m.median, m.min, m.p90, m.p99)
-                 for m in run.metrics])
+                [
+                    (run_id, m.name, m.unit, int(m.higher_is_better), m.median, m.min, m.p90, m.p99)
+                    for m in run.metrics
+                ],
+            )
             values = [(run_id, "iteration_ns", i, float(v)) for i, v in enumerate(run.iterations_ns)]
             for m in run.metrics:
                 values.extend((run_id, m.name, i, float(v)) for i, v in enumerate(m.values) if v is not None)
-            self.conn.executemany("INSERT INTO run_values(run_id, metric, iteration, value) VALUES (?,?,?,?)",
-                                  values)
-            self.conn.executemany("INSERT INTO series(run_id, source, t_ns, value) VALUES (?,?,?,?)",
-                                  [(run_id, s, t, v) for s, t, v in run.series])
+            self.conn.executemany(
+                "INSERT INTO run_values(run_id, metric, iteration, value) VALUES (?,?,?,?)", values
+            )
+            self.conn.executemany(
+                "INSERT INTO series(run_id, source, t_ns, value) VALUES (?,?,?,?)",
+                [(run_id, s, t, v) for s, t, v in run.series],
+            )
             self.conn.execute("COMMIT")
         except BaseException:
             self.conn.execute("ROLLBACK")
@@ -204,21 +288,31 @@ class Store:
     # ---- reading for stats, reports and exports ----
 
     def cells(self, campaign_id: int) -> list[sqlite3.Row]:
-        return self.conn.execute("SELECT * FROM cells WHERE campaign_id=? ORDER BY id", (campaign_id,)).fetchall()
+        return self.conn.execute(
+            "SELECT * FROM cells WHERE campaign_id=? ORDER BY id", (campaign_id,)
+        ).fetchall()
 
     def runs(self, campaign_id: int) -> list[sqlite3.Row]:
         return self.conn.execute(
             "SELECT r.*, c.key AS cell_key, c.workload, c.params_json, c.condition, c.metric, c.unit,"
             " c.higher_is_better FROM runs r JOIN cells c ON c.id = r.cell_id WHERE r.campaign_id=?"
-            " ORDER BY r.seq, r.attempt", (campaign_id,)).fetchall()
+            " ORDER BY r.seq, r.attempt",
+            (campaign_id,),
+        ).fetchall()
 
     def run_values(self, run_id: int, metric: str) -> list[float]:
-        return [r[0] for r in self.conn.execute(
-            "SELECT value FROM run_values WHERE run_id=? AND metric=? ORDER BY iteration", (run_id, metric))]
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT value FROM run_values WHERE run_id=? AND metric=? ORDER BY iteration",
+                (run_id, metric),
+            )
+        ]
 
     def run_metrics(self, run_id: int) -> list[sqlite3.Row]:
         return self.conn.execute("SELECT * FROM run_metrics WHERE run_id=?", (run_id,)).fetchall()
 
     def series(self, run_id: int) -> list[sqlite3.Row]:
-        return self.conn.execute("SELECT source, t_ns, value FROM series WHERE run_id=? ORDER BY source, t_ns",
-                                 (run_id,)).fetchall()
+        return self.conn.execute(
+            "SELECT source, t_ns, value FROM series WHERE run_id=? ORDER BY source, t_ns", (run_id,)
+        ).fetchall()

@@ -13,9 +13,31 @@ from boardlab.errors import InputError
 from boardlab.store.db import Store
 
 EXPORT_SCHEMA = 1
-FIELDS = ("campaign", "campaign_id", "cell_id", "cell", "workload", "params", "condition", "repetition",
-          "attempt", "seq", "metric", "value", "unit", "higher_is_better", "valid", "ok", "invalid_reason",
-          "error", "started_unix_s", "wall_ns", "cpu", "warmup_iterations", "warmup_capped")
+FIELDS = (
+    "campaign",
+    "campaign_id",
+    "cell_id",
+    "cell",
+    "workload",
+    "params",
+    "condition",
+    "repetition",
+    "attempt",
+    "seq",
+    "metric",
+    "value",
+    "unit",
+    "higher_is_better",
+    "valid",
+    "ok",
+    "invalid_reason",
+    "error",
+    "started_unix_s",
+    "wall_ns",
+    "cpu",
+    "warmup_iterations",
+    "warmup_capped",
+)
 
 
 def run_records(store: Store, campaign_ids: list[int] | None = None) -> list[dict]:
@@ -24,16 +46,33 @@ def run_records(store: Store, campaign_ids: list[int] | None = None) -> list[dic
         if campaign_ids and camp["id"] not in campaign_ids:
             continue
         for r in store.runs(camp["id"]):
-            records.append({
-                "campaign": camp["name"], "campaign_id": camp["id"], "cell_id": r["cell_id"], "cell": r["cell_key"],
-                "workload": r["workload"], "params": json.loads(r["params_json"]), "condition": r["condition"],
-                "repetition": r["repetition"], "attempt": r["attempt"], "seq": r["seq"], "metric": r["metric"],
-                "value": r["value"], "unit": r["unit"], "higher_is_better": bool(r["higher_is_better"]),
-                "valid": bool(r["valid"]), "ok": bool(r["ok"]), "invalid_reason": r["invalid_reason"],
-                "error": r["error"], "started_unix_s": r["started_unix_s"], "wall_ns": r["wall_ns"],
-                "cpu": r["cpu"], "warmup_iterations": r["warmup_iterations"],
-                "warmup_capped": None if r["warmup_capped"] is None else bool(r["warmup_capped"]),
-            })
+            records.append(
+                {
+                    "campaign": camp["name"],
+                    "campaign_id": camp["id"],
+                    "cell_id": r["cell_id"],
+                    "cell": r["cell_key"],
+                    "workload": r["workload"],
+                    "params": json.loads(r["params_json"]),
+                    "condition": r["condition"],
+                    "repetition": r["repetition"],
+                    "attempt": r["attempt"],
+                    "seq": r["seq"],
+                    "metric": r["metric"],
+                    "value": r["value"],
+                    "unit": r["unit"],
+                    "higher_is_better": bool(r["higher_is_better"]),
+                    "valid": bool(r["valid"]),
+                    "ok": bool(r["ok"]),
+                    "invalid_reason": r["invalid_reason"],
+                    "error": r["error"],
+                    "started_unix_s": r["started_unix_s"],
+                    "wall_ns": r["wall_ns"],
+                    "cpu": r["cpu"],
+                    "warmup_iterations": r["warmup_iterations"],
+                    "warmup_capped": None if r["warmup_capped"] is None else bool(r["warmup_capped"]),
+                }
+            )
     return records
 
 
@@ -56,8 +95,12 @@ def to_parquet(records: list[dict]) -> bytes:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
-        raise InputError("--format parquet needs pyarrow: pip install 'boardlab[analysis]' (or pyarrow)") from None
-    cols = {f: [(json.dumps(r[f], sort_keys=True) if f == "params" else r[f]) for r in records] for f in FIELDS}
+        raise InputError(
+            "--format parquet needs pyarrow: pip install 'boardlab[analysis]' (or pyarrow)"
+        ) from None
+    cols = {
+        f: [(json.dumps(r[f], sort_keys=True) if f == "params" else r[f]) for r in records] for f in FIELDS
+    }
     table = pa.table(cols).replace_schema_metadata({"boardlab_export_schema": str(EXPORT_SCHEMA)})
     sink = io.BytesIO()
     pq.write_table(table, sink)

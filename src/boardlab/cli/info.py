@@ -1,0 +1,290 @@
+"""`boardlab info`: inventory this board, say what boardlab can do here and check the environment."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import textwrap
+
+HELP = "inventory this board and check its environment for measurement"
+DESCRIPTION = (
+    "Inventory the board (CPUs and clusters, cpufreq, memory, kernel and isolation, thermal, power sensors), "
+    "list what boardlab can do here with the reason for anything it cannot, and run the environment checks "
+    "(OK / WARN / FAIL with the fix). WARN and FAIL do not change the exit status."
+)
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument(
+        "--root",
+        default="/",
+        metavar="DIR",
+        help="read /proc and /sys below DIR instead of / (a copied tree)",
+    )
+    parser.add_argument("--json", action="store_true", help="print a versioned JSON document")
+
+
+def run(args) -> int:
+    from boardlab.platform import inventory
+
+    info = inventory(args.root)
+    if args.json:
+        import json
+
+        from boardlab import __version__
+        from boardlab.model import SCHEMA_VERSION
+
+        doc = {"schema": SCHEMA_VERSION, "boardlab_version": __version__, **info.to_dict()}
+        json.dump(doc, sys.stdout, indent=2)
+        print()
+    else:
+        print(render(info))
+    return 0
+
+
+# -- the text report --------------------------------------------------------------------------------------
+
+
+def _cpus(cpus) -> str:
+    from boardlab.platform import format_cpulist
+
+    return format_cpulist(cpus) if cpus else "none"
+
+
+def _mhz_list(freqs_khz) -> str:
+    if not freqs_khz:
+        return "-"
+    mhz = [f"{f / 1000:g}" for f in freqs_khz]
+    if len(mhz) <= 6:
+        return " ".join(mhz) + " MHz"
+    return f"{mhz[0]}..{mhz[-1]} MHz ({len(mhz)} steps)"
+
+
+def _size(kib: int | None) -> str:
+    if kib is None:
+        return "-"
+    if kib >= 1024 * 1024:
+        return f"{kib / 1024 / 1024:.1f} GiB"
+    if kib >= 1024:
+        return f"{kib / 1024:.0f} MiB"
+    return f"{kib} KiB"
+
+
+def _dash(value) -> str:
+    return "-" if value is None or value == "" else str(value)
+
+
+def _table(headers: list[str], rows: list[list[str]], indent: str = "  ") -> list[str]:
+    widths = [max(len(str(x)) for x in col) for col in zip(headers, *rows, strict=False)]
+    lines = []
+    for row in [headers, *rows]:
+        cells = [str(c).ljust(w) for c, w in zip(row, widths, strict=False)]
+        lines.append((indent + "  ".join(cells)).rstrip())
+    return lines
+
+
+def _pairs(pairs: list[tuple[str, str]], width: int) -> list[str]:
+    key_w = max(len(k) for k, _ in pairs)
+    lines = []
+    for key, value in pairs:
+        wrapped = textwrap.wrap(value, max(40, width - key_w - 4)) or ["-"]
+        lines.append(f"  {key.ljust(key_w)}  {wrapped[0]}")
+        lines.extend(f"  {'':<{key_w}}  {w}" for w in wrapped[1:])
+    return lines
+
+
+def _idle(idle) -> str:
+    if idle is None:
+        return "no cpuidle framework"
+    states = "; ".join(
+        f"{st.name} (exit {_dash(st.exit_latency_us)} us"
+        + (f", disabled on {_cpus(st.disabled_cpus)}" if st.disabled_cpus else "")
+        + f") on CPUs {_cpus(st.cpus)}"
+        for st in idle.states
+    )
+    return f"driver {_dash(idle.driver)}, governor {_dash(idle.governor)}; {states or 'no idle states'}"
+
+
+def _huge_pages(m, s) -> str:
+    thp = f"THP {s.thp_enabled}" if s.thp_enabled else "THP not built"
+    if m.hugepage_size_kib is None:
+        return thp
+    return f"{thp}; hugetlbfs {m.hugepages_total or 0} x {_size(m.hugepage_size_kib)} reserved"
+
+
+def _caches(caches) -> str:
+    """Names identical private caches once: "L1d 48 KiB per CPU, L3 105 MiB shared by 0-1"."""
+    groups: dict[tuple, list] = {}
+    for cache in caches:
+        kind = {"Data": "d", "Instruction": "i"}.get(cache.type, "")
+        groups.setdefault((cache.level, kind, cache.size_kib), []).append(cache.cpus)
+    parts = []
+    for (level, kind, size), cpu_sets in groups.items():
+        name = f"L{level}{kind} {_size(size)}"
+        if len(cpu_sets) > 1 and all(len(c) == 1 for c in cpu_sets):
+            parts.append(f"{name} per CPU")
+        else:
+            parts.append(", ".join(f"{name} shared by {_cpus(c)}" for c in cpu_sets))
+    return ", ".join(parts)
+
+
+def render(info) -> str:
+    width = shutil.get_terminal_size((110, 24)).columns
+    out: list[str] = [f"boardlab info (root {info.root})", ""]
+
+    v = info.virtualization
+    k = info.kernel
+    out += ["Identity"]
+    out += _pairs(
+        [
+            ("model", _dash(info.model)),
+            ("compatible", " ".join(info.compatible) or "-"),
+            ("machine", _dash(info.machine)),
+            ("hostname", _dash(info.hostname)),
+            ("CPUs", f"{len(info.online_cpus)} online ({_cpus(info.online_cpus)}) of {len(info.cpus)}"),
+            (
+                "virtualized",
+                f"yes ({v.hypervisor or 'hypervisor unnamed'}): {'; '.join(v.evidence)}"
+                if v.virtualized
+                else "no",
+            ),
+        ],
+        width,
+    )
+
+    out += ["", "Clusters"]
+    rows = []
+    for c in info.clusters:
+        core = c.name + (f" ({c.midr_part})" if c.midr_part else "")
+        rows.append(
+            [
+                str(c.id),
+                _cpus(c.cpus),
+                core,
+                _dash(c.capacity),
+                _dash(c.policy),
+                _dash(c.driver),
+                _dash(c.governor),
+                _mhz_list(c.frequencies_khz),
+                "-" if c.transition_latency_ns is None else f"{c.transition_latency_ns / 1000:g} us",
+            ]
+        )
+    out += _table(
+        ["id", "cpus", "core", "capacity", "policy", "driver", "governor", "frequencies", "latency"], rows
+    )
+    for c in info.clusters:
+        if len(c.governors) > 0:
+            out.append(f"  cluster {c.id} governors: {' '.join(c.governors)}")
+    if info.caches:
+        out += _pairs([("caches", _caches(info.caches))], width)
+    if info.devfreq:
+        out += ["", "Devfreq"]
+        out += _table(
+            ["device", "kind", "governor", "frequencies", "current"],
+            [
+                [
+                    d.name,
+                    d.kind,
+                    _dash(d.governor),
+                    _mhz_list([f // 1000 for f in d.frequencies_hz]),
+                    "-" if d.cur_hz is None else f"{d.cur_hz / 1e6:g} MHz",
+                ]
+                for d in info.devfreq
+            ],
+        )
+
+    m = info.memory
+    s = info.system
+    out += ["", "Memory"]
+    swap = "none"
+    if m.swap_total_kib:
+        swap = f"{_size(m.swap_total_kib)} ({', '.join(d.name for d in m.swap_devices) or 'unnamed'})"
+    out += _pairs(
+        [
+            ("total", _size(m.mem_total_kib)),
+            ("available", _size(m.mem_available_kib)),
+            ("swap", swap),
+            ("huge pages", _huge_pages(m, s)),
+        ],
+        width,
+    )
+
+    iso = info.isolation
+    out += ["", "Kernel and isolation"]
+    out += _pairs(
+        [
+            ("release", _dash(k.release)),
+            ("version", _dash(k.version)),
+            (
+                "preemption",
+                f"{_dash(k.preempt_model)}" + (f" ({k.preempt_rt_evidence})" if k.preempt_rt else ""),
+            ),
+            ("HZ", _dash(k.config_hz)),
+            ("cmdline", _dash(k.cmdline)),
+            (
+                "isolated",
+                _cpus(iso.isolated_cpus)
+                + (f" (isolcpus flags: {','.join(iso.isolcpus_flags)})" if iso.isolcpus_flags else ""),
+            ),
+            ("nohz_full", _cpus(iso.nohz_full)),
+            ("rcu_nocbs", _cpus(iso.rcu_nocbs)),
+            (
+                "RT budget",
+                "-" if k.sched_rt_runtime_us is None else f"sched_rt_runtime_us {k.sched_rt_runtime_us}",
+            ),
+            ("clocksource", f"{_dash(s.clocksource)} (available: {' '.join(s.clocksources) or '-'})"),
+            ("ASLR", f"randomize_va_space {_dash(s.aslr)}"),
+            (
+                "load",
+                "-" if s.load_1min is None else f"{s.load_1min:.2f} {s.load_5min:.2f} {s.load_15min:.2f}",
+            ),
+            ("cpuidle", _idle(info.cpuidle)),
+        ],
+        width,
+    )
+
+    out += ["", "Thermal"]
+    if info.thermal_zones:
+        rows = []
+        for z in info.thermal_zones:
+            trips = " ".join(f"{t.type}@{t.temp_mc / 1000:g}" for t in z.trips if t.temp_mc is not None)
+            temp = "-" if z.temp_mc is None else f"{z.temp_mc / 1000:.1f} C"
+            rows.append([z.name, _dash(z.type), temp, trips or "-"])
+        out += _table(["zone", "type", "temp", "trip points (C)"], rows)
+        cooling = [f"{d.type} {d.cur_state}/{d.max_state}" for d in info.cooling_devices]
+        if cooling:
+            out += _pairs([("cooling", ", ".join(cooling))], width)
+    else:
+        out.append("  no thermal zone")
+
+    out += ["", "Power"]
+    if info.power_sensors or info.powercap:
+        rows = []
+        for p in info.power_sensors:
+            values = ", ".join(f"{i.attribute} {_dash(i.value)} {i.unit}" for i in p.inputs)
+            rows.append([p.name, _dash(p.chip), _dash(p.device), _dash(p.label), values])
+        for z in info.powercap:
+            rows.append([z.name, "powercap", "-", _dash(z.zone), f"energy_uj {_dash(z.energy_uj)} uJ"])
+        out += _table(["sensor", "chip", "device", "measures", "inputs"], rows)
+    else:
+        out.append("  no power or energy sensor")
+
+    out += ["", "Capabilities"]
+    out += _pairs(
+        [(name, "yes" if cap.supported else f"no: {cap.reason}") for name, cap in info.capabilities.items()],
+        width,
+    )
+
+    out += ["", "Checks"]
+    name_w = max((len(c.name) for c in info.checks), default=8)
+    text_w = max(40, width - name_w - 10)
+    for c in info.checks:
+        lines = textwrap.wrap(c.detail, text_w) or [""]
+        out.append(f"  {c.status:<4}  {c.name:<{name_w}}  {lines[0]}")
+        out.extend(f"  {'':<4}  {'':<{name_w}}  {line}" for line in lines[1:])
+        if c.fix and c.status != "OK":
+            fix = textwrap.wrap("fix: " + c.fix, text_w)
+            out.extend(f"  {'':<4}  {'':<{name_w}}  {line}" for line in fix)
+    counts = {s: sum(1 for c in info.checks if c.status == s) for s in ("OK", "WARN", "FAIL")}
+    out += ["", f"  {counts['OK']} OK, {counts['WARN']} WARN, {counts['FAIL']} FAIL"]
+    return "\n".join(out)

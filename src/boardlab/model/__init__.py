@@ -1,0 +1,67 @@
+"""Boundary records shared by every layer: frozen dataclasses with units in their field names.
+
+Every artifact boardlab writes (worker JSON, store rows, exports, `info --json`) carries `schema`.
+"""
+
+from boardlab.model.board import (
+    BoardInfo,
+    Cache,
+    Capability,
+    Check,
+    CheckStatus,
+    Cluster,
+    CoolingDevice,
+    CpuCore,
+    CpufreqPolicy,
+    Cpuidle,
+    DevfreqDevice,
+    FrequencyTime,
+    IdleState,
+    Isolation,
+    Kernel,
+    Memory,
+    Perf,
+    Pmu,
+    PowercapZone,
+    PowerSensor,
+    Record,
+    SensorInput,
+    SwapDevice,
+    SystemSettings,
+    ThermalZone,
+    TripPoint,
+    Virtualization,
+)
+
+SCHEMA_VERSION = 1
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "BoardInfo",
+    "Cache",
+    "Capability",
+    "Check",
+    "CheckStatus",
+    "Cluster",
+    "CoolingDevice",
+    "CpuCore",
+    "CpufreqPolicy",
+    "Cpuidle",
+    "DevfreqDevice",
+    "FrequencyTime",
+    "IdleState",
+    "Isolation",
+    "Kernel",
+    "Memory",
+    "Perf",
+    "Pmu",
+    "PowerSensor",
+    "PowercapZone",
+    "Record",
+    "SensorInput",
+    "SwapDevice",
+    "SystemSettings",
+    "ThermalZone",
+    "TripPoint",
+    "Virtualization",
+]

@@ -1,0 +1,135 @@
+"""cpufreq policies: what each frequency domain can do, how it is set, and where it spent its time.
+
+Reading functions serve `info` and the monitor (current frequency, time_in_state); writing functions serve
+the DVFS condition, which journals the old value before it calls them.
+"""
+
+from __future__ import annotations
+
+from boardlab.errors import InputError
+from boardlab.model.board import CpufreqPolicy, FrequencyTime
+from boardlab.platform.sysroot import RootLike, SysRoot
+
+CPUFREQ_DIR = "sys/devices/system/cpu/cpufreq"
+# cpufreq stats count in clock ticks of USER_HZ, which is 100 on every Linux architecture.
+TIME_IN_STATE_UNIT_MS = 10
+# CPUFREQ_ETERNAL: the driver does not know its transition latency.
+_ETERNAL = (2**32 - 1, -1)
+
+
+def policy_dir(name: str) -> str:
+    return f"{CPUFREQ_DIR}/{name}"
+
+
+def list_policies(root: RootLike) -> tuple[str, ...]:
+    """Policy names ("policy0", "policy4") in natural order; () when the kernel has no cpufreq driver."""
+    return tuple(SysRoot.of(root).listdir(CPUFREQ_DIR, r"policy\d+"))
+
+
+def _khz(sr: SysRoot, rel: str) -> int | None:
+    return sr.read_int(rel, "a frequency in kHz (an integer)")
+
+
+def current_frequency_khz(root: RootLike, policy: str) -> int | None:
+    """scaling_cur_freq: the frequency the kernel last set (or measured, on x86) for this policy."""
+    return _khz(SysRoot.of(root), f"{policy_dir(policy)}/scaling_cur_freq")
+
+
+def time_in_state_ms(root: RootLike, policy: str) -> dict[int, int]:
+    """Cumulative time per frequency since boot, in ms; {} without CONFIG_CPU_FREQ_STAT."""
+    sr = SysRoot.of(root)
+    rows = sr.read_table(
+        f"{policy_dir(policy)}/stats/time_in_state", "lines of '<kHz> <time in 10 ms units>'"
+    )
+    return {khz: ticks * TIME_IN_STATE_UNIT_MS for khz, ticks in rows or ()}
+
+
+def total_transitions(root: RootLike, policy: str) -> int | None:
+    return SysRoot.of(root).read_int(f"{policy_dir(policy)}/stats/total_trans")
+
+
+def read_policy(root: RootLike, name: str) -> CpufreqPolicy:
+    sr = SysRoot.of(root)
+    d = policy_dir(name)
+    tis = time_in_state_ms(sr, name)
+    freqs = sr.read_ints(f"{d}/scaling_available_frequencies", "frequencies in kHz separated by spaces")
+    boost_freqs = sr.read_ints(f"{d}/scaling_boost_frequencies", "frequencies in kHz separated by spaces")
+    if freqs is None:
+        # intel_pstate and some DT drivers publish no table; stats still list the states they used.
+        freqs = tuple(tis)
+    latency = sr.read_int(f"{d}/cpuinfo_transition_latency", "a latency in ns (an integer)")
+    boost = sr.read_int(f"{d}/boost", "0 or 1")
+    return CpufreqPolicy(
+        name=name,
+        cpus=sr.read_cpulist(f"{d}/affected_cpus") or (),
+        related_cpus=sr.read_cpulist(f"{d}/related_cpus") or (),
+        driver=sr.read_str(f"{d}/scaling_driver"),
+        governor=sr.read_str(f"{d}/scaling_governor"),
+        governors=sr.read_words(f"{d}/scaling_available_governors") or (),
+        frequencies_khz=tuple(sorted(set(freqs) | set(boost_freqs or ()))),
+        cur_khz=_khz(sr, f"{d}/scaling_cur_freq"),
+        scaling_min_khz=_khz(sr, f"{d}/scaling_min_freq"),
+        scaling_max_khz=_khz(sr, f"{d}/scaling_max_freq"),
+        cpuinfo_min_khz=_khz(sr, f"{d}/cpuinfo_min_freq"),
+        cpuinfo_max_khz=_khz(sr, f"{d}/cpuinfo_max_freq"),
+        transition_latency_ns=None if latency in _ETERNAL else latency,
+        time_in_state=tuple(FrequencyTime(khz, ms) for khz, ms in sorted(tis.items())),
+        total_transitions=total_transitions(sr, name),
+        boost=None if boost is None else bool(boost),
+    )
+
+
+def read_policies(root: RootLike) -> tuple[CpufreqPolicy, ...]:
+    sr = SysRoot.of(root)
+    return tuple(read_policy(sr, name) for name in list_policies(sr))
+
+
+def global_boost(root: RootLike) -> bool | None:
+    """cpufreq/boost (acpi-cpufreq, cpufreq-dt with boost OPPs) or not intel_pstate/no_turbo; None if absent."""
+    sr = SysRoot.of(root)
+    boost = sr.read_int(f"{CPUFREQ_DIR}/boost", "0 or 1")
+    if boost is not None:
+        return bool(boost)
+    no_turbo = sr.read_int("sys/devices/system/cpu/intel_pstate/no_turbo", "0 or 1")
+    return None if no_turbo is None else not no_turbo
+
+
+# -- writing (the DVFS condition journals the old values first) ----------------------------------------------
+
+
+def set_governor(root: RootLike, policy: str, governor: str) -> None:
+    """Writes scaling_governor after checking the policy offers it (InputError otherwise)."""
+    sr = SysRoot.of(root)
+    available = sr.read_words(f"{policy_dir(policy)}/scaling_available_governors") or ()
+    if governor not in available:
+        raise InputError(
+            f"governor {governor!r} is not offered by {sr.show(policy_dir(policy))}: "
+            f"expected one of {', '.join(available) or '(none)'}"
+        )
+    sr.write_text(f"{policy_dir(policy)}/scaling_governor", governor)
+
+
+def set_frequency_limits(
+    root: RootLike, policy: str, *, min_khz: int | None = None, max_khz: int | None = None
+) -> None:
+    """Writes scaling_min/max_freq in the order that never makes min > max on the way."""
+    sr = SysRoot.of(root)
+    d = policy_dir(policy)
+    writes = []
+    if min_khz is not None:
+        writes.append(("scaling_min_freq", min_khz))
+    if max_khz is not None:
+        writes.append(("scaling_max_freq", max_khz))
+    current_max = _khz(sr, f"{d}/scaling_max_freq")
+    if min_khz is not None and current_max is not None and min_khz > current_max:
+        writes.reverse()  # raise max first
+    for attr, khz in writes:
+        sr.write_text(f"{d}/{attr}", str(khz))
+
+
+def set_speed(root: RootLike, policy: str, khz: int) -> None:
+    """Fixed frequency under the userspace governor (scaling_setspeed)."""
+    sr = SysRoot.of(root)
+    if sr.read_str(f"{policy_dir(policy)}/scaling_governor") != "userspace":
+        raise InputError(f"{sr.show(policy_dir(policy))}: scaling_setspeed needs the userspace governor")
+    sr.write_text(f"{policy_dir(policy)}/scaling_setspeed", str(khz))

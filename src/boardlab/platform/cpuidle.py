@@ -1,0 +1,69 @@
+"""cpuidle: the idle driver and the states each CPU may enter (deep states add wake-up latency)."""
+
+from __future__ import annotations
+
+from boardlab.model.board import Cpuidle, IdleState
+from boardlab.platform.sysroot import RootLike, SysRoot
+
+CPUIDLE_DIR = "sys/devices/system/cpu/cpuidle"
+
+
+def state_dir(cpu: int, index: int) -> str:
+    return f"sys/devices/system/cpu/cpu{cpu}/cpuidle/state{index}"
+
+
+def state_indices(root: RootLike, cpu: int) -> tuple[int, ...]:
+    names = SysRoot.of(root).listdir(f"sys/devices/system/cpu/cpu{cpu}/cpuidle", r"state\d+")
+    return tuple(int(n[5:]) for n in names)
+
+
+def idle_usage(root: RootLike, cpu: int) -> dict[int, tuple[int | None, int | None]]:
+    """{state index: (entries, residency in us)} since boot, for the monitor's before/after deltas."""
+    sr = SysRoot.of(root)
+    return {
+        i: (sr.read_int(f"{state_dir(cpu, i)}/usage"), sr.read_int(f"{state_dir(cpu, i)}/time"))
+        for i in state_indices(sr, cpu)
+    }
+
+
+def read_cpuidle(root: RootLike, cpus: tuple[int, ...]) -> Cpuidle | None:
+    """None when the kernel has no cpuidle framework (no sys/devices/system/cpu/cpuidle)."""
+    sr = SysRoot.of(root)
+    if not sr.is_dir(CPUIDLE_DIR):
+        return None
+    governor = sr.read_str(f"{CPUIDLE_DIR}/current_governor") or sr.read_str(
+        f"{CPUIDLE_DIR}/current_governor_ro"
+    )
+    groups: dict[tuple, tuple[list[int], list[int]]] = {}
+    for cpu in cpus:
+        for i in state_indices(sr, cpu):
+            d = state_dir(cpu, i)
+            key = (
+                i,
+                sr.read_str(f"{d}/name") or f"state{i}",
+                sr.read_str(f"{d}/desc"),
+                sr.read_int(f"{d}/latency", "an exit latency in us"),
+                sr.read_int(f"{d}/residency", "a target residency in us"),
+            )
+            members, disabled = groups.setdefault(key, ([], []))
+            members.append(cpu)
+            if sr.read_int(f"{d}/disable", "0 or 1"):
+                disabled.append(cpu)
+    states = tuple(
+        IdleState(
+            index=i,
+            name=name,
+            desc=desc,
+            exit_latency_us=latency,
+            target_residency_us=residency,
+            cpus=tuple(members),
+            disabled_cpus=tuple(disabled),
+        )
+        for (i, name, desc, latency, residency), (members, disabled) in groups.items()
+    )
+    return Cpuidle(
+        driver=sr.read_str(f"{CPUIDLE_DIR}/current_driver"),
+        governor=governor,
+        governors=sr.read_words(f"{CPUIDLE_DIR}/available_governors") or (),
+        states=tuple(sorted(states, key=lambda s: (s.index, s.cpus))),
+    )

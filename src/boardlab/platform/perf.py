@@ -1,0 +1,91 @@
+"""perf_event availability: paranoia level, the PMUs the kernel registered, and (on the live system only)
+whether a hardware cycle counter really opens for this process.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import struct
+
+from boardlab.model.board import Perf, Pmu
+from boardlab.platform.sysroot import RootLike, SysRoot
+
+EVENT_SOURCE_DIR = "sys/bus/event_source/devices"
+PERF_TYPE_HARDWARE = 0
+PERF_COUNT_HW_CPU_CYCLES = 0
+PERF_TYPE_RAW = 4
+PERF_ATTR_SIZE_VER0 = 64  # the oldest perf_event_attr layout, accepted by every kernel since 2.6.31
+PERF_FLAG_FD_CLOEXEC = 1 << 3
+# perf_event_attr bit flags (offset 40): disabled, exclude_kernel, exclude_hv. Excluding the kernel keeps
+# the probe legal at perf_event_paranoid = 2 for unprivileged users.
+_ATTR_FLAGS = (1 << 0) | (1 << 5) | (1 << 6)
+# __NR_perf_event_open per `uname -m`.
+SYSCALL_NUMBERS = {
+    "x86_64": 298,
+    "i386": 336,
+    "i686": 336,
+    "armv6l": 364,
+    "armv7l": 364,
+    "armv8l": 364,
+    "aarch64": 241,
+    "riscv64": 241,
+    "loongarch64": 241,
+    "ppc64": 319,
+    "ppc64le": 319,
+    "s390x": 331,
+}
+_CORE_PMU_PREFIXES = ("armv6", "armv7", "armv8", "armv9", "arm_cortex", "arm_v8")
+
+
+def is_core_pmu(pmu: Pmu) -> bool:
+    """PMUs that count this CPU's cycles: x86 "cpu" (hybrid: cpu_core/cpu_atom), ARM "armv7_cortex_a15"."""
+    return pmu.name in ("cpu", "cpu_core", "cpu_atom") or pmu.name.startswith(_CORE_PMU_PREFIXES)
+
+
+def read_pmus(root: RootLike) -> tuple[Pmu, ...]:
+    sr = SysRoot.of(root)
+    return tuple(
+        Pmu(name=name, type=sr.read_int(f"{EVENT_SOURCE_DIR}/{name}/type", "a PMU type number"))
+        for name in sr.listdir(EVENT_SOURCE_DIR)
+    )
+
+
+def open_cycles_counter() -> tuple[bool, str | None]:
+    """Opens (and closes) PERF_COUNT_HW_CPU_CYCLES for this process; (False, "ENOENT (...)") on failure."""
+    nr = SYSCALL_NUMBERS.get(os.uname().machine)
+    if nr is None:
+        return False, f"perf_event_open syscall number unknown for {os.uname().machine}"
+    attr = bytearray(PERF_ATTR_SIZE_VER0)
+    struct.pack_into("=IIQ", attr, 0, PERF_TYPE_HARDWARE, PERF_ATTR_SIZE_VER0, PERF_COUNT_HW_CPU_CYCLES)
+    struct.pack_into("=Q", attr, 40, _ATTR_FLAGS)
+    buf = (ctypes.c_char * len(attr)).from_buffer(attr)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    fd = libc.syscall(
+        ctypes.c_long(nr),
+        buf,
+        ctypes.c_int(0),
+        ctypes.c_int(-1),
+        ctypes.c_int(-1),
+        ctypes.c_ulong(PERF_FLAG_FD_CLOEXEC),
+    )
+    if fd < 0:
+        err = ctypes.get_errno()
+        return False, f"{errno.errorcode.get(err, str(err))} ({os.strerror(err)})"
+    os.close(fd)
+    return True, None
+
+
+def read_perf(root: RootLike) -> Perf:
+    sr = SysRoot.of(root)
+    pmus = read_pmus(sr)
+    opened, error = open_cycles_counter() if sr.live else (None, None)
+    return Perf(
+        paranoid=sr.read_int("proc/sys/kernel/perf_event_paranoid"),
+        pmus=pmus,
+        core_pmus=tuple(p.name for p in pmus if is_core_pmu(p)),
+        cycles_opened=opened,
+        cycles_error=error,
+    )

@@ -1,0 +1,263 @@
+"""The one place where boardlab reads and writes /proc, /sys and /dev.
+
+A `SysRoot` is a directory that looks like "/" ("/" itself on the live system, a fixture tree in tests, a
+copy fetched from a board). Paths given to it are relative ("sys/devices/system/cpu/online").
+Reading a missing or unreadable file gives None: an absent attribute means "this kernel does not expose it",
+which callers turn into a recorded reason. A file that exists but holds text of the wrong shape raises
+`InputError` naming the file and what was expected, because it means the tree is not what we think it is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TypeAlias
+
+from boardlab.errors import InputError, MeasurementError
+
+_CPU_RANGE = re.compile(r"(\d+|N)(?:-(\d+|N)(?::(\d+)/(\d+))?)?")
+_NATURAL = re.compile(r"(\d+)")
+
+
+def natural_key(name: str) -> tuple:
+    """Sort key that puts policy2 before policy10."""
+    return tuple(int(tok) if tok.isdigit() else tok for tok in _NATURAL.split(name))
+
+
+def parse_cpulist(text: str, *, last_cpu: int | None = None) -> tuple[int, ...]:
+    """Parses a kernel cpulist ("0-3,5", "0-7:2/4", "N" = last CPU); empty and "(null)" mean no CPU.
+
+    Whitespace also separates entries: cpufreq's affected_cpus and related_cpus print "0 1 2 3".
+    """
+    text = text.strip()
+    if text in ("", "(null)"):
+        return ()
+    cpus: set[int] = set()
+
+    def number(tok: str) -> int:
+        if tok == "N":
+            if last_cpu is None:
+                raise ValueError("'N' (the last CPU) needs the number of CPUs")
+            return last_cpu
+        return int(tok)
+
+    for part in re.split(r"[,\s]+", text):
+        m = _CPU_RANGE.fullmatch(part.strip())
+        if m is None:
+            raise ValueError(f"{part.strip()!r} is not a CPU number or range")
+        first = number(m[1])
+        last = number(m[2]) if m[2] else first
+        if last < first:
+            raise ValueError(f"{part.strip()!r} is a descending range")
+        if m[3]:
+            used, group = int(m[3]), int(m[4])
+            if not 0 < used <= group:
+                raise ValueError(f"{part.strip()!r}: the used/group size must satisfy 0 < used <= group")
+            for start in range(first, last + 1, group):
+                cpus.update(range(start, min(start + used, last + 1)))
+        else:
+            cpus.update(range(first, last + 1))
+    return tuple(sorted(cpus))
+
+
+def format_cpulist(cpus: Iterable[int]) -> str:
+    """The inverse of parse_cpulist: (0, 1, 2, 3, 5) -> "0-3,5"."""
+    ordered = sorted(set(cpus))
+    parts: list[str] = []
+    i = 0
+    while i < len(ordered):
+        j = i
+        while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
+            j += 1
+        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def parse_bracketed(text: str) -> tuple[str | None, tuple[str, ...]]:
+    """Parses a kernel choice list: "always [madvise] never" -> ("madvise", ("always", "madvise", "never"))."""
+    chosen = None
+    options = []
+    for word in text.split():
+        if word.startswith("[") and word.endswith("]"):
+            word = word[1:-1]
+            chosen = word
+        options.append(word)
+    return chosen, tuple(options)
+
+
+class SysRoot:
+    """Read (and, for conditions, write) kernel files below `root`."""
+
+    __slots__ = ("root",)
+
+    def __init__(self, root: os.PathLike[str] | str = "/") -> None:
+        self.root = Path(root)
+
+    @classmethod
+    def of(cls, root: SysRoot | os.PathLike[str] | str) -> SysRoot:
+        return root if isinstance(root, SysRoot) else cls(root)
+
+    def __repr__(self) -> str:
+        return f"SysRoot({str(self.root)!r})"
+
+    @property
+    def live(self) -> bool:
+        """True when root is this running system, so probing the current process means probing the board."""
+        return os.path.realpath(self.root) == os.path.realpath("/")
+
+    def path(self, rel: str) -> Path:
+        return self.root / rel.lstrip("/")
+
+    def show(self, rel: str) -> str:
+        """The path as the user should read it in a message."""
+        return str(self.path(rel))
+
+    def require_board_tree(self) -> None:
+        """Raises InputError unless root is a directory holding proc/cpuinfo or sys/devices/system/cpu."""
+        if not self.root.is_dir():
+            what = "is not a directory" if self.root.exists() else "does not exist"
+            raise InputError(f"root {self.root} {what}: expected a directory laid out like / (proc/, sys/)")
+        if not (self.path("proc/cpuinfo").is_file() or self.path("sys/devices/system/cpu").is_dir()):
+            raise InputError(
+                f"root {self.root} is not a board tree: expected {self.show('proc/cpuinfo')} "
+                f"or {self.show('sys/devices/system/cpu')}"
+            )
+
+    # -- reading -------------------------------------------------------------------------------------------
+
+    def exists(self, rel: str) -> bool:
+        return os.path.exists(self.path(rel))
+
+    def is_dir(self, rel: str) -> bool:
+        return self.path(rel).is_dir()
+
+    def writable(self, rel: str) -> bool:
+        return os.access(self.path(rel), os.W_OK)
+
+    def listdir(self, rel: str, pattern: str | None = None) -> list[str]:
+        """Entry names in natural order, filtered by a regex that must match the whole name; [] if absent."""
+        try:
+            names = os.listdir(self.path(rel))
+        except OSError:
+            return []
+        if pattern is not None:
+            rx = re.compile(pattern)
+            names = [n for n in names if rx.fullmatch(n)]
+        return sorted(names, key=natural_key)
+
+    def read_text(self, rel: str) -> str | None:
+        """The file's text, or None when it is absent or the kernel refuses the read (EACCES, EIO, ENODATA)."""
+        try:
+            with open(self.path(rel), encoding="utf-8", errors="replace") as fh:
+                return fh.read()
+        except OSError:
+            return None
+
+    def read_bytes(self, rel: str) -> bytes | None:
+        try:
+            with open(self.path(rel), "rb") as fh:
+                return fh.read()
+        except OSError:
+            return None
+
+    def unreadable_reason(self, rel: str) -> str | None:
+        """Why read_text returned None ("Permission denied"), or None when the file reads fine."""
+        try:
+            with open(self.path(rel), "rb") as fh:
+                fh.read(1)
+        except OSError as exc:
+            return exc.strerror or type(exc).__name__
+        return None
+
+    def read_str(self, rel: str) -> str | None:
+        """The stripped text, None when absent; NUL-terminated device-tree strings lose their NULs."""
+        text = self.read_text(rel)
+        return None if text is None else text.replace("\0", "").strip()
+
+    def read_int(self, rel: str, what: str = "an integer") -> int | None:
+        text = self.read_str(rel)
+        if text is None:
+            return None
+        try:
+            return int(text, 0) if text.lower().startswith(("0x", "-0x")) else int(text)
+        except ValueError:
+            raise self._malformed(rel, what, text) from None
+
+    def read_ints(self, rel: str, what: str = "integers separated by spaces") -> tuple[int, ...] | None:
+        text = self.read_str(rel)
+        if text is None:
+            return None
+        try:
+            return tuple(int(tok) for tok in text.split())
+        except ValueError:
+            raise self._malformed(rel, what, text) from None
+
+    def read_words(self, rel: str) -> tuple[str, ...] | None:
+        text = self.read_str(rel)
+        return None if text is None else tuple(text.split())
+
+    def read_cpulist(self, rel: str, *, last_cpu: int | None = None) -> tuple[int, ...] | None:
+        text = self.read_str(rel)
+        if text is None:
+            return None
+        try:
+            return parse_cpulist(text, last_cpu=last_cpu)
+        except ValueError as exc:
+            raise self._malformed(rel, f"a CPU list such as 0-3,5 ({exc})", text) from None
+
+    def read_bracketed(self, rel: str) -> tuple[str | None, tuple[str, ...]]:
+        text = self.read_str(rel)
+        return (None, ()) if text is None else parse_bracketed(text)
+
+    def read_table(
+        self, rel: str, what: str = "lines of '<integer> <integer>'"
+    ) -> tuple[tuple[int, int], ...] | None:
+        """Two-column integer tables such as cpufreq stats/time_in_state."""
+        text = self.read_text(rel)
+        if text is None:
+            return None
+        rows = []
+        for line in text.splitlines():
+            if not line.strip():
+                continue
+            fields = line.split()
+            try:
+                if len(fields) != 2:
+                    raise ValueError
+                rows.append((int(fields[0]), int(fields[1])))
+            except ValueError:
+                raise self._malformed(rel, what, line) from None
+        return tuple(rows)
+
+    def link_name(self, rel: str) -> str | None:
+        """The last component of the symlink's target ("0-0040" for hwmon0/device), None when not a link."""
+        try:
+            return os.path.basename(os.readlink(self.path(rel)).rstrip("/")) or None
+        except OSError:
+            return None
+
+    def _malformed(self, rel: str, what: str, text: str) -> InputError:
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        return InputError(f"{self.show(rel)}: expected {what}, found {shown!r}")
+
+    # -- writing (conditions) ------------------------------------------------------------------------------
+
+    def write_text(self, rel: str, text: str) -> None:
+        """Writes a kernel attribute in one write(2), as the kernel expects; raises MeasurementError on refusal."""
+        target = self.path(rel)
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_TRUNC)
+            try:
+                os.write(fd, text.encode())
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise MeasurementError(
+                f"cannot write {text.strip()!r} to {target}: {exc.strerror or exc}"
+            ) from exc
+
+
+RootLike: TypeAlias = SysRoot | os.PathLike[str] | str

@@ -1,0 +1,61 @@
+"""Seeded simulations of the comparison method (research/anchors-methodology.md section 8), pure Python.
+
+A simulated *cell* is one baseline arm and one condition arm of per-run values drawn from lognormal
+distributions with a given CV; the condition's median is `effect` times the baseline's. A simulated
+*board* calibrates delta once from A/A comparisons of the same design, as METHOD.md prescribes.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter
+from dataclasses import dataclass
+
+from boardlab.stats import aa_delta, compare
+
+
+def lognormal_runs(rng: random.Random, n: int, cv: float, median: float = 1.0) -> list[float]:
+    """n run values, lognormal with coefficient of variation `cv` and the given median."""
+    sigma = math.sqrt(math.log1p(cv * cv))
+    return [median * math.exp(rng.gauss(0.0, sigma)) for _ in range(n)]
+
+
+def calibrated_delta(rng: random.Random, *, runs: int, cv: float, aa_repeats: int) -> float:
+    """delta for a simulated board: METHOD.md's rule over `aa_repeats` A/A comparisons of `runs` per arm."""
+    ratios = []
+    for _ in range(aa_repeats):
+        a, b = lognormal_runs(rng, runs, cv), lognormal_runs(rng, runs, cv)
+        ratios.append(sorted(b)[runs // 2] / sorted(a)[runs // 2] if runs % 2 else _median(b) / _median(a))
+    return aa_delta(ratios).delta
+
+
+def _median(xs: list[float]) -> float:
+    s = sorted(xs)
+    n = len(s)
+    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+
+@dataclass(frozen=True)
+class SimResult:
+    cells: int
+    delta: float
+    verdicts: Counter
+
+    def rate(self, *kinds: str) -> float:
+        return sum(self.verdicts[k] for k in kinds) / self.cells
+
+
+def simulate(
+    *, seed: int, cells: int, runs: int, cv: float, effect: float, resamples: int = 2000, aa_repeats: int = 100
+) -> SimResult:
+    """Verdict counts over `cells` simulated comparisons on one simulated board (lower is better: times)."""
+    rng = random.Random(seed)
+    delta = calibrated_delta(rng, runs=runs, cv=cv, aa_repeats=aa_repeats)
+    verdicts: Counter = Counter()
+    for i in range(cells):
+        base = lognormal_runs(rng, runs, cv)
+        cond = lognormal_runs(rng, runs, cv, median=effect)
+        c = compare(base, cond, higher_is_better=False, delta=delta, seed=seed * 100_003 + i, resamples=resamples)
+        verdicts[c.verdict.kind] += 1
+    return SimResult(cells, delta, verdicts)
