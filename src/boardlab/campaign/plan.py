@@ -165,7 +165,16 @@ def _workload(entry: Any, i: int, catalog: dict[str, WorkloadSpec], where: _Wher
         raise where.error(path + ("name",), f"unknown workload {name!r}; valid: {', '.join(close)}")
     params = _take(entry, "params", dict, {}, where, path)
     metric = _take(entry, "metric", str, None, where, path)
-    _no_leftovers(entry, where, path, "name, params, metric")
+    compare_param = _take(entry, "compare", str, None, where, path)
+    _no_leftovers(entry, where, path, "name, params, metric, compare")
+    if compare_param is not None and not (
+        isinstance(params.get(compare_param), list) and len(params[compare_param]) >= 2
+    ):
+        raise where.error(
+            path + ("compare",),
+            f"compare = {compare_param!r} needs params.{compare_param} to be a list of at least two values "
+            "(the first is the baseline of the others)",
+        )
     for key, value in params.items():
         pspec = spec.param(key)
         if pspec is None:
@@ -182,7 +191,7 @@ def _workload(entry: Any, i: int, catalog: dict[str, WorkloadSpec], where: _Wher
         raise where.error(path + ("metric",), f"{name} has no metric {metric!r}; valid: {valid}")
     if not spec.supported:
         raise where.error(path + ("name",), f"{name} is unsupported here: {spec.unsupported_reason}")
-    return WorkloadEntry(name=name, params=params, metric=metric)
+    return WorkloadEntry(name=name, params=params, metric=metric, compare=compare_param)
 
 
 def _condition(entry: Any, i: int, where: _Where) -> ConditionSpec:

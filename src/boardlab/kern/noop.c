@@ -4,13 +4,17 @@
 #include <stdlib.h>
 
 typedef struct {
-    uint64_t done; /* reps executed */
+    uint64_t done; /* loop steps executed */
     uint64_t expected;
+    uint64_t steps; /* loop steps per rep: a known amount of work, for tests of the statistics */
 } noop_state;
 
-static const bk_param noop_params[] = {{0}};
+static const bk_param noop_params[] = {
+    {"steps", BK_INT, 1, 1e6, "1", NULL, "steps", "empty loop steps per rep (more steps, proportionally more time)"},
+    {0},
+};
 static const bk_metric noop_metrics[] = {
-    {"ns_per_rep", "ns", false, BK_TIME, -1, 1.0, "time of one empty loop step"},
+    {"ns_per_rep", "ns", false, BK_TIME, -1, 1.0, "time of one rep (`steps` empty loop steps)"},
     {0},
 };
 
@@ -20,6 +24,7 @@ static int noop_init(bk_ctx *ctx, void **state)
     if (!s)
         return bk_fail(ctx, "out of memory");
     bk_set_amount(ctx, "ns_per_rep", 1.0);
+    s->steps = (uint64_t)bk_arg_int(ctx, "steps");
     *state = s;
     return 0;
 }
@@ -28,11 +33,11 @@ static int noop_run(bk_ctx *ctx, void *state, uint64_t reps)
 {
     (void)ctx;
     noop_state *s = state;
-    for (uint64_t i = 0; i < reps; i++) {
+    for (uint64_t i = 0; i < reps * s->steps; i++) {
         s->done++;
         BK_KEEP(s->done);
     }
-    s->expected += reps;
+    s->expected += reps * s->steps;
     return 0;
 }
 

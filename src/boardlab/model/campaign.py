@@ -55,6 +55,7 @@ class WorkloadEntry:
     name: str
     params: dict[str, Any]  # a list value expands into one cell per value
     metric: str | None = None  # the primary metric; None = the workload's first
+    compare: str | None = None  # a listed parameter whose first value is the baseline of the others
 
 
 @dataclass(frozen=True)
