@@ -291,7 +291,7 @@ static int fft_verify(bk_ctx *ctx, sm_fft *f, const char *prefix, uint64_t *chec
         uint64_t k = ((uint64_t)j * (uint64_t)(f->n / 8) + (uint64_t)j) % (uint64_t)f->n;
         double re = 0, im = 0;
         for (uint64_t m = 0; m < (uint64_t)f->n; m++) {
-            uint64_t e = (k * m) % (uint64_t)f->n; /* exact angle index: no drift in the reference */
+            uint64_t e = (k * m) & (uint64_t)(f->n - 1); /* exact angle index (n is a power of two) */
             double c = tw[2 * e], s = tw[2 * e + 1], xr = f->x0[2 * m], xi = f->x0[2 * m + 1];
             re += xr * c - xi * s;
             im += xr * s + xi * c;
