@@ -257,6 +257,9 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
         pilot=pilot,
         cap=cap,
         iterations=_take(runs_t, "iterations", int, 10, where, p, lo=1, hi=100000),
+        warmup_max_iterations=_take(runs_t, "warmup_max_iterations", int, 300, where, p, lo=0, hi=100000),
+        warmup_max_ms=float(_take(runs_t, "warmup_max_ms", (float, int), 2000.0, where, p, lo=0, hi=3.6e6)),
+        warmup_cv=float(_take(runs_t, "warmup_cv", (float, int), 0.02, where, p, lo=0, hi=10)),
         order=_take(runs_t, "order", str, "interleave", where, p, choices=ORDERS),
         cpu=cpu if isinstance(cpu, int) else (-1 if cpu == "auto" else None),
         drop_caches=_take(runs_t, "drop_caches", bool, False, where, p),
@@ -266,7 +269,8 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
         runs_t,
         where,
         p,
-        "repetitions, precision, pilot, cap, iterations, order, cpu, drop_caches, max_reruns",
+        "repetitions, precision, pilot, cap, iterations, warmup_max_iterations, warmup_max_ms, warmup_cv, "
+        "order, cpu, drop_caches, max_reruns",
     )
 
     gates_t = dict(_take(doc, "gates", dict, {}, where, ()))

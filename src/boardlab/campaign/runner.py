@@ -42,6 +42,7 @@ class Outcome:
     reruns: int
     resumed: bool
     monitor_cost_pct_of_core: float | None
+    loop_s: float = 0.0  # wall time of the run loop (gates, workers, monitor, commits), without start-up
 
 
 def plan_hash(plan: Plan) -> str:
@@ -160,7 +161,9 @@ class Runner:
         argv = [str(kern_path()), cell.workload]
         for k, v in cell.params:
             argv += ["--param", f"{k}={v}"]
-        return argv + ["--iterations", str(self.plan.runs.iterations), "--json"]
+        runs = self.plan.runs
+        return argv + ["--iterations", str(runs.iterations), "--warmup-max-iterations", str(runs.warmup_max_iterations),
+                       "--warmup-max-ms", f"{runs.warmup_max_ms:g}", "--warmup-cv", f"{runs.warmup_cv:g}", "--json"]
 
     def _governors(self) -> dict[str, str | None]:
         from boardlab.platform import cpufreq
@@ -185,7 +188,7 @@ class Runner:
         cell = sr_run.cell
         started = time.time()
         t0 = time.monotonic_ns()
-        proc = spawn(self._argv(cell), cpus={cpu} if cpu is not None else None)
+        proc = spawn(self._argv(cell), cpus={cpu} if cpu is not None else None, self_reaping=True)
         monitor.start(proc.pid, cpu)
         try:
             out, err = proc.stdout.read(), proc.stderr.read()
@@ -357,6 +360,7 @@ class Runner:
         total = len(planned)
         done = sum(1 for r in planned if settled(r.cell.key, r.repetition))
         self.progress.start(self.plan.name, total, done, resumed)
+        loop_t0 = time.monotonic()
         reruns = 0
         mon_cpu = mon_wall = 0.0
         status = "interrupted"
@@ -403,7 +407,7 @@ class Runner:
                 },
                 notes={"reruns": reruns},
             )
-        return Outcome(campaign_id, status, done, total, reruns, resumed, cost)
+        return Outcome(campaign_id, status, done, total, reruns, resumed, cost, time.monotonic() - loop_t0)
 
     def _precise_enough(self, campaign_id: int, cell: Cell) -> bool:
         """The precision rule of METHOD.md: stop a cell when its CI half-width is at most the target."""

@@ -52,8 +52,13 @@ def spawn(
     stdout=subprocess.PIPE,
     stderr=subprocess.PIPE,
     cwd: str | None = None,
+    self_reaping: bool = False,
 ) -> subprocess.Popen:
+    """`self_reaping`: the program sets its own death signal from BOARDLAB_PARENT_PID (boardlab-kern does),
+    so no preexec hook is needed and Python can spawn with vfork, a few ms cheaper per run."""
     parent = os.getpid()
+    if self_reaping:
+        env = {**(os.environ if env is None else env), "BOARDLAB_PARENT_PID": str(parent)}
     with _spawn_lock, thread_affinity(cpus):
         return subprocess.Popen(
             list(argv),
@@ -63,7 +68,7 @@ def spawn(
             env=env,
             cwd=cwd,
             start_new_session=True,
-            preexec_fn=lambda: _die_with_parent(parent),
+            preexec_fn=None if self_reaping else (lambda: _die_with_parent(parent)),
         )
 
 

@@ -86,6 +86,7 @@ def run(args) -> int:
                     "resumed": outcome.resumed,
                     "db": args.db,
                     "monitor_cost_pct_of_core": outcome.monitor_cost_pct_of_core,
+                    "loop_s": outcome.loop_s,
                 }
             )
         )

@@ -29,6 +29,9 @@ class RunPolicy:
     pilot: int = 10  # runs per cell before the precision rule is applied
     cap: int = 50  # most runs per cell under the precision rule
     iterations: int = 10  # measured iterations inside each run
+    warmup_max_iterations: int = 300  # METHOD.md's warm-up caps; 0 turns warm-up off
+    warmup_max_ms: float = 2000.0
+    warmup_cv: float = 0.02
     order: Order = "interleave"
     cpu: int | None = None  # the worker's CPU; None = no pinning
     drop_caches: bool = False
