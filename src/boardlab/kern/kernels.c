@@ -2,8 +2,10 @@
 #include "core_internal.h"
 
 extern const bk_kernel bk_noop;
+extern const bk_kernel bk_mibench_gsm;
 
 const bk_kernel *const bk_kernels[] = {
     &bk_noop,
+    &bk_mibench_gsm,
     NULL,
 };
