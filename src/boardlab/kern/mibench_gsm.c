@@ -10,8 +10,10 @@
  * One rep = encode `frames` 160-sample frames from reset codec state, then decode the packed stream.
  * Verification (see gsm_verify): a fresh encode and decode must reproduce the stream and the output bit for
  * bit; every parameter lies within its bit width and Nc within 40..120; the round trip reaches a segmental
- * SNR and a correlation that real GSM 06.10 reaches on this signal; and a fixed known-answer input codes to
- * the frames and samples that libgsm 1.0.22 (the toast library) produces for it.
+ * SNR and a correlation that real GSM 06.10 reaches on this signal; a silent frame codes to the frame
+ * worked out from the spec by hand; and a fixed known-answer input codes to the frames and samples that
+ * libgsm 1.0.22 (the toast library) produces for it. The input is generated with integer arithmetic only,
+ * so it too is the same on every board.
  */
 #include "core.h"
 
@@ -24,8 +26,7 @@
 
 #define GSM_N 160 /* samples per frame (20 ms at 8 kHz) */
 #define GSM_SUB 40 /* samples per sub-frame */
-#define GSM_BYTES 33 /* packed frame: 4-bit signature + 260 bits */
-#define GSM_NPARAM 76
+#define GSM_BYTES 33 /* packed frame: 4-bit signature + 260 bits of 76 parameters */
 
 /* ---- section 5.1: the basic operators. Word16 results saturate; shifts are arithmetic. Where the spec
  * sums L_mult products (a*b*2) with the saturating L_add, the code below sums plain products and doubles
@@ -883,8 +884,9 @@ typedef struct {
 } gsm_state;
 
 static const bk_param gsm_kparams[] = {
-    {"frames", BK_INT, 1, 200000, "100", NULL, "frames",
-     "160-sample (20 ms) frames coded per rep; ignored with input_path (the whole file is coded)"},
+    {"frames", BK_INT, 1, 200000, "250", NULL, "frames",
+     "160-sample (20 ms) frames coded per rep (250 = 5 s of speech); ignored with input_path, whose whole "
+     "file is coded"},
     {"seed", BK_INT, 0, 2147483647, "1", NULL, NULL, "seed of the synthetic speech-like input"},
     {"input_path", BK_STR, 0, 0, "", NULL, NULL,
      "optional raw 16-bit little-endian 8 kHz mono PCM file to code instead of the synthetic input "
