@@ -8,6 +8,7 @@ extern const bk_kernel bk_scimark_mc;
 extern const bk_kernel bk_scimark_sparse;
 extern const bk_kernel bk_scimark_lu;
 extern const bk_kernel bk_scimark_composite;
+extern const bk_kernel bk_mibench_gsm;
 
 const bk_kernel *const bk_kernels[] = {
     &bk_noop,
@@ -17,5 +18,6 @@ const bk_kernel *const bk_kernels[] = {
     &bk_scimark_sparse,
     &bk_scimark_lu,
     &bk_scimark_composite,
+    &bk_mibench_gsm,
     NULL,
 };
