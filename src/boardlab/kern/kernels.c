@@ -2,8 +2,12 @@
 #include "core_internal.h"
 
 extern const bk_kernel bk_noop;
+extern const bk_kernel bk_mibench_dijkstra;
+extern const bk_kernel bk_mibench_patricia;
 
 const bk_kernel *const bk_kernels[] = {
     &bk_noop,
+    &bk_mibench_dijkstra,
+    &bk_mibench_patricia,
     NULL,
 };
