@@ -4,10 +4,14 @@
 extern const bk_kernel bk_noop;
 extern const bk_kernel bk_mibench_dijkstra;
 extern const bk_kernel bk_mibench_patricia;
+extern const bk_kernel bk_mibench_blowfish;
+extern const bk_kernel bk_mibench_sha1;
 
 const bk_kernel *const bk_kernels[] = {
     &bk_noop,
     &bk_mibench_dijkstra,
     &bk_mibench_patricia,
+    &bk_mibench_blowfish,
+    &bk_mibench_sha1,
     NULL,
 };
