@@ -6,6 +6,9 @@ extern const bk_kernel bk_mibench_dijkstra;
 extern const bk_kernel bk_mibench_patricia;
 extern const bk_kernel bk_mibench_blowfish;
 extern const bk_kernel bk_mibench_sha1;
+extern const bk_kernel bk_mibench_crc32;
+extern const bk_kernel bk_mibench_adpcm;
+extern const bk_kernel bk_mibench_fft;
 
 const bk_kernel *const bk_kernels[] = {
     &bk_noop,
@@ -13,5 +16,8 @@ const bk_kernel *const bk_kernels[] = {
     &bk_mibench_patricia,
     &bk_mibench_blowfish,
     &bk_mibench_sha1,
+    &bk_mibench_crc32,
+    &bk_mibench_adpcm,
+    &bk_mibench_fft,
     NULL,
 };
