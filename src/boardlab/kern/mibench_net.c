@@ -3,8 +3,8 @@
  * dijkstra: all-pairs shortest paths on a dense directed graph held as an adjacency matrix, by running
  *   Dijkstra's algorithm (1959) from each source with the O(V^2) array scan that suits dense graphs.
  *   MiBench uses a 100-node matrix; so does the default here.
- * patricia: an IPv4 routing table in a PATRICIA trie (Morrison 1968; the path-compressed binary trie of
- *   the BSD routing code MiBench borrows): insert prefixes, then longest-prefix-match lookups.
+ * patricia: an IPv4 routing table in a PATRICIA trie (Morrison 1968: a binary trie that skips the bits
+ *   no prefix branches on, as BSD's routing table does): insert prefixes, then longest-prefix-match lookups.
  *
  * Inputs come from a seed, so every board works on the same graph and the same routing table. */
 #include "core.h"
@@ -279,9 +279,9 @@ static void pt_free(void *state)
 /* Prefix lengths of a BGP table, per mille: /24 dominates, then /22 and /23, /16 stands out among the
  * short ones, and a few longer-than-/24 routes appear as in an operator's internal table. */
 static const uint16_t pt_len_permille[33] = {
-    [8] = 1,   [9] = 1,   [10] = 1,  [11] = 1,  [12] = 2,  [13] = 3, [14] = 5, [15] = 5,  [16] = 20,
-    [17] = 8,  [18] = 12, [19] = 25, [20] = 40, [21] = 50, [22] = 110, [23] = 100, [24] = 580,
-    [25] = 8,  [26] = 6,  [27] = 5,  [28] = 5,  [29] = 4,  [30] = 4, [31] = 1, [32] = 3,
+    [8] = 1,  [9] = 1,  [10] = 1,  [11] = 1,  [12] = 2,  [13] = 3,   [14] = 5,   [15] = 5,   [16] = 20,
+    [17] = 8, [18] = 12, [19] = 25, [20] = 40, [21] = 50, [22] = 110, [23] = 100, [24] = 580, [25] = 8,
+    [26] = 6, [27] = 5, [28] = 5,  [29] = 4,  [30] = 4,  [31] = 1,   [32] = 3,
 };
 
 static uint32_t pt_draw_len(uint64_t *rng)
