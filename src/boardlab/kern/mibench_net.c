@@ -434,17 +434,16 @@ static void pt_corrupt(void *state)
 }
 
 /* Brute force: the longest prefix in the list that matches; among equal prefixes the last one, as the
- * trie keeps the later route. */
-static uint32_t pt_scan(const pt_state *s, uint32_t addr)
+ * trie keeps the later route. Each matching entry scores (len + 1) << 24 | index (the range of
+ * `prefixes` keeps index < 2^24), so the best is the highest score: a branch-free maximum. */
+static uint32_t pt_scan(const pt_state *s, const uint32_t *mask, uint32_t addr)
 {
-    uint32_t best = PT_NONE;
-    int bestlen = -1;
-    for (uint32_t j = 0; j < s->nprefixes; j++)
-        if (((addr ^ s->pkey[j]) & pt_mask(s->plen[j])) == 0 && (int)s->plen[j] >= bestlen) {
-            best = j;
-            bestlen = s->plen[j];
-        }
-    return best;
+    uint32_t best = 0;
+    for (uint32_t j = 0; j < s->nprefixes; j++) {
+        uint32_t score = ((addr ^ s->pkey[j]) & mask[j]) == 0 ? ((uint32_t)s->plen[j] + 1) << 24 | j : 0;
+        best = score > best ? score : best;
+    }
+    return best ? best & 0xffffffu : PT_NONE;
 }
 
 typedef struct {
@@ -488,13 +487,18 @@ static int pt_verify(bk_ctx *ctx, void *state)
     /* Every lookup against a linear scan of the list, when that fits the budget. */
     double cost = (double)n * m;
     uint32_t stride = cost <= PT_SCAN_BUDGET ? 1 : (uint32_t)(cost / PT_SCAN_BUDGET) + 1;
-    uint32_t scanned = 0;
+    uint32_t scanned = 0, *mask = malloc((size_t)n * sizeof *mask);
+    if (!mask)
+        return bk_fail(ctx, "out of memory in verification");
+    for (uint32_t j = 0; j < n; j++)
+        mask[j] = pt_mask(s->plen[j]);
     for (uint32_t i = 0; i < m && rc == 0; i += stride, scanned++) {
-        uint32_t want = pt_scan(s, s->addr[i]);
+        uint32_t want = pt_scan(s, mask, s->addr[i]);
         if (s->result[i] != want)
             rc = bk_fail(ctx, "patricia: lookup %u of %08x gave route %d, a linear scan gives %d", i, s->addr[i],
                          (int)s->result[i], (int)want);
     }
+    free(mask);
     bk_info_num(ctx, "verify_linear_scan_lookups", scanned);
     if (rc == 0 && stride > 1) {
         pt_entry *e = malloc((size_t)n * sizeof *e);
