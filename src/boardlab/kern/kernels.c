@@ -9,6 +9,13 @@ extern const bk_kernel bk_scimark_sparse;
 extern const bk_kernel bk_scimark_lu;
 extern const bk_kernel bk_scimark_composite;
 extern const bk_kernel bk_mibench_gsm;
+extern const bk_kernel bk_mibench_dijkstra;
+extern const bk_kernel bk_mibench_patricia;
+extern const bk_kernel bk_mibench_blowfish;
+extern const bk_kernel bk_mibench_sha1;
+extern const bk_kernel bk_mibench_crc32;
+extern const bk_kernel bk_mibench_adpcm;
+extern const bk_kernel bk_mibench_fft;
 
 const bk_kernel *const bk_kernels[] = {
     &bk_noop,
@@ -19,5 +26,12 @@ const bk_kernel *const bk_kernels[] = {
     &bk_scimark_lu,
     &bk_scimark_composite,
     &bk_mibench_gsm,
+    &bk_mibench_dijkstra,
+    &bk_mibench_patricia,
+    &bk_mibench_blowfish,
+    &bk_mibench_sha1,
+    &bk_mibench_crc32,
+    &bk_mibench_adpcm,
+    &bk_mibench_fft,
     NULL,
 };
