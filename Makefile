@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 # compares against (stress-ng, cyclictest from rt-tests, perf, xz/bzip2/pbzip2/zstd, openssl, mbw, hyperfine).
 DEB_PACKAGES := build-essential pkg-config python3 python3-venv python3-dev \
 	liblzma-dev libbz2-dev libzstd-dev zlib1g-dev libssl-dev \
-	stress-ng rt-tests linux-perf xz-utils bzip2 pbzip2 zstd openssl mbw hyperfine
+	stress-ng rt-tests linux-perf xz-utils bzip2 pbzip2 zstd openssl mbw hyperfine libgsm-tools
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
 .PHONY: setup deb venv install demo test bench lint clean
