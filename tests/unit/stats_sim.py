@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 from collections import Counter
 from dataclasses import dataclass
 
@@ -26,14 +27,8 @@ def calibrated_delta(rng: random.Random, *, runs: int, cv: float, aa_repeats: in
     ratios = []
     for _ in range(aa_repeats):
         a, b = lognormal_runs(rng, runs, cv), lognormal_runs(rng, runs, cv)
-        ratios.append(sorted(b)[runs // 2] / sorted(a)[runs // 2] if runs % 2 else _median(b) / _median(a))
+        ratios.append(statistics.median(b) / statistics.median(a))
     return aa_delta(ratios).delta
-
-
-def _median(xs: list[float]) -> float:
-    s = sorted(xs)
-    n = len(s)
-    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
 
 
 @dataclass(frozen=True)
@@ -47,7 +42,14 @@ class SimResult:
 
 
 def simulate(
-    *, seed: int, cells: int, runs: int, cv: float, effect: float, resamples: int = 2000, aa_repeats: int = 100
+    *,
+    seed: int,
+    cells: int,
+    runs: int,
+    cv: float,
+    effect: float,
+    resamples: int = 2000,
+    aa_repeats: int = 100,
 ) -> SimResult:
     """Verdict counts over `cells` simulated comparisons on one simulated board (lower is better: times)."""
     rng = random.Random(seed)
@@ -56,6 +58,8 @@ def simulate(
     for i in range(cells):
         base = lognormal_runs(rng, runs, cv)
         cond = lognormal_runs(rng, runs, cv, median=effect)
-        c = compare(base, cond, higher_is_better=False, delta=delta, seed=seed * 100_003 + i, resamples=resamples)
+        c = compare(
+            base, cond, higher_is_better=False, delta=delta, seed=seed * 100_003 + i, resamples=resamples
+        )
         verdicts[c.verdict.kind] += 1
     return SimResult(cells, delta, verdicts)

@@ -139,12 +139,23 @@ def _cell(row, runs) -> CellAnalysis:
     points = []
     for r in runs:
         mon = json.loads(r["monitor_json"])
-        points.append(RunPoint(
-            run_id=r["id"], seq=r["seq"], repetition=r["repetition"], value=r["value"], valid=bool(r["valid"]),
-            ok=bool(r["ok"]), invalid_reason=r["invalid_reason"], error=r["error"], wall_ns=r["wall_ns"],
-            gate_waited_s=r["gate_waited_s"], environment=run_environment(mon),
-            worker_cpu_pct=mon.get("worker.cpu_pct_mean"),
-            warmup_capped=None if r["warmup_capped"] is None else bool(r["warmup_capped"])))
+        points.append(
+            RunPoint(
+                run_id=r["id"],
+                seq=r["seq"],
+                repetition=r["repetition"],
+                value=r["value"],
+                valid=bool(r["valid"]),
+                ok=bool(r["ok"]),
+                invalid_reason=r["invalid_reason"],
+                error=r["error"],
+                wall_ns=r["wall_ns"],
+                gate_waited_s=r["gate_waited_s"],
+                environment=run_environment(mon),
+                worker_cpu_pct=mon.get("worker.cpu_pct_mean"),
+                warmup_capped=None if r["warmup_capped"] is None else bool(r["warmup_capped"]),
+            )
+        )
     valid = [p for p in points if p.valid and p.value is not None]
     summary, reason = None, None
     if len(valid) >= MIN_RUNS_FOR_SUMMARY:
@@ -152,10 +163,19 @@ def _cell(row, runs) -> CellAnalysis:
     else:
         reason = f"{len(valid)} valid run(s): a summary needs at least {MIN_RUNS_FOR_SUMMARY}"
     return CellAnalysis(
-        cell_id=row["id"], key=row["key"], workload=row["workload"], params=json.loads(row["params_json"]),
-        condition=row["condition"], baseline=row["baseline"], metric=row["metric"], unit=row["unit"],
-        higher_is_better=bool(row["higher_is_better"]), runs=tuple(points), summary=summary,
-        summary_reason=reason)
+        cell_id=row["id"],
+        key=row["key"],
+        workload=row["workload"],
+        params=json.loads(row["params_json"]),
+        condition=row["condition"],
+        baseline=row["baseline"],
+        metric=row["metric"],
+        unit=row["unit"],
+        higher_is_better=bool(row["higher_is_better"]),
+        runs=tuple(points),
+        summary=summary,
+        summary_reason=reason,
+    )
 
 
 def _params_key(params: dict) -> str:
@@ -221,28 +241,65 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
         if reason is None:
             bv = [p for p in base.runs if p.valid and p.value is not None]
             cv = [p for p in cond.runs if p.valid and p.value is not None]
-            blocks = ([p.repetition for p in bv], [p.repetition for p in cv]) if plan_order == "abba" else None
-            comp = compare([p.value for p in bv], [p.value for p in cv], higher_is_better=cond.higher_is_better,
-                           delta=delta.delta, seed=len(results), paired_blocks=blocks,
-                           baseline_env=[p.environment for p in bv], condition_env=[p.environment for p in cv])
-            slots.append(len(results))
-            comps.append(comp)
-        results.append(ComparisonAnalysis(
-            workload=cond.workload, params=cond.params, label=cond.label, condition=cond_label,
-            baseline=base_label, metric=cond.metric, unit=cond.unit, comparison=comp, reason=reason))
+            blocks = (
+                ([p.repetition for p in bv], [p.repetition for p in cv]) if plan_order == "abba" else None
+            )
+            if not bv or not cv:
+                reason = f"no valid run under {'the baseline' if not bv else cond_label}"
+            else:
+                try:
+                    comp = compare(
+                        [p.value for p in bv],
+                        [p.value for p in cv],
+                        higher_is_better=cond.higher_is_better,
+                        delta=delta.delta,
+                        seed=len(results),
+                        paired_blocks=blocks,
+                        baseline_env=[p.environment for p in bv],
+                        condition_env=[p.environment for p in cv],
+                    )
+                except ValueError as exc:  # e.g. a metric that is zero or negative has no ratio
+                    reason = f"not comparable: {exc}"
+            if comp is not None:
+                slots.append(len(results))
+                comps.append(comp)
+        results.append(
+            ComparisonAnalysis(
+                workload=cond.workload,
+                params=cond.params,
+                label=cond.label,
+                condition=cond_label,
+                baseline=base_label,
+                metric=cond.metric,
+                unit=cond.unit,
+                comparison=comp,
+                reason=reason,
+            )
+        )
     if comps:  # Holm within a report (METHOD.md)
         for slot, adjusted in zip(slots, adjust(comps, "holm"), strict=True):
             r = results[slot]
             results[slot] = ComparisonAnalysis(**{**r.__dict__, "comparison": adjusted})
 
     return CampaignAnalysis(
-        campaign_id=campaign_id, name=camp["name"], status=camp["status"], plan_source=camp["plan_source"],
-        plan_text=camp["plan_text"], boardlab_version=camp["boardlab_version"],
-        started_unix_s=camp["started_unix_s"], finished_unix_s=camp["finished_unix_s"],
-        board_label=board["label"], inventory=json.loads(board["inventory_json"]),
-        environment=json.loads(camp["environment_json"]), monitor=json.loads(camp["monitor_json"] or "{}"),
-        order=plan_order, cells=cells, comparisons=tuple(results), delta=delta,
-        notes=json.loads(camp["notes_json"] or "{}"))
+        campaign_id=campaign_id,
+        name=camp["name"],
+        status=camp["status"],
+        plan_source=camp["plan_source"],
+        plan_text=camp["plan_text"],
+        boardlab_version=camp["boardlab_version"],
+        started_unix_s=camp["started_unix_s"],
+        finished_unix_s=camp["finished_unix_s"],
+        board_label=board["label"],
+        inventory=json.loads(board["inventory_json"]),
+        environment=json.loads(camp["environment_json"]),
+        monitor=json.loads(camp["monitor_json"] or "{}"),
+        order=plan_order,
+        cells=cells,
+        comparisons=tuple(results),
+        delta=delta,
+        notes=json.loads(camp["notes_json"] or "{}"),
+    )
 
 
 def latest_campaign_id(store: Store) -> int | None:

@@ -1,0 +1,87 @@
+"""Statistics for boardlab: pure functions that cite their method (METHOD.md; research/anchors-methodology.md).
+
+Standard library only (the on-board path has no numpy or scipy). Every function is pure: no I/O, no
+printing, no global state; randomness comes from an explicit `random.Random(seed)`, so results are
+reproducible. Inputs are per-run values, one number per run; `run_values` reduces each run's iterations to
+its median. Results are frozen dataclasses (`dataclasses.asdict` turns them into plain data).
+
+Typical use in a report:
+
+    cells = {name: summarize(runs) for name, runs in ...}
+    threshold = aa_delta(aa_ratios)                      # or aa_ratios_from_runs(baseline_runs, seed=...)
+    comps = [compare(base, cond, higher_is_better=hib, delta=threshold.delta, seed=i) for ...]
+    comps = adjust(comps, "holm")                        # verdicts re-decided on Holm-adjusted p-values
+"""
+
+from boardlab.stats.compare import Comparison, adjust, compare
+from boardlab.stats.drift import DriftCheck, drift_check
+from boardlab.stats.hypothesis import (
+    RankCorrelation,
+    RankTest,
+    mann_whitney_u,
+    spearman,
+    wilcoxon_signed_rank,
+)
+from boardlab.stats.multiple import benjamini_hochberg, holm
+from boardlab.stats.sample_size import RunPrediction, StopDecision, predict_runs, should_stop
+from boardlab.stats.summary import (
+    CellSummary,
+    Interval,
+    TukeyOutliers,
+    mad,
+    mean_t_interval,
+    median_ci_bootstrap,
+    median_ci_order_statistic,
+    percentile,
+    run_values,
+    summarize,
+    tukey_outliers,
+)
+from boardlab.stats.threshold import AADelta, aa_delta, aa_ratios_from_runs
+from boardlab.stats.verdict import (
+    Confounding,
+    RunEnvironment,
+    Verdict,
+    VerdictKind,
+    check_confounders,
+    decide,
+)
+
+__all__ = [
+    "AADelta",
+    "CellSummary",
+    "Comparison",
+    "Confounding",
+    "DriftCheck",
+    "Interval",
+    "RankCorrelation",
+    "RankTest",
+    "RunEnvironment",
+    "RunPrediction",
+    "StopDecision",
+    "TukeyOutliers",
+    "Verdict",
+    "VerdictKind",
+    "aa_delta",
+    "aa_ratios_from_runs",
+    "adjust",
+    "benjamini_hochberg",
+    "check_confounders",
+    "compare",
+    "decide",
+    "drift_check",
+    "holm",
+    "mad",
+    "mann_whitney_u",
+    "mean_t_interval",
+    "median_ci_bootstrap",
+    "median_ci_order_statistic",
+    "percentile",
+    "predict_runs",
+    "run_values",
+    "should_stop",
+    "spearman",
+    "summarize",
+    "tukey_outliers",
+    "wilcoxon_signed_rank",
+]

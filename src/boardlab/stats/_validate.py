@@ -1,0 +1,36 @@
+"""Input checks shared by the stats functions. Bad input is a programming error: it raises, naming the fix."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+
+def as_values(values: Iterable[float], *, what: str = "values", positive: bool = False) -> list[float]:
+    """A list of finite floats; rejects strings, nested sequences (iterations of runs) and NaN/inf."""
+    if isinstance(values, str | bytes):
+        raise TypeError(f"{what}: expected a sequence of numbers, got a string")
+    out: list[float] = []
+    for i, v in enumerate(values):
+        if isinstance(v, Sequence | set | frozenset) and not isinstance(v, str | bytes):
+            raise TypeError(
+                f"{what}[{i}] is a sequence: pass one number per run (the run's summary value, e.g. the "
+                "median of its iterations; see boardlab.stats.run_values), never pooled iterations"
+            )
+        if isinstance(v, bool) or not isinstance(v, int | float):
+            try:
+                v = float(v)  # numpy scalars, Decimal, Fraction
+            except (TypeError, ValueError):
+                raise TypeError(f"{what}[{i}]: expected a number, got {type(v).__name__}") from None
+        f = float(v)
+        if not math.isfinite(f):
+            raise ValueError(f"{what}[{i}] = {f}: values must be finite (drop or re-run invalid runs first)")
+        if positive and f <= 0.0:
+            raise ValueError(f"{what}[{i}] = {f}: ratios need positive values (times, rates, sizes)")
+        out.append(f)
+    return out
+
+
+def check_level(value: float, name: str) -> None:
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"{name} must be strictly between 0 and 1, got {value}")

@@ -1,0 +1,65 @@
+"""Drift check: does a cell's value trend with run order? (METHOD.md "Per cell".)"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from boardlab.stats.hypothesis import spearman
+
+DRIFT_ALPHA = 0.01  # research/anchors-methodology.md section 9.3: flag at p < 0.01
+
+
+@dataclass(frozen=True)
+class DriftCheck:
+    """Spearman rank correlation of the run values against run order.
+
+    `rho` > 0 means values grow over the session (for times: the board gets slower). `flagged` is
+    p_value < alpha; `message` then tells the user what to do.
+    """
+
+    rho: float
+    p_value: float
+    method: Literal["exact-permutation", "t-approximation"]
+    n: int
+    alpha: float
+    flagged: bool
+    message: str | None
+
+
+def drift_reason(n: int) -> str | None:
+    """Why no drift check exists for n runs, or None when one can be computed."""
+    if n < 3:
+        return f"a drift check needs at least 3 runs (have {n})"
+    return None
+
+
+def drift_check(
+    values: Sequence[float], order: Sequence[float] | None = None, *, alpha: float = DRIFT_ALPHA
+) -> DriftCheck | None:
+    """Spearman's rho of `values` against `order` (run index or start time; default: the given order).
+
+    Method: Spearman rank correlation with a two-sided p-value (`hypothesis.spearman`: exact permutation
+    distribution up to 8 runs, t-approximation above; Kendall & Stuart vol. 2, 31.19), flagged at
+    p < `alpha` (0.01, research/anchors-methodology.md section 9.3). Run order should not explain a cell's
+    values when runs are interleaved and gated; when it does, the board drifted (heating, background load,
+    frequency state) during the session. Returns None when undefined: fewer than 3 runs, or constant
+    values (no trend to test).
+    """
+    order_values = list(range(len(values))) if order is None else order
+    if len(order_values) != len(values):
+        raise ValueError(f"order has {len(order_values)} entries for {len(values)} values")
+    result = spearman(order_values, values)
+    if result is None:
+        return None
+    flagged = result.p_value < alpha
+    message = None
+    if flagged:
+        trend = "rise" if result.rho > 0 else "fall"
+        message = (
+            f"values {trend} with run order (Spearman rho = {result.rho:+.2f}, p = {result.p_value:.2g}): "
+            "the board drifted during the session. Interleave the arms (ABBA blocks or a seeded shuffle), "
+            "keep the idle/thermal gate on, and check the per-run frequency and temperature records."
+        )
+    return DriftCheck(result.rho, result.p_value, result.method, result.n, alpha, flagged, message)

@@ -1,0 +1,152 @@
+"""How many runs (METHOD.md "How many runs"): predict from a pilot, then stop on precision, never on p.
+
+Hoefler & Belli (2015) section 4.2.2: recompute the nonparametric CI as runs arrive and stop once it is
+narrow enough. Stopping on significance instead inflated the false-positive rate from 0.038 to 0.172 in
+research/anchors-methodology.md section 8 (scenario B), so no function here looks at a p-value.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from boardlab.stats._validate import as_values
+from boardlab.stats.bootstrap import bootstrap_ratio_draws, percentile_interval
+from boardlab.stats.summary import Interval, median_ci_order_statistic
+
+RUN_CAP = 50
+PILOT_RUNS = 10
+Z_95 = 1.96
+MEDIAN_SE_FACTOR = 1.2533  # sqrt(pi/2): asymptotic SE of the median = 1.2533 sigma / sqrt(n) for normal data
+
+
+@dataclass(frozen=True)
+class RunPrediction:
+    """Predicted runs per arm for a target relative half-width (`half_width` 0.01 = +-1%) at a given CV."""
+
+    runs_per_arm: int
+    cv: float
+    half_width: float
+    cap: int
+    exceeds_cap: bool
+    warning: str | None
+
+
+def predict_runs(
+    cv: float, half_width: float, *, cap: int = RUN_CAP, comparison: bool = True
+) -> RunPrediction:
+    """n = ceil(2 (1.96 x 1.2533 x CV / h)^2) runs per arm for a ratio of two medians (without the factor 2
+    for a single cell's median).
+
+    Method: METHOD.md; the median's asymptotic standard error 1.2533 sigma / sqrt(n) (Kendall & Stuart vol. 1,
+    10.10) at 95%; a ratio of two independent medians has twice the variance of one. `cv` and `half_width`
+    are fractions (0.02 = 2%). Warns, naming the choices, when the prediction exceeds `cap`.
+    """
+    if cv < 0 or half_width <= 0:
+        raise ValueError(f"need cv >= 0 and half_width > 0, got cv={cv}, half_width={half_width}")
+    factor = 2.0 if comparison else 1.0
+    # round() guards against float noise pushing an exact integer up by one (e.g. 12.000000000000002).
+    raw = factor * (Z_95 * MEDIAN_SE_FACTOR * cv / half_width) ** 2
+    runs = max(1, math.ceil(round(raw, 9)))
+    exceeds = runs > cap
+    warning = None
+    if exceeds:
+        warning = (
+            f"a +-{half_width:.1%} CI at CV {cv:.1%} needs about {runs} runs per arm, more than the cap of {cap}: "
+            f"accept a wider target (+-{Z_95 * MEDIAN_SE_FACTOR * cv * math.sqrt(factor / cap):.1%} at {cap} "
+            "runs), reduce the noise (isolate the CPU, fix the frequency), or raise the cap"
+        )
+    return RunPrediction(runs, cv, half_width, cap, exceeds, warning)
+
+
+@dataclass(frozen=True)
+class StopDecision:
+    """Whether to stop adding runs to a cell or comparison, and why.
+
+    `ci` is the CI the decision used (of the cell median, or of the cost ratio for a comparison);
+    `relative_half_width` its half-width over the estimate (0.01 = +-1%); None while no CI exists.
+    """
+
+    stop: bool
+    reason: str
+    n: int
+    ci: Interval | None
+    relative_half_width: float | None
+
+
+def should_stop(
+    values: Sequence[float],
+    half_width_target: float,
+    *,
+    delta: float | None = None,
+    cap: int = RUN_CAP,
+    baseline: Sequence[float] | None = None,
+    higher_is_better: bool = False,
+    min_runs: int = PILOT_RUNS,
+    seed: int = 0,
+    resamples: int = 2000,
+) -> StopDecision:
+    """Stop when the CI's relative half-width is at most `half_width_target`, when the CI already decides the
+    verdict against `delta`, or at `cap` runs; never on a p-value.
+
+    Method: METHOD.md "How many runs"; Hoefler & Belli (2015) 4.2.2. For one cell (`values` only) the CI is
+    the order-statistic CI of the median, and its half-width is taken relative to the median. For a
+    comparison, pass the baseline runs as `baseline` (and `values` are the condition's runs): the CI is the
+    percentile bootstrap CI of the cost ratio (seeded), half-width relative to the cost ratio, and with
+    `delta` the CI "decides" when it lies wholly above 1 + delta, wholly below 1 - delta, or wholly inside
+    [1 - delta, 1 + delta]. Never stops before `min_runs` (the 10-run pilot) unless `cap` is smaller;
+    `n` is the smaller arm.
+    """
+    cond = as_values(values, what="values", positive=baseline is not None)
+    if half_width_target <= 0:
+        raise ValueError(f"half_width_target must be positive, got {half_width_target}")
+    if delta is not None and baseline is None:
+        raise ValueError("delta decides a comparison: pass the baseline runs as baseline=")
+    base = as_values(baseline, what="baseline", positive=True) if baseline is not None else None
+    n = min(len(cond), len(base)) if base is not None else len(cond)
+
+    ci: Interval | None = None
+    center = None
+    if base is not None:
+        if len(base) >= 2 and len(cond) >= 2:
+            draws = bootstrap_ratio_draws(base, cond, resamples, random.Random(seed))
+            if higher_is_better:
+                draws = [1.0 / r for r in draws]
+            ci = Interval(
+                *percentile_interval(draws, 0.95), 0.95, f"bootstrap percentile ({resamples}, seed {seed})"
+            )
+            ratio = statistics.median(cond) / statistics.median(base)
+            center = 1.0 / ratio if higher_is_better else ratio
+    elif cond:
+        ci = median_ci_order_statistic(cond)
+        center = statistics.median(cond)
+    rel = ci.relative_half_width(center) if ci is not None and center is not None else None
+
+    if n >= cap:
+        return StopDecision(
+            True, f"reached the cap of {cap} runs per arm; report the verdict at the cap", n, ci, rel
+        )
+    if n < min_runs:
+        return StopDecision(False, f"pilot not complete: {n} of {min_runs} runs", n, ci, rel)
+    if ci is None or rel is None:
+        return StopDecision(False, "no CI yet: add runs", n, ci, rel)
+    if rel <= half_width_target:
+        return StopDecision(
+            True, f"CI half-width {rel:.2%} is within the target {half_width_target:.2%}", n, ci, rel
+        )
+    if delta is not None:
+        upper, lower = 1.0 + delta, 1.0 - delta
+        if ci.low > upper or ci.high < lower:
+            return StopDecision(
+                True, f"the CI lies wholly beyond 1 +- delta ({delta:.1%}): decided", n, ci, rel
+            )
+        if ci.low >= lower and ci.high <= upper:
+            return StopDecision(
+                True, f"the CI lies wholly inside 1 +- delta ({delta:.1%}): decided", n, ci, rel
+            )
+    return StopDecision(
+        False, f"CI half-width {rel:.2%} is above the target {half_width_target:.2%}: add runs", n, ci, rel
+    )

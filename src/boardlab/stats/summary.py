@@ -1,0 +1,342 @@
+"""Per-cell summary of run values (METHOD.md "Per cell").
+
+Every number is in the unit of the input values (one summary value per run: the median of the run's
+iterations). Percentiles and quartiles use linear interpolation between closest ranks (Hyndman & Fan 1996
+definition 7, numpy's default), everywhere in this package.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from boardlab.stats._special import half_binom_cdf, percentile_sorted, student_t_ppf
+from boardlab.stats._validate import as_values, check_level
+from boardlab.stats.bootstrap import MedianSampler, percentile_interval
+from boardlab.stats.drift import DRIFT_ALPHA, DriftCheck, drift_check, drift_reason
+
+PERCENTILE_METHOD = "linear interpolation between closest ranks (Hyndman-Fan 7, numpy default)"
+MAD_NORMAL_SCALE = 1.4826  # 1 / Phi^-1(3/4): makes the MAD estimate sigma for normal data
+TAIL_MIN_N = 100  # p99 needs at least 100 values (METHOD.md "Per cell")
+OUTLIER_WARN_FRACTION = 0.05  # hyperfine #528/#837; research/anchors-methodology.md section 9.6
+DEFAULT_RESAMPLES = 10_000
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A confidence interval [low, high] at nominal level `confidence` (0.95 = 95%).
+
+    `method` names how it was built. `coverage` is the exact coverage when the method guarantees one
+    (order-statistic CIs: at least `confidence`, distribution-free); `ranks` are the 1-based order
+    statistics used by an order-statistic CI.
+    """
+
+    low: float
+    high: float
+    confidence: float
+    method: str
+    coverage: float | None = None
+    ranks: tuple[int, int] | None = None
+
+    @property
+    def half_width(self) -> float:
+        return (self.high - self.low) / 2.0
+
+    def relative_half_width(self, center: float) -> float:
+        """Half-width as a fraction of `center` (e.g. the median): 0.01 means +-1%."""
+        return self.half_width / abs(center) if center else math.inf
+
+    def contains(self, value: float) -> bool:
+        return self.low <= value <= self.high
+
+
+@dataclass(frozen=True)
+class TukeyOutliers:
+    """Tukey fences on the quartiles (Tukey, *Exploratory Data Analysis*, 1977); counted, never dropped.
+
+    Mild: beyond 1.5 IQR from the quartiles but within 3 IQR; extreme: beyond 3 IQR (the split criterion.rs
+    reports as "mild" and "severe"). Quartiles by linear interpolation.
+    """
+
+    q1: float
+    q3: float
+    iqr: float
+    low_mild: int
+    high_mild: int
+    low_extreme: int
+    high_extreme: int
+
+    @property
+    def total(self) -> int:
+        return self.low_mild + self.high_mild + self.low_extreme + self.high_extreme
+
+
+@dataclass(frozen=True)
+class CellSummary:
+    """Summary of one cell's run values (n runs, one value per run), in the unit of the values.
+
+    Optional fields are None when the statistic needs more runs; the matching `*_reason` says why.
+    `mean_t_ci` assumes normally distributed run values (its `method` says so); prefer the median CIs.
+    `cv` is std / mean (a fraction: 0.02 = 2%). `mad` is the raw median absolute deviation, `mad_scaled`
+    = 1.4826 x MAD (estimates sigma for normal data).
+    """
+
+    n: int
+    median: float
+    median_ci: Interval | None
+    median_ci_reason: str | None
+    median_bootstrap_ci: Interval | None
+    median_bootstrap_ci_reason: str | None
+    mean: float
+    mean_t_ci: Interval | None
+    std: float | None
+    cv: float | None
+    mad: float
+    mad_scaled: float
+    min: float
+    max: float
+    p5: float
+    p95: float
+    p99: float | None
+    p99_reason: str | None
+    percentile_method: str
+    outliers: TukeyOutliers
+    drift: DriftCheck | None
+    drift_reason: str | None
+    warnings: tuple[str, ...]
+
+
+# --- building blocks -------------------------------------------------------------------------------------
+
+
+def percentile(values: Iterable[float], q: float) -> float:
+    """The q-th percentile (0 <= q <= 100) by linear interpolation (Hyndman & Fan 1996 def. 7, numpy's default)."""
+    xs = sorted(as_values(values))
+    return percentile_sorted(xs, q / 100.0)
+
+
+def order_statistic_min_n(confidence: float = 0.95) -> int:
+    """Smallest n for which [min, max] covers the median with probability >= confidence: 1 - 2 (1/2)^n."""
+    check_level(confidence, "confidence")
+    n = 1
+    while 1.0 - 2.0 * 0.5**n < confidence:
+        n += 1
+    return n
+
+
+def median_ci_order_statistic(values: Iterable[float], confidence: float = 0.95) -> Interval | None:
+    """Distribution-free CI of the median from order statistics [x_(l), x_(n+1-l)]; None when n is too small.
+
+    Method: the number of values below the population median is Binomial(n, 1/2), so
+    P(x_(l) <= median <= x_(n+1-l)) = 1 - 2 P(B <= l - 1) (Conover, *Practical Nonparametric Statistics*,
+    3rd ed., 3.2; Hoefler & Belli 2015 section 4.2.1; Le Boudec, *Performance Evaluation*, 2010, 2.2). l is
+    the largest rank with coverage >= `confidence`, so the coverage reported is exact and at least the
+    nominal level. Exact integer arithmetic up to n = 1000, the incomplete beta function above. A 95% CI
+    needs n >= 6 (n = 5 reaches only 93.75%).
+    """
+    check_level(confidence, "confidence")
+    xs = sorted(as_values(values))
+    n = len(xs)
+    if n < order_statistic_min_n(confidence):
+        return None
+    half_alpha = (1 - Fraction(str(confidence))) / 2
+    if n <= 1000:
+        limit = half_alpha * (1 << n)
+        cum, term, l_rank = 0, 1, 0  # cum = sum_{i<=j} C(n, i); ranks l = j + 1 while cum stays <= limit
+        for j in range(n // 2 + 1):
+            cum += term
+            if cum > limit:
+                break
+            l_rank = j + 1
+            term = term * (n - j) // (j + 1)
+    else:
+        lo, hi = 1, n // 2  # largest l with P(B <= l - 1) <= half_alpha; P(B <= 0) is tiny for n > 1000
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if half_binom_cdf(n, mid - 1) <= half_alpha:
+                lo = mid
+            else:
+                hi = mid - 1
+        l_rank = lo
+    if l_rank == 0:
+        return None
+    u_rank = n + 1 - l_rank
+    coverage = 1.0 - 2.0 * half_binom_cdf(n, l_rank - 1)
+    return Interval(
+        xs[l_rank - 1],
+        xs[u_rank - 1],
+        confidence,
+        "order statistics (binomial, distribution-free)",
+        coverage=coverage,
+        ranks=(l_rank, u_rank),
+    )
+
+
+def median_ci_bootstrap(
+    values: Iterable[float],
+    confidence: float = 0.95,
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> Interval | None:
+    """Percentile bootstrap CI of the median, resampling whole runs; None below the order-statistic minimum.
+
+    Method: Efron & Tibshirani (1993) ch. 13, percentile interval: the (1 - c)/2 and (1 + c)/2 quantiles of
+    `resamples` resample medians (linear interpolation), drawn with `random.Random(seed)` from the exact
+    distribution of a resample median (`bootstrap.MedianSampler`). Because every resample median lies in
+    [min, max], the interval cannot reach `confidence` with fewer runs than the order-statistic CI (6 for
+    95%), so it is withheld there too.
+    """
+    check_level(confidence, "confidence")
+    xs = sorted(as_values(values))
+    if len(xs) < order_statistic_min_n(confidence):
+        return None
+    draws = MedianSampler(xs).draw(resamples, random.Random(seed))
+    low, high = percentile_interval(draws, confidence)
+    return Interval(
+        low, high, confidence, f"bootstrap percentile ({resamples} resamples of runs, seed {seed})"
+    )
+
+
+def mean_t_interval(values: Iterable[float], confidence: float = 0.95) -> Interval | None:
+    """Student-t CI of the mean, mean +- t_{(1+c)/2, n-1} s / sqrt(n); None for n < 2. Assumes normality.
+
+    Method: Student (1908); Georges, Buytaert & Eeckhout (2007) section 3. Run times are rarely normal
+    (Hoefler & Belli 2015, rule 6), hence the label in `method`.
+    """
+    check_level(confidence, "confidence")
+    xs = as_values(values)
+    n = len(xs)
+    if n < 2:
+        return None
+    mean = statistics.fmean(xs)
+    half = student_t_ppf((1.0 + confidence) / 2.0, n - 1) * statistics.stdev(xs) / math.sqrt(n)
+    return Interval(mean - half, mean + half, confidence, "student-t (assumes normality)")
+
+
+def mad(values: Iterable[float]) -> float:
+    """Median absolute deviation from the median (raw; multiply by 1.4826 to estimate sigma for normal data)."""
+    xs = as_values(values)
+    center = statistics.median(xs)
+    return statistics.median(abs(x - center) for x in xs)
+
+
+def tukey_outliers(values: Iterable[float]) -> TukeyOutliers:
+    """Counts of values beyond Tukey's fences (1.5 and 3 IQR from the quartiles); nothing is removed."""
+    xs = sorted(as_values(values))
+    q1, q3 = percentile_sorted(xs, 0.25), percentile_sorted(xs, 0.75)
+    iqr = q3 - q1
+    mild_lo, mild_hi = q1 - 1.5 * iqr, q3 + 1.5 * iqr
+    ext_lo, ext_hi = q1 - 3.0 * iqr, q3 + 3.0 * iqr
+    return TukeyOutliers(
+        q1=q1,
+        q3=q3,
+        iqr=iqr,
+        low_mild=sum(1 for x in xs if ext_lo <= x < mild_lo),
+        high_mild=sum(1 for x in xs if mild_hi < x <= ext_hi),
+        low_extreme=sum(1 for x in xs if x < ext_lo),
+        high_extreme=sum(1 for x in xs if x > ext_hi),
+    )
+
+
+# --- the cell summary -----------------------------------------------------------------------------------
+
+
+def summarize(
+    values: Sequence[float],
+    *,
+    order: Sequence[float] | None = None,
+    confidence: float = 0.95,
+    bootstrap_resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    drift_alpha: float = DRIFT_ALPHA,
+) -> CellSummary:
+    """Summary of one cell: one value per run, in run order unless `order` (run index or start time) says.
+
+    Method (METHOD.md "Per cell"): median with a distribution-free order-statistic CI
+    (`median_ci_order_statistic`) and a percentile bootstrap CI over runs (`median_ci_bootstrap`, seeded);
+    mean with a Student-t CI labelled as assuming normality; sample standard deviation (n - 1), CV, MAD;
+    p5/p95 (and p99 from 100 values) by linear interpolation; Tukey outlier counts, never dropped; a drift
+    check (`drift.drift_check`, Spearman against run order, flagged at p < 0.01). Deterministic for a given
+    `seed`.
+    """
+    xs = as_values(values)
+    n = len(xs)
+    if n == 0:
+        raise ValueError("summarize needs at least one run value")
+    s = sorted(xs)
+    min_n = order_statistic_min_n(confidence)
+    median = statistics.median(s)
+    mean = statistics.fmean(xs)
+    std = statistics.stdev(xs) if n >= 2 else None
+    cv = std / abs(mean) if std is not None and mean != 0 else None
+    raw_mad = mad(xs)
+    ci_reason = None
+    if n < min_n:
+        ci_reason = (
+            f"a distribution-free {confidence:.0%} CI of the median needs at least {min_n} runs (have {n}); "
+            "run more (10 is the pilot)"
+        )
+    boot_reason = None
+    if n < min_n:
+        boot_reason = (
+            f"a bootstrap CI of the median cannot reach {confidence:.0%} with fewer than {min_n} runs (every "
+            f"resample median lies within [min, max]); have {n}"
+        )
+    outliers = tukey_outliers(s)
+    drift = drift_check(xs, order, alpha=drift_alpha)
+    why_no_drift = drift_reason(n) or (None if drift is not None else "values are constant: no trend to test")
+
+    warnings: list[str] = []
+    if ci_reason:
+        warnings.append(ci_reason)
+    if outliers.total > OUTLIER_WARN_FRACTION * n:
+        warnings.append(
+            f"{outliers.total} of {n} runs lie beyond Tukey's fences (> {OUTLIER_WARN_FRACTION:.0%}); they are "
+            "kept. Check those runs' load, frequency and temperature records for interference."
+        )
+    if drift is not None and drift.message:
+        warnings.append(drift.message)
+    return CellSummary(
+        n=n,
+        median=median,
+        median_ci=median_ci_order_statistic(s, confidence),
+        median_ci_reason=ci_reason,
+        median_bootstrap_ci=median_ci_bootstrap(s, confidence, resamples=bootstrap_resamples, seed=seed),
+        median_bootstrap_ci_reason=boot_reason,
+        mean=mean,
+        mean_t_ci=mean_t_interval(xs, confidence),
+        std=std,
+        cv=cv,
+        mad=raw_mad,
+        mad_scaled=MAD_NORMAL_SCALE * raw_mad,
+        min=s[0],
+        max=s[-1],
+        p5=percentile_sorted(s, 0.05),
+        p95=percentile_sorted(s, 0.95),
+        p99=percentile_sorted(s, 0.99) if n >= TAIL_MIN_N else None,
+        p99_reason=None if n >= TAIL_MIN_N else f"p99 needs at least {TAIL_MIN_N} values (have {n})",
+        percentile_method=PERCENTILE_METHOD,
+        outliers=outliers,
+        drift=drift,
+        drift_reason=why_no_drift,
+        warnings=tuple(warnings),
+    )
+
+
+def run_values(iterations_per_run: Iterable[Iterable[float]]) -> tuple[float, ...]:
+    """One value per run: the median of each run's iterations (METHOD.md "The unit of repetition").
+
+    This is the only way from iterations to the statistics here; iterations are never pooled across runs.
+    """
+    out = []
+    for i, run in enumerate(iterations_per_run):
+        its = as_values(run, what=f"run {i}")
+        if not its:
+            raise ValueError(f"run {i} has no iterations")
+        out.append(statistics.median(its))
+    return tuple(out)

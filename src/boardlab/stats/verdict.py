@@ -1,0 +1,197 @@
+"""Verdict of a comparison and the confounder guard (METHOD.md "Comparing a condition with its baseline").
+
+The verdict works on the *cost ratio* (`compare.Comparison.cost_ratio`): how many times worse the condition
+is than the baseline, > 1 meaning worse whatever the metric's direction. Rule (criterion.rs-style, two-sided;
+research/anchors-methodology.md section 9.4):
+- slowdown      adjusted p < alpha and the whole CI of the cost ratio lies above 1 + delta;
+- speedup       adjusted p < alpha and the whole CI lies below 1 - delta;
+- no_change     the whole CI lies inside [1 - delta, 1 + delta] (an equivalence statement; no p needed);
+- inconclusive  anything else;
+- insufficient  fewer than 5 runs in an arm: no verdict at all.
+A verdict is tagged `confounded` when the arms differ in CPU frequency, temperature or throttling.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from boardlab.stats.summary import Interval
+
+MIN_RUNS_PER_ARM = 5
+ALPHA = 0.05
+FREQ_TOLERANCE = 0.02  # relative difference of the arms' median frequencies
+TEMP_TOLERANCE_MC = 2000  # 2 degrees C, in millidegrees Celsius
+
+VerdictKind = Literal["slowdown", "speedup", "no_change", "inconclusive", "insufficient"]
+
+
+@dataclass(frozen=True)
+class RunEnvironment:
+    """Per-run values that can confound a comparison, from the run's monitor records; None = not recorded.
+
+    `mean_freq_khz`: mean frequency of the measured CPU during the run; `max_temp_mc`: highest SoC
+    temperature during the run, in millidegrees Celsius; `throttled`: whether any throttle event was seen.
+    """
+
+    mean_freq_khz: float | None = None
+    max_temp_mc: float | None = None
+    throttled: bool | None = None
+
+
+@dataclass(frozen=True)
+class Confounding:
+    """Whether the arms ran in different frequency, thermal or throttling states, and what to do about it.
+
+    Medians are over the runs of each arm that recorded the value (None when none did). `reasons` explain a
+    `confounded` result; `notes` list confounders that could not be checked.
+    """
+
+    confounded: bool
+    reasons: tuple[str, ...]
+    notes: tuple[str, ...]
+    baseline_median_freq_khz: float | None
+    condition_median_freq_khz: float | None
+    baseline_median_max_temp_mc: float | None
+    condition_median_max_temp_mc: float | None
+    baseline_throttled_runs: int
+    condition_throttled_runs: int
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The decision for one comparison. `reasons[0]` says why this kind; later entries add what to do and,
+    when `confounded`, which confounders differ between the arms."""
+
+    kind: VerdictKind
+    confounded: bool
+    reasons: tuple[str, ...]
+
+
+def _median_of(values: Sequence[float | None]) -> float | None:
+    present = [float(v) for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def check_confounders(
+    baseline: Sequence[RunEnvironment],
+    condition: Sequence[RunEnvironment],
+    *,
+    freq_tolerance: float = FREQ_TOLERANCE,
+    temp_tolerance_mc: float = TEMP_TOLERANCE_MC,
+) -> Confounding:
+    """Compare the arms' per-run environments (research/anchors-methodology.md section 9.4, "attribution guard").
+
+    Confounded when the median of the runs' mean frequency differs by more than `freq_tolerance` (2%) of the
+    baseline's, when the median of the runs' maximum temperature differs by more than `temp_tolerance_mc`
+    (2000 mC = 2 degrees C), or when one arm has throttled runs and the other none. Medians, not means, so
+    that one odd run does not decide. Values an arm did not record are skipped and named in `notes`.
+    """
+    reasons: list[str] = []
+    notes: list[str] = []
+    bf = _median_of([e.mean_freq_khz for e in baseline])
+    cf = _median_of([e.mean_freq_khz for e in condition])
+    if bf is None or cf is None:
+        notes.append("CPU frequency was not recorded for both arms: a DVFS confounder cannot be ruled out")
+    elif bf > 0 and abs(cf - bf) / bf > freq_tolerance:
+        reasons.append(
+            f"the CPU ran at a different frequency: median {bf / 1000:.0f} MHz in the baseline, {cf / 1000:.0f} MHz "
+            f"under the condition ({(cf - bf) / bf:+.1%}). Part of the difference may be DVFS, not the condition "
+            "itself: repeat with a fixed frequency (userspace governor at a sustainable frequency) to separate them"
+        )
+    bt = _median_of([e.max_temp_mc for e in baseline])
+    ct = _median_of([e.max_temp_mc for e in condition])
+    if bt is None or ct is None:
+        notes.append("temperature was not recorded for both arms: a thermal confounder cannot be ruled out")
+    elif abs(ct - bt) > temp_tolerance_mc:
+        reasons.append(
+            f"the board was at a different temperature: median maximum {bt / 1000:.1f} C in the baseline, "
+            f"{ct / 1000:.1f} C under the condition. Heat can slow the board by itself: lengthen the cool-down "
+            "gate, improve cooling, or check for throttling trip points near these temperatures"
+        )
+    b_thr = sum(1 for e in baseline if e.throttled)
+    c_thr = sum(1 for e in condition if e.throttled)
+    if all(e.throttled is None for e in baseline) or all(e.throttled is None for e in condition):
+        notes.append("throttling was not recorded for both arms")
+    elif (b_thr > 0) != (c_thr > 0):
+        arm, count, total = (
+            ("baseline", b_thr, len(baseline)) if b_thr else ("condition", c_thr, len(condition))
+        )
+        reasons.append(
+            f"{count} of {total} {arm} runs throttled and none of the other arm's did. Throttled runs should be "
+            "invalidated and re-run: check the cooling and the thermal gate, then re-run those runs"
+        )
+    return Confounding(
+        confounded=bool(reasons),
+        reasons=tuple(reasons),
+        notes=tuple(notes),
+        baseline_median_freq_khz=bf,
+        condition_median_freq_khz=cf,
+        baseline_median_max_temp_mc=bt,
+        condition_median_max_temp_mc=ct,
+        baseline_throttled_runs=b_thr,
+        condition_throttled_runs=c_thr,
+    )
+
+
+def decide(
+    cost_ratio_ci: Interval | None,
+    *,
+    p_adjusted: float | None,
+    delta: float,
+    n_baseline: int,
+    n_condition: int,
+    alpha: float = ALPHA,
+    confounding: Confounding | None = None,
+    min_runs: int = MIN_RUNS_PER_ARM,
+) -> Verdict:
+    """The verdict from the CI of the cost ratio, the adjusted p-value and the practical threshold delta.
+
+    Method: the rule in this module's docstring (METHOD.md; criterion.rs `compare_to_threshold`; Hoefler &
+    Belli 2015 rule 7). `p_adjusted` is the comparison's p-value after the report's multiple-testing
+    correction (Holm, or Benjamini-Hochberg for sweeps). Never decided on the p-value alone.
+    """
+    if delta < 0:
+        raise ValueError(f"delta must be >= 0, got {delta}")
+    tags = tuple(confounding.reasons) if confounding and confounding.confounded else ()
+    confounded = bool(tags)
+
+    def verdict(kind: VerdictKind, *why: str) -> Verdict:
+        return Verdict(kind, confounded, tuple(why) + tags)
+
+    if n_baseline < min_runs or n_condition < min_runs:
+        return verdict(
+            "insufficient",
+            f"{n_baseline} baseline and {n_condition} condition runs: a verdict needs at least {min_runs} per arm",
+            "run more (the pilot is 10 runs per arm)",
+        )
+    if cost_ratio_ci is None or p_adjusted is None:
+        return verdict("insufficient", "no confidence interval or p-value for this comparison")
+    lo, hi = cost_ratio_ci.low, cost_ratio_ci.high
+    ci = f"cost ratio CI [{lo:.4f}, {hi:.4f}]"
+    upper, lower = 1.0 + delta, 1.0 - delta
+    significant = p_adjusted < alpha
+    p_text = f"adjusted p = {p_adjusted:.3g}"
+    if lo > upper and significant:
+        return verdict("slowdown", f"{ci} lies above 1 + delta = {upper:.4f} and {p_text} < {alpha}")
+    if hi < lower and significant:
+        return verdict("speedup", f"{ci} lies below 1 - delta = {lower:.4f} and {p_text} < {alpha}")
+    if lower <= lo and hi <= upper:
+        return verdict("no_change", f"{ci} lies inside [1 - delta, 1 + delta] = [{lower:.4f}, {upper:.4f}]")
+    if lo > upper or hi < lower:
+        return verdict(
+            "inconclusive",
+            f"{ci} lies beyond the threshold delta = {delta:.1%} but {p_text} is not below {alpha}",
+            "the rank test disagrees with the bootstrap CI (few runs, or many comparisons in the report): "
+            "add runs to this cell",
+        )
+    if hi - lo > 2 * delta:
+        advice = (
+            f"the CI is wider ({(hi - lo) / 2:.1%} half-width) than the threshold delta = {delta:.1%} allows for "
+            "a 'no change': add runs (see predict_runs) or reduce the noise"
+        )
+    else:
+        advice = "the effect is close to the threshold delta: add runs to narrow the CI"
+    return verdict("inconclusive", f"{ci} crosses 1 + delta or 1 - delta (delta = {delta:.1%})", advice)
