@@ -16,6 +16,9 @@ from typing import Protocol
 from boardlab import __version__
 from boardlab.campaign.schedule import build_cells, schedule
 from boardlab.campaign.spawn import spawn, stop_group, wait_rusage
+from boardlab.conditions import condition_kinds
+from boardlab.conditions.base import ApplyContext
+from boardlab.conditions.journal import RestoreJournal
 from boardlab.errors import InputError
 from boardlab.model.campaign import Cell, Plan, ScheduledRun
 from boardlab.model.run import GateResult, MetricResult, RunResult
@@ -162,8 +165,17 @@ class Runner:
         for k, v in cell.params:
             argv += ["--param", f"{k}={v}"]
         runs = self.plan.runs
-        return argv + ["--iterations", str(runs.iterations), "--warmup-max-iterations", str(runs.warmup_max_iterations),
-                       "--warmup-max-ms", f"{runs.warmup_max_ms:g}", "--warmup-cv", f"{runs.warmup_cv:g}", "--json"]
+        return argv + [
+            "--iterations",
+            str(runs.iterations),
+            "--warmup-max-iterations",
+            str(runs.warmup_max_iterations),
+            "--warmup-max-ms",
+            f"{runs.warmup_max_ms:g}",
+            "--warmup-cv",
+            f"{runs.warmup_cv:g}",
+            "--json",
+        ]
 
     def _governors(self) -> dict[str, str | None]:
         from boardlab.platform import cpufreq
@@ -184,25 +196,37 @@ class Runner:
         gate = self._gate(monitor.src, start_temps)
         self.progress.gate(sr_run, gate.detail)
         cache = self._drop_caches()
-        governors0 = self._governors()
         cell = sr_run.cell
-        started = time.time()
-        t0 = time.monotonic_ns()
-        proc = spawn(self._argv(cell), cpus={cpu} if cpu is not None else None, self_reaping=True)
-        monitor.start(proc.pid, cpu)
-        try:
-            out, err = proc.stdout.read(), proc.stderr.read()
-            code, rusage = wait_rusage(proc)
-        except BaseException:
-            stop_group(proc)
-            monitor.stop()
-            raise
-        finally:
-            proc.stdout.close()
-            proc.stderr.close()
-        wall_ns = time.monotonic_ns() - t0
-        mon = monitor.stop()
-        governors1 = self._governors()
+        condition = self.conditions[cell.condition]
+        kind = self.kinds[condition.kind]
+        with kind.apply(condition.params, self.ctx) as cond_state:
+            governors0 = self._governors()
+            started = time.time()
+            t0 = time.monotonic_ns()
+            proc = spawn(self._argv(cell), cpus={cpu} if cpu is not None else None, self_reaping=True)
+            monitor.start(proc.pid, cpu)
+            try:
+                out, err = proc.stdout.read(), proc.stderr.read()
+                code, rusage = wait_rusage(proc)
+            except BaseException:
+                stop_group(proc)
+                monitor.stop()
+                raise
+            finally:
+                proc.stdout.close()
+                proc.stderr.close()
+            wall_ns = time.monotonic_ns() - t0
+            mon = monitor.stop()
+            governors1 = self._governors()
+        # the condition may add to its state on exit (a stressor's achieved rate), so read it afterwards
+        state = {
+            "condition": condition.name,
+            "kind": condition.kind,
+            **cond_state,
+            "page_cache": cache,
+            "governors": governors0,
+            "governors_changed": governors0 != governors1,
+        }
         return self._result(
             sr_run,
             attempt,
@@ -215,7 +239,7 @@ class Runner:
             rusage,
             gate,
             mon,
-            {"page_cache": cache, "governors": governors0, "governors_changed": governors0 != governors1},
+            state,
         )
 
     def _result(
@@ -297,8 +321,21 @@ class Runner:
         info = inventory(self.root)
         info_dict = info.to_dict()
         cpu = resolve_cpu(self.plan.runs.cpu, tuple(info.online_cpus))
+        # What a killed run left changed is undone before anything else (the restore journal).
+        journal = RestoreJournal(self.sr)
+        for restored in journal.recover():
+            self.progress.note(f"restored {restored.what}: {restored.detail}")
+        self.conditions = {c.name: c for c in self.plan.conditions}
+        self.kinds = condition_kinds()
+        self.ctx = ApplyContext(
+            root=self.sr, journal=journal, info=info, worker_cpu=cpu, online_cpus=tuple(info.online_cpus)
+        )
+        for i, c in enumerate(self.plan.conditions):  # board-dependent checks, before anything is written
+            reason = self.kinds[c.kind].check(c.params, self.ctx)
+            if reason:
+                raise InputError(f"{self.plan.source_name}: conditions[{i}] ({c.name}): {reason}")
         cells = build_cells(self.plan, self.catalog)
-        conditions = {c.name: c for c in self.plan.conditions}
+        conditions = self.conditions
         units = {}
         for cell in cells:
             spec = self.catalog[cell.workload]
@@ -395,6 +432,7 @@ class Runner:
             status = "complete"
         finally:
             os.sched_setaffinity(0, own_before)
+            self.ctx.cleanup()
             cost = 100.0 * mon_cpu / mon_wall if mon_wall > 0 else None
             self.store.set_campaign_status(
                 campaign_id,

@@ -16,6 +16,9 @@ class Baseline:
             return next(iter(params)), "the baseline takes no parameters"
         return None
 
+    def check(self, params: dict, ctx) -> str | None:
+        return None
+
     def apply(self, params: dict, ctx):
         """Nothing to apply; the state recorded with each run is empty."""
         return contextlib.nullcontext({})

@@ -58,6 +58,18 @@ def pid_stat(raw: bytes) -> tuple[int, int, int]:
     return int(f[11]) + int(f[12]), int(f[36]), int(f[17])
 
 
+def pid_start_ticks(pid: int, root: RootLike = "/") -> int | None:
+    """A process's start time in clock ticks since boot (field 22 of /proc/PID/stat); None once it is gone.
+    PID and start time together identify a process: a PID alone may have been reused."""
+    raw = _read(str(SysRoot.of(root).path(f"proc/{pid}/stat")))
+    if not raw:
+        return None
+    try:
+        return int(raw[raw.rindex(b")") + 2 :].split()[19])
+    except (ValueError, IndexError):
+        return None
+
+
 def status_kib(raw: bytes, keys: tuple[bytes, ...]) -> dict[str, int]:
     out = {}
     for line in raw.split(b"\n"):

@@ -1,0 +1,76 @@
+"""The contract every condition kind follows.
+
+A kind validates its parameters twice: `validate(params)` when the plan is read (shape and types, with
+the plan's file and line), and `check(params, ctx)` against the board before anything starts (CPUs that
+exist, governors a policy offers, tools that are installed). `apply(params, ctx)` is a context manager
+around one run: it changes what it must through `ctx.journal` (so every change can be undone, even after a
+crash), yields a dict that is stored with the run, may add to that dict on exit (e.g. a stressor's achieved
+rate), and undoes everything on every exit path.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from boardlab.conditions.journal import RestoreJournal
+from boardlab.model.board import BoardInfo
+from boardlab.platform.sysroot import SysRoot
+
+
+@dataclass
+class ApplyContext:
+    root: SysRoot
+    journal: RestoreJournal
+    info: BoardInfo
+    worker_cpu: int | None  # the CPU the workload is pinned to (None: not pinned)
+    online_cpus: tuple[int, ...]
+    warmup_s: float = 1.0  # how long a load runs before the workload starts
+    extra: dict[str, Any] = field(default_factory=dict)
+    _temp_dir: Path | None = None
+
+    @property
+    def temp_dir(self) -> Path:
+        """A private directory for the condition's files (stress-ng --temp-path, loads), made on first use."""
+        if self._temp_dir is None:
+            self._temp_dir = Path(tempfile.mkdtemp(prefix="boardlab-"))
+        return self._temp_dir
+
+    def cleanup(self) -> None:
+        if self._temp_dir is not None:
+            shutil.rmtree(self._temp_dir, ignore_errors=True)
+            self._temp_dir = None
+
+    @property
+    def other_cpus(self) -> tuple[int, ...]:
+        return tuple(c for c in self.online_cpus if c != self.worker_cpu)
+
+
+class ConditionKind(Protocol):
+    name: str
+    summary: str
+
+    def validate(self, params: dict) -> tuple[str | None, str] | None:
+        """(key, message) when `params` are malformed; None when they are fine."""
+
+    def check(self, params: dict, ctx: ApplyContext) -> str | None:
+        """Why this condition cannot run on this board (the message names the valid choices); None if it can."""
+
+    def apply(self, params: dict, ctx: ApplyContext) -> AbstractContextManager[dict]:
+        """Applies the condition for one run; yields the state recorded with the run."""
+
+
+def expect_keys(params: dict, allowed: dict[str, type | tuple[type, ...]]) -> tuple[str | None, str] | None:
+    """Shape check shared by the kinds: known keys with the right types."""
+    for key, value in params.items():
+        if key not in allowed:
+            return key, f"unknown parameter; valid: {', '.join(allowed) or '(none)'}"
+        kinds = allowed[key] if isinstance(allowed[key], tuple) else (allowed[key],)
+        if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
+            names = " or ".join(k.__name__ for k in kinds)
+            return key, f"expected {names}, found {type(value).__name__} {value!r}"
+    return None

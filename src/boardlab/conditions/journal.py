@@ -1,0 +1,186 @@
+"""The restore journal: every system setting boardlab changes is written here first, with its old value.
+
+Every exit path undoes what it changed; a run that was killed leaves its entries behind, and the next
+start (or `boardlab restore`) undoes them. Processes boardlab started (stressors, loads) are journaled by
+PID and start time, so a restore stops exactly those and never a recycled PID.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from boardlab.errors import InputError
+from boardlab.platform.sysroot import SysRoot
+
+JOURNAL_SCHEMA = 1
+
+
+def state_dir() -> Path:
+    """BOARDLAB_STATE_DIR, else $XDG_STATE_HOME/boardlab, else ~/.local/state/boardlab."""
+    env = os.environ.get("BOARDLAB_STATE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "boardlab"
+
+
+def _pid_start_ticks(pid: int) -> int | None:
+    """Start time of a process in clock ticks since boot (field 22 of /proc/PID/stat): PID + this = identity."""
+    from boardlab.platform.sampling import pid_start_ticks
+
+    return pid_start_ticks(pid)
+
+
+@dataclass(frozen=True)
+class Restored:
+    what: str
+    detail: str
+
+
+class RestoreJournal:
+    def __init__(self, root: SysRoot, path: Path | None = None):
+        self.root = root
+        key = hashlib.sha256(os.path.realpath(root.root).encode()).hexdigest()[:12]
+        self.path = path or state_dir() / f"restore-{key}.json"
+        self._next = 0
+
+    # ---- the file: rewritten atomically at every change, so a crash leaves the old or the new list ----
+
+    def _load(self) -> dict:
+        try:
+            doc = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            return {"schema": JOURNAL_SCHEMA, "root": str(self.root.root), "entries": []}
+        except (OSError, json.JSONDecodeError) as exc:
+            raise InputError(
+                f"{self.path}: unreadable restore journal ({exc}); inspect it, then delete it"
+            ) from None
+        if doc.get("schema") != JOURNAL_SCHEMA:
+            raise InputError(
+                f"{self.path}: restore journal schema {doc.get('schema')}, expected {JOURNAL_SCHEMA}"
+            )
+        return doc
+
+    def _save(self, doc: dict) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not doc["entries"]:
+            try:
+                self.path.unlink()
+            except FileNotFoundError:
+                pass
+            return
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".journal.", suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(doc, f, indent=1)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+    def pending(self) -> list[dict]:
+        return self._load()["entries"]
+
+    def _add(self, entry: dict) -> str:
+        doc = self._load()
+        self._next += 1
+        entry = {
+            **entry,
+            "id": f"{os.getpid()}-{time.monotonic_ns()}-{self._next}",
+            "owner_pid": os.getpid(),
+            "owner_start_ticks": _pid_start_ticks(os.getpid()),
+            "unix_s": time.time(),
+        }
+        doc["entries"].append(entry)
+        self._save(doc)
+        return entry["id"]
+
+    def _drop(self, entry_id: str) -> None:
+        doc = self._load()
+        doc["entries"] = [e for e in doc["entries"] if e["id"] != entry_id]
+        self._save(doc)
+
+    # ---- settings ----
+
+    def set(self, rel: str, value: str, *, what: str) -> str:
+        """Journals the current value of `rel`, then writes `value`. Returns a token for `undo`."""
+        old = self.root.read_text(rel)
+        if old is None:
+            raise InputError(f"{self.root.show(rel)}: cannot change {what}: the file does not exist")
+        token = self._add({"kind": "setting", "rel": rel, "old": old.strip(), "new": value, "what": what})
+        try:
+            self.root.write_text(rel, value)
+        except BaseException:
+            self._drop(token)
+            raise
+        return token
+
+    # ---- processes ----
+
+    def started(self, pid: int, argv: list[str], *, what: str) -> str:
+        return self._add(
+            {
+                "kind": "process",
+                "pid": pid,
+                "start_ticks": _pid_start_ticks(pid),
+                "argv": argv[:8],
+                "what": what,
+            }
+        )
+
+    def undo(self, token: str) -> Restored | None:
+        entry = next((e for e in self._load()["entries"] if e["id"] == token), None)
+        if entry is None:
+            return None
+        result = self._undo_entry(entry)
+        self._drop(token)
+        return result
+
+    def forget(self, token: str) -> None:
+        """A process that ended by itself (and was reaped) needs no undo."""
+        self._drop(token)
+
+    def _undo_entry(self, entry: dict) -> Restored:
+        if entry["kind"] == "setting":
+            self.root.write_text(entry["rel"], entry["old"])
+            return Restored(
+                entry["what"],
+                f"{self.root.show(entry['rel'])} = {entry['old']!r} (was set to {entry['new']!r})",
+            )
+        pid = entry["pid"]
+        if entry.get("start_ticks") is not None and _pid_start_ticks(pid) == entry["start_ticks"]:
+            try:
+                os.killpg(pid, signal.SIGKILL)  # each load runs as the leader of its own process group
+            except ProcessLookupError:
+                pass
+            except PermissionError:
+                os.kill(pid, signal.SIGKILL)
+            return Restored(entry["what"], f"stopped leftover process {pid} ({' '.join(entry['argv'][:3])})")
+        return Restored(entry["what"], f"process {pid} had already ended")
+
+    # ---- recovery ----
+
+    def recover(self) -> list[Restored]:
+        """Undoes what dead boardlab processes left, newest first; refuses while the owner still runs."""
+        entries = self.pending()
+        alive = {
+            e["owner_pid"]
+            for e in entries
+            if e["owner_pid"] != os.getpid()
+            and _pid_start_ticks(e["owner_pid"]) == e.get("owner_start_ticks")
+        }
+        if alive:
+            raise InputError(
+                f"another boardlab (pid {', '.join(map(str, sorted(alive)))}) is changing "
+                f"{self.root.root} now; wait for it, or stop it and run `boardlab restore`"
+            )
+        done = []
+        for entry in reversed(entries):
+            done.append(self._undo_entry(entry))
+            self._drop(entry["id"])
+        return done
