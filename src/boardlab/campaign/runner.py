@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass
 from typing import Protocol
@@ -159,6 +160,12 @@ class Runner:
         return "dropped"
 
     def _argv(self, cell: Cell) -> list[str]:
+        """boardlab-kern for native kernels, `python -m boardlab.worker` for Python-run workloads."""
+        if self.catalog[cell.workload].runner == "python":
+            argv = [sys.executable, "-m", "boardlab.worker", cell.workload]
+            for k, v in cell.params:
+                argv += ["--param", f"{k}={v}"]
+            return argv + ["--iterations", str(self.plan.runs.iterations), "--json"]
         from boardlab.native import kern_path
 
         argv = [str(kern_path()), cell.workload]
@@ -203,7 +210,8 @@ class Runner:
             governors0 = self._governors()
             started = time.time()
             t0 = time.monotonic_ns()
-            proc = spawn(self._argv(cell), cpus={cpu} if cpu is not None else None, self_reaping=True)
+            native = self.catalog[cell.workload].runner == "kern"
+            proc = spawn(self._argv(cell), cpus={cpu} if cpu is not None else None, self_reaping=native)
             monitor.start(proc.pid, cpu)
             try:
                 out, err = proc.stdout.read(), proc.stderr.read()

@@ -1,18 +1,37 @@
 """The workload catalog: native kernels declared by boardlab-kern, plus Python-run workloads.
 
-A workload module exports `SPEC` (or, for the native family, specs built from `boardlab-kern --list`).
+A Python-run workload is one module exporting `SPEC` (a WorkloadSpec with runner "python"), an optional
+`supported() -> str | None`, and `run(params, iterations=None) -> dict` (the schema-1 result body), run in a
+fresh `python -m boardlab.worker` process. Importing the module does nothing else (heavy imports inside
+`run`). One line per module below.
 """
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
+
 from boardlab.model.workload import WorkloadSpec
+
+# workload name -> module (one line per Python-run workload)
+PYTHON_WORKLOADS: dict[str, str] = {}
+
+
+def python_workload_modules() -> dict[str, ModuleType]:
+    return {name: importlib.import_module(mod) for name, mod in PYTHON_WORKLOADS.items()}
 
 
 def all_workloads() -> list[WorkloadSpec]:
     """Every workload boardlab knows, supported or not (unsupported ones carry their reason)."""
+    import dataclasses
+
     from boardlab.workloads import kern
 
-    return list(kern.specs())
+    specs = list(kern.specs())
+    for module in python_workload_modules().values():
+        reason = module.supported() if hasattr(module, "supported") else None
+        specs.append(dataclasses.replace(module.SPEC, unsupported_reason=reason) if reason else module.SPEC)
+    return specs
 
 
 def find_workload(name: str) -> WorkloadSpec | None:

@@ -1,0 +1,68 @@
+"""`boardlab report`: a campaign of a results database as HTML, Markdown or a terminal table."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+HELP = "report a campaign (HTML with plots, Markdown, or a text table)"
+DESCRIPTION = (
+    "Report one campaign of a results database: per-cell summaries with confidence intervals, comparisons "
+    "with verdicts, the environment's warnings and, in HTML, plots. Works while the campaign is still "
+    "running (it reports the runs stored so far)."
+)
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--db", required=True, help="results database")
+    parser.add_argument(
+        "-o", "--output", help="file to write; '-' for stdout (default: stdout for md and text, required for html)"
+    )
+    parser.add_argument("--format", choices=("html", "md", "text"), default="html", help="default html")
+    parser.add_argument("--campaign", type=int, help="campaign id (default: the latest)")
+
+
+def run(args) -> int:
+    from boardlab.errors import InputError
+    from boardlab.report.analysis import analyze, latest_campaign_id
+    from boardlab.store import Store
+    from boardlab.store.export import write_atomically
+
+    if args.format == "html" and not args.output:
+        raise InputError("--format html writes a file: give -o report.html (or -o - for stdout)")
+    with Store.open(args.db, create=False) as store:
+        campaign_id = args.campaign if args.campaign is not None else latest_campaign_id(store)
+        if campaign_id is None:
+            raise InputError(f"{args.db}: no campaign in this database yet")
+        # One read transaction: a consistent snapshot while a running campaign commits runs (WAL).
+        store.conn.execute("BEGIN")
+        try:
+            analysis = analyze(store, campaign_id)
+            series = None
+            if args.format == "html":
+                from boardlab.report.html import campaign_series
+
+                series = campaign_series(store, campaign_id)
+        finally:
+            store.conn.execute("COMMIT")
+    if args.format == "html":
+        from boardlab.report.html import render_html
+
+        text = render_html(analysis, series=series)
+    elif args.format == "md":
+        from boardlab.report.markdown import render_markdown
+
+        text = render_markdown(analysis)
+    else:
+        from boardlab.report.terminal import render_text
+
+        text = render_text(analysis)
+    if not args.output or args.output == "-":
+        sys.stdout.write(text)
+        return 0
+    write_atomically(args.output, text.encode())
+    print(
+        f"report: {Path(args.output).resolve()} (campaign {campaign_id} {analysis.name!r}, {analysis.status}, "
+        f"{sum(len(c.runs) for c in analysis.cells)} runs)"
+    )
+    return 0

@@ -1,0 +1,82 @@
+"""Markdown report (`boardlab report --format md`): the HTML report's tables and verdicts, without images."""
+
+from __future__ import annotations
+
+from boardlab.report.analysis import CampaignAnalysis
+from boardlab.report.terminal import (
+    Table,
+    cell_table,
+    comparison_table,
+    fmt_duration,
+    fmt_time,
+    run_counts,
+    verdict_lines,
+)
+
+
+def md_escape(s: object) -> str:
+    """Plan and board strings are data: no table breaks, no raw HTML, no code spans."""
+    text = str(s).replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+    text = text.replace("<", "&lt;").replace(">", "&gt;")
+    return " ".join(text.splitlines())
+
+
+def md_table(table: Table) -> list[str]:
+    out = [
+        "| " + " | ".join(md_escape(h) for h in table.headers) + " |",
+        "|" + "|".join("---:" if num else "---" for num in table.numeric) + "|",
+    ]
+    out += ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in table.rows]
+    return out
+
+
+def render_markdown(analysis: CampaignAnalysis) -> str:
+    a = analysis
+    counts = run_counts(a)
+    duration = (a.finished_unix_s - a.started_unix_s) if a.finished_unix_s else None
+    reruns = "–" if counts["reruns"] is None else str(counts["reruns"])
+    out = [
+        f"# boardlab report: {md_escape(a.name)}",
+        "",
+        f"- campaign: {a.campaign_id}, status **{md_escape(a.status)}**, plan {md_escape(a.plan_source)}, "
+        f"order {md_escape(a.order)}",
+        f"- board: {md_escape(a.board_label)}; boardlab {md_escape(a.boardlab_version)}",
+        f"- started {fmt_time(a.started_unix_s)}, finished {fmt_time(a.finished_unix_s)} "
+        f"({fmt_duration(duration)})",
+        f"- runs: {counts['runs']} ({counts['valid']} valid, {counts['invalid']} invalid, {counts['failed']} "
+        f"failed, {reruns} re-runs)",
+    ]
+    if a.status != "complete":
+        out.append(f"- **partial:** the campaign is {md_escape(a.status)}; this covers the runs stored so far")
+    out += ["", "## Verdicts", ""]
+    lines = verdict_lines(a)
+    out += [f"- {md_escape(line)}" for line in lines] if lines else ["No comparisons in this campaign."]
+    out += ["", "## Threshold (A/A)", ""]
+    if a.delta is None:
+        out.append("No A/A threshold: the baseline cells have too few valid runs.")
+    else:
+        d = a.delta
+        out.append(
+            f"delta = {d.delta:.2%} = max({d.floor:.0%} floor, 95th percentile of |R_AA - 1| = "
+            f"{d.p95_abs_deviation:.2%}) over {d.n_ratios} A/A ratios (half-splits of the baseline cells' runs)."
+        )
+        out += [f"- {md_escape(w)}" for w in d.warnings]
+    out += ["", "## Environment", ""]
+    warns = a.warnings
+    if warns:
+        for w in warns:
+            fix = f" Fix: {md_escape(w['fix'])}" if w.get("fix") else ""
+            out.append(f"- **{md_escape(w.get('status'))}** {md_escape(w.get('name'))}: {md_escape(w.get('detail'))}{fix}")
+    else:
+        out.append("Every environment check passed.")
+    caps = (a.environment.get("capabilities") or {}).items()
+    missing = [(k, v) for k, v in caps if isinstance(v, dict) and not v.get("supported")]
+    if missing:
+        out += ["", "Unsupported here:", ""]
+        out += [f"- {md_escape(k)}: {md_escape(v.get('reason') or 'no reason recorded')}" for k, v in missing]
+    out += ["", "## Cells", ""] + md_table(cell_table(a))
+    if a.comparisons:
+        out += ["", "## Comparisons", ""] + md_table(comparison_table(a))
+        out += ["", "Cost ratio > 1 means the condition is worse (slower, or lower throughput); p adjusted over "
+                "every comparison of this report."]  # fmt: skip
+    return "\n".join(out) + "\n"
