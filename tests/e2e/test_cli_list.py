@@ -32,3 +32,10 @@ def test_list_table_shows_status_and_primary_metric():
 def test_list_filters_by_family():
     doc = json.loads(run_cli("list", "--json", "--family", "core").stdout)
     assert {w["family"] for w in doc["workloads"]} == {"core"}
+
+
+def test_list_presets_shows_every_bundled_plan_with_its_description():
+    doc = json.loads(run_cli("list", "--presets", "--json").stdout)
+    names = {p["name"]: p["description"] for p in doc["presets"]}
+    assert {"quick", "andesite"} <= set(names)
+    assert all(names.values()), "a preset without a description"

@@ -13,6 +13,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print a versioned JSON document")
     parser.add_argument("--family", help="only workloads of this family (e.g. scimark, mem, compress)")
     parser.add_argument("-v", "--verbose", action="store_true", help="show parameters and metrics")
+    parser.add_argument("--presets", action="store_true", help="list the bundled campaign presets instead")
 
 
 def _range(p) -> str:
@@ -23,10 +24,27 @@ def _range(p) -> str:
     return p.type
 
 
+def _presets(args) -> int:
+    from boardlab.campaign.plan import preset_description, preset_names
+    from boardlab.model import SCHEMA_VERSION
+
+    presets = [{"name": n, "description": preset_description(n)} for n in preset_names()]
+    if args.json:
+        print(json.dumps({"schema": SCHEMA_VERSION, "presets": presets}, indent=2))
+        return 0
+    width = max(len(p["name"]) for p in presets)
+    for p in presets:
+        print(f"{p['name']:<{width}}  {p['description']}")
+    print("\nrun one with: boardlab run --preset NAME")
+    return 0
+
+
 def run(args) -> int:
     from boardlab.model import SCHEMA_VERSION
     from boardlab.workloads import all_workloads
 
+    if args.presets:
+        return _presets(args)
     workloads = [w for w in all_workloads() if not args.family or w.family == args.family]
     if args.json:
         json.dump(
