@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from boardlab.store import STORE_SCHEMA
 from helpers import run_cli
 
 PLAN = """\
@@ -75,7 +76,7 @@ def test_a_campaign_stores_every_run_with_its_iterations_monitor_and_rusage(tmp_
         iters = rows(db, f"SELECT count(*) FROM run_values WHERE run_id={run_id} AND metric='iteration_ns'")
         assert iters[0][0] == 3  # every measured iteration is kept
     schema = rows(db, "SELECT value FROM meta WHERE key='schema_version'")
-    assert schema == [("1",)]
+    assert schema == [(str(STORE_SCHEMA),)]
 
 
 def test_running_a_complete_campaign_again_does_nothing_twice(tmp_path):

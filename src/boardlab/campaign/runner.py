@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from boardlab import __version__
+from boardlab.campaign import pagecache
 from boardlab.campaign.schedule import build_cells, schedule
 from boardlab.campaign.spawn import spawn, stop_group, wait_rusage
 from boardlab.conditions import condition_kinds
@@ -22,7 +23,7 @@ from boardlab.conditions.base import ApplyContext
 from boardlab.conditions.journal import RestoreJournal
 from boardlab.errors import InputError
 from boardlab.model.campaign import Cell, Plan, ScheduledRun
-from boardlab.model.run import GateResult, MetricResult, RunResult
+from boardlab.model.run import GateResult, Histogram, MetricResult, RunResult
 from boardlab.model.workload import WorkloadSpec
 from boardlab.monitor.sampler import Monitor
 from boardlab.platform import sampling
@@ -150,14 +151,12 @@ class Runner:
                     time.sleep(0.5)
         return GateResult(waited_s=time.monotonic() - t0, timed_out=timed_out, detail="; ".join(details))
 
-    def _drop_caches(self) -> str:
+    def _page_cache(self, cell: Cell) -> dict:
+        """runs.drop_caches: drop the page cache (root) or evict the workload's files; records which."""
         if not self.plan.runs.drop_caches:
-            return "not requested"
-        if not self.sr.writable("proc/sys/vm/drop_caches"):
-            return "unsupported: /proc/sys/vm/drop_caches is not writable (needs root)"
-        os.sync()
-        self.sr.write_text("proc/sys/vm/drop_caches", "3")
-        return "dropped"
+            return {"page_cache": "not requested"}
+        files = pagecache.workload_files(self.catalog[cell.workload], cell.params_dict)
+        return pagecache.make_cold(self.sr, files)
 
     def _argv(self, cell: Cell) -> list[str]:
         """boardlab-kern for native kernels, `python -m boardlab.worker` for Python-run workloads."""
@@ -184,11 +183,15 @@ class Runner:
             "--json",
         ]
 
-    def _governors(self) -> dict[str, str | None]:
+    def _cpufreq(self) -> dict[str, dict]:
+        """Governor and current frequency of every policy (read inside the conditions, after they apply)."""
         from boardlab.platform import cpufreq
 
         return {
-            p: self.sr.read_str(f"{cpufreq.policy_dir(p)}/scaling_governor")
+            p: {
+                "governor": self.sr.read_str(f"{cpufreq.policy_dir(p)}/scaling_governor"),
+                "cur_khz": cpufreq.current_frequency_khz(self.sr, p),
+            }
             for p in cpufreq.list_policies(self.sr)
         }
 
@@ -200,14 +203,14 @@ class Runner:
         monitor: Monitor,
         start_temps: dict[str, int],
     ) -> RunResult:
+        cell = sr_run.cell
+        cache = self._page_cache(cell)  # before the gate, so that write-back and reclaim settle first
         gate = self._gate(monitor.src, start_temps)
         self.progress.gate(sr_run, gate.detail)
-        cache = self._drop_caches()
-        cell = sr_run.cell
         condition = self.conditions[cell.condition]
         kind = self.kinds[condition.kind]
         with kind.apply(condition.params, self.ctx) as cond_state:
-            governors0 = self._governors()
+            cpufreq0 = self._cpufreq()
             started = time.time()
             t0 = time.monotonic_ns()
             native = self.catalog[cell.workload].runner == "kern"
@@ -225,15 +228,19 @@ class Runner:
                 proc.stderr.close()
             wall_ns = time.monotonic_ns() - t0
             mon = monitor.stop()
-            governors1 = self._governors()
+            cpufreq1 = self._cpufreq()
+        governors0 = {p: s["governor"] for p, s in cpufreq0.items()}
+        governors1 = {p: s["governor"] for p, s in cpufreq1.items()}
         # the condition may add to its state on exit (a stressor's achieved rate), so read it afterwards
         state = {
             "condition": condition.name,
             "kind": condition.kind,
             **cond_state,
-            "page_cache": cache,
+            **cache,
             "governors": governors0,
             "governors_changed": governors0 != governors1,
+            "cpufreq_before": cpufreq0,  # per policy: governor and scaling_cur_freq at the start ...
+            "cpufreq_after": cpufreq1,  # ... and at the end of the run
         }
         return self._result(
             sr_run,
@@ -295,6 +302,17 @@ class Runner:
             reasons.append("the cpufreq governor changed during the run")
         valid = ok and not reasons
         warm = doc.get("warmup") or {}
+        histograms = tuple(
+            Histogram(
+                name=name,
+                bucket_width=float(h["bucket_width"]),
+                unit=h["unit"],
+                counts=tuple(int(c) for c in h["counts"]),
+                overflow=int(h["overflow"]),
+                total=int(h["total"]),
+            )
+            for name, h in (doc.get("histograms") or {}).items()
+        )
         return RunResult(
             cell_key=cell.key,
             repetition=sr_run.repetition,
@@ -317,6 +335,7 @@ class Runner:
             condition_state=state,
             monitor=mon.summary,
             series=tuple(mon.series),
+            histograms=histograms,
             error=error,
             worker_json=out if out.strip() else None,
         )

@@ -19,6 +19,18 @@ class MetricResult:
 
 
 @dataclass(frozen=True)
+class Histogram:
+    """A latency histogram as a worker kept it: bucket i counts values in [i*w, (i+1)*w)."""
+
+    name: str
+    bucket_width: float
+    unit: str
+    counts: tuple[int, ...]
+    overflow: int  # samples beyond the last bucket
+    total: int  # all samples, overflow included
+
+
+@dataclass(frozen=True)
 class GateResult:
     waited_s: float
     timed_out: bool
@@ -48,5 +60,6 @@ class RunResult:
     condition_state: dict[str, Any]
     monitor: dict[str, Any]  # summary of the monitor's series for this run
     series: tuple[tuple[str, int, float], ...] = field(default=())  # (source, t_ns since start, value)
+    histograms: tuple[Histogram, ...] = field(default=())
     error: str | None = None
     worker_json: str | None = None  # the worker's raw result, kept for re-analysis

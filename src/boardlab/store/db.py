@@ -22,6 +22,19 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
+def _statements(sql: str) -> list[str]:
+    """Splits a migration into statements the way SQLite parses them (a ';' inside a comment is text)."""
+    out, buf = [], ""
+    for line in sql.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            out.append(buf)
+            buf = ""
+    if buf.strip():
+        out.append(buf)
+    return [s for s in out if s.strip()]
+
+
 class Store:
     def __init__(self, conn: sqlite3.Connection, path: str):
         self.conn = conn
@@ -81,9 +94,8 @@ class Store:
                 continue
             self.conn.execute("BEGIN IMMEDIATE")
             try:
-                for statement in sql.split(";"):
-                    if statement.strip():
-                        self.conn.execute(statement)
+                for statement in _statements(sql):
+                    self.conn.execute(statement)
                 self.conn.execute(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (str(number),)
                 )
@@ -311,6 +323,11 @@ class Store:
 
     def run_metrics(self, run_id: int) -> list[sqlite3.Row]:
         return self.conn.execute("SELECT * FROM run_metrics WHERE run_id=?", (run_id,)).fetchall()
+
+    def histograms(self, run_id: int) -> list[sqlite3.Row]:
+        return self.conn.execute(
+            "SELECT * FROM run_histograms WHERE run_id=? ORDER BY name", (run_id,)
+        ).fetchall()
 
     def series(self, run_id: int) -> list[sqlite3.Row]:
         return self.conn.execute(

@@ -104,4 +104,19 @@ MIGRATIONS: list[tuple[int, str]] = [
         );
         """,
     ),
+    (
+        2,
+        """
+        CREATE TABLE run_histograms (           -- latency histograms a worker kept (cyclictest): every bucket
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            name TEXT NOT NULL,                 -- e.g. 'latency_us' or 'latency_us.cpu1'
+            bucket_width REAL NOT NULL,         -- in `unit`; bucket i counts values in [i*w, (i+1)*w)
+            unit TEXT NOT NULL,
+            counts_json TEXT NOT NULL,          -- [count of bucket 0, count of bucket 1, ...]
+            overflow INTEGER NOT NULL,          -- samples beyond the last bucket
+            total INTEGER NOT NULL,             -- all samples, overflow included
+            PRIMARY KEY (run_id, name)
+        );
+        """,
+    ),
 ]
