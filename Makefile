@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 # compares against (stress-ng, cyclictest from rt-tests, perf, xz/bzip2/pbzip2/zstd, openssl, mbw, hyperfine).
 DEB_PACKAGES := build-essential pkg-config python3 python3-venv python3-dev \
 	liblzma-dev libbz2-dev libzstd-dev zlib1g-dev libssl-dev \
-	stress-ng rt-tests linux-perf xz-utils bzip2 pbzip2 zstd openssl mbw hyperfine libgsm-tools
+	stress-ng rt-tests linux-perf xz-utils bzip2 pbzip2 zstd openssl mbw hyperfine libgsm-tools chromium
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
 .PHONY: setup deb venv install demo test bench lint clean
@@ -35,8 +35,13 @@ install: venv
 	@PATH="$(abspath $(BIN)):$$PATH" $(PIP) install --no-build-isolation '.[test,analysis]'
 	@echo "setup: boardlab $$($(BIN)/boardlab --version | cut -d' ' -f2) installed in $(VENV)"
 
+# The main job: this board's inventory, the quick campaign (resumable: run it again to finish it), a report.
+DEMO_DB ?= demo.db
 demo: setup
 	$(BIN)/boardlab info
+	$(BIN)/boardlab run --preset quick --db $(DEMO_DB)
+	$(BIN)/boardlab report --db $(DEMO_DB) -o report.html
+	@echo "report: $(abspath report.html)  (results: $(abspath $(DEMO_DB)))"
 
 test: setup
 	$(BIN)/python -m pytest -q
