@@ -83,7 +83,10 @@ static int32_t clamp(int32_t v, int32_t lo, int32_t hi) { return v < lo ? lo : v
 /* Uniform in [0, n) (n small: the modulo bias of a 64-bit draw is negligible). */
 static uint32_t rand_below(uint64_t *rng, uint32_t n) { return (uint32_t)(bk_rand_next(rng) % n); }
 
-static int32_t rand_range(uint64_t *rng, int32_t lo, int32_t hi) { return lo + (int32_t)rand_below(rng, (uint32_t)(hi - lo + 1)); }
+static int32_t rand_range(uint64_t *rng, int32_t lo, int32_t hi)
+{
+    return lo + (int32_t)rand_below(rng, (uint32_t)(hi - lo + 1));
+}
 
 #define SINE_BITS 12
 #define SINE_N (1 << SINE_BITS)
@@ -212,7 +215,8 @@ typedef struct {
 } log_gen;
 
 enum { SS_EPS, SS_ADCS, SS_COMMS, SS_MAG, SS_GPS, SS_THERMAL, SS_KERNEL, SS_CDH };
-static const char *const ss_names[8] = {"eps", "adcs", "comms", "payload-mag", "payload-gps", "thermal", "kernel", "cdh"};
+static const char *const ss_names[8] = {"eps",         "adcs",    "comms",  "payload-mag",
+                                        "payload-gps", "thermal", "kernel", "cdh"};
 
 static void log_init(log_gen *g, uint64_t seed)
 {

@@ -128,7 +128,9 @@ static int corpus_main(int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (strncmp(a, "--", 2) != 0 || !val) {
-            fprintf(stderr, "boardlab-kern corpus: %s '%s'\n", !val ? "option needs a value:" : "unexpected argument", a);
+            bool option = strncmp(a, "--", 2) == 0;
+            fprintf(stderr, "boardlab-kern corpus: %s '%s'\n", option ? "a value is missing after" : "unexpected argument",
+                    a);
             fprintf(stderr, "usage: boardlab-kern corpus --bytes N --out FILE [--mix SPEC] [--seed S]\n");
             return 2;
         }
