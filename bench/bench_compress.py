@@ -32,9 +32,9 @@ KERN_ITER = ("--iterations", "2", "--warmup-max-iterations", "1")
 
 # name, kernel, kernel params, file size, compress command, suffix, decompress command
 CASES = [
-    ("lzma preset 6 vs xz -6 -T1", "compress.lzma", ["preset=6"], 3 * MIB,
+    ("lzma preset 6 vs xz -6 -T1", "compress.lzma", ["preset=6"], 2 * MIB,
      ["xz", "-6", "-T1", "-k", "-c"], ".xz", ["xz", "-d", "-T1", "-c"]),
-    ("bzip2 level 9 vs bzip2 -9", "compress.bzip2", ["level=9"], 8 * MIB,
+    ("bzip2 level 9 vs bzip2 -9", "compress.bzip2", ["level=9"], 6 * MIB,
      ["bzip2", "-9", "-c"], ".bz2", ["bzip2", "-d", "-c"]),
     ("bzip2 threads 2 vs pbzip2 -9 -p2", "compress.bzip2", ["level=9", "threads=2"], 8 * MIB,
      ["pbzip2", "-9", "-p2", "-c"], ".pbz2", ["pbzip2", "-d", "-p2", "-c"]),
