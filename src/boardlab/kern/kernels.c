@@ -16,6 +16,10 @@ extern const bk_kernel bk_mibench_sha1;
 extern const bk_kernel bk_mibench_crc32;
 extern const bk_kernel bk_mibench_adpcm;
 extern const bk_kernel bk_mibench_fft;
+extern const bk_kernel bk_compress_lzma;
+extern const bk_kernel bk_compress_bzip2;
+extern const bk_kernel bk_compress_zstd;
+extern const bk_kernel bk_compress_zlib;
 
 const bk_kernel *const bk_kernels[] = {
     &bk_noop,
@@ -33,5 +37,9 @@ const bk_kernel *const bk_kernels[] = {
     &bk_mibench_crc32,
     &bk_mibench_adpcm,
     &bk_mibench_fft,
+    &bk_compress_lzma,
+    &bk_compress_bzip2,
+    &bk_compress_zstd,
+    &bk_compress_zlib,
     NULL,
 };

@@ -3,10 +3,13 @@
  *   boardlab-kern --version
  *   boardlab-kern --list [--json]
  *   boardlab-kern NAME [--param k=v]... [--iterations N] [--json] ...
+ *   boardlab-kern corpus --bytes N --out FILE [--mix SPEC] [--seed S]
  *
  * Exit codes: 0 ok, 1 a runtime or verification failure, 2 bad usage. */
 #include "core_internal.h"
+#include "corpus.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +23,7 @@ static void usage(FILE *out)
             "usage: boardlab-kern --version\n"
             "       boardlab-kern --list [--json]\n"
             "       boardlab-kern NAME [--param NAME=VALUE]... [options]\n"
+            "       boardlab-kern corpus --bytes N --out FILE [--mix SPEC] [--seed S]\n"
             "\n"
             "Runs one kernel once: calibrates reps so an iteration lasts >= --min-iteration-ms, warms up until\n"
             "the CV of the last 10 iterations is <= --warmup-cv (capped), times --iterations iterations with\n"
@@ -33,8 +37,11 @@ static void usage(FILE *out)
             "  --warmup-cv X             warm-up target CV of the last 10 iterations (default 0.02)\n"
             "  --min-iteration-ms MS     shortest timed iteration (default 1)\n"
             "  --json                    print one schema-%d JSON object\n"
-            "  --corrupt                 damage the result before verification (tests that it is caught)\n",
-            BK_SCHEMA);
+            "  --corrupt                 damage the result before verification (tests that it is caught)\n"
+            "\n"
+            "corpus writes the deterministic sensor-like corpus the kernels generate (N bytes, k/M/G suffixes, at\n"
+            "most 1G; mix default %s, seed default %s) to FILE, through FILE.tmp and a rename.\n",
+            BK_SCHEMA, BK_CORPUS_DEFAULT_MIX, BK_CORPUS_DEFAULT_SEED);
 }
 
 static void list(bool json)
@@ -91,6 +98,132 @@ static void die_with_parent(void)
         _exit(1);
 }
 
+/* A whole number with an optional k/M/G suffix (powers of 1024), as the kernels' INT parameters take it. */
+static bool parse_count(const char *s, double max, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || errno || *s == '-' || *s == '+' || *s == ' ')
+        return false;
+    double mult = *end == 'k' || *end == 'K' ? 1024.0 : *end == 'M' ? 1048576.0 : *end == 'G' ? 1073741824.0 : 1.0;
+    if (mult > 1)
+        end++;
+    if (*end || (double)v * mult > max)
+        return false;
+    *out = (uint64_t)((double)v * mult);
+    return true;
+}
+
+static bool write_all(FILE *f, bk_corpus *c, uint64_t bytes)
+{
+    enum { CHUNK = 1 << 20 };
+    unsigned char *buf = malloc(CHUNK);
+    if (!buf)
+        return false;
+    bool ok = true;
+    for (uint64_t left = bytes; left && ok;) {
+        size_t k = left < CHUNK ? (size_t)left : CHUNK;
+        bk_corpus_read(c, buf, k);
+        ok = fwrite(buf, 1, k, f) == k;
+        left -= k;
+    }
+    free(buf);
+    return ok;
+}
+
+/* `corpus`: writes exactly the bytes a kernel generates for the same bytes/mix/seed. The file appears complete
+ * or not at all: it is written to FILE.tmp, flushed to disk, then renamed. */
+static int corpus_main(int argc, char **argv)
+{
+    const char *out = NULL, *mix = BK_CORPUS_DEFAULT_MIX;
+    uint64_t bytes = 0, seed = strtoull(BK_CORPUS_DEFAULT_SEED, NULL, 10);
+    bool have_bytes = false;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strncmp(a, "--", 2) != 0 || !val) {
+            bool option = strncmp(a, "--", 2) == 0;
+            fprintf(stderr, "boardlab-kern corpus: %s '%s'\n", option ? "a value is missing after" : "unexpected argument",
+                    a);
+            fprintf(stderr, "usage: boardlab-kern corpus --bytes N --out FILE [--mix SPEC] [--seed S]\n");
+            return 2;
+        }
+        i++;
+        if (strcmp(a, "--bytes") == 0) {
+            if (!parse_count(val, BK_CORPUS_MAX_BYTES, &bytes) || bytes == 0) {
+                fprintf(stderr, "boardlab-kern corpus: --bytes expects 1 to 1G (k/M/G suffixes), got '%s'\n", val);
+                return 2;
+            }
+            have_bytes = true;
+        } else if (strcmp(a, "--seed") == 0) {
+            if (!parse_count(val, 4294967295.0, &seed)) {
+                fprintf(stderr, "boardlab-kern corpus: --seed expects an integer from 0 to 4294967295, got '%s'\n",
+                        val);
+                return 2;
+            }
+        } else if (strcmp(a, "--mix") == 0)
+            mix = val;
+        else if (strcmp(a, "--out") == 0)
+            out = val;
+        else {
+            fprintf(stderr, "boardlab-kern corpus: unknown option '%s'; see --help\n", a);
+            return 2;
+        }
+    }
+    if (!have_bytes || !out || !*out) {
+        fprintf(stderr, "boardlab-kern corpus: --bytes and --out are required\n");
+        return 2;
+    }
+    unsigned pct[BK_CORPUS_PARTS];
+    char why[160];
+    if (bk_corpus_parse_mix(mix, pct, why, sizeof why) != 0) {
+        fprintf(stderr,
+                "boardlab-kern corpus: --mix '%s': %s; expected NAME=PERCENT,... with NAME in " BK_CORPUS_PART_NAMES
+                " summing to 100, e.g. '" BK_CORPUS_DEFAULT_MIX "'\n",
+                mix, why);
+        return 2;
+    }
+    size_t tlen = strlen(out) + 5;
+    char *tmp = malloc(tlen);
+    bk_corpus *c = bk_corpus_new(pct, seed);
+    if (!tmp || !c) {
+        free(tmp);
+        bk_corpus_free(c);
+        fprintf(stderr, "boardlab-kern corpus: out of memory\n");
+        return 1;
+    }
+    snprintf(tmp, tlen, "%s.tmp", out);
+    FILE *f = fopen(tmp, "wb");
+    int err = 0;
+    if (!f)
+        err = errno;
+    else {
+        errno = 0;
+        bool ok = write_all(f, c, bytes);
+        err = ok ? 0 : errno ? errno : EIO;
+        if (fflush(f) != 0 && !err)
+            err = errno;
+        if (!err && fsync(fileno(f)) != 0)
+            err = errno;
+        if (fclose(f) != 0 && !err)
+            err = errno;
+        if (!err && rename(tmp, out) != 0)
+            err = errno;
+        if (err)
+            unlink(tmp);
+    }
+    bk_corpus_free(c);
+    if (err) {
+        fprintf(stderr, "boardlab-kern corpus: cannot write '%s': %s\n", f ? out : tmp, strerror(err));
+        free(tmp);
+        return 1;
+    }
+    free(tmp);
+    printf("wrote %llu bytes of corpus (mix %s, seed %llu) to %s\n", (unsigned long long)bytes, mix,
+           (unsigned long long)seed, out);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     die_with_parent();
@@ -106,6 +239,8 @@ int main(int argc, char **argv)
         usage(stdout);
         return 0;
     }
+    if (strcmp(argv[1], "corpus") == 0)
+        return corpus_main(argc - 2, argv + 2);
     if (strcmp(argv[1], "--list") == 0) {
         bool json = argc > 2 && strcmp(argv[2], "--json") == 0;
         if (argc > 2 + json) {
