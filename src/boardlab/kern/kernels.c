@@ -20,6 +20,9 @@ extern const bk_kernel bk_compress_lzma;
 extern const bk_kernel bk_compress_bzip2;
 extern const bk_kernel bk_compress_zstd;
 extern const bk_kernel bk_compress_zlib;
+extern const bk_kernel bk_crypto_evp;
+extern const bk_kernel bk_crypto_afalg;
+extern const bk_kernel bk_crypto_rng;
 
 const bk_kernel *const bk_kernels[] = {
     &bk_noop,
@@ -41,5 +44,8 @@ const bk_kernel *const bk_kernels[] = {
     &bk_compress_bzip2,
     &bk_compress_zstd,
     &bk_compress_zlib,
+    &bk_crypto_evp,
+    &bk_crypto_afalg,
+    &bk_crypto_rng,
     NULL,
 };
