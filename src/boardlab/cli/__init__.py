@@ -18,9 +18,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "info": ("boardlab.cli.info", "inventory this board and check its environment for measurement"),
     "run": ("boardlab.cli.run", "run a campaign (a plan file or --preset NAME) into a results database"),
     "list": ("boardlab.cli.list", "list workloads with their support status, parameters and metrics"),
-    "restore": ("boardlab.cli.restore", "undo settings a killed boardlab left changed, from the restore journal"),
+    "restore": (
+        "boardlab.cli.restore",
+        "undo settings a killed boardlab left changed, from the restore journal",
+    ),
     "export": ("boardlab.cli.export", "export every run of a results database (json, csv, parquet)"),
     "report": ("boardlab.cli.report", "report a campaign (HTML with plots, Markdown, or a text table)"),
+    "compare": ("boardlab.cli.compare", "compare two campaigns (two boards or two sessions) cell by cell"),
     "kern": ("boardlab.cli.kern", "run the native kernel executable boardlab-kern (or print its --path)"),
 }
 

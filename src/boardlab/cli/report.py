@@ -16,7 +16,9 @@ DESCRIPTION = (
 def add_arguments(parser) -> None:
     parser.add_argument("--db", required=True, help="results database")
     parser.add_argument(
-        "-o", "--output", help="file to write; '-' for stdout (default: stdout for md and text, required for html)"
+        "-o",
+        "--output",
+        help="file to write; '-' for stdout (default: stdout for md and text, required for html)",
     )
     parser.add_argument("--format", choices=("html", "md", "text"), default="html", help="default html")
     parser.add_argument("--campaign", type=int, help="campaign id (default: the latest)")

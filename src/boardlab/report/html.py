@@ -27,7 +27,7 @@ from boardlab.report.terminal import (
     verdict_text,
 )
 
-# source -> [(seconds since the campaign's first run started, value or None = a break between runs)]
+# monitor source -> [(seconds since the campaign's first run started, value)], as campaign_series gives
 Series = Mapping[str, Sequence[tuple[float, float | None]]]
 
 MAX_BOXES_PER_PLOT = 40  # beyond this a boxplot is a wall; the table and curves carry those cells
@@ -77,15 +77,15 @@ def with_gaps(points: Sequence[tuple[float, float | None]]) -> list[tuple[float,
 CSS = """
 :root{color-scheme:light}
 body{font-family:"DejaVu Sans",Helvetica,Arial,sans-serif;color:#222;background:#fff;margin:0 auto;
- max-width:1180px;padding:12px 24px 40px;line-height:1.45;font-size:14px}
+ max-width:1400px;padding:12px 24px 40px;line-height:1.45;font-size:14px}
 h1{font-size:24px;margin:10px 0 4px}h2{font-size:19px;margin:28px 0 8px;border-bottom:2px solid #ddd;
  padding-bottom:3px}h3{font-size:15px;margin:16px 0 6px}
 .meta{display:grid;grid-template-columns:max-content 1fr;gap:1px 16px;margin:8px 0}
 .meta dt{color:#555}.meta dd{margin:0}
 .banner{background:#fff4d6;border-left:5px solid #e69f00;padding:6px 10px;margin:10px 0}
-table{border-collapse:collapse;font-size:12.5px;margin:6px 0}
+table{border-collapse:collapse;font-size:12px;margin:6px 0}
 table.verdicts td{white-space:nowrap}
-th,td{padding:3px 7px;border-bottom:1px solid #e4e4e4;text-align:left;vertical-align:top}
+th,td{padding:3px 6px;border-bottom:1px solid #e4e4e4;text-align:left;vertical-align:top}
 th{background:#f2f2f2;font-weight:600}
 td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
 .scroll{overflow-x:auto;max-width:100%}
@@ -94,9 +94,9 @@ td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
 .st-FAIL{background:#b2182b;color:#fff}
 tr.flagged td{background:#fdecea}tr.note td{color:#555;font-size:12px;border-bottom:1px solid #e4e4e4}
 tr:has(+ tr.note) td{border-bottom:none}tr.nodata td{color:#888}
-tr.v-slowdown td.verdict{color:#b2182b;font-weight:700}tr.v-speedup td.verdict{color:#2166ac;font-weight:700}
+td.verdict{white-space:nowrap}tr.v-slowdown td.verdict{color:#b2182b;font-weight:700}
+tr.v-speedup td.verdict{color:#2166ac;font-weight:700}
 tr.confounded td.verdict{text-decoration:underline wavy #e69f00}
-ul.verdicts{padding-left:18px}ul.verdicts li{margin:2px 0}
 .small{color:#555;font-size:12.5px}
 svg.plot{max-width:100%;height:auto;display:block;margin:6px 0}
 .multiples{display:flex;flex-wrap:wrap;gap:8px}.multiples svg.plot{margin:0}
@@ -120,9 +120,15 @@ def _table_html(table: Table, *, note_column: str | None = None) -> str:
             tds.append(f'<td class="{klass}">{esc(row[i])}</td>' if klass else f"<td>{esc(row[i])}</td>")
         body.append(f'<tr class="{esc(cls)}">' + "".join(tds) + "</tr>")
         if note_at is not None and row[note_at]:
-            body.append(f'<tr class="note {esc(cls)}"><td></td><td colspan="{len(cols) - 1}">'
-                        f"{esc(table.headers[note_at])}: {esc(row[note_at])}</td></tr>")  # fmt: skip
+            body.append(
+                f'<tr class="note {esc(cls)}"><td></td><td colspan="{len(cols) - 1}">'
+                f"{esc(table.headers[note_at])}: {esc(row[note_at])}</td></tr>"
+            )
     return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _header(a: CampaignAnalysis) -> list[str]:
@@ -132,7 +138,9 @@ def _header(a: CampaignAnalysis) -> list[str]:
     inv = a.inventory or {}
     kernel = (inv.get("kernel") or {}).get("release") if isinstance(inv.get("kernel"), dict) else None
     cpus = inv.get("online_cpus")
-    cpu_names = sorted({str(c.get("name")) for c in inv.get("clusters") or [] if isinstance(c, dict) and c.get("name")})
+    cpu_names = sorted(
+        {str(c.get("name")) for c in inv.get("clusters") or [] if isinstance(c, dict) and c.get("name")}
+    )
     virt = inv.get("virtualization") or {}
     board_bits = [b for b in (inv.get("model"), inv.get("machine")) if b]
     if cpus:
@@ -154,9 +162,16 @@ def _header(a: CampaignAnalysis) -> list[str]:
         ("board", f"{a.board_label}" + (f" — {'; '.join(str(b) for b in board_bits)}" if board_bits else "")),
         ("boardlab", a.boardlab_version),
         ("when", f"{fmt_time(a.started_unix_s)} → {fmt_time(a.finished_unix_s)} ({fmt_duration(duration)})"),
-        ("runs", f"{counts['runs']} stored: {counts['valid']} valid, {counts['invalid']} invalid, "
-                 f"{counts['failed']} failed; {reruns} re-runs"),  # fmt: skip
-        ("cells", f"{len(a.cells)} cells, {len(a.conditions)} conditions, {len(a.comparisons)} comparisons"),
+        (
+            "runs",
+            f"{counts['runs']} stored: {counts['valid']} valid, {counts['invalid']} invalid, "
+            f"{counts['failed']} failed; {reruns} re-runs",
+        ),
+        (
+            "cells",
+            f"{_count(len(a.cells), 'cell')}, {_count(len(a.conditions), 'condition')}, "
+            f"{_count(len(a.comparisons), 'comparison')}",
+        ),
         ("monitor cost", monitor),
     ]
     out = [f"<h1>boardlab report: {esc(a.name)}</h1>", '<dl class="meta">']
@@ -174,16 +189,21 @@ def _verdicts(a: CampaignAnalysis) -> list[str]:
     if not a.comparisons:
         return []
     rank = {"slowdown": 0, "speedup": 1, "inconclusive": 2, "no_change": 3, "insufficient": 4}
-    ordered = sorted(a.comparisons, key=lambda ca: rank.get(ca.comparison.verdict.kind, 5) if ca.comparison else 6)
+    ordered = sorted(
+        a.comparisons, key=lambda ca: rank.get(ca.comparison.verdict.kind, 5) if ca.comparison else 6
+    )
     counts: dict[str, int] = {}
     for ca in a.comparisons:
         kind = ca.comparison.verdict.kind if ca.comparison else "no verdict"
         counts[kind] = counts.get(kind, 0) + 1
-    tally = ", ".join(f"{n} {k.replace('_', ' ')}" for k, n in sorted(counts.items(), key=lambda kv: rank.get(kv[0], 5)))
+    tally = ", ".join(
+        f"{n} {k.replace('_', ' ')}" for k, n in sorted(counts.items(), key=lambda kv: rank.get(kv[0], 5))
+    )
     confounded = sum(1 for ca in a.comparisons if ca.comparison and ca.comparison.verdict.confounded)
     out = [
         "<h2>Verdicts</h2>",
-        f"<p>{len(a.comparisons)} comparisons: {esc(tally)}" + (f"; {confounded} confounded ⚠" if confounded else "")
+        f"<p>{len(a.comparisons)} comparisons: {esc(tally)}"
+        + (f"; {confounded} confounded ⚠" if confounded else "")
         + ".</p>",
         '<div class="scroll"><table class="verdicts"><thead><tr><th>verdict</th><th>workload</th>'
         "<th>condition vs baseline</th><th>cost ratio [×]</th><th>95% CI [×]</th><th>p adjusted</th></tr></thead>"
@@ -193,14 +213,16 @@ def _verdicts(a: CampaignAnalysis) -> list[str]:
         c = ca.comparison
         what = f"{ca.condition} vs {ca.baseline}"
         if c is None:
-            out.append(f'<tr class="v-none"><td class="verdict">no verdict</td><td>{esc(ca.label)}</td>'
-                       f'<td>{esc(what)}</td><td colspan="3">{esc(ca.reason)}</td></tr>')  # fmt: skip
+            out.append(
+                f'<tr class="v-none"><td class="verdict">no verdict</td><td>{esc(ca.label)}</td>'
+                f'<td>{esc(what)}</td><td colspan="3">{esc(ca.reason)}</td></tr>'
+            )
             continue
         ci = c.cost_ratio_ci
         klass = f"v-{c.verdict.kind}" + (" confounded" if c.verdict.confounded else "")
         out.append(
             f'<tr class="{klass}"><td class="verdict">{esc(verdict_text(c.verdict.kind, c.verdict.confounded))}</td>'
-            f"<td>{esc(ca.label)}</td><td>{esc(what)}</td><td class=\"num\">{esc(fmt_ratio(c.cost_ratio))}</td>"
+            f'<td>{esc(ca.label)}</td><td>{esc(what)}</td><td class="num">{esc(fmt_ratio(c.cost_ratio))}</td>'
             f'<td class="num">{esc(fmt_interval(ci.low, ci.high, sig=3) if ci else "–")}</td>'
             f'<td class="num">{esc(fmt_p(c.p_adjusted))}</td></tr>'
         )
@@ -219,7 +241,9 @@ def _environment(a: CampaignAnalysis) -> list[str]:
     checks = [c for c in a.environment.get("checks") or [] if isinstance(c, dict)]
     bad = [c for c in checks if c.get("status") != "OK"]
     if bad:
-        out.append("<table><thead><tr><th>status</th><th>check</th><th>finding</th><th>fix</th></tr></thead><tbody>")
+        out.append(
+            "<table><thead><tr><th>status</th><th>check</th><th>finding</th><th>fix</th></tr></thead><tbody>"
+        )
         for c in sorted(bad, key=lambda c: c.get("status") != "FAIL"):
             st = esc(c.get("status"))
             out.append(
@@ -233,14 +257,17 @@ def _environment(a: CampaignAnalysis) -> list[str]:
         out.append("<p>No environment checks were recorded.</p>")
     ok = [c for c in checks if c.get("status") == "OK"]
     if ok:
-        out.append(f"<details><summary>{len(ok)} check{'s' if len(ok) != 1 else ''} OK</summary><table><tbody>")
+        out.append(f"<details><summary>{_count(len(ok), 'check')} OK</summary><table><tbody>")
         out += [f"<tr><td>{esc(c.get('name'))}</td><td>{esc(c.get('detail'))}</td></tr>" for c in ok]
         out.append("</tbody></table></details>")
     caps = a.environment.get("capabilities") or {}
     missing = [(k, v) for k, v in caps.items() if isinstance(v, dict) and not v.get("supported")]
     if missing:
         out.append("<h3>Unsupported here</h3><table><tbody>")
-        out += [f"<tr><td>{esc(k)}</td><td>{esc(v.get('reason') or 'no reason recorded')}</td></tr>" for k, v in missing]
+        out += [
+            f"<tr><td>{esc(k)}</td><td>{esc(v.get('reason') or 'no reason recorded')}</td></tr>"
+            for k, v in missing
+        ]
         out.append("</tbody></table>")
     return out
 
@@ -250,8 +277,8 @@ def _delta(a: CampaignAnalysis) -> list[str]:
     d = a.delta
     if d is None:
         out.append(
-            "<p>No A/A threshold: the baseline cells have too few valid runs (half-splits need 10 per cell), "
-            "so comparisons get no verdict. Run at least 10 repetitions.</p>"
+            "<p>No A/A threshold: the baseline cells have too few valid runs to split in halves, so comparisons "
+            "get no verdict. Run at least 10 repetitions.</p>"
         )
         return out
     out.append(
@@ -286,23 +313,31 @@ def _boxplots(a: CampaignAnalysis) -> list[str]:
     if not groups:
         return []
     curves = _curve_groups(a)
-    out = ["<h2>Run values per workload</h2>",
-           '<p class="small">One row per condition or parameter value; every run is a dot (hollow: invalid, '
-           "not counted), box = quartiles, thick line = median, whiskers = 1.5 IQR.</p>"]  # fmt: skip
+    out = [
+        "<h2>Run values per workload</h2>",
+        '<p class="small">One row per condition or parameter value; every run is a dot (hollow: invalid, '
+        "not counted), box = quartiles, thick line = median, whiskers = 1.5 IQR.</p>",
+    ]
     for i, ((workload, metric), cells) in enumerate(groups.items()):
         if workload in curves:
-            out.append(f'<p class="small">{esc(workload)}: {len(cells)} cells, shown as curves by working-set '
-                       "size below and in the cell table.</p>")  # fmt: skip
+            out.append(
+                f'<p class="small">{esc(workload)}: {len(cells)} cells, shown as curves by working-set '
+                "size below and in the cell table.</p>"
+            )
             continue
         if len(cells) > MAX_BOXES_PER_PLOT:
-            out.append(f"<h3>{esc(workload)}</h3><p>{len(cells)} cells: see the curves and the cell table.</p>")
+            out.append(
+                f"<h3>{esc(workload)}</h3><p>{len(cells)} cells: see the curves and the cell table.</p>"
+            )
             continue
         varying = _varying_params(cells)
         multi = len({c.condition for c in cells}) > 1
         boxes = []
         for c in cells:
             excluded = tuple(r.value for r in c.runs if r.value is not None and not r.valid)
-            boxes.append(svg.Box(_box_label(c, varying, multi), c.values, excluded, note=f"n={len(c.values)}"))
+            boxes.append(
+                svg.Box(_box_label(c, varying, multi), c.values, excluded, note=f"n={len(c.values)}")
+            )
         unit = cells[0].unit
         direction = "higher is better" if cells[0].higher_is_better else "lower is better"
         fixed = {k: v for k, v in cells[0].params.items() if k not in varying}
@@ -377,8 +412,10 @@ def _size_curves(a: CampaignAnalysis) -> list[str]:
         for label, members in lines.items():
             members.sort(key=lambda c: c.params["size_bytes"])
             pts = [(float(c.params["size_bytes"]), c.summary.median) for c in members]
-            errs = [(c.summary.median_ci.low, c.summary.median_ci.high) if c.summary.median_ci else None
-                    for c in members]  # fmt: skip
+            errs = [
+                (c.summary.median_ci.low, c.summary.median_ci.high) if c.summary.median_ci else None
+                for c in members
+            ]
             svg_lines.append(svg.Line(label, pts, errors=errs))
         unit = cells[0].unit
         ys = [c.summary.median for c in cells]
@@ -411,7 +448,9 @@ def _drift(a: CampaignAnalysis) -> list[str]:
         "<h2>Run-order drift</h2>",
         f'<p class="small">Each cell\'s run values against their position in the campaign (Spearman ρ, '
         f"flagged at p &lt; {checked[0].summary.drift.alpha:g}, red frame). {flagged} of {len(checked)} cells "
-        "flagged" + (f"; the {len(shown)} lowest p-values shown" if len(shown) < len(checked) else "") + ".</p>",
+        "flagged"
+        + (f"; the {len(shown)} lowest p-values shown" if len(shown) < len(checked) else "")
+        + ".</p>",
         '<div class="multiples">',
     ]
     for c in shown:
@@ -423,11 +462,13 @@ def _drift(a: CampaignAnalysis) -> list[str]:
         if invalid:
             lines.append(svg.Line("invalid runs", [(x, y) for x, y in invalid], color=svg.PALETTE[7]))
         flag = "  DRIFT" if d.flagged else ""
+        # Small multiples: parameter values without their names, so the title fits 272 px.
+        short = f"{c.workload} ({', '.join(str(v) for v in c.params.values())})" if c.params else c.workload
         out.append(
             svg.line_plot(
                 lines,
-                title=f"{c.label} @ {c.condition}",
-                subtitle=f"Spearman ρ = {d.rho:+.2f}, p = {fmt_p(d.p_value)}{flag}",
+                title=short,
+                subtitle=f"ρ = {d.rho:+.2f}, p = {fmt_p(d.p_value)}{flag} · {c.condition}",
                 x_label="run sequence in the campaign",
                 y_label=unit,
                 width=272,
@@ -461,12 +502,26 @@ def _monitor(series: Series | None) -> list[str]:
         return sorted((s for s in series if pred(s)), key=lambda s: (len(s), s))
 
     groups = [
-        ("CPU load", pick(lambda s: s == "worker.cpu_pct" or s.endswith(".busy_pct") and s.startswith("cpu")),
-         1.0, "CPU [%]"),
-        ("CPU frequency", pick(lambda s: s.startswith("freq.") and s.endswith("_khz")), 1000.0, "frequency [MHz]"),
-        ("Temperature", pick(lambda s: s.startswith("temp.") and s.endswith("_mc")), 1000.0, "temperature [°C]"),
+        (
+            "CPU load",
+            pick(lambda s: s == "worker.cpu_pct" or (s.startswith("cpu") and s.endswith(".busy_pct"))),
+            1.0,
+            "CPU [%]",
+        ),
+        (
+            "CPU frequency",
+            pick(lambda s: s.startswith("freq.") and s.endswith("_khz")),
+            1000.0,
+            "frequency [MHz]",
+        ),
+        (
+            "Temperature",
+            pick(lambda s: s.startswith("temp.") and s.endswith("_mc")),
+            1000.0,
+            "temperature [°C]",
+        ),
         ("Worker memory", pick(lambda s: s == "worker.rss_kib"), 1024.0, "resident set [MiB]"),
-    ]  # fmt: skip
+    ]
     out = [
         "<h2>Monitor</h2>",
         '<p class="small">Samples of every run on one time axis (runs placed at their start times; gaps are '
@@ -490,12 +545,14 @@ def _monitor(series: Series | None) -> list[str]:
 
 
 def _tables(a: CampaignAnalysis) -> list[str]:
-    out = ["<h2>Cells</h2>",
-           '<p class="small">Per cell, over its valid runs (one value per run: the median of its iterations). '
-           "Values in the unit of the row. CI: 95% distribution-free order-statistic CI of the median, and a "
-           "percentile bootstrap CI resampling runs. Outliers beyond Tukey's fences are counted, never dropped. "
-           "Red rows: drift with run order.</p>",
-           _table_html(cell_table(a), note_column="warnings")]  # fmt: skip
+    out = [
+        "<h2>Cells</h2>",
+        '<p class="small">Per cell, over its valid runs (one value per run: the median of its iterations). '
+        "Values in the unit of the row. CI: 95% distribution-free order-statistic CI of the median, and a "
+        "percentile bootstrap CI resampling runs. Outliers beyond Tukey's fences are counted, never dropped. "
+        "Red rows: drift with run order.</p>",
+        _table_html(cell_table(a), note_column="warnings"),
+    ]
     if a.comparisons:
         family = next((ca.comparison.family_size for ca in a.comparisons if ca.comparison), 0)
         out += [
@@ -521,8 +578,19 @@ def render_html(analysis: CampaignAnalysis, series: Series | None = None) -> str
     """The whole report as one HTML document. `series` (from `campaign_series`) adds the monitor plots."""
     a = analysis
     parts: list[str] = []
-    for section in (_header(a), _verdicts(a), _environment(a), _delta(a), _boxplots(a), _heatmap(a),
-                    _size_curves(a), _drift(a), _monitor(series), _tables(a), _footer(a)):  # fmt: skip
+    for section in (
+        _header(a),
+        _verdicts(a),
+        _environment(a),
+        _delta(a),
+        _boxplots(a),
+        _heatmap(a),
+        _size_curves(a),
+        _drift(a),
+        _monitor(series),
+        _tables(a),
+        _footer(a),
+    ):
         parts.extend(section)
     body = "\n".join(parts)
     return (

@@ -47,7 +47,9 @@ def render_markdown(analysis: CampaignAnalysis) -> str:
         f"failed, {reruns} re-runs)",
     ]
     if a.status != "complete":
-        out.append(f"- **partial:** the campaign is {md_escape(a.status)}; this covers the runs stored so far")
+        out.append(
+            f"- **partial:** the campaign is {md_escape(a.status)}; this covers the runs stored so far"
+        )
     out += ["", "## Verdicts", ""]
     lines = verdict_lines(a)
     out += [f"- {md_escape(line)}" for line in lines] if lines else ["No comparisons in this campaign."]
@@ -66,7 +68,9 @@ def render_markdown(analysis: CampaignAnalysis) -> str:
     if warns:
         for w in warns:
             fix = f" Fix: {md_escape(w['fix'])}" if w.get("fix") else ""
-            out.append(f"- **{md_escape(w.get('status'))}** {md_escape(w.get('name'))}: {md_escape(w.get('detail'))}{fix}")
+            out.append(
+                f"- **{md_escape(w.get('status'))}** {md_escape(w.get('name'))}: {md_escape(w.get('detail'))}{fix}"
+            )
     else:
         out.append("Every environment check passed.")
     caps = (a.environment.get("capabilities") or {}).items()
@@ -77,6 +81,9 @@ def render_markdown(analysis: CampaignAnalysis) -> str:
     out += ["", "## Cells", ""] + md_table(cell_table(a))
     if a.comparisons:
         out += ["", "## Comparisons", ""] + md_table(comparison_table(a))
-        out += ["", "Cost ratio > 1 means the condition is worse (slower, or lower throughput); p adjusted over "
-                "every comparison of this report."]  # fmt: skip
+        out += [
+            "",
+            "Cost ratio > 1 means the condition is worse (slower, or lower throughput); p adjusted over "
+            "every comparison of this report.",
+        ]
     return "\n".join(out) + "\n"

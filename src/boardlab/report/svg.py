@@ -190,7 +190,9 @@ def _f(v: float) -> str:
     return f"{v:.1f}".rstrip("0").rstrip(".") if math.isfinite(v) else "0"
 
 
-def _text(x, y, s, *, anchor="start", size=12, fill=INK, weight=None, rotate=None, cls=None, title=None) -> str:
+def _text(
+    x, y, s, *, anchor="start", size=12, fill=INK, weight=None, rotate=None, cls=None, title=None
+) -> str:
     attrs = f'x="{_f(x)}" y="{_f(y)}" font-size="{size}" fill="{fill}"'
     if anchor != "start":
         attrs += f' text-anchor="{anchor}"'
@@ -339,7 +341,9 @@ def boxplot(
         cy = top + row_h * i + row_h / 2
         shown = truncate(b.label, 44)
         body.append(
-            _text(left - 10, cy + 4, shown, anchor="end", size=12, title=b.label if shown != b.label else None)
+            _text(
+                left - 10, cy + 4, shown, anchor="end", size=12, title=b.label if shown != b.label else None
+            )
         )
         vals = [v for v in b.values if v is not None and math.isfinite(v)]
         if vals:
@@ -354,16 +358,29 @@ def boxplot(
                 f"n={len(vals)}"
             )
             body.append(
-                _rect(scale(q1), cy - hh, scale(q3) - scale(q1), 2 * hh, fill=color, opacity=0.18,
-                      stroke=color, width=1.2, title=tip)
+                _rect(
+                    scale(q1),
+                    cy - hh,
+                    scale(q3) - scale(q1),
+                    2 * hh,
+                    fill=color,
+                    opacity=0.18,
+                    stroke=color,
+                    width=1.2,
+                    title=tip,
+                )
             )
             body.append(_line(scale(med), cy - hh, scale(med), cy + hh, stroke=INK, width=2.5))
         for v in vals:
-            body.append(_circle(scale(v), cy + rng.uniform(-0.27, 0.27) * row_h, 2.6, fill=color, opacity=0.75))
+            body.append(
+                _circle(scale(v), cy + rng.uniform(-0.27, 0.27) * row_h, 2.6, fill=color, opacity=0.75)
+            )
         for v in b.excluded:
             if v is not None and math.isfinite(v):
                 jitter = rng.uniform(-0.27, 0.27) * row_h
-                body.append(_circle(scale(v), cy + jitter, 2.8, fill="white", stroke=color, title="invalid run"))
+                body.append(
+                    _circle(scale(v), cy + jitter, 2.8, fill="white", stroke=color, title="invalid run")
+                )
         body.append(_text(width - right + 8, cy + 4, b.note or f"n={len(vals)}", size=11, fill=AXIS))
     return _svg(width, height, title, body)
 
@@ -371,8 +388,13 @@ def boxplot(
 # --- heatmap ---------------------------------------------------------------------------------------------------
 
 # ColorBrewer RdBu (Brewer 2003), diverging around 1.0: blue = faster (cheaper), red = slower.
-_DIVERGING = ((-1.0, (33, 102, 172)), (-0.5, (146, 197, 222)), (0.0, (247, 247, 247)),
-              (0.5, (244, 165, 130)), (1.0, (178, 24, 43)))  # fmt: skip
+_DIVERGING = (
+    (-1.0, (33, 102, 172)),
+    (-0.5, (146, 197, 222)),
+    (0.0, (247, 247, 247)),
+    (0.5, (244, 165, 130)),
+    (1.0, (178, 24, 43)),
+)
 
 
 def diverging_color(ratio: float, limit: float = 2.0) -> str:
@@ -419,7 +441,7 @@ def heatmap(
 ) -> str:
     """Rows (workloads) x columns (conditions), colored by the cost ratio on a diverging log scale around
     1.0 (saturating at `limit` and 1/`limit`); each cell shows the ratio and the verdict mark."""
-    label_chars = min(max((len(r) for r in rows), default=4), 48)
+    label_chars = min(max((len(r) for r in rows), default=4), 56)
     left = 16 + _text_width("M" * label_chars, 12)
     n_cols = max(len(cols), 1)
     cell_w = max(48.0, min(140.0, (width - left - 16) / n_cols))
@@ -429,19 +451,24 @@ def heatmap(
     cell_h = 34
     grid_w = cell_w * n_cols
     width = max(width, int(left + grid_w + 16))
-    height = head + cell_h * len(rows) + 70
+    height = head + cell_h * len(rows) + 84
     body = [_text(10, 20, title, size=14, weight="bold")]
     for j, c in enumerate(cols):
         cx = left + cell_w * j + cell_w / 2
         if rotate:
-            body.append(_text(cx - 4, head - 8, truncate(c, 30), anchor="start", size=11, rotate=-35, title=c))
+            body.append(
+                _text(cx - 4, head - 8, truncate(c, 30), anchor="start", size=11, rotate=-35, title=c)
+            )
         else:
             body.append(_text(cx, head - 8, c, anchor="middle", size=11))
     for i, r in enumerate(rows):
         cy = head + cell_h * i
-        shown = truncate(r, 48)
-        body.append(_text(left - 8, cy + cell_h / 2 + 4, shown, anchor="end", size=12,
-                          title=r if shown != r else None))  # fmt: skip
+        shown = truncate(r, 56)
+        body.append(
+            _text(
+                left - 8, cy + cell_h / 2 + 4, shown, anchor="end", size=12, title=r if shown != r else None
+            )
+        )
         for j in range(len(cols)):
             x = left + cell_w * j
             cell = cells.get((i, j))
@@ -449,28 +476,51 @@ def heatmap(
                 body.append(_rect(x + 1, cy + 1, cell_w - 2, cell_h - 2, fill="#ffffff", stroke=GRID))
                 continue
             fill = diverging_color(cell.ratio, limit)
-            body.append(_rect(x + 1, cy + 1, cell_w - 2, cell_h - 2, fill=fill, stroke="#ffffff",
-                              title=cell.tooltip or None))  # fmt: skip
+            body.append(
+                _rect(
+                    x + 1,
+                    cy + 1,
+                    cell_w - 2,
+                    cell_h - 2,
+                    fill=fill,
+                    stroke="#ffffff",
+                    title=cell.tooltip or None,
+                )
+            )
             ink = "#ffffff" if _is_dark(fill) else INK
             text = "n/a" if cell.ratio is None else f"{fmt_num(cell.ratio)}×"
             mark = verdict_mark(cell.verdict, cell.confounded)
             label = f"{text} {mark}".strip()
-            body.append(_text(x + cell_w / 2, cy + cell_h / 2 + 4, truncate(label, int(cell_w / 7)),
-                              anchor="middle", size=12, fill=ink, weight="bold",
-                              title=cell.tooltip or None))  # fmt: skip
+            body.append(
+                _text(
+                    x + cell_w / 2,
+                    cy + cell_h / 2 + 4,
+                    truncate(label, int(cell_w / 7)),
+                    anchor="middle",
+                    size=12,
+                    fill=ink,
+                    weight="bold",
+                    title=cell.tooltip or None,
+                )
+            )
     # Legend: the color scale (discrete steps: no gradient ids to clash between SVGs) and the marks.
     ly = head + cell_h * len(rows) + 22
     lx, lw, steps = left, min(320.0, width - left - 20), 40
     for k in range(steps):
         t = -1 + 2 * (k + 0.5) / steps
-        body.append(_rect(lx + lw * k / steps, ly, lw / steps + 0.5, 12, fill=diverging_color(limit**t, limit)))
+        body.append(
+            _rect(lx + lw * k / steps, ly, lw / steps + 0.5, 12, fill=diverging_color(limit**t, limit))
+        )
     body.append(_rect(lx, ly, lw, 12, stroke=AXIS, width=0.8))
-    for t in (-1, -0.5, 0, 0.5, 1):
-        x = lx + lw * (t + 1) / 2
+    for v in (1 / limit, 0.8, 1.0, 1.25, limit) if limit > 1.3 else (1 / limit, 1.0, limit):
+        x = lx + lw * (math.log(v) / math.log(limit) + 1) / 2
         body.append(_line(x, ly + 12, x, ly + 16))
-        body.append(_text(x, ly + 28, f"{fmt_tick(limit**t)}×", anchor="middle", size=10, fill=AXIS))
+        body.append(_text(x, ly + 28, f"{fmt_tick(v)}×", anchor="middle", size=10, fill=AXIS))
     body.append(_text(lx, ly - 6, "cost ratio (condition / baseline; > 1 = worse)", size=10, fill=AXIS))
-    key = "   ".join(f"{m} {k.replace('_', ' ')}" for k, m in VERDICT_MARKS.items()) + f"   {CONFOUNDED_MARK} confounded"
+    key = (
+        "   ".join(f"{m} {k.replace('_', ' ')}" for k, m in VERDICT_MARKS.items())
+        + f"   {CONFOUNDED_MARK} confounded"
+    )
     body.append(_text(10, ly + 50, key, size=11))
     return _svg(width, height, title, body)
 
@@ -490,7 +540,9 @@ class Line:
     color: str | None = None
 
 
-def downsample(points: Sequence[tuple[float, float | None]], max_points: int) -> list[tuple[float, float | None]]:
+def downsample(
+    points: Sequence[tuple[float, float | None]], max_points: int
+) -> list[tuple[float, float | None]]:
     """Mean per equal-width x bucket, keeping breaks (None): a long series stays a small SVG."""
     if len(points) <= max_points:
         return list(points)
@@ -557,10 +609,21 @@ def line_plot(
     body = []
     if frame:
         body.append(_rect(0.5, 0.5, width - 1, height - 1, stroke=frame, width=2))
-    body.append(_text(8 if small else 10, 18 if small else 20, truncate(title, int(width / (title_size * CHAR_W))),
-                       size=title_size, weight="bold", title=title))  # fmt: skip
+    body.append(
+        _text(
+            8 if small else 10,
+            18 if small else 20,
+            truncate(title, int((width - 16) / (title_size * 0.68))),
+            size=title_size,
+            weight="bold",
+            title=title,
+        )
+    )
     if subtitle:
-        body.append(_text(8 if small else 10, (18 if small else 20) + 15, subtitle, size=11, fill=INK))
+        shown = truncate(subtitle, int((width - 16) / (11 * 0.55)))  # digits and spaces are narrow
+        body.append(
+            _text(8 if small else 10, (18 if small else 20) + 15, shown, size=11, fill=INK, title=subtitle)
+        )
     if not pts:
         body.append(_text(left, top + 30, "no data", fill=AXIS))
         return _svg(width, height, title, body)
@@ -589,10 +652,19 @@ def line_plot(
         body.append(_text(left - 6, p + 4, label, anchor="end", size=10 if small else 11, fill=AXIS))
     body.append(_line(left, plot_bottom, width - right, plot_bottom))
     body.append(_line(left, top, left, plot_bottom))
-    body.append(_text((left + width - right) / 2, plot_bottom + (28 if small else 32), x_label, anchor="middle",
-                      size=10 if small else 12))  # fmt: skip
+    body.append(
+        _text(
+            (left + width - right) / 2,
+            plot_bottom + (28 if small else 32),
+            x_label,
+            anchor="middle",
+            size=10 if small else 12,
+        )
+    )
     ymid = (top + plot_bottom) / 2
-    body.append(_text(12 if small else 14, ymid, y_label, anchor="middle", size=10 if small else 12, rotate=-90))
+    body.append(
+        _text(12 if small else 14, ymid, y_label, anchor="middle", size=10 if small else 12, rotate=-90)
+    )
     for i, ln in enumerate(lines):
         color = ln.color or PALETTE[i % len(PALETTE)]
         segments: list[list[tuple[float, float]]] = [[]]
@@ -604,8 +676,10 @@ def line_plot(
         for seg in segments:
             if len(seg) > 1:
                 d = " ".join(f"{_f(x)},{_f(y)}" for x, y in seg)
-                body.append(f'<polyline points="{d}" fill="none" stroke="{color}" stroke-width="1.6" '
-                            'stroke-linejoin="round"/>')  # fmt: skip
+                body.append(
+                    f'<polyline points="{d}" fill="none" stroke="{color}" stroke-width="1.6" '
+                    'stroke-linejoin="round"/>'
+                )
         for k, (x, y) in enumerate(ln.points):
             if y is None:
                 continue
@@ -613,8 +687,15 @@ def line_plot(
             if err:
                 body.append(_line(sx(x), sy(err[0]), sx(x), sy(err[1]), stroke=color, width=1.2))
             if ln.markers:
-                body.append(_circle(sx(x), sy(y), 2.6 if small else 3.2, fill=color,
-                                    title=f"{ln.label}: {xfmt(x)}, {fmt_num(y, 4)}"))  # fmt: skip
+                body.append(
+                    _circle(
+                        sx(x),
+                        sy(y),
+                        2.6 if small else 3.2,
+                        fill=color,
+                        title=f"{ln.label}: {xfmt(x)}, {fmt_num(y, 4)}",
+                    )
+                )
     ly0 = plot_bottom + (34 if small else 44)
     for label, color, x, row in legend_items:
         y = ly0 + row * 18

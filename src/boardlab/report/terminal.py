@@ -102,12 +102,10 @@ class Table:
 
 def drift_text(cell: CellAnalysis) -> str:
     s = cell.summary
-    if s is None:
+    if s is None or s.drift is None:
         return "–"
-    if s.drift is None:
-        return "–"
-    flag = "FLAGGED " if s.drift.flagged else ""
-    return f"{flag}ρ={s.drift.rho:+.2f} p={fmt_p(s.drift.p_value)}"
+    flag = " DRIFT" if s.drift.flagged else ""
+    return f"{s.drift.rho:+.2f}, {fmt_p(s.drift.p_value)}{flag}"
 
 
 CELL_HEADERS = (
@@ -122,10 +120,9 @@ CELL_HEADERS = (
     "95% CI bootstrap [unit]",
     "CV [%]",
     "MAD [unit]",
-    "p5 [unit]",
-    "p95 [unit]",
+    "p5 – p95 [unit]",
     "outliers mild/extreme [runs]",
-    "drift vs run order [ρ, p]",
+    "drift ρ, p",
     "warnings",
 )
 
@@ -134,11 +131,30 @@ def cell_row(cell: CellAnalysis) -> tuple[str, ...]:
     s = cell.summary
     bad = f"{cell.n_invalid}/{cell.n_failed}"
     if s is None:
-        return (cell.workload, params_text(cell.params), cell.condition, str(len(cell.values)), bad, cell.unit,
-                "–", "–", "–", "–", "–", "–", "–", "–", "–", cell.summary_reason or "")  # fmt: skip
+        return (
+            cell.workload,
+            params_text(cell.params),
+            cell.condition,
+            str(len(cell.values)),
+            bad,
+            cell.unit,
+            "–",
+            "–",
+            "–",
+            "–",
+            "–",
+            "–",
+            "–",
+            "–",
+            cell.summary_reason or "",
+        )
     div, unit = display_unit(cell.unit, s.median)
     ci = fmt_interval(s.median_ci.low, s.median_ci.high, div) if s.median_ci else "–"
-    boot = fmt_interval(s.median_bootstrap_ci.low, s.median_bootstrap_ci.high, div) if s.median_bootstrap_ci else "–"
+    boot = (
+        fmt_interval(s.median_bootstrap_ci.low, s.median_bootstrap_ci.high, div)
+        if s.median_bootstrap_ci
+        else "–"
+    )
     o = s.outliers
     outliers = f"{o.low_mild + o.high_mild}/{o.low_extreme + o.high_extreme}"
     return (
@@ -153,8 +169,7 @@ def cell_row(cell: CellAnalysis) -> tuple[str, ...]:
         boot,
         fmt_pct(s.cv),
         fmt_num(s.mad / div, 3),
-        fmt_num(s.p5 / div, 4),
-        fmt_num(s.p95 / div, 4),
+        f"{fmt_num(s.p5 / div, 4)} – {fmt_num(s.p95 / div, 4)}",
         outliers,
         drift_text(cell),
         "; ".join(s.warnings),
@@ -162,8 +177,10 @@ def cell_row(cell: CellAnalysis) -> tuple[str, ...]:
 
 
 def cell_table(analysis: CampaignAnalysis) -> Table:
-    t = Table(CELL_HEADERS, (False, False, False, True, True, False, True, True, True, True, True, True, True,
-                             True, False, False))  # fmt: skip
+    t = Table(
+        CELL_HEADERS,
+        (False, False, False, True, True, False, True, True, True, True, True, True, True, False, False),
+    )
     for c in analysis.cells:
         t.rows.append(cell_row(c))
         flagged = c.summary is not None and c.summary.drift is not None and c.summary.drift.flagged
@@ -176,13 +193,10 @@ COMPARISON_HEADERS = (
     "condition",
     "baseline",
     "n base/cond [runs]",
-    "unit",
-    "median baseline [unit]",
-    "median condition [unit]",
-    "ratio cond/base [×]",
-    "95% CI ratio [×]",
-    "cost ratio (>1 worse) [×]",
-    "p (rank test)",
+    "median baseline → condition [unit]",
+    "ratio cond/base (95% CI) [×]",
+    "cost ratio, > 1 worse (95% CI) [×]",
+    "p rank test",
     "p adjusted",
     "verdict",
     "why / confounders",
@@ -192,38 +206,51 @@ COMPARISON_HEADERS = (
 def comparison_row(ca: ComparisonAnalysis) -> tuple[str, ...]:
     c = ca.comparison
     if c is None:
-        return (ca.label, ca.condition, ca.baseline, "–", ca.unit, "–", "–", "–", "–", "–", "–", "–", "no verdict",
-                ca.reason or "")  # fmt: skip
+        return (
+            ca.label,
+            ca.condition,
+            ca.baseline,
+            "–",
+            "–",
+            "–",
+            "–",
+            "–",
+            "–",
+            "no verdict",
+            ca.reason or "",
+        )
     div, unit = display_unit(ca.unit, c.baseline_median)
-    ci = fmt_interval(c.ratio_ci.low, c.ratio_ci.high, sig=4) if c.ratio_ci else "–"
-    cost = fmt_ratio(c.cost_ratio)
-    if c.cost_ratio_ci is not None and c.higher_is_better:
-        cost += f" {fmt_interval(c.cost_ratio_ci.low, c.cost_ratio_ci.high, sig=4)}"
+    ratio = fmt_ratio(c.ratio)
+    if c.ratio_ci:
+        ratio += f" {fmt_interval(c.ratio_ci.low, c.ratio_ci.high, sig=4)}"
+    cost = "= ratio"  # lower is better: the ratio is already the cost
+    if c.higher_is_better:
+        cost = fmt_ratio(c.cost_ratio)
+        if c.cost_ratio_ci is not None:
+            cost += f" {fmt_interval(c.cost_ratio_ci.low, c.cost_ratio_ci.high, sig=4)}"
     why = list(c.verdict.reasons)
+    if c.n_blocks is not None:
+        why.append(f"paired design: Wilcoxon signed-rank over {c.n_blocks} blocks")
     if c.confounding is not None:
         why.extend(f"note: {n}" for n in c.confounding.notes)
-    test = "Wilcoxon" if c.n_blocks is not None else "MWU"
+    why.extend(c.warnings)
     return (
         ca.label,
         ca.condition,
         ca.baseline,
         f"{c.n_baseline}/{c.n_condition}",
-        unit,
-        fmt_num(c.baseline_median / div, 4),
-        fmt_num(c.condition_median / div, 4),
-        fmt_ratio(c.ratio),
-        ci,
+        f"{fmt_num(c.baseline_median / div, 4)} → {fmt_num(c.condition_median / div, 4)} {unit}",
+        ratio,
         cost,
-        f"{fmt_p(c.p_value)} ({test})",
-        f"{fmt_p(c.p_adjusted)} ({c.adjustment}, {c.family_size})",
+        fmt_p(c.p_value),
+        fmt_p(c.p_adjusted),
         verdict_text(c.verdict.kind, c.verdict.confounded),
         "; ".join(why),
     )
 
 
 def comparison_table(analysis: CampaignAnalysis) -> Table:
-    t = Table(COMPARISON_HEADERS, (False, False, False, True, False, True, True, True, True, True, True, True,
-                                   False, False))  # fmt: skip
+    t = Table(COMPARISON_HEADERS, (False, False, False, True, True, True, True, True, True, False, False))
     for ca in analysis.comparisons:
         t.rows.append(comparison_row(ca))
         kind = ca.comparison.verdict.kind if ca.comparison else "none"
@@ -282,7 +309,7 @@ def aligned(headers: tuple[str, ...], rows: list[tuple[str, ...]], numeric: tupl
     return [line(headers), line(tuple("-" * w for w in widths))] + [line(r) for r in rows]
 
 
-def render_text(analysis: CampaignAnalysis, *, label_width: int = 44) -> str:
+def render_text(analysis: CampaignAnalysis, *, label_width: int = 52) -> str:
     """A compact summary for a terminal: one line per cell and per comparison, then the warnings."""
     counts = run_counts(analysis)
     out = [
@@ -295,14 +322,24 @@ def render_text(analysis: CampaignAnalysis, *, label_width: int = 44) -> str:
         s = c.summary
         name = _clip(f"{c.label} @ {c.condition}", label_width)
         if s is None:
-            rows.append((name, str(len(c.values)), "–", "", "–", "–", "–", c.summary_reason or ""))
+            rows.append((name, str(len(c.values)), "–", "", "–", "–", "–", _clip(c.summary_reason or "", 50)))
             continue
         div, unit = display_unit(c.unit, s.median)
         ci = fmt_interval(s.median_ci.low, s.median_ci.high, div) if s.median_ci else "–"
-        rows.append((name, str(s.n), fmt_num(s.median / div, 4), unit, ci, fmt_pct(s.cv), drift_text(c),
-                     "; ".join(_clip(w, 60) for w in s.warnings[:1])))  # fmt: skip
+        rows.append(
+            (
+                name,
+                str(s.n),
+                fmt_num(s.median / div, 4),
+                unit,
+                ci,
+                fmt_pct(s.cv),
+                drift_text(c),
+                "; ".join(_clip(w, 50) for w in s.warnings[:1]),
+            )
+        )
     out += aligned(
-        ("cell", "n", "median", "unit", "95% CI", "CV %", "drift", "note"),
+        ("cell", "n", "median", "unit", "95% CI", "CV %", "drift ρ, p", "note"),
         rows,
         (False, True, True, False, True, True, False, False),
     )
@@ -316,14 +353,23 @@ def render_text(analysis: CampaignAnalysis, *, label_width: int = 44) -> str:
                 rows.append((name, "–", "–", "–", f"no verdict: {ca.reason}"))
                 continue
             ci = fmt_interval(c.cost_ratio_ci.low, c.cost_ratio_ci.high, sig=3) if c.cost_ratio_ci else "–"
-            rows.append((name, fmt_ratio(c.cost_ratio), ci, fmt_p(c.p_adjusted),
-                         verdict_text(c.verdict.kind, c.verdict.confounded)))  # fmt: skip
+            rows.append(
+                (
+                    name,
+                    fmt_ratio(c.cost_ratio),
+                    ci,
+                    fmt_p(c.p_adjusted),
+                    verdict_text(c.verdict.kind, c.verdict.confounded),
+                )
+            )
         out += aligned(
             ("comparison", "cost ×", "95% CI", "p adj", "verdict"), rows, (False, True, True, True, False)
         )
         if analysis.delta is not None:
-            out.append(f"threshold delta = {analysis.delta.delta:.1%} (A/A, {analysis.delta.n_ratios} ratios); "
-                       "cost ratio > 1 means the condition is worse")  # fmt: skip
+            out.append(
+                f"threshold delta = {analysis.delta.delta:.1%} (A/A, {analysis.delta.n_ratios} ratios); "
+                "cost ratio > 1 means the condition is worse"
+            )
     warns = analysis.warnings
     if warns:
         out.append("")
