@@ -91,6 +91,12 @@ def run(args) -> int:
             )
         )
     else:
+        if outcome.runs_total and not args.quiet:  # the answer first: cells and verdicts
+            from boardlab.report.analysis import analyze
+            from boardlab.report.terminal import render_text
+
+            with Store.open(args.db, create=False) as store:
+                print(render_text(analyze(store, outcome.campaign_id)))
         print(
             f"campaign {plan.name}: {outcome.status}, {outcome.runs_done}/{outcome.runs_total} runs "
             f"in {args.db} (campaign id {outcome.campaign_id})"

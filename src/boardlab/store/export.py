@@ -117,6 +117,9 @@ def write_atomically(path: str, data: bytes) -> None:
         raise InputError(f"{path}: the directory {target.parent} does not exist")
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; a report is for sharing, as any new file
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, target)
