@@ -1,13 +1,16 @@
 """mem family against reference tools in the same run, alternated A B A B (the VM drifts).
 
-1. mem.bandwidth op=memcpy against mbw's memcpy test on the same array size. In Debian's mbw 1.2.2 the test
+1. mem.bandwidth op=memcpy against mbw's memcpy test on the same array size, median against median. In Debian's mbw 1.2.2 the test
    that calls libc memcpy is -t1 (printed as "DUMB"); -t0 ("MEMCPY") is the element loop (checked with
    perf: research/anchors-board-bench.md warns of the swap). mbw counts the array once in MiB; STREAM
    counts memcpy as 2 arrays in MB (1e6 bytes), so mbw's figure is converted before the ratio.
 2. mem.bandwidth copy+scale+add+triad against stress-ng's stream stressor on the same array size
    (--stream-l3-size = array / 4, since stress-ng sizes each array at 4x that). One stress-ng bogo-op runs
    the four STREAM ops in turn and it reports read and write MiB/s over the whole run; boardlab's
-   counterpart is the four ops' total bytes over their total time, from their per-op rates.
+   counterpart is the four ops' total bytes over their total time, from their per-op rates. On x86,
+   stress-ng 0.15.06 writes these arrays with non-temporal stores (movnti, checked with perf annotate),
+   which skip reading each destination line first (up to 1.5x the STREAM-counted rate once arrays are
+   in DRAM), so boardlab runs with stores=nontemporal there; elsewhere both use ordinary stores.
    Target for both: median of the pairwise ratios boardlab/reference >= 0.9.
 3. A mem.latency sweep, pattern random (ccbench's), from 4 KiB to past 4x the last-level cache: ns per
    access by size, the steps found in the curve, and the cache sizes the system reports beside them.
@@ -20,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import platform
 import re
 import statistics
 import subprocess
@@ -34,6 +38,7 @@ PAIRS = 5
 TARGET = 0.9
 MIB = 1024 * 1024
 STREAM_OPS = {"copy": 2, "scale": 2, "add": 3, "triad": 3}  # arrays moved per element, as STREAM counts
+STORES = "nontemporal" if platform.machine() in ("x86_64", "AMD64", "i686", "i386") else "normal"
 STRESS_NG_SECONDS = 10  # it reports a rate only when its timed loop (set-up excluded) ran >= 4.5 s
 
 
@@ -53,11 +58,11 @@ def kern(cpu: int, name: str, params: dict[str, object], *opts: str) -> dict:
     return res
 
 
-def bandwidth_mb_s(cpu: int, op: str, array_bytes: int) -> float:
+def bandwidth_mb_s(cpu: int, op: str, array_bytes: int, stores: str = "normal") -> float:
     res = kern(
         cpu,
         "mem.bandwidth",
-        {"op": op, "array_bytes": array_bytes},
+        {"op": op, "array_bytes": array_bytes, "stores": stores},
         "--iterations",
         "5",
         "--warmup-max-iterations",
@@ -67,7 +72,8 @@ def bandwidth_mb_s(cpu: int, op: str, array_bytes: int) -> float:
 
 
 def mbw_memcpy_mb_s(cpu: int, array_mib: int) -> float:
-    """mbw -t1 (libc memcpy), average of 10 copies, in STREAM's units: 2 arrays, MB = 1e6 bytes."""
+    """mbw -t1 (libc memcpy): the median of its 10 timed copies (boardlab reports a median too), in STREAM's
+    units: 2 arrays, MB = 1e6 bytes."""
     out = subprocess.run(
         ["mbw", "-q", "-n", "10", "-t1", str(array_mib)],
         capture_output=True,
@@ -76,10 +82,12 @@ def mbw_memcpy_mb_s(cpu: int, array_mib: int) -> float:
         check=True,
         timeout=600,
     ).stdout
-    m = re.search(r"^AVG\s+Method: \w+\s.*Copy: ([0-9.]+) MiB/s", out, re.MULTILINE)
-    if not m:
-        raise RuntimeError(f"no AVG line in mbw output: {out!r}")
-    return float(m.group(1)) * MIB / 1e6 * 2
+    rates = [
+        float(m.group(1)) for m in re.finditer(r"^\d+\s+Method: \w+\s.*Copy: ([0-9.]+) MiB/s", out, re.M)
+    ]
+    if len(rates) != 10:
+        raise RuntimeError(f"expected 10 copies in mbw's output: {out!r}")
+    return statistics.median(rates) * MIB / 1e6 * 2
 
 
 def stress_ng_stream_mb_s(cpu: int, array_bytes: int, workdir: Path) -> float | None:
@@ -184,6 +192,16 @@ def find_steps(
     return steps
 
 
+def monotone(ns: list[float]) -> list[float]:
+    """Suffix minimum: interference (other tasks sharing the CPU and its caches) only adds time, and a working
+    set is never faster than a larger one, so each size keeps the least of its own and every larger latency."""
+    out, low = [], math.inf
+    for v in reversed(ns):
+        low = min(low, v)
+        out.append(low)
+    return out[::-1]
+
+
 def latency_sweep(cpu: int, llc: int) -> None:
     top = max(4 * llc, 64 * MIB)
     sizes = [4096]  # powers of two and the midpoints 1.5 x 2^k, up to the first size at or past the top
@@ -193,24 +211,23 @@ def latency_sweep(cpu: int, llc: int) -> None:
     print(
         f"\n== mem.latency pattern=random sweep, 4 KiB .. {human(sizes[-1])} ({len(sizes)} sizes), CPU {cpu}"
     )
-    print(f"{'size':>10} {'ns/access':>10}")
-    ns = []
+    print("per size: the median and the best of 10 iterations; the curve is the best, made monotone")
+    print(f"{'size':>10} {'median ns':>10} {'best ns':>10} {'curve ns':>10}")
+    med, best = [], []
     for s in sizes:
         res = kern(
             cpu,
             "mem.latency",
             {"pattern": "random", "size_bytes": s},
-            "--iterations",
-            "5",
-            "--warmup-max-iterations",
-            "10",
-            "--warmup-max-ms",
-            "300",
+            *("--iterations", "10", "--warmup-max-iterations", "10", "--warmup-max-ms", "300"),
         )
-        ns.append(res["metrics"]["ns_per_access"]["median"])
-        print(f"{human(s):>10} {ns[-1]:10.2f}")
+        med.append(res["metrics"]["ns_per_access"]["median"])
+        best.append(res["metrics"]["ns_per_access"]["min"])
+    ns = monotone(best)
+    for s, m, b, c in zip(sizes, med, best, ns, strict=True):
+        print(f"{human(s):>10} {m:10.2f} {b:10.2f} {c:10.2f}")
     steps = find_steps(sizes, ns)
-    print("\nsteps found (a cache holds the size before the rise, not the one after):")
+    print("\nsteps found in the curve (a cache holds the size before the rise, not the one after):")
     for n, (i, j) in enumerate(steps, 1):
         print(
             f"  step {n}: {ns[i]:.1f} ns at {human(sizes[i])} -> {ns[j]:.1f} ns at {human(sizes[j])}; "
@@ -223,7 +240,7 @@ def latency_sweep(cpu: int, llc: int) -> None:
         near = [n for n, (i, j) in enumerate(steps, 1) if sizes[i] / 2 <= size <= sizes[i + 1] * 2]
         where = f"step {near[0]}" if near else "no step near it"
         print(f"  L{level} {human(size):>9}: {where}")
-    print(f"  the last step is memory (DRAM) when it lies past the last-level cache ({human(llc)})")
+    print(f"  a step past the last-level cache ({human(llc)}) is DRAM")
 
 
 def main() -> int:
@@ -252,11 +269,13 @@ def main() -> int:
         theirs.append(mbw_memcpy_mb_s(cpu, array_mib))
     print_pairs("memcpy vs mbw", ours, theirs)
 
-    print(f"\n== mem.bandwidth copy+scale+add+triad vs stress-ng --stream 1, {PAIRS} pairs A B")
+    print(
+        f"\n== mem.bandwidth copy+scale+add+triad stores={STORES} vs stress-ng --stream 1, {PAIRS} pairs A B"
+    )
     ours, theirs = [], []
     with tempfile.TemporaryDirectory(prefix="bench_mem_") as tmp:
         for _ in range(PAIRS):
-            rates = {op: bandwidth_mb_s(cpu, op, array_bytes) for op in STREAM_OPS}
+            rates = {op: bandwidth_mb_s(cpu, op, array_bytes, STORES) for op in STREAM_OPS}
             # The four ops' total bytes over their total time, as one stress-ng bogo-op counts them.
             aggregate = sum(STREAM_OPS.values()) / sum(n / rates[op] for op, n in STREAM_OPS.items())
             reference = stress_ng_stream_mb_s(cpu, array_bytes, Path(tmp))

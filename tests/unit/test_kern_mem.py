@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import platform
 
 import pytest
 from helpers import kern_json, run_kern
@@ -13,6 +14,7 @@ OPS = ("copy", "scale", "add", "triad", "memcpy", "memset")
 # Arrays STREAM counts as moved per element: copy/scale/memcpy read one and write one, add/triad read two.
 ARRAYS_COUNTED = {"copy": 2, "scale": 2, "add": 3, "triad": 3, "memcpy": 2, "memset": 1}
 MIB = 1024 * 1024
+X86 = platform.machine() in ("x86_64", "AMD64", "i686", "i386")
 
 
 def latency(kern, *params: str, extra: tuple[str, ...] = FAST) -> tuple[int, dict]:
@@ -191,6 +193,34 @@ def test_the_result_is_the_same_whatever_the_thread_count(kern):
     assert one["checksum"] == three["checksum"]
 
 
+@pytest.mark.parametrize("op", ("copy", "scale", "add", "triad"))
+def test_nontemporal_stores_compute_the_same_arrays(kern, op):
+    # An odd element count over three threads leaves a last slice with an odd tail for the ordinary store.
+    params = (f"op={op}", "array_bytes=1000008", "threads=3")
+    rc, normal = bandwidth(kern, *params)
+    rc, streaming = bandwidth(kern, *params, "stores=nontemporal")
+    if not X86:
+        assert streaming["supported"] is False and "x86" in streaming["reason"]
+        return
+    assert rc == 0 and streaming["verified"] is True, streaming.get("errors")
+    assert streaming["info"]["stores"] == "nontemporal" and normal["info"]["stores"] == "normal"
+    assert streaming["checksum"] == normal["checksum"]
+    assert streaming["info"]["bytes_per_rep"] == normal["info"]["bytes_per_rep"]
+
+
+@pytest.mark.skipif(not X86, reason="non-temporal stores are implemented for x86 only")
+def test_a_flipped_element_is_caught_after_nontemporal_stores_too(kern):
+    rc, res = bandwidth(kern, "op=triad", "array_bytes=1M", "stores=nontemporal", extra=(*FAST, "--corrupt"))
+    assert rc == 1 and res["verified"] is False
+
+
+@pytest.mark.parametrize("op", ("memcpy", "memset"))
+def test_nontemporal_stores_are_refused_where_libc_chooses_the_stores(kern, op):
+    rc, res = bandwidth(kern, f"op={op}", "array_bytes=1M", "stores=nontemporal")
+    assert rc == 1
+    assert any("stores=normal" in e for e in res["errors"]), res["errors"]
+
+
 def test_threads_are_pinned_round_robin_to_the_allowed_cpus(kern):
     allowed = sorted(os.sched_getaffinity(0))
     for threads in (2, 3):
@@ -227,7 +257,7 @@ def test_auto_size_is_four_times_the_last_level_cache_and_at_least_32_mib(kern):
 
 
 @pytest.mark.parametrize(
-    "param", ["op=fma", "threads=0", "threads=257", "array_bytes=-1", "array_bytes=128G"]
+    "param", ["op=fma", "threads=0", "threads=257", "array_bytes=-1", "array_bytes=128G", "stores=uncached"]
 )
 def test_bandwidth_out_of_range_parameters_are_usage_errors(kern, param):
     proc = run_kern(kern, "mem.bandwidth", "--param", param, *FAST)

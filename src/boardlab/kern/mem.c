@@ -20,6 +20,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/* Non-temporal stores (stores=nontemporal): SSE2 streaming stores on x86. Other architectures report the
+ * option as unsupported rather than guess at an untested instruction sequence. */
+#if defined(__x86_64__) || (defined(__i386__) && defined(__SSE2__))
+#include <emmintrin.h>
+#define BW_HAVE_NT 1
+#else
+#define BW_HAVE_NT 0
+#endif
+
 #define MEM_SEED 0x626f6172646c6162ULL /* any fixed value: chains are the same on every board */
 #define MIB (1024ULL * 1024ULL)
 
@@ -516,6 +525,7 @@ struct bw_state {
     bool sync_ready;
     bw_worker *w;
     bw_barrier go, done, rep;
+    bool nontemporal; /* copy/scale/add/triad store with streaming stores */
     uint64_t reps; /* of the current run() call; published before `go` */
     bool quit;
 };
@@ -528,6 +538,9 @@ static const bk_param bw_params[] = {
      "(STREAM's rule)"},
     {"threads", BK_INT, 1, 256, "1", NULL, NULL,
      "threads, pinned round-robin to the CPUs this process may use, each owning a contiguous slice"},
+    {"stores", BK_ENUM, 0, 0, "normal", "normal,nontemporal", NULL,
+     "copy/scale/add/triad: ordinary stores (the written line is read first), or non-temporal streaming "
+     "stores that skip that read, as stress-ng's stream stressor does on x86 (x86 only)"},
     {0},
 };
 
@@ -572,12 +585,60 @@ static void bw_triad(double *restrict a, const double *restrict b, const double 
         a[i] = b[i] + BW_SCALAR * c[i];
 }
 
+#if BW_HAVE_NT
+/* The same ops with streaming stores, two doubles at a time (slices start on pages, so 16-byte aligned);
+ * an odd last element takes an ordinary store. The fence orders the streaming stores before the barrier. */
+static void bw_pass_nt(const bw_state *s, size_t lo, size_t hi)
+{
+    const double *a = s->a, *b = s->b, *c = s->c;
+    const __m128d q = _mm_set1_pd(BW_SCALAR);
+    size_t i = lo;
+    switch (s->op) {
+    case OP_COPY:
+        for (; i + 1 < hi; i += 2)
+            _mm_stream_pd(s->c + i, _mm_load_pd(a + i));
+        break;
+    case OP_SCALE:
+        for (; i + 1 < hi; i += 2)
+            _mm_stream_pd(s->b + i, _mm_mul_pd(q, _mm_load_pd(c + i)));
+        break;
+    case OP_ADD:
+        for (; i + 1 < hi; i += 2)
+            _mm_stream_pd(s->c + i, _mm_add_pd(_mm_load_pd(a + i), _mm_load_pd(b + i)));
+        break;
+    case OP_TRIAD:
+        for (; i + 1 < hi; i += 2)
+            _mm_stream_pd(s->a + i, _mm_add_pd(_mm_load_pd(b + i), _mm_mul_pd(q, _mm_load_pd(c + i))));
+        break;
+    case OP_MEMCPY:
+    case OP_MEMSET: break; /* refused in init */
+    }
+    _mm_sfence();
+    if (i < hi) {
+        switch (s->op) {
+        case OP_COPY: bw_copy(s->c + i, s->a + i, hi - i); break;
+        case OP_SCALE: bw_scale(s->b + i, s->c + i, hi - i); break;
+        case OP_ADD: bw_add(s->c + i, s->a + i, s->b + i, hi - i); break;
+        case OP_TRIAD: bw_triad(s->a + i, s->b + i, s->c + i, hi - i); break;
+        case OP_MEMCPY:
+        case OP_MEMSET: break;
+        }
+    }
+}
+#endif
+
 /* One pass of the op over elements [lo, hi). */
 static void bw_pass(const bw_state *s, size_t lo, size_t hi)
 {
     size_t n = hi - lo;
     if (n == 0)
         return;
+#if BW_HAVE_NT
+    if (s->nontemporal) {
+        bw_pass_nt(s, lo, hi);
+        return;
+    }
+#endif
     switch (s->op) {
     case OP_COPY: bw_copy(s->c + lo, s->a + lo, n); break;
     case OP_SCALE: bw_scale(s->b + lo, s->c + lo, n); break;
@@ -663,6 +724,13 @@ static int bw_init(bk_ctx *ctx, void **state)
     for (int i = 0; i < 6; i++)
         if (strcmp(op, bw_op_names[i]) == 0)
             s->op = (bw_op)i;
+
+    s->nontemporal = strcmp(bk_arg_str(ctx, "stores"), "nontemporal") == 0;
+    if (s->nontemporal && (s->op == OP_MEMCPY || s->op == OP_MEMSET))
+        return bk_fail(ctx, "stores=nontemporal applies to copy, scale, add and triad; memcpy and memset store "
+                            "as libc chooses: use stores=normal");
+    if (s->nontemporal && !BW_HAVE_NT)
+        return bk_unsupported(ctx, "stores=nontemporal is implemented for x86 only; use stores=normal");
 
     char src[64], how[160];
     uint64_t llc = llc_bytes(src, sizeof src);
@@ -750,6 +818,7 @@ static int bw_init(bk_ctx *ctx, void **state)
     bk_info_num(ctx, "llc_bytes", (double)llc);
     bk_info_str(ctx, "llc_source", src);
     bk_info_num(ctx, "arrays_counted", bw_arrays_counted[s->op]);
+    bk_info_str(ctx, "stores", s->nontemporal ? "nontemporal" : "normal");
     double per_rep = (double)bw_arrays_counted[s->op] * (double)s->map_bytes;
     bk_info_num(ctx, "bytes_per_rep", per_rep);
     bk_set_amount(ctx, "mb_s", per_rep);
