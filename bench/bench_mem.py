@@ -13,7 +13,8 @@
    in DRAM), so boardlab runs with stores=nontemporal there; elsewhere both use ordinary stores.
    Target for both: median of the pairwise ratios boardlab/reference >= 0.9.
 3. A mem.latency sweep, pattern random (ccbench's), from 4 KiB to past 4x the last-level cache: ns per
-   access by size, the steps found in the curve, and the cache sizes the system reports beside them.
+   access by size (median and best of 10 iterations), the steps found in the curve of the best values made
+   monotone (interference only adds time), and the cache sizes the system reports beside them.
 
 Exits 0 whatever the figures; prints PASS or FAIL per comparison.
 """
@@ -226,6 +227,10 @@ def latency_sweep(cpu: int, llc: int) -> None:
     ns = monotone(best)
     for s, m, b, c in zip(sizes, med, best, ns, strict=True):
         print(f"{human(s):>10} {m:10.2f} {b:10.2f} {c:10.2f}")
+    report_steps(sizes, ns, llc)
+
+
+def report_steps(sizes: list[int], ns: list[float], llc: int) -> None:
     steps = find_steps(sizes, ns)
     print("\nsteps found in the curve (a cache holds the size before the rise, not the one after):")
     for n, (i, j) in enumerate(steps, 1):
@@ -236,11 +241,22 @@ def latency_sweep(cpu: int, llc: int) -> None:
     if not steps:
         print("  none (a flat curve: is the machine busy, or is the whole sweep inside one level?)")
     print("\ncache sizes the system reports (sysfs cpu0) against the steps:")
+    matched = set()
     for level, size in reported_caches():
         near = [n for n, (i, j) in enumerate(steps, 1) if sizes[i] / 2 <= size <= sizes[i + 1] * 2]
-        where = f"step {near[0]}" if near else "no step near it"
-        print(f"  L{level} {human(size):>9}: {where}")
-    print(f"  a step past the last-level cache ({human(llc)}) is DRAM")
+        matched.update(near[:1])
+        print(f"  L{level} {human(size):>9}: {f'step {near[0]}' if near else 'no step near it'}")
+    for n, (i, _j) in enumerate(steps, 1):
+        if n in matched:
+            continue
+        where = (
+            "past the last-level cache: DRAM"
+            if sizes[i] >= llc
+            else "inside the reported last-level cache (a VM often gets only part of its host's L3)"
+        )
+        print(
+            f"  step {n} ({human(sizes[i])} .. {human(sizes[i + 1])}) matches no reported size; it lies {where}"
+        )
 
 
 def main() -> int:
