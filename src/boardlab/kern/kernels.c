@@ -23,6 +23,8 @@ extern const bk_kernel bk_compress_zlib;
 extern const bk_kernel bk_crypto_evp;
 extern const bk_kernel bk_crypto_afalg;
 extern const bk_kernel bk_crypto_rng;
+extern const bk_kernel bk_mem_latency;
+extern const bk_kernel bk_mem_bandwidth;
 
 const bk_kernel *const bk_kernels[] = {
     &bk_noop,
@@ -47,5 +49,7 @@ const bk_kernel *const bk_kernels[] = {
     &bk_crypto_evp,
     &bk_crypto_afalg,
     &bk_crypto_rng,
+    &bk_mem_latency,
+    &bk_mem_bandwidth,
     NULL,
 };
