@@ -7,6 +7,8 @@ import importlib
 # kind -> module; a module exposes KIND (a ConditionKind). One line per kind.
 _KIND_MODULES = {
     "baseline": "boardlab.conditions.baseline",
+    "governor": "boardlab.conditions.dvfs",
+    "isolation": "boardlab.conditions.isolation",
 }
 
 

@@ -1,10 +1,13 @@
 """cpufreq policies: what each frequency domain can do, how it is set, and where it spent its time.
 
 Reading functions serve `info` and the monitor (current frequency, time_in_state); writing functions serve
-the DVFS condition, which journals the old value before it calls them.
+the DVFS condition. They decide what to write and in which order, and hand every write to a `Writer`: the
+condition passes one that journals the old value first (`RestoreJournal.set`); the default writes at once.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Mapping
 
 from boardlab.errors import InputError
 from boardlab.model.board import CpufreqPolicy, FrequencyTime
@@ -15,6 +18,44 @@ CPUFREQ_DIR = "sys/devices/system/cpu/cpufreq"
 TIME_IN_STATE_UNIT_MS = 10
 # CPUFREQ_ETERNAL: the driver does not know its transition latency.
 _ETERNAL = (2**32 - 1, -1)
+# The mainline governors (research/governors.md 3).
+GOVERNORS = ("ondemand", "conservative", "performance", "powersave", "schedutil", "userspace")
+_U32 = 2**32 - 1
+# Tunables of the governors that have them, with the range the kernel's store functions accept
+# (drivers/cpufreq/cpufreq_{ondemand,conservative}.c, kernel/sched/cpufreq_schedutil.c). sampling_rate is
+# also bounded below by two scheduler ticks (CPUFREQ_DBS_MIN_SAMPLING_INTERVAL), which depends on CONFIG_HZ;
+# conservative also needs down_threshold < up_threshold.
+GOVERNOR_TUNABLES: dict[str, dict[str, tuple[int, int]]] = {
+    "ondemand": {
+        "sampling_rate": (1, _U32),
+        "up_threshold": (1, 100),
+        "sampling_down_factor": (1, 100_000),
+        "ignore_nice_load": (0, 1),
+        "powersave_bias": (0, 1000),
+        "io_is_busy": (0, 1),
+    },
+    "conservative": {
+        "sampling_rate": (1, _U32),
+        "up_threshold": (1, 100),
+        "down_threshold": (1, 99),
+        "freq_step": (0, 100),
+        "sampling_down_factor": (1, 10),
+        "ignore_nice_load": (0, 1),
+    },
+    "schedutil": {"rate_limit_us": (0, _U32)},
+}
+
+# (rel, value, what): writes one attribute; `what` names the setting for the restore journal's messages.
+Writer = Callable[[str, str, str], None]
+
+
+def _direct(sr: SysRoot) -> Writer:
+    return lambda rel, value, what: sr.write_text(rel, value)
+
+
+def min_sampling_rate_us(config_hz: int | None) -> int | None:
+    """CPUFREQ_DBS_MIN_SAMPLING_INTERVAL: two scheduler ticks in us (20000 at HZ=100); None: HZ unknown."""
+    return None if not config_hz else 2 * 1_000_000 // config_hz
 
 
 def policy_dir(name: str) -> str:
@@ -97,7 +138,7 @@ def global_boost(root: RootLike) -> bool | None:
 # -- writing (the DVFS condition journals the old values first) ----------------------------------------------
 
 
-def set_governor(root: RootLike, policy: str, governor: str) -> None:
+def set_governor(root: RootLike, policy: str, governor: str, *, write: Writer | None = None) -> None:
     """Writes scaling_governor after checking the policy offers it (InputError otherwise)."""
     sr = SysRoot.of(root)
     available = sr.read_words(f"{policy_dir(policy)}/scaling_available_governors") or ()
@@ -106,13 +147,20 @@ def set_governor(root: RootLike, policy: str, governor: str) -> None:
             f"governor {governor!r} is not offered by {sr.show(policy_dir(policy))}: "
             f"expected one of {', '.join(available) or '(none)'}"
         )
-    sr.write_text(f"{policy_dir(policy)}/scaling_governor", governor)
+    (write or _direct(sr))(f"{policy_dir(policy)}/scaling_governor", governor, f"{policy} cpufreq governor")
 
 
 def set_frequency_limits(
-    root: RootLike, policy: str, *, min_khz: int | None = None, max_khz: int | None = None
+    root: RootLike,
+    policy: str,
+    *,
+    min_khz: int | None = None,
+    max_khz: int | None = None,
+    write: Writer | None = None,
 ) -> None:
-    """Writes scaling_min/max_freq in the order that never makes min > max on the way."""
+    """Writes scaling_min/max_freq in the order that never makes min > max on the way.
+
+    Undoing the writes in reverse order (as the restore journal does) never crosses them either."""
     sr = SysRoot.of(root)
     d = policy_dir(policy)
     writes = []
@@ -123,13 +171,57 @@ def set_frequency_limits(
     current_max = _khz(sr, f"{d}/scaling_max_freq")
     if min_khz is not None and current_max is not None and min_khz > current_max:
         writes.reverse()  # raise max first
+    out = write or _direct(sr)
     for attr, khz in writes:
-        sr.write_text(f"{d}/{attr}", str(khz))
+        out(f"{d}/{attr}", str(khz), f"{policy} {attr}")
 
 
-def set_speed(root: RootLike, policy: str, khz: int) -> None:
+def set_speed(root: RootLike, policy: str, khz: int, *, write: Writer | None = None) -> None:
     """Fixed frequency under the userspace governor (scaling_setspeed)."""
     sr = SysRoot.of(root)
     if sr.read_str(f"{policy_dir(policy)}/scaling_governor") != "userspace":
         raise InputError(f"{sr.show(policy_dir(policy))}: scaling_setspeed needs the userspace governor")
-    sr.write_text(f"{policy_dir(policy)}/scaling_setspeed", str(khz))
+    (write or _direct(sr))(f"{policy_dir(policy)}/scaling_setspeed", str(khz), f"{policy} scaling_setspeed")
+
+
+def tunables_dir(root: RootLike, policy: str, governor: str) -> str | None:
+    """Where `governor`'s tunables live for `policy`: policyN/<gov>/ when the driver keeps them per policy
+    (CPUFREQ_HAVE_GOVERNOR_PER_POLICY), else the global cpufreq/<gov>/. None while the governor runs on no
+    policy: the kernel creates the directory when the governor starts and removes it when it stops."""
+    sr = SysRoot.of(root)
+    for rel in (f"{policy_dir(policy)}/{governor}", f"{CPUFREQ_DIR}/{governor}"):
+        if sr.is_dir(rel):
+            return rel
+    return None
+
+
+def set_tunables(
+    root: RootLike, policy: str, governor: str, values: Mapping[str, int], *, write: Writer | None = None
+) -> str:
+    """Writes governor tunables (the governor must be running on `policy`); returns the directory used.
+
+    conservative refuses an up_threshold at or below its down_threshold (and the reverse), so when both
+    change the one that keeps them apart on the way is written first."""
+    sr = SysRoot.of(root)
+    d = tunables_dir(sr, policy, governor)
+    if d is None:
+        raise InputError(
+            f"no {sr.show(f'{policy_dir(policy)}/{governor}')} or {sr.show(f'{CPUFREQ_DIR}/{governor}')}: "
+            f"the {governor} governor is not running on {policy}, or has no tunables"
+        )
+    names = list(values)
+    missing = [n for n in names if not sr.exists(f"{d}/{n}")]
+    if missing:
+        valid = ", ".join(sr.listdir(d)) or "(none)"
+        raise InputError(f"{sr.show(d)} has no tunable {missing[0]!r}; tunables here: {valid}")
+    if "up_threshold" in values and "down_threshold" in values:
+        current_down = sr.read_int(f"{d}/down_threshold")
+        if current_down is not None and values["up_threshold"] <= current_down:
+            names.sort(key=lambda n: n != "down_threshold")  # lower down_threshold first
+        else:
+            names.sort(key=lambda n: n != "up_threshold")  # raise up_threshold first
+    out = write or _direct(sr)
+    scope = policy if d.startswith(policy_dir(policy) + "/") else "global"
+    for name in names:
+        out(f"{d}/{name}", str(values[name]), f"{governor} tunable {name} ({scope})")
+    return d

@@ -1,7 +1,11 @@
-"""cpuidle: the idle driver and the states each CPU may enter (deep states add wake-up latency)."""
+"""cpuidle: the idle driver and the states each CPU may enter (deep states add wake-up latency), and the
+PM QoS request (/dev/cpu_dma_latency) that keeps CPUs out of the deep ones."""
 
 from __future__ import annotations
 
+import os
+
+from boardlab.errors import MeasurementError
 from boardlab.model.board import Cpuidle, IdleState
 from boardlab.platform.sysroot import RootLike, SysRoot
 
@@ -67,3 +71,40 @@ def read_cpuidle(root: RootLike, cpus: tuple[int, ...]) -> Cpuidle | None:
         governors=sr.read_words(f"{CPUIDLE_DIR}/available_governors") or (),
         states=tuple(sorted(states, key=lambda s: (s.index, s.cpus))),
     )
+
+
+# -- PM QoS: /dev/cpu_dma_latency ----------------------------------------------------------------------------
+
+CPU_DMA_LATENCY = "dev/cpu_dma_latency"
+NO_LATENCY_CONSTRAINT_US = (
+    2_000_000_000  # PM_QOS_CPU_LATENCY_DEFAULT_VALUE, what the device reads without requests
+)
+
+
+def read_cpu_dma_latency_us(root: RootLike) -> int | None:
+    """The CPU latency limit in force (the smallest request of any process), in us; None when absent.
+    The device reads as one little-endian s32; 2000000000 means no constraint."""
+    raw = SysRoot.of(root).read_bytes(CPU_DMA_LATENCY)
+    if raw is None or len(raw) < 4:
+        return None
+    return int.from_bytes(raw[:4], "little", signed=True)
+
+
+def hold_cpu_dma_latency(root: RootLike, latency_us: int) -> int:
+    """Asks the kernel to keep every CPU's wake-up latency at most `latency_us` (0: no C-state exits).
+
+    Returns the open file descriptor: the request lasts while it is open and ends when it is closed,
+    which the kernel also does when the process dies, so nothing is left to restore after a crash.
+    (Under a fixture root the device is a plain file: the value written stays there.)"""
+    sr = SysRoot.of(root)
+    path = sr.path(CPU_DMA_LATENCY)
+    try:
+        fd = os.open(path, os.O_WRONLY)
+    except OSError as exc:
+        raise MeasurementError(f"cannot open {path}: {exc.strerror or exc}") from exc
+    try:
+        os.write(fd, int(latency_us).to_bytes(4, "little", signed=True))
+    except OSError as exc:
+        os.close(fd)
+        raise MeasurementError(f"cannot write {latency_us} us to {path}: {exc.strerror or exc}") from exc
+    return fd

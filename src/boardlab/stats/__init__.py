@@ -15,6 +15,7 @@ Typical use in a report:
 
 from boardlab.stats.compare import Comparison, adjust, compare
 from boardlab.stats.drift import DriftCheck, drift_check
+from boardlab.stats.histogram import HistogramPercentile, histogram_percentiles, merge_histograms
 from boardlab.stats.hypothesis import (
     RankCorrelation,
     RankTest,
@@ -53,6 +54,7 @@ __all__ = [
     "Comparison",
     "Confounding",
     "DriftCheck",
+    "HistogramPercentile",
     "Interval",
     "RankCorrelation",
     "RankTest",
@@ -70,12 +72,14 @@ __all__ = [
     "compare",
     "decide",
     "drift_check",
+    "histogram_percentiles",
     "holm",
     "mad",
     "mann_whitney_u",
     "mean_t_interval",
     "median_ci_bootstrap",
     "median_ci_order_statistic",
+    "merge_histograms",
     "percentile",
     "predict_runs",
     "run_values",

@@ -238,7 +238,7 @@ class Store:
         return out
 
     def record_run(self, campaign_id: int, cell_id: int, run: RunResult) -> int:
-        """One transaction per run: the run, its metrics, every iteration and the monitor's series."""
+        """One transaction per run: the run, its metrics, every iteration, its histograms, the monitor's series."""
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             cur = self.conn.execute(
@@ -290,6 +290,14 @@ class Store:
             self.conn.executemany(
                 "INSERT INTO series(run_id, source, t_ns, value) VALUES (?,?,?,?)",
                 [(run_id, s, t, v) for s, t, v in run.series],
+            )
+            self.conn.executemany(
+                "INSERT INTO run_histograms(run_id, name, bucket_width, unit, counts_json, overflow, total)"
+                " VALUES (?,?,?,?,?,?,?)",
+                [
+                    (run_id, h.name, h.bucket_width, h.unit, json.dumps(list(h.counts)), h.overflow, h.total)
+                    for h in run.histograms
+                ],
             )
             self.conn.execute("COMMIT")
         except BaseException:

@@ -14,7 +14,9 @@ from types import ModuleType
 from boardlab.model.workload import WorkloadSpec
 
 # workload name -> module (one line per Python-run workload)
-PYTHON_WORKLOADS: dict[str, str] = {}
+PYTHON_WORKLOADS: dict[str, str] = {
+    "rt.cyclictest": "boardlab.workloads.rt_cyclictest",
+}
 
 
 def python_workload_modules() -> dict[str, ModuleType]:

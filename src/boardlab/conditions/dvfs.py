@@ -1,0 +1,340 @@
+"""The cpufreq governor (or a fixed frequency) of some or all policies, for the length of one run.
+
+```toml
+[[conditions]]
+name = "ondemand-95"
+kind = "governor"
+params = { governor = "ondemand", tunables = { up_threshold = 95, sampling_rate = 10000 } }
+
+[[conditions]]
+name = "fixed-600"
+kind = "governor"
+params = { governor = "userspace", frequency_khz = 600000, policies = ["policy0"] }
+```
+
+Every write goes through the restore journal (limits, then the governor, then the speed, then tunables);
+they are undone in reverse order when the run ends, and by the next start after a crash. The state of
+each run records what was set, what was there before, and where each policy spent the run: the deltas of
+`stats/time_in_state` (ms per frequency) and `stats/total_trans`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from dataclasses import dataclass
+
+from boardlab.conditions.base import ApplyContext, expect_keys
+from boardlab.model.board import CpufreqPolicy
+from boardlab.platform import cpufreq
+from boardlab.platform.sysroot import format_cpulist
+
+_POLICY = re.compile(r"policy\d+")
+
+
+@dataclass(frozen=True)
+class GovernorSetting:
+    """The parameters of one `governor` condition, checked for shape (`Governor.validate`)."""
+
+    governor: str
+    policies: tuple[str, ...] | None  # None: every policy of the board
+    frequency: int | str | None  # kHz, "min" or "max"; userspace only
+    tunables: tuple[tuple[str, int], ...]
+    min_khz: int | None
+    max_khz: int | None
+
+    @classmethod
+    def from_params(cls, params: dict) -> GovernorSetting:
+        policies = params.get("policies", "all")
+        return cls(
+            governor=params["governor"],
+            policies=None if policies == "all" else tuple(policies),
+            frequency=params.get("frequency_khz"),
+            tunables=tuple(params.get("tunables", {}).items()),
+            min_khz=params.get("min_khz"),
+            max_khz=params.get("max_khz"),
+        )
+
+    def speed_khz(self, policy: CpufreqPolicy) -> int | None:
+        """The userspace frequency for this policy ("min"/"max" resolved against its table)."""
+        if self.frequency is None:
+            return None
+        table = policy.frequencies_khz or tuple(
+            f for f in (policy.cpuinfo_min_khz, policy.cpuinfo_max_khz) if f is not None
+        )
+        if self.frequency == "min":
+            return min(table) if table else None
+        if self.frequency == "max":
+            return max(table) if table else None
+        return int(self.frequency)
+
+
+def _valid_frequencies(p: CpufreqPolicy) -> str:
+    return f"{', '.join(map(str, p.frequencies_khz))} kHz, or 'min' / 'max'"
+
+
+def _describe(p: CpufreqPolicy) -> str:
+    return f"{p.name} (CPUs {format_cpulist(p.related_cpus or p.cpus)})"
+
+
+@dataclass(frozen=True)
+class Governor:
+    name: str = "governor"
+    summary: str = "a cpufreq governor, a fixed frequency (userspace) or frequency limits, per policy"
+
+    # ---- at plan load: shape only ----
+
+    def validate(self, params: dict) -> tuple[str | None, str] | None:
+        bad = expect_keys(
+            params,
+            {
+                "governor": str,
+                "policies": (str, list),
+                "frequency_khz": (int, str),
+                "tunables": dict,
+                "min_khz": int,
+                "max_khz": int,
+            },
+        )
+        if bad:
+            return bad
+        gov = params.get("governor")
+        if gov is None:
+            return None, f"missing key 'governor': one of {', '.join(cpufreq.GOVERNORS)}"
+        if gov not in cpufreq.GOVERNORS:
+            return "governor", f"expected one of {', '.join(cpufreq.GOVERNORS)}, found {gov!r}"
+        policies = params.get("policies", "all")
+        if isinstance(policies, str) and policies != "all":
+            return (
+                "policies",
+                f"expected 'all' or a list of policy names such as ['policy0'], found {policies!r}",
+            )
+        if isinstance(policies, list):
+            if not policies:
+                return "policies", "an empty list selects no policy; leave it out (or 'all') for every policy"
+            for p in policies:
+                if not isinstance(p, str) or not _POLICY.fullmatch(p):
+                    return (
+                        "policies",
+                        f"expected policy names such as 'policy0' (see `boardlab info`), found {p!r}",
+                    )
+            if len(set(policies)) != len(policies):
+                return "policies", "a policy is listed twice"
+        freq = params.get("frequency_khz")
+        if gov == "userspace" and freq is None:
+            return (
+                None,
+                "the userspace governor needs frequency_khz (a frequency the policy offers, 'min' or 'max')",
+            )
+        if freq is not None:
+            if gov != "userspace":
+                return "frequency_khz", (
+                    f"a fixed frequency needs governor = 'userspace'; to bound {gov}, use min_khz / max_khz"
+                )
+            if isinstance(freq, str) and freq not in ("min", "max"):
+                return "frequency_khz", f"expected a frequency in kHz, 'min' or 'max', found {freq!r}"
+            if isinstance(freq, int) and freq <= 0:
+                return "frequency_khz", f"expected a frequency in kHz (> 0), found {freq}"
+        lo, hi = params.get("min_khz"), params.get("max_khz")
+        for key, value in (("min_khz", lo), ("max_khz", hi)):
+            if value is not None and value <= 0:
+                return key, f"expected a frequency in kHz (> 0), found {value}"
+        if lo is not None and hi is not None and lo > hi:
+            return "min_khz", f"min_khz {lo} is above max_khz {hi}"
+        if isinstance(freq, int) and (lo is not None and freq < lo or hi is not None and freq > hi):
+            return "frequency_khz", f"{freq} kHz lies outside min_khz..max_khz; the kernel would clamp it"
+        return self._validate_tunables(gov, params.get("tunables", {}))
+
+    def _validate_tunables(self, gov: str, tunables: dict) -> tuple[str | None, str] | None:
+        if not tunables:
+            return None
+        known = cpufreq.GOVERNOR_TUNABLES.get(gov)
+        if known is None:
+            with_tunables = ", ".join(cpufreq.GOVERNOR_TUNABLES)
+            return "tunables", f"the {gov} governor has no tunables (these do: {with_tunables})"
+        for key, value in tunables.items():
+            if key not in known:
+                return "tunables", f"{gov} has no tunable {key!r}; valid: {', '.join(known)}"
+            lo, hi = known[key]
+            if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+                return "tunables", f"{key}: expected an integer in [{lo}, {hi}], found {value!r}"
+        up, down = tunables.get("up_threshold"), tunables.get("down_threshold")
+        if up is not None and down is not None and down >= up:
+            return "tunables", f"down_threshold ({down}) must be below up_threshold ({up})"
+        return None
+
+    # ---- before the campaign starts: against the board ----
+
+    def _policies(self, setting: GovernorSetting, ctx: ApplyContext) -> list[CpufreqPolicy]:
+        if setting.policies is None:
+            return list(ctx.info.cpufreq_policies)
+        return [p for name in setting.policies if (p := ctx.info.policy(name)) is not None]
+
+    def check(self, params: dict, ctx: ApplyContext) -> str | None:
+        setting = GovernorSetting.from_params(params)
+        info = ctx.info
+        if not info.cpufreq_policies:
+            cap = info.capabilities.get("cpufreq")
+            return f"unsupported: {cap.reason if cap and cap.reason else 'no cpufreq policy on this board'}"
+        for name in setting.policies or ():
+            if info.policy(name) is None:
+                valid = ", ".join(_describe(p) for p in info.cpufreq_policies)
+                return f"no cpufreq policy {name!r} on this board; policies: {valid}"
+        for p in self._policies(setting, ctx):
+            reason = self._check_policy(setting, p, ctx) or self._check_tunables(setting, p, ctx)
+            if reason:
+                return reason
+        return None
+
+    def _check_policy(self, setting: GovernorSetting, p: CpufreqPolicy, ctx: ApplyContext) -> str | None:
+        sr = ctx.root
+        if setting.governor not in p.governors:
+            return (
+                f"{_describe(p)} offers no {setting.governor!r} governor; "
+                f"available: {', '.join(p.governors) or '(none)'}"
+            )
+        lo = setting.min_khz if setting.min_khz is not None else p.scaling_min_khz
+        hi = setting.max_khz if setting.max_khz is not None else p.scaling_max_khz
+        for key, value in (("min_khz", setting.min_khz), ("max_khz", setting.max_khz)):
+            if value is None or p.cpuinfo_min_khz is None or p.cpuinfo_max_khz is None:
+                continue
+            if not p.cpuinfo_min_khz <= value <= p.cpuinfo_max_khz:
+                return (
+                    f"{key} = {value} is outside what {_describe(p)} can do: "
+                    f"{p.cpuinfo_min_khz}..{p.cpuinfo_max_khz} kHz"
+                )
+        if lo is not None and hi is not None and lo > hi:
+            return (
+                f"{p.name}: the limits would cross (scaling_min_freq {lo} > scaling_max_freq {hi} kHz); "
+                "give both min_khz and max_khz"
+            )
+        files = ["scaling_governor"]
+        files += ["scaling_min_freq"] if setting.min_khz is not None else []
+        files += ["scaling_max_freq"] if setting.max_khz is not None else []
+        if setting.frequency is not None:
+            files.append("scaling_setspeed")
+            if not p.frequencies_khz and isinstance(setting.frequency, int):
+                return f"{_describe(p)} publishes no frequency table: use frequency_khz = 'min' or 'max'"
+            khz = setting.speed_khz(p)
+            if isinstance(setting.frequency, int) and khz not in p.frequencies_khz:
+                return f"{_describe(p)} does not offer {khz} kHz; valid: {_valid_frequencies(p)}"
+            if khz is not None and (lo is not None and khz < lo or hi is not None and khz > hi):
+                return (
+                    f"{_describe(p)}: {khz} kHz lies outside its limits {lo}..{hi} kHz, so the kernel "
+                    "would clamp it; set min_khz / max_khz around it"
+                )
+        for attr in files:
+            rel = f"{cpufreq.policy_dir(p.name)}/{attr}"
+            if not sr.exists(rel):
+                return f"no {sr.show(rel)}: the {p.driver or 'cpufreq'} driver does not expose it"
+            if not sr.writable(rel):
+                return f"{sr.show(rel)} is not writable by this user: run boardlab as root"
+        return None
+
+    def _check_tunables(self, setting: GovernorSetting, p: CpufreqPolicy, ctx: ApplyContext) -> str | None:
+        """The tunables directory exists only while its governor runs: checked here when it does already,
+        and by `apply` (before the run starts) otherwise."""
+        values = dict(setting.tunables)
+        floor = cpufreq.min_sampling_rate_us(ctx.info.kernel.config_hz)
+        if floor is not None and values.get("sampling_rate", floor) < floor:
+            return (
+                f"sampling_rate = {values['sampling_rate']} us is below this kernel's minimum of two ticks, "
+                f"{floor} us at CONFIG_HZ={ctx.info.kernel.config_hz}"
+            )
+        d = cpufreq.tunables_dir(ctx.root, p.name, setting.governor) if values else None
+        for key in values if d is not None else ():
+            rel = f"{d}/{key}"
+            if not ctx.root.exists(rel):
+                valid = ", ".join(ctx.root.listdir(d)) or "(none)"
+                return f"{ctx.root.show(d)} has no tunable {key!r}; tunables here: {valid}"
+            if not ctx.root.writable(rel):
+                return f"{ctx.root.show(rel)} is not writable by this user: run boardlab as root"
+        return None
+
+    # ---- around one run ----
+
+    def apply(self, params: dict, ctx: ApplyContext):
+        return self._applied(GovernorSetting.from_params(params), ctx)
+
+    @contextlib.contextmanager
+    def _applied(self, setting: GovernorSetting, ctx: ApplyContext):
+        tokens: list[str] = []
+
+        def write(rel: str, value: str, what: str) -> None:
+            tokens.append(ctx.journal.set(rel, value, what=what))
+
+        policies = self._policies(setting, ctx)
+        state: dict = {"governor": setting.governor, "policies": {}}
+        try:
+            tunables_written: set[str] = set()  # a global cpufreq/<gov>/ serves every policy: written once
+            for p in policies:
+                state["policies"][p.name] = _set_policy(setting, p.name, ctx, write, tunables_written)
+            stats0 = {p.name: _stats(ctx.root, p.name) for p in policies}
+            yield state
+            stats1 = {p.name: _stats(ctx.root, p.name) for p in policies}
+            state["time_in_state_delta_ms"] = {
+                name: {khz: ms - stats0[name][0].get(khz, 0) for khz, ms in tis.items()}
+                for name, (tis, _) in stats1.items()
+            }
+            state["transitions"] = {
+                name: None if n is None or stats0[name][1] is None else n - stats0[name][1]
+                for name, (_, n) in stats1.items()
+            }
+        finally:
+            _undo_all(ctx, tokens)
+
+
+def _set_policy(
+    setting: GovernorSetting,
+    policy: str,
+    ctx: ApplyContext,
+    write: cpufreq.Writer,
+    tunables_written: set[str],
+) -> dict:
+    """Limits, governor, speed, tunables of one policy (in that order); returns what the run records."""
+    sr = ctx.root
+    d = cpufreq.policy_dir(policy)
+    entry: dict = {
+        "was": {
+            "governor": sr.read_str(f"{d}/scaling_governor"),
+            "min_khz": sr.read_int(f"{d}/scaling_min_freq"),
+            "max_khz": sr.read_int(f"{d}/scaling_max_freq"),
+        }
+    }
+    cpufreq.set_frequency_limits(sr, policy, min_khz=setting.min_khz, max_khz=setting.max_khz, write=write)
+    cpufreq.set_governor(sr, policy, setting.governor, write=write)
+    info = ctx.info.policy(policy)
+    speed = setting.speed_khz(info) if info is not None else None
+    if speed is not None:
+        cpufreq.set_speed(sr, policy, speed, write=write)
+    entry["frequency_khz"] = speed
+    if setting.min_khz is not None or setting.max_khz is not None:
+        entry["limits_khz"] = [sr.read_int(f"{d}/scaling_min_freq"), sr.read_int(f"{d}/scaling_max_freq")]
+    if setting.tunables:
+        tdir = cpufreq.tunables_dir(sr, policy, setting.governor)
+        if tdir is None or tdir not in tunables_written:
+            tdir = cpufreq.set_tunables(sr, policy, setting.governor, dict(setting.tunables), write=write)
+            tunables_written.add(tdir)
+        entry["tunables_dir"] = sr.show(tdir)
+        entry["tunables"] = {k: sr.read_str(f"{tdir}/{k}") for k, _ in setting.tunables}
+    return entry
+
+
+def _stats(sr, policy: str) -> tuple[dict[int, int], int | None]:
+    return cpufreq.time_in_state_ms(sr, policy), cpufreq.total_transitions(sr, policy)
+
+
+def _undo_all(ctx: ApplyContext, tokens: list[str]) -> None:
+    """Undoes newest first; one failed undo does not stop the others (it stays in the journal for
+    `boardlab restore`), and the first failure is raised at the end."""
+    first: BaseException | None = None
+    for token in reversed(tokens):
+        try:
+            ctx.journal.undo(token)
+        except Exception as exc:  # re-raised below, after the other undos
+            first = first or exc
+    if first is not None:
+        raise first
+
+
+KIND = Governor()
