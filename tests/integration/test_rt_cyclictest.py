@@ -74,8 +74,24 @@ def merged(histograms: dict) -> tuple[list[int], int]:
 
 
 @needs_rt
+def pinned_to_last_cpu() -> dict:
+    """Starts the worker pinned to one CPU, as the runner does (runs.cpu = "auto": the last online CPU)."""
+    last = max(os.sched_getaffinity(0))
+    return {"preexec_fn": lambda: os.sched_setaffinity(0, {last})}
+
+
+def test_an_unpinned_worker_measures_shared_threads_that_float_over_every_cpu():
+    rc, doc, err = worker("duration_s=1", "histogram_us=2000")
+    assert rc == 0, err
+    info = doc["info"]
+    if len(os.sched_getaffinity(0)) > 1:
+        assert info["measured_cpus"] == []
+        assert not any(a.startswith(("--affinity", "--mainaffinity")) for a in info["command"])
+        assert any("shared" in n for n in info["cpu_notes"])
+
+
 def test_a_two_second_run_gives_a_schema_1_result_whose_percentiles_follow_from_its_histogram():
-    rc, doc, err = worker("duration_s=2", "histogram_us=2000")
+    rc, doc, err = worker("duration_s=2", "histogram_us=2000", **pinned_to_last_cpu())
     assert rc == 0, err
     assert doc["schema"] == 1 and doc["ok"] is True and doc["supported"] is True and doc["errors"] == []
     hist = doc["histograms"]["latency_us"]

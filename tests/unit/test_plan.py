@@ -146,3 +146,54 @@ def test_an_unsupported_workload_is_refused_with_its_reason():
 
 def test_presets_are_bundled():
     assert {"quick", "andesite"} <= set(preset_names())
+
+
+COMBINED = (
+    GOOD
+    + """
+[[conditions]]
+name = "shared-ondemand"
+parts = [
+  { kind = "isolation", params = { mode = "shared" } },
+  { kind = "governor", params = { governor = "ondemand" } },
+]
+"""
+)
+
+
+def test_a_condition_may_combine_several_kinds_applied_together():
+    plan = parse(COMBINED)
+    cond = plan.conditions[-1]
+    assert cond.name == "shared-ondemand" and cond.kind == "isolation+governor"
+    assert cond.baseline == "baseline" and not cond.is_baseline
+    assert cond.all_parts == (("isolation", {"mode": "shared"}), ("governor", {"governor": "ondemand"}))
+    assert cond.to_dict()["parts"][1] == {"kind": "governor", "params": {"governor": "ondemand"}}
+
+
+@pytest.mark.parametrize(
+    "replace, expected",
+    [
+        (
+            '{ kind = "governor", params = { governor = "ondemand" } },',
+            "conditions[0].parts: a kind appears twice",
+        ),
+        (
+            '{ kind = "isolation", params = { mode = "shared" } },\n',
+            "conditions[0].parts: a baseline cannot be part",
+        ),
+        ('params = { governor = "ondemand" }', "conditions[0].parts.params.governor"),
+    ],
+)
+def test_combined_conditions_are_checked_part_by_part(replace, expected):
+    text = COMBINED
+    if expected.endswith("twice"):
+        text = text.replace(
+            '{ kind = "governor", params = { governor = "ondemand" } },', '{ kind = "isolation" },'
+        )
+    elif "baseline" in expected:
+        text = text.replace(
+            '{ kind = "governor", params = { governor = "ondemand" } },', '{ kind = "baseline" },'
+        )
+    else:
+        text = text.replace(replace, 'params = { governor = "turbo" }')
+    assert expected in error_of(text)

@@ -194,6 +194,22 @@ def _workload(entry: Any, i: int, catalog: dict[str, WorkloadSpec], where: _Wher
     return WorkloadEntry(name=name, params=params, metric=metric, compare=compare_param)
 
 
+def _condition_part(kind: Any, params: Any, kinds: dict, where: _Where, path: tuple) -> tuple[str, dict]:
+    if kind is None:
+        raise where.error(path, f"missing key 'kind'; valid kinds: {', '.join(kinds)}")
+    if not isinstance(kind, str) or kind not in kinds:
+        raise where.error(
+            path + ("kind",), f"unknown condition kind {kind!r}; valid kinds: {', '.join(kinds)}"
+        )
+    if not isinstance(params, dict):
+        raise where.error(path + ("params",), f"expected a table, found {_type_name(params)}")
+    reason = kinds[kind].validate(params)
+    if reason:
+        key, message = reason
+        raise where.error(path + ("params", key) if key else path + ("params",), message)
+    return kind, params
+
+
 def _condition(entry: Any, i: int, where: _Where) -> ConditionSpec:
     from boardlab.conditions import condition_kinds
 
@@ -203,20 +219,38 @@ def _condition(entry: Any, i: int, where: _Where) -> ConditionSpec:
     entry = dict(entry)
     kinds = condition_kinds()
     name = _take(entry, "name", str, None, where, path)
-    kind = _take(entry, "kind", str, None, where, path)
-    if kind is None:
-        raise where.error(path, f"missing key 'kind'; valid kinds: {', '.join(kinds)}")
-    if kind not in kinds:
-        raise where.error(
-            path + ("kind",), f"unknown condition kind {kind!r}; valid kinds: {', '.join(kinds)}"
-        )
     baseline = _take(entry, "baseline", str, None, where, path)
+    raw_parts = _take(entry, "parts", list, None, where, path)
+    if raw_parts is not None:
+        if "kind" in entry or "params" in entry:
+            raise where.error(path + ("parts",), "give either kind and params, or parts, not both")
+        _no_leftovers(entry, where, path, "name, parts, baseline")
+        if not raw_parts:
+            raise where.error(path + ("parts",), "an empty list: give at least one {kind, params} table")
+        parts = []
+        for j, part in enumerate(raw_parts):
+            if not isinstance(part, dict):
+                raise where.error(path + ("parts",), f"part {j}: expected a table, found {_type_name(part)}")
+            part = dict(part)
+            kind, params = part.pop("kind", None), part.pop("params", {})
+            if part:
+                raise where.error(
+                    path + ("parts",), f"part {j}: unknown key {next(iter(part))!r}; valid: kind, params"
+                )
+            if kind == "baseline":
+                raise where.error(path + ("parts",), "a baseline cannot be part of a combined condition")
+            parts.append(_condition_part(kind, params, kinds, where, path + ("parts",)))
+        kinds_used = [k for k, _ in parts]
+        if len(set(kinds_used)) != len(kinds_used):
+            raise where.error(path + ("parts",), f"a kind appears twice: {', '.join(kinds_used)}")
+        label = "+".join(kinds_used)
+        if len(parts) == 1:
+            return ConditionSpec(name=name or label, kind=parts[0][0], params=parts[0][1], baseline=baseline)
+        return ConditionSpec(name=name or label, kind=label, params={}, baseline=baseline, parts=tuple(parts))
+    kind = _take(entry, "kind", str, None, where, path)
     params = _take(entry, "params", dict, {}, where, path)
-    _no_leftovers(entry, where, path, "name, kind, params, baseline")
-    reason = kinds[kind].validate(params)
-    if reason:
-        key, message = reason
-        raise where.error(path + ("params", key) if key else path + ("params",), message)
+    _no_leftovers(entry, where, path, "name, kind, params, parts, baseline")
+    kind, params = _condition_part(kind, params, kinds, where, path)
     return ConditionSpec(name=name or kind, kind=kind, params=params, baseline=baseline)
 
 
@@ -321,7 +355,9 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
                 ("conditions", i, "baseline"),
                 f"{base!r} is not a baseline condition; baselines: {', '.join(baselines)}",
             )
-        resolved.append(ConditionSpec(name=c.name, kind=c.kind, params=c.params, baseline=base))
+        resolved.append(
+            ConditionSpec(name=c.name, kind=c.kind, params=c.params, baseline=base, parts=c.parts)
+        )
     _no_leftovers(doc, where, (), "schema, name, description, seed, runs, gates, workloads, conditions")
     return Plan(
         name=name,

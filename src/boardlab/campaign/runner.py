@@ -6,6 +6,7 @@ run is committed at once, so running the same plan on the same database again sk
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -208,13 +209,20 @@ class Runner:
         gate = self._gate(monitor.src, start_temps)
         self.progress.gate(sr_run, gate.detail)
         condition = self.conditions[cell.condition]
-        kind = self.kinds[condition.kind]
-        with kind.apply(condition.params, self.ctx) as cond_state:
+        worker_cpus = {cpu} if cpu is not None else None
+        with contextlib.ExitStack() as stack:
+            part_states = []
+            for kind_name, params in condition.all_parts:  # applied in order, undone in reverse
+                kind = self.kinds[kind_name]
+                part_states.append((kind_name, stack.enter_context(kind.apply(params, self.ctx))))
+                if hasattr(kind, "worker_cpus"):
+                    wanted = kind.worker_cpus(params, self.ctx)
+                    worker_cpus = wanted if wanted is not None else worker_cpus
             cpufreq0 = self._cpufreq()
             started = time.time()
             t0 = time.monotonic_ns()
             native = self.catalog[cell.workload].runner == "kern"
-            proc = spawn(self._argv(cell), cpus={cpu} if cpu is not None else None, self_reaping=native)
+            proc = spawn(self._argv(cell), cpus=worker_cpus, self_reaping=native)
             monitor.start(proc.pid, cpu)
             try:
                 out, err = proc.stdout.read(), proc.stderr.read()
@@ -232,9 +240,14 @@ class Runner:
         governors0 = {p: s["governor"] for p, s in cpufreq0.items()}
         governors1 = {p: s["governor"] for p, s in cpufreq1.items()}
         # the condition may add to its state on exit (a stressor's achieved rate), so read it afterwards
+        if len(part_states) == 1:
+            cond_state = part_states[0][1]
+        else:  # a combined condition keeps each part's state apart
+            cond_state = {"parts": [{"kind": k, **st} for k, st in part_states]}
         state = {
             "condition": condition.name,
             "kind": condition.kind,
+            "worker_cpus": sorted(worker_cpus) if worker_cpus else None,
             **cond_state,
             **cache,
             "governors": governors0,
@@ -358,9 +371,11 @@ class Runner:
             root=self.sr, journal=journal, info=info, worker_cpu=cpu, online_cpus=tuple(info.online_cpus)
         )
         for i, c in enumerate(self.plan.conditions):  # board-dependent checks, before anything is written
-            reason = self.kinds[c.kind].check(c.params, self.ctx)
-            if reason:
-                raise InputError(f"{self.plan.source_name}: conditions[{i}] ({c.name}): {reason}")
+            for kind_name, params in c.all_parts:
+                reason = self.kinds[kind_name].check(params, self.ctx)
+                if reason:
+                    part = f" {kind_name}" if c.parts else ""
+                    raise InputError(f"{self.plan.source_name}: conditions[{i}] ({c.name}){part}: {reason}")
         cells = build_cells(self.plan, self.catalog)
         conditions = self.conditions
         units = {}

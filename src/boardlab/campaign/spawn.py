@@ -3,6 +3,11 @@
 A worker inherits the CPU affinity of the thread that forks it, so the runner pins only itself for the
 instant of the spawn; the child gets PR_SET_PDEATHSIG so that a SIGKILLed boardlab leaves no process
 behind, and its own process group so that Ctrl-C reaches boardlab, which then stops it cleanly.
+
+A process group, not a session: the scheduler's autogroups (CONFIG_SCHED_AUTOGROUP, on in Debian's kernels)
+share CPU time per session, so a worker and a stressor each in a session of its own would split a CPU 50/50
+however many stressor workers there are. In boardlab's session they share it per task, as in seed 003's
+script, and as on kernels without autogroups (bench/bench_stressors.py and test_conditions_stressor.py).
 """
 
 from __future__ import annotations
@@ -67,7 +72,7 @@ def spawn(
             stdin=subprocess.DEVNULL,
             env=env,
             cwd=cwd,
-            start_new_session=True,
+            process_group=0,  # setpgid(0, 0): its own group, in boardlab's session (see above)
             preexec_fn=None if self_reaping else (lambda: _die_with_parent(parent)),
         )
 

@@ -63,6 +63,9 @@ class ConditionKind(Protocol):
     def apply(self, params: dict, ctx: ApplyContext) -> AbstractContextManager[dict]:
         """Applies the condition for one run; yields the state recorded with the run."""
 
+    # Optional: `worker_cpus(params, ctx) -> set[int] | None`, the worker's affinity under this condition
+    # (None keeps the runner's pin to runs.cpu). Only the isolation kind's "shared" mode uses it.
+
 
 def expect_keys(params: dict, allowed: dict[str, type | tuple[type, ...]]) -> tuple[str | None, str] | None:
     """Shape check shared by the kinds: known keys with the right types."""

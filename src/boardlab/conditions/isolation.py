@@ -8,7 +8,9 @@ params = { mode = "isolated", cpu_dma_latency_us = 0 }
 ```
 
 The runner already pins every worker to `runs.cpu` and conditions put their loads on the other CPUs; this
-kind adds no second pinning. `mode = "pinned"` states that default; `mode = "isolated"` also requires the
+kind adds no second pinning. `mode = "shared"` is the one exception: the worker is NOT pinned (it and the
+loads share every CPU, as on an unconfigured system; the runner asks `worker_cpus`). `mode = "pinned"` states
+that default; `mode = "isolated"` also requires the
 worker's CPU to be one the kernel isolates (isolcpus, /sys/devices/system/cpu/isolated), and refuses to
 start otherwise with the boot parameters that would provide it. `cpu_dma_latency_us` holds
 /dev/cpu_dma_latency open with that value for the run (0: no C-state exits); the kernel drops the request
@@ -26,7 +28,7 @@ from boardlab.conditions.base import ApplyContext, expect_keys
 from boardlab.platform import cpuidle, irq
 from boardlab.platform.sysroot import format_cpulist
 
-MODES = ("pinned", "isolated")
+MODES = ("shared", "pinned", "isolated")
 _MAX_LATENCY_US = cpuidle.NO_LATENCY_CONSTRAINT_US
 
 
@@ -99,6 +101,10 @@ class Isolation:
                     "user: run boardlab as root"
                 )
         return None
+
+    def worker_cpus(self, params: dict, ctx: ApplyContext) -> set[int] | None:
+        """The worker's affinity under this mode: every online CPU for "shared"; None keeps the runner's pin."""
+        return set(ctx.online_cpus) if IsolationSetting.from_params(params).mode == "shared" else None
 
     def apply(self, params: dict, ctx: ApplyContext):
         return self._applied(IsolationSetting.from_params(params), ctx)

@@ -40,17 +40,31 @@ class RunPolicy:
 
 @dataclass(frozen=True)
 class ConditionSpec:
+    """A named condition: one kind with its params, or several `parts` applied together (a stressor on the
+    other CPUs while the worker's CPU is isolated, say). `kind` is "a+b" for a combined condition."""
+
     name: str  # unique label in the plan, e.g. "baseline", "memcpy-same"
-    kind: str  # "baseline", later "stressor", "governor", ...
+    kind: str  # "baseline", "stressor", "governor", ...
     params: dict[str, Any] = field(default_factory=dict)
     baseline: str | None = None  # the condition this one is compared with (None for a baseline)
+    parts: tuple[tuple[str, dict[str, Any]], ...] = ()  # (kind, params) of each part; () = ((kind, params),)
 
     @property
     def is_baseline(self) -> bool:
         return self.kind == "baseline"
 
+    @property
+    def all_parts(self) -> tuple[tuple[str, dict[str, Any]], ...]:
+        return self.parts or ((self.kind, self.params),)
+
     def to_dict(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "params": self.params, "baseline": self.baseline}
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "params": self.params,
+            "baseline": self.baseline,
+            "parts": [{"kind": k, "params": p} for k, p in self.all_parts],
+        }
 
 
 @dataclass(frozen=True)

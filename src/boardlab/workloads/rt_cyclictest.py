@@ -206,12 +206,12 @@ def _run_cyclictest(params: dict, plan, cyclictest: str) -> dict:
             "--quiet",
             "--mlockall",
             f"--duration={params['duration_s']}",
-            f"--affinity={format_cpulist(plan.measured)}",
+            *([f"--affinity={format_cpulist(plan.measured)}"] if plan.measured else []),
             f"--threads={params['threads']}",
             f"--priority={params['priority']}",
             f"--policy={params['policy']}",
             f"--interval={params['interval_us']}",
-            f"--mainaffinity={plan.housekeeping}",
+            *([f"--mainaffinity={plan.housekeeping}"] if plan.housekeeping >= 0 else []),
         ]
         code, stderr, timed_out = _run_probe(argv, tmp, timeout_s=params["duration_s"] + 30)
         try:
@@ -256,6 +256,8 @@ def _run_timerlat(params: dict, plan, rtla: str) -> dict:
     from boardlab.errors import InputError
     from boardlab.platform.sysroot import format_cpulist
 
+    if not plan.measured:  # shared: timerlat measures per CPU, so every CPU the worker may use
+        plan = CpuPlan(plan.affinity_before, plan.housekeeping, plan.affinity_before, plan.notes)
     if params["threads"] > len(plan.measured):
         raise InputError(
             f"probe=timerlat runs one thread per CPU: threads={params['threads']} needs that many CPUs "
@@ -471,12 +473,17 @@ def _cpu_plan(params: dict) -> CpuPlan:
             raise InputError(
                 f"parameter {key}={params[key]}: no such online CPU; online: {', '.join(map(str, online))}"
             )
+    from boardlab.platform.sysroot import format_cpulist
+
+    if params["cpu"] < 0 and len(allowed) > 1:
+        # The runner left the worker unpinned (isolation mode "shared"): the measuring threads float too, as
+        # an unconfigured system schedules them; no CPU is measured specifically and nothing is moved.
+        notes.append(f"shared: measuring threads unpinned, free to run on CPUs {format_cpulist(allowed)}")
+        return CpuPlan((), -1, allowed, tuple(notes))
     if params["cpu"] >= 0:
         base = params["cpu"]
-    elif len(allowed) == 1:
-        base = allowed[0]  # the runner pinned the worker: measure there
     else:
-        base = online[-1]  # as the runner's "auto": away from CPU 0's housekeeping
+        base = allowed[0]  # the runner pinned the worker: measure there
     hk = params["housekeeping_cpu"]
     if hk < 0:
         hk = next((c for c in online if c != base), base)
@@ -542,9 +549,10 @@ def _environment(measured: tuple[int, ...]) -> dict:
         "nohz_full": list(iso.nohz_full),
         "rcu_nocbs": list(iso.rcu_nocbs),
         "irqaffinity": list(iso.irqaffinity),
-        "measured_cpus_isolated": all(c in isolated for c in measured),
-        "measured_cpus_nohz_full": all(c in iso.nohz_full for c in measured),
-        "measured_cpus_rcu_nocbs": all(c in iso.rcu_nocbs for c in measured),
+        # an unpinned (shared) measurement is on no CPU in particular, so none of these holds for it
+        "measured_cpus_isolated": bool(measured) and all(c in isolated for c in measured),
+        "measured_cpus_nohz_full": bool(measured) and all(c in iso.nohz_full for c in measured),
+        "measured_cpus_rcu_nocbs": bool(measured) and all(c in iso.rcu_nocbs for c in measured),
         "cpu_dma_latency_us": dma.value_us,
         "cpu_dma_latency": dma.describe(),
         "cpu_dma_latency_during_run": "held at 0 us by the probe (cyclictest's default, rtla --dma-latency=0)",
