@@ -207,3 +207,24 @@ def test_export_json_has_one_object_per_run_with_the_interface_fields(tmp_path):
 def test_export_of_a_missing_database_is_a_usage_error(tmp_path):
     proc = run_cli("export", "--db", str(tmp_path / "none.db"))
     assert proc.returncode == 2 and "no such results database" in proc.stderr
+
+
+def test_a_condition_the_board_cannot_do_is_skipped_loudly_when_the_plan_allows_it(tmp_path):
+    from boardlab.platform.inventory import inventory
+
+    if inventory("/").capabilities["cpufreq"].supported:
+        pytest.skip("this machine has cpufreq: the governor condition would run")
+    text = PLAN.format(name="skip", reps=2) + '[[conditions]]\nname = "perf"\nkind = "governor"\n'
+    text += 'params = { governor = "performance" }\n'
+    plan = tmp_path / "plan.toml"
+    db = tmp_path / "r.db"
+    plan.write_text(text)
+    refused = run_cli("run", str(plan), "--db", str(db))
+    assert refused.returncode == 2 and "conditions[0] (perf): unsupported:" in refused.stderr
+    plan.write_text(text.replace("[runs]\n", '[runs]\nunsupported = "skip"\n'))
+    proc = run_cli("run", str(plan), "--db", str(db), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert "skipping condition 'perf': unsupported:" in proc.stderr
+    assert rows(db, "SELECT DISTINCT condition FROM cells") == [("baseline",)]
+    env = json.loads(rows(db, "SELECT environment_json FROM campaigns WHERE status='complete'")[0][0])
+    assert env["skipped_conditions"]["perf"].startswith("unsupported:")

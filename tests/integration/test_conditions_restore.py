@@ -287,14 +287,14 @@ def test_the_next_run_restores_first_then_resumes(killed):
             "bbb",
             "governor",
             '{ governor = "schedutil" }',
-            "conditions[1] (c): policy0 (CPUs 0) offers no 'schedutil' governor; "
+            "conditions[0] (c): policy0 (CPUs 0) offers no 'schedutil' governor; "
             "available: conservative, ondemand, userspace, powersave, performance",
         ),
         (
             "bbb",
             "governor",
             '{ governor = "userspace", frequency_khz = 700000 }',
-            "conditions[1] (c): policy0 (CPUs 0) does not offer 700000 kHz; "
+            "conditions[0] (c): policy0 (CPUs 0) does not offer 700000 kHz; "
             "valid: 300000, 600000, 800000, 1000000 kHz, or 'min' / 'max'",
         ),
         (
@@ -303,7 +303,7 @@ def test_the_next_run_restores_first_then_resumes(killed):
             '{ mode = "isolated" }',
             "boot with `isolcpus=1 nohz_full=1 rcu_nocbs=1` to isolate the worker's CPU 1",
         ),
-        ("vm", "governor", '{ governor = "performance" }', "conditions[1] (c): unsupported: no "),
+        ("vm", "governor", '{ governor = "performance" }', "conditions[0] (c): unsupported: no "),
     ],
 )
 def test_a_condition_the_board_cannot_honour_is_refused_before_anything_starts(

@@ -6,6 +6,7 @@ is started or written before the whole plan is valid.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import tomllib
 from importlib import resources
@@ -298,13 +299,14 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
         cpu=cpu if isinstance(cpu, int) else (-1 if cpu == "auto" else None),
         drop_caches=_take(runs_t, "drop_caches", bool, False, where, p),
         max_reruns=_take(runs_t, "max_reruns", int, 3, where, p, lo=0, hi=100),
+        unsupported=_take(runs_t, "unsupported", str, "fail", where, p, choices=("fail", "skip")),
     )
     _no_leftovers(
         runs_t,
         where,
         p,
         "repetitions, precision, pilot, cap, iterations, warmup_max_iterations, warmup_max_ms, warmup_cv, "
-        "order, cpu, drop_caches, max_reruns",
+        "order, cpu, drop_caches, max_reruns, unsupported",
     )
 
     gates_t = dict(_take(doc, "gates", dict, {}, where, ()))
@@ -336,28 +338,31 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
         )
     workloads = tuple(_workload(w, i, catalog, where) for i, w in enumerate(raw_workloads))
     raw_conditions = _take(doc, "conditions", list, [], where, ())
-    conditions = tuple(_condition(c, i, where) for i, c in enumerate(raw_conditions))
+    conditions = tuple(
+        dataclasses.replace(_condition(c, i, where), index=i) for i, c in enumerate(raw_conditions)
+    )
     if not any(c.is_baseline for c in conditions):
         conditions = (ConditionSpec(name="baseline", kind="baseline"),) + conditions
     names = [c.name for c in conditions]
-    for i, c in enumerate(conditions):
-        if names.count(c.name) > 1:
-            raise where.error(("conditions", i, "name"), f"condition name {c.name!r} is used twice")
+    for c in conditions:
+        if names.count(c.name) > 1 and c.index is not None:
+            taken = " (the implied baseline's name)" if c.name == "baseline" else ""
+            raise where.error(
+                ("conditions", c.index, "name"), f"condition name {c.name!r} is used twice{taken}"
+            )
     baselines = [c.name for c in conditions if c.is_baseline]
     resolved = []
-    for i, c in enumerate(conditions):
+    for c in conditions:
         if c.is_baseline:
             resolved.append(c)
             continue
         base = c.baseline or baselines[0]
         if base not in baselines:
             raise where.error(
-                ("conditions", i, "baseline"),
+                ("conditions", c.index, "baseline"),
                 f"{base!r} is not a baseline condition; baselines: {', '.join(baselines)}",
             )
-        resolved.append(
-            ConditionSpec(name=c.name, kind=c.kind, params=c.params, baseline=base, parts=c.parts)
-        )
+        resolved.append(dataclasses.replace(c, baseline=base))
     _no_leftovers(doc, where, (), "schema, name, description, seed, runs, gates, workloads, conditions")
     return Plan(
         name=name,

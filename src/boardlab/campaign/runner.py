@@ -7,6 +7,7 @@ run is committed at once, so running the same plan on the same database again sk
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
@@ -370,12 +371,23 @@ class Runner:
         self.ctx = ApplyContext(
             root=self.sr, journal=journal, info=info, worker_cpu=cpu, online_cpus=tuple(info.online_cpus)
         )
-        for i, c in enumerate(self.plan.conditions):  # board-dependent checks, before anything is written
+        skipped: dict[str, str] = {}
+        for c in self.plan.conditions:  # board-dependent checks, before anything is written
             for kind_name, params in c.all_parts:
                 reason = self.kinds[kind_name].check(params, self.ctx)
-                if reason:
-                    part = f" {kind_name}" if c.parts else ""
-                    raise InputError(f"{self.plan.source_name}: conditions[{i}] ({c.name}){part}: {reason}")
+                if not reason:
+                    continue
+                if reason.startswith("unsupported:") and self.plan.runs.unsupported == "skip":
+                    skipped[c.name] = reason  # the board lacks the capability: said, stored, not run
+                    self.progress.note(f"skipping condition {c.name!r}: {reason}")
+                    break
+                part = f" {kind_name}" if c.parts else ""
+                raise InputError(f"{self.plan.source_name}: conditions[{c.index}] ({c.name}){part}: {reason}")
+        if skipped:
+            self.plan = dataclasses.replace(
+                self.plan, conditions=tuple(c for c in self.plan.conditions if c.name not in skipped)
+            )
+            self.conditions = {c.name: c for c in self.plan.conditions}
         cells = build_cells(self.plan, self.catalog)
         conditions = self.conditions
         units = {}
@@ -402,6 +414,7 @@ class Runner:
             "capabilities": info_dict.get("capabilities"),
             "checks": info_dict.get("checks"),
             "worker_cpu": cpu,
+            "skipped_conditions": skipped,
         }
         if existing is None:
             campaign_id = self.store.create_campaign(
@@ -485,7 +498,7 @@ class Runner:
                     "wall_s": mon_wall,
                     "cost_pct_of_core": cost,
                 },
-                notes={"reruns": reruns},
+                notes={"reruns": reruns, "skipped_conditions": skipped},
             )
         return Outcome(campaign_id, status, done, total, reruns, resumed, cost, time.monotonic() - loop_t0)
 

@@ -36,6 +36,7 @@ class RunPolicy:
     cpu: int | None = None  # the worker's CPU; None = no pinning
     drop_caches: bool = False
     max_reruns: int = 3  # re-runs of an invalid run (throttled, swapped, policy changed)
+    unsupported: str = "fail"  # a condition this board cannot do: "fail" the plan, or "skip" it and say so
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class ConditionSpec:
     params: dict[str, Any] = field(default_factory=dict)
     baseline: str | None = None  # the condition this one is compared with (None for a baseline)
     parts: tuple[tuple[str, dict[str, Any]], ...] = ()  # (kind, params) of each part; () = ((kind, params),)
+    index: int | None = None  # its position in the plan's [[conditions]]; None for the implied baseline
 
     @property
     def is_baseline(self) -> bool:
