@@ -7,6 +7,10 @@ import importlib
 # kind -> module; a module exposes KIND (a ConditionKind). One line per kind.
 _KIND_MODULES = {
     "baseline": "boardlab.conditions.baseline",
+    "stressor": "boardlab.conditions.stressor",
+    "command": "boardlab.conditions.command",
+    "ddgzip": "boardlab.conditions.ddgzip",
+    "burstynet": "boardlab.conditions.burstynet",
     "governor": "boardlab.conditions.dvfs",
     "isolation": "boardlab.conditions.isolation",
 }

@@ -181,3 +181,41 @@ def read_psi(src: SourceSet) -> dict[str, int | None]:
         raw = _read(path)
         out[name] = psi_total_us(raw) if raw else None
     return out
+
+
+def pid_group_stat(raw: bytes) -> tuple[int, int]:
+    """/proc/PID/stat -> (process group, CPU jiffies of the process and of the children it has reaped):
+    utime + stime + cutime + cstime (fields 14-17). A child's time moves into its parent's cutime/cstime
+    when the parent reaps it, so summing this over the live members of a group loses nothing that ended."""
+    f = raw[raw.rindex(b")") + 2 :].split()
+    return int(f[2]), int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])
+
+
+def read_group_cpu(root: RootLike, pgid: int) -> tuple[int, int]:
+    """(CPU jiffies, live members) of process group `pgid`: a load started as its own group leader (stress-ng
+    and its workers, a command and its children). One pass over /proc; (0, 0) once the group is gone."""
+    proc = str(SysRoot.of(root).path("proc"))
+    jiffies = members = 0
+    try:
+        entries = os.listdir(proc)
+    except OSError:
+        return 0, 0
+    for name in entries:
+        if not name.isdigit():
+            continue
+        raw = _read(f"{proc}/{name}/stat")
+        if not raw:
+            continue
+        try:
+            group, used = pid_group_stat(raw)
+        except (ValueError, IndexError):
+            continue
+        if group == pgid:
+            jiffies += used
+            members += 1
+    return jiffies, members
+
+
+def clock_ticks() -> int:
+    """The unit of /proc/PID/stat times (USER_HZ, almost always 100)."""
+    return os.sysconf("SC_CLK_TCK")

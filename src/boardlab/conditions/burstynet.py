@@ -1,0 +1,126 @@
+"""Bursty loopback traffic, after seed 000's Tor relay: the network load a relay daemon puts on a board.
+
+Plan syntax:
+
+    [[conditions]]
+    name = "tor-like"
+    kind = "burstynet"
+    params = { protocol = "tcp", cpu_share = 0.25, seed = 1, burst_ms = 50, placement = "other" }
+
+Two child processes exchange fixed-size messages (`message_bytes`, default 514: a Tor cell) over a TCP
+connection or a UDP socket on 127.0.0.1 only. The sender alternates bursts, sent as fast as the loopback
+path takes them, and pauses; both are exponentially distributed (means `burst_ms` and whatever `cpu_share`
+needs), from `random.Random(seed)`. After each burst the sender measures what a second of burst costs the
+two processes in CPU and sets the mean pause so that their long-run CPU use is `cpu_share` of one core
+(0 < cpu_share <= 1; a share they cannot reach means no pauses). It ends by itself after an hour. The state
+records bursts, bytes and messages sent and received, time in bursts and pauses, and the share the program
+measured for itself besides the CPU use boardlab measures from /proc (`load_cpu_pct`).
+"""
+
+from __future__ import annotations
+
+import socket
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from boardlab.conditions import background
+from boardlab.conditions.base import ApplyContext, expect_keys
+
+PROTOCOLS = ("tcp", "udp")
+MAX_UDP_PAYLOAD = 65507
+
+
+@dataclass(frozen=True)
+class BurstynetParams:
+    protocol: str
+    cpu_share: float
+    seed: int
+    burst_ms: float
+    message_bytes: int
+    placement: str
+    warmup_s: float
+
+    @classmethod
+    def of(cls, params: dict, ctx: ApplyContext) -> BurstynetParams:
+        return cls(
+            protocol=params.get("protocol", "tcp"),
+            cpu_share=float(params.get("cpu_share", 0.25)),
+            seed=params.get("seed", 1),
+            burst_ms=float(params.get("burst_ms", 50.0)),
+            message_bytes=params.get("message_bytes", 514),
+            placement=params.get("placement", background.DEFAULT_PLACEMENT),
+            warmup_s=background.warmup_of(params, ctx),
+        )
+
+
+@dataclass(frozen=True)
+class Burstynet:
+    name: str = "burstynet"
+    summary: str = (
+        "bursty loopback TCP/UDP traffic between two processes, like a Tor relay, at a mean CPU share"
+    )
+
+    def validate(self, params: dict) -> tuple[str | None, str] | None:
+        shape = expect_keys(
+            params,
+            {
+                "protocol": str,
+                "cpu_share": (int, float),
+                "seed": int,
+                "burst_ms": (int, float),
+                "message_bytes": int,
+                "placement": str,
+                "warmup_s": (int, float),
+            },
+        )
+        if shape:
+            return shape
+        if params.get("protocol", "tcp") not in PROTOCOLS:
+            return "protocol", f"unknown protocol {params['protocol']!r}; valid: {', '.join(PROTOCOLS)}"
+        if not 0 < params.get("cpu_share", 0.25) <= 1:
+            return "cpu_share", f"expected a share of one core in (0, 1], found {params['cpu_share']!r}"
+        if not 1 <= params.get("burst_ms", 50) <= 10000:
+            return "burst_ms", f"expected a mean burst in [1, 10000] ms, found {params['burst_ms']!r}"
+        if not 1 <= params.get("message_bytes", 514) <= MAX_UDP_PAYLOAD:
+            return (
+                "message_bytes",
+                f"expected [1, {MAX_UDP_PAYLOAD}] bytes, found {params['message_bytes']!r}",
+            )
+        return background.validate_common(params)
+
+    def check(self, params: dict, ctx: ApplyContext) -> str | None:
+        p = BurstynetParams.of(params, ctx)
+        kind = socket.SOCK_STREAM if p.protocol == "tcp" else socket.SOCK_DGRAM
+        try:
+            with socket.socket(socket.AF_INET, kind) as s:
+                s.bind(("127.0.0.1", 0))
+        except OSError as exc:
+            return f"unsupported: no {p.protocol} socket on 127.0.0.1 ({exc}): is the loopback interface up?"
+        return background.placement_reason(p.placement, ctx)
+
+    def apply(self, params: dict, ctx: ApplyContext):
+        return self._apply(BurstynetParams.of(params, ctx), ctx)
+
+    @contextmanager
+    def _apply(self, p: BurstynetParams, ctx: ApplyContext):
+        config = {
+            "protocol": p.protocol,
+            "cpu_share": p.cpu_share,
+            "seed": p.seed,
+            "burst_ms": p.burst_ms,
+            "message_bytes": p.message_bytes,
+        }
+        state = {**config, "target_cpu_pct": round(100.0 * p.cpu_share, 2)}
+        with background.program_load(
+            "burstynet",
+            config,
+            ctx=ctx,
+            placement=p.placement,
+            warmup_s=p.warmup_s,
+            what=f"burstynet ({p.protocol} on 127.0.0.1)",
+            state=state,
+        ):
+            yield state
+
+
+KIND = Burstynet()

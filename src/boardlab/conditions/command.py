@@ -1,0 +1,109 @@
+"""A user command beside the workload, e.g. the compressor or daemon a board also runs in the field.
+
+Plan syntax:
+
+    [[conditions]]
+    name = "gzip-other"
+    kind = "command"
+    params = { argv = ["gzip", "-9", "-c", "/var/log/syslog"], placement = "other", restart = true }
+
+`argv` is a list: the program and its arguments, run as they are, never through a shell (so no pipes,
+redirections or globs; the command's stdout is discarded). It runs in boardlab's working directory, on the
+placement's CPUs, in a process group of its own. `restart` (default true): a command that ends while the
+run goes on is started again, at once after a success and with a growing pause (0.1 s up to 2 s) after a
+quick failure, so that a short command is a steady load and a broken one is not a busy loop; the state
+records how often it started and how it exited. With `restart = false` a command that ends during the run
+is recorded as `load_exited_early` (and one that ends during the warm-up stops the campaign). A command that
+detaches into a new session of its own escapes the stop: give its foreground form.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from boardlab.conditions import background
+from boardlab.conditions.base import ApplyContext, expect_keys
+
+
+@dataclass(frozen=True)
+class CommandParams:
+    argv: tuple[str, ...]
+    restart: bool
+    placement: str
+    warmup_s: float
+
+    @classmethod
+    def of(cls, params: dict, ctx: ApplyContext) -> CommandParams:
+        return cls(
+            argv=tuple(params["argv"]),
+            restart=params.get("restart", True),
+            placement=params.get("placement", background.DEFAULT_PLACEMENT),
+            warmup_s=background.warmup_of(params, ctx),
+        )
+
+
+def _executable(name: str) -> str | None:
+    if "/" in name:
+        return name if os.path.isfile(name) and os.access(name, os.X_OK) else None
+    return shutil.which(name)
+
+
+@dataclass(frozen=True)
+class Command:
+    name: str = "command"
+    summary: str = (
+        "a command of yours (an argv list, no shell) running beside the workload, restarted if it ends"
+    )
+
+    def validate(self, params: dict) -> tuple[str | None, str] | None:
+        shape = expect_keys(
+            params, {"argv": list, "restart": bool, "placement": str, "warmup_s": (int, float)}
+        )
+        if shape:
+            return shape
+        argv = params.get("argv")
+        example = 'e.g. argv = ["gzip", "-c", "/usr/share/dict/words"]'
+        if not argv:
+            return (
+                "argv" if argv is not None else None,
+                f"expected the command as a non-empty list, {example}",
+            )
+        if not all(isinstance(a, str) and a and "\0" not in a for a in argv):
+            return (
+                "argv",
+                f"expected a list of non-empty strings (the program, then its arguments), {example}",
+            )
+        return background.validate_common(params)
+
+    def check(self, params: dict, ctx: ApplyContext) -> str | None:
+        p = CommandParams.of(params, ctx)
+        if _executable(p.argv[0]) is None:
+            where = "is not an executable file" if "/" in p.argv[0] else "is not found on PATH"
+            return f"unsupported: command {p.argv[0]!r} {where}; install it (argv runs as it is, no shell)"
+        return background.placement_reason(p.placement, ctx)
+
+    def apply(self, params: dict, ctx: ApplyContext):
+        return self._apply(CommandParams.of(params, ctx), ctx)
+
+    @contextmanager
+    def _apply(self, p: CommandParams, ctx: ApplyContext):
+        state = {"argv": list(p.argv), "restart": p.restart}
+        config = {"argv": [_executable(p.argv[0]) or p.argv[0], *p.argv[1:]], "restart": p.restart}
+        with background.program_load(
+            "command",
+            config,
+            ctx=ctx,
+            placement=p.placement,
+            warmup_s=p.warmup_s,
+            what=f"background command {p.argv[0]}",
+            state=state,
+        ):
+            yield state
+        if "starts" in state:
+            state["restarts"] = max(0, state["starts"] - 1)
+
+
+KIND = Command()

@@ -1,0 +1,346 @@
+"""The programs background loads run: `python -m boardlab.conditions.programs KIND CONFIG_JSON`.
+
+Each runs as the leader of the process group boardlab started for it (background.py) and uses the standard
+library only: importing more would cost a board a second before the load even starts. Every process it
+starts or forks dies with it (PR_SET_PDEATHSIG); SIGINT (or SIGTERM) ends it cleanly, after which it writes
+its counters as JSON to the `status` path of its configuration. Every program ends by itself after `max_s`.
+
+- `command`: runs a user command (an argv list, never a shell), restarted when it ends if `restart`;
+- `ddgzip`: seed 000's loop: dd writes a file from /dev/urandom or /dev/zero, gzip compresses it, both are
+  deleted, again;
+- `burstynet`: a Tor relay's traffic, roughly: bursts of fixed-size messages (a Tor cell is 514 bytes) over a
+  loopback TCP connection or UDP socket between two child processes, with exponential on and off times; the
+  off times adapt so that the two processes use `cpu_share` of one core on average.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import mmap
+import os
+import random
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from collections import Counter
+
+PR_SET_PDEATHSIG = 1
+LOOPBACK = "127.0.0.1"  # bursty traffic never leaves the board
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _die_with_parent(parent: int) -> None:
+    """In a child: SIGKILL when the parent dies, and exit now if it already has."""
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _popen(argv: list[str], **kw) -> subprocess.Popen:
+    parent = os.getpid()
+    return subprocess.Popen(argv, stdin=subprocess.DEVNULL, preexec_fn=lambda: _die_with_parent(parent), **kw)
+
+
+def _write_status(path: str, doc: dict) -> None:
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f)
+    os.replace(tmp, path)
+
+
+def _end_child(proc: subprocess.Popen | None, grace_s: float = 0.5) -> None:
+    """SIGINT (a child started after the group's SIGINT never got it), a moment, then SIGKILL."""
+    if proc is None or proc.poll() is not None:
+        return
+    try:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _stopping() -> None:
+    """From the first SIGINT on, finish writing the status; a second one must not cut that short."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+# ---- command ----
+
+
+def command(cfg: dict) -> int:
+    argv, restart = cfg["argv"], cfg["restart"]
+    deadline = time.monotonic() + cfg["max_s"]
+    starts, quick_failures = 0, 0
+    codes: Counter[str] = Counter()
+    tail, error = b"", None
+    proc = None
+    try:
+        while True:
+            t0 = time.monotonic()
+            try:
+                proc = _popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            except OSError as exc:
+                error = f"cannot start {argv[0]}: {exc}"
+                break
+            starts += 1
+            assert proc.stderr is not None
+            while chunk := proc.stderr.read1(65536):
+                tail = (tail + chunk)[-2000:]
+            code = proc.wait()
+            codes[str(code)] += 1
+            if not restart or time.monotonic() >= deadline:
+                break
+            if code != 0 and time.monotonic() - t0 < 1.0:  # failing at once: back off, 0.1 s up to 2 s
+                quick_failures += 1
+                time.sleep(min(2.0, 0.05 * 2**quick_failures))
+            else:
+                quick_failures = 0
+    except KeyboardInterrupt:
+        _stopping()
+        _end_child(proc)
+    _write_status(
+        cfg["status"],
+        {
+            "starts": starts,
+            "exit_codes": dict(codes),
+            "stderr_tail": tail.decode(errors="replace")[-500:],
+            "error": error,
+        },
+    )
+    return 0
+
+
+# ---- ddgzip ----
+
+
+def ddgzip(cfg: dict) -> int:
+    block = 65536
+    count = max(1, -(-cfg["size_bytes"] // block))
+    raw = os.path.join(cfg["dir"], f"ddgzip-{os.getpid()}.bin")
+    packed = raw + ".gz"
+    deadline = time.monotonic() + cfg["max_s"]
+    cycles = bytes_written = bytes_compressed = errors = 0
+    last_error = None
+    proc = None
+    try:
+        while time.monotonic() < deadline:
+            proc = _popen(
+                [cfg["dd"], f"if={cfg['source']}", f"of={raw}", f"bs={block}", f"count={count}"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+            _, err = proc.communicate()
+            if proc.returncode == 0:
+                with open(packed, "wb") as out:
+                    proc = _popen(
+                        [cfg["gzip"], f"-{cfg['level']}", "-c", raw], stdout=out, stderr=subprocess.PIPE
+                    )
+                    _, err = proc.communicate()
+            if proc.returncode != 0:
+                errors += 1
+                last_error = err.decode(errors="replace").strip()[-300:] or f"exit {proc.returncode}"
+                time.sleep(0.5)  # a full disk must not turn into a busy loop
+            else:
+                cycles += 1
+                bytes_written += os.path.getsize(raw)
+                bytes_compressed += os.path.getsize(packed)
+            for p in (raw, packed):
+                try:
+                    os.unlink(p)
+                except FileNotFoundError:
+                    pass
+            if cfg["pause_s"]:
+                time.sleep(cfg["pause_s"])
+    except KeyboardInterrupt:
+        _stopping()
+        _end_child(proc)
+    for p in (raw, packed):
+        try:
+            os.unlink(p)
+        except FileNotFoundError:
+            pass
+    _write_status(
+        cfg["status"],
+        {
+            "cycles": cycles,
+            "bytes_written": bytes_written,
+            "bytes_compressed": bytes_compressed,
+            "errors": errors,
+            "last_error": last_error,
+        },
+    )
+    return 0
+
+
+# ---- burstynet ----
+
+# Counters shared by the two children and the leader, in an anonymous shared mapping made before fork; each
+# child writes only its own fields. Receiver: CPU s, bytes, messages. Sender: CPU s, bytes, messages, bursts,
+# time in bursts (s), time paused (s).
+_RECEIVED = struct.Struct("<dQQ")
+_SENT = struct.Struct("<dQQQdd")
+
+
+def _receiver(sock: socket.socket, protocol: str, shared: mmap.mmap) -> None:
+    buf = bytearray(65536)
+    got = msgs = 0
+    try:
+        conn = sock.accept()[0] if protocol == "tcp" else sock
+        while True:
+            n = conn.recv_into(buf)
+            if n == 0 and protocol == "tcp":
+                break
+            got += n
+            msgs += 1
+            if msgs % 16 == 0:
+                _RECEIVED.pack_into(shared, 0, time.process_time(), got, msgs)
+    except (KeyboardInterrupt, OSError):
+        pass
+    _RECEIVED.pack_into(shared, 0, time.process_time(), got, msgs)
+
+
+def _sender(address: tuple[str, int], cfg: dict, shared: mmap.mmap) -> None:
+    rng = random.Random(cfg["seed"])
+    message = rng.randbytes(cfg["message_bytes"])
+    on_mean_s = cfg["burst_ms"] / 1000.0
+    share = cfg["cpu_share"]
+    sent = msgs = bursts = 0
+    on_total = off_total = 0.0
+    deadline = time.monotonic() + cfg["max_s"]
+    try:
+        kind = socket.SOCK_STREAM if cfg["protocol"] == "tcp" else socket.SOCK_DGRAM
+        sock = socket.socket(socket.AF_INET, kind)
+        sock.connect(address)
+        send = sock.sendall if cfg["protocol"] == "tcp" else sock.send
+        while time.monotonic() < deadline:
+            end = time.monotonic() + rng.expovariate(1.0 / on_mean_s)
+            t0 = time.monotonic()
+            while True:
+                for _ in range(32):
+                    try:
+                        send(message)
+                    except BlockingIOError:  # UDP: the socket buffer is full; the burst goes on
+                        pass
+                    sent += len(message)
+                    msgs += 1
+                if time.monotonic() >= end:
+                    break
+            on_total += time.monotonic() - t0
+            bursts += 1
+            _SENT.pack_into(
+                shared, _RECEIVED.size, time.process_time(), sent, msgs, bursts, on_total, off_total
+            )
+            # CPU of both processes per second of burst (the receiver also drains after it); the pauses make
+            # the long-run mean `share` cores: on / (on + off) = share / rate.
+            receiver_cpu = _RECEIVED.unpack_from(shared, 0)[0]
+            rate = max((time.process_time() + receiver_cpu) / on_total, 0.01)
+            duty = min(1.0, share / rate)
+            if duty < 1.0:
+                off = rng.expovariate(duty / (on_mean_s * (1.0 - duty)))
+                off_total += off
+                time.sleep(off)
+    except (KeyboardInterrupt, OSError):
+        pass
+    _SENT.pack_into(shared, _RECEIVED.size, time.process_time(), sent, msgs, bursts, on_total, off_total)
+
+
+def _fork(leader: int, body, *args) -> int:
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            _die_with_parent(leader)
+            body(*args)
+        except BaseException:
+            code = 1
+        finally:
+            os._exit(code)
+    return pid
+
+
+def _reap(pid: int, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    try:
+        while os.waitpid(pid, os.WNOHANG) == (0, 0):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
+    except ChildProcessError:
+        pass
+    return True
+
+
+def burstynet(cfg: dict) -> int:
+    shared = mmap.mmap(-1, _RECEIVED.size + _SENT.size)
+    kind = socket.SOCK_STREAM if cfg["protocol"] == "tcp" else socket.SOCK_DGRAM
+    sock = socket.socket(socket.AF_INET, kind)
+    sock.bind((LOOPBACK, 0))
+    if cfg["protocol"] == "tcp":
+        sock.listen(1)
+    address = sock.getsockname()
+    leader = os.getpid()
+    t0 = time.monotonic()
+    receiver = _fork(leader, _receiver, sock, cfg["protocol"], shared)
+    sender = _fork(leader, _sender, address, cfg, shared)
+    sock.close()
+    left = [receiver, sender]
+    try:
+        os.waitpid(sender, 0)  # it ends at max_s
+        left.remove(sender)
+        if not _reap(receiver, 1.0):  # TCP: the receiver sees the end of the stream; UDP: tell it
+            os.kill(receiver, signal.SIGINT)
+            _reap(receiver, 1.0)
+        left.remove(receiver)
+    except KeyboardInterrupt:
+        _stopping()
+        left = [pid for pid in left if not _reap(pid, 1.0)]  # they got the SIGINT too: their last counters
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except (ProcessLookupError, ChildProcessError):
+            pass
+    recv_cpu, got, got_msgs = _RECEIVED.unpack_from(shared, 0)
+    send_cpu, sent, sent_msgs, bursts, on_s, off_s = _SENT.unpack_from(shared, _RECEIVED.size)
+    elapsed = time.monotonic() - t0
+    _write_status(
+        cfg["status"],
+        {
+            "protocol": cfg["protocol"],
+            "bursts": bursts,
+            "bytes_sent": sent,
+            "bytes_received": got,
+            "messages_sent": sent_msgs,
+            "messages_received": got_msgs,
+            "burst_s": round(on_s, 4),
+            "paused_s": round(off_s, 4),
+            "elapsed_s": round(elapsed, 4),
+            "cpu_s": round(recv_cpu + send_cpu, 4),
+            "cpu_share": round((recv_cpu + send_cpu) / elapsed, 4) if elapsed > 0 else None,
+        },
+    )
+    return 0
+
+
+PROGRAMS = {"command": command, "ddgzip": ddgzip, "burstynet": burstynet}
+
+
+def main(argv: list[str]) -> int:
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    if len(argv) != 2 or argv[0] not in PROGRAMS:
+        print(
+            f"usage: python -m boardlab.conditions.programs {{{','.join(PROGRAMS)}}} CONFIG_JSON",
+            file=sys.stderr,
+        )
+        return 2
+    return PROGRAMS[argv[0]](json.loads(argv[1]))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
