@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from boardlab.store import STORE_SCHEMA
+
 from helpers import run_cli
 
 PLAN = """\

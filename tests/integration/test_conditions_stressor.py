@@ -267,7 +267,7 @@ params = { stressor = "memcpy", placement = "same", workers = 3, warmup_s = 0.5 
     assert c.verdict.kind == "slowdown", (c.cost_ratio, c.cost_ratio_ci, c.p_adjusted, c.verdict.reasons)
     # Three copy loops and the worker share the CPU per task (one session, so one scheduler autogroup): the
     # worker gets a quarter of it, less what the copies do to its caches. In sessions of their own the worker
-    # would keep half of it however many stressor workers ran (campaign/spawn.py).
+    # would keep half of it however many stressor workers ran (platform/spawn.py).
     assert c.cost_ratio > 2.5
 
 

@@ -14,6 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
 from helpers import kern_json, run_kern
 
 FAST = ("--iterations", "2", "--warmup-max-iterations", "0")

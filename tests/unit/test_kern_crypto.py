@@ -8,6 +8,7 @@ import socket
 from pathlib import Path
 
 import pytest
+
 from helpers import kern_json, run_kern
 
 FAST = ("--iterations", "2", "--warmup-max-iterations", "0")

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import pytest
+
 from helpers import kern_json, run_kern
 
 FAST = ("--iterations", "2", "--warmup-max-iterations", "0")

@@ -6,6 +6,7 @@ import os
 import platform
 
 import pytest
+
 from helpers import kern_json, run_kern
 
 FAST = ("--iterations", "2", "--warmup-max-iterations", "0")

@@ -8,6 +8,7 @@ import math
 import zlib
 
 import pytest
+
 from helpers import kern_json, run_kern
 
 FAST = ("--iterations", "2", "--warmup-max-iterations", "0")

@@ -19,7 +19,6 @@ from typing import Protocol
 from boardlab import __version__
 from boardlab.campaign import pagecache
 from boardlab.campaign.schedule import build_cells, schedule
-from boardlab.campaign.spawn import spawn, stop_group, wait_rusage
 from boardlab.conditions import condition_kinds
 from boardlab.conditions.base import ApplyContext
 from boardlab.conditions.journal import RestoreJournal
@@ -29,6 +28,7 @@ from boardlab.model.run import GateResult, Histogram, MetricResult, RunResult
 from boardlab.model.workload import WorkloadSpec
 from boardlab.monitor.sampler import Monitor
 from boardlab.platform import sampling
+from boardlab.platform.spawn import spawn, stop_group, wait_rusage
 from boardlab.platform.sysroot import SysRoot
 from boardlab.store import Store
 
@@ -66,6 +66,17 @@ def board_fingerprint(info_dict: dict) -> str:
         "kernel": (info_dict.get("kernel") or {}).get("release"),
     }
     return hashlib.sha256(json.dumps(ident, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def load_problems(state: dict) -> list[str]:
+    """Why a condition's load was not there for the whole run (it ended before the workload did): such a run
+    is invalid and re-run, not a measurement under load. A load that needed SIGKILL at the end, or whose
+    achieved rate could not be read, still loaded the run: that is recorded in its state, not invalidating."""
+    return [
+        f"{part.get('stressor') or part.get('kind') or 'the load'} ended before the workload did"
+        for part in state.get("parts") or [state]
+        if part.get("load_exited_early")
+    ]
 
 
 def resolve_cpu(requested: int | None, online: tuple[int, ...]) -> int | None:
@@ -314,6 +325,7 @@ class Runner:
             reasons.append(f"swapped ({mon.summary['swap_pages']} pages in/out)")
         if state.get("governors_changed"):
             reasons.append("the cpufreq governor changed during the run")
+        reasons += load_problems(state)
         valid = ok and not reasons
         warm = doc.get("warmup") or {}
         histograms = tuple(

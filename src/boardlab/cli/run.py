@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import sys
 
@@ -55,6 +57,7 @@ def run(args) -> int:
     plan = load_plan(args.plan, args.preset, catalog)  # validated before anything is written
     signal.signal(signal.SIGTERM, _on_sigterm)
     progress = TerminalProgress(quiet=args.quiet)
+    existed = os.path.exists(args.db)
     with Store.open(args.db) as store:
         runner = Runner(
             plan,
@@ -67,6 +70,13 @@ def run(args) -> int:
         )
         try:
             outcome = runner.run()
+        except InputError:
+            if not existed:  # refused before anything ran: leave no empty results file behind
+                store.close()
+                for suffix in ("", "-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(args.db + suffix)
+            raise
         except KeyboardInterrupt:
             print(
                 f"\ninterrupted: every finished run is kept in {args.db}; run the same command to resume",

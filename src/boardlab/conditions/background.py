@@ -6,7 +6,7 @@ loop, bursty loopback traffic) starts, measures and stops its process here, the 
 - placed on CPUs by `placement`: `same` (the worker's CPU), `other` (every online CPU but the worker's) or
   `all` (every online CPU); the whole process tree inherits the affinity;
 - started as the leader of its own process group in boardlab's session (so the worker and the load's
-  processes share a CPU per task, see campaign/spawn.py), dying with boardlab (PR_SET_PDEATHSIG), and
+  processes share a CPU per task, see platform/spawn.py), dying with boardlab (PR_SET_PDEATHSIG), and
   journaled by PID and start time before the workload starts, so a killed campaign leaves nothing running
   (the next start, or `boardlab restore`, stops what is left);
 - running `warmup_s` (default: the campaign's, 1 s) before the workload starts: stress-ng's stressors are at
@@ -204,7 +204,7 @@ def _killpg(pgid: int) -> None:
 
 
 def _spawn(argv: Sequence[str], cpus: tuple[int, ...], log, cwd: Path | None) -> subprocess.Popen:
-    from boardlab.campaign.spawn import spawn  # lazily: the campaign layer imports the conditions
+    from boardlab.platform.spawn import spawn
 
     return spawn(argv, cpus=set(cpus), stdout=log, stderr=subprocess.STDOUT, cwd=str(cwd) if cwd else None)
 

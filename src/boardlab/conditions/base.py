@@ -32,16 +32,20 @@ class ApplyContext:
     warmup_s: float = 1.0  # how long a load runs before the workload starts
     extra: dict[str, Any] = field(default_factory=dict)
     _temp_dir: Path | None = None
+    _temp_token: str = ""
 
     @property
     def temp_dir(self) -> Path:
         """A private directory for the condition's files (stress-ng --temp-path, loads), made on first use."""
         if self._temp_dir is None:
             self._temp_dir = Path(tempfile.mkdtemp(prefix="boardlab-"))
+            # journaled, so that a SIGKILLed campaign's scratch files are removed by the next start
+            self._temp_token = self.journal.made_dir(self._temp_dir, what="scratch directory")
         return self._temp_dir
 
     def cleanup(self) -> None:
         if self._temp_dir is not None:
+            self.journal.undo(self._temp_token)
             shutil.rmtree(self._temp_dir, ignore_errors=True)
             self._temp_dir = None
 

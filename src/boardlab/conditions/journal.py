@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import signal
 import tempfile
 import time
@@ -133,6 +134,12 @@ class RestoreJournal:
             }
         )
 
+    # ---- scratch directories ----
+
+    def made_dir(self, path: Path, *, what: str) -> str:
+        """A private scratch directory (stress-ng --temp-path, load files): removed by undo or recovery."""
+        return self._add({"kind": "directory", "path": str(path), "what": what})
+
     def undo(self, token: str) -> Restored | None:
         entry = next((e for e in self._load()["entries"] if e["id"] == token), None)
         if entry is None:
@@ -146,6 +153,12 @@ class RestoreJournal:
         self._drop(token)
 
     def _undo_entry(self, entry: dict) -> Restored:
+        if entry["kind"] == "directory":
+            path = Path(entry["path"])
+            if not path.name.startswith("boardlab-"):  # only ever a directory boardlab made and named
+                return Restored(entry["what"], f"left {path} alone: not a boardlab scratch directory")
+            shutil.rmtree(path, ignore_errors=True)
+            return Restored(entry["what"], f"removed {path}")
         if entry["kind"] == "setting":
             self.root.write_text(entry["rel"], entry["old"])
             return Restored(

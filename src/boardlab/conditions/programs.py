@@ -212,7 +212,8 @@ def _sender(address: tuple[str, int], cfg: dict, shared: mmap.mmap) -> None:
     share = cfg["cpu_share"]
     sent = msgs = bursts = 0
     on_total = off_total = 0.0
-    deadline = time.monotonic() + cfg["max_s"]
+    started = time.monotonic()
+    deadline = started + cfg["max_s"]
     try:
         kind = socket.SOCK_STREAM if cfg["protocol"] == "tcp" else socket.SOCK_DGRAM
         sock = socket.socket(socket.AF_INET, kind)
@@ -236,13 +237,13 @@ def _sender(address: tuple[str, int], cfg: dict, shared: mmap.mmap) -> None:
             _SENT.pack_into(
                 shared, _RECEIVED.size, time.process_time(), sent, msgs, bursts, on_total, off_total
             )
-            # CPU of both processes per second of burst (the receiver also drains after it); the pauses make
-            # the long-run mean `share` cores: on / (on + off) = share / rate.
+            # Pause until both processes' CPU time so far is `share` of the time elapsed: closed loop, so
+            # the share holds over a run of a second as well as an hour (an open-loop random pause drifted
+            # far above it on a quiet CPU). The bursts' exponential lengths keep the traffic bursty.
             receiver_cpu = _RECEIVED.unpack_from(shared, 0)[0]
-            rate = max((time.process_time() + receiver_cpu) / on_total, 0.01)
-            duty = min(1.0, share / rate)
-            if duty < 1.0:
-                off = rng.expovariate(duty / (on_mean_s * (1.0 - duty)))
+            used = time.process_time() + receiver_cpu
+            off = used / share - (time.monotonic() - started)
+            if off > 0:
                 off_total += off
                 time.sleep(off)
     except (KeyboardInterrupt, OSError):

@@ -360,8 +360,8 @@ def _run_probe(
     import signal
     import subprocess
 
-    from boardlab.campaign.spawn import spawn, stop_group
     from boardlab.errors import MeasurementError
+    from boardlab.platform.spawn import spawn, stop_group
 
     state: dict = {"signum": None, "armed": False}
 
