@@ -32,7 +32,7 @@ venv: $(BIN)/python
 
 # A real (non-editable) install: boardlab-kern is built by meson and installed inside the package.
 install: venv
-	@PATH="$(abspath $(BIN)):$$PATH" $(PIP) install --no-build-isolation '.[test,analysis]'
+	@PATH="$(abspath $(BIN)):$$PATH" $(PIP) install --no-build-isolation '.[test,analysis,ai]'
 	@echo "setup: boardlab $$($(BIN)/boardlab --version | cut -d' ' -f2) installed in $(VENV)"
 
 # The main job: this board's inventory, the quick campaign (resumable: run it again to finish it), a report.

@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("boardlab.cli.export", "export every run of a results database (json, csv, parquet)"),
     "report": ("boardlab.cli.report", "report a campaign (HTML with plots, Markdown, or a text table)"),
     "compare": ("boardlab.cli.compare", "compare two campaigns (two boards or two sessions) cell by cell"),
+    "models": ("boardlab.cli.models", "generate the AI workload's models (MobileNet, SSD, ResNet) offline"),
     "kern": ("boardlab.cli.kern", "run the native kernel executable boardlab-kern (or print its --path)"),
 }
 

@@ -15,6 +15,7 @@ from boardlab.model.workload import WorkloadSpec
 
 # workload name -> module (one line per Python-run workload)
 PYTHON_WORKLOADS: dict[str, str] = {
+    "ai.inference": "boardlab.workloads.ai_inference",
     "rt.cyclictest": "boardlab.workloads.rt_cyclictest",
 }
 

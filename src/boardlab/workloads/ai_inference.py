@@ -1,0 +1,339 @@
+"""ai.inference: per-frame latency of one model in ONNX Runtime or LiteRT, in a fresh worker process.
+
+One run loads the model (load_ms), runs `frames` synthetic frames (seeded; frame 0 is the first
+inference, kept as its own metric and left out of the steady-state latency statistics, research/edge-ai.md
+P3), and reports every frame's time in `iterations_ns`, the latency percentiles, the loop's frame rate,
+the worker's peak RSS (VmHWM), SSD detections per frame, and TI's accelerator counters where the runtime
+offers `get_TI_benchmark_data()`. `cold` starts from a cold page cache: `evict` drops the model file's
+pages (posix_fadvise, no privilege), `drop` the whole page cache (root). Models are the six that
+`boardlab models build` generates, or a path to the user's .onnx / .tflite file.
+"""
+
+from __future__ import annotations
+
+import os
+
+from boardlab.errors import InputError
+from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
+
+DEFAULT_FRAMES = 90  # the seed-003 study's frames per run
+DISTINCT_FRAMES = 8  # distinct synthetic frames, cycled: bounded memory, data-dependent NMS still varies
+DETECTION_SCORE = 0.5
+
+SPEC = WorkloadSpec(
+    name="ai.inference",
+    family="ai",
+    summary="per-frame inference latency of a CNN (MobileNet, SSD, ResNet or a user model) in ONNX Runtime or LiteRT",
+    runner="python",
+    params=(
+        ParamSpec("runtime", "enum", "litert", choices=("onnxruntime", "litert"), help="inference runtime"),
+        ParamSpec(
+            "model",
+            "str",
+            "mobilenet_v1",
+            help="a generated model (mobilenet_v1, mobilenet_v2, ssd_mobilenet_v1, ssd_mobilenet_v2, resnet18, "
+            "resnet50) or a path to an .onnx / .tflite file",
+        ),
+        ParamSpec(
+            "precision", "enum", "float", choices=("float", "int8"), help="variant of a generated model"
+        ),
+        ParamSpec(
+            "threads",
+            "int",
+            "0",
+            min=0,
+            max=256,
+            unit="threads",
+            help="intra-op threads; 0 = runtime default",
+        ),
+        ParamSpec(
+            "spin", "enum", "on", choices=("on", "off"), help="ONNX Runtime thread spinning (LiteRT: none)"
+        ),
+        ParamSpec("xnnpack", "enum", "on", choices=("on", "off"), help="LiteRT's default XNNPACK delegate"),
+        ParamSpec(
+            "delegate", "str", None, help="LiteRT external delegate .so (e.g. libtidl_tfl_delegate.so)"
+        ),
+        ParamSpec("delegate_options", "str", None, help="delegate options as key=value;key=value"),
+        ParamSpec(
+            "frames",
+            "int",
+            None,
+            min=2,
+            max=1_000_000,
+            unit="frames",
+            help=f"frames per run; default: the worker's --iterations, else {DEFAULT_FRAMES}",
+        ),
+        ParamSpec("cold", "enum", "off", choices=("off", "evict", "drop"), help="page cache before loading"),
+        ParamSpec("models_dir", "str", None, help="directory of generated models (default: the cache dir)"),
+        ParamSpec("seed", "int", "0", min=0, max=2**31 - 1, help="seed of the synthetic input frames"),
+    ),
+    metrics=(
+        MetricSpec(
+            "latency_ms", "ms", False, kind="time", help="per-frame time of frames 1..n-1 (steady state)"
+        ),
+        MetricSpec("first_inference_ms", "ms", False, kind="time", help="frame 0: the first inference"),
+        MetricSpec(
+            "load_ms", "ms", False, kind="time", help="model load and initialisation (incl. delegate)"
+        ),
+        MetricSpec(
+            "fps", "frames/s", True, kind="rate", help="frames 1..n-1 over their wall time, loop included"
+        ),
+        MetricSpec(
+            "peak_rss_kib", "KiB", False, kind="value", help="the worker's peak resident memory (VmHWM)"
+        ),
+        MetricSpec(
+            "detections", "count", False, kind="value", help=f"SSD: detections scoring >= {DETECTION_SCORE}"
+        ),
+        MetricSpec(
+            "tidl_proc_ms", "ms", False, kind="time", help="TI: accelerator processing time per frame"
+        ),
+        MetricSpec("tidl_copy_ms", "ms", False, kind="time", help="TI: input/output copy time per frame"),
+        MetricSpec("ddr_read_mb", "MB", False, kind="value", help="TI: DDR bytes read per frame"),
+        MetricSpec("ddr_write_mb", "MB", False, kind="value", help="TI: DDR bytes written per frame"),
+    ),
+)
+
+
+def supported() -> str | None:
+    from boardlab.ai.runtime import missing_runtime
+
+    reasons = [missing_runtime(r) for r in ("onnxruntime", "litert")]
+    if all(reasons):
+        return "; ".join(r for r in reasons if r)
+    return None
+
+
+def resolve_model(params: dict) -> tuple[str, str | None]:
+    """(path, generated model name or None); InputError when the file is missing or of the wrong kind."""
+    from boardlab.ai import MODEL_NAMES, RUNTIME_FORMAT, default_models_dir, model_filename
+
+    runtime, model = params["runtime"], params["model"]
+    fmt = RUNTIME_FORMAT[runtime]
+    if model in MODEL_NAMES:
+        base = params.get("models_dir")
+        directory = os.path.expanduser(base) if base else str(default_models_dir())
+        path = os.path.join(directory, model_filename(model, fmt, params["precision"]))
+        if not os.path.isfile(path):
+            how = "boardlab models build" + (" --int8" if params["precision"] == "int8" else "")
+            how += f" --out {directory}" if base else ""
+            raise InputError(f"{path}: no such model file; build the models with `{how}`")
+        return path, model
+    suffix = os.path.splitext(model)[1].lower()
+    if suffix not in (".onnx", ".tflite"):
+        raise InputError(
+            f"model {model!r} is neither a generated model ({', '.join(MODEL_NAMES)}) "
+            "nor a path to an .onnx or .tflite file"
+        )
+    path = os.path.abspath(os.path.expanduser(model))
+    if suffix != "." + fmt:
+        raise InputError(f"{path}: a {suffix} file cannot run in runtime={runtime} (it needs a .{fmt} file)")
+    if not os.path.isfile(path):
+        raise InputError(f"{path}: no such model file")
+    return path, None
+
+
+def _delegate_path(value: str | None) -> str | None:
+    """A path is made absolute; a bare library name is left for the dynamic loader to find."""
+    if not value:
+        return None
+    value = os.path.expanduser(value)
+    return os.path.abspath(value) if "/" in value else value
+
+
+def _summary(values: list[float], unit: str, higher_is_better: bool) -> dict:
+    s = sorted(values)
+    n = len(s)
+
+    def rank(q: float) -> float:  # nearest rank, as boardlab-kern
+        return s[max(0, min(n - 1, -(-q * n // 100) - 1))]
+
+    median = (s[(n - 1) // 2] + s[n // 2]) / 2
+    return {
+        "unit": unit,
+        "higher_is_better": higher_is_better,
+        "values": values,
+        "median": median,
+        "min": s[0],
+        "max": s[-1],
+        "p90": rank(90),
+        "p99": rank(99),
+    }
+
+
+def _value(v, unit: str, higher_is_better: bool) -> dict:
+    return {"unit": unit, "higher_is_better": higher_is_better, "value": v}
+
+
+def _sha256(path: str) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _cold_start(mode: str, path: str, delegate_options: dict) -> str | None:
+    """Applies the cold-start mode; returns what was done (None when unsupported: the caller reports it)."""
+    from boardlab.platform import pagecache
+
+    if mode == "off":
+        return "warm (no cache action)"
+    if mode == "drop":
+        if pagecache.drop_unsupported("/") is not None:
+            return None
+        pagecache.drop_page_cache("/")
+        return "page cache dropped (sync; echo 3 > /proc/sys/vm/drop_caches)"
+    files = [path]
+    artifacts = delegate_options.get("artifacts_folder")
+    if artifacts and os.path.isdir(artifacts):  # TIDL artifacts are read at load too
+        files += [os.path.join(artifacts, f) for f in sorted(os.listdir(artifacts))]
+    files = [f for f in files if os.path.isfile(f)]
+    for f in files:
+        pagecache.evict_file(f)
+    return f"{len(files)} file(s) evicted from the page cache (posix_fadvise DONTNEED)"
+
+
+def run(params: dict, iterations: int | None = None) -> dict:
+    from boardlab.ai import runtime as rt
+    from boardlab.platform import process
+
+    runtime = params["runtime"]
+    missing = rt.missing_runtime(runtime)
+    if missing:
+        return {"ok": False, "supported": False, "reason": missing, "errors": [], "metrics": {}}
+    frames = params["frames"] or iterations or DEFAULT_FRAMES
+    if frames < 2:
+        raise InputError(f"frames = {frames}: at least 2 (frame 0 is the first inference, kept apart)")
+    path, generated = resolve_model(params)
+    options = rt.Options(
+        threads=params["threads"],
+        spin=params["spin"] == "on",
+        xnnpack=params["xnnpack"] == "on",
+        delegate=_delegate_path(params["delegate"]),
+        delegate_options=rt.parse_delegate_options(params["delegate_options"]),
+    )
+    if options.delegate and runtime != "litert":
+        raise InputError("delegate applies to runtime=litert")
+    cold = _cold_start(params["cold"], path, options.delegate_options)
+    if cold is None:
+        from boardlab.platform.pagecache import drop_unsupported
+
+        reason = f"cold=drop: {drop_unsupported('/')}; cold=evict needs no privilege"
+        return {"ok": False, "supported": False, "reason": reason, "errors": [], "metrics": {}}
+    os.environ.setdefault("TIDL_RT_PERFSTATS", "1")  # TI's runtimes fill get_TI_benchmark_data() with it
+
+    t0 = rt.now_ns()
+    if runtime == "onnxruntime":
+        import onnxruntime  # noqa: F401  (import time is kept apart from load time)
+    else:
+        rt.litert_module()
+    import numpy as np
+
+    import_ms = (rt.now_ns() - t0) / 1e6
+    session = rt.open_session(runtime, path, options)
+    pool = rt.synthetic_frames(session.inputs, min(frames, DISTINCT_FRAMES), params["seed"])
+    names = session.output_names
+    each_frame_outputs = rt.has_detection_outputs(names)  # counted per frame, outside the timed call
+    latencies: list[int] = []
+    detections: list[int] = []
+    ti_frames: list[dict] = []
+    checksum = None
+    errors: list[str] = []
+    loop_start = 0
+    try:
+        for i in range(frames):
+            session.prepare(pool[i % len(pool)])
+            a = rt.now_ns()
+            session.invoke()
+            b = rt.now_ns()
+            latencies.append(b - a)
+            if i == 0:
+                loop_start = b
+            if session.ti_offered:
+                ti_frames.append(rt.ti_frame_figures(session.ti_benchmark() or {}))
+            if i == 0 or each_frame_outputs:
+                outputs = session.outputs()
+                if i == 0:
+                    import hashlib
+
+                    digest = hashlib.sha256()
+                    for o in outputs:
+                        digest.update(np.ascontiguousarray(o).tobytes())
+                    checksum = digest.hexdigest()[:16]
+                count = rt.detection_count(names, outputs, DETECTION_SCORE)
+                if count is not None:
+                    detections.append(count)
+        loop_ns = rt.now_ns() - loop_start
+    except Exception as exc:  # a runtime failing mid-run: a failed measurement, not bad input
+        errors.append(f"frame {len(latencies)}: {type(exc).__name__}: {str(exc).strip()[:400]}")
+        loop_ns = 0
+    peak = process.peak_rss_kib()
+    steady = [v / 1e6 for v in latencies[1:]]
+    metrics: dict = {}
+    if len(steady) >= 1 and not errors:
+        metrics["latency_ms"] = _summary(steady, "ms", False)
+        metrics["first_inference_ms"] = _value(latencies[0] / 1e6, "ms", False)
+        metrics["load_ms"] = _value(session.load_ms, "ms", False)
+        metrics["fps"] = _value(len(steady) / (loop_ns / 1e9) if loop_ns > 0 else None, "frames/s", True)
+        metrics["peak_rss_kib"] = _value(peak, "KiB", False)
+        if detections:
+            metrics["detections"] = _summary([float(d) for d in detections], "count", False)
+        for key, unit in (
+            ("tidl_proc_ms", "ms"),
+            ("tidl_copy_ms", "ms"),
+            ("ddr_read_mb", "MB"),
+            ("ddr_write_mb", "MB"),
+        ):
+            vals = [f[key] for f in ti_frames if key in f]
+            if vals:
+                metrics[key] = _summary(vals, unit, False)
+    info = {
+        "model": path,
+        "model_generated": generated,
+        "model_sha256": _sha256(path),
+        "model_bytes": os.path.getsize(path),
+        "precision": params["precision"] if generated else "as in the file",
+        "frames": frames,
+        "distinct_frames": len(pool),
+        "input_seed": params["seed"],
+        "inputs": [{"name": t.name, "shape": list(t.shape), "dtype": t.dtype} for t in session.inputs],
+        "outputs": names,
+        "cold": cold,
+        "import_ms": import_ms,
+        "timer": "CLOCK_MONOTONIC_RAW around the timed call only",
+        "latency_ms_excludes": "frame 0 (first_inference_ms)",
+        "detection_score_threshold": DETECTION_SCORE if detections else None,
+        "ti_benchmark": "per frame (get_TI_benchmark_data)"
+        if session.ti_offered
+        else "not offered by this runtime",
+        "cpu_affinity": sorted(os.sched_getaffinity(0)),
+        **session.info,
+    }
+    if generated:
+        info.update(_manifest_facts(path, generated, info["model_sha256"]))
+    return {
+        "ok": not errors,
+        "errors": errors,
+        "iterations_ns": latencies,
+        "metrics": metrics,
+        "info": info,
+        "checksum": checksum,
+    }
+
+
+def _manifest_facts(path: str, name: str, sha: str) -> dict:
+    """MACs and params of a generated model from its directory's manifest, and whether the file matches."""
+    from boardlab.ai.build import load_manifest
+
+    manifest = load_manifest(os.path.dirname(path)) or {}
+    for m in manifest.get("models", []):
+        for f in m.get("files", []) if m.get("name") == name else []:
+            if f.get("file") == os.path.basename(path):
+                return {
+                    "macs": f.get("macs"),
+                    "params": f.get("params"),
+                    "manifest_sha256_match": f.get("sha256") == sha,
+                }
+    return {"manifest_sha256_match": None}
