@@ -229,3 +229,29 @@ def test_a_condition_the_board_cannot_do_is_skipped_loudly_when_the_plan_allows_
     assert rows(db, "SELECT DISTINCT condition FROM cells") == [("baseline",)]
     env = json.loads(rows(db, "SELECT environment_json FROM campaigns WHERE status='complete'")[0][0])
     assert env["skipped_conditions"]["perf"].startswith("unsupported:")
+
+
+def test_a_catalog_workload_runs_as_a_continuous_load_on_the_other_cpus(tmp_path):
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs two CPUs: the load runs on the other one")
+    text = PLAN.format(name="load", reps=2) + (
+        '[[conditions]]\nname = "lu"\nkind = "workload"\n'
+        'params = { workload = "scimark.lu", placement = "other", warmup_s = 0.2 }\n'
+    )
+    plan = tmp_path / "plan.toml"
+    plan.write_text(text)
+    db = tmp_path / "r.db"
+    proc = run_cli("run", str(plan), "--db", str(db))
+    assert proc.returncode == 0, proc.stderr
+    states = [
+        json.loads(s)
+        for (s,) in rows(
+            db,
+            "SELECT r.condition_state_json FROM runs r JOIN cells c ON c.id = r.cell_id "
+            "WHERE c.condition = 'lu'",
+        )
+    ]
+    assert len(states) == 2
+    for s in states:
+        assert s["argv"][1] == "scimark.lu" and "--warmup-max-iterations" in s["argv"]
+        assert s["load_cpu_pct"] > 20 and not s["load_exited_early"]

@@ -67,7 +67,7 @@ def test_isolated_on_a_kernel_without_isolated_cpus_names_the_boot_parameters(tm
     root = copy_board("vm", tmp_path)
     reason = KIND.check({"mode": "isolated"}, context(root, tmp_path))
     assert reason == (
-        f"the kernel isolates no CPU (no isolcpus in {root}/proc/cmdline, "
+        f"unsupported: the kernel isolates no CPU (no isolcpus in {root}/proc/cmdline, "
         f"{root}/sys/devices/system/cpu/isolated empty): boot with "
         "`isolcpus=1 nohz_full=1 rcu_nocbs=1` to isolate the worker's CPU 1, or use mode = 'pinned'"
     )

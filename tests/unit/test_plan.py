@@ -197,3 +197,47 @@ def test_combined_conditions_are_checked_part_by_part(replace, expected):
     else:
         text = text.replace(replace, 'params = { governor = "turbo" }')
     assert expected in error_of(text)
+
+
+def test_command_line_overrides_shrink_a_plan_and_are_recorded_in_its_text():
+    from boardlab.campaign.plan import apply_overrides
+
+    catalog = {
+        **CATALOG,
+        "demo.timed": WorkloadSpec(
+            name="demo.timed",
+            family="demo",
+            summary="a timed workload",
+            runner="python",
+            params=(ParamSpec("duration_s", "int", "60", min=1, max=3600), ParamSpec("frames", "int", "90")),
+            metrics=(MetricSpec("max_us", "us", False),),
+        ),
+    }
+    plan = parse_plan(
+        'name = "t"\n[runs]\nrepetitions = 30\niterations = 90\n[[workloads]]\nname = "demo.timed"\n'
+        "params = { frames = 90 }\n",
+        "plan.toml",
+        catalog,
+    )
+    scaled = apply_overrides(plan, catalog, scale=0.2, duration_s=2)
+    assert scaled.runs.repetitions == 6 and scaled.runs.iterations == 18
+    assert scaled.workloads[0].params == {"frames": 18, "duration_s": 2}
+    assert scaled.source.endswith("# command-line overrides: scale = 0.2, duration_s = 2\n")
+    assert apply_overrides(plan, catalog).source == plan.source  # no override, same campaign identity
+    with pytest.raises(InputError, match="demo.timed: expected an integer in"):
+        apply_overrides(plan, catalog, duration_s=7200)
+    with pytest.raises(InputError, match="no workload of 't' has a duration_s"):
+        apply_overrides(parse(GOOD.replace('name = "t"', 'name = "t"')), CATALOG, duration_s=2)
+
+
+def test_a_condition_may_be_compared_with_any_other_and_a_reference_with_none():
+    text = (
+        GOOD
+        + '[[conditions]]\nname = "ref"\nkind = "isolation"\nparams = { mode = "shared" }\nbaseline = ""\n'
+        + '[[conditions]]\nname = "x"\nkind = "isolation"\nparams = { mode = "pinned" }\nbaseline = "ref"\n'
+    )
+    conds = {c.name: c.baseline for c in parse(text).conditions}
+    assert conds == {"baseline": None, "ref": None, "x": "ref"}
+    assert "conditions[1].baseline: no condition named 'nope'" in error_of(
+        text.replace('baseline = "ref"', 'baseline = "nope"')
+    )

@@ -15,7 +15,8 @@ from typing import Any
 
 from boardlab.errors import InputError
 from boardlab.model.campaign import ConditionSpec, Gates, Plan, RunPolicy, WorkloadEntry
-from boardlab.model.workload import ParamSpec, WorkloadSpec
+from boardlab.model.workload import WorkloadSpec
+from boardlab.workloads.params import _type_name, check_param_value
 
 PLAN_SCHEMA = 1
 PRESET_PACKAGE = "boardlab.campaign.presets"
@@ -96,17 +97,6 @@ class _Where:
         return InputError(f"{where}: {dotted}: {message}")
 
 
-def _type_name(value: Any) -> str:
-    return {
-        bool: "a boolean",
-        int: "an integer",
-        float: "a number",
-        str: "a string",
-        list: "a list",
-        dict: "a table",
-    }.get(type(value), type(value).__name__)
-
-
 def _take(
     table: dict, key: str, kind, default, where: _Where, path: tuple, *, choices=None, lo=None, hi=None
 ):
@@ -128,28 +118,6 @@ def _no_leftovers(table: dict, where: _Where, path: tuple, known: str) -> None:
     if table:
         key = next(iter(table))
         raise where.error(path + (key,), f"unknown key; valid keys here: {known}")
-
-
-def check_param_value(spec: ParamSpec, value: Any) -> str | None:
-    """Why `value` does not fit the parameter `spec`, or None when it does."""
-    if spec.type == "int":
-        if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, str) and re.fullmatch(r"\d+[kKMG]?", value):
-                return None  # boardlab-kern accepts size suffixes; it checks the range
-            return f"expected an integer, found {_type_name(value)} {value!r}"
-        if spec.min is not None and value < spec.min or spec.max is not None and value > spec.max:
-            return f"expected an integer in [{spec.min:g}, {spec.max:g}], found {value}"
-    elif spec.type == "float":
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return f"expected a number, found {_type_name(value)} {value!r}"
-        if spec.min is not None and value < spec.min or spec.max is not None and value > spec.max:
-            return f"expected a number in [{spec.min:g}, {spec.max:g}], found {value}"
-    elif spec.type == "enum":
-        if value not in spec.choices:
-            return f"expected one of {', '.join(spec.choices)}, found {value!r}"
-    elif not isinstance(value, str):
-        return f"expected a string, found {_type_name(value)} {value!r}"
-    return None
 
 
 def _workload(entry: Any, i: int, catalog: dict[str, WorkloadSpec], where: _Where) -> WorkloadEntry:
@@ -350,18 +318,27 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
             raise where.error(
                 ("conditions", c.index, "name"), f"condition name {c.name!r} is used twice{taken}"
             )
+    # Each condition is compared with its `baseline`: by default the first baseline-kind condition; any
+    # other condition may be named (the real-time study compares each load with the same isolation mode
+    # under no load); "" means "compared with nothing" (a reference condition).
     baselines = [c.name for c in conditions if c.is_baseline]
     resolved = []
     for c in conditions:
-        if c.is_baseline:
-            resolved.append(c)
-            continue
-        base = c.baseline or baselines[0]
-        if base not in baselines:
-            raise where.error(
-                ("conditions", c.index, "baseline"),
-                f"{base!r} is not a baseline condition; baselines: {', '.join(baselines)}",
-            )
+        if c.baseline is None:
+            base = None if c.is_baseline else baselines[0]
+        elif c.baseline == "":
+            base = None
+        else:
+            base = c.baseline
+            if base not in names:
+                raise where.error(
+                    ("conditions", c.index, "baseline"),
+                    f"no condition named {base!r}; conditions: {', '.join(names)}",
+                )
+            if base == c.name:
+                raise where.error(
+                    ("conditions", c.index, "baseline"), "a condition cannot be its own baseline"
+                )
         resolved.append(dataclasses.replace(c, baseline=base))
     _no_leftovers(doc, where, (), "schema, name, description, seed, runs, gates, workloads, conditions")
     return Plan(
@@ -391,3 +368,58 @@ def load_plan(path: str | None, preset: str | None, catalog: dict[str, WorkloadS
     except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read the plan: {exc}") from None
     return parse_plan(text, str(path), catalog)
+
+
+def apply_overrides(
+    plan: Plan,
+    catalog: dict[str, WorkloadSpec],
+    *,
+    repetitions: int | None = None,
+    duration_s: float | None = None,
+    scale: float | None = None,
+) -> Plan:
+    """Command-line overrides that shrink or stretch a plan (a preset written for hours on a board, run in a
+    minute here). They are appended to the stored plan text, so the campaign records them and a resume
+    matches only the same overrides."""
+    notes = []
+    runs, workloads = plan.runs, list(plan.workloads)
+    if scale is not None:
+        if not 0 < scale <= 10:
+            raise InputError(f"--scale {scale}: expected a factor in (0, 10]")
+        if runs.precision is None:
+            runs = dataclasses.replace(runs, repetitions=max(5, round(runs.repetitions * scale)))
+        else:
+            runs = dataclasses.replace(
+                runs, pilot=max(5, round(runs.pilot * scale)), cap=max(5, round(runs.cap * scale))
+            )
+        runs = dataclasses.replace(runs, iterations=max(2, round(runs.iterations * scale)))
+        for i, w in enumerate(workloads):  # per-run work (AI frames) shrinks with the scale too
+            if "frames" in w.params and isinstance(w.params["frames"], int):
+                workloads[i] = dataclasses.replace(
+                    w, params={**w.params, "frames": max(10, round(w.params["frames"] * scale))}
+                )
+        notes.append(f"scale = {scale:g}")
+    if repetitions is not None:
+        if not 1 <= repetitions <= 10000:
+            raise InputError(f"--repetitions {repetitions}: expected a count in [1, 10000]")
+        runs = dataclasses.replace(runs, repetitions=repetitions, precision=None)
+        notes.append(f"repetitions = {repetitions}")
+    if duration_s is not None:
+        touched = False
+        for i, w in enumerate(workloads):
+            spec = catalog[w.name].param("duration_s")
+            if spec is None:
+                continue
+            reason = check_param_value(spec, duration_s if spec.type == "float" else int(duration_s))
+            if reason:
+                raise InputError(f"--duration {duration_s:g}: {w.name}: {reason}")
+            value = duration_s if spec.type == "float" else int(duration_s)
+            workloads[i] = dataclasses.replace(w, params={**w.params, "duration_s": value})
+            touched = True
+        if not touched:
+            raise InputError(f"--duration: no workload of {plan.name!r} has a duration_s parameter")
+        notes.append(f"duration_s = {duration_s:g}")
+    if not notes:
+        return plan
+    source = plan.source.rstrip("\n") + "\n# command-line overrides: " + ", ".join(notes) + "\n"
+    return dataclasses.replace(plan, runs=runs, workloads=tuple(workloads), source=source)

@@ -401,6 +401,7 @@ class Runner:
             )
             self.conditions = {c.name: c for c in self.plan.conditions}
         cells = build_cells(self.plan, self.catalog)
+        self._prepare_workloads(cells)
         conditions = self.conditions
         units = {}
         for cell in cells:
@@ -513,6 +514,21 @@ class Runner:
                 notes={"reruns": reruns, "skipped_conditions": skipped},
             )
         return Outcome(campaign_id, status, done, total, reruns, resumed, cost, time.monotonic() - loop_t0)
+
+    def _prepare_workloads(self, cells: list[Cell]) -> None:
+        """Python-run workloads may prepare inputs once, here, before anything is stored (e.g. build a model)."""
+        from boardlab.workloads import python_workload_modules
+        from boardlab.workloads.params import coerce_params
+
+        modules = python_workload_modules()
+        seen = set()
+        for cell in cells:
+            module = modules.get(cell.workload)
+            if module is None or not hasattr(module, "prepare") or (cell.workload, cell.params) in seen:
+                continue
+            seen.add((cell.workload, cell.params))
+            params = coerce_params(module.SPEC, [f"{k}={v}" for k, v in cell.params])
+            module.prepare(params, self.progress.note)
 
     def _precise_enough(self, campaign_id: int, cell: Cell) -> bool:
         """The precision rule of METHOD.md: stop a cell when its CI half-width is at most the target."""

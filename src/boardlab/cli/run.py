@@ -31,6 +31,16 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument("--quiet", action="store_true", help="print only failures and the summary")
     parser.add_argument("--json", action="store_true", help="print the outcome as JSON on stdout")
+    parser.add_argument("--repetitions", type=int, help="override the plan's repetitions per cell")
+    parser.add_argument(
+        "--duration",
+        type=float,
+        metavar="SECONDS",
+        help="override duration_s of timed workloads (rt.cyclictest)",
+    )
+    parser.add_argument(
+        "--scale", type=float, help="scale repetitions, iterations and AI frames by this factor (e.g. 0.2)"
+    )
 
 
 def _on_sigterm(signum, frame):
@@ -40,7 +50,7 @@ def _on_sigterm(signum, frame):
 def run(args) -> int:
     import json
 
-    from boardlab.campaign.plan import load_plan
+    from boardlab.campaign.plan import apply_overrides, load_plan
     from boardlab.campaign.runner import Runner
     from boardlab.cli.progress import TerminalProgress
     from boardlab.errors import InputError
@@ -55,6 +65,9 @@ def run(args) -> int:
     SysRoot(args.root).require_board_tree()
     catalog = {w.name: w for w in all_workloads()}
     plan = load_plan(args.plan, args.preset, catalog)  # validated before anything is written
+    plan = apply_overrides(
+        plan, catalog, repetitions=args.repetitions, duration_s=args.duration, scale=args.scale
+    )
     signal.signal(signal.SIGTERM, _on_sigterm)
     progress = TerminalProgress(quiet=args.quiet)
     existed = os.path.exists(args.db)

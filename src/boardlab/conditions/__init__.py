@@ -11,6 +11,7 @@ _KIND_MODULES = {
     "command": "boardlab.conditions.command",
     "ddgzip": "boardlab.conditions.ddgzip",
     "burstynet": "boardlab.conditions.burstynet",
+    "workload": "boardlab.conditions.workload",
     "governor": "boardlab.conditions.dvfs",
     "isolation": "boardlab.conditions.isolation",
 }

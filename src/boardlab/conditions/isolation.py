@@ -82,7 +82,7 @@ class Isolation:
                 if len(ctx.online_cpus) < 2:
                     return "unsupported: only one CPU is online, and isolating a CPU needs at least two"
                 return (
-                    f"the kernel isolates no CPU (no isolcpus in {ctx.root.show('proc/cmdline')}, "
+                    f"unsupported: the kernel isolates no CPU (no isolcpus in {ctx.root.show('proc/cmdline')}, "
                     f"{ctx.root.show('sys/devices/system/cpu/isolated')} empty): boot with "
                     f"`{boot_parameters(cpu)}` to isolate the worker's CPU {cpu}, or use mode = 'pinned'"
                 )

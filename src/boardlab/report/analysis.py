@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from boardlab.report.studies import AiCell, RtCell, ai_cells, rt_cells
 from boardlab.stats import (
     AADelta,
     CellSummary,
@@ -24,6 +25,10 @@ from boardlab.stats import (
 from boardlab.store import Store
 
 MIN_RUNS_FOR_SUMMARY = 2
+# Workloads whose per-run p99 of the primary metric gets a comparison of its own (`tail_comparisons`): their
+# runs keep every frame, so each run's p99 is a per-run summary like its median (AI inference, seed 003).
+TAIL_WORKLOADS = frozenset({"ai.inference"})
+TAIL_SEED_OFFSET = 100_000  # bootstrap seeds of the tail family, apart from the primary family's
 
 
 @dataclass(frozen=True)
@@ -110,6 +115,12 @@ class CampaignAnalysis:
     comparisons: tuple[ComparisonAnalysis, ...]
     delta: AADelta | None
     notes: dict = field(default_factory=dict)
+    rt_cells: tuple[RtCell, ...] = ()  # rt.cyclictest cells: merged histograms and percentiles (studies.py)
+    ai_cells: tuple[AiCell, ...] = ()  # ai.inference cells: per-frame p50/p90/p99 over runs (studies.py)
+    # The per-run p99 of the primary metric against the baseline, for TAIL_WORKLOADS: a second family with
+    # its own A/A threshold `tail_delta` and its own Holm correction.
+    tail_comparisons: tuple[ComparisonAnalysis, ...] = ()
+    tail_delta: AADelta | None = None
 
     @property
     def conditions(self) -> list[str]:
@@ -208,6 +219,93 @@ def _pairs(cells: tuple[CellAnalysis, ...], plan: dict):
             yield c, base, label, base_label, None if base else f"no cell with {param}={values[0]}"
 
 
+def _run_p99s(store: Store, cell: CellAnalysis) -> dict[int, float]:
+    """run id -> the run's p99 of the cell's metric, for the valid runs that stored one."""
+    out: dict[int, float] = {}
+    for p in cell.runs:
+        if not p.valid:
+            continue
+        for row in store.run_metrics(p.run_id):
+            if row["metric"] == cell.metric and row["p99"] is not None:
+                out[p.run_id] = float(row["p99"])
+    return out
+
+
+def tail_comparisons(
+    store: Store, cells: tuple[CellAnalysis, ...], plan: dict, plan_order: str
+) -> tuple[tuple[ComparisonAnalysis, ...], AADelta | None]:
+    """Each condition against its baseline on the per-run p99 of the primary metric (TAIL_WORKLOADS whose
+    runs carry one): the pairs, rank test, bootstrap and verdict rule of the primary comparisons, one value
+    per run (never pooled frames), a threshold from A/A half-splits of the reference cells' per-run p99s,
+    and Holm over this family alone."""
+    tail_cells = tuple(c for c in cells if c.workload in TAIL_WORKLOADS)
+    p99s = {c.cell_id: _run_p99s(store, c) for c in tail_cells}
+    if not any(p99s.values()):
+        return (), None
+    references = {c.baseline for c in cells if c.baseline}
+    aa: list[float] = []
+    for c in tail_cells:
+        if (c.baseline is None or c.condition in references) and len(p99s[c.cell_id]) >= 4:
+            aa.extend(aa_ratios_from_runs(list(p99s[c.cell_id].values()), seed=c.cell_id))
+    delta = aa_delta(aa) if aa else None
+
+    def arm(cell: CellAnalysis) -> list[tuple[RunPoint, float]]:
+        return [(p, p99s[cell.cell_id][p.run_id]) for p in cell.runs if p.run_id in p99s[cell.cell_id]]
+
+    results: list[ComparisonAnalysis] = []
+    comps: list[Comparison] = []
+    slots: list[int] = []
+    for cond, base, cond_label, base_label, missing in _pairs(tail_cells, plan):
+        comp, reason = None, missing
+        if reason is None and delta is None:
+            reason = "no A/A threshold for the p99: the reference cells have fewer than 4 runs with a p99"
+        if reason is None:
+            bv, cv = arm(base), arm(cond)
+            if not bv or not cv:
+                where = "the baseline" if not bv else cond_label
+                reason = f"no valid run with a p99 of {cond.metric} under {where}"
+            else:
+                blocks = (
+                    ([p.repetition for p, _ in bv], [p.repetition for p, _ in cv])
+                    if plan_order == "abba"
+                    else None
+                )
+                try:
+                    comp = compare(
+                        [v for _, v in bv],
+                        [v for _, v in cv],
+                        higher_is_better=cond.higher_is_better,
+                        delta=delta.delta,
+                        seed=TAIL_SEED_OFFSET + len(results),
+                        paired_blocks=blocks,
+                        baseline_env=[p.environment for p, _ in bv],
+                        condition_env=[p.environment for p, _ in cv],
+                    )
+                except ValueError as exc:
+                    reason = f"not comparable: {exc}"
+            if comp is not None:
+                slots.append(len(results))
+                comps.append(comp)
+        results.append(
+            ComparisonAnalysis(
+                workload=cond.workload,
+                params=cond.params,
+                label=cond.label,
+                condition=cond_label,
+                baseline=base_label,
+                metric=f"{cond.metric} p99",
+                unit=cond.unit,
+                comparison=comp,
+                reason=reason,
+            )
+        )
+    if comps:  # Holm over the tail family only: the primary family keeps its own correction
+        for slot, adjusted in zip(slots, adjust(comps, "holm"), strict=True):
+            r = results[slot]
+            results[slot] = ComparisonAnalysis(**{**r.__dict__, "comparison": adjusted})
+    return tuple(results), delta
+
+
 def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
     camp = store.campaign(campaign_id)
     board = store.board(camp["board_id"])
@@ -224,10 +322,12 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
         pass
     plan_order = plan.get("runs", {}).get("order", "interleave")
 
-    # The practical threshold: A/A ratios from splitting each baseline cell's runs (METHOD.md).
+    # The practical threshold: A/A ratios from splitting the runs of each cell that others are compared
+    # with (METHOD.md): reference cells, and cells that are compared with nothing.
+    references = {c.baseline for c in cells if c.baseline}
     aa: list[float] = []
     for c in cells:
-        if c.baseline is None and len(c.values) >= 4:
+        if (c.baseline is None or c.condition in references) and len(c.values) >= 4:
             aa.extend(aa_ratios_from_runs(c.values, seed=c.cell_id))
     delta = aa_delta(aa) if aa else None
 
@@ -280,6 +380,7 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
         for slot, adjusted in zip(slots, adjust(comps, "holm"), strict=True):
             r = results[slot]
             results[slot] = ComparisonAnalysis(**{**r.__dict__, "comparison": adjusted})
+    tails, tail_delta = tail_comparisons(store, cells, plan, plan_order)
 
     return CampaignAnalysis(
         campaign_id=campaign_id,
@@ -299,6 +400,10 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
         comparisons=tuple(results),
         delta=delta,
         notes=json.loads(camp["notes_json"] or "{}"),
+        rt_cells=rt_cells(store, cells),
+        ai_cells=ai_cells(store, cells),
+        tail_comparisons=tails,
+        tail_delta=tail_delta,
     )
 
 

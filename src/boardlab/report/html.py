@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import html
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 
 from boardlab.report import svg
 from boardlab.report.analysis import CampaignAnalysis, CellAnalysis
+from boardlab.report.studies import AI_WORKLOAD, RT_WORKLOAD
 from boardlab.report.terminal import (
     Table,
+    ai_groups,
+    ai_table,
     cell_table,
     comparison_table,
     display_unit,
@@ -22,8 +26,13 @@ from boardlab.report.terminal import (
     fmt_p,
     fmt_ratio,
     fmt_time,
+    ordered_rt_cells,
     params_text,
+    rt_groups,
+    rt_percentile_table,
+    rt_short_sample_levels,
     run_counts,
+    unit_label,
     verdict_text,
 )
 
@@ -97,6 +106,8 @@ tr:has(+ tr.note) td{border-bottom:none}tr.nodata td{color:#888}
 td.verdict{white-space:nowrap}tr.v-slowdown td.verdict{color:#b2182b;font-weight:700}
 tr.v-speedup td.verdict{color:#2166ac;font-weight:700}
 tr.confounded td.verdict{text-decoration:underline wavy #e69f00}
+td.v-slowdown{color:#b2182b;font-weight:700}td.v-speedup{color:#2166ac;font-weight:700}
+td.confounded{text-decoration:underline wavy #e69f00}td.censored{color:#b2182b;font-weight:600}
 .small{color:#555;font-size:12.5px}
 svg.plot{max-width:100%;height:auto;display:block;margin:6px 0}
 .multiples{display:flex;flex-wrap:wrap;gap:8px}.multiples svg.plot{margin:0}
@@ -113,10 +124,14 @@ def _table_html(table: Table, *, note_column: str | None = None) -> str:
     cols = [i for i in range(len(table.headers)) if i != note_at]
     head = "".join(f"<th>{esc(table.headers[i])}</th>" for i in cols)
     body = []
-    for row, cls in zip(table.rows, table.row_classes or [""] * len(table.rows), strict=False):
+    for r, (row, cls) in enumerate(
+        zip(table.rows, table.row_classes or [""] * len(table.rows), strict=False)
+    ):
+        extra = table.cell_classes[r] if r < len(table.cell_classes) else {}
         tds = []
         for i in cols:
             klass = "num" if table.numeric[i] else ("verdict" if table.headers[i] == "verdict" else "")
+            klass = f"{klass} {extra[i]}".strip() if i in extra else klass
             tds.append(f'<td class="{klass}">{esc(row[i])}</td>' if klass else f"<td>{esc(row[i])}</td>")
         body.append(f'<tr class="{esc(cls)}">' + "".join(tds) + "</tr>")
         if note_at is not None and row[note_at]:
@@ -324,6 +339,16 @@ def _boxplots(a: CampaignAnalysis) -> list[str]:
         "not counted), box = quartiles, thick line = median, whiskers = 1.5 IQR.</p>",
     ]
     for i, ((workload, metric), cells) in enumerate(groups.items()):
+        if workload in (RT_WORKLOAD, AI_WORKLOAD):
+            where = (
+                "by load and mode in the Real-time latency"
+                if workload == RT_WORKLOAD
+                else "per model in the AI"
+            )
+            out.append(
+                f'<p class="small">{esc(workload)}: {len(cells)} cells, shown {where} section below.</p>'
+            )
+            continue
         if workload in curves:
             out.append(
                 f'<p class="small">{esc(workload)}: {len(cells)} cells, shown as curves by working-set '
@@ -439,6 +464,165 @@ def _size_curves(a: CampaignAnalysis) -> list[str]:
             )
         )
         out.append('<p class="small">Points: median of the runs; bars: 95% order-statistic CI.</p>')
+    return out
+
+
+RT_PANEL_WIDTH = 440  # three histograms side by side on a wide page, one per row on a phone
+AI_PANEL_WIDTH = 600
+
+
+def _rt_histograms(a: CampaignAnalysis) -> list[str]:
+    """One histogram per cell, merged over its valid runs, on shared axes so the panels compare."""
+    cells = ordered_rt_cells(a)
+    drawn = [c for c in cells if c.counts and c.bucket_width]
+    if not drawn:
+        return []
+    x_max = max(
+        (max((i for i, n in enumerate(c.counts) if n), default=0) + 1) * c.bucket_width for c in drawn
+    )
+    y_max = 1
+    for c in drawn:
+        n_buckets = max(1, math.ceil(min(x_max, c.limit or x_max) / c.bucket_width - 1e-9))
+        f = svg.bin_factor(n_buckets, 160)
+        y_max = max(y_max, c.overflow, *(sum(c.counts[k : k + f]) for k in range(0, n_buckets, f)))
+    show_overflow = any(c.overflow for c in drawn)
+    varying = len({json.dumps(c.params, sort_keys=True) for c in cells}) > 1
+    out = [
+        "<h3>Latency histograms</h3>",
+        '<p class="small">Per cell, the histograms of its valid runs summed bucket by bucket; x = latency '
+        "(linear, shared by the panels), y = samples on a log scale, so a single late wake-up stays "
+        "visible. The last bar, labelled ≥ the histogram's limit, counts the overflow: samples whose value "
+        "is unknown beyond that limit. Dashed: the p99 and the largest latency.</p>",
+        '<div class="multiples">',
+    ]
+    for c in cells:
+        title = c.condition + (f" ({params_text(c.params)})" if varying else "")
+        u = unit_label(c.unit)
+        if not (c.counts and c.bucket_width):
+            out.append(f'<p class="small">{esc(title)}: no histogram ({esc("; ".join(c.notes))}).</p>')
+            continue
+        p99 = next((p for p in c.percentiles if p.q == 99), None)
+        markers = []
+        if p99 is not None and p99.value is not None:
+            markers.append(("p99", p99.value))
+        if c.max_value is not None:
+            markers.append(("max", c.max_value))
+        out.append(
+            svg.histogram_plot(
+                c.counts,
+                c.bucket_width,
+                c.overflow,
+                title=title,
+                unit=u,
+                subtitle=f"{c.samples} samples, {c.runs_merged} runs, overflow {c.overflow}",
+                x_max=x_max,
+                y_max=y_max,
+                show_overflow=show_overflow,
+                markers=markers,
+                width=RT_PANEL_WIDTH,
+            )
+        )
+    out.append("</div>")
+    return out
+
+
+def _rt_section(a: CampaignAnalysis) -> list[str]:
+    if not a.rt_cells:
+        return []
+    units = {unit_label(c.unit) for c in a.rt_cells}
+    u = units.pop() if len(units) == 1 else "unit of the histogram"
+    out = [
+        "<h2>Real-time latency</h2>",
+        '<p class="small">rt.cyclictest cells (seed 003): each run measures wake-up latencies of a periodic '
+        "real-time thread. The boxes show each run's largest latency (the primary metric) per load, one box "
+        "per isolation mode; the verdicts on it, each condition against its baseline, are in the Verdicts "
+        "and Comparisons tables.</p>",
+    ]
+    for i, (params, loads, modes, grid) in enumerate(rt_groups(a)):
+        groups = [
+            (
+                load,
+                [
+                    svg.Box(c.condition, c.max_values, c.invalid_max_values)
+                    if (c := grid.get((load, mode)))
+                    else None
+                    for mode in modes
+                ],
+            )
+            for load in loads
+        ]
+        title = RT_WORKLOAD + (f" ({params_text(params)})" if params else "")
+        out.append(
+            svg.grouped_boxplot(
+                groups,
+                series=modes,
+                title=f"{title}: max latency per run, lower is better",
+                unit=f"max latency [{u}]",
+                x_label="load" + (" (one box per isolation mode)" if len(modes) > 1 else ""),
+                seed=i,
+            )
+        )
+    out += _rt_histograms(a)
+    short = rt_short_sample_levels(a)
+    out += [
+        "<h3>Percentiles</h3>",
+        '<p class="small">Nearest rank (Hyndman &amp; Fan definition 1) on the merged histogram: the lower '
+        "edge of the bucket that holds the ceil(q/100 × n)-th smallest sample. A percentile that falls into "
+        "the overflow is shown as ≥ the limit: only that bound is known. min, avg and max are the probe's own, "
+        "over every sample including the overflow."
+        + (
+            f" Fewer samples than {esc(', '.join(short))} make that percentile the largest sample."
+            if short
+            else ""
+        )
+        + "</p>",
+        _table_html(rt_percentile_table(a), note_column="note"),
+    ]
+    return out
+
+
+def _ai_section(a: CampaignAnalysis) -> list[str]:
+    if not a.ai_cells:
+        return []
+    units = {c.unit for c in a.ai_cells}
+    u = units.pop() if len(units) == 1 else "unit"
+    out = [
+        "<h2>AI inference</h2>",
+        '<p class="small">ai.inference cells (seed 003): one panel per model, one box per condition; each dot '
+        "is a run (a fresh process) at its median per-frame latency, hollow when the run did not count. "
+        "Frame 0, the first inference, is not in these figures.</p>",
+        '<div class="multiples">',
+    ]
+    for i, (title, cells) in enumerate(ai_groups(a)):
+        groups = [(c.condition, [svg.Box(c.condition, c.values, c.invalid_values)]) for c in cells]
+        out.append(
+            svg.grouped_boxplot(
+                groups,
+                series=[""],
+                title=title,
+                unit=f"per-frame latency, run median [{u}]",
+                x_label="condition",
+                width=AI_PANEL_WIDTH,
+                height=320,
+                seed=i,
+            )
+        )
+    out.append("</div>")
+    d = a.tail_delta
+    family = next((ca.comparison.family_size for ca in a.tail_comparisons if ca.comparison), 0)
+    tail = (
+        f"The p99 verdict compares the runs' per-frame p99s the same way, as a family of its own: Holm over "
+        f"its {family} comparisons, threshold delta = {d.delta:.2%} from A/A half-splits of the reference "
+        "cells' p99s."
+        if d is not None
+        else "The p99 verdict compares the runs' per-frame p99s; it has no A/A threshold here (too few runs)."
+    )
+    out += [
+        '<p class="small">p50, p90, p99: the median over the valid runs of each run\'s own per-frame '
+        "percentile. Median verdict: the runs' median latencies against the baseline (the primary comparison, "
+        f"as in the Verdicts table). {esc(tail)} Cost ratio &gt; 1 = slower than the baseline.</p>",
+        _table_html(ai_table(a), note_column="note"),
+    ]
     return out
 
 
@@ -591,6 +775,8 @@ def render_html(analysis: CampaignAnalysis, series: Series | None = None) -> str
         _boxplots(a),
         _heatmap(a),
         _size_curves(a),
+        _rt_section(a),
+        _ai_section(a),
         _drift(a),
         _monitor(series),
         _tables(a),

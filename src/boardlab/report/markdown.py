@@ -5,10 +5,13 @@ from __future__ import annotations
 from boardlab.report.analysis import CampaignAnalysis
 from boardlab.report.terminal import (
     Table,
+    ai_table,
     cell_table,
     comparison_table,
     fmt_duration,
     fmt_time,
+    rt_percentile_table,
+    rt_short_sample_levels,
     run_counts,
     verdict_lines,
 )
@@ -86,4 +89,33 @@ def render_markdown(analysis: CampaignAnalysis) -> str:
             "Cost ratio > 1 means the condition is worse (slower, or lower throughput); p adjusted over "
             "every comparison of this report.",
         ]
+    if a.rt_cells:
+        short = rt_short_sample_levels(a)
+        out += [
+            "",
+            "## Real-time latency",
+            "",
+            "Per rt.cyclictest cell: nearest-rank percentiles of the histogram merged over its valid runs (a "
+            "percentile in the overflow shows only its bound, >= the histogram's limit); min, avg and max over "
+            "every sample. Verdicts on the max latency are in the comparisons above."
+            + (
+                f" Fewer samples than {md_escape(', '.join(short))} make that level the largest sample."
+                if short
+                else ""
+            ),
+            "",
+        ] + md_table(rt_percentile_table(a))
+    if a.ai_cells:
+        d = a.tail_delta
+        out += [
+            "",
+            "## AI inference",
+            "",
+            "Per model and condition: the median over valid runs of each run's per-frame p50/p90/p99. Median "
+            "verdict: the runs' median latencies (the primary comparison); p99 verdict: the runs' p99s, a family "
+            "of its own (Holm"
+            + (f", A/A threshold {d.delta:.2%}" if d is not None else ", no A/A threshold")
+            + "). Cost ratio > 1 = slower than the baseline.",
+            "",
+        ] + md_table(ai_table(a))
     return "\n".join(out) + "\n"

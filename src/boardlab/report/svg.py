@@ -702,3 +702,266 @@ def line_plot(
         body.append(_line(x, y - 4, x + 20, y - 4, stroke=color, width=2.5))
         body.append(_text(x + 26, y, truncate(label, 40), size=11, title=label))
     return _svg(width, height, title, body)
+
+
+# --- grouped (vertical) boxplots ---------------------------------------------------------------------------------
+
+
+def grouped_boxplot(
+    groups: Sequence[tuple[str, Sequence[Box | None]]],
+    *,
+    series: Sequence[str],
+    title: str,
+    unit: str,
+    x_label: str = "",
+    log: bool | None = None,
+    width: int = 800,
+    height: int = 340,
+    seed: int = 0,
+) -> str:
+    """Vertical boxplots: one category per group on the x axis (a load, a condition), one box per series in
+    each group (an isolation mode), colored by series with a legend; with a single series each group gets its
+    own color. A None slot is a combination without data. Every run is a jittered dot, hollow when it did
+    not count; box = quartiles, thick line = median, whiskers = 1.5 IQR (as `boxplot`)."""
+    boxes = [b for _, slots in groups for b in slots if b is not None]
+    everything = [v for b in boxes for v in (*b.values, *b.excluded) if v is not None and math.isfinite(v)]
+    if log is None:
+        log = wants_log(everything)
+    if log and any(v <= 0 for v in everything):
+        log = False
+    kind = "log10" if log else "linear"
+    n_series = max(len(series), 1)
+    legend = n_series > 1 or bool(series and series[0])
+    left, right = 70, 14
+    top = 36 + (20 if legend else 0)
+    n_groups = max(len(groups), 1)
+    slot_w = (width - left - right) / n_groups
+    longest = max((_text_width(g, 11) for g, _ in groups), default=0)
+    rotate = longest > slot_w - 4
+    label_h = min(longest, 150) * 0.6 + 14 if rotate else 18
+    plot_bottom = height - label_h - (26 if x_label else 8)
+    body = [
+        _text(10, 20, truncate(title, int((width - 16) / (14 * 0.62))), size=14, weight="bold", title=title)
+    ]
+    if legend:
+        x = left
+        for k, name in enumerate(series):
+            body.append(
+                _rect(
+                    x,
+                    29,
+                    12,
+                    12,
+                    fill=PALETTE[k % len(PALETTE)],
+                    opacity=0.35,
+                    stroke=PALETTE[k % len(PALETTE)],
+                )
+            )
+            body.append(_text(x + 17, 39, name or "–", size=11))
+            x += 30 + _text_width(name or "–", 11)
+    if not everything:
+        body.append(_text(left, top + 30, "no run values to plot", fill=AXIS))
+        return _svg(width, height, title, body)
+    scale = Scale(*padded_domain(everything, kind), plot_bottom, top, kind)
+    body += _value_axis(scale, left, width - right, _tick_formatter(kind), horizontal=False)
+    body.append(_line(left, plot_bottom, width - right, plot_bottom))
+    body.append(_line(left, top, left, plot_bottom))
+    axis_label = f"{unit} (log scale)" if log else unit
+    body.append(_text(14, (top + plot_bottom) / 2, axis_label, anchor="middle", size=12, rotate=-90))
+    if x_label:
+        body.append(_text((left + width - right) / 2, height - 8, x_label, anchor="middle", size=12))
+    rng = random.Random(seed)
+    box_w = min(44.0, slot_w * 0.8 / n_series)
+    for gi, (name, slots) in enumerate(groups):
+        x0 = left + slot_w * gi
+        if gi:
+            body.append(_line(x0, top, x0, plot_bottom, stroke=GRID))
+        cx_label = x0 + slot_w / 2
+        if rotate:
+            shown = truncate(name, 24)
+            body.append(
+                _text(cx_label + 4, plot_bottom + 14, shown, anchor="end", size=11, rotate=-35, title=name)
+            )
+        else:
+            body.append(_text(cx_label, plot_bottom + 15, name, anchor="middle", size=11))
+        for si, b in enumerate(slots):
+            if b is None:
+                continue
+            color = PALETTE[(si if n_series > 1 else gi) % len(PALETTE)]
+            cx = x0 + slot_w / 2 + (si - (n_series - 1) / 2) * box_w
+            half = box_w * 0.36
+            vals = [v for v in b.values if v is not None and math.isfinite(v)]
+            if vals:
+                lo, q1, med, q3, hi = box_stats(vals)
+                body.append(_line(cx, scale(lo), cx, scale(q1), stroke=INK))
+                body.append(_line(cx, scale(q3), cx, scale(hi), stroke=INK))
+                for w in (lo, hi):
+                    body.append(_line(cx - half * 0.6, scale(w), cx + half * 0.6, scale(w), stroke=INK))
+                tip = (
+                    f"{b.label}: median {fmt_num(med, 4)} {unit}, IQR {fmt_num(q1, 4)}–{fmt_num(q3, 4)}, "
+                    f"n={len(vals)}"
+                )
+                body.append(
+                    _rect(
+                        cx - half,
+                        scale(q3),
+                        2 * half,
+                        scale(q1) - scale(q3),
+                        fill=color,
+                        opacity=0.18,
+                        stroke=color,
+                        width=1.2,
+                        title=tip,
+                    )
+                )
+                body.append(_line(cx - half, scale(med), cx + half, scale(med), stroke=INK, width=2.5))
+            for v in vals:
+                body.append(
+                    _circle(cx + rng.uniform(-0.3, 0.3) * box_w, scale(v), 2.3, fill=color, opacity=0.7)
+                )
+            for v in b.excluded:
+                if v is not None and math.isfinite(v):
+                    jitter = rng.uniform(-0.3, 0.3) * box_w
+                    body.append(
+                        _circle(cx + jitter, scale(v), 2.5, fill="white", stroke=color, title="invalid run")
+                    )
+    return _svg(width, height, title, body)
+
+
+# --- histograms ----------------------------------------------------------------------------------------------
+
+
+def bin_factor(n_buckets: int, max_bars: int) -> int:
+    """Buckets per drawn bar: 1, 2, 5, 10, 20, 50, ... so that at most `max_bars` bars cover `n_buckets`."""
+    k = 0
+    while True:
+        f = (1, 2, 5)[k % 3] * 10 ** (k // 3)
+        if math.ceil(n_buckets / f) <= max_bars:
+            return f
+        k += 1
+
+
+def histogram_plot(
+    counts: Sequence[int],
+    bucket_width: float,
+    overflow: int,
+    *,
+    title: str,
+    unit: str,
+    subtitle: str | None = None,
+    x_max: float | None = None,
+    y_max: float | None = None,
+    show_overflow: bool | None = None,
+    markers: Sequence[tuple[str, float]] = (),
+    width: int = 440,
+    height: int = 250,
+    max_bars: int = 160,
+    color: str = PALETTE[0],
+    title_size: int = 12,
+) -> str:
+    """A latency histogram: x = value (linear, from 0 to `x_max` or the last non-empty bucket), y = samples on
+    a log scale, so a single late sample stays visible beside millions of ordinary ones. Buckets are summed
+    into at most `max_bars` bars (1, 2, 5 x 10^k buckets each; the y label says the bar width). The overflow
+    (samples at or beyond the histogram's limit) is a last bar of its own, labelled ">= limit": its true
+    values are unknown. `markers` are dashed vertical lines (label, value), e.g. the p99. Shared `x_max` and
+    `y_max` make several panels comparable."""
+    limit = len(counts) * bucket_width
+    last = max((i for i, c in enumerate(counts) if c), default=-1)
+    x_hi = x_max if x_max is not None else (last + 1) * bucket_width
+    x_hi = max(min(x_hi, limit), bucket_width)
+    n_buckets = max(1, math.ceil(x_hi / bucket_width - 1e-9))
+    factor = bin_factor(n_buckets, max_bars)
+    bars: list[tuple[int, int]] = []  # (first bucket, summed count)
+    for start in range(0, n_buckets, factor):
+        total = sum(counts[start : start + factor])
+        if total:
+            bars.append((start, total))
+    if show_overflow is None:
+        show_overflow = overflow > 0
+    top_count = max([c for _, c in bars] + ([overflow] if show_overflow else []) + [1])
+    small = width < 500
+    left, right = (54 if small else 66), 12
+    top = 30 + (14 if subtitle else 0)
+    plot_bottom = height - 40
+    over_w = 46 if show_overflow else 0
+    plot_right = width - right - over_w - (8 if show_overflow else 0)
+    body = [
+        _text(
+            8,
+            18,
+            truncate(title, int((width - 16) / (title_size * 0.62))),
+            size=title_size,
+            weight="bold",
+            title=title,
+        )
+    ]
+    if subtitle:
+        body.append(
+            _text(8, 33, truncate(subtitle, int((width - 16) / (11 * 0.55))), size=11, title=subtitle)
+        )
+    sx = Scale(0.0, n_buckets * bucket_width, left, plot_right)
+    sy = Scale(0.5, max(y_max or 0, top_count) * 1.6, plot_bottom, top, "log10")
+    xticks = [t for t in nice_ticks(0.0, n_buckets * bucket_width, 4 if small else 6) if t >= 0]
+    for t, label in zip(xticks, tick_labels(xticks, fmt_tick), strict=True):
+        p = sx(t)
+        body.append(_line(p, top, p, plot_bottom, stroke=GRID))
+        body.append(_text(p, plot_bottom + 14, label, anchor="middle", size=10, fill=AXIS))
+    yticks = [t for t in log_ticks(1.0, sy.hi) if t >= 1 and float(t).is_integer()]
+    for t, label in zip(yticks, tick_labels(yticks, fmt_si), strict=True):
+        p = sy(t)
+        body.append(_line(left, p, plot_right, p, stroke=GRID))
+        body.append(_text(left - 6, p + 4, label, anchor="end", size=10, fill=AXIS))
+    body.append(_line(left, plot_bottom, plot_right, plot_bottom))
+    body.append(_line(left, top, left, plot_bottom))
+    per_bar = f"samples per {fmt_tick(factor * bucket_width)} {unit}" if factor > 1 else "samples"
+    if factor == 1 and bucket_width != 1:
+        per_bar = f"samples per {fmt_tick(bucket_width)} {unit}"
+    body.append(_text(12, (top + plot_bottom) / 2, f"{per_bar} (log)", anchor="middle", size=10, rotate=-90))
+    body.append(
+        _text((left + plot_right) / 2, plot_bottom + 30, f"latency [{unit}]", anchor="middle", size=11)
+    )
+    if not bars and not overflow:
+        body.append(_text(left + 10, top + 30, "no samples", fill=AXIS))
+    for start, total in bars:
+        lo_v, hi_v = start * bucket_width, min(start + factor, n_buckets) * bucket_width
+        x0, x1 = sx(lo_v), sx(hi_v)
+        y = sy(total)
+        body.append(
+            _rect(
+                x0,
+                y,
+                max(x1 - x0 - (0.4 if x1 - x0 > 2 else 0), 0.8),
+                plot_bottom - y,
+                fill=color,
+                opacity=0.85,
+                title=f"[{fmt_tick(lo_v)}, {fmt_tick(hi_v)}) {unit}: {total} samples",
+            )
+        )
+    for k, (label, v) in enumerate(markers):
+        if v is None or not 0 <= v <= n_buckets * bucket_width:
+            continue
+        p = sx(v)
+        body.append(_line(p, top, p, plot_bottom, stroke=PALETTE[1 + k % 3], width=1.2, dash="4 3"))
+        body.append(_text(p + 3, top + 10 + 11 * k, label, size=10, fill=PALETTE[1 + k % 3]))
+    if show_overflow:
+        ox = width - right - over_w
+        body.append(_line(ox - 4, top, ox - 4, plot_bottom, stroke=AXIS, dash="2 3"))
+        text = f">= {fmt_tick(limit)}"
+        if overflow:
+            y = sy(overflow)
+            body.append(
+                _rect(
+                    ox + 6,
+                    y,
+                    over_w - 12,
+                    plot_bottom - y,
+                    fill=PALETTE[1],
+                    opacity=0.85,
+                    title=f"overflow: {overflow} samples at or beyond {fmt_tick(limit)} {unit} (values unknown)",
+                )
+            )
+            body.append(_text(ox + over_w / 2, y - 4, str(overflow), anchor="middle", size=10, fill=INK))
+        else:
+            body.append(_text(ox + over_w / 2, plot_bottom - 4, "0", anchor="middle", size=10, fill=AXIS))
+        body.append(_text(ox + over_w / 2, plot_bottom + 14, text, anchor="middle", size=10, fill=INK))
+    return _svg(width, height, title, body)

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 from boardlab.report.analysis import CampaignAnalysis, CellAnalysis, ComparisonAnalysis
+from boardlab.report.studies import AiCell, RtCell, samples_needed
 from boardlab.report.svg import CONFOUNDED_MARK, VERDICT_MARKS, fmt_num
 
 # Units that have larger siblings: (factor to the base unit, label), ascending.
@@ -98,6 +99,7 @@ class Table:
     numeric: tuple[bool, ...]
     rows: list[tuple[str, ...]] = field(default_factory=list)
     row_classes: list[str] = field(default_factory=list)
+    cell_classes: list[dict[int, str]] = field(default_factory=list)  # per row: column -> HTML class
 
 
 def drift_text(cell: CellAnalysis) -> str:
@@ -292,6 +294,235 @@ def run_counts(analysis: CampaignAnalysis) -> dict[str, int | None]:
     }
 
 
+# --- the two studies: real-time latency and AI inference ---------------------------------------------------------
+
+
+def unit_label(unit: str) -> str:
+    return "µs" if unit == "us" else unit
+
+
+def fmt_value(x: float | None) -> str:
+    """A measured value: whole numbers as they are (cyclictest's integer microseconds), others with 4 digits."""
+    if x is None:
+        return "–"
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else fmt_num(x, 4)
+
+
+def _first_seen(items) -> list:
+    out: list = []
+    for it in items:
+        if it not in out:
+            out.append(it)
+    return out
+
+
+def varying_keys(param_sets) -> list[str]:
+    """Parameter names whose values differ between the given parameter dicts, in first-seen order."""
+    import json
+
+    sets = list(param_sets)
+    keys = _first_seen(k for p in sets for k in p)
+    return [k for k in keys if len({json.dumps(p.get(k), sort_keys=True) for p in sets}) > 1]
+
+
+def rt_groups(
+    analysis: CampaignAnalysis,
+) -> list[tuple[dict, list[str], list[str], dict[tuple[str, str], RtCell]]]:
+    """rt.cyclictest cells laid out as seed 003's figure: per parameter set, (params, loads, modes,
+    (load, mode) -> cell); loads and modes in the campaign's condition order (the unloaded one first)."""
+    import json
+
+    order = {c: i for i, c in enumerate(analysis.conditions)}
+    by_params: dict[str, list[RtCell]] = {}
+    for c in analysis.rt_cells:
+        by_params.setdefault(json.dumps(c.params, sort_keys=True), []).append(c)
+    out = []
+    for cells in by_params.values():
+        cells = sorted(cells, key=lambda c: order.get(c.condition, len(order)))
+        loads = _first_seen(c.load for c in cells)
+        modes = _first_seen(c.mode for c in cells)
+        out.append((cells[0].params, loads, modes, {(c.load, c.mode): c for c in cells}))
+    return out
+
+
+def ordered_rt_cells(analysis: CampaignAnalysis) -> list[RtCell]:
+    """Per parameter set, load by load, one row per isolation mode."""
+    return [
+        grid[(load, mode)]
+        for _, loads, modes, grid in rt_groups(analysis)
+        for load in loads
+        for mode in modes
+        if (load, mode) in grid
+    ]
+
+
+RT_PERCENTILE_NAMES = ("p50", "p90", "p99", "p99.9", "p99.99")
+
+
+def rt_percentile_table(analysis: CampaignAnalysis) -> Table:
+    """Per rt.cyclictest cell: nearest-rank percentiles of the histogram merged over its valid runs (">= L"
+    when in the overflow, never a number), min/avg/max over every sample, samples and overflow."""
+    cells = ordered_rt_cells(analysis)
+    units = {unit_label(c.unit) for c in cells}
+    u = units.pop() if len(units) == 1 else "unit"
+    varying = varying_keys(c.params for c in cells)
+    headers = (
+        "condition",
+        *(("parameters",) if varying else ()),
+        "runs [runs]",
+        "samples [samples]",
+        "overflow [samples]",
+        f"min [{u}]",
+        f"avg [{u}]",
+        *(f"{name} [{u}]" for name in RT_PERCENTILE_NAMES),
+        f"max [{u}]",
+        *(("unit",) if u == "unit" else ()),
+        "note",
+    )
+    numeric = tuple(h not in ("condition", "parameters", "unit", "note") for h in headers)
+    t = Table(headers, numeric)
+    for c in cells:
+        pcts = [p.display() if p.n else "–" for p in c.percentiles] or ["–"] * len(RT_PERCENTILE_NAMES)
+        row = (
+            c.condition,
+            *((params_text({k: c.params.get(k) for k in varying}),) if varying else ()),
+            str(c.runs_merged),
+            str(c.samples),
+            str(c.overflow),
+            fmt_value(c.min_value),
+            fmt_value(c.avg_value),
+            *pcts,
+            fmt_value(c.max_value),
+            *((unit_label(c.unit),) if u == "unit" else ()),
+            "; ".join(c.notes),
+        )
+        t.rows.append(row)
+        t.row_classes.append("nodata" if not c.samples else "")
+        first_pct = headers.index(f"{RT_PERCENTILE_NAMES[0]} [{u}]")
+        t.cell_classes.append({first_pct + i: "censored" for i, p in enumerate(c.percentiles) if p.censored})
+    return t
+
+
+def rt_short_sample_levels(analysis: CampaignAnalysis) -> list[str]:
+    """Levels some cell reports from fewer samples than nearest rank needs to tell them from the maximum."""
+    short = _first_seen(
+        p.q for c in analysis.rt_cells for p in c.percentiles if p.n and p.n < samples_needed(p.q)
+    )
+    return [f"p{q:g} ({samples_needed(q)})" for q in short]
+
+
+def _comparison_key(workload: str, params: dict, condition: str) -> str:
+    import json
+
+    return json.dumps([workload, params, condition], sort_keys=True)
+
+
+def _by_cell(comparisons) -> dict[str, ComparisonAnalysis]:
+    return {_comparison_key(ca.workload, ca.params, ca.condition): ca for ca in comparisons}
+
+
+def ai_groups(analysis: CampaignAnalysis) -> list[tuple[str, list[AiCell]]]:
+    """ai.inference cells per model (per parameter set): (panel title, cells in condition order)."""
+    import json
+
+    order = {c: i for i, c in enumerate(analysis.conditions)}
+    varying = varying_keys(c.params for c in analysis.ai_cells)
+    groups: dict[str, list[AiCell]] = {}
+    titles: dict[str, str] = {}
+    for c in analysis.ai_cells:
+        key = json.dumps(c.params, sort_keys=True)
+        groups.setdefault(key, []).append(c)
+        if varying == ["model"] or not varying:
+            titles[key] = c.model
+        else:
+            titles[key] = ", ".join(f"{k}={c.params.get(k)}" for k in varying)
+    return [
+        (titles[k], sorted(cells, key=lambda c: order.get(c.condition, len(order))))
+        for k, cells in groups.items()
+    ]
+
+
+def _verdict_cells(ca: ComparisonAnalysis | None) -> tuple[str, str, str, str]:
+    """(cost ratio with CI, verdict text, verdict kind for a CSS class, why there is none)."""
+    if ca is None:
+        return "–", "–", "", ""
+    c = ca.comparison
+    if c is None:
+        return "–", "no verdict", "none", ca.reason or ""
+    ratio = fmt_ratio(c.cost_ratio)
+    if c.cost_ratio_ci is not None:
+        ratio += f" {fmt_interval(c.cost_ratio_ci.low, c.cost_ratio_ci.high, sig=3)}"
+    kind = c.verdict.kind + (" confounded" if c.verdict.confounded else "")
+    return ratio, verdict_text(c.verdict.kind, c.verdict.confounded), kind, ""
+
+
+AI_VERDICT_COLUMNS = ("median verdict", "p99 verdict")
+
+
+def ai_table(analysis: CampaignAnalysis) -> Table:
+    """Per model and condition: the median over runs of each run's per-frame p50/p90/p99, and the verdicts of
+    the run medians (the primary comparison) and of the run p99s (`tail_comparisons`) against the baseline."""
+    units = {c.unit for c in analysis.ai_cells}
+    u = units.pop() if len(units) == 1 else "unit"
+    headers = (
+        "model",
+        "condition",
+        "n [runs]",
+        "frames per run [frames]",
+        f"p50 [{u}]",
+        f"p90 [{u}]",
+        f"p99 [{u}]",
+        "median: cost ratio (95% CI) [×]",
+        AI_VERDICT_COLUMNS[0],
+        "p99: cost ratio (95% CI) [×]",
+        AI_VERDICT_COLUMNS[1],
+        *(("unit",) if u == "unit" else ()),
+        "note",
+    )
+    numeric = (False, False, True, True, True, True, True, True, False, True, False) + (False,) * (
+        len(headers) - 11
+    )
+    t = Table(headers, numeric)
+    primary, tail = _by_cell(analysis.comparisons), _by_cell(analysis.tail_comparisons)
+    for title, cells in ai_groups(analysis):
+        for c in cells:
+            key = _comparison_key(c.workload, c.params, c.condition)
+            m_ratio, m_verdict, m_kind, m_why = _verdict_cells(primary.get(key))
+            t_ratio, t_verdict, t_kind, t_why = _verdict_cells(tail.get(key))
+            frames = "–"
+            if c.frames_min is not None:
+                frames = (
+                    str(c.frames_min) if c.frames_min == c.frames_max else f"{c.frames_min}–{c.frames_max}"
+                )
+            notes = []
+            if m_why:
+                notes.append(f"median: {m_why}")
+            if t_why and t_why != m_why:
+                notes.append(f"p99: {t_why}")
+            if c.frames_min is not None and c.frames_min < 100:
+                notes.append(f"p99 of {c.frames_min} frames is a run's slowest frame (a p99 needs >= 100)")
+            t.rows.append(
+                (
+                    title,
+                    c.condition,
+                    str(c.n_runs),
+                    frames,
+                    fmt_num(c.p50, 4),
+                    fmt_num(c.p90, 4),
+                    fmt_num(c.p99, 4),
+                    m_ratio,
+                    m_verdict,
+                    t_ratio,
+                    t_verdict,
+                    *((c.unit,) if u == "unit" else ()),
+                    "; ".join(notes),
+                )
+            )
+            t.row_classes.append("" if c.n_runs else "nodata")
+            t.cell_classes.append({i: f"verdict v-{kind}" for i, kind in ((8, m_kind), (10, t_kind)) if kind})
+    return t
+
+
 # --- text ------------------------------------------------------------------------------------------------------
 
 
@@ -370,6 +601,30 @@ def render_text(analysis: CampaignAnalysis, *, label_width: int = 52) -> str:
                 f"threshold delta = {analysis.delta.delta:.1%} (A/A, {analysis.delta.n_ratios} ratios); "
                 "cost ratio > 1 means the condition is worse"
             )
+    if analysis.rt_cells:
+        t = rt_percentile_table(analysis)
+        keep = [i for i, h in enumerate(t.headers) if h not in ("note", "parameters")]
+        out += [
+            "",
+            "real-time latency: nearest-rank percentiles of each cell's histogram, merged over its runs",
+        ]
+        out += aligned(
+            tuple(t.headers[i] for i in keep),
+            [tuple(r[i] for i in keep) for r in t.rows],
+            tuple(t.numeric[i] for i in keep),
+        )
+        short = rt_short_sample_levels(analysis)
+        if short:
+            out.append("too few samples for " + ", ".join(short) + ": nearest rank gives the largest sample")
+    if analysis.ai_cells:
+        t = ai_table(analysis)
+        keep = [i for i, h in enumerate(t.headers) if h != "note" and "cost ratio" not in h]
+        out += ["", "AI inference: per-frame latency, median over runs of each run's p50/p90/p99"]
+        out += aligned(
+            tuple(t.headers[i] for i in keep),
+            [tuple(r[i] for i in keep) for r in t.rows],
+            tuple(t.numeric[i] for i in keep),
+        )
     warns = analysis.warnings
     if warns:
         out.append("")

@@ -103,6 +103,25 @@ def supported() -> str | None:
     return None
 
 
+def prepare(params: dict, note) -> None:
+    """Before a campaign starts (in boardlab, not in a measured worker): build a generated model that is not
+    there yet, so that no run pays for it and a missing package fails before anything is stored."""
+    from boardlab.ai import MODEL_NAMES, RUNTIME_FORMAT, default_models_dir, model_filename
+
+    if params["model"] not in MODEL_NAMES:
+        resolve_model(params)  # a user's file: only check it
+        return
+    base = params.get("models_dir")
+    directory = os.path.expanduser(base) if base else str(default_models_dir())
+    fmt = RUNTIME_FORMAT[params["runtime"]]
+    if os.path.isfile(os.path.join(directory, model_filename(params["model"], fmt, params["precision"]))):
+        return
+    from boardlab.ai.build import build_models
+
+    note(f"building model {params['model']} ({params['precision']}) into {directory}")
+    build_models(directory, [params["model"]], int8=params["precision"] == "int8", progress=note)
+
+
 def resolve_model(params: dict) -> tuple[str, str | None]:
     """(path, generated model name or None); InputError when the file is missing or of the wrong kind."""
     from boardlab.ai import MODEL_NAMES, RUNTIME_FORMAT, default_models_dir, model_filename

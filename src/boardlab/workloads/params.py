@@ -2,8 +2,44 @@
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 from boardlab.errors import InputError
-from boardlab.model.workload import WorkloadSpec
+from boardlab.model.workload import ParamSpec, WorkloadSpec
+
+
+def _type_name(value: Any) -> str:
+    return {
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "a table",
+    }.get(type(value), type(value).__name__)
+
+
+def check_param_value(spec: ParamSpec, value: Any) -> str | None:
+    """Why `value` does not fit the parameter `spec`, or None when it does."""
+    if spec.type == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            if isinstance(value, str) and re.fullmatch(r"\d+[kKMG]?", value):
+                return None  # boardlab-kern accepts size suffixes; it checks the range
+            return f"expected an integer, found {_type_name(value)} {value!r}"
+        if spec.min is not None and value < spec.min or spec.max is not None and value > spec.max:
+            return f"expected an integer in [{spec.min:g}, {spec.max:g}], found {value}"
+    elif spec.type == "float":
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"expected a number, found {_type_name(value)} {value!r}"
+        if spec.min is not None and value < spec.min or spec.max is not None and value > spec.max:
+            return f"expected a number in [{spec.min:g}, {spec.max:g}], found {value}"
+    elif spec.type == "enum":
+        if value not in spec.choices:
+            return f"expected one of {', '.join(spec.choices)}, found {value!r}"
+    elif not isinstance(value, str):
+        return f"expected a string, found {_type_name(value)} {value!r}"
+    return None
 
 
 def coerce_params(spec: WorkloadSpec, assignments: list[str]) -> dict:
