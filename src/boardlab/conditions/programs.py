@@ -224,12 +224,14 @@ def _sender(address: tuple[str, int], cfg: dict, shared: mmap.mmap) -> None:
             t0 = time.monotonic()
             while True:
                 for _ in range(32):
+                    # counted before the send: a stop (SIGINT) landing between the two must not leave a
+                    # message received but never counted as sent
+                    sent += len(message)
+                    msgs += 1
                     try:
                         send(message)
                     except BlockingIOError:  # UDP: the socket buffer is full; the burst goes on
                         pass
-                    sent += len(message)
-                    msgs += 1
                 if time.monotonic() >= end:
                     break
             on_total += time.monotonic() - t0
