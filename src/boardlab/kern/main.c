@@ -68,9 +68,10 @@ static void list(bool json)
     for (int i = 0; bk_kernels[i]; i++) {
         const bk_kernel *k = bk_kernels[i];
         const char *reason = k->supported ? k->supported() : NULL;
-        printf("%-22s %s%s%s\n", k->name, k->summary, reason ? "  [unsupported: " : "", reason ? reason : "");
         if (reason)
-            printf("]\n");
+            printf("%-22s %s  [unsupported: %s]\n", k->name, k->summary, reason);
+        else
+            printf("%-22s %s\n", k->name, k->summary);
     }
 }
 
