@@ -16,6 +16,7 @@ from boardlab.report.analysis import CampaignAnalysis, CellAnalysis
 from boardlab.report.studies import AI_WORKLOAD, RT_WORKLOAD
 from boardlab.report.terminal import (
     Table,
+    ai_frames_note,
     ai_groups,
     ai_table,
     cell_table,
@@ -132,7 +133,7 @@ def _table_html(table: Table, *, note_column: str | None = None) -> str:
         for i in cols:
             klass = "num" if table.numeric[i] else ("verdict" if table.headers[i] == "verdict" else "")
             klass = f"{klass} {extra[i]}".strip() if i in extra else klass
-            tds.append(f'<td class="{klass}">{esc(row[i])}</td>' if klass else f"<td>{esc(row[i])}</td>")
+            tds.append(f'<td class="{esc(klass)}">{esc(row[i])}</td>' if klass else f"<td>{esc(row[i])}</td>")
         body.append(f'<tr class="{esc(cls)}">' + "".join(tds) + "</tr>")
         if note_at is not None and row[note_at]:
             body.append(
@@ -468,6 +469,7 @@ def _size_curves(a: CampaignAnalysis) -> list[str]:
 
 
 RT_PANEL_WIDTH = 440  # three histograms side by side on a wide page, one per row on a phone
+RT_MAX_BARS = 160  # more buckets than this in the shown range: a log latency axis
 AI_PANEL_WIDTH = 600
 
 
@@ -480,19 +482,28 @@ def _rt_histograms(a: CampaignAnalysis) -> list[str]:
     x_max = max(
         (max((i for i, n in enumerate(c.counts) if n), default=0) + 1) * c.bucket_width for c in drawn
     )
+    firsts = [next(i for i, n in enumerate(c.counts) if n) * c.bucket_width for c in drawn if any(c.counts)]
+    x_min = min(firsts, default=None)
+    x_log = any(min(x_max, c.limit or x_max) / c.bucket_width > RT_MAX_BARS for c in drawn)
     y_max = 1
     for c in drawn:
         n_buckets = max(1, math.ceil(min(x_max, c.limit or x_max) / c.bucket_width - 1e-9))
-        f = svg.bin_factor(n_buckets, 160)
-        y_max = max(y_max, c.overflow, *(sum(c.counts[k : k + f]) for k in range(0, n_buckets, f)))
+        bars = svg.histogram_bars(c.counts, n_buckets, x_log=x_log, max_bars=RT_MAX_BARS)
+        y_max = max(y_max, c.overflow, *(n for _, _, n in bars))
     show_overflow = any(c.overflow for c in drawn)
     varying = len({json.dumps(c.params, sort_keys=True) for c in cells}) > 1
     out = [
         "<h3>Latency histograms</h3>",
-        '<p class="small">Per cell, the histograms of its valid runs summed bucket by bucket; x = latency '
-        "(linear, shared by the panels), y = samples on a log scale, so a single late wake-up stays "
-        "visible. The last bar, labelled ≥ the histogram's limit, counts the overflow: samples whose value "
-        "is unknown beyond that limit. Dashed: the p99 and the largest latency.</p>",
+        '<p class="small">Per cell, the histograms of its valid runs summed bucket by bucket; y = samples on '
+        "a log scale, so a single late wake-up stays visible; x = latency on axes shared by the panels, "
+        + (
+            "on a log scale so that the bulk and a tail decades longer both show (one bar per bucket at the "
+            f"low end, then {svg.LOG_BARS_PER_DECADE} bars per decade). "
+            if x_log
+            else "one bar per bucket. "
+        )
+        + "The last bar, labelled ≥ the histogram's limit, counts the overflow: samples whose value is "
+        "unknown beyond that limit. Dashed: the p99 and the largest latency.</p>",
         '<div class="multiples">',
     ]
     for c in cells:
@@ -516,10 +527,13 @@ def _rt_histograms(a: CampaignAnalysis) -> list[str]:
                 unit=u,
                 subtitle=f"{c.samples} samples, {c.runs_merged} runs, overflow {c.overflow}",
                 x_max=x_max,
+                x_min=x_min,
+                x_log=x_log,
                 y_max=y_max,
                 show_overflow=show_overflow,
                 markers=markers,
                 width=RT_PANEL_WIDTH,
+                max_bars=RT_MAX_BARS,
             )
         )
     out.append("</div>")
@@ -538,7 +552,10 @@ def _rt_section(a: CampaignAnalysis) -> list[str]:
         "per isolation mode; the verdicts on it, each condition against its baseline, are in the Verdicts "
         "and Comparisons tables.</p>",
     ]
-    for i, (params, loads, modes, grid) in enumerate(rt_groups(a)):
+    groups_all = rt_groups(a)
+    if len(groups_all) == 1 and groups_all[0][0]:
+        out.append(f'<p class="small">Parameters: {esc(params_text(groups_all[0][0]))}.</p>')
+    for i, (params, loads, modes, grid) in enumerate(groups_all):
         groups = [
             (
                 load,
@@ -551,14 +568,19 @@ def _rt_section(a: CampaignAnalysis) -> list[str]:
             )
             for load in loads
         ]
-        title = RT_WORKLOAD + (f" ({params_text(params)})" if params else "")
+        title = RT_WORKLOAD + (f" ({params_text(params)})" if len(groups_all) > 1 and params else "")
         out.append(
             svg.grouped_boxplot(
                 groups,
                 series=modes,
                 title=f"{title}: max latency per run, lower is better",
                 unit=f"max latency [{u}]",
-                x_label="load" + (" (one box per isolation mode)" if len(modes) > 1 else ""),
+                x_label=(
+                    "load (one box per isolation mode)"
+                    if len(modes) > 1
+                    else ("load" if modes != [""] else "condition")
+                ),
+                height=400,
                 seed=i,
             )
         )
@@ -569,13 +591,7 @@ def _rt_section(a: CampaignAnalysis) -> list[str]:
         '<p class="small">Nearest rank (Hyndman &amp; Fan definition 1) on the merged histogram: the lower '
         "edge of the bucket that holds the ceil(q/100 × n)-th smallest sample. A percentile that falls into "
         "the overflow is shown as ≥ the limit: only that bound is known. min, avg and max are the probe's own, "
-        "over every sample including the overflow."
-        + (
-            f" Fewer samples than {esc(', '.join(short))} make that percentile the largest sample."
-            if short
-            else ""
-        )
-        + "</p>",
+        "over every sample including the overflow." + (f" {esc(short)}" if short else "") + "</p>",
         _table_html(rt_percentile_table(a), note_column="note"),
     ]
     return out
@@ -600,10 +616,10 @@ def _ai_section(a: CampaignAnalysis) -> list[str]:
                 groups,
                 series=[""],
                 title=title,
-                unit=f"per-frame latency, run median [{u}]",
+                unit=f"per-frame latency [{u}]",
                 x_label="condition",
                 width=AI_PANEL_WIDTH,
-                height=320,
+                height=360,
                 seed=i,
             )
         )
@@ -620,7 +636,9 @@ def _ai_section(a: CampaignAnalysis) -> list[str]:
     out += [
         '<p class="small">p50, p90, p99: the median over the valid runs of each run\'s own per-frame '
         "percentile. Median verdict: the runs' median latencies against the baseline (the primary comparison, "
-        f"as in the Verdicts table). {esc(tail)} Cost ratio &gt; 1 = slower than the baseline.</p>",
+        f"as in the Verdicts table). {esc(tail)} Cost ratio &gt; 1 = slower than the baseline."
+        + (f" {esc(note)}" if (note := ai_frames_note(a)) else "")
+        + "</p>",
         _table_html(ai_table(a), note_column="note"),
     ]
     return out

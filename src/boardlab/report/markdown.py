@@ -5,6 +5,7 @@ from __future__ import annotations
 from boardlab.report.analysis import CampaignAnalysis
 from boardlab.report.terminal import (
     Table,
+    ai_frames_note,
     ai_table,
     cell_table,
     comparison_table,
@@ -98,11 +99,7 @@ def render_markdown(analysis: CampaignAnalysis) -> str:
             "Per rt.cyclictest cell: nearest-rank percentiles of the histogram merged over its valid runs (a "
             "percentile in the overflow shows only its bound, >= the histogram's limit); min, avg and max over "
             "every sample. Verdicts on the max latency are in the comparisons above."
-            + (
-                f" Fewer samples than {md_escape(', '.join(short))} make that level the largest sample."
-                if short
-                else ""
-            ),
+            + (f" {md_escape(short)}" if short else ""),
             "",
         ] + md_table(rt_percentile_table(a))
     if a.ai_cells:
@@ -115,7 +112,8 @@ def render_markdown(analysis: CampaignAnalysis) -> str:
             "verdict: the runs' median latencies (the primary comparison); p99 verdict: the runs' p99s, a family "
             "of its own (Holm"
             + (f", A/A threshold {d.delta:.2%}" if d is not None else ", no A/A threshold")
-            + "). Cost ratio > 1 = slower than the baseline.",
+            + "). Cost ratio > 1 = slower than the baseline."
+            + (f" {note}" if (note := ai_frames_note(a)) else ""),
             "",
         ] + md_table(ai_table(a))
     return "\n".join(out) + "\n"

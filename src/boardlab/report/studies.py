@@ -26,7 +26,6 @@ from boardlab.stats.histogram import (
     HistogramPercentile,
     histogram_limit,
     histogram_percentiles,
-    level_name,
     merge_histograms,
 )
 
@@ -46,6 +45,11 @@ def split_condition(condition: str) -> tuple[str, str]:
     """'mobilenet_v1/isolated' -> ('mobilenet_v1', 'isolated'): the rt-isolation preset's load and mode."""
     load, sep, mode = condition.rpartition("/")
     return (load, mode) if sep and load and mode else (condition, "")
+
+
+def pct_name(q: float) -> str:
+    """99.9 -> 'p99.9': a level as reports print it."""
+    return f"p{q:g}"
 
 
 def samples_needed(q: float) -> int:
@@ -185,14 +189,15 @@ def _rt_cell(store: Store, cell: CellAnalysis) -> RtCell:
     if runs_merged < len(maxima):
         notes.append(f"{len(maxima) - runs_merged} valid run(s) without a histogram")
     n = sum(counts) + overflow
-    censored = [level_name(p.q) for p in percentiles if p.censored]
+    censored = [pct_name(p.q) for p in percentiles if p.censored]
     if censored:
+        shown = "µs" if unit == "us" else unit
         notes.append(
-            f"{', '.join(censored)} in the overflow: only '>= {limit:g} {unit}' is known (raise histogram_us)"
+            f"{', '.join(censored)} in the overflow: only '>= {limit:g} {shown}' is known (raise histogram_us)"
         )
     short = [p.q for p in percentiles if p.n and p.n < samples_needed(p.q)]
     if short:
-        names = ", ".join(level_name(q) for q in short)
+        names = ", ".join(pct_name(q) for q in short)
         needs = " and ".join(str(samples_needed(q)) for q in short)
         notes.append(
             f"{names} from {n} samples, fewer than {needs}: nearest rank gives the largest sample "

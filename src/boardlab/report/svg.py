@@ -767,7 +767,10 @@ def grouped_boxplot(
     body.append(_line(left, plot_bottom, width - right, plot_bottom))
     body.append(_line(left, top, left, plot_bottom))
     axis_label = f"{unit} (log scale)" if log else unit
-    body.append(_text(14, (top + plot_bottom) / 2, axis_label, anchor="middle", size=12, rotate=-90))
+    shown = truncate(axis_label, int((plot_bottom - top) / (12 * CHAR_W)))
+    body.append(
+        _text(14, (top + plot_bottom) / 2, shown, anchor="middle", size=12, rotate=-90, title=axis_label)
+    )
     if x_label:
         body.append(_text((left + width - right) / 2, height - 8, x_label, anchor="middle", size=12))
     rng = random.Random(seed)
@@ -841,6 +844,35 @@ def bin_factor(n_buckets: int, max_bars: int) -> int:
         k += 1
 
 
+LOG_BARS_PER_DECADE = 30
+
+
+def histogram_bars(
+    counts: Sequence[int], n_buckets: int, *, x_log: bool, max_bars: int = 160
+) -> list[tuple[int, int, int]]:
+    """The non-empty bars of the first `n_buckets` buckets: (first bucket, end bucket, summed count).
+
+    Linear: every bar `bin_factor` buckets wide. Log: one bar per bucket while buckets are wider than
+    1/LOG_BARS_PER_DECADE of a decade, then bars of equal width on the log axis (edges at 10^(j/30), rounded
+    up to whole buckets)."""
+    if x_log:
+        edges = {0, n_buckets}
+        j = 0
+        while (e := math.ceil(10 ** (j / LOG_BARS_PER_DECADE) - 1e-9)) < n_buckets:
+            edges.add(e)
+            j += 1
+        bounds = sorted(edges)
+    else:
+        f = bin_factor(n_buckets, max_bars)
+        bounds = [*range(0, n_buckets, f), n_buckets]
+    out = []
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        total = sum(counts[a:b])
+        if total:
+            out.append((a, b, total))
+    return out
+
+
 def histogram_plot(
     counts: Sequence[int],
     bucket_width: float,
@@ -850,6 +882,8 @@ def histogram_plot(
     unit: str,
     subtitle: str | None = None,
     x_max: float | None = None,
+    x_min: float | None = None,
+    x_log: bool | None = None,
     y_max: float | None = None,
     show_overflow: bool | None = None,
     markers: Sequence[tuple[str, float]] = (),
@@ -859,26 +893,25 @@ def histogram_plot(
     color: str = PALETTE[0],
     title_size: int = 12,
 ) -> str:
-    """A latency histogram: x = value (linear, from 0 to `x_max` or the last non-empty bucket), y = samples on
-    a log scale, so a single late sample stays visible beside millions of ordinary ones. Buckets are summed
-    into at most `max_bars` bars (1, 2, 5 x 10^k buckets each; the y label says the bar width). The overflow
-    (samples at or beyond the histogram's limit) is a last bar of its own, labelled ">= limit": its true
-    values are unknown. `markers` are dashed vertical lines (label, value), e.g. the p99. Shared `x_max` and
-    `y_max` make several panels comparable."""
+    """A latency histogram: x = value from 0 to `x_max` (default: the last non-empty bucket), y = samples on a
+    log scale, so a single late sample stays visible beside millions of ordinary ones. x is linear with one
+    bar per bucket when at most `max_bars` buckets are shown; beyond that (`x_log` None) a log axis keeps the
+    bulk of fast samples readable beside a tail decades longer, with bars of equal width on that axis
+    (`histogram_bars`); the y label says what a bar holds. The overflow (samples at or beyond the histogram's
+    limit) is a last bar of its own, labelled ">= limit": its values are unknown. `markers` are dashed
+    vertical lines (label, value), e.g. the p99. Shared `x_min`, `x_max`, `x_log` and `y_max` make panels
+    comparable."""
     limit = len(counts) * bucket_width
     last = max((i for i, c in enumerate(counts) if c), default=-1)
     x_hi = x_max if x_max is not None else (last + 1) * bucket_width
     x_hi = max(min(x_hi, limit), bucket_width)
     n_buckets = max(1, math.ceil(x_hi / bucket_width - 1e-9))
-    factor = bin_factor(n_buckets, max_bars)
-    bars: list[tuple[int, int]] = []  # (first bucket, summed count)
-    for start in range(0, n_buckets, factor):
-        total = sum(counts[start : start + factor])
-        if total:
-            bars.append((start, total))
+    if x_log is None:
+        x_log = n_buckets > max_bars
+    bars = histogram_bars(counts, n_buckets, x_log=x_log, max_bars=max_bars)
     if show_overflow is None:
         show_overflow = overflow > 0
-    top_count = max([c for _, c in bars] + ([overflow] if show_overflow else []) + [1])
+    top_count = max([c for _, _, c in bars] + ([overflow] if show_overflow else []) + [1])
     small = width < 500
     left, right = (54 if small else 66), 12
     top = 30 + (14 if subtitle else 0)
@@ -899,11 +932,23 @@ def histogram_plot(
         body.append(
             _text(8, 33, truncate(subtitle, int((width - 16) / (11 * 0.55))), size=11, title=subtitle)
         )
-    sx = Scale(0.0, n_buckets * bucket_width, left, plot_right)
+    x_end = n_buckets * bucket_width
+    # a log axis starts a little below `x_min` (the smallest latency to show), bucket 0 ([0, w)) at w/2
+    x_lo = max(bucket_width / 2, (x_min or 0) / 1.25)
+    sx = Scale(x_lo, x_end, left, plot_right, "log10") if x_log else Scale(0.0, x_end, left, plot_right)
+
+    def at(v: float) -> float:
+        return sx(max(v, x_lo)) if x_log else sx(v)
+
     sy = Scale(0.5, max(y_max or 0, top_count) * 1.6, plot_bottom, top, "log10")
-    xticks = [t for t in nice_ticks(0.0, n_buckets * bucket_width, 4 if small else 6) if t >= 0]
-    for t, label in zip(xticks, tick_labels(xticks, fmt_tick), strict=True):
-        p = sx(t)
+    if x_log:
+        xticks = [t for t in log_ticks(x_lo, x_end) if t <= x_end]
+        xlabels = tick_labels(xticks, fmt_si)
+    else:
+        xticks = [t for t in nice_ticks(0.0, x_end, 4 if small else 6) if t >= 0]
+        xlabels = tick_labels(xticks, fmt_tick)
+    for t, label in zip(xticks, xlabels, strict=True):
+        p = at(t)
         body.append(_line(p, top, p, plot_bottom, stroke=GRID))
         body.append(_text(p, plot_bottom + 14, label, anchor="middle", size=10, fill=AXIS))
     yticks = [t for t in log_ticks(1.0, sy.hi) if t >= 1 and float(t).is_integer()]
@@ -913,18 +958,21 @@ def histogram_plot(
         body.append(_text(left - 6, p + 4, label, anchor="end", size=10, fill=AXIS))
     body.append(_line(left, plot_bottom, plot_right, plot_bottom))
     body.append(_line(left, top, left, plot_bottom))
-    per_bar = f"samples per {fmt_tick(factor * bucket_width)} {unit}" if factor > 1 else "samples"
-    if factor == 1 and bucket_width != 1:
-        per_bar = f"samples per {fmt_tick(bucket_width)} {unit}"
+    widths = {b - a for a, b, _ in bars}
+    if x_log:
+        per_bar = "samples per bar"
+    elif widths and max(widths) * bucket_width != 1:
+        per_bar = f"samples per {fmt_tick(max(widths) * bucket_width)} {unit}"
+    else:
+        per_bar = "samples"
     body.append(_text(12, (top + plot_bottom) / 2, f"{per_bar} (log)", anchor="middle", size=10, rotate=-90))
-    body.append(
-        _text((left + plot_right) / 2, plot_bottom + 30, f"latency [{unit}]", anchor="middle", size=11)
-    )
+    x_label = f"latency [{unit}]" + (" (log scale)" if x_log else "")
+    body.append(_text((left + plot_right) / 2, plot_bottom + 30, x_label, anchor="middle", size=11))
     if not bars and not overflow:
         body.append(_text(left + 10, top + 30, "no samples", fill=AXIS))
-    for start, total in bars:
-        lo_v, hi_v = start * bucket_width, min(start + factor, n_buckets) * bucket_width
-        x0, x1 = sx(lo_v), sx(hi_v)
+    for a, b, total in bars:
+        lo_v, hi_v = a * bucket_width, b * bucket_width
+        x0, x1 = at(lo_v), at(hi_v)
         y = sy(total)
         body.append(
             _rect(
@@ -938,11 +986,22 @@ def histogram_plot(
             )
         )
     for k, (label, v) in enumerate(markers):
-        if v is None or not 0 <= v <= n_buckets * bucket_width:
+        if v is None or not 0 <= v <= x_end:
             continue
-        p = sx(v)
-        body.append(_line(p, top, p, plot_bottom, stroke=PALETTE[1 + k % 3], width=1.2, dash="4 3"))
-        body.append(_text(p + 3, top + 10 + 11 * k, label, size=10, fill=PALETTE[1 + k % 3]))
+        p = at(v)
+        mark = PALETTE[1 + k % 3]
+        body.append(_line(p, top, p, plot_bottom, stroke=mark, width=1.2, dash="4 3"))
+        near_end = p > plot_right - _text_width(label, 10) - 4
+        body.append(
+            _text(
+                p - 3 if near_end else p + 3,
+                top + 10 + 11 * k,
+                label,
+                size=10,
+                fill=mark,
+                anchor="end" if near_end else "start",
+            )
+        )
     if show_overflow:
         ox = width - right - over_w
         body.append(_line(ox - 4, top, ox - 4, plot_bottom, stroke=AXIS, dash="2 3"))

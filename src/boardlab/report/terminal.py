@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 from boardlab.report.analysis import CampaignAnalysis, CellAnalysis, ComparisonAnalysis
-from boardlab.report.studies import AiCell, RtCell, samples_needed
+from boardlab.report.studies import TAIL_MIN_SAMPLES, AiCell, RtCell, pct_name, samples_needed
 from boardlab.report.svg import CONFOUNDED_MARK, VERDICT_MARKS, fmt_num
 
 # Units that have larger siblings: (factor to the base unit, label), ascending.
@@ -305,7 +305,10 @@ def fmt_value(x: float | None) -> str:
     """A measured value: whole numbers as they are (cyclictest's integer microseconds), others with 4 digits."""
     if x is None:
         return "–"
-    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else fmt_num(x, 4)
+    if float(x).is_integer() and abs(x) < 1e15:
+        return str(int(x))
+    text = fmt_num(x, 4)
+    return text.rstrip("0").rstrip(".") if "." in text and "e" not in text else text
 
 
 def _first_seen(items) -> list:
@@ -403,12 +406,16 @@ def rt_percentile_table(analysis: CampaignAnalysis) -> Table:
     return t
 
 
-def rt_short_sample_levels(analysis: CampaignAnalysis) -> list[str]:
-    """Levels some cell reports from fewer samples than nearest rank needs to tell them from the maximum."""
+def rt_short_sample_levels(analysis: CampaignAnalysis) -> str | None:
+    """A sentence when some cell reports a level from fewer samples than nearest rank needs to tell it from
+    the largest sample (p99.99: 10000)."""
     short = _first_seen(
         p.q for c in analysis.rt_cells for p in c.percentiles if p.n and p.n < samples_needed(p.q)
     )
-    return [f"p{q:g} ({samples_needed(q)})" for q in short]
+    if not short:
+        return None
+    levels = ", ".join(f"{pct_name(q)} (needs {samples_needed(q)})" for q in short)
+    return f"Too few samples in some cells for {levels}: nearest rank then gives the largest sample."
 
 
 def _comparison_key(workload: str, params: dict, condition: str) -> str:
@@ -459,6 +466,21 @@ def _verdict_cells(ca: ComparisonAnalysis | None) -> tuple[str, str, str, str]:
 AI_VERDICT_COLUMNS = ("median verdict", "p99 verdict")
 
 
+def ai_frames_note(analysis: CampaignAnalysis) -> str | None:
+    """A caveat when runs have fewer frames than a p99 needs (METHOD.md: 100 samples)."""
+    few = [
+        c.frames_min
+        for c in analysis.ai_cells
+        if c.frames_min is not None and c.frames_min < TAIL_MIN_SAMPLES
+    ]
+    if not few:
+        return None
+    return (
+        f"Runs of {min(few)}{'' if min(few) == max(few) else f'–{max(few)}'} frames: a p99 needs at least "
+        f"{TAIL_MIN_SAMPLES} (METHOD.md), so with fewer each run's p99 is its slowest frame."
+    )
+
+
 def ai_table(analysis: CampaignAnalysis) -> Table:
     """Per model and condition: the median over runs of each run's per-frame p50/p90/p99, and the verdicts of
     the run medians (the primary comparison) and of the run p99s (`tail_comparisons`) against the baseline."""
@@ -499,8 +521,6 @@ def ai_table(analysis: CampaignAnalysis) -> Table:
                 notes.append(f"median: {m_why}")
             if t_why and t_why != m_why:
                 notes.append(f"p99: {t_why}")
-            if c.frames_min is not None and c.frames_min < 100:
-                notes.append(f"p99 of {c.frames_min} frames is a run's slowest frame (a p99 needs >= 100)")
             t.rows.append(
                 (
                     title,
@@ -603,7 +623,7 @@ def render_text(analysis: CampaignAnalysis, *, label_width: int = 52) -> str:
             )
     if analysis.rt_cells:
         t = rt_percentile_table(analysis)
-        keep = [i for i, h in enumerate(t.headers) if h not in ("note", "parameters")]
+        keep = [i for i, h in enumerate(t.headers) if h != "note"]
         out += [
             "",
             "real-time latency: nearest-rank percentiles of each cell's histogram, merged over its runs",
@@ -615,7 +635,7 @@ def render_text(analysis: CampaignAnalysis, *, label_width: int = 52) -> str:
         )
         short = rt_short_sample_levels(analysis)
         if short:
-            out.append("too few samples for " + ", ".join(short) + ": nearest rank gives the largest sample")
+            out.append(short)
     if analysis.ai_cells:
         t = ai_table(analysis)
         keep = [i for i, h in enumerate(t.headers) if h != "note" and "cost ratio" not in h]
@@ -625,6 +645,9 @@ def render_text(analysis: CampaignAnalysis, *, label_width: int = 52) -> str:
             [tuple(r[i] for i in keep) for r in t.rows],
             tuple(t.numeric[i] for i in keep),
         )
+        note = ai_frames_note(analysis)
+        if note:
+            out.append(note)
     warns = analysis.warnings
     if warns:
         out.append("")
