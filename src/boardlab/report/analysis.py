@@ -231,6 +231,15 @@ def _run_p99s(store: Store, cell: CellAnalysis) -> dict[int, float]:
     return out
 
 
+def aa_threshold(reference_values: dict[int, list[float]]) -> AADelta | None:
+    """delta from A/A half-splits of each reference cell (cell id -> per-run values) with >= 4 runs."""
+    aa: list[float] = []
+    for cell_id, values in reference_values.items():
+        if len(values) >= 4:
+            aa.extend(aa_ratios_from_runs(values, seed=cell_id))
+    return aa_delta(aa) if aa else None
+
+
 def tail_comparisons(
     store: Store, cells: tuple[CellAnalysis, ...], plan: dict, plan_order: str
 ) -> tuple[tuple[ComparisonAnalysis, ...], AADelta | None]:
@@ -242,12 +251,9 @@ def tail_comparisons(
     p99s = {c.cell_id: _run_p99s(store, c) for c in tail_cells}
     if not any(p99s.values()):
         return (), None
-    references = {c.baseline for c in cells if c.baseline}
-    aa: list[float] = []
-    for c in tail_cells:
-        if (c.baseline is None or c.condition in references) and len(p99s[c.cell_id]) >= 4:
-            aa.extend(aa_ratios_from_runs(list(p99s[c.cell_id].values()), seed=c.cell_id))
-    delta = aa_delta(aa) if aa else None
+    delta = aa_threshold(
+        {b.cell_id: list(p99s[b.cell_id].values()) for _, b, *_ in _pairs(tail_cells, plan) if b is not None}
+    )
 
     def arm(cell: CellAnalysis) -> list[tuple[RunPoint, float]]:
         return [(p, p99s[cell.cell_id][p.run_id]) for p in cell.runs if p.run_id in p99s[cell.cell_id]]
@@ -322,19 +328,15 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
         pass
     plan_order = plan.get("runs", {}).get("order", "interleave")
 
-    # The practical threshold: A/A ratios from splitting the runs of each cell that others are compared
-    # with (METHOD.md): reference cells, and cells that are compared with nothing.
-    references = {c.baseline for c in cells if c.baseline}
-    aa: list[float] = []
-    for c in cells:
-        if (c.baseline is None or c.condition in references) and len(c.values) >= 4:
-            aa.extend(aa_ratios_from_runs(c.values, seed=c.cell_id))
-    delta = aa_delta(aa) if aa else None
+    # The practical threshold: A/A half-splits of the reference side of every comparison (METHOD.md:
+    # baseline against baseline); a cell that is only ever compared does not widen it with its own noise.
+    pairs = list(_pairs(cells, plan))
+    delta = aa_threshold({base.cell_id: list(base.values) for _, base, *_ in pairs if base is not None})
 
     results: list[ComparisonAnalysis] = []
     comps: list[Comparison] = []
     slots: list[int] = []
-    for cond, base, cond_label, base_label, missing in _pairs(cells, plan):
+    for cond, base, cond_label, base_label, missing in pairs:
         comp, reason = None, missing
         if reason is None and delta is None:
             reason = "no A/A threshold: the baselines have fewer than 4 valid runs"
