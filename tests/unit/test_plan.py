@@ -241,3 +241,14 @@ def test_a_condition_may_be_compared_with_any_other_and_a_reference_with_none():
     assert "conditions[1].baseline: no condition named 'nope'" in error_of(
         text.replace('baseline = "ref"', 'baseline = "nope"')
     )
+
+
+def test_a_plan_can_be_narrowed_to_some_of_its_workloads():
+    from boardlab.campaign.plan import apply_overrides
+
+    plan = parse(GOOD + '[[workloads]]\nname = "demo.missing"\n'.replace("demo.missing", "demo.kernel"))
+    narrowed = apply_overrides(plan, CATALOG, only_workloads=["demo.kernel"])
+    assert [w.name for w in narrowed.workloads] == ["demo.kernel"] * 3
+    assert "workloads = demo.kernel" in narrowed.source
+    with pytest.raises(InputError, match="--workload demo.nope: not in plan 't'; its workloads: demo.kernel"):
+        apply_overrides(plan, CATALOG, only_workloads=["demo.nope"])

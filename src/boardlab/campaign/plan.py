@@ -377,12 +377,22 @@ def apply_overrides(
     repetitions: int | None = None,
     duration_s: float | None = None,
     scale: float | None = None,
+    only_workloads: list[str] | None = None,
 ) -> Plan:
     """Command-line overrides that shrink or stretch a plan (a preset written for hours on a board, run in a
     minute here). They are appended to the stored plan text, so the campaign records them and a resume
     matches only the same overrides."""
     notes = []
     runs, workloads = plan.runs, list(plan.workloads)
+    if only_workloads:  # one row of a matrix: the same conditions, fewer workloads
+        unknown = sorted(set(only_workloads) - {w.name for w in workloads})
+        if unknown:
+            raise InputError(
+                f"--workload {', '.join(unknown)}: not in plan {plan.name!r}; its workloads: "
+                f"{', '.join(dict.fromkeys(w.name for w in workloads))}"
+            )
+        workloads = [w for w in workloads if w.name in only_workloads]
+        notes.append(f"workloads = {', '.join(dict.fromkeys(w.name for w in workloads))}")
     if scale is not None:
         if not 0 < scale <= 10:
             raise InputError(f"--scale {scale}: expected a factor in (0, 10]")

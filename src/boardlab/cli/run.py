@@ -39,6 +39,9 @@ def add_arguments(parser) -> None:
         help="override duration_s of timed workloads (rt.cyclictest)",
     )
     parser.add_argument(
+        "--workload", action="append", metavar="NAME", help="run only this workload of the plan (repeatable)"
+    )
+    parser.add_argument(
         "--scale", type=float, help="scale repetitions, iterations and AI frames by this factor (e.g. 0.2)"
     )
 
@@ -66,7 +69,12 @@ def run(args) -> int:
     catalog = {w.name: w for w in all_workloads()}
     plan = load_plan(args.plan, args.preset, catalog)  # validated before anything is written
     plan = apply_overrides(
-        plan, catalog, repetitions=args.repetitions, duration_s=args.duration, scale=args.scale
+        plan,
+        catalog,
+        repetitions=args.repetitions,
+        duration_s=args.duration,
+        scale=args.scale,
+        only_workloads=args.workload,
     )
     signal.signal(signal.SIGTERM, _on_sigterm)
     progress = TerminalProgress(quiet=args.quiet)

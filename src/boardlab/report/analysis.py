@@ -6,7 +6,9 @@ frozen records; rendering (HTML, Markdown, terminal) lives beside it and compute
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -240,6 +242,72 @@ def aa_threshold(reference_values: dict[int, list[float]]) -> AADelta | None:
     return aa_delta(aa) if aa else None
 
 
+def compare_family(
+    pairs: list,
+    values: Callable[[CellAnalysis], list[tuple[RunPoint, float]]],
+    delta: AADelta | None,
+    plan_order: str,
+    *,
+    no_delta: str,
+    seed_offset: int = 0,
+    metric_suffix: str = "",
+) -> tuple[ComparisonAnalysis, ...]:
+    """Each (condition, baseline) pair of one family compared on the per-run values `values` gives (one per
+    run, never pooled iterations), paired by block under ABBA, then Holm over the family (METHOD.md)."""
+    results: list[ComparisonAnalysis] = []
+    comps: list[Comparison] = []
+    slots: list[int] = []
+    for cond, base, cond_label, base_label, missing in pairs:
+        comp, reason = None, missing
+        if reason is None and delta is None:
+            reason = no_delta
+        if reason is None:
+            bv, cv = values(base), values(cond)
+            if not bv or not cv:
+                reason = f"no valid run{metric_suffix and ' with a' + metric_suffix} under " + (
+                    "the baseline" if not bv else cond_label
+                )
+            else:
+                blocks = (
+                    ([p.repetition for p, _ in bv], [p.repetition for p, _ in cv])
+                    if plan_order == "abba"
+                    else None
+                )
+                try:
+                    comp = compare(
+                        [v for _, v in bv],
+                        [v for _, v in cv],
+                        higher_is_better=cond.higher_is_better,
+                        delta=delta.delta,
+                        seed=seed_offset + len(results),
+                        paired_blocks=blocks,
+                        baseline_env=[p.environment for p, _ in bv],
+                        condition_env=[p.environment for p, _ in cv],
+                    )
+                except ValueError as exc:  # e.g. a metric that is zero or negative has no ratio
+                    reason = f"not comparable: {exc}"
+            if comp is not None:
+                slots.append(len(results))
+                comps.append(comp)
+        results.append(
+            ComparisonAnalysis(
+                workload=cond.workload,
+                params=cond.params,
+                label=cond.label,
+                condition=cond_label,
+                baseline=base_label,
+                metric=cond.metric + metric_suffix,
+                unit=cond.unit,
+                comparison=comp,
+                reason=reason,
+            )
+        )
+    if comps:  # Holm within the family (METHOD.md); another family keeps its own correction
+        for slot, adjusted in zip(slots, adjust(comps, "holm"), strict=True):
+            results[slot] = dataclasses.replace(results[slot], comparison=adjusted)
+    return tuple(results)
+
+
 def tail_comparisons(
     store: Store, cells: tuple[CellAnalysis, ...], plan: dict, plan_order: str
 ) -> tuple[tuple[ComparisonAnalysis, ...], AADelta | None]:
@@ -258,58 +326,16 @@ def tail_comparisons(
     def arm(cell: CellAnalysis) -> list[tuple[RunPoint, float]]:
         return [(p, p99s[cell.cell_id][p.run_id]) for p in cell.runs if p.run_id in p99s[cell.cell_id]]
 
-    results: list[ComparisonAnalysis] = []
-    comps: list[Comparison] = []
-    slots: list[int] = []
-    for cond, base, cond_label, base_label, missing in _pairs(tail_cells, plan):
-        comp, reason = None, missing
-        if reason is None and delta is None:
-            reason = "no A/A threshold for the p99: the reference cells have fewer than 4 runs with a p99"
-        if reason is None:
-            bv, cv = arm(base), arm(cond)
-            if not bv or not cv:
-                where = "the baseline" if not bv else cond_label
-                reason = f"no valid run with a p99 of {cond.metric} under {where}"
-            else:
-                blocks = (
-                    ([p.repetition for p, _ in bv], [p.repetition for p, _ in cv])
-                    if plan_order == "abba"
-                    else None
-                )
-                try:
-                    comp = compare(
-                        [v for _, v in bv],
-                        [v for _, v in cv],
-                        higher_is_better=cond.higher_is_better,
-                        delta=delta.delta,
-                        seed=TAIL_SEED_OFFSET + len(results),
-                        paired_blocks=blocks,
-                        baseline_env=[p.environment for p, _ in bv],
-                        condition_env=[p.environment for p, _ in cv],
-                    )
-                except ValueError as exc:
-                    reason = f"not comparable: {exc}"
-            if comp is not None:
-                slots.append(len(results))
-                comps.append(comp)
-        results.append(
-            ComparisonAnalysis(
-                workload=cond.workload,
-                params=cond.params,
-                label=cond.label,
-                condition=cond_label,
-                baseline=base_label,
-                metric=f"{cond.metric} p99",
-                unit=cond.unit,
-                comparison=comp,
-                reason=reason,
-            )
-        )
-    if comps:  # Holm over the tail family only: the primary family keeps its own correction
-        for slot, adjusted in zip(slots, adjust(comps, "holm"), strict=True):
-            r = results[slot]
-            results[slot] = ComparisonAnalysis(**{**r.__dict__, "comparison": adjusted})
-    return tuple(results), delta
+    results = compare_family(
+        list(_pairs(tail_cells, plan)),
+        arm,
+        delta,
+        plan_order,
+        no_delta="no A/A threshold for the p99: the reference cells have fewer than 4 runs with a p99",
+        seed_offset=TAIL_SEED_OFFSET,
+        metric_suffix=" p99",
+    )
+    return results, delta
 
 
 def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
@@ -333,55 +359,13 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
     pairs = list(_pairs(cells, plan))
     delta = aa_threshold({base.cell_id: list(base.values) for _, base, *_ in pairs if base is not None})
 
-    results: list[ComparisonAnalysis] = []
-    comps: list[Comparison] = []
-    slots: list[int] = []
-    for cond, base, cond_label, base_label, missing in pairs:
-        comp, reason = None, missing
-        if reason is None and delta is None:
-            reason = "no A/A threshold: the baselines have fewer than 4 valid runs"
-        if reason is None:
-            bv = [p for p in base.runs if p.valid and p.value is not None]
-            cv = [p for p in cond.runs if p.valid and p.value is not None]
-            blocks = (
-                ([p.repetition for p in bv], [p.repetition for p in cv]) if plan_order == "abba" else None
-            )
-            if not bv or not cv:
-                reason = f"no valid run under {'the baseline' if not bv else cond_label}"
-            else:
-                try:
-                    comp = compare(
-                        [p.value for p in bv],
-                        [p.value for p in cv],
-                        higher_is_better=cond.higher_is_better,
-                        delta=delta.delta,
-                        seed=len(results),
-                        paired_blocks=blocks,
-                        baseline_env=[p.environment for p in bv],
-                        condition_env=[p.environment for p in cv],
-                    )
-                except ValueError as exc:  # e.g. a metric that is zero or negative has no ratio
-                    reason = f"not comparable: {exc}"
-            if comp is not None:
-                slots.append(len(results))
-                comps.append(comp)
-        results.append(
-            ComparisonAnalysis(
-                workload=cond.workload,
-                params=cond.params,
-                label=cond.label,
-                condition=cond_label,
-                baseline=base_label,
-                metric=cond.metric,
-                unit=cond.unit,
-                comparison=comp,
-                reason=reason,
-            )
-        )
-    if comps:  # Holm within a report (METHOD.md)
-        for slot, adjusted in zip(slots, adjust(comps, "holm"), strict=True):
-            r = results[slot]
-            results[slot] = ComparisonAnalysis(**{**r.__dict__, "comparison": adjusted})
+    results = compare_family(
+        pairs,
+        lambda cell: [(p, p.value) for p in cell.runs if p.valid and p.value is not None],
+        delta,
+        plan_order,
+        no_delta="no A/A threshold: the baselines have fewer than 4 valid runs",
+    )
     tails, tail_delta = tail_comparisons(store, cells, plan, plan_order)
 
     return CampaignAnalysis(
