@@ -15,7 +15,7 @@ import pytest
 
 from boardlab.store import STORE_SCHEMA
 
-from helpers import run_cli
+from helpers import run_cli, tagged_env, tagged_processes
 
 PLAN = """\
 name = "{name}"
@@ -39,24 +39,6 @@ def write_plan(tmp_path: Path, name="noop-campaign", reps=3) -> Path:
 def rows(db: Path, sql: str) -> list[tuple]:
     with sqlite3.connect(db) as c:
         return c.execute(sql).fetchall()
-
-
-def tagged_env(tag: str) -> dict:
-    """Workers inherit the runner's environment, so a unique variable finds exactly our processes."""
-    return {**os.environ, "BOARDLAB_TEST_TAG": tag}
-
-
-def processes_tagged(tag: str) -> set[int]:
-    needle = f"BOARDLAB_TEST_TAG={tag}".encode()
-    pids = set()
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                if needle in Path(f"/proc/{entry}/environ").read_bytes().split(b"\0"):
-                    pids.add(int(entry))
-            except OSError:
-                continue
-    return pids
 
 
 def test_a_campaign_stores_every_run_with_its_iterations_monitor_and_rusage(tmp_path):
@@ -115,7 +97,7 @@ def test_sigkill_mid_campaign_then_rerun_completes_without_duplicates(tmp_path):
     kept = rows(db, "SELECT id, repetition FROM runs ORDER BY id")
     assert 4 <= len(kept) < 12
     time.sleep(0.5)
-    assert processes_tagged(tag) == set(), "a worker outlived the killed runner"
+    assert tagged_processes(tag) == {}, "a worker outlived the killed runner"
     assert rows(db, "SELECT status FROM campaigns") == [("running",)]
 
     resumed = run_cli("run", str(plan), "--db", str(db))
@@ -155,7 +137,7 @@ def test_ctrl_c_stops_the_worker_and_keeps_what_was_stored(tmp_path):
     assert "every finished run is kept" in err
     assert rows(db, "SELECT status FROM campaigns") == [("interrupted",)]
     time.sleep(0.3)
-    assert processes_tagged(tag) == set()
+    assert tagged_processes(tag) == {}
 
 
 def test_bad_plan_is_refused_before_anything_is_written(tmp_path):
