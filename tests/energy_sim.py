@@ -57,12 +57,12 @@ def square(low_w: float, high_w: float, low_s: float, high_s: float) -> Trace:
 
 
 def _write(path: str, value: int) -> None:
-    # rewrite in place, as a sysfs attribute reads: the whole value at once
-    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
-    try:
-        os.write(fd, f"{value}\n".encode())
-    finally:
-        os.close(fd)
+    """Replaces the file atomically: a reader sees the whole old or the whole new value, as a sysfs
+    attribute reads, never an empty file in between."""
+    tmp = f"{path}.new"
+    with open(tmp, "w") as f:
+        f.write(f"{value}\n")
+    os.replace(tmp, path)
 
 
 class PowerFile:

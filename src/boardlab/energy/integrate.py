@@ -151,7 +151,7 @@ def short_run_warning(duration_s: float, update_interval_s: float | None, source
     if not update_interval_s or duration_s >= MIN_INTERVALS * update_interval_s:
         return None
     return (
-        f"{source}: the run lasts {duration_s:.3g} s, {duration_s / update_interval_s:.0f} update intervals "
+        f"{source}: the run lasts {duration_s:.3g} s, {int(duration_s / update_interval_s)} update intervals "
         f"of {update_interval_s:.3g} s (< {MIN_INTERVALS}): make the run longer (more iterations) for a "
         "precise energy"
     )

@@ -171,7 +171,8 @@ class EnergySampler:
         """(energy over the window, its samples, why there is none)."""
         spec = s.spec
         pts = self.around(spec.name, start_ns, end_ns)
-        interval = spec.update_interval_s or self.intervals[spec.name]
+        # the edge uncertainty: the sensor's update interval, or the sampler's when it reads more slowly
+        interval = max(spec.update_interval_s or 0.0, self.intervals[spec.name])
         if spec.kind == "energy-counter":
             if len(pts) < 2:
                 return None, pts, f"{spec.name}: fewer than 2 counter readings around the run"
@@ -195,9 +196,7 @@ class EnergySampler:
             a = aliasing_warning(inside, spec.resolution, spec.name)
             if a:
                 warns.append(a)
-        short = short_run_warning(
-            w.duration_s, self.intervals[spec.name] if spec.kind == "power-reading" else interval, spec.name
-        )
+        short = short_run_warning(w.duration_s, interval, spec.name)
         if short:
             warns.append(short)
         from dataclasses import replace
