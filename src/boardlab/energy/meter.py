@@ -11,6 +11,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 
+from boardlab.energy.integrate import nyquist_warning
 from boardlab.energy.sampler import EnergySampler, power_series
 from boardlab.energy.sources import Discovery, MeterConfig, discover
 from boardlab.model.campaign import EnergyPolicy
@@ -143,11 +144,21 @@ class EnergyMeter:
         self.sampler.wait_past(end_ns)
         energy, series = [], []
         notes = []
+        state = result.condition_state or {}
+        # a condition whose load is periodic may say so in its state (`load_period_s`): Nyquist check
+        periods = [
+            p.get("load_period_s") for p in [state, *(state.get("parts") or [])] if isinstance(p, dict)
+        ]
+        period = next((p for p in periods if p), None)
         for s in self.discovery.sources:
             w, pts, why = self.sampler.window(s, start_ns, end_ns)
             if w is None:
                 notes.append(why)
                 continue
+            if s.spec.kind == "power-reading":
+                alias = nyquist_warning(self.sampler.intervals[s.spec.name], period, s.spec.name)
+                if alias and alias not in w.warnings:
+                    w = dataclasses.replace(w, warnings=(*w.warnings, alias))
             energy.append(
                 RunEnergy(
                     source=s.spec.name,
