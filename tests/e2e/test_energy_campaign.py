@@ -220,6 +220,8 @@ def test_every_report_format_has_the_energy_section_with_cis_per_cell_and_govern
         if c.unit == "MFLOPS":
             assert c.efficiency.unit == "GFLOPS/W"
     assert set(study.traces) == {"baseline", "performance"}
+    [(cond, base, n, e_ratio, edp_ratio)] = study.by_condition  # energy and EDP per governor
+    assert (cond, base, n) == ("performance", "baseline", 2) and e_ratio > 0 and edp_ratio > 0
 
     md = run_cli("report", "--db", str(db), "--format", "md")
     assert md.returncode == 0, md.stderr

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import os
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -154,17 +154,18 @@ class CommandMeter(Source):
     def open(self) -> None:
         import subprocess
 
-        self.proc = subprocess.Popen(
-            self.argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True
-        )
+        from boardlab.platform.spawn import spawn
+
+        # its own process group, killed with boardlab (PR_SET_PDEATHSIG), stopped by its PID in close()
+        self.proc = spawn(self.argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         self._thread = threading.Thread(target=self._pump, name="boardlab-meter-cmd", daemon=True)
         self._thread.start()
 
     def _pump(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
-        for line in self.proc.stdout:
+        for raw in self.proc.stdout:
             now_ns = time.monotonic_ns()
-            parsed = parse_meter_line(line)
+            parsed = parse_meter_line(raw.decode(errors="replace"))
             if parsed is None:
                 self.skipped_lines += 1
                 continue
@@ -182,19 +183,15 @@ class CommandMeter(Source):
         return out
 
     def close(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            import signal
+        if self.proc is None:
+            return
+        from boardlab.platform.spawn import stop_group
 
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-            try:
-                self.proc.wait(timeout=2)
-            except Exception:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        if self.proc is not None and self.proc.stdout is not None:
+        if self.proc.poll() is None:
+            stop_group(self.proc, first=signal.SIGTERM)
+        if self._thread is not None:
+            self._thread.join(timeout=2)
+        if self.proc.stdout is not None:
             self.proc.stdout.close()
 
 

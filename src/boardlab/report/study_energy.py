@@ -7,9 +7,11 @@ bootstrap CIs over runs, power traces per condition and energy and EDP boxplots.
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field
 
+from boardlab.energy import integrate
 from boardlab.energy.efficiency import FIGURES, Efficiency, Estimate, cell_estimates, efficiency_kind
 from boardlab.energy.results import SourceRow, campaign_energy
 from boardlab.report.svg import fmt_num
@@ -22,6 +24,7 @@ class EnergyCell:
     cell_id: int
     label: str
     condition: str
+    baseline: str | None  # the condition this cell is compared with
     unit: str
     efficiency: Efficiency
     estimates: dict[str, Estimate | None]
@@ -41,6 +44,8 @@ class EnergyStudy:
     cells: tuple[EnergyCell, ...] = ()
     traces: dict[str, list[tuple[str, list[tuple[float, float]]]]] = field(default_factory=dict)
     agreement: tuple[tuple[str, dict[str, float], float], ...] = ()  # (cell, source -> median J, spread)
+    # (condition, baseline, workloads, geometric mean of energy ratios, of EDP ratios): per governor, say
+    by_condition: tuple[tuple[str, str, int, float, float], ...] = ()
 
 
 def energy_study(store, campaign_id: int, cells) -> EnergyStudy:
@@ -69,6 +74,7 @@ def energy_study(store, campaign_id: int, cells) -> EnergyStudy:
                 cell_id=cell.cell_id,
                 label=cell.label,
                 condition=cell.condition,
+                baseline=cell.baseline,
                 unit=cell.unit,
                 efficiency=efficiency_kind(cell.unit, cell.higher_is_better),
                 estimates=cell_estimates(figs, seed=1000 * i),
@@ -94,16 +100,41 @@ def energy_study(store, campaign_id: int, cells) -> EnergyStudy:
                     per[name] = statistics.median(vals)
             scopes = {s.name: s.spec.get("scope") for s in ce.supported}
             same = [n for n in per if scopes.get(n) == scopes.get(ce.primary)]
-            if len(same) > 1:
-                vals = sorted(per[n] for n in same)
-                agree.append(
-                    (
-                        f"{cell.label} @ {cell.condition}",
-                        {n: per[n] for n in same},
-                        (vals[-1] - vals[0]) / vals[len(vals) // 2],
-                    )
-                )
-    return EnergyStudy(ce.reason, ce.primary, ce.sources, idle, tuple(out), traces, tuple(agree))
+            spread = integrate.agreement({n: per[n] for n in same})
+            if len(same) > 1 and spread is not None:
+                agree.append((f"{cell.label} @ {cell.condition}", {n: per[n] for n in same}, spread))
+    return EnergyStudy(
+        ce.reason, ce.primary, ce.sources, idle, tuple(out), traces, tuple(agree), _by_condition(out)
+    )
+
+
+def _by_condition(cells: list[EnergyCell]) -> tuple[tuple[str, str, int, float, float], ...]:
+    """Energy and EDP of each condition against its baseline: per workload the ratio of medians, then the
+    geometric mean over workloads (the andesite study's governors side by side)."""
+    med = {(c.label, c.condition): c for c in cells}
+    groups: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for c in cells:
+        base = med.get((c.label, c.baseline)) if c.baseline else None
+        if base is None:
+            continue
+        e, b = c.estimates["energy_j"], base.estimates["energy_j"]
+        d, bd = c.estimates["edp_js"], base.estimates["edp_js"]
+        if e and b and d and bd and min(e.median, b.median, d.median, bd.median) > 0:
+            groups.setdefault((c.condition, c.baseline), []).append(
+                (e.median / b.median, d.median / bd.median)
+            )
+    out = []
+    for (cond, base), ratios in groups.items():
+        ge = math.exp(statistics.fmean(math.log(r) for r, _ in ratios))
+        gd = math.exp(statistics.fmean(math.log(r) for _, r in ratios))
+        out.append((cond, base, len(ratios), ge, gd))
+    return tuple(out)
+
+
+def condition_rows(study: EnergyStudy) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    headers = ("condition", "against", "workloads", "energy ratio", "EDP ratio")
+    rows = [(c, b, str(n), f"{fmt_num(e, 3)}x", f"{fmt_num(d, 3)}x") for c, b, n, e, d in study.by_condition]
+    return headers, rows
 
 
 # ---- shared formatting ----
@@ -204,6 +235,12 @@ METHOD = (
 )
 
 
+BY_CONDITION = (
+    "Energy and EDP of each condition against its baseline: the ratio of the cells' medians per workload, "
+    "geometric mean over workloads (below 1 = less energy)."
+)
+
+
 def _idle_text(study: EnergyStudy) -> str:
     return "; ".join(f"{src}: {fmt_num(w, 4)} W (median of {n} idle windows)" for src, n, w in study.idle)
 
@@ -230,6 +267,9 @@ def energy_html(a) -> list[str]:
         out.append(f"<p>Idle power: {_h.escape(_idle_text(study))}</p>")
     out.append("<h3>Energy, EDP and efficiency per cell</h3>")
     out += _html_table(*efficiency_rows(study))
+    if study.by_condition:
+        out.append(f'<h3>Per condition</h3><p class="small">{_h.escape(BY_CONDITION)}</p>')
+        out += _html_table(*condition_rows(study))
     boxes_e = [svg.Box(f"{c.label} @ {c.condition}", c.energies_j, note=f"n={c.n_runs}") for c in study.cells]
     boxes_d = [svg.Box(f"{c.label} @ {c.condition}", c.edps_js, note=f"n={c.n_runs}") for c in study.cells]
     if boxes_e:
@@ -299,6 +339,8 @@ def energy_markdown(a) -> list[str]:
     if study.idle:
         out += [f"Idle power: {_idle_text(study)}", ""]
     out += _md_table(*efficiency_rows(study))
+    if study.by_condition:
+        out += ["", BY_CONDITION, ""] + _md_table(*condition_rows(study))
     if study.agreement:
         out += ["", "Agreement of sources of the same scope:", ""] + _md_table(*agreement_rows(study))
     warns = [f"- {c.label} @ {c.condition}: {w}" for c in study.cells for w in c.warnings]
@@ -341,6 +383,9 @@ def energy_text(a) -> list[str]:
         rows,
         (False, True, True, True, True, True, True, False),
     )
+    if study.by_condition:
+        out.append("per condition: energy and EDP against the baseline (geometric mean over workloads)")
+        out += aligned(*condition_rows(study), (False, False, True, True, True))
     n_warn = sum(len(c.warnings) for c in study.cells)
     if n_warn:
         out.append(f"{n_warn} energy warnings (short runs, aliasing): see the Markdown or HTML report")
