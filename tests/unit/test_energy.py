@@ -334,3 +334,12 @@ def test_math_sanity_of_the_trace_helper():
     t = square(2.0, 4.0, 1.0, 1.0)
     assert t.energy(3.5) == pytest.approx(2 + 4 + 2 + 2)
     assert math.isclose(t.power(1.5), 4.0)
+
+
+def test_jetpack4_iio_ina3221x_power_in_mw_with_the_5v_input_as_the_board():
+    d = discover(FIXTURES / "sysfs/jetson-nano")
+    by = {s.spec.name: s for s in d.sources}
+    board, rails = by["iio:POM_5V_IN"], by["iio:rails"]
+    assert (board.spec.scope, board.spec.unit, board.read()) == ("board", "mW", pytest.approx(2.416))
+    assert rails.spec.rails == ("POM_5V_GPU", "POM_5V_CPU") and rails.read() == pytest.approx(0.435)
+    assert d.primary() is board

@@ -95,7 +95,7 @@ class HwmonSource(Source):
                 v = power.read_raw_int(ch.paths[0])
                 if v is None:
                     return None
-                total += v if ch.method == "energy" else v / 1e6
+                total += v if ch.method == "energy" else v / 1e3 if ch.method == "power_mw" else v / 1e6
         return total
 
 
@@ -284,10 +284,14 @@ def _hwmon_interval(chs) -> float | None:
     return max(vals) / 1000 if vals else None
 
 
+def _kind(c: power.HwmonChannel) -> str:
+    return "iio" if c.method == "power_mw" else "hwmon"
+
+
 def _hwmon_spec(name: str, chs, scope: str, label: str | None, note: str | None = None) -> PowerSourceSpec:
     counter = all(c.method == "energy" for c in chs)
     res = [_hwmon_resolution_w(c) for c in chs]
-    units = {"energy": "uJ", "power": "uW", "vi": "mV*mA"}
+    units = {"energy": "uJ", "power": "uW", "vi": "mV*mA", "power_mw": "mW"}
     return PowerSourceSpec(
         name=name,
         kind="energy-counter" if counter else "power-reading",
@@ -317,7 +321,7 @@ def discover(
         compatible = tuple(c for c in (compat or "").split("\0") if c)
     d = Discovery()
 
-    chans = power.hwmon_channels(sr, compatible)
+    chans = power.hwmon_channels(sr, compatible) + power.iio_channels(sr)
     inputs = [c for c in chans if (c.label or "") in power.INPUT_RAIL_LABELS]
     rails = [c for c in chans if c not in inputs]
     if rails and not all(c.method == "energy" for c in rails):
@@ -334,15 +338,18 @@ def discover(
         ]
     for c in chans:
         d.rails.append(
-            _hwmon_spec(f"hwmon:{c.hwmon}/{c.channel}", (c,), "board" if c in inputs else "rail", c.label)
+            _hwmon_spec(
+                f"{_kind(c)}:{c.hwmon}/{c.channel}", (c,), "board" if c in inputs else "rail", c.label
+            )
         )
     for c in inputs:
-        d.sources.append(HwmonSource(_hwmon_spec(f"hwmon:{c.label}", (c,), "board", c.label), (c,)))
+        d.sources.append(HwmonSource(_hwmon_spec(f"{_kind(c)}:{c.label}", (c,), "board", c.label), (c,)))
     if rails:
-        name = "hwmon:rails" if len(rails) > 1 else f"hwmon:{rails[0].label or rails[0].hwmon}"
+        kind = _kind(rails[0])
+        name = f"{kind}:rails" if len(rails) > 1 else f"{kind}:{rails[0].label or rails[0].hwmon}"
         label = f"sum of {len(rails)} rails" if len(rails) > 1 else rails[0].label
         note = "rails only: the rest of the board is not measured" + (
-            "; the board input is measured by " + ", ".join(f"hwmon:{c.label}" for c in inputs)
+            "; the board input is measured by " + ", ".join(f"{_kind(c)}:{c.label}" for c in inputs)
             if inputs
             else ""
         )
@@ -351,7 +358,8 @@ def discover(
         d.unavailable.append(
             Unavailable(
                 "hwmon",
-                f"unsupported: no hwmon power, energy or V x I channel under {sr.show(power.HWMON_DIR)}",
+                f"unsupported: no hwmon power, energy or V x I channel under {sr.show(power.HWMON_DIR)} "
+                f"and no INA3221 iio device under {sr.show(power.IIO_DIR)}",
             )
         )
 

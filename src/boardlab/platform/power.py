@@ -327,3 +327,41 @@ def read_pmic_adc(vcgencmd: str, timeout_s: float = 2.0) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return p.stdout if p.returncode == 0 else None
+
+
+IIO_DIR = "sys/bus/iio/devices"
+
+
+def iio_channels(root: RootLike) -> tuple[HwmonChannel, ...]:
+    """Jetson INA3221 through the iio driver of JetPack 4 and older (`ina3221x`): rail_name_N and
+    in_power N _input in mW (rbonghi/jetson_stats, jtop/core/power.py). JetPack 5 uses hwmon instead."""
+    sr = SysRoot.of(root)
+    out = []
+    for dev in sr.listdir(IIO_DIR, r"iio:device\d+"):
+        d = f"{IIO_DIR}/{dev}"
+        name = sr.read_str(f"{d}/name")
+        if name is None or not name.startswith("ina3221"):
+            continue
+        for rail in sr.listdir(d, r"rail_name_\d+"):
+            n = int(rail.rsplit("_", 1)[1])
+            label = sr.read_str(f"{d}/{rail}")
+            if label in UNUSED_LABELS or not sr.exists(f"{d}/in_power{n}_input"):
+                continue
+            path = (str(sr.path(f"{d}/in_power{n}_input")),)
+            out.append(
+                HwmonChannel(
+                    hwmon=dev,
+                    chip=name,
+                    device=sr.link_name(d),
+                    channel=n,
+                    label=label,
+                    method="power_mw",
+                    paths=path,
+                    power_method="power_mw",
+                    power_paths=path,
+                    update_interval_ms=None,
+                    shunt_resistor_uohm=None,
+                    bus_mv=sr.read_int(f"{d}/in_voltage{n}_input", "a voltage in mV"),
+                )
+            )
+    return tuple(out)
