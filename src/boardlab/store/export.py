@@ -59,9 +59,7 @@ def _energy_fields(energy, r) -> dict:
 
     row = energy.run(r["id"])
     if row is None:
-        reason = energy.reason or (
-            None if r["ok"] else "the run failed" if energy.primary is None else "no energy for this run"
-        )
+        reason = energy.reason or "no energy for this run: no sample of the primary source around it"
         return {f: None for f in ENERGY_FIELDS} | {"energy_reason": reason}
     f = row.figures
     return {
