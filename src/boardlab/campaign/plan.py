@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from boardlab.errors import InputError
-from boardlab.model.campaign import ConditionSpec, Gates, Plan, RunPolicy, WorkloadEntry
+from boardlab.model.campaign import ConditionSpec, EnergyPolicy, Gates, Plan, RunPolicy, WorkloadEntry
 from boardlab.model.workload import WorkloadSpec
 from boardlab.workloads.params import _type_name, check_param_value
 
@@ -223,6 +223,42 @@ def _condition(entry: Any, i: int, where: _Where) -> ConditionSpec:
     return ConditionSpec(name=name or kind, kind=kind, params=params, baseline=baseline)
 
 
+def _energy(t: dict, where: _Where) -> EnergyPolicy:
+    """[energy]: meters beside the board's own sensors, the primary source, the idle windows."""
+    e = ("energy",)
+    scopes = ("wall", "board", "package", "rail")
+    argv = _take(t, "meter_command", list, [], where, e)
+    if not all(isinstance(a, str) for a in argv):
+        raise where.error(
+            e + ("meter_command",), 'expected an argv list of strings, e.g. ["my-meter", "--watts"]'
+        )
+    policy = EnergyPolicy(
+        enabled=_take(t, "enabled", bool, True, where, e),
+        primary=_take(t, "primary", str, None, where, e),
+        idle_window_s=float(_take(t, "idle_window_s", (float, int), 3.0, where, e, lo=0.1, hi=3600)),
+        block_runs=_take(t, "block_runs", int, 0, where, e, lo=0, hi=100000),
+        min_interval_s=float(_take(t, "min_interval_s", (float, int), 0.01, where, e, lo=0.001, hi=60)),
+        meter_command=tuple(argv),
+        meter_command_scope=_take(t, "meter_command_scope", str, "wall", where, e, choices=scopes),
+        meter_command_interval_s=float(
+            _take(t, "meter_command_interval_s", (float, int), 1.0, where, e, lo=0.001, hi=60)
+        ),
+        meter_serial=_take(t, "meter_serial", str, None, where, e),
+        meter_serial_scope=_take(t, "meter_serial_scope", str, "board", where, e, choices=scopes),
+        meter_serial_interval_s=float(
+            _take(t, "meter_serial_interval_s", (float, int), 0.5, where, e, lo=0.05, hi=60)
+        ),
+    )
+    _no_leftovers(
+        t,
+        where,
+        e,
+        "enabled, primary, idle_window_s, block_runs, min_interval_s, meter_command, meter_command_scope, "
+        "meter_command_interval_s, meter_serial, meter_serial_scope, meter_serial_interval_s",
+    )
+    return policy
+
+
 def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan:
     """Parses and validates a plan; raises InputError naming the place and the fix."""
     try:
@@ -340,8 +376,12 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
                     ("conditions", c.index, "baseline"), "a condition cannot be its own baseline"
                 )
         resolved.append(dataclasses.replace(c, baseline=base))
-    _no_leftovers(doc, where, (), "schema, name, description, seed, runs, gates, workloads, conditions")
+    energy = _energy(dict(_take(doc, "energy", dict, {}, where, ())), where)
+    _no_leftovers(
+        doc, where, (), "schema, name, description, seed, runs, gates, workloads, conditions, energy"
+    )
     return Plan(
+        energy=energy,
         name=name,
         description=description,
         seed=seed,

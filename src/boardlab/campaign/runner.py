@@ -267,7 +267,7 @@ class Runner:
             "cpufreq_before": cpufreq0,  # per policy: governor and scaling_cur_freq at the start ...
             "cpufreq_after": cpufreq1,  # ... and at the end of the run
         }
-        return self._result(
+        result = self._result(
             sr_run,
             attempt,
             cpu,
@@ -281,6 +281,7 @@ class Runner:
             mon,
             state,
         )
+        return self.energy.attach(result, t0, t0 + wall_ns)  # the worker's exact life, clipped
 
     def _result(
         self, sr_run, attempt, cpu, started, wall_ns, code, out, err, rusage, gate, mon, state
@@ -429,6 +430,12 @@ class Runner:
             "worker_cpu": cpu,
             "skipped_conditions": skipped,
         }
+        from boardlab.energy.meter import EnergyMeter
+
+        self.energy = EnergyMeter(self.plan.energy, self.root, tuple(info.compatible))
+        environment["energy"] = self.energy.environment()
+        if self.energy.reason():
+            self.progress.note(f"energy: {self.energy.reason()}")
         if existing is None:
             campaign_id = self.store.create_campaign(
                 name=self.plan.name,
@@ -452,6 +459,7 @@ class Runner:
         if others and set(others) & own_before:
             os.sched_setaffinity(0, set(others) & own_before)
         monitor = Monitor(self.root, interval_s=self.monitor_interval_s)
+        self.energy.start(self.store, campaign_id, (set(others) & own_before) or None)
         start_temps = {k: v for k, v in sampling.read_values(monitor.src.temps).items() if v is not None}
         attempts = self.store.attempts(campaign_id)
         policy = self.plan.runs
@@ -475,6 +483,9 @@ class Runner:
                 for sr_run in planned:
                     key = sr_run.cell.key
                     while not settled(key, sr_run.repetition):
+                        self.energy.before_run(
+                            sr_run.seq, sr_run.block, lambda: self._gate(monitor.src, start_temps)
+                        )
                         attempt = len(attempts.get((key, sr_run.repetition), [])) + 1
                         result = self._execute(sr_run, attempt, cpu, monitor, start_temps)
                         self.store.record_run(campaign_id, cell_ids[key], result)
@@ -497,8 +508,10 @@ class Runner:
                 planned = schedule(pending, policy.order, self.plan.seed, [extra_round])
                 total += sum(1 for r in planned if not settled(r.cell.key, r.repetition))
                 extra_round += 1
+            self.energy.finish(lambda: self._gate(monitor.src, start_temps))
             status = "complete"
         finally:
+            self.energy.stop()
             os.sched_setaffinity(0, own_before)
             self.ctx.cleanup()
             cost = 100.0 * mon_cpu / mon_wall if mon_wall > 0 else None
@@ -510,6 +523,7 @@ class Runner:
                     "cpu_s": mon_cpu,
                     "wall_s": mon_wall,
                     "cost_pct_of_core": cost,
+                    **self.energy.cost(),
                 },
                 notes={"reruns": reruns, "skipped_conditions": skipped},
             )

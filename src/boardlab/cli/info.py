@@ -25,9 +25,12 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    from boardlab.energy.sources import discover
     from boardlab.platform import inventory
 
     info = inventory(args.root)
+    # sources are only described here: a meter command is not started, vcgencmd runs once on a Pi 5
+    power = discover(args.root, tuple(info.compatible))
     if args.json:
         import json
 
@@ -35,11 +38,47 @@ def run(args) -> int:
         from boardlab.model import SCHEMA_VERSION
 
         doc = {"schema": SCHEMA_VERSION, "boardlab_version": __version__, **info.to_dict()}
+        primary = power.primary()
+        doc["power_sources"] = [
+            {**s.to_dict(), "primary": primary is not None and s.name == primary.spec.name}
+            for s in power.specs
+        ]
+        doc["power_rails"] = [s.to_dict() for s in power.rails]
+        doc["power_sources_unavailable"] = [u.to_dict() for u in power.unavailable]
+        doc["energy"] = {"supported": primary is not None, "reason": None if primary else power.reason}
         json.dump(doc, sys.stdout, indent=2)
         print()
     else:
-        print(render(info))
+        print(render(info, power))
     return 0
+
+
+def _power_sources(power) -> list[str]:
+    """Every power source with what it measures; the reason when there is none."""
+    out = ["", "Power sources (energy per run)"]
+    primary = power.primary()
+    if not power.sources:
+        return out + [f"  {power.reason}"]
+    rows = []
+    for s in power.specs:
+        interval = "unknown" if s.update_interval_s is None else f"{s.update_interval_s * 1000:g} ms"
+        res = "unknown" if s.resolution is None else f"{s.resolution:.3g} {s.resolution_unit}"
+        rows.append(
+            [
+                s.name + (" *" if primary and s.name == primary.spec.name else ""),
+                s.kind,
+                s.scope,
+                s.unit,
+                interval,
+                res,
+                "measured" if s.measured else "estimated",
+                "; ".join(x for x in (s.label, s.note) if x) or "-",
+            ]
+        )
+    out += _table(["source", "kind", "scope", "unit", "update", "resolution", "measured", "covers"], rows)
+    out.append("  * the primary source (widest scope): efficiency figures use it")
+    out += [f"  {u.name}: {u.reason}" for u in power.unavailable]
+    return out
 
 
 # -- the text report --------------------------------------------------------------------------------------
@@ -128,7 +167,7 @@ def _caches(caches) -> str:
     return ", ".join(parts)
 
 
-def render(info) -> str:
+def render(info, power=None) -> str:
     width = shutil.get_terminal_size((110, 24)).columns
     out: list[str] = [f"boardlab info (root {info.root})", ""]
 
@@ -268,6 +307,9 @@ def render(info) -> str:
         out += _table(["sensor", "chip", "device", "measures", "inputs"], rows)
     else:
         out.append("  no power or energy sensor")
+
+    if power is not None:
+        out += _power_sources(power)
 
     out += ["", "Capabilities"]
     out += _pairs(

@@ -40,6 +40,23 @@ class RunPolicy:
 
 
 @dataclass(frozen=True)
+class EnergyPolicy:
+    """The plan's [energy] table: power sources beyond the board's own, and the idle windows."""
+
+    enabled: bool = True  # measure energy with every source found (false: none, and the report says so)
+    primary: str | None = None  # the source efficiency uses; None = the widest scope found
+    idle_window_s: float = 3.0  # idle power measured for this long, after the idle gate ...
+    block_runs: int = 0  # ... before and after each block of this many runs (0 = one round of the schedule)
+    min_interval_s: float = 0.01  # never sample a source faster than this
+    meter_command: tuple[str, ...] = ()  # a command printing "<unix_time_s> <watts>" lines
+    meter_command_scope: str = "wall"
+    meter_command_interval_s: float = 1.0
+    meter_serial: str | None = None  # a UM24C/UM25C-class USB meter's serial port
+    meter_serial_scope: str = "board"
+    meter_serial_interval_s: float = 0.5
+
+
+@dataclass(frozen=True)
 class ConditionSpec:
     """A named condition: one kind with its params, or several `parts` applied together (a stressor on the
     other CPUs while the worker's CPU is isolated, say). `kind` is "a+b" for a combined condition."""
@@ -88,6 +105,7 @@ class Plan:
     conditions: tuple[ConditionSpec, ...]
     source: str  # the plan's text, stored with the campaign
     source_name: str  # file path or "preset:NAME"
+    energy: EnergyPolicy = field(default_factory=EnergyPolicy)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,23 @@ class Histogram:
 
 
 @dataclass(frozen=True)
+class RunEnergy:
+    """One run's energy from one power source, clipped to the worker's exact start and end."""
+
+    source: str
+    method: str  # counter | trapezoid
+    start_ns: int  # CLOCK_MONOTONIC
+    end_ns: int
+    energy_j: float
+    power_avg_w: float
+    power_peak_w: float
+    quantization_j: float  # +- bound from the source's update interval at the two edges
+    samples: int
+    update_interval_s: float | None
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class GateResult:
     waited_s: float
     timed_out: bool
@@ -63,3 +80,4 @@ class RunResult:
     histograms: tuple[Histogram, ...] = field(default=())
     error: str | None = None
     worker_json: str | None = None  # the worker's raw result, kept for re-analysis
+    energy: tuple[RunEnergy, ...] = field(default=())  # per power source (boardlab.energy)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from boardlab.report.studies import AiCell, RtCell, ai_cells, rt_cells
+from boardlab.report.study_energy import energy_study
 from boardlab.stats import (
     AADelta,
     CellSummary,
@@ -123,6 +124,7 @@ class CampaignAnalysis:
     # its own A/A threshold `tail_delta` and its own Holm correction.
     tail_comparisons: tuple[ComparisonAnalysis, ...] = ()
     tail_delta: AADelta | None = None
+    energy: Any = None  # report/study_energy.EnergyStudy: sources, idle power, energy/EDP/efficiency per cell
 
     @property
     def conditions(self) -> list[str]:
@@ -390,6 +392,7 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
         ai_cells=ai_cells(store, cells),
         tail_comparisons=tails,
         tail_delta=tail_delta,
+        energy=energy_study(store, campaign_id, cells),
     )
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from boardlab.report import svg
 from boardlab.report.analysis import CampaignAnalysis, CellAnalysis
 from boardlab.report.studies import AI_WORKLOAD, RT_WORKLOAD
+from boardlab.report.study_energy import energy_html
 from boardlab.report.terminal import (
     Table,
     ai_frames_note,
@@ -795,6 +796,7 @@ def render_html(analysis: CampaignAnalysis, series: Series | None = None) -> str
         _size_curves(a),
         _rt_section(a),
         _ai_section(a),
+        energy_html(a),
         _drift(a),
         _monitor(series),
         _tables(a),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from boardlab.report.analysis import CampaignAnalysis
+from boardlab.report.study_energy import energy_markdown
 from boardlab.report.terminal import (
     Table,
     ai_frames_note,
@@ -116,4 +117,5 @@ def render_markdown(analysis: CampaignAnalysis) -> str:
             + (f" {note}" if (note := ai_frames_note(a)) else ""),
             "",
         ] + md_table(ai_table(a))
+    out += energy_markdown(a)
     return "\n".join(out) + "\n"

@@ -648,6 +648,9 @@ def render_text(analysis: CampaignAnalysis, *, label_width: int = 52) -> str:
         note = ai_frames_note(analysis)
         if note:
             out.append(note)
+    from boardlab.report.study_energy import energy_text  # study_energy imports this module
+
+    out += energy_text(analysis)
     warns = analysis.warnings
     if warns:
         out.append("")

@@ -299,11 +299,74 @@ class Store:
                     for h in run.histograms
                 ],
             )
+            self.conn.executemany(
+                "INSERT INTO run_energy(run_id, source, method, start_ns, end_ns, energy_j, power_avg_w,"
+                " power_peak_w, quantization_j, samples, update_interval_s, warnings_json)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (run_id, e.source, e.method, e.start_ns, e.end_ns, e.energy_j, e.power_avg_w,
+                     e.power_peak_w, e.quantization_j, e.samples, e.update_interval_s, _json(list(e.warnings)))
+                    for e in run.energy
+                ],
+            )  # fmt: skip
             self.conn.execute("COMMIT")
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
         return run_id
+
+    # ---- energy (boardlab.energy) ----
+
+    def record_energy_sources(
+        self, campaign_id: int, rows: list[tuple[str, dict, bool, str | None, bool]]
+    ) -> None:
+        """(name, spec, supported, reason, is_primary) of every source considered; replaces a resumed run's."""
+        with self.conn:
+            self.conn.execute("DELETE FROM energy_sources WHERE campaign_id=?", (campaign_id,))
+            self.conn.executemany(
+                "INSERT INTO energy_sources(campaign_id, name, spec_json, supported, reason, is_primary)"
+                " VALUES (?,?,?,?,?,?)",
+                [
+                    (campaign_id, n, _json(spec), int(ok), why, int(primary))
+                    for n, spec, ok, why, primary in rows
+                ],
+            )
+
+    def record_idle(self, campaign_id: int, source: str, block: int, row: dict) -> None:
+        with self.conn:
+            self.conn.execute(
+                "INSERT OR REPLACE INTO energy_idle(campaign_id, source, block, started_unix_s, duration_s,"
+                " energy_j, power_w, quantization_j, samples, gate_detail) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                (
+                    campaign_id,
+                    source,
+                    block,
+                    row["started_unix_s"],
+                    row["duration_s"],
+                    row["energy_j"],
+                    row["power_w"],
+                    row["quantization_j"],
+                    row["samples"],
+                    row.get("gate_detail"),
+                ),
+            )
+
+    def energy_sources(self, campaign_id: int) -> list[sqlite3.Row]:
+        return self.conn.execute(
+            "SELECT * FROM energy_sources WHERE campaign_id=? ORDER BY is_primary DESC, name", (campaign_id,)
+        ).fetchall()
+
+    def idle_windows(self, campaign_id: int) -> list[sqlite3.Row]:
+        return self.conn.execute(
+            "SELECT * FROM energy_idle WHERE campaign_id=? ORDER BY source, block", (campaign_id,)
+        ).fetchall()
+
+    def run_energy(self, campaign_id: int) -> list[sqlite3.Row]:
+        return self.conn.execute(
+            "SELECT e.* FROM run_energy e JOIN runs r ON r.id = e.run_id WHERE r.campaign_id=?"
+            " ORDER BY e.run_id, e.source",
+            (campaign_id,),
+        ).fetchall()
 
     # ---- reading for stats, reports and exports ----
 

@@ -37,14 +37,56 @@ FIELDS = (
     "cpu",
     "warmup_iterations",
     "warmup_capped",
+    # energy of the run from the campaign's primary power source (empty with energy_reason when unsupported)
+    "energy_source",
+    "energy_j",
+    "energy_quantization_j",
+    "power_avg_w",
+    "power_idle_w",
+    "energy_dynamic_j",
+    "edp_js",
+    "ed2p_js2",
+    "efficiency_total",
+    "efficiency_dynamic",
+    "efficiency_unit",
+    "energy_warnings",
+    "energy_reason",
 )
 
 
+def _energy_fields(energy, r) -> dict:
+    from boardlab.energy.efficiency import efficiency_kind
+
+    row = energy.run(r["id"])
+    if row is None:
+        reason = energy.reason or "no energy for this run: no sample of the primary source around it"
+        return {f: None for f in ENERGY_FIELDS} | {"energy_reason": reason}
+    f = row.figures
+    return {
+        "energy_source": row.source,
+        "energy_j": f.energy_j,
+        "energy_quantization_j": row.quantization_j,
+        "power_avg_w": f.power_avg_w,
+        "power_idle_w": f.power_idle_w,
+        "energy_dynamic_j": f.energy_dynamic_j,
+        "edp_js": f.edp_js,
+        "ed2p_js2": f.ed2p_js2,
+        "efficiency_total": f.efficiency_total,
+        "efficiency_dynamic": f.efficiency_dynamic,
+        "efficiency_unit": efficiency_kind(r["unit"], bool(r["higher_is_better"])).unit,
+        "energy_warnings": "; ".join(row.warnings) or None,
+        "energy_reason": None,
+    }
+
+
 def run_records(store: Store, campaign_ids: list[int] | None = None) -> list[dict]:
+    from boardlab.energy.results import campaign_energy
+
     records = []
     for camp in store.campaigns():
         if campaign_ids and camp["id"] not in campaign_ids:
             continue
+        energy = campaign_energy(store, camp["id"])
         for r in store.runs(camp["id"]):
             records.append(
                 {
@@ -71,9 +113,13 @@ def run_records(store: Store, campaign_ids: list[int] | None = None) -> list[dic
                     "cpu": r["cpu"],
                     "warmup_iterations": r["warmup_iterations"],
                     "warmup_capped": None if r["warmup_capped"] is None else bool(r["warmup_capped"]),
+                    **_energy_fields(energy, r),
                 }
             )
     return records
+
+
+ENERGY_FIELDS = FIELDS[FIELDS.index("energy_source") :]
 
 
 def to_json(records: list[dict]) -> bytes:

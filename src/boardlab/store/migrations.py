@@ -119,4 +119,46 @@ MIGRATIONS: list[tuple[int, str]] = [
         );
         """,
     ),
+    (
+        5,
+        """
+        CREATE TABLE energy_sources (           -- what could measure energy in a campaign, or why nothing could
+            campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+            name TEXT NOT NULL,
+            spec_json TEXT NOT NULL,            -- kind, scope, unit, update interval, resolution, measured
+            supported INTEGER NOT NULL,
+            reason TEXT,                        -- "unsupported: ..." when not supported
+            is_primary INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (campaign_id, name)
+        );
+        CREATE TABLE run_energy (               -- one run's energy per source, clipped to the worker's life
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            source TEXT NOT NULL,
+            method TEXT NOT NULL,               -- counter | trapezoid
+            start_ns INTEGER NOT NULL,          -- the worker's CLOCK_MONOTONIC start and end
+            end_ns INTEGER NOT NULL,
+            energy_j REAL NOT NULL,
+            power_avg_w REAL NOT NULL,
+            power_peak_w REAL NOT NULL,
+            quantization_j REAL NOT NULL,       -- +- bound: 1/2 update interval x peak power at each edge
+            samples INTEGER NOT NULL,
+            update_interval_s REAL,
+            warnings_json TEXT NOT NULL,
+            PRIMARY KEY (run_id, source)
+        );
+        CREATE TABLE energy_idle (              -- gated idle windows before and after each block of runs
+            campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+            source TEXT NOT NULL,
+            block INTEGER NOT NULL,             -- the window before block `block` (after block - 1)
+            started_unix_s REAL NOT NULL,
+            duration_s REAL NOT NULL,
+            energy_j REAL NOT NULL,
+            power_w REAL NOT NULL,
+            quantization_j REAL NOT NULL,
+            samples INTEGER NOT NULL,
+            gate_detail TEXT,
+            PRIMARY KEY (campaign_id, source, block)
+        );
+        """,
+    ),
 ]

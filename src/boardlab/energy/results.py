@@ -1,0 +1,104 @@
+"""A campaign's energy read back from the store: sources, idle windows and per-run figures.
+
+Idle power and dynamic energy are derived here, when read, not when a run is stored: the idle window after
+a block is taken only once the block has run. Shared by the report (analysis) and the exports.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from boardlab.energy.efficiency import IdleWindow, RunFigures, idle_power_at, run_figures
+
+
+@dataclass(frozen=True)
+class SourceRow:
+    name: str
+    spec: dict
+    supported: bool
+    reason: str | None
+    primary: bool
+
+
+@dataclass(frozen=True)
+class RunEnergyRow:
+    run_id: int
+    source: str
+    method: str
+    energy_j: float
+    power_avg_w: float
+    power_peak_w: float
+    quantization_j: float
+    samples: int
+    update_interval_s: float | None
+    warnings: tuple[str, ...]
+    figures: RunFigures
+
+
+@dataclass(frozen=True)
+class CampaignEnergy:
+    sources: tuple[SourceRow, ...]
+    reason: str | None  # why there is no energy at all ("unsupported: ..."), None when there is
+    idle: dict[str, tuple[IdleWindow, ...]] = field(default_factory=dict)
+    runs: dict[int, dict[str, RunEnergyRow]] = field(default_factory=dict)  # run id -> source -> row
+
+    @property
+    def primary(self) -> str | None:
+        return next((s.name for s in self.sources if s.primary and s.supported), None)
+
+    @property
+    def supported(self) -> list[SourceRow]:
+        return [s for s in self.sources if s.supported]
+
+    def run(self, run_id: int, source: str | None = None) -> RunEnergyRow | None:
+        return self.runs.get(run_id, {}).get(source or self.primary or "")
+
+
+def campaign_energy(store, campaign_id: int) -> CampaignEnergy:
+    camp = store.campaign(campaign_id)
+    env = json.loads(camp["environment_json"] or "{}").get("energy") or {}
+    sources = tuple(
+        SourceRow(
+            r["name"], json.loads(r["spec_json"]), bool(r["supported"]), r["reason"], bool(r["is_primary"])
+        )
+        for r in store.energy_sources(campaign_id)
+    )
+    reason = None
+    if not any(s.supported for s in sources):
+        reason = env.get("reason") or "unsupported: energy was not measured in this campaign"
+    idle: dict[str, list[IdleWindow]] = {}
+    for r in store.idle_windows(campaign_id):
+        idle.setdefault(r["source"], []).append(
+            IdleWindow(r["started_unix_s"], r["duration_s"], r["power_w"])
+        )
+    runs_meta = {r["id"]: r for r in store.runs(campaign_id)}
+    runs: dict[int, dict[str, RunEnergyRow]] = {}
+    for e in store.run_energy(campaign_id):
+        meta = runs_meta.get(e["run_id"])
+        if meta is None:
+            continue
+        duration_s = (e["end_ns"] - e["start_ns"]) / 1e9
+        p_idle = idle_power_at(idle.get(e["source"], []), meta["started_unix_s"] + duration_s / 2)
+        fig = run_figures(
+            energy_j=e["energy_j"],
+            duration_s=duration_s,
+            power_idle_w=p_idle,
+            value=meta["value"],
+            unit=meta["unit"],
+            higher_is_better=bool(meta["higher_is_better"]),
+        )
+        runs.setdefault(e["run_id"], {})[e["source"]] = RunEnergyRow(
+            run_id=e["run_id"],
+            source=e["source"],
+            method=e["method"],
+            energy_j=e["energy_j"],
+            power_avg_w=e["power_avg_w"],
+            power_peak_w=e["power_peak_w"],
+            quantization_j=e["quantization_j"],
+            samples=e["samples"],
+            update_interval_s=e["update_interval_s"],
+            warnings=tuple(json.loads(e["warnings_json"])),
+            figures=fig,
+        )
+    return CampaignEnergy(sources, reason, {k: tuple(v) for k, v in idle.items()}, runs)
