@@ -30,7 +30,9 @@ def warm_excluded(res: dict, count: int) -> bool:
 
 
 def test_each_counter_is_counted_or_unsupported_with_an_errno_reason(kern):
-    rc, res = kern_json(kern, "noop", *FAST, "--counters", "instructions,cycles,bus_access,raw:0x11,cci=9999:0x69@0")
+    rc, res = kern_json(
+        kern, "noop", *FAST, "--counters", "instructions,cycles,bus_access,raw:0x11,cci=9999:0x69@0"
+    )
     assert rc == 0  # a counter that cannot open never fails the run
     counters = res["counters"]
     assert list(counters) == ["instructions", "cycles", "bus_access", "raw:0x11", "cci"]
@@ -52,7 +54,13 @@ def test_text_output_lists_counters(kern):
 
 
 def test_bad_counter_lists_are_usage_errors_naming_the_item(kern):
-    for bad, word in (("foo", "'foo'"), ("cycles,cycles", "twice"), ("raw:zz", "raw:"), ("x=1", "x=1"), ("", "empty")):
+    for bad, word in (
+        ("foo", "'foo'"),
+        ("cycles,cycles", "twice"),
+        ("raw:zz", "raw:"),
+        ("x=1", "x=1"),
+        ("", "empty"),
+    ):
         p = run_kern(kern, "noop", "--counters", bad)
         assert p.returncode == 2, bad
         assert word in p.stderr and "--counters" in p.stderr, p.stderr

@@ -55,7 +55,9 @@ def sim_counters(root: SysRoot) -> Counters | None:
     return Counters(lambda: (sim.read_counters(root.root) or {}).get("clusters"), "simulator counters file")
 
 
-def perf_counters(root: SysRoot, clusters: dict[str, tuple[int, ...]], cci_source: dict[str, int]) -> Counters:
+def perf_counters(
+    root: SysRoot, clusters: dict[str, tuple[int, ...]], cci_source: dict[str, int]
+) -> Counters:
     """BUS_ACCESS/CPU_CYCLES per CPU (system-wide) and CCI-400 read requests/stalls per cluster port.
     Raises Unsupported with the reason (no live system, no PMU, no CCI PMU, a perf error)."""
     if not root.live:
@@ -67,7 +69,9 @@ def perf_counters(root: SysRoot, clusters: dict[str, tuple[int, ...]], cci_sourc
         )
     fds: dict[str, dict[str, list[int]]] = {}
     for pol, cpus in clusters.items():
-        f = fds.setdefault(pol, {"cpu_cycles": [], "bus_access": [], "cci_read_requests": [], "cci_stall_cycles": []})
+        f = fds.setdefault(
+            pol, {"cpu_cycles": [], "bus_access": [], "cci_read_requests": [], "cci_stall_cycles": []}
+        )
         for cpu in cpus:
             pmu = perf.core_pmu_for_cpu(root, cpu)
             if pmu is None:
@@ -85,7 +89,9 @@ def perf_counters(root: SysRoot, clusters: dict[str, tuple[int, ...]], cci_sourc
             f[key].append(fd)
 
     def read() -> dict:
-        return {pol: {k: sum(perf.read_event(fd) for fd in v) for k, v in f.items()} for pol, f in fds.items()}
+        return {
+            pol: {k: sum(perf.read_event(fd) for fd in v) for k, v in f.items()} for pol, f in fds.items()
+        }
 
     return Counters(read, f"perf: {cci[0]} and core PMUs")
 
@@ -144,7 +150,9 @@ class Daemon:
             if self.counters is None:
                 raise Unsupported("anti-snoop needs the CCI-400 and core counters (none here)")
             if len(self.names) < 2:
-                raise Unsupported("anti-snoop needs two clusters (big.LITTLE); this board has one cpufreq policy")
+                raise Unsupported(
+                    "anti-snoop needs two clusters (big.LITTLE); this board has one cpufreq policy"
+                )
 
     def start(self) -> None:
         for name in self.names:
@@ -157,7 +165,9 @@ class Daemon:
             # restore writes back (before the governor), so every later write is covered by this entry.
             cur = self.root.read_int(f"{d}/scaling_cur_freq") or self.info[name].frequencies_khz[0]
             start = policies.resolve(self.info[name].frequencies_khz, cur, "C", 0, 1 << 62)
-            self.tokens.append(self.journal.set(f"{d}/scaling_setspeed", str(start), what=f"{name} scaling_setspeed"))
+            self.tokens.append(
+                self.journal.set(f"{d}/scaling_setspeed", str(start), what=f"{name} scaling_setspeed")
+            )
             self.stats.writes += 1
             self.stats.written_khz.setdefault(name, set()).add(start)
         self.prev_jiffies = sampling.cpu_jiffies(self.root.read_bytes("proc/stat") or b"")
@@ -190,7 +200,9 @@ class Daemon:
             hi = self.root.read_int(f"{d}/scaling_max_freq") or p.frequencies_khz[-1]
             others = [o for o in self.info if o != name]
             cong, mem = feats.get(others[0], (None, None)) if others else (None, None)
-            other_khz = self.root.read_int(f"{cpufreq.policy_dir(others[0])}/scaling_cur_freq") if others else None
+            other_khz = (
+                self.root.read_int(f"{cpufreq.policy_dir(others[0])}/scaling_cur_freq") if others else None
+            )
             s = policies.Sample(loads[name], cur, p.frequencies_khz, lo, hi, cong, mem, other_khz)
             khz = self.gov[name].decide(s)
             if khz not in p.frequencies_khz:  # never write what the policy does not offer
@@ -232,5 +244,3 @@ def run_forever(daemon: Daemon, sampling_s: float, duration_s: float | None, pro
             progress(time.monotonic() - t0, khz)
         time.sleep(max(0.0, next_t - time.monotonic()))
     return time.monotonic() - t0
-
-

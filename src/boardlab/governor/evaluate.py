@@ -43,7 +43,9 @@ def run_one(
             board_holder["d"] = d
         board_holder["d"].tick()
 
-    out = sim.run_trace(soc, trace, root, controller=controller, period_s=sampling_s, kernel_governor="ondemand")
+    out = sim.run_trace(
+        soc, trace, root, controller=controller, period_s=sampling_s, kernel_governor="ondemand"
+    )
     d = board_holder["d"]
     stats = d.stats.to_json(out["time_s"])
     d.stop()
@@ -69,13 +71,21 @@ def compare(
         for tn in names:
             for pol in policy_names:
                 if pol == "daemon:anti-snoop" and (slow is None or len(soc.clusters) < 2):
-                    rows.append({"trace": tn, "policy": pol, "unsupported": "anti-snoop needs two clusters and a rule"})
+                    rows.append(
+                        {
+                            "trace": tn,
+                            "policy": pol,
+                            "unsupported": "anti-snoop needs two clusters and a rule",
+                        }
+                    )
                     continue
                 if progress:
                     progress(f"{tn} under {pol}")
                 rows.append(run_one(soc, all_traces[tn], pol, Path(tmp), slow=slow, sampling_s=sampling_s))
     for tn in names:
-        base = next((r for r in rows if r["trace"] == tn and r["policy"] == "ondemand" and "time_s" in r), None)
+        base = next(
+            (r for r in rows if r["trace"] == tn and r["policy"] == "ondemand" and "time_s" in r), None
+        )
         for r in rows:
             if r["trace"] != tn or "time_s" not in r or base is None:
                 continue

@@ -95,8 +95,12 @@ EXYNOS5422 = SocSpec(
     name="exynos5422",
     model="Hardkernel Odroid-XU3 (simulated Exynos 5422)",
     clusters=(
-        ClusterSpec("a7", "policy0", (0, 1, 2, 3), A7_OPPS, 90, 0.05, 3, 13, 32768, 524288, "armv7_cortex_a7", 3),
-        ClusterSpec("a15", "policy4", (4, 5, 6, 7), A15_OPPS, 310, 0.25, 4, 21, 32768, 2097152, "armv7_cortex_a15", 4),
+        ClusterSpec(
+            "a7", "policy0", (0, 1, 2, 3), A7_OPPS, 90, 0.05, 3, 13, 32768, 524288, "armv7_cortex_a7", 3
+        ),
+        ClusterSpec(
+            "a15", "policy4", (4, 5, 6, 7), A15_OPPS, 310, 0.25, 4, 21, 32768, 2097152, "armv7_cortex_a15", 4
+        ),
     ),
     dram_ns=95.0,
     transition_latency_ns=140000,
@@ -107,7 +111,11 @@ EXYNOS5422 = SocSpec(
 AM335X = SocSpec(
     name="am335x",
     model="BeagleBone Black (simulated AM335x)",
-    clusters=(ClusterSpec("a8", "policy0", (0,), AM335X_OPPS, 120, 0.05, 4, 20, 32768, 262144, "armv7_cortex_a8", None),),
+    clusters=(
+        ClusterSpec(
+            "a8", "policy0", (0,), AM335X_OPPS, 120, 0.05, 4, 20, 32768, 262144, "armv7_cortex_a8", None
+        ),
+    ),
     dram_ns=110.0,
     transition_latency_ns=300000,
     devfreq=None,

@@ -7,8 +7,8 @@ is resolved to an OPP of the policy's table the way the kernel's relation flags 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 POLICIES = ("ondemand", "conservative", "schedutil-like", "anti-snoop")
 

@@ -54,11 +54,17 @@ def traces(soc: SocSpec) -> dict[str, Trace]:
         "compute-bound": Trace("compute-bound", (Phase(little, 6.0e8, 1.0, 0.0002),)),
         "mixed": Trace(
             "mixed",
-            (Phase(little, 2.0e8, 1.0, 0.0002), Phase(little, 1.0e8, 1.0, 0.02), Phase(little, 2.0e8, 1.0, 0.0002)),
+            (
+                Phase(little, 2.0e8, 1.0, 0.0002),
+                Phase(little, 1.0e8, 1.0, 0.02),
+                Phase(little, 2.0e8, 1.0, 0.0002),
+            ),
         ),
     }
     if len(soc.clusters) > 1:
-        out["memory-bound-big"] = Trace("memory-bound-big", (Phase(soc.clusters[1].policy, 3.0e8, 1.0, 0.02),))
+        out["memory-bound-big"] = Trace(
+            "memory-bound-big", (Phase(soc.clusters[1].policy, 3.0e8, 1.0, 0.02),)
+        )
     return out
 
 
@@ -118,7 +124,10 @@ class SimBoard:
         cpu = "sys/devices/system/cpu"
         for f in ("online", "possible", "present"):
             self._w(f"{cpu}/{f}", f"0-{ncpu - 1}\n" if ncpu > 1 else "0\n")
-        self._w("proc/cpuinfo", "".join(f"processor\t: {i}\nmodel name\t: ARMv7 Processor rev 3 (v7l)\n\n" for i in range(ncpu)))
+        self._w(
+            "proc/cpuinfo",
+            "".join(f"processor\t: {i}\nmodel name\t: ARMv7 Processor rev 3 (v7l)\n\n" for i in range(ncpu)),
+        )
         for c in soc.clusters:
             d = f"{cpu}/cpufreq/{c.policy}"
             cpus = " ".join(map(str, c.cpus)) + "\n"
@@ -133,7 +142,9 @@ class SimBoard:
             self._w(f"{d}/scaling_governor", governor + "\n")
             self._w(f"{d}/scaling_min_freq", f"{min(c.khz)}\n")
             self._w(f"{d}/scaling_max_freq", f"{max(c.khz)}\n")
-            self._w(f"{d}/scaling_setspeed", "<unsupported>\n" if governor != "userspace" else f"{min(c.khz)}\n")
+            self._w(
+                f"{d}/scaling_setspeed", "<unsupported>\n" if governor != "userspace" else f"{min(c.khz)}\n"
+            )
             for i in c.cpus:
                 self._w(f"{cpu}/cpu{i}/online", "1\n")
                 self._w(f"{cpu}/cpu{i}/topology/cluster_id", f"{soc.clusters.index(c)}\n")
@@ -171,10 +182,15 @@ class SimBoard:
             d = f"{cpu}/{c.spec.policy}"
             self._w(f"{d}/scaling_cur_freq", f"{c.cur_khz}\n")
             self._w(f"{d}/cpuinfo_cur_freq", f"{c.cur_khz}\n")
-            self._w(f"{d}/stats/time_in_state", "".join(f"{k} {int(s * USER_HZ)}\n" for k, s in sorted(c.tis_s.items())))
+            self._w(
+                f"{d}/stats/time_in_state",
+                "".join(f"{k} {int(s * USER_HZ)}\n" for k, s in sorted(c.tis_s.items())),
+            )
             self._w(f"{d}/stats/total_trans", f"{c.trans}\n")
             for i, n in enumerate(c.spec.cpus):
-                stat_lines.append(f"cpu{n} {int(c.busy_s[i] * USER_HZ)} 0 0 {int(c.idle_s[i] * USER_HZ)} 0 0 0 0 0 0")
+                stat_lines.append(
+                    f"cpu{n} {int(c.busy_s[i] * USER_HZ)} 0 0 {int(c.idle_s[i] * USER_HZ)} 0 0 0 0 0 0"
+                )
             counters["clusters"][c.spec.policy] = {
                 "cpu_cycles": int(c.cycles),
                 "bus_access": int(c.bus_access),
@@ -230,7 +246,10 @@ class SimBoard:
             c.window_busy += load * dt_s
             c.window_s += dt_s
             gov = self.control[c.spec.policy]["governor"]
-            if gov in ("userspace", "performance", "powersave") or self.t_s - c.last_sample_s >= KERNEL_SAMPLING_S - 1e-9:
+            if (
+                gov in ("userspace", "performance", "powersave")
+                or self.t_s - c.last_sample_s >= KERNEL_SAMPLING_S - 1e-9
+            ):
                 new = self._governed_khz(c, c.window_busy / c.window_s if c.window_s else 0.0)
                 if gov not in ("userspace", "performance", "powersave"):
                     c.last_sample_s, c.window_busy, c.window_s = self.t_s, 0.0, 0.0
@@ -249,13 +268,17 @@ class SimBoard:
             power_w += c.spec.cluster_power_w(c.cur_khz, load)
             if runs_task:
                 other = self._other(c)
-                wait = model.snoop_ns(other.spec if other and self.soc.cci else None, other.cur_khz if other else None)
+                wait = model.snoop_ns(
+                    other.spec if other and self.soc.cci else None, other.cur_khz if other else None
+                )
                 dram = self.soc.dram_ns * ((max(self.soc.devfreq_hz) / bus) ** 0.5 if bus else 1.0)
                 ns_per_instr = phase.cpi / ghz + phase.dram_per_instruction * (dram + wait)
                 done = dt_s * 1e9 / ns_per_instr
                 c.bus_access += done * phase.dram_per_instruction
                 c.cci_reads += done * phase.dram_per_instruction
-                c.cci_stall += done * phase.dram_per_instruction * (model.CCI_BASE_STALL + wait * model.CCI_CLOCK_GHZ)
+                c.cci_stall += (
+                    done * phase.dram_per_instruction * (model.CCI_BASE_STALL + wait * model.CCI_CLOCK_GHZ)
+                )
         self.energy_j += power_w * dt_s
         self.t_s += dt_s
         return done
@@ -277,8 +300,15 @@ def read_counters(root: os.PathLike | str) -> dict | None:
 
 
 def run_trace(
-    soc: SocSpec, trace: Trace, root: os.PathLike | str, *, controller=None, period_s: float = 0.010,
-    kernel_governor: str = "ondemand", dt_s: float = 0.001, max_s: float = 120.0,
+    soc: SocSpec,
+    trace: Trace,
+    root: os.PathLike | str,
+    *,
+    controller=None,
+    period_s: float = 0.010,
+    kernel_governor: str = "ondemand",
+    dt_s: float = 0.001,
+    max_s: float = 120.0,
 ) -> dict:
     """Runs `trace` to completion on a fresh tree at `root`. Every `period_s` the tree is published,
     `controller(board)` (a userspace daemon's tick) runs and what it wrote is read back; without a
@@ -303,5 +333,7 @@ def run_trace(
         "time_s": t,
         "energy_j": e,
         "edp_j_s": e * t,
-        "time_in_state_s": {p: {k: round(s, 6) for k, s in c.tis_s.items() if s > 0} for p, c in board.clusters.items()},
+        "time_in_state_s": {
+            p: {k: round(s, 6) for k, s in c.tis_s.items() if s > 0} for p, c in board.clusters.items()
+        },
     }

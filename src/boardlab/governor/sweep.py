@@ -19,7 +19,7 @@ from boardlab.model.board import BoardInfo
 
 SWEEP_SCHEMA = 1
 PATTERNS = ("random", "seq")
-SIZES_BYTES = tuple(4096 * 4**k for k in range(0, 10))  # 4 KiB, 16 KiB, ... 256 MiB
+SIZES_BYTES = tuple(4096 * 4**k for k in range(9))  # 4 KiB, 16 KiB, ... 256 MiB
 REPETITIONS = 10  # the authors' nr_iter_2 = 10 outer repeats (research notes 1.4)
 
 

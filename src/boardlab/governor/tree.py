@@ -121,7 +121,13 @@ def accuracy(c: dict[str, int]) -> float | None:
 
 
 def cross_validate(
-    X: Sequence[Sequence[int]], y: Sequence[int], groups: Sequence[object], *, k: int = 5, seed: int = 1, **fit_kw
+    X: Sequence[Sequence[int]],
+    y: Sequence[int],
+    groups: Sequence[object],
+    *,
+    k: int = 5,
+    seed: int = 1,
+    **fit_kw,
 ) -> dict:
     """k-fold over groups (a sweep cell's runs stay together, so no cell is both trained and tested on)."""
     keys = sorted(set(groups), key=repr)
@@ -159,7 +165,11 @@ def to_json(tree: Node) -> dict:
             "gt": node(n.right),
         }
 
-    return {"schema": TREE_SCHEMA, "features": [{"name": n, "scale": s, "unit": u} for n, s, u in FEATURES], "tree": node(tree)}
+    return {
+        "schema": TREE_SCHEMA,
+        "features": [{"name": n, "scale": s, "unit": u} for n, s, u in FEATURES],
+        "tree": node(tree),
+    }
 
 
 def from_json(doc: dict) -> Node:
@@ -170,7 +180,9 @@ def from_json(doc: dict) -> Node:
         if "leaf" in d:
             lab = int(d["leaf"] == "slow")
             return Node(None, 0, None, None, lab, tuple(d.get("train_counts", (0, 0))))
-        return Node(FEATURE_NAMES.index(d["feature"]), int(d["threshold"]), node(d["le"]), node(d["gt"]), 0, (0, 0))
+        return Node(
+            FEATURE_NAMES.index(d["feature"]), int(d["threshold"]), node(d["le"]), node(d["gt"]), 0, (0, 0)
+        )
 
     return node(doc["tree"])
 
@@ -209,3 +221,14 @@ def to_c(tree: Node, name: str = "boardlab_snoop_slow") -> str:
 
 def _uses(n: Node, i: int) -> bool:
     return n.feature is not None and (n.feature == i or _uses(n.left, i) or _uses(n.right, i))
+
+
+def predict_json(doc: dict, rows: Sequence[Sequence[int]]) -> list[int]:
+    """Decides from the exported JSON alone (what a board-side reader of the thresholds does)."""
+    out = []
+    for x in rows:
+        node = doc["tree"]
+        while "leaf" not in node:
+            node = node["le"] if x[FEATURE_NAMES.index(node["feature"])] <= node["threshold"] else node["gt"]
+        out.append(int(node["leaf"] == "slow"))
+    return out
