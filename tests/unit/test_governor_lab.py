@@ -342,3 +342,45 @@ def test_the_simulator_tree_reads_like_a_board(tmp_path):
     tis = {f.frequency_khz: f.time_ms for f in info.policy("policy0").time_in_state}
     assert sum(tis.values()) == pytest.approx(500, abs=20)
     assert sim.read_counters(tmp_path / "sim")["clusters"]["policy0"]["bus_access"] > 0
+
+
+# ---- the governor-daemon condition ----------------------------------------------------------------------
+
+
+def daemon_context(root: Path, tmp_path: Path):
+    from boardlab.conditions.base import ApplyContext
+    from boardlab.conditions.journal import RestoreJournal
+
+    sr = SysRoot(root)
+    info = inventory(sr)
+    return ApplyContext(root=sr, journal=RestoreJournal(sr, tmp_path / "journal.json"), info=info,
+                        worker_cpu=info.online_cpus[-1], online_cpus=info.online_cpus)  # fmt: skip
+
+
+def test_the_governor_daemon_condition_governs_around_a_run_and_undoes_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("BOARDLAB_STATE_DIR", str(tmp_path / "state"))
+    root = copy_board("odroid-xu3", tmp_path)
+    write_stat(root, 8, [0] * 8, [0] * 8)
+    before = snapshot(root)
+    kind = condition_kinds()["governor-daemon"]
+    params = {"policy": "ondemand", "sampling_ms": 20}
+    assert kind.validate(params) is None
+    assert kind.validate({"policy": "turbo"})[0] == "policy"
+    ctx = daemon_context(root, tmp_path)
+    assert kind.check(params, ctx) is None
+    with kind.apply(params, ctx) as state:
+        assert (root / CPUFREQ / "policy4/scaling_governor").read_text().strip() == "userspace"
+        drive_load(root, 8, 0.5)
+        assert [e["kind"] for e in ctx.journal.pending()] == ["process"]
+    assert state["daemon"]["samples"] >= 5 and state["daemon"]["restored"]
+    assert snapshot(root) == before and ctx.journal.pending() == []
+
+
+def test_the_governor_daemon_condition_says_why_it_cannot_run(tmp_path):
+    kind = condition_kinds()["governor-daemon"]
+    xu3 = daemon_context(SYSFS / "odroid-xu3", tmp_path)
+    assert "CCI-400" in kind.check({"policy": "anti-snoop"}, xu3)
+    bbb = daemon_context(SYSFS / "bbb", tmp_path)
+    assert "two clusters" in kind.check({"policy": "anti-snoop"}, bbb)
+    vm = daemon_context(SYSFS / "vm", tmp_path)
+    assert kind.check({"policy": "ondemand"}, vm).startswith("unsupported:")

@@ -83,6 +83,7 @@ def add_arguments(parser) -> None:
     p.add_argument("--cci-source", default="policy0=3,policy4=4",
                    help="CCI-400 slave interface per policy (default Exynos 5422: policy0=3,policy4=4)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the daemon's summary as JSON when it stops")
+    p.add_argument("--no-recover", action="store_true", help=argparse_suppress())
 
     p = sub.add_parser("simulate", help="compare the policies on the simulator's traces: time, energy, EDP")
     p.add_argument("--soc", choices=SOC_NAMES, default="exynos5422")
@@ -94,6 +95,12 @@ def add_arguments(parser) -> None:
         "--sampling-ms", type=float, default=10.0, help="the daemon's sampling period (default 10)"
     )
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+
+
+def argparse_suppress() -> str:
+    import argparse
+
+    return argparse.SUPPRESS
 
 
 def run(args) -> int:
@@ -416,6 +423,7 @@ def _run(args) -> int:
             except daemon.Unsupported as exc:
                 print(f"boardlab governor run: unsupported: {exc}", file=sys.stderr)
                 return 1
+    _die_with_parent()
     journal = RestoreJournal(sr)
     d = daemon.Daemon(sr, args.policy, journal, counters=counters, slow=slow)
     try:
@@ -423,7 +431,8 @@ def _run(args) -> int:
     except daemon.Unsupported as exc:
         print(f"boardlab governor run: unsupported: {exc}", file=sys.stderr)
         return 1
-    journal.recover()  # what a killed run left, before this one changes anything
+    if not args.no_recover:  # the governor-daemon condition runs inside a campaign that already recovered
+        journal.recover()  # what a killed run left, before this one changes anything
 
     def on_term(signum, frame):
         raise KeyboardInterrupt
@@ -454,6 +463,23 @@ def _run(args) -> int:
         for r in restored:
             print(f"restored {r}")
     return 0
+
+
+def _die_with_parent() -> None:
+    """Started by a campaign (the governor-daemon condition): SIGTERM when it dies, so the daemon still
+    restores its writes if the campaign is SIGKILLed."""
+    import ctypes
+    import os
+
+    parent = os.environ.get("BOARDLAB_PARENT_PID")
+    if not parent or not parent.isdigit():
+        return
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != int(parent):
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 # ---- simulate ----
