@@ -151,3 +151,63 @@ def read_event(fd: int) -> int:
     """The count, scaled for multiplexing (count x enabled / running)."""
     count, enabled, running = struct.unpack("=QQQ", os.read(fd, 24))
     return count if running in (0, enabled) else count * enabled // running
+
+
+# -- counters requested by a plan ([runs] counters): boardlab-kern --counters items and derived metrics ------
+
+COUNTER_NAMES = ("instructions", "cycles", "memory_access", "cci_congestion")
+
+
+def counter_request(root: RootLike, names: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
+    """boardlab-kern --counters items for `names`, and {name: reason} for those this board cannot count.
+
+    memory_access = BUS_ACCESS / CPU_CYCLES of the worker's threads (ARMv7/v8 events 0x19, 0x11);
+    cci_congestion = CCI-400 read-request stalls per read request over both cluster ports (S3, S4 as on the
+    Exynos 5422), counted system-wide on CPU 0 with the PMU type read here from sysfs."""
+    items: list[str] = []
+    unsupported: dict[str, str] = {}
+    for name in names:
+        if name in ("instructions", "cycles"):
+            items.append(name)
+        elif name == "memory_access":
+            items += ["bus_access", "cpu_cycles"]
+        elif name == "cci_congestion":
+            cci = cci_pmu(root)
+            if cci is None:
+                unsupported[name] = (
+                    "no CCI-400 PMU in /sys/bus/event_source/devices (needs an arm,cci-400-pmu device-tree node)"
+                )
+                continue
+            codes = CCI_EVENTS[cci[0]]
+            for src in (3, 4):
+                items.append(f"cci_rrq_s{src}={cci[1]}:{src << 5 | codes['read_requests']}@0")
+                items.append(f"cci_stall_s{src}={cci[1]}:{src << 5 | codes['read_stalls']}@0")
+    return items, unsupported
+
+
+def derive_counters(names: tuple[str, ...], counted: dict) -> tuple[dict[str, float], dict[str, str]]:
+    """boardlab-kern's "counters" object -> ({metric: value}, {metric: reason unsupported})."""
+    values: dict[str, float] = {}
+    reasons: dict[str, str] = {}
+
+    def get(key: str) -> int | None:
+        c = counted.get(key) or {}
+        if "unsupported" in c:
+            reasons.setdefault(current, f"{key}: {c['unsupported']}")
+            return None
+        return c.get("count")
+
+    for current in names:
+        if current in ("instructions", "cycles"):
+            v = get(current)
+            if v is not None:
+                values[current] = float(v)
+        elif current == "memory_access":
+            bus, cyc = get("bus_access"), get("cpu_cycles")
+            if bus is not None and cyc:
+                values[current] = bus / cyc
+        elif current == "cci_congestion":
+            parts = [get(f"cci_{k}_s{s}") for k in ("rrq", "stall") for s in (3, 4)]
+            if None not in parts and parts[0] + parts[1] > 0:
+                values[current] = (parts[2] + parts[3]) / (parts[0] + parts[1])
+    return values, reasons
