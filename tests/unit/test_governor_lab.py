@@ -384,3 +384,39 @@ def test_the_governor_daemon_condition_says_why_it_cannot_run(tmp_path):
     assert "two clusters" in kind.check({"policy": "anti-snoop"}, bbb)
     vm = daemon_context(SYSFS / "vm", tmp_path)
     assert kind.check({"policy": "ondemand"}, vm).startswith("unsupported:")
+
+
+# ---- a sweep campaign through the store and the report ---------------------------------------------------
+
+
+def test_a_sweep_campaign_is_labelled_from_the_store_and_reported(tmp_path):
+    """The real-board path on a simulator tree: boardlab-kern really runs on this machine (the frequencies
+    are written to the tree only, so the figures are this machine's), then label --db and the report."""
+    sim.SimBoard(SOC, tmp_path / "simroot")
+    g = sweep.Grid("policy0", (0,), (200000, 1400000), "policy4", (200000, 2000000))
+    text = sweep.plan_toml(g, sizes=[65536], patterns=["random"], repetitions=3)
+    text = text.replace("iterations = 5", "iterations = 3\nwarmup_max_iterations = 5")
+    text = text.replace("seed = 1", "seed = 1\n[gates]\nidle = false\n", 1)
+    (tmp_path / "plan.toml").write_text(text)
+    db = tmp_path / "s.db"
+    p = run_cli(
+        "run", str(tmp_path / "plan.toml"), "--db", str(db), "--root", str(tmp_path / "simroot"), "--quiet"
+    )
+    assert p.returncode == 0, p.stderr
+    p = run_cli("governor", "label", "--db", str(db), "--out", str(tmp_path / "labels.json"), "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["tests"] == 2  # 2 this-frequencies x (200 MHz vs the 2 GHz reference)
+    labels = json.loads((tmp_path / "labels.json").read_text())
+    assert {c["this_khz"] for c in labels["cells"]} == {200000, 1400000}
+    assert all(c["runs"] == 3 and c["ci95_ns_per_access"] for c in labels["cells"])
+    # This VM counts neither BUS_ACCESS nor the CCI: the tree has nothing to learn from, and says so.
+    p = run_cli("governor", "train", str(tmp_path / "labels.json"), "--out", str(tmp_path / "t.json"))
+    assert p.returncode == 2 and "counter features" in p.stderr
+    p = run_cli("report", "--db", str(db), "--format", "md", "-o", str(tmp_path / "r.md"))
+    assert p.returncode == 0, p.stderr
+    md = (tmp_path / "r.md").read_text()
+    assert "## Governor study" in md and "policy0 random 64 KiB" in md and "labels: " in md
+    p = run_cli("report", "--db", str(db), "-o", str(tmp_path / "r.html"))
+    assert p.returncode == 0, p.stderr
+    html = (tmp_path / "r.html").read_text()
+    assert "<h2>Governor study</h2>" in html and "policy0 random 64 KiB" in html

@@ -44,7 +44,11 @@ def add_arguments(parser) -> None:
     p = sub.add_parser(
         "label", help="label each sweep cell slow / not slow (one-sided Welch t-test vs other at max)"
     )
-    p.add_argument("sweep", help="a sweep JSON (`governor sweep --sim ... --out`)")
+    p.add_argument("sweep", nargs="?", help="a sweep JSON (`governor sweep --sim ... --out`); or give --db")
+    p.add_argument(
+        "--db", help="a results database holding a snoop-sweep campaign (labels are stored with it)"
+    )
+    p.add_argument("--campaign", type=int, help="with --db: the campaign id (default: the latest)")
     p.add_argument("--out", metavar="FILE", required=True, help="write the labels (JSON)")
     p.add_argument("--alpha", type=float, default=0.05, help="significance after correction (default 0.05)")
     p.add_argument(
@@ -60,6 +64,10 @@ def add_arguments(parser) -> None:
         "--out", metavar="FILE", required=True, help="write the tree, its thresholds and its CV (JSON)"
     )
     p.add_argument("--c-out", metavar="FILE", help="write the tree as a C function (plain if/else, integers)")
+    p.add_argument(
+        "--db", help="also store the tree with this campaign of a results database (for its report)"
+    )
+    p.add_argument("--campaign", type=int, help="with --db: the campaign id (default: the latest)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
     p = sub.add_parser("run", help="the userspace governor daemon (scaling_setspeed under userspace)")
@@ -128,6 +136,20 @@ def _read_json(path: str, what: str) -> dict:
         raise InputError(
             f"{path}: not JSON (line {exc.lineno}): give the {what} written by boardlab"
         ) from None
+
+
+def _open_campaign(db: str, campaign: int | None):
+    from boardlab.store import Store
+
+    store = Store.open(db, create=False)
+    ids = [r["id"] for r in store.campaigns()]
+    if not ids:
+        raise InputError(f"{db}: no campaign in this database")
+    if campaign is None:
+        return store, ids[-1]
+    if campaign not in ids:
+        raise InputError(f"--campaign {campaign}: not in {db}; campaigns: {', '.join(map(str, ids))}")
+    return store, campaign
 
 
 def _soc(name: str):
@@ -269,7 +291,21 @@ def _label(args) -> int:
         raise InputError("--alpha: expected a level in (0, 1), e.g. 0.05")
     if not 0 <= args.min_effect < 1:
         raise InputError("--min-effect: expected a fraction in [0, 1), e.g. 0.02")
-    doc, cells = _load_cells(args.sweep)
+    if (args.sweep is None) == (args.db is None):
+        raise InputError(
+            "give a sweep JSON file or --db DB (a snoop-sweep campaign), not both and not neither"
+        )
+    if args.db:
+        from boardlab.governor import store_io
+
+        store, campaign_id = _open_campaign(args.db, args.campaign)
+        cells = store_io.sweep_from_store(store, campaign_id)
+        if not cells:
+            raise InputError(f"{args.db}: campaign {campaign_id} has no valid mem.latency runs under snoop-sweep "
+                             "conditions (names like policy0@1400000+policy4@200000)")  # fmt: skip
+        doc = {"source": f"campaign {campaign_id} of {args.db}"}
+    else:
+        doc, cells = _load_cells(args.sweep)
     labels = label.label(cells, alpha=args.alpha, min_effect=args.min_effect)
     n_tests = sum(lab.p is not None for lab in labels)
     out = {
@@ -283,6 +319,8 @@ def _label(args) -> int:
         "cells": [dict(lab.to_json(), features=label.features(lab)) for lab in labels],
     }
     _write(args.out, json.dumps(out))
+    if args.db:
+        store_io.save_artifact(store, campaign_id, store_io.LABELS, out)
     n_slow = sum(lab.slow for lab in labels)
     if args.json:
         print(json.dumps({"schema": 1, "out": args.out, "cells": len(labels), "tests": n_tests, "slow": n_slow,
@@ -328,6 +366,11 @@ def _train(args) -> int:
     _write(args.out, json.dumps(out, indent=1))
     if args.c_out:
         _write(args.c_out, tree.to_c(t))
+    if args.db:
+        from boardlab.governor import store_io
+
+        store, campaign_id = _open_campaign(args.db, args.campaign)
+        store_io.save_artifact(store, campaign_id, store_io.TREE, out)
     if args.json:
         print(
             json.dumps(

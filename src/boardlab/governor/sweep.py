@@ -92,6 +92,8 @@ def plan_toml(
         "iterations = 5",
         'order = "interleave"',
         f"cpu = {cpu}",
+        "# the counters the tree learns from; where the board cannot count them each run says why",
+        'counters = ["memory_access", "cci_congestion"]',
         "",
         "[[workloads]]",
         'name = "mem.latency"',

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from boardlab.report import study_governor
 from boardlab.report.studies import AiCell, RtCell, ai_cells, rt_cells
 from boardlab.stats import (
     AADelta,
@@ -123,6 +124,7 @@ class CampaignAnalysis:
     # its own A/A threshold `tail_delta` and its own Holm correction.
     tail_comparisons: tuple[ComparisonAnalysis, ...] = ()
     tail_delta: AADelta | None = None
+    governor: object | None = None  # the governor study's sweep maps, tree and policies (study_governor.py)
 
     @property
     def conditions(self) -> list[str]:
@@ -390,6 +392,7 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
         ai_cells=ai_cells(store, cells),
         tail_comparisons=tails,
         tail_delta=tail_delta,
+        governor=study_governor.collect(store, campaign_id, cells),
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from boardlab.report import study_governor
 from boardlab.report.analysis import CampaignAnalysis
 from boardlab.report.terminal import (
     Table,
@@ -116,4 +117,5 @@ def render_markdown(analysis: CampaignAnalysis) -> str:
             + (f" {note}" if (note := ai_frames_note(a)) else ""),
             "",
         ] + md_table(ai_table(a))
+    out += study_governor.markdown_lines(a)
     return "\n".join(out) + "\n"
