@@ -420,3 +420,45 @@ def test_a_sweep_campaign_is_labelled_from_the_store_and_reported(tmp_path):
     assert p.returncode == 0, p.stderr
     html = (tmp_path / "r.html").read_text()
     assert "<h2>Governor study</h2>" in html and "policy0 random 64 KiB" in html
+
+
+def test_simulate_compares_policies_with_time_energy_and_edp():
+    p = run_cli("governor", "simulate", "--soc", "am335x", "--trace", "compute-bound", "--json")
+    assert p.returncode == 0, p.stderr
+    res = json.loads(p.stdout)
+    assert res["source"].startswith("simulator am335x")
+    rows = {r["policy"]: r for r in res["rows"]}
+    assert "two clusters" in rows["daemon:anti-snoop"]["unsupported"]  # one cluster: nothing to snoop
+    perf, save = rows["performance"], rows["powersave"]
+    assert perf["time_s"] < rows["ondemand"]["time_s"] * 1.02 < save["time_s"]
+    assert save["energy_j"] > 0 and perf["edp_j_s"] == pytest.approx(perf["energy_j"] * perf["time_s"])
+    assert save["verdict"] == "slower" and rows["ondemand"]["time_ratio_vs_ondemand"] == 1.0
+    p = run_cli("governor", "simulate", "--trace", "nope")
+    assert p.returncode == 2 and "nope" in p.stderr
+
+
+def test_a_governor_eval_campaign_reports_policies_side_by_side(tmp_path):
+    """governor-eval's conditions on a simulator tree: the stock governors are written to the tree and the
+    anti-snoop daemon runs against it (its counters from the simulator); the workload really runs here."""
+    sim.SimBoard(SOC, tmp_path / "simroot")
+    from boardlab.campaign.plan import preset_text
+
+    text = preset_text("governor-eval")
+    head, _, rest = text.partition("[[workloads]]")
+    conditions = rest[rest.index("[[conditions]]") :]
+    plan = (head.replace("repetitions = 10", "repetitions = 2").replace("iterations = 5", "iterations = 3\ncpu = 0\n"
+            "warmup_max_iterations = 5") + '[gates]\nidle = false\n\n[[workloads]]\nname = "noop"\n\n' + conditions)  # fmt: skip
+    (tmp_path / "plan.toml").write_text(plan)
+    db = tmp_path / "e.db"
+    env = {**os.environ, "BOARDLAB_STATE_DIR": str(tmp_path / "state")}
+    p = run_cli("run", str(tmp_path / "plan.toml"), "--db", str(db), "--root", str(tmp_path / "simroot"), "--quiet",
+                env=env)  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    p = run_cli("report", "--db", str(db), "--format", "text", env=env)
+    assert p.returncode == 0, p.stderr
+    text = p.stdout
+    assert "GOVERNOR STUDY" in text
+    for policy in ("ondemand", "performance", "powersave", "schedutil", "anti-snoop"):
+        assert f" {policy} " in text
+    assert "energy unsupported in this campaign" in text
+    assert (tmp_path / "simroot" / CPUFREQ / "policy0/scaling_governor").read_text().strip() == "ondemand"
