@@ -5,6 +5,7 @@ OPPs and everything is restored, and where cpufreq or counters are missing the t
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -72,19 +73,37 @@ def test_the_sweep_plan_loads_and_its_conditions_fit_the_board(tmp_path):
     sr = SysRoot(root)
     info = inventory(sr)
     grid = sweep.expand(info, "policy0")[0]
-    plan = parse_plan(sweep.plan_toml(grid), "snoop-sweep", {w.name: w for w in all_workloads()})
-    assert len([c for c in plan.conditions if c.kind == "governor"]) == 13 * 19 and plan.runs.cpu == 3
+    assert grid.bus_device == "10c20000.memory-controller" and max(grid.bus_hz) == 825000000
+    plan = parse_plan(
+        sweep.plan_toml(grid, bus_hz=825000000), "snoop-sweep", {w.name: w for w in all_workloads()}
+    )
+    swept = [c for c in plan.conditions if c.kind == "governor+devfreq"]
+    assert len(swept) == 13 * 19 and plan.runs.cpu == 3
+    assert plan.runs.counters == ("memory_access", "cci_congestion")
     ctx = ApplyContext(root=sr, journal=RestoreJournal(sr, tmp_path / "j.json"), info=info, worker_cpu=3,
                        online_cpus=info.online_cpus)  # fmt: skip
-    kind = condition_kinds()["governor"]
+    kinds = condition_kinds()
     before = snapshot(root)
-    cond = next(c for c in plan.conditions if c.name == "policy0@1400000+policy4@200000")
-    assert kind.check(cond.params, ctx) is None
-    with kind.apply(cond.params, ctx) as state:
+    dmc = root / "sys/class/devfreq/10c20000.memory-controller"
+    dmc_before = {f: (dmc / f).read_text().strip() for f in ("min_freq", "max_freq")}
+    cond = next(c for c in swept if c.name == "policy0@1400000+policy4@200000")
+    states = {}
+    with contextlib.ExitStack() as stack:
+        for kind, params in cond.parts:
+            assert kinds[kind].check(params, ctx) is None
+            states[kind] = stack.enter_context(kinds[kind].apply(params, ctx))
         assert (root / CPUFREQ / "policy0/scaling_setspeed").read_text().strip() == "1400000"
         assert (root / CPUFREQ / "policy4/scaling_setspeed").read_text().strip() == "200000"
-    assert state["policies"]["policy4"]["frequency_khz"] == 200000
+        assert (dmc / "min_freq").read_text().strip() == (dmc / "max_freq").read_text().strip() == "825000000"
+    assert states["governor"]["policies"]["policy4"]["frequency_khz"] == 200000
+    assert states["devfreq"]["fixed_hz"] == 825000000 and states["devfreq"]["cur_hz_before"] == 165000000
     assert snapshot(root) == before
+    assert {f: (dmc / f).read_text().strip() for f in ("min_freq", "max_freq")} == dmc_before
+    # "record" only records; a frequency the controller lacks is refused with the valid ones
+    assert (
+        kinds["devfreq"].check({"device": grid.bus_device, "frequency_hz": 800000000}, ctx).count("825000000")
+    )
+    assert "no devfreq device" in kinds["devfreq"].check({"device": "gpu"}, ctx)
 
 
 def test_a_per_policy_frequency_the_policy_lacks_is_refused(tmp_path):
@@ -393,8 +412,9 @@ def test_a_sweep_campaign_is_labelled_from_the_store_and_reported(tmp_path):
     """The real-board path on a simulator tree: boardlab-kern really runs on this machine (the frequencies
     are written to the tree only, so the figures are this machine's), then label --db and the report."""
     sim.SimBoard(SOC, tmp_path / "simroot")
-    g = sweep.Grid("policy0", (0,), (200000, 1400000), "policy4", (200000, 2000000))
-    text = sweep.plan_toml(g, sizes=[65536], patterns=["random"], repetitions=3)
+    bus = ("10c20000.memory-controller", opp.EXYNOS5422.devfreq_hz)
+    g = sweep.Grid("policy0", (0,), (200000, 1400000), "policy4", (200000, 2000000), *bus)
+    text = sweep.plan_toml(g, sizes=[65536], patterns=["random"], repetitions=3, bus_hz=413000000)
     text = text.replace("iterations = 5", "iterations = 3\nwarmup_max_iterations = 5")
     text = text.replace("seed = 1", "seed = 1\n[gates]\nidle = false\n", 1)
     (tmp_path / "plan.toml").write_text(text)
@@ -409,6 +429,7 @@ def test_a_sweep_campaign_is_labelled_from_the_store_and_reported(tmp_path):
     labels = json.loads((tmp_path / "labels.json").read_text())
     assert {c["this_khz"] for c in labels["cells"]} == {200000, 1400000}
     assert all(c["runs"] == 3 and c["ci95_ns_per_access"] for c in labels["cells"])
+    assert {c["bus_hz"] for c in labels["cells"]} == {413000000}  # the devfreq part fixed and recorded it
     # This VM counts neither BUS_ACCESS nor the CCI: the tree has nothing to learn from, and says so.
     p = run_cli("governor", "train", str(tmp_path / "labels.json"), "--out", str(tmp_path / "t.json"))
     assert p.returncode == 2 and "counter features" in p.stderr

@@ -33,6 +33,8 @@ def add_arguments(parser) -> None:
         metavar="FILE",
         help="write the campaign plan of the grid (run it with `boardlab run FILE`)",
     )
+    p.add_argument("--bus-hz", default="record", metavar="HZ|max|min|record",
+                   help="with --plan-out: fix the memory-controller devfreq at this frequency (default: record it)")  # fmt: skip
     p.add_argument("--sim", choices=SOC_NAMES, help="measure the grid on the simulator instead of a board")
     p.add_argument(
         "--out", metavar="FILE", help="with --sim: write the sweep (every run of every cell) as JSON"
@@ -225,7 +227,18 @@ def _sweep(args) -> int:
                 f"--plan-out: this board has {len(grids)} clusters; choose the task's with --cluster "
                 f"({', '.join(g.this_policy for g in grids)}) and write one plan per cluster"
             )
-        _write(args.plan_out, sweep.plan_toml(grids[0]))
+        bus: int | str = args.bus_hz
+        if bus not in ("record", "max", "min"):
+            if not str(bus).isdigit():
+                raise InputError(f"--bus-hz: expected a frequency in Hz, max, min or record, found {bus!r}")
+            bus = int(bus)
+            if grids[0].bus_device and bus not in grids[0].bus_hz:
+                raise InputError(
+                    f"--bus-hz: {grids[0].bus_device} offers {', '.join(map(str, grids[0].bus_hz))} Hz"
+                )
+        if bus != "record" and not grids[0].bus_device:
+            raise InputError("--bus-hz: this board exposes no memory-controller devfreq to fix")
+        _write(args.plan_out, sweep.plan_toml(grids[0], bus_hz=bus))
     out = [
         {
             "this_policy": g.this_policy,
@@ -234,6 +247,8 @@ def _sweep(args) -> int:
             "other_policy": g.other_policy,
             "other_khz": list(g.other_khz),
             "cells_per_workload": len(g.pairs()),
+            "memory_devfreq": g.bus_device,
+            "memory_devfreq_hz": list(g.bus_hz),
         }
         for g in grids
     ]

@@ -15,6 +15,7 @@ _KIND_MODULES = {
     "governor": "boardlab.conditions.dvfs",
     "isolation": "boardlab.conditions.isolation",
     "governor-daemon": "boardlab.conditions.governor_daemon",
+    "devfreq": "boardlab.conditions.devfreq_bus",
 }
 
 

@@ -92,7 +92,9 @@ def compare(
             r["time_ratio_vs_ondemand"] = r["time_s"] / base["time_s"]
             r["energy_ratio_vs_ondemand"] = r["energy_j"] / base["energy_j"]
             r["edp_ratio_vs_ondemand"] = r["edp_j_s"] / base["edp_j_s"]
-            r["verdict"] = verdict(r["time_ratio_vs_ondemand"], r["edp_ratio_vs_ondemand"])
+            r["verdict"] = (
+                "baseline" if r is base else verdict(r["time_ratio_vs_ondemand"], r["edp_ratio_vs_ondemand"])
+            )
     return {
         "schema": EVAL_SCHEMA,
         "source": f"simulator {soc.name} (model, not a measurement of a board)",

@@ -47,6 +47,7 @@ class Label:
             "this_khz": c.this_khz,
             "other_policy": c.other_policy,
             "other_khz": c.other_khz,
+            "bus_hz": c.bus_hz,
             "reference_other_khz": self.reference_khz,
             "runs": len(c.ns_per_access),
             "mean_ns_per_access": self.mean_ns,

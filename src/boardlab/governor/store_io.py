@@ -33,7 +33,11 @@ def sweep_from_store(store, campaign_id: int) -> list[SweepCell]:
             continue
         params = json.loads(r["params_json"])
         key = (params.get("pattern", "random"), int(params.get("size_bytes", 65536)), *parsed)
-        g = groups.setdefault(key, {"ns": [], "cci": [], "mem": []})
+        g = groups.setdefault(key, {"ns": [], "cci": [], "mem": [], "bus": set()})
+        state = json.loads(r["condition_state_json"] or "{}")
+        for part in state.get("parts") or [state]:
+            if part.get("kind") == "devfreq" and part.get("cur_hz") is not None:
+                g["bus"].add(int(part.get("fixed_hz") or part["cur_hz"]))
         g["ns"].append(float(r["value"]))
         metrics = {m["metric"]: m["median"] for m in store.run_metrics(r["id"])}
         if metrics.get("cci_congestion") is not None:
@@ -48,7 +52,8 @@ def sweep_from_store(store, campaign_id: int) -> list[SweepCell]:
         complete = len(g["cci"]) == len(g["ns"]) and len(g["mem"]) == len(g["ns"])
         cells.append(
             SweepCell(pattern, size, this, this_khz, other, other_khz, tuple(g["ns"]),
-                      tuple(g["cci"]) if complete else (), tuple(g["mem"]) if complete else (), (), None)
+                      tuple(g["cci"]) if complete else (), tuple(g["mem"]) if complete else (), (),
+                      next(iter(g["bus"])) if len(g["bus"]) == 1 else None)
         )  # fmt: skip
     return cells
 

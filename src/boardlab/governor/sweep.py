@@ -34,6 +34,8 @@ class Grid:
     this_khz: tuple[int, ...]
     other_policy: str | None
     other_khz: tuple[int, ...]  # () on a single-cluster board
+    bus_device: str | None = None  # the memory controller's devfreq device, where the board exposes one
+    bus_hz: tuple[int, ...] = ()
 
     def pairs(self) -> list[tuple[int, int | None]]:
         return [(t, o) for t in self.this_khz for o in (self.other_khz or (None,))]
@@ -53,6 +55,8 @@ def expand(info: BoardInfo, this_policy: str | None = None) -> list[Grid]:
             raise Unsupported(f"{p.name} offers no userspace governor (available: {', '.join(p.governors)})")
         if not p.frequencies_khz:
             raise Unsupported(f"{p.name} publishes no frequency table (scaling_available_frequencies)")
+    memory = [d for d in info.devfreq if d.kind == "memory"]
+    bus = memory[0] if memory else None
     grids = []
     for p in policies:
         if this_policy is not None and p.name != this_policy:
@@ -67,6 +71,8 @@ def expand(info: BoardInfo, this_policy: str | None = None) -> list[Grid]:
                 this_khz=tuple(sorted(p.frequencies_khz)),
                 other_policy=other.name if other else None,
                 other_khz=tuple(sorted(other.frequencies_khz)) if other else (),
+                bus_device=bus.name if bus else None,
+                bus_hz=tuple(bus.frequencies_hz) if bus else (),
             )
         )
     return grids
@@ -78,8 +84,10 @@ def plan_toml(
     sizes: Sequence[int] = SIZES_BYTES,
     patterns: Sequence[str] = PATTERNS,
     repetitions: int = REPETITIONS,
+    bus_hz: int | str = "record",
 ) -> str:
-    """A campaign plan for one grid: the worker pinned to the cluster's last CPU (as the study did)."""
+    """A campaign plan for one grid: the worker pinned to the cluster's last CPU (as the study did). Where
+    the board has a memory-controller devfreq, each condition also fixes it at `bus_hz` (or records it)."""
     cpu = max(grid.this_cpus)
     lines = [
         f'name = "snoop-sweep-{grid.this_policy}"',
@@ -106,13 +114,20 @@ def plan_toml(
             freqs[grid.other_policy] = other_khz
         table = ", ".join(f"{k} = {v}" for k, v in freqs.items())
         policies = ", ".join(f'"{k}"' for k in freqs)
+        gov = f'{{ governor = "userspace", policies = [{policies}], frequencies_khz = {{ {table} }} }}'
         lines += [
             "",
             "[[conditions]]",
             f'name = "{cell_name(grid.this_policy, this_khz, grid.other_policy, other_khz)}"',
-            'kind = "governor"',
-            f'params = {{ governor = "userspace", policies = [{policies}], frequencies_khz = {{ {table} }} }}',
         ]
+        if grid.bus_device:
+            bus = f'"{bus_hz}"' if isinstance(bus_hz, str) else str(bus_hz)
+            lines.append(
+                f'parts = [{{ kind = "governor", params = {gov} }}, '
+                f'{{ kind = "devfreq", params = {{ device = "{grid.bus_device}", frequency_hz = {bus} }} }}]'
+            )
+        else:
+            lines += ['kind = "governor"', f"params = {gov}"]
     return "\n".join(lines) + "\n"
 
 
