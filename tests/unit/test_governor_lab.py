@@ -483,3 +483,30 @@ def test_a_governor_eval_campaign_reports_policies_side_by_side(tmp_path):
         assert f" {policy} " in text
     assert "energy unsupported in this campaign" in text
     assert (tmp_path / "simroot" / CPUFREQ / "policy0/scaling_governor").read_text().strip() == "ondemand"
+
+
+def test_ctrl_c_stops_the_daemon_and_restores_at_once(tmp_path):
+    root = copy_board("odroid-xu3", tmp_path)
+    write_stat(root, 8, [0] * 8, [0] * 8)
+    before = snapshot(root)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "boardlab", "governor", "run", "--root", str(root), "--policy", "schedutil-like",
+         "--sampling-ms", "20", "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=state_env(tmp_path),
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 20
+        while (root / CPUFREQ / "policy4/scaling_governor").read_text().strip() != "userspace":
+            assert time.monotonic() < deadline and proc.poll() is None, (
+                proc.stderr.read() if proc.poll() else ""
+            )
+            time.sleep(0.02)
+        drive_load(root, 8, 0.3)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    s = json.loads(out)
+    assert s["interrupted"] is True and len(s["restored"]) == 4  # two governors, two setspeeds
+    assert snapshot(root) == before
+    assert not list((tmp_path / "state").glob("restore-*.json"))  # nothing left for `boardlab restore`
