@@ -170,6 +170,10 @@ def _sweep(args) -> int:
         if args.runs < 2:
             raise InputError("--runs: a t-test needs at least 2 runs per cell")
         soc = _soc(args.sim)
+        if args.cluster is not None and args.cluster not in [c.policy for c in soc.clusters]:
+            raise InputError(
+                f"--cluster: the {soc.name} simulator has {', '.join(c.policy for c in soc.clusters)}"
+            )
         sizes = sweep.SIZES_BYTES[::2] if args.quick else sweep.SIZES_BYTES
         runs = 6 if args.quick else args.runs
         print(f"simulating the snoop sweep on {soc.model}: {len(sizes)} sizes x 2 patterns x OPP grid, "
@@ -507,9 +511,17 @@ def _run(args) -> int:
             wall = daemon.run_forever(d, args.sampling_ms / 1000, args.duration_s)
         except KeyboardInterrupt:
             interrupted = True
+    except (OSError, RuntimeError) as exc:  # a write the kernel refused, a policy bug: restored below
+        raise MeasurementError(f"the governor daemon stopped: {exc}") from None
     finally:
-        restored = d.stop()
-        signal.signal(signal.SIGTERM, old)
+        # A second Ctrl-C or SIGTERM must not cut the restore short.
+        old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        try:
+            restored = d.stop()
+        finally:
+            signal.signal(signal.SIGTERM, old)
+            signal.signal(signal.SIGINT, old_int)
     summary = {"schema": 1, "policy": args.policy, "root": args.root, "wall_s": round(wall, 3),
                **d.stats.to_json(wall), "restored": restored, "interrupted": interrupted}  # fmt: skip
     if args.json:
