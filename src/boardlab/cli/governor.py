@@ -467,6 +467,11 @@ def _run(args) -> int:
     sr = SysRoot(args.root)
     sr.require_board_tree()
     slow, rule_text = load_rule(args.tree, args.t1, args.t2) if args.policy == "anti-snoop" else (None, "")
+    try:  # cpufreq first: without it nothing else matters
+        daemon.Daemon(sr, args.policy, RestoreJournal(sr)).check(counters=False)
+    except daemon.Unsupported as exc:
+        print(f"boardlab governor run: unsupported: {exc}", file=sys.stderr)
+        return 1
     counters = None
     if args.policy == "anti-snoop":
         counters = daemon.sim_counters(sr)

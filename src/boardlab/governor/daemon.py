@@ -129,8 +129,9 @@ class Daemon:
         self.prev_jiffies: dict[int, tuple[int, int]] | None = None
         self.info = {}
 
-    def check(self) -> None:
-        """Raises Unsupported with the reason this tree cannot run the daemon."""
+    def check(self, *, counters: bool = True) -> None:
+        """Raises Unsupported with the reason this tree cannot run the daemon (cpufreq first, then, with
+        `counters`, what anti-snoop needs)."""
         if not self.names:
             raise Unsupported(f"no cpufreq policy under {self.root.show(cpufreq.CPUFREQ_DIR)}")
         for name in self.names:
@@ -146,7 +147,7 @@ class Daemon:
             self.info[name] = p
         if self.root.read_bytes("proc/stat") is None:
             raise Unsupported(f"no {self.root.show('proc/stat')}: the load cannot be measured")
-        if self.policy_name == "anti-snoop":
+        if self.policy_name == "anti-snoop" and counters:
             if self.counters is None:
                 raise Unsupported("anti-snoop needs the CCI-400 and core counters (none here)")
             if len(self.names) < 2:
