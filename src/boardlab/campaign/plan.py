@@ -228,7 +228,9 @@ def _counters(names: list, where: _Where, path: tuple) -> tuple[str, ...]:
 
     for name in names:
         if name not in COUNTER_NAMES:
-            raise where.error(path + ("counters",), f"unknown counter {name!r}; valid: {', '.join(COUNTER_NAMES)}")
+            raise where.error(
+                path + ("counters",), f"unknown counter {name!r}; valid: {', '.join(COUNTER_NAMES)}"
+            )
     if len(set(names)) != len(names):
         raise where.error(path + ("counters",), "a counter is listed twice")
     return tuple(names)

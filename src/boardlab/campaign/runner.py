@@ -220,8 +220,16 @@ class Runner:
         units = {"instructions": "count", "cycles": "count", "memory_access": "bus accesses per cycle",
                  "cci_congestion": "stall cycles per read"}  # fmt: skip
         metrics = [
-            MetricResult(name=name, unit=units[name], higher_is_better=False, values=(v,), median=v,
-                         min=v, p90=v, p99=v)  # fmt: skip
+            MetricResult(
+                name=name,
+                unit=units[name],
+                higher_is_better=False,
+                values=(v,),
+                median=v,
+                min=v,
+                p90=v,
+                p99=v,
+            )  # fmt: skip
             for name, v in values.items()
         ]
         return metrics, reasons
