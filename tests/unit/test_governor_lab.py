@@ -219,7 +219,7 @@ def test_label_and_train_through_the_cli(tmp_path):
     assert sum(res["cross_validation"]["confusion"].values()) == s["tests"]
     assert "static int boardlab_snoop_slow(" in tc.read_text()
     bad = run_cli("governor", "train", str(sw), "--out", str(tmp_path / "x.json"))
-    assert bad.returncode == 2 and "labelled cell" in bad.stderr and not (tmp_path / "x.json").exists()
+    assert bad.returncode == 2 and "not labels" in bad.stderr and not (tmp_path / "x.json").exists()
 
 
 # ---- policies on traces ------------------------------------------------------------------------------------

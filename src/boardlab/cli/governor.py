@@ -354,6 +354,12 @@ def _train(args) -> int:
     from boardlab.governor import tree
 
     doc = _read_json(args.labels, "labels")
+    from boardlab.governor.label import LABEL_SCHEMA
+
+    if doc.get("schema") != LABEL_SCHEMA or not all("label" in c for c in doc.get("cells", ())):
+        raise InputError(
+            f"{args.labels}: not labels (schema {LABEL_SCHEMA}); write them with `governor label --out`"
+        )
     rows = [c for c in doc.get("cells", ()) if c.get("features") and c.get("welch_t") is not None]
     if not rows:
         raise InputError(
