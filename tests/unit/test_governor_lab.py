@@ -449,8 +449,13 @@ def test_a_sweep_campaign_is_labelled_from_the_store_and_reported(tmp_path):
     assert "<h2>Governor study</h2>" in html and "policy0 random 64 KiB" in html
 
 
-def test_simulate_compares_policies_with_time_energy_and_edp():
-    p = run_cli("governor", "simulate", "--soc", "am335x", "--trace", "compute-bound", "--json")
+def test_simulate_compares_policies_with_time_energy_and_edp(tmp_path):
+    page = tmp_path / "simulate page.html"
+    p = run_cli(
+        "governor", "simulate", "--soc", "am335x", "--trace", "compute-bound", "--json", "--html", str(page)
+    )
+    html = page.read_text()
+    assert "run time relative to ondemand" in html and "<svg" in html and "powersave" in html
     assert p.returncode == 0, p.stderr
     res = json.loads(p.stdout)
     assert res["source"].startswith("simulator am335x")

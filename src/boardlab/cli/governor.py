@@ -104,6 +104,7 @@ def add_arguments(parser) -> None:
     p.add_argument(
         "--sampling-ms", type=float, default=10.0, help="the daemon's sampling period (default 10)"
     )
+    p.add_argument("--html", metavar="FILE", help="also write the comparison as a self-contained HTML page")
     p.add_argument("--json", action="store_true", help="print the comparison as JSON")
 
 
@@ -588,6 +589,10 @@ def _simulate(args) -> int:
     except ValueError as exc:
         raise InputError(f"--trace: {exc}") from None
     res["anti_snoop_rule"] = rule_text
+    if args.html:
+        from boardlab.report.study_governor import simulation_html
+
+        _write(args.html, simulation_html(res))
     if args.json:
         print(json.dumps(res))
         return 0
