@@ -257,6 +257,17 @@ def _energy(t: dict, where: _Where) -> EnergyPolicy:
         "meter_command_interval_s, meter_serial, meter_serial_scope, meter_serial_interval_s",
     )
     return policy
+def _counters(names: list, where: _Where, path: tuple) -> tuple[str, ...]:
+    from boardlab.platform.perf import COUNTER_NAMES
+
+    for name in names:
+        if name not in COUNTER_NAMES:
+            raise where.error(
+                path + ("counters",), f"unknown counter {name!r}; valid: {', '.join(COUNTER_NAMES)}"
+            )
+    if len(set(names)) != len(names):
+        raise where.error(path + ("counters",), "a counter is listed twice")
+    return tuple(names)
 
 
 def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan:
@@ -304,13 +315,14 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
         drop_caches=_take(runs_t, "drop_caches", bool, False, where, p),
         max_reruns=_take(runs_t, "max_reruns", int, 3, where, p, lo=0, hi=100),
         unsupported=_take(runs_t, "unsupported", str, "fail", where, p, choices=("fail", "skip")),
+        counters=_counters(_take(runs_t, "counters", list, [], where, p), where, p),
     )
     _no_leftovers(
         runs_t,
         where,
         p,
         "repetitions, precision, pilot, cap, iterations, warmup_max_iterations, warmup_max_ms, warmup_cv, "
-        "order, cpu, drop_caches, max_reruns, unsupported",
+        "order, cpu, drop_caches, max_reruns, unsupported, counters",
     )
 
     gates_t = dict(_take(doc, "gates", dict, {}, where, ()))

@@ -184,6 +184,9 @@ class Runner:
         for k, v in cell.params:
             argv += ["--param", f"{k}={v}"]
         runs = self.plan.runs
+        items = self._counter_items()
+        if items:
+            argv += ["--counters", ",".join(items)]
         return argv + [
             "--iterations",
             str(runs.iterations),
@@ -195,6 +198,41 @@ class Runner:
             f"{runs.warmup_cv:g}",
             "--json",
         ]
+
+    def _counter_items(self) -> list[str]:
+        """The plan's [runs] counters as boardlab-kern items (PMU types read once from sysfs)."""
+        if not hasattr(self, "_counters_req"):
+            from boardlab.platform import perf
+
+            self._counters_req = perf.counter_request(self.sr, self.plan.runs.counters)
+        return self._counters_req[0]
+
+    def _counter_metrics(self, doc: dict) -> tuple[list[MetricResult], dict[str, str]]:
+        """Counters of one run as metrics (one value per run, like the other metrics), and the reasons of
+        those this board could not count."""
+        if not self.plan.runs.counters:
+            return [], {}
+        from boardlab.platform import perf
+
+        self._counter_items()
+        values, reasons = perf.derive_counters(self.plan.runs.counters, doc.get("counters") or {})
+        reasons = {**self._counters_req[1], **reasons}
+        units = {"instructions": "count", "cycles": "count", "memory_access": "bus accesses per cycle",
+                 "cci_congestion": "stall cycles per read"}  # fmt: skip
+        metrics = [
+            MetricResult(
+                name=name,
+                unit=units[name],
+                higher_is_better=False,
+                values=(v,),
+                median=v,
+                min=v,
+                p90=v,
+                p99=v,
+            )  # fmt: skip
+            for name, v in values.items()
+        ]
+        return metrics, reasons
 
     def _cpufreq(self) -> dict[str, dict]:
         """Governor and current frequency of every policy (read inside the conditions, after they apply)."""
@@ -315,6 +353,10 @@ class Runner:
                     p99=m.get("p99"),
                 )
             )
+        counter_metrics, counter_reasons = self._counter_metrics(doc) if doc else ([], {})
+        metrics += counter_metrics
+        if counter_reasons:
+            state = {**state, "counters_unsupported": counter_reasons}
         value = next((m.median for m in metrics if m.name == cell.metric), None)
         ok = error is None and code == 0 and value is not None
         if ok is False and error is None:

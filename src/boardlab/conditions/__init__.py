@@ -14,6 +14,8 @@ _KIND_MODULES = {
     "workload": "boardlab.conditions.workload",
     "governor": "boardlab.conditions.dvfs",
     "isolation": "boardlab.conditions.isolation",
+    "governor-daemon": "boardlab.conditions.governor_daemon",
+    "devfreq": "boardlab.conditions.devfreq_bus",
 }
 
 

@@ -10,6 +10,11 @@ params = { governor = "ondemand", tunables = { up_threshold = 95, sampling_rate 
 name = "fixed-600"
 kind = "governor"
 params = { governor = "userspace", frequency_khz = 600000, policies = ["policy0"] }
+
+[[conditions]]
+name = "a7-1400-a15-200"
+kind = "governor"
+params = { governor = "userspace", frequencies_khz = { policy0 = 1400000, policy4 = 200000 } }
 ```
 
 Every write goes through the restore journal (limits, then the governor, then the speed, then tunables);
@@ -42,10 +47,14 @@ class GovernorSetting:
     tunables: tuple[tuple[str, int], ...]
     min_khz: int | None
     max_khz: int | None
+    per_policy: tuple[tuple[str, int | str], ...] = ()  # frequencies_khz: a frequency per policy (userspace)
 
     @classmethod
     def from_params(cls, params: dict) -> GovernorSetting:
         policies = params.get("policies", "all")
+        per_policy = tuple(params.get("frequencies_khz", {}).items())
+        if per_policy and policies == "all":
+            policies = [name for name, _ in per_policy]
         return cls(
             governor=params["governor"],
             policies=None if policies == "all" else tuple(policies),
@@ -53,20 +62,22 @@ class GovernorSetting:
             tunables=tuple(params.get("tunables", {}).items()),
             min_khz=params.get("min_khz"),
             max_khz=params.get("max_khz"),
+            per_policy=per_policy,
         )
 
     def speed_khz(self, policy: CpufreqPolicy) -> int | None:
         """The userspace frequency for this policy ("min"/"max" resolved against its table)."""
-        if self.frequency is None:
+        frequency = dict(self.per_policy).get(policy.name, self.frequency)
+        if frequency is None:
             return None
         table = policy.frequencies_khz or tuple(
             f for f in (policy.cpuinfo_min_khz, policy.cpuinfo_max_khz) if f is not None
         )
-        if self.frequency == "min":
+        if frequency == "min":
             return min(table) if table else None
-        if self.frequency == "max":
+        if frequency == "max":
             return max(table) if table else None
-        return int(self.frequency)
+        return int(frequency)
 
 
 def _valid_frequencies(p: CpufreqPolicy) -> str:
@@ -91,6 +102,7 @@ class Governor:
                 "governor": str,
                 "policies": (str, list),
                 "frequency_khz": (int, str),
+                "frequencies_khz": dict,
                 "tunables": dict,
                 "min_khz": int,
                 "max_khz": int,
@@ -120,8 +132,13 @@ class Governor:
                     )
             if len(set(policies)) != len(policies):
                 return "policies", "a policy is listed twice"
+        per = params.get("frequencies_khz")
+        if per is not None:
+            bad = self._validate_per_policy(gov, per, params)
+            if bad:
+                return bad
         freq = params.get("frequency_khz")
-        if gov == "userspace" and freq is None:
+        if gov == "userspace" and freq is None and per is None:
             return (
                 None,
                 "the userspace governor needs frequency_khz (a frequency the policy offers, 'min' or 'max')",
@@ -144,6 +161,31 @@ class Governor:
         if isinstance(freq, int) and (lo is not None and freq < lo or hi is not None and freq > hi):
             return "frequency_khz", f"{freq} kHz lies outside min_khz..max_khz; the kernel would clamp it"
         return self._validate_tunables(gov, params.get("tunables", {}))
+
+    def _validate_per_policy(self, gov: str, per: dict, params: dict) -> tuple[str | None, str] | None:
+        """frequencies_khz = { policy0 = 1400000, policy4 = "min" }: one userspace frequency per policy."""
+        if gov != "userspace":
+            return "frequencies_khz", "per-policy frequencies need governor = 'userspace'"
+        if "frequency_khz" in params:
+            return (
+                "frequencies_khz",
+                "give frequency_khz (one for all) or frequencies_khz (per policy), not both",
+            )
+        if not per:
+            return "frequencies_khz", "an empty table: give e.g. { policy0 = 600000 }"
+        for name, value in per.items():
+            if not _POLICY.fullmatch(name):
+                return "frequencies_khz", f"expected policy names such as 'policy0' as keys, found {name!r}"
+            ok_int = isinstance(value, int) and not isinstance(value, bool) and value > 0
+            if not ok_int and value not in ("min", "max"):
+                return (
+                    "frequencies_khz",
+                    f"{name}: expected a frequency in kHz, 'min' or 'max', found {value!r}",
+                )
+        listed = params.get("policies", "all")
+        if isinstance(listed, list) and set(listed) != set(per):
+            return "policies", "with frequencies_khz, list the same policies (or leave policies out)"
+        return None
 
     def _validate_tunables(self, gov: str, tunables: dict) -> tuple[str | None, str] | None:
         if not tunables:
@@ -211,12 +253,13 @@ class Governor:
         files = ["scaling_governor"]
         files += ["scaling_min_freq"] if setting.min_khz is not None else []
         files += ["scaling_max_freq"] if setting.max_khz is not None else []
-        if setting.frequency is not None:
+        frequency = dict(setting.per_policy).get(p.name, setting.frequency)
+        if frequency is not None:
             files.append("scaling_setspeed")
-            if not p.frequencies_khz and isinstance(setting.frequency, int):
+            if not p.frequencies_khz and isinstance(frequency, int):
                 return f"{_describe(p)} publishes no frequency table: use frequency_khz = 'min' or 'max'"
             khz = setting.speed_khz(p)
-            if isinstance(setting.frequency, int) and khz not in p.frequencies_khz:
+            if isinstance(frequency, int) and khz not in p.frequencies_khz:
                 return f"{_describe(p)} does not offer {khz} kHz; valid: {_valid_frequencies(p)}"
             if khz is not None and (lo is not None and khz < lo or hi is not None and khz > hi):
                 return (

@@ -721,10 +721,23 @@ int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_
         free(w);
     }
 
+    /* Counters cover exactly the measured iterations (opened before, so opening is not counted). */
+    bk_counters counters = {0};
+    if (opt->counters) {
+        counters = *opt->counters;
+        bk_counters_open(&counters);
+        if (rc == 0)
+            bk_counters_start(&counters);
+    }
     for (; rc == 0 && done < n; done++) {
         iter_ns[done] = time_iteration(ctx, state, reps, &rc);
         for (int p = 0; p < ctx->nphases; p++)
             phase_ns[(size_t)done * (size_t)ctx->nphases + (size_t)p] = ctx->phase_acc[p];
+    }
+    if (opt->counters) {
+        if (done > 0)
+            bk_counters_stop(&counters);
+        bk_counters_close(&counters);
     }
     if (rc != 0 && ctx->nerrors == 0 && !ctx->unsupported[0])
         bk_fail(ctx, "kernel %s failed while running", k->name);
@@ -864,6 +877,10 @@ int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_
         }
         free(vals);
         bk_json_end_object(&j);
+        if (opt->counters) {
+            bk_json_key(&j, "counters");
+            bk_counters_json(&counters, &j);
+        }
         bk_json_key(&j, "checksum");
         bk_json_str(&j, ctx->checksum[0] ? ctx->checksum : NULL);
         bk_json_key(&j, "info");
@@ -925,6 +942,8 @@ int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_
                    c ? median_sorted(vals, c) : NAN, spec->unit, c, c ? vals[0] : NAN, c ? vals[c - 1] : NAN);
         }
         free(vals);
+        if (opt->counters)
+            bk_counters_print(&counters, stdout);
         for (int i = 0; i < ctx->nerrors; i++)
             printf("  error: %s\n", ctx->errors[i]);
     }

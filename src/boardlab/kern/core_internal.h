@@ -3,6 +3,7 @@
 #define BK_CORE_INTERNAL_H
 
 #include "core.h"
+#include "counters.h"
 #include "json.h"
 
 #define BK_MAX_PARAMS 32
@@ -19,6 +20,7 @@ typedef struct {
     double min_iteration_ms;
     bool corrupt; /* damage the result before verification (tests of verification) */
     bool json;
+    const bk_counters *counters; /* NULL: no --counters */
 } bk_options;
 
 BK_HIDDEN extern const bk_kernel *const bk_kernels[];

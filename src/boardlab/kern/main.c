@@ -38,6 +38,10 @@ static void usage(FILE *out)
             "  --min-iteration-ms MS     shortest timed iteration (default 1)\n"
             "  --json                    print one schema-%d JSON object\n"
             "  --corrupt                 damage the result before verification (tests that it is caught)\n"
+            "  --counters LIST           count hardware events over the measured iterations, e.g.\n"
+            "                            instructions,cycles,bus_access,cpu_cycles,raw:0x19 or NAME=TYPE:CONFIG[@CPU]\n"
+            "                            (a sysfs PMU type, e.g. a CCI-400 event; @CPU counts system-wide there);\n"
+            "                            an event that cannot open is reported unsupported with its errno"
             "\n"
             "corpus writes the deterministic sensor-like corpus the kernels generate (N bytes, k/M/G suffixes, at\n"
             "most 1G; mix default %s, seed default %s) to FILE, through FILE.tmp and a rename.\n",
@@ -261,6 +265,7 @@ int main(int argc, char **argv)
                       .warmup_max_ms = 2000,
                       .warmup_cv = 0.02,
                       .min_iteration_ms = 1.0};
+    static bk_counters counters;
     char **assign = calloc((size_t)argc, sizeof(char *));
     int nassign = 0;
     for (int i = 2; i < argc; i++) {
@@ -292,7 +297,14 @@ int main(int argc, char **argv)
             opt.warmup_max_ms = v;
         else if (strcmp(a, "--warmup-cv") == 0 && (good = parse_number(a, val, 0, 10, &v)))
             opt.warmup_cv = v;
-        else if (strcmp(a, "--min-iteration-ms") == 0 && (good = parse_number(a, val, 0.001, 60000, &v)))
+        else if (strcmp(a, "--counters") == 0) {
+            char err[256];
+            if (!bk_counters_parse(&counters, val, err, sizeof err)) {
+                fprintf(stderr, "boardlab-kern: %s\n", err);
+                good = false;
+            } else
+                opt.counters = &counters;
+        } else if (strcmp(a, "--min-iteration-ms") == 0 && (good = parse_number(a, val, 0.001, 60000, &v)))
             opt.min_iteration_ms = v;
         else if (good) {
             fprintf(stderr, "boardlab-kern: unknown option '%s'; see --help\n", a);

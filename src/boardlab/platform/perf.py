@@ -89,3 +89,125 @@ def read_perf(root: RootLike) -> Perf:
         cycles_opened=opened,
         cycles_error=error,
     )
+
+
+# -- counting for the governor daemon: system-wide per CPU (core PMU) and the CCI-400 uncore PMU ----------
+
+CCI_PMU_NAMES = ("CCI_400_r1", "CCI_400")
+# CCI-400 slave-interface events (drivers/perf/arm-cci.c): config = source << 5 | code.
+CCI_EVENTS = {
+    "CCI_400_r1": {"read_requests": 0x00, "read_stalls": 0x09},  # si_rrq_hs_any, si_rrq_stall_tt_full
+    "CCI_400": {"read_requests": 0x00, "read_stalls": 0x09},
+}
+ARM_BUS_ACCESS = 0x19
+ARM_CPU_CYCLES = 0x11
+PERF_FORMAT_TIMES = 1 | 2  # TOTAL_TIME_ENABLED | TOTAL_TIME_RUNNING
+
+
+def cci_pmu(root: RootLike) -> tuple[str, int] | None:
+    """(name, perf type) of the CCI-400 PMU where the kernel registered one (needs a DT pmu node)."""
+    sr = SysRoot.of(root)
+    for name in CCI_PMU_NAMES:
+        t = sr.read_int(f"{EVENT_SOURCE_DIR}/{name}/type", "a PMU type number")
+        if t is not None:
+            return name, t
+    return None
+
+
+def core_pmu_for_cpu(root: RootLike, cpu: int) -> tuple[str, int] | None:
+    """The core PMU counting `cpu` (big.LITTLE has one per cluster; its `cpus` file lists them)."""
+    sr = SysRoot.of(root)
+    for pmu in read_pmus(sr):
+        if not is_core_pmu(Pmu(pmu.name, pmu.type)):
+            continue
+        cpus = sr.read_cpulist(f"{EVENT_SOURCE_DIR}/{pmu.name}/cpus")
+        if cpus is None or cpu in cpus:
+            return pmu.name, pmu.type
+    return None
+
+
+def open_event(type_: int, config: int, *, pid: int, cpu: int) -> tuple[int | None, str | None]:
+    """perf_event_open (enabled, counting user and kernel); (fd, None) or (None, "ENOENT (...)")."""
+    nr = SYSCALL_NUMBERS.get(os.uname().machine)
+    if nr is None:
+        return None, f"perf_event_open syscall number unknown for {os.uname().machine}"
+    attr = bytearray(PERF_ATTR_SIZE_VER0)
+    struct.pack_into("=IIQ", attr, 0, type_, PERF_ATTR_SIZE_VER0, config)
+    struct.pack_into("=Q", attr, 32, PERF_FORMAT_TIMES)  # read_format
+    buf = (ctypes.c_char * len(attr)).from_buffer(attr)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    fd = libc.syscall(
+        ctypes.c_long(nr), buf, ctypes.c_int(pid), ctypes.c_int(cpu), ctypes.c_int(-1),
+        ctypes.c_ulong(PERF_FLAG_FD_CLOEXEC),
+    )  # fmt: skip
+    if fd < 0:
+        err = ctypes.get_errno()
+        return None, f"{errno.errorcode.get(err, str(err))} ({os.strerror(err)})"
+    return fd, None
+
+
+def read_event(fd: int) -> int:
+    """The count, scaled for multiplexing (count x enabled / running)."""
+    count, enabled, running = struct.unpack("=QQQ", os.read(fd, 24))
+    return count if running in (0, enabled) else count * enabled // running
+
+
+# -- counters requested by a plan ([runs] counters): boardlab-kern --counters items and derived metrics ------
+
+COUNTER_NAMES = ("instructions", "cycles", "memory_access", "cci_congestion")
+
+
+def counter_request(root: RootLike, names: tuple[str, ...]) -> tuple[list[str], dict[str, str]]:
+    """boardlab-kern --counters items for `names`, and {name: reason} for those this board cannot count.
+
+    memory_access = BUS_ACCESS / CPU_CYCLES of the worker's threads (ARMv7/v8 events 0x19, 0x11);
+    cci_congestion = CCI-400 read-request stalls per read request over both cluster ports (S3, S4 as on the
+    Exynos 5422), counted system-wide on CPU 0 with the PMU type read here from sysfs."""
+    items: list[str] = []
+    unsupported: dict[str, str] = {}
+    for name in names:
+        if name in ("instructions", "cycles"):
+            items.append(name)
+        elif name == "memory_access":
+            items += ["bus_access", "cpu_cycles"]
+        elif name == "cci_congestion":
+            cci = cci_pmu(root)
+            if cci is None:
+                unsupported[name] = (
+                    "no CCI-400 PMU in /sys/bus/event_source/devices (needs an arm,cci-400-pmu device-tree node)"
+                )
+                continue
+            codes = CCI_EVENTS[cci[0]]
+            for src in (3, 4):
+                items.append(f"cci_rrq_s{src}={cci[1]}:{src << 5 | codes['read_requests']}@0")
+                items.append(f"cci_stall_s{src}={cci[1]}:{src << 5 | codes['read_stalls']}@0")
+    return items, unsupported
+
+
+def derive_counters(names: tuple[str, ...], counted: dict) -> tuple[dict[str, float], dict[str, str]]:
+    """boardlab-kern's "counters" object -> ({metric: value}, {metric: reason unsupported})."""
+    values: dict[str, float] = {}
+    reasons: dict[str, str] = {}
+
+    def get(key: str) -> int | None:
+        c = counted.get(key) or {}
+        if "unsupported" in c:
+            reasons.setdefault(current, f"{key}: {c['unsupported']}")
+            return None
+        return c.get("count")
+
+    for current in names:
+        if current in ("instructions", "cycles"):
+            v = get(current)
+            if v is not None:
+                values[current] = float(v)
+        elif current == "memory_access":
+            bus, cyc = get("bus_access"), get("cpu_cycles")
+            if bus is not None and cyc:
+                values[current] = bus / cyc
+        elif current == "cci_congestion":
+            parts = [get(f"cci_{k}_s{s}") for k in ("rrq", "stall") for s in (3, 4)]
+            if None not in parts and parts[0] + parts[1] > 0:
+                values[current] = (parts[2] + parts[3]) / (parts[0] + parts[1])
+    return values, reasons

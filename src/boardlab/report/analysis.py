@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from boardlab.report import study_governor
 from boardlab.report.studies import AiCell, RtCell, ai_cells, rt_cells
 from boardlab.report.study_energy import energy_study
 from boardlab.stats import (
@@ -125,6 +126,7 @@ class CampaignAnalysis:
     tail_comparisons: tuple[ComparisonAnalysis, ...] = ()
     tail_delta: AADelta | None = None
     energy: Any = None  # report/study_energy.EnergyStudy: sources, idle power, energy/EDP/efficiency per cell
+    governor: object | None = None  # the governor study's sweep maps, tree and policies (study_governor.py)
 
     @property
     def conditions(self) -> list[str]:
@@ -393,6 +395,7 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
         tail_comparisons=tails,
         tail_delta=tail_delta,
         energy=energy_study(store, campaign_id, cells),
+        governor=study_governor.collect(store, campaign_id, cells),
     )
 
 

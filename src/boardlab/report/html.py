@@ -11,7 +11,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
-from boardlab.report import svg
+from boardlab.report import study_governor, svg
 from boardlab.report.analysis import CampaignAnalysis, CellAnalysis
 from boardlab.report.studies import AI_WORKLOAD, RT_WORKLOAD
 from boardlab.report.study_energy import energy_html
@@ -797,6 +797,7 @@ def render_html(analysis: CampaignAnalysis, series: Series | None = None) -> str
         _rt_section(a),
         _ai_section(a),
         energy_html(a),
+        study_governor.html_section(a),
         _drift(a),
         _monitor(series),
         _tables(a),

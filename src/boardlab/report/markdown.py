@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from boardlab.report import study_governor
 from boardlab.report.analysis import CampaignAnalysis
 from boardlab.report.study_energy import energy_markdown
 from boardlab.report.terminal import (
@@ -118,4 +119,5 @@ def render_markdown(analysis: CampaignAnalysis) -> str:
             "",
         ] + md_table(ai_table(a))
     out += energy_markdown(a)
+    out += study_governor.markdown_lines(a)
     return "\n".join(out) + "\n"

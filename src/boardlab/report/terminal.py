@@ -12,6 +12,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
+from boardlab.report import study_governor
 from boardlab.report.analysis import CampaignAnalysis, CellAnalysis, ComparisonAnalysis
 from boardlab.report.studies import TAIL_MIN_SAMPLES, AiCell, RtCell, pct_name, samples_needed
 from boardlab.report.svg import CONFOUNDED_MARK, VERDICT_MARKS, fmt_num
@@ -651,6 +652,7 @@ def render_text(analysis: CampaignAnalysis, *, label_width: int = 52) -> str:
     from boardlab.report.study_energy import energy_text  # study_energy imports this module
 
     out += energy_text(analysis)
+    out += study_governor.text_lines(analysis)
     warns = analysis.warnings
     if warns:
         out.append("")

@@ -1,0 +1,610 @@
+"""`boardlab governor`: the DVFS lab of the governor study (snoop sweep, labels, tree, daemon, simulator)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+
+from boardlab.errors import InputError, MeasurementError
+
+HELP = "the governor lab: snoop sweep, t-test labels, decision tree to C, userspace governor, simulator"
+DESCRIPTION = (
+    "Reproduce the governor study on any board with cpufreq, or on the built-in big.LITTLE simulator: sweep "
+    "memory latency across both clusters' frequencies (sweep), label slow cells with one-sided Welch t-tests "
+    "(label), train a depth-2/3 decision tree and export it to C (train), drive scaling_setspeed with a "
+    "userspace governor (run), and compare policies on traces for time, energy and EDP (simulate)."
+)
+SOC_NAMES = ("exynos5422", "am335x")
+
+
+def add_arguments(parser) -> None:
+    sub = parser.add_subparsers(dest="governor_command", metavar="SUBCOMMAND", required=True)
+
+    p = sub.add_parser(
+        "sweep", help="the snoop-sweep preset: expand the OPP grid, write its plan, or simulate it"
+    )
+    p.add_argument("--root", default="/", help="the board tree to read cpufreq from (default /)")
+    p.add_argument(
+        "--cluster", metavar="POLICY", help="only the grid with the task on this policy (e.g. policy0)"
+    )
+    p.add_argument(
+        "--plan-out",
+        metavar="FILE",
+        help="write the campaign plan of the grid (run it with `boardlab run FILE`)",
+    )
+    p.add_argument("--bus-hz", default="record", metavar="HZ|max|min|record",
+                   help="with --plan-out: fix the memory-controller devfreq at this frequency (default: record it)")  # fmt: skip
+    p.add_argument("--sim", choices=SOC_NAMES, help="measure the grid on the simulator instead of a board")
+    p.add_argument(
+        "--out", metavar="FILE", help="with --sim: write the sweep (every run of every cell) as JSON"
+    )
+    p.add_argument("--runs", type=int, default=10, help="runs per cell with --sim (default 10)")
+    p.add_argument("--quick", action="store_true", help="with --sim: every other size, 6 runs per cell")
+    p.add_argument("--json", action="store_true", help="print the grid or the sweep summary as JSON")
+
+    p = sub.add_parser(
+        "label", help="label each sweep cell slow / not slow (one-sided Welch t-test vs other at max)"
+    )
+    p.add_argument("sweep", nargs="?", help="a sweep JSON (`governor sweep --sim ... --out`); or give --db")
+    p.add_argument(
+        "--db", help="a results database holding a snoop-sweep campaign (labels are stored with it)"
+    )
+    p.add_argument("--campaign", type=int, help="with --db: the campaign id (default: the latest)")
+    p.add_argument("--out", metavar="FILE", required=True, help="write the labels (JSON)")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance after correction (default 0.05)")
+    p.add_argument(
+        "--min-effect", type=float, default=0.02, help="smallest slowdown worth a label (default 0.02 = 2%%)"
+    )
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+    p = sub.add_parser("train", help="train the depth-2/3 decision tree on labelled cells; export JSON and C")
+    p.add_argument("labels", help="a labels JSON (`governor label --out`)")
+    p.add_argument("--depth", type=int, choices=(2, 3), default=3, help="tree depth (default 3)")
+    p.add_argument("--folds", type=int, default=5, help="cross-validation folds over cells (default 5)")
+    p.add_argument(
+        "--out", metavar="FILE", required=True, help="write the tree, its thresholds and its CV (JSON)"
+    )
+    p.add_argument("--c-out", metavar="FILE", help="write the tree as a C function (plain if/else, integers)")
+    p.add_argument(
+        "--db", help="also store the tree with this campaign of a results database (for its report)"
+    )
+    p.add_argument("--campaign", type=int, help="with --db: the campaign id (default: the latest)")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    p = sub.add_parser("run", help="the userspace governor daemon (scaling_setspeed under userspace)")
+    p.add_argument(
+        "--policy", required=True, choices=("ondemand", "conservative", "schedutil-like", "anti-snoop")
+    )
+    p.add_argument(
+        "--root", default="/", help="the tree to govern (default /; a simulator or fixture copy in tests)"
+    )
+    p.add_argument(
+        "--sampling-ms", type=float, default=120.0, help="sampling period (default 120, the study's)"
+    )
+    p.add_argument("--duration-s", type=float, help="stop after this long (default: until Ctrl-C or SIGTERM)")
+    p.add_argument("--tree", metavar="FILE", help="anti-snoop: a tree JSON from `governor train`")
+    p.add_argument(
+        "--t1", type=float, default=2.0689, help="anti-snoop without --tree: cci_congestion threshold"
+    )
+    p.add_argument(
+        "--t2", type=float, default=0.02, help="anti-snoop without --tree: memory_access threshold"
+    )
+    p.add_argument("--cci-source", default="policy0=3,policy4=4",
+                   help="CCI-400 slave interface per policy (default Exynos 5422: policy0=3,policy4=4)")  # fmt: skip
+    p.add_argument("--json", action="store_true", help="print the daemon's summary as JSON when it stops")
+    p.add_argument("--no-recover", action="store_true", help=argparse_suppress())
+
+    p = sub.add_parser("simulate", help="compare the policies on the simulator's traces: time, energy, EDP")
+    p.add_argument("--soc", choices=SOC_NAMES, default="exynos5422")
+    p.add_argument("--trace", action="append", help="a trace name (repeatable; default all)")
+    p.add_argument(
+        "--tree", metavar="FILE", help="the anti-snoop tree (default: trained here on a simulated sweep)"
+    )
+    p.add_argument(
+        "--sampling-ms", type=float, default=10.0, help="the daemon's sampling period (default 10)"
+    )
+    p.add_argument("--html", metavar="FILE", help="also write the comparison as a self-contained HTML page")
+    p.add_argument("--json", action="store_true", help="print the comparison as JSON")
+
+
+def argparse_suppress() -> str:
+    import argparse
+
+    return argparse.SUPPRESS
+
+
+def run(args) -> int:
+    return {"sweep": _sweep, "label": _label, "train": _train, "run": _run, "simulate": _simulate}[
+        args.governor_command
+    ](args)
+
+
+def _write(path: str, text: str) -> None:
+    from boardlab.store.export import write_atomically
+
+    try:
+        write_atomically(path, text.encode())
+    except OSError as exc:
+        raise InputError(f"{path}: cannot write: {exc.strerror}") from None
+
+
+def _read_json(path: str, what: str) -> dict:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the {what}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"{path}: not JSON (line {exc.lineno}): give the {what} written by boardlab"
+        ) from None
+
+
+def _open_campaign(db: str, campaign: int | None):
+    from boardlab.store import Store
+
+    store = Store.open(db, create=False)
+    ids = [r["id"] for r in store.campaigns()]
+    if not ids:
+        raise InputError(f"{db}: no campaign in this database")
+    if campaign is None:
+        return store, ids[-1]
+    if campaign not in ids:
+        raise InputError(f"--campaign {campaign}: not in {db}; campaigns: {', '.join(map(str, ids))}")
+    return store, campaign
+
+
+def _soc(name: str):
+    from boardlab.governor.opp import SOCS
+
+    return SOCS[name]
+
+
+# ---- sweep ----
+
+
+def _sweep(args) -> int:
+    from boardlab.governor import sweep
+
+    if args.sim:
+        if args.runs < 2:
+            raise InputError("--runs: a t-test needs at least 2 runs per cell")
+        soc = _soc(args.sim)
+        if args.cluster is not None and args.cluster not in [c.policy for c in soc.clusters]:
+            raise InputError(
+                f"--cluster: the {soc.name} simulator has {', '.join(c.policy for c in soc.clusters)}"
+            )
+        sizes = sweep.SIZES_BYTES[::2] if args.quick else sweep.SIZES_BYTES
+        runs = 6 if args.quick else args.runs
+        print(f"simulating the snoop sweep on {soc.model}: {len(sizes)} sizes x 2 patterns x OPP grid, "
+              f"{runs} runs per cell", file=sys.stderr)  # fmt: skip
+        cells = sweep.simulate(soc, sizes=sizes, repetitions=runs, this_policy=args.cluster)
+        doc = {
+            "schema": sweep.SWEEP_SCHEMA,
+            "source": f"simulator {soc.name} (model, not a measurement of a board)",
+            "soc": soc.name,
+            "cells": [c.to_json() for c in cells],
+        }
+        if args.out:
+            _write(args.out, json.dumps(doc))
+        summary = _sweep_summary(cells)
+        if args.json:
+            print(
+                json.dumps(
+                    {
+                        "schema": 1,
+                        "source": doc["source"],
+                        "out": args.out,
+                        "cells": len(cells),
+                        "by_size": summary,
+                    }
+                )
+            )
+        else:
+            print(
+                f"{len(cells)} cells"
+                + (f" written to {args.out}" if args.out else " (not written: give --out)")
+            )
+            for row in summary:
+                print(
+                    f"  {row['this_policy']} {row['pattern']:6} {row['size_bytes']:>10} B: ns/access "
+                    f"{row['min_ns']:.1f}..{row['max_ns']:.1f}; worst slowdown vs other at max "
+                    f"{100 * (row['worst_ratio'] - 1):.0f}%"
+                )
+        return 0
+    from boardlab.platform.inventory import inventory
+    from boardlab.platform.sysroot import SysRoot
+
+    sr = SysRoot(args.root)
+    sr.require_board_tree()
+    info = inventory(sr)
+    try:
+        grids = sweep.expand(info, args.cluster)
+    except sweep.Unsupported as exc:
+        print(f"boardlab governor sweep: unsupported: {exc}", file=sys.stderr)
+        return 1
+    except ValueError as exc:
+        raise InputError(f"--cluster: {exc}") from None
+    if args.plan_out:
+        if len(grids) > 1:
+            raise InputError(
+                f"--plan-out: this board has {len(grids)} clusters; choose the task's with --cluster "
+                f"({', '.join(g.this_policy for g in grids)}) and write one plan per cluster"
+            )
+        bus: int | str = args.bus_hz
+        if bus not in ("record", "max", "min"):
+            if not str(bus).isdigit():
+                raise InputError(f"--bus-hz: expected a frequency in Hz, max, min or record, found {bus!r}")
+            bus = int(bus)
+            if grids[0].bus_device and bus not in grids[0].bus_hz:
+                raise InputError(
+                    f"--bus-hz: {grids[0].bus_device} offers {', '.join(map(str, grids[0].bus_hz))} Hz"
+                )
+        if bus != "record" and not grids[0].bus_device:
+            raise InputError("--bus-hz: this board exposes no memory-controller devfreq to fix")
+        _write(args.plan_out, sweep.plan_toml(grids[0], bus_hz=bus))
+    out = [
+        {
+            "this_policy": g.this_policy,
+            "this_cpus": list(g.this_cpus),
+            "this_khz": list(g.this_khz),
+            "other_policy": g.other_policy,
+            "other_khz": list(g.other_khz),
+            "cells_per_workload": len(g.pairs()),
+            "memory_devfreq": g.bus_device,
+            "memory_devfreq_hz": list(g.bus_hz),
+        }
+        for g in grids
+    ]
+    if args.json:
+        print(json.dumps({"schema": 1, "grids": out, "plan": args.plan_out}))
+    else:
+        for g in out:
+            other = f" x {g['other_policy']} {len(g['other_khz'])} OPPs" if g["other_policy"] else ""
+            print(f"{g['this_policy']} (CPUs {g['this_cpus']}): {len(g['this_khz'])} OPPs{other} = "
+                  f"{g['cells_per_workload']} frequency pairs x {len(sweep.PATTERNS) * len(sweep.SIZES_BYTES)} "
+                  "mem.latency cells")  # fmt: skip
+        if args.plan_out:
+            print(f"plan written to {args.plan_out}; run it with `boardlab run {args.plan_out} --db FILE`")
+    return 0
+
+
+def _sweep_summary(cells) -> list[dict]:
+    groups: dict[tuple, list] = {}
+    for c in cells:
+        groups.setdefault((c.this_policy, c.pattern, c.size_bytes), []).append(c)
+    out = []
+    for (pol, pattern, size), cs in groups.items():
+        means = {(c.this_khz, c.other_khz): sum(c.ns_per_access) / len(c.ns_per_access) for c in cs}
+        tops = {}
+        for (t, o), m in means.items():
+            if o is not None and (t not in tops or o > tops[t][0]):
+                tops[t] = (o, m)
+        worst = max((m / tops[t][1] for (t, o), m in means.items() if t in tops), default=1.0)
+        out.append({"this_policy": pol, "pattern": pattern, "size_bytes": size, "min_ns": min(means.values()),
+                    "max_ns": max(means.values()), "worst_ratio": worst})  # fmt: skip
+    return out
+
+
+# ---- label / train ----
+
+
+def _load_cells(path: str):
+    from boardlab.governor.sweep import SWEEP_SCHEMA, SweepCell
+
+    doc = _read_json(path, "sweep")
+    if doc.get("schema") != SWEEP_SCHEMA or "cells" not in doc:
+        raise InputError(
+            f"{path}: not a sweep (schema {SWEEP_SCHEMA} with 'cells'); write one with `governor sweep --out`"
+        )
+    try:
+        return doc, [SweepCell.from_json(c) for c in doc["cells"]]
+    except TypeError as exc:
+        raise InputError(f"{path}: a cell has the wrong keys ({exc})") from None
+
+
+def _label(args) -> int:
+    from boardlab.governor import label
+
+    if not 0 < args.alpha < 1:
+        raise InputError("--alpha: expected a level in (0, 1), e.g. 0.05")
+    if not 0 <= args.min_effect < 1:
+        raise InputError("--min-effect: expected a fraction in [0, 1), e.g. 0.02")
+    if (args.sweep is None) == (args.db is None):
+        raise InputError(
+            "give a sweep JSON file or --db DB (a snoop-sweep campaign), not both and not neither"
+        )
+    if args.db:
+        from boardlab.governor import store_io
+
+        store, campaign_id = _open_campaign(args.db, args.campaign)
+        cells = store_io.sweep_from_store(store, campaign_id)
+        if not cells:
+            raise InputError(f"{args.db}: campaign {campaign_id} has no valid mem.latency runs under snoop-sweep "
+                             "conditions (names like policy0@1400000+policy4@200000)")  # fmt: skip
+        doc = {"source": f"campaign {campaign_id} of {args.db}"}
+    else:
+        doc, cells = _load_cells(args.sweep)
+    labels = label.label(cells, alpha=args.alpha, min_effect=args.min_effect)
+    n_tests = sum(lab.p is not None for lab in labels)
+    out = {
+        "schema": label.LABEL_SCHEMA,
+        "source": doc.get("source"),
+        "soc": doc.get("soc"),
+        "test": "one-sided Welch t-test of ns/access vs the same cell with the other cluster at its maximum",
+        "alpha": args.alpha,
+        "min_effect": args.min_effect,
+        "correction": "holm" if n_tests <= label.HOLM_MAX else "benjamini-hochberg",
+        "cells": [dict(lab.to_json(), features=label.features(lab)) for lab in labels],
+    }
+    _write(args.out, json.dumps(out))
+    if args.db:
+        store_io.save_artifact(store, campaign_id, store_io.LABELS, out)
+    n_slow = sum(lab.slow for lab in labels)
+    if args.json:
+        print(json.dumps({"schema": 1, "out": args.out, "cells": len(labels), "tests": n_tests, "slow": n_slow,
+                          "correction": out["correction"]}))  # fmt: skip
+    else:
+        print(f"{n_slow} of {n_tests} tested cells slow ({out['correction']}-corrected alpha {args.alpha}, "
+              f"minimum effect {100 * args.min_effect:g}%); labels written to {args.out}")  # fmt: skip
+    return 0
+
+
+def _train(args) -> int:
+    from boardlab.governor import tree
+
+    doc = _read_json(args.labels, "labels")
+    from boardlab.governor.label import LABEL_SCHEMA
+
+    if doc.get("schema") != LABEL_SCHEMA or not all("label" in c for c in doc.get("cells", ())):
+        raise InputError(
+            f"{args.labels}: not labels (schema {LABEL_SCHEMA}); write them with `governor label --out`"
+        )
+    rows = [c for c in doc.get("cells", ()) if c.get("features") and c.get("welch_t") is not None]
+    if not rows:
+        raise InputError(
+            f"{args.labels}: no labelled cell with counter features (counters unsupported on that board?)"
+        )
+    X = [tree.quantize(c["features"]) for c in rows]
+    y = [int(c["label"] == "slow") for c in rows]
+    if len(set(y)) < 2:
+        raise MeasurementError(
+            f"{args.labels}: every cell has the same label ({'slow' if y[0] else 'not slow'}); nothing to learn"
+        )
+    groups = [(c["pattern"], c["size_bytes"], c["this_policy"], c["this_khz"], c["other_khz"]) for c in rows]
+    if args.folds < 2:
+        raise InputError("--folds: at least 2")
+    cv = tree.cross_validate(X, y, groups, k=args.folds, max_depth=args.depth)
+    t = tree.fit(X, y, max_depth=args.depth)
+    out = {
+        **tree.to_json(t),
+        "depth": t.depth(),
+        "trained_on": {
+            "labels": args.labels,
+            "cells": len(rows),
+            "slow": sum(y),
+            "source": doc.get("source"),
+        },
+        "cross_validation": cv,
+        "training_confusion": tree.confusion(t, X, y),
+    }
+    _write(args.out, json.dumps(out, indent=1))
+    if args.c_out:
+        _write(args.c_out, tree.to_c(t))
+    if args.db:
+        from boardlab.governor import store_io
+
+        store, campaign_id = _open_campaign(args.db, args.campaign)
+        store_io.save_artifact(store, campaign_id, store_io.TREE, out)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "schema": 1,
+                    "out": args.out,
+                    "c_out": args.c_out,
+                    "cross_validation": cv,
+                    "tree": out["tree"],
+                }
+            )
+        )
+    else:
+        c = cv["confusion"]
+        print(f"tree of depth {t.depth()} on {len(rows)} cells ({sum(y)} slow); {cv['k']}-fold CV accuracy "
+              f"{100 * cv['accuracy']:.1f}%")  # fmt: skip
+        print(f"  confusion (held out): slow predicted slow {c['true_slow']}, not slow predicted slow "
+              f"{c['false_slow']}, slow predicted not slow {c['false_not_slow']}, not slow predicted not slow "
+              f"{c['true_not_slow']}")  # fmt: skip
+        print(_describe_tree(out["tree"], "  "))
+        print(f"written to {args.out}" + (f" and {args.c_out}" if args.c_out else ""))
+    return 0
+
+
+def _describe_tree(node: dict, pad: str) -> str:
+    if "leaf" in node:
+        return f"{pad}-> {node['leaf'].replace('_', ' ')}"
+    return "\n".join(
+        [
+            f"{pad}if {node['feature']} <= {node['threshold_value']:g}:",
+            _describe_tree(node["le"], pad + "  "),
+            f"{pad}else:",
+            _describe_tree(node["gt"], pad + "  "),
+        ]
+    )
+
+
+def load_rule(path: str | None, t1: float, t2: float):
+    """A tree file -> predicate on a daemon Sample; without one, the study's T1/T2 rule."""
+    from boardlab.governor import policies, tree
+
+    if path is None:
+        return policies.thresholds_rule(t1, t2), f"thresholds T1={t1:g} T2={t2:g}"
+    doc = _read_json(path, "tree")
+    try:
+        t = tree.from_json(doc)
+    except (ValueError, KeyError) as exc:
+        raise InputError(f"{path}: not a tree from `governor train` ({exc})") from None
+    return tree_rule(t), f"tree {path}"
+
+
+def tree_rule(t):
+    from boardlab.governor import tree
+
+    def slow(s) -> bool:
+        # The managed cluster is the "other" of the sweep; the task's cluster is "this".
+        row = {"cci_congestion": s.cci_congestion, "memory_access": s.memory_access, "load": s.load_pct,
+               "this_khz": s.other_khz or 0, "other_khz": s.cur_khz}  # fmt: skip
+        return bool(t.predict(tree.quantize(row)))
+
+    return slow
+
+
+# ---- run ----
+
+
+def _run(args) -> int:
+    from boardlab.conditions.journal import RestoreJournal
+    from boardlab.governor import daemon
+    from boardlab.platform import cpufreq
+    from boardlab.platform.sysroot import SysRoot
+
+    if args.sampling_ms < 1:
+        raise InputError("--sampling-ms: at least 1 ms")
+    sr = SysRoot(args.root)
+    sr.require_board_tree()
+    slow, rule_text = load_rule(args.tree, args.t1, args.t2) if args.policy == "anti-snoop" else (None, "")
+    try:  # cpufreq first: without it nothing else matters
+        daemon.Daemon(sr, args.policy, RestoreJournal(sr)).check(counters=False)
+    except daemon.Unsupported as exc:
+        print(f"boardlab governor run: unsupported: {exc}", file=sys.stderr)
+        return 1
+    counters = None
+    if args.policy == "anti-snoop":
+        counters = daemon.sim_counters(sr)
+        if counters is None:
+            try:
+                source = dict(kv.split("=", 1) for kv in args.cci_source.split(","))
+                source = {k: int(v) for k, v in source.items()}
+            except ValueError:
+                raise InputError("--cci-source: expected POLICY=N pairs, e.g. policy0=3,policy4=4") from None
+            clusters = {p.name: p.related_cpus or p.cpus for p in cpufreq.read_policies(sr)}
+            missing = [p for p in clusters if p not in source]
+            if clusters and missing:
+                raise InputError(f"--cci-source: no CCI slave interface given for {missing[0]}")
+            try:
+                counters = daemon.perf_counters(sr, clusters, source)
+            except daemon.Unsupported as exc:
+                print(f"boardlab governor run: unsupported: {exc}", file=sys.stderr)
+                return 1
+    _die_with_parent()
+    journal = RestoreJournal(sr)
+    d = daemon.Daemon(sr, args.policy, journal, counters=counters, slow=slow)
+    try:
+        d.check()
+    except daemon.Unsupported as exc:
+        print(f"boardlab governor run: unsupported: {exc}", file=sys.stderr)
+        return 1
+    if not args.no_recover:  # the governor-daemon condition runs inside a campaign that already recovered
+        journal.recover()  # what a killed run left, before this one changes anything
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, on_term)
+    wall = 0.0
+    interrupted = False
+    try:
+        d.start()
+        print(f"governing {', '.join(d.names)} with {args.policy}"
+              + (f" ({rule_text})" if rule_text else "")
+              + f" every {args.sampling_ms:g} ms; Ctrl-C to stop and restore", file=sys.stderr)  # fmt: skip
+        try:
+            wall = daemon.run_forever(d, args.sampling_ms / 1000, args.duration_s)
+        except KeyboardInterrupt:
+            interrupted = True
+    except (OSError, RuntimeError) as exc:  # a write the kernel refused, a policy bug: restored below
+        raise MeasurementError(f"the governor daemon stopped: {exc}") from None
+    finally:
+        # A second Ctrl-C or SIGTERM must not cut the restore short.
+        old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        try:
+            restored = d.stop()
+        finally:
+            signal.signal(signal.SIGTERM, old)
+            signal.signal(signal.SIGINT, old_int)
+    summary = {"schema": 1, "policy": args.policy, "root": args.root, "wall_s": round(wall, 3),
+               **d.stats.to_json(wall), "restored": restored, "interrupted": interrupted}  # fmt: skip
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(f"{summary['samples']} samples, {summary['setspeed_writes']} setspeed writes; own CPU time "
+              f"{summary['cpu_s']:.3f} s ({summary['cpu_us_per_sample']} us per sample, "
+              f"{summary['cpu_share_pct']}% of the wall time)")  # fmt: skip
+        for r in restored:
+            print(f"restored {r}")
+    return 0
+
+
+def _die_with_parent() -> None:
+    """Started by a campaign (the governor-daemon condition): SIGTERM when it dies, so the daemon still
+    restores its writes if the campaign is SIGKILLed."""
+    import ctypes
+    import os
+
+    parent = os.environ.get("BOARDLAB_PARENT_PID")
+    if not parent or not parent.isdigit():
+        return
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != int(parent):
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
+# ---- simulate ----
+
+
+def _simulate(args) -> int:
+    from boardlab.governor import evaluate, label, sweep, tree
+
+    soc = _soc(args.soc)
+    if args.tree:
+        slow, rule_text = load_rule(args.tree, 0, 0)
+    elif len(soc.clusters) > 1:
+        print("training the anti-snoop tree on a simulated sweep (give --tree to use yours)", file=sys.stderr)
+        labs = label.label(sweep.simulate(soc, sizes=sweep.SIZES_BYTES[::2], repetitions=6))
+        rows = [(lab, f) for lab in labs if (f := label.features(lab))]
+        t = tree.fit([tree.quantize(f) for _, f in rows], [int(lab.slow) for lab, _ in rows])
+        slow, rule_text = tree_rule(t), "a tree trained here on a simulated sweep"
+    else:
+        slow, rule_text = None, "none (single cluster)"
+    try:
+        res = evaluate.compare(
+            soc, args.trace, slow=slow, sampling_s=args.sampling_ms / 1000,
+            progress=lambda m: print(f"  simulating {m}", file=sys.stderr),
+        )  # fmt: skip
+    except ValueError as exc:
+        raise InputError(f"--trace: {exc}") from None
+    res["anti_snoop_rule"] = rule_text
+    if args.html:
+        from boardlab.report.study_governor import simulation_html
+
+        _write(args.html, simulation_html(res))
+    if args.json:
+        print(json.dumps(res))
+        return 0
+    print(f"{res['source']}; daemon sampling {args.sampling_ms:g} ms; anti-snoop rule: {rule_text}")
+    print(
+        f"{'trace':16} {'policy':22} {'time_s':>8} {'energy_j':>9} {'edp_j_s':>9} {'time/od':>8} {'edp/od':>7}  verdict"
+    )
+    for r in res["rows"]:
+        if "unsupported" in r:
+            print(f"{r['trace']:16} {r['policy']:22} unsupported: {r['unsupported']}")
+            continue
+        print(f"{r['trace']:16} {r['policy']:22} {r['time_s']:8.3f} {r['energy_j']:9.3f} {r['edp_j_s']:9.4f} "
+              f"{r.get('time_ratio_vs_ondemand', float('nan')):8.3f} {r.get('edp_ratio_vs_ondemand', float('nan')):7.3f}"
+              f"  {r.get('verdict', '')}")  # fmt: skip
+    return 0

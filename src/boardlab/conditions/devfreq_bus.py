@@ -1,0 +1,103 @@
+"""A devfreq device (the memory controller, a bus) fixed at one frequency for a run, or only recorded.
+
+```toml
+[[conditions]]
+name = "dmc-825"
+kind = "devfreq"
+params = { device = "10c20000.memory-controller", frequency_hz = 825000000 }   # or "max", "min", "record"
+```
+
+Fixing writes min_freq and max_freq to the frequency (through the restore journal, in the order that never
+crosses them), which every devfreq governor obeys; "record" changes nothing. Either way the run records
+the device's governor and cur_freq before and after: the memory bus frequency changes memory latency, and
+the snoop sweep of the governor study keeps it fixed and reported.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+
+from boardlab.conditions.base import ApplyContext, expect_keys
+from boardlab.platform import devfreq
+
+
+def _target(frequency, freqs: tuple[int, ...]) -> int | None:
+    if frequency == "record":
+        return None
+    if frequency == "max":
+        return max(freqs)
+    if frequency == "min":
+        return min(freqs)
+    return int(frequency)
+
+
+@dataclass(frozen=True)
+class Devfreq:
+    name: str = "devfreq"
+    summary: str = (
+        "a devfreq device (memory controller, bus) fixed at one frequency, or its frequency recorded"
+    )
+
+    def validate(self, params: dict) -> tuple[str | None, str] | None:
+        bad = expect_keys(params, {"device": str, "frequency_hz": (int, str)})
+        if bad:
+            return bad
+        if "device" not in params:
+            return None, "missing key 'device': a name under /sys/class/devfreq (see `boardlab info`)"
+        f = params.get("frequency_hz", "record")
+        if isinstance(f, str) and f not in ("max", "min", "record"):
+            return "frequency_hz", f"expected a frequency in Hz, 'max', 'min' or 'record', found {f!r}"
+        if isinstance(f, int) and f <= 0:
+            return "frequency_hz", f"expected a frequency in Hz (> 0), found {f}"
+        return None
+
+    def check(self, params: dict, ctx: ApplyContext) -> str | None:
+        names = devfreq.list_devices(ctx.root)
+        if params["device"] not in names:
+            return (f"unsupported: no devfreq device {params['device']!r}; devices here: "
+                    f"{', '.join(names) or '(none: the kernel exposes no devfreq)'}")  # fmt: skip
+        dev = devfreq.read_device(ctx.root, params["device"])
+        f = params.get("frequency_hz", "record")
+        if f == "record":
+            return None
+        if not dev.frequencies_hz:
+            return f"{dev.name} publishes no available_frequencies: its frequency cannot be chosen"
+        target = _target(f, dev.frequencies_hz)
+        if target not in dev.frequencies_hz:
+            return f"{dev.name} does not offer {target} Hz; valid: {', '.join(map(str, dev.frequencies_hz))}"
+        for attr in ("min_freq", "max_freq"):
+            rel = f"{devfreq.DEVFREQ_DIR}/{dev.name}/{attr}"
+            if not ctx.root.writable(rel):
+                return f"{ctx.root.show(rel)} is not writable by this user: run boardlab as root"
+        return None
+
+    @contextlib.contextmanager
+    def apply(self, params: dict, ctx: ApplyContext):
+        dev = devfreq.read_device(ctx.root, params["device"])
+        d = f"{devfreq.DEVFREQ_DIR}/{dev.name}"
+        state = {"device": dev.name, "governor": dev.governor, "cur_hz_before": dev.cur_hz}
+        target = _target(params.get("frequency_hz", "record"), dev.frequencies_hz)
+        tokens: list[str] = []
+        try:
+            if target is not None:
+                # raise max first when going up, lower min first when going down: never min > max
+                order = (
+                    ("max_freq", "min_freq")
+                    if dev.max_hz is None or target >= dev.max_hz
+                    else ("min_freq", "max_freq")
+                )
+                for attr in order:
+                    tokens.append(
+                        ctx.journal.set(f"{d}/{attr}", str(target), what=f"{dev.name} devfreq {attr}")
+                    )
+                state["fixed_hz"] = target
+            state["cur_hz"] = devfreq.current_frequency_hz(ctx.root, dev.name)
+            yield state
+            state["cur_hz_after"] = devfreq.current_frequency_hz(ctx.root, dev.name)
+        finally:
+            for token in reversed(tokens):
+                ctx.journal.undo(token)
+
+
+KIND = Devfreq()

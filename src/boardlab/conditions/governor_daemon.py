@@ -1,0 +1,124 @@
+"""boardlab's userspace governor daemon running around each run (`boardlab governor run` as a process).
+
+```toml
+[[conditions]]
+name = "anti-snoop"
+kind = "governor-daemon"
+params = { policy = "anti-snoop", sampling_ms = 120, tree = "tree.json" }
+```
+
+The daemon switches every policy to the userspace governor and drives scaling_setspeed, journaling its own
+writes; the condition journals the daemon process itself, so a killed campaign's next start (or `boardlab
+restore`) stops it and undoes its writes. The run records the daemon's summary: samples, setspeed writes,
+the frequencies it wrote and its own CPU time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+from boardlab.conditions.base import ApplyContext, expect_keys
+from boardlab.platform import cpufreq, perf
+
+POLICIES = ("ondemand", "conservative", "schedutil-like", "anti-snoop")
+START_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class GovernorDaemon:
+    name: str = "governor-daemon"
+    summary: str = "boardlab's userspace governor daemon (ondemand, conservative, schedutil-like, anti-snoop)"
+
+    def validate(self, params: dict) -> tuple[str | None, str] | None:
+        bad = expect_keys(params, {"policy": str, "sampling_ms": (int, float), "tree": str, "t1": (int, float),
+                                   "t2": (int, float)})  # fmt: skip
+        if bad:
+            return bad
+        if params.get("policy") not in POLICIES:
+            return "policy", f"expected one of {', '.join(POLICIES)}, found {params.get('policy')!r}"
+        if not 1 <= params.get("sampling_ms", 120) <= 10_000:
+            return "sampling_ms", f"expected 1..10000 ms, found {params['sampling_ms']}"
+        return None
+
+    def check(self, params: dict, ctx: ApplyContext) -> str | None:
+        info = ctx.info
+        if not info.cpufreq_policies:
+            cap = info.capabilities.get("cpufreq")
+            return f"unsupported: {cap.reason if cap and cap.reason else 'no cpufreq policy on this board'}"
+        for p in info.cpufreq_policies:
+            if "userspace" not in p.governors:
+                return f"unsupported: {p.name} offers no userspace governor ({', '.join(p.governors)})"
+            rel = f"{cpufreq.policy_dir(p.name)}/scaling_setspeed"
+            if not ctx.root.writable(rel):
+                return f"{ctx.root.show(rel)} is not writable by this user: run boardlab as root"
+        if params["policy"] == "anti-snoop":
+            if len(info.cpufreq_policies) < 2:
+                return "unsupported: anti-snoop needs two clusters (big.LITTLE); this board has one cpufreq policy"
+            from boardlab.governor.sim import is_sim_root
+
+            if not is_sim_root(ctx.root.root) and perf.cci_pmu(ctx.root) is None:
+                return "unsupported: anti-snoop needs the CCI-400 PMU, and /sys/bus/event_source/devices has none"
+        tree = params.get("tree")
+        if tree and not os.path.isfile(tree):
+            return f"tree {tree!r} does not exist: write one with `boardlab governor train`"
+        return None
+
+    @contextlib.contextmanager
+    def apply(self, params: dict, ctx: ApplyContext):
+        argv = [sys.executable, "-m", "boardlab", "governor", "run", "--root", str(ctx.root.root),
+                "--policy", params["policy"], "--sampling-ms", str(params.get("sampling_ms", 120)), "--json",
+                "--no-recover"]  # fmt: skip
+        for key in ("tree", "t1", "t2"):
+            if key in params:
+                argv += [f"--{key}", str(params[key])]
+        state: dict = {"policy": params["policy"], "argv": argv[3:]}
+        env = {**os.environ, "BOARDLAB_PARENT_PID": str(os.getpid())}
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                start_new_session=True)  # fmt: skip
+        token = ctx.journal.started(proc.pid, argv, what=f"governor daemon ({params['policy']})")
+        try:
+            if ctx.other_cpus:
+                with contextlib.suppress(OSError):
+                    os.sched_setaffinity(proc.pid, ctx.other_cpus)  # off the measured CPU
+            _wait_started(ctx, proc)
+            yield state
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)  # the daemon restores its own writes
+            try:
+                out, err = proc.communicate(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                out, err = proc.communicate()
+            ctx.journal.forget(token)
+            try:
+                state["daemon"] = json.loads(out.strip().splitlines()[-1]) if out.strip() else None
+            except json.JSONDecodeError:
+                state["daemon"] = None
+            if proc.returncode not in (0, None):
+                state["error"] = err.strip()[-500:]
+        if proc.returncode not in (0, None):
+            raise RuntimeError(f"the governor daemon failed (exit {proc.returncode}): {err.strip()[-300:]}")
+
+
+def _wait_started(ctx: ApplyContext, proc: subprocess.Popen) -> None:
+    """Until every policy runs the userspace governor (the daemon has taken over), or it exits."""
+    names = [p.name for p in ctx.info.cpufreq_policies]
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the governor daemon exited at start: {proc.stderr.read().strip()[-300:]}")
+        if all(ctx.root.read_str(f"{cpufreq.policy_dir(n)}/scaling_governor") == "userspace" for n in names):
+            return
+        time.sleep(0.02)
+    raise RuntimeError(f"the governor daemon did not take over within {START_TIMEOUT_S:g} s")
+
+
+KIND = GovernorDaemon()

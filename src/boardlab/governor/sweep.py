@@ -1,0 +1,212 @@
+"""The snoop sweep (preset `snoop-sweep`): mem.latency (random and sequential, 4 KiB - 256 MiB) pinned to
+one cluster, at every OPP of that cluster crossed with every OPP of the other.
+
+`expand` turns a board's cpufreq policies into the grid; `plan_toml` writes it as a campaign plan (one
+`governor` condition per frequency pair, per-policy userspace frequencies); `simulate` measures the same
+grid on the simulator. Both give `SweepCell`s for `label`.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from boardlab.governor import model
+from boardlab.governor.opp import SocSpec
+from boardlab.model.board import BoardInfo
+
+SWEEP_SCHEMA = 1
+PATTERNS = ("random", "seq")
+SIZES_BYTES = tuple(4096 * 4**k for k in range(9))  # 4 KiB, 16 KiB, ... 256 MiB
+REPETITIONS = 10  # the authors' nr_iter_2 = 10 outer repeats (research notes 1.4)
+
+
+class Unsupported(Exception):
+    """The board cannot run this part (the reason is the message)."""
+
+
+@dataclass(frozen=True)
+class Grid:
+    this_policy: str
+    this_cpus: tuple[int, ...]
+    this_khz: tuple[int, ...]
+    other_policy: str | None
+    other_khz: tuple[int, ...]  # () on a single-cluster board
+    bus_device: str | None = None  # the memory controller's devfreq device, where the board exposes one
+    bus_hz: tuple[int, ...] = ()
+
+    def pairs(self) -> list[tuple[int, int | None]]:
+        return [(t, o) for t in self.this_khz for o in (self.other_khz or (None,))]
+
+
+def expand(info: BoardInfo, this_policy: str | None = None) -> list[Grid]:
+    """One grid per cluster (or only `this_policy`'s); Unsupported without cpufreq or userspace."""
+    policies = info.cpufreq_policies
+    if not policies:
+        cap = info.capabilities.get("cpufreq")
+        raise Unsupported(cap.reason if cap and cap.reason else "no cpufreq policy on this board")
+    names = [p.name for p in policies]
+    if this_policy is not None and this_policy not in names:
+        raise ValueError(f"no cpufreq policy {this_policy!r} on this board; policies: {', '.join(names)}")
+    for p in policies:
+        if "userspace" not in p.governors:
+            raise Unsupported(f"{p.name} offers no userspace governor (available: {', '.join(p.governors)})")
+        if not p.frequencies_khz:
+            raise Unsupported(f"{p.name} publishes no frequency table (scaling_available_frequencies)")
+    memory = [d for d in info.devfreq if d.kind == "memory"]
+    bus = memory[0] if memory else None
+    grids = []
+    for p in policies:
+        if this_policy is not None and p.name != this_policy:
+            continue
+        others = [q for q in policies if q.name != p.name]
+        # big.LITTLE has two clusters; with more, the sweep varies the first other and leaves the rest alone.
+        other = others[0] if others else None
+        grids.append(
+            Grid(
+                this_policy=p.name,
+                this_cpus=tuple(p.related_cpus or p.cpus),
+                this_khz=tuple(sorted(p.frequencies_khz)),
+                other_policy=other.name if other else None,
+                other_khz=tuple(sorted(other.frequencies_khz)) if other else (),
+                bus_device=bus.name if bus else None,
+                bus_hz=tuple(bus.frequencies_hz) if bus else (),
+            )
+        )
+    return grids
+
+
+def plan_toml(
+    grid: Grid,
+    *,
+    sizes: Sequence[int] = SIZES_BYTES,
+    patterns: Sequence[str] = PATTERNS,
+    repetitions: int = REPETITIONS,
+    bus_hz: int | str = "record",
+) -> str:
+    """A campaign plan for one grid: the worker pinned to the cluster's last CPU (as the study did). Where
+    the board has a memory-controller devfreq, each condition also fixes it at `bus_hz` (or records it)."""
+    cpu = max(grid.this_cpus)
+    lines = [
+        f'name = "snoop-sweep-{grid.this_policy}"',
+        f'description = "The governor study\'s snoop sweep: mem.latency pinned to CPU {cpu} ({grid.this_policy}) '
+        f'at every OPP of {grid.this_policy} x every OPP of {grid.other_policy or "(no other cluster)"}"',
+        "seed = 1",
+        "",
+        "[runs]",
+        f"repetitions = {repetitions}",
+        "iterations = 5",
+        'order = "interleave"',
+        f"cpu = {cpu}",
+        "# the counters the tree learns from; where the board cannot count them each run says why",
+        'counters = ["memory_access", "cci_congestion"]',
+        "",
+        "[[workloads]]",
+        'name = "mem.latency"',
+        "params = { pattern = [" + ", ".join(f'"{p}"' for p in patterns) + "], size_bytes = ["
+        + ", ".join(str(s) for s in sizes) + "] }",
+    ]  # fmt: skip
+    for this_khz, other_khz in grid.pairs():
+        freqs = {grid.this_policy: this_khz}
+        if grid.other_policy:
+            freqs[grid.other_policy] = other_khz
+        table = ", ".join(f"{k} = {v}" for k, v in freqs.items())
+        policies = ", ".join(f'"{k}"' for k in freqs)
+        gov = f'{{ governor = "userspace", policies = [{policies}], frequencies_khz = {{ {table} }} }}'
+        lines += [
+            "",
+            "[[conditions]]",
+            f'name = "{cell_name(grid.this_policy, this_khz, grid.other_policy, other_khz)}"',
+        ]
+        if grid.bus_device:
+            bus = f'"{bus_hz}"' if isinstance(bus_hz, str) else str(bus_hz)
+            lines.append(
+                f'parts = [{{ kind = "governor", params = {gov} }}, '
+                f'{{ kind = "devfreq", params = {{ device = "{grid.bus_device}", frequency_hz = {bus} }} }}]'
+            )
+        else:
+            lines += ['kind = "governor"', f"params = {gov}"]
+    return "\n".join(lines) + "\n"
+
+
+def cell_name(this_policy: str, this_khz: int, other_policy: str | None, other_khz: int | None) -> str:
+    name = f"{this_policy}@{this_khz}"
+    return name if other_policy is None else f"{name}+{other_policy}@{other_khz}"
+
+
+@dataclass(frozen=True)
+class SweepCell:
+    pattern: str
+    size_bytes: int
+    this_policy: str
+    this_khz: int
+    other_policy: str | None
+    other_khz: int | None
+    ns_per_access: tuple[float, ...]  # one summary value per run
+    cci_congestion: tuple[float, ...]  # per run; () where the counters were unsupported
+    memory_access: tuple[float, ...]
+    load_pct: tuple[float, ...]  # of the other (idle) cluster
+    bus_hz: int | None
+
+    @property
+    def key(self) -> tuple:
+        return (self.pattern, self.size_bytes, self.this_policy, self.this_khz, self.other_khz)
+
+    def to_json(self) -> dict:
+        return {k: (list(v) if isinstance(v, tuple) else v) for k, v in self.__dict__.items()}
+
+    @classmethod
+    def from_json(cls, d: dict) -> SweepCell:
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+
+
+def simulate(
+    soc: SocSpec,
+    *,
+    sizes: Sequence[int] = SIZES_BYTES,
+    patterns: Sequence[str] = PATTERNS,
+    repetitions: int = REPETITIONS,
+    cv: float = 0.01,
+    seed: int = 1,
+    this_policy: str | None = None,
+) -> list[SweepCell]:
+    """The sweep on the simulator: each run's ns/access and counters with run-to-run noise (lognormal, `cv`)."""
+    rng = random.Random(seed)
+    bus = max(soc.devfreq_hz) if soc.devfreq_hz else None
+    cells = []
+    for this in soc.clusters:
+        if this_policy is not None and this.policy != this_policy:
+            continue
+        others = [c for c in soc.clusters if c is not this]
+        other = others[0] if others else None
+        for pattern in patterns:
+            for size in sizes:
+                for tk in this.khz:
+                    for ok in other.khz if other else (None,):
+                        a = model.chase(soc, this, tk, ok, pattern, size, bus)
+                        ns, cci, mem, load = [], [], [], []
+                        for _ in range(repetitions):
+                            ns.append(a.ns_per_access * math.exp(rng.gauss(0, cv)))
+                            cci.append(a.cci_congestion * math.exp(rng.gauss(0, 2 * cv)))
+                            mem.append(a.memory_access * math.exp(rng.gauss(0, 2 * cv)))
+                            load.append(max(0.0, rng.gauss(2.0, 0.5)))  # the idle cluster's housekeeping
+                        cells.append(
+                            SweepCell(
+                                pattern, size, this.policy, tk, other.policy if other else None, ok,
+                                tuple(ns), tuple(cci) if soc.cci else (), tuple(mem), tuple(load), bus,
+                            )
+                        )  # fmt: skip
+    return cells
+
+
+def true_slow(soc: SocSpec, cell: SweepCell, min_effect: float) -> bool:
+    """The simulator's ground truth: the noise-free slowdown against the other cluster at its maximum."""
+    this = soc.cluster(cell.this_policy)
+    if cell.other_policy is None:
+        return False
+    top = max(soc.cluster(cell.other_policy).khz)
+    a = model.chase(soc, this, cell.this_khz, cell.other_khz, cell.pattern, cell.size_bytes, cell.bus_hz)
+    b = model.chase(soc, this, cell.this_khz, top, cell.pattern, cell.size_bytes, cell.bus_hz)
+    return a.ns_per_access > b.ns_per_access * (1 + min_effect)
