@@ -18,7 +18,7 @@ from typing import Protocol
 
 from boardlab import __version__
 from boardlab.campaign import pagecache
-from boardlab.campaign.schedule import build_cells, schedule
+from boardlab.campaign.schedule import build_cells, reference_keys, schedule
 from boardlab.conditions import condition_kinds
 from boardlab.conditions.base import ApplyContext
 from boardlab.conditions.journal import RestoreJournal
@@ -364,6 +364,7 @@ class Runner:
             histograms=histograms,
             error=error,
             worker_json=out if out.strip() else None,
+            aa_arm=sr_run.aa_arm,
         )
 
     # ---- the campaign ----
@@ -461,7 +462,8 @@ class Runner:
             return any(tries) or len(tries) > policy.max_reruns
 
         rounds = range(1, (policy.repetitions if policy.precision is None else policy.pilot) + 1)
-        planned = schedule(cells, policy.order, self.plan.seed, rounds)
+        references = reference_keys(self.plan, cells)
+        planned = schedule(cells, policy.order, self.plan.seed, rounds, references)
         total = len(planned)
         done = sum(1 for r in planned if settled(r.cell.key, r.repetition))
         self.progress.start(self.plan.name, total, done, resumed)
@@ -494,7 +496,7 @@ class Runner:
                 pending = [c for c in cells if not self._precise_enough(campaign_id, c)]
                 if not pending:
                     break
-                planned = schedule(pending, policy.order, self.plan.seed, [extra_round])
+                planned = schedule(pending, policy.order, self.plan.seed, [extra_round], references)
                 total += sum(1 for r in planned if not settled(r.cell.key, r.repetition))
                 extra_round += 1
             status = "complete"

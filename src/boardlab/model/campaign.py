@@ -119,3 +119,4 @@ class ScheduledRun:
     cell: Cell
     repetition: int  # 1-based, per cell
     block: int  # the round (interleave) or block (abba) it belongs to
+    aa_arm: str | None = None  # "A1" / "A2" for a reference cell's runs (the A/A control), else None

@@ -63,3 +63,4 @@ class RunResult:
     histograms: tuple[Histogram, ...] = field(default=())
     error: str | None = None
     worker_json: str | None = None  # the worker's raw result, kept for re-analysis
+    aa_arm: str | None = None  # "A1" / "A2": the schedule's A/A label of a reference cell's run

@@ -37,6 +37,7 @@ FIELDS = (
     "cpu",
     "warmup_iterations",
     "warmup_capped",
+    "aa_arm",
 )
 
 
@@ -71,6 +72,7 @@ def run_records(store: Store, campaign_ids: list[int] | None = None) -> list[dic
                     "cpu": r["cpu"],
                     "warmup_iterations": r["warmup_iterations"],
                     "warmup_capped": None if r["warmup_capped"] is None else bool(r["warmup_capped"]),
+                    "aa_arm": r["aa_arm"],
                 }
             )
     return records
