@@ -158,7 +158,9 @@ def simulate(scenario: Scenario, replicates: int, seed: int, workdir: Path) -> C
                     value *= 1.5
                 iterations = [value * math.exp(rng.gauss(0.0, 0.002)) for _ in range(ITERATIONS)]
                 run_value = statistics.median(iterations)
-                store.record_run(cid, ids[sr.cell.key], _run_result(sr, run_value, iterations, metric, sr.seq))
+                store.record_run(
+                    cid, ids[sr.cell.key], _run_result(sr, run_value, iterations, metric, sr.seq)
+                )
             store.set_campaign_status(cid, "complete")
             a = analyze(store, cid)
             comp = a.comparisons[0].comparison

@@ -72,7 +72,16 @@ def test_text_output_is_a_table_side_by_side(two_boards):
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("A: ") and "board-a" in lines[0] and "board-b" in lines[1]
     header = next(line for line in lines if line.startswith("cell"))
-    for col in ("A median", "B median", "B/A", "90% decision interval", "95% CI", "delta", "p adj", "verdict"):
+    for col in (
+        "A median",
+        "B median",
+        "B/A",
+        "90% decision interval",
+        "95% CI",
+        "delta",
+        "p adj",
+        "verdict",
+    ):
         assert col in header
     assert any(line.startswith("scimark.fft (size=small) @ baseline") and "speedup" in line for line in lines)
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from helpers import run_cli
 
 from boardlab.campaign.plan import preset_names
+
+from helpers import run_cli
 
 
 @pytest.mark.parametrize("preset", preset_names())
@@ -26,7 +27,16 @@ def test_every_preset_reaches_a_verdict_at_its_default_repetitions(preset, tmp_p
 
 
 def test_the_interference_preset_at_five_repetitions_says_no_verdict_and_names_the_fix(tmp_path):
-    args = ("run", "--preset", "interference", "--repetitions", "5", "--dry-run", "--db", str(tmp_path / "x.db"))
+    args = (
+        "run",
+        "--preset",
+        "interference",
+        "--repetitions",
+        "5",
+        "--dry-run",
+        "--db",
+        str(tmp_path / "x.db"),
+    )
     doc = json.loads(run_cli(*args, "--json").stdout)
     assert doc["comparisons"] == 70 and doc["correction"] == "bh"  # 5 workloads x 14 stressor conditions
     assert doc["verdict_reachable"] is False and doc["repetitions_needed"] == 7

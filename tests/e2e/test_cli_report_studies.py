@@ -353,7 +353,9 @@ def test_the_p99_verdict_finds_a_tail_slowdown_that_the_median_does_not(ai_db, a
     mobile = rows["mobilenet_v1 | cpu"]
     assert "slowdown" in mobile["p99 verdict"]
     assert "slowdown" not in mobile["median verdict"] and "no change" in mobile["median verdict"]
-    assert float(mobile["p99: cost ratio (90% decision interval) [×]"].split()[0]) == pytest.approx(1.2, abs=0.03)
+    assert float(mobile["p99: cost ratio (90% decision interval) [×]"].split()[0]) == pytest.approx(
+        1.2, abs=0.03
+    )
     assert float(mobile["p99 [ms]"]) == pytest.approx(16.8, rel=0.02)
     assert float(mobile["p50 [ms]"]) == pytest.approx(10.0, rel=0.02)
     resnet = rows["resnet18 | cpu"]

@@ -135,7 +135,10 @@ def _workload(entry: Any, i: int, catalog: dict[str, WorkloadSpec], where: _Wher
     params = _take(entry, "params", dict, {}, where, path)
     metric = _take(entry, "metric", str, None, where, path)
     compare_param = _take(entry, "compare", str, None, where, path)
-    _no_leftovers(entry, where, path, "name, params, metric, compare")
+    threshold = _take(entry, "threshold", (float, int), None, where, path, lo=0, hi=10)
+    tail_threshold = _take(entry, "tail_threshold", (float, int), None, where, path, lo=0, hi=10)
+    w_precision = _take(entry, "precision", (float, int), None, where, path, lo=0.001, hi=0.5)
+    _no_leftovers(entry, where, path, "name, params, metric, compare, threshold, tail_threshold, precision")
     if compare_param is not None and not (
         isinstance(params.get(compare_param), list) and len(params[compare_param]) >= 2
     ):
@@ -160,7 +163,15 @@ def _workload(entry: Any, i: int, catalog: dict[str, WorkloadSpec], where: _Wher
         raise where.error(path + ("metric",), f"{name} has no metric {metric!r}; valid: {valid}")
     if not spec.supported:
         raise where.error(path + ("name",), f"{name} is unsupported here: {spec.unsupported_reason}")
-    return WorkloadEntry(name=name, params=params, metric=metric, compare=compare_param)
+    return WorkloadEntry(
+        name=name,
+        params=params,
+        metric=metric,
+        compare=compare_param,
+        threshold=None if threshold is None else float(threshold),
+        tail_threshold=None if tail_threshold is None else float(tail_threshold),
+        precision=None if w_precision is None else float(w_precision),
+    )
 
 
 def _condition_part(kind: Any, params: Any, kinds: dict, where: _Where, path: tuple) -> tuple[str, dict]:
@@ -223,6 +234,10 @@ def _condition(entry: Any, i: int, where: _Where) -> ConditionSpec:
     return ConditionSpec(name=name or kind, kind=kind, params=params, baseline=baseline)
 
 
+def _opt_float(value) -> float | None:
+    return None if value is None else float(value)
+
+
 def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan:
     """Parses and validates a plan; raises InputError naming the place and the fix."""
     try:
@@ -242,7 +257,14 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
     runs_t = dict(_take(doc, "runs", dict, {}, where, ()))
     p = ("runs",)
     repetitions = _take(runs_t, "repetitions", int, None, where, p, lo=1, hi=10000)
-    precision = _take(runs_t, "precision", (float, int), None, where, p, lo=0.001, hi=0.5)
+    precision = _take(runs_t, "precision", (float, int, str), None, where, p)
+    precision_auto = precision == "auto"
+    if isinstance(precision, str) and not precision_auto:
+        raise where.error(
+            p + ("precision",), f'expected a half-width in [0.001, 0.5] or "auto", found {precision!r}'
+        )
+    if not precision_auto and precision is not None and not 0.001 <= precision <= 0.5:
+        raise where.error(p + ("precision",), f"expected a value in [0.001, 0.5], found {precision!r}")
     if repetitions is not None and precision is not None:
         raise where.error(
             p + ("precision",), "give either repetitions (a fixed count) or precision, not both"
@@ -256,7 +278,8 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
         raise where.error(p + ("cpu",), f"expected a CPU number, 'auto' or 'none', found {cpu!r}")
     runs = RunPolicy(
         repetitions=repetitions if repetitions is not None or precision is not None else 5,
-        precision=float(precision) if precision is not None else None,
+        precision=None if precision is None else (0.0 if precision_auto else float(precision)),
+        precision_auto=precision_auto,
         pilot=pilot,
         cap=cap,
         iterations=_take(runs_t, "iterations", int, 10, where, p, lo=1, hi=100000),
@@ -268,13 +291,14 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
         drop_caches=_take(runs_t, "drop_caches", bool, False, where, p),
         max_reruns=_take(runs_t, "max_reruns", int, 3, where, p, lo=0, hi=100),
         unsupported=_take(runs_t, "unsupported", str, "fail", where, p, choices=("fail", "skip")),
+        max_temp_c=_opt_float(_take(runs_t, "max_temp_c", (float, int), None, where, p, lo=20, hi=150)),
     )
     _no_leftovers(
         runs_t,
         where,
         p,
         "repetitions, precision, pilot, cap, iterations, warmup_max_iterations, warmup_max_ms, warmup_cv, "
-        "order, cpu, drop_caches, max_reruns, unsupported",
+        "order, cpu, drop_caches, max_reruns, unsupported, max_temp_c",
     )
 
     gates_t = dict(_take(doc, "gates", dict, {}, where, ()))

@@ -63,7 +63,11 @@ def count_comparisons(plan: Plan, cells: list[Cell]) -> int:
             pairs += ref.key in keys
         for entry in plan.workloads:
             values = entry.params.get(entry.compare) if entry.compare else None
-            if entry.name == cell.workload and isinstance(values, list) and cell.params_dict.get(entry.compare) in values[1:]:
+            if (
+                entry.name == cell.workload
+                and isinstance(values, list)
+                and cell.params_dict.get(entry.compare) in values[1:]
+            ):
                 pairs += 1
         n += pairs * (2 if cell.workload in TAIL_WORKLOADS else 1)
     return n

@@ -379,7 +379,7 @@ def tail_comparisons(
     """Each condition against its baseline on the p99 (TAIL_WORKLOADS) by `stats.tails`: per-run p99s
     when every run has >= 100 samples, else the pooled p99 with a cluster bootstrap over runs. Unadjusted
     here: `analyze` corrects them together with the medians."""
-    from boardlab.stats import TAIL_MIN_SAMPLES, compare_tail
+    from boardlab.stats import TAIL_MIN_SAMPLES
 
     tail_cells = tuple(c for c in cells if c.workload in TAIL_WORKLOADS)
     arms: dict[int, tuple[list[RunPoint], list]] = {}
@@ -412,8 +412,14 @@ def tail_comparisons(
                         )
                     else:
                         if isinstance(bv[0], float) or isinstance(cv[0], float):
-                            bp, bv = [p for p in base.runs if p.valid], list(_rt_samples(store, base).values())
-                            cp, cv = [p for p in cond.runs if p.valid], list(_rt_samples(store, cond).values())
+                            bp, bv = (
+                                [p for p in base.runs if p.valid],
+                                list(_rt_samples(store, base).values()),
+                            )
+                            cp, cv = (
+                                [p for p in cond.runs if p.valid],
+                                list(_rt_samples(store, cond).values()),
+                            )
                         comp = compare_tail(
                             bv,
                             cv,
@@ -458,7 +464,9 @@ def median_comparisons(
             if not bv or not cv:
                 reason = "no valid run under " + ("the baseline" if not bv else cond_label)
             else:
-                blocks = ([p.repetition for p in bv], [p.repetition for p in cv]) if plan_order == "abba" else None
+                blocks = (
+                    ([p.repetition for p in bv], [p.repetition for p in cv]) if plan_order == "abba" else None
+                )
                 try:
                     comp = compare(
                         [p.value for p in bv],
@@ -542,13 +550,18 @@ def aa_controls(cells: tuple[CellAnalysis, ...], plan: dict) -> tuple[AAControl,
 
 
 def _mark_unstable(
-    results: tuple[ComparisonAnalysis, ...], cells: tuple[CellAnalysis, ...], plan: dict, aa: dict[int, AAControl]
+    results: tuple[ComparisonAnalysis, ...],
+    cells: tuple[CellAnalysis, ...],
+    plan: dict,
+    aa: dict[int, AAControl],
 ) -> tuple[ComparisonAnalysis, ...]:
     """Marks every comparison whose reference cell's A/A control is unstable, with the reason and remedy."""
     ref = {}
     for cond, base, cond_label, base_label, _ in _pairs(cells, plan):
         if base is not None:
-            ref[(cond.workload, json.dumps(cond.params, sort_keys=True), cond_label, base_label)] = base.cell_id
+            ref[(cond.workload, json.dumps(cond.params, sort_keys=True), cond_label, base_label)] = (
+                base.cell_id
+            )
     out = []
     for r in results:
         cid = ref.get((r.workload, json.dumps(r.params, sort_keys=True), r.condition, r.baseline))

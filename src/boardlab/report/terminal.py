@@ -261,7 +261,8 @@ def comparison_row(ca: ComparisonAnalysis) -> tuple[str, ...]:
 
 def comparison_table(analysis: CampaignAnalysis) -> Table:
     t = Table(
-        COMPARISON_HEADERS, (False, False, False, True, True, True, True, True, True, True, True, False, False)
+        COMPARISON_HEADERS,
+        (False, False, False, True, True, True, True, True, True, True, True, False, False),
     )
     for ca in tuple(analysis.comparisons) + tuple(analysis.tail_comparisons):
         t.rows.append(comparison_row(ca))

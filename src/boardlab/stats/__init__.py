@@ -23,6 +23,7 @@ from boardlab.stats.hypothesis import (
     wilcoxon_signed_rank,
 )
 from boardlab.stats.multiple import benjamini_hochberg, holm
+from boardlab.stats.reach import Reachability, reachability, smallest_p
 from boardlab.stats.sample_size import RunPrediction, StopDecision, predict_runs, should_stop
 from boardlab.stats.summary import (
     CellSummary,
@@ -37,7 +38,6 @@ from boardlab.stats.summary import (
     summarize,
     tukey_outliers,
 )
-from boardlab.stats.reach import Reachability, reachability, smallest_p
 from boardlab.stats.tails import TAIL_MIN_SAMPLES, compare_tail, pooled_quantile
 from boardlab.stats.threshold import DEFAULT_DELTA, DEFAULT_TAIL_DELTA, family_method
 from boardlab.stats.verdict import (

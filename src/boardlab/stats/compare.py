@@ -24,8 +24,8 @@ from boardlab.stats._validate import as_values, check_level
 from boardlab.stats.bootstrap import bootstrap_ratio_draws, percentile_interval
 from boardlab.stats.hypothesis import RankTest, TestMethod, mann_whitney_u, wilcoxon_signed_rank
 from boardlab.stats.multiple import benjamini_hochberg, holm
-from boardlab.stats.threshold import family_method
 from boardlab.stats.summary import DEFAULT_RESAMPLES, Interval
+from boardlab.stats.threshold import family_method
 from boardlab.stats.verdict import ALPHA, Confounding, RunEnvironment, Verdict, check_confounders, decide
 
 ITERATIONS_SUSPECT_N = 500  # more values per arm than any plan has runs: probably pooled iterations
