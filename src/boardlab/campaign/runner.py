@@ -456,6 +456,8 @@ class Runner:
             "checks": info_dict.get("checks"),
             "worker_cpu": cpu,
             "skipped_conditions": skipped,
+            # compiler and flags of the native kernels: what a SciMark or MiBench figure was built with
+            "kern_build": kernel_catalog().get("build"),
         }
         if existing is None:
             campaign_id = self.store.create_campaign(

@@ -772,7 +772,10 @@ def _tables(a: CampaignAnalysis) -> list[str]:
 
 
 def _footer(a: CampaignAnalysis) -> list[str]:
-    return [
+    from boardlab.report.verdicts import build_note
+
+    note = build_note(a)
+    return ([f'<p class="small">{esc(note)}.</p>'] if note else []) + [
         "<h2>Plan</h2>",
         f"<details><summary>plan as stored ({esc(a.plan_source)})</summary><pre>{esc(a.plan_text)}</pre></details>",
         f'<p class="small">boardlab {esc(a.boardlab_version)}; method: METHOD.md (one run = one fresh worker '

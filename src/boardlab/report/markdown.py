@@ -50,6 +50,10 @@ def render_markdown(analysis: CampaignAnalysis) -> str:
         f"- runs: {counts['runs']} ({counts['valid']} valid, {counts['invalid']} invalid, {counts['failed']} "
         f"failed, {reruns} re-runs)",
     ]
+    from boardlab.report.verdicts import build_note
+
+    if build_note(a):
+        out.append(f"- {md_escape(build_note(a))}")
     if a.status != "complete":
         out.append(
             f"- **partial:** the campaign is {md_escape(a.status)}; this covers the runs stored so far"

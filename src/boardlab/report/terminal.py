@@ -683,6 +683,10 @@ def render_text(analysis: CampaignAnalysis, *, label_width: int = 52) -> str:
         note = ai_frames_note(analysis)
         if note:
             out.append(note)
+    from boardlab.report.verdicts import build_note
+
+    if build_note(analysis):
+        out += ["", build_note(analysis)]
     warns = analysis.warnings
     if warns:
         out.append("")

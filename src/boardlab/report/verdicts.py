@@ -110,3 +110,12 @@ def aa_summary(a: CampaignAnalysis) -> str:
 
 def unstable_mark(ca: ComparisonAnalysis) -> str:
     return " [UNSTABLE]" if ca.unstable else ""
+
+
+def build_note(a: CampaignAnalysis) -> str | None:
+    """The native kernels' compiler and flags, so that a reader comparing with published SciMark or
+    MiBench scores knows what was compared (an -O2 multi-file build reads differently from -O3 or LTO)."""
+    build = a.environment.get("kern_build")
+    if not isinstance(build, dict) or not build.get("compiler"):
+        return None
+    return f"native kernels built with {build['compiler']} {build.get('cflags', '')}".rstrip()
