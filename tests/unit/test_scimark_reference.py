@@ -32,7 +32,12 @@ SCIMARK2 = {
     "large": {
         "fft": {"n": 1048576, "input_sum": 1048137.4270619594, "checksum": "a397dd62c300713a"},
         "sor": {"n": 1000, "sweeps": 21, "input_sum": 499928.26172333135, "checksum": "e178df117c030261"},
-        "sparse": {"n": 100000, "nz": 1000000, "input_sum": 549881.03481570783, "checksum": "06a49f6ace6784ec"},
+        "sparse": {
+            "n": 100000,
+            "nz": 1000000,
+            "input_sum": 549881.03481570783,
+            "checksum": "06a49f6ace6784ec",
+        },
         "lu": {"n": 1000, "input_sum": 500366.55227025674, "checksum": "6f21bbf5669fb936"},
     },
 }
