@@ -229,6 +229,18 @@ def render_text(doc: dict) -> str:
         else:
             text = "no A/A verdict (too few labelled baseline runs)"
         out.append(f"A/A control of {side.upper()}: {text}")
+        for c in controls:  # per workload: its A2/A1 verdict, or why there is none
+            params = ", ".join(f"{k}={v}" for k, v in c["params"].items())
+            name = c["workload"] + (f" ({params})" if params else "") + f" @ {c['condition']}"
+            if c["verdict"] is None:
+                out.append(f"  {name}: no A/A verdict: {c['reason']}")
+                continue
+            lo, hi = c["decision_ci"] or (float("nan"), float("nan"))
+            mark = f" UNSTABLE: {c['remedy']}" if c["unstable"] else ""
+            out.append(
+                f"  {name}: {verdict_text(c['verdict'])} (A2/A1 cost {fmt_ratio(c['cost_ratio'])}, 90% decision "
+                f"interval {fmt_interval(lo, hi, sig=3)}){mark}"
+            )
     out.append("")
     rows = []
     for r in doc["cells"]:
