@@ -77,3 +77,22 @@ def test_dry_run_estimates_the_duration_from_earlier_runs(tmp_path):
     assert run_cli("run", str(plan), "--db", str(db), "--quiet", timeout=300).returncode == 0
     after = json.loads(run_cli("run", str(plan), "--dry-run", "--json", "--db", str(db)).stdout)
     assert after["estimated_duration_s"] > 0 and "1 of 1 cells" in after["estimate_basis"]
+
+
+def test_the_pilot_predicts_and_warns_over_the_cap_and_the_cap_stops_the_cell(tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        'name = "adaptive"\n[runs]\nprecision = 0.001\npilot = 3\ncap = 4\niterations = 3\n'
+        "warmup_max_iterations = 0\n[gates]\nidle = false\ntemperature = false\n"
+        '[[workloads]]\nname = "noop"\n'
+    )
+    db = tmp_path / "r.db"
+    proc = run_cli("run", str(plan), "--db", str(db), "--json", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    # a +-0.1% CI needs far more than 4 runs at any real CV: said after the pilot, before going on
+    assert "more than the cap of 4" in proc.stderr and "noop" in proc.stderr
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        (n,) = conn.execute("SELECT count(*) FROM runs WHERE valid = 1").fetchone()
+    assert n == 4  # the pilot's 3, then one more round up to the cap
