@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -380,10 +381,16 @@ def tail_comparisons(
     when every run has >= 100 samples, else the pooled p99 with a cluster bootstrap over runs. Unadjusted
     here: `analyze` corrects them together with the medians."""
     from boardlab.stats import TAIL_MIN_SAMPLES
+    from boardlab.stats.tails import TAIL_RESAMPLES
 
     tail_cells = tuple(c for c in cells if c.workload in TAIL_WORKLOADS)
     arms: dict[int, tuple[list[RunPoint], list]] = {}
     results: list[ComparisonAnalysis] = []
+    # A pooled tail's bootstrap p cannot go below 2 / (B + 1): enough resamples that it can still clear
+    # 0.05 after the report's correction over every comparison (reachability, METHOD.md).
+    family = sum(1 for *_, missing in _pairs(cells, plan) if missing is None)
+    family += sum(1 for *_, missing in _pairs(tail_cells, plan) if missing is None)
+    resamples = max(TAIL_RESAMPLES, math.ceil(2 * family / 0.05))
     for cond, base, cond_label, base_label, missing in _pairs(tail_cells, plan):
         metric = "p99_latency_us" if cond.workload == "rt.cyclictest" else cond.metric
         delta, source = threshold_for(plan, cond.workload, metric, tail=True)
@@ -424,6 +431,7 @@ def tail_comparisons(
                             bv,
                             cv,
                             q=0.99,
+                            resamples=resamples,
                             higher_is_better=False,
                             delta=delta,
                             seed=seed_offset + len(results),

@@ -17,6 +17,7 @@ import math
 import random
 import statistics
 from collections.abc import Sequence
+from itertools import chain
 
 from boardlab.stats._special import percentile_sorted
 from boardlab.stats.bootstrap import percentile_interval
@@ -32,6 +33,14 @@ TAIL_RESAMPLES = 2000
 def pooled_quantile(runs: Sequence[Sequence[float]], q: float) -> float:
     """The q-quantile (0 < q < 1) of every run's samples pooled (linear interpolation, Hyndman & Fan def. 7)."""
     pooled = sorted(v for run in runs for v in run)
+    return percentile_sorted(pooled, q)
+
+
+def _resampled_quantile(runs: list[list[float]], rng: random.Random, q: float) -> float:
+    """The q-quantile of one cluster-bootstrap resample: len(runs) whole runs drawn with replacement, pooled."""
+    n = len(runs)
+    pooled = list(chain.from_iterable(runs[rng.randrange(n)] for _ in range(n)))
+    pooled.sort()
     return percentile_sorted(pooled, q)
 
 
@@ -90,8 +99,8 @@ def compare_tail(
     draws: list[float] = []
     nb, nc = len(base), len(cond)
     for _ in range(resamples):
-        bq = percentile_sorted(sorted(v for _ in range(nb) for v in base[rng.randrange(nb)]), q)
-        cq = percentile_sorted(sorted(v for _ in range(nc) for v in cond[rng.randrange(nc)]), q)
+        bq = _resampled_quantile(base, rng, q)
+        cq = _resampled_quantile(cond, rng, q)
         draws.append(cq / bq if bq > 0 else math.inf)
     draws.sort()
     cost = [1.0 / r for r in reversed(draws)] if higher_is_better else draws
