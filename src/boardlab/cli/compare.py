@@ -225,7 +225,8 @@ def render_text(doc: dict) -> str:
         elif bad:
             text = "UNSTABLE for " + ", ".join(f"{c['workload']} @{c['condition']}" for c in bad)
         elif judged:
-            text = f"stable for all {len(judged)} reference cells judged"
+            stable = sum(1 for c in judged if c["verdict"] == "no_change")
+            text = f"no alarm in {len(judged)} reference cells judged ({stable} shown stable, the others too noisy to tell)"
         else:
             text = "no A/A verdict (too few labelled baseline runs)"
         out.append(f"A/A control of {side.upper()}: {text}")

@@ -68,7 +68,12 @@ def aa_table(a: CampaignAnalysis) -> Table:
             t.row_classes.append("v-none")
             continue
         di = fmt_interval(c.decision_ci.low, c.decision_ci.high, sig=4) if c.decision_ci else "–"
-        status = f"UNSTABLE: {ctl.remedy}" if ctl.unstable else "stable"
+        if ctl.unstable:
+            status = f"UNSTABLE: {ctl.remedy}"
+        elif c.verdict.kind == "no_change":
+            status = "stable"
+        else:  # no alarm, but no evidence of stability either
+            status = "not shown stable: the halves are too noisy or too few to tell (no alarm)"
         t.rows.append(
             (
                 ctl.label,
@@ -105,7 +110,11 @@ def aa_summary(a: CampaignAnalysis) -> str:
         return f"A/A control: UNSTABLE for {names}: their verdicts are marked unstable."
     if not judged:
         return "A/A control: no A/A verdict (too few labelled baseline runs; it needs 10 per reference cell)."
-    return f"A/A control: stable for all {len(judged)} reference cells judged."
+    stable = sum(1 for c in judged if c.comparison is not None and c.comparison.verdict.kind == "no_change")
+    return (
+        f"A/A control: no alarm in {len(judged)} reference cells judged; {stable} shown stable (no change), "
+        f"{len(judged) - stable} too noisy to tell."
+    )
 
 
 def unstable_mark(ca: ComparisonAnalysis) -> str:
