@@ -524,7 +524,7 @@ class Runner:
                     break
                 if extra_round == rounds.stop:  # the pilot is complete: predict, and warn over the cap
                     self._predict_after_pilot(campaign_id, cells)
-                pending = [c for c in cells if not self._precise_enough(campaign_id, c, references)]
+                pending = [c for c in cells if not self._precise_enough(campaign_id, c)]
                 if not pending:
                     break
                 planned = schedule(pending, policy.order, self.plan.seed, [extra_round], references)
@@ -613,7 +613,7 @@ class Runner:
             if pred.exceeds_cap:
                 self.progress.note(f"{cell.key}: {pred.warning}")
 
-    def _precise_enough(self, campaign_id: int, cell: Cell, references=frozenset()) -> bool:
+    def _precise_enough(self, campaign_id: int, cell: Cell) -> bool:
         """The precision rule of METHOD.md: stop a cell when its CI half-width is at most its class's
         target, or (a compared cell) when the 90% decision interval already decides against its threshold
         delta, or at the cap; never on a p-value."""
