@@ -306,3 +306,13 @@ def test_a_run_over_the_temperature_limit_is_invalid():
     runner.temp_limits_mc = {"thermal_zone0": 80000}  # a passive trip at 85 C, minus 5 C
     assert runner._over_temperature({"temp.thermal_zone0_mc_max": 81000.0})
     assert not runner._over_temperature({"temp.thermal_zone1_mc_max": 99000.0})  # no trip known there
+
+
+def test_an_unsupported_workload_fails_the_plan_unless_it_says_skip():
+    text = 'name = "t"\n[runs]\nunsupported = "{}"\n[[workloads]]\nname = "demo.kernel"\n[[workloads]]\nname = "demo.missing"\n'
+    with pytest.raises(InputError, match="demo.missing is unsupported here: built without libdemo"):
+        parse_plan(text.format("fail"), "p.toml", CATALOG)
+    from boardlab.campaign.plan import unsupported_workloads
+
+    plan = parse_plan(text.format("skip"), "p.toml", CATALOG)
+    assert unsupported_workloads(plan, CATALOG) == {"demo.missing": "built without libdemo"}

@@ -120,7 +120,9 @@ def _no_leftovers(table: dict, where: _Where, path: tuple, known: str) -> None:
         raise where.error(path + (key,), f"unknown key; valid keys here: {known}")
 
 
-def _workload(entry: Any, i: int, catalog: dict[str, WorkloadSpec], where: _Where) -> WorkloadEntry:
+def _workload(
+    entry: Any, i: int, catalog: dict[str, WorkloadSpec], where: _Where, *, skip_unsupported: bool = False
+) -> WorkloadEntry:
     path = ("workloads", i)
     if not isinstance(entry, dict):
         raise where.error(path, f"expected a table, found {_type_name(entry)}")
@@ -161,7 +163,7 @@ def _workload(entry: Any, i: int, catalog: dict[str, WorkloadSpec], where: _Wher
     if metric is not None and metric not in {m.name for m in spec.metrics}:
         valid = ", ".join(m.name for m in spec.metrics)
         raise where.error(path + ("metric",), f"{name} has no metric {metric!r}; valid: {valid}")
-    if not spec.supported:
+    if not spec.supported and not skip_unsupported:  # with runs.unsupported = "skip" the runner skips it
         raise where.error(path + ("name",), f"{name} is unsupported here: {spec.unsupported_reason}")
     return WorkloadEntry(
         name=name,
@@ -328,7 +330,10 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
         raise InputError(
             f"{source}: no [[workloads]]: a plan needs at least one workload (see `boardlab list`)"
         )
-    workloads = tuple(_workload(w, i, catalog, where) for i, w in enumerate(raw_workloads))
+    skip = runs.unsupported == "skip"
+    workloads = tuple(
+        _workload(w, i, catalog, where, skip_unsupported=skip) for i, w in enumerate(raw_workloads)
+    )
     raw_conditions = _take(doc, "conditions", list, [], where, ())
     conditions = tuple(
         dataclasses.replace(_condition(c, i, where), index=i) for i, c in enumerate(raw_conditions)
@@ -457,3 +462,12 @@ def apply_overrides(
         return plan
     source = plan.source.rstrip("\n") + "\n# command-line overrides: " + ", ".join(notes) + "\n"
     return dataclasses.replace(plan, runs=runs, workloads=tuple(workloads), source=source)
+
+
+def unsupported_workloads(plan: Plan, catalog: dict[str, WorkloadSpec]) -> dict[str, str]:
+    """Workloads of a plan this board cannot run (kept only under runs.unsupported = "skip"): name -> why."""
+    return {
+        w.name: catalog[w.name].unsupported_reason or "unsupported here"
+        for w in plan.workloads
+        if not catalog[w.name].supported
+    }

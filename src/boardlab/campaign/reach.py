@@ -30,6 +30,7 @@ class PlanSummary:
     reach: Reachability
     estimated_duration_s: float | None  # from earlier runs of the same cells in the database
     estimate_basis: str
+    skipped_workloads: dict[str, str] | None = None  # unsupported here, skipped (runs.unsupported = "skip")
 
     def to_dict(self) -> dict:
         return {
@@ -46,6 +47,7 @@ class PlanSummary:
             "message": self.reach.message,
             "estimated_duration_s": self.estimated_duration_s,
             "estimate_basis": self.estimate_basis,
+            "skipped_workloads": self.skipped_workloads or {},
         }
 
 
@@ -104,7 +106,10 @@ def _estimate(db: str | None, cells: list[Cell], runs_per_cell: int) -> tuple[fl
 
 
 def summarize_plan(plan: Plan, catalog: dict[str, WorkloadSpec], *, db: str | None = None) -> PlanSummary:
-    cells = build_cells(plan, catalog)
+    from boardlab.campaign.plan import unsupported_workloads
+
+    skipped = unsupported_workloads(plan, catalog)  # the runner skips these (runs.unsupported = "skip")
+    cells = [c for c in build_cells(plan, catalog) if c.workload not in skipped]
     policy = plan.runs
     per_arm = policy.repetitions if policy.precision is None else policy.pilot
     per_arm_max = per_arm if policy.precision is None else policy.cap
@@ -122,4 +127,5 @@ def summarize_plan(plan: Plan, catalog: dict[str, WorkloadSpec], *, db: str | No
         reach=reach,
         estimated_duration_s=duration,
         estimate_basis=basis,
+        skipped_workloads=skipped,
     )

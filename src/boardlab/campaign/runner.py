@@ -427,7 +427,14 @@ class Runner:
                 self.plan, conditions=tuple(c for c in self.plan.conditions if c.name not in skipped)
             )
             self.conditions = {c.name: c for c in self.plan.conditions}
-        cells = build_cells(self.plan, self.catalog)
+        from boardlab.campaign.plan import unsupported_workloads
+
+        skipped_workloads = unsupported_workloads(self.plan, self.catalog)  # only under unsupported = "skip"
+        for name, reason in skipped_workloads.items():
+            self.progress.note(f"skipping workload {name!r}: unsupported: {reason}")
+        cells = [c for c in build_cells(self.plan, self.catalog) if c.workload not in skipped_workloads]
+        if not cells:
+            raise InputError(f"{self.plan.source_name}: no workload of this plan is supported here")
         self._cells_by_key = {c.key: c for c in cells}
         self._prepare_workloads(cells)
         conditions = self.conditions
@@ -456,6 +463,7 @@ class Runner:
             "checks": info_dict.get("checks"),
             "worker_cpu": cpu,
             "skipped_conditions": skipped,
+            "skipped_workloads": skipped_workloads,
             # compiler and flags of the native kernels: what a SciMark or MiBench figure was built with
             "kern_build": kernel_catalog().get("build"),
         }

@@ -71,6 +71,7 @@ def _dry_run_text(plan, summary) -> str:
         f"comparisons: {d['comparisons']} (one family, {method})",
         f"estimated duration: {duration}",
     ]
+    lines += [f"skipped here: {name}: {why}" for name, why in d["skipped_workloads"].items()]
     if d["verdict_reachable"]:
         lines.append(
             f"verdict reachable: yes ({d['runs_per_arm']} runs per arm; smallest adjusted p "

@@ -294,6 +294,11 @@ def _environment(a: CampaignAnalysis) -> list[str]:
             for k, v in missing
         ]
         out.append("</tbody></table>")
+    skipped_w = a.environment.get("skipped_workloads") or {}
+    if skipped_w:
+        out.append("<h3>Workloads skipped on this board</h3><table><tbody>")
+        out += [f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in skipped_w.items()]
+        out.append("</tbody></table>")
     skipped = a.environment.get("skipped_conditions") or {}
     if skipped:
         out.append("<h3>Conditions skipped on this board</h3><table><tbody>")
