@@ -96,3 +96,34 @@ def test_the_pilot_predicts_and_warns_over_the_cap_and_the_cap_stops_the_cell(tm
     with sqlite3.connect(db) as conn:
         (n,) = conn.execute("SELECT count(*) FROM runs WHERE valid = 1").fetchone()
     assert n == 4  # the pilot's 3, then one more round up to the cap
+
+
+def test_an_unsupported_workload_is_skipped_and_said_under_unsupported_skip(tmp_path):
+    from boardlab.workloads import all_workloads
+
+    afalg = next(w for w in all_workloads() if w.name == "crypto.afalg")
+    if afalg.supported:
+        pytest.skip("this kernel offers AF_ALG sockets: crypto.afalg runs, nothing to skip")
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        'name = "skip"\n[runs]\nrepetitions = 2\niterations = 2\nwarmup_max_iterations = 0\nunsupported = "skip"\n'
+        '[gates]\nidle = false\ntemperature = false\n[[workloads]]\nname = "noop"\n[[workloads]]\nname = "crypto.afalg"\n'
+    )
+    db = tmp_path / "r.db"
+    dry = json.loads(run_cli("run", str(plan), "--dry-run", "--json", "--db", str(db)).stdout)
+    assert dry["cells"] == 1 and "AF_ALG" in dry["skipped_workloads"]["crypto.afalg"]
+    proc = run_cli("run", str(plan), "--db", str(db), "--quiet", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "skipping workload 'crypto.afalg': unsupported: this kernel offers no AF_ALG sockets" in proc.stderr
+    )
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT DISTINCT workload FROM cells").fetchall() == [("noop",)]
+        env = json.loads(conn.execute("SELECT environment_json FROM campaigns").fetchone()[0])
+    assert "crypto.afalg" in env["skipped_workloads"]
+    # without "skip" the plan is refused at load, naming the place and the reason
+    plan.write_text(plan.read_text().replace('unsupported = "skip"\n', ""))
+    bad = run_cli("run", str(plan), "--db", str(tmp_path / "x.db"))
+    assert bad.returncode == 2 and "crypto.afalg is unsupported here" in bad.stderr
