@@ -213,7 +213,7 @@ def test_the_html_report_shows_every_section(html_report):
     for heading in (
         "Verdicts",
         "Environment",
-        "Threshold from A/A comparisons",
+        "A/A control",
         "Run values per workload",
         "Slowdown heatmap",
         "Memory-latency curves",

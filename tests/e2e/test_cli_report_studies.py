@@ -353,7 +353,9 @@ def test_the_p99_verdict_finds_a_tail_slowdown_that_the_median_does_not(ai_db, a
     mobile = rows["mobilenet_v1 | cpu"]
     assert "slowdown" in mobile["p99 verdict"]
     assert "slowdown" not in mobile["median verdict"] and "no change" in mobile["median verdict"]
-    assert float(mobile["p99: cost ratio (95% CI) [×]"].split()[0]) == pytest.approx(1.2, abs=0.03)
+    assert float(mobile["p99: cost ratio (90% decision interval) [×]"].split()[0]) == pytest.approx(
+        1.2, abs=0.03
+    )
     assert float(mobile["p99 [ms]"]) == pytest.approx(16.8, rel=0.02)
     assert float(mobile["p50 [ms]"]) == pytest.approx(10.0, rel=0.02)
     resnet = rows["resnet18 | cpu"]
@@ -361,14 +363,15 @@ def test_the_p99_verdict_finds_a_tail_slowdown_that_the_median_does_not(ai_db, a
     base = rows["mobilenet_v1 | baseline"]
     assert base["median verdict"] == "–" and base["p99 verdict"] == "–"
     assert base["n [runs]"] == "12" and base["frames per run [frames]"] == "89"
-    assert "Runs of 89 frames: a p99 needs at least 100" in md.split("## AI inference")[1]
+    assert "Runs of 89 frames: a per-run p99 needs at least 100" in md.split("## AI inference")[1]
+    assert "pooled" in md.split("## AI inference")[1]
     unchanged = rows["mobilenet_v1 | memcpy&lt;script&gt;alert(1)&lt;/script&gt;"]  # escaped in Markdown too
     assert "no change" in unchanged["median verdict"] and "no change" in unchanged["p99 verdict"]
     # HTML: both verdict columns, colored per cell
     table = ai_html.split("<h2>AI inference</h2>")[1].split("<h2>")[0]
     assert "<th>median verdict</th>" in table and "<th>p99 verdict</th>" in table
     assert re.search(r'<td class="verdict v-slowdown">▲ slowdown</td>', table)
-    assert "Holm over its 4 comparisons" in table
+    assert "Holm over all 8 comparisons of this report (medians and tails together)" in table
 
 
 def test_the_primary_verdicts_are_unchanged_by_the_tail_family(ai_db):

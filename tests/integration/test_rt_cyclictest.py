@@ -23,7 +23,7 @@ import pytest
 import boardlab
 from boardlab.workloads import rt_cyclictest
 
-from helpers import run_cli
+from helpers import run_cli, shared_tmp_dir
 
 LEVELS = {"p50": 50, "p90": 90, "p99": 99, "p99_9": 99.9, "p99_99": 99.99}
 
@@ -225,8 +225,19 @@ def test_a_signal_to_the_worker_stops_cyclictest_and_prints_no_half_result(sig):
 # ---- without privileges ----------------------------------------------------------------------------------
 
 
-def _site_dir() -> str:
-    return str(Path(boardlab.__file__).resolve().parent.parent)
+@pytest.fixture
+def readable_site():
+    """A copy of the installed boardlab package in a directory user nobody can read: the clone's own site
+    directory may sit under a 0700 home (a clone in /root), where nobody cannot import it. Removed after."""
+    site = shared_tmp_dir()
+    try:
+        shutil.copytree(Path(boardlab.__file__).resolve().parent, site / "boardlab")
+        for path in [site, *site.rglob("*")]:
+            mode = path.stat().st_mode
+            path.chmod(mode | 0o444 | (0o111 if path.is_dir() or mode & 0o100 else 0))
+        yield str(site)
+    finally:
+        shutil.rmtree(site, ignore_errors=True)
 
 
 def _system_python() -> str | None:
@@ -248,11 +259,11 @@ NOBODY = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
 
 
 @as_root
-def test_an_unprivileged_user_gets_unsupported_with_the_fix_never_a_half_result():
+def test_an_unprivileged_user_gets_unsupported_with_the_fix_never_a_half_result(readable_site):
     python = _system_python()
     if python is None:
         pytest.skip("no Python >= 3.11 outside /root that user nobody could run")
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": _site_dir()}
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": readable_site}
     argv = [*NOBODY, python, "-m", "boardlab.worker", "rt.cyclictest", "--param", "duration_s=1", "--json"]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env, cwd="/")
     assert proc.returncode == 1, proc.stderr
@@ -263,7 +274,7 @@ def test_an_unprivileged_user_gets_unsupported_with_the_fix_never_a_half_result(
 
 
 @as_root
-def test_when_cyclictest_itself_refuses_the_run_is_unsupported_with_its_message():
+def test_when_cyclictest_itself_refuses_the_run_is_unsupported_with_its_message(readable_site):
     """Past supported() (as if the check had passed): cyclictest exits 1 without JSON; run() says why."""
     if shutil.which("cyclictest") is None:
         pytest.skip("cyclictest is not installed")
@@ -275,7 +286,7 @@ def test_when_cyclictest_itself_refuses_the_run_is_unsupported_with_its_message(
         "from boardlab.workloads.params import coerce_params; "
         "print(json.dumps(m.run(coerce_params(m.SPEC, ['duration_s=1']))))"
     )
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": _site_dir()}
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": readable_site}
     proc = subprocess.run(
         [*NOBODY, python, "-c", code], capture_output=True, text=True, timeout=60, env=env, cwd="/"
     )

@@ -2,33 +2,23 @@
 
 A simulated *cell* is one baseline arm and one condition arm of per-run values drawn from lognormal
 distributions with a given CV; the condition's median is `effect` times the baseline's. A simulated
-*board* calibrates delta once from A/A comparisons of the same design, as METHOD.md prescribes.
+comparison uses the product's default threshold delta (2%, METHOD.md), never one estimated from the runs.
 """
 
 from __future__ import annotations
 
 import math
 import random
-import statistics
 from collections import Counter
 from dataclasses import dataclass
 
-from boardlab.stats import aa_delta, compare
+from boardlab.stats import DEFAULT_DELTA, compare
 
 
 def lognormal_runs(rng: random.Random, n: int, cv: float, median: float = 1.0) -> list[float]:
     """n run values, lognormal with coefficient of variation `cv` and the given median."""
     sigma = math.sqrt(math.log1p(cv * cv))
     return [median * math.exp(rng.gauss(0.0, sigma)) for _ in range(n)]
-
-
-def calibrated_delta(rng: random.Random, *, runs: int, cv: float, aa_repeats: int) -> float:
-    """delta for a simulated board: METHOD.md's rule over `aa_repeats` A/A comparisons of `runs` per arm."""
-    ratios = []
-    for _ in range(aa_repeats):
-        a, b = lognormal_runs(rng, runs, cv), lognormal_runs(rng, runs, cv)
-        ratios.append(statistics.median(b) / statistics.median(a))
-    return aa_delta(ratios).delta
 
 
 @dataclass(frozen=True)
@@ -49,11 +39,10 @@ def simulate(
     cv: float,
     effect: float,
     resamples: int = 2000,
-    aa_repeats: int = 100,
 ) -> SimResult:
     """Verdict counts over `cells` simulated comparisons on one simulated board (lower is better: times)."""
     rng = random.Random(seed)
-    delta = calibrated_delta(rng, runs=runs, cv=cv, aa_repeats=aa_repeats)
+    delta = DEFAULT_DELTA
     verdicts: Counter = Counter()
     for i in range(cells):
         base = lognormal_runs(rng, runs, cv)

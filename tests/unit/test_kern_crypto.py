@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -134,6 +135,18 @@ def af_alg_probe(sock_type: str, name: str) -> OSError | None:
     return None
 
 
+def af_alg_family_error() -> OSError | None:
+    """None when this kernel offers AF_ALG sockets at all, else the error socket() gave."""
+    family = getattr(socket, "AF_ALG", None)
+    if family is None:
+        return OSError(97, os.strerror(97))
+    try:
+        socket.socket(family, socket.SOCK_SEQPACKET, 0).close()
+    except OSError as e:
+        return e
+    return None
+
+
 def proc_crypto_best(name: str, types: set[str]) -> dict | None:
     """The /proc/crypto entry the kernel picks for `name`: the highest priority among those of a usable type."""
     best = None
@@ -156,6 +169,11 @@ def test_afalg_reports_what_this_kernel_offers(kern, algorithm, tmp_path):
     probe = af_alg_probe(sock_type, kname)  # binding first also instantiates template algorithms
     best = proc_crypto_best(kname, PROC_TYPES[sock_type])
     rc, res = kern_json(kern, "crypto.afalg", *FAST, *SMALL, "--param", f"algorithm={algorithm}")
+    no_family = af_alg_family_error()
+    if no_family is not None:  # no AF_ALG at all: the catalog and the run both say unsupported, and why
+        assert rc == 1 and res["ok"] is False and res["supported"] is False and res["metrics"] == {}
+        assert os.strerror(no_family.errno) in res["reason"] and "CONFIG_CRYPTO_USER_API" in res["reason"]
+        return
     info = res["info"]
     assert info["kernel_algorithm"] == kname and info["socket_type"] == sock_type
     if best is None:
@@ -181,6 +199,11 @@ def test_afalg_reports_what_this_kernel_offers(kern, algorithm, tmp_path):
 def test_afalg_classifies_portable_and_library_drivers(kern):
     # Which drivers this kernel has decides what can be checked: the naming rules for the portable C code
     # ("-generic", aes-fixed-time) and the kernel crypto library ("-lib") are the ones a VM's kernel shows.
+    no_family = af_alg_family_error()
+    if no_family is not None:
+        pytest.skip(
+            f"this kernel offers no AF_ALG sockets ({no_family}): crypto.afalg runs nothing to classify"
+        )
     checked = 0
     for algorithm, (sock_type, kname, _) in ALGORITHMS.items():
         best = proc_crypto_best(kname, PROC_TYPES[sock_type])
@@ -247,3 +270,34 @@ def test_rng_hwrng_runs_only_where_the_device_gives_data(kern):
 @pytest.mark.parametrize("param", ["block_bytes=8", "source=rdrand"])
 def test_rng_bad_parameters_are_usage_errors(kern, param):
     assert run_kern(kern, "crypto.rng", "--param", param).returncode == 2
+
+
+def test_afalg_list_agrees_with_run_on_support(kern):
+    listed = json.loads(run_kern(kern, "--list", "--json").stdout)
+    spec = next(k for k in listed["kernels"] if k["name"] == "crypto.afalg")
+    rc, res = kern_json(kern, "crypto.afalg", *FAST, *SMALL, "--param", "algorithm=sha256")
+    if af_alg_family_error() is not None:
+        assert spec["supported"] is False and res["supported"] is False
+        assert "AF_ALG" in spec["reason"] and "CONFIG_CRYPTO_USER_API" in spec["reason"]
+    else:
+        assert spec["supported"] is True
+        assert res["supported"] is True or "bind" in res["reason"]  # an algorithm this kernel lacks
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "sock_type", "kname", "why"),
+    [
+        ("aes-128-cbc", "skcipher", "cbc(aes)", "does not decrypt to its plaintext"),
+        ("sha256", "hash", "sha256", "differs from a recomputation"),
+    ],
+)
+def test_afalg_a_corrupted_output_fails_verification(kern, algorithm, sock_type, kname, why):
+    probe = af_alg_probe(sock_type, kname)
+    if probe is not None:
+        pytest.skip(
+            f"this kernel cannot serve {kname} to an AF_ALG {sock_type} socket ({probe}): no crypto.afalg run"
+        )
+    rc, res = kern_json(kern, "crypto.afalg", *FAST, *SMALL, "--param", f"algorithm={algorithm}", "--corrupt")
+    assert rc == 1
+    assert res["ok"] is False and res["verified"] is False and res["metrics"] == {}
+    assert any(why in e for e in res["errors"]), res["errors"]

@@ -252,3 +252,67 @@ def test_a_plan_can_be_narrowed_to_some_of_its_workloads():
     assert "workloads = demo.kernel" in narrowed.source
     with pytest.raises(InputError, match="--workload demo.nope: not in plan 't'; its workloads: demo.kernel"):
         apply_overrides(plan, CATALOG, only_workloads=["demo.nope"])
+
+
+def test_thresholds_precision_and_the_temperature_limit_are_plan_keys():
+    plan = parse_plan(
+        'name = "t"\n[runs]\nprecision = "auto"\nmax_temp_c = 70\n'
+        '[[workloads]]\nname = "demo.kernel"\nthreshold = 0.05\ntail_threshold = 0.2\nprecision = 0.03\n',
+        "p.toml",
+        CATALOG,
+    )
+    assert plan.runs.precision_auto and plan.runs.precision is not None and plan.runs.max_temp_c == 70.0
+    (w,) = plan.workloads
+    assert (w.threshold, w.tail_threshold, w.precision) == (0.05, 0.2, 0.03)
+    with pytest.raises(InputError, match=r"p.toml:3: runs.precision: .*'fast'"):
+        parse_plan(
+            'name = "t"\n[runs]\nprecision = "fast"\n[[workloads]]\nname = "demo.kernel"\n', "p.toml", CATALOG
+        )
+    with pytest.raises(InputError, match=r"threshold"):
+        parse_plan('name = "t"\n[[workloads]]\nname = "demo.kernel"\nthreshold = -1\n', "p.toml", CATALOG)
+
+
+def test_the_schedule_labels_reference_runs_a1_a2_alternately_before_the_first_run():
+    from boardlab.campaign.schedule import reference_keys
+
+    plan = parse_plan(
+        'name = "t"\n[[workloads]]\nname = "demo.kernel"\n'
+        '[[conditions]]\nname = "load"\nkind = "baseline"\nbaseline = "baseline"\n'
+        '[[conditions]]\nname = "baseline"\nkind = "baseline"\n',
+        "p.toml",
+        CATALOG,
+    )
+    cells = build_cells(plan, CATALOG)
+    refs = reference_keys(plan, cells)
+    assert [c.condition for c in cells if c.key in refs] == ["baseline"]
+    runs = schedule(cells, "interleave", 1, range(1, 7), refs)
+    labels = [(r.repetition, r.aa_arm) for r in runs if r.cell.condition == "baseline"]
+    assert labels == [(1, "A1"), (2, "A2"), (3, "A1"), (4, "A2"), (5, "A1"), (6, "A2")]
+    assert all(r.aa_arm is None for r in runs if r.cell.condition == "load")
+
+
+def test_a_run_over_the_temperature_limit_is_invalid():
+    from boardlab.campaign.runner import Runner
+
+    plan = parse_plan(
+        'name = "t"\n[runs]\nmax_temp_c = 70\n[[workloads]]\nname = "demo.kernel"\n', "p", CATALOG
+    )
+    runner = Runner(plan, CATALOG, store=None, progress=None)  # type: ignore[arg-type]
+    assert runner._over_temperature({"temp.thermal_zone0_mc_max": 69000.0}) == []
+    (why,) = runner._over_temperature({"temp.thermal_zone0_mc_max": 71500.0})
+    assert "71.5 C, over the limit 70.0 C (max_temp_c)" in why
+    plan = parse_plan('name = "t"\n[[workloads]]\nname = "demo.kernel"\n', "p", CATALOG)
+    runner = Runner(plan, CATALOG, store=None, progress=None)  # type: ignore[arg-type]
+    runner.temp_limits_mc = {"thermal_zone0": 80000}  # a passive trip at 85 C, minus 5 C
+    assert runner._over_temperature({"temp.thermal_zone0_mc_max": 81000.0})
+    assert not runner._over_temperature({"temp.thermal_zone1_mc_max": 99000.0})  # no trip known there
+
+
+def test_an_unsupported_workload_fails_the_plan_unless_it_says_skip():
+    text = 'name = "t"\n[runs]\nunsupported = "{}"\n[[workloads]]\nname = "demo.kernel"\n[[workloads]]\nname = "demo.missing"\n'
+    with pytest.raises(InputError, match="demo.missing is unsupported here: built without libdemo"):
+        parse_plan(text.format("fail"), "p.toml", CATALOG)
+    from boardlab.campaign.plan import unsupported_workloads
+
+    plan = parse_plan(text.format("skip"), "p.toml", CATALOG)
+    assert unsupported_workloads(plan, CATALOG) == {"demo.missing": "built without libdemo"}

@@ -32,7 +32,8 @@ def test_results_are_frozen_and_become_json():
     results = [
         stats.summarize(runs),
         stats.compare(runs, slower, higher_is_better=False, delta=0.02, seed=0),
-        stats.aa_delta([1.01, 0.99]),
+        stats.reachability(10, 70),
+        stats.compare_tail([runs, slower], [slower, runs], delta=0.1, seed=0, resamples=200),
         stats.predict_runs(0.02, 0.01),
         stats.should_stop(runs, 0.01),
     ]

@@ -74,3 +74,10 @@ def test_the_cost_ratio_orientation_is_used_for_rates():
 def test_delta_needs_a_baseline():
     with pytest.raises(ValueError, match="baseline"):
         should_stop(lognormal(1, 10), 0.01, delta=0.02)
+
+
+def test_the_verdicts_90_percent_decision_interval_decides_not_the_95_percent_ci():
+    base, cond = lognormal(18, 10), lognormal(19, 10, median=105.0)
+    d = should_stop(cond, 0.001, baseline=base, delta=0.02)
+    assert d.ci.confidence == 0.95 and d.ci.low < 1.02  # the 95% CI alone would not have decided
+    assert d.stop and "90% decision interval lies wholly beyond" in d.reason

@@ -1,50 +1,51 @@
-"""The practical threshold delta from A/A comparisons (METHOD.md): max(2%, p95 of |R_AA - 1|)."""
+"""The practical threshold delta (METHOD.md): a plan statement, never estimated from the compared runs;
+the report's one correction family; and reachability of a verdict at plan load."""
 
 from __future__ import annotations
 
 import math
-import random
 
 import pytest
 
-from boardlab.stats import aa_delta, aa_ratios_from_runs
+from boardlab.report.analysis import is_tail_metric, threshold_for
+from boardlab.stats import DEFAULT_DELTA, DEFAULT_TAIL_DELTA, family_method, reachability, smallest_p
 
 
-def test_a_quiet_board_gets_the_two_percent_floor():
-    d = aa_delta([1.0 + 0.001 * i for i in range(-10, 11)])  # p95 of 0, .001, .001, ..., .01, .01
-    assert d.delta == 0.02 and d.p95_abs_deviation == pytest.approx(0.010)
-    assert d.warnings == ()
+def test_defaults_are_two_percent_and_ten_percent_for_tails():
+    assert DEFAULT_DELTA == 0.02 and DEFAULT_TAIL_DELTA == 0.10
+    assert threshold_for({}, "scimark.fft", "mflops")[0] == 0.02
+    assert threshold_for({}, "rt.cyclictest", "max_latency_us")[0] == 0.10
+    assert threshold_for({}, "ai.inference", "latency_ms", tail=True)[0] == 0.10
+    assert is_tail_metric("p99_latency_us") and not is_tail_metric("latency_ms")
 
 
-def test_a_noisy_board_gets_the_95th_percentile_of_its_aa_deviations():
-    ratios = [1.0 + 0.01 * i for i in range(-10, 11)]  # |R - 1| = 0, .01, .01, ..., .10, .10
-    d = aa_delta(ratios)
-    assert d.delta == pytest.approx(0.10) and d.n_ratios == 21
+def test_the_plan_threshold_wins_per_workload():
+    plan = {"workloads": [{"name": "mem.bandwidth", "threshold": 0.05, "tail_threshold": 0.2}]}
+    assert threshold_for(plan, "mem.bandwidth", "bandwidth_mb_s") == (0.05, "plan: threshold = 0.05")
+    assert threshold_for(plan, "mem.bandwidth", "x", tail=True)[0] == 0.2
+    assert threshold_for(plan, "scimark.fft", "mflops")[0] == 0.02  # another workload keeps the default
 
 
-def test_few_aa_comparisons_warn():
-    d = aa_delta([1.01, 0.99, 1.03])
-    assert "at least 10 times" in d.warnings[0]
+def test_holm_up_to_fifty_comparisons_then_benjamini_hochberg():
+    assert family_method(1) == "holm" and family_method(50) == "holm" and family_method(51) == "bh"
 
 
-def test_half_splits_of_baseline_runs_give_seeded_aa_ratios():
-    rng = random.Random(1)
-    runs = [100 * math.exp(rng.gauss(0, 0.02)) for _ in range(21)]
-    a = aa_ratios_from_runs(runs, splits=50, seed=3)
-    assert a == aa_ratios_from_runs(runs, splits=50, seed=3)
-    assert len(a) == 50 and all(0.9 < r < 1.1 for r in a)
-    assert 0.02 <= aa_delta(a).delta < 0.08
+def test_the_smallest_mann_whitney_p_is_two_over_2n_choose_n_where_exact():
+    for n in (5, 6, 7, 8):
+        assert smallest_p(n, n) == pytest.approx(2 / math.comb(2 * n, n))
+    assert smallest_p(6, 6, paired=True) == pytest.approx(2 / 2**6)
 
 
-def test_half_splits_need_two_runs_per_half():
-    assert len(aa_ratios_from_runs([1.0, 1.1, 0.9, 1.05], splits=10)) == 10
-    with pytest.raises(ValueError, match="at least 4 runs"):
-        aa_ratios_from_runs([1.0] * 3)
+def test_five_runs_per_arm_cannot_decide_seventy_comparisons_and_the_message_names_the_fix():
+    r = reachability(5, 70)
+    assert not r.reachable and r.method == "bh"
+    assert r.smallest_adjusted_p == pytest.approx(70 * 2 / math.comb(10, 5))
+    assert reachability(r.repetitions_needed, 70).reachable
+    assert not reachability(r.repetitions_needed - 1, 70).reachable
+    assert f"--repetitions {r.repetitions_needed}" in r.message
 
 
-def test_fewer_runs_per_half_give_a_larger_delta():
-    rng = random.Random(2)
-    runs = [100 * math.exp(rng.gauss(0, 0.02)) for _ in range(40)]
-    small = aa_delta(aa_ratios_from_runs(runs[:6], seed=1)).p95_abs_deviation
-    large = aa_delta(aa_ratios_from_runs(runs, seed=1)).p95_abs_deviation
-    assert small > large
+def test_ten_runs_per_arm_decide_the_interference_preset_and_fewer_than_five_never():
+    assert reachability(10, 70).reachable and reachability(10, 70).message is None
+    assert not reachability(4, 1).reachable
+    assert reachability(5, 0).reachable  # nothing to compare: nothing to reach

@@ -120,7 +120,9 @@ def _no_leftovers(table: dict, where: _Where, path: tuple, known: str) -> None:
         raise where.error(path + (key,), f"unknown key; valid keys here: {known}")
 
 
-def _workload(entry: Any, i: int, catalog: dict[str, WorkloadSpec], where: _Where) -> WorkloadEntry:
+def _workload(
+    entry: Any, i: int, catalog: dict[str, WorkloadSpec], where: _Where, *, skip_unsupported: bool = False
+) -> WorkloadEntry:
     path = ("workloads", i)
     if not isinstance(entry, dict):
         raise where.error(path, f"expected a table, found {_type_name(entry)}")
@@ -135,7 +137,10 @@ def _workload(entry: Any, i: int, catalog: dict[str, WorkloadSpec], where: _Wher
     params = _take(entry, "params", dict, {}, where, path)
     metric = _take(entry, "metric", str, None, where, path)
     compare_param = _take(entry, "compare", str, None, where, path)
-    _no_leftovers(entry, where, path, "name, params, metric, compare")
+    threshold = _take(entry, "threshold", (float, int), None, where, path, lo=0, hi=10)
+    tail_threshold = _take(entry, "tail_threshold", (float, int), None, where, path, lo=0, hi=10)
+    w_precision = _take(entry, "precision", (float, int), None, where, path, lo=0.001, hi=0.5)
+    _no_leftovers(entry, where, path, "name, params, metric, compare, threshold, tail_threshold, precision")
     if compare_param is not None and not (
         isinstance(params.get(compare_param), list) and len(params[compare_param]) >= 2
     ):
@@ -158,9 +163,17 @@ def _workload(entry: Any, i: int, catalog: dict[str, WorkloadSpec], where: _Wher
     if metric is not None and metric not in {m.name for m in spec.metrics}:
         valid = ", ".join(m.name for m in spec.metrics)
         raise where.error(path + ("metric",), f"{name} has no metric {metric!r}; valid: {valid}")
-    if not spec.supported:
+    if not spec.supported and not skip_unsupported:  # with runs.unsupported = "skip" the runner skips it
         raise where.error(path + ("name",), f"{name} is unsupported here: {spec.unsupported_reason}")
-    return WorkloadEntry(name=name, params=params, metric=metric, compare=compare_param)
+    return WorkloadEntry(
+        name=name,
+        params=params,
+        metric=metric,
+        compare=compare_param,
+        threshold=None if threshold is None else float(threshold),
+        tail_threshold=None if tail_threshold is None else float(tail_threshold),
+        precision=None if w_precision is None else float(w_precision),
+    )
 
 
 def _condition_part(kind: Any, params: Any, kinds: dict, where: _Where, path: tuple) -> tuple[str, dict]:
@@ -257,6 +270,8 @@ def _energy(t: dict, where: _Where) -> EnergyPolicy:
         "meter_command_interval_s, meter_serial, meter_serial_scope, meter_serial_interval_s",
     )
     return policy
+
+
 def _counters(names: list, where: _Where, path: tuple) -> tuple[str, ...]:
     from boardlab.platform.perf import COUNTER_NAMES
 
@@ -268,6 +283,10 @@ def _counters(names: list, where: _Where, path: tuple) -> tuple[str, ...]:
     if len(set(names)) != len(names):
         raise where.error(path + ("counters",), "a counter is listed twice")
     return tuple(names)
+
+
+def _opt_float(value) -> float | None:
+    return None if value is None else float(value)
 
 
 def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan:
@@ -289,7 +308,14 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
     runs_t = dict(_take(doc, "runs", dict, {}, where, ()))
     p = ("runs",)
     repetitions = _take(runs_t, "repetitions", int, None, where, p, lo=1, hi=10000)
-    precision = _take(runs_t, "precision", (float, int), None, where, p, lo=0.001, hi=0.5)
+    precision = _take(runs_t, "precision", (float, int, str), None, where, p)
+    precision_auto = precision == "auto"
+    if isinstance(precision, str) and not precision_auto:
+        raise where.error(
+            p + ("precision",), f'expected a half-width in [0.001, 0.5] or "auto", found {precision!r}'
+        )
+    if not precision_auto and precision is not None and not 0.001 <= precision <= 0.5:
+        raise where.error(p + ("precision",), f"expected a value in [0.001, 0.5], found {precision!r}")
     if repetitions is not None and precision is not None:
         raise where.error(
             p + ("precision",), "give either repetitions (a fixed count) or precision, not both"
@@ -303,7 +329,8 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
         raise where.error(p + ("cpu",), f"expected a CPU number, 'auto' or 'none', found {cpu!r}")
     runs = RunPolicy(
         repetitions=repetitions if repetitions is not None or precision is not None else 5,
-        precision=float(precision) if precision is not None else None,
+        precision=None if precision is None else (0.0 if precision_auto else float(precision)),
+        precision_auto=precision_auto,
         pilot=pilot,
         cap=cap,
         iterations=_take(runs_t, "iterations", int, 10, where, p, lo=1, hi=100000),
@@ -316,13 +343,14 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
         max_reruns=_take(runs_t, "max_reruns", int, 3, where, p, lo=0, hi=100),
         unsupported=_take(runs_t, "unsupported", str, "fail", where, p, choices=("fail", "skip")),
         counters=_counters(_take(runs_t, "counters", list, [], where, p), where, p),
+        max_temp_c=_opt_float(_take(runs_t, "max_temp_c", (float, int), None, where, p, lo=20, hi=150)),
     )
     _no_leftovers(
         runs_t,
         where,
         p,
         "repetitions, precision, pilot, cap, iterations, warmup_max_iterations, warmup_max_ms, warmup_cv, "
-        "order, cpu, drop_caches, max_reruns, unsupported, counters",
+        "order, cpu, drop_caches, max_reruns, unsupported, counters, max_temp_c",
     )
 
     gates_t = dict(_take(doc, "gates", dict, {}, where, ()))
@@ -352,7 +380,10 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
         raise InputError(
             f"{source}: no [[workloads]]: a plan needs at least one workload (see `boardlab list`)"
         )
-    workloads = tuple(_workload(w, i, catalog, where) for i, w in enumerate(raw_workloads))
+    skip = runs.unsupported == "skip"
+    workloads = tuple(
+        _workload(w, i, catalog, where, skip_unsupported=skip) for i, w in enumerate(raw_workloads)
+    )
     raw_conditions = _take(doc, "conditions", list, [], where, ())
     conditions = tuple(
         dataclasses.replace(_condition(c, i, where), index=i) for i, c in enumerate(raw_conditions)
@@ -485,3 +516,12 @@ def apply_overrides(
         return plan
     source = plan.source.rstrip("\n") + "\n# command-line overrides: " + ", ".join(notes) + "\n"
     return dataclasses.replace(plan, runs=runs, workloads=tuple(workloads), source=source)
+
+
+def unsupported_workloads(plan: Plan, catalog: dict[str, WorkloadSpec]) -> dict[str, str]:
+    """Workloads of a plan this board cannot run (kept only under runs.unsupported = "skip"): name -> why."""
+    return {
+        w.name: catalog[w.name].unsupported_reason or "unsupported here"
+        for w in plan.workloads
+        if not catalog[w.name].supported
+    }

@@ -18,7 +18,7 @@ from typing import Protocol
 
 from boardlab import __version__
 from boardlab.campaign import pagecache
-from boardlab.campaign.schedule import build_cells, schedule
+from boardlab.campaign.schedule import build_cells, reference_keys, schedule
 from boardlab.conditions import condition_kinds
 from boardlab.conditions.base import ApplyContext
 from boardlab.conditions.journal import RestoreJournal
@@ -163,6 +163,24 @@ class Runner:
                         break
                     time.sleep(0.5)
         return GateResult(waited_s=time.monotonic() - t0, timed_out=timed_out, detail="; ".join(details))
+
+    def _over_temperature(self, summary: dict) -> list[str]:
+        """METHOD.md: a run above the temperature limit (the plan's max_temp_c, else the zone's lowest
+        throttling trip point minus 5 C) is invalid and re-run."""
+        out = []
+        limits = getattr(self, "temp_limits_mc", {})
+        cap = self.plan.runs.max_temp_c
+        for key, value in summary.items():
+            if not (key.startswith("temp.") and key.endswith("_mc_max")) or value is None:
+                continue
+            zone = key[len("temp.") : -len("_mc_max")]
+            limit = cap * 1000 if cap is not None else limits.get(zone)
+            if limit is not None and value > limit:
+                source = "max_temp_c" if cap is not None else "trip point - 5 C"
+                out.append(
+                    f"{zone} reached {value / 1000:.1f} C, over the limit {limit / 1000:.1f} C ({source})"
+                )
+        return out
 
     def _page_cache(self, cell: Cell) -> dict:
         """runs.drop_caches: drop the page cache (root) or evict the workload's files; records which."""
@@ -368,6 +386,7 @@ class Runner:
             reasons.append(f"swapped ({mon.summary['swap_pages']} pages in/out)")
         if state.get("governors_changed"):
             reasons.append("the cpufreq governor changed during the run")
+        reasons += self._over_temperature(mon.summary)
         reasons += load_problems(state)
         valid = ok and not reasons
         warm = doc.get("warmup") or {}
@@ -407,6 +426,7 @@ class Runner:
             histograms=histograms,
             error=error,
             worker_json=out if out.strip() else None,
+            aa_arm=sr_run.aa_arm,
         )
 
     # ---- the campaign ----
@@ -417,6 +437,13 @@ class Runner:
         info = inventory(self.root)
         info_dict = info.to_dict()
         cpu = resolve_cpu(self.plan.runs.cpu, tuple(info.online_cpus))
+        from boardlab.platform.checks import THROTTLING_TRIPS
+
+        self.temp_limits_mc = {}  # zone -> its lowest throttling trip point minus 5 C
+        for zone in info.thermal_zones:
+            trips = [t.temp_mc for t in zone.trips if t.type in THROTTLING_TRIPS and t.temp_mc is not None]
+            if trips:
+                self.temp_limits_mc[zone.name] = min(trips) - 5000
         # What a killed run left changed is undone before anything else (the restore journal).
         journal = RestoreJournal(self.sr)
         for restored in journal.recover():
@@ -443,7 +470,15 @@ class Runner:
                 self.plan, conditions=tuple(c for c in self.plan.conditions if c.name not in skipped)
             )
             self.conditions = {c.name: c for c in self.plan.conditions}
-        cells = build_cells(self.plan, self.catalog)
+        from boardlab.campaign.plan import unsupported_workloads
+
+        skipped_workloads = unsupported_workloads(self.plan, self.catalog)  # only under unsupported = "skip"
+        for name, reason in skipped_workloads.items():
+            self.progress.note(f"skipping workload {name!r}: unsupported: {reason}")
+        cells = [c for c in build_cells(self.plan, self.catalog) if c.workload not in skipped_workloads]
+        if not cells:
+            raise InputError(f"{self.plan.source_name}: no workload of this plan is supported here")
+        self._cells_by_key = {c.key: c for c in cells}
         self._prepare_workloads(cells)
         conditions = self.conditions
         units = {}
@@ -471,6 +506,9 @@ class Runner:
             "checks": info_dict.get("checks"),
             "worker_cpu": cpu,
             "skipped_conditions": skipped,
+            "skipped_workloads": skipped_workloads,
+            # compiler and flags of the native kernels: what a SciMark or MiBench figure was built with
+            "kern_build": kernel_catalog().get("build"),
         }
         from boardlab.energy.meter import EnergyMeter
 
@@ -511,7 +549,8 @@ class Runner:
             return any(tries) or len(tries) > policy.max_reruns
 
         rounds = range(1, (policy.repetitions if policy.precision is None else policy.pilot) + 1)
-        planned = schedule(cells, policy.order, self.plan.seed, rounds)
+        references = reference_keys(self.plan, cells)
+        planned = schedule(cells, policy.order, self.plan.seed, rounds, references)
         total = len(planned)
         done = sum(1 for r in planned if settled(r.cell.key, r.repetition))
         self.progress.start(self.plan.name, total, done, resumed)
@@ -544,10 +583,12 @@ class Runner:
                         self.progress.finished(sr_run, result, done, total)
                 if policy.precision is None or extra_round > policy.cap:
                     break
+                if extra_round == rounds.stop:  # the pilot is complete: predict, and warn over the cap
+                    self._predict_after_pilot(campaign_id, cells)
                 pending = [c for c in cells if not self._precise_enough(campaign_id, c)]
                 if not pending:
                     break
-                planned = schedule(pending, policy.order, self.plan.seed, [extra_round])
+                planned = schedule(pending, policy.order, self.plan.seed, [extra_round], references)
                 total += sum(1 for r in planned if not settled(r.cell.key, r.repetition))
                 extra_round += 1
             self.energy.finish(lambda: self._gate(monitor.src, start_temps))
@@ -586,14 +627,86 @@ class Runner:
             params = coerce_params(module.SPEC, [f"{k}={v}" for k, v in cell.params])
             module.prepare(params, self.progress.note)
 
+    def _valid_values(self, campaign_id: int) -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {}
+        for r in self.store.runs(campaign_id):
+            if r["valid"] and r["value"] is not None:
+                out.setdefault(r["cell_key"], []).append(r["value"])
+        return out
+
+    def _half_width(self, cell: Cell) -> float:
+        """The cell's target CI half-width: the workload's `precision`, else the plan's, else (precision =
+        "auto") its class's (METHOD.md: 1% compute, 2-3% memory, I/O, compression, AI)."""
+        from boardlab.stats.sample_size import CLASS_HALF_WIDTH, workload_class
+
+        entry = next((w for w in self.plan.workloads if w.name == cell.workload), None)
+        if entry is not None and entry.precision is not None:
+            return entry.precision
+        if self.plan.runs.precision and not self.plan.runs.precision_auto:
+            return self.plan.runs.precision
+        return CLASS_HALF_WIDTH[workload_class(cell.workload)]
+
+    def _reference(self, cell: Cell, cells: list[Cell]) -> Cell | None:
+        """The cell this one is compared with (its condition's baseline), if the plan has it."""
+        base = self.conditions[cell.condition].baseline if cell.condition in self.conditions else None
+        if not base:
+            return None
+        return next(
+            (
+                c
+                for c in cells
+                if c.workload == cell.workload and c.params == cell.params and c.condition == base
+            ),
+            None,
+        )
+
+    def _predict_after_pilot(self, campaign_id: int, cells: list[Cell]) -> None:
+        """METHOD.md: predict n = 2 (1.96 x 1.2533 x CV / h)^2 from the pilot and say so when it exceeds
+        the cap, before the campaign goes on."""
+        import statistics
+
+        from boardlab.stats import predict_runs
+
+        values = self._valid_values(campaign_id)
+        for cell in cells:
+            v = values.get(cell.key, [])
+            if len(v) < 2 or statistics.mean(v) <= 0:
+                continue
+            cv = statistics.stdev(v) / statistics.mean(v)
+            pred = predict_runs(cv, self._half_width(cell), cap=self.plan.runs.cap)
+            if pred.exceeds_cap:
+                self.progress.note(f"{cell.key}: {pred.warning}")
+
     def _precise_enough(self, campaign_id: int, cell: Cell) -> bool:
-        """The precision rule of METHOD.md: stop a cell when its CI half-width is at most the target."""
+        """The precision rule of METHOD.md: stop a cell when its CI half-width is at most its class's
+        target, or (a compared cell) when the 90% decision interval already decides against its threshold
+        delta, or at the cap; never on a p-value."""
+        from boardlab.report.analysis import threshold_for
         from boardlab.stats import should_stop
 
-        values = [
-            r["value"]
-            for r in self.store.runs(campaign_id)
-            if r["cell_key"] == cell.key and r["valid"] and r["value"] is not None
-        ]
-        decision = should_stop(values, self.plan.runs.precision, cap=self.plan.runs.cap)
+        values = self._valid_values(campaign_id)
+        target = self._half_width(cell)
+        cap = self.plan.runs.cap
+        ref = (
+            self._reference(cell, list(self._cells_by_key.values()))
+            if hasattr(self, "_cells_by_key")
+            else None
+        )
+        if ref is not None and len(values.get(ref.key, [])) >= 2 and len(values.get(cell.key, [])) >= 2:
+            import tomllib
+
+            delta, _ = threshold_for(tomllib.loads(self.plan.source), cell.workload, cell.metric)
+            spec = self.catalog[cell.workload]
+            hib = next((m.higher_is_better for m in spec.metrics if m.name == cell.metric), False)
+            decision = should_stop(
+                values[cell.key],
+                target,
+                delta=delta,
+                cap=cap,
+                baseline=values[ref.key],
+                higher_is_better=hib,
+                min_runs=self.plan.runs.pilot,
+            )
+            return bool(decision.stop)
+        decision = should_stop(values.get(cell.key, []), target, cap=cap, min_runs=self.plan.runs.pilot)
         return bool(decision.stop)

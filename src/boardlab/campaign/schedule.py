@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 
 from boardlab.model.campaign import Cell, Plan, ScheduledRun
 from boardlab.model.workload import WorkloadSpec
@@ -42,16 +42,54 @@ def order_round(cells: Sequence[Cell], order: str, seed: int, round_no: int) -> 
     return list(cells)
 
 
-def schedule(cells: Sequence[Cell], order: str, seed: int, rounds: Iterable[int]) -> list[ScheduledRun]:
-    """Runs for the given rounds (1-based): in round r, each cell's repetition r."""
+def schedule(
+    cells: Sequence[Cell],
+    order: str,
+    seed: int,
+    rounds: Iterable[int],
+    references: Collection[str] = frozenset(),
+) -> list[ScheduledRun]:
+    """Runs for the given rounds (1-based): in round r, each cell's repetition r. The runs of the cells
+    whose keys are in `references` carry their A/A label (`aa_label`)."""
     rounds = list(rounds)
     runs: list[ScheduledRun] = []
+
+    def run(cell: Cell, r: int) -> ScheduledRun:
+        arm = aa_label(r) if cell.key in references else None
+        return ScheduledRun(seq=len(runs), cell=cell, repetition=r, block=r, aa_arm=arm)
+
     if order == "sequential":
         for cell in cells:
             for r in rounds:
-                runs.append(ScheduledRun(seq=len(runs), cell=cell, repetition=r, block=r))
+                runs.append(run(cell, r))
         return runs
     for r in rounds:
         for cell in order_round(cells, order, seed, r):
-            runs.append(ScheduledRun(seq=len(runs), cell=cell, repetition=r, block=r))
+            runs.append(run(cell, r))
     return runs
+
+
+def aa_label(repetition: int) -> str:
+    """The A/A control's label of a reference cell's repetition (METHOD.md "A/A control"): A1 and A2
+    alternately, fixed by the repetition number before the first run (pre-registered), so the two halves
+    are interleaved with each other and with every other cell, and a resumed or extended campaign labels
+    the same way."""
+    return "A1" if repetition % 2 else "A2"
+
+
+def reference_keys(plan: Plan, cells: Sequence[Cell]) -> frozenset[str]:
+    """Keys of the cells another cell is compared with: every cell under a condition named as some
+    condition's baseline, and the cells at the first value of a workload's `compare` parameter. Their runs
+    are the ones labelled A1/A2."""
+    bases = {c.baseline for c in plan.conditions if c.baseline}
+    firsts: dict[str, tuple[str, object]] = {}
+    for entry in plan.workloads:
+        values = entry.params.get(entry.compare) if entry.compare else None
+        if isinstance(values, list) and len(values) >= 2:
+            firsts[entry.name] = (entry.compare, values[0])  # type: ignore[assignment]
+    keys = set()
+    for cell in cells:
+        first = firsts.get(cell.workload)
+        if cell.condition in bases or (first is not None and cell.params_dict.get(first[0]) == first[1]):
+            keys.add(cell.key)
+    return frozenset(keys)

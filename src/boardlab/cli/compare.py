@@ -8,9 +8,11 @@ import sys
 HELP = "compare two campaigns (two boards or two sessions) cell by cell"
 DESCRIPTION = (
     "Compare two campaigns cell by cell (cells matched by workload, parameters and condition): each side's "
-    "median and run count, the ratio B/A with a bootstrap CI, the Mann-Whitney test with Holm's correction "
-    "over all matched cells, and a verdict against a threshold from both campaigns' A/A noise. Cells found "
-    "on one side only are listed."
+    "median and run count, the ratio B/A with its 90% decision interval (and a 95% CI, shown), the "
+    "Mann-Whitney test corrected over all matched cells (Holm up to 50, Benjamini-Hochberg above), and a "
+    "verdict against each workload's threshold (the plan's `threshold`, default 2%, tails 10%). Each side's "
+    "A/A control is shown, and a cell whose A/A control failed on either side is marked unstable. Cells "
+    "found on one side only are listed."
 )
 COMPARE_SCHEMA = 1
 
@@ -72,26 +74,25 @@ def _cell_id(cell) -> dict:
 
 def compare_campaigns(a, b, *, path_a: str = "A", path_b: str = "B") -> dict:
     """The comparison document: every cell of A matched in B, B/A per cell (METHOD.md "Comparing ...")."""
-    from boardlab.stats import aa_delta, aa_ratios_from_runs, adjust, compare
-    from boardlab.stats.threshold import MIN_SPLIT_RUNS
+    import tomllib
+
+    from boardlab.report.analysis import threshold_for
+    from boardlab.stats import adjust, compare, family_method
 
     b_cells = {_key(c): c for c in b.cells}
     a_keys = {_key(c) for c in a.cells}
     matched = [(ca, b_cells[_key(ca)]) for ca in a.cells if _key(ca) in b_cells]
-
-    # The practical threshold from both sides' noise: half-splits of every baseline cell with enough runs.
-    aa: list[float] = []
-    for side in (a, b):
-        for c in side.cells:
-            if c.baseline is None and len(c.values) >= MIN_SPLIT_RUNS:
-                aa.extend(aa_ratios_from_runs(c.values, seed=c.cell_id))
-    delta = aa_delta(aa) if aa else None
-    delta_reason = None
-    if delta is None:
-        delta_reason = (
-            f"no baseline cell has {MIN_SPLIT_RUNS} valid runs on either side: no A/A threshold, so no verdicts; "
-            "run at least 10 repetitions"
-        )
+    try:
+        plan_a = tomllib.loads(a.plan_text)
+    except tomllib.TOMLDecodeError:
+        plan_a = {}
+    # A/A controls of both sides, by cell: a cell whose control is unstable on either side is unstable here.
+    unstable: dict[tuple, list[str]] = {}
+    for side, analysis in (("A", a), ("B", b)):
+        for ctl in analysis.aa_controls:
+            if ctl.unstable:
+                key = (ctl.workload, json.dumps(ctl.params, sort_keys=True), ctl.condition)
+                unstable.setdefault(key, []).append(f"{side}: {ctl.remedy}")
 
     rows: list[dict] = []
     comps = []
@@ -107,6 +108,9 @@ def compare_campaigns(a, b, *, path_a: str = "A", path_b: str = "B") -> dict:
             "ratio_ci": None,
             "cost_ratio": None,
             "cost_ratio_ci": None,
+            "decision_ci": None,
+            "delta": None,
+            "delta_source": None,
             "test": None,
             "p_value": None,
             "p_adjusted": None,
@@ -114,6 +118,7 @@ def compare_campaigns(a, b, *, path_a: str = "A", path_b: str = "B") -> dict:
             "confounded": None,
             "reasons": [],
             "reason": None,
+            "unstable": unstable.get(_key(ca)),
         }
         if ca.metric != cb.metric or ca.unit != cb.unit:
             row["reason"] = f"different metrics: {ca.metric} [{ca.unit}] in A, {cb.metric} [{cb.unit}] in B"
@@ -127,12 +132,14 @@ def compare_campaigns(a, b, *, path_a: str = "A", path_b: str = "B") -> dict:
                 row["b"]["median"] = statistics.median(cb.values)
             env_a = [r.environment for r in ca.runs if r.valid and r.value is not None]
             env_b = [r.environment for r in cb.runs if r.valid and r.value is not None]
+            delta, source = threshold_for(plan_a, ca.workload, ca.metric)
+            row.update(delta=delta, delta_source=source)
             comps.append(
                 compare(
                     list(ca.values),
                     list(cb.values),
                     higher_is_better=ca.higher_is_better,
-                    delta=delta.delta if delta else 0.02,
+                    delta=delta,
                     seed=i,
                     baseline_env=env_a,
                     condition_env=env_b,
@@ -140,46 +147,60 @@ def compare_campaigns(a, b, *, path_a: str = "A", path_b: str = "B") -> dict:
             )
             slots.append(len(rows))
         rows.append(row)
-    for slot, c in zip(slots, adjust(comps, "holm") if comps else (), strict=True):
+    method = family_method(len(comps))
+    for slot, c in zip(slots, adjust(comps, method) if comps else (), strict=True):
         row = rows[slot]
         row.update(
             ratio=c.ratio,
             ratio_ci=_interval(c.ratio_ci),
             cost_ratio=c.cost_ratio,
             cost_ratio_ci=_interval(c.cost_ratio_ci),
+            decision_ci=_interval(c.decision_ci),
             test=c.test.name,
             p_value=c.p_value,
             p_adjusted=c.p_adjusted,
+            verdict=c.verdict.kind,
+            confounded=c.verdict.confounded,
+            reasons=list(c.verdict.reasons),
         )
-        if delta is None:
-            row["reason"] = delta_reason
-        else:
-            row.update(
-                verdict=c.verdict.kind, confounded=c.verdict.confounded, reasons=list(c.verdict.reasons)
-            )
     return {
         "schema": COMPARE_SCHEMA,
         "a": _side(path_a, a),
         "b": _side(path_b, b),
         "ratio": "B / A: median of B over median of A; cost_ratio > 1 means B is worse",
-        "delta": None
-        if delta is None
-        else {
-            "delta": delta.delta,
-            "p95_abs_deviation": delta.p95_abs_deviation,
-            "floor": delta.floor,
-            "n_ratios": delta.n_ratios,
-            "warnings": list(delta.warnings),
-        },
-        "delta_reason": delta_reason,
-        "adjustment": "holm",
+        "decision": "verdicts are decided on decision_ci, the 90% bootstrap interval of the cost ratio, "
+        "against each cell's delta; cost_ratio_ci (95%) is shown, not decided on",
+        "adjustment": method,
         "family_size": len(comps),
+        "aa_controls": {side: _aa_doc(analysis) for side, analysis in (("a", a), ("b", b))},
         "cells": rows,
         "unmatched": {
             "a_only": [_cell_id(c) for c in a.cells if _key(c) not in b_cells],
             "b_only": [_cell_id(c) for c in b.cells if _key(c) not in a_keys],
         },
     }
+
+
+def _aa_doc(analysis) -> list[dict]:
+    out = []
+    for ctl in analysis.aa_controls:
+        c = ctl.comparison
+        out.append(
+            {
+                "workload": ctl.workload,
+                "params": ctl.params,
+                "condition": ctl.condition,
+                "n_a1": ctl.n_a1,
+                "n_a2": ctl.n_a2,
+                "verdict": None if ctl.reason or c is None else c.verdict.kind,
+                "cost_ratio": None if c is None else c.cost_ratio,
+                "decision_ci": None if c is None else _interval(c.decision_ci),
+                "unstable": ctl.unstable,
+                "remedy": ctl.remedy,
+                "reason": ctl.reason,
+            }
+        )
+    return out
 
 
 def render_text(doc: dict) -> str:
@@ -190,12 +211,37 @@ def render_text(doc: dict) -> str:
         return f"{side['db']} campaign {side['campaign_id']} {side['name']!r} on {side['board']} ({side['status']})"
 
     out = [f"A: {who(doc['a'])}", f"B: {who(doc['b'])}"]
-    d = doc["delta"]
+    method = {"holm": "Holm", "bh": "Benjamini-Hochberg"}.get(doc["adjustment"], doc["adjustment"])
     out.append(
-        f"threshold delta = {d['delta']:.1%} (A/A half-splits of both sides' baselines, {d['n_ratios']} ratios)"
-        if d
-        else f"threshold: {doc['delta_reason']}"
+        "verdicts are decided on the 90% decision interval of B/A against each cell's threshold delta; "
+        f"p adjusted by {method} over {doc['family_size']} cells"
     )
+    for side in ("a", "b"):
+        controls = doc["aa_controls"][side]
+        judged = [c for c in controls if c["verdict"]]
+        bad = [c for c in controls if c["unstable"]]
+        if not controls:
+            text = "none (no comparison in that campaign)"
+        elif bad:
+            text = "UNSTABLE for " + ", ".join(f"{c['workload']} @{c['condition']}" for c in bad)
+        elif judged:
+            stable = sum(1 for c in judged if c["verdict"] == "no_change")
+            text = f"no alarm in {len(judged)} reference cells judged ({stable} shown stable, the others too noisy to tell)"
+        else:
+            text = "no A/A verdict (too few labelled baseline runs)"
+        out.append(f"A/A control of {side.upper()}: {text}")
+        for c in controls:  # per workload: its A2/A1 verdict, or why there is none
+            params = ", ".join(f"{k}={v}" for k, v in c["params"].items())
+            name = c["workload"] + (f" ({params})" if params else "") + f" @ {c['condition']}"
+            if c["verdict"] is None:
+                out.append(f"  {name}: no A/A verdict: {c['reason']}")
+                continue
+            lo, hi = c["decision_ci"] or (float("nan"), float("nan"))
+            mark = f" UNSTABLE: {c['remedy']}" if c["unstable"] else ""
+            out.append(
+                f"  {name}: {verdict_text(c['verdict'])} (A2/A1 cost {fmt_ratio(c['cost_ratio'])}, 90% decision "
+                f"interval {fmt_interval(lo, hi, sig=3)}){mark}"
+            )
     out.append("")
     rows = []
     for r in doc["cells"]:
@@ -206,8 +252,11 @@ def render_text(doc: dict) -> str:
         def med(side, div=div):
             return "–" if side["median"] is None else fmt_num(side["median"] / div, 4)
 
-        ci = fmt_interval(*r["ratio_ci"], sig=3) if r["ratio_ci"] else "–"
+        ci = fmt_interval(*r["decision_ci"], sig=3) if r["decision_ci"] else "–"
+        ci95 = fmt_interval(*r["cost_ratio_ci"], sig=3) if r["cost_ratio_ci"] else "–"
         verdict = verdict_text(r["verdict"], bool(r["confounded"])) if r["verdict"] else (r["reason"] or "–")
+        if r["unstable"]:
+            verdict += " (unstable: A/A control failed)"
         rows.append(
             (
                 name,
@@ -218,17 +267,35 @@ def render_text(doc: dict) -> str:
                 unit,
                 fmt_ratio(r["ratio"]),
                 ci,
+                ci95,
+                "–" if r["delta"] is None else f"{r['delta']:.0%}",
                 fmt_p(r["p_adjusted"]),
                 verdict,
             )
         )
     out += aligned(
-        ("cell", "A median", "n", "B median", "n", "unit", "B/A", "95% CI", "p adj", "verdict"),
+        (
+            "cell",
+            "A median",
+            "n",
+            "B median",
+            "n",
+            "unit",
+            "B/A",
+            "90% decision interval (cost)",
+            "95% CI (cost)",
+            "delta",
+            "p adj",
+            "verdict",
+        ),
         rows,
-        (False, True, True, True, True, False, True, True, True, False),
+        (False, True, True, True, True, False, True, True, True, True, True, False),
     )
     out.append("")
-    out.append("B/A is median(B) / median(A); a slowdown means B is worse (slower, or lower throughput).")
+    out.append(
+        "B/A is median(B) / median(A); the intervals are of the cost ratio (> 1 = B worse); a slowdown means "
+        "B is worse (slower, or lower throughput)."
+    )
     for side, label in (("a_only", "only in A"), ("b_only", "only in B")):
         cells = doc["unmatched"][side]
         if cells:

@@ -44,10 +44,42 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--scale", type=float, help="scale repetitions, iterations and AI frames by this factor (e.g. 0.2)"
     )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="load and check the plan (and the overrides), print its cells, runs, comparisons, an estimated "
+        "duration (from earlier runs in --db) and whether a verdict is reachable; run and write nothing",
+    )
 
 
 def _on_sigterm(signum, frame):
     raise KeyboardInterrupt  # the same orderly stop as Ctrl-C: the worker is stopped, stored runs kept
+
+
+def _dry_run_text(plan, summary) -> str:
+    d = summary.to_dict()
+    runs = f"{d['runs']}" if d["runs"] == d["runs_max"] else f"{d['runs']} (pilot) to {d['runs_max']} (cap)"
+    if d["estimated_duration_s"] is None:
+        duration = f"unknown: {d['estimate_basis']}"
+    else:
+        duration = f"about {d['estimated_duration_s'] / 60:.1f} min ({d['estimate_basis']})"
+    method = {"holm": "Holm", "bh": "Benjamini-Hochberg"}[d["correction"]]
+    lines = [
+        f"plan {plan.name} ({plan.source_name}): checked, nothing run",
+        f"cells: {d['cells']}",
+        f"runs: {runs}",
+        f"comparisons: {d['comparisons']} (one family, {method})",
+        f"estimated duration: {duration}",
+    ]
+    lines += [f"skipped here: {name}: {why}" for name, why in d["skipped_workloads"].items()]
+    if d["verdict_reachable"]:
+        lines.append(
+            f"verdict reachable: yes ({d['runs_per_arm']} runs per arm; smallest adjusted p "
+            f"{d['smallest_adjusted_p']:.3g} < 0.05; {d['repetitions_needed']} would suffice)"
+        )
+    else:
+        lines.append(f"verdict reachable: NO: {d['message']}")
+    return "\n".join(lines)
 
 
 def run(args) -> int:
@@ -76,6 +108,14 @@ def run(args) -> int:
         scale=args.scale,
         only_workloads=args.workload,
     )
+    from boardlab.campaign.reach import summarize_plan
+
+    summary = summarize_plan(plan, catalog, db=args.db)
+    if args.dry_run:
+        print(json.dumps(summary.to_dict()) if args.json else _dry_run_text(plan, summary))
+        return 0
+    if summary.reach.message:  # said before the first run; the plan still runs (METHOD.md)
+        print(f"warning: {plan.source_name}: {summary.reach.message}", file=sys.stderr)
     signal.signal(signal.SIGTERM, _on_sigterm)
     progress = TerminalProgress(quiet=args.quiet)
     existed = os.path.exists(args.db)
@@ -118,6 +158,9 @@ def run(args) -> int:
                     "db": args.db,
                     "monitor_cost_pct_of_core": outcome.monitor_cost_pct_of_core,
                     "loop_s": outcome.loop_s,
+                    "verdict_reachable": summary.reach.reachable,
+                    "repetitions_needed": summary.reach.repetitions_needed,
+                    "reachability": summary.reach.message,
                 }
             )
         )

@@ -1094,7 +1094,24 @@ static int afalg_init(bk_ctx *ctx, void **state)
     return 0;
 }
 
-#define AFALG_SUPPORTED NULL
+/* The catalog must agree with a run: a kernel without AF_ALG sockets (CONFIG_CRYPTO_USER_API unset) is
+ * unsupported here too, not only when a run tries. Which algorithms the kernel serves is still per run. */
+static const char *afalg_available(void)
+{
+    int fd = socket(AF_ALG, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd >= 0) {
+        close(fd);
+        return NULL;
+    }
+    static char why[256];
+    snprintf(why, sizeof why,
+             "this kernel offers no AF_ALG sockets (socket: %s): the kernel crypto API is reachable from user space "
+             "only with CONFIG_CRYPTO_USER_API (modules algif_skcipher, algif_hash, algif_aead)",
+             strerror(errno));
+    return why;
+}
+
+#define AFALG_SUPPORTED afalg_available
 #define AFALG_INIT afalg_init
 #define AFALG_RUN crypto_run
 #define AFALG_CORRUPT crypto_corrupt

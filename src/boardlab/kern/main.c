@@ -60,6 +60,13 @@ static void list(bool json)
         bk_json_str(&j, "boardlab-kern");
         bk_json_key(&j, "version");
         bk_json_str(&j, BK_VERSION);
+        bk_json_key(&j, "build"); /* compiler and flags of these kernels (meson.build) */
+        bk_json_begin_object(&j);
+        bk_json_key(&j, "compiler");
+        bk_json_str(&j, BK_BUILD_CC);
+        bk_json_key(&j, "cflags");
+        bk_json_str(&j, BK_BUILD_CFLAGS);
+        bk_json_end_object(&j);
         bk_json_key(&j, "kernels");
         bk_json_begin_array(&j);
         for (int i = 0; bk_kernels[i]; i++)

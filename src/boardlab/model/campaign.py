@@ -38,6 +38,11 @@ class RunPolicy:
     max_reruns: int = 3  # re-runs of an invalid run (throttled, swapped, policy changed)
     unsupported: str = "fail"  # a condition this board cannot do: "fail" the plan, or "skip" it and say so
     counters: tuple[str, ...] = ()  # hardware counters per run (platform.perf.COUNTER_NAMES), as metrics
+    # precision = "auto": each workload's class target (1% compute, 2-3% memory, I/O, compression, AI)
+    precision_auto: bool = False
+    # a run whose SoC temperature exceeds this is invalid and re-run; None = each zone's throttling trip
+    # point minus 5 C (METHOD.md "Before and around each run")
+    max_temp_c: float | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,9 @@ class WorkloadEntry:
     params: dict[str, Any]  # a list value expands into one cell per value
     metric: str | None = None  # the primary metric; None = the workload's first
     compare: str | None = None  # a listed parameter whose first value is the baseline of the others
+    threshold: float | None = None  # practical threshold delta (0.02 = 2%); None = the default
+    tail_threshold: float | None = None  # the same for p99 and above; None = the default (10%)
+    precision: float | None = None  # this workload's CI half-width target under the precision rule
 
 
 @dataclass(frozen=True)
@@ -138,3 +146,4 @@ class ScheduledRun:
     cell: Cell
     repetition: int  # 1-based, per cell
     block: int  # the round (interleave) or block (abba) it belongs to
+    aa_arm: str | None = None  # "A1" / "A2" for a reference cell's runs (the A/A control), else None

@@ -81,3 +81,4 @@ class RunResult:
     error: str | None = None
     worker_json: str | None = None  # the worker's raw result, kept for re-analysis
     energy: tuple[RunEnergy, ...] = field(default=())  # per power source (boardlab.energy)
+    aa_arm: str | None = None  # "A1" / "A2": the schedule's A/A label of a reference cell's run

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,23 +16,47 @@ from boardlab.report import study_governor
 from boardlab.report.studies import AiCell, RtCell, ai_cells, rt_cells
 from boardlab.report.study_energy import energy_study
 from boardlab.stats import (
-    AADelta,
+    DEFAULT_DELTA,
+    DEFAULT_TAIL_DELTA,
     CellSummary,
     Comparison,
     RunEnvironment,
-    aa_delta,
-    aa_ratios_from_runs,
     adjust,
     compare,
+    compare_tail,
+    family_method,
     summarize,
 )
+from boardlab.stats.threshold import family_method_name
 from boardlab.store import Store
 
 MIN_RUNS_FOR_SUMMARY = 2
-# Workloads whose per-run p99 of the primary metric gets a comparison of its own (`tail_comparisons`): their
-# runs keep every frame, so each run's p99 is a per-run summary like its median (AI inference, seed 003).
-TAIL_WORKLOADS = frozenset({"ai.inference"})
-TAIL_SEED_OFFSET = 100_000  # bootstrap seeds of the tail family, apart from the primary family's
+# Workloads whose tail gets a comparison of its own (`tail_comparisons`), with the rule of `stats.tails`:
+# per-run p99 when every run has >= 100 samples, else the pooled p99 with a cluster bootstrap.
+TAIL_WORKLOADS = frozenset({"ai.inference", "rt.cyclictest"})
+TAIL_SEED_OFFSET = 100_000  # bootstrap seeds of the tail comparisons, apart from the medians'
+AA_SEED_OFFSET = 200_000  # and of the A/A controls
+AA_ARMS = ("A1", "A2")
+
+
+def is_tail_metric(metric: str) -> bool:
+    """p99 and above (and maxima): the metrics whose default threshold is 10%, not 2% (METHOD.md)."""
+    m = metric.lower()
+    return m.startswith("max") or "_max" in m or "p99" in m
+
+
+def threshold_for(plan: dict, workload: str, metric: str, *, tail: bool = False) -> tuple[float, str]:
+    """The practical threshold delta of a workload's metric and where it comes from: the plan's
+    `threshold` (`tail_threshold` for tails) of that workload, else the default (2%, tails 10%)."""
+    tail = tail or is_tail_metric(metric)
+    key = "tail_threshold" if tail else "threshold"
+    for entry in plan.get("workloads", []):
+        if isinstance(entry, dict) and entry.get("name") == workload and key in entry:
+            value = entry[key]
+            if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+                return float(value), f"plan: {key} = {value:g}"
+    default = DEFAULT_TAIL_DELTA if tail else DEFAULT_DELTA
+    return default, f"default for {'tail metrics' if tail else 'run-time and throughput'}"
 
 
 @dataclass(frozen=True)
@@ -52,6 +76,7 @@ class RunPoint:
     environment: RunEnvironment
     worker_cpu_pct: float | None
     warmup_capped: bool | None
+    aa_arm: str | None = None  # "A1" / "A2" on a reference cell's runs (the schedule's A/A labels)
 
 
 @dataclass(frozen=True)
@@ -98,6 +123,56 @@ class ComparisonAnalysis:
     unit: str
     comparison: Comparison | None
     reason: str | None  # why there is no comparison
+    # Set when the A/A control of this comparison's reference cell said slowdown or speedup: why the
+    # verdict cannot be trusted and what to do (METHOD.md "A/A control").
+    unstable: str | None = None
+    delta_source: str = ""  # where the threshold came from (the plan, or the default)
+
+
+@dataclass(frozen=True)
+class AAControl:
+    """The A/A control of one reference cell: its baseline runs labelled A1 and A2 alternately by the
+    schedule before the first run, compared with each other by the same rule as every comparison.
+    Expected: no change or inconclusive. Not part of the report's correction family: uncorrected, it errs
+    towards calling a workload unstable, the safe side for a control."""
+
+    cell_id: int
+    workload: str
+    params: dict[str, Any]
+    label: str
+    condition: str
+    metric: str
+    unit: str
+    n_a1: int
+    n_a2: int
+    comparison: Comparison | None
+    reason: str | None  # why there is no A/A verdict
+
+    @property
+    def kind(self) -> str:
+        if self.comparison is None:
+            return "insufficient" if self.n_a1 or self.n_a2 else "not labelled"
+        return self.comparison.verdict.kind
+
+    @property
+    def unstable(self) -> bool:
+        return self.comparison is not None and self.comparison.verdict.kind in ("slowdown", "speedup")
+
+    @property
+    def remedy(self) -> str | None:
+        if not self.unstable:
+            return None
+        assert self.comparison is not None
+        c = self.comparison
+        return (
+            f"the A/A control says {c.verdict.kind} (A2/A1 cost ratio {c.cost_ratio:.3f}, decision interval "
+            f"[{c.decision_ci.low:.3f}, {c.decision_ci.high:.3f}]) although both halves ran the same "
+            "condition: the board drifted or was not quiet during the campaign. Check the drift column, the "
+            "gate's waits and the temperatures, quiet the board (stop other work, fix the frequency, let it "
+            "cool), then run the campaign again"
+            if c.decision_ci is not None
+            else f"the A/A control says {c.verdict.kind}"
+        )
 
 
 @dataclass(frozen=True)
@@ -117,16 +192,28 @@ class CampaignAnalysis:
     order: str
     cells: tuple[CellAnalysis, ...]
     comparisons: tuple[ComparisonAnalysis, ...]
-    delta: AADelta | None
     notes: dict = field(default_factory=dict)
     rt_cells: tuple[RtCell, ...] = ()  # rt.cyclictest cells: merged histograms and percentiles (studies.py)
     ai_cells: tuple[AiCell, ...] = ()  # ai.inference cells: per-frame p50/p90/p99 over runs (studies.py)
-    # The per-run p99 of the primary metric against the baseline, for TAIL_WORKLOADS: a second family with
-    # its own A/A threshold `tail_delta` and its own Holm correction.
+    # The p99 against the baseline, for TAIL_WORKLOADS (stats.tails: per-run or pooled with a cluster
+    # bootstrap), in the same correction family as the medians.
     tail_comparisons: tuple[ComparisonAnalysis, ...] = ()
-    tail_delta: AADelta | None = None
     energy: Any = None  # report/study_energy.EnergyStudy: sources, idle power, energy/EDP/efficiency per cell
     governor: object | None = None  # the governor study's sweep maps, tree and policies (study_governor.py)
+    aa_controls: tuple[AAControl, ...] = ()
+    family_size: int = 0  # every comparison with a verdict, medians and tails together
+    family_adjustment: str = "holm"  # "holm" up to 50 comparisons, "bh" above
+
+    @property
+    def family_text(self) -> str:
+        return (
+            f"{family_method_name(self.family_adjustment)} over all {self.family_size} comparisons of this "
+            "report (medians and tails together)"
+        )
+
+    @property
+    def unstable_workloads(self) -> list[AAControl]:
+        return [c for c in self.aa_controls if c.unstable]
 
     @property
     def conditions(self) -> list[str]:
@@ -171,6 +258,7 @@ def _cell(row, runs) -> CellAnalysis:
                 environment=run_environment(mon),
                 worker_cpu_pct=mon.get("worker.cpu_pct_mean"),
                 warmup_capped=None if r["warmup_capped"] is None else bool(r["warmup_capped"]),
+                aa_arm=r["aa_arm"] if "aa_arm" in r.keys() else None,
             )
         )
     valid = [p for p in points if p.valid and p.value is not None]
@@ -225,74 +313,137 @@ def _pairs(cells: tuple[CellAnalysis, ...], plan: dict):
             yield c, base, label, base_label, None if base else f"no cell with {param}={values[0]}"
 
 
-def _run_p99s(store: Store, cell: CellAnalysis) -> dict[int, float]:
-    """run id -> the run's p99 of the cell's metric, for the valid runs that stored one."""
-    out: dict[int, float] = {}
+def _metric_samples(store: Store, cell: CellAnalysis, metric: str) -> dict[int, list[float]]:
+    """run id -> every sample of `metric` the valid run stored (frames, iterations), in order."""
+    out: dict[int, list[float]] = {}
     for p in cell.runs:
-        if not p.valid:
-            continue
-        for row in store.run_metrics(p.run_id):
-            if row["metric"] == cell.metric and row["p99"] is not None:
-                out[p.run_id] = float(row["p99"])
+        if p.valid:
+            values = store.run_values(p.run_id, metric)
+            if values:
+                out[p.run_id] = values
     return out
 
 
-def aa_threshold(reference_values: dict[int, list[float]]) -> AADelta | None:
-    """delta from A/A half-splits of each reference cell (cell id -> per-run values) with >= 4 runs."""
-    aa: list[float] = []
-    for cell_id, values in reference_values.items():
-        if len(values) >= 4:
-            aa.extend(aa_ratios_from_runs(values, seed=cell_id))
-    return aa_delta(aa) if aa else None
+def _rt_samples(store: Store, cell: CellAnalysis) -> dict[int, list[float]]:
+    """run id -> the wake-up latencies of a valid rt.cyclictest run, rebuilt from its histograms (each
+    sample at its bucket's lower edge; overflow at the limit). Only used when runs are short (< 100
+    samples), so the lists stay small."""
+    from boardlab.report.studies import _is_rt_histogram
+
+    out: dict[int, list[float]] = {}
+    for p in cell.runs:
+        if not p.valid:
+            continue
+        samples: list[float] = []
+        for h in store.histograms(p.run_id):
+            if not _is_rt_histogram(h["name"]):
+                continue
+            counts = json.loads(h["counts_json"])
+            w = float(h["bucket_width"])
+            for i, n in enumerate(counts):
+                samples.extend([i * w] * int(n))
+            samples.extend([len(counts) * w] * int(h["overflow"]))
+        if samples:
+            out[p.run_id] = samples
+    return out
 
 
-def compare_family(
-    pairs: list,
-    values: Callable[[CellAnalysis], list[tuple[RunPoint, float]]],
-    delta: AADelta | None,
-    plan_order: str,
-    *,
-    no_delta: str,
-    seed_offset: int = 0,
-    metric_suffix: str = "",
+def _run_metric(store: Store, run_id: int, metric: str) -> float | None:
+    for row in store.run_metrics(run_id):
+        if row["metric"] == metric:
+            return row["median"]
+    return None
+
+
+def _tail_arm(store: Store, cell: CellAnalysis) -> tuple[list[RunPoint], list[list[float]] | list[float]]:
+    """The runs of a tail arm: for AI, every frame's latency per run; for rt.cyclictest, each run's own
+    p99 when it has >= 100 samples (a float per run), else its samples rebuilt from the histograms."""
+    from boardlab.stats import TAIL_MIN_SAMPLES
+
+    if cell.workload == "rt.cyclictest":
+        points, p99s = [], []
+        for p in cell.runs:
+            if not p.valid:
+                continue
+            n, v = _run_metric(store, p.run_id, "samples"), _run_metric(store, p.run_id, "p99_latency_us")
+            if n is None or v is None or n < TAIL_MIN_SAMPLES or v <= 0:
+                break
+            points.append(p)
+            p99s.append(float(v))
+        else:
+            return points, p99s
+        samples = _rt_samples(store, cell)
+        return [p for p in cell.runs if p.run_id in samples], list(samples.values())
+    samples = _metric_samples(store, cell, cell.metric)
+    return [p for p in cell.runs if p.run_id in samples], list(samples.values())
+
+
+def tail_comparisons(
+    store: Store, cells: tuple[CellAnalysis, ...], plan: dict, *, seed_offset: int = TAIL_SEED_OFFSET
 ) -> tuple[ComparisonAnalysis, ...]:
-    """Each (condition, baseline) pair of one family compared on the per-run values `values` gives (one per
-    run, never pooled iterations), paired by block under ABBA, then Holm over the family (METHOD.md)."""
+    """Each condition against its baseline on the p99 (TAIL_WORKLOADS) by `stats.tails`: per-run p99s
+    when every run has >= 100 samples, else the pooled p99 with a cluster bootstrap over runs. Unadjusted
+    here: `analyze` corrects them together with the medians."""
+    from boardlab.stats import TAIL_MIN_SAMPLES
+    from boardlab.stats.tails import TAIL_RESAMPLES
+
+    tail_cells = tuple(c for c in cells if c.workload in TAIL_WORKLOADS)
+    arms: dict[int, tuple[list[RunPoint], list]] = {}
     results: list[ComparisonAnalysis] = []
-    comps: list[Comparison] = []
-    slots: list[int] = []
-    for cond, base, cond_label, base_label, missing in pairs:
+    # A pooled tail's bootstrap p cannot go below 2 / (B + 1): enough resamples that it can still clear
+    # 0.05 after the report's correction over every comparison (reachability, METHOD.md).
+    family = sum(1 for *_, missing in _pairs(cells, plan) if missing is None)
+    family += sum(1 for *_, missing in _pairs(tail_cells, plan) if missing is None)
+    resamples = max(TAIL_RESAMPLES, math.ceil(2 * family / 0.05))
+    for cond, base, cond_label, base_label, missing in _pairs(tail_cells, plan):
+        metric = "p99_latency_us" if cond.workload == "rt.cyclictest" else cond.metric
+        delta, source = threshold_for(plan, cond.workload, metric, tail=True)
         comp, reason = None, missing
-        if reason is None and delta is None:
-            reason = no_delta
         if reason is None:
-            bv, cv = values(base), values(cond)
+            for c in (base, cond):
+                if c.cell_id not in arms:
+                    arms[c.cell_id] = _tail_arm(store, c)
+            (bp, bv), (cp, cv) = arms[base.cell_id], arms[cond.cell_id]
             if not bv or not cv:
-                reason = f"no valid run{metric_suffix and ' with a' + metric_suffix} under " + (
-                    "the baseline" if not bv else cond_label
-                )
+                reason = "no valid run with tail samples under " + ("the baseline" if not bv else cond_label)
             else:
-                blocks = (
-                    ([p.repetition for p, _ in bv], [p.repetition for p, _ in cv])
-                    if plan_order == "abba"
-                    else None
-                )
                 try:
-                    comp = compare(
-                        [v for _, v in bv],
-                        [v for _, v in cv],
-                        higher_is_better=cond.higher_is_better,
-                        delta=delta.delta,
-                        seed=seed_offset + len(results),
-                        paired_blocks=blocks,
-                        baseline_env=[p.environment for p, _ in bv],
-                        condition_env=[p.environment for p, _ in cv],
-                    )
-                except ValueError as exc:  # e.g. a metric that is zero or negative has no ratio
+                    if isinstance(bv[0], float) and isinstance(cv[0], float):
+                        comp = compare(
+                            bv,
+                            cv,
+                            higher_is_better=False,
+                            delta=delta,
+                            seed=seed_offset + len(results),
+                            baseline_env=[p.environment for p in bp],
+                            condition_env=[p.environment for p in cp],
+                        )
+                        comp = dataclasses.replace(
+                            comp, statistic=f"per-run p99 (every run has >= {TAIL_MIN_SAMPLES} samples)"
+                        )
+                    else:
+                        if isinstance(bv[0], float) or isinstance(cv[0], float):
+                            bp, bv = (
+                                [p for p in base.runs if p.valid],
+                                list(_rt_samples(store, base).values()),
+                            )
+                            cp, cv = (
+                                [p for p in cond.runs if p.valid],
+                                list(_rt_samples(store, cond).values()),
+                            )
+                        comp = compare_tail(
+                            bv,
+                            cv,
+                            q=0.99,
+                            resamples=resamples,
+                            higher_is_better=False,
+                            delta=delta,
+                            seed=seed_offset + len(results),
+                            baseline_env=[p.environment for p in bp][: len(bv)],
+                            condition_env=[p.environment for p in cp][: len(cv)],
+                        )
+                except ValueError as exc:
                     reason = f"not comparable: {exc}"
-            if comp is not None:
-                slots.append(len(results))
-                comps.append(comp)
         results.append(
             ComparisonAnalysis(
                 workload=cond.workload,
@@ -300,46 +451,153 @@ def compare_family(
                 label=cond.label,
                 condition=cond_label,
                 baseline=base_label,
-                metric=cond.metric + metric_suffix,
+                metric=("p99_latency_us" if cond.workload == "rt.cyclictest" else cond.metric + " p99"),
                 unit=cond.unit,
+                comparison=comp,
+                reason=reason,
+                delta_source=source,
+            )
+        )
+    return tuple(results)
+
+
+def median_comparisons(
+    cells: tuple[CellAnalysis, ...], plan: dict, plan_order: str
+) -> tuple[ComparisonAnalysis, ...]:
+    """Each (condition, baseline) pair compared on the runs' medians (one value per run, never pooled
+    iterations), paired by block under ABBA; unadjusted here (`analyze` corrects the whole family)."""
+    results: list[ComparisonAnalysis] = []
+    for cond, base, cond_label, base_label, missing in _pairs(cells, plan):
+        delta, source = threshold_for(plan, cond.workload, cond.metric)
+        comp, reason = None, missing
+        if reason is None:
+            bv = [p for p in base.runs if p.valid and p.value is not None]
+            cv = [p for p in cond.runs if p.valid and p.value is not None]
+            if not bv or not cv:
+                reason = "no valid run under " + ("the baseline" if not bv else cond_label)
+            else:
+                blocks = (
+                    ([p.repetition for p in bv], [p.repetition for p in cv]) if plan_order == "abba" else None
+                )
+                try:
+                    comp = compare(
+                        [p.value for p in bv],
+                        [p.value for p in cv],
+                        higher_is_better=cond.higher_is_better,
+                        delta=delta,
+                        seed=len(results),
+                        paired_blocks=blocks,
+                        baseline_env=[p.environment for p in bv],
+                        condition_env=[p.environment for p in cv],
+                    )
+                except ValueError as exc:  # e.g. a metric that is zero or negative has no ratio
+                    reason = f"not comparable: {exc}"
+        results.append(
+            ComparisonAnalysis(
+                workload=cond.workload,
+                params=cond.params,
+                label=cond.label,
+                condition=cond_label,
+                baseline=base_label,
+                metric=cond.metric,
+                unit=cond.unit,
+                comparison=comp,
+                reason=reason,
+                delta_source=source,
+            )
+        )
+    return tuple(results)
+
+
+def aa_controls(cells: tuple[CellAnalysis, ...], plan: dict) -> tuple[AAControl, ...]:
+    """The A/A control of every reference cell (the baseline side of a comparison): its A1 runs against
+    its A2 runs, with the workload's threshold and the verdict rule of every comparison (unadjusted)."""
+    out: list[AAControl] = []
+    seen: set[int] = set()
+    for _, base, *_ in _pairs(cells, plan):
+        if base is None or base.cell_id in seen:
+            continue
+        seen.add(base.cell_id)
+        arms: dict[str, list[float]] = {a: [] for a in AA_ARMS}
+        for p in base.runs:
+            if p.valid and p.value is not None and p.aa_arm in arms:
+                arms[p.aa_arm].append(p.value)
+        a1, a2 = arms["A1"], arms["A2"]
+        delta, _ = threshold_for(plan, base.workload, base.metric)
+        comp, reason = None, None
+        if not a1 and not a2:
+            reason = "its runs carry no A1/A2 labels (recorded before boardlab labelled them)"
+        else:
+            try:
+                comp = compare(
+                    a1,
+                    a2,
+                    higher_is_better=base.higher_is_better,
+                    delta=delta,
+                    seed=AA_SEED_OFFSET + base.cell_id,
+                )
+            except ValueError as exc:
+                reason = f"not comparable: {exc}"
+            if comp is not None and comp.verdict.kind == "insufficient":
+                reason = (
+                    f"{len(a1)} A1 and {len(a2)} A2 runs: the A/A control needs at least 5 of each "
+                    "(10 baseline runs)"
+                )
+        out.append(
+            AAControl(
+                cell_id=base.cell_id,
+                workload=base.workload,
+                params=base.params,
+                label=base.label,
+                condition=base.condition,
+                metric=base.metric,
+                unit=base.unit,
+                n_a1=len(a1),
+                n_a2=len(a2),
                 comparison=comp,
                 reason=reason,
             )
         )
-    if comps:  # Holm within the family (METHOD.md); another family keeps its own correction
-        for slot, adjusted in zip(slots, adjust(comps, "holm"), strict=True):
-            results[slot] = dataclasses.replace(results[slot], comparison=adjusted)
-    return tuple(results)
+    return tuple(out)
 
 
-def tail_comparisons(
-    store: Store, cells: tuple[CellAnalysis, ...], plan: dict, plan_order: str
-) -> tuple[tuple[ComparisonAnalysis, ...], AADelta | None]:
-    """Each condition against its baseline on the per-run p99 of the primary metric (TAIL_WORKLOADS whose
-    runs carry one): the pairs, rank test, bootstrap and verdict rule of the primary comparisons, one value
-    per run (never pooled frames), a threshold from A/A half-splits of the reference cells' per-run p99s,
-    and Holm over this family alone."""
-    tail_cells = tuple(c for c in cells if c.workload in TAIL_WORKLOADS)
-    p99s = {c.cell_id: _run_p99s(store, c) for c in tail_cells}
-    if not any(p99s.values()):
-        return (), None
-    delta = aa_threshold(
-        {b.cell_id: list(p99s[b.cell_id].values()) for _, b, *_ in _pairs(tail_cells, plan) if b is not None}
-    )
+def _mark_unstable(
+    results: tuple[ComparisonAnalysis, ...],
+    cells: tuple[CellAnalysis, ...],
+    plan: dict,
+    aa: dict[int, AAControl],
+) -> tuple[ComparisonAnalysis, ...]:
+    """Marks every comparison whose reference cell's A/A control is unstable, with the reason and remedy."""
+    ref = {}
+    for cond, base, cond_label, base_label, _ in _pairs(cells, plan):
+        if base is not None:
+            ref[(cond.workload, json.dumps(cond.params, sort_keys=True), cond_label, base_label)] = (
+                base.cell_id
+            )
+    out = []
+    for r in results:
+        cid = ref.get((r.workload, json.dumps(r.params, sort_keys=True), r.condition, r.baseline))
+        control = aa.get(cid) if cid is not None else None
+        if control is not None and control.unstable:
+            r = dataclasses.replace(r, unstable=control.remedy)
+        out.append(r)
+    return tuple(out)
 
-    def arm(cell: CellAnalysis) -> list[tuple[RunPoint, float]]:
-        return [(p, p99s[cell.cell_id][p.run_id]) for p in cell.runs if p.run_id in p99s[cell.cell_id]]
 
-    results = compare_family(
-        list(_pairs(tail_cells, plan)),
-        arm,
-        delta,
-        plan_order,
-        no_delta="no A/A threshold for the p99: the reference cells have fewer than 4 runs with a p99",
-        seed_offset=TAIL_SEED_OFFSET,
-        metric_suffix=" p99",
-    )
-    return results, delta
+def correct_family(
+    *families: tuple[ComparisonAnalysis, ...],
+) -> tuple[tuple[tuple[ComparisonAnalysis, ...], ...], int, str]:
+    """One correction family per report (METHOD.md): every comparison with a verdict, medians and tails
+    together, Holm up to 50 comparisons and Benjamini-Hochberg above; verdicts re-decided on the adjusted p."""
+    slots = [(i, j) for i, fam in enumerate(families) for j, r in enumerate(fam) if r.comparison is not None]
+    size = len(slots)
+    method = family_method(size)
+    out = [list(f) for f in families]
+    if slots:
+        adjusted = adjust([families[i][j].comparison for i, j in slots], method)  # type: ignore[misc]
+        for (i, j), c in zip(slots, adjusted, strict=True):
+            out[i][j] = dataclasses.replace(out[i][j], comparison=c)
+    return tuple(tuple(f) for f in out), size, method
 
 
 def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
@@ -358,19 +616,13 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
         pass
     plan_order = plan.get("runs", {}).get("order", "interleave")
 
-    # The practical threshold: A/A half-splits of the reference side of every comparison (METHOD.md:
-    # baseline against baseline); a cell that is only ever compared does not widen it with its own noise.
-    pairs = list(_pairs(cells, plan))
-    delta = aa_threshold({base.cell_id: list(base.values) for _, base, *_ in pairs if base is not None})
-
-    results = compare_family(
-        pairs,
-        lambda cell: [(p, p.value) for p in cell.runs if p.valid and p.value is not None],
-        delta,
-        plan_order,
-        no_delta="no A/A threshold: the baselines have fewer than 4 valid runs",
-    )
-    tails, tail_delta = tail_comparisons(store, cells, plan, plan_order)
+    medians = median_comparisons(cells, plan, plan_order)
+    tails = tail_comparisons(store, cells, plan)
+    (medians, tails), size, method = correct_family(medians, tails)
+    controls = aa_controls(cells, plan)
+    by_cell = {c.cell_id: c for c in controls}
+    medians = _mark_unstable(medians, cells, plan, by_cell)
+    tails = _mark_unstable(tails, tuple(c for c in cells if c.workload in TAIL_WORKLOADS), plan, by_cell)
 
     return CampaignAnalysis(
         campaign_id=campaign_id,
@@ -387,15 +639,16 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
         monitor=json.loads(camp["monitor_json"] or "{}"),
         order=plan_order,
         cells=cells,
-        comparisons=tuple(results),
-        delta=delta,
+        comparisons=medians,
         notes=json.loads(camp["notes_json"] or "{}"),
         rt_cells=rt_cells(store, cells),
         ai_cells=ai_cells(store, cells),
         tail_comparisons=tails,
-        tail_delta=tail_delta,
         energy=energy_study(store, campaign_id, cells),
         governor=study_governor.collect(store, campaign_id, cells),
+        aa_controls=controls,
+        family_size=size,
+        family_adjustment=method,
     )
 
 

@@ -203,14 +203,15 @@ def _header(a: CampaignAnalysis) -> list[str]:
 
 
 def _verdicts(a: CampaignAnalysis) -> list[str]:
-    if not a.comparisons:
+    everything = tuple(a.comparisons) + tuple(a.tail_comparisons)
+    if not everything:
         return []
     rank = {"slowdown": 0, "speedup": 1, "inconclusive": 2, "no_change": 3, "insufficient": 4}
     ordered = sorted(
-        a.comparisons, key=lambda ca: rank.get(ca.comparison.verdict.kind, 5) if ca.comparison else 6
+        everything, key=lambda ca: rank.get(ca.comparison.verdict.kind, 5) if ca.comparison else 6
     )
     counts: dict[str, int] = {}
-    for ca in a.comparisons:
+    for ca in everything:
         kind = ca.comparison.verdict.kind if ca.comparison else "no verdict"
         counts[kind] = counts.get(kind, 0) + 1
     tally = ", ".join(
@@ -219,11 +220,12 @@ def _verdicts(a: CampaignAnalysis) -> list[str]:
     confounded = sum(1 for ca in a.comparisons if ca.comparison and ca.comparison.verdict.confounded)
     out = [
         "<h2>Verdicts</h2>",
-        f"<p>{len(a.comparisons)} comparisons: {esc(tally)}"
+        f"<p>{len(everything)} comparisons: {esc(tally)}"
         + (f"; {confounded} confounded ⚠" if confounded else "")
         + ".</p>",
         '<div class="scroll"><table class="verdicts"><thead><tr><th>verdict</th><th>workload</th>'
-        "<th>condition vs baseline</th><th>cost ratio [×]</th><th>95% CI [×]</th><th>p adjusted</th></tr></thead>"
+        "<th>condition vs baseline</th><th>cost ratio [×]</th><th>90% decision interval [×]</th>"
+        "<th>95% CI (shown, not decided on) [×]</th><th>delta</th><th>p adjusted</th></tr></thead>"
         "<tbody>",
     ]
     for ca in ordered:
@@ -232,23 +234,30 @@ def _verdicts(a: CampaignAnalysis) -> list[str]:
         if c is None:
             out.append(
                 f'<tr class="v-none"><td class="verdict">no verdict</td><td>{esc(ca.label)}</td>'
-                f'<td>{esc(what)}</td><td colspan="3">{esc(ca.reason)}</td></tr>'
+                f'<td>{esc(what)}</td><td colspan="5">{esc(ca.reason)}</td></tr>'
             )
             continue
         ci = c.cost_ratio_ci
+        di = c.decision_ci
         klass = f"v-{c.verdict.kind}" + (" confounded" if c.verdict.confounded else "")
+        text = verdict_text(c.verdict.kind, c.verdict.confounded) + (" (unstable)" if ca.unstable else "")
+        metric = f" [{ca.metric}]" if "p99" in ca.metric else ""
         out.append(
-            f'<tr class="{klass}"><td class="verdict">{esc(verdict_text(c.verdict.kind, c.verdict.confounded))}</td>'
-            f'<td>{esc(ca.label)}</td><td>{esc(what)}</td><td class="num">{esc(fmt_ratio(c.cost_ratio))}</td>'
+            f'<tr class="{klass}"><td class="verdict">{esc(text)}</td>'
+            f"<td>{esc(ca.label + metric)}</td><td>{esc(what)}</td>"
+            f'<td class="num">{esc(fmt_ratio(c.cost_ratio))}</td>'
+            f'<td class="num"><b>{esc(fmt_interval(di.low, di.high, sig=3) if di else "–")}</b></td>'
             f'<td class="num">{esc(fmt_interval(ci.low, ci.high, sig=3) if ci else "–")}</td>'
+            f'<td class="num">{esc(f"{c.delta:.1%}")}</td>'
             f'<td class="num">{esc(fmt_p(c.p_adjusted))}</td></tr>'
         )
     out.append("</tbody></table></div>")
+    from boardlab.report.verdicts import method_note
+
     out.append(
-        '<p class="small">Cost ratio = condition / baseline, oriented so that &gt; 1 is worse (slower, or '
-        "lower throughput), with its 95% bootstrap CI over runs. A verdict needs the adjusted p below 0.05 "
-        "and the CI beyond the threshold delta; ⚠ marks arms that ran at a different frequency or "
-        "temperature (see the comparison table for why).</p>"
+        f'<p class="small">{esc(method_note(a))} ⚠ marks arms that ran at a different frequency or '
+        "temperature (see the comparison table for why); (unstable) marks a workload whose A/A control "
+        "failed (see below).</p>"
     )
     return out
 
@@ -286,6 +295,11 @@ def _environment(a: CampaignAnalysis) -> list[str]:
             for k, v in missing
         ]
         out.append("</tbody></table>")
+    skipped_w = a.environment.get("skipped_workloads") or {}
+    if skipped_w:
+        out.append("<h3>Workloads skipped on this board</h3><table><tbody>")
+        out += [f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in skipped_w.items()]
+        out.append("</tbody></table>")
     skipped = a.environment.get("skipped_conditions") or {}
     if skipped:
         out.append("<h3>Conditions skipped on this board</h3><table><tbody>")
@@ -294,21 +308,14 @@ def _environment(a: CampaignAnalysis) -> list[str]:
     return out
 
 
-def _delta(a: CampaignAnalysis) -> list[str]:
-    out = ["<h2>Threshold from A/A comparisons</h2>"]
-    d = a.delta
-    if d is None:
-        out.append(
-            "<p>No A/A threshold: the baseline cells have too few valid runs to split in halves, so comparisons "
-            "get no verdict. Run at least 10 repetitions.</p>"
-        )
-        return out
-    out.append(
-        f"<p>delta = <b>{d.delta:.2%}</b> = max({d.floor:.0%} floor, 95th percentile of |R<sub>AA</sub> − 1| = "
-        f"{d.p95_abs_deviation:.2%}) over {d.n_ratios} A/A ratios from random half-splits of each baseline "
-        "cell's runs. Effects smaller than delta are this board's noise, not findings.</p>"
-    )
-    out += [f'<p class="banner">{esc(w)}</p>' for w in d.warnings]
+def _aa(a: CampaignAnalysis) -> list[str]:
+    from boardlab.report.verdicts import aa_note, aa_summary, aa_table
+
+    out = ["<h2>A/A control</h2>", f"<p>{esc(aa_summary(a))}</p>"]
+    t = aa_table(a)
+    if t.rows:
+        out.append(_table_html(t, note_column="status"))
+    out.append(f'<p class="small">{esc(aa_note(a))}</p>')
     return out
 
 
@@ -625,14 +632,10 @@ def _ai_section(a: CampaignAnalysis) -> list[str]:
             )
         )
     out.append("</div>")
-    d = a.tail_delta
-    family = next((ca.comparison.family_size for ca in a.tail_comparisons if ca.comparison), 0)
     tail = (
-        f"The p99 verdict compares the runs' per-frame p99s the same way, as a family of its own: Holm over "
-        f"its {family} comparisons, threshold delta = {d.delta:.2%} from A/A half-splits of the reference "
-        "cells' p99s."
-        if d is not None
-        else "The p99 verdict compares the runs' per-frame p99s; it has no A/A threshold here (too few runs)."
+        "The p99 verdict: per-run p99s when every run has at least 100 frames, otherwise the p99 of all runs' "
+        "frames pooled with a cluster bootstrap over runs; decided on its 90% decision interval against the "
+        f"tail threshold, in the report's one correction family ({a.family_text})."
     )
     out += [
         '<p class="small">p50, p90, p99: the median over the valid runs of each run\'s own per-frame '
@@ -765,16 +768,20 @@ def _tables(a: CampaignAnalysis) -> list[str]:
         family = next((ca.comparison.family_size for ca in a.comparisons if ca.comparison), 0)
         out += [
             "<h2>Comparisons</h2>",
-            f'<p class="small">Ratio = median(condition) / median(baseline) with a 95% bootstrap CI; rank test: '
-            f"Mann-Whitney U (Wilcoxon signed-rank for ABBA blocks); p adjusted by Holm over the {family} "
-            "comparisons of this report.</p>",
+            f'<p class="small">Ratio = median(condition) / median(baseline) with a 95% bootstrap CI (shown) and '
+            "the 90% decision interval of the cost ratio (decided on); rank test: Mann-Whitney U (Wilcoxon "
+            f"signed-rank for ABBA blocks; a cluster bootstrap for pooled tails); p adjusted by {a.family_text}"
+            f" ({family} comparisons).</p>",
             _table_html(comparison_table(a), note_column="why / confounders"),
         ]
     return out
 
 
 def _footer(a: CampaignAnalysis) -> list[str]:
-    return [
+    from boardlab.report.verdicts import build_note
+
+    note = build_note(a)
+    return ([f'<p class="small">{esc(note)}.</p>'] if note else []) + [
         "<h2>Plan</h2>",
         f"<details><summary>plan as stored ({esc(a.plan_source)})</summary><pre>{esc(a.plan_text)}</pre></details>",
         f'<p class="small">boardlab {esc(a.boardlab_version)}; method: METHOD.md (one run = one fresh worker '
@@ -790,7 +797,7 @@ def render_html(analysis: CampaignAnalysis, series: Series | None = None) -> str
         _header(a),
         _verdicts(a),
         _environment(a),
-        _delta(a),
+        _aa(a),
         _boxplots(a),
         _heatmap(a),
         _size_curves(a),

@@ -52,6 +52,10 @@ def render_markdown(analysis: CampaignAnalysis) -> str:
         f"- runs: {counts['runs']} ({counts['valid']} valid, {counts['invalid']} invalid, {counts['failed']} "
         f"failed, {reruns} re-runs)",
     ]
+    from boardlab.report.verdicts import build_note
+
+    if build_note(a):
+        out.append(f"- {md_escape(build_note(a))}")
     if a.status != "complete":
         out.append(
             f"- **partial:** the campaign is {md_escape(a.status)}; this covers the runs stored so far"
@@ -59,16 +63,15 @@ def render_markdown(analysis: CampaignAnalysis) -> str:
     out += ["", "## Verdicts", ""]
     lines = verdict_lines(a)
     out += [f"- {md_escape(line)}" for line in lines] if lines else ["No comparisons in this campaign."]
-    out += ["", "## Threshold (A/A)", ""]
-    if a.delta is None:
-        out.append("No A/A threshold: the baseline cells have too few valid runs.")
-    else:
-        d = a.delta
-        out.append(
-            f"delta = {d.delta:.2%} = max({d.floor:.0%} floor, 95th percentile of |R_AA - 1| = "
-            f"{d.p95_abs_deviation:.2%}) over {d.n_ratios} A/A ratios (half-splits of the baseline cells' runs)."
-        )
-        out += [f"- {md_escape(w)}" for w in d.warnings]
+    from boardlab.report.verdicts import aa_note, aa_summary, aa_table, method_note
+
+    if a.comparisons or a.tail_comparisons:
+        out += ["", md_escape(method_note(a))]
+    out += ["", "## A/A control", "", md_escape(aa_summary(a)), ""]
+    t = aa_table(a)
+    if t.rows:
+        out += md_table(t) + [""]
+    out.append(md_escape(aa_note(a)))
     out += ["", "## Environment", ""]
     warns = a.warnings
     if warns:
@@ -89,8 +92,8 @@ def render_markdown(analysis: CampaignAnalysis) -> str:
         out += ["", "## Comparisons", ""] + md_table(comparison_table(a))
         out += [
             "",
-            "Cost ratio > 1 means the condition is worse (slower, or lower throughput); p adjusted over "
-            "every comparison of this report.",
+            "Cost ratio > 1 means the condition is worse (slower, or lower throughput). Verdicts are decided on "
+            f"the 90% decision interval; the 95% CI is shown, not decided on; p adjusted by {a.family_text}.",
         ]
     if a.rt_cells:
         short = rt_short_sample_levels(a)
@@ -105,16 +108,14 @@ def render_markdown(analysis: CampaignAnalysis) -> str:
             "",
         ] + md_table(rt_percentile_table(a))
     if a.ai_cells:
-        d = a.tail_delta
         out += [
             "",
             "## AI inference",
             "",
             "Per model and condition: the median over valid runs of each run's per-frame p50/p90/p99. Median "
-            "verdict: the runs' median latencies (the primary comparison); p99 verdict: the runs' p99s, a family "
-            "of its own (Holm"
-            + (f", A/A threshold {d.delta:.2%}" if d is not None else ", no A/A threshold")
-            + "). Cost ratio > 1 = slower than the baseline."
+            "verdict: the runs' median latencies (the primary comparison); p99 verdict: per-run p99s with at "
+            "least 100 frames per run, else the pooled p99 with a cluster bootstrap over runs, in the report's "
+            "one correction family. Cost ratio > 1 = slower than the baseline."
             + (f" {note}" if (note := ai_frames_note(a)) else ""),
             "",
         ] + md_table(ai_table(a))

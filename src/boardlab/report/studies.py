@@ -8,7 +8,8 @@ value, per cell and over the cell's valid runs only, and return frozen records f
   percentiles p50 ... p99.99 (`histogram_percentiles`: a percentile in the overflow is only "at least the
   limit", never a number); min / avg / max from the runs' own metrics (cyclictest's, covering every sample);
 - AI inference: each run's per-frame p50 / p90 / p99 of `latency_ms` (the median, p90 and p99 of its frames,
-  as the worker stored them) and their median over the runs.
+  as the worker stored them) and their median over the runs; the p99 is the pooled p99 of all runs' frames
+  when a run has fewer than 100 frames (its own "p99" would be its slowest frame).
 
 Nothing here compares conditions: verdicts come from `analysis` (the primary metric, and for AI the per-run
 p99 in `tail_comparisons`).
@@ -111,6 +112,9 @@ class AiCell:
     n_runs: int  # valid runs with the latency summary
     frames_min: int | None  # steady-state frames per run (latency_ms values), fewest and most
     frames_max: int | None
+    # How `p99` was obtained: per-run p99s need >= 100 frames in every run (METHOD.md), else the p99 of all
+    # runs' frames pooled (the cluster-bootstrap rule of `stats.tails`).
+    p99_rule: str = "per-run"
 
     @property
     def model(self) -> str:
@@ -239,6 +243,7 @@ def _ai_cell(store: Store, cell: CellAnalysis) -> AiCell:
     p90s: list[float] = []
     p99s: list[float] = []
     frames: list[int] = []
+    pooled: list[list[float]] = []
     unit = "ms"
     for r in cell.runs:
         if not r.ok:
@@ -260,8 +265,17 @@ def _ai_cell(store: Store, cell: CellAnalysis) -> AiCell:
             p90s.append(float(m["p90"]))
         if m["p99"] is not None:
             p99s.append(float(m["p99"]))
-        frames.append(len(store.run_values(r.run_id, AI_METRIC)))
+        samples = store.run_values(r.run_id, AI_METRIC)
+        frames.append(len(samples))
+        if samples:
+            pooled.append(samples)
     counted = [f for f in frames if f]
+    p99 = statistics.median(p99s) if p99s else None
+    rule = "per-run"
+    if pooled and min(len(x) for x in pooled) < TAIL_MIN_SAMPLES:
+        from boardlab.stats import pooled_quantile
+
+        p99, rule = pooled_quantile(pooled, 0.99), "pooled"
     return AiCell(
         cell_id=cell.cell_id,
         workload=cell.workload,
@@ -272,10 +286,11 @@ def _ai_cell(store: Store, cell: CellAnalysis) -> AiCell:
         invalid_values=tuple(invalid),
         p50=statistics.median(p50s) if p50s else None,
         p90=statistics.median(p90s) if p90s else None,
-        p99=statistics.median(p99s) if p99s else None,
+        p99=p99,
         n_runs=len(values),
         frames_min=min(counted) if counted else None,
         frames_max=max(counted) if counted else None,
+        p99_rule=rule,
     )
 
 

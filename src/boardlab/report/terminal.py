@@ -199,6 +199,8 @@ COMPARISON_HEADERS = (
     "median baseline → condition [unit]",
     "ratio cond/base (95% CI) [×]",
     "cost ratio, > 1 worse (95% CI) [×]",
+    "90% decision interval [×]",
+    "threshold delta",
     "p rank test",
     "p adjusted",
     "verdict",
@@ -219,6 +221,8 @@ def comparison_row(ca: ComparisonAnalysis) -> tuple[str, ...]:
             "–",
             "–",
             "–",
+            "–",
+            "–",
             "no verdict",
             ca.reason or "",
         )
@@ -232,29 +236,36 @@ def comparison_row(ca: ComparisonAnalysis) -> tuple[str, ...]:
         if c.cost_ratio_ci is not None:
             cost += f" {fmt_interval(c.cost_ratio_ci.low, c.cost_ratio_ci.high, sig=4)}"
     why = list(c.verdict.reasons)
+    if ca.unstable:
+        why.insert(0, f"UNSTABLE: {ca.unstable}")
     if c.n_blocks is not None:
         why.append(f"paired design: Wilcoxon signed-rank over {c.n_blocks} blocks")
     if c.confounding is not None:
         why.extend(f"note: {n}" for n in c.confounding.notes)
     why.extend(c.warnings)
     return (
-        ca.label,
+        ca.label + (f" [{ca.metric}]" if "p99" in ca.metric else ""),
         ca.condition,
         ca.baseline,
         f"{c.n_baseline}/{c.n_condition}",
         f"{fmt_num(c.baseline_median / div, 4)} → {fmt_num(c.condition_median / div, 4)} {unit}",
         ratio,
         cost,
+        fmt_interval(c.decision_ci.low, c.decision_ci.high, sig=4) if c.decision_ci else "–",
+        f"{c.delta:.1%}",
         fmt_p(c.p_value),
         fmt_p(c.p_adjusted),
-        verdict_text(c.verdict.kind, c.verdict.confounded),
+        verdict_text(c.verdict.kind, c.verdict.confounded) + (" (unstable)" if ca.unstable else ""),
         "; ".join(why),
     )
 
 
 def comparison_table(analysis: CampaignAnalysis) -> Table:
-    t = Table(COMPARISON_HEADERS, (False, False, False, True, True, True, True, True, True, False, False))
-    for ca in analysis.comparisons:
+    t = Table(
+        COMPARISON_HEADERS,
+        (False, False, False, True, True, True, True, True, True, True, True, False, False),
+    )
+    for ca in tuple(analysis.comparisons) + tuple(analysis.tail_comparisons):
         t.rows.append(comparison_row(ca))
         kind = ca.comparison.verdict.kind if ca.comparison else "none"
         confounded = " confounded" if ca.comparison and ca.comparison.verdict.confounded else ""
@@ -266,18 +277,24 @@ def verdict_lines(analysis: CampaignAnalysis) -> list[str]:
     """One sentence per comparison: what changed, by how much, how sure; slowdowns and speedups first."""
     rank = {"slowdown": 0, "speedup": 1, "inconclusive": 2, "no_change": 3, "insufficient": 4}
     items = []
-    for ca in analysis.comparisons:
+    for ca in tuple(analysis.comparisons) + tuple(analysis.tail_comparisons):
         c = ca.comparison
-        what = f"{ca.label}: {ca.condition} vs {ca.baseline}"
+        metric = f" [{ca.metric}]" if ca in analysis.tail_comparisons else ""
+        what = f"{ca.label}{metric}: {ca.condition} vs {ca.baseline}"
         if c is None:
             items.append((5, f"no verdict — {what}: {ca.reason}"))
             continue
+        di = ""
+        if c.decision_ci is not None:
+            di = f", 90% decision interval {fmt_interval(c.decision_ci.low, c.decision_ci.high, sig=3)}"
         ci = ""
         if c.cost_ratio_ci is not None:
-            ci = f" {fmt_interval(c.cost_ratio_ci.low, c.cost_ratio_ci.high, sig=3)}"
+            ci = f" (95% CI {fmt_interval(c.cost_ratio_ci.low, c.cost_ratio_ci.high, sig=3)})"
         line = (
-            f"{verdict_text(c.verdict.kind, c.verdict.confounded)} — {what}: cost ratio "
-            f"{fmt_ratio(c.cost_ratio)}×{ci}, adjusted p = {fmt_p(c.p_adjusted)}"
+            f"{verdict_text(c.verdict.kind, c.verdict.confounded)}"
+            + (" [UNSTABLE: see the A/A control]" if ca.unstable else "")
+            + f" — {what}: cost ratio {fmt_ratio(c.cost_ratio)}×{di}{ci}, delta {c.delta:.1%}, "
+            f"adjusted p = {fmt_p(c.p_adjusted)}"
         )
         items.append((rank.get(c.verdict.kind, 5), line))
     return [line for _, line in sorted(items, key=lambda t: t[0])]
@@ -458,10 +475,11 @@ def _verdict_cells(ca: ComparisonAnalysis | None) -> tuple[str, str, str, str]:
     if c is None:
         return "–", "no verdict", "none", ca.reason or ""
     ratio = fmt_ratio(c.cost_ratio)
-    if c.cost_ratio_ci is not None:
-        ratio += f" {fmt_interval(c.cost_ratio_ci.low, c.cost_ratio_ci.high, sig=3)}"
+    if c.decision_ci is not None:
+        ratio += f" {fmt_interval(c.decision_ci.low, c.decision_ci.high, sig=3)}"
     kind = c.verdict.kind + (" confounded" if c.verdict.confounded else "")
-    return ratio, verdict_text(c.verdict.kind, c.verdict.confounded), kind, ""
+    text = verdict_text(c.verdict.kind, c.verdict.confounded) + (" (unstable)" if ca.unstable else "")
+    return ratio, text, kind, ""
 
 
 AI_VERDICT_COLUMNS = ("median verdict", "p99 verdict")
@@ -477,8 +495,9 @@ def ai_frames_note(analysis: CampaignAnalysis) -> str | None:
     if not few:
         return None
     return (
-        f"Runs of {min(few)}{'' if min(few) == max(few) else f'–{max(few)}'} frames: a p99 needs at least "
-        f"{TAIL_MIN_SAMPLES} (METHOD.md), so with fewer each run's p99 is its slowest frame."
+        f"Runs of {min(few)}{'' if min(few) == max(few) else f'–{max(few)}'} frames: a per-run p99 needs at "
+        f"least {TAIL_MIN_SAMPLES}, so the p99 column and the p99 verdict use the p99 of all runs' frames "
+        "pooled, with a cluster bootstrap over runs (whole runs resampled)."
     )
 
 
@@ -495,9 +514,9 @@ def ai_table(analysis: CampaignAnalysis) -> Table:
         f"p50 [{u}]",
         f"p90 [{u}]",
         f"p99 [{u}]",
-        "median: cost ratio (95% CI) [×]",
+        "median: cost ratio (90% decision interval) [×]",
         AI_VERDICT_COLUMNS[0],
-        "p99: cost ratio (95% CI) [×]",
+        "p99: cost ratio (90% decision interval) [×]",
         AI_VERDICT_COLUMNS[1],
         *(("unit",) if u == "unit" else ()),
         "note",
@@ -602,26 +621,42 @@ def render_text(analysis: CampaignAnalysis, *, label_width: int = 52) -> str:
             c = ca.comparison
             name = _clip(f"{ca.label}: {ca.condition} vs {ca.baseline}", label_width + 16)
             if c is None:
-                rows.append((name, "–", "–", "–", f"no verdict: {ca.reason}"))
+                rows.append((name, "–", "–", "–", "–", "–", f"no verdict: {ca.reason}"))
                 continue
+            di = fmt_interval(c.decision_ci.low, c.decision_ci.high, sig=3) if c.decision_ci else "–"
             ci = fmt_interval(c.cost_ratio_ci.low, c.cost_ratio_ci.high, sig=3) if c.cost_ratio_ci else "–"
             rows.append(
                 (
                     name,
                     fmt_ratio(c.cost_ratio),
+                    di,
                     ci,
+                    f"{c.delta:.0%}",
                     fmt_p(c.p_adjusted),
-                    verdict_text(c.verdict.kind, c.verdict.confounded),
+                    verdict_text(c.verdict.kind, c.verdict.confounded) + (" UNSTABLE" if ca.unstable else ""),
                 )
             )
         out += aligned(
-            ("comparison", "cost ×", "95% CI", "p adj", "verdict"), rows, (False, True, True, True, False)
+            ("comparison", "cost ×", "90% decision interval", "95% CI", "delta", "p adj", "verdict"),
+            rows,
+            (False, True, True, True, True, True, False),
         )
-        if analysis.delta is not None:
-            out.append(
-                f"threshold delta = {analysis.delta.delta:.1%} (A/A, {analysis.delta.n_ratios} ratios); "
-                "cost ratio > 1 means the condition is worse"
+        out.append(
+            "verdicts are decided on the 90% decision interval against delta; the 95% CI is shown, not decided "
+            f"on; p adjusted by {analysis.family_text}; cost ratio > 1 means the condition is worse"
+        )
+        from boardlab.report.verdicts import aa_summary, aa_table
+
+        out += ["", aa_summary(analysis)]
+        t = aa_table(analysis)
+        if t.rows:
+            keep = [i for i, h in enumerate(t.headers) if h != "status"]
+            out += aligned(
+                tuple(t.headers[i] for i in keep),
+                [tuple(r[i] for i in keep) for r in t.rows],
+                tuple(t.numeric[i] for i in keep),
             )
+            out += [f"  {r[0]} @{r[1]}: {r[-1]}" for r in t.rows if r[-1].startswith("UNSTABLE")]
     if analysis.rt_cells:
         t = rt_percentile_table(analysis)
         keep = [i for i, h in enumerate(t.headers) if h != "note"]
@@ -653,6 +688,10 @@ def render_text(analysis: CampaignAnalysis, *, label_width: int = 52) -> str:
 
     out += energy_text(analysis)
     out += study_governor.text_lines(analysis)
+    from boardlab.report.verdicts import build_note
+
+    if build_note(analysis):
+        out += ["", build_note(analysis)]
     warns = analysis.warnings
     if warns:
         out.append("")

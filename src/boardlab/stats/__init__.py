@@ -8,9 +8,8 @@ its median. Results are frozen dataclasses (`dataclasses.asdict` turns them into
 Typical use in a report:
 
     cells = {name: summarize(runs) for name, runs in ...}
-    threshold = aa_delta(aa_ratios)                      # or aa_ratios_from_runs(baseline_runs, seed=...)
-    comps = [compare(base, cond, higher_is_better=hib, delta=threshold.delta, seed=i) for ...]
-    comps = adjust(comps, "holm")                        # verdicts re-decided on Holm-adjusted p-values
+    comps = [compare(base, cond, higher_is_better=hib, delta=DEFAULT_DELTA, seed=i) for ...]
+    comps = adjust(comps, "auto")      # one family: Holm up to 50 comparisons, Benjamini-Hochberg above
 """
 
 from boardlab.stats.compare import Comparison, adjust, compare
@@ -24,6 +23,7 @@ from boardlab.stats.hypothesis import (
     wilcoxon_signed_rank,
 )
 from boardlab.stats.multiple import benjamini_hochberg, holm
+from boardlab.stats.reach import Reachability, reachability, smallest_p
 from boardlab.stats.sample_size import RunPrediction, StopDecision, predict_runs, should_stop
 from boardlab.stats.summary import (
     CellSummary,
@@ -38,7 +38,8 @@ from boardlab.stats.summary import (
     summarize,
     tukey_outliers,
 )
-from boardlab.stats.threshold import AADelta, aa_delta, aa_ratios_from_runs
+from boardlab.stats.tails import TAIL_MIN_SAMPLES, compare_tail, pooled_quantile
+from boardlab.stats.threshold import DEFAULT_DELTA, DEFAULT_TAIL_DELTA, family_method
 from boardlab.stats.verdict import (
     Confounding,
     RunEnvironment,
@@ -49,7 +50,10 @@ from boardlab.stats.verdict import (
 )
 
 __all__ = [
-    "AADelta",
+    "DEFAULT_DELTA",
+    "DEFAULT_TAIL_DELTA",
+    "Reachability",
+    "TAIL_MIN_SAMPLES",
     "CellSummary",
     "Comparison",
     "Confounding",
@@ -64,14 +68,14 @@ __all__ = [
     "TukeyOutliers",
     "Verdict",
     "VerdictKind",
-    "aa_delta",
-    "aa_ratios_from_runs",
     "adjust",
     "benjamini_hochberg",
     "check_confounders",
     "compare",
+    "compare_tail",
     "decide",
     "drift_check",
+    "family_method",
     "histogram_percentiles",
     "holm",
     "mad",
@@ -81,9 +85,12 @@ __all__ = [
     "median_ci_order_statistic",
     "merge_histograms",
     "percentile",
+    "pooled_quantile",
     "predict_runs",
+    "reachability",
     "run_values",
     "should_stop",
+    "smallest_p",
     "spearman",
     "summarize",
     "tukey_outliers",

@@ -25,11 +25,12 @@ from boardlab.stats.bootstrap import bootstrap_ratio_draws, percentile_interval
 from boardlab.stats.hypothesis import RankTest, TestMethod, mann_whitney_u, wilcoxon_signed_rank
 from boardlab.stats.multiple import benjamini_hochberg, holm
 from boardlab.stats.summary import DEFAULT_RESAMPLES, Interval
+from boardlab.stats.threshold import family_method
 from boardlab.stats.verdict import ALPHA, Confounding, RunEnvironment, Verdict, check_confounders, decide
 
 ITERATIONS_SUSPECT_N = 500  # more values per arm than any plan has runs: probably pooled iterations
 
-Adjustment = Literal["none", "holm", "bh"]
+Adjustment = Literal["none", "holm", "bh", "auto"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,7 @@ class Comparison:
     seed: int
     resamples: int
     warnings: tuple[str, ...]
+    statistic: str = "median of the runs' medians"  # what was compared (tails: per-run or pooled p99)
 
 
 def _paired_log_ratios(
@@ -228,8 +230,11 @@ def adjust(comparisons: Sequence[Comparison], method: Adjustment = "holm") -> tu
 
     Method: Holm (1979) over the report's family (METHOD.md), or Benjamini & Hochberg (1995) (`method="bh"`)
     for large exploratory sweeps (`multiple.holm`, `multiple.benjamini_hochberg`). `"none"` restores the
-    unadjusted p-values. The family is exactly the comparisons passed in.
+    unadjusted p-values; `"auto"` is the report's rule: Holm up to 50 comparisons, Benjamini-Hochberg above
+    (`threshold.family_method`). The family is exactly the comparisons passed in.
     """
+    if method == "auto":
+        method = family_method(len(comparisons))
     p = [c.p_value for c in comparisons]
     if method == "holm":
         adjusted: Sequence[float | None] = holm(p)

@@ -32,7 +32,7 @@ class RankTest:
     name: str
     statistic: float
     p_value: float
-    method: Literal["exact", "asymptotic"]
+    method: Literal["exact", "asymptotic", "bootstrap"]
     n_used: int
 
 

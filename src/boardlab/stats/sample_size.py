@@ -20,6 +20,33 @@ from boardlab.stats.summary import Interval, median_ci_order_statistic
 RUN_CAP = 50
 PILOT_RUNS = 10
 Z_95 = 1.96
+# Target CI half-widths per workload class (METHOD.md "How many runs"), by workload-name prefix.
+CLASS_HALF_WIDTH = {
+    "compute": 0.01,
+    "memory": 0.02,
+    "io": 0.03,
+    "compression": 0.02,
+    "ai": 0.03,
+    "other": 0.02,
+}
+CLASS_BY_PREFIX = {
+    "scimark": "compute",
+    "mibench": "compute",
+    "crypto": "compute",
+    "noop": "compute",
+    "mem": "memory",
+    "io": "io",
+    "fio": "io",
+    "compress": "compression",
+    "ai": "ai",
+}
+
+
+def workload_class(workload: str) -> str:
+    """'scimark.fft' -> 'compute': the class whose half-width target applies (CLASS_HALF_WIDTH)."""
+    return CLASS_BY_PREFIX.get(workload.split(".")[0], "other")
+
+
 MEDIAN_SE_FACTOR = 1.2533  # sqrt(pi/2): asymptotic SE of the median = 1.2533 sigma / sqrt(n) for normal data
 
 
@@ -96,8 +123,8 @@ def should_stop(
     the order-statistic CI of the median, and its half-width is taken relative to the median. For a
     comparison, pass the baseline runs as `baseline` (and `values` are the condition's runs): the CI is the
     percentile bootstrap CI of the cost ratio (seeded), half-width relative to the cost ratio, and with
-    `delta` the CI "decides" when it lies wholly above 1 + delta, wholly below 1 - delta, or wholly inside
-    [1 - delta, 1 + delta]. Never stops before `min_runs` (the 10-run pilot) unless `cap` is smaller;
+    `delta` the 90% decision interval (the verdict's, from the same draws) "decides" when it lies wholly
+    above 1 + delta, wholly below 1 - delta, or wholly inside [1 - delta, 1 + delta]. Never stops before `min_runs` (the 10-run pilot) unless `cap` is smaller;
     `n` is the smaller arm.
     """
     cond = as_values(values, what="values", positive=baseline is not None)
@@ -109,15 +136,17 @@ def should_stop(
     n = min(len(cond), len(base)) if base is not None else len(cond)
 
     ci: Interval | None = None
+    decision: Interval | None = None  # the 90% decision interval the verdict uses (one-sided tests at 5%)
     center = None
     if base is not None:
         if len(base) >= 2 and len(cond) >= 2:
             draws = bootstrap_ratio_draws(base, cond, resamples, random.Random(seed))
             if higher_is_better:
                 draws = [1.0 / r for r in draws]
-            ci = Interval(
-                *percentile_interval(draws, 0.95), 0.95, f"bootstrap percentile ({resamples}, seed {seed})"
-            )
+            draws.sort()
+            how = f"bootstrap percentile ({resamples}, seed {seed})"
+            ci = Interval(*percentile_interval(draws, 0.95, presorted=True), 0.95, how)
+            decision = Interval(*percentile_interval(draws, 0.90, presorted=True), 0.90, how)
             ratio = statistics.median(cond) / statistics.median(base)
             center = 1.0 / ratio if higher_is_better else ratio
     elif cond:
@@ -137,15 +166,23 @@ def should_stop(
         return StopDecision(
             True, f"CI half-width {rel:.2%} is within the target {half_width_target:.2%}", n, ci, rel
         )
-    if delta is not None:
+    if delta is not None and decision is not None:
         upper, lower = 1.0 + delta, 1.0 - delta
-        if ci.low > upper or ci.high < lower:
+        if decision.low > upper or decision.high < lower:
             return StopDecision(
-                True, f"the CI lies wholly beyond 1 +- delta ({delta:.1%}): decided", n, ci, rel
+                True,
+                f"the 90% decision interval lies wholly beyond 1 +- delta ({delta:.1%}): decided",
+                n,
+                ci,
+                rel,
             )
-        if ci.low >= lower and ci.high <= upper:
+        if decision.low >= lower and decision.high <= upper:
             return StopDecision(
-                True, f"the CI lies wholly inside 1 +- delta ({delta:.1%}): decided", n, ci, rel
+                True,
+                f"the 90% decision interval lies wholly inside 1 +- delta ({delta:.1%}): decided",
+                n,
+                ci,
+                rel,
             )
     return StopDecision(
         False, f"CI half-width {rel:.2%} is above the target {half_width_target:.2%}: add runs", n, ci, rel

@@ -1,11 +1,13 @@
 """Verdict of a comparison and the confounder guard (METHOD.md "Comparing a condition with its baseline").
 
 The verdict works on the *cost ratio* (`compare.Comparison.cost_ratio`): how many times worse the condition
-is than the baseline, > 1 meaning worse whatever the metric's direction. Rule (criterion.rs-style, two-sided;
+is than the baseline, > 1 meaning worse whatever the metric's direction. The interval it is decided on is the
+*decision interval*: the two-sided 90% bootstrap CI of the cost ratio, because each side is a one-sided test
+at alpha = 0.05 (and "inside" is the two one-sided tests of equivalence, TOST). Rule (METHOD.md;
 research/anchors-methodology.md section 9.4):
-- slowdown      adjusted p < alpha and the whole CI of the cost ratio lies above 1 + delta;
-- speedup       adjusted p < alpha and the whole CI lies below 1 - delta;
-- no_change     the whole CI lies inside [1 - delta, 1 + delta] (an equivalence statement; no p needed);
+- slowdown      adjusted p < alpha and the whole decision interval lies above 1 + delta;
+- speedup       adjusted p < alpha and the whole decision interval lies below 1 - delta;
+- no_change     the decision interval lies inside [1 - delta, 1 + delta] (equivalence; no p needed);
 - inconclusive  anything else;
 - insufficient  fewer than 5 runs in an arm: no verdict at all.
 A verdict is tagged `confounded` when the arms differ in CPU frequency, temperature or throttling.
@@ -147,7 +149,8 @@ def decide(
     confounding: Confounding | None = None,
     min_runs: int = MIN_RUNS_PER_ARM,
 ) -> Verdict:
-    """The verdict from the CI of the cost ratio, the adjusted p-value and the practical threshold delta.
+    """The verdict from the decision interval (the 90% CI) of the cost ratio, the adjusted p-value and the
+    practical threshold delta.
 
     Method: the rule in this module's docstring (METHOD.md; criterion.rs `compare_to_threshold`; Hoefler &
     Belli 2015 rule 7). `p_adjusted` is the comparison's p-value after the report's multiple-testing
@@ -170,7 +173,8 @@ def decide(
     if cost_ratio_ci is None or p_adjusted is None:
         return verdict("insufficient", "no confidence interval or p-value for this comparison")
     lo, hi = cost_ratio_ci.low, cost_ratio_ci.high
-    ci = f"cost ratio CI [{lo:.4f}, {hi:.4f}]"
+    level = f"{cost_ratio_ci.confidence:.0%}"
+    ci = f"the {level} decision interval [{lo:.4f}, {hi:.4f}] of the cost ratio"
     upper, lower = 1.0 + delta, 1.0 - delta
     significant = p_adjusted < alpha
     p_text = f"adjusted p = {p_adjusted:.3g}"
@@ -184,14 +188,15 @@ def decide(
         return verdict(
             "inconclusive",
             f"{ci} lies beyond the threshold delta = {delta:.1%} but {p_text} is not below {alpha}",
-            "the rank test disagrees with the bootstrap CI (few runs, or many comparisons in the report): "
+            "the test disagrees with the decision interval (few runs, or many comparisons in the report): "
             "add runs to this cell",
         )
     if hi - lo > 2 * delta:
         advice = (
-            f"the CI is wider ({(hi - lo) / 2:.1%} half-width) than the threshold delta = {delta:.1%} allows for "
+            f"the decision interval is wider ({(hi - lo) / 2:.1%} half-width) than the threshold delta = "
+            f"{delta:.1%} allows for "
             "a 'no change': add runs (see predict_runs) or reduce the noise"
         )
     else:
-        advice = "the effect is close to the threshold delta: add runs to narrow the CI"
+        advice = "the effect is close to the threshold delta: add runs to narrow the decision interval"
     return verdict("inconclusive", f"{ci} crosses 1 + delta or 1 - delta (delta = {delta:.1%})", advice)

@@ -245,7 +245,7 @@ class Store:
                 "INSERT INTO runs(campaign_id, cell_id, repetition, attempt, seq, started_unix_s, wall_ns, cpu,"
                 " exit_code, ok, valid, invalid_reason, value, warmup_iterations, warmup_capped, rusage_json,"
                 " gate_waited_s, gate_timed_out, gate_detail, condition_state_json, monitor_json, error,"
-                " worker_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " worker_json, aa_arm) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     campaign_id,
                     cell_id,
@@ -270,6 +270,7 @@ class Store:
                     _json(run.monitor),
                     run.error,
                     run.worker_json,
+                    run.aa_arm,
                 ),
             )
             run_id = int(cur.lastrowid)

@@ -51,6 +51,7 @@ FIELDS = (
     "efficiency_unit",
     "energy_warnings",
     "energy_reason",
+    "aa_arm",
 )
 
 
@@ -114,6 +115,7 @@ def run_records(store: Store, campaign_ids: list[int] | None = None) -> list[dic
                     "warmup_iterations": r["warmup_iterations"],
                     "warmup_capped": None if r["warmup_capped"] is None else bool(r["warmup_capped"]),
                     **_energy_fields(energy, r),
+                    "aa_arm": r["aa_arm"],
                 }
             )
     return records

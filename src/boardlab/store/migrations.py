@@ -120,6 +120,14 @@ MIGRATIONS: list[tuple[int, str]] = [
         """,
     ),
     (
+        3,
+        """
+        -- the A/A control: the schedule labels a reference cell's runs A1 / A2 alternately before the
+        -- first run; NULL on other runs (and on runs stored before the labels existed)
+        ALTER TABLE runs ADD COLUMN aa_arm TEXT;
+        """,
+    ),
+    (
         5,
         """
         CREATE TABLE energy_sources (           -- what could measure energy in a campaign, or why nothing could

@@ -1,0 +1,80 @@
+"""Can a plan reach a verdict at all? (METHOD.md "Comparing ...": reachability, checked at plan load.)
+
+A rank test on n runs per arm has a smallest possible p-value: every condition run beyond every baseline
+run. If even that p, after the report's multiple-testing correction, is not below alpha, no comparison can be
+called slowdown or speedup however large the effect. The bound is computed with the product's own test
+functions (`hypothesis.mann_whitney_u` / `wilcoxon_signed_rank`, exact or asymptotic as they choose), so it
+is the p the report would compute for completely separated arms, not a textbook approximation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from boardlab.stats.hypothesis import mann_whitney_u, wilcoxon_signed_rank
+from boardlab.stats.threshold import family_method
+from boardlab.stats.verdict import ALPHA, MIN_RUNS_PER_ARM
+
+MAX_SEARCH = 1000
+
+
+def smallest_p(n_baseline: int, n_condition: int, *, paired: bool = False) -> float:
+    """The smallest p-value the report's rank test can give with these run counts (completely separated arms;
+    for paired blocks, every block's log ratio of the same sign)."""
+    if paired:
+        n = min(n_baseline, n_condition)
+        return wilcoxon_signed_rank([float(i + 1) for i in range(n)]).p_value if n else 1.0
+    base = [float(i) for i in range(n_baseline)]
+    cond = [float(n_baseline + i) for i in range(n_condition)]
+    return mann_whitney_u(cond, base).p_value
+
+
+def smallest_adjusted_p(n: int, family_size: int, *, paired: bool = False) -> float:
+    """The smallest adjusted p of one comparison in a family of `family_size` (METHOD.md: the smallest p
+    times the family size, which is Holm's first step and Benjamini-Hochberg's worst case)."""
+    return min(1.0, smallest_p(n, n, paired=paired) * max(1, family_size))
+
+
+@dataclass(frozen=True)
+class Reachability:
+    """Whether `runs_per_arm` runs can give a verdict in a family of `family_size` comparisons.
+
+    `repetitions_needed` is the smallest runs per arm that can (at least MIN_RUNS_PER_ARM), whatever the
+    plan has; `message` says it in a sentence for the user (None when reachable and nothing to say).
+    """
+
+    runs_per_arm: int
+    family_size: int
+    method: str
+    smallest_adjusted_p: float
+    reachable: bool
+    repetitions_needed: int
+    message: str | None
+
+
+def reachability(
+    runs_per_arm: int, family_size: int, *, paired: bool = False, alpha: float = ALPHA
+) -> Reachability:
+    """Whether `runs_per_arm` runs per arm can reach p < alpha after the correction of a `family_size`
+    family, and the smallest runs per arm that can (METHOD.md reachability; module docstring)."""
+    method = family_method(family_size)
+    if family_size == 0:
+        return Reachability(runs_per_arm, 0, method, 0.0, True, MIN_RUNS_PER_ARM, None)
+    needed = MIN_RUNS_PER_ARM
+    while needed < MAX_SEARCH and smallest_adjusted_p(needed, family_size, paired=paired) >= alpha:
+        needed += 1
+    p = smallest_adjusted_p(runs_per_arm, family_size, paired=paired)
+    reachable = runs_per_arm >= MIN_RUNS_PER_ARM and p < alpha
+    message = None
+    if not reachable:
+        why = (
+            f"{runs_per_arm} runs per arm: a verdict needs at least {MIN_RUNS_PER_ARM}"
+            if runs_per_arm < MIN_RUNS_PER_ARM
+            else f"with {runs_per_arm} runs per arm the smallest p-value the rank test can give, times the "
+            f"{family_size} comparisons of the report, is {p:.3g}, not below {alpha}"
+        )
+        message = (
+            f"no verdict is reachable: {why}; no comparison can be called slowdown or speedup. "
+            f"{needed} repetitions per cell would suffice (--repetitions {needed}), or compare fewer cells"
+        )
+    return Reachability(runs_per_arm, family_size, method, p, reachable, needed, message)

@@ -1,0 +1,129 @@
+"""`boardlab run --dry-run`: a plan checked and summarized (cells, runs, comparisons, duration, reachability)
+without running or writing anything; and a plan that cannot reach a verdict is announced before its first
+run (METHOD.md reachability)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from boardlab.campaign.plan import preset_names
+
+from helpers import run_cli
+
+
+@pytest.mark.parametrize("preset", preset_names())
+def test_every_preset_reaches_a_verdict_at_its_default_repetitions(preset, tmp_path):
+    db = tmp_path / "none.db"
+    proc = run_cli("run", "--preset", preset, "--dry-run", "--json", "--db", str(db))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    for key in ("cells", "runs", "comparisons", "verdict_reachable", "repetitions_needed"):
+        assert key in doc
+    assert doc["verdict_reachable"] is True, doc["message"]
+    assert doc["runs"] == doc["cells"] * doc["runs_per_arm"]
+    assert not db.exists()  # nothing written
+
+
+def test_the_interference_preset_at_five_repetitions_says_no_verdict_and_names_the_fix(tmp_path):
+    args = (
+        "run",
+        "--preset",
+        "interference",
+        "--repetitions",
+        "5",
+        "--dry-run",
+        "--db",
+        str(tmp_path / "x.db"),
+    )
+    doc = json.loads(run_cli(*args, "--json").stdout)
+    assert doc["comparisons"] == 70 and doc["correction"] == "bh"  # 5 workloads x 14 stressor conditions
+    assert doc["verdict_reachable"] is False and doc["repetitions_needed"] == 7
+    text = run_cli(*args)
+    assert text.returncode == 0
+    assert "verdict reachable: NO" in text.stdout and "--repetitions 7" in text.stdout
+    assert "cells: 75" in text.stdout and "runs: 375" in text.stdout
+
+
+def test_an_unreachable_plan_is_announced_before_the_first_run(tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        'name = "tiny"\n[runs]\nrepetitions = 4\niterations = 2\nwarmup_max_iterations = 0\n'
+        "[gates]\nidle = false\ntemperature = false\n"
+        '[[workloads]]\nname = "noop"\n'
+        '[[conditions]]\nname = "base"\nkind = "baseline"\n'
+        '[[conditions]]\nname = "other"\nkind = "baseline"\nbaseline = "base"\n'
+    )
+    db = tmp_path / "r.db"
+    dry = json.loads(run_cli("run", str(plan), "--dry-run", "--json", "--db", str(db)).stdout)
+    assert dry["verdict_reachable"] is False and dry["comparisons"] == 1
+    proc = run_cli("run", str(plan), "--db", str(db), "--quiet", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    first = proc.stderr.splitlines()[0]
+    assert first.startswith("warning:") and "no verdict is reachable" in first and "--repetitions 5" in first
+
+
+def test_dry_run_estimates_the_duration_from_earlier_runs(tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        'name = "tiny"\n[runs]\nrepetitions = 2\niterations = 2\nwarmup_max_iterations = 0\n'
+        "[gates]\nidle = false\ntemperature = false\n"
+        '[[workloads]]\nname = "noop"\n'
+    )
+    db = tmp_path / "r.db"
+    before = json.loads(run_cli("run", str(plan), "--dry-run", "--json", "--db", str(db)).stdout)
+    assert before["estimated_duration_s"] is None
+    assert run_cli("run", str(plan), "--db", str(db), "--quiet", timeout=300).returncode == 0
+    after = json.loads(run_cli("run", str(plan), "--dry-run", "--json", "--db", str(db)).stdout)
+    assert after["estimated_duration_s"] > 0 and "1 of 1 cells" in after["estimate_basis"]
+
+
+def test_the_pilot_predicts_and_warns_over_the_cap_and_the_cap_stops_the_cell(tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        'name = "adaptive"\n[runs]\nprecision = 0.001\npilot = 3\ncap = 4\niterations = 3\n'
+        "warmup_max_iterations = 0\n[gates]\nidle = false\ntemperature = false\n"
+        '[[workloads]]\nname = "noop"\n'
+    )
+    db = tmp_path / "r.db"
+    proc = run_cli("run", str(plan), "--db", str(db), "--json", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    # a +-0.1% CI needs far more than 4 runs at any real CV: said after the pilot, before going on
+    assert "more than the cap of 4" in proc.stderr and "noop" in proc.stderr
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        (n,) = conn.execute("SELECT count(*) FROM runs WHERE valid = 1").fetchone()
+    assert n == 4  # the pilot's 3, then one more round up to the cap
+
+
+def test_an_unsupported_workload_is_skipped_and_said_under_unsupported_skip(tmp_path):
+    from boardlab.workloads import all_workloads
+
+    afalg = next(w for w in all_workloads() if w.name == "crypto.afalg")
+    if afalg.supported:
+        pytest.skip("this kernel offers AF_ALG sockets: crypto.afalg runs, nothing to skip")
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        'name = "skip"\n[runs]\nrepetitions = 2\niterations = 2\nwarmup_max_iterations = 0\nunsupported = "skip"\n'
+        '[gates]\nidle = false\ntemperature = false\n[[workloads]]\nname = "noop"\n[[workloads]]\nname = "crypto.afalg"\n'
+    )
+    db = tmp_path / "r.db"
+    dry = json.loads(run_cli("run", str(plan), "--dry-run", "--json", "--db", str(db)).stdout)
+    assert dry["cells"] == 1 and "AF_ALG" in dry["skipped_workloads"]["crypto.afalg"]
+    proc = run_cli("run", str(plan), "--db", str(db), "--quiet", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "skipping workload 'crypto.afalg': unsupported: this kernel offers no AF_ALG sockets" in proc.stderr
+    )
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT DISTINCT workload FROM cells").fetchall() == [("noop",)]
+        env = json.loads(conn.execute("SELECT environment_json FROM campaigns").fetchone()[0])
+    assert "crypto.afalg" in env["skipped_workloads"]
+    # without "skip" the plan is refused at load, naming the place and the reason
+    plan.write_text(plan.read_text().replace('unsupported = "skip"\n', ""))
+    bad = run_cli("run", str(plan), "--db", str(tmp_path / "x.db"))
+    assert bad.returncode == 2 and "crypto.afalg is unsupported here" in bad.stderr
