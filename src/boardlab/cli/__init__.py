@@ -27,6 +27,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("boardlab.cli.compare", "compare two campaigns (two boards or two sessions) cell by cell"),
     "models": ("boardlab.cli.models", "generate the AI workload's models (MobileNet, SSD, ResNet) offline"),
     "kern": ("boardlab.cli.kern", "run the native kernel executable boardlab-kern (or print its --path)"),
+    "bundle": (
+        "boardlab.cli.bundle",
+        "pack boardlab for a board (armhf, arm64): wheel, boardlab-kern, install.sh",
+    ),
 }
 
 

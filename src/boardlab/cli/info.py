@@ -28,18 +28,62 @@ def run(args) -> int:
     from boardlab.platform import inventory
 
     info = inventory(args.root)
+    kern = kern_binary()
     if args.json:
         import json
 
         from boardlab import __version__
         from boardlab.model import SCHEMA_VERSION
 
-        doc = {"schema": SCHEMA_VERSION, "boardlab_version": __version__, **info.to_dict()}
+        doc = {"schema": SCHEMA_VERSION, "boardlab_version": __version__, **info.to_dict(), "kern": kern}
         json.dump(doc, sys.stdout, indent=2)
         print()
     else:
         print(render(info))
+        print(render_kern(kern))
     return 0
+
+
+def kern_binary() -> dict:
+    """Which boardlab-kern this boardlab runs and how it was built (a board may run a cross-built one)."""
+    from boardlab.errors import BoardlabError
+    from boardlab.native import kern_path, kernel_catalog
+
+    try:
+        path = kern_path()
+        catalog = kernel_catalog()
+    except BoardlabError as exc:
+        return {"path": None, "error": str(exc)}
+    kernels = catalog.get("kernels", [])
+    return {
+        "path": str(path),
+        "version": catalog.get("version"),
+        "build": catalog.get("build"),  # absent from binaries older than the build record
+        "kernels": len(kernels),
+        "unsupported": {k["name"]: k["reason"] for k in kernels if not k["supported"]},
+    }
+
+
+def render_kern(kern: dict) -> str:
+    out = ["", "Native kernels (boardlab-kern)"]
+    if kern["path"] is None:
+        return "\n".join([*out, f"  unavailable: {kern['error']}"])
+    build = kern.get("build") or {}
+    pairs = [
+        ("binary", f"{kern['path']} (version {kern['version']})"),
+        (
+            "built",
+            f"{build.get('compiler', '?')} {build.get('flags', '')} for {build.get('arch', '?')} "
+            f"({build.get('pointer_bits', '?')}-bit{', cross-compiled' if build.get('cross') else ''})"
+            if build
+            else "unknown (a binary without a build record)",
+        ),
+        ("SIMD", " ".join(build.get("simd", [])) or "none enabled at build time"),
+        ("libraries", " ".join(build.get("libraries", [])) or "-"),
+        ("kernels", f"{kern['kernels'] - len(kern['unsupported'])} of {kern['kernels']} supported"),
+    ]
+    pairs += [(f"  {name}", f"unsupported: {why}") for name, why in kern["unsupported"].items()]
+    return "\n".join(out + _pairs(pairs, shutil.get_terminal_size((110, 24)).columns))
 
 
 # -- the text report --------------------------------------------------------------------------------------
