@@ -219,6 +219,9 @@ def render(info) -> str:
     for c in info.clusters:
         if len(c.governors) > 0:
             out.append(f"  cluster {c.id} governors: {' '.join(c.governors)}")
+    for c in info.clusters:
+        if c.extensions:
+            out.append(f"  cluster {c.id} extensions: {' '.join(c.extensions)}")
     if info.caches:
         out += _pairs([("caches", _caches(info.caches))], width)
     if info.devfreq:
