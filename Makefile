@@ -12,6 +12,21 @@ DEB_PACKAGES := build-essential pkg-config python3 python3-venv python3-dev \
 # their binaries, debootstrap for an armhf root filesystem. Only test-arm and .ci/run need them, not a board.
 ARM_DEB_PACKAGES := gcc-arm-linux-gnueabihf gcc-aarch64-linux-gnu libc6-dev-armhf-cross libc6-dev-arm64-cross \
 	qemu-user-static debootstrap debian-archive-keyring
+# Per platform, what PyPI has wheels for: everything on x86-64 and aarch64. On 32-bit ARM (a BeagleBone,
+# a Pi with a 32-bit OS) numpy, scipy, pyarrow, onnxruntime and ai-edge-litert publish no wheel: numpy and
+# scipy come from Debian through a venv with the system's site packages, ninja from Debian, and the AI and
+# Parquet parts say they are unsupported there, with the reason and the fix.
+MACHINE := $(shell uname -m)
+ifneq ($(filter $(MACHINE),x86_64 aarch64 arm64),)
+EXTRAS := test,analysis,ai
+VENV_FLAGS :=
+PIP_NINJA := ninja
+else
+EXTRAS := test
+VENV_FLAGS := --system-site-packages
+PIP_NINJA :=
+DEB_PACKAGES += python3-numpy python3-scipy ninja-build
+endif
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
 .PHONY: setup deb venv install demo test bench lint clean deb-arm cross test-arm test-arm-kern test-arm-rootfs
@@ -29,14 +44,14 @@ deb:
 	else echo "setup: WARNING: missing Debian packages (run as root, or: sudo apt-get install $$missing)"; fi
 
 $(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
+	$(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
 
 venv: $(BIN)/python
-	@$(PIP) install 'meson-python>=0.15' 'meson>=1.1' ninja
+	@$(PIP) install 'meson-python>=0.15' 'meson>=1.1' $(PIP_NINJA)
 
 # A real (non-editable) install: boardlab-kern is built by meson and installed inside the package.
 install: venv
-	@PATH="$(abspath $(BIN)):$$PATH" $(PIP) install --no-build-isolation '.[test,analysis,ai]'
+	@PATH="$(abspath $(BIN)):$$PATH" $(PIP) install --no-build-isolation '.[$(EXTRAS)]'
 	@echo "setup: boardlab $$($(BIN)/boardlab --version | cut -d' ' -f2) installed in $(VENV)"
 
 # The main job: this board's inventory, the quick campaign (resumable: run it again to finish it), a report.

@@ -51,6 +51,7 @@ sh boardlab-armhf/install.sh
 boardlab --help > help.txt
 boardlab info > info.txt
 boardlab info --json > info.json
+boardlab list > list.txt
 boardlab run plan.toml --db results.db --quiet
 boardlab report --db results.db -o report.html
 boardlab report --db results.db --format text > report.txt
@@ -138,3 +139,11 @@ def test_a_two_workload_campaign_runs_and_reports_on_the_board(board):
     for workload in ("mibench.crc32", "compress.zlib"):
         assert workload in report and workload in text
     assert "<svg" in report
+
+
+def test_a_workload_without_its_runtime_on_armv7_says_why_and_the_fix_that_works_there(board):
+    root, _ = board
+    listing = (root / "list.txt").read_text()
+    block = listing[listing.index("ai.inference") :]
+    assert "unsupported" in block.splitlines()[0]
+    assert "PyPI has no numpy wheel for armv7l: apt-get install python3-numpy" in block
