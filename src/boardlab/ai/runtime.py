@@ -51,7 +51,11 @@ WHEEL_MACHINES = ("x86_64", "aarch64", "arm64")
 def install_hint(package: str, machine: str) -> str:
     """How to get `package` on this machine: pip where PyPI has wheels, else what a board can do."""
     if machine in WHEEL_MACHINES:
-        return "pip install numpy (or install boardlab with its `ai` extra)" if package == "numpy" else INSTALL[package]
+        return (
+            "pip install numpy (or install boardlab with its `ai` extra)"
+            if package == "numpy"
+            else INSTALL[package]
+        )
     if package == "numpy":
         return (
             f"PyPI has no numpy wheel for {machine}: apt-get install python3-numpy and make boardlab's venv with "
