@@ -84,6 +84,9 @@ lint: venv
 # multiarch); multiarch -dev packages (libssl-dev:armhf ...) are used instead when installed.
 CROSS_BUILD ?= build-arm
 ARM_ROOTFS ?= /var/cache/boardlab-test/rootfs-armhf
+# The same with a compiler and the -dev packages: the source tree's `make install` on a 32-bit ARM board.
+ARM_ROOTFS_DEV ?= /var/cache/boardlab-test/rootfs-armhf-dev
+ARM_DEV_PACKAGES := make,build-essential,pkg-config,python3-dev,liblzma-dev,libbz2-dev,libzstd-dev,zlib1g-dev,libssl-dev,python3-numpy,python3-scipy,ninja-build
 deb-arm:
 	@$(MAKE) --no-print-directory deb DEB_PACKAGES="$(ARM_DEB_PACKAGES)"
 
@@ -103,12 +106,15 @@ test-arm-kern: install cross
 	done
 
 # The bundle installed in a Debian armhf root filesystem (debootstrap, run through qemu-user binfmt; no
-# compiler, no network): boardlab --help, info, a two-workload campaign, a report. Root only.
+# compiler, no network): boardlab --help, info, a two-workload campaign, a report. Then `make install` from
+# the source tree in a second tree with a compiler (numpy/scipy from Debian). Root only.
 test-arm-rootfs: install cross
 	@if [ "$$(id -u)" != 0 ]; then echo "test-arm-rootfs: needs root (debootstrap, chroot, binfmt_misc); skipped"; exit 1; fi
 	cross/rootfs.sh armhf $(ARM_ROOTFS)
+	cross/rootfs.sh armhf $(ARM_ROOTFS_DEV) $(ARM_DEV_PACKAGES)
 	BOARDLAB_ARM_ROOTFS=$(ARM_ROOTFS) BOARDLAB_ARM_KERN="$(abspath $(CROSS_BUILD))/armhf/src/boardlab/kern/boardlab-kern" \
-		$(BIN)/python -m pytest -q -p no:cacheprovider tests/integration/test_arm_rootfs.py
+	BOARDLAB_ARM_ROOTFS_DEV=$(ARM_ROOTFS_DEV) \
+		$(BIN)/python -m pytest -q -p no:cacheprovider tests/integration/test_arm_rootfs.py tests/integration/test_arm_rootfs_setup.py
 
 test-arm: test-arm-kern test-arm-rootfs
 

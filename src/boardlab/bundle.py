@@ -213,20 +213,18 @@ def _check_out(out: Path, inputs: list[Path]) -> None:
     """--out must be a new or regular .tar.gz file in an existing directory, and none of the inputs."""
     if not out.name.endswith(".tar.gz"):
         raise InputError(f"--out {out}: a bundle is a .tar.gz file; name it e.g. boardlab-armhf.tar.gz")
-    if out.exists() or out.is_symlink():
-        st = os.stat(out)
-        if not stat.S_ISREG(st.st_mode):
+    if out.is_symlink() and not out.exists():
+        raise InputError(f"--out {out}: is a dangling symbolic link; choose a new file")
+    if out.exists():
+        if not stat.S_ISREG(os.stat(out).st_mode):
             raise InputError(
                 f"--out {out}: exists and is not a regular file (a device or directory); choose a new file"
             )
-        resolved = out.resolve()
         for p in inputs:
-            if p.exists() and os.path.samefile(resolved, p):
+            if p.exists() and os.path.samefile(out, p):
                 raise InputError(f"--out {out}: is one of the bundle's inputs ({p}); choose another file")
-        if PACKAGE_DIR in resolved.parents:
-            raise InputError(
-                f"--out {out}: lies inside the installed package {PACKAGE_DIR}; choose another file"
-            )
+    if PACKAGE_DIR in out.resolve().parents:
+        raise InputError(f"--out {out}: lies inside the installed package {PACKAGE_DIR}; choose another file")
     if not out.parent.is_dir():
         raise InputError(f"--out {out}: the directory {out.parent} does not exist")
 
