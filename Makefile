@@ -29,7 +29,7 @@ DEB_PACKAGES += python3-numpy python3-scipy ninja-build
 endif
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: setup deb venv install demo test bench lint clean deb-arm cross test-arm test-arm-kern test-arm-rootfs
+.PHONY: setup deb venv install demo test bench lint clean deb-arm cross test-arm test-arm-kern test-arm-rootfs bundle
 
 setup: deb install
 
@@ -110,6 +110,7 @@ test-arm-kern: install cross
 # the source tree in a second tree with a compiler (numpy/scipy from Debian). Root only.
 test-arm-rootfs: install cross
 	@if [ "$$(id -u)" != 0 ]; then echo "test-arm-rootfs: needs root (debootstrap, chroot, binfmt_misc); skipped"; exit 1; fi
+	@echo "== Debian armhf root filesystem under qemu-user: checking correctness only; timings under emulation mean nothing"
 	cross/rootfs.sh armhf $(ARM_ROOTFS)
 	cross/rootfs.sh armhf $(ARM_ROOTFS_DEV) $(ARM_DEV_PACKAGES)
 	BOARDLAB_ARM_ROOTFS=$(ARM_ROOTFS) BOARDLAB_ARM_KERN="$(abspath $(CROSS_BUILD))/armhf/src/boardlab/kern/boardlab-kern" \
@@ -117,6 +118,11 @@ test-arm-rootfs: install cross
 		$(BIN)/python -m pytest -q -p no:cacheprovider tests/integration/test_arm_rootfs.py tests/integration/test_arm_rootfs_setup.py
 
 test-arm: test-arm-kern test-arm-rootfs
+
+# A board bundle (docs/boards.md): make bundle BUNDLE_ARCH=armhf|arm64 -> boardlab-ARCH.tar.gz here.
+BUNDLE_ARCH ?= armhf
+bundle: install cross
+	$(BIN)/boardlab bundle --arch $(BUNDLE_ARCH) --out boardlab-$(BUNDLE_ARCH).tar.gz
 
 clean:
 	rm -rf $(VENV) build build-lint $(CROSS_BUILD) .mesonpy-* .pytest_cache

@@ -126,6 +126,9 @@ def test_info_on_the_board_shows_the_bundled_binary_and_how_it_was_built(board):
     assert "-mcpu=cortex-a8 -mfpu=neon -mfloat-abi=hard" in text and "cross-compiled" in text
     doc = json.loads((root / "info.json").read_text())
     assert doc["machine"] == "armv7l"  # qemu-arm reports an ARMv7 CPU
+    # ... while /proc/cpuinfo is the host's: boardlab says its timings come from an emulator.
+    assert doc["virtualization"]["hypervisor"] == "qemu-user"
+    assert any("user-mode emulation" in e for e in doc["virtualization"]["evidence"])
     assert doc["kern"]["build"]["arch"] == "arm" and doc["kern"]["build"]["pointer_bits"] == 32
     assert "neon" in doc["kern"]["build"]["simd"]
     assert doc["kern"]["unsupported"] == {} or all(doc["kern"]["unsupported"].values())
