@@ -58,11 +58,20 @@ def board(tmp_path_factory):
             (src / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(REPO / rel, src / rel)
     (upper / "root" / "inside.sh").write_text(INSIDE)
+    # pip in the tree trusts what this machine's pip trusts (a site may reach PyPI through a TLS proxy).
+    host_ca = (
+        os.environ.get("PIP_CERT") or os.environ.get("SSL_CERT_FILE") or "/etc/ssl/certs/ca-certificates.crt"
+    )
+    ca_env = ""
+    if Path(host_ca).is_file():
+        (upper / "etc" / "ssl").mkdir(parents=True, exist_ok=True)
+        shutil.copy(host_ca, upper / "etc" / "ssl" / "host-ca.crt")
+        ca_env = "PIP_CERT=/etc/ssl/host-ca.crt SSL_CERT_FILE=/etc/ssl/host-ca.crt "
     setup = (
         f"mount -t overlay overlay -o lowerdir={ROOTFS},upperdir={upper},workdir={ovl} {merged} && "
         f"mount -t proc proc {merged}/proc && mount --rbind /sys {merged}/sys && "
         f"mount --rbind /dev {merged}/dev && "
-        f"exec chroot {merged} /usr/bin/env -i HOME=/root LANG=C.UTF-8 "
+        f"exec chroot {merged} /usr/bin/env -i HOME=/root LANG=C.UTF-8 {ca_env}"
         "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin /bin/sh /root/inside.sh"
     )
     proc = subprocess.run(
