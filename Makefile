@@ -8,9 +8,28 @@ BIN := $(VENV)/bin
 DEB_PACKAGES := build-essential pkg-config python3 python3-venv python3-dev \
 	liblzma-dev libbz2-dev libzstd-dev zlib1g-dev libssl-dev \
 	stress-ng rt-tests linux-perf xz-utils bzip2 pbzip2 zstd openssl mbw hyperfine libgsm-tools chromium
+# make test-arm (issue 13): Debian's cross compilers and C libraries for armhf and arm64, qemu-user to run
+# their binaries, debootstrap for an armhf root filesystem. Only test-arm and .ci/run need them, not a board.
+ARM_DEB_PACKAGES := gcc-arm-linux-gnueabihf gcc-aarch64-linux-gnu libc6-dev-armhf-cross libc6-dev-arm64-cross \
+	qemu-user-static debootstrap debian-archive-keyring
+# Per platform, what PyPI has wheels for: everything on x86-64 and aarch64. On 32-bit ARM (a BeagleBone,
+# a Pi with a 32-bit OS) numpy, scipy, pyarrow, onnxruntime and ai-edge-litert publish no wheel: numpy and
+# scipy come from Debian through a venv with the system's site packages, ninja from Debian, and the AI and
+# Parquet parts say they are unsupported there, with the reason and the fix.
+MACHINE := $(shell uname -m)
+ifneq ($(filter $(MACHINE),x86_64 aarch64 arm64),)
+EXTRAS := test,analysis,ai
+VENV_FLAGS :=
+PIP_NINJA := ninja
+else
+EXTRAS := test
+VENV_FLAGS := --system-site-packages
+PIP_NINJA :=
+DEB_PACKAGES += python3-numpy python3-scipy ninja-build
+endif
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: setup deb venv install demo test bench lint clean
+.PHONY: setup deb venv install demo test bench lint clean deb-arm cross test-arm test-arm-kern test-arm-rootfs bundle
 
 setup: deb install
 
@@ -25,14 +44,14 @@ deb:
 	else echo "setup: WARNING: missing Debian packages (run as root, or: sudo apt-get install $$missing)"; fi
 
 $(BIN)/python:
-	$(PYTHON) -m venv $(VENV)
+	$(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
 
 venv: $(BIN)/python
-	@$(PIP) install 'meson-python>=0.15' 'meson>=1.1' ninja
+	@$(PIP) install 'meson-python>=0.15' 'meson>=1.1' $(PIP_NINJA)
 
 # A real (non-editable) install: boardlab-kern is built by meson and installed inside the package.
 install: venv
-	@PATH="$(abspath $(BIN)):$$PATH" $(PIP) install --no-build-isolation '.[test,analysis,ai]'
+	@PATH="$(abspath $(BIN)):$$PATH" $(PIP) install --no-build-isolation '.[$(EXTRAS)]'
 	@echo "setup: boardlab $$($(BIN)/boardlab --version | cut -d' ' -f2) installed in $(VENV)"
 
 # The main job: this board's inventory, the quick campaign (resumable: run it again to finish it), a report.
@@ -59,5 +78,51 @@ lint: venv
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/ninja -C build-lint
 	rm -rf build-lint
 
+# ---- ARM boards: cross builds of boardlab-kern, its tests under qemu-user, a bundle in an armhf rootfs ----
+# The target's libraries (liblzma, bzip2, zstd, zlib, OpenSSL) are unpacked from Debian's repository into a
+# sysroot in ~/.cache/boardlab-cross by cross/sysroot.sh (no root needed; cross/sysroot.sh says why not
+# multiarch); multiarch -dev packages (libssl-dev:armhf ...) are used instead when installed.
+CROSS_BUILD ?= build-arm
+ARM_ROOTFS ?= /var/cache/boardlab-test/rootfs-armhf
+# The same with a compiler and the -dev packages: the source tree's `make install` on a 32-bit ARM board.
+ARM_ROOTFS_DEV ?= /var/cache/boardlab-test/rootfs-armhf-dev
+ARM_DEV_PACKAGES := make,build-essential,pkg-config,python3-dev,liblzma-dev,libbz2-dev,libzstd-dev,zlib1g-dev,libssl-dev,python3-numpy,python3-scipy,ninja-build
+deb-arm:
+	@$(MAKE) --no-print-directory deb DEB_PACKAGES="$(ARM_DEB_PACKAGES)"
+
+# armhf is tuned for the BeagleBone Black's Cortex-A8 with NEON (cross/cortex-a8.ini); arm64 is baseline ARMv8-A.
+cross: deb-arm venv
+	@PATH="$(abspath $(BIN)):$$PATH" cross/build.sh armhf $(CROSS_BUILD)/armhf cortex-a8 >/dev/null
+	@PATH="$(abspath $(BIN)):$$PATH" cross/build.sh arm64 $(CROSS_BUILD)/arm64 >/dev/null
+	@echo "cross: $(CROSS_BUILD)/armhf and $(CROSS_BUILD)/arm64 built"
+
+# Every kernel test (verification, --corrupt, the timer self-test, --list --json) against the cross-built
+# binaries under qemu-user. Only correctness is checked: timings under emulation mean nothing.
+test-arm-kern: install cross
+	@for arch in armhf arm64; do \
+		echo "== boardlab-kern $$arch under qemu-user: checking correctness only; timings under emulation mean nothing"; \
+		BOARDLAB_KERN="$(abspath $(CROSS_BUILD))/$$arch/boardlab-kern-qemu" \
+			$(BIN)/python -m pytest -q -p no:cacheprovider tests/unit/test_kern_*.py || exit 1; \
+	done
+
+# The bundle installed in a Debian armhf root filesystem (debootstrap, run through qemu-user binfmt; no
+# compiler, no network): boardlab --help, info, a two-workload campaign, a report. Then `make install` from
+# the source tree in a second tree with a compiler (numpy/scipy from Debian). Root only.
+test-arm-rootfs: install cross
+	@if [ "$$(id -u)" != 0 ]; then echo "test-arm-rootfs: needs root (debootstrap, chroot, binfmt_misc); skipped"; exit 1; fi
+	@echo "== Debian armhf root filesystem under qemu-user: checking correctness only; timings under emulation mean nothing"
+	cross/rootfs.sh armhf $(ARM_ROOTFS)
+	cross/rootfs.sh armhf $(ARM_ROOTFS_DEV) $(ARM_DEV_PACKAGES)
+	BOARDLAB_ARM_ROOTFS=$(ARM_ROOTFS) BOARDLAB_ARM_KERN="$(abspath $(CROSS_BUILD))/armhf/src/boardlab/kern/boardlab-kern" \
+	BOARDLAB_ARM_ROOTFS_DEV=$(ARM_ROOTFS_DEV) \
+		$(BIN)/python -m pytest -q -p no:cacheprovider tests/integration/test_arm_rootfs.py tests/integration/test_arm_rootfs_setup.py
+
+test-arm: test-arm-kern test-arm-rootfs
+
+# A board bundle (docs/boards.md): make bundle BUNDLE_ARCH=armhf|arm64 -> boardlab-ARCH.tar.gz here.
+BUNDLE_ARCH ?= armhf
+bundle: install cross
+	$(BIN)/boardlab bundle --arch $(BUNDLE_ARCH) --out boardlab-$(BUNDLE_ARCH).tar.gz
+
 clean:
-	rm -rf $(VENV) build build-lint .mesonpy-* .pytest_cache
+	rm -rf $(VENV) build build-lint $(CROSS_BUILD) .mesonpy-* .pytest_cache

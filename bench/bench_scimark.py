@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     iterations = 20 if args.quick else 100  # boardlab iterations last >= 1 ms each
     results = {}
     with tempfile.TemporaryDirectory(prefix="boardlab-scimark2-") as tmp:
-        exe = build_scimark(Path(args.scimark_src), Path(tmp), build["cflags"])
+        exe = build_scimark(Path(args.scimark_src), Path(tmp), build["flags"])
         for kernel in KERNELS:
             ratios = []
             for _ in range(args.pairs):
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     doc = {
         "schema": 1,
         "compiler": build["compiler"],
-        "cflags": build["cflags"],
+        "cflags": build["flags"],
         "pairs": args.pairs,
         "target": TARGET,
         "kernels": results,
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(doc))
     else:
         print(
-            f"boardlab scimark kernels / SciMark 2.0 C, both {build['compiler']} {build['cflags']} ({args.pairs} pairs)"
+            f"boardlab scimark kernels / SciMark 2.0 C, both {build['compiler']} {build["flags"]} ({args.pairs} pairs)"
         )
         for k, r in results.items():
             flag = "" if r["median_ratio"] >= TARGET else f"  (below the {TARGET} target)"

@@ -23,6 +23,17 @@ def run_kern(kern: Path, *args: str, timeout: float = 120) -> subprocess.Complet
     return subprocess.run([str(kern), *args], capture_output=True, text=True, timeout=timeout)
 
 
+_BUILDS: dict[str, dict] = {}
+
+
+def kern_build(kern: Path) -> dict:
+    """How the binary under test was built (`--list --json` "build"): its architecture and pointer width,
+    which need not be this interpreter's when BOARDLAB_KERN points at a cross-built binary under qemu."""
+    if str(kern) not in _BUILDS:
+        _BUILDS[str(kern)] = json.loads(run_kern(kern, "--list", "--json").stdout)["build"]
+    return _BUILDS[str(kern)]
+
+
 def kern_json(kern: Path, *args: str) -> tuple[int, dict]:
     proc = run_kern(kern, *args, "--json")
     return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from functools import lru_cache
 from pathlib import Path
 
@@ -15,9 +16,17 @@ KERN_SCHEMA = 1
 
 
 def kern_path() -> Path:
-    """The installed boardlab-kern beside this module; BOARDLAB_KERN overrides it (a cross-built binary)."""
+    """The boardlab-kern to run: BOARDLAB_KERN if set (a cross-built binary, or a wrapper running one under
+    qemu), else the one built with this package beside this module, else the one a board bundle's installer
+    put beside the venv's `boardlab` script (its wheel is pure Python)."""
     override = os.environ.get("BOARDLAB_KERN")
-    path = Path(override) if override else Path(__file__).resolve().parent / KERN_NAME
+    if override:
+        path = Path(override)
+    else:
+        path = Path(__file__).resolve().parent / KERN_NAME
+        bundled = Path(sys.prefix) / "bin" / KERN_NAME
+        if not path.is_file() and bundled.is_file():
+            path = bundled
     if not path.is_file() or not os.access(path, os.X_OK):
         raise BoardlabError(
             f"{path} is missing or not executable: boardlab was not built with its native part; "

@@ -114,6 +114,27 @@ def test_list_json_declares_every_kernel_with_params_and_metrics(kern):
             assert m["unit"] and isinstance(m["higher_is_better"], bool)
 
 
+def test_list_json_says_how_the_binary_was_built(kern):
+    build = json.loads(run_kern(kern, "--list", "--json").stdout)["build"]
+    assert build["compiler"].split()[0] in ("gcc", "clang") and build["compiler"].split()[1][0].isdigit()
+    assert build["flags"].startswith("-O")
+    assert build["arch"] in ("x86_64", "x86", "arm", "aarch64", "riscv64")
+    assert build["pointer_bits"] in (32, 64)
+    if build["arch"] == "arm":
+        assert build["pointer_bits"] == 32
+    assert isinstance(build["simd"], list) and isinstance(build["libraries"], list)
+    if build["arch"] == "aarch64":
+        assert "neon" in build["simd"]  # Advanced SIMD is part of the AArch64 baseline
+    if "-mfpu=neon" in build["flags"]:
+        assert "neon" in build["simd"]
+    if not build["cross"]:
+        # A native build is the one installed with this package: its probes agree with the Python side.
+        from boardlab import _build_config as built
+
+        libs = {"lzma": built.HAVE_LZMA, "zstd": built.HAVE_ZSTD, "crypto": built.HAVE_CRYPTO}
+        assert {lib for lib, have in libs.items() if have} == set(build["libraries"]) & set(libs)
+
+
 def test_version_is_the_package_version(kern):
     import boardlab
 

@@ -39,7 +39,7 @@ def write_campaign(db: Path, *, a2_factor: float, effect: float = 1.0, seed: int
             boardlab_version="test",
             kern_version=None,
             root="/",
-            environment={"kern_build": {"compiler": "gcc 12.2.0", "cflags": "-std=c17 -O3"}},
+            environment={"kern_build": {"compiler": "gcc 12.2.0", "flags": "-std=c17 -O3"}},
         )
         ids = store.ensure_cells(
             cid, cells, {c.name: c for c in plan.conditions}, {c.key: ("ns", False) for c in cells}

@@ -44,15 +44,40 @@ def now_ns() -> int:
     return time.clock_gettime_ns(_CLOCK)
 
 
+# Machines PyPI publishes onnxruntime, ai-edge-litert and numpy/scipy wheels for.
+WHEEL_MACHINES = ("x86_64", "aarch64", "arm64")
+
+
+def install_hint(package: str, machine: str) -> str:
+    """How to get `package` on this machine: pip where PyPI has wheels, else what a board can do."""
+    if machine in WHEEL_MACHINES:
+        return (
+            "pip install numpy (or install boardlab with its `ai` extra)"
+            if package == "numpy"
+            else INSTALL[package]
+        )
+    if package == "numpy":
+        return (
+            f"PyPI has no numpy wheel for {machine}: apt-get install python3-numpy and make boardlab's venv with "
+            "--system-site-packages (`make setup` and the board bundle's install.sh do)"
+        )
+    vendor = " (on a TI board: the SDK's tflite_runtime)" if package == "litert" else ""
+    return (
+        f"{'onnxruntime' if package == 'onnxruntime' else 'ai-edge-litert'} publishes no wheel for {machine}: "
+        f"install a build for this board{vendor}, or run the AI workload on an aarch64 or x86-64 machine"
+    )
+
+
 def missing_runtime(runtime: str) -> str | None:
-    """Why `runtime` cannot run here (the package is not installed, with the command), or None."""
+    """Why `runtime` cannot run here (the package is not installed, with the fix), or None."""
+    machine = os.uname().machine
     if importlib.util.find_spec("numpy") is None:
-        return "numpy is not installed: pip install numpy (or install boardlab with its `ai` extra)"
+        return f"numpy is not installed: {install_hint('numpy', machine)}"
     if runtime == "onnxruntime":
         found = importlib.util.find_spec("onnxruntime") is not None
     else:
         found = any(importlib.util.find_spec(m) is not None for m in ("ai_edge_litert", "tflite_runtime"))
-    return None if found else f"{runtime} is not installed: {INSTALL[runtime]}"
+    return None if found else f"{runtime} is not installed: {install_hint(runtime, machine)}"
 
 
 def parse_delegate_options(text: str | None) -> dict[str, str]:

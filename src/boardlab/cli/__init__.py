@@ -28,6 +28,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "models": ("boardlab.cli.models", "generate the AI workload's models (MobileNet, SSD, ResNet) offline"),
     "kern": ("boardlab.cli.kern", "run the native kernel executable boardlab-kern (or print its --path)"),
     "governor": ("boardlab.cli.governor", "governor lab: snoop sweep, labels, tree to C, daemon, simulator"),
+    "bundle": (
+        "boardlab.cli.bundle",
+        "pack boardlab for a board (armhf, arm64): wheel, boardlab-kern, install.sh",
+    ),
 }
 
 

@@ -31,13 +31,14 @@ def run(args) -> int:
     info = inventory(args.root)
     # sources are only described here: a meter command is not started, vcgencmd runs once on a Pi 5
     power = discover(args.root, tuple(info.compatible))
+    kern = kern_binary()
     if args.json:
         import json
 
         from boardlab import __version__
         from boardlab.model import SCHEMA_VERSION
 
-        doc = {"schema": SCHEMA_VERSION, "boardlab_version": __version__, **info.to_dict()}
+        doc = {"schema": SCHEMA_VERSION, "boardlab_version": __version__, **info.to_dict(), "kern": kern}
         primary = power.primary()
         doc["power_sources"] = [
             {**s.to_dict(), "primary": primary is not None and s.name == primary.spec.name}
@@ -50,6 +51,7 @@ def run(args) -> int:
         print()
     else:
         print(render(info, power))
+        print(render_kern(kern))
     return 0
 
 
@@ -79,6 +81,48 @@ def _power_sources(power) -> list[str]:
     out.append("  * the primary source (widest scope): efficiency figures use it")
     out += [f"  {u.name}: {u.reason}" for u in power.unavailable]
     return out
+
+
+def kern_binary() -> dict:
+    """Which boardlab-kern this boardlab runs and how it was built (a board may run a cross-built one)."""
+    from boardlab.errors import BoardlabError
+    from boardlab.native import kern_path, kernel_catalog
+
+    try:
+        path = kern_path()
+        catalog = kernel_catalog()
+    except BoardlabError as exc:
+        return {"path": None, "error": str(exc)}
+    kernels = catalog.get("kernels", [])
+    return {
+        "path": str(path),
+        "version": catalog.get("version"),
+        "build": catalog.get("build"),  # absent from binaries older than the build record
+        "kernels": len(kernels),
+        "unsupported": {k["name"]: k["reason"] for k in kernels if not k["supported"]},
+    }
+
+
+def render_kern(kern: dict) -> str:
+    out = ["", "Native kernels (boardlab-kern)"]
+    if kern["path"] is None:
+        return "\n".join([*out, f"  unavailable: {kern['error']}"])
+    build = kern.get("build") or {}
+    pairs = [
+        ("binary", f"{kern['path']} (version {kern['version']})"),
+        (
+            "built",
+            f"{build.get('compiler', '?')} {build.get('flags', '')} for {build.get('arch', '?')} "
+            f"({build.get('pointer_bits', '?')}-bit{', cross-compiled' if build.get('cross') else ''})"
+            if build
+            else "unknown (a binary without a build record)",
+        ),
+        ("SIMD", " ".join(build.get("simd", [])) or "none enabled at build time"),
+        ("libraries", " ".join(build.get("libraries", [])) or "-"),
+        ("kernels", f"{kern['kernels'] - len(kern['unsupported'])} of {kern['kernels']} supported"),
+    ]
+    pairs += [(f"  {name}", f"unsupported: {why}") for name, why in kern["unsupported"].items()]
+    return "\n".join(out + _pairs(pairs, shutil.get_terminal_size((110, 24)).columns))
 
 
 # -- the text report --------------------------------------------------------------------------------------
@@ -214,6 +258,9 @@ def render(info, power=None) -> str:
     for c in info.clusters:
         if len(c.governors) > 0:
             out.append(f"  cluster {c.id} governors: {' '.join(c.governors)}")
+    for c in info.clusters:
+        if c.extensions:
+            out.append(f"  cluster {c.id} extensions: {' '.join(c.extensions)}")
     if info.caches:
         out += _pairs([("caches", _caches(info.caches))], width)
     if info.devfreq:

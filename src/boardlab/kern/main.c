@@ -48,6 +48,56 @@ static void usage(FILE *out)
             BK_SCHEMA, BK_CORPUS_DEFAULT_MIX, BK_CORPUS_DEFAULT_SEED);
 }
 
+/* How this binary was built: a board often runs a binary cross-built elsewhere, so the catalog says by which
+ * compiler, for which architecture, with which flags, which SIMD the compiler was allowed, which libraries. */
+static void json_build(bk_json *j)
+{
+    static const char *const simd[] = {
+#if defined(__ARM_NEON)
+        "neon",
+#endif
+#if defined(__ARM_FEATURE_CRYPTO) || defined(__ARM_FEATURE_AES)
+        "arm-crypto",
+#endif
+#if defined(__SSE2__)
+        "sse2",
+#endif
+#if defined(__AVX2__)
+        "avx2",
+#endif
+        NULL};
+    static const struct {
+        const char *name;
+        int have;
+    } libs[] = {{"lzma", BK_HAVE_LZMA},   {"bzip2", BK_HAVE_BZIP2},          {"zstd", BK_HAVE_ZSTD},
+                {"zlib", BK_HAVE_ZLIB},   {"crypto", BK_HAVE_CRYPTO},        {"af_alg", BK_HAVE_AF_ALG},
+                {"perf_event", BK_HAVE_PERF_EVENT}};
+    bk_json_key(j, "build");
+    bk_json_begin_object(j);
+    bk_json_key(j, "compiler");
+    bk_json_str(j, BK_BUILD_COMPILER);
+    bk_json_key(j, "flags");
+    bk_json_str(j, BK_BUILD_FLAGS);
+    bk_json_key(j, "arch");
+    bk_json_str(j, BK_BUILD_ARCH);
+    bk_json_key(j, "cross");
+    bk_json_bool(j, strcmp(BK_BUILD_CROSS, "cross") == 0);
+    bk_json_key(j, "pointer_bits");
+    bk_json_int(j, (int64_t)(sizeof(void *) * 8));
+    bk_json_key(j, "simd");
+    bk_json_begin_array(j);
+    for (int i = 0; simd[i]; i++)
+        bk_json_str(j, simd[i]);
+    bk_json_end_array(j);
+    bk_json_key(j, "libraries");
+    bk_json_begin_array(j);
+    for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++)
+        if (libs[i].have)
+            bk_json_str(j, libs[i].name);
+    bk_json_end_array(j);
+    bk_json_end_object(j);
+}
+
 static void list(bool json)
 {
     if (json) {
@@ -60,13 +110,7 @@ static void list(bool json)
         bk_json_str(&j, "boardlab-kern");
         bk_json_key(&j, "version");
         bk_json_str(&j, BK_VERSION);
-        bk_json_key(&j, "build"); /* compiler and flags of these kernels (meson.build) */
-        bk_json_begin_object(&j);
-        bk_json_key(&j, "compiler");
-        bk_json_str(&j, BK_BUILD_CC);
-        bk_json_key(&j, "cflags");
-        bk_json_str(&j, BK_BUILD_CFLAGS);
-        bk_json_end_object(&j);
+        json_build(&j);
         bk_json_key(&j, "kernels");
         bk_json_begin_array(&j);
         for (int i = 0; bk_kernels[i]; i++)

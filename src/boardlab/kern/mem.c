@@ -20,10 +20,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-/* Non-temporal stores (stores=nontemporal): SSE2 streaming stores on x86. Other architectures report the
- * option as unsupported rather than guess at an untested instruction sequence. */
+/* Non-temporal stores (stores=nontemporal): SSE2 streaming stores on x86, STNP (store pair with a
+ * non-temporal hint) on AArch64. 32-bit ARM has no non-temporal store instruction, so there (and on any other
+ * architecture) the option is reported unsupported rather than emulated with ordinary stores. */
 #if defined(__x86_64__) || (defined(__i386__) && defined(__SSE2__))
 #include <emmintrin.h>
+#define BW_HAVE_NT 1
+#elif defined(__aarch64__)
 #define BW_HAVE_NT 1
 #else
 #define BW_HAVE_NT 0
@@ -279,8 +282,10 @@ static int lat_init(bk_ctx *ctx, void **state)
     if (s->nslots == 0)
         return bk_fail(ctx, "size_bytes=%lld holds no slot of %zu bytes; raise size_bytes or lower the spacing",
                        (long long)size, s->spacing);
+#if SIZE_MAX > UINT32_MAX /* a 32-bit size_t cannot count more slots than that anyway */
     if ((uint64_t)s->nslots > UINT32_MAX)
         return bk_fail(ctx, "size_bytes=%lld makes more than 2^32 slots; raise line_bytes", (long long)size);
+#endif
     s->base = bk_alloc(s->nslots * s->spacing);
     if (!s->base)
         return bk_fail(ctx, "cannot allocate %zu bytes for the chain; lower size_bytes", s->nslots * s->spacing);
@@ -540,7 +545,7 @@ static const bk_param bw_params[] = {
      "threads, pinned round-robin to the CPUs this process may use, each owning a contiguous slice"},
     {"stores", BK_ENUM, 0, 0, "normal", "normal,nontemporal", NULL,
      "copy/scale/add/triad: ordinary stores (the written line is read first), or non-temporal streaming "
-     "stores that skip that read, as stress-ng's stream stressor does on x86 (x86 only)"},
+     "stores that skip that read, as stress-ng's stream stressor does on x86 (x86 and AArch64 STNP only)"},
     {0},
 };
 
@@ -585,7 +590,54 @@ static void bw_triad(double *restrict a, const double *restrict b, const double 
         a[i] = b[i] + BW_SCALAR * c[i];
 }
 
-#if BW_HAVE_NT
+#if BW_HAVE_NT && defined(__aarch64__)
+/* STNP writes two doubles with a hint that they will not be read again soon; the core may then skip
+ * allocating the lines (Cortex-A53/A72 stream such stores to memory). */
+static inline void bw_stnp(double *p, double x0, double x1)
+{
+    __asm__ volatile("stnp %d1, %d2, [%0]" : : "r"(p), "w"(x0), "w"(x1) : "memory");
+}
+
+/* The same ops with STNP, two doubles at a time; an odd last element takes an ordinary store. The barrier
+ * orders the non-temporal stores before the threads' barrier, as sfence does on x86. */
+static void bw_pass_nt(const bw_state *s, size_t lo, size_t hi)
+{
+    const double *a = s->a, *b = s->b, *c = s->c;
+    const double q = BW_SCALAR;
+    size_t i = lo;
+    switch (s->op) {
+    case OP_COPY:
+        for (; i + 1 < hi; i += 2)
+            bw_stnp(s->c + i, a[i], a[i + 1]);
+        break;
+    case OP_SCALE:
+        for (; i + 1 < hi; i += 2)
+            bw_stnp(s->b + i, q * c[i], q * c[i + 1]);
+        break;
+    case OP_ADD:
+        for (; i + 1 < hi; i += 2)
+            bw_stnp(s->c + i, a[i] + b[i], a[i + 1] + b[i + 1]);
+        break;
+    case OP_TRIAD:
+        for (; i + 1 < hi; i += 2)
+            bw_stnp(s->a + i, b[i] + q * c[i], b[i + 1] + q * c[i + 1]);
+        break;
+    case OP_MEMCPY:
+    case OP_MEMSET: break; /* refused in init */
+    }
+    __asm__ volatile("dmb ishst" : : : "memory");
+    if (i < hi) {
+        switch (s->op) {
+        case OP_COPY: bw_copy(s->c + i, s->a + i, hi - i); break;
+        case OP_SCALE: bw_scale(s->b + i, s->c + i, hi - i); break;
+        case OP_ADD: bw_add(s->c + i, s->a + i, s->b + i, hi - i); break;
+        case OP_TRIAD: bw_triad(s->a + i, s->b + i, s->c + i, hi - i); break;
+        case OP_MEMCPY:
+        case OP_MEMSET: break;
+        }
+    }
+}
+#elif BW_HAVE_NT
 /* The same ops with streaming stores, two doubles at a time (slices start on pages, so 16-byte aligned);
  * an odd last element takes an ordinary store. The fence orders the streaming stores before the barrier. */
 static void bw_pass_nt(const bw_state *s, size_t lo, size_t hi)
@@ -730,7 +782,8 @@ static int bw_init(bk_ctx *ctx, void **state)
         return bk_fail(ctx, "stores=nontemporal applies to copy, scale, add and triad; memcpy and memset store "
                             "as libc chooses: use stores=normal");
     if (s->nontemporal && !BW_HAVE_NT)
-        return bk_unsupported(ctx, "stores=nontemporal is implemented for x86 only; use stores=normal");
+        return bk_unsupported(ctx, "stores=nontemporal needs x86 streaming stores or AArch64 STNP; this "
+                                   "architecture (e.g. 32-bit ARM) has no non-temporal store; use stores=normal");
 
     char src[64], how[160];
     uint64_t llc = llc_bytes(src, sizeof src);

@@ -96,6 +96,7 @@ class CpuCore(Record):
     package_id: int | None = None
     cluster_id: int | None = None
     thread_siblings: tuple[int, ...] = ()
+    features: tuple[str, ...] = ()  # cpuinfo "Features" (ARM) or "flags" (x86), as the kernel prints them
     capacity: int | None = None  # sysfs cpu_capacity, 1024 = the biggest core at its top frequency
 
 
@@ -160,6 +161,9 @@ class Cluster(Record):
     min_khz: int | None  # hardware limits (cpuinfo_min/max_freq)
     max_khz: int | None
     transition_latency_ns: int | None
+    # What the cores can execute that a kernel's speed depends on: "NEON", "ASIMD", "AES", "SHA2", "CRC32"...
+    # decoded from the cpuinfo features (an armhf userland on an ARMv8 core sees the 32-bit names).
+    extensions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

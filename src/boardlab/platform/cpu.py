@@ -101,6 +101,43 @@ def midr_core_name(implementer: int | None, part: int | None) -> str | None:
     return vendor[1].get(part)
 
 
+# cpuinfo feature -> the extension's name, in display order. ARM names are the kernel's hwcap strings, for
+# 32-bit ("neon", and "aes" etc. on ARMv8 cores under a 64-bit kernel) and 64-bit ("asimd") userlands.
+EXTENSIONS: tuple[tuple[str, str], ...] = (
+    ("neon", "NEON"),
+    ("asimd", "ASIMD"),
+    ("vfpv3", "VFPv3"),
+    ("vfpv4", "VFPv4"),
+    ("sve", "SVE"),
+    ("sve2", "SVE2"),
+    ("asimddp", "dot-product"),
+    ("aes", "AES"),
+    ("pmull", "PMULL"),
+    ("sha1", "SHA1"),
+    ("sha2", "SHA2"),
+    ("sha3", "SHA3"),
+    ("sha512", "SHA512"),
+    ("crc32", "CRC32"),
+    ("atomics", "LSE-atomics"),
+    ("idiva", "hw-divide"),
+    ("sse2", "SSE2"),
+    ("avx2", "AVX2"),
+    ("avx512f", "AVX-512"),
+    ("sha_ni", "SHA-NI"),
+)
+X86_ONLY = {"sse2", "avx2", "avx512f", "sha_ni"}
+
+
+def cpu_extensions(features: tuple[str, ...]) -> tuple[str, ...]:
+    """The extensions a kernel's speed depends on, named, from cpuinfo's features; x86 "aes" is AES-NI."""
+    have = set(features)
+    x86 = bool(have & X86_ONLY)
+    names = [name for feat, name in EXTENSIONS if feat in have]
+    if x86 and "aes" in have:
+        names = ["AES-NI" if n == "AES" else n for n in names]
+    return tuple(names)
+
+
 def parse_cpuinfo(text: str) -> tuple[dict[int, dict[str, str]], dict[str, str]]:
     """Splits /proc/cpuinfo into per-processor fields and global fields.
 
@@ -194,6 +231,7 @@ def read_cores(root: RootLike) -> tuple[CpuCore, ...]:
                 cluster_id=sr.read_int(f"{topo}/cluster_id"),
                 thread_siblings=sr.read_cpulist(f"{topo}/thread_siblings_list") or (),
                 capacity=sr.read_int(f"{CPU_DIR}/cpu{cpu}/cpu_capacity"),
+                features=tuple((fields.get("Features") or fields.get("flags") or "").split()),
             )
         )
     return tuple(cores)
@@ -278,6 +316,7 @@ def group_clusters(cores: tuple[CpuCore, ...], policies: tuple[CpufreqPolicy, ..
                 min_khz=pol.cpuinfo_min_khz if pol else None,
                 max_khz=pol.cpuinfo_max_khz if pol else None,
                 transition_latency_ns=pol.transition_latency_ns if pol else None,
+                extensions=cpu_extensions(first.features) if first else (),
             )
         )
     return tuple(clusters)
@@ -294,6 +333,8 @@ def machine(root: RootLike) -> str | None:
         name = fields.get("model name") or fields.get("Processor") or ""
         if "(v7l)" in name or fields.get("CPU architecture") == "7":
             return "armv7l"
+        if "(v8l)" in name:  # a 32-bit userland on an ARMv8 core: uname -m says armv8l
+            return "armv8l"
         if "(v6l)" in name:
             return "armv6l"
         return "aarch64"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from boardlab.model.board import Virtualization
 from boardlab.platform.cpu import read_cpuinfo
 from boardlab.platform.sysroot import RootLike, SysRoot
@@ -25,12 +27,32 @@ DMI_HYPERVISORS = {
 PARAVIRT_CLOCKS = {"kvm-clock": "KVM", "xen": "Xen", "hyperv_clocksource_tsc_page": "Hyper-V"}
 
 
+def user_emulation(sr: SysRoot, first: dict[str, str]) -> str | None:
+    """qemu-user runs a foreign binary under the host's kernel: uname -m names the emulated architecture while
+    /proc/cpuinfo still describes the host's CPU. Only the live system can show it."""
+    if not sr.live or not first:
+        return None
+    machine = os.uname().machine
+    arm_cpu, x86_cpu = "CPU implementer" in first, "vendor_id" in first
+    if machine.startswith(("arm", "aarch64")) and x86_cpu:
+        return (
+            f"uname -m says {machine} but /proc/cpuinfo describes an x86 CPU: user-mode emulation (qemu-user)"
+        )
+    if machine in ("x86_64", "i686") and arm_cpu:
+        return f"uname -m says {machine} but /proc/cpuinfo describes an ARM CPU: user-mode emulation"
+    return None
+
+
 def read_virtualization(root: RootLike, compatible: tuple[str, ...] = ()) -> Virtualization:
     sr = SysRoot.of(root)
     evidence: list[str] = []
     hypervisor: str | None = None
     processors, common = read_cpuinfo(sr)
     first = processors[min(processors)] if processors else common
+    emulated = user_emulation(sr, first)
+    if emulated:  # timings under instruction emulation say nothing about any CPU
+        evidence.append(emulated)
+        hypervisor = "qemu-user"
     if "hypervisor" in first.get("flags", "").split():
         evidence.append("cpuinfo flag 'hypervisor' (set by the hypervisor through CPUID)")
     if "QEMU" in first.get("model name", ""):

@@ -127,4 +127,4 @@ def build_note(a: CampaignAnalysis) -> str | None:
     build = a.environment.get("kern_build")
     if not isinstance(build, dict) or not build.get("compiler"):
         return None
-    return f"native kernels built with {build['compiler']} {build.get('cflags', '')}".rstrip()
+    return f"native kernels built with {build['compiler']} {build.get('flags') or build.get('cflags', '')}".rstrip()

@@ -143,9 +143,12 @@ def to_parquet(records: list[dict]) -> bytes:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
-        raise InputError(
-            "--format parquet needs pyarrow: pip install 'boardlab[analysis]' (or pyarrow)"
-        ) from None
+        machine = os.uname().machine
+        if machine in ("x86_64", "aarch64", "arm64"):
+            fix = "pip install 'boardlab[analysis]' (or pyarrow)"
+        else:  # no armv7 wheel on PyPI, no python3-pyarrow in Debian 12
+            fix = f"PyPI has no pyarrow wheel for {machine}: export --format csv or json here, or convert elsewhere"
+        raise InputError(f"--format parquet needs pyarrow: {fix}") from None
     cols = {
         f: [(json.dumps(r[f], sort_keys=True) if f == "params" else r[f]) for r in records] for f in FIELDS
     }

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# cross/rootfs.sh ARCH DIR [PKG,...]: a Debian bookworm root filesystem for ARCH (armhf, arm64) in DIR, built with
+# debootstrap from Debian's package repository and run through qemu-user binfmt. Root only. Idempotent: a
+# finished tree (DIR/.boardlab-rootfs-ok) is reused, an unfinished one is rebuilt.
+# It holds what a fresh Debian board has plus python3-venv (and PKG,... if given); without extra packages it
+# has no compiler, so a test inside it shows the bundle installs without one.
+set -euo pipefail
+arch=${1:?usage: rootfs.sh ARCH DIR}
+dir=${2:?usage: rootfs.sh ARCH DIR [PKG,...]}
+extra=${3:+,$3}
+mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+suite=${DEBIAN_SUITE:-bookworm}
+case $arch in
+  armhf) qemu=arm ;;
+  arm64) qemu=aarch64 ;;
+  *) echo "rootfs.sh: ARCH must be armhf or arm64, got '$arch'" >&2; exit 2 ;;
+esac
+[ "$(id -u)" = 0 ] || { echo "rootfs.sh: debootstrap and chroot need root" >&2; exit 2; }
+"$(dirname "$0")/binfmt.sh" "$qemu"
+[ -e "$dir/.boardlab-rootfs-ok" ] && { echo "rootfs: $dir ready (cached)"; exit 0; }
+rm -rf "$dir"
+mkdir -p "$(dirname "$dir")"
+echo "rootfs: debootstrap $suite $arch into $dir (several minutes under emulation, once)"
+debootstrap --variant=minbase --arch="$arch" --include=python3,python3-venv,ca-certificates$extra \
+  "$suite" "$dir" "$mirror" > "$dir.log" 2>&1 || { tail -20 "$dir.log" >&2; exit 1; }
+touch "$dir/.boardlab-rootfs-ok"
+echo "rootfs: $dir ready"

@@ -1,0 +1,117 @@
+"""`boardlab bundle`: a tarball that installs boardlab without a compiler or a package index. The native
+bundle is installed here for real; the armhf one is installed in a Debian armhf root filesystem by
+tests/integration/test_arm_rootfs.py (make test-arm)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import os
+import subprocess
+import tarfile
+import zipfile
+
+import pytest
+
+from helpers import run_cli
+
+
+@pytest.fixture(scope="module")
+def native_bundle(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bundle") / "boardlab-native.tar.gz"
+    proc = run_cli("bundle", "--arch", "native", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    return out, proc
+
+
+def test_the_bundle_holds_wheel_binary_presets_installer_and_manifest(native_bundle, kern):
+    out, proc = native_bundle
+    assert f"wrote {out}" in proc.stdout and "install.sh" in proc.stdout
+    with tarfile.open(out) as tar:
+        names = set(tar.getnames())
+        manifest = json.loads(tar.extractfile("boardlab-native/bundle.json").read())
+        binary = tar.extractfile("boardlab-native/boardlab-kern").read()
+        assert tar.getmember("boardlab-native/install.sh").mode & 0o111
+        wheel_name = manifest["wheel"]
+        wheel = zipfile.ZipFile(io.BytesIO(tar.extractfile(f"boardlab-native/{wheel_name}").read()))
+    assert {"boardlab-native/install.sh", "boardlab-native/presets/quick.toml"} <= names
+    assert manifest["schema"] == 1 and manifest["arch"] == "x86_64"
+    assert (
+        manifest["kern"]["sha256"]
+        == hashlib.sha256(binary).hexdigest()
+        == hashlib.sha256(kern.read_bytes()).hexdigest()
+    )
+    assert wheel_name.endswith("-py3-none-any.whl")
+    # A valid wheel: every file is in RECORD with its hash; pure Python (no binary inside).
+    members = set(wheel.namelist())
+    assert "boardlab/cli/__init__.py" in members and "boardlab/campaign/presets/quick.toml" in members
+    assert "boardlab/boardlab-kern" not in members and not any("__pycache__" in m for m in members)
+    record = wheel.read(next(m for m in members if m.endswith("/RECORD"))).decode()
+    for line in record.splitlines():
+        name, digest, size = line.rsplit(",", 2)
+        if digest:
+            data = wheel.read(name)
+            want = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            assert digest == f"sha256={want}" and int(size) == len(data)
+
+
+def test_the_native_bundle_installs_offline_and_finds_its_binary(native_bundle, tmp_path):
+    out, _ = native_bundle
+    with tarfile.open(out) as tar:
+        tar.extractall(tmp_path, filter="data")
+    prefix, bindir = tmp_path / "prefix dir", tmp_path / "bin"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BOARDLAB_KERN", "VIRTUAL_ENV"))}
+    env["PIP_INDEX_URL"] = "http://127.0.0.1:9/"  # any attempt to reach an index fails at once
+    proc = subprocess.run(
+        [
+            "sh",
+            str(tmp_path / "boardlab-native" / "install.sh"),
+            "--prefix",
+            str(prefix),
+            "--bin",
+            str(bindir),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    if "python3-venv missing" in proc.stderr:
+        pytest.skip("this machine's python3 has no venv/ensurepip (apt-get install python3-venv)")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert (bindir / "boardlab").resolve() == (prefix / "bin" / "boardlab").resolve()
+    info = subprocess.run(
+        [str(bindir / "boardlab"), "info", "--json"], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert info.returncode == 0, info.stderr
+    kern = json.loads(info.stdout)["kern"]
+    assert kern["path"] == str(prefix / "bin" / "boardlab-kern")
+    assert kern["build"]["arch"] == "x86_64" and kern["kernels"] > 0
+
+
+def test_out_over_a_device_an_input_or_a_directory_is_refused(native_bundle, kern, tmp_path):
+    device = tmp_path / "null.tar.gz"
+    device.symlink_to("/dev/null")
+    directory = tmp_path / "dir.tar.gz"
+    directory.mkdir()
+    for out in (device, directory):
+        proc = run_cli("bundle", "--arch", "native", "--out", str(out))
+        assert proc.returncode == 2 and "not a regular file" in proc.stderr, proc.stderr
+    proc = run_cli("bundle", "--arch", "native", "--out", str(tmp_path / "b.zip"))
+    assert proc.returncode == 2 and ".tar.gz" in proc.stderr
+    copy = tmp_path / "kern.tar.gz"
+    copy.write_bytes(kern.read_bytes())
+    proc = run_cli("bundle", "--arch", "native", "--kern", str(copy), "--out", str(copy))
+    assert proc.returncode == 2 and "inputs" in proc.stderr
+    assert copy.read_bytes() == kern.read_bytes()  # untouched
+    proc = run_cli("bundle", "--arch", "native", "--out", str(tmp_path / "dev.tar.gz"), "--kern", "/dev/null")
+    assert proc.returncode == 2
+
+
+def test_a_binary_for_another_architecture_is_refused(kern, tmp_path):
+    proc = run_cli("bundle", "--arch", "armhf", "--kern", str(kern), "--out", str(tmp_path / "b.tar.gz"))
+    assert proc.returncode == 2
+    assert "built for x86_64, not armhf" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "b.tar.gz").exists()
