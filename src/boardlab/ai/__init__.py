@@ -1,6 +1,6 @@
 """Edge-AI models and runtimes for the `ai.inference` workload, built offline.
 
-Inference latency does not depend on weight values, so the six networks of the seed-003 study (MobileNet
+Inference latency does not depend on weight values, so the six networks of the interference study (MobileNet
 v1/v2, SSD MobileNet v1/v2, ResNet18/50) are generated with seeded random weights from their published
 layouts and written as ONNX (opset 13, IR 8) and TFLite, float and int8: no model hub, no torch, no
 TensorFlow (research/edge-ai.md). Modules:

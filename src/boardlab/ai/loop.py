@@ -1,6 +1,6 @@
 """`python -m boardlab.ai.loop --model M --runtime R --threads N [--duration S]`: inference as a background load.
 
-The real-time study (seed 003) runs an AI workload beside cyclictest. This loop runs one model's
+The interference study's real-time part runs an AI workload beside cyclictest. This loop runs one model's
 inference back to back until SIGINT or SIGTERM (or `--duration` seconds), then prints one JSON summary
 (schema 1): frames done, frames per second, latency percentiles. A plain argv, so a background-command
 condition can start it; it stops at the end of the frame in flight and exits 0. Exit 2 on bad input (a

@@ -1,4 +1,4 @@
-"""The six networks of the seed-003 study as a tiny IR with seeded random weights.
+"""The six networks of the interference study as a tiny IR with seeded random weights.
 
 Layouts follow the papers and the TF object-detection configs (research/edge-ai.md section 3):
 MobileNet v1 1.0 and v2 1.0 at 224 with 1001 classes (TF-slim), ResNet18/50 at 224 with 1000 classes

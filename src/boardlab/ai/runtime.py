@@ -40,7 +40,7 @@ _CLOCK = getattr(time, "CLOCK_MONOTONIC_RAW", time.CLOCK_MONOTONIC)
 
 
 def now_ns() -> int:
-    """CLOCK_MONOTONIC_RAW, as boardlab-kern times its iterations (METHOD.md)."""
+    """CLOCK_MONOTONIC_RAW, as boardlab-kern times its iterations (docs/method.md)."""
     return time.clock_gettime_ns(_CLOCK)
 
 

@@ -1,5 +1,5 @@
 """What a plan will do before it does it: cells, runs, comparisons, an estimated duration and whether a
-verdict is reachable at all (METHOD.md "Comparing ...": reachability is checked when a plan is loaded).
+verdict is reachable at all (docs/method.md "Comparing ...": reachability is checked when a plan is loaded).
 
 Used by `boardlab run` (a warning before the first run) and `boardlab run --dry-run` (the whole summary,
 nothing run, nothing written).

@@ -165,7 +165,7 @@ class Runner:
         return GateResult(waited_s=time.monotonic() - t0, timed_out=timed_out, detail="; ".join(details))
 
     def _over_temperature(self, summary: dict) -> list[str]:
-        """METHOD.md: a run above the temperature limit (the plan's max_temp_c, else the zone's lowest
+        """docs/method.md: a run above the temperature limit (the plan's max_temp_c, else the zone's lowest
         throttling trip point minus 5 C) is invalid and re-run."""
         out = []
         limits = getattr(self, "temp_limits_mc", {})
@@ -636,7 +636,7 @@ class Runner:
 
     def _half_width(self, cell: Cell) -> float:
         """The cell's target CI half-width: the workload's `precision`, else the plan's, else (precision =
-        "auto") its class's (METHOD.md: 1% compute, 2-3% memory, I/O, compression, AI)."""
+        "auto") its class's (docs/method.md: 1% compute, 2-3% memory, I/O, compression, AI)."""
         from boardlab.stats.sample_size import CLASS_HALF_WIDTH, workload_class
 
         entry = next((w for w in self.plan.workloads if w.name == cell.workload), None)
@@ -661,7 +661,7 @@ class Runner:
         )
 
     def _predict_after_pilot(self, campaign_id: int, cells: list[Cell]) -> None:
-        """METHOD.md: predict n = 2 (1.96 x 1.2533 x CV / h)^2 from the pilot and say so when it exceeds
+        """docs/method.md: predict n = 2 (1.96 x 1.2533 x CV / h)^2 from the pilot and say so when it exceeds
         the cap, before the campaign goes on."""
         import statistics
 
@@ -678,7 +678,7 @@ class Runner:
                 self.progress.note(f"{cell.key}: {pred.warning}")
 
     def _precise_enough(self, campaign_id: int, cell: Cell) -> bool:
-        """The precision rule of METHOD.md: stop a cell when its CI half-width is at most its class's
+        """The precision rule of docs/method.md: stop a cell when its CI half-width is at most its class's
         target, or (a compared cell) when the 90% decision interval already decides against its threshold
         delta, or at the cap; never on a p-value."""
         from boardlab.report.analysis import threshold_for

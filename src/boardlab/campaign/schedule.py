@@ -2,7 +2,7 @@
 
 Order matters because these machines drift: interleaving cells in rounds (a seeded shuffle per round)
 or counterbalancing them (ABBA: forward, then reversed) keeps drift from posing as an effect
-(METHOD.md "Comparing a condition with its baseline").
+(docs/method.md "Comparing a condition with its baseline").
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def schedule(
 
 
 def aa_label(repetition: int) -> str:
-    """The A/A control's label of a reference cell's repetition (METHOD.md "A/A control"): A1 and A2
+    """The A/A control's label of a reference cell's repetition (docs/method.md "A/A control"): A1 and A2
     alternately, fixed by the repetition number before the first run (pre-registered), so the two halves
     are interleaved with each other and with every other cell, and a resumed or extended campaign labels
     the same way."""

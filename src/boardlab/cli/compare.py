@@ -73,7 +73,7 @@ def _cell_id(cell) -> dict:
 
 
 def compare_campaigns(a, b, *, path_a: str = "A", path_b: str = "B") -> dict:
-    """The comparison document: every cell of A matched in B, B/A per cell (METHOD.md "Comparing ...")."""
+    """The comparison document: every cell of A matched in B, B/A per cell (docs/method.md "Comparing ...")."""
     import tomllib
 
     from boardlab.report.analysis import threshold_for

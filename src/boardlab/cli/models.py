@@ -1,4 +1,4 @@
-"""`boardlab models build`: the six edge-AI models of the seed-003 study, generated offline."""
+"""`boardlab models build`: the six edge-AI models of the interference study, generated offline."""
 
 from __future__ import annotations
 

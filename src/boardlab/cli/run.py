@@ -114,7 +114,7 @@ def run(args) -> int:
     if args.dry_run:
         print(json.dumps(summary.to_dict()) if args.json else _dry_run_text(plan, summary))
         return 0
-    if summary.reach.message:  # said before the first run; the plan still runs (METHOD.md)
+    if summary.reach.message:  # said before the first run; the plan still runs (docs/method.md)
         print(f"warning: {plan.source_name}: {summary.reach.message}", file=sys.stderr)
     signal.signal(signal.SIGTERM, _on_sigterm)
     progress = TerminalProgress(quiet=args.quiet)

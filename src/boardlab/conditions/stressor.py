@@ -1,4 +1,4 @@
-"""A stress-ng stressor beside the workload (seed 003: cpu, vm, memcpy, interrupt, open, fork, udp).
+"""A stress-ng stressor beside the workload (the interference study: cpu, vm, memcpy, interrupt, open, fork, udp).
 
 Plan syntax:
 

@@ -1,4 +1,4 @@
-"""A catalog workload running continuously beside the measured one (seed 003: an AI model beside cyclictest).
+"""A catalog workload running continuously beside the measured one (the interference study: an AI model beside cyclictest).
 
 Plan syntax:
 

@@ -2,7 +2,7 @@
 
 For each (pattern, size, this frequency, other frequency): a one-sided Welch t-test of the runs' ns/access
 against the reference cell (other cluster at its highest OPP), as the governor study did with per-run
-samples. The family (every non-reference cell) is corrected like the report's verdicts (METHOD.md: Holm up
+samples. The family (every non-reference cell) is corrected like the report's verdicts (docs/method.md: Holm up
 to 50 comparisons, Benjamini-Hochberg above), and a cell is `slow` only if its adjusted p < alpha AND its
 mean is at least `min_effect` slower: significance alone would label a 0.1% difference slow given runs
 enough.
@@ -21,7 +21,7 @@ from boardlab.stats.summary import mean_t_interval
 
 LABEL_SCHEMA = 1
 ALPHA = 0.05
-MIN_EFFECT = 0.02  # METHOD.md's default practical threshold for run time
+MIN_EFFECT = 0.02  # docs/method.md's default practical threshold for run time
 HOLM_MAX = 50
 
 

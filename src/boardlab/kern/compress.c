@@ -1,4 +1,4 @@
-/* compress: the compression benchmarks of the seed 000 study (7-Zip's LZMA, bzip2 and parallel bzip2) plus zstd
+/* compress: the compression benchmarks of the satellite-computer study (7-Zip's LZMA, bzip2 and parallel bzip2) plus zstd
  * and zlib, on the sensor-like corpus (corpus.h) or on the user's own file.
  *
  * One rep compresses the whole input once, then decompresses it once; the phases time each half. The libraries

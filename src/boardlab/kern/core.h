@@ -2,7 +2,7 @@
  *
  * A kernel is one const descriptor (bk_kernel) in its family's file. The core parses and validates
  * parameters, calibrates how many repetitions make one timed iteration (>= 1 ms and >= 100x the timer
- * resolution), warms up until the CV of the last 10 iterations is <= 2% (METHOD.md), runs the measured
+ * resolution), warms up until the CV of the last 10 iterations is <= 2% (docs/method.md), runs the measured
  * iterations, verifies the result and prints one versioned JSON object. Kernels hold no orchestration logic.
  */
 #ifndef BK_CORE_H

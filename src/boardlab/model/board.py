@@ -72,7 +72,7 @@ class Capability(Record):
 
 @dataclass(frozen=True)
 class Check(Record):
-    """One environment check (METHOD.md "Environment checks"); `fix` is one line telling the user what to do."""
+    """One environment check (docs/method.md "Environment checks"); `fix` is one line telling the user what to do."""
 
     name: str
     status: CheckStatus

@@ -11,7 +11,7 @@ Order = Literal["interleave", "abba", "sequential"]
 
 @dataclass(frozen=True)
 class Gates:
-    """Waits before each run (METHOD.md "Before and around each run")."""
+    """Waits before each run (docs/method.md "Before and around each run")."""
 
     idle: bool = True
     idle_threshold_pct: float = 5.0  # other load, % of all CPUs, over the window
@@ -29,7 +29,7 @@ class RunPolicy:
     pilot: int = 10  # runs per cell before the precision rule is applied
     cap: int = 50  # most runs per cell under the precision rule
     iterations: int = 10  # measured iterations inside each run
-    warmup_max_iterations: int = 300  # METHOD.md's warm-up caps; 0 turns warm-up off
+    warmup_max_iterations: int = 300  # docs/method.md's warm-up caps; 0 turns warm-up off
     warmup_max_ms: float = 2000.0
     warmup_cv: float = 0.02
     order: Order = "interleave"
@@ -41,7 +41,7 @@ class RunPolicy:
     # precision = "auto": each workload's class target (1% compute, 2-3% memory, I/O, compression, AI)
     precision_auto: bool = False
     # a run whose SoC temperature exceeds this is invalid and re-run; None = each zone's throttling trip
-    # point minus 5 C (METHOD.md "Before and around each run")
+    # point minus 5 C (docs/method.md "Before and around each run")
     max_temp_c: float | None = None
 
 

@@ -1,6 +1,6 @@
 """The monitor: samples the board and the worker while a run executes (default 10 Hz).
 
-Series: per-CPU busy %, the worker's CPU % (from /proc/PID/stat jiffies, as seed 004 measured), its RSS,
+Series: per-CPU busy %, the worker's CPU % (from /proc/PID/stat jiffies, as the vehicle-services study measured), its RSS,
 the current frequency per policy, temperatures, cpufreq cooling states (throttling), power and energy
 counters, PSI and swap activity. Its own CPU time is measured, so its cost is known, not assumed.
 """

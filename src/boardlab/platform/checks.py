@@ -1,4 +1,4 @@
-"""Environment checks (METHOD.md "Environment checks"): one small function per check, each a pure function
+"""Environment checks (docs/method.md "Environment checks"): one small function per check, each a pure function
 of the inventory returning OK, WARN or FAIL with the value read and a one-line fix.
 
 WARN means "results are still valid but noisier or less comparable"; FAIL means "a run now would be
@@ -191,7 +191,7 @@ def check_preempt_rt(info: BoardInfo) -> Check:
 
 
 def check_aslr(info: BoardInfo) -> Check:
-    # METHOD.md repeats fresh processes so that runs sample memory layouts; with ASLR off every run gets the
+    # docs/method.md repeats fresh processes so that runs sample memory layouts; with ASLR off every run gets the
     # same layout, and one lucky or unlucky layout biases all of them (Kalibera & Jones; pyperf's advice).
     aslr = info.system.aslr
     if aslr is None:

@@ -1,4 +1,4 @@
-"""What a worker process reads about itself: its peak resident memory (METHOD.md: peak memory comes from
+"""What a worker process reads about itself: its peak resident memory (docs/method.md: peak memory comes from
 the worker's own VmHWM, not from the parent's ru_maxrss)."""
 
 from __future__ import annotations

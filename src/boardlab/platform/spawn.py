@@ -6,7 +6,7 @@ behind, and its own process group so that Ctrl-C reaches boardlab, which then st
 
 A process group, not a session: the scheduler's autogroups (CONFIG_SCHED_AUTOGROUP, on in Debian's kernels)
 share CPU time per session, so a worker and a stressor each in a session of its own would split a CPU 50/50
-however many stressor workers there are. In boardlab's session they share it per task, as in seed 003's
+however many stressor workers there are. In boardlab's session they share it per task, as in the interference study's
 script, and as on kernels without autogroups (bench/bench_stressors.py and test_conditions_stressor.py).
 """
 

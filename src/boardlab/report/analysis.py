@@ -1,6 +1,6 @@
 """From a stored campaign to the numbers a report shows: per-cell summaries and per-comparison verdicts.
 
-Pure with respect to the store's rows: it reads, computes with boardlab.stats (METHOD.md), and returns
+Pure with respect to the store's rows: it reads, computes with boardlab.stats (docs/method.md), and returns
 frozen records; rendering (HTML, Markdown, terminal) lives beside it and computes nothing statistical.
 """
 
@@ -40,7 +40,7 @@ AA_ARMS = ("A1", "A2")
 
 
 def is_tail_metric(metric: str) -> bool:
-    """p99 and above (and maxima): the metrics whose default threshold is 10%, not 2% (METHOD.md)."""
+    """p99 and above (and maxima): the metrics whose default threshold is 10%, not 2% (docs/method.md)."""
     m = metric.lower()
     return m.startswith("max") or "_max" in m or "p99" in m
 
@@ -124,7 +124,7 @@ class ComparisonAnalysis:
     comparison: Comparison | None
     reason: str | None  # why there is no comparison
     # Set when the A/A control of this comparison's reference cell said slowdown or speedup: why the
-    # verdict cannot be trusted and what to do (METHOD.md "A/A control").
+    # verdict cannot be trusted and what to do (docs/method.md "A/A control").
     unstable: str | None = None
     delta_source: str = ""  # where the threshold came from (the plan, or the default)
 
@@ -391,7 +391,7 @@ def tail_comparisons(
     arms: dict[int, tuple[list[RunPoint], list]] = {}
     results: list[ComparisonAnalysis] = []
     # A pooled tail's bootstrap p cannot go below 2 / (B + 1): enough resamples that it can still clear
-    # 0.05 after the report's correction over every comparison (reachability, METHOD.md).
+    # 0.05 after the report's correction over every comparison (reachability, docs/method.md).
     family = sum(1 for *_, missing in _pairs(cells, plan) if missing is None)
     family += sum(1 for *_, missing in _pairs(tail_cells, plan) if missing is None)
     resamples = max(TAIL_RESAMPLES, math.ceil(2 * family / 0.05))
@@ -587,7 +587,7 @@ def _mark_unstable(
 def correct_family(
     *families: tuple[ComparisonAnalysis, ...],
 ) -> tuple[tuple[tuple[ComparisonAnalysis, ...], ...], int, str]:
-    """One correction family per report (METHOD.md): every comparison with a verdict, medians and tails
+    """One correction family per report (docs/method.md): every comparison with a verdict, medians and tails
     together, Holm up to 50 comparisons and Benjamini-Hochberg above; verdicts re-decided on the adjusted p."""
     slots = [(i, j) for i, fam in enumerate(families) for j, r in enumerate(fam) if r.comparison is not None]
     size = len(slots)

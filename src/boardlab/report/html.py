@@ -555,7 +555,7 @@ def _rt_section(a: CampaignAnalysis) -> list[str]:
     u = units.pop() if len(units) == 1 else "unit of the histogram"
     out = [
         "<h2>Real-time latency</h2>",
-        '<p class="small">rt.cyclictest cells (seed 003): each run measures wake-up latencies of a periodic '
+        '<p class="small">rt.cyclictest cells (the interference study): each run measures wake-up latencies of a periodic '
         "real-time thread. The boxes show each run's largest latency (the primary metric) per load, one box "
         "per isolation mode; the verdicts on it, each condition against its baseline, are in the Verdicts "
         "and Comparisons tables.</p>",
@@ -612,7 +612,7 @@ def _ai_section(a: CampaignAnalysis) -> list[str]:
     u = units.pop() if len(units) == 1 else "unit"
     out = [
         "<h2>AI inference</h2>",
-        '<p class="small">ai.inference cells (seed 003): one panel per model, one box per condition; each dot '
+        '<p class="small">ai.inference cells (the interference study): one panel per model, one box per condition; each dot '
         "is a run (a fresh process) at its median per-frame latency, hollow when the run did not count. "
         "Frame 0, the first inference, is not in these figures.</p>",
         '<div class="multiples">',
@@ -784,7 +784,7 @@ def _footer(a: CampaignAnalysis) -> list[str]:
     return ([f'<p class="small">{esc(note)}.</p>'] if note else []) + [
         "<h2>Plan</h2>",
         f"<details><summary>plan as stored ({esc(a.plan_source)})</summary><pre>{esc(a.plan_text)}</pre></details>",
-        f'<p class="small">boardlab {esc(a.boardlab_version)}; method: METHOD.md (one run = one fresh worker '
+        f'<p class="small">boardlab {esc(a.boardlab_version)}; method: docs/method.md in the boardlab repository (one run = one fresh worker '
         "process; iterations are never pooled).</p>",
     ]
 

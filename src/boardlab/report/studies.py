@@ -1,4 +1,4 @@
-"""The two studies' extra numbers (seed 003): real-time latency histograms and AI per-frame percentiles.
+"""The two studies' extra numbers (the interference study): real-time latency histograms and AI per-frame percentiles.
 
 `rt_cells` and `ai_cells` read what `rt.cyclictest` and `ai.inference` runs stored beyond their primary
 value, per cell and over the cell's valid runs only, and return frozen records for the renderers:
@@ -39,7 +39,7 @@ AI_WORKLOAD = "ai.inference"
 RT_LEVELS = (50, 90, 99, 99.9, 99.99)
 RT_HISTOGRAM = "latency_us"  # the measuring threads' histograms: latency_us or latency_us.cpuN[.tK]
 AI_METRIC = "latency_ms"
-TAIL_MIN_SAMPLES = 100  # METHOD.md: a p99 needs at least 100 samples
+TAIL_MIN_SAMPLES = 100  # docs/method.md: a p99 needs at least 100 samples
 
 
 def split_condition(condition: str) -> tuple[str, str]:
@@ -112,7 +112,7 @@ class AiCell:
     n_runs: int  # valid runs with the latency summary
     frames_min: int | None  # steady-state frames per run (latency_ms values), fewest and most
     frames_max: int | None
-    # How `p99` was obtained: per-run p99s need >= 100 frames in every run (METHOD.md), else the p99 of all
+    # How `p99` was obtained: per-run p99s need >= 100 frames in every run (docs/method.md), else the p99 of all
     # runs' frames pooled (the cluster-bootstrap rule of `stats.tails`).
     p99_rule: str = "per-run"
 

@@ -349,7 +349,7 @@ def varying_keys(param_sets) -> list[str]:
 def rt_groups(
     analysis: CampaignAnalysis,
 ) -> list[tuple[dict, list[str], list[str], dict[tuple[str, str], RtCell]]]:
-    """rt.cyclictest cells laid out as seed 003's figure: per parameter set, (params, loads, modes,
+    """rt.cyclictest cells laid out as the interference study's figure: per parameter set, (params, loads, modes,
     (load, mode) -> cell); loads and modes in the campaign's condition order (the unloaded one first)."""
     import json
 
@@ -486,7 +486,7 @@ AI_VERDICT_COLUMNS = ("median verdict", "p99 verdict")
 
 
 def ai_frames_note(analysis: CampaignAnalysis) -> str | None:
-    """A caveat when runs have fewer frames than a p99 needs (METHOD.md: 100 samples)."""
+    """A caveat when runs have fewer frames than a p99 needs (docs/method.md: 100 samples)."""
     few = [
         c.frames_min
         for c in analysis.ai_cells

@@ -1,5 +1,5 @@
 """What every report format says about verdicts: the decision interval, the thresholds, the correction
-family and the A/A control (METHOD.md "Comparing a condition with its baseline"). The HTML, Markdown and
+family and the A/A control (docs/method.md "Comparing a condition with its baseline"). The HTML, Markdown and
 terminal renderers call these so that the three say the same thing in the same words."""
 
 from __future__ import annotations

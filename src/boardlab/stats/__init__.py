@@ -1,4 +1,4 @@
-"""Statistics for boardlab: pure functions that cite their method (METHOD.md; research/anchors-methodology.md).
+"""Statistics for boardlab: pure functions that cite their method (docs/method.md; research/anchors-methodology.md).
 
 Standard library only (the on-board path has no numpy or scipy). Every function is pure: no I/O, no
 printing, no global state; randomness comes from an explicit `random.Random(seed)`, so results are

@@ -1,4 +1,4 @@
-"""Comparison of a condition with its baseline (METHOD.md "Comparing a condition with its baseline").
+"""Comparison of a condition with its baseline (docs/method.md "Comparing a condition with its baseline").
 
 Inputs are per-run values, one number per run (`summary.run_values` turns each run's iterations into its
 median); nested sequences are rejected, so iterations cannot be pooled through this API.
@@ -122,7 +122,7 @@ def compare(
 ) -> Comparison:
     """Compare per-run values of a condition with its baseline; deterministic for a given `seed`.
 
-    Method (METHOD.md; research/anchors-methodology.md section 9.4):
+    Method (docs/method.md; research/anchors-methodology.md section 9.4):
     - effect R = median(condition) / median(baseline) with a 95% percentile bootstrap CI, each arm's runs
       resampled independently (Kalibera & Jones 2013: resample the top-level unit; Efron & Tibshirani 1993
       ch. 13), `resamples` draws seeded with `seed` (`bootstrap.bootstrap_ratio_draws`);
@@ -228,7 +228,7 @@ def compare(
 def adjust(comparisons: Sequence[Comparison], method: Adjustment = "holm") -> tuple[Comparison, ...]:
     """The comparisons of one report with adjusted p-values and verdicts re-decided on them.
 
-    Method: Holm (1979) over the report's family (METHOD.md), or Benjamini & Hochberg (1995) (`method="bh"`)
+    Method: Holm (1979) over the report's family (docs/method.md), or Benjamini & Hochberg (1995) (`method="bh"`)
     for large exploratory sweeps (`multiple.holm`, `multiple.benjamini_hochberg`). `"none"` restores the
     unadjusted p-values; `"auto"` is the report's rule: Holm up to 50 comparisons, Benjamini-Hochberg above
     (`threshold.family_method`). The family is exactly the comparisons passed in.

@@ -1,4 +1,4 @@
-"""Drift check: does a cell's value trend with run order? (METHOD.md "Per cell".)"""
+"""Drift check: does a cell's value trend with run order? (docs/method.md "Per cell".)"""
 
 from __future__ import annotations
 

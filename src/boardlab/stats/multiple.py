@@ -1,4 +1,4 @@
-"""Multiple-testing corrections over the p-values of one report (METHOD.md "Comparing a condition ...").
+"""Multiple-testing corrections over the p-values of one report (docs/method.md "Comparing a condition ...").
 
 Both return adjusted p-values in the input order, so a caller compares each with alpha directly. `None`
 entries (comparisons without a test, e.g. too few runs) are left out of the family and stay None.

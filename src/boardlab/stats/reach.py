@@ -1,4 +1,4 @@
-"""Can a plan reach a verdict at all? (METHOD.md "Comparing ...": reachability, checked at plan load.)
+"""Can a plan reach a verdict at all? (docs/method.md "Comparing ...": reachability, checked at plan load.)
 
 A rank test on n runs per arm has a smallest possible p-value: every condition run beyond every baseline
 run. If even that p, after the report's multiple-testing correction, is not below alpha, no comparison can be
@@ -30,7 +30,7 @@ def smallest_p(n_baseline: int, n_condition: int, *, paired: bool = False) -> fl
 
 
 def smallest_adjusted_p(n: int, family_size: int, *, paired: bool = False) -> float:
-    """The smallest adjusted p of one comparison in a family of `family_size` (METHOD.md: the smallest p
+    """The smallest adjusted p of one comparison in a family of `family_size` (docs/method.md: the smallest p
     times the family size, which is Holm's first step and Benjamini-Hochberg's worst case)."""
     return min(1.0, smallest_p(n, n, paired=paired) * max(1, family_size))
 
@@ -56,7 +56,7 @@ def reachability(
     runs_per_arm: int, family_size: int, *, paired: bool = False, alpha: float = ALPHA
 ) -> Reachability:
     """Whether `runs_per_arm` runs per arm can reach p < alpha after the correction of a `family_size`
-    family, and the smallest runs per arm that can (METHOD.md reachability; module docstring)."""
+    family, and the smallest runs per arm that can (docs/method.md reachability; module docstring)."""
     method = family_method(family_size)
     if family_size == 0:
         return Reachability(runs_per_arm, 0, method, 0.0, True, MIN_RUNS_PER_ARM, None)

@@ -1,4 +1,4 @@
-"""How many runs (METHOD.md "How many runs"): predict from a pilot, then stop on precision, never on p.
+"""How many runs (docs/method.md "How many runs"): predict from a pilot, then stop on precision, never on p.
 
 Hoefler & Belli (2015) section 4.2.2: recompute the nonparametric CI as runs arrive and stop once it is
 narrow enough. Stopping on significance instead inflated the false-positive rate from 0.038 to 0.172 in
@@ -20,7 +20,7 @@ from boardlab.stats.summary import Interval, median_ci_order_statistic
 RUN_CAP = 50
 PILOT_RUNS = 10
 Z_95 = 1.96
-# Target CI half-widths per workload class (METHOD.md "How many runs"), by workload-name prefix.
+# Target CI half-widths per workload class (docs/method.md "How many runs"), by workload-name prefix.
 CLASS_HALF_WIDTH = {
     "compute": 0.01,
     "memory": 0.02,
@@ -68,7 +68,7 @@ def predict_runs(
     """n = ceil(2 (1.96 x 1.2533 x CV / h)^2) runs per arm for a ratio of two medians (without the factor 2
     for a single cell's median).
 
-    Method: METHOD.md; the median's asymptotic standard error 1.2533 sigma / sqrt(n) (Kendall & Stuart vol. 1,
+    Method: docs/method.md; the median's asymptotic standard error 1.2533 sigma / sqrt(n) (Kendall & Stuart vol. 1,
     10.10) at 95%; a ratio of two independent medians has twice the variance of one. `cv` and `half_width`
     are fractions (0.02 = 2%). Warns, naming the choices, when the prediction exceeds `cap`.
     """
@@ -119,7 +119,7 @@ def should_stop(
     """Stop when the CI's relative half-width is at most `half_width_target`, when the CI already decides the
     verdict against `delta`, or at `cap` runs; never on a p-value.
 
-    Method: METHOD.md "How many runs"; Hoefler & Belli (2015) 4.2.2. For one cell (`values` only) the CI is
+    Method: docs/method.md "How many runs"; Hoefler & Belli (2015) 4.2.2. For one cell (`values` only) the CI is
     the order-statistic CI of the median, and its half-width is taken relative to the median. For a
     comparison, pass the baseline runs as `baseline` (and `values` are the condition's runs): the CI is the
     percentile bootstrap CI of the cost ratio (seeded), half-width relative to the cost ratio, and with

@@ -1,4 +1,4 @@
-"""Per-cell summary of run values (METHOD.md "Per cell").
+"""Per-cell summary of run values (docs/method.md "Per cell").
 
 Every number is in the unit of the input values (one summary value per run: the median of the run's
 iterations). Percentiles and quartiles use linear interpolation between closest ranks (Hyndman & Fan 1996
@@ -21,7 +21,7 @@ from boardlab.stats.drift import DRIFT_ALPHA, DriftCheck, drift_check, drift_rea
 
 PERCENTILE_METHOD = "linear interpolation between closest ranks (Hyndman-Fan 7, numpy default)"
 MAD_NORMAL_SCALE = 1.4826  # 1 / Phi^-1(3/4): makes the MAD estimate sigma for normal data
-TAIL_MIN_N = 100  # p99 needs at least 100 values (METHOD.md "Per cell")
+TAIL_MIN_N = 100  # p99 needs at least 100 values (docs/method.md "Per cell")
 OUTLIER_WARN_FRACTION = 0.05  # hyperfine #528/#837; research/anchors-methodology.md section 9.6
 DEFAULT_RESAMPLES = 10_000
 
@@ -257,7 +257,7 @@ def summarize(
 ) -> CellSummary:
     """Summary of one cell: one value per run, in run order unless `order` (run index or start time) says.
 
-    Method (METHOD.md "Per cell"): median with a distribution-free order-statistic CI
+    Method (docs/method.md "Per cell"): median with a distribution-free order-statistic CI
     (`median_ci_order_statistic`) and a percentile bootstrap CI over runs (`median_ci_bootstrap`, seeded);
     mean with a Student-t CI labelled as assuming normality; sample standard deviation (n - 1), CV, MAD;
     p5/p95 (and p99 from 100 values) by linear interpolation; Tukey outlier counts, never dropped; a drift
@@ -329,7 +329,7 @@ def summarize(
 
 
 def run_values(iterations_per_run: Iterable[Iterable[float]]) -> tuple[float, ...]:
-    """One value per run: the median of each run's iterations (METHOD.md "The unit of repetition").
+    """One value per run: the median of each run's iterations (docs/method.md "The unit of repetition").
 
     This is the only way from iterations to the statistics here; iterations are never pooled across runs.
     """

@@ -1,4 +1,4 @@
-"""Tail metrics (p99 and above) of a condition against its baseline (METHOD.md "Tails").
+"""Tail metrics (p99 and above) of a condition against its baseline (docs/method.md "Tails").
 
 A run's own p99 means something only with at least 100 samples in that run (with 90 frames, a run's "p99"
 is its slowest frame). So:
@@ -26,7 +26,7 @@ from boardlab.stats.hypothesis import RankTest
 from boardlab.stats.summary import Interval
 from boardlab.stats.verdict import ALPHA, RunEnvironment, check_confounders, decide
 
-TAIL_MIN_SAMPLES = 100  # METHOD.md: a per-run p99 needs at least 100 samples in that run
+TAIL_MIN_SAMPLES = 100  # docs/method.md: a per-run p99 needs at least 100 samples in that run
 TAIL_RESAMPLES = 2000
 
 

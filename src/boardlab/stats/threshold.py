@@ -1,4 +1,4 @@
-"""The practical threshold delta and the report's correction family (METHOD.md "Comparing ...").
+"""The practical threshold delta and the report's correction family (docs/method.md "Comparing ...").
 
 delta is the smallest effect worth a verdict: a statement of what matters, set per workload by the plan's
 `threshold` (and `tail_threshold` for p99 and above), with defaults of 2% for run-time and throughput and
@@ -18,7 +18,7 @@ FamilyMethod = Literal["holm", "bh"]
 
 
 def family_method(size: int) -> FamilyMethod:
-    """Holm (1979) for a family of up to 50 comparisons, Benjamini & Hochberg (1995) above (METHOD.md)."""
+    """Holm (1979) for a family of up to 50 comparisons, Benjamini & Hochberg (1995) above (docs/method.md)."""
     return "holm" if size <= HOLM_MAX_FAMILY else "bh"
 
 

@@ -1,9 +1,9 @@
-"""Verdict of a comparison and the confounder guard (METHOD.md "Comparing a condition with its baseline").
+"""Verdict of a comparison and the confounder guard (docs/method.md "Comparing a condition with its baseline").
 
 The verdict works on the *cost ratio* (`compare.Comparison.cost_ratio`): how many times worse the condition
 is than the baseline, > 1 meaning worse whatever the metric's direction. The interval it is decided on is the
 *decision interval*: the two-sided 90% bootstrap CI of the cost ratio, because each side is a one-sided test
-at alpha = 0.05 (and "inside" is the two one-sided tests of equivalence, TOST). Rule (METHOD.md;
+at alpha = 0.05 (and "inside" is the two one-sided tests of equivalence, TOST). Rule (docs/method.md;
 research/anchors-methodology.md section 9.4):
 - slowdown      adjusted p < alpha and the whole decision interval lies above 1 + delta;
 - speedup       adjusted p < alpha and the whole decision interval lies below 1 - delta;
@@ -152,7 +152,7 @@ def decide(
     """The verdict from the decision interval (the 90% CI) of the cost ratio, the adjusted p-value and the
     practical threshold delta.
 
-    Method: the rule in this module's docstring (METHOD.md; criterion.rs `compare_to_threshold`; Hoefler &
+    Method: the rule in this module's docstring (docs/method.md; criterion.rs `compare_to_threshold`; Hoefler &
     Belli 2015 rule 7). `p_adjusted` is the comparison's p-value after the report's multiple-testing
     correction (Holm, or Benjamini-Hochberg for sweeps). Never decided on the p-value alone.
     """

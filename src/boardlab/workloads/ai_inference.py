@@ -16,7 +16,7 @@ import os
 from boardlab.errors import InputError
 from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
 
-DEFAULT_FRAMES = 90  # the seed-003 study's frames per run
+DEFAULT_FRAMES = 90  # the interference study's frames per run
 DISTINCT_FRAMES = 8  # distinct synthetic frames, cycled: bounded memory, data-dependent NMS still varies
 DETECTION_SCORE = 0.5
 

@@ -785,7 +785,7 @@ def _latency_result(threads: list[ThreadLatency], params: dict, info: dict) -> d
         names = ", ".join(level_name(p.q) for p, _ in short)
         warnings.append(
             f"{names} from {samples} samples: {level_name(short[0][0].q)} needs at least {short[0][1]} "
-            "(one sample beyond its rank, as METHOD.md asks 100 for p99); lengthen duration_s"
+            "(one sample beyond its rank, as docs/method.md asks 100 for p99); lengthen duration_s"
         )
     info.update(
         percentiles_us={level_name(p.q): p.display() for p in pcts},
