@@ -28,7 +28,7 @@ from boardlab.model.run import GateResult, Histogram, MetricResult, RunResult
 from boardlab.model.workload import WorkloadSpec
 from boardlab.monitor.sampler import Monitor
 from boardlab.platform import sampling
-from boardlab.platform.spawn import spawn, stop_group, wait_rusage
+from boardlab.platform.spawn import Deadline, spawn, stop_group, wait_rusage
 from boardlab.platform.sysroot import SysRoot
 from boardlab.store import Store
 
@@ -112,6 +112,7 @@ class Runner:
         self.progress = progress
         self.monitor_interval_s = monitor_interval_s
         self.fresh = fresh
+        self._longest_ns: dict[str, int] = {}  # per cell: the longest run so far, for the default timeout
 
     # ---- pieces of one run ----
 
@@ -235,11 +236,16 @@ class Runner:
             t0 = time.monotonic_ns()
             native = self.catalog[cell.workload].runner == "kern"
             proc = spawn(self._argv(cell), cpus=worker_cpus, self_reaping=native)
+            timeout_s = self._timeout_s(cell)
+            deadline = Deadline(
+                proc, timeout_s
+            )  # a hung worker is killed with its group; the campaign goes on
             monitor.start(proc.pid, cpu)
             try:
                 out, err = proc.stdout.read(), proc.stderr.read()
-                code, rusage = wait_rusage(proc)
+                code, rusage = wait_rusage(proc, deadline)
             except BaseException:
+                deadline.disarm()
                 stop_group(proc)
                 monitor.stop()
                 raise
@@ -267,7 +273,7 @@ class Runner:
             "cpufreq_before": cpufreq0,  # per policy: governor and scaling_cur_freq at the start ...
             "cpufreq_after": cpufreq1,  # ... and at the end of the run
         }
-        return self._result(
+        result = self._result(
             sr_run,
             attempt,
             cpu,
@@ -281,6 +287,22 @@ class Runner:
             mon,
             state,
         )
+        if deadline.fired:
+            why = f"timed out after {timeout_s:g} s (runs.timeout_s): killed with its process group"
+            return dataclasses.replace(
+                result, ok=False, valid=False, value=None, invalid_reason="failed", error=why
+            )
+        self._longest_ns[cell.key] = max(self._longest_ns.get(cell.key, 0), wall_ns)
+        return result
+
+    def _timeout_s(self, cell: Cell) -> float:
+        """runs.timeout_s, else a generous default from the workload's own duration: 10 min, or 4x a timed
+        workload's duration_s plus 2 min, or 20x the longest run of this cell so far, whichever is longest."""
+        if self.plan.runs.timeout_s is not None:
+            return self.plan.runs.timeout_s
+        duration = cell.params_dict.get("duration_s")
+        timed = 4 * float(duration) + 120 if isinstance(duration, int | float) else 0.0
+        return max(600.0, timed, 20 * self._longest_ns.get(cell.key, 0) / 1e9)
 
     def _result(
         self, sr_run, attempt, cpu, started, wall_ns, code, out, err, rusage, gate, mon, state

@@ -37,6 +37,7 @@ class RunPolicy:
     drop_caches: bool = False
     max_reruns: int = 3  # re-runs of an invalid run (throttled, swapped, policy changed)
     unsupported: str = "fail"  # a condition this board cannot do: "fail" the plan, or "skip" it and say so
+    timeout_s: float | None = None  # a run taking longer is killed and failed; None: derived (runner)
 
 
 @dataclass(frozen=True)
