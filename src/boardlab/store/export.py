@@ -154,6 +154,21 @@ def check_output(path: str, protect: Iterable[str | Path] = ()) -> None:
                 )
 
 
+def check_output_dir(path: str | Path, what: str = "--out") -> None:
+    """Makes sure `path` is (or can be made) a directory this user can write, before long work starts:
+    a file there, a read-only filesystem or a missing permission is refused now with the path and the fix."""
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise InputError(f"{what} {path}: not a directory; give a directory for the output files")
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=target, prefix=".boardlab-probe.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise os_error(exc, path, f"{what} directory") from None
+
+
 def write_output(path: str, data: bytes, protect: Iterable[str | Path] = ()) -> None:
     """Writes `data` to `path` ("-": standard output) after check_output. A file is written beside the
     target and renamed over it, so a failure never leaves a half-written file; the rename replaces a
