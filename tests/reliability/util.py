@@ -50,7 +50,6 @@ def write_plan(
 
 def stored_runs(db: Path) -> int:
     import sqlite3
-
     from urllib.parse import quote
 
     with sqlite3.connect(f"file:{quote(str(db))}?mode=ro", uri=True) as c:

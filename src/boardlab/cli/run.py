@@ -96,7 +96,8 @@ def run(args) -> int:
         try:
             outcome = runner.run()
         except InputError:
-            if store.created:  # refused before anything ran: leave no empty results file behind
+            # refused before anything ran: leave no empty results file behind (never one holding a run)
+            if store.created and not store.conn.execute("SELECT count(*) FROM runs").fetchone()[0]:
                 for suffix in ("", "-wal", "-shm"):
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(args.db + suffix)
