@@ -215,6 +215,12 @@ class Store:
                 "boardlab wrote, or a damaged one; restore it from a copy"
             ) from None
 
+    def _rollback(self) -> None:
+        """Rolls back what is open. SQLite has already rolled back after some errors (a full disk): a second
+        ROLLBACK would fail and hide the error that matters."""
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+
     def _check_schema(self, current: int) -> None:
         if current > STORE_SCHEMA:
             raise InputError(
@@ -238,7 +244,7 @@ class Store:
                 )
                 self.conn.execute("COMMIT")
             except BaseException:
-                self.conn.execute("ROLLBACK")
+                self._rollback()
                 raise
 
     # ---- boards and campaigns ----
@@ -359,7 +365,7 @@ class Store:
                 )
             self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            self._rollback()
             raise
         return ids
 
@@ -438,7 +444,7 @@ class Store:
             )
             self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            self._rollback()
             raise
         return run_id
 
