@@ -172,10 +172,21 @@ def test_an_immutable_database(results_db, lab):
 
 
 def _corrupt(db: Path) -> None:
-    """Overwrites the pages after the schema: the file still opens, its tables do not read."""
+    """Overwrites the pages of the run tables only: the campaign still reads as complete (before, `run`
+    then said "complete, 0/0 runs" and exited 0), the runs do not read at all."""
+    with sqlite3.connect(db) as c:
+        try:
+            pages = c.execute(
+                "SELECT pageno FROM dbstat WHERE name IN ('runs', 'run_metrics', 'run_values', 'series')"
+            ).fetchall()
+        except sqlite3.OperationalError:
+            pytest.skip("this SQLite has no dbstat table to find the pages of the runs")
+        page_size = c.execute("PRAGMA page_size").fetchone()[0]
+    c.close()
     with open(db, "r+b") as f:
-        f.seek(4096 * 2)
-        f.write(b"\xff" * 4096 * 6)
+        for (page,) in pages:
+            f.seek((page - 1) * page_size)
+            f.write(b"\xff" * page_size)
 
 
 def test_a_corrupted_database_is_reported_as_corrupted(results_db, lab):
