@@ -117,7 +117,7 @@ def test_read_only_places(mount_ns, results_db, lab):
     script = f"""
 mount -t tmpfs -o size=4m boardlab-ro "$RO"
 cp "$DB" "$RO/lab.db"
-mount -o remount,ro "$RO"
+mount -o remount,ro,bind "$RO"  # a read-only mount point (works in a user namespace too)
 run() {{ {BOARDLAB_IN_NS}; }}
 for case in report export models newdb; do
   mkdir -p "$OUT/$case"
