@@ -52,7 +52,14 @@ def test_a_second_run_on_a_busy_database_exits_2_naming_the_first(lab):
 
 
 def test_two_runs_started_at_once_on_a_new_file_one_runs_one_is_refused(lab):
-    plan = write_plan(lab / "p.toml", reps=2, workload_extra="params = { steps = 1000000 }")
+    # runs of about a second: the campaign outlasts any start-up skew between the two processes
+    plan = write_plan(
+        lab / "p.toml",
+        reps=2,
+        iterations=1000,
+        runs_extra="warmup_max_ms = 0",
+        workload_extra="params = { steps = 1000000 }",
+    )
     db = lab / "new.db"
     procs = [_start_run(plan, db) for _ in range(2)]
     results = [p.communicate(timeout=300) for p in procs]

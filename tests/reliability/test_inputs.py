@@ -129,3 +129,12 @@ def test_a_matrix_over_the_cap_exits_2_with_the_count(lab):
     proc = run_cli("run", str(plan), "--db", str(lab / "h.db"), timeout=120)
     assert_one_line_error(proc, 2, "40000 cells", str(MAX_CELLS))
     assert not (lab / "h.db").exists()
+
+
+def test_the_default_timeout_follows_the_workloads_own_duration():
+    from boardlab.campaign.runner import run_timeout_s
+
+    assert run_timeout_s(5.0, {"duration_s": 3600}, 10.0) == 5.0  # the plan's key wins
+    assert run_timeout_s(None, {}, 0.0) == 1800.0  # a first run of an untimed workload: 30 min
+    assert run_timeout_s(None, {"duration_s": 3600}, 0.0) == 4 * 3600 + 120  # a timed one: its duration
+    assert run_timeout_s(None, {}, 200.0) == 4000.0  # 20x the longest run of the cell so far

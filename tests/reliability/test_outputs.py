@@ -65,3 +65,15 @@ def test_a_regular_file_is_replaced_atomically_and_dash_is_stdout(results_db):
     assert sorted(p.name for p in results_db.parent.iterdir() if p.name.startswith(".")) == []
     proc = run_cli("export", "--db", str(results_db), "--format", "json", "-o", "-")
     assert proc.returncode == 0 and '"schema": 1' in proc.stdout
+
+
+def test_kern_corpus_out_onto_a_fifo_is_refused(lab, kern):
+    import subprocess
+
+    fifo = lab / "corpus.fifo"
+    os.mkfifo(fifo)
+    proc = subprocess.run(
+        [str(kern), "corpus", "--bytes", "4k", "--out", str(fifo)], capture_output=True, text=True, timeout=30
+    )
+    assert proc.returncode == 2 and "not a regular file" in proc.stderr, proc.stderr
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
