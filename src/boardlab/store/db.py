@@ -80,7 +80,7 @@ class Store:
             conn.execute("PRAGMA query_only=ON")
             store._check_schema(store.schema_version())
         except BaseException:
-            conn.close()
+            store.close()
             raise
         return store
 
@@ -155,7 +155,8 @@ class Store:
             return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # no boardlab run has it now, nor can start
-            if os.path.getsize(f"{self.path}-wal") == 0 if os.path.exists(f"{self.path}-wal") else True:
+            wal = f"{self.path}-wal"
+            if not os.path.exists(wal) or os.path.getsize(wal) == 0:  # nothing in the log to keep
                 for side in made:
                     with contextlib.suppress(OSError):
                         os.unlink(side)
