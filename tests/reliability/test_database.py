@@ -108,3 +108,21 @@ def test_run_refuses_a_foreign_sqlite_file_without_changing_it(lab):
     assert_one_line_error(proc, 2, str(foreign), "not one boardlab wrote")
     assert foreign.read_bytes() == before
     assert os.path.exists(foreign)
+
+
+def test_readers_leave_no_sidecar_files_and_never_remove_another_readers(results_db):
+    from boardlab.store import Store
+
+    def sidecars():
+        return sorted(p.name for p in results_db.parent.iterdir() if p.name.startswith(results_db.name + "-"))
+
+    assert sidecars() == []
+    Store.open(results_db, create=False).close()
+    assert sidecars() == []  # a reader removes the -wal/-shm files SQLite made for it
+    first = Store.open(results_db, create=False)
+    second = Store.open(results_db, create=False)
+    assert "lab.db-shm" in sidecars()
+    first.close()
+    assert "lab.db-shm" in sidecars()  # never removed while another reader uses it
+    assert second.conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 2
+    second.close()

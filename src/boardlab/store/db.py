@@ -47,6 +47,7 @@ class Store:
         self._lock_fd = lock_fd
         self.created = False  # this open created the file (a writer's open only)
         self._sidecars_before: set[str] | None = None  # a reader's: the -wal/-shm files there before it
+        self._shm_fd: int | None = None  # a reader's: its shared flock on the -shm file
 
     # ---- opening and migrating ----
 
@@ -82,6 +83,11 @@ class Store:
         except BaseException:
             store.close()
             raise
+        try:  # says "a reader uses these files" to another reader's close (see _remove_reader_sidecars)
+            store._shm_fd = os.open(f"{path}-shm", os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+            fcntl.flock(store._shm_fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            pass
         return store
 
     @classmethod
@@ -144,17 +150,22 @@ class Store:
 
     def _remove_reader_sidecars(self) -> None:
         """A read-only connection that closes last cannot remove the -wal and -shm files SQLite made for
-        it; a reader removes those it made itself, when no writer holds the database and the log is empty."""
-        made = [f"{self.path}{s}" for s in ("-wal", "-shm") if s not in self._sidecars_before]
+        it; a reader removes those it made itself, when no other boardlab reader uses them (each holds a
+        shared flock on the -shm file), no boardlab run holds the database, and the log is empty."""
+        made = [
+            f"{self.path}{s}"
+            for s in ("-wal", "-shm")
+            if s not in self._sidecars_before and os.path.lexists(f"{self.path}{s}")
+        ]
+        shm_fd, self._shm_fd = self._shm_fd, None
         self._sidecars_before = None
-        if not made:
-            return
+        db_fd = None
         try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-        except OSError:
-            return
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # no boardlab run has it now, nor can start
+            if not made or shm_fd is None:
+                return
+            fcntl.flock(shm_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # no other reader is using the files
+            db_fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+            fcntl.flock(db_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # no boardlab run has it now, nor can start
             wal = f"{self.path}-wal"
             if not os.path.exists(wal) or os.path.getsize(wal) == 0:  # nothing in the log to keep
                 for side in made:
@@ -163,7 +174,9 @@ class Store:
         except OSError:
             pass
         finally:
-            os.close(fd)
+            for fd in (shm_fd, db_fd):
+                if fd is not None:
+                    os.close(fd)
 
     @staticmethod
     def _connect(path: Path, mode: str, *, immutable: bool = False) -> sqlite3.Connection:
