@@ -103,10 +103,12 @@ def run(args) -> int:
                         os.unlink(args.db + suffix)
             raise
         except KeyboardInterrupt:
-            print(
-                f"\ninterrupted: every finished run is kept in {term(args.db)}; run the same command to resume",
-                file=sys.stderr,
-            )
+            with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone: the exit code stays
+                print(
+                    f"\ninterrupted: every finished run is kept in {term(args.db)}; run the same command to "
+                    "resume",
+                    file=sys.stderr,
+                )
             return 130
     if args.json:
         print(
