@@ -56,8 +56,8 @@ def os_error(exc: OSError, path=None, what: str = "") -> OSProblem:
     name = _errno.errorcode.get(exc.errno or 0, "")
     code, fix = _OS_FIXES.get(name, (EXIT_FAILURE, exc.strerror or str(exc)))
     where = path if path is not None else (exc.filename if exc.filename is not None else "")
-    label = f"{what} " if what else ""
-    return OSProblem(f"{label}{where}: {fix} ({exc.strerror or name})", code)
+    place = f"{what} {where}".strip()
+    return OSProblem(f"{place + ': ' if place else ''}{fix} ({exc.strerror or name})", code)
 
 
 def database_error(exc: Exception, path: str) -> BoardlabError:

@@ -7,6 +7,7 @@ Only the module of the chosen subcommand is imported, so `boardlab --help` stays
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import sys
@@ -79,6 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"boardlab {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of our output went away (`| head`): nothing left to say
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAILURE
     except Exception as exc:  # one line naming the place and the fix; the traceback only on request
         if debug:
             traceback.print_exc()
