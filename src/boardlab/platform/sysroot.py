@@ -343,6 +343,8 @@ def _openat2_beneath(base: Path, rel: str, flags: int) -> int | None:
         if err == errno.ENOSYS:  # an older kernel (or a seccomp filter): the fallback checks instead
             _openat2_missing = True
             return None
+        if err == errno.EPERM:  # some container filters answer EPERM to an unknown syscall: let the
+            return None  # fallback open the file, which then reports the file's own error if any
         if err == errno.EXDEV:
             return -1
         raise OSError(err, os.strerror(err), str(base / rel))
