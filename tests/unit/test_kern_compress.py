@@ -376,11 +376,11 @@ def test_corpus_subcommand_rejects_bad_arguments_with_exit_2(kern, tmp_path, arg
 def test_corpus_subcommand_leaves_no_partial_file_when_it_cannot_write(kern, tmp_path):
     proc = run_kern(kern, "corpus", "--bytes", "1k", "--out", str(tmp_path / "missing-dir" / "c.bin"))
     assert proc.returncode == 1 and "missing-dir" in proc.stderr
-    # FILE.tmp is written, but renaming it onto a non-empty directory fails: the temporary file goes away.
+    # a directory as --out is refused before anything is written (bad input: exit 2)
     target = tmp_path / "occupied"
     target.mkdir()
     (target / "keep").write_bytes(b"x")
     proc = run_kern(kern, "corpus", "--bytes", "1k", "--out", str(target))
-    assert proc.returncode == 1 and str(target) in proc.stderr
+    assert proc.returncode == 2 and str(target) in proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["occupied"]
     assert [p.name for p in target.iterdir()] == ["keep"]

@@ -8,6 +8,7 @@ atomically, so a worker never reads half a model. Deterministic: the same seed g
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -48,9 +49,14 @@ def parse_model_names(text: str | None) -> list[str]:
 
 def _write_atomic(path: Path, data: bytes | bytearray | memoryview) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):  # a full disk leaves no half-written model behind
+            os.unlink(tmp)
+        raise
 
 
 def _file_entry(out_dir: Path, name: str, fmt: str, precision: str, data, stats: dict, extra: dict) -> dict:

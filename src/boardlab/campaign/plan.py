@@ -7,13 +7,14 @@ is started or written before the whole plan is valid.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
+import stat
 import tomllib
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
-from boardlab.errors import InputError
+from boardlab.errors import InputError, os_error
 from boardlab.model.campaign import ConditionSpec, EnergyPolicy, Gates, Plan, RunPolicy, WorkloadEntry
 from boardlab.model.workload import WorkloadSpec
 from boardlab.workloads.params import _type_name, check_param_value
@@ -285,7 +286,7 @@ def _counters(names: list, where: _Where, path: tuple) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _opt_float(value) -> float | None:
+def _opt_float(value: float | int | None) -> float | None:
     return None if value is None else float(value)
 
 
@@ -344,13 +345,14 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
         unsupported=_take(runs_t, "unsupported", str, "fail", where, p, choices=("fail", "skip")),
         counters=_counters(_take(runs_t, "counters", list, [], where, p), where, p),
         max_temp_c=_opt_float(_take(runs_t, "max_temp_c", (float, int), None, where, p, lo=20, hi=150)),
+        timeout_s=_opt_float(_take(runs_t, "timeout_s", (float, int), None, where, p, lo=0.1, hi=7 * 86400)),
     )
     _no_leftovers(
         runs_t,
         where,
         p,
         "repetitions, precision, pilot, cap, iterations, warmup_max_iterations, warmup_max_ms, warmup_cv, "
-        "order, cpu, drop_caches, max_reruns, unsupported, counters, max_temp_c",
+        "order, cpu, drop_caches, max_reruns, unsupported, counters, max_temp_c, timeout_s",
     )
 
     gates_t = dict(_take(doc, "gates", dict, {}, where, ()))
@@ -437,19 +439,43 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
     )
 
 
-def load_plan(path: str | None, preset: str | None, catalog: dict[str, WorkloadSpec]) -> Plan:
-    if preset:
-        return parse_plan(preset_text(preset), f"preset:{preset}", catalog)
-    assert path is not None
-    p = Path(path)
+PLAN_MAX_BYTES = 1 << 20  # a plan is a page of TOML; this bounds what a wrong path (/dev/zero) can cost
+
+
+def read_plan_file(path: str) -> str:
+    """A plan's text: only a regular file of at most PLAN_MAX_BYTES, opened without blocking (a FIFO)."""
     try:
-        text = p.read_text()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
     except FileNotFoundError:
         raise InputError(
             f"{path}: no such plan file (or use --preset NAME; presets: {', '.join(preset_names())})"
         ) from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read the plan: {exc}") from None
+    except OSError as exc:
+        raise os_error(exc, path, "plan") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO, device or socket"
+            raise InputError(f"{path}: {kind}, not a plan file; give a TOML file")
+        try:
+            data = f.read(PLAN_MAX_BYTES + 1)
+        except OSError as exc:
+            raise os_error(exc, path, "plan") from None
+    if len(data) > PLAN_MAX_BYTES:
+        raise InputError(
+            f"{path}: larger than the {PLAN_MAX_BYTES} bytes (1 MiB) a plan may have; is it the plan file?"
+        )
+    try:
+        return data.decode()
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start}); a plan is a TOML file") from None
+
+
+def load_plan(path: str | None, preset: str | None, catalog: dict[str, WorkloadSpec]) -> Plan:
+    if preset:
+        return parse_plan(preset_text(preset), f"preset:{preset}", catalog)
+    assert path is not None
+    text = read_plan_file(path)
     return parse_plan(text, str(path), catalog)
 
 

@@ -28,7 +28,7 @@ from boardlab.model.run import GateResult, Histogram, MetricResult, RunResult
 from boardlab.model.workload import WorkloadSpec
 from boardlab.monitor.sampler import Monitor
 from boardlab.platform import sampling
-from boardlab.platform.spawn import spawn, stop_group, wait_rusage
+from boardlab.platform.spawn import Deadline, spawn, stop_group, wait_rusage
 from boardlab.platform.sysroot import SysRoot
 from boardlab.store import Store
 
@@ -79,6 +79,17 @@ def load_problems(state: dict) -> list[str]:
     ]
 
 
+def run_timeout_s(planned_s: float | None, params: dict, longest_run_s: float) -> float:
+    """runs.timeout_s, else a generous default from the workload's own duration: 30 min (a slow board's
+    longest kernel run is minutes), 4x a timed workload's duration_s plus 2 min, or 20x the longest run
+    of the cell so far, whichever is longest. It exists to end a hang, not to judge a slow run."""
+    if planned_s is not None:
+        return planned_s
+    duration = params.get("duration_s")
+    timed = 4 * float(duration) + 120 if isinstance(duration, int | float) else 0.0
+    return max(1800.0, timed, 20 * longest_run_s)
+
+
 def resolve_cpu(requested: int | None, online: tuple[int, ...]) -> int | None:
     """The worker's CPU: -1 = "auto" (the last online CPU, away from CPU 0's housekeeping), None = unpinned."""
     if requested is None:
@@ -112,6 +123,7 @@ class Runner:
         self.progress = progress
         self.monitor_interval_s = monitor_interval_s
         self.fresh = fresh
+        self._longest_ns: dict[str, int] = {}  # per cell: the longest run so far, for the default timeout
 
     # ---- pieces of one run ----
 
@@ -290,14 +302,22 @@ class Runner:
             started = time.time()
             t0 = time.monotonic_ns()
             native = self.catalog[cell.workload].runner == "kern"
+            timeout_s = self._timeout_s(cell)
             proc = spawn(self._argv(cell), cpus=worker_cpus, self_reaping=native)
-            monitor.start(proc.pid, cpu)
-            try:
+            deadline = None
+            monitored = False
+            try:  # from the spawn on, a stop (Ctrl-C, SIGTERM, SIGHUP) at any point stops this worker
+                deadline = Deadline(proc, timeout_s)  # a hung worker is killed with its group
+                monitor.start(proc.pid, cpu)
+                monitored = True
                 out, err = proc.stdout.read(), proc.stderr.read()
-                code, rusage = wait_rusage(proc)
+                code, rusage = wait_rusage(proc, deadline)
             except BaseException:
+                if deadline is not None:
+                    deadline.disarm()
                 stop_group(proc)
-                monitor.stop()
+                if monitored:
+                    monitor.stop()
                 raise
             finally:
                 proc.stdout.close()
@@ -337,7 +357,18 @@ class Runner:
             mon,
             state,
         )
+        if deadline.fired:
+            why = f"timed out after {timeout_s:g} s (runs.timeout_s): killed with its process group"
+            return dataclasses.replace(
+                result, ok=False, valid=False, value=None, invalid_reason="failed", error=why
+            )
+        self._longest_ns[cell.key] = max(self._longest_ns.get(cell.key, 0), wall_ns)
         return self.energy.attach(result, t0, t0 + wall_ns)  # the worker's exact life, clipped
+
+    def _timeout_s(self, cell: Cell) -> float:
+        return run_timeout_s(
+            self.plan.runs.timeout_s, cell.params_dict, self._longest_ns.get(cell.key, 0) / 1e9
+        )
 
     def _result(
         self, sr_run, attempt, cpu, started, wall_ns, code, out, err, rusage, gate, mon, state

@@ -8,16 +8,30 @@ or counterbalancing them (ABBA: forward, then reversed) keeps drift from posing 
 from __future__ import annotations
 
 import itertools
+import math
 import random
 from collections.abc import Collection, Iterable, Sequence
 
+from boardlab.errors import InputError
 from boardlab.model.campaign import Cell, Plan, ScheduledRun
 from boardlab.model.workload import WorkloadSpec
 
+MAX_CELLS = 10_000  # far beyond a campaign that finishes in a day, and expanded in well under a second
+
 
 def build_cells(plan: Plan, catalog: dict[str, WorkloadSpec]) -> list[Cell]:
-    """Every workload parameter combination (lists expand) crossed with every condition."""
-    cells: list[Cell] = []
+    """Every workload parameter combination (lists expand) crossed with every condition, in plan order,
+    duplicates dropped (linear time: a dict keeps the order). Raises InputError above MAX_CELLS."""
+    total = 0
+    for entry in plan.workloads:
+        combos = math.prod(len(v) if isinstance(v, list) else 1 for v in entry.params.values())
+        total += combos * len(plan.conditions)
+    if total > MAX_CELLS:
+        raise InputError(
+            f"{plan.source_name}: the plan's matrix has {total} cells (parameter combinations x conditions); "
+            f"at most {MAX_CELLS} are allowed: split the plan or list fewer parameter values"
+        )
+    cells: dict[Cell, None] = {}
     for entry in plan.workloads:
         spec = catalog[entry.name]
         keys = sorted(entry.params)
@@ -26,10 +40,8 @@ def build_cells(plan: Plan, catalog: dict[str, WorkloadSpec]) -> list[Cell]:
         for combo in itertools.product(*values):
             params = tuple(zip(keys, combo, strict=True))
             for cond in plan.conditions:
-                cell = Cell(workload=entry.name, params=params, condition=cond.name, metric=metric)
-                if cell not in cells:
-                    cells.append(cell)
-    return cells
+                cells.setdefault(Cell(workload=entry.name, params=params, condition=cond.name, metric=metric))
+    return list(cells)
 
 
 def order_round(cells: Sequence[Cell], order: str, seed: int, round_no: int) -> list[Cell]:

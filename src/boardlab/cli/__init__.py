@@ -7,11 +7,14 @@ Only the module of the chosen subcommand is imported, so `boardlab --help` stays
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
+import traceback
 
 from boardlab import __version__
-from boardlab.errors import EXIT_USAGE, BoardlabError
+from boardlab.errors import EXIT_FAILURE, EXIT_USAGE, BoardlabError
 
 # name -> (module, one-line help). Order is the order shown by --help.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -76,11 +79,47 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "_module", None) is None:
         parser.print_help()
         return EXIT_USAGE
+    debug = os.environ.get("BOARDLAB_DEBUG", "") not in ("", "0")
     try:
         return int(args._module.run(args) or 0)
-    except BoardlabError as exc:
-        print(f"boardlab {args.command}: error: {exc}", file=sys.stderr)
-        return exc.exit_code
     except KeyboardInterrupt:
         print(f"boardlab {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader of our output went away (`| head`): nothing left to say
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_FAILURE
+    except Exception as exc:  # one line naming the place and the fix; the traceback only on request
+        if debug:
+            traceback.print_exc()
+        error = _as_boardlab_error(exc, args)
+        if error is None:
+            print(
+                f"boardlab {args.command}: internal error: {type(exc).__name__}: {_one_line(str(exc))} "
+                "(a bug: run again with BOARDLAB_DEBUG=1 and report the traceback)",
+                file=sys.stderr,
+            )
+            return EXIT_FAILURE
+        print(f"boardlab {args.command}: error: {_one_line(str(error))}", file=sys.stderr)
+        return error.exit_code
+
+
+def _one_line(text: str) -> str:
+    from boardlab.report.escape import term
+
+    return term(" ".join(text.split()))
+
+
+def _as_boardlab_error(exc: Exception, args) -> BoardlabError | None:
+    """Maps what the operating system or SQLite raised to a BoardlabError; None for a bug."""
+    if isinstance(exc, BoardlabError):
+        return exc
+    if isinstance(exc, OSError):
+        from boardlab.errors import os_error
+
+        return os_error(exc)
+    if type(exc).__module__ == "sqlite3":
+        from boardlab.errors import database_error
+
+        return database_error(exc, getattr(args, "db", None) or "the results database")
+    return None

@@ -303,7 +303,9 @@ def render_text(doc: dict) -> str:
             for c in cells:
                 params = ", ".join(f"{k}={v}" for k, v in c["params"].items())
                 out.append(f"  {c['workload']}" + (f" ({params})" if params else "") + f" @ {c['condition']}")
-    return "\n".join(out) + "\n"
+    from boardlab.report.escape import term
+
+    return "\n".join(term(line) for line in out) + "\n"
 
 
 def run(args) -> int:

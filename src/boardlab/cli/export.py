@@ -10,22 +10,36 @@ HELP = "export every run of a results database (json, csv, parquet)"
 def add_arguments(parser) -> None:
     parser.add_argument("--db", required=True, help="results database")
     parser.add_argument("--format", choices=("json", "csv", "parquet"), default="json")
-    parser.add_argument("-o", "--output", help="file to write (default: stdout; required for parquet)")
+    parser.add_argument(
+        "-o", "--output", help="file to write; - for stdout (the default; parquet needs a file)"
+    )
     parser.add_argument("--campaign", type=int, action="append", help="only this campaign id (repeatable)")
+    parser.add_argument(
+        "--csv-formulas",
+        action="store_true",
+        help="keep CSV cells starting with = + - @ as they are (by default they get a leading ' so a "
+        "spreadsheet shows them as text, not formulas)",
+    )
 
 
 def run(args) -> int:
     from boardlab.errors import InputError
+    from boardlab.report.escape import term
     from boardlab.store import Store
-    from boardlab.store.export import FORMATS, run_records, write_atomically
+    from boardlab.store.export import FORMATS, check_output, run_records, to_csv, write_output
 
-    if args.format == "parquet" and not args.output:
+    if args.format == "parquet" and (not args.output or args.output == "-"):
         raise InputError("--format parquet writes binary: give -o FILE")
-    with Store.open(args.db, create=False) as store:
-        data = FORMATS[args.format](run_records(store, args.campaign))
     if args.output:
-        write_atomically(args.output, data)
-        print(f"wrote {args.output}", file=sys.stderr)
+        check_output(args.output, protect=[args.db])
+    with Store.open(args.db, create=False) as store:
+        records = run_records(store, args.campaign)
+    data = (
+        to_csv(records, formulas=args.csv_formulas) if args.format == "csv" else FORMATS[args.format](records)
+    )
+    if args.output and args.output != "-":
+        write_output(args.output, data, protect=[args.db])
+        print(f"wrote {term(args.output)}", file=sys.stderr)
     else:
         sys.stdout.buffer.write(data)
     return 0

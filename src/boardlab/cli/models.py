@@ -28,11 +28,13 @@ def run(args) -> int:
     from boardlab.ai import default_models_dir
     from boardlab.ai.build import build_models, parse_model_names
     from boardlab.errors import InputError
+    from boardlab.store.export import check_output_dir
 
     if args.seed < 0:
         raise InputError(f"--seed {args.seed}: expected a non-negative integer")
     names = parse_model_names(args.models)
     out = args.out or str(default_models_dir())
+    check_output_dir(out)  # refused now, not after minutes of building
 
     def progress(line: str) -> None:
         print(line, file=sys.stderr if args.json else sys.stdout, flush=True)

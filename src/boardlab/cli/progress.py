@@ -6,6 +6,8 @@ import shutil
 import sys
 import time
 
+from boardlab.report.escape import term
+
 
 def _fmt_s(seconds: float) -> str:
     seconds = max(0, int(seconds))
@@ -28,7 +30,7 @@ class TerminalProgress:
     def _print(self, line: str) -> None:
         if self.tty:
             self.stream.write("\r\x1b[K")
-        self.stream.write(line + "\n")
+        self.stream.write(term(line) + "\n")  # names come from the plan: no raw control characters
         self.stream.flush()
 
     def start(self, campaign: str, total: int, done: int, resumed: bool) -> None:
@@ -66,7 +68,7 @@ class TerminalProgress:
                 self._print(f"  {run.cell.key} rep {run.repetition}: {status}")
             self.stream.write(
                 f"\r\x1b[K[{bar}] {done}/{total} {_fmt_s(elapsed)} ETA {_fmt_s(eta)}  "
-                f"{run.cell.key[:40]} {value}"
+                f"{term(run.cell.key[:40])} {value}"
             )
             self.stream.flush()
             if done == total:

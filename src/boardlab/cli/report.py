@@ -27,11 +27,14 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from boardlab.errors import InputError
     from boardlab.report.analysis import analyze, latest_campaign_id
+    from boardlab.report.escape import term
     from boardlab.store import Store
-    from boardlab.store.export import write_atomically
+    from boardlab.store.export import check_output, write_output
 
     if args.format == "html" and not args.output:
         raise InputError("--format html writes a file: give -o report.html (or -o - for stdout)")
+    if args.output:
+        check_output(args.output, protect=[args.db])  # refused before the analysis, not after
     with Store.open(args.db, create=False) as store:
         campaign_id = args.campaign if args.campaign is not None else latest_campaign_id(store)
         if campaign_id is None:
@@ -62,9 +65,9 @@ def run(args) -> int:
     if not args.output or args.output == "-":
         sys.stdout.write(text)
         return 0
-    write_atomically(args.output, text.encode())
+    write_output(args.output, text.encode(), protect=[args.db])
     print(
-        f"report: {Path(args.output).resolve()} (campaign {campaign_id} {analysis.name!r}, {analysis.status}, "
+        f"report: {Path(args.output).resolve()} (campaign {campaign_id} {term(repr(analysis.name))}, {analysis.status}, "
         f"{sum(len(c.runs) for c in analysis.cells)} runs)"
     )
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import sys
 
@@ -53,7 +54,9 @@ def add_arguments(parser) -> None:
 
 
 def _on_sigterm(signum, frame):
-    raise KeyboardInterrupt  # the same orderly stop as Ctrl-C: the worker is stopped, stored runs kept
+    # The same orderly stop as Ctrl-C: the worker and loads are stopped, settings restored, stored runs
+    # kept. SIGHUP too: a closed SSH session is the common way a session on a board ends.
+    raise KeyboardInterrupt
 
 
 def _dry_run_text(plan, summary) -> str:
@@ -90,6 +93,7 @@ def run(args) -> int:
     from boardlab.cli.progress import TerminalProgress
     from boardlab.errors import InputError
     from boardlab.platform.sysroot import SysRoot
+    from boardlab.report.escape import term
     from boardlab.store import Store
     from boardlab.workloads import all_workloads
 
@@ -117,9 +121,9 @@ def run(args) -> int:
     if summary.reach.message:  # said before the first run; the plan still runs (docs/method.md)
         print(f"warning: {plan.source_name}: {summary.reach.message}", file=sys.stderr)
     signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGHUP, _on_sigterm)
     progress = TerminalProgress(quiet=args.quiet)
-    existed = os.path.exists(args.db)
-    with Store.open(args.db) as store:
+    with Store.open(args.db) as store:  # locked for the whole campaign: a second run is refused
         runner = Runner(
             plan,
             catalog,
@@ -132,17 +136,19 @@ def run(args) -> int:
         try:
             outcome = runner.run()
         except InputError:
-            if not existed:  # refused before anything ran: leave no empty results file behind
-                store.close()
+            # refused before anything ran: leave no empty results file behind (never one holding a run)
+            if store.created and not store.conn.execute("SELECT count(*) FROM runs").fetchone()[0]:
                 for suffix in ("", "-wal", "-shm"):
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(args.db + suffix)
             raise
         except KeyboardInterrupt:
-            print(
-                f"\ninterrupted: every finished run is kept in {args.db}; run the same command to resume",
-                file=sys.stderr,
-            )
+            with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone: the exit code stays
+                print(
+                    f"\ninterrupted: every finished run is kept in {term(args.db)}; run the same command to "
+                    "resume",
+                    file=sys.stderr,
+                )
             return 130
     if args.json:
         print(
@@ -172,13 +178,13 @@ def run(args) -> int:
             with Store.open(args.db, create=False) as store:
                 print(render_text(analyze(store, outcome.campaign_id)))
         print(
-            f"campaign {plan.name}: {outcome.status}, {outcome.runs_done}/{outcome.runs_total} runs "
-            f"in {args.db} (campaign id {outcome.campaign_id})"
+            f"campaign {term(plan.name)}: {outcome.status}, {outcome.runs_done}/{outcome.runs_total} runs "
+            f"in {term(args.db)} (campaign id {outcome.campaign_id})"
         )
         if outcome.monitor_cost_pct_of_core is not None:
             print(
                 f"monitor cost: {outcome.monitor_cost_pct_of_core:.2f}% of one core at {args.monitor_hz:g} Hz"
             )
-        print(f"next: boardlab report --db {args.db} -o report.html")
+        print(f"next: boardlab report --db {shlex.quote(term(args.db))} -o report.html")
     failed = progress.failures
     return 1 if failed and outcome.runs_done == 0 else 0

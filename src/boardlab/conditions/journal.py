@@ -7,6 +7,7 @@ PID and start time, so a restore stops exactly those and never a recycled PID.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -17,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from boardlab.errors import InputError
+from boardlab.errors import InputError, OSProblem, os_error
 from boardlab.platform.sysroot import SysRoot
 
 JOURNAL_SCHEMA = 1
@@ -70,19 +71,38 @@ class RestoreJournal:
         return doc
 
     def _save(self, doc: dict) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise self._unwritable(exc) from None
         if not doc["entries"]:
             try:
                 self.path.unlink()
             except FileNotFoundError:
                 pass
             return
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".journal.", suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=1)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
+        try:
+            fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".journal.", suffix=".tmp")
+        except OSError as exc:
+            raise self._unwritable(exc) from None
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(doc, f, indent=1)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except BaseException as exc:
+            with contextlib.suppress(OSError):  # a full disk must not leave a half-written journal behind
+                os.unlink(tmp)
+            if isinstance(exc, OSError):
+                raise self._unwritable(exc) from None
+            raise
+
+    def _unwritable(self, exc: OSError) -> OSProblem:
+        """Nothing is changed on the board without its journal entry, so a journal that cannot be written
+        stops the change; the message says where and how to fix it."""
+        problem = os_error(exc, self.path.parent, "restore journal directory (BOARDLAB_STATE_DIR)")
+        return OSProblem(f"{problem}; nothing was changed without its journal entry", problem.exit_code)
 
     def pending(self) -> list[dict]:
         return self._load()["entries"]

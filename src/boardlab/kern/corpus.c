@@ -583,14 +583,17 @@ void bk_corpus_read(bk_corpus *c, unsigned char *out, size_t n)
 
 static int load_file(bk_ctx *ctx, const char *path, unsigned char **data, size_t *n)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO opens at once (and is refused below) instead of blocking until a writer comes;
+     * it changes nothing for the regular file read afterwards. */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return bk_fail(ctx, "parameter 'input': cannot open '%s': %s (give an existing, readable file, or leave "
                             "input empty for the generated corpus)", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return bk_fail(ctx, "parameter 'input': '%s' is not a regular file", path);
+        return bk_fail(ctx, "parameter 'input': '%s' is not a regular file (a FIFO, device or directory); give a "
+                            "regular file", path);
     }
     if (st.st_size == 0 || (double)st.st_size > BK_CORPUS_MAX_BYTES) {
         close(fd);

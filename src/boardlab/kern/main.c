@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static void usage(FILE *out)
@@ -228,6 +229,12 @@ static int corpus_main(int argc, char **argv)
     }
     if (!have_bytes || !out || !*out) {
         fprintf(stderr, "boardlab-kern corpus: --bytes and --out are required\n");
+        return 2;
+    }
+    struct stat out_st; /* written by rename: never over a device, FIFO or directory (e.g. /dev/null) */
+    if (stat(out, &out_st) == 0 && !S_ISREG(out_st.st_mode)) {
+        fprintf(stderr, "boardlab-kern corpus: --out '%s' is not a regular file; give a new path or a regular file\n",
+                out);
         return 2;
     }
     unsigned pct[BK_CORPUS_PARTS];

@@ -43,6 +43,7 @@ class RunPolicy:
     # a run whose SoC temperature exceeds this is invalid and re-run; None = each zone's throttling trip
     # point minus 5 C (docs/method.md "Before and around each run")
     max_temp_c: float | None = None
+    timeout_s: float | None = None  # a run taking longer is killed and failed; None: derived (runner)
 
 
 @dataclass(frozen=True)

@@ -99,7 +99,7 @@ def hold_cpu_dma_latency(root: RootLike, latency_us: int) -> int:
     sr = SysRoot.of(root)
     path = sr.path(CPU_DMA_LATENCY)
     try:
-        fd = os.open(path, os.O_WRONLY)
+        fd = sr.open_for_write(CPU_DMA_LATENCY, truncate=False)  # confined: no symlink out of the tree
     except OSError as exc:
         raise MeasurementError(f"cannot open {path}: {exc.strerror or exc}") from exc
     try:

@@ -31,7 +31,7 @@ def drop_page_cache(root: RootLike) -> None:
 def evict_file(path: str | os.PathLike[str]) -> None:
     """Writes back the file's dirty pages, then asks the kernel to drop its cached pages
     (posix_fadvise POSIX_FADV_DONTNEED, which skips dirty pages: hence the fsync). Raises OSError."""
-    fd = os.open(path, os.O_RDONLY)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY)  # never blocks on a FIFO
     try:
         os.fsync(fd)
         os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)

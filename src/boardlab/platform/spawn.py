@@ -77,8 +77,48 @@ def spawn(
         )
 
 
-def wait_rusage(proc: subprocess.Popen) -> tuple[int, dict[str, int]]:
+class Deadline:
+    """Kills a process's whole group with SIGKILL when `timeout_s` passes before `disarm()`.
+
+    wait_rusage disarms it only after the child has exited but before it is reaped (waitid WNOWAIT): the
+    zombie keeps its PID and group ID reserved, so the kill can never reach a recycled PID."""
+
+    def __init__(self, proc: subprocess.Popen, timeout_s: float):
+        self.proc = proc
+        self.timeout_s = timeout_s
+        self.fired = False
+        self._lock = threading.Lock()
+        self._armed = True
+        self._timer = threading.Timer(timeout_s, self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        with self._lock:
+            if not self._armed:
+                return
+            self.fired = True
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)  # spawn() made it the leader of its own group
+            except ProcessLookupError:
+                pass
+
+    def disarm(self) -> None:
+        with self._lock:
+            self._armed = False
+        self._timer.cancel()
+
+
+def wait_rusage(proc: subprocess.Popen, deadline: Deadline | None = None) -> tuple[int, dict[str, int]]:
     """Reaps the child with wait4 for its own rusage (not RUSAGE_CHILDREN of all our children)."""
+    if deadline is not None:
+        while True:
+            try:
+                os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+                break
+            except InterruptedError:
+                continue
+        deadline.disarm()
     _, status, ru = os.wait4(proc.pid, 0)
     code = os.waitstatus_to_exitcode(status)
     proc.returncode = code

@@ -9,8 +9,11 @@ which callers turn into a recorded reason. A file that exists but holds text of 
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import re
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TypeAlias
@@ -245,11 +248,57 @@ class SysRoot:
 
     # -- writing (conditions) ------------------------------------------------------------------------------
 
+    def confined_path(self, rel: str) -> Path:
+        """The directory a write to `rel` must stay inside: the whole tree for a fixture root, the top
+        directory (/sys, /proc, /dev) on the live system, so a symlink cannot turn a write to a kernel
+        attribute into a write to an ordinary file."""
+        top = rel.lstrip("/").split("/", 1)[0]
+        return self.path(top) if self.live else self.root
+
+    def open_for_write(self, rel: str, *, truncate: bool = True) -> int:
+        """Opens `rel` for writing without ever leaving confined_path(rel): openat2(RESOLVE_BENEATH) where
+        the kernel has it (5.6+), else a realpath check with O_NOFOLLOW and a re-check of what was opened.
+        Raises InputError naming the path when a symlink leads outside; OSError for the rest."""
+        base = self.confined_path(rel)
+        target = self.path(rel)
+        inside = os.path.relpath(target, base)
+        flags = os.O_WRONLY | os.O_CLOEXEC | os.O_NOCTTY | os.O_NONBLOCK
+        fd = _openat2_beneath(base, inside, flags)
+        if fd is None:  # no openat2: resolve, check, open the resolved path, check what was opened
+            real_base = os.path.realpath(base)
+            real = os.path.realpath(target)
+            if os.path.commonpath([real, real_base]) != real_base:
+                raise self._escapes(target, base, real)
+            fd = os.open(real, flags | os.O_NOFOLLOW)
+            try:
+                opened = os.readlink(f"/proc/self/fd/{fd}")
+            except OSError:
+                opened = real
+            if os.path.commonpath([opened, real_base]) != real_base:
+                os.close(fd)
+                raise self._escapes(target, base, opened)
+        elif fd < 0:
+            raise self._escapes(target, base, None)
+        if truncate:
+            with contextlib.suppress(OSError):  # sysfs and procfs attributes need none and may refuse it
+                if stat.S_ISREG(os.fstat(fd).st_mode) and os.fstat(fd).st_size:
+                    os.ftruncate(fd, 0)
+        return fd
+
+    @staticmethod
+    def _escapes(target: Path, base: Path, real: str | None) -> InputError:
+        where = f" (it resolves to {real})" if real else ""
+        return InputError(
+            f"{target}: refusing to write: a symlink leads outside {base}{where}; "
+            "fix the tree (or --root) so the attribute is a file inside it"
+        )
+
     def write_text(self, rel: str, text: str) -> None:
-        """Writes a kernel attribute in one write(2), as the kernel expects; raises MeasurementError on refusal."""
+        """Writes a kernel attribute in one write(2), as the kernel expects; raises MeasurementError on refusal
+        and InputError when a symlink would take the write outside the tree."""
         target = self.path(rel)
         try:
-            fd = os.open(target, os.O_WRONLY | os.O_TRUNC)
+            fd = self.open_for_write(rel)
             try:
                 os.write(fd, text.encode())
             finally:
@@ -258,6 +307,49 @@ class SysRoot:
             raise MeasurementError(
                 f"cannot write {text.strip()!r} to {target}: {exc.strerror or exc}"
             ) from exc
+
+
+_RESOLVE_NO_MAGICLINKS = 0x02
+_RESOLVE_BENEATH = 0x08
+_SYS_OPENAT2 = 437  # the same number on every architecture (the unified syscall table)
+_openat2_missing = False
+
+
+def _openat2_beneath(base: Path, rel: str, flags: int) -> int | None:
+    """openat2(dirfd=base, rel, RESOLVE_BENEATH): the kernel refuses (EXDEV) any resolution that leaves
+    base, symlinks and ".." included. Returns the fd, -1 when it would leave base, None without openat2."""
+    global _openat2_missing
+    if _openat2_missing:
+        return None
+    import ctypes
+
+    class OpenHow(ctypes.Structure):
+        _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    dirfd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        how = OpenHow(flags, 0, _RESOLVE_BENEATH | _RESOLVE_NO_MAGICLINKS)
+        fd = libc.syscall(
+            ctypes.c_long(_SYS_OPENAT2),
+            ctypes.c_int(dirfd),
+            ctypes.c_char_p(os.fsencode(rel)),
+            ctypes.byref(how),
+            ctypes.c_size_t(ctypes.sizeof(how)),
+        )
+        if fd >= 0:
+            return fd
+        err = ctypes.get_errno()
+        if err == errno.ENOSYS:  # an older kernel (or a seccomp filter): the fallback checks instead
+            _openat2_missing = True
+            return None
+        if err == errno.EPERM:  # some container filters answer EPERM to an unknown syscall: let the
+            return None  # fallback open the file, which then reports the file's own error if any
+        if err == errno.EXDEV:
+            return -1
+        raise OSError(err, os.strerror(err), str(base / rel))
+    finally:
+        os.close(dirfd)
 
 
 RootLike: TypeAlias = SysRoot | os.PathLike[str] | str

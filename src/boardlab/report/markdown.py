@@ -5,6 +5,7 @@ from __future__ import annotations
 from boardlab.report import study_governor
 from boardlab.report.analysis import CampaignAnalysis
 from boardlab.report.study_energy import energy_markdown
+from boardlab.report.escape import term
 from boardlab.report.terminal import (
     Table,
     ai_frames_note,
@@ -21,8 +22,9 @@ from boardlab.report.terminal import (
 
 
 def md_escape(s: object) -> str:
-    """Plan and board strings are data: no table breaks, no raw HTML, no code spans."""
+    """Plan and board strings are data: no table breaks, no raw HTML, no code spans, no links."""
     text = str(s).replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+    text = term(text.replace("](", "]\\(").replace("][", "]\\["))  # no [x](url) link; controls shown
     text = text.replace("<", "&lt;").replace(">", "&gt;")
     return " ".join(text.splitlines())
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from boardlab.report import study_governor
 from boardlab.report.analysis import CampaignAnalysis, CellAnalysis, ComparisonAnalysis
+from boardlab.report.escape import term
 from boardlab.report.studies import TAIL_MIN_SAMPLES, AiCell, RtCell, pct_name, samples_needed
 from boardlab.report.svg import CONFOUNDED_MARK, VERDICT_MARKS, fmt_num
 
@@ -571,6 +572,7 @@ def _clip(s: str, n: int) -> str:
 
 
 def aligned(headers: tuple[str, ...], rows: list[tuple[str, ...]], numeric: tuple[bool, ...]) -> list[str]:
+    rows = [tuple(term(c) for c in r) for r in rows]  # escaped before measuring, so columns stay aligned
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
 
     def line(cells):
@@ -696,4 +698,4 @@ def render_text(analysis: CampaignAnalysis, *, label_width: int = 52) -> str:
     if warns:
         out.append("")
         out.append("environment: " + ", ".join(f"{w.get('name')} {w.get('status')}" for w in warns))
-    return "\n".join(out) + "\n"
+    return "\n".join(term(line) for line in out) + "\n"

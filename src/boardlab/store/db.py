@@ -3,14 +3,19 @@ killed campaign keeps every run it finished and none half-written."""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
+import os
 import sqlite3
+import stat
 import time
+import urllib.parse
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from boardlab.errors import InputError
+from boardlab.errors import InputError, database_error, os_error
 from boardlab.model.campaign import Cell, ConditionSpec
 from boardlab.model.run import RunResult
 from boardlab.store.migrations import MIGRATIONS
@@ -36,33 +41,162 @@ def _statements(sql: str) -> list[str]:
 
 
 class Store:
-    def __init__(self, conn: sqlite3.Connection, path: str):
+    def __init__(self, conn: sqlite3.Connection, path: str, lock_fd: int | None = None):
         self.conn = conn
         self.path = path
+        self._lock_fd = lock_fd
+        self.created = False  # this open created the file (a writer's open only)
+        self._sidecars_before: set[str] | None = None  # a reader's: the -wal/-shm files there before it
+        self._shm_fd: int | None = None  # a reader's: its shared flock on the -shm file
 
     # ---- opening and migrating ----
 
     @classmethod
     def open(cls, path: str | Path, *, create: bool = True) -> Store:
+        """`create=True` opens for a campaign: the file is created if missing and locked exclusively (flock)
+        until close, so a second writer is refused. `create=False` opens read-only and changes nothing.
+
+        The path is always a filesystem path: it is handed to SQLite as a URI we build, so a name such as
+        "file:x.db?mode=memory" is a file of that name, never SQLite's URI syntax."""
         path = Path(path)
-        if not create and not path.is_file():
-            raise InputError(f"{path}: no such results database")
-        if create and not path.parent.is_dir():
-            raise InputError(f"{path}: the directory {path.parent} does not exist")
+        return cls._open_writer(path) if create else cls._open_reader(path)
+
+    @classmethod
+    def _open_reader(cls, path: Path) -> Store:
         try:
-            conn = sqlite3.connect(str(path), timeout=30, isolation_level=None)
-            conn.row_factory = sqlite3.Row
+            st = os.stat(path)
+        except FileNotFoundError:
+            raise InputError(f"{path}: no such results database") from None
+        except OSError as exc:
+            raise InputError(f"{path}: cannot open the results database: {exc.strerror}") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise InputError(f"{path}: not a regular file, so not a results database")
+        # A WAL database in a directory we cannot write (and with no -wal file, so no writer is active)
+        # opens only as immutable: SQLite could not create its -shm file otherwise.
+        immutable = not os.access(path.parent, os.W_OK) and not os.path.exists(f"{path}-wal")
+        conn = cls._connect(path, "ro", immutable=immutable)
+        store = cls(conn, str(path))
+        store._sidecars_before = {s for s in ("-wal", "-shm") if os.path.lexists(f"{path}{s}")}
+        try:
+            conn.execute("PRAGMA query_only=ON")
+            store._check_schema(store.schema_version())
+        except BaseException:
+            store.close()
+            raise
+        try:  # says "a reader uses these files" to another reader's close (see _remove_reader_sidecars)
+            store._shm_fd = os.open(f"{path}-shm", os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+            fcntl.flock(store._shm_fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            pass
+        return store
+
+    @classmethod
+    def _open_writer(cls, path: Path) -> Store:
+        if not path.parent.is_dir():
+            raise InputError(f"{path}: the directory {path.parent} does not exist")
+        # O_NONBLOCK: a FIFO given as --db must not hang the open; it is refused below. O_EXCL first, to
+        # know whether this call created the file (a refused campaign then leaves none behind).
+        flags = os.O_RDWR | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
+        created = True
+        try:
+            try:
+                fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o666)
+            except FileExistsError:
+                created = False
+                fd = os.open(path, flags)
+        except OSError as exc:
+            raise os_error(exc, path, "results database") from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise InputError(f"{path}: not a regular file; give --db a file path")
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                from boardlab.platform.locks import flock_holders
+
+                who = (
+                    "; ".join(f"pid {pid}: {cmd}" for pid, cmd in flock_holders("/", path))
+                    or "another process"
+                )
+                raise InputError(
+                    f"{path}: in use by {who}; wait for that campaign to finish (or stop it), "
+                    "or give another --db"
+                ) from None
+            conn = cls._connect(path, "rw")
+        except BaseException:
+            os.close(fd)
+            raise
+        store = cls(conn, str(path), fd)
+        store.created = created
+        try:
+            store._check_schema(store.schema_version())  # recognized before anything changes in the file
+            check = conn.execute("PRAGMA quick_check").fetchone()[0]
+            if check != "ok":
+                raise sqlite3.DatabaseError(f"database disk image is malformed ({check})")
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
-            store = cls(conn, str(path))
             store._migrate()
-        except sqlite3.DatabaseError as exc:
-            raise InputError(f"{path}: not a boardlab results database ({exc})") from None
+        except BaseException as exc:
+            if created:  # still locked by us: nobody else can have started using the new file
+                for suffix in ("", "-wal", "-shm"):
+                    with contextlib.suppress(OSError):
+                        os.unlink(f"{path}{suffix}")
+            store.close()
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise database_error(exc, str(path)) from None
+            raise
         return store
+
+    def _remove_reader_sidecars(self) -> None:
+        """A read-only connection that closes last cannot remove the -wal and -shm files SQLite made for
+        it; a reader removes those it made itself, when no other boardlab reader uses them (each holds a
+        shared flock on the -shm file), no boardlab run holds the database, and the log is empty."""
+        made = [
+            f"{self.path}{s}"
+            for s in ("-wal", "-shm")
+            if s not in self._sidecars_before and os.path.lexists(f"{self.path}{s}")
+        ]
+        shm_fd, self._shm_fd = self._shm_fd, None
+        self._sidecars_before = None
+        db_fd = None
+        try:
+            if not made or shm_fd is None:
+                return
+            fcntl.flock(shm_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # no other reader is using the files
+            db_fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+            fcntl.flock(db_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # no boardlab run has it now, nor can start
+            wal = f"{self.path}-wal"
+            if not os.path.exists(wal) or os.path.getsize(wal) == 0:  # nothing in the log to keep
+                for side in made:
+                    with contextlib.suppress(OSError):
+                        os.unlink(side)
+        except OSError:
+            pass
+        finally:
+            for fd in (shm_fd, db_fd):
+                if fd is not None:
+                    os.close(fd)
+
+    @staticmethod
+    def _connect(path: Path, mode: str, *, immutable: bool = False) -> sqlite3.Connection:
+        uri = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode={mode}" + (
+            "&immutable=1" if immutable else ""
+        )
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise database_error(exc, str(path)) from None
+        conn.row_factory = sqlite3.Row
+        return conn
 
     def close(self) -> None:
         self.conn.close()
+        if self._sidecars_before is not None:
+            self._remove_reader_sidecars()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # releases the flock
+            self._lock_fd = None
 
     def __enter__(self) -> Store:
         return self
@@ -71,29 +205,52 @@ class Store:
         self.close()
 
     def schema_version(self) -> int:
-        has_meta = self.conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
-        ).fetchone()
-        if not has_meta:
-            tables = self.conn.execute("SELECT count(*) FROM sqlite_master WHERE type='table'").fetchone()[0]
-            if tables:
-                raise InputError(f"{self.path}: a SQLite database, but not one boardlab wrote")
+        try:
+            has_meta = self.conn.execute(
+                "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
+            ).fetchone()
+            if not has_meta:
+                tables = self.conn.execute(
+                    "SELECT count(*) FROM sqlite_master WHERE type='table'"
+                ).fetchone()[0]
+                if tables:
+                    raise InputError(f"{self.path}: a SQLite database, but not one boardlab wrote")
+                return 0
+            row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise database_error(exc, self.path) from None
+        if not row:
             return 0
-        row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        return int(row[0]) if row else 0
+        try:
+            return int(row[0])
+        except (TypeError, ValueError):
+            raise InputError(
+                f"{self.path}: store schema version {row[0]!r} is not a number: not a database this "
+                "boardlab wrote, or a damaged one; restore it from a copy"
+            ) from None
 
-    def _migrate(self) -> None:
-        current = self.schema_version()
+    def _rollback(self) -> None:
+        """Rolls back what is open. SQLite has already rolled back after some errors (a full disk): a second
+        ROLLBACK would fail and hide the error that matters."""
+        if self.conn.in_transaction:
+            self.conn.execute("ROLLBACK")
+
+    def _check_schema(self, current: int) -> None:
         if current > STORE_SCHEMA:
             raise InputError(
                 f"{self.path}: written by a newer boardlab (store schema {current}, "
                 f"this one reads up to {STORE_SCHEMA}); upgrade boardlab"
             )
+
+    def _migrate(self) -> None:
         for number, sql in MIGRATIONS:
-            if number <= current:
-                continue
             self.conn.execute("BEGIN IMMEDIATE")
             try:
+                current = self.schema_version()  # read inside the write transaction: no race with another
+                self._check_schema(current)
+                if number <= current:
+                    self.conn.execute("COMMIT")
+                    continue
                 for statement in _statements(sql):
                     self.conn.execute(statement)
                 self.conn.execute(
@@ -101,7 +258,7 @@ class Store:
                 )
                 self.conn.execute("COMMIT")
             except BaseException:
-                self.conn.execute("ROLLBACK")
+                self._rollback()
                 raise
 
     # ---- boards and campaigns ----
@@ -222,7 +379,7 @@ class Store:
                 )
             self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            self._rollback()
             raise
         return ids
 
@@ -312,7 +469,7 @@ class Store:
             )  # fmt: skip
             self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            self._rollback()
             raise
         return run_id
 

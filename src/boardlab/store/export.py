@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import os
+import stat
+import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
-from boardlab.errors import InputError
+from boardlab.errors import InputError, os_error
 from boardlab.store.db import Store
 
 EXPORT_SCHEMA = 1
@@ -128,13 +132,17 @@ def to_json(records: list[dict]) -> bytes:
     return (json.dumps({"schema": EXPORT_SCHEMA, "runs": records}, indent=1) + "\n").encode()
 
 
-def to_csv(records: list[dict]) -> bytes:
+def to_csv(records: list[dict], *, formulas: bool = False) -> bytes:
+    """`formulas=False` (the default) neutralizes cells a spreadsheet would run as a formula (csv_cell)."""
+    from boardlab.report.escape import csv_cell
+
     buf = io.StringIO()
     buf.write(f"# boardlab export schema {EXPORT_SCHEMA}\n")
     w = csv.DictWriter(buf, fieldnames=FIELDS)
     w.writeheader()
     for r in records:
-        w.writerow({**r, "params": json.dumps(r["params"], sort_keys=True)})
+        row = {**r, "params": json.dumps(r["params"], sort_keys=True)}
+        w.writerow(row if formulas else {k: csv_cell(v) for k, v in row.items()})
     return buf.getvalue().encode()
 
 
@@ -161,12 +169,71 @@ def to_parquet(records: list[dict]) -> bytes:
 FORMATS = {"json": to_json, "csv": to_csv, "parquet": to_parquet}
 
 
-def write_atomically(path: str, data: bytes) -> None:
-    """Writes beside the target and renames, so a failure never leaves a half-written file."""
+def check_output(path: str, protect: Iterable[str | Path] = ()) -> None:
+    """Refuses an output target that is not a new path or an existing regular file, or that is one of
+    the command's inputs (the database with its -wal/-shm, a plan): writing there would destroy them."""
+    if path == "-":
+        return
     target = Path(path)
-    if not target.parent.is_dir():
-        raise InputError(f"{path}: the directory {target.parent} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        st = os.stat(target)  # follows a symlink: what it points at is what must not be an input
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise os_error(exc, path, "output") from None
+    if st is None:
+        if not target.parent.is_dir():
+            raise InputError(f"{path}: the directory {target.parent} does not exist")
+        return
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{path}: is a directory; give a file path for the output (or -o - for stdout)")
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(
+            f"{path}: not a regular file (a device, FIFO or socket); -o writes a new file or replaces a "
+            "regular one; use -o - for stdout"
+        )
+    for source in protect:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            try:
+                same = os.path.samefile(target, f"{source}{suffix}")
+            except OSError:
+                continue
+            if same:
+                raise InputError(
+                    f"{path}: is {source}{suffix}, an input of this command; writing there would destroy "
+                    "it: choose another output file"
+                )
+
+
+def check_output_dir(path: str | Path, what: str = "--out") -> None:
+    """Makes sure `path` is (or can be made) a directory this user can write, before long work starts:
+    a file there, a read-only filesystem or a missing permission is refused now with the path and the fix."""
+    target = Path(path)
+    if target.exists() and not target.is_dir():
+        raise InputError(f"{what} {path}: not a directory; give a directory for the output files")
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=target, prefix=".boardlab-probe.", suffix=".tmp")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise os_error(exc, path, f"{what} directory") from None
+
+
+def write_output(path: str, data: bytes, protect: Iterable[str | Path] = ()) -> None:
+    """Writes `data` to `path` ("-": standard output) after check_output. A file is written beside the
+    target and renamed over it, so a failure never leaves a half-written file; the rename replaces a
+    symlink itself rather than writing through it."""
+    if path == "-":
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+        return
+    check_output(path, protect)
+    target = Path(path)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise os_error(exc, target.parent, "output directory") from None
     try:
         umask = os.umask(0)
         os.umask(umask)
@@ -174,6 +241,11 @@ def write_atomically(path: str, data: bytes) -> None:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise os_error(exc, path, "output") from None
     except BaseException:
-        os.unlink(tmp)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
         raise

@@ -1,0 +1,33 @@
+"""Escaping of user-supplied names (plan, condition and parameter names, stored strings) for each output.
+
+A name comes from a plan file or a results database someone else wrote: on a terminal a raw ESC sequence
+could clear the screen or retitle the window, a newline breaks a text table, a Markdown link could carry a
+`javascript:` target, and a CSV cell starting with = + - @ is a formula to a spreadsheet (OWASP "CSV
+injection"). HTML has its own escaping (html.escape at every site in html.py).
+"""
+
+from __future__ import annotations
+
+import re
+
+# C0 and C1 controls and DEL; tab included: it moves columns in a table as a newline moves rows.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _escape_control(m: re.Match) -> str:
+    c = m.group()
+    return {"\n": "\\n", "\t": "\\t", "\r": "\\r"}.get(c, f"\\x{ord(c):02x}")
+
+
+def term(text: object) -> str:
+    """Text for a terminal or a plain-text file: control characters shown as \\n, \\t, \\xNN."""
+    return _CONTROL.sub(_escape_control, str(text))
+
+
+def csv_cell(value: object) -> object:
+    """A CSV cell that a spreadsheet shows as text: a string starting with = + - @ (or tab, CR) gets a
+    leading apostrophe, the OWASP rule. Numbers are left alone (a negative number is not a formula)."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
