@@ -120,13 +120,13 @@ def run(args) -> int:
     ](args)
 
 
-def _write(path: str, text: str) -> None:
-    from boardlab.store.export import write_atomically
+def _write(path: str, text: str, args=None) -> None:
+    """Writes an output the user named: a new path or a regular file that is none of the command's inputs
+    (refused with exit 2 otherwise), replaced atomically; "-" is standard output."""
+    from boardlab.store.export import write_output
 
-    try:
-        write_atomically(path, text.encode())
-    except OSError as exc:
-        raise InputError(f"{path}: cannot write: {exc.strerror}") from None
+    inputs = [getattr(args, k, None) for k in ("db", "sweep", "labels", "tree")] if args else []
+    write_output(path, text.encode(), protect=[p for p in inputs if isinstance(p, str)])
 
 
 def _read_json(path: str, what: str) -> dict:
@@ -141,10 +141,15 @@ def _read_json(path: str, what: str) -> dict:
         ) from None
 
 
-def _open_campaign(db: str, campaign: int | None):
+def _open_campaign(db: str, campaign: int | None, *, write: bool = False):
+    """The database read-only, or locked for writing (`label` stores its labels beside the campaign)."""
+    import os
+
     from boardlab.store import Store
 
-    store = Store.open(db, create=False)
+    if write and not os.path.lexists(db):
+        raise InputError(f"{db}: no such results database")
+    store = Store.open(db, create=write)
     ids = [r["id"] for r in store.campaigns()]
     if not ids:
         raise InputError(f"{db}: no campaign in this database")
@@ -187,7 +192,7 @@ def _sweep(args) -> int:
             "cells": [c.to_json() for c in cells],
         }
         if args.out:
-            _write(args.out, json.dumps(doc))
+            _write(args.out, json.dumps(doc), args)
         summary = _sweep_summary(cells)
         if args.json:
             print(
@@ -243,7 +248,7 @@ def _sweep(args) -> int:
                 )
         if bus != "record" and not grids[0].bus_device:
             raise InputError("--bus-hz: this board exposes no memory-controller devfreq to fix")
-        _write(args.plan_out, sweep.plan_toml(grids[0], bus_hz=bus))
+        _write(args.plan_out, sweep.plan_toml(grids[0], bus_hz=bus), args)
     out = [
         {
             "this_policy": g.this_policy,
@@ -318,7 +323,7 @@ def _label(args) -> int:
     if args.db:
         from boardlab.governor import store_io
 
-        store, campaign_id = _open_campaign(args.db, args.campaign)
+        store, campaign_id = _open_campaign(args.db, args.campaign, write=True)
         cells = store_io.sweep_from_store(store, campaign_id)
         if not cells:
             raise InputError(f"{args.db}: campaign {campaign_id} has no valid mem.latency runs under snoop-sweep "
@@ -338,7 +343,7 @@ def _label(args) -> int:
         "correction": "holm" if n_tests <= label.HOLM_MAX else "benjamini-hochberg",
         "cells": [dict(lab.to_json(), features=label.features(lab)) for lab in labels],
     }
-    _write(args.out, json.dumps(out))
+    _write(args.out, json.dumps(out), args)
     if args.db:
         store_io.save_artifact(store, campaign_id, store_io.LABELS, out)
     n_slow = sum(lab.slow for lab in labels)
@@ -389,13 +394,13 @@ def _train(args) -> int:
         "cross_validation": cv,
         "training_confusion": tree.confusion(t, X, y),
     }
-    _write(args.out, json.dumps(out, indent=1))
+    _write(args.out, json.dumps(out, indent=1), args)
     if args.c_out:
-        _write(args.c_out, tree.to_c(t))
+        _write(args.c_out, tree.to_c(t), args)
     if args.db:
         from boardlab.governor import store_io
 
-        store, campaign_id = _open_campaign(args.db, args.campaign)
+        store, campaign_id = _open_campaign(args.db, args.campaign, write=True)
         store_io.save_artifact(store, campaign_id, store_io.TREE, out)
     if args.json:
         print(
@@ -592,7 +597,7 @@ def _simulate(args) -> int:
     if args.html:
         from boardlab.report.study_governor import simulation_html
 
-        _write(args.html, simulation_html(res))
+        _write(args.html, simulation_html(res), args)
     if args.json:
         print(json.dumps(res))
         return 0
