@@ -128,7 +128,7 @@ MIGRATIONS: list[tuple[int, str]] = [
         """,
     ),
     (
-        5,
+        4,
         """
         CREATE TABLE energy_sources (           -- what could measure energy in a campaign, or why nothing could
             campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
