@@ -185,12 +185,13 @@ def scimark_mflops(exe: Path, kernel: str, min_time_s: float) -> float:
     return float(out.stdout.strip())
 
 
-def callgrind(cmd: list[str], function: str, work: Path) -> tuple[int, int]:
-    """Instructions collected inside `function` and the number of calls to it."""
+def callgrind(cmd: list[str], function: str, work: Path) -> tuple[int, int, str]:
+    """Instructions collected inside `function`, the number of calls to it, and the program's stdout."""
     out = work / "callgrind.out"
-    subprocess.run(
+    done = subprocess.run(
         ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", f"--toggle-collect={function}", *cmd],
         capture_output=True,
+        text=True,
         check=True,
     )
     names: dict[str, str] = {}
@@ -207,22 +208,25 @@ def callgrind(cmd: list[str], function: str, work: Path) -> tuple[int, int]:
         elif line.startswith(("summary:", "totals:")):
             instructions = int(line.split()[1])
     out.unlink()
-    return instructions, calls
+    return instructions, calls, done.stdout
 
 
 def instructions_per_cycle(kernel: str, counter: Path, work: Path) -> tuple[float, float]:
     """(boardlab, SciMark) instructions per SciMark cycle, on the same work."""
     cmd = [str(kern_path()), f"scimark.{kernel}", "--iterations", "2", "--warmup-max-iterations", "0"]
     cmd += ["--min-iteration-ms", "0.001", "--json"]
-    bl_ir, runs = callgrind(cmd, f"k_{kernel}_run", work)
-    doc = boardlab_run(
-        kernel, ["--iterations", "1", "--warmup-max-iterations", "0", "--min-iteration-ms", "0.001"]
-    )
+    bl_ir, runs, stdout = callgrind(cmd, f"k_{kernel}_run", work)
+    doc = json.loads(stdout)
     cycles = int(doc["info"].get("cycles_per_rep", doc["info"].get("samples_per_rep", 0)))
     if runs < 1 or cycles < 1 or bl_ir <= 0:
         raise SystemExit(f"bench_scimark: callgrind saw no work in boardlab's scimark.{kernel}")
-    # Under callgrind one rep outlasts the tiny iteration target, so every k_*_run call runs one rep.
-    sm_ir, _ = callgrind([str(counter), kernel, str(cycles)], "bench_work", work)
+    # Under callgrind one rep outlasts the tiny iteration target, so calibration stops at one rep and
+    # every k_*_run call (calibration's and the iterations') runs one rep.
+    if doc["reps_per_iteration"] != 1:
+        raise SystemExit(
+            f"bench_scimark: scimark.{kernel} under callgrind ran {doc['reps_per_iteration']} reps per call"
+        )
+    sm_ir, _, _ = callgrind([str(counter), kernel, str(cycles)], "bench_work", work)
     return bl_ir / (runs * cycles), sm_ir / cycles
 
 

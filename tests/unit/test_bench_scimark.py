@@ -56,8 +56,8 @@ def test_callgrind_counts_instructions_and_calls_of_one_function(tmp_path):
     )
     exe = tmp_path / "t"
     subprocess.run(["cc", "-O2", "-o", str(exe), str(src)], check=True)
-    ir3, calls3 = bench_scimark.callgrind([str(exe), "3"], "work", tmp_path)
-    ir6, calls6 = bench_scimark.callgrind([str(exe), "6"], "work", tmp_path)
+    ir3, calls3, _ = bench_scimark.callgrind([str(exe), "3"], "work", tmp_path)
+    ir6, calls6, _ = bench_scimark.callgrind([str(exe), "6"], "work", tmp_path)
     assert (calls3, calls6) == (3, 6)
     # Only the inside of work() is collected: twice the calls, twice the instructions (a loop of 1000).
     assert ir3 >= 3 * 1000 * 3
