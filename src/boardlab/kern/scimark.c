@@ -419,7 +419,8 @@ static void mc_rep(sm_mc *m)
     sm_rng r;
     sm_rng_seed(&r, SM_MC_SEED);
     uint32_t under = 0;
-    for (uint32_t c = 0; c < m->samples; c++) {
+    const uint32_t samples = m->samples; /* a local: the generator's stores could alias *m */
+    for (uint32_t c = 0; c < samples; c++) {
         double x = sm_rng_next(&r);
         double y = sm_rng_next(&r);
         if (x * x + y * y <= 1.0)
@@ -502,10 +503,15 @@ static void sparse_rep(sm_sparse *sp)
     const double *val = sp->val, *x = sp->x;
     const int *col = sp->col, *row = sp->row;
     double *y = sp->y;
-    for (uint64_t c = 0; c < sp->multiplies; c++)
-        for (int i = 0; i < sp->n; i++) {
+    /* Sizes in locals: under -fno-strict-aliasing a store to y may alias *sp, so reading sp->n in the loop
+     * condition reloads it after every row (SciMark's loop has them in arguments). */
+    const int n = sp->n;
+    const uint64_t multiplies = sp->multiplies;
+    for (uint64_t c = 0; c < multiplies; c++)
+        for (int i = 0; i < n; i++) {
             double sum = 0.0;
-            for (int k = row[i]; k < row[i + 1]; k++)
+            const int end = row[i + 1];
+            for (int k = row[i]; k < end; k++)
                 sum += x[col[k]] * val[k];
             y[i] = sum;
         }
