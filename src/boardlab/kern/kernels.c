@@ -25,6 +25,8 @@ extern const bk_kernel bk_crypto_afalg;
 extern const bk_kernel bk_crypto_rng;
 extern const bk_kernel bk_mem_latency;
 extern const bk_kernel bk_mem_bandwidth;
+extern const bk_kernel bk_compute_gemm;
+extern const bk_kernel bk_compute_linpack;
 
 const bk_kernel *const bk_kernels[] = {
     &bk_noop,
@@ -51,5 +53,7 @@ const bk_kernel *const bk_kernels[] = {
     &bk_crypto_rng,
     &bk_mem_latency,
     &bk_mem_bandwidth,
+    &bk_compute_gemm,
+    &bk_compute_linpack,
     NULL,
 };
