@@ -27,6 +27,7 @@ extern const bk_kernel bk_mem_latency;
 extern const bk_kernel bk_mem_bandwidth;
 extern const bk_kernel bk_compute_gemm;
 extern const bk_kernel bk_compute_linpack;
+extern const bk_kernel bk_io_storage;
 
 const bk_kernel *const bk_kernels[] = {
     &bk_noop,
@@ -55,5 +56,6 @@ const bk_kernel *const bk_kernels[] = {
     &bk_mem_bandwidth,
     &bk_compute_gemm,
     &bk_compute_linpack,
+    &bk_io_storage,
     NULL,
 };
