@@ -28,6 +28,7 @@ extern const bk_kernel bk_mem_bandwidth;
 extern const bk_kernel bk_compute_gemm;
 extern const bk_kernel bk_compute_linpack;
 extern const bk_kernel bk_io_storage;
+extern const bk_kernel bk_io_net;
 
 const bk_kernel *const bk_kernels[] = {
     &bk_noop,
@@ -57,5 +58,6 @@ const bk_kernel *const bk_kernels[] = {
     &bk_compute_gemm,
     &bk_compute_linpack,
     &bk_io_storage,
+    &bk_io_net,
     NULL,
 };
