@@ -76,6 +76,7 @@ static const bk_param io_params[] = {
     {"invalidate", BK_INT, 0, 1, "1", NULL, NULL, "1: drop the region from the page cache before timing (fadvise)"},
     {"verify", BK_INT, 0, 1, "1", NULL, NULL, "1: check every read's stamps and compare the region at the end"},
     {"destructive", BK_INT, 0, 1, "0", NULL, NULL, "1: allow writing to a block device (its data is lost)"},
+    {"keep_file", BK_INT, 0, 1, "0", NULL, NULL, "1: keep a file boardlab created (a later read run finds its data)"},
     {0},
 };
 
@@ -190,6 +191,20 @@ static int prefill(bk_ctx *ctx, io_state *s)
     return 0;
 }
 
+/* True when the region already holds the pattern (an earlier run wrote it): reads then need no rewrite,
+ * which would leave the device busy writing back while the timed reads run. */
+static bool region_has_pattern(io_state *s)
+{
+    unsigned char *want = malloc(s->bs);
+    bool same = want != NULL;
+    for (uint64_t off = 0; same && off < s->size; off += s->bs) {
+        fill_block(s, want, off);
+        same = pread(s->fd, s->buf, s->bs, (off_t)off) == (ssize_t)s->bs && memcmp(want, s->buf, s->bs) == 0;
+    }
+    free(want);
+    return same;
+}
+
 static size_t dio_alignment(bk_ctx *ctx, io_state *s)
 {
 #ifdef STATX_DIOALIGN
@@ -265,7 +280,7 @@ static int io_init(bk_ctx *ctx, void **state)
     }
     if (s->fd < 0)
         return bk_fail(ctx, "cannot open %s: %s", path, strerror(errno));
-    s->created = !exists;
+    s->created = !exists && !bk_arg_int(ctx, "keep_file");
     if (s->device) {
         uint64_t dev_bytes = 0;
         if (ioctl(s->fd, BLKGETSIZE64, &dev_bytes) == 0 && dev_bytes < s->size)
@@ -284,7 +299,9 @@ static int io_init(bk_ctx *ctx, void **state)
         memcpy(s->body + i, &v, 8);
     }
     bool can_write = !(s->device && !bk_arg_int(ctx, "destructive"));
-    if (can_write) {
+    if (can_write && s->op == OP_READ && exists && region_has_pattern(s))
+        bk_info_str(ctx, "prefill", "skipped: the region already holds the pattern");
+    else if (can_write) {
         if (prefill(ctx, s) != 0)
             return -1;
     } else if (s->verify) {
