@@ -95,3 +95,11 @@ def test_median_of_pairwise_ratios_and_pairs_alternate():
     assert check.ratios("x") == [0.5, 2.0, 2.0, 2.0]
     doc = check.as_json()
     assert doc["metrics"]["x"]["median_ratio"] == 2.0 and len(doc["pairs"]) == 4 and doc["schema"] == 1
+
+
+def test_whole_run_rate_is_total_over_total():
+    from boardlab.xcheck.pairs import whole_run_rate
+
+    res = {"iterations_ns": [1_000_000, 3_000_000], "reps_per_iteration": 10}
+    # 20 reps of 1000 bytes in 4 ms: 5e6 B/s (the median of per-iteration rates would say 6.67e6).
+    assert whole_run_rate(res, 1000) == pytest.approx(5e6)

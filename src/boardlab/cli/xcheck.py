@@ -151,6 +151,7 @@ def _storage(args, kern: Path):
         finally:
             if not existed and path.is_file():
                 path.unlink()  # fio leaves the file it laid out; boardlab removes what it created
+    check.notes.append("bandwidth and IOPS: bytes and I/Os over the whole timed run on both sides")
     check.notes.append(
         "latency: boardlab times each pread/pwrite (or io_uring submit to completion); fio's clat_ns percentiles"
     )

@@ -13,6 +13,7 @@ from pathlib import Path
 from boardlab.errors import MeasurementError
 from boardlab.platform.netstat import read_snmp, udp_loss_between
 from boardlab.xcheck.jsonrobust import parse
+from boardlab.xcheck.pairs import whole_run_rate
 
 RATIO_METRICS = ("goodput_bit_s",)
 
@@ -75,7 +76,8 @@ def run_boardlab(kern: Path, job: NetJob, notes: list[str] | None = None) -> dic
     if proc.returncode != 0 or not res.get("ok"):
         raise MeasurementError(f"io.net failed: {res.get('errors') or proc.stderr.strip()}")
     m = res["metrics"]
-    out: dict[str, float | None] = {"goodput_bit_s": m["goodput_bit_s"]["median"]}
+    size = job.msg_bytes if job.mode == "tcp" else job.udp_bytes
+    out: dict[str, float | None] = {"goodput_bit_s": whole_run_rate(res, size * 8.0)}
     if job.mode == "udp":
         out["loss_percent"] = m["loss_percent"]["value"]
         out["jitter_ns"] = m["jitter_ns"]["value"]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from boardlab.errors import MeasurementError
 from boardlab.xcheck.jsonrobust import parse
+from boardlab.xcheck.pairs import whole_run_rate
 
 METRICS = ("bandwidth_mb_s", "iops", "latency_p50_ns", "latency_p99_ns")
 RATIO_METRICS = ("bandwidth_mb_s", "iops", "latency_p50_ns")
@@ -100,8 +101,8 @@ def run_boardlab(kern: Path, job: StorageJob) -> dict[str, float | None]:
         raise MeasurementError(f"io.storage failed: {res.get('errors') or proc.stderr.strip()}")
     m = res["metrics"]
     return {
-        "bandwidth_mb_s": m["bandwidth_mb_s"]["median"],
-        "iops": m["iops"]["median"],
+        "bandwidth_mb_s": whole_run_rate(res, job.bs_bytes / 1e6),
+        "iops": whole_run_rate(res, 1.0),
         "latency_p50_ns": m["latency_p50_ns"]["value"],
         "latency_p99_ns": m["latency_p99_ns"]["value"],
     }
