@@ -29,6 +29,7 @@ extern const bk_kernel bk_compute_gemm;
 extern const bk_kernel bk_compute_linpack;
 extern const bk_kernel bk_io_storage;
 extern const bk_kernel bk_io_net;
+extern const bk_kernel bk_stream_pipeline;
 
 const bk_kernel *const bk_kernels[] = {
     &bk_noop,
@@ -59,5 +60,6 @@ const bk_kernel *const bk_kernels[] = {
     &bk_compute_linpack,
     &bk_io_storage,
     &bk_io_net,
+    &bk_stream_pipeline,
     NULL,
 };
