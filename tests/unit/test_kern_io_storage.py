@@ -120,3 +120,9 @@ def test_the_alignment_for_o_direct_is_reported(kern, tmp_path):
     assert res["info"]["align_bytes"] in (512, 1024, 2048, 4096)
     assert res["info"]["align_source"]
     assert res["info"]["filesystem"]
+
+
+def test_a_directory_gets_a_private_temporary_file_removed_afterwards(kern, tmp_path):
+    rc, res = storage(kern, tmp_path, "op=randrw", "size_bytes=256k")
+    ok_or_skip(rc, res)
+    assert list(tmp_path.iterdir()) == []

@@ -63,7 +63,8 @@ typedef struct {
 
 static const bk_param io_params[] = {
     {"path", BK_STR, 0, 0, "", NULL, NULL,
-     "file (created if missing, removed afterwards if boardlab created it) or block device to test"},
+     "file (created if missing, removed afterwards if boardlab created it), block device, or a directory "
+     "(a temporary file in it, removed afterwards)"},
     {"op", BK_ENUM, 0, 0, "read", "read,write,randrw", NULL, "read, write, or randrw (random, half reads, half writes)"},
     {"pattern", BK_ENUM, 0, 0, "seq", "seq,rand", NULL, "sequential (wrapping) or uniformly random bs-aligned offsets"},
     {"bs", BK_INT, 4096, 4194304, "128k", NULL, "bytes", "block size: bytes per I/O (4 KiB - 4 MiB)"},
@@ -263,6 +264,18 @@ static int io_init(bk_ctx *ctx, void **state)
 
     struct stat st;
     bool exists = stat(path, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) {
+        /* A directory: a private temporary file inside it, removed at the end (presets name /var/tmp). */
+        snprintf(s->path, sizeof s->path, "%s/boardlab-io-XXXXXX", path);
+        int tfd = mkstemp(s->path);
+        if (tfd < 0)
+            return bk_fail(ctx, "cannot create a temporary file in %s: %s", path, strerror(errno));
+        close(tfd);
+        path = s->path;
+        exists = false; /* boardlab created it: removed in fini whatever keep_file says */
+        stat(path, &st);
+        s->created = true;
+    }
     s->device = exists && S_ISBLK(st.st_mode);
     if (exists && !s->device && !S_ISREG(st.st_mode))
         return bk_fail(ctx, "path=%s is neither a regular file nor a block device", path);
@@ -280,7 +293,7 @@ static int io_init(bk_ctx *ctx, void **state)
     }
     if (s->fd < 0)
         return bk_fail(ctx, "cannot open %s: %s", path, strerror(errno));
-    s->created = !exists && !bk_arg_int(ctx, "keep_file");
+    s->created = s->created || (!exists && !bk_arg_int(ctx, "keep_file"));
     if (s->device) {
         uint64_t dev_bytes = 0;
         if (ioctl(s->fd, BLKGETSIZE64, &dev_bytes) == 0 && dev_bytes < s->size)
