@@ -266,7 +266,8 @@ static int sink_sockets(const char *addr, int *lfd, int *udp, char *bound, size_
         return -1;
     getsockname(*lfd, (struct sockaddr *)&ss, &len);
     *udp = socket(ss.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (rcvbuf > 0)
+    /* SO_RCVBUFFORCE (root) goes past net.core.rmem_max for this socket only; SO_RCVBUF is capped by it. */
+    if (rcvbuf > 0 && setsockopt(*udp, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof rcvbuf) != 0)
         setsockopt(*udp, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
     if (*udp < 0 || bind(*udp, (struct sockaddr *)&ss, len) != 0)
         return -1;
