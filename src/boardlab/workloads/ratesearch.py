@@ -41,6 +41,7 @@ def search(
     *,
     resolution: float = 0.05,
     max_trials: int = 12,
+    tolerance_percent: float = 0.0,
 ) -> tuple[float | None, list[Trial]]:
     """The highest rate in [lo, hi] whose trial lost nothing, to within `resolution` (relative). Starts at hi
     (a lossless hi ends the search); None when even lo loses."""
