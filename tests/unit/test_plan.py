@@ -252,3 +252,8 @@ def test_a_plan_can_be_narrowed_to_some_of_its_workloads():
     assert "workloads = demo.kernel" in narrowed.source
     with pytest.raises(InputError, match="--workload demo.nope: not in plan 't'; its workloads: demo.kernel"):
         apply_overrides(plan, CATALOG, only_workloads=["demo.nope"])
+
+
+def test_with_unsupported_skip_an_unsupported_workload_is_accepted_for_the_runner_to_skip():
+    plan = parse('name = "t"\n[runs]\nunsupported = "skip"\n[[workloads]]\nname = "demo.missing"\n')
+    assert [w.name for w in plan.workloads] == ["demo.missing"]

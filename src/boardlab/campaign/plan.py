@@ -120,7 +120,9 @@ def _no_leftovers(table: dict, where: _Where, path: tuple, known: str) -> None:
         raise where.error(path + (key,), f"unknown key; valid keys here: {known}")
 
 
-def _workload(entry: Any, i: int, catalog: dict[str, WorkloadSpec], where: _Where) -> WorkloadEntry:
+def _workload(
+    entry: Any, i: int, catalog: dict[str, WorkloadSpec], where: _Where, allow_unsupported: bool = False
+) -> WorkloadEntry:
     path = ("workloads", i)
     if not isinstance(entry, dict):
         raise where.error(path, f"expected a table, found {_type_name(entry)}")
@@ -158,7 +160,9 @@ def _workload(entry: Any, i: int, catalog: dict[str, WorkloadSpec], where: _Wher
     if metric is not None and metric not in {m.name for m in spec.metrics}:
         valid = ", ".join(m.name for m in spec.metrics)
         raise where.error(path + ("metric",), f"{name} has no metric {metric!r}; valid: {valid}")
-    if not spec.supported:
+    if (
+        not spec.supported and not allow_unsupported
+    ):  # unsupported = "skip": the runner skips it, and says why
         raise where.error(path + ("name",), f"{name} is unsupported here: {spec.unsupported_reason}")
     return WorkloadEntry(name=name, params=params, metric=metric, compare=compare_param)
 
@@ -304,7 +308,8 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
         raise InputError(
             f"{source}: no [[workloads]]: a plan needs at least one workload (see `boardlab list`)"
         )
-    workloads = tuple(_workload(w, i, catalog, where) for i, w in enumerate(raw_workloads))
+    skip = runs.unsupported == "skip"
+    workloads = tuple(_workload(w, i, catalog, where, skip) for i, w in enumerate(raw_workloads))
     raw_conditions = _take(doc, "conditions", list, [], where, ())
     conditions = tuple(
         dataclasses.replace(_condition(c, i, where), index=i) for i, c in enumerate(raw_conditions)

@@ -400,6 +400,19 @@ class Runner:
                 self.plan, conditions=tuple(c for c in self.plan.conditions if c.name not in skipped)
             )
             self.conditions = {c.name: c for c in self.plan.conditions}
+        # Workloads the board cannot run (unsupported = "skip"): said, stored, not run.
+        skipped_workloads = {
+            w.name: self.catalog[w.name].unsupported_reason
+            for w in self.plan.workloads
+            if not self.catalog[w.name].supported
+        }
+        for name, reason in skipped_workloads.items():
+            self.progress.note(f"skipping workload {name!r}: unsupported: {reason}")
+        if skipped_workloads:
+            kept = tuple(w for w in self.plan.workloads if w.name not in skipped_workloads)
+            if not kept:
+                raise InputError(f"{self.plan.source_name}: every workload is unsupported here")
+            self.plan = dataclasses.replace(self.plan, workloads=kept)
         cells = build_cells(self.plan, self.catalog)
         self._prepare_workloads(cells)
         conditions = self.conditions
@@ -428,6 +441,7 @@ class Runner:
             "checks": info_dict.get("checks"),
             "worker_cpu": cpu,
             "skipped_conditions": skipped,
+            "skipped_workloads": skipped_workloads,
         }
         if existing is None:
             campaign_id = self.store.create_campaign(
@@ -511,7 +525,11 @@ class Runner:
                     "wall_s": mon_wall,
                     "cost_pct_of_core": cost,
                 },
-                notes={"reruns": reruns, "skipped_conditions": skipped},
+                notes={
+                    "reruns": reruns,
+                    "skipped_conditions": skipped,
+                    "skipped_workloads": skipped_workloads,
+                },
             )
         return Outcome(campaign_id, status, done, total, reruns, resumed, cost, time.monotonic() - loop_t0)
 

@@ -555,4 +555,5 @@ const bk_kernel bk_io_storage = {
     .corrupt = io_corrupt,
     .verify = io_verify,
     .fini = io_fini,
+    .calibrate_on_wall = true,
 };

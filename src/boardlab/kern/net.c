@@ -852,4 +852,5 @@ const bk_kernel bk_io_net = {
     .corrupt = net_corrupt,
     .verify = net_verify,
     .fini = net_fini,
+    .calibrate_on_wall = true,
 };

@@ -840,4 +840,5 @@ const bk_kernel bk_stream_pipeline = {
     .corrupt = sp_corrupt,
     .verify = sp_verify,
     .fini = sp_fini,
+    .calibrate_on_wall = true,
 };

@@ -123,6 +123,9 @@ class CampaignAnalysis:
     # its own A/A threshold `tail_delta` and its own Holm correction.
     tail_comparisons: tuple[ComparisonAnalysis, ...] = ()
     tail_delta: AADelta | None = None
+    stream: object | None = (
+        None  # the data-stream study's section (study_stream.StreamStudy), when it applies
+    )
 
     @property
     def conditions(self) -> list[str]:
@@ -390,9 +393,16 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
         ai_cells=ai_cells(store, cells),
         tail_comparisons=tails,
         tail_delta=tail_delta,
+        stream=_stream_study(store, campaign_id, json.loads(board["inventory_json"])),
     )
 
 
 def latest_campaign_id(store: Store) -> int | None:
     rows = store.campaigns()
     return rows[-1]["id"] if rows else None
+
+
+def _stream_study(store: Store, campaign_id: int, inventory: dict):
+    from boardlab.report.study_stream import stream_study
+
+    return stream_study(store, campaign_id, inventory)

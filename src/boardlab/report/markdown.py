@@ -116,4 +116,8 @@ def render_markdown(analysis: CampaignAnalysis) -> str:
             + (f" {note}" if (note := ai_frames_note(a)) else ""),
             "",
         ] + md_table(ai_table(a))
+    if a.stream:
+        from boardlab.report.study_stream import markdown_lines
+
+        out += markdown_lines(a.stream)
     return "\n".join(out) + "\n"
