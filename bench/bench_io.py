@@ -47,7 +47,9 @@ def report_storage(label: str, doc: dict | None) -> None:
     for metric in ("bandwidth_mb_s", "latency_p50_ns"):
         r = doc["metrics"][metric]["median_ratio"]
         b, f = doc["metrics"][metric]["boardlab_median"], doc["metrics"][metric]["reference_median"]
-        print(f"io.storage vs fio, {label}, {metric}: boardlab {b:.4g} fio {f:.4g} median ratio {r:.3f} {verdict(r)}")
+        print(
+            f"io.storage vs fio, {label}, {metric}: boardlab {b:.4g} fio {f:.4g} median ratio {r:.3f} {verdict(r)}"
+        )
 
 
 def cpus() -> tuple[int, int]:

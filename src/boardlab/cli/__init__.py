@@ -27,7 +27,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("boardlab.cli.compare", "compare two campaigns (two boards or two sessions) cell by cell"),
     "models": ("boardlab.cli.models", "generate the AI workload's models (MobileNet, SSD, ResNet) offline"),
     "kern": ("boardlab.cli.kern", "run the native kernel executable boardlab-kern (or print its --path)"),
-    "xcheck": ("boardlab.cli.xcheck", "cross-check io.storage against fio or io.net against iperf3 (median ratio)"),
+    "xcheck": (
+        "boardlab.cli.xcheck",
+        "cross-check io.storage against fio or io.net against iperf3 (median ratio)",
+    ),
 }
 
 
