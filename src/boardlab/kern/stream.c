@@ -472,8 +472,8 @@ static const bk_param sp_params[] = {
 };
 
 static const bk_metric sp_metrics[] = {
-    {"offered_bit_s", "bit/s", true, BK_RATE, -1, 8.0, "input bits offered to the pipeline per second (end to end)"},
     {"goodput_bit_s", "bit/s", true, BK_VALUE, -1, 1.0, "input bits delivered to the sink per second of run time"},
+    {"offered_bit_s", "bit/s", true, BK_RATE, -1, 8.0, "input bits offered to the pipeline per second (end to end)"},
     {"goodput_b_s", "B/s", true, BK_VALUE, -1, 1.0, "input bytes delivered to the sink per second of run time"},
     {"drop_percent", "%", false, BK_VALUE, -1, 1.0, "records dropped by any stage, percent of offered"},
     {"compression_ratio", "ratio", true, BK_VALUE, -1, 1.0, "bytes into compress / bytes out"},
