@@ -25,14 +25,51 @@
 
 #if BK_HAVE_CBLAS
 #include <cblas.h>
+#include <dlfcn.h>
 #endif
 
 #define GEMM_SEED 0x67656d6d2d626c61ULL
 
+#if BK_HAVE_CBLAS
+/* The CBLAS is opened on first use, not linked: OpenBLAS starts its thread pool in a constructor, and those
+ * threads would otherwise live in every boardlab-kern process, beside every other kernel. */
+static __typeof__(&cblas_dgemm) p_dgemm;
+static __typeof__(&cblas_sgemm) p_sgemm;
+static void (*p_set_threads)(int);
+static const char *(*p_get_config)(void);
+static char blas_error[256];
+static char blas_library[64];
+
+static const char *blas_open(void)
+{
+    static const char *const names[] = {"libopenblas.so.0", "libopenblas.so", "libcblas.so.3", "libblas.so.3"};
+    if (p_dgemm)
+        return NULL;
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+        if (!h)
+            continue;
+        p_dgemm = (__typeof__(p_dgemm))dlsym(h, "cblas_dgemm");
+        p_sgemm = (__typeof__(p_sgemm))dlsym(h, "cblas_sgemm");
+        p_set_threads = (void (*)(int))dlsym(h, "openblas_set_num_threads");
+        p_get_config = (const char *(*)(void))dlsym(h, "openblas_get_config");
+        if (p_dgemm && p_sgemm) {
+            snprintf(blas_library, sizeof blas_library, "%s", names[i]);
+            return NULL;
+        }
+        p_dgemm = NULL;
+        dlclose(h);
+    }
+    snprintf(blas_error, sizeof blas_error, "no CBLAS library could be opened (%s); install libopenblas0",
+             "libopenblas.so.0, libcblas.so.3, libblas.so.3");
+    return blas_error;
+}
+#endif
+
 static const char *blas_reason(void)
 {
 #if BK_HAVE_CBLAS
-    return NULL;
+    return blas_open();
 #else
     return "built without a CBLAS library (install libopenblas-dev and rebuild)";
 #endif
@@ -192,15 +229,17 @@ static int common_init(bk_ctx *ctx, gemm_state *s)
     s->ncpus = bk_allowed_cpus(s->cpus, 256);
     if (s->blas && blas_reason())
         return bk_unsupported(ctx, "impl=blas: %s", blas_reason());
-#if BK_HAVE_CBLAS && BK_HAVE_OPENBLAS_THREADS
+#if BK_HAVE_CBLAS
     if (s->blas) {
-        openblas_set_num_threads(s->threads);
-        bk_info_str(ctx, "blas_config", openblas_get_config());
+        if (p_set_threads)
+            p_set_threads(s->threads);
+        else if (s->threads != 1)
+            return bk_unsupported(ctx, "threads=%d: %s has no thread-count call (OpenBLAS's is missing)",
+                                  s->threads, blas_library);
+        bk_info_str(ctx, "blas_library", blas_library);
+        if (p_get_config)
+            bk_info_str(ctx, "blas_config", p_get_config());
     }
-#else
-    if (s->blas && s->threads != 1)
-        return bk_unsupported(ctx, "threads=%d: this CBLAS has no thread-count call (OpenBLAS's is missing)",
-                              s->threads);
 #endif
     bk_info_str(ctx, "impl_used", s->blas ? "cblas" : "native");
     bk_info_num(ctx, "threads", s->threads);
@@ -214,10 +253,9 @@ static void gemm_any(gemm_state *s, int m, int n, int k, double alpha, const voi
 #if BK_HAVE_CBLAS
     if (s->blas) {
         if (s->dp)
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, 1.0, c, ldc);
+            p_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, 1.0, c, ldc);
         else
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, (float)alpha, a, lda, b, ldb, 1.0f, c,
-                        ldc);
+            p_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, (float)alpha, a, lda, b, ldb, 1.0f, c, ldc);
         return;
     }
 #endif
