@@ -65,6 +65,7 @@ class StageCpu:
     label: str
     ns_per_byte: tuple[tuple[str, float], ...]  # (stage, median CPU ns per delivered input byte)
     cpu_over_rusage: float | None  # median of the runs' stage sum / process rusage
+    block_bytes: int = 0  # for ordering
 
 
 @dataclass(frozen=True)
@@ -190,11 +191,12 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
             key, metric, to_bit = CURVES[workload]
             if key in params:
                 label = _label(params, (key,)) + cond
-                for d in docs:
-                    v = _metric(d, metric)
-                    if v is not None:
-                        curves[(workload, label)][int(params[key])].append(v)
-                        io_best.append((v * to_bit, f"{workload} ({_label(params, ())}){cond}"))
+                vals = [v for v in (_metric(d, metric) for d in docs) if v is not None]
+                curves[(workload, label)][int(params[key])].extend(vals)
+                if vals:  # the cell's median, as the tables show it
+                    io_best.append(
+                        (statistics.median(vals) * to_bit, f"{workload} ({_label(params, ())}){cond}")
+                    )
         if workload == "io.dma":
             dma[int(params.get("size_bytes", 0))].extend(docs)
         if workload in ("compute.gemm", "compute.linpack"):
@@ -209,7 +211,14 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
             name = "zero_loss_bit_s" if workload == "io.net_zeroloss" else "knee_bit_s"
             v = _med([_metric(d, name) for d in docs])
             if v is not None:
-                searches.append((f"{workload} ({_label(params, ())}){cond}", v))
+                at_least = any((d.get("info") or {}).get("at_least") for d in docs)
+                searches.append(
+                    (
+                        f"{workload} ({_label(params, ())}){cond}"
+                        + (" [top of range: at least]" if at_least else ""),
+                        v,
+                    )
+                )
         if workload == "stream.pipeline":
             per_stage = []
             for st in STAGES:
@@ -222,7 +231,11 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
                 if vals:
                     per_stage.append((st, statistics.median(vals)))
             ratio = _med([(d.get("info") or {}).get("cpu_stages_over_rusage") for d in docs])
-            stages.append(StageCpu(f"{_label(params, ())}{cond}", tuple(per_stage), ratio))
+            stages.append(
+                StageCpu(
+                    f"{_label(params, ())}{cond}", tuple(per_stage), ratio, int(params.get("block_bytes", 0))
+                )
+            )
         if workload in ("stream.pipeline", "io.net"):
             costs = []
             reason = None
@@ -277,7 +290,7 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
         ),
         dma=tuple(dma_rows),
         dma_unsupported=unsupported.get("io.dma"),
-        stages=tuple(stages),
+        stages=tuple(sorted(stages, key=lambda st: (st.block_bytes, st.label))),
         gflops=tuple(gflops),
         bit_costs=tuple(bit_costs),
         balance=balance,
