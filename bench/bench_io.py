@@ -65,7 +65,10 @@ def main() -> int:
     a, b = cpus()
     print(f"== io.storage vs fio ({PAIRS} pairs, CPU {a})", flush=True)
     with tempfile.TemporaryDirectory(prefix=".bench-io-", dir=REPO) as tmp:
-        fs = subprocess.run(["stat", "-f", "-c", "%T", tmp], capture_output=True, text=True).stdout.strip()
+        df = subprocess.run(
+            ["df", "--output=fstype,source", tmp], capture_output=True, text=True
+        ).stdout.split()
+        fs = f"{df[2]} ({df[3]})" if len(df) >= 4 else "this file system"
         job = ["--bs", "128k", "--size", "64M", "--cpu", str(a), "--runtime-s", "2"]
         report_storage(f"file on {fs}", boardlab("io.storage", "--path", str(Path(tmp) / "data.bin"), *job))
     if os.geteuid() == 0 and shutil.which("losetup"):
