@@ -83,3 +83,9 @@ def test_html_has_a_curve_and_stage_bars_and_escapes_labels():
     evil = study(stages=(StageCpu("<script>", (("compress", 1.0),), None),))
     out = "".join(html_parts(evil))
     assert out.count("<svg") == 2 and "<script>" not in out and "&lt;script&gt;" in out
+
+
+def test_pipeline_efficiency_against_the_network_ceiling():
+    s = study(efficiency=(("block_bytes=16384", 6e8, 0.025),), ceiling="io.net (mode=tcp_stream): 24 Gbit/s")
+    (_, headers, rows) = next(x for x in tables(s) if x[0].startswith("Pipeline goodput against io.net"))
+    assert rows == [("block_bytes=16384", "600 Mbit/s", "2.5%")]

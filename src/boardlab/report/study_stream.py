@@ -108,6 +108,8 @@ class StreamStudy:
     clock_hz: float | None
     clock_source: str
     notes: tuple[str, ...]
+    efficiency: tuple[tuple[str, float, float], ...] = ()  # (pipeline, goodput bit/s, / io.net ceiling)
+    ceiling: str = ""  # the io.net cell the efficiency is against
 
 
 def clock_of(inventory: dict) -> tuple[float | None, str]:
@@ -184,6 +186,8 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
     searches: list[tuple[str, float]] = []
     compute_ips: list[tuple[float, str]] = []
     io_best: list[tuple[float, str]] = []
+    net_ceiling: list[tuple[float, str]] = []
+    pipeline_goodput: list[tuple[int, str, float]] = []
     for (workload, params_json, condition), docs in sorted(by_cell.items()):
         params = json.loads(params_json)
         cond = "" if condition in ("baseline", "") else f" [{condition}]"
@@ -197,6 +201,16 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
                     io_best.append(
                         (statistics.median(vals) * to_bit, f"{workload} ({_label(params, ())}){cond}")
                     )
+                    if workload == "io.net":
+                        net_ceiling.append((statistics.median(vals), f"io.net ({_label(params, ())}){cond}"))
+                    if workload == "stream.pipeline":
+                        pipeline_goodput.append(
+                            (
+                                int(params.get("block_bytes", 0)),
+                                f"{_label(params, ())}{cond}",
+                                statistics.median(vals),
+                            )
+                        )
         if workload == "io.dma":
             dma[int(params.get("size_bytes", 0))].extend(docs)
         if workload in ("compute.gemm", "compute.linpack"):
@@ -295,6 +309,10 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
         bit_costs=tuple(bit_costs),
         balance=balance,
         searches=tuple(searches),
+        efficiency=tuple((label, g, g / max(net_ceiling)[0]) for _b, label, g in sorted(pipeline_goodput))
+        if net_ceiling
+        else (),
+        ceiling=f"{max(net_ceiling)[1]}: {_si(max(net_ceiling)[0], 'bit/s')}" if net_ceiling else "",
         clock_hz=hz,
         clock_source=hz_source,
         notes=tuple(
@@ -367,6 +385,12 @@ def tables(s: StreamStudy) -> list[tuple[str, tuple[str, ...], list[tuple[str, .
                 [(n, _si(v, "bit/s")) for n, v in s.searches],
             )
         )
+    if s.efficiency:
+        out.append((
+            f"Pipeline goodput against io.net's ceiling ({s.ceiling})",
+            ("pipeline", "goodput_bit_s", "of ceiling"),
+            [(label, _si(g, "bit/s"), f"{e:.1%}") for label, g, e in s.efficiency],
+        ))  # fmt: skip
     if s.bit_costs:
         out.append((
             "Instructions per bit",
