@@ -89,3 +89,22 @@ def test_pipeline_efficiency_against_the_network_ceiling():
     s = study(efficiency=(("block_bytes=16384", 6e8, 0.025),), ceiling="io.net (mode=tcp_stream): 24 Gbit/s")
     (_, headers, rows) = next(x for x in tables(s) if x[0].startswith("Pipeline goodput against io.net"))
     assert rows == [("block_bytes=16384", "600 Mbit/s", "2.5%")]
+
+
+def test_a_cell_without_the_curve_metric_draws_no_point(tmp_path):
+    # tcp_rr reports transactions_s, not goodput: its msg_bytes must not open an empty curve point.
+    import json
+
+    from boardlab.report.study_stream import stream_study
+
+    class FakeStore:
+        def runs(self, _cid):
+            doc = {"ok": True, "metrics": {"transactions_s": {"median": 7e4}}, "info": {"sent_bytes": 0}}
+            return [{"workload": "io.net", "worker_json": json.dumps(doc), "valid": 1,
+                     "params_json": json.dumps({"mode": "tcp_rr", "msg_bytes": 64}), "condition": "baseline"}]  # fmt: skip
+
+        def campaign(self, _cid):
+            return {"environment_json": "{}"}
+
+    s = stream_study(FakeStore(), 1, {"hostname": "elsewhere"})
+    assert s is not None and s.curves == ()

@@ -14,3 +14,9 @@ def test_the_stream_preset_names_every_data_stream_workload():
     assert plan.runs.unsupported == "skip"  # io.dma without a DMA engine is skipped with its reason
     storage = next(w for w in plan.workloads if w.name == "io.storage")
     assert len(storage.params["bs"]) >= 3  # a throughput-by-block-size curve
+
+
+def test_each_io_net_cell_is_judged_by_a_metric_its_mode_reports():
+    plan = load_plan(None, "stream", {w.name: w for w in all_workloads()})
+    rr = next(w for w in plan.workloads if w.name == "io.net" and w.params.get("mode") == "tcp_rr")
+    assert rr.metric == "transactions_s"

@@ -196,8 +196,8 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
             if key in params:
                 label = _label(params, (key,)) + cond
                 vals = [v for v in (_metric(d, metric) for d in docs) if v is not None]
-                curves[(workload, label)][int(params[key])].extend(vals)
-                if vals:  # the cell's median, as the tables show it
+                if vals:  # the cell's median, as the tables show it (tcp_rr reports no goodput)
+                    curves[(workload, label)][int(params[key])].extend(vals)
                     io_best.append(
                         (statistics.median(vals) * to_bit, f"{workload} ({_label(params, ())}){cond}")
                     )
