@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 DEB_PACKAGES := build-essential pkg-config python3 python3-venv python3-dev \
 	liblzma-dev libbz2-dev libzstd-dev zlib1g-dev libssl-dev \
 	stress-ng rt-tests linux-perf xz-utils bzip2 pbzip2 zstd openssl mbw hyperfine libgsm-tools chromium
-# make test-arm (issue 13): Debian's cross compilers and C libraries for armhf and arm64, qemu-user to run
+# make test-arm: Debian's cross compilers and C libraries for armhf and arm64, qemu-user to run
 # their binaries, debootstrap for an armhf root filesystem. Only test-arm and .ci/run need them, not a board.
 ARM_DEB_PACKAGES := gcc-arm-linux-gnueabihf gcc-aarch64-linux-gnu libc6-dev-armhf-cross libc6-dev-arm64-cross \
 	qemu-user-static debootstrap debian-archive-keyring
@@ -27,6 +27,8 @@ VENV_FLAGS := --system-site-packages
 PIP_NINJA :=
 DEB_PACKAGES += python3-numpy python3-scipy ninja-build
 endif
+# The data-stream study: fio and iperf3 for `boardlab xcheck`, liburing and OpenBLAS for io.storage/io.net and compute.gemm.
+DEB_PACKAGES += fio iperf3 liburing-dev libopenblas-dev
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
 .PHONY: setup deb venv install demo test bench lint clean deb-arm cross test-arm test-arm-kern test-arm-rootfs bundle

@@ -316,3 +316,8 @@ def test_an_unsupported_workload_fails_the_plan_unless_it_says_skip():
 
     plan = parse_plan(text.format("skip"), "p.toml", CATALOG)
     assert unsupported_workloads(plan, CATALOG) == {"demo.missing": "built without libdemo"}
+
+
+def test_with_unsupported_skip_an_unsupported_workload_is_accepted_for_the_runner_to_skip():
+    plan = parse('name = "t"\n[runs]\nunsupported = "skip"\n[[workloads]]\nname = "demo.missing"\n')
+    assert [w.name for w in plan.workloads] == ["demo.missing"]

@@ -639,7 +639,11 @@ class Runner:
                     "cost_pct_of_core": cost,
                     **self.energy.cost(),
                 },
-                notes={"reruns": reruns, "skipped_conditions": skipped},
+                notes={
+                    "reruns": reruns,
+                    "skipped_conditions": skipped,
+                    "skipped_workloads": skipped_workloads,
+                },
             )
         return Outcome(campaign_id, status, done, total, reruns, resumed, cost, time.monotonic() - loop_t0)
 

@@ -35,6 +35,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "boardlab.cli.bundle",
         "pack boardlab for a board (armhf, arm64): wheel, boardlab-kern, install.sh",
     ),
+    "xcheck": (
+        "boardlab.cli.xcheck",
+        "cross-check io.storage against fio or io.net against iperf3 (median ratio)",
+    ),
 }
 
 

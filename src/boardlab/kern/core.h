@@ -64,6 +64,7 @@ typedef struct bk_kernel {
     int (*verify)(bk_ctx *ctx, void *state); /* 0 when the result is right; sets the checksum */
     void (*fini)(void *state);
     uint64_t fixed_reps; /* 0: calibrate; otherwise this many reps per iteration */
+    bool calibrate_on_wall; /* the kernel sleeps or waits for I/O: calibrate on wall time, not CPU time */
 } bk_kernel;
 
 /* Parameters, already validated against the spec. */

@@ -9,7 +9,7 @@
 #define BK_MAX_PARAMS 32
 #define BK_MAX_METRICS 16
 #define BK_MAX_PHASES 8
-#define BK_MAX_INFO 32
+#define BK_MAX_INFO 96 /* stream.pipeline reports six figures per stage */
 #define BK_MAX_ERRORS 8
 
 typedef struct {

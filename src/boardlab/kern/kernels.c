@@ -25,6 +25,11 @@ extern const bk_kernel bk_crypto_afalg;
 extern const bk_kernel bk_crypto_rng;
 extern const bk_kernel bk_mem_latency;
 extern const bk_kernel bk_mem_bandwidth;
+extern const bk_kernel bk_compute_gemm;
+extern const bk_kernel bk_compute_linpack;
+extern const bk_kernel bk_io_storage;
+extern const bk_kernel bk_io_net;
+extern const bk_kernel bk_stream_pipeline;
 
 const bk_kernel *const bk_kernels[] = {
     &bk_noop,
@@ -51,5 +56,10 @@ const bk_kernel *const bk_kernels[] = {
     &bk_crypto_rng,
     &bk_mem_latency,
     &bk_mem_bandwidth,
+    &bk_compute_gemm,
+    &bk_compute_linpack,
+    &bk_io_storage,
+    &bk_io_net,
+    &bk_stream_pipeline,
     NULL,
 };

@@ -8,6 +8,7 @@
  * Exit codes: 0 ok, 1 a runtime or verification failure, 2 bad usage. */
 #include "core_internal.h"
 #include "corpus.h"
+#include "net.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -25,6 +26,7 @@ static void usage(FILE *out)
             "       boardlab-kern --list [--json]\n"
             "       boardlab-kern NAME [--param NAME=VALUE]... [options]\n"
             "       boardlab-kern corpus --bytes N --out FILE [--mix SPEC] [--seed S]\n"
+            "       boardlab-kern net-sink --listen HOST:PORT [--once] [--cpu N] [--rcvbuf BYTES]\n"
             "\n"
             "Runs one kernel once: calibrates reps so an iteration lasts >= --min-iteration-ms, warms up until\n"
             "the CV of the last 10 iterations is <= --warmup-cv (capped), times --iterations iterations with\n"
@@ -304,6 +306,8 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "corpus") == 0)
         return corpus_main(argc - 2, argv + 2);
+    if (strcmp(argv[1], "net-sink") == 0)
+        return bk_net_sink_main(argc - 2, argv + 2);
     if (strcmp(argv[1], "--list") == 0) {
         bool json = argc > 2 && strcmp(argv[2], "--json") == 0;
         if (argc > 2 + json) {

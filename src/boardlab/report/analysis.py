@@ -214,6 +214,9 @@ class CampaignAnalysis:
     @property
     def unstable_workloads(self) -> list[AAControl]:
         return [c for c in self.aa_controls if c.unstable]
+    stream: object | None = (
+        None  # the data-stream study's section (study_stream.StreamStudy), when it applies
+    )
 
     @property
     def conditions(self) -> list[str]:
@@ -649,9 +652,16 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
         aa_controls=controls,
         family_size=size,
         family_adjustment=method,
+        stream=_stream_study(store, campaign_id, json.loads(board["inventory_json"])),
     )
 
 
 def latest_campaign_id(store: Store) -> int | None:
     rows = store.campaigns()
     return rows[-1]["id"] if rows else None
+
+
+def _stream_study(store: Store, campaign_id: int, inventory: dict):
+    from boardlab.report.study_stream import stream_study
+
+    return stream_study(store, campaign_id, inventory)

@@ -548,6 +548,12 @@ def _rt_histograms(a: CampaignAnalysis) -> list[str]:
     return out
 
 
+def _stream_section(a: CampaignAnalysis) -> list[str]:
+    from boardlab.report.study_stream import html_parts
+
+    return html_parts(a.stream) if a.stream else []
+
+
 def _rt_section(a: CampaignAnalysis) -> list[str]:
     if not a.rt_cells:
         return []
@@ -805,6 +811,7 @@ def render_html(analysis: CampaignAnalysis, series: Series | None = None) -> str
         _ai_section(a),
         energy_html(a),
         study_governor.html_section(a),
+        _stream_section(a),
         _drift(a),
         _monitor(series),
         _tables(a),

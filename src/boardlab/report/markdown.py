@@ -123,4 +123,8 @@ def render_markdown(analysis: CampaignAnalysis) -> str:
         ] + md_table(ai_table(a))
     out += energy_markdown(a)
     out += study_governor.markdown_lines(a)
+    if a.stream:
+        from boardlab.report.study_stream import markdown_lines
+
+        out += markdown_lines(a.stream)
     return "\n".join(out) + "\n"

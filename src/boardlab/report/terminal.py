@@ -698,4 +698,8 @@ def render_text(analysis: CampaignAnalysis, *, label_width: int = 52) -> str:
     if warns:
         out.append("")
         out.append("environment: " + ", ".join(f"{w.get('name')} {w.get('status')}" for w in warns))
+    if analysis.stream:
+        from boardlab.report.study_stream import terminal_lines
+
+        out += terminal_lines(analysis.stream)
     return "\n".join(term(line) for line in out) + "\n"

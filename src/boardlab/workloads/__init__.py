@@ -17,6 +17,9 @@ from boardlab.model.workload import WorkloadSpec
 PYTHON_WORKLOADS: dict[str, str] = {
     "ai.inference": "boardlab.workloads.ai_inference",
     "rt.cyclictest": "boardlab.workloads.rt_cyclictest",
+    "io.net_zeroloss": "boardlab.workloads.net_zeroloss",
+    "stream.knee": "boardlab.workloads.stream_knee",
+    "io.dma": "boardlab.workloads.io_dma",
 }
 
 

@@ -1,0 +1,217 @@
+"""`boardlab xcheck io.storage|io.net`: boardlab's I/O workloads against fio and iperf3 on the same job."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from boardlab.errors import InputError, MeasurementError
+
+HELP = "cross-check io.storage against fio or io.net against iperf3 (interleaved pairs, median ratio)"
+DESCRIPTION = (
+    "Runs boardlab's workload and the reference tool on the same job, alternated A B A B with the same CPU "
+    "pinning, and prints per metric the median of the pairwise ratios boardlab / reference. io.storage is "
+    "compared with fio (the equivalent job file is printed), io.net with iperf3 on loopback or the given "
+    "host (the equivalent command is printed)."
+)
+
+SUFFIX = {"k": 1024, "K": 1024, "M": 1024**2, "G": 1024**3}
+
+
+def size_arg(text: str) -> int:
+    try:
+        if text and text[-1] in SUFFIX:
+            return int(float(text[:-1]) * SUFFIX[text[-1]])
+        return int(text)
+    except ValueError:
+        import argparse
+
+        raise argparse.ArgumentTypeError(  # noqa: B904 - argparse shows only this message
+            f"expected a size in bytes with an optional k/M/G suffix, got {text!r}"
+        )
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("workload", choices=("io.storage", "io.net"), help="what to cross-check")
+    parser.add_argument("--pairs", type=int, default=10, help="interleaved pairs (default 10)")
+    parser.add_argument(
+        "--json", action="store_true", help="print the pairs and median_ratio per metric as JSON"
+    )
+    s = parser.add_argument_group("io.storage (against fio)")
+    s.add_argument("--path", help="file (created and removed if missing) or block device to test")
+    s.add_argument("--op", choices=("read", "write", "randrw"), default="read")
+    s.add_argument("--pattern", choices=("seq", "rand"), default="seq")
+    s.add_argument(
+        "--bs", type=size_arg, default=128 * 1024, help="block size in bytes, k/M suffixes (default 128k)"
+    )
+    s.add_argument("--size", type=size_arg, default=64 * 1024**2, help="region in bytes (default 64M)")
+    s.add_argument("--direct", type=int, choices=(0, 1), default=1, help="O_DIRECT (default 1)")
+    s.add_argument("--engine", choices=("psync", "io_uring"), default="psync")
+    s.add_argument("--iodepth", type=int, default=1)
+    s.add_argument("--fsync", choices=("none", "each", "end"), default="none")
+    s.add_argument(
+        "--runtime-s", type=float, default=3.0, help="fio's time-based runtime per run (default 3)"
+    )
+    s.add_argument("--cpu", type=int, help="pin both tools to this CPU")
+    s.add_argument(
+        "--destructive", action="store_true", help="allow writing to a block device (data is lost)"
+    )
+    s.add_argument("--job-out", type=Path, help="also save the fio job file here")
+    n = parser.add_argument_group("io.net (against iperf3)")
+    n.add_argument("--mode", choices=("tcp", "udp"), default="tcp")
+    n.add_argument(
+        "--host", default="127.0.0.1", help="address the sink/server listens on (default loopback)"
+    )
+    n.add_argument("--msg-bytes", type=size_arg, default=128 * 1024, help="TCP write size (default 128k)")
+    n.add_argument("--udp-bytes", type=int, default=1400, help="UDP payload (default 1400)")
+    n.add_argument(
+        "--rate-bit-s", type=float, default=100e6, help="UDP offered rate in bit/s (default 100e6)"
+    )
+    n.add_argument("--duration-s", type=float, default=3.0, help="iperf3 -t (default 3)")
+    n.add_argument("--client-cpu", type=int, help="CPU of the sender (both tools)")
+    n.add_argument("--server-cpu", type=int, help="CPU of the receiver (both tools)")
+    n.add_argument(
+        "--sockbuf-bytes", type=size_arg, default=0, help="socket buffers on both ends (iperf3 -w)"
+    )
+
+
+def _need(tool: str, package: str) -> None:
+    if shutil.which(tool) is None:
+        raise MeasurementError(f"{tool} is not installed: apt-get install {package}")
+
+
+def _check_cpu(cpu: int | None, flag: str) -> None:
+    if cpu is not None and cpu not in os.sched_getaffinity(0):
+        raise InputError(f"{flag} {cpu}: not a CPU this process may use ({sorted(os.sched_getaffinity(0))})")
+
+
+def _progress(i: int, pair, total: int) -> None:
+    def fmt(d):
+        return ", ".join(f"{k} {v:.4g}" for k, v in d.items() if v is not None)
+
+    print(
+        f"pair {i + 1}/{total}: boardlab {fmt(pair.boardlab)} | reference {fmt(pair.reference)}",
+        file=sys.stderr,
+    )
+
+
+def _storage(args, kern: Path):
+    from boardlab.xcheck import pairs, storage
+
+    if not args.path:
+        raise InputError(
+            "xcheck io.storage: --path FILE|DEVICE is required (nothing is written anywhere unnamed)"
+        )
+    path = Path(args.path)
+    if not path.parent.is_dir():
+        raise InputError(f"--path {args.path}: directory {path.parent} does not exist")
+    _check_cpu(args.cpu, "--cpu")
+    if args.bs % 4096 or not 4096 <= args.bs <= 4 * 1024**2:
+        raise InputError(f"--bs {args.bs}: must be a multiple of 4096 from 4k to 4M")
+    if args.engine == "psync" and args.iodepth != 1:
+        raise InputError("--iodepth > 1 needs --engine io_uring")
+    _need("fio", "fio")
+    existed = path.exists()
+    job = storage.StorageJob(
+        path=str(path), op=args.op, pattern=args.pattern, bs_bytes=args.bs, size_bytes=args.size,
+        direct=bool(args.direct), engine=args.engine, iodepth=args.iodepth, fsync=args.fsync,
+        runtime_s=args.runtime_s, destructive=args.destructive, cpu=args.cpu,
+    )  # fmt: skip
+    if path.is_block_device() and args.op != "read" and not args.destructive:
+        raise InputError(f"--path {path} is a block device and --op {args.op} writes: add --destructive")
+    with tempfile.TemporaryDirectory(prefix="boardlab-xcheck-") as tmp:
+        job_file = Path(tmp) / "boardlab.fio"
+        job_file.write_text(job.fio_job())
+        if args.job_out:
+            args.job_out.write_text(job.fio_job())
+        check = pairs.CrossCheck(
+            job=f"io.storage {args.op} {args.pattern} bs={args.bs} on {path}",
+            reference_tool="fio",
+            boardlab_command=storage.kern_command(kern, job),
+            reference_command=storage.fio_command(job_file),
+            ratio_metrics=storage.RATIO_METRICS,
+        )
+        if not args.json:
+            print("fio job:\n" + job.fio_job(), file=sys.stderr)
+        try:
+            if not existed:
+                storage.layout(kern, job)
+            check.pairs.extend(
+                pairs.interleave(
+                    args.pairs,
+                    lambda: storage.run_boardlab(kern, job),
+                    lambda: storage.run_fio(job_file, job),
+                    lambda i, p: _progress(i, p, args.pairs),
+                )
+            )
+        finally:
+            if not existed and path.is_file():
+                path.unlink()  # fio leaves the file it laid out; boardlab removes what it created
+    check.notes.append("bandwidth and IOPS: bytes and I/Os over the whole timed run on both sides")
+    check.notes.append(
+        "latency: boardlab times each pread/pwrite (or io_uring submit to completion); fio's clat_ns percentiles"
+    )
+    return check
+
+
+def _net(args, kern: Path):
+    from boardlab.xcheck import net, pairs
+
+    _check_cpu(args.client_cpu, "--client-cpu")
+    _check_cpu(args.server_cpu, "--server-cpu")
+    _need("iperf3", "iperf3")
+    job = net.NetJob(
+        mode=args.mode, host=args.host, msg_bytes=args.msg_bytes, udp_bytes=args.udp_bytes,
+        rate_bit_s=args.rate_bit_s, duration_s=args.duration_s, client_cpu=args.client_cpu,
+        server_cpu=args.server_cpu, sockbuf_bytes=args.sockbuf_bytes,
+    )  # fmt: skip
+    check = pairs.CrossCheck(
+        job=f"io.net {args.mode} to {args.host}",
+        reference_tool="iperf3",
+        boardlab_command=net.kern_command(kern, job),
+        reference_command=job.iperf_client(0),
+        ratio_metrics=net.RATIO_METRICS,
+    )
+    if not args.json:
+        print(
+            "iperf3: " + " ".join(job.iperf_server(0)) + "  /  " + " ".join(job.iperf_client(0)),
+            file=sys.stderr,
+        )
+    check.pairs.extend(
+        pairs.interleave(
+            args.pairs,
+            lambda: net.run_boardlab(kern, job, check.notes),
+            lambda: net.run_iperf(job),
+            lambda i, p: _progress(i, p, args.pairs),
+        )
+    )
+    return check
+
+
+def run(args) -> int:
+    from boardlab.native import kern_path
+
+    if args.pairs < 1:
+        raise InputError("--pairs must be at least 1")
+    kern = kern_path()
+    check = _storage(args, kern) if args.workload == "io.storage" else _net(args, kern)
+    doc = check.as_json()
+    if args.json:
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(f"{check.job}: boardlab vs {check.reference_tool}, {len(check.pairs)} interleaved pairs")
+    print(f"  {'metric':<18} {'boardlab median':>16} {'reference median':>17} {'median ratio':>13}")
+    for name, m in doc["metrics"].items():
+        ratio = f"{m['median_ratio']:.3f}" if m["median_ratio"] is not None else "-"
+
+        def num(v):
+            return f"{v:.4g}" if v is not None else "-"
+
+        print(f"  {name:<18} {num(m['boardlab_median']):>16} {num(m['reference_median']):>17} {ratio:>13}")
+    for note in dict.fromkeys(check.notes):
+        print(f"  note: {note}")
+    return 0

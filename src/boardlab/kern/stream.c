@@ -1,0 +1,880 @@
+/* stream.pipeline: receive -> filter -> compress -> encrypt -> transmit, the data-stream studies' chain.
+ *
+ * Records of block_bytes (1-64 KiB) of the sensor corpus (corpus.c) enter with a sequence number. Stages:
+ *   receive:  copies the next block of the corpus into a record (the copy a socket read would make),
+ *             paced at rate_bit_s in push mode;
+ *   filter:   decimation (keep every decimate-th 16-bit sample; 1 = pass-through);
+ *   compress: zstd, zlib or lzma one-shot per record, or none;
+ *   encrypt:  AES-256-GCM or ChaCha20-Poly1305 (libcrypto EVP) with a per-record nonce and tag, or none;
+ *   transmit: sends the record on a local SOCK_SEQPACKET socket, with an optional rate cap (token bucket,
+ *             down to kbit/s for a downlink) to a sink thread that checks sequence numbers and AEAD tags.
+ * Scheduling: one thread per stage joined by bounded rings (ring_slots records each), or run-to-completion
+ * (one thread does every stage of a record before the next). Push: the source is paced and a stage whose
+ * output ring is full (or a transmit over its rate cap) drops the record and counts it. Pull: stages wait for
+ * room (sink-credited), never drop. Any sequence gap at the sink not matched by a counted drop is an error.
+ *
+ * One rep is one record offered; run() waits until every offered record is delivered or dropped, so an
+ * iteration's time is end to end. Per-stage CPU comes from each thread's CLOCK_THREAD_CPUTIME_ID and is
+ * compared with the process's rusage at the end.
+ */
+#include "core.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "corpus.h"
+
+#if BK_HAVE_ZSTD
+#include <zstd.h>
+#endif
+#if BK_HAVE_ZLIB
+#include <zlib.h>
+#endif
+#if BK_HAVE_LZMA
+#include <lzma.h>
+#endif
+#if BK_HAVE_CRYPTO
+#include <openssl/evp.h>
+#endif
+
+enum { ST_RECEIVE, ST_FILTER, ST_COMPRESS, ST_ENCRYPT, ST_TRANSMIT, ST_SINK, NSTAGES };
+static const char *stage_names[NSTAGES] = {"receive", "filter", "compress", "encrypt", "transmit", "sink"};
+
+#define TAG_LEN 16
+#define PACE_BURST_NS 1000000ULL /* pacing credit kept for a late source or link: 1 ms */
+#define SLACK 1024 /* room for a codec's worst-case expansion of a small block, the header and the tag */
+
+typedef struct {
+    uint64_t seq;
+    uint32_t len; /* payload bytes */
+    uint32_t raw_len; /* input bytes this record carries (before filter/compress) */
+} rec_hdr;
+
+typedef struct {
+    rec_hdr h;
+    unsigned char *data; /* capacity: cap */
+} record;
+
+/* A bounded single-producer single-consumer ring of record pointers, with a mutex and conditions so that an
+ * idle stage sleeps (its CPU time stays its work). */
+typedef struct {
+    record **slot;
+    int cap, head, count;
+    pthread_mutex_t m;
+    pthread_cond_t not_empty, not_full;
+} ring;
+
+typedef struct {
+    _Atomic uint64_t in, out, drops, bytes_in, bytes_out, cpu_ns;
+} stage_stats;
+
+typedef struct pipeline pipeline;
+
+typedef struct {
+    pipeline *p;
+    int stage;
+    pthread_t tid;
+    bool started;
+    clockid_t clock; /* the thread's CPU clock, read from outside when it is idle */
+} worker;
+
+struct pipeline {
+    bool threads, push, verify_sink;
+    size_t block, cap;
+    int decimate, level, ring_slots;
+    char codec[8], cipher[24];
+    double rate_bit_s, cap_bit_s;
+    int cpus[NSTAGES];
+    unsigned char *corpus;
+    size_t corpus_n, corpus_pos;
+    ring rings[NSTAGES]; /* rings[i]: input of stage i (1..4) */
+    ring pool; /* free records */
+    record *records;
+    int nrecords;
+    stage_stats st[NSTAGES];
+    int sock[2]; /* transmit -> sink */
+    _Atomic uint64_t emitted, delivered, gap_total, bad_tag, bad_order, dropped;
+    _Atomic bool stop;
+    _Atomic int busy[NSTAGES]; /* a thread holds a record whose bookkeeping is not finished */
+    uint64_t last_seq_plus1; /* sink */
+    pthread_mutex_t done_m;
+    pthread_cond_t done_c;
+    worker w[NSTAGES];
+    uint64_t tx_ns0, tx_bits; /* rate cap (token bucket by due time) */
+    uint64_t src_ns0, src_bytes; /* push pacing */
+    uint64_t run_ns; /* summed time of run() calls */
+    uint64_t last_run_end_ns;
+    char err[256];
+    _Atomic bool failed;
+    /* per-thread codec/cipher contexts: index by stage (compress/encrypt) and sink */
+#if BK_HAVE_ZSTD
+    ZSTD_CCtx *zc;
+#endif
+#if BK_HAVE_CRYPTO
+    EVP_CIPHER_CTX *enc, *dec;
+    const EVP_CIPHER *evp;
+#endif
+    unsigned char key[32];
+    unsigned char *sink_buf, *sink_plain;
+};
+
+static void fail(pipeline *p, const char *msg, const char *detail)
+{
+    if (!atomic_exchange(&p->failed, true))
+        snprintf(p->err, sizeof p->err, "%s%s%s", msg, detail ? ": " : "", detail ? detail : "");
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static int ring_init(ring *r, int cap)
+{
+    r->slot = calloc((size_t)cap, sizeof(record *));
+    r->cap = cap;
+    pthread_mutex_init(&r->m, NULL);
+    pthread_cond_init(&r->not_empty, NULL);
+    pthread_cond_init(&r->not_full, NULL);
+    return r->slot ? 0 : -1;
+}
+
+/* Pushes rec; with wait=false returns -1 at once when full (push mode drops). */
+static int ring_put(pipeline *p, ring *r, record *rec, bool wait)
+{
+    pthread_mutex_lock(&r->m);
+    while (r->count == r->cap && wait && !atomic_load(&p->stop))
+        pthread_cond_wait(&r->not_full, &r->m);
+    if (r->count == r->cap) {
+        pthread_mutex_unlock(&r->m);
+        return -1;
+    }
+    r->slot[(r->head + r->count) % r->cap] = rec;
+    r->count++;
+    pthread_cond_signal(&r->not_empty);
+    pthread_mutex_unlock(&r->m);
+    return 0;
+}
+
+static record *ring_get(pipeline *p, ring *r)
+{
+    pthread_mutex_lock(&r->m);
+    while (r->count == 0 && !atomic_load(&p->stop))
+        pthread_cond_wait(&r->not_empty, &r->m);
+    record *rec = NULL;
+    if (r->count) {
+        rec = r->slot[r->head];
+        r->head = (r->head + 1) % r->cap;
+        r->count--;
+        pthread_cond_signal(&r->not_full);
+    }
+    pthread_mutex_unlock(&r->m);
+    return rec;
+}
+
+static void wake_all(pipeline *p)
+{
+    for (int i = 0; i < NSTAGES; i++) {
+        pthread_mutex_lock(&p->rings[i].m);
+        pthread_cond_broadcast(&p->rings[i].not_empty);
+        pthread_cond_broadcast(&p->rings[i].not_full);
+        pthread_mutex_unlock(&p->rings[i].m);
+    }
+    pthread_mutex_lock(&p->pool.m);
+    pthread_cond_broadcast(&p->pool.not_empty);
+    pthread_mutex_unlock(&p->pool.m);
+}
+
+/* A record leaves the pipeline (delivered or dropped): back to the pool, and wake run() when all are done. */
+static void settle(pipeline *p, record *rec, int drop_stage)
+{
+    if (drop_stage >= 0) {
+        atomic_fetch_add(&p->st[drop_stage].drops, 1);
+        atomic_fetch_add(&p->dropped, 1);
+    }
+    ring_put(p, &p->pool, rec, true);
+    pthread_mutex_lock(&p->done_m);
+    pthread_cond_broadcast(&p->done_c);
+    pthread_mutex_unlock(&p->done_m);
+}
+
+/* ---- the stages' work ---- */
+
+static void pace_until(uint64_t due)
+{
+    uint64_t now = bk_now_ns();
+    if (due > now) {
+        struct timespec ts = {(time_t)((due - now) / 1000000000ULL), (long)((due - now) % 1000000000ULL)};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void do_receive(pipeline *p, record *r)
+{
+    size_t n = p->block;
+    r->h.seq = atomic_fetch_add(&p->emitted, 1);
+    for (size_t done = 0; done < n;) {
+        size_t k = p->corpus_n - p->corpus_pos < n - done ? p->corpus_n - p->corpus_pos : n - done;
+        memcpy(r->data + done, p->corpus + p->corpus_pos, k);
+        p->corpus_pos = (p->corpus_pos + k) % p->corpus_n;
+        done += k;
+    }
+    r->h.len = r->h.raw_len = (uint32_t)n;
+}
+
+static void do_filter(pipeline *p, record *r)
+{
+    if (p->decimate <= 1)
+        return;
+    uint16_t *w = (uint16_t *)r->data;
+    size_t n = r->h.len / 2, k = 0;
+    for (size_t i = 0; i < n; i += (size_t)p->decimate)
+        w[k++] = w[i];
+    r->h.len = (uint32_t)(k * 2);
+}
+
+static int do_compress(pipeline *p, record *r, unsigned char *tmp)
+{
+    size_t out = p->cap;
+    if (strcmp(p->codec, "none") == 0)
+        return 0;
+#if BK_HAVE_ZSTD
+    if (strcmp(p->codec, "zstd") == 0) {
+        size_t rc = ZSTD_compressCCtx(p->zc, tmp, p->cap, r->data, r->h.len, p->level);
+        if (ZSTD_isError(rc)) {
+            fail(p, "zstd", ZSTD_getErrorName(rc));
+            return -1;
+        }
+        out = rc;
+    }
+#endif
+#if BK_HAVE_ZLIB
+    if (strcmp(p->codec, "zlib") == 0) {
+        uLongf dl = (uLongf)p->cap;
+        if (compress2(tmp, &dl, r->data, r->h.len, p->level) != Z_OK) {
+            fail(p, "zlib compress2 failed", NULL);
+            return -1;
+        }
+        out = dl;
+    }
+#endif
+#if BK_HAVE_LZMA
+    if (strcmp(p->codec, "lzma") == 0) {
+        size_t pos = 0;
+        if (lzma_easy_buffer_encode((uint32_t)p->level, LZMA_CHECK_CRC32, NULL, r->data, r->h.len, tmp, &pos,
+                                    p->cap) != LZMA_OK) {
+            fail(p, "lzma encode failed", NULL);
+            return -1;
+        }
+        out = pos;
+    }
+#endif
+    memcpy(r->data, tmp, out);
+    r->h.len = (uint32_t)out;
+    return 0;
+}
+
+static void nonce_of(uint64_t seq, unsigned char iv[12])
+{
+    memset(iv, 0, 12);
+    memcpy(iv + 4, &seq, 8);
+}
+
+static int do_encrypt(pipeline *p, record *r, unsigned char *tmp)
+{
+    if (strcmp(p->cipher, "none") == 0)
+        return 0;
+#if BK_HAVE_CRYPTO
+    unsigned char iv[12];
+    nonce_of(r->h.seq, iv);
+    int ol = 0, fl = 0;
+    if (EVP_EncryptInit_ex(p->enc, NULL, NULL, NULL, iv) != 1 ||
+        EVP_EncryptUpdate(p->enc, NULL, &ol, (const unsigned char *)&r->h.seq, sizeof r->h.seq) != 1 ||
+        EVP_EncryptUpdate(p->enc, tmp, &ol, r->data, (int)r->h.len) != 1 ||
+        EVP_EncryptFinal_ex(p->enc, tmp + ol, &fl) != 1 ||
+        EVP_CIPHER_CTX_ctrl(p->enc, EVP_CTRL_AEAD_GET_TAG, TAG_LEN, tmp + ol + fl) != 1) {
+        fail(p, "encryption failed", NULL);
+        return -1;
+    }
+    memcpy(r->data, tmp, (size_t)(ol + fl + TAG_LEN));
+    r->h.len = (uint32_t)(ol + fl + TAG_LEN);
+    return 0;
+#else
+    (void)r, (void)tmp;
+    fail(p, "built without libcrypto", NULL);
+    return -1;
+#endif
+}
+
+/* Sends the record (header + payload as one datagram); returns 1 when the rate cap dropped it (push). */
+static int do_transmit(pipeline *p, record *r)
+{
+    if (p->cap_bit_s > 0) {
+        uint64_t bits = ((uint64_t)r->h.len + sizeof r->h) * 8, now = bk_now_ns();
+        uint64_t due = p->tx_ns0 + (uint64_t)((double)p->tx_bits * 1e9 / p->cap_bit_s);
+        if (now > due + PACE_BURST_NS) { /* an idle link earns no credit beyond a short burst */
+            p->tx_ns0 = due = now;
+            p->tx_bits = 0;
+        }
+        if (p->push && due > bk_now_ns())
+            return 1; /* the downlink is busy: a source-paced pipeline loses this record */
+        pace_until(due);
+        p->tx_bits += bits;
+    }
+    struct iovec iov[2] = {{&r->h, sizeof r->h}, {r->data, r->h.len}};
+    struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
+    for (;;) {
+        ssize_t s = sendmsg(p->sock[0], &msg, 0);
+        if (s >= 0)
+            return 0;
+        if (errno != EINTR) {
+            fail(p, "transmit sendmsg", strerror(errno));
+            return -1;
+        }
+    }
+}
+
+/* Stage i's work on a record; returns 0 to pass it on, 1 when the stage dropped it, -1 on failure. */
+static int stage_work(pipeline *p, int i, record *r, unsigned char *tmp)
+{
+    atomic_fetch_add(&p->st[i].in, 1);
+    atomic_fetch_add(&p->st[i].bytes_in, i == ST_RECEIVE ? p->block : r->h.len);
+    int rc = 0;
+    switch (i) {
+    case ST_RECEIVE: do_receive(p, r); break;
+    case ST_FILTER: do_filter(p, r); break;
+    case ST_COMPRESS: rc = do_compress(p, r, tmp); break;
+    case ST_ENCRYPT: rc = do_encrypt(p, r, tmp); break;
+    case ST_TRANSMIT: rc = do_transmit(p, r); break;
+    default: break;
+    }
+    if (rc == 0) {
+        atomic_fetch_add(&p->st[i].out, 1);
+        atomic_fetch_add(&p->st[i].bytes_out, r->h.len);
+    }
+    return rc;
+}
+
+static void pin_stage(pipeline *p, int stage)
+{
+    if (p->cpus[stage] >= 0 && bk_pin_thread_to_cpu(p->cpus[stage]) != 0)
+        fail(p, "cannot pin a stage thread to its CPU", stage_names[stage]);
+}
+
+/* Stages 1-4 in thread mode: take from its ring, work, pass on (or drop in push mode). */
+static void *stage_thread(void *arg)
+{
+    worker *w = arg;
+    pipeline *p = w->p;
+    int i = w->stage;
+    pin_stage(p, i);
+    unsigned char *tmp = malloc(p->cap);
+    uint64_t c0 = thread_cpu_ns();
+    while (!atomic_load(&p->stop)) {
+        record *r = ring_get(p, &p->rings[i]);
+        if (!r)
+            continue;
+        atomic_store(&p->busy[i], 1);
+        int rc = tmp ? stage_work(p, i, r, tmp) : -1;
+        if (rc == 0 && i < ST_TRANSMIT) {
+            if (ring_put(p, &p->rings[i + 1], r, !p->push) != 0)
+                settle(p, r, i); /* the next stage's ring is full: dropped here */
+        } else if (rc == 0)
+            settle(p, r, -1); /* sent; the sink counts delivery */
+        else
+            settle(p, r, i);
+        atomic_store(&p->st[i].cpu_ns, thread_cpu_ns() - c0);
+        atomic_store(&p->busy[i], 0);
+    }
+    free(tmp);
+    atomic_store(&p->st[i].cpu_ns, thread_cpu_ns() - c0);
+    return NULL;
+}
+
+static void *sink_thread(void *arg)
+{
+    worker *w = arg;
+    pipeline *p = w->p;
+    pin_stage(p, ST_SINK);
+    uint64_t c0 = thread_cpu_ns();
+#if BK_HAVE_CRYPTO
+    bool aead = strcmp(p->cipher, "none") != 0;
+#endif
+    for (;;) {
+        ssize_t n = recv(p->sock[1], p->sink_buf, p->cap + sizeof(rec_hdr), 0);
+        if (n <= 0) {
+            if (n < 0 && errno == EINTR)
+                continue;
+            break;
+        }
+        atomic_store(&p->busy[ST_SINK], 1);
+        rec_hdr h;
+        memcpy(&h, p->sink_buf, sizeof h);
+        atomic_fetch_add(&p->st[ST_SINK].in, 1);
+        atomic_fetch_add(&p->st[ST_SINK].bytes_in, h.len);
+        if (h.seq < p->last_seq_plus1)
+            atomic_fetch_add(&p->bad_order, 1);
+        else {
+            atomic_fetch_add(&p->gap_total, h.seq - p->last_seq_plus1);
+            p->last_seq_plus1 = h.seq + 1;
+        }
+#if BK_HAVE_CRYPTO
+        if (aead && p->verify_sink && h.len >= TAG_LEN) {
+            unsigned char iv[12];
+            nonce_of(h.seq, iv);
+            int ol = 0, fl = 0;
+            unsigned char *ct = p->sink_buf + sizeof h;
+            int clen = (int)h.len - TAG_LEN;
+            if (EVP_DecryptInit_ex(p->dec, NULL, NULL, NULL, iv) != 1 ||
+                EVP_DecryptUpdate(p->dec, NULL, &ol, (const unsigned char *)&h.seq, sizeof h.seq) != 1 ||
+                EVP_DecryptUpdate(p->dec, p->sink_plain, &ol, ct, clen) != 1 ||
+                EVP_CIPHER_CTX_ctrl(p->dec, EVP_CTRL_AEAD_SET_TAG, TAG_LEN, ct + clen) != 1 ||
+                EVP_DecryptFinal_ex(p->dec, p->sink_plain + ol, &fl) != 1)
+                atomic_fetch_add(&p->bad_tag, 1);
+        }
+#endif
+        atomic_fetch_add(&p->st[ST_SINK].out, 1);
+        atomic_fetch_add(&p->st[ST_SINK].bytes_out, h.raw_len);
+        atomic_fetch_add(&p->delivered, 1);
+        atomic_store(&p->st[ST_SINK].cpu_ns, thread_cpu_ns() - c0);
+        atomic_store(&p->busy[ST_SINK], 0);
+        pthread_mutex_lock(&p->done_m);
+        pthread_cond_broadcast(&p->done_c);
+        pthread_mutex_unlock(&p->done_m);
+    }
+    atomic_store(&p->st[ST_SINK].cpu_ns, thread_cpu_ns() - c0);
+    return NULL;
+}
+
+/* ---- the kernel ---- */
+
+static const bk_param sp_params[] = {
+    {"block_bytes", BK_INT, 1024, 65536, "16k", NULL, "bytes", "record (ring buffer element) size, 1-64 KiB"},
+    {"schedule", BK_ENUM, 0, 0, "threads", "threads,rtc", NULL,
+     "threads: one thread per stage with rings between; rtc: run-to-completion on one thread"},
+    {"flow", BK_ENUM, 0, 0, "pull", "pull,push", NULL,
+     "pull: stages wait for room (sink-credited, no drops); push: source-paced, a full ring drops the record"},
+    {"rate_bit_s", BK_FLOAT, 0, 1e12, "0", NULL, "bit/s", "push: offered input rate (0 = as fast as possible)"},
+    {"cap_bit_s", BK_FLOAT, 0, 1e12, "0", NULL, "bit/s", "transmit rate cap on the wire (e.g. 9600 for a downlink); 0 = none"},
+    {"ring_slots", BK_INT, 1, 4096, "8", NULL, "records", "capacity of each ring between stages"},
+    {"decimate", BK_INT, 1, 64, "1", NULL, NULL, "filter: keep every n-th 16-bit sample (1 = pass-through)"},
+    {"codec", BK_ENUM, 0, 0, "zstd", "none,zstd,zlib,lzma", NULL, "compress stage"},
+    {"level", BK_INT, 0, 19, "3", NULL, NULL, "compression level (zstd 1-19, zlib 0-9, lzma 0-9)"},
+    {"cipher", BK_ENUM, 0, 0, "aes-256-gcm", "none,aes-256-gcm,chacha20-poly1305", NULL, "encrypt stage (libcrypto)"},
+    {"cpus", BK_STR, 0, 0, "", NULL, NULL,
+     "per-stage pinning receive,filter,compress,encrypt,transmit,sink as CPU numbers (-1 = free); empty: none"},
+    {"verify_sink", BK_INT, 0, 1, "1", NULL, NULL, "1: the sink checks every record's AEAD tag"},
+    {"corpus_bytes", BK_INT, 65536, 268435456, "4M", NULL, "bytes", "size of the sensor corpus cycled as input"},
+    {0},
+};
+
+static const bk_metric sp_metrics[] = {
+    {"goodput_bit_s", "bit/s", true, BK_VALUE, -1, 1.0, "input bits delivered to the sink per second of run time"},
+    {"offered_bit_s", "bit/s", true, BK_RATE, -1, 8.0, "input bits offered to the pipeline per second (end to end)"},
+    {"goodput_b_s", "B/s", true, BK_VALUE, -1, 1.0, "input bytes delivered to the sink per second of run time"},
+    {"drop_percent", "%", false, BK_VALUE, -1, 1.0, "records dropped by any stage, percent of offered"},
+    {"compression_ratio", "ratio", true, BK_VALUE, -1, 1.0, "bytes into compress / bytes out"},
+    {"cpu_ns_per_byte", "ns/B", false, BK_VALUE, -1, 1.0, "CPU time of all stages per delivered input byte"},
+    {0},
+};
+
+typedef struct {
+    pipeline *p;
+    unsigned char *tmp;
+    bool window_open, corrupted;
+    uint64_t rusage0, stage0[NSTAGES];
+    uint64_t main0, main_in_run, proc0; /* the calling thread's CPU at the window's start, and inside run() */
+} sp_state;
+
+static const char *sp_supported(void)
+{
+#if !BK_HAVE_CRYPTO
+    return "built without libcrypto (install libssl-dev and rebuild)";
+#else
+    return NULL;
+#endif
+}
+
+static int parse_cpus(bk_ctx *ctx, pipeline *p, const char *text)
+{
+    for (int i = 0; i < NSTAGES; i++)
+        p->cpus[i] = -1;
+    if (!text[0])
+        return 0;
+    const char *s = text;
+    for (int i = 0; i < NSTAGES && *s; i++) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (end == s || v < -1 || v > 4095)
+            return bk_fail(ctx, "cpus='%s': expected up to 6 comma-separated CPU numbers or -1", text);
+        p->cpus[i] = (int)v;
+        s = *end == ',' ? end + 1 : end;
+    }
+    if (*s)
+        return bk_fail(ctx, "cpus='%s': more than 6 entries (receive,filter,compress,encrypt,transmit,sink)", text);
+    return 0;
+}
+
+static int sp_init(bk_ctx *ctx, void **state)
+{
+    sp_state *ss = calloc(1, sizeof *ss);
+    pipeline *p = calloc(1, sizeof *p);
+    if (!ss || !p) {
+        free(ss);
+        free(p);
+        return bk_fail(ctx, "out of memory");
+    }
+    ss->p = p;
+    *state = ss;
+    p->sock[0] = p->sock[1] = -1;
+    p->block = (size_t)bk_arg_int(ctx, "block_bytes");
+    p->cap = p->block + p->block / 8 + SLACK;
+    p->threads = strcmp(bk_arg_str(ctx, "schedule"), "threads") == 0;
+    p->push = strcmp(bk_arg_str(ctx, "flow"), "push") == 0;
+    p->rate_bit_s = bk_arg_float(ctx, "rate_bit_s");
+    p->cap_bit_s = bk_arg_float(ctx, "cap_bit_s");
+    p->ring_slots = (int)bk_arg_int(ctx, "ring_slots");
+    p->decimate = (int)bk_arg_int(ctx, "decimate");
+    p->level = (int)bk_arg_int(ctx, "level");
+    p->verify_sink = bk_arg_int(ctx, "verify_sink") == 1;
+    snprintf(p->codec, sizeof p->codec, "%s", bk_arg_str(ctx, "codec"));
+    snprintf(p->cipher, sizeof p->cipher, "%s", bk_arg_str(ctx, "cipher"));
+    if (parse_cpus(ctx, p, bk_arg_str(ctx, "cpus")) != 0)
+        return -1;
+#if !BK_HAVE_ZSTD
+    if (strcmp(p->codec, "zstd") == 0)
+        return bk_unsupported(ctx, "codec=zstd: built without libzstd");
+#endif
+#if !BK_HAVE_ZLIB
+    if (strcmp(p->codec, "zlib") == 0)
+        return bk_unsupported(ctx, "codec=zlib: built without zlib");
+#endif
+#if !BK_HAVE_LZMA
+    if (strcmp(p->codec, "lzma") == 0)
+        return bk_unsupported(ctx, "codec=lzma: built without liblzma");
+#endif
+    if ((strcmp(p->codec, "zlib") == 0 || strcmp(p->codec, "lzma") == 0) && p->level > 9)
+        return bk_fail(ctx, "level=%d: %s takes 0-9", p->level, p->codec);
+    if (strcmp(p->codec, "zstd") == 0 && p->level < 1)
+        return bk_fail(ctx, "level=0: zstd takes 1-19");
+
+    /* The sensor corpus, the same bytes the compress and crypto kernels use. */
+    unsigned pct[BK_CORPUS_PARTS];
+    char why[128];
+    bk_corpus_parse_mix(BK_CORPUS_DEFAULT_MIX, pct, why, sizeof why);
+    bk_corpus *c = bk_corpus_new(pct, 1);
+    p->corpus_n = (size_t)bk_arg_int(ctx, "corpus_bytes");
+    p->corpus = bk_alloc(p->corpus_n);
+    if (!c || !p->corpus) {
+        bk_corpus_free(c);
+        return bk_fail(ctx, "out of memory for the corpus");
+    }
+    bk_corpus_read(c, p->corpus, p->corpus_n);
+    bk_corpus_free(c);
+
+#if BK_HAVE_ZSTD
+    p->zc = ZSTD_createCCtx();
+#endif
+#if BK_HAVE_CRYPTO
+    p->evp = strcmp(p->cipher, "aes-256-gcm") == 0 ? EVP_aes_256_gcm() : EVP_chacha20_poly1305();
+    for (int i = 0; i < 32; i++)
+        p->key[i] = (unsigned char)(i * 7 + 1);
+    p->enc = EVP_CIPHER_CTX_new();
+    p->dec = EVP_CIPHER_CTX_new();
+    if (strcmp(p->cipher, "none") != 0 &&
+        (!p->enc || !p->dec || EVP_EncryptInit_ex(p->enc, p->evp, NULL, p->key, NULL) != 1 ||
+         EVP_DecryptInit_ex(p->dec, p->evp, NULL, p->key, NULL) != 1))
+        return bk_unsupported(ctx, "cipher=%s: libcrypto refused it", p->cipher);
+#endif
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p->sock) != 0)
+        return bk_fail(ctx, "socketpair: %s", strerror(errno));
+    int sb = (int)(p->cap + sizeof(rec_hdr)) * 16;
+    setsockopt(p->sock[0], SOL_SOCKET, SO_SNDBUF, &sb, sizeof sb);
+    p->sink_buf = malloc(p->cap + sizeof(rec_hdr));
+    p->sink_plain = malloc(p->cap);
+    ss->tmp = malloc(p->cap);
+    p->nrecords = p->threads ? 4 * p->ring_slots + 8 : 2;
+    p->records = calloc((size_t)p->nrecords, sizeof(record));
+    if (!p->sink_buf || !p->sink_plain || !ss->tmp || !p->records || ring_init(&p->pool, p->nrecords) != 0)
+        return bk_fail(ctx, "out of memory");
+    for (int i = 0; i < NSTAGES; i++)
+        if (ring_init(&p->rings[i], p->ring_slots) != 0)
+            return bk_fail(ctx, "out of memory");
+    for (int i = 0; i < p->nrecords; i++) {
+        p->records[i].data = malloc(p->cap);
+        if (!p->records[i].data)
+            return bk_fail(ctx, "out of memory");
+        ring_put(p, &p->pool, &p->records[i], false);
+    }
+    pthread_mutex_init(&p->done_m, NULL);
+    pthread_cond_init(&p->done_c, NULL);
+    p->w[ST_SINK] = (worker){.p = p, .stage = ST_SINK};
+    if (pthread_create(&p->w[ST_SINK].tid, NULL, sink_thread, &p->w[ST_SINK]) != 0)
+        return bk_fail(ctx, "cannot start the sink thread");
+    p->w[ST_SINK].started = true;
+    pthread_getcpuclockid(p->w[ST_SINK].tid, &p->w[ST_SINK].clock);
+    if (p->threads)
+        for (int i = ST_FILTER; i <= ST_TRANSMIT; i++) {
+            p->w[i] = (worker){.p = p, .stage = i};
+            if (pthread_create(&p->w[i].tid, NULL, stage_thread, &p->w[i]) != 0)
+                return bk_fail(ctx, "cannot start the %s thread", stage_names[i]);
+            p->w[i].started = true;
+            pthread_getcpuclockid(p->w[i].tid, &p->w[i].clock);
+        }
+    /* The source runs on the calling thread (pinned for the run, restored after). */
+    bk_set_amount(ctx, "offered_bit_s", (double)p->block);
+    bk_info_str(ctx, "source", "generator over the sensor corpus");
+    return 0;
+}
+
+static uint64_t clock_ns(clockid_t c)
+{
+    struct timespec ts;
+    clock_gettime(c, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* A stage's CPU so far: its thread's clock when it has a thread of its own, else what the calling thread
+ * charged to it. */
+static uint64_t stage_cpu(const pipeline *p, int i)
+{
+    return p->w[i].started ? clock_ns(p->w[i].clock) : atomic_load(&p->st[i].cpu_ns);
+}
+
+static uint64_t rusage_cpu_ns(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ((uint64_t)ru.ru_utime.tv_sec + (uint64_t)ru.ru_stime.tv_sec) * 1000000000ULL +
+           ((uint64_t)ru.ru_utime.tv_usec + (uint64_t)ru.ru_stime.tv_usec) * 1000ULL;
+}
+
+static int sp_run(bk_ctx *ctx, void *state, uint64_t reps)
+{
+    sp_state *ss = state;
+    pipeline *p = ss->p;
+    uint64_t t0 = bk_now_ns();
+    if (!ss->window_open) {
+        /* The CPU window starts here: init's corpus generation is no stage's work. */
+        ss->window_open = true;
+        ss->rusage0 = rusage_cpu_ns();
+        ss->proc0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+        ss->main0 = thread_cpu_ns();
+        for (int i = 0; i < NSTAGES; i++)
+            ss->stage0[i] = stage_cpu(p, i);
+        p->src_ns0 = p->tx_ns0 = t0;
+    } else if (p->last_run_end_ns)
+        p->src_ns0 += t0 - p->last_run_end_ns; /* the source's clock stops between timed iterations */
+    uint64_t target = atomic_load(&p->emitted) + reps;
+    uint64_t c0 = thread_cpu_ns(), others = 0;
+    for (uint64_t r = 0; r < reps && !atomic_load(&p->failed); r++) {
+        if (p->push && p->rate_bit_s > 0)
+            pace_until(p->src_ns0 + (uint64_t)((double)p->src_bytes * 8.0 * 1e9 / p->rate_bit_s));
+        p->src_bytes += p->block;
+        record *rec = NULL;
+        if (p->push && p->threads && p->pool.count == 0) {
+            /* Data arrived with no free buffer: received, and dropped for want of room, like a full ring. */
+            atomic_fetch_add(&p->emitted, 1);
+            atomic_fetch_add(&p->st[ST_RECEIVE].in, 1);
+            atomic_fetch_add(&p->st[ST_RECEIVE].out, 1);
+            atomic_fetch_add(&p->st[ST_RECEIVE].bytes_in, p->block);
+            atomic_fetch_add(&p->st[ST_RECEIVE].drops, 1);
+            atomic_fetch_add(&p->dropped, 1);
+            continue;
+        }
+        rec = ring_get(p, &p->pool);
+        if (!rec)
+            return bk_fail(ctx, "no free record");
+        stage_work(p, ST_RECEIVE, rec, ss->tmp);
+        if (p->threads) {
+            if (ring_put(p, &p->rings[ST_FILTER], rec, !p->push) != 0)
+                settle(p, rec, ST_RECEIVE);
+            continue;
+        }
+        /* Run to completion: every stage on this thread, each charged by its own clock reads. */
+        int rc = 0, stage = ST_FILTER;
+        for (; stage <= ST_TRANSMIT && rc == 0; stage++) {
+            uint64_t s0 = thread_cpu_ns();
+            rc = stage_work(p, stage, rec, ss->tmp);
+            uint64_t d = thread_cpu_ns() - s0;
+            atomic_fetch_add(&p->st[stage].cpu_ns, d);
+            others += d;
+        }
+        settle(p, rec, rc == 0 ? -1 : stage - 1);
+    }
+    /* Wait until every offered record is delivered or dropped (the sink wakes us). */
+    pthread_mutex_lock(&p->done_m);
+    while (atomic_load(&p->delivered) + atomic_load(&p->dropped) < target && !atomic_load(&p->failed)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 50000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&p->done_c, &p->done_m, &ts);
+    }
+    pthread_mutex_unlock(&p->done_m);
+    /* The source thread's CPU in this call, less the other stages it ran (rtc), is receive's. */
+    uint64_t used = thread_cpu_ns() - c0;
+    atomic_fetch_add(&p->st[ST_RECEIVE].cpu_ns, used - others);
+    ss->main_in_run += used;
+    p->last_run_end_ns = bk_now_ns();
+    p->run_ns += p->last_run_end_ns - t0;
+    if (atomic_load(&p->failed))
+        return bk_fail(ctx, "%s", p->err);
+    return 0;
+}
+
+static void sp_corrupt(void *state)
+{
+    /* As if a stage had lost a record without counting it: the sink's sequence gap is then unexplained. */
+    atomic_fetch_sub(&((sp_state *)state)->p->dropped, 1);
+    ((sp_state *)state)->corrupted = true;
+}
+
+static int sp_verify(bk_ctx *ctx, void *state)
+{
+    sp_state *ss = state;
+    pipeline *p = ss->p;
+    /* Every record is settled; wait (bounded) for the threads to finish their bookkeeping of the last ones. */
+    for (int spin = 0; spin < 20000; spin++) {
+        bool idle = true;
+        for (int i = 0; i < NSTAGES; i++)
+            idle = idle && atomic_load(&p->busy[i]) == 0;
+        if (idle)
+            break;
+        usleep(200);
+    }
+    /* The timing harness's own CPU on the calling thread between run() calls (and this wait) is no stage's:
+     * it is reported, and left out of the comparison with rusage. */
+    uint64_t harness = thread_cpu_ns() - ss->main0 - ss->main_in_run;
+    uint64_t rusage_window = rusage_cpu_ns() - ss->rusage0;
+    uint64_t cpu_window = rusage_window > harness ? rusage_window - harness : 0;
+    uint64_t emitted = atomic_load(&p->emitted), delivered = atomic_load(&p->delivered);
+    uint64_t dropped = atomic_load(&p->dropped), gaps = atomic_load(&p->gap_total);
+    /* Records dropped after the last delivered one show no gap at the sink yet: they are the tail. */
+    uint64_t tail = emitted - p->last_seq_plus1;
+    uint64_t sum = 0, in_bytes = 0;
+    char key[96];
+    for (int i = 0; i < NSTAGES; i++) {
+        stage_stats *st = &p->st[i];
+        uint64_t cpu = stage_cpu(p, i) - ss->stage0[i];
+        sum += cpu;
+        snprintf(key, sizeof key, "stage.%s.cpu_ns", stage_names[i]);
+        bk_info_num(ctx, key, (double)cpu);
+        snprintf(key, sizeof key, "stage.%s.records_in", stage_names[i]);
+        bk_info_num(ctx, key, (double)atomic_load(&st->in));
+        snprintf(key, sizeof key, "stage.%s.records_out", stage_names[i]);
+        bk_info_num(ctx, key, (double)atomic_load(&st->out));
+        snprintf(key, sizeof key, "stage.%s.drops", stage_names[i]);
+        bk_info_num(ctx, key, (double)atomic_load(&st->drops));
+        snprintf(key, sizeof key, "stage.%s.bytes_in", stage_names[i]);
+        bk_info_num(ctx, key, (double)atomic_load(&st->bytes_in));
+        snprintf(key, sizeof key, "stage.%s.bytes_out", stage_names[i]);
+        bk_info_num(ctx, key, (double)atomic_load(&st->bytes_out));
+    }
+    in_bytes = atomic_load(&p->st[ST_SINK].bytes_out); /* input bytes the delivered records carry */
+    double secs = (double)p->run_ns * 1e-9;
+    bk_info_num(ctx, "records_offered", (double)emitted);
+    bk_info_num(ctx, "records_delivered", (double)delivered);
+    bk_info_num(ctx, "records_dropped", (double)dropped);
+    bk_info_num(ctx, "sequence_gaps", (double)(gaps + tail));
+    bk_info_num(ctx, "cpu_ns_stages_sum", (double)sum);
+    bk_info_num(ctx, "cpu_ns_rusage", (double)rusage_window);
+    bk_info_num(ctx, "cpu_ns_harness", (double)harness);
+    bk_info_num(ctx, "cpu_ns_process_clock", (double)(clock_ns(CLOCK_PROCESS_CPUTIME_ID) - ss->proc0));
+    bk_info_num(ctx, "cpu_stages_over_rusage", cpu_window ? (double)sum / (double)cpu_window : 0);
+    bk_info_num(ctx, "run_ns", (double)p->run_ns);
+    bk_info_str(ctx, "schedule", p->threads ? "thread per stage" : "run to completion");
+    bk_set_value(ctx, "goodput_bit_s", secs > 0 ? (double)in_bytes * 8 / secs : 0);
+    bk_set_value(ctx, "goodput_b_s", secs > 0 ? (double)in_bytes / secs : 0);
+    bk_set_value(ctx, "drop_percent", emitted ? 100.0 * (double)dropped / (double)emitted : 0);
+    uint64_t cin = atomic_load(&p->st[ST_COMPRESS].bytes_in), cout = atomic_load(&p->st[ST_COMPRESS].bytes_out);
+    bk_set_value(ctx, "compression_ratio", cout ? (double)cin / (double)cout : 1);
+    bk_set_value(ctx, "cpu_ns_per_byte", in_bytes ? (double)sum / (double)in_bytes : 0);
+    bk_set_checksum(ctx, delivered ^ (dropped << 32));
+    /* Conservation, stage by stage: every record a stage took in went out or was counted as dropped. */
+    for (int i = 0; i < ST_SINK; i++) {
+        uint64_t in = atomic_load(&p->st[i].in), out = atomic_load(&p->st[i].out), dr = atomic_load(&p->st[i].drops);
+        uint64_t next_in = i + 1 < ST_SINK ? atomic_load(&p->st[i + 1].in) : delivered;
+        if (in != out + (i == ST_TRANSMIT ? dr : 0) && i == ST_TRANSMIT)
+            return bk_fail(ctx, "stage %s took %llu records, passed %llu and dropped %llu", stage_names[i],
+                           (unsigned long long)in, (unsigned long long)out, (unsigned long long)dr);
+        if (out != next_in + (i < ST_TRANSMIT ? dr : 0) && i < ST_TRANSMIT)
+            return bk_fail(ctx, "stage %s passed %llu records but the next took %llu with %llu dropped between",
+                           stage_names[i], (unsigned long long)out, (unsigned long long)next_in, (unsigned long long)dr);
+    }
+    if (atomic_load(&p->bad_order))
+        return bk_fail(ctx, "%llu records reached the sink out of order", (unsigned long long)atomic_load(&p->bad_order));
+    if (atomic_load(&p->bad_tag))
+        return bk_fail(ctx, "%llu records failed their AEAD tag at the sink", (unsigned long long)atomic_load(&p->bad_tag));
+    if (delivered + dropped != emitted || gaps + tail != dropped)
+        return bk_fail(ctx, "sequence check: %llu offered, %llu delivered, %llu counted as dropped, but the sink saw "
+                            "%llu missing sequence numbers",
+                       (unsigned long long)emitted, (unsigned long long)delivered, (unsigned long long)dropped,
+                       (unsigned long long)(gaps + tail));
+    return 0;
+}
+
+static void sp_fini(void *state)
+{
+    sp_state *ss = state;
+    pipeline *p = ss->p;
+    atomic_store(&p->stop, true);
+    wake_all(p);
+    for (int i = ST_FILTER; i <= ST_TRANSMIT; i++)
+        if (p->w[i].started)
+            pthread_join(p->w[i].tid, NULL);
+    if (p->sock[0] >= 0)
+        shutdown(p->sock[0], SHUT_RDWR);
+    if (p->w[ST_SINK].started)
+        pthread_join(p->w[ST_SINK].tid, NULL);
+    for (int i = 0; i < 2; i++)
+        if (p->sock[i] >= 0)
+            close(p->sock[i]);
+    for (int i = 0; i < p->nrecords && p->records; i++)
+        free(p->records[i].data);
+    free(p->records);
+    for (int i = 0; i < NSTAGES; i++)
+        free(p->rings[i].slot);
+    free(p->pool.slot);
+#if BK_HAVE_ZSTD
+    ZSTD_freeCCtx(p->zc);
+#endif
+#if BK_HAVE_CRYPTO
+    EVP_CIPHER_CTX_free(p->enc);
+    EVP_CIPHER_CTX_free(p->dec);
+#endif
+    free(p->corpus);
+    free(p->sink_buf);
+    free(p->sink_plain);
+    free(p);
+    free(ss->tmp);
+    free(ss);
+}
+
+const bk_kernel bk_stream_pipeline = {
+    .name = "stream.pipeline",
+    .family = "stream",
+    .summary = "receive -> filter -> compress -> encrypt -> transmit over the sensor corpus: goodput, drops, CPU per stage",
+    .supported = sp_supported,
+    .params = sp_params,
+    .metrics = sp_metrics,
+    .init = sp_init,
+    .run = sp_run,
+    .corrupt = sp_corrupt,
+    .verify = sp_verify,
+    .fini = sp_fini,
+    .calibrate_on_wall = true,
+};

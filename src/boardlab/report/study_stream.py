@@ -1,0 +1,525 @@
+"""The data-stream study's section: throughput against block size, memcpy vs DMA, CPU per pipeline stage,
+GFLOPS, instructions per bit and the compute/I-O balance.
+
+The study asks whether a board is a balanced processing unit: about one compute instruction per bit of I/O
+(Szalay et al. 2010, after Amdahl). `stream_study(store, analysis)` reads what the data-stream workloads'
+valid runs stored (their worker JSON) and returns a frozen record; `terminal_lines`, `markdown_lines` and
+`html_parts` render it.
+
+Instructions per bit: retired instructions (the run's `counters.instructions.count`, from perf_event_open
+where the board has counters) over the payload bits; without counters, cycle-equivalents per bit = CPU time
+x clock frequency / bits, labelled as an estimate, with the reason counters were missing. Balance = compute
+instructions per second (counters of compute.gemm / compute.linpack runs, else the estimate clock x threads,
+one instruction per cycle) over the best measured I/O bit/s.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from boardlab.store import Store
+
+STREAM_WORKLOADS = (
+    "io.storage",
+    "io.net",
+    "stream.pipeline",
+    "io.dma",
+    "compute.gemm",
+    "compute.linpack",
+    "io.net_zeroloss",
+    "stream.knee",
+)
+STAGES = ("receive", "filter", "compress", "encrypt", "transmit", "sink")
+# The block-size parameter and the throughput metric of each curve, with the factor to bit/s.
+CURVES = {
+    "io.storage": ("bs", "bandwidth_mb_s", 8e6),
+    "io.net": ("msg_bytes", "goodput_bit_s", 1.0),
+    "stream.pipeline": ("block_bytes", "goodput_bit_s", 1.0),
+}
+
+
+@dataclass(frozen=True)
+class Curve:
+    workload: str
+    label: str  # the other parameters
+    unit: str
+    points: tuple[tuple[int, float, int], ...]  # (block bytes, median over runs, runs)
+
+
+@dataclass(frozen=True)
+class DmaRow:
+    size_bytes: int
+    memcpy_mb_s: float | None
+    dma_mb_s: float | None
+    ratio: float | None
+    runs: int
+
+
+@dataclass(frozen=True)
+class StageCpu:
+    label: str
+    ns_per_byte: tuple[tuple[str, float], ...]  # (stage, median CPU ns per delivered input byte)
+    cpu_over_rusage: float | None  # median of the runs' stage sum / process rusage
+    block_bytes: int = 0  # for ordering
+
+
+@dataclass(frozen=True)
+class BitCost:
+    label: str
+    per_bit: float
+    kind: str  # "instructions" (counters) or "cycle-equivalents (estimate)"
+    reason: str | None  # why counters were not used
+
+
+@dataclass(frozen=True)
+class Gflops:
+    label: str
+    gflops: float
+    runs: int
+
+
+@dataclass(frozen=True)
+class Balance:
+    compute_per_s: float
+    compute_source: str
+    io_bit_s: float
+    io_source: str
+
+    @property
+    def ratio(self) -> float:
+        return self.compute_per_s / self.io_bit_s
+
+
+@dataclass(frozen=True)
+class StreamStudy:
+    curves: tuple[Curve, ...]
+    dma: tuple[DmaRow, ...]
+    dma_unsupported: str | None
+    stages: tuple[StageCpu, ...]
+    gflops: tuple[Gflops, ...]
+    bit_costs: tuple[BitCost, ...]
+    balance: Balance | None
+    searches: tuple[tuple[str, float], ...]  # (label, zero-loss / knee bit/s)
+    clock_hz: float | None
+    clock_source: str
+    notes: tuple[str, ...]
+    efficiency: tuple[tuple[str, float, float], ...] = ()  # (pipeline, goodput bit/s, / io.net ceiling)
+    ceiling: str = ""  # the io.net cell the efficiency is against
+
+
+def clock_of(inventory: dict) -> tuple[float | None, str]:
+    """The CPU clock for estimates: cpufreq's highest frequency in the campaign's inventory, else the live
+    /proc/cpuinfo figure when the report runs on the measured host."""
+    khz = [p.get("max_khz") for p in inventory.get("cpufreq_policies") or [] if p.get("max_khz")]
+    if khz:
+        return max(khz) * 1e3, "cpufreq max frequency (inventory)"
+    import socket
+
+    if inventory.get("hostname") == socket.gethostname():
+        from boardlab.platform.clock import cpuinfo_hz
+
+        hz = cpuinfo_hz("/")
+        if hz:
+            return hz, "/proc/cpuinfo cpu MHz (no cpufreq; read now on this host)"
+    return None, "unknown (no cpufreq, report not made on the measured host)"
+
+
+def _label(params: dict, skip: tuple[str, ...]) -> str:
+    return (
+        ", ".join(f"{k}={v}" for k, v in sorted(params.items()) if k not in skip and k != "path")
+        or "defaults"
+    )
+
+
+def _med(xs: list[float]) -> float | None:
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def _metric(doc: dict, name: str) -> float | None:
+    m = (doc.get("metrics") or {}).get(name) or {}
+    return m.get("median", m.get("value"))
+
+
+def _counter_instructions(doc: dict) -> tuple[float | None, str | None]:
+    c = ((doc.get("counters") or {}).get("instructions")) or None
+    if c is None:
+        return None, "this run has no counters (boardlab-kern without the counters option)"
+    if "count" in c and c["count"]:
+        return float(c["count"]), None
+    return None, str(c.get("unsupported") or "instructions counter not reported")
+
+
+def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy | None:
+    by_cell: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+    unsupported: dict[str, str] = {}
+    for row in store.runs(campaign_id):
+        if row["workload"] not in STREAM_WORKLOADS:
+            continue
+        doc = json.loads(row["worker_json"]) if row["worker_json"] else {}
+        if doc.get("supported") is False:
+            unsupported[row["workload"]] = doc.get("reason") or "unsupported"
+            continue
+        if not row["valid"] or not doc.get("ok"):
+            continue
+        by_cell[(row["workload"], row["params_json"], row["condition"])].append(doc)
+    camp = store.campaign(campaign_id)
+    env = json.loads(camp["environment_json"] or "{}") if camp else {}
+    for name, reason in (env.get("skipped_workloads") or {}).items():
+        if name in STREAM_WORKLOADS:
+            unsupported[name] = reason
+    if not by_cell and not unsupported:
+        return None
+    hz, hz_source = clock_of(inventory)
+    notes: list[str] = []
+
+    curves: dict[tuple[str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    dma: dict[int, list[dict]] = defaultdict(list)
+    stages: list[StageCpu] = []
+    gflops: list[Gflops] = []
+    bit_costs: list[BitCost] = []
+    searches: list[tuple[str, float]] = []
+    compute_ips: list[tuple[float, str]] = []
+    io_best: list[tuple[float, str]] = []
+    net_ceiling: list[tuple[float, str]] = []
+    pipeline_goodput: list[tuple[int, str, float]] = []
+    for (workload, params_json, condition), docs in sorted(by_cell.items()):
+        params = json.loads(params_json)
+        cond = "" if condition in ("baseline", "") else f" [{condition}]"
+        if workload in CURVES:
+            key, metric, to_bit = CURVES[workload]
+            if key in params:
+                label = _label(params, (key,)) + cond
+                vals = [v for v in (_metric(d, metric) for d in docs) if v is not None]
+                if vals:  # the cell's median, as the tables show it (tcp_rr reports no goodput)
+                    curves[(workload, label)][int(params[key])].extend(vals)
+                    io_best.append(
+                        (statistics.median(vals) * to_bit, f"{workload} ({_label(params, ())}){cond}")
+                    )
+                    if workload == "io.net":
+                        net_ceiling.append((statistics.median(vals), f"io.net ({_label(params, ())}){cond}"))
+                    if workload == "stream.pipeline":
+                        pipeline_goodput.append(
+                            (
+                                int(params.get("block_bytes", 0)),
+                                f"{_label(params, ())}{cond}",
+                                statistics.median(vals),
+                            )
+                        )
+        if workload == "io.dma":
+            dma[int(params.get("size_bytes", 0))].extend(docs)
+        if workload in ("compute.gemm", "compute.linpack"):
+            g = _med([_metric(d, "gflops") for d in docs])
+            if g is not None:
+                gflops.append(Gflops(f"{workload} ({_label(params, ())}){cond}", g, len(docs)))
+            for d in docs:
+                count, _why = _counter_instructions(d)
+                if count and d.get("wall_ns"):
+                    compute_ips.append((count / (d["wall_ns"] * 1e-9), f"{workload} retired instructions/s"))
+        if workload in ("io.net_zeroloss", "stream.knee"):
+            name = "zero_loss_bit_s" if workload == "io.net_zeroloss" else "knee_bit_s"
+            v = _med([_metric(d, name) for d in docs])
+            if v is not None:
+                at_least = any((d.get("info") or {}).get("at_least") for d in docs)
+                searches.append(
+                    (
+                        f"{workload} ({_label(params, ())}){cond}"
+                        + (" [top of range: at least]" if at_least else ""),
+                        v,
+                    )
+                )
+        if workload == "stream.pipeline":
+            per_stage = []
+            for st in STAGES:
+                vals = []
+                for d in docs:
+                    info = d.get("info") or {}
+                    delivered = info.get("stage.sink.bytes_out") or 0
+                    if delivered:
+                        vals.append(info.get(f"stage.{st}.cpu_ns", 0) / delivered)
+                if vals:
+                    per_stage.append((st, statistics.median(vals)))
+            ratio = _med([(d.get("info") or {}).get("cpu_stages_over_rusage") for d in docs])
+            stages.append(
+                StageCpu(
+                    f"{_label(params, ())}{cond}", tuple(per_stage), ratio, int(params.get("block_bytes", 0))
+                )
+            )
+        if workload in ("stream.pipeline", "io.net"):
+            costs = []
+            reason = None
+            kind = "instructions"
+            for d in docs:
+                info = d.get("info") or {}
+                if workload == "stream.pipeline":
+                    bits = 8 * (info.get("stage.sink.bytes_out") or 0)
+                    cpu_ns = info.get("cpu_ns_stages_sum") or 0
+                else:
+                    bits = 8 * (info.get("sent_bytes") or 0)
+                    per_b = [_metric(d, "cpu_ns_per_byte_sender"), _metric(d, "cpu_ns_per_byte_receiver")]
+                    cpu_ns = sum(x for x in per_b if x) * (bits / 8)
+                if not bits:
+                    continue
+                count, why = _counter_instructions(d)
+                if count:
+                    costs.append(count / bits)
+                elif hz:
+                    reason, kind = why, "cycle-equivalents (estimate: CPU time x clock)"
+                    costs.append(cpu_ns * 1e-9 * hz / bits)
+                else:
+                    reason = f"{why}; and no clock frequency for an estimate"
+            if costs:
+                bit_costs.append(
+                    BitCost(
+                        f"{workload} ({_label(params, ())}){cond}", statistics.median(costs), kind, reason
+                    )
+                )
+    if not compute_ips and hz:
+        threads = max(
+            [int(json.loads(p)["threads"]) for (w, p, _c) in by_cell if w.startswith("compute.") and "threads" in json.loads(p)]
+            or [1]
+        )  # fmt: skip
+        compute_ips.append(
+            (hz * threads, f"estimate: clock x {threads} thread(s), one instruction per cycle")
+        )
+    balance = None
+    if compute_ips and io_best:
+        c = max(compute_ips)
+        io = max(io_best)
+        balance = Balance(c[0], c[1], io[0], io[1])
+    dma_rows = []
+    for size, docs in sorted(dma.items()):
+        mem = _med([_metric(d, "memcpy_mb_s") for d in docs])
+        dm = _med([_metric(d, "dma_mb_s") for d in docs])
+        dma_rows.append(DmaRow(size, mem, dm, dm / mem if dm and mem else None, len(docs)))
+    return StreamStudy(
+        curves=tuple(
+            Curve(w, label, "bit/s", tuple((b, statistics.median(v), len(v)) for b, v in sorted(pts.items())))
+            for (w, label), pts in sorted(curves.items())
+        ),
+        dma=tuple(dma_rows),
+        dma_unsupported=unsupported.get("io.dma"),
+        stages=tuple(sorted(stages, key=lambda st: (st.block_bytes, st.label))),
+        gflops=tuple(gflops),
+        bit_costs=tuple(bit_costs),
+        balance=balance,
+        searches=tuple(searches),
+        efficiency=tuple((label, g, g / max(net_ceiling)[0]) for _b, label, g in sorted(pipeline_goodput))
+        if net_ceiling
+        else (),
+        ceiling=f"{max(net_ceiling)[1]}: {_si(max(net_ceiling)[0], 'bit/s')}" if net_ceiling else "",
+        clock_hz=hz,
+        clock_source=hz_source,
+        notes=tuple(
+            notes + [f"{w}: unsupported here: {r}" for w, r in sorted(unsupported.items()) if w != "io.dma"]
+        ),
+    )
+
+
+# ---- rendering ----
+
+
+def _si(v: float | None, unit: str = "") -> str:
+    if v is None:
+        return "-"
+    for f, p in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= f:
+            return f"{v / f:.3g} {p}{unit}"
+    return f"{v:.3g} {unit}".rstrip()
+
+
+def _curve_value(c: Curve, v: float) -> float:
+    return v * 8e6 if c.workload == "io.storage" else v
+
+
+def tables(s: StreamStudy) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]]]]:
+    """(title, headers, rows) of every table of the section, shared by the three renderers."""
+    out = []
+    rows = [
+        (c.workload, c.label, f"{b}", _si(_curve_value(c, v), "bit/s"), str(n))
+        for c in s.curves
+        for b, v, n in c.points
+    ]
+    if rows:
+        out.append(
+            (
+                "Throughput against block size",
+                ("workload", "parameters", "block_bytes", "throughput_bit_s", "runs"),
+                rows,
+            )
+        )
+    if s.dma:
+        out.append((
+            "CPU memcpy against DMA",
+            ("size_bytes", "memcpy_mb_s", "dma_mb_s", "dma / memcpy", "runs"),
+            [(str(r.size_bytes), f"{r.memcpy_mb_s:.1f}" if r.memcpy_mb_s else "-", f"{r.dma_mb_s:.1f}" if r.dma_mb_s else "-",
+              f"{r.ratio:.2f}" if r.ratio else "-", str(r.runs)) for r in s.dma],
+        ))  # fmt: skip
+    elif s.dma_unsupported:
+        out.append(("CPU memcpy against DMA", ("io.dma",), [(f"unsupported: {s.dma_unsupported}",)]))
+    if s.stages:
+        out.append((
+            "CPU per pipeline stage (ns per delivered input byte)",
+            ("pipeline", *STAGES, "stages / rusage"),
+            [(st.label, *(f"{dict(st.ns_per_byte).get(x, 0):.3g}" for x in STAGES),
+              f"{st.cpu_over_rusage:.3f}" if st.cpu_over_rusage else "-") for st in s.stages],
+        ))  # fmt: skip
+    if s.gflops:
+        out.append(
+            (
+                "GFLOPS",
+                ("kernel", "gflops", "runs"),
+                [(g.label, f"{g.gflops:.3g}", str(g.runs)) for g in s.gflops],
+            )
+        )
+    if s.searches:
+        out.append(
+            (
+                "Zero-loss rate and pipeline knee",
+                ("search", "rate_bit_s"),
+                [(n, _si(v, "bit/s")) for n, v in s.searches],
+            )
+        )
+    if s.efficiency:
+        out.append((
+            f"Pipeline goodput against io.net's ceiling ({s.ceiling})",
+            ("pipeline", "goodput_bit_s", "of ceiling"),
+            [(label, _si(g, "bit/s"), f"{e:.1%}") for label, g, e in s.efficiency],
+        ))  # fmt: skip
+    if s.bit_costs:
+        out.append((
+            "Instructions per bit",
+            ("workload", "per_bit", "kind", "why not counters"),
+            [(b.label, f"{b.per_bit:.3g}", b.kind, b.reason or "-") for b in s.bit_costs],
+        ))  # fmt: skip
+    if s.balance:
+        b = s.balance
+        out.append((
+            "Balance (compute instructions per I/O bit; about 1 is balanced)",
+            ("compute_per_s", "compute source", "io_bit_s", "io source", "balance"),
+            [(_si(b.compute_per_s, "/s"), b.compute_source, _si(b.io_bit_s, "bit/s"), b.io_source, f"{b.ratio:.3g}")],
+        ))  # fmt: skip
+    return out
+
+
+INTRO = (
+    "Is this board a balanced data-stream processor? About one compute instruction per bit of I/O is the "
+    "yardstick (Szalay et al. 2010). Throughput by block size, CPU memcpy against a DMA engine, the CPU each "
+    "stage of receive -> filter -> compress -> encrypt -> transmit costs, GFLOPS, instructions per bit and the "
+    "balance. Clock for estimates: "
+)
+
+
+def terminal_lines(s: StreamStudy) -> list[str]:
+    out = [
+        "",
+        "data-stream study",
+        INTRO + (f"{s.clock_hz / 1e6:.0f} MHz ({s.clock_source})" if s.clock_hz else s.clock_source),
+    ]
+    for title, headers, rows in tables(s):
+        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+        out += ["", title, "  " + "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
+        out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
+    out += [f"note: {n}" for n in s.notes]
+    return out
+
+
+def _md_cell(c: str) -> str:
+    return c.replace("|", "\\|")
+
+
+def markdown_lines(s: StreamStudy) -> list[str]:
+    clock = f"{s.clock_hz / 1e6:.0f} MHz ({s.clock_source})" if s.clock_hz else s.clock_source
+    out = ["", "## Data-stream study", "", INTRO + clock + "."]
+    for title, headers, rows in tables(s):
+        out += ["", f"### {title}", "", "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+        out += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
+    out += [""] + [f"- {_md_cell(n)}" for n in s.notes] if s.notes else []
+    return out
+
+
+def _esc(x: object) -> str:
+    import html
+
+    return html.escape(str(x))
+
+
+def _curve_svg(c: Curve) -> str:
+    """Throughput (log) against block size (log 2), one polyline with its points."""
+    import math
+
+    pts = [(b, _curve_value(c, v)) for b, v, _n in c.points if v > 0]
+    if len(pts) < 2:
+        return ""
+    w, h, pad = 420, 200, 48
+    xs = [math.log2(b) for b, _ in pts]
+    ys = [math.log10(v) for _, v in pts]
+    x0, x1 = min(xs), max(xs)
+    y0, y1 = min(ys) - 0.05, max(ys) + 0.05
+
+    def px(x, y):
+        return pad + (x - x0) / (x1 - x0 or 1) * (w - 2 * pad), h - pad + -(y - y0) / (y1 - y0 or 1) * (
+            h - 2 * pad
+        )
+
+    poly = " ".join(f"{px(x, y)[0]:.1f},{px(x, y)[1]:.1f}" for x, y in zip(xs, ys, strict=True))
+    body = [f'<polyline points="{poly}" fill="none" stroke="#1f77b4" stroke-width="2"/>']
+    for (b, v), x, y in zip(pts, xs, ys, strict=True):
+        cx, cy = px(x, y)
+        body.append(
+            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="3" fill="#1f77b4"><title>{b} B: {_esc(_si(v, "bit/s"))}</title></circle>'
+        )
+        body.append(
+            f'<text x="{cx:.1f}" y="{h - pad + 16}" font-size="10" text-anchor="middle">{b // 1024 if b >= 1024 else b}{"K" if b >= 1024 else ""}</text>'
+        )
+        body.append(
+            f'<text x="{cx:.1f}" y="{cy - 6:.1f}" font-size="9" text-anchor="middle">{_esc(_si(v, ""))}</text>'
+        )
+    body.append(
+        f'<text x="{w / 2}" y="{h - 6}" font-size="11" text-anchor="middle">block size (bytes)</text>'
+    )
+    body.append(f'<text x="12" y="{pad - 12}" font-size="11">throughput, bit/s (log)</text>')
+    title = f"{c.workload} ({c.label})"
+    return (f'<figure><svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" '
+            f'aria-label="{_esc(title)}">{"".join(body)}</svg><figcaption>{_esc(title)}</figcaption></figure>')  # fmt: skip
+
+
+def _stage_bars_svg(st: StageCpu) -> str:
+    vals = dict(st.ns_per_byte)
+    top = max(vals.values(), default=0)
+    if top <= 0:
+        return ""
+    w, row = 420, 18
+    body = []
+    for i, name in enumerate(STAGES):
+        v = vals.get(name, 0)
+        bw = (w - 160) * v / top
+        y = 4 + i * row
+        body.append(f'<text x="0" y="{y + 12}" font-size="11">{name}</text>')
+        body.append(
+            f'<rect x="70" y="{y}" width="{bw:.1f}" height="{row - 4}" fill="#ff7f0e"><title>{name}: {v:.3g} ns/B</title></rect>'
+        )
+        body.append(f'<text x="{74 + bw:.1f}" y="{y + 12}" font-size="10">{v:.3g} ns/B</text>')
+    h = 8 + len(STAGES) * row
+    return (f'<figure><svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" aria-label="CPU per stage">'
+            f'{"".join(body)}</svg><figcaption>CPU per stage: {_esc(st.label)}</figcaption></figure>')  # fmt: skip
+
+
+def html_parts(s: StreamStudy) -> list[str]:
+    clock = f"{s.clock_hz / 1e6:.0f} MHz ({s.clock_source})" if s.clock_hz else s.clock_source
+    out = ["<h2>Data-stream study</h2>", f"<p>{_esc(INTRO + clock)}.</p>"]
+    out += [_curve_svg(c) for c in s.curves]
+    out += [_stage_bars_svg(st) for st in s.stages]
+    for title, headers, rows in tables(s):
+        out.append(
+            f"<h3>{_esc(title)}</h3><table><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in headers) + "</tr>"
+        )
+        out += ["<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in r) + "</tr>" for r in rows]
+        out.append("</table>")
+    out += [f"<p class='note'>{_esc(n)}</p>" for n in s.notes]
+    return out

@@ -1,0 +1,167 @@
+"""io.storage against fio on the same job: the fio job file written from the same description."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from boardlab.errors import MeasurementError
+from boardlab.xcheck.jsonrobust import parse
+from boardlab.xcheck.pairs import whole_run_rate
+
+METRICS = ("bandwidth_mb_s", "iops", "latency_p50_ns", "latency_p99_ns")
+RATIO_METRICS = ("bandwidth_mb_s", "iops", "latency_p50_ns")
+
+
+@dataclass(frozen=True)
+class StorageJob:
+    path: str
+    op: str = "read"  # read | write | randrw
+    pattern: str = "seq"  # seq | rand
+    bs_bytes: int = 128 * 1024
+    size_bytes: int = 64 * 1024 * 1024
+    direct: bool = True
+    engine: str = "psync"  # psync | io_uring
+    iodepth: int = 1
+    fsync: str = "none"  # none | each | end
+    runtime_s: float = 3.0
+    destructive: bool = False
+    cpu: int | None = None
+
+    def fio_rw(self) -> str:
+        if self.op == "randrw":
+            return "randrw"
+        return ("rand" if self.pattern == "rand" else "") + self.op
+
+    def fio_job(self) -> str:
+        """The equivalent fio job: same file, region, block size, engine, depth, O_DIRECT, cache drop."""
+        lines = [
+            "; written by boardlab xcheck io.storage: the job boardlab-kern io.storage runs, for fio",
+            "[global]",
+            f"filename={self.path.replace(':', chr(92) + ':')}",
+            f"size={self.size_bytes}",
+            f"bs={self.bs_bytes}",
+            f"rw={self.fio_rw()}",
+            "rwmixread=50",
+            f"direct={int(self.direct)}",
+            f"ioengine={self.engine}",
+            f"iodepth={self.iodepth}",
+            "invalidate=1",
+            "norandommap=1",  # uniform random offsets with repeats, as boardlab draws them
+            "randrepeat=1",
+            "time_based=1",
+            f"runtime={self.runtime_s:g}s",
+            "percentile_list=50:99:99.9",
+        ]
+        if self.fsync == "each":
+            lines.append("fdatasync=1")
+        elif self.fsync == "end":
+            lines.append("end_fsync=1")
+        lines += ["", "[boardlab]"]
+        return "\n".join(lines) + "\n"
+
+    def kern_params(self) -> list[str]:
+        params = {
+            "path": self.path,
+            "op": self.op,
+            "pattern": self.pattern,
+            "bs": self.bs_bytes,
+            "size_bytes": self.size_bytes,
+            "direct": int(self.direct),
+            "engine": self.engine,
+            "iodepth": self.iodepth,
+            "fsync": self.fsync,
+            "destructive": int(self.destructive),
+        }
+        return [a for k, v in params.items() for a in ("--param", f"{k}={v}")]
+
+
+def pin(cpu: int | None):
+    if cpu is None:
+        return None
+    return lambda: os.sched_setaffinity(0, {cpu})
+
+
+def kern_command(kern: Path, job: StorageJob) -> list[str]:
+    # 100 ms iterations: sustained rates, comparable with fio's seconds-long run.
+    return [str(kern), "io.storage", "--json", "--min-iteration-ms", "100", "--iterations", "10",
+            "--warmup-max-iterations", "3", *job.kern_params()]  # fmt: skip
+
+
+def run_boardlab(kern: Path, job: StorageJob) -> dict[str, float | None]:
+    proc = subprocess.run(
+        kern_command(kern, job), capture_output=True, text=True, preexec_fn=pin(job.cpu), timeout=600
+    )
+    res = parse(proc.stdout, "boardlab-kern io.storage") if proc.stdout.strip() else {}
+    if res.get("supported") is False:
+        raise MeasurementError(f"io.storage unsupported here: {res.get('reason')}")
+    if proc.returncode != 0 or not res.get("ok"):
+        raise MeasurementError(f"io.storage failed: {res.get('errors') or proc.stderr.strip()}")
+    m = res["metrics"]
+    return {
+        "bandwidth_mb_s": whole_run_rate(res, job.bs_bytes / 1e6),
+        "iops": whole_run_rate(res, 1.0),
+        "latency_p50_ns": m["latency_p50_ns"]["value"],
+        "latency_p99_ns": m["latency_p99_ns"]["value"],
+    }
+
+
+def layout(kern: Path, job: StorageJob) -> None:
+    """Writes the region once with boardlab's pattern and keeps the file, as fio lays out a missing file before
+    its job: then neither side's timed run follows a fresh write of the whole region."""
+    cmd = [str(kern), "io.storage", "--json", "--iterations", "1", "--warmup-max-iterations", "0",
+           "--param", f"path={job.path}", "--param", f"size_bytes={job.size_bytes}", "--param", f"bs={job.bs_bytes}",
+           "--param", "op=write", "--param", "keep_file=1", "--param", f"direct={int(job.direct)}"]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    res = parse(proc.stdout, "boardlab-kern io.storage") if proc.stdout.strip() else {}
+    if res.get("supported") is False:
+        raise MeasurementError(f"io.storage unsupported here: {res.get('reason')}")
+    if not res.get("ok"):
+        raise MeasurementError(f"laying out {job.path} failed: {res.get('errors') or proc.stderr.strip()}")
+
+
+def fio_command(job_file: Path) -> list[str]:
+    return ["fio", "--output-format=json", str(job_file)]
+
+
+def fio_metrics(doc: dict) -> dict[str, float | None]:
+    """bandwidth (bw_bytes, 1e6 B = 1 MB), IOPS and clat percentiles from fio's JSON (read and write summed;
+    latency from reads when the job reads)."""
+    jobs = doc.get("jobs") or []
+    if not jobs:
+        raise MeasurementError("fio's JSON has no jobs")
+    j = jobs[0]
+    if j.get("error"):
+        raise MeasurementError(f"fio reported error {j['error']}")
+    sides = [j[s] for s in ("read", "write") if j.get(s, {}).get("io_bytes", 0) > 0]
+    if not sides:
+        raise MeasurementError("fio moved no data")
+    pct = (sides[0].get("clat_ns") or {}).get("percentile") or {}
+
+    def p(q: str) -> float | None:
+        v = pct.get(q)
+        return float(v) if v is not None else None
+
+    return {
+        "bandwidth_mb_s": sum(float(s.get("bw_bytes", 0)) for s in sides) / 1e6,
+        "iops": sum(float(s.get("iops", 0)) for s in sides),
+        "latency_p50_ns": p("50.000000"),
+        "latency_p99_ns": p("99.000000"),
+    }
+
+
+def run_fio(job_file: Path, job: StorageJob) -> dict[str, float | None]:
+    proc = subprocess.run(
+        fio_command(job_file), capture_output=True, text=True, preexec_fn=pin(job.cpu), timeout=600
+    )
+    if proc.returncode != 0:
+        raise MeasurementError(
+            f"fio failed (exit {proc.returncode}): {proc.stderr.strip()[:300] or proc.stdout[:300]}"
+        )
+    try:
+        doc = parse(proc.stdout, "fio")
+    except ValueError as exc:
+        raise MeasurementError(str(exc)) from None
+    return fio_metrics(doc)

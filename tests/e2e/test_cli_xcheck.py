@@ -1,0 +1,62 @@
+"""`boardlab xcheck`: bad input is one clear line; with fio and iperf3 present, real pairs in JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+import pytest
+
+from helpers import run_cli
+
+
+def test_storage_without_a_path_is_a_usage_error():
+    proc = run_cli("xcheck", "io.storage")
+    assert proc.returncode == 2 and "--path" in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_a_missing_directory_is_named(tmp_path):
+    proc = run_cli("xcheck", "io.storage", "--path", str(tmp_path / "no" / "such" / "f"))
+    assert proc.returncode == 2 and "does not exist" in proc.stderr
+
+
+def test_a_cpu_outside_the_affinity_is_refused(tmp_path):
+    proc = run_cli("xcheck", "io.net", "--client-cpu", "4095")
+    assert proc.returncode == 2 and "--client-cpu 4095" in proc.stderr
+
+
+def test_bad_sizes_are_argparse_errors(tmp_path):
+    proc = run_cli("xcheck", "io.storage", "--path", str(tmp_path / "f"), "--bs", "12x")
+    assert proc.returncode == 2 and "k/M/G" in proc.stderr
+
+
+@pytest.mark.integration
+def test_storage_against_fio_gives_pairs_and_median_ratios(tmp_path):
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed")
+    target = tmp_path / "dir with space" / "data.bin"
+    target.parent.mkdir()
+    proc = run_cli("xcheck", "io.storage", "--path", str(target), "--size", "4M", "--pairs", "2", "--runtime-s", "1",
+                   "--json", timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert len(doc["pairs"]) == 2 and doc["reference_tool"] == "fio"
+    for metric in ("bandwidth_mb_s", "iops", "latency_p50_ns"):
+        assert doc["metrics"][metric]["median_ratio"] > 0
+    assert not target.exists()  # the layout boardlab made is removed
+
+
+@pytest.mark.integration
+def test_net_against_iperf3_on_loopback(tmp_path):
+    if shutil.which("iperf3") is None:
+        pytest.skip("iperf3 is not installed")
+    cpus = sorted(os.sched_getaffinity(0))
+    proc = run_cli("xcheck", "io.net", "--mode", "udp", "--rate-bit-s", "20e6", "--duration-s", "1", "--pairs", "1",
+                   "--client-cpu", str(cpus[0]), "--server-cpu", str(cpus[-1]), "--json", timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    pair = doc["pairs"][0]
+    assert pair["boardlab"]["goodput_bit_s"] > 0 and pair["reference"]["goodput_bit_s"] > 0
+    assert 0 <= pair["boardlab"]["loss_percent"] <= 100

@@ -1,0 +1,115 @@
+"""stream.pipeline: receive -> filter -> compress -> encrypt -> transmit, conserved record by record."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import kern_json
+
+FAST = ("--iterations", "3", "--warmup-max-iterations", "2")
+STAGES = ("receive", "filter", "compress", "encrypt", "transmit", "sink")
+
+
+def pipeline(kern, *params, extra=FAST):
+    args = [a for p in params for a in ("--param", p)]
+    return kern_json(kern, "stream.pipeline", *args, *extra)
+
+
+def ok(rc, res):
+    if res.get("supported") is False:
+        pytest.skip(f"unsupported here: {res['reason']}")
+    assert rc == 0, res.get("errors")
+    assert res["ok"] and res["verified"]
+    return res["info"], res["metrics"]
+
+
+def stage(info, name, key):
+    return info[f"stage.{name}.{key}"]
+
+
+def assert_conserved(info):
+    # Every record a stage took in went on to the next stage or was counted as dropped there.
+    for a, b in zip(STAGES[:-2], STAGES[1:-1], strict=True):
+        assert stage(info, a, "records_out") == stage(info, b, "records_in") + stage(info, a, "drops")
+    t = "transmit"
+    assert stage(info, t, "records_in") == stage(info, t, "records_out") + stage(info, t, "drops")
+    assert stage(info, t, "records_out") == info["records_delivered"]
+    assert info["records_offered"] == info["records_delivered"] + info["records_dropped"]
+    assert info["records_dropped"] == sum(stage(info, s, "drops") for s in STAGES)
+    # The sink saw exactly as many missing sequence numbers as the stages counted drops.
+    assert info["sequence_gaps"] == info["records_dropped"]
+
+
+@pytest.mark.parametrize("schedule", ["threads", "rtc"])
+@pytest.mark.parametrize("codec", ["zstd", "zlib", "lzma", "none"])
+def test_pull_pipeline_delivers_every_record(kern, schedule, codec):
+    level = "1" if codec != "none" else "3"
+    info, m = ok(
+        *pipeline(kern, f"schedule={schedule}", f"codec={codec}", f"level={level}", "block_bytes=4k")
+    )
+    assert_conserved(info)
+    assert info["records_dropped"] == 0 and m["drop_percent"]["value"] == 0
+    # The sensor corpus compresses; with codec=none the ratio is 1.
+    assert (
+        (m["compression_ratio"]["value"] > 1.1) if codec != "none" else m["compression_ratio"]["value"] == 1
+    )
+    assert m["goodput_bit_s"]["value"] == pytest.approx(8 * m["goodput_b_s"]["value"])
+
+
+@pytest.mark.parametrize("schedule", ["threads", "rtc"])
+def test_per_stage_cpu_sums_to_the_process_rusage_within_5_percent(kern, schedule):
+    info, _ = ok(*pipeline(kern, f"schedule={schedule}", "block_bytes=16k", extra=("--iterations", "5")))
+    assert sum(stage(info, s, "cpu_ns") for s in STAGES) == pytest.approx(info["cpu_ns_stages_sum"])
+    assert 0.95 <= info["cpu_stages_over_rusage"] <= 1.05
+    # Compressing costs more CPU than filtering a pass-through block.
+    assert stage(info, "compress", "cpu_ns") > stage(info, "filter", "cpu_ns")
+
+
+def test_push_beyond_capacity_drops_and_counts_every_drop(kern):
+    # Iterations of >= 50 ms, so that many records are offered before the pipeline drains.
+    long = ("--iterations", "3", "--warmup-max-iterations", "0", "--min-iteration-ms", "50")
+    info, m = ok(
+        *pipeline(kern, "flow=push", "rate_bit_s=1e11", "ring_slots=1", "codec=lzma", "level=6", extra=long)
+    )
+    assert info["records_dropped"] > 0 and m["drop_percent"]["value"] > 0
+    assert_conserved(info)
+
+
+def test_a_downlink_rate_cap_paces_the_transmit(kern):
+    # 2 Mbit/s on the wire: goodput in input bits is that times the compression ratio, at most.
+    info, m = ok(
+        *pipeline(
+            kern,
+            "cap_bit_s=2e6",
+            "block_bytes=1k",
+            extra=("--iterations", "3", "--warmup-max-iterations", "0"),
+        )
+    )
+    wire_bits = 8 * (stage(info, "transmit", "bytes_out") + 16 * stage(info, "transmit", "records_out"))
+    assert wire_bits / (info["run_ns"] * 1e-9) < 2e6 * 1.10
+    assert_conserved(info)
+
+
+def test_decimation_halves_the_bytes_the_filter_passes(kern):
+    info, _ = ok(*pipeline(kern, "decimate=2", "codec=none", "cipher=none", "block_bytes=8k"))
+    assert stage(info, "filter", "bytes_out") * 2 == stage(info, "filter", "bytes_in")
+
+
+def test_chacha20_and_per_stage_pinning(kern):
+    import os
+
+    cpu = min(os.sched_getaffinity(0))
+    cpus = ",".join([str(cpu)] * 6)
+    info, _ = ok(*pipeline(kern, "cipher=chacha20-poly1305", f"cpus={cpus}"))
+    assert_conserved(info)
+
+
+def test_an_uncounted_loss_is_an_error(kern):
+    rc, res = pipeline(kern, extra=(*FAST, "--corrupt"))
+    assert rc == 1 and res["verified"] is False
+    assert any("sequence check" in e for e in res["errors"]), res["errors"]
+
+
+def test_bad_pinning_text_names_the_parameter(kern):
+    rc, res = pipeline(kern, "cpus=a,b")
+    assert rc == 1 and any("cpus=" in e for e in res["errors"])

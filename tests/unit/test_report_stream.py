@@ -1,0 +1,110 @@
+"""The data-stream study's report section: every table, the estimate labelled, the reasons shown."""
+
+from __future__ import annotations
+
+from boardlab.report.study_stream import (
+    Balance,
+    BitCost,
+    Curve,
+    DmaRow,
+    Gflops,
+    StageCpu,
+    StreamStudy,
+    html_parts,
+    markdown_lines,
+    tables,
+    terminal_lines,
+)
+
+
+def study(**kw) -> StreamStudy:
+    base = dict(
+        curves=(Curve("io.storage", "op=read", "bit/s", ((4096, 50.0, 5), (1048576, 800.0, 5))),),
+        dma=(),
+        dma_unsupported="no DMA engine: /sys/class/dma lists no dmaengine channel on this machine",
+        stages=(StageCpu("block_bytes=16384", (("receive", 0.5), ("compress", 6.0), ("sink", 0.4)), 0.998),),
+        gflops=(Gflops("compute.gemm (n=512, precision=double)", 48.0, 5),),
+        bit_costs=(
+            BitCost(
+                "stream.pipeline (block_bytes=16384)",
+                2.5,
+                "cycle-equivalents (estimate: CPU time x clock)",
+                "this run has no counters (boardlab-kern without the counters option)",
+            ),
+        ),  # fmt: skip
+        balance=Balance(
+            2.4e9, "estimate: clock x 1 thread(s), one instruction per cycle", 1.2e10, "io.net (...)"
+        ),
+        searches=(("io.net_zeroloss (lo_bit_s=1e7)", 3.2e8),),
+        clock_hz=2.4e9,
+        clock_source="/proc/cpuinfo cpu MHz",
+        notes=(),
+    )
+    return StreamStudy(**{**base, **kw})
+
+
+def test_every_table_is_there_with_units_in_the_headers():
+    titles = [t for t, _h, _r in tables(study())]
+    assert titles == [
+        "Throughput against block size",
+        "CPU memcpy against DMA",
+        "CPU per pipeline stage (ns per delivered input byte)",
+        "GFLOPS",
+        "Zero-loss rate and pipeline knee",
+        "Instructions per bit",
+        "Balance (compute instructions per I/O bit; about 1 is balanced)",
+    ]
+    t = dict((t, (h, r)) for t, h, r in tables(study()))
+    # io.storage's MB/s becomes bit/s on the common axis: 800 MB/s = 6.4 Gbit/s.
+    assert t["Throughput against block size"][1][1][3] == "6.4 Gbit/s"
+    assert t["CPU memcpy against DMA"][1] == [(f"unsupported: {study().dma_unsupported}",)]
+    (row,) = t["Balance (compute instructions per I/O bit; about 1 is balanced)"][1]
+    assert row[-1] == "0.2"
+
+
+def test_a_dma_table_when_measured():
+    s = study(dma=(DmaRow(65536, 1000.0, 1500.0, 1.5, 5),), dma_unsupported=None)
+    (_, headers, rows) = next(x for x in tables(s) if x[0] == "CPU memcpy against DMA")
+    assert headers[:3] == ("size_bytes", "memcpy_mb_s", "dma_mb_s") and rows == [
+        ("65536", "1000.0", "1500.0", "1.50", "5")
+    ]
+
+
+def test_the_estimate_is_labelled_and_its_reason_shown_in_every_format():
+    for text in (
+        "\n".join(terminal_lines(study())),
+        "\n".join(markdown_lines(study())),
+        "".join(html_parts(study())),
+    ):
+        assert "estimate" in text and "counters option" in text and "no DMA engine" in text
+
+
+def test_html_has_a_curve_and_stage_bars_and_escapes_labels():
+    evil = study(stages=(StageCpu("<script>", (("compress", 1.0),), None),))
+    out = "".join(html_parts(evil))
+    assert out.count("<svg") == 2 and "<script>" not in out and "&lt;script&gt;" in out
+
+
+def test_pipeline_efficiency_against_the_network_ceiling():
+    s = study(efficiency=(("block_bytes=16384", 6e8, 0.025),), ceiling="io.net (mode=tcp_stream): 24 Gbit/s")
+    (_, headers, rows) = next(x for x in tables(s) if x[0].startswith("Pipeline goodput against io.net"))
+    assert rows == [("block_bytes=16384", "600 Mbit/s", "2.5%")]
+
+
+def test_a_cell_without_the_curve_metric_draws_no_point(tmp_path):
+    # tcp_rr reports transactions_s, not goodput: its msg_bytes must not open an empty curve point.
+    import json
+
+    from boardlab.report.study_stream import stream_study
+
+    class FakeStore:
+        def runs(self, _cid):
+            doc = {"ok": True, "metrics": {"transactions_s": {"median": 7e4}}, "info": {"sent_bytes": 0}}
+            return [{"workload": "io.net", "worker_json": json.dumps(doc), "valid": 1,
+                     "params_json": json.dumps({"mode": "tcp_rr", "msg_bytes": 64}), "condition": "baseline"}]  # fmt: skip
+
+        def campaign(self, _cid):
+            return {"environment_json": "{}"}
+
+    s = stream_study(FakeStore(), 1, {"hostname": "elsewhere"})
+    assert s is not None and s.curves == ()

@@ -1,0 +1,22 @@
+"""The stream preset parses here and covers every table of the data-stream study's report section."""
+
+from __future__ import annotations
+
+from boardlab.campaign.plan import load_plan
+from boardlab.workloads import all_workloads
+
+
+def test_the_stream_preset_names_every_data_stream_workload():
+    plan = load_plan(None, "stream", {w.name: w for w in all_workloads()})
+    names = {w.name for w in plan.workloads}
+    assert names >= {"compute.gemm", "compute.linpack", "io.storage", "io.net", "stream.pipeline", "io.dma",
+                     "io.net_zeroloss", "stream.knee"}  # fmt: skip
+    assert plan.runs.unsupported == "skip"  # io.dma without a DMA engine is skipped with its reason
+    storage = next(w for w in plan.workloads if w.name == "io.storage")
+    assert len(storage.params["bs"]) >= 3  # a throughput-by-block-size curve
+
+
+def test_each_io_net_cell_is_judged_by_a_metric_its_mode_reports():
+    plan = load_plan(None, "stream", {w.name: w for w in all_workloads()})
+    rr = next(w for w in plan.workloads if w.name == "io.net" and w.params.get("mode") == "tcp_rr")
+    assert rr.metric == "transactions_s"

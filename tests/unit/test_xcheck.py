@@ -1,0 +1,105 @@
+"""Cross-check plumbing: robust parsing of fio's and iperf3's JSON, job translation, median of ratios."""
+
+from __future__ import annotations
+
+import pytest
+
+from boardlab.xcheck.jsonrobust import parse
+from boardlab.xcheck.net import NetJob, iperf_metrics
+from boardlab.xcheck.pairs import CrossCheck, Pair, interleave
+from boardlab.xcheck.storage import StorageJob, fio_metrics
+
+FIO_DOC = """fio: file hash not empty on exit
+note: both iodepth >= 1 and synchronous I/O engine are selected, queue depth will be capped at 1
+{
+  "fio version" : "fio-3.33",
+  "jobs" : [
+    {
+      "jobname" : "boardlab", "error" : 0,
+      "read" : {"io_bytes" : 1048576, "bw_bytes" : 500000000, "iops" : 3814.7,
+                "clat_ns" : {"percentile" : {"50.000000" : 160768, "99.000000" : 403456, "99.900000" : 1e6}}},
+      "write" : {"io_bytes" : 0, "bw_bytes" : 0, "iops" : 0.0, "clat_ns" : {}}
+    }
+  ]
+}
+fio: some trailing warning
+"""
+
+
+def test_fio_stray_lines_are_skipped_and_metrics_read():
+    m = fio_metrics(parse(FIO_DOC, "fio"))
+    assert m == {
+        "bandwidth_mb_s": 500.0,
+        "iops": 3814.7,
+        "latency_p50_ns": 160768.0,
+        "latency_p99_ns": 403456.0,
+    }
+
+
+def test_iperf3_nan_values_read_as_missing():
+    doc = parse(
+        '{"end": {"sum": {"bits_per_second": 1e8, "jitter_ms": -nan, "lost_percent": nan}}}', "iperf3"
+    )
+    assert iperf_metrics(doc, "udp") == {"goodput_bit_s": 1e8, "loss_percent": None, "jitter_ns": None}
+
+
+def test_nan_inside_a_string_is_left_alone():
+    assert parse('{"cmd": "a, nan]", "x": [1, -nan]}')["cmd"] == "a, nan]"
+
+
+def test_iperf3_tcp_uses_the_senders_rate_and_lost_percent_above_100_is_dropped():
+    tcp = {"end": {"sum_sent": {"bits_per_second": 2e10}, "sum_received": {"bits_per_second": 1.9e10}}}
+    assert iperf_metrics(tcp, "tcp") == {"goodput_bit_s": 2e10}
+    udp = {"end": {"sum": {"bits_per_second": 1e8, "jitter_ms": 0.01, "lost_percent": 180.0}}}
+    assert iperf_metrics(udp, "udp")["loss_percent"] is None
+    assert iperf_metrics(udp, "udp")["jitter_ns"] == pytest.approx(10_000)
+
+
+def test_no_json_at_all_names_the_tool():
+    with pytest.raises(ValueError, match="fio: .*error"):
+        parse("fio: error\nnothing here\n", "fio")
+
+
+def test_fio_job_is_the_same_job():
+    job = StorageJob(
+        path="/mnt/a b/x.dat", op="read", pattern="rand", bs_bytes=4096, engine="io_uring", iodepth=8
+    )
+    text = job.fio_job()
+    for line in (
+        "rw=randread",
+        "bs=4096",
+        "ioengine=io_uring",
+        "iodepth=8",
+        "direct=1",
+        "filename=/mnt/a b/x.dat",
+    ):
+        assert line in text.splitlines()
+    args = job.kern_params()
+    assert "pattern=rand" in args and "engine=io_uring" in args and "iodepth=8" in args
+    assert StorageJob(path="x", op="randrw").fio_rw() == "randrw"
+    assert StorageJob(path="x", op="write", pattern="seq").fio_rw() == "write"
+
+
+def test_iperf_command_matches_the_kernel_job():
+    job = NetJob(mode="udp", rate_bit_s=1e8, udp_bytes=1400, server_cpu=1)
+    assert job.iperf_client(5201)[-5:] == ["-u", "-b", "100000000", "-l", "1400"]
+    args = job.kern_params()
+    assert "mode=udp_stream" in args and "rate_bit_s=100000000.0" in args and "sink_cpu=1" in args
+
+
+def test_median_of_pairwise_ratios_and_pairs_alternate():
+    order = []
+    pairs = interleave(3, lambda: order.append("A") or {"x": 2.0}, lambda: order.append("B") or {"x": 1.0})
+    assert order == ["A", "B"] * 3
+    check = CrossCheck("j", "ref", [], [], ("x",), pairs=[Pair({"x": 1.0}, {"x": 2.0}), *pairs])
+    assert check.ratios("x") == [0.5, 2.0, 2.0, 2.0]
+    doc = check.as_json()
+    assert doc["metrics"]["x"]["median_ratio"] == 2.0 and len(doc["pairs"]) == 4 and doc["schema"] == 1
+
+
+def test_whole_run_rate_is_total_over_total():
+    from boardlab.xcheck.pairs import whole_run_rate
+
+    res = {"iterations_ns": [1_000_000, 3_000_000], "reps_per_iteration": 10}
+    # 20 reps of 1000 bytes in 4 ms: 5e6 B/s (the median of per-iteration rates would say 6.67e6).
+    assert whole_run_rate(res, 1000) == pytest.approx(5e6)
