@@ -53,7 +53,7 @@ def _on_sigterm(signum, frame):
 def run(args) -> int:
     import json
 
-    from boardlab.campaign.plan import apply_overrides, load_plan
+    from boardlab.campaign.plan import PlanUnsupported, apply_overrides, load_plan
     from boardlab.campaign.runner import Runner
     from boardlab.cli.progress import TerminalProgress
     from boardlab.errors import InputError
@@ -67,7 +67,14 @@ def run(args) -> int:
         raise InputError(f"--monitor-hz {args.monitor_hz}: expected a rate in [0.1, 1000] Hz")
     SysRoot(args.root).require_board_tree()
     catalog = {w.name: w for w in all_workloads()}
-    plan = load_plan(args.plan, args.preset, catalog)  # validated before anything is written
+    try:  # validated (and a [sweep] expanded from the board under --root) before anything is written
+        plan = load_plan(args.plan, args.preset, catalog, args.root)
+    except PlanUnsupported as exc:
+        print(f"boardlab run: unsupported: {exc}", file=sys.stderr)
+        return 1
+    if not args.quiet:
+        for note in plan.notes:
+            print(note, file=sys.stderr)
     plan = apply_overrides(
         plan,
         catalog,
