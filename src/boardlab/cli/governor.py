@@ -22,7 +22,8 @@ def add_arguments(parser) -> None:
     sub = parser.add_subparsers(dest="governor_command", metavar="SUBCOMMAND", required=True)
 
     p = sub.add_parser(
-        "sweep", help="the snoop-sweep preset: expand the OPP grid, write its plan, or simulate it"
+        "sweep",
+        help="the snoop sweep: expand the OPP grid, write its plan (the snoop-sweep preset's), or simulate it",
     )
     p.add_argument("--root", default="/", help="the board tree to read cpufreq from (default /)")
     p.add_argument(

@@ -21,7 +21,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--preset", help="a bundled plan instead of a file (see `boardlab list --presets`)")
     parser.add_argument("--db", default=DEFAULT_DB, help=f"results database (SQLite; default {DEFAULT_DB})")
     parser.add_argument(
-        "--root", default="/", help="read (and later write) the board's /sys and /proc below DIR"
+        "--root",
+        default="/",
+        help="read (and later write) the board's /sys and /proc below DIR (a plan's [sweep] expands from it)",
     )
     parser.add_argument(
         "--fresh", action="store_true", help="start a new campaign even if this plan was run before"
