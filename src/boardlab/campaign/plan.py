@@ -12,9 +12,10 @@ import re
 import stat
 import tomllib
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
-from boardlab.errors import InputError, os_error
+from boardlab.errors import InputError, MeasurementError, os_error
 from boardlab.model.campaign import ConditionSpec, EnergyPolicy, Gates, Plan, RunPolicy, WorkloadEntry
 from boardlab.model.workload import WorkloadSpec
 from boardlab.workloads.params import _type_name, check_param_value
@@ -22,6 +23,11 @@ from boardlab.workloads.params import _type_name, check_param_value
 PLAN_SCHEMA = 1
 PRESET_PACKAGE = "boardlab.campaign.presets"
 ORDERS = ("interleave", "abba", "sequential")
+SWEEP_KINDS = ("opp-grid",)
+
+
+class PlanUnsupported(MeasurementError):
+    """The plan needs something this board lacks (a [sweep] without cpufreq): exit 1, with the reason."""
 
 
 def preset_names() -> list[str]:
@@ -290,8 +296,84 @@ def _opt_float(value: float | int | None) -> float | None:
     return None if value is None else float(value)
 
 
-def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan:
-    """Parses and validates a plan; raises InputError naming the place and the fix."""
+@dataclasses.dataclass(frozen=True)
+class _Expansion:
+    conditions: list[dict]  # [[conditions]] tables
+    cpu: int
+    notes: tuple[str, ...]
+    record: str  # appended to the stored plan text: the grid this board gave
+
+
+def _sweep(t: dict, where: _Where, root, cpu_given: int | str | None) -> _Expansion:
+    """[sweep] { kind = "opp-grid", cluster = "auto" | POLICY, bus_hz = "record" | "max" | "min" | HZ }: the
+    governor study's snoop sweep, its conditions expanded from this board's cpufreq policies by the same code
+    as `boardlab governor sweep --plan-out`."""
+    from boardlab.governor import sweep
+
+    s = ("sweep",)
+    kind = _take(t, "kind", str, None, where, s, choices=SWEEP_KINDS)
+    if kind is None:
+        raise where.error(s, f"missing key 'kind'; valid kinds: {', '.join(SWEEP_KINDS)}")
+    cluster = _take(t, "cluster", str, "auto", where, s)
+    bus_hz = _take(t, "bus_hz", (str, int), "record", where, s)
+    _no_leftovers(t, where, s, "kind, cluster, bus_hz")
+    if root is None:
+        raise where.error(s, "a [sweep] is expanded from a board: load the plan with the board's root")
+    from boardlab.platform.inventory import inventory
+    from boardlab.platform.sysroot import SysRoot
+
+    try:
+        grids = sweep.expand(inventory(SysRoot(root)), None if cluster == "auto" else cluster)
+    except sweep.Unsupported as exc:
+        raise PlanUnsupported(
+            f"{where.source}: [sweep]: {exc}; the snoop sweep sets each cluster's frequency through cpufreq "
+            "(`boardlab governor sweep --sim exynos5422` runs it on the simulator)"
+        ) from None
+    except ValueError as exc:
+        raise where.error(s + ("cluster",), f"{exc}, or auto") from None
+    grid = sweep.auto_grid(grids) if cluster == "auto" else grids[0]
+    reason = sweep.check_bus(grid, bus_hz)
+    if reason:
+        raise where.error(s + ("bus_hz",), reason)
+    cpu = sweep.worker_cpu(grid)
+    if cpu_given is not None and cpu_given != "auto":
+        if cpu_given not in grid.this_cpus:
+            raise where.error(
+                ("runs", "cpu"),
+                f"the sweep pins the task to {grid.this_policy} (CPUs {', '.join(map(str, grid.this_cpus))}); "
+                f"give one of them, or leave cpu out for CPU {cpu}",
+            )
+        cpu = cpu_given
+    n = len(grid.pairs())
+    if grid.other_policy:
+        notes = [f"[sweep] the task on {grid.this_policy} (CPU {cpu}) at its {len(grid.this_khz)} OPPs x "
+                 f"{grid.other_policy} at its {len(grid.other_khz)} OPPs = {n} conditions"]  # fmt: skip
+    else:
+        notes = [f"[sweep] {grid.this_policy} is this board's only cluster: the sweep is over its "
+                 f"{len(grid.this_khz)} OPPs alone (no other cluster to snoop), {n} conditions"]  # fmt: skip
+    if grid.bus_device:
+        notes.append(f"[sweep] memory bus {grid.bus_device}: "
+                     + ("recorded per run" if bus_hz == "record" else f"fixed at {bus_hz}"))  # fmt: skip
+    else:
+        notes.append("[sweep] no memory-controller devfreq on this board: the bus frequency is not recorded")
+    record = (
+        f"# [sweep] expanded on this board: task on {grid.this_policy} CPU {cpu} at "
+        f"{', '.join(map(str, grid.this_khz))} kHz"
+        + (
+            f" x {grid.other_policy} at {', '.join(map(str, grid.other_khz))} kHz"
+            if grid.other_policy
+            else ""
+        )
+        + (f"; memory bus {grid.bus_device} {bus_hz}" if grid.bus_device else "; no memory-bus devfreq")
+    )
+    return _Expansion(sweep.condition_tables(grid, bus_hz), cpu, tuple(notes), record)
+
+
+def parse_plan(
+    text: str, source: str, catalog: dict[str, WorkloadSpec], root: str | Path | None = None
+) -> Plan:
+    """Parses and validates a plan; raises InputError naming the place and the fix. `root` is the board's
+    tree, which a [sweep] table expands from (PlanUnsupported where the board cannot run it)."""
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -308,6 +390,7 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
 
     runs_t = dict(_take(doc, "runs", dict, {}, where, ()))
     p = ("runs",)
+    cpu_given = runs_t.get("cpu")
     repetitions = _take(runs_t, "repetitions", int, None, where, p, lo=1, hi=10000)
     precision = _take(runs_t, "precision", (float, int, str), None, where, p)
     precision_auto = precision == "auto"
@@ -387,6 +470,17 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
         _workload(w, i, catalog, where, skip_unsupported=skip) for i, w in enumerate(raw_workloads)
     )
     raw_conditions = _take(doc, "conditions", list, [], where, ())
+    sweep_t = _take(doc, "sweep", dict, None, where, ())
+    expansion = None
+    if sweep_t is not None:
+        if raw_conditions:
+            raise where.error(
+                ("conditions", 0),
+                "a plan with [sweep] takes its conditions from the board: remove one of them",
+            )
+        expansion = _sweep(dict(sweep_t), where, root, cpu_given)
+        raw_conditions = expansion.conditions
+        runs = dataclasses.replace(runs, cpu=expansion.cpu)
     conditions = tuple(
         dataclasses.replace(_condition(c, i, where), index=i) for i, c in enumerate(raw_conditions)
     )
@@ -423,8 +517,10 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
         resolved.append(dataclasses.replace(c, baseline=base))
     energy = _energy(dict(_take(doc, "energy", dict, {}, where, ())), where)
     _no_leftovers(
-        doc, where, (), "schema, name, description, seed, runs, gates, workloads, conditions, energy"
+        doc, where, (), "schema, name, description, seed, runs, gates, workloads, conditions, sweep, energy"
     )
+    if expansion is not None:  # the stored text (and so the resume key) says which grid this board gave
+        text = text.rstrip("\n") + "\n" + expansion.record + "\n"
     return Plan(
         energy=energy,
         name=name,
@@ -436,6 +532,7 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
         conditions=tuple(resolved),
         source=text,
         source_name=source,
+        notes=expansion.notes if expansion else (),
     )
 
 
@@ -471,12 +568,14 @@ def read_plan_file(path: str) -> str:
         raise InputError(f"{path}: not UTF-8 text (byte {exc.start}); a plan is a TOML file") from None
 
 
-def load_plan(path: str | None, preset: str | None, catalog: dict[str, WorkloadSpec]) -> Plan:
+def load_plan(
+    path: str | None, preset: str | None, catalog: dict[str, WorkloadSpec], root: str | Path | None = None
+) -> Plan:
+    """The plan of a file or a preset; `root` is the board's tree a [sweep] table expands from."""
     if preset:
-        return parse_plan(preset_text(preset), f"preset:{preset}", catalog)
+        return parse_plan(preset_text(preset), f"preset:{preset}", catalog, root)
     assert path is not None
-    text = read_plan_file(path)
-    return parse_plan(text, str(path), catalog)
+    return parse_plan(read_plan_file(path), str(path), catalog, root)
 
 
 def apply_overrides(

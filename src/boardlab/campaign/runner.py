@@ -90,15 +90,27 @@ def run_timeout_s(planned_s: float | None, params: dict, longest_run_s: float) -
     return max(1800.0, timed, 20 * longest_run_s)
 
 
-def resolve_cpu(requested: int | None, online: tuple[int, ...]) -> int | None:
-    """The worker's CPU: -1 = "auto" (the last online CPU, away from CPU 0's housekeeping), None = unpinned."""
+def resolve_cpu(
+    requested: int | None, online: tuple[int, ...], allowed: set[int] | None = None
+) -> int | None:
+    """The worker's CPU: -1 = "auto" (the last online CPU, away from CPU 0's housekeeping), None = unpinned.
+    `allowed` (default: this process's affinity) matters when --root is a simulator or another board's tree:
+    its CPUs need not exist here, and pinning to one would fail at the first run."""
     if requested is None:
         return None
+    allowed = os.sched_getaffinity(0) if allowed is None else allowed
     if requested == -1:
-        return online[-1] if online else None
+        usable = [c for c in online if c in allowed]
+        return usable[-1] if usable else None
     if requested not in online:
         raise InputError(
             f"runs.cpu = {requested}: no such online CPU; online CPUs: {', '.join(map(str, online))}"
+        )
+    if requested not in allowed:
+        raise InputError(
+            f"runs.cpu = {requested}: this process cannot run on CPU {requested} (it may use "
+            f"{', '.join(map(str, sorted(allowed)))}); the tree under --root describes another machine: "
+            "give one of those CPUs in the plan's [runs] cpu"
         )
     return requested
 

@@ -22,7 +22,8 @@ def add_arguments(parser) -> None:
     sub = parser.add_subparsers(dest="governor_command", metavar="SUBCOMMAND", required=True)
 
     p = sub.add_parser(
-        "sweep", help="the snoop-sweep preset: expand the OPP grid, write its plan, or simulate it"
+        "sweep",
+        help="the snoop sweep: expand the OPP grid, write its plan (the snoop-sweep preset's), or simulate it",
     )
     p.add_argument("--root", default="/", help="the board tree to read cpufreq from (default /)")
     p.add_argument(
@@ -237,17 +238,10 @@ def _sweep(args) -> int:
                 f"--plan-out: this board has {len(grids)} clusters; choose the task's with --cluster "
                 f"({', '.join(g.this_policy for g in grids)}) and write one plan per cluster"
             )
-        bus: int | str = args.bus_hz
-        if bus not in ("record", "max", "min"):
-            if not str(bus).isdigit():
-                raise InputError(f"--bus-hz: expected a frequency in Hz, max, min or record, found {bus!r}")
-            bus = int(bus)
-            if grids[0].bus_device and bus not in grids[0].bus_hz:
-                raise InputError(
-                    f"--bus-hz: {grids[0].bus_device} offers {', '.join(map(str, grids[0].bus_hz))} Hz"
-                )
-        if bus != "record" and not grids[0].bus_device:
-            raise InputError("--bus-hz: this board exposes no memory-controller devfreq to fix")
+        bus: int | str = int(args.bus_hz) if args.bus_hz.isdigit() else args.bus_hz
+        reason = sweep.check_bus(grids[0], bus)
+        if reason:
+            raise InputError(f"--bus-hz: {reason}")
         _write(args.plan_out, sweep.plan_toml(grids[0], bus_hz=bus), args)
     out = [
         {

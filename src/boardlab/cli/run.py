@@ -22,7 +22,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--preset", help="a bundled plan instead of a file (see `boardlab list --presets`)")
     parser.add_argument("--db", default=DEFAULT_DB, help=f"results database (SQLite; default {DEFAULT_DB})")
     parser.add_argument(
-        "--root", default="/", help="read (and later write) the board's /sys and /proc below DIR"
+        "--root",
+        default="/",
+        help="read (and later write) the board's /sys and /proc below DIR (a plan's [sweep] expands from it)",
     )
     parser.add_argument(
         "--fresh", action="store_true", help="start a new campaign even if this plan was run before"
@@ -88,7 +90,7 @@ def _dry_run_text(plan, summary) -> str:
 def run(args) -> int:
     import json
 
-    from boardlab.campaign.plan import apply_overrides, load_plan
+    from boardlab.campaign.plan import PlanUnsupported, apply_overrides, load_plan
     from boardlab.campaign.runner import Runner
     from boardlab.cli.progress import TerminalProgress
     from boardlab.errors import InputError
@@ -103,7 +105,14 @@ def run(args) -> int:
         raise InputError(f"--monitor-hz {args.monitor_hz}: expected a rate in [0.1, 1000] Hz")
     SysRoot(args.root).require_board_tree()
     catalog = {w.name: w for w in all_workloads()}
-    plan = load_plan(args.plan, args.preset, catalog)  # validated before anything is written
+    try:  # validated (and a [sweep] expanded from the board under --root) before anything is written
+        plan = load_plan(args.plan, args.preset, catalog, args.root)
+    except PlanUnsupported as exc:
+        print(f"boardlab run: unsupported: {exc}", file=sys.stderr)
+        return 1
+    if not args.quiet:
+        for note in plan.notes:
+            print(note, file=sys.stderr)
     plan = apply_overrides(
         plan,
         catalog,

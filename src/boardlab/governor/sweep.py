@@ -78,6 +78,66 @@ def expand(info: BoardInfo, this_policy: str | None = None) -> list[Grid]:
     return grids
 
 
+def auto_grid(grids: Sequence[Grid]) -> Grid:
+    """The grid a plan's `cluster = "auto"` sweeps: the task on the LITTLE cluster (the lowest top frequency,
+    the first policy on a tie), as in the study's first sweep (an A7 task, the A15 swept)."""
+    return min(grids, key=lambda g: max(g.this_khz))
+
+
+def worker_cpu(grid: Grid) -> int:
+    """The CPU the task is pinned to: the cluster's last, as the study did (CPU 3, an A7; CPU 7, an A15)."""
+    return max(grid.this_cpus)
+
+
+def check_bus(grid: Grid, bus_hz: int | str) -> str | None:
+    """Why `bus_hz` cannot be the sweep's memory-bus setting on this board, or None."""
+    if isinstance(bus_hz, str) and bus_hz not in ("record", "max", "min"):
+        return f"expected a frequency in Hz, max, min or record, found {bus_hz!r}"
+    if bus_hz == "record":
+        return None
+    if not grid.bus_device:
+        return "this board exposes no memory-controller devfreq to fix (use record)"
+    if isinstance(bus_hz, int) and bus_hz not in grid.bus_hz:
+        return f"{grid.bus_device} offers {', '.join(map(str, grid.bus_hz))} Hz"
+    return None
+
+
+def condition_tables(grid: Grid, bus_hz: int | str = "record") -> list[dict]:
+    """The sweep's conditions as plan tables (`[[conditions]]`), one per frequency pair: what `plan_toml`
+    writes and what a plan's `[sweep]` table expands to. Per-policy userspace frequencies through the
+    governor condition; where the board has a memory-controller devfreq, a devfreq part fixes it at `bus_hz`
+    (or records it)."""
+    tables = []
+    for this_khz, other_khz in grid.pairs():
+        freqs = {grid.this_policy: this_khz}
+        if grid.other_policy:
+            freqs[grid.other_policy] = other_khz
+        gov = {"governor": "userspace", "policies": list(freqs), "frequencies_khz": freqs}
+        name = cell_name(grid.this_policy, this_khz, grid.other_policy, other_khz)
+        if grid.bus_device:
+            bus = {"device": grid.bus_device, "frequency_hz": bus_hz}
+            tables.append({"name": name, "parts": [{"kind": "governor", "params": gov},
+                                                   {"kind": "devfreq", "params": bus}]})  # fmt: skip
+        else:
+            tables.append({"name": name, "kind": "governor", "params": gov})
+    return tables
+
+
+def _inline(value) -> str:
+    """A TOML inline value (the plan tables hold strings, integers, lists and tables only)."""
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_inline(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {_inline(v)}" for k, v in value.items()) + " }"
+    raise TypeError(f"no TOML inline form for {type(value).__name__}")
+
+
 def plan_toml(
     grid: Grid,
     *,
@@ -86,12 +146,11 @@ def plan_toml(
     repetitions: int = REPETITIONS,
     bus_hz: int | str = "record",
 ) -> str:
-    """A campaign plan for one grid: the worker pinned to the cluster's last CPU (as the study did). Where
-    the board has a memory-controller devfreq, each condition also fixes it at `bus_hz` (or records it)."""
-    cpu = max(grid.this_cpus)
+    """A campaign plan for one grid: the worker pinned to the cluster's last CPU (as the study did)."""
+    cpu = worker_cpu(grid)
     lines = [
         f'name = "snoop-sweep-{grid.this_policy}"',
-        f'description = "The governor study\'s snoop sweep: mem.latency pinned to CPU {cpu} ({grid.this_policy}) '
+        f"description = \"The governor study's snoop sweep: mem.latency pinned to CPU {cpu} ({grid.this_policy}) "
         f'at every OPP of {grid.this_policy} x every OPP of {grid.other_policy or "(no other cluster)"}"',
         "seed = 1",
         "",
@@ -105,29 +164,10 @@ def plan_toml(
         "",
         "[[workloads]]",
         'name = "mem.latency"',
-        "params = { pattern = [" + ", ".join(f'"{p}"' for p in patterns) + "], size_bytes = ["
-        + ", ".join(str(s) for s in sizes) + "] }",
-    ]  # fmt: skip
-    for this_khz, other_khz in grid.pairs():
-        freqs = {grid.this_policy: this_khz}
-        if grid.other_policy:
-            freqs[grid.other_policy] = other_khz
-        table = ", ".join(f"{k} = {v}" for k, v in freqs.items())
-        policies = ", ".join(f'"{k}"' for k in freqs)
-        gov = f'{{ governor = "userspace", policies = [{policies}], frequencies_khz = {{ {table} }} }}'
-        lines += [
-            "",
-            "[[conditions]]",
-            f'name = "{cell_name(grid.this_policy, this_khz, grid.other_policy, other_khz)}"',
-        ]
-        if grid.bus_device:
-            bus = f'"{bus_hz}"' if isinstance(bus_hz, str) else str(bus_hz)
-            lines.append(
-                f'parts = [{{ kind = "governor", params = {gov} }}, '
-                f'{{ kind = "devfreq", params = {{ device = "{grid.bus_device}", frequency_hz = {bus} }} }}]'
-            )
-        else:
-            lines += ['kind = "governor"', f"params = {gov}"]
+        f"params = {_inline({'pattern': list(patterns), 'size_bytes': list(sizes)})}",
+    ]
+    for table in condition_tables(grid, bus_hz):
+        lines += ["", "[[conditions]]"] + [f"{k} = {_inline(v)}" for k, v in table.items()]
     return "\n".join(lines) + "\n"
 
 

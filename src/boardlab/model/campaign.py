@@ -116,6 +116,7 @@ class Plan:
     source: str  # the plan's text, stored with the campaign
     source_name: str  # file path or "preset:NAME"
     energy: EnergyPolicy = field(default_factory=EnergyPolicy)
+    notes: tuple[str, ...] = ()  # what loading did with the board (a [sweep]'s grid), for the CLI to say
 
 
 @dataclass(frozen=True)
