@@ -10,13 +10,17 @@ import pytest
 
 from boardlab.campaign.plan import preset_names
 
-from helpers import run_cli
+from helpers import SYSFS, run_cli
+
+# Presets whose conditions come from the board (the snoop sweep's OPP grid) are checked on a board that has one.
+BOARD_PRESETS = {"snoop-sweep": SYSFS / "odroid-xu3"}
 
 
 @pytest.mark.parametrize("preset", preset_names())
 def test_every_preset_reaches_a_verdict_at_its_default_repetitions(preset, tmp_path):
     db = tmp_path / "none.db"
-    proc = run_cli("run", "--preset", preset, "--dry-run", "--json", "--db", str(db))
+    root = ("--root", str(BOARD_PRESETS[preset])) if preset in BOARD_PRESETS else ()
+    proc = run_cli("run", "--preset", preset, *root, "--dry-run", "--json", "--db", str(db))
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     for key in ("cells", "runs", "comparisons", "verdict_reachable", "repetitions_needed"):
