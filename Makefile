@@ -8,6 +8,8 @@ BIN := $(VENV)/bin
 DEB_PACKAGES := build-essential pkg-config python3 python3-venv python3-dev \
 	liblzma-dev libbz2-dev libzstd-dev zlib1g-dev libssl-dev \
 	stress-ng rt-tests linux-perf xz-utils bzip2 pbzip2 zstd openssl mbw hyperfine libgsm-tools chromium
+# Vehicle-services study: XML parser of the service roles; anchors sockperf, ddsperf (cyclonedds-tools), wrk, pidstat (sysstat).
+DEB_PACKAGES += libexpat1-dev sockperf cyclonedds-tools wrk sysstat
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
 .PHONY: setup deb venv install demo test bench lint clean

@@ -25,6 +25,11 @@ extern const bk_kernel bk_crypto_afalg;
 extern const bk_kernel bk_crypto_rng;
 extern const bk_kernel bk_mem_latency;
 extern const bk_kernel bk_mem_bandwidth;
+extern const bk_kernel bk_svc_pub;
+extern const bk_kernel bk_svc_sub;
+extern const bk_kernel bk_svc_mgmt;
+extern const bk_kernel bk_svc_nmea;
+extern const bk_kernel bk_svc_load;
 
 const bk_kernel *const bk_kernels[] = {
     &bk_noop,
@@ -51,5 +56,10 @@ const bk_kernel *const bk_kernels[] = {
     &bk_crypto_rng,
     &bk_mem_latency,
     &bk_mem_bandwidth,
+    &bk_svc_pub,
+    &bk_svc_sub,
+    &bk_svc_mgmt,
+    &bk_svc_nmea,
+    &bk_svc_load,
     NULL,
 };
