@@ -27,6 +27,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("boardlab.cli.compare", "compare two campaigns (two boards or two sessions) cell by cell"),
     "models": ("boardlab.cli.models", "generate the AI workload's models (MobileNet, SSD, ResNet) offline"),
     "kern": ("boardlab.cli.kern", "run the native kernel executable boardlab-kern (or print its --path)"),
+    "load": (
+        "boardlab.cli.load",
+        "load a SOAP endpoint at fixed rates (open loop, CO-correct) and find its knee",
+    ),
+    "monitor": (
+        "boardlab.cli.monitor",
+        "account CPU, memory, context switches and drops of a process (--pid or -- CMD)",
+    ),
 }
 
 

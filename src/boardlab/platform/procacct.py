@@ -163,13 +163,13 @@ def parse_snmp(text: str) -> dict[str, dict[str, int]]:
     """/proc/net/snmp or /proc/net/netstat: header/value line pairs -> {"Udp": {"InErrors": 0, ...}, ...}."""
     out: dict[str, dict[str, int]] = {}
     lines = text.splitlines()
-    for head, vals in zip(lines[::2], lines[1::2]):
+    for head, vals in zip(lines[::2], lines[1::2], strict=False):
         hk, _, hnames = head.partition(":")
         vk, _, vnums = vals.partition(":")
         if hk != vk:
             continue
         try:
-            out[hk] = dict(zip(hnames.split(), (int(x) for x in vnums.split())))
+            out[hk] = dict(zip(hnames.split(), (int(x) for x in vnums.split()), strict=False))
         except ValueError:
             continue
     return out
