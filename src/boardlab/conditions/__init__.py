@@ -14,6 +14,7 @@ _KIND_MODULES = {
     "workload": "boardlab.conditions.workload",
     "governor": "boardlab.conditions.dvfs",
     "isolation": "boardlab.conditions.isolation",
+    "netns": "boardlab.conditions.netns",
 }
 
 
