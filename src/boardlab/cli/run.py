@@ -44,6 +44,24 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--scale", type=float, help="scale repetitions, iterations and AI frames by this factor (e.g. 0.2)"
     )
+    parser.add_argument(
+        "--soak",
+        metavar="DURATION",
+        help="one long run per cell: duration_s = DURATION (e.g. 1h, 30m, 90s) and 1 repetition",
+    )
+
+
+def _soak_s(text: str) -> float:
+    from boardlab.errors import InputError
+
+    units = {"s": 1, "m": 60, "h": 3600}
+    try:
+        value = float(text[:-1]) * units[text[-1]] if text[-1:] in units else float(text)
+    except (ValueError, KeyError):
+        raise InputError(f"--soak {text!r}: expected a duration such as 1h, 30m or 90s") from None
+    if not 1 <= value <= 604800:
+        raise InputError(f"--soak {text!r}: expected 1 s to 7 days")
+    return value
 
 
 def _on_sigterm(signum, frame):
@@ -68,6 +86,10 @@ def run(args) -> int:
     SysRoot(args.root).require_board_tree()
     catalog = {w.name: w for w in all_workloads()}
     plan = load_plan(args.plan, args.preset, catalog)  # validated before anything is written
+    if args.soak is not None:
+        if args.duration is not None or args.repetitions is not None:
+            raise InputError("--soak sets the duration and the repetitions: drop --duration/--repetitions")
+        args.duration, args.repetitions = _soak_s(args.soak), 1
     plan = apply_overrides(
         plan,
         catalog,

@@ -135,6 +135,7 @@ class Monitor:
     rows: list[Interval] = field(default_factory=list)
     net: list[dict] = field(default_factory=list)  # per interval: counter deltas
     ifaces: list[dict] = field(default_factory=list)
+    net_pid: int | None = None  # read network counters in this process's namespace (None: our own)
 
     def run(
         self,
@@ -149,9 +150,9 @@ class Monitor:
         clk = procacct.clock_ticks()
         self.ncpus, self.mem_total = ncpus, mem_total
         prev = {p: procacct.read_process(root, p, threads=self.threads) for p in self.pids}
-        prev_net = procacct.read_net_counters(root)
-        prev_dev = procacct.read_net_dev(root)
-        prev_udp = procacct.read_udp_socket_drops(root)
+        prev_net = procacct.read_net_counters(root, self.net_pid)
+        prev_dev = procacct.read_net_dev(root, self.net_pid)
+        prev_udp = procacct.read_udp_socket_drops(root, self.net_pid)
         t0 = t_prev = time.monotonic_ns()
         k = 0
         while not should_stop():
@@ -162,9 +163,9 @@ class Monitor:
                 time.sleep(delay)
             now = time.monotonic_ns()
             cur = {p: procacct.read_process(root, p, threads=self.threads) for p in self.pids}
-            net = procacct.read_net_counters(root)
-            dev = procacct.read_net_dev(root)
-            udp = procacct.read_udp_socket_drops(root)
+            net = procacct.read_net_counters(root, self.net_pid)
+            dev = procacct.read_net_dev(root, self.net_pid)
+            udp = procacct.read_udp_socket_drops(root, self.net_pid)
             wall = float(now - t_prev)
             t_s = (now - t0) / 1e9
             batch = []

@@ -188,10 +188,15 @@ NET_COUNTERS = {
 }
 
 
-def read_net_counters(root: RootLike = "/") -> dict[str, int]:
-    """System-wide (network-namespace-wide) UDP/TCP drop and retransmit counters."""
-    tables = parse_snmp(_text(root, "proc/net/snmp") or "")
-    tables.update(parse_snmp(_text(root, "proc/net/netstat") or ""))
+def _net(pid: int | None) -> str:
+    """/proc/net is this process's network namespace; /proc/PID/net is PID's (a workload in a netns)."""
+    return f"proc/{pid}/net" if pid else "proc/net"
+
+
+def read_net_counters(root: RootLike = "/", pid: int | None = None) -> dict[str, int]:
+    """Namespace-wide UDP/TCP drop and retransmit counters (of `pid`'s network namespace if given)."""
+    tables = parse_snmp(_text(root, f"{_net(pid)}/snmp") or "")
+    tables.update(parse_snmp(_text(root, f"{_net(pid)}/netstat") or ""))
     out = {}
     for (table, key), name in NET_COUNTERS.items():
         v = tables.get(table, {}).get(key)
@@ -213,8 +218,8 @@ def parse_udp_drops(text: str) -> dict[int, int]:
     return out
 
 
-def read_udp_socket_drops(root: RootLike = "/") -> dict[int, int]:
-    return parse_udp_drops(_text(root, "proc/net/udp") or "")
+def read_udp_socket_drops(root: RootLike = "/", pid: int | None = None) -> dict[int, int]:
+    return parse_udp_drops(_text(root, f"{_net(pid)}/udp") or "")
 
 
 def parse_net_dev(text: str) -> dict[str, dict[str, int]]:
@@ -233,8 +238,8 @@ def parse_net_dev(text: str) -> dict[str, dict[str, int]]:
     return out
 
 
-def read_net_dev(root: RootLike = "/") -> dict[str, dict[str, int]]:
-    return parse_net_dev(_text(root, "proc/net/dev") or "")
+def read_net_dev(root: RootLike = "/", pid: int | None = None) -> dict[str, dict[str, int]]:
+    return parse_net_dev(_text(root, f"{_net(pid)}/dev") or "")
 
 
 def clock_ticks() -> int:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from boardlab.report import study_services
 from boardlab.report.studies import AiCell, RtCell, ai_cells, rt_cells
 from boardlab.stats import (
     AADelta,
@@ -119,6 +120,7 @@ class CampaignAnalysis:
     notes: dict = field(default_factory=dict)
     rt_cells: tuple[RtCell, ...] = ()  # rt.cyclictest cells: merged histograms and percentiles (studies.py)
     ai_cells: tuple[AiCell, ...] = ()  # ai.inference cells: per-frame p50/p90/p99 over runs (studies.py)
+    services_cells: tuple = ()  # svc.scenario cells (study_services.py)
     # The per-run p99 of the primary metric against the baseline, for TAIL_WORKLOADS: a second family with
     # its own A/A threshold `tail_delta` and its own Holm correction.
     tail_comparisons: tuple[ComparisonAnalysis, ...] = ()
@@ -388,6 +390,7 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
         notes=json.loads(camp["notes_json"] or "{}"),
         rt_cells=rt_cells(store, cells),
         ai_cells=ai_cells(store, cells),
+        services_cells=study_services.services_cells(store, cells),
         tail_comparisons=tails,
         tail_delta=tail_delta,
     )

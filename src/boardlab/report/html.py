@@ -11,7 +11,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
-from boardlab.report import svg
+from boardlab.report import study_services, svg
 from boardlab.report.analysis import CampaignAnalysis, CellAnalysis
 from boardlab.report.studies import AI_WORKLOAD, RT_WORKLOAD
 from boardlab.report.terminal import (
@@ -795,6 +795,7 @@ def render_html(analysis: CampaignAnalysis, series: Series | None = None) -> str
         _size_curves(a),
         _rt_section(a),
         _ai_section(a),
+        study_services.html_parts(a.services_cells),
         _drift(a),
         _monitor(series),
         _tables(a),

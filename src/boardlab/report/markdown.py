@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from boardlab.report import study_services
 from boardlab.report.analysis import CampaignAnalysis
 from boardlab.report.terminal import (
     Table,
@@ -116,4 +117,5 @@ def render_markdown(analysis: CampaignAnalysis) -> str:
             + (f" {note}" if (note := ai_frames_note(a)) else ""),
             "",
         ] + md_table(ai_table(a))
+    out += study_services.markdown_lines(a.services_cells)
     return "\n".join(out) + "\n"

@@ -12,6 +12,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
+from boardlab.report import study_services
 from boardlab.report.analysis import CampaignAnalysis, CellAnalysis, ComparisonAnalysis
 from boardlab.report.studies import TAIL_MIN_SAMPLES, AiCell, RtCell, pct_name, samples_needed
 from boardlab.report.svg import CONFOUNDED_MARK, VERDICT_MARKS, fmt_num
@@ -648,6 +649,7 @@ def render_text(analysis: CampaignAnalysis, *, label_width: int = 52) -> str:
         note = ai_frames_note(analysis)
         if note:
             out.append(note)
+    out += study_services.text_lines(analysis.services_cells)
     warns = analysis.warnings
     if warns:
         out.append("")

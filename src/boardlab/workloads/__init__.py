@@ -17,6 +17,7 @@ from boardlab.model.workload import WorkloadSpec
 PYTHON_WORKLOADS: dict[str, str] = {
     "ai.inference": "boardlab.workloads.ai_inference",
     "rt.cyclictest": "boardlab.workloads.rt_cyclictest",
+    "svc.scenario": "boardlab.workloads.services",
 }
 
 
