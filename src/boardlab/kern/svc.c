@@ -343,10 +343,9 @@ static void *pub_reader(void *arg)
     char line[512];
     size_t have = 0;
     char buf[512];
+    /* Blocking reads, no poll: the wake-ups counted are the read mode's own (the study's cost). The
+     * publisher ends this thread with SIGUSR1, which interrupts the read (no SA_RESTART). */
     while (!s->reader_stop && !svc_stop) {
-        struct pollfd p = {.fd = s->in_fd, .events = POLLIN};
-        if (poll(&p, 1, 100) <= 0)
-            continue;
         if (s->source == SRC_INS) {
             ssize_t r = recv(s->in_fd, buf, sizeof buf - 1, 0);
             s->reader_reads++;
@@ -371,7 +370,7 @@ static void *pub_reader(void *arg)
         s->reader_reads++;
         if (r <= 0) {
             if (r == 0 || (errno != EAGAIN && errno != EINTR))
-                usleep(10000); /* the writer closed (EIO on a pty): wait for it, do not spin */
+                usleep(100000); /* the writer closed (EIO on a pty): wait for it, do not spin */
             continue;
         }
         s->reader_bytes += (uint64_t)r;
@@ -432,6 +431,8 @@ static int open_gps(bk_ctx *ctx, pub_state *s)
         return bk_fail(ctx, "cannot set the read mode of '%s': %s", s->device, strerror(errno));
     return 0;
 }
+
+static void on_wake(int sig) { (void)sig; }
 
 static void *pub_mgmt_thread(void *arg)
 {
@@ -531,6 +532,10 @@ static int pub_serve(bk_ctx *ctx, void *state)
     svc_tight_timers();
     s->sh.start_ns = svc_now();
     if (s->in_fd >= 0) {
+        struct sigaction sa = {0};
+        sa.sa_handler = on_wake; /* no SA_RESTART: a blocked read returns EINTR */
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGUSR1, &sa, NULL);
         if (pthread_create(&s->reader, NULL, pub_reader, s) != 0)
             return bk_fail(ctx, "cannot start the sensor reader thread");
         s->reader_on = 1;
@@ -583,8 +588,13 @@ static int pub_serve(bk_ctx *ctx, void *state)
     (void)period;
     s->t_end = svc_now();
     s->reader_stop = 1;
-    if (s->reader_on)
-        pthread_join(s->reader, NULL);
+    if (s->reader_on) {
+        /* interrupt its blocking read until it has seen the flag */
+        while (pthread_tryjoin_np(s->reader, NULL) == EBUSY) {
+            pthread_kill(s->reader, SIGUSR1);
+            usleep(1000);
+        }
+    }
     if (s->mgmt_on)
         pthread_join(s->mgmt_thread, NULL);
     return 0;
