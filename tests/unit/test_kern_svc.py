@@ -49,7 +49,9 @@ def test_list_names_every_role_with_its_parameters(kern):
     specs = {k["name"]: k for k in json.loads(out)["kernels"]}
     for role in ("svc.pub", "svc.sub", "svc.mgmt", "svc.nmea", "svc.load"):
         assert specs[role]["family"] == "svc" and specs[role]["supported"], role
-    assert {"rate_hz", "source", "read_mode", "group", "iface_addr"} <= {p["name"] for p in specs["svc.pub"]["params"]}
+    assert {"rate_hz", "source", "read_mode", "group", "iface_addr"} <= {
+        p["name"] for p in specs["svc.pub"]["params"]
+    }
     assert {"parser", "rcvbuf_bytes", "publish_dot"} <= {p["name"] for p in specs["svc.sub"]["params"]}
 
 
@@ -62,7 +64,9 @@ def test_pub_sub_deliver_every_message_with_its_latency(kern):
     p, s = pub["service"], res["service"]
     assert p["schema"] == 1 and p["role"] == "pub" and p["message_kind"] == "Position"
     assert p["sent"] == 50 and p["send_errors"] == 0
-    assert p["build_ns"]["count"] == 50 and p["send_ns"]["count"] == 50 and p["schedule_lag_ns"]["count"] == 50
+    assert (
+        p["build_ns"]["count"] == 50 and p["send_ns"]["count"] == 50 and p["schedule_lag_ns"]["count"] == 50
+    )
     assert s["received"] == 50 and s["lost"] == 0 and s["duplicates"] == 0 and s["bad"] == 0
     assert s["by_kind"]["Position"] == {"unique": 50, "first_seq": 0, "max_seq": 49}
     lat = s["oneway_latency_ns"]
@@ -138,7 +142,9 @@ def test_mgmt_serves_wsdl_and_every_operation(mgmt):
     assert 'targetNamespace="urn:boardlab:vdm:mgmt:1"' in wsdl and f"127.0.0.1:{port}/vdm" in wsdl
     code, body = post(port, envelope(f'<m:getPosition xmlns:m="{MGMT}"/>'))
     assert code == 200 and "<m:latitudeDeg>42.5133000</m:latitudeDeg>" in body
-    code, body = post(port, envelope(f'<m:setEnabled xmlns:m="{MGMT}"><m:enabled>false</m:enabled></m:setEnabled>'))
+    code, body = post(
+        port, envelope(f'<m:setEnabled xmlns:m="{MGMT}"><m:enabled>false</m:enabled></m:setEnabled>')
+    )
     assert code == 200 and "<m:enabled>false</m:enabled>" in body
     code, body = post(port, envelope(f'<m:getStatus xmlns:m="{MGMT}"/>'))
     assert code == 200 and "<m:enabled>false</m:enabled>" in body and "<m:requestsServed>" in body
@@ -196,7 +202,9 @@ def test_mgmt_survives_fuzzed_requests(mgmt):
 
 def test_open_loop_load_keeps_its_schedule(mgmt, kern):
     port, _ = mgmt
-    res = run_role("svc.load", {"port": port, "rate_hz": 200, "duration_s": 1, "connections": 2}, timeout_s=30)
+    res = run_role(
+        "svc.load", {"port": port, "rate_hz": 200, "duration_s": 1, "connections": 2}, timeout_s=30
+    )
     s = res["service"]
     assert res["ok"] and s["scheduled"] == 200 and s["sent"] == 200
     assert s["ok"] + s["errors"] + s["timeouts"] == 200 and s["errors"] == 0
@@ -272,8 +280,15 @@ def test_pub_reads_the_gps_in_each_mode(kern, tmp_path):
         feeder = start_role("svc.nmea", {"duration_s": 2.0, "link": str(link), "start_delay_s": 0.3})
         pub = run_role(
             "svc.pub",
-            {"group": group, "port": port, "rate_hz": 10, "duration_s": 2.5, "source": "nmea",
-             "device": str(link), "read_mode": mode},
+            {
+                "group": group,
+                "port": port,
+                "rate_hz": 10,
+                "duration_s": 2.5,
+                "source": "nmea",
+                "device": str(link),
+                "read_mode": mode,
+            },
             timeout_s=20,
         )
         feeder.result(10)
@@ -292,10 +307,19 @@ def test_dot_service_derives_direction_of_travel(kern):
     out_port = port + 1
     dot_sub = start_role("svc.sub", {"group": group, "port": out_port, "duration_s": 10, "expect": 5})
     dot = start_role(
-        "svc.sub", {"group": group, "port": port, "duration_s": 10, "publish_dot": 1, "out_group": group,
-                    "out_port": out_port}
+        "svc.sub",
+        {
+            "group": group,
+            "port": port,
+            "duration_s": 10,
+            "publish_dot": 1,
+            "out_group": group,
+            "out_port": out_port,
+        },
     )
-    ori = start_role("svc.pub", {"group": group, "port": port, "rate_hz": 20, "duration_s": 1.2, "message": "orientation"})
+    ori = start_role(
+        "svc.pub", {"group": group, "port": port, "rate_hz": 20, "duration_s": 1.2, "message": "orientation"}
+    )
     time.sleep(0.2)
     run_role("svc.pub", {"group": group, "port": port, "rate_hz": 10, "duration_s": 1}, timeout_s=20)
     ori.result(20)
@@ -304,3 +328,38 @@ def test_dot_service_derives_direction_of_travel(kern):
     d = dot.result(10)["service"]
     assert d["role"] == "dot" and d["dot_sent"] >= 5
     assert got["by_kind"]["DirectionOfTravel"]["unique"] >= 5 and got["bad"] == 0
+
+
+def test_publisher_management_switches_transmission(kern):
+    """setEnabled(false) on the publisher's own endpoint stops its messages; getStatus counts them."""
+    group, port = unique_group()
+    mport = free_port()
+    pub = start_role(
+        "svc.pub", {"group": group, "port": port, "rate_hz": 50, "duration_s": 2, "mgmt_port": mport}
+    )
+    from boardlab.services.launch import wait_port
+
+    wait_port("127.0.0.1", mport)
+    time.sleep(0.5)
+    code, body = post(
+        mport, envelope(f'<m:setEnabled xmlns:m="{MGMT}"><m:enabled>false</m:enabled></m:setEnabled>')
+    )
+    assert code == 200
+    code, body = post(mport, envelope(f'<m:getStatus xmlns:m="{MGMT}"/>'))
+    assert "<m:enabled>false</m:enabled>" in body and "<m:messagesSent>" in body
+    res = pub.result(20)["service"]
+    assert res["sent"] > 0 and res["skipped_disabled"] > 0 and res["sent"] + res["skipped_disabled"] == 100
+    assert res["mgmt"]["operations"] == {"getPosition": 0, "setEnabled": 1, "getStatus": 1}
+
+
+def test_poisson_arrivals_average_the_rate(mgmt, kern):
+    port, _ = mgmt
+    res = run_role(
+        "svc.load",
+        {"port": port, "rate_hz": 400, "duration_s": 2, "arrival": "poisson", "connections": 4},
+        timeout_s=30,
+    )
+    s = res["service"]
+    # Poisson count over 2 s at 400 Hz: mean 800, sd ~28; 5 sd either side
+    assert s["arrival"] == "poisson" and 660 <= s["scheduled"] <= 940
+    assert s["ok"] + s["errors"] + s["timeouts"] == s["scheduled"]
