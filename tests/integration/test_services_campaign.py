@@ -4,6 +4,7 @@ the report's services section, in Markdown and text. The full preset is `boardla
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -59,3 +60,34 @@ def test_victory_preset_is_valid_and_scales(tmp_path):
     assert scenarios.count("soap-saturation") == 2 and plan.runs.repetitions == 10
     scaled = apply_overrides(plan, catalog, scale=0.1)
     assert {w.params["duration_s"] for w in scaled.workloads} == {6.0} and scaled.runs.repetitions == 5
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the netns placement needs root")
+def test_scenario_runs_inside_the_netns_placement(tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        PLAN.split("[[workloads]]")[0]
+        + '[[workloads]]\nname = "svc.scenario"\n'
+        + 'params = { scenario = "three", duration_s = 2.0 }\n'
+        + '[[conditions]]\nname = "ns"\nkind = "netns"\nparams = { mode = "private" }\nbaseline = ""\n'
+    )
+    db = tmp_path / "v.db"
+    proc = run_cli("run", str(plan), "--db", str(db), "--json", "--workload", "svc.scenario", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["status"] == "complete"
+    import sqlite3
+
+    rows = (
+        sqlite3.connect(db)
+        .execute(
+            "SELECT r.worker_json, r.condition_state_json FROM runs r JOIN cells c ON c.id = r.cell_id "
+            "WHERE c.condition = 'ns'"
+        )
+        .fetchall()
+    )
+    assert rows
+    for worker, state in rows:
+        doc, st = json.loads(worker), json.loads(state)
+        assert doc["ok"] and doc["info"]["netns"] == st["netns"] and st["netns"].startswith("boardlab-")
+        assert doc["info"]["services"]["sub"]["by_kind"]["DirectionOfTravel"]["unique"] >= 1

@@ -113,7 +113,9 @@ def start_role(
     from boardlab.native import kern_path
 
     argv = [*prefix, *role_argv(str(kern_path()), role, params)]
-    proc = spawn(argv, env=env, self_reaping=not prefix)
+    # boardlab-kern sets its own death signal from BOARDLAB_PARENT_PID (this process); `ip netns exec`
+    # execs in place, so the role's parent is still this process behind a prefix too.
+    proc = spawn(argv, env=env, self_reaping=True)
     # stdout is the JSON result, stderr carries the ready line: both drained by threads so neither fills
     rp = RoleProcess(role, proc)
     rp._reader = threading.Thread(target=rp._drain, daemon=True)
