@@ -242,8 +242,12 @@ wrk.headers["SOAPAction"] = '"urn:boardlab:vdm:mgmt:1#getStatus"'
 
 def part_wrk(pairs: int, seconds: float, conns: int = 4) -> None:
     print(f"5. closed-loop maximum req/s, {conns} keep-alive connections: svc.load vs wrk", flush=True)
+    # the server on one CPU, either client on another: the same placement for both
+    ncpu = len(os.sched_getaffinity(0))
+    srv_cpus, cli_cpus = ({0}, {1}) if ncpu >= 2 else (None, None)
+    print(f"  server on CPUs {srv_cpus or 'any'}, client on CPUs {cli_cpus or 'any'}", flush=True)
     port = free_port()
-    srv = start_role("svc.mgmt", {"port": port, "duration_s": 600})
+    srv = start_role("svc.mgmt", {"port": port, "duration_s": 600}, cpus=srv_cpus)
     lua = Path(tempfile.mkdtemp(prefix="boardlab-bench-")) / "soap.lua"
     lua.write_text(LUA)
     a, b = [], []

@@ -108,6 +108,7 @@ def start_role(
     env: dict | None = None,
     wait_ready: bool = True,
     ready_timeout_s: float = 10.0,
+    cpus: set[int] | None = None,
 ) -> RoleProcess:
     """Starts `boardlab-kern ROLE --param k=v ...` (after `prefix`, e.g. `ip netns exec NS`)."""
     from boardlab.native import kern_path
@@ -115,7 +116,7 @@ def start_role(
     argv = [*prefix, *role_argv(str(kern_path()), role, params)]
     # boardlab-kern sets its own death signal from BOARDLAB_PARENT_PID (this process); `ip netns exec`
     # execs in place, so the role's parent is still this process behind a prefix too.
-    proc = spawn(argv, env=env, self_reaping=True)
+    proc = spawn(argv, env=env, self_reaping=True, cpus=cpus)
     # stdout is the JSON result, stderr carries the ready line: both drained by threads so neither fills
     rp = RoleProcess(role, proc)
     rp._reader = threading.Thread(target=rp._drain, daemon=True)
@@ -127,9 +128,16 @@ def start_role(
     return rp
 
 
-def run_role(role: str, params: dict, *, prefix: Sequence[str] = (), timeout_s: float | None = None) -> dict:
+def run_role(
+    role: str,
+    params: dict,
+    *,
+    prefix: Sequence[str] = (),
+    timeout_s: float | None = None,
+    cpus: set[int] | None = None,
+) -> dict:
     """Runs one role to its end and returns its result."""
-    rp = start_role(role, params, prefix=prefix, wait_ready=False)
+    rp = start_role(role, params, prefix=prefix, wait_ready=False, cpus=cpus)
     try:
         return rp.result(timeout_s)
     finally:
