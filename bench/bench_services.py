@@ -257,10 +257,13 @@ def part_wrk(pairs: int, seconds: float, conns: int = 4) -> None:
                 "svc.load",
                 {"port": port, "mode": "closed", "rate_hz": 0, "connections": conns, "duration_s": seconds},
                 timeout_s=seconds + 30,
+                cpus=cli_cpus,
             )["service"]
             a.append(s["achieved_rate_hz"])
+            pin = ["taskset", "-c", ",".join(map(str, cli_cpus))] if cli_cpus else []
             out = subprocess.run(
                 [
+                    *pin,
                     "wrk",
                     "-t1",
                     f"-c{conns}",
