@@ -912,8 +912,9 @@ int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_
             printf("%s: %s\n", k->name, ok ? "ok" : "FAILED");
         printf("  timer: resolution %.0f ns (measured %.0f ns), overhead %.1f ns per read\n", timer.resolution_ns,
                timer.measured_resolution_ns, timer.overhead_ns);
-        printf("  %" PRIu64 " reps per iteration, warm-up %d iterations%s, %d measured iterations\n", reps, warm,
-               capped ? " (capped)" : "", done);
+        if (!k->serve) /* a service role has no iterations: its result is in the metrics */
+            printf("  %" PRIu64 " reps per iteration, warm-up %d iterations%s, %d measured iterations\n", reps, warm,
+                   capped ? " (capped)" : "", done);
         double *vals = malloc(sizeof(double) * (size_t)(done ? done : 1));
         for (int m = 0; m < ctx->nmetrics && ok; m++) {
             const bk_metric *spec = &k->metrics[m];

@@ -1080,6 +1080,10 @@ static int load_verify(bk_ctx *ctx, void *state)
     if (s->first_error[0])
         bk_info_str(ctx, "first_error", s->first_error);
     bk_set_checksum(ctx, s->ok);
+    if (!s->ok && s->sent && !svc_stop) /* nothing measured: say why rather than report 0 Hz */
+        return bk_fail(ctx, "no request to %s:%d succeeded (%llu errors, %llu timeouts; first error: %s)", s->host,
+                       s->port, (unsigned long long)s->errors, (unsigned long long)s->timeouts,
+                       s->first_error[0] ? s->first_error : "none");
     return 0;
 }
 
