@@ -125,3 +125,45 @@ def test_monitor_cli_refuses_bad_input():
     assert proc.returncode == 2 and "--pid PID or -- CMD" in proc.stderr and "Traceback" not in proc.stderr
     proc = run_cli("monitor", "--pid", "999999999")
     assert proc.returncode == 2 and "no such process" in proc.stderr
+
+
+def test_process_cpu_is_the_sum_of_its_threads():
+    """/proc/PID/schedstat is the main thread only: a reader thread's CPU must count too."""
+
+    def proc(main_ns, worker_ns, tids=(1, 2)):
+        t1 = procacct.TaskSample(1, "svc", 0, main_ns, 0, 0)
+        t2 = procacct.TaskSample(2, "reader", 0, worker_ns, 0, 0)
+        threads = tuple(t for t in (t1, t2) if t.tid in tids)
+        return procacct.ProcessSample(1, t1, threads, None, None, frozenset())
+
+    a, b = proc(1_000_000, 0, tids=(1,)), proc(2_000_000, 5_000_000)
+    r = interval(a, b, 1e9, 1.0, ncpus=1, mem_total=None, clk_tck=100, udp_drops_a={}, udp_drops_b={})
+    assert r.cpu_pct_one_cpu == pytest.approx(0.6)  # 1 ms more on the main thread + 5 ms of a new thread
+
+
+def test_live_reader_thread_counts_in_the_process_cpu(kern, tmp_path):
+    """svc.pub reading a GPS byte by byte: the process's ns share includes its reader thread."""
+    from boardlab.services.launch import start_role
+
+    link = tmp_path / "gps"
+    feeder = start_role("svc.nmea", {"duration_s": 3.0, "link": str(link), "start_delay_s": 0.2})
+    pub = start_role(
+        "svc.pub",
+        {
+            "rate_hz": 1,
+            "duration_s": 3.5,
+            "source": "nmea",
+            "device": str(link),
+            "read_mode": "byte",
+            "port": 31777,
+        },
+    )
+    mon = Monitor(pids=[pub.pid], interval_s=1.0)
+    mon.run(duration_s=3)
+    res = pub.result(20)["service"]
+    feeder.result(20)
+    threads = {t["tid"] for r in mon.rows for t in r.threads}
+    assert len(threads) >= 2
+    main_only = sum(t["cpu_pct_one_cpu"] for r in mon.rows for t in r.threads if t["tid"] == pub.pid)
+    total = sum(r.cpu_pct_one_cpu for r in mon.rows)
+    assert total > main_only and res["reader"]["reads"] > 100

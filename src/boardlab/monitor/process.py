@@ -52,6 +52,24 @@ def _pct(delta, wall_ns: float, unit_ns: float) -> float | None:
     return 100.0 * delta * unit_ns / wall_ns
 
 
+def process_cpu_ns_delta(a: procacct.ProcessSample, b: procacct.ProcessSample) -> int | None:
+    """CPU ns of the whole process between two samples. /proc/PID/schedstat is the main thread alone, so
+    this sums the threads: each live in both samples by its delta, a thread born in between by its total
+    (a thread that ended in between loses its last partial interval, which /proc no longer holds)."""
+    if not b.threads:
+        if b.task.cpu_ns is None or a.task.cpu_ns is None:
+            return None
+        return b.task.cpu_ns - a.task.cpu_ns
+    before = {t.tid: t.cpu_ns for t in a.threads}
+    total = 0
+    for t in b.threads:
+        if t.cpu_ns is None:
+            return None
+        prev = before.get(t.tid)
+        total += t.cpu_ns - prev if prev is not None else t.cpu_ns
+    return total
+
+
 def interval(
     a: procacct.ProcessSample,
     b: procacct.ProcessSample,
@@ -63,10 +81,11 @@ def interval(
     clk_tck: int,
     udp_drops_a: dict[int, int],
     udp_drops_b: dict[int, int],
+    keep_threads: bool = True,
 ) -> Interval:
     """The interval between two samples of one process (pure: the tests feed it fixture samples)."""
     tick_ns = 1e9 / clk_tck
-    dns = b.task.cpu_ns - a.task.cpu_ns if b.task.cpu_ns is not None and a.task.cpu_ns is not None else None
+    dns = process_cpu_ns_delta(a, b)
     one = _pct(dns, wall_ns, 1.0)
 
     def per_s(x, y):
@@ -74,7 +93,7 @@ def interval(
 
     before = {t.tid: t for t in a.threads}
     threads = []
-    for t in b.threads:
+    for t in b.threads if keep_threads else ():
         p = before.get(t.tid)
         if p is None:
             continue
@@ -149,7 +168,7 @@ class Monitor:
         mem_total = procacct.mem_total_bytes(root)
         clk = procacct.clock_ticks()
         self.ncpus, self.mem_total = ncpus, mem_total
-        prev = {p: procacct.read_process(root, p, threads=self.threads) for p in self.pids}
+        prev = {p: procacct.read_process(root, p) for p in self.pids}
         prev_net = procacct.read_net_counters(root, self.net_pid)
         prev_dev = procacct.read_net_dev(root, self.net_pid)
         prev_udp = procacct.read_udp_socket_drops(root, self.net_pid)
@@ -162,7 +181,7 @@ class Monitor:
             if delay > 0:
                 time.sleep(delay)
             now = time.monotonic_ns()
-            cur = {p: procacct.read_process(root, p, threads=self.threads) for p in self.pids}
+            cur = {p: procacct.read_process(root, p) for p in self.pids}
             net = procacct.read_net_counters(root, self.net_pid)
             dev = procacct.read_net_dev(root, self.net_pid)
             udp = procacct.read_udp_socket_drops(root, self.net_pid)
@@ -183,6 +202,7 @@ class Monitor:
                             clk_tck=clk,
                             udp_drops_a=prev_udp,
                             udp_drops_b=udp,
+                            keep_threads=self.threads,
                         )
                     )
             nd = {"t_s": t_s, **{key: net[key] - prev_net.get(key, 0) for key in net}}
