@@ -155,7 +155,11 @@ def mem_total_bytes(root: RootLike = "/") -> int | None:
 
 def online_cpus(root: RootLike = "/") -> int:
     """CPUs counted in /proc/stat (the denominator of '% of all CPUs')."""
-    n = sum(1 for line in (_text(root, "proc/stat") or "").splitlines() if line[:3] == "cpu" and line[3:4].isdigit())
+    n = sum(
+        1
+        for line in (_text(root, "proc/stat") or "").splitlines()
+        if line[:3] == "cpu" and line[3:4].isdigit()
+    )
     return n or (os.cpu_count() or 1)
 
 
