@@ -36,6 +36,8 @@ class ServiceCell:
     per_service_rss_bytes: dict[str, float] = field(default_factory=dict)
     knee_rate_hz: float | None = None
     unsupported: str | None = None
+    # open-loop sweep: target rate -> medians over the runs that reached it, and how many saturated there
+    sweep: dict[float, dict[str, float | None]] = field(default_factory=dict)
 
 
 def _median(xs: list[float]) -> float | None:
@@ -56,6 +58,7 @@ def _cell(store: Store, cell: CellAnalysis) -> ServiceCell:
     jif: dict[str, list[float]] = {}
     rss: dict[str, list[float]] = {}
     unsupported = None
+    steps: dict[float, dict[str, list]] = {}
     for r in runs.values():
         doc = json.loads(r["worker_json"]) if r["worker_json"] else {}
         if doc and not doc.get("supported", True):
@@ -65,6 +68,17 @@ def _cell(store: Store, cell: CellAnalysis) -> ServiceCell:
         for name, m in (doc.get("metrics") or {}).items():
             if m.get("value") is not None:
                 per_metric.setdefault(name, []).append(m["value"])
+        for st in ((doc.get("info") or {}).get("sweep") or {}).get("steps", []):
+            e = steps.setdefault(st["target_rate_hz"], {})
+            for k in (
+                "achieved_rate_hz",
+                "corrected_p50_ns",
+                "corrected_p99_ns",
+                "service_p50_ns",
+                "service_p99_ns",
+            ):
+                e.setdefault(k, []).append(st[k])
+            e.setdefault("saturated", []).append(1.0 if st["saturated_reason"] else 0.0)
         acc = (doc.get("info") or {}).get("accounting") or {}
         for svc, a in (acc.get("per_service") or {}).items():
             cpu.setdefault(svc, []).append(a["cpu_pct_one_cpu"]["avg"])
@@ -83,6 +97,10 @@ def _cell(store: Store, cell: CellAnalysis) -> ServiceCell:
         per_service_rss_bytes={k: v for k, xs in rss.items() if (v := _median(xs)) is not None},
         knee_rate_hz=metrics.get("knee_rate_hz"),
         unsupported=unsupported,
+        sweep={
+            rate: {k: (sum(v) if k == "saturated" else _median(v)) for k, v in e.items()}
+            for rate, e in sorted(steps.items())
+        },
     )
 
 
@@ -206,6 +224,37 @@ def tables(cells: Sequence[ServiceCell]) -> list[tuple[str, tuple[str, ...], lis
                 rows,
             )
         )
+        rows = [
+            (
+                _name(c),
+                f"{rate:g}",
+                _f(e.get("achieved_rate_hz"), digits=1),
+                _f(e.get("corrected_p50_ns"), 1e6),
+                _f(e.get("corrected_p99_ns"), 1e6),
+                _f(e.get("service_p50_ns"), 1e6),
+                _f(e.get("service_p99_ns"), 1e6),
+                f"{e.get('saturated', 0):.0f}",
+            )
+            for c in sat
+            for rate, e in c.sweep.items()
+        ]
+        if rows:
+            out.append(
+                (
+                    "SOAP open loop: latency per rate (medians over the runs that reached the rate)",
+                    (
+                        "load",
+                        "target_hz",
+                        "achieved_hz",
+                        "corrected_p50_ms",
+                        "corrected_p99_ms",
+                        "service_p50_ms",
+                        "service_p99_ms",
+                        "runs_saturated",
+                    ),
+                    rows,
+                )
+            )
     return out
 
 
