@@ -91,3 +91,14 @@ def test_scenario_runs_inside_the_netns_placement(tmp_path):
         doc, st = json.loads(worker), json.loads(state)
         assert doc["ok"] and doc["info"]["netns"] == st["netns"] and st["netns"].startswith("boardlab-")
         assert doc["info"]["services"]["sub"]["by_kind"]["DirectionOfTravel"]["unique"] >= 1
+
+
+def test_soak_is_one_long_run_per_cell_and_refuses_bad_durations(tmp_path):
+    from boardlab.cli.run import _soak_s
+
+    assert _soak_s("1h") == 3600 and _soak_s("30m") == 1800 and _soak_s("90s") == 90 and _soak_s("45") == 45
+    db = tmp_path / "x.db"
+    proc = run_cli("run", "--preset", "victory", "--soak", "1x", "--db", str(db))
+    assert proc.returncode == 2 and "--soak '1x'" in proc.stderr and not db.exists()
+    proc = run_cli("run", "--preset", "victory", "--soak", "1h", "--duration", "5", "--db", str(db))
+    assert proc.returncode == 2 and "drop --duration" in proc.stderr and not db.exists()
