@@ -29,6 +29,8 @@ DEB_PACKAGES += python3-numpy python3-scipy ninja-build
 endif
 # The data-stream study: fio and iperf3 for `boardlab xcheck`, liburing and OpenBLAS for io.storage/io.net and compute.gemm.
 DEB_PACKAGES += fio iperf3 liburing-dev libopenblas-dev
+# Vehicle-services study: XML parser of the service roles; anchors sockperf, ddsperf (cyclonedds-tools), wrk, pidstat (sysstat).
+DEB_PACKAGES += libexpat1-dev sockperf cyclonedds-tools wrk sysstat
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
 .PHONY: setup deb venv install demo test bench lint clean deb-arm cross test-arm test-arm-kern test-arm-rootfs bundle

@@ -616,6 +616,12 @@ def apply_overrides(
                 workloads[i] = dataclasses.replace(
                     w, params={**w.params, "frames": max(10, round(w.params["frames"] * scale))}
                 )
+            # ... and so does a timed run's length (a service scenario of 60 s runs 6 s at 0.1), >= 1 s
+            d = workloads[i].params.get("duration_s")
+            if isinstance(d, float) and catalog[w.name].param("duration_s") is not None:
+                workloads[i] = dataclasses.replace(
+                    workloads[i], params={**workloads[i].params, "duration_s": max(1.0, d * scale)}
+                )
         notes.append(f"scale = {scale:g}")
     if repetitions is not None:
         if not 1 <= repetitions <= 10000:

@@ -39,6 +39,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "boardlab.cli.xcheck",
         "cross-check io.storage against fio or io.net against iperf3 (median ratio)",
     ),
+    "load": (
+        "boardlab.cli.load",
+        "load a SOAP endpoint at fixed rates (open loop, CO-correct) and find its knee",
+    ),
+    "monitor": (
+        "boardlab.cli.monitor",
+        "account CPU, memory, context switches and drops of a process (--pid or -- CMD)",
+    ),
 }
 
 

@@ -53,6 +53,24 @@ def add_arguments(parser) -> None:
         help="load and check the plan (and the overrides), print its cells, runs, comparisons, an estimated "
         "duration (from earlier runs in --db) and whether a verdict is reachable; run and write nothing",
     )
+    parser.add_argument(
+        "--soak",
+        metavar="DURATION",
+        help="one long run per cell: duration_s = DURATION (e.g. 1h, 30m, 90s) and 1 repetition",
+    )
+
+
+def _soak_s(text: str) -> float:
+    from boardlab.errors import InputError
+
+    units = {"s": 1, "m": 60, "h": 3600}
+    try:
+        value = float(text[:-1]) * units[text[-1]] if text[-1:] in units else float(text)
+    except (ValueError, KeyError):
+        raise InputError(f"--soak {text!r}: expected a duration such as 1h, 30m or 90s") from None
+    if not 1 <= value <= 604800:
+        raise InputError(f"--soak {text!r}: expected 1 s to 7 days")
+    return value
 
 
 def _on_sigterm(signum, frame):
@@ -113,6 +131,10 @@ def run(args) -> int:
     if not args.quiet:
         for note in plan.notes:
             print(note, file=sys.stderr)
+    if args.soak is not None:
+        if args.duration is not None or args.repetitions is not None:
+            raise InputError("--soak sets the duration and the repetitions: drop --duration/--repetitions")
+        args.duration, args.repetitions = _soak_s(args.soak), 1
     plan = apply_overrides(
         plan,
         catalog,

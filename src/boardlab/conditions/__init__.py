@@ -16,6 +16,7 @@ _KIND_MODULES = {
     "isolation": "boardlab.conditions.isolation",
     "governor-daemon": "boardlab.conditions.governor_daemon",
     "devfreq": "boardlab.conditions.devfreq_bus",
+    "netns": "boardlab.conditions.netns",
 }
 
 

@@ -160,6 +160,12 @@ class RestoreJournal:
         """A private scratch directory (stress-ng --temp-path, load files): removed by undo or recovery."""
         return self._add({"kind": "directory", "path": str(path), "what": what})
 
+    # ---- network namespaces ----
+
+    def made_netns(self, name: str, *, what: str) -> str:
+        """A network namespace boardlab created (its veth links go with it): deleted by undo or recovery."""
+        return self._add({"kind": "netns", "name": name, "what": what})
+
     def undo(self, token: str) -> Restored | None:
         entry = next((e for e in self._load()["entries"] if e["id"] == token), None)
         if entry is None:
@@ -173,6 +179,14 @@ class RestoreJournal:
         self._drop(token)
 
     def _undo_entry(self, entry: dict) -> Restored:
+        if entry["kind"] == "netns":
+            name = entry["name"]
+            if not name.startswith("boardlab-"):  # only ever a namespace boardlab made and named
+                return Restored(entry["what"], f"left network namespace {name} alone: not boardlab's")
+            import subprocess
+
+            subprocess.run(["ip", "netns", "delete", name], capture_output=True, check=False)
+            return Restored(entry["what"], f"deleted network namespace {name}")
         if entry["kind"] == "directory":
             path = Path(entry["path"])
             if not path.name.startswith("boardlab-"):  # only ever a directory boardlab made and named

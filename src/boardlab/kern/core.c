@@ -677,7 +677,7 @@ int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_
     uint64_t *phase_ns = calloc((size_t)n * (size_t)(ctx->nphases ? ctx->nphases : 1), sizeof(uint64_t));
     int done = 0;
 
-    if (rc == 0 && !k->fixed_reps) {
+    if (rc == 0 && !k->fixed_reps && !k->serve) {
         /* Grow reps until one iteration lasts at least the target. */
         uint64_t c0 = bk_now_ns();
         for (;;) {
@@ -698,7 +698,9 @@ int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_
         calibration_ns = bk_now_ns() - c0;
     }
 
-    if (rc == 0 && opt->warmup_max_iterations > 0) {
+    if (rc == 0 && k->serve)
+        rc = k->serve(ctx, state);
+    else if (rc == 0 && opt->warmup_max_iterations > 0) {
         /* Warm up until the CV of the last 10 iterations is small enough, within the caps. */
         uint64_t *w = calloc((size_t)opt->warmup_max_iterations, sizeof(uint64_t));
         uint64_t w0 = bk_now_ns();
@@ -729,7 +731,7 @@ int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_
         if (rc == 0)
             bk_counters_start(&counters);
     }
-    for (; rc == 0 && done < n; done++) {
+    for (; rc == 0 && !k->serve && done < n; done++) {
         iter_ns[done] = time_iteration(ctx, state, reps, &rc);
         for (int p = 0; p < ctx->nphases; p++)
             phase_ns[(size_t)done * (size_t)ctx->nphases + (size_t)p] = ctx->phase_acc[p];
@@ -883,6 +885,10 @@ int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_
         }
         bk_json_key(&j, "checksum");
         bk_json_str(&j, ctx->checksum[0] ? ctx->checksum : NULL);
+        if (k->serve_json && state) {
+            bk_json_key(&j, "service");
+            k->serve_json(state, &j);
+        }
         bk_json_key(&j, "info");
         bk_json_begin_object(&j);
         for (int i = 0; i < ctx->ninfo; i++) {
@@ -923,8 +929,9 @@ int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_
             printf("%s: %s\n", k->name, ok ? "ok" : "FAILED");
         printf("  timer: resolution %.0f ns (measured %.0f ns), overhead %.1f ns per read\n", timer.resolution_ns,
                timer.measured_resolution_ns, timer.overhead_ns);
-        printf("  %" PRIu64 " reps per iteration, warm-up %d iterations%s, %d measured iterations\n", reps, warm,
-               capped ? " (capped)" : "", done);
+        if (!k->serve) /* a service role has no iterations: its result is in the metrics */
+            printf("  %" PRIu64 " reps per iteration, warm-up %d iterations%s, %d measured iterations\n", reps, warm,
+                   capped ? " (capped)" : "", done);
         double *vals = malloc(sizeof(double) * (size_t)(done ? done : 1));
         for (int m = 0; m < ctx->nmetrics && ok; m++) {
             const bk_metric *spec = &k->metrics[m];

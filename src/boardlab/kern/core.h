@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "config.h"
+#include "json.h"
 
 #define BK_SCHEMA 1
 #define BK_HIDDEN __attribute__((visibility("hidden")))
@@ -65,6 +66,11 @@ typedef struct bk_kernel {
     void (*fini)(void *state);
     uint64_t fixed_reps; /* 0: calibrate; otherwise this many reps per iteration */
     bool calibrate_on_wall; /* the kernel sleeps or waits for I/O: calibrate on wall time, not CPU time */
+    /* A service role (svc.*) is not a timed loop: when `serve` is set the core skips calibration, warm-up
+     * and iterations, calls serve() once (it runs its own loop until its duration ends or SIGTERM/SIGINT),
+     * then verify(); serve_json() writes the role's own versioned "service" object into the result. */
+    int (*serve)(bk_ctx *ctx, void *state);
+    void (*serve_json)(void *state, bk_json *j);
 } bk_kernel;
 
 /* Parameters, already validated against the spec. */

@@ -30,6 +30,11 @@ extern const bk_kernel bk_compute_linpack;
 extern const bk_kernel bk_io_storage;
 extern const bk_kernel bk_io_net;
 extern const bk_kernel bk_stream_pipeline;
+extern const bk_kernel bk_svc_pub;
+extern const bk_kernel bk_svc_sub;
+extern const bk_kernel bk_svc_mgmt;
+extern const bk_kernel bk_svc_nmea;
+extern const bk_kernel bk_svc_load;
 
 const bk_kernel *const bk_kernels[] = {
     &bk_noop,
@@ -61,5 +66,10 @@ const bk_kernel *const bk_kernels[] = {
     &bk_io_storage,
     &bk_io_net,
     &bk_stream_pipeline,
+    &bk_svc_pub,
+    &bk_svc_sub,
+    &bk_svc_mgmt,
+    &bk_svc_nmea,
+    &bk_svc_load,
     NULL,
 };

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from boardlab.report import study_governor
+from boardlab.report import study_services
 from boardlab.report.studies import AiCell, RtCell, ai_cells, rt_cells
 from boardlab.report.study_energy import energy_study
 from boardlab.stats import (
@@ -195,6 +196,7 @@ class CampaignAnalysis:
     notes: dict = field(default_factory=dict)
     rt_cells: tuple[RtCell, ...] = ()  # rt.cyclictest cells: merged histograms and percentiles (studies.py)
     ai_cells: tuple[AiCell, ...] = ()  # ai.inference cells: per-frame p50/p90/p99 over runs (studies.py)
+    services_cells: tuple = ()  # svc.scenario cells (study_services.py)
     # The p99 against the baseline, for TAIL_WORKLOADS (stats.tails: per-run or pooled with a cluster
     # bootstrap), in the same correction family as the medians.
     tail_comparisons: tuple[ComparisonAnalysis, ...] = ()
@@ -203,6 +205,7 @@ class CampaignAnalysis:
     aa_controls: tuple[AAControl, ...] = ()
     family_size: int = 0  # every comparison with a verdict, medians and tails together
     family_adjustment: str = "holm"  # "holm" up to 50 comparisons, "bh" above
+    stream: object | None = None  # the data-stream study's section (study_stream.StreamStudy), when it applies
 
     @property
     def family_text(self) -> str:
@@ -214,9 +217,6 @@ class CampaignAnalysis:
     @property
     def unstable_workloads(self) -> list[AAControl]:
         return [c for c in self.aa_controls if c.unstable]
-    stream: object | None = (
-        None  # the data-stream study's section (study_stream.StreamStudy), when it applies
-    )
 
     @property
     def conditions(self) -> list[str]:
@@ -646,6 +646,7 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
         notes=json.loads(camp["notes_json"] or "{}"),
         rt_cells=rt_cells(store, cells),
         ai_cells=ai_cells(store, cells),
+        services_cells=study_services.services_cells(store, cells),
         tail_comparisons=tails,
         energy=energy_study(store, campaign_id, cells),
         governor=study_governor.collect(store, campaign_id, cells),

@@ -11,7 +11,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
-from boardlab.report import study_governor, svg
+from boardlab.report import study_governor, study_services, svg
 from boardlab.report.analysis import CampaignAnalysis, CellAnalysis
 from boardlab.report.studies import AI_WORKLOAD, RT_WORKLOAD
 from boardlab.report.study_energy import energy_html
@@ -812,6 +812,7 @@ def render_html(analysis: CampaignAnalysis, series: Series | None = None) -> str
         energy_html(a),
         study_governor.html_section(a),
         _stream_section(a),
+        study_services.html_parts(a.services_cells),
         _drift(a),
         _monitor(series),
         _tables(a),

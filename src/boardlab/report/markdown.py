@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from boardlab.report import study_governor
+from boardlab.report import study_services
 from boardlab.report.analysis import CampaignAnalysis
 from boardlab.report.study_energy import energy_markdown
 from boardlab.report.escape import term
@@ -127,4 +128,5 @@ def render_markdown(analysis: CampaignAnalysis) -> str:
         from boardlab.report.study_stream import markdown_lines
 
         out += markdown_lines(a.stream)
+    out += study_services.markdown_lines(a.services_cells)
     return "\n".join(out) + "\n"

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass, field
 
 from boardlab.report import study_governor
+from boardlab.report import study_services
 from boardlab.report.analysis import CampaignAnalysis, CellAnalysis, ComparisonAnalysis
 from boardlab.report.escape import term
 from boardlab.report.studies import TAIL_MIN_SAMPLES, AiCell, RtCell, pct_name, samples_needed
@@ -694,6 +695,7 @@ def render_text(analysis: CampaignAnalysis, *, label_width: int = 52) -> str:
 
     if build_note(analysis):
         out += ["", build_note(analysis)]
+    out += study_services.text_lines(analysis.services_cells)
     warns = analysis.warnings
     if warns:
         out.append("")

@@ -20,6 +20,7 @@ PYTHON_WORKLOADS: dict[str, str] = {
     "io.net_zeroloss": "boardlab.workloads.net_zeroloss",
     "stream.knee": "boardlab.workloads.stream_knee",
     "io.dma": "boardlab.workloads.io_dma",
+    "svc.scenario": "boardlab.workloads.services",
 }
 
 

@@ -1,0 +1,161 @@
+"""`boardlab monitor -- CMD ... | --pid PID`: CPU, memory, context switches and network drops of a process
+and its threads, every interval, with min/avg/max and hourly means."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sys
+
+from boardlab.errors import BoardlabError, InputError
+
+HELP = "account CPU (jiffies and ns), memory, context switches and drops of a process and its threads"
+DESCRIPTION = (
+    "Samples a process (--pid PID, repeatable) or a command it starts (after --) every --interval-s. CPU "
+    "comes from /proc/PID/schedstat in nanoseconds (cpu_pct_one_cpu, cpu_pct_all_cpus) and from "
+    "/proc/PID/stat in jiffies (cpu_jiffies_pct_one_cpu, the vehicle-services study's method: a whole number "
+    "of USER_HZ ticks per interval, so a 1%% process reads 0 or 1%% each second). Also RSS, PSS, %% of memory, "
+    "voluntary and involuntary context switches per second, and UDP/TCP drops and retransmits from "
+    "/proc/net/snmp and netstat (namespace-wide), per-socket UDP drops and per-interface drops. Prints a "
+    "live table, then min/avg/max per process; --json prints one document instead, --csv PATH writes "
+    "every interval."
+)
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--pid", type=int, action="append", default=[], help="process to monitor (repeatable)")
+    p.add_argument("--interval-s", type=float, default=1.0, help="sampling interval in seconds (default 1)")
+    p.add_argument(
+        "--duration-s", type=float, help="stop after this long (default: until the processes end or Ctrl-C)"
+    )
+    p.add_argument("--no-threads", action="store_true", help="do not account threads one by one")
+    p.add_argument(
+        "--json", action="store_true", help="print one JSON document at the end instead of the table"
+    )
+    p.add_argument("--csv", metavar="PATH", help="also write every interval of every process to PATH (CSV)")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...: start CMD and monitor it")
+
+
+def _fmt(v, scale=1.0, digits=2) -> str:
+    return "-" if v is None else f"{v / scale:.{digits}f}"
+
+
+def _write_csv(path: str, rows) -> None:
+    from boardlab.monitor.process import CSV_FIELDS
+
+    tmp = f"{path}.tmp"
+    with open(tmp, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(CSV_FIELDS)
+        for r in rows:
+            w.writerow([getattr(r, f) for f in CSV_FIELDS])
+    os.replace(tmp, path)
+
+
+def run(args) -> int:
+    from boardlab.monitor.process import Monitor
+    from boardlab.platform.spawn import spawn, stop_group
+
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if bool(cmd) == bool(args.pid):
+        raise InputError("give either --pid PID or -- CMD ARGS... (not both, not neither)")
+    if not 0.01 <= args.interval_s <= 3600:
+        raise InputError(f"--interval-s {args.interval_s:g}: expected 0.01 to 3600 seconds")
+    if args.duration_s is not None and args.duration_s <= 0:
+        raise InputError("--duration-s must be positive")
+    if args.csv:
+        d = os.path.dirname(os.path.abspath(args.csv))
+        if not os.path.isdir(d):
+            raise InputError(f"--csv {args.csv}: directory {d} does not exist")
+    proc = None
+    pids = list(args.pid)
+    for pid in pids:
+        if not os.path.exists(f"/proc/{pid}/stat"):
+            raise InputError(f"--pid {pid}: no such process")
+    if cmd:
+        try:
+            proc = spawn(cmd, stdout=sys.stderr if args.json else None, stderr=None)
+        except OSError as exc:
+            raise InputError(f"cannot start {cmd[0]}: {exc.strerror}") from None
+        pids = [proc.pid]
+    mon = Monitor(pids=pids, interval_s=args.interval_s, threads=not args.no_threads)
+    out = sys.stderr if args.json else sys.stdout
+    header = (
+        f"{'t_s':>7} {'pid':>7} {'comm':<15} {'cpu%1cpu':>8} {'cpu%all':>7} {'jiffy%1':>7} {'rss_MiB':>8} "
+        f"{'pss_MiB':>8} {'mem%':>6} {'vcsw/s':>7} {'ivcsw/s':>7} {'sockdrop':>8}"
+    )
+    if not args.json:
+        print(header, file=out, flush=True)
+
+    def show(batch, net) -> None:
+        if args.json:
+            return
+        for r in batch:
+            print(
+                f"{r.t_s:>7.1f} {r.pid:>7} {r.comm[:15]:<15} {_fmt(r.cpu_pct_one_cpu):>8} "
+                f"{_fmt(r.cpu_pct_all_cpus):>7} {_fmt(r.cpu_jiffies_pct_one_cpu, digits=0):>7} "
+                f"{_fmt(r.rss_bytes, 2**20, 1):>8} {_fmt(r.pss_bytes, 2**20, 1):>8} {_fmt(r.mem_pct):>6} "
+                f"{_fmt(r.ctxsw_vol_per_s, digits=0):>7} {_fmt(r.ctxsw_invol_per_s, digits=0):>7} "
+                f"{r.socket_drops if r.socket_drops is not None else '-':>8}",
+                file=out,
+                flush=True,
+            )
+        moved = {k: v for k, v in net.items() if k != "t_s" and v}
+        if moved:
+            print(
+                "        net: " + ", ".join(f"{k} +{v}" for k, v in sorted(moved.items())),
+                file=out,
+                flush=True,
+            )
+
+    interrupted = False
+    try:
+        mon.run(
+            duration_s=args.duration_s,
+            on_interval=show,
+            should_stop=(lambda: proc.poll() is not None) if proc else (lambda: False),
+        )
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        if proc is not None and proc.poll() is None:
+            stop_group(proc)
+    extra = {
+        "command": cmd or None,
+        "command_exit_code": proc.returncode if proc else None,
+        "interrupted": interrupted,
+    }
+    doc = mon.document(extra)
+    if args.csv:
+        try:
+            _write_csv(args.csv, mon.rows)
+        except OSError as exc:
+            raise BoardlabError(f"cannot write {args.csv}: {exc.strerror}") from None
+    if args.json:
+        json.dump(doc, sys.stdout, indent=1)
+        print()
+        return 0
+    if not doc["processes"]:
+        print("no complete interval was sampled (the process ended first)", file=out)
+        return 1
+    print("\nsummary (min / avg / max per interval)", file=out)
+    for p in doc["processes"]:
+        c, j, r = p["cpu_pct_one_cpu"], p["cpu_jiffies_pct_one_cpu"], p["rss_bytes"]
+        print(f"  {p['pid']} {p['comm']}: {p['intervals']} intervals", file=out)
+        if c["n"]:
+            print(
+                f"    cpu_pct_one_cpu (ns)       {c['min']:.3f} / {c['avg']:.3f} / {c['max']:.3f}", file=out
+            )
+        print(f"    cpu_pct_one_cpu (jiffies)  {j['min']:.0f} / {j['avg']:.3f} / {j['max']:.0f}", file=out)
+        if r["n"]:
+            print(
+                f"    rss_MiB                    {r['min'] / 2**20:.1f} / {r['avg'] / 2**20:.1f} / "
+                f"{r['max'] / 2**20:.1f}",
+                file=out,
+            )
+    moved = {k: v for k, v in doc["net_totals"].items() if v}
+    summary = ", ".join(f"{k} {v}" for k, v in sorted(moved.items())) or "none"
+    print(f"  net (namespace-wide deltas): {summary}", file=out)
+    return 0

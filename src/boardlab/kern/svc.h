@@ -1,0 +1,89 @@
+/* Shared parts of the service roles (svc.pub, svc.sub, svc.mgmt, svc.nmea, svc.load): one clock, the stop
+ * flag, growable sample arrays with their percentile summary, and the VICTORY-like message format. */
+#ifndef BK_SVC_H
+#define BK_SVC_H
+
+#include "core.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SVC_SCHEMA 1
+#define SVC_NS "urn:boardlab:vdm:1"
+#define SVC_MGMT_NS "urn:boardlab:vdm:mgmt:1"
+
+/* CLOCK_MONOTONIC: the clock of clock_nanosleep/timerfd schedules and of the send stamps in messages, so a
+ * subscriber on the same host (any network namespace) computes one-way latency without clock offsets. */
+BK_HIDDEN uint64_t svc_now(void);
+BK_HIDDEN void svc_sleep_until(uint64_t t_ns);
+/* SIGTERM/SIGINT set the stop flag so a role ends its loop and still prints its result. */
+BK_HIDDEN void svc_install_stop(void);
+BK_HIDDEN extern volatile sig_atomic_t svc_stop;
+/* Timer slack 1 ns: the default 50 us slack shows up directly as schedule lag. */
+BK_HIDDEN void svc_tight_timers(void);
+
+typedef struct {
+    uint64_t *v;
+    size_t n, cap;
+} svc_samples;
+
+BK_HIDDEN void svc_push(svc_samples *s, uint64_t x);
+BK_HIDDEN void svc_samples_free(svc_samples *s);
+/* {"count", "mean", "p50", "p90", "p99", "p999", "max"} of the samples (sorted in place). */
+BK_HIDDEN void svc_json_summary(bk_json *j, const char *key, svc_samples *s);
+BK_HIDDEN double svc_percentile(svc_samples *s, double q); /* sorts; NAN when empty */
+
+/* Message kinds carried on the data interface. */
+enum { SVC_POSITION, SVC_ORIENTATION, SVC_DOT, SVC_RAW, SVC_KINDS };
+BK_HIDDEN extern const char *const svc_kind_names[SVC_KINDS];
+
+typedef struct {
+    double lat_deg, lon_deg, alt_m;
+    double heading_deg, pitch_deg, roll_deg;
+    double course_deg, speed_mps;
+    int fix;
+} svc_fix;
+
+/* Template serializer: writes the message with a fixed-width (20 digit) sentNs field, whose offset is
+ * returned in *stamp_at so the send stamp is patched in after the build, just before sendto. */
+BK_HIDDEN int svc_build_message(char *buf, size_t cap, int kind, uint64_t seq, const svc_fix *f, size_t *stamp_at);
+BK_HIDDEN void svc_patch_stamp(char *buf, size_t stamp_at, uint64_t ns);
+
+/* Multicast sockets: a sender with IP_MULTICAST_IF (a fresh network namespace has no multicast route) and
+ * a receiver joined to the group on that interface. Return the fd or -1 with errno set. */
+/* NULL when built with expat (the XML parser of svc.sub and svc.mgmt), else why not. */
+BK_HIDDEN const char *svc_expat_reason(void);
+BK_HIDDEN int svc_mcast_sender(const char *iface_addr, int ttl);
+BK_HIDDEN int svc_mcast_receiver(const char *group, int port, const char *iface_addr, int rcvbuf_bytes);
+
+/* What the management interface reads and controls: shared by a publisher and its embedded endpoint. */
+typedef struct {
+    pthread_mutex_t mu;
+    svc_fix fix; /* under mu */
+    volatile int enabled; /* transmission on/off (setEnabled) */
+    volatile uint64_t messages_sent;
+    uint64_t start_ns;
+} svc_shared;
+
+typedef struct {
+    char bind_addr[64];
+    int port;
+    int keepalive, nodelay;
+    int64_t max_request_bytes;
+    double duration_s;
+    int64_t stall_every_ms, stall_ms; /* fault injection: the server blocks stall_ms every stall_every_ms */
+    /* results */
+    uint64_t requests, responses_ok, faults, too_large, malformed, connections, stalls;
+    uint64_t ops[3];
+    svc_samples service_ns; /* request fully read -> response written */
+    char error[256];
+} svc_mgmt;
+
+/* Runs the SOAP endpoint until its duration ends or svc_stop; 0 ok, -1 with m->error set. `ready` is
+ * printed on stderr once listening (a launcher waits for it). */
+BK_HIDDEN int svc_mgmt_loop(svc_mgmt *m, svc_shared *sh, volatile int *stop_also);
+BK_HIDDEN void svc_mgmt_json(const svc_mgmt *m, bk_json *j);
+
+#endif

@@ -1,0 +1,318 @@
+"""The vehicle-services study's report section: per svc.scenario cell, CPU and memory per service (by
+schedstat ns and by jiffies, the study's method), message build/send times and one-way latency, the SOAP
+sweep's latency per rate (corrected from the intended start, and service time), the saturation knee,
+drops, and energy per message (or why it is unsupported here).
+
+Each value is the median over the cell's valid runs of the run's own figure (runs are the unit, METHOD.md).
+The renderers call `services_cells` once (in analysis) and then `markdown_lines`, `text_lines` or
+`html_parts`.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from boardlab.report.analysis import CellAnalysis
+    from boardlab.store import Store
+
+SVC_WORKLOAD = "svc.scenario"
+
+
+@dataclass(frozen=True)
+class ServiceCell:
+    label: str
+    scenario: str
+    params: dict
+    condition: str
+    n_valid: int
+    metrics: dict[str, float] = field(default_factory=dict)  # metric -> median over valid runs
+    per_service_cpu_pct: dict[str, float] = field(default_factory=dict)  # service -> median of run means
+    per_service_jiffies_pct: dict[str, float] = field(default_factory=dict)
+    per_service_rss_bytes: dict[str, float] = field(default_factory=dict)
+    knee_rate_hz: float | None = None
+    unsupported: str | None = None
+    # open-loop sweep: target rate -> medians over the runs that reached it, and how many saturated there
+    sweep: dict[float, dict[str, float | None]] = field(default_factory=dict)
+
+
+def _median(xs: list[float]) -> float | None:
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def _cell(store: Store, cell: CellAnalysis) -> ServiceCell:
+    runs = {
+        r["id"]: r
+        for r in store.conn.execute(
+            "SELECT id, valid, worker_json FROM runs WHERE cell_id=?", (cell.cell_id,)
+        )
+    }
+    valid = [r for r in runs.values() if r["valid"]]
+    per_metric: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}
+    jif: dict[str, list[float]] = {}
+    rss: dict[str, list[float]] = {}
+    unsupported = None
+    steps: dict[float, dict[str, list]] = {}
+    for r in runs.values():
+        doc = json.loads(r["worker_json"]) if r["worker_json"] else {}
+        if doc and not doc.get("supported", True):
+            unsupported = doc.get("reason")
+        if not r["valid"]:
+            continue
+        for name, m in (doc.get("metrics") or {}).items():
+            if m.get("value") is not None:
+                per_metric.setdefault(name, []).append(m["value"])
+        for st in ((doc.get("info") or {}).get("sweep") or {}).get("steps", []):
+            e = steps.setdefault(st["target_rate_hz"], {})
+            for k in (
+                "achieved_rate_hz",
+                "corrected_p50_ns",
+                "corrected_p99_ns",
+                "service_p50_ns",
+                "service_p99_ns",
+            ):
+                e.setdefault(k, []).append(st[k])
+            e.setdefault("saturated", []).append(1.0 if st["saturated_reason"] else 0.0)
+        acc = (doc.get("info") or {}).get("accounting") or {}
+        for svc, a in (acc.get("per_service") or {}).items():
+            cpu.setdefault(svc, []).append(a["cpu_pct_one_cpu"]["avg"])
+            jif.setdefault(svc, []).append(a["cpu_jiffies_pct_one_cpu"]["avg"])
+            rss.setdefault(svc, []).append(a["rss_bytes"]["avg"])
+    metrics = {k: v for k, xs in per_metric.items() if (v := _median(xs)) is not None}
+    return ServiceCell(
+        label=cell.label,
+        scenario=str(cell.params.get("scenario", "position")),
+        params=dict(cell.params),
+        condition=cell.condition,
+        n_valid=len(valid),
+        metrics=metrics,
+        per_service_cpu_pct={k: v for k, xs in cpu.items() if (v := _median(xs)) is not None},
+        per_service_jiffies_pct={k: v for k, xs in jif.items() if (v := _median(xs)) is not None},
+        per_service_rss_bytes={k: v for k, xs in rss.items() if (v := _median(xs)) is not None},
+        knee_rate_hz=metrics.get("knee_rate_hz"),
+        unsupported=unsupported,
+        sweep={
+            rate: {k: (sum(v) if k == "saturated" else _median(v)) for k, v in e.items()}
+            for rate, e in sorted(steps.items())
+        },
+    )
+
+
+def services_cells(store: Store, cells: Sequence[CellAnalysis]) -> tuple[ServiceCell, ...]:
+    return tuple(_cell(store, c) for c in cells if c.workload == SVC_WORKLOAD)
+
+
+def _f(v, scale=1.0, digits=3) -> str:
+    return "–" if v is None else f"{v / scale:.{digits}f}"
+
+
+def _name(c: ServiceCell) -> str:
+    p = c.params
+    if c.scenario == "position":
+        src = p.get("source", "synthetic")
+        return f"Position, {src}" + (f" ({p.get('read_mode', 'canonical')} reads)" if src == "nmea" else "")
+    if c.scenario == "three":
+        return "Position + Orientation + DirectionOfTravel"
+    ka = "keep-alive" if int(p.get("keepalive", 1)) else "no keep-alive"
+    if c.scenario == "soap":
+        return f"SOAP {p.get('mode', 'closed')} loop {float(p.get('rate_hz', 10)):g} Hz, {ka}"
+    if c.scenario == "soap-saturation":
+        return f"SOAP open loop to saturation, {ka}"
+    return c.scenario
+
+
+def tables(cells: Sequence[ServiceCell]) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]]]]:
+    """(title, headers, rows) per table of the section."""
+    out = []
+    data = [c for c in cells if c.scenario in ("position", "three")]
+    if data:
+        rows = []
+        for c in data:
+            m = c.metrics
+            per = ", ".join(f"{k} {v:.3f}" for k, v in sorted(c.per_service_cpu_pct.items()))
+            rows.append(
+                (
+                    _name(c),
+                    str(c.n_valid),
+                    _f(m.get("cpu_pct_one_cpu")),
+                    _f(m.get("cpu_jiffies_pct_one_cpu")),
+                    _f(m.get("rss_bytes"), 2**20, 2),
+                    _f(m.get("build_p50_ns"), 1e3, 2),
+                    _f(m.get("send_p50_ns"), 1e3, 2),
+                    _f(m.get("oneway_p50_ns"), 1e3, 1),
+                    _f(m.get("oneway_p99_ns"), 1e3, 1),
+                    _f(m.get("reader_cpu_ns_per_s"), 1e6, 3),
+                    _f(m.get("lost"), digits=0),
+                    _f(m.get("udp_rcvbuf_errors"), digits=0),
+                    per,
+                )
+            )
+        out.append(
+            (
+                "Data services (VICTORY-like messages over UDP multicast)",
+                (
+                    "scenario",
+                    "runs",
+                    "cpu_pct_one_cpu",
+                    "cpu_jiffies_pct",
+                    "rss_MiB",
+                    "build_p50_us",
+                    "send_p50_us",
+                    "oneway_p50_us",
+                    "oneway_p99_us",
+                    "reader_cpu_ms_per_s",
+                    "lost",
+                    "udp_rcvbuf_errors",
+                    "cpu_pct_one_cpu per service",
+                ),
+                rows,
+            )
+        )
+    soap = [c for c in cells if c.scenario == "soap"]
+    if soap:
+        rows = [
+            (
+                _name(c),
+                str(c.n_valid),
+                _f(c.metrics.get("achieved_rate_hz"), digits=1),
+                _f(c.metrics.get("corrected_p50_ns"), 1e6),
+                _f(c.metrics.get("corrected_p99_ns"), 1e6),
+                _f(c.metrics.get("service_p50_ns"), 1e6),
+                _f(c.metrics.get("service_p99_ns"), 1e6),
+                _f(c.metrics.get("errors"), digits=0),
+                _f(c.per_service_cpu_pct.get("mgmt")),
+                _f(c.per_service_jiffies_pct.get("mgmt")),
+                _f(c.metrics.get("tcp_retrans_segs"), digits=0),
+            )
+            for c in sorted(soap, key=lambda c: (c.params.get("mode", ""), float(c.params.get("rate_hz", 0))))
+        ]
+        out.append(
+            (
+                "SOAP management endpoint: latency per rate",
+                (
+                    "load",
+                    "runs",
+                    "achieved_hz",
+                    "corrected_p50_ms",
+                    "corrected_p99_ms",
+                    "service_p50_ms",
+                    "service_p99_ms",
+                    "errors",
+                    "server_cpu_pct_one_cpu",
+                    "server_cpu_jiffies_pct",
+                    "tcp_retrans_segs",
+                ),
+                rows,
+            )
+        )
+    sat = [c for c in cells if c.scenario == "soap-saturation"]
+    if sat:
+        rows = [
+            (_name(c), str(c.n_valid), _f(c.knee_rate_hz, digits=0), _f(c.per_service_cpu_pct.get("mgmt")))
+            for c in sat
+        ]
+        out.append(
+            (
+                "SOAP saturation knee (open loop)",
+                ("load", "runs", "knee_rate_hz", "server_cpu_pct_one_cpu"),
+                rows,
+            )
+        )
+        rows = [
+            (
+                _name(c),
+                f"{rate:g}",
+                _f(e.get("achieved_rate_hz"), digits=1),
+                _f(e.get("corrected_p50_ns"), 1e6),
+                _f(e.get("corrected_p99_ns"), 1e6),
+                _f(e.get("service_p50_ns"), 1e6),
+                _f(e.get("service_p99_ns"), 1e6),
+                f"{e.get('saturated', 0):.0f}",
+            )
+            for c in sat
+            for rate, e in c.sweep.items()
+        ]
+        if rows:
+            out.append(
+                (
+                    "SOAP open loop: latency per rate (medians over the runs that reached the rate)",
+                    (
+                        "load",
+                        "target_hz",
+                        "achieved_hz",
+                        "corrected_p50_ms",
+                        "corrected_p99_ms",
+                        "service_p50_ms",
+                        "service_p99_ms",
+                        "runs_saturated",
+                    ),
+                    rows,
+                )
+            )
+    return out
+
+
+def energy_note() -> str:
+    from boardlab.workloads.services import energy_reason
+
+    return f"Energy per message and power at rest vs operating: {energy_reason()}."
+
+
+PROSE = (
+    "VICTORY-like services (the real schemas are not public: messages use boardlab's own namespace) run as "
+    "boardlab-kern roles, each process accounted every second: cpu_pct_one_cpu from /proc/PID/schedstat "
+    "nanoseconds, cpu_jiffies_pct from /proc/PID/stat ticks as the vehicle-services study measured (whole "
+    "10 ms ticks, so a process near 1 % reads 0 or 1 % per second). SOAP latency is timed from each "
+    "request's intended start (corrected: a stalled server cannot hide) and from its actual send (service "
+    "time); a closed-loop client, as in the study, only ever sees the latter. Medians over valid runs."
+)
+
+
+def markdown_lines(cells: Sequence[ServiceCell]) -> list[str]:
+    if not cells:
+        return []
+    from boardlab.report.markdown import md_escape
+
+    out = ["", "## Vehicle services", "", PROSE, ""]
+    for title, headers, rows in tables(cells):
+        out += [f"### {title}", "", "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+        out += ["| " + " | ".join(md_escape(x) for x in r) + " |" for r in rows]
+        out.append("")
+    out.append(energy_note())
+    return out
+
+
+def text_lines(cells: Sequence[ServiceCell]) -> list[str]:
+    if not cells:
+        return []
+    out = ["", "Vehicle services", "================"]
+    for title, headers, rows in tables(cells):
+        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+        out += ["", title, "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
+        out += ["  ".join(x.ljust(w) for x, w in zip(r, widths, strict=True)) for r in rows]
+    out += ["", energy_note()]
+    return out
+
+
+def html_parts(cells: Sequence[ServiceCell]) -> list[str]:
+    if not cells:
+        return []
+    from html import escape as esc
+
+    out = ["<h2>Vehicle services</h2>", f'<p class="small">{esc(PROSE)}</p>']
+    for title, headers, rows in tables(cells):
+        out.append(
+            f"<h3>{esc(title)}</h3><table><thead><tr>"
+            + "".join(f"<th>{esc(h)}</th>" for h in headers)
+            + "</tr></thead><tbody>"
+        )
+        out += ["<tr>" + "".join(f"<td>{esc(x)}</td>" for x in r) + "</tr>" for r in rows]
+        out.append("</tbody></table>")
+    out.append(f'<p class="small">{esc(energy_note())}</p>')
+    return out

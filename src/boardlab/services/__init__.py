@@ -1,0 +1,1 @@
+"""The vehicle-services study: launching the service roles of boardlab-kern and sweeping load over them."""

@@ -1,0 +1,211 @@
+"""Rate sweeps of the SOAP endpoint with svc.load, and where the sweep stops: the saturation knee.
+
+The hot loop (schedule, sockets, timing) is C in boardlab-kern; this module chooses rates, runs one
+svc.load per rate and decides saturation: achieved rate below 95 % of the target, any error or timeout,
+or a corrected p99 over the SLO.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from urllib.parse import urlsplit
+
+from boardlab.errors import InputError
+
+LOAD_SCHEMA = 1
+ACHIEVED_FRACTION = 0.95
+
+
+@dataclass(frozen=True)
+class Target:
+    host: str
+    port: int
+    path: str
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}{self.path}"
+
+
+def parse_target(url: str) -> Target:
+    """http://HOST:PORT/PATH with an IPv4 host (the load generator connects by address)."""
+    import ipaddress
+
+    parts = urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname or not parts.port:
+        raise InputError(f"target '{url}': expected http://HOST:PORT/PATH, e.g. http://127.0.0.1:18080/vdm")
+    try:
+        ipaddress.IPv4Address(parts.hostname)
+    except ValueError:
+        raise InputError(f"target '{url}': the host must be an IPv4 address, e.g. 127.0.0.1") from None
+    return Target(parts.hostname, parts.port, parts.path or "/vdm")
+
+
+def parse_rates(text: str) -> tuple[float, ...]:
+    try:
+        rates = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise InputError(
+            f"--rates '{text}': expected comma-separated numbers in Hz, e.g. 1,10,100,200"
+        ) from None
+    if not rates or any(r <= 0 or r > 1e6 for r in rates):
+        raise InputError(f"--rates '{text}': every rate must be in (0, 1000000] Hz")
+    return rates
+
+
+def ramp(start_hz: float = 100.0, limit_hz: float = 200_000.0) -> tuple[float, ...]:
+    """Rates for --until-saturation without --rates: doubling from start_hz."""
+    out, r = [], start_hz
+    while r <= limit_hz:
+        out.append(r)
+        r *= 2
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class LoadStep:
+    target_rate_hz: float
+    mode: str
+    arrival: str | None
+    connections: int
+    keepalive: bool
+    duration_s: float
+    scheduled: int
+    ok: int
+    errors: int
+    timeouts: int
+    late_starts: int
+    achieved_rate_hz: float
+    corrected_p50_ns: float | None
+    corrected_p99_ns: float | None
+    corrected_max_ns: float | None
+    service_p50_ns: float | None
+    service_p99_ns: float | None
+    start_lag_p99_ns: float | None
+    first_error: str | None
+    saturated_reason: str | None
+
+
+def step_from_result(res: dict, duration_s: float, slo_p99_ms: float | None) -> LoadStep:
+    s = res["service"]
+    c, v, lag = s["corrected_ns"], s["service_ns"], s["start_lag_ns"]
+    step = LoadStep(
+        target_rate_hz=s["target_rate_hz"],
+        mode=s["mode"],
+        arrival=s["arrival"],
+        connections=s["connections"],
+        keepalive=s["keepalive"],
+        duration_s=duration_s,
+        scheduled=s["scheduled"],
+        ok=s["ok"],
+        errors=s["errors"],
+        timeouts=s["timeouts"],
+        late_starts=s["late_starts"],
+        achieved_rate_hz=s["achieved_rate_hz"],
+        corrected_p50_ns=c["p50"],
+        corrected_p99_ns=c["p99"],
+        corrected_max_ns=c["max"],
+        service_p50_ns=v["p50"],
+        service_p99_ns=v["p99"],
+        start_lag_p99_ns=lag["p99"],
+        first_error=s["first_error"],
+        saturated_reason=None,
+    )
+    from dataclasses import replace
+
+    return replace(step, saturated_reason=saturation_reason(step, slo_p99_ms))
+
+
+def saturation_reason(step: LoadStep, slo_p99_ms: float | None) -> str | None:
+    """Why this step is past the knee, or None. A closed loop at rate 0 has no target to miss."""
+    if step.errors or step.timeouts:
+        return f"{step.errors} errors and {step.timeouts} timeouts"
+    if step.target_rate_hz > 0 and step.achieved_rate_hz < ACHIEVED_FRACTION * step.target_rate_hz:
+        return f"achieved {step.achieved_rate_hz:.1f} Hz < 95% of {step.target_rate_hz:g} Hz"
+    if (
+        slo_p99_ms is not None
+        and step.corrected_p99_ns is not None
+        and step.corrected_p99_ns > slo_p99_ms * 1e6
+    ):
+        return f"corrected p99 {step.corrected_p99_ns / 1e6:.2f} ms > SLO {slo_p99_ms:g} ms"
+    return None
+
+
+def knee(steps: Sequence[LoadStep]) -> float | None:
+    """The highest target rate that held before the first saturated step (None if none held)."""
+    best = None
+    for st in steps:
+        if st.saturated_reason:
+            break
+        best = st.target_rate_hz
+    return best
+
+
+def run_step(
+    target: Target,
+    rate_hz: float,
+    *,
+    mode: str = "open",
+    arrival: str = "constant",
+    connections: int = 1,
+    keepalive: bool = True,
+    duration_s: float = 10.0,
+    timeout_ms: int = 2000,
+    op: str = "getStatus",
+    slo_p99_ms: float | None = None,
+    prefix: Sequence[str] = (),
+) -> LoadStep:
+    from boardlab.errors import MeasurementError
+    from boardlab.services.launch import run_role
+
+    params = {
+        "host": target.host,
+        "port": target.port,
+        "path": target.path,
+        "op": op,
+        "mode": mode,
+        "arrival": arrival,
+        "rate_hz": rate_hz,
+        "duration_s": duration_s,
+        "connections": connections,
+        "keepalive": int(keepalive),
+        "timeout_ms": timeout_ms,
+    }
+    res = run_role("svc.load", params, prefix=prefix, timeout_s=duration_s + timeout_ms / 1000 + 30)
+    if not res.get("ok"):
+        raise MeasurementError(f"svc.load at {rate_hz:g} Hz failed: {'; '.join(res.get('errors') or [])}")
+    return step_from_result(res, duration_s, slo_p99_ms)
+
+
+def sweep(
+    target: Target,
+    rates: Sequence[float],
+    *,
+    until_saturation: bool = False,
+    on_step: Callable[[LoadStep], None] | None = None,
+    **kw,
+) -> list[LoadStep]:
+    steps = []
+    for r in rates:
+        st = run_step(target, r, **kw)
+        steps.append(st)
+        if on_step:
+            on_step(st)
+        if until_saturation and st.saturated_reason:
+            break
+    return steps
+
+
+def document(
+    target: Target, steps: Sequence[LoadStep], *, until_saturation: bool, slo_p99_ms: float | None
+) -> dict:
+    return {
+        "schema": LOAD_SCHEMA,
+        "kind": "boardlab.load",
+        "target": target.url,
+        "until_saturation": until_saturation,
+        "slo_p99_ms": slo_p99_ms,
+        "knee_rate_hz": knee(steps) if until_saturation else None,
+        "steps": [asdict(s) for s in steps],
+    }

@@ -1,0 +1,437 @@
+"""svc.scenario: one run of the vehicle-services study, as a campaign cell.
+
+The services are boardlab-kern roles (svc.pub, svc.sub, svc.mgmt, svc.nmea, svc.load) started together
+for `duration_s`, each process accounted every second by boardlab's monitor (CPU by schedstat ns and by
+jiffies, RSS, PSS). Scenarios:
+
+- `position`: the Position service (synthetic values, or a GPS on the paced 4800-baud pty read in
+  `read_mode`) publishing to a subscriber that measures one-way latency and loss;
+- `three`: Position (GPS), Orientation (an INS feed over UDP at 10 Hz) and DirectionOfTravel (subscribes to
+  both, publishes its own) together, as the study ran them;
+- `soap`: the SOAP management endpoint under svc.load at `rate_hz`, closed loop (the study's client) or
+  open loop (latency from each request's intended start), keep-alive on or off;
+- `soap-saturation`: open-loop rates doubling from 100 Hz within the run until the endpoint saturates;
+- `rest` / `operating`: power at rest vs with the three services running. That needs the energy
+  capability (a power sensor); without one the run is unsupported and says why.
+
+Runs inside the network placement the `netns` condition made (BOARDLAB_NETNS), else on loopback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
+
+SCENARIOS = ("position", "three", "soap", "soap-saturation", "rest", "operating")
+
+
+def _m(name: str, unit: str, hib: bool, help: str) -> MetricSpec:
+    return MetricSpec(name, unit, hib, kind="value", help=help)
+
+
+SPEC = WorkloadSpec(
+    name="svc.scenario",
+    family="svc",
+    summary="Vehicle-services study: VICTORY-like services (pub/sub over multicast, SOAP management, GPS on a "
+    "paced serial line) run together and accounted per process",
+    runner="python",
+    params=(
+        ParamSpec("scenario", "enum", "position", choices=SCENARIOS, help="what runs (see the module doc)"),
+        ParamSpec("duration_s", "float", "60", 1, 604_800, unit="s", help="how long the services run"),
+        ParamSpec("source", "enum", "synthetic", choices=("synthetic", "nmea"), help="position: data source"),
+        ParamSpec(
+            "read_mode", "enum", "canonical", choices=("canonical", "byte", "block"), help="GPS read mode"
+        ),
+        ParamSpec("msg_rate_hz", "float", "1", 0.1, 10_000, unit="Hz", help="data messages per second"),
+        ParamSpec(
+            "rate_hz", "float", "10", 0, 1e6, unit="Hz", help="soap: request rate (closed: 0 = flat out)"
+        ),
+        ParamSpec("mode", "enum", "closed", choices=("closed", "open"), help="soap: closed or open loop"),
+        ParamSpec("keepalive", "int", "1", 0, 1, help="soap: 1 keep connections, 0 one per request"),
+        ParamSpec("connections", "int", "1", 1, 1024, help="soap: client connections"),
+    ),
+    metrics=(
+        _m(
+            "cpu_pct_one_cpu",
+            "%",
+            False,
+            "CPU of the services (schedstat ns) as % of one CPU, mean per second",
+        ),
+        _m("cpu_jiffies_pct_one_cpu", "%", False, "the same from /proc jiffies (the study's method)"),
+        _m("cpu_pct_all_cpus", "%", False, "CPU of the services as % of all CPUs"),
+        _m("rss_bytes", "bytes", False, "resident memory of the services, summed, mean"),
+        _m("pss_bytes", "bytes", False, "proportional set size of the services, summed, mean"),
+        _m("mem_pct", "%", False, "RSS as % of MemTotal"),
+        _m("build_p50_ns", "ns", False, "median XML message build time"),
+        _m("send_p50_ns", "ns", False, "median sendto time"),
+        _m("oneway_p50_ns", "ns", False, "median one-way latency publisher -> subscriber"),
+        _m("oneway_p99_ns", "ns", False, "99th percentile one-way latency"),
+        _m("lost", "messages", False, "messages the subscriber never received"),
+        _m("reader_cpu_ns_per_s", "ns/s", False, "CPU of the GPS reader thread per second"),
+        _m("achieved_rate_hz", "Hz", True, "soap: responses per second"),
+        _m("corrected_p50_ns", "ns", False, "soap: median latency from the intended start"),
+        _m("corrected_p99_ns", "ns", False, "soap: p99 latency from the intended start"),
+        _m("service_p50_ns", "ns", False, "soap: median latency from the actual send"),
+        _m("service_p99_ns", "ns", False, "soap: p99 latency from the actual send"),
+        _m("errors", "requests", False, "soap: errors and timeouts"),
+        _m("knee_rate_hz", "Hz", True, "soap-saturation: the highest open-loop rate that held"),
+        _m("tcp_retrans_segs", "segments", False, "TCP retransmissions in the namespace during the run"),
+        _m(
+            "udp_rcvbuf_errors",
+            "datagrams",
+            False,
+            "UDP receive-buffer drops in the namespace during the run",
+        ),
+    ),
+)
+
+
+def supported() -> str | None:
+    from boardlab.native import kern_path
+
+    try:
+        kern_path()
+    except Exception as exc:  # noqa: BLE001 - any reason the binary is unusable is the reason
+        return f"boardlab-kern is not available: {exc}"
+    return None
+
+
+def energy_reason() -> str | None:
+    """Power at rest vs operating needs a power source; None when this board has one."""
+    from boardlab.platform import power
+
+    if power.read_power_sensors("/") or power.read_powercap("/"):
+        return "energy per run is not measured by this build yet (the energy capability is built separately)"
+    return (
+        "energy unsupported here: no power sensor (hwmon voltage/current/power, INA2xx) and no powercap/RAPL "
+        "zone on this board"
+    )
+
+
+class _Services:
+    """The role processes of one run, their monitor, and their teardown by PID."""
+
+    def __init__(self, duration_s: float):
+        self.duration_s = duration_s
+        self.netns = os.environ.get("BOARDLAB_NETNS") or ""
+        self.addr = os.environ.get("BOARDLAB_MCAST_IFACE_ADDR") or "127.0.0.1"
+        self.prefix = ["ip", "netns", "exec", self.netns] if self.netns else []
+        self.roles: dict[str, object] = {}
+        self.extra: list = []  # helper processes (INS feed)
+        self.monitor = None
+        self._mon_thread = None
+        self._stop = threading.Event()
+
+    def start(self, name: str, role: str, params: dict, *, account: bool = True):
+        from boardlab.services.launch import start_role
+
+        rp = start_role(role, params, prefix=self.prefix)
+        self.roles[name] = (rp, account)
+        return rp
+
+    def watch(self) -> None:
+        from boardlab.monitor.process import Monitor
+
+        pids = [rp.pid for rp, account in self.roles.values() if account]
+        self.monitor = Monitor(pids=pids, interval_s=1.0, threads=True, net_pid=pids[0] if pids else None)
+        self._mon_thread = threading.Thread(
+            target=self.monitor.run, kwargs={"should_stop": self._stop.is_set}, daemon=True
+        )
+        self._mon_thread.start()
+
+    def finish(self, timeout_s: float) -> dict[str, dict]:
+        out = {}
+        try:
+            for name, (rp, _) in self.roles.items():
+                out[name] = rp.result(timeout_s)
+        finally:
+            self.close()
+        return out
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._mon_thread:
+            self._mon_thread.join(3)
+        for rp, _ in self.roles.values():
+            rp.stop()
+        for p in self.extra:
+            if p.poll() is None:
+                from boardlab.platform.spawn import stop_group
+
+                stop_group(p)
+
+    def accounting(self) -> dict:
+        if not self.monitor:
+            return {}
+        doc = self.monitor.document()
+        names = {rp.pid: name for name, (rp, _) in self.roles.items()}
+        per = {}
+        for p in doc["processes"]:
+            per[names.get(p["pid"], str(p["pid"]))] = {
+                k: p[k]
+                for k in (
+                    "cpu_pct_one_cpu",
+                    "cpu_pct_all_cpus",
+                    "cpu_jiffies_pct_one_cpu",
+                    "rss_bytes",
+                    "pss_bytes",
+                    "mem_pct",
+                    "ctxsw_vol_per_s",
+                    "hourly_cpu_pct_one_cpu",
+                    "hourly_cpu_jiffies_pct_one_cpu",
+                    "threads",
+                )
+            }
+        return {
+            "per_service": per,
+            "net_totals": doc["net_totals"],
+            "iface_drop_totals": doc["iface_drop_totals"],
+        }
+
+
+def _value(unit: str, hib: bool, v) -> dict:
+    return {"unit": unit, "higher_is_better": hib, "value": v}
+
+
+def _sum_avg(acc: dict, key: str):
+    vals = [s[key]["avg"] for s in acc.get("per_service", {}).values() if s[key]["avg"] is not None]
+    return sum(vals) if vals else None
+
+
+def run(params: dict, iterations: int | None = None) -> dict:
+    scenario = params["scenario"]
+    if scenario in ("rest", "operating"):
+        return {"ok": False, "supported": False, "reason": energy_reason(), "errors": [], "metrics": {}}
+    from boardlab.errors import BoardlabError
+
+    duration = float(params["duration_s"])
+    svc = _Services(duration)
+    try:
+        if scenario == "position":
+            roles = _position(svc, params, duration)
+        elif scenario == "three":
+            roles = _three(svc, params, duration)
+        elif scenario == "soap":
+            roles = _soap(svc, params, duration)
+        else:
+            roles = _saturation(svc, params, duration)
+    except BoardlabError as exc:
+        svc.close()
+        return {"ok": False, "errors": [str(exc)], "metrics": {}, "info": {}}
+    acc = svc.accounting()
+    errors = [f"{n}: {e}" for n, r in roles.items() if isinstance(r, dict) for e in (r.get("errors") or [])]
+    metrics = {
+        "cpu_pct_one_cpu": _value("%", False, _sum_avg(acc, "cpu_pct_one_cpu")),
+        "cpu_jiffies_pct_one_cpu": _value("%", False, _sum_avg(acc, "cpu_jiffies_pct_one_cpu")),
+        "cpu_pct_all_cpus": _value("%", False, _sum_avg(acc, "cpu_pct_all_cpus")),
+        "rss_bytes": _value("bytes", False, _sum_avg(acc, "rss_bytes")),
+        "pss_bytes": _value("bytes", False, _sum_avg(acc, "pss_bytes")),
+        "mem_pct": _value("%", False, _sum_avg(acc, "mem_pct")),
+        "tcp_retrans_segs": _value("segments", False, acc.get("net_totals", {}).get("tcp_retrans_segs")),
+        "udp_rcvbuf_errors": _value("datagrams", False, acc.get("net_totals", {}).get("udp_rcvbuf_errors")),
+    }
+    svc_blocks = {n: r.get("service") for n, r in roles.items() if isinstance(r, dict) and "service" in r}
+    pub = svc_blocks.get("position") or svc_blocks.get("pub")
+    sub = svc_blocks.get("sub")
+    if pub:
+        metrics["build_p50_ns"] = _value("ns", False, pub["build_ns"]["p50"])
+        metrics["send_p50_ns"] = _value("ns", False, pub["send_ns"]["p50"])
+        if pub.get("reader"):
+            secs = pub["duration_ns"] / 1e9
+            metrics["reader_cpu_ns_per_s"] = _value(
+                "ns/s", False, pub["reader"]["cpu_ns"] / secs if secs else None
+            )
+    if sub:
+        metrics["oneway_p50_ns"] = _value("ns", False, sub["oneway_latency_ns"]["p50"])
+        metrics["oneway_p99_ns"] = _value("ns", False, sub["oneway_latency_ns"]["p99"])
+        metrics["lost"] = _value("messages", False, sub["lost"])
+    load = svc_blocks.get("load")
+    if load:
+        metrics["achieved_rate_hz"] = _value("Hz", True, load["achieved_rate_hz"])
+        metrics["corrected_p50_ns"] = _value("ns", False, load["corrected_ns"]["p50"])
+        metrics["corrected_p99_ns"] = _value("ns", False, load["corrected_ns"]["p99"])
+        metrics["service_p50_ns"] = _value("ns", False, load["service_ns"]["p50"])
+        metrics["service_p99_ns"] = _value("ns", False, load["service_ns"]["p99"])
+        metrics["errors"] = _value("requests", False, load["errors"] + load["timeouts"])
+    if "sweep" in roles:
+        metrics["knee_rate_hz"] = _value("Hz", True, roles["sweep"]["knee_rate_hz"])
+    metrics = {k: v for k, v in metrics.items() if v["value"] is not None}
+    info = {
+        "scenario": scenario,
+        "netns": svc.netns or None,
+        "accounting": acc,
+        "services": svc_blocks,
+        **({"sweep": roles["sweep"]} if "sweep" in roles else {}),
+    }
+    return {"ok": not errors, "errors": errors, "metrics": metrics, "info": info}
+
+
+def _group_port(base: int) -> tuple[str, int]:
+    # a port of our own per run (the pid), so concurrent campaigns do not hear each other
+    return "239.255.0.5", base + os.getpid() % 2000
+
+
+def _position(svc: _Services, params: dict, d: float) -> dict:
+    group, port = _group_port(20000)
+    pub_params = {
+        "group": group,
+        "port": port,
+        "iface_addr": svc.addr,
+        "rate_hz": params["msg_rate_hz"],
+        "duration_s": d,
+    }
+    svc.start("sub", "svc.sub", {"group": group, "port": port, "iface_addr": svc.addr, "duration_s": d + 3})
+    if params["source"] == "nmea":
+        import tempfile
+
+        link = os.path.join(tempfile.mkdtemp(prefix="boardlab-gps-"), "gps")
+        svc.start("gps", "svc.nmea", {"duration_s": d + 1, "link": link, "start_delay_s": 0.2}, account=False)
+        pub_params |= {"source": "nmea", "device": link, "read_mode": params["read_mode"]}
+    svc.start("position", "svc.pub", pub_params)
+    svc.watch()
+    out = svc.finish(d + 30)
+    if params["source"] == "nmea":
+        os.rmdir(os.path.dirname(link))
+    return out
+
+
+def _three(svc: _Services, params: dict, d: float) -> dict:
+    import subprocess
+    import tempfile
+
+    from boardlab.platform.spawn import spawn
+
+    group, port = _group_port(22000)
+    dot_port, ins_port = port + 2500, port + 5000
+    link = os.path.join(tempfile.mkdtemp(prefix="boardlab-gps-"), "gps")
+    base = {"group": group, "iface_addr": svc.addr}
+    svc.start("sub", "svc.sub", {**base, "port": dot_port, "duration_s": d + 3}, account=False)
+    svc.start(
+        "dot",
+        "svc.sub",
+        {
+            **base,
+            "port": port,
+            "duration_s": d + 2,
+            "publish_dot": 1,
+            "out_group": group,
+            "out_port": dot_port,
+        },
+    )
+    svc.start("gps", "svc.nmea", {"duration_s": d + 1, "link": link, "start_delay_s": 0.2}, account=False)
+    svc.start(
+        "orientation",
+        "svc.pub",
+        {
+            **base,
+            "port": port,
+            "rate_hz": 10,
+            "duration_s": d,
+            "message": "orientation",
+            "source": "ins",
+            "ins_port": ins_port,
+        },
+    )
+    svc.start(
+        "position",
+        "svc.pub",
+        {
+            **base,
+            "port": port,
+            "rate_hz": params["msg_rate_hz"],
+            "duration_s": d,
+            "source": "nmea",
+            "device": link,
+            "read_mode": params["read_mode"],
+        },
+    )
+    svc.extra.append(
+        spawn(
+            [
+                *svc.prefix,
+                sys.executable,
+                "-m",
+                "boardlab.services.ins",
+                svc.addr,
+                str(ins_port),
+                "10",
+                str(d),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+    )
+    svc.watch()
+    out = svc.finish(d + 30)
+    os.rmdir(os.path.dirname(link))
+    return out
+
+
+def _soap(svc: _Services, params: dict, d: float) -> dict:
+    from boardlab.services.launch import free_port
+
+    port = free_port()
+    svc.start(
+        "mgmt",
+        "svc.mgmt",
+        {"bind_addr": svc.addr, "port": port, "duration_s": d + 10, "keepalive": params["keepalive"]},
+    )
+    svc.watch()
+    load = svc.start(
+        "load",
+        "svc.load",
+        {
+            "host": svc.addr,
+            "port": port,
+            "mode": params["mode"],
+            "rate_hz": params["rate_hz"],
+            "duration_s": d,
+            "keepalive": params["keepalive"],
+            "connections": params["connections"],
+        },
+        account=False,
+    )
+    res = load.result(d + 30)
+    svc.roles["mgmt"][0].stop()
+    out = svc.finish(30)
+    out["load"] = res
+    return out
+
+
+def _saturation(svc: _Services, params: dict, d: float) -> dict:
+    from boardlab.services import load as loadmod
+    from boardlab.services.launch import free_port
+
+    port = free_port()
+    svc.start(
+        "mgmt",
+        "svc.mgmt",
+        {"bind_addr": svc.addr, "port": port, "duration_s": 3 * d + 60, "keepalive": params["keepalive"]},
+    )
+    svc.watch()
+    rates = loadmod.ramp(100.0, 200_000.0)
+    step_s = max(0.5, d / 8)
+    target = loadmod.Target(svc.addr, port, "/vdm")
+    t0 = time.monotonic()
+    steps = []
+    for r in rates:
+        st = loadmod.run_step(
+            target,
+            r,
+            mode="open",
+            connections=params["connections"],
+            keepalive=bool(params["keepalive"]),
+            duration_s=step_s,
+            prefix=svc.prefix,
+        )
+        steps.append(st)
+        if st.saturated_reason or time.monotonic() - t0 > 3 * d:
+            break
+    svc.roles["mgmt"][0].stop()
+    out = svc.finish(30)
+    out["sweep"] = loadmod.document(target, steps, until_saturation=True, slo_p99_ms=None)
+    return out

@@ -1,0 +1,63 @@
+"""The services report section's tables from known cells (what study_services renders, not how)."""
+
+from __future__ import annotations
+
+from boardlab.report.study_services import ServiceCell, markdown_lines, tables, text_lines
+
+
+def cells() -> list[ServiceCell]:
+    return [
+        ServiceCell(
+            "a",
+            "position",
+            {"source": "nmea", "read_mode": "byte"},
+            "baseline",
+            5,
+            metrics={"cpu_pct_one_cpu": 0.5, "oneway_p50_ns": 61_700.0, "lost": 0.0},
+            per_service_cpu_pct={"position": 0.4, "sub": 0.1},
+        ),
+        ServiceCell(
+            "b",
+            "soap",
+            {"mode": "closed", "rate_hz": 200.0, "keepalive": 1},
+            "baseline",
+            5,
+            metrics={"achieved_rate_hz": 200.0, "corrected_p99_ns": 3_176_000.0},
+        ),
+        ServiceCell(
+            "c",
+            "soap-saturation",
+            {"keepalive": 0},
+            "baseline",
+            5,
+            knee_rate_hz=6400.0,
+            sweep={
+                100.0: {"achieved_rate_hz": 100.0, "corrected_p99_ns": 4.7e6, "saturated": 0.0},
+                12800.0: {"achieved_rate_hz": 8942.0, "corrected_p99_ns": 3.2e8, "saturated": 4.0},
+            },
+        ),
+    ]
+
+
+def test_each_scenario_lands_in_its_table_with_units_in_the_headers():
+    got = {title: (headers, rows) for title, headers, rows in tables(cells())}
+    data = got["Data services (VICTORY-like messages over UDP multicast)"]
+    assert data[1][0][0] == "Position, nmea (byte reads)" and data[1][0][7] == "61.7"  # oneway_p50_us
+    assert data[1][0][-1] == "position 0.400, sub 0.100"
+    soap = got["SOAP management endpoint: latency per rate"]
+    assert (
+        soap[1][0][:3] == ("SOAP closed loop 200 Hz, keep-alive", "5", "200.0") and soap[1][0][4] == "3.176"
+    )
+    knee = got["SOAP saturation knee (open loop)"]
+    assert knee[1][0][:3] == ("SOAP open loop to saturation, no keep-alive", "5", "6400")
+    sweep = next(v for k, v in got.items() if k.startswith("SOAP open loop: latency per rate"))
+    assert [r[1] for r in sweep[1]] == ["100", "12800"] and sweep[1][1][-1] == "4"
+    latency = [h for hs, _ in got.values() for h in hs if "p50" in h or "p99" in h]
+    assert latency and all(h.endswith(("_us", "_ms")) for h in latency)  # units in every latency column
+
+
+def test_renderers_add_the_section_and_the_energy_note():
+    md = "\n".join(markdown_lines(cells()))
+    assert "## Vehicle services" in md and "Energy per message and power at rest vs operating:" in md
+    assert "Vehicle services" in "\n".join(text_lines(cells()))
+    assert markdown_lines([]) == [] and text_lines([]) == []
