@@ -63,7 +63,9 @@ class DdgzipParams:
 @dataclass(frozen=True)
 class Ddgzip:
     name: str = "ddgzip"
-    summary: str = "the satellite study's loop: dd a file from /dev/urandom or /dev/zero, gzip it, delete both, repeat"
+    summary: str = (
+        "the satellite study's loop: dd a file from /dev/urandom or /dev/zero, gzip it, delete both, repeat"
+    )
 
     def validate(self, params: dict) -> tuple[str | None, str] | None:
         shape = expect_keys(

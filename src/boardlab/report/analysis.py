@@ -12,8 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from boardlab.report import study_governor
-from boardlab.report import study_services
+from boardlab.report import study_governor, study_services
 from boardlab.report.studies import AiCell, RtCell, ai_cells, rt_cells
 from boardlab.report.study_energy import energy_study
 from boardlab.stats import (
@@ -205,7 +204,7 @@ class CampaignAnalysis:
     aa_controls: tuple[AAControl, ...] = ()
     family_size: int = 0  # every comparison with a verdict, medians and tails together
     family_adjustment: str = "holm"  # "holm" up to 50 comparisons, "bh" above
-    stream: object | None = None  # the data-stream study's section (study_stream.StreamStudy), when it applies
+    stream: object | None = None  # the data-stream section (study_stream.StreamStudy), when it applies
 
     @property
     def family_text(self) -> str:

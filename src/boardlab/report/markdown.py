@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from boardlab.report import study_governor
-from boardlab.report import study_services
+from boardlab.report import study_governor, study_services
 from boardlab.report.analysis import CampaignAnalysis
-from boardlab.report.study_energy import energy_markdown
 from boardlab.report.escape import term
+from boardlab.report.study_energy import energy_markdown
 from boardlab.report.terminal import (
     Table,
     ai_frames_note,

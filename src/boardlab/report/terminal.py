@@ -12,8 +12,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from boardlab.report import study_governor
-from boardlab.report import study_services
+from boardlab.report import study_governor, study_services
 from boardlab.report.analysis import CampaignAnalysis, CellAnalysis, ComparisonAnalysis
 from boardlab.report.escape import term
 from boardlab.report.studies import TAIL_MIN_SAMPLES, AiCell, RtCell, pct_name, samples_needed
