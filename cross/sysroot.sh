@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# cross/sysroot.sh ARCH DIR: the target's libraries for a cross build of boardlab-kern (liblzma, bzip2, zstd,
+# cross/sysroot.sh ARCH DIR: the target's libraries for a cross build of boardlab-kern (liblzma, bzip2, zstd, expat,
 # zlib, OpenSSL: -dev packages and their runtime libraries) unpacked from Debian's repository into DIR.
 #
 # Why a private sysroot and not multiarch (dpkg --add-architecture + apt-get install libssl-dev:armhf): a
@@ -14,7 +14,7 @@ mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 suite=${DEBIAN_SUITE:-bookworm}
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 # (the stamp holds this list and the layout version: a change rebuilds the sysroot)
-pkgs="v2 liblzma-dev liblzma5 libbz2-dev libbz2-1.0 libzstd-dev libzstd1 zlib1g-dev zlib1g libssl-dev libssl3"
+pkgs="v2 liblzma-dev liblzma5 libbz2-dev libbz2-1.0 libzstd-dev libzstd1 zlib1g-dev zlib1g libssl-dev libssl3 libexpat1-dev libexpat1"
 case $arch in armhf | arm64) ;; *) echo "sysroot.sh: ARCH must be armhf or arm64, got '$arch'" >&2; exit 2 ;; esac
 stamp="$dir/.boardlab-sysroot-ok"
 if [ -e "$stamp" ] && [ "$(cat "$stamp")" = "$pkgs" ]; then echo "sysroot: $dir ready (cached)"; exit 0; fi

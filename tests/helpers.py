@@ -34,6 +34,13 @@ def kern_build(kern: Path) -> dict:
     return _BUILDS[str(kern)]
 
 
+def under_qemu_user() -> bool:
+    """True when the kernel tests run a cross-built boardlab-kern through qemu-user (make test-arm-kern):
+    qemu-user translates the instructions and most system calls, but not perf_event_open nor the multicast
+    and timestamping socket options, so the tests of those run natively only."""
+    return os.environ.get("BOARDLAB_KERN", "").endswith("-qemu")
+
+
 def kern_json(kern: Path, *args: str) -> tuple[int, dict]:
     proc = run_kern(kern, *args, "--json")
     return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import platform
 
-from helpers import kern_json, run_kern
+import pytest
+
+from helpers import kern_json, run_kern, under_qemu_user
+
+pytestmark = pytest.mark.skipif(
+    under_qemu_user(), reason="qemu-user does not emulate perf_event_open: counters are tested natively"
+)
 
 FAST = ("--iterations", "5", "--warmup-max-iterations", "30")
 # PERF_TYPE_SOFTWARE (1) / PERF_COUNT_SW_TASK_CLOCK (1): a counter every Linux kernel has, VM or not, so

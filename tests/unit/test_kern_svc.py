@@ -20,6 +20,13 @@ import pytest
 
 from boardlab.services.launch import free_port, run_role, start_role
 
+from helpers import under_qemu_user
+
+pytestmark = pytest.mark.skipif(
+    under_qemu_user(),
+    reason="qemu-user does not emulate the multicast, overflow-count and timestamp socket options: the roles are tested natively",
+)
+
 SOAP = "http://schemas.xmlsoap.org/soap/envelope/"
 MGMT = "urn:boardlab:vdm:mgmt:1"
 
