@@ -18,8 +18,28 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from boardlab.conditions.base import ApplyContext, expect_keys
+from boardlab.conditions.base import ApplyContext, validate_params
+from boardlab.model.workload import ParamSpec
 from boardlab.platform import devfreq
+
+PARAMS = (
+    ParamSpec(
+        "device",
+        "str",
+        None,
+        required=True,
+        help="a name under /sys/class/devfreq (see `boardlab info`)",
+    ),
+    ParamSpec(
+        "frequency_hz",
+        "int",
+        "record",
+        min=1,
+        unit="Hz",
+        words=("max", "min", "record"),
+        help="a frequency the device offers, its max or min, or record (only record it)",
+    ),
+)
 
 
 def _target(frequency, freqs: tuple[int, ...]) -> int | None:
@@ -38,19 +58,10 @@ class Devfreq:
     summary: str = (
         "a devfreq device (memory controller, bus) fixed at one frequency, or its frequency recorded"
     )
+    params: tuple[ParamSpec, ...] = PARAMS
 
     def validate(self, params: dict) -> tuple[str | None, str] | None:
-        bad = expect_keys(params, {"device": str, "frequency_hz": (int, str)})
-        if bad:
-            return bad
-        if "device" not in params:
-            return None, "missing key 'device': a name under /sys/class/devfreq (see `boardlab info`)"
-        f = params.get("frequency_hz", "record")
-        if isinstance(f, str) and f not in ("max", "min", "record"):
-            return "frequency_hz", f"expected a frequency in Hz, 'max', 'min' or 'record', found {f!r}"
-        if isinstance(f, int) and f <= 0:
-            return "frequency_hz", f"expected a frequency in Hz (> 0), found {f}"
-        return None
+        return validate_params(self.params, params)
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
         names = devfreq.list_devices(ctx.root)

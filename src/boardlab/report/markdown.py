@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from boardlab.report import study_governor
 from boardlab.report.analysis import CampaignAnalysis
-from boardlab.report.study_energy import energy_markdown
 from boardlab.report.escape import term
+from boardlab.report.study_energy import energy_markdown
 from boardlab.report.terminal import (
     Table,
     ai_frames_note,
