@@ -70,6 +70,8 @@ class ConditionKind(Protocol):
     def apply(self, params: dict, ctx: ApplyContext) -> AbstractContextManager[dict]:
         """Applies the condition for one run; yields the state recorded with the run."""
 
+    # Optional: `support(info) -> (reason, limits)`, whether this board can run the kind at all (reason
+    # None: it can) and what it cannot do with some parameter values, for `boardlab list --conditions`.
     # Optional: `worker_cpus(params, ctx) -> set[int] | None`, the worker's affinity under this condition
     # (None keeps the runner's pin to runs.cpu). Only the isolation kind's "shared" mode uses it.
 

@@ -84,6 +84,13 @@ class Ddgzip:
     )
     params: tuple[ParamSpec, ...] = PARAMS
 
+    def support(self, info) -> tuple[str | None, tuple[str, ...]]:
+        missing = [tool for tool in ("dd", "gzip") if shutil.which(tool) is None]
+        reason = (
+            f"{' and '.join(missing)} not found on PATH: apt-get install coreutils gzip" if missing else None
+        )
+        return reason, ()
+
     def validate(self, params: dict) -> tuple[str | None, str] | None:
         bad = validate_params(self.params, params)
         if bad:

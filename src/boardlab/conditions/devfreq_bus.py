@@ -16,6 +16,7 @@ the snoop sweep of the governor study keeps it fixed and reported.
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass
 
 from boardlab.conditions.base import ApplyContext, validate_params
@@ -59,6 +60,14 @@ class Devfreq:
         "a devfreq device (memory controller, bus) fixed at one frequency, or its frequency recorded"
     )
     params: tuple[ParamSpec, ...] = PARAMS
+
+    def support(self, info) -> tuple[str | None, tuple[str, ...]]:
+        if not info.devfreq:
+            return "the kernel exposes no devfreq device (/sys/class/devfreq is empty or missing)", ()
+        limits = [f"devices here: {', '.join(d.name for d in info.devfreq)}"]
+        if info.live and os.geteuid() != 0:
+            limits.append("a frequency_hz other than record writes min_freq/max_freq: needs root")
+        return None, tuple(limits)
 
     def validate(self, params: dict) -> tuple[str | None, str] | None:
         return validate_params(self.params, params)

@@ -26,6 +26,7 @@ each run records what was set, what was there before, and where each policy spen
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from dataclasses import dataclass
 
@@ -128,6 +129,16 @@ class Governor:
     params: tuple[ParamSpec, ...] = PARAMS
 
     # ---- at plan load: shape only ----
+    def support(self, info) -> tuple[str | None, tuple[str, ...]]:
+        if not info.cpufreq_policies:
+            cap = info.capabilities.get("cpufreq")
+            return (cap.reason if cap and cap.reason else "no cpufreq policy on this board"), ()
+        offered = sorted({g for p in info.cpufreq_policies for g in p.governors})
+        limits = [f"governors offered here: {', '.join(offered)}"]
+        if info.live and os.geteuid() != 0:
+            limits.append("writing scaling_governor needs root")
+        return None, tuple(limits)
+
     def validate(self, params: dict) -> tuple[str | None, str] | None:
         bad = validate_params(self.params, params)
         if bad:

@@ -45,6 +45,22 @@ class GovernorDaemon:
     summary: str = "boardlab's userspace governor daemon (ondemand, conservative, schedutil-like, anti-snoop)"
     params: tuple[ParamSpec, ...] = PARAMS
 
+    def support(self, info) -> tuple[str | None, tuple[str, ...]]:
+        if not info.cpufreq_policies:
+            cap = info.capabilities.get("cpufreq")
+            return (cap.reason if cap and cap.reason else "no cpufreq policy on this board"), ()
+        lacking = [p.name for p in info.cpufreq_policies if "userspace" not in p.governors]
+        if lacking:
+            return f"{', '.join(lacking)} offer no userspace governor", ()
+        limits = []
+        if len(info.cpufreq_policies) < 2:
+            limits.append(
+                "policy anti-snoop needs two clusters (big.LITTLE); this board has one cpufreq policy"
+            )
+        if info.live and os.geteuid() != 0:
+            limits.append("writing scaling_setspeed needs root")
+        return None, tuple(limits)
+
     def validate(self, params: dict) -> tuple[str | None, str] | None:
         return validate_params(self.params, params)
 

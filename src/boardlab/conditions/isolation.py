@@ -75,6 +75,16 @@ class Isolation:
     )
     params: tuple[ParamSpec, ...] = PARAMS
 
+    def support(self, info) -> tuple[str | None, tuple[str, ...]]:
+        limits = []
+        iso = info.capabilities.get("isolation")
+        if iso is not None and not iso.supported:
+            limits.append(f"mode isolated: {iso.reason}")
+        lat = info.capabilities.get("cpu_dma_latency")
+        if lat is not None and not lat.supported:
+            limits.append(f"cpu_dma_latency_us: {lat.reason}")
+        return None, tuple(limits)  # pinned and shared run everywhere
+
     def validate(self, params: dict) -> tuple[str | None, str] | None:
         return validate_params(self.params, params)
 

@@ -217,6 +217,10 @@ class Stressor:
 
     params: tuple[ParamSpec, ...] = PARAMS
 
+    def support(self, info) -> tuple[str | None, tuple[str, ...]]:
+        """Why no stressor can run here (None: they can), and limits on parameter values."""
+        return (None if shutil.which("stress-ng") else f"stress-ng is not installed: {INSTALL}"), ()
+
     def validate(self, params: dict) -> tuple[str | None, str] | None:
         bad = validate_params(self.params, params)
         if bad:
