@@ -1,4 +1,4 @@
-"""Seed 000's background script: dd creates a file, gzip compresses it, both are deleted, again.
+"""The satellite study's background script: dd creates a file, gzip compresses it, both are deleted, again.
 
 Plan syntax:
 
