@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from e2e.test_cli_report import make_campaign_db
 
-from helpers import run_cli
+from helpers import make_campaign_db, run_cli
 
 
 @pytest.fixture(scope="module")

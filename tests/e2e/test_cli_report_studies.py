@@ -322,7 +322,7 @@ def test_a_cell_without_valid_runs_shows_dashes_and_why(tmp_path):
 
 
 def test_a_campaign_without_the_studies_has_no_study_sections(tmp_path):
-    from e2e.test_cli_report import make_campaign_db
+    from helpers import make_campaign_db
 
     db = make_campaign_db(tmp_path / "plain.db", n=6, with_latency=False)
     page = _report(db, "html")

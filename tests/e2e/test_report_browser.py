@@ -13,9 +13,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from e2e.test_cli_report import EVIL, make_campaign_db
 
-from helpers import run_cli
+from helpers import EVIL, make_campaign_db, run_cli
 
 FLAGS = (
     "--headless",

@@ -22,6 +22,8 @@ from boardlab.ai.build import build_models
 
 from helpers import as_nobody, shared_tmp_dir
 
+pytestmark = pytest.mark.integration
+
 pytest.importorskip("onnxruntime", reason="the ai extra is not installed (pip install 'boardlab[ai]')")
 pytest.importorskip("ai_edge_litert", reason="the ai extra is not installed")
 

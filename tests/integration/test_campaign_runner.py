@@ -17,6 +17,8 @@ from boardlab.store import STORE_SCHEMA
 
 from helpers import run_cli, tagged_env, tagged_processes
 
+pytestmark = pytest.mark.integration
+
 PLAN = """\
 name = "{name}"
 [runs]

@@ -116,10 +116,16 @@ def test_a_command_that_ends_during_its_warm_up_stops_the_campaign_with_the_reas
 @pytest.mark.parametrize(
     "params, message",
     [
-        ('{ argv = "gzip -c /etc/passwd" }', "argv: expected list, found str 'gzip -c /etc/passwd'"),
+        (
+            '{ argv = "gzip -c /etc/passwd" }',
+            "argv: expected a list of strings, found a string 'gzip -c /etc/passwd'",
+        ),
         ("{ argv = [] }", 'expected the command as a non-empty list, e.g. argv = ["gzip", "-c"'),
-        ('{ argv = ["gzip", 3] }', "expected a list of non-empty strings (the program, then its arguments)"),
-        ('{ argv = ["gzip"], placement = "elsewhere" }', "unknown placement 'elsewhere'; valid: same"),
+        ('{ argv = ["gzip", 3] }', "argv: expected a list of strings, found an integer 3 in it"),
+        (
+            '{ argv = ["gzip"], placement = "elsewhere" }',
+            "expected one of same, other, all, found 'elsewhere'; placement: where the load runs: same",
+        ),
         ('{ argv = ["no-such-program-here"] }', "command 'no-such-program-here' is not found on PATH"),
     ],
 )
@@ -157,7 +163,7 @@ def test_the_dd_gzip_loop_creates_compresses_and_deletes_files_and_records_its_c
 
 def test_dd_gzip_parameters_are_checked_at_plan_load(tmp_path):
     proc = run(tmp_path, write(tmp_path, condition("dd", "ddgzip", '{ source = "random", size = "1X" }')))
-    assert proc.returncode == 2 and "unknown source 'random'; valid: urandom, zero" in proc.stderr
+    assert proc.returncode == 2 and "source: expected one of urandom, zero, found 'random'" in proc.stderr
     proc = run(tmp_path, write(tmp_path, condition("dd", "ddgzip", '{ size = "1X" }')))
     assert proc.returncode == 2 and "size: expected bytes in [4K, 4G]" in proc.stderr
 
@@ -198,10 +204,12 @@ def test_bursty_loopback_traffic_stays_near_its_cpu_share_and_records_what_it_se
 def test_bursty_traffic_parameters_are_checked_at_plan_load(tmp_path):
     proc = run(tmp_path, write(tmp_path, condition("t", "burstynet", "{ cpu_share = 1.5 }")))
     assert (
-        proc.returncode == 2 and "cpu_share: expected a share of one core in (0, 1], found 1.5" in proc.stderr
+        proc.returncode == 2
+        and "cpu_share: expected a number in [0, 1], found 1.5; cpu_share: the sender's mean share of one core, in (0, 1]"
+        in proc.stderr
     )
     proc = run(tmp_path, write(tmp_path, condition("t", "burstynet", '{ protocol = "sctp" }')))
-    assert proc.returncode == 2 and "unknown protocol 'sctp'; valid: tcp, udp" in proc.stderr
+    assert proc.returncode == 2 and "protocol: expected one of tcp, udp, found 'sctp'" in proc.stderr
 
 
 # ---- nothing left behind ----

@@ -18,6 +18,8 @@ import pytest
 
 from helpers import SYSFS, run_cli
 
+pytestmark = pytest.mark.integration
+
 GOVERNOR = "sys/devices/system/cpu/cpufreq/policy0/scaling_governor"
 
 PLAN = """\

@@ -25,6 +25,8 @@ from boardlab.workloads import rt_cyclictest
 
 from helpers import run_cli, shared_tmp_dir
 
+pytestmark = pytest.mark.integration
+
 LEVELS = {"p50": 50, "p90": 90, "p99": 99, "p99_9": 99.9, "p99_99": 99.99}
 
 

@@ -8,6 +8,8 @@ import pytest
 
 from helpers import run_cli
 
+pytestmark = pytest.mark.integration
+
 PLAN = """\
 name = "five-percent"
 seed = 5

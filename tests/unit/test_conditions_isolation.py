@@ -46,7 +46,7 @@ def context(root: Path, tmp_path: Path, worker_cpu: int | None = -1) -> ApplyCon
     [
         ({"mode": "shielded"}, "mode", "expected one of shared, pinned, isolated, found 'shielded'"),
         ({"cpu_dma_latency_us": -1}, "cpu_dma_latency_us", "(0: no C-state exits)"),
-        ({"cpu_dma_latency_us": "0"}, "cpu_dma_latency_us", "expected int"),
+        ({"cpu_dma_latency_us": "0"}, "cpu_dma_latency_us", "expected an integer, found a string '0'"),
         ({"cpus": [1]}, "cpus", "unknown parameter"),
     ],
 )

@@ -112,7 +112,7 @@ def test_interleaving_is_seeded_and_reproducible():
         ),
         (
             GOOD.replace("bytes = 4096", "bytes = 3"),
-            "plan.toml:8: workloads[0].params.bytes: expected an integer in [64, 1.04858e+06], found 3",
+            "plan.toml:8: workloads[0].params.bytes: expected an integer in [64, 1048576], found 3",
         ),
         (
             GOOD.replace("bytes = 4096", "colour = 3"),

@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import sys
 
-HELP = "list workloads (with support status, parameters and metrics)"
-DESCRIPTION = "List every workload boardlab can run here; unsupported ones show why."
+HELP = "list workloads (with support status, parameters and metrics), condition kinds or presets"
+DESCRIPTION = (
+    "List every workload boardlab can run here; unsupported ones show why. --conditions lists the condition "
+    "kinds a plan may put around a workload, with their parameters and whether this board supports them."
+)
 
 
 def add_arguments(parser) -> None:
@@ -14,14 +17,82 @@ def add_arguments(parser) -> None:
     parser.add_argument("--family", help="only workloads of this family (e.g. scimark, mem, compress)")
     parser.add_argument("-v", "--verbose", action="store_true", help="show parameters and metrics")
     parser.add_argument("--presets", action="store_true", help="list the bundled campaign presets instead")
+    parser.add_argument(
+        "--conditions",
+        action="store_true",
+        help="list the condition kinds instead, with their parameters and support on this board",
+    )
+    parser.add_argument(
+        "--root",
+        default="/",
+        metavar="DIR",
+        help="with --conditions: judge support from /proc and /sys below DIR (a copied tree); tools are "
+        "still looked up on this machine's PATH",
+    )
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
 def _range(p) -> str:
     if p.choices:
         return "{" + ",".join(p.choices) + "}"
-    if p.min is not None and p.max is not None:
-        return f"[{p.min:g}..{p.max:g}]"
+    if p.min is not None or p.max is not None:
+        lo = "" if p.min is None else _num(p.min)
+        hi = "" if p.max is None else _num(p.max)
+        return f"[{lo}..{hi}]" + "".join(f"|{w}" for w in p.words)
+    if p.words:
+        return f"{p.type}|" + "|".join(p.words)
     return p.type
+
+
+def _conditions(args) -> int:
+    from boardlab.conditions import condition_kinds
+    from boardlab.model import SCHEMA_VERSION
+    from boardlab.platform import inventory
+
+    info = inventory(args.root)  # InputError (exit 2) for a root that is not a board tree
+    kinds = []
+    for name, kind in condition_kinds().items():
+        support = getattr(kind, "support", None)
+        reason, limits = support(info) if support else (None, ())
+        kinds.append(
+            {
+                "name": name,
+                "summary": kind.summary,
+                "supported": reason is None,
+                "reason": None if reason is None else f"unsupported: {reason}",
+                "limits": list(limits),
+                "params": [p.to_dict() for p in kind.params],
+            }
+        )
+    if args.json:
+        json.dump({"schema": SCHEMA_VERSION, "root": info.root, "conditions": kinds}, sys.stdout, indent=2)
+        print()
+        return 0
+    width = max(len(k["name"]) for k in kinds)
+    print(f"{'KIND':<{width}}  {'STATUS':<11}  SUMMARY")
+    for k in kinds:
+        print(f"{k['name']:<{width}}  {'ok' if k['supported'] else 'unsupported':<11}  {k['summary']}")
+        pad = " " * (width + 2)
+        if k["reason"]:
+            print(f"{pad}{k['reason']}")
+        for limit in k["limits"]:
+            print(f"{pad}note: {limit}")
+        for p in k["params"]:
+            unit = f" ({p['unit']})" if p["unit"] else ""
+            default = (
+                "(required)"
+                if p["required"]
+                else f"default {p['default']}"
+                if p["default"] is not None
+                else "optional"
+            )
+            spec = next(s for s in condition_kinds()[k["name"]].params if s.name == p["name"])
+            print(f"{pad}  {p['name']}{unit}  {_range(spec)}  {default}  {p['help']}")
+    print('\nuse one in a plan: [[conditions]] name = "..." kind = "KIND" params = { ... }')
+    return 0
 
 
 def _presets(args) -> int:
@@ -45,6 +116,8 @@ def run(args) -> int:
 
     if args.presets:
         return _presets(args)
+    if args.conditions:
+        return _conditions(args)
     workloads = [w for w in all_workloads() if not args.family or w.family == args.family]
     if args.json:
         json.dump(

@@ -37,6 +37,7 @@ from typing import Any, Literal
 
 from boardlab.conditions.base import ApplyContext
 from boardlab.errors import MeasurementError
+from boardlab.model.workload import ParamSpec
 from boardlab.platform import sampling
 from boardlab.platform.sysroot import format_cpulist
 
@@ -54,18 +55,26 @@ _names = itertools.count(1)
 # ---- parameters shared by every background kind ----
 
 
-def validate_common(params: dict) -> tuple[str | None, str] | None:
-    """`placement` and `warmup_s`: the keys every background kind takes."""
-    placement = params.get("placement", DEFAULT_PLACEMENT)
-    if placement not in PLACEMENTS:
-        return "placement", (
-            f"unknown placement {placement!r}; valid: same (the worker's CPU), other (every CPU but the "
-            "worker's), all (every online CPU)"
-        )
-    warmup = params.get("warmup_s", DEFAULT_WARMUP_S)
-    if not 0 <= warmup <= MAX_WARMUP_S:
-        return "warmup_s", f"expected seconds in [0, {MAX_WARMUP_S:g}], found {warmup!r}"
-    return None
+# `placement` and `warmup_s`: the parameters every background kind takes, appended to its own
+COMMON_PARAMS = (
+    ParamSpec(
+        "placement",
+        "enum",
+        DEFAULT_PLACEMENT,
+        choices=PLACEMENTS,
+        help="where the load runs: same (the worker's CPU), other (every CPU but the worker's), "
+        "all (every online CPU)",
+    ),
+    ParamSpec(
+        "warmup_s",
+        "float",
+        None,
+        min=0,
+        max=MAX_WARMUP_S,
+        unit="s",
+        help="how long the load runs before the workload starts (default: the campaign's warm-up)",
+    ),
+)
 
 
 def placement_reason(placement: str, ctx: ApplyContext) -> str | None:

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from boardlab.conditions.journal import RestoreJournal
 from boardlab.model.board import BoardInfo
+from boardlab.model.workload import ParamSpec
 from boardlab.platform.sysroot import SysRoot
 
 
@@ -57,9 +58,11 @@ class ApplyContext:
 class ConditionKind(Protocol):
     name: str
     summary: str
+    params: tuple[ParamSpec, ...]  # what the plan's `params` table may hold (`boardlab list --conditions`)
 
     def validate(self, params: dict) -> tuple[str | None, str] | None:
-        """(key, message) when `params` are malformed; None when they are fine."""
+        """(key, message) when `params` are malformed; None when they are fine. Kinds implement it as
+        `validate_params(self.params, params)` followed by their own cross-field checks."""
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
         """Why this condition cannot run on this board (the message names the valid choices); None if it can."""
@@ -67,17 +70,35 @@ class ConditionKind(Protocol):
     def apply(self, params: dict, ctx: ApplyContext) -> AbstractContextManager[dict]:
         """Applies the condition for one run; yields the state recorded with the run."""
 
+    # Optional: `support(info) -> (reason, limits)`, whether this board can run the kind at all (reason
+    # None: it can) and what it cannot do with some parameter values, for `boardlab list --conditions`.
     # Optional: `worker_cpus(params, ctx) -> set[int] | None`, the worker's affinity under this condition
     # (None keeps the runner's pin to runs.cpu). Only the isolation kind's "shared" mode uses it.
 
 
-def expect_keys(params: dict, allowed: dict[str, type | tuple[type, ...]]) -> tuple[str | None, str] | None:
-    """Shape check shared by the kinds: known keys with the right types."""
+def validate_params(specs: tuple[ParamSpec, ...], params: dict) -> tuple[str | None, str] | None:
+    """The shared shape check of every kind: known keys, each value of its declared type and range, every
+    required key present. The message says what was expected and what was found, as a workload's does."""
+    from boardlab.workloads.params import _type_name, check_param_value
+
+    by_name = {s.name: s for s in specs}
     for key, value in params.items():
-        if key not in allowed:
-            return key, f"unknown parameter; valid: {', '.join(allowed) or '(none)'}"
-        kinds = allowed[key] if isinstance(allowed[key], tuple) else (allowed[key],)
-        if isinstance(value, bool) and bool not in kinds or not isinstance(value, kinds):
-            names = " or ".join(k.__name__ for k in kinds)
-            return key, f"expected {names}, found {type(value).__name__} {value!r}"
+        spec = by_name.get(key)
+        if spec is None:
+            valid = f"valid: {', '.join(by_name)}" if by_name else "this kind takes no parameters"
+            return key, f"unknown parameter; {valid}"
+        if spec.type in ("int", "float") and isinstance(value, str) and value not in spec.words:
+            # a size such as "16M" only where the unit is bytes (check_param_value allows it for kern)
+            if spec.unit == "bytes" and spec.type == "int":
+                continue  # the kind parses the size and checks its range
+            what = "an integer" if spec.type == "int" else "a number"
+            words = "".join(f" or {w!r}" for w in spec.words)
+            return key, f"expected {what}{words}, found {_type_name(value)} {value!r}"
+        reason = check_param_value(spec, value)
+        if reason:
+            return key, f"{reason}; {key}: {spec.help}" if spec.help else reason
+    for spec in specs:
+        if spec.required and spec.name not in params:
+            valid = f"; valid: {', '.join(spec.choices)}" if spec.choices else ""
+            return None, f"missing key {spec.name!r}: {spec.help}{valid}"
     return None

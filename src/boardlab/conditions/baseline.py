@@ -5,16 +5,20 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
+from boardlab.conditions.base import validate_params
+from boardlab.model.workload import ParamSpec
+
+PARAMS: tuple[ParamSpec, ...] = ()  # the workload alone: nothing to set
+
 
 @dataclass(frozen=True)
 class Baseline:
     name: str = "baseline"
     summary: str = "the workload alone; what every other condition is compared with"
+    params: tuple[ParamSpec, ...] = PARAMS
 
     def validate(self, params: dict) -> tuple[str | None, str] | None:
-        if params:
-            return next(iter(params)), "the baseline takes no parameters"
-        return None
+        return validate_params(self.params, params)
 
     def check(self, params: dict, ctx) -> str | None:
         return None

@@ -24,10 +24,21 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from boardlab.conditions import background
-from boardlab.conditions.base import ApplyContext, expect_keys
+from boardlab.conditions.base import ApplyContext, validate_params
+from boardlab.model.workload import ParamSpec
 
 PROTOCOLS = ("tcp", "udp")
 MAX_UDP_PAYLOAD = 65507
+PARAMS = (
+    ParamSpec("protocol", "enum", "tcp", choices=PROTOCOLS, help="the loopback traffic's transport"),
+    ParamSpec(
+        "cpu_share", "float", 0.25, min=0, max=1, help="the sender's mean share of one core, in (0, 1]"
+    ),
+    ParamSpec("seed", "int", 1, help="seed of the burst and gap lengths (the same seed, the same traffic)"),
+    ParamSpec("burst_ms", "float", 50.0, min=1, max=10000, unit="ms", help="mean length of a burst"),
+    ParamSpec("message_bytes", "int", 514, min=1, max=MAX_UDP_PAYLOAD, unit="bytes", help="bytes per send"),
+    *background.COMMON_PARAMS,
+)
 
 
 @dataclass(frozen=True)
@@ -59,34 +70,15 @@ class Burstynet:
     summary: str = (
         "bursty loopback TCP/UDP traffic between two processes, like a Tor relay, at a mean CPU share"
     )
+    params: tuple[ParamSpec, ...] = PARAMS
 
     def validate(self, params: dict) -> tuple[str | None, str] | None:
-        shape = expect_keys(
-            params,
-            {
-                "protocol": str,
-                "cpu_share": (int, float),
-                "seed": int,
-                "burst_ms": (int, float),
-                "message_bytes": int,
-                "placement": str,
-                "warmup_s": (int, float),
-            },
-        )
-        if shape:
-            return shape
-        if params.get("protocol", "tcp") not in PROTOCOLS:
-            return "protocol", f"unknown protocol {params['protocol']!r}; valid: {', '.join(PROTOCOLS)}"
-        if not 0 < params.get("cpu_share", 0.25) <= 1:
+        bad = validate_params(self.params, params)
+        if bad:
+            return bad
+        if params.get("cpu_share", 0.25) <= 0:
             return "cpu_share", f"expected a share of one core in (0, 1], found {params['cpu_share']!r}"
-        if not 1 <= params.get("burst_ms", 50) <= 10000:
-            return "burst_ms", f"expected a mean burst in [1, 10000] ms, found {params['burst_ms']!r}"
-        if not 1 <= params.get("message_bytes", 514) <= MAX_UDP_PAYLOAD:
-            return (
-                "message_bytes",
-                f"expected [1, {MAX_UDP_PAYLOAD}] bytes, found {params['message_bytes']!r}",
-            )
-        return background.validate_common(params)
+        return None
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
         p = BurstynetParams.of(params, ctx)

@@ -25,7 +25,21 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from boardlab.conditions import background
-from boardlab.conditions.base import ApplyContext, expect_keys
+from boardlab.conditions.base import ApplyContext, validate_params
+from boardlab.model.workload import ParamSpec
+
+_EXAMPLE = 'e.g. argv = ["gzip", "-c", "/usr/share/dict/words"]'
+PARAMS = (
+    ParamSpec(
+        "argv",
+        "list",
+        None,
+        required=True,
+        help="the program, then its arguments, run as they are (no shell), " + _EXAMPLE,
+    ),
+    ParamSpec("restart", "bool", False, help="start the command again whenever it ends"),
+    *background.COMMON_PARAMS,
+)
 
 
 @dataclass(frozen=True)
@@ -57,26 +71,21 @@ class Command:
     summary: str = (
         "a command of yours (an argv list, no shell) running beside the workload, restarted if it ends"
     )
+    params: tuple[ParamSpec, ...] = PARAMS
 
     def validate(self, params: dict) -> tuple[str | None, str] | None:
-        shape = expect_keys(
-            params, {"argv": list, "restart": bool, "placement": str, "warmup_s": (int, float)}
-        )
-        if shape:
-            return shape
-        argv = params.get("argv")
-        example = 'e.g. argv = ["gzip", "-c", "/usr/share/dict/words"]'
+        bad = validate_params(self.params, params)
+        if bad:
+            return bad
+        argv = params["argv"]
         if not argv:
-            return (
-                "argv" if argv is not None else None,
-                f"expected the command as a non-empty list, {example}",
-            )
-        if not all(isinstance(a, str) and a and "\0" not in a for a in argv):
+            return "argv", f"expected the command as a non-empty list, {_EXAMPLE}"
+        if not all(a and "\0" not in a for a in argv):
             return (
                 "argv",
-                f"expected a list of non-empty strings (the program, then its arguments), {example}",
+                f"expected a list of non-empty strings (the program, then its arguments), {_EXAMPLE}",
             )
-        return background.validate_common(params)
+        return None
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
         p = CommandParams.of(params, ctx)

@@ -1,4 +1,4 @@
-"""Seed 000's background script: dd creates a file, gzip compresses it, both are deleted, again.
+"""The satellite study's background script: dd creates a file, gzip compresses it, both are deleted, again.
 
 Plan syntax:
 
@@ -22,11 +22,27 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from boardlab.conditions import background
-from boardlab.conditions.base import ApplyContext, expect_keys
+from boardlab.conditions.base import ApplyContext, validate_params
+from boardlab.model.workload import ParamSpec
 
 SOURCES = {"urandom": "/dev/urandom", "zero": "/dev/zero"}
 _SIZE = re.compile(r"(\d+)([KMG]?)")
 MIN_SIZE, MAX_SIZE = 4096, 4 << 30
+PARAMS = (
+    ParamSpec("source", "enum", "urandom", choices=tuple(SOURCES), help="what dd reads"),
+    ParamSpec(
+        "size",
+        "int",
+        "16M",
+        min=MIN_SIZE,
+        max=MAX_SIZE,
+        unit="bytes",
+        help='bytes per round, an integer or like "16M" (K, M, G: powers of 1024)',
+    ),
+    ParamSpec("level", "int", 6, min=1, max=9, help="gzip's compression level"),
+    ParamSpec("pause_s", "float", 0.0, min=0, max=3600, unit="s", help="idle time between rounds"),
+    *background.COMMON_PARAMS,
+)
 
 
 def parse_size(value: int | str) -> int | None:
@@ -66,31 +82,23 @@ class Ddgzip:
     summary: str = (
         "the satellite study's loop: dd a file from /dev/urandom or /dev/zero, gzip it, delete both, repeat"
     )
+    params: tuple[ParamSpec, ...] = PARAMS
+
+    def support(self, info) -> tuple[str | None, tuple[str, ...]]:
+        missing = [tool for tool in ("dd", "gzip") if shutil.which(tool) is None]
+        reason = (
+            f"{' and '.join(missing)} not found on PATH: apt-get install coreutils gzip" if missing else None
+        )
+        return reason, ()
 
     def validate(self, params: dict) -> tuple[str | None, str] | None:
-        shape = expect_keys(
-            params,
-            {
-                "source": str,
-                "size": (int, str),
-                "level": int,
-                "pause_s": (int, float),
-                "placement": str,
-                "warmup_s": (int, float),
-            },
-        )
-        if shape:
-            return shape
-        if params.get("source", "urandom") not in SOURCES:
-            return "source", f"unknown source {params['source']!r}; valid: {', '.join(SOURCES)}"
+        bad = validate_params(self.params, params)
+        if bad:
+            return bad
         size = parse_size(params.get("size", "16M"))
         if size is None or not MIN_SIZE <= size <= MAX_SIZE:
             return "size", f'expected bytes in [4K, 4G] as an integer or like "16M", found {params["size"]!r}'
-        if not 1 <= params.get("level", 6) <= 9:
-            return "level", f"expected gzip's level in [1, 9], found {params['level']!r}"
-        if not 0 <= params.get("pause_s", 0) <= 3600:
-            return "pause_s", f"expected seconds in [0, 3600], found {params['pause_s']!r}"
-        return background.validate_common(params)
+        return None
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
         missing = [tool for tool in ("dd", "gzip") if shutil.which(tool) is None]

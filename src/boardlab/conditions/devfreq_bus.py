@@ -16,10 +16,31 @@ the snoop sweep of the governor study keeps it fixed and reported.
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass
 
-from boardlab.conditions.base import ApplyContext, expect_keys
+from boardlab.conditions.base import ApplyContext, validate_params
+from boardlab.model.workload import ParamSpec
 from boardlab.platform import devfreq
+
+PARAMS = (
+    ParamSpec(
+        "device",
+        "str",
+        None,
+        required=True,
+        help="a name under /sys/class/devfreq (see `boardlab info`)",
+    ),
+    ParamSpec(
+        "frequency_hz",
+        "int",
+        "record",
+        min=1,
+        unit="Hz",
+        words=("max", "min", "record"),
+        help="a frequency the device offers, its max or min, or record (only record it)",
+    ),
+)
 
 
 def _target(frequency, freqs: tuple[int, ...]) -> int | None:
@@ -38,19 +59,18 @@ class Devfreq:
     summary: str = (
         "a devfreq device (memory controller, bus) fixed at one frequency, or its frequency recorded"
     )
+    params: tuple[ParamSpec, ...] = PARAMS
+
+    def support(self, info) -> tuple[str | None, tuple[str, ...]]:
+        if not info.devfreq:
+            return "the kernel exposes no devfreq device (/sys/class/devfreq is empty or missing)", ()
+        limits = [f"devices here: {', '.join(d.name for d in info.devfreq)}"]
+        if info.live and os.geteuid() != 0:
+            limits.append("a frequency_hz other than record writes min_freq/max_freq: needs root")
+        return None, tuple(limits)
 
     def validate(self, params: dict) -> tuple[str | None, str] | None:
-        bad = expect_keys(params, {"device": str, "frequency_hz": (int, str)})
-        if bad:
-            return bad
-        if "device" not in params:
-            return None, "missing key 'device': a name under /sys/class/devfreq (see `boardlab info`)"
-        f = params.get("frequency_hz", "record")
-        if isinstance(f, str) and f not in ("max", "min", "record"):
-            return "frequency_hz", f"expected a frequency in Hz, 'max', 'min' or 'record', found {f!r}"
-        if isinstance(f, int) and f <= 0:
-            return "frequency_hz", f"expected a frequency in Hz (> 0), found {f}"
-        return None
+        return validate_params(self.params, params)
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
         names = devfreq.list_devices(ctx.root)

@@ -26,15 +26,48 @@ each run records what was set, what was there before, and where each policy spen
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 from dataclasses import dataclass
 
-from boardlab.conditions.base import ApplyContext, expect_keys
+from boardlab.conditions.base import ApplyContext, validate_params
 from boardlab.model.board import CpufreqPolicy
+from boardlab.model.workload import ParamSpec
 from boardlab.platform import cpufreq
 from boardlab.platform.sysroot import format_cpulist
 
 _POLICY = re.compile(r"policy\d+")
+
+PARAMS = (
+    ParamSpec(
+        "governor", "enum", None, choices=cpufreq.GOVERNORS, required=True, help="the cpufreq governor"
+    ),
+    ParamSpec(
+        "policies",
+        "list",
+        "all",
+        words=("all",),
+        help="the cpufreq policies it applies to, e.g. ['policy0'] (see `boardlab info`), or all",
+    ),
+    ParamSpec(
+        "frequency_khz",
+        "int",
+        None,
+        min=1,
+        unit="kHz",
+        words=("min", "max"),
+        help="userspace only: a frequency every listed policy offers, or its min or max",
+    ),
+    ParamSpec(
+        "frequencies_khz",
+        "table",
+        None,
+        help='userspace only: one frequency per policy, e.g. { policy0 = 600000, policy4 = "max" }',
+    ),
+    ParamSpec("tunables", "table", None, help="the governor's tunables, e.g. { up_threshold = 95 }"),
+    ParamSpec("min_khz", "int", None, min=1, unit="kHz", help="lower bound of the policy's frequency"),
+    ParamSpec("max_khz", "int", None, min=1, unit="kHz", help="upper bound of the policy's frequency"),
+)
 
 
 @dataclass(frozen=True)
@@ -93,34 +126,25 @@ class Governor:
     name: str = "governor"
     summary: str = "a cpufreq governor, a fixed frequency (userspace) or frequency limits, per policy"
 
+    params: tuple[ParamSpec, ...] = PARAMS
+
     # ---- at plan load: shape only ----
+    def support(self, info) -> tuple[str | None, tuple[str, ...]]:
+        if not info.cpufreq_policies:
+            cap = info.capabilities.get("cpufreq")
+            return (cap.reason if cap and cap.reason else "no cpufreq policy on this board"), ()
+        offered = sorted({g for p in info.cpufreq_policies for g in p.governors})
+        limits = [f"governors offered here: {', '.join(offered)}"]
+        if info.live and os.geteuid() != 0:
+            limits.append("writing scaling_governor needs root")
+        return None, tuple(limits)
 
     def validate(self, params: dict) -> tuple[str | None, str] | None:
-        bad = expect_keys(
-            params,
-            {
-                "governor": str,
-                "policies": (str, list),
-                "frequency_khz": (int, str),
-                "frequencies_khz": dict,
-                "tunables": dict,
-                "min_khz": int,
-                "max_khz": int,
-            },
-        )
+        bad = validate_params(self.params, params)
         if bad:
             return bad
-        gov = params.get("governor")
-        if gov is None:
-            return None, f"missing key 'governor': one of {', '.join(cpufreq.GOVERNORS)}"
-        if gov not in cpufreq.GOVERNORS:
-            return "governor", f"expected one of {', '.join(cpufreq.GOVERNORS)}, found {gov!r}"
+        gov = params["governor"]
         policies = params.get("policies", "all")
-        if isinstance(policies, str) and policies != "all":
-            return (
-                "policies",
-                f"expected 'all' or a list of policy names such as ['policy0'], found {policies!r}",
-            )
         if isinstance(policies, list):
             if not policies:
                 return "policies", "an empty list selects no policy; leave it out (or 'all') for every policy"
@@ -148,14 +172,7 @@ class Governor:
                 return "frequency_khz", (
                     f"a fixed frequency needs governor = 'userspace'; to bound {gov}, use min_khz / max_khz"
                 )
-            if isinstance(freq, str) and freq not in ("min", "max"):
-                return "frequency_khz", f"expected a frequency in kHz, 'min' or 'max', found {freq!r}"
-            if isinstance(freq, int) and freq <= 0:
-                return "frequency_khz", f"expected a frequency in kHz (> 0), found {freq}"
         lo, hi = params.get("min_khz"), params.get("max_khz")
-        for key, value in (("min_khz", lo), ("max_khz", hi)):
-            if value is not None and value <= 0:
-                return key, f"expected a frequency in kHz (> 0), found {value}"
         if lo is not None and hi is not None and lo > hi:
             return "min_khz", f"min_khz {lo} is above max_khz {hi}"
         if isinstance(freq, int) and (lo is not None and freq < lo or hi is not None and freq > hi):

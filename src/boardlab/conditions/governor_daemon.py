@@ -24,28 +24,45 @@ import sys
 import time
 from dataclasses import dataclass
 
-from boardlab.conditions.base import ApplyContext, expect_keys
+from boardlab.conditions.base import ApplyContext, validate_params
+from boardlab.model.workload import ParamSpec
 from boardlab.platform import cpufreq, perf
 
 POLICIES = ("ondemand", "conservative", "schedutil-like", "anti-snoop")
 START_TIMEOUT_S = 10.0
+PARAMS = (
+    ParamSpec("policy", "enum", None, choices=POLICIES, required=True, help="the daemon's frequency policy"),
+    ParamSpec("sampling_ms", "float", 120, min=1, max=10_000, unit="ms", help="the daemon's sampling period"),
+    ParamSpec("tree", "str", None, help="anti-snoop: a tree JSON from `boardlab governor train`"),
+    ParamSpec("t1", "float", 2.0689, help="anti-snoop without tree: cci_congestion threshold"),
+    ParamSpec("t2", "float", 0.02, help="anti-snoop without tree: memory_access threshold"),
+)
 
 
 @dataclass(frozen=True)
 class GovernorDaemon:
     name: str = "governor-daemon"
     summary: str = "boardlab's userspace governor daemon (ondemand, conservative, schedutil-like, anti-snoop)"
+    params: tuple[ParamSpec, ...] = PARAMS
+
+    def support(self, info) -> tuple[str | None, tuple[str, ...]]:
+        if not info.cpufreq_policies:
+            cap = info.capabilities.get("cpufreq")
+            return (cap.reason if cap and cap.reason else "no cpufreq policy on this board"), ()
+        lacking = [p.name for p in info.cpufreq_policies if "userspace" not in p.governors]
+        if lacking:
+            return f"{', '.join(lacking)} offer no userspace governor", ()
+        limits = []
+        if len(info.cpufreq_policies) < 2:
+            limits.append(
+                "policy anti-snoop needs two clusters (big.LITTLE); this board has one cpufreq policy"
+            )
+        if info.live and os.geteuid() != 0:
+            limits.append("writing scaling_setspeed needs root")
+        return None, tuple(limits)
 
     def validate(self, params: dict) -> tuple[str | None, str] | None:
-        bad = expect_keys(params, {"policy": str, "sampling_ms": (int, float), "tree": str, "t1": (int, float),
-                                   "t2": (int, float)})  # fmt: skip
-        if bad:
-            return bad
-        if params.get("policy") not in POLICIES:
-            return "policy", f"expected one of {', '.join(POLICIES)}, found {params.get('policy')!r}"
-        if not 1 <= params.get("sampling_ms", 120) <= 10_000:
-            return "sampling_ms", f"expected 1..10000 ms, found {params['sampling_ms']}"
-        return None
+        return validate_params(self.params, params)
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
         info = ctx.info

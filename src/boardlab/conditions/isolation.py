@@ -24,12 +24,32 @@ import contextlib
 import os
 from dataclasses import dataclass
 
-from boardlab.conditions.base import ApplyContext, expect_keys
+from boardlab.conditions.base import ApplyContext, validate_params
+from boardlab.model.workload import ParamSpec
 from boardlab.platform import cpuidle, irq
 from boardlab.platform.sysroot import format_cpulist
 
 MODES = ("shared", "pinned", "isolated")
 _MAX_LATENCY_US = cpuidle.NO_LATENCY_CONSTRAINT_US
+PARAMS = (
+    ParamSpec(
+        "mode",
+        "enum",
+        "pinned",
+        choices=MODES,
+        help="shared (the worker may run on any CPU), pinned (on its CPU), isolated (on a CPU the kernel "
+        "isolates: isolcpus)",
+    ),
+    ParamSpec(
+        "cpu_dma_latency_us",
+        "int",
+        None,
+        min=0,
+        max=_MAX_LATENCY_US,
+        unit="us",
+        help="hold /dev/cpu_dma_latency at this bound during the run, as root (0: no C-state exits)",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -53,20 +73,20 @@ class Isolation:
     summary: str = (
         "the worker's CPU isolated (isolcpus) or just pinned; optional cpu_dma_latency; IRQs recorded"
     )
+    params: tuple[ParamSpec, ...] = PARAMS
+
+    def support(self, info) -> tuple[str | None, tuple[str, ...]]:
+        limits = []
+        iso = info.capabilities.get("isolation")
+        if iso is not None and not iso.supported:
+            limits.append(f"mode isolated: {iso.reason}")
+        lat = info.capabilities.get("cpu_dma_latency")
+        if lat is not None and not lat.supported:
+            limits.append(f"cpu_dma_latency_us: {lat.reason}")
+        return None, tuple(limits)  # pinned and shared run everywhere
 
     def validate(self, params: dict) -> tuple[str | None, str] | None:
-        bad = expect_keys(params, {"mode": str, "cpu_dma_latency_us": int})
-        if bad:
-            return bad
-        mode = params.get("mode", "pinned")
-        if mode not in MODES:
-            return "mode", f"expected one of {', '.join(MODES)}, found {mode!r}"
-        latency = params.get("cpu_dma_latency_us")
-        if latency is not None and not 0 <= latency <= _MAX_LATENCY_US:
-            return "cpu_dma_latency_us", (
-                f"expected a latency in us in [0, {_MAX_LATENCY_US}] (0: no C-state exits), found {latency}"
-            )
-        return None
+        return validate_params(self.params, params)
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
         setting = IsolationSetting.from_params(params)

@@ -33,7 +33,8 @@ from functools import lru_cache
 from typing import Any
 
 from boardlab.conditions import background
-from boardlab.conditions.base import ApplyContext, expect_keys
+from boardlab.conditions.base import ApplyContext, validate_params
+from boardlab.model.workload import ParamSpec
 from boardlab.platform.sysroot import format_cpulist
 
 # boardlab name -> the stress-ng stressor that does it (research/stressors-rt.md section 1.1)
@@ -55,6 +56,25 @@ MAX_WORKERS = 1024
 INSTALL = "apt-get install stress-ng"
 _OPTION_NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)+")
 _OPTION_VALUE = re.compile(r"[A-Za-z0-9._%+/:,][A-Za-z0-9._%+/:,-]*")
+
+PARAMS = (
+    ParamSpec(
+        "stressor",
+        "enum",
+        None,
+        choices=tuple(STRESSORS),
+        required=True,
+        help="the load, by what it stresses (each runs a stress-ng stressor: interrupt is timer, io is iomix)",
+    ),
+    ParamSpec("workers", "int", 1, min=1, max=MAX_WORKERS, help="stress-ng workers (processes)"),
+    ParamSpec(
+        "options",
+        "table",
+        None,
+        help='stress-ng options of that stressor, named <stressor>-..., e.g. { vm-bytes = "64M" }',
+    ),
+    *background.COMMON_PARAMS,
+)
 
 
 @dataclass(frozen=True)
@@ -195,23 +215,16 @@ class Stressor:
         "a stress-ng stressor beside the workload: cpu, vm, memcpy, interrupt, open, fork, udp, ..."
     )
 
+    params: tuple[ParamSpec, ...] = PARAMS
+
+    def support(self, info) -> tuple[str | None, tuple[str, ...]]:
+        """Why no stressor can run here (None: they can), and limits on parameter values."""
+        return (None if shutil.which("stress-ng") else f"stress-ng is not installed: {INSTALL}"), ()
+
     def validate(self, params: dict) -> tuple[str | None, str] | None:
-        shape = expect_keys(
-            params,
-            {"stressor": str, "workers": int, "placement": str, "options": dict, "warmup_s": (int, float)},
-        )
-        if shape:
-            return shape
-        valid = ", ".join(STRESSORS)
-        if "stressor" not in params:
-            return None, f"missing key 'stressor'; valid stressors: {valid}"
-        if params["stressor"] not in STRESSORS:
-            return "stressor", f"unknown stressor {params['stressor']!r}; valid: {valid}"
-        if not 1 <= params.get("workers", 1) <= MAX_WORKERS:
-            return "workers", f"expected an integer in [1, {MAX_WORKERS}], found {params['workers']!r}"
-        common = background.validate_common(params)
-        if common:
-            return common
+        bad = validate_params(self.params, params)
+        if bad:
+            return bad
         real = STRESSORS[params["stressor"]]
         for name, value in params.get("options", {}).items():
             reason = _validate_option(real, name, value)

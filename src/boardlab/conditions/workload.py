@@ -24,8 +24,9 @@ import sys
 from dataclasses import dataclass
 
 from boardlab.conditions import background
-from boardlab.conditions.base import ApplyContext, expect_keys
+from boardlab.conditions.base import ApplyContext, validate_params
 from boardlab.conditions.command import KIND as COMMAND
+from boardlab.model.workload import ParamSpec
 
 # ai.inference parameters the loop takes, and its flag for each
 _AI_FLAGS = {
@@ -41,6 +42,17 @@ _AI_FLAGS = {
     "seed": "--seed",
 }
 _KERN_ITERATIONS = 100000  # many iterations, so a kernel restarts rarely; the stop ends it anyway
+PARAMS = (
+    ParamSpec(
+        "workload",
+        "str",
+        None,
+        required=True,
+        help="the catalog workload to run as a load: a kernel or ai.inference (see `boardlab list`)",
+    ),
+    ParamSpec("params", "table", None, help="that workload's parameters, checked against its own spec"),
+    *background.COMMON_PARAMS,
+)
 
 
 def _spec(name: str):
@@ -70,15 +82,12 @@ class Workload:
     summary: str = (
         "a catalog workload (a kernel, or the AI inference loop) running continuously beside the workload"
     )
+    params: tuple[ParamSpec, ...] = PARAMS
 
     def validate(self, params: dict) -> tuple[str | None, str] | None:
-        shape = expect_keys(
-            params, {"workload": str, "params": dict, "placement": str, "warmup_s": (int, float)}
-        )
-        if shape:
-            return shape
-        if "workload" not in params:
-            return None, "missing key 'workload': the catalog workload to run as a load (see `boardlab list`)"
+        bad = validate_params(self.params, params)
+        if bad:
+            return bad
         spec = _spec(params["workload"])
         if spec is None:
             return "workload", f"unknown workload {params['workload']!r}; see `boardlab list`"
@@ -97,7 +106,7 @@ class Workload:
             reason = check_param_value(spec.param(key), value)
             if reason:
                 return "params", f"{key}: {reason}"
-        return background.validate_common({k: v for k, v in params.items() if k in ("placement", "warmup_s")})
+        return None
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
         spec = _spec(params["workload"])

@@ -5,19 +5,25 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-ParamType = Literal["int", "float", "str", "enum", "bool"]
+# "list" is a list of strings (a command's argv); "table" a TOML table checked by its owner (stress-ng options)
+ParamType = Literal["int", "float", "str", "enum", "bool", "list", "table"]
 
 
 @dataclass(frozen=True)
 class ParamSpec:
+    """One parameter of a workload or a condition kind. `words` are names accepted in place of a value of
+    the type (a frequency_khz of "max", policies = "all"); `required` parameters have no default."""
+
     name: str
     type: ParamType
-    default: str | None
+    default: str | int | float | bool | None
     min: float | None = None
     max: float | None = None
     choices: tuple[str, ...] = ()
     unit: str | None = None
     help: str = ""
+    words: tuple[str, ...] = ()
+    required: bool = False
 
     def to_dict(self) -> dict:
         return {
@@ -29,6 +35,8 @@ class ParamSpec:
             "choices": list(self.choices),
             "unit": self.unit,
             "help": self.help,
+            "words": list(self.words),
+            "required": self.required,
         }
 
 

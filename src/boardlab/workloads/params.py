@@ -20,23 +20,58 @@ def _type_name(value: Any) -> str:
     }.get(type(value), type(value).__name__)
 
 
+def _or_words(spec: ParamSpec) -> str:
+    return "".join(f" or {w!r}" for w in spec.words)
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+
+def _range(spec: ParamSpec) -> str:
+    lo = "-inf" if spec.min is None else _num(spec.min)
+    hi = "inf" if spec.max is None else _num(spec.max)
+    return f" in [{lo}, {hi}]" + (f" {spec.unit}" if spec.unit else "")
+
+
 def check_param_value(spec: ParamSpec, value: Any) -> str | None:
     """Why `value` does not fit the parameter `spec`, or None when it does."""
+    if spec.words and isinstance(value, str) and value in spec.words:
+        return None
+    ranged = spec.min is not None or spec.max is not None
     if spec.type == "int":
         if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, str) and re.fullmatch(r"\d+[kKMG]?", value):
+            if isinstance(value, str) and not spec.words and re.fullmatch(r"\d+[kKMG]?", value):
                 return None  # boardlab-kern accepts size suffixes; it checks the range
-            return f"expected an integer, found {_type_name(value)} {value!r}"
+            return f"expected an integer{_or_words(spec)}, found {_type_name(value)} {value!r}"
         if spec.min is not None and value < spec.min or spec.max is not None and value > spec.max:
-            return f"expected an integer in [{spec.min:g}, {spec.max:g}], found {value}"
+            return f"expected an integer{_range(spec)}{_or_words(spec)}, found {value}"
     elif spec.type == "float":
         if isinstance(value, bool) or not isinstance(value, int | float):
-            return f"expected a number, found {_type_name(value)} {value!r}"
-        if spec.min is not None and value < spec.min or spec.max is not None and value > spec.max:
-            return f"expected a number in [{spec.min:g}, {spec.max:g}], found {value}"
+            return f"expected a number{_or_words(spec)}, found {_type_name(value)} {value!r}"
+        if ranged and (
+            spec.min is not None and value < spec.min or spec.max is not None and value > spec.max
+        ):
+            return f"expected a number{_range(spec)}{_or_words(spec)}, found {value}"
     elif spec.type == "enum":
         if value not in spec.choices:
             return f"expected one of {', '.join(spec.choices)}, found {value!r}"
+    elif spec.type == "bool":
+        if not isinstance(value, bool):
+            return f"expected true or false, found {_type_name(value)} {value!r}"
+    elif spec.type == "list":
+        if not isinstance(value, list):
+            either = "".join(f"{w!r} or " for w in spec.words)
+            return f"expected {either}a list of strings, found {_type_name(value)} {value!r}"
+        bad = next(
+            (v for v in value if not isinstance(v, str) or spec.choices and v not in spec.choices), None
+        )
+        if bad is not None:
+            valid = f" from {', '.join(spec.choices)}" if spec.choices else ""
+            return f"expected a list of strings{valid}, found {_type_name(bad)} {bad!r} in it"
+    elif spec.type == "table":
+        if not isinstance(value, dict):
+            return f"expected a table{_or_words(spec)}, found {_type_name(value)} {value!r}"
     elif not isinstance(value, str):
         return f"expected a string, found {_type_name(value)} {value!r}"
     return None

@@ -105,7 +105,10 @@ def energy_reason() -> str | None:
     from boardlab.platform import power
 
     if power.read_power_sensors("/") or power.read_powercap("/"):
-        return "energy per run is not measured by this build yet (the energy capability is built separately)"
+        return (
+            "the rest/operating scenarios are not wired to the per-run energy of the campaign yet: measure "
+            "power at rest vs operating with the position/three scenarios and the report's energy section"
+        )
     return (
         "energy unsupported here: no power sensor (hwmon voltage/current/power, INA2xx) and no powercap/RAPL "
         "zone on this board"
