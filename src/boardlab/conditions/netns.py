@@ -24,7 +24,8 @@ import subprocess
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from boardlab.conditions.base import ApplyContext, expect_keys
+from boardlab.conditions.base import ApplyContext, validate_params
+from boardlab.model.workload import ParamSpec
 
 MODES = ("private", "veth", "iface")
 LOCAL_VETH, PEER_VETH = "10.216.0.1", "10.216.0.2"
@@ -36,6 +37,14 @@ ENV_KEYS = (
     "BOARDLAB_MCAST_IFACE_ADDR",
 )
 _seq = itertools.count()
+PARAMS = (
+    ParamSpec("mode", "enum", "private", choices=MODES, help="where the traffic flows"),
+    ParamSpec("rate_mbit", "float", None, min=0.01, max=100000, unit="Mbit/s", help="veth: tbf rate"),
+    ParamSpec("delay_ms", "float", None, min=0, max=60000, unit="ms", help="veth: netem delay"),
+    ParamSpec("loss_pct", "float", None, min=0, max=100, unit="%", help="veth: netem loss"),
+    ParamSpec("iface", "str", None, help="iface: the real interface between the boards"),
+    ParamSpec("peer_addr", "str", None, help="iface: the other board's IPv4 address"),
+)
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -87,31 +96,20 @@ class Netns:
         "network placement: a private namespace, a veth pair shaped to 10/100 Mbit/s, or a real interface"
     )
 
+    params: tuple[ParamSpec, ...] = PARAMS
+
+    def support(self, info) -> tuple[str | None, tuple[str, ...]]:
+        if not shutil.which("ip"):
+            return "the ip command (iproute2) is not installed", ()
+        return None, ("private and veth need root (network namespaces)",)
+
     def validate(self, params: dict) -> tuple[str | None, str] | None:
-        shape = expect_keys(
-            params,
-            {
-                "mode": str,
-                "rate_mbit": (int, float),
-                "delay_ms": (int, float),
-                "loss_pct": (int, float),
-                "iface": str,
-                "peer_addr": str,
-            },
-        )
-        if shape:
-            return shape
+        bad = validate_params(self.params, params)
+        if bad:
+            return bad
         p = NetnsParams.of(params)
-        if p.mode not in MODES:
-            return "mode", f"unknown mode {p.mode!r}; valid: {', '.join(MODES)}"
         if p.mode != "veth" and any(x is not None for x in (p.rate_mbit, p.delay_ms, p.loss_pct)):
             return "mode", 'rate_mbit, delay_ms and loss_pct shape a veth pair: use mode = "veth"'
-        if p.rate_mbit is not None and not 0.01 <= p.rate_mbit <= 100000:
-            return "rate_mbit", f"expected 0.01 to 100000 Mbit/s, found {p.rate_mbit!r}"
-        if p.delay_ms is not None and not 0 <= p.delay_ms <= 60000:
-            return "delay_ms", f"expected 0 to 60000 ms, found {p.delay_ms!r}"
-        if p.loss_pct is not None and not 0 <= p.loss_pct <= 100:
-            return "loss_pct", f"expected 0 to 100 %, found {p.loss_pct!r}"
         if p.mode == "iface":
             if not p.iface or not p.peer_addr:
                 return "iface", 'mode "iface" needs iface = "NAME" and peer_addr = "A.B.C.D"'
