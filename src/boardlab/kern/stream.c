@@ -9,7 +9,9 @@
  *             stream is an error; UDP datagrams the kernel lost are counted as the receive stage's drops;
  *   filter:   decimation (keep every decimate-th 16-bit sample; 1 = pass-through);
  *   compress: zstd, zlib or lzma one-shot per record, or none;
- *   encrypt:  AES-256-GCM or ChaCha20-Poly1305 (libcrypto EVP) with a per-record nonce and tag, or none;
+ *   encrypt:  AES-256-GCM or ChaCha20-Poly1305 with a per-record nonce and tag, or none, through libcrypto
+ *             (EVP) or the kernel crypto API (crypto_api=afalg: AF_ALG sockets, the path to a SoC's crypto
+ *             engine); the sink authenticates every record with libcrypto either way;
  *   transmit: sends the record on a local SOCK_SEQPACKET socket, with an optional rate cap (token bucket,
  *             down to kbit/s for a downlink) to a sink thread that checks sequence numbers and AEAD tags.
  * Scheduling: one thread per stage joined by bounded rings (ring_slots records each), or run-to-completion
@@ -43,6 +45,7 @@
 #include <unistd.h>
 
 #include "corpus.h"
+#include "crypto_afalg.h"
 
 #if BK_HAVE_ZSTD
 #include <zstd.h>
@@ -151,6 +154,8 @@ struct pipeline {
     EVP_CIPHER_CTX *enc, *dec;
     const EVP_CIPHER *evp;
 #endif
+    bool afalg;
+    bk_afalg_aead *kenc; /* crypto_api=afalg: the encrypt stage's AF_ALG operation socket */
     unsigned char key[32];
     unsigned char *sink_buf, *sink_plain;
 };
@@ -419,6 +424,18 @@ static int do_encrypt(pipeline *p, record *r, unsigned char *tmp)
 {
     if (strcmp(p->cipher, "none") == 0)
         return 0;
+    if (p->afalg) {
+        unsigned char iv[12];
+        nonce_of(r->h.seq, iv);
+        if (bk_afalg_aead_seal(p->kenc, iv, (const unsigned char *)&r->h.seq, sizeof r->h.seq, r->data, r->h.len, tmp,
+                               tmp + r->h.len) != 0) {
+            fail(p, "AF_ALG encryption failed", bk_afalg_aead_error(p->kenc));
+            return -1;
+        }
+        memcpy(r->data, tmp, (size_t)r->h.len + TAG_LEN);
+        r->h.len += TAG_LEN;
+        return 0;
+    }
 #if BK_HAVE_CRYPTO
     unsigned char iv[12];
     nonce_of(r->h.seq, iv);
@@ -603,6 +620,8 @@ static const bk_param sp_params[] = {
     {"codec", BK_ENUM, 0, 0, "zstd", "none,zstd,zlib,lzma", NULL, "compress stage"},
     {"level", BK_INT, 0, 19, "3", NULL, NULL, "compression level (zstd 1-19, zlib 0-9, lzma 0-9)"},
     {"cipher", BK_ENUM, 0, 0, "aes-256-gcm", "none,aes-256-gcm,chacha20-poly1305", NULL, "encrypt stage (libcrypto)"},
+    {"crypto_api", BK_ENUM, 0, 0, "libcrypto", "libcrypto,afalg", NULL,
+     "encrypt through libcrypto (EVP) or the kernel crypto API (AF_ALG, a SoC crypto engine's path)"},
     {"cpus", BK_STR, 0, 0, "", NULL, NULL,
      "per-stage pinning receive,filter,compress,encrypt,transmit,sink as CPU numbers (-1 = free); empty: none"},
     {"verify_sink", BK_INT, 0, 1, "1", NULL, NULL, "1: the sink checks every record's AEAD tag"},
@@ -889,6 +908,17 @@ static int sp_init(bk_ctx *ctx, void **state)
          EVP_DecryptInit_ex(p->dec, p->evp, NULL, p->key, NULL) != 1))
         return bk_unsupported(ctx, "cipher=%s: libcrypto refused it", p->cipher);
 #endif
+    p->afalg = strcmp(bk_arg_str(ctx, "crypto_api"), "afalg") == 0 && strcmp(p->cipher, "none") != 0;
+    if (p->afalg) {
+        char why[512];
+        bool unsup = false;
+        p->kenc = bk_afalg_aead_open(p->cipher, p->key, why, sizeof why, &unsup);
+        if (!p->kenc)
+            return unsup ? bk_unsupported(ctx, "crypto_api=afalg: %s", why) : bk_fail(ctx, "crypto_api=afalg: %s", why);
+    }
+    bk_info_str(ctx, "crypto_api", strcmp(p->cipher, "none") == 0 ? "none"
+                                   : p->afalg                      ? "AF_ALG (kernel crypto API)"
+                                                                   : "libcrypto EVP");
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p->sock) != 0)
         return bk_fail(ctx, "socketpair: %s", strerror(errno));
     int sb = (int)(p->cap + sizeof(rec_hdr)) * 16;
@@ -1188,6 +1218,7 @@ static void sp_fini(void *state)
     EVP_CIPHER_CTX_free(p->enc);
     EVP_CIPHER_CTX_free(p->dec);
 #endif
+    bk_afalg_aead_close(p->kenc);
     free(p->corpus);
     free(p->sink_buf);
     free(p->sink_plain);
