@@ -248,3 +248,14 @@ def test_encrypt_through_af_alg_or_unsupported_with_the_reason(kern, cipher):
 def test_crypto_api_names_the_path_taken(kern):
     info, _ = ok(*pipeline(kern, "block_bytes=4k", "codec=none"))
     assert info["crypto_api"] == "libcrypto EVP"
+
+
+def test_goodput_against_a_declared_link_rate(kern):
+    info, m = ok(*pipeline(kern, "link_bit_s=4e9", "block_bytes=4k", "codec=none"))
+    assert info["link_bit_s"] == 4e9
+    assert m["link_efficiency_percent"]["value"] == pytest.approx(
+        100 * m["goodput_bit_s"]["value"] / 4e9, rel=1e-6
+    )
+    # Without a declared link the metric is left out, not reported as 0.
+    _info, m = ok(*pipeline(kern, "block_bytes=4k", "codec=none"))
+    assert "link_efficiency_percent" not in m

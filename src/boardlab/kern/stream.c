@@ -118,7 +118,7 @@ struct pipeline {
     size_t block, cap;
     int decimate, level, ring_slots;
     char codec[8], cipher[24];
-    double rate_bit_s, cap_bit_s;
+    double rate_bit_s, cap_bit_s, link_bit_s;
     int cpus[NSTAGES];
     unsigned char *corpus;
     size_t corpus_n, corpus_pos;
@@ -615,6 +615,9 @@ static const bk_param sp_params[] = {
     {"rate_bit_s", BK_FLOAT, 0, 1e12, "0", NULL, "bit/s",
      "offered input rate: the generator's in push mode, the udp/tcp feeder's in any mode (0 = as fast as possible)"},
     {"cap_bit_s", BK_FLOAT, 0, 1e12, "0", NULL, "bit/s", "transmit rate cap on the wire (e.g. 9600 for a downlink); 0 = none"},
+    {"link_bit_s", BK_FLOAT, 0, 1e12, "0", NULL, "bit/s",
+     "the declared rate of the link the stream is for (e.g. 4e9 for a 500 MB/s PCIe lane): goodput is reported "
+     "as a percent of it; 0 = none declared"},
     {"ring_slots", BK_INT, 1, 4096, "8", NULL, "records", "capacity of each ring between stages"},
     {"decimate", BK_INT, 1, 64, "1", NULL, NULL, "filter: keep every n-th 16-bit sample (1 = pass-through)"},
     {"codec", BK_ENUM, 0, 0, "zstd", "none,zstd,zlib,lzma", NULL, "compress stage"},
@@ -636,6 +639,7 @@ static const bk_metric sp_metrics[] = {
     {"drop_percent", "%", false, BK_VALUE, -1, 1.0, "records dropped by any stage, percent of offered"},
     {"compression_ratio", "ratio", true, BK_VALUE, -1, 1.0, "bytes into compress / bytes out"},
     {"cpu_ns_per_byte", "ns/B", false, BK_VALUE, -1, 1.0, "CPU time of all stages per delivered input byte"},
+    {"link_efficiency_percent", "%", true, BK_VALUE, -1, 1.0, "goodput_bit_s as a percent of the declared link_bit_s"},
     {0},
 };
 
@@ -849,6 +853,9 @@ static int sp_init(bk_ctx *ctx, void **state)
     p->push = strcmp(bk_arg_str(ctx, "flow"), "push") == 0;
     p->rate_bit_s = bk_arg_float(ctx, "rate_bit_s");
     p->cap_bit_s = bk_arg_float(ctx, "cap_bit_s");
+    p->link_bit_s = bk_arg_float(ctx, "link_bit_s");
+    if (p->link_bit_s <= 0)
+        bk_skip_metric(ctx, "link_efficiency_percent", "no link_bit_s declared");
     p->ring_slots = (int)bk_arg_int(ctx, "ring_slots");
     p->decimate = (int)bk_arg_int(ctx, "decimate");
     p->level = (int)bk_arg_int(ctx, "level");
@@ -1152,6 +1159,10 @@ static int sp_verify(bk_ctx *ctx, void *state)
     bk_info_str(ctx, "schedule", p->threads ? "thread per stage" : "run to completion");
     bk_set_value(ctx, "goodput_bit_s", secs > 0 ? (double)in_bytes * 8 / secs : 0);
     bk_set_value(ctx, "goodput_b_s", secs > 0 ? (double)in_bytes / secs : 0);
+    if (p->link_bit_s > 0) {
+        bk_set_value(ctx, "link_efficiency_percent", secs > 0 ? 100.0 * (double)in_bytes * 8 / secs / p->link_bit_s : 0);
+        bk_info_num(ctx, "link_bit_s", p->link_bit_s);
+    }
     bk_set_value(ctx, "drop_percent", emitted ? 100.0 * (double)dropped / (double)emitted : 0);
     uint64_t cin = atomic_load(&p->st[ST_COMPRESS].bytes_in), cout = atomic_load(&p->st[ST_COMPRESS].bytes_out);
     bk_set_value(ctx, "compression_ratio", cout ? (double)cin / (double)cout : 1);
