@@ -48,3 +48,36 @@ def test_memcpy_against_dma_table():
 
 def test_text_without_endpoint_lines_gives_no_rows():
     assert pcitest_rows(parse_pcitest("BAR0:\t\tOKAY\nnothing else\n")) == ()
+
+
+def test_io_dma_reports_a_board_log_as_the_study_table(tmp_path):
+    from boardlab.report.study_stream import stream_study, tables, terminal_lines
+    from boardlab.workloads.io_dma import from_pcitest_log
+
+    res = from_pcitest_log(str(LOG))
+    assert res["ok"] and res["info"]["metrics_row"] == "READ 1024000 B"
+    assert res["metrics"]["dma_over_memcpy"]["value"] == pytest.approx(
+        res["metrics"]["dma_mb_s"]["value"] / res["metrics"]["memcpy_mb_s"]["value"]
+    )
+    bad = from_pcitest_log(str(tmp_path / "absent.log"))
+    assert not bad["ok"] and bad["errors"][0].startswith("pcitest_log=")
+    (tmp_path / "empty.log").write_text("BAR0:\t\tOKAY\n")
+    assert "no pci-epf-test transfer lines" in from_pcitest_log(str(tmp_path / "empty.log"))["errors"][0]
+
+    import json
+
+    class Store:
+        def runs(self, _cid):
+            return [{"workload": "io.dma", "worker_json": json.dumps(res), "valid": 1, "condition": "baseline",
+                     "params_json": json.dumps({"pcitest_log": str(LOG), "size_bytes": 65536})}]  # fmt: skip
+
+        def campaign(self, _cid):
+            return {"environment_json": "{}"}
+
+    s = stream_study(Store(), 1, {"hostname": "elsewhere"})
+    title, headers, rows = next(t for t in tables(s) if t[0].startswith("PCIe endpoint test"))
+    assert headers[:5] == ("op", "size_bytes", "memcpy_mb_s", "dma_ep_mb_s", "dma_rc_mb_s")
+    assert rows[0][:4] == ("read", "1024", "0.1", "-") and rows[1][:2] == ("read", "1024000")
+    assert rows[1][2] == f"{1024000 / 10.9e-3 / 1e6:.1f}" and rows[1][-1] == "ok"
+    assert [r[-1] for r in rows if r[0] == "write" and r[1] == "1024000"] == ["NOT OKAY"]
+    assert "PCIe endpoint test" in "\n".join(terminal_lines(s))

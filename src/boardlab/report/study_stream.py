@@ -134,6 +134,7 @@ class StreamStudy:
     efficiency: tuple[tuple[str, float, float], ...] = ()  # (pipeline, goodput bit/s, / io.net ceiling)
     ceiling: str = ""  # the io.net cell the efficiency is against
     rr: tuple[RrRow, ...] = ()
+    pcie: tuple[dict, ...] = ()  # io.dma from a PCIe endpoint test log: op, size_bytes, memcpy/dma MB/s, ...
     link: tuple[LinkRow, ...] = ()
 
 
@@ -215,6 +216,7 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
     pipeline_goodput: list[tuple[int, str, float]] = []
     rr_rows: list[RrRow] = []
     link_rows: list[LinkRow] = []
+    pcie_rows: list[dict] = []
     for (workload, params_json, condition), docs in sorted(by_cell.items()):
         params = json.loads(params_json)
         cond = "" if condition in ("baseline", "") else f" [{condition}]"
@@ -257,6 +259,10 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
                 eff = _med([_metric(d, "link_efficiency_percent") for d in docs])
                 lbl = f"{_label(params, ('link_bit_s',))}{cond}"
                 link_rows.append(LinkRow(lbl, g, link, eff if eff is not None else 100 * g / link, len(docs)))
+        if workload == "io.dma" and params.get("pcitest_log"):
+            for d in docs[-1:]:  # the same log gives the same table: the last run's
+                pcie_rows.extend((d.get("info") or {}).get("pcitest_rows") or [])
+            continue
         if workload == "io.dma":
             dma[int(params.get("size_bytes", 0))].extend(docs)
         if workload in ("compute.gemm", "compute.linpack"):
@@ -361,6 +367,7 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
         ceiling=f"{max(net_ceiling)[1]}: {_si(max(net_ceiling)[0], 'bit/s')}" if net_ceiling else "",
         rr=tuple(rr_rows),
         link=tuple(link_rows),
+        pcie=tuple(pcie_rows),
         clock_hz=hz,
         clock_source=hz_source,
         notes=tuple(
@@ -410,6 +417,22 @@ def tables(s: StreamStudy) -> list[tuple[str, tuple[str, ...], list[tuple[str, .
         ))  # fmt: skip
     elif s.dma_unsupported:
         out.append(("CPU memcpy against DMA", ("io.dma",), [(f"unsupported: {s.dma_unsupported}",)]))
+    if s.pcie:
+
+        def mb(v: float | None) -> str:
+            return "-" if v is None else f"{v:.1f}"
+
+        # pci-epf-test's READ is the endpoint reading RC memory, WRITE writing it; its DMA is the endpoint's
+        # engine. RC-initiated DMA is not in these logs: that column stays empty rather than guessed.
+        out.append((
+            "PCIe endpoint test: CPU memcpy against DMA (endpoint-initiated)",
+            ("op", "size_bytes", "memcpy_mb_s", "dma_ep_mb_s", "dma_rc_mb_s", "dma_ep / memcpy", "samples",
+             "pcitest"),
+            [(r["op"].lower(), str(r["size_bytes"]), mb(r.get("memcpy_mb_s")), mb(r.get("dma_mb_s")),
+              "- (not in the endpoint test's logs)",
+              f"{r['dma_mb_s'] / r['memcpy_mb_s']:.2f}" if r.get("dma_mb_s") and r.get("memcpy_mb_s") else "-",
+              str(r.get("samples", 0)), "NOT OKAY" if r.get("rc_failed") else "ok") for r in s.pcie],
+        ))  # fmt: skip
     if s.stages:
         out.append((
             "CPU per pipeline stage (ns per delivered input byte)",
