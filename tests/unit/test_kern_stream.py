@@ -154,9 +154,10 @@ def test_udp_source_paced_by_the_feeder(kern):
     )
     assert_conserved(info)
     assert_bytes_conserved(info)
-    # The feeder sends 4096 + 16 header bytes per record at rate: the payload cannot arrive faster (plus
-    # what the socket buffered while the harness was between iterations: at most 4 MiB over the run).
-    ceiling = rate * 4096 / 4112 + 8 * (4 << 20) / (info["run_ns"] * 1e-9)
+    # The feeder sends 4096 + 16 header bytes per record at rate, and only while run() runs (so the
+    # harness's pauses fill no buffer): the payload cannot arrive faster. 5%: the records in flight when an
+    # iteration's gate closes, read at the start of the next.
+    ceiling = rate * 4096 / 4112 * 1.05
     assert m["goodput_bit_s"]["value"] <= ceiling
 
 

@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -138,6 +139,7 @@ struct pipeline {
     int source, baud, in_fd;
     size_t rcvbuf;
     pid_t feeder;
+    _Atomic int *gate; /* shared with the feeder: 1 while run() runs; between timed iterations it pauses */
     double feed_b_s; /* the feeder's pacing, wire bytes per second (0 = as fast as the reader takes) */
     _Atomic uint64_t lost_in_transit; /* UDP datagrams the kernel dropped before receive read them */
     uint64_t tx_ns0, tx_bits; /* rate cap (token bucket by due time) */
@@ -680,6 +682,20 @@ static int parse_cpus(bk_ctx *ctx, pipeline *p, const char *text)
     return 0;
 }
 
+/* The feeder sends only while run() runs: the harness's pauses between iterations would otherwise fill the
+ * socket or pty buffers for the next iteration to read at once, and goodput over run time would exceed the
+ * pace. Returns true when it waited (the pacing restarts then: no credit for the pause). */
+static bool feeder_gate(pipeline *p)
+{
+    if (atomic_load(p->gate))
+        return false;
+    while (!atomic_load(p->gate)) {
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+    return true;
+}
+
 /* The feeder process: sends the corpus as framed records with sequence numbers 0, 1, ... at its pace until
  * its reader goes away. Runs in a child forked before any thread exists; dies with its parent. */
 static _Noreturn void feeder_main(pipeline *p, int fd, pid_t parent)
@@ -701,6 +717,10 @@ static _Noreturn void feeder_main(pipeline *p, int fd, pid_t parent)
             pos = (pos + k) % p->corpus_n;
             done += k;
         }
+        if (feeder_gate(p)) {
+            t0 = bk_now_ns();
+            sent = 0;
+        }
         if (p->source == SRC_UDP) {
             if (p->feed_b_s > 0)
                 pace_until(t0 + (uint64_t)((double)sent * 1e9 / p->feed_b_s));
@@ -713,6 +733,10 @@ static _Noreturn void feeder_main(pipeline *p, int fd, pid_t parent)
         size_t chunk = p->source == SRC_PTY ? PTY_CHUNK : fl;
         for (size_t off = 0; off < fl;) {
             size_t k = fl - off < chunk ? fl - off : chunk;
+            if (feeder_gate(p)) {
+                t0 = bk_now_ns();
+                sent = 0;
+            }
             if (p->feed_b_s > 0) {
                 uint64_t due = t0 + (uint64_t)((double)sent * 1e9 / p->feed_b_s);
                 if (bk_now_ns() > due + PACE_BURST_NS) { /* a blocked writer earns no credit, as a line */
@@ -797,6 +821,12 @@ static int open_source(bk_ctx *ctx, pipeline *p)
         }
         p->feed_b_s = p->rate_bit_s / 8.0;
     }
+    p->gate = mmap(NULL, sizeof *p->gate, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p->gate == MAP_FAILED) {
+        p->gate = NULL;
+        return bk_fail(ctx, "mmap of the feeder's gate: %s", strerror(errno));
+    }
+    atomic_store(p->gate, 1); /* the TCP connect and the first records go ahead */
     pid_t parent = getpid(), pid = fork();
     if (pid < 0)
         return bk_fail(ctx, "fork of the feeder: %s", strerror(errno));
@@ -1014,6 +1044,8 @@ static int sp_run(bk_ctx *ctx, void *state, uint64_t reps)
     } else if (p->last_run_end_ns)
         p->src_ns0 += t0 - p->last_run_end_ns; /* the source's clock stops between timed iterations */
     uint64_t c0 = thread_cpu_ns(), others = 0;
+    if (p->gate)
+        atomic_store(p->gate, 1);
     for (uint64_t r = 0; r < reps && !atomic_load(&p->failed); r++) {
         if (p->source == SRC_GENERATOR && p->push && p->rate_bit_s > 0)
             pace_until(p->src_ns0 + (uint64_t)((double)p->src_bytes * 8.0 * 1e9 / p->rate_bit_s));
@@ -1057,6 +1089,8 @@ static int sp_run(bk_ctx *ctx, void *state, uint64_t reps)
         }
         settle(p, rec, rc == 0 ? -1 : stage - 1);
     }
+    if (p->gate) /* this iteration's input is read: the feeder stops until the next one */
+        atomic_store(p->gate, 0);
     /* Wait until every offered record is delivered or dropped (the sink wakes us); offered includes the
      * datagrams a udp source lost on the way. */
     uint64_t target = atomic_load(&p->emitted);
@@ -1216,6 +1250,8 @@ static void sp_fini(void *state)
     }
     if (p->in_fd >= 0)
         close(p->in_fd);
+    if (p->gate)
+        munmap((void *)p->gate, sizeof *p->gate);
     for (int i = 0; i < p->nrecords && p->records; i++)
         free(p->records[i].data);
     free(p->records);
