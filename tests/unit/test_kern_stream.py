@@ -82,7 +82,9 @@ def test_a_downlink_rate_cap_paces_the_transmit(kern):
             kern,
             "cap_bit_s=2e6",
             "block_bytes=1k",
-            extra=("--iterations", "3", "--warmup-max-iterations", "0"),
+            # Iterations of >= 100 ms: each run() starts with a fresh 1 ms burst credit and one record sent at
+            # once, which a 15 ms iteration would let exceed the cap by more than the margin.
+            extra=("--iterations", "3", "--warmup-max-iterations", "0", "--min-iteration-ms", "100"),
         )
     )
     wire_bits = 8 * (stage(info, "transmit", "bytes_out") + 16 * stage(info, "transmit", "records_out"))
@@ -113,3 +115,148 @@ def test_an_uncounted_loss_is_an_error(kern):
 def test_bad_pinning_text_names_the_parameter(kern):
     rc, res = pipeline(kern, "cpus=a,b")
     assert rc == 1 and any("cpus=" in e for e in res["errors"])
+
+
+# ---- receive from a real source: a feeder process over loopback UDP/TCP or into a pty ----
+
+
+def assert_bytes_conserved(info):
+    # Input bytes received = bytes delivered + the bytes each stage counted as dropped.
+    dropped = sum(stage(info, s, "drop_bytes") for s in STAGES)
+    assert info["bytes_dropped"] == dropped
+    assert info["bytes_received"] == info["bytes_delivered"] + dropped
+    assert info["bytes_received"] > 0
+
+
+@pytest.mark.parametrize("schedule", ["threads", "rtc"])
+def test_tcp_source_delivers_every_record_of_the_feeder(kern, schedule):
+    info, m = ok(
+        *pipeline(kern, "source=tcp", f"schedule={schedule}", "block_bytes=4k", "codec=zstd", "level=1")
+    )
+    assert info["source_kind"] == "tcp" and "feeder process" in info["source"]
+    assert_conserved(info)
+    assert_bytes_conserved(info)
+    assert info["records_dropped"] == 0 and info["records_lost_in_transit"] == 0
+    assert info["bytes_delivered"] == 4096 * info["records_delivered"]
+
+
+def test_udp_source_paced_by_the_feeder(kern):
+    rate = 40e6
+    info, m = ok(
+        *pipeline(
+            kern,
+            "source=udp",
+            f"rate_bit_s={rate:.0f}",
+            "block_bytes=4k",
+            "codec=none",
+            extra=(*FAST, "--min-iteration-ms", "100"),
+        )
+    )
+    assert_conserved(info)
+    assert_bytes_conserved(info)
+    # The feeder sends 4096 + 16 header bytes per record at rate, and only while run() runs (so the
+    # harness's pauses fill no buffer): the payload cannot arrive faster. 5%: the records in flight when an
+    # iteration's gate closes, read at the start of the next.
+    ceiling = rate * 4096 / 4112 * 1.05
+    assert m["goodput_bit_s"]["value"] <= ceiling
+
+
+def test_udp_datagrams_the_kernel_lost_are_receive_drops(kern):
+    # An unpaced feeder, a 64 KiB receive buffer and a slow codec: the socket overflows.
+    info, m = ok(
+        *pipeline(
+            kern,
+            "source=udp",
+            "block_bytes=32k",
+            "rcvbuf_bytes=64k",
+            "codec=lzma",
+            "level=6",
+            extra=(*FAST, "--min-iteration-ms", "50"),
+        )
+    )
+    assert info["records_lost_in_transit"] > 0
+    assert stage(info, "receive", "drops") >= info["records_lost_in_transit"]
+    assert_conserved(info)
+    assert_bytes_conserved(info)
+    assert info["sequence_gaps"] == info["records_dropped"]
+
+
+@pytest.mark.parametrize("baud", [115200, 921600])
+def test_pty_source_arrives_at_the_byte_rate_of_the_baud(kern, baud):
+    info, m = ok(
+        *pipeline(
+            kern,
+            "source=pty",
+            f"baud={baud}",
+            "block_bytes=1k",
+            "codec=zlib",
+            "level=1",
+            extra=("--iterations", "3", "--warmup-max-iterations", "1", "--min-iteration-ms", "200"),
+        )
+    )
+    assert f"{baud} baud 8N1" in info["source"]
+    assert_conserved(info)
+    assert_bytes_conserved(info)
+    assert info["records_dropped"] == 0
+    # 8N1: baud/10 bytes a second, of which 1024 in every 1040 are payload. Not faster than the line (the
+    # margin: the pty's buffer of a few KiB filled between iterations); a loaded machine may be slower.
+    line = baud / 10 * 1024 / 1040
+    assert m["goodput_b_s"]["value"] <= line * 1.05 + 4 * 4096 / (info["run_ns"] * 1e-9)
+    assert m["goodput_b_s"]["value"] >= 0.5 * line
+
+
+def test_pty_rejects_a_nonstandard_baud(kern):
+    rc, res = pipeline(kern, "source=pty", "baud=12345", "block_bytes=1k")
+    assert rc == 1 and "baud=12345: not a standard rate" in " ".join(res["errors"])
+
+
+def test_udp_block_larger_than_a_datagram_is_refused(kern):
+    rc, res = pipeline(kern, "source=udp", "block_bytes=64k")
+    assert rc != 0 and "block_bytes" in " ".join(res.get("errors", []))
+
+
+def _af_alg_sockets() -> bool:
+    import socket
+
+    try:
+        socket.socket(socket.AF_ALG, socket.SOCK_SEQPACKET, 0).close()
+    except (AttributeError, OSError):
+        return False
+    return True
+
+
+@pytest.mark.parametrize("cipher", ["aes-256-gcm", "chacha20-poly1305"])
+def test_encrypt_through_af_alg_or_unsupported_with_the_reason(kern, cipher):
+    rc, res = pipeline(
+        kern, "crypto_api=afalg", f"cipher={cipher}", "block_bytes=4k", "codec=zstd", "level=1"
+    )
+    if not _af_alg_sockets():
+        # This kernel has no AF_ALG: the option says so and why, and nothing is measured.
+        assert res["supported"] is False and not res["ok"]
+        assert "crypto_api=afalg: this kernel offers no AF_ALG sockets" in res["reason"]
+        assert "CONFIG_CRYPTO_USER_API" in res["reason"]
+        return
+    if res.get("supported") is False:  # AF_ALG present, the algorithm not: the reason names it
+        assert "cannot serve" in res["reason"]
+        pytest.skip(f"unsupported here: {res['reason']}")
+    info, m = ok(rc, res)
+    # The kernel sealed every record; the sink authenticated each with libcrypto (no bad tag).
+    assert info["crypto_api"] == "AF_ALG (kernel crypto API)"
+    assert_conserved(info)
+    assert info["records_delivered"] > 0 and info["records_dropped"] == 0
+
+
+def test_crypto_api_names_the_path_taken(kern):
+    info, _ = ok(*pipeline(kern, "block_bytes=4k", "codec=none"))
+    assert info["crypto_api"] == "libcrypto EVP"
+
+
+def test_goodput_against_a_declared_link_rate(kern):
+    info, m = ok(*pipeline(kern, "link_bit_s=4e9", "block_bytes=4k", "codec=none"))
+    assert info["link_bit_s"] == 4e9
+    assert m["link_efficiency_percent"]["value"] == pytest.approx(
+        100 * m["goodput_bit_s"]["value"] / 4e9, rel=1e-6
+    )
+    # Without a declared link the metric is left out, not reported as 0.
+    _info, m = ok(*pipeline(kern, "block_bytes=4k", "codec=none"))
+    assert "link_efficiency_percent" not in m

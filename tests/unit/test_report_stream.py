@@ -108,3 +108,77 @@ def test_a_cell_without_the_curve_metric_draws_no_point(tmp_path):
 
     s = stream_study(FakeStore(), 1, {"hostname": "elsewhere"})
     assert s is not None and s.curves == ()
+
+
+class _Store:
+    def __init__(self, rows):
+        self.rows = rows
+
+    def runs(self, _cid):
+        return self.rows
+
+    def campaign(self, _cid):
+        return {"environment_json": "{}"}
+
+
+def _row(workload, params, metrics, info=None):
+    import json
+
+    doc = {"ok": True, "metrics": metrics, "info": info or {}}
+    return {"workload": workload, "worker_json": json.dumps(doc), "valid": 1,
+            "params_json": json.dumps(params), "condition": "baseline"}  # fmt: skip
+
+
+def test_tcp_rr_latency_table_in_every_format():
+    from boardlab.report.study_stream import stream_study
+
+    m = lambda v: {"median": v}  # noqa: E731
+    rows = [
+        _row(
+            "io.net",
+            {"mode": "tcp_rr", "msg_bytes": 64},
+            {
+                "transactions_s": m(t),
+                "latency_p50_ns": m(p50),
+                "latency_p99_ns": m(p50 * 3),
+                "latency_p999_ns": m(p50 * 9),
+            },
+        )  # fmt: skip
+        for t, p50 in ((40000.0, 20000.0), (42000.0, 21000.0), (44000.0, 22000.0))
+    ]
+    s = stream_study(_Store(rows), 1, {"hostname": "elsewhere"})
+    (_, headers, body) = next(x for x in tables(s) if x[0] == "TCP request/response (io.net tcp_rr)")
+    assert headers == (
+        "parameters",
+        "transactions_s",
+        "latency_p50_ns",
+        "latency_p99_ns",
+        "latency_p999_ns",
+        "runs",
+    )
+    # The cell's medians over its three runs.
+    assert body == [("msg_bytes=64", "42000", "21000", "63000", "189000", "3")]
+    for text in ("\n".join(terminal_lines(s)), "\n".join(markdown_lines(s)), "".join(html_parts(s))):
+        assert "TCP request/response" in text and "latency_p999_ns" in text and "189000" in text
+
+
+def test_goodput_against_the_declared_link_rate_in_every_format():
+    from boardlab.report.study_stream import stream_study
+
+    # The study's figure: 360 MB/s over a 500 MB/s link is 72%.
+    rows = [
+        _row("stream.pipeline", {"block_bytes": 16384, "link_bit_s": 4e9},
+             {"goodput_bit_s": {"value": 2.88e9}, "link_efficiency_percent": {"value": 72.0}}),
+        _row("stream.pipeline", {"block_bytes": 4096, "link_bit_s": 4e9}, {"goodput_bit_s": {"value": 1e9}}),
+        _row("stream.pipeline", {"block_bytes": 1024}, {"goodput_bit_s": {"value": 5e8}}),
+    ]  # fmt: skip
+    s = stream_study(_Store(rows), 1, {"hostname": "elsewhere"})
+    (_, headers, body) = next(x for x in tables(s) if x[0] == "Goodput against the declared link rate")
+    assert headers[1:4] == ("goodput_bit_s", "link_bit_s", "link_efficiency_percent")
+    # Only the cells that declared a link; a run without the metric gets the same ratio from its goodput.
+    assert sorted(body) == [
+        ("block_bytes=16384", "2.88 Gbit/s", "4 Gbit/s", "72.0", "1"),
+        ("block_bytes=4096", "1 Gbit/s", "4 Gbit/s", "25.0", "1"),
+    ]
+    for text in ("\n".join(terminal_lines(s)), "\n".join(markdown_lines(s)), "".join(html_parts(s))):
+        assert "declared link rate" in text and "72.0" in text

@@ -12,6 +12,7 @@
  * Verification: the standards' known-answer vectors through the same implementation, a decrypt round trip of
  * every benchmarked block (tags checked) or a recomputation of every digest, and a checksum of the output. */
 #include "core.h"
+#include "crypto_afalg.h"
 
 #include <errno.h>
 #include <math.h>
@@ -1052,6 +1053,29 @@ static const char *user_api_option(const char *ktype)
     return "CONFIG_CRYPTO_USER_API_HASH (module algif_hash)";
 }
 
+/* Why AF_ALG cannot serve a: the kernel lacks the sockets or the algorithm (true, why filled), or not
+ * (false: a real failure, in im->err). */
+static bool afalg_why_unsupported(const crypto_impl *im, const crypto_alg *a, char *why, size_t cap)
+{
+    int e = im->sys_errno;
+    const char *stage = im->stage ? im->stage : "?";
+    if (strcmp(stage, "socket") == 0)
+        snprintf(why, cap,
+                 "this kernel offers no AF_ALG sockets (socket: %s): the kernel crypto API is reachable from "
+                 "user space only with CONFIG_CRYPTO_USER_API and %s",
+                 strerror(e), user_api_option(a->ktype));
+    else if (strcmp(stage, "bind") == 0)
+        snprintf(why, cap,
+                 "the kernel cannot serve %s to an AF_ALG %s socket (bind: %s): it needs %s and the algorithm "
+                 "(%s, or a driver providing it)",
+                 a->kname, a->ktype, strerror(e), user_api_option(a->ktype), a->kconfig);
+    else {
+        snprintf(why, cap, "%s: %s", a->kname, im->err);
+        return false;
+    }
+    return true;
+}
+
 static int afalg_init(bk_ctx *ctx, void **state)
 {
     crypto_state *s = NULL;
@@ -1063,22 +1087,9 @@ static int afalg_init(bk_ctx *ctx, void **state)
     bk_info_str(ctx, "socket_type", a->ktype);
     if (afalg_open(&s->im, a, s->key) != 0) {
         report_proc_crypto(ctx, a);
-        int e = s->im.sys_errno;
-        const char *stage = s->im.stage ? s->im.stage : "?";
         char why[512];
-        if (strcmp(stage, "socket") == 0)
-            snprintf(why, sizeof why,
-                     "this kernel offers no AF_ALG sockets (socket: %s): the kernel crypto API is reachable from "
-                     "user space only with CONFIG_CRYPTO_USER_API and %s",
-                     strerror(e), user_api_option(a->ktype));
-        else if (strcmp(stage, "bind") == 0)
-            snprintf(why, sizeof why,
-                     "the kernel cannot serve %s to an AF_ALG %s socket (bind: %s): it needs %s and the algorithm "
-                     "(%s, or a driver providing it)",
-                     a->kname, a->ktype, strerror(e), user_api_option(a->ktype), a->kconfig);
-        else
-            why[0] = '\0';
-        int rc = why[0] ? bk_unsupported(ctx, "%s", why) : bk_fail(ctx, "%s: %s", a->kname, s->im.err);
+        int rc = afalg_why_unsupported(&s->im, a, why, sizeof why) ? bk_unsupported(ctx, "%s", why)
+                                                                   : bk_fail(ctx, "%s", why);
         crypto_free(s);
         return rc;
     }
@@ -1147,3 +1158,87 @@ const bk_kernel bk_crypto_afalg = {
     .verify = AFALG_VERIFY,
     .fini = AFALG_FINI,
 };
+
+/* ---- an AF_ALG AEAD for other kernels (crypto_afalg.h) ---- */
+
+#if BK_HAVE_AF_ALG
+
+struct bk_afalg_aead {
+    crypto_impl im;
+};
+
+bk_afalg_aead *bk_afalg_aead_open(const char *alg, const uint8_t *key, char *why, size_t why_cap, bool *unsupported)
+{
+    const crypto_alg *a = find_alg(alg);
+    *unsupported = false;
+    if (!a || a->kind != KIND_AEAD) {
+        snprintf(why, why_cap, "%s is not an AEAD this build knows", alg);
+        return NULL;
+    }
+    /* The kernel's implementation must give the published answers before it carries data. */
+    char names[256], err[256];
+    if (run_kats(a, afalg_open, names, sizeof names, err, sizeof err) < 0) {
+        crypto_impl probe;
+        if (afalg_open(&probe, a, key) != 0) {
+            *unsupported = afalg_why_unsupported(&probe, a, why, why_cap);
+            return NULL;
+        }
+        probe.close(&probe);
+        snprintf(why, why_cap, "AF_ALG %s failed its known answers: %s", a->kname, err);
+        return NULL;
+    }
+    bk_afalg_aead *h = calloc(1, sizeof *h);
+    if (!h) {
+        snprintf(why, why_cap, "out of memory");
+        return NULL;
+    }
+    if (afalg_open(&h->im, a, key) != 0) {
+        *unsupported = afalg_why_unsupported(&h->im, a, why, why_cap);
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+int bk_afalg_aead_seal(bk_afalg_aead *h, const uint8_t *iv, const uint8_t *aad, size_t aad_len, const uint8_t *in,
+                       size_t len, uint8_t *out, uint8_t *tag)
+{
+    return afalg_enc(&h->im, iv, aad, aad_len, in, len, out, tag);
+}
+
+const char *bk_afalg_aead_error(const bk_afalg_aead *h) { return h->im.err; }
+
+void bk_afalg_aead_close(bk_afalg_aead *h)
+{
+    if (h) {
+        afalg_close(&h->im);
+        free(h);
+    }
+}
+
+#else
+
+bk_afalg_aead *bk_afalg_aead_open(const char *alg, const uint8_t *key, char *why, size_t why_cap, bool *unsupported)
+{
+    (void)alg, (void)key;
+    *unsupported = true;
+    snprintf(why, why_cap, "built without <linux/if_alg.h> (install linux-libc-dev and rebuild boardlab)");
+    return NULL;
+}
+
+int bk_afalg_aead_seal(bk_afalg_aead *h, const uint8_t *iv, const uint8_t *aad, size_t aad_len, const uint8_t *in,
+                       size_t len, uint8_t *out, uint8_t *tag)
+{
+    (void)h, (void)iv, (void)aad, (void)aad_len, (void)in, (void)len, (void)out, (void)tag;
+    return -1;
+}
+
+const char *bk_afalg_aead_error(const bk_afalg_aead *h)
+{
+    (void)h;
+    return "built without AF_ALG";
+}
+
+void bk_afalg_aead_close(bk_afalg_aead *h) { (void)h; }
+
+#endif

@@ -1,11 +1,17 @@
 /* stream.pipeline: receive -> filter -> compress -> encrypt -> transmit, the data-stream studies' chain.
  *
  * Records of block_bytes (1-64 KiB) of the sensor corpus (corpus.c) enter with a sequence number. Stages:
- *   receive:  copies the next block of the corpus into a record (the copy a socket read would make),
- *             paced at rate_bit_s in push mode;
+ *   receive:  source=generator copies the next block of the corpus into a record (the copy a socket read
+ *             would make), paced at rate_bit_s in push mode; source=udp|tcp|pty reads framed records
+ *             (magic, length, sequence number, corpus block) that a feeder process sends on loopback or
+ *             writes into a pty, paced by the feeder: rate_bit_s for udp/tcp, the byte rate of the baud
+ *             (8N1: baud/10 B/s) for the pty, which itself ignores baud settings. A gap in a TCP or pty
+ *             stream is an error; UDP datagrams the kernel lost are counted as the receive stage's drops;
  *   filter:   decimation (keep every decimate-th 16-bit sample; 1 = pass-through);
  *   compress: zstd, zlib or lzma one-shot per record, or none;
- *   encrypt:  AES-256-GCM or ChaCha20-Poly1305 (libcrypto EVP) with a per-record nonce and tag, or none;
+ *   encrypt:  AES-256-GCM or ChaCha20-Poly1305 with a per-record nonce and tag, or none, through libcrypto
+ *             (EVP) or the kernel crypto API (crypto_api=afalg: AF_ALG sockets, the path to a SoC's crypto
+ *             engine); the sink authenticates every record with libcrypto either way;
  *   transmit: sends the record on a local SOCK_SEQPACKET socket, with an optional rate cap (token bucket,
  *             down to kbit/s for a downlink) to a sink thread that checks sequence numbers and AEAD tags.
  * Scheduling: one thread per stage joined by bounded rings (ring_slots records each), or run-to-completion
@@ -19,18 +25,28 @@
  */
 #include "core.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "corpus.h"
+#include "crypto_afalg.h"
 
 #if BK_HAVE_ZSTD
 #include <zstd.h>
@@ -74,7 +90,19 @@ typedef struct {
 
 typedef struct {
     _Atomic uint64_t in, out, drops, bytes_in, bytes_out, cpu_ns;
+    _Atomic uint64_t drop_bytes; /* input bytes the records dropped here carried */
 } stage_stats;
+
+enum { SRC_GENERATOR, SRC_UDP, SRC_TCP, SRC_PTY };
+static const char *source_names[] = {"generator", "udp", "tcp", "pty"};
+
+/* A record on the wire from the feeder: header, then len bytes of the corpus. */
+#define WIRE_MAGIC 0x424c5346u /* "BLSF" */
+typedef struct {
+    uint32_t magic, len;
+    uint64_t seq;
+} wire_hdr;
+#define PTY_CHUNK 64 /* the feeder writes a pty in chunks this size, each at its due time at the byte rate */
 
 typedef struct pipeline pipeline;
 
@@ -91,7 +119,7 @@ struct pipeline {
     size_t block, cap;
     int decimate, level, ring_slots;
     char codec[8], cipher[24];
-    double rate_bit_s, cap_bit_s;
+    double rate_bit_s, cap_bit_s, link_bit_s;
     int cpus[NSTAGES];
     unsigned char *corpus;
     size_t corpus_n, corpus_pos;
@@ -108,6 +136,12 @@ struct pipeline {
     pthread_mutex_t done_m;
     pthread_cond_t done_c;
     worker w[NSTAGES];
+    int source, baud, in_fd;
+    size_t rcvbuf;
+    pid_t feeder;
+    _Atomic int *gate; /* shared with the feeder: 1 while run() runs; between timed iterations it pauses */
+    double feed_b_s; /* the feeder's pacing, wire bytes per second (0 = as fast as the reader takes) */
+    _Atomic uint64_t lost_in_transit; /* UDP datagrams the kernel dropped before receive read them */
     uint64_t tx_ns0, tx_bits; /* rate cap (token bucket by due time) */
     uint64_t src_ns0, src_bytes; /* push pacing */
     uint64_t run_ns; /* summed time of run() calls */
@@ -122,6 +156,8 @@ struct pipeline {
     EVP_CIPHER_CTX *enc, *dec;
     const EVP_CIPHER *evp;
 #endif
+    bool afalg;
+    bk_afalg_aead *kenc; /* crypto_api=afalg: the encrypt stage's AF_ALG operation socket */
     unsigned char key[32];
     unsigned char *sink_buf, *sink_plain;
 };
@@ -200,6 +236,7 @@ static void settle(pipeline *p, record *rec, int drop_stage)
 {
     if (drop_stage >= 0) {
         atomic_fetch_add(&p->st[drop_stage].drops, 1);
+        atomic_fetch_add(&p->st[drop_stage].drop_bytes, rec->h.raw_len);
         atomic_fetch_add(&p->dropped, 1);
     }
     ring_put(p, &p->pool, rec, true);
@@ -219,9 +256,103 @@ static void pace_until(uint64_t due)
     }
 }
 
-static void do_receive(pipeline *p, record *r)
+/* Reads exactly n bytes of a stream (tcp, pty); waits at most timeout_ms for each piece. */
+static int read_full(pipeline *p, unsigned char *dst, size_t n, int timeout_ms)
+{
+    for (size_t got = 0; got < n;) {
+        struct pollfd pf = {.fd = p->in_fd, .events = POLLIN};
+        int pr = poll(&pf, 1, timeout_ms);
+        if (pr == 0) {
+            fail(p, "receive: the feeder sent nothing for", "10 s plus a record's time at its rate");
+            return -1;
+        }
+        ssize_t k = pr < 0 ? -1 : read(p->in_fd, dst + got, n - got);
+        if (k == 0) {
+            fail(p, "receive: the feeder closed its end", source_names[p->source]);
+            return -1;
+        }
+        if (k < 0) {
+            if (errno == EINTR || errno == EAGAIN)
+                continue;
+            fail(p, "receive read", strerror(errno));
+            return -1;
+        }
+        got += (size_t)k;
+    }
+    return 0;
+}
+
+/* Receives one framed record from the real source into dst (block bytes). Sequence numbers: an earlier one
+ * is an error; a gap is an error on tcp and pty (lossless byte streams) and, on udp, datagrams the kernel
+ * lost, counted as this stage's drops. Returns 0 with the record's sequence number taken, or -1. */
+static int rx_frame(pipeline *p, unsigned char *dst, uint64_t *seq)
+{
+    wire_hdr h;
+    int timeout_ms = 10000 + (p->feed_b_s > 0 ? (int)(1e3 * (double)p->block / p->feed_b_s) : 0);
+    if (p->source == SRC_UDP) {
+        struct iovec iov[2] = {{&h, sizeof h}, {dst, p->block}};
+        struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
+        ssize_t n;
+        for (;;) {
+            struct pollfd pf = {.fd = p->in_fd, .events = POLLIN};
+            if (poll(&pf, 1, timeout_ms) == 0) {
+                fail(p, "receive: no datagram from the feeder for", "10 s plus a record's time at its rate");
+                return -1;
+            }
+            n = recvmsg(p->in_fd, &msg, MSG_DONTWAIT);
+            if (n >= 0 || (errno != EINTR && errno != EAGAIN))
+                break;
+        }
+        if (n < 0) {
+            fail(p, "receive recvmsg", strerror(errno));
+            return -1;
+        }
+        if ((size_t)n != sizeof h + p->block) {
+            fail(p, "receive: a datagram of the wrong size", NULL);
+            return -1;
+        }
+    } else if (read_full(p, (unsigned char *)&h, sizeof h, timeout_ms) != 0 ||
+               (h.magic == WIRE_MAGIC && h.len == p->block && read_full(p, dst, p->block, timeout_ms) != 0))
+        return -1;
+    if (h.magic != WIRE_MAGIC || h.len != p->block) {
+        fail(p, "receive: a frame with a bad header (lost framing)", source_names[p->source]);
+        return -1;
+    }
+    uint64_t expect = atomic_load(&p->emitted);
+    if (h.seq < expect) {
+        fail(p, "receive: a sequence number went backwards", source_names[p->source]);
+        return -1;
+    }
+    uint64_t gap = h.seq - expect;
+    if (gap && p->source != SRC_UDP) {
+        snprintf(p->err, sizeof p->err, "receive: %llu records missing from the %s stream at sequence %llu",
+                 (unsigned long long)gap, source_names[p->source], (unsigned long long)expect);
+        atomic_store(&p->failed, true);
+        return -1;
+    }
+    if (gap) { /* lost in the socket's receive buffer (see RcvbufErrors in /proc/net/snmp): receive's drops */
+        atomic_fetch_add(&p->st[ST_RECEIVE].in, gap);
+        atomic_fetch_add(&p->st[ST_RECEIVE].out, gap);
+        atomic_fetch_add(&p->st[ST_RECEIVE].bytes_in, gap * p->block);
+        atomic_fetch_add(&p->st[ST_RECEIVE].drops, gap);
+        atomic_fetch_add(&p->st[ST_RECEIVE].drop_bytes, gap * p->block);
+        atomic_fetch_add(&p->dropped, gap);
+        atomic_fetch_add(&p->lost_in_transit, gap);
+        atomic_fetch_add(&p->emitted, gap);
+    }
+    *seq = atomic_fetch_add(&p->emitted, 1);
+    return 0;
+}
+
+static int do_receive(pipeline *p, record *r)
 {
     size_t n = p->block;
+    if (p->source != SRC_GENERATOR) {
+        if (rx_frame(p, r->data, &r->h.seq) != 0)
+            return -1;
+        r->h.len = r->h.raw_len = (uint32_t)n;
+        return 0;
+    }
     r->h.seq = atomic_fetch_add(&p->emitted, 1);
     for (size_t done = 0; done < n;) {
         size_t k = p->corpus_n - p->corpus_pos < n - done ? p->corpus_n - p->corpus_pos : n - done;
@@ -230,6 +361,7 @@ static void do_receive(pipeline *p, record *r)
         done += k;
     }
     r->h.len = r->h.raw_len = (uint32_t)n;
+    return 0;
 }
 
 static void do_filter(pipeline *p, record *r)
@@ -294,6 +426,18 @@ static int do_encrypt(pipeline *p, record *r, unsigned char *tmp)
 {
     if (strcmp(p->cipher, "none") == 0)
         return 0;
+    if (p->afalg) {
+        unsigned char iv[12];
+        nonce_of(r->h.seq, iv);
+        if (bk_afalg_aead_seal(p->kenc, iv, (const unsigned char *)&r->h.seq, sizeof r->h.seq, r->data, r->h.len, tmp,
+                               tmp + r->h.len) != 0) {
+            fail(p, "AF_ALG encryption failed", bk_afalg_aead_error(p->kenc));
+            return -1;
+        }
+        memcpy(r->data, tmp, (size_t)r->h.len + TAG_LEN);
+        r->h.len += TAG_LEN;
+        return 0;
+    }
 #if BK_HAVE_CRYPTO
     unsigned char iv[12];
     nonce_of(r->h.seq, iv);
@@ -351,7 +495,7 @@ static int stage_work(pipeline *p, int i, record *r, unsigned char *tmp)
     atomic_fetch_add(&p->st[i].bytes_in, i == ST_RECEIVE ? p->block : r->h.len);
     int rc = 0;
     switch (i) {
-    case ST_RECEIVE: do_receive(p, r); break;
+    case ST_RECEIVE: rc = do_receive(p, r); break;
     case ST_FILTER: do_filter(p, r); break;
     case ST_COMPRESS: rc = do_compress(p, r, tmp); break;
     case ST_ENCRYPT: rc = do_encrypt(p, r, tmp); break;
@@ -460,17 +604,29 @@ static void *sink_thread(void *arg)
 
 static const bk_param sp_params[] = {
     {"block_bytes", BK_INT, 1024, 65536, "16k", NULL, "bytes", "record (ring buffer element) size, 1-64 KiB"},
+    {"source", BK_ENUM, 0, 0, "generator", "generator,udp,tcp,pty", NULL,
+     "receive from: generator (the corpus in memory), or a feeder process sending the corpus with sequence "
+     "numbers over loopback udp or tcp, or into a pty at baud"},
+    {"rcvbuf_bytes", BK_INT, 4096, 268435456, "4M", NULL, "bytes",
+     "source=udp: the receive socket's buffer (SO_RCVBUF; the kernel caps it at net.core.rmem_max)"},
+    {"baud", BK_INT, 50, 4000000, "115200", NULL, "bit/s", "source=pty: line rate; the feeder writes baud/10 B/s (8N1)"},
     {"schedule", BK_ENUM, 0, 0, "threads", "threads,rtc", NULL,
      "threads: one thread per stage with rings between; rtc: run-to-completion on one thread"},
     {"flow", BK_ENUM, 0, 0, "pull", "pull,push", NULL,
      "pull: stages wait for room (sink-credited, no drops); push: source-paced, a full ring drops the record"},
-    {"rate_bit_s", BK_FLOAT, 0, 1e12, "0", NULL, "bit/s", "push: offered input rate (0 = as fast as possible)"},
+    {"rate_bit_s", BK_FLOAT, 0, 1e12, "0", NULL, "bit/s",
+     "offered input rate: the generator's in push mode, the udp/tcp feeder's in any mode (0 = as fast as possible)"},
     {"cap_bit_s", BK_FLOAT, 0, 1e12, "0", NULL, "bit/s", "transmit rate cap on the wire (e.g. 9600 for a downlink); 0 = none"},
+    {"link_bit_s", BK_FLOAT, 0, 1e12, "0", NULL, "bit/s",
+     "the declared rate of the link the stream is for (e.g. 4e9 for a 500 MB/s PCIe lane): goodput is reported "
+     "as a percent of it; 0 = none declared"},
     {"ring_slots", BK_INT, 1, 4096, "8", NULL, "records", "capacity of each ring between stages"},
     {"decimate", BK_INT, 1, 64, "1", NULL, NULL, "filter: keep every n-th 16-bit sample (1 = pass-through)"},
     {"codec", BK_ENUM, 0, 0, "zstd", "none,zstd,zlib,lzma", NULL, "compress stage"},
     {"level", BK_INT, 0, 19, "3", NULL, NULL, "compression level (zstd 1-19, zlib 0-9, lzma 0-9)"},
     {"cipher", BK_ENUM, 0, 0, "aes-256-gcm", "none,aes-256-gcm,chacha20-poly1305", NULL, "encrypt stage (libcrypto)"},
+    {"crypto_api", BK_ENUM, 0, 0, "libcrypto", "libcrypto,afalg", NULL,
+     "encrypt through libcrypto (EVP) or the kernel crypto API (AF_ALG, a SoC crypto engine's path)"},
     {"cpus", BK_STR, 0, 0, "", NULL, NULL,
      "per-stage pinning receive,filter,compress,encrypt,transmit,sink as CPU numbers (-1 = free); empty: none"},
     {"verify_sink", BK_INT, 0, 1, "1", NULL, NULL, "1: the sink checks every record's AEAD tag"},
@@ -485,6 +641,7 @@ static const bk_metric sp_metrics[] = {
     {"drop_percent", "%", false, BK_VALUE, -1, 1.0, "records dropped by any stage, percent of offered"},
     {"compression_ratio", "ratio", true, BK_VALUE, -1, 1.0, "bytes into compress / bytes out"},
     {"cpu_ns_per_byte", "ns/B", false, BK_VALUE, -1, 1.0, "CPU time of all stages per delivered input byte"},
+    {"link_efficiency_percent", "%", true, BK_VALUE, -1, 1.0, "goodput_bit_s as a percent of the declared link_bit_s"},
     {0},
 };
 
@@ -525,6 +682,182 @@ static int parse_cpus(bk_ctx *ctx, pipeline *p, const char *text)
     return 0;
 }
 
+/* The feeder sends only while run() runs: the harness's pauses between iterations would otherwise fill the
+ * socket or pty buffers for the next iteration to read at once, and goodput over run time would exceed the
+ * pace. Returns true when it waited (the pacing restarts then: no credit for the pause). */
+static bool feeder_gate(pipeline *p)
+{
+    if (atomic_load(p->gate))
+        return false;
+    while (!atomic_load(p->gate)) {
+        struct timespec ts = {0, 100000};
+        nanosleep(&ts, NULL);
+    }
+    return true;
+}
+
+/* The feeder process: sends the corpus as framed records with sequence numbers 0, 1, ... at its pace until
+ * its reader goes away. Runs in a child forked before any thread exists; dies with its parent. */
+static _Noreturn void feeder_main(pipeline *p, int fd, pid_t parent)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(0);
+    size_t fl = sizeof(wire_hdr) + p->block, pos = 0;
+    unsigned char *buf = malloc(fl);
+    if (!buf)
+        _exit(1);
+    uint64_t t0 = bk_now_ns(), sent = 0;
+    for (uint64_t seq = 0;; seq++) {
+        wire_hdr h = {WIRE_MAGIC, (uint32_t)p->block, seq};
+        memcpy(buf, &h, sizeof h);
+        for (size_t done = 0; done < p->block;) {
+            size_t k = p->corpus_n - pos < p->block - done ? p->corpus_n - pos : p->block - done;
+            memcpy(buf + sizeof h + done, p->corpus + pos, k);
+            pos = (pos + k) % p->corpus_n;
+            done += k;
+        }
+        if (feeder_gate(p)) {
+            t0 = bk_now_ns();
+            sent = 0;
+        }
+        if (p->source == SRC_UDP) {
+            if (p->feed_b_s > 0)
+                pace_until(t0 + (uint64_t)((double)sent * 1e9 / p->feed_b_s));
+            if (send(fd, buf, fl, 0) < 0 && errno != ENOBUFS && errno != EINTR && errno != ECONNREFUSED)
+                _exit(0);
+            sent += fl;
+            continue;
+        }
+        /* A stream: in chunks (a UART FIFO's worth on a pty), each written at its due time. */
+        size_t chunk = p->source == SRC_PTY ? PTY_CHUNK : fl;
+        for (size_t off = 0; off < fl;) {
+            size_t k = fl - off < chunk ? fl - off : chunk;
+            if (feeder_gate(p)) {
+                t0 = bk_now_ns();
+                sent = 0;
+            }
+            if (p->feed_b_s > 0) {
+                uint64_t due = t0 + (uint64_t)((double)sent * 1e9 / p->feed_b_s);
+                if (bk_now_ns() > due + PACE_BURST_NS) { /* a blocked writer earns no credit, as a line */
+                    t0 = bk_now_ns();
+                    sent = 0;
+                } else
+                    pace_until(due);
+            }
+            ssize_t w = write(fd, buf + off, k);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0)
+                _exit(0);
+            off += (size_t)w;
+            sent += (size_t)w;
+        }
+    }
+}
+
+static speed_t baud_speed(int baud)
+{
+    static const struct {
+        int baud;
+        speed_t s;
+    } t[] = {{1200, B1200},     {2400, B2400},     {4800, B4800},     {9600, B9600},
+             {19200, B19200},   {38400, B38400},   {57600, B57600},   {115200, B115200},
+             {230400, B230400}, {460800, B460800}, {921600, B921600}, {0, 0}};
+    for (int i = 0; t[i].baud; i++)
+        if (t[i].baud == baud)
+            return t[i].s;
+    return 0;
+}
+
+/* Opens the pipeline's end of the real source and forks the feeder onto the other end. */
+static int open_source(bk_ctx *ctx, pipeline *p)
+{
+    int peer = -1, lfd = -1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t al = sizeof a;
+    if (p->source == SRC_PTY) {
+        speed_t sp = baud_speed(p->baud);
+        if (!sp)
+            return bk_fail(ctx, "baud=%d: not a standard rate (1200-921600: 9600, 19200, 38400, 57600, 115200, ...)",
+                           p->baud);
+        int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+        if (m < 0 || grantpt(m) != 0 || unlockpt(m) != 0) {
+            int e = errno;
+            if (m >= 0)
+                close(m);
+            return bk_unsupported(ctx, "source=pty: cannot open a pseudo-terminal (%s)", strerror(e));
+        }
+        char name[128];
+        if (ptsname_r(m, name, sizeof name) != 0 || (p->in_fd = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC)) < 0) {
+            close(m);
+            return bk_unsupported(ctx, "source=pty: cannot open the pty's terminal side");
+        }
+        /* Raw 8N1 at the baud, as a serial port is set up; the pty keeps the setting and ignores it, so the
+         * feeder paces the bytes. */
+        struct termios t;
+        if (tcgetattr(p->in_fd, &t) == 0) {
+            cfmakeraw(&t);
+            t.c_cflag = (t.c_cflag & ~(tcflag_t)(CSIZE | PARENB | CSTOPB)) | CS8 | CLOCAL | CREAD;
+            cfsetispeed(&t, sp);
+            cfsetospeed(&t, sp);
+            tcsetattr(p->in_fd, TCSANOW, &t);
+        }
+        peer = m;
+        p->feed_b_s = p->baud / 10.0;
+    } else {
+        lfd = socket(AF_INET, (p->source == SRC_UDP ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0);
+        if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, sizeof a) != 0 ||
+            getsockname(lfd, (struct sockaddr *)&a, &al) != 0 || (p->source == SRC_TCP && listen(lfd, 1) != 0)) {
+            int e = errno;
+            if (lfd >= 0)
+                close(lfd);
+            return bk_unsupported(ctx, "source=%s: cannot bind a loopback socket (%s)", source_names[p->source],
+                                  strerror(e));
+        }
+        if (p->source == SRC_UDP) {
+            int rb = (int)p->rcvbuf;
+            setsockopt(lfd, SOL_SOCKET, SO_RCVBUF, &rb, sizeof rb);
+        }
+        p->feed_b_s = p->rate_bit_s / 8.0;
+    }
+    p->gate = mmap(NULL, sizeof *p->gate, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p->gate == MAP_FAILED) {
+        p->gate = NULL;
+        return bk_fail(ctx, "mmap of the feeder's gate: %s", strerror(errno));
+    }
+    atomic_store(p->gate, 1); /* the TCP connect and the first records go ahead */
+    pid_t parent = getpid(), pid = fork();
+    if (pid < 0)
+        return bk_fail(ctx, "fork of the feeder: %s", strerror(errno));
+    if (pid == 0) {
+        if (p->source == SRC_PTY) {
+            close(p->in_fd);
+            feeder_main(p, peer, parent);
+        }
+        close(lfd);
+        int c = socket(AF_INET, (p->source == SRC_UDP ? SOCK_DGRAM : SOCK_STREAM) | SOCK_CLOEXEC, 0);
+        if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof a) != 0)
+            _exit(1);
+        feeder_main(p, c, parent);
+    }
+    p->feeder = pid;
+    if (p->source == SRC_PTY) {
+        close(peer);
+        return 0;
+    }
+    if (p->source == SRC_UDP) {
+        p->in_fd = lfd;
+        return 0;
+    }
+    struct pollfd pf = {.fd = lfd, .events = POLLIN};
+    p->in_fd = poll(&pf, 1, 10000) == 1 ? accept4(lfd, NULL, NULL, SOCK_CLOEXEC) : -1;
+    close(lfd);
+    if (p->in_fd < 0)
+        return bk_fail(ctx, "source=tcp: the feeder did not connect within 10 s");
+    return 0;
+}
+
 static int sp_init(bk_ctx *ctx, void **state)
 {
     sp_state *ss = calloc(1, sizeof *ss);
@@ -537,12 +870,22 @@ static int sp_init(bk_ctx *ctx, void **state)
     ss->p = p;
     *state = ss;
     p->sock[0] = p->sock[1] = -1;
+    p->in_fd = -1;
+    const char *src = bk_arg_str(ctx, "source");
+    for (int i = 0; i < 4; i++)
+        if (strcmp(src, source_names[i]) == 0)
+            p->source = i;
+    p->baud = (int)bk_arg_int(ctx, "baud");
+    p->rcvbuf = (size_t)bk_arg_int(ctx, "rcvbuf_bytes");
     p->block = (size_t)bk_arg_int(ctx, "block_bytes");
     p->cap = p->block + p->block / 8 + SLACK;
     p->threads = strcmp(bk_arg_str(ctx, "schedule"), "threads") == 0;
     p->push = strcmp(bk_arg_str(ctx, "flow"), "push") == 0;
     p->rate_bit_s = bk_arg_float(ctx, "rate_bit_s");
     p->cap_bit_s = bk_arg_float(ctx, "cap_bit_s");
+    p->link_bit_s = bk_arg_float(ctx, "link_bit_s");
+    if (p->link_bit_s <= 0)
+        bk_skip_metric(ctx, "link_efficiency_percent", "no link_bit_s declared");
     p->ring_slots = (int)bk_arg_int(ctx, "ring_slots");
     p->decimate = (int)bk_arg_int(ctx, "decimate");
     p->level = (int)bk_arg_int(ctx, "level");
@@ -581,6 +924,12 @@ static int sp_init(bk_ctx *ctx, void **state)
     }
     bk_corpus_read(c, p->corpus, p->corpus_n);
     bk_corpus_free(c);
+    if (p->source == SRC_UDP && p->block + sizeof(wire_hdr) > 65507)
+        return bk_fail(ctx, "block_bytes=%zu: source=udp carries a record in one datagram, at most %zu bytes", p->block,
+                       65507 - sizeof(wire_hdr));
+    /* Before any thread starts: the feeder is a fork. */
+    if (p->source != SRC_GENERATOR && open_source(ctx, p) != 0)
+        return -1;
 
 #if BK_HAVE_ZSTD
     p->zc = ZSTD_createCCtx();
@@ -596,6 +945,17 @@ static int sp_init(bk_ctx *ctx, void **state)
          EVP_DecryptInit_ex(p->dec, p->evp, NULL, p->key, NULL) != 1))
         return bk_unsupported(ctx, "cipher=%s: libcrypto refused it", p->cipher);
 #endif
+    p->afalg = strcmp(bk_arg_str(ctx, "crypto_api"), "afalg") == 0 && strcmp(p->cipher, "none") != 0;
+    if (p->afalg) {
+        char why[512];
+        bool unsup = false;
+        p->kenc = bk_afalg_aead_open(p->cipher, p->key, why, sizeof why, &unsup);
+        if (!p->kenc)
+            return unsup ? bk_unsupported(ctx, "crypto_api=afalg: %s", why) : bk_fail(ctx, "crypto_api=afalg: %s", why);
+    }
+    bk_info_str(ctx, "crypto_api", strcmp(p->cipher, "none") == 0 ? "none"
+                                   : p->afalg                      ? "AF_ALG (kernel crypto API)"
+                                                                   : "libcrypto EVP");
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p->sock) != 0)
         return bk_fail(ctx, "socketpair: %s", strerror(errno));
     int sb = (int)(p->cap + sizeof(rec_hdr)) * 16;
@@ -633,7 +993,15 @@ static int sp_init(bk_ctx *ctx, void **state)
         }
     /* The source runs on the calling thread (pinned for the run, restored after). */
     bk_set_amount(ctx, "offered_bit_s", (double)p->block);
-    bk_info_str(ctx, "source", "generator over the sensor corpus");
+    char what[160];
+    if (p->source == SRC_GENERATOR)
+        snprintf(what, sizeof what, "generator over the sensor corpus");
+    else if (p->source == SRC_PTY)
+        snprintf(what, sizeof what, "pty at %d baud 8N1, feeder process paced at %.0f B/s", p->baud, p->feed_b_s);
+    else
+        snprintf(what, sizeof what, "%s on loopback from a feeder process, paced at %.0f bit/s (0 = unpaced)",
+                 source_names[p->source], p->feed_b_s * 8);
+    bk_info_str(ctx, "source", what);
     return 0;
 }
 
@@ -675,16 +1043,22 @@ static int sp_run(bk_ctx *ctx, void *state, uint64_t reps)
         p->src_ns0 = p->tx_ns0 = t0;
     } else if (p->last_run_end_ns)
         p->src_ns0 += t0 - p->last_run_end_ns; /* the source's clock stops between timed iterations */
-    uint64_t target = atomic_load(&p->emitted) + reps;
     uint64_t c0 = thread_cpu_ns(), others = 0;
+    if (p->gate)
+        atomic_store(p->gate, 1);
     for (uint64_t r = 0; r < reps && !atomic_load(&p->failed); r++) {
-        if (p->push && p->rate_bit_s > 0)
+        if (p->source == SRC_GENERATOR && p->push && p->rate_bit_s > 0)
             pace_until(p->src_ns0 + (uint64_t)((double)p->src_bytes * 8.0 * 1e9 / p->rate_bit_s));
         p->src_bytes += p->block;
         record *rec = NULL;
         if (p->push && p->threads && p->pool.count == 0) {
             /* Data arrived with no free buffer: received, and dropped for want of room, like a full ring. */
-            atomic_fetch_add(&p->emitted, 1);
+            uint64_t seq;
+            if (p->source != SRC_GENERATOR && rx_frame(p, ss->tmp, &seq) != 0)
+                break;
+            if (p->source == SRC_GENERATOR)
+                atomic_fetch_add(&p->emitted, 1);
+            atomic_fetch_add(&p->st[ST_RECEIVE].drop_bytes, p->block);
             atomic_fetch_add(&p->st[ST_RECEIVE].in, 1);
             atomic_fetch_add(&p->st[ST_RECEIVE].out, 1);
             atomic_fetch_add(&p->st[ST_RECEIVE].bytes_in, p->block);
@@ -695,7 +1069,10 @@ static int sp_run(bk_ctx *ctx, void *state, uint64_t reps)
         rec = ring_get(p, &p->pool);
         if (!rec)
             return bk_fail(ctx, "no free record");
-        stage_work(p, ST_RECEIVE, rec, ss->tmp);
+        if (stage_work(p, ST_RECEIVE, rec, ss->tmp) != 0) {
+            settle(p, rec, ST_RECEIVE);
+            break;
+        }
         if (p->threads) {
             if (ring_put(p, &p->rings[ST_FILTER], rec, !p->push) != 0)
                 settle(p, rec, ST_RECEIVE);
@@ -712,7 +1089,11 @@ static int sp_run(bk_ctx *ctx, void *state, uint64_t reps)
         }
         settle(p, rec, rc == 0 ? -1 : stage - 1);
     }
-    /* Wait until every offered record is delivered or dropped (the sink wakes us). */
+    if (p->gate) /* this iteration's input is read: the feeder stops until the next one */
+        atomic_store(p->gate, 0);
+    /* Wait until every offered record is delivered or dropped (the sink wakes us); offered includes the
+     * datagrams a udp source lost on the way. */
+    uint64_t target = atomic_load(&p->emitted);
     pthread_mutex_lock(&p->done_m);
     while (atomic_load(&p->delivered) + atomic_load(&p->dropped) < target && !atomic_load(&p->failed)) {
         struct timespec ts;
@@ -786,6 +1167,19 @@ static int sp_verify(bk_ctx *ctx, void *state)
     }
     in_bytes = atomic_load(&p->st[ST_SINK].bytes_out); /* input bytes the delivered records carry */
     double secs = (double)p->run_ns * 1e-9;
+    /* Bytes, stage by stage: the input bytes received equal those delivered plus those each stage dropped. */
+    uint64_t drop_bytes = 0;
+    for (int i = 0; i < NSTAGES; i++) {
+        snprintf(key, sizeof key, "stage.%s.drop_bytes", stage_names[i]);
+        bk_info_num(ctx, key, (double)atomic_load(&p->st[i].drop_bytes));
+        drop_bytes += atomic_load(&p->st[i].drop_bytes);
+    }
+    uint64_t bytes_received = atomic_load(&p->st[ST_RECEIVE].bytes_in);
+    bk_info_num(ctx, "bytes_received", (double)bytes_received);
+    bk_info_num(ctx, "bytes_delivered", (double)in_bytes);
+    bk_info_num(ctx, "bytes_dropped", (double)drop_bytes);
+    bk_info_num(ctx, "records_lost_in_transit", (double)atomic_load(&p->lost_in_transit));
+    bk_info_str(ctx, "source_kind", source_names[p->source]);
     bk_info_num(ctx, "records_offered", (double)emitted);
     bk_info_num(ctx, "records_delivered", (double)delivered);
     bk_info_num(ctx, "records_dropped", (double)dropped);
@@ -799,6 +1193,10 @@ static int sp_verify(bk_ctx *ctx, void *state)
     bk_info_str(ctx, "schedule", p->threads ? "thread per stage" : "run to completion");
     bk_set_value(ctx, "goodput_bit_s", secs > 0 ? (double)in_bytes * 8 / secs : 0);
     bk_set_value(ctx, "goodput_b_s", secs > 0 ? (double)in_bytes / secs : 0);
+    if (p->link_bit_s > 0) {
+        bk_set_value(ctx, "link_efficiency_percent", secs > 0 ? 100.0 * (double)in_bytes * 8 / secs / p->link_bit_s : 0);
+        bk_info_num(ctx, "link_bit_s", p->link_bit_s);
+    }
     bk_set_value(ctx, "drop_percent", emitted ? 100.0 * (double)dropped / (double)emitted : 0);
     uint64_t cin = atomic_load(&p->st[ST_COMPRESS].bytes_in), cout = atomic_load(&p->st[ST_COMPRESS].bytes_out);
     bk_set_value(ctx, "compression_ratio", cout ? (double)cin / (double)cout : 1);
@@ -815,6 +1213,9 @@ static int sp_verify(bk_ctx *ctx, void *state)
             return bk_fail(ctx, "stage %s passed %llu records but the next took %llu with %llu dropped between",
                            stage_names[i], (unsigned long long)out, (unsigned long long)next_in, (unsigned long long)dr);
     }
+    if (bytes_received != in_bytes + drop_bytes)
+        return bk_fail(ctx, "byte conservation: %llu bytes received, %llu delivered, %llu counted as dropped",
+                       (unsigned long long)bytes_received, (unsigned long long)in_bytes, (unsigned long long)drop_bytes);
     if (atomic_load(&p->bad_order))
         return bk_fail(ctx, "%llu records reached the sink out of order", (unsigned long long)atomic_load(&p->bad_order));
     if (atomic_load(&p->bad_tag))
@@ -843,6 +1244,14 @@ static void sp_fini(void *state)
     for (int i = 0; i < 2; i++)
         if (p->sock[i] >= 0)
             close(p->sock[i]);
+    if (p->feeder > 0) {
+        kill(p->feeder, SIGKILL);
+        waitpid(p->feeder, NULL, 0);
+    }
+    if (p->in_fd >= 0)
+        close(p->in_fd);
+    if (p->gate)
+        munmap((void *)p->gate, sizeof *p->gate);
     for (int i = 0; i < p->nrecords && p->records; i++)
         free(p->records[i].data);
     free(p->records);
@@ -856,6 +1265,7 @@ static void sp_fini(void *state)
     EVP_CIPHER_CTX_free(p->enc);
     EVP_CIPHER_CTX_free(p->dec);
 #endif
+    bk_afalg_aead_close(p->kenc);
     free(p->corpus);
     free(p->sink_buf);
     free(p->sink_plain);

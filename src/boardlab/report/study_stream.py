@@ -61,6 +61,29 @@ class DmaRow:
 
 
 @dataclass(frozen=True)
+class RrRow:
+    """io.net tcp_rr: transactions per second and the latency percentiles, medians over the cell's runs."""
+
+    label: str
+    transactions_s: float | None
+    latency_p50_ns: float | None
+    latency_p99_ns: float | None
+    latency_p999_ns: float | None
+    runs: int
+
+
+@dataclass(frozen=True)
+class LinkRow:
+    """A pipeline's goodput against the link rate its plan declared (link_bit_s)."""
+
+    label: str
+    goodput_bit_s: float
+    link_bit_s: float
+    efficiency_percent: float
+    runs: int
+
+
+@dataclass(frozen=True)
 class StageCpu:
     label: str
     ns_per_byte: tuple[tuple[str, float], ...]  # (stage, median CPU ns per delivered input byte)
@@ -110,6 +133,9 @@ class StreamStudy:
     notes: tuple[str, ...]
     efficiency: tuple[tuple[str, float, float], ...] = ()  # (pipeline, goodput bit/s, / io.net ceiling)
     ceiling: str = ""  # the io.net cell the efficiency is against
+    rr: tuple[RrRow, ...] = ()
+    pcie: tuple[dict, ...] = ()  # io.dma from a PCIe endpoint test log: op, size_bytes, memcpy/dma MB/s, ...
+    link: tuple[LinkRow, ...] = ()
 
 
 def clock_of(inventory: dict) -> tuple[float | None, str]:
@@ -188,6 +214,9 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
     io_best: list[tuple[float, str]] = []
     net_ceiling: list[tuple[float, str]] = []
     pipeline_goodput: list[tuple[int, str, float]] = []
+    rr_rows: list[RrRow] = []
+    link_rows: list[LinkRow] = []
+    pcie_rows: list[dict] = []
     for (workload, params_json, condition), docs in sorted(by_cell.items()):
         params = json.loads(params_json)
         cond = "" if condition in ("baseline", "") else f" [{condition}]"
@@ -211,6 +240,29 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
                                 statistics.median(vals),
                             )
                         )
+        if workload == "io.net" and params.get("mode") == "tcp_rr":
+            rr_rows.append(
+                RrRow(
+                    f"{_label(params, ('mode',))}{cond}",
+                    *(
+                        _med([_metric(d, m) for d in docs])
+                        for m in ("transactions_s", "latency_p50_ns", "latency_p99_ns", "latency_p999_ns")
+                    ),
+                    len(docs),
+                )
+            )
+        if workload == "stream.pipeline" and float(params.get("link_bit_s") or 0) > 0:
+            g = _med([_metric(d, "goodput_bit_s") for d in docs])
+            if g is not None:
+                link = float(params["link_bit_s"])
+                # The runs' own percent when they report it; else the same ratio from their goodput.
+                eff = _med([_metric(d, "link_efficiency_percent") for d in docs])
+                lbl = f"{_label(params, ('link_bit_s',))}{cond}"
+                link_rows.append(LinkRow(lbl, g, link, eff if eff is not None else 100 * g / link, len(docs)))
+        if workload == "io.dma" and params.get("pcitest_log"):
+            for d in docs[-1:]:  # the same log gives the same table: the last run's
+                pcie_rows.extend((d.get("info") or {}).get("pcitest_rows") or [])
+            continue
         if workload == "io.dma":
             dma[int(params.get("size_bytes", 0))].extend(docs)
         if workload in ("compute.gemm", "compute.linpack"):
@@ -313,6 +365,9 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
         if net_ceiling
         else (),
         ceiling=f"{max(net_ceiling)[1]}: {_si(max(net_ceiling)[0], 'bit/s')}" if net_ceiling else "",
+        rr=tuple(rr_rows),
+        link=tuple(link_rows),
+        pcie=tuple(pcie_rows),
         clock_hz=hz,
         clock_source=hz_source,
         notes=tuple(
@@ -362,6 +417,22 @@ def tables(s: StreamStudy) -> list[tuple[str, tuple[str, ...], list[tuple[str, .
         ))  # fmt: skip
     elif s.dma_unsupported:
         out.append(("CPU memcpy against DMA", ("io.dma",), [(f"unsupported: {s.dma_unsupported}",)]))
+    if s.pcie:
+
+        def mb(v: float | None) -> str:
+            return "-" if v is None else f"{v:.1f}"
+
+        # pci-epf-test's READ is the endpoint reading RC memory, WRITE writing it; its DMA is the endpoint's
+        # engine. RC-initiated DMA is not in these logs: that column stays empty rather than guessed.
+        out.append((
+            "PCIe endpoint test: CPU memcpy against DMA (endpoint-initiated)",
+            ("op", "size_bytes", "memcpy_mb_s", "dma_ep_mb_s", "dma_rc_mb_s", "dma_ep / memcpy", "samples",
+             "pcitest"),
+            [(r["op"].lower(), str(r["size_bytes"]), mb(r.get("memcpy_mb_s")), mb(r.get("dma_mb_s")),
+              "- (not in the endpoint test's logs)",
+              f"{r['dma_mb_s'] / r['memcpy_mb_s']:.2f}" if r.get("dma_mb_s") and r.get("memcpy_mb_s") else "-",
+              str(r.get("samples", 0)), "NOT OKAY" if r.get("rc_failed") else "ok") for r in s.pcie],
+        ))  # fmt: skip
     if s.stages:
         out.append((
             "CPU per pipeline stage (ns per delivered input byte)",
@@ -390,6 +461,24 @@ def tables(s: StreamStudy) -> list[tuple[str, tuple[str, ...], list[tuple[str, .
             f"Pipeline goodput against io.net's ceiling ({s.ceiling})",
             ("pipeline", "goodput_bit_s", "of ceiling"),
             [(label, _si(g, "bit/s"), f"{e:.1%}") for label, g, e in s.efficiency],
+        ))  # fmt: skip
+    if s.link:
+        out.append((
+            "Goodput against the declared link rate",
+            ("pipeline", "goodput_bit_s", "link_bit_s", "link_efficiency_percent", "runs"),
+            [(r.label, _si(r.goodput_bit_s, "bit/s"), _si(r.link_bit_s, "bit/s"), f"{r.efficiency_percent:.1f}",
+              str(r.runs)) for r in s.link],
+        ))  # fmt: skip
+    if s.rr:
+
+        def ns(v: float | None) -> str:
+            return "-" if v is None else f"{v:.0f}"
+
+        out.append((
+            "TCP request/response (io.net tcp_rr)",
+            ("parameters", "transactions_s", "latency_p50_ns", "latency_p99_ns", "latency_p999_ns", "runs"),
+            [(r.label, "-" if r.transactions_s is None else f"{r.transactions_s:.0f}", ns(r.latency_p50_ns),
+              ns(r.latency_p99_ns), ns(r.latency_p999_ns), str(r.runs)) for r in s.rr],
         ))  # fmt: skip
     if s.bit_costs:
         out.append((

@@ -19,6 +19,13 @@ SPEC = WorkloadSpec(
         ParamSpec("iterations", "int", "1000", 1, 1_000_000, help="dmatest tests (copies) per run"),
         ParamSpec("channel", "str", "", help="dmaengine channel (e.g. dma0chan0); empty: the first one"),
         ParamSpec("timeout_s", "int", "60", 1, 3600, unit="s", help="longest wait for dmatest to finish"),
+        ParamSpec(
+            "pcitest_log",
+            "str",
+            "",
+            help="a saved PCIe endpoint test log (the endpoint's dmesg with pci-epf-test's timed transfers, with "
+            "or without pcitest's output): its memcpy vs DMA table instead of a dmatest run",
+        ),
     ),
     metrics=(
         MetricSpec("dma_mb_s", "MB/s", True, "value", help="dmatest's copy throughput, 1e6 B/s"),
@@ -53,6 +60,50 @@ def _kb_unit_bytes() -> int:
     return 1000 if (major, minor) >= (6, 3) else 1024
 
 
+def from_pcitest_log(path: str) -> dict:
+    """The result of a board's PCIe endpoint test log: every (op, size) row of memcpy vs DMA in info, and the
+    largest READ (else any) row's figures as the metrics."""
+    from boardlab.platform.pcitest import parse_pcitest, pcitest_rows
+
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            text = f.read()
+    except OSError as exc:
+        return {"ok": False, "errors": [f"pcitest_log={path}: {exc.strerror}"], "metrics": {}}
+    rows = pcitest_rows(parse_pcitest(text))
+    if not rows:
+        return {"ok": False, "metrics": {},
+                "errors": [f"pcitest_log={path}: no pci-epf-test transfer lines ('READ => Size: ... Rate: ... KB/s')"]}  # fmt: skip
+    both = [r for r in rows if r.dma_mb_s and r.memcpy_mb_s]
+    head = max(both or rows, key=lambda r: (r.op == "READ", r.size_bytes))
+    metrics = {}
+    for name, v in (("dma_mb_s", head.dma_mb_s), ("memcpy_mb_s", head.memcpy_mb_s),
+                    ("dma_over_memcpy", head.dma_over_memcpy)):  # fmt: skip
+        if v is not None:
+            metrics[name] = {"unit": "ratio" if name == "dma_over_memcpy" else "MB/s", "higher_is_better": True,
+                             "value": v}  # fmt: skip
+    return {
+        "ok": True,
+        "errors": [],
+        "metrics": metrics,
+        "info": {
+            "source": f"PCIe endpoint test log {path}",
+            "metrics_row": f"{head.op} {head.size_bytes} B",
+            "pcitest_rows": [
+                {
+                    "op": r.op,
+                    "size_bytes": r.size_bytes,
+                    "memcpy_mb_s": r.memcpy_mb_s,
+                    "dma_mb_s": r.dma_mb_s,
+                    "samples": r.samples,
+                    "rc_failed": r.rc_failed,
+                }
+                for r in rows
+            ],  # fmt: skip
+        },
+    }
+
+
 def run(params: dict, iterations: int | None = None) -> dict:
     import subprocess
     import time
@@ -60,6 +111,8 @@ def run(params: dict, iterations: int | None = None) -> dict:
     from boardlab.platform import dma
     from boardlab.workloads.ratesearch import kern_trial
 
+    if params.get("pcitest_log"):
+        return from_pcitest_log(params["pcitest_log"])
     reason = supported()
     if reason:
         return {"ok": False, "supported": False, "reason": reason, "errors": [], "metrics": {}}
