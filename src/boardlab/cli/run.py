@@ -95,7 +95,9 @@ def _dry_run_text(plan, summary) -> str:
         f"estimated duration: {duration}",
     ]
     lines += [f"skipped here: {name}: {why}" for name, why in d["skipped_workloads"].items()]
-    if d["verdict_reachable"]:
+    if d["comparisons"] == 0:
+        lines.append("verdict reachable: no comparison in this plan (baselines only), so no verdict to reach")
+    elif d["verdict_reachable"]:
         lines.append(
             f"verdict reachable: yes ({d['runs_per_arm']} runs per arm; smallest adjusted p "
             f"{d['smallest_adjusted_p']:.3g} < 0.05; {d['repetitions_needed']} would suffice)"
