@@ -1,4 +1,4 @@
-/* The deterministic corpus shaped like a satellite's sensor data (seed 000): the input of the compression
+/* The deterministic corpus shaped like a satellite's sensor data (the satellite-computer study): the input of the compression
  * kernels, and later of the crypto and I/O kernels, so that all of them work on the same bytes.
  *
  * A corpus interleaves four streams in segments of BK_CORPUS_SEGMENT bytes, as packets of several instruments

@@ -3,7 +3,7 @@ schedstat ns and by jiffies, the study's method), message build/send times and o
 sweep's latency per rate (corrected from the intended start, and service time), the saturation knee,
 drops, and energy per message (or why it is unsupported here).
 
-Each value is the median over the cell's valid runs of the run's own figure (runs are the unit, METHOD.md).
+Each value is the median over the cell's valid runs of the run's own figure (runs are the unit, docs/method.md).
 The renderers call `services_cells` once (in analysis) and then `markdown_lines`, `text_lines` or
 `html_parts`.
 """

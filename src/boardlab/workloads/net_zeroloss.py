@@ -39,7 +39,7 @@ SPEC = WorkloadSpec(
 
 def run(params: dict, iterations: int | None = None) -> dict:
     from boardlab.platform.netstat import read_snmp, udp_loss_between
-    from boardlab.workloads.ratesearch import Trial, kern_trial, result, search
+    from boardlab.workloads.ratesearch import Trial, kern_trial, search_result
 
     def trial(rate: float) -> Trial:
         before = read_snmp("/")
@@ -62,17 +62,6 @@ def run(params: dict, iterations: int | None = None) -> dict:
             rate, res["metrics"]["loss_percent"]["value"], res["metrics"]["goodput_bit_s"]["median"], info
         )
 
-    try:
-        best, trials = search(
-            trial,
-            params["lo_bit_s"],
-            params["hi_bit_s"],
-            resolution=params["resolution"],
-            tolerance_percent=params["loss_tolerance_percent"],
-        )
-    except RuntimeError as exc:
-        msg = str(exc)
-        if msg.startswith("unsupported: "):
-            return {"ok": False, "supported": False, "reason": msg[13:], "errors": [], "metrics": {}}
-        return {"ok": False, "errors": [msg], "metrics": {}}
-    return result("zero_loss_bit_s", best, trials, {"definition": "RFC 2544 26.1: highest rate with no loss"})
+    return search_result(
+        trial, params, "zero_loss_bit_s", {"definition": "RFC 2544 26.1: highest rate with no loss"}
+    )

@@ -90,3 +90,22 @@ def result(metric: str, value: float | None, trials: list[Trial], info: dict) ->
             "at_least": value >= trials[0].rate_bit_s,
         },
     }
+
+
+def search_result(trial: Callable[[float], Trial], params: dict, metric: str, info: dict) -> dict:
+    """The workload result of a search over the params' lo_bit_s, hi_bit_s, resolution and
+    loss_tolerance_percent; a trial's failure (or the kernel's "unsupported") ends it with that reason."""
+    try:
+        best, trials = search(
+            trial,
+            params["lo_bit_s"],
+            params["hi_bit_s"],
+            resolution=params["resolution"],
+            tolerance_percent=params["loss_tolerance_percent"],
+        )
+    except RuntimeError as exc:
+        msg = str(exc)
+        if msg.startswith("unsupported: "):
+            return {"ok": False, "supported": False, "reason": msg[13:], "errors": [], "metrics": {}}
+        return {"ok": False, "errors": [msg], "metrics": {}}
+    return result(metric, best, trials, info)

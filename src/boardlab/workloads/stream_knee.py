@@ -40,7 +40,7 @@ SPEC = WorkloadSpec(
 
 
 def run(params: dict, iterations: int | None = None) -> dict:
-    from boardlab.workloads.ratesearch import Trial, kern_trial, result, search
+    from boardlab.workloads.ratesearch import Trial, kern_trial, search_result
 
     def trial(rate: float) -> Trial:
         res = kern_trial(
@@ -61,17 +61,4 @@ def run(params: dict, iterations: int | None = None) -> dict:
         return Trial(rate, m["drop_percent"]["value"], m["goodput_bit_s"]["value"],
                      {"records_dropped": res["info"]["records_dropped"]})  # fmt: skip
 
-    try:
-        best, trials = search(
-            trial,
-            params["lo_bit_s"],
-            params["hi_bit_s"],
-            resolution=params["resolution"],
-            tolerance_percent=params["loss_tolerance_percent"],
-        )
-    except RuntimeError as exc:
-        msg = str(exc)
-        if msg.startswith("unsupported: "):
-            return {"ok": False, "supported": False, "reason": msg[13:], "errors": [], "metrics": {}}
-        return {"ok": False, "errors": [msg], "metrics": {}}
-    return result("knee_bit_s", best, trials, {"definition": "highest push rate with zero drops"})
+    return search_result(trial, params, "knee_bit_s", {"definition": "highest push rate with zero drops"})
