@@ -590,6 +590,23 @@ static void bw_triad(double *restrict a, const double *restrict b, const double 
         a[i] = b[i] + BW_SCALAR * c[i];
 }
 
+/* One plain pass over [lo, hi) with ordinary stores; also finishes what a streaming pass leaves over (an odd
+ * last element: memcpy and memset never stream, init refuses them). */
+static void bw_pass_plain(const bw_state *s, size_t lo, size_t hi)
+{
+    size_t n = hi - lo;
+    if (n == 0)
+        return;
+    switch (s->op) {
+    case OP_COPY: bw_copy(s->c + lo, s->a + lo, n); break;
+    case OP_SCALE: bw_scale(s->b + lo, s->c + lo, n); break;
+    case OP_ADD: bw_add(s->c + lo, s->a + lo, s->b + lo, n); break;
+    case OP_TRIAD: bw_triad(s->a + lo, s->b + lo, s->c + lo, n); break;
+    case OP_MEMCPY: memcpy(s->c + lo, s->a + lo, n * sizeof(double)); break;
+    case OP_MEMSET: memset(s->c + lo, BW_MEMSET_BYTE, n * sizeof(double)); break;
+    }
+}
+
 #if BW_HAVE_NT && defined(__aarch64__)
 /* STNP writes two doubles with a hint that they will not be read again soon; the core may then skip
  * allocating the lines (Cortex-A53/A72 stream such stores to memory). */
@@ -626,16 +643,7 @@ static void bw_pass_nt(const bw_state *s, size_t lo, size_t hi)
     case OP_MEMSET: break; /* refused in init */
     }
     __asm__ volatile("dmb ishst" : : : "memory");
-    if (i < hi) {
-        switch (s->op) {
-        case OP_COPY: bw_copy(s->c + i, s->a + i, hi - i); break;
-        case OP_SCALE: bw_scale(s->b + i, s->c + i, hi - i); break;
-        case OP_ADD: bw_add(s->c + i, s->a + i, s->b + i, hi - i); break;
-        case OP_TRIAD: bw_triad(s->a + i, s->b + i, s->c + i, hi - i); break;
-        case OP_MEMCPY:
-        case OP_MEMSET: break;
-        }
-    }
+    bw_pass_plain(s, i, hi);
 }
 #elif BW_HAVE_NT
 /* The same ops with streaming stores, two doubles at a time (slices start on pages, so 16-byte aligned);
@@ -666,24 +674,14 @@ static void bw_pass_nt(const bw_state *s, size_t lo, size_t hi)
     case OP_MEMSET: break; /* refused in init */
     }
     _mm_sfence();
-    if (i < hi) {
-        switch (s->op) {
-        case OP_COPY: bw_copy(s->c + i, s->a + i, hi - i); break;
-        case OP_SCALE: bw_scale(s->b + i, s->c + i, hi - i); break;
-        case OP_ADD: bw_add(s->c + i, s->a + i, s->b + i, hi - i); break;
-        case OP_TRIAD: bw_triad(s->a + i, s->b + i, s->c + i, hi - i); break;
-        case OP_MEMCPY:
-        case OP_MEMSET: break;
-        }
-    }
+    bw_pass_plain(s, i, hi);
 }
 #endif
 
 /* One pass of the op over elements [lo, hi). */
 static void bw_pass(const bw_state *s, size_t lo, size_t hi)
 {
-    size_t n = hi - lo;
-    if (n == 0)
+    if (hi == lo)
         return;
 #if BW_HAVE_NT
     if (s->nontemporal) {
@@ -691,14 +689,7 @@ static void bw_pass(const bw_state *s, size_t lo, size_t hi)
         return;
     }
 #endif
-    switch (s->op) {
-    case OP_COPY: bw_copy(s->c + lo, s->a + lo, n); break;
-    case OP_SCALE: bw_scale(s->b + lo, s->c + lo, n); break;
-    case OP_ADD: bw_add(s->c + lo, s->a + lo, s->b + lo, n); break;
-    case OP_TRIAD: bw_triad(s->a + lo, s->b + lo, s->c + lo, n); break;
-    case OP_MEMCPY: memcpy(s->c + lo, s->a + lo, n * sizeof(double)); break;
-    case OP_MEMSET: memset(s->c + lo, BW_MEMSET_BYTE, n * sizeof(double)); break;
-    }
+    bw_pass_plain(s, lo, hi);
 }
 
 static void *bw_worker_main(void *arg)

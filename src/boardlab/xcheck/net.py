@@ -13,7 +13,7 @@ from pathlib import Path
 from boardlab.errors import MeasurementError
 from boardlab.platform.netstat import read_snmp, udp_loss_between
 from boardlab.xcheck.jsonrobust import parse
-from boardlab.xcheck.pairs import whole_run_rate
+from boardlab.xcheck.pairs import pin, whole_run_rate
 
 RATIO_METRICS = ("goodput_bit_s",)
 
@@ -52,12 +52,6 @@ class NetJob:
 
     def iperf_server(self, port: int) -> list[str]:
         return ["iperf3", "-s", "-1", "-B", self.host, "-p", str(port)]
-
-
-def pin(cpu: int | None):
-    if cpu is None:
-        return None
-    return lambda: os.sched_setaffinity(0, {cpu})
 
 
 def kern_command(kern: Path, job: NetJob) -> list[str]:

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+
+def pin(cpu: int | None):
+    """A preexec_fn pinning the child to `cpu` (None: not pinned), so both tools of a pair run alike."""
+    if cpu is None:
+        return None
+    return lambda: os.sched_setaffinity(0, {cpu})
 
 
 @dataclass(frozen=True)

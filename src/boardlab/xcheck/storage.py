@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from boardlab.errors import MeasurementError
 from boardlab.xcheck.jsonrobust import parse
-from boardlab.xcheck.pairs import whole_run_rate
+from boardlab.xcheck.pairs import pin, whole_run_rate
 
 METRICS = ("bandwidth_mb_s", "iops", "latency_p50_ns", "latency_p99_ns")
 RATIO_METRICS = ("bandwidth_mb_s", "iops", "latency_p50_ns")
@@ -76,12 +75,6 @@ class StorageJob:
             "destructive": int(self.destructive),
         }
         return [a for k, v in params.items() for a in ("--param", f"{k}={v}")]
-
-
-def pin(cpu: int | None):
-    if cpu is None:
-        return None
-    return lambda: os.sched_setaffinity(0, {cpu})
 
 
 def kern_command(kern: Path, job: StorageJob) -> list[str]:
