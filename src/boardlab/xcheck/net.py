@@ -12,6 +12,7 @@ from pathlib import Path
 
 from boardlab.errors import MeasurementError
 from boardlab.platform.netstat import read_snmp, udp_loss_between
+from boardlab.xcheck import pairs
 from boardlab.xcheck.jsonrobust import parse
 from boardlab.xcheck.pairs import pin, whole_run_rate
 
@@ -55,20 +56,12 @@ class NetJob:
 
 
 def kern_command(kern: Path, job: NetJob) -> list[str]:
-    return [str(kern), "io.net", "--json", "--min-iteration-ms", "100", "--iterations", "10",
-            "--warmup-max-iterations", "3", *job.kern_params()]  # fmt: skip
+    return pairs.kern_command(kern, "io.net", job.kern_params())
 
 
 def run_boardlab(kern: Path, job: NetJob, notes: list[str] | None = None) -> dict[str, float | None]:
     before = read_snmp("/") if job.mode == "udp" else None
-    proc = subprocess.run(
-        kern_command(kern, job), capture_output=True, text=True, preexec_fn=pin(job.client_cpu), timeout=600
-    )
-    res = parse(proc.stdout, "boardlab-kern io.net") if proc.stdout.strip() else {}
-    if res.get("supported") is False:
-        raise MeasurementError(f"io.net unsupported here: {res.get('reason')}")
-    if proc.returncode != 0 or not res.get("ok"):
-        raise MeasurementError(f"io.net failed: {res.get('errors') or proc.stderr.strip()}")
+    res = pairs.run_kern(kern_command(kern, job), "io.net", job.client_cpu)
     m = res["metrics"]
     size = job.msg_bytes if job.mode == "tcp" else job.udp_bytes
     out: dict[str, float | None] = {"goodput_bit_s": whole_run_rate(res, size * 8.0)}

@@ -4,8 +4,31 @@ from __future__ import annotations
 
 import os
 import statistics
+import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def kern_command(kern: Path, kernel: str, params: list[str]) -> list[str]:
+    """boardlab-kern's side of a cross-check: 100 ms iterations, sustained rates comparable with the
+    reference tool's seconds-long run."""
+    return [str(kern), kernel, "--json", "--min-iteration-ms", "100", "--iterations", "10",
+            "--warmup-max-iterations", "3", *params]  # fmt: skip
+
+
+def run_kern(command: list[str], kernel: str, cpu: int | None) -> dict:
+    """Runs boardlab-kern's side pinned to `cpu`; its result, or MeasurementError with the reason."""
+    from boardlab.errors import MeasurementError
+    from boardlab.xcheck.jsonrobust import parse
+
+    proc = subprocess.run(command, capture_output=True, text=True, preexec_fn=pin(cpu), timeout=600)
+    res = parse(proc.stdout, f"boardlab-kern {kernel}") if proc.stdout.strip() else {}
+    if res.get("supported") is False:
+        raise MeasurementError(f"{kernel} unsupported here: {res.get('reason')}")
+    if proc.returncode != 0 or not res.get("ok"):
+        raise MeasurementError(f"{kernel} failed: {res.get('errors') or proc.stderr.strip()}")
+    return res
 
 
 def pin(cpu: int | None):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from boardlab.errors import MeasurementError
+from boardlab.xcheck import pairs
 from boardlab.xcheck.jsonrobust import parse
 from boardlab.xcheck.pairs import pin, whole_run_rate
 
@@ -78,20 +79,11 @@ class StorageJob:
 
 
 def kern_command(kern: Path, job: StorageJob) -> list[str]:
-    # 100 ms iterations: sustained rates, comparable with fio's seconds-long run.
-    return [str(kern), "io.storage", "--json", "--min-iteration-ms", "100", "--iterations", "10",
-            "--warmup-max-iterations", "3", *job.kern_params()]  # fmt: skip
+    return pairs.kern_command(kern, "io.storage", job.kern_params())
 
 
 def run_boardlab(kern: Path, job: StorageJob) -> dict[str, float | None]:
-    proc = subprocess.run(
-        kern_command(kern, job), capture_output=True, text=True, preexec_fn=pin(job.cpu), timeout=600
-    )
-    res = parse(proc.stdout, "boardlab-kern io.storage") if proc.stdout.strip() else {}
-    if res.get("supported") is False:
-        raise MeasurementError(f"io.storage unsupported here: {res.get('reason')}")
-    if proc.returncode != 0 or not res.get("ok"):
-        raise MeasurementError(f"io.storage failed: {res.get('errors') or proc.stderr.strip()}")
+    res = pairs.run_kern(kern_command(kern, job), "io.storage", job.cpu)
     m = res["metrics"]
     return {
         "bandwidth_mb_s": whole_run_rate(res, job.bs_bytes / 1e6),
