@@ -1,9 +1,7 @@
 """A private PostgreSQL server for tests: initdb + pg_ctl on 127.0.0.1, a free port and a private socket
 directory, run as the test's user (or as `postgres` under root: initdb refuses root), stopped by PID.
 
-Use it from a test module:
-
-    from pg import pg_server, pg_url  # noqa: F401  (pytest fixtures)
+tests/conftest.py imports the fixtures, so any test can ask for them:
 
     def test_x(pg_url):            # a new empty database on the session's server
         Store.open(pg_url)
