@@ -60,3 +60,10 @@ def test_rows_read_by_name_and_position():
     )
     with pytest.raises(IndexError, match="no such column"):
         row["nope"]
+
+
+def test_a_campaign_is_not_run_into_postgresql():
+    from helpers import run_cli
+
+    proc = run_cli("run", "--preset", "quick", "--db", "postgresql://lab:s3cret@db.example/boardlab")
+    assert proc.returncode == 2 and "boardlab ingest" in proc.stderr and "s3cret" not in proc.stderr
