@@ -428,3 +428,64 @@ def test_parquet_partitioned_by_board_reads_back_in_duckdb(pg_url, tmp_path):
     proc = run_cli("export", "--db", pg_url, "--format", "parquet", "--partition", "board", "-o", str(other))
     assert proc.returncode == 2 and "not an earlier boardlab export" in proc.stderr
     assert [p.name for p in other.iterdir()] == ["keep.txt"]
+
+
+# ---- older files and older stores ----
+
+
+def _downgrade(path: Path, version: int) -> None:
+    """Turns a file into what an older boardlab wrote: the columns and tables of later migrations gone."""
+    import sqlite3
+
+    with sqlite3.connect(path) as c:
+        c.execute("DROP INDEX campaigns_by_uid")
+        c.execute("ALTER TABLE campaigns DROP COLUMN uid")
+        if version < 4:
+            c.execute("DROP TABLE energy_sources")
+            c.execute("DROP TABLE run_energy")
+            c.execute("DROP TABLE energy_idle")
+        if version < 3:
+            c.execute("ALTER TABLE runs DROP COLUMN aa_arm")
+        c.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+
+
+@pytest.mark.parametrize("version", [2, 4])
+def test_a_file_from_an_older_boardlab_ingests_idempotently(pg_url, tmp_path, version):
+    src = make_board(tmp_path / "old.db", "board-a")
+    decorate(src)
+    _downgrade(src, version)
+    with Store.open(src, create=False) as s:
+        total = n_runs(s)
+        values = sorted(
+            (r["cell_key"], r["repetition"], r["value"] or 0.0) for r in s.runs(s.campaigns()[0]["id"])
+        )
+    first = ingest_file(src, pg_url)
+    second = ingest_file(src, pg_url)
+    assert (first.runs_added, second.runs_added, second.runs_skipped, second.campaigns_added) == (
+        total,
+        0,
+        total,
+        0,
+    )
+    with Store.open(pg_url, create=False) as t:
+        camp = t.campaigns()[0]
+        assert camp["uid"].startswith("derived-") and len(t.campaigns()) == 1
+        got = sorted((r["cell_key"], r["repetition"], r["value"] or 0.0) for r in t.runs(camp["id"]))
+        assert got == values
+        assert len(t.run_energy(camp["id"])) == (1 if version >= 4 else 0)
+        assert [h["name"] for r in t.runs(camp["id"]) for h in t.histograms(r["id"])] == ["latency_us"]
+
+
+def test_a_postgresql_store_at_an_older_schema_is_migrated_and_keeps_its_rows(pg_url, monkeypatch):
+    import boardlab.store.db as db
+
+    with monkeypatch.context() as m:
+        m.setattr(db, "MIGRATIONS", db.MIGRATIONS[:4])
+        m.setattr(db, "STORE_SCHEMA", 4)
+        with Store.open(pg_url) as old:
+            assert old.schema_version() == 4
+            old.upsert_board("fp-x", "x", {"model": "old"})
+            assert "uid" not in {c for c, *_ in old.describe_schema()["campaigns"]}
+    with Store.open(pg_url) as new:
+        assert new.schema_version() == STORE_SCHEMA and [b["label"] for b in new.boards()] == ["x"]
+        assert "uid" in {c for c, *_ in new.describe_schema()["campaigns"]}
