@@ -489,3 +489,25 @@ def test_a_postgresql_store_at_an_older_schema_is_migrated_and_keeps_its_rows(pg
     with Store.open(pg_url) as new:
         assert new.schema_version() == STORE_SCHEMA and [b["label"] for b in new.boards()] == ["x"]
         assert "uid" in {c for c, *_ in new.describe_schema()["campaigns"]}
+
+
+def test_a_foreign_or_newer_postgresql_database_is_refused(pg_server, pg_url, tmp_path):
+    import psycopg
+
+    with Store.open(pg_url) as s:
+        s.conn.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
+    for create in (True, False):
+        with pytest.raises(InputError, match="newer boardlab"):
+            Store.open(pg_url, create=create)
+    other = pg_server.new_database()
+    with psycopg.connect(other, autocommit=True) as c:
+        c.execute("CREATE TABLE invoices (id int)")
+    proc = run_cli("ingest", str(make_board(tmp_path / "b.db", "b")), "--db", other)
+    assert proc.returncode == 2 and "did not write" in proc.stderr and "createdb" in proc.stderr
+    with psycopg.connect(other, autocommit=True) as c:  # untouched
+        assert (
+            c.execute(
+                "SELECT count(*) FROM information_schema.tables WHERE table_schema = 'public'"
+            ).fetchone()[0]
+            == 1
+        )
