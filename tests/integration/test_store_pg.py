@@ -148,17 +148,20 @@ def store_target(request, tmp_path):
 def test_the_same_writes_read_back_the_same_on_both(store_target, tmp_path):
     """make_campaign_db writes through the Store API (campaigns, cells, runs, series, energy) directly
     into each backend; both read back the same content as a SQLite reference."""
-    make_board(tmp_path / "ref.db", "b1")
-    decorate(tmp_path / "ref.db")
-    make_board(store_target, "b1")
-    decorate(store_target)
+    for target in (tmp_path / "ref.db", store_target):  # a campaign, then resumed (ensure_cells again)
+        make_board(target, "b1", n=2, status="running")
+        make_board(target, "b1", n=3, first_rep=3)
+        decorate(target)
     with Store.open(tmp_path / "ref.db", create=False) as ref, Store.open(store_target, create=False) as got:
         want, have = canonical(ref), canonical(got)
     for d in (want, have):  # what each writer stamps itself: a new uid and its own clock
         for camp in d.values():
             for k in ("uid", "started_unix_s", "finished_unix_s"):
                 camp["campaign"].pop(k)
-    assert have == want
+    assert have == want and len(want) == 1
+    with Store.open(store_target, create=False) as got:  # a reader writes nothing
+        with pytest.raises(Exception, match="read-only|readonly"):
+            got.conn.execute("DELETE FROM boards")
 
 
 def test_a_reader_refuses_an_empty_postgresql_database(pg_url):
