@@ -258,17 +258,19 @@ def test_a_killed_ingest_leaves_nothing(pg_server, pg_url, tmp_path):
     try:
         with psycopg.connect(pg_url, autocommit=True) as watch:
             deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and proc.poll() is None:
-                # the ingest's transaction holds its advisory lock from its first statement to COMMIT
-                held = watch.execute(
-                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = %s AND granted",
-                    (0x626C6169,),
-                ).fetchone()[0]
-                if held:
-                    time.sleep(0.3)  # well inside the copy of the runs (the whole ingest takes seconds)
-                    break
-                time.sleep(0.005)
-            assert proc.poll() is None, "the ingest finished before it could be killed: make the file bigger"
+            seen = None
+            while seen is None and time.monotonic() < deadline and proc.poll() is None:
+                # the ingest's session, inside its transaction, busy with the runs (its last statement
+                # stays shown between statements): the board and the campaign are already written
+                seen = watch.execute(
+                    "SELECT query FROM pg_stat_activity WHERE datname = current_database()"
+                    " AND pid <> pg_backend_pid() AND state IN ('active', 'idle in transaction')"
+                    " AND (query LIKE 'INSERT INTO runs %' OR query LIKE 'COPY %')"
+                ).fetchone()
+                time.sleep(0.002)
+            assert seen and proc.poll() is None, (
+                "the ingest ended before it could be killed: make the file bigger"
+            )
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(10)
             deadline = time.monotonic() + 20  # the server notices the closed connection and rolls back
