@@ -8,35 +8,22 @@ from __future__ import annotations
 
 import html
 import json
-import math
 from collections.abc import Iterable, Mapping, Sequence
 
-from boardlab.report import study_governor, study_services, svg
-from boardlab.report.analysis import CampaignAnalysis, CellAnalysis
-from boardlab.report.studies import AI_WORKLOAD, RT_WORKLOAD
-from boardlab.report.study_energy import energy_html
-from boardlab.report.terminal import (
-    Table,
-    ai_frames_note,
-    ai_groups,
-    ai_table,
-    cell_table,
-    comparison_table,
+from boardlab.analysis.core import CampaignAnalysis, CellAnalysis
+from boardlab.analysis.format import (
     display_unit,
     fmt_duration,
     fmt_interval,
     fmt_p,
     fmt_ratio,
     fmt_time,
-    ordered_rt_cells,
     params_text,
-    rt_groups,
-    rt_percentile_table,
-    rt_short_sample_levels,
-    run_counts,
-    unit_label,
     verdict_text,
 )
+from boardlab.analysis.tables import cell_table, comparison_table, run_counts
+from boardlab.report import plot as svg
+from boardlab.report.render import html_sections, html_table
 
 # monitor source -> [(seconds since the campaign's first run started, value)], as campaign_series gives
 Series = Mapping[str, Sequence[tuple[float, float | None]]]
@@ -48,23 +35,6 @@ MAX_SERIES_POINTS = 700  # per line: about one point per pixel at 800 px
 
 def esc(s: object) -> str:
     return html.escape("" if s is None else str(s), quote=True)
-
-
-def campaign_series(store, campaign_id: int) -> dict[str, list[tuple[float, float | None]]]:
-    """Every monitor sample of the campaign on one time axis: each run's samples placed at the run's start
-    time (the monitor's t_ns counts from it), sorted by time. Plots break the lines at gaps between runs."""
-    runs = [r for r in store.runs(campaign_id) if r["started_unix_s"] is not None]
-    if not runs:
-        return {}
-    t0 = min(r["started_unix_s"] for r in runs)
-    out: dict[str, list[tuple[float, float | None]]] = {}
-    for r in runs:
-        start = r["started_unix_s"] - t0
-        for row in store.series(r["id"]):
-            out.setdefault(row["source"], []).append((start + row["t_ns"] / 1e9, row["value"]))
-    for points in out.values():
-        points.sort(key=lambda p: p[0])
-    return out
 
 
 def with_gaps(points: Sequence[tuple[float, float | None]]) -> list[tuple[float, float | None]]:
@@ -120,28 +90,8 @@ details{margin:6px 0}summary{cursor:pointer;color:#333}
 """
 
 
-def _table_html(table: Table, *, note_column: str | None = None) -> str:
-    """The table; a long free-text column (`note_column`) goes to a full-width line under its row instead."""
-    note_at = table.headers.index(note_column) if note_column in table.headers else None
-    cols = [i for i in range(len(table.headers)) if i != note_at]
-    head = "".join(f"<th>{esc(table.headers[i])}</th>" for i in cols)
-    body = []
-    for r, (row, cls) in enumerate(
-        zip(table.rows, table.row_classes or [""] * len(table.rows), strict=False)
-    ):
-        extra = table.cell_classes[r] if r < len(table.cell_classes) else {}
-        tds = []
-        for i in cols:
-            klass = "num" if table.numeric[i] else ("verdict" if table.headers[i] == "verdict" else "")
-            klass = f"{klass} {extra[i]}".strip() if i in extra else klass
-            tds.append(f'<td class="{esc(klass)}">{esc(row[i])}</td>' if klass else f"<td>{esc(row[i])}</td>")
-        body.append(f'<tr class="{esc(cls)}">' + "".join(tds) + "</tr>")
-        if note_at is not None and row[note_at]:
-            body.append(
-                f'<tr class="note {esc(cls)}"><td></td><td colspan="{len(cols) - 1}">'
-                f"{esc(table.headers[note_at])}: {esc(row[note_at])}</td></tr>"
-            )
-    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table></div>'
+def _table_html(table, *, note_column: str | None = None) -> str:
+    return html_table(table)
 
 
 def _count(n: int, noun: str) -> str:
@@ -252,7 +202,7 @@ def _verdicts(a: CampaignAnalysis) -> list[str]:
             f'<td class="num">{esc(fmt_p(c.p_adjusted))}</td></tr>'
         )
     out.append("</tbody></table></div>")
-    from boardlab.report.verdicts import method_note
+    from boardlab.analysis.verdicts import method_note
 
     out.append(
         f'<p class="small">{esc(method_note(a))} ⚠ marks arms that ran at a different frequency or '
@@ -309,7 +259,7 @@ def _environment(a: CampaignAnalysis) -> list[str]:
 
 
 def _aa(a: CampaignAnalysis) -> list[str]:
-    from boardlab.report.verdicts import aa_note, aa_summary, aa_table
+    from boardlab.analysis.verdicts import aa_note, aa_summary, aa_table
 
     out = ["<h2>A/A control</h2>", f"<p>{esc(aa_summary(a))}</p>"]
     t = aa_table(a)
@@ -341,28 +291,16 @@ def _boxplots(a: CampaignAnalysis) -> list[str]:
         groups.setdefault((c.workload, c.metric), []).append(c)
     if not groups:
         return []
-    curves = _curve_groups(a)
+    shown = a.shown_by_studies
     out = [
         "<h2>Run values per workload</h2>",
         '<p class="small">One row per condition or parameter value; every run is a dot (hollow: invalid, '
         "not counted), box = quartiles, thick line = median, whiskers = 1.5 IQR.</p>",
     ]
     for i, ((workload, metric), cells) in enumerate(groups.items()):
-        if workload in (RT_WORKLOAD, AI_WORKLOAD):
-            where = (
-                "by load and mode in the Real-time latency"
-                if workload == RT_WORKLOAD
-                else "per model in the AI"
-            )
-            out.append(
-                f'<p class="small">{esc(workload)}: {len(cells)} cells, shown {where} section below.</p>'
-            )
-            continue
-        if workload in curves:
-            out.append(
-                f'<p class="small">{esc(workload)}: {len(cells)} cells, shown as curves by working-set '
-                "size below and in the cell table.</p>"
-            )
+        where = next((shown[c.cell_id] for c in cells if c.cell_id in shown), None)
+        if where is not None and all(c.cell_id in shown for c in cells):
+            out.append(f'<p class="small">{esc(workload)}: {len(cells)} cells, shown {esc(where)}.</p>')
             continue
         if len(cells) > MAX_BOXES_PER_PLOT:
             out.append(
@@ -425,235 +363,6 @@ def _heatmap(a: CampaignAnalysis) -> list[str]:
     ]
 
 
-def _curve_groups(a: CampaignAnalysis) -> dict[str, list[CellAnalysis]]:
-    """Workloads swept over a size_bytes parameter (memory latency, bandwidth): their summarized cells."""
-    by_workload: dict[str, list[CellAnalysis]] = {}
-    for c in a.cells:
-        if isinstance(c.params.get("size_bytes"), int | float) and c.summary is not None:
-            by_workload.setdefault(c.workload, []).append(c)
-    return {w: cells for w, cells in by_workload.items() if len({c.params["size_bytes"] for c in cells}) >= 2}
-
-
-def _size_curves(a: CampaignAnalysis) -> list[str]:
-    """Memory-latency curves: for cells with a size_bytes parameter, median vs working-set size, one line per
-    pattern (and per condition or other parameter)."""
-    out = []
-    for workload, cells in _curve_groups(a).items():
-        multi = len({c.condition for c in cells}) > 1
-        lines: dict[str, list[CellAnalysis]] = {}
-        for c in cells:
-            rest = {k: v for k, v in c.params.items() if k != "size_bytes"}
-            label = params_text(rest) or workload
-            if multi:
-                label += f" @ {c.condition}"
-            lines.setdefault(label, []).append(c)
-        svg_lines = []
-        for label, members in lines.items():
-            members.sort(key=lambda c: c.params["size_bytes"])
-            pts = [(float(c.params["size_bytes"]), c.summary.median) for c in members]
-            errs = [
-                (c.summary.median_ci.low, c.summary.median_ci.high) if c.summary.median_ci else None
-                for c in members
-            ]
-            svg_lines.append(svg.Line(label, pts, errors=errs))
-        unit = cells[0].unit
-        ys = [c.summary.median for c in cells]
-        if not out:
-            out.append("<h2>Memory-latency curves</h2>")
-        out.append(
-            svg.line_plot(
-                svg_lines,
-                title=f"{workload}: {cells[0].metric} by working-set size",
-                x_label="working-set size (log2 scale)",
-                y_label=f"{cells[0].metric} [{unit}]",
-                x_kind="log2",
-                y_kind="log10" if svg.wants_log(ys, 10) else "linear",
-                x_format=svg.fmt_bytes,
-                height=360,
-            )
-        )
-        out.append('<p class="small">Points: median of the runs; bars: 95% order-statistic CI.</p>')
-    return out
-
-
-RT_PANEL_WIDTH = 440  # three histograms side by side on a wide page, one per row on a phone
-RT_MAX_BARS = 160  # more buckets than this in the shown range: a log latency axis
-AI_PANEL_WIDTH = 600
-
-
-def _rt_histograms(a: CampaignAnalysis) -> list[str]:
-    """One histogram per cell, merged over its valid runs, on shared axes so the panels compare."""
-    cells = ordered_rt_cells(a)
-    drawn = [c for c in cells if c.counts and c.bucket_width]
-    if not drawn:
-        return []
-    x_max = max(
-        (max((i for i, n in enumerate(c.counts) if n), default=0) + 1) * c.bucket_width for c in drawn
-    )
-    firsts = [next(i for i, n in enumerate(c.counts) if n) * c.bucket_width for c in drawn if any(c.counts)]
-    x_min = min(firsts, default=None)
-    x_log = any(min(x_max, c.limit or x_max) / c.bucket_width > RT_MAX_BARS for c in drawn)
-    y_max = 1
-    for c in drawn:
-        n_buckets = max(1, math.ceil(min(x_max, c.limit or x_max) / c.bucket_width - 1e-9))
-        bars = svg.histogram_bars(c.counts, n_buckets, x_log=x_log, max_bars=RT_MAX_BARS)
-        y_max = max(y_max, c.overflow, *(n for _, _, n in bars))
-    show_overflow = any(c.overflow for c in drawn)
-    varying = len({json.dumps(c.params, sort_keys=True) for c in cells}) > 1
-    out = [
-        "<h3>Latency histograms</h3>",
-        '<p class="small">Per cell, the histograms of its valid runs summed bucket by bucket; y = samples on '
-        "a log scale, so a single late wake-up stays visible; x = latency on axes shared by the panels, "
-        + (
-            "on a log scale so that the bulk and a tail decades longer both show (one bar per bucket at the "
-            f"low end, then {svg.LOG_BARS_PER_DECADE} bars per decade). "
-            if x_log
-            else "one bar per bucket. "
-        )
-        + "The last bar, labelled ≥ the histogram's limit, counts the overflow: samples whose value is "
-        "unknown beyond that limit. Dashed: the p99 and the largest latency.</p>",
-        '<div class="multiples">',
-    ]
-    for c in cells:
-        title = c.condition + (f" ({params_text(c.params)})" if varying else "")
-        u = unit_label(c.unit)
-        if not (c.counts and c.bucket_width):
-            out.append(f'<p class="small">{esc(title)}: no histogram ({esc("; ".join(c.notes))}).</p>')
-            continue
-        p99 = next((p for p in c.percentiles if p.q == 99), None)
-        markers = []
-        if p99 is not None and p99.value is not None:
-            markers.append(("p99", p99.value))
-        if c.max_value is not None:
-            markers.append(("max", c.max_value))
-        out.append(
-            svg.histogram_plot(
-                c.counts,
-                c.bucket_width,
-                c.overflow,
-                title=title,
-                unit=u,
-                subtitle=f"{c.samples} samples, {c.runs_merged} runs, overflow {c.overflow}",
-                x_max=x_max,
-                x_min=x_min,
-                x_log=x_log,
-                y_max=y_max,
-                show_overflow=show_overflow,
-                markers=markers,
-                width=RT_PANEL_WIDTH,
-                max_bars=RT_MAX_BARS,
-            )
-        )
-    out.append("</div>")
-    return out
-
-
-def _stream_section(a: CampaignAnalysis) -> list[str]:
-    from boardlab.report.study_stream import html_parts
-
-    return html_parts(a.stream) if a.stream else []
-
-
-def _rt_section(a: CampaignAnalysis) -> list[str]:
-    if not a.rt_cells:
-        return []
-    units = {unit_label(c.unit) for c in a.rt_cells}
-    u = units.pop() if len(units) == 1 else "unit of the histogram"
-    out = [
-        "<h2>Real-time latency</h2>",
-        '<p class="small">rt.cyclictest cells (the interference study): each run measures wake-up latencies of a periodic '
-        "real-time thread. The boxes show each run's largest latency (the primary metric) per load, one box "
-        "per isolation mode; the verdicts on it, each condition against its baseline, are in the Verdicts "
-        "and Comparisons tables.</p>",
-    ]
-    groups_all = rt_groups(a)
-    if len(groups_all) == 1 and groups_all[0][0]:
-        out.append(f'<p class="small">Parameters: {esc(params_text(groups_all[0][0]))}.</p>')
-    for i, (params, loads, modes, grid) in enumerate(groups_all):
-        groups = [
-            (
-                load,
-                [
-                    svg.Box(c.condition, c.max_values, c.invalid_max_values)
-                    if (c := grid.get((load, mode)))
-                    else None
-                    for mode in modes
-                ],
-            )
-            for load in loads
-        ]
-        title = RT_WORKLOAD + (f" ({params_text(params)})" if len(groups_all) > 1 and params else "")
-        out.append(
-            svg.grouped_boxplot(
-                groups,
-                series=modes,
-                title=f"{title}: max latency per run, lower is better",
-                unit=f"max latency [{u}]",
-                x_label=(
-                    "load (one box per isolation mode)"
-                    if len(modes) > 1
-                    else ("load" if modes != [""] else "condition")
-                ),
-                height=400,
-                seed=i,
-            )
-        )
-    out += _rt_histograms(a)
-    short = rt_short_sample_levels(a)
-    out += [
-        "<h3>Percentiles</h3>",
-        '<p class="small">Nearest rank (Hyndman &amp; Fan definition 1) on the merged histogram: the lower '
-        "edge of the bucket that holds the ceil(q/100 × n)-th smallest sample. A percentile that falls into "
-        "the overflow is shown as ≥ the limit: only that bound is known. min, avg and max are the probe's own, "
-        "over every sample including the overflow." + (f" {esc(short)}" if short else "") + "</p>",
-        _table_html(rt_percentile_table(a), note_column="note"),
-    ]
-    return out
-
-
-def _ai_section(a: CampaignAnalysis) -> list[str]:
-    if not a.ai_cells:
-        return []
-    units = {c.unit for c in a.ai_cells}
-    u = units.pop() if len(units) == 1 else "unit"
-    out = [
-        "<h2>AI inference</h2>",
-        '<p class="small">ai.inference cells (the interference study): one panel per model, one box per condition; each dot '
-        "is a run (a fresh process) at its median per-frame latency, hollow when the run did not count. "
-        "Frame 0, the first inference, is not in these figures.</p>",
-        '<div class="multiples">',
-    ]
-    for i, (title, cells) in enumerate(ai_groups(a)):
-        groups = [(c.condition, [svg.Box(c.condition, c.values, c.invalid_values)]) for c in cells]
-        out.append(
-            svg.grouped_boxplot(
-                groups,
-                series=[""],
-                title=title,
-                unit=f"per-frame latency [{u}]",
-                x_label="condition",
-                width=AI_PANEL_WIDTH,
-                height=360,
-                seed=i,
-            )
-        )
-    out.append("</div>")
-    tail = (
-        "The p99 verdict: per-run p99s when every run has at least 100 frames, otherwise the p99 of all runs' "
-        "frames pooled with a cluster bootstrap over runs; decided on its 90% decision interval against the "
-        f"tail threshold, in the report's one correction family ({a.family_text})."
-    )
-    out += [
-        '<p class="small">p50, p90, p99: the median over the valid runs of each run\'s own per-frame '
-        "percentile. Median verdict: the runs' median latencies against the baseline (the primary comparison, "
-        f"as in the Verdicts table). {esc(tail)} Cost ratio &gt; 1 = slower than the baseline."
-        + (f" {esc(note)}" if (note := ai_frames_note(a)) else "")
-        + "</p>",
-        _table_html(ai_table(a), note_column="note"),
-    ]
-    return out
-
-
 def _drift(a: CampaignAnalysis) -> list[str]:
     checked = [c for c in a.cells if c.summary is not None and c.summary.drift is not None]
     if not checked:
@@ -675,9 +384,9 @@ def _drift(a: CampaignAnalysis) -> list[str]:
         div, unit = display_unit(c.unit, c.summary.median)
         valid = [(float(r.seq), r.value / div) for r in c.runs if r.valid and r.value is not None]
         invalid = [(float(r.seq), r.value / div) for r in c.runs if not r.valid and r.value is not None]
-        lines = [svg.Line("valid runs", valid, color=svg.PALETTE[1] if d.flagged else svg.PALETTE[0])]
+        lines = [svg.Line("valid runs", valid, color=1 if d.flagged else 0)]
         if invalid:
-            lines.append(svg.Line("invalid runs", [(x, y) for x, y in invalid], color=svg.PALETTE[7]))
+            lines.append(svg.Line("invalid runs", [(x, y) for x, y in invalid], color=7))
         flag = "  DRIFT" if d.flagged else ""
         # Small multiples: parameter values without their names, so the title fits 272 px.
         short = f"{c.workload} ({', '.join(str(v) for v in c.params.values())})" if c.params else c.workload
@@ -784,7 +493,7 @@ def _tables(a: CampaignAnalysis) -> list[str]:
 
 
 def _footer(a: CampaignAnalysis) -> list[str]:
-    from boardlab.report.verdicts import build_note
+    from boardlab.analysis.verdicts import build_note
 
     note = build_note(a)
     return ([f'<p class="small">{esc(note)}.</p>'] if note else []) + [
@@ -806,13 +515,7 @@ def render_html(analysis: CampaignAnalysis, series: Series | None = None) -> str
         _aa(a),
         _boxplots(a),
         _heatmap(a),
-        _size_curves(a),
-        _rt_section(a),
-        _ai_section(a),
-        energy_html(a),
-        study_governor.html_section(a),
-        _stream_section(a),
-        study_services.html_parts(a.services_cells),
+        html_sections(a.study_sections()),
         _drift(a),
         _monitor(series),
         _tables(a),

@@ -2,40 +2,17 @@
 
 from __future__ import annotations
 
-from boardlab.report import study_governor, study_services
-from boardlab.report.analysis import CampaignAnalysis
-from boardlab.report.escape import term
-from boardlab.report.study_energy import energy_markdown
-from boardlab.report.terminal import (
-    Table,
-    ai_frames_note,
-    ai_table,
-    cell_table,
-    comparison_table,
-    fmt_duration,
-    fmt_time,
-    rt_percentile_table,
-    rt_short_sample_levels,
-    run_counts,
-    verdict_lines,
-)
+from boardlab.analysis.core import CampaignAnalysis
+from boardlab.analysis.format import fmt_duration, fmt_time
+from boardlab.analysis.tables import cell_table, comparison_table, run_counts, verdict_lines
+from boardlab.report.render import md_escape, md_sections
+from boardlab.report.render import md_table as _md_rows
+
+__all__ = ["md_escape", "render_markdown"]
 
 
-def md_escape(s: object) -> str:
-    """Plan and board strings are data: no table breaks, no raw HTML, no code spans, no links."""
-    text = str(s).replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
-    text = term(text.replace("](", "]\\(").replace("][", "]\\["))  # no [x](url) link; controls shown
-    text = text.replace("<", "&lt;").replace(">", "&gt;")
-    return " ".join(text.splitlines())
-
-
-def md_table(table: Table) -> list[str]:
-    out = [
-        "| " + " | ".join(md_escape(h) for h in table.headers) + " |",
-        "|" + "|".join("---:" if num else "---" for num in table.numeric) + "|",
-    ]
-    out += ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in table.rows]
-    return out
+def md_table(table) -> list[str]:
+    return _md_rows(table.headers, table.rows, table.numeric)
 
 
 def render_markdown(analysis: CampaignAnalysis) -> str:
@@ -54,7 +31,7 @@ def render_markdown(analysis: CampaignAnalysis) -> str:
         f"- runs: {counts['runs']} ({counts['valid']} valid, {counts['invalid']} invalid, {counts['failed']} "
         f"failed, {reruns} re-runs)",
     ]
-    from boardlab.report.verdicts import build_note
+    from boardlab.analysis.verdicts import build_note
 
     if build_note(a):
         out.append(f"- {md_escape(build_note(a))}")
@@ -65,7 +42,7 @@ def render_markdown(analysis: CampaignAnalysis) -> str:
     out += ["", "## Verdicts", ""]
     lines = verdict_lines(a)
     out += [f"- {md_escape(line)}" for line in lines] if lines else ["No comparisons in this campaign."]
-    from boardlab.report.verdicts import aa_note, aa_summary, aa_table, method_note
+    from boardlab.analysis.verdicts import aa_note, aa_summary, aa_table, method_note
 
     if a.comparisons or a.tail_comparisons:
         out += ["", md_escape(method_note(a))]
@@ -97,35 +74,5 @@ def render_markdown(analysis: CampaignAnalysis) -> str:
             "Cost ratio > 1 means the condition is worse (slower, or lower throughput). Verdicts are decided on "
             f"the 90% decision interval; the 95% CI is shown, not decided on; p adjusted by {a.family_text}.",
         ]
-    if a.rt_cells:
-        short = rt_short_sample_levels(a)
-        out += [
-            "",
-            "## Real-time latency",
-            "",
-            "Per rt.cyclictest cell: nearest-rank percentiles of the histogram merged over its valid runs (a "
-            "percentile in the overflow shows only its bound, >= the histogram's limit); min, avg and max over "
-            "every sample. Verdicts on the max latency are in the comparisons above."
-            + (f" {md_escape(short)}" if short else ""),
-            "",
-        ] + md_table(rt_percentile_table(a))
-    if a.ai_cells:
-        out += [
-            "",
-            "## AI inference",
-            "",
-            "Per model and condition: the median over valid runs of each run's per-frame p50/p90/p99. Median "
-            "verdict: the runs' median latencies (the primary comparison); p99 verdict: per-run p99s with at "
-            "least 100 frames per run, else the pooled p99 with a cluster bootstrap over runs, in the report's "
-            "one correction family. Cost ratio > 1 = slower than the baseline."
-            + (f" {note}" if (note := ai_frames_note(a)) else ""),
-            "",
-        ] + md_table(ai_table(a))
-    out += energy_markdown(a)
-    out += study_governor.markdown_lines(a)
-    if a.stream:
-        from boardlab.report.study_stream import markdown_lines
-
-        out += markdown_lines(a.stream)
-    out += study_services.markdown_lines(a.services_cells)
+    out += md_sections(a.study_sections())
     return "\n".join(out) + "\n"

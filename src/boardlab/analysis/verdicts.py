@@ -1,11 +1,17 @@
 """What every report format says about verdicts: the decision interval, the thresholds, the correction
 family and the A/A control (docs/method.md "Comparing a condition with its baseline"). The HTML, Markdown and
-terminal renderers call these so that the three say the same thing in the same words."""
+terminal renderers lay these out so that the three say the same thing in the same words."""
 
 from __future__ import annotations
 
-from boardlab.report.analysis import CampaignAnalysis, ComparisonAnalysis
-from boardlab.report.terminal import Table, fmt_interval, fmt_p, fmt_ratio, verdict_text
+from typing import TYPE_CHECKING
+
+from boardlab.analysis import document as doc
+from boardlab.analysis.format import fmt_interval, fmt_p, fmt_ratio, verdict_text
+from boardlab.analysis.tables import Table
+
+if TYPE_CHECKING:
+    from boardlab.analysis.core import CampaignAnalysis, ComparisonAnalysis
 
 DECISION_HEADER = "90% decision interval [×]"
 CI95_HEADER = "95% CI (shown, not decided on) [×]"
@@ -56,7 +62,7 @@ AA_HEADERS = (
 )
 
 
-def aa_table(a: CampaignAnalysis) -> Table:
+def aa_table(a: CampaignAnalysis) -> doc.Table:
     t = Table(AA_HEADERS, (False, False, True, True, True, True, True, False, False))
     for ctl in a.aa_controls:
         c = ctl.comparison
@@ -88,7 +94,7 @@ def aa_table(a: CampaignAnalysis) -> Table:
             )
         )
         t.row_classes.append("flagged" if ctl.unstable else "")
-    return t
+    return t.done(note_column="status")
 
 
 def aa_note(a: CampaignAnalysis) -> str:
