@@ -47,6 +47,9 @@ class Table:
     row_classes: tuple[str, ...] = ()
     cell_classes: tuple[dict[int, str], ...] = ()
     css: str = ""  # an extra class of the whole table in HTML
+    badge_column: str | None = None  # a status column HTML shows as colored badges (OK / WARN / FAIL)
+    fold: str | None = None  # HTML folds the table under this summary line
+    emphasis_column: str | None = None  # a column HTML sets in bold (the value decided on)
     formats: frozenset[str] = ALL
 
     @property
@@ -65,6 +68,8 @@ class Prose:
     text: str
     small: bool = False
     strong: bool = False
+    banner: bool = False  # a notice at the top (a campaign still running)
+    bold: tuple[str, ...] = ()  # parts of the text set in bold
     formats: frozenset[str] = ALL
 
 

@@ -35,7 +35,12 @@ def html_table(t: doc.Table) -> str:
         for i in cols:
             klass = "num" if t.columns[i].numeric else ("verdict" if names[i] == "verdict" else "")
             klass = f"{klass} {extra[i]}".strip() if i in extra else klass
-            tds.append(f'<td class="{esc(klass)}">{esc(row[i])}</td>' if klass else f"<td>{esc(row[i])}</td>")
+            value = esc(row[i])
+            if names[i] == t.badge_column:
+                value = f'<span class="status st-{value}">{value}</span>'
+            elif names[i] == t.emphasis_column:
+                value = f"<b>{value}</b>"
+            tds.append(f'<td class="{esc(klass)}">{value}</td>' if klass else f"<td>{value}</td>")
         body.append(
             f'<tr class="{esc(cls)}">' + "".join(tds) + "</tr>" if cls else "<tr>" + "".join(tds) + "</tr>"
         )
@@ -45,10 +50,16 @@ def html_table(t: doc.Table) -> str:
                 f"{esc(t.columns[note_at].header)}: {esc(row[note_at])}</td></tr>"
             )
     klass = f' class="{esc(t.css)}"' if t.css else ""
-    return (
-        f'<div class="scroll"><table{klass}><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody>'
-        "</table></div>"
-    )
+    thead = f"<thead><tr>{head}</tr></thead>" if any(headers) else ""
+    table = f'<div class="scroll"><table{klass}>{thead}<tbody>{"".join(body)}</tbody></table></div>'
+    return f"<details><summary>{esc(t.fold)}</summary>{table}</details>" if t.fold else table
+
+
+def _bold(text: str, parts: tuple[str, ...], escape, open_: str, close: str) -> str:
+    out = escape(text)
+    for part in parts:
+        out = out.replace(escape(part), f"{open_}{escape(part)}{close}", 1)
+    return out
 
 
 def html_block(b: doc.Block) -> str:
@@ -58,8 +69,9 @@ def html_block(b: doc.Block) -> str:
         title = f"<h4>{esc(b.title)}</h4>" if b.title else ""
         return title + html_table(b)
     if isinstance(b, doc.Prose):
-        text = f"<b>{esc(b.text)}</b>" if b.strong else esc(b.text)
-        return f'<p class="small">{text}</p>' if b.small else f"<p>{text}</p>"
+        text = f"<b>{esc(b.text)}</b>" if b.strong else _bold(b.text, b.bold, esc, "<b>", "</b>")
+        klass = "banner" if b.banner else ("small" if b.small else "")
+        return f'<p class="{klass}">{text}</p>' if klass else f"<p>{text}</p>"
     if isinstance(b, doc.Items):
         return "<ul>" + "".join(f"<li>{esc(x)}</li>" for x in b.items) + "</ul>"
     if isinstance(b, doc.Preformatted):
@@ -88,7 +100,8 @@ def html_sections(sections: Iterable[doc.Section]) -> list[str]:
         if "html" not in s.formats:
             continue
         level = min(max(s.level, 1), 4)
-        out.append(f"<h{level}>{esc(s.title)}</h{level}>")
+        if s.title:
+            out.append(f"<h{level}>{esc(s.title)}</h{level}>")
         out += [html_block(b) for b in s.blocks if "html" in b.formats]
     return out
 
@@ -118,7 +131,7 @@ def md_block(b: doc.Block) -> list[str]:
     if isinstance(b, doc.Table):
         return ([f"**{md_escape(b.title)}**", ""] if b.title else []) + md_table(b.headers, b.rows, b.numeric)
     if isinstance(b, doc.Prose):
-        return [f"**{md_escape(b.text)}**" if b.strong else md_escape(b.text)]
+        return [f"**{md_escape(b.text)}**" if b.strong else _bold(b.text, b.bold, md_escape, "**", "**")]
     if isinstance(b, doc.Items):
         return [f"- {md_escape(x)}" for x in b.items]
     if isinstance(b, doc.Preformatted):
@@ -134,12 +147,13 @@ def md_sections(sections: Iterable[doc.Section]) -> list[str]:
     for s in sections:
         if "md" not in s.formats:
             continue
-        out += ["", "#" * min(max(s.level, 1), 6) + " " + md_escape(s.title)]
+        if s.title:
+            out += ["", "#" * min(max(s.level, 1), 6) + " " + md_escape(s.title)]
         for b in s.blocks:
             if "md" in b.formats:
                 lines = md_block(b)
                 if lines:
-                    out += [""] + lines
+                    out += ([""] if out else []) + lines
     return out
 
 
@@ -192,10 +206,27 @@ def text_sections(sections: Iterable[doc.Section]) -> list[str]:
         if "text" not in s.formats:
             continue
         blocks = [b for b in s.blocks if "text" in b.formats]
-        out += ["", s.title] + (["=" * len(s.title)] if s.level <= 2 else [])
+        if not blocks and s.level > 2:
+            continue
+        if s.title:
+            out += ["", s.title] + (["=" * len(s.title)] if s.level <= 2 else [])
+        elif out:
+            out.append("")
         for b in blocks:
             out += text_block(b)
     return out
+
+
+def render_document(document: doc.Document, fmt: str) -> str:
+    """The body of a document in one format (HTML: the elements inside <body>, without the page around them)."""
+    if fmt == "html":
+        return "\n".join([f"<h1>{esc(document.title)}</h1>", *html_sections(document.sections)])
+    if fmt == "md":
+        return "\n".join([f"# {md_escape(document.title)}", *md_sections(document.sections)]) + "\n"
+    lines = text_sections(document.sections)
+    while lines and not lines[0]:
+        lines.pop(0)
+    return "\n".join(term(x) for x in lines) + "\n"
 
 
 def render_sections(sections: Iterable[doc.Section], fmt: str) -> str:

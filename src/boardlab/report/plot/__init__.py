@@ -24,7 +24,7 @@ from boardlab.report.plot.bars import bars
 from boardlab.report.plot.boxplot import box_stats, boxplot, grouped_boxplot
 from boardlab.report.plot.heatmap import diverging_color, heatmap
 from boardlab.report.plot.histogram import LOG_BARS_PER_DECADE, histogram_bars, histogram_plot
-from boardlab.report.plot.lines import downsample, line_plot
+from boardlab.report.plot.lines import downsample, line_plot, with_gaps
 
 __all__ = [
     "LOG_BARS_PER_DECADE",
@@ -67,6 +67,18 @@ def _line_plot(data: dict) -> str:
         ys = [y for ln in data["lines"] for _, y in ln.points if y is not None]
         data["y_kind"] = "log10" if wants_log(ys, 10) else "linear"
     return line_plot(**data)
+
+
+MAX_SERIES_POINTS = 700  # per line: about one point per pixel at 800 px
+
+
+def _series_plot(data: dict) -> str:
+    """Monitor series: each line downsampled to about a point per pixel and broken at the gaps between runs."""
+    lines = [
+        Line(ln.label, with_gaps(downsample(ln.points, MAX_SERIES_POINTS)), ln.errors, ln.markers, ln.color)
+        for ln in data["lines"]
+    ]
+    return line_plot(**{**data, "lines": lines})
 
 
 def histograms(panels: list[Histogram], unit: str) -> str:
@@ -128,6 +140,7 @@ PLOTS = {
     "grouped_boxplot": lambda d: grouped_boxplot(**d),
     "heatmap": lambda d: heatmap(**d),
     "line_plot": _line_plot,
+    "series_plot": _series_plot,
     "histograms": lambda d: histograms(**d),
     "bars": lambda d: bars(**d),
 }

@@ -198,3 +198,19 @@ def line_plot(
         body.append(_line(x, y - 4, x + 20, y - 4, stroke=color, width=2.5))
         body.append(_text(x + 26, y, truncate(label, 40), size=11, title=label))
     return _svg(width, height, title, body)
+
+
+def with_gaps(points: Sequence[tuple[float, float | None]]) -> list[tuple[float, float | None]]:
+    """Breaks (None) where the samples pause for longer than the plot can ignore: between runs, when the gap
+    is wider than about 5 px at 800 px and than 5 sampling intervals."""
+    pts = [p for p in points if p[1] is not None]
+    if len(pts) < 3:
+        return pts
+    steps = sorted(b[0] - a[0] for a, b in zip(pts, pts[1:], strict=False))
+    limit = max(5 * steps[len(steps) // 2], (pts[-1][0] - pts[0][0]) / 150)
+    out: list[tuple[float, float | None]] = [pts[0]]
+    for a, b in zip(pts, pts[1:], strict=False):
+        if b[0] - a[0] > limit:
+            out.append(((a[0] + b[0]) / 2, None))
+        out.append(b)
+    return out
