@@ -22,12 +22,12 @@ from boardlab.analysis.format import (
     fmt_p,
     fmt_pct,
     fmt_ratio,
-    fmt_size,
     fmt_time,
     params_text,
     varying_keys,
     verdict_text,
 )
+from boardlab.analysis.headline import Headline, headlines
 from boardlab.analysis.tables import cell_table, comparison_table, drift_text, run_counts, verdict_lines
 from boardlab.analysis.verdicts import aa_note, aa_summary, aa_table, build_note, method_note
 
@@ -123,86 +123,27 @@ def header(a: CampaignAnalysis) -> doc.Section:
 # ---- the summary card -------------------------------------------------------------------------------------------
 
 
-def _levels(inventory: dict) -> list[tuple[str, float]]:
-    """(name, size in bytes) of each data cache level of the board, smallest first (L1d, L2, L3)."""
-    sizes: dict[int, float] = {}
-    for c in inventory.get("caches") or []:
-        if not isinstance(c, dict) or c.get("type") not in ("Data", "Unified") or not c.get("size_kib"):
-            continue
-        sizes[int(c["level"])] = max(sizes.get(int(c["level"]), 0.0), float(c["size_kib"]) * 1024)
-    return [(f"L{lvl}", size) for lvl, size in sorted(sizes.items())]
-
-
-def _figure(c: CellAnalysis) -> str:
-    """'median unit [95% CI]' of a cell, in a unit scaled to its median."""
-    s = c.summary
-    assert s is not None
-    div, unit = display_unit(c.unit, s.median)
-    ci = (
-        f" [{fmt_num(s.median_ci.low / div, 4)}, {fmt_num(s.median_ci.high / div, 4)}]" if s.median_ci else ""
-    )
-    return f"{fmt_num(s.median / div, 4)} {unit}{ci}"
-
-
-def headline_cells(a: CampaignAnalysis) -> list[tuple[str, CellAnalysis]]:
-    """The board's headline figures: every workload's primary metric under the reference condition (the one
-    others are compared against), one figure per parameter set; a working-set sweep gives one figure per
-    cache level (the largest size that fits it) and one for DRAM (the largest size measured)."""
-    ref = [c for c in a.cells if c.baseline is None and c.summary is not None]
-    conditions = {c.condition for c in ref}
-    if len(conditions) > 1:  # several reference conditions: the first is the board's own state
-        first = next(c.condition for c in a.cells if c.baseline is None)
-        ref = [c for c in ref if c.condition == first]
-    by_workload: dict[str, list[CellAnalysis]] = {}
-    for c in ref:
-        by_workload.setdefault(c.workload, []).append(c)
-    levels = _levels(a.inventory or {})
-    out: list[tuple[str, CellAnalysis]] = []
-    for workload, cells in by_workload.items():
-        sized = [c for c in cells if isinstance(c.params.get("size_bytes"), int | float)]
-        if len({c.params["size_bytes"] for c in sized}) >= 2:
-            rest = varying_keys(c.params for c in sized)
-            rest = [k for k in rest if k != "size_bytes"]
-            groups: dict[str, list[CellAnalysis]] = {}
-            for c in sized:
-                groups.setdefault(params_text({k: c.params.get(k) for k in rest}), []).append(c)
-            for label, members in groups.items():
-                members.sort(key=lambda c: c.params["size_bytes"])
-                picks: list[tuple[str, CellAnalysis]] = []
-                for name, size in levels:
-                    fit = [c for c in members if c.params["size_bytes"] <= size]
-                    if fit and fit[-1] is not members[-1]:
-                        picks.append((f"{name} ({fmt_size(int(fit[-1].params['size_bytes']))})", fit[-1]))
-                big = members[-1]
-                picks.append(
-                    (f"{'DRAM' if levels else 'largest'} ({fmt_size(int(big.params['size_bytes']))})", big)
-                )
-                seen: set[int] = set()
-                for what, c in picks:
-                    if c.cell_id not in seen:
-                        seen.add(c.cell_id)
-                        out.append((f"{workload}" + (f" ({label})" if label else "") + f" {what}", c))
-            continue
-        varying = varying_keys(c.params for c in cells)
-        for c in cells:
-            shown = params_text({k: c.params.get(k) for k in varying})
-            out.append((f"{workload}" + (f" ({shown})" if shown else ""), c))
-    return out
+def _figure(h: Headline) -> str:
+    """'median unit [95% CI]' of a headline figure, in a unit scaled to its median."""
+    div, unit = display_unit(h.unit, h.median)
+    ci = f" [{fmt_num(h.ci_low / div, 4)}, {fmt_num(h.ci_high / div, 4)}]" if h.ci_low is not None else ""
+    return f"{fmt_num(h.median / div, 4)} {unit}{ci}"
 
 
 def summary_card(a: CampaignAnalysis) -> doc.Section | None:
-    cells = headline_cells(a)
-    if not cells:
+    figures = headlines(a)
+    if not figures:
         return None
-    shown = cells[:MAX_CARDS]
-    pairs = tuple((f"{label}: {c.metric}", _figure(c)) for label, c in shown)
-    more = len(cells) - len(shown)
-    cond = shown[0][1].condition
+    shown = figures[:MAX_CARDS]
+    pairs = tuple((f"{h.label}: {h.metric}", _figure(h)) for h in shown)
+    more = len(figures) - len(shown)
+    cond = shown[0].condition
     return doc.section(
         "Summary",
         doc.Prose(
             f"Headline figures under {cond}: the median over runs of each workload's primary metric, with its "
-            "95% order-statistic CI" + (f"; {more} more in the cell table" if more > 0 else "") + ".",
+            "95% order-statistic CI (a composite: the mean of its members' medians, with a bootstrap CI over "
+            "their runs)" + (f"; {more} more in the cell table" if more > 0 else "") + ".",
             small=True,
         ),
         doc.Facts(pairs, cards=True),
@@ -760,4 +701,4 @@ def build_document(a: CampaignAnalysis, series: Series | None = None) -> doc.Doc
     return doc.Document(f"boardlab report: {a.name}", tuple(sections))
 
 
-__all__ = ["build_document", "headline_cells"]
+__all__ = ["build_document"]

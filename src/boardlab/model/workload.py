@@ -86,6 +86,9 @@ class WorkloadSpec:
     roles: tuple[str, ...] = ()
     # A throughput against block size curve: (block-size parameter, throughput metric, factor to bit/s).
     throughput_curve: tuple[str, str, float] | None = None
+    # A headline figure shared with other workloads: the arithmetic mean of the primary metrics of every
+    # workload naming the same composite (SciMark 2.0's composite: the mean of its five kernels' MFLOPS).
+    composite: str | None = None
 
     @property
     def supported(self) -> bool:

@@ -16,6 +16,7 @@ ANALYSIS_FIELDS: dict[str, dict] = {
         "roles": ("io-throughput", "pipeline"),
         "throughput_curve": ("block_bytes", "goodput_bit_s", 1.0),
     },
+    **{f"scimark.{k}": {"composite": "SciMark composite"} for k in ("fft", "sor", "mc", "sparse", "lu")},
     "compute.gemm": {"roles": ("compute",)},
     "compute.linpack": {"roles": ("compute",)},
 }
