@@ -1,4 +1,4 @@
-"""The services report section's tables from known cells (what study_services renders, not how)."""
+"""The services report section's tables from known cells (what the services study shows, not how)."""
 
 from __future__ import annotations
 

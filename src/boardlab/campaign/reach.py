@@ -50,7 +50,7 @@ class PlanSummary:
 
 
 def count_comparisons(plan: Plan, cells: list[Cell]) -> int:
-    """The comparisons `report.analysis` will make of these cells: each condition against its baseline and
+    """The comparisons `analysis.analyze` will make of these cells: each condition against its baseline and
     each value of a `compare` parameter against its first, plus a tail comparison for workloads whose spec
     says `tail_samples`."""
     from boardlab.analysis.specs import tail_samples
