@@ -75,8 +75,5 @@ def save_artifact(store, campaign_id: int, name: str, doc: dict) -> None:
 
 
 def load_artifact(store, campaign_id: int, name: str) -> dict | None:
-    row = store.conn.execute(
-        "SELECT data FROM artifacts WHERE campaign_id=? AND name=? ORDER BY id DESC LIMIT 1",
-        (campaign_id, name),
-    ).fetchone()
-    return None if row is None else json.loads(bytes(row[0]))
+    data = store.campaign_artifact(campaign_id, name)
+    return None if data is None else json.loads(data)

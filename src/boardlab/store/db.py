@@ -576,3 +576,12 @@ class Store:
 
     def has_runs(self) -> bool:
         return self.conn.execute("SELECT count(*) FROM runs").fetchone()[0] > 0
+
+    def campaign_artifact(self, campaign_id: int, name: str) -> bytes | None:
+        """The newest artifact `name` stored for the campaign (e.g. the governor lab's labels), or None."""
+        row = self.conn.execute(
+            "SELECT data FROM artifacts WHERE campaign_id=? AND name=? ORDER BY id DESC LIMIT 1",
+            (campaign_id, name),
+        ).fetchone()
+        return None if row is None else bytes(row["data"])
+
