@@ -584,4 +584,3 @@ class Store:
             (campaign_id, name),
         ).fetchone()
         return None if row is None else bytes(row["data"])
-
