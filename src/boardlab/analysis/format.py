@@ -180,3 +180,14 @@ def short_label(workload: str, params: dict, varying) -> str:
     """A cell's label within a section: the workload and only the parameters that vary in that section."""
     shown = {k: params.get(k) for k in varying if k in params}
     return f"{workload} ({params_text(shown)})" if shown else workload
+
+
+def section_labels(items) -> list[str]:
+    """Labels of (workload, params) items within one table: each workload with only the parameters that vary
+    among that workload's items, so a long label shows what tells its rows apart."""
+    items = list(items)
+    by_workload: dict[str, list[dict]] = {}
+    for workload, params in items:
+        by_workload.setdefault(workload, []).append(params)
+    varying = {w: varying_keys(ps) for w, ps in by_workload.items()}
+    return [short_label(w, p, varying[w]) for w, p in items]

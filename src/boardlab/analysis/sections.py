@@ -24,6 +24,7 @@ from boardlab.analysis.format import (
     fmt_ratio,
     fmt_time,
     params_text,
+    section_labels,
     varying_keys,
     verdict_text,
 )
@@ -171,11 +172,12 @@ def verdicts(a: CampaignAnalysis) -> doc.Section | None:
     )
     confounded = sum(1 for ca in a.comparisons if ca.comparison and ca.comparison.verdict.confounded)
     rows, classes = [], []
-    for ca in ordered:
+    labels = section_labels((ca.workload, ca.params) for ca in ordered)
+    for ca, label in zip(ordered, labels, strict=True):
         c = ca.comparison
         what = f"{ca.condition} vs {ca.baseline}"
         if c is None:
-            rows.append(("no verdict", ca.label, what, ca.reason or "", "", "", "", ""))
+            rows.append(("no verdict", label, what, ca.reason or "", "", "", "", ""))
             classes.append("v-none")
             continue
         ci, di = c.cost_ratio_ci, c.decision_ci
@@ -183,7 +185,7 @@ def verdicts(a: CampaignAnalysis) -> doc.Section | None:
         rows.append(
             (
                 verdict_text(c.verdict.kind, c.verdict.confounded) + (" (unstable)" if ca.unstable else ""),
-                ca.label + metric,
+                label + metric,
                 what,
                 fmt_ratio(c.cost_ratio),
                 fmt_interval(di.low, di.high, sig=3) if di else "–",
