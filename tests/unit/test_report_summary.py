@@ -62,19 +62,22 @@ def test_the_card_comes_first_with_cis_in_every_format(analysis):
 
 
 def test_a_composite_is_the_mean_of_its_members_medians_with_a_bootstrap_ci():
-    def cell(i, values):
+    def cell(i, values, ci=True):
         return SimpleNamespace(
             cell_id=i,
             values=tuple(values),
-            summary=SimpleNamespace(median=statistics.median(values)),
+            summary=SimpleNamespace(median=statistics.median(values), median_ci=object() if ci else None),
             unit="MFLOPS",
             metric="mflops",
             condition="baseline",
         )
 
-    cells = [cell(1, [100, 101, 99, 100, 102]), cell(2, [300, 310, 290, 305, 295])]
-    h = composite("SciMark composite", cells)
+    runs = ([100, 101, 99, 100, 102, 100], [300, 310, 290, 305, 295, 300])
+    h = composite("SciMark composite", [cell(1, runs[0]), cell(2, runs[1])])
     assert h.median == pytest.approx((100 + 300) / 2)
     assert h.ci_low < h.median < h.ci_high
     assert h.ci_high - h.ci_low < 20  # the members' spread, not the spread between members
-    assert h.cell_ids == (1, 2) and h.n_runs == 5
+    assert h.cell_ids == (1, 2) and h.n_runs == 6
+    # a member with too few runs for a CI of its own: the composite gives none either
+    few = composite("SciMark composite", [cell(1, runs[0]), cell(2, runs[1][:3], ci=False)])
+    assert few.ci_low is None and few.ci_high is None and few.n_runs == 3

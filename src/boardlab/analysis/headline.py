@@ -84,12 +84,18 @@ def _sweep(workload: str, cells: list[CellAnalysis], levels) -> list[Headline]:
     for label, members in groups.items():
         members.sort(key=lambda c: c.params["size_bytes"])
         picks: list[tuple[str, CellAnalysis]] = []
-        for name, size in levels:
-            fit = [c for c in members if c.params["size_bytes"] <= size]
-            if fit and fit[-1] is not members[-1]:
+        below = 0.0
+        for name, size in levels:  # the largest working set that fits this level and not the one before
+            fit = [c for c in members if below < c.params["size_bytes"] <= size]
+            if fit:
                 picks.append((f"{name} ({fmt_size(int(fit[-1].params['size_bytes']))})", fit[-1]))
-        big = members[-1]
-        picks.append((f"{'DRAM' if levels else 'largest'} ({fmt_size(int(big.params['size_bytes']))})", big))
+            below = size
+        beyond = [c for c in members if c.params["size_bytes"] > below]
+        if beyond:  # larger than every cache (or no cache sizes known): the largest measured
+            big = beyond[-1]
+            picks.append(
+                (f"{'DRAM' if levels else 'largest'} ({fmt_size(int(big.params['size_bytes']))})", big)
+            )
         seen: set[int] = set()
         for what, c in picks:
             if c.cell_id not in seen:
@@ -100,15 +106,17 @@ def _sweep(workload: str, cells: list[CellAnalysis], levels) -> list[Headline]:
 
 def composite(name: str, cells: Sequence[CellAnalysis], *, seed: int = 0) -> Headline:
     """The arithmetic mean of the members' medians, with a percentile bootstrap CI that resamples each
-    member's runs (runs are the unit, docs/method.md)."""
+    member's runs (runs are the unit, docs/method.md); no CI when a member has too few runs for its own."""
     rng = random.Random(seed)
     point = statistics.fmean(c.summary.median for c in cells)  # type: ignore[union-attr]
     values = [list(c.values) for c in cells]
-    boot = sorted(
-        statistics.fmean(statistics.median(rng.choices(v, k=len(v))) for v in values)
-        for _ in range(COMPOSITE_RESAMPLES)
-    )
-    lo, hi = boot[int(0.025 * len(boot))], boot[int(0.975 * len(boot)) - 1]
+    lo = hi = None
+    if all(c.summary.median_ci is not None for c in cells):  # type: ignore[union-attr]
+        boot = sorted(
+            statistics.fmean(statistics.median(rng.choices(v, k=len(v))) for v in values)
+            for _ in range(COMPOSITE_RESAMPLES)
+        )
+        lo, hi = boot[int(0.025 * len(boot))], boot[int(0.975 * len(boot)) - 1]
     units = {c.unit for c in cells}
     return Headline(
         name,

@@ -127,8 +127,11 @@ def header(a: CampaignAnalysis) -> doc.Section:
 def _figure(h: Headline) -> str:
     """'median unit [95% CI]' of a headline figure, in a unit scaled to its median."""
     div, unit = display_unit(h.unit, h.median)
-    ci = f" [{fmt_num(h.ci_low / div, 4)}, {fmt_num(h.ci_high / div, 4)}]" if h.ci_low is not None else ""
-    return f"{fmt_num(h.median / div, 4)} {unit}{ci}"
+    if h.ci_low is None or h.ci_high is None:
+        return f"{fmt_num(h.median / div, 4)} {unit} (no CI: {_count(h.n_runs, 'run')})"
+    return (
+        f"{fmt_num(h.median / div, 4)} {unit} [{fmt_num(h.ci_low / div, 4)}, {fmt_num(h.ci_high / div, 4)}]"
+    )
 
 
 def summary_card(a: CampaignAnalysis) -> doc.Section | None:
