@@ -3,7 +3,7 @@
 Each replicate is a real campaign written with the product's store API (`Store.create_campaign`,
 `ensure_cells`, `record_run`) into a real SQLite database, from a real plan parsed by `parse_plan`, in the
 order and with the A/A labels the product's `schedule` gives it; the verdict is read from
-`report.analysis.analyze`, the code `boardlab report` runs. Only the run values are synthetic: lognormal with
+`analysis.analyze`, the code `boardlab report` runs. Only the run values are synthetic: lognormal with
 a given CV (one value per run, its iterations around it), with drift along the run order or outliers in some
 scenarios. Nothing of the method is re-implemented or re-parametrized here: the threshold, the intervals,
 the test and the correction are whatever the product computes.
@@ -123,8 +123,8 @@ def simulate(scenario: Scenario, replicates: int, seed: int, workdir: Path) -> C
     the A/A control's own verdicts under keys "aa_control:<kind>"."""
     import statistics
 
+    from boardlab.analysis.core import analyze
     from boardlab.model.campaign import ConditionSpec
-    from boardlab.report.analysis import analyze
     from boardlab.store import Store
 
     plan, cells, schedule_runs, metric = _plan_and_schedule()

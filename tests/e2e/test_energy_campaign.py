@@ -203,13 +203,13 @@ def test_exports_carry_energy_idle_dynamic_edp_and_efficiency_derived_from_units
 
 
 def test_every_report_format_has_the_energy_section_with_cis_per_cell_and_governor(odroid_campaign):
-    from boardlab.report.analysis import analyze
+    from boardlab.analysis.core import analyze
     from boardlab.store import Store
 
     tmp, db = odroid_campaign
     with Store.open(db, create=False) as store:
         a = analyze(store, 1)
-    study = a.energy
+    study = a.study("boardlab.analysis.studies.energy")
     assert study.primary == "hwmon:rails" and study.reason is None
     assert len(study.cells) == 4  # 2 workloads x (baseline, performance governor)
     for c in study.cells:

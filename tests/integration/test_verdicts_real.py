@@ -38,7 +38,7 @@ def test_a_parameter_that_adds_five_percent_work_is_called_a_slowdown(tmp_path):
     assert run_cli("run", str(plan), "--db", str(db), "--quiet", timeout=900).returncode == 0
     proc = run_cli("compare", str(db), str(db), "--json")  # smoke: the same db against itself
     assert proc.returncode == 0
-    from boardlab.report.analysis import analyze
+    from boardlab.analysis.core import analyze
     from boardlab.store import Store
 
     with Store.open(db, create=False) as store:

@@ -489,7 +489,7 @@ def test_a_governor_eval_campaign_reports_policies_side_by_side(tmp_path):
     p = run_cli("report", "--db", str(db), "--format", "text", env=env)
     assert p.returncode == 0, p.stderr
     text = p.stdout
-    assert "GOVERNOR STUDY" in text
+    assert "Governor study\n==============" in text
     for policy in ("ondemand", "performance", "powersave", "schedutil", "anti-snoop"):
         assert f" {policy} " in text
     assert "energy unsupported in this campaign" in text

@@ -51,7 +51,8 @@ def test_text_without_endpoint_lines_gives_no_rows():
 
 
 def test_io_dma_reports_a_board_log_as_the_study_table(tmp_path):
-    from boardlab.report.study_stream import stream_study, tables, terminal_lines
+    from boardlab.analysis.studies.stream import sections, stream_study, tables
+    from boardlab.report.render import render_sections
     from boardlab.workloads.io_dma import from_pcitest_log
 
     res = from_pcitest_log(str(LOG))
@@ -80,4 +81,4 @@ def test_io_dma_reports_a_board_log_as_the_study_table(tmp_path):
     assert rows[0][:4] == ("read", "1024", "0.1", "-") and rows[1][:2] == ("read", "1024000")
     assert rows[1][2] == f"{1024000 / 10.9e-3 / 1e6:.1f}" and rows[1][-1] == "ok"
     assert [r[-1] for r in rows if r[0] == "write" and r[1] == "1024000"] == ["NOT OKAY"]
-    assert "PCIe endpoint test" in "\n".join(terminal_lines(s))
+    assert "PCIe endpoint test" in render_sections(sections(None, s), "text")

@@ -14,7 +14,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import bench_verdicts  # noqa: E402
 
-from boardlab.report.analysis import analyze  # noqa: E402
+from boardlab.analysis.core import analyze  # noqa: E402
 from boardlab.report.html import render_html  # noqa: E402
 from boardlab.report.markdown import render_markdown  # noqa: E402
 from boardlab.report.terminal import render_text  # noqa: E402

@@ -1,8 +1,17 @@
-"""The services report section's tables from known cells (what study_services renders, not how)."""
+"""The services report section's tables from known cells (what the services study shows, not how)."""
 
 from __future__ import annotations
 
-from boardlab.report.study_services import ServiceCell, markdown_lines, tables, text_lines
+from boardlab.analysis.studies.services import ServiceCell, sections, tables
+from boardlab.report.render import render_sections
+
+
+def markdown_lines(cells):
+    return render_sections(sections(None, cells), "md").splitlines() if cells else []
+
+
+def text_lines(cells):
+    return render_sections(sections(None, cells), "text").splitlines() if cells else []
 
 
 def cells() -> list[ServiceCell]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from boardlab.report.study_stream import (
+from boardlab.analysis.studies.stream import (
     Balance,
     BitCost,
     Curve,
@@ -10,16 +10,29 @@ from boardlab.report.study_stream import (
     Gflops,
     StageCpu,
     StreamStudy,
-    html_parts,
-    markdown_lines,
+    sections,
     tables,
-    terminal_lines,
 )
+from boardlab.report.render import render_sections
+
+
+def terminal_lines(s):
+    return render_sections(sections(None, s), "text").splitlines()
+
+
+def markdown_lines(s):
+    return render_sections(sections(None, s), "md").splitlines()
+
+
+def html_parts(s):
+    return [render_sections(sections(None, s), "html")]
 
 
 def study(**kw) -> StreamStudy:
     base = dict(
-        curves=(Curve("io.storage", "op=read", "bit/s", ((4096, 50.0, 5), (1048576, 800.0, 5))),),
+        curves=(
+            Curve("io.storage", "op=read", "bit/s", ((4096, 50.0, 5), (1048576, 800.0, 5)), to_bit_s=8e6),
+        ),
         dma=(),
         dma_unsupported="no DMA engine: /sys/class/dma lists no dmaengine channel on this machine",
         stages=(StageCpu("block_bytes=16384", (("receive", 0.5), ("compress", 6.0), ("sink", 0.4)), 0.998),),
@@ -95,7 +108,7 @@ def test_a_cell_without_the_curve_metric_draws_no_point(tmp_path):
     # tcp_rr reports transactions_s, not goodput: its msg_bytes must not open an empty curve point.
     import json
 
-    from boardlab.report.study_stream import stream_study
+    from boardlab.analysis.studies.stream import stream_study
 
     class FakeStore:
         def runs(self, _cid):
@@ -130,7 +143,7 @@ def _row(workload, params, metrics, info=None):
 
 
 def test_tcp_rr_latency_table_in_every_format():
-    from boardlab.report.study_stream import stream_study
+    from boardlab.analysis.studies.stream import stream_study
 
     m = lambda v: {"median": v}  # noqa: E731
     rows = [
@@ -163,7 +176,7 @@ def test_tcp_rr_latency_table_in_every_format():
 
 
 def test_goodput_against_the_declared_link_rate_in_every_format():
-    from boardlab.report.study_stream import stream_study
+    from boardlab.analysis.studies.stream import stream_study
 
     # The study's figure: 360 MB/s over a 500 MB/s link is 72%.
     rows = [

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from boardlab.report import svg
+from boardlab.report import plot as svg
 from boardlab.stats import tukey_outliers
 
 NS = {"s": "http://www.w3.org/2000/svg"}

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from boardlab.report.analysis import is_tail_metric, threshold_for
+from boardlab.analysis.core import is_tail_metric, threshold_for
 from boardlab.stats import DEFAULT_DELTA, DEFAULT_TAIL_DELTA, family_method, reachability, smallest_p
 
 

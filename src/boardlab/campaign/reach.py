@@ -17,8 +17,6 @@ from boardlab.model.campaign import Cell, Plan
 from boardlab.model.workload import WorkloadSpec
 from boardlab.stats.reach import Reachability, reachability
 
-TAIL_WORKLOADS = frozenset({"ai.inference", "rt.cyclictest"})  # as report.analysis (kept import-light)
-
 
 @dataclass(frozen=True)
 class PlanSummary:
@@ -52,8 +50,11 @@ class PlanSummary:
 
 
 def count_comparisons(plan: Plan, cells: list[Cell]) -> int:
-    """The comparisons `report.analysis` will make of these cells: each condition against its baseline and
-    each value of a `compare` parameter against its first, plus a tail comparison for TAIL_WORKLOADS."""
+    """The comparisons `analysis.analyze` will make of these cells: each condition against its baseline and
+    each value of a `compare` parameter against its first, plus a tail comparison for workloads whose spec
+    says `tail_samples`."""
+    from boardlab.analysis.specs import tail_samples
+
     keys = {c.key for c in cells}
     bases = {c.name: c.baseline for c in plan.conditions}
     n = 0
@@ -71,7 +72,7 @@ def count_comparisons(plan: Plan, cells: list[Cell]) -> int:
                 and cell.params_dict.get(entry.compare) in values[1:]
             ):
                 pairs += 1
-        n += pairs * (2 if cell.workload in TAIL_WORKLOADS else 1)
+        n += pairs * (2 if tail_samples(cell.workload) else 1)
     return n
 
 

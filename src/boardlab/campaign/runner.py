@@ -728,7 +728,7 @@ class Runner:
         """The precision rule of docs/method.md: stop a cell when its CI half-width is at most its class's
         target, or (a compared cell) when the 90% decision interval already decides against its threshold
         delta, or at the cap; never on a p-value."""
-        from boardlab.report.analysis import threshold_for
+        from boardlab.analysis.core import threshold_for
         from boardlab.stats import should_stop
 
         values = self._valid_values(campaign_id)

@@ -14,7 +14,6 @@ DESCRIPTION = (
     "A/A control is shown, and a cell whose A/A control failed on either side is marked unstable. Cells "
     "found on one side only are listed."
 )
-COMPARE_SCHEMA = 1
 
 
 def add_arguments(parser) -> None:
@@ -33,13 +32,13 @@ def add_arguments(parser) -> None:
         "--board-b", metavar="LABEL", help="in a store of many boards: the latest campaign of this board in B"
     )
     parser.add_argument(
-        "--json", action="store_true", help=f"print a JSON document (schema {COMPARE_SCHEMA})"
+        "--json", action="store_true", help="print a JSON document (its `schema` field is its version)"
     )
 
 
 def _load(path: str, campaign_id: int | None, board: str | None = None):
+    from boardlab.analysis import analyze, latest_campaign_id
     from boardlab.errors import InputError
-    from boardlab.report.analysis import analyze, latest_campaign_id
     from boardlab.store import Store
 
     with Store.open(path, create=False) as store:
@@ -56,176 +55,13 @@ def _load(path: str, campaign_id: int | None, board: str | None = None):
             cid = campaign_id if campaign_id is not None else latest_campaign_id(store)
         if cid is None:
             raise InputError(f"{store.path}: no campaign in this database yet")
-        store.conn.execute("BEGIN")  # one consistent snapshot, even while a campaign writes
-        try:
+        with store.snapshot():  # one consistent snapshot, even while a campaign writes
             return analyze(store, cid)
-        finally:
-            store.conn.execute("COMMIT")
-
-
-def _key(cell) -> tuple[str, str, str]:
-    return cell.workload, json.dumps(cell.params, sort_keys=True), cell.condition
-
-
-def _side(path: str, a) -> dict:
-    return {
-        "db": path,
-        "campaign_id": a.campaign_id,
-        "name": a.name,
-        "board": a.board_label,
-        "status": a.status,
-        "boardlab_version": a.boardlab_version,
-        "started_unix_s": a.started_unix_s,
-    }
-
-
-def _interval(ci) -> list[float] | None:
-    return None if ci is None else [ci.low, ci.high]
-
-
-def _cell_id(cell) -> dict:
-    return {
-        "workload": cell.workload,
-        "params": cell.params,
-        "condition": cell.condition,
-        "metric": cell.metric,
-    }
-
-
-def compare_campaigns(a, b, *, path_a: str = "A", path_b: str = "B") -> dict:
-    """The comparison document: every cell of A matched in B, B/A per cell (docs/method.md "Comparing ...")."""
-    import tomllib
-
-    from boardlab.report.analysis import threshold_for
-    from boardlab.stats import adjust, compare, family_method
-
-    b_cells = {_key(c): c for c in b.cells}
-    a_keys = {_key(c) for c in a.cells}
-    matched = [(ca, b_cells[_key(ca)]) for ca in a.cells if _key(ca) in b_cells]
-    try:
-        plan_a = tomllib.loads(a.plan_text)
-    except tomllib.TOMLDecodeError:
-        plan_a = {}
-    # A/A controls of both sides, by cell: a cell whose control is unstable on either side is unstable here.
-    unstable: dict[tuple, list[str]] = {}
-    for side, analysis in (("A", a), ("B", b)):
-        for ctl in analysis.aa_controls:
-            if ctl.unstable:
-                key = (ctl.workload, json.dumps(ctl.params, sort_keys=True), ctl.condition)
-                unstable.setdefault(key, []).append(f"{side}: {ctl.remedy}")
-
-    rows: list[dict] = []
-    comps = []
-    slots = []
-    for i, (ca, cb) in enumerate(matched):
-        row = {
-            **_cell_id(ca),
-            "unit": ca.unit,
-            "higher_is_better": ca.higher_is_better,
-            "a": {"n": len(ca.values), "median": ca.summary.median if ca.summary else None},
-            "b": {"n": len(cb.values), "median": cb.summary.median if cb.summary else None},
-            "ratio": None,
-            "ratio_ci": None,
-            "cost_ratio": None,
-            "cost_ratio_ci": None,
-            "decision_ci": None,
-            "delta": None,
-            "delta_source": None,
-            "test": None,
-            "p_value": None,
-            "p_adjusted": None,
-            "verdict": None,
-            "confounded": None,
-            "reasons": [],
-            "reason": None,
-            "unstable": unstable.get(_key(ca)),
-        }
-        if ca.metric != cb.metric or ca.unit != cb.unit:
-            row["reason"] = f"different metrics: {ca.metric} [{ca.unit}] in A, {cb.metric} [{cb.unit}] in B"
-        elif not ca.values or not cb.values:
-            row["reason"] = f"no valid runs in {'A' if not ca.values else 'B'}"
-        else:
-            if row["a"]["median"] is None or row["b"]["median"] is None:  # one run: its value is the median
-                import statistics
-
-                row["a"]["median"] = statistics.median(ca.values)
-                row["b"]["median"] = statistics.median(cb.values)
-            env_a = [r.environment for r in ca.runs if r.valid and r.value is not None]
-            env_b = [r.environment for r in cb.runs if r.valid and r.value is not None]
-            delta, source = threshold_for(plan_a, ca.workload, ca.metric)
-            row.update(delta=delta, delta_source=source)
-            comps.append(
-                compare(
-                    list(ca.values),
-                    list(cb.values),
-                    higher_is_better=ca.higher_is_better,
-                    delta=delta,
-                    seed=i,
-                    baseline_env=env_a,
-                    condition_env=env_b,
-                )
-            )
-            slots.append(len(rows))
-        rows.append(row)
-    method = family_method(len(comps))
-    for slot, c in zip(slots, adjust(comps, method) if comps else (), strict=True):
-        row = rows[slot]
-        row.update(
-            ratio=c.ratio,
-            ratio_ci=_interval(c.ratio_ci),
-            cost_ratio=c.cost_ratio,
-            cost_ratio_ci=_interval(c.cost_ratio_ci),
-            decision_ci=_interval(c.decision_ci),
-            test=c.test.name,
-            p_value=c.p_value,
-            p_adjusted=c.p_adjusted,
-            verdict=c.verdict.kind,
-            confounded=c.verdict.confounded,
-            reasons=list(c.verdict.reasons),
-        )
-    return {
-        "schema": COMPARE_SCHEMA,
-        "a": _side(path_a, a),
-        "b": _side(path_b, b),
-        "ratio": "B / A: median of B over median of A; cost_ratio > 1 means B is worse",
-        "decision": "verdicts are decided on decision_ci, the 90% bootstrap interval of the cost ratio, "
-        "against each cell's delta; cost_ratio_ci (95%) is shown, not decided on",
-        "adjustment": method,
-        "family_size": len(comps),
-        "aa_controls": {side: _aa_doc(analysis) for side, analysis in (("a", a), ("b", b))},
-        "cells": rows,
-        "unmatched": {
-            "a_only": [_cell_id(c) for c in a.cells if _key(c) not in b_cells],
-            "b_only": [_cell_id(c) for c in b.cells if _key(c) not in a_keys],
-        },
-    }
-
-
-def _aa_doc(analysis) -> list[dict]:
-    out = []
-    for ctl in analysis.aa_controls:
-        c = ctl.comparison
-        out.append(
-            {
-                "workload": ctl.workload,
-                "params": ctl.params,
-                "condition": ctl.condition,
-                "n_a1": ctl.n_a1,
-                "n_a2": ctl.n_a2,
-                "verdict": None if ctl.reason or c is None else c.verdict.kind,
-                "cost_ratio": None if c is None else c.cost_ratio,
-                "decision_ci": None if c is None else _interval(c.decision_ci),
-                "unstable": ctl.unstable,
-                "remedy": ctl.remedy,
-                "reason": ctl.reason,
-            }
-        )
-    return out
 
 
 def render_text(doc: dict) -> str:
-    from boardlab.report.svg import fmt_num
-    from boardlab.report.terminal import aligned, display_unit, fmt_interval, fmt_p, fmt_ratio, verdict_text
+    from boardlab.analysis.format import display_unit, fmt_interval, fmt_num, fmt_p, fmt_ratio, verdict_text
+    from boardlab.report.render import aligned
 
     def who(side: dict) -> str:
         return f"{side['db']} campaign {side['campaign_id']} {side['name']!r} on {side['board']} ({side['status']})"
@@ -329,6 +165,7 @@ def render_text(doc: dict) -> str:
 
 
 def run(args) -> int:
+    from boardlab.analysis import compare_campaigns
     from boardlab.store.pg import display_url, is_url
 
     a = _load(args.a, args.campaign_a, args.board_a)

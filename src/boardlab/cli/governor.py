@@ -589,7 +589,7 @@ def _simulate(args) -> int:
         raise InputError(f"--trace: {exc}") from None
     res["anti_snoop_rule"] = rule_text
     if args.html:
-        from boardlab.report.study_governor import simulation_html
+        from boardlab.report.simulation import simulation_html
 
         _write(args.html, simulation_html(res), args)
     if args.json:

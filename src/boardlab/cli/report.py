@@ -30,8 +30,8 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    from boardlab.analysis import analyze, latest_campaign_id, monitor_series
     from boardlab.errors import InputError
-    from boardlab.report.analysis import analyze, latest_campaign_id
     from boardlab.report.escape import term
     from boardlab.store import Store
     from boardlab.store.export import check_output, write_output
@@ -52,16 +52,9 @@ def run(args) -> int:
         if campaign_id is None:
             raise InputError(f"{store.path}: no campaign in this database yet")
         # One read transaction: a consistent snapshot while a running campaign commits runs (WAL).
-        store.conn.execute("BEGIN")
-        try:
+        with store.snapshot():
             analysis = analyze(store, campaign_id)
-            series = None
-            if args.format == "html":
-                from boardlab.report.html import campaign_series
-
-                series = campaign_series(store, campaign_id)
-        finally:
-            store.conn.execute("COMMIT")
+            series = monitor_series(store, campaign_id) if args.format == "html" else None
     if args.format == "html":
         from boardlab.report.html import render_html
 

@@ -175,7 +175,7 @@ def run(args) -> int:
             outcome = runner.run()
         except InputError:
             # refused before anything ran: leave no empty results file behind (never one holding a run)
-            if store.created and not store.conn.execute("SELECT count(*) FROM runs").fetchone()[0]:
+            if store.created and not store.has_runs():
                 for suffix in ("", "-wal", "-shm"):
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(args.db + suffix)
@@ -210,7 +210,7 @@ def run(args) -> int:
         )
     else:
         if outcome.runs_total and not args.quiet:  # the answer first: cells and verdicts
-            from boardlab.report.analysis import analyze
+            from boardlab.analysis import analyze
             from boardlab.report.terminal import render_text
 
             with Store.open(args.db, create=False) as store:

@@ -36,7 +36,9 @@ def size_arg(text: str) -> int:
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("workload", choices=("io.storage", "io.net"), help="what to cross-check")
+    parser.add_argument(
+        "workload", choices=("io.storage", "io.net"), help="what to cross-check"
+    )  # CHECKS' keys
     parser.add_argument("--pairs", type=int, default=10, help="interleaved pairs (default 10)")
     parser.add_argument(
         "--json", action="store_true", help="print the pairs and median_ratio per metric as JSON"
@@ -192,13 +194,17 @@ def _net(args, kern: Path):
     return check
 
 
+# The cross-check of each workload against its reference tool (fio, iperf3), by the workload it checks.
+CHECKS = {"io.storage": _storage, "io.net": _net}
+
+
 def run(args) -> int:
     from boardlab.native import kern_path
 
     if args.pairs < 1:
         raise InputError("--pairs must be at least 1")
     kern = kern_path()
-    check = _storage(args, kern) if args.workload == "io.storage" else _net(args, kern)
+    check = CHECKS[args.workload](args, kern)
     doc = check.as_json()
     if args.json:
         print(json.dumps(doc, indent=2))

@@ -27,7 +27,7 @@ def sweep_from_store(store, campaign_id: int) -> list[SweepCell]:
     groups: dict[tuple, dict[str, list]] = {}
     for r in store.runs(campaign_id):
         parsed = parse_cell_name(r["condition"])
-        if r["workload"] != "mem.latency" or parsed is None or not r["valid"] or r["value"] is None:
+        if parsed is None or not r["valid"] or r["value"] is None:
             continue
         if r["metric"] != "ns_per_access":
             continue
@@ -75,8 +75,5 @@ def save_artifact(store, campaign_id: int, name: str, doc: dict) -> None:
 
 
 def load_artifact(store, campaign_id: int, name: str) -> dict | None:
-    row = store.conn.execute(
-        "SELECT data FROM artifacts WHERE campaign_id=? AND name=? ORDER BY id DESC LIMIT 1",
-        (campaign_id, name),
-    ).fetchone()
-    return None if row is None else json.loads(bytes(row[0]))
+    data = store.campaign_artifact(campaign_id, name)
+    return None if data is None else json.loads(data)

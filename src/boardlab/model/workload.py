@@ -72,6 +72,23 @@ class WorkloadSpec:
     metrics: tuple[MetricSpec, ...] = ()
     unsupported_reason: str | None = None
     phases: tuple[str, ...] = field(default=())
+    # ---- what analysis needs to know of the results (set in the workload's own module) ----
+    # The per-sample p99 is a verdict metric: a tail comparison of its own beside the median's.
+    tail_samples: bool = False
+    # A per-run p99 the worker computes over all its samples, and the metric counting those samples; without
+    # it the tail uses the run's stored samples of the primary metric (run_values).
+    tail_metric: str | None = None
+    tail_count_metric: str | None = None
+    # Histograms (this name, or name.*) holding the run's samples, e.g. wake-up latencies per CPU.
+    sample_histogram: str | None = None
+    # What its results show, for studies that gather them: "io-throughput", "network", "pipeline", "dma",
+    # "compute", "rate-search", "services".
+    roles: tuple[str, ...] = ()
+    # A throughput against block size curve: (block-size parameter, throughput metric, factor to bit/s).
+    throughput_curve: tuple[str, str, float] | None = None
+    # A headline figure shared with other workloads: the arithmetic mean of the primary metrics of every
+    # workload naming the same composite (SciMark 2.0's composite: the mean of its five kernels' MFLOPS).
+    composite: str | None = None
 
     @property
     def supported(self) -> bool:

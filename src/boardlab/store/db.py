@@ -683,3 +683,25 @@ class Store:
         return self.conn.execute(
             "SELECT source, t_ns, value FROM series WHERE run_id=? ORDER BY source, t_ns", (run_id,)
         ).fetchall()
+
+    # ---- reading for analysis (portable SQL: also spoken by the PostgreSQL store) ----
+
+    @contextlib.contextmanager
+    def snapshot(self):
+        """One read transaction: a consistent view while a running campaign commits runs (WAL)."""
+        self.conn.execute("BEGIN")
+        try:
+            yield self
+        finally:
+            self.conn.execute("COMMIT")
+
+    def has_runs(self) -> bool:
+        return self.conn.execute("SELECT count(*) FROM runs").fetchone()[0] > 0
+
+    def campaign_artifact(self, campaign_id: int, name: str) -> bytes | None:
+        """The newest artifact `name` stored for the campaign (e.g. the governor lab's labels), or None."""
+        row = self.conn.execute(
+            "SELECT data FROM artifacts WHERE campaign_id=? AND name=? ORDER BY id DESC LIMIT 1",
+            (campaign_id, name),
+        ).fetchone()
+        return None if row is None else bytes(row["data"])

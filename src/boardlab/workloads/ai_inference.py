@@ -91,6 +91,7 @@ SPEC = WorkloadSpec(
         MetricSpec("ddr_read_mb", "MB", False, kind="value", help="TI: DDR bytes read per frame"),
         MetricSpec("ddr_write_mb", "MB", False, kind="value", help="TI: DDR bytes written per frame"),
     ),
+    tail_samples=True,  # per-frame p99: a verdict of its own (runs store every frame's latency)
 )
 
 

@@ -34,6 +34,7 @@ SPEC = WorkloadSpec(
         ),
         MetricSpec("dma_over_memcpy", "ratio", True, "value", help="dma_mb_s / memcpy_mb_s"),
     ),
+    roles=("dma",),
 )
 
 

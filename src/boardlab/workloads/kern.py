@@ -4,6 +4,23 @@ from __future__ import annotations
 
 from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
 
+# What analysis needs to know of a kernel's results (WorkloadSpec's analysis fields), one line per kernel that
+# needs more than the defaults: the C descriptor declares parameters and metrics, not how studies read them.
+ANALYSIS_FIELDS: dict[str, dict] = {
+    "io.storage": {"roles": ("io-throughput",), "throughput_curve": ("bs", "bandwidth_mb_s", 8e6)},
+    "io.net": {
+        "roles": ("io-throughput", "network"),
+        "throughput_curve": ("msg_bytes", "goodput_bit_s", 1.0),
+    },
+    "stream.pipeline": {
+        "roles": ("io-throughput", "pipeline"),
+        "throughput_curve": ("block_bytes", "goodput_bit_s", 1.0),
+    },
+    **{f"scimark.{k}": {"composite": "SciMark composite"} for k in ("fft", "sor", "mc", "sparse", "lu")},
+    "compute.gemm": {"roles": ("compute",)},
+    "compute.linpack": {"roles": ("compute",)},
+}
+
 
 def _spec(entry: dict) -> WorkloadSpec:
     params = tuple(
@@ -39,6 +56,7 @@ def _spec(entry: dict) -> WorkloadSpec:
         metrics=metrics,
         unsupported_reason=None if entry["supported"] else entry["reason"],
         phases=tuple(entry.get("phases", ())),
+        **ANALYSIS_FIELDS.get(entry["name"], {}),
     )
 
 

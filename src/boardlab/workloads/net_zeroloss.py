@@ -34,6 +34,7 @@ SPEC = WorkloadSpec(
         ),
         MetricSpec("trials", "runs", False, "value", help="io.net runs the search took"),
     ),
+    roles=("rate-search",),
 )
 
 

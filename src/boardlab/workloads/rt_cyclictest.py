@@ -118,6 +118,10 @@ SPEC = WorkloadSpec(
         MetricSpec("irq_max_latency_us", "us", False, kind="value", help="timerlat only: timer IRQ latency"),
         MetricSpec("irq_avg_latency_us", "us", False, kind="mean", help="timerlat only: timer IRQ latency"),
     ),
+    tail_samples=True,  # the p99 wake-up latency: a verdict of its own
+    tail_metric="p99_latency_us",  # the run's own p99 over every sample (from its histogram)
+    tail_count_metric="samples",
+    sample_histogram="latency_us",  # latency_us or latency_us.cpuN[.tK]
 )
 
 # cyclictest's words when it may not do what it must (check_privs, mlockall): unsupported, not a failure

@@ -87,6 +87,7 @@ SPEC = WorkloadSpec(
             "UDP receive-buffer drops in the namespace during the run",
         ),
     ),
+    roles=("services",),
 )
 
 

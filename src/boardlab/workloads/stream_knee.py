@@ -36,6 +36,7 @@ SPEC = WorkloadSpec(
         ),
         MetricSpec("trials", "runs", False, "value", help="stream.pipeline runs the search took"),
     ),
+    roles=("rate-search",),
 )
 
 

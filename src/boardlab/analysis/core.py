@@ -1,7 +1,8 @@
 """From a stored campaign to the numbers a report shows: per-cell summaries and per-comparison verdicts.
 
 Pure with respect to the store's rows: it reads, computes with boardlab.stats (docs/method.md), and returns
-frozen records; rendering (HTML, Markdown, terminal) lives beside it and computes nothing statistical.
+frozen records; the studies (analysis.studies) add theirs, and `boardlab.report` lays out the document
+built from them and computes nothing statistical.
 """
 
 from __future__ import annotations
@@ -12,9 +13,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from boardlab.report import study_governor, study_services
-from boardlab.report.studies import AiCell, RtCell, ai_cells, rt_cells
-from boardlab.report.study_energy import energy_study
+from boardlab.analysis.document import Section
+from boardlab.analysis.specs import spec_of, tail_samples
 from boardlab.stats import (
     DEFAULT_DELTA,
     DEFAULT_TAIL_DELTA,
@@ -31,9 +31,9 @@ from boardlab.stats.threshold import family_method_name
 from boardlab.store import Store
 
 MIN_RUNS_FOR_SUMMARY = 2
-# Workloads whose tail gets a comparison of its own (`tail_comparisons`), with the rule of `stats.tails`:
-# per-run p99 when every run has >= 100 samples, else the pooled p99 with a cluster bootstrap.
-TAIL_WORKLOADS = frozenset({"ai.inference", "rt.cyclictest"})
+# Workloads whose spec says `tail_samples` get a comparison of their tail of its own (`tail_comparisons`), with
+# the rule of `stats.tails`: per-run p99 when every run has >= 100 samples, else the pooled p99 with a
+# cluster bootstrap.
 TAIL_SEED_OFFSET = 100_000  # bootstrap seeds of the tail comparisons, apart from the medians'
 AA_SEED_OFFSET = 200_000  # and of the A/A controls
 AA_ARMS = ("A1", "A2")
@@ -193,18 +193,27 @@ class CampaignAnalysis:
     cells: tuple[CellAnalysis, ...]
     comparisons: tuple[ComparisonAnalysis, ...]
     notes: dict = field(default_factory=dict)
-    rt_cells: tuple[RtCell, ...] = ()  # rt.cyclictest cells: merged histograms and percentiles (studies.py)
-    ai_cells: tuple[AiCell, ...] = ()  # ai.inference cells: per-frame p50/p90/p99 over runs (studies.py)
-    services_cells: tuple = ()  # svc.scenario cells (study_services.py)
-    # The p99 against the baseline, for TAIL_WORKLOADS (stats.tails: per-run or pooled with a cluster
-    # bootstrap), in the same correction family as the medians.
+    # The p99 against the baseline, for workloads with `tail_samples` (stats.tails: per-run or pooled with a
+    # cluster bootstrap), in the same correction family as the medians.
     tail_comparisons: tuple[ComparisonAnalysis, ...] = ()
-    energy: Any = None  # report/study_energy.EnergyStudy: sources, idle power, energy/EDP/efficiency per cell
-    governor: object | None = None  # the governor study's sweep maps, tree and policies (study_governor.py)
     aa_controls: tuple[AAControl, ...] = ()
     family_size: int = 0  # every comparison with a verdict, medians and tails together
     family_adjustment: str = "holm"  # "holm" up to 50 comparisons, "bh" above
-    stream: object | None = None  # the data-stream section (study_stream.StreamStudy), when it applies
+    # The studies that apply to this campaign (analysis.studies), each with its typed record, in report order.
+    studies: tuple[StudyResult, ...] = ()
+
+    def study_sections(self) -> list[Section]:
+        """Every applying study's sections of the document, in the registry's order."""
+        return [sec for r in self.studies for sec in r.sections(self)]
+
+    @property
+    def shown_by_studies(self) -> dict[int, str]:
+        """cell id -> where a study's section shows it (instead of the generic boxplots)."""
+        return {cid: r.shown_as for r in self.studies for cid in r.shows}
+
+    def study(self, module: str) -> Any:
+        """The record of the study `module` (e.g. `boardlab.analysis.studies.energy.__name__`), or None."""
+        return next((r.record for r in self.studies if r.study == module), None)
 
     @property
     def family_text(self) -> str:
@@ -326,19 +335,24 @@ def _metric_samples(store: Store, cell: CellAnalysis, metric: str) -> dict[int, 
     return out
 
 
-def _rt_samples(store: Store, cell: CellAnalysis) -> dict[int, list[float]]:
-    """run id -> the wake-up latencies of a valid rt.cyclictest run, rebuilt from its histograms (each
-    sample at its bucket's lower edge; overflow at the limit). Only used when runs are short (< 100
-    samples), so the lists stay small."""
-    from boardlab.report.studies import _is_rt_histogram
+def is_sample_histogram(name: str, histogram: str | None) -> bool:
+    """Whether a stored histogram holds the samples the spec names (`latency_us` or `latency_us.cpuN[.tK]`)."""
+    return histogram is not None and (name == histogram or name.startswith(histogram + "."))
 
+
+def _histogram_samples(store: Store, cell: CellAnalysis) -> dict[int, list[float]]:
+    """run id -> the samples of a valid run, rebuilt from the histograms its spec names (each sample at its
+    bucket's lower edge; overflow at the limit). Only used when runs are short (< 100 samples), so the lists
+    stay small."""
+    spec = spec_of(cell.workload)
+    histogram = spec.sample_histogram if spec else None
     out: dict[int, list[float]] = {}
     for p in cell.runs:
         if not p.valid:
             continue
         samples: list[float] = []
         for h in store.histograms(p.run_id):
-            if not _is_rt_histogram(h["name"]):
+            if not is_sample_histogram(h["name"], histogram):
                 continue
             counts = json.loads(h["counts_json"])
             w = float(h["bucket_width"])
@@ -357,24 +371,33 @@ def _run_metric(store: Store, run_id: int, metric: str) -> float | None:
     return None
 
 
+def tail_metric_name(cell: CellAnalysis) -> str:
+    """The metric a tail comparison of this cell is about: the worker's own p99 metric, or 'metric p99'."""
+    spec = spec_of(cell.workload)
+    return spec.tail_metric if spec and spec.tail_metric else cell.metric + " p99"
+
+
 def _tail_arm(store: Store, cell: CellAnalysis) -> tuple[list[RunPoint], list[list[float]] | list[float]]:
-    """The runs of a tail arm: for AI, every frame's latency per run; for rt.cyclictest, each run's own
-    p99 when it has >= 100 samples (a float per run), else its samples rebuilt from the histograms."""
+    """The runs of a tail arm: when the worker computes its own p99 (`tail_metric`, e.g. from a histogram),
+    each run's p99 when it has >= 100 samples (a float per run), else its samples rebuilt from the
+    histograms; otherwise every stored sample of the primary metric per run (e.g. each frame's latency)."""
     from boardlab.stats import TAIL_MIN_SAMPLES
 
-    if cell.workload == "rt.cyclictest":
+    spec = spec_of(cell.workload)
+    if spec is not None and spec.tail_metric:
         points, p99s = [], []
         for p in cell.runs:
             if not p.valid:
                 continue
-            n, v = _run_metric(store, p.run_id, "samples"), _run_metric(store, p.run_id, "p99_latency_us")
+            n = _run_metric(store, p.run_id, spec.tail_count_metric or "samples")
+            v = _run_metric(store, p.run_id, spec.tail_metric)
             if n is None or v is None or n < TAIL_MIN_SAMPLES or v <= 0:
                 break
             points.append(p)
             p99s.append(float(v))
         else:
             return points, p99s
-        samples = _rt_samples(store, cell)
+        samples = _histogram_samples(store, cell)
         return [p for p in cell.runs if p.run_id in samples], list(samples.values())
     samples = _metric_samples(store, cell, cell.metric)
     return [p for p in cell.runs if p.run_id in samples], list(samples.values())
@@ -383,13 +406,13 @@ def _tail_arm(store: Store, cell: CellAnalysis) -> tuple[list[RunPoint], list[li
 def tail_comparisons(
     store: Store, cells: tuple[CellAnalysis, ...], plan: dict, *, seed_offset: int = TAIL_SEED_OFFSET
 ) -> tuple[ComparisonAnalysis, ...]:
-    """Each condition against its baseline on the p99 (TAIL_WORKLOADS) by `stats.tails`: per-run p99s
+    """Each condition against its baseline on the p99 (workloads with `tail_samples`) by `stats.tails`: per-run p99s
     when every run has >= 100 samples, else the pooled p99 with a cluster bootstrap over runs. Unadjusted
     here: `analyze` corrects them together with the medians."""
     from boardlab.stats import TAIL_MIN_SAMPLES
     from boardlab.stats.tails import TAIL_RESAMPLES
 
-    tail_cells = tuple(c for c in cells if c.workload in TAIL_WORKLOADS)
+    tail_cells = tuple(c for c in cells if tail_samples(c.workload))
     arms: dict[int, tuple[list[RunPoint], list]] = {}
     results: list[ComparisonAnalysis] = []
     # A pooled tail's bootstrap p cannot go below 2 / (B + 1): enough resamples that it can still clear
@@ -398,7 +421,8 @@ def tail_comparisons(
     family += sum(1 for *_, missing in _pairs(tail_cells, plan) if missing is None)
     resamples = max(TAIL_RESAMPLES, math.ceil(2 * family / 0.05))
     for cond, base, cond_label, base_label, missing in _pairs(tail_cells, plan):
-        metric = "p99_latency_us" if cond.workload == "rt.cyclictest" else cond.metric
+        spec = spec_of(cond.workload)
+        metric = spec.tail_metric if spec and spec.tail_metric else cond.metric
         delta, source = threshold_for(plan, cond.workload, metric, tail=True)
         comp, reason = None, missing
         if reason is None:
@@ -427,11 +451,11 @@ def tail_comparisons(
                         if isinstance(bv[0], float) or isinstance(cv[0], float):
                             bp, bv = (
                                 [p for p in base.runs if p.valid],
-                                list(_rt_samples(store, base).values()),
+                                list(_histogram_samples(store, base).values()),
                             )
                             cp, cv = (
                                 [p for p in cond.runs if p.valid],
-                                list(_rt_samples(store, cond).values()),
+                                list(_histogram_samples(store, cond).values()),
                             )
                         comp = compare_tail(
                             bv,
@@ -453,7 +477,7 @@ def tail_comparisons(
                 label=cond.label,
                 condition=cond_label,
                 baseline=base_label,
-                metric=("p99_latency_us" if cond.workload == "rt.cyclictest" else cond.metric + " p99"),
+                metric=tail_metric_name(cond),
                 unit=cond.unit,
                 comparison=comp,
                 reason=reason,
@@ -624,7 +648,12 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
     controls = aa_controls(cells, plan)
     by_cell = {c.cell_id: c for c in controls}
     medians = _mark_unstable(medians, cells, plan, by_cell)
-    tails = _mark_unstable(tails, tuple(c for c in cells if c.workload in TAIL_WORKLOADS), plan, by_cell)
+    tails = _mark_unstable(tails, tuple(c for c in cells if tail_samples(c.workload)), plan, by_cell)
+    inventory = json.loads(board["inventory_json"])
+    environment = json.loads(camp["environment_json"])
+    from boardlab.analysis.studies import run_studies
+
+    ctx = StudyContext(store, campaign_id, cells, plan, inventory, environment)
 
     return CampaignAnalysis(
         campaign_id=campaign_id,
@@ -636,23 +665,18 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
         started_unix_s=camp["started_unix_s"],
         finished_unix_s=camp["finished_unix_s"],
         board_label=board["label"],
-        inventory=json.loads(board["inventory_json"]),
-        environment=json.loads(camp["environment_json"]),
+        inventory=inventory,
+        environment=environment,
         monitor=json.loads(camp["monitor_json"] or "{}"),
         order=plan_order,
         cells=cells,
         comparisons=medians,
         notes=json.loads(camp["notes_json"] or "{}"),
-        rt_cells=rt_cells(store, cells),
-        ai_cells=ai_cells(store, cells),
-        services_cells=study_services.services_cells(store, cells),
         tail_comparisons=tails,
-        energy=energy_study(store, campaign_id, cells),
-        governor=study_governor.collect(store, campaign_id, cells),
         aa_controls=controls,
         family_size=size,
         family_adjustment=method,
-        stream=_stream_study(store, campaign_id, json.loads(board["inventory_json"])),
+        studies=run_studies(ctx),
     )
 
 
@@ -661,7 +685,47 @@ def latest_campaign_id(store: Store) -> int | None:
     return rows[-1]["id"] if rows else None
 
 
-def _stream_study(store: Store, campaign_id: int, inventory: dict):
-    from boardlab.report.study_stream import stream_study
+def monitor_series(store: Store, campaign_id: int) -> dict[str, list[tuple[float, float | None]]]:
+    """Every monitor sample of the campaign on one time axis: each run's samples placed at the run's start
+    time (the monitor's t_ns counts from it), sorted by time. Plots break the lines at gaps between runs."""
+    runs = [r for r in store.runs(campaign_id) if r["started_unix_s"] is not None]
+    if not runs:
+        return {}
+    t0 = min(r["started_unix_s"] for r in runs)
+    out: dict[str, list[tuple[float, float | None]]] = {}
+    for r in runs:
+        start = r["started_unix_s"] - t0
+        for row in store.series(r["id"]):
+            out.setdefault(row["source"], []).append((start + row["t_ns"] / 1e9, row["value"]))
+    for points in out.values():
+        points.sort(key=lambda p: p[0])
+    return out
 
-    return stream_study(store, campaign_id, inventory)
+
+@dataclass(frozen=True)
+class StudyContext:
+    """What a study may read: the store (through its methods only), the campaign and its analysed cells."""
+
+    store: Store
+    campaign_id: int
+    cells: tuple[CellAnalysis, ...]
+    plan: dict
+    inventory: dict
+    environment: dict
+
+
+@dataclass(frozen=True)
+class StudyResult:
+    """One applying study: its module (the plugin), its section title, its typed record, and the cells its
+    section shows (the generic run-value boxplots then point there instead of drawing them again)."""
+
+    study: str
+    title: str
+    record: Any
+    shows: tuple[int, ...] = ()
+    shown_as: str = ""  # where those cells are shown, e.g. "per model in the AI inference section below"
+
+    def sections(self, analysis: CampaignAnalysis) -> list[Section]:
+        import importlib
+
+        return list(importlib.import_module(self.study).sections(analysis, self.record))

@@ -1,28 +1,17 @@
 """What every report format says about verdicts: the decision interval, the thresholds, the correction
 family and the A/A control (docs/method.md "Comparing a condition with its baseline"). The HTML, Markdown and
-terminal renderers call these so that the three say the same thing in the same words."""
+terminal renderers lay these out so that the three say the same thing in the same words."""
 
 from __future__ import annotations
 
-from boardlab.report.analysis import CampaignAnalysis, ComparisonAnalysis
-from boardlab.report.terminal import Table, fmt_interval, fmt_p, fmt_ratio, verdict_text
+from typing import TYPE_CHECKING
 
-DECISION_HEADER = "90% decision interval [×]"
-CI95_HEADER = "95% CI (shown, not decided on) [×]"
+from boardlab.analysis import document as doc
+from boardlab.analysis.format import fmt_interval, fmt_p, fmt_ratio, section_labels, verdict_text
+from boardlab.analysis.tables import Table
 
-
-def decision_interval(ca: ComparisonAnalysis | None, sig: int = 4) -> str:
-    c = ca.comparison if ca else None
-    if c is None or c.decision_ci is None:
-        return "–"
-    return fmt_interval(c.decision_ci.low, c.decision_ci.high, sig=sig)
-
-
-def ci95(ca: ComparisonAnalysis | None, sig: int = 4) -> str:
-    c = ca.comparison if ca else None
-    if c is None or c.cost_ratio_ci is None:
-        return "–"
-    return fmt_interval(c.cost_ratio_ci.low, c.cost_ratio_ci.high, sig=sig)
+if TYPE_CHECKING:
+    from boardlab.analysis.core import CampaignAnalysis, ComparisonAnalysis
 
 
 def method_note(a: CampaignAnalysis) -> str:
@@ -56,14 +45,15 @@ AA_HEADERS = (
 )
 
 
-def aa_table(a: CampaignAnalysis) -> Table:
+def aa_table(a: CampaignAnalysis) -> doc.Table:
     t = Table(AA_HEADERS, (False, False, True, True, True, True, True, False, False))
-    for ctl in a.aa_controls:
+    labels = section_labels((ctl.workload, ctl.params) for ctl in a.aa_controls)
+    for ctl, label in zip(a.aa_controls, labels, strict=True):
         c = ctl.comparison
         if c is None or ctl.reason:
             status = f"no A/A verdict: {ctl.reason}"
             t.rows.append(
-                (ctl.label, ctl.condition, f"{ctl.n_a1}/{ctl.n_a2}", "–", "–", "–", "–", "no verdict", status)
+                (label, ctl.condition, f"{ctl.n_a1}/{ctl.n_a2}", "–", "–", "–", "–", "no verdict", status)
             )
             t.row_classes.append("v-none")
             continue
@@ -76,7 +66,7 @@ def aa_table(a: CampaignAnalysis) -> Table:
             status = "not shown stable: the halves are too noisy or too few to tell (no alarm)"
         t.rows.append(
             (
-                ctl.label,
+                label,
                 ctl.condition,
                 f"{ctl.n_a1}/{ctl.n_a2}",
                 fmt_ratio(c.cost_ratio),
@@ -88,7 +78,7 @@ def aa_table(a: CampaignAnalysis) -> Table:
             )
         )
         t.row_classes.append("flagged" if ctl.unstable else "")
-    return t
+    return t.done(note_column="status")
 
 
 def aa_note(a: CampaignAnalysis) -> str:
@@ -115,10 +105,6 @@ def aa_summary(a: CampaignAnalysis) -> str:
         f"A/A control: no alarm in {len(judged)} reference cells judged; {stable} shown stable (no change), "
         f"{len(judged) - stable} too noisy to tell."
     )
-
-
-def unstable_mark(ca: ComparisonAnalysis) -> str:
-    return " [UNSTABLE]" if ca.unstable else ""
 
 
 def build_note(a: CampaignAnalysis) -> str | None:

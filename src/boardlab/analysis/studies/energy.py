@@ -1,8 +1,8 @@
-"""The energy section of every report: sources, idle power, per-cell energy / EDP / efficiency with
+"""The energy study, in every report: sources, idle power, per-cell energy / EDP / efficiency with
 bootstrap CIs over runs, power traces per condition and energy and EDP boxplots.
 
-`energy_study` reads the store once (called from analysis.analyze); `energy_html`, `energy_markdown` and
-`energy_text` render it. A campaign without a power source gets one line saying why, never zeros.
+Applies to every campaign: one without a power source gets one line saying why, never zeros.
+`energy_study` reads the store once; `sections` lays it out.
 """
 
 from __future__ import annotations
@@ -11,11 +11,13 @@ import math
 import statistics
 from dataclasses import dataclass, field
 
+from boardlab.analysis import document as doc
+from boardlab.analysis.format import fmt_num
 from boardlab.energy import integrate
-from boardlab.energy.efficiency import FIGURES, Efficiency, Estimate, cell_estimates, efficiency_kind
+from boardlab.energy.efficiency import Efficiency, Estimate, cell_estimates, efficiency_kind
 from boardlab.energy.results import SourceRow, campaign_energy
-from boardlab.report.svg import fmt_num
 
+TITLE = "Energy"
 MAX_TRACES = 8  # lines per power-trace plot
 
 
@@ -245,58 +247,6 @@ def _idle_text(study: EnergyStudy) -> str:
     return "; ".join(f"{src}: {fmt_num(w, 4)} W (median of {n} idle windows)" for src, n, w in study.idle)
 
 
-# ---- HTML ----
-
-
-def energy_html(a) -> list[str]:
-    import html as _h
-
-    from boardlab.report import svg
-
-    study: EnergyStudy | None = getattr(a, "energy", None)
-    if study is None:
-        return []
-    out = ["<h2>Energy</h2>"]
-    if study.reason:
-        out.append(f"<p><b>Energy: {_h.escape(study.reason)}</b></p>")
-    out += _html_table(*source_rows(study))
-    if study.primary is None:
-        return out
-    out.append(f'<p class="small">{_h.escape(METHOD)}</p>')
-    if study.idle:
-        out.append(f"<p>Idle power: {_h.escape(_idle_text(study))}</p>")
-    out.append("<h3>Energy, EDP and efficiency per cell</h3>")
-    out += _html_table(*efficiency_rows(study))
-    if study.by_condition:
-        out.append(f'<h3>Per condition</h3><p class="small">{_h.escape(BY_CONDITION)}</p>')
-        out += _html_table(*condition_rows(study))
-    boxes_e = [svg.Box(f"{c.label} @ {c.condition}", c.energies_j, note=f"n={c.n_runs}") for c in study.cells]
-    boxes_d = [svg.Box(f"{c.label} @ {c.condition}", c.edps_js, note=f"n={c.n_runs}") for c in study.cells]
-    if boxes_e:
-        out.append(svg.boxplot(boxes_e, title=f"Energy per run ({study.primary})", unit="J"))
-        out.append(svg.boxplot(boxes_d, title="Energy-delay product per run", unit="J*s"))
-    for cond, lines in study.traces.items():
-        out.append(
-            svg.line_plot(
-                [svg.Line(label, pts, markers=False) for label, pts in lines],
-                title=f"Power during a median run: {cond}",
-                x_label="time since the worker started [s]",
-                y_label=f"power [W] ({study.primary})",
-                y_zero=True,
-                height=260,
-            )
-        )
-    if study.agreement:
-        out.append("<h3>Agreement of sources of the same scope</h3>")
-        out += _html_table(*agreement_rows(study))
-    warns = [(f"{c.label} @ {c.condition}", w) for c in study.cells for w in c.warnings]
-    if warns:
-        out.append("<h3>Energy warnings</h3><ul>")
-        out += [f"<li>{_h.escape(cell)}: {_h.escape(w)}</li>" for cell, w in warns]
-        out.append("</ul>")
-    return out
-
-
 def agreement_rows(study: EnergyStudy) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     rows = [
         (cell, ", ".join(f"{n} {fmt_num(v, 4)} J" for n, v in per.items()), f"{spread * 100:.1f}%")
@@ -305,91 +255,152 @@ def agreement_rows(study: EnergyStudy) -> tuple[tuple[str, ...], list[tuple[str,
     return ("cell", "median energy per source", "spread"), rows
 
 
-def _html_table(headers, rows) -> list[str]:
-    import html as _h
-
-    head = "".join(f"<th>{_h.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{_h.escape(str(v))}</td>" for v in r) + "</tr>" for r in rows)
-    return [f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>']
+def _table(headers, rows, **kw) -> doc.Table:
+    return doc.Table(tuple(doc.Column(h) for h in headers), tuple(tuple(r) for r in rows), **kw)
 
 
-# ---- Markdown and text ----
+def applies(ctx) -> bool:
+    return True
 
 
-def _md_table(headers, rows) -> list[str]:
-    def cell(v) -> str:
-        return str(v).replace("|", "\\|")
-
-    out = ["| " + " | ".join(cell(h) for h in headers) + " |", "|" + "---|" * len(headers)]
-    out += ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows]
-    return out
+def analyze(ctx) -> EnergyStudy:
+    return energy_study(ctx.store, ctx.campaign_id, ctx.cells)
 
 
-def energy_markdown(a) -> list[str]:
-    study: EnergyStudy | None = getattr(a, "energy", None)
-    if study is None:
-        return []
-    out = ["", "## Energy", ""]
-    if study.reason:
-        out += [f"**Energy: {study.reason}**", ""]
-    out += _md_table(*source_rows(study))
-    if study.primary is None:
-        return out
-    out += ["", METHOD, ""]
-    if study.idle:
-        out += [f"Idle power: {_idle_text(study)}", ""]
-    out += _md_table(*efficiency_rows(study))
-    if study.by_condition:
-        out += ["", BY_CONDITION, ""] + _md_table(*condition_rows(study))
-    if study.agreement:
-        out += ["", "Agreement of sources of the same scope:", ""] + _md_table(*agreement_rows(study))
-    warns = [f"- {c.label} @ {c.condition}: {w}" for c in study.cells for w in c.warnings]
-    if warns:
-        out += ["", "Energy warnings:", ""] + warns
-    return out
-
-
-def energy_text(a) -> list[str]:
-    study: EnergyStudy | None = getattr(a, "energy", None)
-    if study is None:
-        return []
-    if study.primary is None:
-        return ["", f"energy: {study.reason}"]
-    from boardlab.report.terminal import aligned
-
-    out = [
-        "",
-        f"energy ({study.primary}): median over runs [95% bootstrap CI]; efficiency with total / dynamic W",
+def sections(analysis, study: EnergyStudy) -> list[doc.Section]:
+    text_only = frozenset({"text"})
+    head: list[doc.Block | None] = [
+        doc.Prose(f"Energy: {study.reason}", strong=True, formats=doc.RICH) if study.reason else None,
+        _table(*source_rows(study), formats=doc.RICH),
     ]
-    if study.idle:
-        out.append(f"idle power: {_idle_text(study)}")
-    rows = []
-    for c in study.cells:
-        e = c.estimates
-        rows.append(
-            (
-                f"{c.label} @ {c.condition}"[:52],
-                str(c.n_runs),
-                f"{_est(e['energy_j'])} {_ci(e['energy_j'])}",
-                _est(e["power_avg_w"]),
-                _est(e["power_idle_w"]),
-                _est(e["energy_dynamic_j"]),
-                _est(e["edp_js"]),
-                f"{_est(e['efficiency_total'])} / {_est(e['efficiency_dynamic'])} {c.efficiency.unit}",
+    if study.primary is None:
+        head.append(doc.Prose(f"energy: {study.reason}", formats=text_only))
+        return [doc.section(TITLE, *head, anchor="energy")]
+    idle = f"Idle power: {_idle_text(study)}" if study.idle else None
+    head += [
+        doc.Prose(METHOD, small=True, formats=doc.RICH),
+        doc.Prose(idle, formats=doc.RICH) if idle else None,
+        doc.Prose(
+            f"energy ({study.primary}): median over runs [95% bootstrap CI]; efficiency with total / dynamic W",
+            formats=text_only,
+        ),
+        doc.Prose(f"idle power: {_idle_text(study)}", formats=text_only) if study.idle else None,
+        doc.Table(
+            tuple(
+                doc.Column(h, numeric=n)
+                for h, n in zip(
+                    ("cell", "n", "energy_j", "power_avg_w", "power_idle_w", "energy_dynamic_j", "edp_js"),
+                    (False, True, True, True, True, True, True),
+                    strict=True,
+                )
             )
+            + (doc.Column("efficiency"),),
+            tuple(
+                (
+                    f"{c.label} @ {c.condition}"[:52],
+                    str(c.n_runs),
+                    f"{_est(c.estimates['energy_j'])} {_ci(c.estimates['energy_j'])}",
+                    _est(c.estimates["power_avg_w"]),
+                    _est(c.estimates["power_idle_w"]),
+                    _est(c.estimates["energy_dynamic_j"]),
+                    _est(c.estimates["edp_js"]),
+                    f"{_est(c.estimates['efficiency_total'])} / {_est(c.estimates['efficiency_dynamic'])} "
+                    f"{c.efficiency.unit}",
+                )
+                for c in study.cells
+            ),
+            formats=text_only,
+        ),
+    ]
+    out = [doc.section(TITLE, *head, anchor="energy")]
+    out.append(
+        doc.section(
+            "Energy, EDP and efficiency per cell", _table(*efficiency_rows(study)), level=3, formats=doc.RICH
         )
-    out += aligned(
-        ("cell", "n", "energy_j", "power_avg_w", "power_idle_w", "energy_dynamic_j", "edp_js", "efficiency"),
-        rows,
-        (False, True, True, True, True, True, True, False),
     )
     if study.by_condition:
-        out.append("per condition: energy and EDP against the baseline (geometric mean over workloads)")
-        out += aligned(*condition_rows(study), (False, False, True, True, True))
-    n_warn = sum(len(c.warnings) for c in study.cells)
-    if n_warn:
-        out.append(f"{n_warn} energy warnings (short runs, aliasing): see the Markdown or HTML report")
+        headers, rows = condition_rows(study)
+        out.append(
+            doc.section(
+                "Per condition",
+                doc.Prose(BY_CONDITION, small=True, formats=doc.RICH),
+                doc.Prose(
+                    "per condition: energy and EDP against the baseline (geometric mean over workloads)",
+                    formats=text_only,
+                ),
+                doc.Table(
+                    tuple(
+                        doc.Column(h, numeric=n)
+                        for h, n in zip(headers, (False, False, True, True, True), strict=True)
+                    ),
+                    tuple(rows),
+                ),
+                level=3,
+            )
+        )
+    figures: list[doc.Block] = []
+    if study.cells:
+        figures += [
+            doc.Figure(
+                "boxplot",
+                {
+                    "boxes": [
+                        doc.Box(f"{c.label} @ {c.condition}", c.energies_j, note=f"n={c.n_runs}")
+                        for c in study.cells
+                    ],
+                    "title": f"Energy per run ({study.primary})",
+                    "unit": "J",
+                },
+            ),
+            doc.Figure(
+                "boxplot",
+                {
+                    "boxes": [
+                        doc.Box(f"{c.label} @ {c.condition}", c.edps_js, note=f"n={c.n_runs}")
+                        for c in study.cells
+                    ],
+                    "title": "Energy-delay product per run",
+                    "unit": "J*s",
+                },
+            ),
+        ]
+    for cond, lines in study.traces.items():
+        figures.append(
+            doc.Figure(
+                "line_plot",
+                {
+                    "lines": [doc.Line(label, pts, markers=False) for label, pts in lines],
+                    "title": f"Power during a median run: {cond}",
+                    "x_label": "time since the worker started [s]",
+                    "y_label": f"power [W] ({study.primary})",
+                    "y_zero": True,
+                    "height": 260,
+                },
+            )
+        )
+    if figures:
+        out.append(doc.section("Energy and power plots", *figures, level=3, formats=doc.HTML))
+    if study.agreement:
+        out.append(
+            doc.section(
+                "Agreement of sources of the same scope",
+                _table(*agreement_rows(study)),
+                level=3,
+                formats=doc.RICH,
+            )
+        )
+    warns = [f"{c.label} @ {c.condition}: {w}" for c in study.cells for w in c.warnings]
+    if warns:
+        out.append(doc.section("Energy warnings", doc.Items(tuple(warns)), level=3, formats=doc.RICH))
+        out[0] = doc.Section(
+            out[0].title,
+            out[0].blocks
+            + (
+                doc.Prose(
+                    f"{len(warns)} energy warnings (short runs, aliasing): see the Markdown or HTML report",
+                    formats=text_only,
+                ),
+            ),
+            anchor=out[0].anchor,
+        )
     return out
-
-
-__all__ = ["FIGURES", "EnergyStudy", "energy_html", "energy_markdown", "energy_study", "energy_text"]

@@ -3,8 +3,8 @@ GFLOPS, instructions per bit and the compute/I-O balance.
 
 The study asks whether a board is a balanced processing unit: about one compute instruction per bit of I/O
 (Szalay et al. 2010, after Amdahl). `stream_study(store, analysis)` reads what the data-stream workloads'
-valid runs stored (their worker JSON) and returns a frozen record; `terminal_lines`, `markdown_lines` and
-`html_parts` render it.
+valid runs stored (their worker JSON) and returns a frozen record; `sections` lays it out. Which workloads
+it reads is decided by their specs' `roles` and `throughput_curve`, never by name.
 
 Instructions per bit: retired instructions (the run's `counters.instructions.count`, from perf_event_open
 where the board has counters) over the payload bits; without counters, cycle-equivalents per bit = CPU time
@@ -21,26 +21,22 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from boardlab.analysis import document as doc
+from boardlab.analysis.format import fmt_si as _si
+from boardlab.analysis.specs import has_role, spec_of
+
 if TYPE_CHECKING:
     from boardlab.store import Store
 
-STREAM_WORKLOADS = (
-    "io.storage",
-    "io.net",
-    "stream.pipeline",
-    "io.dma",
-    "compute.gemm",
-    "compute.linpack",
-    "io.net_zeroloss",
-    "stream.knee",
-)
+TITLE = "Data-stream study"
+# The roles (WorkloadSpec.roles) of the workloads this study reads.
+ROLES = frozenset({"io-throughput", "network", "pipeline", "dma", "compute", "rate-search"})
 STAGES = ("receive", "filter", "compress", "encrypt", "transmit", "sink")
-# The block-size parameter and the throughput metric of each curve, with the factor to bit/s.
-CURVES = {
-    "io.storage": ("bs", "bandwidth_mb_s", 8e6),
-    "io.net": ("msg_bytes", "goodput_bit_s", 1.0),
-    "stream.pipeline": ("block_bytes", "goodput_bit_s", 1.0),
-}
+
+
+def _is_stream(workload: str) -> bool:
+    spec = spec_of(workload)
+    return spec is not None and bool(ROLES & set(spec.roles))
 
 
 @dataclass(frozen=True)
@@ -49,6 +45,7 @@ class Curve:
     label: str  # the other parameters
     unit: str
     points: tuple[tuple[int, float, int], ...]  # (block bytes, median over runs, runs)
+    to_bit_s: float = 1.0  # the factor from the metric's unit to bit/s (MB/s: 8e6)
 
 
 @dataclass(frozen=True)
@@ -185,7 +182,7 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
     by_cell: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
     unsupported: dict[str, str] = {}
     for row in store.runs(campaign_id):
-        if row["workload"] not in STREAM_WORKLOADS:
+        if not _is_stream(row["workload"]):
             continue
         doc = json.loads(row["worker_json"]) if row["worker_json"] else {}
         if doc.get("supported") is False:
@@ -197,7 +194,7 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
     camp = store.campaign(campaign_id)
     env = json.loads(camp["environment_json"] or "{}") if camp else {}
     for name, reason in (env.get("skipped_workloads") or {}).items():
-        if name in STREAM_WORKLOADS:
+        if _is_stream(name):
             unsupported[name] = reason
     if not by_cell and not unsupported:
         return None
@@ -205,6 +202,7 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
     notes: list[str] = []
 
     curves: dict[tuple[str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    to_bit: dict[str, float] = {}
     dma: dict[int, list[dict]] = defaultdict(list)
     stages: list[StageCpu] = []
     gflops: list[Gflops] = []
@@ -220,19 +218,24 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
     for (workload, params_json, condition), docs in sorted(by_cell.items()):
         params = json.loads(params_json)
         cond = "" if condition in ("baseline", "") else f" [{condition}]"
-        if workload in CURVES:
-            key, metric, to_bit = CURVES[workload]
+        spec = spec_of(workload)
+        roles = set(spec.roles) if spec else set()
+        if spec is not None and spec.throughput_curve is not None:
+            key, metric, factor = spec.throughput_curve
+            to_bit[workload] = factor
             if key in params:
                 label = _label(params, (key,)) + cond
                 vals = [v for v in (_metric(d, metric) for d in docs) if v is not None]
                 if vals:  # the cell's median, as the tables show it (tcp_rr reports no goodput)
                     curves[(workload, label)][int(params[key])].extend(vals)
                     io_best.append(
-                        (statistics.median(vals) * to_bit, f"{workload} ({_label(params, ())}){cond}")
+                        (statistics.median(vals) * factor, f"{workload} ({_label(params, ())}){cond}")
                     )
-                    if workload == "io.net":
-                        net_ceiling.append((statistics.median(vals), f"io.net ({_label(params, ())}){cond}"))
-                    if workload == "stream.pipeline":
+                    if "network" in roles:
+                        net_ceiling.append(
+                            (statistics.median(vals), f"{workload} ({_label(params, ())}){cond}")
+                        )
+                    if "pipeline" in roles:
                         pipeline_goodput.append(
                             (
                                 int(params.get("block_bytes", 0)),
@@ -240,7 +243,7 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
                                 statistics.median(vals),
                             )
                         )
-        if workload == "io.net" and params.get("mode") == "tcp_rr":
+        if "network" in roles and params.get("mode") == "tcp_rr":
             rr_rows.append(
                 RrRow(
                     f"{_label(params, ('mode',))}{cond}",
@@ -251,7 +254,7 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
                     len(docs),
                 )
             )
-        if workload == "stream.pipeline" and float(params.get("link_bit_s") or 0) > 0:
+        if "pipeline" in roles and float(params.get("link_bit_s") or 0) > 0:
             g = _med([_metric(d, "goodput_bit_s") for d in docs])
             if g is not None:
                 link = float(params["link_bit_s"])
@@ -259,13 +262,13 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
                 eff = _med([_metric(d, "link_efficiency_percent") for d in docs])
                 lbl = f"{_label(params, ('link_bit_s',))}{cond}"
                 link_rows.append(LinkRow(lbl, g, link, eff if eff is not None else 100 * g / link, len(docs)))
-        if workload == "io.dma" and params.get("pcitest_log"):
+        if "dma" in roles and params.get("pcitest_log"):
             for d in docs[-1:]:  # the same log gives the same table: the last run's
                 pcie_rows.extend((d.get("info") or {}).get("pcitest_rows") or [])
             continue
-        if workload == "io.dma":
+        if "dma" in roles:
             dma[int(params.get("size_bytes", 0))].extend(docs)
-        if workload in ("compute.gemm", "compute.linpack"):
+        if "compute" in roles:
             g = _med([_metric(d, "gflops") for d in docs])
             if g is not None:
                 gflops.append(Gflops(f"{workload} ({_label(params, ())}){cond}", g, len(docs)))
@@ -273,8 +276,8 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
                 count, _why = _counter_instructions(d)
                 if count and d.get("wall_ns"):
                     compute_ips.append((count / (d["wall_ns"] * 1e-9), f"{workload} retired instructions/s"))
-        if workload in ("io.net_zeroloss", "stream.knee"):
-            name = "zero_loss_bit_s" if workload == "io.net_zeroloss" else "knee_bit_s"
+        if "rate-search" in roles:
+            name = spec.primary_metric.name  # type: ignore[union-attr]
             v = _med([_metric(d, name) for d in docs])
             if v is not None:
                 at_least = any((d.get("info") or {}).get("at_least") for d in docs)
@@ -285,7 +288,7 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
                         v,
                     )
                 )
-        if workload == "stream.pipeline":
+        if "pipeline" in roles:
             per_stage = []
             for st in STAGES:
                 vals = []
@@ -302,13 +305,13 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
                     f"{_label(params, ())}{cond}", tuple(per_stage), ratio, int(params.get("block_bytes", 0))
                 )
             )
-        if workload in ("stream.pipeline", "io.net"):
+        if roles & {"pipeline", "network"}:
             costs = []
             reason = None
             kind = "instructions"
             for d in docs:
                 info = d.get("info") or {}
-                if workload == "stream.pipeline":
+                if "pipeline" in roles:
                     bits = 8 * (info.get("stage.sink.bytes_out") or 0)
                     cpu_ns = info.get("cpu_ns_stages_sum") or 0
                 else:
@@ -333,7 +336,7 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
                 )
     if not compute_ips and hz:
         threads = max(
-            [int(json.loads(p)["threads"]) for (w, p, _c) in by_cell if w.startswith("compute.") and "threads" in json.loads(p)]
+            [int(json.loads(p)["threads"]) for (w, p, _c) in by_cell if has_role(w, "compute") and "threads" in json.loads(p)]
             or [1]
         )  # fmt: skip
         compute_ips.append(
@@ -351,11 +354,17 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
         dma_rows.append(DmaRow(size, mem, dm, dm / mem if dm and mem else None, len(docs)))
     return StreamStudy(
         curves=tuple(
-            Curve(w, label, "bit/s", tuple((b, statistics.median(v), len(v)) for b, v in sorted(pts.items())))
+            Curve(
+                w,
+                label,
+                "bit/s",
+                tuple((b, statistics.median(v), len(v)) for b, v in sorted(pts.items())),
+                to_bit.get(w, 1.0),
+            )
             for (w, label), pts in sorted(curves.items())
         ),
         dma=tuple(dma_rows),
-        dma_unsupported=unsupported.get("io.dma"),
+        dma_unsupported=next((r for w, r in sorted(unsupported.items()) if has_role(w, "dma")), None),
         stages=tuple(sorted(stages, key=lambda st: (st.block_bytes, st.label))),
         gflops=tuple(gflops),
         bit_costs=tuple(bit_costs),
@@ -371,25 +380,21 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
         clock_hz=hz,
         clock_source=hz_source,
         notes=tuple(
-            notes + [f"{w}: unsupported here: {r}" for w, r in sorted(unsupported.items()) if w != "io.dma"]
+            notes
+            + [
+                f"{w}: unsupported here: {r}"
+                for w, r in sorted(unsupported.items())
+                if not has_role(w, "dma")
+            ]
         ),
     )
 
 
-# ---- rendering ----
-
-
-def _si(v: float | None, unit: str = "") -> str:
-    if v is None:
-        return "-"
-    for f, p in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(v) >= f:
-            return f"{v / f:.3g} {p}{unit}"
-    return f"{v:.3g} {unit}".rstrip()
+# ---- the section ----
 
 
 def _curve_value(c: Curve, v: float) -> float:
-    return v * 8e6 if c.workload == "io.storage" else v
+    return v * c.to_bit_s
 
 
 def tables(s: StreamStudy) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]]]]:
@@ -504,111 +509,68 @@ INTRO = (
 )
 
 
-def terminal_lines(s: StreamStudy) -> list[str]:
+def applies(ctx) -> bool:
+    skipped = ctx.environment.get("skipped_workloads") or {}
+    return any(_is_stream(c.workload) for c in ctx.cells) or any(_is_stream(w) for w in skipped)
+
+
+def analyze(ctx) -> StreamStudy | None:
+    return stream_study(ctx.store, ctx.campaign_id, ctx.inventory)
+
+
+def _curve_figure(c: Curve) -> doc.Figure | None:
+    """Throughput (log) against block size (log 2), one line with its points labelled."""
+    pts = [(float(b), _curve_value(c, v)) for b, v, _n in c.points if v > 0]
+    if len(pts) < 2:
+        return None
+    return doc.Figure(
+        "line_plot",
+        {
+            "lines": [doc.Line(c.label, pts)],
+            "title": f"{c.workload} ({c.label})",
+            "x_label": "block size (bytes, log2 scale)",
+            "y_label": "throughput [bit/s] (log)",
+            "x_kind": "log2",
+            "y_kind": "log10",
+            "x_format": "bytes",
+            "y_format": "si",
+            "width": 420,
+            "height": 220,
+            "legend": False,
+            "title_size": 11,
+        },
+    )
+
+
+def _stage_figure(st: StageCpu) -> doc.Figure | None:
+    vals = dict(st.ns_per_byte)
+    if max(vals.values(), default=0) <= 0:
+        return None
+    return doc.Figure(
+        "bars",
+        {
+            "bars": [(name, vals.get(name, 0.0)) for name in STAGES],
+            "unit": "ns/B",
+            "title": f"CPU per stage: {st.label}",
+        },
+    )
+
+
+def sections(analysis, s: StreamStudy) -> list[doc.Section]:
+    clock = f"{s.clock_hz / 1e6:.0f} MHz ({s.clock_source})" if s.clock_hz else s.clock_source
+    figures = [
+        f for f in (*(_curve_figure(c) for c in s.curves), *(_stage_figure(st) for st in s.stages)) if f
+    ]
     out = [
-        "",
-        "data-stream study",
-        INTRO + (f"{s.clock_hz / 1e6:.0f} MHz ({s.clock_source})" if s.clock_hz else s.clock_source),
+        doc.section(
+            TITLE,
+            doc.Prose(INTRO + clock + "."),
+            doc.Multiples(tuple(figures)) if figures else None,
+            anchor="stream",
+        )
     ]
     for title, headers, rows in tables(s):
-        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-        out += ["", title, "  " + "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
-        out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-    out += [f"note: {n}" for n in s.notes]
-    return out
-
-
-def _md_cell(c: str) -> str:
-    return c.replace("|", "\\|")
-
-
-def markdown_lines(s: StreamStudy) -> list[str]:
-    clock = f"{s.clock_hz / 1e6:.0f} MHz ({s.clock_source})" if s.clock_hz else s.clock_source
-    out = ["", "## Data-stream study", "", INTRO + clock + "."]
-    for title, headers, rows in tables(s):
-        out += ["", f"### {title}", "", "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-        out += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
-    out += [""] + [f"- {_md_cell(n)}" for n in s.notes] if s.notes else []
-    return out
-
-
-def _esc(x: object) -> str:
-    import html
-
-    return html.escape(str(x))
-
-
-def _curve_svg(c: Curve) -> str:
-    """Throughput (log) against block size (log 2), one polyline with its points."""
-    import math
-
-    pts = [(b, _curve_value(c, v)) for b, v, _n in c.points if v > 0]
-    if len(pts) < 2:
-        return ""
-    w, h, pad = 420, 200, 48
-    xs = [math.log2(b) for b, _ in pts]
-    ys = [math.log10(v) for _, v in pts]
-    x0, x1 = min(xs), max(xs)
-    y0, y1 = min(ys) - 0.05, max(ys) + 0.05
-
-    def px(x, y):
-        return pad + (x - x0) / (x1 - x0 or 1) * (w - 2 * pad), h - pad + -(y - y0) / (y1 - y0 or 1) * (
-            h - 2 * pad
-        )
-
-    poly = " ".join(f"{px(x, y)[0]:.1f},{px(x, y)[1]:.1f}" for x, y in zip(xs, ys, strict=True))
-    body = [f'<polyline points="{poly}" fill="none" stroke="#1f77b4" stroke-width="2"/>']
-    for (b, v), x, y in zip(pts, xs, ys, strict=True):
-        cx, cy = px(x, y)
-        body.append(
-            f'<circle cx="{cx:.1f}" cy="{cy:.1f}" r="3" fill="#1f77b4"><title>{b} B: {_esc(_si(v, "bit/s"))}</title></circle>'
-        )
-        body.append(
-            f'<text x="{cx:.1f}" y="{h - pad + 16}" font-size="10" text-anchor="middle">{b // 1024 if b >= 1024 else b}{"K" if b >= 1024 else ""}</text>'
-        )
-        body.append(
-            f'<text x="{cx:.1f}" y="{cy - 6:.1f}" font-size="9" text-anchor="middle">{_esc(_si(v, ""))}</text>'
-        )
-    body.append(
-        f'<text x="{w / 2}" y="{h - 6}" font-size="11" text-anchor="middle">block size (bytes)</text>'
-    )
-    body.append(f'<text x="12" y="{pad - 12}" font-size="11">throughput, bit/s (log)</text>')
-    title = f"{c.workload} ({c.label})"
-    return (f'<figure><svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" '
-            f'aria-label="{_esc(title)}">{"".join(body)}</svg><figcaption>{_esc(title)}</figcaption></figure>')  # fmt: skip
-
-
-def _stage_bars_svg(st: StageCpu) -> str:
-    vals = dict(st.ns_per_byte)
-    top = max(vals.values(), default=0)
-    if top <= 0:
-        return ""
-    w, row = 420, 18
-    body = []
-    for i, name in enumerate(STAGES):
-        v = vals.get(name, 0)
-        bw = (w - 160) * v / top
-        y = 4 + i * row
-        body.append(f'<text x="0" y="{y + 12}" font-size="11">{name}</text>')
-        body.append(
-            f'<rect x="70" y="{y}" width="{bw:.1f}" height="{row - 4}" fill="#ff7f0e"><title>{name}: {v:.3g} ns/B</title></rect>'
-        )
-        body.append(f'<text x="{74 + bw:.1f}" y="{y + 12}" font-size="10">{v:.3g} ns/B</text>')
-    h = 8 + len(STAGES) * row
-    return (f'<figure><svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" role="img" aria-label="CPU per stage">'
-            f'{"".join(body)}</svg><figcaption>CPU per stage: {_esc(st.label)}</figcaption></figure>')  # fmt: skip
-
-
-def html_parts(s: StreamStudy) -> list[str]:
-    clock = f"{s.clock_hz / 1e6:.0f} MHz ({s.clock_source})" if s.clock_hz else s.clock_source
-    out = ["<h2>Data-stream study</h2>", f"<p>{_esc(INTRO + clock)}.</p>"]
-    out += [_curve_svg(c) for c in s.curves]
-    out += [_stage_bars_svg(st) for st in s.stages]
-    for title, headers, rows in tables(s):
-        out.append(
-            f"<h3>{_esc(title)}</h3><table><tr>" + "".join(f"<th>{_esc(h)}</th>" for h in headers) + "</tr>"
-        )
-        out += ["<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in r) + "</tr>" for r in rows]
-        out.append("</table>")
-    out += [f"<p class='note'>{_esc(n)}</p>" for n in s.notes]
+        out.append(doc.section(title, doc.Table(tuple(doc.Column(h) for h in headers), tuple(rows)), level=3))
+    if s.notes:
+        out.append(doc.section("Notes", doc.Items(tuple(s.notes)), level=3))
     return out

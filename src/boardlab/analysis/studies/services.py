@@ -4,8 +4,8 @@ sweep's latency per rate (corrected from the intended start, and service time), 
 drops, and energy per message (or why it is unsupported here).
 
 Each value is the median over the cell's valid runs of the run's own figure (runs are the unit, docs/method.md).
-The renderers call `services_cells` once (in analysis) and then `markdown_lines`, `text_lines` or
-`html_parts`.
+Applies to cells whose workload spec has the "services" role; `services_cells` reads the store once and
+`sections` lays the tables out.
 """
 
 from __future__ import annotations
@@ -16,11 +16,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from boardlab.analysis import document as doc
+from boardlab.analysis.specs import has_role
+
 if TYPE_CHECKING:
-    from boardlab.report.analysis import CellAnalysis
+    from boardlab.analysis.core import CellAnalysis
     from boardlab.store import Store
 
-SVC_WORKLOAD = "svc.scenario"
+TITLE = "Vehicle services"
+ROLE = "services"
 
 
 @dataclass(frozen=True)
@@ -45,13 +49,7 @@ def _median(xs: list[float]) -> float | None:
     return statistics.median(xs) if xs else None
 
 
-def _cell(store: Store, cell: CellAnalysis) -> ServiceCell:
-    runs = {
-        r["id"]: r
-        for r in store.conn.execute(
-            "SELECT id, valid, worker_json FROM runs WHERE cell_id=?", (cell.cell_id,)
-        )
-    }
+def _cell(runs: dict, cell: CellAnalysis) -> ServiceCell:
     valid = [r for r in runs.values() if r["valid"]]
     per_metric: dict[str, list[float]] = {}
     cpu: dict[str, list[float]] = {}
@@ -104,8 +102,31 @@ def _cell(store: Store, cell: CellAnalysis) -> ServiceCell:
     )
 
 
-def services_cells(store: Store, cells: Sequence[CellAnalysis]) -> tuple[ServiceCell, ...]:
-    return tuple(_cell(store, c) for c in cells if c.workload == SVC_WORKLOAD)
+def services_cells(store: Store, campaign_id: int, cells: Sequence[CellAnalysis]) -> tuple[ServiceCell, ...]:
+    mine = [c for c in cells if has_role(c.workload, ROLE)]
+    if not mine:
+        return ()
+    by_cell: dict[int, dict] = {}
+    for r in store.runs(campaign_id):
+        by_cell.setdefault(r["cell_id"], {})[r["id"]] = r
+    return tuple(_cell(by_cell.get(c.cell_id, {}), c) for c in mine)
+
+
+@dataclass(frozen=True)
+class ServicesStudy:
+    cells: tuple[ServiceCell, ...]
+
+
+def applies(ctx) -> bool:
+    return any(has_role(c.workload, ROLE) for c in ctx.cells)
+
+
+def analyze(ctx) -> ServicesStudy:
+    return ServicesStudy(services_cells(ctx.store, ctx.campaign_id, ctx.cells))
+
+
+def shows(study: ServicesStudy) -> list[int]:
+    return []  # its cells keep their boxplots: the section adds tables, not figures
 
 
 def _f(v, scale=1.0, digits=3) -> str:
@@ -274,45 +295,12 @@ PROSE = (
 )
 
 
-def markdown_lines(cells: Sequence[ServiceCell]) -> list[str]:
+def sections(analysis, study: ServicesStudy | Sequence[ServiceCell]) -> list[doc.Section]:
+    cells = study.cells if isinstance(study, ServicesStudy) else tuple(study)
     if not cells:
         return []
-    from boardlab.report.markdown import md_escape
-
-    out = ["", "## Vehicle services", "", PROSE, ""]
+    out = [doc.section(TITLE, doc.Prose(PROSE, small=True, formats=doc.RICH), anchor="services")]
     for title, headers, rows in tables(cells):
-        out += [f"### {title}", "", "| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-        out += ["| " + " | ".join(md_escape(x) for x in r) + " |" for r in rows]
-        out.append("")
-    out.append(energy_note())
-    return out
-
-
-def text_lines(cells: Sequence[ServiceCell]) -> list[str]:
-    if not cells:
-        return []
-    out = ["", "Vehicle services", "================"]
-    for title, headers, rows in tables(cells):
-        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-        out += ["", title, "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
-        out += ["  ".join(x.ljust(w) for x, w in zip(r, widths, strict=True)) for r in rows]
-    out += ["", energy_note()]
-    return out
-
-
-def html_parts(cells: Sequence[ServiceCell]) -> list[str]:
-    if not cells:
-        return []
-    from html import escape as esc
-
-    out = ["<h2>Vehicle services</h2>", f'<p class="small">{esc(PROSE)}</p>']
-    for title, headers, rows in tables(cells):
-        out.append(
-            f"<h3>{esc(title)}</h3><table><thead><tr>"
-            + "".join(f"<th>{esc(h)}</th>" for h in headers)
-            + "</tr></thead><tbody>"
-        )
-        out += ["<tr>" + "".join(f"<td>{esc(x)}</td>" for x in r) + "</tr>" for r in rows]
-        out.append("</tbody></table>")
-    out.append(f'<p class="small">{esc(energy_note())}</p>')
+        out.append(doc.section(title, doc.Table(tuple(doc.Column(h) for h in headers), tuple(rows)), level=3))
+    out.append(doc.section("Energy per message", doc.Prose(energy_note(), small=True), level=3))
     return out

@@ -1,7 +1,8 @@
 """The governor study's report section: the snoop sweep as heatmaps (this cluster's frequency x the other's,
 one per pattern and size, colored by the slowdown against the other cluster at its maximum, marked where
 the stored labels say slow), the stored decision tree, and the policies' time / energy / EDP side by side
-(a governor-eval campaign). Collected from the store once (`collect`); rendered by html/markdown/terminal.
+(a governor-eval campaign). Collected from the store once (`collect`); `sections` lays it out. Applies when
+a cell's condition is a sweep cell of the governor lab (`governor.store_io.parse_cell_name`) or a policy.
 """
 
 from __future__ import annotations
@@ -9,8 +10,11 @@ from __future__ import annotations
 import json
 import statistics
 from dataclasses import dataclass
-from html import escape
 
+from boardlab.analysis import document as doc
+from boardlab.analysis.format import fmt_size as _size
+
+TITLE = "Governor study"
 POLICY_KINDS = ("governor", "governor-daemon")
 NO_ENERGY = (
     "energy unsupported in this campaign: no energy_j per run (the board has no power sensors boardlab reads, "
@@ -62,7 +66,7 @@ def collect(store, campaign_id: int, cells) -> GovernorStudy | None:
     maps: dict[tuple, dict] = {}
     for c in cells:
         parsed = store_io.parse_cell_name(c.condition)
-        if c.workload != "mem.latency" or parsed is None or c.summary is None:
+        if parsed is None or c.summary is None or "size_bytes" not in c.params:
             continue
         this, tk, other, ok = parsed
         key = (this, other, c.params.get("pattern", "random"), int(c.params.get("size_bytes", 0)))
@@ -132,13 +136,6 @@ def _mhz(khz: int | None) -> str:
     return "-" if khz is None else f"{khz / 1000:g}"
 
 
-def _size(n: int) -> str:
-    for unit, f in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= f and n % f == 0:
-            return f"{n // f} {unit}"
-    return f"{n} B"
-
-
 def sweep_lines(s: SweepMap) -> str:
     ratios = [(r, t, o) for t in s.this_khz for o in s.other_khz if (r := s.ratio(t, o)) is not None]
     if not ratios:
@@ -195,139 +192,63 @@ def _labels_summary(g: GovernorStudy) -> list[str]:
             f"maximum, {s['correction']}-corrected alpha {s['alpha']}, minimum effect {100 * s['min_effect']:g}%)"]  # fmt: skip
 
 
-# ---- renderers ------------------------------------------------------------------------------------------------
+# ---- the section ---------------------------------------------------------------------------------------------
 
 
-def text_lines(a) -> list[str]:
-    g = getattr(a, "governor", None)
-    if g is None:
-        return []
-    out = ["", "GOVERNOR STUDY"]
-    out += [f"  {sweep_lines(s)}" for s in g.sweeps]
-    out += [f"  {x}" for x in _labels_summary(g) + _tree_summary(g)]
-    if g.policies:
-        head, rows = policy_table(g)
-        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
-        out.append("  " + "  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)))
-        out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-    if g.energy_reason:
-        out.append(f"  {g.energy_reason}")
-    return out
+def applies(ctx) -> bool:
+    return True  # `collect` says None when the campaign is neither a sweep nor a governor comparison
 
 
-def markdown_lines(a) -> list[str]:
-    g = getattr(a, "governor", None)
-    if g is None:
-        return []
-    out = ["", "## Governor study", ""]
-    out += [f"- {sweep_lines(s)}" for s in g.sweeps]
-    out += [f"- {x}" for x in _labels_summary(g)]
-    tree = _tree_summary(g)
-    if tree:
-        out += ["", tree[0], "", "```", *[x.strip("\n") for x in tree[1:]], "```"]
-    if g.policies:
-        head, rows = policy_table(g)
-        out += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        out += ["| " + " | ".join(r) + " |" for r in rows]
-    if g.energy_reason:
-        out += ["", g.energy_reason]
-    return out
+def analyze(ctx) -> GovernorStudy | None:
+    return collect(ctx.store, ctx.campaign_id, ctx.cells)
 
 
-def html_section(a) -> list[str]:
-    from boardlab.report import svg
+def _heatmap(s: SweepMap) -> doc.Figure:
+    rows = [f"{s.this_policy} {_mhz(t)} MHz" for t in s.this_khz]
+    cols = [f"{_mhz(o)}" for o in s.other_khz] or ["-"]
+    cells = {}
+    for i, t in enumerate(s.this_khz):
+        for j, o in enumerate(s.other_khz or (None,)):
+            r = s.ratio(t, o) if o is not None else None
+            ns = s.median_ns.get((t, o))
+            cells[(i, j)] = doc.HeatCell(
+                r, "slowdown" if s.slow.get((t, o)) else None, False,
+                f"{_num(ns)} ns/access" + (f", x{r:.3f}" if r is not None else ""),
+            )  # fmt: skip
+    title = f"{s.this_policy} {s.pattern} {_size(s.size_bytes)} (columns: {s.other_policy or '-'} MHz)"
+    return doc.Figure("heatmap", {"rows": rows, "cols": cols, "cells": cells, "title": title, "limit": 2.0})
 
-    g = getattr(a, "governor", None)
-    if g is None:
-        return []
-    out = ["<h2>Governor study</h2>"]
+
+def sections(analysis, g: GovernorStudy) -> list[doc.Section]:
+    blocks: list[doc.Block | None] = []
     if g.sweeps:
-        out.append(
-            '<p class="small">The snoop sweep: median ns/access of mem.latency pinned to one cluster, at each '
-            "frequency of that cluster (rows) x each of the other cluster (columns), as a ratio to the same row "
-            "with the other cluster at its maximum; ▲ marks a cell labelled slow.</p>"
+        blocks.append(
+            doc.Prose(
+                "The snoop sweep: median ns/access of mem.latency pinned to one cluster, at each frequency of "
+                "that cluster (rows) x each of the other cluster (columns), as a ratio to the same row with the "
+                "other cluster at its maximum; ▲ marks a cell labelled slow.",
+                small=True,
+                formats=doc.HTML,
+            )
         )
-        out += [f"<p>{escape(x)}</p>" for x in _labels_summary(g)]
-    for s in g.sweeps:
-        rows = [f"{s.this_policy} {_mhz(t)} MHz" for t in s.this_khz]
-        cols = [f"{_mhz(o)}" for o in s.other_khz] or ["-"]
-        cells = {}
-        for i, t in enumerate(s.this_khz):
-            for j, o in enumerate(s.other_khz or (None,)):
-                r = s.ratio(t, o) if o is not None else None
-                ns = s.median_ns.get((t, o))
-                cells[(i, j)] = svg.HeatCell(
-                    r, "slowdown" if s.slow.get((t, o)) else None, False,
-                    f"{_num(ns)} ns/access" + (f", x{r:.3f}" if r is not None else ""),
-                )  # fmt: skip
-        title = f"{s.this_policy} {s.pattern} {_size(s.size_bytes)} (columns: {s.other_policy or '-'} MHz)"
-        out.append(svg.heatmap(rows, cols, cells, title=title, limit=2.0))
+    blocks.append(
+        doc.Items(tuple(sweep_lines(s) for s in g.sweeps) + tuple(_labels_summary(g)))
+        if g.sweeps or g.labels
+        else None
+    )
+    blocks += [_heatmap(s) for s in g.sweeps]
     tree = _tree_summary(g)
     if tree:
-        out += [f"<p>{escape(tree[0])}</p>", "<pre>" + escape("\n".join(tree[1:])) + "</pre>"]
+        blocks += [doc.Prose(tree[0]), doc.Preformatted("\n".join(x.rstrip() for x in tree[1:]))]
     if g.policies:
         head, rows = policy_table(g)
-        out.append("<table><tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>")
-        out += ["<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in rows]
-        out.append("</table>")
-    if g.energy_reason:
-        out.append(f'<p class="small">{escape(g.energy_reason)}</p>')
-    return out
-
-
-def simulation_html(res: dict) -> str:
-    """`governor simulate --html`: the policies x traces comparison as one self-contained page: run time and
-    EDP relative to ondemand as heatmaps, and the table of time, energy and EDP."""
-    from boardlab.report import svg
-    from boardlab.report.html import CSS
-
-    rows = res["rows"]
-    traces = list(dict.fromkeys(r["trace"] for r in rows))
-    policies = list(dict.fromkeys(r["policy"] for r in rows))
-    body = [
-        f"<h1>Governor policies on the simulator: {escape(res['soc'])}</h1>",
-        f'<p class="small">{escape(res["source"])}; daemon sampling {res["sampling_ms"]:g} ms; anti-snoop '
-        f"rule: {escape(str(res.get('anti_snoop_rule', '-')))}. Ratios are against the in-kernel ondemand "
-        "governor of the same trace (&lt; 1 is better); energy is the OPP tables' Energy Model plus the "
-        "simulator's leakage term, EDP = energy x run time.</p>",
-    ]
-    for key, what in (("time_ratio_vs_ondemand", "run time"), ("edp_ratio_vs_ondemand", "EDP")):
-        cells = {}
-        for i, t in enumerate(traces):
-            for j, p in enumerate(policies):
-                r = next((x for x in rows if x["trace"] == t and x["policy"] == p), None)
-                ratio = r.get(key) if r else None
-                tip = (
-                    r.get("unsupported")
-                    if r and "unsupported" in r
-                    else (f"{what} x{ratio:.3f}" if ratio else "")
-                )
-                cells[(i, j)] = svg.HeatCell(ratio, None, False, tip or "")
-        body.append(
-            svg.heatmap(traces, policies, cells, title=f"{what} relative to ondemand", width=1000, limit=2.0)
+        numeric = (False, False, True, False, True, True)
+        blocks.append(
+            doc.Table(
+                tuple(doc.Column(h, numeric=n) for h, n in zip(head, numeric, strict=True)),
+                tuple(map(tuple, rows)),
+            )
         )
-    head = [
-        "trace",
-        "policy",
-        "time_s",
-        "energy_j",
-        "edp_j_s",
-        "time / ondemand",
-        "EDP / ondemand",
-        "verdict",
-    ]
-    body.append("<table><tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>")
-    for r in rows:
-        if "unsupported" in r:
-            cols = [r["trace"], r["policy"], "unsupported: " + r["unsupported"], "", "", "", "", ""]
-        else:
-            cols = [r["trace"], r["policy"], f"{r['time_s']:.3f}", f"{r['energy_j']:.3f}", f"{r['edp_j_s']:.4f}",
-                    _num(r.get("time_ratio_vs_ondemand"), "{:.3f}"), _num(r.get("edp_ratio_vs_ondemand"), "{:.3f}"),
-                    r.get("verdict", "")]  # fmt: skip
-        body.append("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in cols) + "</tr>")
-    body.append("</table>")
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>boardlab governor simulate: {escape(res['soc'])}</title><style>{CSS}</style></head>\n"
-        "<body>\n" + "\n".join(body) + "\n</body></html>\n"
-    )
+    if g.energy_reason:
+        blocks.append(doc.Prose(g.energy_reason, small=True))
+    return [doc.section(TITLE, *blocks, anchor="governor")]

@@ -1,0 +1,172 @@
+"""Two campaigns side by side, cell by cell (two boards, or two sessions of one): the comparison document.
+
+Works on any two `CampaignAnalysis` (from one store or two): cells matched by workload, parameters and
+condition; B/A per cell with its 90% decision interval, corrected over the matched cells, and each side's
+A/A control (docs/method.md "Comparing a condition with its baseline").
+"""
+
+from __future__ import annotations
+
+import json
+
+COMPARE_SCHEMA = 1
+
+
+def _key(cell) -> tuple[str, str, str]:
+    return cell.workload, json.dumps(cell.params, sort_keys=True), cell.condition
+
+
+def _side(path: str, a) -> dict:
+    return {
+        "db": path,
+        "campaign_id": a.campaign_id,
+        "name": a.name,
+        "board": a.board_label,
+        "status": a.status,
+        "boardlab_version": a.boardlab_version,
+        "started_unix_s": a.started_unix_s,
+    }
+
+
+def _interval(ci) -> list[float] | None:
+    return None if ci is None else [ci.low, ci.high]
+
+
+def _cell_id(cell) -> dict:
+    return {
+        "workload": cell.workload,
+        "params": cell.params,
+        "condition": cell.condition,
+        "metric": cell.metric,
+    }
+
+
+def compare_campaigns(a, b, *, path_a: str = "A", path_b: str = "B") -> dict:
+    """The comparison document: every cell of A matched in B, B/A per cell (docs/method.md "Comparing ...")."""
+    import tomllib
+
+    from boardlab.analysis.core import threshold_for
+    from boardlab.stats import adjust, compare, family_method
+
+    b_cells = {_key(c): c for c in b.cells}
+    a_keys = {_key(c) for c in a.cells}
+    matched = [(ca, b_cells[_key(ca)]) for ca in a.cells if _key(ca) in b_cells]
+    try:
+        plan_a = tomllib.loads(a.plan_text)
+    except tomllib.TOMLDecodeError:
+        plan_a = {}
+    # A/A controls of both sides, by cell: a cell whose control is unstable on either side is unstable here.
+    unstable: dict[tuple, list[str]] = {}
+    for side, analysis in (("A", a), ("B", b)):
+        for ctl in analysis.aa_controls:
+            if ctl.unstable:
+                key = (ctl.workload, json.dumps(ctl.params, sort_keys=True), ctl.condition)
+                unstable.setdefault(key, []).append(f"{side}: {ctl.remedy}")
+
+    rows: list[dict] = []
+    comps = []
+    slots = []
+    for i, (ca, cb) in enumerate(matched):
+        row = {
+            **_cell_id(ca),
+            "unit": ca.unit,
+            "higher_is_better": ca.higher_is_better,
+            "a": {"n": len(ca.values), "median": ca.summary.median if ca.summary else None},
+            "b": {"n": len(cb.values), "median": cb.summary.median if cb.summary else None},
+            "ratio": None,
+            "ratio_ci": None,
+            "cost_ratio": None,
+            "cost_ratio_ci": None,
+            "decision_ci": None,
+            "delta": None,
+            "delta_source": None,
+            "test": None,
+            "p_value": None,
+            "p_adjusted": None,
+            "verdict": None,
+            "confounded": None,
+            "reasons": [],
+            "reason": None,
+            "unstable": unstable.get(_key(ca)),
+        }
+        if ca.metric != cb.metric or ca.unit != cb.unit:
+            row["reason"] = f"different metrics: {ca.metric} [{ca.unit}] in A, {cb.metric} [{cb.unit}] in B"
+        elif not ca.values or not cb.values:
+            row["reason"] = f"no valid runs in {'A' if not ca.values else 'B'}"
+        else:
+            if row["a"]["median"] is None or row["b"]["median"] is None:  # one run: its value is the median
+                import statistics
+
+                row["a"]["median"] = statistics.median(ca.values)
+                row["b"]["median"] = statistics.median(cb.values)
+            env_a = [r.environment for r in ca.runs if r.valid and r.value is not None]
+            env_b = [r.environment for r in cb.runs if r.valid and r.value is not None]
+            delta, source = threshold_for(plan_a, ca.workload, ca.metric)
+            row.update(delta=delta, delta_source=source)
+            comps.append(
+                compare(
+                    list(ca.values),
+                    list(cb.values),
+                    higher_is_better=ca.higher_is_better,
+                    delta=delta,
+                    seed=i,
+                    baseline_env=env_a,
+                    condition_env=env_b,
+                )
+            )
+            slots.append(len(rows))
+        rows.append(row)
+    method = family_method(len(comps))
+    for slot, c in zip(slots, adjust(comps, method) if comps else (), strict=True):
+        row = rows[slot]
+        row.update(
+            ratio=c.ratio,
+            ratio_ci=_interval(c.ratio_ci),
+            cost_ratio=c.cost_ratio,
+            cost_ratio_ci=_interval(c.cost_ratio_ci),
+            decision_ci=_interval(c.decision_ci),
+            test=c.test.name,
+            p_value=c.p_value,
+            p_adjusted=c.p_adjusted,
+            verdict=c.verdict.kind,
+            confounded=c.verdict.confounded,
+            reasons=list(c.verdict.reasons),
+        )
+    return {
+        "schema": COMPARE_SCHEMA,
+        "a": _side(path_a, a),
+        "b": _side(path_b, b),
+        "ratio": "B / A: median of B over median of A; cost_ratio > 1 means B is worse",
+        "decision": "verdicts are decided on decision_ci, the 90% bootstrap interval of the cost ratio, "
+        "against each cell's delta; cost_ratio_ci (95%) is shown, not decided on",
+        "adjustment": method,
+        "family_size": len(comps),
+        "aa_controls": {side: _aa_doc(analysis) for side, analysis in (("a", a), ("b", b))},
+        "cells": rows,
+        "unmatched": {
+            "a_only": [_cell_id(c) for c in a.cells if _key(c) not in b_cells],
+            "b_only": [_cell_id(c) for c in b.cells if _key(c) not in a_keys],
+        },
+    }
+
+
+def _aa_doc(analysis) -> list[dict]:
+    out = []
+    for ctl in analysis.aa_controls:
+        c = ctl.comparison
+        out.append(
+            {
+                "workload": ctl.workload,
+                "params": ctl.params,
+                "condition": ctl.condition,
+                "n_a1": ctl.n_a1,
+                "n_a2": ctl.n_a2,
+                "verdict": None if ctl.reason or c is None else c.verdict.kind,
+                "cost_ratio": None if c is None else c.cost_ratio,
+                "decision_ci": None if c is None else _interval(c.decision_ci),
+                "unstable": ctl.unstable,
+                "remedy": ctl.remedy,
+                "reason": ctl.reason,
+            }
+        )
+    return out

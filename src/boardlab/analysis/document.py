@@ -1,0 +1,189 @@
+"""The report's neutral document model: sections of prose, tables and figures, built once by `analysis`
+and laid out by each renderer of `boardlab.report` (HTML with inline SVG, Markdown, text).
+
+A renderer supplies only the markup (headings, paragraphs, rows and dividers, a plot for a figure), the way
+hyperfine's markup exporter does; every word and number is decided here, once, for all formats. A figure is a
+plot specification (a kind and its data), never SVG: `report.plot` draws it, text and Markdown leave it out.
+
+`formats` on a block says where it appears ("html", "md", "text"); most blocks appear everywhere. Table cells
+are already-formatted strings (`analysis.format`), so the three formats print the same digits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+ALL = frozenset({"html", "md", "text"})
+RICH = frozenset({"html", "md"})  # the text report is a compact summary: long notes stay out of it
+HTML = frozenset({"html"})
+
+
+@dataclass(frozen=True)
+class Column:
+    """A table column: its name, its unit (shown as `name [unit]`), and whether it is numeric (right-aligned)."""
+
+    name: str
+    unit: str | None = None
+    numeric: bool = False
+
+    @property
+    def header(self) -> str:
+        return f"{self.name} [{self.unit}]" if self.unit else self.name
+
+
+@dataclass(frozen=True)
+class Table:
+    """Rows of formatted strings. `note_column`: a long free-text column that HTML shows as a full-width line
+    under its row. `text_columns`: the columns the compact text report keeps (None = all but the note).
+    `row_classes` and `cell_classes` are hints (e.g. "flagged", "v-slowdown") that only HTML uses."""
+
+    columns: tuple[Column, ...]
+    rows: tuple[tuple[str, ...], ...]
+    title: str | None = None
+    note_column: str | None = None
+    text_columns: tuple[str, ...] | None = None
+    row_classes: tuple[str, ...] = ()
+    cell_classes: tuple[dict[int, str], ...] = ()
+    css: str = ""  # an extra class of the whole table in HTML
+    badge_column: str | None = None  # a status column HTML shows as colored badges (OK / WARN / FAIL)
+    fold: str | None = None  # HTML folds the table under this summary line
+    emphasis_column: str | None = None  # a column HTML sets in bold (the value decided on)
+    formats: frozenset[str] = ALL
+
+    @property
+    def headers(self) -> tuple[str, ...]:
+        return tuple(c.header for c in self.columns)
+
+    @property
+    def numeric(self) -> tuple[bool, ...]:
+        return tuple(c.numeric for c in self.columns)
+
+
+@dataclass(frozen=True)
+class Prose:
+    """A paragraph. `small`: explanatory text (HTML sets it smaller). `strong`: a warning that must stand out."""
+
+    text: str
+    small: bool = False
+    strong: bool = False
+    banner: bool = False  # a notice at the top (a campaign still running)
+    bold: tuple[str, ...] = ()  # parts of the text set in bold
+    formats: frozenset[str] = ALL
+
+
+@dataclass(frozen=True)
+class Items:
+    """A bullet list."""
+
+    items: tuple[str, ...]
+    formats: frozenset[str] = ALL
+
+
+@dataclass(frozen=True)
+class Preformatted:
+    text: str
+    summary: str | None = None  # HTML folds it under this summary line
+    formats: frozenset[str] = ALL
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A plot specification: `kind` names a plot of `report.plot` and `data` holds its arguments (plain data:
+    numbers, strings and the records below). Only HTML draws figures."""
+
+    kind: str
+    data: dict[str, Any]
+    formats: frozenset[str] = HTML
+
+
+@dataclass(frozen=True)
+class Multiples:
+    """Small multiples: figures laid side by side where the page is wide enough."""
+
+    figures: tuple[Figure, ...]
+    formats: frozenset[str] = HTML
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Label/value pairs (the report's header; the summary card). `cards`: HTML shows them as tiles."""
+
+    pairs: tuple[tuple[str, str], ...]
+    cards: bool = False
+    formats: frozenset[str] = ALL
+
+
+Block = Table | Prose | Items | Preformatted | Figure | Multiples | Facts
+
+
+@dataclass(frozen=True)
+class Section:
+    """A titled part of the report; `level` 2 is a top-level section, 3 a subsection."""
+
+    title: str
+    blocks: tuple[Block, ...] = ()
+    level: int = 2
+    formats: frozenset[str] = ALL
+    anchor: str = ""  # a stable id for links and tests (HTML id)
+
+
+@dataclass(frozen=True)
+class Document:
+    title: str
+    sections: tuple[Section, ...] = field(default_factory=tuple)
+
+
+# ---- plot data: what a figure's `data` may hold, besides numbers and strings -----------------------------------
+
+
+@dataclass(frozen=True)
+class Box:
+    """One box of a boxplot group: the valid runs' values, and runs that did not count (shown hollow)."""
+
+    label: str
+    values: Sequence[float]
+    excluded: Sequence[float] = ()
+    note: str = ""  # shown right of the box, e.g. "n=10"
+
+
+@dataclass(frozen=True)
+class HeatCell:
+    """One cell of a heatmap: the cost ratio (> 1 = worse), the verdict and a tooltip."""
+
+    ratio: float | None
+    verdict: str | None  # a VerdictKind, or None when there is no comparison
+    confounded: bool = False
+    tooltip: str = ""
+
+
+@dataclass(frozen=True)
+class Line:
+    """A line of (x, y) points; a y of None breaks it (e.g. between runs). `errors` are optional (low, high)
+    bars per point, in y units. `color`: an index into the plot palette, or None for the next one."""
+
+    label: str
+    points: Sequence[tuple[float, float | None]]
+    errors: Sequence[tuple[float, float] | None] | None = None
+    markers: bool = True
+    color: int | None = None
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """One panel of a histogram figure: merged bucket counts (bucket i = [i*w, (i+1)*w)) and the overflow."""
+
+    title: str
+    counts: Sequence[int]
+    bucket_width: float
+    overflow: int
+    limit: float | None
+    subtitle: str = ""
+    markers: Sequence[tuple[str, float]] = ()
+    missing: str | None = None  # why there is no histogram to draw
+
+
+def section(title: str, *blocks: Block | None, level: int = 2, anchor: str = "", **kw) -> Section:
+    """A section of the given blocks, leaving out None (a block that does not apply)."""
+    return Section(title, tuple(b for b in blocks if b is not None), level=level, anchor=anchor, **kw)

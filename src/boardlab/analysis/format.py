@@ -1,0 +1,193 @@
+"""The one home of number formatting and percentile levels for every report format and `boardlab compare`.
+
+Numbers keep 3-4 significant digits; a row is shown in a unit scaled to its median (ns -> µs -> ms -> s,
+bytes -> KiB -> MiB), named in the row's unit column.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from fractions import Fraction
+
+# The percentile levels reports show of a latency distribution (nearest rank; docs/method.md).
+PERCENTILE_LEVELS = (50, 90, 99, 99.9, 99.99)
+
+VERDICT_MARKS = {
+    "slowdown": "▲",
+    "speedup": "▼",
+    "no_change": "=",
+    "inconclusive": "?",
+    "insufficient": "–",
+}
+CONFOUNDED_MARK = "⚠"
+VERDICT_RANK = {"slowdown": 0, "speedup": 1, "inconclusive": 2, "no_change": 3, "insufficient": 4}
+
+
+def fmt_num(x: float | None, sig: int = 3) -> str:
+    """`x` with `sig` significant digits, no exponent between 1e-3 and 1e6 (tables and tick labels)."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    if math.isinf(x):
+        return "∞" if x > 0 else "-∞"
+    if x == 0:
+        return "0"
+    a = abs(x)
+    if a >= 1e6 or a < 1e-3:
+        mantissa, exp = f"{x:.{sig - 1}e}".split("e")
+        return f"{mantissa}e{int(exp)}"
+    if a >= 10 ** (sig - 1):
+        return f"{x:.0f}"
+    decimals = sig - 1 - math.floor(math.log10(a))
+    return f"{x:.{decimals}f}"
+
+
+def fmt_si(v: float | None, unit: str = "") -> str:
+    """3 significant digits with an SI prefix: 1.23 Gbit/s, 456 kbit/s."""
+    if v is None:
+        return "-"
+    for f, p in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= f:
+            return f"{v / f:.3g} {p}{unit}"
+    return f"{v:.3g} {unit}".rstrip()
+
+
+def fmt_size(n: int) -> str:
+    """A binary size as a plan states it: 32 KiB, 4 MiB, 1000 B."""
+    for unit, f in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= f and n % f == 0:
+            return f"{n // f} {unit}"
+    return f"{n} B"
+
+
+# Units that have larger siblings: (factor to the base unit, label), ascending.
+_TIME_NS = ((1.0, "ns"), (1e3, "µs"), (1e6, "ms"), (1e9, "s"))
+_BYTES = ((1.0, "B"), (1024.0, "KiB"), (1024.0**2, "MiB"), (1024.0**3, "GiB"))
+_UNIT_LADDERS = {
+    "ns": (1.0, _TIME_NS),
+    "us": (1e3, _TIME_NS),
+    "µs": (1e3, _TIME_NS),
+    "ms": (1e6, _TIME_NS),
+    "s": (1e9, _TIME_NS),
+    "b": (1.0, _BYTES),
+    "bytes": (1.0, _BYTES),
+    "kib": (1024.0, _BYTES),
+    "mib": (1024.0**2, _BYTES),
+}
+
+
+def display_unit(unit: str, reference: float | None) -> tuple[float, str]:
+    """(divisor, label) that shows `reference` (in `unit`) with 1-3 integer digits where the unit allows."""
+    ladder = _UNIT_LADDERS.get((unit or "").lower())
+    if ladder is None or reference is None or not math.isfinite(reference) or reference == 0:
+        return 1.0, unit or ""
+    base, steps = ladder
+    in_base = abs(reference) * base
+    factor, label = steps[0]
+    for f, lab in steps:
+        if in_base >= f:
+            factor, label = f, lab
+    return factor / base, label
+
+
+def unit_label(unit: str) -> str:
+    return "µs" if unit == "us" else unit
+
+
+def fmt_p(p: float | None) -> str:
+    if p is None or math.isnan(p):
+        return "–"
+    return f"{p:.3f}" if p >= 0.001 else fmt_num(p, 2)
+
+
+def fmt_ratio(r: float | None) -> str:
+    return "–" if r is None else fmt_num(r, 4 if 0.1 <= r < 10 else 3)
+
+
+def fmt_interval(lo: float, hi: float, divisor: float = 1.0, sig: int = 4) -> str:
+    return f"[{fmt_num(lo / divisor, sig)}, {fmt_num(hi / divisor, sig)}]"
+
+
+def fmt_pct(x: float | None, digits: int = 1) -> str:
+    return "–" if x is None else f"{x * 100:.{digits}f}"
+
+
+def fmt_time(unix_s: float | None) -> str:
+    if unix_s is None:
+        return "–"
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(unix_s))
+
+
+def fmt_duration(seconds: float | None) -> str:
+    if seconds is None or seconds < 0:
+        return "–"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def fmt_value(x: float | None) -> str:
+    """A measured value: whole numbers as they are (cyclictest's integer microseconds), others with 4 digits."""
+    if x is None:
+        return "–"
+    if float(x).is_integer() and abs(x) < 1e15:
+        return str(int(x))
+    text = fmt_num(x, 4)
+    return text.rstrip("0").rstrip(".") if "." in text and "e" not in text else text
+
+
+def verdict_text(kind: str | None, confounded: bool = False) -> str:
+    if kind is None:
+        return "no verdict"
+    text = f"{VERDICT_MARKS.get(kind, '')} {kind.replace('_', ' ')}".strip()
+    return f"{text} {CONFOUNDED_MARK} confounded" if confounded else text
+
+
+def pct_name(q: float) -> str:
+    """99.9 -> 'p99.9': a level as reports print it."""
+    return f"p{q:g}"
+
+
+def samples_needed(q: float) -> int:
+    """The sample count from which the nearest-rank q-th percentile is no longer the largest sample."""
+    rest = 100 - Fraction(repr(float(q)))
+    return -(-100 // rest) if rest > 0 else 1  # ceil(100 / rest)
+
+
+def params_text(params: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items())
+
+
+def first_seen(items) -> list:
+    out: list = []
+    for it in items:
+        if it not in out:
+            out.append(it)
+    return out
+
+
+def varying_keys(param_sets) -> list[str]:
+    """Parameter names whose values differ between the given parameter dicts, in first-seen order."""
+    sets = list(param_sets)
+    keys = first_seen(k for p in sets for k in p)
+    return [k for k in keys if len({json.dumps(p.get(k), sort_keys=True) for p in sets}) > 1]
+
+
+def short_label(workload: str, params: dict, varying) -> str:
+    """A cell's label within a section: the workload and only the parameters that vary in that section."""
+    shown = {k: params.get(k) for k in varying if k in params}
+    return f"{workload} ({params_text(shown)})" if shown else workload
+
+
+def section_labels(items) -> list[str]:
+    """Labels of (workload, params) items within one table: each workload with only the parameters that vary
+    among that workload's items, so a long label shows what tells its rows apart."""
+    items = list(items)
+    by_workload: dict[str, list[dict]] = {}
+    for workload, params in items:
+        by_workload.setdefault(workload, []).append(params)
+    varying = {w: varying_keys(ps) for w, ps in by_workload.items()}
+    return [short_label(w, p, varying[w]) for w, p in items]

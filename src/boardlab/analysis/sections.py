@@ -1,0 +1,709 @@
+"""The whole report of a campaign as one document (`analysis.document`), the same for every format.
+
+`build_document(analysis, series)` assembles: the header, the summary card of headline figures, the verdicts,
+the environment, the A/A control, the run values, the slowdown heatmap, every applying study's sections
+(`analysis.studies`, in registry order), run-order drift, the monitor, the cell and comparison tables and the
+plan. A block's `formats` says where it shows: figures only in HTML; the text report is a compact summary
+(compact tables, one line per cell and comparison). The renderers of `boardlab.report` only lay it out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from boardlab.analysis import document as doc
+from boardlab.analysis.format import (
+    VERDICT_RANK,
+    display_unit,
+    fmt_duration,
+    fmt_interval,
+    fmt_num,
+    fmt_p,
+    fmt_pct,
+    fmt_ratio,
+    fmt_time,
+    params_text,
+    section_labels,
+    varying_keys,
+    verdict_text,
+)
+from boardlab.analysis.headline import Headline, headlines
+from boardlab.analysis.tables import cell_table, comparison_table, drift_text, run_counts, verdict_lines
+from boardlab.analysis.verdicts import aa_note, aa_summary, aa_table, build_note, method_note
+
+if TYPE_CHECKING:
+    from boardlab.analysis.core import CampaignAnalysis, CellAnalysis
+
+# monitor source -> [(seconds since the campaign's first run started, value)], as `monitor_series` gives
+Series = Mapping[str, Sequence[tuple[float, float | None]]]
+
+MAX_BOXES_PER_PLOT = 40  # beyond this a boxplot is a wall; the table and curves carry those cells
+MAX_DRIFT_PLOTS = 12  # flagged cells are always shown, the others fill up to this
+MAX_CARDS = 16  # headline figures on the summary card
+TEXT = frozenset({"text"})
+MD = frozenset({"md"})
+HTML_MD = doc.RICH
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+# ---- header ---------------------------------------------------------------------------------------------------
+
+
+def header(a: CampaignAnalysis) -> doc.Section:
+    counts = run_counts(a)
+    duration = (a.finished_unix_s - a.started_unix_s) if a.finished_unix_s else None
+    reruns = "–" if counts["reruns"] is None else str(counts["reruns"])
+    inv = a.inventory or {}
+    kernel = (inv.get("kernel") or {}).get("release") if isinstance(inv.get("kernel"), dict) else None
+    cpus = inv.get("online_cpus")
+    cpu_names = sorted(
+        {str(c.get("name")) for c in inv.get("clusters") or [] if isinstance(c, dict) and c.get("name")}
+    )
+    virt = inv.get("virtualization") or {}
+    board_bits = [b for b in (inv.get("model"), inv.get("machine")) if b]
+    if cpus:
+        board_bits.append(f"{len(cpus)} CPUs online" + (f" ({', '.join(cpu_names)})" if cpu_names else ""))
+    if kernel:
+        board_bits.append(f"Linux {kernel}")
+    if isinstance(virt, dict) and virt.get("virtualized"):
+        board_bits.append(f"virtualized ({virt.get('hypervisor') or 'unknown hypervisor'})")
+    mon = a.monitor or {}
+    cost = mon.get("cost_pct_of_core")
+    monitor = (
+        f"{cost:.2f}% of one core at {1 / mon['interval_s']:.3g} Hz"
+        if isinstance(cost, int | float) and mon.get("interval_s")
+        else "–"
+    )
+    pairs = (
+        ("campaign", f"{a.campaign_id} — plan {a.plan_source}, order {a.order}"),
+        ("status", a.status),
+        ("board", f"{a.board_label}" + (f" — {'; '.join(str(b) for b in board_bits)}" if board_bits else "")),
+        ("boardlab", a.boardlab_version),
+        ("when", f"{fmt_time(a.started_unix_s)} → {fmt_time(a.finished_unix_s)} ({fmt_duration(duration)})"),
+        (
+            "runs",
+            f"{counts['runs']} stored: {counts['valid']} valid, {counts['invalid']} invalid, "
+            f"{counts['failed']} failed; {reruns} re-runs",
+        ),
+        (
+            "cells",
+            f"{_count(len(a.cells), 'cell')}, {_count(len(a.conditions), 'condition')}, "
+            f"{_count(len(a.comparisons), 'comparison')}",
+        ),
+        ("monitor cost", monitor),
+    )
+    note = build_note(a)
+    blocks: list[doc.Block | None] = [
+        doc.Prose(
+            f"campaign {a.name!r} (id {a.campaign_id}): {a.status}, board {a.board_label}, "
+            f"{counts['valid']}/{counts['runs']} runs valid, {counts['invalid']} invalid, {counts['failed']} failed",
+            formats=TEXT,
+        ),
+        doc.Facts(pairs, formats=HTML_MD),
+        doc.Facts((("native kernels", note.removeprefix("native kernels built with ")),), formats=MD)
+        if note
+        else None,
+        doc.Prose(note, formats=TEXT) if note else None,
+    ]
+    if a.status != "complete":
+        blocks.append(
+            doc.Prose(
+                f"This campaign is {a.status}: the report covers the {counts['runs']} runs stored so far.",
+                banner=True,
+                bold=(a.status,),
+                formats=HTML_MD,
+            )
+        )
+    return doc.section("", *blocks, level=0, anchor="header")
+
+
+# ---- the summary card -------------------------------------------------------------------------------------------
+
+
+def _figure(h: Headline) -> str:
+    """'median unit [95% CI]' of a headline figure, in a unit scaled to its median."""
+    div, unit = display_unit(h.unit, h.median)
+    if h.ci_low is None or h.ci_high is None:
+        return f"{fmt_num(h.median / div, 4)} {unit} (no CI: {_count(h.n_runs, 'run')})"
+    return (
+        f"{fmt_num(h.median / div, 4)} {unit} [{fmt_num(h.ci_low / div, 4)}, {fmt_num(h.ci_high / div, 4)}]"
+    )
+
+
+def summary_card(a: CampaignAnalysis) -> doc.Section | None:
+    figures = headlines(a)
+    if not figures:
+        return None
+    shown = figures[:MAX_CARDS]
+    pairs = tuple((f"{h.label}: {h.metric}", _figure(h)) for h in shown)
+    more = len(figures) - len(shown)
+    cond = shown[0].condition
+    return doc.section(
+        "Summary",
+        doc.Prose(
+            f"Headline figures under {cond}: the median over runs of each workload's primary metric, with its "
+            "95% order-statistic CI (a composite: the mean of its members' medians, with a bootstrap CI over "
+            "their runs)" + (f"; {more} more in the cell table" if more > 0 else "") + ".",
+            small=True,
+        ),
+        doc.Facts(pairs, cards=True),
+        anchor="summary",
+    )
+
+
+# ---- verdicts ----------------------------------------------------------------------------------------------------
+
+
+def verdicts(a: CampaignAnalysis) -> doc.Section | None:
+    everything = tuple(a.comparisons) + tuple(a.tail_comparisons)
+    if not everything:
+        return doc.section("Verdicts", doc.Prose("No comparisons in this campaign.", formats=MD))
+    ordered = sorted(
+        everything, key=lambda ca: VERDICT_RANK.get(ca.comparison.verdict.kind, 5) if ca.comparison else 6
+    )
+    counts: dict[str, int] = {}
+    for ca in everything:
+        kind = ca.comparison.verdict.kind if ca.comparison else "no verdict"
+        counts[kind] = counts.get(kind, 0) + 1
+    tally = ", ".join(
+        f"{n} {k.replace('_', ' ')}"
+        for k, n in sorted(counts.items(), key=lambda kv: VERDICT_RANK.get(kv[0], 5))
+    )
+    confounded = sum(1 for ca in a.comparisons if ca.comparison and ca.comparison.verdict.confounded)
+    rows, classes = [], []
+    labels = section_labels((ca.workload, ca.params) for ca in ordered)
+    for ca, label in zip(ordered, labels, strict=True):
+        c = ca.comparison
+        what = f"{ca.condition} vs {ca.baseline}"
+        if c is None:
+            rows.append(("no verdict", label, what, ca.reason or "", "", "", "", ""))
+            classes.append("v-none")
+            continue
+        ci, di = c.cost_ratio_ci, c.decision_ci
+        metric = f" [{ca.metric}]" if "p99" in ca.metric else ""
+        rows.append(
+            (
+                verdict_text(c.verdict.kind, c.verdict.confounded) + (" (unstable)" if ca.unstable else ""),
+                label + metric,
+                what,
+                fmt_ratio(c.cost_ratio),
+                fmt_interval(di.low, di.high, sig=3) if di else "–",
+                fmt_interval(ci.low, ci.high, sig=3) if ci else "–",
+                f"{c.delta:.1%}",
+                fmt_p(c.p_adjusted),
+            )
+        )
+        classes.append(f"v-{c.verdict.kind}" + (" confounded" if c.verdict.confounded else ""))
+    table = doc.Table(
+        (
+            doc.Column("verdict"),
+            doc.Column("workload"),
+            doc.Column("condition vs baseline"),
+            doc.Column("cost ratio", "×", True),
+            doc.Column("90% decision interval", "×", True),
+            doc.Column("95% CI (shown, not decided on)", "×", True),
+            doc.Column("delta", None, True),
+            doc.Column("p adjusted", None, True),
+        ),
+        tuple(rows),
+        row_classes=tuple(classes),
+        css="verdicts",
+        emphasis_column="90% decision interval",
+        formats=doc.HTML,
+    )
+    text_rows = []
+    for ca in a.comparisons:
+        c = ca.comparison
+        name = f"{ca.label}: {ca.condition} vs {ca.baseline}"
+        if len(name) > 68:
+            name = name[:67] + "…"
+        if c is None:
+            text_rows.append((name, "–", "–", "–", "–", "–", f"no verdict: {ca.reason}"))
+            continue
+        di = fmt_interval(c.decision_ci.low, c.decision_ci.high, sig=3) if c.decision_ci else "–"
+        ci = fmt_interval(c.cost_ratio_ci.low, c.cost_ratio_ci.high, sig=3) if c.cost_ratio_ci else "–"
+        text_rows.append(
+            (
+                name,
+                fmt_ratio(c.cost_ratio),
+                di,
+                ci,
+                f"{c.delta:.0%}",
+                fmt_p(c.p_adjusted),
+                verdict_text(c.verdict.kind, c.verdict.confounded) + (" UNSTABLE" if ca.unstable else ""),
+            )
+        )
+    text_table = doc.Table(
+        tuple(
+            doc.Column(h, numeric=n)
+            for h, n in (
+                ("comparison", False),
+                ("cost ×", True),
+                ("90% decision interval", True),
+                ("95% CI", True),
+                ("delta", True),
+                ("p adj", True),
+                ("verdict", False),
+            )
+        ),
+        tuple(text_rows),
+        formats=TEXT,
+    )
+    return doc.section(
+        "Verdicts",
+        doc.Prose(
+            f"{len(everything)} comparisons: {tally}"
+            + (f"; {confounded} confounded ⚠" if confounded else "")
+            + ".",
+            formats=doc.HTML,
+        ),
+        table,
+        doc.Items(tuple(verdict_lines(a)), formats=MD),
+        doc.Prose(method_note(a), formats=MD),
+        doc.Prose(
+            f"{method_note(a)} ⚠ marks arms that ran at a different frequency or temperature (see the comparison "
+            "table for why); (unstable) marks a workload whose A/A control failed (see below).",
+            small=True,
+            formats=doc.HTML,
+        ),
+        text_table if text_rows else None,
+        doc.Prose(
+            "verdicts are decided on the 90% decision interval against delta; the 95% CI is shown, not decided "
+            f"on; p adjusted by {a.family_text}; cost ratio > 1 means the condition is worse",
+            formats=TEXT,
+        )
+        if text_rows
+        else None,
+        anchor="verdicts",
+    )
+
+
+# ---- environment and the A/A control --------------------------------------------------------------------------
+
+
+def _pairs_table(pairs, **kw) -> doc.Table:
+    return doc.Table((doc.Column(""), doc.Column("")), tuple((str(k), str(v)) for k, v in pairs), **kw)
+
+
+def environment(a: CampaignAnalysis) -> list[doc.Section]:
+    checks = [c for c in a.environment.get("checks") or [] if isinstance(c, dict)]
+    bad = sorted((c for c in checks if c.get("status") != "OK"), key=lambda c: c.get("status") != "FAIL")
+    blocks: list[doc.Block | None] = []
+    if bad:
+        blocks.append(
+            doc.Table(
+                (doc.Column("status"), doc.Column("check"), doc.Column("finding"), doc.Column("fix")),
+                tuple(
+                    (str(c.get("status")), str(c.get("name")), str(c.get("detail")), str(c.get("fix") or ""))
+                    for c in bad
+                ),
+                badge_column="status",
+                formats=HTML_MD,
+            )
+        )
+        blocks.append(
+            doc.Prose(
+                "environment: " + ", ".join(f"{w.get('name')} {w.get('status')}" for w in bad), formats=TEXT
+            )
+        )
+    elif checks:
+        blocks.append(doc.Prose("Every environment check passed.", formats=HTML_MD))
+    else:
+        blocks.append(doc.Prose("No environment checks were recorded.", formats=HTML_MD))
+    ok = [c for c in checks if c.get("status") == "OK"]
+    if ok:
+        blocks.append(
+            _pairs_table(
+                ((c.get("name"), c.get("detail")) for c in ok),
+                fold=f"{_count(len(ok), 'check')} OK",
+                formats=doc.HTML,
+            )
+        )
+    out = [doc.section("Environment", *blocks, anchor="environment")]
+    caps = a.environment.get("capabilities") or {}
+    missing = [
+        (k, v.get("reason") or "no reason recorded")
+        for k, v in caps.items()
+        if isinstance(v, dict) and not v.get("supported")
+    ]
+    for title, pairs in (
+        ("Unsupported here", missing),
+        ("Workloads skipped on this board", list((a.environment.get("skipped_workloads") or {}).items())),
+        ("Conditions skipped on this board", list((a.environment.get("skipped_conditions") or {}).items())),
+    ):
+        if pairs:
+            out.append(doc.section(title, _pairs_table(pairs), level=3, formats=HTML_MD))
+    return out
+
+
+def aa_control(a: CampaignAnalysis) -> doc.Section:
+    t = aa_table(a)
+    unstable = tuple(f"  {r[0]} @{r[1]}: {r[-1]}" for r in t.rows if r[-1].startswith("UNSTABLE"))
+    return doc.section(
+        "A/A control",
+        doc.Prose(aa_summary(a)),
+        t if t.rows else None,
+        doc.Items(unstable, formats=TEXT) if unstable else None,
+        doc.Prose(aa_note(a), small=True, formats=HTML_MD),
+        anchor="aa",
+    )
+
+
+# ---- run values, heatmap, drift, monitor (figures) -------------------------------------------------------------
+
+
+def _box_label(cell: CellAnalysis, varying: Sequence[str], multi_condition: bool) -> str:
+    params = ", ".join(f"{k}={cell.params.get(k)}" for k in varying)
+    if multi_condition or not params:
+        return f"{params} @ {cell.condition}" if params else cell.condition
+    return params
+
+
+def run_values(a: CampaignAnalysis) -> doc.Section | None:
+    groups: dict[tuple[str, str], list[CellAnalysis]] = {}
+    for c in a.cells:
+        groups.setdefault((c.workload, c.metric), []).append(c)
+    if not groups:
+        return None
+    shown = a.shown_by_studies
+    blocks: list[doc.Block] = [
+        doc.Prose(
+            "One row per condition or parameter value; every run is a dot (hollow: invalid, not counted), box = "
+            "quartiles, thick line = median, whiskers = 1.5 IQR.",
+            small=True,
+        )
+    ]
+    for i, ((workload, metric), cells) in enumerate(groups.items()):
+        where = next((shown[c.cell_id] for c in cells if c.cell_id in shown), None)
+        if where is not None and all(c.cell_id in shown for c in cells):
+            blocks.append(doc.Prose(f"{workload}: {len(cells)} cells, shown {where}.", small=True))
+            continue
+        if len(cells) > MAX_BOXES_PER_PLOT:
+            blocks.append(doc.Prose(f"{workload}: {len(cells)} cells: see the curves and the cell table."))
+            continue
+        varying = varying_keys(c.params for c in cells)  # only the parameters that vary within the plot
+        multi = len({c.condition for c in cells}) > 1
+        boxes = [
+            doc.Box(
+                _box_label(c, varying, multi),
+                c.values,
+                tuple(r.value for r in c.runs if r.value is not None and not r.valid),
+                note=f"n={len(c.values)}",
+            )
+            for c in cells
+        ]
+        direction = "higher is better" if cells[0].higher_is_better else "lower is better"
+        fixed = {k: v for k, v in cells[0].params.items() if k not in varying}
+        title = f"{workload}" + (f" ({params_text(fixed)})" if fixed else "") + f": {metric}, {direction}"
+        blocks.append(
+            doc.Figure(
+                "boxplot", {"boxes": boxes, "title": title, "unit": f"{metric} [{cells[0].unit}]", "seed": i}
+            )
+        )
+    return doc.section("Run values per workload", *blocks, formats=doc.HTML, anchor="run-values")
+
+
+def _heatmap_position(ca) -> tuple[str, str]:
+    """(row, column): the workload without the compared parameter, and the condition or compared value."""
+    for k, v in ca.params.items():
+        tag = f"{k}={v}"
+        if ca.condition == tag or ca.condition.startswith(tag + " @"):
+            rest = {p: q for p, q in ca.params.items() if p != k}
+            return (f"{ca.workload} ({params_text(rest)})" if rest else ca.workload), ca.condition
+    return ca.label, ca.condition
+
+
+def heatmap(a: CampaignAnalysis) -> doc.Section | None:
+    if not a.comparisons:
+        return None
+    rows: list[str] = []
+    cols: list[str] = []
+    cells: dict[tuple[int, int], doc.HeatCell] = {}
+    for ca in a.comparisons:
+        r, c = _heatmap_position(ca)
+        if r not in rows:
+            rows.append(r)
+        if c not in cols:
+            cols.append(c)
+        comp = ca.comparison
+        key = (rows.index(r), cols.index(c))
+        if comp is None:
+            cells[key] = doc.HeatCell(None, None, tooltip=f"no comparison: {ca.reason}")
+            continue
+        ci = comp.cost_ratio_ci
+        tip = (
+            f"{ca.label}: {ca.condition} vs {ca.baseline}; cost ratio {fmt_num(comp.cost_ratio, 4)}"
+            + (f" [{fmt_num(ci.low, 4)}, {fmt_num(ci.high, 4)}]" if ci else "")
+            + f"; adjusted p {fmt_p(comp.p_adjusted)}; {comp.verdict.reasons[0] if comp.verdict.reasons else ''}"
+        )
+        cells[key] = doc.HeatCell(comp.cost_ratio, comp.verdict.kind, comp.verdict.confounded, tip)
+    figure = doc.Figure(
+        "heatmap",
+        {
+            "rows": rows,
+            "cols": cols,
+            "cells": cells,
+            "title": "Cost ratio against the baseline (workload × condition)",
+        },
+    )
+    return doc.section("Slowdown heatmap", figure, formats=doc.HTML, anchor="heatmap")
+
+
+def drift(a: CampaignAnalysis) -> doc.Section | None:
+    checked = [c for c in a.cells if c.summary is not None and c.summary.drift is not None]
+    if not checked:
+        return None
+    checked.sort(key=lambda c: (not c.summary.drift.flagged, c.summary.drift.p_value))
+    flagged = sum(1 for c in checked if c.summary.drift.flagged)
+    shown = checked[: max(MAX_DRIFT_PLOTS, flagged)]
+    figures = []
+    for c in shown:
+        d = c.summary.drift
+        div, unit = display_unit(c.unit, c.summary.median)
+        valid = [(float(r.seq), r.value / div) for r in c.runs if r.valid and r.value is not None]
+        invalid = [(float(r.seq), r.value / div) for r in c.runs if not r.valid and r.value is not None]
+        lines = [doc.Line("valid runs", valid, color=1 if d.flagged else 0)]
+        if invalid:
+            lines.append(doc.Line("invalid runs", invalid, color=7))
+        flag = "  DRIFT" if d.flagged else ""
+        # Small multiples: parameter values without their names, so the title fits 272 px.
+        short = f"{c.workload} ({', '.join(str(v) for v in c.params.values())})" if c.params else c.workload
+        figures.append(
+            doc.Figure(
+                "line_plot",
+                {
+                    "lines": lines,
+                    "title": short,
+                    "subtitle": f"ρ = {d.rho:+.2f}, p = {fmt_p(d.p_value)}{flag} · {c.condition}",
+                    "x_label": "run sequence in the campaign",
+                    "y_label": unit,
+                    "width": 272,
+                    "height": 190,
+                    "legend": False,
+                    "frame": "#b2182b" if d.flagged else "#dddddd",
+                    "title_size": 11,
+                },
+            )
+        )
+    return doc.section(
+        "Run-order drift",
+        doc.Prose(
+            f"Each cell's run values against their position in the campaign (Spearman ρ, flagged at p < "
+            f"{checked[0].summary.drift.alpha:g}, red frame). {flagged} of {len(checked)} cells flagged"
+            + (f"; the {len(shown)} lowest p-values shown" if len(shown) < len(checked) else "")
+            + ".",
+            small=True,
+        ),
+        doc.Multiples(tuple(figures)),
+        formats=doc.HTML,
+        anchor="drift",
+    )
+
+
+def monitor(series: Series | None) -> doc.Section | None:
+    if not series:
+        return None
+    times = [t for pts in series.values() for t, _ in pts]
+    span = max(times) - min(times) if times else 0
+    time_div, time_unit = (60.0, "min") if span > 600 else (1.0, "s")
+
+    def pick(pred) -> list[str]:
+        return sorted((s for s in series if pred(s)), key=lambda s: (len(s), s))
+
+    groups = [
+        (
+            "CPU load",
+            pick(lambda s: s == "worker.cpu_pct" or (s.startswith("cpu") and s.endswith(".busy_pct"))),
+            1.0,
+            "CPU [%]",
+        ),
+        (
+            "CPU frequency",
+            pick(lambda s: s.startswith("freq.") and s.endswith("_khz")),
+            1000.0,
+            "frequency [MHz]",
+        ),
+        (
+            "Temperature",
+            pick(lambda s: s.startswith("temp.") and s.endswith("_mc")),
+            1000.0,
+            "temperature [°C]",
+        ),
+        ("Worker memory", pick(lambda s: s == "worker.rss_kib"), 1024.0, "resident set [MiB]"),
+    ]
+    figures = []
+    for title, sources, scale, y_label in groups:
+        if not sources:
+            continue
+        lines = [
+            doc.Line(
+                source, [(t / time_div, v / scale) for t, v in series[source] if v is not None], markers=False
+            )
+            for source in sources
+        ]
+        figures.append(
+            doc.Figure(
+                "series_plot",
+                {
+                    "lines": lines,
+                    "title": title,
+                    "x_label": f"time since the first run started [{time_unit}]",
+                    "y_label": y_label,
+                    "y_zero": title == "CPU load",
+                    "height": 260,
+                },
+            )
+        )
+    return doc.section(
+        "Monitor",
+        doc.Prose(
+            "Samples of every run on one time axis (runs placed at their start times; gaps are gates and set-up "
+            "between runs). worker.cpu_pct is the worker's own CPU use; cpuN.busy_pct the load of each CPU.",
+            small=True,
+        ),
+        *figures,
+        formats=doc.HTML,
+        anchor="monitor",
+    )
+
+
+# ---- tables and the plan -----------------------------------------------------------------------------------------
+
+
+def _text_cells(a: CampaignAnalysis, label_width: int = 52) -> doc.Table:
+    def clip(s: str, n: int) -> str:
+        return s if len(s) <= n else s[: n - 1] + "…"
+
+    rows = []
+    for c in a.cells:
+        s = c.summary
+        name = clip(f"{c.label} @ {c.condition}", label_width)
+        if s is None:
+            rows.append((name, str(len(c.values)), "–", "", "–", "–", "–", clip(c.summary_reason or "", 50)))
+            continue
+        div, unit = display_unit(c.unit, s.median)
+        ci = fmt_interval(s.median_ci.low, s.median_ci.high, div) if s.median_ci else "–"
+        rows.append(
+            (
+                name,
+                str(s.n),
+                fmt_num(s.median / div, 4),
+                unit,
+                ci,
+                fmt_pct(s.cv),
+                drift_text(c),
+                "; ".join(clip(w, 50) for w in s.warnings[:1]),
+            )
+        )
+    columns = tuple(
+        doc.Column(h, numeric=n)
+        for h, n in (
+            ("cell", False),
+            ("n", True),
+            ("median", True),
+            ("unit", False),
+            ("95% CI", True),
+            ("CV %", True),
+            ("drift ρ, p", False),
+            ("note", False),
+        )
+    )
+    return doc.Table(columns, tuple(rows), text_columns=tuple(c.header for c in columns), formats=TEXT)
+
+
+def cells(a: CampaignAnalysis) -> doc.Section:
+    return doc.section(
+        "Cells",
+        doc.Prose(
+            "Per cell, over its valid runs (one value per run: the median of its iterations). Values in the unit "
+            "of the row. CI: 95% distribution-free order-statistic CI of the median, and a percentile bootstrap CI "
+            "resampling runs. Outliers beyond Tukey's fences are counted, never dropped. Red rows: drift with run "
+            "order.",
+            small=True,
+            formats=doc.HTML,
+        ),
+        doc.Table(**{**_fields(cell_table(a)), "formats": HTML_MD}),
+        _text_cells(a),
+        anchor="cells",
+    )
+
+
+def _fields(t: doc.Table) -> dict:
+    import dataclasses
+
+    return {f.name: getattr(t, f.name) for f in dataclasses.fields(t)}
+
+
+def comparisons(a: CampaignAnalysis) -> doc.Section | None:
+    if not a.comparisons:
+        return None
+    family = next((ca.comparison.family_size for ca in a.comparisons if ca.comparison), 0)
+    return doc.section(
+        "Comparisons",
+        doc.Prose(
+            "Ratio = median(condition) / median(baseline) with a 95% bootstrap CI (shown) and the 90% decision "
+            "interval of the cost ratio (decided on); rank test: Mann-Whitney U (Wilcoxon signed-rank for ABBA "
+            f"blocks; a cluster bootstrap for pooled tails); p adjusted by {a.family_text} ({family} "
+            "comparisons).",
+            small=True,
+            formats=doc.HTML,
+        ),
+        doc.Table(**{**_fields(comparison_table(a)), "formats": HTML_MD}),
+        doc.Prose(
+            "Cost ratio > 1 means the condition is worse (slower, or lower throughput). Verdicts are decided on "
+            f"the 90% decision interval; the 95% CI is shown, not decided on; p adjusted by {a.family_text}.",
+            formats=MD,
+        ),
+        formats=HTML_MD,
+        anchor="comparisons",
+    )
+
+
+def footer(a: CampaignAnalysis) -> doc.Section:
+    note = build_note(a)
+    return doc.section(
+        "Plan",
+        doc.Prose(f"{note}.", small=True, formats=doc.HTML) if note else None,
+        doc.Preformatted(a.plan_text, summary=f"plan as stored ({a.plan_source})", formats=doc.HTML),
+        doc.Prose(
+            f"boardlab {a.boardlab_version}; method: docs/method.md in the boardlab repository (one run = one "
+            "fresh worker process; iterations are never pooled).",
+            small=True,
+            formats=doc.HTML,
+        ),
+        formats=doc.HTML,
+        anchor="plan",
+    )
+
+
+def build_document(a: CampaignAnalysis, series: Series | None = None) -> doc.Document:
+    """The report of one campaign; `series` (from `monitor_series`) adds the monitor plots."""
+    parts: list[doc.Section | list[doc.Section] | None] = [
+        header(a),
+        summary_card(a),
+        verdicts(a),
+        aa_control(a),
+        environment(a),
+        run_values(a),
+        heatmap(a),
+        a.study_sections(),
+        drift(a),
+        monitor(series),
+        cells(a),
+        comparisons(a),
+        footer(a),
+    ]
+    sections: list[doc.Section] = []
+    for p in parts:
+        if isinstance(p, list):
+            sections += p
+        elif p is not None:
+            sections.append(p)
+    return doc.Document(f"boardlab report: {a.name}", tuple(sections))
+
+
+__all__ = ["build_document"]

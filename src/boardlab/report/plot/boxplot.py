@@ -1,0 +1,257 @@
+"""Boxplots: horizontal (one row per cell) and grouped vertical ones (groups x series), every run a dot."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections.abc import Sequence
+
+from boardlab.analysis.document import Box
+from boardlab.report.plot.axes import (
+    AXIS,
+    CHAR_W,
+    GRID,
+    INK,
+    PALETTE,
+    Scale,
+    _circle,
+    _line,
+    _rect,
+    _svg,
+    _text,
+    _text_width,
+    _tick_formatter,
+    _value_axis,
+    fmt_num,
+    padded_domain,
+    truncate,
+    wants_log,
+)
+
+# --- boxplots --------------------------------------------------------------------------------------------------
+
+
+def box_stats(values: Sequence[float]) -> tuple[float, float, float, float, float]:
+    """(whisker low, q1, median, q3, whisker high): quartiles by linear interpolation (as boardlab.stats),
+    whiskers at the most extreme values within 1.5 IQR of the quartiles (Tukey)."""
+    xs = sorted(values)
+    if len(xs) == 1:
+        return xs[0], xs[0], xs[0], xs[0], xs[0]
+    q1, med, q3 = statistics.quantiles(xs, n=4, method="inclusive")
+    iqr = q3 - q1
+    lo = min(x for x in xs if x >= q1 - 1.5 * iqr)
+    hi = max(x for x in xs if x <= q3 + 1.5 * iqr)
+    return lo, q1, med, q3, hi
+
+
+def boxplot(
+    boxes: Sequence[Box],
+    *,
+    title: str,
+    unit: str,
+    log: bool | None = None,
+    width: int = 800,
+    seed: int = 0,
+) -> str:
+    """Horizontal boxplots, one row per box, sharing a value axis; every run drawn as a jittered dot.
+
+    `log` None picks a log axis when the values span more than 20x. Hollow dots are runs that did not
+    count (invalid): shown so nothing is hidden, left out of the box.
+    """
+    everything = [v for b in boxes for v in (*b.values, *b.excluded) if v is not None and math.isfinite(v)]
+    if log is None:
+        log = wants_log(everything)
+    if log and any(v <= 0 for v in everything):
+        log = False
+    kind = "log10" if log else "linear"
+    row_h, top = 30, 34
+    label_chars = min(max((len(b.label) for b in boxes), default=4), 44)
+    left = 16 + _text_width("M" * label_chars, 12)
+    right = 64
+    bottom_axis = top + row_h * max(len(boxes), 1) + 6
+    height = bottom_axis + 40
+    body = [_text(10, 20, title, size=14, weight="bold")]
+    if not everything:
+        body.append(_text(left, top + 16, "no run values to plot", fill=AXIS))
+        return _svg(width, height, title, body)
+    scale = Scale(*padded_domain(everything, kind), left, width - right, kind)
+    body += _value_axis(scale, bottom_axis, top - 4, _tick_formatter(kind), horizontal=True)
+    body.append(_line(left, bottom_axis, width - right, bottom_axis))
+    axis_label = f"{unit} (log scale)" if log else unit
+    body.append(_text((left + width - right) / 2, bottom_axis + 33, axis_label, anchor="middle", size=12))
+    rng = random.Random(seed)
+    for i, b in enumerate(boxes):
+        color = PALETTE[i % len(PALETTE)]
+        cy = top + row_h * i + row_h / 2
+        shown = truncate(b.label, 44)
+        body.append(
+            _text(
+                left - 10, cy + 4, shown, anchor="end", size=12, title=b.label if shown != b.label else None
+            )
+        )
+        vals = [v for v in b.values if v is not None and math.isfinite(v)]
+        if vals:
+            lo, q1, med, q3, hi = box_stats(vals)
+            hh = row_h * 0.32
+            body.append(_line(scale(lo), cy, scale(q1), cy, stroke=INK))
+            body.append(_line(scale(q3), cy, scale(hi), cy, stroke=INK))
+            for w in (lo, hi):
+                body.append(_line(scale(w), cy - hh * 0.6, scale(w), cy + hh * 0.6, stroke=INK))
+            tip = (
+                f"{b.label}: median {fmt_num(med, 4)} {unit}, IQR {fmt_num(q1, 4)}–{fmt_num(q3, 4)}, "
+                f"n={len(vals)}"
+            )
+            body.append(
+                _rect(
+                    scale(q1),
+                    cy - hh,
+                    scale(q3) - scale(q1),
+                    2 * hh,
+                    fill=color,
+                    opacity=0.18,
+                    stroke=color,
+                    width=1.2,
+                    title=tip,
+                )
+            )
+            body.append(_line(scale(med), cy - hh, scale(med), cy + hh, stroke=INK, width=2.5))
+        for v in vals:
+            body.append(
+                _circle(scale(v), cy + rng.uniform(-0.27, 0.27) * row_h, 2.6, fill=color, opacity=0.75)
+            )
+        for v in b.excluded:
+            if v is not None and math.isfinite(v):
+                jitter = rng.uniform(-0.27, 0.27) * row_h
+                body.append(
+                    _circle(scale(v), cy + jitter, 2.8, fill="white", stroke=color, title="invalid run")
+                )
+        body.append(_text(width - right + 8, cy + 4, b.note or f"n={len(vals)}", size=11, fill=AXIS))
+    return _svg(width, height, title, body)
+
+
+# --- grouped (vertical) boxplots ---------------------------------------------------------------------------------
+
+
+def grouped_boxplot(
+    groups: Sequence[tuple[str, Sequence[Box | None]]],
+    *,
+    series: Sequence[str],
+    title: str,
+    unit: str,
+    x_label: str = "",
+    log: bool | None = None,
+    width: int = 800,
+    height: int = 340,
+    seed: int = 0,
+) -> str:
+    """Vertical boxplots: one category per group on the x axis (a load, a condition), one box per series in
+    each group (an isolation mode), colored by series with a legend; with a single series each group gets its
+    own color. A None slot is a combination without data. Every run is a jittered dot, hollow when it did
+    not count; box = quartiles, thick line = median, whiskers = 1.5 IQR (as `boxplot`)."""
+    boxes = [b for _, slots in groups for b in slots if b is not None]
+    everything = [v for b in boxes for v in (*b.values, *b.excluded) if v is not None and math.isfinite(v)]
+    if log is None:
+        log = wants_log(everything)
+    if log and any(v <= 0 for v in everything):
+        log = False
+    kind = "log10" if log else "linear"
+    n_series = max(len(series), 1)
+    legend = n_series > 1 or bool(series and series[0])
+    left, right = 70, 14
+    top = 36 + (20 if legend else 0)
+    n_groups = max(len(groups), 1)
+    slot_w = (width - left - right) / n_groups
+    longest = max((_text_width(g, 11) for g, _ in groups), default=0)
+    rotate = longest > slot_w - 4
+    label_h = min(longest, 150) * 0.6 + 14 if rotate else 18
+    plot_bottom = height - label_h - (26 if x_label else 8)
+    body = [
+        _text(10, 20, truncate(title, int((width - 16) / (14 * 0.62))), size=14, weight="bold", title=title)
+    ]
+    if legend:
+        x = left
+        for k, name in enumerate(series):
+            body.append(
+                _rect(
+                    x,
+                    29,
+                    12,
+                    12,
+                    fill=PALETTE[k % len(PALETTE)],
+                    opacity=0.35,
+                    stroke=PALETTE[k % len(PALETTE)],
+                )
+            )
+            body.append(_text(x + 17, 39, name or "–", size=11))
+            x += 30 + _text_width(name or "–", 11)
+    if not everything:
+        body.append(_text(left, top + 30, "no run values to plot", fill=AXIS))
+        return _svg(width, height, title, body)
+    scale = Scale(*padded_domain(everything, kind), plot_bottom, top, kind)
+    body += _value_axis(scale, left, width - right, _tick_formatter(kind), horizontal=False)
+    body.append(_line(left, plot_bottom, width - right, plot_bottom))
+    body.append(_line(left, top, left, plot_bottom))
+    axis_label = f"{unit} (log scale)" if log else unit
+    shown = truncate(axis_label, int((plot_bottom - top) / (12 * CHAR_W)))
+    body.append(
+        _text(14, (top + plot_bottom) / 2, shown, anchor="middle", size=12, rotate=-90, title=axis_label)
+    )
+    if x_label:
+        body.append(_text((left + width - right) / 2, height - 8, x_label, anchor="middle", size=12))
+    rng = random.Random(seed)
+    box_w = min(44.0, slot_w * 0.8 / n_series)
+    for gi, (name, slots) in enumerate(groups):
+        x0 = left + slot_w * gi
+        if gi:
+            body.append(_line(x0, top, x0, plot_bottom, stroke=GRID))
+        cx_label = x0 + slot_w / 2
+        if rotate:
+            shown = truncate(name, 24)
+            body.append(
+                _text(cx_label + 4, plot_bottom + 14, shown, anchor="end", size=11, rotate=-35, title=name)
+            )
+        else:
+            body.append(_text(cx_label, plot_bottom + 15, name, anchor="middle", size=11))
+        for si, b in enumerate(slots):
+            if b is None:
+                continue
+            color = PALETTE[(si if n_series > 1 else gi) % len(PALETTE)]
+            cx = x0 + slot_w / 2 + (si - (n_series - 1) / 2) * box_w
+            half = box_w * 0.36
+            vals = [v for v in b.values if v is not None and math.isfinite(v)]
+            if vals:
+                lo, q1, med, q3, hi = box_stats(vals)
+                body.append(_line(cx, scale(lo), cx, scale(q1), stroke=INK))
+                body.append(_line(cx, scale(q3), cx, scale(hi), stroke=INK))
+                for w in (lo, hi):
+                    body.append(_line(cx - half * 0.6, scale(w), cx + half * 0.6, scale(w), stroke=INK))
+                tip = (
+                    f"{b.label}: median {fmt_num(med, 4)} {unit}, IQR {fmt_num(q1, 4)}–{fmt_num(q3, 4)}, "
+                    f"n={len(vals)}"
+                )
+                body.append(
+                    _rect(
+                        cx - half,
+                        scale(q3),
+                        2 * half,
+                        scale(q1) - scale(q3),
+                        fill=color,
+                        opacity=0.18,
+                        stroke=color,
+                        width=1.2,
+                        title=tip,
+                    )
+                )
+                body.append(_line(cx - half, scale(med), cx + half, scale(med), stroke=INK, width=2.5))
+            for v in vals:
+                body.append(
+                    _circle(cx + rng.uniform(-0.3, 0.3) * box_w, scale(v), 2.3, fill=color, opacity=0.7)
+                )
+            for v in b.excluded:
+                if v is not None and math.isfinite(v):
+                    jitter = rng.uniform(-0.3, 0.3) * box_w
+                    body.append(
+                        _circle(cx + jitter, scale(v), 2.5, fill="white", stroke=color, title="invalid run")
+                    )
+    return _svg(width, height, title, body)

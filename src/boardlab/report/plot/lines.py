@@ -1,0 +1,216 @@
+"""Line plots: series against time or size, with optional error bars and breaks at gaps."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+
+from boardlab.analysis.document import Line
+from boardlab.report.plot.axes import (
+    AXIS,
+    GRID,
+    INK,
+    PALETTE,
+    Scale,
+    _circle,
+    _f,
+    _line,
+    _rect,
+    _svg,
+    _text,
+    _text_width,
+    _tick_formatter,
+    fmt_num,
+    padded_domain,
+    tick_labels,
+    truncate,
+)
+
+# --- line plots ------------------------------------------------------------------------------------------------
+
+
+def line_color(ln: Line, i: int) -> str:
+    """A line's color: its palette index, else the i-th palette color."""
+    if isinstance(ln.color, int):
+        return PALETTE[ln.color % len(PALETTE)]
+    return ln.color or PALETTE[i % len(PALETTE)]
+
+
+def downsample(
+    points: Sequence[tuple[float, float | None]], max_points: int
+) -> list[tuple[float, float | None]]:
+    """Mean per equal-width x bucket, keeping breaks (None): a long series stays a small SVG."""
+    if len(points) <= max_points:
+        return list(points)
+    xs = [x for x, _ in points]
+    lo, hi = min(xs), max(xs)
+    span = (hi - lo) or 1.0
+    buckets: dict[int, list[float]] = {}
+    xsum: dict[int, list[float]] = {}
+    breaks: set[int] = set()
+    for x, y in points:
+        k = min(int((x - lo) / span * max_points), max_points - 1)
+        if y is None:
+            breaks.add(k)
+            continue
+        buckets.setdefault(k, []).append(y)
+        xsum.setdefault(k, []).append(x)
+    out: list[tuple[float, float | None]] = []
+    for k in sorted(set(buckets) | breaks):
+        if k in buckets:
+            out.append((statistics.fmean(xsum[k]), statistics.fmean(buckets[k])))
+        if k in breaks:
+            out.append((lo + span * (k + 1) / max_points, None))
+    return out
+
+
+def line_plot(
+    lines: Sequence[Line],
+    *,
+    title: str,
+    x_label: str,
+    y_label: str,
+    x_kind: str = "linear",
+    y_kind: str = "linear",
+    x_format: Callable[[float], str] | None = None,
+    y_format: Callable[[float], str] | None = None,
+    y_zero: bool = False,
+    width: int = 800,
+    height: int = 300,
+    legend: bool = True,
+    frame: str | None = None,
+    title_size: int = 14,
+    subtitle: str | None = None,
+) -> str:
+    """Lines (with optional markers and error bars) on linear, log10 or log2 axes, and a legend below.
+    A `subtitle` line under the title is never truncated away (it carries e.g. a test's result)."""
+    small = width < 400
+    pts = [(x, y) for ln in lines for x, y in ln.points if y is not None]
+    ys = [y for _, y in pts] + [e for ln in lines for pair in (ln.errors or ()) if pair for e in pair]
+    left = 50 if small else 66
+    right = 12 if small else 20
+    top = (30 if small else 36) + (14 if subtitle else 0)
+    legend_rows = 0
+    legend_items: list[tuple[str, str, float, int]] = []  # label, color, x, row
+    if legend and len(lines) > 0:
+        x, row = left, 0
+        for i, ln in enumerate(lines):
+            w = 26 + _text_width(truncate(ln.label, 40), 11) + 14
+            if x + w > width - right and x > left:
+                x, row = left, row + 1
+            legend_items.append((ln.label, line_color(ln, i), x, row))
+            x += w
+        legend_rows = row + 1
+    plot_bottom = height - (34 if small else 46) - legend_rows * 18
+    body = []
+    if frame:
+        body.append(_rect(0.5, 0.5, width - 1, height - 1, stroke=frame, width=2))
+    body.append(
+        _text(
+            8 if small else 10,
+            18 if small else 20,
+            truncate(title, int((width - 16) / (title_size * 0.68))),
+            size=title_size,
+            weight="bold",
+            title=title,
+        )
+    )
+    if subtitle:
+        shown = truncate(subtitle, int((width - 16) / (11 * 0.55)))  # digits and spaces are narrow
+        body.append(
+            _text(8 if small else 10, (18 if small else 20) + 15, shown, size=11, fill=INK, title=subtitle)
+        )
+    if not pts:
+        body.append(_text(left, top + 30, "no data", fill=AXIS))
+        return _svg(width, height, title, body)
+    xs = [x for x, _ in pts]
+    if x_kind != "linear" and min(xs) <= 0:
+        x_kind = "linear"
+    if y_kind != "linear" and min(ys) <= 0:
+        y_kind = "linear"
+    xlo, xhi = padded_domain(xs, x_kind, 0.03)
+    ylo, yhi = padded_domain(ys, y_kind, 0.06)
+    if y_zero and y_kind == "linear":
+        ylo = min(0.0, ylo) if min(ys) >= 0 else ylo
+    sx = Scale(xlo, xhi, left, width - right, x_kind)
+    sy = Scale(ylo, yhi, plot_bottom, top, y_kind)
+    xfmt = x_format or _tick_formatter(x_kind)
+    yfmt = y_format or _tick_formatter(y_kind)
+    xticks = sx.ticks(4 if small else 7)
+    for t, label in zip(xticks, tick_labels(xticks, xfmt), strict=True):
+        p = sx(t)
+        body.append(_line(p, top, p, plot_bottom, stroke=GRID))
+        body.append(_text(p, plot_bottom + 14, label, anchor="middle", size=10 if small else 11, fill=AXIS))
+    yticks = sy.ticks(4 if small else 5)
+    for t, label in zip(yticks, tick_labels(yticks, yfmt), strict=True):
+        p = sy(t)
+        body.append(_line(left, p, width - right, p, stroke=GRID))
+        body.append(_text(left - 6, p + 4, label, anchor="end", size=10 if small else 11, fill=AXIS))
+    body.append(_line(left, plot_bottom, width - right, plot_bottom))
+    body.append(_line(left, top, left, plot_bottom))
+    body.append(
+        _text(
+            (left + width - right) / 2,
+            plot_bottom + (28 if small else 32),
+            x_label,
+            anchor="middle",
+            size=10 if small else 12,
+        )
+    )
+    ymid = (top + plot_bottom) / 2
+    body.append(
+        _text(12 if small else 14, ymid, y_label, anchor="middle", size=10 if small else 12, rotate=-90)
+    )
+    for i, ln in enumerate(lines):
+        color = line_color(ln, i)
+        segments: list[list[tuple[float, float]]] = [[]]
+        for x, y in ln.points:
+            if y is None:
+                segments.append([])
+            else:
+                segments[-1].append((sx(x), sy(y)))
+        for seg in segments:
+            if len(seg) > 1:
+                d = " ".join(f"{_f(x)},{_f(y)}" for x, y in seg)
+                body.append(
+                    f'<polyline points="{d}" fill="none" stroke="{color}" stroke-width="1.6" '
+                    'stroke-linejoin="round"/>'
+                )
+        for k, (x, y) in enumerate(ln.points):
+            if y is None:
+                continue
+            err = ln.errors[k] if ln.errors and k < len(ln.errors) else None
+            if err:
+                body.append(_line(sx(x), sy(err[0]), sx(x), sy(err[1]), stroke=color, width=1.2))
+            if ln.markers:
+                body.append(
+                    _circle(
+                        sx(x),
+                        sy(y),
+                        2.6 if small else 3.2,
+                        fill=color,
+                        title=f"{ln.label}: {xfmt(x)}, {fmt_num(y, 4)}",
+                    )
+                )
+    ly0 = plot_bottom + (34 if small else 44)
+    for label, color, x, row in legend_items:
+        y = ly0 + row * 18
+        body.append(_line(x, y - 4, x + 20, y - 4, stroke=color, width=2.5))
+        body.append(_text(x + 26, y, truncate(label, 40), size=11, title=label))
+    return _svg(width, height, title, body)
+
+
+def with_gaps(points: Sequence[tuple[float, float | None]]) -> list[tuple[float, float | None]]:
+    """Breaks (None) where the samples pause for longer than the plot can ignore: between runs, when the gap
+    is wider than about 5 px at 800 px and than 5 sampling intervals."""
+    pts = [p for p in points if p[1] is not None]
+    if len(pts) < 3:
+        return pts
+    steps = sorted(b[0] - a[0] for a, b in zip(pts, pts[1:], strict=False))
+    limit = max(5 * steps[len(steps) // 2], (pts[-1][0] - pts[0][0]) / 150)
+    out: list[tuple[float, float | None]] = [pts[0]]
+    for a, b in zip(pts, pts[1:], strict=False):
+        if b[0] - a[0] > limit:
+            out.append(((a[0] + b[0]) / 2, None))
+        out.append(b)
+    return out
