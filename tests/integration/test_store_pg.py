@@ -360,9 +360,9 @@ def test_report_compare_export_over_postgresql_match_the_board_files(pg_url, tmp
     html = run_cli("report", "--db", pg_url, "--board", "board-a", "-o", str(tmp_path / "r.html"))
     assert html.returncode == 0 and "<svg" in (tmp_path / "r.html").read_text(), html.stderr
     latest = run_cli("report", "--db", pg_url, "--format", "md").stdout  # board-b's: ingested last
-    assert "- campaign: 2, " in latest  # its id in the shared store; 1 in its own file
+    assert "- campaign: 2 " in latest  # its id in the shared store; 1 in its own file
     assert (
-        latest.replace("- campaign: 2, ", "- campaign: 1, ")
+        latest.replace("- campaign: 2 ", "- campaign: 1 ")
         == run_cli("report", "--db", str(b), "--format", "md").stdout
     )
     # compare: board A against board B inside one store, as across the two files
