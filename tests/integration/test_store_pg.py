@@ -516,3 +516,16 @@ def test_a_foreign_or_newer_postgresql_database_is_refused(pg_server, pg_url, tm
             ).fetchone()[0]
             == 1
         )
+
+
+def test_cross_board_report_over_postgresql_matches_the_same_boards_in_sqlite(pg_url, tmp_path):
+    a = make_board(tmp_path / "a.db", "board-a")
+    b = make_board(tmp_path / "b.db", "board-b", speed=2.0)
+    lite = tmp_path / "lab.db"
+    for db in (pg_url, str(lite)):
+        assert run_cli("ingest", str(a), str(b), "--db", db).returncode == 0
+    args = ("report", "--board", "board-a", "--across-boards", "--format", "md")
+    got = run_cli(*args[:1], "--db", pg_url, *args[1:])
+    want = run_cli(*args[:1], "--db", str(lite), *args[1:])
+    assert got.returncode == want.returncode == 0, got.stderr
+    assert got.stdout == want.stdout and "| board-b / board-a |" in got.stdout

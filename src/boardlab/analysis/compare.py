@@ -41,15 +41,18 @@ def _cell_id(cell) -> dict:
     }
 
 
-def compare_campaigns(a, b, *, path_a: str = "A", path_b: str = "B") -> dict:
-    """The comparison document: every cell of A matched in B, B/A per cell (docs/method.md "Comparing ...")."""
+def pair_rows(a, b, *, seed: int = 0) -> tuple[list[dict], list, list[int]]:
+    """B/A for every cell of A matched in B, not yet corrected: (rows, comparisons, the row of each comparison).
+
+    `finish_rows` fills the rows once the comparisons are corrected, over this pair alone (`compare_campaigns`)
+    or over every pair of a report (`analysis.boards`): one family per report (docs/method.md)."""
+    import statistics
     import tomllib
 
     from boardlab.analysis.core import threshold_for
-    from boardlab.stats import adjust, compare, family_method
+    from boardlab.stats import compare
 
     b_cells = {_key(c): c for c in b.cells}
-    a_keys = {_key(c) for c in a.cells}
     matched = [(ca, b_cells[_key(ca)]) for ca in a.cells if _key(ca) in b_cells]
     try:
         plan_a = tomllib.loads(a.plan_text)
@@ -95,8 +98,6 @@ def compare_campaigns(a, b, *, path_a: str = "A", path_b: str = "B") -> dict:
             row["reason"] = f"no valid runs in {'A' if not ca.values else 'B'}"
         else:
             if row["a"]["median"] is None or row["b"]["median"] is None:  # one run: its value is the median
-                import statistics
-
                 row["a"]["median"] = statistics.median(ca.values)
                 row["b"]["median"] = statistics.median(cb.values)
             env_a = [r.environment for r in ca.runs if r.valid and r.value is not None]
@@ -109,17 +110,20 @@ def compare_campaigns(a, b, *, path_a: str = "A", path_b: str = "B") -> dict:
                     list(cb.values),
                     higher_is_better=ca.higher_is_better,
                     delta=delta,
-                    seed=i,
+                    seed=seed + i,
                     baseline_env=env_a,
                     condition_env=env_b,
                 )
             )
             slots.append(len(rows))
         rows.append(row)
-    method = family_method(len(comps))
-    for slot, c in zip(slots, adjust(comps, method) if comps else (), strict=True):
-        row = rows[slot]
-        row.update(
+    return rows, comps, slots
+
+
+def finish_rows(rows: list[dict], slots: list[int], adjusted) -> None:
+    """Fill the rows of `pair_rows` from their corrected comparisons (`stats.adjust`), in slot order."""
+    for slot, c in zip(slots, adjusted, strict=True):
+        rows[slot].update(
             ratio=c.ratio,
             ratio_ci=_interval(c.ratio_ci),
             cost_ratio=c.cost_ratio,
@@ -132,6 +136,23 @@ def compare_campaigns(a, b, *, path_a: str = "A", path_b: str = "B") -> dict:
             confounded=c.verdict.confounded,
             reasons=list(c.verdict.reasons),
         )
+
+
+def unmatched(a, b) -> dict:
+    a_keys, b_keys = {_key(c) for c in a.cells}, {_key(c) for c in b.cells}
+    return {
+        "a_only": [_cell_id(c) for c in a.cells if _key(c) not in b_keys],
+        "b_only": [_cell_id(c) for c in b.cells if _key(c) not in a_keys],
+    }
+
+
+def compare_campaigns(a, b, *, path_a: str = "A", path_b: str = "B") -> dict:
+    """The comparison document: every cell of A matched in B, B/A per cell (docs/method.md "Comparing ...")."""
+    from boardlab.stats import adjust, family_method
+
+    rows, comps, slots = pair_rows(a, b)
+    method = family_method(len(comps))
+    finish_rows(rows, slots, adjust(comps, method) if comps else ())
     return {
         "schema": COMPARE_SCHEMA,
         "a": _side(path_a, a),
@@ -143,10 +164,7 @@ def compare_campaigns(a, b, *, path_a: str = "A", path_b: str = "B") -> dict:
         "family_size": len(comps),
         "aa_controls": {side: _aa_doc(analysis) for side, analysis in (("a", a), ("b", b))},
         "cells": rows,
-        "unmatched": {
-            "a_only": [_cell_id(c) for c in a.cells if _key(c) not in b_cells],
-            "b_only": [_cell_id(c) for c in b.cells if _key(c) not in a_keys],
-        },
+        "unmatched": unmatched(a, b),
     }
 
 

@@ -27,6 +27,13 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--board", metavar="LABEL", help="in a store of many boards: the latest campaign of this board"
     )
+    parser.add_argument(
+        "--across-boards",
+        action="store_true",
+        help="the campaign's plan on every board of the store (a fleet run, or board files ingested into one "
+        "store): each board's latest campaign of that plan, the same cells side by side and verdicts per "
+        "board pair",
+    )
 
 
 def run(args) -> int:
@@ -53,6 +60,8 @@ def run(args) -> int:
             raise InputError(f"{store.path}: no campaign in this database yet")
         # One read transaction: a consistent snapshot while a running campaign commits runs (WAL).
         with store.snapshot():
+            if args.across_boards:
+                return _across_boards(args, store, campaign_id)
             analysis = analyze(store, campaign_id)
             series = monitor_series(store, campaign_id) if args.format == "html" else None
     if args.format == "html":
@@ -74,5 +83,38 @@ def run(args) -> int:
     print(
         f"report: {Path(args.output).resolve()} (campaign {campaign_id} {term(repr(analysis.name))}, {analysis.status}, "
         f"{sum(len(c.runs) for c in analysis.cells)} runs)"
+    )
+    return 0
+
+
+def _across_boards(args, store, campaign_id: int) -> int:
+    from boardlab.analysis import analyze
+    from boardlab.analysis.boards import board_campaign_ids, boards_document, compare_boards
+    from boardlab.errors import InputError
+    from boardlab.report.render import render_document
+    from boardlab.store.export import write_output
+
+    ids = board_campaign_ids(store, campaign_id)
+    if len(ids) < 2:
+        raise InputError(
+            f"{store.path}: campaign {campaign_id}'s plan was run on one board only in this store; "
+            "ingest the other boards' files (boardlab ingest) or drop --across-boards"
+        )
+    analyses = [analyze(store, cid) for cid in ids]
+    d = compare_boards(analyses, names=[store.path] * len(ids))
+    document = boards_document(d, f"boardlab report: {analyses[0].name} on {len(ids)} boards")
+    if args.format == "html":
+        from boardlab.report.html import page
+
+        text = page(document.title, render_document(document, "html"))
+    else:
+        text = render_document(document, args.format)
+    if not args.output or args.output == "-":
+        sys.stdout.write(text)
+        return 0
+    write_output(args.output, text.encode(), protect=[args.db])
+    boards = ", ".join(a.board_label for a in analyses)
+    print(
+        f"report: {Path(args.output).resolve()} ({len(ids)} boards: {boards}; {d['family_size']} comparisons)"
     )
     return 0

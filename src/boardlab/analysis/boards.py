@@ -1,0 +1,213 @@
+"""Several boards' campaigns of one plan side by side: a fleet run, or board files ingested into one store.
+
+The boards of a campaign are the boards with a campaign of the same plan (same plan hash) in the store; each
+board's latest such campaign is taken, the chosen campaign for its own board. Cells are matched by workload,
+parameters and condition as in `compare_campaigns`; every pair of boards (B against A, A the board listed
+first) is compared cell by cell, and the comparisons of all pairs form one correction family, as every
+report's comparisons do (docs/method.md "Comparing a condition with its baseline").
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+from boardlab.analysis import document as doc
+from boardlab.analysis.compare import _cell_id, _interval, _key, _side, finish_rows, pair_rows, unmatched
+
+BOARDS_SCHEMA = 1
+
+
+def board_campaign_ids(store, campaign_id: int) -> list[int]:
+    """The campaigns to set side by side with `campaign_id`: it first, then the latest campaign of the same
+    plan on every other board of the store, by board label."""
+    chosen = store.campaign(campaign_id)
+    latest: dict[int, object] = {}
+    for row in store.campaigns():
+        if row["plan_hash"] != chosen["plan_hash"] or row["board_id"] == chosen["board_id"]:
+            continue
+        prev = latest.get(row["board_id"])
+        if prev is None or (row["started_unix_s"], row["id"]) > (prev["started_unix_s"], prev["id"]):
+            latest[row["board_id"]] = row
+    others = sorted(latest.values(), key=lambda r: (store.board(r["board_id"])["label"], r["id"]))
+    return [campaign_id, *(int(r["id"]) for r in others)]
+
+
+def _cell_on_board(cell) -> dict:
+    s = cell.summary
+    median = s.median if s else (cell.values[0] if len(cell.values) == 1 else None)  # one run: its value
+    return {
+        "n": len(cell.values),
+        "median": median,
+        "median_ci": _interval(s.median_ci) if s else None,
+        "reason": None if s else cell.summary_reason,
+    }
+
+
+def compare_boards(analyses, *, names: list[str] | None = None) -> dict:
+    """The cross-board document: each cell's median per board, and B/A per cell for every pair of boards,
+    corrected together. `analyses` are `CampaignAnalysis` of different boards, the reference first."""
+    from boardlab.stats import adjust, family_method
+
+    analyses = list(analyses)
+    labels = [a.board_label for a in analyses]
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"one campaign per board, got boards {labels}")
+    names = names or ["db"] * len(analyses)
+    cells: dict[tuple, dict] = {}
+    for a in analyses:
+        for c in a.cells:
+            entry = cells.setdefault(_key(c), {**_cell_id(c), "unit": c.unit, "boards": {}})
+            entry["boards"][a.board_label] = _cell_on_board(c)
+    pairs, comps, slots = [], [], []
+    for n, (a, b) in enumerate(itertools.combinations(analyses, 2)):
+        rows, pc, ps = pair_rows(a, b, seed=1000 * n)
+        pairs.append({"a": a.board_label, "b": b.board_label, "cells": rows, "unmatched": unmatched(a, b)})
+        comps += pc
+        slots.append(ps)
+    method = family_method(len(comps))
+    adjusted = iter(adjust(comps, method) if comps else ())
+    for pair, ps in zip(pairs, slots, strict=True):
+        finish_rows(pair["cells"], ps, [next(adjusted) for _ in ps])
+    return {
+        "schema": BOARDS_SCHEMA,
+        "boards": [_side(name, a) for name, a in zip(names, analyses, strict=True)],
+        "ratio": "B / A: board B's median over board A's; cost_ratio > 1 means B is worse",
+        "decision": "verdicts are decided on decision_ci, the 90% bootstrap interval of the cost ratio, "
+        "against each cell's delta; p adjusted over every pair's comparisons together",
+        "adjustment": method,
+        "family_size": len(comps),
+        "cells": list(cells.values()),
+        "pairs": pairs,
+    }
+
+
+def boards_document(d: dict, title: str) -> doc.Document:
+    """The cross-board report: who was measured, the cells side by side, the verdicts per board pair."""
+    from boardlab.analysis.format import (
+        fmt_interval,
+        fmt_num,
+        fmt_p,
+        fmt_ratio,
+        fmt_time,
+        section_labels,
+        unit_label,
+        verdict_text,
+    )
+
+    labels = [b["board"] for b in d["boards"]]
+    method = {"holm": "Holm", "bh": "Benjamini-Hochberg"}.get(d["adjustment"], d["adjustment"])
+    who = doc.section(
+        "Boards",
+        doc.Prose(
+            f"{len(labels)} boards ran the same plan; each board's latest campaign of it is shown. B / A is board "
+            "B's median over board A's for the same cell (workload, parameters, condition)."
+        ),
+        doc.Table(
+            (
+                doc.Column("board"),
+                doc.Column("campaign"),
+                doc.Column("status"),
+                doc.Column("started"),
+                doc.Column("boardlab"),
+            ),
+            tuple(
+                (
+                    b["board"],
+                    str(b["campaign_id"]),
+                    b["status"],
+                    fmt_time(b["started_unix_s"]),
+                    b["boardlab_version"],
+                )
+                for b in d["boards"]
+            ),
+        ),
+    )
+    names = section_labels((c["workload"], c["params"]) for c in d["cells"])
+
+    def on(c: dict, label: str) -> str:
+        v = c["boards"].get(label)
+        if v is None:
+            return "not run"
+        if v["median"] is None:
+            return f"no value (n={v['n']})"
+        ci = f" {fmt_interval(*v['median_ci'])}" if v["median_ci"] else ""
+        return f"{fmt_num(v['median'])}{ci} (n={v['n']})"
+
+    side_by_side = doc.section(
+        "Cells side by side",
+        doc.Prose(
+            "Median per board with its 95% confidence interval and the number of valid runs.", small=True
+        ),
+        doc.Table(
+            (
+                doc.Column("workload"),
+                doc.Column("condition"),
+                doc.Column("metric"),
+                *(doc.Column(label, numeric=True) for label in labels),
+            ),
+            tuple(
+                (
+                    name,
+                    c["condition"],
+                    f"{c['metric']} [{unit_label(c['unit'])}]",
+                    *(on(c, x) for x in labels),
+                )
+                for name, c in zip(names, d["cells"], strict=True)
+            ),
+        ),
+    )
+    rows, missing = [], []
+    for pair in d["pairs"]:
+        pair_names = section_labels((c["workload"], c["params"]) for c in pair["cells"])
+        for name, c in zip(pair_names, pair["cells"], strict=True):
+            verdict = (
+                verdict_text(c["verdict"], bool(c["confounded"])) if c["verdict"] else (c["reason"] or "")
+            )
+            if c["unstable"]:
+                verdict += " (UNSTABLE: " + "; ".join(c["unstable"]) + ")"
+            rows.append(
+                (
+                    f"{pair['b']} / {pair['a']}",
+                    name,
+                    c["condition"],
+                    fmt_ratio(c["ratio"]),
+                    fmt_interval(*c["decision_ci"]) if c["decision_ci"] else "",
+                    fmt_p(c["p_adjusted"]),
+                    verdict,
+                )
+            )
+        for side, label in (("a_only", pair["a"]), ("b_only", pair["b"])):
+            for c in pair["unmatched"][side]:
+                missing.append(
+                    f"{c['workload']} {json.dumps(c['params'], sort_keys=True)} under {c['condition']}: "
+                    f"only on {label} of {pair['a']} and {pair['b']}"
+                )
+    verdicts = doc.section(
+        "Verdicts per board pair",
+        doc.Prose(
+            "Verdicts are decided on the 90% decision interval of B / A against each workload's threshold (the "
+            f"plan's `threshold`, default 2%, tails 10%); p adjusted by {method} over all {d['family_size']} "
+            "comparisons of this report (every pair together). A cell whose A/A control failed on either board "
+            "is marked unstable.",
+            small=True,
+        ),
+        doc.Table(
+            (
+                doc.Column("pair (B / A)"),
+                doc.Column("workload"),
+                doc.Column("condition"),
+                doc.Column("B / A", numeric=True),
+                doc.Column("90% decision interval", numeric=True),
+                doc.Column("p (adjusted)", numeric=True),
+                doc.Column("verdict"),
+            ),
+            tuple(rows),
+            emphasis_column="verdict",
+        ),
+        doc.Items(tuple(missing)) if missing else None,
+    )
+    return doc.Document(title, (who, side_by_side, verdicts))
+
+
+__all__ = ["BOARDS_SCHEMA", "board_campaign_ids", "boards_document", "compare_boards"]
