@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 
-from boardlab.governor.sweep import SweepCell
+from boardlab.governor.sweep import WORKLOAD, SweepCell
 
 CELL_NAME = re.compile(r"(policy\d+)@(\d+)(?:\+(policy\d+)@(\d+))?")
 LABELS = "governor-labels"
@@ -27,7 +27,7 @@ def sweep_from_store(store, campaign_id: int) -> list[SweepCell]:
     groups: dict[tuple, dict[str, list]] = {}
     for r in store.runs(campaign_id):
         parsed = parse_cell_name(r["condition"])
-        if r["workload"] != "mem.latency" or parsed is None or not r["valid"] or r["value"] is None:
+        if r["workload"] != WORKLOAD or parsed is None or not r["valid"] or r["value"] is None:
             continue
         if r["metric"] != "ns_per_access":
             continue

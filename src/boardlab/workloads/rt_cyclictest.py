@@ -46,6 +46,7 @@ SPEC = WorkloadSpec(
     summary="Real-time wake-up latency of a periodic SCHED_FIFO thread (cyclictest or rtla timerlat), "
     "with its histogram and nearest-rank percentiles",
     runner="python",
+    tail_samples=True,  # p99 of the per-sample latency is a verdict metric beside the median
     params=(
         ParamSpec(
             "probe",
