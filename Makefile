@@ -110,7 +110,7 @@ test-arm-kern: install cross
 	@for arch in armhf arm64; do \
 		echo "== boardlab-kern $$arch under qemu-user: checking correctness only; timings under emulation mean nothing"; \
 		BOARDLAB_KERN="$(abspath $(CROSS_BUILD))/$$arch/boardlab-kern-qemu" \
-			$(BIN)/python -m pytest -q -p no:cacheprovider tests/unit/test_kern_*.py || exit 1; \
+			$(BIN)/python -m pytest -q -p no:cacheprovider tests/kern/ || exit 1; \
 	done
 
 # The bundle installed in a Debian armhf root filesystem (debootstrap, run through qemu-user binfmt; no

@@ -3,18 +3,34 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
+import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 from boardlab.model.campaign import Cell, ConditionSpec
-from boardlab.model.run import GateResult, MetricResult, RunResult
+from boardlab.model.run import GateResult, Histogram, MetricResult, RunResult
 from boardlab.store import Store
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SYSFS = FIXTURES / "sysfs"
+
+
+def copy_board(name: str, dest: Path) -> Path:
+    """A writable copy of the fixture tree of board `name` (tests/fixtures/sysfs/NAME) at dest/NAME."""
+    root = dest / name
+    shutil.copytree(SYSFS / name, root, symlinks=True)
+    return root
+
+
+def rows(db: Path, sql: str) -> list[tuple]:
+    """The rows of one query on a results database, read as a user's sqlite3 would."""
+    with sqlite3.connect(db) as c:
+        return c.execute(sql).fetchall()
 
 
 def run_cli(*args: str, timeout: float = 120, **kw) -> subprocess.CompletedProcess:
@@ -49,6 +65,16 @@ def under_qemu_user() -> bool:
 def kern_json(kern: Path, *args: str) -> tuple[int, dict]:
     proc = run_kern(kern, *args, "--json")
     return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}
+
+
+def kern_ok_or_skip(rc: int, res: dict) -> None:
+    """A kernel this machine cannot run skips with its reason; otherwise it must have run and verified."""
+    import pytest
+
+    if res.get("supported") is False:
+        pytest.skip(f"unsupported here: {res['reason']}")
+    assert rc == 0, res.get("errors")
+    assert res["ok"] and res["verified"]
 
 
 def as_nobody(fn):
@@ -293,3 +319,229 @@ def make_campaign_db(
                 cid, status, monitor={"cost_pct_of_core": 0.4, "interval_s": 0.1}, notes={"reruns": 1}
             )
     return path
+
+
+# --- the real-time latency and AI inference studies' campaigns (rt.cyclictest, ai.inference), as they store them
+
+LIMIT_US = 1000  # histogram_us: buckets 0..999, the overflow beyond
+RT_CONDITIONS = {  # name -> (kind, baseline)
+    "none/shared": ("baseline", None),
+    "none/isolated": ("isolation", None),
+    "mobilenet_v1/shared": ("workload", "none/shared"),
+    "mobilenet_v1/isolated": ("workload", "none/isolated"),
+}
+AI_MEMCPY = f"memcpy{EVIL}"
+AI_CONDITIONS = {
+    "baseline": ("baseline", None),
+    "cpu": ("stressor", "baseline"),
+    AI_MEMCPY: ("stressor", "baseline"),
+}
+# model -> (median ms, slowest frame ms); condition -> (factor on the median, factor on the slowest frame)
+AI_MODELS = {"mobilenet_v1": (10.0, 14.0), "resnet18": (40.0, 52.0)}
+AI_EFFECTS = {
+    ("mobilenet_v1", "cpu"): (1.0, 1.2),  # the tail 20% slower, the median unchanged
+    ("resnet18", "cpu"): (1.3, 1.3),  # everything 30% slower
+}
+AI_FRAMES = 89  # 90 frames per run, frame 0 kept apart: as the seed-003 preset
+
+
+def _study_monitor() -> dict:
+    return {
+        "freq.policy0_khz_mean": 1_200_000.0,
+        "temp.thermal_zone0_mc_max": 45_000.0,
+        "throttled": False,
+    }
+
+
+def _study_run(
+    cell: Cell, rep: int, seq: int, value: float, metrics, histograms=(), iterations=(), valid: bool = True
+) -> RunResult:
+    return RunResult(
+        cell_key=cell.key,
+        repetition=rep,
+        attempt=1,
+        seq=seq,
+        started_unix_s=1_700_000_000.0 + seq,
+        wall_ns=1_000_000_000,
+        cpu=1,
+        exit_code=0,
+        ok=True,
+        valid=valid,
+        invalid_reason=None if valid else "throttled",
+        value=value,
+        metrics=tuple(metrics),
+        iterations_ns=tuple(iterations),
+        warmup_iterations=None,
+        warmup_capped=None,
+        rusage={"utime_us": 1},
+        gate=GateResult(0.0, False, "idle"),
+        condition_state={},
+        monitor=_study_monitor(),
+        histograms=tuple(histograms),
+    )
+
+
+def _store_study_campaign(
+    path: Path, name: str, conditions: dict, cells: list[tuple[Cell, str, bool]], runs
+) -> None:
+    specs = {c: ConditionSpec(c, kind, {}, base) for c, (kind, base) in conditions.items()}
+    with Store.open(path) as store:
+        board_id = store.upsert_board(
+            "fp-study", "study-board", {"model": "test board", "online_cpus": [0, 1]}
+        )
+        cid = store.create_campaign(
+            name=name,
+            plan_hash=f"h-{name}",
+            plan_source="study.toml",
+            plan_text=f'name = "{name}"\n[runs]\nrepetitions = 10\n',
+            board_id=board_id,
+            boardlab_version="0.1.0",
+            kern_version="0.1.0",
+            root="/",
+            environment={"checks": []},
+        )
+        ids = store.ensure_cells(cid, [c for c, *_ in cells], specs, {c.key: (u, hib) for c, u, hib in cells})
+        for cell, run in runs:
+            store.record_run(cid, ids[cell.key], run)
+        store.set_campaign_status(cid, "complete", monitor={}, notes={})
+
+
+# --- real-time latency ----------------------------------------------------------------------------------------
+
+
+def _rt_histogram(condition: str, rep: int, rng: random.Random) -> tuple[list[int], int, float]:
+    """(counts, overflow, max) of one run. none/isolated is exact: per run 250 x 5 us, 200 x 6 us, 45 x 7 us
+    and 5 x (18 + rep % 5) us, so that merged over 10 runs p50 = 5, p90 = 6, p99 = 7, p99.9 = p99.99 = 22
+    from 5000 samples; mobilenet_v1/shared has 3 samples per run beyond the 1000-us limit."""
+    counts = [0] * LIMIT_US
+    if condition == "none/isolated":
+        counts[5], counts[6], counts[7] = 250, 200, 45
+        counts[18 + rep % 5] = 5
+        return counts, 0, float(18 + rep % 5)
+    load, _, mode = condition.partition("/")
+    base = 8 if mode == "isolated" else 14
+    spread = (2 if mode == "isolated" else 6) * (3 if load != "none" else 1)
+    for _ in range(5000 - (3 if condition == "mobilenet_v1/shared" else 0)):
+        counts[min(LIMIT_US - 1, base + int(rng.expovariate(1 / spread)))] += 1
+    if condition == "mobilenet_v1/shared":
+        return counts, 3, float(1000 + rng.randrange(200, 900))
+    return counts, 0, float(max(i for i, n in enumerate(counts) if n))
+
+
+def _nearest_rank(counts: list[int], overflow: int, q: float) -> float | None:
+    n = sum(counts) + overflow
+    rank, acc = max(1, math.ceil(q * n / 100 - 1e-9)), 0
+    for i, c in enumerate(counts):
+        acc += c
+        if acc >= rank:
+            return float(i)
+    return None
+
+
+def make_rt_db(path: Path, n: int = 10, seed: int = 3, invalid: str | None = None) -> Path:
+    """rt.cyclictest runs under RT_CONDITIONS; every run under the condition `invalid` is invalid."""
+    rng = random.Random(seed)
+    params = (("histogram_us", LIMIT_US), ("probe", "cyclictest"))
+    cells = [(Cell("rt.cyclictest", params, c, "max_latency_us"), "us", False) for c in RT_CONDITIONS]
+    runs, seq = [], 0
+    for rep in range(1, n + 1):
+        for cell, _, _ in cells:
+            counts, overflow, top = _rt_histogram(cell.condition, rep, rng)
+            samples = sum(counts) + overflow
+            avg = (sum(i * c for i, c in enumerate(counts)) + top * overflow) / samples
+            low = float(min(i for i, c in enumerate(counts) if c))
+            metrics = [
+                MetricResult("max_latency_us", "us", False, (), top),
+                MetricResult("min_latency_us", "us", False, (), low),
+                MetricResult("avg_latency_us", "us", False, (), round(avg, 2)),
+                MetricResult("samples", "samples", True, (), float(samples)),
+                MetricResult("overflow_samples", "samples", False, (), float(overflow)),
+            ]
+            for q, name in ((50, "p50"), (90, "p90"), (99, "p99"), (99.9, "p99_9"), (99.99, "p99_99")):
+                metrics.append(
+                    MetricResult(f"{name}_latency_us", "us", False, (), _nearest_rank(counts, overflow, q))
+                )
+            hist = Histogram("latency_us", 1.0, "us", tuple(counts), overflow, samples)
+            valid = cell.condition != invalid
+            runs.append((cell, _study_run(cell, rep, seq, top, metrics, (hist,), valid=valid)))
+            seq += 1
+    _store_study_campaign(path, "rt-isolation", RT_CONDITIONS, cells, runs)
+    return path
+
+
+# --- AI inference -------------------------------------------------------------------------------------------
+
+
+def _frame_summary(frames: list[float]) -> MetricResult:
+    """As ai.inference stores latency_ms: every frame, the median, and p90/p99 by nearest rank."""
+    s = sorted(frames)
+    n = len(s)
+
+    def rank(q: float) -> float:
+        return s[max(0, min(n - 1, -(-q * n // 100) - 1))]
+
+    return MetricResult(
+        "latency_ms", "ms", False, tuple(frames), (s[(n - 1) // 2] + s[n // 2]) / 2, s[0], rank(90), rank(99)
+    )
+
+
+def make_ai_db(path: Path, n: int = 12, seed: int = 3) -> Path:
+    rng = random.Random(seed)
+    cells = [
+        (Cell("ai.inference", (("model", m), ("runtime", "litert")), c, "latency_ms"), "ms", False)
+        for m in AI_MODELS
+        for c in AI_CONDITIONS
+    ]
+    runs, seq = [], 0
+    for rep in range(1, n + 1):
+        for cell, _, _ in cells:
+            model = dict(cell.params)["model"]
+            median, slowest = AI_MODELS[model]
+            f_med, f_tail = AI_EFFECTS.get((model, cell.condition), (1.0, 1.0))
+            level = median * f_med * (1 + rng.gauss(0, 0.004))
+            frames = [level * (1 + rng.gauss(0, 0.01)) for _ in range(AI_FRAMES - 1)]
+            frames.append(slowest * f_tail * (1 + rng.gauss(0, 0.01)))  # the slowest frame: the p99 of 89
+            m = _frame_summary(frames)
+            fps = MetricResult("fps", "frames/s", True, (), 1000 / m.median)
+            iterations = [int(v * 1e6) for v in [frames[0] * 3, *frames]]
+            runs.append((cell, _study_run(cell, rep, seq, m.median, [m, fps], iterations=iterations)))
+            seq += 1
+    _store_study_campaign(path, "ai-interference", AI_CONDITIONS, cells, runs)
+    return path
+
+
+# --- headless Chromium, for the reports as a reader sees them
+
+FLAGS = (  # headless, offline, no state beyond the profile directory given
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+
+
+def chromium() -> str:
+    """The browser, installed from Debian when missing and we may (root with apt-get, as `make setup` does)."""
+    import pytest
+
+    for name in ("chromium", "chromium-browser"):
+        if path := shutil.which(name):
+            return path
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        pytest.skip(
+            "chromium is not installed and cannot be installed here (not root): apt-get install chromium"
+        )
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(
+        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium"],
+        env=env,
+        capture_output=True,
+        timeout=900,
+    )
+    if path := shutil.which("chromium"):
+        return path
+    pytest.skip("chromium is missing and `apt-get install chromium` did not provide it")

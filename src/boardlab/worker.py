@@ -1,21 +1,20 @@
 """`python -m boardlab.worker NAME [--param k=v]... [--iterations N] [--json]`: one run of a Python workload.
 
 The counterpart of boardlab-kern for workloads that need a Python API (AI runtimes) or drive a tool
-(cyclictest): one fresh process per run, printing one schema-1 JSON object of the same shape as
-boardlab-kern's (iterations_ns, metrics with per-iteration values and summaries, ok, supported, errors),
-so the runner, the store and the reports treat both alike. Exit codes: 0 ok, 1 failure, 2 bad usage.
+(cyclictest): one fresh process per run, printing one worker result (boardlab.model.worker: the same
+versioned JSON object as boardlab-kern's: iterations_ns, metrics with per-iteration values and summaries,
+ok, supported, errors), so the runner, the store and the reports treat both alike. Exit codes: 0 ok,
+1 failure, 2 bad usage.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from boardlab.errors import BoardlabError
+from boardlab.model.worker import WorkerResultError, build_worker_result
 from boardlab.workloads import python_workload_modules
-
-WORKER_SCHEMA = 1
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
@@ -55,24 +54,20 @@ def main(argv: list[str] | None = None) -> int:
         except BoardlabError as exc:
             print(f"boardlab.worker: {args.workload}: {exc}", file=sys.stderr)
             return exc.exit_code
-    doc = {
-        "schema": WORKER_SCHEMA,
-        "tool": "boardlab.worker",
-        "workload": args.workload,
-        "params": params,
-        "supported": True,
-        "reason": None,
-        **result,
-    }
+    try:
+        doc = build_worker_result("boardlab.worker", args.workload, params, result)
+    except WorkerResultError as exc:  # a workload's body that the runner could not read: its bug, said here
+        print(f"boardlab.worker: {args.workload}: internal error: {exc}", file=sys.stderr)
+        return 1
     if args.json:
-        print(json.dumps(doc))
+        print(doc.to_json())
     else:
-        print(f"{args.workload}: {'ok' if doc.get('ok') else 'FAILED'}")
-        for name, m in (doc.get("metrics") or {}).items():
-            print(f"  {name:<28} {m.get('median', m.get('value'))} {m.get('unit')}")
-        for e in doc.get("errors") or []:
+        print(f"{args.workload}: {'ok' if doc.ok else 'FAILED'}")
+        for m in doc.metrics:
+            print(f"  {m.name:<28} {m.median} {m.unit}")
+        for e in doc.errors:
             print(f"  error: {e}")
-    return 0 if doc.get("ok") else 1
+    return 0 if doc.ok else 1
 
 
 if __name__ == "__main__":

@@ -5,10 +5,11 @@ run (METHOD.md reachability)."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
-from boardlab.campaign.plan import preset_names
+from boardlab.campaign.plan import preset_names, preset_text
 
 from helpers import SYSFS, run_cli
 
@@ -26,8 +27,28 @@ def test_every_preset_reaches_a_verdict_at_its_default_repetitions(preset, tmp_p
     for key in ("cells", "runs", "comparisons", "verdict_reachable", "repetitions_needed"):
         assert key in doc
     assert doc["verdict_reachable"] is True, doc["message"]
-    assert doc["runs"] == doc["cells"] * doc["runs_per_arm"]
+    # every cell runs its workload's repetitions (the plan's, or the workload's own): the compared arms
+    # have runs_per_arm each, and no cell runs more than the most any workload asks
+    plan = preset_text(preset)
+    most = max([int(n) for n in re.findall(r"^repetitions = (\d+)", plan, re.M)] + [doc["runs_per_arm"]])
+    assert doc["cells"] * min(doc["runs_per_arm"], 5) <= doc["runs"] <= doc["cells"] * most
+    if "\nrepetitions = " not in plan.split("[[workloads]]", 1)[1]:  # one count for every cell
+        assert doc["runs"] == doc["cells"] * doc["runs_per_arm"]
     assert not db.exists()  # nothing written
+
+
+def test_the_quick_preset_runs_its_interference_pair_more_often_than_the_rest(tmp_path):
+    proc = run_cli("run", "--preset", "quick", "--dry-run", "--json", "--db", str(tmp_path / "none.db"))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    # 17 baseline cells, 2 of them (triad, SOR) also under memcpy-same; those 4 cells 10 runs, the rest 5
+    assert (doc["cells"], doc["runs"], doc["comparisons"], doc["runs_per_arm"]) == (
+        19,
+        15 * 5 + 4 * 10,
+        2,
+        10,
+    )
+    assert doc["verdict_reachable"] is True and doc["correction"] == "holm"
 
 
 def test_the_interference_preset_at_five_repetitions_says_no_verdict_and_names_the_fix(tmp_path):

@@ -4,8 +4,6 @@ campaign name stays text."""
 from __future__ import annotations
 
 import html
-import os
-import shutil
 import struct
 import subprocess
 import zlib
@@ -14,40 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from helpers import EVIL, make_campaign_db, run_cli
+from helpers import EVIL, FLAGS, chromium, make_campaign_db, run_cli
 
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-)
 WIDTH, HEIGHT = 1200, 3000
-
-
-def chromium() -> str:
-    """The browser, installed from Debian when missing and we may (root with apt-get, as `make setup` does)."""
-    for name in ("chromium", "chromium-browser"):
-        if path := shutil.which(name):
-            return path
-    if os.geteuid() != 0 or not shutil.which("apt-get"):
-        pytest.skip(
-            "chromium is not installed and cannot be installed here (not root): apt-get install chromium"
-        )
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    subprocess.run(
-        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium"],
-        env=env,
-        capture_output=True,
-        timeout=900,
-    )
-    if path := shutil.which("chromium"):
-        return path
-    pytest.skip("chromium is missing and `apt-get install chromium` did not provide it")
 
 
 @pytest.fixture(scope="module")

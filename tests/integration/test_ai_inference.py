@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from boardlab.ai.build import build_models
+from boardlab.model.worker import WORKER_SCHEMA
 
 from helpers import as_nobody, shared_tmp_dir
 
@@ -79,7 +80,11 @@ def result(*params: str, **kw) -> dict:
 @pytest.mark.parametrize("rt", ["onnxruntime", "litert"])
 def test_a_run_reports_every_frame_and_keeps_load_and_first_inference_apart(models_dir, rt):
     doc = result(f"runtime={rt}", "model=mobilenet_v1", "frames=5", f"models_dir={models_dir}")
-    assert doc["schema"] == 1 and doc["tool"] == "boardlab.worker" and doc["workload"] == "ai.inference"
+    assert (
+        doc["schema"] == WORKER_SCHEMA
+        and doc["tool"] == "boardlab.worker"
+        and doc["workload"] == "ai.inference"
+    )
     assert doc["ok"] is True and doc["supported"] is True and doc["errors"] == []
     assert len(doc["iterations_ns"]) == 5 and all(v > 0 for v in doc["iterations_ns"])
     m = doc["metrics"]

@@ -13,10 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from boardlab.model.worker import WORKER_SCHEMA
 from boardlab.store import STORE_SCHEMA
 from boardlab.store.export import EXPORT_SCHEMA
 
-from helpers import run_cli, tagged_env, tagged_processes
+from helpers import rows, run_cli, tagged_env, tagged_processes
 
 pytestmark = pytest.mark.integration
 
@@ -39,11 +40,6 @@ def write_plan(tmp_path: Path, name="noop-campaign", reps=3) -> Path:
     return p
 
 
-def rows(db: Path, sql: str) -> list[tuple]:
-    with sqlite3.connect(db) as c:
-        return c.execute(sql).fetchall()
-
-
 def test_a_campaign_stores_every_run_with_its_iterations_monitor_and_rusage(tmp_path):
     db = tmp_path / "r.db"
     proc = run_cli("run", str(write_plan(tmp_path)), "--db", str(db), "--json")
@@ -58,7 +54,7 @@ def test_a_campaign_stores_every_run_with_its_iterations_monitor_and_rusage(tmp_
         assert json.loads(rusage)["utime_us"] >= 0
         mon = json.loads(monitor)
         assert mon["samples"] >= 1 and "monitor_cpu_s" in mon
-        assert json.loads(worker)["schema"] == 1
+        assert json.loads(worker)["schema"] == WORKER_SCHEMA
         iters = rows(db, f"SELECT count(*) FROM run_values WHERE run_id={run_id} AND metric='iteration_ns'")
         assert iters[0][0] == 3  # every measured iteration is kept
     schema = rows(db, "SELECT value FROM meta WHERE key='schema_version'")

@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import SYSFS, run_cli
+from helpers import SYSFS, rows, run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -75,11 +74,6 @@ def write_plan(
         )
     )
     return p
-
-
-def rows(db: Path, sql: str) -> list[tuple]:
-    with sqlite3.connect(db) as c:
-        return c.execute(sql).fetchall()
 
 
 def runs_by_condition(db: Path) -> dict[str, list[tuple[int, dict]]]:

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import boardlab
+from boardlab.model.worker import WORKER_SCHEMA
 from boardlab.workloads import rt_cyclictest
 
 from helpers import run_cli, shared_tmp_dir
@@ -95,7 +96,12 @@ def test_an_unpinned_worker_measures_shared_threads_that_float_over_every_cpu():
 def test_a_two_second_run_gives_a_schema_1_result_whose_percentiles_follow_from_its_histogram():
     rc, doc, err = worker("duration_s=2", "histogram_us=2000", **pinned_to_last_cpu())
     assert rc == 0, err
-    assert doc["schema"] == 1 and doc["ok"] is True and doc["supported"] is True and doc["errors"] == []
+    assert (
+        doc["schema"] == WORKER_SCHEMA
+        and doc["ok"] is True
+        and doc["supported"] is True
+        and doc["errors"] == []
+    )
     hist = doc["histograms"]["latency_us"]
     assert set(doc["histograms"]) == {"latency_us"}  # one thread: one histogram, no CPU suffix
     assert hist["bucket_width"] == 1 and hist["unit"] == "us" and len(hist["counts"]) == 2000

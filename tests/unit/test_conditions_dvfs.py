@@ -16,16 +16,10 @@ from boardlab.errors import InputError
 from boardlab.platform import inventory
 from boardlab.platform.sysroot import SysRoot
 
-from helpers import SYSFS, as_nobody, shared_tmp_dir
+from helpers import as_nobody, copy_board, shared_tmp_dir
 
 KIND = condition_kinds()["governor"]
 CPUFREQ = "sys/devices/system/cpu/cpufreq"
-
-
-def copy_board(name: str, dest: Path) -> Path:
-    root = dest / name
-    shutil.copytree(SYSFS / name, root, symlinks=True)
-    return root
 
 
 def context(root: Path, journal: Path) -> ApplyContext:

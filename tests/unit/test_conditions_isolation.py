@@ -15,15 +15,9 @@ from boardlab.conditions.journal import RestoreJournal
 from boardlab.platform import cpuidle, inventory, irq
 from boardlab.platform.sysroot import SysRoot
 
-from helpers import SYSFS
+from helpers import SYSFS, copy_board
 
 KIND = condition_kinds()["isolation"]
-
-
-def copy_board(name: str, dest: Path) -> Path:
-    root = dest / name
-    shutil.copytree(SYSFS / name, root, symlinks=True)
-    return root
 
 
 def context(root: Path, tmp_path: Path, worker_cpu: int | None = -1) -> ApplyContext:

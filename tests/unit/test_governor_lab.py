@@ -25,17 +25,11 @@ from boardlab.platform import inventory
 from boardlab.platform.sysroot import SysRoot
 from boardlab.workloads import all_workloads
 
-from helpers import SYSFS, run_cli
+from helpers import SYSFS, copy_board, run_cli
 
 SOC = opp.EXYNOS5422
 CPUFREQ = "sys/devices/system/cpu/cpufreq"
 MiB = 1 << 20
-
-
-def copy_board(name: str, dest: Path) -> Path:
-    root = dest / name
-    shutil.copytree(SYSFS / name, root, symlinks=True)
-    return root
 
 
 def snapshot(root: Path) -> dict[str, str]:

@@ -9,8 +9,6 @@ import dataclasses
 import json
 import os
 import re
-import shutil
-from pathlib import Path
 
 import pytest
 
@@ -22,19 +20,13 @@ from boardlab.platform import inventory
 from boardlab.platform.sysroot import SysRoot
 from boardlab.workloads import all_workloads
 
-from helpers import SYSFS, run_cli
+from helpers import SYSFS, copy_board, run_cli
 
 CATALOG = {w.name: w for w in all_workloads()}
 XU3_A7 = (200000, 300000, 400000, 500000, 600000, 700000, 800000, 900000, 1000000, 1100000, 1200000,
           1300000, 1400000)  # fmt: skip
 XU3_A15 = tuple(k * 100000 for k in range(2, 21))  # 200 MHz .. 2 GHz in 100 MHz steps
 NAME = re.compile(r"policy0@(\d+)\+policy4@(\d+)")
-
-
-def copy_board(name: str, dest: Path) -> Path:
-    root = dest / name
-    shutil.copytree(SYSFS / name, root, symlinks=True)
-    return root
 
 
 def preset_with(**sweep_keys) -> str:

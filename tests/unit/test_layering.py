@@ -10,9 +10,6 @@ from pathlib import Path
 import boardlab
 
 SRC = Path(boardlab.__file__).resolve().parent
-# conditions/workload.py still launches ai.inference by name: issue 12's workload launch hooks (a parallel
-# branch) move that knowledge into the workload's module; remove this entry with them.
-NAME_TEST_PENDING = {"conditions/workload.py"}
 # The services package starts boardlab-kern's service roles, whose role names are the kernels' own names.
 NAME_TEST_ALLOWED = {"services/launch.py"}
 
@@ -157,7 +154,7 @@ def test_no_module_outside_a_workloads_own_tests_its_name():
     offenders = {}
     for path in MODULES.values():
         rel = path.relative_to(SRC).as_posix()
-        if rel.startswith("workloads/") or rel in NAME_TEST_PENDING | NAME_TEST_ALLOWED:
+        if rel.startswith("workloads/") or rel in NAME_TEST_ALLOWED:
             continue
         hits = name_tests(ast.parse(path.read_text(), str(path)), names)
         if hits:

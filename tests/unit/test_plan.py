@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from boardlab.campaign.plan import parse_plan, preset_names
@@ -321,3 +323,58 @@ def test_an_unsupported_workload_fails_the_plan_unless_it_says_skip():
 def test_with_unsupported_skip_an_unsupported_workload_is_accepted_for_the_runner_to_skip():
     plan = parse('name = "t"\n[runs]\nunsupported = "skip"\n[[workloads]]\nname = "demo.missing"\n')
     assert [w.name for w in plan.workloads] == ["demo.missing"]
+
+
+ONLY = """\
+name = "t"
+[runs]
+repetitions = 4
+[[workloads]]
+name = "demo.kernel"
+repetitions = 10
+[[workloads]]
+name = "demo.other"
+[[conditions]]
+name = "baseline"
+kind = "baseline"
+[[conditions]]
+name = "hog"
+kind = "stressor"
+params = { stressor = "cpu" }
+workloads = ["demo.kernel"]
+"""
+OTHER = {**CATALOG, "demo.other": dataclasses.replace(CATALOG["demo.kernel"], name="demo.other")}
+
+
+def test_a_condition_may_apply_to_some_workloads_and_a_workload_may_run_more_often():
+    from boardlab.campaign.reach import summarize_plan
+    from boardlab.campaign.schedule import cell_repetitions
+
+    plan = parse_plan(ONLY, "p.toml", OTHER)
+    cells = build_cells(plan, OTHER)
+    assert [c.key for c in cells] == ["demo.kernel[]@baseline", "demo.kernel[]@hog", "demo.other[]@baseline"]
+    reps = cell_repetitions(plan, cells)
+    assert reps == {"demo.kernel[]@baseline": 10, "demo.kernel[]@hog": 10, "demo.other[]@baseline": 4}
+    runs = schedule(cells, "interleave", 1, range(1, 11), repetitions=reps)
+    counts = {c.key: sum(1 for r in runs if r.cell == c) for c in cells}
+    assert counts == reps
+    assert max(r.repetition for r in runs if r.cell.workload == "demo.other") == 4
+    summary = summarize_plan(plan, OTHER)
+    # the one comparison's arms have 10 runs each: those decide whether a verdict is reachable
+    assert (summary.runs, summary.comparisons, summary.runs_per_arm) == (24, 1, 10)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (('workloads = ["demo.kernel"]', 'workloads = ["demo.nope"]'),
+         r"p.toml:\d+: conditions\[1\].workloads: 'demo.nope' is not a workload of this plan"),
+        (("repetitions = 10", 'repetitions = "ten"'), r"workloads\[0\].repetitions: expected"),
+        (('[runs]\nrepetitions = 4', "[runs]\nprecision = 0.02"), r"workloads\[0\].repetitions: a workload's "),
+        (('kind = "baseline"', 'kind = "baseline"\nworkloads = ["demo.other"]'),
+         r"conditions\[1\].workloads: its baseline 'baseline' does not run demo.kernel"),
+    ],
+)  # fmt: skip
+def test_a_wrong_condition_workloads_or_workload_repetitions_names_its_key(edit, message):
+    with pytest.raises(InputError, match=message):
+        parse_plan(ONLY.replace(*edit), "p.toml", OTHER)

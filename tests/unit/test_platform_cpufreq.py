@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from boardlab.errors import InputError
 from boardlab.platform import cpufreq, inventory
 
-from helpers import SYSFS
-
-
-def copy_board(name, tmp_path):
-    dest = tmp_path / name
-    shutil.copytree(SYSFS / name, dest, symlinks=True)
-    return dest
+from helpers import SYSFS, copy_board
 
 
 def test_beaglebone_black_policy():

@@ -147,7 +147,10 @@ def _workload(
     threshold = _take(entry, "threshold", (float, int), None, where, path, lo=0, hi=10)
     tail_threshold = _take(entry, "tail_threshold", (float, int), None, where, path, lo=0, hi=10)
     w_precision = _take(entry, "precision", (float, int), None, where, path, lo=0.001, hi=0.5)
-    _no_leftovers(entry, where, path, "name, params, metric, compare, threshold, tail_threshold, precision")
+    w_repetitions = _take(entry, "repetitions", int, None, where, path, lo=1, hi=100000)
+    _no_leftovers(
+        entry, where, path, "name, params, metric, compare, threshold, tail_threshold, precision, repetitions"
+    )
     if compare_param is not None and not (
         isinstance(params.get(compare_param), list) and len(params[compare_param]) >= 2
     ):
@@ -180,6 +183,7 @@ def _workload(
         threshold=None if threshold is None else float(threshold),
         tail_threshold=None if tail_threshold is None else float(tail_threshold),
         precision=None if w_precision is None else float(w_precision),
+        repetitions=w_repetitions,
     )
 
 
@@ -210,10 +214,18 @@ def _condition(entry: Any, i: int, where: _Where) -> ConditionSpec:
     name = _take(entry, "name", str, None, where, path)
     baseline = _take(entry, "baseline", str, None, where, path)
     raw_parts = _take(entry, "parts", list, None, where, path)
+    only = _take(entry, "workloads", list, [], where, path)
+    if not all(isinstance(w, str) for w in only):
+        raise where.error(path + ("workloads",), "expected a list of workload names of this plan")
+    cond = _condition_body(entry, raw_parts, name, baseline, kinds, where, path)
+    return dataclasses.replace(cond, workloads=tuple(only))
+
+
+def _condition_body(entry, raw_parts, name, baseline, kinds, where: _Where, path: tuple) -> ConditionSpec:
     if raw_parts is not None:
         if "kind" in entry or "params" in entry:
             raise where.error(path + ("parts",), "give either kind and params, or parts, not both")
-        _no_leftovers(entry, where, path, "name, parts, baseline")
+        _no_leftovers(entry, where, path, "name, parts, baseline, workloads")
         if not raw_parts:
             raise where.error(path + ("parts",), "an empty list: give at least one {kind, params} table")
         parts = []
@@ -238,7 +250,7 @@ def _condition(entry: Any, i: int, where: _Where) -> ConditionSpec:
         return ConditionSpec(name=name or label, kind=label, params={}, baseline=baseline, parts=tuple(parts))
     kind = _take(entry, "kind", str, None, where, path)
     params = _take(entry, "params", dict, {}, where, path)
-    _no_leftovers(entry, where, path, "name, kind, params, parts, baseline")
+    _no_leftovers(entry, where, path, "name, kind, params, parts, baseline, workloads")
     kind, params = _condition_part(kind, params, kinds, where, path)
     return ConditionSpec(name=name or kind, kind=kind, params=params, baseline=baseline)
 
@@ -515,6 +527,14 @@ def parse_plan(
                     ("conditions", c.index, "baseline"), "a condition cannot be its own baseline"
                 )
         resolved.append(dataclasses.replace(c, baseline=base))
+    _check_condition_workloads(resolved, workloads, where)
+    for w in workloads:
+        if w.repetitions is not None and runs.precision is not None:
+            i = workloads.index(w)
+            raise where.error(
+                ("workloads", i, "repetitions"),
+                "a workload's repetitions is a fixed count: give it without [runs] precision, or use precision",
+            )
     energy = _energy(dict(_take(doc, "energy", dict, {}, where, ())), where)
     _no_leftovers(
         doc, where, (), "schema, name, description, seed, runs, gates, workloads, conditions, sweep, energy"
@@ -534,6 +554,29 @@ def parse_plan(
         source_name=source,
         notes=expansion.notes if expansion else (),
     )
+
+
+def _check_condition_workloads(conditions: list[ConditionSpec], workloads, where: _Where) -> None:
+    """A condition's `workloads` names workloads of this plan, and its baseline runs them too (else its
+    comparisons would have nothing to compare with)."""
+    in_plan = [w.name for w in workloads]
+    by_name = {c.name: c for c in conditions}
+    for c in conditions:
+        for w in c.workloads:
+            if w not in in_plan:
+                raise where.error(
+                    ("conditions", c.index, "workloads"),
+                    f"{w!r} is not a workload of this plan; its workloads: {', '.join(dict.fromkeys(in_plan))}",
+                )
+        base = by_name.get(c.baseline) if c.baseline else None
+        if base is not None and base.workloads:
+            missing = [w for w in (c.workloads or in_plan) if w not in base.workloads]
+            if missing:
+                raise where.error(
+                    ("conditions", c.index, "workloads"),
+                    f"its baseline {base.name!r} does not run {', '.join(dict.fromkeys(missing))}: "
+                    "add them to the baseline's workloads",
+                )
 
 
 PLAN_MAX_BYTES = 1 << 20  # a plan is a page of TOML; this bounds what a wrong path (/dev/zero) can cost

@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from boardlab.campaign.schedule import build_cells
+from boardlab.campaign.schedule import build_cells, cell_repetitions
 from boardlab.model.campaign import Cell, Plan
 from boardlab.model.workload import WorkloadSpec
 from boardlab.stats.reach import Reachability, reachability
@@ -49,12 +49,10 @@ class PlanSummary:
         }
 
 
-def count_comparisons(plan: Plan, cells: list[Cell]) -> int:
-    """The comparisons `analysis.analyze` will make of these cells: each condition against its baseline and
-    each value of a `compare` parameter against its first, plus a tail comparison for workloads whose spec
-    says `tail_samples`."""
-    from boardlab.analysis.specs import tail_samples
-
+def count_comparisons(plan: Plan, cells: list[Cell], catalog: dict[str, WorkloadSpec]) -> int:
+    """The comparisons the analysis will make of these cells: each condition against its baseline and each
+    value of a `compare` parameter against its first, plus a tail comparison for a workload whose spec says
+    `tail_samples` (its per-sample p99 is a verdict metric too)."""
     keys = {c.key for c in cells}
     bases = {c.name: c.baseline for c in plan.conditions}
     n = 0
@@ -72,11 +70,28 @@ def count_comparisons(plan: Plan, cells: list[Cell]) -> int:
                 and cell.params_dict.get(entry.compare) in values[1:]
             ):
                 pairs += 1
-        n += pairs * (2 if tail_samples(cell.workload) else 1)
+        spec = catalog.get(cell.workload)
+        n += pairs * (2 if spec is not None and spec.tail_samples else 1)
     return n
 
 
-def _estimate(db: str | None, cells: list[Cell], runs_per_cell: int) -> tuple[float | None, str]:
+def _compared_keys(plan: Plan, cells: list[Cell]) -> set[str]:
+    """Keys of the cells on either side of a comparison: a cell and its condition's baseline cell, and
+    every cell of a workload with a `compare` parameter."""
+    keys = {c.key for c in cells}
+    bases = {c.name: c.baseline for c in plan.conditions}
+    comparing = {e.name for e in plan.workloads if e.compare}
+    out = set()
+    for c in cells:
+        ref = Cell(c.workload, c.params, bases[c.condition], c.metric).key if bases.get(c.condition) else None
+        if ref in keys:
+            out |= {c.key, ref}
+        if c.workload in comparing:
+            out.add(c.key)
+    return out
+
+
+def _estimate(db: str | None, cells: list[Cell], runs_per_cell: dict[str, int]) -> tuple[float | None, str]:
     """Median wall time (plus the gate's wait) of earlier valid runs of the same cell keys, per cell."""
     if not db or not Path(db).is_file():
         return None, "no earlier runs (no database yet)"
@@ -99,7 +114,7 @@ def _estimate(db: str | None, cells: list[Cell], runs_per_cell: int) -> tuple[fl
         return None, "no earlier runs of these cells in the database"
     per_cell = {c.key: statistics.median(by_key[c.key]) for c in known}
     mean_known = statistics.mean(per_cell.values())
-    total = sum(per_cell.get(c.key, mean_known) for c in cells) * runs_per_cell
+    total = sum(per_cell.get(c.key, mean_known) * runs_per_cell[c.key] for c in cells)
     basis = f"median run time of earlier runs of {len(known)} of {len(cells)} cells in {db}"
     if len(known) < len(cells):
         basis += " (the others at their mean)"
@@ -112,17 +127,25 @@ def summarize_plan(plan: Plan, catalog: dict[str, WorkloadSpec], *, db: str | No
     skipped = unsupported_workloads(plan, catalog)  # the runner skips these (runs.unsupported = "skip")
     cells = [c for c in build_cells(plan, catalog) if c.workload not in skipped]
     policy = plan.runs
-    per_arm = policy.repetitions if policy.precision is None else policy.pilot
-    per_arm_max = per_arm if policy.precision is None else policy.cap
-    comparisons = count_comparisons(plan, cells)
+    if policy.precision is None:  # a workload may give its own repetitions: the fewest compared decide
+        per_cell = cell_repetitions(plan, cells)
+        compared = _compared_keys(plan, cells)
+        per_arm = min((per_cell[k] for k in compared), default=policy.repetitions)
+        runs = sum(per_cell.values())
+        runs_max = runs
+    else:
+        per_arm = policy.pilot
+        per_cell = {c.key: policy.pilot for c in cells}
+        runs, runs_max = len(cells) * policy.pilot, len(cells) * policy.cap
+    comparisons = count_comparisons(plan, cells, catalog)
     reach = reachability(
-        per_arm_max if policy.precision is not None else per_arm, comparisons, paired=policy.order == "abba"
+        policy.cap if policy.precision is not None else per_arm, comparisons, paired=policy.order == "abba"
     )
-    duration, basis = _estimate(db, cells, per_arm)
+    duration, basis = _estimate(db, cells, per_cell)
     return PlanSummary(
         cells=len(cells),
-        runs=len(cells) * per_arm,
-        runs_max=len(cells) * per_arm_max,
+        runs=runs,
+        runs_max=runs_max,
         comparisons=comparisons,
         runs_per_arm=per_arm,
         reach=reach,

@@ -11,21 +11,21 @@ import dataclasses
 import hashlib
 import json
 import os
-import sys
 import time
 from dataclasses import dataclass
 from typing import Protocol
 
 from boardlab import __version__
 from boardlab.campaign import pagecache
-from boardlab.campaign.schedule import build_cells, reference_keys, schedule
+from boardlab.campaign.schedule import build_cells, cell_repetitions, reference_keys, schedule
 from boardlab.conditions import condition_kinds
 from boardlab.conditions.base import ApplyContext
 from boardlab.conditions.journal import RestoreJournal
 from boardlab.errors import InputError
 from boardlab.model.campaign import Cell, Plan, ScheduledRun
-from boardlab.model.run import GateResult, Histogram, MetricResult, RunResult
-from boardlab.model.workload import WorkloadSpec
+from boardlab.model.run import GateResult, MetricResult, RunResult
+from boardlab.model.worker import WorkerResult, WorkerResultError, read_worker_result
+from boardlab.model.workload import LaunchOptions, WorkloadSpec
 from boardlab.monitor.sampler import Monitor
 from boardlab.platform import sampling
 from boardlab.platform.spawn import Deadline, spawn, stop_group, wait_rusage
@@ -214,32 +214,16 @@ class Runner:
         return pagecache.make_cold(self.sr, files)
 
     def _argv(self, cell: Cell) -> list[str]:
-        """boardlab-kern for native kernels, `python -m boardlab.worker` for Python-run workloads."""
-        if self.catalog[cell.workload].runner == "python":
-            argv = [sys.executable, "-m", "boardlab.worker", cell.workload]
-            for k, v in cell.params:
-                argv += ["--param", f"{k}={v}"]
-            return argv + ["--iterations", str(self.plan.runs.iterations), "--json"]
-        from boardlab.native import kern_path
-
-        argv = [str(kern_path()), cell.workload]
-        for k, v in cell.params:
-            argv += ["--param", f"{k}={v}"]
+        """The workload's own `measured_argv` hook (boardlab-kern, `python -m boardlab.worker`, ...)."""
         runs = self.plan.runs
-        items = self._counter_items()
-        if items:
-            argv += ["--counters", ",".join(items)]
-        return argv + [
-            "--iterations",
-            str(runs.iterations),
-            "--warmup-max-iterations",
-            str(runs.warmup_max_iterations),
-            "--warmup-max-ms",
-            f"{runs.warmup_max_ms:g}",
-            "--warmup-cv",
-            f"{runs.warmup_cv:g}",
-            "--json",
-        ]
+        options = LaunchOptions(
+            iterations=runs.iterations,
+            warmup_max_iterations=runs.warmup_max_iterations,
+            warmup_max_ms=runs.warmup_max_ms,
+            warmup_cv=runs.warmup_cv,
+            counters=tuple(self._counter_items()) if self.catalog[cell.workload].runner == "kern" else (),
+        )
+        return self.catalog[cell.workload].measured_argv(cell.params_dict, options)
 
     def _counter_items(self) -> list[str]:
         """The plan's [runs] counters as boardlab-kern items (PMU types read once from sysfs)."""
@@ -249,7 +233,7 @@ class Runner:
             self._counters_req = perf.counter_request(self.sr, self.plan.runs.counters)
         return self._counters_req[0]
 
-    def _counter_metrics(self, doc: dict) -> tuple[list[MetricResult], dict[str, str]]:
+    def _counter_metrics(self, counters: dict) -> tuple[list[MetricResult], dict[str, str]]:
         """Counters of one run as metrics (one value per run, like the other metrics), and the reasons of
         those this board could not count."""
         if not self.plan.runs.counters:
@@ -257,7 +241,7 @@ class Runner:
         from boardlab.platform import perf
 
         self._counter_items()
-        values, reasons = perf.derive_counters(self.plan.runs.counters, doc.get("counters") or {})
+        values, reasons = perf.derive_counters(self.plan.runs.counters, counters)
         reasons = {**self._counters_req[1], **reasons}
         units = {"instructions": "count", "cycles": "count", "memory_access": "bus accesses per cycle",
                  "cci_congestion": "stall cycles per read"}  # fmt: skip
@@ -387,34 +371,20 @@ class Runner:
     ) -> RunResult:
         cell = sr_run.cell
         error = None
-        doc: dict = {}
-        try:
-            doc = json.loads(out) if out.strip() else {}
-        except json.JSONDecodeError:
-            error = f"worker printed no valid JSON (exit {code}): {err.strip()[:500]}"
-        if not doc and error is None:
+        doc: WorkerResult | None = None
+        if not out.strip():
             error = f"worker exited {code} without a result: {err.strip()[:500]}"
-        if doc and doc.get("schema") != 1:
-            error = f"worker result schema {doc.get('schema')!r}, expected 1"
-        if doc and not doc.get("supported", True):
-            error = f"unsupported here: {doc.get('reason')}"
-        elif doc and not doc.get("ok"):
-            error = "; ".join(doc.get("errors") or []) or f"worker failed (exit {code})"
-        metrics = []
-        for name, m in (doc.get("metrics") or {}).items():
-            metrics.append(
-                MetricResult(
-                    name=name,
-                    unit=m["unit"],
-                    higher_is_better=m["higher_is_better"],
-                    values=tuple(v for v in m.get("values", ()) if v is not None),
-                    median=m.get("median", m.get("value")),
-                    min=m.get("min"),
-                    p90=m.get("p90"),
-                    p99=m.get("p99"),
-                )
-            )
-        counter_metrics, counter_reasons = self._counter_metrics(doc) if doc else ([], {})
+        else:
+            try:
+                doc = read_worker_result(out)
+            except WorkerResultError as exc:
+                error = f"{exc} (exit {code}): {err.strip()[:500]}"
+        if doc is not None and not doc.supported:
+            error = f"unsupported here: {doc.reason}"
+        elif doc is not None and not doc.ok:
+            error = "; ".join(doc.errors) or f"worker failed (exit {code})"
+        metrics = list(doc.metrics) if doc is not None else []
+        counter_metrics, counter_reasons = self._counter_metrics(doc.counters) if doc else ([], {})
         metrics += counter_metrics
         if counter_reasons:
             state = {**state, "counters_unsupported": counter_reasons}
@@ -432,18 +402,6 @@ class Runner:
         reasons += self._over_temperature(mon.summary)
         reasons += load_problems(state)
         valid = ok and not reasons
-        warm = doc.get("warmup") or {}
-        histograms = tuple(
-            Histogram(
-                name=name,
-                bucket_width=float(h["bucket_width"]),
-                unit=h["unit"],
-                counts=tuple(int(c) for c in h["counts"]),
-                overflow=int(h["overflow"]),
-                total=int(h["total"]),
-            )
-            for name, h in (doc.get("histograms") or {}).items()
-        )
         return RunResult(
             cell_key=cell.key,
             repetition=sr_run.repetition,
@@ -458,15 +416,15 @@ class Runner:
             invalid_reason="; ".join(reasons) or (None if ok else "failed"),
             value=value,
             metrics=tuple(metrics),
-            iterations_ns=tuple(doc.get("iterations_ns") or ()),
-            warmup_iterations=warm.get("iterations"),
-            warmup_capped=warm.get("capped"),
+            iterations_ns=doc.iterations_ns if doc else (),
+            warmup_iterations=doc.warmup_iterations if doc else None,
+            warmup_capped=doc.warmup_capped if doc else None,
             rusage=rusage,
             gate=gate,
             condition_state=state,
             monitor=mon.summary,
             series=tuple(mon.series),
-            histograms=histograms,
+            histograms=doc.histograms if doc else (),
             error=error,
             worker_json=out if out.strip() else None,
             aa_arm=sr_run.aa_arm,
@@ -591,9 +549,10 @@ class Runner:
             tries = attempts.get((key, rep), [])
             return any(tries) or len(tries) > policy.max_reruns
 
-        rounds = range(1, (policy.repetitions if policy.precision is None else policy.pilot) + 1)
+        per_cell = cell_repetitions(self.plan, cells) if policy.precision is None else None
+        rounds = range(1, (max(per_cell.values()) if per_cell else policy.pilot) + 1)
         references = reference_keys(self.plan, cells)
-        planned = schedule(cells, policy.order, self.plan.seed, rounds, references)
+        planned = schedule(cells, policy.order, self.plan.seed, rounds, references, per_cell)
         total = len(planned)
         done = sum(1 for r in planned if settled(r.cell.key, r.repetition))
         self.progress.start(self.plan.name, total, done, resumed)
@@ -660,19 +619,17 @@ class Runner:
         return Outcome(campaign_id, status, done, total, reruns, resumed, cost, time.monotonic() - loop_t0)
 
     def _prepare_workloads(self, cells: list[Cell]) -> None:
-        """Python-run workloads may prepare inputs once, here, before anything is stored (e.g. build a model)."""
-        from boardlab.workloads import python_workload_modules
+        """A workload's `prepare` hook runs once per parameter set, here, before anything is stored (e.g. build
+        a model)."""
         from boardlab.workloads.params import coerce_params
 
-        modules = python_workload_modules()
         seen = set()
         for cell in cells:
-            module = modules.get(cell.workload)
-            if module is None or not hasattr(module, "prepare") or (cell.workload, cell.params) in seen:
+            spec = self.catalog[cell.workload]
+            if spec.prepare is None or (cell.workload, cell.params) in seen:
                 continue
             seen.add((cell.workload, cell.params))
-            params = coerce_params(module.SPEC, [f"{k}={v}" for k, v in cell.params])
-            module.prepare(params, self.progress.note)
+            spec.prepare(coerce_params(spec, [f"{k}={v}" for k, v in cell.params]), self.progress.note)
 
     def _valid_values(self, campaign_id: int) -> dict[str, list[float]]:
         out: dict[str, list[float]] = {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from boardlab.errors import InputError
 from boardlab.model.campaign import Cell, Plan, ScheduledRun
@@ -20,12 +20,13 @@ MAX_CELLS = 10_000  # far beyond a campaign that finishes in a day, and expanded
 
 
 def build_cells(plan: Plan, catalog: dict[str, WorkloadSpec]) -> list[Cell]:
-    """Every workload parameter combination (lists expand) crossed with every condition, in plan order,
-    duplicates dropped (linear time: a dict keeps the order). Raises InputError above MAX_CELLS."""
+    """Every workload parameter combination (lists expand) crossed with every condition that applies to it
+    (a condition's `workloads`, else all), in plan order, duplicates dropped (linear time: a dict keeps the
+    order). Raises InputError above MAX_CELLS."""
     total = 0
     for entry in plan.workloads:
         combos = math.prod(len(v) if isinstance(v, list) else 1 for v in entry.params.values())
-        total += combos * len(plan.conditions)
+        total += combos * sum(1 for c in plan.conditions if _applies(c, entry.name))
     if total > MAX_CELLS:
         raise InputError(
             f"{plan.source_name}: the plan's matrix has {total} cells (parameter combinations x conditions); "
@@ -40,8 +41,35 @@ def build_cells(plan: Plan, catalog: dict[str, WorkloadSpec]) -> list[Cell]:
         for combo in itertools.product(*values):
             params = tuple(zip(keys, combo, strict=True))
             for cond in plan.conditions:
-                cells.setdefault(Cell(workload=entry.name, params=params, condition=cond.name, metric=metric))
+                if _applies(cond, entry.name):
+                    cells.setdefault(
+                        Cell(workload=entry.name, params=params, condition=cond.name, metric=metric)
+                    )
     return list(cells)
+
+
+def _applies(condition, workload: str) -> bool:
+    return not condition.workloads or workload in condition.workloads
+
+
+def cell_repetitions(plan: Plan, cells: Sequence[Cell]) -> dict[str, int]:
+    """Each cell's runs under the fixed rule: its workload entry's `repetitions`, else [runs] repetitions
+    (the first entry that expands into the cell decides, as in build_cells)."""
+
+    def entry_of(cell: Cell):
+        for entry in plan.workloads:
+            if entry.name != cell.workload or [k for k, _ in cell.params] != sorted(entry.params):
+                continue
+            listed = {k: v if isinstance(v, list) else [v] for k, v in entry.params.items()}
+            if all(v in listed[k] for k, v in cell.params):
+                return entry
+        return None
+
+    out = {}
+    for cell in cells:
+        entry = entry_of(cell)
+        out[cell.key] = (entry.repetitions if entry else None) or plan.runs.repetitions
+    return out
 
 
 def order_round(cells: Sequence[Cell], order: str, seed: int, round_no: int) -> list[Cell]:
@@ -60,11 +88,17 @@ def schedule(
     seed: int,
     rounds: Iterable[int],
     references: Collection[str] = frozenset(),
+    repetitions: Mapping[str, int] | None = None,
 ) -> list[ScheduledRun]:
-    """Runs for the given rounds (1-based): in round r, each cell's repetition r. The runs of the cells
+    """Runs for the given rounds (1-based): in round r, each cell's repetition r, for the cells that have
+    that many (`repetitions`: a cell's count; a cell not in it runs in every round). The runs of the cells
     whose keys are in `references` carry their A/A label (`aa_label`)."""
     rounds = list(rounds)
     runs: list[ScheduledRun] = []
+    reps = repetitions or {}
+
+    def wanted(cell: Cell, r: int) -> bool:
+        return r <= reps.get(cell.key, r)
 
     def run(cell: Cell, r: int) -> ScheduledRun:
         arm = aa_label(r) if cell.key in references else None
@@ -73,11 +107,13 @@ def schedule(
     if order == "sequential":
         for cell in cells:
             for r in rounds:
-                runs.append(run(cell, r))
+                if wanted(cell, r):
+                    runs.append(run(cell, r))
         return runs
     for r in rounds:
         for cell in order_round(cells, order, seed, r):
-            runs.append(run(cell, r))
+            if wanted(cell, r):
+                runs.append(run(cell, r))
     return runs
 
 

@@ -12,15 +12,16 @@ Plan syntax:
     kind = "workload"
     params = { workload = "scimark.lu", params = { size = "large" }, placement = "other" }
 
-`ai.inference` runs as the continuous inference loop (`python -m boardlab.ai.loop`: one model, frames back to
-back until stopped); a native kernel runs in boardlab-kern without warm-up, restarted whenever it ends, so
-it is a steady load. Everything else about the load (placement, warm-up, its CPU use, stopping it, the
-restore journal) is the `command` kind's: this kind only turns a catalog workload into that command.
+How the workload runs as a load is its own spec's `load_argv` hook: `ai.inference` declares the continuous
+inference loop (`python -m boardlab.ai.loop`: one model, frames back to back until stopped); a native kernel
+runs in boardlab-kern without warm-up, restarted whenever it ends, so it is a steady load; a workload without
+the hook cannot be a load. Its `prepare` hook (building a missing model) runs in `check`, before anything is
+stored. Everything else about the load (placement, warm-up, its CPU use, stopping it, the restore journal)
+is the `command` kind's: this kind only turns a catalog workload into that command.
 """
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 
 from boardlab.conditions import background
@@ -28,27 +29,13 @@ from boardlab.conditions.base import ApplyContext, validate_params
 from boardlab.conditions.command import KIND as COMMAND
 from boardlab.model.workload import ParamSpec
 
-# ai.inference parameters the loop takes, and its flag for each
-_AI_FLAGS = {
-    "model": "--model",
-    "runtime": "--runtime",
-    "precision": "--precision",
-    "threads": "--threads",
-    "spin": "--spin",
-    "xnnpack": "--xnnpack",
-    "delegate": "--delegate",
-    "delegate_options": "--delegate-options",
-    "models_dir": "--models-dir",
-    "seed": "--seed",
-}
-_KERN_ITERATIONS = 100000  # many iterations, so a kernel restarts rarely; the stop ends it anyway
 PARAMS = (
     ParamSpec(
         "workload",
         "str",
         None,
         required=True,
-        help="the catalog workload to run as a load: a kernel or ai.inference (see `boardlab list`)",
+        help="the catalog workload to run as a load: a kernel, or one that declares a load (ai.inference)",
     ),
     ParamSpec("params", "table", None, help="that workload's parameters, checked against its own spec"),
     *background.COMMON_PARAMS,
@@ -62,18 +49,12 @@ def _spec(name: str):
 
 
 def load_argv(workload: str, params: dict) -> list[str]:
-    """The command that keeps `workload` running."""
-    if workload == "ai.inference":
-        argv = [sys.executable, "-m", "boardlab.ai.loop"]
-        for key, value in params.items():
-            argv += [_AI_FLAGS[key], str(value)]
-        return argv
-    from boardlab.native import kern_path
+    """The command that keeps `workload` running (its spec's `load_argv` hook)."""
+    return _spec(workload).load_argv(params)
 
-    argv = [str(kern_path()), workload]
-    for key, value in params.items():
-        argv += ["--param", f"{key}={value}"]
-    return argv + ["--iterations", str(_KERN_ITERATIONS), "--warmup-max-iterations", "0"]
+
+def _load_params(spec) -> tuple[str, ...]:
+    return spec.load_params if spec.load_params is not None else tuple(p.name for p in spec.params)
 
 
 @dataclass(frozen=True)
@@ -91,16 +72,18 @@ class Workload:
         spec = _spec(params["workload"])
         if spec is None:
             return "workload", f"unknown workload {params['workload']!r}; see `boardlab list`"
-        if spec.runner == "python" and spec.name != "ai.inference":
-            return "workload", f"{spec.name} cannot run as a continuous load; kernels and ai.inference can"
+        if spec.load_argv is None:
+            from boardlab.workloads import all_workloads
+
+            can = sorted(w.name for w in all_workloads() if w.runner != "kern" and w.load_argv is not None)
+            return (
+                "workload",
+                f"{spec.name} cannot run as a continuous load; kernels and {', '.join(can)} can",
+            )
+        valid = _load_params(spec)
         for key, value in params.get("params", {}).items():
-            if spec.param(key) is None or spec.name == "ai.inference" and key not in _AI_FLAGS:
-                valid = (
-                    ", ".join(_AI_FLAGS)
-                    if spec.name == "ai.inference"
-                    else ", ".join(p.name for p in spec.params)
-                )
-                return "params", f"{spec.name} as a load has no parameter {key!r}; valid: {valid}"
+            if spec.param(key) is None or key not in valid:
+                return "params", f"{spec.name} as a load has no parameter {key!r}; valid: {', '.join(valid)}"
             from boardlab.workloads.params import check_param_value
 
             reason = check_param_value(spec.param(key), value)
@@ -112,12 +95,11 @@ class Workload:
         spec = _spec(params["workload"])
         if not spec.supported:
             return f"unsupported: {spec.name}: {spec.unsupported_reason}"
-        if spec.name == "ai.inference":
-            from boardlab.workloads import ai_inference
+        if spec.prepare is not None:  # e.g. build a generated model that is missing
             from boardlab.workloads.params import coerce_params
 
             full = coerce_params(spec, [f"{k}={v}" for k, v in params.get("params", {}).items()])
-            ai_inference.prepare(full, lambda message: None)  # builds a generated model that is missing
+            spec.prepare(full, lambda message: None)
         return COMMAND.check(self._command(params), ctx)
 
     def _command(self, params: dict) -> dict:

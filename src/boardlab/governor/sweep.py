@@ -18,6 +18,9 @@ from boardlab.governor.opp import SocSpec
 from boardlab.model.board import BoardInfo
 
 SWEEP_SCHEMA = 1
+WORKLOAD = (
+    "mem.latency"  # the kernel the sweep runs: its plan names it here, and store_io reads back its runs
+)
 PATTERNS = ("random", "seq")
 SIZES_BYTES = tuple(4096 * 4**k for k in range(9))  # 4 KiB, 16 KiB, ... 256 MiB
 REPETITIONS = 10  # the authors' nr_iter_2 = 10 outer repeats (research notes 1.4)
@@ -163,7 +166,7 @@ def plan_toml(
         'counters = ["memory_access", "cci_congestion"]',
         "",
         "[[workloads]]",
-        'name = "mem.latency"',
+        f'name = "{WORKLOAD}"',
         f"params = {_inline({'pattern': list(patterns), 'size_bytes': list(sizes)})}",
     ]
     for table in condition_tables(grid, bus_hz):

@@ -1,5 +1,5 @@
 /* The timing core shared by every kernel: parameters, timer self-test, calibration, warm-up,
- * measured iterations, verification and the schema-1 JSON result. */
+ * measured iterations, verification and the versioned JSON result. */
 #include "core_internal.h"
 
 #include <errno.h>
@@ -770,12 +770,12 @@ int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_
         bk_json_init(&j, stdout);
         bk_json_begin_object(&j);
         bk_json_key(&j, "schema");
-        bk_json_int(&j, BK_SCHEMA);
+        bk_json_int(&j, BK_RESULT_SCHEMA);
         bk_json_key(&j, "tool");
         bk_json_str(&j, "boardlab-kern");
         bk_json_key(&j, "version");
         bk_json_str(&j, BK_VERSION);
-        bk_json_key(&j, "kernel");
+        bk_json_key(&j, "workload");
         bk_json_str(&j, k->name);
         bk_json_key(&j, "family");
         bk_json_str(&j, k->family);

@@ -15,7 +15,9 @@
 #include "config.h"
 #include "json.h"
 
-#define BK_SCHEMA 1
+#define BK_SCHEMA 1 /* the catalog (--list --json) */
+/* a run's result; boardlab.model.worker.WORKER_SCHEMA in Python (2: the workload is named in "workload") */
+#define BK_RESULT_SCHEMA 2
 #define BK_HIDDEN __attribute__((visibility("hidden")))
 
 typedef enum { BK_INT, BK_FLOAT, BK_STR, BK_ENUM } bk_type;

@@ -1,4 +1,4 @@
-/* boardlab-kern: run one native kernel once and print its schema-1 result.
+/* boardlab-kern: run one native kernel once and print its versioned result.
  *
  *   boardlab-kern --version
  *   boardlab-kern --list [--json]
@@ -48,7 +48,7 @@ static void usage(FILE *out)
             "\n"
             "corpus writes the deterministic sensor-like corpus the kernels generate (N bytes, k/M/G suffixes, at\n"
             "most 1G; mix default %s, seed default %s) to FILE, through FILE.tmp and a rename.\n",
-            BK_SCHEMA, BK_CORPUS_DEFAULT_MIX, BK_CORPUS_DEFAULT_SEED);
+            BK_RESULT_SCHEMA, BK_CORPUS_DEFAULT_MIX, BK_CORPUS_DEFAULT_SEED);
 }
 
 /* How this binary was built: a board often runs a binary cross-built elsewhere, so the catalog says by which
@@ -297,7 +297,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("boardlab-kern %s (schema %d)\n", BK_VERSION, BK_SCHEMA);
+        printf("boardlab-kern %s (result schema %d, catalog schema %d)\n", BK_VERSION, BK_RESULT_SCHEMA, BK_SCHEMA);
         return 0;
     }
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0) {

@@ -74,6 +74,7 @@ class ConditionSpec:
     baseline: str | None = None  # the condition this one is compared with (None for a baseline)
     parts: tuple[tuple[str, dict[str, Any]], ...] = ()  # (kind, params) of each part; () = ((kind, params),)
     index: int | None = None  # its position in the plan's [[conditions]]; None for the implied baseline
+    workloads: tuple[str, ...] = ()  # the workloads it applies to; () = every workload of the plan
 
     @property
     def is_baseline(self) -> bool:
@@ -90,6 +91,7 @@ class ConditionSpec:
             "params": self.params,
             "baseline": self.baseline,
             "parts": [{"kind": k, "params": p} for k, p in self.all_parts],
+            "workloads": list(self.workloads),
         }
 
 
@@ -102,6 +104,7 @@ class WorkloadEntry:
     threshold: float | None = None  # practical threshold delta (0.02 = 2%); None = the default
     tail_threshold: float | None = None  # the same for p99 and above; None = the default (10%)
     precision: float | None = None  # this workload's CI half-width target under the precision rule
+    repetitions: int | None = None  # its cells' runs under the fixed rule; None = [runs] repetitions
 
 
 @dataclass(frozen=True)

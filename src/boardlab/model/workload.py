@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -61,8 +62,36 @@ class MetricSpec:
 
 
 @dataclass(frozen=True)
+class LaunchOptions:
+    """How the plan's [runs] asks a measured run to go: what a `measured_argv` hook turns into flags."""
+
+    iterations: int
+    warmup_max_iterations: int = 0
+    warmup_max_ms: float = 0.0
+    warmup_cv: float = 0.0
+    counters: tuple[str, ...] = ()  # boardlab-kern counter items; a Python worker has none
+
+
+# A workload's hooks take its coerced parameters (name -> value, as its spec declares them).
+MeasuredArgv = Callable[[Mapping, LaunchOptions], list[str]]
+LoadArgv = Callable[[Mapping], list[str]]
+Prepare = Callable[[Mapping, Callable[[str], None]], None]
+
+
+def _hook():
+    return field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
 class WorkloadSpec:
-    """One workload: `runner` says which worker executes it ("kern" = boardlab-kern)."""
+    """One workload: `runner` says which worker executes it ("kern" = boardlab-kern).
+
+    Hooks, declared by the workload's own module so that no other module names it (docs/extending.md):
+    `measured_argv` launches one measured run (the worker process the runner spawns and pins);
+    `load_argv` launches it as a continuous load beside another workload (the `workload` condition kind;
+    None = it cannot be a load) and `load_params` names the parameters it takes there (None = all);
+    `prepare` runs once in boardlab before the campaign stores anything (build a model, check a file).
+    `tail_samples`: its per-sample p99 is a verdict metric too (a tail comparison beside the median's)."""
 
     name: str
     family: str
@@ -72,6 +101,10 @@ class WorkloadSpec:
     metrics: tuple[MetricSpec, ...] = ()
     unsupported_reason: str | None = None
     phases: tuple[str, ...] = field(default=())
+    measured_argv: MeasuredArgv | None = _hook()
+    load_argv: LoadArgv | None = _hook()
+    load_params: tuple[str, ...] | None = None
+    prepare: Prepare | None = _hook()
     # ---- what analysis needs to know of the results (set in the workload's own module) ----
     # The per-sample p99 is a verdict metric: a tail comparison of its own beside the median's.
     tail_samples: bool = False
@@ -112,4 +145,6 @@ class WorkloadSpec:
             "params": [p.to_dict() for p in self.params],
             "metrics": [m.to_dict() for m in self.metrics],
             "phases": list(self.phases),
+            "tail_samples": self.tail_samples,
+            "can_be_load": self.load_argv is not None,
         }

@@ -123,7 +123,7 @@ def start_role(
     rp._out_reader = threading.Thread(target=rp._drain_out, daemon=True)
     rp._reader.start()
     rp._out_reader.start()
-    if wait_ready and role != "svc.load":
+    if wait_ready:  # a server role says when it listens; its callers start a load generator with False
         rp.wait_ready(ready_timeout_s)
     return rp
 

@@ -1,17 +1,22 @@
 """The workload catalog: native kernels declared by boardlab-kern, plus Python-run workloads.
 
 A Python-run workload is one module exporting `SPEC` (a WorkloadSpec with runner "python"), an optional
-`supported() -> str | None`, and `run(params, iterations=None) -> dict` (the schema-1 result body), run in a
-fresh `python -m boardlab.worker` process. Importing the module does nothing else (heavy imports inside
-`run`). One line per module below.
+`supported() -> str | None`, and `run(params, iterations=None) -> dict` (the body of a worker result,
+boardlab.model.worker), run in a fresh `python -m boardlab.worker` process unless its SPEC declares another
+`measured_argv`. Its other hooks (a continuous load, a preparation) are in its SPEC too. Importing the
+module does nothing else (heavy imports inside `run`). One line per module below.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import importlib
+import sys
+from collections.abc import Mapping
 from types import ModuleType
 
-from boardlab.model.workload import WorkloadSpec
+from boardlab.model.workload import LaunchOptions, WorkloadSpec
 
 # workload name -> module (one line per Python-run workload)
 PYTHON_WORKLOADS: dict[str, str] = {
@@ -28,17 +33,30 @@ def python_workload_modules() -> dict[str, ModuleType]:
     return {name: importlib.import_module(mod) for name, mod in PYTHON_WORKLOADS.items()}
 
 
-def all_workloads() -> list[WorkloadSpec]:
-    """Every workload boardlab knows, supported or not (unsupported ones carry their reason)."""
-    import dataclasses
+def worker_argv(workload: str, params: Mapping, options: LaunchOptions) -> list[str]:
+    """The default measured run of a Python-run workload: one fresh `python -m boardlab.worker`."""
+    argv = [sys.executable, "-m", "boardlab.worker", workload]
+    for key, value in params.items():
+        argv += ["--param", f"{key}={value}"]
+    return argv + ["--iterations", str(options.iterations), "--json"]
 
+
+def _python_spec(module: ModuleType) -> WorkloadSpec:
+    spec = module.SPEC
+    reason = module.supported() if hasattr(module, "supported") else None
+    return dataclasses.replace(
+        spec,
+        unsupported_reason=reason or spec.unsupported_reason,
+        measured_argv=spec.measured_argv or functools.partial(worker_argv, spec.name),
+    )
+
+
+def all_workloads() -> list[WorkloadSpec]:
+    """Every workload boardlab knows, supported or not (unsupported ones carry their reason), with the
+    hooks that launch it filled in."""
     from boardlab.workloads import kern
 
-    specs = list(kern.specs())
-    for module in python_workload_modules().values():
-        reason = module.supported() if hasattr(module, "supported") else None
-        specs.append(dataclasses.replace(module.SPEC, unsupported_reason=reason) if reason else module.SPEC)
-    return specs
+    return [*kern.specs(), *(_python_spec(m) for m in python_workload_modules().values())]
 
 
 def find_workload(name: str) -> WorkloadSpec | None:

@@ -11,7 +11,9 @@ pages (posix_fadvise, no privilege), `drop` the whole page cache (root). Models 
 
 from __future__ import annotations
 
+import dataclasses
 import os
+import sys
 
 from boardlab.errors import InputError
 from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
@@ -25,6 +27,7 @@ SPEC = WorkloadSpec(
     family="ai",
     summary="per-frame inference latency of a CNN (MobileNet, SSD, ResNet or a user model) in ONNX Runtime or LiteRT",
     runner="python",
+    tail_samples=True,  # a frame's p99 latency is a verdict metric beside the median (the interference study)
     params=(
         ParamSpec("runtime", "enum", "litert", choices=("onnxruntime", "litert"), help="inference runtime"),
         ParamSpec(
@@ -91,7 +94,6 @@ SPEC = WorkloadSpec(
         MetricSpec("ddr_read_mb", "MB", False, kind="value", help="TI: DDR bytes read per frame"),
         MetricSpec("ddr_write_mb", "MB", False, kind="value", help="TI: DDR bytes written per frame"),
     ),
-    tail_samples=True,  # per-frame p99: a verdict of its own (runs store every frame's latency)
 )
 
 
@@ -357,3 +359,31 @@ def _manifest_facts(path: str, name: str, sha: str) -> dict:
                     "manifest_sha256_match": f.get("sha256") == sha,
                 }
     return {"manifest_sha256_match": None}
+
+
+# As a continuous load it is the inference loop (`python -m boardlab.ai.loop`: one model, frames back to back
+# until stopped); these are the parameters the loop takes, and its flag for each.
+LOAD_FLAGS = {
+    "model": "--model",
+    "runtime": "--runtime",
+    "precision": "--precision",
+    "threads": "--threads",
+    "spin": "--spin",
+    "xnnpack": "--xnnpack",
+    "delegate": "--delegate",
+    "delegate_options": "--delegate-options",
+    "models_dir": "--models-dir",
+    "seed": "--seed",
+}
+
+
+def load_argv(params) -> list[str]:
+    argv = [sys.executable, "-m", "boardlab.ai.loop"]
+    for key, value in params.items():
+        if key in LOAD_FLAGS and value is not None:
+            argv += [LOAD_FLAGS[key], str(value)]
+    return argv
+
+
+# the hooks name this module's functions, so they join the spec here, at the end
+SPEC = dataclasses.replace(SPEC, prepare=prepare, load_argv=load_argv, load_params=tuple(LOAD_FLAGS))

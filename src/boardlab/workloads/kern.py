@@ -1,8 +1,43 @@
-"""Native kernels: their specs come from `boardlab-kern --list --json`, so C stays the single source."""
+"""Native kernels: their specs come from `boardlab-kern --list --json`, so C stays the single source.
+
+This module also builds boardlab-kern's command line (`kern_argv`) for a measured run (the spec's
+`measured_argv` hook), a continuous load (`load_argv`) and a rate search's trials (workloads/ratesearch.py).
+"""
 
 from __future__ import annotations
 
-from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
+import functools
+from collections.abc import Mapping
+
+from boardlab.model.workload import LaunchOptions, MetricSpec, ParamSpec, WorkloadSpec
+
+# a kernel as a load: many iterations, so that it restarts rarely; the condition's stop ends it anyway
+LOAD_ITERATIONS = 100000
+
+
+def kern_argv(kernel: str, params: Mapping, *flags: str) -> list[str]:
+    """`boardlab-kern KERNEL --param k=v ... FLAGS`."""
+    from boardlab.native import kern_path
+
+    argv = [str(kern_path()), kernel]
+    for key, value in params.items():
+        argv += ["--param", f"{key}={value}"]
+    return argv + list(flags)
+
+
+def measured_argv(kernel: str, params: Mapping, options: LaunchOptions) -> list[str]:
+    """One measured run: the plan's iterations and warm-up rule, its counters, a JSON result."""
+    flags = ["--counters", ",".join(options.counters)] if options.counters else []
+    return kern_argv(kernel, params, *flags, "--iterations", str(options.iterations),
+                     "--warmup-max-iterations", str(options.warmup_max_iterations),
+                     "--warmup-max-ms", f"{options.warmup_max_ms:g}",
+                     "--warmup-cv", f"{options.warmup_cv:g}", "--json")  # fmt: skip
+
+
+def load_argv(kernel: str, params: Mapping) -> list[str]:
+    """A steady load: no warm-up, iterations enough that the restart (the command kind's) is rare."""
+    return kern_argv(kernel, params, "--iterations", str(LOAD_ITERATIONS), "--warmup-max-iterations", "0")
+
 
 # What analysis needs to know of a kernel's results (WorkloadSpec's analysis fields), one line per kernel that
 # needs more than the defaults: the C descriptor declares parameters and metrics, not how studies read them.
@@ -57,6 +92,8 @@ def _spec(entry: dict) -> WorkloadSpec:
         unsupported_reason=None if entry["supported"] else entry["reason"],
         phases=tuple(entry.get("phases", ())),
         **ANALYSIS_FIELDS.get(entry["name"], {}),
+        measured_argv=functools.partial(measured_argv, entry["name"]),
+        load_argv=functools.partial(load_argv, entry["name"]),
     )
 
 

@@ -19,12 +19,10 @@ class Trial:
 
 def kern_trial(kernel: str, params: dict, iterations: int = 5, min_iteration_ms: float = 50) -> dict:
     """One boardlab-kern run of `kernel` with `params`; its JSON result (raises RuntimeError on failure)."""
-    from boardlab.native import kern_path
+    from boardlab.workloads.kern import kern_argv
 
-    args = [str(kern_path()), kernel, "--json", "--iterations", str(iterations), "--warmup-max-iterations", "2",
-            "--min-iteration-ms", f"{min_iteration_ms:g}"]  # fmt: skip
-    for k, v in params.items():
-        args += ["--param", f"{k}={v}"]
+    args = kern_argv(kernel, params, "--json", "--iterations", str(iterations), "--warmup-max-iterations", "2",
+                     "--min-iteration-ms", f"{min_iteration_ms:g}")  # fmt: skip
     proc = subprocess.run(args, capture_output=True, text=True, timeout=600)
     res = json.loads(proc.stdout) if proc.stdout.strip() else {}
     if res.get("supported") is False:

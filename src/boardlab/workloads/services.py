@@ -130,10 +130,10 @@ class _Services:
         self._mon_thread = None
         self._stop = threading.Event()
 
-    def start(self, name: str, role: str, params: dict, *, account: bool = True):
+    def start(self, name: str, role: str, params: dict, *, account: bool = True, wait_ready: bool = True):
         from boardlab.services.launch import start_role
 
-        rp = start_role(role, params, prefix=self.prefix)
+        rp = start_role(role, params, prefix=self.prefix, wait_ready=wait_ready)
         self.roles[name] = (rp, account)
         return rp
 
@@ -398,6 +398,7 @@ def _soap(svc: _Services, params: dict, d: float) -> dict:
             "connections": params["connections"],
         },
         account=False,
+        wait_ready=False,  # a load generator prints no ready line: it starts loading at once
     )
     res = load.result(d + 30)
     svc.roles["mgmt"][0].stop()

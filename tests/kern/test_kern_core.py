@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import json
 
+from boardlab.model.worker import WORKER_SCHEMA
+
 from helpers import kern_json, run_cli, run_kern
 
 FAST = ("--iterations", "5", "--warmup-max-iterations", "20")
 
 
-def test_noop_prints_a_schema_1_result_with_timer_self_test(kern):
+def test_noop_prints_a_versioned_result_with_timer_self_test(kern):
     rc, res = kern_json(kern, "noop", *FAST)
     assert rc == 0
-    assert res["schema"] == 1 and res["tool"] == "boardlab-kern" and res["kernel"] == "noop"
+    assert res["schema"] == WORKER_SCHEMA and res["tool"] == "boardlab-kern" and res["workload"] == "noop"
     assert res["ok"] is True and res["verified"] is True and res["errors"] == []
     timer = res["timer"]
     assert timer["clock"] == "CLOCK_MONOTONIC_RAW"
@@ -147,5 +149,5 @@ def test_boardlab_kern_path_and_passthrough(kern):
     proc = run_cli("kern", "--path")
     assert proc.returncode == 0 and proc.stdout.strip() == str(kern)
     proc = run_cli("kern", "noop", "--iterations", "2", "--warmup-max-iterations", "0", "--json")
-    assert proc.returncode == 0 and json.loads(proc.stdout)["kernel"] == "noop"
+    assert proc.returncode == 0 and json.loads(proc.stdout)["workload"] == "noop"
     assert run_cli("kern", "nope").returncode == 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import kern_json
+from helpers import kern_json, kern_ok_or_skip
 
 FAST = ("--iterations", "3", "--warmup-max-iterations", "3")
 
@@ -15,13 +15,6 @@ def storage(kern, path, *params, extra=FAST):
     return kern_json(kern, "io.storage", *args, *extra)
 
 
-def ok_or_skip(rc, res):
-    if res.get("supported") is False:
-        pytest.skip(f"unsupported here: {res['reason']}")
-    assert rc == 0, res.get("errors")
-    assert res["ok"] and res["verified"]
-
-
 @pytest.mark.parametrize("op", ["read", "write", "randrw"])
 @pytest.mark.parametrize("pattern", ["seq", "rand"])
 @pytest.mark.parametrize("direct", ["0", "1"])
@@ -30,7 +23,7 @@ def test_every_op_and_pattern_moves_verified_data(kern, tmp_path, op, pattern, d
     rc, res = storage(
         kern, path, f"op={op}", f"pattern={pattern}", f"direct={direct}", "bs=16k", "size_bytes=1M"
     )
-    ok_or_skip(rc, res)
+    kern_ok_or_skip(rc, res)
     m = res["metrics"]
     # bandwidth is bs per I/O times IOPS, iteration by iteration.
     for bw, iops in zip(m["bandwidth_mb_s"]["values"], m["iops"]["values"], strict=True):
@@ -58,7 +51,7 @@ def test_latency_samples_are_the_ios_at_the_calibrated_rep_count(kern, tmp_path)
         "size_bytes=256k",
         extra=("--iterations", "4", "--warmup-max-iterations", "0"),
     )
-    ok_or_skip(rc, res)
+    kern_ok_or_skip(rc, res)
     # The 4 measured iterations, plus the one or two calibration iterations that confirmed the rep count.
     reps, samples = res["reps_per_iteration"], res["info"]["latency_samples"]
     assert samples % reps == 0 and 4 * reps <= samples <= 6 * reps
@@ -74,7 +67,7 @@ def test_an_existing_file_is_kept(kern, tmp_path):
     path = tmp_path / "keep.bin"
     path.write_bytes(b"x" * 100)
     rc, res = storage(kern, path, "op=write", "size_bytes=256k")
-    ok_or_skip(rc, res)
+    kern_ok_or_skip(rc, res)
     assert path.exists() and path.stat().st_size >= 256 * 1024
 
 
@@ -89,14 +82,14 @@ def test_io_uring_keeps_iodepth_in_flight(kern, tmp_path, iodepth):
         "bs=4k",
         "size_bytes=1M",
     )
-    ok_or_skip(rc, res)
+    kern_ok_or_skip(rc, res)
     assert res["params"]["iodepth"] == int(iodepth)
 
 
 @pytest.mark.parametrize("fsync", ["each", "end"])
 def test_fsync_policies_run(kern, tmp_path, fsync):
     rc, res = storage(kern, tmp_path / "f", "op=write", f"fsync={fsync}", "size_bytes=256k", "bs=64k")
-    ok_or_skip(rc, res)
+    kern_ok_or_skip(rc, res)
 
 
 def test_psync_with_iodepth_is_refused_with_the_fix(kern, tmp_path):
@@ -116,7 +109,7 @@ def test_a_character_device_is_refused(kern):
 
 def test_the_alignment_for_o_direct_is_reported(kern, tmp_path):
     rc, res = storage(kern, tmp_path / "f", "direct=1", "size_bytes=256k")
-    ok_or_skip(rc, res)
+    kern_ok_or_skip(rc, res)
     assert res["info"]["align_bytes"] in (512, 1024, 2048, 4096)
     assert res["info"]["align_source"]
     assert res["info"]["filesystem"]
@@ -124,5 +117,5 @@ def test_the_alignment_for_o_direct_is_reported(kern, tmp_path):
 
 def test_a_directory_gets_a_private_temporary_file_removed_afterwards(kern, tmp_path):
     rc, res = storage(kern, tmp_path, "op=randrw", "size_bytes=256k")
-    ok_or_skip(rc, res)
+    kern_ok_or_skip(rc, res)
     assert list(tmp_path.iterdir()) == []

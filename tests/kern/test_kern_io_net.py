@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from helpers import kern_json
+from helpers import kern_json, kern_ok_or_skip
 
 FAST = ("--iterations", "3", "--warmup-max-iterations", "3")
 PATHS = ("write", "sendfile", "splice", "msg_zerocopy", "uring_zc")
@@ -19,17 +19,10 @@ def net(kern, *params, extra=FAST):
     return kern_json(kern, "io.net", *args, *extra)
 
 
-def ok_or_skip(rc, res):
-    if res.get("supported") is False:
-        pytest.skip(f"unsupported here: {res['reason']}")
-    assert rc == 0, res.get("errors")
-    assert res["ok"] and res["verified"]
-
-
 @pytest.mark.parametrize("path", PATHS)
 def test_tcp_stream_conserves_bytes_by_every_send_path(kern, path):
     rc, res = net(kern, f"send_path={path}", "msg_bytes=64k")
-    ok_or_skip(rc, res)
+    kern_ok_or_skip(rc, res)
     info = res["info"]
     # The sink's report matched what was sent, byte for byte (verify fails otherwise).
     assert info["received_bytes"] == info["sent_bytes"] > 0
@@ -44,7 +37,7 @@ def test_tcp_stream_conserves_bytes_by_every_send_path(kern, path):
 @pytest.mark.parametrize("path", ("msg_zerocopy", "uring_zc"))
 def test_zero_copy_on_loopback_reports_that_the_kernel_copied(kern, path):
     rc, res = net(kern, f"send_path={path}", "msg_bytes=64k")
-    ok_or_skip(rc, res)
+    kern_ok_or_skip(rc, res)
     info = res["info"]
     assert info["zerocopy_completions"] > 0
     # Documentation/networking/msg_zerocopy.rst: loopback always takes the deferred copy.
@@ -54,7 +47,7 @@ def test_zero_copy_on_loopback_reports_that_the_kernel_copied(kern, path):
 
 def test_paced_udp_holds_its_rate_and_counts_every_datagram(kern):
     rc, res = net(kern, "mode=udp_stream", "rate_bit_s=20e6", "udp_bytes=1000", extra=("--iterations", "5"))
-    ok_or_skip(rc, res)
+    kern_ok_or_skip(rc, res)
     m, info = res["metrics"], res["info"]
     # Pacing from the bytes sent so far: the offered rate is held within a few percent per iteration.
     assert m["goodput_bit_s"]["median"] == pytest.approx(20e6, rel=0.05)
@@ -65,7 +58,7 @@ def test_paced_udp_holds_its_rate_and_counts_every_datagram(kern):
 
 def test_unpaced_udp_loss_is_counted_not_an_error(kern):
     rc, res = net(kern, "mode=udp_stream", "rate_bit_s=0", "sockbuf_bytes=8192")
-    ok_or_skip(rc, res)
+    kern_ok_or_skip(rc, res)
     assert 0 <= res["metrics"]["loss_percent"]["value"] <= 100
 
 
@@ -73,7 +66,7 @@ def test_tcp_rr_times_each_transaction(kern):
     rc, res = net(
         kern, "mode=tcp_rr", "msg_bytes=64", extra=("--iterations", "4", "--warmup-max-iterations", "0")
     )
-    ok_or_skip(rc, res)
+    kern_ok_or_skip(rc, res)
     m = res["metrics"]
     assert "goodput_bit_s" not in m and m["transactions_s"]["unit"] == "1/s"
     p50, p99, p999 = (m[f"latency_{q}_ns"]["value"] for q in ("p50", "p99", "p999"))
@@ -105,7 +98,7 @@ def test_a_separate_sink_process_serves_a_given_peer(kern):
         assert line[0] == "listening"
         for mode in ("tcp_stream", "udp_stream", "tcp_rr"):
             rc, res = net(kern, f"mode={mode}", f"peer={line[1]}", "rate_bit_s=10e6")
-            ok_or_skip(rc, res)
+            kern_ok_or_skip(rc, res)
             assert res["info"]["peer"] == line[1] and "sink_pid" not in res["info"]
     finally:
         os.killpg(sink.pid, signal.SIGKILL)

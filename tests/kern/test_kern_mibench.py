@@ -79,7 +79,7 @@ def test_runs_and_verifies_with_small_parameters(kern, name):
     rc, res = small(kern, name)
     assert rc == 0, res.get("errors")
     assert res["ok"] is True and res["verified"] is True and res["errors"] == []
-    assert res["kernel"] == name and res["family"] == "mibench"
+    assert res["workload"] == name and res["family"] == "mibench"
     assert len(res["checksum"]) >= 16
     metric, unit = PRIMARY[name]
     assert res["metrics"][metric]["unit"] == unit

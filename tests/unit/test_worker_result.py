@@ -1,0 +1,86 @@
+"""The worker result: one typed record, one schema constant; a document of the previous schema still loads."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from boardlab.model.worker import (
+    WORKER_SCHEMA,
+    WorkerResultError,
+    build_worker_result,
+    parse_worker_result,
+    read_worker_result,
+)
+
+# boardlab-kern's schema-1 result as release 0.1.0 printed it (trimmed to what is read): "kernel", not "workload"
+KERN_V1 = {
+    "schema": 1, "tool": "boardlab-kern", "version": "0.1.0", "kernel": "scimark.sor", "family": "scimark",
+    "params": {"size": "small"}, "ok": True, "supported": True, "reason": None, "verified": True, "errors": [],
+    "warmup": {"iterations": 12, "capped": False, "cv": 0.004},
+    "iterations_ns": [1000, 1010, 990],
+    "metrics": {"mflops": {"unit": "Mflop/s", "higher_is_better": True, "kind": "rate",
+                           "values": [410.0, 405.9, 414.1], "median": 410.0, "min": 405.9, "p90": 414.1,
+                           "p99": 414.1}},
+    "checksum": "0123456789abcdef",
+}  # fmt: skip
+
+
+def test_a_previous_schema_kern_document_loads_upgraded():
+    result = parse_worker_result(KERN_V1)
+    assert result.schema == 1 and result.workload == "scimark.sor" and result.tool == "boardlab-kern"
+    assert result.ok and result.supported and result.errors == ()
+    assert result.iterations_ns == (1000, 1010, 990)
+    assert (result.warmup_iterations, result.warmup_capped) == (12, False)
+    (m,) = result.metrics
+    assert (m.name, m.unit, m.higher_is_better, m.median, m.values) == (
+        "mflops", "Mflop/s", True, 410.0, (410.0, 405.9, 414.1))  # fmt: skip
+    # the document a study reads is the current schema's, with everything else kept
+    assert result.document["schema"] == WORKER_SCHEMA and result.document["workload"] == "scimark.sor"
+    assert "kernel" not in result.document and result.document["checksum"] == "0123456789abcdef"
+
+
+def test_a_previous_schema_python_worker_document_loads():
+    doc = {"schema": 1, "tool": "boardlab.worker", "workload": "rt.cyclictest", "params": {}, "ok": False,
+           "supported": False, "reason": "cyclictest not found", "errors": [], "metrics": {}}  # fmt: skip
+    result = read_worker_result(json.dumps(doc))
+    assert (
+        result.workload == "rt.cyclictest"
+        and not result.supported
+        and result.reason == "cyclictest not found"
+    )
+
+
+def test_a_single_value_metric_and_a_histogram_are_read():
+    body = {
+        "ok": True,
+        "metrics": {"max_us": {"unit": "us", "higher_is_better": False, "value": 42}},
+        "histograms": {
+            "cpu1": {"bucket_width": 1, "unit": "us", "counts": [0, 3, 1], "overflow": 1, "total": 5}
+        },
+    }
+    result = build_worker_result("boardlab.worker", "rt.cyclictest", {"cpus": "1"}, body)
+    assert result.schema == WORKER_SCHEMA and result.metric("max_us").median == 42
+    (h,) = result.histograms
+    assert (h.name, h.bucket_width, h.counts, h.overflow, h.total) == ("cpu1", 1.0, (0, 3, 1), 1, 5)
+    again = read_worker_result(result.to_json())
+    assert again == result  # what the Python worker prints is what the runner reads
+
+
+@pytest.mark.parametrize(
+    ("doc", "match"),
+    [
+        ("[]", "not a JSON object"),
+        ("{", "no valid JSON"),
+        ('{"schema": 3, "ok": true}', "schema 3: this boardlab reads schemas 1, 2"),
+        ('{"ok": true}', "schema None"),
+        ('{"schema": 2, "ok": "yes"}', "ok is str"),
+        ('{"schema": 2, "ok": true, "metrics": {"x": {"unit": "s"}}}', "metrics.x.higher_is_better is missing"),
+        ('{"schema": 2, "ok": true, "metrics": {"x": {"unit": "s", "higher_is_better": true, "median": "1"}}}',
+         "metrics.x.median is str"),
+    ],
+)  # fmt: skip
+def test_a_document_that_is_not_a_worker_result_is_refused_with_its_key(doc, match):
+    with pytest.raises(WorkerResultError, match=match):
+        read_worker_result(doc)
