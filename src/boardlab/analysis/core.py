@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from boardlab.analysis.document import Section
+from boardlab.analysis.format import cell_label
 from boardlab.analysis.specs import spec_of, tail_samples
 from boardlab.stats import (
     DEFAULT_DELTA,
@@ -100,8 +101,7 @@ class CellAnalysis:
 
     @property
     def label(self) -> str:
-        params = ", ".join(f"{k}={v}" for k, v in self.params.items())
-        return f"{self.workload} ({params})" if params else self.workload
+        return cell_label(self.workload, self.params)
 
     @property
     def n_invalid(self) -> int:
@@ -364,11 +364,14 @@ def _histogram_samples(store: Store, cell: CellAnalysis) -> dict[int, list[float
     return out
 
 
+def metrics_by_name(store: Store, run_id: int) -> dict[str, dict]:
+    """A run's stored metrics (median, min, p90, p99, unit ...) by metric name."""
+    return {row["metric"]: dict(row) for row in store.run_metrics(run_id)}
+
+
 def _run_metric(store: Store, run_id: int, metric: str) -> float | None:
-    for row in store.run_metrics(run_id):
-        if row["metric"] == metric:
-            return row["median"]
-    return None
+    m = metrics_by_name(store, run_id).get(metric)
+    return None if m is None else m["median"]
 
 
 def tail_metric_name(cell: CellAnalysis) -> str:

@@ -161,6 +161,11 @@ def params_text(params: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in params.items())
 
 
+def cell_label(workload: str, params: dict) -> str:
+    """A cell's full label: the workload and every parameter."""
+    return f"{workload} ({params_text(params)})" if params else workload
+
+
 def first_seen(items) -> list:
     out: list = []
     for it in items:

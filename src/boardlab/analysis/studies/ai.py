@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from boardlab.analysis import document as doc
-from boardlab.analysis.format import fmt_interval, fmt_num, fmt_ratio, varying_keys, verdict_text
+from boardlab.analysis.core import metrics_by_name
+from boardlab.analysis.format import cell_label, fmt_interval, fmt_num, fmt_ratio, varying_keys, verdict_text
 from boardlab.analysis.specs import spec_of
 from boardlab.stats.tails import TAIL_MIN_SAMPLES
 
@@ -55,12 +56,7 @@ class AiCell:
 
     @property
     def label(self) -> str:
-        params = ", ".join(f"{k}={v}" for k, v in self.params.items())
-        return f"{self.workload} ({params})" if params else self.workload
-
-
-def _metrics(store: Store, run_id: int) -> dict[str, dict]:
-    return {row["metric"]: dict(row) for row in store.run_metrics(run_id)}
+        return cell_label(self.workload, self.params)
 
 
 def _ai_cell(store: Store, cell: CellAnalysis) -> AiCell:
@@ -75,7 +71,7 @@ def _ai_cell(store: Store, cell: CellAnalysis) -> AiCell:
     for r in cell.runs:
         if not r.ok:
             continue
-        m = _metrics(store, r.run_id).get(cell.metric)
+        m = metrics_by_name(store, r.run_id).get(cell.metric)
         if m is None:
             continue
         unit = m["unit"]

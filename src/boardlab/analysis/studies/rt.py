@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from boardlab.analysis import document as doc
-from boardlab.analysis.core import is_sample_histogram
+from boardlab.analysis.core import is_sample_histogram, metrics_by_name
 from boardlab.analysis.format import (
     PERCENTILE_LEVELS,
+    cell_label,
     first_seen,
     fmt_value,
     params_text,
@@ -80,12 +81,7 @@ class RtCell:
 
     @property
     def label(self) -> str:
-        params = ", ".join(f"{k}={v}" for k, v in self.params.items())
-        return f"{self.workload} ({params})" if params else self.workload
-
-
-def _metrics(store: Store, run_id: int) -> dict[str, dict]:
-    return {row["metric"]: dict(row) for row in store.run_metrics(run_id)}
+        return cell_label(self.workload, self.params)
 
 
 def _rt_cell(store: Store, cell: CellAnalysis) -> RtCell:
@@ -101,7 +97,7 @@ def _rt_cell(store: Store, cell: CellAnalysis) -> RtCell:
     for r in cell.runs:
         if not r.ok:
             continue
-        m = _metrics(store, r.run_id)
+        m = metrics_by_name(store, r.run_id)
         top = (m.get("max_latency_us") or {}).get("median")
         if top is None and cell.metric == "max_latency_us":
             top = r.value
