@@ -18,7 +18,7 @@ ARM_DEB_PACKAGES := gcc-arm-linux-gnueabihf gcc-aarch64-linux-gnu libc6-dev-armh
 # Parquet parts say they are unsupported there, with the reason and the fix.
 MACHINE := $(shell uname -m)
 ifneq ($(filter $(MACHINE),x86_64 aarch64 arm64),)
-EXTRAS := test,analysis,ai
+EXTRAS := test,analysis,ai,fleet
 VENV_FLAGS :=
 PIP_NINJA := ninja
 else

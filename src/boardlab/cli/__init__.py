@@ -47,6 +47,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "boardlab.cli.monitor",
         "account CPU, memory, context switches and drops of a process (--pid or -- CMD)",
     ),
+    "fleet": ("boardlab.cli.fleet", "run a plan on many boards through labgrid, results into one store"),
 }
 
 

@@ -1,0 +1,226 @@
+"""`boardlab fleet run` end to end on the real parts: a labgrid coordinator and exporter on loopback, three
+fake boards (network namespaces running Debian's sshd, each with its own hostname and bundle install), a
+fake power switch through labgrid's ExternalPowerDriver, and PostgreSQL started by the test.
+
+The key test kills one board's sshd mid-campaign: the fleet must find it dead, power-cycle it, resume its
+campaign, finish the other boards, and store every run of every board exactly once."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from fleet_lab import BIN, Lab, missing, wait_for
+from pg import pg_server, pg_url  # noqa: F401  (pytest fixtures)
+
+pytestmark = pytest.mark.integration
+
+why = missing()
+if why:
+    pytest.skip(f"fleet lab: {why}", allow_module_level=True)
+
+# Two quick kernels, 3 repetitions: 6 runs per board. The pause before each run makes the campaign last long
+# enough on a loaded two-core machine to be caught in the middle.
+PLAN = """
+name = "fleet-tiny"
+seed = 3
+
+[runs]
+repetitions = 3
+iterations = 3
+warmup_max_iterations = 0
+
+[gates]
+idle = false
+temperature = false
+cooldown_s = 1.0
+
+[[workloads]]
+name = "mibench.crc32"
+
+[[workloads]]
+name = "mibench.sha1"
+"""
+RUNS_PER_BOARD = 6
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("bundle") / "boardlab-native.tar.gz"
+    subprocess.run(
+        [str(BIN / "boardlab"), "bundle", "--arch", "native", "--out", str(out)], check=True, capture_output=True
+    )
+    return out
+
+
+@pytest.fixture
+def lab(tmp_path):
+    lab = Lab(tmp_path, 3, f"t{os.getpid()}")
+    try:
+        yield lab.start()
+    finally:
+        lab.stop()
+
+
+def fleet_cmd(lab: Lab, plan: Path, db: str, bundle: Path, keep: Path, *extra) -> list[str]:
+    return [
+        str(BIN / "boardlab"), "fleet", "run", str(plan),
+        "--coordinator", lab.coordinator, "--places", f"fleet={lab.tag}", "--db", db,
+        "--bundle", str(bundle), "--ssh-key", str(lab.key), "--lg-env", str(lab.lg_env(keep.parent / "env.yaml")),
+        "--remote-dir", str(lab.remote_root), "--poll", "1", "--boot-timeout", "30", "--retries", "2",
+        "--keep", str(keep), *extra,
+    ]  # fmt: skip
+
+
+def store_runs(pg_url: str) -> dict[str, list[tuple]]:
+    """board hostname -> (cell key, repetition, attempt) of every run in the shared store."""
+    import psycopg
+
+    with psycopg.connect(pg_url) as conn:
+        rows = conn.execute(
+            "SELECT b.inventory_json, c.key, r.repetition, r.attempt FROM runs r JOIN cells c ON c.id = r.cell_id"
+            " JOIN campaigns k ON k.id = r.campaign_id JOIN boards b ON b.id = k.board_id"
+        ).fetchall()
+    out: dict[str, list[tuple]] = {}
+    for inv, key, rep, attempt in rows:
+        out.setdefault(json.loads(inv)["hostname"], []).append((key, rep, attempt))
+    return out
+
+
+def board_runs(db: Path) -> list[tuple]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(
+            "SELECT c.key, r.repetition, r.attempt FROM runs r JOIN cells c ON c.id = r.cell_id"
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+def test_a_dead_board_is_power_cycled_and_resumed_nothing_lost_or_duplicated(lab, bundle, tmp_path, pg_url):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    log = open(tmp_path / "fleet.err", "w+")
+    proc = subprocess.Popen(
+        fleet_cmd(lab, plan, pg_url, bundle, keep, "--json"), stdout=subprocess.PIPE, stderr=log, text=True
+    )
+    try:
+        victim = lab.remote_root / "board2" / "run.log"
+        # in the middle of board2's campaign: at least two runs stored, not all of them
+        wait_for(lambda: victim.exists() and re.search(r"\[[2-4]/6\]", victim.read_text()), 150, "board2's runs")
+        assert lab.kill_sshd("board2") >= 1
+        out, _ = proc.communicate(timeout=170)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    log.seek(0)
+    err = log.read()
+    assert proc.returncode == 0, err
+    doc = json.loads(out)
+    boards = {b["place"]: b for b in doc["boards"]}
+    assert set(boards) == {"board1", "board2", "board3"}
+    assert all(b["status"] == "done" for b in boards.values()), err
+    # the victim: found dead, power-cycled through its labgrid power driver, resumed in a second attempt
+    victim_attempts = boards["board2"]["attempts"]
+    assert [a["outcome"] for a in victim_attempts][0] == "dead", victim_attempts
+    assert victim_attempts[0]["power_cycled"] is True
+    assert victim_attempts[-1]["outcome"] == "done"
+    assert boards["board2"]["power_cycles"] >= 1
+    for other in ("board1", "board3"):
+        assert [a["outcome"] for a in boards[other]["attempts"]] == ["done"], boards[other]
+        assert boards[other]["power_cycles"] == 0
+    assert "board2: dead" in err and "power-cycling" in err
+    # nothing lost, nothing duplicated: every board's own database, run for run, in the shared store
+    stored = store_runs(pg_url)
+    for b in lab.boards:
+        own = board_runs(keep / b / "fetched" / "results.db")
+        host = f"{b}-{lab.tag}"
+        assert sorted(stored[host]) == sorted(own), b
+        assert len(set(own)) == len(own)
+        assert {(k, r) for k, r, _ in own} == {
+            (k, r) for k in {k for k, _, _ in own} for r in (1, 2, 3)
+        } and len({k for k, _, _ in own}) == 2
+        assert boards[b]["ingest"]["runs_added"] == len(own) >= RUNS_PER_BOARD
+    # the board is left clean: no campaign process, only its sshd
+    for b in lab.boards:
+        assert {lab.comm(p) for p in lab.ns_pids(b)} <= {"sshd"}, b
+    assert not any(lab.places_acquired().values())
+
+    # a second fleet run of the same plan finds every campaign complete and stores nothing twice
+    (tmp_path / "keep2").mkdir()
+    again = subprocess.run(
+        fleet_cmd(lab, plan, pg_url, bundle, tmp_path / "keep2", "--json"),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert all(b["ingest"]["runs_added"] == 0 for b in json.loads(again.stdout)["boards"])
+    assert store_runs(pg_url) == stored
+
+
+def test_ctrl_c_stops_every_campaign_and_releases_every_place(lab, bundle, tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN.replace("cooldown_s = 1.0", "cooldown_s = 3.0"))
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    db = tmp_path / "fleet.db"
+    proc = subprocess.Popen(
+        fleet_cmd(lab, plan, str(db), bundle, keep), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        wait_for(
+            lambda: all(
+                (lab.remote_root / b / "boardlab.pid").exists() and not (lab.remote_root / b / "done").exists()
+                for b in lab.boards
+            ),
+            150,
+            "every board's campaign",
+        )
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    for b in lab.boards:
+        # the campaign was stopped in order (SIGTERM: its conditions reverted, its runs kept) ...
+        assert (lab.remote_root / b / "done").read_text().strip() == "130", b
+        # ... and nothing of boardlab is left on the board
+        assert {lab.comm(p) for p in lab.ns_pids(b)} <= {"sshd"}, b
+    assert not any(lab.places_acquired().values())
+    # no stray local process: no worker, no ssh of ours
+    strays = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if str(keep).encode() in cmd or str(lab.key).encode() in cmd:
+                strays.append(cmd)
+    assert not strays
+
+
+def test_no_place_with_the_tags_is_bad_input(lab, bundle, tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    r = subprocess.run(
+        [str(BIN / "boardlab"), "fleet", "run", str(plan), "--coordinator", lab.coordinator,
+         "--places", "fleet=nosuchlab", "--db", str(tmp_path / "x.db"), "--bundle", str(bundle)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert r.returncode == 2
+    assert "no place on the coordinator" in r.stderr and "fleet=nosuchlab" in r.stderr
+    assert not (tmp_path / "x.db").exists()
