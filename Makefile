@@ -18,7 +18,10 @@ ARM_DEB_PACKAGES := gcc-arm-linux-gnueabihf gcc-aarch64-linux-gnu libc6-dev-armh
 # Parquet parts say they are unsupported there, with the reason and the fix.
 MACHINE := $(shell uname -m)
 ifneq ($(filter $(MACHINE),x86_64 aarch64 arm64),)
-EXTRAS := test,analysis,ai,fleet
+EXTRAS := test,analysis,ai
+# the PostgreSQL store of a lab server (boardlab ingest) and labgrid for `boardlab fleet run`: psycopg's binary
+# wheel and grpcio exist for these only
+EXTRAS := $(EXTRAS),fleet
 VENV_FLAGS :=
 PIP_NINJA := ninja
 else
@@ -31,6 +34,8 @@ endif
 DEB_PACKAGES += fio iperf3 liburing-dev libopenblas-dev
 # Vehicle-services study: XML parser of the service roles; anchors sockperf, ddsperf (cyclonedds-tools), wrk, pidstat (sysstat).
 DEB_PACKAGES += libexpat1-dev sockperf cyclonedds-tools wrk sysstat
+# Shared results: the PostgreSQL server the store tests start on loopback (initdb, pg_ctl) and a lab server runs.
+DEB_PACKAGES += postgresql
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
 .PHONY: setup deb venv install demo test bench lint clean deb-arm cross test-arm test-arm-kern test-arm-rootfs bundle

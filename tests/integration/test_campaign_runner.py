@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from boardlab.store import STORE_SCHEMA
+from boardlab.store.export import EXPORT_SCHEMA
 
 from helpers import run_cli, tagged_env, tagged_processes
 
@@ -164,7 +165,7 @@ def test_export_json_has_one_object_per_run_with_the_interface_fields(tmp_path):
     proc = run_cli("export", "--db", str(db), "--format", "json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
-    assert doc["schema"] == 1 and len(doc["runs"]) == 3
+    assert doc["schema"] == EXPORT_SCHEMA and len(doc["runs"]) == 3
     for r in doc["runs"]:
         for key in (
             "campaign",
@@ -182,7 +183,7 @@ def test_export_json_has_one_object_per_run_with_the_interface_fields(tmp_path):
     csv_out = tmp_path / "runs.csv"
     assert run_cli("export", "--db", str(db), "--format", "csv", "-o", str(csv_out)).returncode == 0
     lines = csv_out.read_text().splitlines()
-    assert lines[0].startswith("# boardlab export schema 1") and len(lines) == 1 + 1 + 3
+    assert lines[0].startswith(f"# boardlab export schema {EXPORT_SCHEMA}") and len(lines) == 1 + 1 + 3
     pq = tmp_path / "runs.parquet"
     assert run_cli("export", "--db", str(db), "--format", "parquet", "-o", str(pq)).returncode == 0
     pyarrow = pytest.importorskip("pyarrow.parquet")

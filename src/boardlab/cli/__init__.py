@@ -47,6 +47,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "boardlab.cli.monitor",
         "account CPU, memory, context switches and drops of a process (--pid or -- CMD)",
     ),
+    "ingest": ("boardlab.cli.ingest", "copy boards' results files into a shared store (PostgreSQL or SQLite)"),
     "fleet": ("boardlab.cli.fleet", "run a plan on many boards through labgrid, results into one store"),
 }
 

@@ -18,24 +18,44 @@ COMPARE_SCHEMA = 1
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("a", metavar="A.db", help="results database of side A (the reference)")
-    parser.add_argument("b", metavar="B.db", help="results database of side B (may be the same file as A)")
+    parser.add_argument(
+        "a",
+        metavar="A",
+        help="results database of side A (the reference): a SQLite file or a postgresql:// URL",
+    )
+    parser.add_argument("b", metavar="B", help="results database of side B (may be the same store as A)")
     parser.add_argument("--campaign-a", type=int, help="campaign id in A (default: the latest)")
     parser.add_argument("--campaign-b", type=int, help="campaign id in B (default: the latest)")
+    parser.add_argument(
+        "--board-a", metavar="LABEL", help="in a store of many boards: the latest campaign of this board in A"
+    )
+    parser.add_argument(
+        "--board-b", metavar="LABEL", help="in a store of many boards: the latest campaign of this board in B"
+    )
     parser.add_argument(
         "--json", action="store_true", help=f"print a JSON document (schema {COMPARE_SCHEMA})"
     )
 
 
-def _load(path: str, campaign_id: int | None):
+def _load(path: str, campaign_id: int | None, board: str | None = None):
     from boardlab.errors import InputError
     from boardlab.report.analysis import analyze, latest_campaign_id
     from boardlab.store import Store
 
     with Store.open(path, create=False) as store:
-        cid = campaign_id if campaign_id is not None else latest_campaign_id(store)
+        if campaign_id is not None and board is not None:
+            raise InputError("give a campaign id or a board for each side, not both")
+        if board is not None:
+            cid = store.latest_campaign_of_board(board)
+            if cid is None:
+                labels = ", ".join(sorted({b["label"] for b in store.boards()})) or "none"
+                raise InputError(
+                    f"{store.path}: no campaign of a board labelled {board!r} (boards: {labels})"
+                )
+        else:
+            cid = campaign_id if campaign_id is not None else latest_campaign_id(store)
         if cid is None:
-            raise InputError(f"{path}: no campaign in this database yet")
+            raise InputError(f"{store.path}: no campaign in this database yet")
         store.conn.execute("BEGIN")  # one consistent snapshot, even while a campaign writes
         try:
             return analyze(store, cid)
@@ -309,9 +329,12 @@ def render_text(doc: dict) -> str:
 
 
 def run(args) -> int:
-    a = _load(args.a, args.campaign_a)
-    b = _load(args.b, args.campaign_b)
-    doc = compare_campaigns(a, b, path_a=args.a, path_b=args.b)
+    from boardlab.store.pg import display_url, is_url
+
+    a = _load(args.a, args.campaign_a, args.board_a)
+    b = _load(args.b, args.campaign_b, args.board_b)
+    shown = [display_url(p) if is_url(p) else p for p in (args.a, args.b)]  # never a password in output
+    doc = compare_campaigns(a, b, path_a=shown[0], path_b=shown[1])
     if args.json:
         sys.stdout.write(json.dumps(doc, indent=1, allow_nan=False) + "\n")
     else:

@@ -14,7 +14,9 @@ DESCRIPTION = (
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--db", required=True, help="results database")
+    parser.add_argument(
+        "--db", required=True, help="results database: a SQLite file or a postgresql:// URL (a shared store)"
+    )
     parser.add_argument(
         "-o",
         "--output",
@@ -22,6 +24,9 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument("--format", choices=("html", "md", "text"), default="html", help="default html")
     parser.add_argument("--campaign", type=int, help="campaign id (default: the latest)")
+    parser.add_argument(
+        "--board", metavar="LABEL", help="in a store of many boards: the latest campaign of this board"
+    )
 
 
 def run(args) -> int:
@@ -36,9 +41,16 @@ def run(args) -> int:
     if args.output:
         check_output(args.output, protect=[args.db])  # refused before the analysis, not after
     with Store.open(args.db, create=False) as store:
-        campaign_id = args.campaign if args.campaign is not None else latest_campaign_id(store)
+        if args.board is not None:
+            if args.campaign is not None:
+                raise InputError("give --campaign or --board, not both")
+            campaign_id = store.latest_campaign_of_board(args.board)
+            if campaign_id is None:
+                raise InputError(f"{store.path}: no campaign of a board labelled {args.board!r}")
+        else:
+            campaign_id = args.campaign if args.campaign is not None else latest_campaign_id(store)
         if campaign_id is None:
-            raise InputError(f"{args.db}: no campaign in this database yet")
+            raise InputError(f"{store.path}: no campaign in this database yet")
         # One read transaction: a consistent snapshot while a running campaign commits runs (WAL).
         store.conn.execute("BEGIN")
         try:

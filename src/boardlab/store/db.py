@@ -11,6 +11,7 @@ import sqlite3
 import stat
 import time
 import urllib.parse
+import uuid
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,8 @@ from boardlab.model.run import RunResult
 from boardlab.store.migrations import MIGRATIONS
 
 STORE_SCHEMA = MIGRATIONS[-1][0]
+_PG_MIGRATE_LOCK = 0x626C6162  # "blab": the advisory lock that serializes migrations on a PostgreSQL store
+_PG_INGEST_LOCK = 0x626C6169  # "blai": one ingest at a time per PostgreSQL store
 
 
 def _json(value: Any) -> str:
@@ -41,9 +44,12 @@ def _statements(sql: str) -> list[str]:
 
 
 class Store:
-    def __init__(self, conn: sqlite3.Connection, path: str, lock_fd: int | None = None):
+    def __init__(
+        self, conn: sqlite3.Connection, path: str, lock_fd: int | None = None, *, dialect: str = "sqlite"
+    ):
         self.conn = conn
         self.path = path
+        self.dialect = dialect  # "sqlite" (a file) or "postgresql" (a server, boardlab.store.pg)
         self._lock_fd = lock_fd
         self.created = False  # this open created the file (a writer's open only)
         self._sidecars_before: set[str] | None = None  # a reader's: the -wal/-shm files there before it
@@ -56,10 +62,37 @@ class Store:
         """`create=True` opens for a campaign: the file is created if missing and locked exclusively (flock)
         until close, so a second writer is refused. `create=False` opens read-only and changes nothing.
 
-        The path is always a filesystem path: it is handed to SQLite as a URI we build, so a name such as
-        "file:x.db?mode=memory" is a file of that name, never SQLite's URI syntax."""
+        A `postgresql://` URL opens a PostgreSQL store instead (same schema, same migrations): `create=True`
+        migrates it, `create=False` only reads. Anything else is a filesystem path: it is handed to SQLite as
+        a URI we build, so a name such as "file:x.db?mode=memory" is a file of that name, never SQLite's URI
+        syntax."""
+        from boardlab.store import pg
+
+        if pg.is_url(path):
+            return cls._open_pg(str(path), create=create)
         path = Path(path)
         return cls._open_writer(path) if create else cls._open_reader(path)
+
+    @classmethod
+    def _open_pg(cls, url: str, *, create: bool) -> Store:
+        from boardlab.store import pg
+
+        conn = pg.connect(url)
+        store = cls(conn, conn.where, dialect="postgresql")  # type: ignore[arg-type]
+        try:
+            current = store.schema_version()
+            store._check_schema(current)
+            if create:
+                store._migrate()
+            elif current == 0:
+                raise InputError(
+                    f"{store.path}: no boardlab store in this database yet; `boardlab ingest BOARD.db --db URL` "
+                    "creates it"
+                )
+        except BaseException:
+            store.close()
+            raise
+        return store
 
     @classmethod
     def _open_reader(cls, path: Path) -> Store:
@@ -205,6 +238,8 @@ class Store:
         self.close()
 
     def schema_version(self) -> int:
+        if self.dialect == "postgresql":
+            return self._pg_schema_version()
         try:
             has_meta = self.conn.execute(
                 "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'"
@@ -229,6 +264,24 @@ class Store:
                 "boardlab wrote, or a damaged one; restore it from a copy"
             ) from None
 
+    def _pg_schema_version(self) -> int:
+        has_meta = self.conn.execute("SELECT to_regclass('meta') IS NOT NULL").fetchone()[0]
+        if not has_meta:
+            tables = self.conn.execute(
+                "SELECT count(*) FROM information_schema.tables WHERE table_schema = current_schema()"
+            ).fetchone()[0]
+            if tables:
+                raise InputError(
+                    f"{self.path}: this database holds tables boardlab did not write; give boardlab a "
+                    "database of its own (createdb boardlab)"
+                )
+            return 0
+        row = self.conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        try:
+            return int(row[0]) if row else 0
+        except (TypeError, ValueError):
+            raise InputError(f"{self.path}: store schema version {row[0]!r} is not a number") from None
+
     def _rollback(self) -> None:
         """Rolls back what is open. SQLite has already rolled back after some errors (a full disk): a second
         ROLLBACK would fail and hide the error that matters."""
@@ -243,16 +296,20 @@ class Store:
             )
 
     def _migrate(self) -> None:
+        from boardlab.store import pg
+
         for number, sql in MIGRATIONS:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
+                if self.dialect == "postgresql":  # serializes two first opens of an empty database
+                    self.conn.execute(f"SELECT pg_advisory_xact_lock({_PG_MIGRATE_LOCK})")
                 current = self.schema_version()  # read inside the write transaction: no race with another
                 self._check_schema(current)
                 if number <= current:
                     self.conn.execute("COMMIT")
                     continue
                 for statement in _statements(sql):
-                    self.conn.execute(statement)
+                    self.conn.execute(pg.ddl(statement) if self.dialect == "postgresql" else statement)
                 self.conn.execute(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (str(number),)
                 )
@@ -294,9 +351,10 @@ class Store:
         environment: dict,
     ) -> int:
         cur = self.conn.execute(
-            "INSERT INTO campaigns(name, plan_hash, plan_source, plan_text, board_id, boardlab_version,"
-            " kern_version, root, status, started_unix_s, environment_json) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT INTO campaigns(uid, name, plan_hash, plan_source, plan_text, board_id, boardlab_version,"
+            " kern_version, root, status, started_unix_s, environment_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (
+                uuid.uuid4().hex,
                 name,
                 plan_hash,
                 plan_source,
@@ -339,6 +397,56 @@ class Store:
 
     def board(self, board_id: int) -> sqlite3.Row:
         return self.conn.execute("SELECT * FROM boards WHERE id=?", (board_id,)).fetchone()
+
+    def boards(self) -> list[sqlite3.Row]:
+        return self.conn.execute("SELECT * FROM boards ORDER BY id").fetchall()
+
+    def latest_campaign_of_board(self, label: str) -> int | None:
+        """The latest campaign of the board with this label (or fingerprint) in a store of many boards."""
+        row = self.conn.execute(
+            "SELECT c.id FROM campaigns c JOIN boards b ON b.id = c.board_id"
+            " WHERE b.label=? OR b.fingerprint=? ORDER BY c.started_unix_s DESC, c.id DESC LIMIT 1",
+            (label, label),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def describe_schema(self) -> dict[str, list[tuple[str, str, bool, bool]]]:
+        """table -> [(column, kind, not null, in the primary key)] with kind one of integer, real, text,
+        blob: what both backends must agree on (SQLite's INTEGER is PostgreSQL's BIGINT, and so on)."""
+        kinds = {"integer": "integer", "bigint": "integer", "real": "real", "double precision": "real",
+                 "text": "text", "blob": "blob", "bytea": "blob"}  # fmt: skip
+        out: dict[str, list[tuple[str, str, bool, bool]]] = {}
+        if self.dialect == "postgresql":
+            pk = {
+                (r[0], r[1])
+                for r in self.conn.execute(
+                    "SELECT k.table_name, k.column_name FROM information_schema.table_constraints t"
+                    " JOIN information_schema.key_column_usage k ON k.constraint_name = t.constraint_name"
+                    " AND k.table_schema = t.table_schema WHERE t.constraint_type = 'PRIMARY KEY'"
+                    " AND t.table_schema = current_schema()"
+                )
+            }
+            for r in self.conn.execute(
+                "SELECT table_name, column_name, data_type, is_nullable FROM information_schema.columns"
+                " WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position"
+            ):
+                out.setdefault(r[0], []).append(
+                    (r[1], kinds.get(r[2], r[2]), r[3] == "NO" or (r[0], r[1]) in pk, (r[0], r[1]) in pk)
+                )
+            return out
+        tables = [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%' ORDER BY name"
+            )
+        ]
+        for t in tables:
+            for r in self.conn.execute(f"PRAGMA table_info({t})"):
+                # a SQLite primary key column is implicitly NOT NULL (a rowid alias or WITHOUT ROWID)
+                out.setdefault(t, []).append(
+                    (r[1], kinds.get(r[2].lower(), r[2].lower()), bool(r[3] or r[5]), bool(r[5]))
+                )
+        return out
 
     # ---- cells and runs ----
 
@@ -393,6 +501,17 @@ class Store:
         ):
             out.setdefault((row[0], row[1]), []).append(bool(row[2]))
         return out
+
+    def run_identities(self, campaign_id: int) -> list[tuple[str, int, int]]:
+        """(cell key, repetition, attempt) of every stored run of a campaign: a run's identity in ingest."""
+        return [
+            (r[0], int(r[1]), int(r[2]))
+            for r in self.conn.execute(
+                "SELECT c.key, r.repetition, r.attempt FROM runs r JOIN cells c ON c.id = r.cell_id"
+                " WHERE r.campaign_id=?",
+                (campaign_id,),
+            )
+        ]
 
     def record_run(self, campaign_id: int, cell_id: int, run: RunResult) -> int:
         """One transaction per run: the run, its metrics, every iteration, its histograms, the monitor's series."""

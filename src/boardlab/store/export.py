@@ -16,7 +16,7 @@ from pathlib import Path
 from boardlab.errors import InputError, os_error
 from boardlab.store.db import Store
 
-EXPORT_SCHEMA = 1
+EXPORT_SCHEMA = 2  # 2: the board's label in every record (a shared store holds many boards)
 FIELDS = (
     "campaign",
     "campaign_id",
@@ -56,6 +56,7 @@ FIELDS = (
     "energy_warnings",
     "energy_reason",
     "aa_arm",
+    "board",
 )
 
 
@@ -91,6 +92,7 @@ def run_records(store: Store, campaign_ids: list[int] | None = None) -> list[dic
     for camp in store.campaigns():
         if campaign_ids and camp["id"] not in campaign_ids:
             continue
+        board = store.board(camp["board_id"])["label"]
         energy = campaign_energy(store, camp["id"])
         for r in store.runs(camp["id"]):
             records.append(
@@ -120,12 +122,13 @@ def run_records(store: Store, campaign_ids: list[int] | None = None) -> list[dic
                     "warmup_capped": None if r["warmup_capped"] is None else bool(r["warmup_capped"]),
                     **_energy_fields(energy, r),
                     "aa_arm": r["aa_arm"],
+                    "board": board,
                 }
             )
     return records
 
 
-ENERGY_FIELDS = FIELDS[FIELDS.index("energy_source") :]
+ENERGY_FIELDS = FIELDS[FIELDS.index("energy_source") : FIELDS.index("energy_reason") + 1]
 
 
 def to_json(records: list[dict]) -> bytes:
@@ -146,7 +149,7 @@ def to_csv(records: list[dict], *, formulas: bool = False) -> bytes:
     return buf.getvalue().encode()
 
 
-def to_parquet(records: list[dict]) -> bytes:
+def _pyarrow():
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -157,13 +160,93 @@ def to_parquet(records: list[dict]) -> bytes:
         else:  # no armv7 wheel on PyPI, no python3-pyarrow in Debian 12
             fix = f"PyPI has no pyarrow wheel for {machine}: export --format csv or json here, or convert elsewhere"
         raise InputError(f"--format parquet needs pyarrow: {fix}") from None
+    return pa, pq
+
+
+def _arrow_table(records: list[dict], fields: tuple[str, ...] = FIELDS):
+    pa, _ = _pyarrow()
     cols = {
-        f: [(json.dumps(r[f], sort_keys=True) if f == "params" else r[f]) for r in records] for f in FIELDS
+        f: [(json.dumps(r[f], sort_keys=True) if f == "params" else r[f]) for r in records] for f in fields
     }
-    table = pa.table(cols).replace_schema_metadata({"boardlab_export_schema": str(EXPORT_SCHEMA)})
+    return pa.table(cols).replace_schema_metadata({"boardlab_export_schema": str(EXPORT_SCHEMA)})
+
+
+def to_parquet(records: list[dict]) -> bytes:
+    _, pq = _pyarrow()
     sink = io.BytesIO()
-    pq.write_table(table, sink)
+    pq.write_table(_arrow_table(records), sink)
     return sink.getvalue()
+
+
+PARTITION_MANIFEST = "boardlab-export.json"
+
+
+def partition_dir_name(label: str) -> str:
+    """A board's hive partition directory: board=LABEL, the label percent-encoded (a '/' or '=' in it
+    would otherwise make another directory level or another key)."""
+    import urllib.parse
+
+    return "board=" + urllib.parse.quote(label, safe="-_.~ ")
+
+
+def write_parquet_partitioned(records: list[dict], out_dir: str | Path) -> dict[str, int]:
+    """Hive-partitioned Parquet by board: OUT/board=LABEL/part-0.parquet (the board column lives in the
+    path, as readers of hive partitions expect) plus OUT/boardlab-export.json naming the schema. The tree
+    is built beside OUT and renamed into place, so a failure leaves no half-written export; an existing
+    OUT is replaced only when it is empty or an earlier export of this kind (it has the manifest)."""
+    import shutil
+
+    _, pq = _pyarrow()
+    target = Path(out_dir)
+    if target.exists() or target.is_symlink():
+        if not target.is_dir() or target.is_symlink():
+            raise InputError(f"{target}: not a directory; --partition writes a directory of Parquet files")
+        if any(target.iterdir()) and not (target / PARTITION_MANIFEST).is_file():
+            raise InputError(
+                f"{target}: a directory that is not an earlier boardlab export; give a new or empty directory"
+            )
+    elif not target.parent.is_dir():
+        raise InputError(f"{target}: the directory {target.parent} does not exist")
+    by_board: dict[str, list[dict]] = {}
+    for r in records:
+        by_board.setdefault(r["board"], []).append(r)
+    fields = tuple(f for f in FIELDS if f != "board")
+    try:
+        tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
+    except OSError as exc:
+        raise os_error(exc, target.parent, "output directory") from None
+    old = None
+    try:
+        tmp.chmod(0o777 & ~_umask())
+        for label, rows in sorted(by_board.items()):
+            part = tmp / partition_dir_name(label)
+            part.mkdir()
+            pq.write_table(_arrow_table(rows, fields), part / "part-0.parquet")
+        manifest = {"schema": EXPORT_SCHEMA, "partition": "board",
+                    "boards": {label: len(rows) for label, rows in sorted(by_board.items())}}  # fmt: skip
+        (tmp / PARTITION_MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+        if target.exists():
+            old = target.parent / f".{target.name}.old-{os.getpid()}"
+            os.rename(target, old)
+        os.rename(tmp, target)
+    except OSError as exc:
+        if old is not None and not target.exists():
+            os.rename(old, target)
+            old = None
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise os_error(exc, target, "output directory") from None
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+    return manifest["boards"]
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 FORMATS = {"json": to_json, "csv": to_csv, "parquet": to_parquet}

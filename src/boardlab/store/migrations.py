@@ -169,4 +169,14 @@ MIGRATIONS: list[tuple[int, str]] = [
         );
         """,
     ),
+    (
+        5,
+        """
+        -- a campaign's identity across stores (boardlab ingest): a random uuid given when the campaign is
+        -- created; NULL on campaigns stored before it existed, whose identity ingest derives from the board
+        -- fingerprint, the plan hash and the start time (boardlab.store.ingest.campaign_uid)
+        ALTER TABLE campaigns ADD COLUMN uid TEXT;
+        CREATE UNIQUE INDEX campaigns_by_uid ON campaigns(uid);
+        """,
+    ),
 ]

@@ -1,0 +1,52 @@
+"""`boardlab ingest BOARD.db... --db URL`: copy boards' results files into a shared store."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+HELP = "copy boards' results files into a shared store (PostgreSQL or SQLite), idempotently"
+DESCRIPTION = (
+    "Copy every campaign of each board's results file (boardlab run's SQLite database) into a shared store: "
+    "a postgresql:// URL or another SQLite file. Each file is verified first (SQLite integrity check, a store "
+    "schema this boardlab knows) and ingested in one transaction: all its new runs or none. Ingesting a file "
+    "again, or again after its campaign was resumed on the board, adds only the runs not yet there (a run is "
+    "identified by campaign, board, cell, repetition and attempt). See docs/results.md."
+)
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("files", metavar="BOARD.db", nargs="+", help="a board's results file (SQLite)")
+    parser.add_argument(
+        "--db",
+        required=True,
+        help="the shared store: postgresql://USER@HOST/DB (needs the fleet extra) or a SQLite file path",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON document per run of ingest")
+
+
+def run(args) -> int:
+    from pathlib import Path
+
+    from boardlab.report.escape import term
+    from boardlab.store.ingest import INGEST_SCHEMA, ingest_file, open_source
+
+    # Every file is verified before any is ingested: a bad one among several writes nothing at all.
+    for path in args.files:
+        open_source(Path(path)).close()
+    results = []
+    for i, path in enumerate(args.files, 1):
+        if not args.json and len(args.files) > 1:
+            print(f"[{i}/{len(args.files)}] {term(path)}", file=sys.stderr)
+        res = ingest_file(Path(path), args.db)
+        results.append(res)
+        if not args.json:
+            print(
+                f"{term(path)}: {res.campaigns} campaign(s) ({res.campaigns_added} new) of "
+                f"{term(', '.join(res.boards))}: {res.runs_added} runs added, {res.runs_skipped} already in "
+                f"{term(res.db)}"
+            )
+    if args.json:
+        doc = {"schema": INGEST_SCHEMA, "files": [r.to_dict() for r in results]}
+        sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+    return 0
