@@ -207,14 +207,14 @@ class Lab:
         except OSError:
             return ""
 
-    def kill_sshd(self, b: str) -> int:
-        """Kills every sshd of the board (the listener and the sessions): the board stops answering while
-        its campaign goes on, as a hung network stack would."""
-        pids = [p for p in self.ns_pids(b) if self.comm(p) == "sshd"]
+    def hang(self, b: str) -> int:
+        """A hung board: every sshd of it killed (the listener and the sessions), everything else frozen
+        (SIGSTOP) where it stands, its campaign in the middle of a run; only a power cycle ends it."""
+        pids = self.ns_pids(b)
         for p in pids:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(p, signal.SIGKILL)
-        return len(pids)
+                os.kill(p, signal.SIGKILL if self.comm(p) == "sshd" else signal.SIGSTOP)
+        return sum(self.comm(p) != "sshd" for p in pids)
 
     def places_acquired(self) -> dict[str, bool]:
         out = self._client("who", check=False).stdout

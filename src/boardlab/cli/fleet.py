@@ -185,7 +185,9 @@ def run(args) -> int:
         from boardlab.store.ingest import ingest_file
     except ImportError:
         raise MeasurementError("unsupported: this boardlab has no store ingest (boardlab.store.ingest)") from None
-    if not args.db.startswith(("postgresql://", "postgres://")):
+    from boardlab.store import pg
+
+    if not pg.is_url(args.db):
         from pathlib import Path
 
         if not Path(args.db).resolve().parent.is_dir():

@@ -239,7 +239,7 @@ class Worker:
             coord.acquire(self.place)
             acquired = True
             self.say("acquired")
-            self.target = self._target()
+            self.target = self._target(coord)
             result.update(self._attempts())
         except Stop:
             self.stop_remote()
@@ -262,11 +262,16 @@ class Worker:
         result.update(attempts=self.attempts, power_cycles=self.power_cycles, arch=self.arch)
         return result
 
-    def _target(self):
+    def _target(self, coord):
         """One labgrid Environment for this place: RemotePlace + SSHDriver (+ the drivers the user's labgrid
-        environment gives this place, e.g. its power driver)."""
+        environment gives this place, e.g. its power driver). Its RemotePlace uses this process's session:
+        the coordinator refuses a second stream from the same connection."""
         import yaml
         from labgrid import Environment
+        from labgrid.resource.remote import RemotePlaceManager
+
+        manager = RemotePlaceManager.get()
+        manager.session, manager.loop = coord.session, coord.loop
 
         ssh = {"connection_timeout": float(self.spec["boot_timeout_s"])}
         if self.spec.get("keyfile"):
