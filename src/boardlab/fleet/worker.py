@@ -208,10 +208,10 @@ class Worker:
 
     def attempt(self, n: int) -> Path:
         self.prepare()
+        self.started = True  # from here a stop must reach the board (`stop` does nothing if none runs)
         out, _, rc = self.run("start")
         if rc != 0 or not out or out[0] not in ("started", "running"):
             raise AttemptFailed(f"could not start the campaign: {' '.join(out)[:200]}")
-        self.started = True
         self.say(f"campaign {'resumed' if n > 1 else 'started'} detached (attempt {n})")
         code = self.wait(time.monotonic() + self.spec["board_timeout_s"])
         self.started = False
@@ -319,6 +319,9 @@ class Worker:
                 cycled = self.power_cycle()
                 self.started = False
                 outcome.update(outcome="dead", reason=str(exc), power_cycled=cycled)
+            except Stop:
+                self.attempts.append({**outcome, "outcome": "interrupted"})
+                raise
             except AttemptFailed as exc:
                 outcome.update(outcome="failed", reason=str(exc))
                 if str(exc).startswith("no bundle"):
