@@ -70,13 +70,22 @@ def lab(tmp_path):
         lab.stop()
 
 
+@pytest.fixture
+def lab1(tmp_path):
+    lab = Lab(tmp_path, 1, f"u{os.getpid()}")
+    try:
+        yield lab.start()
+    finally:
+        lab.stop()
+
+
 def fleet_cmd(lab: Lab, plan: Path, db: str, bundle: Path, keep: Path, *extra) -> list[str]:
     return [
         str(BIN / "boardlab"), "fleet", "run", str(plan),
         "--coordinator", lab.coordinator, "--places", f"fleet={lab.tag}", "--db", db,
         "--bundle", str(bundle), "--ssh-key", str(lab.key), "--lg-env", str(lab.lg_env(keep.parent / "env.yaml")),
-        "--remote-dir", str(lab.remote_root), "--poll", "1", "--boot-timeout", "30", "--retries", "2",
-        "--keep", str(keep), *extra,
+        "--remote-dir", str(lab.remote_root), "--poll", "1", "--boot-timeout", "30",
+        *(extra if "--retries" in extra else ("--retries", "2", *extra)), "--keep", str(keep),
     ]  # fmt: skip
 
 
@@ -231,3 +240,35 @@ def test_no_place_with_the_tags_is_bad_input(lab, bundle, tmp_path):
     assert r.returncode == 2
     assert "no place on the coordinator" in r.stderr and "fleet=nosuchlab" in r.stderr
     assert not (tmp_path / "x.db").exists()
+
+
+def test_a_board_out_of_time_after_its_retries_fails_with_its_unfinished_cells(lab1, bundle, tmp_path):
+    """Each attempt gets --board-timeout; a campaign that needs longer is stopped (in order), the board
+    power-cycled and resumed; when the retries are spent the board fails (exit 1, saying why), its finished
+    runs are stored and the runs it never did are listed, not faked."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN.replace("cooldown_s = 1.0", "cooldown_s = 4.0"))
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    db = tmp_path / "fleet.db"
+    r = subprocess.run(
+        fleet_cmd(lab1, plan, str(db), bundle, keep, "--board-timeout", "9", "--retries", "1", "--json"),
+        capture_output=True, text=True, timeout=170,
+    )  # fmt: skip
+    assert r.returncode == 1, r.stderr
+    (board,) = json.loads(r.stdout)["boards"]
+    assert board["status"] == "failed"
+    assert "2 attempts failed" in board["reason"] and "timed out after 9 s" in board["reason"]
+    assert [a["outcome"] for a in board["attempts"]] == ["timeout", "timeout"]
+    assert all(a["power_cycled"] for a in board["attempts"]) and board["power_cycles"] == 2
+    own = board_runs(keep / "board1" / "fetched" / "results.db")
+    done = {(k, rep) for k, rep, _ in own}
+    assert 1 <= len(done) < RUNS_PER_BOARD
+    missing = {(k, rep) for k, reps in board["unfinished"].items() for rep in reps}
+    assert len(done) + len(missing) == RUNS_PER_BOARD and not done & missing
+    assert board["ingest"]["runs_added"] == len(own)
+    from boardlab.store import Store
+
+    with Store.open(db, create=False) as store:
+        assert store.conn.execute("SELECT count(*) FROM runs").fetchone()[0] == len(own)
+    assert "board1: FAILED" in r.stderr
