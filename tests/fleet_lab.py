@@ -109,9 +109,9 @@ class Lab:
             "#!/bin/sh\n"
             f"off() {{ ip netns pids {ns} | xargs -r kill -KILL; rm -f {shlex.quote(str(d / 'sshd.pid'))}; }}\n"
             f"on() {{ ip netns exec {ns} unshare --uts sh -c "
-            f"'hostname {b}-{self.tag} && exec /usr/sbin/sshd -f \"$1\" -E \"$2\"' sh "
+            f'\'hostname {b}-{self.tag} && exec /usr/sbin/sshd -f "$1" -E "$2"\' sh '
             f"{shlex.quote(str(d / 'sshd_config'))} {shlex.quote(str(d / 'sshd.log'))}; }}\n"
-            'case $1 in off) off ;; on) on ;; cycle) off; sleep 1; on ;; esac\n'
+            "case $1 in off) off ;; on) on ;; cycle) off; sleep 1; on ;; esac\n"
         )
         self.power(b, "on")
 
@@ -146,7 +146,14 @@ class Lab:
         wait_for(lambda: self._client("places", check=False).returncode == 0, 30, "the coordinator")
         self.procs.append(
             subprocess.Popen(
-                [str(BIN / "labgrid-exporter"), "-c", self.coordinator, "-n", f"exp{self.tag}", str(exporter)],
+                [
+                    str(BIN / "labgrid-exporter"),
+                    "-c",
+                    self.coordinator,
+                    "-n",
+                    f"exp{self.tag}",
+                    str(exporter),
+                ],
                 cwd=self.base,
                 stdout=open(self.base / "exporter.log", "wb"),
                 stderr=subprocess.STDOUT,

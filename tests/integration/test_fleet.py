@@ -13,7 +13,6 @@ import re
 import signal
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -56,7 +55,9 @@ RUNS_PER_BOARD = 6
 def bundle(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("bundle") / "boardlab-native.tar.gz"
     subprocess.run(
-        [str(BIN / "boardlab"), "bundle", "--arch", "native", "--out", str(out)], check=True, capture_output=True
+        [str(BIN / "boardlab"), "bundle", "--arch", "native", "--out", str(out)],
+        check=True,
+        capture_output=True,
     )
     return out
 
@@ -89,11 +90,11 @@ def fleet_cmd(lab: Lab, plan: Path, db: str, bundle: Path, keep: Path, *extra) -
     ]  # fmt: skip
 
 
-def store_runs(pg_url: str) -> dict[str, list[tuple]]:
+def store_runs(url: str) -> dict[str, list[tuple]]:
     """board hostname -> (cell key, repetition, attempt) of every run in the shared store."""
     import psycopg
 
-    with psycopg.connect(pg_url) as conn:
+    with psycopg.connect(url) as conn:
         rows = conn.execute(
             "SELECT b.inventory_json, c.key, r.repetition, r.attempt FROM runs r JOIN cells c ON c.id = r.cell_id"
             " JOIN campaigns k ON k.id = r.campaign_id JOIN boards b ON b.id = k.board_id"
@@ -114,7 +115,12 @@ def board_runs(db: Path) -> list[tuple]:
         conn.close()
 
 
-def test_a_dead_board_is_power_cycled_and_resumed_nothing_lost_or_duplicated(lab, bundle, tmp_path, pg_url):
+def test_a_dead_board_is_power_cycled_and_resumed_nothing_lost_or_duplicated(
+    lab,
+    bundle,
+    tmp_path,
+    pg_url,  # noqa: F811 - the fixture imported from pg
+):
     plan = tmp_path / "plan.toml"
     plan.write_text(PLAN)
     keep = tmp_path / "keep"
@@ -126,7 +132,9 @@ def test_a_dead_board_is_power_cycled_and_resumed_nothing_lost_or_duplicated(lab
     try:
         victim = lab.remote_root / "board2" / "run.log"
         # in the middle of board2's campaign: at least two runs stored, not all of them
-        wait_for(lambda: victim.exists() and re.search(r"\[[2-4]/6\]", victim.read_text()), 150, "board2's runs")
+        wait_for(
+            lambda: victim.exists() and re.search(r"\[[2-4]/6\]", victim.read_text()), 150, "board2's runs"
+        )
         assert lab.hang("board2") >= 1  # its campaign was frozen, not only its sshd killed
         t_hang = time.time()
         out, _ = proc.communicate(timeout=170)
@@ -196,7 +204,8 @@ def test_ctrl_c_stops_every_campaign_and_releases_every_place(lab, bundle, tmp_p
     try:
         wait_for(
             lambda: all(
-                (lab.remote_root / b / "boardlab.pid").exists() and not (lab.remote_root / b / "done").exists()
+                (lab.remote_root / b / "boardlab.pid").exists()
+                and not (lab.remote_root / b / "done").exists()
                 for b in lab.boards
             ),
             150,

@@ -60,9 +60,7 @@ def add_arguments(parser) -> None:
         metavar="SECONDS",
         help="one attempt of a board's campaign may take this long (default 6 h)",
     )
-    p.add_argument(
-        "--retries", type=int, default=2, help="attempts after a board's first fails (default 2)"
-    )
+    p.add_argument("--retries", type=int, default=2, help="attempts after a board's first fails (default 2)")
     p.add_argument(
         "--poll", type=float, default=10.0, metavar="SECONDS", help="check interval (default 10 s)"
     )
@@ -103,7 +101,9 @@ def _bundles(paths: list[str]) -> dict[str, str]:
         if not doc or doc.get("schema") != 1 or "arch" not in doc:
             raise InputError(f"--bundle {path}: no bundle.json of schema 1; make it with `boardlab bundle`")
         if doc["arch"] in out:
-            raise InputError(f"--bundle {path}: a second bundle for {doc['arch']} (first: {out[doc['arch']]})")
+            raise InputError(
+                f"--bundle {path}: a second bundle for {doc['arch']} (first: {out[doc['arch']]})"
+            )
         out[doc["arch"]] = str(Path(path).resolve())
     return out
 
@@ -158,7 +158,11 @@ def run(args) -> int:
         raise InputError(f"--retries {args.retries}: expected 0 to 100")
     address = parse_address(args.coordinator)
     tags = parse_tags(args.places)
-    if args.remote_dir != args.remote_dir.strip() or " " in args.remote_dir or not args.remote_dir.startswith("/"):
+    if (
+        args.remote_dir != args.remote_dir.strip()
+        or " " in args.remote_dir
+        or not args.remote_dir.startswith("/")
+    ):
         raise InputError(f"--remote-dir {args.remote_dir!r}: expected an absolute path without spaces")
     catalog = {w.name: w for w in all_workloads()}
     try:  # checked here before any board is touched; a [sweep] expands on each board
@@ -168,7 +172,9 @@ def run(args) -> int:
     except InputError as exc:
         if "[sweep]" not in str(exc):
             raise
-        raise InputError(f"{exc}; a fleet plan may not use [sweep] (each board would expand its own)") from None
+        raise InputError(
+            f"{exc}; a fleet plan may not use [sweep] (each board would expand its own)"
+        ) from None
     bundles = _bundles(args.bundle)
     if args.ssh_key:
         try:
@@ -184,7 +190,9 @@ def run(args) -> int:
     try:
         from boardlab.store.ingest import ingest_file
     except ImportError:
-        raise MeasurementError("unsupported: this boardlab has no store ingest (boardlab.store.ingest)") from None
+        raise MeasurementError(
+            "unsupported: this boardlab has no store ingest (boardlab.store.ingest)"
+        ) from None
     from boardlab.store import pg
 
     if not pg.is_url(args.db):
@@ -193,6 +201,9 @@ def run(args) -> int:
         if not Path(args.db).resolve().parent.is_dir():
             raise InputError(f"--db {args.db}: the directory {Path(args.db).parent} does not exist")
 
+    import logging
+
+    logging.getLogger().addHandler(logging.NullHandler())  # labgrid logs to the root logger: our lines say it
     coord = Coordinator(address)
     try:
         found = coord.places(tags)

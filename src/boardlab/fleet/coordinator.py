@@ -80,12 +80,16 @@ class Coordinator:
         from labgrid.remote.generated import labgrid_coordinator_pb2 as pb
 
         fltr = pb.Reservation.Filter(filter={**tags, "name": place})
-        resp = self._call(self.session.stub.CreateReservation(pb.CreateReservationRequest(filters={"main": fltr})))
+        resp = self._call(
+            self.session.stub.CreateReservation(pb.CreateReservationRequest(filters={"main": fltr}))
+        )
         token = resp.reservation.token
         deadline = time.monotonic() + timeout_s
         while True:
             res = Reservation.from_pb2(
-                self._call(self.session.stub.PollReservation(pb.PollReservationRequest(token=token))).reservation
+                self._call(
+                    self.session.stub.PollReservation(pb.PollReservationRequest(token=token))
+                ).reservation
             )
             if res.state in (ReservationState.allocated, ReservationState.acquired):
                 return token

@@ -175,7 +175,9 @@ class Worker:
             if state == "done":
                 return detail
             if state == "gone":
-                raise AttemptFailed("the campaign stopped without finishing (the board rebooted or killed it)")
+                raise AttemptFailed(
+                    "the campaign stopped without finishing (the board rebooted or killed it)"
+                )
             if state == "running" and detail and detail != last:
                 last = detail
                 self.say(f"runs {detail}")
@@ -278,7 +280,9 @@ class Worker:
             ssh["keyfile"] = self.spec["keyfile"]
         drivers = [{"SSHDriver": ssh}, *self.spec.get("drivers", [])]
         config = {
-            "targets": {self.place: {"resources": [{"RemotePlace": {"name": self.place}}], "drivers": drivers}},
+            "targets": {
+                self.place: {"resources": [{"RemotePlace": {"name": self.place}}], "drivers": drivers}
+            },
             "options": {"coordinator_address": self.spec["coordinator"]},
         }
         path = self.work / "labgrid-env.yaml"
