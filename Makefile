@@ -36,6 +36,8 @@ DEB_PACKAGES += fio iperf3 liburing-dev libopenblas-dev
 DEB_PACKAGES += libexpat1-dev sockperf cyclonedds-tools wrk sysstat
 # Shared results: the PostgreSQL server the store tests start on loopback (initdb, pg_ctl) and a lab server runs.
 DEB_PACKAGES += postgresql
+# fleet runs' tests: fake boards are network namespaces (iproute2) running Debian's sshd (openssh-server).
+DEB_PACKAGES += openssh-server iproute2
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
 .PHONY: setup deb venv install demo test bench lint clean deb-arm cross test-arm test-arm-kern test-arm-rootfs bundle
