@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import shlex
 import shutil
 import signal
@@ -104,13 +105,18 @@ class Lab:
             ["ip", "-n", ns, "link", "set", "lo", "up"],
         ):
             subprocess.run(cmd, check=True, capture_output=True)
+        # the board's own home for root: this machine's dotfiles (a shell init that runs tools at every
+        # login) are not the board's
+        (d / "home").mkdir(mode=0o700)
+        home = pwd.getpwnam("root").pw_dir
         power = d / "power.sh"  # the fake power switch: "off" kills everything on the board
         power.write_text(
             "#!/bin/sh\n"
             f"off() {{ ip netns pids {ns} | xargs -r kill -KILL; rm -f {shlex.quote(str(d / 'sshd.pid'))}; }}\n"
-            f"on() {{ ip netns exec {ns} unshare --uts sh -c "
-            f'\'hostname {b}-{self.tag} && exec /usr/sbin/sshd -f "$1" -E "$2"\' sh '
-            f"{shlex.quote(str(d / 'sshd_config'))} {shlex.quote(str(d / 'sshd.log'))}; }}\n"
+            f"on() {{ ip netns exec {ns} unshare --uts --mount sh -c "
+            f'\'hostname {b}-{self.tag} && mount --bind "$3" "$4" && exec /usr/sbin/sshd -f "$1" -E "$2"\' '
+            f"sh {shlex.quote(str(d / 'sshd_config'))} {shlex.quote(str(d / 'sshd.log'))} "
+            f"{shlex.quote(str(d / 'home'))} {shlex.quote(home)}; }}\n"
             "case $1 in off) off ;; on) on ;; cycle) off; sleep 1; on ;; esac\n"
         )
         self.power(b, "on")

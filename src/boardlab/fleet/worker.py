@@ -33,7 +33,9 @@ class BoardDead(Exception):
 
 
 class AttemptFailed(Exception):
-    pass
+    def __init__(self, message: str, *, final: bool = False):
+        super().__init__(message)
+        self.final = final  # retrying cannot help (no bundle for the board, the board refused the plan)
 
 
 _stopping = False
@@ -124,7 +126,11 @@ class Worker:
         except NoDriverFoundError:
             return False
         self.say("power-cycling through its labgrid power driver")
-        power.cycle()
+        try:
+            power.cycle()
+        except Exception as exc:  # noqa: BLE001 - the next attempt then finds the board as it is
+            self.say(f"power cycle failed: {str(exc)[:200]}")
+            return False
         self.power_cycles += 1
         return True
 
@@ -138,7 +144,8 @@ class Worker:
         if arch not in bundles:
             raise AttemptFailed(
                 f"no bundle for this board's architecture ({machine}); give one made by "
-                f"`boardlab bundle --arch {arch or '...'}` with --bundle"
+                f"`boardlab bundle --arch {arch or '...'}` with --bundle",
+                final=True,
             )
         self.arch = arch
         self.raw(f"mkdir -p {self.dir}")
@@ -218,6 +225,9 @@ class Worker:
         code = self.wait(time.monotonic() + self.spec["board_timeout_s"])
         self.started = False
         db = self.fetch()
+        if code == "2":  # boardlab run refused its input on this board: the same again would be refused too
+            log, _ = self.raw(f"tail -n 2 {self.dir}/run.log")
+            raise AttemptFailed(f"the board refused the plan (exit 2): {' '.join(log)[:300]}", final=True)
         if db is None:
             log, _ = self.raw(f"tail -n 3 {self.dir}/run.log")
             raise AttemptFailed(f"campaign exited {code} without a results database: {' '.join(log)[:300]}")
@@ -328,7 +338,7 @@ class Worker:
                 raise
             except AttemptFailed as exc:
                 outcome.update(outcome="failed", reason=str(exc))
-                if str(exc).startswith("no bundle"):
+                if exc.final:
                     self.attempts.append(outcome)
                     return {"status": "failed", "reason": str(exc)}
             self.attempts.append(outcome)
@@ -337,6 +347,7 @@ class Worker:
             # out of retries: whatever the board committed is kept (ingested), the rest marked unfinished
             with contextlib.suppress(Exception):
                 self.connect(min(30.0, self.spec["boot_timeout_s"]))
+                self.started = True  # a campaign may still run there: stopped before its file is copied
                 self.stop_remote()
                 db = self.fetch()
             verified = verify(db, plan, expected) if db is not None else None
