@@ -62,8 +62,12 @@ class Lab:
         self.boards = [f"board{i}" for i in range(1, boards + 1)]
         self.ns = {b: f"bl18-{uid}-{i}" for i, b in enumerate(self.boards, 1)}
         self.veth = {b: f"bl{i}v{uid}" for i, b in enumerate(self.boards, 1)}
-        # 198.18.0.0/15 is for test hosts (RFC 2544); the third octet keeps clear of other tests' links
-        self.addr = {b: (f"198.18.{180 + i}.1", f"198.18.{180 + i}.2") for i, b in enumerate(self.boards, 1)}
+        # 198.18.0.0/15 is for test hosts (RFC 2544): a /24 per board that no link here uses yet
+        used = subprocess.run(["ip", "-o", "addr"], capture_output=True, text=True).stdout
+        free = (n for n in range(100 + uid % 100, 356) if f" 198.18.{n % 256}." not in used)
+        self.addr = {
+            b: (f"198.18.{n % 256}.1", f"198.18.{n % 256}.2") for b, n in zip(self.boards, free, strict=False)
+        }
         self.port = free_port()
         self.coordinator = f"127.0.0.1:{self.port}"
         self.procs: list[subprocess.Popen] = []

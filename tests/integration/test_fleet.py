@@ -202,15 +202,16 @@ def test_ctrl_c_stops_every_campaign_and_releases_every_place(lab, bundle, tmp_p
         fleet_cmd(lab, plan, str(db), bundle, keep), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
-        wait_for(
-            lambda: all(
-                (lab.remote_root / b / "boardlab.pid").exists()
-                and not (lab.remote_root / b / "done").exists()
-                for b in lab.boards
-            ),
-            150,
-            "every board's campaign",
-        )
+
+        def measuring(b):  # the runner has started (its signal handling is in place), not finished
+            log = lab.remote_root / b / "run.log"
+            return (
+                log.exists()
+                and "campaign fleet-tiny:" in log.read_text()
+                and not (log.parent / "done").exists()
+            )
+
+        wait_for(lambda: all(measuring(b) for b in lab.boards), 150, "every board's campaign")
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
     finally:
