@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pg import pg_server, pg_url  # noqa: F401  (a private PostgreSQL server: tests/pg.py)
 
 
 @pytest.fixture(scope="session")

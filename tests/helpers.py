@@ -163,10 +163,13 @@ def make_campaign_db(
     with_latency: bool = True,
     extra_cells: tuple[tuple[str, float], ...] = (),
     seed: int = 1,
+    first_rep: int = 1,
 ) -> Path:
     """A stored campaign with known effects: per workload and condition, values = baseline value x the
     condition's cost factor (inverted for higher-is-better metrics) x 1% noise; `speed` scales a whole board
-    (2.0 = twice as fast). crc32 drifts with run order under the baseline; one run is invalid, one failed."""
+    (2.0 = twice as fast). crc32 drifts with run order under the baseline; one run is invalid, one failed.
+    `first_rep` > 1 resumes the campaign already in `path` (the same name, board and seed) with repetitions
+    first_rep..n, as `boardlab run` resumes one."""
     rng = random.Random(seed)
     inventory = {
         "model": f"{EVIL} test board",
@@ -204,23 +207,33 @@ def make_campaign_db(
     plan = f'name = "{name}"\n[runs]\nrepetitions = {n}\n'
     with Store.open(path) as store:
         board_id = store.upsert_board(f"fp-{board}", board, inventory)
-        cid = store.create_campaign(
-            name=name,
-            plan_hash=f"h-{name}-{seed}",
-            plan_source="synthetic.toml",
-            plan_text=plan,
-            board_id=board_id,
-            boardlab_version="0.1.0",
-            kern_version="0.1.0",
-            root="/",
-            environment=environment,
+        resumed = store.find_campaign(f"h-{name}-{seed}", board_id) if first_rep > 1 else None
+        cid = (
+            resumed["id"]
+            if resumed
+            else store.create_campaign(
+                name=name,
+                plan_hash=f"h-{name}-{seed}",
+                plan_source="synthetic.toml",
+                plan_text=plan,
+                board_id=board_id,
+                boardlab_version="0.1.0",
+                kern_version="0.1.0",
+                root="/",
+                environment=environment,
+            )
         )
         ids = store.ensure_cells(
             cid, [c for c, *_ in cells], specs, {c.key: (u, hib) for c, u, hib, _ in cells}
         )
         t0 = 1_700_000_000.0
-        seq = 0
-        for rep in range(1, n + 1):
+        seq = (first_rep - 1) * len(cells)
+        for _ in range(1, first_rep):  # the same noise as a campaign run in one go
+            for _cell in cells:
+                rng.gauss(0, 0.01)
+                for _k in range(5):
+                    rng.random()
+        for rep in range(first_rep, n + 1):
             for cell, unit, hib, base in cells:
                 cost = CONDITIONS.get(cell.condition, ({}, 0))[0].get(cell.workload, 1.0)
                 value = base * (1 / cost if hib else cost) * (speed if hib else 1 / speed)

@@ -1,9 +1,7 @@
 """A private PostgreSQL server for tests: initdb + pg_ctl on 127.0.0.1, a free port and a private socket
 directory, run as the test's user (or as `postgres` under root: initdb refuses root), stopped by PID.
 
-Use it from a test module:
-
-    from pg import pg_server, pg_url  # noqa: F401  (pytest fixtures)
+tests/conftest.py imports the fixtures, so any test can ask for them:
 
     def test_x(pg_url):            # a new empty database on the session's server
         Store.open(pg_url)
@@ -92,8 +90,13 @@ class PgServer:
             raise RuntimeError(f"initdb failed: {out.stderr.strip()}")
         for _ in range(5):  # the free port may be taken between the probe and the server's bind
             self.port = _free_port()
+            # pg_ctl hands -o to a shell: the socket directory is quoted (a TMPDIR may hold spaces); a path
+            # too long for a Unix socket name leaves the server on TCP only
+            sockets = (
+                str(self.sockets) if len(str(self.sockets)) < 90 and "'" not in str(self.sockets) else ""
+            )
             opts = (
-                f"-h 127.0.0.1 -p {self.port} -k {self.sockets} -c fsync=off -c synchronous_commit=off "
+                f"-h 127.0.0.1 -p {self.port} -k '{sockets}' -c fsync=off -c synchronous_commit=off "
                 "-c full_page_writes=off -c max_connections=40"
             )
             out = self._run(

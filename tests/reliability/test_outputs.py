@@ -8,6 +8,8 @@ import stat
 import pytest
 from reliability.util import assert_one_line_error, stored_runs
 
+from boardlab.store.export import EXPORT_SCHEMA
+
 from helpers import run_cli
 
 
@@ -64,7 +66,7 @@ def test_a_regular_file_is_replaced_atomically_and_dash_is_stdout(results_db):
     assert out.read_text().startswith("# boardlab report")
     assert sorted(p.name for p in results_db.parent.iterdir() if p.name.startswith(".")) == []
     proc = run_cli("export", "--db", str(results_db), "--format", "json", "-o", "-")
-    assert proc.returncode == 0 and '"schema": 1' in proc.stdout
+    assert proc.returncode == 0 and f'"schema": {EXPORT_SCHEMA}' in proc.stdout
 
 
 def test_kern_corpus_out_onto_a_fifo_is_refused(lab, kern):

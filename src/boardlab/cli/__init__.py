@@ -47,7 +47,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "boardlab.cli.monitor",
         "account CPU, memory, context switches and drops of a process (--pid or -- CMD)",
     ),
-    "ingest": ("boardlab.cli.ingest", "copy boards' results files into a shared store (PostgreSQL or SQLite)"),
+    "ingest": (
+        "boardlab.cli.ingest",
+        "copy boards' results files into a shared store (PostgreSQL or SQLite)",
+    ),
     "fleet": ("boardlab.cli.fleet", "run a plan on many boards through labgrid, results into one store"),
 }
 
@@ -132,6 +135,11 @@ def _as_boardlab_error(exc: Exception, args) -> BoardlabError | None:
         from boardlab.errors import os_error
 
         return os_error(exc)
+    if type(exc).__module__.startswith("psycopg"):  # the PostgreSQL store (boardlab.store.pg)
+        from boardlab.store.pg import database_error as pg_error
+        from boardlab.store.pg import display_url
+
+        return pg_error(exc, display_url(str(getattr(args, "db", None) or "the PostgreSQL store")))
     if type(exc).__module__ == "sqlite3":
         from boardlab.errors import database_error
 

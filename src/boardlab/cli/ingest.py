@@ -22,7 +22,11 @@ def add_arguments(parser) -> None:
         required=True,
         help="the shared store: postgresql://USER@HOST/DB (needs the fleet extra) or a SQLite file path",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON document per run of ingest")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON document (schema 1): per file, its boards, campaigns and runs added and skipped",
+    )
 
 
 def run(args) -> int:

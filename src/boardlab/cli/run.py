@@ -121,6 +121,11 @@ def run(args) -> int:
 
     if bool(args.plan) == bool(args.preset):
         raise InputError("give a plan file or --preset NAME (one of them)")
+    if args.db.startswith(("postgresql://", "postgres://")):  # the board's own file, copied later
+        raise InputError(
+            f"--db {args.db.split('@')[-1]}: a campaign writes a SQLite file on the board it measures; "
+            "give a file path, then `boardlab ingest FILE --db postgresql://...` copies it into the shared store"
+        )
     if not 0.1 <= args.monitor_hz <= 1000:
         raise InputError(f"--monitor-hz {args.monitor_hz}: expected a rate in [0.1, 1000] Hz")
     SysRoot(args.root).require_board_tree()

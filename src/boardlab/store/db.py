@@ -84,7 +84,9 @@ class Store:
             store._check_schema(current)
             if create:
                 store._migrate()
-            elif current == 0:
+            else:  # a reader changes nothing, as a SQLite reader's query_only
+                conn.execute("SET default_transaction_read_only = on")
+            if not create and current == 0:
                 raise InputError(
                     f"{store.path}: no boardlab store in this database yet; `boardlab ingest BOARD.db --db URL` "
                     "creates it"

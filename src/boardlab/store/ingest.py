@@ -161,6 +161,8 @@ def _ingest(source: Store, target: Store, src: Path, fail_after_runs: int | None
     conn = target.conn
     added_campaigns = runs_added = runs_skipped = 0
     campaign_ids: list[int] = []
+    # One read snapshot of the file (a campaign may still be writing it) and one write transaction.
+    source.conn.execute("BEGIN")
     conn.execute("BEGIN IMMEDIATE")
     try:
         if target.dialect == "postgresql":  # two ingests of one board's file never race on its rows
@@ -268,11 +270,13 @@ def _ingest(source: Store, target: Store, src: Path, fail_after_runs: int | None
         conn.execute("COMMIT")
     except BaseException as exc:
         target._rollback()
+        source._rollback()
         if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, BoardlabError):
             # with a PostgreSQL store every sqlite3 error is the file's; with a SQLite store, name both
             where = str(src) if target.dialect == "postgresql" else f"{src} (into {target.path})"
             raise database_error(exc, where) from None
         raise
+    source.conn.execute("COMMIT")
     return IngestResult(
         source=str(src),
         db=target.path,

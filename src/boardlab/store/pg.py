@@ -163,7 +163,8 @@ class Connection:
             text = text.replace("%%", "%")
         try:
             cur = self._raw.execute(text, params or None)
-            lastrowid = cur.fetchone()[0] if returning else None
+            row = cur.fetchone() if returning else None  # none when ON CONFLICT DO NOTHING skipped it
+            lastrowid = row[0] if row else None
         except psycopg.Error as exc:
             raise self._error(exc) from None
         return Cursor(cur, lastrowid)

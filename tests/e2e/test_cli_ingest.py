@@ -1,0 +1,78 @@
+"""`boardlab ingest` into a SQLite store and `export --partition board`, without a PostgreSQL server (the
+PostgreSQL side: tests/integration/test_store_pg.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from boardlab.store import Store
+
+from helpers import make_campaign_db, run_cli
+
+
+def _runs(path) -> int:
+    with Store.open(path, create=False) as s:
+        return sum(len(s.runs(c["id"])) for c in s.campaigns())
+
+
+def test_ingest_into_sqlite_twice_and_after_a_resume(tmp_path):
+    a = make_campaign_db(tmp_path / "a.db", board="bbb-1", n=2, status="running", seed=3)
+    shared = tmp_path / "shared store.db"
+    first = run_cli("ingest", str(a), "--db", str(shared), "--json")
+    assert first.returncode == 0, first.stderr
+    doc = json.loads(first.stdout)["files"][0]
+    n = _runs(a)
+    assert (doc["runs_added"], doc["runs_skipped"], doc["campaigns_added"], doc["boards"]) == (
+        n,
+        0,
+        1,
+        ["bbb-1"],
+    )
+    make_campaign_db(a, board="bbb-1", n=3, first_rep=3, seed=3)  # resumed on the board
+    again = run_cli("ingest", str(a), "--db", str(shared))
+    assert again.returncode == 0 and f"{_runs(a) - n} runs added, {n} already in" in again.stdout, (
+        again.stdout
+    )
+    assert _runs(shared) == _runs(a)
+    same = run_cli("ingest", str(a), "--db", str(shared))
+    assert f"0 runs added, {_runs(a)} already in" in same.stdout and _runs(shared) == _runs(a)
+
+
+def test_ingest_refuses_its_own_target_and_a_bad_file_before_creating_the_store(tmp_path):
+    a = make_campaign_db(tmp_path / "a.db", board="bbb-1", n=2)
+    proc = run_cli("ingest", str(a), "--db", str(a))
+    assert proc.returncode == 2 and "is the target store itself" in proc.stderr
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"x" * 4096)
+    target = tmp_path / "new.db"
+    proc = run_cli("ingest", str(a), str(bad), "--db", str(target))
+    assert proc.returncode == 2 and str(bad) in proc.stderr and "Traceback" not in proc.stderr
+    assert not target.exists()  # verified first: nothing written, not even the good file
+    proc = run_cli("ingest", str(tmp_path / "missing.db"), "--db", str(target))
+    assert proc.returncode == 2 and "missing.db" in proc.stderr and not target.exists()
+
+
+def test_export_partitioned_by_board_from_a_merged_sqlite_store(tmp_path):
+    pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow not installed (the analysis extra)")
+    a = make_campaign_db(tmp_path / "a.db", board="bbb/1 x", n=2)  # a label that needs escaping in a path
+    b = make_campaign_db(tmp_path / "b.db", board="odroid", n=3, speed=2.0)
+    merged = tmp_path / "merged.db"
+    assert run_cli("ingest", str(a), str(b), "--db", str(merged)).returncode == 0
+    out = tmp_path / "out"
+    proc = run_cli(
+        "export", "--db", str(merged), "--format", "parquet", "--partition", "board", "-o", str(out)
+    )
+    assert proc.returncode == 0, proc.stderr
+    parts = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.parquet"))
+    assert parts == ["board=bbb%2F1 x/part-0.parquet", "board=odroid/part-0.parquet"]
+    table = pq.read_table(out / "board=odroid" / "part-0.parquet")
+    assert table.schema.metadata[b"boardlab_export_schema"] == b"2" and "board" not in table.column_names
+    assert table.num_rows == _runs(b)
+    assert (
+        run_cli(
+            "export", "--db", str(merged), "--format", "csv", "--partition", "board", "-o", str(out)
+        ).returncode
+        == 2
+    )
