@@ -13,7 +13,8 @@ DESCRIPTION = (
     "architecture there over SSH, starts the campaign detached, waits with a cheap shell check, fetches and "
     "verifies the board's results and ingests them into --db. A board that hangs or dies is power-cycled "
     "(when its place has a labgrid power driver) and its campaign resumed, within --retries. Exit 0: every "
-    "board done; 1: some board failed after its retries (said which and why); 2: bad input. See docs/fleet.md."
+    "board done; 1: some board failed after its retries (said which and why); 2: bad input; 130: "
+    "interrupted (every board's campaign stopped, every place released). See docs/fleet.md."
 )
 DEFAULT_REMOTE_DIR = "/var/tmp/boardlab-fleet"
 
@@ -186,13 +187,6 @@ def run(args) -> int:
 
         if not Path(args.keep).is_dir():
             raise InputError(f"--keep {args.keep}: no such directory")
-    need_labgrid()
-    try:
-        from boardlab.store.ingest import ingest_file
-    except ImportError:
-        raise MeasurementError(
-            "unsupported: this boardlab has no store ingest (boardlab.store.ingest)"
-        ) from None
     from boardlab.store import pg
 
     if not pg.is_url(args.db):
@@ -200,6 +194,13 @@ def run(args) -> int:
 
         if not Path(args.db).resolve().parent.is_dir():
             raise InputError(f"--db {args.db}: the directory {Path(args.db).parent} does not exist")
+    need_labgrid()
+    try:
+        from boardlab.store.ingest import ingest_file
+    except ImportError:
+        raise MeasurementError(
+            "unsupported: this boardlab has no store ingest (boardlab.store.ingest)"
+        ) from None
 
     import logging
 
