@@ -85,24 +85,27 @@ class Coordinator:
         )
         token = resp.reservation.token
         deadline = time.monotonic() + timeout_s
-        while True:
-            res = Reservation.from_pb2(
-                self._call(
-                    self.session.stub.PollReservation(pb.PollReservationRequest(token=token))
-                ).reservation
-            )
-            if res.state in (ReservationState.allocated, ReservationState.acquired):
-                return token
-            if res.state is not ReservationState.waiting:
-                raise MeasurementError(f"place {place}: reservation {res.state.name}")
-            if time.monotonic() > deadline:
+        try:
+            while True:
+                reply = self._call(self.session.stub.PollReservation(pb.PollReservationRequest(token=token)))
+                res = Reservation.from_pb2(reply.reservation)
+                if res.state in (ReservationState.allocated, ReservationState.acquired):
+                    return token
+                if res.state is not ReservationState.waiting:
+                    raise MeasurementError(f"place {place}: reservation {res.state.name}")
+                if time.monotonic() > deadline:
+                    raise MeasurementError(
+                        f"place {place}: not free after {timeout_s:g} s (held by someone else); "
+                        "see `labgrid-client who`"
+                    )
+                should_stop()
+                time.sleep(1.0)
+        except BaseException:  # a stop while waiting, too: the reservation does not outlive its worker
+            try:
                 self.cancel(token)
-                raise MeasurementError(
-                    f"place {place}: not free after {timeout_s:g} s (held by someone else); "
-                    "see `labgrid-client who`"
-                )
-            should_stop()
-            time.sleep(1.0)
+            except Exception:  # noqa: BLE001 - the coordinator expires it anyway
+                pass
+            raise
 
     def cancel(self, token: str) -> None:
         from labgrid.remote.generated import labgrid_coordinator_pb2 as pb
