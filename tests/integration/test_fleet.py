@@ -282,3 +282,27 @@ def test_a_board_out_of_time_after_its_retries_fails_with_its_unfinished_cells(l
     with Store.open(db, create=False) as store:
         assert store.conn.execute("SELECT count(*) FROM runs").fetchone()[0] == len(own)
     assert "board1: FAILED" in r.stderr
+
+
+def test_a_board_someone_else_holds_is_waited_for_then_failed_and_never_used(lab1, bundle, tmp_path):
+    """The place is locked by another user: the fleet's reservation waits for it (up to --reserve-timeout),
+    then gives the board up with the reason, without touching it; the lock stays the other user's."""
+    other = {**os.environ, "LG_USERNAME": "someone"}
+    subprocess.run(
+        [str(BIN / "labgrid-client"), "-x", lab1.coordinator, "-p", "board1", "acquire"],
+        env=other, check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    r = subprocess.run(
+        fleet_cmd(lab1, plan, str(tmp_path / "fleet.db"), bundle, keep, "--reserve-timeout", "3", "--json"),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 1, r.stderr
+    (board,) = json.loads(r.stdout)["boards"]
+    assert board["status"] == "failed" and "not free after 3 s" in board["reason"]
+    assert board["attempts"] == [] and not (lab1.remote_root / "board1").exists()
+    who = lab1._client("who").stdout
+    assert "someone" in who and "board1" in who
