@@ -97,3 +97,6 @@ def test_an_unreachable_coordinator_is_a_runtime_failure(tmp_path, plan, bundle)
         f"boardlab fleet: error: coordinator 127.0.0.1:{port}: cannot connect (Error: Could not connect to "
         "coordinator)"
     ]
+    # a bundled plan passes the same checks and reaches the same point
+    proc = fleet("--preset", "quick", "--bundle", str(bundle), coordinator=f"127.0.0.1:{port}", tmp=tmp_path)
+    assert proc.returncode == 1 and "cannot connect" in proc.stderr
