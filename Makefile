@@ -19,7 +19,8 @@ ARM_DEB_PACKAGES := gcc-arm-linux-gnueabihf gcc-aarch64-linux-gnu libc6-dev-armh
 MACHINE := $(shell uname -m)
 ifneq ($(filter $(MACHINE),x86_64 aarch64 arm64),)
 EXTRAS := test,analysis,ai
-# the PostgreSQL store of a lab server (boardlab ingest): psycopg's binary wheel exists for these only
+# the PostgreSQL store of a lab server (boardlab ingest) and labgrid for `boardlab fleet run`: psycopg's binary
+# wheel and grpcio exist for these only
 EXTRAS := $(EXTRAS),fleet
 VENV_FLAGS :=
 PIP_NINJA := ninja
@@ -35,6 +36,8 @@ DEB_PACKAGES += fio iperf3 liburing-dev libopenblas-dev
 DEB_PACKAGES += libexpat1-dev sockperf cyclonedds-tools wrk sysstat
 # Shared results: the PostgreSQL server the store tests start on loopback (initdb, pg_ctl) and a lab server runs.
 DEB_PACKAGES += postgresql
+# fleet runs' tests: fake boards are network namespaces (iproute2) running Debian's sshd (openssh-server).
+DEB_PACKAGES += openssh-server iproute2
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
 .PHONY: setup deb venv install demo test bench lint clean deb-arm cross test-arm test-arm-kern test-arm-rootfs bundle

@@ -51,6 +51,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "boardlab.cli.ingest",
         "copy boards' results files into a shared store (PostgreSQL or SQLite)",
     ),
+    "fleet": ("boardlab.cli.fleet", "run a plan on many boards through labgrid, results into one store"),
 }
 
 

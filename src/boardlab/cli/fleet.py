@@ -1,0 +1,263 @@
+"""`boardlab fleet run`: one plan on every labgrid place with the given tags, results into one store."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+HELP = "run a plan on many boards through labgrid (reserve, run detached, fetch, verify, ingest)"
+DESCRIPTION = (
+    "Run one plan on every board (labgrid place) carrying the given tags: each place is reserved and "
+    "acquired through labgrid's coordinator, one worker process per place puts the board bundle for its "
+    "architecture there over SSH, starts the campaign detached, waits with a cheap shell check, fetches and "
+    "verifies the board's results and ingests them into --db. A board that hangs or dies is power-cycled "
+    "(when its place has a labgrid power driver) and its campaign resumed, within --retries. Exit 0: every "
+    "board done; 1: some board failed after its retries (said which and why); 2: bad input; 130: "
+    "interrupted (every board's campaign stopped, every place released). See docs/fleet.md."
+)
+DEFAULT_REMOTE_DIR = "/var/tmp/boardlab-fleet"
+
+
+def add_arguments(parser) -> None:
+    sub = parser.add_subparsers(dest="fleet_command", metavar="SUBCOMMAND", required=True)
+    p = sub.add_parser("run", help=HELP, description=DESCRIPTION)
+    p.add_argument("plan", nargs="?", help="a plan file (TOML), run whole on every board")
+    p.add_argument("--preset", help="a bundled plan instead of a file (see `boardlab list --presets`)")
+    p.add_argument("--coordinator", required=True, metavar="HOST:PORT", help="labgrid coordinator")
+    p.add_argument(
+        "--places",
+        required=True,
+        nargs="+",
+        metavar="TAG=VALUE",
+        help="the boards: every place carrying all these labgrid tags (e.g. arch=armhf lab=a)",
+    )
+    p.add_argument(
+        "--db", required=True, help="the shared results store: postgresql://... or a SQLite file path"
+    )
+    p.add_argument(
+        "--bundle",
+        action="append",
+        required=True,
+        metavar="FILE.tar.gz",
+        help="a board bundle (`boardlab bundle --arch ...`); one per architecture of the boards (repeat)",
+    )
+    p.add_argument("--ssh-key", metavar="FILE", help="private key for the boards (default: ssh's own)")
+    p.add_argument(
+        "--lg-env",
+        metavar="FILE",
+        help="a labgrid environment file; the drivers of its target named like a place (e.g. an "
+        "ExternalPowerDriver) are added to that place's target",
+    )
+    p.add_argument(
+        "--remote-dir",
+        default=DEFAULT_REMOTE_DIR,
+        help=f"directory on the boards, one subdirectory per place (default {DEFAULT_REMOTE_DIR})",
+    )
+    p.add_argument(
+        "--board-timeout",
+        type=float,
+        default=21600.0,
+        metavar="SECONDS",
+        help="one attempt of a board's campaign may take this long (default 6 h)",
+    )
+    p.add_argument("--retries", type=int, default=2, help="attempts after a board's first fails (default 2)")
+    p.add_argument(
+        "--poll", type=float, default=10.0, metavar="SECONDS", help="check interval (default 10 s)"
+    )
+    p.add_argument(
+        "--boot-timeout",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="wait this long for SSH after a power cycle (default 300 s)",
+    )
+    p.add_argument(
+        "--reserve-timeout",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
+        help="wait this long for a place someone else holds (default 1 h)",
+    )
+    p.add_argument(
+        "--keep", metavar="DIR", help="keep each board's fetched database and worker log in DIR/PLACE/"
+    )
+    p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
+
+
+def _bundles(paths: list[str]) -> dict[str, str]:
+    import tarfile
+    from pathlib import Path
+
+    from boardlab.errors import InputError
+
+    out: dict[str, str] = {}
+    for path in paths:
+        try:
+            with tarfile.open(path, "r:gz") as tar:
+                member = next((m for m in tar.getmembers() if m.name.endswith("/bundle.json")), None)
+                doc = json.load(tar.extractfile(member)) if member else None
+        except (OSError, tarfile.TarError, json.JSONDecodeError) as exc:
+            raise InputError(f"--bundle {path}: not a readable board bundle ({exc})") from None
+        if not doc or doc.get("schema") != 1 or "arch" not in doc:
+            raise InputError(f"--bundle {path}: no bundle.json of schema 1; make it with `boardlab bundle`")
+        if doc["arch"] in out:
+            raise InputError(
+                f"--bundle {path}: a second bundle for {doc['arch']} (first: {out[doc['arch']]})"
+            )
+        out[doc["arch"]] = str(Path(path).resolve())
+    return out
+
+
+def _lg_drivers(path: str | None, places: list[str]) -> dict[str, list]:
+    from boardlab.errors import InputError
+
+    if not path:
+        return {}
+    import yaml
+
+    try:
+        with open(path) as f:
+            doc = yaml.safe_load(f) or {}
+    except OSError as exc:
+        raise InputError(f"--lg-env {path}: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        raise InputError(f"--lg-env {path}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    targets = doc.get("targets") if isinstance(doc, dict) else None
+    if not isinstance(targets, dict):
+        raise InputError(f"--lg-env {path}: expected a labgrid environment with a 'targets' table")
+    out = {}
+    for place in places:
+        drivers = (targets.get(place) or {}).get("drivers") or []
+        if isinstance(drivers, dict):
+            drivers = [{k: v} for k, v in drivers.items()]
+        if not isinstance(drivers, list):
+            raise InputError(f"--lg-env {path}: targets.{place}.drivers: expected a list or a table")
+        out[place] = drivers
+    return out
+
+
+def run(args) -> int:
+    from boardlab.campaign.plan import PlanUnsupported, load_plan
+    from boardlab.errors import InputError, MeasurementError
+    from boardlab.fleet.controller import FleetSpec, run_fleet, summary
+    from boardlab.fleet.coordinator import Coordinator, need_labgrid, parse_address, parse_tags
+    from boardlab.report.escape import term
+    from boardlab.workloads import all_workloads
+
+    if bool(args.plan) == bool(args.preset):
+        raise InputError("give a plan file or --preset NAME (one of them)")
+    for name, value, low in (
+        ("--board-timeout", args.board_timeout, 1),
+        ("--poll", args.poll, 0.2),
+        ("--boot-timeout", args.boot_timeout, 1),
+        ("--reserve-timeout", args.reserve_timeout, 1),
+    ):
+        if not value >= low:
+            raise InputError(f"{name} {value:g}: expected at least {low:g} s")
+    if not 0 <= args.retries <= 100:
+        raise InputError(f"--retries {args.retries}: expected 0 to 100")
+    address = parse_address(args.coordinator)
+    tags = parse_tags(args.places)
+    if (
+        args.remote_dir != args.remote_dir.strip()
+        or " " in args.remote_dir
+        or not args.remote_dir.startswith("/")
+    ):
+        raise InputError(f"--remote-dir {args.remote_dir!r}: expected an absolute path without spaces")
+    catalog = {w.name: w for w in all_workloads()}
+    try:  # checked here before any board is touched; a [sweep] expands on each board
+        plan = load_plan(args.plan, args.preset, catalog, None)
+    except PlanUnsupported as exc:
+        raise InputError(str(exc)) from None
+    except InputError as exc:
+        if "[sweep]" not in str(exc):
+            raise
+        raise InputError(
+            f"{exc}; a fleet plan may not use [sweep] (each board would expand its own)"
+        ) from None
+    bundles = _bundles(args.bundle)
+    if args.ssh_key:
+        try:
+            open(args.ssh_key).close()
+        except OSError as exc:
+            raise InputError(f"--ssh-key {args.ssh_key}: {exc.strerror}") from None
+    if args.keep:
+        from pathlib import Path
+
+        if not Path(args.keep).is_dir():
+            raise InputError(f"--keep {args.keep}: no such directory")
+    from boardlab.store import pg
+
+    if not pg.is_url(args.db):
+        from pathlib import Path
+
+        if not Path(args.db).resolve().parent.is_dir():
+            raise InputError(f"--db {args.db}: the directory {Path(args.db).parent} does not exist")
+    need_labgrid()
+    try:
+        from boardlab.store.ingest import ingest_file
+    except ImportError:
+        raise MeasurementError(
+            "unsupported: this boardlab has no store ingest (boardlab.store.ingest)"
+        ) from None
+
+    import logging
+
+    logging.getLogger().addHandler(logging.NullHandler())  # labgrid logs to the root logger: our lines say it
+    coord = Coordinator(address)
+    try:
+        found = coord.places(tags)
+    finally:
+        coord.close()
+    want = " ".join(f"{k}={v}" for k, v in tags.items())
+    if not found:
+        raise InputError(f"--places {want}: no place on the coordinator {address} carries these tags")
+    lg_drivers = _lg_drivers(args.lg_env, list(found))
+    spec = FleetSpec(
+        coordinator=address,
+        tags=tags,
+        plan_text=plan.source,
+        plan_source=plan.source_name,
+        db=args.db,
+        bundles=bundles,
+        remote_root=args.remote_dir,
+        keyfile=args.ssh_key,
+        drivers=lg_drivers,
+        poll_s=args.poll,
+        board_timeout_s=args.board_timeout,
+        boot_timeout_s=args.boot_timeout,
+        reserve_timeout_s=args.reserve_timeout,
+        retries=args.retries,
+        keep=args.keep,
+    )
+    t0 = time.monotonic()
+
+    def say(place, message):
+        who = f"{place}: " if place else ""
+        print(f"fleet [{time.monotonic() - t0:6.0f} s] {term(who + message)}", file=sys.stderr, flush=True)
+
+    def ingest(path):
+        return ingest_file(path, args.db).to_dict()
+
+    say(None, f"plan {plan.name}: {len(found)} boards ({', '.join(found)}) with {want}")
+    results, interrupted = run_fleet(spec, list(found), say, ingest)
+    doc = summary(spec, found, results)
+    if args.json:
+        print(json.dumps(doc))
+    else:
+        for r in results:
+            runs = f"{r.runs} runs ({r.valid_runs} valid)" if r.runs is not None else "no results fetched"
+            tries = len(r.attempts)
+            line = f"{r.place}: {r.status}, {runs}, {tries} attempt{'s' if tries != 1 else ''}"
+            if r.power_cycles:
+                line += f", {r.power_cycles} power cycle{'s' if r.power_cycles != 1 else ''}"
+            if r.reason:
+                line += f": {r.reason}"
+            print(term(line))
+            for key, reps in sorted(r.unfinished.items()):
+                print(term(f"  unfinished: {key} repetitions {', '.join(map(str, reps))}"))
+        print(f"{doc['done']} of {len(results)} boards done; results in {term(args.db)}")
+    if interrupted:
+        return 130
+    return 0 if doc["failed"] == 0 else 1

@@ -1,0 +1,308 @@
+"""`boardlab fleet run` end to end on the real parts: a labgrid coordinator and exporter on loopback, three
+fake boards (network namespaces running Debian's sshd, each with its own hostname and bundle install), a
+fake power switch through labgrid's ExternalPowerDriver, and PostgreSQL started by the test.
+
+The key test kills one board's sshd mid-campaign: the fleet must find it dead, power-cycle it, resume its
+campaign, finish the other boards, and store every run of every board exactly once."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from fleet_lab import BIN, Lab, missing, wait_for
+from pg import pg_server, pg_url  # noqa: F401  (pytest fixtures)
+
+pytestmark = pytest.mark.integration
+
+why = missing()
+if why:
+    pytest.skip(f"fleet lab: {why}", allow_module_level=True)
+
+# Two quick kernels, 3 repetitions: 6 runs per board. The pause before each run makes the campaign last long
+# enough on a loaded two-core machine to be caught in the middle.
+PLAN = """
+name = "fleet-tiny"
+seed = 3
+
+[runs]
+repetitions = 3
+iterations = 3
+warmup_max_iterations = 0
+
+[gates]
+idle = false
+temperature = false
+cooldown_s = 1.0
+
+[[workloads]]
+name = "mibench.crc32"
+
+[[workloads]]
+name = "mibench.sha1"
+"""
+RUNS_PER_BOARD = 6
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("bundle") / "boardlab-native.tar.gz"
+    subprocess.run(
+        [str(BIN / "boardlab"), "bundle", "--arch", "native", "--out", str(out)],
+        check=True,
+        capture_output=True,
+    )
+    return out
+
+
+@pytest.fixture
+def lab(tmp_path):
+    lab = Lab(tmp_path, 3, f"t{os.getpid()}")
+    try:
+        yield lab.start()
+    finally:
+        lab.stop()
+
+
+@pytest.fixture
+def lab1(tmp_path):
+    lab = Lab(tmp_path, 1, f"u{os.getpid()}")
+    try:
+        yield lab.start()
+    finally:
+        lab.stop()
+
+
+def fleet_cmd(lab: Lab, plan: Path, db: str, bundle: Path, keep: Path, *extra) -> list[str]:
+    return [
+        str(BIN / "boardlab"), "fleet", "run", str(plan),
+        "--coordinator", lab.coordinator, "--places", f"fleet={lab.tag}", "--db", db,
+        "--bundle", str(bundle), "--ssh-key", str(lab.key), "--lg-env", str(lab.lg_env(keep.parent / "env.yaml")),
+        "--remote-dir", str(lab.remote_root), "--poll", "1", "--boot-timeout", "30",
+        *(extra if "--retries" in extra else ("--retries", "2", *extra)), "--keep", str(keep),
+    ]  # fmt: skip
+
+
+def store_runs(url: str) -> dict[str, list[tuple]]:
+    """board hostname -> (cell key, repetition, attempt) of every run in the shared store."""
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT b.inventory_json, c.key, r.repetition, r.attempt FROM runs r JOIN cells c ON c.id = r.cell_id"
+            " JOIN campaigns k ON k.id = r.campaign_id JOIN boards b ON b.id = k.board_id"
+        ).fetchall()
+    out: dict[str, list[tuple]] = {}
+    for inv, key, rep, attempt in rows:
+        out.setdefault(json.loads(inv)["hostname"], []).append((key, rep, attempt))
+    return out
+
+
+def board_runs(db: Path) -> list[tuple]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute(
+            "SELECT c.key, r.repetition, r.attempt FROM runs r JOIN cells c ON c.id = r.cell_id"
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+def test_a_dead_board_is_power_cycled_and_resumed_nothing_lost_or_duplicated(
+    lab,
+    bundle,
+    tmp_path,
+    pg_url,  # noqa: F811 - the fixture imported from pg
+):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    log = open(tmp_path / "fleet.err", "w+")
+    proc = subprocess.Popen(
+        fleet_cmd(lab, plan, pg_url, bundle, keep, "--json"), stdout=subprocess.PIPE, stderr=log, text=True
+    )
+    try:
+        victim = lab.remote_root / "board2" / "run.log"
+        # in the middle of board2's campaign: at least two runs stored, not all of them
+        wait_for(
+            lambda: victim.exists() and re.search(r"\[[2-4]/6\]", victim.read_text()), 150, "board2's runs"
+        )
+        assert lab.hang("board2") >= 1  # its campaign was frozen, not only its sshd killed
+        t_hang = time.time()
+        out, _ = proc.communicate(timeout=170)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    log.seek(0)
+    err = log.read()
+    assert proc.returncode == 0, err
+    doc = json.loads(out)
+    boards = {b["place"]: b for b in doc["boards"]}
+    assert set(boards) == {"board1", "board2", "board3"}
+    assert all(b["status"] == "done" for b in boards.values()), err
+    # the victim: found dead, power-cycled through its labgrid power driver, resumed in a second attempt
+    victim_attempts = boards["board2"]["attempts"]
+    assert [a["outcome"] for a in victim_attempts][0] == "dead", victim_attempts
+    assert victim_attempts[0]["power_cycled"] is True
+    assert victim_attempts[-1]["outcome"] == "done"
+    assert boards["board2"]["power_cycles"] >= 1
+    for other in ("board1", "board3"):
+        assert [a["outcome"] for a in boards[other]["attempts"]] == ["done"], boards[other]
+        assert boards[other]["power_cycles"] == 0
+    assert "board2: dead" in err and "power-cycling" in err
+    # the victim's campaign was resumed, not restarted: runs from before the hang are kept, the rest
+    # were run after the power cycle
+    started = [r[0] for r in sqlite3.connect(keep / "board2" / "fetched" / "results.db").execute(
+        "SELECT started_unix_s FROM runs WHERE valid = 1")]  # fmt: skip
+    assert 2 <= sum(t < t_hang for t in started) < RUNS_PER_BOARD
+    assert sum(t > t_hang for t in started) >= 1
+    # nothing lost, nothing duplicated: every board's own database, run for run, in the shared store
+    stored = store_runs(pg_url)
+    for b in lab.boards:
+        own = board_runs(keep / b / "fetched" / "results.db")
+        host = f"{b}-{lab.tag}"
+        assert sorted(stored[host]) == sorted(own), b
+        assert len(set(own)) == len(own)
+        assert {(k, r) for k, r, _ in own} == {
+            (k, r) for k in {k for k, _, _ in own} for r in (1, 2, 3)
+        } and len({k for k, _, _ in own}) == 2
+        assert boards[b]["ingest"]["runs_added"] == len(own) >= RUNS_PER_BOARD
+    # the board is left clean: no campaign process, only its sshd
+    for b in lab.boards:
+        assert {lab.comm(p) for p in lab.ns_pids(b)} <= {"sshd"}, b
+    assert not any(lab.places_acquired().values())
+
+    # a second fleet run of the same plan finds every campaign complete and stores nothing twice
+    (tmp_path / "keep2").mkdir()
+    again = subprocess.run(
+        fleet_cmd(lab, plan, pg_url, bundle, tmp_path / "keep2", "--json"),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert all(b["ingest"]["runs_added"] == 0 for b in json.loads(again.stdout)["boards"])
+    assert store_runs(pg_url) == stored
+
+
+def test_ctrl_c_stops_every_campaign_and_releases_every_place(lab, bundle, tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN.replace("cooldown_s = 1.0", "cooldown_s = 3.0"))
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    db = tmp_path / "fleet.db"
+    proc = subprocess.Popen(
+        fleet_cmd(lab, plan, str(db), bundle, keep), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+
+        def measuring(b):  # the runner has started (its signal handling is in place), not finished
+            log = lab.remote_root / b / "run.log"
+            return (
+                log.exists()
+                and "campaign fleet-tiny:" in log.read_text()
+                and not (log.parent / "done").exists()
+            )
+
+        wait_for(lambda: all(measuring(b) for b in lab.boards), 150, "every board's campaign")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    for b in lab.boards:
+        # the campaign was stopped in order (SIGTERM: its conditions reverted, its runs kept) ...
+        assert (lab.remote_root / b / "done").read_text().strip() == "130", b
+        # ... and nothing of boardlab is left on the board
+        assert {lab.comm(p) for p in lab.ns_pids(b)} <= {"sshd"}, b
+    assert not any(lab.places_acquired().values())
+    # no stray local process: no worker, no ssh of ours
+    strays = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if str(keep).encode() in cmd or str(lab.key).encode() in cmd:
+                strays.append(cmd)
+    assert not strays
+
+
+def test_no_place_with_the_tags_is_bad_input(lab, bundle, tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    r = subprocess.run(
+        [str(BIN / "boardlab"), "fleet", "run", str(plan), "--coordinator", lab.coordinator,
+         "--places", "fleet=nosuchlab", "--db", str(tmp_path / "x.db"), "--bundle", str(bundle)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert r.returncode == 2
+    assert "no place on the coordinator" in r.stderr and "fleet=nosuchlab" in r.stderr
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_a_board_out_of_time_after_its_retries_fails_with_its_unfinished_cells(lab1, bundle, tmp_path):
+    """Each attempt gets --board-timeout; a campaign that needs longer is stopped (in order), the board
+    power-cycled and resumed; when the retries are spent the board fails (exit 1, saying why), its finished
+    runs are stored and the runs it never did are listed, not faked."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN.replace("cooldown_s = 1.0", "cooldown_s = 4.0"))
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    db = tmp_path / "fleet.db"
+    r = subprocess.run(
+        fleet_cmd(lab1, plan, str(db), bundle, keep, "--board-timeout", "9", "--retries", "1", "--json"),
+        capture_output=True, text=True, timeout=170,
+    )  # fmt: skip
+    assert r.returncode == 1, r.stderr
+    (board,) = json.loads(r.stdout)["boards"]
+    assert board["status"] == "failed"
+    assert "2 attempts failed" in board["reason"] and "timed out after 9 s" in board["reason"]
+    assert [a["outcome"] for a in board["attempts"]] == ["timeout", "timeout"]
+    assert all(a["power_cycled"] for a in board["attempts"]) and board["power_cycles"] == 2
+    own = board_runs(keep / "board1" / "fetched" / "results.db")
+    done = {(k, rep) for k, rep, _ in own}
+    assert 1 <= len(done) < RUNS_PER_BOARD
+    missing = {(k, rep) for k, reps in board["unfinished"].items() for rep in reps}
+    assert len(done) + len(missing) == RUNS_PER_BOARD and not done & missing
+    assert board["ingest"]["runs_added"] == len(own)
+    from boardlab.store import Store
+
+    with Store.open(db, create=False) as store:
+        assert store.conn.execute("SELECT count(*) FROM runs").fetchone()[0] == len(own)
+    assert "board1: FAILED" in r.stderr
+
+
+def test_a_board_someone_else_holds_is_waited_for_then_failed_and_never_used(lab1, bundle, tmp_path):
+    """The place is locked by another user: the fleet's reservation waits for it (up to --reserve-timeout),
+    then gives the board up with the reason, without touching it; the lock stays the other user's."""
+    other = {**os.environ, "LG_USERNAME": "someone"}
+    subprocess.run(
+        [str(BIN / "labgrid-client"), "-x", lab1.coordinator, "-p", "board1", "acquire"],
+        env=other, check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    r = subprocess.run(
+        fleet_cmd(lab1, plan, str(tmp_path / "fleet.db"), bundle, keep, "--reserve-timeout", "3", "--json"),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 1, r.stderr
+    (board,) = json.loads(r.stdout)["boards"]
+    assert board["status"] == "failed" and "not free after 3 s" in board["reason"]
+    assert board["attempts"] == [] and not (lab1.remote_root / "board1").exists()
+    who = lab1._client("who").stdout
+    assert "someone" in who and "board1" in who
