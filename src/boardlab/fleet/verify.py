@@ -37,54 +37,37 @@ def expected_cells(plan: Plan, catalog: dict) -> set[str] | None:
 
 def checkpoint(db: Path) -> None:
     """Folds a fetched -wal file into the database, so the file alone holds every committed run."""
-    conn = sqlite3.connect(db, isolation_level=None)
-    try:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        conn.execute("PRAGMA journal_mode=DELETE")
-    finally:
-        conn.close()
+    from boardlab.store.db import fold_wal
+
+    fold_wal(db)
 
 
 def verify(db: Path, plan: Plan, expected: set[str] | None) -> Verified:
+    from boardlab.errors import InputError
+    from boardlab.store.ingest import open_source
+
     plan_hash = hashlib.sha256(plan.source.encode()).hexdigest()
     try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
-        return Verified(False, f"cannot open the fetched database: {exc}", None, 0, 0, 0)
+        store = open_source(db)  # a boardlab database of a known schema that passes the integrity check
+    except InputError as exc:
+        return Verified(False, str(exc), None, 0, 0, 0)
     try:
-        check = conn.execute("PRAGMA integrity_check").fetchone()[0]
-        if check != "ok":
-            return Verified(False, f"integrity check failed: {check}", None, 0, 0, 0)
-        row = conn.execute(
-            "SELECT id, status, notes_json FROM campaigns WHERE plan_hash=? ORDER BY id DESC LIMIT 1",
-            (plan_hash,),
-        ).fetchone()
-        if row is None:
+        mine = [c for c in store.campaigns() if c["plan_hash"] == plan_hash]
+        if not mine:
             return Verified(False, "no campaign of this plan in the board's database", None, 0, 0, 0)
-        cid, status, notes_json = row
-        notes = json.loads(notes_json or "{}")
+        row = mine[-1]
+        cid, status = row["id"], row["status"]
+        notes = json.loads(row["notes_json"] or "{}")
         skipped_w = set((notes.get("skipped_workloads") or {}).keys())
         skipped_c = set((notes.get("skipped_conditions") or {}).keys())
-        cells = {
-            key: (workload, condition)
-            for key, workload, condition in conn.execute(
-                "SELECT key, workload, condition FROM cells WHERE campaign_id=?", (cid,)
-            )
-        }
-        runs, valid = conn.execute(
-            "SELECT count(*), coalesce(sum(valid), 0) FROM runs WHERE campaign_id=?", (cid,)
-        ).fetchone()
-        tries: dict[tuple[str, int], list[bool]] = {}
-        for key, rep, ok in conn.execute(
-            "SELECT c.key, r.repetition, r.valid FROM runs r JOIN cells c ON c.id = r.cell_id"
-            " WHERE r.campaign_id=? ORDER BY r.attempt",
-            (cid,),
-        ):
-            tries.setdefault((key, rep), []).append(bool(ok))
-    except sqlite3.Error as exc:
+        cells = {c["key"]: (c["workload"], c["condition"]) for c in store.cells(cid)}
+        stored = store.runs(cid)
+        runs, valid = len(stored), sum(1 for r in stored if r["valid"])
+        tries = store.attempts(cid)
+    except (InputError, sqlite3.Error) as exc:
         return Verified(False, f"unreadable database: {exc}", None, 0, 0, 0)
     finally:
-        conn.close()
+        store.close()
     policy = plan.runs
     reps = policy.repetitions if policy.precision is None else policy.pilot
     unfinished: dict[str, list[int]] = {}

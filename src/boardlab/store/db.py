@@ -43,6 +43,17 @@ def _statements(sql: str) -> list[str]:
     return [s for s in out if s.strip()]
 
 
+def fold_wal(path: Path) -> None:
+    """Folds a copied -wal file into its database, so the file alone holds every committed run (a board's
+    database fetched while, or after, its campaign wrote in WAL mode)."""
+    conn = sqlite3.connect(path, isolation_level=None)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.execute("PRAGMA journal_mode=DELETE")
+    finally:
+        conn.close()
+
+
 class Store:
     def __init__(
         self, conn: sqlite3.Connection, path: str, lock_fd: int | None = None, *, dialect: str = "sqlite"
