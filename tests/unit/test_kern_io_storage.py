@@ -197,3 +197,24 @@ def test_o_direct_rejected_by_the_file_system_is_unsupported_with_its_name(kern,
     )
     res = json.loads(proc.stdout)
     assert proc.returncode == 0 and res["ok"] and res["info"]["filesystem"] == "ramfs"
+
+
+def test_o_direct_on_tmpfs_runs_or_says_tmpfs_rejects_it_as_the_kernel_decides(kern):
+    import platform
+    import tempfile
+
+    shm = "/dev/shm"
+    if not os.path.isdir(shm) or os.statvfs(shm).f_bavail * os.statvfs(shm).f_frsize < (4 << 20):
+        pytest.skip("no tmpfs at /dev/shm with 4 MiB free")
+    with tempfile.TemporaryDirectory(dir=shm) as d:
+        target = os.path.join(d, "data.bin")
+        rc, res = storage(kern, target, "direct=1", "size_bytes=256k")
+        if res.get("info", {}).get("filesystem") not in (None, "tmpfs"):
+            pytest.skip(f"/dev/shm is {res['info']['filesystem']}, not tmpfs")
+        major, minor = (int(x) for x in platform.release().split(".")[:2])
+        if (major, minor) >= (6, 6):  # shmem gained O_DIRECT in 6.6
+            assert rc == 0 and res["ok"] and res["info"]["filesystem"] == "tmpfs"
+        else:
+            assert rc == 1 and res["supported"] is False
+            assert res["reason"].startswith("O_DIRECT rejected by tmpfs")
+        assert os.listdir(d) == []
