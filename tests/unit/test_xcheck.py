@@ -145,3 +145,24 @@ def test_zero_loss_searches_the_same_range_on_both_sides():
         assert p in cmd
     ref = zeroloss_reference_command(job)
     assert ref[ref.index("-b") + 1] == "RATE" and ref[ref.index("-t") + 1] == "1" and "-u" in ref
+
+
+def test_a_zero_loss_search_that_finds_no_lossless_rate_gives_no_figure_and_says_why(monkeypatch):
+    from boardlab.xcheck import net
+
+    tried = []
+
+    def lossy(job):
+        tried.append(job.rate_bit_s)
+        return {"goodput_bit_s": job.rate_bit_s, "loss_percent": 0.5, "jitter_ns": 1.0}
+
+    monkeypatch.setattr(net, "run_iperf", lossy)
+    notes: list[str] = []
+    job = NetJob(mode="zeroloss", lo_bit_s=1e7, hi_bit_s=1e9)
+    assert net.run_iperf_zeroloss(job, notes) == {"zero_loss_bit_s": None}
+    assert tried == [1e9, 1e7] and "even at the lowest rate tried" in notes[0]
+    # Such a pair has no ratio; the others still give the median.
+    check = CrossCheck("j", "iperf3", [], [], ("zero_loss_bit_s",))
+    check.pairs.extend([Pair({"zero_loss_bit_s": 2e8}, {"zero_loss_bit_s": None}),
+                        Pair({"zero_loss_bit_s": 2e8}, {"zero_loss_bit_s": 1e8})])  # fmt: skip
+    assert check.ratios("zero_loss_bit_s") == [2.0]

@@ -205,7 +205,10 @@ def _net(args, kern: Path):
     if not args.json:
         print("iperf3: " + " ".join(job.iperf_server(0)) + "  /  " + " ".join(reference), file=sys.stderr)
     if zeroloss:
-        run_a, run_b = (lambda: net.run_boardlab_zeroloss(job)), (lambda: net.run_iperf_zeroloss(job))
+        run_a, run_b = (
+            (lambda: net.run_boardlab_zeroloss(job, check.notes)),
+            (lambda: net.run_iperf_zeroloss(job, check.notes)),
+        )
         check.notes.append(
             "zero_loss_bit_s: the highest offered rate whose one-second trial lost no datagram, by the same "
             "binary search on both sides (RFC 2544 26.1)"
