@@ -160,8 +160,9 @@ def run_iperf(job: NetJob) -> dict[str, float | None]:
 
 
 def zeroloss_kern_command(job: NetJob) -> list[str]:
-    """boardlab's side of the zero-loss check: the io.net_zeroloss workload, one trial = 20 timed iterations
-    of >= 50 ms (about a second, as iperf3's -t 1)."""
+    """boardlab's side of the zero-loss check: the io.net_zeroloss workload, one trial = 12 timed iterations
+    of >= 50 ms after up to 2 warm-up ones and the calibration: about one second of sending, as iperf3's -t 1
+    (whole seconds only). The exposure must match: the longer a trial, the likelier a stall that loses."""
     import sys
 
     params = {
@@ -170,7 +171,7 @@ def zeroloss_kern_command(job: NetJob) -> list[str]:
         "sink_cpu": -1 if job.server_cpu is None else job.server_cpu,
     }  # fmt: skip
     args = [a for k, v in params.items() for a in ("-p", f"{k}={v}")]
-    return [sys.executable, "-m", "boardlab.worker", "io.net_zeroloss", "--json", "--iterations", "20", *args]
+    return [sys.executable, "-m", "boardlab.worker", "io.net_zeroloss", "--json", "--iterations", "12", *args]
 
 
 def run_boardlab_zeroloss(job: NetJob, notes: list[str] | None = None) -> dict[str, float | None]:
