@@ -213,8 +213,8 @@ def run_iperf_zeroloss(job: NetJob, notes: list[str] | None = None) -> dict[str,
     if best is None and notes is not None:
         notes.append(
             f"iperf3: lost {trials[-1].lost_percent:.3g}% even at the lowest rate tried ({job.lo_bit_s:.4g} "
-            "bit/s): that search found no lossless rate (a datagram still queued when iperf3's control "
-            "connection ends the test counts as lost)"
+            "bit/s): that search found no lossless rate (a receiver stalled on a loaded machine loses "
+            "datagrams at any rate)"
         )
     return {"zero_loss_bit_s": best}
 
