@@ -6,6 +6,10 @@
    median of the pairwise ratios of bandwidth and p50 latency within 10% of 1.
 2. io.net vs iperf3 on loopback, sender and receiver pinned to different CPUs: TCP goodput (128 KiB writes)
    within 10%; UDP at 100 Mb/s (1400-byte datagrams) with loss under 1% on both sides.
+3. The data-stream study's further cross-checks: sendfile against `iperf3 -Z` (goodput within 10%); CPU per
+   byte, sender and receiver, against iperf3's cpu_utilization_percent x seconds / bytes (within 20%); the
+   zero-loss UDP rate by the same RFC 2544 search on both sides (within 15%; 5 pairs, each a pair of
+   searches of about ten one-second trials).
 
 `--quick` runs 3 pairs instead of 10. Exits 0 whatever the figures; prints PASS or FAIL per target.
 """
@@ -21,12 +25,13 @@ import tempfile
 from pathlib import Path
 
 PAIRS = 3 if "--quick" in sys.argv else 10
+SEARCH_PAIRS = 3 if "--quick" in sys.argv else 5  # a pair of zero-loss searches takes about half a minute
 REPO = Path(__file__).resolve().parent.parent
 
 
-def boardlab(*args: str) -> dict | None:
+def boardlab(*args: str, pairs: int = PAIRS) -> dict | None:
     proc = subprocess.run(
-        [sys.executable, "-m", "boardlab", "xcheck", *args, "--pairs", str(PAIRS), "--json"],
+        [sys.executable, "-m", "boardlab", "xcheck", *args, "--pairs", str(pairs), "--json"],
         capture_output=True,
         text=True,
         timeout=3600,
@@ -37,8 +42,20 @@ def boardlab(*args: str) -> dict | None:
     return json.loads(proc.stdout)
 
 
-def verdict(ratio: float | None) -> str:
-    return "-" if ratio is None else ("PASS" if abs(ratio - 1) <= 0.10 else "FAIL")
+def verdict(ratio: float | None, within: float = 0.10) -> str:
+    return "-" if ratio is None else ("PASS" if abs(ratio - 1) <= within else "FAIL")
+
+
+def report_ratio(label: str, doc: dict, metric: str, within: float, scale: float = 1, unit: str = "") -> None:
+    m = doc["metrics"][metric]
+    r, b, f = m["median_ratio"], m["boardlab_median"], m["reference_median"]
+    if r is None or b is None or f is None:
+        print(f"{label}, {metric}: - (a side reported no figure)")
+        return
+    print(
+        f"{label}, {metric}: boardlab {b / scale:.4g}{unit} iperf3 {f / scale:.4g}{unit} median ratio {r:.3f} "
+        f"{verdict(r, within)} (target within {within:.0%})"
+    )
 
 
 def report_storage(label: str, doc: dict | None) -> None:
@@ -99,6 +116,15 @@ def main() -> int:
             f"io.net vs iperf3, TCP goodput: boardlab {m['boardlab_median'] / 1e9:.2f} Gbit/s iperf3 "
             f"{m['reference_median'] / 1e9:.2f} Gbit/s median ratio {r:.3f} {verdict(r)}"
         )
+        report_ratio("io.net vs iperf3, TCP write", tcp, "cpu_ns_per_byte_sender", 0.20, unit=" ns/B")
+        report_ratio("io.net vs iperf3, TCP write", tcp, "cpu_ns_per_byte_receiver", 0.20, unit=" ns/B")
+    zc = boardlab(
+        "io.net", "--mode", "tcp", "--send-path", "sendfile", "--msg-bytes", "128k", "--duration-s", "2", *pin
+    )
+    if zc:
+        report_ratio("io.net sendfile vs iperf3 -Z", zc, "goodput_bit_s", 0.10, 1e9, " Gbit/s")
+        report_ratio("io.net sendfile vs iperf3 -Z", zc, "cpu_ns_per_byte_sender", 0.20, unit=" ns/B")
+        report_ratio("io.net sendfile vs iperf3 -Z", zc, "cpu_ns_per_byte_receiver", 0.20, unit=" ns/B")
     udp = boardlab("io.net", "--mode", "udp", "--rate-bit-s", "100e6", "--duration-s", "2", *pin)
     if udp:
         loss = udp["metrics"]["loss_percent"]
@@ -114,6 +140,14 @@ def main() -> int:
         print(f"io.net vs iperf3, UDP offered rate: median ratio {g['median_ratio']:.3f}")
         for note in dict.fromkeys(udp["notes"]):
             print(f"  note: {note}")
+    print(
+        f"== zero-loss UDP rate vs iperf3 ({SEARCH_PAIRS} pairs of searches, 10 Mbit/s-1 Gbit/s)", flush=True
+    )
+    zl = boardlab(
+        "io.net", "--mode", "zeroloss", "--lo-bit-s", "10e6", "--hi-bit-s", "1e9", *pin, pairs=SEARCH_PAIRS
+    )
+    if zl:
+        report_ratio("io.net_zeroloss vs iperf3", zl, "zero_loss_bit_s", 0.15, 1e6, " Mbit/s")
     return 0
 
 

@@ -545,3 +545,53 @@ def chromium() -> str:
     if path := shutil.which("chromium"):
         return path
     pytest.skip("chromium is missing and `apt-get install chromium` did not provide it")
+IO_URING_SETUP = 425  # the same number on every architecture's table (new syscalls since 5.1 share one)
+
+
+def seccomp_denying(nr: int):
+    """A preexec_fn installing a seccomp filter under which system call `nr` fails with EPERM, as a
+    container runtime's default profile makes io_uring_setup fail: the real denial, not a stand-in. Only the
+    child gets it (with no_new_privs, as unprivileged seccomp requires); it survives exec."""
+    import ctypes
+
+    class SockFilter(ctypes.Structure):
+        _fields_ = [
+            ("code", ctypes.c_ushort),
+            ("jt", ctypes.c_ubyte),
+            ("jf", ctypes.c_ubyte),
+            ("k", ctypes.c_uint),
+        ]
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
+
+    eperm = 1
+    prog = (SockFilter * 4)(
+        SockFilter(0x20, 0, 0, 0),  # BPF_LD|BPF_W|BPF_ABS: seccomp_data.nr
+        SockFilter(0x15, 0, 1, nr),  # BPF_JMP|BPF_JEQ|BPF_K
+        SockFilter(0x06, 0, 0, 0x00050000 | eperm),  # BPF_RET: SECCOMP_RET_ERRNO | EPERM
+        SockFilter(0x06, 0, 0, 0x7FFF0000),  # BPF_RET: SECCOMP_RET_ALLOW
+    )
+    fprog = SockFprog(len(prog), prog)
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def install():  # pragma: no cover - runs in the child
+        pr_set_no_new_privs, pr_set_seccomp, seccomp_mode_filter = 38, 22, 2
+        if libc.prctl(pr_set_no_new_privs, 1, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+        if libc.prctl(pr_set_seccomp, seccomp_mode_filter, ctypes.byref(fprog), 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")
+
+    return install
+
+
+def kern_json_denying(kern: Path, nr: int, *args: str) -> tuple[int, dict]:
+    """kern_json under a seccomp filter that denies system call `nr` (see seccomp_denying)."""
+    proc = subprocess.run(
+        [str(kern), *args, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=seccomp_denying(nr),
+    )
+    return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}

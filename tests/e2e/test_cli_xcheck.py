@@ -60,3 +60,45 @@ def test_net_against_iperf3_on_loopback(tmp_path):
     pair = doc["pairs"][0]
     assert pair["boardlab"]["goodput_bit_s"] > 0 and pair["reference"]["goodput_bit_s"] > 0
     assert 0 <= pair["boardlab"]["loss_percent"] <= 100
+
+
+def test_send_path_outside_tcp_and_an_empty_zero_loss_range_are_refused():
+    proc = run_cli("xcheck", "io.net", "--mode", "udp", "--send-path", "sendfile")
+    assert proc.returncode == 2 and "--send-path sendfile: applies to --mode tcp only" in proc.stderr
+    proc = run_cli("xcheck", "io.net", "--mode", "zeroloss", "--lo-bit-s", "5e8", "--hi-bit-s", "1e8")
+    assert proc.returncode == 2 and "need 0 < lo < hi" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.integration
+def test_sendfile_against_iperf3_z_with_cpu_per_byte_on_both_sides():
+    if shutil.which("iperf3") is None:
+        pytest.skip("iperf3 is not installed")
+    cpus = sorted(os.sched_getaffinity(0))
+    proc = run_cli("xcheck", "io.net", "--send-path", "sendfile", "--duration-s", "1", "--pairs", "1",
+                   "--client-cpu", str(cpus[0]), "--server-cpu", str(cpus[-1]), "--json", timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert "-Z" in doc["reference_command"] and "send_path=sendfile" in doc["boardlab_command"]
+    (pair,) = doc["pairs"]
+    for side in ("boardlab", "reference"):
+        assert pair[side]["goodput_bit_s"] > 0
+        assert pair[side]["cpu_ns_per_byte_sender"] > 0 and pair[side]["cpu_ns_per_byte_receiver"] > 0
+    for metric in ("goodput_bit_s", "cpu_ns_per_byte_sender", "cpu_ns_per_byte_receiver"):
+        assert doc["metrics"][metric]["median_ratio"] > 0
+
+
+@pytest.mark.integration
+def test_zero_loss_rate_against_iperf3_by_the_same_search():
+    if shutil.which("iperf3") is None:
+        pytest.skip("iperf3 is not installed")
+    cpus = sorted(os.sched_getaffinity(0))
+    # A coarse search over a range both tools carry without loss at its bottom: few trials.
+    proc = run_cli("xcheck", "io.net", "--mode", "zeroloss", "--lo-bit-s", "5e6", "--hi-bit-s", "4e8",
+                   "--resolution", "0.3", "--pairs", "1", "--client-cpu", str(cpus[0]),
+                   "--server-cpu", str(cpus[-1]), "--json", timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    (pair,) = doc["pairs"]
+    for side in ("boardlab", "reference"):
+        assert 5e6 <= pair[side]["zero_loss_bit_s"] <= 4e8
+    assert doc["metrics"]["zero_loss_bit_s"]["median_ratio"] > 0

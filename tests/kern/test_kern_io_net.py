@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from helpers import kern_json, kern_ok_or_skip
+from helpers import IO_URING_SETUP, kern_json, kern_json_denying, kern_ok_or_skip
 
 FAST = ("--iterations", "3", "--warmup-max-iterations", "3")
 PATHS = ("write", "sendfile", "splice", "msg_zerocopy", "uring_zc")
@@ -113,3 +113,12 @@ def test_a_bad_peer_is_named(kern):
 def test_net_sink_needs_listen(kern):
     proc = subprocess.run([str(kern), "net-sink"], capture_output=True, text=True, timeout=10)
     assert proc.returncode == 2 and "--listen" in proc.stderr
+
+
+def test_uring_zc_denied_by_seccomp_is_unsupported_with_the_reason(kern):
+    # As under a container's default seccomp profile: io_uring_setup fails with EPERM.
+    rc, res = kern_json_denying(kern, IO_URING_SETUP, "io.net", "--param", "send_path=uring_zc", *FAST)
+    if res.get("supported") is False and "io_uring denied" not in res["reason"]:
+        pytest.skip(f"uring_zc unsupported here for another reason: {res['reason']}")
+    assert rc == 1 and res["supported"] is False and not res["ok"] and res["metrics"] == {}
+    assert res["reason"].startswith("io_uring denied (io_uring_setup: Operation not permitted)")

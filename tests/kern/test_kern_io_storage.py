@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+
 import pytest
 
-from helpers import kern_json, kern_ok_or_skip
+from helpers import IO_URING_SETUP, kern_json, kern_json_denying, kern_ok_or_skip
 
 FAST = ("--iterations", "3", "--warmup-max-iterations", "3")
 
@@ -119,3 +122,92 @@ def test_a_directory_gets_a_private_temporary_file_removed_afterwards(kern, tmp_
     rc, res = storage(kern, tmp_path, "op=randrw", "size_bytes=256k")
     kern_ok_or_skip(rc, res)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_io_uring_denied_by_seccomp_is_unsupported_with_the_reason(kern, tmp_path):
+    # A container's default seccomp profile (or kernel.io_uring_disabled, which this shared machine's
+    # tests must not flip) makes io_uring_setup fail with EPERM: the run says so and measures nothing.
+    path = tmp_path / "f"
+    rc, res = kern_json_denying(
+        kern,
+        IO_URING_SETUP,
+        "io.storage",
+        *("--param", f"path={path}", "--param", "engine=io_uring", "--param", "size_bytes=256k"),
+        *FAST,
+    )
+    if res.get("supported") is False and "built without liburing" in res["reason"]:
+        pytest.skip(res["reason"])
+    assert rc == 1 and res["supported"] is False and not res["ok"] and res["metrics"] == {}
+    assert res["reason"].startswith("io_uring denied (io_uring_setup: Operation not permitted)")
+    assert "kernel.io_uring_disabled or a seccomp filter" in res["reason"]
+    assert not path.exists()
+
+
+def _ramfs_mount_prefix() -> list[str]:
+    """A command prefix running its command with a fresh ramfs mounted in a private mount namespace (root,
+    or an unprivileged user namespace: ramfs mounts there), or [] where neither is possible."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("unshare"):
+        return []
+    ns = ["unshare", "--mount"] if os.geteuid() == 0 else ["unshare", "--user", "--map-root-user", "--mount"]
+    probe = subprocess.run([*ns, "sh", "-c", "mount -t ramfs ramfs /mnt"], capture_output=True, timeout=30)
+    return ns if probe.returncode == 0 else []
+
+
+def test_o_direct_rejected_by_the_file_system_is_unsupported_with_its_name(kern, tmp_path):
+    import subprocess
+
+    # tmpfs rejected O_DIRECT before Linux 6.6; ramfs still does. Either way the run names the file system.
+    ns = _ramfs_mount_prefix()
+    if not ns:
+        pytest.skip("cannot mount a ramfs here (needs root or unprivileged user namespaces, and unshare)")
+    mnt = tmp_path / "ram fs"
+    mnt.mkdir()
+    target = mnt / "data.bin"
+    script = 'mount -t ramfs ramfs "$1" || exit 99; d=$1; shift; "$@" --json; rc=$?; ls -A "$d" >&2; exit $rc'
+    proc = subprocess.run(
+        [*ns, "sh", "-c", script, "sh", str(mnt), str(kern), "io.storage"]
+        + ["--param", f"path={target}", "--param", "direct=1", "--param", "size_bytes=256k", *FAST],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    res = json.loads(proc.stdout)
+    assert proc.returncode == 1 and res["supported"] is False and res["metrics"] == {}
+    assert res["reason"].startswith(f"O_DIRECT rejected by ramfs (open {target}: Invalid argument)")
+    assert "use direct=0" in res["reason"]
+    # The file open(O_CREAT|O_DIRECT) made before refusing was removed: the ramfs is left empty.
+    assert proc.stderr.strip() == ""
+    # Without O_DIRECT the same file system serves the run.
+    proc = subprocess.run(
+        [*ns, "sh", "-c", script, "sh", str(mnt), str(kern), "io.storage"]
+        + ["--param", f"path={target}", "--param", "direct=0", "--param", "size_bytes=256k", *FAST],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    res = json.loads(proc.stdout)
+    assert proc.returncode == 0 and res["ok"] and res["info"]["filesystem"] == "ramfs"
+
+
+def test_o_direct_on_tmpfs_runs_or_says_tmpfs_rejects_it_as_the_kernel_decides(kern):
+    import platform
+    import tempfile
+
+    shm = "/dev/shm"
+    if not os.path.isdir(shm) or os.statvfs(shm).f_bavail * os.statvfs(shm).f_frsize < (4 << 20):
+        pytest.skip("no tmpfs at /dev/shm with 4 MiB free")
+    with tempfile.TemporaryDirectory(dir=shm) as d:
+        target = os.path.join(d, "data.bin")
+        rc, res = storage(kern, target, "direct=1", "size_bytes=256k")
+        if res.get("info", {}).get("filesystem") not in (None, "tmpfs"):
+            pytest.skip(f"/dev/shm is {res['info']['filesystem']}, not tmpfs")
+        major, minor = (int(x) for x in platform.release().split(".")[:2])
+        if (major, minor) >= (6, 6):  # shmem gained O_DIRECT in 6.6
+            assert rc == 0 and res["ok"] and res["info"]["filesystem"] == "tmpfs"
+        else:
+            assert rc == 1 and res["supported"] is False
+            assert res["reason"].startswith("O_DIRECT rejected by tmpfs")
+        assert os.listdir(d) == []

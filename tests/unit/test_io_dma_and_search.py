@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from boardlab.platform import dma
-from boardlab.workloads.ratesearch import Trial, search
+from boardlab.workloads.ratesearch import Trial, search, search_steps
 
 from helpers import SYSFS
 
@@ -101,3 +101,20 @@ def test_a_lossless_top_rate_ends_at_once_and_a_lossy_floor_says_none():
     assert search(trial, 1e6, 1e9)[0] == 1e9 and calls == [1e9]
     trial, _ = lossy_above(1e3)
     assert search(trial, 1e6, 1e9)[0] is None
+
+
+def test_the_ladder_search_returns_the_highest_passing_step_and_tries_few():
+    bauds = [1200.0, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600]
+    trial, calls = lossy_above(60000)
+    best, trials = search_steps(trial, bauds)
+    assert best == 57600 and calls[:2] == [921600, 1200] and len(calls) <= 2 + 4
+    assert search_steps(lossy_above(1e9)[0], bauds)[0] == 921600
+    assert search_steps(lossy_above(100)[0], bauds)[0] is None
+
+
+def test_a_trial_that_lost_nothing_but_fell_short_fails():
+    def trial(rate):  # a lossless transport: the sender is held back above 5e8 instead of losing
+        return Trial(rate, 0.0, min(rate, 5e8), {}, sustained=rate <= 5e8)
+
+    best, _ = search(trial, 1e6, 1e10, resolution=0.02, max_trials=40)
+    assert 0.98 * 5e8 <= best <= 5e8

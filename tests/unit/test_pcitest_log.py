@@ -82,3 +82,26 @@ def test_io_dma_reports_a_board_log_as_the_study_table(tmp_path):
     assert rows[1][2] == f"{1024000 / 10.9e-3 / 1e6:.1f}" and rows[1][-1] == "ok"
     assert [r[-1] for r in rows if r[0] == "write" and r[1] == "1024000"] == ["NOT OKAY"]
     assert "PCIe endpoint test" in render_sections(sections(None, s), "text")
+
+
+def test_io_dma_with_a_log_needs_a_dma_engine_and_says_so_here():
+    # io.dma reads a PCIe endpoint test log on the board that ran the test (an endpoint has a DMA engine):
+    # on a machine without one (this VM) the run is refused with the reason, and nothing is parsed.
+    import json
+    import subprocess
+    import sys
+
+    from boardlab.platform.dma import dma_channels
+
+    if dma_channels("/"):
+        pytest.skip("this machine has a dmaengine channel")
+    proc = subprocess.run(
+        [sys.executable, "-m", "boardlab.worker", "io.dma", "-p", f"pcitest_log={LOG}", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 1 and doc["supported"] is False and doc["metrics"] == {}
+    assert doc["reason"] == "no DMA engine: /sys/class/dma lists no dmaengine channel on this machine"
+    assert "pcitest_rows" not in (doc.get("info") or {})

@@ -49,7 +49,7 @@ def test_nan_inside_a_string_is_left_alone():
 
 def test_iperf3_tcp_uses_the_senders_rate_and_lost_percent_above_100_is_dropped():
     tcp = {"end": {"sum_sent": {"bits_per_second": 2e10}, "sum_received": {"bits_per_second": 1.9e10}}}
-    assert iperf_metrics(tcp, "tcp") == {"goodput_bit_s": 2e10}
+    assert iperf_metrics(tcp, "tcp")["goodput_bit_s"] == 2e10
     udp = {"end": {"sum": {"bits_per_second": 1e8, "jitter_ms": 0.01, "lost_percent": 180.0}}}
     assert iperf_metrics(udp, "udp")["loss_percent"] is None
     assert iperf_metrics(udp, "udp")["jitter_ns"] == pytest.approx(10_000)
@@ -103,3 +103,66 @@ def test_whole_run_rate_is_total_over_total():
     res = {"iterations_ns": [1_000_000, 3_000_000], "reps_per_iteration": 10}
     # 20 reps of 1000 bytes in 4 ms: 5e6 B/s (the median of per-iteration rates would say 6.67e6).
     assert whole_run_rate(res, 1000) == pytest.approx(5e6)
+
+
+def test_iperf3_cpu_percent_becomes_cpu_ns_per_byte_of_each_side():
+    # 25% of one CPU over 2 s sending 1e9 bytes: 0.5 s of CPU, 0.5 ns a byte; the receiver 40% of 2.1 s.
+    tcp = {
+        "end": {
+            "sum_sent": {"bits_per_second": 4e9, "seconds": 2.0, "bytes": 1_000_000_000},
+            "sum_received": {"bits_per_second": 4e9, "seconds": 2.1, "bytes": 1_050_000_000},
+            "cpu_utilization_percent": {"host_total": 25.0, "remote_total": 40.0},
+        }
+    }
+    m = iperf_metrics(tcp, "tcp")
+    assert m["cpu_ns_per_byte_sender"] == pytest.approx(0.5)
+    assert m["cpu_ns_per_byte_receiver"] == pytest.approx(0.4 * 2.1e9 / 1.05e9)
+    # Without the CPU block (or with -nan read as None) there is no figure rather than a zero.
+    del tcp["end"]["cpu_utilization_percent"]
+    assert iperf_metrics(tcp, "tcp")["cpu_ns_per_byte_sender"] is None
+
+
+def test_sendfile_is_iperf3s_minus_z_and_the_kernels_send_path():
+    job = NetJob(mode="tcp", send_path="sendfile", msg_bytes=65536)
+    assert job.iperf_client(5201)[-3:] == ["-l", "65536", "-Z"]
+    assert "send_path=sendfile" in job.kern_params()
+    assert "-Z" not in NetJob(mode="tcp").iperf_client(5201)
+
+
+def test_zero_loss_searches_the_same_range_on_both_sides():
+    from boardlab.xcheck.net import zeroloss_kern_command, zeroloss_reference_command
+
+    job = NetJob(mode="zeroloss", lo_bit_s=2e7, hi_bit_s=4e8, resolution=0.1, udp_bytes=1400, server_cpu=1)
+    cmd = zeroloss_kern_command(job)
+    assert cmd[cmd.index("-m") + 1 : cmd.index("-m") + 3] == ["boardlab.worker", "io.net_zeroloss"]
+    for p in (
+        "lo_bit_s=20000000.0",
+        "hi_bit_s=400000000.0",
+        "resolution=0.1",
+        "udp_bytes=1400",
+        "sink_cpu=1",
+    ):
+        assert p in cmd
+    ref = zeroloss_reference_command(job)
+    assert ref[ref.index("-b") + 1] == "RATE" and ref[ref.index("-t") + 1] == "1" and "-u" in ref
+
+
+def test_a_zero_loss_search_that_finds_no_lossless_rate_gives_no_figure_and_says_why(monkeypatch):
+    from boardlab.xcheck import net
+
+    tried = []
+
+    def lossy(job):
+        tried.append(job.rate_bit_s)
+        return {"goodput_bit_s": job.rate_bit_s, "loss_percent": 0.5, "jitter_ns": 1.0}
+
+    monkeypatch.setattr(net, "run_iperf", lossy)
+    notes: list[str] = []
+    job = NetJob(mode="zeroloss", lo_bit_s=1e7, hi_bit_s=1e9)
+    assert net.run_iperf_zeroloss(job, notes) == {"zero_loss_bit_s": None}
+    assert tried == [1e9, 1e7] and "even at the lowest rate tried" in notes[0]
+    # Such a pair has no ratio; the others still give the median.
+    check = CrossCheck("j", "iperf3", [], [], ("zero_loss_bit_s",))
+    check.pairs.extend([Pair({"zero_loss_bit_s": 2e8}, {"zero_loss_bit_s": None}),
+                        Pair({"zero_loss_bit_s": 2e8}, {"zero_loss_bit_s": 1e8})])  # fmt: skip
+    assert check.ratios("zero_loss_bit_s") == [2.0]

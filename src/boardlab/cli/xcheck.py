@@ -64,7 +64,24 @@ def add_arguments(parser) -> None:
     )
     s.add_argument("--job-out", type=Path, help="also save the fio job file here")
     n = parser.add_argument_group("io.net (against iperf3)")
-    n.add_argument("--mode", choices=("tcp", "udp"), default="tcp")
+    n.add_argument(
+        "--mode",
+        choices=("tcp", "udp", "zeroloss"),
+        default="tcp",
+        help="tcp stream, paced udp, or zeroloss: the highest UDP rate without loss by the same binary "
+        "search (RFC 2544) on both sides, each trial a one-second run",
+    )
+    n.add_argument(
+        "--send-path",
+        choices=("write", "sendfile"),
+        default="write",
+        help="tcp: write(2), or sendfile(2) on both sides (iperf3 -Z)",
+    )
+    n.add_argument("--lo-bit-s", type=float, default=10e6, help="zeroloss: lowest rate tried (default 10e6)")
+    n.add_argument("--hi-bit-s", type=float, default=1e9, help="zeroloss: highest rate tried (default 1e9)")
+    n.add_argument(
+        "--resolution", type=float, default=0.05, help="zeroloss: relative width where the search stops"
+    )
     n.add_argument(
         "--host", default="127.0.0.1", help="address the sink/server listens on (default loopback)"
     )
@@ -165,32 +182,47 @@ def _net(args, kern: Path):
 
     _check_cpu(args.client_cpu, "--client-cpu")
     _check_cpu(args.server_cpu, "--server-cpu")
+    if args.send_path != "write" and args.mode != "tcp":
+        raise InputError(f"--send-path {args.send_path}: applies to --mode tcp only")
+    if args.mode == "zeroloss" and not 0 < args.lo_bit_s < args.hi_bit_s:
+        raise InputError(f"--lo-bit-s {args.lo_bit_s:g} --hi-bit-s {args.hi_bit_s:g}: need 0 < lo < hi")
+    if not 0.001 <= args.resolution <= 0.5:
+        raise InputError(f"--resolution {args.resolution:g}: use 0.001-0.5 (a relative width)")
     _need("iperf3", "iperf3")
     job = net.NetJob(
         mode=args.mode, host=args.host, msg_bytes=args.msg_bytes, udp_bytes=args.udp_bytes,
         rate_bit_s=args.rate_bit_s, duration_s=args.duration_s, client_cpu=args.client_cpu,
-        server_cpu=args.server_cpu, sockbuf_bytes=args.sockbuf_bytes,
+        server_cpu=args.server_cpu, sockbuf_bytes=args.sockbuf_bytes, send_path=args.send_path,
+        lo_bit_s=args.lo_bit_s, hi_bit_s=args.hi_bit_s, resolution=args.resolution,
     )  # fmt: skip
+    zeroloss = args.mode == "zeroloss"
+    reference = net.zeroloss_reference_command(job) if zeroloss else job.iperf_client(0)
     check = pairs.CrossCheck(
-        job=f"io.net {args.mode} to {args.host}",
+        job=f"io.net {args.mode}" + (f" {args.send_path}" if args.mode == "tcp" else "") + f" to {args.host}",
         reference_tool="iperf3",
-        boardlab_command=net.kern_command(kern, job),
-        reference_command=job.iperf_client(0),
+        boardlab_command=net.zeroloss_kern_command(job) if zeroloss else net.kern_command(kern, job),
+        reference_command=reference,
         ratio_metrics=net.RATIO_METRICS,
     )
     if not args.json:
-        print(
-            "iperf3: " + " ".join(job.iperf_server(0)) + "  /  " + " ".join(job.iperf_client(0)),
-            file=sys.stderr,
+        print("iperf3: " + " ".join(job.iperf_server(0)) + "  /  " + " ".join(reference), file=sys.stderr)
+    if zeroloss:
+        run_a, run_b = (
+            (lambda: net.run_boardlab_zeroloss(job, check.notes)),
+            (lambda: net.run_iperf_zeroloss(job, check.notes)),
         )
-    check.pairs.extend(
-        pairs.interleave(
-            args.pairs,
-            lambda: net.run_boardlab(kern, job, check.notes),
-            lambda: net.run_iperf(job),
-            lambda i, p: _progress(i, p, args.pairs),
+        check.notes.append(
+            "zero_loss_bit_s: the highest offered rate whose one-second trial lost no datagram, by the same "
+            "binary search on both sides (RFC 2544 26.1)"
         )
-    )
+    else:
+        run_a, run_b = (lambda: net.run_boardlab(kern, job, check.notes)), (lambda: net.run_iperf(job))
+    check.pairs.extend(pairs.interleave(args.pairs, run_a, run_b, lambda i, p: _progress(i, p, args.pairs)))
+    if args.mode == "tcp":
+        check.notes.append(
+            "cpu_ns_per_byte: boardlab's sender thread and sink process CPU per byte; iperf3's "
+            "cpu_utilization_percent x seconds / bytes (its server counts from its own start: a little low)"
+        )
     return check
 
 
@@ -210,14 +242,14 @@ def run(args) -> int:
         print(json.dumps(doc, indent=2))
         return 0
     print(f"{check.job}: boardlab vs {check.reference_tool}, {len(check.pairs)} interleaved pairs")
-    print(f"  {'metric':<18} {'boardlab median':>16} {'reference median':>17} {'median ratio':>13}")
+    print(f"  {'metric':<26} {'boardlab median':>16} {'reference median':>17} {'median ratio':>13}")
     for name, m in doc["metrics"].items():
         ratio = f"{m['median_ratio']:.3f}" if m["median_ratio"] is not None else "-"
 
         def num(v):
             return f"{v:.4g}" if v is not None else "-"
 
-        print(f"  {name:<18} {num(m['boardlab_median']):>16} {num(m['reference_median']):>17} {ratio:>13}")
+        print(f"  {name:<26} {num(m['boardlab_median']):>16} {num(m['reference_median']):>17} {ratio:>13}")
     for note in dict.fromkeys(check.notes):
         print(f"  note: {note}")
     return 0

@@ -721,9 +721,11 @@ static _Noreturn void feeder_main(pipeline *p, int fd, pid_t parent)
             t0 = bk_now_ns();
             sent = 0;
         }
+        /* A piece is due when its last byte has had its time at the rate (the end of its interval), so an
+         * iteration's first record is not free and goodput over run time cannot exceed the pace. */
         if (p->source == SRC_UDP) {
             if (p->feed_b_s > 0)
-                pace_until(t0 + (uint64_t)((double)sent * 1e9 / p->feed_b_s));
+                pace_until(t0 + (uint64_t)((double)(sent + fl) * 1e9 / p->feed_b_s));
             if (send(fd, buf, fl, 0) < 0 && errno != ENOBUFS && errno != EINTR && errno != ECONNREFUSED)
                 _exit(0);
             sent += fl;
@@ -738,9 +740,11 @@ static _Noreturn void feeder_main(pipeline *p, int fd, pid_t parent)
                 sent = 0;
             }
             if (p->feed_b_s > 0) {
-                uint64_t due = t0 + (uint64_t)((double)sent * 1e9 / p->feed_b_s);
-                if (bk_now_ns() > due + PACE_BURST_NS) { /* a blocked writer earns no credit, as a line */
-                    t0 = bk_now_ns();
+                uint64_t due = t0 + (uint64_t)((double)(sent + k) * 1e9 / p->feed_b_s);
+                /* A line earns no credit while its reader is blocked; a paced TCP sender keeps its schedule
+                 * (as a UDP one does): after a stall it catches up, so the rate offered is the rate asked. */
+                if (p->source == SRC_PTY && bk_now_ns() > due + PACE_BURST_NS) {
+                    t0 = bk_now_ns() - (uint64_t)((double)k * 1e9 / p->feed_b_s);
                     sent = 0;
                 } else
                     pace_until(due);

@@ -15,6 +15,12 @@ class Trial:
     lost_percent: float
     achieved_bit_s: float
     info: dict
+    # False when the trial lost nothing but did not carry the offered rate either (a lossless transport's
+    # sender held back by its receiver): such a rate is not sustained, so it fails like a loss.
+    sustained: bool = True
+
+    def passed(self, tolerance_percent: float) -> bool:
+        return self.lost_percent <= tolerance_percent and self.sustained
 
 
 def kern_trial(kernel: str, params: dict, iterations: int = 5, min_iteration_ms: float = 50) -> dict:
@@ -46,22 +52,51 @@ def search(
     trials: list[Trial] = []
     t = trial(hi_bit_s)
     trials.append(t)
-    if t.lost_percent <= tolerance_percent:
+    if t.passed(tolerance_percent):
         return hi_bit_s, trials
     t = trial(lo_bit_s)
     trials.append(t)
-    if t.lost_percent > tolerance_percent:
+    if not t.passed(tolerance_percent):
         return None, trials
     good, bad = lo_bit_s, hi_bit_s
     while len(trials) < max_trials and (bad - good) / bad > resolution:
         mid = (good * bad) ** 0.5  # geometric: rates span decades
         t = trial(mid)
         trials.append(t)
-        if t.lost_percent <= tolerance_percent:
+        if t.passed(tolerance_percent):
             good = mid
         else:
             bad = mid
     return good, trials
+
+
+def search_steps(
+    trial: Callable[[float], Trial], rates: list[float], *, tolerance_percent: float = 0.0
+) -> tuple[float | None, list[Trial]]:
+    """As search(), over a fixed ladder of rates (a serial line's standard bauds): the highest that passed,
+    with every rate above it that was tried failing; None when the lowest fails. Tries the top, then the
+    bottom, then bisects the ladder between the highest pass and the lowest failure."""
+    rates = sorted(rates)
+    if not rates:
+        raise ValueError("no rate to try")
+    trials: list[Trial] = []
+
+    def passes(i: int) -> bool:
+        trials.append(trial(rates[i]))
+        return trials[-1].passed(tolerance_percent)
+
+    if passes(len(rates) - 1):
+        return rates[-1], trials
+    if len(rates) == 1 or not passes(0):
+        return None, trials
+    good, bad = 0, len(rates) - 1
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if passes(mid):
+            good = mid
+        else:
+            bad = mid
+    return rates[good], trials
 
 
 def result(metric: str, value: float | None, trials: list[Trial], info: dict) -> dict:
@@ -69,7 +104,8 @@ def result(metric: str, value: float | None, trials: list[Trial], info: dict) ->
         return {
             "ok": False,
             "errors": [
-                f"even the lowest rate tried ({trials[-1].rate_bit_s:.4g} bit/s) lost data; lower lo_bit_s"
+                f"even the lowest rate tried ({trials[-1].rate_bit_s:.4g} bit/s) lost data or fell short of "
+                "it; lower lo_bit_s"
             ],
             "metrics": {},
             "info": {**info, "trials": [t.__dict__ for t in trials]},
@@ -90,17 +126,27 @@ def result(metric: str, value: float | None, trials: list[Trial], info: dict) ->
     }
 
 
-def search_result(trial: Callable[[float], Trial], params: dict, metric: str, info: dict) -> dict:
+def search_result(
+    trial: Callable[[float], Trial],
+    params: dict,
+    metric: str,
+    info: dict,
+    rates: list[float] | None = None,
+) -> dict:
     """The workload result of a search over the params' lo_bit_s, hi_bit_s, resolution and
-    loss_tolerance_percent; a trial's failure (or the kernel's "unsupported") ends it with that reason."""
+    loss_tolerance_percent (or over the ladder `rates`); a trial's failure (or the kernel's "unsupported")
+    ends it with that reason."""
     try:
-        best, trials = search(
-            trial,
-            params["lo_bit_s"],
-            params["hi_bit_s"],
-            resolution=params["resolution"],
-            tolerance_percent=params["loss_tolerance_percent"],
-        )
+        if rates is not None:
+            best, trials = search_steps(trial, rates, tolerance_percent=params["loss_tolerance_percent"])
+        else:
+            best, trials = search(
+                trial,
+                params["lo_bit_s"],
+                params["hi_bit_s"],
+                resolution=params["resolution"],
+                tolerance_percent=params["loss_tolerance_percent"],
+            )
     except RuntimeError as exc:
         msg = str(exc)
         if msg.startswith("unsupported: "):
