@@ -48,7 +48,7 @@ def study(**kw) -> StreamStudy:
         balance=Balance(
             2.4e9, "estimate: clock x 1 thread(s), one instruction per cycle", 1.2e10, "io.net (...)"
         ),
-        searches=(("io.net_zeroloss (lo_bit_s=1e7)", 3.2e8),),
+        searches=(("io.net_zeroloss (lo_bit_s=1e7)", 3.2e8, "transmit (1/1 runs)"),),
         clock_hz=2.4e9,
         clock_source="/proc/cpuinfo cpu MHz",
         notes=(),
@@ -195,3 +195,33 @@ def test_goodput_against_the_declared_link_rate_in_every_format():
     ]
     for text in ("\n".join(terminal_lines(s)), "\n".join(markdown_lines(s)), "".join(html_parts(s))):
         assert "declared link rate" in text and "72.0" in text
+
+
+def test_a_knee_says_where_the_rate_broke_from_the_first_failing_trial_above_it():
+    from boardlab.analysis.studies.stream import _where_broke
+
+    def trial(rate, lost, sustained=True, drops=None, short=0.0):
+        info = {"drops_by_stage": drops or {}, "shortfall_percent": short}
+        return {"rate_bit_s": rate, "lost_percent": lost, "sustained": sustained, "info": info}
+
+    def run(knee, trials):
+        return {"metrics": {"knee_bit_s": {"value": knee}}, "info": {"trials": trials}}
+
+    docs = [
+        # the lowest failing trial above the knee decides, not the highest
+        run(
+            2e8,
+            [
+                trial(4e8, 3.0, drops={"compress": 9, "transmit": 0}),
+                trial(3e8, 1.0, drops={"encrypt": 2}),
+                trial(2e8, 0.0),
+                trial(1e8, 0.0),
+            ],
+        ),  # fmt: skip
+        # a lossless transport: no drops, the receiver held the sender back
+        run(1e8, [trial(2e8, 0.0, sustained=False, short=25.0), trial(1e8, 0.0)]),
+        run(5e8, [trial(5e8, 0.0)]),  # the top of the range passed: nothing broke
+    ]
+    where = _where_broke(docs, "knee_bit_s")
+    assert where == "encrypt (1/3 runs), no drops (1/3 runs); goodput short of offered 12.5%"
+    assert _where_broke([docs[2]], "knee_bit_s") == ""

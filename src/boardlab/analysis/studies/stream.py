@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -124,7 +124,8 @@ class StreamStudy:
     gflops: tuple[Gflops, ...]
     bit_costs: tuple[BitCost, ...]
     balance: Balance | None
-    searches: tuple[tuple[str, float], ...]  # (label, zero-loss / knee bit/s)
+    # (label, zero-loss / knee bit/s, where the rate broke: the first failing trial above it)
+    searches: tuple[tuple[str, float, str], ...]
     clock_hz: float | None
     clock_source: str
     notes: tuple[str, ...]
@@ -178,6 +179,34 @@ def _counter_instructions(doc: dict) -> tuple[float | None, str | None]:
     return None, str(c.get("unsupported") or "instructions counter not reported")
 
 
+def _where_broke(docs: list[dict], metric: str) -> str:
+    """Where a rate search's rate broke, over its runs: the stages that dropped in the lowest failing trial
+    above each run's figure (a full ring's stage, the transmit's cap, the receive's socket) and that trial's
+    shortfall of goodput against the offered rate (a lossless transport holds its sender back instead)."""
+    stages: Counter[str] = Counter()
+    shortfalls: list[float] = []
+    for d in docs:
+        value = _metric(d, metric)
+        trials = (d.get("info") or {}).get("trials") or []
+        failed = [
+            t for t in trials
+            if value is not None and t.get("rate_bit_s", 0) > value
+            and (t.get("lost_percent", 0) > 0 or not t.get("sustained", True))
+        ]  # fmt: skip
+        if not failed:
+            continue
+        info = min(failed, key=lambda t: t["rate_bit_s"]).get("info") or {}
+        dropped = [st for st, n in (info.get("drops_by_stage") or {}).items() if n]
+        stages.update(dropped or ["no drops"])
+        if info.get("shortfall_percent") is not None:
+            shortfalls.append(info["shortfall_percent"])
+    if not stages:
+        return ""
+    where = ", ".join(f"{st} ({n}/{len(docs)} runs)" for st, n in stages.most_common())
+    short = _med(shortfalls)
+    return where + (f"; goodput short of offered {short:.1f}%" if short is not None else "")
+
+
 def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy | None:
     by_cell: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
     unsupported: dict[str, str] = {}
@@ -207,7 +236,7 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
     stages: list[StageCpu] = []
     gflops: list[Gflops] = []
     bit_costs: list[BitCost] = []
-    searches: list[tuple[str, float]] = []
+    searches: list[tuple[str, float, str]] = []
     compute_ips: list[tuple[float, str]] = []
     io_best: list[tuple[float, str]] = []
     net_ceiling: list[tuple[float, str]] = []
@@ -286,6 +315,7 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
                         f"{workload} ({_label(params, ())}){cond}"
                         + (" [top of range: at least]" if at_least else ""),
                         v,
+                        _where_broke(docs, name),
                     )
                 )
         if "pipeline" in roles:
@@ -457,8 +487,8 @@ def tables(s: StreamStudy) -> list[tuple[str, tuple[str, ...], list[tuple[str, .
         out.append(
             (
                 "Zero-loss rate and pipeline knee",
-                ("search", "rate_bit_s"),
-                [(n, _si(v, "bit/s")) for n, v in s.searches],
+                ("search", "rate_bit_s", "where the rate broke"),
+                [(n, _si(v, "bit/s"), broke) for n, v, broke in s.searches],
             )
         )
     if s.efficiency:
