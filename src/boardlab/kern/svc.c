@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <termios.h>
@@ -59,6 +60,12 @@ void svc_install_stop(void)
 }
 
 void svc_tight_timers(void) { prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); }
+
+int svc_rt_priority(int priority)
+{
+    struct sched_param sp = {.sched_priority = priority};
+    return sched_setscheduler(0, SCHED_FIFO, &sp) == 0 ? 0 : errno;
+}
 
 void svc_push(svc_samples *s, uint64_t x)
 {

@@ -201,6 +201,7 @@ typedef struct {
     char *out;
     size_t out_n, out_off;
     int close_after;
+    int want_out;   /* EPOLLOUT is watched (a response did not fit the socket buffer) */
     uint64_t t_req; /* when the current request was complete */
 } mconn;
 
@@ -402,7 +403,9 @@ static int flush_out(svc_mgmt *m, int ep, mconn *c)
         if (w < 0) {
             if (errno == EAGAIN) {
                 struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.ptr = c};
-                epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+                if (!c->want_out)
+                    epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+                c->want_out = 1;
                 return 0;
             }
             return -1;
@@ -412,8 +415,11 @@ static int flush_out(svc_mgmt *m, int ep, mconn *c)
     if (c->out_n) {
         svc_push(&m->service_ns, svc_now() - c->t_req);
         c->out_n = c->out_off = 0;
-        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
-        epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+        if (c->want_out) { /* one epoll_ctl only when EPOLLOUT was on: none on the usual path */
+            struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+            epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+            c->want_out = 0;
+        }
     }
     return c->close_after ? -1 : 0;
 }
@@ -494,11 +500,16 @@ int svc_mgmt_loop(svc_mgmt *m, svc_shared *sh, volatile int *stop_also)
                         c->in = p;
                         c->in_cap = cap;
                     }
-                    ssize_t r = recv(c->fd, c->in + c->in_n, c->in_cap - c->in_n, 0);
+                    size_t room = c->in_cap - c->in_n;
+                    ssize_t r = recv(c->fd, c->in + c->in_n, room, 0);
                     if (r > 0) {
                         c->in_n += (size_t)r;
                         /* a request over the limit is refused as soon as that is known, not buffered */
                         if (c->in_n > (size_t)m->max_request_bytes + MAX_HEADER_BYTES)
+                            break;
+                        /* less than the room: the socket is drained for now, so no recv just to see EAGAIN
+                         * (level-triggered epoll reports what arrives later, an EOF included) */
+                        if ((size_t)r < room)
                             break;
                         continue;
                     }
@@ -551,6 +562,10 @@ void svc_mgmt_json(const svc_mgmt *mc, bk_json *j)
     bk_json_uint(j, m->too_large);
     bk_json_key(j, "stalls");
     bk_json_uint(j, m->stalls);
+    bk_json_key(j, "rt_priority");
+    bk_json_int(j, m->rt_errno ? 0 : m->rt_priority);
+    bk_json_key(j, "rt_priority_error");
+    bk_json_str(j, m->rt_errno ? strerror(m->rt_errno) : NULL);
     bk_json_key(j, "operations");
     bk_json_begin_object(j);
     for (int i = 0; i < 3; i++) {
@@ -582,6 +597,8 @@ static const bk_param mgmt_params[] = {
      "larger request bodies get a SOAP fault (HTTP 413) and the connection closes"},
     {"stall_every_ms", BK_INT, 0, 3600000, "0", NULL, "ms", "fault injection: freeze the server this often (0: never)"},
     {"stall_ms", BK_INT, 0, 60000, "200", NULL, "ms", "how long each injected freeze lasts"},
+    {"rt_priority", BK_INT, 0, 99, "0", NULL, NULL,
+     "SCHED_FIFO priority (needs root or RLIMIT_RTPRIO): wake-ups not queued behind busy tasks; 0: normal"},
     {0},
 };
 
@@ -606,6 +623,7 @@ static int mgmt_init(bk_ctx *ctx, void **state)
     s->m.max_request_bytes = bk_arg_int(ctx, "max_request_bytes");
     s->m.stall_every_ms = bk_arg_int(ctx, "stall_every_ms");
     s->m.stall_ms = bk_arg_int(ctx, "stall_ms");
+    s->m.rt_priority = (int)bk_arg_int(ctx, "rt_priority");
     pthread_mutex_init(&s->sh.mu, NULL);
     s->sh.enabled = 1;
     s->sh.fix = (svc_fix){.lat_deg = 42.5133, .lon_deg = -83.0261, .alt_m = 190.0, .fix = 1};
@@ -616,6 +634,8 @@ static int mgmt_serve(bk_ctx *ctx, void *state)
 {
     mgmt_state *s = state;
     svc_install_stop();
+    if (s->m.rt_priority)
+        s->m.rt_errno = svc_rt_priority(s->m.rt_priority);
     s->sh.start_ns = s->t0 = svc_now();
     int rc = svc_mgmt_loop(&s->m, &s->sh, NULL);
     s->t_end = svc_now();
@@ -677,6 +697,7 @@ typedef struct {
     double rate_hz, duration_s;
     int64_t timeout_ms, late_us;
     uint64_t seed;
+    int rt_priority, rt_errno;
     char req[1024];
     size_t req_n;
     lconn *c;
@@ -706,6 +727,8 @@ static const bk_param load_params[] = {
     {"timeout_ms", BK_INT, 1, 600000, "2000", NULL, "ms", "a request without its response after this is a timeout"},
     {"late_us", BK_INT, 0, 1e9, "1000", NULL, "us", "a start later than this behind its intended time counts as late"},
     {"seed", BK_INT, 0, 4294967295.0, "1", NULL, NULL, "seed of the Poisson arrivals"},
+    {"rt_priority", BK_INT, 0, 99, "0", NULL, NULL,
+     "SCHED_FIFO priority (needs root or RLIMIT_RTPRIO): wake-ups not queued behind busy tasks; 0: normal"},
     {0},
 };
 
@@ -811,20 +834,16 @@ static void load_start(load_state *s, lconn *c, uint64_t intended, uint64_t now)
 /* Reads a response; 1 when one is complete, 0 when more is needed, -1 on a broken connection. */
 static int load_read(load_state *s, lconn *c, int *status)
 {
-    for (;;) {
-        if (c->in_n == sizeof c->in)
-            return -1; /* no response of ours is that large */
-        ssize_t r = recv(c->fd, c->in + c->in_n, sizeof c->in - c->in_n, 0);
-        if (r > 0) {
-            c->in_n += (size_t)r;
-            continue;
-        }
-        if (r < 0 && errno == EAGAIN)
-            break;
-        if (r == 0 && c->in_n == 0)
-            return -1;
-        break;
-    }
+    /* One recv per readable event (as wrk does): an incomplete response waits for the next event of the
+     * level-triggered epoll rather than costing a recv that only says EAGAIN. */
+    if (c->in_n == sizeof c->in)
+        return -1; /* no response of ours is that large */
+    ssize_t r = recv(c->fd, c->in + c->in_n, sizeof c->in - c->in_n, 0);
+    if (r < 0 && errno == EAGAIN)
+        return 0;
+    if (r <= 0)
+        return -1; /* closed or broken before the response was complete */
+    c->in_n += (size_t)r;
     char *end = memmem(c->in, c->in_n, "\r\n\r\n", 4);
     if (!end)
         return 0;
@@ -862,6 +881,7 @@ static int load_init(bk_ctx *ctx, void **state)
     s->timeout_ms = bk_arg_int(ctx, "timeout_ms");
     s->late_us = bk_arg_int(ctx, "late_us");
     s->seed = (uint64_t)bk_arg_int(ctx, "seed");
+    s->rt_priority = (int)bk_arg_int(ctx, "rt_priority");
     struct in_addr a;
     if (inet_pton(AF_INET, s->host, &a) != 1)
         return bk_fail(ctx, "host '%s' is not an IPv4 address", s->host);
@@ -915,6 +935,8 @@ static int load_serve(bk_ctx *ctx, void *state)
     (void)ctx;
     svc_install_stop();
     svc_tight_timers();
+    if (s->rt_priority)
+        s->rt_errno = svc_rt_priority(s->rt_priority);
     /* Connections are opened before the clock starts, so connect time is not in the first requests. */
     if (s->keepalive)
         for (int i = 0; i < s->conns; i++)
@@ -1048,6 +1070,19 @@ static int load_serve(bk_ctx *ctx, void *state)
             s->t_last = done;
             svc_push(&s->corrected_ns, done - c->intended);
             svc_push(&s->service_ns, done - c->start);
+            /* the connection is free: its next request goes out now, in this event (as wrk does), not
+             * after the rest of the batch: a request due (open loop) or, closed loop flat out, the next one */
+            if (svc_stop)
+                continue;
+            if (s->open_loop && qt > qh) {
+                load_start(s, c, queue[qh++], svc_now());
+                busy += c->state == C_BUSY;
+            } else if (!s->open_loop && per_conn_period <= 0 && done < s->t_sched_end) {
+                s->scheduled++;
+                uint64_t t = svc_now();
+                load_start(s, c, t, t);
+                busy += c->state == C_BUSY;
+            }
         }
     }
     s->t_end = svc_now();
@@ -1123,6 +1158,10 @@ static void load_json(void *state, bk_json *j)
     bk_json_uint(j, (uint64_t)s->late_us * 1000ULL);
     bk_json_key(j, "connects");
     bk_json_uint(j, s->connects);
+    bk_json_key(j, "rt_priority");
+    bk_json_int(j, s->rt_errno ? 0 : s->rt_priority);
+    bk_json_key(j, "rt_priority_error");
+    bk_json_str(j, s->rt_errno ? strerror(s->rt_errno) : NULL);
     double span = fmax(s->duration_s, s->t_last > s->t0 ? (double)(s->t_last - s->t0) / 1e9 : 0);
     bk_json_key(j, "achieved_rate_hz");
     bk_json_num(j, span > 0 ? (double)s->ok / span : 0);
