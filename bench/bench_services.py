@@ -231,7 +231,13 @@ def part_stall(seconds: float) -> None:
     # what a service-time tail shows. The stalls and the queueing they cause stay in the corrected latency.
     srv = start_role(
         "svc.mgmt",
-        {"port": port, "duration_s": seconds + 30, "stall_every_ms": 2000, "stall_ms": 200, "rt_priority": RT_PRIORITY},
+        {
+            "port": port,
+            "duration_s": seconds + 30,
+            "stall_every_ms": 2000,
+            "stall_ms": 200,
+            "rt_priority": RT_PRIORITY,
+        },
     )
     try:
         s = run_role(
