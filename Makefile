@@ -31,6 +31,8 @@ endif
 DEB_PACKAGES += fio iperf3 liburing-dev libopenblas-dev
 # Vehicle-services study: XML parser of the service roles; anchors sockperf, ddsperf (cyclonedds-tools), wrk, pidstat (sysstat).
 DEB_PACKAGES += libexpat1-dev sockperf cyclonedds-tools wrk sysstat
+# Vehicle-services study: svc.sub's parser=libxml2.
+DEB_PACKAGES += libxml2-dev
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
 .PHONY: setup deb venv install demo test bench lint clean deb-arm cross test-arm test-arm-kern test-arm-rootfs bundle

@@ -23,6 +23,9 @@
 #if BK_HAVE_EXPAT
 #include <expat.h>
 #endif
+#if BK_HAVE_LIBXML2
+#include <libxml/parser.h>
+#endif
 
 /* ---- common ---- */
 
@@ -741,7 +744,8 @@ static const bk_param sub_params[] = {
     {"port", BK_INT, 1, 65535, "15000", NULL, NULL, "UDP port of the group"},
     {"iface_addr", BK_STR, 0, 0, "127.0.0.1", NULL, NULL, "address of the interface to join on"},
     {"duration_s", BK_FLOAT, 0.05, 604800, "10", NULL, "s", "how long to listen"},
-    {"parser", BK_ENUM, 0, 0, "expat", "expat,raw", NULL, "expat: parse the XML message; raw: the 64 B datagram"},
+    {"parser", BK_ENUM, 0, 0, "expat", "expat,raw,libxml2", NULL,
+     "expat or libxml2 (SAX2): parse the XML message; raw: the 64 B datagram"},
     {"rcvbuf_bytes", BK_INT, 0, 64 * 1048576.0, "0", NULL, "bytes", "SO_RCVBUF (0: the system default)"},
     {"stall_ms", BK_INT, 0, 600000, "0", NULL, "ms", "sleep this long after joining before reading (forces drops)"},
     {"expect", BK_INT, 0, 1e12, "0", NULL, NULL, "stop after this many messages (0: run for duration_s)"},
@@ -795,50 +799,29 @@ static int track(seq_track *t, uint64_t seq, uint64_t *dup, uint64_t *reord)
     return 0;
 }
 
-#if BK_HAVE_EXPAT
-static const char *local_name(const char *name)
+/* What both parsers (expat, libxml2) report, in our namespace: an attribute of DataMessage, an element's
+ * start and end with its text. */
+static void on_data_attr(sub_state *s, const char *name, const char *value)
 {
-    /* names arrive as "namespace|local"; anything outside our namespace is foreign */
-    size_t n = strlen(SVC_NS);
-    if (strncmp(name, SVC_NS, n) != 0 || name[n] != '|')
-        return NULL;
-    return name + n + 1;
+    if (strcmp(name, "kind") == 0)
+        for (int k = 0; k < SVC_RAW; k++)
+            if (strcmp(value, svc_kind_names[k]) == 0)
+                s->kind = k;
+    if (strcmp(name, "seq") == 0)
+        s->seq = strtoull(value, NULL, 10);
+    if (strcmp(name, "sentNs") == 0)
+        s->sent_ns = strtoull(value, NULL, 10);
 }
 
-static void XMLCALL x_start(void *ud, const XML_Char *name, const XML_Char **atts)
+static void on_text(sub_state *s, const char *t, int len)
 {
-    sub_state *s = ud;
-    const char *l = local_name(name);
-    s->text_n = 0;
-    if (!l)
-        return;
-    if (strcmp(l, "DataMessage") == 0) {
-        for (int i = 0; atts[i]; i += 2) {
-            if (strcmp(atts[i], "kind") == 0)
-                for (int k = 0; k < SVC_RAW; k++)
-                    if (strcmp(atts[i + 1], svc_kind_names[k]) == 0)
-                        s->kind = k;
-            if (strcmp(atts[i], "seq") == 0)
-                s->seq = strtoull(atts[i + 1], NULL, 10);
-            if (strcmp(atts[i], "sentNs") == 0)
-                s->sent_ns = strtoull(atts[i + 1], NULL, 10);
-        }
-    }
-    snprintf(s->field, sizeof s->field, "%s", l);
-}
-
-static void XMLCALL x_text(void *ud, const XML_Char *t, int len)
-{
-    sub_state *s = ud;
     for (int i = 0; i < len && s->text_n < sizeof s->text - 1; i++)
         s->text[s->text_n++] = t[i];
 }
 
-static void XMLCALL x_end(void *ud, const XML_Char *name)
+static void on_end(sub_state *s, const char *l)
 {
-    sub_state *s = ud;
-    const char *l = local_name(name);
-    if (!l || !s->text_n)
+    if (!s->text_n)
         return;
     s->text[s->text_n] = 0;
     double v = atof(s->text);
@@ -861,6 +844,69 @@ static void XMLCALL x_end(void *ud, const XML_Char *name)
         f->speed_mps = v;
     s->text_n = 0;
 }
+
+#if BK_HAVE_EXPAT
+static const char *local_name(const char *name)
+{
+    /* names arrive as "namespace|local"; anything outside our namespace is foreign */
+    size_t n = strlen(SVC_NS);
+    if (strncmp(name, SVC_NS, n) != 0 || name[n] != '|')
+        return NULL;
+    return name + n + 1;
+}
+
+static void XMLCALL x_start(void *ud, const XML_Char *name, const XML_Char **atts)
+{
+    sub_state *s = ud;
+    const char *l = local_name(name);
+    s->text_n = 0;
+    if (!l)
+        return;
+    if (strcmp(l, "DataMessage") == 0)
+        for (int i = 0; atts[i]; i += 2)
+            on_data_attr(s, atts[i], atts[i + 1]);
+}
+
+static void XMLCALL x_text(void *ud, const XML_Char *t, int len) { on_text(ud, t, len); }
+
+static void XMLCALL x_end(void *ud, const XML_Char *name)
+{
+    const char *l = local_name(name);
+    if (l)
+        on_end(ud, l);
+}
+#endif
+
+#if BK_HAVE_LIBXML2
+/* libxml2's SAX2 interface: the same events as expat's, with the namespace URI apart */
+static void lx_start(void *ud, const xmlChar *local, const xmlChar *prefix, const xmlChar *uri, int nns,
+                     const xmlChar **nss, int nattr, int ndef, const xmlChar **attrs)
+{
+    (void)prefix, (void)nns, (void)nss, (void)ndef;
+    sub_state *s = ud;
+    s->text_n = 0;
+    if (!uri || strcmp((const char *)uri, SVC_NS) != 0 || strcmp((const char *)local, "DataMessage") != 0)
+        return;
+    for (int i = 0; i < nattr; i++) { /* localname, prefix, URI, value, end: the value is not terminated */
+        const xmlChar **a = attrs + 5 * i;
+        char v[32];
+        size_t n = (size_t)(a[4] - a[3]);
+        if (n >= sizeof v)
+            n = sizeof v - 1;
+        memcpy(v, a[3], n);
+        v[n] = 0;
+        on_data_attr(s, (const char *)a[0], v);
+    }
+}
+
+static void lx_end(void *ud, const xmlChar *local, const xmlChar *prefix, const xmlChar *uri)
+{
+    (void)prefix;
+    if (uri && strcmp((const char *)uri, SVC_NS) == 0)
+        on_end(ud, (const char *)local);
+}
+
+static void lx_text(void *ud, const xmlChar *t, int len) { on_text(ud, (const char *)t, len); }
 #endif
 
 const char *svc_expat_reason(void)
@@ -885,7 +931,11 @@ static int sub_init(bk_ctx *ctx, void **state)
     s->port = (int)bk_arg_int(ctx, "port");
     s->out_port = (int)bk_arg_int(ctx, "out_port");
     s->duration_s = bk_arg_float(ctx, "duration_s");
-    enum_choice("expat,raw", bk_arg_str(ctx, "parser"), &s->parser);
+    enum_choice("expat,raw,libxml2", bk_arg_str(ctx, "parser"), &s->parser);
+#if !BK_HAVE_LIBXML2
+    if (s->parser == 2)
+        return bk_unsupported(ctx, "parser=libxml2: built without libxml2 (install libxml2-dev and rebuild)");
+#endif
     s->rcvbuf = (int)bk_arg_int(ctx, "rcvbuf_bytes");
     s->stall_ms = bk_arg_int(ctx, "stall_ms");
     s->expect = bk_arg_int(ctx, "expect");
@@ -950,6 +1000,21 @@ static int sub_serve(bk_ctx *ctx, void *state)
 #if BK_HAVE_EXPAT
     XML_Parser xp = s->parser == 0 ? XML_ParserCreateNS(NULL, '|') : NULL;
 #endif
+#if BK_HAVE_LIBXML2
+    xmlParserCtxtPtr lx = NULL;
+    if (s->parser == 2) {
+        static xmlSAXHandler sax;
+        memset(&sax, 0, sizeof sax);
+        sax.initialized = XML_SAX2_MAGIC;
+        sax.startElementNs = lx_start;
+        sax.endElementNs = lx_end;
+        sax.characters = lx_text;
+        lx = xmlCreatePushParserCtxt(&sax, s, NULL, 0, NULL);
+        if (!lx)
+            return bk_fail(ctx, "cannot create a libxml2 parser");
+        xmlCtxtUseOptions(lx, XML_PARSE_NONET | XML_PARSE_NOBLANKS);
+    }
+#endif
     struct sockaddr_in to;
     dest_addr(s->out_group, s->out_port, &to);
     fprintf(stderr, "svc.sub: ready, joined %s:%d\n", s->group, s->port);
@@ -985,6 +1050,14 @@ static int sub_serve(bk_ctx *ctx, void *state)
                 s->sent_ns = ns;
             }
         }
+#if BK_HAVE_LIBXML2
+        else if (s->parser == 2) {
+            /* one context for the run, reset per message (as the expat parser is) */
+            xmlCtxtResetPush(lx, NULL, 0, NULL, NULL);
+            if (xmlParseChunk(lx, buf, (int)r, 1) != 0 || !lx->wellFormed)
+                s->kind = -1;
+        }
+#endif
 #if BK_HAVE_EXPAT
         else {
             XML_ParserReset(xp, NULL);
@@ -1015,6 +1088,10 @@ static int sub_serve(bk_ctx *ctx, void *state)
 #if BK_HAVE_EXPAT
     if (xp)
         XML_ParserFree(xp);
+#endif
+#if BK_HAVE_LIBXML2
+    if (lx)
+        xmlFreeParserCtxt(lx);
 #endif
     (void)ctx;
     return 0;
@@ -1065,6 +1142,17 @@ static void sub_json(void *state, bk_json *j)
     bk_json_uint(j, s->reordered);
     bk_json_key(j, "socket_overflow_drops");
     bk_json_uint(j, s->ovfl_drops);
+    bk_json_key(j, "parser");
+    bk_json_str(j, s->parser == 0 ? "expat" : s->parser == 1 ? "raw" : "libxml2");
+    bk_json_key(j, "last_fix"); /* what the parser read last: its values, not only its stamps */
+    bk_json_begin_object(j);
+    bk_json_key(j, "lat_deg");
+    bk_json_num(j, s->fix.lat_deg);
+    bk_json_key(j, "lon_deg");
+    bk_json_num(j, s->fix.lon_deg);
+    bk_json_key(j, "alt_m");
+    bk_json_num(j, s->fix.alt_m);
+    bk_json_end_object(j);
     bk_json_key(j, "rcvbuf_bytes");
     bk_json_int(j, s->rcvbuf_actual);
     bk_json_key(j, "by_kind");
