@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/errqueue.h>
+#include <linux/net_tstamp.h>
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -318,6 +320,12 @@ typedef struct {
     svc_samples build_ns, send_ns, lag_ns;
     uint64_t t0, t_end;
     uint64_t checksum;
+    /* software TX timestamps (SO_TIMESTAMPING): when the kernel handed each message to the device */
+    int tx_on;                 /* asked for */
+    char tx_unsupported[256];  /* why there are none (empty: the kernel gave them) */
+    uint64_t tx_id, tx_stamps; /* messages sent on the stamped socket; stamps read back */
+    uint64_t tx_built[256];    /* built time of message id % 256, to pair a stamp with its message */
+    svc_samples tx_ns;         /* built -> software TX stamp */
 } pub_state;
 
 static const bk_param pub_params[] = {
@@ -335,6 +343,8 @@ static const bk_param pub_params[] = {
      "how the GPS is read: a line per read, a byte per read, or blocks of up to 255 bytes"},
     {"ins_port", BK_INT, 0, 65535, "0", NULL, NULL, "UDP port of the INS feed on iface_addr (source=ins)"},
     {"mgmt_port", BK_INT, 0, 65535, "0", NULL, NULL, "serve the SOAP management interface on this TCP port (0: off)"},
+    {"tx_timestamp", BK_INT, 0, 1, "0", NULL, NULL,
+     "1: software TX timestamps (SO_TIMESTAMPING): time from a message built to the kernel handing it to the device"},
     {0},
 };
 
@@ -463,6 +473,7 @@ static void pub_fini(void *state)
     svc_samples_free(&s->build_ns);
     svc_samples_free(&s->send_ns);
     svc_samples_free(&s->lag_ns);
+    svc_samples_free(&s->tx_ns);
     svc_samples_free(&s->mgmt.service_ns);
     free(s);
 }
@@ -509,6 +520,13 @@ static int pub_init(bk_ctx *ctx, void **state)
     s->fd = svc_mcast_sender(s->iface, 1);
     if (s->fd < 0)
         return bk_fail(ctx, "cannot set up multicast on interface %s: %s", s->iface, strerror(errno));
+    s->tx_on = (int)bk_arg_int(ctx, "tx_timestamp");
+    if (s->tx_on) {
+        int flags = SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_OPT_ID |
+                    SOF_TIMESTAMPING_OPT_TSONLY;
+        if (setsockopt(s->fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof flags) != 0)
+            snprintf(s->tx_unsupported, sizeof s->tx_unsupported, "SO_TIMESTAMPING refused: %s", strerror(errno));
+    }
     if (s->source == SRC_NMEA) {
         if (!s->device[0])
             return bk_fail(ctx, "source=nmea needs device=PATH (a serial device or the pty of svc.nmea)");
@@ -533,6 +551,52 @@ static int pub_init(bk_ctx *ctx, void **state)
         s->mgmt_on = 1;
     }
     return 0;
+}
+
+/* Reads the software TX stamps queued on the socket's error queue (MSG_ERRQUEUE), each paired with its
+ * message by the id the kernel counts (OPT_ID). The stamp is CLOCK_REALTIME; the message times are
+ * CLOCK_MONOTONIC, so it is moved by the offset between the two read now (constant unless the clock steps). */
+static void tx_drain(pub_state *s, int wait_ms)
+{
+    for (;;) {
+        if (wait_ms) {
+            struct pollfd pf = {.fd = s->fd, .events = 0};
+            if (poll(&pf, 1, wait_ms) <= 0 || !(pf.revents & POLLERR))
+                return;
+        }
+        char data[64], ctl[512];
+        struct iovec iov = {.iov_base = data, .iov_len = sizeof data};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
+        if (recvmsg(s->fd, &mh, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+            return;
+        struct timespec ts = {0};
+        uint32_t id = 0;
+        int have_ts = 0, have_id = 0;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_TIMESTAMPING) {
+                memcpy(&ts, CMSG_DATA(c), sizeof ts); /* [0] is the software stamp */
+                have_ts = ts.tv_sec || ts.tv_nsec;
+            } else if ((c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) ||
+                       (c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_RECVERR)) {
+                struct sock_extended_err ee;
+                memcpy(&ee, CMSG_DATA(c), sizeof ee);
+                if (ee.ee_origin == SO_EE_ORIGIN_TIMESTAMPING) {
+                    id = ee.ee_data;
+                    have_id = 1;
+                }
+            }
+        }
+        if (!have_ts || !have_id || id >= s->tx_id || s->tx_id - id > 256)
+            continue; /* not ours to pair (too old for the ring) */
+        struct timespec rt, mono;
+        clock_gettime(CLOCK_REALTIME, &rt);
+        clock_gettime(CLOCK_MONOTONIC, &mono);
+        int64_t off = ((int64_t)rt.tv_sec - mono.tv_sec) * 1000000000LL + (rt.tv_nsec - mono.tv_nsec);
+        int64_t tx_mono = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec - off;
+        uint64_t built = s->tx_built[id % 256];
+        s->tx_stamps++;
+        svc_push(&s->tx_ns, tx_mono > (int64_t)built ? (uint64_t)(tx_mono - (int64_t)built) : 0);
+    }
 }
 
 static int pub_serve(bk_ctx *ctx, void *state)
@@ -582,10 +646,16 @@ static int pub_serve(bk_ctx *ctx, void *state)
         if (len < 0)
             return bk_fail(ctx, "message does not fit its buffer");
         svc_patch_stamp(buf, at, built);
+        if (s->tx_on && !s->tx_unsupported[0])
+            s->tx_built[s->tx_id % 256] = built;
         ssize_t r = sendto(s->fd, buf, (size_t)len, 0, (struct sockaddr *)&to, sizeof to);
         uint64_t sent = svc_now();
         svc_push(&s->build_ns, built - woke);
         svc_push(&s->send_ns, sent - built);
+        if (s->tx_on && !s->tx_unsupported[0] && r == len) {
+            s->tx_id++; /* the kernel's OPT_ID counts sends that went out */
+            tx_drain(s, 0);
+        }
         if (r == len) {
             s->sent++;
             s->sh.messages_sent = s->sent;
@@ -597,6 +667,13 @@ static int pub_serve(bk_ctx *ctx, void *state)
     }
     (void)period;
     s->t_end = svc_now();
+    if (s->tx_on && !s->tx_unsupported[0]) {
+        tx_drain(s, 50); /* stamps of the last messages (a NIC may stamp after sendto returned) */
+        if (s->tx_id && !s->tx_stamps)
+            snprintf(s->tx_unsupported, sizeof s->tx_unsupported,
+                     "the kernel gave no software TX timestamp for %llu messages on %s (driver without "
+                     "skb_tx_timestamp)", (unsigned long long)s->tx_id, s->iface);
+    }
     s->reader_stop = 1;
     if (s->reader_on) {
         /* interrupt its blocking read until it has seen the flag */
@@ -653,6 +730,20 @@ static void pub_json(void *state, bk_json *j)
     svc_json_summary(j, "build_ns", &s->build_ns);
     svc_json_summary(j, "send_ns", &s->send_ns);
     svc_json_summary(j, "schedule_lag_ns", &s->lag_ns);
+    bk_json_key(j, "tx_timestamp");
+    if (!s->tx_on)
+        bk_json_null(j);
+    else {
+        bk_json_begin_object(j);
+        bk_json_key(j, "supported");
+        bk_json_bool(j, !s->tx_unsupported[0]);
+        bk_json_key(j, "reason");
+        bk_json_str(j, s->tx_unsupported[0] ? s->tx_unsupported : NULL);
+        bk_json_key(j, "stamps");
+        bk_json_uint(j, s->tx_stamps);
+        svc_json_summary(j, "built_to_tx_ns", &s->tx_ns);
+        bk_json_end_object(j);
+    }
     bk_json_key(j, "reader");
     if (!s->reader_on)
         bk_json_null(j);
@@ -1146,11 +1237,11 @@ static void sub_json(void *state, bk_json *j)
     bk_json_str(j, s->parser == 0 ? "expat" : s->parser == 1 ? "raw" : "libxml2");
     bk_json_key(j, "last_fix"); /* what the parser read last: its values, not only its stamps */
     bk_json_begin_object(j);
-    bk_json_key(j, "lat_deg");
+    bk_json_key(j, "latitude_deg");
     bk_json_num(j, s->fix.lat_deg);
-    bk_json_key(j, "lon_deg");
+    bk_json_key(j, "longitude_deg");
     bk_json_num(j, s->fix.lon_deg);
-    bk_json_key(j, "alt_m");
+    bk_json_key(j, "altitude_m");
     bk_json_num(j, s->fix.alt_m);
     bk_json_end_object(j);
     bk_json_key(j, "rcvbuf_bytes");

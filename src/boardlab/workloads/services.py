@@ -70,6 +70,7 @@ SPEC = WorkloadSpec(
         _m("mem_pct", "%", False, "RSS as % of MemTotal"),
         _m("build_p50_ns", "ns", False, "median XML message build time"),
         _m("send_p50_ns", "ns", False, "median sendto time"),
+        _m("tx_p50_ns", "ns", False, "median time from message built to the kernel's software TX stamp"),
         _m("oneway_p50_ns", "ns", False, "median one-way latency publisher -> subscriber"),
         _m("oneway_p99_ns", "ns", False, "99th percentile one-way latency"),
         _m("lost", "messages", False, "messages the subscriber never received"),
@@ -335,6 +336,9 @@ def run(params: dict, iterations: int | None = None) -> dict:
     if pub:
         metrics["build_p50_ns"] = _value("ns", False, pub["build_ns"]["p50"])
         metrics["send_p50_ns"] = _value("ns", False, pub["send_ns"]["p50"])
+        tx = pub.get("tx_timestamp")
+        if tx and tx["supported"]:
+            metrics["tx_p50_ns"] = _value("ns", False, tx["built_to_tx_ns"]["p50"])
         if pub.get("reader"):
             secs = pub["duration_ns"] / 1e9
             metrics["reader_cpu_ns_per_s"] = _value(
@@ -378,6 +382,7 @@ def _position(svc: _Services, params: dict, d: float) -> dict:
         "iface_addr": svc.addr,
         "rate_hz": params["msg_rate_hz"],
         "duration_s": d,
+        "tx_timestamp": 1,  # the study's "transmit time" split: build -> kernel TX stamp
     }
     svc.start("sub", "svc.sub", {"group": group, "port": port, "iface_addr": svc.addr, "duration_s": d + 3})
     if params["source"] == "nmea":
