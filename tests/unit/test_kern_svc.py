@@ -87,7 +87,7 @@ def _libxml2_built(kern) -> bool:
         text=True,
         timeout=20,
     ).stdout
-    return not json.loads(out).get("supported") is False
+    return json.loads(out).get("supported") is not False
 
 
 @pytest.mark.parametrize("parser", ["expat", "libxml2"])
