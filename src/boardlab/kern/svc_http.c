@@ -691,6 +691,13 @@ typedef struct {
     size_t in_n, out_off;
 } lconn;
 
+/* One request's outcome for the per-request file: status is the HTTP status, or a negative LREQ_*. */
+enum { LREQ_ERROR = -1, LREQ_TIMEOUT = -2, LREQ_NOT_STARTED = -3 };
+typedef struct {
+    uint64_t intended, start, end;
+    int status;
+} lreq;
+
 typedef struct {
     char host[64], path[128];
     int port, conns, open_loop, poisson, keepalive, op;
@@ -708,6 +715,11 @@ typedef struct {
     uint64_t t0, t_sched_end, t_last, t_end;
     uint64_t first_start, last_start; /* actual sends: their spacing is the generator's own rate */
     char first_error[160];
+    /* per-request records, kept only when samples_path is given */
+    char samples_path[512];
+    lreq *reqs;
+    size_t nreq, capreq;
+    char samples_error[700];
 } load_state;
 
 static const bk_param load_params[] = {
@@ -729,6 +741,8 @@ static const bk_param load_params[] = {
     {"seed", BK_INT, 0, 4294967295.0, "1", NULL, NULL, "seed of the Poisson arrivals"},
     {"rt_priority", BK_INT, 0, 99, "0", NULL, NULL,
      "SCHED_FIFO priority (needs root or RLIMIT_RTPRIO): wake-ups not queued behind busy tasks; 0: normal"},
+    {"samples_path", BK_STR, 0, 0, "", NULL, NULL,
+     "write every request (intended start, actual start, end, status) to this CSV file (docs/services.md)"},
     {0},
 };
 
@@ -787,6 +801,69 @@ static void load_err(load_state *s, const char *what)
         snprintf(s->first_error, sizeof s->first_error, "%s", what);
 }
 
+static void rec(load_state *s, uint64_t intended, uint64_t start, uint64_t end, int status)
+{
+    if (!s->samples_path[0])
+        return;
+    if (s->nreq == s->capreq) {
+        size_t cap = s->capreq ? s->capreq * 2 : 4096;
+        lreq *p = realloc(s->reqs, cap * sizeof *p);
+        if (!p) {
+            snprintf(s->samples_error, sizeof s->samples_error, "out of memory after %zu requests", s->nreq);
+            return;
+        }
+        s->reqs = p;
+        s->capreq = cap;
+    }
+    s->reqs[s->nreq++] = (lreq){intended, start, end, status};
+}
+
+/* The per-request file: CSV, one line per request, times in ns from the run's t0 (the first intended
+ * start), on CLOCK_MONOTONIC; written to a temporary name and renamed, so it is whole or absent. */
+static void write_samples(load_state *s)
+{
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s.part", s->samples_path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        snprintf(s->samples_error, sizeof s->samples_error, "cannot write %s: %s", tmp, strerror(errno));
+        return;
+    }
+    fprintf(f, "# boardlab svc.load requests, schema %d: times in ns from the first intended start (CLOCK_MONOTONIC)\n",
+            SVC_SCHEMA);
+    fputs("request,intended_start_ns,actual_start_ns,end_ns,corrected_latency_ns,service_time_ns,outcome,http_status\n",
+          f);
+    for (size_t i = 0; i < s->nreq; i++) {
+        const lreq *q = &s->reqs[i];
+        const char *outcome = q->status == 200 ? "ok"
+                              : q->status > 0  ? "http_error"
+                              : q->status == LREQ_ERROR ? "error"
+                              : q->status == LREQ_TIMEOUT ? "timeout"
+                                                          : "not_started";
+        fprintf(f, "%zu,%lld", i, (long long)(q->intended - s->t0));
+        if (q->start)
+            fprintf(f, ",%lld", (long long)(q->start - s->t0));
+        else
+            fputs(",", f);
+        if (q->end)
+            fprintf(f, ",%lld,%llu", (long long)(q->end - s->t0), (unsigned long long)(q->end - q->intended));
+        else
+            fputs(",,", f);
+        if (q->end && q->start)
+            fprintf(f, ",%llu", (unsigned long long)(q->end - q->start));
+        else
+            fputs(",", f);
+        if (q->status > 0)
+            fprintf(f, ",%s,%d\n", outcome, q->status);
+        else
+            fprintf(f, ",%s,\n", outcome);
+    }
+    if (fclose(f) != 0 || rename(tmp, s->samples_path) != 0) {
+        snprintf(s->samples_error, sizeof s->samples_error, "cannot write %s: %s", s->samples_path, strerror(errno));
+        unlink(tmp);
+    }
+}
+
 /* Sends (or continues sending) the request of a busy connection. */
 static void load_push(load_state *s, lconn *c)
 {
@@ -799,6 +876,7 @@ static void load_push(load_state *s, lconn *c)
             }
             s->errors++;
             load_err(s, strerror(errno));
+            rec(s, c->intended, c->start, svc_now(), LREQ_ERROR);
             load_drop(s, c);
             c->state = C_IDLE;
             return;
@@ -813,6 +891,7 @@ static void load_start(load_state *s, lconn *c, uint64_t intended, uint64_t now)
     if (c->fd < 0 && load_connect(s, c) != 0) {
         s->errors++;
         load_err(s, strerror(errno));
+        rec(s, intended, now, svc_now(), LREQ_ERROR);
         s->sent++;
         return;
     }
@@ -882,6 +961,7 @@ static int load_init(bk_ctx *ctx, void **state)
     s->late_us = bk_arg_int(ctx, "late_us");
     s->seed = (uint64_t)bk_arg_int(ctx, "seed");
     s->rt_priority = (int)bk_arg_int(ctx, "rt_priority");
+    snprintf(s->samples_path, sizeof s->samples_path, "%s", bk_arg_str(ctx, "samples_path"));
     struct in_addr a;
     if (inet_pton(AF_INET, s->host, &a) != 1)
         return bk_fail(ctx, "host '%s' is not an IPv4 address", s->host);
@@ -1003,6 +1083,7 @@ static int load_serve(bk_ctx *ctx, void *state)
         for (int i = 0; i < s->conns; i++)
             if (s->c[i].state == C_BUSY && now - s->c[i].start > timeout_ns) {
                 s->timeouts++;
+                rec(s, s->c[i].intended, s->c[i].start, now, LREQ_TIMEOUT);
                 load_drop(s, &s->c[i]);
                 s->c[i].state = C_IDLE;
                 busy--;
@@ -1055,10 +1136,12 @@ static int load_serve(bk_ctx *ctx, void *state)
             busy--;
             if (r < 0) {
                 s->errors++;
+                rec(s, c->intended, c->start, done, LREQ_ERROR);
                 load_err(s, "the server closed the connection without a response");
                 load_drop(s, c);
                 continue;
             }
+            rec(s, c->intended, c->start, done, status);
             if (status != 200) {
                 s->errors++;
                 char w[64];
@@ -1087,9 +1170,14 @@ static int load_serve(bk_ctx *ctx, void *state)
     }
     s->t_end = svc_now();
     /* requests still queued when the drain limit hit never started: they count as timeouts */
-    if (s->open_loop)
+    if (s->open_loop) {
         s->timeouts += qt - qh;
+        for (size_t i = qh; i < qt; i++)
+            rec(s, queue[i], 0, 0, LREQ_NOT_STARTED);
+    }
     free(queue);
+    if (s->samples_path[0] && !s->samples_error[0])
+        write_samples(s);
     for (int i = 0; i < s->conns; i++)
         load_drop(s, &s->c[i]);
     return 0;
@@ -1175,6 +1263,10 @@ static void load_json(void *state, bk_json *j)
     svc_json_summary(j, "start_lag_ns", &s->start_lag_ns);
     bk_json_key(j, "first_error");
     bk_json_str(j, s->first_error[0] ? s->first_error : NULL);
+    bk_json_key(j, "samples_path");
+    bk_json_str(j, s->samples_path[0] && !s->samples_error[0] ? s->samples_path : NULL);
+    bk_json_key(j, "samples_error");
+    bk_json_str(j, s->samples_error[0] ? s->samples_error : NULL);
     bk_json_end_object(j);
 }
 
@@ -1188,6 +1280,7 @@ static void load_fini(void *state)
     if (s->tfd >= 0)
         close(s->tfd);
     free(s->c);
+    free(s->reqs);
     svc_samples_free(&s->corrected_ns);
     svc_samples_free(&s->service_ns);
     svc_samples_free(&s->start_lag_ns);
