@@ -305,6 +305,7 @@ enum { READ_CANONICAL, READ_BYTE, READ_BLOCK };
 typedef struct {
     char group[64], iface[64], device[256];
     int port, kind, source, read_mode, ins_port;
+    speed_t speed; /* of the GPS line */
     double rate_hz, duration_s;
     int fd, in_fd;
     svc_shared sh;
@@ -339,6 +340,7 @@ static const bk_param pub_params[] = {
     {"source", BK_ENUM, 0, 0, "synthetic", "synthetic,nmea,ins", NULL,
      "synthetic: fixed values (as in the study); nmea: a GPS on `device`; ins: a UDP feed on `ins_port`"},
     {"device", BK_STR, 0, 0, "", NULL, NULL, "serial device or pty of the GPS (source=nmea)"},
+    {"baud", BK_INT, 1200, 921600, "4800", NULL, "bit/s", "source=nmea: line rate of the GPS (8N1; NMEA 0183: 4800)"},
     {"read_mode", BK_ENUM, 0, 0, "canonical", "canonical,byte,block", NULL,
      "how the GPS is read: a line per read, a byte per read, or blocks of up to 255 bytes"},
     {"ins_port", BK_INT, 0, 65535, "0", NULL, NULL, "UDP port of the INS feed on iface_addr (source=ins)"},
@@ -428,6 +430,37 @@ static void *pub_reader(void *arg)
     return NULL;
 }
 
+/* The termios speed of a baud rate; 0 when termios has none. */
+static speed_t baud_speed(int baud)
+{
+    switch (baud) {
+    case 1200: return B1200;
+    case 2400: return B2400;
+    case 4800: return B4800;
+    case 9600: return B9600;
+    case 19200: return B19200;
+    case 38400: return B38400;
+    case 57600: return B57600;
+    case 115200: return B115200;
+    case 230400: return B230400;
+    case 460800: return B460800;
+    case 921600: return B921600;
+    default: return 0;
+    }
+}
+
+/* A serial line as a GPS uses it: `baud` 8N1, no flow control, modem lines ignored, no output
+ * processing (NMEA lines end in CR LF already: ONLCR would make that CR CR LF). A pty takes the same
+ * settings and ignores the speed, so a pty pair stands in for a UART in the tests. */
+static void serial_8n1(struct termios *t, speed_t speed)
+{
+    cfsetispeed(t, speed);
+    cfsetospeed(t, speed);
+    t->c_cflag &= ~(tcflag_t)(CSIZE | PARENB | CSTOPB | CRTSCTS);
+    t->c_cflag |= CS8 | CREAD | CLOCAL;
+    t->c_oflag &= ~(tcflag_t)OPOST;
+}
+
 static int open_gps(bk_ctx *ctx, pub_state *s)
 {
     s->in_fd = open(s->device, O_RDONLY | O_NOCTTY | O_CLOEXEC);
@@ -436,10 +469,9 @@ static int open_gps(bk_ctx *ctx, pub_state *s)
     struct termios t;
     if (tcgetattr(s->in_fd, &t) != 0)
         return bk_fail(ctx, "'%s' is not a serial device or pty: %s", s->device, strerror(errno));
-    cfsetispeed(&t, B4800);
+    serial_8n1(&t, s->speed);
     t.c_lflag &= ~(tcflag_t)(ECHO | ECHONL | ECHOE | ISIG | IEXTEN);
-    t.c_iflag &= ~(tcflag_t)(IXON | IXOFF | ICRNL | INLCR | IGNCR);
-    t.c_cflag |= CREAD | CLOCAL;
+    t.c_iflag &= ~(tcflag_t)(IXON | IXOFF | ICRNL | INLCR | IGNCR | ISTRIP | INPCK);
     if (s->read_mode == READ_CANONICAL)
         t.c_lflag |= ICANON; /* the line discipline assembles lines: one wake-up per sentence */
     else {
@@ -509,6 +541,10 @@ static int pub_init(bk_ctx *ctx, void **state)
     enum_choice("synthetic,nmea,ins", bk_arg_str(ctx, "source"), &s->source);
     enum_choice("canonical,byte,block", bk_arg_str(ctx, "read_mode"), &s->read_mode);
     s->ins_port = (int)bk_arg_int(ctx, "ins_port");
+    s->speed = baud_speed((int)bk_arg_int(ctx, "baud"));
+    if (!s->speed)
+        return bk_fail(ctx, "baud=%d: not a termios rate (1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, ...)",
+                       (int)bk_arg_int(ctx, "baud"));
     pthread_mutex_init(&s->sh.mu, NULL);
     s->sh.enabled = 1;
     /* The study's hard-coded values: a fixed position, heading and course. */
@@ -1322,10 +1358,21 @@ static int nmea_init(bk_ctx *ctx, void **state)
     s->start_delay_s = bk_arg_float(ctx, "start_delay_s");
     snprintf(s->link, sizeof s->link, "%s", bk_arg_str(ctx, "link"));
     snprintf(s->device, sizeof s->device, "%s", bk_arg_str(ctx, "device"));
+    speed_t speed = baud_speed(s->baud);
     if (s->device[0]) {
+        /* a real UART (or one side of a pty pair): set the line to baud 8N1, raw; the UART then also
+         * paces the bytes itself. A path that is no terminal (a FIFO, a file) is written as it is. */
         s->master = open(s->device, O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
         if (s->master < 0)
             return bk_fail(ctx, "cannot open '%s': %s", s->device, strerror(errno));
+        struct termios t;
+        if (tcgetattr(s->master, &t) == 0) {
+            if (!speed)
+                return bk_fail(ctx, "baud=%d: not a termios rate for the serial device '%s'", s->baud, s->device);
+            serial_8n1(&t, speed);
+            if (tcsetattr(s->master, TCSANOW, &t) != 0)
+                return bk_fail(ctx, "cannot set '%s' to %d 8N1: %s", s->device, s->baud, strerror(errno));
+        }
         snprintf(s->slave, sizeof s->slave, "%s", s->device);
         return 0;
     }
@@ -1339,8 +1386,7 @@ static int nmea_init(bk_ctx *ctx, void **state)
     if (s->slave_fd < 0 || tcgetattr(s->slave_fd, &t) != 0)
         return bk_fail(ctx, "cannot open the pty slave %s: %s", s->slave, strerror(errno));
     t.c_lflag &= ~(tcflag_t)(ECHO | ECHONL | ECHOE | ISIG);
-    t.c_oflag &= ~(tcflag_t)OPOST;
-    cfsetospeed(&t, B4800);
+    serial_8n1(&t, speed ? speed : B4800); /* a pty ignores the speed: the pacing is ours */
     tcsetattr(s->slave_fd, TCSANOW, &t);
     fcntl(s->master, F_SETFL, fcntl(s->master, F_GETFL) | O_NONBLOCK);
     if (s->link[0]) {
