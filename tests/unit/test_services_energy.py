@@ -51,7 +51,7 @@ class DrivenCounter:
 def test_no_power_source_is_unsupported_with_the_reason():
     out = services.rest_operating({"scenario": "operating", "duration_s": 0.1}, FIXTURES / "sysfs/vm")
     assert out["supported"] is False and out["ok"] is False
-    assert out["reason"].startswith("unsupported: no power source") and "powercap" in out["reason"]
+    assert out["reason"].startswith("no power source (hwmon: ") and "powercap" in out["reason"]
     assert services.energy_reason(FIXTURES / "sysfs/vm").startswith("energy unsupported: no power source")
 
 

@@ -151,8 +151,9 @@ def rest_operating(params: dict, root="/", *, pmic_reader=None) -> dict:
     (a drifting board shifts both). The power source is the one the energy package picks for the board."""
     scenario = params["scenario"]
     src, why = power_source(root, pmic_reader)
-    if src is None:
-        return {"ok": False, "supported": False, "reason": why, "errors": [], "metrics": {}}
+    if src is None:  # the runner says "unsupported here: <reason>"
+        reason = why.removeprefix("unsupported: ")
+        return {"ok": False, "supported": False, "reason": reason, "errors": [], "metrics": {}}
     from boardlab.energy.sampler import EnergySampler
 
     d = float(params["duration_s"])
