@@ -30,7 +30,8 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--until-saturation",
         action="store_true",
-        help="stop at the knee (ramps 100, 200, 400, ... Hz when --rates is not given)",
+        help="stop at the first saturated rate and report it with the knee before it, exit 0 (a rate where "
+        "every request failed counts as saturated); ramps 100, 200, 400, ... Hz when --rates is not given",
     )
     p.add_argument(
         "--slo-p99-ms", type=float, help="with --until-saturation: a corrected p99 above this saturates"
