@@ -1153,17 +1153,13 @@ static int load_serve(bk_ctx *ctx, void *state)
             s->t_last = done;
             svc_push(&s->corrected_ns, done - c->intended);
             svc_push(&s->service_ns, done - c->start);
-            /* the connection is free: its next request goes out now, in this event (as wrk does), not
-             * after the rest of the batch: a request due (open loop) or, closed loop flat out, the next one */
-            if (svc_stop)
-                continue;
-            if (s->open_loop && qt > qh) {
+            /* open loop: a request already due goes out on the freed connection now, not after the rest of
+             * the batch (its start lag is what the schedule is judged by). Closed loop sends at the top of
+             * the loop, after the whole batch of responses, as wrk does: sending each one from its response
+             * woke the server per request (measured: 0.42-0.46 context switches per request and 65-69k
+             * req/s against wrk's 0.24-0.26 and 75k; batched: 0.36 and 75-79k). */
+            if (!svc_stop && s->open_loop && qt > qh) {
                 load_start(s, c, queue[qh++], svc_now());
-                busy += c->state == C_BUSY;
-            } else if (!s->open_loop && per_conn_period <= 0 && done < s->t_sched_end) {
-                s->scheduled++;
-                uint64_t t = svc_now();
-                load_start(s, c, t, t);
                 busy += c->state == C_BUSY;
             }
         }
