@@ -38,6 +38,8 @@ DEB_PACKAGES += libexpat1-dev sockperf cyclonedds-tools wrk sysstat
 DEB_PACKAGES += postgresql
 # fleet runs' tests: fake boards are network namespaces (iproute2) running Debian's sshd (openssh-server).
 DEB_PACKAGES += openssh-server iproute2
+# Vehicle-services study: svc.sub's parser=libxml2.
+DEB_PACKAGES += libxml2-dev
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
 .PHONY: setup deb venv install demo test bench lint clean deb-arm cross test-arm test-arm-kern test-arm-rootfs bundle

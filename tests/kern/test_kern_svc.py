@@ -80,6 +80,52 @@ def test_pub_sub_deliver_every_message_with_its_latency(kern):
     assert lat["count"] == 50 and 0 < lat["p50"] <= lat["p99"] <= lat["max"] < 2e9
 
 
+def _libxml2_built(kern) -> bool:
+    out = subprocess.run(
+        [str(kern), "svc.sub", "--json", "--param", "parser=libxml2", "--param", "duration_s=0.05"],
+        capture_output=True,
+        text=True,
+        timeout=20,
+    ).stdout
+    return json.loads(out).get("supported") is not False
+
+
+@pytest.mark.parametrize("parser", ["expat", "libxml2"])
+def test_both_parsers_read_every_message_and_its_values(kern, parser):
+    if parser == "libxml2" and not _libxml2_built(kern):
+        pytest.skip("boardlab-kern was built without libxml2 (install libxml2-dev and rebuild)")
+    group, port = unique_group()
+    sub = start_role(
+        "svc.sub", {"group": group, "port": port, "duration_s": 8, "expect": 30, "parser": parser}
+    )
+    run_role("svc.pub", {"group": group, "port": port, "rate_hz": 100, "duration_s": 0.3}, timeout_s=20)
+    s = sub.result(20)["service"]
+    assert s["parser"] == parser and s["received"] == 30 and s["bad"] == 0 and s["lost"] == 0
+    # the publisher's synthetic position, as the text of the message's elements
+    assert s["last_fix"]["latitude_deg"] == pytest.approx(42.5133, abs=1e-4)
+    assert s["last_fix"]["longitude_deg"] == pytest.approx(-83.0261, abs=1e-4)
+    assert s["parse_ns"]["count"] == 30
+
+
+def test_software_tx_timestamps_pair_with_every_message(kern):
+    group, port = unique_group()
+    pub = run_role(
+        "svc.pub",
+        {"group": group, "port": port, "rate_hz": 200, "duration_s": 0.25, "tx_timestamp": 1},
+        timeout_s=20,
+    )["service"]
+    tx = pub["tx_timestamp"]
+    if not tx["supported"]:
+        pytest.skip(f"no software TX timestamps here: {tx['reason']}")
+    assert tx["reason"] is None and tx["stamps"] == pub["sent"] == 50
+    # loopback stamps inside sendto: built -> TX is no longer than built -> sendto returned
+    assert 0 < tx["built_to_tx_ns"]["p50"] <= pub["send_ns"]["max"]
+    off = run_role(
+        "svc.pub", {"group": group, "port": port, "rate_hz": 200, "duration_s": 0.05}, timeout_s=20
+    )
+    assert off["service"]["tx_timestamp"] is None  # not asked: no stamping, no error-queue reads
+
+
 def test_rate_schedule_is_absolute(kern):
     """The i-th message is due at t0 + i/rate: the count over the run is exact, and the rate holds."""
     group, port = unique_group()

@@ -78,3 +78,71 @@ def test_cli_refuses_bad_input_in_one_line():
     assert proc.returncode == 2 and "TARGET URL or --serve" in proc.stderr and "Traceback" not in proc.stderr
     proc = run_cli("load", "--serve", "--rate", "0")
     assert proc.returncode == 2 and "--mode closed" in proc.stderr
+
+
+def _closed_port() -> int:
+    """A loopback port nobody listens on (bound, then closed)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_until_saturation_with_every_request_failing_records_saturation_at_the_first_rate():
+    port = _closed_port()
+    url = f"http://127.0.0.1:{port}/vdm"
+    proc = run_cli("load", url, "--until-saturation", "--rates", "20,40", "--duration-s", "0.3", "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert [s["target_rate_hz"] for s in doc["steps"]] == [20]  # stops at the first: it saturated
+    first = doc["steps"][0]
+    assert first["ok"] == 0 and first["errors"] == first["scheduled"] == 6
+    assert first["saturated_reason"] == "6 errors and 0 timeouts"
+    assert doc["knee_rate_hz"] is None and doc["saturated_at_hz"] == 20
+    assert "Connection refused" in first["first_error"]
+    text = run_cli("load", url, "--until-saturation", "--rates", "20", "--duration-s", "0.3")
+    assert text.returncode == 0 and "knee: no rate held; saturated at 20 Hz (6 errors" in text.stdout
+    # without a saturation search, a rate where nothing succeeded is a measurement failure
+    plain = run_cli("load", url, "--rate", "20", "--duration-s", "0.3")
+    assert plain.returncode == 1 and "no request to" in plain.stderr and "Traceback" not in plain.stderr
+
+
+def test_per_request_samples_file_has_every_request_with_units_and_schema(tmp_path):
+    import csv
+
+    out = tmp_path / "dir with space" / "req.csv"
+    out.parent.mkdir()
+    proc = run_cli(
+        "load", "--serve", "--rates", "50,100", "--duration-s", "0.4", "--samples", str(out), "--json"
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    lines = out.read_text().splitlines()
+    assert lines[0].startswith("# boardlab load requests, schema 1: times in ns")
+    rows = list(csv.DictReader(lines[1:]))
+    assert list(rows[0]) == [
+        "target_rate_hz",
+        "request",
+        "intended_start_ns",
+        "actual_start_ns",
+        "end_ns",
+        "corrected_latency_ns",
+        "service_time_ns",
+        "outcome",
+        "http_status",
+    ]
+    by_rate = {r: [x for x in rows if float(x["target_rate_hz"]) == r] for r in (50, 100)}
+    assert [len(v) for v in by_rate.values()] == [s["scheduled"] for s in doc["steps"]] == [20, 40]
+    for r, reqs in by_rate.items():
+        starts = sorted(int(x["intended_start_ns"]) for x in reqs)
+        assert starts == [round(i * 1e9 / r) for i in range(len(reqs))]  # the schedule, exactly
+        for x in reqs:
+            assert x["outcome"] == "ok" and x["http_status"] == "200"
+            i, a, e = int(x["intended_start_ns"]), int(x["actual_start_ns"]), int(x["end_ns"])
+            assert int(x["corrected_latency_ns"]) == e - i and int(x["service_time_ns"]) == e - a
+            assert int(x["corrected_latency_ns"]) >= int(x["service_time_ns"]) > 0
+    # the summary's count is the file's
+    assert sum(s["ok"] for s in doc["steps"]) == len(rows)
+    bad = run_cli("load", "--serve", "--rate", "10", "--samples", str(tmp_path / "no" / "x.csv"))
+    assert bad.returncode == 2 and "does not exist" in bad.stderr

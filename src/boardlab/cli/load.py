@@ -4,6 +4,7 @@ start, so a stalled server cannot hide) or closed loop (the vehicle-services stu
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from boardlab.errors import InputError
@@ -29,7 +30,8 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--until-saturation",
         action="store_true",
-        help="stop at the knee (ramps 100, 200, 400, ... Hz when --rates is not given)",
+        help="stop at the first saturated rate and report it with the knee before it, exit 0 (a rate where "
+        "every request failed counts as saturated); ramps 100, 200, 400, ... Hz when --rates is not given",
     )
     p.add_argument(
         "--slo-p99-ms", type=float, help="with --until-saturation: a corrected p99 above this saturates"
@@ -54,6 +56,12 @@ def add_arguments(p) -> None:
     )
     p.add_argument(
         "--serve-stall-ms", type=int, default=200, help="with --serve: length of each freeze (200)"
+    )
+    p.add_argument(
+        "--samples",
+        metavar="FILE",
+        help="also write every request (intended and actual start, end, corrected latency, service time, "
+        "outcome; ns) to this CSV file, schema in docs/services.md",
     )
     p.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
 
@@ -85,6 +93,10 @@ def run(args) -> int:
     from boardlab.services import load
 
     _check(args)
+    if args.samples:
+        from boardlab.store.export import check_output
+
+        check_output(args.samples)
     if args.rates:
         rates = load.parse_rates(args.rates)
     elif args.rate is not None:
@@ -131,12 +143,26 @@ def run(args) -> int:
         print(header)
     else:
         print(f"boardlab load: {target.url}, {len(rates)} rate(s) of {args.duration_s:g} s", file=sys.stderr)
+    import tempfile
+
+    tmpdir = tempfile.mkdtemp(prefix="boardlab-load-") if args.samples else None
+    parts: list[tuple[float, str]] = []
+    n = [0]
+
+    def samples_for(rate: float) -> str | None:
+        if not tmpdir:
+            return None
+        n[0] += 1
+        parts.append((rate, os.path.join(tmpdir, f"{n[0]}.csv")))
+        return parts[-1][1]
+
     try:
         steps = load.sweep(
             target,
             rates,
             until_saturation=args.until_saturation,
             on_step=show,
+            samples_for=samples_for,
             mode=args.mode,
             arrival=args.arrival,
             connections=args.connections,
@@ -146,9 +172,18 @@ def run(args) -> int:
             op=args.op,
             slo_p99_ms=args.slo_p99_ms,
         )
+        if args.samples:
+            from boardlab.store.export import write_output
+
+            write_output(args.samples, load.merge_samples([p for p in parts if os.path.exists(p[1])]))
+            print(f"wrote {args.samples}", file=sys.stderr)
     finally:
         if server is not None:
             server.stop()
+        if tmpdir:
+            import shutil
+
+            shutil.rmtree(tmpdir, ignore_errors=True)
     doc = load.document(target, steps, until_saturation=args.until_saturation, slo_p99_ms=args.slo_p99_ms)
     if args.json:
         json.dump(doc, sys.stdout, indent=1)

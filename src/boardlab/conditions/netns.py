@@ -131,6 +131,12 @@ class Netns:
                     else []
                 )
                 return f"no network interface {p.iface!r}; present: {', '.join(present) or 'none'}"
+            if str(ctx.root.path("")) == "/" and _iface_addr(p.iface or "") is None:  # live system only
+                # the services send and join their groups on the interface's address
+                return (
+                    f"interface {p.iface!r} has no IPv4 address: the services need one to send and join "
+                    f"on (ip addr add A.B.C.D/N dev {p.iface})"
+                )
             return None
         if os.geteuid() != 0:
             return "unsupported: network namespaces need root (run boardlab as root)"

@@ -13,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/errqueue.h>
+#include <linux/net_tstamp.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <termios.h>
@@ -21,6 +24,9 @@
 
 #if BK_HAVE_EXPAT
 #include <expat.h>
+#endif
+#if BK_HAVE_LIBXML2
+#include <libxml/parser.h>
 #endif
 
 /* ---- common ---- */
@@ -59,6 +65,12 @@ void svc_install_stop(void)
 }
 
 void svc_tight_timers(void) { prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); }
+
+int svc_rt_priority(int priority)
+{
+    struct sched_param sp = {.sched_priority = priority};
+    return sched_setscheduler(0, SCHED_FIFO, &sp) == 0 ? 0 : errno;
+}
 
 void svc_push(svc_samples *s, uint64_t x)
 {
@@ -293,6 +305,7 @@ enum { READ_CANONICAL, READ_BYTE, READ_BLOCK };
 typedef struct {
     char group[64], iface[64], device[256];
     int port, kind, source, read_mode, ins_port;
+    speed_t speed; /* of the GPS line */
     double rate_hz, duration_s;
     int fd, in_fd;
     svc_shared sh;
@@ -308,6 +321,12 @@ typedef struct {
     svc_samples build_ns, send_ns, lag_ns;
     uint64_t t0, t_end;
     uint64_t checksum;
+    /* software TX timestamps (SO_TIMESTAMPING): when the kernel handed each message to the device */
+    int tx_on;                 /* asked for */
+    char tx_unsupported[256];  /* why there are none (empty: the kernel gave them) */
+    uint64_t tx_id, tx_stamps; /* messages sent on the stamped socket; stamps read back */
+    uint64_t tx_built[256];    /* built time of message id % 256, to pair a stamp with its message */
+    svc_samples tx_ns;         /* built -> software TX stamp */
 } pub_state;
 
 static const bk_param pub_params[] = {
@@ -321,10 +340,13 @@ static const bk_param pub_params[] = {
     {"source", BK_ENUM, 0, 0, "synthetic", "synthetic,nmea,ins", NULL,
      "synthetic: fixed values (as in the study); nmea: a GPS on `device`; ins: a UDP feed on `ins_port`"},
     {"device", BK_STR, 0, 0, "", NULL, NULL, "serial device or pty of the GPS (source=nmea)"},
+    {"baud", BK_INT, 1200, 921600, "4800", NULL, "bit/s", "source=nmea: line rate of the GPS (8N1; NMEA 0183: 4800)"},
     {"read_mode", BK_ENUM, 0, 0, "canonical", "canonical,byte,block", NULL,
      "how the GPS is read: a line per read, a byte per read, or blocks of up to 255 bytes"},
     {"ins_port", BK_INT, 0, 65535, "0", NULL, NULL, "UDP port of the INS feed on iface_addr (source=ins)"},
     {"mgmt_port", BK_INT, 0, 65535, "0", NULL, NULL, "serve the SOAP management interface on this TCP port (0: off)"},
+    {"tx_timestamp", BK_INT, 0, 1, "0", NULL, NULL,
+     "1: software TX timestamps (SO_TIMESTAMPING): time from a message built to the kernel handing it to the device"},
     {0},
 };
 
@@ -408,6 +430,37 @@ static void *pub_reader(void *arg)
     return NULL;
 }
 
+/* The termios speed of a baud rate; 0 when termios has none. */
+static speed_t baud_speed(int baud)
+{
+    switch (baud) {
+    case 1200: return B1200;
+    case 2400: return B2400;
+    case 4800: return B4800;
+    case 9600: return B9600;
+    case 19200: return B19200;
+    case 38400: return B38400;
+    case 57600: return B57600;
+    case 115200: return B115200;
+    case 230400: return B230400;
+    case 460800: return B460800;
+    case 921600: return B921600;
+    default: return 0;
+    }
+}
+
+/* A serial line as a GPS uses it: `baud` 8N1, no flow control, modem lines ignored, no output
+ * processing (NMEA lines end in CR LF already: ONLCR would make that CR CR LF). A pty takes the same
+ * settings and ignores the speed, so a pty pair stands in for a UART in the tests. */
+static void serial_8n1(struct termios *t, speed_t speed)
+{
+    cfsetispeed(t, speed);
+    cfsetospeed(t, speed);
+    t->c_cflag &= ~(tcflag_t)(CSIZE | PARENB | CSTOPB | CRTSCTS);
+    t->c_cflag |= CS8 | CREAD | CLOCAL;
+    t->c_oflag &= ~(tcflag_t)OPOST;
+}
+
 static int open_gps(bk_ctx *ctx, pub_state *s)
 {
     s->in_fd = open(s->device, O_RDONLY | O_NOCTTY | O_CLOEXEC);
@@ -416,10 +469,9 @@ static int open_gps(bk_ctx *ctx, pub_state *s)
     struct termios t;
     if (tcgetattr(s->in_fd, &t) != 0)
         return bk_fail(ctx, "'%s' is not a serial device or pty: %s", s->device, strerror(errno));
-    cfsetispeed(&t, B4800);
+    serial_8n1(&t, s->speed);
     t.c_lflag &= ~(tcflag_t)(ECHO | ECHONL | ECHOE | ISIG | IEXTEN);
-    t.c_iflag &= ~(tcflag_t)(IXON | IXOFF | ICRNL | INLCR | IGNCR);
-    t.c_cflag |= CREAD | CLOCAL;
+    t.c_iflag &= ~(tcflag_t)(IXON | IXOFF | ICRNL | INLCR | IGNCR | ISTRIP | INPCK);
     if (s->read_mode == READ_CANONICAL)
         t.c_lflag |= ICANON; /* the line discipline assembles lines: one wake-up per sentence */
     else {
@@ -453,6 +505,7 @@ static void pub_fini(void *state)
     svc_samples_free(&s->build_ns);
     svc_samples_free(&s->send_ns);
     svc_samples_free(&s->lag_ns);
+    svc_samples_free(&s->tx_ns);
     svc_samples_free(&s->mgmt.service_ns);
     free(s);
 }
@@ -488,6 +541,10 @@ static int pub_init(bk_ctx *ctx, void **state)
     enum_choice("synthetic,nmea,ins", bk_arg_str(ctx, "source"), &s->source);
     enum_choice("canonical,byte,block", bk_arg_str(ctx, "read_mode"), &s->read_mode);
     s->ins_port = (int)bk_arg_int(ctx, "ins_port");
+    s->speed = baud_speed((int)bk_arg_int(ctx, "baud"));
+    if (!s->speed)
+        return bk_fail(ctx, "baud=%d: not a termios rate (1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, ...)",
+                       (int)bk_arg_int(ctx, "baud"));
     pthread_mutex_init(&s->sh.mu, NULL);
     s->sh.enabled = 1;
     /* The study's hard-coded values: a fixed position, heading and course. */
@@ -499,6 +556,13 @@ static int pub_init(bk_ctx *ctx, void **state)
     s->fd = svc_mcast_sender(s->iface, 1);
     if (s->fd < 0)
         return bk_fail(ctx, "cannot set up multicast on interface %s: %s", s->iface, strerror(errno));
+    s->tx_on = (int)bk_arg_int(ctx, "tx_timestamp");
+    if (s->tx_on) {
+        int flags = SOF_TIMESTAMPING_TX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE | SOF_TIMESTAMPING_OPT_ID |
+                    SOF_TIMESTAMPING_OPT_TSONLY;
+        if (setsockopt(s->fd, SOL_SOCKET, SO_TIMESTAMPING, &flags, sizeof flags) != 0)
+            snprintf(s->tx_unsupported, sizeof s->tx_unsupported, "SO_TIMESTAMPING refused: %s", strerror(errno));
+    }
     if (s->source == SRC_NMEA) {
         if (!s->device[0])
             return bk_fail(ctx, "source=nmea needs device=PATH (a serial device or the pty of svc.nmea)");
@@ -523,6 +587,52 @@ static int pub_init(bk_ctx *ctx, void **state)
         s->mgmt_on = 1;
     }
     return 0;
+}
+
+/* Reads the software TX stamps queued on the socket's error queue (MSG_ERRQUEUE), each paired with its
+ * message by the id the kernel counts (OPT_ID). The stamp is CLOCK_REALTIME; the message times are
+ * CLOCK_MONOTONIC, so it is moved by the offset between the two read now (constant unless the clock steps). */
+static void tx_drain(pub_state *s, int wait_ms)
+{
+    for (;;) {
+        if (wait_ms) {
+            struct pollfd pf = {.fd = s->fd, .events = 0};
+            if (poll(&pf, 1, wait_ms) <= 0 || !(pf.revents & POLLERR))
+                return;
+        }
+        char data[64], ctl[512];
+        struct iovec iov = {.iov_base = data, .iov_len = sizeof data};
+        struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl, .msg_controllen = sizeof ctl};
+        if (recvmsg(s->fd, &mh, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+            return;
+        struct timespec ts = {0};
+        uint32_t id = 0;
+        int have_ts = 0, have_id = 0;
+        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+            if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SO_TIMESTAMPING) {
+                memcpy(&ts, CMSG_DATA(c), sizeof ts); /* [0] is the software stamp */
+                have_ts = ts.tv_sec || ts.tv_nsec;
+            } else if ((c->cmsg_level == SOL_IP && c->cmsg_type == IP_RECVERR) ||
+                       (c->cmsg_level == SOL_IPV6 && c->cmsg_type == IPV6_RECVERR)) {
+                struct sock_extended_err ee;
+                memcpy(&ee, CMSG_DATA(c), sizeof ee);
+                if (ee.ee_origin == SO_EE_ORIGIN_TIMESTAMPING) {
+                    id = ee.ee_data;
+                    have_id = 1;
+                }
+            }
+        }
+        if (!have_ts || !have_id || id >= s->tx_id || s->tx_id - id > 256)
+            continue; /* not ours to pair (too old for the ring) */
+        struct timespec rt, mono;
+        clock_gettime(CLOCK_REALTIME, &rt);
+        clock_gettime(CLOCK_MONOTONIC, &mono);
+        int64_t off = ((int64_t)rt.tv_sec - mono.tv_sec) * 1000000000LL + (rt.tv_nsec - mono.tv_nsec);
+        int64_t tx_mono = (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec - off;
+        uint64_t built = s->tx_built[id % 256];
+        s->tx_stamps++;
+        svc_push(&s->tx_ns, tx_mono > (int64_t)built ? (uint64_t)(tx_mono - (int64_t)built) : 0);
+    }
 }
 
 static int pub_serve(bk_ctx *ctx, void *state)
@@ -572,10 +682,16 @@ static int pub_serve(bk_ctx *ctx, void *state)
         if (len < 0)
             return bk_fail(ctx, "message does not fit its buffer");
         svc_patch_stamp(buf, at, built);
+        if (s->tx_on && !s->tx_unsupported[0])
+            s->tx_built[s->tx_id % 256] = built;
         ssize_t r = sendto(s->fd, buf, (size_t)len, 0, (struct sockaddr *)&to, sizeof to);
         uint64_t sent = svc_now();
         svc_push(&s->build_ns, built - woke);
         svc_push(&s->send_ns, sent - built);
+        if (s->tx_on && !s->tx_unsupported[0] && r == len) {
+            s->tx_id++; /* the kernel's OPT_ID counts sends that went out */
+            tx_drain(s, 0);
+        }
         if (r == len) {
             s->sent++;
             s->sh.messages_sent = s->sent;
@@ -587,6 +703,13 @@ static int pub_serve(bk_ctx *ctx, void *state)
     }
     (void)period;
     s->t_end = svc_now();
+    if (s->tx_on && !s->tx_unsupported[0]) {
+        tx_drain(s, 50); /* stamps of the last messages (a NIC may stamp after sendto returned) */
+        if (s->tx_id && !s->tx_stamps)
+            snprintf(s->tx_unsupported, sizeof s->tx_unsupported,
+                     "the kernel gave no software TX timestamp for %llu messages on %s (driver without "
+                     "skb_tx_timestamp)", (unsigned long long)s->tx_id, s->iface);
+    }
     s->reader_stop = 1;
     if (s->reader_on) {
         /* interrupt its blocking read until it has seen the flag */
@@ -643,6 +766,20 @@ static void pub_json(void *state, bk_json *j)
     svc_json_summary(j, "build_ns", &s->build_ns);
     svc_json_summary(j, "send_ns", &s->send_ns);
     svc_json_summary(j, "schedule_lag_ns", &s->lag_ns);
+    bk_json_key(j, "tx_timestamp");
+    if (!s->tx_on)
+        bk_json_null(j);
+    else {
+        bk_json_begin_object(j);
+        bk_json_key(j, "supported");
+        bk_json_bool(j, !s->tx_unsupported[0]);
+        bk_json_key(j, "reason");
+        bk_json_str(j, s->tx_unsupported[0] ? s->tx_unsupported : NULL);
+        bk_json_key(j, "stamps");
+        bk_json_uint(j, s->tx_stamps);
+        svc_json_summary(j, "built_to_tx_ns", &s->tx_ns);
+        bk_json_end_object(j);
+    }
     bk_json_key(j, "reader");
     if (!s->reader_on)
         bk_json_null(j);
@@ -734,7 +871,8 @@ static const bk_param sub_params[] = {
     {"port", BK_INT, 1, 65535, "15000", NULL, NULL, "UDP port of the group"},
     {"iface_addr", BK_STR, 0, 0, "127.0.0.1", NULL, NULL, "address of the interface to join on"},
     {"duration_s", BK_FLOAT, 0.05, 604800, "10", NULL, "s", "how long to listen"},
-    {"parser", BK_ENUM, 0, 0, "expat", "expat,raw", NULL, "expat: parse the XML message; raw: the 64 B datagram"},
+    {"parser", BK_ENUM, 0, 0, "expat", "expat,raw,libxml2", NULL,
+     "expat or libxml2 (SAX2): parse the XML message; raw: the 64 B datagram"},
     {"rcvbuf_bytes", BK_INT, 0, 64 * 1048576.0, "0", NULL, "bytes", "SO_RCVBUF (0: the system default)"},
     {"stall_ms", BK_INT, 0, 600000, "0", NULL, "ms", "sleep this long after joining before reading (forces drops)"},
     {"expect", BK_INT, 0, 1e12, "0", NULL, NULL, "stop after this many messages (0: run for duration_s)"},
@@ -788,50 +926,29 @@ static int track(seq_track *t, uint64_t seq, uint64_t *dup, uint64_t *reord)
     return 0;
 }
 
-#if BK_HAVE_EXPAT
-static const char *local_name(const char *name)
+/* What both parsers (expat, libxml2) report, in our namespace: an attribute of DataMessage, an element's
+ * start and end with its text. */
+static void on_data_attr(sub_state *s, const char *name, const char *value)
 {
-    /* names arrive as "namespace|local"; anything outside our namespace is foreign */
-    size_t n = strlen(SVC_NS);
-    if (strncmp(name, SVC_NS, n) != 0 || name[n] != '|')
-        return NULL;
-    return name + n + 1;
+    if (strcmp(name, "kind") == 0)
+        for (int k = 0; k < SVC_RAW; k++)
+            if (strcmp(value, svc_kind_names[k]) == 0)
+                s->kind = k;
+    if (strcmp(name, "seq") == 0)
+        s->seq = strtoull(value, NULL, 10);
+    if (strcmp(name, "sentNs") == 0)
+        s->sent_ns = strtoull(value, NULL, 10);
 }
 
-static void XMLCALL x_start(void *ud, const XML_Char *name, const XML_Char **atts)
+static void on_text(sub_state *s, const char *t, int len)
 {
-    sub_state *s = ud;
-    const char *l = local_name(name);
-    s->text_n = 0;
-    if (!l)
-        return;
-    if (strcmp(l, "DataMessage") == 0) {
-        for (int i = 0; atts[i]; i += 2) {
-            if (strcmp(atts[i], "kind") == 0)
-                for (int k = 0; k < SVC_RAW; k++)
-                    if (strcmp(atts[i + 1], svc_kind_names[k]) == 0)
-                        s->kind = k;
-            if (strcmp(atts[i], "seq") == 0)
-                s->seq = strtoull(atts[i + 1], NULL, 10);
-            if (strcmp(atts[i], "sentNs") == 0)
-                s->sent_ns = strtoull(atts[i + 1], NULL, 10);
-        }
-    }
-    snprintf(s->field, sizeof s->field, "%s", l);
-}
-
-static void XMLCALL x_text(void *ud, const XML_Char *t, int len)
-{
-    sub_state *s = ud;
     for (int i = 0; i < len && s->text_n < sizeof s->text - 1; i++)
         s->text[s->text_n++] = t[i];
 }
 
-static void XMLCALL x_end(void *ud, const XML_Char *name)
+static void on_end(sub_state *s, const char *l)
 {
-    sub_state *s = ud;
-    const char *l = local_name(name);
-    if (!l || !s->text_n)
+    if (!s->text_n)
         return;
     s->text[s->text_n] = 0;
     double v = atof(s->text);
@@ -854,6 +971,69 @@ static void XMLCALL x_end(void *ud, const XML_Char *name)
         f->speed_mps = v;
     s->text_n = 0;
 }
+
+#if BK_HAVE_EXPAT
+static const char *local_name(const char *name)
+{
+    /* names arrive as "namespace|local"; anything outside our namespace is foreign */
+    size_t n = strlen(SVC_NS);
+    if (strncmp(name, SVC_NS, n) != 0 || name[n] != '|')
+        return NULL;
+    return name + n + 1;
+}
+
+static void XMLCALL x_start(void *ud, const XML_Char *name, const XML_Char **atts)
+{
+    sub_state *s = ud;
+    const char *l = local_name(name);
+    s->text_n = 0;
+    if (!l)
+        return;
+    if (strcmp(l, "DataMessage") == 0)
+        for (int i = 0; atts[i]; i += 2)
+            on_data_attr(s, atts[i], atts[i + 1]);
+}
+
+static void XMLCALL x_text(void *ud, const XML_Char *t, int len) { on_text(ud, t, len); }
+
+static void XMLCALL x_end(void *ud, const XML_Char *name)
+{
+    const char *l = local_name(name);
+    if (l)
+        on_end(ud, l);
+}
+#endif
+
+#if BK_HAVE_LIBXML2
+/* libxml2's SAX2 interface: the same events as expat's, with the namespace URI apart */
+static void lx_start(void *ud, const xmlChar *local, const xmlChar *prefix, const xmlChar *uri, int nns,
+                     const xmlChar **nss, int nattr, int ndef, const xmlChar **attrs)
+{
+    (void)prefix, (void)nns, (void)nss, (void)ndef;
+    sub_state *s = ud;
+    s->text_n = 0;
+    if (!uri || strcmp((const char *)uri, SVC_NS) != 0 || strcmp((const char *)local, "DataMessage") != 0)
+        return;
+    for (int i = 0; i < nattr; i++) { /* localname, prefix, URI, value, end: the value is not terminated */
+        const xmlChar **a = attrs + 5 * i;
+        char v[32];
+        size_t n = (size_t)(a[4] - a[3]);
+        if (n >= sizeof v)
+            n = sizeof v - 1;
+        memcpy(v, a[3], n);
+        v[n] = 0;
+        on_data_attr(s, (const char *)a[0], v);
+    }
+}
+
+static void lx_end(void *ud, const xmlChar *local, const xmlChar *prefix, const xmlChar *uri)
+{
+    (void)prefix;
+    if (uri && strcmp((const char *)uri, SVC_NS) == 0)
+        on_end(ud, (const char *)local);
+}
+
+static void lx_text(void *ud, const xmlChar *t, int len) { on_text(ud, (const char *)t, len); }
 #endif
 
 const char *svc_expat_reason(void)
@@ -878,7 +1058,11 @@ static int sub_init(bk_ctx *ctx, void **state)
     s->port = (int)bk_arg_int(ctx, "port");
     s->out_port = (int)bk_arg_int(ctx, "out_port");
     s->duration_s = bk_arg_float(ctx, "duration_s");
-    enum_choice("expat,raw", bk_arg_str(ctx, "parser"), &s->parser);
+    enum_choice("expat,raw,libxml2", bk_arg_str(ctx, "parser"), &s->parser);
+#if !BK_HAVE_LIBXML2
+    if (s->parser == 2)
+        return bk_unsupported(ctx, "parser=libxml2: built without libxml2 (install libxml2-dev and rebuild)");
+#endif
     s->rcvbuf = (int)bk_arg_int(ctx, "rcvbuf_bytes");
     s->stall_ms = bk_arg_int(ctx, "stall_ms");
     s->expect = bk_arg_int(ctx, "expect");
@@ -943,6 +1127,21 @@ static int sub_serve(bk_ctx *ctx, void *state)
 #if BK_HAVE_EXPAT
     XML_Parser xp = s->parser == 0 ? XML_ParserCreateNS(NULL, '|') : NULL;
 #endif
+#if BK_HAVE_LIBXML2
+    xmlParserCtxtPtr lx = NULL;
+    if (s->parser == 2) {
+        static xmlSAXHandler sax;
+        memset(&sax, 0, sizeof sax);
+        sax.initialized = XML_SAX2_MAGIC;
+        sax.startElementNs = lx_start;
+        sax.endElementNs = lx_end;
+        sax.characters = lx_text;
+        lx = xmlCreatePushParserCtxt(&sax, s, NULL, 0, NULL);
+        if (!lx)
+            return bk_fail(ctx, "cannot create a libxml2 parser");
+        xmlCtxtUseOptions(lx, XML_PARSE_NONET | XML_PARSE_NOBLANKS);
+    }
+#endif
     struct sockaddr_in to;
     dest_addr(s->out_group, s->out_port, &to);
     fprintf(stderr, "svc.sub: ready, joined %s:%d\n", s->group, s->port);
@@ -978,6 +1177,14 @@ static int sub_serve(bk_ctx *ctx, void *state)
                 s->sent_ns = ns;
             }
         }
+#if BK_HAVE_LIBXML2
+        else if (s->parser == 2) {
+            /* one context for the run, reset per message (as the expat parser is) */
+            xmlCtxtResetPush(lx, NULL, 0, NULL, NULL);
+            if (xmlParseChunk(lx, buf, (int)r, 1) != 0 || !lx->wellFormed)
+                s->kind = -1;
+        }
+#endif
 #if BK_HAVE_EXPAT
         else {
             XML_ParserReset(xp, NULL);
@@ -1008,6 +1215,10 @@ static int sub_serve(bk_ctx *ctx, void *state)
 #if BK_HAVE_EXPAT
     if (xp)
         XML_ParserFree(xp);
+#endif
+#if BK_HAVE_LIBXML2
+    if (lx)
+        xmlFreeParserCtxt(lx);
 #endif
     (void)ctx;
     return 0;
@@ -1058,6 +1269,17 @@ static void sub_json(void *state, bk_json *j)
     bk_json_uint(j, s->reordered);
     bk_json_key(j, "socket_overflow_drops");
     bk_json_uint(j, s->ovfl_drops);
+    bk_json_key(j, "parser");
+    bk_json_str(j, s->parser == 0 ? "expat" : s->parser == 1 ? "raw" : "libxml2");
+    bk_json_key(j, "last_fix"); /* what the parser read last: its values, not only its stamps */
+    bk_json_begin_object(j);
+    bk_json_key(j, "latitude_deg");
+    bk_json_num(j, s->fix.lat_deg);
+    bk_json_key(j, "longitude_deg");
+    bk_json_num(j, s->fix.lon_deg);
+    bk_json_key(j, "altitude_m");
+    bk_json_num(j, s->fix.alt_m);
+    bk_json_end_object(j);
     bk_json_key(j, "rcvbuf_bytes");
     bk_json_int(j, s->rcvbuf_actual);
     bk_json_key(j, "by_kind");
@@ -1136,10 +1358,21 @@ static int nmea_init(bk_ctx *ctx, void **state)
     s->start_delay_s = bk_arg_float(ctx, "start_delay_s");
     snprintf(s->link, sizeof s->link, "%s", bk_arg_str(ctx, "link"));
     snprintf(s->device, sizeof s->device, "%s", bk_arg_str(ctx, "device"));
+    speed_t speed = baud_speed(s->baud);
     if (s->device[0]) {
+        /* a real UART (or one side of a pty pair): set the line to baud 8N1, raw; the UART then also
+         * paces the bytes itself. A path that is no terminal (a FIFO, a file) is written as it is. */
         s->master = open(s->device, O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
         if (s->master < 0)
             return bk_fail(ctx, "cannot open '%s': %s", s->device, strerror(errno));
+        struct termios t;
+        if (tcgetattr(s->master, &t) == 0) {
+            if (!speed)
+                return bk_fail(ctx, "baud=%d: not a termios rate for the serial device '%s'", s->baud, s->device);
+            serial_8n1(&t, speed);
+            if (tcsetattr(s->master, TCSANOW, &t) != 0)
+                return bk_fail(ctx, "cannot set '%s' to %d 8N1: %s", s->device, s->baud, strerror(errno));
+        }
         snprintf(s->slave, sizeof s->slave, "%s", s->device);
         return 0;
     }
@@ -1153,8 +1386,7 @@ static int nmea_init(bk_ctx *ctx, void **state)
     if (s->slave_fd < 0 || tcgetattr(s->slave_fd, &t) != 0)
         return bk_fail(ctx, "cannot open the pty slave %s: %s", s->slave, strerror(errno));
     t.c_lflag &= ~(tcflag_t)(ECHO | ECHONL | ECHOE | ISIG);
-    t.c_oflag &= ~(tcflag_t)OPOST;
-    cfsetospeed(&t, B4800);
+    serial_8n1(&t, speed ? speed : B4800); /* a pty ignores the speed: the pacing is ours */
     tcsetattr(s->slave_fd, TCSANOW, &t);
     fcntl(s->master, F_SETFL, fcntl(s->master, F_GETFL) | O_NONBLOCK);
     if (s->link[0]) {

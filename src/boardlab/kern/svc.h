@@ -23,6 +23,11 @@ BK_HIDDEN void svc_install_stop(void);
 BK_HIDDEN extern volatile sig_atomic_t svc_stop;
 /* Timer slack 1 ns: the default 50 us slack shows up directly as schedule lag. */
 BK_HIDDEN void svc_tight_timers(void);
+/* SCHED_FIFO at `priority` (1-99) for a role whose timing must not wait behind CPU-bound neighbours (as
+ * cyclictest runs): on a busy machine, a normal task's wake-up waits out others' slices and that wait shows
+ * up as service time. The role blocks between events, so it does not starve the CPU. 0, or an errno
+ * (EPERM without root or RLIMIT_RTPRIO). */
+BK_HIDDEN int svc_rt_priority(int priority);
 
 typedef struct {
     uint64_t *v;
@@ -74,6 +79,8 @@ typedef struct {
     int64_t max_request_bytes;
     double duration_s;
     int64_t stall_every_ms, stall_ms; /* fault injection: the server blocks stall_ms every stall_every_ms */
+    int rt_priority;                  /* SCHED_FIFO priority asked for (0: normal scheduling) */
+    int rt_errno;                     /* why it was refused (0: granted or not asked) */
     /* results */
     uint64_t requests, responses_ok, faults, too_large, malformed, connections, stalls;
     uint64_t ops[3];

@@ -201,6 +201,7 @@ typedef struct {
     char *out;
     size_t out_n, out_off;
     int close_after;
+    int want_out;   /* EPOLLOUT is watched (a response did not fit the socket buffer) */
     uint64_t t_req; /* when the current request was complete */
 } mconn;
 
@@ -402,7 +403,9 @@ static int flush_out(svc_mgmt *m, int ep, mconn *c)
         if (w < 0) {
             if (errno == EAGAIN) {
                 struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.ptr = c};
-                epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+                if (!c->want_out)
+                    epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+                c->want_out = 1;
                 return 0;
             }
             return -1;
@@ -412,8 +415,11 @@ static int flush_out(svc_mgmt *m, int ep, mconn *c)
     if (c->out_n) {
         svc_push(&m->service_ns, svc_now() - c->t_req);
         c->out_n = c->out_off = 0;
-        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
-        epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+        if (c->want_out) { /* one epoll_ctl only when EPOLLOUT was on: none on the usual path */
+            struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+            epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+            c->want_out = 0;
+        }
     }
     return c->close_after ? -1 : 0;
 }
@@ -494,11 +500,16 @@ int svc_mgmt_loop(svc_mgmt *m, svc_shared *sh, volatile int *stop_also)
                         c->in = p;
                         c->in_cap = cap;
                     }
-                    ssize_t r = recv(c->fd, c->in + c->in_n, c->in_cap - c->in_n, 0);
+                    size_t room = c->in_cap - c->in_n;
+                    ssize_t r = recv(c->fd, c->in + c->in_n, room, 0);
                     if (r > 0) {
                         c->in_n += (size_t)r;
                         /* a request over the limit is refused as soon as that is known, not buffered */
                         if (c->in_n > (size_t)m->max_request_bytes + MAX_HEADER_BYTES)
+                            break;
+                        /* less than the room: the socket is drained for now, so no recv just to see EAGAIN
+                         * (level-triggered epoll reports what arrives later, an EOF included) */
+                        if ((size_t)r < room)
                             break;
                         continue;
                     }
@@ -551,6 +562,10 @@ void svc_mgmt_json(const svc_mgmt *mc, bk_json *j)
     bk_json_uint(j, m->too_large);
     bk_json_key(j, "stalls");
     bk_json_uint(j, m->stalls);
+    bk_json_key(j, "rt_priority");
+    bk_json_int(j, m->rt_errno ? 0 : m->rt_priority);
+    bk_json_key(j, "rt_priority_error");
+    bk_json_str(j, m->rt_errno ? strerror(m->rt_errno) : NULL);
     bk_json_key(j, "operations");
     bk_json_begin_object(j);
     for (int i = 0; i < 3; i++) {
@@ -582,6 +597,8 @@ static const bk_param mgmt_params[] = {
      "larger request bodies get a SOAP fault (HTTP 413) and the connection closes"},
     {"stall_every_ms", BK_INT, 0, 3600000, "0", NULL, "ms", "fault injection: freeze the server this often (0: never)"},
     {"stall_ms", BK_INT, 0, 60000, "200", NULL, "ms", "how long each injected freeze lasts"},
+    {"rt_priority", BK_INT, 0, 99, "0", NULL, NULL,
+     "SCHED_FIFO priority (needs root or RLIMIT_RTPRIO): wake-ups not queued behind busy tasks; 0: normal"},
     {0},
 };
 
@@ -606,6 +623,7 @@ static int mgmt_init(bk_ctx *ctx, void **state)
     s->m.max_request_bytes = bk_arg_int(ctx, "max_request_bytes");
     s->m.stall_every_ms = bk_arg_int(ctx, "stall_every_ms");
     s->m.stall_ms = bk_arg_int(ctx, "stall_ms");
+    s->m.rt_priority = (int)bk_arg_int(ctx, "rt_priority");
     pthread_mutex_init(&s->sh.mu, NULL);
     s->sh.enabled = 1;
     s->sh.fix = (svc_fix){.lat_deg = 42.5133, .lon_deg = -83.0261, .alt_m = 190.0, .fix = 1};
@@ -616,6 +634,8 @@ static int mgmt_serve(bk_ctx *ctx, void *state)
 {
     mgmt_state *s = state;
     svc_install_stop();
+    if (s->m.rt_priority)
+        s->m.rt_errno = svc_rt_priority(s->m.rt_priority);
     s->sh.start_ns = s->t0 = svc_now();
     int rc = svc_mgmt_loop(&s->m, &s->sh, NULL);
     s->t_end = svc_now();
@@ -671,12 +691,20 @@ typedef struct {
     size_t in_n, out_off;
 } lconn;
 
+/* One request's outcome for the per-request file: status is the HTTP status, or a negative LREQ_*. */
+enum { LREQ_ERROR = -1, LREQ_TIMEOUT = -2, LREQ_NOT_STARTED = -3 };
+typedef struct {
+    uint64_t intended, start, end;
+    int status;
+} lreq;
+
 typedef struct {
     char host[64], path[128];
     int port, conns, open_loop, poisson, keepalive, op;
     double rate_hz, duration_s;
     int64_t timeout_ms, late_us;
     uint64_t seed;
+    int rt_priority, rt_errno;
     char req[1024];
     size_t req_n;
     lconn *c;
@@ -687,6 +715,11 @@ typedef struct {
     uint64_t t0, t_sched_end, t_last, t_end;
     uint64_t first_start, last_start; /* actual sends: their spacing is the generator's own rate */
     char first_error[160];
+    /* per-request records, kept only when samples_path is given */
+    char samples_path[512];
+    lreq *reqs;
+    size_t nreq, capreq;
+    char samples_error[700];
 } load_state;
 
 static const bk_param load_params[] = {
@@ -706,6 +739,10 @@ static const bk_param load_params[] = {
     {"timeout_ms", BK_INT, 1, 600000, "2000", NULL, "ms", "a request without its response after this is a timeout"},
     {"late_us", BK_INT, 0, 1e9, "1000", NULL, "us", "a start later than this behind its intended time counts as late"},
     {"seed", BK_INT, 0, 4294967295.0, "1", NULL, NULL, "seed of the Poisson arrivals"},
+    {"rt_priority", BK_INT, 0, 99, "0", NULL, NULL,
+     "SCHED_FIFO priority (needs root or RLIMIT_RTPRIO): wake-ups not queued behind busy tasks; 0: normal"},
+    {"samples_path", BK_STR, 0, 0, "", NULL, NULL,
+     "write every request (intended start, actual start, end, status) to this CSV file (docs/services.md)"},
     {0},
 };
 
@@ -764,6 +801,69 @@ static void load_err(load_state *s, const char *what)
         snprintf(s->first_error, sizeof s->first_error, "%s", what);
 }
 
+static void rec(load_state *s, uint64_t intended, uint64_t start, uint64_t end, int status)
+{
+    if (!s->samples_path[0])
+        return;
+    if (s->nreq == s->capreq) {
+        size_t cap = s->capreq ? s->capreq * 2 : 4096;
+        lreq *p = realloc(s->reqs, cap * sizeof *p);
+        if (!p) {
+            snprintf(s->samples_error, sizeof s->samples_error, "out of memory after %zu requests", s->nreq);
+            return;
+        }
+        s->reqs = p;
+        s->capreq = cap;
+    }
+    s->reqs[s->nreq++] = (lreq){intended, start, end, status};
+}
+
+/* The per-request file: CSV, one line per request, times in ns from the run's t0 (the first intended
+ * start), on CLOCK_MONOTONIC; written to a temporary name and renamed, so it is whole or absent. */
+static void write_samples(load_state *s)
+{
+    char tmp[600];
+    snprintf(tmp, sizeof tmp, "%s.part", s->samples_path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        snprintf(s->samples_error, sizeof s->samples_error, "cannot write %s: %s", tmp, strerror(errno));
+        return;
+    }
+    fprintf(f, "# boardlab svc.load requests, schema %d: times in ns from the first intended start (CLOCK_MONOTONIC)\n",
+            SVC_SCHEMA);
+    fputs("request,intended_start_ns,actual_start_ns,end_ns,corrected_latency_ns,service_time_ns,outcome,http_status\n",
+          f);
+    for (size_t i = 0; i < s->nreq; i++) {
+        const lreq *q = &s->reqs[i];
+        const char *outcome = q->status == 200 ? "ok"
+                              : q->status > 0  ? "http_error"
+                              : q->status == LREQ_ERROR ? "error"
+                              : q->status == LREQ_TIMEOUT ? "timeout"
+                                                          : "not_started";
+        fprintf(f, "%zu,%lld", i, (long long)(q->intended - s->t0));
+        if (q->start)
+            fprintf(f, ",%lld", (long long)(q->start - s->t0));
+        else
+            fputs(",", f);
+        if (q->end)
+            fprintf(f, ",%lld,%llu", (long long)(q->end - s->t0), (unsigned long long)(q->end - q->intended));
+        else
+            fputs(",,", f);
+        if (q->end && q->start)
+            fprintf(f, ",%llu", (unsigned long long)(q->end - q->start));
+        else
+            fputs(",", f);
+        if (q->status > 0)
+            fprintf(f, ",%s,%d\n", outcome, q->status);
+        else
+            fprintf(f, ",%s,\n", outcome);
+    }
+    if (fclose(f) != 0 || rename(tmp, s->samples_path) != 0) {
+        snprintf(s->samples_error, sizeof s->samples_error, "cannot write %s: %s", s->samples_path, strerror(errno));
+        unlink(tmp);
+    }
+}
+
 /* Sends (or continues sending) the request of a busy connection. */
 static void load_push(load_state *s, lconn *c)
 {
@@ -776,6 +876,7 @@ static void load_push(load_state *s, lconn *c)
             }
             s->errors++;
             load_err(s, strerror(errno));
+            rec(s, c->intended, c->start, svc_now(), LREQ_ERROR);
             load_drop(s, c);
             c->state = C_IDLE;
             return;
@@ -790,6 +891,7 @@ static void load_start(load_state *s, lconn *c, uint64_t intended, uint64_t now)
     if (c->fd < 0 && load_connect(s, c) != 0) {
         s->errors++;
         load_err(s, strerror(errno));
+        rec(s, intended, now, svc_now(), LREQ_ERROR);
         s->sent++;
         return;
     }
@@ -811,20 +913,16 @@ static void load_start(load_state *s, lconn *c, uint64_t intended, uint64_t now)
 /* Reads a response; 1 when one is complete, 0 when more is needed, -1 on a broken connection. */
 static int load_read(load_state *s, lconn *c, int *status)
 {
-    for (;;) {
-        if (c->in_n == sizeof c->in)
-            return -1; /* no response of ours is that large */
-        ssize_t r = recv(c->fd, c->in + c->in_n, sizeof c->in - c->in_n, 0);
-        if (r > 0) {
-            c->in_n += (size_t)r;
-            continue;
-        }
-        if (r < 0 && errno == EAGAIN)
-            break;
-        if (r == 0 && c->in_n == 0)
-            return -1;
-        break;
-    }
+    /* One recv per readable event (as wrk does): an incomplete response waits for the next event of the
+     * level-triggered epoll rather than costing a recv that only says EAGAIN. */
+    if (c->in_n == sizeof c->in)
+        return -1; /* no response of ours is that large */
+    ssize_t r = recv(c->fd, c->in + c->in_n, sizeof c->in - c->in_n, 0);
+    if (r < 0 && errno == EAGAIN)
+        return 0;
+    if (r <= 0)
+        return -1; /* closed or broken before the response was complete */
+    c->in_n += (size_t)r;
     char *end = memmem(c->in, c->in_n, "\r\n\r\n", 4);
     if (!end)
         return 0;
@@ -862,6 +960,8 @@ static int load_init(bk_ctx *ctx, void **state)
     s->timeout_ms = bk_arg_int(ctx, "timeout_ms");
     s->late_us = bk_arg_int(ctx, "late_us");
     s->seed = (uint64_t)bk_arg_int(ctx, "seed");
+    s->rt_priority = (int)bk_arg_int(ctx, "rt_priority");
+    snprintf(s->samples_path, sizeof s->samples_path, "%s", bk_arg_str(ctx, "samples_path"));
     struct in_addr a;
     if (inet_pton(AF_INET, s->host, &a) != 1)
         return bk_fail(ctx, "host '%s' is not an IPv4 address", s->host);
@@ -915,6 +1015,8 @@ static int load_serve(bk_ctx *ctx, void *state)
     (void)ctx;
     svc_install_stop();
     svc_tight_timers();
+    if (s->rt_priority)
+        s->rt_errno = svc_rt_priority(s->rt_priority);
     /* Connections are opened before the clock starts, so connect time is not in the first requests. */
     if (s->keepalive)
         for (int i = 0; i < s->conns; i++)
@@ -981,6 +1083,7 @@ static int load_serve(bk_ctx *ctx, void *state)
         for (int i = 0; i < s->conns; i++)
             if (s->c[i].state == C_BUSY && now - s->c[i].start > timeout_ns) {
                 s->timeouts++;
+                rec(s, s->c[i].intended, s->c[i].start, now, LREQ_TIMEOUT);
                 load_drop(s, &s->c[i]);
                 s->c[i].state = C_IDLE;
                 busy--;
@@ -1033,10 +1136,12 @@ static int load_serve(bk_ctx *ctx, void *state)
             busy--;
             if (r < 0) {
                 s->errors++;
+                rec(s, c->intended, c->start, done, LREQ_ERROR);
                 load_err(s, "the server closed the connection without a response");
                 load_drop(s, c);
                 continue;
             }
+            rec(s, c->intended, c->start, done, status);
             if (status != 200) {
                 s->errors++;
                 char w[64];
@@ -1048,13 +1153,27 @@ static int load_serve(bk_ctx *ctx, void *state)
             s->t_last = done;
             svc_push(&s->corrected_ns, done - c->intended);
             svc_push(&s->service_ns, done - c->start);
+            /* open loop: a request already due goes out on the freed connection now, not after the rest of
+             * the batch (its start lag is what the schedule is judged by). Closed loop sends at the top of
+             * the loop, after the whole batch of responses, as wrk does: sending each one from its response
+             * woke the server per request (measured: 0.42-0.46 context switches per request and 65-69k
+             * req/s against wrk's 0.24-0.26 and 75k; batched: 0.36 and 75-79k). */
+            if (!svc_stop && s->open_loop && qt > qh) {
+                load_start(s, c, queue[qh++], svc_now());
+                busy += c->state == C_BUSY;
+            }
         }
     }
     s->t_end = svc_now();
     /* requests still queued when the drain limit hit never started: they count as timeouts */
-    if (s->open_loop)
+    if (s->open_loop) {
         s->timeouts += qt - qh;
+        for (size_t i = qh; i < qt; i++)
+            rec(s, queue[i], 0, 0, LREQ_NOT_STARTED);
+    }
     free(queue);
+    if (s->samples_path[0] && !s->samples_error[0])
+        write_samples(s);
     for (int i = 0; i < s->conns; i++)
         load_drop(s, &s->c[i]);
     return 0;
@@ -1123,6 +1242,10 @@ static void load_json(void *state, bk_json *j)
     bk_json_uint(j, (uint64_t)s->late_us * 1000ULL);
     bk_json_key(j, "connects");
     bk_json_uint(j, s->connects);
+    bk_json_key(j, "rt_priority");
+    bk_json_int(j, s->rt_errno ? 0 : s->rt_priority);
+    bk_json_key(j, "rt_priority_error");
+    bk_json_str(j, s->rt_errno ? strerror(s->rt_errno) : NULL);
     double span = fmax(s->duration_s, s->t_last > s->t0 ? (double)(s->t_last - s->t0) / 1e9 : 0);
     bk_json_key(j, "achieved_rate_hz");
     bk_json_num(j, span > 0 ? (double)s->ok / span : 0);
@@ -1136,6 +1259,10 @@ static void load_json(void *state, bk_json *j)
     svc_json_summary(j, "start_lag_ns", &s->start_lag_ns);
     bk_json_key(j, "first_error");
     bk_json_str(j, s->first_error[0] ? s->first_error : NULL);
+    bk_json_key(j, "samples_path");
+    bk_json_str(j, s->samples_path[0] && !s->samples_error[0] ? s->samples_path : NULL);
+    bk_json_key(j, "samples_error");
+    bk_json_str(j, s->samples_error[0] ? s->samples_error : NULL);
     bk_json_end_object(j);
 }
 
@@ -1149,6 +1276,7 @@ static void load_fini(void *state)
     if (s->tfd >= 0)
         close(s->tfd);
     free(s->c);
+    free(s->reqs);
     svc_samples_free(&s->corrected_ns);
     svc_samples_free(&s->service_ns);
     svc_samples_free(&s->start_lag_ns);

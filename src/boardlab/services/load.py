@@ -155,7 +155,11 @@ def run_step(
     op: str = "getStatus",
     slo_p99_ms: float | None = None,
     prefix: Sequence[str] = (),
+    samples_path: str | None = None,
+    failed_is_saturated: bool = False,
 ) -> LoadStep:
+    """One svc.load run at `rate_hz`. A run in which no request succeeded fails (MeasurementError), unless
+    `failed_is_saturated` (a saturation search): then it is a step saturated by its errors."""
     from boardlab.errors import MeasurementError
     from boardlab.services.launch import run_role
 
@@ -172,9 +176,16 @@ def run_step(
         "keepalive": int(keepalive),
         "timeout_ms": timeout_ms,
     }
+    if samples_path:
+        params["samples_path"] = samples_path
     res = run_role("svc.load", params, prefix=prefix, timeout_s=duration_s + timeout_ms / 1000 + 30)
-    if not res.get("ok"):
+    svc = res.get("service") or {}
+    # every request failed: the endpoint did not hold this rate, which a saturation search records
+    measured = bool(svc) and svc.get("errors", 0) + svc.get("timeouts", 0) > 0
+    if not res.get("ok") and not (failed_is_saturated and measured):
         raise MeasurementError(f"svc.load at {rate_hz:g} Hz failed: {'; '.join(res.get('errors') or [])}")
+    if svc.get("samples_error"):
+        raise MeasurementError(f"svc.load at {rate_hz:g} Hz: per-request samples: {svc['samples_error']}")
     return step_from_result(res, duration_s, slo_p99_ms)
 
 
@@ -184,17 +195,45 @@ def sweep(
     *,
     until_saturation: bool = False,
     on_step: Callable[[LoadStep], None] | None = None,
+    samples_for: Callable[[float], str | None] | None = None,
     **kw,
 ) -> list[LoadStep]:
+    """Runs the rates in order; with `until_saturation`, stops after the first saturated one (a rate
+    where every request failed included). `samples_for(rate)` names a per-request file for that run."""
     steps = []
     for r in rates:
-        st = run_step(target, r, **kw)
+        path = samples_for(r) if samples_for else None
+        st = run_step(target, r, failed_is_saturated=until_saturation, samples_path=path, **kw)
         steps.append(st)
         if on_step:
             on_step(st)
         if until_saturation and st.saturated_reason:
             break
     return steps
+
+
+SAMPLES_SCHEMA = 1
+SAMPLES_HEADER = (
+    "target_rate_hz,request,intended_start_ns,actual_start_ns,end_ns,corrected_latency_ns,service_time_ns,"
+    "outcome,http_status"
+)
+
+
+def merge_samples(parts: Sequence[tuple[float, str]]) -> bytes:
+    """One CSV of every request of a sweep from svc.load's per-rate files: their columns after a
+    `target_rate_hz` one, under one comment line naming the schema and units (docs/services.md)."""
+    out = [
+        f"# boardlab load requests, schema {SAMPLES_SCHEMA}: times in ns from the first intended start of "
+        "each rate's run (CLOCK_MONOTONIC); request = order of completion within that run",
+        SAMPLES_HEADER,
+    ]
+    for rate, path in parts:
+        with open(path, encoding="utf-8") as f:
+            lines = [ln.rstrip("\n") for ln in f if not ln.startswith("#")]
+        if not lines or lines[0] != SAMPLES_HEADER.split(",", 1)[1]:
+            raise ValueError(f"{path}: not an svc.load requests file (header {lines[:1]})")
+        out += [f"{rate:g},{ln}" for ln in lines[1:]]
+    return ("\n".join(out) + "\n").encode()
 
 
 def document(
@@ -207,5 +246,9 @@ def document(
         "until_saturation": until_saturation,
         "slo_p99_ms": slo_p99_ms,
         "knee_rate_hz": knee(steps) if until_saturation else None,
+        # the first rate that did not hold (None: none saturated within the rates tried)
+        "saturated_at_hz": next((st.target_rate_hz for st in steps if st.saturated_reason), None)
+        if until_saturation
+        else None,
         "steps": [asdict(s) for s in steps],
     }

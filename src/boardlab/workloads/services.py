@@ -11,8 +11,10 @@ jiffies, RSS, PSS). Scenarios:
 - `soap`: the SOAP management endpoint under svc.load at `rate_hz`, closed loop (the study's client) or
   open loop (latency from each request's intended start), keep-alive on or off;
 - `soap-saturation`: open-loop rates doubling from 100 Hz within the run until the endpoint saturates;
-- `rest` / `operating`: power at rest vs with the three services running. That needs the energy
-  capability (a power sensor); without one the run is unsupported and says why.
+- `rest` / `operating`: power at rest, and (operating) that rest window followed by the three services in
+  the same run: power at rest, operating, their difference, energy per message above rest. Read from the
+  board's primary power source (the energy package's discovery); without one the run is unsupported and
+  says why.
 
 Runs inside the network placement the `netns` condition made (BOARDLAB_NETNS), else on loopback.
 """
@@ -68,6 +70,7 @@ SPEC = WorkloadSpec(
         _m("mem_pct", "%", False, "RSS as % of MemTotal"),
         _m("build_p50_ns", "ns", False, "median XML message build time"),
         _m("send_p50_ns", "ns", False, "median sendto time"),
+        _m("tx_p50_ns", "ns", False, "median time from message built to the kernel's software TX stamp"),
         _m("oneway_p50_ns", "ns", False, "median one-way latency publisher -> subscriber"),
         _m("oneway_p99_ns", "ns", False, "99th percentile one-way latency"),
         _m("lost", "messages", False, "messages the subscriber never received"),
@@ -79,6 +82,12 @@ SPEC = WorkloadSpec(
         _m("service_p99_ns", "ns", False, "soap: p99 latency from the actual send"),
         _m("errors", "requests", False, "soap: errors and timeouts"),
         _m("knee_rate_hz", "Hz", True, "soap-saturation: the highest open-loop rate that held"),
+        _m("power_rest_w", "W", False, "rest/operating: mean power with nothing of the study running"),
+        _m("energy_rest_j", "J", False, "rest/operating: energy of the rest window"),
+        _m("power_operating_w", "W", False, "operating: mean power with the three services running"),
+        _m("power_delta_w", "W", False, "operating: operating minus rest power of the same run"),
+        _m("energy_operating_j", "J", False, "operating: energy of the operating window"),
+        _m("energy_per_message_j", "J", False, "operating: energy above rest per data message published"),
         _m("tcp_retrans_segs", "segments", False, "TCP retransmissions in the namespace during the run"),
         _m(
             "udp_rcvbuf_errors",
@@ -101,19 +110,104 @@ def supported() -> str | None:
     return None
 
 
-def energy_reason() -> str | None:
-    """Power at rest vs operating needs a power source; None when this board has one."""
-    from boardlab.platform import power
-
-    if power.read_power_sensors("/") or power.read_powercap("/"):
-        return (
-            "the rest/operating scenarios are not wired to the per-run energy of the campaign yet: measure "
-            "power at rest vs operating with the position/three scenarios and the report's energy section"
-        )
+def energy_reason(root="/") -> str:
+    """What the rest/operating scenarios can do on this board: how they measure, or why they cannot."""
+    src, why = power_source(root)
+    if src is None:
+        return f"energy {why}"
     return (
-        "energy unsupported here: no power sensor (hwmon voltage/current/power, INA2xx) and no powercap/RAPL "
-        "zone on this board"
+        f"measured by the rest and operating scenarios from {src.spec.name} ({src.spec.scope} scope): power at "
+        "rest, operating, their difference and the energy per message above rest"
     )
+
+
+def power_source(root="/", pmic_reader=None):
+    """(the board's primary power source, None) or (None, why there is none); through the energy package's
+    discovery, so the scenario and the campaign's per-run energy read the same sensor."""
+    from boardlab.energy.sources import discover
+
+    d = discover(root, pmic_reader=pmic_reader)
+    src = d.primary()
+    return (src, None) if src is not None else (None, d.reason)
+
+
+def _phase(sampler, src, t0_ns: int, t1_ns: int) -> dict:
+    sampler.wait_past(t1_ns)
+    w, _pts, why = sampler.window(src, t0_ns, t1_ns)
+    if w is None:
+        raise RuntimeError(why)
+    return {
+        "duration_s": w.duration_s,
+        "energy_j": w.energy_j,
+        "power_w": w.power_avg_w,
+        "quantization_j": w.quantization_j,
+        "samples": w.samples,
+        "warnings": list(w.warnings),
+    }
+
+
+def rest_operating(params: dict, root="/", *, pmic_reader=None) -> dict:
+    """Power at rest (nothing of the study running) for `duration_s`; for `operating`, that rest window
+    and then the three services for `duration_s`, in the same run, so their difference is a paired one
+    (a drifting board shifts both). The power source is the one the energy package picks for the board."""
+    scenario = params["scenario"]
+    src, why = power_source(root, pmic_reader)
+    if src is None:  # the runner says "unsupported here: <reason>"
+        reason = why.removeprefix("unsupported: ")
+        return {"ok": False, "supported": False, "reason": reason, "errors": [], "metrics": {}}
+    from boardlab.energy.sampler import EnergySampler
+
+    d = float(params["duration_s"])
+    sampler = EnergySampler([src])
+    sampler.start()
+    svc = None
+    try:
+        t0 = time.monotonic_ns()
+        sampler.wait_past(t0)  # a reading before the window's start edge
+        t0 = time.monotonic_ns()
+        time.sleep(d)
+        t1 = time.monotonic_ns()
+        rest = _phase(sampler, src, t0, t1)
+        metrics = {
+            "power_rest_w": _value("W", False, rest["power_w"]),
+            "energy_rest_j": _value("J", False, rest["energy_j"]),
+        }
+        info: dict = {"scenario": scenario, "power_source": src.spec.to_dict(), "rest": rest}
+        if scenario == "operating":
+            from boardlab.errors import BoardlabError
+
+            svc = _Services(d)
+            t2 = time.monotonic_ns()
+            try:
+                roles = _three(svc, params, d)
+            except BoardlabError as exc:
+                return {"ok": False, "errors": [str(exc)], "metrics": {}, "info": info}
+            t3 = time.monotonic_ns()
+            op = _phase(sampler, src, t2, t3)
+            blocks = {n: r.get("service") for n, r in roles.items() if isinstance(r, dict)}
+            messages = sum((blocks.get(n) or {}).get("sent", 0) for n in ("position", "orientation"))
+            messages += (blocks.get("dot") or {}).get("dot_sent", 0)
+            delta = op["power_w"] - rest["power_w"]
+            metrics |= {
+                "power_operating_w": _value("W", False, op["power_w"]),
+                "power_delta_w": _value("W", False, delta),
+                "energy_operating_j": _value("J", False, op["energy_j"]),
+            }
+            if messages:
+                # the energy the services cost above rest, per data message they published
+                metrics["energy_per_message_j"] = _value("J", False, delta * op["duration_s"] / messages)
+            info |= {"operating": op, "messages": messages, "services": blocks}
+            errors = [
+                f"{n}: {e}" for n, r in roles.items() if isinstance(r, dict) for e in (r.get("errors") or [])
+            ]
+            return {"ok": not errors, "errors": errors, "metrics": metrics, "info": info}
+        return {"ok": True, "errors": [], "metrics": metrics, "info": info}
+    except RuntimeError as exc:  # no reading around a window: the sensor stopped answering
+        return {"ok": False, "errors": [f"power source {src.spec.name}: {exc}"], "metrics": {}, "info": {}}
+    finally:
+        if svc is not None:
+            svc.close()
+        sampler.stop()
 
 
 class _Services:
@@ -209,7 +303,7 @@ def _sum_avg(acc: dict, key: str):
 def run(params: dict, iterations: int | None = None) -> dict:
     scenario = params["scenario"]
     if scenario in ("rest", "operating"):
-        return {"ok": False, "supported": False, "reason": energy_reason(), "errors": [], "metrics": {}}
+        return rest_operating(params)
     from boardlab.errors import BoardlabError
 
     duration = float(params["duration_s"])
@@ -244,6 +338,9 @@ def run(params: dict, iterations: int | None = None) -> dict:
     if pub:
         metrics["build_p50_ns"] = _value("ns", False, pub["build_ns"]["p50"])
         metrics["send_p50_ns"] = _value("ns", False, pub["send_ns"]["p50"])
+        tx = pub.get("tx_timestamp")
+        if tx and tx["supported"]:
+            metrics["tx_p50_ns"] = _value("ns", False, tx["built_to_tx_ns"]["p50"])
         if pub.get("reader"):
             secs = pub["duration_ns"] / 1e9
             metrics["reader_cpu_ns_per_s"] = _value(
@@ -287,6 +384,7 @@ def _position(svc: _Services, params: dict, d: float) -> dict:
         "iface_addr": svc.addr,
         "rate_hz": params["msg_rate_hz"],
         "duration_s": d,
+        "tx_timestamp": 1,  # the study's "transmit time" split: build -> kernel TX stamp
     }
     svc.start("sub", "svc.sub", {"group": group, "port": port, "iface_addr": svc.addr, "duration_s": d + 3})
     if params["source"] == "nmea":
