@@ -22,7 +22,7 @@ def cells() -> list[ServiceCell]:
             {"source": "nmea", "read_mode": "byte"},
             "baseline",
             5,
-            metrics={"cpu_pct_one_cpu": 0.5, "oneway_p50_ns": 61_700.0, "lost": 0.0},
+            metrics={"cpu_pct_one_cpu": 0.5, "oneway_p50_ns": 61_700.0, "tx_p50_ns": 15_900.0, "lost": 0.0},
             per_service_cpu_pct={"position": 0.4, "sub": 0.1},
         ),
         ServiceCell(
@@ -51,7 +51,7 @@ def cells() -> list[ServiceCell]:
 def test_each_scenario_lands_in_its_table_with_units_in_the_headers():
     got = {title: (headers, rows) for title, headers, rows in tables(cells())}
     data = got["Data services (VICTORY-like messages over UDP multicast)"]
-    assert data[1][0][0] == "Position, nmea (byte reads)" and data[1][0][7] == "61.7"  # oneway_p50_us
+    assert data[1][0][0] == "Position, nmea (byte reads)" and data[1][0][8] == "61.7"  # oneway_p50_us
     assert data[1][0][-1] == "position 0.400, sub 0.100"
     soap = got["SOAP management endpoint: latency per rate"]
     assert (
@@ -70,3 +70,29 @@ def test_renderers_add_the_section_and_the_energy_note():
     assert "## Vehicle services" in md and "Energy per message and power at rest vs operating:" in md
     assert "Vehicle services" in "\n".join(text_lines(cells()))
     assert markdown_lines([]) == [] and text_lines([]) == []
+
+
+def test_tx_stamps_and_power_at_rest_vs_operating_get_their_columns_and_table():
+    rest = ServiceCell("r", "rest", {}, "baseline", 5, metrics={"power_rest_w": 2.0}, power_source="rapl")
+    operating = ServiceCell(
+        "o",
+        "operating",
+        {},
+        "baseline",
+        5,
+        metrics={
+            "power_rest_w": 2.0,
+            "power_operating_w": 3.5,
+            "power_delta_w": 1.5,
+            "energy_per_message_j": 0.0075,
+        },
+        power_source="rapl",
+    )
+    got = {title: (headers, rows) for title, headers, rows in tables([*cells(), rest, operating])}
+    headers, rows = got["Data services (VICTORY-like messages over UDP multicast)"]
+    assert headers.index("tx_p50_us") == headers.index("send_p50_us") + 1 and rows[0][7] == "15.90"
+    headers, rows = got["Power at rest vs operating"]
+    assert all(h.endswith(("_w", "_mJ", "differences)")) for h in headers[2:6])
+    assert rows[0][2:4] == ("2.000", "–") and rows[0][-1] == "rapl"
+    assert rows[1][2:6] == ("2.000", "3.500", "1.500", "7.500")
+    assert "Power at rest vs operating" in "\n".join(markdown_lines([rest, operating]))

@@ -40,6 +40,7 @@ class ServiceCell:
     per_service_rss_bytes: dict[str, float] = field(default_factory=dict)
     knee_rate_hz: float | None = None
     unsupported: str | None = None
+    power_source: str | None = None  # rest/operating: the power sensor read (energy.sources' name)
     # open-loop sweep: target rate -> medians over the runs that reached it, and how many saturated there
     sweep: dict[float, dict[str, float | None]] = field(default_factory=dict)
 
@@ -56,6 +57,7 @@ def _cell(runs: dict, cell: CellAnalysis) -> ServiceCell:
     jif: dict[str, list[float]] = {}
     rss: dict[str, list[float]] = {}
     unsupported = None
+    power_source = None
     steps: dict[float, dict[str, list]] = {}
     for r in runs.values():
         doc = json.loads(r["worker_json"]) if r["worker_json"] else {}
@@ -63,6 +65,7 @@ def _cell(runs: dict, cell: CellAnalysis) -> ServiceCell:
             unsupported = doc.get("reason")
         if not r["valid"]:
             continue
+        power_source = ((doc.get("info") or {}).get("power_source") or {}).get("name") or power_source
         for name, m in (doc.get("metrics") or {}).items():
             if m.get("value") is not None:
                 per_metric.setdefault(name, []).append(m["value"])
@@ -95,6 +98,7 @@ def _cell(runs: dict, cell: CellAnalysis) -> ServiceCell:
         per_service_rss_bytes={k: v for k, xs in rss.items() if (v := _median(xs)) is not None},
         knee_rate_hz=metrics.get("knee_rate_hz"),
         unsupported=unsupported,
+        power_source=power_source,
         sweep={
             rate: {k: (sum(v) if k == "saturated" else _median(v)) for k, v in e.items()}
             for rate, e in sorted(steps.items())
@@ -166,6 +170,7 @@ def tables(cells: Sequence[ServiceCell]) -> list[tuple[str, tuple[str, ...], lis
                     _f(m.get("rss_bytes"), 2**20, 2),
                     _f(m.get("build_p50_ns"), 1e3, 2),
                     _f(m.get("send_p50_ns"), 1e3, 2),
+                    _f(m.get("tx_p50_ns"), 1e3, 2),
                     _f(m.get("oneway_p50_ns"), 1e3, 1),
                     _f(m.get("oneway_p99_ns"), 1e3, 1),
                     _f(m.get("reader_cpu_ns_per_s"), 1e6, 3),
@@ -185,6 +190,7 @@ def tables(cells: Sequence[ServiceCell]) -> list[tuple[str, tuple[str, ...], lis
                     "rss_MiB",
                     "build_p50_us",
                     "send_p50_us",
+                    "tx_p50_us",
                     "oneway_p50_us",
                     "oneway_p99_us",
                     "reader_cpu_ms_per_s",
@@ -276,6 +282,34 @@ def tables(cells: Sequence[ServiceCell]) -> list[tuple[str, tuple[str, ...], lis
                     rows,
                 )
             )
+    power = [c for c in cells if c.scenario in ("rest", "operating") and c.n_valid]
+    if power:
+        out.append(
+            (
+                "Power at rest vs operating",
+                (
+                    "scenario",
+                    "runs",
+                    "power_rest_w",
+                    "power_operating_w",
+                    "power_delta_w (median of per-run differences)",
+                    "energy_per_message_mJ",
+                    "sensor",
+                ),
+                [
+                    (
+                        _name(c),
+                        str(c.n_valid),
+                        _f(c.metrics.get("power_rest_w")),
+                        _f(c.metrics.get("power_operating_w")),
+                        _f(c.metrics.get("power_delta_w")),
+                        _f(c.metrics.get("energy_per_message_j"), 1e-3),
+                        c.power_source or "",
+                    )
+                    for c in power
+                ],
+            )
+        )
     return out
 
 
