@@ -1,6 +1,6 @@
 """`boardlab run --dry-run`: a plan checked and summarized (cells, runs, comparisons, duration, reachability)
 without running or writing anything; and a plan that cannot reach a verdict is announced before its first
-run (METHOD.md reachability)."""
+run (docs/method.md reachability)."""
 
 from __future__ import annotations
 

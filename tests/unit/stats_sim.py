@@ -2,7 +2,7 @@
 
 A simulated *cell* is one baseline arm and one condition arm of per-run values drawn from lognormal
 distributions with a given CV; the condition's median is `effect` times the baseline's. A simulated
-comparison uses the product's default threshold delta (2%, METHOD.md), never one estimated from the runs.
+comparison uses the product's default threshold delta (2%, docs/method.md), never one estimated from the runs.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The verdict pipeline's error rates, by a smaller seeded run of bench/bench_verdicts.py: synthetic runs
 written with the store API into a real SQLite database, verdicts read from `analysis.analyze` (the
-code `boardlab report` runs). METHOD.md's two goals: at most 5% false slowdown/speedup verdicts on A/A data,
+code `boardlab report` runs). docs/method.md's two goals: at most 5% false slowdown/speedup verdicts on A/A data,
 at least 80% slowdown verdicts for a true 5% slowdown at CV 2% and 10 runs per arm."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""How many runs (METHOD.md): predict from the pilot's CV, stop on precision, never on a p-value."""
+"""How many runs (docs/method.md): predict from the pilot's CV, stop on precision, never on a p-value."""
 
 from __future__ import annotations
 

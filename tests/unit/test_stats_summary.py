@@ -1,4 +1,4 @@
-"""Per-cell summary (METHOD.md "Per cell"): what a cell's numbers are, and when they are withheld."""
+"""Per-cell summary (docs/method.md "Per cell"): what a cell's numbers are, and when they are withheld."""
 
 from __future__ import annotations
 

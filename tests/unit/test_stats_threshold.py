@@ -1,4 +1,4 @@
-"""The practical threshold delta (METHOD.md): a plan statement, never estimated from the compared runs;
+"""The practical threshold delta (docs/method.md): a plan statement, never estimated from the compared runs;
 the report's one correction family; and reachability of a verdict at plan load."""
 
 from __future__ import annotations
