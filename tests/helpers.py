@@ -545,6 +545,8 @@ def chromium() -> str:
     if path := shutil.which("chromium"):
         return path
     pytest.skip("chromium is missing and `apt-get install chromium` did not provide it")
+
+
 IO_URING_SETUP = 425  # the same number on every architecture's table (new syscalls since 5.1 share one)
 
 
