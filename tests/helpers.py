@@ -342,7 +342,7 @@ AI_EFFECTS = {
     ("mobilenet_v1", "cpu"): (1.0, 1.2),  # the tail 20% slower, the median unchanged
     ("resnet18", "cpu"): (1.3, 1.3),  # everything 30% slower
 }
-AI_FRAMES = 89  # 90 frames per run, frame 0 kept apart: as the seed-003 preset
+AI_FRAMES = 89  # 90 frames per run, frame 0 kept apart: as the interference preset
 
 
 def _study_monitor() -> dict:

@@ -1,4 +1,4 @@
-"""Background loads beside the workload: a command of the user's, seed 000's dd + gzip loop and bursty
+"""Background loads beside the workload: a command of the user's, the satellite study's dd + gzip loop and bursty
 loopback traffic. Each records its own CPU use with the run, and none outlives Ctrl-C or a killed runner."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The compress family and the sensor-like corpus it works on (seed 000: a satellite computer compressing
+"""The compress family and the sensor-like corpus it works on (the satellite study: a computer compressing
 telemetry, logs and camera frames before a narrow downlink)."""
 
 from __future__ import annotations
