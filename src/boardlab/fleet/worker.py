@@ -81,9 +81,17 @@ class Worker:
     # ---- ssh ----
 
     def run(self, verb: str, arg: str = "", timeout_s: float = 60.0) -> tuple[list[str], list[str], int]:
+        """One verb of the board script: (stdout lines, stderr lines, exit code)."""
+        return self._ssh(f"sh {self.dir}/{SCRIPT_NAME} {verb}" + (f" {arg}" if arg else ""), timeout_s)
+
+    def raw(self, cmd: str, timeout_s: float = 60.0) -> tuple[list[str], int]:
+        out, err, rc = self._ssh(cmd, timeout_s)
+        return out + err, rc
+
+    def _ssh(self, cmd: str, timeout_s: float) -> tuple[list[str], list[str], int]:
+        """A command over the place's SSHDriver; an SSH failure (not the command's) is a dead board."""
         from labgrid.driver.exception import ExecutionError
 
-        cmd = f"sh {self.dir}/{SCRIPT_NAME} {verb}" + (f" {arg}" if arg else "")
         try:
             out, err, rc = self.ssh.run(cmd, timeout=timeout_s)
         except (ExecutionError, subprocess.TimeoutExpired) as exc:
@@ -91,17 +99,6 @@ class Worker:
         if rc == 255:
             raise BoardDead(f"ssh failed: {' '.join(err)[:200]}")
         return out, err, rc
-
-    def raw(self, cmd: str, timeout_s: float = 60.0) -> tuple[list[str], int]:
-        from labgrid.driver.exception import ExecutionError
-
-        try:
-            out, err, rc = self.ssh.run(cmd, timeout=timeout_s)
-        except (ExecutionError, subprocess.TimeoutExpired) as exc:
-            raise BoardDead(f"ssh failed: {str(exc).splitlines()[0][:200]}") from None
-        if rc == 255:
-            raise BoardDead(f"ssh failed: {' '.join(err)[:200]}")
-        return out + err, rc
 
     def connect(self, timeout_s: float) -> None:
         """(Re)opens the SSH ControlMaster, retrying until `timeout_s` (a board that is booting)."""

@@ -4,6 +4,7 @@ by binary search over fresh io.net runs; each lossy trial's loss is explained fr
 from __future__ import annotations
 
 from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
+from boardlab.workloads.ratesearch import SEARCH_PARAMS
 
 SPEC = WorkloadSpec(
     name="io.net_zeroloss",
@@ -14,16 +15,7 @@ SPEC = WorkloadSpec(
         ParamSpec("lo_bit_s", "float", "1e6", 1e3, 1e12, unit="bit/s", help="lowest offered rate tried"),
         ParamSpec("hi_bit_s", "float", "1e9", 1e3, 1e12, unit="bit/s", help="highest offered rate tried"),
         ParamSpec("udp_bytes", "int", "1400", 32, 65507, unit="bytes", help="datagram payload"),
-        ParamSpec("resolution", "float", "0.05", 0.001, 0.5, help="relative width at which the search stops"),
-        ParamSpec(
-            "loss_tolerance_percent",
-            "float",
-            "0",
-            0,
-            100,
-            unit="%",
-            help="loss a trial may show and still pass (RFC 2544: 0)",
-        ),
+        *SEARCH_PARAMS,
         ParamSpec("sink_cpu", "int", "-1", -1, 4095, help="CPU of the receiver (-1: not pinned)"),
         ParamSpec("sink_addr", "str", "127.0.0.1:0", help="where the receiver listens"),
         ParamSpec("sockbuf_bytes", "int", "0", 0, 1 << 30, unit="bytes", help="socket buffers (0: default)"),

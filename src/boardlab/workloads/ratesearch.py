@@ -8,6 +8,22 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from boardlab.model.workload import ParamSpec
+
+# The search's own parameters (read by `search_result`), declared once for every workload that searches.
+SEARCH_PARAMS = (
+    ParamSpec("resolution", "float", "0.05", 0.001, 0.5, help="relative width at which the search stops"),
+    ParamSpec(
+        "loss_tolerance_percent",
+        "float",
+        "0",
+        0,
+        100,
+        unit="%",
+        help="loss a trial may show and still pass (RFC 2544: 0)",
+    ),
+)
+
 
 @dataclass(frozen=True)
 class Trial:

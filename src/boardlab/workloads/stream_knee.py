@@ -10,6 +10,7 @@ and that rate is not sustained either."""
 from __future__ import annotations
 
 from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
+from boardlab.workloads.ratesearch import SEARCH_PARAMS
 
 # The serial line rates stream.pipeline accepts for source=pty (its baud_speed table).
 BAUDS = (1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600)
@@ -52,16 +53,7 @@ SPEC = WorkloadSpec(
         ParamSpec("cipher", "enum", "aes-256-gcm", choices=("none", "aes-256-gcm", "chacha20-poly1305")),
         ParamSpec("cap_bit_s", "float", "0", 0, 1e12, unit="bit/s", help="transmit rate cap (0: none)"),
         ParamSpec("ring_slots", "int", "8", 1, 4096, help="ring capacity between stages"),
-        ParamSpec("resolution", "float", "0.05", 0.001, 0.5, help="relative width at which the search stops"),
-        ParamSpec(
-            "loss_tolerance_percent",
-            "float",
-            "0",
-            0,
-            100,
-            unit="%",
-            help="loss a trial may show and still pass (RFC 2544: 0)",
-        ),
+        *SEARCH_PARAMS,
         ParamSpec(
             "shortfall_percent",
             "float",
