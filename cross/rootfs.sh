@@ -8,7 +8,7 @@ set -euo pipefail
 arch=${1:?usage: rootfs.sh ARCH DIR}
 dir=${2:?usage: rootfs.sh ARCH DIR [PKG,...]}
 extra=${3:+,$3}
-mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+mirror=$("$(dirname "$0")/mirror.sh")  # this machine's apt mirror, or DEBIAN_MIRROR
 suite=${DEBIAN_SUITE:-bookworm}
 case $arch in
   armhf) qemu=arm ;;

@@ -10,7 +10,7 @@
 set -euo pipefail
 arch=${1:?usage: sysroot.sh ARCH DIR}
 dir=${2:?usage: sysroot.sh ARCH DIR}
-mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+mirror=$("$(dirname "$0")/mirror.sh")  # this machine's apt mirror, or DEBIAN_MIRROR
 suite=${DEBIAN_SUITE:-bookworm}
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 # (the stamp holds this list and the layout version: a change rebuilds the sysroot)

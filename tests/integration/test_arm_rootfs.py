@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -22,6 +23,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ROOTFS = os.environ.get("BOARDLAB_ARM_ROOTFS")
 KERN = os.environ.get("BOARDLAB_ARM_KERN")
+REPO = Path(__file__).resolve().parents[2]
 
 PLAN = """\
 name = "two-on-armhf"
@@ -44,7 +46,7 @@ INSIDE = """\
 set -eu
 cd /root
 echo "== no compiler:"; for cc in gcc cc clang; do ! command -v $cc; done; echo none
-python3 -c "import socket; socket.create_connection(('deb.debian.org', 80), timeout=5)" 2>/dev/null \
+python3 -c "import socket; socket.create_connection(('$MIRROR_HOST', $MIRROR_PORT), timeout=5)" 2>/dev/null \
   && echo "== network reachable" || echo "== offline"
 tar xzf /tmp/boardlab-armhf.tar.gz
 sh boardlab-armhf/install.sh
@@ -57,6 +59,14 @@ boardlab report --db results.db -o report.html
 boardlab report --db results.db --format text > report.txt
 echo "== inside: done"
 """
+
+
+def mirror_address() -> tuple[str, int]:
+    """The host and port of the package mirror this machine's apt uses (cross/mirror.sh): the one the board
+    would reach if its network were not cut, so "offline" is checked against a real destination."""
+    out = subprocess.run([str(REPO / "cross" / "mirror.sh")], capture_output=True, text=True)
+    url = urlsplit(out.stdout.strip())
+    return url.hostname or "localhost", url.port or (443 if url.scheme == "https" else 80)
 
 
 def _skip_reason() -> str | None:
@@ -89,7 +99,8 @@ def board(tmp_path_factory):
         d.mkdir(parents=True)
     shutil.copy(bundle, upper / "tmp" / bundle.name)
     (upper / "root" / "plan.toml").write_text(PLAN)
-    (upper / "root" / "inside.sh").write_text(INSIDE)
+    host, port = mirror_address()
+    (upper / "root" / "inside.sh").write_text(f"MIRROR_HOST={host}\nMIRROR_PORT={port}\n" + INSIDE)
     setup = (
         f"mount -t overlay overlay -o lowerdir={ROOTFS},upperdir={upper},workdir={ovl} {merged} && "
         f"mount -t proc proc {merged}/proc && mount --rbind /sys {merged}/sys && "
