@@ -15,6 +15,26 @@ def kern() -> Path:
     return kern_path()
 
 
+@pytest.fixture(scope="session")
+def netns() -> None:
+    """Skips the test, with the probe's reason, where `ip netns` cannot make a namespace (helpers.py)."""
+    from helpers import netns_unavailable
+
+    reason = netns_unavailable("ip")
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def unshare_net() -> None:
+    """Skips the test, with the probe's reason, where `unshare -n` cannot make a namespace."""
+    from helpers import netns_unavailable
+
+    reason = netns_unavailable("unshare")
+    if reason:
+        pytest.skip(reason)
+
+
 @pytest.fixture(autouse=True)
 def private_restore_journal(tmp_path, monkeypatch):
     """Every test (and every boardlab it starts) journals into its own directory, never the user's: a

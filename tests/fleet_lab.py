@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+from helpers import netns_unavailable
+
 BIN = Path(sys.executable).parent
 
 
@@ -26,8 +28,9 @@ def missing() -> str | None:
     """Why the lab cannot be stood up here, or None."""
     if os.geteuid() != 0:
         return "needs root (network namespaces, sshd)"
-    if not shutil.which("ip") or subprocess.run(["ip", "netns", "list"], capture_output=True).returncode:
-        return "needs `ip netns` (iproute2)"
+    reason = netns_unavailable("ip")
+    if reason:
+        return reason
     if not os.path.exists("/usr/sbin/sshd"):
         return "needs Debian's sshd (apt-get install openssh-server)"
     for tool in ("ssh", "scp", "ssh-keygen", "unshare"):

@@ -10,6 +10,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 from boardlab.model.campaign import Cell, ConditionSpec
@@ -18,6 +19,29 @@ from boardlab.store import Store
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SYSFS = FIXTURES / "sysfs"
+
+
+@lru_cache(maxsize=2)
+def netns_unavailable(how: str = "ip") -> str | None:
+    """Why network namespaces cannot be used on this machine, or None; probed once per session by doing what
+    the tests do. how="ip": the netns condition's own probe (`ip netns add`, loopback up, delete), the one its
+    check() uses; how="unshare": `unshare -n` with loopback up (a namespace held only by a process)."""
+    if os.geteuid() != 0:
+        return "needs root for network namespaces"
+    for tool in ("ip", "unshare") if how == "unshare" else ("ip",):
+        if not shutil.which(tool):
+            return f"needs {tool} (iproute2, util-linux) for network namespaces"
+    if how == "ip":
+        from boardlab.conditions.netns import netns_reason  # the product's own probe, which its check uses
+
+        why = netns_reason()
+        return f"network namespaces do not work here: {why}" if why else None
+    argv = ["unshare", "-n", "ip", "link", "set", "lo", "up"]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    if out.returncode:
+        why = " / ".join((out.stderr or out.stdout).strip().splitlines())
+        return f"network namespaces do not work here: `{' '.join(argv)}` failed: {why}"
+    return None
 
 
 def copy_board(name: str, dest: Path) -> Path:

@@ -16,12 +16,7 @@ from boardlab.conditions.netns import KIND, exec_prefix, netem_reason
 from boardlab.platform.inventory import inventory
 from boardlab.platform.sysroot import SysRoot
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(
-        os.geteuid() != 0 or not shutil.which("ip"), reason="needs root and iproute2 (ip) for netns"
-    ),
-]
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("netns")]
 
 
 def context(tmp_path: Path) -> ApplyContext:

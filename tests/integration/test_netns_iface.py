@@ -22,10 +22,7 @@ from boardlab.platform.sysroot import SysRoot
 
 pytestmark = pytest.mark.integration
 
-ROOT_ONLY = pytest.mark.skipif(
-    os.geteuid() != 0 or not shutil.which("ip"),
-    reason="needs root and iproute2 (ip): the test makes two network namespaces and a veth pair",
-)
+NEEDS_NETNS = pytest.mark.usefixtures("netns")  # two network namespaces and a veth pair
 
 # what runs inside board A: the condition in iface mode, then the publisher on the placement it made
 BOARD_A = textwrap.dedent(
@@ -67,7 +64,7 @@ def test_check_names_a_missing_interface_and_what_is_there(tmp_path):
     assert KIND.check({"mode": "iface", "iface": "eth0", "peer_addr": "10.0.0.2"}, ctx) is None
 
 
-@ROOT_ONLY
+@NEEDS_NETNS
 def test_iface_placement_sends_through_the_interface_to_the_other_board(kern, tmp_path):
     tag = f"bl{os.getpid() % 100000}"
     a_ns, b_ns = f"boardlab-test-{tag}-a", f"boardlab-test-{tag}-b"

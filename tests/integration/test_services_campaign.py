@@ -62,8 +62,7 @@ def test_victory_preset_is_valid_and_scales(tmp_path):
     assert {w.params["duration_s"] for w in scaled.workloads} == {6.0} and scaled.runs.repetitions == 5
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="the netns placement needs root")
-def test_scenario_runs_inside_the_netns_placement(tmp_path):
+def test_scenario_runs_inside_the_netns_placement(tmp_path, netns):
     plan = tmp_path / "plan.toml"
     plan.write_text(
         PLAN.split("[[workloads]]")[0]

@@ -143,8 +143,7 @@ def _in_netns(script: str, timeout: float = 60) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root for a private netns")
-def test_forced_overflow_drops_add_up_exactly(kern, tmp_path):
+def test_forced_overflow_drops_add_up_exactly(kern, tmp_path, unshare_net):
     """A 4 KiB receive buffer, a stalled subscriber and a 5 kHz burst: sent - received = the socket's
     SO_RXQ_OVFL drops = the namespace's Udp RcvbufErrors, exactly (a private netns has no other traffic)."""
     k = f"'{kern}'"

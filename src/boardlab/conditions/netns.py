@@ -60,19 +60,36 @@ def _tc(ns: str, *args: str) -> subprocess.CompletedProcess:
     )
 
 
-def netem_reason() -> str | None:
-    """None when netem qdiscs can be made here; else why not (tried in a throwaway namespace)."""
+def netns_reason(probe_netem: bool = False) -> str | None:
+    """None when network namespaces (and, with probe_netem, netem qdiscs) can be made here; else why not,
+    quoting the command that failed. Tried in a throwaway namespace: `ip netns add` bind-mounts under
+    /run/netns, which fails in a chroot whose / is not a mount point and in unprivileged containers, where
+    root and iproute2 alone would have said yes."""
     ns = f"boardlab-probe-{os.getpid()}-{next(_seq)}"
-    if _ip("netns", "add", ns, check=False).returncode != 0:
-        return "cannot create a network namespace to probe netem"
+    made = _ip("netns", "add", ns, check=False)
+    if made.returncode != 0:
+        return f"cannot create a network namespace (ip netns add: {_first_line(made.stderr)})"
     try:
-        _ip("-n", ns, "link", "set", "lo", "up", check=False)
+        up = _ip("-n", ns, "link", "set", "lo", "up", check=False)
+        if up.returncode != 0:
+            return f"cannot bring up loopback in a network namespace ({_first_line(up.stderr)})"
+        if not probe_netem:
+            return None
         p = _tc(ns, "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms")
         if p.returncode != 0:
             return f"qdisc netem missing in this kernel ({p.stderr.strip() or 'tc failed'})"
         return None
     finally:
         _ip("netns", "delete", ns, check=False)
+
+
+def netem_reason() -> str | None:
+    """None when netem qdiscs can be made here; else why not."""
+    return netns_reason(probe_netem=True)
+
+
+def _first_line(text: str) -> str:
+    return (text.strip().splitlines() or ["failed"])[0]
 
 
 @dataclass(frozen=True)
@@ -144,11 +161,8 @@ class Netns:
             return "unsupported: the ip command (iproute2) is not installed"
         if p.mode == "veth" and p.rate_mbit is not None and not shutil.which("tc"):
             return "unsupported: the tc command (iproute2) is not installed"
-        if p.mode == "veth" and (p.delay_ms is not None or p.loss_pct is not None):
-            why = netem_reason()
-            if why:
-                return f"unsupported: {why}"
-        return None
+        why = netns_reason(probe_netem=p.mode == "veth" and (p.delay_ms is not None or p.loss_pct is not None))
+        return f"unsupported: {why}" if why else None
 
     def apply(self, params: dict, ctx: ApplyContext):
         return self._apply(NetnsParams.of(params), ctx)
