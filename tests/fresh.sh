@@ -44,14 +44,23 @@ else
   mount_root=""
   inside='make test'
 fi
+# What a machine of this site is set up with before a user arrives: the certificate authorities it trusts (a
+# proxy of the site's own) and its pip configuration (the index it uses), so the fresh machine reaches the same
+# package registries as this one; nothing else of this machine goes in.
+carry="mkdir -p $root/usr/local/share/ca-certificates && cp -a /usr/local/share/ca-certificates/. $root/usr/local/share/ca-certificates/ \
+&& { [ ! -r /etc/pip.conf ] || cp /etc/pip.conf $root/etc/pip.conf; }"
+pass_env=""
+for v in PIP_INDEX_URL PIP_EXTRA_INDEX_URL PIP_TRUSTED_HOST PIP_CERT http_proxy https_proxy no_proxy; do
+  [ -z "${!v:-}" ] || pass_env="$pass_env $v=${!v}"
+done
 setup="$mount_root mount -t proc proc $root/proc && mount --rbind /sys $root/sys && \
 mount --rbind /dev $root/dev && mount -t tmpfs tmpfs $root/run && \
-cp /etc/resolv.conf $root/etc/resolv.conf && \
+cp /etc/resolv.conf $root/etc/resolv.conf && $carry && \
 mkdir -p -m 0700 '$root/root/my boards' && git clone -q --no-hardlinks '$repo' '$root/root/my boards/boardlab' && \
 chmod 0700 $root/root && \
 exec chroot $root /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
   PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  /bin/bash -c 'set -eu; cd \"/root/my boards/boardlab\"; $inside'"
+  $pass_env /bin/bash -c 'set -eu; update-ca-certificates >/dev/null; cd \"/root/my boards/boardlab\"; $inside'"
 echo "fresh: make demo and make test in a fresh bookworm (ip netns: $netns); log: $log"
 start=$(date +%s)
 set +e
