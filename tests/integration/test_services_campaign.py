@@ -4,7 +4,6 @@ the report's services section, in Markdown and text. The full preset is `boardla
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 

@@ -96,7 +96,9 @@ def test_push_beyond_the_downlink_drops_and_counts_every_drop(kern):
     completion on one thread, so no ring between the stages can drop a record first."""
     once = ("--iterations", "3", "--warmup-max-iterations", "0", "--min-iteration-ms", "1")
     info, m = ok(
-        *pipeline(kern, "flow=push", "schedule=rtc", "cap_bit_s=8", "block_bytes=1k", "codec=none", extra=once)
+        *pipeline(
+            kern, "flow=push", "schedule=rtc", "cap_bit_s=8", "block_bytes=1k", "codec=none", extra=once
+        )
     )
     assert info["records_offered"] >= 3
     assert stage(info, "transmit", "drops") >= info["records_offered"] - 1 and m["drop_percent"]["value"] > 0

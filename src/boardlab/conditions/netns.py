@@ -161,7 +161,9 @@ class Netns:
             return "unsupported: the ip command (iproute2) is not installed"
         if p.mode == "veth" and p.rate_mbit is not None and not shutil.which("tc"):
             return "unsupported: the tc command (iproute2) is not installed"
-        why = netns_reason(probe_netem=p.mode == "veth" and (p.delay_ms is not None or p.loss_pct is not None))
+        why = netns_reason(
+            probe_netem=p.mode == "veth" and (p.delay_ms is not None or p.loss_pct is not None)
+        )
         return f"unsupported: {why}" if why else None
 
     def apply(self, params: dict, ctx: ApplyContext):
