@@ -30,8 +30,18 @@ if [ ! -e "$rootfs/.boardlab-rootfs-ok" ]; then
   touch "$rootfs/.boardlab-rootfs-ok"
 fi
 work=$(mktemp -d "$cache/fresh.XXXXXX")
-trap 'rm -rf "$work"' EXIT
 root=$work/root
+# On any exit (Ctrl-C included) nothing is left running in the fresh machine, and its tree is removed: the
+# mounts belong to the private mount namespace and end with its last process.
+cleanup() {
+  for p in /proc/[0-9]*; do
+    case "$(readlink "$p/root" 2>/dev/null)" in "$root" | "$root"/*) kill -KILL "${p#/proc/}" 2>/dev/null ;; esac
+  done
+  wait 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 mkdir -p "$root"
 if [ $netns = yes ]; then
   # an overlay on the cached tree, mounted on $root: the chroot's / is a mount point, as on a real machine
