@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from helpers import kern_json, run_kern
+from helpers import kern_json, run_kern, under_qemu_user
 
 FAST = ("--iterations", "2", "--warmup-max-iterations", "0")
 RATES = ("frames_per_s", "encode_frames_per_s", "decode_frames_per_s")
@@ -158,8 +158,13 @@ def test_stream_and_output_are_bit_exact_with_libgsm_toast(kern, tmp_path):
 
 
 def test_default_run_finishes_within_the_time_budget(kern):
-    proc = run_kern(kern, "mibench.gsm", "--json", timeout=30)
+    """The default is sized for a native run of under 5 s of CPU time (CPU, not wall time: on a loaded machine
+    the wall time measures the other load). Under qemu-user only the run itself and its size are checked: the
+    translator's time says nothing of a board's."""
+    emulated = under_qemu_user()
+    proc = run_kern(kern, "mibench.gsm", "--json", timeout=600 if emulated else 30)
     assert proc.returncode == 0
     res = json.loads(proc.stdout)
     assert res["params"]["frames"] == 250
-    assert res["wall_ns"] < 5e9
+    if not emulated:
+        assert res["rusage"]["utime_us"] + res["rusage"]["stime_us"] < 5e6
