@@ -1,0 +1,273 @@
+"""The service roles against careless or hostile peers: every role's memory stays bounded and a new client
+is still served while a pipelining client that never reads, slowloris clients, silent connections or a
+sender of wild sequence numbers run (the limits are stated in docs/services.md).
+
+Every client is Python on loopback, bounded in time and count; every server is stopped by its PID. The
+memory check compares the role's resident set (VmRSS) under each client with its idle figure after a first
+request: within 2x. The 2x is the issue's acceptance bound, not a tuned margin: an unbounded buffer grows
+by tens of megabytes under these clients.
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import socket
+import time
+import urllib.request
+
+import pytest
+
+from boardlab.services.launch import free_port, start_role
+
+from helpers import under_qemu_user
+
+pytestmark = pytest.mark.skipif(
+    under_qemu_user(),
+    reason="qemu-user's resident set is the translator's, not the role's: memory is checked natively",
+)
+
+SOAP = "http://schemas.xmlsoap.org/soap/envelope/"
+MGMT = "urn:boardlab:vdm:mgmt:1"
+STATUS = (f'<s:Envelope xmlns:s="{SOAP}"><s:Body><m:getStatus xmlns:m="{MGMT}"/></s:Body></s:Envelope>').encode()
+
+
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+def cpu_s(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / 100  # utime + stime, in clock ticks of 1/100 s
+
+
+def get_status(port: int, timeout: float = 5) -> int:
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/vdm", data=STATUS, headers={"Content-Type": "text/xml"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            r.read()
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def start_mgmt(**params):
+    port = free_port()
+    rp = start_role("svc.mgmt", {"port": port, "duration_s": 60, **params})
+    assert get_status(port) == 200  # warm: the idle figure includes one served request
+    time.sleep(0.2)
+    return port, rp, rss_kib(rp.pid)
+
+
+def test_a_pipelining_client_that_never_reads_keeps_the_server_bounded(kern):
+    """1 MB of pipelined `GET /vdm?wsdl` on each of 4 connections whose responses are never read: the
+    server stops reading a connection while more than max_output_bytes of its output is unsent."""
+    port, rp, idle = start_mgmt()
+    request = b"GET /vdm?wsdl HTTP/1.1\r\nHost: x\r\n\r\n"
+    hogs = []
+    try:
+        for _ in range(4):
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            s.setblocking(False)
+            hogs.append(s)
+        payload = request * (1_000_000 // len(request))
+        sent = [0] * len(hogs)
+        deadline = time.monotonic() + 4
+        while time.monotonic() < deadline and min(sent) < len(payload):
+            for i, s in enumerate(hogs):
+                try:
+                    sent[i] += s.send(payload[sent[i] : sent[i] + 65536])
+                except BlockingIOError:
+                    pass
+            time.sleep(0.005)
+        time.sleep(0.5)
+        loaded = rss_kib(rp.pid)
+        assert get_status(port) == 200, "a new client was not served beside the pipelining clients"
+        assert loaded <= 2 * idle, f"RSS grew from {idle} KiB idle to {loaded} KiB under pipelining"
+    finally:
+        for s in hogs:
+            s.close()
+    rp.stop()
+    res = rp.result(10)["service"]
+    assert res["output_stalls"] > 0 and res["limits"]["max_output_bytes"] == 65536
+
+
+def _slowloris(port: int, n: int, head: bytes) -> list[socket.socket]:
+    conns = []
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.sendall(head)
+        conns.append(s)
+    return conns
+
+
+def _trickle(conns: list[socket.socket], seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        for s in conns:
+            try:
+                s.send(b"X")
+            except OSError:
+                pass
+        time.sleep(0.25)
+
+
+@pytest.mark.parametrize(
+    "head, phase",
+    [
+        (b"POST /vdm HTTP/1.1\r\nX-Slow: ", "header"),
+        (b"POST /vdm HTTP/1.1\r\nContent-Length: 100000\r\n\r\n", "body"),
+    ],
+)
+def test_slowloris_clients_get_408_and_do_not_lock_out_others(kern, head, phase):
+    """40 connections trickling a header (or a body) one byte every 250 ms: each gets HTTP 408 at its
+    deadline and is closed; meanwhile a new client is served and memory stays within 2x idle."""
+    port, rp, idle = start_mgmt(header_timeout_ms=1500, body_timeout_ms=1500, max_request_bytes=200000)
+    conns = _slowloris(port, 40, head)
+    try:
+        _trickle(conns, 0.6)
+        assert get_status(port) == 200, "a new client was not served beside the slowloris clients"
+        loaded = rss_kib(rp.pid)
+        assert loaded <= 2 * idle, f"RSS grew from {idle} KiB idle to {loaded} KiB under slowloris"
+        _trickle(conns, 1.6)
+        answers = []
+        for s in conns:
+            s.settimeout(3)
+            try:
+                answers.append(s.recv(4096))
+            except OSError:
+                answers.append(b"")
+        assert all(a.startswith(b"HTTP/1.1 408 ") for a in answers), answers[:3]
+        assert phase.encode() in answers[0]  # "the request header (body) did not arrive in time"
+    finally:
+        for s in conns:
+            s.close()
+    rp.stop()
+    assert rp.result(10)["service"]["timeouts"] >= 40
+
+
+def test_over_the_connection_cap_a_client_gets_503_and_silent_ones_make_room(kern):
+    """max_connections=8: connections that sent nothing are closed to make room for new clients; when all
+    8 have a request under way, the next client gets 503 and a close, not a hang."""
+    port, rp, _ = start_mgmt(max_connections=8)
+    silent = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(8)]
+    try:
+        time.sleep(0.2)
+        assert get_status(port) == 200, "an idle connection did not make room for a new client"
+        busy = _slowloris(port, 8, b"POST /vdm HTTP/1.1\r\n")
+        time.sleep(0.2)
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.settimeout(5)
+            answer = s.recv(4096)
+            assert answer.startswith(b"HTTP/1.1 503 ") and b"too many connections" in answer
+            assert s.recv(4096) == b""  # and closed
+        for b in busy:
+            b.close()
+    finally:
+        for s in silent:
+            s.close()
+    rp.stop()
+    res = rp.result(10)["service"]
+    assert res["refused"] >= 1 and res["idle_closed"] >= 1 and res["limits"]["max_connections"] == 8
+
+
+@pytest.mark.skipif(not shutil.which("prlimit"), reason="needs prlimit (util-linux) to lower the descriptor limit")
+def test_with_100_descriptors_150_silent_connections_neither_spin_nor_lock_out(kern):
+    """The issue's case: RLIMIT_NOFILE 100 and 150 connections that send nothing. The connection limit is
+    lowered below the descriptor limit (no EMFILE loop), the server stays idle, a new client is served."""
+    port = free_port()
+    rp = start_role(
+        "svc.mgmt", {"port": port, "duration_s": 60}, prefix=["prlimit", "--nofile=100:100", "--"]
+    )
+    conns = []
+    try:
+        for _ in range(150):
+            conns.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        time.sleep(0.3)
+        c0 = cpu_s(rp.pid)
+        time.sleep(2)
+        used = cpu_s(rp.pid) - c0
+        assert used < 0.4, f"the server used {used:.2f} s of CPU in 2 s with silent connections open"
+        assert get_status(port) == 200, "a new client was locked out"
+    finally:
+        for s in conns:
+            s.close()
+    rp.stop()
+    res = rp.result(10)["service"]
+    assert res["limits"]["max_connections"] == 100 - 32 and res["idle_closed"] > 0
+
+
+def _datagram(seq: int, kind: str = "Position") -> bytes:
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f'<vdm:DataMessage xmlns:vdm="urn:boardlab:vdm:1" kind="{kind}" seq="{seq}" sentNs="{time.monotonic_ns():020d}">'
+        "<vdm:Position><vdm:LatitudeDeg>1</vdm:LatitudeDeg></vdm:Position></vdm:DataMessage>\n"
+    ).encode()
+
+
+def test_sequence_jumps_are_counted_as_anomalies_with_bounded_memory(kern):
+    """seq=0, then seq=2^31 and 2^63, then the stream goes on: the jumps are anomalies, not 2^31 lost
+    messages, and the subscriber's memory stays within 2x idle. A jump the next message continues from
+    (a sender that restarted) resynchronizes tracking."""
+    group, port = f"239.255.{random.randint(1, 254)}.{random.randint(1, 254)}", random.randint(20000, 40000)
+    rp = start_role("svc.sub", {"group": group, "port": port, "duration_s": 30})
+    tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    tx.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
+    tx.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
+
+    def send(*seqs):
+        for q in seqs:
+            tx.sendto(_datagram(q), (group, port))
+            time.sleep(0.002)
+
+    try:
+        send(0, 1)
+        time.sleep(0.3)
+        idle = rss_kib(rp.pid)
+        send(2**31, 2, 3, 2**63, 2**40, 4, 5)  # lone jumps: anomalies; the stream goes on from 5
+        time.sleep(0.3)
+        loaded = rss_kib(rp.pid)
+        send(1000000000, 1000000001, 1000000002)  # a sender that restarted elsewhere: resync
+        time.sleep(0.3)
+    finally:
+        tx.close()
+    rp.stop()
+    res = rp.result(10)["service"]
+    assert loaded <= 2 * idle, f"RSS grew from {idle} KiB idle to {loaded} KiB after sequence jumps"
+    assert res["seq_jumps"] == 4 and res["seq_resyncs"] == 1
+    assert res["lost"] == 0 and res["duplicates"] == 0
+    assert res["by_kind"]["Position"]["first_seq"] == 1000000000
+    assert res["by_kind"]["Position"]["max_seq"] == 1000000002
+
+
+def test_the_publishers_endpoint_has_the_same_limits(kern):
+    """svc.pub's embedded management endpoint runs the same bounded server with svc.mgmt's defaults."""
+    port = free_port()
+    group, gport = f"239.255.{random.randint(1, 254)}.{random.randint(1, 254)}", random.randint(20000, 40000)
+    rp = start_role(
+        "svc.pub", {"group": group, "port": gport, "rate_hz": 10, "duration_s": 30, "mgmt_port": port}, wait_ready=False
+    )
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        try:
+            if get_status(port, timeout=1) == 200:
+                break
+        except OSError:
+            time.sleep(0.05)
+    rp.stop()
+    res = rp.result(10)["service"]["mgmt"]
+    assert res["limits"] == {
+        "max_connections": res["limits"]["max_connections"],
+        "max_request_bytes": 65536,
+        "max_output_bytes": 65536,
+        "header_timeout_ms": 10000,
+        "body_timeout_ms": 10000,
+        "idle_timeout_ms": 60000,
+    }
+    assert 1 <= res["limits"]["max_connections"] <= 256
