@@ -29,7 +29,9 @@ pytestmark = pytest.mark.skipif(
 
 SOAP = "http://schemas.xmlsoap.org/soap/envelope/"
 MGMT = "urn:boardlab:vdm:mgmt:1"
-STATUS = (f'<s:Envelope xmlns:s="{SOAP}"><s:Body><m:getStatus xmlns:m="{MGMT}"/></s:Body></s:Envelope>').encode()
+STATUS = (
+    f'<s:Envelope xmlns:s="{SOAP}"><s:Body><m:getStatus xmlns:m="{MGMT}"/></s:Body></s:Envelope>'
+).encode()
 
 
 def rss_kib(pid: int) -> int:
@@ -47,7 +49,9 @@ def cpu_s(pid: int) -> float:
 
 
 def get_status(port: int, timeout: float = 5) -> int:
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/vdm", data=STATUS, headers={"Content-Type": "text/xml"})
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}/vdm", data=STATUS, headers={"Content-Type": "text/xml"}
+    )
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             r.read()
@@ -177,7 +181,9 @@ def test_over_the_connection_cap_a_client_gets_503_and_silent_ones_make_room(ker
     assert res["refused"] >= 1 and res["idle_closed"] >= 1 and res["limits"]["max_connections"] == 8
 
 
-@pytest.mark.skipif(not shutil.which("prlimit"), reason="needs prlimit (util-linux) to lower the descriptor limit")
+@pytest.mark.skipif(
+    not shutil.which("prlimit"), reason="needs prlimit (util-linux) to lower the descriptor limit"
+)
 def test_with_100_descriptors_150_silent_connections_neither_spin_nor_lock_out(kern):
     """The issue's case: RLIMIT_NOFILE 100 and 150 connections that send nothing. The connection limit is
     lowered below the descriptor limit (no EMFILE loop), the server stays idle, a new client is served."""
@@ -251,7 +257,9 @@ def test_the_publishers_endpoint_has_the_same_limits(kern):
     port = free_port()
     group, gport = f"239.255.{random.randint(1, 254)}.{random.randint(1, 254)}", random.randint(20000, 40000)
     rp = start_role(
-        "svc.pub", {"group": group, "port": gport, "rate_hz": 10, "duration_s": 30, "mgmt_port": port}, wait_ready=False
+        "svc.pub",
+        {"group": group, "port": gport, "rate_hz": 10, "duration_s": 30, "mgmt_port": port},
+        wait_ready=False,
     )
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
