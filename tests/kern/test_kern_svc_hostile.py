@@ -60,18 +60,29 @@ def get_status(port: int, timeout: float = 5) -> int:
         return e.code
 
 
-def start_mgmt(**params):
+def unique_group() -> tuple[str, int]:
+    return f"239.255.{random.randint(1, 254)}.{random.randint(1, 254)}", random.randint(20000, 40000)
+
+
+def start_mgmt(role: str = "svc.mgmt", **params):
+    """svc.mgmt, or svc.pub with its embedded endpoint: started, warmed by one request, its idle RSS."""
     port = free_port()
-    rp = start_role("svc.mgmt", {"port": port, "duration_s": 60, **params})
+    if role == "svc.pub":
+        group, gport = unique_group()
+        params = {"group": group, "port": gport, "rate_hz": 10, "mgmt_port": port, **params}
+    else:
+        params = {"port": port, **params}
+    rp = start_role(role, {"duration_s": 60, **params})
     assert get_status(port) == 200  # warm: the idle figure includes one served request
     time.sleep(0.2)
     return port, rp, rss_kib(rp.pid)
 
 
-def test_a_pipelining_client_that_never_reads_keeps_the_server_bounded(kern):
+@pytest.mark.parametrize("role", ["svc.mgmt", "svc.pub"])
+def test_a_pipelining_client_that_never_reads_keeps_the_server_bounded(kern, role):
     """1 MB of pipelined `GET /vdm?wsdl` on each of 4 connections whose responses are never read: the
     server stops reading a connection while more than max_output_bytes of its output is unsent."""
-    port, rp, idle = start_mgmt()
+    port, rp, idle = start_mgmt(role)
     request = b"GET /vdm?wsdl HTTP/1.1\r\nHost: x\r\n\r\n"
     hogs = []
     try:
@@ -99,6 +110,7 @@ def test_a_pipelining_client_that_never_reads_keeps_the_server_bounded(kern):
             s.close()
     rp.stop()
     res = rp.result(10)["service"]
+    res = res["mgmt"] if role == "svc.pub" else res
     assert res["output_stalls"] > 0 and res["limits"]["max_output_bytes"] == 65536
 
 
@@ -221,7 +233,7 @@ def test_sequence_jumps_are_counted_as_anomalies_with_bounded_memory(kern):
     """seq=0, then seq=2^31 and 2^63, then the stream goes on: the jumps are anomalies, not 2^31 lost
     messages, and the subscriber's memory stays within 2x idle. A jump the next message continues from
     (a sender that restarted) resynchronizes tracking."""
-    group, port = f"239.255.{random.randint(1, 254)}.{random.randint(1, 254)}", random.randint(20000, 40000)
+    group, port = unique_group()
     rp = start_role("svc.sub", {"group": group, "port": port, "duration_s": 30})
     tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
     tx.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
@@ -255,7 +267,7 @@ def test_sequence_jumps_are_counted_as_anomalies_with_bounded_memory(kern):
 def test_the_publishers_endpoint_has_the_same_limits(kern):
     """svc.pub's embedded management endpoint runs the same bounded server with svc.mgmt's defaults."""
     port = free_port()
-    group, gport = f"239.255.{random.randint(1, 254)}.{random.randint(1, 254)}", random.randint(20000, 40000)
+    group, gport = unique_group()
     rp = start_role(
         "svc.pub",
         {"group": group, "port": gport, "rate_hz": 10, "duration_s": 30, "mgmt_port": port},
@@ -279,3 +291,43 @@ def test_the_publishers_endpoint_has_the_same_limits(kern):
         "idle_timeout_ms": 60000,
     }
     assert 1 <= res["limits"]["max_connections"] <= 256
+
+
+def test_a_flood_of_garbage_on_the_ins_feed_keeps_the_publisher_bounded(kern):
+    """svc.pub with source=ins: 5,000 datagrams of random bytes (up to 8 KiB) on its INS port are counted as
+    bad and change nothing; its memory stays within 2x idle and it goes on publishing."""
+    group, gport = unique_group()
+    ins_port = free_port()
+    rp = start_role(
+        "svc.pub",
+        {
+            "group": group,
+            "port": gport,
+            "rate_hz": 50,
+            "duration_s": 30,
+            "source": "ins",
+            "ins_port": ins_port,
+        },
+        wait_ready=False,
+    )
+    tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rng = random.Random(23)
+    try:
+        time.sleep(0.5)  # the role binds its INS port
+        tx.sendto(b"INS 10 1 2", ("127.0.0.1", ins_port))
+        time.sleep(0.2)
+        idle = rss_kib(rp.pid)
+        for i in range(5000):
+            tx.sendto(rng.randbytes(rng.randint(1, 8192)), ("127.0.0.1", ins_port))
+            if i % 500 == 0:
+                time.sleep(0.01)
+        time.sleep(0.3)
+        loaded = rss_kib(rp.pid)
+    finally:
+        tx.close()
+    rp.stop()
+    res = rp.result(10)
+    assert res["ok"], res["errors"]
+    svc = res["service"]
+    assert loaded <= 2 * idle, f"RSS grew from {idle} KiB idle to {loaded} KiB under an INS flood"
+    assert svc["sent"] > 0 and svc["reader"]["ins_datagrams"] >= 1 and svc["reader"]["sentences_bad"] > 500
