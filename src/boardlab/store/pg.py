@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import re
-import urllib.parse
 from typing import Any
 
 from boardlab.errors import BoardlabError, InputError, OSProblem
