@@ -331,3 +331,43 @@ def test_a_flood_of_garbage_on_the_ins_feed_keeps_the_publisher_bounded(kern):
     svc = res["service"]
     assert loaded <= 2 * idle, f"RSS grew from {idle} KiB idle to {loaded} KiB under an INS flood"
     assert svc["sent"] > 0 and svc["reader"]["ins_datagrams"] >= 1 and svc["reader"]["sentences_bad"] > 500
+
+
+@pytest.mark.parametrize("parser", ["expat", "libxml2"])
+def test_an_entity_expansion_bomb_is_a_bad_message_not_a_memory_blow_up(kern, parser):
+    """A 725-byte datagram whose entities expand to 10^10 bytes ("billion laughs"): each parser refuses
+    it (counted bad), the subscriber's memory stays within 2x idle and the next message is read."""
+    group, port = unique_group()
+    rp = start_role(
+        "svc.sub", {"group": group, "port": port, "duration_s": 30, "parser": parser}, wait_ready=False
+    )
+    rp._ready.wait(10)
+    if rp.proc.poll() is not None:
+        res = rp.result(10)
+        if not res["supported"]:
+            pytest.skip(res["reason"])
+    ents = '<!ENTITY a0 "xxxxxxxxxx">' + "".join(
+        f'<!ENTITY a{i} "{f"&a{i - 1};" * 10}">' for i in range(1, 10)
+    )
+    bomb = (
+        f'<?xml version="1.0"?><!DOCTYPE d [{ents}]><vdm:DataMessage xmlns:vdm="urn:boardlab:vdm:1" '
+        'kind="Position" seq="1" sentNs="1"><vdm:Position><vdm:LatitudeDeg>&a9;</vdm:LatitudeDeg>'
+        "</vdm:Position></vdm:DataMessage>"
+    ).encode()
+    tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    tx.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
+    try:
+        tx.sendto(_datagram(0), (group, port))
+        time.sleep(0.3)
+        idle = rss_kib(rp.pid)
+        for _ in range(3):
+            tx.sendto(bomb, (group, port))
+        tx.sendto(_datagram(1), (group, port))
+        time.sleep(1)
+        loaded = rss_kib(rp.pid)
+    finally:
+        tx.close()
+    rp.stop()
+    res = rp.result(10)["service"]
+    assert loaded <= 2 * idle, f"RSS grew from {idle} KiB idle to {loaded} KiB under entity expansion"
+    assert res["bad"] == 3 and res["by_kind"]["Position"]["unique"] == 2, res
