@@ -490,8 +490,8 @@ static int read_in(svc_mgmt *m, mconn *c)
 static void refuse(svc_mgmt *m, int fd, const char *why)
 {
     char sink[4096], body[512], msg[1024];
-    while (recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0)
-        ;
+    for (int i = 0; i < 16 && recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++)
+        ; /* at most 64 KiB: a peer may stream without end */
     int bn = snprintf(body, sizeof body,
                       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<soap:Envelope xmlns:soap=\"" SOAP_ENV
                       "\"><soap:Body><soap:Fault><faultcode>soap:Server</faultcode><faultstring>%s</faultstring>"
