@@ -1184,8 +1184,10 @@ static int load_read(load_state *s, lconn *c, int *status)
         return 0;
     size_t hlen = (size_t)(end - c->in) + 4;
     const char *cl = find_header(c->in, hlen, "Content-Length");
-    size_t blen = cl ? (size_t)strtoull(cl, NULL, 10) : 0;
-    if (c->in_n < hlen + blen)
+    unsigned long long blen = cl ? strtoull(cl, NULL, 10) : 0;
+    if (blen > sizeof c->in - hlen)
+        return -1; /* no response of ours is that large (and hlen + blen must not wrap) */
+    if (c->in_n < hlen + (size_t)blen)
         return 0;
     *status = c->in_n > 12 ? atoi(c->in + 9) : 0;
     const char *ch = find_header(c->in, hlen, "Connection");
