@@ -185,6 +185,30 @@ case " @MACHINES@ " in
   *) echo "install.sh: this bundle is for $arch (uname -m one of: @MACHINES@), this machine is $machine" >&2; exit 2 ;;
 esac
 command -v python3 >/dev/null || { echo "install.sh: python3 missing: apt-get install python3 python3-venv" >&2; exit 1; }
+# Every file against the sha256 bundle.json records, before anything runs or is installed: a truncated or
+# altered copy (an interrupted scp, a full disk) is refused, not installed half-broken.
+command -v sha256sum >/dev/null || { echo "install.sh: sha256sum missing: apt-get install coreutils" >&2; exit 1; }
+sums=$(python3 - "$here/bundle.json" <<'PY'
+import json, re, sys
+try:
+    with open(sys.argv[1], encoding="utf-8") as f:
+        files = json.load(f)["files"]
+    lines = [f"{files[n]}  {n}" for n in sorted(files)]
+    bad = [n for n in files if n.startswith("/") or ".." in n.split("/") or not re.fullmatch("[0-9a-f]{64}", files[n])]
+except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+    sys.exit(f"install.sh: {sys.argv[1]}: no readable manifest ({type(e).__name__}: {e}); the bundle is damaged: copy it again")
+if bad or not lines:
+    sys.exit(f"install.sh: {sys.argv[1]}: the manifest lists no files or bad entries {bad[:3]}; copy the bundle again")
+print("\n".join(lines))
+PY
+) || exit 2
+if ! check=$(cd "$here" && printf '%s\n' "$sums" | sha256sum -c --strict 2>&1); then
+  echo "install.sh: the bundle's files do not match the sha256 in bundle.json (a truncated or altered copy); nothing installed:" >&2
+  printf '%s\n' "$check" | grep -v ': OK$' >&2
+  echo "install.sh: fix: copy the bundle again and compare its sha256sum with the original's" >&2
+  exit 2
+fi
+echo "install.sh: $(printf '%s\n' "$sums" | wc -l) files match the sha256 in bundle.json"
 python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
   echo "install.sh: boardlab needs Python >= 3.11, this is $(python3 -V 2>&1) (Debian 12 or later has it)" >&2; exit 1; }
 python3 -c 'import ensurepip, venv' 2>/dev/null || { echo "install.sh: python3-venv missing: apt-get install python3-venv" >&2; exit 1; }
@@ -258,6 +282,7 @@ def make_bundle(arch: str, out: Path, kern: Path, version: str, progress=lambda 
         "libraries": list(libraries),
         "debian_packages": debs.split(),
         "created_unix_s": int(time.time()),
+        "files": {},  # every file but this manifest: its sha256, checked by install.sh (sha256sum -c)
     }
     top = out.name[: -len(".tar.gz")]
     progress(f"bundle: writing {out} ({arch}, boardlab-kern from {kern})")
@@ -269,6 +294,8 @@ def make_bundle(arch: str, out: Path, kern: Path, version: str, progress=lambda 
                 info = tarfile.TarInfo(f"{top}/{name}")
                 info.size, info.mode, info.mtime = len(data), mode, manifest["created_unix_s"]
                 tar.addfile(info, io.BytesIO(data))
+                if name != "bundle.json":
+                    manifest["files"][name] = hashlib.sha256(data).hexdigest()
 
             add("install.sh", install.encode(), 0o755)
             add("boardlab-kern", kern.read_bytes(), 0o755)

@@ -133,3 +133,50 @@ def test_a_binary_for_another_architecture_is_refused(kern, tmp_path):
     assert proc.returncode == 2
     assert "built for x86_64, not armhf" in proc.stderr and "Traceback" not in proc.stderr
     assert not (tmp_path / "b.tar.gz").exists()
+
+
+def test_the_manifest_records_the_sha256_of_every_file(native_bundle):
+    out, _ = native_bundle
+    with tarfile.open(out) as tar:
+        manifest = json.loads(tar.extractfile("boardlab-native/bundle.json").read())
+        members = {m.name.split("/", 1)[1]: m for m in tar.getmembers() if m.isfile()}
+        digests = {name: hashlib.sha256(tar.extractfile(m).read()).hexdigest() for name, m in members.items()}
+    del digests["bundle.json"]
+    assert manifest["files"] == digests and "boardlab-kern" in digests and "install.sh" in digests
+
+
+@pytest.mark.parametrize("damage", ["truncated", "altered", "missing", "manifest"])
+def test_a_damaged_copy_is_refused_before_anything_is_installed(native_bundle, tmp_path, damage):
+    """install.sh checks every file with `sha256sum -c` against bundle.json first: a truncated copy (an
+    interrupted scp), a changed byte, a missing file or an unreadable manifest exits 2 naming the file, and
+    neither the venv nor the link is created."""
+    out, _ = native_bundle
+    with tarfile.open(out) as tar:
+        tar.extractall(tmp_path, filter="data")
+    top = tmp_path / "boardlab-native"
+    wheel = next((top / "wheels").glob("*.whl"))
+    if damage == "truncated":
+        data = (top / "boardlab-kern").read_bytes()
+        (top / "boardlab-kern").write_bytes(data[: len(data) // 2])
+        named = "boardlab-kern: FAILED"
+    elif damage == "altered":
+        data = bytearray(wheel.read_bytes())
+        data[len(data) // 2] ^= 1
+        wheel.write_bytes(bytes(data))
+        named = f"wheels/{wheel.name}: FAILED"
+    elif damage == "missing":
+        (top / "presets" / "quick.toml").unlink()
+        named = "presets/quick.toml"
+    else:
+        (top / "bundle.json").write_text('{"schema": 1, "fi')
+        named = "bundle.json: no readable manifest"
+    prefix, bindir = tmp_path / "prefix", tmp_path / "bin"
+    proc = subprocess.run(
+        ["sh", str(top / "install.sh"), "--prefix", str(prefix), "--bin", str(bindir)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert named in proc.stderr and "Traceback" not in proc.stderr
+    assert not prefix.exists() and not bindir.exists()

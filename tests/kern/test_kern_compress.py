@@ -6,6 +6,7 @@ from __future__ import annotations
 import bz2
 import json
 import lzma
+import os
 import re
 import shutil
 import subprocess
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import kern_json, run_kern
+from helpers import kern_json, run_cli, run_kern
 
 FAST = ("--iterations", "2", "--warmup-max-iterations", "0")
 KERNELS = ["compress.lzma", "compress.bzip2", "compress.zstd", "compress.zlib"]
@@ -215,15 +216,31 @@ def test_out_of_range_parameters_are_usage_errors(kern, name, param):
 def test_a_missing_input_file_fails_naming_the_path(kern, tmp_path):
     missing = tmp_path / "no-such-dir" / "telemetry.raw"
     rc, res = run(kern, "compress.zstd", f"input={missing}")
-    assert rc == 1 and res["ok"] is False
+    assert rc == 2 and res["ok"] is False  # bad input: exit 2
     assert any(str(missing) in e and "input" in e for e in res["errors"])
+
+
+@pytest.mark.parametrize("what", ["fifo", "directory"])
+def test_an_input_that_is_no_regular_file_is_bad_input_exit_2(kern, tmp_path, what):
+    """`boardlab kern compress.* input=FIFO` (or a directory): refused at once with exit 2 and a message
+    naming the parameter and the path, not waited on for a writer, not a run failure (exit 1)."""
+    path = tmp_path / "in put"
+    if what == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+    rc, res = run(kern, "compress.zlib", f"input={path}")
+    assert rc == 2 and res["ok"] is False
+    assert any("'input'" in e and str(path) in e and "not a regular file" in e for e in res["errors"])
+    proc = run_cli("kern", "compress.zlib", "--param", f"input={path}", timeout=30)
+    assert proc.returncode == 2 and "not a regular file" in proc.stdout + proc.stderr
 
 
 def test_an_empty_input_file_fails(kern, tmp_path):
     empty = tmp_path / "empty"
     empty.write_bytes(b"")
     rc, res = run(kern, "compress.zlib", f"input={empty}")
-    assert rc == 1 and any("empty" in e or "0 bytes" in e for e in res["errors"])
+    assert rc == 2 and any("empty" in e or "0 bytes" in e for e in res["errors"])
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import shutil
 import struct
@@ -112,9 +113,18 @@ def test_unreadable_or_malformed_input_files_name_the_parameter(kern, tmp_path):
     odd.write_bytes(b"\x01\x02\x03")
     empty = tmp_path / "empty.raw"
     empty.write_bytes(b"")
-    for path, why in ((tmp_path / "missing.raw", "cannot be opened"), (odd, "odd size"), (empty, "empty")):
+    fifo = tmp_path / "pcm.fifo"
+    os.mkfifo(fifo)
+    cases = (
+        (tmp_path / "missing.raw", "cannot be opened"),
+        (odd, "odd size"),
+        (empty, "empty"),
+        (fifo, "not a regular file"),  # refused at once, not waited on for a writer
+        (tmp_path, "not a regular file"),
+    )
+    for path, why in cases:
         rc, res = gsm(kern, f"input_path={path}")
-        assert rc == 1 and res["ok"] is False
+        assert rc == 2 and res["ok"] is False  # bad input: exit 2, as a bad parameter
         assert any("input_path" in e and why in e for e in res["errors"]), res["errors"]
 
 

@@ -74,7 +74,13 @@ def test_pub_sub_deliver_every_message_with_its_latency(kern):
         p["build_ns"]["count"] == 50 and p["send_ns"]["count"] == 50 and p["schedule_lag_ns"]["count"] == 50
     )
     assert s["received"] == 50 and s["lost"] == 0 and s["duplicates"] == 0 and s["bad"] == 0
-    assert s["by_kind"]["Position"] == {"unique": 50, "first_seq": 0, "max_seq": 49}
+    assert s["by_kind"]["Position"] == {
+        "unique": 50,
+        "first_seq": 0,
+        "max_seq": 49,
+        "seq_jumps": 0,
+        "seq_resyncs": 0,
+    }
     lat = s["oneway_latency_ns"]
     assert lat["count"] == 50 and 0 < lat["p50"] <= lat["p99"] <= lat["max"] < 2e9
 

@@ -43,10 +43,35 @@ def test_every_migration_translates_to_postgresql_types():
     [
         ("postgresql://lab:s3cret@db.example:5432/boardlab", "postgresql://lab:***@db.example:5432/boardlab"),
         ("postgresql://lab@db/boardlab", "postgresql://lab@db/boardlab"),
+        ("postgresql://lab:p@ss@db/boardlab", "postgresql://lab:***@db/boardlab"),
+        ("postgresql://lab@db/boardlab?password=s3cret", "postgresql://lab@db/boardlab?password=***"),
+        (
+            "postgres://db/b?sslmode=require&PASSWORD=s3cret&application_name=x",
+            "postgres://db/b?sslmode=require&PASSWORD=***&application_name=x",
+        ),
+        ("postgresql://db/b?sslpassword=s3cret", "postgresql://db/b?sslpassword=***"),
+        ("host=db user=lab password=s3cret dbname=b", "host=db user=lab password=*** dbname=b"),
+        ("host=db password = 's3 cret' dbname=b", "host=db password = *** dbname=b"),
     ],
 )
 def test_a_password_is_never_shown(url, shown):
     assert pg.display_url(url) == shown
+
+
+def test_a_driver_message_quoting_the_dsn_is_masked():
+    text = 'invalid dsn: missing "=" after "password=s3cret" in connection info string'
+    assert pg.mask_secrets(text) == 'invalid dsn: missing "=" after "password=***" in connection info string'
+
+
+def test_a_password_in_the_query_never_reaches_an_error(tmp_path):
+    """`?password=` in the store's URL: the error for a server that does not answer shows no password."""
+    pytest.importorskip("psycopg", reason="psycopg is the PostgreSQL driver (pip install 'boardlab[fleet]')")
+    from helpers import run_cli
+
+    url = "postgresql://lab@127.0.0.1:9/boardlab?password=s3cret&connect_timeout=2"
+    proc = run_cli("report", "--db", url, "-o", str(tmp_path / "r.html"), timeout=60)
+    assert proc.returncode == 2 and "password=***" in proc.stderr
+    assert "s3cret" not in proc.stderr + proc.stdout
 
 
 def test_rows_read_by_name_and_position():

@@ -116,6 +116,7 @@ def run(args) -> int:
                 "duration_s": total_s,
                 "stall_every_ms": args.serve_stall_every_ms,
                 "stall_ms": args.serve_stall_ms,
+                "max_connections": max(256, args.connections + 16),  # room for every client connection
             },
         )
         target = load.Target("127.0.0.1", port, "/vdm")

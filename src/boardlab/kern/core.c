@@ -40,6 +40,7 @@ struct bk_ctx {
     } info[BK_MAX_INFO];
     int nerrors;
     char errors[BK_MAX_ERRORS][512];
+    bool bad_input; /* an error came from bk_bad_input: exit 2 */
 };
 
 /* ---- helpers offered to kernels ---- */
@@ -156,6 +157,19 @@ void bk_info_num(bk_ctx *ctx, const char *key, double value)
 
 int bk_fail(bk_ctx *ctx, const char *fmt, ...)
 {
+    if (ctx->nerrors < BK_MAX_ERRORS) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(ctx->errors[ctx->nerrors], sizeof ctx->errors[0], fmt, ap);
+        va_end(ap);
+        ctx->nerrors++;
+    }
+    return -1;
+}
+
+int bk_bad_input(bk_ctx *ctx, const char *fmt, ...)
+{
+    ctx->bad_input = true;
     if (ctx->nerrors < BK_MAX_ERRORS) {
         va_list ap;
         va_start(ap, fmt);
@@ -961,6 +975,7 @@ int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_
     free(phase_ns);
     if (ctx->unsupported[0] && !opt->json)
         fprintf(stderr, "boardlab-kern: %s is unsupported here: %s\n", k->name, ctx->unsupported);
+    int code = ok ? 0 : ctx->bad_input ? 2 : 1;
     free(ctx);
-    return ok ? 0 : 1;
+    return code;
 }

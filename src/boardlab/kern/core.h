@@ -96,6 +96,9 @@ BK_HIDDEN void bk_skip_metric(bk_ctx *ctx, const char *metric, const char *reaso
 BK_HIDDEN int bk_unsupported(bk_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Record an error; returns -1 so that `return bk_fail(ctx, ...)` reads well. */
 BK_HIDDEN int bk_fail(bk_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same for bad input (a path that is no readable regular file, ...): the run exits 2, as a bad
+ * parameter does, not 1 (a failure while running). */
+BK_HIDDEN int bk_bad_input(bk_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Time. CLOCK_MONOTONIC_RAW: not slewed by NTP. */
 BK_HIDDEN uint64_t bk_now_ns(void);

@@ -587,17 +587,17 @@ static int load_file(bk_ctx *ctx, const char *path, unsigned char **data, size_t
      * it changes nothing for the regular file read afterwards. */
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
-        return bk_fail(ctx, "parameter 'input': cannot open '%s': %s (give an existing, readable file, or leave "
+        return bk_bad_input(ctx, "parameter 'input': cannot open '%s': %s (give an existing, readable file, or leave "
                             "input empty for the generated corpus)", path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return bk_fail(ctx, "parameter 'input': '%s' is not a regular file (a FIFO, device or directory); give a "
+        return bk_bad_input(ctx, "parameter 'input': '%s' is not a regular file (a FIFO, device or directory); give a "
                             "regular file", path);
     }
     if (st.st_size == 0 || (double)st.st_size > BK_CORPUS_MAX_BYTES) {
         close(fd);
-        return bk_fail(ctx, "parameter 'input': '%s' has %lld bytes; it needs 1 byte to 1 GiB", path,
+        return bk_bad_input(ctx, "parameter 'input': '%s' has %lld bytes; it needs 1 byte to 1 GiB", path,
                        (long long)st.st_size);
     }
     size_t size = (size_t)st.st_size, got = 0;

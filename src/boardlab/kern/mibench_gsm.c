@@ -18,11 +18,14 @@
 #include "core.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define GSM_N 160 /* samples per frame (20 ms at 8 kHz) */
 #define GSM_SUB 40 /* samples per sub-frame */
@@ -919,10 +922,18 @@ static void gsm_fini(void *state)
 /* Reads a raw s16le file into s->pcm; returns 0 or a bk_fail. */
 static int read_input(bk_ctx *ctx, gsm_state *s, const char *path, int64_t max_frames)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return bk_fail(ctx, "input_path '%s' cannot be opened (%s): give a readable raw 16-bit PCM file", path,
-                       strerror(errno));
+    /* O_NONBLOCK: a FIFO opens at once (and is refused below) instead of waiting for a writer */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0)
+        return bk_bad_input(ctx, "input_path '%s' cannot be opened (%s): give a readable raw 16-bit PCM file", path,
+                            strerror(errno));
+    struct stat st;
+    FILE *f = NULL;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || !(f = fdopen(fd, "rb"))) {
+        close(fd);
+        return bk_bad_input(ctx, "input_path '%s' is not a regular file (a FIFO, device or directory): give a raw "
+                                 "16-bit PCM file", path);
+    }
     int rc = 0;
     uint8_t *bytes = NULL;
     size_t cap = 0, len = 0;
@@ -943,11 +954,11 @@ static int read_input(bk_ctx *ctx, gsm_state *s, const char *path, int64_t max_f
     }
     fclose(f);
     if (rc == 0 && len == 0)
-        rc = bk_fail(ctx, "input_path '%s' is empty: give a raw 16-bit PCM file of at least one sample", path);
+        rc = bk_bad_input(ctx, "input_path '%s' is empty: give a raw 16-bit PCM file of at least one sample", path);
     else if (rc == 0 && len % 2)
-        rc = bk_fail(ctx, "input_path '%s' has an odd size (%zu bytes): it must be raw 16-bit PCM", path, len);
+        rc = bk_bad_input(ctx, "input_path '%s' has an odd size (%zu bytes): it must be raw 16-bit PCM", path, len);
     else if (rc == 0 && len > (size_t)max_frames * GSM_N * 2)
-        rc = bk_fail(ctx, "input_path '%s' holds more than %" PRId64 " frames: give a shorter file", path,
+        rc = bk_bad_input(ctx, "input_path '%s' holds more than %" PRId64 " frames: give a shorter file", path,
                      max_frames);
     if (rc == 0) {
         size_t n = len / 2;

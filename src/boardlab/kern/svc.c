@@ -74,8 +74,20 @@ int svc_rt_priority(int priority)
 
 void svc_push(svc_samples *s, uint64_t x)
 {
+    s->total++;
+    s->sum += (double)x;
+    if (x > s->max_seen)
+        s->max_seen = x;
+    if (s->n == SVC_SAMPLES_MAX) { /* reservoir: sample i replaces a kept one with probability MAX / i */
+        uint64_t r = bk_rand_next(&s->rng) % s->total;
+        if (r < SVC_SAMPLES_MAX)
+            s->v[r] = x;
+        return;
+    }
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 1024;
+        if (cap > SVC_SAMPLES_MAX)
+            cap = SVC_SAMPLES_MAX;
         uint64_t *v = realloc(s->v, cap * sizeof *v);
         if (!v)
             return; /* out of memory: the sample is lost, the count shows it */
@@ -88,8 +100,7 @@ void svc_push(svc_samples *s, uint64_t x)
 void svc_samples_free(svc_samples *s)
 {
     free(s->v);
-    s->v = NULL;
-    s->n = s->cap = 0;
+    *s = (svc_samples){0};
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -112,17 +123,20 @@ void svc_json_summary(bk_json *j, const char *key, svc_samples *s)
     bk_json_key(j, key);
     bk_json_begin_object(j);
     bk_json_key(j, "count");
-    bk_json_uint(j, s->n);
-    double sum = 0;
-    for (size_t i = 0; i < s->n; i++)
-        sum += (double)s->v[i];
+    bk_json_uint(j, s->total);
     bk_json_key(j, "mean");
-    bk_json_num(j, s->n ? sum / (double)s->n : NAN);
-    static const char *keys[] = {"p50", "p90", "p99", "p999", "max"};
-    static const double qs[] = {50, 90, 99, 99.9, 100};
-    for (int i = 0; i < 5; i++) {
+    bk_json_num(j, s->total ? s->sum / (double)s->total : NAN);
+    static const char *keys[] = {"p50", "p90", "p99", "p999"};
+    static const double qs[] = {50, 90, 99, 99.9};
+    for (int i = 0; i < 4; i++) {
         bk_json_key(j, keys[i]);
         bk_json_num(j, svc_percentile(s, qs[i]));
+    }
+    bk_json_key(j, "max");
+    bk_json_num(j, s->total ? (double)s->max_seen : NAN);
+    if (s->total > s->n) { /* the percentiles come from a reservoir of this many samples */
+        bk_json_key(j, "kept");
+        bk_json_uint(j, s->n);
     }
     bk_json_end_object(j);
 }
@@ -582,7 +596,7 @@ static int pub_init(bk_ctx *ctx, void **state)
         snprintf(s->mgmt.bind_addr, sizeof s->mgmt.bind_addr, "%s", s->iface);
         s->mgmt.port = mport;
         s->mgmt.keepalive = s->mgmt.nodelay = 1;
-        s->mgmt.max_request_bytes = 65536;
+        svc_mgmt_defaults(&s->mgmt);
         s->mgmt.duration_s = s->duration_s + 1;
         s->mgmt_on = 1;
     }
@@ -835,11 +849,21 @@ const bk_kernel bk_svc_pub = {
 
 /* ---- svc.sub (and the DirectionOfTravel service) ---- */
 
+/* Sequence numbers are tracked in a fixed window (a ring of SEQ_WINDOW bits per kind, 128 KiB): a seq
+ * within SEQ_WINDOW of the highest seen is checked for loss, duplication and reordering; one farther off (a
+ * sender that restarted, a corrupt or hostile datagram) is a jump, counted and otherwise ignored, unless the
+ * next message continues from it (within SEQ_RESYNC): tracking then restarts there, and the gap is counted as
+ * a resync, not as lost messages. Memory and work per message stay bounded whatever seq a sender puts in. */
+#define SEQ_WINDOW (1u << 20)
+#define SEQ_RESYNC 64
+
 typedef struct {
-    uint64_t first, max, unique;
-    int any;
-    uint8_t *seen; /* bit per seq - first */
-    size_t seen_bytes;
+    uint64_t first, max, unique; /* of the current segment (since the start or the last resync) */
+    uint64_t lost_before;        /* lost in earlier segments */
+    uint64_t jumps, resyncs;     /* datagrams beyond the window; jumps the next message confirmed */
+    uint64_t candidate;          /* seq of the last jump, a resync if the next message follows it */
+    int any, have_candidate;
+    uint8_t *seen; /* SEQ_WINDOW bits, bit seq % SEQ_WINDOW */
 } seq_track;
 
 typedef struct {
@@ -864,6 +888,7 @@ typedef struct {
     int have_pos, have_ori, have_prev;
     svc_fix prev;
     uint64_t prev_ns;
+    void *xml_ctx; /* the expat parser or libxml2 context, to stop at a DOCTYPE */
 } sub_state;
 
 static const bk_param sub_params[] = {
@@ -891,38 +916,74 @@ static const bk_metric sub_metrics[] = {
     {0},
 };
 
+static int seq_bit(const seq_track *t, uint64_t seq) { return t->seen[seq % SEQ_WINDOW / 8] >> (seq % 8) & 1; }
+
+static void seq_clear(seq_track *t, uint64_t from, uint64_t to) /* bits of seqs from..to inclusive */
+{
+    for (uint64_t q = from; q <= to && q % 8; q++)
+        t->seen[q % SEQ_WINDOW / 8] &= (uint8_t)~(1u << (q % 8));
+    uint64_t q = (from + 7) / 8 * 8;
+    for (; q + 8 <= to + 1 && q % SEQ_WINDOW; q += 8) /* whole bytes up to the ring's end */
+        t->seen[q % SEQ_WINDOW / 8] = 0;
+    if (q + 8 <= to + 1) { /* the rest of the whole bytes, from the ring's start */
+        size_t bytes = (size_t)((to + 1 - q) / 8);
+        memset(t->seen, 0, bytes);
+        q += bytes * 8;
+    }
+    for (; q <= to; q++)
+        t->seen[q % SEQ_WINDOW / 8] &= (uint8_t)~(1u << (q % 8));
+}
+
+static void seq_restart(seq_track *t, uint64_t seq)
+{
+    if (t->any)
+        t->lost_before += t->max - t->first + 1 - t->unique;
+    memset(t->seen, 0, SEQ_WINDOW / 8);
+    t->any = 1;
+    t->first = t->max = seq;
+    t->unique = 0;
+}
+
+static uint64_t seq_lost(const seq_track *t) { return t->lost_before + (t->any ? t->max - t->first + 1 - t->unique : 0); }
+
 static int track(seq_track *t, uint64_t seq, uint64_t *dup, uint64_t *reord)
 {
-    if (!t->any) {
-        t->any = 1;
-        t->first = t->max = seq;
+    if (!t->seen && !(t->seen = calloc(SEQ_WINDOW / 8, 1)))
+        return -1;
+    if (!t->any)
+        seq_restart(t, seq);
+    int ahead = seq > t->max && seq - t->max < SEQ_WINDOW;
+    int behind = seq <= t->max && t->max - seq < SEQ_WINDOW;
+    if (!ahead && !behind) {
+        if (t->have_candidate && seq > t->candidate && seq - t->candidate <= SEQ_RESYNC) {
+            uint64_t c = t->candidate;
+            t->resyncs++;
+            t->have_candidate = 0;
+            seq_restart(t, c);
+            t->seen[c % SEQ_WINDOW / 8] |= (uint8_t)(1u << (c % 8));
+            t->unique = 1;
+            return track(t, seq, dup, reord);
+        }
+        t->jumps++;
+        t->candidate = seq;
+        t->have_candidate = 1;
+        return 0;
     }
-    if (seq < t->first) {
+    t->have_candidate = 0;
+    if (seq < t->first) { /* sent before the first one received, arrived after it */
         (*reord)++;
         return 0;
     }
-    uint64_t off = seq - t->first;
-    if (off / 8 >= t->seen_bytes) {
-        size_t nb = t->seen_bytes ? t->seen_bytes : 1024;
-        while (nb <= off / 8)
-            nb *= 2;
-        uint8_t *p = realloc(t->seen, nb);
-        if (!p)
-            return -1;
-        memset(p + t->seen_bytes, 0, nb - t->seen_bytes);
-        t->seen = p;
-        t->seen_bytes = nb;
-    }
-    if (t->seen[off / 8] & (1u << (off % 8))) {
+    if (ahead) {
+        seq_clear(t, t->max + 1, seq);
+        t->max = seq;
+    } else if (seq_bit(t, seq)) {
         (*dup)++;
         return 0;
-    }
-    t->seen[off / 8] |= (uint8_t)(1u << (off % 8));
-    t->unique++;
-    if (seq < t->max)
+    } else if (seq < t->max)
         (*reord)++;
-    else
-        t->max = seq;
+    t->seen[seq % SEQ_WINDOW / 8] |= (uint8_t)(1u << (seq % 8));
+    t->unique++;
     return 0;
 }
 
@@ -996,6 +1057,16 @@ static void XMLCALL x_start(void *ud, const XML_Char *name, const XML_Char **att
 
 static void XMLCALL x_text(void *ud, const XML_Char *t, int len) { on_text(ud, t, len); }
 
+/* A data message has no DOCTYPE: one is refused before its entities are read (an expansion bomb of 725
+ * bytes costs expat half a second before its amplification limit stops it). */
+static void XMLCALL x_doctype(void *ud, const XML_Char *n, const XML_Char *sys, const XML_Char *pub, int internal)
+{
+    (void)n, (void)sys, (void)pub, (void)internal;
+    sub_state *s = ud;
+    s->kind = -1;
+    XML_StopParser((XML_Parser)s->xml_ctx, XML_FALSE);
+}
+
 static void XMLCALL x_end(void *ud, const XML_Char *name)
 {
     const char *l = local_name(name);
@@ -1034,6 +1105,14 @@ static void lx_end(void *ud, const xmlChar *local, const xmlChar *prefix, const 
 }
 
 static void lx_text(void *ud, const xmlChar *t, int len) { on_text(ud, (const char *)t, len); }
+
+static void lx_doctype(void *ud, const xmlChar *name, const xmlChar *ext, const xmlChar *sys) /* as x_doctype */
+{
+    (void)name, (void)ext, (void)sys;
+    sub_state *s = ud;
+    s->kind = -1;
+    xmlStopParser((xmlParserCtxtPtr)s->xml_ctx);
+}
 #endif
 
 const char *svc_expat_reason(void)
@@ -1136,10 +1215,12 @@ static int sub_serve(bk_ctx *ctx, void *state)
         sax.startElementNs = lx_start;
         sax.endElementNs = lx_end;
         sax.characters = lx_text;
+        sax.internalSubset = lx_doctype;
         lx = xmlCreatePushParserCtxt(&sax, s, NULL, 0, NULL);
         if (!lx)
             return bk_fail(ctx, "cannot create a libxml2 parser");
         xmlCtxtUseOptions(lx, XML_PARSE_NONET | XML_PARSE_NOBLANKS);
+        s->xml_ctx = lx;
     }
 #endif
     struct sockaddr_in to;
@@ -1191,6 +1272,8 @@ static int sub_serve(bk_ctx *ctx, void *state)
             XML_SetUserData(xp, s);
             XML_SetElementHandler(xp, x_start, x_end);
             XML_SetCharacterDataHandler(xp, x_text);
+            XML_SetStartDoctypeDeclHandler(xp, x_doctype);
+            s->xml_ctx = xp;
             if (XML_Parse(xp, buf, (int)r, 1) != XML_STATUS_OK)
                 s->kind = -1;
         }
@@ -1228,8 +1311,7 @@ static uint64_t sub_lost(const sub_state *s)
 {
     uint64_t lost = 0;
     for (int k = 0; k < SVC_KINDS; k++)
-        if (s->trk[k].any)
-            lost += s->trk[k].max - s->trk[k].first + 1 - s->trk[k].unique;
+        lost += seq_lost(&s->trk[k]);
     return lost;
 }
 
@@ -1267,6 +1349,15 @@ static void sub_json(void *state, bk_json *j)
     bk_json_uint(j, s->duplicates);
     bk_json_key(j, "reordered");
     bk_json_uint(j, s->reordered);
+    uint64_t jumps = 0, resyncs = 0;
+    for (int k = 0; k < SVC_KINDS; k++)
+        jumps += s->trk[k].jumps, resyncs += s->trk[k].resyncs;
+    bk_json_key(j, "seq_jumps"); /* datagrams whose seq lay beyond the tracking window: anomalies */
+    bk_json_uint(j, jumps);
+    bk_json_key(j, "seq_resyncs");
+    bk_json_uint(j, resyncs);
+    bk_json_key(j, "seq_window");
+    bk_json_uint(j, SEQ_WINDOW);
     bk_json_key(j, "socket_overflow_drops");
     bk_json_uint(j, s->ovfl_drops);
     bk_json_key(j, "parser");
@@ -1294,6 +1385,10 @@ static void sub_json(void *state, bk_json *j)
             bk_json_uint(j, s->trk[k].first);
             bk_json_key(j, "max_seq");
             bk_json_uint(j, s->trk[k].max);
+            bk_json_key(j, "seq_jumps");
+            bk_json_uint(j, s->trk[k].jumps);
+            bk_json_key(j, "seq_resyncs");
+            bk_json_uint(j, s->trk[k].resyncs);
             bk_json_end_object(j);
         }
     bk_json_end_object(j);

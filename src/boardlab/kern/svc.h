@@ -29,9 +29,16 @@ BK_HIDDEN void svc_tight_timers(void);
  * (EPERM without root or RLIMIT_RTPRIO). */
 BK_HIDDEN int svc_rt_priority(int priority);
 
+/* At most SVC_SAMPLES_MAX samples are kept (8 MiB): beyond that a uniform reservoir (Algorithm R) replaces
+ * kept ones, so a role's memory stays bounded however long it runs or however fast it is fed. The count,
+ * mean and maximum stay exact; the percentiles come from the reservoir. */
+#define SVC_SAMPLES_MAX (1u << 20)
+
 typedef struct {
     uint64_t *v;
     size_t n, cap;
+    uint64_t total, max_seen, rng; /* every sample pushed, the largest, the reservoir's generator */
+    double sum;
 } svc_samples;
 
 BK_HIDDEN void svc_push(svc_samples *s, uint64_t x);
@@ -77,17 +84,27 @@ typedef struct {
     int port;
     int keepalive, nodelay;
     int64_t max_request_bytes;
+    /* Limits of a server on an open network (svc_mgmt_defaults sets them; docs/services.md states them). */
+    int64_t max_connections;   /* more are answered 503 and closed (lowered to fit RLIMIT_NOFILE) */
+    int64_t max_output_bytes;  /* a connection with more unsent is not read until its peer reads */
+    int64_t header_timeout_ms; /* from a request's first byte to its complete header */
+    int64_t body_timeout_ms;   /* from a complete header to the complete body */
+    int64_t idle_timeout_ms;   /* a connection with nothing to do, or whose peer reads nothing, closes */
     double duration_s;
     int64_t stall_every_ms, stall_ms; /* fault injection: the server blocks stall_ms every stall_every_ms */
     int rt_priority;                  /* SCHED_FIFO priority asked for (0: normal scheduling) */
     int rt_errno;                     /* why it was refused (0: granted or not asked) */
     /* results */
     uint64_t requests, responses_ok, faults, too_large, malformed, connections, stalls;
+    uint64_t refused, timeouts, idle_closed, output_stalls, accept_backoffs;
+    int64_t conn_limit; /* max_connections as lowered to fit the descriptor limit */
     uint64_t ops[3];
     svc_samples service_ns; /* request fully read -> response written */
     char error[256];
 } svc_mgmt;
 
+/* The default limits (those of svc.mgmt's parameters), for an endpoint embedded in another role. */
+BK_HIDDEN void svc_mgmt_defaults(svc_mgmt *m);
 /* Runs the SOAP endpoint until its duration ends or svc_stop; 0 ok, -1 with m->error set. `ready` is
  * printed on stderr once listening (a launcher waits for it). */
 BK_HIDDEN int svc_mgmt_loop(svc_mgmt *m, svc_shared *sh, volatile int *stop_also);

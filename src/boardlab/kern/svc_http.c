@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
@@ -199,10 +200,13 @@ typedef struct {
     char *in;
     size_t in_n, in_cap;
     char *out;
-    size_t out_n, out_off;
+    size_t out_n, out_off; /* out[out_off, out_n) is unsent */
     int close_after;
-    int want_out;   /* EPOLLOUT is watched (a response did not fit the socket buffer) */
-    uint64_t t_req; /* when the current request was complete */
+    uint32_t events;   /* what epoll watches now: a MOD only when this changes */
+    uint64_t t_req;    /* when the current request was complete */
+    uint64_t t_start;  /* first byte of the request being read (0: none) */
+    uint64_t t_head;   /* its header complete, its body not yet (0: not there) */
+    uint64_t t_active; /* last byte read or written */
 } mconn;
 
 static void xml_escape(char *out, size_t cap, const char *s)
@@ -225,13 +229,20 @@ static void respond(mconn *c, int status, const char *ctype, const char *body, s
                          : status == 400 ? "Bad Request"
                          : status == 404 ? "Not Found"
                          : status == 405 ? "Method Not Allowed"
+                         : status == 408 ? "Request Timeout"
                          : status == 413 ? "Payload Too Large"
                          : status == 431 ? "Request Header Fields Too Large"
+                         : status == 503 ? "Service Unavailable"
                                          : "Internal Server Error";
     char head[256];
     int hn = snprintf(head, sizeof head,
                       "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: %s\r\n\r\n", status,
                       reason, ctype, blen, close_after ? "close" : "keep-alive");
+    if (c->out_off) { /* drop what is sent, so the buffer holds only the unsent (bounded by the caller) */
+        memmove(c->out, c->out + c->out_off, c->out_n - c->out_off);
+        c->out_n -= c->out_off;
+        c->out_off = 0;
+    }
     char *o = realloc(c->out, c->out_n + (size_t)hn + blen);
     if (!o)
         return;
@@ -324,6 +335,12 @@ static const char *find_header(const char *head, size_t n, const char *name)
 static int serve_requests(svc_mgmt *m, svc_shared *sh, mconn *c)
 {
     for (;;) {
+        /* a peer that sends requests and reads no responses: serve no more until it reads (the requests
+         * wait in c->in, which is bounded, and then in the socket, which TCP flow control bounds) */
+        if (c->out_n - c->out_off > (size_t)m->max_output_bytes) {
+            m->output_stalls++;
+            return 0;
+        }
         char *end = c->in_n ? memmem(c->in, c->in_n, "\r\n\r\n", 4) : NULL;
         if (!end) {
             if (c->in_n > MAX_HEADER_BYTES) {
@@ -358,8 +375,11 @@ static int serve_requests(svc_mgmt *m, svc_shared *sh, mconn *c)
             fault(m, c, 413, "Client", why, 1);
             return 0;
         }
-        if (c->in_n < hlen + (size_t)blen)
-            return 0; /* the body is still coming */
+        if (c->in_n < hlen + (size_t)blen) {
+            if (!c->t_head)
+                c->t_head = svc_now(); /* the body deadline runs from here */
+            return 0;                  /* the body is still coming */
+        }
         c->t_req = svc_now();
         m->requests++;
         const char *conn_h = find_header(c->in, hlen, "Connection");
@@ -381,6 +401,8 @@ static int serve_requests(svc_mgmt *m, svc_shared *sh, mconn *c)
             fault(m, c, 405, "Client", "method not allowed: use POST (SOAP) or GET ?wsdl", 1);
         memmove(c->in, c->in + hlen + blen, c->in_n - hlen - (size_t)blen);
         c->in_n -= hlen + (size_t)blen;
+        c->t_head = 0;
+        c->t_start = c->in_n ? c->t_req : 0; /* a pipelined request: its clock starts now */
         if (c->close_after)
             return 0;
     }
@@ -395,36 +417,228 @@ static void conn_close(int ep, mconn *c)
     free(c);
 }
 
+/* What epoll watches: input only while the unsent output is within its bound and the input buffer has
+ * room (level-triggered: a readable socket we do not read would wake the loop forever), output while some
+ * is unsent. */
+static void conn_events(const svc_mgmt *m, int ep, mconn *c)
+{
+    size_t pending = c->out_n - c->out_off;
+    uint32_t want = 0;
+    if (!c->close_after && pending <= (size_t)m->max_output_bytes &&
+        c->in_n < (size_t)m->max_request_bytes + MAX_HEADER_BYTES)
+        want |= EPOLLIN;
+    if (pending)
+        want |= EPOLLOUT;
+    if (want != c->events) {
+        struct epoll_event ev = {.events = want, .data.ptr = c};
+        epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
+        c->events = want;
+    }
+}
+
 /* Writes what is pending; returns -1 when the connection is finished (closed by us or broken). */
-static int flush_out(svc_mgmt *m, int ep, mconn *c)
+static int flush_out(svc_mgmt *m, mconn *c)
 {
     while (c->out_off < c->out_n) {
         ssize_t w = send(c->fd, c->out + c->out_off, c->out_n - c->out_off, MSG_NOSIGNAL);
-        if (w < 0) {
-            if (errno == EAGAIN) {
-                struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.ptr = c};
-                if (!c->want_out)
-                    epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
-                c->want_out = 1;
-                return 0;
-            }
-            return -1;
-        }
+        if (w < 0)
+            return errno == EAGAIN ? 0 : -1;
         c->out_off += (size_t)w;
+        c->t_active = svc_now();
     }
     if (c->out_n) {
-        svc_push(&m->service_ns, svc_now() - c->t_req);
+        if (c->t_req) /* a response to a complete request (not a 408 or 431) */
+            svc_push(&m->service_ns, svc_now() - c->t_req);
+        c->t_req = 0;
         c->out_n = c->out_off = 0;
-        if (c->want_out) { /* one epoll_ctl only when EPOLLOUT was on: none on the usual path */
-            struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
-            epoll_ctl(ep, EPOLL_CTL_MOD, c->fd, &ev);
-            c->want_out = 0;
-        }
     }
     return c->close_after ? -1 : 0;
 }
 
-int svc_mgmt_loop(svc_mgmt *m, svc_shared *sh, volatile int *stop_also)
+/* Reads what the input buffer has room for; returns -1 when the peer closed or the connection broke. */
+static int read_in(svc_mgmt *m, mconn *c)
+{
+    size_t limit = (size_t)m->max_request_bytes + MAX_HEADER_BYTES; /* a request over it is refused */
+    while (c->in_n < limit) {
+        if (c->in_cap - c->in_n < 4096 && c->in_cap < limit) {
+            size_t cap = c->in_cap ? c->in_cap * 2 : 8192;
+            char *p = realloc(c->in, cap < limit ? cap : limit);
+            if (!p)
+                return -1;
+            c->in = p;
+            c->in_cap = cap < limit ? cap : limit;
+        }
+        size_t room = (c->in_cap < limit ? c->in_cap : limit) - c->in_n;
+        ssize_t r = recv(c->fd, c->in + c->in_n, room, 0);
+        if (r <= 0)
+            return r == 0 || errno != EAGAIN ? -1 : 0;
+        uint64_t now = svc_now();
+        if (!c->t_start)
+            c->t_start = now;
+        c->t_active = now;
+        c->in_n += (size_t)r;
+        /* less than the room: the socket is drained for now, so no recv just to see EAGAIN (level-triggered
+         * epoll reports what arrives later, an EOF included) */
+        if ((size_t)r < room)
+            return 0;
+    }
+    return 0;
+}
+
+/* A connection over the cap, or one accepted with the spare descriptor: a clear 503 and close, without
+ * keeping anything. What the client sent already is read first, so the close does not reset the 503. */
+static void refuse(svc_mgmt *m, int fd, const char *why)
+{
+    char sink[4096], body[512], msg[1024];
+    for (int i = 0; i < 16 && recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++)
+        ; /* at most 64 KiB: a peer may stream without end */
+    int bn = snprintf(body, sizeof body,
+                      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<soap:Envelope xmlns:soap=\"" SOAP_ENV
+                      "\"><soap:Body><soap:Fault><faultcode>soap:Server</faultcode><faultstring>%s</faultstring>"
+                      "</soap:Fault></soap:Body></soap:Envelope>\n",
+                      why);
+    int n = snprintf(msg, sizeof msg,
+                     "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/xml; charset=utf-8\r\n"
+                     "Content-Length: %d\r\nRetry-After: 1\r\nConnection: close\r\n\r\n%s",
+                     bn, body);
+    if (send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+        /* nothing more to do: the peer is gone or its buffer is full */
+    }
+    shutdown(fd, SHUT_WR);
+    close(fd);
+    m->refused++;
+}
+
+typedef struct {
+    int ep, lfd, spare; /* spare: a descriptor held back to accept and refuse when none are left */
+    mconn **all;        /* every open connection (at most m->conn_limit) */
+    size_t nall;
+    uint64_t accept_resume; /* accepting paused until then (0: accepting) */
+} mserver;
+
+static void server_drop(mserver *sv, mconn *c)
+{
+    for (size_t k = 0; k < sv->nall; k++)
+        if (sv->all[k] == c) {
+            sv->all[k] = sv->all[--sv->nall];
+            break;
+        }
+    conn_close(sv->ep, c);
+}
+
+/* Out of descriptors (EMFILE/ENFILE) or of kernel memory: the listening socket stays readable, so stop
+ * watching it for a while instead of spinning on accept. */
+static void accept_pause(svc_mgmt *m, mserver *sv)
+{
+    epoll_ctl(sv->ep, EPOLL_CTL_DEL, sv->lfd, NULL);
+    sv->accept_resume = svc_now() + 100000000ULL;
+    m->accept_backoffs++;
+}
+
+/* At the limit, the connection idle longest with no request under way makes room (HTTP lets a server close
+ * an idle persistent connection at any time; its client reconnects): connections opened and left silent
+ * cannot lock new clients out. Returns 0 when every connection is busy. */
+static int evict_idle(svc_mgmt *m, mserver *sv)
+{
+    mconn *old = NULL;
+    for (size_t k = 0; k < sv->nall; k++) {
+        mconn *c = sv->all[k];
+        if (!c->in_n && !c->t_start && c->out_n == c->out_off && !c->close_after &&
+            (!old || c->t_active < old->t_active))
+            old = c;
+    }
+    if (!old)
+        return 0;
+    m->idle_closed++;
+    server_drop(sv, old);
+    return 1;
+}
+
+static void accept_all(svc_mgmt *m, mserver *sv)
+{
+    int one = 1;
+    for (;;) {
+        int fd = accept4(sv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if ((errno == EMFILE || errno == ENFILE) && sv->spare >= 0) {
+                close(sv->spare); /* the spare makes room to tell this client, then is taken back */
+                fd = accept4(sv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                if (fd >= 0)
+                    refuse(m, fd, "the server is out of file descriptors; try again later");
+                sv->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+                if (fd >= 0)
+                    continue;
+            }
+            if (errno != EAGAIN)
+                accept_pause(m, sv);
+            return;
+        }
+        if ((int64_t)sv->nall >= m->conn_limit && !evict_idle(m, sv)) {
+            refuse(m, fd, "too many connections; try again later");
+            continue;
+        }
+        mconn *nc = calloc(1, sizeof *nc);
+        mconn **na = realloc(sv->all, (sv->nall + 1) * sizeof *sv->all);
+        if (na)
+            sv->all = na;
+        if (!nc || !na) {
+            free(nc);
+            refuse(m, fd, "the server is out of memory; try again later");
+            continue;
+        }
+        if (m->nodelay)
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        sv->all[sv->nall++] = nc;
+        nc->fd = fd;
+        nc->events = EPOLLIN;
+        nc->t_active = svc_now();
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = nc};
+        epoll_ctl(sv->ep, EPOLL_CTL_ADD, fd, &ev);
+        m->connections++;
+    }
+}
+
+/* Deadlines: a request header or body that takes too long gets 408 and the connection closes (slowloris);
+ * a connection idle past idle_timeout_ms, or whose peer has read nothing of its responses for as long,
+ * closes. */
+static void sweep(svc_mgmt *m, svc_shared *sh, mserver *sv, uint64_t now)
+{
+    (void)sh;
+    uint64_t head_ns = (uint64_t)m->header_timeout_ms * 1000000ULL, body_ns = (uint64_t)m->body_timeout_ms * 1000000ULL;
+    uint64_t idle_ns = (uint64_t)m->idle_timeout_ms * 1000000ULL;
+    for (size_t k = 0; k < sv->nall;) {
+        mconn *c = sv->all[k];
+        int late = 0, idle = 0;
+        if (c->out_n > c->out_off || c->close_after)
+            idle = now - c->t_active > idle_ns;
+        else if (c->t_head)
+            late = now - c->t_head > body_ns;
+        else if (c->t_start)
+            late = now - c->t_start > head_ns;
+        else
+            idle = now - c->t_active > idle_ns;
+        if (late) {
+            m->timeouts++;
+            fault(m, c, 408, "Client",
+                  c->t_head ? "the request body did not arrive in time" : "the request header did not arrive in time",
+                  1);
+            if (flush_out(m, c) < 0) {
+                server_drop(sv, c); /* the last slot moved into k */
+                continue;
+            }
+            conn_events(m, sv->ep, c);
+        } else if (idle) {
+            m->idle_closed++;
+            server_drop(sv, c);
+            continue;
+        }
+        k++;
+    }
+}
+
+static int open_listener(svc_mgmt *m)
 {
     int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     int one = 1;
@@ -437,16 +651,45 @@ int svc_mgmt_loop(svc_mgmt *m, svc_shared *sh, volatile int *stop_also)
             close(lfd);
         return -1;
     }
-    int ep = epoll_create1(EPOLL_CLOEXEC);
+    return lfd;
+}
+
+/* max_connections, lowered so that connections never take the last descriptors (RLIMIT_NOFILE): those
+ * are kept for the role's own files, the listening socket and the spare. */
+static int64_t connection_limit(const svc_mgmt *m)
+{
+    struct rlimit rl;
+    int64_t lim = m->max_connections;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (int64_t)rl.rlim_cur - 32 < lim)
+        lim = (int64_t)rl.rlim_cur - 32;
+    return lim < 1 ? 1 : lim;
+}
+
+void svc_mgmt_defaults(svc_mgmt *m)
+{
+    m->max_request_bytes = 65536;
+    m->max_connections = 256;
+    m->max_output_bytes = 65536;
+    m->header_timeout_ms = 10000;
+    m->body_timeout_ms = 10000;
+    m->idle_timeout_ms = 60000;
+}
+
+int svc_mgmt_loop(svc_mgmt *m, svc_shared *sh, volatile int *stop_also)
+{
+    mserver sv = {.ep = -1, .spare = -1};
+    if ((sv.lfd = open_listener(m)) < 0)
+        return -1;
+    m->conn_limit = connection_limit(m);
+    sv.ep = epoll_create1(EPOLL_CLOEXEC);
+    sv.spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
     struct epoll_event lev = {.events = EPOLLIN, .data.ptr = NULL};
-    epoll_ctl(ep, EPOLL_CTL_ADD, lfd, &lev);
+    epoll_ctl(sv.ep, EPOLL_CTL_ADD, sv.lfd, &lev);
     fprintf(stderr, "svc.mgmt: ready, listening on %s:%d\n", m->bind_addr, m->port);
     fflush(stderr);
-    uint64_t t0 = svc_now(), end = t0 + (uint64_t)(m->duration_s * 1e9);
+    uint64_t t0 = svc_now(), end = t0 + (uint64_t)(m->duration_s * 1e9), next_sweep = t0;
     uint64_t next_stall = m->stall_every_ms ? t0 + (uint64_t)m->stall_every_ms * 1000000ULL : UINT64_MAX;
     struct epoll_event evs[64];
-    mconn **all = NULL; /* to free what is open at the end */
-    size_t nall = 0;
     while (!svc_stop && !(stop_also && *stop_also)) {
         uint64_t now = svc_now();
         if (now >= end)
@@ -457,82 +700,55 @@ int svc_mgmt_loop(svc_mgmt *m, svc_shared *sh, volatile int *stop_also)
             next_stall += (uint64_t)m->stall_every_ms * 1000000ULL;
             continue;
         }
+        if (now >= next_sweep) { /* deadlines are checked every 50 ms, not per event */
+            sweep(m, sh, &sv, now);
+            next_sweep = now + 50000000ULL;
+        }
+        if (sv.accept_resume && now >= sv.accept_resume) {
+            epoll_ctl(sv.ep, EPOLL_CTL_ADD, sv.lfd, &lev);
+            sv.accept_resume = 0;
+        }
         uint64_t wake = next_stall < end ? next_stall : end;
         int to_ms = (int)((wake - now) / 1000000ULL) + 1;
-        if (to_ms > 100)
-            to_ms = 100;
-        int n = epoll_wait(ep, evs, 64, to_ms);
+        if (to_ms > 50)
+            to_ms = 50;
+        int n = epoll_wait(sv.ep, evs, 64, to_ms);
+        int accepting = 0; /* after the batch: an eviction must not free a connection still in evs */
         for (int i = 0; i < n; i++) {
             mconn *c = evs[i].data.ptr;
             if (!c) {
-                for (;;) {
-                    int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-                    if (fd < 0)
-                        break;
-                    if (m->nodelay)
-                        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-                    mconn *nc = calloc(1, sizeof *nc);
-                    mconn **na = realloc(all, (nall + 1) * sizeof *all);
-                    if (!nc || !na) {
-                        free(nc);
-                        close(fd);
-                        continue;
-                    }
-                    all = na;
-                    all[nall++] = nc;
-                    nc->fd = fd;
-                    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = nc};
-                    epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev);
-                    m->connections++;
-                }
+                accepting = 1;
                 continue;
             }
             int dead = 0;
-            if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) {
-                for (;;) {
-                    if (c->in_cap - c->in_n < 4096) {
-                        size_t cap = c->in_cap ? c->in_cap * 2 : 8192;
-                        char *p = realloc(c->in, cap);
-                        if (!p) {
-                            dead = 1;
-                            break;
-                        }
-                        c->in = p;
-                        c->in_cap = cap;
-                    }
-                    size_t room = c->in_cap - c->in_n;
-                    ssize_t r = recv(c->fd, c->in + c->in_n, room, 0);
-                    if (r > 0) {
-                        c->in_n += (size_t)r;
-                        /* a request over the limit is refused as soon as that is known, not buffered */
-                        if (c->in_n > (size_t)m->max_request_bytes + MAX_HEADER_BYTES)
-                            break;
-                        /* less than the room: the socket is drained for now, so no recv just to see EAGAIN
-                         * (level-triggered epoll reports what arrives later, an EOF included) */
-                        if ((size_t)r < room)
-                            break;
-                        continue;
-                    }
-                    if (r == 0 || errno != EAGAIN)
-                        dead = 1;
-                    break;
-                }
-                if (!c->close_after)
-                    serve_requests(m, sh, c);
+            if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+                dead = read_in(m, c) < 0;
+            /* serve what the output bound allows: also after a flush made room */
+            int rc = flush_out(m, c);
+            if (rc == 0 && !c->close_after) {
+                serve_requests(m, sh, c);
+                rc = flush_out(m, c);
             }
-            if (flush_out(m, ep, c) < 0 || (dead && c->out_off >= c->out_n)) {
-                for (size_t k = 0; k < nall; k++)
-                    if (all[k] == c)
-                        all[k] = all[--nall];
-                conn_close(ep, c);
+            if (rc < 0 || (dead && c->out_off >= c->out_n)) {
+                server_drop(&sv, c);
+                continue;
             }
+            if (dead) { /* the peer closed its side: send what is left, then close */
+                c->close_after = 1;
+                c->in_n = 0;
+            }
+            conn_events(m, sv.ep, c);
         }
+        if (accepting)
+            accept_all(m, &sv);
     }
-    for (size_t k = 0; k < nall; k++)
-        conn_close(ep, all[k]);
-    free(all);
-    close(ep);
-    close(lfd);
+    for (size_t k = 0; k < sv.nall; k++)
+        conn_close(sv.ep, sv.all[k]);
+    free(sv.all);
+    close(sv.ep);
+    close(sv.lfd);
+    if (sv.spare >= 0)
+        close(sv.spare);
     return 0;
 }
 
@@ -562,6 +778,31 @@ void svc_mgmt_json(const svc_mgmt *mc, bk_json *j)
     bk_json_uint(j, m->too_large);
     bk_json_key(j, "stalls");
     bk_json_uint(j, m->stalls);
+    bk_json_key(j, "refused"); /* 503: over the connection limit or out of descriptors */
+    bk_json_uint(j, m->refused);
+    bk_json_key(j, "timeouts"); /* 408: a header or body not in time */
+    bk_json_uint(j, m->timeouts);
+    bk_json_key(j, "idle_closed");
+    bk_json_uint(j, m->idle_closed);
+    bk_json_key(j, "output_stalls"); /* serving paused: a peer not reading its responses */
+    bk_json_uint(j, m->output_stalls);
+    bk_json_key(j, "accept_backoffs");
+    bk_json_uint(j, m->accept_backoffs);
+    bk_json_key(j, "limits");
+    bk_json_begin_object(j);
+    bk_json_key(j, "max_connections");
+    bk_json_int(j, m->conn_limit);
+    bk_json_key(j, "max_request_bytes");
+    bk_json_int(j, m->max_request_bytes);
+    bk_json_key(j, "max_output_bytes");
+    bk_json_int(j, m->max_output_bytes);
+    bk_json_key(j, "header_timeout_ms");
+    bk_json_int(j, m->header_timeout_ms);
+    bk_json_key(j, "body_timeout_ms");
+    bk_json_int(j, m->body_timeout_ms);
+    bk_json_key(j, "idle_timeout_ms");
+    bk_json_int(j, m->idle_timeout_ms);
+    bk_json_end_object(j);
     bk_json_key(j, "rt_priority");
     bk_json_int(j, m->rt_errno ? 0 : m->rt_priority);
     bk_json_key(j, "rt_priority_error");
@@ -595,6 +836,16 @@ static const bk_param mgmt_params[] = {
     {"nodelay", BK_INT, 0, 1, "1", NULL, NULL, "1: TCP_NODELAY (no Nagle + delayed-ACK stalls on small responses)"},
     {"max_request_bytes", BK_INT, 256, 64 * 1048576.0, "65536", NULL, "bytes",
      "larger request bodies get a SOAP fault (HTTP 413) and the connection closes"},
+    {"max_connections", BK_INT, 1, 1048576, "256", NULL, NULL,
+     "open connections at most (lowered to RLIMIT_NOFILE - 32); more get HTTP 503 and are closed"},
+    {"max_output_bytes", BK_INT, 4096, 64 * 1048576.0, "65536", NULL, "bytes",
+     "unsent responses per connection at most: past it the connection is not read until its peer reads"},
+    {"header_timeout_ms", BK_INT, 1, 3600000, "10000", NULL, "ms",
+     "a request header not complete this long after its first byte gets HTTP 408 and the connection closes"},
+    {"body_timeout_ms", BK_INT, 1, 3600000, "10000", NULL, "ms",
+     "a request body not complete this long after its header gets HTTP 408 and the connection closes"},
+    {"idle_timeout_ms", BK_INT, 1, 86400000, "60000", NULL, "ms",
+     "a connection idle this long, or whose peer reads none of its responses for this long, closes"},
     {"stall_every_ms", BK_INT, 0, 3600000, "0", NULL, "ms", "fault injection: freeze the server this often (0: never)"},
     {"stall_ms", BK_INT, 0, 60000, "200", NULL, "ms", "how long each injected freeze lasts"},
     {"rt_priority", BK_INT, 0, 99, "0", NULL, NULL,
@@ -621,6 +872,11 @@ static int mgmt_init(bk_ctx *ctx, void **state)
     s->m.keepalive = (int)bk_arg_int(ctx, "keepalive");
     s->m.nodelay = (int)bk_arg_int(ctx, "nodelay");
     s->m.max_request_bytes = bk_arg_int(ctx, "max_request_bytes");
+    s->m.max_connections = bk_arg_int(ctx, "max_connections");
+    s->m.max_output_bytes = bk_arg_int(ctx, "max_output_bytes");
+    s->m.header_timeout_ms = bk_arg_int(ctx, "header_timeout_ms");
+    s->m.body_timeout_ms = bk_arg_int(ctx, "body_timeout_ms");
+    s->m.idle_timeout_ms = bk_arg_int(ctx, "idle_timeout_ms");
     s->m.stall_every_ms = bk_arg_int(ctx, "stall_every_ms");
     s->m.stall_ms = bk_arg_int(ctx, "stall_ms");
     s->m.rt_priority = (int)bk_arg_int(ctx, "rt_priority");
@@ -928,8 +1184,10 @@ static int load_read(load_state *s, lconn *c, int *status)
         return 0;
     size_t hlen = (size_t)(end - c->in) + 4;
     const char *cl = find_header(c->in, hlen, "Content-Length");
-    size_t blen = cl ? (size_t)strtoull(cl, NULL, 10) : 0;
-    if (c->in_n < hlen + blen)
+    unsigned long long blen = cl ? strtoull(cl, NULL, 10) : 0;
+    if (blen > sizeof c->in - hlen)
+        return -1; /* no response of ours is that large (and hlen + blen must not wrap) */
+    if (c->in_n < hlen + (size_t)blen)
         return 0;
     *status = c->in_n > 12 ? atoi(c->in + 9) : 0;
     const char *ch = find_header(c->in, hlen, "Connection");

@@ -10,18 +10,27 @@ from __future__ import annotations
 
 import re
 
-# C0 and C1 controls and DEL; tab included: it moves columns in a table as a newline moves rows.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# C0 and C1 controls and DEL; tab included: it moves columns in a table as a newline moves rows. Then the
+# invisible format characters: bidirectional overrides, embeddings and isolates (U+202A-202E, U+2066-2069,
+# the marks U+200E/200F/061C) reorder what a terminal shows, so a name can display as another ("Trojan
+# Source", CVE-2021-42574); zero-width and invisible ones (U+200B-200D, U+2060-2064, U+FEFF, U+180E, U+00AD)
+# make two different names look the same; the line and paragraph separators U+2028/2029 break a line.
+_CONTROL = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u2069\ufeff]"
+)
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def _escape_control(m: re.Match) -> str:
     c = m.group()
+    if ord(c) > 0xFF:
+        return f"\\u{ord(c):04x}"
     return {"\n": "\\n", "\t": "\\t", "\r": "\\r"}.get(c, f"\\x{ord(c):02x}")
 
 
 def term(text: object) -> str:
-    """Text for a terminal or a plain-text file: control characters shown as \\n, \\t, \\xNN."""
+    """Text for a terminal or a plain-text file: control characters shown as \\n, \\t, \\xNN; bidirectional
+    and invisible format characters as \\uNNNN."""
     return _CONTROL.sub(_escape_control, str(text))
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import re
-import urllib.parse
 from typing import Any
 
 from boardlab.errors import BoardlabError, InputError, OSProblem
@@ -31,17 +30,23 @@ def is_url(target: object) -> bool:
     return isinstance(target, str) and target.startswith(URL_PREFIXES)
 
 
+# Every place libpq takes a password: the URL's user:password@, a `password=` (or `sslpassword=`) query
+# parameter, and the same keywords in a keyword/value DSN (quoted or not).
+_USERINFO_PW = re.compile(r"(://[^:/?#@\s]*):[^/?#\s]*@")  # up to the last @: a password may hold one
+_QUERY_PW = re.compile(r"(?i)([?&;](?:ssl)?password=)[^&#\s\"]*")
+_KEYWORD_PW = re.compile(r"(?i)(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&#\"]*)")
+
+
+def mask_secrets(text: str) -> str:
+    """`text` with every password form above replaced by ***: for a URL or DSN, or a message quoting one."""
+    text = _USERINFO_PW.sub(r"\1:***@", text)
+    text = _QUERY_PW.sub(r"\1***", text)
+    return _KEYWORD_PW.sub(r"\1***", text)
+
+
 def display_url(url: str) -> str:
-    """The URL without its password, for messages and reports."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-    except ValueError:
-        return "postgresql://..."
-    if parts.password is None:
-        return url
-    netloc = parts.netloc.rsplit("@", 1)
-    user = netloc[0].split(":", 1)[0]
-    return urllib.parse.urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+    """The URL (or keyword/value DSN) without its password, for messages and reports."""
+    return mask_secrets(url)
 
 
 # ---- DDL: a migration written for SQLite, as PostgreSQL spells it ----
@@ -234,7 +239,7 @@ def database_error(exc: Exception, where: str) -> BoardlabError:
     refuses the login is bad input (exit 2); a failure while talking to it is a runtime failure (exit 1)."""
     import psycopg
 
-    text = " ".join(str(exc).split()) or type(exc).__name__
+    text = mask_secrets(" ".join(str(exc).split())) or type(exc).__name__  # libpq may quote the DSN
     if isinstance(exc, psycopg.OperationalError) and (
         "connect" in text.lower() or "authentication" in text.lower() or "does not exist" in text
     ):

@@ -473,6 +473,11 @@ def _three(svc: _Services, params: dict, d: float) -> dict:
     return out
 
 
+def _room(params: dict) -> dict:
+    """svc.mgmt's connection limit (256 by default) above the load generator's connections."""
+    return {"max_connections": max(256, params["connections"] + 16)}
+
+
 def _soap(svc: _Services, params: dict, d: float) -> dict:
     from boardlab.services.launch import free_port
 
@@ -480,7 +485,13 @@ def _soap(svc: _Services, params: dict, d: float) -> dict:
     svc.start(
         "mgmt",
         "svc.mgmt",
-        {"bind_addr": svc.addr, "port": port, "duration_s": d + 10, "keepalive": params["keepalive"]},
+        {
+            "bind_addr": svc.addr,
+            "port": port,
+            "duration_s": d + 10,
+            "keepalive": params["keepalive"],
+            **_room(params),
+        },
     )
     svc.watch()
     load = svc.start(
@@ -513,7 +524,13 @@ def _saturation(svc: _Services, params: dict, d: float) -> dict:
     svc.start(
         "mgmt",
         "svc.mgmt",
-        {"bind_addr": svc.addr, "port": port, "duration_s": 3 * d + 60, "keepalive": params["keepalive"]},
+        {
+            "bind_addr": svc.addr,
+            "port": port,
+            "duration_s": 3 * d + 60,
+            "keepalive": params["keepalive"],
+            **_room(params),
+        },
     )
     svc.watch()
     rates = loadmod.ramp(100.0, 200_000.0)
