@@ -10,6 +10,7 @@ from boardlab.campaign.plan import parse_plan, preset_names
 from boardlab.campaign.schedule import build_cells, schedule
 from boardlab.errors import InputError
 from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
+
 from helpers import SYSFS
 
 CATALOG = {
@@ -313,7 +314,9 @@ def test_a_run_over_the_temperature_limit_is_invalid():
     runner.temp_limits_mc = temperature_limits_mc(inventory(SYSFS / "bbb").thermal_zones)
     assert runner.temp_limits_mc == {"thermal_zone0:cpu_thermal": 120000}
     (why,) = runner._over_temperature({"temp.thermal_zone0:cpu_thermal_mc_max": 121000.0})
-    assert why == "thermal_zone0:cpu_thermal reached 121.0 C, over the limit 120.0 C (lowest trip point - 5 C)"
+    assert (
+        why == "thermal_zone0:cpu_thermal reached 121.0 C, over the limit 120.0 C (lowest trip point - 5 C)"
+    )
     assert not runner._over_temperature({"temp.thermal_zone0:cpu_thermal_mc_max": 119000.0})
     assert not runner._over_temperature({"temp.thermal_zone1:gpu_mc_max": 99000.0})  # no trip known there
 

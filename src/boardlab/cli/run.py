@@ -53,6 +53,17 @@ def add_arguments(parser) -> None:
         help="load and check the plan (and the overrides), print its cells, runs, comparisons, an estimated "
         "duration (from earlier runs in --db) and whether a verdict is reachable; run and write nothing",
     )
+    wait = parser.add_mutually_exclusive_group()
+    wait.add_argument(
+        "--wait",
+        type=float,
+        metavar="SECONDS",
+        help="when another boardlab holds this board's system settings, wait at most SECONDS for it "
+        "(default: wait as long as it takes, saying who holds them)",
+    )
+    wait.add_argument(
+        "--no-wait", action="store_true", help="exit at once (code 2) when another boardlab holds them"
+    )
     parser.add_argument(
         "--soak",
         metavar="DURATION",
@@ -107,12 +118,21 @@ def _dry_run_text(plan, summary) -> str:
     return "\n".join(lines)
 
 
+def _drop_if_empty(store, db: str) -> None:
+    """Leave no empty results file behind when nothing ran (never one holding a run)."""
+    if store.created and not store.has_runs():
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(db + suffix)
+
+
 def run(args) -> int:
     import json
 
     from boardlab.campaign.plan import PlanUnsupported, apply_overrides, load_plan
     from boardlab.campaign.runner import Runner
     from boardlab.cli.progress import TerminalProgress
+    from boardlab.conditions.journal import LockWaitInterrupted
     from boardlab.errors import InputError
     from boardlab.platform.sysroot import SysRoot
     from boardlab.report.escape import term
@@ -126,6 +146,8 @@ def run(args) -> int:
             f"--db {args.db.split('@')[-1]}: a campaign writes a SQLite file on the board it measures; "
             "give a file path, then `boardlab ingest FILE --db postgresql://...` copies it into the shared store"
         )
+    if args.wait is not None and not 0 <= args.wait <= 30 * 86400:
+        raise InputError(f"--wait {args.wait:g}: expected 0 to 2592000 seconds (30 days)")
     if not 0.1 <= args.monitor_hz <= 1000:
         raise InputError(f"--monitor-hz {args.monitor_hz}: expected a rate in [0.1, 1000] Hz")
     SysRoot(args.root).require_board_tree()
@@ -170,16 +192,18 @@ def run(args) -> int:
             progress=progress,
             monitor_interval_s=1.0 / args.monitor_hz,
             fresh=args.fresh,
+            lock_wait_s=0.0 if args.no_wait else args.wait,
         )
         try:
             outcome = runner.run()
         except InputError:
-            # refused before anything ran: leave no empty results file behind (never one holding a run)
-            if store.created and not store.has_runs():
-                for suffix in ("", "-wal", "-shm"):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(args.db + suffix)
+            _drop_if_empty(store, args.db)  # refused before anything ran
             raise
+        except LockWaitInterrupted:
+            _drop_if_empty(store, args.db)
+            with contextlib.suppress(OSError):
+                print("\ninterrupted while waiting for the system settings: nothing ran", file=sys.stderr)
+            return 130
         except KeyboardInterrupt:
             with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone: the exit code stays
                 print(
