@@ -475,29 +475,27 @@ class Runner:
         self.ctx = ApplyContext(
             root=self.sr, journal=journal, info=info, worker_cpu=cpu, online_cpus=tuple(info.online_cpus)
         )
-        skipped: dict[str, str] = {}
-        for c in self.plan.conditions:  # board-dependent checks, before anything is written
-            for kind_name, params in c.all_parts:
-                reason = self.kinds[kind_name].check(params, self.ctx)
-                if not reason:
-                    continue
-                if reason.startswith("unsupported:") and self.plan.runs.unsupported == "skip":
-                    skipped[c.name] = reason  # the board lacks the capability: said, stored, not run
-                    self.progress.note(f"skipping condition {c.name!r}: {reason}")
-                    break
-                part = f" {kind_name}" if c.parts else ""
-                raise InputError(f"{self.plan.source_name}: conditions[{c.index}] ({c.name}){part}: {reason}")
+        from boardlab.campaign.support import board_support
+
+        support = board_support(
+            self.plan, self.catalog, build_cells(self.plan, self.catalog), self.kinds, self.ctx
+        )
+        if support.refusal:  # runs.unsupported = "fail": refused before anything is written
+            raise InputError(support.refusal)
+        skipped, skipped_workloads = support.conditions, support.workloads
+        for name, reason in skipped.items():  # the board lacks the capability: said, stored, not run
+            self.progress.note(f"skipping condition {name!r}: {reason}")
+        for name, reason in skipped_workloads.items():
+            self.progress.note(f"skipping workload {name!r}: unsupported: {reason}")
+        for key, reason in support.cells.items():
+            self.progress.note(f"skipping {key}: unsupported: {reason}")
         if skipped:
             self.plan = dataclasses.replace(
                 self.plan, conditions=tuple(c for c in self.plan.conditions if c.name not in skipped)
             )
             self.conditions = {c.name: c for c in self.plan.conditions}
-        from boardlab.campaign.plan import unsupported_workloads
-
-        skipped_workloads = unsupported_workloads(self.plan, self.catalog)  # only under unsupported = "skip"
-        for name, reason in skipped_workloads.items():
-            self.progress.note(f"skipping workload {name!r}: unsupported: {reason}")
-        cells = [c for c in build_cells(self.plan, self.catalog) if c.workload not in skipped_workloads]
+        cells = [c for c in build_cells(self.plan, self.catalog) if c.key not in support.cells]
+        cells = [c for c in cells if c.workload not in skipped_workloads]
         if not cells:
             raise InputError(f"{self.plan.source_name}: no workload of this plan is supported here")
         self._cells_by_key = {c.key: c for c in cells}
@@ -529,6 +527,7 @@ class Runner:
             "worker_cpu": cpu,
             "skipped_conditions": skipped,
             "skipped_workloads": skipped_workloads,
+            "skipped_cells": support.cells,
             # compiler and flags of the native kernels: what a SciMark or MiBench figure was built with
             "kern_build": kernel_catalog().get("build"),
         }
@@ -635,6 +634,7 @@ class Runner:
                     "reruns": reruns,
                     "skipped_conditions": skipped,
                     "skipped_workloads": skipped_workloads,
+                    "skipped_cells": support.cells,
                 },
             )
         return Outcome(campaign_id, status, done, total, reruns, resumed, cost, time.monotonic() - loop_t0)

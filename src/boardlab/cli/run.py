@@ -106,15 +106,16 @@ def _dry_run_text(plan, summary) -> str:
         f"estimated duration: {duration}",
     ]
     lines += [f"skipped here: {name}: {why}" for name, why in d["skipped_workloads"].items()]
-    if d["comparisons"] == 0:
+    lines += _skipped_lines(d)
+    if not d["verdict_reachable"]:  # a refused plan, or none of its comparisons runnable here, too
+        lines.append(f"verdict reachable: NO: {d['message']}")
+    elif d["comparisons"] == 0:
         lines.append("verdict reachable: no comparison in this plan (baselines only), so no verdict to reach")
-    elif d["verdict_reachable"]:
+    else:
         lines.append(
             f"verdict reachable: yes ({d['runs_per_arm']} runs per arm; smallest adjusted p "
             f"{d['smallest_adjusted_p']:.3g} < 0.05; {d['repetitions_needed']} would suffice)"
         )
-    else:
-        lines.append(f"verdict reachable: NO: {d['message']}")
     return "\n".join(lines)
 
 
@@ -124,6 +125,15 @@ def _drop_if_empty(store, db: str) -> None:
         for suffix in ("", "-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(db + suffix)
+
+
+def _skipped_lines(d: dict) -> list[str]:
+    """Conditions and cells this board cannot run: listed with the reason; their runs are not counted."""
+    lines = [f"skipped here: condition {name}: {why}" for name, why in d["skipped_conditions"].items()]
+    lines += [f"skipped here: {key}: unsupported: {why}" for key, why in d["skipped_cells"].items()]
+    if d["refused"]:
+        lines.append(f"refused here: {d['refused']}")
+    return lines
 
 
 def run(args) -> int:
@@ -174,11 +184,13 @@ def run(args) -> int:
     )
     from boardlab.campaign.reach import summarize_plan
 
-    summary = summarize_plan(plan, catalog, db=args.db)
+    summary = summarize_plan(plan, catalog, db=args.db, root=args.root)
     if args.dry_run:
         print(json.dumps(summary.to_dict()) if args.json else _dry_run_text(plan, summary))
         return 0
-    if summary.reach.message:  # said before the first run; the plan still runs (docs/method.md)
+    if (
+        summary.reach.message and not summary.refused
+    ):  # said before the first run; the plan still runs (docs/method.md)
         print(f"warning: {plan.source_name}: {summary.reach.message}", file=sys.stderr)
     signal.signal(signal.SIGTERM, _on_sigterm)
     signal.signal(signal.SIGHUP, _on_sigterm)
