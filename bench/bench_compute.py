@@ -15,13 +15,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from boardlab.native import kern_path
+from boardlab.xcheck.pairs import alternate, ratios_of
 
 N = 512
 THREADS = 1
@@ -107,22 +107,27 @@ def main() -> int:
         if exe is None:
             print("compute.gemm vs OpenBLAS: SKIP (no C compiler or libopenblas-dev)")
             return 0
-        blas, native = [], []
-        for i in range(pairs):
-            a = boardlab_gflops("blas")
-            b = reference_gflops(exe)
-            c = boardlab_gflops("native")
-            blas.append(a / b)
-            native.append(c / b)
+
+        def show(i, a, b, order):
             print(
-                f"  pair {i + 1}: boardlab blas {a:.2f}  openblas {b:.2f}  native {c:.2f} GFLOPS", flush=True
+                f"  pair {i + 1} ({order}): boardlab blas {a[0]:.2f} native {a[1]:.2f}  openblas {b:.2f} GFLOPS"
             )
-    med = statistics.median(blas)
-    verdict = "PASS" if abs(med - 1) <= 0.10 else "FAIL"
+
+        # A B, B A, ...: boardlab's two runs (blas, native) against OpenBLAS, alternating which goes first
+        done = alternate(
+            pairs,
+            lambda: (boardlab_gflops("blas"), boardlab_gflops("native")),
+            lambda: reference_gflops(exe),
+            show,
+        )
+    blas = ratios_of(done, lambda a, b: a[0] / b)
+    native = ratios_of(done, lambda a, b: a[1] / b)
+    verdict = "PASS" if abs(blas.median - 1) <= 0.10 else "FAIL"
     print(
-        f"compute.gemm DGEMM n={N} threads={THREADS} vs OpenBLAS direct: median ratio {med:.3f} over {pairs} pairs {verdict}"
+        f"compute.gemm DGEMM n={N} threads={THREADS} vs OpenBLAS direct: "
+        f"{blas.describe('boardlab', 'openblas')} {verdict}"
     )
-    print(f"compute.gemm native fallback vs OpenBLAS direct: median ratio {statistics.median(native):.3f}")
+    print(f"compute.gemm native fallback vs OpenBLAS direct: {native.describe('boardlab', 'openblas')}")
     return 0
 
 

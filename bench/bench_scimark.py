@@ -36,6 +36,7 @@ import tempfile
 from pathlib import Path
 
 from boardlab.native import kern_path
+from boardlab.xcheck.pairs import alternate, ratios_of
 
 KERNELS = {  # boardlab kernel -> SciMark kernel.c call (small sizes of constants.h)
     "fft": "kernel_measureFFT(FFT_SIZE, t, R)",
@@ -287,16 +288,22 @@ def main(argv: list[str] | None = None) -> int:
             Path(args.scimark_src), Path(tmp), build["flags"], args.scimark_clock == "wall"
         )
         for kernel in KERNELS:
-            ratios = []
             print(
-                f"bench_scimark: {kernel}: {args.pairs} A/B pairs" + (" + callgrind" if count else ""),
+                f"bench_scimark: {kernel}: {args.pairs} pairs A B, B A, ..."
+                + (" + callgrind" if count else ""),
                 file=sys.stderr,
             )
-            for _ in range(args.pairs):
-                a = boardlab_mflops(kernel, min_time)
-                b = scimark_mflops(exe, kernel, min_time)
-                ratios.append(a / b)
-            r: dict = {"time_ratio_median": statistics.median(ratios), "time_ratios": ratios}
+            done = alternate(  # an order effect cancels in the median and shows per order
+                args.pairs,
+                lambda: boardlab_mflops(kernel, min_time),  # noqa: B023 - called here, in this iteration
+                lambda: scimark_mflops(exe, kernel, min_time),  # noqa: B023
+            )
+            pr = ratios_of(done, lambda a, b: a / b)
+            r: dict = {
+                "time_ratio_median": pr.median,
+                "time_ratios": list(pr.ratios),
+                "by_order": pr.to_dict(),
+            }
             if count:
                 bl, sm = instructions_per_cycle(kernel, counter, Path(tmp))
                 r |= {"boardlab_instructions_per_cycle": bl, "scimark_instructions_per_cycle": sm}
@@ -319,7 +326,9 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"boardlab scimark kernels vs SciMark 2.0 C, both {build['compiler']} {build['flags']}, small sizes"
     )
-    print(f"time: {clock}, ~{min_time:g} s each, median of {args.pairs} A/B pairs")
+    print(
+        f"time: {clock}, ~{min_time:g} s each, median of {args.pairs} pairs alternating A B, B A (per order below)"
+    )
     if count:
         print("instructions: callgrind, per SciMark cycle, SciMark / boardlab")
     print(
@@ -335,6 +344,13 @@ def main(argv: list[str] | None = None) -> int:
         else:
             cols = f"{'-':>11} {'-':>19} {'-':>19}"
         print(f"  {k:<7} {r['time_ratio_median']:>9.3f}x {cols}{flag}")
+    for k, r in results.items():
+        o = r["by_order"]
+        if o["order_effect"] is not None:
+            print(
+                f"  {k:<7} boardlab first {o['median_ratio_a_first']:.3f}x, SciMark first "
+                f"{o['median_ratio_b_first']:.3f}x; order effect {o['order_effect']:.3f}"
+            )
     return 0
 
 
