@@ -257,6 +257,8 @@ def test_power_at_rest_without_a_power_sensor_is_skipped_not_run_and_failed(tmp_
         ).fetchall() == [("noop",)]
         env = json.loads(conn.execute("SELECT environment_json FROM campaigns").fetchone()[0])
     assert env["skipped_cells"] == {key: why}
+    report = run_cli("report", "--db", str(db), "--format", "md")
+    assert "Cells skipped on this board" in report.stdout and "no power source" in report.stdout
     # under unsupported = "fail" the run is refused before anything is written, with the way out
     plan.write_text(plan.read_text().replace('unsupported = "skip"', 'unsupported = "fail"'))
     bad = run_cli("run", str(plan), "--db", str(tmp_path / "y.db"))
