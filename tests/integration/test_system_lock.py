@@ -74,12 +74,13 @@ def test_two_campaigns_started_together_both_finish_and_the_second_says_it_waite
     root, state, env = lab
     first = start(tmp_path, root, env, "first")
     wait_for_holder(state, first.pid)
-    second = start(tmp_path, root, env, "second")
+    second = start(tmp_path, root, env, "second", "--json")
     out1, err1 = first.communicate(timeout=300)
     out2, err2 = second.communicate(timeout=300)
     assert first.returncode == 0, err1
     assert second.returncode == 0, err2
     assert "waiting for" not in err1
+    assert json.loads(out2)["lock_waited_s"] > 0
     assert f"waiting for boardlab pid {first.pid} (campaign first, since " in err2
     assert f"to release the system settings of {root}" in err2
     assert f"for boardlab pid {first.pid} (campaign first" in err2.split("waited ")[1]

@@ -238,6 +238,7 @@ def run(args) -> int:
                     "db": args.db,
                     "monitor_cost_pct_of_core": outcome.monitor_cost_pct_of_core,
                     "loop_s": outcome.loop_s,
+                    "lock_waited_s": runner.lock_waited_s,  # for another boardlab's system settings
                     "verdict_reachable": summary.reach.reachable,
                     "repetitions_needed": summary.reach.repetitions_needed,
                     "reachability": summary.reach.message,
