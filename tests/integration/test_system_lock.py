@@ -1,6 +1,7 @@
 """The system lock (docs/safety.md "One campaign per board at a time"): two campaigns on one board tree,
 each with its own database. The second waits for the first, says who holds the settings and how long it
-waited, and both finish; `--no-wait` and `--wait` give up with exit 2; Ctrl-C while waiting exits 130."""
+waited, and both finish; `--no-wait` and `--wait` give up with exit 2 and Ctrl-C while waiting exits 130
+(against a lock this test process holds, so the holder outlasts the waiter); a killed holder frees it."""
 
 from __future__ import annotations
 
@@ -34,10 +35,23 @@ name = "noop"
 
 
 @pytest.fixture
-def lab(tmp_path):
+def lab(tmp_path, monkeypatch):
     root = copy_board("bbb", tmp_path)
     state = tmp_path / "state"
+    monkeypatch.setenv("BOARDLAB_STATE_DIR", str(state))  # this process's lock and the campaigns' alike
     return root, state, {**os.environ, "BOARDLAB_STATE_DIR": str(state)}
+
+
+@pytest.fixture
+def held(lab):
+    """The system lock of the board tree, held by this process for the test (as a campaign holds it)."""
+    from boardlab.conditions.journal import SystemLock
+    from boardlab.platform.sysroot import SysRoot
+
+    lock = SystemLock(SysRoot(str(lab[0])), "campaign first")
+    assert lock.acquire(0, print) == 0.0
+    yield lock
+    lock.release()
 
 
 def start(tmp_path, root, env, name: str, *extra: str) -> subprocess.Popen:
@@ -89,44 +103,45 @@ def test_two_campaigns_started_together_both_finish_and_the_second_says_it_waite
     assert len(rows(tmp_path / "second.db", "SELECT id FROM runs")) == 4
 
 
-def test_no_wait_exits_2_naming_the_holder_and_wait_gives_up_after_its_seconds(lab, tmp_path):
+def test_no_wait_exits_2_naming_the_holder_and_wait_gives_up_after_its_seconds(lab, held, tmp_path):
     root, state, env = lab
-    first = start(tmp_path, root, env, "first")
-    try:
-        wait_for_holder(state, first.pid)
-        refused = start(tmp_path, root, env, "second", "--no-wait")
-        _, err = refused.communicate(timeout=120)
-        assert refused.returncode == 2, err
-        assert f"held by boardlab pid {first.pid} (campaign first" in err and "(--no-wait)" in err
-        assert "Traceback" not in err
-        assert not (tmp_path / "second.db").exists()  # nothing ran, nothing left behind
-        t0 = time.monotonic()
-        gave_up = start(tmp_path, root, env, "third", "--wait", "1")
-        _, err = gave_up.communicate(timeout=120)
-        assert gave_up.returncode == 2, err
-        assert "gave up after 1 s (--wait 1)" in err and f"boardlab pid {first.pid}" in err
-        assert time.monotonic() - t0 >= 1.0
-    finally:
-        first.communicate(timeout=300)
-    assert first.returncode == 0
+    refused = start(tmp_path, root, env, "second", "--no-wait")
+    _, err = refused.communicate(timeout=120)
+    assert refused.returncode == 2, err
+    assert f"held by boardlab pid {os.getpid()} (campaign first" in err and "(--no-wait)" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "second.db").exists()  # nothing ran, nothing left behind
+    t0 = time.monotonic()
+    gave_up = start(tmp_path, root, env, "third", "--wait", "1")
+    _, err = gave_up.communicate(timeout=120)
+    assert gave_up.returncode == 2, err
+    assert "gave up after 1 s (--wait 1)" in err and f"boardlab pid {os.getpid()}" in err
+    assert time.monotonic() - t0 >= 1.0
+    assert not (tmp_path / "third.db").exists()
 
 
-def test_ctrl_c_while_waiting_exits_130_without_a_traceback(lab, tmp_path):
+def test_ctrl_c_while_waiting_exits_130_without_a_traceback(lab, held, tmp_path):
+    root, state, env = lab
+    waiter = start(tmp_path, root, env, "second")
+    line = ""
+    while "waiting for" not in line:  # it says so before it waits
+        line = waiter.stderr.readline()
+        assert line, "the second campaign ended without waiting"
+    waiter.send_signal(signal.SIGINT)
+    _, err = waiter.communicate(timeout=60)
+    assert waiter.returncode == 130, err
+    assert "interrupted while waiting for the system settings: nothing ran" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "second.db").exists()
+
+
+def test_the_lock_is_free_again_when_its_holder_dies(lab, tmp_path):
+    """flock dies with its holder: after a SIGKILL the next campaign runs at once (and restores the journal)."""
     root, state, env = lab
     first = start(tmp_path, root, env, "first")
-    try:
-        wait_for_holder(state, first.pid)
-        waiter = start(tmp_path, root, env, "second")
-        line = ""
-        while "waiting for" not in line:  # it says so before it waits
-            line = waiter.stderr.readline()
-            assert line, "the second campaign ended without waiting"
-        waiter.send_signal(signal.SIGINT)
-        _, err = waiter.communicate(timeout=60)
-        assert waiter.returncode == 130, err
-        assert "interrupted while waiting for the system settings: nothing ran" in err
-        assert "Traceback" not in err
-        assert not (tmp_path / "second.db").exists()
-    finally:
-        first.communicate(timeout=300)
-    assert first.returncode == 0
+    wait_for_holder(state, first.pid)
+    first.kill()
+    first.communicate(timeout=60)
+    proc = start(tmp_path, root, env, "second", "--no-wait")
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
