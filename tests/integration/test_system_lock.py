@@ -101,6 +101,7 @@ def test_two_campaigns_started_together_both_finish_and_the_second_says_it_waite
     # the second ran only after the first's last run: they never measured each other
     assert span(tmp_path / "second.db")[0] >= span(tmp_path / "first.db")[1]
     assert len(rows(tmp_path / "second.db", "SELECT id FROM runs")) == 4
+    assert list(state.glob("restore-*")) == []  # the lock file goes with its last holder
 
 
 def test_no_wait_exits_2_naming_the_holder_and_wait_gives_up_after_its_seconds(lab, held, tmp_path):

@@ -279,12 +279,17 @@ class SystemLock:
             raise OSProblem(f"{problem}; nothing was changed", problem.exit_code) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+            # the holder before us removed the file it held (release): locked an orphan, try the new file
+            if os.fstat(fd).st_ino != os.stat(self.path).st_ino:
+                raise BlockingIOError
+        except (BlockingIOError, FileNotFoundError):
             os.close(fd)
             return False
         doc = {"schema": JOURNAL_SCHEMA, "pid": os.getpid(), "what": self.what, "since_unix_s": time.time()}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(doc).encode(), 0)
+        # who holds it is for the waiter's message only: a full disk may lose it, the lock still holds
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(doc).encode(), 0)
         self._fd = fd
         return True
 
@@ -327,5 +332,9 @@ class SystemLock:
 
     def release(self) -> None:
         if self._fd is not None:
-            os.close(self._fd)  # closing drops the flock; the file stays (removing it would race a waiter)
+            # removed while still held, then closed (which drops the flock): a waiter that locks the removed
+            # file sees that it is no longer the path's and tries again; the state directory is left clean
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+            os.close(self._fd)
             self._fd = None
