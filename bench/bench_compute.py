@@ -1,11 +1,11 @@
-"""compute.gemm DGEMM against OpenBLAS called directly, alternated A B A B in the same run.
+"""compute.gemm DGEMM against OpenBLAS called directly, alternated A B, B A in the same run.
 
 The reference is a 30-line C program built here into a temporary directory and linked with -lopenblas: it
 times NREP products C = A B (cblas_dgemm, row-major, the same n, entries in [-0.5, 0.5)) with
 CLOCK_MONOTONIC_RAW and prints the median GFLOPS (2 n^3 per product). boardlab-kern runs compute.gemm
 impl=blas with the same n and thread count; each side is pinned to the same CPU set. Target: the median of
 the pairwise ratios boardlab/reference within 10% of 1. The native fallback (impl=native) is printed as a
-ratio to the same reference, for information. `--quick` runs 3 pairs instead of 10.
+ratio to the same reference, for information. `--quick` runs 4 pairs instead of 10.
 
 Exits 0 whatever the figures; prints PASS or FAIL.
 """
@@ -101,7 +101,7 @@ def boardlab_gflops(impl: str) -> float:
 
 
 def main() -> int:
-    pairs = 3 if "--quick" in sys.argv else 10
+    pairs = 4 if "--quick" in sys.argv else 10  # even: as many pairs in each order
     with tempfile.TemporaryDirectory(prefix="boardlab-bench-") as tmp:
         exe = build_reference(Path(tmp))
         if exe is None:

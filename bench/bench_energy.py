@@ -4,7 +4,7 @@
    hwmon layout; this VM has no sensor) at 10 Hz for a while with the real clock; cost = the sampler
    thread's CPU time / wall time, in % of one core. Goal: under 0.5%.
 2. A/A overhead: the same boardlab-kern run (noop, fixed work) with the sampler running (pinned to another
-   CPU, as the campaign runner does) and without, alternated A B A B ...; the figure is the median of the
+   CPU, as the campaign runner does) and without, alternated A B, B A, ...; the figure is the median of the
    pairwise ratios of the runs' median iteration times (1.00 = no effect).
 
 `--quick` shortens both for development.

@@ -1,4 +1,4 @@
-"""Wall time of `boardlab --help` against `python -c pass`, alternated A B A B in one run.
+"""Wall time of `boardlab --help` against `python -c pass`, alternated A B, B A in one run.
 
 Target: `boardlab --help` under 0.3 s here. The VM drifts, so the figure is the median of pairwise
 differences and ratios, never one timing."""

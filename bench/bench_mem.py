@@ -1,4 +1,4 @@
-"""mem family against reference tools in the same run, alternated A B A B (the VM drifts).
+"""mem family against reference tools in the same run, alternated A B, B A (the VM drifts).
 
 1. mem.bandwidth op=memcpy against mbw's memcpy test on the same array size, median against median. In Debian's mbw 1.2.2 the test
    that calls libc memcpy is -t1 (printed as "DUMB"); -t0 ("MEMCPY") is the element loop (checked with
@@ -36,7 +36,7 @@ from pathlib import Path
 from boardlab.native import kern_path
 from boardlab.xcheck.pairs import alternate, ratios_of
 
-PAIRS = 5
+PAIRS = 6  # even: as many pairs in each order
 TARGET = 0.9
 MIB = 1024 * 1024
 STREAM_OPS = {"copy": 2, "scale": 2, "add": 3, "triad": 3}  # arrays moved per element, as STREAM counts

@@ -3,7 +3,7 @@
 A = `boardlab run` of a plan with N noop runs (gates off): its wall time per run includes the spawn, the
 monitor, collecting the JSON and wait4 rusage, and the SQLite commit. B = `hyperfine -N --runs N` of the
 same boardlab-kern command line: its mean per run. Warm-up is off in both, so that the kernel's own
-(load-dependent) warm-up does not hide the runner's cost. Alternated A B A B (the VM drifts); the figure is the
+(load-dependent) warm-up does not hide the runner's cost. Alternated A B, B A (the VM drifts); the figure is the
 median of the pairwise ratios. Targets: at most 1.5x, and the monitor under 1% of one core at 10 Hz.
 """
 
@@ -23,7 +23,7 @@ from boardlab.native import kern_path
 from boardlab.xcheck.pairs import alternate, ratios_of
 
 RUNS = 20
-PAIRS = 5
+PAIRS = 6  # even: as many pairs in each order
 ITERATIONS = 10
 PLAN = f"""\
 name = "bench-runner"

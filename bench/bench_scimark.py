@@ -13,7 +13,7 @@ What is compared, like for like:
   shared machine leaves out the time the process waits, so its copy here reads CLOCK_MONOTONIC_RAW, as
   boardlab-kern does. Both rates are total flops over total time of about --min-time seconds (boardlab:
   the harmonic mean of its iterations' MFLOPS, i.e. all measured work over all measured time). Alternated
-  A B A B over at least 8 pairs; printed: the median of the pairwise ratios A/B (> 1 = boardlab faster).
+  A B, B A over at least 8 pairs; printed: the median of the pairwise ratios A/B (> 1 = boardlab faster).
 - instructions (when valgrind is installed): instructions executed per SciMark cycle (one FFT forward +
   inverse pair, one SOR sweep, one Monte Carlo sample, one sparse multiply, one LU copy + factorization)
   counted by callgrind inside boardlab's kernel and inside SciMark's kernel functions on the same work;
@@ -243,7 +243,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="directory of SciMark 2.0's C sources (default: $BOARDLAB_SCIMARK2_SRC; without it: skipped)",
     )
-    parser.add_argument("--pairs", type=int, default=8, help="A B pairs per kernel (at least 8)")
+    parser.add_argument(
+        "--pairs",
+        type=int,
+        default=8,
+        help="pairs per kernel, alternating A B, B A (at least 8; even keeps the orders balanced)",
+    )
     parser.add_argument(
         "--quick", action="store_true", help="shorter processes: --min-time-s 0.1 (still 8 pairs)"
     )

@@ -1,4 +1,4 @@
-"""The vehicle-services study's acceptance figures, each against its reference in the same run, A B A B:
+"""The vehicle-services study's acceptance figures, each against its reference in the same run, A B, B A:
 
 1. raw-UDP multicast one-way p50 (svc.pub message=raw -> svc.sub parser=raw) vs sockperf's multicast
    ping-pong (RTT/2) at 1000 msg/s: within max(1.2x, +5 us);

@@ -9,7 +9,7 @@ stressor costs the campaign runner per run.
    t90. CPU is a proxy for the rate: a timer or udp stressor also loads interrupts and softirqs that no
    process is charged for.
 2. Stop: SIGINT to stress-ng's parent (what the condition does) against SIGINT to its whole process group,
-   alternated A B A B, 3 pairs per stressor after 0.5 s of running; median ms until the parent exits.
+   alternated A B, B A, 4 pairs per stressor after 0.5 s of running; median ms until the parent exits.
 3. Runner cost: noop campaigns (ABBA order, gates off, worker warm-up off) with a baseline cell and a
    `cpu` stressor cell on the other CPU with warmup_s = 0, run in this process with a progress hook. Each
    run's cost is the time from the end of its gate to its commit; the baseline and the stressor run of each
@@ -36,7 +36,7 @@ from boardlab.xcheck.pairs import PairedRatios, alternate, ratios_of
 SAMPLE_S = 0.05
 WINDOW = 5  # samples: 250 ms
 RUN_S = 3.0
-PAIRS = 3
+PAIRS = 4  # even: as many pairs in each order
 BLOCKS = 20
 CAMPAIGNS = 3
 
