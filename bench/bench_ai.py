@@ -4,7 +4,7 @@ LiteRT: A = `python -m boardlab.worker ai.inference` (Interpreter API, invoke() 
 benchmark tool shipped in the wheel (`python -m ai_edge_litert.tools.benchmark_litert_model`, CompiledModel
 API, its "median_ms"), same model, same threads, same number of measured frames. ONNX Runtime: B = a
 minimal loop in a fresh interpreter (a few lines calling session.run, timed with perf_counter). Each A and
-B is a fresh process; pairs alternate A B A B (the VM drifts); the figure is the median of the pairwise
+B is a fresh process; pairs alternate A B, B A (the VM drifts; an order effect cancels); the figure is the median of the pairwise
 ratios of medians. Target: within 10%.
 """
 
@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-PAIRS = 7
+PAIRS = 8  # even: as many pairs in each order
 FRAMES = 60  # measured frames per process: a few seconds per pair
 THREADS = 1
 MODELS = ("mobilenet_v2", "ssd_mobilenet_v1")
@@ -82,20 +82,17 @@ def ort_loop_p50(model: str, models_dir: Path) -> float:
 
 
 def compare(label: str, a_fn, b_fn) -> float:
-    a_s, b_s, ratios = [], [], []
-    for _ in range(PAIRS):
-        a, b = a_fn(), b_fn()
-        a_s.append(a)
-        b_s.append(b)
-        ratios.append(a / b)
-    ratio = statistics.median(ratios)
-    verdict = "PASS" if abs(ratio - 1) <= 0.10 else "FAIL"
+    from boardlab.xcheck.pairs import alternate, ratios_of
+
+    done = alternate(PAIRS, a_fn, b_fn)  # A B, B A, ...: an order effect cancels and shows
+    r = ratios_of(done, lambda a, b: a / b)
+    verdict = "PASS" if abs(r.median - 1) <= 0.10 else "FAIL"
     print(
-        f"{label}: boardlab p50 {statistics.median(a_s):.2f} ms, reference {statistics.median(b_s):.2f} ms; "
-        f"ratio (median of {PAIRS} pairs) {ratio:.3f}  [{min(ratios):.3f}..{max(ratios):.3f}]  "
-        f"target within 10% -> {verdict}"
+        f"{label}: boardlab p50 {statistics.median(a for a, _, _ in done):.2f} ms, reference "
+        f"{statistics.median(b for _, b, _ in done):.2f} ms; {r.describe('boardlab', 'reference')}  "
+        f"[{min(r.ratios):.3f}..{max(r.ratios):.3f}]  target within 10% -> {verdict}"
     )
-    return ratio
+    return r.median
 
 
 def main() -> int:

@@ -2,8 +2,8 @@
 
 Seed 000 measured 7-Zip's LZMA, bzip2 and pbzip2 on a satellite computer. Here each kernel compresses the
 sensor-like corpus (written once with `boardlab-kern corpus`, passed with input=FILE) and the matching tool
-compresses the same file to /dev/null; the tool's rate is file bytes / its wall time. Runs alternate kernel, tool,
-kernel, tool ... (these VMs drift by up to a third within an hour) and each line prints the median of the pairwise
+compresses the same file to /dev/null; the tool's rate is file bytes / its wall time. Pairs alternate their order, kernel tool,
+tool kernel, ... (these VMs drift by up to a third within an hour) and each line prints the median of the pairwise
 ratios kernel/tool. Target: compression at least 0.9x the tool -> PASS, else FAIL. Decompression ratios against
 `xz -d`, `bzip2 -d`, `pbzip2 -d` and `zstd -d` are printed for information. Files are sized per codec so that the
 whole script takes about three minutes on a 2-core VM; the kernel times 2 iterations after 1 warm-up iteration
@@ -14,6 +14,7 @@ pbzip2 write byte-identical streams, the zstd tool cuts a large input into block
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import statistics
@@ -24,8 +25,9 @@ import time
 from pathlib import Path
 
 from boardlab.native import kern_path
+from boardlab.xcheck.pairs import alternate, ratios_of
 
-PAIRS = 5
+PAIRS = 6  # even: as many pairs in each order
 TARGET = 0.9
 MIB = 1024 * 1024
 KERN_ITER = ("--iterations", "2", "--warmup-max-iterations", "1")
@@ -84,25 +86,21 @@ def main() -> int:
             packed = Path(tmp) / (path.name + suffix)
             with packed.open("wb") as f:  # the tool's stream, once: input of its decompression, size check
                 subprocess.run([*ccmd, str(path)], stdout=f, check=True)
-            c_ratios, d_ratios, k_rates, t_rates = [], [], [], []
-            size_ratio = 0.0
-            for _ in range(PAIRS):
-                res = kernel(name, params, path)
-                t_c = wall([*ccmd, str(path)])
-                t_d = wall([*dcmd, str(packed)])
-                k_c = res["metrics"]["compress_mb_s"]["median"]
-                k_d = res["metrics"]["decompress_mb_s"]["median"]
-                c_ratios.append(k_c / (size / t_c / 1e6))
-                d_ratios.append(k_d / (size / t_d / 1e6))
-                k_rates.append(k_c)
-                t_rates.append(size / t_c / 1e6)
-                size_ratio = res["info"]["compressed_bytes"] / packed.stat().st_size
-            c = statistics.median(c_ratios)
-            d = statistics.median(d_ratios)
+            # A B, B A, ...: an order effect cancels and shows (bound now: the loop variables move on)
+            tool = functools.partial(
+                lambda c, d: (wall(c), wall(d)), [*ccmd, str(path)], [*dcmd, str(packed)]
+            )
+            done = alternate(PAIRS, functools.partial(kernel, name, params, path), tool)
+            mb = size / 1e6  # the input in MB
+            c = ratios_of(done, lambda res, t, m=mb: res["metrics"]["compress_mb_s"]["median"] / (m / t[0]))
+            d = ratios_of(done, lambda res, t, m=mb: res["metrics"]["decompress_mb_s"]["median"] / (m / t[1]))
+            k_rate = statistics.median(res["metrics"]["compress_mb_s"]["median"] for res, _, _ in done)
+            t_rate = statistics.median(size / t[0] / 1e6 for _, t, _ in done)
+            size_ratio = done[-1][0]["info"]["compressed_bytes"] / packed.stat().st_size
             print(
-                f"{title} ({size // MIB} MiB): compress {statistics.median(k_rates):.2f} vs "
-                f"{statistics.median(t_rates):.2f} MB/s, ratio {c:.2f}x (pairs {min(c_ratios):.2f}-"
-                f"{max(c_ratios):.2f}) {verdict(c)}; decompress ratio {d:.2f}x (information); "
+                f"{title} ({size // MIB} MiB): compress {k_rate:.2f} vs {t_rate:.2f} MB/s, "
+                f"{c.describe('kernel', 'tool')} (pairs {min(c.ratios):.2f}-{max(c.ratios):.2f}) "
+                f"{verdict(c.median)}; decompress {d.describe('kernel', 'tool')} (information); "
                 f"compressed size kernel/tool {size_ratio:.4f}"
             )
             sys.stdout.flush()

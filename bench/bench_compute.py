@@ -1,11 +1,11 @@
-"""compute.gemm DGEMM against OpenBLAS called directly, alternated A B A B in the same run.
+"""compute.gemm DGEMM against OpenBLAS called directly, alternated A B, B A in the same run.
 
 The reference is a 30-line C program built here into a temporary directory and linked with -lopenblas: it
 times NREP products C = A B (cblas_dgemm, row-major, the same n, entries in [-0.5, 0.5)) with
 CLOCK_MONOTONIC_RAW and prints the median GFLOPS (2 n^3 per product). boardlab-kern runs compute.gemm
 impl=blas with the same n and thread count; each side is pinned to the same CPU set. Target: the median of
 the pairwise ratios boardlab/reference within 10% of 1. The native fallback (impl=native) is printed as a
-ratio to the same reference, for information. `--quick` runs 3 pairs instead of 10.
+ratio to the same reference, for information. `--quick` runs 4 pairs instead of 10.
 
 Exits 0 whatever the figures; prints PASS or FAIL.
 """
@@ -15,13 +15,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from boardlab.native import kern_path
+from boardlab.xcheck.pairs import alternate, ratios_of
 
 N = 512
 THREADS = 1
@@ -101,28 +101,33 @@ def boardlab_gflops(impl: str) -> float:
 
 
 def main() -> int:
-    pairs = 3 if "--quick" in sys.argv else 10
+    pairs = 4 if "--quick" in sys.argv else 10  # even: as many pairs in each order
     with tempfile.TemporaryDirectory(prefix="boardlab-bench-") as tmp:
         exe = build_reference(Path(tmp))
         if exe is None:
             print("compute.gemm vs OpenBLAS: SKIP (no C compiler or libopenblas-dev)")
             return 0
-        blas, native = [], []
-        for i in range(pairs):
-            a = boardlab_gflops("blas")
-            b = reference_gflops(exe)
-            c = boardlab_gflops("native")
-            blas.append(a / b)
-            native.append(c / b)
+
+        def show(i, a, b, order):
             print(
-                f"  pair {i + 1}: boardlab blas {a:.2f}  openblas {b:.2f}  native {c:.2f} GFLOPS", flush=True
+                f"  pair {i + 1} ({order}): boardlab blas {a[0]:.2f} native {a[1]:.2f}  openblas {b:.2f} GFLOPS"
             )
-    med = statistics.median(blas)
-    verdict = "PASS" if abs(med - 1) <= 0.10 else "FAIL"
+
+        # A B, B A, ...: boardlab's two runs (blas, native) against OpenBLAS, alternating which goes first
+        done = alternate(
+            pairs,
+            lambda: (boardlab_gflops("blas"), boardlab_gflops("native")),
+            lambda: reference_gflops(exe),
+            show,
+        )
+    blas = ratios_of(done, lambda a, b: a[0] / b)
+    native = ratios_of(done, lambda a, b: a[1] / b)
+    verdict = "PASS" if abs(blas.median - 1) <= 0.10 else "FAIL"
     print(
-        f"compute.gemm DGEMM n={N} threads={THREADS} vs OpenBLAS direct: median ratio {med:.3f} over {pairs} pairs {verdict}"
+        f"compute.gemm DGEMM n={N} threads={THREADS} vs OpenBLAS direct: "
+        f"{blas.describe('boardlab', 'openblas')} {verdict}"
     )
-    print(f"compute.gemm native fallback vs OpenBLAS direct: median ratio {statistics.median(native):.3f}")
+    print(f"compute.gemm native fallback vs OpenBLAS direct: {native.describe('boardlab', 'openblas')}")
     return 0
 
 

@@ -4,7 +4,7 @@
    hwmon layout; this VM has no sensor) at 10 Hz for a while with the real clock; cost = the sampler
    thread's CPU time / wall time, in % of one core. Goal: under 0.5%.
 2. A/A overhead: the same boardlab-kern run (noop, fixed work) with the sampler running (pinned to another
-   CPU, as the campaign runner does) and without, alternated A B A B ...; the figure is the median of the
+   CPU, as the campaign runner does) and without, alternated A B, B A, ...; the figure is the median of the
    pairwise ratios of the runs' median iteration times (1.00 = no effect).
 
 `--quick` shortens both for development.
@@ -26,6 +26,7 @@ from pathlib import Path
 from boardlab.energy.sampler import EnergySampler
 from boardlab.energy.sources import discover
 from boardlab.native import kern_path
+from boardlab.xcheck.pairs import alternate, ratios_of
 
 FIXTURE = Path(__file__).resolve().parent.parent / "tests/fixtures/sysfs/odroid-xu3"
 
@@ -72,17 +73,20 @@ def main() -> int:
             f"{seconds:g} s; goal < 0.5%) -> {'OK' if cost < 0.5 else 'OVER GOAL'}"
         )
 
-        ratios = []
-        for _ in range(pairs):
+        def sampled() -> float:
             s = sampler_for(root, others)
             s.start()
-            a = kern_median_ns(worker_cpu, 200_000, 200)
-            s.stop()
-            b = kern_median_ns(worker_cpu, 200_000, 200)
-            ratios.append(a / b)
+            try:
+                return kern_median_ns(worker_cpu, 200_000, 200)
+            finally:
+                s.stop()
+
+        # with, without; then without, with; ...: an order effect cancels and shows
+        done = alternate(pairs, sampled, lambda: kern_median_ns(worker_cpu, 200_000, 200))
+        r = ratios_of(done, lambda a, b: a / b)
         print(
-            f"A/A overhead (with / without sampling, noop on CPU {worker_cpu}, sampler off it): median of "
-            f"{pairs} pairwise ratios {statistics.median(ratios):.4f} (min {min(ratios):.4f}, max {max(ratios):.4f})"
+            f"A/A overhead (with / without sampling, noop on CPU {worker_cpu}, sampler off it): "
+            f"{r.describe('with', 'without')} (min {min(r.ratios):.4f}, max {max(r.ratios):.4f})"
         )
     return 0
 

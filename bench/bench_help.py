@@ -1,4 +1,4 @@
-"""Wall time of `boardlab --help` against `python -c pass`, alternated A B A B in one run.
+"""Wall time of `boardlab --help` against `python -c pass`, alternated A B, B A in one run.
 
 Target: `boardlab --help` under 0.3 s here. The VM drifts, so the figure is the median of pairwise
 differences and ratios, never one timing."""
@@ -25,16 +25,15 @@ def wall(cmd: list[str]) -> float:
 
 def main() -> int:
     wall(BOARDLAB), wall(REFERENCE)  # warm the page cache for both
-    a, b = [], []
-    for _ in range(PAIRS):
-        a.append(wall(BOARDLAB))
-        b.append(wall(REFERENCE))
-    ratios = [x / y for x, y in zip(a, b, strict=True)]
+    from boardlab.xcheck.pairs import alternate, ratios_of
+
+    done = alternate(PAIRS, lambda: wall(BOARDLAB), lambda: wall(REFERENCE))  # A B, B A, ...
+    a, b = [x for x, _, _ in done], [y for _, y, _ in done]
     med = statistics.median(a)
     print(
         f"boardlab --help: median {med * 1000:.1f} ms; python -c pass: median {statistics.median(b) * 1000:.1f} ms"
     )
-    print(f"ratio boardlab/python (median of {PAIRS} pairs): {statistics.median(ratios):.2f}x")
+    print(f"ratio boardlab/python: {ratios_of(done, lambda x, y: x / y).describe('boardlab', 'python')}")
     print(
         f"extra over the interpreter: {statistics.median(x - y for x, y in zip(a, b, strict=True)) * 1000:.1f} ms"
     )

@@ -1,4 +1,4 @@
-"""mem family against reference tools in the same run, alternated A B A B (the VM drifts).
+"""mem family against reference tools in the same run, alternated A B, B A (the VM drifts).
 
 1. mem.bandwidth op=memcpy against mbw's memcpy test on the same array size, median against median. In Debian's mbw 1.2.2 the test
    that calls libc memcpy is -t1 (printed as "DUMB"); -t0 ("MEMCPY") is the element loop (checked with
@@ -34,8 +34,9 @@ import time
 from pathlib import Path
 
 from boardlab.native import kern_path
+from boardlab.xcheck.pairs import alternate, ratios_of
 
-PAIRS = 5
+PAIRS = 6  # even: as many pairs in each order
 TARGET = 0.9
 MIB = 1024 * 1024
 STREAM_OPS = {"copy": 2, "scale": 2, "add": 3, "triad": 3}  # arrays moved per element, as STREAM counts
@@ -130,20 +131,22 @@ def verdict(ratio: float) -> str:
     return "PASS" if ratio >= TARGET else "FAIL"
 
 
-def print_pairs(label: str, ours: list[float], theirs: list[float]) -> None:
-    ratios = [a / b for a, b in zip(ours, theirs, strict=True)]
-    if not ratios:
+def print_pairs(label: str, done: list[tuple[float, float | None, str]]) -> None:
+    """The pairs of alternate() (A B, B A, ...): the median ratio, in which an order effect cancels, and the
+    ratio per order, which shows it."""
+    r = ratios_of(done, lambda a, b: a / b if b else None)
+    if r.median is None:
         print(f"{label}: no complete pair -> FAIL")
         return
-    med = statistics.median(ratios)
+    ours = [a for a, b, _ in done if b]
+    theirs = [b for _, b, _ in done if b]
     print(
         f"{label}: boardlab median {statistics.median(ours):.0f} MB/s, reference median "
         f"{statistics.median(theirs):.0f} MB/s"
     )
-    print(f"  pairwise ratios: {' '.join(f'{r:.3f}' for r in ratios)}")
+    print(f"  pairwise ratios: {' '.join(f'{x:.3f}' for x in r.ratios)}")
     print(
-        f"  median ratio boardlab/reference over {len(ratios)} pairs: {med:.3f} (target >= {TARGET}) -> "
-        f"{verdict(med)}"
+        f"  boardlab/reference: {r.describe('boardlab', 'reference')} (target >= {TARGET}) -> {verdict(r.median)}"
     )
 
 
@@ -278,32 +281,29 @@ def main() -> int:
         f"array size: {array_mib} MiB per array ({probe['info']['array_bytes_source']}); all runs on CPU {cpu}"
     )
 
-    print(f"\n== mem.bandwidth op=memcpy vs mbw -t1 (libc memcpy), {PAIRS} pairs A B")
-    ours, theirs = [], []
-    for _ in range(PAIRS):
-        ours.append(bandwidth_mb_s(cpu, "memcpy", array_bytes))
-        theirs.append(mbw_memcpy_mb_s(cpu, array_mib))
-    print_pairs("memcpy vs mbw", ours, theirs)
+    print(f"\n== mem.bandwidth op=memcpy vs mbw -t1 (libc memcpy), {PAIRS} pairs A B, B A, ...")
+    done = alternate(
+        PAIRS, lambda: bandwidth_mb_s(cpu, "memcpy", array_bytes), lambda: mbw_memcpy_mb_s(cpu, array_mib)
+    )
+    print_pairs("memcpy vs mbw", done)
 
     print(
-        f"\n== mem.bandwidth copy+scale+add+triad stores={STORES} vs stress-ng --stream 1, {PAIRS} pairs A B"
+        f"\n== mem.bandwidth copy+scale+add+triad stores={STORES} vs stress-ng --stream 1, {PAIRS} pairs A B, B A, ..."
     )
-    ours, theirs = [], []
+
+    def stream() -> float:
+        rates = {op: bandwidth_mb_s(cpu, op, array_bytes, STORES) for op in STREAM_OPS}
+        print("  boardlab " + ", ".join(f"{op} {r:.0f}" for op, r in rates.items()) + " MB/s")
+        # The four ops' total bytes over their total time, as one stress-ng bogo-op counts them.
+        return sum(STREAM_OPS.values()) / sum(n / rates[op] for op, n in STREAM_OPS.items())
+
+    def show(i, aggregate, reference, order):
+        rate = f"{reference:.0f} MB/s" if reference else "no rate (timed loop < 4.5 s)"
+        print(f"  pair {i + 1} ({order}): boardlab {aggregate:.0f} MB/s; stress-ng {rate}")
+
     with tempfile.TemporaryDirectory(prefix="bench_mem_") as tmp:
-        for _ in range(PAIRS):
-            rates = {op: bandwidth_mb_s(cpu, op, array_bytes, STORES) for op in STREAM_OPS}
-            # The four ops' total bytes over their total time, as one stress-ng bogo-op counts them.
-            aggregate = sum(STREAM_OPS.values()) / sum(n / rates[op] for op, n in STREAM_OPS.items())
-            reference = stress_ng_stream_mb_s(cpu, array_bytes, Path(tmp))
-            per_op = ", ".join(f"{op} {r:.0f}" for op, r in rates.items())
-            print(
-                f"  boardlab {aggregate:.0f} MB/s ({per_op}); stress-ng "
-                f"{f'{reference:.0f} MB/s' if reference else 'no rate (timed loop < 4.5 s)'}"
-            )
-            if reference:
-                ours.append(aggregate)
-                theirs.append(reference)
-    print_pairs("STREAM 4-op aggregate vs stress-ng stream", ours, theirs)
+        done = alternate(PAIRS, stream, lambda: stress_ng_stream_mb_s(cpu, array_bytes, Path(tmp)), show)
+    print_pairs("STREAM 4-op aggregate vs stress-ng stream", done)
 
     latency_sweep(cpu, llc)
     print(f"\nbench_mem took {time.monotonic() - t0:.0f} s")

@@ -3,12 +3,13 @@
 A = `boardlab run` of a plan with N noop runs (gates off): its wall time per run includes the spawn, the
 monitor, collecting the JSON and wait4 rusage, and the SQLite commit. B = `hyperfine -N --runs N` of the
 same boardlab-kern command line: its mean per run. Warm-up is off in both, so that the kernel's own
-(load-dependent) warm-up does not hide the runner's cost. Alternated A B A B (the VM drifts); the figure is the
+(load-dependent) warm-up does not hide the runner's cost. Alternated A B, B A (the VM drifts); the figure is the
 median of the pairwise ratios. Targets: at most 1.5x, and the monitor under 1% of one core at 10 Hz.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import statistics
@@ -19,9 +20,10 @@ import time
 from pathlib import Path
 
 from boardlab.native import kern_path
+from boardlab.xcheck.pairs import alternate, ratios_of
 
 RUNS = 20
-PAIRS = 5
+PAIRS = 6  # even: as many pairs in each order
 ITERATIONS = 10
 PLAN = f"""\
 name = "bench-runner"
@@ -115,28 +117,26 @@ def main() -> int:
         return 1
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        ratios, whole_ratios, costs, a_s, w_s, b_s = [], [], [], [], [], []
-        for i in range(PAIRS):
-            a, whole, cost = boardlab_per_run(tmp, i)
-            b = hyperfine_per_run(tmp)
-            a_s.append(a)
-            w_s.append(whole)
-            b_s.append(b)
-            ratios.append(a / b)
-            whole_ratios.append(whole / b)
-            if cost is not None:
-                costs.append(cost)
-    ratio = statistics.median(ratios)
+        n = itertools.count()  # each boardlab campaign in its own database
+        # boardlab then hyperfine, hyperfine then boardlab, ...: an order effect cancels and shows
+        done = alternate(PAIRS, lambda: boardlab_per_run(tmp, next(n)), lambda: hyperfine_per_run(tmp))
+    a_s = [a for (a, _, _), _, _ in done]
+    w_s = [w for (_, w, _), _, _ in done]
+    b_s = [b for _, b, _ in done]
+    costs = [c for (_, _, c), _, _ in done if c is not None]
+    per_run = ratios_of(done, lambda a, b: a[0] / b)
+    whole_ratio = ratios_of(done, lambda a, b: a[1] / b).median
+    ratio = per_run.median
     print(
         f"runner per run (spawn, monitor, collect, commit; {RUNS} noop runs): median {statistics.median(a_s) * 1000:.1f} ms"
     )
     print(
         f"  with the interpreter start-up and inventory spread over the runs: median {statistics.median(w_s) * 1000:.1f} ms"
-        f" ({statistics.median(whole_ratios):.3f}x hyperfine)"
+        f" ({whole_ratio:.3f}x hyperfine)"
     )
     print(f"hyperfine -N per run (same boardlab-kern command): median {statistics.median(b_s) * 1000:.1f} ms")
     print(
-        f"ratio boardlab/hyperfine (median of {PAIRS} pairs): {ratio:.3f}x  target <= 1.5x -> "
+        f"ratio boardlab/hyperfine: {per_run.describe('boardlab', 'hyperfine')}  target <= 1.5x -> "
         f"{'PASS' if ratio <= 1.5 else 'FAIL'}"
     )
     if costs:

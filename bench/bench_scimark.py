@@ -13,7 +13,7 @@ What is compared, like for like:
   shared machine leaves out the time the process waits, so its copy here reads CLOCK_MONOTONIC_RAW, as
   boardlab-kern does. Both rates are total flops over total time of about --min-time seconds (boardlab:
   the harmonic mean of its iterations' MFLOPS, i.e. all measured work over all measured time). Alternated
-  A B A B over at least 8 pairs; printed: the median of the pairwise ratios A/B (> 1 = boardlab faster).
+  A B, B A over at least 8 pairs; printed: the median of the pairwise ratios A/B (> 1 = boardlab faster).
 - instructions (when valgrind is installed): instructions executed per SciMark cycle (one FFT forward +
   inverse pair, one SOR sweep, one Monte Carlo sample, one sparse multiply, one LU copy + factorization)
   counted by callgrind inside boardlab's kernel and inside SciMark's kernel functions on the same work;
@@ -36,6 +36,7 @@ import tempfile
 from pathlib import Path
 
 from boardlab.native import kern_path
+from boardlab.xcheck.pairs import alternate, ratios_of
 
 KERNELS = {  # boardlab kernel -> SciMark kernel.c call (small sizes of constants.h)
     "fft": "kernel_measureFFT(FFT_SIZE, t, R)",
@@ -242,7 +243,12 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DIR",
         help="directory of SciMark 2.0's C sources (default: $BOARDLAB_SCIMARK2_SRC; without it: skipped)",
     )
-    parser.add_argument("--pairs", type=int, default=8, help="A B pairs per kernel (at least 8)")
+    parser.add_argument(
+        "--pairs",
+        type=int,
+        default=8,
+        help="pairs per kernel, alternating A B, B A (at least 8; even keeps the orders balanced)",
+    )
     parser.add_argument(
         "--quick", action="store_true", help="shorter processes: --min-time-s 0.1 (still 8 pairs)"
     )
@@ -287,16 +293,22 @@ def main(argv: list[str] | None = None) -> int:
             Path(args.scimark_src), Path(tmp), build["flags"], args.scimark_clock == "wall"
         )
         for kernel in KERNELS:
-            ratios = []
             print(
-                f"bench_scimark: {kernel}: {args.pairs} A/B pairs" + (" + callgrind" if count else ""),
+                f"bench_scimark: {kernel}: {args.pairs} pairs A B, B A, ..."
+                + (" + callgrind" if count else ""),
                 file=sys.stderr,
             )
-            for _ in range(args.pairs):
-                a = boardlab_mflops(kernel, min_time)
-                b = scimark_mflops(exe, kernel, min_time)
-                ratios.append(a / b)
-            r: dict = {"time_ratio_median": statistics.median(ratios), "time_ratios": ratios}
+            done = alternate(  # an order effect cancels in the median and shows per order
+                args.pairs,
+                lambda: boardlab_mflops(kernel, min_time),  # noqa: B023 - called here, in this iteration
+                lambda: scimark_mflops(exe, kernel, min_time),  # noqa: B023
+            )
+            pr = ratios_of(done, lambda a, b: a / b)
+            r: dict = {
+                "time_ratio_median": pr.median,
+                "time_ratios": list(pr.ratios),
+                "by_order": pr.to_dict(),
+            }
             if count:
                 bl, sm = instructions_per_cycle(kernel, counter, Path(tmp))
                 r |= {"boardlab_instructions_per_cycle": bl, "scimark_instructions_per_cycle": sm}
@@ -319,7 +331,9 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"boardlab scimark kernels vs SciMark 2.0 C, both {build['compiler']} {build['flags']}, small sizes"
     )
-    print(f"time: {clock}, ~{min_time:g} s each, median of {args.pairs} A/B pairs")
+    print(
+        f"time: {clock}, ~{min_time:g} s each, median of {args.pairs} pairs alternating A B, B A (per order below)"
+    )
     if count:
         print("instructions: callgrind, per SciMark cycle, SciMark / boardlab")
     print(
@@ -335,6 +349,13 @@ def main(argv: list[str] | None = None) -> int:
         else:
             cols = f"{'-':>11} {'-':>19} {'-':>19}"
         print(f"  {k:<7} {r['time_ratio_median']:>9.3f}x {cols}{flag}")
+    for k, r in results.items():
+        o = r["by_order"]
+        if o["order_effect"] is not None:
+            print(
+                f"  {k:<7} boardlab first {o['median_ratio_a_first']:.3f}x, SciMark first "
+                f"{o['median_ratio_b_first']:.3f}x; order effect {o['order_effect']:.3f}"
+            )
     return 0
 
 

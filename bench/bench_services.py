@@ -1,4 +1,4 @@
-"""The vehicle-services study's acceptance figures, each against its reference in the same run, A B A B:
+"""The vehicle-services study's acceptance figures, each against its reference in the same run, A B, B A:
 
 1. raw-UDP multicast one-way p50 (svc.pub message=raw -> svc.sub parser=raw) vs sockperf's multicast
    ping-pong (RTT/2) at 1000 msg/s: within max(1.2x, +5 us);
@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 from boardlab.services.launch import free_port, run_role, start_role
+from boardlab.xcheck.pairs import alternate, ratios_of
 
 NS = f"boardlab-bench-{os.getpid()}"
 RESULTS: list[tuple[str, bool]] = []
@@ -150,18 +151,18 @@ def part_multicast(pairs: int, seconds: float) -> None:
     print(
         "1. raw-UDP multicast one-way p50 at 1000 msg/s vs sockperf multicast ping-pong (RTT/2)", flush=True
     )
-    a, b = [], []
-    for _ in range(pairs):
-        a.append(boardlab_oneway_p50_us(1000, seconds, raw=True))
-        b.append(sockperf_p50_us(1000, seconds))
-    ratios = [x / y for x, y in zip(a, b, strict=True)]
+    done = alternate(  # A B, B A, ...: an order effect cancels and shows
+        pairs, lambda: boardlab_oneway_p50_us(1000, seconds, raw=True), lambda: sockperf_p50_us(1000, seconds)
+    )
+    a, b = [x for x, _, _ in done], [y for _, y, _ in done]
     ma, mb = statistics.median(a), statistics.median(b)
     print(
         f"  boardlab p50 {[round(x, 2) for x in a]} us, sockperf p50 {[round(x, 2) for x in b]} us",
         flush=True,
     )
     print(
-        f"  median of {pairs} pairwise ratios boardlab/sockperf: {statistics.median(ratios):.3f}x", flush=True
+        f"  boardlab/sockperf: {ratios_of(done, lambda x, y: x / y).describe('boardlab', 'sockperf')}",
+        flush=True,
     )
     verdict(
         "raw multicast p50",
@@ -173,15 +174,17 @@ def part_multicast(pairs: int, seconds: float) -> None:
 def part_xml(pairs: int, seconds: float) -> None:
     print("2. XML pub/sub one-way p50 vs ddsperf ping/pong (RTT/2)", flush=True)
     for rate in (100, 1000):
-        a, b = [], []
-        for _ in range(pairs):
-            a.append(boardlab_oneway_p50_us(rate, seconds, raw=False))
-            b.append(ddsperf_p50_us(rate, seconds))
-        ratios = [x / y for x, y in zip(a, b, strict=True)]
-        r = statistics.median(ratios)
+        done = alternate(  # A B, B A, ...: the lambdas run here, in this iteration
+            pairs,
+            lambda: boardlab_oneway_p50_us(rate, seconds, raw=False),  # noqa: B023
+            lambda: ddsperf_p50_us(rate, seconds),  # noqa: B023
+        )
+        a, b = [x for x, _, _ in done], [y for _, y, _ in done]
+        pr = ratios_of(done, lambda x, y: x / y)
+        r = pr.median
         print(
             f"  {rate} Hz: boardlab p50 {[round(x, 2) for x in a]} us, ddsperf p50 {[round(x, 2) for x in b]} us; "
-            f"median ratio {r:.3f}x",
+            f"{pr.describe('boardlab', 'ddsperf')}",
             flush=True,
         )
         verdict(f"XML pub/sub p50 at {rate} Hz", r <= 1.1, f"ratio {r:.3f}x (target <= 1.1x)")
@@ -302,41 +305,41 @@ def part_wrk(pairs: int, seconds: float, conns: int = 4) -> None:
     srv = start_role("svc.mgmt", {"port": port, "duration_s": 600}, cpus=srv_cpus)
     lua = Path(tempfile.mkdtemp(prefix="boardlab-bench-")) / "soap.lua"
     lua.write_text(LUA)
-    a, b = [], []
+    pin = ["taskset", "-c", ",".join(map(str, cli_cpus))] if cli_cpus else []
+
+    def svc_load() -> float:
+        params = {"port": port, "mode": "closed", "rate_hz": 0, "connections": conns, "duration_s": seconds}
+        return run_role("svc.load", params, timeout_s=seconds + 30, cpus=cli_cpus)["service"][
+            "achieved_rate_hz"
+        ]
+
+    def wrk() -> float:
+        argv = [
+            *pin,
+            "wrk",
+            "-t1",
+            f"-c{conns}",
+            f"-d{int(seconds)}s",
+            "-s",
+            str(lua),
+            f"http://127.0.0.1:{port}/vdm",
+        ]
+        out = subprocess.run(argv, capture_output=True, text=True).stdout
+        m = re.search(r"Requests/sec:\s+([\d.]+)", out)
+        if not m or "Non-2xx" in out:
+            raise RuntimeError(f"wrk failed: {out[-400:]}")
+        return float(m.group(1))
+
     try:
-        for _ in range(pairs):
-            s = run_role(
-                "svc.load",
-                {"port": port, "mode": "closed", "rate_hz": 0, "connections": conns, "duration_s": seconds},
-                timeout_s=seconds + 30,
-                cpus=cli_cpus,
-            )["service"]
-            a.append(s["achieved_rate_hz"])
-            pin = ["taskset", "-c", ",".join(map(str, cli_cpus))] if cli_cpus else []
-            out = subprocess.run(
-                [
-                    *pin,
-                    "wrk",
-                    "-t1",
-                    f"-c{conns}",
-                    f"-d{int(seconds)}s",
-                    "-s",
-                    str(lua),
-                    f"http://127.0.0.1:{port}/vdm",
-                ],
-                capture_output=True,
-                text=True,
-            ).stdout
-            m = re.search(r"Requests/sec:\s+([\d.]+)", out)
-            if not m or "Non-2xx" in out:
-                raise RuntimeError(f"wrk failed: {out[-400:]}")
-            b.append(float(m.group(1)))
+        done = alternate(pairs, svc_load, wrk)  # A B, B A, ...: an order effect cancels and shows
     finally:
         srv.stop()
         shutil.rmtree(lua.parent, ignore_errors=True)
-    r = statistics.median(x / y for x, y in zip(a, b, strict=True))
+    a, b = [x for x, _, _ in done], [y for _, y, _ in done]
+    pr = ratios_of(done, lambda x, y: x / y)
+    r = pr.median
     print(
-        f"  svc.load {[round(x) for x in a]} req/s, wrk {[round(x) for x in b]} req/s; median ratio {r:.3f}x",
+        f"  svc.load {[round(x) for x in a]} req/s, wrk {[round(x) for x in b]} req/s; {pr.describe('svc.load', 'wrk')}",
         flush=True,
     )
     verdict("closed-loop max req/s vs wrk", abs(r - 1) <= 0.10, f"ratio {r:.3f} (target within 10 %)")

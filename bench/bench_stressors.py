@@ -9,7 +9,7 @@ stressor costs the campaign runner per run.
    t90. CPU is a proxy for the rate: a timer or udp stressor also loads interrupts and softirqs that no
    process is charged for.
 2. Stop: SIGINT to stress-ng's parent (what the condition does) against SIGINT to its whole process group,
-   alternated A B A B, 3 pairs per stressor after 0.5 s of running; median ms until the parent exits.
+   alternated A B, B A, 4 pairs per stressor after 0.5 s of running; median ms until the parent exits.
 3. Runner cost: noop campaigns (ABBA order, gates off, worker warm-up off) with a baseline cell and a
    `cpu` stressor cell on the other CPU with warmup_s = 0, run in this process with a progress hook. Each
    run's cost is the time from the end of its gate to its commit; the baseline and the stressor run of each
@@ -31,11 +31,12 @@ from pathlib import Path
 
 from boardlab.conditions.stressor import STRESSORS
 from boardlab.platform import sampling
+from boardlab.xcheck.pairs import PairedRatios, alternate, ratios_of
 
 SAMPLE_S = 0.05
 WINDOW = 5  # samples: 250 ms
 RUN_S = 3.0
-PAIRS = 3
+PAIRS = 4  # even: as many pairs in each order
 BLOCKS = 20
 CAMPAIGNS = 3
 
@@ -95,13 +96,13 @@ def ramp(real: str, cpu: int, tmp: Path) -> tuple[float | None, float, float]:
 
 
 def stop_times(real: str, cpu: int, tmp: Path) -> tuple[float, float]:
-    leader, group = [], []
-    for _ in range(PAIRS):
-        for to_group, out in ((False, leader), (True, group)):
-            proc = start(real, cpu, tmp)
-            time.sleep(0.5)
-            out.append(stop(proc, to_group))
-    return statistics.median(leader), statistics.median(group)
+    def once(to_group: bool) -> float:
+        proc = start(real, cpu, tmp)
+        time.sleep(0.5)
+        return stop(proc, to_group)
+
+    done = alternate(PAIRS, lambda: once(False), lambda: once(True))  # A B, B A, ...
+    return statistics.median(a for a, _, _ in done), statistics.median(b for _, b, _ in done)
 
 
 class Timing:
@@ -124,8 +125,9 @@ class Timing:
         pass
 
 
-def runner_cost(tmp: Path) -> tuple[float, float, float, float]:
-    """(baseline run ms, stressor run ms, median ratio, median stop_s of the stressor in ms)."""
+def runner_cost(tmp: Path) -> tuple[float, float, PairedRatios, float]:
+    """(baseline run ms, stressor run ms, ratios stressor/baseline per order, median stop_s of the stressor
+    in ms). The ABBA schedule alternates which of the two runs first in each block."""
     from boardlab.campaign.plan import parse_plan
     from boardlab.campaign.runner import Runner
     from boardlab.store import Store
@@ -153,7 +155,7 @@ params = {{ stressor = "cpu", placement = "other", warmup_s = 0 }}
         "bench",
         catalog,
     )
-    pairs: list[tuple[float, float]] = []
+    pairs: list[tuple[float, float, str]] = []  # (stressor run, baseline run, "AB" = stressor run first)
     stop_ms: list[float] = []
     for i in range(CAMPAIGNS):
         timing = Timing()
@@ -161,14 +163,17 @@ params = {{ stressor = "cpu", placement = "other", warmup_s = 0 }}
             Runner(plan, catalog, store, progress=timing).run()
             states = [json.loads(r["condition_state_json"]) for r in store.runs(1)]
         stop_ms += [1000 * s["stop_s"] for s in states if "stop_s" in s]
-        by_block: dict[int, dict[str, float]] = {}
-        for cond, block, seconds in timing.cost.values():
-            by_block.setdefault(block, {})[cond] = seconds
-        pairs += [(b["baseline"], b["cpu-other"]) for b in by_block.values() if len(b) == 2]
+        by_block: dict[int, dict[str, tuple[int, float]]] = {}
+        for seq, (cond, block, seconds) in timing.cost.items():
+            by_block.setdefault(block, {})[cond] = (seq, seconds)
+        for b in by_block.values():
+            if len(b) == 2:
+                (seq_base, base), (seq_load, load) = b["baseline"], b["cpu-other"]
+                pairs.append((load, base, "AB" if seq_load < seq_base else "BA"))
     return (
-        1000 * statistics.median(a for a, _ in pairs),
-        1000 * statistics.median(b for _, b in pairs),
-        statistics.median(b / a for a, b in pairs),
+        1000 * statistics.median(base for _, base, _ in pairs),
+        1000 * statistics.median(load for load, _, _ in pairs),
+        ratios_of(pairs, lambda load, base: load / base),
         statistics.median(stop_ms),
     )
 
@@ -208,7 +213,7 @@ def main() -> int:
         base_ms, load_ms, ratio, stop_ms = runner_cost(tmp)
     print(
         f"runner per run, noop, {CAMPAIGNS} x {BLOCKS} ABBA blocks: baseline {base_ms:.1f} ms, with a cpu "
-        f"stressor on the other CPU (warmup_s = 0) {load_ms:.1f} ms; median ratio {ratio:.2f}x "
+        f"stressor on the other CPU (warmup_s = 0) {load_ms:.1f} ms; {ratio.describe('stressor', 'baseline')} "
         f"(stressor stop {stop_ms:.1f} ms)"
     )
     print(f"bench time {time.perf_counter() - t_start:.0f} s")

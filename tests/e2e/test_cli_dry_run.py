@@ -26,6 +26,9 @@ def test_every_preset_reaches_a_verdict_at_its_default_repetitions(preset, tmp_p
     doc = json.loads(proc.stdout)
     for key in ("cells", "runs", "comparisons", "verdict_reachable", "repetitions_needed"):
         assert key in doc
+    if doc["refused"]:  # conditions this machine lacks, under unsupported = "fail": said, never "yes"
+        assert doc["verdict_reachable"] is False and "unsupported" in doc["refused"]
+        pytest.skip(f"unsupported here: {doc['refused']}")
     assert doc["verdict_reachable"] is True, doc["message"]
     # every cell runs its workload's repetitions (the plan's, or the workload's own): the compared arms
     # have runs_per_arm each, and no cell runs more than the most any workload asks
@@ -152,3 +155,112 @@ def test_an_unsupported_workload_is_skipped_and_said_under_unsupported_skip(tmp_
     plan.write_text(plan.read_text().replace('unsupported = "skip"\n', ""))
     bad = run_cli("run", str(plan), "--db", str(tmp_path / "x.db"))
     assert bad.returncode == 2 and "crypto.afalg is unsupported here" in bad.stderr
+
+
+def test_conditions_the_board_lacks_are_listed_with_their_reason_and_their_runs_not_counted(tmp_path):
+    # the VM tree has no cpufreq: the satellite preset's three governor conditions cannot run there
+    args = (
+        "run",
+        "--preset",
+        "andesite",
+        "--root",
+        str(SYSFS / "vm"),
+        "--dry-run",
+        "--db",
+        str(tmp_path / "x"),
+    )
+    doc = json.loads(run_cli(*args, "--json").stdout)
+    assert set(doc["skipped_conditions"]) == {"ondemand", "performance", "conservative"}
+    assert all("no cpufreq driver" in why for why in doc["skipped_conditions"].values())
+    # against a board that has the governors (the Odroid tree): 6 conditions there, 3 of them here
+    full = ("run", "--preset", "andesite", "--root", str(SYSFS / "odroid-xu3"), "--dry-run", "--json")
+    there = json.loads(run_cli(*full, "--db", str(tmp_path / "x")).stdout)
+    assert there["skipped_conditions"] == {}
+    assert doc["cells"] * 2 == there["cells"] and doc["runs"] == doc["cells"] * 10
+    assert doc["comparisons"] * 5 == there["comparisons"] * 2  # 2 conditions against the baseline, not 5
+    assert doc["verdict_reachable"] is True
+    text = run_cli(*args).stdout
+    assert (
+        f"skipped here: condition ondemand: unsupported: no {SYSFS / 'vm'}/sys/devices/system/cpu/cpufreq/policy*"
+        in text
+    )
+    assert f"runs: {doc['runs']}\n" in text
+
+
+def test_a_plan_whose_comparisons_all_fall_on_unsupported_conditions_is_not_reachable(tmp_path):
+    plan = tmp_path / "plan.toml"
+    text = (
+        'name = "gov"\n[runs]\nrepetitions = 10\nunsupported = "{}"\n[[workloads]]\nname = "noop"\n'
+        '[[conditions]]\nname = "base"\nkind = "baseline"\n'
+        '[[conditions]]\nname = "perf"\nkind = "governor"\nparams = {{ governor = "performance" }}\n'
+        'baseline = "base"\n'
+    )
+    root = ("--root", str(SYSFS / "vm"))
+    for policy in ("skip", "fail"):
+        plan.write_text(text.format(policy))
+        proc = run_cli("run", str(plan), *root, "--dry-run", "--db", str(tmp_path / "x.db"))
+        assert proc.returncode == 0, proc.stderr
+        assert "cells: 1\nruns: 10\ncomparisons: 0" in proc.stdout  # the perf cell is neither run nor counted
+        assert "skipped here: condition perf: unsupported: no " in proc.stdout
+        assert "verdict reachable: NO: no verdict is reachable here" in proc.stdout
+        doc = json.loads(
+            run_cli("run", str(plan), *root, "--dry-run", "--json", "--db", str(tmp_path / "x.db")).stdout
+        )
+        assert doc["verdict_reachable"] is False
+        if policy == "skip":
+            assert "none of its 1 comparisons can run on this board" in doc["message"]
+            assert doc["refused"] is None
+        else:  # the run itself would stop there: the dry-run says so, with the way out
+            assert doc["refused"].startswith(f"{plan}: conditions[1] (perf): unsupported: ")
+            assert 'unsupported = "skip" runs the rest' in doc["refused"]
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_the_governor_evaluation_on_a_board_without_cpufreq_says_no_verdict(tmp_path):
+    args = ("run", "--preset", "governor-eval", "--root", str(SYSFS / "vm"), "--dry-run")
+    doc = json.loads(run_cli(*args, "--json", "--db", str(tmp_path / "x")).stdout)
+    assert set(doc["skipped_conditions"]) == {
+        "ondemand",
+        "performance",
+        "powersave",
+        "schedutil",
+        "anti-snoop",
+    }
+    assert doc["verdict_reachable"] is False and doc["comparisons"] == 0
+    assert "verdict reachable: yes" not in run_cli(*args, "--db", str(tmp_path / "x")).stdout
+
+
+def test_power_at_rest_without_a_power_sensor_is_skipped_not_run_and_failed(tmp_path):
+    from boardlab.workloads.services import power_unsupported
+
+    why = power_unsupported({"scenario": "rest"})
+    if why is None:
+        pytest.skip("this machine has a power source: the rest scenario runs here")
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        'name = "rest"\n[runs]\nrepetitions = 2\niterations = 2\nwarmup_max_iterations = 0\n'
+        'unsupported = "skip"\n[gates]\nidle = false\ntemperature = false\n[[workloads]]\nname = "noop"\n'
+        '[[workloads]]\nname = "svc.scenario"\nparams = { scenario = "rest", duration_s = 1.0 }\n'
+    )
+    db = tmp_path / "r.db"
+    dry = json.loads(run_cli("run", str(plan), "--dry-run", "--json", "--db", str(db)).stdout)
+    key = "svc.scenario[duration_s=1.0,scenario=rest]@baseline"
+    assert dry["skipped_cells"] == {key: why} and dry["cells"] == 1 and dry["runs"] == 2
+    proc = run_cli("run", str(plan), "--db", str(db), "--quiet", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert f"skipping {key}: unsupported: no power source" in proc.stderr
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:  # never run, so never failed nor retried
+        assert conn.execute(
+            "SELECT DISTINCT c.workload FROM runs r JOIN cells c ON c.id = r.cell_id"
+        ).fetchall() == [("noop",)]
+        env = json.loads(conn.execute("SELECT environment_json FROM campaigns").fetchone()[0])
+    assert env["skipped_cells"] == {key: why}
+    report = run_cli("report", "--db", str(db), "--format", "md")
+    assert "Cells skipped on this board" in report.stdout and "no power source" in report.stdout
+    # under unsupported = "fail" the run is refused before anything is written, with the way out
+    plan.write_text(plan.read_text().replace('unsupported = "skip"', 'unsupported = "fail"'))
+    bad = run_cli("run", str(plan), "--db", str(tmp_path / "y.db"))
+    assert bad.returncode == 2 and f"{key}: unsupported here: no power source" in bad.stderr
+    assert not (tmp_path / "y.db").exists()

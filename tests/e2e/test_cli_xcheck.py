@@ -43,8 +43,13 @@ def test_storage_against_fio_gives_pairs_and_median_ratios(tmp_path):
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert len(doc["pairs"]) == 2 and doc["reference_tool"] == "fio"
+    assert [p["first"] for p in doc["pairs"]] == ["boardlab", "reference"]  # counterbalanced
     for metric in ("bandwidth_mb_s", "iops", "latency_p50_ns"):
-        assert doc["metrics"][metric]["median_ratio"] > 0
+        m = doc["metrics"][metric]
+        assert m["median_ratio"] > 0
+        by = m["by_order"]
+        assert (by["pairs_boardlab_first"], by["pairs_reference_first"]) == (1, 1)
+        assert m["median_ratio"] == pytest.approx((by["boardlab_first"] * by["reference_first"]) ** 0.5)
     assert not target.exists()  # the layout boardlab made is removed
 
 

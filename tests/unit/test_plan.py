@@ -11,6 +11,8 @@ from boardlab.campaign.schedule import build_cells, schedule
 from boardlab.errors import InputError
 from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
 
+from helpers import SYSFS
+
 CATALOG = {
     "demo.kernel": WorkloadSpec(
         name="demo.kernel",
@@ -305,9 +307,18 @@ def test_a_run_over_the_temperature_limit_is_invalid():
     assert "71.5 C, over the limit 70.0 C (max_temp_c)" in why
     plan = parse_plan('name = "t"\n[[workloads]]\nname = "demo.kernel"\n', "p", CATALOG)
     runner = Runner(plan, CATALOG, store=None, progress=None)  # type: ignore[arg-type]
-    runner.temp_limits_mc = {"thermal_zone0": 80000}  # a passive trip at 85 C, minus 5 C
-    assert runner._over_temperature({"temp.thermal_zone0_mc_max": 81000.0})
-    assert not runner._over_temperature({"temp.thermal_zone1_mc_max": 99000.0})  # no trip known there
+    from boardlab.campaign.runner import temperature_limits_mc
+    from boardlab.platform.inventory import inventory
+
+    # keyed as the monitor names zones (zone:type): the bbb's critical trip at 125 C, minus 5 C
+    runner.temp_limits_mc = temperature_limits_mc(inventory(SYSFS / "bbb").thermal_zones)
+    assert runner.temp_limits_mc == {"thermal_zone0:cpu_thermal": 120000}
+    (why,) = runner._over_temperature({"temp.thermal_zone0:cpu_thermal_mc_max": 121000.0})
+    assert (
+        why == "thermal_zone0:cpu_thermal reached 121.0 C, over the limit 120.0 C (lowest trip point - 5 C)"
+    )
+    assert not runner._over_temperature({"temp.thermal_zone0:cpu_thermal_mc_max": 119000.0})
+    assert not runner._over_temperature({"temp.thermal_zone1:gpu_mc_max": 99000.0})  # no trip known there
 
 
 def test_an_unsupported_workload_fails_the_plan_unless_it_says_skip():

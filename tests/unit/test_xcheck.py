@@ -90,7 +90,8 @@ def test_iperf_command_matches_the_kernel_job():
 def test_median_of_pairwise_ratios_and_pairs_alternate():
     order = []
     pairs = interleave(3, lambda: order.append("A") or {"x": 2.0}, lambda: order.append("B") or {"x": 1.0})
-    assert order == ["A", "B"] * 3
+    assert order == ["A", "B", "B", "A", "A", "B"]  # counterbalanced: A B, B A, A B
+    assert [p.order for p in pairs] == ["AB", "BA", "AB"]
     check = CrossCheck("j", "ref", [], [], ("x",), pairs=[Pair({"x": 1.0}, {"x": 2.0}), *pairs])
     assert check.ratios("x") == [0.5, 2.0, 2.0, 2.0]
     doc = check.as_json()
@@ -166,3 +167,58 @@ def test_a_zero_loss_search_that_finds_no_lossless_rate_gives_no_figure_and_says
     check.pairs.extend([Pair({"zero_loss_bit_s": 2e8}, {"zero_loss_bit_s": None}),
                         Pair({"zero_loss_bit_s": 2e8}, {"zero_loss_bit_s": 1e8})])  # fmt: skip
     assert check.ratios("zero_loss_bit_s") == [2.0]
+
+
+class Disk:
+    """A fake pair whose second member always runs 1.8x faster (the first one's data still being written
+    back, say), with 1% noise: the true ratio of the two tools is 0.9 (boardlab's rate / the reference's)."""
+
+    def __init__(self):
+        import random
+
+        self.rng = random.Random(7)
+        self.last = None
+
+    def run(self, who: str) -> dict:
+        second = self.last is not None and self.last != who
+        self.last = None if second else who
+        base = 900.0 if who == "boardlab" else 1000.0
+        return {"mb_s": base * (1.8 if second else 1.0) * self.rng.gauss(1, 0.01)}
+
+
+def test_a_planted_order_effect_is_reported_per_order_and_cancels_in_the_median():
+    disk = Disk()
+    pairs = interleave(10, lambda: disk.run("boardlab"), lambda: disk.run("fio"))
+    check = CrossCheck("j", "fio", [], [], ("mb_s",), pairs=pairs)
+    r = check.by_order("mb_s")
+    assert (r.n_ab, r.n_ba) == (5, 5)
+    assert r.ab == pytest.approx(0.9 / 1.8, rel=0.03)  # boardlab first: the reference gains
+    assert r.ba == pytest.approx(0.9 * 1.8, rel=0.03)  # the reference first: boardlab gains
+    assert r.order_effect == pytest.approx(1 / 1.8, rel=0.03)
+    assert check.median_ratio("mb_s") == pytest.approx(0.9, rel=0.02)  # the effect cancels
+    text = r.describe("boardlab", "fio")
+    assert text == (
+        f"median ratio {r.median:.3f} over 10 pairs (boardlab first {r.ab:.3f} x5; fio first {r.ba:.3f} x5; "
+        f"order effect {r.order_effect:.3f})"
+    )
+    doc = check.as_json()["metrics"]["mb_s"]
+    assert doc["by_order"]["pairs_boardlab_first"] == 5 and doc["by_order"]["order_effect"] < 0.6
+    assert [p["first"] for p in check.as_json()["pairs"][:2]] == ["boardlab", "reference"]
+    # what the old A B, A B, ... pairing reported: the order effect as if it were the ratio
+    always_first = [Pair(p.boardlab, p.reference) for p in pairs if p.order == "AB"]
+    assert CrossCheck("j", "fio", [], [], ("mb_s",), pairs=always_first).median_ratio("mb_s") < 0.55
+
+
+def test_alternate_keeps_each_result_with_its_side_and_order():
+    from boardlab.xcheck.pairs import alternate, ratios_of
+
+    calls = []
+    out = alternate(4, lambda: calls.append("a") or 3.0, lambda: calls.append("b") or 2.0)
+    assert calls == ["a", "b", "b", "a", "a", "b", "b", "a"]
+    assert out == [(3.0, 2.0, "AB"), (3.0, 2.0, "BA"), (3.0, 2.0, "AB"), (3.0, 2.0, "BA")]
+    r = ratios_of(out, lambda a, b: a / b)
+    assert r.median == pytest.approx(1.5) and r.order_effect == pytest.approx(1.0)
+    assert (
+        ratios_of(out[:1], lambda a, b: a / b).describe()
+        == "median ratio 1.500 over 1 pairs (A first 1.500 x1)"
+    )

@@ -334,6 +334,7 @@ def environment(a: CampaignAnalysis) -> list[doc.Section]:
         ("Unsupported here", missing),
         ("Workloads skipped on this board", list((a.environment.get("skipped_workloads") or {}).items())),
         ("Conditions skipped on this board", list((a.environment.get("skipped_conditions") or {}).items())),
+        ("Cells skipped on this board", list((a.environment.get("skipped_cells") or {}).items())),
     ):
         if pairs:
             out.append(doc.section(title, _pairs_table(pairs), level=3, formats=HTML_MD))

@@ -7,6 +7,7 @@ nothing run, nothing written).
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import statistics
 from dataclasses import dataclass
@@ -29,6 +30,9 @@ class PlanSummary:
     estimated_duration_s: float | None  # from earlier runs of the same cells in the database
     estimate_basis: str
     skipped_workloads: dict[str, str] | None = None  # unsupported here, skipped (runs.unsupported = "skip")
+    skipped_conditions: dict[str, str] | None = None  # this board lacks them: listed, their runs not counted
+    skipped_cells: dict[str, str] | None = None  # a workload's parameters this board cannot honour
+    refused: str | None = None  # unsupported = "fail" and something is: the run stops before its first run
 
     def to_dict(self) -> dict:
         return {
@@ -46,6 +50,9 @@ class PlanSummary:
             "estimated_duration_s": self.estimated_duration_s,
             "estimate_basis": self.estimate_basis,
             "skipped_workloads": self.skipped_workloads or {},
+            "skipped_conditions": self.skipped_conditions or {},
+            "skipped_cells": self.skipped_cells or {},
+            "refused": self.refused,
         }
 
 
@@ -121,11 +128,15 @@ def _estimate(db: str | None, cells: list[Cell], runs_per_cell: dict[str, int]) 
     return total, basis
 
 
-def summarize_plan(plan: Plan, catalog: dict[str, WorkloadSpec], *, db: str | None = None) -> PlanSummary:
-    from boardlab.campaign.plan import unsupported_workloads
+def summarize_plan(
+    plan: Plan, catalog: dict[str, WorkloadSpec], *, db: str | None = None, root: str = "/"
+) -> PlanSummary:
+    from boardlab.campaign.support import board_context, board_support
+    from boardlab.conditions import condition_kinds
 
-    skipped = unsupported_workloads(plan, catalog)  # the runner skips these (runs.unsupported = "skip")
-    cells = [c for c in build_cells(plan, catalog) if c.workload not in skipped]
+    all_cells = build_cells(plan, catalog)
+    support = board_support(plan, catalog, all_cells, condition_kinds(), board_context(plan, root))
+    cells = support.runnable(all_cells)  # what the runner will run here: the rest is listed, not counted
     policy = plan.runs
     if policy.precision is None:  # a workload may give its own repetitions: the fewest compared decide
         per_cell = cell_repetitions(plan, cells)
@@ -141,6 +152,7 @@ def summarize_plan(plan: Plan, catalog: dict[str, WorkloadSpec], *, db: str | No
     reach = reachability(
         policy.cap if policy.precision is not None else per_arm, comparisons, paired=policy.order == "abba"
     )
+    reach = _none_runnable(reach, comparisons, count_comparisons(plan, all_cells, catalog), support)
     duration, basis = _estimate(db, cells, per_cell)
     return PlanSummary(
         cells=len(cells),
@@ -151,5 +163,20 @@ def summarize_plan(plan: Plan, catalog: dict[str, WorkloadSpec], *, db: str | No
         reach=reach,
         estimated_duration_s=duration,
         estimate_basis=basis,
-        skipped_workloads=skipped,
+        skipped_workloads=support.workloads,
+        skipped_conditions=support.conditions,
+        skipped_cells=support.cells,
+        refused=support.refusal,
     )
+
+
+def _none_runnable(reach: Reachability, runnable: int, planned: int, support) -> Reachability:
+    """A plan whose comparisons all fall on what this board cannot run reaches no verdict here; the plan
+    itself is not wrong (it may reach one on a board that has what it needs)."""
+    if support.refusal:
+        why = 'the run stops before its first run (unsupported here, and [runs] unsupported = "fail")'
+    elif runnable == 0 and planned > 0:
+        why = f"none of its {planned} comparisons can run on this board: what they compare is skipped here"
+    else:
+        return reach
+    return dataclasses.replace(reach, reachable=False, message=f"no verdict is reachable here: {why}")

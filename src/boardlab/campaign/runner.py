@@ -79,6 +79,19 @@ def load_problems(state: dict) -> list[str]:
     ]
 
 
+def temperature_limits_mc(zones) -> dict[str, int]:
+    """Each thermal zone's lowest throttling trip point minus the margin (docs/method.md "Invalid runs"),
+    keyed the way the monitor names the zone in its summary (temp.<key>_mc_max), so the two meet."""
+    from boardlab.platform.checks import THROTTLING_TRIPS, TRIP_MARGIN_MC
+
+    limits = {}
+    for zone in zones:
+        trips = [t.temp_mc for t in zone.trips if t.type in THROTTLING_TRIPS and t.temp_mc is not None]
+        if trips:
+            limits[sampling.zone_key(zone.name, zone.type)] = min(trips) - TRIP_MARGIN_MC
+    return limits
+
+
 def run_timeout_s(planned_s: float | None, params: dict, longest_run_s: float) -> float:
     """runs.timeout_s, else a generous default from the workload's own duration: 30 min (a slow board's
     longest kernel run is minutes), 4x a timed workload's duration_s plus 2 min, or 20x the longest run
@@ -126,8 +139,10 @@ class Runner:
         progress: Progress,
         monitor_interval_s: float = 0.1,
         fresh: bool = False,
+        lock_wait_s: float | None = None,
     ):
         self.plan = plan
+        self.lock_wait_s = lock_wait_s  # how long to wait for another boardlab's system lock (None: no limit)
         self.catalog = catalog
         self.store = store
         self.root = root
@@ -200,7 +215,7 @@ class Runner:
             zone = key[len("temp.") : -len("_mc_max")]
             limit = cap * 1000 if cap is not None else limits.get(zone)
             if limit is not None and value > limit:
-                source = "max_temp_c" if cap is not None else "trip point - 5 C"
+                source = "max_temp_c" if cap is not None else "lowest trip point - 5 C"
                 out.append(
                     f"{zone} reached {value / 1000:.1f} C, over the limit {limit / 1000:.1f} C ({source})"
                 )
@@ -433,18 +448,24 @@ class Runner:
     # ---- the campaign ----
 
     def run(self) -> Outcome:
+        """The campaign, under the system lock of its tree (docs/safety.md): a second campaign on the same
+        board waits here for the first to finish and restore what it changed."""
+        from boardlab.conditions.journal import SystemLock
+
+        lock = SystemLock(self.sr, f"campaign {self.plan.name}")
+        self.lock_waited_s = lock.acquire(self.lock_wait_s, self.progress.note)
+        try:
+            return self._run()
+        finally:
+            lock.release()
+
+    def _run(self) -> Outcome:
         from boardlab.platform.inventory import inventory
 
         info = inventory(self.root)
         info_dict = info.to_dict()
         cpu = resolve_cpu(self.plan.runs.cpu, tuple(info.online_cpus))
-        from boardlab.platform.checks import THROTTLING_TRIPS
-
-        self.temp_limits_mc = {}  # zone -> its lowest throttling trip point minus 5 C
-        for zone in info.thermal_zones:
-            trips = [t.temp_mc for t in zone.trips if t.type in THROTTLING_TRIPS and t.temp_mc is not None]
-            if trips:
-                self.temp_limits_mc[zone.name] = min(trips) - 5000
+        self.temp_limits_mc = temperature_limits_mc(info.thermal_zones)
         # What a killed run left changed is undone before anything else (the restore journal).
         journal = RestoreJournal(self.sr)
         for restored in journal.recover():
@@ -454,29 +475,27 @@ class Runner:
         self.ctx = ApplyContext(
             root=self.sr, journal=journal, info=info, worker_cpu=cpu, online_cpus=tuple(info.online_cpus)
         )
-        skipped: dict[str, str] = {}
-        for c in self.plan.conditions:  # board-dependent checks, before anything is written
-            for kind_name, params in c.all_parts:
-                reason = self.kinds[kind_name].check(params, self.ctx)
-                if not reason:
-                    continue
-                if reason.startswith("unsupported:") and self.plan.runs.unsupported == "skip":
-                    skipped[c.name] = reason  # the board lacks the capability: said, stored, not run
-                    self.progress.note(f"skipping condition {c.name!r}: {reason}")
-                    break
-                part = f" {kind_name}" if c.parts else ""
-                raise InputError(f"{self.plan.source_name}: conditions[{c.index}] ({c.name}){part}: {reason}")
+        from boardlab.campaign.support import board_support
+
+        support = board_support(
+            self.plan, self.catalog, build_cells(self.plan, self.catalog), self.kinds, self.ctx
+        )
+        if support.refusal:  # runs.unsupported = "fail": refused before anything is written
+            raise InputError(support.refusal)
+        skipped, skipped_workloads = support.conditions, support.workloads
+        for name, reason in skipped.items():  # the board lacks the capability: said, stored, not run
+            self.progress.note(f"skipping condition {name!r}: {reason}")
+        for name, reason in skipped_workloads.items():
+            self.progress.note(f"skipping workload {name!r}: unsupported: {reason}")
+        for key, reason in support.cells.items():
+            self.progress.note(f"skipping {key}: unsupported: {reason}")
         if skipped:
             self.plan = dataclasses.replace(
                 self.plan, conditions=tuple(c for c in self.plan.conditions if c.name not in skipped)
             )
             self.conditions = {c.name: c for c in self.plan.conditions}
-        from boardlab.campaign.plan import unsupported_workloads
-
-        skipped_workloads = unsupported_workloads(self.plan, self.catalog)  # only under unsupported = "skip"
-        for name, reason in skipped_workloads.items():
-            self.progress.note(f"skipping workload {name!r}: unsupported: {reason}")
-        cells = [c for c in build_cells(self.plan, self.catalog) if c.workload not in skipped_workloads]
+        cells = [c for c in build_cells(self.plan, self.catalog) if c.key not in support.cells]
+        cells = [c for c in cells if c.workload not in skipped_workloads]
         if not cells:
             raise InputError(f"{self.plan.source_name}: no workload of this plan is supported here")
         self._cells_by_key = {c.key: c for c in cells}
@@ -508,6 +527,7 @@ class Runner:
             "worker_cpu": cpu,
             "skipped_conditions": skipped,
             "skipped_workloads": skipped_workloads,
+            "skipped_cells": support.cells,
             # compiler and flags of the native kernels: what a SciMark or MiBench figure was built with
             "kern_build": kernel_catalog().get("build"),
         }
@@ -614,6 +634,7 @@ class Runner:
                     "reruns": reruns,
                     "skipped_conditions": skipped,
                     "skipped_workloads": skipped_workloads,
+                    "skipped_cells": support.cells,
                 },
             )
         return Outcome(campaign_id, status, done, total, reruns, resumed, cost, time.monotonic() - loop_t0)

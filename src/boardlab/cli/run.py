@@ -53,6 +53,17 @@ def add_arguments(parser) -> None:
         help="load and check the plan (and the overrides), print its cells, runs, comparisons, an estimated "
         "duration (from earlier runs in --db) and whether a verdict is reachable; run and write nothing",
     )
+    wait = parser.add_mutually_exclusive_group()
+    wait.add_argument(
+        "--wait",
+        type=float,
+        metavar="SECONDS",
+        help="when another boardlab holds this board's system settings, wait at most SECONDS for it "
+        "(default: wait as long as it takes, saying who holds them)",
+    )
+    wait.add_argument(
+        "--no-wait", action="store_true", help="exit at once (code 2) when another boardlab holds them"
+    )
     parser.add_argument(
         "--soak",
         metavar="DURATION",
@@ -95,16 +106,34 @@ def _dry_run_text(plan, summary) -> str:
         f"estimated duration: {duration}",
     ]
     lines += [f"skipped here: {name}: {why}" for name, why in d["skipped_workloads"].items()]
-    if d["comparisons"] == 0:
+    lines += _skipped_lines(d)
+    if not d["verdict_reachable"]:  # a refused plan, or none of its comparisons runnable here, too
+        lines.append(f"verdict reachable: NO: {d['message']}")
+    elif d["comparisons"] == 0:
         lines.append("verdict reachable: no comparison in this plan (baselines only), so no verdict to reach")
-    elif d["verdict_reachable"]:
+    else:
         lines.append(
             f"verdict reachable: yes ({d['runs_per_arm']} runs per arm; smallest adjusted p "
             f"{d['smallest_adjusted_p']:.3g} < 0.05; {d['repetitions_needed']} would suffice)"
         )
-    else:
-        lines.append(f"verdict reachable: NO: {d['message']}")
     return "\n".join(lines)
+
+
+def _drop_if_empty(store, db: str) -> None:
+    """Leave no empty results file behind when nothing ran (never one holding a run)."""
+    if store.created and not store.has_runs():
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(db + suffix)
+
+
+def _skipped_lines(d: dict) -> list[str]:
+    """Conditions and cells this board cannot run: listed with the reason; their runs are not counted."""
+    lines = [f"skipped here: condition {name}: {why}" for name, why in d["skipped_conditions"].items()]
+    lines += [f"skipped here: {key}: unsupported: {why}" for key, why in d["skipped_cells"].items()]
+    if d["refused"]:
+        lines.append(f"refused here: {d['refused']}")
+    return lines
 
 
 def run(args) -> int:
@@ -113,6 +142,7 @@ def run(args) -> int:
     from boardlab.campaign.plan import PlanUnsupported, apply_overrides, load_plan
     from boardlab.campaign.runner import Runner
     from boardlab.cli.progress import TerminalProgress
+    from boardlab.conditions.journal import LockWaitInterrupted
     from boardlab.errors import InputError
     from boardlab.platform.sysroot import SysRoot
     from boardlab.report.escape import term
@@ -126,6 +156,8 @@ def run(args) -> int:
             f"--db {args.db.split('@')[-1]}: a campaign writes a SQLite file on the board it measures; "
             "give a file path, then `boardlab ingest FILE --db postgresql://...` copies it into the shared store"
         )
+    if args.wait is not None and not 0 <= args.wait <= 30 * 86400:
+        raise InputError(f"--wait {args.wait:g}: expected 0 to 2592000 seconds (30 days)")
     if not 0.1 <= args.monitor_hz <= 1000:
         raise InputError(f"--monitor-hz {args.monitor_hz}: expected a rate in [0.1, 1000] Hz")
     SysRoot(args.root).require_board_tree()
@@ -152,11 +184,13 @@ def run(args) -> int:
     )
     from boardlab.campaign.reach import summarize_plan
 
-    summary = summarize_plan(plan, catalog, db=args.db)
+    summary = summarize_plan(plan, catalog, db=args.db, root=args.root)
     if args.dry_run:
         print(json.dumps(summary.to_dict()) if args.json else _dry_run_text(plan, summary))
         return 0
-    if summary.reach.message:  # said before the first run; the plan still runs (docs/method.md)
+    if (
+        summary.reach.message and not summary.refused
+    ):  # said before the first run; the plan still runs (docs/method.md)
         print(f"warning: {plan.source_name}: {summary.reach.message}", file=sys.stderr)
     signal.signal(signal.SIGTERM, _on_sigterm)
     signal.signal(signal.SIGHUP, _on_sigterm)
@@ -170,16 +204,18 @@ def run(args) -> int:
             progress=progress,
             monitor_interval_s=1.0 / args.monitor_hz,
             fresh=args.fresh,
+            lock_wait_s=0.0 if args.no_wait else args.wait,
         )
         try:
             outcome = runner.run()
         except InputError:
-            # refused before anything ran: leave no empty results file behind (never one holding a run)
-            if store.created and not store.has_runs():
-                for suffix in ("", "-wal", "-shm"):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(args.db + suffix)
+            _drop_if_empty(store, args.db)  # refused before anything ran
             raise
+        except LockWaitInterrupted:
+            _drop_if_empty(store, args.db)
+            with contextlib.suppress(OSError):
+                print("\ninterrupted while waiting for the system settings: nothing ran", file=sys.stderr)
+            return 130
         except KeyboardInterrupt:
             with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone: the exit code stays
                 print(
@@ -202,6 +238,7 @@ def run(args) -> int:
                     "db": args.db,
                     "monitor_cost_pct_of_core": outcome.monitor_cost_pct_of_core,
                     "loop_s": outcome.loop_s,
+                    "lock_waited_s": runner.lock_waited_s,  # for another boardlab's system settings
                     "verdict_reachable": summary.reach.reachable,
                     "repetitions_needed": summary.reach.repetitions_needed,
                     "reachability": summary.reach.message,

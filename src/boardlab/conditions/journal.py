@@ -46,11 +46,15 @@ class Restored:
     detail: str
 
 
+def _root_key(root: SysRoot) -> str:
+    """One journal and one lock per tree boardlab changes (/ or a board tree given with --root)."""
+    return hashlib.sha256(os.path.realpath(root.root).encode()).hexdigest()[:12]
+
+
 class RestoreJournal:
     def __init__(self, root: SysRoot, path: Path | None = None):
         self.root = root
-        key = hashlib.sha256(os.path.realpath(root.root).encode()).hexdigest()[:12]
-        self.path = path or state_dir() / f"restore-{key}.json"
+        self.path = path or state_dir() / f"restore-{_root_key(root)}.json"
         self._next = 0
 
     # ---- the file: rewritten atomically at every change, so a crash leaves the old or the new list ----
@@ -231,3 +235,106 @@ class RestoreJournal:
             done.append(self._undo_entry(entry))
             self._drop(entry["id"])
         return done
+
+
+# ---- the system lock: one boardlab at a time changes a tree's settings ----
+
+
+class LockWaitInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM/SIGHUP) while waiting for the system lock: nothing ran, nothing was changed."""
+
+
+class SystemLock:
+    """An exclusive lock on a tree's settings (/ or a --root tree), held for a whole campaign, so that a
+    second campaign waits for the first instead of finding its journal entries and giving up: two campaigns
+    at once would also measure each other. flock(2) on <state dir>/restore-<key>.lock: the kernel drops it
+    when its holder dies, however it dies, and the file names the holder (pid, what, since when) for the
+    waiter's message. The descriptor is not inherited by the workers and loads boardlab starts."""
+
+    def __init__(self, root: SysRoot, what: str, path: Path | None = None):
+        self.root = root
+        self.what = what
+        self.path = path or state_dir() / f"restore-{_root_key(root)}.lock"
+        self._fd: int | None = None
+
+    def holder(self) -> str:
+        """Who holds the lock, as the waiter says it ("boardlab pid 1234 (campaign quick, since 21:50:03)")."""
+        try:
+            doc = json.loads(self.path.read_text() or "{}")
+        except (OSError, json.JSONDecodeError):
+            doc = {}
+        if not isinstance(doc, dict) or not doc.get("pid"):
+            return "another boardlab"
+        since = time.strftime("%H:%M:%S", time.localtime(doc.get("since_unix_s", time.time())))
+        return f"boardlab pid {doc['pid']} ({doc.get('what', '?')}, since {since})"
+
+    def _try(self) -> bool:
+        import fcntl
+
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            problem = os_error(exc, self.path, "system lock (BOARDLAB_STATE_DIR)")
+            raise OSProblem(f"{problem}; nothing was changed", problem.exit_code) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            # the holder before us removed the file it held (release): locked an orphan, try the new file
+            if os.fstat(fd).st_ino != os.stat(self.path).st_ino:
+                raise BlockingIOError
+        except (BlockingIOError, FileNotFoundError):
+            os.close(fd)
+            return False
+        doc = {"schema": JOURNAL_SCHEMA, "pid": os.getpid(), "what": self.what, "since_unix_s": time.time()}
+        # who holds it is for the waiter's message only: a full disk may lose it, the lock still holds
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, json.dumps(doc).encode(), 0)
+        self._fd = fd
+        return True
+
+    def acquire(self, wait_s: float | None, say, *, poll_s: float = 0.2, every_s: float = 30.0) -> float:
+        """Takes the lock, waiting at most `wait_s` seconds (None: as long as it takes; 0: not at all); says
+        who holds it when it starts waiting, every `every_s` seconds, and when it got it. Returns the seconds
+        waited. InputError (exit 2) when the wait ran out; LockWaitInterrupted on Ctrl-C while waiting."""
+        t0 = time.monotonic()
+        if self._try():
+            return 0.0
+        where = self.root.root
+        holder = self.holder()
+        if wait_s is not None and wait_s <= 0:
+            raise InputError(
+                f"the system settings of {where} are held by {holder} (--no-wait): run again when it has "
+                "finished, or without --no-wait to wait for it"
+            )
+        next_say = t0 + every_s
+        try:  # from the first word on: a Ctrl-C right after "waiting for" is a Ctrl-C while waiting
+            say(f"waiting for {holder} to release the system settings of {where}")
+            while True:
+                waited = time.monotonic() - t0
+                if wait_s is not None and waited >= wait_s:
+                    raise InputError(
+                        f"the system settings of {where} are held by {holder}; gave up after {waited:.0f} s "
+                        f"(--wait {wait_s:g}): run again when it has finished, or with a longer --wait"
+                    )
+                time.sleep(min(poll_s, max(0.0, wait_s - waited)) if wait_s is not None else poll_s)
+                if self._try():
+                    break
+                holder = self.holder()
+                if time.monotonic() >= next_say:
+                    next_say += every_s
+                    say(f"still waiting for {holder}: {time.monotonic() - t0:.0f} s so far")
+        except KeyboardInterrupt:
+            raise LockWaitInterrupted() from None
+        waited = time.monotonic() - t0
+        say(f"waited {waited:.0f} s for {holder} to release the system settings of {where}")
+        return waited
+
+    def release(self) -> None:
+        if self._fd is not None:
+            # removed while still held, then closed (which drops the flock): a waiter that locks the removed
+            # file sees that it is no longer the path's and tries again; the state directory is left clean
+            with contextlib.suppress(OSError):
+                os.unlink(self.path)
+            os.close(self._fd)
+            self._fd = None

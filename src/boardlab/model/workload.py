@@ -76,6 +76,7 @@ class LaunchOptions:
 MeasuredArgv = Callable[[Mapping, LaunchOptions], list[str]]
 LoadArgv = Callable[[Mapping], list[str]]
 Prepare = Callable[[Mapping, Callable[[str], None]], None]
+CellUnsupported = Callable[[Mapping], "str | None"]
 
 
 def _hook():
@@ -91,6 +92,9 @@ class WorkloadSpec:
     `load_argv` launches it as a continuous load beside another workload (the `workload` condition kind;
     None = it cannot be a load) and `load_params` names the parameters it takes there (None = all);
     `prepare` runs once in boardlab before the campaign stores anything (build a model, check a file).
+    `cell_unsupported` takes a cell's parameters (as the plan gives them) and says why this board cannot run
+    the workload with them (None: it can), e.g. power at rest without a power sensor: such a cell is skipped
+    with its reason like an unsupported condition, never run to fail.
     `tail_samples`: its per-sample p99 is a verdict metric too (a tail comparison beside the median's)."""
 
     name: str
@@ -105,6 +109,7 @@ class WorkloadSpec:
     load_argv: LoadArgv | None = _hook()
     load_params: tuple[str, ...] | None = None
     prepare: Prepare | None = _hook()
+    cell_unsupported: CellUnsupported | None = _hook()
     # ---- what analysis needs to know of the results (set in the workload's own module) ----
     # The per-sample p99 is a verdict metric: a tail comparison of its own beside the median's.
     tail_samples: bool = False

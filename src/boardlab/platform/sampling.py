@@ -104,6 +104,12 @@ class SourceSet:
     clk_tck: int
 
 
+def zone_key(zone: str, zone_type: str | None) -> str:
+    """How the monitor names a thermal zone ("thermal_zone0:cpu_thermal"): its series and summary keys
+    (temp.<key>_mc_max) carry it, and whatever compares with them (trip-point limits) must use it too."""
+    return f"{zone}:{zone_type or zone}"
+
+
 def resolve_sources(root: RootLike) -> SourceSet:
     sr = SysRoot.of(root)
     freq = tuple(
@@ -111,8 +117,8 @@ def resolve_sources(root: RootLike) -> SourceSet:
     )
     temps = []
     for z in thermal.list_zones(sr):
-        label = sr.read_str(f"{thermal.THERMAL_DIR}/{z}/type") or z
-        temps.append((f"{z}:{label}", str(sr.path(f"{thermal.THERMAL_DIR}/{z}/temp"))))
+        key = zone_key(z, sr.read_str(f"{thermal.THERMAL_DIR}/{z}/type"))
+        temps.append((key, str(sr.path(f"{thermal.THERMAL_DIR}/{z}/temp"))))
     cooling = tuple(
         (d.name, str(sr.path(f"{thermal.THERMAL_DIR}/{d.name}/cur_state")))
         for d in thermal.read_cooling_devices(sr)

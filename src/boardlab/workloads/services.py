@@ -35,6 +35,15 @@ def _m(name: str, unit: str, hib: bool, help: str) -> MetricSpec:
     return MetricSpec(name, unit, hib, kind="value", help=help)
 
 
+def power_unsupported(params, root="/") -> str | None:
+    """The rest and operating scenarios measure the board's power source: without one, why they cannot run
+    (the worker measures the machine it runs on, so this asks the same machine)."""
+    if params.get("scenario") not in ("rest", "operating"):
+        return None
+    src, why = power_source(root)
+    return None if src is not None else why.removeprefix("unsupported: ")
+
+
 SPEC = WorkloadSpec(
     name="svc.scenario",
     family="svc",
@@ -97,6 +106,7 @@ SPEC = WorkloadSpec(
         ),
     ),
     roles=("services",),
+    cell_unsupported=power_unsupported,
 )
 
 

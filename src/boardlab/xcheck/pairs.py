@@ -1,13 +1,25 @@
-"""Interleaved pairs and the median of their ratios (the statistic every cross-check reports)."""
+"""Counterbalanced pairs and the median of their ratios (the statistic every cross-check and every
+benchmark under bench/ reports).
+
+Pairs alternate their order (A B, B A, A B, ...): whatever running second does to a side (a warm page
+cache, a busy disk still writing back, a CPU at a higher frequency) falls on A in half the pairs and on B
+in the other half. The ratio is reported per order and as the geometric mean of the two orders' medians,
+in which a multiplicative order effect cancels exactly; the order effect itself is shown beside it.
+"""
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+U = TypeVar("U")
 
 
 def kern_command(kern: Path, kernel: str, params: list[str]) -> list[str]:
@@ -38,12 +50,104 @@ def pin(cpu: int | None):
     return lambda: os.sched_setaffinity(0, {cpu})
 
 
+def alternate(
+    n: int,
+    run_a: Callable[[], T],
+    run_b: Callable[[], U],
+    on_pair: Callable[[int, T, U, str], None] | None = None,
+) -> list[tuple[T, U, str]]:
+    """n pairs in alternating order, A B, B A, A B, ...: (A's result, B's result, "AB" or "BA")."""
+    out = []
+    for i in range(n):
+        if i % 2 == 0:
+            a = run_a()
+            b = run_b()
+        else:
+            b = run_b()
+            a = run_a()
+        out.append((a, b, "AB" if i % 2 == 0 else "BA"))
+        if on_pair:
+            on_pair(i, a, b, out[-1][2])
+    return out
+
+
+@dataclass(frozen=True)
+class PairedRatios:
+    """Ratios A/B of counterbalanced pairs: per order, and the counterbalanced median of both.
+
+    `median` is the geometric mean of the medians of the two orders (the plain median when only one order
+    ran): if whichever side runs second gains a factor k, the A-first pairs show r/k... and the B-first
+    pairs r*k..., and the geometric mean is r. `order_effect` = sqrt(ab / ba): 1.0 when the order does not
+    matter, 1.10 when A's figure relative to B's is 10% higher when A runs first."""
+
+    ratios: tuple[float, ...]
+    orders: tuple[str, ...]
+    ab: float | None  # median ratio of the pairs in which A ran first
+    ba: float | None  # ... in which B ran first
+    median: float | None
+
+    @property
+    def n_ab(self) -> int:
+        return self.orders.count("AB")
+
+    @property
+    def n_ba(self) -> int:
+        return self.orders.count("BA")
+
+    @property
+    def order_effect(self) -> float | None:
+        return math.sqrt(self.ab / self.ba) if self.ab and self.ba else None
+
+    def describe(self, a: str = "A", b: str = "B") -> str:
+        """ "median ratio 0.998 over 10 pairs (A first 1.052 x5, B first 0.947 x5; order effect 1.054)"."""
+        if self.median is None:
+            return "no ratio (no pair gave both values)"
+        text = f"median ratio {self.median:.3f} over {len(self.ratios)} pairs"
+        parts = [
+            f"{side} first {m:.3f} x{k}"
+            for side, m, k in ((a, self.ab, self.n_ab), (b, self.ba, self.n_ba))
+            if m
+        ]
+        if self.order_effect is not None:
+            parts.append(f"order effect {self.order_effect:.3f}")
+        return f"{text} ({'; '.join(parts)})" if parts else text
+
+    def to_dict(self) -> dict:
+        return {
+            "median_ratio": self.median,
+            "median_ratio_a_first": self.ab,
+            "median_ratio_b_first": self.ba,
+            "pairs_a_first": self.n_ab,
+            "pairs_b_first": self.n_ba,
+            "order_effect": self.order_effect,
+        }
+
+
+def paired_ratios(pairs: Iterable[tuple[float, str]]) -> PairedRatios:
+    """PairedRatios of (ratio A/B, order) items; ratios that are not finite and positive are left out."""
+    kept = [(r, o) for r, o in pairs if r is not None and math.isfinite(r) and r > 0]
+    ratios = tuple(r for r, _ in kept)
+    orders = tuple(o for _, o in kept)
+    by = {o: [r for r, oo in kept if oo == o] for o in ("AB", "BA")}
+    ab = statistics.median(by["AB"]) if by["AB"] else None
+    ba = statistics.median(by["BA"]) if by["BA"] else None
+    median = math.sqrt(ab * ba) if ab and ba else (ab or ba)
+    return PairedRatios(ratios, orders, ab, ba, median)
+
+
+def ratios_of(results: list[tuple[Any, Any, str]], ratio: Callable[[Any, Any], float | None]) -> PairedRatios:
+    """PairedRatios of alternate()'s results, with `ratio(a, b)` computing each pair's ratio."""
+    return paired_ratios((ratio(a, b), order) for a, b, order in results)
+
+
 @dataclass(frozen=True)
 class Pair:
-    """One A B pair: each side's value of every metric (None when a side did not report it)."""
+    """One pair: each side's value of every metric (None when a side did not report it), and which ran
+    first ("AB": boardlab, "BA": the reference)."""
 
     boardlab: dict[str, float | None]
     reference: dict[str, float | None]
+    order: str = "AB"
 
 
 @dataclass(frozen=True)
@@ -56,17 +160,32 @@ class CrossCheck:
     pairs: list[Pair] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
+    def by_order(self, metric: str) -> PairedRatios:
+        return paired_ratios(
+            (p.boardlab[metric] / p.reference[metric], p.order)
+            for p in self.pairs
+            if p.boardlab.get(metric) is not None and (p.reference.get(metric) or 0) > 0
+        )
+
     def ratios(self, metric: str) -> list[float]:
-        out = []
-        for p in self.pairs:
-            a, b = p.boardlab.get(metric), p.reference.get(metric)
-            if a is not None and b is not None and b > 0:
-                out.append(a / b)
-        return out
+        return list(self.by_order(metric).ratios)
 
     def median_ratio(self, metric: str) -> float | None:
-        r = self.ratios(metric)
-        return statistics.median(r) if r else None
+        return self.by_order(metric).median
+
+    @staticmethod
+    def _first(p: Pair) -> str:
+        return "boardlab" if p.order == "AB" else "reference"
+
+    def _by_order_json(self, metric: str) -> dict:
+        r = self.by_order(metric)
+        return {
+            "boardlab_first": r.ab,
+            "reference_first": r.ba,
+            "pairs_boardlab_first": r.n_ab,
+            "pairs_reference_first": r.n_ba,
+            "order_effect": r.order_effect,
+        }
 
     def median_side(self, metric: str, side: str) -> float | None:
         vals = [getattr(p, side).get(metric) for p in self.pairs]
@@ -88,11 +207,15 @@ class CrossCheck:
             "reference_tool": self.reference_tool,
             "boardlab_command": self.boardlab_command,
             "reference_command": self.reference_command,
-            "pairs": [{"boardlab": p.boardlab, "reference": p.reference} for p in self.pairs],
+            "pairs": [
+                {"boardlab": p.boardlab, "reference": p.reference, "first": self._first(p)}
+                for p in self.pairs
+            ],
             "metrics": {
                 m: {
                     "median_ratio": self.median_ratio(m) if m in self.ratio_metrics else None,
                     "ratios": self.ratios(m) if m in self.ratio_metrics else [],
+                    "by_order": self._by_order_json(m) if m in self.ratio_metrics else None,
                     "boardlab_median": self.median_side(m, "boardlab"),
                     "reference_median": self.median_side(m, "reference"),
                 }
@@ -116,12 +239,9 @@ def interleave(
     run_reference: Callable[[], dict[str, float | None]],
     on_pair: Callable[[int, Pair], None] | None = None,
 ) -> list[Pair]:
-    """n pairs, A B A B ..., so that drift of the machine falls on both sides alike."""
-    pairs = []
-    for i in range(n):
-        a = run_boardlab()
-        b = run_reference()
-        pairs.append(Pair(a, b))
-        if on_pair:
-            on_pair(i, pairs[-1])
-    return pairs
+    """n pairs, counterbalanced (boardlab first, then the reference first, ...), so that drift of the
+    machine falls on both sides alike and an order effect cancels in the median ratio and shows per order."""
+    done = alternate(
+        n, run_boardlab, run_reference, (lambda i, a, b, o: on_pair(i, Pair(a, b, o))) if on_pair else None
+    )
+    return [Pair(a, b, order) for a, b, order in done]

@@ -1,0 +1,148 @@
+"""The system lock (docs/safety.md "One campaign per board at a time"): two campaigns on one board tree,
+each with its own database. The second waits for the first, says who holds the settings and how long it
+waited, and both finish; `--no-wait` and `--wait` give up with exit 2 and Ctrl-C while waiting exits 130
+(against a lock this test process holds, so the holder outlasts the waiter); a killed holder frees it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from helpers import copy_board, rows
+
+pytestmark = pytest.mark.integration
+
+# 4 runs behind a 1 s cooldown each: the first campaign holds the lock for several seconds
+PLAN = """\
+name = "{name}"
+[runs]
+repetitions = 4
+iterations = 3
+warmup_max_iterations = 0
+[gates]
+idle = false
+temperature = false
+cooldown_s = 1.0
+[[workloads]]
+name = "noop"
+"""
+
+
+@pytest.fixture
+def lab(tmp_path, monkeypatch):
+    root = copy_board("bbb", tmp_path)
+    state = tmp_path / "state"
+    monkeypatch.setenv("BOARDLAB_STATE_DIR", str(state))  # this process's lock and the campaigns' alike
+    return root, state, {**os.environ, "BOARDLAB_STATE_DIR": str(state)}
+
+
+@pytest.fixture
+def held(lab):
+    """The system lock of the board tree, held by this process for the test (as a campaign holds it)."""
+    from boardlab.conditions.journal import SystemLock
+    from boardlab.platform.sysroot import SysRoot
+
+    lock = SystemLock(SysRoot(str(lab[0])), "campaign first")
+    assert lock.acquire(0, print) == 0.0
+    yield lock
+    lock.release()
+
+
+def start(tmp_path, root, env, name: str, *extra: str) -> subprocess.Popen:
+    plan = tmp_path / f"{name}.toml"
+    plan.write_text(PLAN.format(name=name))
+    argv = [sys.executable, "-m", "boardlab", "run", str(plan), "--root", str(root)]
+    argv += ["--db", str(tmp_path / f"{name}.db"), "--quiet", *extra]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def wait_for_holder(state, pid: int, timeout_s: float = 60) -> None:
+    """Until the lock file names `pid` as its holder (the first campaign has the lock)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout_s:
+        for f in state.glob("restore-*.lock"):
+            try:
+                if json.loads(f.read_text() or "{}").get("pid") == pid:
+                    return
+            except (OSError, json.JSONDecodeError):
+                pass
+        time.sleep(0.05)
+    raise AssertionError(f"pid {pid} never took the system lock")
+
+
+def span(db) -> tuple[float, float]:
+    """(first run's start, last run's end) of a campaign, in Unix seconds."""
+    ((start_s, end_s),) = rows(
+        db, "SELECT MIN(started_unix_s), MAX(started_unix_s + wall_ns / 1e9) FROM runs"
+    )
+    return start_s, end_s
+
+
+def test_two_campaigns_started_together_both_finish_and_the_second_says_it_waited(lab, tmp_path):
+    root, state, env = lab
+    first = start(tmp_path, root, env, "first")
+    wait_for_holder(state, first.pid)
+    second = start(tmp_path, root, env, "second", "--json")
+    out1, err1 = first.communicate(timeout=300)
+    out2, err2 = second.communicate(timeout=300)
+    assert first.returncode == 0, err1
+    assert second.returncode == 0, err2
+    assert "waiting for" not in err1
+    assert json.loads(out2)["lock_waited_s"] > 0
+    assert f"waiting for boardlab pid {first.pid} (campaign first, since " in err2
+    assert f"to release the system settings of {root}" in err2
+    assert f"for boardlab pid {first.pid} (campaign first" in err2.split("waited ")[1]
+    # the second ran only after the first's last run: they never measured each other
+    assert span(tmp_path / "second.db")[0] >= span(tmp_path / "first.db")[1]
+    assert len(rows(tmp_path / "second.db", "SELECT id FROM runs")) == 4
+    assert list(state.glob("restore-*")) == []  # the lock file goes with its last holder
+
+
+def test_no_wait_exits_2_naming_the_holder_and_wait_gives_up_after_its_seconds(lab, held, tmp_path):
+    root, state, env = lab
+    refused = start(tmp_path, root, env, "second", "--no-wait")
+    _, err = refused.communicate(timeout=120)
+    assert refused.returncode == 2, err
+    assert f"held by boardlab pid {os.getpid()} (campaign first" in err and "(--no-wait)" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "second.db").exists()  # nothing ran, nothing left behind
+    t0 = time.monotonic()
+    gave_up = start(tmp_path, root, env, "third", "--wait", "1")
+    _, err = gave_up.communicate(timeout=120)
+    assert gave_up.returncode == 2, err
+    assert "gave up after 1 s (--wait 1)" in err and f"boardlab pid {os.getpid()}" in err
+    assert time.monotonic() - t0 >= 1.0
+    assert not (tmp_path / "third.db").exists()
+
+
+def test_ctrl_c_while_waiting_exits_130_without_a_traceback(lab, held, tmp_path):
+    root, state, env = lab
+    waiter = start(tmp_path, root, env, "second")
+    line = ""
+    while "waiting for" not in line:  # it says so before it waits
+        line = waiter.stderr.readline()
+        assert line, "the second campaign ended without waiting"
+    waiter.send_signal(signal.SIGINT)
+    _, err = waiter.communicate(timeout=60)
+    assert waiter.returncode == 130, err
+    assert "interrupted while waiting for the system settings: nothing ran" in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "second.db").exists()
+
+
+def test_the_lock_is_free_again_when_its_holder_dies(lab, tmp_path):
+    """flock dies with its holder: after a SIGKILL the next campaign runs at once (and restores the journal)."""
+    root, state, env = lab
+    first = start(tmp_path, root, env, "first")
+    wait_for_holder(state, first.pid)
+    first.kill()
+    first.communicate(timeout=60)
+    proc = start(tmp_path, root, env, "second", "--no-wait")
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err

@@ -1,0 +1,58 @@
+"""The system lock's own rules (docs/safety.md): one holder per tree, named to the waiter; a wait that says how
+long it has waited, gives up after its seconds with exit 2, and takes the lock the moment it is free."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+
+import pytest
+
+from boardlab.conditions.journal import SystemLock
+from boardlab.errors import InputError
+from boardlab.platform.sysroot import SysRoot
+
+from helpers import SYSFS
+
+
+def lock(what: str, root=SYSFS / "bbb") -> SystemLock:
+    return SystemLock(SysRoot(str(root)), what)  # the state dir is the test's own (conftest)
+
+
+def test_a_second_holder_waits_says_who_and_for_how_long_then_gives_up():
+    first = lock("campaign first")
+    assert first.acquire(0, print) == 0.0
+    said: list[str] = []
+    with pytest.raises(InputError) as exc:
+        lock("campaign second").acquire(0.5, said.append, poll_s=0.05, every_s=0.2)
+    who = f"boardlab pid {os.getpid()} (campaign first, since "
+    assert said[0].startswith(f"waiting for {who}") and said[0].endswith(
+        f"system settings of {SYSFS / 'bbb'}"
+    )
+    assert any(s.startswith(f"still waiting for {who}") and s.endswith(" s so far") for s in said[1:])
+    assert re.search(r"gave up after [01] s \(--wait 0\.5\)", str(exc.value))
+    assert exc.value.exit_code == 2
+    with pytest.raises(InputError, match=r"held by boardlab pid \d+ \(campaign first.*\(--no-wait\)"):
+        lock("campaign third").acquire(0, said.append)
+    first.release()
+    assert not first.path.exists()  # the file goes with its holder
+
+
+def test_a_waiter_takes_the_lock_when_it_is_released_and_says_it_waited():
+    first = lock("campaign first")
+    first.acquire(0, print)
+    threading.Timer(0.3, first.release).start()
+    said: list[str] = []
+    second = lock("campaign second")
+    waited = second.acquire(None, said.append, poll_s=0.05)
+    assert waited >= 0.25 and said[-1].startswith("waited 0 s for boardlab pid")
+    assert lock("campaign third").holder().startswith(f"boardlab pid {os.getpid()} (campaign second, since ")
+    second.release()
+
+
+def test_trees_have_their_own_locks():
+    a, b = lock("a"), lock("b", SYSFS / "vm")
+    assert a.acquire(0, print) == 0.0 and b.acquire(0, print) == 0.0
+    a.release()
+    b.release()
