@@ -107,6 +107,21 @@ def _dry_run_text(plan, summary) -> str:
     return "\n".join(lines)
 
 
+def _listing_text(listing: dict) -> str:
+    def line(kind: str, item: dict, what: str) -> str:
+        reason = item["reason"]
+        if not reason:
+            return f"{kind} {item['name']} ({what}): ok"
+        part = f"{item['part']}: " if item.get("part") and len(item.get("parts", ())) > 1 else ""
+        if kind == "workload" or reason.startswith("unsupported:"):
+            return f"{kind} {item['name']} ({what}): unsupported here: {part}{reason.removeprefix('unsupported: ')}"
+        return f"{kind} {item['name']} ({what}): refused: {part}{reason}"
+
+    lines = [line("workload", w, w["family"]) for w in listing["workloads"]]
+    lines += [line("condition", c, " + ".join(c["parts"])) for c in listing["conditions"]]
+    return "\n".join(lines)
+
+
 def run(args) -> int:
     import json
 
@@ -154,7 +169,13 @@ def run(args) -> int:
 
     summary = summarize_plan(plan, catalog, db=args.db)
     if args.dry_run:
-        print(json.dumps(summary.to_dict()) if args.json else _dry_run_text(plan, summary))
+        from boardlab.campaign.checks import plan_listing
+
+        listing = plan_listing(plan, catalog, args.root)  # what runs here, and why not
+        if args.json:
+            print(json.dumps({**summary.to_dict(), **listing}))
+        else:
+            print(_dry_run_text(plan, summary) + "\n" + _listing_text(listing))
         return 0
     if summary.reach.message:  # said before the first run; the plan still runs (docs/method.md)
         print(f"warning: {plan.source_name}: {summary.reach.message}", file=sys.stderr)
