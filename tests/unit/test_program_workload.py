@@ -83,9 +83,18 @@ def test_a_program_entry_becomes_a_workload_with_its_params_metric_and_inputs(tm
         ('name = "x"\nargv = ["echo", "{nope}"]\n', "plan.toml:5: workloads[0].argv: {nope} is neither"),
         ('name = "x"\nargv = ["echo"]\nparams = { n = 3 }\n', "workloads[0].params.n: not used in argv"),
         ('name = "x"\nargv = ["echo"]\ninputs = { f = "missing.bin" }\n', "workloads[0].inputs.f: "),
-        ('name = "x"\nargv = ["echo"]\nmetric = { regex = "(?P<v>\\\\d+)" }\n', "workloads[0].metric.unit: missing"),
-        ('name = "x"\nargv = ["echo"]\nmetric = { regex = "(?P<v>1)", unit = "s" }\n', "metric.better: expected"),
-        ('name = "x"\nargv = ["echo"]\nmetric = { parser = "7z", field = "speed" }\n', "7z has no field 'speed'"),
+        (
+            'name = "x"\nargv = ["echo"]\nmetric = { regex = "(?P<v>\\\\d+)" }\n',
+            "workloads[0].metric.unit: missing",
+        ),
+        (
+            'name = "x"\nargv = ["echo"]\nmetric = { regex = "(?P<v>1)", unit = "s" }\n',
+            "metric.better: expected",
+        ),
+        (
+            'name = "x"\nargv = ["echo"]\nmetric = { parser = "7z", field = "speed" }\n',
+            "7z has no field 'speed'",
+        ),
         ('name = "x"\nargv = ["echo"]\nmetric = { wall = true, rusage = "user_s" }\n', "exactly one of"),
         ('name = "x"\nargv = "echo"\n', "workloads[0].argv: expected a non-empty list"),
         ('name = "noop"\nargv = ["echo"]\n', "'noop' is already a workload"),
@@ -102,7 +111,9 @@ def test_plan_errors_name_the_file_line_and_key(tmp_path, body, expected):
 def test_a_missing_program_is_unsupported_with_the_debian_package(tmp_path):
     body = 'name = "x"\nargv = ["boardlab-no-such-program", "b"]\nmetric = { parser = "7z" }\n'
     why = "boardlab-no-such-program: not found on PATH (Debian: apt-get install 7zip)"
-    with pytest.raises(InputError, match="plan.toml:4: workloads\\[0\\].name: x is unsupported here: ") as exc:
+    with pytest.raises(
+        InputError, match="plan.toml:4: workloads\\[0\\].name: x is unsupported here: "
+    ) as exc:
         _plan(body, tmp_path)
     assert str(exc.value).endswith(why)
     path = tmp_path / "skip.toml"  # under runs.unsupported = "skip" the runner skips it and says why
@@ -120,7 +131,11 @@ def test_a_failed_exit_a_missing_figure_and_a_timeout_fail_the_run_with_the_stde
     failed = _run_once(spec, {"script": "echo rate=5; echo disk on fire >&2; exit 3"})
     assert not failed["ok"] and failed["errors"] == ["sh exited 3; stderr: disk on fire"]
     missing = _run_once(spec, {"script": "echo speed=5; echo warn >&2"})
-    assert not missing["ok"] and "regex" in missing["errors"][0] and "no match; stderr: warn" in missing["errors"][0]
+    assert (
+        not missing["ok"]
+        and "regex" in missing["errors"][0]
+        and "no match; stderr: warn" in missing["errors"][0]
+    )
     hung = _run_once(spec, {"script": "echo started >&2; sleep 30"})
     assert not hung["ok"] and hung["errors"][0].startswith("timed out after 1 s")
     assert "started" in hung["errors"][0]
@@ -130,7 +145,9 @@ def test_a_failed_exit_a_missing_figure_and_a_timeout_fail_the_run_with_the_stde
 
 def test_a_json_pointer_and_rusage_are_figures_too(tmp_path):
     plan_json = 'name = "j"\nargv = ["sh", "-c", "echo \'{{\\"r\\": [{{\\"a/b\\": 7}}]}}\'"]\n'
-    _, catalog = _plan(plan_json + 'metric = { json = "/r/0/a~1b", unit = "ops", better = "higher" }\n', tmp_path)
+    _, catalog = _plan(
+        plan_json + 'metric = { json = "/r/0/a~1b", unit = "ops", better = "higher" }\n', tmp_path
+    )
     doc = _run_once(catalog["j"], {})
     assert doc["ok"], doc
     assert doc["metrics"]["value"]["median"] == 7.0
@@ -184,5 +201,5 @@ def test_the_program_workload_is_listed_and_a_plan_cannot_name_it_without_its_ki
     assert program.SPEC.name in _catalog()
     path = tmp_path / "plan.toml"
     path.write_text('name = "p"\n[[workloads]]\nname = "program"\n')
-    with pytest.raises(InputError, match='declared with kind = "program"'):
+    with pytest.raises(InputError, match='declare it with kind = "program"'):
         parse_plan(path.read_text(), str(path), _catalog())

@@ -141,8 +141,8 @@ def _workload(
     if name is None:
         raise where.error(path, "missing key 'name' (the workload, see `boardlab list`)")
     spec = catalog.get(name)
-    if spec is not None and spec.family == "program" and spec.name == "program":
-        raise where.error(path + ("name",), 'a program is declared with kind = "program" (docs/extending.md)')
+    if name in _workload_kinds():  # it runs what a plan declares, never by its name alone
+        raise where.error(path + ("name",), f'declare it with kind = "{name}" (docs/extending.md)')
     if spec is None:
         close = [n for n in catalog if n.split(".")[0] == name.split(".")[0]] or sorted(catalog)
         raise where.error(path + ("name",), f"unknown workload {name!r}; valid: {', '.join(close)}")
@@ -196,17 +196,22 @@ def _workload(
     )
 
 
-WORKLOAD_KINDS = ("program",)  # [[workloads]] kinds a plan declares; each module's `from_plan` reads it
-
-
-def _declared_workload(entry: dict, catalog: dict[str, WorkloadSpec], where: _Where, path: tuple) -> WorkloadSpec:
-    """A workload the plan itself declares; a relative input path is the plan file's."""
+def _workload_kinds() -> dict:
+    """[[workloads]] kinds a plan declares itself: the Python-run workloads whose module has `from_plan`."""
     from boardlab.workloads import python_workload_modules
 
+    return {n: m for n, m in python_workload_modules().items() if hasattr(m, "from_plan")}
+
+
+def _declared_workload(
+    entry: dict, catalog: dict[str, WorkloadSpec], where: _Where, path: tuple
+) -> WorkloadSpec:
+    """A workload the plan itself declares; a relative input path is the plan file's."""
+    kinds = _workload_kinds()
     kind = entry["kind"]
-    if kind not in WORKLOAD_KINDS:
-        raise where.error(path + ("kind",), f"unknown workload kind {kind!r}; valid: {', '.join(WORKLOAD_KINDS)}")
-    module = python_workload_modules()[kind]
+    if kind not in kinds:
+        raise where.error(path + ("kind",), f"unknown workload kind {kind!r}; valid: {', '.join(kinds)}")
+    module = kinds[kind]
     base = Path.cwd() if where.source.startswith("preset:") else Path(where.source).parent
     return module.from_plan(entry, lambda keys, message: where.error(path + keys, message), base, catalog)
 

@@ -38,7 +38,9 @@ PARAMS = (
 @dataclass(frozen=True)
 class Driver:
     name: str = "driver"
-    summary: str = "the devices of kernel drivers unbound for the run (a hardware engine off), bound again after"
+    summary: str = (
+        "the devices of kernel drivers unbound for the run (a hardware engine off), bound again after"
+    )
     params: tuple[ParamSpec, ...] = PARAMS
 
     def validate(self, params: dict) -> tuple[str | None, str] | None:

@@ -25,11 +25,7 @@ def list_drivers(root: SysRoot, bus: str) -> list[str]:
 def bound_devices(root: SysRoot, bus: str, driver: str) -> list[str]:
     """The devices bound to `driver` now: the symlinks in its directory (not `module`, its kernel module)."""
     d = driver_dir(bus, driver)
-    return [
-        name
-        for name in root.listdir(d)
-        if name != "module" and os.path.islink(root.path(f"{d}/{name}"))
-    ]
+    return [name for name in root.listdir(d) if name != "module" and os.path.islink(root.path(f"{d}/{name}"))]
 
 
 def unbind(root: SysRoot, bus: str, driver: str, device: str) -> None:

@@ -95,7 +95,10 @@ PlanError = Callable[[tuple, str], InputError]  # (key path inside the entry, me
 
 def _strings(value: Any, key: str, err: PlanError) -> tuple[str, ...]:
     if not isinstance(value, list) or not value or not all(isinstance(a, str) for a in value):
-        raise err((key,), f'expected a non-empty list of strings (an argv), e.g. ["sh", "-c", "..."], found {value!r}')
+        raise err(
+            (key,),
+            f'expected a non-empty list of strings (an argv), e.g. ["sh", "-c", "..."], found {value!r}',
+        )
     return tuple(value)
 
 
@@ -109,7 +112,10 @@ def _declared_params(params: Any, err: PlanError) -> tuple[ParamSpec, ...]:
         values = value if isinstance(value, list) else [value]
         kinds = {type(v) for v in values}
         if len(kinds) != 1 or next(iter(kinds)) not in names:
-            raise err(("params", key), f"expected values of one type (integer, number, string or boolean), found {value!r}")
+            raise err(
+                ("params", key),
+                f"expected values of one type (integer, number, string or boolean), found {value!r}",
+            )
         out.append(ParamSpec(key, names[kinds.pop()], None, help="a parameter of the program's argv"))
     return tuple(out)
 
@@ -145,11 +151,16 @@ def _figure(table: Any, err: PlanError) -> Figure:
     if table is None:
         return Figure("wall", "wall_s", "s", False)
     if not isinstance(table, dict):
-        raise err(("metric",), "expected a table such as { regex = 'rate: (?P<value>[0-9.]+)', unit = 'MB/s', better = 'higher' }")
+        raise err(
+            ("metric",),
+            "expected a table such as { regex = 'rate: (?P<value>[0-9.]+)', unit = 'MB/s', better = 'higher' }",
+        )
     t = dict(table)
     given = [s for s in SOURCES if s in t]
     if len(given) != 1:
-        raise err(("metric",), f"give exactly one of {', '.join(SOURCES)}; found {', '.join(given) or 'none'}")
+        raise err(
+            ("metric",), f"give exactly one of {', '.join(SOURCES)}; found {', '.join(given) or 'none'}"
+        )
     source, arg = given[0], t.pop(given[0])
     stream = t.pop("stream", "stdout")
     if stream not in STREAMS:
@@ -176,7 +187,10 @@ def _parser_figure(name: Any, t: dict, err: PlanError) -> Figure:
     field = t.pop("field", parser.fields[0][0])
     found = next((f for f in parser.fields if f[0] == field), None)
     if found is None:
-        raise err(("metric", "field"), f"{name} has no field {field!r}; valid: {', '.join(f[0] for f in parser.fields)}")
+        raise err(
+            ("metric", "field"),
+            f"{name} has no field {field!r}; valid: {', '.join(f[0] for f in parser.fields)}",
+        )
     return Figure("parser", field, found[1], found[2], field, parser.stream, parser.name)
 
 
@@ -195,9 +209,14 @@ def _output_figure(source: str, arg: Any, t: dict, stream: str, err: PlanError) 
         except re.error as exc:
             raise err(("metric", "regex"), f"not a regular expression: {exc}") from None
         if len(groups) != 1:
-            raise err(("metric", "regex"), "expected one named group around the number, e.g. 'rate: (?P<value>[0-9.]+)'")
+            raise err(
+                ("metric", "regex"),
+                "expected one named group around the number, e.g. 'rate: (?P<value>[0-9.]+)'",
+            )
     elif not arg.startswith("/"):
-        raise err(("metric", "json"), f"expected a JSON pointer (RFC 6901) such as /results/0/rate, found {arg!r}")
+        raise err(
+            ("metric", "json"), f"expected a JSON pointer (RFC 6901) such as /results/0/rate, found {arg!r}"
+        )
     return Figure(source, name, unit, _better(t, err), arg, stream)
 
 
@@ -219,7 +238,11 @@ def from_plan(entry: dict, err: PlanError, base_dir: Path, taken: Mapping[str, A
     inputs = _inputs(entry.pop("inputs", {}), base_dir, err)
     figure = _figure(entry.pop("metric", None), err)
     timeout_s = entry.pop("timeout_s", DEFAULT_TIMEOUT_S)
-    if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not 0.01 <= timeout_s <= 7 * 86400:
+    if (
+        isinstance(timeout_s, bool)
+        or not isinstance(timeout_s, int | float)
+        or not 0.01 <= timeout_s <= 7 * 86400
+    ):
         raise err(("timeout_s",), f"expected seconds in [0.01, 604800], found {timeout_s!r}")
     iterations = entry.pop("iterations", 1)
     if isinstance(iterations, bool) or not isinstance(iterations, int) or not 1 <= iterations <= 10000:
@@ -229,8 +252,11 @@ def from_plan(entry: dict, err: PlanError, base_dir: Path, taken: Mapping[str, A
     for key, words in (("argv", argv), ("prepare", prepare)):
         unknown = sorted(_placeholders(words) - known)
         if unknown:
-            raise err((key,), f"{{{unknown[0]}}} is neither a parameter, an input nor {{scratch}}; "
-                      f"declared: {', '.join(sorted(known))} (write {{{{ and }}}} for literal braces)")
+            raise err(
+                (key,),
+                f"{{{unknown[0]}}} is neither a parameter, an input nor {{scratch}}; "
+                f"declared: {', '.join(sorted(known))} (write {{{{ and }}}} for literal braces)",
+            )
     unused = sorted({p.name for p in params} - _placeholders(argv + prepare))
     if unused:
         raise err(("params", unused[0]), f"not used in argv or prepare: write {{{unused[0]}}} where it goes")
@@ -395,17 +421,26 @@ def figures(figure: Figure, ex: Execution) -> tuple[dict[str, tuple[float, str, 
             out[figure.name] = (float(m.group(group)), figure.unit, figure.higher_is_better)
         except (AttributeError, TypeError, ValueError):
             found = "no match" if m is None else f"{m.group(group)!r} is not a number"
-            return out, f"metric {figure.name}: regex {figure.arg!r} on {figure.stream}: {found}; stderr: {tail}"
+            return (
+                out,
+                f"metric {figure.name}: regex {figure.arg!r} on {figure.stream}: {found}; stderr: {tail}",
+            )
     elif figure.source == "json":
         try:
             value = json_pointer(json.loads(text), figure.arg)
         except (ValueError, KeyError, IndexError, TypeError) as exc:
-            return out, f"metric {figure.name}: JSON pointer {figure.arg} on {figure.stream}: {type(exc).__name__} {exc}; stderr: {tail}"
+            return (
+                out,
+                f"metric {figure.name}: JSON pointer {figure.arg} on {figure.stream}: {type(exc).__name__} {exc}; stderr: {tail}",
+            )
         if isinstance(value, bool) or not isinstance(value, int | float):
             return out, f"metric {figure.name}: {figure.arg} is {value!r}, not a number"
         out[figure.name] = (float(value), figure.unit, figure.higher_is_better)
     if figure.name not in out:
-        return out, f"metric {figure.name}: the {figure.parser} parser found no such figure on {figure.stream}; stderr: {tail}"
+        return (
+            out,
+            f"metric {figure.name}: the {figure.parser} parser found no such figure on {figure.stream}; stderr: {tail}",
+        )
     return out, None
 
 
