@@ -203,3 +203,16 @@ def test_the_program_workload_is_listed_and_a_plan_cannot_name_it_without_its_ki
     path.write_text('name = "p"\n[[workloads]]\nname = "program"\n')
     with pytest.raises(InputError, match='declare it with kind = "program"'):
         parse_plan(path.read_text(), str(path), _catalog())
+
+
+def test_the_runners_default_timeout_leaves_room_for_the_programs_own(tmp_path):
+    from boardlab.campaign.runner import Runner
+    from boardlab.campaign.schedule import build_cells
+
+    plan, catalog = _plan(
+        'name = "slow"\nargv = ["sleep", "1"]\ntimeout_s = 3000\niterations = 2\n', tmp_path
+    )
+    assert catalog["slow"].run_timeout_s == 6000
+    runner = Runner(plan, catalog, None, progress=None)  # only the timeout rule is asked here
+    cell = build_cells(plan, catalog)[0]
+    assert runner._timeout_s(cell) == 6000 + 120  # not the 1800 s default, which would cut it short

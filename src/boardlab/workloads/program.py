@@ -282,6 +282,7 @@ def spec_of(program: Program, params: tuple[ParamSpec, ...] = ()) -> WorkloadSpe
         unsupported_reason=missing_program(program),
         measured_argv=functools.partial(measured_argv, program),
         prepare=functools.partial(prepare, program) if program.prepare else None,
+        run_timeout_s=program.timeout_s * program.iterations,
     )
 
 
