@@ -45,6 +45,27 @@ def test_7z_parser_reads_the_rating_total_and_per_dictionary_size():
     assert got["compress_speed_kib_s"] == (261.0, "KiB/s", True)  # the "Avr:" row
 
 
+def test_7z_parser_reads_every_dictionary_size_of_a_longer_benchmark():
+    got = PARSERS["7z"].parse((OUTPUTS / "7zz-b-mmt1-md19.txt").read_text())
+    assert got["compress_d18_rating_mips"][0] == 345.0 and got["compress_d19_rating_mips"][0] == 447.0
+    assert got["decompress_d18_rating_mips"][0] == 341.0 and got["decompress_d19_rating_mips"][0] == 431.0
+    assert got["compress_rating_mips"][0] == 396.0 and got["rating_mips"][0] == 391.0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("7zz") is None, reason="needs 7-Zip's 7zz (Debian: apt-get install 7zip)")
+def test_a_real_7zip_benchmark_gives_its_rating_through_the_program_workload(tmp_path):
+    _, catalog = _plan(
+        'name = "7z"\nargv = ["7zz", "b", "1", "-mmt1", "-md18"]\nmetric = { parser = "7z" }\n', tmp_path
+    )
+    doc = _run_once(catalog["7z"], {})
+    assert doc["ok"], doc
+    assert (
+        doc["metrics"]["rating_mips"]["median"] > 0
+        and doc["metrics"]["compress_d18_rating_mips"]["median"] > 0
+    )
+
+
 def test_ffmpeg_parser_reads_frames_and_benchmark_times_of_a_decode():
     got = PARSERS["ffmpeg"].parse((OUTPUTS / "ffmpeg-benchmark-decode.txt").read_text())
     assert got["frames"][0] == 50.0 and got["bench_real_s"][0] == 0.246
