@@ -4,6 +4,10 @@ undone by recovery (`boardlab restore`), and "unsupported" with the reason where
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,7 +18,7 @@ from boardlab.conditions.journal import RestoreJournal
 from boardlab.platform import drivers, inventory
 from boardlab.platform.sysroot import SysRoot
 
-from helpers import copy_board
+from helpers import copy_board, run_cli
 
 KIND = condition_kinds()["driver"]
 DRIVERS = "sys/bus/platform/drivers"
@@ -95,3 +99,31 @@ def test_a_driver_without_a_device_and_an_empty_list_are_refused(bbb):
     assert KIND.check(PARAMS, ctx).startswith("unsupported: driver 'omap-aes' has no device bound to it")
     assert KIND.validate({"drivers": []}) == ("drivers", "an empty list: name at least one driver")
     assert KIND.validate({"drivers": "omap-aes"})[0] == "drivers"
+
+
+def test_boardlab_restore_binds_again_what_a_killed_run_left_unbound(bbb, tmp_path):
+    root, _ = bbb
+    state = tmp_path / "state"
+    crash = (  # a process that unbinds through the condition, then dies without undoing it
+        "import os, sys\n"
+        "from boardlab.conditions import condition_kinds\n"
+        "from boardlab.conditions.base import ApplyContext\n"
+        "from boardlab.conditions.journal import RestoreJournal\n"
+        "from boardlab.platform import inventory\n"
+        "from boardlab.platform.sysroot import SysRoot\n"
+        "sr = SysRoot(sys.argv[1]); info = inventory(sr)\n"
+        "ctx = ApplyContext(root=sr, journal=RestoreJournal(sr), info=info, worker_cpu=None,"
+        " online_cpus=info.online_cpus)\n"
+        "cm = condition_kinds()['driver'].apply({'drivers': ['omap-aes']}, ctx)\n"
+        "cm.__enter__()\n"
+        "os._exit(0)\n"
+    )
+    env = {**os.environ, "BOARDLAB_STATE_DIR": str(state)}
+    subprocess.run([sys.executable, "-c", crash, str(root)], check=True, env=env, timeout=60)
+    assert written(root, "omap-aes", "unbind") == "53500000.aes" and written(root, "omap-aes", "bind") == ""
+    proc = run_cli("restore", "--root", str(root), "--json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert [r["detail"] for r in json.loads(proc.stdout)["restored"]] == [
+        "bound 53500000.aes to omap-aes again"
+    ]
+    assert written(root, "omap-aes", "bind") == "53500000.aes"

@@ -237,3 +237,14 @@ def test_the_runners_default_timeout_leaves_room_for_the_programs_own(tmp_path):
     runner = Runner(plan, catalog, None, progress=None)  # only the timeout rule is asked here
     cell = build_cells(plan, catalog)[0]
     assert runner._timeout_s(cell) == 6000 + 120  # not the 1800 s default, which would cut it short
+
+
+def test_placeholders_are_replaced_and_doubled_braces_are_literal():
+    argv = ("awk", "{{ s += $1 }} END {{ print s / {n} }}", "{data}", "${{HOME}}")
+    assert program.substitute(argv, {"n": 4, "data": "/d/x.csv"}) == [
+        "awk",
+        "{ s += $1 } END { print s / 4 }",
+        "/d/x.csv",
+        "${HOME}",
+    ]
+    assert program.substitute(("--fast={on}",), {"on": True}) == ["--fast=true"]
