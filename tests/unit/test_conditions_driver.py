@@ -50,8 +50,9 @@ def test_the_fixture_has_the_crypto_engine_bound_in_the_real_layout(bbb):
     root, ctx = bbb
     assert drivers.bound_devices(ctx.root, "platform", "omap-aes") == ["53500000.aes"]
     assert drivers.bound_devices(ctx.root, "platform", "omap-sham") == ["53100000.sham"]
-    dev = root / DRIVERS / "omap-aes" / "53500000.aes"
-    assert dev.is_symlink() and (dev / "driver").resolve() == (root / DRIVERS / "omap-aes").resolve()
+    dev = root / DRIVERS / "omap-aes" / "53500000.aes"  # a link to the device under sys/devices
+    assert dev.is_symlink() and (dev / "modalias").read_text() == "of:NaesT(null)Cti,omap4-aes\n"
+    assert dev.resolve() == (root / "sys/bus/platform/devices/53500000.aes").resolve()
 
 
 def test_each_bound_device_is_unbound_for_the_run_and_bound_again_after(bbb):

@@ -7,8 +7,6 @@ condition uses this to run a workload with a hardware engine's driver off (the c
 
 from __future__ import annotations
 
-import os
-
 from boardlab.platform.sysroot import SysRoot
 
 BUS_DIR = "sys/bus"
@@ -23,9 +21,10 @@ def list_drivers(root: SysRoot, bus: str) -> list[str]:
 
 
 def bound_devices(root: SysRoot, bus: str, driver: str) -> list[str]:
-    """The devices bound to `driver` now: the symlinks in its directory (not `module`, its kernel module)."""
+    """The devices bound to `driver` now: the links to directories in its directory (not `module`, its
+    kernel module; bind, unbind and uevent are files)."""
     d = driver_dir(bus, driver)
-    return [name for name in root.listdir(d) if name != "module" and os.path.islink(root.path(f"{d}/{name}"))]
+    return [name for name in root.listdir(d) if name != "module" and root.is_dir(f"{d}/{name}")]
 
 
 def unbind(root: SysRoot, bus: str, driver: str, device: str) -> None:
