@@ -4,6 +4,7 @@ the real output of 7-Zip, ffmpeg, openssl and sysbench (captured on Debian 12, t
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -248,3 +249,16 @@ def test_placeholders_are_replaced_and_doubled_braces_are_literal():
         "${HOME}",
     ]
     assert program.substitute(("--fast={on}",), {"on": True}) == ["--fast=true"]
+
+
+def test_the_decode_example_of_the_docs_is_a_valid_plan(tmp_path):
+    docs = (Path(__file__).parents[2] / "docs" / "extending.md").read_text()
+    blocks = re.findall(r"```toml\n(.*?)```", docs, re.DOTALL)
+    example = next(b for b in blocks if 'name = "decode.h264"' in b)
+    path = tmp_path / "decode.toml"
+    path.write_text('name = "decode"\n[runs]\nunsupported = "skip"\n' + example)
+    catalog = _catalog()
+    plan = parse_plan(path.read_text(), str(path), catalog)
+    assert [w.name for w in plan.workloads] == ["decode.h264"] and plan.conditions[-1].kind == "ddgzip"
+    spec = catalog["decode.h264"]
+    assert spec.primary_metric.name == "decode_fps" and spec.prepare is not None
