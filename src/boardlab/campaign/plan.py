@@ -414,7 +414,8 @@ def parse_plan(
     text: str, source: str, catalog: dict[str, WorkloadSpec], root: str | Path | None = None
 ) -> Plan:
     """Parses and validates a plan; raises InputError naming the place and the fix. `root` is the board's
-    tree, which a [sweep] table expands from (PlanUnsupported where the board cannot run it)."""
+    tree, which a [sweep] table expands from (PlanUnsupported where the board cannot run it). A workload
+    the plan declares itself (kind = "program") is added to `catalog`, which the runner then reads."""
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
