@@ -4,9 +4,11 @@ the real output of 7-Zip, ffmpeg, openssl and sysbench (captured on Debian 12, t
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -262,3 +264,19 @@ def test_the_decode_example_of_the_docs_is_a_valid_plan(tmp_path):
     assert [w.name for w in plan.workloads] == ["decode.h264"] and plan.conditions[-1].kind == "ddgzip"
     spec = catalog["decode.h264"]
     assert spec.primary_metric.name == "decode_fps" and spec.prepare is not None
+
+
+def test_nothing_the_program_leaves_running_in_the_background_outlives_its_execution(tmp_path):
+    marker = f"59.{os.getpid()}"  # a sleep of 59.PID seconds: an argv no other process has
+    _, catalog = _plan(f'name = "bg"\nargv = ["sh", "-c", "sleep {marker} & echo started"]\n', tmp_path)
+    doc = _run_once(catalog["bg"], {})
+    assert doc["ok"], doc
+    time.sleep(0.2)
+    assert [p for p in os.listdir("/proc") if p.isdigit() and _argv(p)[:2] == ["sleep", marker]] == []
+
+
+def _argv(pid: str) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []

@@ -14,12 +14,14 @@ program's stderr tail. docs/extending.md shows a plan.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
 import functools
 import json
 import os
 import re
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -380,6 +382,8 @@ def execute(argv: list[str], timeout_s: float) -> Execution:
             stop_group(proc)
             raise
         wall_ns = time.monotonic_ns() - t0
+        with contextlib.suppress(ProcessLookupError):  # what the program left running in its group
+            os.killpg(proc.pid, signal.SIGKILL)
         stdout, stderr = _read(out), _read(err)
     tail = stderr.strip()[-STDERR_TAIL_CHARS:] or "(no stderr)"
     error = None
