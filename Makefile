@@ -38,6 +38,8 @@ DEB_PACKAGES += fio iperf3 liburing-dev libopenblas-dev
 DEB_PACKAGES += libexpat1-dev sockperf cyclonedds-tools wrk sysstat
 # Shared results: the PostgreSQL server the store tests start on loopback (initdb, pg_ctl) and a lab server runs.
 DEB_PACKAGES += postgresql
+# Program workloads: the programs the bundled parsers read (7-Zip's 7zz, ffmpeg, sysbench; openssl is above).
+DEB_PACKAGES += 7zip ffmpeg sysbench
 # fleet runs' tests: fake boards are network namespaces (iproute2) running Debian's sshd (openssh-server).
 DEB_PACKAGES += openssh-server iproute2
 # Vehicle-services study: svc.sub's parser=libxml2.

@@ -134,10 +134,15 @@ def _workload(
     if not isinstance(entry, dict):
         raise where.error(path, f"expected a table, found {_type_name(entry)}")
     entry = dict(entry)
+    if "kind" in entry:  # a workload declared in the plan (kind = "program"): it joins the catalog
+        spec = _declared_workload(entry, catalog, where, path)
+        catalog[spec.name] = spec
     name = _take(entry, "name", str, None, where, path)
     if name is None:
         raise where.error(path, "missing key 'name' (the workload, see `boardlab list`)")
     spec = catalog.get(name)
+    if name in _workload_kinds():  # it runs what a plan declares, never by its name alone
+        raise where.error(path + ("name",), f'declare it with kind = "{name}" (docs/extending.md)')
     if spec is None:
         close = [n for n in catalog if n.split(".")[0] == name.split(".")[0]] or sorted(catalog)
         raise where.error(path + ("name",), f"unknown workload {name!r}; valid: {', '.join(close)}")
@@ -149,7 +154,11 @@ def _workload(
     w_precision = _take(entry, "precision", (float, int), None, where, path, lo=0.001, hi=0.5)
     w_repetitions = _take(entry, "repetitions", int, None, where, path, lo=1, hi=100000)
     _no_leftovers(
-        entry, where, path, "name, params, metric, compare, threshold, tail_threshold, precision, repetitions"
+        entry,
+        where,
+        path,
+        "name, params, metric, compare, threshold, tail_threshold, precision, repetitions "
+        '(kind = "program" adds argv, inputs, prepare, timeout_s, iterations)',
     )
     if compare_param is not None and not (
         isinstance(params.get(compare_param), list) and len(params[compare_param]) >= 2
@@ -185,6 +194,26 @@ def _workload(
         precision=None if w_precision is None else float(w_precision),
         repetitions=w_repetitions,
     )
+
+
+def _workload_kinds() -> dict:
+    """[[workloads]] kinds a plan declares itself: the Python-run workloads whose module has `from_plan`."""
+    from boardlab.workloads import python_workload_modules
+
+    return {n: m for n, m in python_workload_modules().items() if hasattr(m, "from_plan")}
+
+
+def _declared_workload(
+    entry: dict, catalog: dict[str, WorkloadSpec], where: _Where, path: tuple
+) -> WorkloadSpec:
+    """A workload the plan itself declares; a relative input path is the plan file's."""
+    kinds = _workload_kinds()
+    kind = entry["kind"]
+    if kind not in kinds:
+        raise where.error(path + ("kind",), f"unknown workload kind {kind!r}; valid: {', '.join(kinds)}")
+    module = kinds[kind]
+    base = Path.cwd() if where.source.startswith("preset:") else Path(where.source).parent
+    return module.from_plan(entry, lambda keys, message: where.error(path + keys, message), base, catalog)
 
 
 def _condition_part(kind: Any, params: Any, kinds: dict, where: _Where, path: tuple) -> tuple[str, dict]:
@@ -385,7 +414,8 @@ def parse_plan(
     text: str, source: str, catalog: dict[str, WorkloadSpec], root: str | Path | None = None
 ) -> Plan:
     """Parses and validates a plan; raises InputError naming the place and the fix. `root` is the board's
-    tree, which a [sweep] table expands from (PlanUnsupported where the board cannot run it)."""
+    tree, which a [sweep] table expands from (PlanUnsupported where the board cannot run it). A workload
+    the plan declares itself (kind = "program") is added to `catalog`, which the runner then reads."""
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -377,9 +377,11 @@ class Runner:
         return self.energy.attach(result, t0, t0 + wall_ns)  # the worker's exact life, clipped
 
     def _timeout_s(self, cell: Cell) -> float:
-        return run_timeout_s(
+        default = run_timeout_s(
             self.plan.runs.timeout_s, cell.params_dict, self._longest_ns.get(cell.key, 0) / 1e9
         )
+        own = self.catalog[cell.workload].run_timeout_s  # a program's own timeout_s x iterations
+        return default if own is None or self.plan.runs.timeout_s is not None else max(default, own + 120)
 
     def _result(
         self, sr_run, attempt, cpu, started, wall_ns, code, out, err, rusage, gate, mon, state

@@ -136,6 +136,20 @@ def _skipped_lines(d: dict) -> list[str]:
     return lines
 
 
+def _listing_text(listing: dict) -> str:
+    """Every workload and condition of the plan: ok, or unsupported here with the reason."""
+
+    def line(kind: str, item: dict, what: str) -> str:
+        reason = item["reason"]
+        if not reason:
+            return f"{kind} {item['name']} ({what}): ok"
+        return f"{kind} {item['name']} ({what}): unsupported here: {reason.removeprefix('unsupported: ')}"
+
+    lines = [line("workload", w, w["family"]) for w in listing["workloads"]]
+    lines += [line("condition", c, " + ".join(c["parts"])) for c in listing["conditions"]]
+    return "\n".join(lines)
+
+
 def run(args) -> int:
     import json
 
@@ -186,7 +200,13 @@ def run(args) -> int:
 
     summary = summarize_plan(plan, catalog, db=args.db, root=args.root)
     if args.dry_run:
-        print(json.dumps(summary.to_dict()) if args.json else _dry_run_text(plan, summary))
+        from boardlab.campaign.checks import plan_listing
+
+        listing = plan_listing(plan, catalog, summary.to_dict())  # what runs here, and why not
+        if args.json:
+            print(json.dumps({**summary.to_dict(), **listing}))
+        else:
+            print(_dry_run_text(plan, summary) + "\n" + _listing_text(listing))
         return 0
     if (
         summary.reach.message and not summary.refused

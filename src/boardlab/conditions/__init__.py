@@ -17,6 +17,7 @@ _KIND_MODULES = {
     "governor-daemon": "boardlab.conditions.governor_daemon",
     "devfreq": "boardlab.conditions.devfreq_bus",
     "netns": "boardlab.conditions.netns",
+    "driver": "boardlab.conditions.driver",
 }
 
 

@@ -145,6 +145,20 @@ class RestoreJournal:
             raise
         return token
 
+    # ---- drivers ----
+
+    def unbound(self, bus: str, driver: str, device: str, *, what: str) -> str:
+        """Journals that `device` is bound to `driver`, then unbinds it; undo (or recovery) binds it again."""
+        from boardlab.platform import drivers
+
+        token = self._add({"kind": "unbound", "bus": bus, "driver": driver, "device": device, "what": what})
+        try:
+            drivers.unbind(self.root, bus, driver, device)
+        except BaseException:
+            self._drop(token)
+            raise
+        return token
+
     # ---- processes ----
 
     def started(self, pid: int, argv: list[str], *, what: str) -> str:
@@ -197,6 +211,11 @@ class RestoreJournal:
                 return Restored(entry["what"], f"left {path} alone: not a boardlab scratch directory")
             shutil.rmtree(path, ignore_errors=True)
             return Restored(entry["what"], f"removed {path}")
+        if entry["kind"] == "unbound":
+            from boardlab.platform import drivers
+
+            drivers.bind(self.root, entry["bus"], entry["driver"], entry["device"])
+            return Restored(entry["what"], f"bound {entry['device']} to {entry['driver']} again")
         if entry["kind"] == "setting":
             self.root.write_text(entry["rel"], entry["old"])
             return Restored(

@@ -127,6 +127,9 @@ class WorkloadSpec:
     # A headline figure shared with other workloads: the arithmetic mean of the primary metrics of every
     # workload naming the same composite (SciMark 2.0's composite: the mean of its five kernels' MFLOPS).
     composite: str | None = None
+    # The longest a run may take by its own bound (a program's timeout_s x its executions per run): the
+    # runner's default timeout is never shorter than it plus start-up.
+    run_timeout_s: float | None = None
 
     @property
     def supported(self) -> bool:

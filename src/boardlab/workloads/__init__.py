@@ -26,6 +26,7 @@ PYTHON_WORKLOADS: dict[str, str] = {
     "stream.knee": "boardlab.workloads.stream_knee",
     "io.dma": "boardlab.workloads.io_dma",
     "svc.scenario": "boardlab.workloads.services",
+    "program": "boardlab.workloads.program",  # a plan's kind = "program" entries (its from_plan)
 }
 
 

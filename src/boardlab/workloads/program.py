@@ -1,0 +1,481 @@
+"""program: the user's own program as a workload, declared in a plan with `kind = "program"`.
+
+A plan's `[[workloads]]` table with `kind = "program"` names an argv (with `{param}` placeholders filled from
+its `params`, `{input}` from its `inputs` and `{scratch}` with a private directory), the figure to keep (wall
+time, a rusage field, a regex's named group or a JSON pointer in the output, or a bundled parser's field:
+program_parsers), its unit and direction, a per-execution timeout and an optional `prepare` argv run once
+before the campaign (a clip encoded into `{scratch}`). The runner treats it as any workload: one fresh,
+pinned `python -m boardlab.worker program` per run, which spawns the program `iterations` times in its own
+process group, times each execution and reads its rusage with wait4; gates, monitor, energy, conditions
+and interleaving are the runner's. A failed exit, a timeout or a missing figure fails that run with the
+program's stderr tail. docs/extending.md shows a plan.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import dataclasses
+import functools
+import json
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from boardlab.errors import InputError, MeasurementError
+from boardlab.model.workload import LaunchOptions, MetricSpec, ParamSpec, WorkloadSpec
+from boardlab.workloads.program_parsers import PARSERS
+
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+PLACEHOLDER_RE = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+SOURCES = ("wall", "rusage", "regex", "json", "parser")
+RUSAGE_FIELDS = {"user_s": "s", "sys_s": "s", "cpu_s": "s", "maxrss_kib": "KiB"}
+STREAMS = ("stdout", "stderr")
+PLAN_KEYS = ("kind", "argv", "inputs", "prepare", "metric", "timeout_s", "iterations")
+OUTPUT_MAX_BYTES = 64 << 20  # what a run keeps of a program's output to read its figure from
+STDERR_TAIL_CHARS = 600
+DEFAULT_TIMEOUT_S = 600.0
+
+# The figures every run records beside the chosen one: the program's own time and rusage.
+ALWAYS = (
+    MetricSpec("wall_s", "s", False, "time", help="wall time of one execution"),
+    MetricSpec("user_s", "s", False, "time", help="user CPU time of one execution (wait4)"),
+    MetricSpec("sys_s", "s", False, "time", help="system CPU time of one execution (wait4)"),
+    MetricSpec("maxrss_kib", "KiB", False, "value", help="peak resident set of the program (wait4)"),
+)
+
+SPEC = WorkloadSpec(
+    name="program",
+    family="program",
+    summary='a program of yours, declared in a plan with kind = "program" (docs/extending.md)',
+    runner="python",
+    params=(ParamSpec("spec", "str", None, required=True, help="the declaration, as the plan makes it"),),
+    metrics=ALWAYS,
+)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """Where the run's metric comes from: `source` is one of SOURCES; `arg` the rusage field, regex,
+    JSON pointer or parser field; `parser` the bundled parser's name."""
+
+    source: str
+    name: str
+    unit: str
+    higher_is_better: bool
+    arg: str = ""
+    stream: str = "stdout"
+    parser: str | None = None
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class Program:
+    name: str
+    argv: tuple[str, ...]
+    figure: Figure
+    timeout_s: float
+    iterations: int
+    inputs: tuple[tuple[str, str], ...] = ()  # name -> absolute path
+    prepare: tuple[str, ...] = ()
+
+
+# ---- the declaration in a plan ----
+
+PlanError = Callable[[tuple, str], InputError]  # (key path inside the entry, message) -> the plan's error
+
+
+def _strings(value: Any, key: str, err: PlanError) -> tuple[str, ...]:
+    if not isinstance(value, list) or not value or not all(isinstance(a, str) for a in value):
+        raise err(
+            (key,),
+            f'expected a non-empty list of strings (an argv), e.g. ["sh", "-c", "..."], found {value!r}',
+        )
+    return tuple(value)
+
+
+def _declared_params(params: Any, err: PlanError) -> tuple[ParamSpec, ...]:
+    """Each key of `params` is a parameter of the program, typed by its value(s): int, float, str or bool."""
+    if not isinstance(params, dict):
+        raise err(("params",), f"expected a table, found {params!r}")
+    names = {bool: "bool", int: "int", float: "float", str: "str"}
+    out = []
+    for key, value in params.items():
+        values = value if isinstance(value, list) else [value]
+        kinds = {type(v) for v in values}
+        if len(kinds) != 1 or next(iter(kinds)) not in names:
+            raise err(
+                ("params", key),
+                f"expected values of one type (integer, number, string or boolean), found {value!r}",
+            )
+        out.append(ParamSpec(key, names[kinds.pop()], None, help="a parameter of the program's argv"))
+    return tuple(out)
+
+
+def _inputs(table: Any, base: Path, err: PlanError) -> tuple[tuple[str, str], ...]:
+    """Input files, checked before anything runs: a regular, readable file; a relative path is the plan's."""
+    if not isinstance(table, dict):
+        raise err(("inputs",), f'expected a table of name = "path", found {table!r}')
+    out = []
+    for key, value in table.items():
+        if not isinstance(value, str) or not value:
+            raise err(("inputs", key), f"expected a path, found {value!r}")
+        path = (base / os.path.expanduser(value)).resolve()
+        if not path.exists():
+            raise err(("inputs", key), f"{path}: no such file; give the path of the program's input")
+        if not path.is_file():
+            raise err(("inputs", key), f"{path}: not a regular file")
+        if not os.access(path, os.R_OK):
+            raise err(("inputs", key), f"{path}: not readable by this user")
+        out.append((key, str(path)))
+    return tuple(out)
+
+
+def _better(table: dict, err: PlanError) -> bool:
+    better = table.pop("better", None)
+    if better not in ("higher", "lower"):
+        raise err(("metric", "better"), f'expected "higher" or "lower" (which is better), found {better!r}')
+    return better == "higher"
+
+
+def _figure(table: Any, err: PlanError) -> Figure:
+    """`metric`: absent = wall time; else exactly one of wall, rusage, regex, json, parser."""
+    if table is None:
+        return Figure("wall", "wall_s", "s", False)
+    if not isinstance(table, dict):
+        raise err(
+            ("metric",),
+            "expected a table such as { regex = 'rate: (?P<value>[0-9.]+)', unit = 'MB/s', better = 'higher' }",
+        )
+    t = dict(table)
+    given = [s for s in SOURCES if s in t]
+    if len(given) != 1:
+        raise err(
+            ("metric",), f"give exactly one of {', '.join(SOURCES)}; found {', '.join(given) or 'none'}"
+        )
+    source, arg = given[0], t.pop(given[0])
+    stream = t.pop("stream", "stdout")
+    if stream not in STREAMS:
+        raise err(("metric", "stream"), f"expected stdout or stderr, found {stream!r}")
+    if source == "wall":
+        fig = Figure("wall", "wall_s", "s", False)
+    elif source == "rusage":
+        if arg not in RUSAGE_FIELDS:
+            raise err(("metric", "rusage"), f"expected one of {', '.join(RUSAGE_FIELDS)}, found {arg!r}")
+        fig = Figure("rusage", arg, RUSAGE_FIELDS[arg], False, arg)
+    elif source == "parser":
+        fig = _parser_figure(arg, t, err)
+    else:
+        fig = _output_figure(source, arg, t, stream, err)
+    if t:
+        raise err(("metric", next(iter(t))), "unknown key for this metric source")
+    return fig
+
+
+def _parser_figure(name: Any, t: dict, err: PlanError) -> Figure:
+    parser = PARSERS.get(name) if isinstance(name, str) else None
+    if parser is None:
+        raise err(("metric", "parser"), f"unknown parser {name!r}; bundled: {', '.join(PARSERS)}")
+    field = t.pop("field", parser.fields[0][0])
+    found = next((f for f in parser.fields if f[0] == field), None)
+    if found is None:
+        raise err(
+            ("metric", "field"),
+            f"{name} has no field {field!r}; valid: {', '.join(f[0] for f in parser.fields)}",
+        )
+    return Figure("parser", field, found[1], found[2], field, parser.stream, parser.name)
+
+
+def _output_figure(source: str, arg: Any, t: dict, stream: str, err: PlanError) -> Figure:
+    if not isinstance(arg, str) or not arg:
+        raise err(("metric", source), f"expected a string, found {arg!r}")
+    name = t.pop("name", "value")
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        raise err(("metric", "name"), f"expected a metric name (letters, digits, _ . -), found {name!r}")
+    unit = t.pop("unit", None)
+    if not isinstance(unit, str) or not unit:
+        raise err(("metric", "unit"), 'missing unit of the figure, e.g. unit = "MB/s"')
+    if source == "regex":
+        try:
+            groups = re.compile(arg).groupindex
+        except re.error as exc:
+            raise err(("metric", "regex"), f"not a regular expression: {exc}") from None
+        if len(groups) != 1:
+            raise err(
+                ("metric", "regex"),
+                "expected one named group around the number, e.g. 'rate: (?P<value>[0-9.]+)'",
+            )
+    elif not arg.startswith("/"):
+        raise err(
+            ("metric", "json"), f"expected a JSON pointer (RFC 6901) such as /results/0/rate, found {arg!r}"
+        )
+    return Figure(source, name, unit, _better(t, err), arg, stream)
+
+
+def _placeholders(argv: tuple[str, ...]) -> set[str]:
+    return {m.group(1) for a in argv for m in PLACEHOLDER_RE.finditer(a) if m.group(1)}
+
+
+def from_plan(entry: dict, err: PlanError, base_dir: Path, taken: Mapping[str, Any]) -> WorkloadSpec:
+    """The spec of a program declared in a plan's [[workloads]] entry; pops the keys it owns (PLAN_KEYS)
+    and leaves name, params and the keys every workload has to the plan's reader."""
+    name = entry.get("name")
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        raise err(("name",), f"expected a name for the program (letters, digits, _ . -), found {name!r}")
+    if name in taken:
+        raise err(("name",), f"{name!r} is already a workload; give the program another name")
+    entry.pop("kind")
+    argv = _strings(entry.pop("argv", None), "argv", err)
+    prepare = _strings(entry.pop("prepare"), "prepare", err) if "prepare" in entry else ()
+    inputs = _inputs(entry.pop("inputs", {}), base_dir, err)
+    figure = _figure(entry.pop("metric", None), err)
+    timeout_s = entry.pop("timeout_s", DEFAULT_TIMEOUT_S)
+    if (
+        isinstance(timeout_s, bool)
+        or not isinstance(timeout_s, int | float)
+        or not 0.01 <= timeout_s <= 7 * 86400
+    ):
+        raise err(("timeout_s",), f"expected seconds in [0.01, 604800], found {timeout_s!r}")
+    iterations = entry.pop("iterations", 1)
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or not 1 <= iterations <= 10000:
+        raise err(("iterations",), f"expected executions per run in [1, 10000], found {iterations!r}")
+    params = _declared_params(entry.get("params", {}), err)
+    known = {p.name for p in params} | {k for k, _ in inputs} | {"scratch"}
+    for key, words in (("argv", argv), ("prepare", prepare)):
+        unknown = sorted(_placeholders(words) - known)
+        if unknown:
+            raise err(
+                (key,),
+                f"{{{unknown[0]}}} is neither a parameter, an input nor {{scratch}}; "
+                f"declared: {', '.join(sorted(known))} (write {{{{ and }}}} for literal braces)",
+            )
+    unused = sorted({p.name for p in params} - _placeholders(argv + prepare))
+    if unused:
+        raise err(("params", unused[0]), f"not used in argv or prepare: write {{{unused[0]}}} where it goes")
+    program = Program(name, argv, figure, float(timeout_s), iterations, inputs, prepare)
+    return spec_of(program, params)
+
+
+def spec_of(program: Program, params: tuple[ParamSpec, ...] = ()) -> WorkloadSpec:
+    primary = MetricSpec(program.figure.name, program.figure.unit, program.figure.higher_is_better, "value",
+                         help=f"{program.figure.source} of {program.argv[0]}")  # fmt: skip
+    extra = tuple(m for m in ALWAYS if m.name != primary.name)
+    if program.figure.parser:
+        parser = PARSERS[program.figure.parser]
+        extra += tuple(MetricSpec(f, u, h, "value") for f, u, h in parser.fields if f != primary.name)
+    inputs = tuple(ParamSpec(k, "str", v, help="an input file") for k, v in program.inputs)
+    return WorkloadSpec(
+        name=program.name,
+        family="program",
+        summary=" ".join(program.argv)[:100],
+        runner="python",
+        params=params + inputs,  # inputs as defaults: runs.drop_caches evicts them before each run
+        metrics=(primary, *extra),
+        unsupported_reason=missing_program(program),
+        measured_argv=functools.partial(measured_argv, program),
+        prepare=functools.partial(prepare, program) if program.prepare else None,
+        run_timeout_s=program.timeout_s * program.iterations,
+    )
+
+
+def missing_program(program: Program) -> str | None:
+    """Why the program (or its prepare step) cannot start here: not installed, with Debian's package."""
+    for argv in (program.argv, program.prepare):
+        if argv and not PLACEHOLDER_RE.search(argv[0]) and shutil.which(argv[0]) is None:
+            parser = PARSERS.get(program.figure.parser or "")
+            hint = f" (Debian: apt-get install {parser.debian_package})" if parser else ""
+            return f"{argv[0]}: not found on PATH{hint}"
+    return None
+
+
+# ---- the measured run ----
+
+_scratch: dict[str, str] = {}
+
+
+def scratch_dir(name: str) -> str:
+    """A private directory per program and boardlab process (its prepared inputs), removed at exit."""
+    if name not in _scratch:
+        _scratch[name] = tempfile.mkdtemp(prefix=f"boardlab-{name}-")
+        atexit.register(shutil.rmtree, _scratch[name], True)
+    return _scratch[name]
+
+
+def substitute(words: tuple[str, ...], values: Mapping[str, Any]) -> list[str]:
+    def one(m: re.Match) -> str:
+        if m.group(0) in ("{{", "}}"):
+            return m.group(0)[0]
+        value = values[m.group(1)]
+        return str(value).lower() if isinstance(value, bool) else str(value)
+
+    return [PLACEHOLDER_RE.sub(one, w) for w in words]
+
+
+def _values(program: Program, params: Mapping) -> dict:
+    values = {**dict(program.inputs), **params}
+    if "scratch" in _placeholders(program.argv + program.prepare):
+        values["scratch"] = scratch_dir(program.name)
+    return values
+
+
+def measured_argv(program: Program, params: Mapping, options: LaunchOptions) -> list[str]:
+    """One run: `python -m boardlab.worker program` with the substituted declaration."""
+    decl = {
+        "name": program.name,
+        "argv": substitute(program.argv, _values(program, params)),
+        "figure": program.figure.to_dict(),
+        "timeout_s": program.timeout_s,
+    }
+    spec = json.dumps(decl, separators=(",", ":"))
+    return [sys.executable, "-m", "boardlab.worker", "program", "--param", f"spec={spec}",
+            "--iterations", str(program.iterations), "--json"]  # fmt: skip
+
+
+def prepare(program: Program, params: Mapping, note: Callable[[str], None]) -> None:
+    """The `prepare` argv, once per parameter set before the campaign stores anything."""
+    argv = substitute(program.prepare, _values(program, params))
+    note(f"{program.name}: preparing: {' '.join(argv)}")
+    ex = execute(argv, program.timeout_s)
+    if ex.error:
+        raise MeasurementError(f"{program.name}: prepare failed: {ex.error}")
+
+
+@dataclass(frozen=True)
+class Execution:
+    wall_ns: int
+    rusage: dict[str, int]
+    stdout: str
+    stderr: str
+    error: str | None  # a failed exit or a timeout, with the stderr tail
+
+
+def _read(f) -> str:
+    f.seek(0)
+    return f.read(OUTPUT_MAX_BYTES).decode(errors="replace")
+
+
+def execute(argv: list[str], timeout_s: float) -> Execution:
+    """One execution in its own process group (killed with it at the timeout), reaped with wait4."""
+    from boardlab.platform.spawn import Deadline, spawn, stop_group, wait_rusage
+
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.monotonic_ns()
+        try:
+            proc = spawn(argv, stdout=out, stderr=err)
+        except OSError as exc:
+            return Execution(0, {}, "", "", f"cannot start {argv[0]}: {exc.strerror}")
+        deadline = Deadline(proc, timeout_s)
+        try:
+            code, rusage = wait_rusage(proc, deadline)
+        except BaseException:
+            deadline.disarm()
+            stop_group(proc)
+            raise
+        wall_ns = time.monotonic_ns() - t0
+        with contextlib.suppress(ProcessLookupError):  # what the program left running in its group
+            os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = _read(out), _read(err)
+    tail = stderr.strip()[-STDERR_TAIL_CHARS:] or "(no stderr)"
+    error = None
+    if deadline.fired:
+        error = f"timed out after {timeout_s:g} s (timeout_s): killed with its process group; stderr: {tail}"
+    elif code != 0:
+        error = f"{argv[0]} exited {code}; stderr: {tail}"
+    return Execution(wall_ns, rusage, stdout, stderr, error)
+
+
+def json_pointer(doc: Any, pointer: str) -> Any:
+    """RFC 6901: /a/0/b~1c -> doc["a"][0]["b/c"]; KeyError/IndexError/TypeError when it names nothing."""
+    for token in pointer.split("/")[1:]:
+        token = token.replace("~1", "/").replace("~0", "~")
+        doc = doc[int(token)] if isinstance(doc, list) else doc[token]
+    return doc
+
+
+def figures(figure: Figure, ex: Execution) -> tuple[dict[str, tuple[float, str, bool]], str | None]:
+    """Every figure of one execution (its time and rusage, and the chosen figure), or why the chosen one
+    is missing."""
+    ru = ex.rusage
+    user, sys_ = ru.get("utime_us", 0) / 1e6, ru.get("stime_us", 0) / 1e6
+    out = {
+        "wall_s": (ex.wall_ns / 1e9, "s", False),
+        "user_s": (user, "s", False),
+        "sys_s": (sys_, "s", False),
+        "maxrss_kib": (float(ru.get("maxrss_kib", 0)), "KiB", False),
+    }
+    if figure.source == "rusage" and figure.arg == "cpu_s":
+        out["cpu_s"] = (user + sys_, "s", False)
+    text = ex.stdout if figure.stream == "stdout" else ex.stderr
+    tail = ex.stderr.strip()[-STDERR_TAIL_CHARS:] or "(no stderr)"
+    if figure.source == "parser":
+        out.update(PARSERS[figure.parser].parse(text))
+    elif figure.source == "regex":
+        m = re.search(figure.arg, text, re.MULTILINE)
+        group = next(iter(re.compile(figure.arg).groupindex))
+        try:
+            out[figure.name] = (float(m.group(group)), figure.unit, figure.higher_is_better)
+        except (AttributeError, TypeError, ValueError):
+            found = "no match" if m is None else f"{m.group(group)!r} is not a number"
+            return (
+                out,
+                f"metric {figure.name}: regex {figure.arg!r} on {figure.stream}: {found}; stderr: {tail}",
+            )
+    elif figure.source == "json":
+        try:
+            value = json_pointer(json.loads(text), figure.arg)
+        except (ValueError, KeyError, IndexError, TypeError) as exc:
+            return (
+                out,
+                f"metric {figure.name}: JSON pointer {figure.arg} on {figure.stream}: {type(exc).__name__} {exc}; stderr: {tail}",
+            )
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return out, f"metric {figure.name}: {figure.arg} is {value!r}, not a number"
+        out[figure.name] = (float(value), figure.unit, figure.higher_is_better)
+    if figure.name not in out:
+        return (
+            out,
+            f"metric {figure.name}: the {figure.parser} parser found no such figure on {figure.stream}; stderr: {tail}",
+        )
+    return out, None
+
+
+def run(params: dict, iterations: int | None = None) -> dict:
+    """The body of one worker result: the program executed `iterations` times, each time and figure kept."""
+    from boardlab.workloads.ai_inference import _summary  # the one per-iteration summary of Python workloads
+
+    decl = json.loads(params["spec"])
+    figure = Figure(**decl["figure"])
+    series: dict[str, list[float]] = {}
+    units: dict[str, tuple[str, bool]] = {}
+    times, errors = [], []
+    for _ in range(iterations or 1):
+        ex = execute(decl["argv"], decl["timeout_s"])
+        if ex.error:
+            errors.append(ex.error)
+            break
+        found, missing = figures(figure, ex)
+        if missing:
+            errors.append(missing)
+            break
+        times.append(ex.wall_ns)
+        for key, (value, unit, hib) in found.items():
+            series.setdefault(key, []).append(value)
+            units[key] = (unit, hib)
+    metrics = {k: _summary(v, *units[k]) for k, v in series.items() if len(v) == len(times)}
+    return {
+        "ok": not errors,
+        "errors": errors,
+        "metrics": metrics if not errors else {},
+        "iterations_ns": times,
+        "info": {"argv": decl["argv"], "figure": figure.to_dict()},
+    }

@@ -1,0 +1,282 @@
+"""The user's program as a workload: its declaration in a plan, one measured run, and the bundled parsers on
+the real output of 7-Zip, ffmpeg, openssl and sysbench (captured on Debian 12, tests/fixtures/programs/)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from boardlab.campaign.plan import parse_plan
+from boardlab.errors import InputError
+from boardlab.model.workload import LaunchOptions
+from boardlab.workloads import all_workloads, program
+from boardlab.workloads.program_parsers import PARSERS
+
+OUTPUTS = Path(__file__).parent.parent / "fixtures" / "programs"
+
+
+def _catalog() -> dict:
+    return {w.name: w for w in all_workloads() if w.runner == "python"}
+
+
+def _plan(body: str, tmp_path: Path, catalog: dict | None = None):
+    path = tmp_path / "plan.toml"
+    path.write_text('name = "p"\n[[workloads]]\nkind = "program"\n' + body)
+    catalog = _catalog() if catalog is None else catalog
+    return parse_plan(path.read_text(), str(path), catalog), catalog
+
+
+def _run_once(spec, params: dict) -> dict:
+    """One measured run as the runner starts it: the spec's argv, a fresh worker, its JSON on stdout."""
+    argv = spec.measured_argv(params, LaunchOptions(iterations=1))
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    return json.loads(proc.stdout)
+
+
+def test_7z_parser_reads_the_rating_total_and_per_dictionary_size():
+    got = PARSERS["7z"].parse((OUTPUTS / "7zz-b-mmt1-md22.txt").read_text())
+    assert got["rating_mips"] == (290.0, "MIPS", True)  # "Tot:  10  2907  290": the 7-Zip rating
+    assert got["rating_per_usage_mips"][0] == 2907.0 and got["usage_pct"][0] == 10.0
+    assert got["compress_d22_rating_mips"][0] == 255.0 and got["decompress_d22_rating_mips"][0] == 325.0
+    assert got["compress_speed_kib_s"] == (261.0, "KiB/s", True)  # the "Avr:" row
+
+
+def test_7z_parser_reads_every_dictionary_size_of_a_longer_benchmark():
+    got = PARSERS["7z"].parse((OUTPUTS / "7zz-b-mmt1-md19.txt").read_text())
+    assert got["compress_d18_rating_mips"][0] == 345.0 and got["compress_d19_rating_mips"][0] == 447.0
+    assert got["decompress_d18_rating_mips"][0] == 341.0 and got["decompress_d19_rating_mips"][0] == 431.0
+    assert got["compress_rating_mips"][0] == 396.0 and got["rating_mips"][0] == 391.0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("7zz") is None, reason="needs 7-Zip's 7zz (Debian: apt-get install 7zip)")
+def test_a_real_7zip_benchmark_gives_its_rating_through_the_program_workload(tmp_path):
+    _, catalog = _plan(
+        'name = "7z"\nargv = ["7zz", "b", "1", "-mmt1", "-md18"]\nmetric = { parser = "7z" }\n', tmp_path
+    )
+    doc = _run_once(catalog["7z"], {})
+    assert doc["ok"], doc
+    assert (
+        doc["metrics"]["rating_mips"]["median"] > 0
+        and doc["metrics"]["compress_d18_rating_mips"]["median"] > 0
+    )
+
+
+def test_ffmpeg_parser_reads_frames_and_benchmark_times_of_a_decode():
+    got = PARSERS["ffmpeg"].parse((OUTPUTS / "ffmpeg-benchmark-decode.txt").read_text())
+    assert got["frames"][0] == 50.0 and got["bench_real_s"][0] == 0.246
+    assert got["decode_fps"][0] == pytest.approx(50 / 0.246) and got["bench_maxrss_kib"][0] == 61376.0
+
+
+def test_openssl_and_sysbench_parsers_read_their_tables():
+    ssl = PARSERS["openssl"].parse((OUTPUTS / "openssl-speed-sha256.txt").read_text())
+    assert ssl["block_16B_kB_s"][0] == 70505.07 and ssl["largest_block_kB_s"][0] == 1433302.11
+    sb = PARSERS["sysbench"].parse((OUTPUTS / "sysbench-cpu.txt").read_text())
+    assert sb["events_per_s"] == (3224.94, "events/s", True) and sb["latency_p95_ms"] == (0.04, "ms", False)
+    assert PARSERS["sysbench"].parse("no figures here") == {}
+
+
+def test_a_program_entry_becomes_a_workload_with_its_params_metric_and_inputs(tmp_path):
+    (tmp_path / "data.bin").write_bytes(b"x" * 100)
+    plan, catalog = _plan(
+        'name = "my.wc"\nargv = ["sh", "-c", "echo n={n} $(wc -c < {data})"]\nparams = { n = [1, 2] }\n'
+        'inputs = { data = "data.bin" }\n'
+        'metric = { regex = "n=\\\\d+ (?P<bytes>\\\\d+)", name = "bytes", unit = "B", better = "higher" }\n',
+        tmp_path,
+    )
+    spec = catalog["my.wc"]
+    assert plan.workloads[0].name == "my.wc" and plan.workloads[0].params == {"n": [1, 2]}
+    assert spec.primary_metric.name == "bytes" and spec.primary_metric.higher_is_better
+    assert spec.param("data").default == str(tmp_path / "data.bin")  # runs.drop_caches evicts it
+    doc = _run_once(spec, {"n": 2})
+    assert doc["ok"], doc
+    assert doc["metrics"]["bytes"]["median"] == 100.0 and doc["info"]["argv"][2].startswith("echo n=2 ")
+    assert doc["metrics"]["wall_s"]["median"] > 0 and len(doc["iterations_ns"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ('name = "x"\nargv = ["echo", "{nope}"]\n', "plan.toml:5: workloads[0].argv: {nope} is neither"),
+        ('name = "x"\nargv = ["echo"]\nparams = { n = 3 }\n', "workloads[0].params.n: not used in argv"),
+        ('name = "x"\nargv = ["echo"]\ninputs = { f = "missing.bin" }\n', "workloads[0].inputs.f: "),
+        (
+            'name = "x"\nargv = ["echo"]\nmetric = { regex = "(?P<v>\\\\d+)" }\n',
+            "workloads[0].metric.unit: missing",
+        ),
+        (
+            'name = "x"\nargv = ["echo"]\nmetric = { regex = "(?P<v>1)", unit = "s" }\n',
+            "metric.better: expected",
+        ),
+        (
+            'name = "x"\nargv = ["echo"]\nmetric = { parser = "7z", field = "speed" }\n',
+            "7z has no field 'speed'",
+        ),
+        ('name = "x"\nargv = ["echo"]\nmetric = { wall = true, rusage = "user_s" }\n', "exactly one of"),
+        ('name = "x"\nargv = "echo"\n', "workloads[0].argv: expected a non-empty list"),
+        ('name = "noop"\nargv = ["echo"]\n', "'noop' is already a workload"),
+        ('name = "x"\nargv = ["echo"]\ntimeout_s = 0\n', "workloads[0].timeout_s: expected seconds"),
+    ],
+)
+def test_plan_errors_name_the_file_line_and_key(tmp_path, body, expected):
+    catalog = {**_catalog(), "noop": next(w for w in all_workloads() if w.name == "noop")}
+    with pytest.raises(InputError) as exc:
+        _plan(body, tmp_path, catalog)
+    assert expected in str(exc.value) and str(tmp_path / "plan.toml") in str(exc.value)
+
+
+def test_a_missing_program_is_unsupported_with_the_debian_package(tmp_path):
+    body = 'name = "x"\nargv = ["boardlab-no-such-program", "b"]\nmetric = { parser = "7z" }\n'
+    why = "boardlab-no-such-program: not found on PATH (Debian: apt-get install 7zip)"
+    with pytest.raises(
+        InputError, match="plan.toml:4: workloads\\[0\\].name: x is unsupported here: "
+    ) as exc:
+        _plan(body, tmp_path)
+    assert str(exc.value).endswith(why)
+    path = tmp_path / "skip.toml"  # under runs.unsupported = "skip" the runner skips it and says why
+    path.write_text(f'name = "p"\n[runs]\nunsupported = "skip"\n[[workloads]]\nkind = "program"\n{body}')
+    catalog = _catalog()
+    parse_plan(path.read_text(), str(path), catalog)
+    assert catalog["x"].unsupported_reason == why
+
+
+def test_a_failed_exit_a_missing_figure_and_a_timeout_fail_the_run_with_the_stderr_tail(tmp_path):
+    body = 'name = "x"\nargv = ["sh", "-c", "{script}"]\nparams = { script = "x" }\ntimeout_s = 1\n'
+    regex = 'metric = { regex = "rate=(?P<r>[0-9.]+)", name = "rate", unit = "MB/s", better = "higher" }\n'
+    _, catalog = _plan(body + regex, tmp_path)
+    spec = catalog["x"]
+    failed = _run_once(spec, {"script": "echo rate=5; echo disk on fire >&2; exit 3"})
+    assert not failed["ok"] and failed["errors"] == ["sh exited 3; stderr: disk on fire"]
+    missing = _run_once(spec, {"script": "echo speed=5; echo warn >&2"})
+    assert (
+        not missing["ok"]
+        and "regex" in missing["errors"][0]
+        and "no match; stderr: warn" in missing["errors"][0]
+    )
+    hung = _run_once(spec, {"script": "echo started >&2; sleep 30"})
+    assert not hung["ok"] and hung["errors"][0].startswith("timed out after 1 s")
+    assert "started" in hung["errors"][0]
+    ok = _run_once(spec, {"script": "echo rate=12.5"})
+    assert ok["ok"] and ok["metrics"]["rate"]["median"] == 12.5
+
+
+def test_a_json_pointer_and_rusage_are_figures_too(tmp_path):
+    plan_json = 'name = "j"\nargv = ["sh", "-c", "echo \'{{\\"r\\": [{{\\"a/b\\": 7}}]}}\'"]\n'
+    _, catalog = _plan(
+        plan_json + 'metric = { json = "/r/0/a~1b", unit = "ops", better = "higher" }\n', tmp_path
+    )
+    doc = _run_once(catalog["j"], {})
+    assert doc["ok"], doc
+    assert doc["metrics"]["value"]["median"] == 7.0
+    _, catalog = _plan('name = "u"\nargv = ["sh", "-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done"]\n'
+                       'metric = { rusage = "cpu_s" }\n', tmp_path)  # fmt: skip
+    doc = _run_once(catalog["u"], {})
+    assert doc["ok"] and doc["metrics"]["cpu_s"]["median"] > 0
+
+
+def test_prepare_runs_once_into_the_scratch_directory_the_argv_reads(tmp_path):
+    _, catalog = _plan(
+        'name = "prep"\nprepare = ["sh", "-c", "echo 41 > {scratch}/in.txt"]\n'
+        'argv = ["sh", "-c", "echo $(( $(cat {scratch}/in.txt) + 1 ))"]\n'
+        'metric = { regex = "(?P<v>\\\\d+)", unit = "count", better = "higher" }\n',
+        tmp_path,
+    )
+    spec = catalog["prep"]
+    notes = []
+    spec.prepare({}, notes.append)
+    assert notes and "preparing" in notes[0]
+    assert _run_once(spec, {})["metrics"]["value"]["median"] == 42.0
+
+
+@pytest.mark.skipif(shutil.which("ffmpeg") is None, reason="needs ffmpeg (Debian: apt-get install ffmpeg)")
+def test_ffmpeg_decode_of_a_clip_made_at_prepare_time_is_read_by_its_parser(tmp_path):
+    _, catalog = _plan(
+        'name = "decode"\nprepare = ["ffmpeg", "-loglevel", "error", "-f", "lavfi", "-i", '
+        '"testsrc=duration=1:size=160x120:rate=25", "-pix_fmt", "yuv420p", "-y", "{scratch}/clip.mp4"]\n'
+        'argv = ["ffmpeg", "-hide_banner", "-benchmark", "-i", "{scratch}/clip.mp4", "-f", "null", "-"]\n'
+        'metric = { parser = "ffmpeg", field = "decode_fps" }\n',
+        tmp_path,
+    )
+    catalog["decode"].prepare({}, lambda _: None)
+    doc = _run_once(catalog["decode"], {})
+    assert doc["ok"], doc
+    assert doc["metrics"]["frames"]["median"] == 25.0 and doc["metrics"]["decode_fps"]["median"] > 0
+
+
+@pytest.mark.skipif(shutil.which("sysbench") is None, reason="needs sysbench (apt-get install sysbench)")
+def test_sysbench_cpu_is_read_by_its_parser(tmp_path):
+    _, catalog = _plan(
+        'name = "sb"\nargv = ["sysbench", "cpu", "--cpu-max-prime=500", "--time=1", "run"]\n'
+        'metric = { parser = "sysbench" }\n',
+        tmp_path,
+    )
+    doc = _run_once(catalog["sb"], {})
+    assert doc["ok"] and doc["metrics"]["events_per_s"]["median"] > 0
+
+
+def test_the_program_workload_is_listed_and_a_plan_cannot_name_it_without_its_kind(tmp_path):
+    assert program.SPEC.name in _catalog()
+    path = tmp_path / "plan.toml"
+    path.write_text('name = "p"\n[[workloads]]\nname = "program"\n')
+    with pytest.raises(InputError, match='declare it with kind = "program"'):
+        parse_plan(path.read_text(), str(path), _catalog())
+
+
+def test_the_runners_default_timeout_leaves_room_for_the_programs_own(tmp_path):
+    from boardlab.campaign.runner import Runner
+    from boardlab.campaign.schedule import build_cells
+
+    plan, catalog = _plan(
+        'name = "slow"\nargv = ["sleep", "1"]\ntimeout_s = 3000\niterations = 2\n', tmp_path
+    )
+    assert catalog["slow"].run_timeout_s == 6000
+    runner = Runner(plan, catalog, None, progress=None)  # only the timeout rule is asked here
+    cell = build_cells(plan, catalog)[0]
+    assert runner._timeout_s(cell) == 6000 + 120  # not the 1800 s default, which would cut it short
+
+
+def test_placeholders_are_replaced_and_doubled_braces_are_literal():
+    argv = ("awk", "{{ s += $1 }} END {{ print s / {n} }}", "{data}", "${{HOME}}")
+    assert program.substitute(argv, {"n": 4, "data": "/d/x.csv"}) == [
+        "awk",
+        "{ s += $1 } END { print s / 4 }",
+        "/d/x.csv",
+        "${HOME}",
+    ]
+    assert program.substitute(("--fast={on}",), {"on": True}) == ["--fast=true"]
+
+
+def test_the_decode_example_of_the_docs_is_a_valid_plan(tmp_path):
+    docs = (Path(__file__).parents[2] / "docs" / "extending.md").read_text()
+    blocks = re.findall(r"```toml\n(.*?)```", docs, re.DOTALL)
+    example = next(b for b in blocks if 'name = "decode.h264"' in b)
+    path = tmp_path / "decode.toml"
+    path.write_text('name = "decode"\n[runs]\nunsupported = "skip"\n' + example)
+    catalog = _catalog()
+    plan = parse_plan(path.read_text(), str(path), catalog)
+    assert [w.name for w in plan.workloads] == ["decode.h264"] and plan.conditions[-1].kind == "ddgzip"
+    spec = catalog["decode.h264"]
+    assert spec.primary_metric.name == "decode_fps" and spec.prepare is not None
+
+
+def test_nothing_the_program_leaves_running_in_the_background_outlives_its_execution(tmp_path):
+    marker = f"59.{os.getpid()}"  # a sleep of 59.PID seconds: an argv no other process has
+    _, catalog = _plan(f'name = "bg"\nargv = ["sh", "-c", "sleep {marker} & echo started"]\n', tmp_path)
+    doc = _run_once(catalog["bg"], {})
+    assert doc["ok"], doc
+    time.sleep(0.2)
+    assert [p for p in os.listdir("/proc") if p.isdigit() and _argv(p)[:2] == ["sleep", marker]] == []
+
+
+def _argv(pid: str) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []
