@@ -22,6 +22,8 @@ EXTRAS := test,analysis,ai
 # the PostgreSQL store of a lab server (boardlab ingest) and labgrid for `boardlab fleet run`: psycopg's binary
 # wheel and grpcio exist for these only
 EXTRAS := $(EXTRAS),fleet
+# `boardlab serve`, the lab's web view of a store: Starlette and uvicorn
+EXTRAS := $(EXTRAS),web
 VENV_FLAGS :=
 PIP_NINJA := ninja
 else

@@ -30,6 +30,11 @@ def add_arguments(parser) -> None:
         "--fresh", action="store_true", help="start a new campaign even if this plan was run before"
     )
     parser.add_argument(
+        "--label",
+        metavar="TEXT",
+        help="name what changed since the last campaign (e.g. 'kernel 6.6 -> 6.12'); `boardlab history` shows it",
+    )
+    parser.add_argument(
         "--monitor-hz", type=float, default=10.0, help="monitor sampling rate (default 10 Hz)"
     )
     parser.add_argument("--quiet", action="store_true", help="print only failures and the summary")
@@ -170,6 +175,7 @@ def run(args) -> int:
             progress=progress,
             monitor_interval_s=1.0 / args.monitor_hz,
             fresh=args.fresh,
+            label=args.label,
         )
         try:
             outcome = runner.run()
