@@ -47,7 +47,7 @@ def changes(before: dict | None, after: dict) -> list[str]:
     """'kernel: 6.1.0 -> 6.6.0' for every fact that differs from the campaign before."""
     if before is None:
         return []
-    return [f"{k}: {before.get(k) or '?'} -> {v or '?'}" for k, v in after.items() if before.get(k) != v]
+    return [f"{k}: {before.get(k) or '?'} → {v or '?'}" for k, v in after.items() if before.get(k) != v]
 
 
 def _campaign(row, facts: dict, prev: dict | None) -> dict:
@@ -146,9 +146,13 @@ def found(boards: list[dict], verdict: str) -> list[dict]:
     return out
 
 
-def load_history(store, plan: str, board: str | None = None, *, last: int = DEFAULT_LAST) -> list[tuple[list, list]]:
-    """(campaign rows, analyses) per board of the plan's last `last` campaigns, read in one snapshot."""
-    from boardlab.analysis.core import analyze
+def load_history(
+    store, plan: str, board: str | None = None, *, last: int = DEFAULT_LAST, analyze=None
+) -> list[tuple[list, list]]:
+    """(campaign rows, analyses) per board of the plan's last `last` campaigns; `analyze` may be a caching
+    `analysis.analyze` (boardlab serve's)."""
+    if analyze is None:
+        from boardlab.analysis.core import analyze
 
     rows = store.campaigns_of_plan(plan, board, limit=last)
     by_board: dict[str, list] = {}
@@ -244,7 +248,7 @@ def _steps_table(d: dict) -> doc.Table | None:
             verdict = label + (" (confounded)" if s["confounded"] else "")
             if s["unstable"]:
                 verdict += " (UNSTABLE: " + "; ".join(s["unstable"]) + ")"
-            rows.append((s["board"], f"{s['from']} -> {s['to']}", cell_label(s["workload"], s["params"]),
+            rows.append((s["board"], f"{s['from']} → {s['to']}", cell_label(s["workload"], s["params"]),
                          s["condition"], fmt_ratio(s["ratio"]), fmt_interval(*s["decision_ci"]),
                          fmt_p(s["p_adjusted"]), verdict))  # fmt: skip
             classes.append("v-slowdown" if kind == "regressions" else "v-speedup")

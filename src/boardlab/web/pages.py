@@ -8,6 +8,7 @@ renders them with the report's HTML renderer. Nothing here writes.
 from __future__ import annotations
 
 import json
+import threading
 import time
 import urllib.parse
 
@@ -100,18 +101,58 @@ def campaigns(store, page: int = 0, board_id: int | None = None) -> tuple[doc.Do
 def campaign(store, campaign_id: int) -> tuple[doc.Document, dict]:
     """The campaign's report document, as `boardlab report` builds it (the monitor plots stay in the report
     file: their series are the one read here not bounded by the campaign's cells)."""
-    import dataclasses
-
-    from boardlab.analysis import analyze
     from boardlab.analysis.sections import build_document
 
-    document = build_document(analyze(store, campaign_id), None)
-    return document, {"schema": WEB_SCHEMA, "campaign_id": campaign_id, "document": dataclasses.asdict(document)}
+    document = build_document(analyzed(store, campaign_id), None)
+    return document, {"schema": WEB_SCHEMA, "campaign_id": campaign_id, "document": plain(document)}
+
+
+def plain(value):
+    """A document as JSON-safe data: records as objects, tuple keys as text, sets as sorted lists, a
+    non-finite number as null."""
+    import dataclasses
+    import math
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {"type": type(value).__name__, **{f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}}
+    if isinstance(value, dict):
+        return {(k if isinstance(k, str) else json.dumps(plain(k))): plain(v) for k, v in value.items()}
+    if isinstance(value, frozenset | set):
+        return sorted(plain(v) for v in value)
+    if isinstance(value, tuple | list):
+        return [plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+_CACHE: dict[tuple, object] = {}
+_CACHE_LOCK = threading.Lock()  # pages are built on the server's worker threads
+CACHE_SIZE = 32  # analyses kept by the server process: a page seen once opens at once the next time
+
+
+def analyzed(store, campaign_id: int):
+    """The campaign's analysis, kept while its runs and status are unchanged (a running campaign's key moves
+    with every stored run)."""
+    from boardlab.analysis import analyze
+
+    row = store.campaign(campaign_id)
+    key = (store.path, campaign_id, row["status"], row["heartbeat_unix_s"], store.run_progress(campaign_id)[0])
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+    if hit is None:
+        hit = analyze(store, campaign_id)
+        with _CACHE_LOCK:
+            while len(_CACHE) >= CACHE_SIZE:
+                _CACHE.pop(next(iter(_CACHE)))
+            _CACHE[key] = hit
+    return hit
 
 
 def _side(store, pick: str):
-    """A compare form's pick: 'c<id>' a campaign, 'b<id>' a board's latest campaign."""
-    from boardlab.analysis import analyze
+    """A compare form's pick: 'c:ID' a campaign, 'b:ID' a board's latest campaign."""
 
     kind, _, number = pick.partition(":")
     if kind not in ("c", "b") or not number.isdigit():
@@ -121,7 +162,7 @@ def _side(store, pick: str):
         if not got:
             raise InputError(f"compare: no campaign of board {number}")
         number = got[0]["id"]
-    return analyze(store, int(number))
+    return analyzed(store, int(number))
 
 
 def compare(store, a: str, b: str) -> tuple[doc.Document, dict]:
@@ -147,7 +188,7 @@ def compare_choices(store) -> list[tuple[str, str]]:
 def history(store, plan: str, board: str | None) -> tuple[doc.Document, dict]:
     from boardlab.analysis.history import build_history, history_document, load_history
 
-    per_board = load_history(store, plan, board or None)
+    per_board = load_history(store, plan, board or None, analyze=analyzed)
     if not per_board:
         raise InputError(f"no campaign of a plan named {plan!r}" + (f" on board {board!r}" if board else ""))
     d = build_history(per_board, plan)
