@@ -97,7 +97,7 @@ def _listen(host: str, port: int):
         sock = socket.socket(family, kind, proto)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(addr)
-        sock.set_inheritable(True)
+        sock.listen(128)  # connections queue from here on: the address printed next is ready
     except OSError as exc:
         raise InputError(f"--host {host} --port {port}: cannot listen there: {exc.strerror or exc}") from None
     return sock

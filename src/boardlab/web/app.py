@@ -91,10 +91,15 @@ def create_app(db: str, *, token: str | None = None):
 
         as_json = request.url.path.endswith(".json")
         try:
-            with Store.open(db, create=False) as store, store.snapshot():
+            store = Store.open(db, create=False)
+        except Exception as exc:  # the store cannot be read at all: 503, naming it and why
+            error = exc if isinstance(exc, BoardlabError) else _database_error(exc, db)
+            return problem(503, str(error) if error else f"{db}: cannot open the store", as_json)
+        try:
+            with store, store.snapshot():
                 document, twin = build(store)
                 extra = html_extra(store) if not as_json else ""
-        except InputError as exc:
+        except InputError as exc:  # what the request asked for is not there (or not a valid pick)
             return problem(404 if "no campaign" in str(exc) else 400, str(exc), as_json)
         except BoardlabError as exc:
             return problem(503, str(exc), as_json)
