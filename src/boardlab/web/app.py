@@ -171,7 +171,7 @@ def create_app(db: str, *, token: str | None = None):
         return read(lambda s: pages.history(s, plan, board), request, html_extra=form)
 
     def running(request):
-        live = '<div id="live" data-source="/running.json"></div><script src="/static/live.js"></script>'
+        live = '<div id="live" data-source="/running.json"></div><script src="/static/live.js" defer></script>'
         return read(pages.running, request, html_extra=lambda store: live)
 
     def live_js(request):
@@ -193,6 +193,7 @@ def create_app(db: str, *, token: str | None = None):
         *both("/history", history),
         *both("/running", running),
         Route("/static/live.js", live_js, methods=["GET"]),
+        Route("/favicon.ico", lambda request: Response(status_code=204), methods=["GET"]),  # browsers ask
     ]
     return Starlette(
         routes=routes,
