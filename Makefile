@@ -76,6 +76,7 @@ demo: setup
 	$(BIN)/boardlab run --preset quick --db $(DEMO_DB)
 	$(BIN)/boardlab report --db $(DEMO_DB) -o report.html
 	@echo "report: $(abspath report.html)  (results: $(abspath $(DEMO_DB)))"
+	@echo "browse the results: $(BIN)/boardlab serve --db $(abspath $(DEMO_DB))  then open http://127.0.0.1:8080/"
 
 test: setup
 	$(BIN)/python -m pytest -q

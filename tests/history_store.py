@@ -30,7 +30,10 @@ def make_history_db(path: Path, *, board: str = "board-a", campaigns: int = 5) -
         )
         with Store.open(path) as store:
             cid = store.campaigns()[-1]["id"]
-            inventory = {"kernel": {"release": "6.12.0-test" if k >= SLOW else "6.6.0-test"}, "model": "board"}
+            inventory = {
+                "kernel": {"release": "6.12.0-test" if k >= SLOW else "6.6.0-test"},
+                "model": "board",
+            }
             label = {SLOW: "kernel 6.6 -> 6.12", 5: f"{EVIL} rebuilt"}.get(k)  # the last: a hostile label
             store.set_campaign_context(cid, label=label, inventory=inventory, runs_planned=10)
     return path

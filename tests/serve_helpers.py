@@ -43,7 +43,9 @@ class Served:
             def redirect_request(self, *a, **kw):
                 return None
 
-        opener = urllib.request.build_opener(NoRedirect, urllib.request.ProxyHandler({}))  # loopback: no proxy
+        opener = urllib.request.build_opener(
+            NoRedirect, urllib.request.ProxyHandler({})
+        )  # loopback: no proxy
         req = urllib.request.Request(self.url + path, headers=headers or {}, method=method)
         try:
             with opener.open(req, timeout=60) as r:

@@ -28,7 +28,9 @@ HOSTILE_BOARD = f"{EVIL}board"
 @pytest.fixture(scope="module")
 def lab_db(tmp_path_factory) -> Path:
     db = make_history_db(tmp_path_factory.mktemp("serve") / "lab.db")
-    make_campaign_db(db, name=HOSTILE_PLAN, board=HOSTILE_BOARD, n=3, with_latency=False, conditions=("baseline",))
+    make_campaign_db(
+        db, name=HOSTILE_PLAN, board=HOSTILE_BOARD, n=3, with_latency=False, conditions=("baseline",)
+    )
     return db
 
 
@@ -77,8 +79,16 @@ def test_a_board_picked_is_its_latest_campaign(served):
 
 def test_hostile_stored_strings_are_escaped_everywhere(served):
     escaped = "&lt;script&gt;alert(1)&lt;/script&gt;"
-    for page in ("/boards", "/campaigns", "/compare", f"/history?plan={HOSTILE_PLAN}", "/history?plan=nightly"):
-        status, _, body = served.get(page.replace("<", "%3C").replace(">", "%3E").replace("(", "%28").replace(")", "%29"))
+    for page in (
+        "/boards",
+        "/campaigns",
+        "/compare",
+        f"/history?plan={HOSTILE_PLAN}",
+        "/history?plan=nightly",
+    ):
+        status, _, body = served.get(
+            page.replace("<", "%3C").replace(">", "%3E").replace("(", "%28").replace(")", "%29")
+        )
         assert status == 200, (page, body[:300])
         assert "<script>alert" not in body and escaped in body, page
 

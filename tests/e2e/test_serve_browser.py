@@ -14,10 +14,10 @@ import time
 
 import pytest
 
+from e2e.test_report_screenshots import WIDTH, Browser, drawn_fraction
 from helpers import chromium
 from history_store import PLANTED, make_history_db
 from serve_helpers import Served
-from e2e.test_report_screenshots import WIDTH, Browser, drawn_fraction
 
 pytest.importorskip("starlette", reason="boardlab serve needs the web extra: pip install 'boardlab[web]'")
 pytest.importorskip("uvicorn", reason="boardlab serve needs the web extra: pip install 'boardlab[web]'")
@@ -86,7 +86,9 @@ def test_boards_campaign_compare_and_history_in_a_browser(lab, tmp_path):
     _shoot(browser, tmp_path, "compare")
 
     _goto(browser, served.url + "/history")
-    browser.evaluate("document.getElementById('plan').value = 'nightly'; document.getElementById('go').click(); true")
+    browser.evaluate(
+        "document.getElementById('plan').value = 'nightly'; document.getElementById('go').click(); true"
+    )
     browser.wait_event("Page.loadEventFired")
     text = _text(browser)
     assert "1 regression(s) and 1 improvement(s)" in text and "kernel 6.6 -> 6.12" in text

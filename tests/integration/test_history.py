@@ -15,6 +15,7 @@ from history_store import PLANTED, SLOW, make_history_db
 
 pytestmark = pytest.mark.integration
 
+
 @pytest.fixture(scope="module")
 def history_db(tmp_path_factory) -> Path:
     return make_history_db(tmp_path_factory.mktemp("history") / "lab.db")
@@ -37,7 +38,9 @@ def _check(d: dict) -> None:
     assert len(judged) == d["family_size"] == 4 * len(board["cells"])  # every cell judged at every step
     others = [c for c in judged if c["workload"] != PLANTED]
     assert others and all(c["verdict"] in ("no_change", "inconclusive") for c in others)
-    assert sum(c["verdict"] == "no_change" for c in others) >= len(others) // 2  # shown unchanged, not just unjudged
+    assert (
+        sum(c["verdict"] == "no_change" for c in others) >= len(others) // 2
+    )  # shown unchanged, not just unjudged
     third = board["campaigns"][SLOW - 1]
     assert third["label"] == "kernel 6.6 -> 6.12"
     assert "kernel: 6.6.0-test → 6.12.0-test" in third["changed"]
@@ -67,7 +70,9 @@ def test_markdown_and_html_render_the_same_document(history_db, tmp_path):
     assert r.returncode == 0, r.stderr
     html = out.read_text()
     assert "<svg" in html and "v-slowdown" in html
-    assert "&lt;script&gt;alert(1)&lt;/script&gt; rebuilt" in html and "<script>" not in html  # a hostile label
+    assert (
+        "&lt;script&gt;alert(1)&lt;/script&gt; rebuilt" in html and "<script>" not in html
+    )  # a hostile label
 
 
 def test_no_regression_exit_0_and_an_unknown_plan_exit_2(tmp_path):

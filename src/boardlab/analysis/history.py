@@ -26,9 +26,13 @@ def environment_facts(row) -> dict[str, str | None]:
     kernel = inv.get("kernel") or {}
     build = env.get("kern_build") if isinstance(env.get("kern_build"), dict) else {}
     governors = [
-        f"{p.get('name')}: {p.get('governor')}" for p in inv.get("cpufreq_policies") or () if p.get("governor")
+        f"{p.get('name')}: {p.get('governor')}"
+        for p in inv.get("cpufreq_policies") or ()
+        if p.get("governor")
     ]
-    compiler = " ".join(str(x) for x in (build.get("compiler"), build.get("flags") or build.get("cflags")) if x)
+    compiler = " ".join(
+        str(x) for x in (build.get("compiler"), build.get("flags") or build.get("cflags")) if x
+    )
     return {
         "kernel": kernel.get("release"),
         "kernel build": kernel.get("version"),
@@ -95,7 +99,12 @@ def board_history(rows, analyses) -> tuple[dict, list, list]:
         steps.append({"from": analyses[k - 1].campaign_id, "to": analyses[k].campaign_id, "cells": rows_k})
         comps += ck
         slots.append(sk)
-    entry = {"board": rows[0]["board_label"], "campaigns": campaigns, "cells": list(cells.values()), "steps": steps}
+    entry = {
+        "board": rows[0]["board_label"],
+        "campaigns": campaigns,
+        "cells": list(cells.values()),
+        "steps": steps,
+    }
     return entry, comps, slots
 
 

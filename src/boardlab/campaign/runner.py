@@ -556,7 +556,9 @@ class Runner:
         references = reference_keys(self.plan, cells)
         planned = schedule(cells, policy.order, self.plan.seed, rounds, references, per_cell)
         total = len(planned)
-        self.store.set_campaign_context(campaign_id, label=self.label, inventory=info_dict, runs_planned=total)
+        self.store.set_campaign_context(
+            campaign_id, label=self.label, inventory=info_dict, runs_planned=total
+        )
         done = sum(1 for r in planned if settled(r.cell.key, r.repetition))
         self.progress.start(self.plan.name, total, done, resumed)
         loop_t0 = time.monotonic()

@@ -17,15 +17,23 @@ EXIT_REGRESSION = 1
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("--db", required=True, help="a results database: a SQLite file or a postgresql:// URL")
-    parser.add_argument("--plan", required=True, help="the plan: its name (as `run` stored it) or its plan hash")
-    parser.add_argument("--board", metavar="LABEL", help="one board (label or fingerprint); default every board")
+    parser.add_argument(
+        "--db", required=True, help="a results database: a SQLite file or a postgresql:// URL"
+    )
+    parser.add_argument(
+        "--plan", required=True, help="the plan: its name (as `run` stored it) or its plan hash"
+    )
+    parser.add_argument(
+        "--board", metavar="LABEL", help="one board (label or fingerprint); default every board"
+    )
     parser.add_argument(
         "--last", type=int, default=10, metavar="N", help="the last N campaigns per board (default 10)"
     )
     parser.add_argument("--format", choices=("text", "md", "html"), default="text", help="default text")
     parser.add_argument("-o", "--output", help="file to write (required for html; default stdout)")
-    parser.add_argument("--json", action="store_true", help="print the JSON document (`schema` is its version)")
+    parser.add_argument(
+        "--json", action="store_true", help="print the JSON document (`schema` is its version)"
+    )
     parser.add_argument(
         "--fail-on",
         choices=("regression",),
@@ -68,7 +76,9 @@ def run(args) -> int:
         sys.stdout.write(text)
     else:
         write_output(args.output, text.encode(), protect=[args.db])
-        print(f"history: {args.output} ({len(d['regressions'])} regressions, {len(d['improvements'])} improvements)")
+        print(
+            f"history: {args.output} ({len(d['regressions'])} regressions, {len(d['improvements'])} improvements)"
+        )
     if args.fail_on == "regression" and d["regressions"]:
         return EXIT_REGRESSION
     return 0

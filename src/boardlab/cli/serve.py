@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-
-HELP = "serve a store's boards, campaigns, comparisons, histories and running campaigns as read-only web pages"
+HELP = (
+    "serve a store's boards, campaigns, comparisons, histories and running campaigns as read-only web pages"
+)
 DESCRIPTION = (
     "Serve a results store (a SQLite file or a postgresql:// URL) read-only on the web: boards, campaigns (the "
     "report's document), comparisons of any two campaigns or boards, a plan's history per board with its "
@@ -16,7 +16,9 @@ TOKEN_ENV = "BOARDLAB_SERVE_TOKEN"
 
 def add_arguments(parser) -> None:
     parser.add_argument("--db", required=True, help="the store: a SQLite file or a postgresql:// URL")
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, loopback only)")
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, loopback only)"
+    )
     parser.add_argument("--port", type=int, default=8080, help="port (default 8080; 0 picks a free one)")
     parser.add_argument(
         "--token-file",
@@ -68,7 +70,9 @@ def run(args) -> int:
         import starlette  # noqa: F401
         import uvicorn
     except ImportError as exc:
-        raise InputError(f"boardlab serve needs the web extra ({exc.name} is missing): pip install 'boardlab[web]'") from None
+        raise InputError(
+            f"boardlab serve needs the web extra ({exc.name} is missing): pip install 'boardlab[web]'"
+        ) from None
     with Store.open(args.db, create=False):  # a bad --db is refused here, before anything listens
         pass
     token = _token(args)
@@ -76,7 +80,9 @@ def run(args) -> int:
 
     app = create_app(args.db, token=token)
     sock = _listen(args.host, args.port)  # bound here: a refused address is one line, and --port 0 is known
-    config = uvicorn.Config(app, log_level="warning", access_log=False, server_header=False, proxy_headers=False)
+    config = uvicorn.Config(
+        app, log_level="warning", access_log=False, server_header=False, proxy_headers=False
+    )
     bound = sock.getsockname()
     url = f"http://{'[' + bound[0] + ']' if ':' in bound[0] else bound[0]}:{bound[1]}/"
     print(f"serving {display_url(args.db) if is_url(args.db) else args.db} read-only at {url}", flush=True)

@@ -599,7 +599,9 @@ class Store:
                     for e in run.energy
                 ],
             )  # fmt: skip
-            self.conn.execute("UPDATE campaigns SET heartbeat_unix_s=? WHERE id=?", (time.time(), campaign_id))
+            self.conn.execute(
+                "UPDATE campaigns SET heartbeat_unix_s=? WHERE id=?", (time.time(), campaign_id)
+            )
             self.conn.execute("COMMIT")
         except BaseException:
             self._rollback()
@@ -737,7 +739,9 @@ class Store:
         " c.finished_unix_s, c.label, c.runs_planned, c.heartbeat_unix_s, b.label AS board_label"
     )
 
-    def campaigns_of_plan(self, plan: str, board: str | None = None, *, limit: int = 1000) -> list[sqlite3.Row]:
+    def campaigns_of_plan(
+        self, plan: str, board: str | None = None, *, limit: int = 1000
+    ) -> list[sqlite3.Row]:
         """The campaigns of a plan (its name or plan hash), on one board (label or fingerprint) or all, in time
         order; the latest `limit` of each board."""
         on_board = "" if board is None else " AND (b.label=? OR b.fingerprint=?)"

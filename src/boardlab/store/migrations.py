@@ -190,6 +190,9 @@ MIGRATIONS: list[tuple[int, str]] = [
         ALTER TABLE campaigns ADD COLUMN runs_planned INTEGER;
         ALTER TABLE campaigns ADD COLUMN heartbeat_unix_s REAL;
         CREATE INDEX campaigns_by_name ON campaigns(name, board_id, started_unix_s);
+        CREATE INDEX campaigns_by_board ON campaigns(board_id, started_unix_s);
+        CREATE INDEX campaigns_by_start ON campaigns(started_unix_s);
+        CREATE INDEX campaigns_by_status ON campaigns(status, started_unix_s);
         """,
     ),
 ]

@@ -56,7 +56,8 @@ def _select(name: str, label: str, choices, chosen: str | None) -> str:
     from boardlab.report.render import esc
 
     opts = "".join(
-        f'<option value="{esc(v)}"{" selected" if v == chosen else ""}>{esc(text)}</option>' for v, text in choices
+        f'<option value="{esc(v)}"{" selected" if v == chosen else ""}>{esc(text)}</option>'
+        for v, text in choices
     )
     return f'<label>{esc(label)}<select name="{esc(name)}" id="{esc(name)}">{opts}</select></label>'
 
@@ -83,7 +84,9 @@ def create_app(db: str, *, token: str | None = None):
     def problem(status: int, text: str, as_json: bool) -> Response:
         if as_json:
             return JSONResponse({"schema": pages.WEB_SCHEMA, "error": text}, status_code=status)
-        return HTMLResponse(_page("boardlab: error", f'<h1>Error</h1><p class="problem">{esc(text)}</p>'), status)
+        return HTMLResponse(
+            _page("boardlab: error", f'<h1>Error</h1><p class="problem">{esc(text)}</p>'), status
+        )
 
     def read(build, request, *, html_extra=lambda store: ""):
         """Runs `build(store)` in one snapshot; (document, json twin) -> the response the URL asks for."""
@@ -103,10 +106,14 @@ def create_app(db: str, *, token: str | None = None):
             return problem(404 if "no campaign" in str(exc) else 400, str(exc), as_json)
         except BoardlabError as exc:
             return problem(503, str(exc), as_json)
-        except Exception as exc:  # the store's driver: a database error is a page naming it, never a traceback
+        except (
+            Exception
+        ) as exc:  # the store's driver: a database error is a page naming it, never a traceback
             error = _database_error(exc, db)
             if error is None:
-                return problem(500, f"internal error: {type(exc).__name__} (run with BOARDLAB_DEBUG=1)", as_json)
+                return problem(
+                    500, f"internal error: {type(exc).__name__} (run with BOARDLAB_DEBUG=1)", as_json
+                )
             return problem(503, str(error), as_json)
         if as_json:
             return Response(json.dumps(twin, allow_nan=False, default=str), media_type="application/json")
@@ -160,9 +167,13 @@ def create_app(db: str, *, token: str | None = None):
 
         def form(store) -> str:
             plans = [(p, p) for p in pages.plan_choices(store)]
-            boards = [("", "every board"), *((r["label"], r["label"]) for r in store.board_page(limit=pages.PICK_LIMIT))]
+            boards = [
+                ("", "every board"),
+                *((r["label"], r["label"]) for r in store.board_page(limit=pages.PICK_LIMIT)),
+            ]
             return "<h1>History</h1>" + _form(
-                "/history", [_select("plan", "plan", plans, plan), _select("board", "board", boards, board or "")]
+                "/history",
+                [_select("plan", "plan", plans, plan), _select("board", "board", boards, board or "")],
             )
 
         if not plan:
@@ -171,7 +182,9 @@ def create_app(db: str, *, token: str | None = None):
         return read(lambda s: pages.history(s, plan, board), request, html_extra=form)
 
     def running(request):
-        live = '<div id="live" data-source="/running.json"></div><script src="/static/live.js" defer></script>'
+        live = (
+            '<div id="live" data-source="/running.json"></div><script src="/static/live.js" defer></script>'
+        )
         return read(pages.running, request, html_extra=lambda store: live)
 
     def live_js(request):
@@ -181,7 +194,10 @@ def create_app(db: str, *, token: str | None = None):
         return RedirectResponse("/boards", status_code=303)
 
     def both(path: str, fn, **kw):
-        return [Route(path, guarded(fn), methods=["GET"], **kw), Route(path + ".json", guarded(fn), methods=["GET"])]
+        return [
+            Route(path, guarded(fn), methods=["GET"], **kw),
+            Route(path + ".json", guarded(fn), methods=["GET"]),
+        ]
 
     routes = [
         Route("/", home, methods=["GET"]),
@@ -226,7 +242,9 @@ def _plain(status: int, text: str):
 
     from boardlab.report.render import esc
 
-    return HTMLResponse(_page(f"boardlab: {status}", f'<h1>{status}</h1><p class="problem">{esc(text)}</p>'), status)
+    return HTMLResponse(
+        _page(f"boardlab: {status}", f'<h1>{status}</h1><p class="problem">{esc(text)}</p>'), status
+    )
 
 
 async def _not_found(request, exc):

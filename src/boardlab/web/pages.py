@@ -50,7 +50,9 @@ def boards(store, page: int = 0) -> tuple[doc.Document, dict]:
         table.append((r["label"], entry["model"] or "", entry["machine"] or "", entry["kernel"] or "",
                       str(r["n_campaigns"]), "" if last is None else f"{last['id']} {last['name']}",
                       "" if last is None else last["status"], "" if last is None else fmt_time(last["started_unix_s"])))  # fmt: skip
-        links.append({0: f"/campaigns?{_q(board=r['id'])}", **({5: f"/campaign/{last['id']}"} if last else {})})
+        links.append(
+            {0: f"/campaigns?{_q(board=r['id'])}", **({5: f"/campaign/{last['id']}"} if last else {})}
+        )
     document = doc.Document(
         "boardlab: boards",
         (doc.section(
@@ -79,7 +81,14 @@ def campaigns(store, page: int = 0, board_id: int | None = None) -> tuple[doc.Do
     got = store.campaign_page(limit=PAGE_SIZE + 1, offset=page * PAGE_SIZE, board_id=board_id)
     rows, more, nxt = _more(got, page, "/campaigns", board=board_id)
     table = tuple(
-        (str(r["id"]), r["name"], r["board_label"], r["status"], fmt_time(r["started_unix_s"]), r["label"] or "")
+        (
+            str(r["id"]),
+            r["name"],
+            r["board_label"],
+            r["status"],
+            fmt_time(r["started_unix_s"]),
+            r["label"] or "",
+        )
         for r in rows
     )
     links = tuple(
@@ -114,7 +123,10 @@ def plain(value):
     import math
 
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {"type": type(value).__name__, **{f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}}
+        return {
+            "type": type(value).__name__,
+            **{f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)},
+        }
     if isinstance(value, dict):
         return {(k if isinstance(k, str) else json.dumps(plain(k))): plain(v) for k, v in value.items()}
     if isinstance(value, frozenset | set):
@@ -133,22 +145,36 @@ _CACHE_LOCK = threading.Lock()  # pages are built on the server's worker threads
 CACHE_SIZE = 32  # analyses kept by the server process: a page seen once opens at once the next time
 
 
-def analyzed(store, campaign_id: int):
-    """The campaign's analysis, kept while its runs and status are unchanged (a running campaign's key moves
-    with every stored run)."""
-    from boardlab.analysis import analyze
-
-    row = store.campaign(campaign_id)
-    key = (store.path, campaign_id, row["status"], row["heartbeat_unix_s"], store.run_progress(campaign_id)[0])
+def _memo(key: tuple, compute):
+    """compute(), kept under `key` among the last CACHE_SIZE results."""
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
     if hit is None:
-        hit = analyze(store, campaign_id)
+        hit = compute()
         with _CACHE_LOCK:
             while len(_CACHE) >= CACHE_SIZE:
                 _CACHE.pop(next(iter(_CACHE)))
             _CACHE[key] = hit
     return hit
+
+
+def version(store, campaign_id: int) -> tuple:
+    """What a campaign's analysis depends on: it changes with every run stored and with its status."""
+    row = store.campaign(campaign_id)
+    return (
+        store.path,
+        campaign_id,
+        row["status"],
+        row["heartbeat_unix_s"],
+        store.run_progress(campaign_id)[0],
+    )
+
+
+def analyzed(store, campaign_id: int):
+    """The campaign's analysis, kept while its runs and status are unchanged."""
+    from boardlab.analysis import analyze
+
+    return _memo(("analysis", *version(store, campaign_id)), lambda: analyze(store, campaign_id))
 
 
 def _side(store, pick: str):
@@ -170,14 +196,19 @@ def compare(store, a: str, b: str) -> tuple[doc.Document, dict]:
     from boardlab.analysis.comparedoc import compare_document
 
     left, right = _side(store, a), _side(store, b)
-    d = compare_campaigns(left, right, path_a=store.path, path_b=store.path)
-    title = f"boardlab compare: {left.name} on {left.board_label} (A) and {right.name} on {right.board_label} (B)"
+    key = ("compare", version(store, left.campaign_id), version(store, right.campaign_id))
+    d = _memo(key, lambda: compare_campaigns(left, right, path_a=store.path, path_b=store.path))
+    title = (
+        f"boardlab compare: {left.name} on {left.board_label} (A) and {right.name} on {right.board_label} (B)"
+    )
     return compare_document(d, title), d
 
 
 def compare_choices(store) -> list[tuple[str, str]]:
     """(value, label) of every pick the compare form offers: boards (their latest campaign), then campaigns."""
-    out = [(f"b:{r['id']}", f"board {r['label']} (latest campaign)") for r in store.board_page(limit=PICK_LIMIT)]
+    out = [
+        (f"b:{r['id']}", f"board {r['label']} (latest campaign)") for r in store.board_page(limit=PICK_LIMIT)
+    ]
     out += [
         (f"c:{r['id']}", f"campaign {r['id']}: {r['name']} on {r['board_label']} ({r['status']})")
         for r in store.campaign_page(limit=PICK_LIMIT)
@@ -191,7 +222,12 @@ def history(store, plan: str, board: str | None) -> tuple[doc.Document, dict]:
     per_board = load_history(store, plan, board or None, analyze=analyzed)
     if not per_board:
         raise InputError(f"no campaign of a plan named {plan!r}" + (f" on board {board!r}" if board else ""))
-    d = build_history(per_board, plan)
+    key = (
+        "history",
+        plan,
+        tuple(version(store, a.campaign_id) for _, analyses in per_board for a in analyses),
+    )
+    d = _memo(key, lambda: build_history(per_board, plan))
     names = ", ".join(b["board"] for b in d["boards"])
     return history_document(d, f"boardlab history: {plan} on {names}"), d
 
