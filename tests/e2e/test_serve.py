@@ -65,6 +65,10 @@ def test_every_page_and_its_json_twin_with_the_security_headers(served):
     compare = served.json("/compare.json?a=c:2&b=c:3")
     verdicts = {c["workload"]: c["verdict"] for c in compare["cells"] if c["condition"] == "baseline"}
     assert verdicts[PLANTED] == "slowdown"
+    assert {"value": "c:3", "label": "campaign 3: nightly on board-a (complete)"} in served.json(
+        "/compare.json"
+    )["choices"]
+    assert "nightly" in served.json("/history.json")["plans"]
     report = served.json("/campaign/3.json")["document"]
     assert report["type"] == "Document" and any(s["title"] == "Verdicts" for s in report["sections"])
 

@@ -158,7 +158,8 @@ def create_app(db: str, *, token: str | None = None):
             )
 
         if not a or not b:
-            return read(lambda s: (_empty("boardlab: compare", "Pick A and B, then show."), {}), request,
+            return read(lambda s: (_empty("boardlab: compare", "Pick A and B, then show."),
+                        {"schema": pages.WEB_SCHEMA, "choices": [{"value": v, "label": t} for v, t in pages.compare_choices(s)]}), request,
                         html_extra=form)  # fmt: skip
         return read(lambda s: pages.compare(s, a, b), request, html_extra=form)
 
@@ -177,7 +178,8 @@ def create_app(db: str, *, token: str | None = None):
             )
 
         if not plan:
-            return read(lambda s: (_empty("boardlab: history", "Pick a plan, then show."), {}), request,
+            return read(lambda s: (_empty("boardlab: history", "Pick a plan, then show."),
+                        {"schema": pages.WEB_SCHEMA, "plans": pages.plan_choices(s)}), request,
                         html_extra=form)  # fmt: skip
         return read(lambda s: pages.history(s, plan, board), request, html_extra=form)
 
