@@ -103,7 +103,7 @@ def test_a_running_campaign_advances_without_a_reload(lab, tmp_path):
     served, browser, db = lab
     plan = tmp_path / "live.toml"
     plan.write_text(LIVE_PLAN)
-    run = subprocess.Popen([sys.executable, "-m", "boardlab", "run", str(plan), "--db", str(db), "--quiet"],
+    run = subprocess.Popen([sys.executable, "-m", "boardlab", "run", str(plan), "--db", str(db), "--quiet", "--label", "live test"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
     try:
         deadline = time.monotonic() + 120
@@ -111,6 +111,13 @@ def test_a_running_campaign_advances_without_a_reload(lab, tmp_path):
             assert run.poll() is None, run.stderr.read().decode()
             assert time.monotonic() < deadline, "the campaign stored no run in 120 s"
             time.sleep(0.5)
+        (live,) = served.json("/running.json")["campaigns"]
+        assert (live["label"], live["runs_planned"], live["status"]) == (
+            "live test",
+            40,
+            "running",
+        )  # run --label
+        assert live["heartbeat_age_s"] < 60 and live["eta_s"] > 0
         _goto(browser, served.url + "/running")
         browser.evaluate("window.notReloaded = true; true")
         runs = "document.querySelector('table tbody tr td:nth-child(4)').innerText"
