@@ -24,6 +24,8 @@ EXTRAS := test,analysis,ai
 # the PostgreSQL store of a lab server (boardlab ingest) and labgrid for `boardlab fleet run`: psycopg's binary
 # wheel and grpcio exist for these only
 EXTRAS := $(EXTRAS),fleet
+# `boardlab serve`, the lab's web view of a store: Starlette and uvicorn
+EXTRAS := $(EXTRAS),web
 VENV_FLAGS :=
 PIP_NINJA := ninja
 else
@@ -78,6 +80,7 @@ demo: setup
 	$(BIN)/boardlab run --preset quick --db $(DEMO_DB)
 	$(BIN)/boardlab report --db $(DEMO_DB) -o report.html
 	@echo "report: $(abspath report.html)  (results: $(abspath $(DEMO_DB)))"
+	@echo "browse the results: $(BIN)/boardlab serve --db $(abspath $(DEMO_DB))  then open http://127.0.0.1:8080/"
 
 test: setup
 	$(BIN)/python -m pytest -q

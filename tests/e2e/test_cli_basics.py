@@ -7,7 +7,7 @@ import sys
 
 from helpers import run_cli
 
-HEAVY = ("numpy", "scipy", "matplotlib", "onnxruntime", "sqlite3", "tomllib", "json")
+HEAVY = ("numpy", "scipy", "matplotlib", "onnxruntime", "sqlite3", "tomllib", "json", "starlette", "uvicorn")
 
 
 def test_version():

@@ -154,9 +154,9 @@ def test_the_same_writes_read_back_the_same_on_both(store_target, tmp_path):
         decorate(target)
     with Store.open(tmp_path / "ref.db", create=False) as ref, Store.open(store_target, create=False) as got:
         want, have = canonical(ref), canonical(got)
-    for d in (want, have):  # what each writer stamps itself: a new uid and its own clock
+    for d in (want, have):  # what each writer stamps itself: a new uid and its own clock (heartbeat too)
         for camp in d.values():
-            for k in ("uid", "started_unix_s", "finished_unix_s"):
+            for k in ("uid", "started_unix_s", "finished_unix_s", "heartbeat_unix_s"):
                 camp["campaign"].pop(k)
     assert have == want and len(want) == 1
     with Store.open(store_target, create=False) as got:  # a reader writes nothing

@@ -51,6 +51,9 @@ class Table:
     fold: str | None = None  # HTML folds the table under this summary line
     emphasis_column: str | None = None  # a column HTML sets in bold (the value decided on)
     formats: frozenset[str] = ALL
+    links: tuple[
+        dict[int, str], ...
+    ] = ()  # per row: column index -> a site-relative URL (boardlab serve's pages)
 
     @property
     def headers(self) -> tuple[str, ...]:

@@ -140,7 +140,9 @@ class Runner:
         monitor_interval_s: float = 0.1,
         fresh: bool = False,
         lock_wait_s: float | None = None,
+        label: str | None = None,
     ):
+        self.label = label  # the user's name for what changed since the last campaign (`run --label`)
         self.plan = plan
         self.lock_wait_s = lock_wait_s  # how long to wait for another boardlab's system lock (None: no limit)
         self.catalog = catalog
@@ -576,6 +578,9 @@ class Runner:
         references = reference_keys(self.plan, cells)
         planned = schedule(cells, policy.order, self.plan.seed, rounds, references, per_cell)
         total = len(planned)
+        self.store.set_campaign_context(
+            campaign_id, label=self.label, inventory=info_dict, runs_planned=total
+        )
         done = sum(1 for r in planned if settled(r.cell.key, r.repetition))
         self.progress.start(self.plan.name, total, done, resumed)
         loop_t0 = time.monotonic()

@@ -28,6 +28,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("boardlab.cli.export", "export every run of a results database (json, csv, parquet)"),
     "report": ("boardlab.cli.report", "report a campaign (HTML with plots, Markdown, or a text table)"),
     "compare": ("boardlab.cli.compare", "compare two campaigns (two boards or two sessions) cell by cell"),
+    "history": (
+        "boardlab.cli.history",
+        "a plan's campaigns over time per board: each cell, what changed, regressions",
+    ),
     "models": ("boardlab.cli.models", "generate the AI workload's models (MobileNet, SSD, ResNet) offline"),
     "kern": ("boardlab.cli.kern", "run the native kernel executable boardlab-kern (or print its --path)"),
     "governor": ("boardlab.cli.governor", "governor lab: snoop sweep, labels, tree to C, daemon, simulator"),
@@ -50,6 +54,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ingest": (
         "boardlab.cli.ingest",
         "copy boards' results files into a shared store (PostgreSQL or SQLite)",
+    ),
+    "serve": (
+        "boardlab.cli.serve",
+        "serve a store read-only as web pages (boards, campaigns, history, running)",
     ),
     "fleet": ("boardlab.cli.fleet", "run a plan on many boards through labgrid, results into one store"),
 }

@@ -30,6 +30,11 @@ def add_arguments(parser) -> None:
         "--fresh", action="store_true", help="start a new campaign even if this plan was run before"
     )
     parser.add_argument(
+        "--label",
+        metavar="TEXT",
+        help="name what changed since the last campaign (e.g. 'kernel 6.6 -> 6.12'); `boardlab history` shows it",
+    )
+    parser.add_argument(
         "--monitor-hz", type=float, default=10.0, help="monitor sampling rate (default 10 Hz)"
     )
     parser.add_argument("--quiet", action="store_true", help="print only failures and the summary")
@@ -225,6 +230,7 @@ def run(args) -> int:
             monitor_interval_s=1.0 / args.monitor_hz,
             fresh=args.fresh,
             lock_wait_s=0.0 if args.no_wait else args.wait,
+            label=args.label,
         )
         try:
             outcome = runner.run()

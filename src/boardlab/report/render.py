@@ -40,6 +40,8 @@ def html_table(t: doc.Table) -> str:
                 value = f'<span class="status st-{value}">{value}</span>'
             elif names[i] == t.emphasis_column:
                 value = f"<b>{value}</b>"
+            if r < len(t.links) and i in t.links[r]:
+                value = f'<a href="{esc(t.links[r][i])}">{value}</a>'
             tds.append(f'<td class="{esc(klass)}">{value}</td>' if klass else f"<td>{value}</td>")
         body.append(
             f'<tr class="{esc(cls)}">' + "".join(tds) + "</tr>" if cls else "<tr>" + "".join(tds) + "</tr>"

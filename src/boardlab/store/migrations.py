@@ -179,4 +179,20 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE UNIQUE INDEX campaigns_by_uid ON campaigns(uid);
         """,
     ),
+    (
+        6,
+        """
+        -- boardlab history and serve: what a user named this campaign's change (`run --label`), the board's
+        -- inventory when it started (boards.inventory_json holds only the latest: a kernel upgrade between two
+        -- campaigns would be lost), the runs its schedule plans and the runner's last sign of life
+        ALTER TABLE campaigns ADD COLUMN label TEXT;
+        ALTER TABLE campaigns ADD COLUMN inventory_json TEXT;
+        ALTER TABLE campaigns ADD COLUMN runs_planned INTEGER;
+        ALTER TABLE campaigns ADD COLUMN heartbeat_unix_s REAL;
+        CREATE INDEX campaigns_by_name ON campaigns(name, board_id, started_unix_s);
+        CREATE INDEX campaigns_by_board ON campaigns(board_id, started_unix_s);
+        CREATE INDEX campaigns_by_start ON campaigns(started_unix_s);
+        CREATE INDEX campaigns_by_status ON campaigns(status, started_unix_s);
+        """,
+    ),
 ]

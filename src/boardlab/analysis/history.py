@@ -1,0 +1,314 @@
+"""One plan's campaigns on a board in time order: each cell's median per campaign, what changed in the
+environment between campaigns, and the steps between consecutive campaigns judged by the verdict machinery.
+
+A step is campaign k+1 against campaign k, cell by cell, with the pair routine of `compare_campaigns` and the
+cross-board report (`compare.pair_rows` / `finish_rows`): B/A with its 90% decision interval against each
+workload's threshold, and every step of the history (every board, every consecutive pair) corrected as one
+family, as every report's comparisons are. A slowdown there is a regression, a speedup an improvement
+(docs/method.md "History: steps between campaigns").
+"""
+
+from __future__ import annotations
+
+import json
+
+from boardlab.analysis import document as doc
+from boardlab.analysis.compare import _interval, _key, finish_rows, pair_rows
+
+HISTORY_SCHEMA = 1
+DEFAULT_LAST = 10  # campaigns per board: bounds the family (and so keeps its power) and the reading time
+
+
+def environment_facts(row) -> dict[str, str | None]:
+    """What a campaign ran on, as short strings: the facts whose change a step may be due to."""
+    inv = json.loads(row["inventory_json"] or row["board_inventory_json"] or "{}")
+    env = json.loads(row["environment_json"] or "{}")
+    kernel = inv.get("kernel") or {}
+    build = env.get("kern_build") if isinstance(env.get("kern_build"), dict) else {}
+    governors = [
+        f"{p.get('name')}: {p.get('governor')}"
+        for p in inv.get("cpufreq_policies") or ()
+        if p.get("governor")
+    ]
+    compiler = " ".join(
+        str(x) for x in (build.get("compiler"), build.get("flags") or build.get("cflags")) if x
+    )
+    return {
+        "kernel": kernel.get("release"),
+        "kernel build": kernel.get("version"),
+        "preemption": kernel.get("preempt_model"),
+        "kernel command line": kernel.get("cmdline"),
+        "boardlab": row["boardlab_version"],
+        "boardlab-kern": row["kern_version"],
+        "compiler and flags": compiler or None,
+        "governor": "; ".join(governors) or None,
+        "board model": inv.get("model"),
+        "firmware (device tree)": ", ".join(inv.get("compatible") or ()) or None,
+    }
+
+
+def changes(before: dict | None, after: dict) -> list[str]:
+    """'kernel: 6.1.0 -> 6.6.0' for every fact that differs from the campaign before."""
+    if before is None:
+        return []
+    return [f"{k}: {before.get(k) or '?'} → {v or '?'}" for k, v in after.items() if before.get(k) != v]
+
+
+def _campaign(row, facts: dict, prev: dict | None) -> dict:
+    return {
+        "campaign_id": int(row["id"]),
+        "started_unix_s": row["started_unix_s"],
+        "status": row["status"],
+        "boardlab_version": row["boardlab_version"],
+        "label": row["label"],
+        "environment": facts,
+        "changed": changes(prev, facts),
+    }
+
+
+def _point(cell) -> dict:
+    s = cell.summary
+    median = s.median if s else (cell.values[0] if len(cell.values) == 1 else None)
+    return {
+        "n": len(cell.values),
+        "median": median,
+        "median_ci": _interval(s.median_ci) if s else None,
+        "reason": None if s else cell.summary_reason,
+    }
+
+
+def board_history(rows, analyses) -> tuple[dict, list, list]:
+    """One board's series and its steps, not yet corrected: (board entry, comparisons, slots per step)."""
+    campaigns, prev = [], None
+    for row in rows:
+        facts = environment_facts(row)
+        campaigns.append(_campaign(row, facts, prev))
+        prev = facts
+    cells: dict[tuple, dict] = {}
+    for k, a in enumerate(analyses):
+        for c in a.cells:
+            entry = cells.setdefault(
+                _key(c),
+                {"workload": c.workload, "params": c.params, "condition": c.condition, "metric": c.metric,
+                 "unit": c.unit, "higher_is_better": c.higher_is_better, "points": [None] * len(analyses)},
+            )  # fmt: skip
+            entry["points"][k] = _point(c)
+    steps, comps, slots = [], [], []
+    for k in range(1, len(analyses)):
+        rows_k, ck, sk = pair_rows(analyses[k - 1], analyses[k], seed=1000 * k)
+        steps.append({"from": analyses[k - 1].campaign_id, "to": analyses[k].campaign_id, "cells": rows_k})
+        comps += ck
+        slots.append(sk)
+    entry = {
+        "board": rows[0]["board_label"],
+        "campaigns": campaigns,
+        "cells": list(cells.values()),
+        "steps": steps,
+    }
+    return entry, comps, slots
+
+
+def build_history(per_board: list[tuple[list, list]], plan: str) -> dict:
+    """The history document (JSON-ready) of `per_board`: (campaign rows in time order, their analyses) per
+    board. Every step of every board is one correction family."""
+    from boardlab.stats import adjust, family_method
+
+    boards, comps, slots = [], [], []
+    for rows, analyses in per_board:
+        entry, c, s = board_history(rows, analyses)
+        boards.append(entry)
+        comps += c
+        slots.append(s)
+    method = family_method(len(comps))
+    adjusted = iter(adjust(comps, method) if comps else ())
+    for entry, board_slots in zip(boards, slots, strict=True):
+        for step, ps in zip(entry["steps"], board_slots, strict=True):
+            finish_rows(step["cells"], ps, [next(adjusted) for _ in ps])
+    return {
+        "schema": HISTORY_SCHEMA,
+        "plan": plan,
+        "ratio": "each step is campaign B over the campaign A before it on the same board: median(B) / median(A); "
+        "cost_ratio > 1 means B is worse",
+        "decision": "a step is a regression (slowdown) or an improvement (speedup) when its 90% decision interval "
+        "lies beyond 1 +- delta and its p, adjusted over every step of this history, is below 0.05",
+        "adjustment": method,
+        "family_size": len(comps),
+        "boards": boards,
+        "regressions": found(boards, "slowdown"),
+        "improvements": found(boards, "speedup"),
+    }
+
+
+def found(boards: list[dict], verdict: str) -> list[dict]:
+    """Every step with this verdict: board, the campaigns, the cell, B/A and its interval."""
+    out = []
+    for b in boards:
+        for step in b["steps"]:
+            for c in step["cells"]:
+                if c["verdict"] == verdict:
+                    out.append(
+                        {"board": b["board"], "from": step["from"], "to": step["to"], "workload": c["workload"],
+                         "params": c["params"], "condition": c["condition"], "metric": c["metric"],
+                         "ratio": c["ratio"], "decision_ci": c["decision_ci"], "p_adjusted": c["p_adjusted"],
+                         "confounded": c["confounded"], "unstable": c["unstable"]}
+                    )  # fmt: skip
+    return out
+
+
+def load_history(
+    store, plan: str, board: str | None = None, *, last: int = DEFAULT_LAST, analyze=None
+) -> list[tuple[list, list]]:
+    """(campaign rows, analyses) per board of the plan's last `last` campaigns; `analyze` may be a caching
+    `analysis.analyze` (boardlab serve's)."""
+    if analyze is None:
+        from boardlab.analysis.core import analyze
+
+    rows = store.campaigns_of_plan(plan, board, limit=last)
+    by_board: dict[str, list] = {}
+    for r in rows:
+        by_board.setdefault(r["board_label"], []).append(r)
+    return [(rs, [analyze(store, int(r["id"])) for r in rs]) for rs in by_board.values()]
+
+
+# ---- the document -------------------------------------------------------------------------------------------------
+
+
+def _campaign_table(board: dict) -> doc.Table:
+    from boardlab.analysis.format import fmt_time
+
+    return doc.Table(
+        (doc.Column("#"), doc.Column("campaign"), doc.Column("started"), doc.Column("status"),
+         doc.Column("label"), doc.Column("what changed")),
+        tuple(
+            (str(i + 1), str(c["campaign_id"]), fmt_time(c["started_unix_s"]), c["status"], c["label"] or "",
+             ("; ".join(c["changed"]) or "nothing recorded") if i else "(first shown)")
+            for i, c in enumerate(board["campaigns"])
+        ),
+    )  # fmt: skip
+
+
+def _step_marks(board: dict) -> dict[tuple, dict[int, str]]:
+    """cell key -> {campaign index: 'slowdown' | 'speedup'} for the steps into that campaign."""
+    marks: dict[tuple, dict[int, str]] = {}
+    for k, step in enumerate(board["steps"], start=1):
+        for c in step["cells"]:
+            if c["verdict"] in ("slowdown", "speedup"):
+                key = (c["workload"], json.dumps(c["params"], sort_keys=True), c["condition"])
+                marks.setdefault(key, {})[k] = c["verdict"]
+    return marks
+
+
+def _series_table(board: dict) -> doc.Table:
+    from boardlab.analysis.format import fmt_interval, fmt_num, section_labels, unit_label
+
+    names = section_labels((c["workload"], c["params"]) for c in board["cells"])
+    marks = _step_marks(board)
+    sign = {"slowdown": " [REGRESSION]", "speedup": " [improvement]"}
+
+    def point(p: dict | None, mark: str | None) -> str:
+        if p is None:
+            return "not run"
+        if p["median"] is None:
+            return f"no value (n={p['n']})"
+        ci = f" {fmt_interval(*p['median_ci'])}" if p["median_ci"] else ""
+        return f"{fmt_num(p['median'])}{ci} (n={p['n']})" + (sign[mark] if mark else "")
+
+    rows, classes = [], []
+    for name, c in zip(names, board["cells"], strict=True):
+        m = marks.get((c["workload"], json.dumps(c["params"], sort_keys=True), c["condition"]), {})
+        rows.append((name, c["condition"], f"{c['metric']} [{unit_label(c['unit'])}]",
+                     *(point(p, m.get(k)) for k, p in enumerate(c["points"]))))  # fmt: skip
+        classes.append({3 + k: f"v-{v}" for k, v in m.items()})
+    n = len(board["campaigns"])
+    return doc.Table(
+        (doc.Column("workload"), doc.Column("condition"), doc.Column("metric"),
+         *(doc.Column(f"#{k + 1}", numeric=True) for k in range(n))),
+        tuple(rows),
+        cell_classes=tuple(classes),
+    )  # fmt: skip
+
+
+def _figures(board: dict) -> doc.Multiples | None:
+    from boardlab.analysis.format import section_labels, unit_label
+
+    names = section_labels((c["workload"], c["params"]) for c in board["cells"])
+    figures = []
+    for name, c in zip(names, board["cells"], strict=True):
+        pts = [(k + 1.0, p["median"] if p else None) for k, p in enumerate(c["points"])]
+        errs = [tuple(p["median_ci"]) if p and p["median_ci"] else None for p in c["points"]]
+        if sum(1 for _, y in pts if y is not None) < 2:
+            continue
+        figures.append(
+            doc.Figure("line_plot", {
+                "lines": [doc.Line(c["condition"], pts, errs)], "title": f"{name} @ {c['condition']}",
+                "x_label": "campaign #", "y_label": f"{c['metric']} [{unit_label(c['unit'])}]",
+                "width": 380, "height": 220, "legend": False, "title_size": 12,
+            })
+        )  # fmt: skip
+    return doc.Multiples(tuple(figures)) if figures else None
+
+
+def _steps_table(d: dict) -> doc.Table | None:
+    from boardlab.analysis.format import cell_label, fmt_interval, fmt_p, fmt_ratio
+
+    rows, classes = [], []
+    for kind, label in (("regressions", "regression"), ("improvements", "improvement")):
+        for s in d[kind]:
+            verdict = label + (" (confounded)" if s["confounded"] else "")
+            if s["unstable"]:
+                verdict += " (UNSTABLE: " + "; ".join(s["unstable"]) + ")"
+            rows.append((s["board"], f"{s['from']} → {s['to']}", cell_label(s["workload"], s["params"]),
+                         s["condition"], fmt_ratio(s["ratio"]), fmt_interval(*s["decision_ci"]),
+                         fmt_p(s["p_adjusted"]), verdict))  # fmt: skip
+            classes.append("v-slowdown" if kind == "regressions" else "v-speedup")
+    if not rows:
+        return None
+    return doc.Table(
+        (doc.Column("board"), doc.Column("campaigns"), doc.Column("workload"), doc.Column("condition"),
+         doc.Column("B / A", numeric=True), doc.Column("90% decision interval", numeric=True),
+         doc.Column("p (adjusted)", numeric=True), doc.Column("verdict")),
+        tuple(rows),
+        row_classes=tuple(classes),
+        emphasis_column="verdict",
+    )  # fmt: skip
+
+
+def history_document(d: dict, title: str) -> doc.Document:
+    """The history report: the steps found first, then per board its campaigns and each cell over time."""
+    method = {"holm": "Holm", "bh": "Benjamini-Hochberg"}.get(d["adjustment"], d["adjustment"])
+    n_reg, n_imp = len(d["regressions"]), len(d["improvements"])
+    summary = doc.section(
+        "Steps between campaigns",
+        doc.Prose(
+            f"{n_reg} regression(s) and {n_imp} improvement(s) in {d['family_size']} steps (cells compared between "
+            "consecutive campaigns of one board).",
+            strong=bool(n_reg),
+        ),
+        _steps_table(d),
+        doc.Prose(
+            "Each step is campaign B against the campaign A before it, cell by cell: B / A with its 90% decision "
+            "interval against the workload's threshold (the plan's `threshold`, default 2%), p adjusted by "
+            f"{method} over every step of this history. Campaigns run on different days were not interleaved: a "
+            "step includes whatever changed between them (the board, its temperature, the environment), and each "
+            "campaign's A/A control bounds how much its board drifted within it; a step whose A/A control failed "
+            "on either side is marked unstable.",
+            small=True,
+        ),
+    )
+    sections = [summary]
+    for b in d["boards"]:
+        sections.append(doc.section(f"Board {b['board']}", _campaign_table(b), anchor=f"board-{b['board']}"))
+        sections.append(
+            doc.section(
+                "Each cell over time",
+                doc.Prose("Median per campaign with its 95% confidence interval and the valid runs; a step into a "
+                          "campaign is marked where it is a regression or an improvement.", small=True),
+                _series_table(b),
+                _figures(b),
+                level=3,
+            )
+        )  # fmt: skip
+    return doc.Document(title, tuple(sections))
+
+
+__all__ = ["HISTORY_SCHEMA", "build_history", "history_document", "load_history"]

@@ -1,0 +1,84 @@
+"""`boardlab history`: one plan's campaigns on a board (or every board) in time order, and the steps between them."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+HELP = "a plan's campaigns over time per board: each cell per campaign, what changed, regressions"
+DESCRIPTION = (
+    "Show a plan's campaigns on one board (or on every board of a store) in time order: each cell's median "
+    "with its 95% CI per campaign, what changed in the environment between campaigns (kernel, boardlab, "
+    "compiler and flags, governor, firmware, and the campaign's `run --label`), and every step between "
+    "consecutive campaigns judged as `boardlab compare` judges two campaigns (90% decision interval against "
+    "each workload's threshold, p adjusted over every step of the history). A slowdown step is a regression."
+)
+EXIT_REGRESSION = 1
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument(
+        "--db", required=True, help="a results database: a SQLite file or a postgresql:// URL"
+    )
+    parser.add_argument(
+        "--plan", required=True, help="the plan: its name (as `run` stored it) or its plan hash"
+    )
+    parser.add_argument(
+        "--board", metavar="LABEL", help="one board (label or fingerprint); default every board"
+    )
+    parser.add_argument(
+        "--last", type=int, default=10, metavar="N", help="the last N campaigns per board (default 10)"
+    )
+    parser.add_argument("--format", choices=("text", "md", "html"), default="text", help="default text")
+    parser.add_argument("-o", "--output", help="file to write (required for html; default stdout)")
+    parser.add_argument(
+        "--json", action="store_true", help="print the JSON document (`schema` is its version)"
+    )
+    parser.add_argument(
+        "--fail-on",
+        choices=("regression",),
+        help="exit 1 when a step is a regression (for a nightly job); the report is written either way",
+    )
+
+
+def run(args) -> int:
+    from boardlab.analysis.history import build_history, history_document, load_history
+    from boardlab.errors import InputError
+    from boardlab.report.render import render_document
+    from boardlab.store import Store
+    from boardlab.store.export import check_output, write_output
+
+    if not 2 <= args.last <= 100:
+        raise InputError(f"--last {args.last}: expected 2 to 100 campaigns per board")
+    if args.format == "html" and not args.output and not args.json:
+        raise InputError("--format html writes a file: give -o history.html (or -o - for stdout)")
+    if args.output and args.output != "-":
+        check_output(args.output, protect=[args.db])
+    with Store.open(args.db, create=False) as store:
+        with store.snapshot():
+            per_board = load_history(store, args.plan, args.board, last=args.last)
+        where = store.path
+    if not per_board:
+        on = f" on a board labelled {args.board!r}" if args.board else ""
+        raise InputError(f"{where}: no campaign of a plan named {args.plan!r}{on}")
+    d = build_history(per_board, args.plan)
+    if args.json:
+        text = json.dumps(d, indent=1, allow_nan=False) + "\n"
+    else:
+        boards = ", ".join(b["board"] for b in d["boards"])
+        document = history_document(d, f"boardlab history: {args.plan} on {boards}")
+        text = render_document(document, args.format)
+        if args.format == "html":
+            from boardlab.report.html import page
+
+            text = page(document.title, text)
+    if not args.output or args.output == "-":
+        sys.stdout.write(text)
+    else:
+        write_output(args.output, text.encode(), protect=[args.db])
+        print(
+            f"history: {args.output} ({len(d['regressions'])} regressions, {len(d['improvements'])} improvements)"
+        )
+    if args.fail_on == "regression" and d["regressions"]:
+        return EXIT_REGRESSION
+    return 0

@@ -1,0 +1,314 @@
+"""`boardlab serve`'s ASGI application (Starlette): read-only pages over a store, each with a `.json` twin.
+
+Safe by default: every response carries a strict Content-Security-Policy (no inline script; the report's one
+inline style block allowed by its hash), nothing is framed, nothing is sniffed. With a token (required by
+`boardlab serve` on any address but loopback) every request must carry it: `Authorization: Bearer TOKEN`, or
+the cookie set by a first visit to `/?token=TOKEN`; anything else is 401. Every stored string reaches the page
+through the report's HTML renderer, which escapes it. A database error is a page naming the problem (503), an
+unknown campaign or a bad form value a page saying so (404/400), never a traceback. Only GET and HEAD exist.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import urllib.parse
+from importlib import resources
+
+COOKIE = "boardlab_token"
+LIVE_JS = resources.files("boardlab.web").joinpath("live.js").read_bytes()
+NAV = (("/boards", "boards"), ("/campaigns", "campaigns"), ("/compare", "compare"), ("/history", "history"),
+       ("/running", "running"))  # fmt: skip
+WEB_CSS = (
+    "nav.site{display:flex;gap:14px;border-bottom:1px solid #ddd;padding:6px 0;margin-bottom:6px}"
+    "form.pick{display:flex;flex-wrap:wrap;gap:8px;align-items:end;margin:8px 0}"
+    "form.pick label{display:flex;flex-direction:column;font-size:12px;color:#555}"
+    "p.problem{background:#fdecea;border-left:5px solid #b2182b;padding:6px 10px}"
+)
+
+
+def _csp() -> str:
+    from boardlab.report.html import CSS
+
+    digest = base64.b64encode(hashlib.sha256((CSS + WEB_CSS).encode()).digest()).decode()
+    return (
+        f"default-src 'none'; script-src 'self'; style-src 'sha256-{digest}'; img-src 'self' data:; "
+        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    )
+
+
+def _page(title: str, body: str) -> str:
+    """The report's page (its CSS, its escaping) with the site's navigation above the document."""
+    from boardlab.report.html import CSS
+    from boardlab.report.render import esc
+
+    nav = '<nav class="site">' + "".join(f'<a href="{u}">{esc(t)}</a>' for u, t in NAV) + "</nav>"
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{esc(title)}</title><style>{CSS + WEB_CSS}</style></head>\n<body>\n{nav}\n{body}\n</body></html>\n"
+    )
+
+
+def _select(name: str, label: str, choices, chosen: str | None) -> str:
+    from boardlab.report.render import esc
+
+    opts = "".join(
+        f'<option value="{esc(v)}"{" selected" if v == chosen else ""}>{esc(text)}</option>'
+        for v, text in choices
+    )
+    return f'<label>{esc(label)}<select name="{esc(name)}" id="{esc(name)}">{opts}</select></label>'
+
+
+def _form(action: str, fields: list[str]) -> str:
+    return (f'<form class="pick" method="get" action="{action}">' + "".join(fields)
+            + '<button type="submit" id="go">show</button></form>')  # fmt: skip
+
+
+def create_app(db: str, *, token: str | None = None):
+    """The application over the store at `db` (a SQLite path or a postgresql:// URL), opened read-only per
+    request, so a campaign writing to it is never blocked and every page is one consistent snapshot."""
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+    from starlette.routing import Route
+
+    from boardlab.errors import BoardlabError, InputError
+    from boardlab.report.render import esc, render_document
+    from boardlab.web import pages
+
+    csp = _csp()
+
+    def problem(status: int, text: str, as_json: bool) -> Response:
+        if as_json:
+            return JSONResponse({"schema": pages.WEB_SCHEMA, "error": text}, status_code=status)
+        return HTMLResponse(
+            _page("boardlab: error", f'<h1>Error</h1><p class="problem">{esc(text)}</p>'), status
+        )
+
+    def read(build, request, *, html_extra=lambda store: ""):
+        """Runs `build(store)` in one snapshot; (document, json twin) -> the response the URL asks for."""
+        from boardlab.store import Store
+
+        as_json = request.url.path.endswith(".json")
+        try:
+            store = Store.open(db, create=False)
+        except Exception as exc:  # the store cannot be read at all: 503, naming it and why
+            error = exc if isinstance(exc, BoardlabError) else _database_error(exc, db)
+            return problem(503, str(error) if error else f"{db}: cannot open the store", as_json)
+        try:
+            with store, store.snapshot():
+                document, twin = build(store)
+                extra = html_extra(store) if not as_json else ""
+        except InputError as exc:  # what the request asked for is not there (or not a valid pick)
+            return problem(404 if "no campaign" in str(exc) else 400, str(exc), as_json)
+        except BoardlabError as exc:
+            return problem(503, str(exc), as_json)
+        except (
+            Exception
+        ) as exc:  # the store's driver: a database error is a page naming it, never a traceback
+            error = _database_error(exc, db)
+            if error is None:
+                return problem(
+                    500, f"internal error: {type(exc).__name__} (run with BOARDLAB_DEBUG=1)", as_json
+                )
+            return problem(503, str(error), as_json)
+        if as_json:
+            return Response(json.dumps(twin, allow_nan=False, default=str), media_type="application/json")
+        return HTMLResponse(_page(document.title, extra + render_document(document, "html")))
+
+    def page_no(request) -> int:
+        raw = request.query_params.get("page", "0")
+        if not raw.isdigit() or int(raw) > 10**6:
+            raise InputError(f"page {raw!r}: expected a page number")
+        return int(raw)
+
+    def guarded(fn):
+        def endpoint(request):
+            try:
+                return fn(request)
+            except InputError as exc:
+                return problem(400, str(exc), request.url.path.endswith(".json"))
+
+        return endpoint
+
+    def boards(request):
+        n = page_no(request)
+        return read(lambda s: pages.boards(s, n), request)
+
+    def campaigns(request):
+        n = page_no(request)
+        board = request.query_params.get("board", "")
+        if board and not board.isdigit():
+            raise InputError(f"board {board!r}: expected a board id")
+        return read(lambda s: pages.campaigns(s, n, int(board) if board else None), request)
+
+    def campaign(request):
+        return read(lambda s: pages.campaign(s, request.path_params["cid"]), request)
+
+    def compare(request):
+        a, b = request.query_params.get("a"), request.query_params.get("b")
+
+        def form(store) -> str:
+            choices = pages.compare_choices(store)
+            return "<h1>Compare</h1>" + _form(
+                "/compare", [_select("a", "A (reference)", choices, a), _select("b", "B", choices, b)]
+            )
+
+        if not a or not b:
+            return read(lambda s: (_empty("boardlab: compare", "Pick A and B, then show."),
+                        {"schema": pages.WEB_SCHEMA, "choices": [{"value": v, "label": t} for v, t in pages.compare_choices(s)]}), request,
+                        html_extra=form)  # fmt: skip
+        return read(lambda s: pages.compare(s, a, b), request, html_extra=form)
+
+    def history(request):
+        plan, board = request.query_params.get("plan"), request.query_params.get("board")
+
+        def form(store) -> str:
+            plans = [(p, p) for p in pages.plan_choices(store)]
+            boards = [
+                ("", "every board"),
+                *((r["label"], r["label"]) for r in store.board_page(limit=pages.PICK_LIMIT)),
+            ]
+            return "<h1>History</h1>" + _form(
+                "/history",
+                [_select("plan", "plan", plans, plan), _select("board", "board", boards, board or "")],
+            )
+
+        if not plan:
+            return read(lambda s: (_empty("boardlab: history", "Pick a plan, then show."),
+                        {"schema": pages.WEB_SCHEMA, "plans": pages.plan_choices(s)}), request,
+                        html_extra=form)  # fmt: skip
+        return read(lambda s: pages.history(s, plan, board), request, html_extra=form)
+
+    def running(request):
+        live = (
+            '<div id="live" data-source="/running.json"></div><script src="/static/live.js" defer></script>'
+        )
+        return read(pages.running, request, html_extra=lambda store: live)
+
+    def live_js(request):
+        return Response(LIVE_JS, media_type="text/javascript")
+
+    def home(request):
+        return RedirectResponse("/boards", status_code=303)
+
+    def both(path: str, fn, **kw):
+        return [
+            Route(path, guarded(fn), methods=["GET"], **kw),
+            Route(path + ".json", guarded(fn), methods=["GET"]),
+        ]
+
+    routes = [
+        Route("/", home, methods=["GET"]),
+        *both("/boards", boards),
+        *both("/campaigns", campaigns),
+        Route("/campaign/{cid:int}", guarded(campaign), methods=["GET"]),
+        Route("/campaign/{cid:int}.json", guarded(campaign), methods=["GET"]),
+        *both("/compare", compare),
+        *both("/history", history),
+        *both("/running", running),
+        Route("/static/live.js", live_js, methods=["GET"]),
+        Route("/favicon.ico", lambda request: Response(status_code=204), methods=["GET"]),  # browsers ask
+    ]
+    return Starlette(
+        routes=routes,
+        middleware=[Middleware(_Guard, token=token, csp=csp)],
+        exception_handlers={404: _not_found, 405: _not_allowed, 500: _internal},
+    )
+
+
+def _empty(title: str, text: str):
+    from boardlab.analysis import document as doc
+
+    return doc.Document(title, (doc.section("", doc.Prose(text, small=True)),))
+
+
+def _database_error(exc: Exception, db: str):
+    """The store driver's error as a BoardlabError naming the store (None for anything else: a bug)."""
+    if type(exc).__module__.startswith("psycopg"):
+        from boardlab.store.pg import database_error, display_url
+
+        return database_error(exc, display_url(db))
+    if type(exc).__module__ == "sqlite3":
+        from boardlab.errors import database_error
+
+        return database_error(exc, db)
+    return None
+
+
+def _plain(status: int, text: str):
+    from starlette.responses import HTMLResponse
+
+    from boardlab.report.render import esc
+
+    return HTMLResponse(
+        _page(f"boardlab: {status}", f'<h1>{status}</h1><p class="problem">{esc(text)}</p>'), status
+    )
+
+
+async def _not_found(request, exc):
+    return _plain(404, f"no page at {request.url.path}")
+
+
+async def _not_allowed(request, exc):
+    return _plain(405, "this server only reads: GET and HEAD")
+
+
+async def _internal(request, exc):
+    return _plain(500, "internal error (run with BOARDLAB_DEBUG=1 to see it on the server's terminal)")
+
+
+class _Guard:
+    """ASGI middleware: the token check (401 without it) and the security headers on every response."""
+
+    def __init__(self, app, *, token: str | None, csp: str):
+        self.app = app
+        self.token = token
+        self.headers = [
+            (b"content-security-policy", csp.encode()),
+            (b"x-content-type-options", b"nosniff"),
+            (b"referrer-policy", b"no-referrer"),
+            (b"x-frame-options", b"DENY"),
+            (b"cache-control", b"no-store"),
+        ]
+
+    def _given(self, scope) -> tuple[str | None, bool]:
+        """(the token the request carries, whether it came in the query string)."""
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        auth = headers.get("authorization", "")
+        if auth.startswith("Bearer "):
+            return auth[7:].strip(), False
+        for part in headers.get("cookie", "").split(";"):
+            name, _, value = part.strip().partition("=")
+            if name == COOKIE:
+                return value, False
+        query = urllib.parse.parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        return (query.get("token") or [None])[0], True
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+
+        async def send_with_headers(message):
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *self.headers]
+            await send(message)
+
+        if self.token is not None:
+            given, in_query = self._given(scope)
+            if given is None or not hmac.compare_digest(given.encode(), self.token.encode()):
+                from starlette.responses import PlainTextResponse
+
+                text = "401: this boardlab serve needs its token (Authorization: Bearer TOKEN, or open /?token=TOKEN once)\n"
+                response = PlainTextResponse(text, status_code=401, headers={"WWW-Authenticate": "Bearer"})
+                return await response(scope, receive, send_with_headers)
+            if in_query:  # first visit: the token goes into a cookie and out of the address bar and history
+                from starlette.responses import RedirectResponse
+
+                response = RedirectResponse(scope["path"], status_code=303)
+                response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict", path="/")
+                return await response(scope, receive, send_with_headers)
+        return await self.app(scope, receive, send_with_headers)

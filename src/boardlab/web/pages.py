@@ -1,0 +1,268 @@
+"""The pages of `boardlab serve`, each as (a document of `analysis.document`, its JSON twin).
+
+Every page reads the store through `Store` methods in one snapshot, in pages of at most PAGE_SIZE rows, and
+builds the same documents the reports build (the campaign report, the history, the comparison); the server
+renders them with the report's HTML renderer. Nothing here writes.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.parse
+
+from boardlab.analysis import document as doc
+from boardlab.errors import InputError
+
+PAGE_SIZE = 50  # rows per list page: every list query is bounded by it
+PICK_LIMIT = 200  # campaigns and plans offered in the compare and history forms
+WEB_SCHEMA = 1
+
+
+def _q(**params) -> str:
+    return urllib.parse.urlencode({k: v for k, v in params.items() if v not in (None, "")})
+
+
+def _more(rows: list, page: int, path: str, **params) -> tuple[list, doc.Items | None, int | None]:
+    """The page's rows (PAGE_SIZE of the PAGE_SIZE + 1 read) and a note naming the next page's URL."""
+    has_more = len(rows) > PAGE_SIZE
+    nxt = f"{path}?{_q(page=page + 1, **params)}" if has_more else None
+    return rows[:PAGE_SIZE], doc.Items((f"more: {nxt}",)) if nxt else None, page + 1 if has_more else None
+
+
+def boards(store, page: int = 0) -> tuple[doc.Document, dict]:
+    from boardlab.analysis.format import fmt_time
+
+    rows, more, nxt = _more(store.board_page(limit=PAGE_SIZE + 1, offset=page * PAGE_SIZE), page, "/boards")
+    out, table, links = [], [], []
+    for r in rows:
+        inv = json.loads(r["inventory_json"] or "{}")
+        last = store.campaign(r["last_campaign_id"]) if r["last_campaign_id"] is not None else None
+        entry = {
+            "board_id": r["id"], "label": r["label"], "model": inv.get("model"), "machine": inv.get("machine"),
+            "kernel": (inv.get("kernel") or {}).get("release"), "campaigns": r["n_campaigns"],
+            "last_campaign": None if last is None else {
+                "campaign_id": last["id"], "name": last["name"], "status": last["status"],
+                "started_unix_s": last["started_unix_s"]},
+        }  # fmt: skip
+        out.append(entry)
+        table.append((r["label"], entry["model"] or "", entry["machine"] or "", entry["kernel"] or "",
+                      str(r["n_campaigns"]), "" if last is None else f"{last['id']} {last['name']}",
+                      "" if last is None else last["status"], "" if last is None else fmt_time(last["started_unix_s"])))  # fmt: skip
+        links.append(
+            {0: f"/campaigns?{_q(board=r['id'])}", **({5: f"/campaign/{last['id']}"} if last else {})}
+        )
+    document = doc.Document(
+        "boardlab: boards",
+        (doc.section(
+            "Boards",
+            doc.Table(
+                (doc.Column("board"), doc.Column("model"), doc.Column("machine"), doc.Column("kernel"),
+                 doc.Column("campaigns", numeric=True), doc.Column("last campaign"), doc.Column("status"),
+                 doc.Column("started")),
+                tuple(table), links=tuple(links),
+            ),
+            doc.Prose("No board in this store yet.") if not rows and page == 0 else None,
+            more,
+        ),),
+    )  # fmt: skip
+    return document, {"schema": WEB_SCHEMA, "page": page, "next_page": nxt, "boards": out}
+
+
+def _campaign_entry(r) -> dict:
+    return {k: r[k] for k in ("id", "name", "board_label", "status", "started_unix_s", "finished_unix_s",
+                              "boardlab_version", "label", "runs_planned", "heartbeat_unix_s")}  # fmt: skip
+
+
+def campaigns(store, page: int = 0, board_id: int | None = None) -> tuple[doc.Document, dict]:
+    from boardlab.analysis.format import fmt_time
+
+    got = store.campaign_page(limit=PAGE_SIZE + 1, offset=page * PAGE_SIZE, board_id=board_id)
+    rows, more, nxt = _more(got, page, "/campaigns", board=board_id)
+    table = tuple(
+        (
+            str(r["id"]),
+            r["name"],
+            r["board_label"],
+            r["status"],
+            fmt_time(r["started_unix_s"]),
+            r["label"] or "",
+        )
+        for r in rows
+    )
+    links = tuple(
+        {0: f"/campaign/{r['id']}", 1: f"/history?{_q(plan=r['name'], board=r['board_label'])}"} for r in rows
+    )
+    document = doc.Document(
+        "boardlab: campaigns",
+        (doc.section(
+            "Campaigns",
+            doc.Table((doc.Column("campaign"), doc.Column("plan"), doc.Column("board"), doc.Column("status"),
+                       doc.Column("started"), doc.Column("label")), table, links=links),
+            more,
+        ),),
+    )  # fmt: skip
+    return document, {"schema": WEB_SCHEMA, "page": page, "next_page": nxt,
+                      "campaigns": [_campaign_entry(r) for r in rows]}  # fmt: skip
+
+
+def campaign(store, campaign_id: int) -> tuple[doc.Document, dict]:
+    """The campaign's report document, as `boardlab report` builds it (the monitor plots stay in the report
+    file: their series are the one read here not bounded by the campaign's cells)."""
+    from boardlab.analysis.sections import build_document
+
+    document = build_document(analyzed(store, campaign_id), None)
+    return document, {"schema": WEB_SCHEMA, "campaign_id": campaign_id, "document": plain(document)}
+
+
+def plain(value):
+    """A document as JSON-safe data: records as objects, tuple keys as text, sets as sorted lists, a
+    non-finite number as null."""
+    import dataclasses
+    import math
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            "type": type(value).__name__,
+            **{f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)},
+        }
+    if isinstance(value, dict):
+        return {(k if isinstance(k, str) else json.dumps(plain(k))): plain(v) for k, v in value.items()}
+    if isinstance(value, frozenset | set):
+        return sorted(plain(v) for v in value)
+    if isinstance(value, tuple | list):
+        return [plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+_CACHE: dict[tuple, object] = {}
+_CACHE_LOCK = threading.Lock()  # pages are built on the server's worker threads
+CACHE_SIZE = 32  # analyses kept by the server process: a page seen once opens at once the next time
+
+
+def _memo(key: tuple, compute):
+    """compute(), kept under `key` among the last CACHE_SIZE results."""
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+    if hit is None:
+        hit = compute()
+        with _CACHE_LOCK:
+            while len(_CACHE) >= CACHE_SIZE:
+                _CACHE.pop(next(iter(_CACHE)))
+            _CACHE[key] = hit
+    return hit
+
+
+def version(store, campaign_id: int) -> tuple:
+    """What a campaign's analysis depends on: it changes with every run stored and with its status."""
+    row = store.campaign(campaign_id)
+    return (
+        store.path,
+        campaign_id,
+        row["status"],
+        row["heartbeat_unix_s"],
+        store.run_progress(campaign_id)[0],
+    )
+
+
+def analyzed(store, campaign_id: int):
+    """The campaign's analysis, kept while its runs and status are unchanged."""
+    from boardlab.analysis import analyze
+
+    return _memo(("analysis", *version(store, campaign_id)), lambda: analyze(store, campaign_id))
+
+
+def _side(store, pick: str):
+    """A compare form's pick: 'c:ID' a campaign, 'b:ID' a board's latest campaign."""
+
+    kind, _, number = pick.partition(":")
+    if kind not in ("c", "b") or not number.isdigit():
+        raise InputError(f"compare: {pick!r} is not a campaign (c:ID) or a board (b:ID)")
+    if kind == "b":
+        got = store.campaign_page(limit=1, board_id=int(number))
+        if not got:
+            raise InputError(f"compare: no campaign of board {number}")
+        number = got[0]["id"]
+    return analyzed(store, int(number))
+
+
+def compare(store, a: str, b: str) -> tuple[doc.Document, dict]:
+    from boardlab.analysis import compare_campaigns
+    from boardlab.analysis.comparedoc import compare_document
+
+    left, right = _side(store, a), _side(store, b)
+    key = ("compare", version(store, left.campaign_id), version(store, right.campaign_id))
+    d = _memo(key, lambda: compare_campaigns(left, right, path_a=store.path, path_b=store.path))
+    title = (
+        f"boardlab compare: {left.name} on {left.board_label} (A) and {right.name} on {right.board_label} (B)"
+    )
+    return compare_document(d, title), d
+
+
+def compare_choices(store) -> list[tuple[str, str]]:
+    """(value, label) of every pick the compare form offers: boards (their latest campaign), then campaigns."""
+    out = [
+        (f"b:{r['id']}", f"board {r['label']} (latest campaign)") for r in store.board_page(limit=PICK_LIMIT)
+    ]
+    out += [
+        (f"c:{r['id']}", f"campaign {r['id']}: {r['name']} on {r['board_label']} ({r['status']})")
+        for r in store.campaign_page(limit=PICK_LIMIT)
+    ]
+    return out
+
+
+def history(store, plan: str, board: str | None) -> tuple[doc.Document, dict]:
+    from boardlab.analysis.history import build_history, history_document, load_history
+
+    per_board = load_history(store, plan, board or None, analyze=analyzed)
+    if not per_board:
+        raise InputError(f"no campaign of a plan named {plan!r}" + (f" on board {board!r}" if board else ""))
+    key = (
+        "history",
+        plan,
+        tuple(version(store, a.campaign_id) for _, analyses in per_board for a in analyses),
+    )
+    d = _memo(key, lambda: build_history(per_board, plan))
+    names = ", ".join(b["board"] for b in d["boards"])
+    return history_document(d, f"boardlab history: {plan} on {names}"), d
+
+
+def plan_choices(store) -> list[str]:
+    return [r["name"] for r in store.plan_names(limit=PICK_LIMIT)]
+
+
+def running(store, now_s: float | None = None) -> tuple[doc.Document, dict]:
+    """Campaigns still running: runs stored of planned, the ETA from the pace so far, the last heartbeat."""
+    from boardlab.analysis.format import fmt_duration, fmt_time
+
+    now_s = time.time() if now_s is None else now_s
+    out, table, links = [], [], []
+    for r in store.campaigns_with_status("running", limit=PAGE_SIZE):
+        done, valid, _ = store.run_progress(r["id"])
+        planned = r["runs_planned"]
+        beat = r["heartbeat_unix_s"]
+        pace = (beat - r["started_unix_s"]) / done if done and beat else None
+        eta = pace * max(planned - done, 0) if pace is not None and planned else None
+        entry = {**_campaign_entry(r), "runs_done": done, "runs_valid": valid, "eta_s": eta,
+                 "heartbeat_age_s": None if beat is None else max(now_s - beat, 0.0)}  # fmt: skip
+        out.append(entry)
+        table.append((str(r["id"]), r["name"], r["board_label"], f"{done} of {planned if planned else '?'}",
+                      fmt_duration(eta) if eta is not None else "unknown",
+                      "never" if beat is None else f"{fmt_time(beat)} ({fmt_duration(entry['heartbeat_age_s'])} ago)"))  # fmt: skip
+        links.append({0: f"/campaign/{r['id']}"})
+    document = doc.Document(
+        "boardlab: running campaigns",
+        (doc.section(
+            "Running campaigns",
+            doc.Table((doc.Column("campaign"), doc.Column("plan"), doc.Column("board"), doc.Column("runs"),
+                       doc.Column("ETA"), doc.Column("last heartbeat")), tuple(table), links=tuple(links)),
+            doc.Prose("Refreshed every 2 s. The ETA is the pace so far (the time since the start over the runs "
+                      "stored) times the runs left.", small=True),
+        ),),
+    )  # fmt: skip
+    return document, {"schema": WEB_SCHEMA, "campaigns": out, "rows": [list(t) for t in table]}

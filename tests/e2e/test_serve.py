@@ -1,0 +1,206 @@
+"""`boardlab serve` over HTTP as curl sees it: every page and its .json twin, the security headers, hostile
+stored strings escaped, errors as pages (never a traceback), bounded lists, nothing that writes, and the token
+on an address that is not loopback (in a network namespace the test creates)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from helpers import EVIL, make_campaign_db, run_cli
+from history_store import PLANTED, make_history_db
+from serve_helpers import Served
+
+pytest.importorskip("starlette", reason="boardlab serve needs the web extra: pip install 'boardlab[web]'")
+pytest.importorskip("uvicorn", reason="boardlab serve needs the web extra: pip install 'boardlab[web]'")
+
+HOSTILE_PLAN = f"{EVIL}plan"
+HOSTILE_BOARD = f"{EVIL}board"
+
+
+@pytest.fixture(scope="module")
+def lab_db(tmp_path_factory) -> Path:
+    db = make_history_db(tmp_path_factory.mktemp("serve") / "lab.db")
+    make_campaign_db(
+        db, name=HOSTILE_PLAN, board=HOSTILE_BOARD, n=3, with_latency=False, conditions=("baseline",)
+    )
+    return db
+
+
+@pytest.fixture(scope="module")
+def served(lab_db):
+    with Served(lab_db) as s:
+        yield s
+
+
+PAGES = ("/boards", "/campaigns", "/campaign/3", "/compare?a=c:2&b=c:3", "/history?plan=nightly", "/running")
+
+
+def _twin(page: str) -> str:
+    path, _, query = page.partition("?")
+    return f"{path}.json" + (f"?{query}" if query else "")
+
+
+def test_every_page_and_its_json_twin_with_the_security_headers(served):
+    for page in PAGES:
+        status, headers, body = served.get(page)
+        assert status == 200, (page, body[:300])
+        csp = headers["Content-Security-Policy"]
+        assert "default-src 'none'" in csp and "script-src 'self'" in csp and "'unsafe-inline'" not in csp
+        assert headers["X-Content-Type-Options"] == "nosniff" and headers["X-Frame-Options"] == "DENY"
+        assert body.startswith("<!DOCTYPE html>") and "<script>" not in body
+        status, headers, body = served.get(_twin(page))
+        assert status == 200 and headers["Content-Type"] == "application/json", (page, body[:300])
+        assert json.loads(body)["schema"] >= 1
+    history = served.json("/history.json?plan=nightly&board=board-a")
+    (reg,) = history["regressions"]
+    assert (reg["to"], reg["workload"]) == (3, PLANTED)
+    compare = served.json("/compare.json?a=c:2&b=c:3")
+    verdicts = {c["workload"]: c["verdict"] for c in compare["cells"] if c["condition"] == "baseline"}
+    assert verdicts[PLANTED] == "slowdown"
+    assert {"value": "c:3", "label": "campaign 3: nightly on board-a (complete)"} in served.json(
+        "/compare.json"
+    )["choices"]
+    assert "nightly" in served.json("/history.json")["plans"]
+    report = served.json("/campaign/3.json")["document"]
+    assert report["type"] == "Document" and any(s["title"] == "Verdicts" for s in report["sections"])
+
+
+def test_a_board_picked_is_its_latest_campaign(served):
+    boards = served.json("/boards.json")["boards"]
+    a = next(b for b in boards if b["label"] == "board-a")
+    assert a["campaigns"] == 5 and a["last_campaign"]["campaign_id"] == 5
+    d = served.json(f"/compare.json?a=c:1&b=b:{a['board_id']}")
+    assert (d["a"]["campaign_id"], d["b"]["campaign_id"]) == (1, 5)
+
+
+def test_hostile_stored_strings_are_escaped_everywhere(served):
+    escaped = "&lt;script&gt;alert(1)&lt;/script&gt;"
+    for page in (
+        "/boards",
+        "/campaigns",
+        "/compare",
+        f"/history?plan={HOSTILE_PLAN}",
+        "/history?plan=nightly",
+    ):
+        status, _, body = served.get(
+            page.replace("<", "%3C").replace(">", "%3E").replace("(", "%28").replace(")", "%29")
+        )
+        assert status == 200, (page, body[:300])
+        assert "<script>alert" not in body and escaped in body, page
+
+
+def test_errors_are_pages_that_name_the_problem(served):
+    cases = {
+        "/campaign/999": (404, "no campaign with id 999"),
+        "/campaign/999.json": (404, "no campaign with id 999"),
+        "/boards?page=x": (400, "expected a page number"),
+        "/compare?a=zz&b=c:1": (400, "is not a campaign"),
+        "/history?plan=nope": (404, "no campaign of a plan named"),
+        "/nowhere": (404, "no page at /nowhere"),
+    }
+    for page, (code, text) in cases.items():
+        status, _, body = served.get(page)
+        assert status == code and text in body and "Traceback" not in body, (page, status, body[:300])
+    for method in ("POST", "PUT", "DELETE"):
+        status, _, body = served.get("/boards", method=method)
+        assert status == 405 and "only reads" in body
+
+
+def test_a_damaged_store_is_a_page_naming_it(lab_db, tmp_path):
+    db = tmp_path / "copy.db"
+    shutil.copy(lab_db, db)
+    with Served(db) as s:
+        assert s.get("/boards")[0] == 200
+        db.write_bytes(b"not a database at all " * 4096)
+        for page in ("/boards", "/campaign/1", "/running.json"):
+            status, _, body = s.get(page)
+            assert status == 503 and str(db) in body and "Traceback" not in body, (page, body[:300])
+
+
+def test_lists_are_paginated(tmp_path):
+    db = tmp_path / "many.db"
+    for k in range(55):
+        make_campaign_db(db, name=f"p{k}", seed=k, n=1, with_latency=False, conditions=("baseline",))
+    with Served(db) as s:
+        first = s.json("/campaigns.json")
+        assert len(first["campaigns"]) == 50 and first["next_page"] == 1
+        rest = s.json("/campaigns.json?page=1")
+        assert len(rest["campaigns"]) == 5 and rest["next_page"] is None
+        ids = [c["id"] for c in first["campaigns"] + rest["campaigns"]]
+        assert sorted(ids) == list(range(1, 56))
+        status, _, body = s.get("/campaigns")
+        assert "/campaigns?page=1" in body
+
+
+def test_a_bad_db_is_refused_before_listening(tmp_path):
+    r = run_cli("serve", "--db", str(tmp_path / "missing.db"), "--port", "0")
+    assert r.returncode == 2 and "no such results database" in r.stderr and "Traceback" not in r.stderr
+
+
+# The token: in a private network namespace (no route out), bound to a documentation address on a veth
+# interface inside it and to the wildcard address, reached over that namespace's own interfaces.
+NETNS_SCRIPT = textwrap.dedent(
+    """
+    import json, subprocess, sys
+    sys.path.insert(0, sys.argv[2])
+    from serve_helpers import Served
+    for cmd in (["ip", "link", "set", "lo", "up"], ["ip", "link", "add", "v0", "type", "veth", "peer", "name", "v1"],
+                ["ip", "addr", "add", "192.0.2.1/24", "dev", "v0"], ["ip", "link", "set", "v0", "up"],
+                ["ip", "link", "set", "v1", "up"]):
+        subprocess.run(cmd, check=True)
+    out = {}
+    for host, reach in (("192.0.2.1", None), ("0.0.0.0", "127.0.0.1")):
+        with Served(sys.argv[1], "--host", host) as s:
+            if reach:
+                s.url = s.url.replace(host, reach)
+            s.lines.append(s.proc.stdout.readline().strip())  # the token line, printed right after the address
+            token = s.lines[1].split("?token=")[1].split()[0]
+            bare = s.get("/boards")
+            wrong = s.get("/boards", {"Authorization": "Bearer " + "x" * len(token)})
+            bearer = s.get("/boards.json", {"Authorization": "Bearer " + token})
+            first = s.get("/boards?token=" + token)
+            cookie = first[1]["Set-Cookie"].split(";")[0]
+            again = s.get("/boards", {"Cookie": cookie})
+            out[host] = {"lines": s.lines, "bare": bare[0], "bare_body": bare[2], "wrong": wrong[0],
+                         "bearer": bearer[0], "first": first[0], "location": first[1]["Location"],
+                         "cookie_flags": first[1]["Set-Cookie"], "again": again[0]}
+    print(json.dumps(out))
+    """
+)
+
+
+def test_a_non_loopback_bind_needs_the_token(lab_db):
+    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("ip"):
+        pytest.skip("needs root, unshare and ip (iproute2) for a private network namespace")
+    tests_dir = str(Path(__file__).resolve().parents[1])
+    proc = subprocess.run(
+        ["unshare", "--net", "--", sys.executable, "-c", NETNS_SCRIPT, str(lab_db), tests_dir],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.splitlines()[-1])
+    for host, r in out.items():
+        assert "token required" in r["lines"][1], (host, r["lines"])
+        assert r["bare"] == 401 and r["wrong"] == 401 and "needs its token" in r["bare_body"], host
+        assert r["bearer"] == 200 and r["again"] == 200, host
+        assert r["first"] == 303 and r["location"] == "/boards", host  # the token leaves the address bar
+        flags = r["cookie_flags"].lower()
+        assert "httponly" in flags and "samesite=strict" in flags, host
+
+
+def test_loopback_needs_no_token_and_a_given_token_is_enforced(lab_db, tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_text("a-token-of-enough-length\n")
+    with Served(lab_db, "--token-file", str(token_file)) as s:
+        assert s.get("/boards")[0] == 401
+        assert s.get("/boards", {"Authorization": "Bearer a-token-of-enough-length"})[0] == 200
