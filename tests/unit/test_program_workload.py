@@ -36,7 +36,7 @@ def _plan(body: str, tmp_path: Path, catalog: dict | None = None):
 def _run_once(spec, params: dict) -> dict:
     """One measured run as the runner starts it: the spec's argv, a fresh worker, its JSON on stdout."""
     argv = spec.measured_argv(params, LaunchOptions(iterations=1))
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=900)  # a loaded machine is slow
     return json.loads(proc.stdout)
 
 
