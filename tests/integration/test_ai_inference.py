@@ -140,6 +140,36 @@ def test_spin_threads_and_xnnpack_are_applied_and_recorded(models_dir):
     assert off["info"]["xnnpack"].startswith("off")
 
 
+def test_delegate_xnnpack_and_none_choose_litert_kernels(models_dir):
+    common = ("runtime=litert", "model=mobilenet_v1", "frames=3", f"models_dir={models_dir}")
+    on = result(*common, "delegate=xnnpack")
+    off = result(*common, "delegate=none")
+    assert on["info"]["delegated_nodes"] >= 1 and on["info"]["xnnpack"] == "default delegate on"
+    assert off["info"]["delegated_nodes"] == 0 and off["info"]["xnnpack"].startswith("off")
+    assert on["info"]["delegate"] is None and off["info"]["delegate"] is None  # no external library
+    proc = worker(*common, "delegate=xnnpack", "xnnpack=off")
+    assert proc.returncode == 2 and "give one of them" in proc.stderr
+    proc = worker(*common, "delegate=none", "delegate_options=core_number=1")
+    assert proc.returncode == 2 and "give delegate=PATH.so too" in proc.stderr
+
+
+def test_an_execution_provider_the_runtime_lists_runs_and_an_unknown_one_names_those_available(models_dir):
+    import onnxruntime as ort
+
+    common = ("runtime=onnxruntime", "model=mobilenet_v1", "frames=3", f"models_dir={models_dir}")
+    doc = result(*common, "provider=CPUExecutionProvider")
+    assert doc["info"]["provider"] == "CPUExecutionProvider"
+    assert doc["info"]["providers"] == ["CPUExecutionProvider"]
+    available = ort.get_available_providers()
+    assert "TIDLExecutionProvider" not in available  # TI's runtime only; this machine has the stock one
+    proc = worker(*common, "provider=TIDLExecutionProvider", "provider_options=artifacts_folder=/x")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert "provider=TIDLExecutionProvider: this ONNX Runtime" in proc.stderr
+    assert f"available here: {', '.join(available)}" in proc.stderr
+    proc = worker("runtime=litert", "model=mobilenet_v1", "provider=CPUExecutionProvider")
+    assert proc.returncode == 2 and "applies to runtime=onnxruntime" in proc.stderr
+
+
 @pytest.mark.parametrize("rt", ["onnxruntime", "litert"])
 def test_int8_variants_run(models_dir, rt):
     doc = result(

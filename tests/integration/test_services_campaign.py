@@ -57,6 +57,10 @@ def test_victory_preset_is_valid_and_scales(tmp_path):
     scenarios = [w.params["scenario"] for w in plan.workloads]
     assert scenarios.count("position") == 4 and "three" in scenarios and scenarios.count("soap") == 4
     assert scenarios.count("soap-saturation") == 2 and plan.runs.repetitions == 10
+    # every service with a sensor has its sensor-vs-synthetic pair: Position (GPS), Orientation (INS over UDP)
+    sources = {(w.params["scenario"], w.params.get("source", "synthetic")) for w in plan.workloads}
+    assert sources >= {("position", "synthetic"), ("position", "nmea"), ("orientation", "synthetic"),
+                       ("orientation", "ins")}  # fmt: skip
     scaled = apply_overrides(plan, catalog, scale=0.1)
     assert {w.params["duration_s"] for w in scaled.workloads} == {6.0} and scaled.runs.repetitions == 5
 

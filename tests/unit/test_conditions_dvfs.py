@@ -223,6 +223,38 @@ def test_min_and_max_resolve_against_each_policys_own_table(xu3):
     }
 
 
+ROLES = {"governor": "userspace", "frequencies_khz": {"active": "max", "idle": "min"}}
+
+
+@pytest.mark.parametrize(
+    ("worker_cpu", "active", "idle"),
+    [(7, ("policy4", 2000000), ("policy0", 200000)), (2, ("policy0", 1400000), ("policy4", 200000))],
+)
+def test_active_and_idle_resolve_against_the_workers_cluster(xu3, worker_cpu, active, idle):
+    root, ctx = xu3
+    ctx.worker_cpu = worker_cpu
+    assert KIND.check(ROLES, ctx) is None
+    with KIND.apply(ROLES, ctx) as state:
+        assert read(root, f"{active[0]}/scaling_setspeed") == str(active[1])
+        assert read(root, f"{idle[0]}/scaling_setspeed") == str(idle[1])
+    assert {p: s["frequency_khz"] for p, s in state["policies"].items()} == dict([active, idle])
+    assert read(root, f"{active[0]}/scaling_governor") == "ondemand"  # undone after the run
+
+
+def test_roles_need_a_pinned_worker_and_are_not_mixed_with_policy_names(xu3):
+    _, ctx = xu3
+    ctx.worker_cpu = None
+    assert KIND.check(ROLES, ctx) == (
+        "frequencies_khz by role (active / idle) needs the workload pinned: set [runs] cpu"
+    )
+    mixed = {"governor": "userspace", "frequencies_khz": {"active": "max", "policy0": "min"}}
+    assert KIND.validate(mixed) == (
+        "frequencies_khz",
+        "give policy names or the roles active / idle as keys, not both",
+    )
+    assert KIND.validate(ROLES) is None
+
+
 def test_only_the_selected_policies_are_touched(xu3):
     root, ctx = xu3
     with KIND.apply({"governor": "performance", "policies": ["policy4"]}, ctx) as state:

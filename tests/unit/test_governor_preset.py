@@ -53,10 +53,13 @@ def test_on_the_odroid_xu3_the_preset_is_the_a7_x_a15_grid(tmp_path):
     assert bus == {"device": "10c20000.memory-controller", "frequency_hz": "record"}
     assert plan.runs.cpu == 3 and plan.runs.repetitions == 14  # the A7's last CPU; 14 runs reach a verdict
     assert plan.runs.counters == ("memory_access", "cci_congestion")
-    # 2 patterns x 9 sizes (4 KiB .. 256 MiB) under each of the 247 pairs and the implied baseline
+    # 3 patterns x 9 sizes (4 KiB .. 256 MiB) under each of the 247 pairs and the implied baseline
     cells = build_cells(plan, CATALOG)
-    assert len(cells) == 248 * 18
+    assert len(cells) == 248 * 27
     assert {dict(x.params)["size_bytes"] for x in cells} == set(sweep.SIZES_BYTES)
+    # the study's stride: 16 of its 4-byte elements, one access per 64-byte line
+    strides = {dict(x.params).get("stride_bytes") for x in cells if dict(x.params)["pattern"] == "stride"}
+    assert strides == {64} and len([x for x in cells if dict(x.params)["pattern"] == "stride"]) == 248 * 9
     assert "247 conditions" in plan.notes[0] and "recorded" in plan.notes[1]
     assert "# [sweep] expanded on this board: task on policy0 CPU 3 at 200000," in plan.source
     # The same conditions as the plan `governor sweep --plan-out` writes: one generator, not two.
@@ -93,7 +96,7 @@ def test_on_the_beaglebone_black_the_sweep_is_its_one_clusters_opps(tmp_path):
     ]
     assert all(c.kind == "governor" and c.params["frequencies_khz"] == {"policy0": int(c.name[8:])}
                for c in swept)  # fmt: skip
-    assert plan.runs.cpu == 0 and len(build_cells(plan, CATALOG)) == 5 * 18
+    assert plan.runs.cpu == 0 and len(build_cells(plan, CATALOG)) == 5 * 27
     assert "only cluster" in plan.notes[0] and "no other cluster to snoop" in plan.notes[0]
     assert "no memory-controller devfreq" in plan.notes[1]
     with pytest.raises(InputError, match=r"sweep.toml:\d+: sweep.bus_hz: .*no memory-controller devfreq"):
@@ -169,6 +172,8 @@ def test_a_short_run_of_the_preset_on_the_simulator_is_labelled_from_the_store(t
         "size_bytes = [65536]",
     )
     text = text.replace('pattern = ["random", "seq"]', 'pattern = ["random"]')
+    head, stride = text.split("# The study's third pattern")
+    text = head + stride[stride.index("[sweep]") :]  # without the stride entry
     text = text.replace("iterations = 5", "iterations = 3\nwarmup_max_iterations = 5")
     text = text.replace("seed = 1", "seed = 1\n[gates]\nidle = false\n", 1)
     plan = tmp_path / "snoop sweep.toml"

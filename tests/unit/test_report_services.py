@@ -96,3 +96,27 @@ def test_tx_stamps_and_power_at_rest_vs_operating_get_their_columns_and_table():
     assert rows[0][2:4] == ("2.000", "–") and rows[0][-1] == "rapl"
     assert rows[1][2:6] == ("2.000", "3.500", "1.500", "7.500")
     assert "Power at rest vs operating" in "\n".join(markdown_lines([rest, operating]))
+
+
+def test_the_sensors_share_of_each_service_with_a_sensor():
+    from boardlab.analysis.studies.services import ServiceCell, sensor_shares, tables
+
+    def cell(scenario, source, cpu, **extra):
+        params = {"scenario": scenario, "source": source, **extra}
+        return ServiceCell(f"{scenario} {source}", scenario, params, "baseline", 5,
+                           per_service_cpu_pct={scenario: cpu, "sub": 0.1})  # fmt: skip
+
+    cells = [
+        cell("position", "synthetic", 0.2),
+        cell("position", "nmea", 0.5, read_mode="byte"),  # not the pair: the study's reads are canonical
+        cell("position", "nmea", 0.8, read_mode="canonical"),
+        cell("orientation", "synthetic", 0.09),
+        cell("orientation", "ins", 0.12),
+    ]
+    assert sensor_shares(cells) == [
+        ("Position", "nmea", "0.200", "0.800", "75.0"),
+        ("Orientation", "ins", "0.090", "0.120", "25.0"),
+    ]
+    title, headers, rows = tables(cells)[0]
+    assert title == "The sensor's share of each service's CPU" and headers[-1] == "sensor_share_percent"
+    assert sensor_shares(cells[:2]) == []  # no canonical GPS run: no pair, no row

@@ -133,6 +133,9 @@ class _Store:
     def campaign(self, _cid):
         return {"environment_json": "{}"}
 
+    def energy_sources(self, _cid):
+        return []
+
 
 def _row(workload, params, metrics, info=None):
     import json
@@ -225,3 +228,48 @@ def test_a_knee_says_where_the_rate_broke_from_the_first_failing_trial_above_it(
     where = _where_broke(docs, "knee_bit_s")
     assert where == "encrypt (1/3 runs), no drops (1/3 runs); goodput short of offered 12.5%"
     assert _where_broke([docs[2]], "knee_bit_s") == ""
+
+
+def _balance_of(rows, inventory=None):
+    from boardlab.analysis.studies.stream import stream_study
+
+    return stream_study(_Store(rows), 1, {"cpufreq_policies": [{"max_khz": 2000000}], **(inventory or {})})
+
+
+NET = {"mode": "tcp_stream", "msg_bytes": 65536}
+GEMM = ("compute.gemm", {"n": 512, "precision": "single", "threads": 1}, {"gflops": {"value": 10.0}})
+
+
+def test_a_loopback_balance_is_marked_an_upper_bound_in_every_format():
+    rows = [
+        _row(*GEMM),
+        _row("io.net", NET, {"goodput_bit_s": {"value": 3.89e10}}, {"peer": "127.0.0.1:40000"}),
+    ]
+    s = _balance_of(rows)
+    assert s.balance.io_kind == "loopback" and s.balance.io_bit_s == 3.89e10
+    (_, _, body) = next(x for x in tables(s) if x[0].startswith("Balance"))
+    assert body[0][-2] == "loopback" and body[0][-1].endswith("(upper bound)")
+    for text in ("\n".join(terminal_lines(s)), "\n".join(markdown_lines(s)), "".join(html_parts(s))):
+        assert "this balance is an upper bound" in text and "--peer HOST" in text
+
+
+def test_the_balance_uses_the_measured_link_then_the_declared_one_never_loopback():
+    loop = _row("io.net", NET, {"goodput_bit_s": {"value": 3.89e10}}, {"peer": "127.0.0.1:40000"})
+    link = _row("io.net", {**NET, "peer": "10.77.0.2:7300"}, {"goodput_bit_s": {"value": 4.7e7}},
+                {"peer": "10.77.0.2:7300"})  # fmt: skip
+    declared = _row("stream.pipeline", {"block_bytes": 16384, "link_bit_s": 1e9}, {"goodput_bit_s": {"value": 5e8}},
+                    {"peer": "127.0.0.1:1"})  # fmt: skip
+    s = _balance_of([_row(*GEMM), loop, link, declared])
+    assert s.balance.io_kind == "link" and s.balance.io_bit_s == 4.7e7
+    assert "measured over the link to 10.77.0.2" in s.balance.io_source and s.balance.caveat is None
+    s = _balance_of([_row(*GEMM), loop, declared])
+    assert s.balance.io_kind == "declared link" and s.balance.io_bit_s == 1e9
+    assert s.balance.io_source == "declared link rate (link_bit_s = 1 Gbit/s)"
+
+
+def test_gflops_per_watt_names_the_missing_sensor():
+    s = _balance_of([_row(*GEMM)])
+    assert not s.gflops_per_watt and "GFLOPS/W: missing: no power sensor" in s.gflops_per_watt_missing
+    assert "GFLOPS/W: missing: no power sensor" in "\n".join(markdown_lines(s))
+    s = _balance_of([_row(*GEMM)], {"power_sensors": [{"name": "ina231"}]})
+    assert "has a power sensor but this campaign measured no energy" in s.gflops_per_watt_missing

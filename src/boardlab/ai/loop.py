@@ -29,6 +29,8 @@ def _parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--xnnpack", choices=("on", "off"), default="on")
     p.add_argument("--delegate", default=None, metavar="SO")
     p.add_argument("--delegate-options", default=None, metavar="K=V;K=V")
+    p.add_argument("--provider", default=None, metavar="EP")
+    p.add_argument("--provider-options", default=None, metavar="K=V;K=V")
     p.add_argument("--models-dir", default=None, metavar="DIR")
     p.add_argument(
         "--duration",
@@ -75,13 +77,7 @@ def run_loop(args: argparse.Namespace, stop: dict) -> dict:
         "models_dir": args.models_dir,
     }
     path, _ = resolve_model(params)
-    options = rt.Options(
-        threads=args.threads,
-        spin=args.spin == "on",
-        xnnpack=args.xnnpack == "on",
-        delegate=args.delegate,
-        delegate_options=rt.parse_delegate_options(args.delegate_options),
-    )
+    options = rt.options_from(args.runtime, **{k: getattr(args, k) for k in rt.OPTION_PARAMS})
     session = rt.open_session(args.runtime, path, options)
     pool = rt.synthetic_frames(session.inputs, 8, args.seed)
     latencies: list[int] = []

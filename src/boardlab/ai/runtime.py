@@ -80,14 +80,14 @@ def missing_runtime(runtime: str) -> str | None:
     return None if found else f"{runtime} is not installed: {install_hint(runtime, machine)}"
 
 
-def parse_delegate_options(text: str | None) -> dict[str, str]:
+def parse_delegate_options(text: str | None, key: str = "delegate_options") -> dict[str, str]:
     """ "k=v;k=v" -> {k: v} (TI: "artifacts_folder=/opt/model_zoo/x/artifacts;core_number=1")."""
     out: dict[str, str] = {}
     for item in (text or "").split(";"):
         if not item.strip():
             continue
         if "=" not in item:
-            raise InputError(f"delegate_options: expected key=value items separated by ';', got {item!r}")
+            raise InputError(f"{key}: expected key=value items separated by ';', got {item!r}")
         k, v = item.split("=", 1)
         out[k.strip()] = v.strip()
     return out
@@ -108,6 +108,58 @@ class Options:
     xnnpack: bool = True  # LiteRT's default XNNPACK delegate
     delegate: str | None = None  # LiteRT external delegate .so
     delegate_options: dict[str, str] = field(default_factory=dict)
+    provider: str | None = None  # ONNX Runtime execution provider (None: CPUExecutionProvider)
+    provider_options: dict[str, str] = field(default_factory=dict)
+
+
+DELEGATE_WORDS = ("xnnpack", "none")  # delegate = xnnpack | none | PATH.so
+# ai.inference's parameters that set the session (options_from's keywords)
+OPTION_PARAMS = ("threads", "spin", "xnnpack", "delegate", "delegate_options", "provider", "provider_options")
+
+
+def options_from(
+    runtime: str,
+    *,
+    threads: int,
+    spin: str,
+    xnnpack: str,
+    delegate: str | None,
+    delegate_options: str | None,
+    provider: str | None,
+    provider_options: str | None,
+) -> Options:
+    """The session options of ai.inference's parameters (and the inference loop's flags). `delegate`:
+    `xnnpack` is LiteRT's default XNNPACK delegate, `none` LiteRT's builtin kernels alone, anything else an
+    external delegate library (a path, or a bare name the dynamic loader finds, as TI's
+    libtidl_tfl_delegate.so). `provider` is an ONNX Runtime execution provider, checked when the session
+    opens against those the runtime lists."""
+    if delegate is not None and runtime != "litert":
+        raise InputError(
+            f"delegate={delegate}: a delegate applies to runtime=litert; ONNX Runtime takes provider= "
+            "(an execution provider)"
+        )
+    if provider is not None and runtime != "onnxruntime":
+        raise InputError(
+            f"provider={provider}: an execution provider applies to runtime=onnxruntime; LiteRT takes delegate="
+        )
+    if delegate_options and (delegate is None or delegate in DELEGATE_WORDS):
+        raise InputError("delegate_options: options go to an external delegate; give delegate=PATH.so too")
+    if provider_options and provider is None:
+        raise InputError("provider_options: give provider= too (the options go to that execution provider)")
+    use_xnnpack = xnnpack == "on"
+    if delegate in DELEGATE_WORDS:
+        if xnnpack == "off" and delegate == "xnnpack":
+            raise InputError("delegate=xnnpack with xnnpack=off: give one of them")
+        use_xnnpack = delegate == "xnnpack"
+    external = None
+    if delegate is not None and delegate not in DELEGATE_WORDS:
+        value = os.path.expanduser(delegate)  # a bare library name is left for the dynamic loader to find
+        external = os.path.abspath(value) if "/" in value else value
+    return Options(
+        threads=threads, spin=spin == "on", xnnpack=use_xnnpack, delegate=external,
+        delegate_options=parse_delegate_options(delegate_options),
+        provider=provider, provider_options=parse_delegate_options(provider_options, "provider_options"),
+    )  # fmt: skip
 
 
 def _fixed_shape(path: str, name: str, shape) -> tuple[int, ...]:
@@ -162,23 +214,33 @@ class OrtSession(Session):
     def __init__(self, path: str, options: Options) -> None:
         import onnxruntime as ort
 
+        available = ort.get_available_providers()
         if options.delegate:
             raise InputError(
                 "delegate applies to runtime=litert; ONNX Runtime uses execution providers "
-                f"(available here: {', '.join(ort.get_available_providers())})"
+                f"(available here: {', '.join(available)})"
+            )
+        if options.provider is not None and options.provider not in available:
+            raise InputError(
+                f"provider={options.provider}: this ONNX Runtime ({ort.__version__}) does not offer it; "
+                f"available here: {', '.join(available)}"
             )
         so = ort.SessionOptions()
         so.intra_op_num_threads = options.threads
         spin = "1" if options.spin else "0"
         so.add_session_config_entry("session.intra_op.allow_spinning", spin)
         so.add_session_config_entry("session.inter_op.allow_spinning", spin)
-        providers = ["CPUExecutionProvider"]
+        # The chosen provider first; the CPU provider takes the nodes it cannot (as TI's examples do).
+        chosen = options.provider or "CPUExecutionProvider"
+        providers: list = [(chosen, options.provider_options)]
+        if chosen != "CPUExecutionProvider":
+            providers.append("CPUExecutionProvider")
         t0 = now_ns()
         try:
             sess = ort.InferenceSession(path, so, providers=providers)
         except Exception as exc:  # onnxruntime raises its own pybind exception types
             raise InputError(
-                f"{path}: onnxruntime cannot load this model: {str(exc).strip()[:400]}"
+                f"{path}: onnxruntime cannot load this model with {chosen}: {str(exc).strip()[:400]}"
             ) from None
         self.load_ms = (now_ns() - t0) / 1e6
         self._handle = sess
@@ -193,14 +255,16 @@ class OrtSession(Session):
         self.info = {
             "runtime": "onnxruntime",
             "runtime_version": ort.__version__,
+            "provider": chosen,
+            "provider_options": options.provider_options or None,
             "providers": sess.get_providers(),
-            "available_providers": ort.get_available_providers(),
+            "available_providers": available,
             "intra_op_num_threads": options.threads or "runtime default (physical cores)",
             "allow_spinning": options.spin,
             "execution_mode": "sequential",
             "graph_optimization_level": str(so.graph_optimization_level).rsplit(".", 1)[-1],
             "timed_call": "session.run()",
-            "xnnpack": "not applicable (CPU execution provider)",
+            "xnnpack": f"not applicable ({chosen})",
         }
 
     def prepare(self, arrays: list) -> None:

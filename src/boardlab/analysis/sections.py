@@ -109,6 +109,9 @@ def header(a: CampaignAnalysis) -> doc.Section:
         else None,
         doc.Prose(note, formats=TEXT) if note else None,
     ]
+    simulated = (a.environment.get("simulated") or {}).get("note")
+    if simulated:  # `governor sweep --sim --db`: a model's figures, said before any of them in every format
+        blocks.insert(0, doc.Prose(simulated, banner=True, bold=("Simulated",)))
     if a.status != "complete":
         blocks.append(
             doc.Prose(

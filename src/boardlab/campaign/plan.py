@@ -659,6 +659,7 @@ def apply_overrides(
     duration_s: float | None = None,
     scale: float | None = None,
     only_workloads: list[str] | None = None,
+    peer: str | None = None,
 ) -> Plan:
     """Command-line overrides that shrink or stretch a plan (a preset written for hours on a board, run in a
     minute here). They are appended to the stored plan text, so the campaign records them and a resume
@@ -716,10 +717,43 @@ def apply_overrides(
         if not touched:
             raise InputError(f"--duration: no workload of {plan.name!r} has a duration_s parameter")
         notes.append(f"duration_s = {duration_s:g}")
+    if peer is not None:
+        workloads = _with_peer(workloads, catalog, peer)
+        notes.append(f"peer = {peer}")
     if not notes:
         return plan
     source = plan.source.rstrip("\n") + "\n# command-line overrides: " + ", ".join(notes) + "\n"
     return dataclasses.replace(plan, runs=runs, workloads=tuple(workloads), source=source)
+
+
+NET_SINK_PORT = 7300  # where `boardlab-kern net-sink` listens on a peer unless --peer names a port
+
+
+def peer_address(peer: str) -> str:
+    """--peer HOST or HOST:PORT (an IPv4 address: the kernel takes numeric hosts) -> HOST:PORT."""
+    import ipaddress
+
+    host, _, port = peer.rpartition(":") if peer.count(":") == 1 else (peer, "", "")
+    try:
+        ipaddress.IPv4Address(host)
+    except ValueError:
+        raise InputError(
+            f"--peer {peer}: expected an IPv4 address, optionally :PORT (e.g. 192.168.1.20)"
+        ) from None
+    if port and not (port.isdigit() and 0 < int(port) < 65536):
+        raise InputError(f"--peer {peer}: the port must be a number in 1..65535")
+    return f"{host}:{port or NET_SINK_PORT}"
+
+
+def _with_peer(workloads: list, catalog: dict[str, WorkloadSpec], peer: str) -> list:
+    """Every workload that takes a `peer` (io.net) sends to `boardlab-kern net-sink` on that host instead of a
+    sink forked on loopback; InputError when the plan has none."""
+    address = peer_address(peer)
+    out = [dataclasses.replace(w, params={**w.params, "peer": address}) if catalog[w.name].param("peer") else w
+           for w in workloads]  # fmt: skip
+    if out == workloads:
+        raise InputError("--peer: no workload of this plan sends to a network peer (io.net takes one)")
+    return out
 
 
 def unsupported_workloads(plan: Plan, catalog: dict[str, WorkloadSpec]) -> dict[str, str]:

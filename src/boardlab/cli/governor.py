@@ -40,6 +40,8 @@ def add_arguments(parser) -> None:
     p.add_argument(
         "--out", metavar="FILE", help="with --sim: write the sweep (every run of every cell) as JSON"
     )
+    p.add_argument("--db", metavar="FILE",
+                   help="with --sim: store the sweep as a campaign (marked simulated) for `boardlab report`")  # fmt: skip
     p.add_argument("--runs", type=int, default=10, help="runs per cell with --sim (default 10)")
     p.add_argument("--quick", action="store_true", help="with --sim: every other size, 6 runs per cell")
     p.add_argument("--json", action="store_true", help="print the grid or the sweep summary as JSON")
@@ -183,6 +185,8 @@ def _sweep(args) -> int:
             )
         sizes = sweep.SIZES_BYTES[::2] if args.quick else sweep.SIZES_BYTES
         runs = 6 if args.quick else args.runs
+        if args.db:
+            return _sweep_campaign(args, soc, sizes, runs)
         print(f"simulating the snoop sweep on {soc.model}: {len(sizes)} sizes x 2 patterns x OPP grid, "
               f"{runs} runs per cell", file=sys.stderr)  # fmt: skip
         cells = sweep.simulate(soc, sizes=sizes, repetitions=runs, this_policy=args.cluster)
@@ -219,6 +223,9 @@ def _sweep(args) -> int:
                     f"{100 * (row['worst_ratio'] - 1):.0f}%"
                 )
         return 0
+    if args.db:
+        raise InputError("--db: the sweep is stored as a campaign with --sim; on a board run its plan "
+                         "(`boardlab run --preset snoop-sweep --db FILE`)")  # fmt: skip
     from boardlab.platform.inventory import inventory
     from boardlab.platform.sysroot import SysRoot
 
@@ -266,6 +273,30 @@ def _sweep(args) -> int:
                   "mem.latency cells")  # fmt: skip
         if args.plan_out:
             print(f"plan written to {args.plan_out}; run it with `boardlab run {args.plan_out} --db FILE`")
+    return 0
+
+
+def _sweep_campaign(args, soc, sizes, runs: int) -> int:
+    """--sim --db: the simulated sweep as a campaign `boardlab report` renders (heatmaps, labelled simulated)."""
+    from boardlab.governor import sim_campaign, sweep
+    from boardlab.store import Store
+
+    if args.out:
+        raise InputError("--out and --db: give one (--db stores the sweep as a campaign, --out as JSON)")
+    store = Store.open(args.db, create=True)
+    try:
+        print(f"simulating the snoop sweep on {soc.model} into {args.db}: {len(sizes)} sizes x "
+              f"{len(sweep.PATTERNS)} patterns x OPP grid, {runs} runs per cell", file=sys.stderr)  # fmt: skip
+        w = sim_campaign.write(store, soc, this_policy=args.cluster, sizes=sizes, repetitions=runs)
+    finally:
+        store.close()
+    if args.json:
+        print(json.dumps({"schema": 1, "db": args.db, "campaign": w.campaign_id, "simulated": soc.name,
+                          "conditions": w.conditions, "cells": w.cells, "runs": w.runs}))  # fmt: skip
+    else:
+        print(f"campaign {w.campaign_id} (simulated {soc.name}, the task on {w.grid.this_policy}): "
+              f"{w.conditions} conditions, {w.cells} cells, {w.runs} runs written to {args.db}; "
+              f"`boardlab governor label --db {args.db}` labels it, `boardlab report --db {args.db}` shows it")  # fmt: skip
     return 0
 
 

@@ -211,6 +211,25 @@ def _caches(caches) -> str:
     return ", ".join(parts)
 
 
+def _gts(speed: float | None) -> str:
+    return "down" if speed is None else f"{speed:g} GT/s"
+
+
+def _pcie(links) -> list[str]:
+    """One row per device: the link as trained against what both ends allow, its generation and what it
+    carries per direction after encoding."""
+    rows = []
+    for link in links:
+        gen = f"gen {link.generation}" if link.generation else "-"
+        width = f"x{link.current_width}" if link.current_width else "-"
+        maximum = f"{_gts(link.max_speed_gts)} x{link.max_width or '-'}"
+        rate = f"{link.data_bit_s / 1e9:.1f} Gbit/s" if link.data_bit_s else "-"
+        ident = f"{_dash(link.vendor)}:{_dash(link.device)} class {_dash(link.class_code)}"
+        rows.append([link.address, ident, _dash(link.driver), f"{_gts(link.current_speed_gts)} {width} ({gen})",
+                     maximum + (" (trained below)" if link.degraded else ""), rate])  # fmt: skip
+    return _table(["device", "id", "driver", "link", "max", "data per direction"], rows)
+
+
 def render(info, power=None) -> str:
     width = shutil.get_terminal_size((110, 24)).columns
     out: list[str] = [f"boardlab info (root {info.root})", ""]
@@ -342,6 +361,11 @@ def render(info, power=None) -> str:
             out += _pairs([("cooling", ", ".join(cooling))], width)
     else:
         out.append("  no thermal zone")
+
+    out += ["", "PCIe"]
+    out += (
+        _pcie(info.pcie_links) if info.pcie_links else ["  no PCIe link (no /sys/bus/pci device reports one)"]
+    )
 
     out += ["", "Power"]
     if info.power_sensors or info.powercap:

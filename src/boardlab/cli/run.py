@@ -53,6 +53,12 @@ def add_arguments(parser) -> None:
         "--scale", type=float, help="scale repetitions, iterations and AI frames by this factor (e.g. 0.2)"
     )
     parser.add_argument(
+        "--peer",
+        metavar="HOST[:PORT]",
+        help="io.net sends to `boardlab-kern net-sink --listen 0.0.0.0:PORT` running on HOST (default port "
+        "7300) over the real link, instead of a sink on loopback",
+    )
+    parser.add_argument(
         "--dry-run",
         action="store_true",
         help="load and check the plan (and the overrides), print its cells, runs, comparisons, an estimated "
@@ -200,6 +206,7 @@ def run(args) -> int:
         duration_s=args.duration,
         scale=args.scale,
         only_workloads=args.workload,
+        peer=args.peer,
     )
     from boardlab.campaign.reach import summarize_plan
 

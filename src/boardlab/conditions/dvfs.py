@@ -15,7 +15,16 @@ params = { governor = "userspace", frequency_khz = 600000, policies = ["policy0"
 name = "a7-1400-a15-200"
 kind = "governor"
 params = { governor = "userspace", frequencies_khz = { policy0 = 1400000, policy4 = 200000 } }
+
+[[conditions]]
+name = "active-max-idle-min"
+kind = "governor"
+params = { governor = "userspace", frequencies_khz = { active = "max", idle = "min" } }
 ```
+
+In `frequencies_khz`, `active` names the policy holding the CPU the workload is pinned to (`[runs] cpu`) and
+`idle` every other policy, so one plan expresses "the cluster running the task at its top, the idle cluster
+at its bottom" (the governor study's reference point) on any board.
 
 Every write goes through the restore journal (limits, then the governor, then the speed, then tunables);
 they are undone in reverse order when the run ends, and by the next start after a crash. The state of
@@ -26,6 +35,7 @@ each run records what was set, what was there before, and where each policy spen
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import re
 from dataclasses import dataclass
@@ -37,6 +47,7 @@ from boardlab.platform import cpufreq
 from boardlab.platform.sysroot import format_cpulist
 
 _POLICY = re.compile(r"policy\d+")
+ROLES = ("active", "idle")  # frequencies_khz keys resolved against the worker's CPU
 
 PARAMS = (
     ParamSpec(
@@ -62,7 +73,8 @@ PARAMS = (
         "frequencies_khz",
         "table",
         None,
-        help='userspace only: one frequency per policy, e.g. { policy0 = 600000, policy4 = "max" }',
+        help='userspace only: one frequency per policy, e.g. { policy0 = 600000, policy4 = "max" }, or by '
+        'role: { active = "max", idle = "min" } (active: the policy of the pinned worker CPU; idle: the others)',
     ),
     ParamSpec("tunables", "table", None, help="the governor's tunables, e.g. { up_threshold = 95 }"),
     ParamSpec("min_khz", "int", None, min=1, unit="kHz", help="lower bound of the policy's frequency"),
@@ -97,6 +109,25 @@ class GovernorSetting:
             max_khz=params.get("max_khz"),
             per_policy=per_policy,
         )
+
+    @property
+    def by_role(self) -> bool:
+        return any(name in ROLES for name, _ in self.per_policy)
+
+    def resolved(self, info, worker_cpu: int | None) -> GovernorSetting | str:
+        """The setting with `active` / `idle` replaced by the board's policy names, or why it cannot be."""
+        if not self.by_role:
+            return self
+        if worker_cpu is None:
+            return "frequencies_khz by role (active / idle) needs the workload pinned: set [runs] cpu"
+        active = next((p for p in info.cpufreq_policies if worker_cpu in (p.related_cpus or p.cpus)), None)
+        if active is None:
+            return f"no cpufreq policy holds CPU {worker_cpu}, the workload's: frequencies_khz cannot name it active"
+        roles = dict(self.per_policy)
+        per = [(active.name, roles["active"])] if "active" in roles else []
+        if "idle" in roles:
+            per += [(p.name, roles["idle"]) for p in info.cpufreq_policies if p.name != active.name]
+        return dataclasses.replace(self, policies=tuple(name for name, _ in per), per_policy=tuple(per))
 
     def speed_khz(self, policy: CpufreqPolicy) -> int | None:
         """The userspace frequency for this policy ("min"/"max" resolved against its table)."""
@@ -190,9 +221,17 @@ class Governor:
             )
         if not per:
             return "frequencies_khz", "an empty table: give e.g. { policy0 = 600000 }"
+        roles = [name for name in per if name in ROLES]
+        if roles and len(roles) != len(per):
+            return "frequencies_khz", "give policy names or the roles active / idle as keys, not both"
+        if roles and "policies" in params:
+            return "policies", "with frequencies_khz by role (active / idle), leave policies out"
         for name, value in per.items():
-            if not _POLICY.fullmatch(name):
-                return "frequencies_khz", f"expected policy names such as 'policy0' as keys, found {name!r}"
+            if not _POLICY.fullmatch(name) and name not in ROLES:
+                return (
+                    "frequencies_khz",
+                    f"expected policy names such as 'policy0', or active / idle, as keys, found {name!r}",
+                )
             ok_int = isinstance(value, int) and not isinstance(value, bool) and value > 0
             if not ok_int and value not in ("min", "max"):
                 return (
@@ -230,11 +269,13 @@ class Governor:
         return [p for name in setting.policies if (p := ctx.info.policy(name)) is not None]
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
-        setting = GovernorSetting.from_params(params)
         info = ctx.info
         if not info.cpufreq_policies:
             cap = info.capabilities.get("cpufreq")
             return f"unsupported: {cap.reason if cap and cap.reason else 'no cpufreq policy on this board'}"
+        setting = GovernorSetting.from_params(params).resolved(info, ctx.worker_cpu)
+        if isinstance(setting, str):
+            return setting
         for name in setting.policies or ():
             if info.policy(name) is None:
                 valid = ", ".join(_describe(p) for p in info.cpufreq_policies)
@@ -314,7 +355,9 @@ class Governor:
     # ---- around one run ----
 
     def apply(self, params: dict, ctx: ApplyContext):
-        return self._applied(GovernorSetting.from_params(params), ctx)
+        setting = GovernorSetting.from_params(params).resolved(ctx.info, ctx.worker_cpu)
+        assert not isinstance(setting, str), setting  # `check` refused it before the campaign started
+        return self._applied(setting, ctx)
 
     @contextlib.contextmanager
     def _applied(self, setting: GovernorSetting, ctx: ApplyContext):

@@ -18,6 +18,12 @@ from boardlab.governor.opp import ClusterSpec, SocSpec
 SNOOP = {"a15": (700_000, 30.0), "a7": (400_000, 60.0)}
 # A sequential chase is served mostly by the prefetcher: this share of its line misses is exposed.
 SEQ_EXPOSED = 0.12
+# A stride of one cache line (the study's 16 x 4-byte elements) in address order: a stride prefetcher follows
+# it, but each access needs a new line and the prefetcher runs fewer lines ahead than the chase consumes, so
+# more of its misses are exposed than a sequential chase's. An assumption of the model (the study reports the
+# stride sweep's shape, not this share).
+STRIDE_EXPOSED = 0.35
+EXPOSED = {"seq": SEQ_EXPOSED, "stride": STRIDE_EXPOSED}
 CCI_CLOCK_GHZ = 0.532  # bus_wcore top OPP: CCI stall cycles are counted at this clock
 CCI_BASE_STALL = 0.6  # stall cycles per read with no snoop wait
 
@@ -57,14 +63,14 @@ def chase(
     size_bytes: int,
     bus_hz: int | None = None,
 ) -> Access:
-    """One pointer-chasing access (random: a line per access; seq: prefetched lines)."""
+    """One pointer-chasing access (random: a line per access; seq, stride: prefetched lines)."""
     ghz = this_khz / 1e6
     p_l1 = min(1.0, this.l1_bytes / size_bytes)
     p_l2 = max(0.0, min(1.0, this.l2_bytes / size_bytes) - p_l1)
     p_mem = max(0.0, 1.0 - p_l1 - p_l2)
-    if pattern == "seq":
-        p_mem *= SEQ_EXPOSED
-        p_l2 *= SEQ_EXPOSED
+    if pattern in EXPOSED:
+        p_mem *= EXPOSED[pattern]
+        p_l2 *= EXPOSED[pattern]
     dram = soc.dram_ns
     if bus_hz and soc.devfreq_hz:
         dram *= (max(soc.devfreq_hz) / bus_hz) ** 0.5  # slower bus: longer DRAM access

@@ -1,4 +1,4 @@
-"""The snoop sweep (preset `snoop-sweep`): mem.latency (random and sequential, 4 KiB - 256 MiB) pinned to
+"""The snoop sweep (preset `snoop-sweep`): mem.latency (random, sequential and stride 64 B; 4 KiB - 256 MiB) pinned to
 one cluster, at every OPP of that cluster crossed with every OPP of the other.
 
 `expand` turns a board's cpufreq policies into the grid; `plan_toml` writes it as a campaign plan (one
@@ -21,7 +21,9 @@ SWEEP_SCHEMA = 1
 WORKLOAD = (
     "mem.latency"  # the kernel the sweep runs: its plan names it here, and store_io reads back its runs
 )
-PATTERNS = ("random", "seq")
+PATTERNS = ("random", "seq", "stride")
+# The study's stride pattern: 16 elements of its 4-byte chain apart, 64 B, one access per cache line.
+STRIDE_BYTES = 64
 SIZES_BYTES = tuple(4096 * 4**k for k in range(9))  # 4 KiB, 16 KiB, ... 256 MiB
 REPETITIONS = 10  # the authors' nr_iter_2 = 10 outer repeats (research notes 1.4)
 
@@ -148,8 +150,12 @@ def plan_toml(
     patterns: Sequence[str] = PATTERNS,
     repetitions: int = REPETITIONS,
     bus_hz: int | str = "record",
+    compare: bool = True,
 ) -> str:
-    """A campaign plan for one grid: the worker pinned to the cluster's last CPU (as the study did)."""
+    """A campaign plan for one grid: the worker pinned to the cluster's last CPU (as the study did).
+    `compare=False` compares no cell with the baseline (`baseline = ""`): the labels' t-tests against the
+    other cluster at its maximum are the sweep's comparison, and a report of thousands of cells skips the
+    bootstrap of each against the board's stock governor."""
     cpu = worker_cpu(grid)
     lines = [
         f'name = "snoop-sweep-{grid.this_policy}"',
@@ -164,13 +170,17 @@ def plan_toml(
         f"cpu = {cpu}",
         "# the counters the tree learns from; where the board cannot count them each run says why",
         'counters = ["memory_access", "cci_congestion"]',
-        "",
-        "[[workloads]]",
-        f'name = "{WORKLOAD}"',
-        f"params = {_inline({'pattern': list(patterns), 'size_bytes': list(sizes)})}",
     ]
+    chained = [p for p in patterns if p != "stride"]
+    if chained:
+        lines += ["", "[[workloads]]", f'name = "{WORKLOAD}"',
+                  f"params = {_inline({'pattern': chained, 'size_bytes': list(sizes)})}"]  # fmt: skip
+    if "stride" in patterns:  # its own entry: stride_bytes means nothing to the other patterns
+        lines += ["", "[[workloads]]", f'name = "{WORKLOAD}"',
+                  f"params = {_inline({'pattern': 'stride', 'stride_bytes': STRIDE_BYTES, 'size_bytes': list(sizes)})}"]  # fmt: skip
     for table in condition_tables(grid, bus_hz):
         lines += ["", "[[conditions]]"] + [f"{k} = {_inline(v)}" for k, v in table.items()]
+        lines += [] if compare else ['baseline = ""']
     return "\n".join(lines) + "\n"
 
 

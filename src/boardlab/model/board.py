@@ -341,6 +341,50 @@ class SystemSettings(Record):
     threads: int | None
 
 
+# Raw rate per lane (GT/s) -> PCIe generation; the encoding (8b/10b up to 5 GT/s, 128b/130b from 8 GT/s)
+# sets how much of it carries data.
+PCIE_GENERATIONS = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
+
+
+@dataclass(frozen=True)
+class PcieLink(Record):
+    """One PCIe device's link as trained (current) and as both ends allow (max): speed per lane and lanes."""
+
+    address: str  # "0000:01:00.0"
+    vendor: str | None  # "0x144d"
+    device: str | None
+    class_code: str | None  # "0x010802" (NVMe)
+    driver: str | None
+    current_speed_gts: float | None  # None: the link is down ("Unknown")
+    current_width: int | None
+    max_speed_gts: float | None
+    max_width: int | None
+
+    @property
+    def generation(self) -> int | None:
+        return PCIE_GENERATIONS.get(self.current_speed_gts) if self.current_speed_gts else None
+
+    @property
+    def data_bit_s(self) -> float | None:
+        """What the trained link carries per direction after line encoding (8b/10b to gen 2, 128b/130b from
+        gen 3), before packet overhead: the ceiling of anything streamed through it."""
+        if self.current_speed_gts is None or self.current_width is None:
+            return None
+        efficiency = 0.8 if self.current_speed_gts <= 5.0 else 128 / 130
+        return self.current_speed_gts * 1e9 * efficiency * self.current_width
+
+    @property
+    def degraded(self) -> bool:
+        """Trained below what both ends allow (speed or width)."""
+        slower = None not in (self.current_speed_gts, self.max_speed_gts) and (
+            self.current_speed_gts < self.max_speed_gts  # type: ignore[operator]
+        )
+        narrower = None not in (self.current_width, self.max_width) and (
+            self.current_width < self.max_width  # type: ignore[operator]
+        )
+        return bool(slower or narrower)
+
+
 @dataclass(frozen=True)
 class BoardInfo(Record):
     """Everything `boardlab info` knows about one board: what it is, how it is set, what it can do."""
@@ -372,6 +416,7 @@ class BoardInfo(Record):
     virtualization: Virtualization
     capabilities: dict[str, Capability] = field(default_factory=dict)
     checks: tuple[Check, ...] = ()
+    pcie_links: tuple[PcieLink, ...] = ()
 
     def cluster_of(self, cpu: int) -> Cluster | None:
         return next((c for c in self.clusters if cpu in c.cpus), None)

@@ -15,6 +15,7 @@ from boardlab.platform import (
     identity,
     kernel,
     memory,
+    pcie,
     perf,
     power,
     system,
@@ -61,6 +62,7 @@ def inventory(root: RootLike = "/") -> BoardInfo:
         powercap=power.read_powercap(sr),
         perf=perf.read_perf(sr),
         virtualization=virt.read_virtualization(sr, compat),
+        pcie_links=pcie.read_links(sr),
     )
     info = dataclasses.replace(info, capabilities=capabilities.capabilities(sr, info))
     return dataclasses.replace(info, checks=checks.run_checks(info))

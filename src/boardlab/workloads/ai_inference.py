@@ -54,9 +54,21 @@ SPEC = WorkloadSpec(
         ),
         ParamSpec("xnnpack", "enum", "on", choices=("on", "off"), help="LiteRT's default XNNPACK delegate"),
         ParamSpec(
-            "delegate", "str", None, help="LiteRT external delegate .so (e.g. libtidl_tfl_delegate.so)"
+            "delegate",
+            "str",
+            None,
+            help="LiteRT delegate: xnnpack (the default one), none (builtin kernels only) or an external "
+            "delegate .so (a path, or a name the loader finds, e.g. TI's libtidl_tfl_delegate.so)",
         ),
-        ParamSpec("delegate_options", "str", None, help="delegate options as key=value;key=value"),
+        ParamSpec("delegate_options", "str", None, help="external delegate options as key=value;key=value"),
+        ParamSpec(
+            "provider",
+            "str",
+            None,
+            help="ONNX Runtime execution provider, any the runtime lists (e.g. CPUExecutionProvider, TI's "
+            "TIDLExecutionProvider); default CPUExecutionProvider",
+        ),
+        ParamSpec("provider_options", "str", None, help="execution provider options as key=value;key=value"),
         ParamSpec(
             "frames",
             "int",
@@ -154,14 +166,6 @@ def resolve_model(params: dict) -> tuple[str, str | None]:
     return path, None
 
 
-def _delegate_path(value: str | None) -> str | None:
-    """A path is made absolute; a bare library name is left for the dynamic loader to find."""
-    if not value:
-        return None
-    value = os.path.expanduser(value)
-    return os.path.abspath(value) if "/" in value else value
-
-
 def _summary(values: list[float], unit: str, higher_is_better: bool) -> dict:
     s = sorted(values)
     n = len(s)
@@ -229,15 +233,7 @@ def run(params: dict, iterations: int | None = None) -> dict:
     if frames < 2:
         raise InputError(f"frames = {frames}: at least 2 (frame 0 is the first inference, kept apart)")
     path, generated = resolve_model(params)
-    options = rt.Options(
-        threads=params["threads"],
-        spin=params["spin"] == "on",
-        xnnpack=params["xnnpack"] == "on",
-        delegate=_delegate_path(params["delegate"]),
-        delegate_options=rt.parse_delegate_options(params["delegate_options"]),
-    )
-    if options.delegate and runtime != "litert":
-        raise InputError("delegate applies to runtime=litert")
+    options = rt.options_from(runtime, **{k: params[k] for k in rt.OPTION_PARAMS})
     cold = _cold_start(params["cold"], path, options.delegate_options)
     if cold is None:
         from boardlab.platform.pagecache import drop_unsupported
@@ -372,6 +368,8 @@ LOAD_FLAGS = {
     "xnnpack": "--xnnpack",
     "delegate": "--delegate",
     "delegate_options": "--delegate-options",
+    "provider": "--provider",
+    "provider_options": "--provider-options",
     "models_dir": "--models-dir",
     "seed": "--seed",
 }

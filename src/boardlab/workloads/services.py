@@ -6,6 +6,8 @@ jiffies, RSS, PSS). Scenarios:
 
 - `position`: the Position service (synthetic values, or a GPS on the paced 4800-baud pty read in
   `read_mode`) publishing to a subscriber that measures one-way latency and loss;
+- `orientation`: the Orientation service alone at 10 Hz, from synthetic values or from an INS feed over UDP
+  (`source=ins`): with `position`, the sensor-vs-synthetic pair of each service that has a sensor;
 - `three`: Position (GPS), Orientation (an INS feed over UDP at 10 Hz) and DirectionOfTravel (subscribes to
   both, publishes its own) together, as the study ran them;
 - `soap`: the SOAP management endpoint under svc.load at `rate_hz`, closed loop (the study's client) or
@@ -28,7 +30,8 @@ import time
 
 from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
 
-SCENARIOS = ("position", "three", "soap", "soap-saturation", "rest", "operating")
+SCENARIOS = ("position", "orientation", "three", "soap", "soap-saturation", "rest", "operating")
+SOURCES = {"position": ("synthetic", "nmea"), "orientation": ("synthetic", "ins")}  # each service's sensor
 
 
 def _m(name: str, unit: str, hib: bool, help: str) -> MetricSpec:
@@ -53,7 +56,13 @@ SPEC = WorkloadSpec(
     params=(
         ParamSpec("scenario", "enum", "position", choices=SCENARIOS, help="what runs (see the module doc)"),
         ParamSpec("duration_s", "float", "60", 1, 604_800, unit="s", help="how long the services run"),
-        ParamSpec("source", "enum", "synthetic", choices=("synthetic", "nmea"), help="position: data source"),
+        ParamSpec(
+            "source",
+            "enum",
+            "synthetic",
+            choices=("synthetic", "nmea", "ins"),
+            help="position: synthetic or nmea (a GPS); orientation: synthetic or ins (an INS feed over UDP)",
+        ),
         ParamSpec(
             "read_mode", "enum", "canonical", choices=("canonical", "byte", "block"), help="GPS read mode"
         ),
@@ -317,10 +326,18 @@ def run(params: dict, iterations: int | None = None) -> dict:
     from boardlab.errors import BoardlabError
 
     duration = float(params["duration_s"])
+    if scenario in SOURCES and params["source"] not in SOURCES[scenario]:
+        from boardlab.errors import InputError
+
+        raise InputError(
+            f"source={params['source']}: the {scenario} scenario takes source {' or '.join(SOURCES[scenario])}"
+        )
     svc = _Services(duration)
     try:
         if scenario == "position":
             roles = _position(svc, params, duration)
+        elif scenario == "orientation":
+            roles = _orientation(svc, params, duration)
         elif scenario == "three":
             roles = _three(svc, params, duration)
         elif scenario == "soap":
@@ -343,7 +360,7 @@ def run(params: dict, iterations: int | None = None) -> dict:
         "udp_rcvbuf_errors": _value("datagrams", False, acc.get("net_totals", {}).get("udp_rcvbuf_errors")),
     }
     svc_blocks = {n: r.get("service") for n, r in roles.items() if isinstance(r, dict) and "service" in r}
-    pub = svc_blocks.get("position") or svc_blocks.get("pub")
+    pub = svc_blocks.get("position") or svc_blocks.get("orientation") or svc_blocks.get("pub")
     sub = svc_blocks.get("sub")
     if pub:
         metrics["build_p50_ns"] = _value("ns", False, pub["build_ns"]["p50"])
@@ -411,11 +428,37 @@ def _position(svc: _Services, params: dict, d: float) -> dict:
     return out
 
 
-def _three(svc: _Services, params: dict, d: float) -> dict:
+ORIENTATION_HZ = 10  # the INS feed's and the Orientation service's rate, as in `three`
+
+
+def _ins_feed(svc: _Services, port: int, d: float) -> None:
+    """The INS feed (`boardlab.services.ins`) sending to the Orientation service's UDP port."""
     import subprocess
-    import tempfile
 
     from boardlab.platform.spawn import spawn
+
+    argv = [*svc.prefix, sys.executable, "-m", "boardlab.services.ins", svc.addr, str(port), str(ORIENTATION_HZ),
+            str(d)]  # fmt: skip
+    svc.extra.append(spawn(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+
+
+def _orientation(svc: _Services, params: dict, d: float) -> dict:
+    group, port = _group_port(24000)
+    ins_port = port + 5000
+    base = {"group": group, "port": port, "iface_addr": svc.addr}
+    svc.start("sub", "svc.sub", {**base, "duration_s": d + 3})
+    pub = {**base, "rate_hz": ORIENTATION_HZ, "duration_s": d, "message": "orientation", "tx_timestamp": 1}
+    if params["source"] == "ins":
+        pub |= {"source": "ins", "ins_port": ins_port}
+    svc.start("orientation", "svc.pub", pub)
+    if params["source"] == "ins":
+        _ins_feed(svc, ins_port, d)
+    svc.watch()
+    return svc.finish(d + 30)
+
+
+def _three(svc: _Services, params: dict, d: float) -> dict:
+    import tempfile
 
     group, port = _group_port(22000)
     dot_port, ins_port = port + 2500, port + 5000
@@ -461,22 +504,7 @@ def _three(svc: _Services, params: dict, d: float) -> dict:
             "read_mode": params["read_mode"],
         },
     )
-    svc.extra.append(
-        spawn(
-            [
-                *svc.prefix,
-                sys.executable,
-                "-m",
-                "boardlab.services.ins",
-                svc.addr,
-                str(ins_port),
-                "10",
-                str(d),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-    )
+    _ins_feed(svc, ins_port, d)
     svc.watch()
     out = svc.finish(d + 30)
     os.rmdir(os.path.dirname(link))

@@ -57,9 +57,10 @@ class GovernorStudy:
     labels: dict | None  # summary of the stored labels
     policies: tuple[PolicyRow, ...]
     energy_reason: str | None
+    simulated: str | None = None  # the simulator's SoC when the campaign is `governor sweep --sim --db`
 
 
-def collect(store, campaign_id: int, cells) -> GovernorStudy | None:
+def collect(store, campaign_id: int, cells, simulated: str | None = None) -> GovernorStudy | None:
     """None when the campaign is neither a snoop sweep nor a governor comparison."""
     from boardlab.governor import store_io
 
@@ -102,7 +103,8 @@ def collect(store, campaign_id: int, cells) -> GovernorStudy | None:
         n = [x for x in labels.get("cells", ()) if x.get("p_one_sided") is not None]
         summary = {"tests": len(n), "slow": sum(x["label"] == "slow" for x in n), "alpha": labels.get("alpha"),
                    "min_effect": labels.get("min_effect"), "correction": labels.get("correction")}  # fmt: skip
-    return GovernorStudy(sweeps, tree, summary, policies, None if energy_seen or not policies else NO_ENERGY)
+    return GovernorStudy(sweeps, tree, summary, policies, None if energy_seen or not policies else NO_ENERGY,
+                         simulated)  # fmt: skip
 
 
 def _policies(store, campaign_id: int, cells) -> tuple[tuple[PolicyRow, ...], bool]:
@@ -200,10 +202,10 @@ def applies(ctx) -> bool:
 
 
 def analyze(ctx) -> GovernorStudy | None:
-    return collect(ctx.store, ctx.campaign_id, ctx.cells)
+    return collect(ctx.store, ctx.campaign_id, ctx.cells, (ctx.environment.get("simulated") or {}).get("soc"))
 
 
-def _heatmap(s: SweepMap) -> doc.Figure:
+def _heatmap(s: SweepMap, simulated: str | None) -> doc.Figure:
     rows = [f"{s.this_policy} {_mhz(t)} MHz" for t in s.this_khz]
     cols = [f"{_mhz(o)}" for o in s.other_khz] or ["-"]
     cells = {}
@@ -216,11 +218,16 @@ def _heatmap(s: SweepMap) -> doc.Figure:
                 f"{_num(ns)} ns/access" + (f", x{r:.3f}" if r is not None else ""),
             )  # fmt: skip
     title = f"{s.this_policy} {s.pattern} {_size(s.size_bytes)} (columns: {s.other_policy or '-'} MHz)"
+    if simulated:
+        title = f"simulated {simulated}: {title}"
     return doc.Figure("heatmap", {"rows": rows, "cols": cols, "cells": cells, "title": title, "limit": 2.0})
 
 
 def sections(analysis, g: GovernorStudy) -> list[doc.Section]:
     blocks: list[doc.Block | None] = []
+    if g.simulated:
+        blocks.append(doc.Prose(f"Simulated ({g.simulated}): the sweep below is the model's, not a board's.",
+                                strong=True, bold=("Simulated",)))  # fmt: skip
     if g.sweeps:
         blocks.append(
             doc.Prose(
@@ -236,7 +243,7 @@ def sections(analysis, g: GovernorStudy) -> list[doc.Section]:
         if g.sweeps or g.labels
         else None
     )
-    blocks += [_heatmap(s) for s in g.sweeps]
+    blocks += [_heatmap(s, g.simulated) for s in g.sweeps]
     tree = _tree_summary(g)
     if tree:
         blocks += [doc.Prose(tree[0]), doc.Preformatted("\n".join(x.rstrip() for x in tree[1:]))]

@@ -142,6 +142,8 @@ def _name(c: ServiceCell) -> str:
     if c.scenario == "position":
         src = p.get("source", "synthetic")
         return f"Position, {src}" + (f" ({p.get('read_mode', 'canonical')} reads)" if src == "nmea" else "")
+    if c.scenario == "orientation":
+        return f"Orientation, {p.get('source', 'synthetic')}"
     if c.scenario == "three":
         return "Position + Orientation + DirectionOfTravel"
     ka = "keep-alive" if int(p.get("keepalive", 1)) else "no keep-alive"
@@ -152,10 +154,41 @@ def _name(c: ServiceCell) -> str:
     return c.scenario
 
 
+# Each service with a sensor: (scenario, the sensor's source, the service's process in the accounting).
+# Position's GPS is read in canonical mode for the pair, as the study's service did.
+SENSORS = (("position", "nmea", "position"), ("orientation", "ins", "orientation"))
+
+
+def sensor_shares(cells: Sequence[ServiceCell]) -> list[tuple[str, ...]]:
+    """Per service with a sensor: its process's CPU from synthetic values and from the sensor, and the
+    sensor's share of the latter ((sensor - synthetic) / sensor), where both cells ran under the same
+    condition."""
+    rows = []
+    for scenario, sensor, proc in SENSORS:
+        mine = [c for c in cells if c.scenario == scenario and c.n_valid]
+        for syn in (c for c in mine if c.params.get("source", "synthetic") == "synthetic"):
+            real = next((c for c in mine if c.params.get("source") == sensor and c.condition == syn.condition
+                         and c.params.get("read_mode", "canonical") == "canonical"), None)  # fmt: skip
+            a, b = syn.per_service_cpu_pct.get(proc), real.per_service_cpu_pct.get(proc) if real else None
+            if a is None or b is None:
+                continue
+            share = "–" if b <= 0 else f"{100 * (b - a) / b:.1f}"
+            where = "" if syn.condition in ("baseline", "") else f" [{syn.condition}]"
+            rows.append((f"{scenario.capitalize()}{where}", sensor, _f(a), _f(b), share))
+    return rows
+
+
 def tables(cells: Sequence[ServiceCell]) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]]]]:
     """(title, headers, rows) per table of the section."""
     out = []
-    data = [c for c in cells if c.scenario in ("position", "three")]
+    shares = sensor_shares(cells)
+    if shares:
+        out.append((
+            "The sensor's share of each service's CPU",
+            ("service", "sensor", "cpu_pct_synthetic", "cpu_pct_sensor", "sensor_share_percent"),
+            shares,
+        ))  # fmt: skip
+    data = [c for c in cells if c.scenario in ("position", "orientation", "three")]
     if data:
         rows = []
         for c in data:

@@ -109,10 +109,61 @@ class Balance:
     compute_source: str
     io_bit_s: float
     io_source: str
+    # what the I/O rate is: "link" (measured over a real network link), "declared link" (a plan's
+    # link_bit_s), "storage", or "loopback" (no link carried it: the balance is then an upper bound)
+    io_kind: str = "storage"
 
     @property
     def ratio(self) -> float:
         return self.compute_per_s / self.io_bit_s
+
+    @property
+    def caveat(self) -> str | None:
+        if self.io_kind != "loopback":
+            return None
+        return (
+            "The I/O rate is a loopback measurement: no network link carried it, so this balance is an upper "
+            "bound of what a board fed over its network does. Run io.net against a peer (`boardlab run "
+            "--preset stream --peer HOST`, with `boardlab-kern net-sink` on HOST) or declare the link "
+            "(link_bit_s) for a balance against the link."
+        )
+
+
+def _peer_host(docs: list[dict]) -> str | None:
+    """The network peer the runs talked to (io.net's info `peer`, HOST:PORT), or None for loopback."""
+    for d in docs:
+        peer = str((d.get("info") or {}).get("peer") or "")
+        host = peer.rsplit(":", 1)[0].strip("[]")
+        if host and not (host.startswith("127.") or host in ("::1", "localhost")):
+            return host
+    return None
+
+
+def _energy_measured(store: Store, campaign_id: int) -> bool:
+    return any(r["supported"] and r["is_primary"] for r in store.energy_sources(campaign_id))
+
+
+def _no_gflops_per_watt(inventory: dict) -> str:
+    """What GFLOPS/W lacks when no energy was measured: a sensor, or only the plan asking for it."""
+    if inventory.get("power_sensors") or inventory.get("powercap"):
+        return ("GFLOPS/W: missing: the board has a power sensor but this campaign measured no energy; run the "
+                "plan with an [energy] table (docs/energy.md) for watts beside the GFLOPS.")  # fmt: skip
+    return (
+        "GFLOPS/W: missing: no power sensor. The board exposes no hwmon power or energy input and no "
+        "powercap zone that boardlab reads, and the plan named no external meter (an INA219/INA231 on I2C, "
+        "a USB power meter: [energy] in the plan, docs/energy.md); without the watts during the GEMM and "
+        "LINPACK runs there is no GFLOPS per watt."
+    )
+
+
+def _io_for_balance(storage, links, declared, loopback) -> tuple[float, str, str] | None:
+    """The I/O rate of the balance: the best of storage and the network as a link carries it (measured over
+    a real link, else the declared link rate); a loopback figure only when nothing else exists."""
+    net = (max(links), "link") if links else (max(declared), "declared link") if declared else None
+    best = [(r, src, "storage") for r, src in storage] + ([(net[0][0], net[0][1], net[1])] if net else [])
+    if best:
+        return max(best)
+    return (*max(loopback), "loopback") if loopback else None
 
 
 @dataclass(frozen=True)
@@ -133,6 +184,8 @@ class StreamStudy:
     ceiling: str = ""  # the io.net cell the efficiency is against
     rr: tuple[RrRow, ...] = ()
     pcie: tuple[dict, ...] = ()  # io.dma from a PCIe endpoint test log: op, size_bytes, memcpy/dma MB/s, ...
+    gflops_per_watt: bool = False  # energy was measured for the GFLOPS runs (see the Energy section)
+    gflops_per_watt_missing: str = ""  # what is missing for GFLOPS/W, when it is
     link: tuple[LinkRow, ...] = ()
 
 
@@ -238,7 +291,10 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
     bit_costs: list[BitCost] = []
     searches: list[tuple[str, float, str]] = []
     compute_ips: list[tuple[float, str]] = []
-    io_best: list[tuple[float, str]] = []
+    io_best: list[tuple[float, str]] = []  # storage
+    io_links: list[tuple[float, str]] = []  # network measured over a real link
+    io_declared: list[tuple[float, str]] = []  # link rates plans declared (link_bit_s)
+    io_loopback: list[tuple[float, str]] = []
     net_ceiling: list[tuple[float, str]] = []
     pipeline_goodput: list[tuple[int, str, float]] = []
     rr_rows: list[RrRow] = []
@@ -257,9 +313,14 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
                 vals = [v for v in (_metric(d, metric) for d in docs) if v is not None]
                 if vals:  # the cell's median, as the tables show it (tcp_rr reports no goodput)
                     curves[(workload, label)][int(params[key])].extend(vals)
-                    io_best.append(
-                        (statistics.median(vals) * factor, f"{workload} ({_label(params, ())}){cond}")
-                    )
+                    rate = (statistics.median(vals) * factor, f"{workload} ({_label(params, ())}){cond}")
+                    host = _peer_host(docs) if roles & {"network", "pipeline"} else None
+                    if host:
+                        io_links.append((rate[0], f"{rate[1]}, measured over the link to {host}"))
+                    elif roles & {"network", "pipeline"}:
+                        io_loopback.append(rate)
+                    else:
+                        io_best.append(rate)
                     if "network" in roles:
                         net_ceiling.append(
                             (statistics.median(vals), f"{workload} ({_label(params, ())}){cond}")
@@ -373,10 +434,16 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
             (hz * threads, f"estimate: clock x {threads} thread(s), one instruction per cycle")
         )
     balance = None
-    if compute_ips and io_best:
+    for (_w, params_json, _c), _docs in by_cell.items():
+        link = json.loads(params_json).get("link_bit_s")
+        if isinstance(link, int | float) and link > 0:
+            io_declared.append(
+                (float(link), f"declared link rate (link_bit_s = {_si(float(link), 'bit/s')})")
+            )
+    io = _io_for_balance(io_best, io_links, io_declared, io_loopback)
+    if compute_ips and io:
         c = max(compute_ips)
-        io = max(io_best)
-        balance = Balance(c[0], c[1], io[0], io[1])
+        balance = Balance(c[0], c[1], io[0], io[1], io[2])
     dma_rows = []
     for size, docs in sorted(dma.items()):
         mem = _med([_metric(d, "memcpy_mb_s") for d in docs])
@@ -407,6 +474,8 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
         rr=tuple(rr_rows),
         link=tuple(link_rows),
         pcie=tuple(pcie_rows),
+        gflops_per_watt=bool(gflops) and _energy_measured(store, campaign_id),
+        gflops_per_watt_missing=_no_gflops_per_watt(inventory),
         clock_hz=hz,
         clock_source=hz_source,
         notes=tuple(
@@ -525,8 +594,9 @@ def tables(s: StreamStudy) -> list[tuple[str, tuple[str, ...], list[tuple[str, .
         b = s.balance
         out.append((
             "Balance (compute instructions per I/O bit; about 1 is balanced)",
-            ("compute_per_s", "compute source", "io_bit_s", "io source", "balance"),
-            [(_si(b.compute_per_s, "/s"), b.compute_source, _si(b.io_bit_s, "bit/s"), b.io_source, f"{b.ratio:.3g}")],
+            ("compute_per_s", "compute source", "io_bit_s", "io source", "io kind", "balance"),
+            [(_si(b.compute_per_s, "/s"), b.compute_source, _si(b.io_bit_s, "bit/s"), b.io_source, b.io_kind,
+              f"{b.ratio:.3g}" + (" (upper bound)" if b.io_kind == "loopback" else ""))],
         ))  # fmt: skip
     return out
 
@@ -600,7 +670,11 @@ def sections(analysis, s: StreamStudy) -> list[doc.Section]:
         )
     ]
     for title, headers, rows in tables(s):
-        out.append(doc.section(title, doc.Table(tuple(doc.Column(h) for h in headers), tuple(rows)), level=3))
+        caveat = s.balance.caveat if s.balance and title.startswith("Balance") else None
+        table = doc.Table(tuple(doc.Column(h) for h in headers), tuple(rows))
+        out.append(doc.section(title, table, doc.Prose(caveat, strong=True) if caveat else None, level=3))
+    if s.gflops and not s.gflops_per_watt:
+        out.append(doc.section("GFLOPS per watt", doc.Prose(s.gflops_per_watt_missing), level=3))
     if s.notes:
         out.append(doc.section("Notes", doc.Items(tuple(s.notes)), level=3))
     return out

@@ -1,0 +1,110 @@
+"""The stream preset over a real link: two network namespaces the test makes, joined by a veth pair whose
+sending side `tc tbf` limits to 200 Mbit/s. `boardlab-kern net-sink` listens in the second (what the same
+bundle starts on a peer board); `boardlab run --preset stream --workload io.net --peer ADDR` runs in the first.
+The report's balance must be computed against that link (measured over it, about 200 Mbit/s), not against
+a loopback figure, and must not call itself an upper bound. Both namespaces and the sink are removed at the
+end, the sink by its PID."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+RATE_BIT_S = 200e6
+A_ADDR, B_ADDR, PORT = "10.214.0.1", "10.214.0.2", 7300
+
+
+def _ip(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", *args], capture_output=True, text=True)
+
+
+@pytest.fixture
+def link():
+    """(namespace A, namespace B); skips with the reason where `ip netns` or `tc tbf` cannot work here."""
+    if os.geteuid() != 0 or not shutil.which("ip") or not shutil.which("tc"):
+        pytest.skip("needs root, iproute2 (ip) and tc: the test makes two network namespaces and a veth pair")
+    tag = f"bs{os.getpid() % 100000}"
+    a_ns, b_ns = f"boardlab-test-{tag}-a", f"boardlab-test-{tag}-b"
+    try:
+        p = _ip("netns", "add", a_ns)
+        if p.returncode:
+            pytest.skip(f"ip netns add cannot work here: {p.stderr.strip()}")
+        steps = [
+            ("netns", "add", b_ns),
+            ("-n", a_ns, "link", "add", f"{tag}a", "type", "veth", "peer", "name", f"{tag}b", "netns", b_ns),
+            ("-n", a_ns, "addr", "add", f"{A_ADDR}/30", "dev", f"{tag}a"),
+            ("-n", b_ns, "addr", "add", f"{B_ADDR}/30", "dev", f"{tag}b"),
+            ("-n", a_ns, "link", "set", f"{tag}a", "up"),
+            ("-n", b_ns, "link", "set", f"{tag}b", "up"),
+            ("-n", a_ns, "link", "set", "lo", "up"),
+            ("-n", b_ns, "link", "set", "lo", "up"),
+        ]
+        for step in steps:
+            p = _ip(*step)
+            if p.returncode:
+                pytest.skip(f"ip {' '.join(step)}: {p.stderr.strip()}")
+        tc = subprocess.run(
+            ["ip", "netns", "exec", a_ns, "tc", "qdisc", "add", "dev", f"{tag}a", "root", "tbf",
+             "rate", f"{RATE_BIT_S / 1e6:.0f}mbit", "burst", "256kb", "latency", "50ms"],
+            capture_output=True, text=True,
+        )  # fmt: skip
+        if tc.returncode:
+            pytest.skip(f"tc tbf cannot shape the veth here: {tc.stderr.strip()}")
+        yield a_ns, b_ns
+    finally:
+        for ns in (a_ns, b_ns):
+            _ip("netns", "delete", ns)
+
+
+def test_the_stream_preset_over_a_veth_peer_reports_a_balance_against_that_link(link, kern, tmp_path):
+    a_ns, b_ns = link
+    sink = subprocess.Popen(
+        ["ip", "netns", "exec", b_ns, str(kern), "net-sink", "--listen", f"{B_ADDR}:{PORT}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        time.sleep(0.5)
+        assert sink.poll() is None, sink.stderr.read()
+        db = tmp_path / "stream over veth.db"
+        env = {**os.environ, "BOARDLAB_STATE_DIR": str(tmp_path / "state")}
+        run = subprocess.run(
+            ["ip", "netns", "exec", a_ns, sys.executable, "-m", "boardlab", "run", "--preset", "stream",
+             "--workload", "io.net", "--peer", B_ADDR, "--repetitions", "2", "--db", str(db), "--json"],
+            capture_output=True, text=True, timeout=900, env=env,
+        )  # fmt: skip
+        assert run.returncode == 0, run.stderr
+        assert json.loads(run.stdout)["status"] == "complete"
+    finally:
+        sink.send_signal(signal.SIGTERM)
+        try:
+            sink.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            sink.kill()
+            sink.wait()
+    exp = subprocess.run([sys.executable, "-m", "boardlab", "export", "--db", str(db), "--format", "json"],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    runs = [r for r in json.loads(exp.stdout)["runs"] if r["metric"] == "goodput_bit_s" and r["valid"]]
+    tcp = [r["value"] for r in runs if r["params"]["mode"] == "tcp_stream"]
+    assert tcp and all(r["params"]["peer"] == f"{B_ADDR}:{PORT}" for r in runs)
+    # the shaped link, not loopback's tens of Gbit/s (a short run may ride tbf's 256 kB burst above the rate)
+    assert sorted(tcp)[len(tcp) // 2] < 1.25 * RATE_BIT_S and max(tcp) < 2 * RATE_BIT_S
+    rep = subprocess.run([sys.executable, "-m", "boardlab", "report", "--db", str(db), "--format", "md",
+                          "-o", str(tmp_path / "r.md")], capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert rep.returncode == 0, rep.stderr
+    md = (tmp_path / "r.md").read_text()
+    row = next(line for line in md.splitlines() if f"measured over the link to {B_ADDR}" in line)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[-2] == "link"
+    m = re.fullmatch(r"([\d.]+) Mbit/s", cells[2])
+    assert m and 0.05 * RATE_BIT_S <= float(m[1]) * 1e6 <= 2 * RATE_BIT_S, cells
+    assert "upper bound" not in row and "this balance is an upper bound" not in md
