@@ -564,6 +564,7 @@ def aa_controls(cells: tuple[CellAnalysis, ...], plan: dict) -> tuple[AAControl,
                     higher_is_better=base.higher_is_better,
                     delta=delta,
                     seed=AA_SEED_OFFSET + base.cell_id,
+                    test_kind="rank",  # a family of one at 5 + 5: the exact rank test (docs/method.md "Test")
                 )
             except ValueError as exc:
                 reason = f"not comparable: {exc}"

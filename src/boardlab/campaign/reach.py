@@ -29,6 +29,8 @@ class PlanSummary:
     estimated_duration_s: float | None  # from earlier runs of the same cells in the database
     estimate_basis: str
     skipped_workloads: dict[str, str] | None = None  # unsupported here, skipped (runs.unsupported = "skip")
+    allocation: dict | None = None  # the reference cells' runs (campaign.advice.allocation)
+    power: dict | None = None  # repetitions_for_power and its duration (campaign.advice.advice_dict)
 
     def to_dict(self) -> dict:
         return {
@@ -46,6 +48,8 @@ class PlanSummary:
             "estimated_duration_s": self.estimated_duration_s,
             "estimate_basis": self.estimate_basis,
             "skipped_workloads": self.skipped_workloads or {},
+            "allocation": self.allocation or {},
+            **(self.power or {"repetitions_for_power": None, "power": []}),
         }
 
 
@@ -142,6 +146,7 @@ def summarize_plan(plan: Plan, catalog: dict[str, WorkloadSpec], *, db: str | No
         policy.cap if policy.precision is not None else per_arm, comparisons, paired=policy.order == "abba"
     )
     duration, basis = _estimate(db, cells, per_cell)
+    allocation, power = _advice(plan, cells, comparisons, db)
     return PlanSummary(
         cells=len(cells),
         runs=runs,
@@ -152,4 +157,23 @@ def summarize_plan(plan: Plan, catalog: dict[str, WorkloadSpec], *, db: str | No
         estimated_duration_s=duration,
         estimate_basis=basis,
         skipped_workloads=skipped,
+        allocation=allocation,
+        power=power,
     )
+
+
+def _advice(plan: Plan, cells: list[Cell], comparisons: int, db: str | None) -> tuple[dict, dict]:
+    """The allocation and the repetitions for 80% power with the plan's duration at that count."""
+    import dataclasses
+
+    from boardlab.campaign import advice
+
+    reps = plan.runs.repetitions or plan.runs.pilot  # under the precision rule: the pilot's
+    fixed = dataclasses.replace(plan, runs=dataclasses.replace(plan.runs, repetitions=reps, precision=None))
+    alloc = advice.allocation(plan, cells, cell_repetitions(fixed, cells))
+    pairs = advice.power_advice(plan, cells, _compared_keys(plan, cells), comparisons, advice.earlier_values(db))
+    if not pairs:
+        return alloc, advice.advice_dict(pairs, (None, ""))
+    n = pairs[0][1].runs_per_arm
+    at_n = dataclasses.replace(plan, runs=dataclasses.replace(plan.runs, repetitions=n, precision=None))
+    return alloc, advice.advice_dict(pairs, _estimate(db, cells, cell_repetitions(at_n, cells)))

@@ -99,12 +99,28 @@ def _dry_run_text(plan, summary) -> str:
         lines.append("verdict reachable: no comparison in this plan (baselines only), so no verdict to reach")
     elif d["verdict_reachable"]:
         lines.append(
-            f"verdict reachable: yes ({d['runs_per_arm']} runs per arm; smallest adjusted p "
-            f"{d['smallest_adjusted_p']:.3g} < 0.05; {d['repetitions_needed']} would suffice)"
+            f"verdict reachable: yes ({d['runs_per_arm']} runs per arm; the test's p-value is not floored by n: "
+            f"{d['repetitions_needed']} per arm is the verdict rule's minimum)"
         )
     else:
         lines.append(f"verdict reachable: NO: {d['message']}")
-    return "\n".join(lines)
+    return "\n".join(lines + _power_lines(d))
+
+
+def _power_lines(d: dict) -> list[str]:
+    """The allocation and the repetitions for 80% power (campaign.advice), for the text dry-run."""
+    lines = []
+    refs = d["allocation"].get("reference_cells", {})
+    shared = {v["runs"] for v in refs.values() if v["comparisons"] > 1}
+    if refs:
+        runs = ", ".join(map(str, sorted(r for r in shared if r is not None))) or "as every cell"
+        lines.append(f"allocation: {d['allocation']['rule']}; shared reference cells get {runs} runs")
+    if d["repetitions_for_power"] is not None:
+        seconds = d["repetitions_for_power_duration_s"]
+        when = f"about {seconds / 60:.1f} min" if seconds is not None else "duration unknown"
+        lines.append(f"repetitions for 80% power: {d['repetitions_for_power']} ({when} at that count)")
+        lines += [f"  {p['workload']}: {p['advice']}" for p in d["power"]]
+    return lines
 
 
 def run(args) -> int:
