@@ -335,6 +335,7 @@ def adjust(comparisons: Sequence[Comparison], method: Adjustment = "holm") -> tu
             p_value=c.p_value,
             family_size=1 if method == "none" else len(comparisons),
         )
+        verdict = dataclasses.replace(verdict, flags=c.verdict.flags)  # the cells' flags stay
         out.append(
             dataclasses.replace(
                 c,
