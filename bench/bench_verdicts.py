@@ -60,7 +60,7 @@ class Scenario:
     drift: float = 0.0  # total relative drift over the campaign, along run order (every cell alike)
     step: float = 0.0  # a relative step halfway through the campaign (every cell alike)
     outliers: float = 0.0  # share of runs 1.5x slower (any cell)
-    bimodal: float = 0.0  # share of runs in a second mode 6% slower (any cell)
+    bimodal: float = 0.0  # share of runs in a second mode 10% slower (any cell)
 
 
 SCENARIOS = (
@@ -70,7 +70,7 @@ SCENARIOS = (
     Scenario("cv2_drift3", 0.02, drift=0.03),
     Scenario("cv2_step3", 0.02, step=0.03),
     Scenario("cv2_outliers5", 0.02, outliers=0.05),
-    Scenario("cv2_bimodal30", 0.02, bimodal=0.30),
+    Scenario("cv2_bimodal40", 0.02, bimodal=0.40),
 )
 
 
@@ -82,7 +82,7 @@ def value_of(scenario: Scenario, rng: random.Random, median: float, position: fl
     if scenario.outliers and rng.random() < scenario.outliers:
         v *= 1.5
     if scenario.bimodal and rng.random() < scenario.bimodal:
-        v *= 1.06
+        v *= 1.10
     return v
 
 
