@@ -65,7 +65,14 @@ def test_a_2x_slowdown_through_a_real_condition_is_a_verdict_at_the_andesite_def
     assert {len(c.values) for c in base} == {15}
     hog = [ca for ca in a.comparisons if ca.condition == "cpu-hog-same"]
     assert len(hog) == 2
+    cvs = ", ".join(f"{c.label}@{c.condition}: CV {c.summary.cv:.1%}" for c in a.cells if c.summary)
     for ca in hog:
         c = ca.comparison
-        assert c is not None and c.cost_ratio > 1.5, (ca.label, c and c.cost_ratio)
-        assert c.verdict.kind == "slowdown", (ca.label, c.verdict.reasons, c.p_adjusted)
+        assert c is not None
+        # No escape: a CPU time-shared with a hog slows the worker by far more than delta; if the machine is
+        # too noisy to call it at the preset's repetitions, the test fails and says how noisy it measured.
+        assert c.cost_ratio > 1.3, f"{ca.label}: cost ratio {c.cost_ratio:.3f}; measured {cvs}"
+        assert c.verdict.kind == "slowdown", (
+            f"{ca.label}: {c.verdict.kind} at cost ratio {c.cost_ratio:.3f}, decision interval "
+            f"{c.decision_ci}, adjusted p {c.p_adjusted:.3g}: {c.verdict.reasons}; measured {cvs}"
+        )
