@@ -118,6 +118,32 @@ def _run_result(sr, value: float, iterations: list[float], metric, seq: int):
     )
 
 
+PLAN = """\
+name = "bench-verdicts"
+seed = 7
+[runs]
+repetitions = 10
+iterations = 5
+order = "interleave"
+[[workloads]]
+name = "noop"
+[[conditions]]
+name = "cond"
+kind = "baseline"
+baseline = "baseline"
+[[conditions]]
+name = "baseline"
+kind = "baseline"
+"""
+
+
+def _plan_and_schedule():
+    """One comparison ("cond" against "baseline", 10 runs per arm): the plan, cells, scheduled runs and the
+    noop metric, for tests that write their own campaigns (tests/unit/test_report_aa_control.py)."""
+    d = design(PLAN, "bench_verdicts")
+    return d.plan, d.cells, d.schedule, d.metrics[d.cells[0].key]
+
+
 @dataclass
 class Design:
     """A parsed plan with the product's cells, runs per cell, schedule, thresholds and comparison pairs."""
