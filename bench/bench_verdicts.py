@@ -44,7 +44,8 @@ def plan_text(workloads: int, conditions: int, runs_per_arm: int) -> str:
     """A noop plan: `workloads` parameter sets, each under a baseline and `conditions` conditions."""
     steps = ", ".join(str(i + 1) for i in range(workloads))
     conds = "".join(
-        f'[[conditions]]\nname = "c{j}"\nkind = "baseline"\nbaseline = "baseline"\n' for j in range(conditions)
+        f'[[conditions]]\nname = "c{j}"\nkind = "baseline"\nbaseline = "baseline"\n'
+        for j in range(conditions)
     )
     return (
         f'name = "bench-verdicts"\nseed = 7\n[runs]\nrepetitions = {runs_per_arm}\niterations = {ITERATIONS}\n'
@@ -183,7 +184,9 @@ def design(text: str, source: str) -> Design:
     return Design(plan, tomllib.loads(text), cells, runs, metrics, compared)
 
 
-def campaign(store, board: int, d: Design, scenario: Scenario, effect_keys: set, rng: random.Random, tag: str):
+def campaign(
+    store, board: int, d: Design, scenario: Scenario, effect_keys: set, rng: random.Random, tag: str
+):
     """Writes one synthetic campaign of design `d` (the cells in `effect_keys` 2.5 x delta slower) and
     returns its analysis, the one `boardlab report` renders."""
     import statistics
@@ -350,12 +353,16 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def print_text(doc: dict) -> None:
-    print(f"verdicts through store -> analysis -> verdict ({doc['elapsed_s']} s; replicates {doc['replicates']})")
+    print(
+        f"verdicts through store -> analysis -> verdict ({doc['elapsed_s']} s; replicates {doc['replicates']})"
+    )
     print(f"{'scenario':<16}{'family/runs':<14}{'false verdicts':>15}{'power @2.5 delta':>18}{'flagged':>9}")
     for name, by in doc["scenarios"].items():
         for where, r in by.items():
             power = "–" if r["power"] is None else f"{r['power']:.1%}"
-            print(f"{name:<16}{where:<14}{r['false_verdict_rate']:>15.1%}{power:>18}{r['flagged_rate']:>9.1%}")
+            print(
+                f"{name:<16}{where:<14}{r['false_verdict_rate']:>15.1%}{power:>18}{r['flagged_rate']:>9.1%}"
+            )
     i = doc["interference"]
     print(
         f"interference preset: {i['comparisons']} comparisons, {i['runs']} runs per campaign, 10% with a real "

@@ -162,7 +162,9 @@ def test_paired_blocks_use_the_signed_rank_test_on_per_block_log_ratios():
 def test_blocks_missing_an_arm_are_left_out_with_a_warning():
     base, cond = [100.0, 101.0, 99.0, 100.5, 100.2, 99.5], [103.0, 104.0, 102.0, 103.1, 104.2]
     blocks = (["a", "b", "c", "d", "e", "f"], ["a", "b", "c", "d", "e"])
-    c = compare(base, cond, higher_is_better=False, delta=0.02, seed=1, paired_blocks=blocks, test_kind="rank")
+    c = compare(
+        base, cond, higher_is_better=False, delta=0.02, seed=1, paired_blocks=blocks, test_kind="rank"
+    )
     assert c.n_blocks == 5
     assert any("only one arm" in w for w in c.warnings)
     assert any("cannot reach p < 0.05" in w for w in c.warnings)

@@ -133,7 +133,9 @@ def test_drift_and_a_different_environment_are_flagged_with_their_reasons():
     env_a = [RunEnvironment(1_800_000, 50_000, False)] * 10
     env_b = [RunEnvironment(1_500_000, 50_000, False)] * 10
     flags = comparison_flags(
-        [100.0, 101, 99, 100.5, 99.5], [100.0, 101, 99, 100.5, 99.5], confounding=check_confounders(env_a, env_b)
+        [100.0, 101, 99, 100.5, 99.5],
+        [100.0, 101, 99, 100.5, 99.5],
+        confounding=check_confounders(env_a, env_b),
     )
     assert len(flags) == 1 and "different environment than the reference" in flags[0]
     assert "1800 MHz" in flags[0]

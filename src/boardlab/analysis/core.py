@@ -551,7 +551,9 @@ def _with_flags(comp: Comparison, base: list[RunPoint], cond: list[RunPoint]) ->
         condition_order=[p.seq for p in cond if p.value is not None],
         confounding=comp.confounding,
     )
-    return dataclasses.replace(comp, verdict=dataclasses.replace(comp.verdict, flags=flags)) if flags else comp
+    return (
+        dataclasses.replace(comp, verdict=dataclasses.replace(comp.verdict, flags=flags)) if flags else comp
+    )
 
 
 def aa_controls(cells: tuple[CellAnalysis, ...], plan: dict) -> tuple[AAControl, ...]:

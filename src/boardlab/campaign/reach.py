@@ -171,7 +171,9 @@ def _advice(plan: Plan, cells: list[Cell], comparisons: int, db: str | None) -> 
     reps = plan.runs.repetitions or plan.runs.pilot  # under the precision rule: the pilot's
     fixed = dataclasses.replace(plan, runs=dataclasses.replace(plan.runs, repetitions=reps, precision=None))
     alloc = advice.allocation(plan, cells, cell_repetitions(fixed, cells))
-    pairs = advice.power_advice(plan, cells, _compared_keys(plan, cells), comparisons, advice.earlier_values(db))
+    pairs = advice.power_advice(
+        plan, cells, _compared_keys(plan, cells), comparisons, advice.earlier_values(db)
+    )
     if not pairs:
         return alloc, advice.advice_dict(pairs, (None, ""))
     n = pairs[0][1].runs_per_arm

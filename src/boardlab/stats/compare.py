@@ -166,7 +166,16 @@ def compare(
         e = _trimmed_effect(base, cond, paired_blocks, higher_is_better, confidence, alpha, warnings)
     elif test_kind == "rank":
         e = _rank_effect(
-            base, cond, paired_blocks, higher_is_better, confidence, alpha, warnings, seed, resamples, test_method
+            base,
+            cond,
+            paired_blocks,
+            higher_is_better,
+            confidence,
+            alpha,
+            warnings,
+            seed,
+            resamples,
+            test_method,
         )
     else:
         raise ValueError(f"test_kind must be 'trimmed' or 'rank', got {test_kind!r}")
@@ -211,9 +220,7 @@ def compare(
     )
 
 
-_Effect = tuple[
-    float, Interval | None, float, Interval | None, Interval | None, RankTest, int | None, int
-]
+_Effect = tuple[float, Interval | None, float, Interval | None, Interval | None, RankTest, int | None, int]
 
 
 def _oriented(low: float, high: float, level: float, how: str, hib: bool) -> Interval:
@@ -230,7 +237,9 @@ def _trimmed_effect(base, cond, paired_blocks, hib, confidence, alpha, warnings)
         log_ratios, unpaired = _paired_log_ratios(base, cond, paired_blocks)
         n_blocks = len(log_ratios)
         if unpaired:
-            warnings.append(f"{unpaired} blocks had runs of only one arm and were left out of the paired test")
+            warnings.append(
+                f"{unpaired} blocks had runs of only one arm and were left out of the paired test"
+            )
         if not log_ratios:
             raise ValueError("paired_blocks: no block has runs of both arms")
     try:
@@ -290,7 +299,9 @@ def _rank_effect(
         log_ratios, unpaired = _paired_log_ratios(base, cond, paired_blocks)
         n_blocks = len(log_ratios)
         if unpaired:
-            warnings.append(f"{unpaired} blocks had runs of only one arm and were left out of the paired test")
+            warnings.append(
+                f"{unpaired} blocks had runs of only one arm and were left out of the paired test"
+            )
         if not log_ratios:
             raise ValueError("paired_blocks: no block has runs of both arms")
         test = wilcoxon_signed_rank(log_ratios, method=test_method)

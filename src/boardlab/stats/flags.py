@@ -71,7 +71,9 @@ def _best_split(logs: list[float]) -> tuple[float, int]:
 def bimodal_threshold(n: int) -> float:
     """The (1 - BIMODAL_FALSE_FLAG) quantile of the best split's R^2 over normal samples of n (seeded)."""
     rng = random.Random(f"bimodal:{n}")
-    scores = sorted(_best_split(sorted(rng.gauss(0.0, 1.0) for _ in range(n)))[0] for _ in range(_SIMULATIONS))
+    scores = sorted(
+        _best_split(sorted(rng.gauss(0.0, 1.0) for _ in range(n)))[0] for _ in range(_SIMULATIONS)
+    )
     return scores[min(len(scores) - 1, math.ceil((1.0 - BIMODAL_FALSE_FLAG) * len(scores)))]
 
 
@@ -87,9 +89,7 @@ def bimodality(values: Sequence[float]) -> Bimodality | None:
     return Bimodality(r2, bimodal_threshold(len(logs)), low / len(logs), gap)
 
 
-def cell_flags(
-    arm: str, values: Sequence[float], order: Sequence[float] | None = None
-) -> tuple[str, ...]:
+def cell_flags(arm: str, values: Sequence[float], order: Sequence[float] | None = None) -> tuple[str, ...]:
     """The flags of one arm's runs (`arm` names it in the text: "baseline", "condition"), values in run
     order unless `order` gives each run's position."""
     out = []
@@ -116,7 +116,9 @@ def comparison_flags(
     confounding: Confounding | None = None,
 ) -> tuple[str, ...]:
     """Every flag of a comparison: each arm's (`cell_flags`) and the arms' environment (`confounding`)."""
-    flags = cell_flags("baseline", baseline, baseline_order) + cell_flags("condition", condition, condition_order)
+    flags = cell_flags("baseline", baseline, baseline_order) + cell_flags(
+        "condition", condition, condition_order
+    )
     if confounding is not None and confounding.confounded:
         flags += tuple(f"different environment than the reference: {r}" for r in confounding.reasons)
     return flags

@@ -15,7 +15,6 @@ is the p the report would compute for completely separated arms, not a textbook 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
 from typing import Literal
 
 from boardlab.stats.hypothesis import mann_whitney_u, wilcoxon_signed_rank
@@ -84,6 +83,7 @@ def reachability(
     if family_size == 0:
         return Reachability(runs_per_arm, 0, method, 0.0, True, MIN_RUNS_PER_ARM, None)
     needed = MIN_RUNS_PER_ARM
+
     def floor(n: int) -> float:
         return smallest_adjusted_p(n, family_size, paired=paired, test_kind=test_kind)
 
