@@ -176,3 +176,18 @@ def test_an_unsupported_workload_is_skipped_and_said_under_unsupported_skip(tmp_
     plan.write_text(plan.read_text().replace('unsupported = "skip"\n', ""))
     bad = run_cli("run", str(plan), "--db", str(tmp_path / "x.db"))
     assert bad.returncode == 2 and "crypto.afalg is unsupported here" in bad.stderr
+
+
+def test_the_pilot_gives_the_repetitions_for_power_at_the_cv_it_measured(tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        'name = "pilot-power"\n[runs]\nprecision = 0.001\npilot = 3\ncap = 4\niterations = 3\n'
+        "warmup_max_iterations = 0\n[gates]\nidle = false\ntemperature = false\n"
+        '[[workloads]]\nname = "noop"\n'
+        '[[conditions]]\nname = "base"\nkind = "baseline"\n'
+        '[[conditions]]\nname = "again"\nkind = "baseline"\nbaseline = "base"\n'
+    )
+    proc = run_cli("run", str(plan), "--db", str(tmp_path / "r.db"), "--json", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    (line,) = [x for x in proc.stderr.splitlines() if "pilot: noop:" in x]
+    assert "for 80% power to detect a 5.0% effect" in line and "observed in earlier runs of 2 of its cells" in line
