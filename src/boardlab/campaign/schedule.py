@@ -135,30 +135,41 @@ def schedule(
     references: Collection[str] = frozenset(),
     repetitions: Mapping[str, int] | None = None,
 ) -> list[ScheduledRun]:
-    """Runs for the given rounds (1-based): in round r, each cell's repetition r, for the cells that have
-    that many (`repetitions`: a cell's count; a cell not in it runs in every round). The runs of the cells
-    whose keys are in `references` carry their A/A label (`aa_label`)."""
+    """Runs for the given rounds (1-based). Without `repetitions`, each cell's repetition r in round r. With
+    them (a cell's count; a cell not in it runs in every round), a cell of n runs among R = the most any
+    cell has is spread evenly over the R rounds, its repetition j in round ceil(j R / n): a reference cell
+    given more runs by the allocation and its conditions then share the campaign's whole span, so drift
+    reaches both arms alike. The runs of the cells whose keys are in `references` carry their A/A label
+    (`aa_label`)."""
     rounds = list(rounds)
     runs: list[ScheduledRun] = []
     reps = repetitions or {}
+    most = max(reps.values(), default=0)
+    spread = {
+        cell.key: {math.ceil(round(j * most / reps[cell.key], 9)): j for j in range(1, reps[cell.key] + 1)}
+        for cell in cells
+        if cell.key in reps and reps[cell.key] > 0
+    }
 
-    def wanted(cell: Cell, r: int) -> bool:
-        return r <= reps.get(cell.key, r)
+    def repetition(cell: Cell, r: int) -> int | None:
+        """The cell's repetition in round r, or None when it has none there."""
+        placed = spread.get(cell.key)
+        return r if placed is None else placed.get(r)
 
-    def run(cell: Cell, r: int) -> ScheduledRun:
-        arm = aa_label(r) if cell.key in references else None
-        return ScheduledRun(seq=len(runs), cell=cell, repetition=r, block=r, aa_arm=arm)
+    def run(cell: Cell, j: int, r: int) -> ScheduledRun:
+        arm = aa_label(j) if cell.key in references else None
+        return ScheduledRun(seq=len(runs), cell=cell, repetition=j, block=r, aa_arm=arm)
 
     if order == "sequential":
         for cell in cells:
             for r in rounds:
-                if wanted(cell, r):
-                    runs.append(run(cell, r))
+                if (j := repetition(cell, r)) is not None:
+                    runs.append(run(cell, j, r))
         return runs
     for r in rounds:
         for cell in order_round(cells, order, seed, r):
-            if wanted(cell, r):
-                runs.append(run(cell, r))
+            if (j := repetition(cell, r)) is not None:
+                runs.append(run(cell, j, r))
     return runs
 
 
