@@ -422,6 +422,11 @@ def test_the_shared_reference_cell_gets_dunnetts_square_root_share_unless_the_pl
     runs = schedule(cells, order, 1, range(1, reference + 1), reference_keys(plan, cells), reps)
     base = [r.aa_arm for r in runs if r.cell.condition == "baseline"]
     assert len(base) == reference and base.count("A1") == (reference + 1) // 2
+    # the conditions' runs are spread over the reference's whole span (drift reaches both arms alike)
+    cond = [r for r in runs if r.cell.condition == "c0"]
+    assert [r.repetition for r in cond] == list(range(1, n + 1)) and cond[-1].block == reference
+    middle = len(runs) / 2
+    assert 0.3 < sum(r.seq < middle for r in cond) / n < 0.7
     summary = summarize_plan(plan, CATALOG).to_dict()
     assert summary["runs"] == 4 * n + reference and summary["runs_per_arm"] == n
     assert summary["allocation"]["reference_cells"]["demo.kernel[]@baseline"] == {
