@@ -112,9 +112,13 @@ def _power_lines(d: dict) -> list[str]:
     lines = []
     refs = d["allocation"].get("reference_cells", {})
     shared = {v["runs"] for v in refs.values() if v["comparisons"] > 1}
-    if refs:
-        runs = ", ".join(map(str, sorted(r for r in shared if r is not None))) or "as every cell"
+    if shared:
+        runs = ", ".join(map(str, sorted(r for r in shared if r is not None)))
         lines.append(f"allocation: {d['allocation']['rule']}; shared reference cells get {runs} runs")
+    elif refs:
+        lines.append(
+            f"allocation: {d['allocation']['rule']}; no reference cell is shared by several comparisons"
+        )
     if d["repetitions_for_power"] is not None:
         seconds = d["repetitions_for_power_duration_s"]
         when = f"about {seconds / 60:.1f} min" if seconds is not None else "duration unknown"
