@@ -38,7 +38,7 @@ def test_matched_cells_get_a_ratio_ci_test_and_verdict(two_boards):
     assert fft["cost_ratio"] == pytest.approx(1 / 1.1, rel=0.02)  # ... is a cost below 1
     lo, hi = fft["ratio_ci"]
     assert lo < fft["ratio"] < hi
-    assert fft["test"] == "mann-whitney-u"
+    assert fft["test"] == "yuen-welch-log"
     assert fft["p_value"] <= fft["p_adjusted"] < 0.05
     assert fft["verdict"] == "speedup" and fft["confounded"] is False
     assert all(c["verdict"] == "speedup" for c in doc["cells"] if c["workload"] != "crc32")

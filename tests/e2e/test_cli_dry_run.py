@@ -31,14 +31,18 @@ def test_every_preset_reaches_a_verdict_at_its_default_repetitions(preset, tmp_p
     if doc["refused"]:  # conditions this machine lacks, under unsupported = "fail": said, never "yes"
         assert doc["verdict_reachable"] is False and "unsupported" in doc["refused"]
         pytest.skip(f"unsupported here: {doc['refused']}")
+    for key in ("repetitions_for_power", "allocation", "power"):
+        assert key in doc
     assert doc["verdict_reachable"] is True, doc["message"]
     # every cell runs its workload's repetitions (the plan's, or the workload's own): the compared arms
     # have runs_per_arm each, and no cell runs more than the most any workload asks
     plan = preset_text(preset)
     most = max([int(n) for n in re.findall(r"^repetitions = (\d+)", plan, re.M)] + [doc["runs_per_arm"]])
-    assert doc["cells"] * min(doc["runs_per_arm"], 5) <= doc["runs"] <= doc["cells"] * most
+    assert doc["cells"] * min(doc["runs_per_arm"], 5) <= doc["runs"] <= doc["cells"] * most * 3
     if "\nrepetitions = " not in plan.split("[[workloads]]", 1)[1]:  # one count for every cell
-        assert doc["runs"] == doc["cells"] * doc["runs_per_arm"]
+        # ... but a reference cell shared by several comparisons gets its square-root share
+        extra = sum(r["runs"] - doc["runs_per_arm"] for r in doc["allocation"]["reference_cells"].values())
+        assert doc["runs"] == doc["cells"] * doc["runs_per_arm"] + extra
     assert not db.exists()  # nothing written
 
 
@@ -56,24 +60,44 @@ def test_the_quick_preset_runs_its_interference_pair_more_often_than_the_rest(tm
     assert doc["verdict_reachable"] is True and doc["correction"] == "holm"
 
 
-def test_the_interference_preset_at_five_repetitions_says_no_verdict_and_names_the_fix(tmp_path):
+def test_the_interference_preset_at_four_repetitions_says_no_verdict_and_names_the_fix(tmp_path):
     args = (
         "run",
         "--preset",
         "interference",
         "--repetitions",
-        "5",
+        "4",
         "--dry-run",
         "--db",
         str(tmp_path / "x.db"),
     )
     doc = json.loads(run_cli(*args, "--json").stdout)
     assert doc["comparisons"] == 70 and doc["correction"] == "bh"  # 5 workloads x 14 stressor conditions
-    assert doc["verdict_reachable"] is False and doc["repetitions_needed"] == 7
+    assert doc["verdict_reachable"] is False and doc["repetitions_needed"] == 5
     text = run_cli(*args)
     assert text.returncode == 0
-    assert "verdict reachable: NO" in text.stdout and "--repetitions 7" in text.stdout
-    assert "cells: 75" in text.stdout and "runs: 375" in text.stdout
+    assert "verdict reachable: NO" in text.stdout and "--repetitions 5" in text.stdout
+    # 70 condition cells x 4 runs, and each workload's shared baseline min(3 x 4, ceil(sqrt(14) x 4)) = 12
+    assert "cells: 75" in text.stdout and "runs: 340" in text.stdout
+
+
+def test_the_interference_dry_run_gives_the_repetitions_for_power_the_allocation_and_the_duration(tmp_path):
+    args = ("run", "--preset", "interference", "--dry-run", "--db", str(tmp_path / "x.db"))
+    doc = json.loads(run_cli(*args, "--json").stdout)
+    assert doc["verdict_reachable"] is True and doc["runs_per_arm"] == 11
+    # 80% power for a 5% effect at the assumed CV of 2% among 70 comparisons, shared baselines at 3 x n
+    assert doc["repetitions_for_power"] == 11
+    (first, *_) = doc["power"]
+    assert first["family_size"] == 70 and first["effect"] == 1.05 and first["power"] >= 0.8
+    assert first["reference_runs"] == 33 and first["cv"] == 0.02 and first["cv_source"].startswith("assumed")
+    refs = doc["allocation"]["reference_cells"]
+    assert doc["allocation"]["rule"] == "sqrt" and len(refs) == 5
+    assert all(r == {"comparisons": 14, "runs": 33} for r in refs.values())
+    assert doc["runs"] == 70 * 11 + 5 * 33
+    assert "repetitions_for_power_duration_s" in doc and doc["repetitions_for_power_duration_s"] is None
+    text = run_cli(*args).stdout
+    assert "allocation: sqrt; shared reference cells get 33 runs" in text
+    assert "repetitions for 80% power: 11" in text
 
 
 def test_an_unreachable_plan_is_announced_before_the_first_run(tmp_path):
@@ -270,3 +294,21 @@ def test_power_at_rest_without_a_power_sensor_is_skipped_not_run_and_failed(tmp_
     bad = run_cli("run", str(plan), "--db", str(tmp_path / "y.db"))
     assert bad.returncode == 2 and f"{key}: unsupported here: no power source" in bad.stderr
     assert not (tmp_path / "y.db").exists()
+
+
+def test_the_pilot_gives_the_repetitions_for_power_at_the_cv_it_measured(tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        'name = "pilot-power"\n[runs]\nprecision = 0.001\npilot = 3\ncap = 4\niterations = 3\n'
+        "warmup_max_iterations = 0\n[gates]\nidle = false\ntemperature = false\n"
+        '[[workloads]]\nname = "noop"\n'
+        '[[conditions]]\nname = "base"\nkind = "baseline"\n'
+        '[[conditions]]\nname = "again"\nkind = "baseline"\nbaseline = "base"\n'
+    )
+    proc = run_cli("run", str(plan), "--db", str(tmp_path / "r.db"), "--json", timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    (line,) = [x for x in proc.stderr.splitlines() if "pilot: noop:" in x]
+    assert (
+        "for 80% power to detect a 5.0% effect" in line
+        and "observed in earlier runs of 2 of its cells" in line
+    )

@@ -107,6 +107,10 @@ def test_interleaving_is_seeded_and_reproducible():
             "plan.toml:5: runs.order: expected one of interleave, abba, sequential, found 'random'",
         ),
         (
+            GOOD.replace('order = "abba"', 'baseline_allocation = "dunnett"'),
+            "plan.toml:5: runs.baseline_allocation: expected one of sqrt, equal, found 'dunnett'",
+        ),
+        (
             GOOD.replace('name = "demo.kernel"\nmetric', 'name = "demo.kernal"\nmetric'),
             "plan.toml:10: workloads[1].name: unknown workload 'demo.kernal'; valid: demo.kernel, demo.missing",
         ),
@@ -389,3 +393,56 @@ def test_a_condition_may_apply_to_some_workloads_and_a_workload_may_run_more_oft
 def test_a_wrong_condition_workloads_or_workload_repetitions_names_its_key(edit, message):
     with pytest.raises(InputError, match=message):
         parse_plan(ONLY.replace(*edit), "p.toml", OTHER)
+
+
+MANY = """\
+name = "t"
+[runs]
+repetitions = {n}
+order = "{order}"
+{allocation}
+[[workloads]]
+name = "demo.kernel"
+[[conditions]]
+name = "baseline"
+kind = "baseline"
+""" + "".join(f'[[conditions]]\nname = "c{i}"\nkind = "baseline"\nbaseline = "baseline"\n' for i in range(4))
+
+
+@pytest.mark.parametrize(
+    ("n", "order", "allocation", "reference"),
+    [
+        (10, "interleave", "", 20),  # ceil(sqrt(4) x 10): Dunnett's square-root rule
+        (5, "interleave", "", 10),  # sqrt(4) x 5 = 10: the A/A control's 5 + 5
+        (4, "interleave", "", 10),  # sqrt(4) x 4 = 8, raised to the A/A control's 10 (the cap, 3 x 4, is 12)
+        (10, "interleave", 'baseline_allocation = "equal"', 10),
+        (10, "abba", "", 10),  # a block pairs one run of each cell
+    ],
+)
+def test_the_shared_reference_cell_gets_dunnetts_square_root_share_unless_the_plan_says_equal(
+    n, order, allocation, reference
+):
+    from boardlab.campaign.reach import summarize_plan
+    from boardlab.campaign.schedule import cell_repetitions, reference_keys
+
+    plan = parse(MANY.format(n=n, order=order, allocation=allocation))
+    cells = build_cells(plan, CATALOG)
+    reps = cell_repetitions(plan, cells)
+    assert reps["demo.kernel[]@baseline"] == reference
+    assert {reps[f"demo.kernel[]@c{i}"] for i in range(4)} == {n}
+    runs = schedule(cells, order, 1, range(1, reference + 1), reference_keys(plan, cells), reps)
+    base = [r.aa_arm for r in runs if r.cell.condition == "baseline"]
+    assert len(base) == reference and base.count("A1") == (reference + 1) // 2
+    # the conditions' runs are spread over the reference's whole span (drift reaches both arms alike)
+    cond = [r for r in runs if r.cell.condition == "c0"]
+    assert [r.repetition for r in cond] == list(range(1, n + 1)) and cond[-1].block == reference
+    middle = len(runs) / 2
+    assert 0.3 < sum(r.seq < middle for r in cond) / n < 0.7
+    summary = summarize_plan(plan, CATALOG).to_dict()
+    assert summary["runs"] == 4 * n + reference and summary["runs_per_arm"] == n
+    assert summary["allocation"]["reference_cells"]["demo.kernel[]@baseline"] == {
+        "comparisons": 4,
+        "runs": reference,
+    }
+    assert summary["repetitions_for_power"] >= 5 and summary["power"][0]["family_size"] == 4
+    assert summary["power"][0]["cv_source"].startswith("assumed")

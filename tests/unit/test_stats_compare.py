@@ -27,14 +27,45 @@ BASE_NS = lognormal(1, 12, 100.0)
 SLOWER_NS = lognormal(2, 12, 110.0)
 
 
+def trimmed_log_mean(values: list[float]) -> float:
+    """The 20%-trimmed mean of the log values, written out (Wilcox 2012, 3.5)."""
+    logs = sorted(math.log(v) for v in values)
+    g = int(0.2 * len(logs))
+    kept = logs[g : len(logs) - g]
+    return sum(kept) / len(kept)
+
+
 def test_a_time_that_grows_by_ten_percent_is_a_slowdown():
     c = compare(BASE_NS, SLOWER_NS, higher_is_better=False, delta=0.02, seed=1)
-    assert c.ratio == pytest.approx(c.condition_median / c.baseline_median)
+    # the effect is the ratio of the 20%-trimmed geometric means, the statistic the test and intervals use
+    assert c.ratio == pytest.approx(math.exp(trimmed_log_mean(SLOWER_NS) - trimmed_log_mean(BASE_NS)))
     assert c.cost_ratio == c.ratio and c.cost_ratio_ci == c.ratio_ci
-    assert c.cost_ratio_ci.low > 1.02 and c.ratio_ci.contains(c.ratio)
-    assert c.test.name == "mann-whitney-u" and c.p_value < 0.001
+    assert c.cost_ratio_ci.low > 1.02 and c.ratio_ci.contains(c.ratio) and c.decision_ci.contains(c.ratio)
+    assert c.decision_ci.confidence == pytest.approx(0.90) and "Yuen" in c.decision_ci.method
+    assert c.test.name == "yuen-welch-log" and c.test.method == "student-t" and c.p_value < 0.001
     assert c.verdict.kind == "slowdown" and not c.verdict.confounded
     assert "lies above 1 + delta" in c.verdict.reasons[0]
+    assert c.resamples == 0  # no bootstrap behind this verdict
+
+
+def test_the_rank_test_is_kept_with_the_median_ratio_and_its_bootstrap():
+    c = compare(BASE_NS, SLOWER_NS, higher_is_better=False, delta=0.02, seed=1, test_kind="rank")
+    assert c.ratio == pytest.approx(c.condition_median / c.baseline_median)
+    assert c.test.name == "mann-whitney-u" and c.p_value < 0.001 and c.resamples >= 2000
+    assert c.verdict.kind == "slowdown" and "bootstrap" in c.decision_ci.method
+
+
+def test_the_trimmed_p_value_is_not_floored_by_the_number_of_runs():
+    """6 against 6 runs, 70 comparisons: the rank test's smallest p (2.2e-3 two-sided) times 70 never gets
+    below 0.05, so a 70% slowdown stayed inconclusive; the trimmed t's p falls with the effect."""
+    base, cond = lognormal(21, 6, 100.0), lognormal(22, 6, 170.0)
+    trimmed = compare(base, cond, higher_is_better=False, delta=0.02, seed=1)
+    rank = compare(base, cond, higher_is_better=False, delta=0.02, seed=1, test_kind="rank")
+    assert rank.p_value == pytest.approx(2 / math.comb(12, 6)) and rank.p_value * 70 > 0.05
+    assert trimmed.p_value * 70 < 0.01
+    nulls = [compare(base, base, higher_is_better=False, delta=0.02, seed=i) for i in range(69)]
+    assert adjust([trimmed, *nulls], "auto")[0].verdict.kind == "slowdown"
+    assert adjust([rank, *nulls], "auto")[0].verdict.kind == "inconclusive"
 
 
 def test_a_rate_that_drops_is_a_slowdown_and_its_cost_ratio_is_the_factor_slower():
@@ -80,11 +111,15 @@ def test_no_verdict_below_five_runs_per_arm():
 
 
 def test_the_same_seed_gives_the_same_comparison():
-    a = compare(BASE_NS, SLOWER_NS, higher_is_better=False, delta=0.02, seed=42)
-    b = compare(BASE_NS, SLOWER_NS, higher_is_better=False, delta=0.02, seed=42)
-    c = compare(BASE_NS, SLOWER_NS, higher_is_better=False, delta=0.02, seed=43)
+    a = compare(BASE_NS, SLOWER_NS, higher_is_better=False, delta=0.02, seed=42, test_kind="rank")
+    b = compare(BASE_NS, SLOWER_NS, higher_is_better=False, delta=0.02, seed=42, test_kind="rank")
+    c = compare(BASE_NS, SLOWER_NS, higher_is_better=False, delta=0.02, seed=43, test_kind="rank")
     assert a == b
     assert a.ratio_ci != c.ratio_ci and a.ratio_ci.low == pytest.approx(c.ratio_ci.low, rel=0.01)
+    # the trimmed test draws nothing: its intervals do not depend on the seed
+    t1 = compare(BASE_NS, SLOWER_NS, higher_is_better=False, delta=0.02, seed=42)
+    t2 = compare(BASE_NS, SLOWER_NS, higher_is_better=False, delta=0.02, seed=43)
+    assert t1.decision_ci == t2.decision_ci and t1.p_value == t2.p_value
 
 
 def test_iterations_cannot_be_pooled_through_compare():
@@ -110,20 +145,32 @@ def test_paired_blocks_use_the_signed_rank_test_on_per_block_log_ratios():
     base = [100.0 * b * math.exp(rng.gauss(0, 0.005)) for b in block_effect]
     cond = [103.0 * b * math.exp(rng.gauss(0, 0.005)) for b in block_effect]
     blocks = (list(range(10)), list(range(10)))
-    paired = compare(base, cond, higher_is_better=False, delta=0.02, seed=1, paired_blocks=blocks)
-    unpaired = compare(base, cond, higher_is_better=False, delta=0.02, seed=1)
+    kw = {"higher_is_better": False, "delta": 0.02, "seed": 1}
+    paired = compare(base, cond, paired_blocks=blocks, test_kind="rank", **kw)
+    unpaired = compare(base, cond, test_kind="rank", **kw)
     assert paired.test.name == "wilcoxon-signed-rank" and paired.n_blocks == 10
     assert paired.p_value == pytest.approx(2 / 1024)  # every block slower: the exact two-sided minimum
     assert unpaired.p_value > 0.05  # the shared block drift hides the effect from the unpaired test
+    # the default: the one-sample trimmed t of the per-block log ratios, not floored at 2 / 2^10
+    trimmed = compare(base, cond, paired_blocks=blocks, **kw)
+    assert trimmed.test.name == "trimmed-t-log-paired" and trimmed.n_blocks == 10
+    assert trimmed.p_value < 1e-4 and trimmed.decision_ci.contains(trimmed.ratio)
+    assert trimmed.ratio == pytest.approx(1.03, rel=0.01)
+    assert compare(base, cond, **kw).p_value > 0.05  # unpaired, the block drift hides it here too
 
 
 def test_blocks_missing_an_arm_are_left_out_with_a_warning():
     base, cond = [100.0, 101.0, 99.0, 100.5, 100.2, 99.5], [103.0, 104.0, 102.0, 103.1, 104.2]
     blocks = (["a", "b", "c", "d", "e", "f"], ["a", "b", "c", "d", "e"])
-    c = compare(base, cond, higher_is_better=False, delta=0.02, seed=1, paired_blocks=blocks)
+    c = compare(
+        base, cond, higher_is_better=False, delta=0.02, seed=1, paired_blocks=blocks, test_kind="rank"
+    )
     assert c.n_blocks == 5
     assert any("only one arm" in w for w in c.warnings)
     assert any("cannot reach p < 0.05" in w for w in c.warnings)
+    t = compare(base, cond, higher_is_better=False, delta=0.02, seed=1, paired_blocks=blocks)
+    assert t.n_blocks == 5 and any("only one arm" in w for w in t.warnings)
+    assert not any("cannot reach" in w for w in t.warnings)
     with pytest.raises(ValueError, match="one block label per run"):
         compare(base, cond, higher_is_better=False, delta=0.02, seed=1, paired_blocks=(["a"], ["a"]))
 
@@ -155,16 +202,17 @@ def test_verdict_needs_both_the_ci_beyond_delta_and_a_significant_adjusted_p(low
 def test_holm_across_a_report_can_turn_a_slowdown_inconclusive():
     base = lognormal(11, 5, 100.0, cv=0.01)
     cond = lognormal(12, 5, 106.0, cv=0.01)
-    strong = compare(BASE_NS, SLOWER_NS, higher_is_better=False, delta=0.02, seed=1)
-    weak = compare(base, cond, higher_is_better=False, delta=0.02, seed=2)
+    kw = {"higher_is_better": False, "delta": 0.02, "test_kind": "rank"}
+    strong = compare(BASE_NS, SLOWER_NS, seed=1, **kw)
+    weak = compare(base, cond, seed=2, **kw)
     assert weak.verdict.kind == "slowdown" and 0.005 < weak.p_value < 0.05  # 5 vs 5 runs: p = 0.0079
-    family = [strong, weak] + [
-        compare(BASE_NS, BASE_NS, higher_is_better=False, delta=0.02, seed=i) for i in range(6)
-    ]
+    family = [strong, weak] + [compare(BASE_NS, BASE_NS, seed=i, **kw) for i in range(6)]
     adjusted = adjust(family, "holm")
     assert [c.adjustment for c in adjusted] == ["holm"] * 8 and adjusted[1].family_size == 8
     assert adjusted[1].p_adjusted == pytest.approx(min(1.0, 7 * weak.p_value))
     assert adjusted[1].verdict.kind == "inconclusive"
+    # the row says why an interval clear of 1 + delta is not a verdict: the correction over the family
+    assert "corrected for the report's 8 comparisons" in adjusted[1].verdict.reasons[1]
     assert adjusted[0].verdict.kind == "slowdown"
     assert adjust(adjusted, "none")[1] == weak  # undoing the correction restores the comparison
 

@@ -211,3 +211,24 @@ def test_benjamini_hochberg_matches_scipy_false_discovery_control(seed):
     p = [rng.random() ** 3 for _ in range(rng.randint(1, 40))]
     ours = benjamini_hochberg(p)
     assert list(ours) == pytest.approx(list(scipy_stats.false_discovery_control(p, method="bh")), rel=1e-12)
+
+
+# --- Yuen's trimmed t (the report's test) -------------------------------------------------------------------
+
+
+def test_yuen_welch_matches_scipy_trimmed_ttest_ind():
+    from boardlab.stats.trimmed import yuen_welch
+
+    rng = random.Random(41)
+    for _ in range(60):
+        n1, n2 = rng.randint(3, 40), rng.randint(3, 40)
+        a = [rng.gauss(0, rng.uniform(0.5, 2)) for _ in range(n1)]
+        b = [rng.gauss(rng.uniform(-1, 1), rng.uniform(0.5, 2)) for _ in range(n2)]
+        ours = yuen_welch(a, b)
+        ref = scipy_stats.ttest_ind(b, a, equal_var=False, trim=0.2)
+        assert ours.estimate / ours.se == pytest.approx(ref.statistic, rel=1e-10)
+        assert ours.p_value == pytest.approx(ref.pvalue, rel=1e-8, abs=1e-14)
+        assert ours.df == pytest.approx(ref.df, rel=1e-10)
+        low, high = ours.log_interval(0.90)
+        ci = ref.confidence_interval(0.90)
+        assert (low, high) == (pytest.approx(ci.low, rel=1e-8), pytest.approx(ci.high, rel=1e-8))

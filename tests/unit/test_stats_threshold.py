@@ -36,13 +36,20 @@ def test_the_smallest_mann_whitney_p_is_two_over_2n_choose_n_where_exact():
     assert smallest_p(6, 6, paired=True) == pytest.approx(2 / 2**6)
 
 
-def test_five_runs_per_arm_cannot_decide_seventy_comparisons_and_the_message_names_the_fix():
-    r = reachability(5, 70)
+def test_with_the_rank_test_five_runs_per_arm_cannot_decide_seventy_comparisons_and_the_message_names_the_fix():
+    r = reachability(5, 70, test_kind="rank")
     assert not r.reachable and r.method == "bh"
     assert r.smallest_adjusted_p == pytest.approx(70 * 2 / math.comb(10, 5))
-    assert reachability(r.repetitions_needed, 70).reachable
-    assert not reachability(r.repetitions_needed - 1, 70).reachable
+    assert reachability(r.repetitions_needed, 70, test_kind="rank").reachable
+    assert not reachability(r.repetitions_needed - 1, 70, test_kind="rank").reachable
     assert f"--repetitions {r.repetitions_needed}" in r.message
+
+
+def test_the_reports_trimmed_test_reaches_a_verdict_at_the_rules_five_runs_in_any_family():
+    r = reachability(5, 70)
+    assert r.reachable and r.smallest_adjusted_p == 0.0 and r.repetitions_needed == 5
+    bad = reachability(4, 70)
+    assert not bad.reachable and "--repetitions 5" in bad.message
 
 
 def test_ten_runs_per_arm_decide_the_interference_preset_and_fewer_than_five_never():

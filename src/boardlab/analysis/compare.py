@@ -89,6 +89,7 @@ def pair_rows(a, b, *, seed: int = 0) -> tuple[list[dict], list, list[int]]:
             "verdict": None,
             "confounded": None,
             "reasons": [],
+            "flags": [],
             "reason": None,
             "unstable": unstable.get(_key(ca)),
         }
@@ -135,6 +136,7 @@ def finish_rows(rows: list[dict], slots: list[int], adjusted) -> None:
             verdict=c.verdict.kind,
             confounded=c.verdict.confounded,
             reasons=list(c.verdict.reasons),
+            flags=list(c.verdict.flags),
         )
 
 

@@ -519,6 +519,7 @@ def median_comparisons(
                         baseline_env=[p.environment for p in bv],
                         condition_env=[p.environment for p in cv],
                     )
+                    comp = _with_flags(comp, bv, cv)
                 except ValueError as exc:  # e.g. a metric that is zero or negative has no ratio
                     reason = f"not comparable: {exc}"
         results.append(
@@ -536,6 +537,23 @@ def median_comparisons(
             )
         )
     return tuple(results)
+
+
+def _with_flags(comp: Comparison, base: list[RunPoint], cond: list[RunPoint]) -> Comparison:
+    """The comparison with its cells' flags (bimodal runs, drift in run order, a different environment than
+    the reference: `stats.flags`) on its verdict record."""
+    from boardlab.stats.flags import comparison_flags
+
+    flags = comparison_flags(
+        [p.value for p in base if p.value is not None],
+        [p.value for p in cond if p.value is not None],
+        baseline_order=[p.seq for p in base if p.value is not None],
+        condition_order=[p.seq for p in cond if p.value is not None],
+        confounding=comp.confounding,
+    )
+    return (
+        dataclasses.replace(comp, verdict=dataclasses.replace(comp.verdict, flags=flags)) if flags else comp
+    )
 
 
 def aa_controls(cells: tuple[CellAnalysis, ...], plan: dict) -> tuple[AAControl, ...]:
@@ -564,6 +582,7 @@ def aa_controls(cells: tuple[CellAnalysis, ...], plan: dict) -> tuple[AAControl,
                     higher_is_better=base.higher_is_better,
                     delta=delta,
                     seed=AA_SEED_OFFSET + base.cell_id,
+                    test_kind="rank",  # a family of one at 5 + 5: the exact rank test (docs/method.md "Test")
                 )
             except ValueError as exc:
                 reason = f"not comparable: {exc}"

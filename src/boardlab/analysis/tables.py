@@ -179,11 +179,11 @@ def comparison_row(ca: ComparisonAnalysis) -> tuple[str, ...]:
         cost = fmt_ratio(c.cost_ratio)
         if c.cost_ratio_ci is not None:
             cost += f" {fmt_interval(c.cost_ratio_ci.low, c.cost_ratio_ci.high, sig=4)}"
-    why = list(c.verdict.reasons)
+    why = list(c.verdict.reasons) + [f"FLAGGED {f}" for f in c.verdict.flags]
     if ca.unstable:
         why.insert(0, f"UNSTABLE: {ca.unstable}")
     if c.n_blocks is not None:
-        why.append(f"paired design: Wilcoxon signed-rank over {c.n_blocks} blocks")
+        why.append(f"paired design: {c.test.name} over {c.n_blocks} blocks")
     if c.confounding is not None:
         why.extend(f"note: {n}" for n in c.confounding.notes)
     why.extend(c.warnings)

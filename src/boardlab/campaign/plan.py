@@ -23,6 +23,7 @@ from boardlab.workloads.params import _type_name, check_param_value
 PLAN_SCHEMA = 1
 PRESET_PACKAGE = "boardlab.campaign.presets"
 ORDERS = ("interleave", "abba", "sequential")
+ALLOCATIONS = ("sqrt", "equal")  # [runs] baseline_allocation (campaign.schedule.reference_runs)
 SWEEP_KINDS = ("opp-grid",)
 
 
@@ -471,13 +472,14 @@ def parse_plan(
         counters=_counters(_take(runs_t, "counters", list, [], where, p), where, p),
         max_temp_c=_opt_float(_take(runs_t, "max_temp_c", (float, int), None, where, p, lo=20, hi=150)),
         timeout_s=_opt_float(_take(runs_t, "timeout_s", (float, int), None, where, p, lo=0.1, hi=7 * 86400)),
+        baseline_allocation=_take(runs_t, "baseline_allocation", str, "sqrt", where, p, choices=ALLOCATIONS),
     )
     _no_leftovers(
         runs_t,
         where,
         p,
         "repetitions, precision, pilot, cap, iterations, warmup_max_iterations, warmup_max_ms, warmup_cv, "
-        "order, cpu, drop_caches, max_reruns, unsupported, counters, max_temp_c, timeout_s",
+        "order, cpu, drop_caches, max_reruns, unsupported, counters, max_temp_c, timeout_s, baseline_allocation",
     )
 
     gates_t = dict(_take(doc, "gates", dict, {}, where, ()))

@@ -33,6 +33,8 @@ class PlanSummary:
     skipped_conditions: dict[str, str] | None = None  # this board lacks them: listed, their runs not counted
     skipped_cells: dict[str, str] | None = None  # a workload's parameters this board cannot honour
     refused: str | None = None  # unsupported = "fail" and something is: the run stops before its first run
+    allocation: dict | None = None  # the reference cells' runs (campaign.advice.allocation)
+    power: dict | None = None  # repetitions_for_power and its duration (campaign.advice.advice_dict)
 
     def to_dict(self) -> dict:
         return {
@@ -53,6 +55,8 @@ class PlanSummary:
             "skipped_conditions": self.skipped_conditions or {},
             "skipped_cells": self.skipped_cells or {},
             "refused": self.refused,
+            "allocation": self.allocation or {},
+            **(self.power or {"repetitions_for_power": None, "power": []}),
         }
 
 
@@ -154,6 +158,7 @@ def summarize_plan(
     )
     reach = _none_runnable(reach, comparisons, count_comparisons(plan, all_cells, catalog), support)
     duration, basis = _estimate(db, cells, per_cell)
+    allocation, power = _advice(plan, cells, comparisons, db)
     return PlanSummary(
         cells=len(cells),
         runs=runs,
@@ -167,6 +172,8 @@ def summarize_plan(
         skipped_conditions=support.conditions,
         skipped_cells=support.cells,
         refused=support.refusal,
+        allocation=allocation,
+        power=power,
     )
 
 
@@ -180,3 +187,20 @@ def _none_runnable(reach: Reachability, runnable: int, planned: int, support) ->
     else:
         return reach
     return dataclasses.replace(reach, reachable=False, message=f"no verdict is reachable here: {why}")
+
+
+def _advice(plan: Plan, cells: list[Cell], comparisons: int, db: str | None) -> tuple[dict, dict]:
+    """The allocation and the repetitions for 80% power with the plan's duration at that count."""
+    from boardlab.campaign import advice
+
+    reps = plan.runs.repetitions or plan.runs.pilot  # under the precision rule: the pilot's
+    fixed = dataclasses.replace(plan, runs=dataclasses.replace(plan.runs, repetitions=reps, precision=None))
+    alloc = advice.allocation(plan, cells, cell_repetitions(fixed, cells))
+    pairs = advice.power_advice(
+        plan, cells, _compared_keys(plan, cells), comparisons, advice.earlier_values(db)
+    )
+    if not pairs:
+        return alloc, advice.advice_dict(pairs, (None, ""))
+    n = pairs[0][1].runs_per_arm
+    at_n = dataclasses.replace(plan, runs=dataclasses.replace(plan.runs, repetitions=n, precision=None))
+    return alloc, advice.advice_dict(pairs, _estimate(db, cells, cell_repetitions(at_n, cells)))

@@ -708,6 +708,18 @@ class Runner:
             pred = predict_runs(cv, self._half_width(cell), cap=self.plan.runs.cap)
             if pred.exceeds_cap:
                 self.progress.note(f"{cell.key}: {pred.warning}")
+        self._power_after_pilot(cells, values)
+
+    def _power_after_pilot(self, cells: list[Cell], values: dict[str, list[float]]) -> None:
+        """The pilot's advice that means detection (docs/method.md "How many runs to detect an effect"): the
+        runs per arm for 80% power at the CV the pilot measured, per compared workload."""
+        from boardlab.campaign.advice import power_advice
+        from boardlab.campaign.reach import _compared_keys, count_comparisons
+
+        compared = _compared_keys(self.plan, cells)
+        family = count_comparisons(self.plan, cells, self.catalog)
+        for workload, advice in power_advice(self.plan, cells, compared, family, values):
+            self.progress.note(f"pilot: {workload}: {advice.sentence()}")
 
     def _precise_enough(self, campaign_id: int, cell: Cell) -> bool:
         """The precision rule of docs/method.md: stop a cell when its CI half-width is at most its class's

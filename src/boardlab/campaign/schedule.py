@@ -52,9 +52,51 @@ def _applies(condition, workload: str) -> bool:
     return not condition.workloads or workload in condition.workloads
 
 
+ALLOCATION_CAP = 3  # the reference cell gets at most 3 x its conditions' runs (docs/method.md "Allocation")
+AA_RUNS = 10  # the A/A control's 5 + 5 labelled reference runs
+
+
+def reference_runs(n: int, k: int) -> int:
+    """Runs of a reference cell shared by `k` comparisons whose other cells get `n`: Dunnett's square-root
+    rule n sqrt(k) (Dunnett 1955, section 5: the many-to-one design's optimum allocation), at least the A/A
+    control's 10 when k > 1, capped at ALLOCATION_CAP x n. One comparison (k <= 1) keeps n."""
+    if k <= 1:
+        return n
+    return min(ALLOCATION_CAP * n, max(math.ceil(round(math.sqrt(k) * n, 9)), AA_RUNS))
+
+
+def comparisons_per_reference(plan: Plan, cells: Sequence[Cell]) -> dict[str, int]:
+    """For each reference cell's key, how many cells are compared with it: the cells of every condition
+    whose baseline is its condition (same workload and parameters), and the other values of a workload's
+    `compare` parameter against its first value."""
+    keys = {c.key for c in cells}
+    bases = {c.name: c.baseline for c in plan.conditions}
+    firsts: dict[str, tuple[str, list]] = {}
+    for entry in plan.workloads:
+        values = entry.params.get(entry.compare) if entry.compare else None
+        if isinstance(values, list) and len(values) >= 2:
+            firsts[entry.name] = (entry.compare, values)  # type: ignore[assignment]
+    out: dict[str, int] = {}
+    for cell in cells:
+        base = bases.get(cell.condition)
+        ref = Cell(cell.workload, cell.params, base, cell.metric).key if base else None
+        if ref in keys:
+            out[ref] = out.get(ref, 0) + 1
+        first = firsts.get(cell.workload)
+        value = cell.params_dict.get(first[0]) if first else None
+        if first is not None and value in first[1][1:]:
+            params = tuple((k, first[1][0] if k == first[0] else v) for k, v in cell.params)
+            ref = Cell(cell.workload, params, cell.condition, cell.metric).key
+            if ref in keys:
+                out[ref] = out.get(ref, 0) + 1
+    return out
+
+
 def cell_repetitions(plan: Plan, cells: Sequence[Cell]) -> dict[str, int]:
     """Each cell's runs under the fixed rule: its workload entry's `repetitions`, else [runs] repetitions
-    (the first entry that expands into the cell decides, as in build_cells)."""
+    (the first entry that expands into the cell decides, as in build_cells); a reference cell shared by
+    several comparisons gets `reference_runs` of that unless the plan says baseline_allocation = "equal"
+    or pairs runs by block (order = "abba": a block needs one run of each cell)."""
 
     def entry_of(cell: Cell):
         for entry in plan.workloads:
@@ -69,6 +111,9 @@ def cell_repetitions(plan: Plan, cells: Sequence[Cell]) -> dict[str, int]:
     for cell in cells:
         entry = entry_of(cell)
         out[cell.key] = (entry.repetitions if entry else None) or plan.runs.repetitions
+    if plan.runs.baseline_allocation == "sqrt" and plan.runs.order != "abba":
+        for key, k in comparisons_per_reference(plan, cells).items():
+            out[key] = reference_runs(out[key], k)
     return out
 
 
@@ -90,30 +135,41 @@ def schedule(
     references: Collection[str] = frozenset(),
     repetitions: Mapping[str, int] | None = None,
 ) -> list[ScheduledRun]:
-    """Runs for the given rounds (1-based): in round r, each cell's repetition r, for the cells that have
-    that many (`repetitions`: a cell's count; a cell not in it runs in every round). The runs of the cells
-    whose keys are in `references` carry their A/A label (`aa_label`)."""
+    """Runs for the given rounds (1-based). Without `repetitions`, each cell's repetition r in round r. With
+    them (a cell's count; a cell not in it runs in every round), a cell of n runs among R = the most any
+    cell has is spread evenly over the R rounds, its repetition j in round ceil(j R / n): a reference cell
+    given more runs by the allocation and its conditions then share the campaign's whole span, so drift
+    reaches both arms alike. The runs of the cells whose keys are in `references` carry their A/A label
+    (`aa_label`)."""
     rounds = list(rounds)
     runs: list[ScheduledRun] = []
     reps = repetitions or {}
+    most = max(reps.values(), default=0)
+    spread = {
+        cell.key: {math.ceil(round(j * most / reps[cell.key], 9)): j for j in range(1, reps[cell.key] + 1)}
+        for cell in cells
+        if cell.key in reps and reps[cell.key] > 0
+    }
 
-    def wanted(cell: Cell, r: int) -> bool:
-        return r <= reps.get(cell.key, r)
+    def repetition(cell: Cell, r: int) -> int | None:
+        """The cell's repetition in round r, or None when it has none there."""
+        placed = spread.get(cell.key)
+        return r if placed is None else placed.get(r)
 
-    def run(cell: Cell, r: int) -> ScheduledRun:
-        arm = aa_label(r) if cell.key in references else None
-        return ScheduledRun(seq=len(runs), cell=cell, repetition=r, block=r, aa_arm=arm)
+    def run(cell: Cell, j: int, r: int) -> ScheduledRun:
+        arm = aa_label(j) if cell.key in references else None
+        return ScheduledRun(seq=len(runs), cell=cell, repetition=j, block=r, aa_arm=arm)
 
     if order == "sequential":
         for cell in cells:
             for r in rounds:
-                if wanted(cell, r):
-                    runs.append(run(cell, r))
+                if (j := repetition(cell, r)) is not None:
+                    runs.append(run(cell, j, r))
         return runs
     for r in rounds:
         for cell in order_round(cells, order, seed, r):
-            if wanted(cell, r):
-                runs.append(run(cell, r))
+            if (j := repetition(cell, r)) is not None:
+                runs.append(run(cell, j, r))
     return runs
 
 

@@ -124,10 +124,10 @@ def _dry_run_text(plan, summary) -> str:
         lines.append("verdict reachable: no comparison in this plan (baselines only), so no verdict to reach")
     else:
         lines.append(
-            f"verdict reachable: yes ({d['runs_per_arm']} runs per arm; smallest adjusted p "
-            f"{d['smallest_adjusted_p']:.3g} < 0.05; {d['repetitions_needed']} would suffice)"
+            f"verdict reachable: yes ({d['runs_per_arm']} runs per arm; the test's p-value is not floored by n: "
+            f"{d['repetitions_needed']} per arm is the verdict rule's minimum)"
         )
-    return "\n".join(lines)
+    return "\n".join(lines + _power_lines(d))
 
 
 def _drop_if_empty(store, db: str) -> None:
@@ -159,6 +159,26 @@ def _listing_text(listing: dict) -> str:
     lines = [line("workload", w, w["family"]) for w in listing["workloads"]]
     lines += [line("condition", c, " + ".join(c["parts"])) for c in listing["conditions"]]
     return "\n".join(lines)
+
+
+def _power_lines(d: dict) -> list[str]:
+    """The allocation and the repetitions for 80% power (campaign.advice), for the text dry-run."""
+    lines = []
+    refs = d["allocation"].get("reference_cells", {})
+    shared = {v["runs"] for v in refs.values() if v["comparisons"] > 1}
+    if shared:
+        runs = ", ".join(map(str, sorted(r for r in shared if r is not None)))
+        lines.append(f"allocation: {d['allocation']['rule']}; shared reference cells get {runs} runs")
+    elif refs:
+        lines.append(
+            f"allocation: {d['allocation']['rule']}; no reference cell is shared by several comparisons"
+        )
+    if d["repetitions_for_power"] is not None:
+        seconds = d["repetitions_for_power_duration_s"]
+        when = f"about {seconds / 60:.1f} min" if seconds is not None else "duration unknown"
+        lines.append(f"repetitions for 80% power: {d['repetitions_for_power']} ({when} at that count)")
+        lines += [f"  {p['workload']}: {p['advice']}" for p in d["power"]]
+    return lines
 
 
 def run(args) -> int:

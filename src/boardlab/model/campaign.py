@@ -44,6 +44,9 @@ class RunPolicy:
     # point minus 5 C (docs/method.md "Before and around each run")
     max_temp_c: float | None = None
     timeout_s: float | None = None  # a run taking longer is killed and failed; None: derived (runner)
+    # the shared reference cell of k comparisons gets ceil(sqrt(k) n) runs, capped (Dunnett's rule;
+    # campaign.schedule.reference_runs); "equal": every cell n
+    baseline_allocation: str = "sqrt"
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,14 @@ Typical use in a report:
     cells = {name: summarize(runs) for name, runs in ...}
     comps = [compare(base, cond, higher_is_better=hib, delta=DEFAULT_DELTA, seed=i) for ...]
     comps = adjust(comps, "auto")      # one family: Holm up to 50 comparisons, Benjamini-Hochberg above
+
+`compare` decides on Yuen's trimmed t of log values (`yuen_welch`); `repetitions_for_power` gives the runs per
+arm that detect an effect; `comparison_flags` names misbehaving cells.
 """
 
 from boardlab.stats.compare import Comparison, adjust, compare
 from boardlab.stats.drift import DriftCheck, drift_check
+from boardlab.stats.flags import Bimodality, bimodality, comparison_flags
 from boardlab.stats.histogram import HistogramPercentile, histogram_percentiles, merge_histograms
 from boardlab.stats.hypothesis import (
     RankCorrelation,
@@ -23,6 +27,7 @@ from boardlab.stats.hypothesis import (
     wilcoxon_signed_rank,
 )
 from boardlab.stats.multiple import benjamini_hochberg, holm
+from boardlab.stats.power import PowerAdvice, repetitions_for_power, simulated_power
 from boardlab.stats.reach import Reachability, reachability, smallest_p
 from boardlab.stats.sample_size import RunPrediction, StopDecision, predict_runs, should_stop
 from boardlab.stats.summary import (
@@ -40,6 +45,7 @@ from boardlab.stats.summary import (
 )
 from boardlab.stats.tails import TAIL_MIN_SAMPLES, compare_tail, pooled_quantile
 from boardlab.stats.threshold import DEFAULT_DELTA, DEFAULT_TAIL_DELTA, family_method
+from boardlab.stats.trimmed import TrimmedT, trimmed_one_sample, yuen_welch
 from boardlab.stats.verdict import (
     Confounding,
     RunEnvironment,
@@ -50,6 +56,15 @@ from boardlab.stats.verdict import (
 )
 
 __all__ = [
+    "Bimodality",
+    "PowerAdvice",
+    "TrimmedT",
+    "bimodality",
+    "comparison_flags",
+    "repetitions_for_power",
+    "simulated_power",
+    "trimmed_one_sample",
+    "yuen_welch",
     "DEFAULT_DELTA",
     "DEFAULT_TAIL_DELTA",
     "Reachability",

@@ -26,29 +26,35 @@ from boardlab.stats.hypothesis import RankTest, TestMethod, mann_whitney_u, wilc
 from boardlab.stats.multiple import benjamini_hochberg, holm
 from boardlab.stats.summary import DEFAULT_RESAMPLES, Interval
 from boardlab.stats.threshold import family_method
+from boardlab.stats.trimmed import TRIM, TrimmedT, trimmed_one_sample, yuen_welch
 from boardlab.stats.verdict import ALPHA, Confounding, RunEnvironment, Verdict, check_confounders, decide
 
 ITERATIONS_SUSPECT_N = 500  # more values per arm than any plan has runs: probably pooled iterations
 
 Adjustment = Literal["none", "holm", "bh", "auto"]
+TestKind = Literal["trimmed", "rank"]
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """A condition against its baseline: effect with a bootstrap CI, a rank test, and the verdict.
+    """A condition against its baseline: the effect with its intervals, the test, and the verdict.
 
-    Medians are in the unit of the values. `ratio`/`ratio_ci` are median(condition) / median(baseline) and
-    its percentile bootstrap CI; `cost_ratio`/`cost_ratio_ci` the same oriented so that > 1 means worse (see
-    the module docstring). CIs are None when an arm has fewer than 2 runs. `test` is Mann-Whitney U on the
-    runs (`test.statistic` is U of the condition arm), or Wilcoxon signed-rank on the per-block log ratios
-    when the runs were paired (`n_blocks` blocks).
-    `decision_ci` is the (1 - 2 alpha) = 90% interval of `cost_ratio` from the same draws: "the CI lies above
+    Medians are in the unit of the values. With the default test (`test.name` "yuen-welch-log", or
+    "trimmed-t-log-paired" for paired blocks; `stats.trimmed`), `ratio` is the ratio of the 20%-trimmed
+    geometric means of the runs (condition / baseline) and every interval is the trimmed t interval of that
+    same statistic, so the interval and the p-value cannot disagree about the data. With the rank test
+    (`test_kind="rank"`: Mann-Whitney U, or Wilcoxon signed-rank on per-block log ratios) `ratio` is
+    median(condition) / median(baseline) with percentile bootstrap intervals. `cost_ratio`/`cost_ratio_ci`
+    are oriented so that > 1 means worse (see the module docstring). CIs are None when an arm has fewer than
+    2 runs (rank test) or fewer than 2 runs left after trimming (trimmed test; n_blocks paired blocks).
+    `decision_ci` is the (1 - 2 alpha) = 90% interval of `cost_ratio`: "the CI lies above
     1 + delta" is a one-sided test at level alpha that the cost exceeds 1 + delta, and "inside [1 - delta,
     1 + delta]" is the two one-sided tests (TOST) of equivalence (Schuirmann 1987), both of which use the
-    90% interval; the 95% `cost_ratio_ci` is what a report shows as the effect's CI.
+    90% interval; the 95% `cost_ratio_ci` is shown beside it for reading.
     `p_adjusted` equals `p_value` until `adjust` applies a correction over a report (`adjustment`,
     `family_size`); `verdict` is always decided with `p_adjusted`. `delta` is the practical threshold as a
-    fraction (0.02 = 2%). The bootstrap used `resamples` draws from `random.Random(seed)`.
+    fraction (0.02 = 2%). A bootstrap (rank test) used `resamples` draws from `random.Random(seed)`;
+    `resamples` is 0 when none was drawn.
     """
 
     n_baseline: int
@@ -119,18 +125,22 @@ def compare(
     confidence: float = 0.95,
     alpha: float = ALPHA,
     test_method: TestMethod = "auto",
+    test_kind: TestKind = "trimmed",
 ) -> Comparison:
     """Compare per-run values of a condition with its baseline; deterministic for a given `seed`.
 
-    Method (docs/method.md; research/anchors-methodology.md section 9.4):
-    - effect R = median(condition) / median(baseline) with a 95% percentile bootstrap CI, each arm's runs
-      resampled independently (Kalibera & Jones 2013: resample the top-level unit; Efron & Tibshirani 1993
-      ch. 13), `resamples` draws seeded with `seed` (`bootstrap.bootstrap_ratio_draws`);
-    - two-sided Mann-Whitney U on the per-run values (`hypothesis.mann_whitney_u`: exact without ties when an
-      arm has <= 8 runs, else normal approximation with tie and continuity corrections), or, when
-      `paired_blocks` gives each run's block label (baseline labels, condition labels), the Wilcoxon
-      signed-rank test on the per-block log(median condition / median baseline) (`wilcoxon_signed_rank`);
-      the CI still resamples the arms independently, which is conservative for paired designs;
+    Method (docs/method.md "Test"; research/anchors-methodology.md section 9.4):
+    - `test_kind="trimmed"` (the default, what reports use): Yuen's trimmed-means Welch test on the runs'
+      log values (`trimmed.yuen_welch`; Yuen 1974, Wilcox 2012 5.3), or for `paired_blocks` (each run's
+      block label, baseline labels then condition labels) the one-sample trimmed t of the per-block
+      log(median condition / median baseline) (`trimmed.trimmed_one_sample`). The effect R is the ratio of
+      the 20%-trimmed geometric means and its 95% and 90% intervals are the t intervals of the same
+      statistic, so interval and p-value agree. Its p-value is not floored by n;
+    - `test_kind="rank"`: R = median(condition) / median(baseline) with percentile bootstrap intervals,
+      each arm's runs resampled independently (Kalibera & Jones 2013; Efron & Tibshirani 1993 ch. 13),
+      `resamples` draws seeded with `seed`, and two-sided Mann-Whitney U (exact without ties when an arm
+      has <= 8 runs) or the Wilcoxon signed-rank test on per-block log ratios. Distribution-free and exact
+      at small n, which is why the A/A control (a family of one) uses it;
     - verdict by `verdict.decide`: the (1 - 2 alpha) interval `decision_ci` against 1 +- `delta` (a one-sided
       test at level alpha per side, TOST for "no change"), with the unadjusted p until `adjust` is applied;
     - the `confounded` tag from `verdict.check_confounders` when both per-run environments are given.
@@ -152,39 +162,24 @@ def compare(
             )
 
     base_median, cond_median = statistics.median(base), statistics.median(cond)
-    ratio = cond_median / base_median
-    cost_ratio = 1.0 / ratio if higher_is_better else ratio
-    ratio_ci = cost_ci = decision_ci = None
-    decision_level = 1.0 - 2.0 * alpha
-    if len(base) >= 2 and len(cond) >= 2:
-        draws = bootstrap_ratio_draws(base, cond, resamples, random.Random(seed))
-        draws.sort()
-        method = f"bootstrap percentile ({resamples} resamples of runs per arm, seed {seed})"
-        ratio_ci = Interval(*percentile_interval(draws, confidence, presorted=True), confidence, method)
-        cost_draws = [1.0 / r for r in reversed(draws)] if higher_is_better else draws  # ascending either way
-        cost_ci = Interval(*percentile_interval(cost_draws, confidence, presorted=True), confidence, method)
-        decision_ci = Interval(
-            *percentile_interval(cost_draws, decision_level, presorted=True), decision_level, method
+    if test_kind == "trimmed":
+        e = _trimmed_effect(base, cond, paired_blocks, higher_is_better, confidence, alpha, warnings)
+    elif test_kind == "rank":
+        e = _rank_effect(
+            base,
+            cond,
+            paired_blocks,
+            higher_is_better,
+            confidence,
+            alpha,
+            warnings,
+            seed,
+            resamples,
+            test_method,
         )
-
-    n_blocks = None
-    if paired_blocks is None:
-        test = mann_whitney_u(cond, base, method=test_method)
     else:
-        log_ratios, unpaired = _paired_log_ratios(base, cond, paired_blocks)
-        n_blocks = len(log_ratios)
-        if unpaired:
-            warnings.append(
-                f"{unpaired} blocks had runs of only one arm and were left out of the paired test"
-            )
-        if not log_ratios:
-            raise ValueError("paired_blocks: no block has runs of both arms")
-        test = wilcoxon_signed_rank(log_ratios, method=test_method)
-        if n_blocks < 6:
-            warnings.append(
-                f"{n_blocks} paired blocks: the signed-rank test cannot reach p < 0.05 with fewer than 6; "
-                "run more blocks"
-            )
+        raise ValueError(f"test_kind must be 'trimmed' or 'rank', got {test_kind!r}")
+    ratio, ratio_ci, cost_ratio, cost_ci, decision_ci, test, n_blocks, drawn = e
 
     confounding = None
     if baseline_env is not None and condition_env is not None:
@@ -220,9 +215,102 @@ def compare(
         confounding=confounding,
         verdict=verdict,
         seed=seed,
-        resamples=resamples,
+        resamples=drawn,
         warnings=tuple(warnings),
     )
+
+
+_Effect = tuple[float, Interval | None, float, Interval | None, Interval | None, RankTest, int | None, int]
+
+
+def _oriented(low: float, high: float, level: float, how: str, hib: bool) -> Interval:
+    """An interval of the ratio turned into one of the cost ratio (> 1 = worse)."""
+    return Interval(1.0 / high, 1.0 / low, level, how) if hib else Interval(low, high, level, how)
+
+
+def _trimmed_effect(base, cond, paired_blocks, hib, confidence, alpha, warnings) -> _Effect:
+    """Yuen's trimmed t on log values (paired: the one-sample trimmed t of per-block log ratios): the
+    ratio of trimmed geometric means, its intervals and the test from the same statistic."""
+    n_blocks = None
+    logs_b, logs_c = [math.log(v) for v in base], [math.log(v) for v in cond]
+    if paired_blocks is not None:
+        log_ratios, unpaired = _paired_log_ratios(base, cond, paired_blocks)
+        n_blocks = len(log_ratios)
+        if unpaired:
+            warnings.append(
+                f"{unpaired} blocks had runs of only one arm and were left out of the paired test"
+            )
+        if not log_ratios:
+            raise ValueError("paired_blocks: no block has runs of both arms")
+    try:
+        t: TrimmedT | None = (
+            trimmed_one_sample(log_ratios) if paired_blocks is not None else yuen_welch(logs_b, logs_c)
+        )
+    except ValueError:
+        t = None  # too few runs: no interval, no test (the verdict says insufficient)
+    if t is None:
+        ratio = statistics.median(cond) / statistics.median(base)
+        name = "trimmed-t-log-paired" if paired_blocks is not None else "yuen-welch-log"
+        test = RankTest(name, 0.0, 1.0, "student-t", len(base) + len(cond))
+        return ratio, None, 1.0 / ratio if hib else ratio, None, None, test, n_blocks, 0
+    how = f"Yuen trimmed t on log values ({TRIM:.0%} trimmed, df {t.df:.1f})"
+    ratio = math.exp(t.estimate)
+    lo95, hi95 = (math.exp(v) for v in t.log_interval(confidence))
+    lo90, hi90 = (math.exp(v) for v in t.log_interval(1.0 - 2.0 * alpha))
+    name = "trimmed-t-log-paired" if paired_blocks is not None else "yuen-welch-log"
+    stat = t.estimate / t.se if t.se else math.copysign(math.inf, t.estimate) if t.estimate else 0.0
+    used = n_blocks if n_blocks is not None else len(base) + len(cond)
+    test = RankTest(name, stat, t.p_value, "student-t", used)
+    return (
+        ratio,
+        Interval(lo95, hi95, confidence, how),
+        1.0 / ratio if hib else ratio,
+        _oriented(lo95, hi95, confidence, how, hib),
+        _oriented(lo90, hi90, 1.0 - 2.0 * alpha, how, hib),
+        test,
+        n_blocks,
+        0,
+    )
+
+
+def _rank_effect(
+    base, cond, paired_blocks, hib, confidence, alpha, warnings, seed, resamples, test_method
+) -> _Effect:
+    """The median ratio with percentile bootstrap intervals and a rank test (Mann-Whitney U, or Wilcoxon
+    signed-rank on per-block log ratios): exact at small n, but with a smallest p fixed by n."""
+    ratio = statistics.median(cond) / statistics.median(base)
+    cost_ratio = 1.0 / ratio if hib else ratio
+    ratio_ci = cost_ci = decision_ci = None
+    drawn = 0
+    if len(base) >= 2 and len(cond) >= 2:
+        draws = bootstrap_ratio_draws(base, cond, resamples, random.Random(seed))
+        draws.sort()
+        drawn = resamples
+        method = f"bootstrap percentile ({resamples} resamples of runs per arm, seed {seed})"
+        ratio_ci = Interval(*percentile_interval(draws, confidence, presorted=True), confidence, method)
+        cost_draws = [1.0 / r for r in reversed(draws)] if hib else draws  # ascending either way
+        cost_ci = Interval(*percentile_interval(cost_draws, confidence, presorted=True), confidence, method)
+        level = 1.0 - 2.0 * alpha
+        decision_ci = Interval(*percentile_interval(cost_draws, level, presorted=True), level, method)
+    n_blocks = None
+    if paired_blocks is None:
+        test = mann_whitney_u(cond, base, method=test_method)
+    else:
+        log_ratios, unpaired = _paired_log_ratios(base, cond, paired_blocks)
+        n_blocks = len(log_ratios)
+        if unpaired:
+            warnings.append(
+                f"{unpaired} blocks had runs of only one arm and were left out of the paired test"
+            )
+        if not log_ratios:
+            raise ValueError("paired_blocks: no block has runs of both arms")
+        test = wilcoxon_signed_rank(log_ratios, method=test_method)
+        if n_blocks < 6:
+            warnings.append(
+                f"{n_blocks} paired blocks: the signed-rank test cannot reach p < 0.05 with fewer than 6; "
+                "run more blocks"
+            )
+    return ratio, ratio_ci, cost_ratio, cost_ci, decision_ci, test, n_blocks, drawn
 
 
 def adjust(comparisons: Sequence[Comparison], method: Adjustment = "holm") -> tuple[Comparison, ...]:
@@ -255,7 +343,10 @@ def adjust(comparisons: Sequence[Comparison], method: Adjustment = "holm") -> tu
             n_condition=c.n_condition,
             alpha=c.alpha,
             confounding=c.confounding,
+            p_value=c.p_value,
+            family_size=1 if method == "none" else len(comparisons),
         )
+        verdict = dataclasses.replace(verdict, flags=c.verdict.flags)  # the cells' flags stay
         out.append(
             dataclasses.replace(
                 c,

@@ -25,14 +25,15 @@ class RankTest:
 
     `statistic` is the test's own statistic (U of the first sample for Mann-Whitney, min(R+, R-) for
     Wilcoxon, as scipy reports them); `method` says how the p-value was computed: "exact" (the exact null
-    distribution) or "asymptotic" (normal approximation). `n_used` counts the observations that entered the
+    distribution), "asymptotic" (normal approximation), "bootstrap" (a bootstrap's own p) or "student-t"
+    (Yuen's trimmed t, `stats.trimmed`; `statistic` is then t). `n_used` counts the observations that entered the
     test (for Wilcoxon, the non-zero differences).
     """
 
     name: str
     statistic: float
     p_value: float
-    method: Literal["exact", "asymptotic", "bootstrap"]
+    method: Literal["exact", "asymptotic", "bootstrap", "student-t"]
     n_used: int
 
 

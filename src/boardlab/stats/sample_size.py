@@ -8,13 +8,12 @@ research/anchors-methodology.md section 8 (scenario B), so no function here look
 from __future__ import annotations
 
 import math
-import random
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from boardlab.stats._validate import as_values
-from boardlab.stats.bootstrap import bootstrap_ratio_draws, percentile_interval
+from boardlab.stats.compare import compare
 from boardlab.stats.summary import Interval, median_ci_order_statistic
 
 RUN_CAP = 50
@@ -122,8 +121,8 @@ def should_stop(
     Method: docs/method.md "How many runs"; Hoefler & Belli (2015) 4.2.2. For one cell (`values` only) the CI is
     the order-statistic CI of the median, and its half-width is taken relative to the median. For a
     comparison, pass the baseline runs as `baseline` (and `values` are the condition's runs): the CI is the
-    percentile bootstrap CI of the cost ratio (seeded), half-width relative to the cost ratio, and with
-    `delta` the 90% decision interval (the verdict's, from the same draws) "decides" when it lies wholly
+    verdict's 95% CI of the cost ratio (`compare.compare`), half-width relative to the cost ratio, and with
+    `delta` the 90% decision interval (the verdict's) "decides" when it lies wholly
     above 1 + delta, wholly below 1 - delta, or wholly inside [1 - delta, 1 + delta]. Never stops before `min_runs` (the 10-run pilot) unless `cap` is smaller;
     `n` is the smaller arm.
     """
@@ -140,15 +139,16 @@ def should_stop(
     center = None
     if base is not None:
         if len(base) >= 2 and len(cond) >= 2:
-            draws = bootstrap_ratio_draws(base, cond, resamples, random.Random(seed))
-            if higher_is_better:
-                draws = [1.0 / r for r in draws]
-            draws.sort()
-            how = f"bootstrap percentile ({resamples}, seed {seed})"
-            ci = Interval(*percentile_interval(draws, 0.95, presorted=True), 0.95, how)
-            decision = Interval(*percentile_interval(draws, 0.90, presorted=True), 0.90, how)
-            ratio = statistics.median(cond) / statistics.median(base)
-            center = 1.0 / ratio if higher_is_better else ratio
+            # the verdict's own intervals (compare: Yuen's trimmed t), so "decided" means what the verdict says
+            c = compare(
+                base,
+                cond,
+                higher_is_better=higher_is_better,
+                delta=delta or 0.0,
+                seed=seed,
+                resamples=resamples,
+            )
+            ci, decision, center = c.cost_ratio_ci, c.decision_ci, c.cost_ratio
     elif cond:
         ci = median_ci_order_statistic(cond)
         center = statistics.median(cond)

@@ -65,11 +65,14 @@ class Confounding:
 @dataclass(frozen=True)
 class Verdict:
     """The decision for one comparison. `reasons[0]` says why this kind; later entries add what to do and,
-    when `confounded`, which confounders differ between the arms."""
+    when `confounded`, which confounders differ between the arms. `flags` name cells that misbehaved
+    (bimodal runs, drift within the campaign, a different frequency or temperature than the reference), each
+    with its reason (`stats.flags`); the analysis sets them, and they do not change the kind."""
 
     kind: VerdictKind
     confounded: bool
     reasons: tuple[str, ...]
+    flags: tuple[str, ...] = ()
 
 
 def _median_of(values: Sequence[float | None]) -> float | None:
@@ -138,6 +141,22 @@ def check_confounders(
     )
 
 
+def _why_not_significant(p_value: float | None, p_adjusted: float, family_size: int, alpha: float) -> str:
+    """Why an interval clear of 1 +- delta is still not a verdict: the interval is each comparison's own,
+    the test is corrected for the whole report (docs/method.md "Verdict")."""
+    if family_size > 1 and p_value is not None and p_value < alpha <= p_adjusted:
+        return (
+            f"the decision interval is this comparison's own; the test against a ratio of 1 (p = {p_value:.3g}) "
+            f"is corrected for the report's {family_size} comparisons, and after that correction it is not "
+            f"below {alpha}: the evidence is not strong enough for all {family_size} together. Add runs to "
+            "this cell, or compare fewer cells"
+        )
+    return (
+        "the decision interval is one-sided at 5% per side, the test against a ratio of 1 is two-sided: "
+        "between the two, the runs are too few or too noisy for a verdict. Add runs to this cell"
+    )
+
+
 def decide(
     cost_ratio_ci: Interval | None,
     *,
@@ -148,6 +167,8 @@ def decide(
     alpha: float = ALPHA,
     confounding: Confounding | None = None,
     min_runs: int = MIN_RUNS_PER_ARM,
+    p_value: float | None = None,
+    family_size: int = 1,
 ) -> Verdict:
     """The verdict from the decision interval (the 90% CI) of the cost ratio, the adjusted p-value and the
     practical threshold delta.
@@ -188,8 +209,7 @@ def decide(
         return verdict(
             "inconclusive",
             f"{ci} lies beyond the threshold delta = {delta:.1%} but {p_text} is not below {alpha}",
-            "the test disagrees with the decision interval (few runs, or many comparisons in the report): "
-            "add runs to this cell",
+            _why_not_significant(p_value, p_adjusted, family_size, alpha),
         )
     if hi - lo > 2 * delta:
         advice = (

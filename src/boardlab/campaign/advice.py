@@ -1,0 +1,117 @@
+"""Repetition advice that means detection, and the reference cells' allocation, for the dry-run and the
+pilot (docs/method.md "How many runs to detect an effect", "Allocation").
+
+For each compared workload: the runs per arm that give 80% power to call a true slowdown of 2.5 x its
+threshold a slowdown (`stats.power.repetitions_for_power`, simulated through the shipped test), at the CV
+its cells showed in earlier runs on this board (the plan's database: a pilot or earlier campaigns), else at
+an assumed CV that the advice names, under the plan's correction family and allocation; and the estimated
+duration of the plan at that count.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import statistics
+from collections.abc import Callable
+from pathlib import Path
+
+from boardlab.campaign.schedule import comparisons_per_reference, reference_runs
+from boardlab.model.campaign import Cell, Plan
+from boardlab.stats.power import ASSUMED_CV, PowerAdvice, observed_cv, repetitions_for_power
+
+
+def earlier_values(db: str | None) -> dict[str, list[float]]:
+    """Valid run values per cell key from the plan's database (read-only; {} when there is none)."""
+    if not db or not Path(db).is_file():
+        return {}
+    try:
+        conn = sqlite3.connect(f"file:{Path(db).resolve()}?mode=ro", uri=True)
+        try:
+            rows = conn.execute(
+                "SELECT c.key, r.value FROM runs r JOIN cells c ON c.id = r.cell_id "
+                "WHERE r.ok = 1 AND r.valid = 1 AND r.value IS NOT NULL"
+            ).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return {}  # no advice from a database that cannot be read: the assumed CV is named instead
+    out: dict[str, list[float]] = {}
+    for key, value in rows:
+        out.setdefault(key, []).append(float(value))
+    return out
+
+
+def allocation(plan: Plan, cells: list[Cell], per_cell: dict[str, int]) -> dict:
+    """What the dry-run shows of the allocation: the rule and each reference cell's runs and comparisons."""
+    shares = comparisons_per_reference(plan, cells)
+    rule = plan.runs.baseline_allocation
+    if plan.runs.order == "abba" and rule == "sqrt":
+        rule = "equal (order = abba pairs runs by block)"
+    return {
+        "rule": rule,
+        "reference_cells": {
+            key: {"comparisons": k, "runs": per_cell.get(key)} for key, k in sorted(shares.items())
+        },
+    }
+
+
+def power_advice(
+    plan: Plan, cells: list[Cell], compared: set[str], comparisons: int, values: dict[str, list[float]]
+) -> list[tuple[str, PowerAdvice]]:
+    """(workload, `PowerAdvice`) for each compared workload (its cells' median observed CV, else the assumed
+    CV), most runs first. Workloads with the same CV, threshold and sharing share one simulation."""
+    import tomllib
+
+    from boardlab.analysis.core import threshold_for
+
+    plan_dict = tomllib.loads(plan.source) if plan.source else {}
+    shares = comparisons_per_reference(plan, cells)
+    sqrt_rule = plan.runs.baseline_allocation == "sqrt" and plan.runs.order != "abba"
+    out = []
+    done: dict[tuple, PowerAdvice] = {}
+    for workload in dict.fromkeys(c.workload for c in cells if c.key in compared):
+        mine = [c for c in cells if c.workload == workload and c.key in compared]
+        cvs = [cv for c in mine if (cv := observed_cv(values.get(c.key, []))) is not None]
+        if cvs:
+            cv, source = statistics.median(cvs), f"observed in earlier runs of {len(cvs)} of its cells"
+        else:
+            cv, source = ASSUMED_CV, "assumed: no earlier runs of its cells on this board"
+        delta, _ = threshold_for(plan_dict, workload, mine[0].metric)
+        k = max((shares.get(c.key, 0) for c in mine), default=1)
+        base: Callable[[int], int] = (lambda n, k=k: reference_runs(n, k)) if sqrt_rule else (lambda n: n)
+        key = (round(cv, 4), delta, k if sqrt_rule else 1, source)
+        if key not in done:
+            done[key] = repetitions_for_power(
+                cv=key[0], delta=delta, family_size=max(1, comparisons), cv_source=source, baseline_runs=base
+            )
+        out.append((workload, done[key]))
+    out.sort(key=lambda wa: -wa[1].runs_per_arm)
+    return out
+
+
+def advice_dict(advice: list[tuple[str, PowerAdvice]], duration: tuple[float | None, str]) -> dict:
+    """The `repetitions_for_power` part of `run --dry-run --json` (the most any compared workload needs)."""
+    if not advice:
+        return {"repetitions_for_power": None, "power": []}
+    seconds, basis = duration
+    return {
+        "repetitions_for_power": advice[0][1].runs_per_arm,
+        "repetitions_for_power_duration_s": seconds,
+        "repetitions_for_power_duration_basis": basis,
+        "power": [
+            {
+                "workload": w,
+                "runs_per_arm": a.runs_per_arm,
+                "reference_runs": a.baseline_runs,
+                "power": a.power,
+                "effect": a.effect,
+                "delta": a.delta,
+                "cv": a.cv,
+                "cv_source": a.cv_source,
+                "family_size": a.family_size,
+                "exceeds_cap": a.exceeds_cap,
+                "advice": a.sentence(),
+            }
+            for w, a in advice
+        ],
+    }

@@ -1,0 +1,124 @@
+"""Cells that misbehave, named in the verdict row (docs/method.md "Flags").
+
+A verdict assumes each arm's runs come from one steady state. Three ways they may not, each a flag with its
+reason on `Verdict.flags` (the verdict's kind is left alone: the flag says how far to trust it):
+- **bimodal**: the runs fall into two groups (two frequency states, two cache placements). Statistic: the
+  best split of the sorted log values into a low and a high group (each at least 20% of the runs and at
+  least 2), scored by the share of the variance it explains, R^2 = 1 - within / total (Hartigan's 2-means
+  criterion; Hartigan & Hartigan 1985 discuss the unimodality question). It is flagged above the 0.5% point
+  of the same statistic on normally distributed runs of the same count, found by a seeded simulation
+  (`bimodal_threshold`), so a steady cell is flagged at most 1 time in 200 per arm;
+- **drift**: the values trend with run order within the campaign (`drift.drift_check`: Spearman, p < 0.01);
+- **environment**: the arms ran at a different CPU frequency or temperature, or only one throttled
+  (`verdict.check_confounders`, whose reasons are quoted).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+from boardlab.stats.drift import drift_check
+from boardlab.stats.verdict import Confounding
+
+BIMODAL_FALSE_FLAG = 0.005
+BIMODAL_MIN_RUNS = 8  # below this, two groups of >= 2 runs are too easy to find by chance
+_SIMULATIONS = 4000
+
+
+@dataclass(frozen=True)
+class Bimodality:
+    """The best two-group split of a cell's runs: `r2` the share of the log variance it explains,
+    `threshold` the flagging point for this run count, `low_share` the share of runs in the low group and
+    `gap_ratio` the high group's centre over the low group's (geometric means)."""
+
+    r2: float
+    threshold: float
+    low_share: float
+    gap_ratio: float
+
+    @property
+    def flagged(self) -> bool:
+        return self.r2 > self.threshold
+
+
+def _best_split(logs: list[float]) -> tuple[float, int]:
+    """(R^2, size of the low group) of the best split of sorted `logs` (prefix sums: linear time)."""
+    n = len(logs)
+    total_mean = sum(logs) / n
+    sst = sum((v - total_mean) ** 2 for v in logs)
+    if sst <= 0.0:
+        return 0.0, 0
+    smallest = max(2, math.ceil(0.2 * n))
+    prefix = 0.0
+    sums = []
+    for v in logs:
+        prefix += v
+        sums.append(prefix)
+    best, at = 0.0, 0
+    for i in range(smallest, n - smallest + 1):
+        low_mean, high_mean = sums[i - 1] / i, (prefix - sums[i - 1]) / (n - i)
+        between = i * (low_mean - total_mean) ** 2 + (n - i) * (high_mean - total_mean) ** 2
+        if between / sst > best:
+            best, at = between / sst, i
+    return best, at
+
+
+@lru_cache(maxsize=256)
+def bimodal_threshold(n: int) -> float:
+    """The (1 - BIMODAL_FALSE_FLAG) quantile of the best split's R^2 over normal samples of n (seeded)."""
+    rng = random.Random(f"bimodal:{n}")
+    scores = sorted(
+        _best_split(sorted(rng.gauss(0.0, 1.0) for _ in range(n)))[0] for _ in range(_SIMULATIONS)
+    )
+    return scores[min(len(scores) - 1, math.ceil((1.0 - BIMODAL_FALSE_FLAG) * len(scores)))]
+
+
+def bimodality(values: Sequence[float]) -> Bimodality | None:
+    """The best split of positive run values (module docstring); None below BIMODAL_MIN_RUNS runs."""
+    if len(values) < BIMODAL_MIN_RUNS or min(values) <= 0:
+        return None
+    logs = sorted(math.log(v) for v in values)
+    r2, low = _best_split(logs)
+    if low == 0:
+        return Bimodality(0.0, bimodal_threshold(len(logs)), 0.0, 1.0)
+    gap = math.exp(sum(logs[low:]) / (len(logs) - low) - sum(logs[:low]) / low)
+    return Bimodality(r2, bimodal_threshold(len(logs)), low / len(logs), gap)
+
+
+def cell_flags(arm: str, values: Sequence[float], order: Sequence[float] | None = None) -> tuple[str, ...]:
+    """The flags of one arm's runs (`arm` names it in the text: "baseline", "condition"), values in run
+    order unless `order` gives each run's position."""
+    out = []
+    b = bimodality(values)
+    if b is not None and b.flagged:
+        out.append(
+            f"bimodal {arm}: its runs fall into two groups ({b.low_share:.0%} of them {b.gap_ratio - 1:.1%} "
+            f"faster than the rest; split R^2 {b.r2:.2f} > {b.threshold:.2f}): two states of the board, e.g. "
+            "frequency or cache placement; fix the frequency and pin the worker, then re-run"
+        )
+    if len(values) >= 3:
+        d = drift_check(values, order)
+        if d is not None and d.flagged:
+            out.append(f"drift in the {arm}: {d.message}")
+    return tuple(out)
+
+
+def comparison_flags(
+    baseline: Sequence[float],
+    condition: Sequence[float],
+    *,
+    baseline_order: Sequence[float] | None = None,
+    condition_order: Sequence[float] | None = None,
+    confounding: Confounding | None = None,
+) -> tuple[str, ...]:
+    """Every flag of a comparison: each arm's (`cell_flags`) and the arms' environment (`confounding`)."""
+    flags = cell_flags("baseline", baseline, baseline_order) + cell_flags(
+        "condition", condition, condition_order
+    )
+    if confounding is not None and confounding.confounded:
+        flags += tuple(f"different environment than the reference: {r}" for r in confounding.reasons)
+    return flags

@@ -1,0 +1,173 @@
+"""Repetitions for power (stats.power), the trimmed t (stats.trimmed), the flags of misbehaving cells
+(stats.flags) and the pooled-tail interval (stats.tails): docs/method.md."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from boardlab.stats import compare
+from boardlab.stats.flags import bimodal_threshold, bimodality, cell_flags, comparison_flags
+from boardlab.stats.power import ASSUMED_CV, observed_cv, repetitions_for_power, simulated_power
+from boardlab.stats.trimmed import trimmed_one_sample, yuen_welch
+from boardlab.stats.verdict import RunEnvironment, check_confounders
+
+
+def lognormal(rng: random.Random, n: int, median: float, cv: float) -> list[float]:
+    sigma = math.sqrt(math.log1p(cv * cv))
+    return [median * math.exp(rng.gauss(0.0, sigma)) for _ in range(n)]
+
+
+# --- the trimmed t ---------------------------------------------------------------------------------------
+
+
+def test_the_one_sample_trimmed_t_written_out():
+    logs = [0.01, 0.03, -0.02, 0.05, 0.02, 0.04, 0.00, 0.03, 0.9, 0.02]  # one wild block
+    t = trimmed_one_sample(logs)
+    xs = sorted(logs)  # n = 10, g = 2: trim two each side, winsorize to xs[2] and xs[7]
+    kept = xs[2:8]
+    wins = [xs[2]] * 2 + kept + [xs[7]] * 2
+    mw = sum(wins) / 10
+    sw = math.sqrt(sum((v - mw) ** 2 for v in wins) / 9)
+    assert t.estimate == pytest.approx(sum(kept) / 6)
+    assert t.se == pytest.approx(sw / (0.6 * math.sqrt(10)))
+    assert t.df == 5
+    assert t.estimate < 0.05  # the wild block does not move it
+
+
+def test_a_decision_interval_above_a_value_is_a_one_sided_p_below_alpha():
+    rng = random.Random(3)
+    for _ in range(50):
+        a = [rng.gauss(0, 0.02) for _ in range(8)]
+        b = [rng.gauss(0.04, 0.02) for _ in range(8)]
+        t = yuen_welch(a, b)
+        low, _ = t.log_interval(0.90)
+        for value in (0.0, math.log(1.02), 0.03):
+            assert (low > value) == (t.p_above(value) < 0.05)
+
+
+def test_constant_arms_give_a_degenerate_but_defined_test():
+    t = yuen_welch([1.0] * 5, [2.0] * 5)
+    assert t.se == 0.0 and t.p_value == 0.0 and t.log_interval(0.9) == (1.0, 1.0)
+    assert yuen_welch([1.0] * 5, [1.0] * 5).p_value == 1.0
+    with pytest.raises(ValueError, match="at least 2"):
+        yuen_welch([1.0], [1.0, 2.0])
+
+
+# --- repetitions for power ----------------------------------------------------------------------------------
+
+
+def test_the_simulated_power_is_the_shipped_tests_slowdown_rate():
+    """The power simulation's closed rule (p x m < alpha and the 90% interval above 1 + delta) gives the same
+    slowdown share as compare() + decide() on the same draws."""
+    n, cv, effect, m = 8, 0.02, 1.05, 14
+    sigma = math.sqrt(math.log1p(cv * cv))
+    rng = random.Random("power:5")  # the seed simulated_power uses for seed=5
+    hits = 0
+    from boardlab.stats import decide
+
+    for i in range(200):
+        base = [math.exp(rng.gauss(0.0, sigma)) for _ in range(n)]
+        cond = [math.exp(math.log(effect) + rng.gauss(0.0, sigma)) for _ in range(n)]
+        c = compare(base, cond, higher_is_better=False, delta=0.02, seed=i)
+        v = decide(c.decision_ci, p_adjusted=min(1.0, c.p_value * m), delta=0.02, n_baseline=n, n_condition=n)
+        hits += v.kind == "slowdown"
+    simulated = simulated_power(n, n, cv=cv, effect=effect, delta=0.02, family_size=m, replicates=200, seed=5)
+    assert simulated == pytest.approx(hits / 200, abs=0.011)  # exp(log(x)) may move a value by one ulp
+
+
+def test_more_comparisons_and_more_noise_need_more_runs_and_allocation_needs_fewer():
+    one = repetitions_for_power(cv=0.02, delta=0.02, family_size=1, cv_source="assumed")
+    seventy = repetitions_for_power(cv=0.02, delta=0.02, family_size=70, cv_source="assumed")
+    noisy = repetitions_for_power(cv=0.04, delta=0.02, family_size=70, cv_source="measured")
+    shared = repetitions_for_power(
+        cv=0.02, delta=0.02, family_size=70, cv_source="assumed", baseline_runs=lambda n: 3 * n
+    )
+    assert 5 <= one.runs_per_arm < seventy.runs_per_arm < noisy.runs_per_arm
+    assert shared.runs_per_arm < seventy.runs_per_arm and shared.baseline_runs == 3 * shared.runs_per_arm
+    for a in (one, seventy, noisy, shared):
+        assert a.power >= 0.80 and not a.exceeds_cap and a.effect == pytest.approx(1.05)
+    below = simulated_power(
+        seventy.runs_per_arm - 1, seventy.runs_per_arm - 1, cv=0.02, effect=1.05, delta=0.02, family_size=70
+    )
+    assert below < 0.80  # the advice is the fewest
+    assert "80% power to detect a 5.0% effect" in seventy.sentence() and "(assumed)" in seventy.sentence()
+
+
+def test_advice_beyond_the_cap_says_so():
+    a = repetitions_for_power(cv=0.30, delta=0.02, family_size=70, cv_source="measured")
+    assert a.exceeds_cap and a.runs_per_arm == 50 and a.power < 0.8
+    assert a.sentence().startswith("more than 50")
+
+
+def test_the_observed_cv_is_robust_to_a_stray_run():
+    rng = random.Random(8)
+    runs = lognormal(rng, 20, 100.0, 0.02)
+    assert observed_cv(runs) == pytest.approx(0.02, rel=0.5)
+    assert observed_cv(runs + [300.0]) == pytest.approx(observed_cv(runs), rel=0.2)
+    assert observed_cv([1.0, 2.0]) is None and ASSUMED_CV == 0.02
+
+
+# --- flags -----------------------------------------------------------------------------------------------------
+
+
+def test_two_modes_are_flagged_and_steady_runs_are_not():
+    rng = random.Random(4)
+    steady_flags = sum(bool(cell_flags("baseline", lognormal(rng, 12, 100.0, 0.02))) for _ in range(200))
+    assert steady_flags <= 6  # the threshold is the 0.5% point per check, plus drift's 1%
+    two = [v * (1.10 if i % 3 == 0 else 1.0) for i, v in enumerate(lognormal(rng, 12, 100.0, 0.01))]
+    b = bimodality(two)
+    assert b is not None and b.flagged and b.gap_ratio == pytest.approx(1.10, rel=0.03)
+    (flag,) = cell_flags("condition", two)
+    assert flag.startswith("bimodal condition") and "fix the frequency" in flag
+    assert bimodality(two[:7]) is None  # too few runs to tell
+    assert bimodal_threshold(12) == bimodal_threshold(12)  # seeded: the same on every call
+
+
+def test_drift_and_a_different_environment_are_flagged_with_their_reasons():
+    drifting = [100.0 + i for i in range(10)]
+    (flag,) = cell_flags("baseline", drifting)
+    assert flag.startswith("drift in the baseline") and "rise with run order" in flag
+    env_a = [RunEnvironment(1_800_000, 50_000, False)] * 10
+    env_b = [RunEnvironment(1_500_000, 50_000, False)] * 10
+    flags = comparison_flags(
+        [100.0, 101, 99, 100.5, 99.5],
+        [100.0, 101, 99, 100.5, 99.5],
+        confounding=check_confounders(env_a, env_b),
+    )
+    assert len(flags) == 1 and "different environment than the reference" in flags[0]
+    assert "1800 MHz" in flags[0]
+
+
+def test_flags_ride_on_the_verdict_through_the_correction():
+    from boardlab.stats import adjust
+
+    rng = random.Random(9)
+    base = lognormal(rng, 10, 100.0, 0.02)
+    c = compare(base, [v * 1.2 for v in base], higher_is_better=False, delta=0.02, seed=1)
+    import dataclasses
+
+    flagged = dataclasses.replace(c, verdict=dataclasses.replace(c.verdict, flags=("bimodal baseline: x",)))
+    (adjusted,) = adjust([flagged], "holm")
+    assert adjusted.verdict.flags == ("bimodal baseline: x",)
+
+
+# --- pooled tails ---------------------------------------------------------------------------------------------
+
+
+def test_the_pooled_tail_interval_is_expanded_and_its_p_agrees_with_it():
+    from boardlab.stats.tails import compare_tail
+
+    rng = random.Random(6)
+    arms = [[[rng.lognormvariate(0, 0.3) for _ in range(20)] for _ in range(6)] for _ in range(2)]
+    c = compare_tail(arms[0], arms[1], delta=0.1, seed=1, resamples=2000)
+    assert "expanded percentile" in c.decision_ci.method and "t with 10 df" in c.decision_ci.method
+    assert c.decision_ci.confidence == pytest.approx(0.90)
+    # the interval at the test's level: it excludes 1 exactly when p < 0.10 (two-sided, 90%)
+    excludes = not (c.decision_ci.low <= 1.0 <= c.decision_ci.high)
+    assert excludes == (c.p_value < 0.10)
+    slower = [[v * 2 for v in run] for run in arms[1]]
+    strong = compare_tail(arms[0], slower, delta=0.1, seed=1, resamples=2000)
+    assert strong.p_value < 0.01 and strong.decision_ci.low > 1.1
