@@ -20,8 +20,8 @@ from boardlab.campaign import pagecache
 from boardlab.campaign.schedule import build_cells, cell_repetitions, reference_keys, schedule
 from boardlab.conditions import condition_kinds
 from boardlab.conditions.base import ApplyContext
-from boardlab.conditions.journal import RestoreJournal
-from boardlab.errors import InputError
+from boardlab.conditions.journal import RestoreJournal, failures
+from boardlab.errors import InputError, MeasurementError
 from boardlab.model.campaign import Cell, Plan, ScheduledRun
 from boardlab.model.run import GateResult, MetricResult, RunResult
 from boardlab.model.worker import WorkerResult, WorkerResultError, read_worker_result
@@ -447,8 +447,15 @@ class Runner:
                 self.temp_limits_mc[zone.name] = min(trips) - 5000
         # What a killed run left changed is undone before anything else (the restore journal).
         journal = RestoreJournal(self.sr)
-        for restored in journal.recover():
-            self.progress.note(f"restored {restored.what}: {restored.detail}")
+        recovered = journal.recover()
+        for restored in recovered:
+            if not restored.failed:
+                self.progress.note(f"restored {restored.what}: {restored.detail}")
+        if failures(recovered):  # a board left in an unknown state is not measured
+            raise MeasurementError(
+                "a killed run left settings that could not be restored: "
+                + "; ".join(f"{r.what} ({r.detail}): {r.failed}" for r in failures(recovered))
+            )
         self.conditions = {c.name: c for c in self.plan.conditions}
         self.kinds = condition_kinds()
         self.ctx = ApplyContext(
