@@ -84,3 +84,45 @@ def test_a_single_value_metric_and_a_histogram_are_read():
 def test_a_document_that_is_not_a_worker_result_is_refused_with_its_key(doc, match):
     with pytest.raises(WorkerResultError, match=match):
         read_worker_result(doc)
+
+
+# Malformed outputs that made the reader raise ValueError, TypeError, OverflowError or RecursionError (the
+# campaign then ended in "internal error"): each is now a WorkerResultError naming the place.
+_OK = '"schema": 2, "ok": true'
+MALFORMED = {
+    "deep nesting": "[" * 100_000 + "]" * 100_000,
+    "deep params": '{%s, "params": %s}' % (_OK, '{"a": ' * 200 + "1" + "}" * 200),
+    "huge integer": '{%s, "iterations_ns": [%s]}' % (_OK, "9" * 5000),
+    "infinite iteration": '{%s, "iterations_ns": [1e400]}' % _OK,
+    "NaN iteration": '{%s, "iterations_ns": [NaN]}' % _OK,
+    "text iteration": '{%s, "iterations_ns": ["12"]}' % _OK,
+    "iterations not a list": '{%s, "iterations_ns": 5}' % _OK,
+    "histogram count text": '{%s, "histograms": {"h": {"counts": ["x"], "bucket_width": 1, "unit": "us",'
+    ' "overflow": 0, "total": 1}}}' % _OK,
+    "histogram width infinite": '{%s, "histograms": {"h": {"counts": [1], "bucket_width": 1e999, "unit": "us",'
+    ' "overflow": 0, "total": 1}}}' % _OK,
+    "params a list": '{%s, "params": [1, 2]}' % _OK,
+    "counters a list": '{%s, "counters": [1]}' % _OK,
+    "counter count text": '{%s, "counters": {"cycles": {"count": "many"}}}' % _OK,
+    "warmup iterations text": '{%s, "warmup": {"iterations": "twelve"}}' % _OK,
+    "warmup iterations negative": '{%s, "warmup": {"iterations": -3}}' % _OK,
+    "warmup capped a number": '{%s, "warmup": {"capped": 2}}' % _OK,
+    "schema a list": '{"schema": [2], "ok": true}',
+    "metric median infinite": '{%s, "metrics": {"m": {"unit": "s", "higher_is_better": false,'
+    ' "median": -Infinity}}}' % _OK,
+    "errors of objects": '{%s, "errors": [{"a": 1}]}' % _OK,
+    "reason a number": '{%s, "supported": false, "reason": 3}' % _OK,
+}
+
+
+@pytest.mark.parametrize("text", MALFORMED.values(), ids=MALFORMED.keys())
+def test_a_malformed_output_raises_only_the_declared_error(text):
+    with pytest.raises(WorkerResultError, match="worker"):
+        read_worker_result(text)
+
+
+def test_warmup_iterations_is_read_as_a_count():
+    doc = {**KERN_V1, "warmup": {"iterations": 12.0, "capped": True}}
+    result = parse_worker_result(doc)
+    assert result.warmup_iterations == 12 and isinstance(result.warmup_iterations, int)
+    assert result.warmup_capped is True
