@@ -38,7 +38,9 @@ def test_malformed_worker_results_fail_their_runs_and_the_campaign_goes_on(lab):
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
     db = lab / "r.db"
     plan = write_plan(lab / "plan.toml", reps=2)
-    proc = run_cli("run", str(plan), "--db", str(db), "--quiet", env={**os.environ, "BOARDLAB_KERN": str(fake)})
+    proc = run_cli(
+        "run", str(plan), "--db", str(db), "--quiet", env={**os.environ, "BOARDLAB_KERN": str(fake)}
+    )
     assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     with sqlite3.connect(db) as conn:
         runs = conn.execute("SELECT ok, valid, error FROM runs ORDER BY seq").fetchall()

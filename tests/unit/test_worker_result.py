@@ -88,30 +88,36 @@ def test_a_document_that_is_not_a_worker_result_is_refused_with_its_key(doc, mat
 
 # Malformed outputs that made the reader raise ValueError, TypeError, OverflowError or RecursionError (the
 # campaign then ended in "internal error"): each is now a WorkerResultError naming the place.
-_OK = '"schema": 2, "ok": true'
+def _doc(extra: str) -> str:
+    return '{"schema": 2, "ok": true, ' + extra + "}"
+
+
 MALFORMED = {
     "deep nesting": "[" * 100_000 + "]" * 100_000,
-    "deep params": '{%s, "params": %s}' % (_OK, '{"a": ' * 200 + "1" + "}" * 200),
-    "huge integer": '{%s, "iterations_ns": [%s]}' % (_OK, "9" * 5000),
-    "infinite iteration": '{%s, "iterations_ns": [1e400]}' % _OK,
-    "NaN iteration": '{%s, "iterations_ns": [NaN]}' % _OK,
-    "text iteration": '{%s, "iterations_ns": ["12"]}' % _OK,
-    "iterations not a list": '{%s, "iterations_ns": 5}' % _OK,
-    "histogram count text": '{%s, "histograms": {"h": {"counts": ["x"], "bucket_width": 1, "unit": "us",'
-    ' "overflow": 0, "total": 1}}}' % _OK,
-    "histogram width infinite": '{%s, "histograms": {"h": {"counts": [1], "bucket_width": 1e999, "unit": "us",'
-    ' "overflow": 0, "total": 1}}}' % _OK,
-    "params a list": '{%s, "params": [1, 2]}' % _OK,
-    "counters a list": '{%s, "counters": [1]}' % _OK,
-    "counter count text": '{%s, "counters": {"cycles": {"count": "many"}}}' % _OK,
-    "warmup iterations text": '{%s, "warmup": {"iterations": "twelve"}}' % _OK,
-    "warmup iterations negative": '{%s, "warmup": {"iterations": -3}}' % _OK,
-    "warmup capped a number": '{%s, "warmup": {"capped": 2}}' % _OK,
+    "deep params": _doc('"params": ' + '{"a": ' * 200 + "1" + "}" * 200),
+    "huge integer": _doc('"iterations_ns": [' + "9" * 5000 + "]"),
+    "infinite iteration": _doc('"iterations_ns": [1e400]'),
+    "NaN iteration": _doc('"iterations_ns": [NaN]'),
+    "text iteration": _doc('"iterations_ns": ["12"]'),
+    "iterations not a list": _doc('"iterations_ns": 5'),
+    "histogram count text": _doc(
+        '"histograms": {"h": {"counts": ["x"], "bucket_width": 1, "unit": "us", "overflow": 0, "total": 1}}'
+    ),
+    "histogram width infinite": _doc(
+        '"histograms": {"h": {"counts": [1], "bucket_width": 1e999, "unit": "us", "overflow": 0, "total": 1}}'
+    ),
+    "params a list": _doc('"params": [1, 2]'),
+    "counters a list": _doc('"counters": [1]'),
+    "counter count text": _doc('"counters": {"cycles": {"count": "many"}}'),
+    "warmup iterations text": _doc('"warmup": {"iterations": "twelve"}'),
+    "warmup iterations negative": _doc('"warmup": {"iterations": -3}'),
+    "warmup capped a number": _doc('"warmup": {"capped": 2}'),
     "schema a list": '{"schema": [2], "ok": true}',
-    "metric median infinite": '{%s, "metrics": {"m": {"unit": "s", "higher_is_better": false,'
-    ' "median": -Infinity}}}' % _OK,
-    "errors of objects": '{%s, "errors": [{"a": 1}]}' % _OK,
-    "reason a number": '{%s, "supported": false, "reason": 3}' % _OK,
+    "metric median infinite": _doc(
+        '"metrics": {"m": {"unit": "s", "higher_is_better": false, "median": -Infinity}}'
+    ),
+    "errors of objects": _doc('"errors": [{"a": 1}]'),
+    "reason a number": _doc('"supported": false, "reason": 3'),
 }
 
 

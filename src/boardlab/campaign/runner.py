@@ -79,6 +79,40 @@ def load_problems(state: dict) -> list[str]:
     ]
 
 
+def check_conditions(plan: Plan, kinds: dict, ctx: ApplyContext) -> dict[str, str]:
+    """Every condition's board-dependent check(), as `boardlab run` and its --dry-run make them: raises
+    InputError naming the first the board refuses; returns those skipped (runs.unsupported = "skip", a
+    capability the board lacks) with the reason."""
+    skipped: dict[str, str] = {}
+    for c in plan.conditions:
+        for kind_name, params in c.all_parts:
+            reason = kinds[kind_name].check(params, ctx)
+            if not reason:
+                continue
+            if reason.startswith("unsupported:") and plan.runs.unsupported == "skip":
+                skipped[c.name] = reason  # the board lacks the capability: said, stored, not run
+                break
+            part = f" {kind_name}" if c.parts else ""
+            raise InputError(f"{plan.source_name}: conditions[{c.index}] ({c.name}){part}: {reason}")
+    return skipped
+
+
+def dry_run_check(plan: Plan, root) -> dict[str, str]:
+    """`check_conditions` for --dry-run: the board under `root` as the run would see it, nothing written.
+    What the board lacks ("unsupported: ...") is returned, for the dry run to say; anything else raises."""
+    from boardlab.platform.inventory import inventory
+
+    sr = SysRoot.of(root)
+    info = inventory(root)
+    online = tuple(info.online_cpus)
+    cpu = resolve_cpu(plan.runs.cpu, online, set(online))  # the tree's CPUs, whatever this process may use
+    ctx = ApplyContext(
+        root=sr, journal=RestoreJournal(sr), info=info, worker_cpu=cpu, online_cpus=tuple(info.online_cpus)
+    )
+    skip = dataclasses.replace(plan, runs=dataclasses.replace(plan.runs, unsupported="skip"))
+    return check_conditions(skip, condition_kinds(), ctx)
+
+
 def run_timeout_s(planned_s: float | None, params: dict, longest_run_s: float) -> float:
     """runs.timeout_s, else a generous default from the workload's own duration: 30 min (a slow board's
     longest kernel run is minutes), 4x a timed workload's duration_s plus 2 min, or 20x the longest run
@@ -426,7 +460,7 @@ class Runner:
             series=tuple(mon.series),
             histograms=doc.histograms if doc else (),
             error=error,
-            worker_json=out if out.strip() else None,
+            worker_json=out if doc is not None else None,  # a result that was read: valid JSON
             aa_arm=sr_run.aa_arm,
         )
 
@@ -461,18 +495,9 @@ class Runner:
         self.ctx = ApplyContext(
             root=self.sr, journal=journal, info=info, worker_cpu=cpu, online_cpus=tuple(info.online_cpus)
         )
-        skipped: dict[str, str] = {}
-        for c in self.plan.conditions:  # board-dependent checks, before anything is written
-            for kind_name, params in c.all_parts:
-                reason = self.kinds[kind_name].check(params, self.ctx)
-                if not reason:
-                    continue
-                if reason.startswith("unsupported:") and self.plan.runs.unsupported == "skip":
-                    skipped[c.name] = reason  # the board lacks the capability: said, stored, not run
-                    self.progress.note(f"skipping condition {c.name!r}: {reason}")
-                    break
-                part = f" {kind_name}" if c.parts else ""
-                raise InputError(f"{self.plan.source_name}: conditions[{c.index}] ({c.name}){part}: {reason}")
+        skipped = check_conditions(self.plan, self.kinds, self.ctx)  # before anything is written
+        for name, reason in skipped.items():
+            self.progress.note(f"skipping condition {name!r}: {reason}")
         if skipped:
             self.plan = dataclasses.replace(
                 self.plan, conditions=tuple(c for c in self.plan.conditions if c.name not in skipped)

@@ -154,6 +154,16 @@ def run(args) -> int:
 
     summary = summarize_plan(plan, catalog, db=args.db)
     if args.dry_run:
+        from boardlab.campaign.runner import dry_run_check
+
+        # what the run would refuse, refused now; what this board lacks, said
+        for name, reason in dry_run_check(plan, args.root).items():
+            then = (
+                "skips it"
+                if plan.runs.unsupported == "skip"
+                else 'refuses it (runs.unsupported = "skip" skips it)'
+            )
+            print(f"warning: condition {term(name)}: {term(reason)}: the run {then}", file=sys.stderr)
         print(json.dumps(summary.to_dict()) if args.json else _dry_run_text(plan, summary))
         return 0
     if summary.reach.message:  # said before the first run; the plan still runs (docs/method.md)

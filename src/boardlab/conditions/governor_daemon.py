@@ -82,7 +82,7 @@ class GovernorDaemon:
         # what the daemon's own start checks (governor/daemon.py Daemon.check), caught here before any run
         if ctx.root.read_bytes("proc/stat") is None:
             return (
-                f"unsupported: no {ctx.root.show('proc/stat')}: the daemon measures the CPUs' load there; "
+                f"no {ctx.root.show('proc/stat')}: the governor daemon measures the CPUs' load there; "
                 "give --root a tree with proc/stat (a board's, or a simulator's)"
             )
         if params["policy"] == "anti-snoop":

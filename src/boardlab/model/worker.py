@@ -54,7 +54,9 @@ MAX_DEPTH = 32  # nesting of objects and lists: a real result is 4 deep; deeper 
 
 
 def _fail(where: str, value: Any, expected: str) -> WorkerResultError:
-    return WorkerResultError(f"worker result: {where} is {type(value).__name__} {_short(value)}, not {expected}")
+    return WorkerResultError(
+        f"worker result: {where} is {type(value).__name__} {_short(value)}, not {expected}"
+    )
 
 
 def _short(value: Any) -> str:

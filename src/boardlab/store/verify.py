@@ -51,7 +51,9 @@ def _column_checks(table: str, column: str, kind: str, notnull: bool) -> list[tu
     """(column, SQL condition that holds for a good value, what a bad one is) of one column."""
     col = f'"{column}"'
     allowed = ", ".join(f"'{t}'" for t in TYPES.get(kind, ()) + (() if notnull else ("null",)))
-    checks = [(column, f"typeof({col}) IN ({allowed})", f"not of the column's type ({kind})")] if allowed else []
+    checks = (
+        [(column, f"typeof({col}) IN ({allowed})", f"not of the column's type ({kind})")] if allowed else []
+    )
     shape = JSON_SHAPES.get((table, column))
     if shape:
         # CASE, not AND: SQLite may evaluate json_type() of malformed JSON, which is an error
@@ -85,7 +87,7 @@ def verify_store(conn: sqlite3.Connection, path: str, schema: dict) -> None:
         try:
             bad = conn.execute(
                 f'SELECT {", ".join(key)}, {", ".join(conds)} FROM "{table}"'
-                f' WHERE NOT ({" AND ".join(conds)}) LIMIT 1'
+                f" WHERE NOT ({' AND '.join(conds)}) LIMIT 1"
             ).fetchone()
         except sqlite3.OperationalError as exc:  # malformed JSON deep inside json_each, and the like
             raise damaged(path, table, "?", "?", str(exc)) from None
@@ -93,7 +95,11 @@ def verify_store(conn: sqlite3.Connection, path: str, schema: dict) -> None:
             continue
         values = tuple(bad)
         column, _, what = checks[next(i for i, ok in enumerate(values[len(key) :]) if not ok)]
-        row = values[0] if key == ["rowid"] else ", ".join(f"{k} {v!r}" for k, v in zip(key, values))
+        row = (
+            values[0]
+            if key == ["rowid"]
+            else ", ".join(f"{k} {v!r}" for k, v in zip(key, values, strict=False))
+        )
         raise damaged(path, table, column, row, what)
 
 
