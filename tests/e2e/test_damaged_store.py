@@ -26,6 +26,8 @@ CASES = [
     *((table, column, "{not json") for table, column in JSON_SHAPES),
     ("runs", "monitor_json", "[1, 2]"),  # JSON, but not the object its readers expect
     ("run_histograms", "counts_json", '[1, "x"]'),
+    ("campaigns", "board_id", 999),  # a reference to a row that is not there
+    ("runs", "cell_id", 99999),
 ]
 
 

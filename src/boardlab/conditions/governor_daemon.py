@@ -79,12 +79,6 @@ class GovernorDaemon:
                 rel = f"{cpufreq.policy_dir(p.name)}/{attr}"
                 if not ctx.root.writable(rel):
                     return f"{ctx.root.show(rel)} is not writable by this user: run boardlab as root"
-        # what the daemon's own start checks (governor/daemon.py Daemon.check), caught here before any run
-        if ctx.root.read_bytes("proc/stat") is None:
-            return (
-                f"no {ctx.root.show('proc/stat')}: the governor daemon measures the CPUs' load there; "
-                "give --root a tree with proc/stat (a board's, or a simulator's)"
-            )
         if params["policy"] == "anti-snoop":
             if len(info.cpufreq_policies) < 2:
                 return "unsupported: anti-snoop needs two clusters (big.LITTLE); this board has one cpufreq policy"
@@ -95,6 +89,12 @@ class GovernorDaemon:
         tree = params.get("tree")
         if tree and not os.path.isfile(tree):
             return f"tree {tree!r} does not exist: write one with `boardlab governor train`"
+        # what the daemon's own start checks (governor/daemon.py Daemon.check), caught here before any run
+        if ctx.root.read_bytes("proc/stat") is None:
+            return (
+                f"no {ctx.root.show('proc/stat')}: the governor daemon measures the CPUs' load there; "
+                "give --root a tree with proc/stat (a board's, or a simulator's)"
+            )
         return None
 
     @contextlib.contextmanager

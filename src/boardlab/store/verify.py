@@ -101,6 +101,18 @@ def verify_store(conn: sqlite3.Connection, path: str, schema: dict) -> None:
             else ", ".join(f"{k} {v!r}" for k, v in zip(key, values, strict=False))
         )
         raise damaged(path, table, column, row, what)
+    verify_references(conn, path)
+
+
+def verify_references(conn: sqlite3.Connection, path: str) -> None:
+    """Raises DamagedStore for the first row that refers to a row that is not there (a run's cell, a
+    campaign's board): SQLite's own foreign key check, which boardlab's writes always satisfy."""
+    bad = conn.execute("PRAGMA foreign_key_check").fetchone()
+    if bad is None:
+        return
+    table, rowid, parent, fk = bad[0], bad[1], bad[2], bad[3]
+    column = next((r[3] for r in conn.execute(f'PRAGMA foreign_key_list("{table}")') if r[0] == fk), "?")
+    raise damaged(path, table, column, rowid, f"refers to a {parent} row that does not exist")
 
 
 def _row_key(conn: sqlite3.Connection, table: str, columns) -> list[str]:
