@@ -8,6 +8,8 @@ import os
 import shutil
 import subprocess
 
+from reliability.util import assert_one_line_error
+
 from boardlab.conditions.journal import RestoreJournal
 from boardlab.platform.sysroot import SysRoot
 
@@ -42,7 +44,8 @@ def test_restore_goes_past_an_entry_it_cannot_write_and_keeps_only_that_one(tmp_
     proc = run_cli("restore", "--root", str(root), env=env)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert "restored policy0 governor" in proc.stdout
-    assert "NOT restored policy4 governor" in proc.stdout and "boardlab restore" in proc.stdout
+    line = assert_one_line_error(proc, 1, "NOT restored policy4 governor", str(root / POLICY.format(4)))
+    assert "boardlab restore" in line and f"write {old[4]!r} there by hand" in line
     assert (root / POLICY.format(0)).read_text().strip() == old[0]  # past the failure: restored
     left = json.loads(journal.path.read_text())["entries"]
     assert [e["what"] for e in left] == ["policy4 governor"]  # only the failed one stays

@@ -46,12 +46,13 @@ def run(args) -> int:
     else:
         for r in restored:
             print(f"restored {term(r.what)}: {term(r.detail)}")
-        for r in failed:
-            print(f"NOT restored {term(r.what)}: {term(r.detail)}: {term(r.failed or '')}")
-        if failed:
-            print(
-                f"{len(failed)} of {len(results)} entries could not be undone; they stay in "
-                f"{term(str(journal.path))} for the next `boardlab restore`",
-                file=sys.stderr,
+        if failed:  # one error line (the CLI's contract), naming every entry left and its fix
+            from boardlab.errors import MeasurementError
+
+            sys.stdout.flush()
+            raise MeasurementError(
+                f"{len(failed)} of {len(results)} journal entries could not be undone and stay in "
+                f"{journal.path}: "
+                + "; ".join(f"NOT restored {r.what}: {r.detail}: {r.failed}" for r in failed)
             )
     return 1 if failed else 0

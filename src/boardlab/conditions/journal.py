@@ -213,6 +213,11 @@ class RestoreJournal:
 
     # ---- recovery ----
 
+    def _place(self, entry: dict) -> str:
+        if entry.get("kind") == "setting":
+            return f"{self.root.show(entry.get('rel', '?'))} = {entry.get('old')!r} (set to {entry.get('new')!r})"
+        return str(entry.get("path") or entry.get("name") or entry.get("pid") or "?")
+
     def recover(self) -> list[Restored]:
         """Undoes what dead boardlab processes left, newest first; refuses while the owner still runs."""
         entries = self.pending()
@@ -232,7 +237,7 @@ class RestoreJournal:
             try:
                 done.append(self._undo_entry(entry))
             except (BoardlabError, OSError) as exc:
-                done.append(Restored(entry.get("what", "?"), _entry_place(entry), _fix(entry, exc)))
+                done.append(Restored(entry.get("what", "?"), self._place(entry), _fix(entry, exc)))
                 continue
             self._drop(entry["id"])
         return done
@@ -240,12 +245,6 @@ class RestoreJournal:
 
 def failures(restored: list[Restored]) -> list[Restored]:
     return [r for r in restored if r.failed]
-
-
-def _entry_place(entry: dict) -> str:
-    if entry.get("kind") == "setting":
-        return f"{entry.get('rel')} = {entry.get('old')!r} (set to {entry.get('new')!r})"
-    return str(entry.get("path") or entry.get("name") or entry.get("pid") or "?")
 
 
 def _fix(entry: dict, exc: BaseException) -> str:
