@@ -48,7 +48,7 @@ DEB_PACKAGES += openssh-server iproute2
 DEB_PACKAGES += libxml2-dev
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: setup deb venv install demo test bench lint clean deb-arm cross test-arm test-arm-kern test-arm-rootfs test-fresh bundle
+.PHONY: setup deb venv install demo test fuzz bench lint clean deb-arm cross test-arm test-arm-kern test-arm-rootfs test-fresh bundle
 
 setup: deb install
 
@@ -84,6 +84,13 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest -q
+
+# Long fuzzing, not in CI: FUZZ_EXAMPLES per target (the plan parser, the worker reader, the store's readers
+# over a damaged database, the renderers), fresh random seeds each time. Prints the count per target; a
+# failure prints the falsifying example and its @reproduce_failure line. `make test` runs a few thousand.
+FUZZ_EXAMPLES ?= 100000
+fuzz: setup
+	BOARDLAB_FUZZ=1 BOARDLAB_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q tests/unit/test_fuzz.py
 
 bench: setup
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

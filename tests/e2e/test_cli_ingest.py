@@ -76,3 +76,64 @@ def test_export_partitioned_by_board_from_a_merged_sqlite_store(tmp_path):
         ).returncode
         == 2
     )
+
+
+def _campaign_rows(path) -> list[tuple]:
+    with Store.open(path, create=False) as s:
+        return [
+            (c["uid"], c["name"], c["plan_text"], c["status"], c["board_id"], len(s.runs(c["id"])))
+            for c in s.campaigns()
+        ]
+
+
+def test_ingest_refuses_a_campaign_uid_of_another_board_and_changes_nothing(tmp_path):
+    """A campaign is (uid, board fingerprint): a file whose campaign carries another board's campaign uid
+    (as many runs, another name and plan) is refused naming both, and the victim stays as it was."""
+    a = make_campaign_db(tmp_path / "a.db", name="victim", board="bbb-1", n=2)
+    b = make_campaign_db(tmp_path / "b.db", name="intruder", board="odroid", n=2, status="failed", seed=5)
+    with Store.open(a, create=False) as s:
+        uid = s.campaigns()[0]["uid"]
+    import sqlite3
+
+    with sqlite3.connect(b) as conn:
+        conn.execute("UPDATE campaigns SET uid=?", (uid,))
+    conn.close()
+    shared = tmp_path / "shared.db"
+    assert run_cli("ingest", str(a), "--db", str(shared)).returncode == 0
+    before = _campaign_rows(shared)
+    proc = run_cli("ingest", str(b), "--db", str(shared))
+    assert proc.returncode == 2, proc.stderr
+    assert "'victim'" in proc.stderr and "'bbb-1'" in proc.stderr and "'intruder'" in proc.stderr
+    assert "fp-odroid" in proc.stderr and "Traceback" not in proc.stderr
+    assert _campaign_rows(shared) == before
+    with Store.open(shared, create=False) as s:
+        assert [b["label"] for b in s.boards()] == ["bbb-1"]  # nothing of the refused file stays
+
+
+def test_an_ingest_waits_for_a_sqlite_store_in_use_and_says_for_whom(tmp_path):
+    """A second writer of a shared SQLite store (here this test, as another ingest would) makes an ingest
+    wait, naming the holder's pid, then finish, instead of failing at once."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    a = make_campaign_db(tmp_path / "a.db", board="bbb-1", n=2)
+    shared = tmp_path / "shared.db"
+    holder = Store.open(shared)
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "boardlab", "ingest", str(a), "--db", str(shared)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        line = proc.stderr.readline()  # blocks until the ingest says it waits
+        assert f"pid {os.getpid()}" in line and "waiting" in line, line
+        time.sleep(0.3)
+        assert proc.poll() is None  # still waiting, not failed
+    finally:
+        holder.close()
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert _runs(shared) == _runs(a)

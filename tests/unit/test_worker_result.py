@@ -84,3 +84,51 @@ def test_a_single_value_metric_and_a_histogram_are_read():
 def test_a_document_that_is_not_a_worker_result_is_refused_with_its_key(doc, match):
     with pytest.raises(WorkerResultError, match=match):
         read_worker_result(doc)
+
+
+# Malformed outputs that made the reader raise ValueError, TypeError, OverflowError or RecursionError (the
+# campaign then ended in "internal error"): each is now a WorkerResultError naming the place.
+def _doc(extra: str) -> str:
+    return '{"schema": 2, "ok": true, ' + extra + "}"
+
+
+MALFORMED = {
+    "deep nesting": "[" * 100_000 + "]" * 100_000,
+    "deep params": _doc('"params": ' + '{"a": ' * 200 + "1" + "}" * 200),
+    "huge integer": _doc('"iterations_ns": [' + "9" * 5000 + "]"),
+    "infinite iteration": _doc('"iterations_ns": [1e400]'),
+    "NaN iteration": _doc('"iterations_ns": [NaN]'),
+    "text iteration": _doc('"iterations_ns": ["12"]'),
+    "iterations not a list": _doc('"iterations_ns": 5'),
+    "histogram count text": _doc(
+        '"histograms": {"h": {"counts": ["x"], "bucket_width": 1, "unit": "us", "overflow": 0, "total": 1}}'
+    ),
+    "histogram width infinite": _doc(
+        '"histograms": {"h": {"counts": [1], "bucket_width": 1e999, "unit": "us", "overflow": 0, "total": 1}}'
+    ),
+    "params a list": _doc('"params": [1, 2]'),
+    "counters a list": _doc('"counters": [1]'),
+    "counter count text": _doc('"counters": {"cycles": {"count": "many"}}'),
+    "warmup iterations text": _doc('"warmup": {"iterations": "twelve"}'),
+    "warmup iterations negative": _doc('"warmup": {"iterations": -3}'),
+    "warmup capped a number": _doc('"warmup": {"capped": 2}'),
+    "schema a list": '{"schema": [2], "ok": true}',
+    "metric median infinite": _doc(
+        '"metrics": {"m": {"unit": "s", "higher_is_better": false, "median": -Infinity}}'
+    ),
+    "errors of objects": _doc('"errors": [{"a": 1}]'),
+    "reason a number": _doc('"supported": false, "reason": 3'),
+}
+
+
+@pytest.mark.parametrize("text", MALFORMED.values(), ids=MALFORMED.keys())
+def test_a_malformed_output_raises_only_the_declared_error(text):
+    with pytest.raises(WorkerResultError, match="worker"):
+        read_worker_result(text)
+
+
+def test_warmup_iterations_is_read_as_a_count():
+    doc = {**KERN_V1, "warmup": {"iterations": 12.0, "capped": True}}
+    result = parse_worker_result(doc)
+    assert result.warmup_iterations == 12 and isinstance(result.warmup_iterations, int)
+    assert result.warmup_capped is True

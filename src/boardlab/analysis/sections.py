@@ -121,7 +121,29 @@ def header(a: CampaignAnalysis) -> doc.Section:
                 formats=HTML_MD,
             )
         )
+    blocks += [doc.Prose(line, strong=True) for line in load_failures(a)]
     return doc.section("", *blocks, level=0, anchor="header")
+
+
+def load_failures(a: CampaignAnalysis) -> list[str]:
+    """Per condition whose load did not run in some runs: how many, and the first reason (docs/method.md
+    "Loads that did not run"). Those runs are invalid, so no summary or verdict uses them."""
+    from boardlab.model.run import LOAD_DID_NOT_RUN
+
+    per: dict[str, list] = {}  # condition -> [runs whose load did not run, runs, first reason]
+    for c in a.cells:
+        for p in c.runs:
+            n = per.setdefault(c.condition, [0, 0, None])
+            n[1] += 1
+            at = (p.invalid_reason or "").find(LOAD_DID_NOT_RUN)
+            if at >= 0:
+                n[0] += 1
+                n[2] = n[2] or p.invalid_reason[at:][:300]
+    return [
+        f"Condition {name!r}: {k} of {n} runs invalid because {reason}. No verdict uses those runs."
+        for name, (k, n, reason) in per.items()
+        if k
+    ]
 
 
 # ---- the summary card -------------------------------------------------------------------------------------------

@@ -20,10 +20,10 @@ from boardlab.campaign import pagecache
 from boardlab.campaign.schedule import build_cells, cell_repetitions, reference_keys, schedule
 from boardlab.conditions import condition_kinds
 from boardlab.conditions.base import ApplyContext
-from boardlab.conditions.journal import RestoreJournal
-from boardlab.errors import InputError
+from boardlab.conditions.journal import RestoreJournal, failures
+from boardlab.errors import InputError, MeasurementError
 from boardlab.model.campaign import Cell, Plan, ScheduledRun
-from boardlab.model.run import GateResult, MetricResult, RunResult
+from boardlab.model.run import LOAD_DID_NOT_RUN, GateResult, MetricResult, RunResult
 from boardlab.model.worker import WorkerResult, WorkerResultError, read_worker_result
 from boardlab.model.workload import LaunchOptions, WorkloadSpec
 from boardlab.monitor.sampler import Monitor
@@ -70,12 +70,19 @@ def board_fingerprint(info_dict: dict) -> str:
 
 def load_problems(state: dict) -> list[str]:
     """Why a condition's load was not there for the whole run (it ended before the workload did): such a run
-    is invalid and re-run, not a measurement under load. A load that needed SIGKILL at the end, or whose
-    achieved rate could not be read, still loaded the run: that is recorded in its state, not invalidating."""
+    is invalid and re-run, not a measurement under load; so is one whose load did not run at all (its state's
+    `load_ran` is false: every start of a command failed, ddgzip finished no cycle). A load that needed SIGKILL
+    at the end, or whose achieved rate could not be read, still loaded the run: that is recorded in its
+    state, not invalidating."""
+    parts = state.get("parts") or [state]
     return [
         f"{part.get('stressor') or part.get('kind') or 'the load'} ended before the workload did"
-        for part in state.get("parts") or [state]
+        for part in parts
         if part.get("load_exited_early")
+    ] + [  # the condition's own account of its load (conditions/background.py record_health)
+        f"{LOAD_DID_NOT_RUN} ({part.get('kind') or 'load'}): {part.get('load_failure') or 'no reason given'}"
+        for part in parts
+        if part.get("load_ran") is False
     ]
 
 
@@ -445,7 +452,7 @@ class Runner:
             series=tuple(mon.series),
             histograms=doc.histograms if doc else (),
             error=error,
-            worker_json=out if out.strip() else None,
+            worker_json=out if doc is not None else None,  # a result that was read: valid JSON
             aa_arm=sr_run.aa_arm,
         )
 
@@ -472,8 +479,15 @@ class Runner:
         self.temp_limits_mc = temperature_limits_mc(info.thermal_zones)
         # What a killed run left changed is undone before anything else (the restore journal).
         journal = RestoreJournal(self.sr)
-        for restored in journal.recover():
-            self.progress.note(f"restored {restored.what}: {restored.detail}")
+        recovered = journal.recover()
+        for restored in recovered:
+            if not restored.failed:
+                self.progress.note(f"restored {restored.what}: {restored.detail}")
+        if failures(recovered):  # a board left in an unknown state is not measured
+            raise MeasurementError(
+                "a killed run left settings that could not be restored: "
+                + "; ".join(f"{r.what} ({r.detail}): {r.failed}" for r in failures(recovered))
+            )
         self.conditions = {c.name: c for c in self.plan.conditions}
         self.kinds = condition_kinds()
         self.ctx = ApplyContext(

@@ -536,7 +536,16 @@ def _run(args) -> int:
         print(f"boardlab governor run: unsupported: {exc}", file=sys.stderr)
         return 1
     if not args.no_recover:  # the governor-daemon condition runs inside a campaign that already recovered
-        journal.recover()  # what a killed run left, before this one changes anything
+        from boardlab.conditions.journal import failures
+
+        left = failures(journal.recover())  # what a killed run left, before this one changes anything
+        if left:
+            print(
+                "boardlab governor run: a killed run left settings that could not be restored: "
+                + "; ".join(f"{r.detail}: {r.failed}" for r in left),
+                file=sys.stderr,
+            )
+            return 1
 
     def on_term(signum, frame):
         raise KeyboardInterrupt

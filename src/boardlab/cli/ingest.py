@@ -11,7 +11,8 @@ DESCRIPTION = (
     "a postgresql:// URL or another SQLite file. Each file is verified first (SQLite integrity check, a store "
     "schema this boardlab knows) and ingested in one transaction: all its new runs or none. Ingesting a file "
     "again, or again after its campaign was resumed on the board, adds only the runs not yet there (a run is "
-    "identified by campaign, board, cell, repetition and attempt). See docs/results.md."
+    "identified by campaign, board, cell, repetition and attempt). A SQLite store in use by another ingest or "
+    "a campaign is waited for. See docs/results.md."
 )
 
 
@@ -29,6 +30,12 @@ def add_arguments(parser) -> None:
     )
 
 
+def _say_waiting(db: str, who: str) -> None:
+    from boardlab.report.escape import term
+
+    print(f"{term(db)}: in use by {term(who)}; waiting for it (Ctrl-C to stop)", file=sys.stderr, flush=True)
+
+
 def run(args) -> int:
     from pathlib import Path
 
@@ -42,7 +49,7 @@ def run(args) -> int:
     for i, path in enumerate(args.files, 1):
         if not args.json and len(args.files) > 1:
             print(f"[{i}/{len(args.files)}] {term(path)}", file=sys.stderr)
-        res = ingest_file(Path(path), args.db)
+        res = ingest_file(Path(path), args.db, wait=lambda who: _say_waiting(args.db, who))
         results.append(res)
         if not args.json:
             print(

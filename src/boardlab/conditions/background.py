@@ -29,7 +29,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -293,9 +293,11 @@ def program_load(
     warmup_s: float,
     what: str,
     state: dict[str, Any],
+    health: Callable[[dict[str, Any]], str | None],
 ) -> Iterator[dict[str, Any]]:
     """Runs `python -m boardlab.conditions.programs PROGRAM CONFIG` as a background load; yields `state`
-    with the placement added, then adds the load's usage and the counters the program wrote when stopped."""
+    with the placement added, then adds the load's usage, the counters the program wrote when stopped, and
+    whether the load ran (`health` of those counters: why it did not, or None; see `record_health`)."""
     cpus = placement_cpus(placement, ctx)
     status = scratch_path(ctx, program, ".json")
     config = {**config, "status": str(status), "max_s": LOAD_MAX_S}
@@ -315,6 +317,16 @@ def program_load(
             status.unlink()
         except OSError:
             pass
+    record_health(state, health(state))
+
+
+def record_health(state: dict[str, Any], failure: str | None) -> None:
+    """Whether the load ran, in the run's state: `load_ran` false and `load_failure` (the reason) make the
+    run invalid (campaign/runner.py load_problems): a run beside a load that never ran is not a measurement
+    under that load. Counters the load could not write (it was killed) say nothing either way."""
+    state["load_ran"] = failure is None
+    if failure:
+        state["load_failure"] = failure
 
 
 def warmup_of(params: dict, ctx: ApplyContext) -> float:

@@ -111,8 +111,18 @@ class Burstynet:
             warmup_s=p.warmup_s,
             what=f"burstynet ({p.protocol} on 127.0.0.1)",
             state=state,
+            health=burstynet_health,
         ):
             yield state
+
+
+def burstynet_health(state: dict) -> str | None:
+    """Why the traffic did not load the run: nothing was sent, or (TCP, lossless) nothing arrived."""
+    if state.get("bytes_sent") == 0:
+        return "sent no message (the sender failed to connect or to send)"
+    if state.get("protocol") == "tcp" and state.get("bytes_sent") and state.get("bytes_received") == 0:
+        return f"sent {state['bytes_sent']} bytes over TCP, but none arrived"
+    return None
 
 
 KIND = Burstynet()

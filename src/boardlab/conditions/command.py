@@ -109,10 +109,29 @@ class Command:
             warmup_s=p.warmup_s,
             what=f"background command {p.argv[0]}",
             state=state,
+            health=command_health,
         ):
             yield state
         if "starts" in state:
             state["restarts"] = max(0, state["starts"] - 1)
+
+
+def command_health(state: dict) -> str | None:
+    """Why the command did not load the run: it could not start, or every start ended in failure."""
+    if state.get("error"):
+        return str(state["error"])
+    codes = state.get("exit_codes")
+    starts = state.get("starts")
+    if not isinstance(codes, dict) or not isinstance(starts, int) or starts == 0:
+        return None
+    ended = sum(n for n in codes.values() if isinstance(n, int))
+    if ended == starts and "0" not in codes:  # none still running, none succeeded
+        how = ", ".join(f"exit {c}" for c in sorted(codes))
+        tail = str(state.get("stderr_tail") or "").strip()[-200:]
+        return f"{state['argv'][0]} failed at every one of its {starts} starts ({how})" + (
+            f": {tail}" if tail else ""
+        )
+    return None
 
 
 KIND = Command()

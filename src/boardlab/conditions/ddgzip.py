@@ -129,8 +129,16 @@ class Ddgzip:
             warmup_s=p.warmup_s,
             what="ddgzip loop (dd + gzip)",
             state=state,
+            health=ddgzip_health,
         ):
             yield state
+
+
+def ddgzip_health(state: dict) -> str | None:
+    """Why the loop did not load the run: no cycle finished and at least one failed (a full disk)."""
+    if state.get("cycles") == 0 and state.get("errors"):
+        return f"0 cycles, {state['errors']} failed: {state.get('last_error') or 'no message'}"
+    return None
 
 
 KIND = Ddgzip()

@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 
 from boardlab.conditions.base import ApplyContext, validate_params
+from boardlab.errors import MeasurementError
 from boardlab.model.workload import ParamSpec
 from boardlab.platform import cpufreq, perf
 
@@ -72,9 +73,12 @@ class GovernorDaemon:
         for p in info.cpufreq_policies:
             if "userspace" not in p.governors:
                 return f"unsupported: {p.name} offers no userspace governor ({', '.join(p.governors)})"
-            rel = f"{cpufreq.policy_dir(p.name)}/scaling_setspeed"
-            if not ctx.root.writable(rel):
-                return f"{ctx.root.show(rel)} is not writable by this user: run boardlab as root"
+            if not p.frequencies_khz:
+                return f"unsupported: {p.name} publishes no frequency table (scaling_available_frequencies)"
+            for attr in ("scaling_governor", "scaling_setspeed"):
+                rel = f"{cpufreq.policy_dir(p.name)}/{attr}"
+                if not ctx.root.writable(rel):
+                    return f"{ctx.root.show(rel)} is not writable by this user: run boardlab as root"
         if params["policy"] == "anti-snoop":
             if len(info.cpufreq_policies) < 2:
                 return "unsupported: anti-snoop needs two clusters (big.LITTLE); this board has one cpufreq policy"
@@ -85,6 +89,12 @@ class GovernorDaemon:
         tree = params.get("tree")
         if tree and not os.path.isfile(tree):
             return f"tree {tree!r} does not exist: write one with `boardlab governor train`"
+        # what the daemon's own start checks (governor/daemon.py Daemon.check), caught here before any run
+        if ctx.root.read_bytes("proc/stat") is None:
+            return (
+                f"no {ctx.root.show('proc/stat')}: the governor daemon measures the CPUs' load there; "
+                "give --root a tree with proc/stat (a board's, or a simulator's)"
+            )
         return None
 
     @contextlib.contextmanager
@@ -122,7 +132,9 @@ class GovernorDaemon:
             if proc.returncode not in (0, None):
                 state["error"] = err.strip()[-500:]
         if proc.returncode not in (0, None):
-            raise RuntimeError(f"the governor daemon failed (exit {proc.returncode}): {err.strip()[-300:]}")
+            raise MeasurementError(
+                f"the governor daemon failed (exit {proc.returncode}): {err.strip()[-300:]}"
+            )
 
 
 def _wait_started(ctx: ApplyContext, proc: subprocess.Popen) -> None:
@@ -131,11 +143,13 @@ def _wait_started(ctx: ApplyContext, proc: subprocess.Popen) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"the governor daemon exited at start: {proc.stderr.read().strip()[-300:]}")
+            raise MeasurementError(
+                f"the governor daemon exited at start: {proc.stderr.read().strip()[-300:]}"
+            )
         if all(ctx.root.read_str(f"{cpufreq.policy_dir(n)}/scaling_governor") == "userspace" for n in names):
             return
         time.sleep(0.02)
-    raise RuntimeError(f"the governor daemon did not take over within {START_TIMEOUT_S:g} s")
+    raise MeasurementError(f"the governor daemon did not take over within {START_TIMEOUT_S:g} s")
 
 
 KIND = GovernorDaemon()

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from boardlab.errors import InputError, OSProblem, os_error
+from boardlab.errors import BoardlabError, InputError, OSProblem, os_error
 from boardlab.platform.sysroot import SysRoot
 
 JOURNAL_SCHEMA = 1
@@ -44,6 +44,7 @@ def _pid_start_ticks(pid: int) -> int | None:
 class Restored:
     what: str
     detail: str
+    failed: str | None = None  # why it could not be undone, and the fix; its entry stays in the journal
 
 
 def _root_key(root: SysRoot) -> str:
@@ -235,6 +236,11 @@ class RestoreJournal:
 
     # ---- recovery ----
 
+    def _place(self, entry: dict) -> str:
+        if entry.get("kind") == "setting":
+            return f"{self.root.show(entry.get('rel', '?'))} = {entry.get('old')!r} (set to {entry.get('new')!r})"
+        return str(entry.get("path") or entry.get("name") or entry.get("pid") or "?")
+
     def recover(self) -> list[Restored]:
         """Undoes what dead boardlab processes left, newest first; refuses while the owner still runs."""
         entries = self.pending()
@@ -250,8 +256,12 @@ class RestoreJournal:
                 f"{self.root.root} now; wait for it, or stop it and run `boardlab restore`"
             )
         done = []
-        for entry in reversed(entries):
-            done.append(self._undo_entry(entry))
+        for entry in reversed(entries):  # every entry is tried: one that fails must not keep the others
+            try:
+                done.append(self._undo_entry(entry))
+            except (BoardlabError, OSError) as exc:
+                done.append(Restored(entry.get("what", "?"), self._place(entry), _fix(entry, exc)))
+                continue
             self._drop(entry["id"])
         return done
 
@@ -357,3 +367,17 @@ class SystemLock:
                 os.unlink(self.path)
             os.close(self._fd)
             self._fd = None
+
+
+def failures(restored: list[Restored]) -> list[Restored]:
+    return [r for r in restored if r.failed]
+
+
+def _fix(entry: dict, exc: BaseException) -> str:
+    """Why an entry could not be undone, and what to do: it stays in the journal for the next try."""
+    if entry.get("kind") == "setting":
+        return (
+            f"{exc}; write {entry.get('old')!r} there by hand (or fix what refused it, e.g. run as root), "
+            "then run `boardlab restore` again"
+        )
+    return f"{exc}; undo it by hand, then run `boardlab restore` again"

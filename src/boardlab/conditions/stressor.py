@@ -283,6 +283,10 @@ class Stressor:
             yield state
         state.update(load.usage.to_state() if load.usage else {})
         state.update(_metrics(yaml_path, p.stress_ng_stressor))
+        ops = state.get("bogo_ops")
+        background.record_health(
+            state, "stress-ng counted 0 bogo ops: the stressor did no work" if ops == 0 else None
+        )
 
 
 def _metrics(path, real: str) -> dict[str, Any]:

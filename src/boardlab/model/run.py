@@ -5,6 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+# how a run's invalid_reason begins when its condition's load did not run (the runner writes it, the report
+# counts it per condition)
+LOAD_DID_NOT_RUN = "the load did not run"
+
 
 @dataclass(frozen=True)
 class MetricResult:

@@ -9,6 +9,7 @@ Schema history (an older document still loads, upgraded on read):
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,12 +50,27 @@ class WorkerResult:
         return json.dumps(dict(self.document))
 
 
+MAX_DEPTH = 32  # nesting of objects and lists: a real result is 4 deep; deeper is not a worker's output
+
+
+def _fail(where: str, value: Any, expected: str) -> WorkerResultError:
+    return WorkerResultError(
+        f"worker result: {where} is {type(value).__name__} {_short(value)}, not {expected}"
+    )
+
+
+def _short(value: Any) -> str:
+    """A bounded repr: a hostile value must not make the message huge (nor recurse: depth is checked first)."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def _need(doc: Mapping, key: str, types: type | tuple[type, ...], where: str = "") -> Any:
     if key not in doc:
         raise WorkerResultError(f"worker result: {where}{key} is missing")
     value = doc[key]
     if not isinstance(value, types) or isinstance(value, bool) and bool not in _tuple(types):
-        raise WorkerResultError(f"worker result: {where}{key} is {type(value).__name__} {value!r:.60}")
+        raise _fail(f"{where}{key}", value, " or ".join(t.__name__ for t in _tuple(types)))
     return value
 
 
@@ -63,22 +79,66 @@ def _tuple(types) -> tuple:
 
 
 def _number(value: Any, where: str) -> float | None:
+    """A finite number or None (JSON has no NaN or infinity; Python's json reads them all the same)."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise WorkerResultError(
-            f"worker result: {where} is {type(value).__name__} {value!r:.60}, not a number"
-        )
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise _fail(where, value, "a finite number")
     return value
+
+
+def _count(value: Any, where: str) -> int:
+    """A non-negative integer (a float that is one, as some JSON writers print it, is accepted)."""
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _fail(where, value, "a non-negative integer")
+    return value
+
+
+def _optional(value: Any, kind: type, where: str) -> Any:
+    if value is not None and (not isinstance(value, kind) or isinstance(value, bool) and kind is not bool):
+        raise _fail(where, value, f"{kind.__name__} or null")
+    return value
+
+
+def _object(value: Any, where: str) -> Mapping:
+    """An object, or {} for a missing (None) one."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise _fail(where, value, "an object")
+    for key in value:
+        if not isinstance(key, str):
+            raise _fail(f"{where} key", key, "a string")
+    return value
+
+
+def _list(value: Any, where: str) -> list | tuple:
+    if value is None:
+        return ()
+    if not isinstance(value, list | tuple):
+        raise _fail(where, value, "a list")
+    return value
+
+
+def _depth_ok(doc: Any) -> bool:
+    """Whether `doc` nests at most MAX_DEPTH objects and lists, checked without recursion."""
+    stack = [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, Mapping | list | tuple):
+            if depth > MAX_DEPTH:
+                return False
+            items = value.values() if isinstance(value, Mapping) else value
+            stack.extend((v, depth + 1) for v in items if isinstance(v, Mapping | list | tuple))
+    return True
 
 
 def _metric(name: str, m: Any) -> MetricResult:
     where = f"metrics.{name}."
-    if not isinstance(m, Mapping):
-        raise WorkerResultError(f"worker result: metrics.{name} is {type(m).__name__}, not an object")
-    values = m.get("values") or ()
-    if not isinstance(values, list | tuple):
-        raise WorkerResultError(f"worker result: {where}values is {type(values).__name__}, not a list")
+    m = _object(m, f"metrics.{name}")
+    values = _list(m.get("values"), f"{where}values")
     return MetricResult(
         name=name,
         unit=_need(m, "unit", str, where),
@@ -93,25 +153,38 @@ def _metric(name: str, m: Any) -> MetricResult:
 
 def _histogram(name: str, h: Any) -> Histogram:
     where = f"histograms.{name}."
-    if not isinstance(h, Mapping):
-        raise WorkerResultError(f"worker result: histograms.{name} is {type(h).__name__}, not an object")
+    h = _object(h, f"histograms.{name}")
     counts = _need(h, "counts", list, where)
+    width = _number(_need(h, "bucket_width", int | float, where), f"{where}bucket_width")
+    if not width or width <= 0:
+        raise _fail(f"{where}bucket_width", width, "a positive number")
     return Histogram(
         name=name,
-        bucket_width=float(_need(h, "bucket_width", int | float, where)),
+        bucket_width=float(width),
         unit=_need(h, "unit", str, where),
-        counts=tuple(int(c) for c in counts),
-        overflow=int(_need(h, "overflow", int, where)),
-        total=int(_need(h, "total", int, where)),
+        counts=tuple(_count(c, f"{where}counts[{i}]") for i, c in enumerate(counts)),
+        overflow=_count(_need(h, "overflow", int, where), f"{where}overflow"),
+        total=_count(_need(h, "total", int, where), f"{where}total"),
     )
+
+
+def _counters(value: Any) -> dict[str, Any]:
+    """boardlab-kern's counters: per name an object with a "count" or the reason it is "unsupported"."""
+    out = dict(_object(value, "counters"))
+    for name, c in out.items():
+        c = _object(c, f"counters.{name}")
+        if c.get("count") is not None:
+            _count(c["count"], f"counters.{name}.count")
+        _optional(c.get("unsupported"), str, f"counters.{name}.unsupported")
+    return out
 
 
 def upgrade(doc: Mapping[str, Any]) -> dict[str, Any]:
     """A document of a readable schema as a WORKER_SCHEMA one."""
     schema = doc.get("schema")
-    if isinstance(schema, bool) or schema not in READABLE_SCHEMAS:
+    if isinstance(schema, bool) or not isinstance(schema, int) or schema not in READABLE_SCHEMAS:
         raise WorkerResultError(
-            f"worker result schema {schema!r}: this boardlab reads schemas "
+            f"worker result schema {_short(schema)}: this boardlab reads schemas "
             f"{', '.join(map(str, READABLE_SCHEMAS))} (a newer boardlab-kern than this boardlab?)"
         )
     out = dict(doc)
@@ -122,44 +195,53 @@ def upgrade(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def parse_worker_result(doc: Any) -> WorkerResult:
-    """The typed result of a worker's JSON object (schema 1 or 2), or WorkerResultError naming the key."""
+    """The typed result of a worker's JSON object (schema 1 or 2), or WorkerResultError naming the key:
+    every field read is type-checked, so no other exception leaves here whatever the document holds."""
     if not isinstance(doc, Mapping):
         raise WorkerResultError(f"worker result is {type(doc).__name__}, not a JSON object")
+    if not _depth_ok(doc):
+        raise WorkerResultError(f"worker result: nested deeper than {MAX_DEPTH} objects and lists")
+    _object(doc, "the document")
     schema = doc.get("schema")
     full = upgrade(doc)
-    metrics = full.get("metrics") or {}
-    histograms = full.get("histograms") or {}
-    warm = full.get("warmup") or {}
-    errors = full.get("errors") or []
-    for key, value, kind in (("metrics", metrics, Mapping), ("histograms", histograms, Mapping),
-                             ("warmup", warm, Mapping), ("errors", errors, list)):  # fmt: skip
-        if not isinstance(value, kind):
-            raise WorkerResultError(f"worker result: {key} is {type(value).__name__} {value!r:.60}")
+    metrics = _object(full.get("metrics"), "metrics")
+    histograms = _object(full.get("histograms"), "histograms")
+    warm = _object(full.get("warmup"), "warmup")
+    errors = _list(full.get("errors"), "errors")
+    warmup_iterations = warm.get("iterations")
+    if warmup_iterations is not None:
+        warmup_iterations = _count(warmup_iterations, "warmup.iterations")
     return WorkerResult(
         schema=schema,
-        tool=str(full.get("tool") or "?"),
-        workload=str(full.get("workload") or "?"),
-        params=dict(full.get("params") or {}),
+        tool=_optional(full.get("tool"), str, "tool") or "?",
+        workload=_optional(full.get("workload"), str, "workload") or "?",
+        params=dict(_object(full.get("params"), "params")),
         ok=_need(full, "ok", bool),
-        supported=bool(full.get("supported", True)),
-        reason=full.get("reason"),
-        errors=tuple(str(e) for e in errors),
+        supported=_optional(full.get("supported", True), bool, "supported") is not False,
+        reason=_optional(full.get("reason"), str, "reason"),
+        errors=tuple(_optional(e, str, f"errors[{i}]") or "" for i, e in enumerate(errors)),
         metrics=tuple(_metric(name, m) for name, m in metrics.items()),
-        iterations_ns=tuple(int(v) for v in full.get("iterations_ns") or ()),
-        warmup_iterations=warm.get("iterations"),
-        warmup_capped=warm.get("capped"),
+        iterations_ns=tuple(
+            _count(v, f"iterations_ns[{i}]")
+            for i, v in enumerate(_list(full.get("iterations_ns"), "iterations_ns"))
+        ),
+        warmup_iterations=warmup_iterations,
+        warmup_capped=_optional(warm.get("capped"), bool, "warmup.capped"),
         histograms=tuple(_histogram(name, h) for name, h in histograms.items()),
-        counters=dict(full.get("counters") or {}),
+        counters=_counters(full.get("counters")),
         document=full,
     )
 
 
 def read_worker_result(text: str) -> WorkerResult:
-    """`parse_worker_result` of a worker's stdout."""
+    """`parse_worker_result` of a worker's stdout. Python's json raises RecursionError on deep nesting
+    and ValueError on an integer of more than 4300 digits: both are a malformed result here."""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise WorkerResultError(f"worker printed no valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except (ValueError, RecursionError) as exc:
+        raise WorkerResultError(f"worker printed unreadable JSON ({str(exc)[:100]})") from None
     return parse_worker_result(doc)
 
 

@@ -7,6 +7,7 @@ figure (HTML only). Every word and number comes from the document, so the three 
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterable
 
 from boardlab.analysis import document as doc
@@ -137,8 +138,10 @@ def md_block(b: doc.Block) -> list[str]:
     if isinstance(b, doc.Items):
         return [f"- {md_escape(x)}" for x in b.items]
     if isinstance(b, doc.Preformatted):
-        fence = "````" if "```" in b.text else "```"
-        return ([md_escape(b.summary), ""] if b.summary else []) + [fence, *b.text.splitlines(), fence]
+        # a fence longer than any run of backticks in the text, so no line of it can close the block
+        fence = "`" * max(3, 1 + max((len(r) for r in re.findall("`+", b.text)), default=0))
+        body = [term(line) for line in b.text.splitlines()]  # control characters shown, as elsewhere
+        return ([md_escape(b.summary), ""] if b.summary else []) + [fence, *body, fence]
     if isinstance(b, doc.Facts):
         return [f"- {md_escape(k)}: {md_escape(v)}" for k, v in b.pairs]
     return []

@@ -12,7 +12,7 @@ import stat
 import time
 import urllib.parse
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -69,20 +69,25 @@ class Store:
     # ---- opening and migrating ----
 
     @classmethod
-    def open(cls, path: str | Path, *, create: bool = True) -> Store:
+    def open(
+        cls, path: str | Path, *, create: bool = True, wait: Callable[[str], None] | None = None
+    ) -> Store:
         """`create=True` opens for a campaign: the file is created if missing and locked exclusively (flock)
         until close, so a second writer is refused. `create=False` opens read-only and changes nothing.
 
         A `postgresql://` URL opens a PostgreSQL store instead (same schema, same migrations): `create=True`
         migrates it, `create=False` only reads. Anything else is a filesystem path: it is handed to SQLite as
         a URI we build, so a name such as "file:x.db?mode=memory" is a file of that name, never SQLite's URI
-        syntax."""
+        syntax.
+
+        `wait` (a writer's open of a SQLite file): when another process holds the file, call it with who
+        that is and wait for the file instead of refusing (an ingest into a shared store)."""
         from boardlab.store import pg
 
         if pg.is_url(path):
             return cls._open_pg(str(path), create=create)
         path = Path(path)
-        return cls._open_writer(path) if create else cls._open_reader(path)
+        return cls._open_writer(path, wait) if create else cls._open_reader(path)
 
     @classmethod
     def _open_pg(cls, url: str, *, create: bool) -> Store:
@@ -126,6 +131,7 @@ class Store:
         try:
             conn.execute("PRAGMA query_only=ON")
             store._check_schema(store.schema_version())
+            store.verify()
         except BaseException:
             store.close()
             raise
@@ -137,7 +143,7 @@ class Store:
         return store
 
     @classmethod
-    def _open_writer(cls, path: Path) -> Store:
+    def _open_writer(cls, path: Path, wait: Callable[[str], None] | None = None) -> Store:
         if not path.parent.is_dir():
             raise InputError(f"{path}: the directory {path.parent} does not exist")
         # O_NONBLOCK: a FIFO given as --db must not hang the open; it is refused below. O_EXCL first, to
@@ -164,10 +170,13 @@ class Store:
                     "; ".join(f"pid {pid}: {cmd}" for pid, cmd in flock_holders("/", path))
                     or "another process"
                 )
-                raise InputError(
-                    f"{path}: in use by {who}; wait for that campaign to finish (or stop it), "
-                    "or give another --db"
-                ) from None
+                if wait is None:
+                    raise InputError(
+                        f"{path}: in use by {who}; wait for that campaign to finish (or stop it), "
+                        "or give another --db"
+                    ) from None
+                wait(who)
+                fcntl.flock(fd, fcntl.LOCK_EX)  # Ctrl-C interrupts the wait
             conn = cls._connect(path, "rw")
         except BaseException:
             os.close(fd)
@@ -294,6 +303,18 @@ class Store:
             return int(row[0]) if row else 0
         except (TypeError, ValueError):
             raise InputError(f"{self.path}: store schema version {row[0]!r} is not a number") from None
+
+    def verify(self) -> None:
+        """Raises DamagedStore naming (table.column, row id) when a value is not what boardlab wrote
+        (store/verify.py): a reader's open calls it, so no reader meets a wrongly typed or non-JSON value."""
+        if self.dialect != "sqlite":
+            return
+        from boardlab.store.verify import verify_store
+
+        try:
+            verify_store(self.conn, self.path, self.describe_schema())
+        except sqlite3.DatabaseError as exc:
+            raise database_error(exc, self.path) from None
 
     def _rollback(self) -> None:
         """Rolls back what is open. SQLite has already rolled back after some errors (a full disk): a second

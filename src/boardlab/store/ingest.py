@@ -4,8 +4,10 @@ another SQLite file), idempotently, in one transaction per file.
 Identities (docs/results.md "Identities"), so a file ingested twice, or ingested again after its campaign
 was resumed on the board, adds only what is new:
 - a board: its fingerprint (boards.fingerprint, from the board's inventory);
-- a campaign: its uid (a uuid given at creation, store schema 5); a campaign stored before uids existed
-  gets one derived from its board's fingerprint, its plan hash and its start time (`campaign_uid`);
+- a campaign: its uid (a uuid given at creation, store schema 5) and its board's fingerprint; a campaign
+  stored before uids existed gets a uid derived from its board's fingerprint, its plan hash and its start
+  time (`campaign_uid`). A file whose campaign has the uid of another board's campaign is refused, naming
+  both, and nothing is ingested;
 - a cell: (campaign, cell key), the key naming workload, parameters, condition and metric;
 - a run: (campaign, cell key, repetition, attempt); the A/A label (aa_arm) and every child row (metrics,
   iterations, histograms, monitor series, energy, run artifacts) come with the run.
@@ -82,11 +84,14 @@ def open_source(src: Path) -> Store:
     return source
 
 
-def ingest_file(src: Path, db: str, *, fail_after_runs: int | None = None) -> IngestResult:
+def ingest_file(
+    src: Path, db: str, *, fail_after_runs: int | None = None, wait: Callable[[str], None] | None = None
+) -> IngestResult:
     """Ingests every campaign of `src` into the store `db` (a postgresql:// URL or a SQLite path) in one
     transaction: all of the file's new runs, or none of them. Raises InputError naming the file when it
     is corrupt, foreign or from a newer boardlab. `fail_after_runs` is for tests: fail after that many
-    runs were inserted, to check that nothing stays."""
+    runs were inserted, to check that nothing stays. `wait` is called with who holds a SQLite store
+    before this waits for it (another ingest, a campaign writing there)."""
     src = Path(src)
     source = open_source(src)
     try:
@@ -94,7 +99,7 @@ def ingest_file(src: Path, db: str, *, fail_after_runs: int | None = None) -> In
             with contextlib.suppress(OSError):
                 if os.path.samefile(src, db):
                     raise InputError(f"{src}: is the target store itself; give --db another store")
-        target = Store.open(db)
+        target = Store.open(db, wait=wait)
         try:
             return _ingest(source, target, src, fail_after_runs)
         except BaseException:
@@ -156,6 +161,24 @@ class _Copier:
             )
 
 
+def _same_campaign(conn, uid: str, fingerprint: str, src: Path, camp) -> tuple | None:
+    """The store's row of this campaign, identified by (uid, board fingerprint); None when it is new.
+    A uid the store holds under another board is refused: merging would change that board's campaign."""
+    row = conn.execute(
+        "SELECT c.id, b.fingerprint, b.label, c.name FROM campaigns c JOIN boards b ON b.id = c.board_id"
+        " WHERE c.uid=?",
+        (uid,),
+    ).fetchone()
+    if row is None or row[1] == fingerprint:
+        return row
+    raise InputError(
+        f"{src}: campaign {camp['name']!r} (uid {uid}) of board {fingerprint!r} has the uid of campaign "
+        f"{row[3]!r} of board {row[2]!r} ({row[1]}) in the store; a campaign belongs to one board, so "
+        "nothing was ingested; check that the file is that board's own results database (not an edited "
+        "copy of another board's)"
+    )
+
+
 def _ingest(source: Store, target: Store, src: Path, fail_after_runs: int | None) -> IngestResult:
     cp = _Copier(source, target)
     conn = target.conn
@@ -180,7 +203,7 @@ def _ingest(source: Store, target: Store, src: Path, fail_after_runs: int | None
         ccols = cp.columns("campaigns", skip=("id", "board_id", "uid"))
         for camp in source.campaigns():
             uid = campaign_uid(camp, fingerprints[camp["board_id"]])
-            row = conn.execute("SELECT id FROM campaigns WHERE uid=?", (uid,)).fetchone()
+            row = _same_campaign(conn, uid, fingerprints[camp["board_id"]], src, camp)
             if row is None:
                 tid = cp.insert_one(
                     "campaigns",

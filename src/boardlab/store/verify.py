@@ -1,0 +1,125 @@
+"""Is a SQLite results database one this boardlab can read without surprises? Every column holds its
+declared type (SQLite stores any value in any column: text in `runs.value` is accepted), every JSON column
+holds valid JSON of the shape its readers expect, timestamps lie in a plausible range. `ingest` verifies a
+board's file before it copies anything; every reader verifies the store when it opens it, so a damaged
+database is one clear error naming the table, the column and the row (exit 2), never a reader's crash.
+
+PostgreSQL stores are typed by their columns, and what reaches them came through `ingest`: only SQLite
+files are verified here."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from boardlab.errors import InputError
+
+# (table, column) -> the JSON type its readers expect (SQLite's json_type); NULL is allowed where the
+# column is nullable
+JSON_SHAPES = {
+    ("boards", "inventory_json"): "object",
+    ("campaigns", "environment_json"): "object",
+    ("campaigns", "monitor_json"): "object",
+    ("campaigns", "notes_json"): "object",
+    ("cells", "params_json"): "object",
+    ("cells", "condition_json"): "object",
+    ("runs", "rusage_json"): "object",
+    ("runs", "condition_state_json"): "object",
+    ("runs", "monitor_json"): "object",
+    ("runs", "worker_json"): "object",
+    ("run_histograms", "counts_json"): "array",
+    ("energy_sources", "spec_json"): "object",
+    ("run_energy", "warnings_json"): "array",
+}
+# SQLite's typeof() that each declared kind accepts (an integer is a fine REAL: SQLite may store 2.0 as 2)
+TYPES = {"integer": ("integer",), "real": ("real", "integer"), "text": ("text",), "blob": ("blob",)}
+# seconds since 1970 that a report can print as a date: from 1970 to year 9999
+UNIX_S_MAX = 253402300799.0
+
+
+class DamagedStore(InputError):
+    """A results database whose content is not what boardlab wrote: names the table, column and row."""
+
+
+def damaged(path: str, table: str, column: str, row_id, what: str) -> DamagedStore:
+    return DamagedStore(
+        f"{path}: damaged results database ({table}.{column}, row id {row_id}): {what}; restore the "
+        "file from a copy (or fetch it from the board again), or give another --db"
+    )
+
+
+def _column_checks(table: str, column: str, kind: str, notnull: bool) -> list[tuple[str, str, str]]:
+    """(column, SQL condition that holds for a good value, what a bad one is) of one column."""
+    col = f'"{column}"'
+    allowed = ", ".join(f"'{t}'" for t in TYPES.get(kind, ()) + (() if notnull else ("null",)))
+    checks = (
+        [(column, f"typeof({col}) IN ({allowed})", f"not of the column's type ({kind})")] if allowed else []
+    )
+    shape = JSON_SHAPES.get((table, column))
+    if shape:
+        # CASE, not AND: SQLite may evaluate json_type() of malformed JSON, which is an error
+        good = f"({col} IS NULL OR CASE WHEN json_valid({col}) THEN json_type({col}) = '{shape}' ELSE 0 END)"
+        checks.append((column, good, f"not a JSON {shape}"))
+        if column == "counts_json":
+            checks.append(
+                (
+                    column,
+                    f"(CASE WHEN json_valid({col}) AND json_type({col}) = 'array' THEN NOT EXISTS (SELECT 1"
+                    f" FROM json_each({col}) WHERE type <> 'integer' OR value < 0) ELSE 1 END)",
+                    "a histogram count that is not a non-negative integer",
+                )
+            )
+    if column.endswith("_unix_s"):
+        good = f"({col} IS NULL OR typeof({col}) = 'text' OR {col} BETWEEN 0 AND {UNIX_S_MAX})"
+        checks.append((column, good, "not a date between 1970 and 9999"))
+    return checks
+
+
+def verify_store(conn: sqlite3.Connection, path: str, schema: dict) -> None:
+    """Raises DamagedStore for the first bad value; one scan per table. `schema` is describe_schema()."""
+    for table, columns in schema.items():
+        if table == "meta":
+            continue
+        checks = [c for col, kind, notnull, _pk in columns for c in _column_checks(table, col, kind, notnull)]
+        if not checks:
+            continue
+        key = _row_key(conn, table, columns)
+        conds = [f"({sql}) IS 1" for _, sql, _ in checks]
+        try:
+            bad = conn.execute(
+                f'SELECT {", ".join(key)}, {", ".join(conds)} FROM "{table}"'
+                f" WHERE NOT ({' AND '.join(conds)}) LIMIT 1"
+            ).fetchone()
+        except sqlite3.OperationalError as exc:  # malformed JSON deep inside json_each, and the like
+            raise damaged(path, table, "?", "?", str(exc)) from None
+        if bad is None:
+            continue
+        values = tuple(bad)
+        column, _, what = checks[next(i for i, ok in enumerate(values[len(key) :]) if not ok)]
+        row = (
+            values[0]
+            if key == ["rowid"]
+            else ", ".join(f"{k} {v!r}" for k, v in zip(key, values, strict=False))
+        )
+        raise damaged(path, table, column, row, what)
+    verify_references(conn, path)
+
+
+def verify_references(conn: sqlite3.Connection, path: str) -> None:
+    """Raises DamagedStore for the first row that refers to a row that is not there (a run's cell, a
+    campaign's board): SQLite's own foreign key check, which boardlab's writes always satisfy."""
+    bad = conn.execute("PRAGMA foreign_key_check").fetchone()
+    if bad is None:
+        return
+    table, rowid, parent, fk = bad[0], bad[1], bad[2], bad[3]
+    column = next((r[3] for r in conn.execute(f'PRAGMA foreign_key_list("{table}")') if r[0] == fk), "?")
+    raise damaged(path, table, column, rowid, f"refers to a {parent} row that does not exist")
+
+
+def _row_key(conn: sqlite3.Connection, table: str, columns) -> list[str]:
+    """How a row is named: its rowid (the id column where there is one), else its primary key (a table
+    WITHOUT ROWID)."""
+    try:
+        conn.execute(f'SELECT rowid FROM "{table}" LIMIT 0')
+        return ["rowid"]
+    except sqlite3.OperationalError:
+        return [f'"{col}"' for col, _kind, _nn, pk in columns if pk]

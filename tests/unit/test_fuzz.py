@@ -1,0 +1,396 @@
+"""Property-based fuzzing (hypothesis) of what reads hostile input: the plan parser, the worker reader, the
+store's readers over a damaged database, and every renderer over hostile strings. Each may only raise its
+declared error. `make test` runs a few thousand examples in all (derandomized, so a run is repeatable);
+`make fuzz` runs BOARDLAB_FUZZ_EXAMPLES (default 100,000) per target with fresh random seeds. Both print
+the number of examples per target; a failure prints hypothesis's falsifying example and the
+`@reproduce_failure` line that replays it."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sqlite3
+from html.parser import HTMLParser
+
+import pytest
+
+hypothesis = pytest.importorskip("hypothesis", reason="hypothesis not installed (the test extra)")
+from hypothesis import HealthCheck, given, reject, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from boardlab.analysis import document as doc  # noqa: E402
+from boardlab.errors import BoardlabError, InputError  # noqa: E402
+from boardlab.model.worker import WorkerResultError, read_worker_result  # noqa: E402
+
+from helpers import make_campaign_db  # noqa: E402
+
+FUZZ = os.environ.get("BOARDLAB_FUZZ") == "1"
+FUZZ_EXAMPLES = int(os.environ.get("BOARDLAB_FUZZ_EXAMPLES", "100000"))
+COUNTS: dict[str, int] = {}
+
+
+def budget(suite_examples: int):
+    """The suite's examples per target, or make fuzz's; no example database is written anywhere."""
+    return settings(
+        max_examples=FUZZ_EXAMPLES if FUZZ else suite_examples,
+        deadline=None,
+        database=None,
+        derandomize=not FUZZ,
+        print_blob=True,
+        suppress_health_check=list(HealthCheck),
+    )
+
+
+def count(target: str) -> None:
+    COUNTS[target] = COUNTS.get(target, 0) + 1
+
+
+@pytest.fixture(scope="module", autouse=True)
+def report_counts(request):
+    yield
+    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
+    capture = request.config.pluginmanager.get_plugin("capturemanager")
+    outcome = "0 undeclared exceptions" if request.session.testsfailed == 0 else "a failure: see above"
+    for target, n in sorted(COUNTS.items()):
+        line = f"fuzz: {target}: {n} examples, {outcome}"
+        if reporter is not None and capture is not None:
+            with capture.global_and_fixture_disabled():  # shown even under pytest's output capture
+                reporter.ensure_newline()
+                reporter.write_line(line)
+        else:
+            print(line)
+
+
+# ---- strategies ----
+
+HOSTILE = st.lists(
+    st.one_of(
+        st.sampled_from(list("<>&\"'`|\\[]()*_#!-=+@\n\r\t\x1b\x00\u202e\u200b\u2028") + ["](", "<script>"]),
+        st.characters(),
+    ),
+    max_size=12,
+).map("".join)
+JSON_LEAF = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=20),
+)
+JSON_VALUE = st.recursive(
+    JSON_LEAF,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=5), st.dictionaries(st.text(max_size=12), inner, max_size=5)
+    ),
+    max_leaves=8,
+)
+WORKER_KEYS = ("schema", "tool", "workload", "params", "ok", "supported", "reason", "errors", "metrics",
+               "iterations_ns", "warmup", "histograms", "counters", "kernel")  # fmt: skip
+
+
+def _metric_like():
+    return st.fixed_dictionaries(
+        {},
+        optional={
+            "unit": JSON_LEAF,
+            "higher_is_better": JSON_LEAF,
+            "values": st.lists(JSON_LEAF, max_size=3),
+            "median": JSON_LEAF,
+            "min": JSON_LEAF,
+            "p90": JSON_LEAF,
+            "p99": JSON_LEAF,
+            "counts": st.lists(JSON_LEAF, max_size=3),
+            "bucket_width": JSON_LEAF,
+            "overflow": JSON_LEAF,
+            "total": JSON_LEAF,
+            "iterations": JSON_LEAF,
+            "capped": JSON_LEAF,
+            "count": JSON_LEAF,
+            "unsupported": JSON_LEAF,
+        },
+    )
+
+
+WORKER_DOC = st.dictionaries(
+    st.sampled_from(WORKER_KEYS),
+    st.one_of(
+        st.sampled_from([1, 2, True, None, "noop"]),
+        JSON_VALUE,
+        _metric_like(),
+        st.dictionaries(st.text(max_size=8), _metric_like(), max_size=2),
+    ),
+    max_size=8,
+)
+
+
+# ---- the worker reader ----
+
+
+@budget(1500)
+@given(doc_=WORKER_DOC, mangle=st.sampled_from(["json", "cut", "deep"]))
+def test_fuzz_worker_reader_raises_only_its_error(doc_, mangle):
+    count("worker reader")
+    text = json.dumps(doc_, allow_nan=True)
+    if mangle == "cut":
+        text = text[: len(text) // 2]
+    elif mangle == "deep":
+        text = text.replace("[", "[" * 50).replace("]", "]" * 50)
+    try:
+        result = read_worker_result(text)
+    except WorkerResultError:
+        return
+    json.dumps(dict(result.document))  # what the runner stores serializes again
+    assert all(isinstance(v, int) and v >= 0 for v in result.iterations_ns)
+    assert result.warmup_iterations is None or isinstance(result.warmup_iterations, int)
+
+
+# ---- the plan parser ----
+
+
+def _toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v).replace("inf", "inf").replace("nan", "nan")
+    if isinstance(v, str):
+        return json.dumps(v)  # a TOML basic string is a JSON string
+    if isinstance(v, list):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    return "{ " + ", ".join(f"{json.dumps(k)} = {_toml_value(x)}" for k, x in v.items()) + " }"
+
+
+TOML_LEAF = st.one_of(
+    st.booleans(),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.floats(allow_nan=False),
+    st.text(max_size=12),
+    st.sampled_from(["auto", "none", "16M", "interleave", "skip", "baseline", "noop", "cpu", "all"]),
+)
+TOML_VALUE = st.recursive(
+    TOML_LEAF,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(min_size=1, max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+RUN_KEYS = ["repetitions", "iterations", "cpu", "order", "timeout_s", "max_reruns", "warmup_max_ms",
+            "warmup_max_iterations", "warmup_cv", "precision", "cap", "pilot", "unsupported", "counters"]  # fmt: skip
+KINDS = ["baseline", "stressor", "command", "ddgzip", "burstynet", "governor", "isolation", "workload",
+         "governor-daemon", "netns", "dvfs", "devfreq-bus", "bogus"]  # fmt: skip
+WORKLOADS = ["noop", "scimark.sor", "mem.latency", "compress.zstd", "rt.cyclictest", "bogus"]
+
+
+@st.composite
+def plans(draw) -> str:
+    lines = [f"name = {_toml_value(draw(st.one_of(st.text(max_size=10), TOML_LEAF)))}"]
+    if draw(st.booleans()):
+        lines.append(f"seed = {_toml_value(draw(TOML_LEAF))}")
+    lines.append("[runs]")
+    for key in draw(st.lists(st.sampled_from(RUN_KEYS), max_size=5, unique=True)):
+        lines.append(f"{key} = {_toml_value(draw(TOML_VALUE))}")
+    for _ in range(draw(st.integers(0, 2))):
+        lines.append("[[workloads]]")
+        lines.append(f"name = {_toml_value(draw(st.sampled_from(WORKLOADS)))}")
+        if draw(st.booleans()):
+            lines.append(
+                f"params = {_toml_value(draw(st.dictionaries(st.text(max_size=8), TOML_VALUE, max_size=3)))}"
+            )
+    for _ in range(draw(st.integers(0, 2))):
+        lines.append("[[conditions]]")
+        lines.append(f"name = {_toml_value(draw(st.text(max_size=8)))}")
+        lines.append(f"kind = {_toml_value(draw(st.sampled_from(KINDS)))}")
+        if draw(st.booleans()):
+            lines.append(
+                f"params = {_toml_value(draw(st.dictionaries(st.text(max_size=8), TOML_VALUE, max_size=3)))}"
+            )
+    text = "\n".join(lines) + "\n"
+    if draw(st.booleans()):  # a byte-level mutation as well: a cut, a doubled or a dropped span
+        i, j = sorted((draw(st.integers(0, len(text))), draw(st.integers(0, len(text)))))
+        text = draw(
+            st.sampled_from([text[:i] + text[j:], text[:j] + text[i:], text[:i] + text[i:j] * 2 + text[j:]])
+        )
+    return text
+
+
+@pytest.fixture(scope="module")
+def catalog():
+    from boardlab.workloads import all_workloads
+
+    return {w.name: w for w in all_workloads()}
+
+
+@budget(400)
+@given(text=plans())
+def test_fuzz_plan_parser_raises_only_input_errors(catalog, text):
+    from boardlab.campaign.plan import parse_plan
+
+    count("plan parser")
+    try:
+        parse_plan(text, "fuzz.toml", catalog)
+    except BoardlabError:  # InputError naming the place, or PlanUnsupported
+        pass
+
+
+# ---- the store's readers over a damaged database ----
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory):
+    path = make_campaign_db(tmp_path_factory.mktemp("fuzz store") / "board.db", board="fuzz", n=3)
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "INSERT INTO run_histograms(run_id, name, bucket_width, unit, counts_json, overflow, total)"
+            " VALUES (1, 'latency', 1.0, 'us', '[3, 4]', 0, 7)"
+        )
+        cols = {
+            t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})") if not r[5] or t == "run_values"]
+            for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name <> 'meta'")
+        }
+        keys = {t: [r[0] for r in conn.execute(f"SELECT rowid FROM {t}")] for t in cols if t != "run_values"}
+    conn.close()
+    return path, {t: c for t, c in cols.items() if keys.get(t) or t == "run_values"}, keys
+
+
+STORE_VALUE = st.one_of(
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.floats(allow_nan=True, allow_infinity=True),
+    HOSTILE,
+    st.binary(max_size=8),
+    JSON_VALUE.map(lambda v: json.dumps(v, allow_nan=True)),
+)
+
+
+@budget(30)
+@given(data=st.data())
+def test_fuzz_store_readers_over_a_damaged_database(pristine, tmp_path_factory, data):
+    from boardlab.analysis import analyze, latest_campaign_id
+    from boardlab.report.markdown import render_markdown
+    from boardlab.report.terminal import render_text
+    from boardlab.store import Store
+
+    count("store reader (damaged database)")
+    path, cols, keys = pristine
+    db = tmp_path_factory.getbasetemp() / "fuzz-damaged.db"
+    shutil.copy(path, db)
+    table = data.draw(st.sampled_from(sorted(t for t in cols if t != "run_values")))
+    column = data.draw(st.sampled_from(cols[table]))
+    rowid = data.draw(st.sampled_from(keys[table]))
+    value = data.draw(STORE_VALUE)
+    try:
+        with sqlite3.connect(db) as conn:
+            conn.execute(f'UPDATE {table} SET "{column}"=? WHERE rowid=?', (value, rowid))
+        conn.close()
+    except sqlite3.IntegrityError:  # NOT NULL, UNIQUE: SQLite itself refuses that damage
+        reject()
+    try:
+        with Store.open(db, create=False) as store:
+            cid = latest_campaign_id(store)
+            analysis = analyze(store, cid)
+        render_markdown(analysis)
+        render_text(analysis)
+    except BoardlabError as exc:
+        assert exc.exit_code == 2 or isinstance(exc, InputError), exc
+
+
+# ---- every renderer over hostile strings ----
+
+HTML_TAGS = {"h1", "h2", "h3", "h4", "p", "table", "thead", "tbody", "tr", "td", "th", "ul", "li", "pre",
+             "details", "summary", "div", "span", "strong", "b", "em", "code", "small", "section", "a",
+             "svg", "g", "rect", "line", "text", "path", "circle", "polyline", "title", "dl", "dt", "dd", "br",
+             "caption", "figure", "figcaption", "tspan", "polygon", "defs", "style"}  # fmt: skip
+
+
+class _Tags(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags: set[str] = set()
+        self.handlers: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.add(tag)
+        self.handlers += [k for k, _ in attrs if k.lower().startswith("on")]
+
+
+@st.composite
+def documents(draw) -> doc.Document:
+    s = draw
+    n = s(st.integers(1, 4))
+    columns = tuple(
+        doc.Column(s(HOSTILE), s(st.one_of(st.none(), HOSTILE)), s(st.booleans())) for _ in range(n)
+    )
+    rows = tuple(tuple(s(HOSTILE) for _ in range(n)) for _ in range(s(st.integers(0, 3))))
+    blocks = [
+        doc.Prose(s(HOSTILE), strong=s(st.booleans()), bold=tuple(s(st.lists(HOSTILE, max_size=2)))),
+        doc.Items(tuple(s(st.lists(HOSTILE, max_size=3)))),
+        doc.Facts(tuple((s(HOSTILE), s(HOSTILE)) for _ in range(s(st.integers(0, 3))))),
+        doc.Preformatted(s(HOSTILE), summary=s(st.one_of(st.none(), HOSTILE))),
+        doc.Table(columns, rows, title=s(st.one_of(st.none(), HOSTILE))),
+    ]
+    if s(st.integers(0, 9)) == 0:  # drawing SVG is the slow part: one document in ten has a figure
+        blocks.append(
+            doc.Figure(
+                "boxplot",
+                {
+                    "boxes": [doc.Box(s(HOSTILE), [1.0, 2.0, 3.0], note=s(HOSTILE)) for _ in range(2)],
+                    "title": s(HOSTILE),
+                    "unit": s(HOSTILE),
+                },
+            )
+        )
+    return doc.Document(s(HOSTILE), (doc.Section(s(HOSTILE), tuple(blocks), anchor=s(HOSTILE)),))
+
+
+_TAG_START = re.compile(r"<[A-Za-z/!?]")
+
+
+def _outside_fences(md: str) -> str:
+    """The Markdown outside fenced code blocks (where `<` is literal text); a line inside a block that
+    could close it fails the test."""
+    out, fence = [], None
+    for line in md.splitlines():
+        if fence is None:
+            m = re.fullmatch(r"(`{3,})", line)
+            if m:
+                fence = m[1]
+            else:
+                out.append(line)
+        elif line == fence:
+            fence = None
+        else:
+            assert not re.match(rf"`{{{len(fence)},}}\s*$", line), f"a line closes the fence early: {line!r}"
+    assert fence is None, "an unclosed code fence"
+    return "\n".join(out)
+
+
+def _md_tables_consistent(md: str) -> bool:
+    """Every block of consecutive table lines has the same number of cell separators (a hostile `|` or
+    newline cannot add a cell or end a row)."""
+    widths: list[int] = []
+    for line in [*md.splitlines(), ""]:
+        if line.startswith("|"):
+            widths.append(len(re.findall(r"(?<!\\)\|", line)))
+        elif widths:
+            if len(set(widths)) != 1:
+                return False
+            widths = []
+    return True
+
+
+@budget(300)
+@given(document=documents())
+def test_fuzz_renderers_escape_hostile_strings(document):
+    from boardlab.report.render import render_document
+
+    count("renderers (HTML, Markdown, text)")
+    html_out = render_document(document, "html")
+    parser = _Tags()
+    parser.feed(html_out)
+    assert parser.tags <= HTML_TAGS, parser.tags - HTML_TAGS
+    assert not parser.handlers, parser.handlers
+    md = render_document(document, "md")
+    assert not _TAG_START.search(_outside_fences(md)), md
+    assert _md_tables_consistent(md), md
+    text = render_document(document, "text")
+    assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", text), text
