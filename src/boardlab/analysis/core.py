@@ -732,7 +732,9 @@ class StudyResult:
     record: Any
     shows: tuple[int, ...] = ()
     shown_as: str = ""  # where those cells are shown, e.g. "per model in the AI inference section below"
-    covers: tuple[int, ...] = ()  # the cells the study is about (its `shows`, or more): the summary card's groups
+    covers: tuple[
+        int, ...
+    ] = ()  # the cells the study is about (its `shows`, or more): the summary card's groups
 
     def sections(self, analysis: CampaignAnalysis) -> list[Section]:
         import importlib

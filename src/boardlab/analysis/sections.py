@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from boardlab.analysis import document as doc
 from boardlab.analysis.format import (
     VERDICT_RANK,
+    cell_label,
     display_unit,
     fmt_duration,
     fmt_interval,
@@ -23,7 +24,6 @@ from boardlab.analysis.format import (
     fmt_pct,
     fmt_ratio,
     fmt_time,
-    cell_label,
     params_text,
     section_labels,
     varying_keys,
@@ -484,6 +484,7 @@ def drift(a: CampaignAnalysis) -> doc.Section | None:
     checked.sort(key=lambda c: (not c.summary.drift.flagged, c.summary.drift.p_value))
     flagged = sum(1 for c in checked if c.summary.drift.flagged)
     shown = checked[: max(MAX_DRIFT_PLOTS, flagged)]
+    varying = varying_by_workload(a.cells)
     figures = []
     for c in shown:
         d = c.summary.drift
@@ -494,8 +495,8 @@ def drift(a: CampaignAnalysis) -> doc.Section | None:
         if invalid:
             lines.append(doc.Line("invalid runs", invalid, color=7))
         flag = "  DRIFT" if d.flagged else ""
-        # Small multiples: parameter values without their names, so the title fits 272 px.
-        short = f"{c.workload} ({', '.join(str(v) for v in c.params.values())})" if c.params else c.workload
+        # Small multiples: the parameters that tell the workload's cells apart (a long title wraps).
+        short = cell_label(c.workload, c.params, varying[c.workload])
         figures.append(
             doc.Figure(
                 "line_plot",
@@ -609,7 +610,17 @@ def _text_cells(a: CampaignAnalysis) -> doc.Table:
         name = f"{cell_label(c.workload, c.params, varying[c.workload])} @ {c.condition}"
         if s is None:
             rows.append(
-                (name, str(len(c.values)), "–", "", "–", "–", "–", times_text(c), clip(c.summary_reason or "", 50))
+                (
+                    name,
+                    str(len(c.values)),
+                    "–",
+                    "",
+                    times_text(c),
+                    "–",
+                    "–",
+                    "–",
+                    clip(c.summary_reason or "", 50),
+                )
             )
             continue
         div, unit = display_unit(c.unit, s.median)
@@ -620,10 +631,10 @@ def _text_cells(a: CampaignAnalysis) -> doc.Table:
                 str(s.n),
                 fmt_num(s.median / div, 4),
                 unit,
+                times_text(c),
                 ci,
                 fmt_pct(s.cv),
                 drift_text(c),
-                times_text(c),
                 "; ".join(clip(w, 50) for w in s.warnings[:1]),
             )
         )
@@ -634,10 +645,10 @@ def _text_cells(a: CampaignAnalysis) -> doc.Table:
             ("n", True),
             ("median", True),
             ("unit", False),
+            ("user/sys/wall s", True),
             ("95% CI", True),
             ("CV %", True),
             ("drift ρ, p", False),
-            ("user/sys/wall s", True),
             ("note", False),
         )
     )

@@ -126,13 +126,14 @@ def cell_row(cell: CellAnalysis, varying=None) -> tuple[str, ...]:
             bad,
             cell.unit,
             "–",
-            "–",
-            "–",
-            "–",
-            "–",
-            "–",
-            "–",
             times_text(cell),
+            "–",
+            "–",
+            "–",
+            "–",
+            "–",
+            "–",
+            "–",
             cell.summary_reason or "",
         )
     div, unit = display_unit(cell.unit, s.median)
@@ -152,6 +153,7 @@ def cell_row(cell: CellAnalysis, varying=None) -> tuple[str, ...]:
         bad,
         unit,
         fmt_num(s.median / div, 4),
+        times_text(cell),
         ci,
         boot,
         fmt_pct(s.cv),
@@ -159,7 +161,6 @@ def cell_row(cell: CellAnalysis, varying=None) -> tuple[str, ...]:
         f"{fmt_num(s.p5 / div, 4)} – {fmt_num(s.p95 / div, 4)}",
         outliers,
         drift_text(cell),
-        times_text(cell),
         "; ".join(s.warnings),
     )
 
@@ -167,7 +168,24 @@ def cell_row(cell: CellAnalysis, varying=None) -> tuple[str, ...]:
 def cell_table(analysis: CampaignAnalysis) -> doc.Table:
     t = Table(
         CELL_HEADERS,
-        (False, False, False, True, True, False, True, True, True, True, True, True, True, False, True, False),
+        (
+            False,
+            False,
+            False,
+            True,
+            True,
+            False,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            False,
+            False,
+        ),
     )
     varying = varying_by_workload(analysis.cells)
     for c in analysis.cells:

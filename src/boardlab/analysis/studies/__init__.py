@@ -32,6 +32,7 @@ STUDIES = (
     "boardlab.analysis.studies.governor",
     "boardlab.analysis.studies.stream",
     "boardlab.analysis.studies.services",
+    "boardlab.analysis.studies.series",
 )
 
 

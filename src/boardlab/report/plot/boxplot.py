@@ -27,8 +27,8 @@ from boardlab.report.plot.axes import (
     padded_domain,
     text_lines,
     title_block,
-    wrap,
     wants_log,
+    wrap,
 )
 
 # --- boxplots --------------------------------------------------------------------------------------------------

@@ -87,9 +87,8 @@ def heatmap(
             body.append(_text(cx - 4, head - 8, c, anchor="start", size=11, rotate=-35))
         else:
             body.append(_text(cx, head - 8, c, anchor="middle", size=11))
-    for i, r in enumerate(rows):
+    for i, lines in enumerate(wrapped):
         cy = head + cell_h * i
-        lines = wrapped[i]
         y0 = cy + cell_h / 2 + 4 - 6.5 * (len(lines) - 1)
         body += text_lines(left - 8, y0, lines, 13, anchor="end", size=12)
         for j in range(len(cols)):

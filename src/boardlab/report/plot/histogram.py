@@ -20,8 +20,8 @@ from boardlab.report.plot.axes import (
     fmt_tick,
     log_ticks,
     nice_ticks,
-    tick_labels,
     text_lines,
+    tick_labels,
     title_block,
     wrap,
 )

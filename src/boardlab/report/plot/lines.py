@@ -22,8 +22,8 @@ from boardlab.report.plot.axes import (
     _tick_formatter,
     fmt_num,
     padded_domain,
-    tick_labels,
     text_lines,
+    tick_labels,
     title_block,
     wrap,
 )
