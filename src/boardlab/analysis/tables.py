@@ -100,6 +100,7 @@ CELL_HEADERS = (
     "invalid/failed [runs]",
     "unit",
     "median [unit]",
+    "user / system / wall per run [s]",
     "95% CI order-stat. [unit]",
     "95% CI bootstrap [unit]",
     "CV [%]",
@@ -107,7 +108,6 @@ CELL_HEADERS = (
     "p5 – p95 [unit]",
     "outliers mild/extreme [runs]",
     "drift ρ, p",
-    "user / system / wall per run [s]",
     "warnings",
 )
 
