@@ -635,7 +635,7 @@ def _text_cells(a: CampaignAnalysis) -> doc.Table:
                 ci,
                 fmt_pct(s.cv),
                 drift_text(c),
-                "; ".join(clip(w, 50) for w in s.warnings[:1]),
+                "; ".join(clip(w, 44) for w in s.warnings[:1]),  # the whole warning: the md and HTML tables
             )
         )
     columns = tuple(

@@ -89,7 +89,7 @@ def times_text(cell: CellAnalysis) -> str:
     t = run_times(cell)
     if t is None:
         return "–"
-    return " / ".join(fmt_num(x, 3) for x in t)
+    return " / ".join("–" if x is None else fmt_num(x, 3) if x >= 1 else f"{x:.3f}" for x in t)  # to the ms
 
 
 CELL_HEADERS = (

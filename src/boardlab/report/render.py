@@ -201,7 +201,7 @@ def text_block(b: doc.Block) -> list[str]:
     if isinstance(b, doc.Preformatted):
         return b.text.splitlines()
     if isinstance(b, doc.Facts):
-        head = [f"{b.title}:"] if b.title else []
+        head = [b.title] if b.title else []
         return head + [f"{'  ' if b.title else ''}{k}: {v}" for k, v in b.pairs]
     return []
 
