@@ -536,6 +536,140 @@ def make_ai_db(path: Path, n: int = 12, seed: int = 3) -> Path:
 
 # --- headless Chromium, for the reports as a reader sees them
 
+# --- the services, data-stream and satellite-computer studies' campaigns, as `boardlab run` stores them ----------
+
+STUDY_CONDITIONS = {"baseline": ("baseline", None), "cpu-stress": ("stressor", "baseline")}
+
+
+def _worker_doc(workload: str, params: dict, metrics: dict, **extra) -> str:
+    """A worker result as a worker prints it (schema 2), for the runs' worker_json."""
+    body = {name: {"unit": unit, "higher_is_better": hib, "value": v, "median": v}
+            for name, (unit, hib, v) in metrics.items()}  # fmt: skip
+    return json.dumps({"schema": 2, "tool": "boardlab.worker", "workload": workload, "params": params,
+                       "ok": True, "supported": True, "reason": None, "errors": [], "metrics": body, **extra})  # fmt: skip
+
+
+def _make_study_db(path: Path, name: str, cells, n: int, seed: int) -> Path:
+    """`cells`: (workload, params, metric, unit, higher_is_better, value(condition, rep, rng) -> float,
+    worker_doc(value, rep, rng) -> str or None), each under every condition of STUDY_CONDITIONS. Runs carry
+    rusage (user and system time) and a wall time that scale with the value."""
+    rng = random.Random(seed)
+    specs = {c: ConditionSpec(c, kind, {}, base) for c, (kind, base) in STUDY_CONDITIONS.items()}
+    keyed = [
+        (Cell(w, tuple(sorted(p.items())), cond, m), w, p, u, hib, value, wdoc)
+        for cond in STUDY_CONDITIONS
+        for w, p, m, u, hib, value, wdoc in cells
+    ]
+    with Store.open(path) as store:
+        board_id = store.upsert_board(
+            "fp-study", "study-board", {"model": "test board", "online_cpus": [0, 1]}
+        )
+        cid = store.create_campaign(
+            name=name, plan_hash=f"h-{name}", plan_source=f"{name}.toml",
+            plan_text=f'name = "{name}"\n[runs]\nrepetitions = {n}\n', board_id=board_id,
+            boardlab_version="0.1.0", kern_version="0.1.0", root="/", environment={"checks": []},
+        )  # fmt: skip
+        ids = store.ensure_cells(cid, [k[0] for k in keyed], specs, {k[0].key: (k[3], k[4]) for k in keyed})
+        seq = 0
+        for rep in range(1, n + 1):
+            for cell, _w, _p, unit, hib, value, wdoc in keyed:
+                v = value(cell.condition, rep, rng)
+                wall_s = 0.5 + rng.random() * 0.05
+                run = RunResult(
+                    cell_key=cell.key, repetition=rep, attempt=1, seq=seq, started_unix_s=1_700_000_000.0 + seq * 2,
+                    wall_ns=int(wall_s * 1e9), cpu=1, exit_code=0, ok=True, valid=True, invalid_reason=None,
+                    value=v, metrics=(MetricResult(cell.metric, unit, hib, (v,), v),), iterations_ns=(),
+                    warmup_iterations=None, warmup_capped=None,
+                    rusage={"utime_us": int(wall_s * 0.9e6), "stime_us": int(wall_s * 0.05e6)},
+                    gate=GateResult(0.0, False, "idle"), condition_state={}, monitor=_study_monitor(),
+                    worker_json=wdoc(v, rep, rng) if wdoc else None,
+                )  # fmt: skip
+                store.record_run(cid, ids[cell.key], run)
+                seq += 1
+        store.set_campaign_status(cid, "complete", monitor={}, notes={})
+    return path
+
+
+SERVICES = ("position", "orientation", "dot")
+
+
+def _services_doc(params: dict):
+    """svc.scenario's worker result: the accounting per service and its per-second series (CPU, RSS, PSS)."""
+
+    def doc(v: float, rep: int, rng: random.Random) -> str:
+        series, per = [], {}
+        for k, svc in enumerate(SERVICES):
+            cpu = [v / 3 * (1 + 0.3 * math.sin(t / 2 + k)) + rng.random() * 0.2 for t in range(12)]
+            rss = [(8 + 2 * k) * 2**20 + t * 4096 for t in range(12)]
+            pss = [x * 0.6 for x in rss]
+            for metric, unit, ys in (("cpu_pct_one_cpu", "%", cpu), ("rss_bytes", "bytes", rss),
+                                     ("pss_bytes", "bytes", pss)):  # fmt: skip
+                series.append({"metric": metric, "label": svc, "unit": unit,
+                               "points": [[float(t + 1), y] for t, y in enumerate(ys)]})  # fmt: skip
+            avg = lambda ys: {"avg": sum(ys) / len(ys), "min": min(ys), "max": max(ys)}  # noqa: E731
+            per[svc] = {"cpu_pct_one_cpu": avg(cpu), "cpu_jiffies_pct_one_cpu": avg(cpu), "rss_bytes": avg(rss),
+                        "pss_bytes": avg(pss)}  # fmt: skip
+        metrics = {"cpu_pct_one_cpu": ("%", False, v), "rss_bytes": ("bytes", False, 3 * 10 * 2**20),
+                   "pss_bytes": ("bytes", False, 3 * 6 * 2**20)}  # fmt: skip
+        info = {"scenario": params["scenario"], "accounting": {"per_service": per}}
+        return _worker_doc("svc.scenario", params, metrics, info=info, series=series)
+
+    return doc
+
+
+def make_services_db(path: Path, n: int = 8, seed: int = 5) -> Path:
+    """The vehicle-services study's cells: the position service from a synthetic source and from NMEA (its
+    parameters differ: a cell has None where it does not use one, as `boardlab run` stores them), under the
+    baseline and a CPU stressor that costs the services 40% more CPU."""
+    cells = []
+    base = {"scenario": "position", "source": "synthetic", "read_mode": None, "mode": None, "rate_hz": None,
+            "keepalive": None, "duration_s": 12.0}  # fmt: skip
+    for params, cpu in ((base, 1.2), ({**base, "source": "nmea", "read_mode": "canonical"}, 1.6)):
+
+        def value(cond, rep, rng, cpu=cpu):
+            return cpu * (1.4 if cond == "cpu-stress" else 1.0) * (1 + rng.gauss(0, 0.02))
+
+        cells.append(("svc.scenario", params, "cpu_pct_one_cpu", "%", False, value, _services_doc(params)))
+    return _make_study_db(path, "victory", cells, n, seed)
+
+
+def make_stream_db(path: Path, n: int = 8, seed: int = 6) -> Path:
+    """The data-stream study's network and pipeline cells in bit/s (about 11 Gbit/s on loopback), 20% slower
+    under the CPU stressor."""
+    cells = []
+    for w, params, bit_s in (
+        ("io.net", {"mode": "tcp_stream", "msg_bytes": 65536, "rate_bit_s": None}, 1.101e10),
+        ("io.net", {"mode": "tcp_stream", "msg_bytes": 1048576, "rate_bit_s": None}, 1.2e10),
+        ("stream.pipeline", {"block_bytes": 4096, "source": None, "link_bit_s": None}, 3.9e9),
+        ("stream.pipeline", {"block_bytes": 65536, "source": None, "link_bit_s": None}, 6.2e9),
+    ):
+
+        def value(cond, rep, rng, bit_s=bit_s):
+            return bit_s / (1.25 if cond == "cpu-stress" else 1.0) * (1 + rng.gauss(0, 0.01))
+
+        def wdoc(v, rep, rng, w=w, params=params):
+            return _worker_doc(w, params, {"goodput_bit_s": ("bit/s", True, v)})
+
+        cells.append((w, params, "goodput_bit_s", "bit/s", True, value, wdoc))
+    return _make_study_db(path, "stream", cells, n, seed)
+
+
+MIBENCH = {"mibench.sha1": 48.7, "mibench.blowfish": 4.87, "mibench.crc32": 210.0}  # MB/s
+
+
+def make_satellite_db(path: Path, n: int = 8, seed: int = 7) -> Path:
+    """The satellite-computer study's MiBench kernels in MB/s (4.87 MB/s for blowfish), 2x slower under the
+    CPU stressor; every run keeps its rusage, so the report shows user, system and wall time per run."""
+    cells = []
+    for w, mb_s in MIBENCH.items():
+
+        def value(cond, rep, rng, mb_s=mb_s):
+            return mb_s / (2.0 if cond == "cpu-stress" else 1.0) * (1 + rng.gauss(0, 0.01))
+
+        cells.append((w, {}, "mb_s", "MB/s", True, value, None))
+    return _make_study_db(path, "andesite", cells, n, seed)
+
+
 FLAGS = (  # headless, offline, no state beyond the profile directory given
     "--headless",
     "--no-sandbox",

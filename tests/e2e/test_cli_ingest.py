@@ -8,6 +8,7 @@ import json
 import pytest
 
 from boardlab.store import Store
+from boardlab.store.export import EXPORT_SCHEMA
 
 from helpers import make_campaign_db, run_cli
 
@@ -68,7 +69,10 @@ def test_export_partitioned_by_board_from_a_merged_sqlite_store(tmp_path):
     parts = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.parquet"))
     assert parts == ["board=bbb%2F1 x/part-0.parquet", "board=odroid/part-0.parquet"]
     table = pq.read_table(out / "board=odroid" / "part-0.parquet")
-    assert table.schema.metadata[b"boardlab_export_schema"] == b"2" and "board" not in table.column_names
+    assert (
+        table.schema.metadata[b"boardlab_export_schema"] == str(EXPORT_SCHEMA).encode()
+        and "board" not in table.column_names
+    )
     assert table.num_rows == _runs(b)
     assert (
         run_cli(

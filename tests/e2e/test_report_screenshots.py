@@ -23,7 +23,19 @@ from pathlib import Path
 
 import pytest
 
-from helpers import FLAGS, chromium, make_ai_db, make_campaign_db, make_rt_db, run_cli
+from helpers import (
+    FLAGS,
+    MIBENCH,
+    SERVICES,
+    chromium,
+    make_ai_db,
+    make_campaign_db,
+    make_rt_db,
+    make_satellite_db,
+    make_services_db,
+    make_stream_db,
+    run_cli,
+)
 
 WIDTH = 1280
 VERDICT_WORDS = ("slowdown", "speedup", "no change", "inconclusive", "insufficient")
@@ -194,8 +206,8 @@ def _unfilter(width: int, height: int, raw: bytes, bpp: int) -> list[bytearray]:
     return rows
 
 
-def drawn_fraction(png: bytes) -> float:
-    """The share of pixels of a PNG that differ from its most common colour (the background)."""
+def pixel_counts(png: bytes) -> dict[bytes, int]:
+    """How many pixels of each RGB colour a PNG has."""
     assert png[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
     width, height, depth, color = png[16:20], png[20:24], png[24], png[25]
     width, height = int.from_bytes(width, "big"), int.from_bytes(height, "big")
@@ -212,8 +224,22 @@ def drawn_fraction(png: bytes) -> float:
         for i in range(0, len(line), bpp):
             px = bytes(line[i : i + 3])
             counts[px] = counts.get(px, 0) + 1
-    total = width * height
+    return counts
+
+
+def drawn_fraction(png: bytes) -> float:
+    """The share of pixels of a PNG that differ from its most common colour (the background)."""
+    counts = pixel_counts(png)
+    total = sum(counts.values())
     return 1 - max(counts.values()) / total if total else 0.0
+
+
+def near(counts: dict[bytes, int], rgb: str, tolerance: int = 40) -> int:
+    """Pixels within `tolerance` of the colour #RRGGBB on every channel (anti-aliased edges included)."""
+    want = bytes.fromhex(rgb.lstrip("#"))
+    return sum(
+        n for px, n in counts.items() if all(abs(a - b) <= tolerance for a, b in zip(px, want, strict=True))
+    )
 
 
 def look_at(report: Path, tmp_path: Path, name: str) -> tuple[dict, Browser]:
@@ -313,3 +339,80 @@ def test_the_rt_report_shows_its_section_with_drawn_histograms(look, tmp_path):
     assert_drawn(browser, figures, "the real-time latency section")
     page_text = " ".join(h["text"] for h in layout["headings"]).lower()
     assert "histogram" in page_text or any("histogram" in f["label"].lower() for f in figures)
+
+
+# Every label a reader reads as one: plot text, table cells and headers, summary cards, headings.
+LABELS_JS = r"""
+(() => Array.from(document.querySelectorAll(
+  "svg text, td, th, .card-label, .card-value, .card-group, h1, h2, h3, h4"
+)).map(el => el.textContent.trim()).filter(t => t))()
+"""
+CUT = re.compile(r"(…|\.\.\.)$")
+
+
+def assert_labels_readable(browser: Browser) -> list[str]:
+    """No label shows an unset parameter (None) or ends cut (… or ...): the report only abbreviates with a
+    legend entry, and these reports have none."""
+    labels = browser.evaluate(LABELS_JS)
+    assert labels
+    assert [t for t in labels if re.search(r"\bNone\b", t)] == []
+    assert [t for t in labels if CUT.search(t)] == []
+    return labels
+
+
+def test_the_services_report_reads_at_a_glance_and_draws_cpu_over_time(look, tmp_path):
+    layout, browser = look(make_services_db(tmp_path / "services.db"), "services")
+    _common(layout, browser)
+    labels = assert_labels_readable(browser)
+    # The two cells differ in source and read_mode only: the card and the verdicts name just those
+    assert "Vehicle services" in labels  # the summary card's group is the study
+    cards = [t for t in labels if t.startswith("svc.scenario")]
+    assert "svc.scenario (source=synthetic): cpu_pct_one_cpu" in cards, cards
+    assert "svc.scenario (read_mode=canonical, source=nmea): cpu_pct_one_cpu" in cards, cards
+    table = verdict_table(layout)
+    assert "slowdown" in table and "svc.scenario (read_mode=canonical, source=nmea)" in table
+    # CPU over time: one figure per cell, one line per service, with the PSS figure beside the RSS one
+    cpu = [f for f in section_figures(layout, r"per-second") if "cpu_pct_one_cpu per second" in f["label"]]
+    assert len(cpu) == 4, [
+        f["label"] for f in section_figures(layout, r"per-second")
+    ]  # 2 cells x 2 conditions
+    assert_drawn(browser, cpu, "the CPU-over-time figure")
+    r = cpu[0]["rect"]
+    counts = pixel_counts(browser.screenshot({k: max(0, int(v)) for k, v in r.items()}))
+    for color in ("#0072B2", "#D55E00", "#009E73"):  # the three services' lines (the palette's first three)
+        assert near(counts, color) > 150, (color, near(counts, color))
+    assert all(t in labels for t in SERVICES)  # the legend names each service
+    memory = [f for f in section_figures(layout, r"per-second") if "pss_bytes" in f["label"]]
+    rss = [f for f in section_figures(layout, r"per-second") if "rss_bytes" in f["label"]]
+    assert memory and rss and abs(memory[0]["rect"]["y"] - rss[0]["rect"]["y"]) < 2  # side by side
+    assert_drawn(browser, memory[:1] + rss[:1], "the RSS and PSS figures")
+
+
+def test_the_stream_report_shows_rates_with_si_prefixes(look, tmp_path):
+    layout, browser = look(make_stream_db(tmp_path / "stream.db"), "stream")
+    _common(layout, browser)
+    labels = assert_labels_readable(browser)
+    text = "\n".join(labels)
+    assert "Gbit/s" in text and not re.search(r"\d\.\d+e\d+ ?bit/s", text)
+    assert re.search(r"\b11\.0\d* Gbit/s", text), [t for t in labels if "Gbit/s" in t][:8]
+    table = verdict_table(layout)
+    assert "io.net (msg_bytes=65536)" in table and "slowdown" in table
+    assert_drawn(browser, section_figures(layout, r"run values|per workload"), "the run values")
+
+
+def test_the_satellite_report_shows_times_per_run_beside_throughput(look, tmp_path):
+    layout, browser = look(make_satellite_db(tmp_path / "satellite.db"), "satellite")
+    _common(layout, browser)
+    labels = assert_labels_readable(browser)
+    assert "mibench workloads" in labels  # the summary card groups the kernels by their family
+    cells = "\n".join(t["text"] for t in layout["tables"] if re.search(r"^cells", t["section"], re.I))
+    assert "user / system / wall per run [s]" in cells
+    for w in MIBENCH:
+        row = next(line for line in cells.splitlines() if line.startswith(w))
+        # the runs' rusage: 0.9 and 0.05 of a wall time of about 0.52 s
+        assert re.search(r"0\.4[6-9]\d? / 0\.02\d* / 0\.5[0-5]\d?", row), row
+    # blowfish's 4.87 MB/s reads in MB/s on its card (3-4 significant digits, no exponent)
+    assert any(re.match(r"4\.8\d* MB/s \[", t) for t in labels), [t for t in labels if "MB/s" in t]
+    table = verdict_table(layout)
+    assert table.count("slowdown") >= len(MIBENCH)  # the 2x slowdown of every kernel is a verdict
+    assert_drawn(browser, section_figures(layout, r"run values|per workload"), "the run values")

@@ -46,6 +46,18 @@ def test_scenarios_run_as_cells_and_the_report_has_the_services_section(tmp_path
     assert "Energy per message and power at rest vs operating:" in text
     txt = run_cli("report", "--db", str(db), "--format", "text")
     assert txt.returncode == 0 and "Vehicle services" in txt.stdout
+    # each run keeps its services' per-second samples, and the HTML report draws them over time
+    import sqlite3
+
+    with sqlite3.connect(db) as conn:
+        docs = [json.loads(r[0]) for r in conn.execute("SELECT worker_json FROM runs WHERE valid = 1")]
+    series = [s for d in docs for s in d.get("series", [])]
+    assert {s["metric"] for s in series} >= {"cpu_pct_one_cpu", "rss_bytes"}
+    assert all(len(s["points"]) >= 1 and s["label"] for s in series)
+    html = run_cli("report", "--db", str(db), "-o", str(tmp_path / "r.html"))
+    assert html.returncode == 0, html.stderr
+    page = (tmp_path / "r.html").read_text()
+    assert "Per-second series" in page and "cpu_pct_one_cpu per second" in page
 
 
 def test_victory_preset_is_valid_and_scales(tmp_path):

@@ -51,7 +51,8 @@ def cells() -> list[ServiceCell]:
 def test_each_scenario_lands_in_its_table_with_units_in_the_headers():
     got = {title: (headers, rows) for title, headers, rows in tables(cells())}
     data = got["Data services (VICTORY-like messages over UDP multicast)"]
-    assert data[1][0][0] == "Position, nmea (byte reads)" and data[1][0][8] == "61.7"  # oneway_p50_us
+    assert data[1][0][0] == "Position, nmea (byte reads)" and data[1][0][9] == "61.7"  # oneway_p50_us
+    assert data[0][4:6] == ("rss_MiB", "pss_MiB")  # PSS beside RSS
     assert data[1][0][-1] == "position 0.400, sub 0.100"
     soap = got["SOAP management endpoint: latency per rate"]
     assert (
@@ -90,7 +91,7 @@ def test_tx_stamps_and_power_at_rest_vs_operating_get_their_columns_and_table():
     )
     got = {title: (headers, rows) for title, headers, rows in tables([*cells(), rest, operating])}
     headers, rows = got["Data services (VICTORY-like messages over UDP multicast)"]
-    assert headers.index("tx_p50_us") == headers.index("send_p50_us") + 1 and rows[0][7] == "15.90"
+    assert headers.index("tx_p50_us") == headers.index("send_p50_us") + 1 and rows[0][8] == "15.90"
     headers, rows = got["Power at rest vs operating"]
     assert all(h.endswith(("_w", "_mJ", "differences)")) for h in headers[2:6])
     assert rows[0][2:4] == ("2.000", "–") and rows[0][-1] == "rapl"

@@ -220,9 +220,14 @@ def test_a_subtitle_carries_the_drift_result_in_small_multiples():
         legend=False,
         frame="#b2182b",
     )
-    labels = texts(parse(doc))
+    root = parse(doc)
+    labels = texts(root)
     assert "ρ = +1.00, p = 0.001 · baseline" in labels
-    assert any(t.endswith("…") for t in labels)  # the long title is shortened, the full one kept in <title>
+    # the long title wraps onto lines that together say all of it, none cut; the figure grows to hold them
+    title_lines = [t for t in labels if t and t in "a very long cell label " * 4]
+    assert len(title_lines) >= 2 and not any(t.endswith("…") for t in labels)
+    assert " ".join(title_lines).split() == ("a very long cell label " * 4).split()
+    assert int(root.get("height")) > 190
 
 
 def test_downsampling_bounds_the_points_and_keeps_the_level():
@@ -236,3 +241,21 @@ def test_downsampling_bounds_the_points_and_keeps_the_level():
 def test_plots_print_in_gray_with_distinct_palette_colors():
     assert len(set(svg.PALETTE)) == len(svg.PALETTE)
     assert all(re.fullmatch(r"#[0-9A-Fa-f]{6}", c) for c in svg.PALETTE)
+
+
+def test_long_box_labels_wrap_whole_onto_more_lines():
+    label = "scenario=soap, source=synthetic, read_mode=canonical, mode=closed, rate_hz=10.0, keepalive=1"
+    boxes = [svg.Box(label, [1.0, 2.0, 3.0]), svg.Box("short", [2.0, 3.0, 4.0])]
+    labels = texts(parse(svg.boxplot(boxes, title="t", unit="ms")))
+    parts = [t for t in labels if any(w in t for w in ("scenario", "read_mode", "rate_hz", "keepalive"))]
+    assert len(parts) >= 2 and " ".join(parts).split() == label.split()
+    assert not any(t.endswith("…") for t in labels)
+
+
+def test_heatmap_row_labels_wrap_and_columns_stay_whole():
+    row = "io.net (mode=tcp_stream, msg_bytes=1048576, rate_bit_s=100000000, source=synthetic-very-long)"
+    col = "cpu-stress with a rather long name @ 2 workers"
+    cells = {(0, 0): svg.HeatCell(1.25, "slowdown")}
+    labels = texts(parse(svg.heatmap([row], [col], cells, title="Q")))
+    assert col in labels and not any(t.endswith("…") for t in labels)
+    assert " ".join(t for t in labels if t in row).split() == row.split()

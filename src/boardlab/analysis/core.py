@@ -78,6 +78,8 @@ class RunPoint:
     worker_cpu_pct: float | None
     warmup_capped: bool | None
     aa_arm: str | None = None  # "A1" / "A2" on a reference cell's runs (the schedule's A/A labels)
+    user_us: int | None = None  # the worker's own CPU time (wait4 rusage), user and system
+    system_us: int | None = None
 
 
 @dataclass(frozen=True)
@@ -254,6 +256,7 @@ def _cell(row, runs) -> CellAnalysis:
     points = []
     for r in runs:
         mon = json.loads(r["monitor_json"])
+        ru = json.loads(r["rusage_json"] or "{}")
         points.append(
             RunPoint(
                 run_id=r["id"],
@@ -270,6 +273,8 @@ def _cell(row, runs) -> CellAnalysis:
                 worker_cpu_pct=mon.get("worker.cpu_pct_mean"),
                 warmup_capped=None if r["warmup_capped"] is None else bool(r["warmup_capped"]),
                 aa_arm=r["aa_arm"] if "aa_arm" in r.keys() else None,
+                user_us=ru.get("utime_us"),
+                system_us=ru.get("stime_us"),
             )
         )
     valid = [p for p in points if p.valid and p.value is not None]
@@ -746,6 +751,9 @@ class StudyResult:
     record: Any
     shows: tuple[int, ...] = ()
     shown_as: str = ""  # where those cells are shown, e.g. "per model in the AI inference section below"
+    covers: tuple[
+        int, ...
+    ] = ()  # the cells the study is about (its `shows`, or more): the summary card's groups
 
     def sections(self, analysis: CampaignAnalysis) -> list[Section]:
         import importlib

@@ -54,6 +54,7 @@ class Table:
     links: tuple[
         dict[int, str], ...
     ] = ()  # per row: column index -> a site-relative URL (boardlab serve's pages)
+    notes: tuple[str, ...] = ()  # said once under the table instead of on every row (see `table_notes`)
 
     @property
     def headers(self) -> tuple[str, ...]:
@@ -116,6 +117,7 @@ class Facts:
     pairs: tuple[tuple[str, str], ...]
     cards: bool = False
     formats: frozenset[str] = ALL
+    title: str | None = None  # a group's name (the summary card's study)
 
 
 Block = Table | Prose | Items | Preformatted | Figure | Multiples | Facts
@@ -185,6 +187,26 @@ class Histogram:
     subtitle: str = ""
     markers: Sequence[tuple[str, float]] = ()
     missing: str | None = None  # why there is no histogram to draw
+
+
+def table_notes(whys: Sequence[Sequence[str]]) -> tuple[list[str], tuple[str, ...]]:
+    """Explanations that repeat on several rows said once: (each row's own text, the table's notes). A
+    sentence on every row becomes a note of the whole table; one on some rows a numbered note the row cites."""
+    count: dict[str, int] = {}
+    for why in whys:
+        for w in dict.fromkeys(why):
+            count[w] = count.get(w, 0) + 1
+    everywhere = [w for w, n in count.items() if n == len(whys) and n > 1]
+    shared = [w for w, n in count.items() if 1 < n < len(whys)]
+    notes = tuple(f"Every row: {w}" for w in everywhere) + tuple(
+        f"({i}) {w}" for i, w in enumerate(shared, 1)
+    )
+    rows = []
+    for why in whys:
+        own = [w for w in dict.fromkeys(why) if count[w] == 1 or len(whys) == 1]
+        cites = [f"({shared.index(w) + 1})" for w in dict.fromkeys(why) if w in shared]
+        rows.append("; ".join(own + ([f"see note {', '.join(cites)}"] if cites else [])))
+    return rows, notes
 
 
 def section(title: str, *blocks: Block | None, level: int = 2, anchor: str = "", **kw) -> Section:

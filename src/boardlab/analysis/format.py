@@ -43,14 +43,26 @@ def fmt_num(x: float | None, sig: int = 3) -> str:
     return f"{x:.{decimals}f}"
 
 
-def fmt_si(v: float | None, unit: str = "") -> str:
-    """3 significant digits with an SI prefix: 1.23 Gbit/s, 456 kbit/s."""
-    if v is None:
-        return "-"
-    for f, p in ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(v) >= f:
-            return f"{v / f:.3g} {p}{unit}"
-    return f"{v:.3g} {unit}".rstrip()
+# SI prefixes, largest first; `si_scale` picks the one that leaves 1-3 integer digits.
+_SI = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
+
+
+def si_scale(v: float) -> tuple[float, str]:
+    """(factor, prefix) of the SI prefix that shows `v` with 1-3 integer digits (none below 1000)."""
+    a = abs(v)
+    return next(((f, p) for f, p in _SI if a >= f), (1.0, ""))
+
+
+def fmt_si(v: float | None, unit: str = "", sig: int = 3) -> str:
+    """`sig` significant digits with an SI prefix and the unit: 11.0 Gbit/s, 4.87 MB/s, 456 kbit/s; without
+    a unit, a tick label: 1k, 10M. The one SI formatter of reports, tables and plot axes."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    f, p = si_scale(v)
+    digits = fmt_num(v / f, sig)
+    if "." in digits and "e" not in digits and not unit:  # a tick: 1.5k, not 1.50k
+        digits = digits.rstrip("0").rstrip(".")
+    return f"{digits} {p}{unit}".rstrip() if unit else f"{digits}{p}"
 
 
 def fmt_size(n: int) -> str:
@@ -77,10 +89,37 @@ _UNIT_LADDERS = {
 }
 
 
+# Units shown with an SI prefix (rates and counts per second): 1.101e10 bit/s reads 11.0 Gbit/s. A unit that
+# already carries a prefix (MB/s, kHz) is scaled from its base: 4870 kB/s -> 4.87 MB/s.
+_SI_UNITS = ("bit/s", "B/s", "Hz", "ops/s", "op/s", "iter/s", "frames/s", "fps", "msg/s", "req/s", "pkt/s",
+             "flop/s", "FLOPS", "J", "W", "bytes/s")  # fmt: skip
+_PREFIX = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+
+
+def _si_base(unit: str) -> tuple[float, str] | None:
+    """(factor to the base unit, base unit) of a unit shown with SI prefixes, else None."""
+    if unit in _SI_UNITS:
+        return 1.0, unit
+    if len(unit) > 1 and unit[0] in _PREFIX and unit[1:] in _SI_UNITS:
+        return _PREFIX[unit[0]], unit[1:]
+    if unit in ("MFLOPS", "Mflops"):
+        return 1e6, "FLOPS"
+    return None
+
+
 def display_unit(unit: str, reference: float | None) -> tuple[float, str]:
     """(divisor, label) that shows `reference` (in `unit`) with 1-3 integer digits where the unit allows."""
+    if reference is None or not math.isfinite(reference) or reference == 0:
+        return 1.0, unit or ""
+    si = _si_base(unit or "")
+    if si is not None:
+        base_f, base = si
+        f, p = si_scale(reference * base_f)
+        if p == "" and abs(reference * base_f) < 1 and base_f == 1.0:
+            return 1.0, unit
+        return f / base_f, f"{p}{base}"
     ladder = _UNIT_LADDERS.get((unit or "").lower())
-    if ladder is None or reference is None or not math.isfinite(reference) or reference == 0:
+    if ladder is None:
         return 1.0, unit or ""
     base, steps = ladder
     in_base = abs(reference) * base
@@ -158,12 +197,17 @@ def samples_needed(q: float) -> int:
 
 
 def params_text(params: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in params.items())
+    """`k=v, ...` of the parameters that are set: a parameter a cell does not use (None) is left out."""
+    return ", ".join(f"{k}={v}" for k, v in params.items() if v is not None)
 
 
-def cell_label(workload: str, params: dict) -> str:
-    """A cell's full label: the workload and every parameter."""
-    return f"{workload} ({params_text(params)})" if params else workload
+def cell_label(workload: str, params: dict, varying=None) -> str:
+    """A cell's label: the workload and its parameters, never one that is unset (None); with `varying`, only
+    those that vary where the label is shown (a table, a figure), so a label tells its rows apart and no
+    more."""
+    shown = params if varying is None else {k: params.get(k) for k in varying if k in params}
+    text = params_text(shown)
+    return f"{workload} ({text})" if text else workload
 
 
 def first_seen(items) -> list:
@@ -183,8 +227,7 @@ def varying_keys(param_sets) -> list[str]:
 
 def short_label(workload: str, params: dict, varying) -> str:
     """A cell's label within a section: the workload and only the parameters that vary in that section."""
-    shown = {k: params.get(k) for k in varying if k in params}
-    return f"{workload} ({params_text(shown)})" if shown else workload
+    return cell_label(workload, params, varying)
 
 
 def section_labels(items) -> list[str]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from boardlab.analysis import document as doc
 from boardlab.analysis.format import (
     VERDICT_RANK,
+    cell_label,
     display_unit,
     fmt_duration,
     fmt_interval,
@@ -29,7 +30,17 @@ from boardlab.analysis.format import (
     verdict_text,
 )
 from boardlab.analysis.headline import Headline, headlines
-from boardlab.analysis.tables import cell_table, comparison_table, drift_text, run_counts, verdict_lines
+from boardlab.analysis.specs import spec_of
+from boardlab.analysis.tables import (
+    cell_table,
+    comparison_labels,
+    comparison_table,
+    drift_text,
+    run_counts,
+    times_text,
+    varying_by_workload,
+    verdict_lines,
+)
 from boardlab.analysis.verdicts import aa_note, aa_summary, aa_table, build_note, method_note
 
 if TYPE_CHECKING:
@@ -164,20 +175,34 @@ def summary_card(a: CampaignAnalysis) -> doc.Section | None:
     if not figures:
         return None
     shown = figures[:MAX_CARDS]
-    pairs = tuple((f"{h.label}: {h.metric}", _figure(h)) for h in shown)
     more = len(figures) - len(shown)
     cond = shown[0].condition
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for h in shown:
+        groups.setdefault(_study_of(a, h), []).append((f"{h.label}: {h.metric}", _figure(h)))
     return doc.section(
         "Summary",
         doc.Prose(
-            f"Headline figures under {cond}: the median over runs of each workload's primary metric, with its "
-            "95% order-statistic CI (a composite: the mean of its members' medians, with a bootstrap CI over "
-            "their runs)" + (f"; {more} more in the cell table" if more > 0 else "") + ".",
+            f"Headline figures under {cond}, by study: the median over runs of each workload's primary metric, "
+            "with its 95% order-statistic CI (a composite: the mean of its members' medians, with a bootstrap "
+            "CI over their runs)" + (f"; {more} more in the cell table" if more > 0 else "") + ".",
             small=True,
         ),
-        doc.Facts(pairs, cards=True),
+        *(doc.Facts(tuple(pairs), cards=True, title=title) for title, pairs in groups.items()),
         anchor="summary",
     )
+
+
+def _study_of(a: CampaignAnalysis, h: Headline) -> str:
+    """The group of a headline figure on the summary card: the study its cells belong to, else the family
+    of its workload (the satellite-computer preset's scimark, mibench, crypto, ...)."""
+    ids = set(h.cell_ids)
+    study = next((r.title for r in a.studies if ids & set(r.covers or r.shows)), None)
+    if study is not None:
+        return study
+    workloads = {c.workload for c in a.cells if c.cell_id in ids}
+    families = {(spec.family if (spec := spec_of(w)) else w.split(".")[0]) for w in workloads}
+    return f"{' + '.join(sorted(families))} workloads" if families else "workloads"
 
 
 # ---- verdicts ----------------------------------------------------------------------------------------------------
@@ -241,11 +266,9 @@ def verdicts(a: CampaignAnalysis) -> doc.Section | None:
         formats=doc.HTML,
     )
     text_rows = []
-    for ca in a.comparisons:
+    for ca, label in zip(a.comparisons, comparison_labels(a.comparisons), strict=True):
         c = ca.comparison
-        name = f"{ca.label}: {ca.condition} vs {ca.baseline}"
-        if len(name) > 68:
-            name = name[:67] + "…"
+        name = f"{label}: {ca.condition} vs {ca.baseline}"  # whole: a label is never cut
         if c is None:
             text_rows.append((name, "–", "–", "–", "–", "–", f"no verdict: {ca.reason}"))
             continue
@@ -383,7 +406,7 @@ def aa_control(a: CampaignAnalysis) -> doc.Section:
 
 
 def _box_label(cell: CellAnalysis, varying: Sequence[str], multi_condition: bool) -> str:
-    params = ", ".join(f"{k}={cell.params.get(k)}" for k in varying)
+    params = params_text({k: cell.params.get(k) for k in varying})
     if multi_condition or not params:
         return f"{params} @ {cell.condition}" if params else cell.condition
     return params
@@ -433,14 +456,14 @@ def run_values(a: CampaignAnalysis) -> doc.Section | None:
     return doc.section("Run values per workload", *blocks, formats=doc.HTML, anchor="run-values")
 
 
-def _heatmap_position(ca) -> tuple[str, str]:
-    """(row, column): the workload without the compared parameter, and the condition or compared value."""
+def _heatmap_position(ca, varying: Sequence[str]) -> tuple[str, str]:
+    """(row, column): the workload with the parameters that vary among its rows, less the compared one, and
+    the condition or compared value."""
     for k, v in ca.params.items():
         tag = f"{k}={v}"
         if ca.condition == tag or ca.condition.startswith(tag + " @"):
-            rest = {p: q for p, q in ca.params.items() if p != k}
-            return (f"{ca.workload} ({params_text(rest)})" if rest else ca.workload), ca.condition
-    return ca.label, ca.condition
+            return cell_label(ca.workload, ca.params, [p for p in varying if p != k]), ca.condition
+    return cell_label(ca.workload, ca.params, varying), ca.condition
 
 
 def heatmap(a: CampaignAnalysis) -> doc.Section | None:
@@ -449,8 +472,9 @@ def heatmap(a: CampaignAnalysis) -> doc.Section | None:
     rows: list[str] = []
     cols: list[str] = []
     cells: dict[tuple[int, int], doc.HeatCell] = {}
+    varying = varying_by_workload(a.comparisons)
     for ca in a.comparisons:
-        r, c = _heatmap_position(ca)
+        r, c = _heatmap_position(ca, varying[ca.workload])
         if r not in rows:
             rows.append(r)
         if c not in cols:
@@ -462,7 +486,7 @@ def heatmap(a: CampaignAnalysis) -> doc.Section | None:
             continue
         ci = comp.cost_ratio_ci
         tip = (
-            f"{ca.label}: {ca.condition} vs {ca.baseline}; cost ratio {fmt_num(comp.cost_ratio, 4)}"
+            f"{r}: {ca.condition} vs {ca.baseline}; cost ratio {fmt_num(comp.cost_ratio, 4)}"
             + (f" [{fmt_num(ci.low, 4)}, {fmt_num(ci.high, 4)}]" if ci else "")
             + f"; adjusted p {fmt_p(comp.p_adjusted)}; {comp.verdict.reasons[0] if comp.verdict.reasons else ''}"
         )
@@ -486,6 +510,7 @@ def drift(a: CampaignAnalysis) -> doc.Section | None:
     checked.sort(key=lambda c: (not c.summary.drift.flagged, c.summary.drift.p_value))
     flagged = sum(1 for c in checked if c.summary.drift.flagged)
     shown = checked[: max(MAX_DRIFT_PLOTS, flagged)]
+    varying = varying_by_workload(a.cells)
     figures = []
     for c in shown:
         d = c.summary.drift
@@ -496,8 +521,8 @@ def drift(a: CampaignAnalysis) -> doc.Section | None:
         if invalid:
             lines.append(doc.Line("invalid runs", invalid, color=7))
         flag = "  DRIFT" if d.flagged else ""
-        # Small multiples: parameter values without their names, so the title fits 272 px.
-        short = f"{c.workload} ({', '.join(str(v) for v in c.params.values())})" if c.params else c.workload
+        # Small multiples: the parameters that tell the workload's cells apart (a long title wraps).
+        short = cell_label(c.workload, c.params, varying[c.workload])
         figures.append(
             doc.Figure(
                 "line_plot",
@@ -600,16 +625,29 @@ def monitor(series: Series | None) -> doc.Section | None:
 # ---- tables and the plan -----------------------------------------------------------------------------------------
 
 
-def _text_cells(a: CampaignAnalysis, label_width: int = 52) -> doc.Table:
+def _text_cells(a: CampaignAnalysis) -> doc.Table:
     def clip(s: str, n: int) -> str:
         return s if len(s) <= n else s[: n - 1] + "…"
 
     rows = []
+    varying = varying_by_workload(a.cells)
     for c in a.cells:
         s = c.summary
-        name = clip(f"{c.label} @ {c.condition}", label_width)
+        name = f"{cell_label(c.workload, c.params, varying[c.workload])} @ {c.condition}"
         if s is None:
-            rows.append((name, str(len(c.values)), "–", "", "–", "–", "–", clip(c.summary_reason or "", 50)))
+            rows.append(
+                (
+                    name,
+                    str(len(c.values)),
+                    "–",
+                    "",
+                    times_text(c),
+                    "–",
+                    "–",
+                    "–",
+                    clip(c.summary_reason or "", 50),
+                )
+            )
             continue
         div, unit = display_unit(c.unit, s.median)
         ci = fmt_interval(s.median_ci.low, s.median_ci.high, div) if s.median_ci else "–"
@@ -619,10 +657,11 @@ def _text_cells(a: CampaignAnalysis, label_width: int = 52) -> doc.Table:
                 str(s.n),
                 fmt_num(s.median / div, 4),
                 unit,
+                times_text(c),
                 ci,
                 fmt_pct(s.cv),
                 drift_text(c),
-                "; ".join(clip(w, 50) for w in s.warnings[:1]),
+                "; ".join(clip(w, 44) for w in s.warnings[:1]),  # the whole warning: the md and HTML tables
             )
         )
     columns = tuple(
@@ -632,6 +671,7 @@ def _text_cells(a: CampaignAnalysis, label_width: int = 52) -> doc.Table:
             ("n", True),
             ("median", True),
             ("unit", False),
+            ("user/sys/wall s", True),
             ("95% CI", True),
             ("CV %", True),
             ("drift ρ, p", False),

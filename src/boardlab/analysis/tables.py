@@ -18,6 +18,8 @@ from boardlab.analysis.format import (
     fmt_pct,
     fmt_ratio,
     params_text,
+    section_labels,
+    varying_keys,
     verdict_text,
 )
 
@@ -55,6 +57,41 @@ def drift_text(cell: CellAnalysis) -> str:
     return f"{s.drift.rho:+.2f}, {fmt_p(s.drift.p_value)}{flag}"
 
 
+def varying_by_workload(cells) -> dict[str, list[str]]:
+    """Per workload, the parameters that vary among its cells: the ones a table's rows need to show."""
+    by: dict[str, list[dict]] = {}
+    for c in cells:
+        by.setdefault(c.workload, []).append(c.params)
+    return {w: varying_keys(ps) for w, ps in by.items()}
+
+
+def run_times(cell: CellAnalysis) -> tuple[float | None, float | None, float] | None:
+    """Medians over the valid runs of the worker's user and system CPU time and its wall time, in seconds
+    (None where a run's rusage is missing: a store from before it was kept)."""
+    runs = [r for r in cell.runs if r.valid and r.value is not None]
+    if not runs:
+        return None
+
+    def med(xs):
+        xs = sorted(x for x in xs if x is not None)
+        return None if not xs else (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
+
+    user, system = med(r.user_us for r in runs), med(r.system_us for r in runs)
+    return (
+        None if user is None else user / 1e6,
+        None if system is None else system / 1e6,
+        med(r.wall_ns for r in runs) / 1e9,
+    )
+
+
+def times_text(cell: CellAnalysis) -> str:
+    """'user / system / wall' seconds per run, as the satellite-computer study reported them."""
+    t = run_times(cell)
+    if t is None:
+        return "–"
+    return " / ".join("–" if x is None else fmt_num(x, 3) if x >= 1 else f"{x:.3f}" for x in t)  # to the ms
+
+
 CELL_HEADERS = (
     "workload",
     "parameters",
@@ -63,6 +100,7 @@ CELL_HEADERS = (
     "invalid/failed [runs]",
     "unit",
     "median [unit]",
+    "user / system / wall per run [s]",
     "95% CI order-stat. [unit]",
     "95% CI bootstrap [unit]",
     "CV [%]",
@@ -74,18 +112,21 @@ CELL_HEADERS = (
 )
 
 
-def cell_row(cell: CellAnalysis) -> tuple[str, ...]:
+def cell_row(cell: CellAnalysis, varying=None) -> tuple[str, ...]:
+    """`varying`: the parameters shown (those that vary among the workload's cells); None shows all set."""
     s = cell.summary
+    params = params_text(cell.params if varying is None else {k: cell.params.get(k) for k in varying})
     bad = f"{cell.n_invalid}/{cell.n_failed}"
     if s is None:
         return (
             cell.workload,
-            params_text(cell.params),
+            params,
             cell.condition,
             str(len(cell.values)),
             bad,
             cell.unit,
             "–",
+            times_text(cell),
             "–",
             "–",
             "–",
@@ -106,12 +147,13 @@ def cell_row(cell: CellAnalysis) -> tuple[str, ...]:
     outliers = f"{o.low_mild + o.high_mild}/{o.low_extreme + o.high_extreme}"
     return (
         cell.workload,
-        params_text(cell.params),
+        params,
         cell.condition,
         str(s.n),
         bad,
         unit,
         fmt_num(s.median / div, 4),
+        times_text(cell),
         ci,
         boot,
         fmt_pct(s.cv),
@@ -126,10 +168,28 @@ def cell_row(cell: CellAnalysis) -> tuple[str, ...]:
 def cell_table(analysis: CampaignAnalysis) -> doc.Table:
     t = Table(
         CELL_HEADERS,
-        (False, False, False, True, True, False, True, True, True, True, True, True, True, False, False),
+        (
+            False,
+            False,
+            False,
+            True,
+            True,
+            False,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            True,
+            False,
+            False,
+        ),
     )
+    varying = varying_by_workload(analysis.cells)
     for c in analysis.cells:
-        t.rows.append(cell_row(c))
+        t.rows.append(cell_row(c, varying[c.workload]))
         flagged = c.summary is not None and c.summary.drift is not None and c.summary.drift.flagged
         t.row_classes.append("flagged" if flagged else ("nodata" if c.summary is None else ""))
     return t.done(note_column="warnings")
@@ -152,11 +212,13 @@ COMPARISON_HEADERS = (
 )
 
 
-def comparison_row(ca: ComparisonAnalysis) -> tuple[str, ...]:
+def comparison_row(ca: ComparisonAnalysis, label: str | None = None) -> tuple[str, ...]:
+    """`label`: the workload as the table shows it (only the parameters that vary among its rows)."""
     c = ca.comparison
+    label = ca.label if label is None else label
     if c is None:
         return (
-            ca.label,
+            label,
             ca.condition,
             ca.baseline,
             "–",
@@ -170,6 +232,26 @@ def comparison_row(ca: ComparisonAnalysis) -> tuple[str, ...]:
             "no verdict",
             ca.reason or "",
         )
+    return comparison_cells(ca, c, label, "; ".join(comparison_why(ca)))
+
+
+def comparison_why(ca: ComparisonAnalysis) -> list[str]:
+    """The reasons and notes of one comparison's row, one sentence each."""
+    c = ca.comparison
+    if c is None:
+        return [ca.reason] if ca.reason else []
+    why = list(c.verdict.reasons) + [f"FLAGGED {f}" for f in c.verdict.flags]
+    if ca.unstable:
+        why.insert(0, f"UNSTABLE: {ca.unstable}")
+    if c.n_blocks is not None:
+        why.append(f"paired design: {c.test.name} over {c.n_blocks} blocks")
+    if c.confounding is not None:
+        why.extend(f"note: {n}" for n in c.confounding.notes)
+    why.extend(c.warnings)
+    return why
+
+
+def comparison_cells(ca: ComparisonAnalysis, c, label: str, why: str) -> tuple[str, ...]:
     div, unit = display_unit(ca.unit, c.baseline_median)
     ratio = fmt_ratio(c.ratio)
     if c.ratio_ci:
@@ -179,16 +261,8 @@ def comparison_row(ca: ComparisonAnalysis) -> tuple[str, ...]:
         cost = fmt_ratio(c.cost_ratio)
         if c.cost_ratio_ci is not None:
             cost += f" {fmt_interval(c.cost_ratio_ci.low, c.cost_ratio_ci.high, sig=4)}"
-    why = list(c.verdict.reasons) + [f"FLAGGED {f}" for f in c.verdict.flags]
-    if ca.unstable:
-        why.insert(0, f"UNSTABLE: {ca.unstable}")
-    if c.n_blocks is not None:
-        why.append(f"paired design: {c.test.name} over {c.n_blocks} blocks")
-    if c.confounding is not None:
-        why.extend(f"note: {n}" for n in c.confounding.notes)
-    why.extend(c.warnings)
     return (
-        ca.label + (f" [{ca.metric}]" if "p99" in ca.metric else ""),
+        label + (f" [{ca.metric}]" if "p99" in ca.metric else ""),
         ca.condition,
         ca.baseline,
         f"{c.n_baseline}/{c.n_condition}",
@@ -200,7 +274,7 @@ def comparison_row(ca: ComparisonAnalysis) -> tuple[str, ...]:
         fmt_p(c.p_value),
         fmt_p(c.p_adjusted),
         verdict_text(c.verdict.kind, c.verdict.confounded) + (" (unstable)" if ca.unstable else ""),
-        "; ".join(why),
+        why,
     )
 
 
@@ -209,22 +283,31 @@ def comparison_table(analysis: CampaignAnalysis) -> doc.Table:
         COMPARISON_HEADERS,
         (False, False, False, True, True, True, True, True, True, True, True, False, False),
     )
-    for ca in tuple(analysis.comparisons) + tuple(analysis.tail_comparisons):
-        t.rows.append(comparison_row(ca))
+    rows = tuple(analysis.comparisons) + tuple(analysis.tail_comparisons)
+    whys, notes = doc.table_notes([comparison_why(ca) for ca in rows])
+    for ca, label, why in zip(rows, comparison_labels(rows), whys, strict=True):
+        row = comparison_row(ca, label)
+        t.rows.append((*row[:-1], why))
         kind = ca.comparison.verdict.kind if ca.comparison else "none"
         confounded = " confounded" if ca.comparison and ca.comparison.verdict.confounded else ""
         t.row_classes.append(f"v-{kind}{confounded}")
-    return t.done(note_column="why / confounders")
+    return t.done(note_column="why / confounders", notes=notes)
+
+
+def comparison_labels(comparisons) -> list[str]:
+    """The label of each comparison within one table: its workload with the parameters that vary there."""
+    return section_labels((ca.workload, ca.params) for ca in comparisons)
 
 
 def verdict_lines(analysis: CampaignAnalysis) -> list[str]:
     """One sentence per comparison: what changed, by how much, how sure; slowdowns and speedups first."""
     rank = VERDICT_RANK
     items = []
-    for ca in tuple(analysis.comparisons) + tuple(analysis.tail_comparisons):
+    everything = tuple(analysis.comparisons) + tuple(analysis.tail_comparisons)
+    for ca, label in zip(everything, comparison_labels(everything), strict=True):
         c = ca.comparison
         metric = f" [{ca.metric}]" if ca in analysis.tail_comparisons else ""
-        what = f"{ca.label}{metric}: {ca.condition} vs {ca.baseline}"
+        what = f"{label}{metric}: {ca.condition} vs {ca.baseline}"
         if c is None:
             items.append((5, f"no verdict — {what}: {ca.reason}"))
             continue

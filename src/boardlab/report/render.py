@@ -70,7 +70,8 @@ def html_block(b: doc.Block) -> str:
 
     if isinstance(b, doc.Table):
         title = f"<h4>{esc(b.title)}</h4>" if b.title else ""
-        return title + html_table(b)
+        notes = "".join(f'<p class="small">{esc(n)}</p>' for n in b.notes)
+        return title + html_table(b) + notes
     if isinstance(b, doc.Prose):
         text = f"<b>{esc(b.text)}</b>" if b.strong else _bold(b.text, b.bold, esc, "<b>", "</b>")
         klass = "banner" if b.banner else ("small" if b.small else "")
@@ -90,7 +91,8 @@ def html_block(b: doc.Block) -> str:
                 f'<div class="card"><div class="card-label">{esc(k)}</div><div class="card-value">{esc(v)}</div></div>'
                 for k, v in b.pairs
             )
-            return f'<div class="cards">{tiles}</div>'
+            head = f'<div class="card-group">{esc(b.title)}</div>' if b.title else ""
+            return f'{head}<div class="cards">{tiles}</div>'
         return (
             '<dl class="meta">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in b.pairs) + "</dl>"
         )
@@ -132,7 +134,9 @@ def md_table(headers: Iterable[str], rows: Iterable[Iterable[str]], numeric: Ite
 
 def md_block(b: doc.Block) -> list[str]:
     if isinstance(b, doc.Table):
-        return ([f"**{md_escape(b.title)}**", ""] if b.title else []) + md_table(b.headers, b.rows, b.numeric)
+        notes = ["", *(md_escape(n) + "  " for n in b.notes)] if b.notes else []
+        head = [f"**{md_escape(b.title)}**", ""] if b.title else []
+        return head + md_table(b.headers, b.rows, b.numeric) + notes
     if isinstance(b, doc.Prose):
         return [f"**{md_escape(b.text)}**" if b.strong else _bold(b.text, b.bold, md_escape, "**", "**")]
     if isinstance(b, doc.Items):
@@ -143,7 +147,8 @@ def md_block(b: doc.Block) -> list[str]:
         body = [term(line) for line in b.text.splitlines()]  # control characters shown, as elsewhere
         return ([md_escape(b.summary), ""] if b.summary else []) + [fence, *body, fence]
     if isinstance(b, doc.Facts):
-        return [f"- {md_escape(k)}: {md_escape(v)}" for k, v in b.pairs]
+        head = [f"**{md_escape(b.title)}**", ""] if b.title else []
+        return head + [f"- {md_escape(k)}: {md_escape(v)}" for k, v in b.pairs]
     return []
 
 
@@ -188,7 +193,7 @@ def text_table(t: doc.Table) -> list[str]:
         [tuple(r[i] for i in keep) for r in t.rows],
         tuple(t.columns[i].numeric for i in keep),
     )
-    return ([t.title] if t.title else []) + out
+    return ([t.title] if t.title else []) + out + list(t.notes)
 
 
 def text_block(b: doc.Block) -> list[str]:
@@ -201,7 +206,8 @@ def text_block(b: doc.Block) -> list[str]:
     if isinstance(b, doc.Preformatted):
         return b.text.splitlines()
     if isinstance(b, doc.Facts):
-        return [f"{k}: {v}" for k, v in b.pairs]
+        head = [b.title] if b.title else []
+        return head + [f"{'  ' if b.title else ''}{k}: {v}" for k, v in b.pairs]
     return []
 
 

@@ -16,7 +16,10 @@ from pathlib import Path
 from boardlab.errors import InputError, os_error
 from boardlab.store.db import Store
 
-EXPORT_SCHEMA = 2  # 2: the board's label in every record (a shared store holds many boards)
+# 2: the board's label in every record (a shared store holds many boards)
+# 3: user_time_us and system_time_us, the worker's own CPU time per run (wait4 rusage); readers of schema 2
+#    see the same columns plus these two (an older store's runs without rusage give them empty)
+EXPORT_SCHEMA = 3
 FIELDS = (
     "campaign",
     "campaign_id",
@@ -38,6 +41,8 @@ FIELDS = (
     "error",
     "started_unix_s",
     "wall_ns",
+    "user_time_us",
+    "system_time_us",
     "cpu",
     "warmup_iterations",
     "warmup_capped",
@@ -85,6 +90,11 @@ def _energy_fields(energy, r) -> dict:
     }
 
 
+def _cpu_times(rusage_json: str | None) -> dict:
+    ru = json.loads(rusage_json or "{}")
+    return {"user_time_us": ru.get("utime_us"), "system_time_us": ru.get("stime_us")}
+
+
 def run_records(store: Store, campaign_ids: list[int] | None = None) -> list[dict]:
     from boardlab.energy.results import campaign_energy
 
@@ -117,6 +127,7 @@ def run_records(store: Store, campaign_ids: list[int] | None = None) -> list[dic
                     "error": r["error"],
                     "started_unix_s": r["started_unix_s"],
                     "wall_ns": r["wall_ns"],
+                    **_cpu_times(r["rusage_json"]),
                     "cpu": r["cpu"],
                     "warmup_iterations": r["warmup_iterations"],
                     "warmup_capped": None if r["warmup_capped"] is None else bool(r["warmup_capped"]),

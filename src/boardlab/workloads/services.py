@@ -309,6 +309,25 @@ class _Services:
             "iface_drop_totals": doc["iface_drop_totals"],
         }
 
+    def per_second(self) -> list[dict]:
+        """Each service's per-second samples as the worker result's "series" (CPU, RSS, PSS): the report
+        plots any workload's series the same way (docs/extending.md, "Per-second series")."""
+        if not self.monitor:
+            return []
+        names = {rp.pid: name for name, (rp, _) in self.roles.items()}
+        out: dict[tuple[str, str], dict] = {}
+        for r in self.monitor.rows:
+            for metric, unit in (("cpu_pct_one_cpu", "%"), ("rss_bytes", "bytes"), ("pss_bytes", "bytes")):
+                v = getattr(r, metric)
+                if v is None:
+                    continue
+                label = names.get(r.pid, str(r.pid))
+                e = out.setdefault(
+                    (metric, label), {"metric": metric, "label": label, "unit": unit, "points": []}
+                )
+                e["points"].append([round(r.t_s, 3), v])
+        return list(out.values())
+
 
 def _value(unit: str, hib: bool, v) -> dict:
     return {"unit": unit, "higher_is_better": hib, "value": v}
@@ -348,6 +367,7 @@ def run(params: dict, iterations: int | None = None) -> dict:
         svc.close()
         return {"ok": False, "errors": [str(exc)], "metrics": {}, "info": {}}
     acc = svc.accounting()
+    series = svc.per_second()
     errors = [f"{n}: {e}" for n, r in roles.items() if isinstance(r, dict) for e in (r.get("errors") or [])]
     metrics = {
         "cpu_pct_one_cpu": _value("%", False, _sum_avg(acc, "cpu_pct_one_cpu")),
@@ -395,7 +415,7 @@ def run(params: dict, iterations: int | None = None) -> dict:
         "services": svc_blocks,
         **({"sweep": roles["sweep"]} if "sweep" in roles else {}),
     }
-    return {"ok": not errors, "errors": errors, "metrics": metrics, "info": info}
+    return {"ok": not errors, "errors": errors, "metrics": metrics, "info": info, "series": series}
 
 
 def _group_port(base: int) -> tuple[str, int]:

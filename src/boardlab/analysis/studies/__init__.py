@@ -8,7 +8,9 @@ A study module provides:
 - `analyze(ctx) -> record`: reads the store through `ctx.store`'s methods and returns a typed frozen record;
 - `sections(analysis: CampaignAnalysis, record) -> Iterable[document.Section]`: what the report shows;
 - optionally `shows(record) -> Iterable[int]`: the ids of the cells its section shows, which the generic
-  run-value boxplots then only point to.
+  run-value boxplots then only point to;
+- optionally `covers(record) -> Iterable[int]`: the ids of the cells the study is about, when more than it
+  shows (the summary card groups its headline figures by study; default: `shows`).
 
 Nothing outside a study's module names the study: the analysis carries each result as a `StudyResult` and
 the renderers lay out whatever sections it yields (docs/extending.md, "Add a report study").
@@ -30,6 +32,7 @@ STUDIES = (
     "boardlab.analysis.studies.governor",
     "boardlab.analysis.studies.stream",
     "boardlab.analysis.studies.services",
+    "boardlab.analysis.studies.series",
 )
 
 
@@ -47,5 +50,6 @@ def run_studies(ctx: StudyContext, studies: tuple[str, ...] = STUDIES) -> tuple[
             continue
         shows = tuple(module.shows(record)) if hasattr(module, "shows") else ()
         shown_as = getattr(module, "SHOWN_AS", f"in the {module.TITLE} section below")
-        out.append(StudyResult(name, module.TITLE, record, shows, shown_as))
+        covers = tuple(module.covers(record)) if hasattr(module, "covers") else shows
+        out.append(StudyResult(name, module.TITLE, record, shows, shown_as, covers))
     return tuple(out)

@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING
 
 from boardlab.analysis import document as doc
 from boardlab.analysis.core import metrics_by_name
-from boardlab.analysis.format import cell_label, fmt_interval, fmt_num, fmt_ratio, varying_keys, verdict_text
+from boardlab.analysis.format import (
+    cell_label,
+    fmt_interval,
+    fmt_num,
+    fmt_ratio,
+    params_text,
+    varying_keys,
+    verdict_text,
+)
 from boardlab.analysis.specs import spec_of
 from boardlab.stats.tails import TAIL_MIN_SAMPLES
 
@@ -154,7 +162,7 @@ def groups(analysis: CampaignAnalysis, study: AiStudy) -> list[tuple[str, list[A
         if varying == ["model"] or not varying:
             titles[key] = c.model
         else:
-            titles[key] = ", ".join(f"{k}={c.params.get(k)}" for k in varying)
+            titles[key] = params_text({k: c.params.get(k) for k in varying})
     return [
         (titles[k], sorted(cells, key=lambda c: order.get(c.condition, len(order))))
         for k, cells in by.items()

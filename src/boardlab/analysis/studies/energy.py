@@ -12,7 +12,8 @@ import statistics
 from dataclasses import dataclass, field
 
 from boardlab.analysis import document as doc
-from boardlab.analysis.format import fmt_num
+from boardlab.analysis.format import cell_label, fmt_num
+from boardlab.analysis.tables import varying_by_workload
 from boardlab.energy import integrate
 from boardlab.energy.efficiency import Efficiency, Estimate, cell_estimates, efficiency_kind
 from boardlab.energy.results import SourceRow, campaign_energy
@@ -59,6 +60,7 @@ def energy_study(store, campaign_id: int, cells) -> EnergyStudy:
     if ce.primary is None:
         return study
     out, traces, agree = [], {}, []
+    varying = varying_by_workload(cells)  # a label names what tells the section's cells apart
     for i, cell in enumerate(cells):
         valid = [r for r in cell.runs if r.valid and ce.run(r.run_id) is not None]
         if not valid:
@@ -74,7 +76,7 @@ def energy_study(store, campaign_id: int, cells) -> EnergyStudy:
         out.append(
             EnergyCell(
                 cell_id=cell.cell_id,
-                label=cell.label,
+                label=cell_label(cell.workload, cell.params, varying[cell.workload]),
                 condition=cell.condition,
                 baseline=cell.baseline,
                 unit=cell.unit,
@@ -92,7 +94,7 @@ def energy_study(store, campaign_id: int, cells) -> EnergyStudy:
         src = f"energy.{ce.primary}.power_w"
         pts = [(row["t_ns"] / 1e9, row["value"]) for row in store.series(mid.run_id) if row["source"] == src]
         if pts and len(traces.setdefault(cell.condition, [])) < MAX_TRACES:
-            traces[cell.condition].append((cell.label, pts))
+            traces[cell.condition].append((out[-1].label, pts))
         others = {s.name for s in ce.supported}
         if len(others) > 1:
             per = {}
@@ -104,7 +106,7 @@ def energy_study(store, campaign_id: int, cells) -> EnergyStudy:
             same = [n for n in per if scopes.get(n) == scopes.get(ce.primary)]
             spread = integrate.agreement({n: per[n] for n in same})
             if len(same) > 1 and spread is not None:
-                agree.append((f"{cell.label} @ {cell.condition}", {n: per[n] for n in same}, spread))
+                agree.append((f"{out[-1].label} @ {cell.condition}", {n: per[n] for n in same}, spread))
     return EnergyStudy(
         ce.reason, ce.primary, ce.sources, idle, tuple(out), traces, tuple(agree), _by_condition(out)
     )
@@ -297,7 +299,7 @@ def sections(analysis, study: EnergyStudy) -> list[doc.Section]:
             + (doc.Column("efficiency"),),
             tuple(
                 (
-                    f"{c.label} @ {c.condition}"[:52],
+                    f"{c.label} @ {c.condition}",
                     str(c.n_runs),
                     f"{_est(c.estimates['energy_j'])} {_ci(c.estimates['energy_j'])}",
                     _est(c.estimates["power_avg_w"]),

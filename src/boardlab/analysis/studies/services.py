@@ -43,6 +43,7 @@ class ServiceCell:
     power_source: str | None = None  # rest/operating: the power sensor read (energy.sources' name)
     # open-loop sweep: target rate -> medians over the runs that reached it, and how many saturated there
     sweep: dict[float, dict[str, float | None]] = field(default_factory=dict)
+    cell_id: int | None = None
 
 
 def _median(xs: list[float]) -> float | None:
@@ -87,6 +88,7 @@ def _cell(runs: dict, cell: CellAnalysis) -> ServiceCell:
             rss.setdefault(svc, []).append(a["rss_bytes"]["avg"])
     metrics = {k: v for k, xs in per_metric.items() if (v := _median(xs)) is not None}
     return ServiceCell(
+        cell_id=cell.cell_id,
         label=cell.label,
         scenario=str(cell.params.get("scenario", "position")),
         params=dict(cell.params),
@@ -131,6 +133,10 @@ def analyze(ctx) -> ServicesStudy:
 
 def shows(study: ServicesStudy) -> list[int]:
     return []  # its cells keep their boxplots: the section adds tables, not figures
+
+
+def covers(study: ServicesStudy) -> list[int]:
+    return [c.cell_id for c in study.cells if c.cell_id is not None]
 
 
 def _f(v, scale=1.0, digits=3) -> str:
@@ -201,6 +207,7 @@ def tables(cells: Sequence[ServiceCell]) -> list[tuple[str, tuple[str, ...], lis
                     _f(m.get("cpu_pct_one_cpu")),
                     _f(m.get("cpu_jiffies_pct_one_cpu")),
                     _f(m.get("rss_bytes"), 2**20, 2),
+                    _f(m.get("pss_bytes"), 2**20, 2),
                     _f(m.get("build_p50_ns"), 1e3, 2),
                     _f(m.get("send_p50_ns"), 1e3, 2),
                     _f(m.get("tx_p50_ns"), 1e3, 2),
@@ -221,6 +228,7 @@ def tables(cells: Sequence[ServiceCell]) -> list[tuple[str, tuple[str, ...], lis
                     "cpu_pct_one_cpu",
                     "cpu_jiffies_pct",
                     "rss_MiB",
+                    "pss_MiB",
                     "build_p50_us",
                     "send_p50_us",
                     "tx_p50_us",

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from boardlab.analysis import document as doc
 from boardlab.analysis.format import fmt_si as _si
+from boardlab.analysis.format import params_text
 from boardlab.analysis.specs import has_role, spec_of
 
 if TYPE_CHECKING:
@@ -208,8 +209,7 @@ def clock_of(inventory: dict) -> tuple[float | None, str]:
 
 def _label(params: dict, skip: tuple[str, ...]) -> str:
     return (
-        ", ".join(f"{k}={v}" for k, v in sorted(params.items()) if k not in skip and k != "path")
-        or "defaults"
+        params_text({k: v for k, v in sorted(params.items()) if k not in skip and k != "path"}) or "defaults"
     )
 
 

@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable, Sequence
 
 from boardlab.analysis.format import CONFOUNDED_MARK, VERDICT_MARKS, fmt_num
+from boardlab.analysis.format import fmt_si as si_text
 
 __all__ = ["CONFOUNDED_MARK", "VERDICT_MARKS", "fmt_num"]
 
@@ -37,11 +38,9 @@ def fmt_tick(x: float, sig: int = 3) -> str:
 
 
 def fmt_si(x: float, sig: int = 3) -> str:
-    """Tick labels on a log axis: 1, 10, 100, 1k, 10k, 1M, 1G (and 0.1, 0.01 below 1)."""
-    for factor, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(x) >= factor:
-            return fmt_tick(x / factor, sig) + suffix
-    return fmt_tick(x, sig)
+    """Tick labels on a log axis: 1, 10, 100, 1k, 10k, 1M, 1G (and 0.1, 0.01 below 1), by the one SI
+    formatter of reports (analysis.format.fmt_si) without a unit."""
+    return si_text(x, sig=sig)
 
 
 def fmt_bytes(n: float, sig: int = 3) -> str:
@@ -222,6 +221,36 @@ def _svg(width: float, height: float, title: str, body: list[str], *, cls: str =
 
 def truncate(s: str, max_chars: int) -> str:
     return s if len(s) <= max_chars else s[: max(1, max_chars - 1)] + "…"
+
+
+def wrap(s: str, max_chars: int) -> list[str]:
+    """`s` in lines of at most `max_chars` (broken after ", " or a space, a long word on its own line): a
+    label is wrapped, never cut."""
+    max_chars = max(max_chars, 8)
+    lines: list[str] = []
+    line = ""
+    for word in s.replace(" ", " \0").split("\0"):
+        if line and len(line) + len(word.rstrip()) > max_chars:
+            lines.append(line.rstrip())
+            line = ""
+        while len(word.rstrip()) > max_chars:  # a word longer than a line: split it where it must
+            lines.append(word[:max_chars])
+            word = word[max_chars:]
+        line += word
+    if line.strip() or not lines:
+        lines.append(line.rstrip())
+    return lines
+
+
+def text_lines(x: float, y: float, lines: Sequence[str], line_h: float, **kw) -> list[str]:
+    """Lines of text, the first at y (each a <text>, so every renderer shows them the same)."""
+    return [_text(x, y + i * line_h, ln, **kw) for i, ln in enumerate(lines)]
+
+
+def title_block(title: str, width: int, size: int, x: float = 10, y: float = 20) -> tuple[list[str], float]:
+    """A plot's title wrapped to its width: (the elements, the extra height its further lines take)."""
+    lines = wrap(title, int((width - 16) / (size * 0.62)))
+    return text_lines(x, y, lines, size + 3, size=size, weight="bold"), (len(lines) - 1) * (size + 3)
 
 
 def _text_width(s: str, size: float) -> float:

@@ -25,8 +25,10 @@ from boardlab.report.plot.axes import (
     _value_axis,
     fmt_num,
     padded_domain,
-    truncate,
+    text_lines,
+    title_block,
     wants_log,
+    wrap,
 )
 
 # --- boxplots --------------------------------------------------------------------------------------------------
@@ -65,7 +67,8 @@ def boxplot(
     if log and any(v <= 0 for v in everything):
         log = False
     kind = "log10" if log else "linear"
-    row_h, top = 30, 34
+    wrapped = [wrap(b.label, 44) for b in boxes]  # a long label wraps onto more lines, never cut
+    row_h, top = max(30, 13 * max((len(w) for w in wrapped), default=1) + 6), 34
     label_chars = min(max((len(b.label) for b in boxes), default=4), 44)
     left = 16 + _text_width("M" * label_chars, 12)
     right = 64
@@ -84,12 +87,8 @@ def boxplot(
     for i, b in enumerate(boxes):
         color = PALETTE[i % len(PALETTE)]
         cy = top + row_h * i + row_h / 2
-        shown = truncate(b.label, 44)
-        body.append(
-            _text(
-                left - 10, cy + 4, shown, anchor="end", size=12, title=b.label if shown != b.label else None
-            )
-        )
+        lines = wrapped[i]
+        body += text_lines(left - 10, cy + 4 - 6.5 * (len(lines) - 1), lines, 13, anchor="end", size=12)
         vals = [v for v in b.values if v is not None and math.isfinite(v)]
         if vals:
             lo, q1, med, q3, hi = box_stats(vals)
@@ -164,11 +163,10 @@ def grouped_boxplot(
     slot_w = (width - left - right) / n_groups
     longest = max((_text_width(g, 11) for g, _ in groups), default=0)
     rotate = longest > slot_w - 4
-    label_h = min(longest, 150) * 0.6 + 14 if rotate else 18
+    label_h = longest * 0.6 + 14 if rotate else 18  # a rotated label whole: the plot leaves it room
     plot_bottom = height - label_h - (26 if x_label else 8)
-    body = [
-        _text(10, 20, truncate(title, int((width - 16) / (14 * 0.62))), size=14, weight="bold", title=title)
-    ]
+    body, extra = title_block(title, width, 14)
+    top += extra
     if legend:
         x = left
         for k, name in enumerate(series):
@@ -193,10 +191,8 @@ def grouped_boxplot(
     body.append(_line(left, plot_bottom, width - right, plot_bottom))
     body.append(_line(left, top, left, plot_bottom))
     axis_label = f"{unit} (log scale)" if log else unit
-    shown = truncate(axis_label, int((plot_bottom - top) / (12 * CHAR_W)))
-    body.append(
-        _text(14, (top + plot_bottom) / 2, shown, anchor="middle", size=12, rotate=-90, title=axis_label)
-    )
+    size = min(12.0, max(7.0, (plot_bottom - top) / max(len(axis_label), 1) / CHAR_W))  # fits, smaller
+    body.append(_text(14, (top + plot_bottom) / 2, axis_label, anchor="middle", size=size, rotate=-90))
     if x_label:
         body.append(_text((left + width - right) / 2, height - 8, x_label, anchor="middle", size=12))
     rng = random.Random(seed)
@@ -207,10 +203,7 @@ def grouped_boxplot(
             body.append(_line(x0, top, x0, plot_bottom, stroke=GRID))
         cx_label = x0 + slot_w / 2
         if rotate:
-            shown = truncate(name, 24)
-            body.append(
-                _text(cx_label + 4, plot_bottom + 14, shown, anchor="end", size=11, rotate=-35, title=name)
-            )
+            body.append(_text(cx_label + 4, plot_bottom + 14, name, anchor="end", size=11, rotate=-35))
         else:
             body.append(_text(cx_label, plot_bottom + 15, name, anchor="middle", size=11))
         for si, b in enumerate(slots):

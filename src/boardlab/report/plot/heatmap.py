@@ -18,7 +18,8 @@ from boardlab.report.plot.axes import (
     _text_width,
     fmt_num,
     fmt_tick,
-    truncate,
+    text_lines,
+    wrap,
 )
 
 # --- heatmap ---------------------------------------------------------------------------------------------------
@@ -67,14 +68,15 @@ def heatmap(
 ) -> str:
     """Rows (workloads) x columns (conditions), colored by the cost ratio on a diverging log scale around
     1.0 (saturating at `limit` and 1/`limit`); each cell shows the ratio and the verdict mark."""
+    wrapped = [wrap(r, 56) for r in rows]  # a long row label wraps, never cut
     label_chars = min(max((len(r) for r in rows), default=4), 56)
     left = 16 + _text_width("M" * label_chars, 12)
     n_cols = max(len(cols), 1)
-    cell_w = max(48.0, min(140.0, (width - left - 16) / n_cols))
+    cell_w = max(64.0, min(140.0, (width - left - 16) / n_cols))
     longest_col = max((_text_width(c, 11) for c in cols), default=0)
     rotate = longest_col > cell_w - 6
-    head = 40 + (min(longest_col, 180) * 0.7 if rotate else 18)
-    cell_h = 34
+    head = 40 + (longest_col * 0.7 if rotate else 18)
+    cell_h = max(34, 13 * max((len(w) for w in wrapped), default=1) + 8)
     grid_w = cell_w * n_cols
     width = max(width, int(left + grid_w + 16))
     height = head + cell_h * len(rows) + 84
@@ -82,19 +84,13 @@ def heatmap(
     for j, c in enumerate(cols):
         cx = left + cell_w * j + cell_w / 2
         if rotate:
-            body.append(
-                _text(cx - 4, head - 8, truncate(c, 30), anchor="start", size=11, rotate=-35, title=c)
-            )
+            body.append(_text(cx - 4, head - 8, c, anchor="start", size=11, rotate=-35))
         else:
             body.append(_text(cx, head - 8, c, anchor="middle", size=11))
-    for i, r in enumerate(rows):
+    for i, lines in enumerate(wrapped):
         cy = head + cell_h * i
-        shown = truncate(r, 56)
-        body.append(
-            _text(
-                left - 8, cy + cell_h / 2 + 4, shown, anchor="end", size=12, title=r if shown != r else None
-            )
-        )
+        y0 = cy + cell_h / 2 + 4 - 6.5 * (len(lines) - 1)
+        body += text_lines(left - 8, y0, lines, 13, anchor="end", size=12)
         for j in range(len(cols)):
             x = left + cell_w * j
             cell = cells.get((i, j))
@@ -121,7 +117,7 @@ def heatmap(
                 _text(
                     x + cell_w / 2,
                     cy + cell_h / 2 + 4,
-                    truncate(label, int(cell_w / 7)),
+                    label,
                     anchor="middle",
                     size=12,
                     fill=ink,

@@ -20,8 +20,10 @@ from boardlab.report.plot.axes import (
     fmt_tick,
     log_ticks,
     nice_ticks,
+    text_lines,
     tick_labels,
-    truncate,
+    title_block,
+    wrap,
 )
 
 # --- histograms ----------------------------------------------------------------------------------------------
@@ -107,24 +109,15 @@ def histogram_plot(
     top_count = max([c for _, _, c in bars] + ([overflow] if show_overflow else []) + [1])
     small = width < 500
     left, right = (54 if small else 66), 12
-    top = 30 + (14 if subtitle else 0)
+    body, extra = title_block(title, width, title_size, 8, 18)  # a long title wraps; the figure grows
+    sub = wrap(subtitle, int((width - 16) / (11 * 0.55))) if subtitle else []
+    body += text_lines(8, 33 + extra, sub, 13, size=11)
+    grow = int(extra + 13 * max(len(sub) - 1, 0))
+    height += grow
+    top = 30 + (14 if subtitle else 0) + grow
     plot_bottom = height - 40
     over_w = 46 if show_overflow else 0
     plot_right = width - right - over_w - (8 if show_overflow else 0)
-    body = [
-        _text(
-            8,
-            18,
-            truncate(title, int((width - 16) / (title_size * 0.62))),
-            size=title_size,
-            weight="bold",
-            title=title,
-        )
-    ]
-    if subtitle:
-        body.append(
-            _text(8, 33, truncate(subtitle, int((width - 16) / (11 * 0.55))), size=11, title=subtitle)
-        )
     x_end = n_buckets * bucket_width
     # a log axis starts a little below `x_min` (the smallest latency to show), bucket 0 ([0, w)) at w/2
     x_lo = max(bucket_width / 2, (x_min or 0) / 1.25)

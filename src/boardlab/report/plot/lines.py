@@ -22,8 +22,10 @@ from boardlab.report.plot.axes import (
     _tick_formatter,
     fmt_num,
     padded_domain,
+    text_lines,
     tick_labels,
-    truncate,
+    title_block,
+    wrap,
 )
 
 # --- line plots ------------------------------------------------------------------------------------------------
@@ -95,31 +97,24 @@ def line_plot(
     if legend and len(lines) > 0:
         x, row = left, 0
         for i, ln in enumerate(lines):
-            w = 26 + _text_width(truncate(ln.label, 40), 11) + 14
+            w = 26 + _text_width(ln.label, 11) + 14
             if x + w > width - right and x > left:
                 x, row = left, row + 1
             legend_items.append((ln.label, line_color(ln, i), x, row))
             x += w
         legend_rows = row + 1
+    # a long title or subtitle wraps: the figure grows by its further lines
+    head, extra = title_block(title, width, title_size, 8 if small else 10, 18 if small else 20)
+    sub = wrap(subtitle, int((width - 16) / (11 * 0.55))) if subtitle else []  # digits, spaces: narrow
+    grow = int(extra + 13 * max(len(sub) - 1, 0))
+    top += grow
+    height += grow
     plot_bottom = height - (34 if small else 46) - legend_rows * 18
     body = []
     if frame:
         body.append(_rect(0.5, 0.5, width - 1, height - 1, stroke=frame, width=2))
-    body.append(
-        _text(
-            8 if small else 10,
-            18 if small else 20,
-            truncate(title, int((width - 16) / (title_size * 0.68))),
-            size=title_size,
-            weight="bold",
-            title=title,
-        )
-    )
-    if subtitle:
-        shown = truncate(subtitle, int((width - 16) / (11 * 0.55)))  # digits and spaces are narrow
-        body.append(
-            _text(8 if small else 10, (18 if small else 20) + 15, shown, size=11, fill=INK, title=subtitle)
-        )
+    body += head
+    body += text_lines(8 if small else 10, (18 if small else 20) + 15 + extra, sub, 13, size=11, fill=INK)
     if not pts:
         body.append(_text(left, top + 30, "no data", fill=AXIS))
         return _svg(width, height, title, body)
@@ -196,7 +191,7 @@ def line_plot(
     for label, color, x, row in legend_items:
         y = ly0 + row * 18
         body.append(_line(x, y - 4, x + 20, y - 4, stroke=color, width=2.5))
-        body.append(_text(x + 26, y, truncate(label, 40), size=11, title=label))
+        body.append(_text(x + 26, y, label, size=11))
     return _svg(width, height, title, body)
 
 

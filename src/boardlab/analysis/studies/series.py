@@ -1,0 +1,175 @@
+"""Per-second series of any workload, over time: one figure per metric and cell, a line per series label
+(e.g. one per service) at the median across the cell's valid runs, with whiskers from the smallest to the
+largest run at each second. Metrics of one unit (RSS and PSS) are drawn side by side.
+
+A workload gives its series in its worker result: a top-level "series" list of
+{"metric", "label", "unit", "points": [[seconds since its start, value], ...]} (docs/extending.md,
+"Per-second series"). Runs are the unit (docs/method.md): a second's spread is the spread across runs.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from boardlab.analysis import document as doc
+from boardlab.analysis.format import cell_label, display_unit, varying_keys
+
+if TYPE_CHECKING:
+    pass
+
+TITLE = "Per-second series"
+SHOWN_AS = "over time in the per-second series section below"
+
+
+@dataclass(frozen=True)
+class Band:
+    """One series label of one metric across a cell's runs: per second, the median, smallest and largest."""
+
+    metric: str
+    label: str
+    unit: str
+    seconds: tuple[float, ...]
+    median: tuple[float, ...]
+    low: tuple[float, ...]
+    high: tuple[float, ...]
+    n_runs: int
+
+
+@dataclass(frozen=True)
+class CellSeries:
+    cell_id: int
+    workload: str
+    params: dict
+    condition: str
+    bands: tuple[Band, ...]
+
+
+@dataclass(frozen=True)
+class SeriesStudy:
+    cells: tuple[CellSeries, ...]
+
+
+def _run_series(worker_json: str | None) -> list[dict]:
+    if not worker_json or '"series"' not in worker_json:  # most results have none: no parse
+        return []
+    try:
+        series = json.loads(worker_json).get("series")
+    except (ValueError, AttributeError):
+        return []
+    return [s for s in series if isinstance(s, dict) and s.get("points")] if isinstance(series, list) else []
+
+
+def bands(runs: Sequence[list[dict]]) -> tuple[Band, ...]:
+    """Per (metric, label): each run's samples binned to whole seconds, then across runs per second."""
+    per: dict[tuple[str, str], dict] = {}
+    for series in runs:
+        for s in series:
+            e = per.setdefault(
+                (str(s["metric"]), str(s["label"])), {"unit": str(s.get("unit", "")), "runs": []}
+            )
+            by_second: dict[int, float] = {}
+            for t, v in s["points"]:
+                if isinstance(v, int | float):
+                    by_second[round(t)] = v
+            e["runs"].append(by_second)
+    out = []
+    for (metric, label), e in per.items():
+        seconds = sorted({t for r in e["runs"] for t in r})
+        at = [[r[t] for r in e["runs"] if t in r] for t in seconds]
+        out.append(
+            Band(
+                metric,
+                label,
+                e["unit"],
+                tuple(float(t) for t in seconds),
+                tuple(statistics.median(v) for v in at),
+                tuple(min(v) for v in at),
+                tuple(max(v) for v in at),
+                len(e["runs"]),
+            )  # fmt: skip
+        )
+    return tuple(out)
+
+
+def applies(ctx) -> bool:
+    return bool(ctx.cells)  # whether any run has series is known only after reading them (analyze)
+
+
+def analyze(ctx) -> SeriesStudy | None:
+    by_cell: dict[int, list[list[dict]]] = {}
+    for r in ctx.store.runs(ctx.campaign_id):
+        if r["valid"] and (series := _run_series(r["worker_json"])):
+            by_cell.setdefault(r["cell_id"], []).append(series)
+    cells = tuple(
+        CellSeries(c.cell_id, c.workload, dict(c.params), c.condition, bands(by_cell[c.cell_id]))
+        for c in ctx.cells
+        if c.cell_id in by_cell
+    )
+    return SeriesStudy(cells) if cells else None
+
+
+def _figure(title: str, group: list[Band], width: int) -> doc.Figure:
+    div, unit = display_unit(group[0].unit, max((max(b.median) for b in group if b.median), default=None))
+    lines = [
+        doc.Line(
+            b.label,
+            [(t, m / div) for t, m in zip(b.seconds, b.median, strict=True)],
+            errors=[(lo / div, hi / div) for lo, hi in zip(b.low, b.high, strict=True)],
+            markers=len(b.seconds) <= 60,
+        )
+        for b in group
+    ]
+    return doc.Figure(
+        "line_plot",
+        {
+            "lines": lines,
+            "title": title,
+            "x_label": "seconds since the run started",
+            "y_label": f"{group[0].metric} [{unit}]",
+            "y_zero": True,
+            "width": width,
+            "height": 280,
+        },
+    )
+
+
+def figures(cell: CellSeries, name: str) -> list[doc.Block]:
+    """A figure per metric; metrics that share a unit (RSS, PSS) side by side."""
+    by_metric: dict[str, list[Band]] = {}
+    for b in cell.bands:
+        by_metric.setdefault(b.metric, []).append(b)
+    by_unit: dict[str, list[str]] = {}
+    for metric, group in by_metric.items():
+        by_unit.setdefault(group[0].unit, []).append(metric)
+    out: list[doc.Block] = []
+    for metrics in by_unit.values():
+        width = 800 if len(metrics) == 1 else 396
+        figs = [
+            _figure(f"{name}: {m} per second (median across {by_metric[m][0].n_runs} runs, min–max)",
+                    by_metric[m], width)
+            for m in metrics
+        ]  # fmt: skip
+        out.append(figs[0] if len(figs) == 1 else doc.Multiples(tuple(figs)))
+    return out
+
+
+def shows(study: SeriesStudy) -> list[int]:
+    return []  # the cells keep their run-value boxplots: this adds their course over time
+
+
+def sections(analysis, study: SeriesStudy) -> list[doc.Section]:
+    varying = varying_keys(c.params for c in study.cells)
+    blocks: list[doc.Block] = [
+        doc.Prose(
+            "Samples a workload takes every second of a run, per cell: the line is the median across the "
+            "cell's valid runs at each second, the whiskers the smallest and largest run there.",
+            small=True,
+        )
+    ]
+    for c in study.cells:
+        blocks += figures(c, f"{cell_label(c.workload, c.params, varying)} @ {c.condition}")
+    return [doc.section(TITLE, *blocks, formats=doc.HTML, anchor="series")]
