@@ -490,7 +490,14 @@ def test_a_governor_eval_campaign_reports_policies_side_by_side(tmp_path):
     assert (tmp_path / "simroot" / CPUFREQ / "policy0/scaling_governor").read_text().strip() == "ondemand"
 
 
-def test_ctrl_c_stops_the_daemon_and_restores_at_once(tmp_path):
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+# "inherited-ignored": started as a shell without job control starts a background job (`setsid nohup
+# boardlab ... &` on a fleet's board), with SIGINT ignored; Ctrl-C (and the stop of every load) still works
+@pytest.mark.parametrize("sigint", ["default", "inherited-ignored"])
+def test_ctrl_c_stops_the_daemon_and_restores_at_once(tmp_path, sigint):
     root = copy_board("odroid-xu3", tmp_path)
     write_stat(root, 8, [0] * 8, [0] * 8)
     before = snapshot(root)
@@ -498,6 +505,7 @@ def test_ctrl_c_stops_the_daemon_and_restores_at_once(tmp_path):
         [sys.executable, "-m", "boardlab", "governor", "run", "--root", str(root), "--policy", "schedutil-like",
          "--sampling-ms", "20", "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=state_env(tmp_path),
+        preexec_fn=_ignore_sigint if sigint == "inherited-ignored" else None,
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 20

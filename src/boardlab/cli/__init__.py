@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import importlib
 import os
+import signal
 import sys
 import traceback
 
@@ -92,8 +93,20 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     return parser
 
 
+def _stop_signal_default() -> None:
+    """boardlab stops the workers and loads it starts with SIGINT (conditions/background.py, stressor.py), as
+    Ctrl-C does. Started in the background by a shell without job control (`setsid nohup boardlab run ... &`,
+    as a fleet starts a campaign on a board, or from a script's `cmd &`), it inherits SIGINT ignored, and an
+    ignored signal stays ignored across exec: every load would ignore its stop and be killed
+    STOP_GRACE_S later, and the campaign's own Ctrl-C would do nothing. A handler, unlike SIG_IGN, is reset
+    to the default in each child at exec, so the default handler goes back in here."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _stop_signal_default()
     # `boardlab kern ARGS...` passes everything after `kern` through untouched.
     if argv and argv[0] == "kern":
         from boardlab.cli import kern
