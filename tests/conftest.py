@@ -2,10 +2,20 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
 from pg import pg_server, pg_url  # noqa: F401  (a private PostgreSQL server: tests/pg.py)
+
+
+def pytest_configure(config):
+    """The Ctrl-C tests test boardlab, not the shell that started the suite: run as a background job of a
+    shell without job control (a script's `make test &`, nohup, a chroot job), the suite inherits SIGINT
+    ignored, which would pass through exec to every process it starts. A handler is reset to the default in
+    each child at exec; SIG_IGN is not."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")

@@ -74,7 +74,10 @@ exec chroot $root /usr/bin/env -i HOME=/root LANG=C.UTF-8 TERM=dumb \
 echo "fresh: make demo and make test in a fresh bookworm (ip netns: $netns); log: $log"
 start=$(date +%s)
 set +e
-unshare --mount --propagation private --fork bash -c "$setup" > "$log" 2>&1
+# SIGINT back to its default first: started as a background job (`make test-fresh &`, nohup), this script has
+# it ignored, and an ignored signal stays ignored through every exec down to the tests' own processes.
+python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])' \
+  unshare --mount --propagation private --fork bash -c "$setup" > "$log" 2>&1
 rc=$?
 set -e
 echo "fresh: exit $rc after $(($(date +%s) - start)) s"
