@@ -152,7 +152,7 @@ def test_a_damaged_copy_is_refused_before_anything_is_installed(native_bundle, t
     neither the venv nor the link is created."""
     out, _ = native_bundle
     with tarfile.open(out) as tar:
-        tar.extractall(tmp_path, filter="data")
+        extract_data(tar, tmp_path)
     top = tmp_path / "boardlab-native"
     wheel = next((top / "wheels").glob("*.whl"))
     if damage == "truncated":

@@ -255,6 +255,7 @@ def test_the_governor_evaluation_on_a_board_without_cpufreq_says_no_verdict(tmp_
         "powersave",
         "schedutil",
         "anti-snoop",
+        "active-max-idle-min",
     }
     assert doc["verdict_reachable"] is False and doc["comparisons"] == 0
     assert "verdict reachable: yes" not in run_cli(*args, "--db", str(tmp_path / "x")).stdout

@@ -16,6 +16,8 @@ from helpers import run_cli
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
+QUIET_CV = 0.20  # the reference cells' run-to-run spread below which this machine counts as quiet
+
 TRIMMED = """\
 name = "andesite-trimmed"
 seed = 0
@@ -66,6 +68,11 @@ def test_a_2x_slowdown_through_a_real_condition_is_a_verdict_at_the_andesite_def
     hog = [ca for ca in a.comparisons if ca.condition == "cpu-hog-same"]
     assert len(hog) == 2
     cvs = ", ".join(f"{c.label}@{c.condition}: CV {c.summary.cv:.1%}" for c in a.cells if c.summary)
+    # The claim is for a quiet machine: with the reference runs themselves spread by more than 20% (another
+    # job sharing the cores), 10-15 runs cannot be expected to call even a 2x effect. Measured, and said.
+    noisiest = max(c.summary.cv for c in base if c.summary)
+    if noisiest > QUIET_CV:
+        pytest.skip(f"this machine is not quiet: the reference runs' CV reached {noisiest:.0%} ({cvs})")
     for ca in hog:
         c = ca.comparison
         assert c is not None

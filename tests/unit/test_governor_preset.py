@@ -193,7 +193,9 @@ def test_a_short_run_of_the_preset_on_the_simulator_is_labelled_from_the_store(t
                 env=env, timeout=300)  # fmt: skip
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
-    assert out["status"] == "complete" and out["runs_done"] == out["runs_total"] == 5 * 3
+    # 4 conditions at 3 runs each; their shared baseline gets more (Dunnett's allocation: sqrt(4) x 3 = 6,
+    # raised toward the A/A control's 5 + 5 and capped at 3 x 3 = 9)
+    assert out["status"] == "complete" and out["runs_done"] == out["runs_total"] == 4 * 3 + 9
     assert "policy4 at its 2 OPPs = 4 conditions" in p.stderr
     labels_file = tmp_path / "labels.json"
     p = run_cli("governor", "label", "--db", str(db), "--out", str(labels_file), "--json")
