@@ -19,6 +19,7 @@ from boardlab.errors import InputError
 from boardlab.governor.store_io import load_artifact, save_artifact
 from boardlab.model.run import GateResult, Histogram, MetricResult, RunEnergy, RunResult
 from boardlab.store import STORE_SCHEMA, Store
+from boardlab.store.export import EXPORT_SCHEMA
 from boardlab.store.ingest import ingest_file
 
 from helpers import make_campaign_db, run_cli
@@ -379,7 +380,7 @@ def test_report_compare_export_over_postgresql_match_the_board_files(pg_url, tmp
     want_a = json.loads(run_cli("export", "--db", str(a)).stdout)["runs"]
     want_b = json.loads(run_cli("export", "--db", str(b)).stdout)["runs"]
     got = json.loads(run_cli("export", "--db", pg_url).stdout)
-    assert got["schema"] == 2
+    assert got["schema"] == EXPORT_SCHEMA
     assert _without(got["runs"]) == _without(want_a + want_b)
     assert {r["board"] for r in got["runs"]} == {"board-a", "board-b"}
 
@@ -402,7 +403,7 @@ def test_parquet_partitioned_by_board_reads_back_in_duckdb(pg_url, tmp_path):
     per_board = {}
     for r in records:
         per_board[r["board"]] = per_board.get(r["board"], 0) + 1
-    assert manifest == {"schema": 2, "partition": "board", "boards": per_board}
+    assert manifest == {"schema": EXPORT_SCHEMA, "partition": "board", "boards": per_board}
     # the query docs/results.md shows
     glob = str(out / "**" / "*.parquet")
     rows = duckdb.sql(

@@ -264,7 +264,7 @@ def test_the_balance_uses_the_measured_link_then_the_declared_one_never_loopback
     assert "measured over the link to 10.77.0.2" in s.balance.io_source and s.balance.caveat is None
     s = _balance_of([_row(*GEMM), loop, declared])
     assert s.balance.io_kind == "declared link" and s.balance.io_bit_s == 1e9
-    assert s.balance.io_source == "declared link rate (link_bit_s = 1 Gbit/s)"
+    assert s.balance.io_source == "declared link rate (link_bit_s = 1.00 Gbit/s)"
 
 
 def test_gflops_per_watt_names_the_missing_sensor():
