@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from boardlab.conditions import background
 from boardlab.conditions.base import ApplyContext, validate_params
+from boardlab.conditions.programs import QUICK_FAILURE_S
 from boardlab.model.workload import ParamSpec
 
 _EXAMPLE = 'e.g. argv = ["gzip", "-c", "/usr/share/dict/words"]'
@@ -125,7 +126,12 @@ def command_health(state: dict) -> str | None:
     if not isinstance(codes, dict) or not isinstance(starts, int) or starts == 0:
         return None
     ended = sum(n for n in codes.values() if isinstance(n, int))
-    if ended == starts and "0" not in codes:  # none still running, none succeeded
+    running_s = state.get("stopped_running_s")
+    # the start the run's stop ended had run for less than a quick failure lasts: no sign it loaded the board
+    just_restarted = (
+        ended == starts - 1 and isinstance(running_s, int | float) and running_s < QUICK_FAILURE_S
+    )
+    if ended >= 1 and (ended == starts or just_restarted) and "0" not in codes:  # none succeeded
         how = ", ".join(f"exit {c}" for c in sorted(codes))
         tail = str(state.get("stderr_tail") or "").strip()[-200:]
         return f"{state['argv'][0]} failed at every one of its {starts} starts ({how})" + (

@@ -73,13 +73,16 @@ def _stopping() -> None:
 # ---- command ----
 
 
+QUICK_FAILURE_S = 1.0  # a command ending sooner than this has not shown that it loads the board
+
+
 def command(cfg: dict) -> int:
     argv, restart = cfg["argv"], cfg["restart"]
     deadline = time.monotonic() + cfg["max_s"]
     starts, quick_failures = 0, 0
     codes: Counter[str] = Counter()
     tail, error = b"", None
-    proc = None
+    proc, t0, stopped_running_s = None, 0.0, None
     try:
         while True:
             t0 = time.monotonic()
@@ -96,19 +99,24 @@ def command(cfg: dict) -> int:
             codes[str(code)] += 1
             if not restart or time.monotonic() >= deadline:
                 break
-            if code != 0 and time.monotonic() - t0 < 1.0:  # failing at once: back off, 0.1 s up to 2 s
+            if code != 0 and time.monotonic() - t0 < QUICK_FAILURE_S:  # failing at once: back off, up to 2 s
                 quick_failures += 1
                 time.sleep(min(2.0, 0.05 * 2**quick_failures))
             else:
                 quick_failures = 0
     except KeyboardInterrupt:
         _stopping()
+        if (
+            proc is not None and proc.poll() is None
+        ):  # the stop ended a running start: for how long had it run
+            stopped_running_s = round(time.monotonic() - t0, 3)
         _end_child(proc)
     _write_status(
         cfg["status"],
         {
             "starts": starts,
             "exit_codes": dict(codes),
+            "stopped_running_s": stopped_running_s,
             "stderr_tail": tail.decode(errors="replace")[-500:],
             "error": error,
         },
