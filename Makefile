@@ -97,13 +97,14 @@ bench: setup
 
 # ruff for Python; the C built on its own with -Wall -Wextra -Werror.
 lint: venv
-	@$(PIP) install ruff
+	@$(PIP) install ruff mypy
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	rm -rf build-lint
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/meson setup build-lint -Dwerror=true -Dwarning_level=2 >/dev/null
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/ninja -C build-lint
 	rm -rf build-lint
+	$(BIN)/mypy
 
 # ---- ARM boards: cross builds of boardlab-kern, its tests under qemu-user, a bundle in an armhf rootfs ----
 # The target's libraries (liblzma, bzip2, zstd, zlib, OpenSSL) are unpacked from Debian's repository into a

@@ -10,6 +10,7 @@ duration of the plan at that count.
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import statistics
 from collections.abc import Callable
@@ -78,7 +79,7 @@ def power_advice(
             cv, source = ASSUMED_CV, "assumed: no earlier runs of its cells on this board"
         delta, _ = threshold_for(plan_dict, workload, mine[0].metric)
         k = max((shares.get(c.key, 0) for c in mine), default=1)
-        base: Callable[[int], int] = (lambda n, k=k: reference_runs(n, k)) if sqrt_rule else (lambda n: n)
+        base: Callable[[int], int] = functools.partial(reference_runs, k=k) if sqrt_rule else (lambda n: n)
         key = (round(cv, 4), delta, k if sqrt_rule else 1, source)
         if key not in done:
             done[key] = repetitions_for_power(

@@ -136,8 +136,8 @@ def _workload(
         raise where.error(path, f"expected a table, found {_type_name(entry)}")
     entry = dict(entry)
     if "kind" in entry:  # a workload declared in the plan (kind = "program"): it joins the catalog
-        spec = _declared_workload(entry, catalog, where, path)
-        catalog[spec.name] = spec
+        declared = _declared_workload(entry, catalog, where, path)
+        catalog[declared.name] = declared
     name = _take(entry, "name", str, None, where, path)
     if name is None:
         raise where.error(path, "missing key 'name' (the workload, see `boardlab list`)")
@@ -681,6 +681,7 @@ def apply_overrides(
         if not 0 < scale <= 10:
             raise InputError(f"--scale {scale}: expected a factor in (0, 10]")
         if runs.precision is None:
+            assert runs.repetitions is not None  # a plan without precision has repetitions (or 5)
             runs = dataclasses.replace(runs, repetitions=max(5, round(runs.repetitions * scale)))
         else:
             runs = dataclasses.replace(

@@ -78,6 +78,7 @@ def count_comparisons(plan: Plan, cells: list[Cell], catalog: dict[str, Workload
             if (
                 entry.name == cell.workload
                 and isinstance(values, list)
+                and entry.compare is not None  # values is a list only when it is
                 and cell.params_dict.get(entry.compare) in values[1:]
             ):
                 pairs += 1
@@ -94,7 +95,8 @@ def _compared_keys(plan: Plan, cells: list[Cell]) -> set[str]:
     comparing = {e.name for e in plan.workloads if e.compare}
     out = set()
     for c in cells:
-        ref = Cell(c.workload, c.params, bases[c.condition], c.metric).key if bases.get(c.condition) else None
+        base = bases.get(c.condition)
+        ref = Cell(c.workload, c.params, base, c.metric).key if base else None
         if ref in keys:
             out |= {c.key, ref}
         if c.workload in comparing:
@@ -143,6 +145,7 @@ def summarize_plan(
     cells = support.runnable(all_cells)  # what the runner will run here: the rest is listed, not counted
     policy = plan.runs
     if policy.precision is None:  # a workload may give its own repetitions: the fewest compared decide
+        assert policy.repetitions is not None  # a plan without precision has repetitions (or 5)
         per_cell = cell_repetitions(plan, cells)
         compared = _compared_keys(plan, cells)
         per_arm = min((per_cell[k] for k in compared), default=policy.repetitions)

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -247,7 +248,9 @@ class Runner:
             warmup_cv=runs.warmup_cv,
             counters=tuple(self._counter_items()) if self.catalog[cell.workload].runner == "kern" else (),
         )
-        return self.catalog[cell.workload].measured_argv(cell.params_dict, options)
+        measured_argv = self.catalog[cell.workload].measured_argv
+        assert measured_argv is not None  # the catalog gives every workload one (workloads/__init__.py)
+        return measured_argv(cell.params_dict, options)
 
     def _counter_items(self) -> list[str]:
         """The plan's [runs] counters as boardlab-kern items (PMU types read once from sysfs)."""
@@ -257,7 +260,7 @@ class Runner:
             self._counters_req = perf.counter_request(self.sr, self.plan.runs.counters)
         return self._counters_req[0]
 
-    def _counter_metrics(self, counters: dict) -> tuple[list[MetricResult], dict[str, str]]:
+    def _counter_metrics(self, counters: Mapping) -> tuple[list[MetricResult], dict[str, str]]:
         """Counters of one run as metrics (one value per run, like the other metrics), and the reasons of
         those this board could not count."""
         if not self.plan.runs.counters:
@@ -324,6 +327,7 @@ class Runner:
             native = self.catalog[cell.workload].runner == "kern"
             timeout_s = self._timeout_s(cell)
             proc = spawn(self._argv(cell), cpus=worker_cpus, self_reaping=native)
+            assert proc.stdout is not None and proc.stderr is not None  # spawn pipes both
             deadline = None
             monitored = False
             try:  # from the spawn on, a stop (Ctrl-C, SIGTERM, SIGHUP) at any point stops this worker

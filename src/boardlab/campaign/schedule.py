@@ -107,10 +107,12 @@ def cell_repetitions(plan: Plan, cells: Sequence[Cell]) -> dict[str, int]:
                 return entry
         return None
 
+    fixed = plan.runs.repetitions
+    assert fixed is not None  # the fixed rule: every caller's plan gives [runs] repetitions
     out = {}
     for cell in cells:
         entry = entry_of(cell)
-        out[cell.key] = (entry.repetitions if entry else None) or plan.runs.repetitions
+        out[cell.key] = (entry.repetitions if entry else None) or fixed
     if plan.runs.baseline_allocation == "sqrt" and plan.runs.order != "abba":
         for key, k in comparisons_per_reference(plan, cells).items():
             out[key] = reference_runs(out[key], k)

@@ -143,7 +143,7 @@ def _metric(name: str, m: Any) -> MetricResult:
         name=name,
         unit=_need(m, "unit", str, where),
         higher_is_better=_need(m, "higher_is_better", bool, where),
-        values=tuple(_number(v, f"{where}values[{i}]") for i, v in enumerate(values) if v is not None),
+        values=tuple(x for i, v in enumerate(values) if (x := _number(v, f"{where}values[{i}]")) is not None),
         median=_number(m.get("median", m.get("value")), f"{where}median"),
         min=_number(m.get("min"), f"{where}min"),
         p90=_number(m.get("p90"), f"{where}p90"),
@@ -155,7 +155,7 @@ def _histogram(name: str, h: Any) -> Histogram:
     where = f"histograms.{name}."
     h = _object(h, f"histograms.{name}")
     counts = _need(h, "counts", list, where)
-    width = _number(_need(h, "bucket_width", int | float, where), f"{where}bucket_width")
+    width = _number(_need(h, "bucket_width", (int, float), where), f"{where}bucket_width")
     if not width or width <= 0:
         raise _fail(f"{where}bucket_width", width, "a positive number")
     return Histogram(
@@ -202,8 +202,8 @@ def parse_worker_result(doc: Any) -> WorkerResult:
     if not _depth_ok(doc):
         raise WorkerResultError(f"worker result: nested deeper than {MAX_DEPTH} objects and lists")
     _object(doc, "the document")
-    schema = doc.get("schema")
     full = upgrade(doc)
+    schema: int = doc["schema"]  # upgrade checked it is a readable schema number
     metrics = _object(full.get("metrics"), "metrics")
     histograms = _object(full.get("histograms"), "histograms")
     warm = _object(full.get("warmup"), "warmup")

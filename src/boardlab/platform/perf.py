@@ -8,6 +8,7 @@ import ctypes
 import errno
 import os
 import struct
+from collections.abc import Mapping
 
 from boardlab.model.board import Perf, Pmu
 from boardlab.platform.sysroot import RootLike, SysRoot
@@ -185,7 +186,7 @@ def counter_request(root: RootLike, names: tuple[str, ...]) -> tuple[list[str], 
     return items, unsupported
 
 
-def derive_counters(names: tuple[str, ...], counted: dict) -> tuple[dict[str, float], dict[str, str]]:
+def derive_counters(names: tuple[str, ...], counted: Mapping) -> tuple[dict[str, float], dict[str, str]]:
     """boardlab-kern's "counters" object -> ({metric: value}, {metric: reason unsupported})."""
     values: dict[str, float] = {}
     reasons: dict[str, str] = {}

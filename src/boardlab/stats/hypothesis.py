@@ -254,7 +254,7 @@ def _spearman_exact_p(rx: list[float], ry: list[float], tied: bool) -> float:
     if not tied:
         # rho is an increasing function of S = sum(rank_x * rank_y); ranks are the integers 1..n.
         order = sorted(range(n), key=rx.__getitem__)
-        observed = round(sum(i * ry[j] for i, j in zip(range(1, n + 1), order, strict=True)))
+        observed: float = round(sum(i * ry[j] for i, j in zip(range(1, n + 1), order, strict=True)))
         table = _spearman_null_untied(n)
         total = math.factorial(n)
         lower = sum(c for s, c in table if s <= observed)

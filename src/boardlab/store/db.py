@@ -207,6 +207,7 @@ class Store:
         """A read-only connection that closes last cannot remove the -wal and -shm files SQLite made for
         it; a reader removes those it made itself, when no other boardlab reader uses them (each holds a
         shared flock on the -shm file), no boardlab run holds the database, and the log is empty."""
+        assert self._sidecars_before is not None  # close() calls this only for a reader, which has it
         made = [
             f"{self.path}{s}"
             for s in ("-wal", "-shm")
@@ -363,6 +364,7 @@ class Store:
             "INSERT INTO boards(fingerprint, label, inventory_json, first_seen_unix_s) VALUES (?,?,?,?)",
             (fingerprint, label, _json(inventory), time.time()),
         )
+        assert cur.lastrowid is not None  # an INSERT sets it
         return int(cur.lastrowid)
 
     def find_campaign(self, plan_hash: str, board_id: int) -> sqlite3.Row | None:
@@ -402,6 +404,7 @@ class Store:
                 _json(environment),
             ),
         )
+        assert cur.lastrowid is not None  # an INSERT sets it
         return int(cur.lastrowid)
 
     def set_campaign_status(
@@ -583,6 +586,7 @@ class Store:
                     run.aa_arm,
                 ),
             )
+            assert cur.lastrowid is not None  # an INSERT sets it
             run_id = int(cur.lastrowid)
             self.conn.executemany(
                 "INSERT INTO run_metrics(run_id, metric, unit, higher_is_better, median, min, p90, p99)"

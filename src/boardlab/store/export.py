@@ -233,8 +233,8 @@ def write_parquet_partitioned(records: list[dict], out_dir: str | Path) -> dict[
             part = tmp / partition_dir_name(label)
             part.mkdir()
             pq.write_table(_arrow_table(rows, fields), part / "part-0.parquet")
-        manifest = {"schema": EXPORT_SCHEMA, "partition": "board",
-                    "boards": {label: len(rows) for label, rows in sorted(by_board.items())}}  # fmt: skip
+        boards = {label: len(rows) for label, rows in sorted(by_board.items())}
+        manifest = {"schema": EXPORT_SCHEMA, "partition": "board", "boards": boards}
         (tmp / PARTITION_MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
         if target.exists():
             old = target.parent / f".{target.name}.old-{os.getpid()}"
@@ -251,7 +251,7 @@ def write_parquet_partitioned(records: list[dict], out_dir: str | Path) -> dict[
         raise
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
-    return manifest["boards"]
+    return boards
 
 
 def _umask() -> int:

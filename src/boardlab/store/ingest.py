@@ -24,6 +24,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import cast
 
 from boardlab.errors import BoardlabError, InputError, database_error
 from boardlab.store import pg
@@ -154,7 +155,8 @@ class _Copier:
         conv = self.converters(table, cols)
         converted = (tuple(f(v) for f, v in zip(conv, row, strict=True)) for row in rows)
         if self.target.dialect == "postgresql":
-            self.target.conn.copy_rows(table, tuple(cols), converted)
+            # a PostgreSQL store's connection is the pg module's wrapper, which has COPY
+            cast(pg.Connection, self.target.conn).copy_rows(table, tuple(cols), converted)
         else:
             self.target.conn.executemany(
                 f"INSERT INTO {table}({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", converted
