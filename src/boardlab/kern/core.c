@@ -155,28 +155,31 @@ void bk_info_num(bk_ctx *ctx, const char *key, double value)
     ctx->info[i].is_num = true;
 }
 
-int bk_fail(bk_ctx *ctx, const char *fmt, ...)
+/* Appends one error (beyond BK_MAX_ERRORS it is dropped: the first ones name the cause). */
+static void add_error(bk_ctx *ctx, const char *fmt, va_list ap)
 {
     if (ctx->nerrors < BK_MAX_ERRORS) {
-        va_list ap;
-        va_start(ap, fmt);
         vsnprintf(ctx->errors[ctx->nerrors], sizeof ctx->errors[0], fmt, ap);
-        va_end(ap);
         ctx->nerrors++;
     }
+}
+
+int bk_fail(bk_ctx *ctx, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    add_error(ctx, fmt, ap);
+    va_end(ap);
     return -1;
 }
 
 int bk_bad_input(bk_ctx *ctx, const char *fmt, ...)
 {
     ctx->bad_input = true;
-    if (ctx->nerrors < BK_MAX_ERRORS) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(ctx->errors[ctx->nerrors], sizeof ctx->errors[0], fmt, ap);
-        va_end(ap);
-        ctx->nerrors++;
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    add_error(ctx, fmt, ap);
+    va_end(ap);
     return -1;
 }
 
