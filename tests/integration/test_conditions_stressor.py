@@ -270,8 +270,32 @@ params = { stressor = "memcpy", placement = "same", workers = 3, warmup_s = 0.5 
     assert c.verdict.kind == "slowdown", (c.cost_ratio, c.cost_ratio_ci, c.p_adjusted, c.verdict.reasons)
     # Three copy loops and the worker share the CPU per task (one session, so one scheduler autogroup): the
     # worker gets a quarter of it, less what the copies do to its caches. In sessions of their own the worker
-    # would keep half of it however many stressor workers ran (platform/spawn.py).
+    # would keep half of it however many stressor workers ran (platform/spawn.py). That share is a claim about
+    # a CPU the campaign has to itself: when other programs took part of it in the baseline runs, the
+    # scheduler's balancing of them changes the ratio, so the claim is checked only then.
+    share = _baseline_cpu_share(db)
+    if share < 0.85:
+        pytest.skip(
+            f"slowdown verdict holds; the 4:1 share is not checked: baseline runs got {share:.0%} of a CPU"
+        )
     assert c.cost_ratio > 2.5
+
+
+def _baseline_cpu_share(db: Path) -> float:
+    """Median over the baseline runs of the worker's CPU time over its wall time."""
+    con = sqlite3.connect(db)
+    try:
+        rows = con.execute(
+            "SELECT r.rusage_json, r.wall_ns FROM runs r JOIN cells c ON c.id = r.cell_id"
+            " WHERE r.ok = 1 AND c.condition = 'baseline'"
+        ).fetchall()
+    finally:
+        con.close()
+    shares = sorted(
+        (json.loads(ru)["utime_us"] + json.loads(ru)["stime_us"]) * 1e3 / wall for ru, wall in rows
+    )
+    assert shares, "no baseline run"
+    return shares[len(shares) // 2]
 
 
 # ---- nothing left behind ----
