@@ -39,6 +39,7 @@ def kern_path() -> Path:
 
 CATALOG_CACHE_SCHEMA = 1
 _SCRIPT_HEAD_BYTES = 4096  # a wrapper script names what it runs near its top
+_SCRIPT_PATHS = re.compile(rb"\"(/[^\"]+)\"|'(/[^']+)'|(/[^\s\"'$;|&<>()]+)")
 
 
 def cache_dir() -> Path:
@@ -60,8 +61,9 @@ def kern_identity(path: Path) -> dict:
     with open(path, "rb") as f:
         head = f.read(_SCRIPT_HEAD_BYTES)
     named = []
-    if head.startswith(b"#!"):
-        for token in sorted(set(re.findall(rb"/[^\s\"'$;|&<>()]+", head))):
+    if head.startswith(b"#!"):  # quoted paths (they may hold spaces), then bare ones
+        tokens = {t for group in _SCRIPT_PATHS.findall(head) for t in group if t}
+        for token in sorted(tokens):
             target = Path(os.fsdecode(token))
             if target.is_file() and os.access(target, os.X_OK):
                 named.append(_file_identity(target))
