@@ -6,8 +6,9 @@ same boardlab-kern command line: its mean per run. Warm-up is off in both, so th
 (load-dependent) warm-up does not hide the runner's cost. Both run the kernel on the same CPU (the plan's
 [runs] cpu, and hyperfine under taskset): the runner pins its worker, and a pinned worker against an
 unpinned one would measure how busy that CPU is, not the runner. Alternated A B, B A (the machine drifts);
-the figure is the median of the pairwise ratios. Targets: at most 1.1x, and the monitor under 1% of one core
-at 10 Hz.
+the figure is the median of the pairwise ratios, printed beside the counterbalanced median of the method
+(the geometric mean of each order's median). Targets: both at most 1.1x, and the monitor under 1% of one
+core at 10 Hz.
 """
 
 from __future__ import annotations
@@ -153,9 +154,9 @@ def main() -> int:
     )
     print(
         f"ratio boardlab/hyperfine per run: median of {len(per_run.ratios)} pairs {ratio:.3f}  "
-        f"target <= {TARGET}x -> {'PASS' if ratio <= TARGET else 'FAIL'}"
+        f"target <= {TARGET}x -> {'PASS' if max(ratio, per_run.median or ratio) <= TARGET else 'FAIL'}"
     )
-    print(f"  counterbalanced: {per_run.describe('boardlab', 'hyperfine')}")
+    print(f"  counterbalanced: {per_run.describe('boardlab', 'hyperfine')} (also held to the target)")
     if costs:
         print(
             f"monitor CPU cost at 10 Hz over {RUNS} short runs (start-up reads included): "
