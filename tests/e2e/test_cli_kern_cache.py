@@ -21,9 +21,7 @@ def wrapper(tmp_path: Path, kern: Path) -> tuple[Path, Path]:
     count = tmp_path / "list-calls"
     script = tmp_path / "wrapped kern"
     script.write_text(
-        "#!/bin/sh\n"
-        f'case " $* " in *" --list "*) echo x >> "{count}";; esac\n'
-        f'exec "{kern}" "$@"\n'
+        f'#!/bin/sh\ncase " $* " in *" --list "*) echo x >> "{count}";; esac\nexec "{kern}" "$@"\n'
     )
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     return script, count
