@@ -713,6 +713,7 @@ class Runner:
     def _settle(self, c: _Campaign, sr_run: ScheduledRun) -> None:
         """Runs one scheduled run until it has a valid result or has used its reruns; each run is stored
         (committed) as soon as it ends."""
+        assert c.gate is not None and c.execute is not None  # set by _campaign, which calls this
         max_reruns = self.plan.runs.max_reruns
         tries = c.attempts.setdefault((sr_run.cell.key, sr_run.repetition), [])
         while not c.settled(sr_run, max_reruns):
