@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import hashlib
 import json
 import os
@@ -394,9 +393,7 @@ class Runner:
         t0 = time.monotonic_ns()
         timeout_s = self._timeout_s(cell)
         native = self.catalog[cell.workload].runner == "kern"
-        proc = spawn(
-            self._argv(cell), cpus=worker_cpus, self_reaping=native, self_pinning=native and self._kern_pins
-        )
+        proc = spawn(self._argv(cell), cpus=worker_cpus, self_reaping=native)
         monitored = False
         try:  # from the spawn on, a stop (Ctrl-C, SIGTERM, SIGHUP) at any point stops this worker
             monitor.start(proc.pid, cpu)
@@ -433,14 +430,6 @@ class Runner:
             "cpufreq_before": cpufreq0,  # per policy: governor and scaling_cur_freq at the start ...
             "cpufreq_after": cpufreq1,  # ... and at the end of the run
         }
-
-    @functools.cached_property
-    def _kern_pins(self) -> bool:
-        """Whether this boardlab-kern pins itself to BOARDLAB_WORKER_CPUS (an older or cross-built binary may
-        not: then the runner pins it by spawning from a thread on those CPUs)."""
-        from boardlab.native import kernel_catalog
-
-        return "BOARDLAB_WORKER_CPUS" in kernel_catalog().get("spawn_env", ())
 
     def _timeout_s(self, cell: Cell) -> float:
         default = run_timeout_s(

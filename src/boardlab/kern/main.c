@@ -11,7 +11,6 @@
 #include "net.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,11 +113,6 @@ static void list(bool json)
         bk_json_str(&j, "boardlab-kern");
         bk_json_key(&j, "version");
         bk_json_str(&j, BK_VERSION);
-        bk_json_key(&j, "spawn_env"); /* what the runner may set for a worker, beyond its argv */
-        bk_json_begin_array(&j);
-        bk_json_str(&j, "BOARDLAB_PARENT_PID");
-        bk_json_str(&j, "BOARDLAB_WORKER_CPUS");
-        bk_json_end_array(&j);
         json_build(&j);
         bk_json_key(&j, "kernels");
         bk_json_begin_array(&j);
@@ -161,37 +155,6 @@ static void die_with_parent(void)
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != (pid_t)atol(parent)) /* the runner died before prctl took effect */
         _exit(1);
-}
-
-/* Started by boardlab's runner with BOARDLAB_WORKER_CPUS (a comma-separated CPU list): pinned there before
- * anything else, so that the runner need not move its own thread onto the worker's CPU for each spawn (on a
- * busy board each move waits for that CPU, milliseconds per run). The catalog says this binary does it. */
-static bool pin_from_env(void)
-{
-    const char *list = getenv("BOARDLAB_WORKER_CPUS");
-    if (!list || !*list)
-        return true;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    for (const char *p = list;;) {
-        char *end;
-        errno = 0;
-        long cpu = strtol(p, &end, 10);
-        if (end == p || errno || cpu < 0 || cpu >= CPU_SETSIZE || (*end && *end != ',')) {
-            fprintf(stderr, "boardlab-kern: BOARDLAB_WORKER_CPUS='%s': expected CPU numbers separated by commas\n",
-                    list);
-            return false;
-        }
-        CPU_SET((int)cpu, &set);
-        if (!*end)
-            break;
-        p = end + 1;
-    }
-    if (sched_setaffinity(0, sizeof set, &set) != 0) {
-        fprintf(stderr, "boardlab-kern: cannot pin to CPUs %s: %s\n", list, strerror(errno));
-        return false;
-    }
-    return true;
 }
 
 /* A whole number with an optional k/M/G suffix (powers of 1024), as the kernels' INT parameters take it. */
@@ -329,8 +292,6 @@ static int corpus_main(int argc, char **argv)
 int main(int argc, char **argv)
 {
     die_with_parent();
-    if (!pin_from_env())
-        return 1;
     if (argc < 2) {
         usage(stderr);
         return 2;

@@ -60,21 +60,13 @@ def spawn(
     stderr=subprocess.PIPE,
     cwd: str | None = None,
     self_reaping: bool = False,
-    self_pinning: bool = False,
 ) -> subprocess.Popen:
     """`self_reaping`: the program sets its own death signal from BOARDLAB_PARENT_PID (boardlab-kern does),
-    so no preexec hook is needed and Python can spawn with vfork, a few ms cheaper per run. `self_pinning`:
-    it also pins itself to BOARDLAB_WORKER_CPUS first thing (boardlab-kern says so in its catalog), so this
-    thread need not move onto those CPUs and back for the spawn: on a busy board each move waits its turn
-    there, milliseconds per run."""
+    so no preexec hook is needed and Python can spawn with vfork, a few ms cheaper per run."""
     parent = os.getpid()
-    if self_reaping or (self_pinning and cpus):
-        env = dict(os.environ if env is None else env)
-        if self_reaping:
-            env["BOARDLAB_PARENT_PID"] = str(parent)
-        if self_pinning and cpus:
-            env["BOARDLAB_WORKER_CPUS"] = ",".join(map(str, sorted(cpus)))
-    with _spawn_lock, thread_affinity(None if self_pinning else cpus):
+    if self_reaping:
+        env = {**(os.environ if env is None else env), "BOARDLAB_PARENT_PID": str(parent)}
+    with _spawn_lock, thread_affinity(cpus):
         return subprocess.Popen(
             list(argv),
             stdout=stdout,
