@@ -78,3 +78,17 @@ def test_one_monitor_thread_serves_consecutive_runs_and_ends_on_close():
     (thread,) = threads
     mon.close()
     assert thread is not None and not thread.is_alive()
+
+
+def test_without_pidfd_a_timer_thread_enforces_the_timeout(monkeypatch):
+    def no_pidfd(pid: int) -> int:  # Linux before 5.3
+        raise OSError(38, "Function not implemented")
+
+    monkeypatch.setattr(os, "pidfd_open", no_pidfd)
+    proc = spawn(["sh", "-c", "echo started; sleep 60"])
+    out, _, code, _, killed = collect(proc, 0.3)
+    closed(proc)
+    assert (out, code, killed) == (b"started\n", -9, True)
+    proc = spawn(["sh", "-c", "echo fine; exit 4"])
+    assert collect(proc, 30)[:3] == (b"fine\n", b"", 4)
+    closed(proc)
