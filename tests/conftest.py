@@ -50,3 +50,5 @@ def private_restore_journal(tmp_path, monkeypatch):
     """Every test (and every boardlab it starts) journals into its own directory, never the user's: a
     campaign running on this machine must neither block a test nor be touched by one."""
     monkeypatch.setenv("BOARDLAB_STATE_DIR", str(tmp_path / "boardlab-state"))
+    # nor its cache directory (boardlab-kern's catalog is cached there)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))

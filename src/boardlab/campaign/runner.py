@@ -12,13 +12,14 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from boardlab import __version__
 from boardlab.campaign import pagecache
 from boardlab.campaign.schedule import build_cells, cell_repetitions, reference_keys, schedule
+from boardlab.campaign.support import BoardSupport, board_support
 from boardlab.conditions import condition_kinds
 from boardlab.conditions.base import ApplyContext
 from boardlab.conditions.journal import RestoreJournal, failures
@@ -27,9 +28,9 @@ from boardlab.model.campaign import Cell, Plan, ScheduledRun
 from boardlab.model.run import LOAD_DID_NOT_RUN, GateResult, MetricResult, RunResult
 from boardlab.model.worker import WorkerResult, WorkerResultError, read_worker_result
 from boardlab.model.workload import LaunchOptions, WorkloadSpec
-from boardlab.monitor.sampler import Monitor
+from boardlab.monitor.sampler import Monitor, MonitorOutput
 from boardlab.platform import sampling
-from boardlab.platform.spawn import Deadline, spawn, stop_group, wait_rusage
+from boardlab.platform.spawn import collect, spawn, stop_group
 from boardlab.platform.sysroot import SysRoot
 from boardlab.store import Store
 
@@ -51,6 +52,48 @@ class Outcome:
     resumed: bool
     monitor_cost_pct_of_core: float | None
     loop_s: float = 0.0  # wall time of the run loop (gates, workers, monitor, commits), without start-up
+
+
+@dataclass(frozen=True)
+class _Worker:
+    """One worker's life as the runner saw it."""
+
+    started_unix_s: float
+    t0_ns: int  # monotonic, at the spawn
+    wall_ns: int  # spawn to reap
+    timeout_s: float
+    code: int
+    out: bytes
+    err: bytes
+    rusage: dict[str, int]
+    killed: bool  # at its timeout
+    monitor: MonitorOutput
+
+
+@dataclass
+class _Campaign:
+    """A campaign while it runs: what it runs, what each run needs, and its tally so far."""
+
+    campaign_id: int
+    cell_ids: dict[str, int]
+    cells: list[Cell]
+    cpu: int | None
+    resumed: bool
+    info_dict: dict
+    support: BoardSupport
+    attempts: dict[tuple[str, int], list[bool]] = field(default_factory=dict)  # validity of each try
+    gate: Callable[[], GateResult] | None = None
+    execute: Callable[[ScheduledRun, int], RunResult] | None = None
+    done: int = 0
+    total: int = 0
+    reruns: int = 0
+    mon_cpu: float = 0.0  # the monitor's own CPU time and wall time, summed over the runs
+    mon_wall: float = 0.0
+
+    def settled(self, run: ScheduledRun, max_reruns: int) -> bool:
+        """A valid run is stored, or every allowed rerun is used."""
+        tries = self.attempts.get((run.cell.key, run.repetition), [])
+        return any(tries) or len(tries) > max_reruns
 
 
 def plan_hash(plan: Plan) -> str:
@@ -312,51 +355,71 @@ class Runner:
         gate = self._gate(monitor.src, start_temps)
         self.progress.gate(sr_run, gate.detail)
         condition = self.conditions[cell.condition]
-        worker_cpus = {cpu} if cpu is not None else None
         with contextlib.ExitStack() as stack:
-            part_states = []
-            for kind_name, params in condition.all_parts:  # applied in order, undone in reverse
-                kind = self.kinds[kind_name]
-                part_states.append((kind_name, stack.enter_context(kind.apply(params, self.ctx))))
-                if hasattr(kind, "worker_cpus"):
-                    wanted = kind.worker_cpus(params, self.ctx)
-                    worker_cpus = wanted if wanted is not None else worker_cpus
+            part_states, worker_cpus = self._apply_condition(stack, condition, cpu)
             cpufreq0 = self._cpufreq()
-            started = time.time()
-            t0 = time.monotonic_ns()
-            native = self.catalog[cell.workload].runner == "kern"
-            timeout_s = self._timeout_s(cell)
-            proc = spawn(self._argv(cell), cpus=worker_cpus, self_reaping=native)
-            assert proc.stdout is not None and proc.stderr is not None  # spawn pipes both
-            deadline = None
-            monitored = False
-            try:  # from the spawn on, a stop (Ctrl-C, SIGTERM, SIGHUP) at any point stops this worker
-                deadline = Deadline(proc, timeout_s)  # a hung worker is killed with its group
-                monitor.start(proc.pid, cpu)
-                monitored = True
-                out, err = proc.stdout.read(), proc.stderr.read()
-                code, rusage = wait_rusage(proc, deadline)
-            except BaseException:
-                if deadline is not None:
-                    deadline.disarm()
-                stop_group(proc)
-                if monitored:
-                    monitor.stop()
-                raise
-            finally:
-                proc.stdout.close()
-                proc.stderr.close()
-            wall_ns = time.monotonic_ns() - t0
-            mon = monitor.stop()
+            w = self._measure(cell, cpu, worker_cpus, monitor)
             cpufreq1 = self._cpufreq()
+        # the condition may add to its state on exit (a stressor's achieved rate), so read it afterwards
+        state = self._run_state(condition, part_states, worker_cpus, cache, cpufreq0, cpufreq1)
+        result = self._result(sr_run, attempt, cpu, w, gate, state)
+        if w.killed:
+            why = f"timed out after {w.timeout_s:g} s (runs.timeout_s): killed with its process group"
+            return dataclasses.replace(
+                result, ok=False, valid=False, value=None, invalid_reason="failed", error=why
+            )
+        self._longest_ns[cell.key] = max(self._longest_ns.get(cell.key, 0), w.wall_ns)
+        return self.energy.attach(result, w.t0_ns, w.t0_ns + w.wall_ns)  # the worker's exact life, clipped
+
+    def _apply_condition(self, stack: contextlib.ExitStack, condition, cpu: int | None):
+        """Each part of the run's condition applied in order (undone in reverse by `stack`): their states,
+        and the worker's CPUs (a part may move the worker, e.g. onto an isolated CPU)."""
+        worker_cpus = {cpu} if cpu is not None else None
+        part_states = []
+        for kind_name, params in condition.all_parts:
+            kind = self.kinds[kind_name]
+            part_states.append((kind_name, stack.enter_context(kind.apply(params, self.ctx))))
+            if hasattr(kind, "worker_cpus"):
+                wanted = kind.worker_cpus(params, self.ctx)
+                worker_cpus = wanted if wanted is not None else worker_cpus
+        return part_states, worker_cpus
+
+    def _measure(
+        self, cell: Cell, cpu: int | None, worker_cpus: set[int] | None, monitor: Monitor
+    ) -> _Worker:
+        """The worker, spawned fresh, monitored, read to its end and reaped (a hung one is killed at its
+        timeout with its group)."""
+        started = time.time()
+        t0 = time.monotonic_ns()
+        timeout_s = self._timeout_s(cell)
+        native = self.catalog[cell.workload].runner == "kern"
+        proc = spawn(self._argv(cell), cpus=worker_cpus, self_reaping=native)
+        monitored = False
+        try:  # from the spawn on, a stop (Ctrl-C, SIGTERM, SIGHUP) at any point stops this worker
+            monitor.start(proc.pid, cpu)
+            monitored = True
+            out, err, code, rusage, killed = collect(proc, timeout_s)
+        except BaseException:
+            stop_group(proc)
+            if monitored:
+                monitor.stop()
+            raise
+        finally:
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+        wall_ns = time.monotonic_ns() - t0
+        return _Worker(started, t0, wall_ns, timeout_s, code, out, err, rusage, killed, monitor.stop())
+
+    def _run_state(self, condition, part_states, worker_cpus, cache, cpufreq0, cpufreq1) -> dict:
+        """What the run ran under: the condition's state, the page cache, governors and frequencies."""
         governors0 = {p: s["governor"] for p, s in cpufreq0.items()}
         governors1 = {p: s["governor"] for p, s in cpufreq1.items()}
-        # the condition may add to its state on exit (a stressor's achieved rate), so read it afterwards
         if len(part_states) == 1:
             cond_state = part_states[0][1]
         else:  # a combined condition keeps each part's state apart
             cond_state = {"parts": [{"kind": k, **st} for k, st in part_states]}
-        state = {
+        return {
             "condition": condition.name,
             "kind": condition.kind,
             "worker_cpus": sorted(worker_cpus) if worker_cpus else None,
@@ -367,27 +430,6 @@ class Runner:
             "cpufreq_before": cpufreq0,  # per policy: governor and scaling_cur_freq at the start ...
             "cpufreq_after": cpufreq1,  # ... and at the end of the run
         }
-        result = self._result(
-            sr_run,
-            attempt,
-            cpu,
-            started,
-            wall_ns,
-            code,
-            out.decode(errors="replace"),
-            err.decode(errors="replace"),
-            rusage,
-            gate,
-            mon,
-            state,
-        )
-        if deadline.fired:
-            why = f"timed out after {timeout_s:g} s (runs.timeout_s): killed with its process group"
-            return dataclasses.replace(
-                result, ok=False, valid=False, value=None, invalid_reason="failed", error=why
-            )
-        self._longest_ns[cell.key] = max(self._longest_ns.get(cell.key, 0), wall_ns)
-        return self.energy.attach(result, t0, t0 + wall_ns)  # the worker's exact life, clipped
 
     def _timeout_s(self, cell: Cell) -> float:
         default = run_timeout_s(
@@ -396,10 +438,10 @@ class Runner:
         own = self.catalog[cell.workload].run_timeout_s  # a program's own timeout_s x iterations
         return default if own is None or self.plan.runs.timeout_s is not None else max(default, own + 120)
 
-    def _result(
-        self, sr_run, attempt, cpu, started, wall_ns, code, out, err, rusage, gate, mon, state
-    ) -> RunResult:
+    def _result(self, sr_run, attempt, cpu, w: _Worker, gate, state) -> RunResult:
         cell = sr_run.cell
+        code, mon = w.code, w.monitor
+        out, err = w.out.decode(errors="replace"), w.err.decode(errors="replace")
         error = None
         doc: WorkerResult | None = None
         if not out.strip():
@@ -437,8 +479,8 @@ class Runner:
             repetition=sr_run.repetition,
             attempt=attempt,
             seq=sr_run.seq,
-            started_unix_s=started,
-            wall_ns=wall_ns,
+            started_unix_s=w.started_unix_s,
+            wall_ns=w.wall_ns,
             cpu=cpu,
             exit_code=code,
             ok=ok,
@@ -449,7 +491,7 @@ class Runner:
             iterations_ns=doc.iterations_ns if doc else (),
             warmup_iterations=doc.warmup_iterations if doc else None,
             warmup_capped=doc.warmup_capped if doc else None,
-            rusage=rusage,
+            rusage=w.rusage,
             gate=gate,
             condition_state=state,
             monitor=mon.summary,
@@ -478,10 +520,34 @@ class Runner:
         from boardlab.platform.inventory import inventory
 
         info = inventory(self.root)
-        info_dict = info.to_dict()
         cpu = resolve_cpu(self.plan.runs.cpu, tuple(info.online_cpus))
         self.temp_limits_mc = temperature_limits_mc(info.thermal_zones)
-        # What a killed run left changed is undone before anything else (the restore journal).
+        journal = self._recover()
+        self.kinds = condition_kinds()
+        self.ctx = ApplyContext(
+            root=self.sr, journal=journal, info=info, worker_cpu=cpu, online_cpus=tuple(info.online_cpus)
+        )
+        support, cells = self._runnable_cells()
+        info_dict = info.to_dict()
+        board_id = self.store.upsert_board(
+            board_fingerprint(info_dict), info.model or info.hostname or "unknown board", info_dict
+        )
+        phash = plan_hash(self.plan)
+        existing = None if self.fresh else self.store.find_campaign(phash, board_id)
+        if existing is not None and existing["status"] == "complete":
+            self.progress.note(
+                f"campaign {self.plan.name!r} is already complete in {self.store.path} "
+                f"(id {existing['id']}); use --fresh to run it again"
+            )
+            return Outcome(existing["id"], "complete", 0, 0, 0, True, None)
+        environment = self._environment(info, info_dict, cpu, support)
+        campaign_id = self._open_campaign(existing, board_id, phash, environment)
+        cell_ids = self.store.ensure_cells(campaign_id, cells, self.conditions, self._units(cells))
+        c = _Campaign(campaign_id, cell_ids, cells, cpu, existing is not None, info_dict, support)
+        return self._campaign(c, set(info.online_cpus))
+
+    def _recover(self) -> RestoreJournal:
+        """What a killed run left changed is undone before anything else (the restore journal)."""
         journal = RestoreJournal(self.sr)
         recovered = journal.recover()
         for restored in recovered:
@@ -492,177 +558,187 @@ class Runner:
                 "a killed run left settings that could not be restored: "
                 + "; ".join(f"{r.what} ({r.detail}): {r.failed}" for r in failures(recovered))
             )
-        self.conditions = {c.name: c for c in self.plan.conditions}
-        self.kinds = condition_kinds()
-        self.ctx = ApplyContext(
-            root=self.sr, journal=journal, info=info, worker_cpu=cpu, online_cpus=tuple(info.online_cpus)
-        )
-        from boardlab.campaign.support import board_support
+        return journal
 
+    def _runnable_cells(self):
+        """What of the plan this board can run (said and skipped, or refused under unsupported = "fail");
+        the plan loses the conditions it cannot apply. Each workload is prepared once."""
+        self.conditions = {c.name: c for c in self.plan.conditions}
         support = board_support(
             self.plan, self.catalog, build_cells(self.plan, self.catalog), self.kinds, self.ctx
         )
         if support.refusal:  # runs.unsupported = "fail": refused before anything is written
             raise InputError(support.refusal)
-        skipped, skipped_workloads = support.conditions, support.workloads
-        for name, reason in skipped.items():  # the board lacks the capability: said, stored, not run
+        for name, reason in support.conditions.items():  # the board lacks it: said, stored, not run
             self.progress.note(f"skipping condition {name!r}: {reason}")
-        for name, reason in skipped_workloads.items():
+        for name, reason in support.workloads.items():
             self.progress.note(f"skipping workload {name!r}: unsupported: {reason}")
         for key, reason in support.cells.items():
             self.progress.note(f"skipping {key}: unsupported: {reason}")
-        if skipped:
-            self.plan = dataclasses.replace(
-                self.plan, conditions=tuple(c for c in self.plan.conditions if c.name not in skipped)
-            )
+        if support.conditions:
+            kept = tuple(c for c in self.plan.conditions if c.name not in support.conditions)
+            self.plan = dataclasses.replace(self.plan, conditions=kept)
             self.conditions = {c.name: c for c in self.plan.conditions}
         cells = [c for c in build_cells(self.plan, self.catalog) if c.key not in support.cells]
-        cells = [c for c in cells if c.workload not in skipped_workloads]
+        cells = [c for c in cells if c.workload not in support.workloads]
         if not cells:
             raise InputError(f"{self.plan.source_name}: no workload of this plan is supported here")
         self._cells_by_key = {c.key: c for c in cells}
         self._prepare_workloads(cells)
-        conditions = self.conditions
+        return support, cells
+
+    def _units(self, cells: list[Cell]) -> dict[str, tuple[str, bool]]:
         units = {}
         for cell in cells:
-            spec = self.catalog[cell.workload]
-            metric = next(m for m in spec.metrics if m.name == cell.metric)
+            metric = next(m for m in self.catalog[cell.workload].metrics if m.name == cell.metric)
             units[cell.key] = (metric.unit, metric.higher_is_better)
+        return units
 
-        board_id = self.store.upsert_board(
-            board_fingerprint(info_dict), info.model or info.hostname or "unknown board", info_dict
-        )
-        phash = plan_hash(self.plan)
-        existing = None if self.fresh else self.store.find_campaign(phash, board_id)
-        resumed = existing is not None
-        if existing is not None and existing["status"] == "complete":
-            self.progress.note(
-                f"campaign {self.plan.name!r} is already complete in {self.store.path} "
-                f"(id {existing['id']}); use --fresh to run it again"
-            )
-            return Outcome(existing["id"], "complete", 0, 0, 0, True, None)
+    def _environment(self, info, info_dict: dict, cpu: int | None, support) -> dict:
+        """What the campaign ran with, stored with it; sets up the energy meter."""
+        from boardlab.energy.meter import EnergyMeter
         from boardlab.native import kernel_catalog
 
         environment = {
             "capabilities": info_dict.get("capabilities"),
             "checks": info_dict.get("checks"),
             "worker_cpu": cpu,
-            "skipped_conditions": skipped,
-            "skipped_workloads": skipped_workloads,
+            "skipped_conditions": support.conditions,
+            "skipped_workloads": support.workloads,
             "skipped_cells": support.cells,
             # compiler and flags of the native kernels: what a SciMark or MiBench figure was built with
             "kern_build": kernel_catalog().get("build"),
         }
-        from boardlab.energy.meter import EnergyMeter
-
         self.energy = EnergyMeter(self.plan.energy, self.root, tuple(info.compatible))
         environment["energy"] = self.energy.environment()
         if self.energy.reason():
             self.progress.note(f"energy: {self.energy.reason()}")
-        if existing is None:
-            campaign_id = self.store.create_campaign(
-                name=self.plan.name,
-                plan_hash=phash,
-                plan_source=self.plan.source_name,
-                plan_text=self.plan.source,
-                board_id=board_id,
-                boardlab_version=__version__,
-                kern_version=kernel_catalog().get("version"),
-                root=str(self.root),
-                environment=environment,
-            )
-        else:
-            campaign_id = existing["id"]
-            self.store.set_campaign_status(campaign_id, "running")
-        cell_ids = self.store.ensure_cells(campaign_id, cells, conditions, units)
+        return environment
 
-        # The orchestrator keeps off the measured CPU when there is another one.
-        own_before = os.sched_getaffinity(0)
-        others = set(info.online_cpus) - {cpu} if cpu is not None else set()
-        if others and set(others) & own_before:
-            os.sched_setaffinity(0, set(others) & own_before)
-        monitor = Monitor(self.root, interval_s=self.monitor_interval_s)
-        self.energy.start(self.store, campaign_id, (set(others) & own_before) or None)
-        start_temps = {k: v for k, v in sampling.read_values(monitor.src.temps).items() if v is not None}
-        attempts = self.store.attempts(campaign_id)
-        policy = self.plan.runs
+    def _open_campaign(self, existing, board_id: int, phash: str, environment: dict) -> int:
+        from boardlab.native import kernel_catalog
 
-        def settled(key: str, rep: int) -> bool:
-            tries = attempts.get((key, rep), [])
-            return any(tries) or len(tries) > policy.max_reruns
-
-        per_cell = cell_repetitions(self.plan, cells) if policy.precision is None else None
-        rounds = range(1, (max(per_cell.values()) if per_cell else policy.pilot) + 1)
-        references = reference_keys(self.plan, cells)
-        planned = schedule(cells, policy.order, self.plan.seed, rounds, references, per_cell)
-        total = len(planned)
-        self.store.set_campaign_context(
-            campaign_id, label=self.label, inventory=info_dict, runs_planned=total
+        if existing is not None:
+            self.store.set_campaign_status(existing["id"], "running")
+            return existing["id"]
+        return self.store.create_campaign(
+            name=self.plan.name,
+            plan_hash=phash,
+            plan_source=self.plan.source_name,
+            plan_text=self.plan.source,
+            board_id=board_id,
+            boardlab_version=__version__,
+            kern_version=kernel_catalog().get("version"),
+            root=str(self.root),
+            environment=environment,
         )
-        done = sum(1 for r in planned if settled(r.cell.key, r.repetition))
-        self.progress.start(self.plan.name, total, done, resumed)
+
+    def _campaign(self, c: _Campaign, online: set[int]) -> Outcome:
+        """The run loop, with the orchestrator off the measured CPU when there is another one; whatever
+        happens, the campaign's status and monitor cost are stored and every setting restored."""
+        own_before = os.sched_getaffinity(0)
+        others = (online - {c.cpu}) & own_before if c.cpu is not None else set()
+        if others:
+            os.sched_setaffinity(0, others)
+        monitor = Monitor(self.root, interval_s=self.monitor_interval_s)
+        self.energy.start(self.store, c.campaign_id, others or None)
+        start_temps = {k: v for k, v in sampling.read_values(monitor.src.temps).items() if v is not None}
+        c.attempts = self.store.attempts(c.campaign_id)
+        c.gate = lambda: self._gate(monitor.src, start_temps)
+        c.execute = lambda sr_run, attempt: self._execute(sr_run, attempt, c.cpu, monitor, start_temps)
         loop_t0 = time.monotonic()
-        reruns = 0
-        mon_cpu = mon_wall = 0.0
         status = "interrupted"
         try:
-            extra_round = rounds.stop
-            while True:
-                for sr_run in planned:
-                    key = sr_run.cell.key
-                    while not settled(key, sr_run.repetition):
-                        self.energy.before_run(
-                            sr_run.seq, sr_run.block, lambda: self._gate(monitor.src, start_temps)
-                        )
-                        attempt = len(attempts.get((key, sr_run.repetition), [])) + 1
-                        result = self._execute(sr_run, attempt, cpu, monitor, start_temps)
-                        self.store.record_run(campaign_id, cell_ids[key], result)
-                        attempts.setdefault((key, sr_run.repetition), []).append(result.valid)
-                        mon_cpu += result.monitor.get("monitor_cpu_s", 0.0)
-                        mon_wall += result.monitor.get("monitor_wall_s", 0.0)
-                        if attempt > 1:
-                            reruns += 1
-                        if not result.ok:
-                            # a failed worker (not a disturbed one) will fail again: don't loop on it
-                            attempts[(key, sr_run.repetition)] += [False] * policy.max_reruns
-                        if settled(key, sr_run.repetition):
-                            done += 1
-                        self.progress.finished(sr_run, result, done, total)
-                if policy.precision is None or extra_round > policy.cap:
-                    break
-                if extra_round == rounds.stop:  # the pilot is complete: predict, and warn over the cap
-                    self._predict_after_pilot(campaign_id, cells)
-                pending = [c for c in cells if not self._precise_enough(campaign_id, c)]
-                if not pending:
-                    break
-                planned = schedule(pending, policy.order, self.plan.seed, [extra_round], references)
-                total += sum(1 for r in planned if not settled(r.cell.key, r.repetition))
-                extra_round += 1
-            self.energy.finish(lambda: self._gate(monitor.src, start_temps))
+            planned, rounds, references = self._plan_rounds(c)
+            loop_t0 = time.monotonic()
+            self._rounds(c, planned, rounds, references)
+            self.energy.finish(c.gate)
             status = "complete"
         finally:
             self.energy.stop()
+            monitor.close()
             os.sched_setaffinity(0, own_before)
             self.ctx.cleanup()
-            cost = 100.0 * mon_cpu / mon_wall if mon_wall > 0 else None
-            self.store.set_campaign_status(
-                campaign_id,
-                status,
-                monitor={
-                    "interval_s": self.monitor_interval_s,
-                    "cpu_s": mon_cpu,
-                    "wall_s": mon_wall,
-                    "cost_pct_of_core": cost,
-                    **self.energy.cost(),
-                },
-                notes={
-                    "reruns": reruns,
-                    "skipped_conditions": skipped,
-                    "skipped_workloads": skipped_workloads,
-                    "skipped_cells": support.cells,
-                },
-            )
-        return Outcome(campaign_id, status, done, total, reruns, resumed, cost, time.monotonic() - loop_t0)
+            cost = self._close_campaign(c, status)
+        return Outcome(
+            c.campaign_id, status, c.done, c.total, c.reruns, c.resumed, cost, time.monotonic() - loop_t0
+        )
+
+    def _plan_rounds(self, c: _Campaign):
+        """The schedule of the planned rounds (fixed repetitions, or the precision rule's pilot), stored as
+        the campaign's planned run count; what a resumed campaign already has is counted done."""
+        policy = self.plan.runs
+        per_cell = cell_repetitions(self.plan, c.cells) if policy.precision is None else None
+        rounds = range(1, (max(per_cell.values()) if per_cell else policy.pilot) + 1)
+        references = reference_keys(self.plan, c.cells)
+        planned = schedule(c.cells, policy.order, self.plan.seed, rounds, references, per_cell)
+        c.total = len(planned)
+        self.store.set_campaign_context(
+            c.campaign_id, label=self.label, inventory=c.info_dict, runs_planned=c.total
+        )
+        c.done = sum(1 for r in planned if c.settled(r, policy.max_reruns))
+        self.progress.start(self.plan.name, c.total, c.done, c.resumed)
+        return planned, rounds, references
+
+    def _rounds(self, c: _Campaign, planned: list[ScheduledRun], rounds: range, references) -> None:
+        """The planned rounds, then (precision rule) one more round of the cells not yet precise enough
+        until none is left or the cap is reached."""
+        policy = self.plan.runs
+        extra_round = rounds.stop
+        while True:
+            for sr_run in planned:
+                self._settle(c, sr_run)
+            if policy.precision is None or extra_round > policy.cap:
+                return
+            if extra_round == rounds.stop:  # the pilot is complete: predict, and warn over the cap
+                self._predict_after_pilot(c.campaign_id, c.cells)
+            pending = [cell for cell in c.cells if not self._precise_enough(c.campaign_id, cell)]
+            if not pending:
+                return
+            planned = schedule(pending, policy.order, self.plan.seed, [extra_round], references)
+            c.total += sum(1 for r in planned if not c.settled(r, policy.max_reruns))
+            extra_round += 1
+
+    def _settle(self, c: _Campaign, sr_run: ScheduledRun) -> None:
+        """Runs one scheduled run until it has a valid result or has used its reruns; each run is stored
+        (committed) as soon as it ends."""
+        assert c.gate is not None and c.execute is not None  # set by _campaign, which calls this
+        max_reruns = self.plan.runs.max_reruns
+        tries = c.attempts.setdefault((sr_run.cell.key, sr_run.repetition), [])
+        while not c.settled(sr_run, max_reruns):
+            self.energy.before_run(sr_run.seq, sr_run.block, c.gate)
+            result = c.execute(sr_run, len(tries) + 1)
+            self.store.record_run(c.campaign_id, c.cell_ids[sr_run.cell.key], result)
+            tries.append(result.valid)
+            c.mon_cpu += result.monitor.get("monitor_cpu_s", 0.0)
+            c.mon_wall += result.monitor.get("monitor_wall_s", 0.0)
+            c.reruns += len(tries) > 1
+            if not result.ok:  # a failed worker (not a disturbed one) will fail again: don't loop on it
+                tries += [False] * max_reruns
+            c.done += c.settled(sr_run, max_reruns)
+            self.progress.finished(sr_run, result, c.done, c.total)
+
+    def _close_campaign(self, c: _Campaign, status: str) -> float | None:
+        """The campaign's status, the monitor's measured cost and what was skipped; the cost is returned."""
+        cost = 100.0 * c.mon_cpu / c.mon_wall if c.mon_wall > 0 else None
+        self.store.set_campaign_status(
+            c.campaign_id,
+            status,
+            monitor={
+                "interval_s": self.monitor_interval_s,
+                "cpu_s": c.mon_cpu,
+                "wall_s": c.mon_wall,
+                "cost_pct_of_core": cost,
+                **self.energy.cost(),
+            },
+            notes={
+                "reruns": c.reruns,
+                "skipped_conditions": c.support.conditions,
+                "skipped_workloads": c.support.workloads,
+                "skipped_cells": c.support.cells,
+            },
+        )
+        return cost
 
     def _prepare_workloads(self, cells: list[Cell]) -> None:
         """A workload's `prepare` hook runs once per parameter set, here, before anything is stored (e.g. build

@@ -7,6 +7,7 @@ counters, PSI and swap activity. Its own CPU time is measured, so its cost is kn
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from dataclasses import dataclass, field
@@ -39,22 +40,43 @@ class Monitor:
         self.src = sampling.resolve_sources(root)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._done = threading.Event()
         self._out: MonitorOutput | None = None
 
     def start(self, pid: int, worker_cpu: int | None) -> None:
+        """Samples `pid` until stop(). One thread serves every run of a campaign: starting a thread per run
+        costs a scheduler wake-up before the worker (milliseconds on a busy board); handing it a job does not."""
         self._stop.clear()
         self._out = None
-        self._thread = threading.Thread(
-            target=self._loop, args=(pid, worker_cpu), name="boardlab-monitor", daemon=True
-        )
-        self._thread.start()
+        self._done.clear()
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._serve, name="boardlab-monitor", daemon=True)
+            self._thread.start()
+        self._jobs.put((pid, worker_cpu))
 
     def stop(self) -> MonitorOutput:
         self._stop.set()
         if self._thread is not None:
-            self._thread.join()
+            while not self._done.wait(0.5):  # a thread that died mid-run (its error is printed) sets nothing
+                if not self._thread.is_alive():
+                    break
         assert self._out is not None
         return self._out
+
+    def close(self) -> None:
+        """Ends the sampling thread (between runs)."""
+        if self._thread is not None and self._thread.is_alive():
+            self._jobs.put(None)
+            self._thread.join()
+        self._thread = None
+
+    def _serve(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            try:
+                self._loop(*job)
+            finally:
+                self._done.set()
 
     def _loop(self, pid: int, worker_cpu: int | None) -> None:
         cpu0 = time.thread_time()

@@ -1,0 +1,92 @@
+"""`boardlab list` and `info` read boardlab-kern's catalog from the user's cache while its build is unchanged,
+and run `boardlab-kern --list` again when it changes (a rebuilt binary, or one behind a wrapper script)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from boardlab.native import kern_path
+
+from helpers import run_cli
+
+
+def wrapper(tmp_path: Path, kern: Path) -> tuple[Path, Path]:
+    """A BOARDLAB_KERN script that counts its `--list` invocations, then runs `kern`."""
+    count = tmp_path / "list-calls"
+    script = tmp_path / "wrapped kern"
+    script.write_text(
+        f'#!/bin/sh\ncase " $* " in *" --list "*) echo x >> "{count}";; esac\nexec "{kern}" "$@"\n'
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return script, count
+
+
+def calls(count: Path) -> int:
+    return len(count.read_text().splitlines()) if count.exists() else 0
+
+
+def bump_mtime(path: Path) -> None:
+    st = path.stat()
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+
+
+@pytest.fixture
+def setup(tmp_path):
+    kern = tmp_path / "boardlab-kern"  # a copy, so that "rebuilding" it touches nothing installed
+    shutil.copy2(kern_path(), kern)
+    script, count = wrapper(tmp_path, kern)
+    cache = tmp_path / "user cache"
+    env = {**os.environ, "BOARDLAB_KERN": str(script), "XDG_CACHE_HOME": str(cache)}
+    return kern, script, count, cache / "boardlab", env
+
+
+def listed(env) -> dict:
+    proc = run_cli("list", "--json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    return {w["name"]: w for w in json.loads(proc.stdout)["workloads"]}
+
+
+def test_a_second_list_and_info_read_the_cache_and_a_rebuilt_kern_is_run_again(setup):
+    kern, script, count, cache, env = setup
+    first = listed(env)
+    assert calls(count) == 1
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o700  # created private
+    (entry,) = cache.glob("kern-catalog-*.json")
+    assert stat.S_IMODE(entry.stat().st_mode) == 0o600
+    assert listed(env) == first and calls(count) == 1  # from the cache: the same catalog, no run
+    info = run_cli("info", "--json", env=env)
+    assert info.returncode == 0, info.stderr
+    assert json.loads(info.stdout)["kern"]["path"] == str(script) and calls(count) == 1
+    bump_mtime(kern)  # the binary behind the unchanged wrapper is rebuilt
+    assert listed(env) == first and calls(count) == 2
+    assert listed(env) == first and calls(count) == 2
+    bump_mtime(script)  # the wrapper itself changes
+    listed(env)
+    assert calls(count) == 3
+
+
+def test_a_damaged_cache_entry_is_ignored_and_rewritten(setup):
+    _, _, count, cache, env = setup
+    first = listed(env)
+    (entry,) = cache.glob("kern-catalog-*.json")
+    entry.write_text('{"schema": 1, "identity": ')  # cut short, as by a full disk
+    assert listed(env) == first and calls(count) == 2
+    assert listed(env) == first and calls(count) == 2  # rewritten whole
+    entry.write_text(json.dumps({"schema": 1, "identity": "another build", "catalog": {}}))
+    assert listed(env) == first and calls(count) == 3
+
+
+def test_an_unwritable_cache_directory_costs_a_run_not_a_failure(setup, tmp_path):
+    _, _, count, _, env = setup
+    blocker = tmp_path / "not a directory"
+    blocker.write_text("")
+    env = {**env, "XDG_CACHE_HOME": str(blocker)}
+    first = listed(env)
+    assert listed(env) == first and calls(count) == 2  # nothing cached, nothing written, both ran it
+    assert blocker.read_text() == ""
