@@ -315,6 +315,8 @@ class Runner:
         worker_cpus = {cpu} if cpu is not None else None
         with contextlib.ExitStack() as stack:
             part_states = []
+            if condition.parts:  # journaled as one restore unit, which `boardlab restore` undoes whole
+                stack.enter_context(self.ctx.journal.unit(f"combined condition {condition.name}"))
             for kind_name, params in condition.all_parts:  # applied in order, undone in reverse
                 kind = self.kinds[kind_name]
                 part_states.append((kind_name, stack.enter_context(kind.apply(params, self.ctx))))
