@@ -334,7 +334,7 @@ class Runner:
             monitored = False
             try:  # from the spawn on, a stop (Ctrl-C, SIGTERM, SIGHUP) at any point stops this worker
                 deadline = Deadline(proc, timeout_s)  # a hung worker is killed with its group
-                monitor.start(proc.pid, cpu)
+                monitor.start(proc.pid, cpu, launcher=self.catalog[cell.workload].launcher)
                 monitored = True
                 out, err = proc.stdout.read(), proc.stderr.read()
                 code, rusage = wait_rusage(proc, deadline)
