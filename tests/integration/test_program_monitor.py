@@ -83,5 +83,5 @@ def test_the_stored_memory_is_the_childs_without_the_launcher(campaign):
     for _, mon, figures in _runs(campaign):
         peak_kib = mon["worker.rss_kib_max"]
         assert peak_kib >= 96 << 10  # the child's bytearray, resident
-        # the sh and its child, at most: the Python worker's own resident set (some 20 MiB) is not in it
+        # the sh and its child, at most: the Python worker's own resident set (some 16 MiB) is not in it
         assert peak_kib <= figures["maxrss_kib"] + 4096, (peak_kib, figures["maxrss_kib"])
