@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import SYSFS, rows, run_cli
+from helpers import SYSFS, rows, run_cli, tagged_processes
 
 pytestmark = pytest.mark.integration
 
@@ -327,3 +327,114 @@ def test_a_condition_the_board_cannot_honour_is_refused_before_anything_starts(
         assert rows(db, "SELECT count(*) FROM runs") == [(0,)]
     assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
     assert journal_entries(state) == []
+
+
+# ---- a combined condition killed mid-run: one restore unit ----------------------------------------------------
+
+DRIVERS = "sys/bus/platform/drivers"
+
+COMBINED = """\
+name = "combined"
+[runs]
+repetitions = 3
+iterations = 3
+warmup_max_iterations = 100000
+warmup_max_ms = 400
+warmup_cv = 0
+[gates]
+idle = false
+temperature = false
+[[workloads]]
+name = "noop"
+[[conditions]]
+name = "engine-off+load"
+parts = [
+  { kind = "governor", params = { governor = "ondemand" } },
+  { kind = "driver", params = { drivers = ["omap-aes", "omap-sham"] } },
+  { kind = "command", params = { argv = ["sleep", "600"], placement = "all", warmup_s = 0.1 } },
+]
+"""
+
+
+@pytest.fixture
+def killed_combined(lab, tmp_path):
+    """The campaign SIGKILLed once the combined condition's three parts are applied: the governor switched,
+    the crypto engine's two devices unbound and the `sleep` load started, inside one journal unit."""
+    root, state, env = lab
+    for driver in ("omap-aes", "omap-sham"):  # the kernel's attributes read empty; the test reads the writes
+        for attr in ("bind", "unbind"):
+            (root / DRIVERS / driver / attr).write_text("")
+    tag = f"combined-kill-{os.getpid()}-{time.time()}"
+    env = {**env, "BOARDLAB_TEST_TAG": tag}
+    plan = tmp_path / "plan.toml"
+    plan.write_text(COMBINED)
+    db = tmp_path / "r.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "boardlab", "run", str(plan), "--root", str(root), "--db", str(db), "--quiet"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            units = [e for e in journal_entries(state) if e["kind"] == "unit"]
+            if units and len(units[0]["entries"]) == 4 and tagged_processes(tag):
+                break
+            time.sleep(0.005)
+        else:
+            pytest.fail("the combined condition was never applied whole")
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    yield root, state, env, tag
+    for pid in tagged_processes(tag):  # a failed test leaves no sleep behind
+        os.kill(pid, signal.SIGKILL)
+
+
+def test_a_killed_combined_condition_leaves_one_unit_holding_its_parts_in_order(killed_combined):
+    root, state, _, tag = killed_combined
+    entries = journal_entries(state)  # one entry for the combination, beside the campaign's scratch directory
+    (unit,) = [e for e in entries if e["kind"] == "unit"]
+    assert [e["kind"] for e in entries if e is not unit] == ["directory"]
+    assert unit["kind"] == "unit" and unit["what"] == "combined condition engine-off+load"
+    assert [(e["kind"], e["what"]) for e in unit["entries"]] == [
+        ("setting", "policy0 cpufreq governor"),
+        ("unbound", "53500000.aes bound to omap-aes"),
+        ("unbound", "53100000.sham bound to omap-sham"),
+        ("process", "background command sleep"),
+    ]
+    assert governor(root) == "ondemand"
+    assert tagged_processes(tag) == {}  # the load died with boardlab (PR_SET_PDEATHSIG); its entry stays
+
+
+def test_restore_undoes_the_unit_in_reverse_and_finishes_it_past_a_part_that_fails(killed_combined):
+    root, state, env, tag = killed_combined
+    bind = root / DRIVERS / "omap-sham" / "bind"  # the sham's bind now refuses any write
+    bind.unlink()
+    bind.mkdir()
+    proc = run_cli("restore", "--root", str(root), env=env)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    unit = "combined condition engine-off+load"
+    lines = [line for line in proc.stdout.splitlines() if not line.startswith("restored scratch directory")]
+    assert [line.split(":")[0:2] for line in lines] == [  # newest first: the load, the engine, the governor
+        [f"restored {unit}", " background command sleep"],
+        [f"restored {unit}", " 53500000.aes bound to omap-aes"],
+        [f"restored {unit}", " policy0 cpufreq governor"],
+    ]
+    assert f"NOT restored {unit}: 53100000.sham bound to omap-sham" in proc.stderr
+    assert tagged_processes(tag) == {} and governor(root) == "performance"
+    assert (root / DRIVERS / "omap-aes" / "bind").read_text() == "53500000.aes"
+    (left,) = journal_entries(state)  # the unit stays, holding only the part that failed
+    assert left["kind"] == "unit" and [e["what"] for e in left["entries"]] == [
+        "53100000.sham bound to omap-sham"
+    ]
+    bind.rmdir()  # fixed by hand: the next restore finishes the unit and empties the journal
+    bind.write_text("")
+    again = run_cli("restore", "--root", str(root), env=env)
+    assert again.returncode == 0, again.stderr
+    assert (
+        again.stdout
+        == f"restored {unit}: 53100000.sham bound to omap-sham: bound 53100000.sham to omap-sham again\n"
+    )
+    assert bind.read_text() == "53100000.sham" and journal_entries(state) == []

@@ -613,7 +613,8 @@ def monitor(series: Series | None) -> doc.Section | None:
         "Monitor",
         doc.Prose(
             "Samples of every run on one time axis (runs placed at their start times; gaps are gates and set-up "
-            "between runs). worker.cpu_pct is the worker's own CPU use; cpuN.busy_pct the load of each CPU.",
+            "between runs). worker.cpu_pct is the CPU use of the workload's processes (the worker and its children; "
+            "a program's launcher left out); cpuN.busy_pct the load of each CPU.",
             small=True,
         ),
         *figures,

@@ -376,6 +376,8 @@ class Runner:
         and the worker's CPUs (a part may move the worker, e.g. onto an isolated CPU)."""
         worker_cpus = {cpu} if cpu is not None else None
         part_states = []
+        if condition.parts:  # journaled as one restore unit, which `boardlab restore` undoes whole
+            stack.enter_context(self.ctx.journal.unit(f"combined condition {condition.name}"))
         for kind_name, params in condition.all_parts:
             kind = self.kinds[kind_name]
             part_states.append((kind_name, stack.enter_context(kind.apply(params, self.ctx))))
@@ -396,7 +398,7 @@ class Runner:
         proc = spawn(self._argv(cell), cpus=worker_cpus, self_reaping=native)
         monitored = False
         try:  # from the spawn on, a stop (Ctrl-C, SIGTERM, SIGHUP) at any point stops this worker
-            monitor.start(proc.pid, cpu)
+            monitor.start(proc.pid, cpu, launcher=self.catalog[cell.workload].launcher)
             monitored = True
             out, err, code, rusage, killed = collect(proc, timeout_s)
         except BaseException:

@@ -41,7 +41,7 @@ class ApplyContext:
         if self._temp_dir is None:
             self._temp_dir = Path(tempfile.mkdtemp(prefix="boardlab-"))
             # journaled, so that a SIGKILLed campaign's scratch files are removed by the next start
-            self._temp_token = self.journal.made_dir(self._temp_dir, what="scratch directory")
+            self._temp_token = self.journal.made_dir(self._temp_dir, what="scratch directory", in_unit=False)
         return self._temp_dir
 
     def cleanup(self) -> None:

@@ -20,6 +20,7 @@ import contextlib
 from dataclasses import dataclass
 
 from boardlab.conditions.base import ApplyContext, validate_params
+from boardlab.errors import BoardlabError
 from boardlab.model.workload import ParamSpec
 from boardlab.platform import drivers
 
@@ -75,8 +76,14 @@ class Driver:
                     state["unbound"].append({"driver": name, "device": device})
             yield state
         finally:
-            for token in reversed(tokens):
-                ctx.journal.undo(token)
+            failed: BoardlabError | OSError | None = None
+            for token in reversed(tokens):  # every device is bound again, even past one that refuses
+                try:
+                    ctx.journal.undo(token)
+                except (BoardlabError, OSError) as exc:  # its entry stays in the journal; raised below
+                    failed = failed or exc
+            if failed is not None:
+                raise failed
 
 
 KIND = Driver()

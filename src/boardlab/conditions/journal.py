@@ -2,7 +2,9 @@
 
 Every exit path undoes what it changed; a run that was killed leaves its entries behind, and the next
 start (or `boardlab restore`) undoes them. Processes boardlab started (stressors, loads) are journaled by
-PID and start time, so a restore stops exactly those and never a recycled PID.
+PID and start time, so a restore stops exactly those and never a recycled PID. A combined condition's parts
+are journaled inside one entry of kind "unit": recovery undoes the unit's entries newest first, tries every one
+of them whatever happens to the others, and drops the unit once it is empty.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ class RestoreJournal:
         self.root = root
         self.path = path or state_dir() / f"restore-{_root_key(root)}.json"
         self._next = 0
+        self._unit: str | None = None  # the open unit new entries go into (a combined condition's)
 
     # ---- the file: rewritten atomically at every change, so a crash leaves the old or the new list ----
 
@@ -112,7 +115,7 @@ class RestoreJournal:
     def pending(self) -> list[dict]:
         return self._load()["entries"]
 
-    def _add(self, entry: dict) -> str:
+    def _add(self, entry: dict, *, in_unit: bool = True) -> str:
         doc = self._load()
         self._next += 1
         entry = {
@@ -122,14 +125,49 @@ class RestoreJournal:
             "owner_start_ticks": _pid_start_ticks(os.getpid()),
             "unix_s": time.time(),
         }
-        doc["entries"].append(entry)
+        unit = _find(doc["entries"], self._unit) if self._unit and in_unit else None
+        (unit["entries"] if unit is not None else doc["entries"]).append(entry)
         self._save(doc)
         return entry["id"]
 
     def _drop(self, entry_id: str) -> None:
+        """Removes an entry, at the top or inside a unit; a closed unit left empty goes with it."""
         doc = self._load()
-        doc["entries"] = [e for e in doc["entries"] if e["id"] != entry_id]
+        kept = []
+        for e in doc["entries"]:
+            if e["id"] == entry_id:
+                continue
+            if e.get("kind") == "unit":
+                e["entries"] = [c for c in e["entries"] if c["id"] != entry_id]
+                if not e["entries"] and not e.get("open"):
+                    continue
+            kept.append(e)
+        doc["entries"] = kept
         self._save(doc)
+
+    # ---- a combined condition: one restore unit ----
+
+    @contextlib.contextmanager
+    def unit(self, what: str):
+        """Every entry added inside goes into one journal entry (a combined condition's parts, applied
+        in order): undone part by part as each part exits, or, after a crash, as one unit by recovery.
+        A unit that still holds entries when it closes (an undo that failed, a scratch directory that
+        outlives the run) stays until they are undone."""
+        if self._unit is not None:  # a part cannot itself be combined (the plan refuses it)
+            raise ValueError("restore units do not nest")
+        token = self._add({"kind": "unit", "what": what, "entries": [], "open": True})
+        self._unit = token
+        try:
+            yield token
+        finally:
+            self._unit = None
+            doc = self._load()
+            unit = _find(doc["entries"], token)
+            if unit is not None:
+                unit["open"] = False
+                if not unit["entries"]:
+                    doc["entries"].remove(unit)
+                self._save(doc)
 
     # ---- settings ----
 
@@ -175,9 +213,10 @@ class RestoreJournal:
 
     # ---- scratch directories ----
 
-    def made_dir(self, path: Path, *, what: str) -> str:
-        """A private scratch directory (stress-ng --temp-path, load files): removed by undo or recovery."""
-        return self._add({"kind": "directory", "path": str(path), "what": what})
+    def made_dir(self, path: Path, *, what: str, in_unit: bool = True) -> str:
+        """A private scratch directory (stress-ng --temp-path, load files): removed by undo or recovery.
+        `in_unit` False: it outlives an open unit (the campaign's, made by whichever part needs it first)."""
+        return self._add({"kind": "directory", "path": str(path), "what": what}, in_unit=in_unit)
 
     # ---- network namespaces ----
 
@@ -186,9 +225,11 @@ class RestoreJournal:
         return self._add({"kind": "netns", "name": name, "what": what})
 
     def undo(self, token: str) -> Restored | None:
-        entry = next((e for e in self._load()["entries"] if e["id"] == token), None)
+        entry = _find(self._load()["entries"], token)
         if entry is None:
             return None
+        if entry["kind"] == "unit":  # its parts undo their own entries; a unit is undone whole by recovery
+            raise ValueError("undo a unit's entries, not the unit")
         result = self._undo_entry(entry)
         self._drop(token)
         return result
@@ -257,13 +298,33 @@ class RestoreJournal:
             )
         done = []
         for entry in reversed(entries):  # every entry is tried: one that fails must not keep the others
-            try:
-                done.append(self._undo_entry(entry))
-            except (BoardlabError, OSError) as exc:
-                done.append(Restored(entry.get("what", "?"), self._place(entry), _fix(entry, exc)))
-                continue
-            self._drop(entry["id"])
+            if entry.get("kind") == "unit":
+                done += self._recover_unit(entry)
+            else:
+                done.append(self._recover_entry(entry))
         return done
+
+    def _recover_entry(self, entry: dict, unit: str = "") -> Restored:
+        what = f"{unit}: {entry.get('what', '?')}" if unit else entry.get("what", "?")
+        try:
+            r = self._undo_entry(entry)
+        except (BoardlabError, OSError) as exc:
+            return Restored(what, self._place(entry), _fix(entry, exc))
+        self._drop(entry["id"])
+        return Restored(what, r.detail)
+
+    def _recover_unit(self, unit: dict) -> list[Restored]:
+        """A combined condition's entries, newest first (its parts in reverse order), each tried; the
+        unit leaves the journal with its last entry (a dead owner's unit is closed: nobody adds to it)."""
+        unit["open"] = False
+        doc = self._load()
+        found = _find(doc["entries"], unit["id"])
+        if found is not None:
+            found["open"] = False
+            if not found["entries"]:
+                doc["entries"].remove(found)
+            self._save(doc)
+        return [self._recover_entry(e, unit.get("what", "")) for e in reversed(unit["entries"])]
 
 
 # ---- the system lock: one boardlab at a time changes a tree's settings ----
@@ -367,6 +428,17 @@ class SystemLock:
                 os.unlink(self.path)
             os.close(self._fd)
             self._fd = None
+
+
+def _find(entries: list[dict], entry_id: str | None) -> dict | None:
+    """The entry with this id, at the top of the journal or inside a unit."""
+    for e in entries:
+        if e["id"] == entry_id:
+            return e
+        for c in e.get("entries", ()) if e.get("kind") == "unit" else ():
+            if c["id"] == entry_id:
+                return c
+    return None
 
 
 def failures(restored: list[Restored]) -> list[Restored]:

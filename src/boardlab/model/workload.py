@@ -130,6 +130,9 @@ class WorkloadSpec:
     # The longest a run may take by its own bound (a program's timeout_s x its executions per run): the
     # runner's default timeout is never shorter than it plus start-up.
     run_timeout_s: float | None = None
+    # The worker only starts the measured program and waits for it: the monitor's per-process figures leave
+    # the worker's own CPU time and memory out and keep its descendants' (docs/monitoring.md).
+    launcher: bool = False
 
     @property
     def supported(self) -> bool:

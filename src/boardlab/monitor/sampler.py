@@ -1,8 +1,13 @@
 """The monitor: samples the board and the worker while a run executes (default 10 Hz).
 
-Series: per-CPU busy %, the worker's CPU % (from /proc/PID/stat jiffies, as the vehicle-services study measured), its RSS,
-the current frequency per policy, temperatures, cpufreq cooling states (throttling), power and energy
-counters, PSI and swap activity. Its own CPU time is measured, so its cost is known, not assumed.
+Series: per-CPU busy %, the workload's CPU % (from /proc/PID/stat jiffies, as the vehicle-services study
+measured) and resident memory, the current frequency per policy, temperatures, cpufreq cooling states
+(throttling), power and energy counters, PSI and swap activity. Its own CPU time is measured, so its cost is
+known, not assumed.
+
+The workload is the worker process and all its descendants (a program's children), summed at each sample;
+a worker that only launches the program (`launcher`, the `program` workload's) is left out of the sums but
+not the children it reaps (docs/monitoring.md).
 """
 
 from __future__ import annotations
@@ -44,16 +49,18 @@ class Monitor:
         self._done = threading.Event()
         self._out: MonitorOutput | None = None
 
-    def start(self, pid: int, worker_cpu: int | None) -> None:
-        """Samples `pid` until stop(). One thread serves every run of a campaign: starting a thread per run
-        costs a scheduler wake-up before the worker (milliseconds on a busy board); handing it a job does not."""
+    def start(self, pid: int, worker_cpu: int | None, *, launcher: bool = False) -> None:
+        """Samples process `pid` and its descendants until stop(); `launcher`: `pid` only starts and waits
+        for the measured program, so its own CPU time and memory are not the workload's. One thread serves
+        every run of a campaign: starting a thread per run costs a scheduler wake-up before the worker
+        (milliseconds on a busy board); handing it a job does not."""
         self._stop.clear()
         self._out = None
         self._done.clear()
         if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._serve, name="boardlab-monitor", daemon=True)
             self._thread.start()
-        self._jobs.put((pid, worker_cpu))
+        self._jobs.put((pid, worker_cpu, launcher))
 
     def stop(self) -> MonitorOutput:
         self._stop.set()
@@ -78,14 +85,18 @@ class Monitor:
             finally:
                 self._done.set()
 
-    def _loop(self, pid: int, worker_cpu: int | None) -> None:
+    def _loop(self, pid: int, worker_cpu: int | None, launcher: bool) -> None:
         cpu0 = time.thread_time()
         t0 = time.monotonic_ns()
         src = self.src
         series: list[tuple[str, int, float]] = []
         acc = _Acc()
         prev_cpu = sampling.read_cpu_jiffies(src)
-        prev_worker, prev_t = None, t0
+        children_files = sampling.has_children_files(src.proc, pid)
+        reader = sampling.TreeReader(src, pid, count_root=not launcher, children_files=children_files)
+        tree = reader.read()
+        prev_worker, prev_t = tree.cpu_jiffies if tree else None, t0
+        processes_max = tree.processes if tree else 0
         swap0 = sampling.read_swap_pages(src)
         psi0 = sampling.read_psi(src)
         energy0 = sampling.read_values(src.energy)
@@ -111,21 +122,23 @@ class Monitor:
                     if c != worker_cpu:
                         acc.add("other_cpus.busy_pct", pct)
             prev_cpu = cpu
-            stat, st = sampling.read_pid(self.root, pid)
-            if stat is not None:
-                jiffies, last_cpu, threads = stat
+            tree = reader.read()
+            if tree is not None:
+                last_cpu, threads = tree.last_cpu, tree.threads
+                processes_max = max(processes_max, tree.processes)
                 if prev_worker is not None and dt_s > 0:
-                    pct = 100.0 * (jiffies - prev_worker) / src.clk_tck / dt_s
+                    # a process that left the tree unreaped (an orphan adopted by init) takes its time along
+                    pct = 100.0 * max(0, tree.cpu_jiffies - prev_worker) / src.clk_tck / dt_s
                     acc.add("worker.cpu_pct", pct)
                     if self.keep_series:
                         series.append(("worker.cpu_pct", t, pct))
-                prev_worker = jiffies
-                if st:
-                    status = st
-                    if "VmRSS" in st:
-                        acc.add("worker.rss_kib", st["VmRSS"])
-                        if self.keep_series:
-                            series.append(("worker.rss_kib", t, float(st["VmRSS"])))
+                prev_worker = tree.cpu_jiffies
+                if tree.processes:
+                    acc.add("worker.rss_kib", tree.rss_kib)
+                    if self.keep_series:
+                        series.append(("worker.rss_kib", t, float(tree.rss_kib)))
+                if not launcher:
+                    status = sampling.read_status(src, pid) or status
             prev_t = now
             for name, khz in sampling.read_values(src.freq).items():
                 if khz is not None:
@@ -165,6 +178,11 @@ class Monitor:
         summary["worker_last_cpu"] = last_cpu
         summary["worker_threads"] = threads
         summary["worker_ctxt_switches"] = {k: status[k] for k in status if k.endswith("ctxt_switches")}
+        summary["worker_tree"] = {
+            "launcher_left_out": launcher,
+            "processes_max": processes_max,
+            "children_from": "task children files" if children_files else "a scan of /proc/*/stat",
+        }
         swap1 = sampling.read_swap_pages(src)
         summary["swap_pages"] = swap1 - swap0 if swap0 is not None and swap1 is not None else None
         psi1 = sampling.read_psi(src)

@@ -51,13 +51,6 @@ def cpu_jiffies(raw: bytes) -> dict[int, tuple[int, int]]:
     return out
 
 
-def pid_stat(raw: bytes) -> tuple[int, int, int]:
-    """/proc/PID/stat -> (utime + stime jiffies, last CPU, threads). comm may hold spaces: split after ')'."""
-    f = raw[raw.rindex(b")") + 2 :].split()
-    # fields after comm start at field 3 (state): utime is field 14, stime 15, num_threads 20, processor 39
-    return int(f[11]) + int(f[12]), int(f[36]), int(f[17])
-
-
 def pid_start_ticks(pid: int, root: RootLike = "/") -> int | None:
     """A process's start time in clock ticks since boot (field 22 of /proc/PID/stat); None once it is gone.
     PID and start time together identify a process: a PID alone may have been reused."""
@@ -102,6 +95,8 @@ class SourceSet:
     energy: tuple[tuple[str, str], ...]  # (powercap zone, energy_uj path)
     psi: tuple[tuple[str, str], ...]  # (resource, /proc/pressure path)
     clk_tck: int
+    proc: str = "/proc"  # the process tree's directory (a fixture's under --root)
+    page_kib: int = 4  # the unit of /proc/PID/statm
 
 
 def zone_key(zone: str, zone_type: str | None) -> str:
@@ -145,6 +140,8 @@ def resolve_sources(root: RootLike) -> SourceSet:
         energy=energy,
         psi=psi,
         clk_tck=os.sysconf("SC_CLK_TCK"),
+        proc=str(sr.path("proc")),
+        page_kib=os.sysconf("SC_PAGE_SIZE") // 1024,
     )
 
 
@@ -153,17 +150,11 @@ def read_cpu_jiffies(src: SourceSet) -> dict[int, tuple[int, int]]:
     return cpu_jiffies(raw) if raw else {}
 
 
-def read_pid(root: RootLike, pid: int) -> tuple[tuple[int, int, int] | None, dict[str, int]]:
-    """A process's (cpu jiffies, last CPU, threads) and its VmRSS/VmHWM/ctxt switches; (None, {}) once gone."""
-    sr = SysRoot.of(root)
-    raw = _read(str(sr.path(f"proc/{pid}/stat")))
-    st = _read(str(sr.path(f"proc/{pid}/status")))
-    try:
-        stat = pid_stat(raw) if raw else None
-    except (ValueError, IndexError):
-        stat = None
-    keys = (b"VmRSS:", b"VmHWM:", b"voluntary_ctxt_switches:", b"nonvoluntary_ctxt_switches:")
-    return stat, status_kib(st, keys) if st else {}
+def read_status(src: SourceSet, pid: int) -> dict[str, int]:
+    """A process's VmHWM and context switches from /proc/PID/status; {} once it is gone."""
+    raw = _read(f"{src.proc}/{pid}/status")
+    keys = (b"VmHWM:", b"voluntary_ctxt_switches:", b"nonvoluntary_ctxt_switches:")
+    return status_kib(raw, keys) if raw else {}
 
 
 def read_swap_pages(src: SourceSet) -> int | None:
@@ -225,3 +216,144 @@ def read_group_cpu(root: RootLike, pgid: int) -> tuple[int, int]:
 def clock_ticks() -> int:
     """The unit of /proc/PID/stat times (USER_HZ, almost always 100)."""
     return os.sysconf("SC_CLK_TCK")
+
+
+# ---- a process tree: the workload's process and its descendants ----
+
+
+@dataclass(frozen=True)
+class TreeSample:
+    """A process tree at one instant, summed over the processes it counts."""
+
+    cpu_jiffies: int  # utime + stime of each, + cutime + cstime (the children each has reaped)
+    rss_kib: int  # resident set (statm), summed: pages two processes share count twice
+    processes: int  # live processes counted
+    threads: int
+    last_cpu: int | None  # the CPU the root (or, when the root is not counted, its first child) last ran on
+
+
+def has_children_files(proc: str, pid: int) -> bool:
+    """Whether the kernel lists each task's children (/proc/PID/task/TID/children, CONFIG_PROC_CHILDREN)."""
+    return os.path.exists(f"{proc}/{pid}/task/{pid}/children")
+
+
+def _stat_fields(raw: bytes) -> list[bytes]:
+    """The fields after comm (which may hold spaces and parentheses): [0] state, [1] ppid, [11] utime,
+    [12] stime, [13] cutime, [14] cstime, [17] num_threads, [36] processor."""
+    return raw[raw.rindex(b")") + 2 :].split()
+
+
+def _task_children(proc: str, pid: int, threads: int) -> list[int]:
+    """A process's children from its tasks' children files: a child belongs to the thread that forked it."""
+    if threads == 1:
+        tids = [str(pid)]
+    else:
+        try:
+            tids = os.listdir(f"{proc}/{pid}/task")
+        except OSError:
+            return []
+    out: list[int] = []
+    for tid in tids:
+        raw = _read(f"{proc}/{pid}/task/{tid}/children")
+        if raw:
+            out += [int(x) for x in raw.split()]
+    return out
+
+
+def _walk_children_files(proc: str, pid: int) -> dict[int, list[bytes]]:
+    """{pid: stat fields} of `pid` and its descendants, found through the children files."""
+    found: dict[int, list[bytes]] = {}
+    todo = [pid]
+    while todo:
+        p = todo.pop(0)
+        raw = _read(f"{proc}/{p}/stat")
+        if not raw or p in found:
+            continue  # ended since its parent listed it
+        try:
+            f = _stat_fields(raw)
+            todo += _task_children(proc, p, int(f[17]))
+        except (ValueError, IndexError):
+            continue
+        found[p] = f
+    return found
+
+
+class _Scan:
+    """The descendants through /proc/*/stat (a kernel without children files), read as little as possible:
+    a process found outside the tree once stays outside (a process joins a tree only by being forked in it,
+    under a new PID), so each sample reads the stat of the tree's processes and of the PIDs that are new in
+    the listing since the last sample, not of every process. A PID ends and is reused between two listings
+    only after the PID counter wrapped around within one sample interval."""
+
+    def __init__(self) -> None:
+        self.outside: set[int] = set()
+
+    def walk(self, proc: str, pid: int) -> dict[int, list[bytes]]:
+        try:
+            listed = {int(n) for n in os.listdir(proc) if n.isdigit()}
+        except OSError:
+            return {}
+        self.outside &= listed  # an ended process's PID may come back, forked in the tree
+        stats: dict[int, list[bytes]] = {}
+        kids: dict[int, list[int]] = {}
+        for p in listed - self.outside:
+            raw = _read(f"{proc}/{p}/stat")
+            if not raw:
+                continue
+            try:
+                f = _stat_fields(raw)
+                kids.setdefault(int(f[1]), []).append(p)
+            except (ValueError, IndexError):
+                continue
+            stats[p] = f
+        found: dict[int, list[bytes]] = {}
+        todo = [pid] if pid in stats else []
+        while todo:
+            p = todo.pop(0)
+            if p not in found:
+                found[p] = stats[p]
+                todo += kids.get(p, [])
+        self.outside |= stats.keys() - found.keys()
+        return found
+
+
+class TreeReader:
+    """CPU time and resident memory of process `pid` and all its descendants, one sample per read().
+
+    With count_root False the root's own time and memory are left out (a launcher that only waits for its
+    program), but not the time of the children it has reaped: that is how a program that ended between two
+    samples keeps its last slice. A sample reads stat and statm of each process in the tree, and finds the
+    tree through each task's children file (CONFIG_PROC_CHILDREN) or, without them, through the stat of the
+    processes that are new since the last sample (_Scan)."""
+
+    def __init__(self, src: SourceSet, pid: int, *, count_root: bool, children_files: bool):
+        self.src, self.pid, self.count_root = src, pid, count_root
+        self._walk = _walk_children_files if children_files else _Scan().walk
+
+    def read(self) -> TreeSample | None:
+        """The tree now; None once `pid` is gone."""
+        found = self._walk(self.src.proc, self.pid)
+        if self.pid not in found:
+            return None
+        jiffies = rss = threads = processes = 0
+        last_cpu = None
+        for p, f in found.items():
+            try:
+                jiffies += int(f[13]) + int(f[14])
+                if p == self.pid and not self.count_root:
+                    continue
+                jiffies += int(f[11]) + int(f[12])
+                threads += int(f[17])
+                last_cpu = int(f[36]) if last_cpu is None else last_cpu
+            except (ValueError, IndexError):
+                continue
+            processes += 1
+            statm = _read(f"{self.src.proc}/{p}/statm")
+            if statm:
+                rss += int(statm.split()[1]) * self.src.page_kib
+        return TreeSample(jiffies, rss, processes, threads, last_cpu)
+
+
+def read_tree(src: SourceSet, pid: int, *, count_root: bool, children_files: bool) -> TreeSample | None:
+    """One sample of a process tree (TreeReader), for a caller that reads it once."""
+    return TreeReader(src, pid, count_root=count_root, children_files=children_files).read()

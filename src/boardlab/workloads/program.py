@@ -59,6 +59,7 @@ SPEC = WorkloadSpec(
     runner="python",
     params=(ParamSpec("spec", "str", None, required=True, help="the declaration, as the plan makes it"),),
     metrics=ALWAYS,
+    launcher=True,
 )
 
 
@@ -285,6 +286,7 @@ def spec_of(program: Program, params: tuple[ParamSpec, ...] = ()) -> WorkloadSpe
         measured_argv=functools.partial(measured_argv, program),
         prepare=functools.partial(prepare, program) if program.prepare else None,
         run_timeout_s=program.timeout_s * program.iterations,
+        launcher=True,
     )
 
 

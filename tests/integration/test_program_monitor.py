@@ -1,0 +1,87 @@
+"""The monitor of a program run measures the program, not the Python worker that launches it: a shell one-liner
+whose child process holds 96 MiB and spins for 0.8 s of CPU, run as a campaign's `program` workload. The
+stored worker.cpu_pct series adds up to the program's CPU time (wait4's user + sys of the same run), and the
+stored worker.rss_kib peak to the child's memory, without the worker's own."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+import time
+
+import pytest
+
+from helpers import rows, run_cli, tagged_env
+
+pytestmark = pytest.mark.integration
+
+CHILD = (
+    "import time; b = bytearray(b'x') * (96 << 20); t = time.process_time(); "
+    "any(time.process_time() - t > 0.8 for _ in iter(int, 1))"
+)
+PLAN = f"""\
+name = "program-tree"
+[runs]
+repetitions = 2
+[gates]
+idle = false
+[[workloads]]
+kind = "program"
+name = "sh.child"
+argv = ["sh", "-c", "{shlex.quote(sys.executable)} -c \\"{CHILD}\\" & wait"]
+metric = {{ rusage = "cpu_s" }}
+timeout_s = 120
+"""
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("program tree")
+    (tmp / "tmp").mkdir()
+    (tmp / "plan.toml").write_text(PLAN)
+    db = tmp / "r.db"
+    env = tagged_env(
+        f"program-tree-{os.getpid()}-{time.time()}",
+        BOARDLAB_STATE_DIR=str(tmp / "state"),
+        TMPDIR=str(tmp / "tmp"),
+    )
+    proc = run_cli("run", str(tmp / "plan.toml"), "--db", str(db), timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return db
+
+
+def _runs(db) -> list[tuple[int, dict, dict]]:
+    """(run id, monitor summary, the program's wait4 figures) of each valid run."""
+    out = []
+    for run_id, mon in rows(db, "SELECT id, monitor_json FROM runs WHERE valid = 1 ORDER BY seq"):
+        figures = dict(rows(db, f"SELECT metric, median FROM run_metrics WHERE run_id = {run_id}"))
+        out.append((run_id, json.loads(mon), figures))
+    assert len(out) == 2
+    return out
+
+
+def test_the_stored_cpu_is_the_childs_cpu_time(campaign):
+    for run_id, mon, figures in _runs(campaign):
+        series = rows(
+            campaign,
+            f"SELECT t_ns, value FROM series WHERE run_id = {run_id} AND source = 'worker.cpu_pct' ORDER BY t_ns",
+        )
+        monitored_s, prev_ns = 0.0, 0
+        for t_ns, pct in series:  # each value covers the interval since the sample before
+            monitored_s += pct / 100 * (t_ns - prev_ns) / 1e9
+            prev_ns = t_ns
+        program_s = figures["user_s"] + figures["sys_s"]  # wait4 on the sh and its reaped child
+        assert program_s >= 0.75
+        # lost at most the last interval before the worker ended (0.1 s), plus a tick per sample rounding
+        assert program_s - 0.25 <= monitored_s <= program_s + 0.15, (monitored_s, program_s)
+        assert mon["worker_tree"]["launcher_left_out"] is True and mon["worker_tree"]["processes_max"] >= 2
+
+
+def test_the_stored_memory_is_the_childs_without_the_launcher(campaign):
+    for _, mon, figures in _runs(campaign):
+        peak_kib = mon["worker.rss_kib_max"]
+        assert peak_kib >= 96 << 10  # the child's bytearray, resident
+        # the sh and its child, at most: the Python worker's own resident set (some 16 MiB) is not in it
+        assert peak_kib <= figures["maxrss_kib"] + 4096, (peak_kib, figures["maxrss_kib"])
