@@ -15,31 +15,37 @@ import sqlite3
 import statistics
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 from boardlab.campaign.schedule import comparisons_per_reference, reference_runs
+from boardlab.errors import InputError
 from boardlab.model.campaign import Cell, Plan
 from boardlab.stats.power import ASSUMED_CV, PowerAdvice, observed_cv, repetitions_for_power
+
+if TYPE_CHECKING:
+    from boardlab.store import Store
+
+T = TypeVar("T")
+
+
+def read_earlier(db: str | None, read: Callable[[Store], T]) -> tuple[T | None, str | None]:
+    """(what `read` returns from the plan's database opened read-only, None) or (None, why there is nothing
+    to read): no database yet, or one that cannot be read (then the advice names its assumptions instead)."""
+    if not db or not Path(db).is_file():
+        return None, "no earlier runs (no database yet)"
+    from boardlab.store import Store
+
+    try:
+        with Store.open(db, create=False) as store:
+            return read(store), None
+    except (InputError, sqlite3.Error) as exc:
+        return None, f"the database could not be read ({exc})"
 
 
 def earlier_values(db: str | None) -> dict[str, list[float]]:
     """Valid run values per cell key from the plan's database (read-only; {} when there is none)."""
-    if not db or not Path(db).is_file():
-        return {}
-    try:
-        conn = sqlite3.connect(f"file:{Path(db).resolve()}?mode=ro", uri=True)
-        try:
-            rows = conn.execute(
-                "SELECT c.key, r.value FROM runs r JOIN cells c ON c.id = r.cell_id "
-                "WHERE r.ok = 1 AND r.valid = 1 AND r.value IS NOT NULL"
-            ).fetchall()
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return {}  # no advice from a database that cannot be read: the assumed CV is named instead
-    out: dict[str, list[float]] = {}
-    for key, value in rows:
-        out.setdefault(key, []).append(float(value))
-    return out
+    values, _why = read_earlier(db, lambda store: store.earlier_valid_values())
+    return values or {}
 
 
 def allocation(plan: Plan, cells: list[Cell], per_cell: dict[str, int]) -> dict:

@@ -575,6 +575,12 @@ class Runner:
             campaign_id = existing["id"]
             self.store.set_campaign_status(campaign_id, "running")
         cell_ids = self.store.ensure_cells(campaign_id, cells, conditions, units)
+        from boardlab.campaign.facts import store_facts
+
+        if store_facts(self.store, campaign_id, self.catalog, self.root):
+            self.progress.note(
+                "this campaign was stored without its workloads' facts: derived from this catalog"
+            )
 
         # The orchestrator keeps off the measured CPU when there is another one.
         own_before = os.sched_getaffinity(0)

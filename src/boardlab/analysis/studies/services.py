@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from boardlab.analysis import document as doc
+from boardlab.analysis import specs
 from boardlab.analysis.specs import has_role
 
 if TYPE_CHECKING:
@@ -121,6 +122,8 @@ def services_cells(store: Store, campaign_id: int, cells: Sequence[CellAnalysis]
 @dataclass(frozen=True)
 class ServicesStudy:
     cells: tuple[ServiceCell, ...]
+    # how the board measured energy per message, or why it could not, as stored with the campaign
+    energy_reason: str | None = None
 
 
 def applies(ctx) -> bool:
@@ -128,7 +131,9 @@ def applies(ctx) -> bool:
 
 
 def analyze(ctx) -> ServicesStudy:
-    return ServicesStudy(services_cells(ctx.store, ctx.campaign_id, ctx.cells))
+    return ServicesStudy(
+        services_cells(ctx.store, ctx.campaign_id, ctx.cells), specs.energy_reason(ctx.store, ctx.campaign_id)
+    )
 
 
 def shows(study: ServicesStudy) -> list[int]:
@@ -354,10 +359,9 @@ def tables(cells: Sequence[ServiceCell]) -> list[tuple[str, tuple[str, ...], lis
     return out
 
 
-def energy_note() -> str:
-    from boardlab.workloads.services import energy_reason
-
-    return f"Energy per message and power at rest vs operating: {energy_reason()}."
+def energy_note(reason: str | None) -> str:
+    what = reason or "not stored with this campaign (the board's power sources are unknown to this report)"
+    return f"Energy per message and power at rest vs operating: {what}."
 
 
 PROSE = (
@@ -377,5 +381,13 @@ def sections(analysis, study: ServicesStudy | Sequence[ServiceCell]) -> list[doc
     out = [doc.section(TITLE, doc.Prose(PROSE, small=True, formats=doc.RICH), anchor="services")]
     for title, headers, rows in tables(cells):
         out.append(doc.section(title, doc.Table(tuple(doc.Column(h) for h in headers), tuple(rows)), level=3))
-    out.append(doc.section("Energy per message", doc.Prose(energy_note(), small=True), level=3))
+    out.append(
+        doc.section(
+            "Energy per message",
+            doc.Prose(
+                energy_note(study.energy_reason if isinstance(study, ServicesStudy) else None), small=True
+            ),
+            level=3,
+        )
+    )
     return out
