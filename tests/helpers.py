@@ -211,6 +211,25 @@ def store_facts(store, campaign_id: int) -> None:
     store.save_campaign_artifact(campaign_id, WORKLOAD_FACTS, doc)
 
 
+class _HostFacts:
+    """A store holding only this host's workload facts, as a campaign stores them."""
+
+    path = "this host"
+
+    def campaign_artifact(self, _campaign_id: int, _name: str) -> bytes:
+        from boardlab.campaign.facts import host_facts
+
+        return json.dumps(host_facts(self.path, 0)).encode()
+
+
+def remember_host_facts() -> None:
+    """Analysis knows a workload only from the facts its campaign stored (analysis/specs.py); a test that
+    calls a study on a stand-in store gives it this host's catalog's, as a campaign run here would."""
+    from boardlab.analysis import specs
+
+    specs.remember_campaign(_HostFacts(), 0)
+
+
 def make_campaign_db(
     path: Path,
     *,

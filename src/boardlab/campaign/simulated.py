@@ -145,7 +145,7 @@ def _run(soc: SocSpec, grid: sweep.Grid, cell, condition, rep: int, seq: int, st
     metrics.append(MetricResult("memory_access", "bus accesses per cycle", False, (mem,), mem, mem))
     iterations = tuple(round(x * ACCESSES_PER_ITERATION) for x in ns)
     freqs = {grid.this_policy: this_khz} | ({grid.other_policy: other_khz} if grid.other_policy else {})
-    state = {
+    state: dict[str, object] = {
         "simulated": soc.name,
         "governor": "userspace" if condition.kind != "baseline" else "ondemand",
         "policies": {p: {"frequency_khz": k} for p, k in freqs.items()},

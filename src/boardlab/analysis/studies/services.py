@@ -189,9 +189,12 @@ def sensor_shares(cells: Sequence[ServiceCell]) -> list[tuple[str, ...]]:
     return rows
 
 
-def tables(cells: Sequence[ServiceCell]) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]]]]:
-    """(title, headers, rows) per table of the section."""
-    out = []
+ServicesTable = tuple[str, tuple[str, ...], list[tuple[str, ...]]]  # (title, headers, rows)
+
+
+def _shares_table(cells: Sequence[ServiceCell]) -> list[ServicesTable]:
+    """The sensor's share of each service's CPU."""
+    out: list[ServicesTable] = []
     shares = sensor_shares(cells)
     if shares:
         out.append((
@@ -199,6 +202,12 @@ def tables(cells: Sequence[ServiceCell]) -> list[tuple[str, tuple[str, ...], lis
             ("service", "sensor", "cpu_pct_synthetic", "cpu_pct_sensor", "sensor_share_percent"),
             shares,
         ))  # fmt: skip
+    return out
+
+
+def _data_table(cells: Sequence[ServiceCell]) -> list[ServicesTable]:
+    """The data services: CPU, memory and latency per scenario."""
+    out: list[ServicesTable] = []
     data = [c for c in cells if c.scenario in ("position", "orientation", "three")]
     if data:
         rows = []
@@ -247,6 +256,12 @@ def tables(cells: Sequence[ServiceCell]) -> list[tuple[str, tuple[str, ...], lis
                 rows,
             )
         )
+    return out
+
+
+def _soap_table(cells: Sequence[ServiceCell]) -> list[ServicesTable]:
+    """The SOAP endpoint's latency at each closed or open-loop rate."""
+    out: list[ServicesTable] = []
     soap = [c for c in cells if c.scenario == "soap"]
     if soap:
         rows = [
@@ -284,6 +299,12 @@ def tables(cells: Sequence[ServiceCell]) -> list[tuple[str, tuple[str, ...], lis
                 rows,
             )
         )
+    return out
+
+
+def _saturation_tables(cells: Sequence[ServiceCell]) -> list[ServicesTable]:
+    """The SOAP saturation knee, and the open loop's latency at each rate it swept."""
+    out: list[ServicesTable] = []
     sat = [c for c in cells if c.scenario == "soap-saturation"]
     if sat:
         rows = [
@@ -328,6 +349,12 @@ def tables(cells: Sequence[ServiceCell]) -> list[tuple[str, tuple[str, ...], lis
                     rows,
                 )
             )
+    return out
+
+
+def _power_table(cells: Sequence[ServiceCell]) -> list[ServicesTable]:
+    """Power at rest against operating, and the energy per message above rest."""
+    out: list[ServicesTable] = []
     power = [c for c in cells if c.scenario in ("rest", "operating") and c.n_valid]
     if power:
         out.append(
@@ -357,6 +384,15 @@ def tables(cells: Sequence[ServiceCell]) -> list[tuple[str, tuple[str, ...], lis
             )
         )
     return out
+
+
+def tables(cells: Sequence[ServiceCell]) -> list[ServicesTable]:
+    """(title, headers, rows) per table of the section."""
+    return [
+        table
+        for part in (_shares_table, _data_table, _soap_table, _saturation_tables, _power_table)
+        for table in part(cells)
+    ]
 
 
 def energy_note(reason: str | None) -> str:
