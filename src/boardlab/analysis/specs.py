@@ -15,32 +15,44 @@ from __future__ import annotations
 
 import json
 
+from boardlab.errors import InputError
 from boardlab.model import facts
 from boardlab.model.workload import WorkloadSpec
 
 _SPECS: dict[str, WorkloadSpec] = {}
+_HOST: dict[tuple[str, int], dict | None] = {}  # what HOST_FACTS gave for an older campaign: asked once
 
 
-def _facts_document(store, campaign_id: int) -> dict | None:
+def _facts(store, campaign_id: int) -> tuple[dict[str, WorkloadSpec], str | None] | None:
     data = store.campaign_artifact(campaign_id, facts.WORKLOAD_FACTS)
-    if data is not None:
-        return json.loads(data)
-    return facts.HOST_FACTS(store.path, campaign_id) if facts.HOST_FACTS is not None else None
+    try:
+        if data is not None:
+            return facts.read_facts_document(json.loads(data))
+    except ValueError as exc:  # JSONDecodeError too
+        raise InputError(
+            f"{store.path}: campaign {campaign_id}: its stored {facts.WORKLOAD_FACTS} cannot be read ({exc}); "
+            "a newer boardlab wrote it, or the database is damaged"
+        ) from None
+    key = (str(store.path), campaign_id)
+    if key not in _HOST and facts.HOST_FACTS is not None:
+        _HOST[key] = facts.HOST_FACTS(store.path, campaign_id)
+    doc = _HOST.get(key)
+    return None if doc is None else facts.read_facts_document(doc)
 
 
 def remember_campaign(store, campaign_id: int) -> None:
-    """Adds the campaign's stored workload facts to the table. Raises ValueError for facts this boardlab
-    cannot read."""
-    doc = _facts_document(store, campaign_id)
-    if doc is not None:
-        _SPECS.update(facts.read_facts_document(doc)[0])
+    """Adds the campaign's stored workload facts to the table; InputError for facts this boardlab cannot
+    read."""
+    got = _facts(store, campaign_id)
+    if got is not None:
+        _SPECS.update(got[0])
 
 
 def energy_reason(store, campaign_id: int) -> str | None:
     """The board's statement for the services scenario's energy, as stored with the campaign: how it measured
     energy per message, or why it could not (None: not stored)."""
-    doc = _facts_document(store, campaign_id)
-    return None if doc is None else facts.read_facts_document(doc)[1]
+    got = _facts(store, campaign_id)
+    return None if got is None else got[1]
 
 
 def catalog() -> dict[str, WorkloadSpec]:
