@@ -62,13 +62,15 @@ def energy_study(store, campaign_id: int, cells) -> EnergyStudy:
     study = EnergyStudy(ce.reason, ce.primary, ce.sources, idle)
     if ce.primary is None:
         return study
-    out, traces, agree = [], {}, []
+    out: list[EnergyCell] = []
+    traces: dict[str, list] = {}
+    agree: list[tuple[str, dict[str, float], float]] = []
     varying = varying_by_workload(cells)  # a label names what tells the section's cells apart
     for i, cell in enumerate(cells):
         valid = [r for r in cell.runs if r.valid and ce.run(r.run_id) is not None]
         if not valid:
             continue
-        rows = [ce.run(r.run_id) for r in valid]
+        rows = [run for r in valid if (run := ce.run(r.run_id)) is not None]  # every valid one has a row
         figs = [r.figures for r in rows]
         warns: dict[str, tuple[int, str]] = {}  # kind -> (runs, first message)
         for r in rows:
@@ -102,7 +104,7 @@ def energy_study(store, campaign_id: int, cells) -> EnergyStudy:
         if len(others) > 1:
             per = {}
             for name in sorted(others):
-                vals = [ce.run(r.run_id, name).energy_j for r in valid if ce.run(r.run_id, name) is not None]
+                vals = [run.energy_j for r in valid if (run := ce.run(r.run_id, name)) is not None]
                 if vals:
                     per[name] = statistics.median(vals)
             scopes = {s.name: s.spec.get("scope") for s in ce.supported}
@@ -127,20 +129,22 @@ def _by_condition(cells: list[EnergyCell]) -> tuple[tuple[str, str, int, float, 
         e, b = c.estimates["energy_j"], base.estimates["energy_j"]
         d, bd = c.estimates["edp_js"], base.estimates["edp_js"]
         if e and b and d and bd and min(e.median, b.median, d.median, bd.median) > 0:
-            groups.setdefault((c.condition, c.baseline), []).append(
+            groups.setdefault((c.condition, base.condition), []).append(
                 (e.median / b.median, d.median / bd.median)
             )
     out = []
-    for (cond, base), ratios in groups.items():
+    for (cond, against), ratios in groups.items():
         ge = math.exp(statistics.fmean(math.log(r) for r, _ in ratios))
         gd = math.exp(statistics.fmean(math.log(r) for _, r in ratios))
-        out.append((cond, base, len(ratios), ge, gd))
+        out.append((cond, against, len(ratios), ge, gd))
     return tuple(out)
 
 
 def condition_rows(study: EnergyStudy) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     headers = ("condition", "against", "workloads", "energy ratio", "EDP ratio")
-    rows = [(c, b, str(n), f"{fmt_num(e, 3)}x", f"{fmt_num(d, 3)}x") for c, b, n, e, d in study.by_condition]
+    rows: list[tuple[str, ...]] = [
+        (c, b, str(n), f"{fmt_num(e, 3)}x", f"{fmt_num(d, 3)}x") for c, b, n, e, d in study.by_condition
+    ]
     return headers, rows
 
 
@@ -175,7 +179,7 @@ def efficiency_rows(study: EnergyStudy) -> tuple[tuple[str, ...], list[tuple[str
         "unit",
         "± quantization_j",
     )
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for c in study.cells:
         e = c.estimates
         rows.append(
@@ -202,7 +206,7 @@ def efficiency_rows(study: EnergyStudy) -> tuple[tuple[str, ...], list[tuple[str
 
 def source_rows(study: EnergyStudy) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     headers = ("source", "kind", "scope", "unit", "update_interval_s", "resolution", "measured", "note")
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for s in study.sources:
         if not s.supported:
             rows.append((s.name, "–", "–", "–", "–", "–", "–", s.reason or ""))
@@ -253,7 +257,7 @@ def _idle_text(study: EnergyStudy) -> str:
 
 
 def agreement_rows(study: EnergyStudy) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
-    rows = [
+    rows: list[tuple[str, ...]] = [
         (cell, ", ".join(f"{n} {fmt_num(v, 4)} J" for n, v in per.items()), f"{spread * 100:.1f}%")
         for cell, per, spread in study.agreement
     ]

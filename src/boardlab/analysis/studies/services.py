@@ -174,7 +174,7 @@ def sensor_shares(cells: Sequence[ServiceCell]) -> list[tuple[str, ...]]:
     """Per service with a sensor: its process's CPU from synthetic values and from the sensor, and the
     sensor's share of the latter ((sensor - synthetic) / sensor), where both cells ran under the same
     condition."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for scenario, sensor, proc in SENSORS:
         mine = [c for c in cells if c.scenario == scenario and c.n_valid]
         for syn in (c for c in mine if c.params.get("source", "synthetic") == "synthetic"):
@@ -210,7 +210,7 @@ def _data_table(cells: Sequence[ServiceCell]) -> list[ServicesTable]:
     out: list[ServicesTable] = []
     data = [c for c in cells if c.scenario in ("position", "orientation", "three")]
     if data:
-        rows = []
+        rows: list[tuple[str, ...]] = []
         for c in data:
             m = c.metrics
             per = ", ".join(f"{k} {v:.3f}" for k, v in sorted(c.per_service_cpu_pct.items()))
@@ -264,7 +264,7 @@ def _soap_table(cells: Sequence[ServiceCell]) -> list[ServicesTable]:
     out: list[ServicesTable] = []
     soap = [c for c in cells if c.scenario == "soap"]
     if soap:
-        rows = [
+        rows: list[tuple[str, ...]] = [
             (
                 _name(c),
                 str(c.n_valid),
@@ -307,7 +307,7 @@ def _saturation_tables(cells: Sequence[ServiceCell]) -> list[ServicesTable]:
     out: list[ServicesTable] = []
     sat = [c for c in cells if c.scenario == "soap-saturation"]
     if sat:
-        rows = [
+        rows: list[tuple[str, ...]] = [
             (_name(c), str(c.n_valid), _f(c.knee_rate_hz, digits=0), _f(c.per_service_cpu_pct.get("mgmt")))
             for c in sat
         ]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -214,9 +215,9 @@ def _label(params: dict, skip: tuple[str, ...]) -> str:
     )
 
 
-def _med(xs: list[float]) -> float | None:
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
+def _med(xs: Sequence[float | None]) -> float | None:
+    known = [x for x in xs if x is not None]
+    return statistics.median(known) if known else None
 
 
 def _metric(doc: dict, name: str) -> float | None:
@@ -358,16 +359,11 @@ def _gather_curve(g: _Gathered, c: _StreamCell, curve: tuple[str, str, float]) -
 def _gather_links(g: _Gathered, c: _StreamCell) -> None:
     """Request-response rows of the network workloads, and a pipeline's goodput against its declared link."""
     if "network" in c.roles and c.params.get("mode") == "tcp_rr":
-        g.rr_rows.append(
-            RrRow(
-                f"{_label(c.params, ('mode',))}{c.cond}",
-                *(
-                    _med([_metric(d, m) for d in c.docs])
-                    for m in ("transactions_s", "latency_p50_ns", "latency_p99_ns", "latency_p999_ns")
-                ),
-                len(c.docs),
-            )
+        tps, p50, p99, p999 = (
+            _med([_metric(d, m) for d in c.docs])
+            for m in ("transactions_s", "latency_p50_ns", "latency_p99_ns", "latency_p999_ns")
         )
+        g.rr_rows.append(RrRow(f"{_label(c.params, ('mode',))}{c.cond}", tps, p50, p99, p999, len(c.docs)))
     if "pipeline" in c.roles and float(c.params.get("link_bit_s") or 0) > 0:
         goodput = _med([_metric(d, "goodput_bit_s") for d in c.docs])
         if goodput is not None:
@@ -558,8 +554,8 @@ def _curve_value(c: Curve, v: float) -> float:
 
 def tables(s: StreamStudy) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]]]]:
     """(title, headers, rows) of every table of the section, shared by the three renderers."""
-    out = []
-    rows = [
+    out: list[tuple[str, tuple[str, ...], list[tuple[str, ...]]]] = []
+    rows: list[tuple[str, ...]] = [
         (c.workload, c.label, f"{b}", _si(_curve_value(c, v), "bit/s"), str(n))
         for c in s.curves
         for b, v, n in c.points
