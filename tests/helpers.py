@@ -204,11 +204,9 @@ def _cells(conditions, with_latency):
 def store_facts(store, campaign_id: int) -> None:
     """The workload facts a campaign stores when it starts (campaign/facts.py), here from this host's catalog,
     as the runner stores them: a synthetic campaign reports like a real one."""
-    from boardlab.campaign.facts import host_facts
-    from boardlab.model.facts import WORKLOAD_FACTS
+    from boardlab.campaign import facts
 
-    doc = json.dumps(host_facts(store.path, campaign_id), sort_keys=True).encode()
-    store.save_campaign_artifact(campaign_id, WORKLOAD_FACTS, doc)
+    facts.save(store, campaign_id, facts.host_facts(store.path, campaign_id))
 
 
 class _HostFacts:

@@ -25,9 +25,12 @@ def store_facts(store: Store, campaign_id: int, catalog: dict[str, WorkloadSpec]
     one stored before boardlab stored facts, now derived once from this host's catalog."""
     if store.campaign_artifact(campaign_id, facts.WORKLOAD_FACTS) is not None:
         return False
-    doc = document(catalog.values(), root)
-    store.save_campaign_artifact(campaign_id, facts.WORKLOAD_FACTS, json.dumps(doc, sort_keys=True).encode())
+    save(store, campaign_id, document(catalog.values(), root))
     return bool(store.run_progress(campaign_id)[0])
+
+
+def save(store: Store, campaign_id: int, doc: dict) -> None:
+    store.save_campaign_artifact(campaign_id, facts.WORKLOAD_FACTS, json.dumps(doc, sort_keys=True).encode())
 
 
 def host_facts(_where: str, _campaign_id: int) -> dict:

@@ -106,9 +106,10 @@ def _estimate(db: str | None, cells: list[Cell], runs_per_cell: dict[str, int]) 
     """Median wall time (plus the gate's wait) of earlier valid runs of the same cell keys, per cell."""
     from boardlab.campaign.advice import read_earlier
 
-    rows, why = read_earlier(db, lambda store: store.earlier_run_times())
-    if rows is None:
+    earlier, why = read_earlier(db)
+    if earlier is None:
         return None, why or ""
+    rows = earlier.run_times
     by_key: dict[str, list[float]] = {}
     for key, wall_ns, gate_s in rows:
         by_key.setdefault(key, []).append(wall_ns / 1e9 + (gate_s or 0.0))
