@@ -120,9 +120,6 @@ def _host_facts(where: str, campaign_id: int) -> dict:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _stop_signal_default()
-    from boardlab.model import facts
-
-    facts.HOST_FACTS = _host_facts  # campaigns of older databases (analysis/specs.py)
     # `boardlab kern ARGS...` passes everything after `kern` through untouched.
     if argv and argv[0] == "kern":
         from boardlab.cli import kern
@@ -133,6 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "_module", None) is None:
         parser.print_help()
         return EXIT_USAGE
+    from boardlab.model import facts  # after --help, which stays instant
+
+    facts.HOST_FACTS = _host_facts  # campaigns of older databases (analysis/specs.py)
     debug = os.environ.get("BOARDLAB_DEBUG", "") not in ("", "0")
     try:
         return int(args._module.run(args) or 0)
