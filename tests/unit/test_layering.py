@@ -1,8 +1,9 @@
 """The layering docs/architecture.md states, checked on the source: every import of one package by another is
 one that the table "Packages and what each may import" in docs/architecture.md allows (the table is read
 from the document: it is the one statement of the rule), imports inside functions and under TYPE_CHECKING
-counted; no import cycles among boardlab's modules (module-level imports); `boardlab.report` never reads the
-store; no SQL outside `store/`; and no module outside a workload's own module tests a workload's name."""
+counted; no import cycles among boardlab's modules (module-level imports, and through imports inside
+functions but for LAZY_CYCLES_KNOWN); `boardlab.report` never reads the store; no SQL outside `store/`;
+and no module outside a workload's own module tests a workload's name."""
 
 from __future__ import annotations
 
