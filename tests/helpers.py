@@ -201,6 +201,33 @@ def _cells(conditions, with_latency):
     return cells
 
 
+def store_facts(store, campaign_id: int) -> None:
+    """The workload facts a campaign stores when it starts (campaign/facts.py), here from this host's catalog,
+    as the runner stores them: a synthetic campaign reports like a real one."""
+    from boardlab.campaign import facts
+
+    facts.save(store, campaign_id, facts.host_facts(store.path, campaign_id))
+
+
+class _HostFacts:
+    """A store holding only this host's workload facts, as a campaign stores them."""
+
+    path = "this host"
+
+    def campaign_artifact(self, _campaign_id: int, _name: str) -> bytes:
+        from boardlab.campaign.facts import host_facts
+
+        return json.dumps(host_facts(self.path, 0)).encode()
+
+
+def remember_host_facts() -> None:
+    """Analysis knows a workload only from the facts its campaign stored (analysis/specs.py); a test that
+    calls a study on a stand-in store gives it this host's catalog's, as a campaign run here would."""
+    from boardlab.analysis import specs
+
+    specs.remember_campaign(_HostFacts(), 0)
+
+
 def make_campaign_db(
     path: Path,
     *,
@@ -273,6 +300,8 @@ def make_campaign_db(
                 environment=environment,
             )
         )
+        if not resumed:
+            store_facts(store, cid)
         ids = store.ensure_cells(
             cid, [c for c, *_ in cells], specs, {c.key: (u, hib) for c, u, hib, _ in cells}
         )
@@ -424,6 +453,7 @@ def _store_study_campaign(
             root="/",
             environment={"checks": []},
         )
+        store_facts(store, cid)
         ids = store.ensure_cells(cid, [c for c, *_ in cells], specs, {c.key: (u, hib) for c, u, hib in cells})
         for cell, run in runs:
             store.record_run(cid, ids[cell.key], run)
@@ -569,6 +599,7 @@ def _make_study_db(path: Path, name: str, cells, n: int, seed: int) -> Path:
             plan_text=f'name = "{name}"\n[runs]\nrepetitions = {n}\n', board_id=board_id,
             boardlab_version="0.1.0", kern_version="0.1.0", root="/", environment={"checks": []},
         )  # fmt: skip
+        store_facts(store, cid)
         ids = store.ensure_cells(cid, [k[0] for k in keyed], specs, {k[0].key: (k[3], k[4]) for k in keyed})
         seq = 0
         for rep in range(1, n + 1):

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from boardlab.export import EXPORT_SCHEMA
 from boardlab.store import Store
-from boardlab.store.export import EXPORT_SCHEMA
 
 from helpers import make_campaign_db, run_cli
 

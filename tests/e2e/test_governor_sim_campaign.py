@@ -10,7 +10,8 @@ import dataclasses
 import io
 import json
 
-from boardlab.governor import opp, sim_campaign
+from boardlab.campaign import simulated as sim_campaign
+from boardlab.governor import opp
 from boardlab.store import Store
 
 from helpers import run_cli

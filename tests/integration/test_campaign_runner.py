@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from boardlab.export import EXPORT_SCHEMA
 from boardlab.model.worker import WORKER_SCHEMA
 from boardlab.store import STORE_SCHEMA
-from boardlab.store.export import EXPORT_SCHEMA
 
 from helpers import rows, run_cli, tagged_env, tagged_processes
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from boardlab.errors import InputError
+from boardlab.export import EXPORT_SCHEMA
 from boardlab.governor.store_io import load_artifact, save_artifact
 from boardlab.model.run import GateResult, Histogram, MetricResult, RunEnergy, RunResult
 from boardlab.store import STORE_SCHEMA, Store
-from boardlab.store.export import EXPORT_SCHEMA
 from boardlab.store.ingest import ingest_file
 
 from helpers import make_campaign_db, run_cli

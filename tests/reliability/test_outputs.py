@@ -8,7 +8,7 @@ import stat
 import pytest
 from reliability.util import assert_one_line_error, stored_runs
 
-from boardlab.store.export import EXPORT_SCHEMA
+from boardlab.export import EXPORT_SCHEMA
 
 from helpers import run_cli
 

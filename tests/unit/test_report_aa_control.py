@@ -15,11 +15,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import bench_verdicts  # noqa: E402
 
 from boardlab.analysis.core import analyze  # noqa: E402
+from boardlab.export import run_records  # noqa: E402
 from boardlab.report.html import render_html  # noqa: E402
 from boardlab.report.markdown import render_markdown  # noqa: E402
 from boardlab.report.terminal import render_text  # noqa: E402
 from boardlab.store import Store  # noqa: E402
-from boardlab.store.export import run_records  # noqa: E402
 
 
 def write_campaign(db: Path, *, a2_factor: float, effect: float = 1.0, seed: int = 3) -> int:

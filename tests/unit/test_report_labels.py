@@ -106,8 +106,8 @@ def test_times_per_run_in_the_cell_table_of_every_format(synthetic):
 
 
 def test_every_export_format_carries_the_cpu_times_of_each_run(synthetic, tmp_path):
+    from boardlab.export import EXPORT_SCHEMA, FIELDS, run_records, to_csv, to_json
     from boardlab.store import Store
-    from boardlab.store.export import EXPORT_SCHEMA, FIELDS, run_records, to_csv, to_json
 
     assert EXPORT_SCHEMA == 3 and FIELDS.index("user_time_us") == FIELDS.index("wall_ns") + 1
     with Store.open(synthetic) as store:
@@ -118,7 +118,7 @@ def test_every_export_format_carries_the_cpu_times_of_each_run(synthetic, tmp_pa
     rows = list(csv.DictReader(io.StringIO(to_csv(records).decode().split("\n", 1)[1])))
     assert rows[0]["user_time_us"] == "1" and rows[0]["system_time_us"] == ""
     pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow not installed (the analysis extra)")
-    from boardlab.store.export import to_parquet
+    from boardlab.export import to_parquet
 
     table = pq.read_table(io.BytesIO(to_parquet(records)))
     assert table.column("user_time_us").to_pylist()[0] == 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from boardlab.analysis.studies.stream import (
     Balance,
     BitCost,
@@ -14,6 +16,13 @@ from boardlab.analysis.studies.stream import (
     tables,
 )
 from boardlab.report.render import render_sections
+
+from helpers import remember_host_facts
+
+
+@pytest.fixture(autouse=True)
+def _facts():
+    remember_host_facts()  # the stand-in stores below hold runs, not the facts a campaign stores
 
 
 def terminal_lines(s):

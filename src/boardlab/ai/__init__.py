@@ -44,3 +44,32 @@ def default_models_dir() -> Path:
 def model_filename(name: str, fmt: str, precision: str = "float") -> str:
     """`mobilenet_v1.onnx`, `mobilenet_v1.int8.tflite`, ..."""
     return name + (".int8" if precision == "int8" else "") + FORMATS[fmt]
+
+
+def resolve_model(params: dict) -> tuple[str, str | None]:
+    """(path, generated model name or None); InputError when the file is missing or of the wrong kind."""
+    from boardlab.errors import InputError
+
+    runtime, model = params["runtime"], params["model"]
+    fmt = RUNTIME_FORMAT[runtime]
+    if model in MODEL_NAMES:
+        base = params.get("models_dir")
+        directory = os.path.expanduser(base) if base else str(default_models_dir())
+        path = os.path.join(directory, model_filename(model, fmt, params["precision"]))
+        if not os.path.isfile(path):
+            how = "boardlab models build" + (" --int8" if params["precision"] == "int8" else "")
+            how += f" --out {directory}" if base else ""
+            raise InputError(f"{path}: no such model file; build the models with `{how}`")
+        return path, model
+    suffix = os.path.splitext(model)[1].lower()
+    if suffix not in (".onnx", ".tflite"):
+        raise InputError(
+            f"model {model!r} is neither a generated model ({', '.join(MODEL_NAMES)}) "
+            "nor a path to an .onnx or .tflite file"
+        )
+    path = os.path.abspath(os.path.expanduser(model))
+    if suffix != "." + fmt:
+        raise InputError(f"{path}: a {suffix} file cannot run in runtime={runtime} (it needs a .{fmt} file)")
+    if not os.path.isfile(path):
+        raise InputError(f"{path}: no such model file")
+    return path, None

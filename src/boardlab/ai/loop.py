@@ -63,9 +63,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run_loop(args: argparse.Namespace, stop: dict) -> dict:
+    from boardlab.ai import resolve_model
     from boardlab.ai import runtime as rt
     from boardlab.errors import InputError
-    from boardlab.workloads.ai_inference import resolve_model
 
     missing = rt.missing_runtime(args.runtime)
     if missing:

@@ -15,7 +15,7 @@ from typing import Any
 
 from boardlab.analysis.document import Section
 from boardlab.analysis.format import cell_label
-from boardlab.analysis.specs import spec_of, tail_samples
+from boardlab.analysis.specs import remember_campaign, spec_of, tail_samples
 from boardlab.stats import (
     DEFAULT_DELTA,
     DEFAULT_TAIL_DELTA,
@@ -655,6 +655,7 @@ def correct_family(
 
 def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
     camp = store.campaign(campaign_id)
+    remember_campaign(store, campaign_id)  # what its workloads are, as stored with it (analysis/specs.py)
     board = store.board(camp["board_id"])
     runs_by_cell: dict[int, list] = {}
     for r in store.runs(campaign_id):

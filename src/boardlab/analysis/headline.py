@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from boardlab.analysis.format import fmt_size, params_text, varying_keys
-from boardlab.analysis.specs import _catalog, spec_of
+from boardlab.analysis.specs import catalog, spec_of
 
 if TYPE_CHECKING:
     from boardlab.analysis.core import CampaignAnalysis, CellAnalysis
@@ -137,7 +137,7 @@ def headlines(a: CampaignAnalysis) -> list[Headline]:
     out: list[Headline] = []
     # composites first: one per declared composite and parameter set, when every member was measured
     members_of: dict[str, set[str]] = {}
-    for spec in _catalog().values():
+    for spec in catalog().values():
         if spec.composite:
             members_of.setdefault(spec.composite, set()).add(spec.name)
     for name, members in sorted(members_of.items()):

@@ -1,33 +1,67 @@
-"""The workload specs analysis reads (tails, histograms, roles), by workload name, cached per process.
+"""The workload specs analysis reads (tails, histograms, roles, curves, composites), by workload name.
 
-Python-run workloads' specs come from their modules; native kernels' from `boardlab-kern --list --json`.
-A report made where the kernels binary does not run still gets the Python workloads' specs.
+They come from the store, never from the host that renders: the runner stores every workload's analysis
+facts with the campaign when it starts (`boardlab.model.facts`), and `remember_campaign(store, id)`, called
+when a campaign is analysed, adds them to this process's table, so one database gives one report on any
+host, with or without a working boardlab-kern. The table is keyed by workload name over the campaigns a
+process has read (a workload's facts do not change between the campaigns one report compares).
+
+A campaign stored before boardlab stored these facts has none: its facts are derived once from this host's
+catalog when the program that reads it (the CLI) offers one (`boardlab.model.facts.HOST_FACTS`), and that
+program says so; without one its workloads read as plain workloads (no roles, tails or composites).
 """
 
 from __future__ import annotations
 
-from functools import lru_cache
+import json
 
+from boardlab.errors import InputError
+from boardlab.model import facts
 from boardlab.model.workload import WorkloadSpec
 
+_SPECS: dict[str, WorkloadSpec] = {}
+_HOST: dict[tuple[str, int], dict | None] = {}  # what HOST_FACTS gave for an older campaign: asked once
 
-@lru_cache(maxsize=1)
-def _catalog() -> dict[str, WorkloadSpec]:
-    from boardlab.workloads import python_workload_modules
 
-    out = {m.SPEC.name: m.SPEC for m in python_workload_modules().values()}
+def _facts(store, campaign_id: int) -> tuple[dict[str, WorkloadSpec], str | None] | None:
+    data = store.campaign_artifact(campaign_id, facts.WORKLOAD_FACTS)
     try:
-        from boardlab.workloads import kern
+        if data is not None:
+            return facts.read_facts_document(json.loads(data))
+    except ValueError as exc:  # JSONDecodeError too
+        raise InputError(
+            f"{store.path}: campaign {campaign_id}: its stored {facts.WORKLOAD_FACTS} cannot be read ({exc}); "
+            "a newer boardlab wrote it, or the database is damaged"
+        ) from None
+    key = (str(store.path), campaign_id)
+    if key not in _HOST and facts.HOST_FACTS is not None:
+        _HOST[key] = facts.HOST_FACTS(store.path, campaign_id)
+    doc = _HOST.get(key)
+    return None if doc is None else facts.read_facts_document(doc)
 
-        for s in kern.specs():
-            out.setdefault(s.name, s)
-    except Exception:  # no runnable boardlab-kern here: the kernels' cells read as plain workloads
-        pass
-    return out
+
+def remember_campaign(store, campaign_id: int) -> None:
+    """Adds the campaign's stored workload facts to the table; InputError for facts this boardlab cannot
+    read."""
+    got = _facts(store, campaign_id)
+    if got is not None:
+        _SPECS.update(got[0])
+
+
+def energy_reason(store, campaign_id: int) -> str | None:
+    """The board's statement for the services scenario's energy, as stored with the campaign: how it measured
+    energy per message, or why it could not (None: not stored)."""
+    got = _facts(store, campaign_id)
+    return None if got is None else got[1]
+
+
+def catalog() -> dict[str, WorkloadSpec]:
+    """Every workload whose facts the campaigns read so far stored."""
+    return dict(_SPECS)
 
 
 def spec_of(workload: str) -> WorkloadSpec | None:
-    return _catalog().get(workload)
+    return _SPECS.get(workload)
 
 
 def has_role(workload: str, role: str) -> bool:

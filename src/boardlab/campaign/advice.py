@@ -11,35 +11,52 @@ duration of the plan at that count.
 from __future__ import annotations
 
 import functools
+import os
 import sqlite3
 import statistics
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from boardlab.campaign.schedule import comparisons_per_reference, reference_runs
+from boardlab.errors import InputError
 from boardlab.model.campaign import Cell, Plan
 from boardlab.stats.power import ASSUMED_CV, PowerAdvice, observed_cv, repetitions_for_power
 
 
+@dataclass(frozen=True)
+class Earlier:
+    """What the plan's database holds of earlier runs, read once per dry-run (a reader's open verifies the
+    whole store): each finished run's (cell key, wall ns, gate wait s), each cell's valid values."""
+
+    run_times: tuple[tuple[str, int, float | None], ...]
+    valid_values: dict[str, list[float]]
+
+
+def read_earlier(db: str | None) -> tuple[Earlier | None, str | None]:
+    """(what the plan's database, opened read-only, holds of earlier runs, None) or (None, why there is
+    nothing to read): no database yet, or one that cannot be read (the advice then names its assumptions)."""
+    if not db or not Path(db).is_file():
+        return None, "no earlier runs (no database yet)"
+    st = os.stat(db)
+    return _read_earlier(str(Path(db).resolve()), (st.st_mtime_ns, st.st_size))
+
+
+@functools.lru_cache(maxsize=4)
+def _read_earlier(path: str, _stamp: tuple[int, int]) -> tuple[Earlier | None, str | None]:
+    from boardlab.store import Store
+
+    try:
+        with Store.open(path, create=False) as store:
+            return Earlier(tuple(store.earlier_run_times()), store.earlier_valid_values()), None
+    except (InputError, sqlite3.Error) as exc:
+        return None, f"the database could not be read ({exc})"
+
+
 def earlier_values(db: str | None) -> dict[str, list[float]]:
     """Valid run values per cell key from the plan's database (read-only; {} when there is none)."""
-    if not db or not Path(db).is_file():
-        return {}
-    try:
-        conn = sqlite3.connect(f"file:{Path(db).resolve()}?mode=ro", uri=True)
-        try:
-            rows = conn.execute(
-                "SELECT c.key, r.value FROM runs r JOIN cells c ON c.id = r.cell_id "
-                "WHERE r.ok = 1 AND r.valid = 1 AND r.value IS NOT NULL"
-            ).fetchall()
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return {}  # no advice from a database that cannot be read: the assumed CV is named instead
-    out: dict[str, list[float]] = {}
-    for key, value in rows:
-        out.setdefault(key, []).append(float(value))
-    return out
+    earlier, _why = read_earlier(db)
+    return earlier.valid_values if earlier else {}
 
 
 def allocation(plan: Plan, cells: list[Cell], per_cell: dict[str, int]) -> dict:

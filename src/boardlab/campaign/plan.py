@@ -411,26 +411,8 @@ def _sweep(t: dict, where: _Where, root, cpu_given: int | str | None) -> _Expans
     return _Expansion(sweep.condition_tables(grid, bus_hz), cpu, tuple(notes), record)
 
 
-def parse_plan(
-    text: str, source: str, catalog: dict[str, WorkloadSpec], root: str | Path | None = None
-) -> Plan:
-    """Parses and validates a plan; raises InputError naming the place and the fix. `root` is the board's
-    tree, which a [sweep] table expands from (PlanUnsupported where the board cannot run it). A workload
-    the plan declares itself (kind = "program") is added to `catalog`, which the runner then reads."""
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(f"{source}: not valid TOML: {exc}") from None
-    where = _Where(text, source)
-    schema = _take(doc, "schema", int, PLAN_SCHEMA, where, ())
-    if schema != PLAN_SCHEMA:
-        raise where.error(("schema",), f"this boardlab reads plan schema {PLAN_SCHEMA}, found {schema}")
-    name = _take(doc, "name", str, None, where, ())
-    if not name:
-        raise InputError(f"{source}: missing key 'name' (the campaign's name)")
-    description = _take(doc, "description", str, "", where, ())
-    seed = _take(doc, "seed", int, 1, where, ())
-
+def _runs(doc: dict, where: _Where) -> tuple[RunPolicy, int | str | None]:
+    """[runs]: the run policy, and the `cpu` as the plan gave it (a [sweep] reads it)."""
     runs_t = dict(_take(doc, "runs", dict, {}, where, ()))
     p = ("runs",)
     cpu_given = runs_t.get("cpu")
@@ -482,6 +464,11 @@ def parse_plan(
         "order, cpu, drop_caches, max_reruns, unsupported, counters, max_temp_c, timeout_s, baseline_allocation",
     )
 
+    return runs, cpu_given
+
+
+def _gates(doc: dict, where: _Where) -> Gates:
+    """[gates]: what a run waits for before it starts (an idle system, a cool one)."""
     gates_t = dict(_take(doc, "gates", dict, {}, where, ()))
     g = ("gates",)
     gates = Gates(
@@ -503,16 +490,14 @@ def parse_plan(
         g,
         "idle, idle_threshold_pct, idle_window_s, temperature, temperature_delta_c, timeout_s, cooldown_s",
     )
+    return gates
 
-    raw_workloads = _take(doc, "workloads", list, [], where, ())
-    if not raw_workloads:
-        raise InputError(
-            f"{source}: no [[workloads]]: a plan needs at least one workload (see `boardlab list`)"
-        )
-    skip = runs.unsupported == "skip"
-    workloads = tuple(
-        _workload(w, i, catalog, where, skip_unsupported=skip) for i, w in enumerate(raw_workloads)
-    )
+
+def _conditions(
+    doc: dict, where: _Where, root: str | Path | None, cpu_given: int | str | None, runs: RunPolicy
+) -> tuple[tuple[ConditionSpec, ...], RunPolicy, _Expansion | None]:
+    """[[conditions]], or those a [sweep] expands from the board (which also fixes the CPU), with the
+    implied baseline first when the plan names none."""
     raw_conditions = _take(doc, "conditions", list, [], where, ())
     sweep_t = _take(doc, "sweep", dict, None, where, ())
     expansion = None
@@ -530,6 +515,11 @@ def parse_plan(
     )
     if not any(c.is_baseline for c in conditions):
         conditions = (ConditionSpec(name="baseline", kind="baseline"),) + conditions
+    return conditions, runs, expansion
+
+
+def _resolve_baselines(conditions: tuple[ConditionSpec, ...], where: _Where) -> list[ConditionSpec]:
+    """Unique names, and each condition's baseline resolved to a condition's name (or None)."""
     names = [c.name for c in conditions]
     for c in conditions:
         if names.count(c.name) > 1 and c.index is not None:
@@ -559,6 +549,42 @@ def parse_plan(
                     ("conditions", c.index, "baseline"), "a condition cannot be its own baseline"
                 )
         resolved.append(dataclasses.replace(c, baseline=base))
+    return resolved
+
+
+def parse_plan(
+    text: str, source: str, catalog: dict[str, WorkloadSpec], root: str | Path | None = None
+) -> Plan:
+    """Parses and validates a plan; raises InputError naming the place and the fix. `root` is the board's
+    tree, which a [sweep] table expands from (PlanUnsupported where the board cannot run it). A workload
+    the plan declares itself (kind = "program") is added to `catalog`, which the runner then reads."""
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{source}: not valid TOML: {exc}") from None
+    where = _Where(text, source)
+    schema = _take(doc, "schema", int, PLAN_SCHEMA, where, ())
+    if schema != PLAN_SCHEMA:
+        raise where.error(("schema",), f"this boardlab reads plan schema {PLAN_SCHEMA}, found {schema}")
+    name = _take(doc, "name", str, None, where, ())
+    if not name:
+        raise InputError(f"{source}: missing key 'name' (the campaign's name)")
+    description = _take(doc, "description", str, "", where, ())
+    seed = _take(doc, "seed", int, 1, where, ())
+
+    runs, cpu_given = _runs(doc, where)
+    gates = _gates(doc, where)
+    raw_workloads = _take(doc, "workloads", list, [], where, ())
+    if not raw_workloads:
+        raise InputError(
+            f"{source}: no [[workloads]]: a plan needs at least one workload (see `boardlab list`)"
+        )
+    skip = runs.unsupported == "skip"
+    workloads = tuple(
+        _workload(w, i, catalog, where, skip_unsupported=skip) for i, w in enumerate(raw_workloads)
+    )
+    conditions, runs, expansion = _conditions(doc, where, root, cpu_given, runs)
+    resolved = _resolve_baselines(conditions, where)
     _check_condition_workloads(resolved, workloads, where)
     for w in workloads:
         if w.repetitions is not None and runs.precision is not None:

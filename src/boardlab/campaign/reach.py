@@ -8,10 +8,8 @@ nothing run, nothing written).
 from __future__ import annotations
 
 import dataclasses
-import sqlite3
 import statistics
 from dataclasses import dataclass
-from pathlib import Path
 
 from boardlab.campaign.schedule import build_cells, cell_repetitions
 from boardlab.model.campaign import Cell, Plan
@@ -106,19 +104,12 @@ def _compared_keys(plan: Plan, cells: list[Cell]) -> set[str]:
 
 def _estimate(db: str | None, cells: list[Cell], runs_per_cell: dict[str, int]) -> tuple[float | None, str]:
     """Median wall time (plus the gate's wait) of earlier valid runs of the same cell keys, per cell."""
-    if not db or not Path(db).is_file():
-        return None, "no earlier runs (no database yet)"
-    try:
-        conn = sqlite3.connect(f"file:{Path(db).resolve()}?mode=ro", uri=True)
-        try:
-            rows = conn.execute(
-                "SELECT c.key, r.wall_ns, r.gate_waited_s FROM runs r JOIN cells c ON c.id = r.cell_id "
-                "WHERE r.ok = 1"
-            ).fetchall()
-        finally:
-            conn.close()
-    except sqlite3.Error as exc:
-        return None, f"the database could not be read for an estimate ({exc})"
+    from boardlab.campaign.advice import read_earlier
+
+    earlier, why = read_earlier(db)
+    if earlier is None:
+        return None, why or ""
+    rows = earlier.run_times
     by_key: dict[str, list[float]] = {}
     for key, wall_ns, gate_s in rows:
         by_key.setdefault(key, []).append(wall_ns / 1e9 + (gate_s or 0.0))

@@ -545,8 +545,18 @@ class Runner:
         environment = self._environment(info, info_dict, cpu, support)
         campaign_id = self._open_campaign(existing, board_id, phash, environment)
         cell_ids = self.store.ensure_cells(campaign_id, cells, self.conditions, self._units(cells))
+        self._store_facts(campaign_id)
         c = _Campaign(campaign_id, cell_ids, cells, cpu, existing is not None, info_dict, support)
         return self._campaign(c, set(info.online_cpus))
+
+    def _store_facts(self, campaign_id: int) -> None:
+        """What the report needs to know of the workloads, kept with the campaign so any host can report it."""
+        from boardlab.campaign.facts import store_facts
+
+        if store_facts(self.store, campaign_id, self.catalog, self.root):
+            self.progress.note(
+                "this campaign was stored without its workloads' facts: derived from this catalog"
+            )
 
     def _recover(self) -> RestoreJournal:
         """What a killed run left changed is undone before anything else (the restore journal)."""

@@ -32,16 +32,16 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from boardlab.errors import InputError
+    from boardlab.export import FORMATS, check_output, run_records, to_csv, write_output
     from boardlab.report.escape import term
     from boardlab.store import Store
-    from boardlab.store.export import FORMATS, check_output, run_records, to_csv, write_output
 
     if args.format == "parquet" and (not args.output or args.output == "-"):
         raise InputError("--format parquet writes binary: give -o FILE (or -o DIR with --partition)")
     if args.partition:
         if args.format != "parquet":
             raise InputError("--partition writes Parquet: add --format parquet")
-        from boardlab.store.export import _pyarrow, write_parquet_partitioned
+        from boardlab.export import _pyarrow, write_parquet_partitioned
 
         _pyarrow()  # refused before the store is read when pyarrow is missing
         with Store.open(args.db, create=False) as store:

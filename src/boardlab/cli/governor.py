@@ -126,7 +126,7 @@ def run(args) -> int:
 def _write(path: str, text: str, args=None) -> None:
     """Writes an output the user named: a new path or a regular file that is none of the command's inputs
     (refused with exit 2 otherwise), replaced atomically; "-" is standard output."""
-    from boardlab.store.export import write_output
+    from boardlab.export import write_output
 
     inputs = [getattr(args, k, None) for k in ("db", "sweep", "labels", "tree")] if args else []
     write_output(path, text.encode(), protect=[p for p in inputs if isinstance(p, str)])
@@ -278,7 +278,8 @@ def _sweep(args) -> int:
 
 def _sweep_campaign(args, soc, sizes, runs: int) -> int:
     """--sim --db: the simulated sweep as a campaign `boardlab report` renders (heatmaps, labelled simulated)."""
-    from boardlab.governor import sim_campaign, sweep
+    from boardlab.campaign import simulated as sim_campaign
+    from boardlab.governor import sweep
     from boardlab.store import Store
 
     if args.out:

@@ -44,9 +44,9 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from boardlab.analysis.history import build_history, history_document, load_history
     from boardlab.errors import InputError
+    from boardlab.export import check_output, write_output
     from boardlab.report.render import render_document
     from boardlab.store import Store
-    from boardlab.store.export import check_output, write_output
 
     if not 2 <= args.last <= 100:
         raise InputError(f"--last {args.last}: expected 2 to 100 campaigns per board")

@@ -94,7 +94,7 @@ def run(args) -> int:
 
     _check(args)
     if args.samples:
-        from boardlab.store.export import check_output
+        from boardlab.export import check_output
 
         check_output(args.samples)
     if args.rates:
@@ -174,7 +174,7 @@ def run(args) -> int:
             slo_p99_ms=args.slo_p99_ms,
         )
         if args.samples:
-            from boardlab.store.export import write_output
+            from boardlab.export import write_output
 
             write_output(args.samples, load.merge_samples([p for p in parts if os.path.exists(p[1])]))
             print(f"wrote {args.samples}", file=sys.stderr)

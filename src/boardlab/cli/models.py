@@ -28,7 +28,7 @@ def run(args) -> int:
     from boardlab.ai import default_models_dir
     from boardlab.ai.build import build_models, parse_model_names
     from boardlab.errors import InputError
-    from boardlab.store.export import check_output_dir
+    from boardlab.export import check_output_dir
 
     if args.seed < 0:
         raise InputError(f"--seed {args.seed}: expected a non-negative integer")

@@ -39,9 +39,9 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from boardlab.analysis import analyze, latest_campaign_id, monitor_series
     from boardlab.errors import InputError
+    from boardlab.export import check_output, write_output
     from boardlab.report.escape import term
     from boardlab.store import Store
-    from boardlab.store.export import check_output, write_output
 
     if args.format == "html" and not args.output:
         raise InputError("--format html writes a file: give -o report.html (or -o - for stdout)")
@@ -91,8 +91,8 @@ def _across_boards(args, store, campaign_id: int) -> int:
     from boardlab.analysis import analyze
     from boardlab.analysis.boards import board_campaign_ids, boards_document, compare_boards
     from boardlab.errors import InputError
+    from boardlab.export import write_output
     from boardlab.report.render import render_document
-    from boardlab.store.export import write_output
 
     ids = board_campaign_ids(store, campaign_id)
     if len(ids) < 2:

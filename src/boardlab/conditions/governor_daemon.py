@@ -82,7 +82,7 @@ class GovernorDaemon:
         if params["policy"] == "anti-snoop":
             if len(info.cpufreq_policies) < 2:
                 return "unsupported: anti-snoop needs two clusters (big.LITTLE); this board has one cpufreq policy"
-            from boardlab.governor.sim import is_sim_root
+            from boardlab.platform.sysroot import is_sim_root
 
             if not is_sim_root(ctx.root.root) and perf.cci_pmu(ctx.root) is None:
                 return "unsupported: anti-snoop needs the CCI-400 PMU, and /sys/bus/event_source/devices has none"

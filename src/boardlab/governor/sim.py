@@ -20,8 +20,8 @@ from pathlib import Path
 
 from boardlab.governor import model, policies
 from boardlab.governor.opp import ClusterSpec, SocSpec
+from boardlab.platform.sysroot import SIM_MARKER, is_sim_root  # noqa: F401  (the simulator's own names)
 
-SIM_MARKER = "run/boardlab-sim/soc"
 COUNTERS = "run/boardlab-sim/counters.json"
 KERNEL_GOVERNORS = ("conservative", "ondemand", "userspace", "powersave", "performance", "schedutil")
 USER_HZ = 100
@@ -282,14 +282,6 @@ class SimBoard:
         self.energy_j += power_w * dt_s
         self.t_s += dt_s
         return done
-
-
-def is_sim_root(root: os.PathLike | str) -> str | None:
-    """The simulated SoC's name when `root` is a simulator tree, else None."""
-    try:
-        return (Path(root) / SIM_MARKER).read_text().strip()
-    except OSError:
-        return None
 
 
 def read_counters(root: os.PathLike | str) -> dict | None:

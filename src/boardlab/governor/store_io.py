@@ -59,19 +59,8 @@ def sweep_from_store(store, campaign_id: int) -> list[SweepCell]:
 
 
 def save_artifact(store, campaign_id: int, name: str, doc: dict) -> None:
-    """Replaces the campaign's artifact `name` (JSON) in one transaction."""
-    data = json.dumps(doc).encode()
-    store.conn.execute("BEGIN IMMEDIATE")
-    try:
-        store.conn.execute("DELETE FROM artifacts WHERE campaign_id=? AND name=?", (campaign_id, name))
-        store.conn.execute(
-            "INSERT INTO artifacts (campaign_id, run_id, name, media_type, data) VALUES (?, NULL, ?, ?, ?)",
-            (campaign_id, name, "application/json", data),
-        )
-        store.conn.execute("COMMIT")
-    except BaseException:
-        store.conn.execute("ROLLBACK")
-        raise
+    """Replaces the campaign's artifact `name` (JSON)."""
+    store.save_campaign_artifact(campaign_id, name, json.dumps(doc).encode())
 
 
 def load_artifact(store, campaign_id: int, name: str) -> dict | None:

@@ -15,33 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-struct bk_ctx {
-    const bk_kernel *k;
-    int nparams;
-    const char *text[BK_MAX_PARAMS];
-    int64_t ival[BK_MAX_PARAMS];
-    double fval[BK_MAX_PARAMS];
-    int nmetrics;
-    double amount[BK_MAX_METRICS];
-    double value[BK_MAX_METRICS];
-    bool value_set[BK_MAX_METRICS];
-    bool skipped[BK_MAX_METRICS];
-    char unsupported[512];
-    int nphases;
-    uint64_t phase_start[BK_MAX_PHASES];
-    uint64_t phase_acc[BK_MAX_PHASES];
-    char checksum[72];
-    int ninfo;
-    struct {
-        char key[96];
-        char str[256];
-        double num;
-        bool is_num;
-    } info[BK_MAX_INFO];
-    int nerrors;
-    char errors[BK_MAX_ERRORS][512];
-    bool bad_input; /* an error came from bk_bad_input: exit 2 */
-};
 
 /* ---- helpers offered to kernels ---- */
 
@@ -234,246 +207,6 @@ void *bk_alloc(size_t bytes)
     return p;
 }
 
-/* ---- parameters ---- */
-
-const bk_kernel *bk_find_kernel(const char *name)
-{
-    for (int i = 0; bk_kernels[i]; i++)
-        if (strcmp(bk_kernels[i]->name, name) == 0)
-            return bk_kernels[i];
-    return NULL;
-}
-
-int bk_count_params(const bk_kernel *k)
-{
-    int n = 0;
-    while (k->params && k->params[n].name)
-        n++;
-    return n;
-}
-
-static int count_metrics(const bk_kernel *k)
-{
-    int n = 0;
-    while (k->metrics && k->metrics[n].name)
-        n++;
-    return n;
-}
-
-static int count_phases(const bk_kernel *k)
-{
-    int n = 0;
-    while (k->phases && k->phases[n])
-        n++;
-    return n;
-}
-
-static const char *type_name(bk_type t)
-{
-    switch (t) {
-    case BK_INT: return "int";
-    case BK_FLOAT: return "float";
-    case BK_STR: return "str";
-    case BK_ENUM: return "enum";
-    }
-    return "?";
-}
-
-/* "64k" -> 65536; suffixes are powers of 1024 because sizes are what they express. */
-static bool parse_int(const char *s, int64_t *out)
-{
-    errno = 0;
-    char *end;
-    long long v = strtoll(s, &end, 0);
-    if (end == s || errno)
-        return false;
-    int64_t mult = 1;
-    if (*end == 'k' || *end == 'K')
-        mult = 1024, end++;
-    else if (*end == 'M')
-        mult = 1024 * 1024, end++;
-    else if (*end == 'G')
-        mult = 1024LL * 1024 * 1024, end++;
-    if (*end)
-        return false;
-    *out = (int64_t)v * mult;
-    return true;
-}
-
-static bool enum_has(const char *choices, const char *value)
-{
-    size_t n = strlen(value);
-    for (const char *p = choices; p && *p;) {
-        const char *comma = strchr(p, ',');
-        size_t len = comma ? (size_t)(comma - p) : strlen(p);
-        if (len == n && strncmp(p, value, n) == 0)
-            return true;
-        p = comma ? comma + 1 : NULL;
-    }
-    return false;
-}
-
-/* Validates one value against its spec; prints the reason and returns false when it does not fit. */
-static bool set_param(bk_ctx *ctx, int i, const char *text)
-{
-    const bk_param *p = &ctx->k->params[i];
-    ctx->text[i] = text;
-    switch (p->type) {
-    case BK_INT: {
-        int64_t v;
-        if (!parse_int(text, &v)) {
-            fprintf(stderr, "boardlab-kern: %s: parameter '%s' expects an integer (k/M/G suffixes allowed), got '%s'\n",
-                    ctx->k->name, p->name, text);
-            return false;
-        }
-        if ((double)v < p->min || (double)v > p->max) {
-            fprintf(stderr, "boardlab-kern: %s: parameter '%s'=%" PRId64 " is out of range [%.0f, %.0f]\n",
-                    ctx->k->name, p->name, v, p->min, p->max);
-            return false;
-        }
-        ctx->ival[i] = v;
-        ctx->fval[i] = (double)v;
-        return true;
-    }
-    case BK_FLOAT: {
-        char *end;
-        errno = 0;
-        double v = strtod(text, &end);
-        if (end == text || *end || errno || !isfinite(v)) {
-            fprintf(stderr, "boardlab-kern: %s: parameter '%s' expects a number, got '%s'\n", ctx->k->name,
-                    p->name, text);
-            return false;
-        }
-        if (v < p->min || v > p->max) {
-            fprintf(stderr, "boardlab-kern: %s: parameter '%s'=%g is out of range [%g, %g]\n", ctx->k->name,
-                    p->name, v, p->min, p->max);
-            return false;
-        }
-        ctx->fval[i] = v;
-        ctx->ival[i] = (int64_t)v;
-        return true;
-    }
-    case BK_ENUM:
-        if (!enum_has(p->choices, text)) {
-            fprintf(stderr, "boardlab-kern: %s: parameter '%s' must be one of %s, got '%s'\n", ctx->k->name,
-                    p->name, p->choices, text);
-            return false;
-        }
-        return true;
-    case BK_STR:
-        return true;
-    }
-    return false;
-}
-
-static bool parse_assignments(bk_ctx *ctx, char **assignments, int nassign)
-{
-    for (int i = 0; i < ctx->nparams; i++)
-        if (!set_param(ctx, i, ctx->k->params[i].def))
-            return false; /* a bad default is a bug, but say so rather than run */
-    for (int a = 0; a < nassign; a++) {
-        char *eq = strchr(assignments[a], '=');
-        if (!eq) {
-            fprintf(stderr, "boardlab-kern: %s: --param expects NAME=VALUE, got '%s'\n", ctx->k->name, assignments[a]);
-            return false;
-        }
-        *eq = '\0';
-        int found = -1;
-        for (int i = 0; i < ctx->nparams; i++)
-            if (strcmp(ctx->k->params[i].name, assignments[a]) == 0)
-                found = i;
-        if (found < 0) {
-            fprintf(stderr, "boardlab-kern: %s: unknown parameter '%s'; valid parameters:", ctx->k->name,
-                    assignments[a]);
-            for (int i = 0; i < ctx->nparams; i++)
-                fprintf(stderr, " %s", ctx->k->params[i].name);
-            fprintf(stderr, "%s\n", ctx->nparams ? "" : " (none)");
-            return false;
-        }
-        if (!set_param(ctx, found, eq + 1))
-            return false;
-    }
-    return true;
-}
-
-/* ---- the spec, as printed by --list --json ---- */
-
-void bk_json_kernel_spec(bk_json *j, const bk_kernel *k)
-{
-    const char *reason = k->supported ? k->supported() : NULL;
-    bk_json_begin_object(j);
-    bk_json_key(j, "name");
-    bk_json_str(j, k->name);
-    bk_json_key(j, "family");
-    bk_json_str(j, k->family);
-    bk_json_key(j, "summary");
-    bk_json_str(j, k->summary);
-    bk_json_key(j, "supported");
-    bk_json_bool(j, reason == NULL);
-    bk_json_key(j, "reason");
-    bk_json_str(j, reason);
-    bk_json_key(j, "params");
-    bk_json_begin_array(j);
-    for (int i = 0; k->params && k->params[i].name; i++) {
-        const bk_param *p = &k->params[i];
-        bk_json_begin_object(j);
-        bk_json_key(j, "name");
-        bk_json_str(j, p->name);
-        bk_json_key(j, "type");
-        bk_json_str(j, type_name(p->type));
-        bk_json_key(j, "default");
-        bk_json_str(j, p->def);
-        if (p->type == BK_INT || p->type == BK_FLOAT) {
-            bk_json_key(j, "min");
-            bk_json_num(j, p->min);
-            bk_json_key(j, "max");
-            bk_json_num(j, p->max);
-        }
-        if (p->type == BK_ENUM) {
-            bk_json_key(j, "choices");
-            bk_json_begin_array(j);
-            char buf[512];
-            snprintf(buf, sizeof buf, "%s", p->choices);
-            for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-                bk_json_str(j, tok);
-            bk_json_end_array(j);
-        }
-        bk_json_key(j, "unit");
-        bk_json_str(j, p->unit);
-        bk_json_key(j, "help");
-        bk_json_str(j, p->help);
-        bk_json_end_object(j);
-    }
-    bk_json_end_array(j);
-    bk_json_key(j, "metrics");
-    bk_json_begin_array(j);
-    for (int i = 0; k->metrics && k->metrics[i].name; i++) {
-        const bk_metric *m = &k->metrics[i];
-        static const char *kinds[] = {"rate", "time", "value", "mean"};
-        bk_json_begin_object(j);
-        bk_json_key(j, "name");
-        bk_json_str(j, m->name);
-        bk_json_key(j, "unit");
-        bk_json_str(j, m->unit);
-        bk_json_key(j, "higher_is_better");
-        bk_json_bool(j, m->higher_is_better);
-        bk_json_key(j, "kind");
-        bk_json_str(j, kinds[m->kind]);
-        bk_json_key(j, "phase");
-        bk_json_str(j, m->phase >= 0 ? k->phases[m->phase] : NULL);
-        bk_json_key(j, "help");
-        bk_json_str(j, m->help);
-        bk_json_end_object(j);
-    }
-    bk_json_end_array(j);
-    bk_json_key(j, "phases");
-    bk_json_begin_array(j);
-    for (int i = 0; k->phases && k->phases[i]; i++)
-        bk_json_str(j, k->phases[i]);
-    bk_json_end_array(j);
-    bk_json_end_object(j);
-}
-
 /* ---- statistics used by the loop ---- */
 
 static double cv_of(const uint64_t *x, int n)
@@ -630,14 +363,14 @@ static long vm_hwm_kib(void)
     return kib;
 }
 
-static void json_summary(bk_json *j, double *vals, int n)
+/* Summary of the finite values among vals[0..n) into the open JSON object; scratch holds n doubles. */
+static void json_summary(bk_json *j, const double *vals, int n, double *scratch)
 {
-    double *s = malloc(sizeof(double) * (size_t)(n ? n : 1));
     int m = 0;
     for (int i = 0; i < n; i++)
         if (isfinite(vals[i]))
-            s[m++] = vals[i];
-    qsort(s, (size_t)m, sizeof(double), cmp_double);
+            scratch[m++] = vals[i];
+    qsort(scratch, (size_t)m, sizeof(double), cmp_double);
     const char *keys[] = {"median", "min", "max", "p90", "p99"};
     for (int i = 0; i < 5; i++) {
         bk_json_key(j, keys[i]);
@@ -645,340 +378,441 @@ static void json_summary(bk_json *j, double *vals, int n)
             bk_json_null(j);
             continue;
         }
+        const double *s = scratch;
         double v = i == 0 ? median_sorted(s, m) : i == 1 ? s[0] : i == 2 ? s[m - 1] : nearest_rank(s, m, i == 3 ? 90 : 99);
         bk_json_num(j, v);
     }
-    free(s);
 }
 
-int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_options *opt)
-{
-    bk_ctx *ctx = calloc(1, sizeof *ctx);
-    if (!ctx)
-        return 1;
-    ctx->k = k;
-    ctx->nparams = bk_count_params(k);
-    ctx->nmetrics = count_metrics(k);
-    ctx->nphases = count_phases(k);
-    if (ctx->nparams > BK_MAX_PARAMS || ctx->nmetrics > BK_MAX_METRICS || ctx->nphases > BK_MAX_PHASES) {
-        fprintf(stderr, "boardlab-kern: internal error: kernel %s declares too many params/metrics/phases\n", k->name);
-        free(ctx);
-        return 1;
-    }
-    if (!parse_assignments(ctx, assignments, nassign)) {
-        free(ctx);
-        return 2;
-    }
-    const char *reason = k->supported ? k->supported() : NULL;
-    if (reason)
-        snprintf(ctx->unsupported, sizeof ctx->unsupported, "%s", reason);
+/* One run of a kernel, step by step: what calibration, warm-up and measurement found, for the output. */
+typedef struct {
+    void *state;
+    int rc; /* the kernel's: 0 while it runs well */
+    bk_timer timer;
+    double target_ns;
+    uint64_t reps, calibration_ns, warm_ns, wall0, wall_ns;
+    int n, warm, done;
+    bool capped, verified, ok;
+    double warm_cv;
+    uint64_t *iter_ns, *phase_ns;
+    double *vals, *scratch; /* one metric's value per iteration, and room to sort them */
+    bk_counters counters;
+    struct rusage ru;
+    long hwm;
+} bk_run;
 
-    uint64_t wall0 = bk_now_ns();
-    bk_timer timer = timer_selftest();
+/* The shortest iteration worth timing: the option's, at least 100 timer resolutions, and long enough that the
+ * two clock reads of an iteration stay under 5% of it. */
+static double iteration_target_ns(const bk_timer *timer, const bk_options *opt)
+{
     double target_ns = opt->min_iteration_ms * 1e6;
-    double res = timer.measured_resolution_ns > timer.resolution_ns ? timer.measured_resolution_ns : timer.resolution_ns;
+    double res = timer->measured_resolution_ns > timer->resolution_ns ? timer->measured_resolution_ns : timer->resolution_ns;
     if (100 * res > target_ns)
         target_ns = 100 * res;
-    if (2 * timer.overhead_ns * 20 > target_ns) /* two reads per iteration stay under 5% */
-        target_ns = 2 * timer.overhead_ns * 20;
+    if (2 * timer->overhead_ns * 20 > target_ns)
+        target_ns = 2 * timer->overhead_ns * 20;
+    return target_ns;
+}
 
-    void *state = NULL;
-    int rc = ctx->unsupported[0] ? -1 : k->init ? k->init(ctx, &state) : 0;
-    uint64_t reps = k->fixed_reps ? k->fixed_reps : 1;
-    uint64_t calibration_ns = 0;
-    int n = opt->iterations, warm = 0;
-    bool capped = false;
-    double warm_cv = NAN;
-    uint64_t warm_ns = 0;
-    uint64_t *iter_ns = calloc((size_t)n, sizeof(uint64_t));
-    uint64_t *phase_ns = calloc((size_t)n * (size_t)(ctx->nphases ? ctx->nphases : 1), sizeof(uint64_t));
-    int done = 0;
+/* Every buffer of the run, allocated before the kernel starts, so that no result is lost to a late failure. */
+static bool run_alloc(bk_run *r, const bk_ctx *ctx)
+{
+    size_t n = (size_t)(r->n ? r->n : 1);
+    r->iter_ns = calloc(n, sizeof(uint64_t));
+    r->phase_ns = calloc(n * (size_t)(ctx->nphases ? ctx->nphases : 1), sizeof(uint64_t));
+    r->vals = calloc(n, sizeof(double));
+    r->scratch = calloc(n, sizeof(double));
+    return r->iter_ns && r->phase_ns && r->vals && r->scratch;
+}
 
-    if (rc == 0 && !k->fixed_reps && !k->serve) {
-        /* Grow reps until one iteration lasts at least the target. */
-        uint64_t c0 = bk_now_ns();
-        for (;;) {
-            uint64_t t = time_iteration_undisturbed(ctx, state, reps, &rc);
-            if (rc == 0 && (double)t >= target_ns) {
-                /* A preempted iteration looks long: confirm with a second one and trust the shorter. */
-                uint64_t t2 = time_iteration_undisturbed(ctx, state, reps, &rc);
-                t = t2 < t ? t2 : t;
-            }
-            if (rc != 0 || (double)t >= target_ns || reps >= (1ULL << 40))
-                break;
-            double grow = t > 0 ? target_ns * 1.25 / (double)t : 10.0;
-            if (grow > 10.0)
-                grow = 10.0;
-            uint64_t next = (uint64_t)ceil((double)reps * grow);
-            reps = next > reps ? next : reps + 1;
+static void run_free(bk_run *r)
+{
+    free(r->iter_ns);
+    free(r->phase_ns);
+    free(r->vals);
+    free(r->scratch);
+}
+
+/* Grow the repetitions until one iteration lasts at least the target. */
+static void calibrate(bk_run *r, bk_ctx *ctx)
+{
+    uint64_t c0 = bk_now_ns();
+    for (;;) {
+        uint64_t t = time_iteration_undisturbed(ctx, r->state, r->reps, &r->rc);
+        if (r->rc == 0 && (double)t >= r->target_ns) {
+            /* A preempted iteration looks long: confirm with a second one and trust the shorter. */
+            uint64_t t2 = time_iteration_undisturbed(ctx, r->state, r->reps, &r->rc);
+            t = t2 < t ? t2 : t;
         }
-        calibration_ns = bk_now_ns() - c0;
+        if (r->rc != 0 || (double)t >= r->target_ns || r->reps >= (1ULL << 40))
+            break;
+        double grow = t > 0 ? r->target_ns * 1.25 / (double)t : 10.0;
+        if (grow > 10.0)
+            grow = 10.0;
+        uint64_t next = (uint64_t)ceil((double)r->reps * grow);
+        r->reps = next > r->reps ? next : r->reps + 1;
     }
+    r->calibration_ns = bk_now_ns() - c0;
+}
 
-    if (rc == 0 && k->serve)
-        rc = k->serve(ctx, state);
-    else if (rc == 0 && opt->warmup_max_iterations > 0) {
-        /* Warm up until the CV of the last 10 iterations is small enough, within the caps. */
-        uint64_t *w = calloc((size_t)opt->warmup_max_iterations, sizeof(uint64_t));
-        uint64_t w0 = bk_now_ns();
-        for (;;) {
-            w[warm] = time_iteration(ctx, state, reps, &rc);
-            warm++;
-            if (rc != 0)
+/* Warm up until the CV of the last 10 iterations is small enough, within the caps. */
+static void warm_up(bk_run *r, bk_ctx *ctx, const bk_options *opt)
+{
+    uint64_t *w = calloc((size_t)opt->warmup_max_iterations, sizeof(uint64_t));
+    if (!w) {
+        r->rc = bk_fail(ctx, "out of memory for %d warm-up iterations", opt->warmup_max_iterations);
+        return;
+    }
+    uint64_t w0 = bk_now_ns();
+    for (;;) {
+        w[r->warm] = time_iteration(ctx, r->state, r->reps, &r->rc);
+        r->warm++;
+        if (r->rc != 0)
+            break;
+        if (r->warm >= 10) {
+            r->warm_cv = cv_of(w + r->warm - 10, 10);
+            if (r->warm_cv <= opt->warmup_cv)
                 break;
-            if (warm >= 10) {
-                warm_cv = cv_of(w + warm - 10, 10);
-                if (warm_cv <= opt->warmup_cv)
-                    break;
-            }
-            if (warm >= opt->warmup_max_iterations || (double)(bk_now_ns() - w0) >= opt->warmup_max_ms * 1e6) {
-                capped = true;
-                break;
-            }
         }
-        warm_ns = bk_now_ns() - w0;
-        free(w);
+        if (r->warm >= opt->warmup_max_iterations || (double)(bk_now_ns() - w0) >= opt->warmup_max_ms * 1e6) {
+            r->capped = true;
+            break;
+        }
     }
+    r->warm_ns = bk_now_ns() - w0;
+    free(w);
+}
 
-    /* Counters cover exactly the measured iterations (opened before, so opening is not counted). */
-    bk_counters counters = {0};
+/* The measured iterations; counters cover exactly them (opened before, so opening is not counted). */
+static void measure(bk_run *r, bk_ctx *ctx, const bk_options *opt)
+{
     if (opt->counters) {
-        counters = *opt->counters;
-        bk_counters_open(&counters);
-        if (rc == 0)
-            bk_counters_start(&counters);
+        r->counters = *opt->counters;
+        bk_counters_open(&r->counters);
+        if (r->rc == 0)
+            bk_counters_start(&r->counters);
     }
-    for (; rc == 0 && !k->serve && done < n; done++) {
-        iter_ns[done] = time_iteration(ctx, state, reps, &rc);
+    for (; r->rc == 0 && !ctx->k->serve && r->done < r->n; r->done++) {
+        r->iter_ns[r->done] = time_iteration(ctx, r->state, r->reps, &r->rc);
         for (int p = 0; p < ctx->nphases; p++)
-            phase_ns[(size_t)done * (size_t)ctx->nphases + (size_t)p] = ctx->phase_acc[p];
+            r->phase_ns[(size_t)r->done * (size_t)ctx->nphases + (size_t)p] = ctx->phase_acc[p];
     }
     if (opt->counters) {
-        if (done > 0)
-            bk_counters_stop(&counters);
-        bk_counters_close(&counters);
+        if (r->done > 0)
+            bk_counters_stop(&r->counters);
+        bk_counters_close(&r->counters);
     }
-    if (rc != 0 && ctx->nerrors == 0 && !ctx->unsupported[0])
-        bk_fail(ctx, "kernel %s failed while running", k->name);
+}
 
-    bool verified = false;
-    if (rc == 0) {
+/* The kernel's own check of its result (after a planted corruption with --corrupt), and the amounts every
+ * rate and time metric needs. */
+static void verify_run(bk_run *r, bk_ctx *ctx, const bk_options *opt)
+{
+    const bk_kernel *k = ctx->k;
+    if (r->rc != 0 && ctx->nerrors == 0 && !ctx->unsupported[0])
+        bk_fail(ctx, "kernel %s failed while running", k->name);
+    if (r->rc == 0) {
         if (opt->corrupt && k->corrupt)
-            k->corrupt(state);
+            k->corrupt(r->state);
         else if (opt->corrupt)
             bk_fail(ctx, "kernel %s cannot corrupt its result (no corrupt hook)", k->name);
-        if (k->verify(ctx, state) == 0 && ctx->nerrors == 0)
-            verified = true;
+        if (k->verify(ctx, r->state) == 0 && ctx->nerrors == 0)
+            r->verified = true;
         else if (ctx->nerrors == 0)
             bk_fail(ctx, "verification of %s failed: the result is wrong", k->name);
     }
     for (int m = 0; m < ctx->nmetrics; m++)
-        if (verified && (k->metrics[m].kind == BK_RATE || k->metrics[m].kind == BK_TIME) && !ctx->skipped[m] &&
+        if (r->verified && (k->metrics[m].kind == BK_RATE || k->metrics[m].kind == BK_TIME) && !ctx->skipped[m] &&
             !(ctx->amount[m] > 0))
             bk_fail(ctx, "internal error: kernel %s set no amount for metric %s", k->name, k->metrics[m].name);
-    bool ok = verified && ctx->nerrors == 0;
-    uint64_t wall_ns = bk_now_ns() - wall0;
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    long hwm = vm_hwm_kib();
+    r->ok = r->verified && ctx->nerrors == 0;
+}
 
-    if (opt->json) {
-        bk_json j;
-        bk_json_init(&j, stdout);
-        bk_json_begin_object(&j);
-        bk_json_key(&j, "schema");
-        bk_json_int(&j, BK_RESULT_SCHEMA);
-        bk_json_key(&j, "tool");
-        bk_json_str(&j, "boardlab-kern");
-        bk_json_key(&j, "version");
-        bk_json_str(&j, BK_VERSION);
-        bk_json_key(&j, "workload");
-        bk_json_str(&j, k->name);
-        bk_json_key(&j, "family");
-        bk_json_str(&j, k->family);
-        bk_json_key(&j, "params");
-        bk_json_begin_object(&j);
-        for (int i = 0; i < ctx->nparams; i++) {
-            bk_json_key(&j, k->params[i].name);
-            if (k->params[i].type == BK_INT)
-                bk_json_int(&j, ctx->ival[i]);
-            else if (k->params[i].type == BK_FLOAT)
-                bk_json_num(&j, ctx->fval[i]);
-            else
-                bk_json_str(&j, ctx->text[i]);
-        }
-        bk_json_end_object(&j);
-        bk_json_key(&j, "ok");
-        bk_json_bool(&j, ok);
-        bk_json_key(&j, "supported");
-        bk_json_bool(&j, !ctx->unsupported[0]);
-        bk_json_key(&j, "reason");
-        bk_json_str(&j, ctx->unsupported[0] ? ctx->unsupported : NULL);
-        bk_json_key(&j, "verified");
-        bk_json_bool(&j, verified);
-        bk_json_key(&j, "errors");
-        bk_json_begin_array(&j);
-        for (int i = 0; i < ctx->nerrors; i++)
-            bk_json_str(&j, ctx->errors[i]);
-        bk_json_end_array(&j);
-        bk_json_key(&j, "timer");
-        bk_json_begin_object(&j);
-        bk_json_key(&j, "clock");
-        bk_json_str(&j, "CLOCK_MONOTONIC_RAW");
-        bk_json_key(&j, "resolution_ns");
-        bk_json_num(&j, timer.resolution_ns);
-        bk_json_key(&j, "measured_resolution_ns");
-        bk_json_num(&j, timer.measured_resolution_ns);
-        bk_json_key(&j, "overhead_ns");
-        bk_json_num(&j, timer.overhead_ns);
-        bk_json_end_object(&j);
-        bk_json_key(&j, "iteration_target_ns");
-        bk_json_num(&j, target_ns);
-        bk_json_key(&j, "reps_per_iteration");
-        bk_json_uint(&j, reps);
-        bk_json_key(&j, "calibration_ns");
-        bk_json_uint(&j, calibration_ns);
-        bk_json_key(&j, "warmup");
-        bk_json_begin_object(&j);
-        bk_json_key(&j, "iterations");
-        bk_json_int(&j, warm);
-        bk_json_key(&j, "capped");
-        bk_json_bool(&j, capped);
-        bk_json_key(&j, "cv");
-        bk_json_num(&j, warm_cv);
-        bk_json_key(&j, "cv_target");
-        bk_json_num(&j, opt->warmup_cv);
-        bk_json_key(&j, "duration_ns");
-        bk_json_uint(&j, warm_ns);
-        bk_json_end_object(&j);
-        bk_json_key(&j, "iterations_ns");
-        bk_json_begin_array(&j);
-        for (int i = 0; i < done; i++)
-            bk_json_uint(&j, iter_ns[i]);
-        bk_json_end_array(&j);
-        bk_json_key(&j, "phases_ns");
-        bk_json_begin_object(&j);
-        for (int p = 0; p < ctx->nphases; p++) {
-            bk_json_key(&j, k->phases[p]);
-            bk_json_begin_array(&j);
-            for (int i = 0; i < done; i++)
-                bk_json_uint(&j, phase_ns[(size_t)i * (size_t)ctx->nphases + (size_t)p]);
-            bk_json_end_array(&j);
-        }
-        bk_json_end_object(&j);
-        bk_json_key(&j, "metrics");
-        bk_json_begin_object(&j);
-        double *vals = malloc(sizeof(double) * (size_t)(done ? done : 1));
-        for (int m = 0; m < ctx->nmetrics && ok; m++) {
-            const bk_metric *spec = &k->metrics[m];
-            if (ctx->skipped[m])
-                continue;
-            bk_json_key(&j, spec->name);
-            bk_json_begin_object(&j);
-            bk_json_key(&j, "unit");
-            bk_json_str(&j, spec->unit);
-            bk_json_key(&j, "higher_is_better");
-            bk_json_bool(&j, spec->higher_is_better);
-            if (spec->kind == BK_VALUE) {
-                bk_json_key(&j, "value");
-                bk_json_num(&j, metric_value(ctx, m, 0, reps));
-            } else {
-                bk_json_key(&j, "values");
-                bk_json_begin_array(&j);
-                for (int i = 0; i < done; i++) {
-                    vals[i] = iteration_value(ctx, m, iter_ns, phase_ns, i, reps);
-                    bk_json_num(&j, vals[i]);
-                }
-                bk_json_end_array(&j);
-                json_summary(&j, vals, done);
-            }
-            bk_json_end_object(&j);
-        }
-        free(vals);
-        bk_json_end_object(&j);
-        if (opt->counters) {
-            bk_json_key(&j, "counters");
-            bk_counters_json(&counters, &j);
-        }
-        bk_json_key(&j, "checksum");
-        bk_json_str(&j, ctx->checksum[0] ? ctx->checksum : NULL);
-        if (k->serve_json && state) {
-            bk_json_key(&j, "service");
-            k->serve_json(state, &j);
-        }
-        bk_json_key(&j, "info");
-        bk_json_begin_object(&j);
-        for (int i = 0; i < ctx->ninfo; i++) {
-            bk_json_key(&j, ctx->info[i].key);
-            if (ctx->info[i].is_num)
-                bk_json_num(&j, ctx->info[i].num);
-            else
-                bk_json_str(&j, ctx->info[i].str);
-        }
-        bk_json_end_object(&j);
-        bk_json_key(&j, "rusage");
-        bk_json_begin_object(&j);
-        bk_json_key(&j, "utime_us");
-        bk_json_int(&j, (int64_t)ru.ru_utime.tv_sec * 1000000 + ru.ru_utime.tv_usec);
-        bk_json_key(&j, "stime_us");
-        bk_json_int(&j, (int64_t)ru.ru_stime.tv_sec * 1000000 + ru.ru_stime.tv_usec);
-        bk_json_key(&j, "maxrss_kib");
-        bk_json_int(&j, ru.ru_maxrss);
-        bk_json_key(&j, "vm_hwm_kib");
-        bk_json_int(&j, hwm);
-        bk_json_key(&j, "minflt");
-        bk_json_int(&j, ru.ru_minflt);
-        bk_json_key(&j, "majflt");
-        bk_json_int(&j, ru.ru_majflt);
-        bk_json_key(&j, "nvcsw");
-        bk_json_int(&j, ru.ru_nvcsw);
-        bk_json_key(&j, "nivcsw");
-        bk_json_int(&j, ru.ru_nivcsw);
-        bk_json_end_object(&j);
-        bk_json_key(&j, "wall_ns");
-        bk_json_uint(&j, wall_ns);
-        bk_json_end_object(&j);
-        fputc('\n', stdout);
-    } else {
-        if (ctx->unsupported[0])
-            printf("%s: unsupported here: %s\n", k->name, ctx->unsupported);
+static void json_identity(bk_json *j, const bk_run *r, const bk_ctx *ctx)
+{
+    const bk_kernel *k = ctx->k;
+    bk_json_key(j, "schema");
+    bk_json_int(j, BK_RESULT_SCHEMA);
+    bk_json_key(j, "tool");
+    bk_json_str(j, "boardlab-kern");
+    bk_json_key(j, "version");
+    bk_json_str(j, BK_VERSION);
+    bk_json_key(j, "workload");
+    bk_json_str(j, k->name);
+    bk_json_key(j, "family");
+    bk_json_str(j, k->family);
+    bk_json_key(j, "params");
+    bk_json_begin_object(j);
+    for (int i = 0; i < ctx->nparams; i++) {
+        bk_json_key(j, k->params[i].name);
+        if (k->params[i].type == BK_INT)
+            bk_json_int(j, ctx->ival[i]);
+        else if (k->params[i].type == BK_FLOAT)
+            bk_json_num(j, ctx->fval[i]);
         else
-            printf("%s: %s\n", k->name, ok ? "ok" : "FAILED");
-        printf("  timer: resolution %.0f ns (measured %.0f ns), overhead %.1f ns per read\n", timer.resolution_ns,
-               timer.measured_resolution_ns, timer.overhead_ns);
-        if (!k->serve) /* a service role has no iterations: its result is in the metrics */
-            printf("  %" PRIu64 " reps per iteration, warm-up %d iterations%s, %d measured iterations\n", reps, warm,
-                   capped ? " (capped)" : "", done);
-        double *vals = malloc(sizeof(double) * (size_t)(done ? done : 1));
-        for (int m = 0; m < ctx->nmetrics && ok; m++) {
-            const bk_metric *spec = &k->metrics[m];
-            if (ctx->skipped[m])
-                continue;
-            if (spec->kind == BK_VALUE) {
-                printf("  %-28s %14.6g %s\n", spec->name, metric_value(ctx, m, 0, reps), spec->unit);
-                continue;
-            }
-            int c = 0;
-            for (int i = 0; i < done; i++)
-                vals[c++] = iteration_value(ctx, m, iter_ns, phase_ns, i, reps);
-            qsort(vals, (size_t)c, sizeof(double), cmp_double);
-            printf("  %-28s %14.6g %s (median of %d; min %.6g, max %.6g)\n", spec->name,
-                   c ? median_sorted(vals, c) : NAN, spec->unit, c, c ? vals[0] : NAN, c ? vals[c - 1] : NAN);
-        }
-        free(vals);
-        if (opt->counters)
-            bk_counters_print(&counters, stdout);
-        for (int i = 0; i < ctx->nerrors; i++)
-            printf("  error: %s\n", ctx->errors[i]);
+            bk_json_str(j, ctx->text[i]);
     }
+    bk_json_end_object(j);
+    bk_json_key(j, "ok");
+    bk_json_bool(j, r->ok);
+    bk_json_key(j, "supported");
+    bk_json_bool(j, !ctx->unsupported[0]);
+    bk_json_key(j, "reason");
+    bk_json_str(j, ctx->unsupported[0] ? ctx->unsupported : NULL);
+    bk_json_key(j, "verified");
+    bk_json_bool(j, r->verified);
+    bk_json_key(j, "errors");
+    bk_json_begin_array(j);
+    for (int i = 0; i < ctx->nerrors; i++)
+        bk_json_str(j, ctx->errors[i]);
+    bk_json_end_array(j);
+}
+
+static void json_timing(bk_json *j, const bk_run *r, const bk_ctx *ctx, const bk_options *opt)
+{
+    bk_json_key(j, "timer");
+    bk_json_begin_object(j);
+    bk_json_key(j, "clock");
+    bk_json_str(j, "CLOCK_MONOTONIC_RAW");
+    bk_json_key(j, "resolution_ns");
+    bk_json_num(j, r->timer.resolution_ns);
+    bk_json_key(j, "measured_resolution_ns");
+    bk_json_num(j, r->timer.measured_resolution_ns);
+    bk_json_key(j, "overhead_ns");
+    bk_json_num(j, r->timer.overhead_ns);
+    bk_json_end_object(j);
+    bk_json_key(j, "iteration_target_ns");
+    bk_json_num(j, r->target_ns);
+    bk_json_key(j, "reps_per_iteration");
+    bk_json_uint(j, r->reps);
+    bk_json_key(j, "calibration_ns");
+    bk_json_uint(j, r->calibration_ns);
+    bk_json_key(j, "warmup");
+    bk_json_begin_object(j);
+    bk_json_key(j, "iterations");
+    bk_json_int(j, r->warm);
+    bk_json_key(j, "capped");
+    bk_json_bool(j, r->capped);
+    bk_json_key(j, "cv");
+    bk_json_num(j, r->warm_cv);
+    bk_json_key(j, "cv_target");
+    bk_json_num(j, opt->warmup_cv);
+    bk_json_key(j, "duration_ns");
+    bk_json_uint(j, r->warm_ns);
+    bk_json_end_object(j);
+    bk_json_key(j, "iterations_ns");
+    bk_json_begin_array(j);
+    for (int i = 0; i < r->done; i++)
+        bk_json_uint(j, r->iter_ns[i]);
+    bk_json_end_array(j);
+    bk_json_key(j, "phases_ns");
+    bk_json_begin_object(j);
+    for (int p = 0; p < ctx->nphases; p++) {
+        bk_json_key(j, ctx->k->phases[p]);
+        bk_json_begin_array(j);
+        for (int i = 0; i < r->done; i++)
+            bk_json_uint(j, r->phase_ns[(size_t)i * (size_t)ctx->nphases + (size_t)p]);
+        bk_json_end_array(j);
+    }
+    bk_json_end_object(j);
+}
+
+static void json_metrics(bk_json *j, const bk_run *r, const bk_ctx *ctx)
+{
+    bk_json_key(j, "metrics");
+    bk_json_begin_object(j);
+    for (int m = 0; m < ctx->nmetrics && r->ok; m++) {
+        const bk_metric *spec = &ctx->k->metrics[m];
+        if (ctx->skipped[m])
+            continue;
+        bk_json_key(j, spec->name);
+        bk_json_begin_object(j);
+        bk_json_key(j, "unit");
+        bk_json_str(j, spec->unit);
+        bk_json_key(j, "higher_is_better");
+        bk_json_bool(j, spec->higher_is_better);
+        if (spec->kind == BK_VALUE) {
+            bk_json_key(j, "value");
+            bk_json_num(j, metric_value(ctx, m, 0, r->reps));
+        } else {
+            bk_json_key(j, "values");
+            bk_json_begin_array(j);
+            for (int i = 0; i < r->done; i++) {
+                r->vals[i] = iteration_value(ctx, m, r->iter_ns, r->phase_ns, i, r->reps);
+                bk_json_num(j, r->vals[i]);
+            }
+            bk_json_end_array(j);
+            json_summary(j, r->vals, r->done, r->scratch);
+        }
+        bk_json_end_object(j);
+    }
+    bk_json_end_object(j);
+}
+
+static void json_rusage(bk_json *j, const bk_run *r)
+{
+    const struct rusage *ru = &r->ru;
+    bk_json_key(j, "rusage");
+    bk_json_begin_object(j);
+    bk_json_key(j, "utime_us");
+    bk_json_int(j, (int64_t)ru->ru_utime.tv_sec * 1000000 + ru->ru_utime.tv_usec);
+    bk_json_key(j, "stime_us");
+    bk_json_int(j, (int64_t)ru->ru_stime.tv_sec * 1000000 + ru->ru_stime.tv_usec);
+    bk_json_key(j, "maxrss_kib");
+    bk_json_int(j, ru->ru_maxrss);
+    bk_json_key(j, "vm_hwm_kib");
+    bk_json_int(j, r->hwm);
+    bk_json_key(j, "minflt");
+    bk_json_int(j, ru->ru_minflt);
+    bk_json_key(j, "majflt");
+    bk_json_int(j, ru->ru_majflt);
+    bk_json_key(j, "nvcsw");
+    bk_json_int(j, ru->ru_nvcsw);
+    bk_json_key(j, "nivcsw");
+    bk_json_int(j, ru->ru_nivcsw);
+    bk_json_end_object(j);
+}
+
+/* The worker result (docs/architecture.md "The worker result"), one JSON object on one line. */
+static void emit_json(bk_run *r, const bk_ctx *ctx, const bk_options *opt)
+{
+    const bk_kernel *k = ctx->k;
+    bk_json j;
+    bk_json_init(&j, stdout);
+    bk_json_begin_object(&j);
+    json_identity(&j, r, ctx);
+    json_timing(&j, r, ctx, opt);
+    json_metrics(&j, r, ctx);
+    if (opt->counters) {
+        bk_json_key(&j, "counters");
+        bk_counters_json(&r->counters, &j);
+    }
+    bk_json_key(&j, "checksum");
+    bk_json_str(&j, ctx->checksum[0] ? ctx->checksum : NULL);
+    if (k->serve_json && r->state) {
+        bk_json_key(&j, "service");
+        k->serve_json(r->state, &j);
+    }
+    bk_json_key(&j, "info");
+    bk_json_begin_object(&j);
+    for (int i = 0; i < ctx->ninfo; i++) {
+        bk_json_key(&j, ctx->info[i].key);
+        if (ctx->info[i].is_num)
+            bk_json_num(&j, ctx->info[i].num);
+        else
+            bk_json_str(&j, ctx->info[i].str);
+    }
+    bk_json_end_object(&j);
+    json_rusage(&j, r);
+    bk_json_key(&j, "wall_ns");
+    bk_json_uint(&j, r->wall_ns);
+    bk_json_end_object(&j);
+    fputc('\n', stdout);
+}
+
+/* The same result for a person: the verdict, the timer, and each metric's median with its range. */
+static void emit_text(bk_run *r, const bk_ctx *ctx, const bk_options *opt)
+{
+    const bk_kernel *k = ctx->k;
+    if (ctx->unsupported[0])
+        printf("%s: unsupported here: %s\n", k->name, ctx->unsupported);
+    else
+        printf("%s: %s\n", k->name, r->ok ? "ok" : "FAILED");
+    printf("  timer: resolution %.0f ns (measured %.0f ns), overhead %.1f ns per read\n", r->timer.resolution_ns,
+           r->timer.measured_resolution_ns, r->timer.overhead_ns);
+    if (!k->serve) /* a service role has no iterations: its result is in the metrics */
+        printf("  %" PRIu64 " reps per iteration, warm-up %d iterations%s, %d measured iterations\n", r->reps, r->warm,
+               r->capped ? " (capped)" : "", r->done);
+    for (int m = 0; m < ctx->nmetrics && r->ok; m++) {
+        const bk_metric *spec = &k->metrics[m];
+        if (ctx->skipped[m])
+            continue;
+        if (spec->kind == BK_VALUE) {
+            printf("  %-28s %14.6g %s\n", spec->name, metric_value(ctx, m, 0, r->reps), spec->unit);
+            continue;
+        }
+        double *vals = r->vals;
+        int c = 0;
+        for (int i = 0; i < r->done; i++)
+            vals[c++] = iteration_value(ctx, m, r->iter_ns, r->phase_ns, i, r->reps);
+        qsort(vals, (size_t)c, sizeof(double), cmp_double);
+        printf("  %-28s %14.6g %s (median of %d; min %.6g, max %.6g)\n", spec->name, c ? median_sorted(vals, c) : NAN,
+               spec->unit, c, c ? vals[0] : NAN, c ? vals[c - 1] : NAN);
+    }
+    if (opt->counters)
+        bk_counters_print(&r->counters, stdout);
+    for (int i = 0; i < ctx->nerrors; i++)
+        printf("  error: %s\n", ctx->errors[i]);
+}
+
+/* The context of one kernel run with its parameters parsed; NULL with *code set when it cannot start. */
+static bk_ctx *new_context(const bk_kernel *k, char **assignments, int nassign, int *code)
+{
+    bk_ctx *ctx = calloc(1, sizeof *ctx);
+    *code = 1;
+    if (!ctx) {
+        fprintf(stderr, "boardlab-kern: out of memory for the context of %s\n", k->name);
+        return NULL;
+    }
+    ctx->k = k;
+    ctx->nparams = bk_count_params(k);
+    ctx->nmetrics = bk_count_metrics(k);
+    ctx->nphases = bk_count_phases(k);
+    if (ctx->nparams > BK_MAX_PARAMS || ctx->nmetrics > BK_MAX_METRICS || ctx->nphases > BK_MAX_PHASES) {
+        fprintf(stderr, "boardlab-kern: internal error: kernel %s declares too many params/metrics/phases\n", k->name);
+        free(ctx);
+        return NULL;
+    }
+    if (!bk_parse_assignments(ctx, assignments, nassign)) {
+        *code = 2;
+        free(ctx);
+        return NULL;
+    }
+    const char *reason = k->supported ? k->supported() : NULL;
+    if (reason)
+        snprintf(ctx->unsupported, sizeof ctx->unsupported, "%s", reason);
+    return ctx;
+}
+
+/* calibrate, warm up, measure, verify, emit: one fresh run of a kernel, as its worker result. */
+int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_options *opt)
+{
+    int code;
+    bk_ctx *ctx = new_context(k, assignments, nassign, &code);
+    if (!ctx)
+        return code;
+    bk_run r = {.n = opt->iterations, .reps = k->fixed_reps ? k->fixed_reps : 1, .warm_cv = NAN};
+    r.wall0 = bk_now_ns();
+    r.timer = timer_selftest();
+    r.target_ns = iteration_target_ns(&r.timer, opt);
+    if (!run_alloc(&r, ctx))
+        r.rc = bk_fail(ctx, "out of memory for %d iterations of %s", r.n, k->name);
+    else
+        r.rc = ctx->unsupported[0] ? -1 : k->init ? k->init(ctx, &r.state) : 0;
+
+    if (r.rc == 0 && !k->fixed_reps && !k->serve)
+        calibrate(&r, ctx);
+    if (r.rc == 0 && k->serve)
+        r.rc = k->serve(ctx, r.state);
+    else if (r.rc == 0 && opt->warmup_max_iterations > 0)
+        warm_up(&r, ctx, opt);
+    measure(&r, ctx, opt);
+    verify_run(&r, ctx, opt);
+    r.wall_ns = bk_now_ns() - r.wall0;
+    getrusage(RUSAGE_SELF, &r.ru);
+    r.hwm = vm_hwm_kib();
+
+    if (opt->json)
+        emit_json(&r, ctx, opt);
+    else
+        emit_text(&r, ctx, opt);
     fflush(stdout);
-    if (k->fini && state)
-        k->fini(state);
-    free(iter_ns);
-    free(phase_ns);
+    if (k->fini && r.state)
+        k->fini(r.state);
+    run_free(&r);
     if (ctx->unsupported[0] && !opt->json)
         fprintf(stderr, "boardlab-kern: %s is unsupported here: %s\n", k->name, ctx->unsupported);
-    int code = ok ? 0 : ctx->bad_input ? 2 : 1;
+    code = r.ok ? 0 : ctx->bad_input ? 2 : 1;
     free(ctx);
     return code;
 }

@@ -1,4 +1,4 @@
-/* Internals shared by core.c and main.c only; kernels include core.h. */
+/* Internals shared by core.c, params.c and main.c only; kernels include core.h. */
 #ifndef BK_CORE_INTERNAL_H
 #define BK_CORE_INTERNAL_H
 
@@ -23,10 +23,43 @@ typedef struct {
     const bk_counters *counters; /* NULL: no --counters */
 } bk_options;
 
+/* One run's context: what a kernel declared and set; kernels see it only through core.h's functions. */
+struct bk_ctx {
+    const bk_kernel *k;
+    int nparams;
+    const char *text[BK_MAX_PARAMS];
+    int64_t ival[BK_MAX_PARAMS];
+    double fval[BK_MAX_PARAMS];
+    int nmetrics;
+    double amount[BK_MAX_METRICS];
+    double value[BK_MAX_METRICS];
+    bool value_set[BK_MAX_METRICS];
+    bool skipped[BK_MAX_METRICS];
+    char unsupported[512];
+    int nphases;
+    uint64_t phase_start[BK_MAX_PHASES];
+    uint64_t phase_acc[BK_MAX_PHASES];
+    char checksum[72];
+    int ninfo;
+    struct {
+        char key[96];
+        char str[256];
+        double num;
+        bool is_num;
+    } info[BK_MAX_INFO];
+    int nerrors;
+    char errors[BK_MAX_ERRORS][512];
+    bool bad_input; /* an error came from bk_bad_input: exit 2 */
+};
+
 BK_HIDDEN extern const bk_kernel *const bk_kernels[];
 
 BK_HIDDEN const bk_kernel *bk_find_kernel(const char *name);
 BK_HIDDEN int bk_count_params(const bk_kernel *k);
+BK_HIDDEN int bk_count_metrics(const bk_kernel *k);
+BK_HIDDEN int bk_count_phases(const bk_kernel *k);
+/* Sets ctx's parameters from "name=value" strings and the defaults; false (with the error printed) on bad input. */
+BK_HIDDEN bool bk_parse_assignments(bk_ctx *ctx, char **assignments, int nassign);
 BK_HIDDEN void bk_json_kernel_spec(bk_json *j, const bk_kernel *k);
 /* Runs one kernel once. `assignments` are "name=value" strings. Returns the process exit code. */
 BK_HIDDEN int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_options *opt);

@@ -24,6 +24,19 @@ _CPU_RANGE = re.compile(r"(\d+|N)(?:-(\d+|N)(?::(\d+)/(\d+))?)?")
 _NATURAL = re.compile(r"(\d+)")
 
 
+# A tree written by the governor lab's SoC simulator marks itself here: conditions and the daemon accept it in
+# place of the hardware (the CCI PMU, userspace frequency control) that it simulates.
+SIM_MARKER = "run/boardlab-sim/soc"
+
+
+def is_sim_root(root: os.PathLike | str) -> str | None:
+    """The simulated SoC's name when `root` is a simulator tree, else None."""
+    try:
+        return (Path(root) / SIM_MARKER).read_text().strip()
+    except OSError:
+        return None
+
+
 def natural_key(name: str) -> tuple:
     """Sort key that puts policy2 before policy10."""
     return tuple(int(tok) if tok.isdigit() else tok for tok in _NATURAL.split(name))

@@ -823,3 +823,45 @@ class Store:
             " GROUP BY name ORDER BY max(started_unix_s) DESC LIMIT ?",
             (limit,),
         ).fetchall()
+
+    # ---- the store owns every query: planning reads, campaign artifacts (issue 24, layering) ----
+    # Reads a plan's dry-run makes of earlier runs (campaign/reach.py, campaign/advice.py) and the campaign
+    # artifacts the governor lab and the runner write, so that no SQL lives outside store/. Portable SQL.
+
+    def earlier_run_times(self) -> list[tuple[str, int, float | None]]:
+        """(cell key, wall ns, gate wait s) of every run that finished, in any campaign of the store: what a
+        dry-run's estimate of a plan's duration reads."""
+        return [
+            (r[0], int(r[1]), None if r[2] is None else float(r[2]))
+            for r in self.conn.execute(
+                "SELECT c.key, r.wall_ns, r.gate_waited_s FROM runs r JOIN cells c ON c.id = r.cell_id"
+                " WHERE r.ok = 1 AND r.wall_ns IS NOT NULL ORDER BY r.id"
+            )
+        ]
+
+    def earlier_valid_values(self) -> dict[str, list[float]]:
+        """cell key -> the value of every valid run, in any campaign of the store, in the order stored: what
+        the dry-run's power advice reads of the cells' spread."""
+        out: dict[str, list[float]] = {}
+        for r in self.conn.execute(
+            "SELECT c.key, r.value FROM runs r JOIN cells c ON c.id = r.cell_id"
+            " WHERE r.ok = 1 AND r.valid = 1 AND r.value IS NOT NULL ORDER BY r.id"
+        ):
+            out.setdefault(r[0], []).append(float(r[1]))
+        return out
+
+    def save_campaign_artifact(
+        self, campaign_id: int, name: str, data: bytes, media_type: str = "application/json"
+    ) -> None:
+        """Replaces the campaign's artifact `name` in one transaction (`campaign_artifact` reads it)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.conn.execute("DELETE FROM artifacts WHERE campaign_id=? AND name=?", (campaign_id, name))
+            self.conn.execute(
+                "INSERT INTO artifacts (campaign_id, run_id, name, media_type, data) VALUES (?, NULL, ?, ?, ?)",
+                (campaign_id, name, media_type, data),
+            )
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise

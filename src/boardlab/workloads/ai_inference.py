@@ -121,7 +121,7 @@ def supported() -> str | None:
 def prepare(params: dict, note) -> None:
     """Before a campaign starts (in boardlab, not in a measured worker): build a generated model that is not
     there yet, so that no run pays for it and a missing package fails before anything is stored."""
-    from boardlab.ai import MODEL_NAMES, RUNTIME_FORMAT, default_models_dir, model_filename
+    from boardlab.ai import MODEL_NAMES, RUNTIME_FORMAT, default_models_dir, model_filename, resolve_model
 
     if params["model"] not in MODEL_NAMES:
         resolve_model(params)  # a user's file: only check it
@@ -135,35 +135,6 @@ def prepare(params: dict, note) -> None:
 
     note(f"building model {params['model']} ({params['precision']}) into {directory}")
     build_models(directory, [params["model"]], int8=params["precision"] == "int8", progress=note)
-
-
-def resolve_model(params: dict) -> tuple[str, str | None]:
-    """(path, generated model name or None); InputError when the file is missing or of the wrong kind."""
-    from boardlab.ai import MODEL_NAMES, RUNTIME_FORMAT, default_models_dir, model_filename
-
-    runtime, model = params["runtime"], params["model"]
-    fmt = RUNTIME_FORMAT[runtime]
-    if model in MODEL_NAMES:
-        base = params.get("models_dir")
-        directory = os.path.expanduser(base) if base else str(default_models_dir())
-        path = os.path.join(directory, model_filename(model, fmt, params["precision"]))
-        if not os.path.isfile(path):
-            how = "boardlab models build" + (" --int8" if params["precision"] == "int8" else "")
-            how += f" --out {directory}" if base else ""
-            raise InputError(f"{path}: no such model file; build the models with `{how}`")
-        return path, model
-    suffix = os.path.splitext(model)[1].lower()
-    if suffix not in (".onnx", ".tflite"):
-        raise InputError(
-            f"model {model!r} is neither a generated model ({', '.join(MODEL_NAMES)}) "
-            "nor a path to an .onnx or .tflite file"
-        )
-    path = os.path.abspath(os.path.expanduser(model))
-    if suffix != "." + fmt:
-        raise InputError(f"{path}: a {suffix} file cannot run in runtime={runtime} (it needs a .{fmt} file)")
-    if not os.path.isfile(path):
-        raise InputError(f"{path}: no such model file")
-    return path, None
 
 
 def _summary(values: list[float], unit: str, higher_is_better: bool) -> dict:
@@ -222,6 +193,7 @@ def _cold_start(mode: str, path: str, delegate_options: dict) -> str | None:
 
 
 def run(params: dict, iterations: int | None = None) -> dict:
+    from boardlab.ai import resolve_model
     from boardlab.ai import runtime as rt
     from boardlab.platform import process
 

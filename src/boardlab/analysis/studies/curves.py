@@ -82,12 +82,13 @@ def analyze(ctx: StudyContext) -> CurvesStudy:
                     tuple(
                         CurvePoint(
                             float(c.params[SIZE_PARAM]),
-                            c.summary.median,
-                            c.summary.median_ci.low if c.summary.median_ci else None,
-                            c.summary.median_ci.high if c.summary.median_ci else None,
+                            s.median,
+                            s.median_ci.low if s.median_ci else None,
+                            s.median_ci.high if s.median_ci else None,
                             c.cell_id,
                         )
                         for c in members
+                        if (s := c.summary) is not None  # every swept cell has one (_swept)
                     ),
                 )
             )
@@ -106,7 +107,10 @@ def sections(analysis: CampaignAnalysis, study: CurvesStudy) -> list[doc.Section
             doc.Line(
                 c.label,
                 [(p.size_bytes, p.median) for p in c.points],
-                errors=[(p.ci_low, p.ci_high) if p.ci_low is not None else None for p in c.points],
+                errors=[
+                    (p.ci_low, p.ci_high) if p.ci_low is not None and p.ci_high is not None else None
+                    for p in c.points
+                ],
             )
             for c in g.curves
         ]

@@ -19,6 +19,9 @@ from boardlab.energy.efficiency import Efficiency, Estimate, cell_estimates, eff
 from boardlab.energy.results import SourceRow, campaign_energy
 
 TITLE = "Energy"
+TEXT_ONLY = frozenset(
+    {"text"}
+)  # blocks the text report alone shows (the rich formats have tables of their own)
 MAX_TRACES = 8  # lines per power-trace plot
 
 
@@ -59,13 +62,15 @@ def energy_study(store, campaign_id: int, cells) -> EnergyStudy:
     study = EnergyStudy(ce.reason, ce.primary, ce.sources, idle)
     if ce.primary is None:
         return study
-    out, traces, agree = [], {}, []
+    out: list[EnergyCell] = []
+    traces: dict[str, list] = {}
+    agree: list[tuple[str, dict[str, float], float]] = []
     varying = varying_by_workload(cells)  # a label names what tells the section's cells apart
     for i, cell in enumerate(cells):
         valid = [r for r in cell.runs if r.valid and ce.run(r.run_id) is not None]
         if not valid:
             continue
-        rows = [ce.run(r.run_id) for r in valid]
+        rows = [run for r in valid if (run := ce.run(r.run_id)) is not None]  # every valid one has a row
         figs = [r.figures for r in rows]
         warns: dict[str, tuple[int, str]] = {}  # kind -> (runs, first message)
         for r in rows:
@@ -99,7 +104,7 @@ def energy_study(store, campaign_id: int, cells) -> EnergyStudy:
         if len(others) > 1:
             per = {}
             for name in sorted(others):
-                vals = [ce.run(r.run_id, name).energy_j for r in valid if ce.run(r.run_id, name) is not None]
+                vals = [run.energy_j for r in valid if (run := ce.run(r.run_id, name)) is not None]
                 if vals:
                     per[name] = statistics.median(vals)
             scopes = {s.name: s.spec.get("scope") for s in ce.supported}
@@ -124,20 +129,22 @@ def _by_condition(cells: list[EnergyCell]) -> tuple[tuple[str, str, int, float, 
         e, b = c.estimates["energy_j"], base.estimates["energy_j"]
         d, bd = c.estimates["edp_js"], base.estimates["edp_js"]
         if e and b and d and bd and min(e.median, b.median, d.median, bd.median) > 0:
-            groups.setdefault((c.condition, c.baseline), []).append(
+            groups.setdefault((c.condition, base.condition), []).append(
                 (e.median / b.median, d.median / bd.median)
             )
     out = []
-    for (cond, base), ratios in groups.items():
+    for (cond, against), ratios in groups.items():
         ge = math.exp(statistics.fmean(math.log(r) for r, _ in ratios))
         gd = math.exp(statistics.fmean(math.log(r) for _, r in ratios))
-        out.append((cond, base, len(ratios), ge, gd))
+        out.append((cond, against, len(ratios), ge, gd))
     return tuple(out)
 
 
 def condition_rows(study: EnergyStudy) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     headers = ("condition", "against", "workloads", "energy ratio", "EDP ratio")
-    rows = [(c, b, str(n), f"{fmt_num(e, 3)}x", f"{fmt_num(d, 3)}x") for c, b, n, e, d in study.by_condition]
+    rows: list[tuple[str, ...]] = [
+        (c, b, str(n), f"{fmt_num(e, 3)}x", f"{fmt_num(d, 3)}x") for c, b, n, e, d in study.by_condition
+    ]
     return headers, rows
 
 
@@ -172,7 +179,7 @@ def efficiency_rows(study: EnergyStudy) -> tuple[tuple[str, ...], list[tuple[str
         "unit",
         "± quantization_j",
     )
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for c in study.cells:
         e = c.estimates
         rows.append(
@@ -199,7 +206,7 @@ def efficiency_rows(study: EnergyStudy) -> tuple[tuple[str, ...], list[tuple[str
 
 def source_rows(study: EnergyStudy) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     headers = ("source", "kind", "scope", "unit", "update_interval_s", "resolution", "measured", "note")
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for s in study.sources:
         if not s.supported:
             rows.append((s.name, "–", "–", "–", "–", "–", "–", s.reason or ""))
@@ -250,7 +257,7 @@ def _idle_text(study: EnergyStudy) -> str:
 
 
 def agreement_rows(study: EnergyStudy) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
-    rows = [
+    rows: list[tuple[str, ...]] = [
         (cell, ", ".join(f"{n} {fmt_num(v, 4)} J" for n, v in per.items()), f"{spread * 100:.1f}%")
         for cell, per, spread in study.agreement
     ]
@@ -269,77 +276,59 @@ def analyze(ctx) -> EnergyStudy:
     return energy_study(ctx.store, ctx.campaign_id, ctx.cells)
 
 
-def sections(analysis, study: EnergyStudy) -> list[doc.Section]:
-    text_only = frozenset({"text"})
-    head: list[doc.Block | None] = [
-        doc.Prose(f"Energy: {study.reason}", strong=True, formats=doc.RICH) if study.reason else None,
-        _table(*source_rows(study), formats=doc.RICH),
-    ]
-    if study.primary is None:
-        head.append(doc.Prose(f"energy: {study.reason}", formats=text_only))
-        return [doc.section(TITLE, *head, anchor="energy")]
-    idle = f"Idle power: {_idle_text(study)}" if study.idle else None
-    head += [
-        doc.Prose(METHOD, small=True, formats=doc.RICH),
-        doc.Prose(idle, formats=doc.RICH) if idle else None,
-        doc.Prose(
-            f"energy ({study.primary}): median over runs [95% bootstrap CI]; efficiency with total / dynamic W",
-            formats=text_only,
+def _text_table(study: EnergyStudy) -> doc.Table:
+    """The cells' energy figures as the text report shows them: one table, estimates with their CIs."""
+    return doc.Table(
+        tuple(
+            doc.Column(h, numeric=n)
+            for h, n in zip(
+                ("cell", "n", "energy_j", "power_avg_w", "power_idle_w", "energy_dynamic_j", "edp_js"),
+                (False, True, True, True, True, True, True),
+                strict=True,
+            )
+        )
+        + (doc.Column("efficiency"),),
+        tuple(
+            (
+                f"{c.label} @ {c.condition}",
+                str(c.n_runs),
+                f"{_est(c.estimates['energy_j'])} {_ci(c.estimates['energy_j'])}",
+                _est(c.estimates["power_avg_w"]),
+                _est(c.estimates["power_idle_w"]),
+                _est(c.estimates["energy_dynamic_j"]),
+                _est(c.estimates["edp_js"]),
+                f"{_est(c.estimates['efficiency_total'])} / {_est(c.estimates['efficiency_dynamic'])} "
+                f"{c.efficiency.unit}",
+            )
+            for c in study.cells
         ),
-        doc.Prose(f"idle power: {_idle_text(study)}", formats=text_only) if study.idle else None,
+        formats=TEXT_ONLY,
+    )
+
+
+def _condition_section(study: EnergyStudy) -> doc.Section:
+    """Energy and EDP of each condition against the baseline."""
+    headers, rows = condition_rows(study)
+    return doc.section(
+        "Per condition",
+        doc.Prose(BY_CONDITION, small=True, formats=doc.RICH),
+        doc.Prose(
+            "per condition: energy and EDP against the baseline (geometric mean over workloads)",
+            formats=TEXT_ONLY,
+        ),
         doc.Table(
             tuple(
                 doc.Column(h, numeric=n)
-                for h, n in zip(
-                    ("cell", "n", "energy_j", "power_avg_w", "power_idle_w", "energy_dynamic_j", "edp_js"),
-                    (False, True, True, True, True, True, True),
-                    strict=True,
-                )
-            )
-            + (doc.Column("efficiency"),),
-            tuple(
-                (
-                    f"{c.label} @ {c.condition}",
-                    str(c.n_runs),
-                    f"{_est(c.estimates['energy_j'])} {_ci(c.estimates['energy_j'])}",
-                    _est(c.estimates["power_avg_w"]),
-                    _est(c.estimates["power_idle_w"]),
-                    _est(c.estimates["energy_dynamic_j"]),
-                    _est(c.estimates["edp_js"]),
-                    f"{_est(c.estimates['efficiency_total'])} / {_est(c.estimates['efficiency_dynamic'])} "
-                    f"{c.efficiency.unit}",
-                )
-                for c in study.cells
+                for h, n in zip(headers, (False, False, True, True, True), strict=True)
             ),
-            formats=text_only,
+            tuple(rows),
         ),
-    ]
-    out = [doc.section(TITLE, *head, anchor="energy")]
-    out.append(
-        doc.section(
-            "Energy, EDP and efficiency per cell", _table(*efficiency_rows(study)), level=3, formats=doc.RICH
-        )
+        level=3,
     )
-    if study.by_condition:
-        headers, rows = condition_rows(study)
-        out.append(
-            doc.section(
-                "Per condition",
-                doc.Prose(BY_CONDITION, small=True, formats=doc.RICH),
-                doc.Prose(
-                    "per condition: energy and EDP against the baseline (geometric mean over workloads)",
-                    formats=text_only,
-                ),
-                doc.Table(
-                    tuple(
-                        doc.Column(h, numeric=n)
-                        for h, n in zip(headers, (False, False, True, True, True), strict=True)
-                    ),
-                    tuple(rows),
-                ),
-                level=3,
-            )
-        )
+
+
+def _plots(study: EnergyStudy) -> list[doc.Block]:
+    """Energy and EDP per run as boxplots, and the power trace of a median run under each condition."""
     figures: list[doc.Block] = []
     if study.cells:
         figures += [
@@ -380,6 +369,37 @@ def sections(analysis, study: EnergyStudy) -> list[doc.Section]:
                 },
             )
         )
+    return figures
+
+
+def sections(analysis, study: EnergyStudy) -> list[doc.Section]:
+    head: list[doc.Block | None] = [
+        doc.Prose(f"Energy: {study.reason}", strong=True, formats=doc.RICH) if study.reason else None,
+        _table(*source_rows(study), formats=doc.RICH),
+    ]
+    if study.primary is None:
+        head.append(doc.Prose(f"energy: {study.reason}", formats=TEXT_ONLY))
+        return [doc.section(TITLE, *head, anchor="energy")]
+    idle = f"Idle power: {_idle_text(study)}" if study.idle else None
+    head += [
+        doc.Prose(METHOD, small=True, formats=doc.RICH),
+        doc.Prose(idle, formats=doc.RICH) if idle else None,
+        doc.Prose(
+            f"energy ({study.primary}): median over runs [95% bootstrap CI]; efficiency with total / dynamic W",
+            formats=TEXT_ONLY,
+        ),
+        doc.Prose(f"idle power: {_idle_text(study)}", formats=TEXT_ONLY) if study.idle else None,
+        _text_table(study),
+    ]
+    out = [doc.section(TITLE, *head, anchor="energy")]
+    out.append(
+        doc.section(
+            "Energy, EDP and efficiency per cell", _table(*efficiency_rows(study)), level=3, formats=doc.RICH
+        )
+    )
+    if study.by_condition:
+        out.append(_condition_section(study))
+    figures = _plots(study)
     if figures:
         out.append(doc.section("Energy and power plots", *figures, level=3, formats=doc.HTML))
     if study.agreement:
@@ -400,7 +420,7 @@ def sections(analysis, study: EnergyStudy) -> list[doc.Section]:
             + (
                 doc.Prose(
                     f"{len(warns)} energy warnings (short runs, aliasing): see the Markdown or HTML report",
-                    formats=text_only,
+                    formats=TEXT_ONLY,
                 ),
             ),
             anchor=out[0].anchor,

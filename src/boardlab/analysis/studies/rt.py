@@ -111,9 +111,9 @@ def _rt_cell(store: Store, cell: CellAnalysis) -> RtCell:
         if rows:
             runs_merged += 1
         for h in rows:
-            counts = json.loads(h["counts_json"])
-            hists.append((counts, int(h["overflow"])))
-            shape.add((float(h["bucket_width"]), len(counts), h["unit"]))
+            run_counts = json.loads(h["counts_json"])
+            hists.append((run_counts, int(h["overflow"])))
+            shape.add((float(h["bucket_width"]), len(run_counts), h["unit"]))
         low = (m.get("min_latency_us") or {}).get("median")
         if low is not None:
             mins.append(float(low))

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from boardlab.analysis import document as doc
+from boardlab.analysis import specs
 from boardlab.analysis.specs import has_role
 
 if TYPE_CHECKING:
@@ -121,6 +122,8 @@ def services_cells(store: Store, campaign_id: int, cells: Sequence[CellAnalysis]
 @dataclass(frozen=True)
 class ServicesStudy:
     cells: tuple[ServiceCell, ...]
+    # how the board measured energy per message, or why it could not, as stored with the campaign
+    energy_reason: str | None = None
 
 
 def applies(ctx) -> bool:
@@ -128,7 +131,9 @@ def applies(ctx) -> bool:
 
 
 def analyze(ctx) -> ServicesStudy:
-    return ServicesStudy(services_cells(ctx.store, ctx.campaign_id, ctx.cells))
+    return ServicesStudy(
+        services_cells(ctx.store, ctx.campaign_id, ctx.cells), specs.energy_reason(ctx.store, ctx.campaign_id)
+    )
 
 
 def shows(study: ServicesStudy) -> list[int]:
@@ -169,7 +174,7 @@ def sensor_shares(cells: Sequence[ServiceCell]) -> list[tuple[str, ...]]:
     """Per service with a sensor: its process's CPU from synthetic values and from the sensor, and the
     sensor's share of the latter ((sensor - synthetic) / sensor), where both cells ran under the same
     condition."""
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for scenario, sensor, proc in SENSORS:
         mine = [c for c in cells if c.scenario == scenario and c.n_valid]
         for syn in (c for c in mine if c.params.get("source", "synthetic") == "synthetic"):
@@ -184,9 +189,12 @@ def sensor_shares(cells: Sequence[ServiceCell]) -> list[tuple[str, ...]]:
     return rows
 
 
-def tables(cells: Sequence[ServiceCell]) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]]]]:
-    """(title, headers, rows) per table of the section."""
-    out = []
+ServicesTable = tuple[str, tuple[str, ...], list[tuple[str, ...]]]  # (title, headers, rows)
+
+
+def _shares_table(cells: Sequence[ServiceCell]) -> list[ServicesTable]:
+    """The sensor's share of each service's CPU."""
+    out: list[ServicesTable] = []
     shares = sensor_shares(cells)
     if shares:
         out.append((
@@ -194,9 +202,15 @@ def tables(cells: Sequence[ServiceCell]) -> list[tuple[str, tuple[str, ...], lis
             ("service", "sensor", "cpu_pct_synthetic", "cpu_pct_sensor", "sensor_share_percent"),
             shares,
         ))  # fmt: skip
+    return out
+
+
+def _data_table(cells: Sequence[ServiceCell]) -> list[ServicesTable]:
+    """The data services: CPU, memory and latency per scenario."""
+    out: list[ServicesTable] = []
     data = [c for c in cells if c.scenario in ("position", "orientation", "three")]
     if data:
-        rows = []
+        rows: list[tuple[str, ...]] = []
         for c in data:
             m = c.metrics
             per = ", ".join(f"{k} {v:.3f}" for k, v in sorted(c.per_service_cpu_pct.items()))
@@ -242,9 +256,15 @@ def tables(cells: Sequence[ServiceCell]) -> list[tuple[str, tuple[str, ...], lis
                 rows,
             )
         )
+    return out
+
+
+def _soap_table(cells: Sequence[ServiceCell]) -> list[ServicesTable]:
+    """The SOAP endpoint's latency at each closed or open-loop rate."""
+    out: list[ServicesTable] = []
     soap = [c for c in cells if c.scenario == "soap"]
     if soap:
-        rows = [
+        rows: list[tuple[str, ...]] = [
             (
                 _name(c),
                 str(c.n_valid),
@@ -279,9 +299,15 @@ def tables(cells: Sequence[ServiceCell]) -> list[tuple[str, tuple[str, ...], lis
                 rows,
             )
         )
+    return out
+
+
+def _saturation_tables(cells: Sequence[ServiceCell]) -> list[ServicesTable]:
+    """The SOAP saturation knee, and the open loop's latency at each rate it swept."""
+    out: list[ServicesTable] = []
     sat = [c for c in cells if c.scenario == "soap-saturation"]
     if sat:
-        rows = [
+        rows: list[tuple[str, ...]] = [
             (_name(c), str(c.n_valid), _f(c.knee_rate_hz, digits=0), _f(c.per_service_cpu_pct.get("mgmt")))
             for c in sat
         ]
@@ -323,6 +349,12 @@ def tables(cells: Sequence[ServiceCell]) -> list[tuple[str, tuple[str, ...], lis
                     rows,
                 )
             )
+    return out
+
+
+def _power_table(cells: Sequence[ServiceCell]) -> list[ServicesTable]:
+    """Power at rest against operating, and the energy per message above rest."""
+    out: list[ServicesTable] = []
     power = [c for c in cells if c.scenario in ("rest", "operating") and c.n_valid]
     if power:
         out.append(
@@ -354,10 +386,18 @@ def tables(cells: Sequence[ServiceCell]) -> list[tuple[str, tuple[str, ...], lis
     return out
 
 
-def energy_note() -> str:
-    from boardlab.workloads.services import energy_reason
+def tables(cells: Sequence[ServiceCell]) -> list[ServicesTable]:
+    """(title, headers, rows) per table of the section."""
+    return [
+        table
+        for part in (_shares_table, _data_table, _soap_table, _saturation_tables, _power_table)
+        for table in part(cells)
+    ]
 
-    return f"Energy per message and power at rest vs operating: {energy_reason()}."
+
+def energy_note(reason: str | None) -> str:
+    what = reason or "not stored with this campaign (the board's power sources are unknown to this report)"
+    return f"Energy per message and power at rest vs operating: {what}."
 
 
 PROSE = (
@@ -377,5 +417,13 @@ def sections(analysis, study: ServicesStudy | Sequence[ServiceCell]) -> list[doc
     out = [doc.section(TITLE, doc.Prose(PROSE, small=True, formats=doc.RICH), anchor="services")]
     for title, headers, rows in tables(cells):
         out.append(doc.section(title, doc.Table(tuple(doc.Column(h) for h in headers), tuple(rows)), level=3))
-    out.append(doc.section("Energy per message", doc.Prose(energy_note(), small=True), level=3))
+    out.append(
+        doc.section(
+            "Energy per message",
+            doc.Prose(
+                energy_note(study.energy_reason if isinstance(study, ServicesStudy) else None), small=True
+            ),
+            level=3,
+        )
+    )
     return out

@@ -18,7 +18,8 @@ from __future__ import annotations
 import json
 import statistics
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from boardlab.analysis import document as doc
@@ -27,6 +28,7 @@ from boardlab.analysis.format import params_text
 from boardlab.analysis.specs import has_role, spec_of
 
 if TYPE_CHECKING:
+    from boardlab.model.workload import WorkloadSpec
     from boardlab.store import Store
 
 TITLE = "Data-stream study"
@@ -213,9 +215,9 @@ def _label(params: dict, skip: tuple[str, ...]) -> str:
     )
 
 
-def _med(xs: list[float]) -> float | None:
-    xs = [x for x in xs if x is not None]
-    return statistics.median(xs) if xs else None
+def _med(xs: Sequence[float | None]) -> float | None:
+    known = [x for x in xs if x is not None]
+    return statistics.median(known) if known else None
 
 
 def _metric(doc: dict, name: str) -> float | None:
@@ -260,7 +262,53 @@ def _where_broke(docs: list[dict], metric: str) -> str:
     return where + (f"; goodput short of offered {short:.1f}%" if short is not None else "")
 
 
-def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy | None:
+@dataclass
+class _Gathered:
+    """What the stream study collects cell by cell, before it becomes the frozen `StreamStudy`."""
+
+    curves: dict[tuple[str, str], dict[int, list[float]]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(list))
+    )
+    to_bit: dict[str, float] = field(default_factory=dict)
+    dma: dict[int, list[dict]] = field(default_factory=lambda: defaultdict(list))
+    stages: list[StageCpu] = field(default_factory=list)
+    gflops: list[Gflops] = field(default_factory=list)
+    bit_costs: list[BitCost] = field(default_factory=list)
+    searches: list[tuple[str, float, str]] = field(default_factory=list)
+    compute_ips: list[tuple[float, str]] = field(default_factory=list)
+    io_best: list[tuple[float, str]] = field(default_factory=list)  # storage
+    io_links: list[tuple[float, str]] = field(default_factory=list)  # network measured over a real link
+    io_declared: list[tuple[float, str]] = field(
+        default_factory=list
+    )  # link rates plans declared (link_bit_s)
+    io_loopback: list[tuple[float, str]] = field(default_factory=list)
+    net_ceiling: list[tuple[float, str]] = field(default_factory=list)
+    pipeline_goodput: list[tuple[int, str, float]] = field(default_factory=list)
+    rr_rows: list[RrRow] = field(default_factory=list)
+    link_rows: list[LinkRow] = field(default_factory=list)
+    pcie_rows: list[dict] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _StreamCell:
+    """One cell of a stream workload: its parameters, the label suffix of its condition, its valid runs'
+    worker results, and the roles its stored spec gives it."""
+
+    workload: str
+    params: dict
+    cond: str  # "" under the baseline, else " [condition]"
+    docs: list[dict]
+    roles: frozenset[str]
+
+    @property
+    def name(self) -> str:
+        return f"{self.workload} ({_label(self.params, ())}){self.cond}"
+
+
+def _stream_runs(
+    store: Store, campaign_id: int
+) -> tuple[dict[tuple[str, str, str], list[dict]], dict[str, str]]:
+    """(workload, params, condition) -> the valid runs' worker results, and workload -> why it is unsupported."""
     by_cell: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
     unsupported: dict[str, str] = {}
     for row in store.runs(campaign_id):
@@ -278,177 +326,190 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
     for name, reason in (env.get("skipped_workloads") or {}).items():
         if _is_stream(name):
             unsupported[name] = reason
-    if not by_cell and not unsupported:
-        return None
-    hz, hz_source = clock_of(inventory)
-    notes: list[str] = []
+    return by_cell, unsupported
 
-    curves: dict[tuple[str, str], dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
-    to_bit: dict[str, float] = {}
-    dma: dict[int, list[dict]] = defaultdict(list)
-    stages: list[StageCpu] = []
-    gflops: list[Gflops] = []
-    bit_costs: list[BitCost] = []
-    searches: list[tuple[str, float, str]] = []
-    compute_ips: list[tuple[float, str]] = []
-    io_best: list[tuple[float, str]] = []  # storage
-    io_links: list[tuple[float, str]] = []  # network measured over a real link
-    io_declared: list[tuple[float, str]] = []  # link rates plans declared (link_bit_s)
-    io_loopback: list[tuple[float, str]] = []
-    net_ceiling: list[tuple[float, str]] = []
-    pipeline_goodput: list[tuple[int, str, float]] = []
-    rr_rows: list[RrRow] = []
-    link_rows: list[LinkRow] = []
-    pcie_rows: list[dict] = []
-    for (workload, params_json, condition), docs in sorted(by_cell.items()):
-        params = json.loads(params_json)
-        cond = "" if condition in ("baseline", "") else f" [{condition}]"
-        spec = spec_of(workload)
-        roles = set(spec.roles) if spec else set()
-        if spec is not None and spec.throughput_curve is not None:
-            key, metric, factor = spec.throughput_curve
-            to_bit[workload] = factor
-            if key in params:
-                label = _label(params, (key,)) + cond
-                vals = [v for v in (_metric(d, metric) for d in docs) if v is not None]
-                if vals:  # the cell's median, as the tables show it (tcp_rr reports no goodput)
-                    curves[(workload, label)][int(params[key])].extend(vals)
-                    rate = (statistics.median(vals) * factor, f"{workload} ({_label(params, ())}){cond}")
-                    host = _peer_host(docs) if roles & {"network", "pipeline"} else None
-                    if host:
-                        io_links.append((rate[0], f"{rate[1]}, measured over the link to {host}"))
-                    elif roles & {"network", "pipeline"}:
-                        io_loopback.append(rate)
-                    else:
-                        io_best.append(rate)
-                    if "network" in roles:
-                        net_ceiling.append(
-                            (statistics.median(vals), f"{workload} ({_label(params, ())}){cond}")
-                        )
-                    if "pipeline" in roles:
-                        pipeline_goodput.append(
-                            (
-                                int(params.get("block_bytes", 0)),
-                                f"{_label(params, ())}{cond}",
-                                statistics.median(vals),
-                            )
-                        )
-        if "network" in roles and params.get("mode") == "tcp_rr":
-            rr_rows.append(
-                RrRow(
-                    f"{_label(params, ('mode',))}{cond}",
-                    *(
-                        _med([_metric(d, m) for d in docs])
-                        for m in ("transactions_s", "latency_p50_ns", "latency_p99_ns", "latency_p999_ns")
-                    ),
-                    len(docs),
-                )
+
+def _gather_curve(g: _Gathered, c: _StreamCell, curve: tuple[str, str, float]) -> None:
+    """A throughput curve's point, and the cell's rate as storage, link or loopback I/O for the balance."""
+    key, metric, factor = curve
+    g.to_bit[c.workload] = factor
+    if key not in c.params:
+        return
+    vals = [v for v in (_metric(d, metric) for d in c.docs) if v is not None]
+    if not vals:  # tcp_rr reports no goodput
+        return
+    g.curves[(c.workload, _label(c.params, (key,)) + c.cond)][int(c.params[key])].extend(vals)
+    median = statistics.median(vals)  # the cell's median, as the tables show it
+    rate = (median * factor, c.name)
+    host = _peer_host(c.docs) if c.roles & {"network", "pipeline"} else None
+    if host:
+        g.io_links.append((rate[0], f"{rate[1]}, measured over the link to {host}"))
+    elif c.roles & {"network", "pipeline"}:
+        g.io_loopback.append(rate)
+    else:
+        g.io_best.append(rate)
+    if "network" in c.roles:
+        g.net_ceiling.append((median, c.name))
+    if "pipeline" in c.roles:
+        g.pipeline_goodput.append(
+            (int(c.params.get("block_bytes", 0)), f"{_label(c.params, ())}{c.cond}", median)
+        )
+
+
+def _gather_links(g: _Gathered, c: _StreamCell) -> None:
+    """Request-response rows of the network workloads, and a pipeline's goodput against its declared link."""
+    if "network" in c.roles and c.params.get("mode") == "tcp_rr":
+        tps, p50, p99, p999 = (
+            _med([_metric(d, m) for d in c.docs])
+            for m in ("transactions_s", "latency_p50_ns", "latency_p99_ns", "latency_p999_ns")
+        )
+        g.rr_rows.append(RrRow(f"{_label(c.params, ('mode',))}{c.cond}", tps, p50, p99, p999, len(c.docs)))
+    if "pipeline" in c.roles and float(c.params.get("link_bit_s") or 0) > 0:
+        goodput = _med([_metric(d, "goodput_bit_s") for d in c.docs])
+        if goodput is not None:
+            link = float(c.params["link_bit_s"])
+            # The runs' own percent when they report it; else the same ratio from their goodput.
+            eff = _med([_metric(d, "link_efficiency_percent") for d in c.docs])
+            lbl = f"{_label(c.params, ('link_bit_s',))}{c.cond}"
+            g.link_rows.append(
+                LinkRow(lbl, goodput, link, eff if eff is not None else 100 * goodput / link, len(c.docs))
             )
-        if "pipeline" in roles and float(params.get("link_bit_s") or 0) > 0:
-            g = _med([_metric(d, "goodput_bit_s") for d in docs])
-            if g is not None:
-                link = float(params["link_bit_s"])
-                # The runs' own percent when they report it; else the same ratio from their goodput.
-                eff = _med([_metric(d, "link_efficiency_percent") for d in docs])
-                lbl = f"{_label(params, ('link_bit_s',))}{cond}"
-                link_rows.append(LinkRow(lbl, g, link, eff if eff is not None else 100 * g / link, len(docs)))
-        if "dma" in roles and params.get("pcitest_log"):
-            for d in docs[-1:]:  # the same log gives the same table: the last run's
-                pcie_rows.extend((d.get("info") or {}).get("pcitest_rows") or [])
+
+
+def _gather_compute(g: _Gathered, c: _StreamCell, spec: WorkloadSpec | None) -> None:
+    """GFLOPS and retired instructions per second of compute cells; a rate search's top rate."""
+    if "compute" in c.roles:
+        gf = _med([_metric(d, "gflops") for d in c.docs])
+        if gf is not None:
+            g.gflops.append(Gflops(c.name, gf, len(c.docs)))
+        for d in c.docs:
+            count, _why = _counter_instructions(d)
+            if count and d.get("wall_ns"):
+                g.compute_ips.append((count / (d["wall_ns"] * 1e-9), f"{c.workload} retired instructions/s"))
+    if "rate-search" in c.roles and spec is not None:
+        name = spec.primary_metric.name
+        v = _med([_metric(d, name) for d in c.docs])
+        if v is not None:
+            at_least = any((d.get("info") or {}).get("at_least") for d in c.docs)
+            g.searches.append(
+                (c.name + (" [top of range: at least]" if at_least else ""), v, _where_broke(c.docs, name))
+            )
+
+
+def _gather_stages(g: _Gathered, c: _StreamCell) -> None:
+    """A pipeline's CPU per delivered byte in each stage."""
+    per_stage = []
+    for st in STAGES:
+        vals = []
+        for d in c.docs:
+            info = d.get("info") or {}
+            delivered = info.get("stage.sink.bytes_out") or 0
+            if delivered:
+                vals.append(info.get(f"stage.{st}.cpu_ns", 0) / delivered)
+        if vals:
+            per_stage.append((st, statistics.median(vals)))
+    ratio = _med([(d.get("info") or {}).get("cpu_stages_over_rusage") for d in c.docs])
+    g.stages.append(
+        StageCpu(
+            f"{_label(c.params, ())}{c.cond}", tuple(per_stage), ratio, int(c.params.get("block_bytes", 0))
+        )
+    )
+
+
+def _gather_bit_cost(g: _Gathered, c: _StreamCell, hz: float | None) -> None:
+    """Instructions per delivered bit (or cycle-equivalents from CPU time and the clock, said so)."""
+    costs = []
+    reason = None
+    kind = "instructions"
+    for d in c.docs:
+        info = d.get("info") or {}
+        if "pipeline" in c.roles:
+            bits = 8 * (info.get("stage.sink.bytes_out") or 0)
+            cpu_ns = info.get("cpu_ns_stages_sum") or 0
+        else:
+            bits = 8 * (info.get("sent_bytes") or 0)
+            per_b = [_metric(d, "cpu_ns_per_byte_sender"), _metric(d, "cpu_ns_per_byte_receiver")]
+            cpu_ns = sum(x for x in per_b if x) * (bits / 8)
+        if not bits:
             continue
-        if "dma" in roles:
-            dma[int(params.get("size_bytes", 0))].extend(docs)
-        if "compute" in roles:
-            g = _med([_metric(d, "gflops") for d in docs])
-            if g is not None:
-                gflops.append(Gflops(f"{workload} ({_label(params, ())}){cond}", g, len(docs)))
-            for d in docs:
-                count, _why = _counter_instructions(d)
-                if count and d.get("wall_ns"):
-                    compute_ips.append((count / (d["wall_ns"] * 1e-9), f"{workload} retired instructions/s"))
-        if "rate-search" in roles:
-            name = spec.primary_metric.name  # type: ignore[union-attr]
-            v = _med([_metric(d, name) for d in docs])
-            if v is not None:
-                at_least = any((d.get("info") or {}).get("at_least") for d in docs)
-                searches.append(
-                    (
-                        f"{workload} ({_label(params, ())}){cond}"
-                        + (" [top of range: at least]" if at_least else ""),
-                        v,
-                        _where_broke(docs, name),
-                    )
-                )
-        if "pipeline" in roles:
-            per_stage = []
-            for st in STAGES:
-                vals = []
-                for d in docs:
-                    info = d.get("info") or {}
-                    delivered = info.get("stage.sink.bytes_out") or 0
-                    if delivered:
-                        vals.append(info.get(f"stage.{st}.cpu_ns", 0) / delivered)
-                if vals:
-                    per_stage.append((st, statistics.median(vals)))
-            ratio = _med([(d.get("info") or {}).get("cpu_stages_over_rusage") for d in docs])
-            stages.append(
-                StageCpu(
-                    f"{_label(params, ())}{cond}", tuple(per_stage), ratio, int(params.get("block_bytes", 0))
-                )
-            )
-        if roles & {"pipeline", "network"}:
-            costs = []
-            reason = None
-            kind = "instructions"
-            for d in docs:
-                info = d.get("info") or {}
-                if "pipeline" in roles:
-                    bits = 8 * (info.get("stage.sink.bytes_out") or 0)
-                    cpu_ns = info.get("cpu_ns_stages_sum") or 0
-                else:
-                    bits = 8 * (info.get("sent_bytes") or 0)
-                    per_b = [_metric(d, "cpu_ns_per_byte_sender"), _metric(d, "cpu_ns_per_byte_receiver")]
-                    cpu_ns = sum(x for x in per_b if x) * (bits / 8)
-                if not bits:
-                    continue
-                count, why = _counter_instructions(d)
-                if count:
-                    costs.append(count / bits)
-                elif hz:
-                    reason, kind = why, "cycle-equivalents (estimate: CPU time x clock)"
-                    costs.append(cpu_ns * 1e-9 * hz / bits)
-                else:
-                    reason = f"{why}; and no clock frequency for an estimate"
-            if costs:
-                bit_costs.append(
-                    BitCost(
-                        f"{workload} ({_label(params, ())}){cond}", statistics.median(costs), kind, reason
-                    )
-                )
-    if not compute_ips and hz:
+        count, why = _counter_instructions(d)
+        if count:
+            costs.append(count / bits)
+        elif hz:
+            reason, kind = why, "cycle-equivalents (estimate: CPU time x clock)"
+            costs.append(cpu_ns * 1e-9 * hz / bits)
+        else:
+            reason = f"{why}; and no clock frequency for an estimate"
+    if costs:
+        g.bit_costs.append(BitCost(c.name, statistics.median(costs), kind, reason))
+
+
+def _gather_cell(g: _Gathered, c: _StreamCell, hz: float | None) -> None:
+    spec = spec_of(c.workload)
+    if spec is not None and spec.throughput_curve is not None:
+        _gather_curve(g, c, spec.throughput_curve)
+    _gather_links(g, c)
+    if "dma" in c.roles and c.params.get("pcitest_log"):
+        for d in c.docs[-1:]:  # the same log gives the same table: the last run's
+            g.pcie_rows.extend((d.get("info") or {}).get("pcitest_rows") or [])
+        return
+    if "dma" in c.roles:
+        g.dma[int(c.params.get("size_bytes", 0))].extend(c.docs)
+    _gather_compute(g, c, spec)
+    if "pipeline" in c.roles:
+        _gather_stages(g, c)
+    if c.roles & {"pipeline", "network"}:
+        _gather_bit_cost(g, c, hz)
+
+
+def _balance(
+    g: _Gathered, by_cell: dict[tuple[str, str, str], list[dict]], hz: float | None
+) -> Balance | None:
+    """Compute against I/O: the best instruction rate measured (else the clock's estimate) and the I/O rate
+    the balance uses (measured links, declared links, storage, loopback; `_io_for_balance`)."""
+    if not g.compute_ips and hz:
         threads = max(
             [int(json.loads(p)["threads"]) for (w, p, _c) in by_cell if has_role(w, "compute") and "threads" in json.loads(p)]
             or [1]
         )  # fmt: skip
-        compute_ips.append(
+        g.compute_ips.append(
             (hz * threads, f"estimate: clock x {threads} thread(s), one instruction per cycle")
         )
-    balance = None
-    for (_w, params_json, _c), _docs in by_cell.items():
+    for _w, params_json, _c in by_cell:
         link = json.loads(params_json).get("link_bit_s")
         if isinstance(link, int | float) and link > 0:
-            io_declared.append(
+            g.io_declared.append(
                 (float(link), f"declared link rate (link_bit_s = {_si(float(link), 'bit/s')})")
             )
-    io = _io_for_balance(io_best, io_links, io_declared, io_loopback)
-    if compute_ips and io:
-        c = max(compute_ips)
-        balance = Balance(c[0], c[1], io[0], io[1], io[2])
-    dma_rows = []
-    for size, docs in sorted(dma.items()):
+    io = _io_for_balance(g.io_best, g.io_links, g.io_declared, g.io_loopback)
+    if not (g.compute_ips and io):
+        return None
+    c = max(g.compute_ips)
+    return Balance(c[0], c[1], io[0], io[1], io[2])
+
+
+def _dma_rows(g: _Gathered) -> tuple[DmaRow, ...]:
+    rows = []
+    for size, docs in sorted(g.dma.items()):
         mem = _med([_metric(d, "memcpy_mb_s") for d in docs])
         dm = _med([_metric(d, "dma_mb_s") for d in docs])
-        dma_rows.append(DmaRow(size, mem, dm, dm / mem if dm and mem else None, len(docs)))
+        rows.append(DmaRow(size, mem, dm, dm / mem if dm and mem else None, len(docs)))
+    return tuple(rows)
+
+
+def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy | None:
+    by_cell, unsupported = _stream_runs(store, campaign_id)
+    if not by_cell and not unsupported:
+        return None
+    hz, hz_source = clock_of(inventory)
+    g = _Gathered()
+    for (workload, params_json, condition), docs in sorted(by_cell.items()):
+        spec = spec_of(workload)
+        cond = "" if condition in ("baseline", "") else f" [{condition}]"
+        roles = frozenset(spec.roles) if spec else frozenset()
+        _gather_cell(g, _StreamCell(workload, json.loads(params_json), cond, docs, roles), hz)
+    balance = _balance(g, by_cell, hz)
+    ceiling = max(g.net_ceiling) if g.net_ceiling else None
     return StreamStudy(
         curves=tuple(
             Curve(
@@ -456,35 +517,30 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
                 label,
                 "bit/s",
                 tuple((b, statistics.median(v), len(v)) for b, v in sorted(pts.items())),
-                to_bit.get(w, 1.0),
+                g.to_bit.get(w, 1.0),
             )
-            for (w, label), pts in sorted(curves.items())
+            for (w, label), pts in sorted(g.curves.items())
         ),
-        dma=tuple(dma_rows),
+        dma=_dma_rows(g),
         dma_unsupported=next((r for w, r in sorted(unsupported.items()) if has_role(w, "dma")), None),
-        stages=tuple(sorted(stages, key=lambda st: (st.block_bytes, st.label))),
-        gflops=tuple(gflops),
-        bit_costs=tuple(bit_costs),
+        stages=tuple(sorted(g.stages, key=lambda st: (st.block_bytes, st.label))),
+        gflops=tuple(g.gflops),
+        bit_costs=tuple(g.bit_costs),
         balance=balance,
-        searches=tuple(searches),
-        efficiency=tuple((label, g, g / max(net_ceiling)[0]) for _b, label, g in sorted(pipeline_goodput))
-        if net_ceiling
+        searches=tuple(g.searches),
+        efficiency=tuple((label, gp, gp / ceiling[0]) for _b, label, gp in sorted(g.pipeline_goodput))
+        if ceiling
         else (),
-        ceiling=f"{max(net_ceiling)[1]}: {_si(max(net_ceiling)[0], 'bit/s')}" if net_ceiling else "",
-        rr=tuple(rr_rows),
-        link=tuple(link_rows),
-        pcie=tuple(pcie_rows),
-        gflops_per_watt=bool(gflops) and _energy_measured(store, campaign_id),
+        ceiling=f"{ceiling[1]}: {_si(ceiling[0], 'bit/s')}" if ceiling else "",
+        rr=tuple(g.rr_rows),
+        link=tuple(g.link_rows),
+        pcie=tuple(g.pcie_rows),
+        gflops_per_watt=bool(g.gflops) and _energy_measured(store, campaign_id),
         gflops_per_watt_missing=_no_gflops_per_watt(inventory),
         clock_hz=hz,
         clock_source=hz_source,
         notes=tuple(
-            notes
-            + [
-                f"{w}: unsupported here: {r}"
-                for w, r in sorted(unsupported.items())
-                if not has_role(w, "dma")
-            ]
+            f"{w}: unsupported here: {r}" for w, r in sorted(unsupported.items()) if not has_role(w, "dma")
         ),
     )
 
@@ -498,8 +554,8 @@ def _curve_value(c: Curve, v: float) -> float:
 
 def tables(s: StreamStudy) -> list[tuple[str, tuple[str, ...], list[tuple[str, ...]]]]:
     """(title, headers, rows) of every table of the section, shared by the three renderers."""
-    out = []
-    rows = [
+    out: list[tuple[str, tuple[str, ...], list[tuple[str, ...]]]] = []
+    rows: list[tuple[str, ...]] = [
         (c.workload, c.label, f"{b}", _si(_curve_value(c, v), "bit/s"), str(n))
         for c in s.curves
         for b, v, n in c.points

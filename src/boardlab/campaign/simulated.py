@@ -47,6 +47,7 @@ def simulated_note(soc: SocSpec) -> str:
 def write(store, soc: SocSpec, *, this_policy: str | None, sizes, repetitions: int, seed: int = 1) -> Written:
     """Writes one campaign (the task on `this_policy`, default the LITTLE cluster as the preset's `auto`)."""
     from boardlab import __version__
+    from boardlab.campaign import facts
     from boardlab.campaign.plan import parse_plan
     from boardlab.campaign.runner import board_fingerprint, plan_hash
     from boardlab.campaign.schedule import build_cells
@@ -58,6 +59,7 @@ def write(store, soc: SocSpec, *, this_policy: str | None, sizes, repetitions: i
     with tempfile.TemporaryDirectory(prefix="boardlab-sim-") as tree:
         SimBoard(soc, tree)
         info = inventory(SysRoot(tree))
+        facts_doc = facts.document(all_workloads(), tree)  # what the simulated board's power sources allow
         # the scratch tree is gone after this: its paths in the inventory's reasons name the simulator instead
         inv = json.loads(json.dumps(info.to_dict(), default=str).replace(tree, f"<simulator {soc.name}>"))
     grids = sweep.expand(info, this_policy)
@@ -85,6 +87,7 @@ def write(store, soc: SocSpec, *, this_policy: str | None, sizes, repetitions: i
         board_id=board_id, boardlab_version=__version__, kern_version=None, root=f"simulator:{soc.name}",
         environment=environment,
     )  # fmt: skip
+    facts.save(store, campaign_id, facts_doc)
     conditions = {c.name: c for c in plan.conditions}
     ids = store.ensure_cells(campaign_id, cells, conditions, units)
     rng = random.Random(seed)
@@ -145,7 +148,7 @@ def _run(soc: SocSpec, grid: sweep.Grid, cell, condition, rep: int, seq: int, st
     metrics.append(MetricResult("memory_access", "bus accesses per cycle", False, (mem,), mem, mem))
     iterations = tuple(round(x * ACCESSES_PER_ITERATION) for x in ns)
     freqs = {grid.this_policy: this_khz} | ({grid.other_policy: other_khz} if grid.other_policy else {})
-    state = {
+    state: dict[str, object] = {
         "simulated": soc.name,
         "governor": "userspace" if condition.kind != "baseline" else "ondemand",
         "policies": {p: {"frequency_khz": k} for p, k in freqs.items()},

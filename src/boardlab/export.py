@@ -1,4 +1,5 @@
-"""Exports: one record per run (JSON, CSV, Parquet), each document carrying its schema version."""
+"""Exports, above the store: one record per run (JSON, CSV, Parquet), each document carrying its schema version
+and read through `Store` methods only."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from boardlab.errors import InputError, os_error
-from boardlab.store.db import Store
+from boardlab.store import Store
 
 # 2: the board's label in every record (a shared store holds many boards)
 # 3: user_time_us and system_time_us, the worker's own CPU time per run (wait4 rusage); readers of schema 2

@@ -1,0 +1,46 @@
+"""The workload facts a campaign stores for its report (`boardlab.model.facts`): written by the runner when
+a campaign starts, so that analysis never asks the host that renders (its catalog, its boardlab-kern)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from boardlab.errors import BoardlabError
+from boardlab.model import facts
+from boardlab.model.workload import WorkloadSpec
+from boardlab.store import Store
+
+
+def document(specs: Iterable[WorkloadSpec], root: str = "/") -> dict:
+    """The facts of these workloads, and what the board under `root` lets the services scenario measure."""
+    from boardlab.workloads.services import energy_reason
+
+    return facts.facts_document(specs, energy_reason=energy_reason(root))
+
+
+def store_facts(store: Store, campaign_id: int, catalog: dict[str, WorkloadSpec], root: str = "/") -> bool:
+    """Stores the facts of every workload of the catalog with the campaign, unless it holds them already (a
+    resumed campaign keeps those of its start). True when they were missing from a campaign that had runs:
+    one stored before boardlab stored facts, now derived once from this host's catalog."""
+    if store.campaign_artifact(campaign_id, facts.WORKLOAD_FACTS) is not None:
+        return False
+    save(store, campaign_id, document(catalog.values(), root))
+    return bool(store.run_progress(campaign_id)[0])
+
+
+def save(store: Store, campaign_id: int, doc: dict) -> None:
+    store.save_campaign_artifact(campaign_id, facts.WORKLOAD_FACTS, json.dumps(doc, sort_keys=True).encode())
+
+
+def host_facts(_where: str, _campaign_id: int) -> dict:
+    """This host's catalog as a facts document: what a reader offers for a campaign stored without facts."""
+    from boardlab.workloads import all_workloads
+
+    try:
+        specs = all_workloads()
+    except (BoardlabError, OSError):  # no runnable boardlab-kern here: the Python-run workloads' facts only
+        from boardlab.workloads import python_workload_modules
+
+        specs = [m.SPEC for m in python_workload_modules().values()]
+    return document(specs)

@@ -1,0 +1,98 @@
+"""What analysis knows of a campaign's workloads, stored with the campaign.
+
+A report is made from the database alone, on any host: the host that renders it may have another build of
+boardlab-kern, or none. So the runner stores, when the campaign starts, the analysis facts of every workload
+of its catalog (family, metrics, tails, histograms, roles, curves, composite membership) and what the board's
+power sources allow the services scenario, as the campaign artifact `WORKLOAD_FACTS`; analysis reads only
+that. Every workload of the catalog is stored, not only the campaign's: a composite is shown only when all
+its members were measured, which needs the whole membership.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from boardlab.model.workload import MetricSpec, WorkloadSpec
+
+WORKLOAD_FACTS = "workload-facts"  # the campaign artifact's name
+WORKLOAD_FACTS_SCHEMA = 1
+
+# A campaign stored before these facts were has none. The program reading it may offer this host's catalog
+# in their place (the CLI does, and says so): (store path, campaign id) -> a facts document, or None.
+HOST_FACTS: Callable[[str, int], dict | None] | None = None
+
+
+def _metric(m: dict) -> MetricSpec:
+    return MetricSpec(
+        m["name"], m["unit"], bool(m["higher_is_better"]), m.get("kind", "rate"), m.get("phase")
+    )
+
+
+def spec_facts(spec: WorkloadSpec) -> dict:
+    """The part of a workload's spec that analysis reads, as JSON."""
+    return {
+        "name": spec.name,
+        "family": spec.family,
+        "summary": spec.summary,
+        "runner": spec.runner,
+        "metrics": [
+            {
+                "name": m.name,
+                "unit": m.unit,
+                "higher_is_better": m.higher_is_better,
+                "kind": m.kind,
+                "phase": m.phase,
+            }
+            for m in spec.metrics
+        ],  # fmt: skip
+        "tail_samples": spec.tail_samples,
+        "tail_metric": spec.tail_metric,
+        "tail_count_metric": spec.tail_count_metric,
+        "sample_histogram": spec.sample_histogram,
+        "roles": list(spec.roles),
+        "throughput_curve": None if spec.throughput_curve is None else list(spec.throughput_curve),
+        "composite": spec.composite,
+    }
+
+
+def spec_from_facts(d: dict) -> WorkloadSpec:
+    """A spec with what analysis reads (no hooks: nothing launches a stored workload)."""
+    curve = d.get("throughput_curve")
+    return WorkloadSpec(
+        name=d["name"],
+        family=d["family"],
+        summary=d.get("summary", ""),
+        runner=d.get("runner", ""),
+        metrics=tuple(_metric(m) for m in d.get("metrics", ())),
+        tail_samples=bool(d.get("tail_samples")),
+        tail_metric=d.get("tail_metric"),
+        tail_count_metric=d.get("tail_count_metric"),
+        sample_histogram=d.get("sample_histogram"),
+        roles=tuple(d.get("roles", ())),
+        throughput_curve=None if curve is None else (str(curve[0]), str(curve[1]), float(curve[2])),
+        composite=d.get("composite"),
+    )
+
+
+def facts_document(specs: Iterable[WorkloadSpec], *, energy_reason: str | None) -> dict:
+    """The artifact: every workload's facts by name, and the services scenario's energy statement for this
+    board (how it measures energy per message, or why it cannot)."""
+    return {
+        "schema": WORKLOAD_FACTS_SCHEMA,
+        "workloads": {s.name: spec_facts(s) for s in sorted(specs, key=lambda s: s.name)},
+        "energy_reason": energy_reason,
+    }
+
+
+def read_facts_document(doc: dict) -> tuple[dict[str, WorkloadSpec], str | None]:
+    """(workload name -> spec, the energy statement); ValueError for a document this boardlab cannot read."""
+    if not isinstance(doc, dict) or doc.get("schema") != WORKLOAD_FACTS_SCHEMA:
+        got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+        raise ValueError(
+            f"workload facts of schema {got!r}; this boardlab reads schema {WORKLOAD_FACTS_SCHEMA}"
+        )
+    try:
+        specs = {name: spec_from_facts(d) for name, d in doc["workloads"].items()}
+    except (KeyError, TypeError, IndexError, ValueError) as exc:
+        raise ValueError(f"workload facts are malformed ({type(exc).__name__}: {exc})") from None
+    return specs, doc.get("energy_reason")
