@@ -238,7 +238,12 @@ def run(args) -> int:
         print(f"fleet [{time.monotonic() - t0:6.0f} s] {term(who + message)}", file=sys.stderr, flush=True)
 
     def ingest(path):
-        return ingest_file(path, args.db).to_dict()
+        from boardlab.analysis.summary import keep_after
+
+        def summaries(store, result):  # for `boardlab serve` and `history` (analysis.summary)
+            keep_after(store, result.campaign_ids, lambda text: say(None, f"warning: {text}"))
+
+        return ingest_file(path, args.db, then=summaries).to_dict()
 
     say(None, f"plan {plan.name}: {len(found)} boards ({', '.join(found)}) with {want}")
     results, interrupted = run_fleet(spec, list(found), say, ingest)
