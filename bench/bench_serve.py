@@ -69,7 +69,9 @@ def build(path: Path, campaigns_per_board: int, seed: int = 1) -> dict:
     specs = {"baseline": ConditionSpec("baseline", "baseline", {}, None),
              "stress": ConditionSpec("stress", "stressor", {}, "baseline")}  # fmt: skip
     cells = [Cell(f"bench.w{p:02d}", (), cond, "seconds") for p in range(POINTS) for cond in specs]
-    bases = {c.key: (1.0 + 0.05 * int(c.workload[-2:])) * (1.2 if c.condition == "stress" else 1.0) for c in cells}
+    bases = {
+        c.key: (1.0 + 0.05 * int(c.workload[-2:])) * (1.2 if c.condition == "stress" else 1.0) for c in cells
+    }
     slow_cell = cells[2].key  # bench.w01 at baseline
     ids: dict[str, list[int]] = {}
     with Store.open(path) as store:
@@ -194,7 +196,10 @@ def main() -> int:
               f"{r['ratio_large_over_small']:12.2f}")  # fmt: skip
     print(f"a campaign without a stored summary (a store from before summaries): first view {old_first:.2f} s "
           f"(computed from its runs), then {old_again:.3f} s (kept by the server)")  # fmt: skip
-    print("every page under 1 s on the large store, first view included: " + ("yes" if doc["all_under_1s"] else "NO"))
+    print(
+        "every page under 1 s on the large store, first view included: "
+        + ("yes" if doc["all_under_1s"] else "NO")
+    )
     return 0
 
 

@@ -94,7 +94,9 @@ def test_a_summary_stale_after_more_runs_is_not_used(lab):
 def test_a_store_from_before_summaries_gives_the_same_pages(lab, tmp_path, monkeypatch):
     old = tmp_path / "old.db"
     with monkeypatch.context() as m:  # a store written by a boardlab before migration 8
-        m.setattr(store_db, "MIGRATIONS", [x for x in store_db.MIGRATIONS if x[0] < summary.FIRST_SUMMARY_STORE])
+        m.setattr(
+            store_db, "MIGRATIONS", [x for x in store_db.MIGRATIONS if x[0] < summary.FIRST_SUMMARY_STORE]
+        )
         m.setattr(store_db, "STORE_SCHEMA", summary.FIRST_SUMMARY_STORE - 1)
         make_history_db(old)
     with Store.open(old, create=False) as store:
@@ -158,3 +160,40 @@ def test_the_bulk_insert_is_what_record_run_stores(tmp_path):
         assert store.run_values(runs[1]["id"], "iteration_ns") == [2e9]
     with Store.open(db, create=False):  # the reader's verification accepts what it wrote
         pass
+
+
+NOOP_PLAN = """\
+name = "noop-summary"
+[runs]
+repetitions = 3
+iterations = 3
+[gates]
+idle = false
+[[workloads]]
+name = "noop"
+"""
+
+
+def test_run_and_ingest_store_the_summary_of_a_real_campaign(tmp_path):
+    from helpers import run_cli
+
+    plan = tmp_path / "plan.toml"
+    plan.write_text(NOOP_PLAN)
+    board = tmp_path / "board.db"
+    proc = run_cli("run", str(plan), "--db", str(board), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    with Store.open(board, create=False) as store:
+        (cid,) = [int(c["id"]) for c in store.campaigns()]
+        got = summary.stored(store, cid, with_document=True)
+        assert got is not None and got.runs_stored == store.count_runs(cid) == 3 and got.status == "complete"
+        assert "<h1>boardlab report: noop-summary</h1>" in got.document_html
+        (cell,) = got.view().cells
+        assert cell.workload == "noop" and len(cell.values) == 3 and all(v > 0 for v in cell.values)
+    lab = tmp_path / "lab.db"
+    proc = run_cli("ingest", str(board), "--db", str(lab))
+    assert proc.returncode == 0, proc.stderr
+    with Store.open(lab, create=False) as store:
+        (cid,) = [int(c["id"]) for c in store.campaigns()]
+        got = summary.stored(store, cid)
+        assert got is not None and got.runs_stored == 3
+        assert summary.view_from_doc(json.loads(got.cells_json)).cells[0].values == cell.values

@@ -61,7 +61,9 @@ class StoredCell:
     unit: str
     higher_is_better: bool
     values: tuple[float, ...]  # the valid runs' values, in run order
-    environments: tuple[list, list, list]  # their frequency, temperature and throttling (built into runs on use)
+    environments: tuple[
+        list, list, list
+    ]  # their frequency, temperature and throttling (built into runs on use)
     summary: StoredCellSummary | None
     summary_reason: str | None
 
@@ -123,7 +125,11 @@ def _num(x: float | None) -> float | None:
 
 
 def _interval_doc(ci) -> dict | None:
-    return None if ci is None else {"low": ci.low, "high": ci.high, "confidence": ci.confidence, "method": ci.method}
+    return (
+        None
+        if ci is None
+        else {"low": ci.low, "high": ci.high, "confidence": ci.confidence, "method": ci.method}
+    )
 
 
 def _interval(d: dict | None) -> Interval | None:
@@ -314,7 +320,7 @@ def step_seed(b: StoredAnalysis) -> int:
     return 1000 * b.campaign_id
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _record_fields(cls) -> tuple[tuple[str, type | None], ...]:
     """(field name, the record type it may hold or None) of a frozen record class (type hints are slow)."""
     hints = typing.get_type_hints(cls)
@@ -356,7 +362,11 @@ def step(store, a: StoredAnalysis, b: StoredAnalysis, *, write: bool = False) ->
     runs_b = b.runs_stored if b.runs_stored >= 0 else store.count_runs(b.campaign_id)
     if store.schema_version() >= FIRST_SUMMARY_STORE:
         row = store.step_summary(a.campaign_id, b.campaign_id)
-        if row is not None and row["schema"] == SUMMARY_SCHEMA and (row["runs_from"], row["runs_to"]) == (runs_a, runs_b):
+        if (
+            row is not None
+            and row["schema"] == SUMMARY_SCHEMA
+            and (row["runs_from"], row["runs_to"]) == (runs_a, runs_b)
+        ):
             return _step_from_row(row)
     rows, comps, slots = pair_rows(a, b, seed=step_seed(b))
     rows_json = json.dumps(rows)
@@ -375,7 +385,15 @@ def keep_missing(store, *, limit: int = 1000) -> list[int]:
     return ids
 
 
-__all__ = ["SUMMARY_SCHEMA", "StoredAnalysis", "Summary", "analysis_view", "keep", "keep_missing", "summary_of"]
+__all__ = [
+    "SUMMARY_SCHEMA",
+    "StoredAnalysis",
+    "Summary",
+    "analysis_view",
+    "keep",
+    "keep_missing",
+    "summary_of",
+]
 
 
 def keep_after(store, campaign_ids, warn) -> None:

@@ -82,6 +82,12 @@ def add_arguments(parser) -> None:
     p.add_argument(
         "--keep", metavar="DIR", help="keep each board's fetched database and worker log in DIR/PLACE/"
     )
+    p.add_argument(
+        "--label",
+        metavar="TEXT",
+        help="name what changed since the last campaign (e.g. 'kernel 6.6 -> 6.12'), given to every board's "
+        "`boardlab run --label`; `boardlab history` shows it",
+    )
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
 
 
@@ -230,6 +236,7 @@ def run(args) -> int:
         reserve_timeout_s=args.reserve_timeout,
         retries=args.retries,
         keep=args.keep,
+        label=args.label,
     )
     t0 = time.monotonic()
 

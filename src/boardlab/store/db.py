@@ -879,7 +879,9 @@ class Store:
             )
         ]
 
-    def record_value_runs(self, campaign_id: int, metric: tuple[str, str, bool], runs: Iterable[tuple]) -> int:
+    def record_value_runs(
+        self, campaign_id: int, metric: tuple[str, str, bool], runs: Iterable[tuple]
+    ) -> int:
         """Bulk insert of one-value runs (a benchmark's synthetic store, a converted archive): each
         (cell_id, repetition, seq, started_unix_s, wall_ns, value, aa_arm) becomes a valid first attempt
         with its metric row, its value as the run's one iteration and its wall time as that iteration's
