@@ -15,7 +15,7 @@ import urllib.request
 
 
 class Served:
-    def __init__(self, db, *args: str, env: dict | None = None):
+    def __init__(self, db, *args: str, env: dict | None = None, start_timeout_s: float = 60.0):
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "boardlab", "serve", "--db", str(db), "--port", "0", *args],
             stdout=subprocess.PIPE,
@@ -24,7 +24,8 @@ class Served:
             env={**os.environ, **(env or {})},
         )
         self.lines = []
-        deadline = time.monotonic() + 60
+        self.started_s = time.monotonic()
+        deadline = self.started_s + start_timeout_s  # serve checks the whole store before it listens
         while not self.lines or not self.lines[0].startswith("serving "):
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([self.proc.stdout], [], [], left)[0]:
@@ -34,6 +35,7 @@ class Served:
             if not line:
                 raise RuntimeError(f"boardlab serve exited {self.proc.wait()}: {self.proc.stderr.read()}")
             self.lines.append(line.strip())
+        self.started_s = time.monotonic() - self.started_s
         self.url = self.lines[0].split(" at ")[1].rstrip("/")
 
     def get(self, path: str, headers: dict | None = None, method: str = "GET"):

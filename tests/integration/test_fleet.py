@@ -80,6 +80,9 @@ def lab1(tmp_path):
         lab.stop()
 
 
+LABEL = "-O2 'kernel' 6.6 -> 6.12; $(id)"  # spaces, quotes, shell characters, a leading dash
+
+
 def fleet_cmd(lab: Lab, plan: Path, db: str, bundle: Path, keep: Path, *extra) -> list[str]:
     return [
         str(BIN / "boardlab"), "fleet", "run", str(plan),
@@ -127,7 +130,10 @@ def test_a_dead_board_is_power_cycled_and_resumed_nothing_lost_or_duplicated(
     keep.mkdir()
     log = open(tmp_path / "fleet.err", "w+")
     proc = subprocess.Popen(
-        fleet_cmd(lab, plan, pg_url, bundle, keep, "--json"), stdout=subprocess.PIPE, stderr=log, text=True
+        fleet_cmd(lab, plan, pg_url, bundle, keep, "--json", "--label", LABEL),
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
     )
     try:
         victim = lab.remote_root / "board2" / "run.log"
@@ -176,6 +182,13 @@ def test_a_dead_board_is_power_cycled_and_resumed_nothing_lost_or_duplicated(
             (k, r) for k in {k for k, _, _ in own} for r in (1, 2, 3)
         } and len({k for k, _, _ in own}) == 2
         assert boards[b]["ingest"]["runs_added"] == len(own) >= RUNS_PER_BOARD
+    # every board's campaign carries the fleet's --label, and its summary for serve and history was stored
+    import psycopg
+
+    with psycopg.connect(pg_url) as conn:
+        labels = conn.execute("SELECT label FROM campaigns").fetchall()
+        summarized = conn.execute("SELECT count(*) FROM campaign_summaries").fetchone()[0]
+    assert labels == [(LABEL,)] * 3 and summarized == 3
     # the board is left clean: no campaign process, only its sshd
     for b in lab.boards:
         assert {lab.comm(p) for p in lab.ns_pids(b)} <= {"sshd"}, b

@@ -88,7 +88,14 @@ def test_no_regression_exit_0_and_an_unknown_plan_exit_2(tmp_path):
 
 def test_the_same_history_over_postgresql(history_db, pg_url):
     assert run_cli("ingest", str(history_db), "--db", pg_url).returncode == 0
-    pg = _history(pg_url, "--json")
+    from boardlab.analysis import summary
+    from boardlab.store import Store
+
+    with Store.open(pg_url, create=False) as store:  # ingest stored each campaign's summary and step there
+        ids = [int(c["id"]) for c in store.campaigns()]
+        assert len(ids) == 5 and all(summary.stored(store, cid) is not None for cid in ids)
+        assert all(store.step_summary(a, b) is not None for a, b in zip(ids, ids[1:], strict=False))
+    pg = _history(pg_url, "--json")  # read from those; the SQLite file's history is computed from its runs
     lite = _history(str(history_db), "--json")
     assert pg.returncode == lite.returncode == 0, pg.stderr
     got, want = json.loads(pg.stdout), json.loads(lite.stdout)

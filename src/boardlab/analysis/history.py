@@ -77,8 +77,15 @@ def _point(cell) -> dict:
     }
 
 
-def board_history(rows, analyses) -> tuple[dict, list, list]:
-    """One board's series and its steps, not yet corrected: (board entry, comparisons, slots per step)."""
+def _pair(a, b) -> tuple[list, list, list]:
+    from boardlab.analysis.summary import step_seed
+
+    return pair_rows(a, b, seed=step_seed(b))
+
+
+def board_history(rows, analyses, step=_pair) -> tuple[dict, list, list]:
+    """One board's series and its steps, not yet corrected: (board entry, comparisons, slots per step).
+    `step(a, b)` gives a step's `pair_rows` (`summary.step` reads a stored one)."""
     campaigns, prev = [], None
     for row in rows:
         facts = environment_facts(row)
@@ -95,7 +102,7 @@ def board_history(rows, analyses) -> tuple[dict, list, list]:
             entry["points"][k] = _point(c)
     steps, comps, slots = [], [], []
     for k in range(1, len(analyses)):
-        rows_k, ck, sk = pair_rows(analyses[k - 1], analyses[k], seed=1000 * k)
+        rows_k, ck, sk = step(analyses[k - 1], analyses[k])
         steps.append({"from": analyses[k - 1].campaign_id, "to": analyses[k].campaign_id, "cells": rows_k})
         comps += ck
         slots.append(sk)
@@ -108,14 +115,14 @@ def board_history(rows, analyses) -> tuple[dict, list, list]:
     return entry, comps, slots
 
 
-def build_history(per_board: list[tuple[list, list]], plan: str) -> dict:
-    """The history document (JSON-ready) of `per_board`: (campaign rows in time order, their analyses) per
-    board. Every step of every board is one correction family."""
+def build_history(per_board: list[tuple[list, list]], plan: str, step=_pair) -> dict:
+    """The history document (JSON-ready) of `per_board`: (campaign rows in time order, their analyses or
+    summaries) per board. Every step of every board is one correction family."""
     from boardlab.stats import adjust, family_method
 
     boards, comps, slots = [], [], []
     for rows, analyses in per_board:
-        entry, c, s = board_history(rows, analyses)
+        entry, c, s = board_history(rows, analyses, step)
         boards.append(entry)
         comps += c
         slots.append(s)
@@ -158,10 +165,11 @@ def found(boards: list[dict], verdict: str) -> list[dict]:
 def load_history(
     store, plan: str, board: str | None = None, *, last: int = DEFAULT_LAST, analyze=None
 ) -> list[tuple[list, list]]:
-    """(campaign rows, analyses) per board of the plan's last `last` campaigns; `analyze` may be a caching
-    `analysis.analyze` (boardlab serve's)."""
+    """(campaign rows, what the history reads of each campaign) per board of the plan's last `last` campaigns:
+    each campaign's summary (`analysis.summary`: the stored one when fresh, else computed from its runs);
+    `analyze` may be a caching reader of them (boardlab serve's)."""
     if analyze is None:
-        from boardlab.analysis.core import analyze
+        from boardlab.analysis.summary import analysis_view as analyze
 
     rows = store.campaigns_of_plan(plan, board, limit=last)
     by_board: dict[str, list] = {}

@@ -82,6 +82,12 @@ def add_arguments(parser) -> None:
     p.add_argument(
         "--keep", metavar="DIR", help="keep each board's fetched database and worker log in DIR/PLACE/"
     )
+    p.add_argument(
+        "--label",
+        metavar="TEXT",
+        help="name what changed since the last campaign (e.g. 'kernel 6.6 -> 6.12'), given to every board's "
+        "`boardlab run --label`; `boardlab history` shows it",
+    )
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
 
 
@@ -230,6 +236,7 @@ def run(args) -> int:
         reserve_timeout_s=args.reserve_timeout,
         retries=args.retries,
         keep=args.keep,
+        label=args.label,
     )
     t0 = time.monotonic()
 
@@ -238,7 +245,12 @@ def run(args) -> int:
         print(f"fleet [{time.monotonic() - t0:6.0f} s] {term(who + message)}", file=sys.stderr, flush=True)
 
     def ingest(path):
-        return ingest_file(path, args.db).to_dict()
+        from boardlab.analysis.summary import keep_after
+
+        def summaries(store, result):  # for `boardlab serve` and `history` (analysis.summary)
+            keep_after(store, result.campaign_ids, lambda text: say(None, f"warning: {text}"))
+
+        return ingest_file(path, args.db, then=summaries).to_dict()
 
     say(None, f"plan {plan.name}: {len(found)} boards ({', '.join(found)}) with {want}")
     results, interrupted = run_fleet(spec, list(found), say, ingest)

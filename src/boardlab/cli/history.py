@@ -42,6 +42,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    from boardlab.analysis import summary
     from boardlab.analysis.history import build_history, history_document, load_history
     from boardlab.errors import InputError
     from boardlab.export import check_output, write_output
@@ -54,14 +55,12 @@ def run(args) -> int:
         raise InputError("--format html writes a file: give -o history.html (or -o - for stdout)")
     if args.output and args.output != "-":
         check_output(args.output, protect=[args.db])
-    with Store.open(args.db, create=False) as store:
-        with store.snapshot():
-            per_board = load_history(store, args.plan, args.board, last=args.last)
-        where = store.path
-    if not per_board:
-        on = f" on a board labelled {args.board!r}" if args.board else ""
-        raise InputError(f"{where}: no campaign of a plan named {args.plan!r}{on}")
-    d = build_history(per_board, args.plan)
+    with Store.open(args.db, create=False) as store, store.snapshot():
+        per_board = load_history(store, args.plan, args.board, last=args.last)
+        if not per_board:
+            on = f" on a board labelled {args.board!r}" if args.board else ""
+            raise InputError(f"{store.path}: no campaign of a plan named {args.plan!r}{on}")
+        d = build_history(per_board, args.plan, step=lambda a, b: summary.step(store, a, b))
     if args.json:
         text = json.dumps(d, indent=1, allow_nan=False) + "\n"
     else:

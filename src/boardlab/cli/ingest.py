@@ -36,6 +36,14 @@ def _say_waiting(db: str, who: str) -> None:
     print(f"{term(db)}: in use by {term(who)}; waiting for it (Ctrl-C to stop)", file=sys.stderr, flush=True)
 
 
+def _summaries(store, result) -> None:
+    """Each ingested campaign's summary, stored for `boardlab serve` and `history` (analysis.summary)."""
+    from boardlab.analysis.summary import keep_after
+    from boardlab.report.escape import term
+
+    keep_after(store, result.campaign_ids, lambda text: print(f"warning: {term(text)}", file=sys.stderr))
+
+
 def run(args) -> int:
     from pathlib import Path
 
@@ -49,7 +57,7 @@ def run(args) -> int:
     for i, path in enumerate(args.files, 1):
         if not args.json and len(args.files) > 1:
             print(f"[{i}/{len(args.files)}] {term(path)}", file=sys.stderr)
-        res = ingest_file(Path(path), args.db, wait=lambda who: _say_waiting(args.db, who))
+        res = ingest_file(Path(path), args.db, wait=lambda who: _say_waiting(args.db, who), then=_summaries)
         results.append(res)
         if not args.json:
             print(

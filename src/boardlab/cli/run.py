@@ -261,6 +261,14 @@ def run(args) -> int:
         )
         try:
             outcome = runner.run()
+            if outcome.runs_done:  # its summary for `boardlab serve` and `history` (analysis.summary)
+                from boardlab.analysis.summary import keep_after
+
+                keep_after(
+                    store,
+                    [outcome.campaign_id],
+                    lambda text: print(f"warning: {term(text)}", file=sys.stderr),
+                )
         except InputError:
             _drop_if_empty(store, args.db)  # refused before anything ran
             raise

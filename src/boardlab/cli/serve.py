@@ -73,12 +73,14 @@ def run(args) -> int:
         raise InputError(
             f"boardlab serve needs the web extra ({exc.name} is missing): pip install 'boardlab[web]'"
         ) from None
-    with Store.open(args.db, create=False):  # a bad --db is refused here, before anything listens
+    # a bad --db is refused here, before anything listens; the store is verified once, here (`Store.verify`: a
+    # full scan), and each request opens it without that scan
+    with Store.open(args.db, create=False):
         pass
     token = _token(args)
     from boardlab.web.app import create_app
 
-    app = create_app(args.db, token=token)
+    app = create_app(args.db, token=token, verify=False)
     sock = _listen(args.host, args.port)  # bound here: a refused address is one line, and --port 0 is known
     config = uvicorn.Config(
         app, log_level="warning", access_log=False, server_header=False, proxy_headers=False

@@ -49,7 +49,9 @@ start)
   while [ ! -s "$here/boardlab.pid" ] && [ $i -lt 50 ]; do sleep 0.2; i=$((i + 1)); done
   [ -s "$here/boardlab.pid" ] && echo started ;;
 campaign)
-  "$bl" run "$here/plan.toml" --db "$here/results.db" --json >"$here/run.json" 2>"$here/run.log" &
+  # the user's --label, from a file: a command line sent over labgrid's SSH is split on whitespace
+  if [ -s "$here/label.txt" ]; then set -- "--label=$(cat "$here/label.txt")"; else set --; fi
+  "$bl" run "$here/plan.toml" --db "$here/results.db" --json "$@" >"$here/run.json" 2>"$here/run.log" &
   echo $! > "$here/boardlab.pid"
   wait $!
   echo $? > "$here/done.tmp" && mv "$here/done.tmp" "$here/done" ;;

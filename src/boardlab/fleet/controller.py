@@ -54,6 +54,7 @@ class FleetSpec:
     reserve_timeout_s: float
     retries: int
     keep: str | None
+    label: str | None = None  # `run --label` on every board: what changed since the last campaign
 
 
 def _worker_spec(spec: FleetSpec, place: str, workdir: Path) -> dict:
@@ -72,6 +73,7 @@ def _worker_spec(spec: FleetSpec, place: str, workdir: Path) -> dict:
         "boot_timeout_s": spec.boot_timeout_s,
         "reserve_timeout_s": spec.reserve_timeout_s,
         "retries": spec.retries,
+        "label": spec.label,
         "workdir": str(workdir),
     }
 

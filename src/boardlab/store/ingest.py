@@ -86,13 +86,19 @@ def open_source(src: Path) -> Store:
 
 
 def ingest_file(
-    src: Path, db: str, *, fail_after_runs: int | None = None, wait: Callable[[str], None] | None = None
+    src: Path,
+    db: str,
+    *,
+    fail_after_runs: int | None = None,
+    wait: Callable[[str], None] | None = None,
+    then: Callable[[Store, IngestResult], None] | None = None,
 ) -> IngestResult:
     """Ingests every campaign of `src` into the store `db` (a postgresql:// URL or a SQLite path) in one
     transaction: all of the file's new runs, or none of them. Raises InputError naming the file when it
     is corrupt, foreign or from a newer boardlab. `fail_after_runs` is for tests: fail after that many
     runs were inserted, to check that nothing stays. `wait` is called with who holds a SQLite store
-    before this waits for it (another ingest, a campaign writing there)."""
+    before this waits for it (another ingest, a campaign writing there). `then(store, result)` runs after the
+    commit, the store still open and locked (the CLI stores the campaigns' summaries there)."""
     src = Path(src)
     source = open_source(src)
     try:
@@ -102,14 +108,18 @@ def ingest_file(
                     raise InputError(f"{src}: is the target store itself; give --db another store")
         target = Store.open(db, wait=wait)
         try:
-            return _ingest(source, target, src, fail_after_runs)
-        except BaseException:
-            if target.dialect == "sqlite" and target.created:  # a store this ingest created stays absent
-                target.close()
-                for suffix in ("", "-wal", "-shm"):
-                    with contextlib.suppress(OSError):
-                        os.unlink(f"{db}{suffix}")
-            raise
+            try:
+                result = _ingest(source, target, src, fail_after_runs)
+            except BaseException:
+                if target.dialect == "sqlite" and target.created:  # a store this ingest created stays absent
+                    target.close()
+                    for suffix in ("", "-wal", "-shm"):
+                        with contextlib.suppress(OSError):
+                            os.unlink(f"{db}{suffix}")
+                raise
+            if then is not None:  # after the commit: what it does cannot undo the ingest
+                then(target, result)
+            return result
         finally:
             target.close()
     except sqlite3.DatabaseError as exc:  # the file turned out damaged while it was read

@@ -195,4 +195,37 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX campaigns_by_status ON campaigns(status, started_unix_s);
         """,
     ),
+    (
+        8,
+        """
+        -- boardlab serve and history on a large store: what their pages need of a campaign, computed once from
+        -- its runs (when the campaign ends or is ingested) instead of on every first view. `runs_stored` and
+        -- `status` are the campaign's when it was computed: a campaign with more runs or another status since
+        -- has a stale summary, which readers recompute. `schema` is the summary's layout
+        -- (boardlab.analysis.summary.SUMMARY_SCHEMA): another one is recomputed too.
+        CREATE TABLE campaign_summaries (
+            campaign_id INTEGER PRIMARY KEY REFERENCES campaigns(id),
+            schema INTEGER NOT NULL,
+            runs_stored INTEGER NOT NULL,
+            status TEXT NOT NULL,
+            computed_unix_s REAL NOT NULL,
+            cells_json TEXT NOT NULL,           -- per cell: n, median and CI, valid values, confounders
+            document_json TEXT NOT NULL,        -- the campaign report's document, as plain JSON
+            document_html TEXT NOT NULL         -- the same document rendered by the report's HTML renderer
+        );
+        -- a history's step: campaign `to` against the campaign `from` before it (same plan, same board), cell by
+        -- cell, not yet corrected (the correction family is the history's); stale when either campaign's run
+        -- count differs from the one recorded here
+        CREATE TABLE step_summaries (
+            from_campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+            to_campaign_id INTEGER NOT NULL REFERENCES campaigns(id),
+            schema INTEGER NOT NULL,
+            runs_from INTEGER NOT NULL,
+            runs_to INTEGER NOT NULL,
+            rows_json TEXT NOT NULL,            -- compare.pair_rows' rows
+            comparisons_json TEXT NOT NULL,     -- its comparisons, from which a correction re-decides the verdicts
+            PRIMARY KEY (from_campaign_id, to_campaign_id)
+        );
+        """,
+    ),
 ]

@@ -67,9 +67,12 @@ def _form(action: str, fields: list[str]) -> str:
             + '<button type="submit" id="go">show</button></form>')  # fmt: skip
 
 
-def create_app(db: str, *, token: str | None = None):
+def create_app(db: str, *, token: str | None = None, verify: bool = True):
     """The application over the store at `db` (a SQLite path or a postgresql:// URL), opened read-only per
-    request, so a campaign writing to it is never blocked and every page is one consistent snapshot."""
+    request, so a campaign writing to it is never blocked and every page is one consistent snapshot.
+    `verify=False`: the caller verified the store once (`boardlab serve` at its start); each request then
+    skips the full scan of every table, which takes seconds on a store of millions of runs (the runs written
+    since come from boardlab's own writers)."""
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
     from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -94,13 +97,13 @@ def create_app(db: str, *, token: str | None = None):
 
         as_json = request.url.path.endswith(".json")
         try:
-            store = Store.open(db, create=False)
+            store = Store.open(db, create=False, verify=verify)
         except Exception as exc:  # the store cannot be read at all: 503, naming it and why
             error = exc if isinstance(exc, BoardlabError) else _database_error(exc, db)
             return problem(503, str(error) if error else f"{db}: cannot open the store", as_json)
         try:
             with store, store.snapshot():
-                document, twin = build(store)
+                built = build(store)
                 extra = html_extra(store) if not as_json else ""
         except InputError as exc:  # what the request asked for is not there (or not a valid pick)
             return problem(404 if "no campaign" in str(exc) else 400, str(exc), as_json)
@@ -115,6 +118,11 @@ def create_app(db: str, *, token: str | None = None):
                     500, f"internal error: {type(exc).__name__} (run with BOARDLAB_DEBUG=1)", as_json
                 )
             return problem(503, str(error), as_json)
+        if isinstance(built, pages.Rendered):  # a campaign's report, rendered when its summary was stored
+            if as_json:
+                return Response(built.twin_json, media_type="application/json")
+            return HTMLResponse(_page(built.title, extra + built.html))
+        document, twin = built
         if as_json:
             return Response(json.dumps(twin, allow_nan=False, default=str), media_type="application/json")
         return HTMLResponse(_page(document.title, extra + render_document(document, "html")))

@@ -107,37 +107,37 @@ def campaigns(store, page: int = 0, board_id: int | None = None) -> tuple[doc.Do
                       "campaigns": [_campaign_entry(r) for r in rows]}  # fmt: skip
 
 
-def campaign(store, campaign_id: int) -> tuple[doc.Document, dict]:
-    """The campaign's report document, as `boardlab report` builds it (the monitor plots stay in the report
-    file: their series are the one read here not bounded by the campaign's cells)."""
-    from boardlab.analysis.sections import build_document
+class Rendered:
+    """A page already rendered (a campaign's stored report): its title, HTML body and JSON twin as text."""
 
-    document = build_document(analyzed(store, campaign_id), None)
-    return document, {"schema": WEB_SCHEMA, "campaign_id": campaign_id, "document": plain(document)}
+    def __init__(self, title: str, html: str, twin_json: str):
+        self.title, self.html, self.twin_json = title, html, twin_json
+
+
+def campaign(store, campaign_id: int) -> Rendered:
+    """The campaign's report document, as `boardlab report` builds it, from the campaign's stored summary
+    (analysis.summary): rendered when the campaign ended; computed now, and kept by this server, when the
+    summary is missing or stale (the monitor plots stay in the report file: their series are the one read
+    here not bounded by the campaign's cells)."""
+    from boardlab.analysis import summary
+
+    row = store.campaign(campaign_id)  # 404 for an unknown campaign
+    title = f"boardlab report: {row['name']}"
+
+    def render(s) -> Rendered:
+        twin = f'{{"schema": {WEB_SCHEMA}, "campaign_id": {campaign_id}, "document": {s.document_json}}}'
+        return Rendered(title, s.document_html, twin)
+
+    got = summary.stored(store, campaign_id, with_document=True)
+    if got is not None:
+        return render(got)
+    return _memo(("page", *version(store, campaign_id)), lambda: render(summary.compute(store, campaign_id)))
 
 
 def plain(value):
-    """A document as JSON-safe data: records as objects, tuple keys as text, sets as sorted lists, a
-    non-finite number as null."""
-    import dataclasses
-    import math
+    from boardlab.analysis.summary import plain as _plain
 
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {
-            "type": type(value).__name__,
-            **{f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)},
-        }
-    if isinstance(value, dict):
-        return {(k if isinstance(k, str) else json.dumps(plain(k))): plain(v) for k, v in value.items()}
-    if isinstance(value, frozenset | set):
-        return sorted(plain(v) for v in value)
-    if isinstance(value, tuple | list):
-        return [plain(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return str(value)
+    return _plain(value)
 
 
 _CACHE: dict[tuple, object] = {}
@@ -159,22 +159,18 @@ def _memo(key: tuple, compute):
 
 
 def version(store, campaign_id: int) -> tuple:
-    """What a campaign's analysis depends on: it changes with every run stored and with its status."""
+    """What a campaign's summary depends on: it changes with every run stored and with its status (a count
+    over an index: the runs themselves are not read)."""
     row = store.campaign(campaign_id)
-    return (
-        store.path,
-        campaign_id,
-        row["status"],
-        row["heartbeat_unix_s"],
-        store.run_progress(campaign_id)[0],
-    )
+    return store.path, campaign_id, row["status"], store.count_runs(campaign_id)
 
 
 def analyzed(store, campaign_id: int):
-    """The campaign's analysis, kept while its runs and status are unchanged."""
-    from boardlab.analysis import analyze
+    """What compare and history read of a campaign (`summary.StoredAnalysis`): from its stored summary, or
+    computed from its runs when that is missing or stale; kept while its runs and status are unchanged."""
+    from boardlab.analysis import summary
 
-    return _memo(("analysis", *version(store, campaign_id)), lambda: analyze(store, campaign_id))
+    return _memo(("view", *version(store, campaign_id)), lambda: summary.analysis_view(store, campaign_id))
 
 
 def _side(store, pick: str):
@@ -227,9 +223,24 @@ def history(store, plan: str, board: str | None) -> tuple[doc.Document, dict]:
         plan,
         tuple(version(store, a.campaign_id) for _, analyses in per_board for a in analyses),
     )
-    d = _memo(key, lambda: build_history(per_board, plan))
+    d = _memo(key, lambda: build_history(per_board, plan, step=lambda a, b: _step(store, a, b)))
     names = ", ".join(b["board"] for b in d["boards"])
     return history_document(d, f"boardlab history: {plan} on {names}"), d
+
+
+def _step(store, a, b):
+    """A history's step, read from the store or computed and kept by this server (fresh rows each time:
+    the history fills them)."""
+    from boardlab.analysis import summary
+
+    def compute():
+        rows, comps, slots = summary.step(store, a, b)
+        return json.dumps(rows), comps, slots
+
+    # the views' run counts are current (`analyzed` keys them by the campaign's version)
+    key = ("step", store.path, a.campaign_id, a.runs_stored, b.campaign_id, b.runs_stored)
+    rows_json, comps, slots = _memo(key, compute)
+    return json.loads(rows_json), comps, slots
 
 
 def plan_choices(store) -> list[str]:

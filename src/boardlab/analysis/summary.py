@@ -1,0 +1,407 @@
+"""A campaign's summary: what `boardlab serve`'s pages and `boardlab history` need of a campaign, computed once
+from its runs and kept in the store (table campaign_summaries), so that a page of a store of millions of runs
+reads one row instead of analysing a campaign.
+
+What a summary holds:
+- per cell: its identity, n, median and the median's 95% CI (the history's points), and the valid runs'
+  values with their confounders (frequency, temperature, throttling): what the verdict machinery
+  (`compare.pair_rows`) compares between two campaigns, so a history's steps and a comparison are judged
+  exactly as from the analysis;
+- the A/A control of each reference cell (its verdict, and the remedy when it failed);
+- the campaign report's document, as JSON and rendered as HTML (the campaign page).
+
+When: `boardlab run` stores it when the campaign ends, `boardlab ingest` for each campaign it copies. A summary
+is fresh while the campaign has the runs and the status it was computed at, and its `SUMMARY_SCHEMA` is this
+boardlab's; otherwise (a resumed campaign, a store written before summaries existed, a newer layout) a reader
+computes it again from the runs, as `analyze` does, and does not write it (readers never write).
+
+`view_of(analysis)` and `view_from_json(text)` give the same `StoredAnalysis`, so a page built from a stored
+summary and one built from a fresh analysis are the same page.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import typing
+from dataclasses import dataclass
+from typing import Any
+
+from boardlab.stats.summary import Interval
+from boardlab.stats.verdict import RunEnvironment
+
+SUMMARY_SCHEMA = 1
+FIRST_SUMMARY_STORE = 8  # the store migration that added campaign_summaries
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A valid run as the comparison reads it: its value and its confounders."""
+
+    value: float
+    environment: RunEnvironment
+    valid: bool = True
+
+
+@dataclass(frozen=True)
+class StoredCellSummary:
+    n: int
+    median: float
+    median_ci: Interval | None
+
+
+@dataclass(frozen=True)
+class StoredCell:
+    workload: str
+    params: dict[str, Any]
+    condition: str
+    metric: str
+    unit: str
+    higher_is_better: bool
+    values: tuple[float, ...]  # the valid runs' values, in run order
+    environments: tuple[
+        list, list, list
+    ]  # their frequency, temperature and throttling (built into runs on use)
+    summary: StoredCellSummary | None
+    summary_reason: str | None
+
+    @functools.cached_property
+    def runs(self) -> tuple[StoredRun, ...]:
+        """The valid runs with a value, as `compare.pair_rows` reads them (built only when a step is computed)."""
+        freq, temp, throttled = self.environments
+        return tuple(
+            StoredRun(v, RunEnvironment(f, t, th))
+            for v, f, t, th in zip(self.values, freq, temp, throttled, strict=True)
+        )
+
+
+@dataclass(frozen=True)
+class StoredVerdict:
+    kind: str
+
+
+@dataclass(frozen=True)
+class StoredControlComparison:
+    verdict: StoredVerdict
+    cost_ratio: float
+    decision_ci: Interval | None
+
+
+@dataclass(frozen=True)
+class StoredControl:
+    """A reference cell's A/A control as the comparison and history read it."""
+
+    workload: str
+    params: dict[str, Any]
+    condition: str
+    n_a1: int
+    n_a2: int
+    comparison: StoredControlComparison | None
+    unstable: bool
+    remedy: str | None
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class StoredAnalysis:
+    """What `compare.pair_rows`, `compare_campaigns` and the history read of a `CampaignAnalysis`."""
+
+    campaign_id: int
+    name: str
+    status: str
+    board_label: str
+    boardlab_version: str
+    started_unix_s: float
+    plan_text: str
+    cells: tuple[StoredCell, ...]
+    aa_controls: tuple[StoredControl, ...]
+    runs_stored: int = -1  # the campaign's runs when the summary was computed (-1: unknown)
+
+
+def _num(x: float | None) -> float | None:
+    return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
+
+
+def _interval_doc(ci) -> dict | None:
+    return (
+        None
+        if ci is None
+        else {"low": ci.low, "high": ci.high, "confidence": ci.confidence, "method": ci.method}
+    )
+
+
+def _interval(d: dict | None) -> Interval | None:
+    return None if d is None else Interval(d["low"], d["high"], d["confidence"], d["method"])
+
+
+def _cell_doc(c) -> dict:
+    valid = [r for r in c.runs if r.valid and r.value is not None]
+    s = c.summary
+    return {
+        "workload": c.workload, "params": c.params, "condition": c.condition, "metric": c.metric,
+        "unit": c.unit, "higher_is_better": c.higher_is_better,
+        "summary": None if s is None else {"n": s.n, "median": s.median, "median_ci": _interval_doc(s.median_ci)},
+        "summary_reason": c.summary_reason,
+        "values": [r.value for r in valid],
+        "freq_khz": [r.environment.mean_freq_khz for r in valid],
+        "max_temp_mc": [r.environment.max_temp_mc for r in valid],
+        "throttled": [r.environment.throttled for r in valid],
+    }  # fmt: skip
+
+
+def _control_doc(ctl) -> dict:
+    c = ctl.comparison
+    return {
+        "workload": ctl.workload, "params": ctl.params, "condition": ctl.condition, "n_a1": ctl.n_a1,
+        "n_a2": ctl.n_a2, "unstable": ctl.unstable, "remedy": ctl.remedy, "reason": ctl.reason,
+        "comparison": None if c is None else {"verdict": c.verdict.kind, "cost_ratio": _num(c.cost_ratio),
+                                              "decision_ci": _interval_doc(c.decision_ci)},
+    }  # fmt: skip
+
+
+def cells_doc(a) -> dict:
+    """The comparable part of a summary (cells_json) of a `CampaignAnalysis` or a `StoredAnalysis`."""
+    return {
+        "schema": SUMMARY_SCHEMA,
+        "campaign": {"campaign_id": a.campaign_id, "name": a.name, "status": a.status, "board": a.board_label,
+                     "boardlab_version": a.boardlab_version, "started_unix_s": a.started_unix_s,
+                     "plan_text": a.plan_text},
+        "cells": [_cell_doc(c) for c in a.cells],
+        "aa_controls": [_control_doc(ctl) for ctl in a.aa_controls],
+    }  # fmt: skip
+
+
+def _stored_cell(d: dict) -> StoredCell:
+    s = d["summary"]
+    return StoredCell(
+        d["workload"], d["params"], d["condition"], d["metric"], d["unit"], bool(d["higher_is_better"]),
+        tuple(d["values"]), (d["freq_khz"], d["max_temp_mc"], d["throttled"]),
+        None if s is None else StoredCellSummary(s["n"], s["median"], _interval(s["median_ci"])),
+        d["summary_reason"],
+    )  # fmt: skip
+
+
+def _stored_control(d: dict) -> StoredControl:
+    c = d["comparison"]
+    comp = None
+    if c is not None:
+        cost = math.nan if c["cost_ratio"] is None else c["cost_ratio"]
+        comp = StoredControlComparison(StoredVerdict(c["verdict"]), cost, _interval(c["decision_ci"]))
+    return StoredControl(d["workload"], d["params"], d["condition"], d["n_a1"], d["n_a2"], comp,
+                         bool(d["unstable"]), d["remedy"], d["reason"])  # fmt: skip
+
+
+def view_from_doc(d: dict, runs_stored: int = -1) -> StoredAnalysis:
+    c = d["campaign"]
+    return StoredAnalysis(
+        c["campaign_id"], c["name"], c["status"], c["board"], c["boardlab_version"], c["started_unix_s"],
+        c["plan_text"], tuple(_stored_cell(x) for x in d["cells"]),
+        tuple(_stored_control(x) for x in d["aa_controls"]), runs_stored,
+    )  # fmt: skip
+
+
+def view_of(analysis) -> StoredAnalysis:
+    """A `CampaignAnalysis` as its summary would read back (a round trip through JSON: the same floats)."""
+    return view_from_doc(json.loads(json.dumps(cells_doc(analysis))))
+
+
+def plain(value):
+    """A document as JSON-safe data: records as objects, tuple keys as text, sets as sorted lists, a
+    non-finite number as null."""
+    import dataclasses
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            "type": type(value).__name__,
+            **{f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)},
+        }
+    if isinstance(value, dict):
+        return {(k if isinstance(k, str) else json.dumps(plain(k))): plain(v) for k, v in value.items()}
+    if isinstance(value, frozenset | set):
+        return sorted(plain(v) for v in value)
+    if isinstance(value, tuple | list):
+        return [plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A campaign's summary, stored or just computed."""
+
+    campaign_id: int
+    runs_stored: int
+    status: str
+    cells_json: str
+    document_json: str | None  # None when read without the document
+    document_html: str | None
+    stored: bool  # read from the store (False: computed now from the runs)
+
+    def view(self) -> StoredAnalysis:
+        return view_from_doc(json.loads(self.cells_json), self.runs_stored)
+
+
+def compute(store, campaign_id: int) -> Summary:
+    """The summary from the campaign's runs (the analysis, the report's document and its HTML)."""
+    from boardlab.analysis.core import analyze
+    from boardlab.analysis.sections import build_document
+    from boardlab.report.render import render_document
+
+    runs = store.count_runs(campaign_id)
+    analysis = analyze(store, campaign_id)
+    document = build_document(analysis, None)
+    return Summary(
+        campaign_id, runs, analysis.status, json.dumps(cells_doc(analysis), allow_nan=False),
+        json.dumps(plain(document), allow_nan=False), render_document(document, "html"), stored=False,
+    )  # fmt: skip
+
+
+def stored(store, campaign_id: int, *, with_document: bool = False) -> Summary | None:
+    """The campaign's stored summary if it is fresh (same runs, same status, this layout), else None."""
+    if store.schema_version() < FIRST_SUMMARY_STORE:
+        return None
+    row = store.campaign_summary(campaign_id, with_document=with_document)
+    if row is None or row["schema"] != SUMMARY_SCHEMA:
+        return None
+    if row["status"] != store.campaign(campaign_id)["status"] or row["runs_stored"] != store.count_runs(
+        campaign_id
+    ):
+        return None
+    return Summary(
+        campaign_id, row["runs_stored"], row["status"], row["cells_json"],
+        row["document_json"] if with_document else None, row["document_html"] if with_document else None,
+        stored=True,
+    )  # fmt: skip
+
+
+def summary_of(store, campaign_id: int, *, with_document: bool = False) -> Summary:
+    """The fresh stored summary, or one computed now (not written: the caller may be a reader)."""
+    got = stored(store, campaign_id, with_document=with_document)
+    return got if got is not None else compute(store, campaign_id)
+
+
+def analysis_view(store, campaign_id: int) -> StoredAnalysis:
+    """What history and compare read of a campaign, from its summary (stored or computed now)."""
+    return summary_of(store, campaign_id).view()
+
+
+def _keep_one(store, campaign_id: int) -> Summary:
+    got = stored(store, campaign_id)
+    if got is not None:
+        return got
+    s = compute(store, campaign_id)
+    store.put_campaign_summary(
+        campaign_id, schema=SUMMARY_SCHEMA, runs_stored=s.runs_stored, status=s.status, cells_json=s.cells_json,
+        document_json=s.document_json or "", document_html=s.document_html or "",
+    )  # fmt: skip
+    return s
+
+
+def keep(store, campaign_id: int) -> Summary:
+    """Computes and stores the campaign's summary unless a fresh one is stored, and its history step from the
+    campaign of its plan and board before it (a writer's store)."""
+    s = _keep_one(store, campaign_id)
+    before = store.previous_campaign(campaign_id)
+    if before is not None:
+        step(store, _keep_one(store, before).view(), s.view(), write=True)
+    return s
+
+
+# ---- a history's steps ----------------------------------------------------------------------------------------
+
+
+def step_seed(b: StoredAnalysis) -> int:
+    """The seed of a step's comparisons: the later campaign's, so a step is the same in every history."""
+    return 1000 * b.campaign_id
+
+
+@functools.cache
+def _record_fields(cls) -> tuple[tuple[str, type | None], ...]:
+    """(field name, the record type it may hold or None) of a frozen record class (type hints are slow)."""
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        kinds = [k for k in (hints[f.name], *typing.get_args(hints[f.name])) if dataclasses.is_dataclass(k)]
+        out.append((f.name, kinds[0] if kinds else None))
+    return tuple(out)
+
+
+def _revive(cls, data):
+    """A frozen record of `cls` (Comparison and the records in it) from its `dataclasses.asdict` JSON."""
+    out = {}
+    for name, kind in _record_fields(cls):
+        value = data[name]
+        if isinstance(value, dict) and kind is not None:
+            value = _revive(kind, value)
+        elif isinstance(value, list):
+            value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
+        out[name] = value
+    return cls(**out)
+
+
+def _step_from_row(row) -> tuple[list, list, list]:
+    from boardlab.stats.compare import Comparison
+
+    rows = json.loads(row["rows_json"])
+    comps = json.loads(row["comparisons_json"])
+    return rows, [_revive(Comparison, c) for c in comps["comparisons"]], comps["slots"]
+
+
+def step(store, a: StoredAnalysis, b: StoredAnalysis, *, write: bool = False) -> tuple[list, list, list]:
+    """Campaign b against the campaign a before it: `compare.pair_rows`' (rows, comparisons, slots), not yet
+    corrected. Read from the store when stored for these run counts; else computed (and stored when `write`)."""
+    from boardlab.analysis.compare import pair_rows
+
+    # a view's run count is current (it is read fresh, or computed, in this snapshot); else count them
+    runs_a = a.runs_stored if a.runs_stored >= 0 else store.count_runs(a.campaign_id)
+    runs_b = b.runs_stored if b.runs_stored >= 0 else store.count_runs(b.campaign_id)
+    if store.schema_version() >= FIRST_SUMMARY_STORE:
+        row = store.step_summary(a.campaign_id, b.campaign_id)
+        if (
+            row is not None
+            and row["schema"] == SUMMARY_SCHEMA
+            and (row["runs_from"], row["runs_to"]) == (runs_a, runs_b)
+        ):
+            return _step_from_row(row)
+    rows, comps, slots = pair_rows(a, b, seed=step_seed(b))
+    rows_json = json.dumps(rows)
+    comps_json = json.dumps({"comparisons": [dataclasses.asdict(c) for c in comps], "slots": slots})
+    if write:
+        store.put_step_summary(a.campaign_id, b.campaign_id, schema=SUMMARY_SCHEMA, runs_from=runs_a,
+                               runs_to=runs_b, rows_json=rows_json, comparisons_json=comps_json)  # fmt: skip
+    return json.loads(rows_json), comps, slots
+
+
+def keep_missing(store, *, limit: int = 1000) -> list[int]:
+    """Stores the summary of every ended campaign lacking a fresh one (up to `limit`); returns their ids."""
+    ids = store.campaigns_without_fresh_summary(SUMMARY_SCHEMA, limit=limit)
+    for cid in ids:
+        keep(store, cid)
+    return ids
+
+
+__all__ = [
+    "SUMMARY_SCHEMA",
+    "StoredAnalysis",
+    "Summary",
+    "analysis_view",
+    "keep",
+    "keep_missing",
+    "summary_of",
+]
+
+
+def keep_after(store, campaign_ids, warn) -> None:
+    """Stores the summaries of campaigns just written (a run's end, an ingest): a failure is said through
+    `warn` and leaves the campaign without one (readers then compute it), never undoing what was written."""
+    for cid in campaign_ids:
+        try:
+            keep(store, cid)
+        except Exception as exc:  # noqa: BLE001 - the runs are stored; only the shortcut to them is missing
+            warn(f"campaign {cid}: its summary for `boardlab serve` and `history` was not stored ({exc}); they "
+                 "will compute it from the runs")  # fmt: skip

@@ -1,0 +1,199 @@
+"""Campaign summaries (store migration 8, `analysis.summary`): what `boardlab serve` and `boardlab history` read
+instead of a campaign's runs. A page built from stored summaries is the page built from the runs; a summary
+stale against its campaign (more runs since) is not used; a store without summaries (written before them)
+still gives the same pages; and no page's query scans the runs table (EXPLAIN QUERY PLAN)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from boardlab.analysis import summary
+from boardlab.store import Store
+from boardlab.store import db as store_db
+from boardlab.web import pages
+
+from history_store import PLANTED, SLOW, make_history_db
+
+pytestmark = pytest.mark.integration
+
+
+def _keep_all(db: Path) -> list[int]:
+    with Store.open(db) as store:
+        ids = [int(c["id"]) for c in store.campaigns()]
+        for cid in ids:
+            summary.keep(store, cid)
+    return ids
+
+
+def _pages(db: Path, cid: int) -> tuple[dict, pages.Rendered, dict]:
+    pages._CACHE.clear()  # nothing kept by an earlier read: every page from the store
+    with Store.open(db, create=False) as store, store.snapshot():
+        history = pages.history(store, "nightly", None)[1]
+        campaign = pages.campaign(store, cid)
+        compare = pages.compare(store, f"c:{cid - 1}", f"c:{cid}")[1]
+    return history, campaign, compare
+
+
+@pytest.fixture
+def lab(tmp_path) -> Path:
+    return make_history_db(tmp_path / "lab.db")
+
+
+def test_pages_from_stored_summaries_are_the_pages_from_the_runs(lab):
+    with Store.open(lab, create=False) as store:
+        ids = [int(c["id"]) for c in store.campaigns()]
+        assert all(summary.stored(store, cid) is None for cid in ids)
+    slowed = ids[SLOW - 1]
+    from_runs = _pages(lab, slowed)
+    _keep_all(lab)
+    with Store.open(lab, create=False) as store:
+        assert all(summary.stored(store, cid) is not None for cid in ids)
+        steps = [store.step_summary(a, b) for a, b in zip(ids, ids[1:], strict=False)]
+        assert all(s is not None and s["schema"] == summary.SUMMARY_SCHEMA for s in steps)
+    from_summaries = _pages(lab, slowed)
+    history, campaign, compare = from_summaries
+    assert json.dumps(history) == json.dumps(from_runs[0])
+    assert campaign.html == from_runs[1].html and campaign.twin_json == from_runs[1].twin_json
+    assert json.dumps(compare, default=str) == json.dumps(from_runs[2], default=str)
+    # and they still say what the runs say: the planted step, into the slowed campaign, and no other
+    (reg,) = history["regressions"]
+    assert (reg["to"], reg["workload"]) == (slowed, PLANTED)
+    assert f"campaign {slowed}" in campaign.html or f"{slowed} — plan" in campaign.html
+    assert json.loads(campaign.twin_json)["document"]["type"] == "Document"
+
+
+def test_a_summary_stale_after_more_runs_is_not_used(lab):
+    ids = _keep_all(lab)
+    last = ids[-1]
+    with Store.open(lab) as store:
+        cell = store.cells(last)[0]
+        before = store.count_runs(last)
+        store.record_value_runs(last, (cell["metric"], cell["unit"], bool(cell["higher_is_better"])),
+                                [(cell["id"], 99, 999, 1.7e9, 10**9, 123456.0, None)])  # fmt: skip
+    with Store.open(lab, create=False) as store:
+        assert store.campaign_summary(last)["runs_stored"] == before
+        assert summary.stored(store, last) is None  # stale: one run more than it was computed from
+        fresh = summary.summary_of(store, last)
+        assert not fresh.stored and fresh.runs_stored == before + 1
+        values = next(c.values for c in fresh.view().cells if c.workload == cell["workload"]
+                      and c.condition == cell["condition"])  # fmt: skip
+        assert 123456.0 in values
+        rows, _, _ = summary.step(store, summary.analysis_view(store, ids[-2]), fresh.view())
+        assert rows  # the stored step (computed at the old count) is not used either: computed again
+    with Store.open(lab) as store:  # a writer stores it again
+        assert summary.keep(store, last).runs_stored == before + 1
+        assert store.campaign_summary(last)["runs_stored"] == before + 1
+        assert store.step_summary(ids[-2], last)["runs_to"] == before + 1
+
+
+def test_a_store_from_before_summaries_gives_the_same_pages(lab, tmp_path, monkeypatch):
+    old = tmp_path / "old.db"
+    with monkeypatch.context() as m:  # a store written by a boardlab before migration 8
+        m.setattr(
+            store_db, "MIGRATIONS", [x for x in store_db.MIGRATIONS if x[0] < summary.FIRST_SUMMARY_STORE]
+        )
+        m.setattr(store_db, "STORE_SCHEMA", summary.FIRST_SUMMARY_STORE - 1)
+        make_history_db(old)
+    with Store.open(old, create=False) as store:
+        assert store.schema_version() < summary.FIRST_SUMMARY_STORE
+        cid = int(store.campaigns()[SLOW - 1]["id"])
+    history, campaign, _ = _pages(old, cid)  # read-only: computed from the runs
+    assert history["regressions"][0]["workload"] == PLANTED and "<h1>" in campaign.html
+    with Store.open(old) as store:  # a writer migrates it; its campaigns' summaries can then be kept
+        assert store.schema_version() == store_db.STORE_SCHEMA
+        assert len(summary.keep_missing(store)) == 5 and summary.keep_missing(store) == []
+    again = _pages(old, cid)
+    assert json.dumps(again[0]) == json.dumps(history) and again[1].html == campaign.html
+
+
+def _scans_of_runs(conn: sqlite3.Connection, sql: str) -> list[str]:
+    """The plan lines of `sql` that scan the runs table (under its name or an alias), not search it."""
+    aliases = {"runs", *re.findall(r"\bruns\s+(?:AS\s+)?(?!WHERE|JOIN|ORDER|ON|GROUP|LIMIT)(\w+)", sql, re.I)}
+    plan = [r[3] for r in conn.execute("EXPLAIN QUERY PLAN " + sql)]
+    return [p for p in plan if re.match(r"SCAN (\w+)", p) and re.match(r"SCAN (\w+)", p).group(1) in aliases]
+
+
+def test_no_page_scans_the_runs_table(lab):
+    ids = _keep_all(lab)
+    with Store.open(lab) as store:
+        store.set_campaign_status(ids[-1], "running")  # the running page lists one
+    pages._CACHE.clear()
+    seen: list[str] = []
+    with Store.open(lab, create=False) as store:
+        store.conn.set_trace_callback(seen.append)
+        with store.snapshot():
+            pages.boards(store)
+            pages.campaigns(store)
+            pages.campaigns(store, 0, 1)
+            pages.campaign(store, ids[1])
+            pages.compare(store, f"c:{ids[0]}", "b:1")
+            pages.compare_choices(store)
+            pages.history(store, "nightly", "board-a")
+            pages.plan_choices(store)
+            pages.running(store)
+        store.conn.set_trace_callback(None)
+        selects = [s for s in seen if s.lstrip().upper().startswith(("SELECT", "WITH"))]
+        assert any("runs" in s for s in selects)  # the pages do ask about runs: counts, by campaign
+        scans = {s: _scans_of_runs(store.conn, s) for s in selects}
+    assert not {s: p for s, p in scans.items() if p}
+
+
+def test_the_bulk_insert_is_what_record_run_stores(tmp_path):
+    db = make_history_db(tmp_path / "one.db", campaigns=1)
+    with Store.open(db) as store:
+        cid = int(store.campaigns()[0]["id"])
+        cell = store.cells(cid)[0]
+        n = store.record_value_runs(cid, ("ops", "ops/s", True), [
+            (cell["id"], 50 + k, 500 + k, 1.7e9 + k, 2 * 10**9, 10.0 + k, "A1" if k % 2 else None) for k in range(3)
+        ])  # fmt: skip
+        assert n == 3
+        runs = [r for r in store.runs(cid) if r["repetition"] >= 50]
+        assert [(r["value"], r["valid"], r["ok"], r["attempt"], r["aa_arm"]) for r in runs] == [
+            (10.0, 1, 1, 1, None), (11.0, 1, 1, 1, "A1"), (12.0, 1, 1, 1, None)]  # fmt: skip
+        assert [m["median"] for m in store.run_metrics(runs[1]["id"])] == [11.0]
+        assert store.run_values(runs[1]["id"], "ops") == [11.0]
+        assert store.run_values(runs[1]["id"], "iteration_ns") == [2e9]
+    with Store.open(db, create=False):  # the reader's verification accepts what it wrote
+        pass
+
+
+NOOP_PLAN = """\
+name = "noop-summary"
+[runs]
+repetitions = 3
+iterations = 3
+[gates]
+idle = false
+[[workloads]]
+name = "noop"
+"""
+
+
+def test_run_and_ingest_store_the_summary_of_a_real_campaign(tmp_path):
+    from helpers import run_cli
+
+    plan = tmp_path / "plan.toml"
+    plan.write_text(NOOP_PLAN)
+    board = tmp_path / "board.db"
+    proc = run_cli("run", str(plan), "--db", str(board), "--quiet")
+    assert proc.returncode == 0, proc.stderr
+    with Store.open(board, create=False) as store:
+        (cid,) = [int(c["id"]) for c in store.campaigns()]
+        got = summary.stored(store, cid, with_document=True)
+        assert got is not None and got.runs_stored == store.count_runs(cid) == 3 and got.status == "complete"
+        assert "<h1>boardlab report: noop-summary</h1>" in got.document_html
+        (cell,) = got.view().cells
+        assert cell.workload == "noop" and len(cell.values) == 3 and all(v > 0 for v in cell.values)
+    lab = tmp_path / "lab.db"
+    proc = run_cli("ingest", str(board), "--db", str(lab))
+    assert proc.returncode == 0, proc.stderr
+    with Store.open(lab, create=False) as store:
+        (cid,) = [int(c["id"]) for c in store.campaigns()]
+        got = summary.stored(store, cid)
+        assert got is not None and got.runs_stored == 3
+        assert summary.view_from_doc(json.loads(got.cells_json)).cells[0].values == cell.values

@@ -1,0 +1,67 @@
+"""The board side of `boardlab fleet run` (fleet.sh, run by the board's sh): `--label` reaches the board's
+`boardlab run` whole (spaces, quotes, shell characters, a leading dash), read from the file the worker puts
+beside the plan, and no label file (or an empty one) means no --label. A stand-in for the installed boardlab
+records the arguments it was given."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from boardlab.fleet.board import BOARD_SH, SCRIPT_NAME, parse_poll
+
+STAND_IN = """#!/bin/sh
+for a in "$@"; do printf '%s\\0' "$a"; done > "$(dirname "$0")/../../args"
+echo '{"schema": 1}'
+"""
+
+
+def _campaign(place: Path, label: str | None) -> list[str]:
+    """Runs `fleet.sh start` in `place` and waits for `done`; the arguments the stand-in boardlab got."""
+    (place / "venv" / "bin").mkdir(parents=True, exist_ok=True)
+    bl = place / "venv" / "bin" / "boardlab"
+    bl.write_text(STAND_IN)
+    bl.chmod(0o755)
+    (place / SCRIPT_NAME).write_text(BOARD_SH)
+    (place / "plan.toml").write_text('name = "p"\n')
+    if label is not None:
+        (place / "label.txt").write_text(label)
+    out = subprocess.run(
+        ["sh", str(place / SCRIPT_NAME), "start"], capture_output=True, text=True, timeout=30
+    )
+    assert out.stdout.strip() == "started", out
+    deadline = time.monotonic() + 30
+    while True:
+        poll = subprocess.run(
+            ["sh", str(place / SCRIPT_NAME), "poll"], capture_output=True, text=True, timeout=30
+        )
+        state, code = parse_poll(poll.stdout.splitlines())
+        if state == "done":
+            break
+        assert time.monotonic() < deadline, poll
+        time.sleep(0.1)
+    assert code == "0"
+    return (place / "args").read_bytes().decode().split("\0")[:-1]
+
+
+@pytest.mark.skipif(shutil.which("setsid") is None, reason="fleet.sh needs setsid (util-linux)")
+@pytest.mark.parametrize(
+    "label",
+    ["kernel 6.6 -> 6.12", "-O2 'and' \"quotes\" $(id) `id` ; & | \\ *", "two\nlines"],
+)
+def test_the_label_reaches_boardlab_run_whole(tmp_path, label):
+    place = tmp_path / "a place"  # a path with a space, as a user's may be
+    args = _campaign(place, label)
+    assert args[:2] == ["run", str(place / "plan.toml")]
+    assert args[-1] == f"--label={label}" and sum(a.startswith("--label") for a in args) == 1
+
+
+@pytest.mark.skipif(shutil.which("setsid") is None, reason="fleet.sh needs setsid (util-linux)")
+@pytest.mark.parametrize("label", [None, ""])
+def test_no_label_file_or_an_empty_one_gives_no_label(tmp_path, label):
+    args = _campaign(tmp_path / "p", label)
+    assert not any(a.startswith("--label") for a in args) and args[-1] == "--json"
