@@ -14,8 +14,10 @@ Printed, for each scenario (CV 1/2/5%, drift, a step, outliers, bimodal) and eac
 comparisons, one shared reference per workload), at 7 and 10 runs per arm: the false slowdown/speedup rate
 of comparisons without an effect (goal <= 5%) and the power (share of slowdown verdicts) where 10% of the
 comparisons (at least one) carry the effect (goal >= 80% at CV 2%, 10 runs, family of one), and the share of
-comparisons flagged; then the interference preset, from its own plan at its default repetitions and
-allocation, with 10% of its 70 comparisons carrying the effect at CV 2% (goal >= 80%); then the pooled-tail
+comparisons flagged, with the false rate's 95% Wilson interval and the number of campaigns with any false
+verdict (the family-wise error: comparisons of one campaign share their reference, so errors cluster and
+the interval is a lower bound on the uncertainty); then the interference preset, from its own plan at its
+default repetitions and allocation, with 10% of its 70 comparisons carrying the effect at CV 2% (goal >= 80%); then the pooled-tail
 test's calibration (`stats.compare_tail`, the function the analysis calls for tails): its rejection rate of
 true nulls at 5% (goal 4-6%) and the coverage of its 90% interval (goal >= 88%). `--json` prints one
 object; `--quick` uses fewer replicates (about a minute).
@@ -249,6 +251,7 @@ def simulate(d: Design, scenario: Scenario, replicates: int, seed: int, workdir:
         for rep in range(replicates):
             effect = _effect_keys(d, rng, rep)
             a = campaign(store, board, d, scenario, effect, rng, f"{scenario.name}-{rep}")
+            false_before = counts["null:slowdown"] + counts["null:speedup"]
             for ca in a.comparisons:
                 key = by_label.get((ca.workload, json_.dumps(ca.params, sort_keys=True), ca.condition))
                 arm = "effect" if key in effect else "null"
@@ -257,15 +260,34 @@ def simulate(d: Design, scenario: Scenario, replicates: int, seed: int, workdir:
                 counts[f"{arm}:n"] += 1
                 if ca.comparison and ca.comparison.verdict.flags:
                     counts[f"flagged:{arm}"] += 1
+            counts["campaigns"] += 1
+            counts["campaigns:false"] += counts["null:slowdown"] + counts["null:speedup"] > false_before
             for ctl in a.aa_controls:
                 counts[f"aa_control:{ctl.kind}"] += 1
     return counts
 
 
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95% Wilson score interval of a binomial proportion k / n (Wilson 1927). Comparisons of one
+    campaign share their reference cell, so their errors cluster: the interval is a lower bound on the
+    rate's real uncertainty, and the campaign count says how many independent draws there were."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
 def rates(c: Counter) -> dict:
     nulls, effects = c["null:n"], c["effect:n"]
+    false = c["null:slowdown"] + c["null:speedup"]
     return {
-        "false_verdict_rate": (c["null:slowdown"] + c["null:speedup"]) / nulls if nulls else None,
+        "false_verdict_rate": false / nulls if nulls else None,
+        "false_verdicts": false,
+        "false_verdict_ci95": wilson(false, nulls),
+        "campaigns": c["campaigns"],
+        "campaigns_with_false_verdict": c["campaigns:false"],
         "power": c["effect:slowdown"] / effects if effects else None,
         "flagged_rate": (c["flagged:null"] + c["flagged:effect"]) / max(1, nulls + effects),
         "null_comparisons": nulls,
@@ -326,7 +348,7 @@ def run_all(replicates: dict, seed: int) -> dict:
     return doc
 
 
-REPLICATES = {1: 60, 14: 6, 70: 1, "interference": 4, "tails": 100}
+REPLICATES = {1: 60, 14: 20, 70: 3, "interference": 4, "tails": 100}
 QUICK = {1: 10, 14: 1, 70: 1, "interference": 1, "tails": 20}
 
 
@@ -356,13 +378,20 @@ def print_text(doc: dict) -> None:
     print(
         f"verdicts through store -> analysis -> verdict ({doc['elapsed_s']} s; replicates {doc['replicates']})"
     )
-    print(f"{'scenario':<16}{'family/runs':<14}{'false verdicts':>15}{'power @2.5 delta':>18}{'flagged':>9}")
+    print(
+        f"{'scenario':<16}{'family/runs':<14}{'false verdicts':>15}{'(95% CI)':>16}{'campaigns':>12}"
+        f"{'power @2.5 delta':>18}{'flagged':>9}"
+    )
     for name, by in doc["scenarios"].items():
         for where, r in by.items():
             power = "–" if r["power"] is None else f"{r['power']:.1%}"
+            lo, hi = r["false_verdict_ci95"]
+            camps = f"{r['campaigns_with_false_verdict']}/{r['campaigns']}"
             print(
-                f"{name:<16}{where:<14}{r['false_verdict_rate']:>15.1%}{power:>18}{r['flagged_rate']:>9.1%}"
+                f"{name:<16}{where:<14}{r['false_verdict_rate']:>15.1%}{f'[{lo:.1%}, {hi:.1%}]':>16}"
+                f"{camps:>12}{power:>18}{r['flagged_rate']:>9.1%}"
             )
+    print("campaigns: how many of the simulated campaigns had any false verdict (the family-wise error)")
     i = doc["interference"]
     print(
         f"interference preset: {i['comparisons']} comparisons, {i['runs']} runs per campaign, 10% with a real "

@@ -24,12 +24,13 @@ def test_every_preset_reaches_a_verdict_at_its_default_repetitions(preset, tmp_p
     db = tmp_path / "none.db"
     root = ("--root", str(BOARD_PRESETS[preset])) if preset in BOARD_PRESETS else ()
     proc = run_cli("run", "--preset", preset, *root, "--dry-run", "--json", "--db", str(db))
-    assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
+    assert proc.returncode == (2 if doc["refused"] else 0), proc.stderr
     for key in ("cells", "runs", "comparisons", "verdict_reachable", "repetitions_needed"):
         assert key in doc
     if doc["refused"]:  # conditions this machine lacks, under unsupported = "fail": said, never "yes"
         assert doc["verdict_reachable"] is False and "unsupported" in doc["refused"]
+        assert "a real run stops before its first run" in proc.stderr
         pytest.skip(f"unsupported here: {doc['refused']}")
     for key in ("repetitions_for_power", "allocation", "power"):
         assert key in doc
@@ -177,6 +178,15 @@ def test_an_unsupported_workload_is_skipped_and_said_under_unsupported_skip(tmp_
         assert conn.execute("SELECT DISTINCT workload FROM cells").fetchall() == [("noop",)]
         env = json.loads(conn.execute("SELECT environment_json FROM campaigns").fetchone()[0])
     assert "crypto.afalg" in env["skipped_workloads"]
+    # with nothing else to run, the run is refused (exit 2), and the dry-run exits the same and says why
+    lone = tmp_path / "lone.toml"
+    lone.write_text(plan.read_text().replace('[[workloads]]\nname = "noop"\n', ""))
+    dry_lone = run_cli("run", str(lone), "--dry-run", "--db", str(tmp_path / "y.db"))
+    real_lone = run_cli("run", str(lone), "--db", str(tmp_path / "y.db"), "--quiet")
+    assert dry_lone.returncode == real_lone.returncode == 2, (dry_lone.stderr, real_lone.stderr)
+    assert f"refused here: {lone}: no workload of this plan is supported here" in dry_lone.stderr
+    assert f"{lone}: no workload of this plan is supported here" in real_lone.stderr
+    assert not (tmp_path / "y.db").exists()
     # without "skip" the plan is refused at load, naming the place and the reason
     plan.write_text(plan.read_text().replace('unsupported = "skip"\n', ""))
     bad = run_cli("run", str(plan), "--db", str(tmp_path / "x.db"))
@@ -229,7 +239,8 @@ def test_a_plan_whose_comparisons_all_fall_on_unsupported_conditions_is_not_reac
     for policy in ("skip", "fail"):
         plan.write_text(text.format(policy))
         proc = run_cli("run", str(plan), *root, "--dry-run", "--db", str(tmp_path / "x.db"))
-        assert proc.returncode == 0, proc.stderr
+        # the dry-run exits as the run would: 0 where the baseline runs, 2 where the run is refused
+        assert proc.returncode == (0 if policy == "skip" else 2), proc.stderr
         assert "cells: 1\nruns: 10\ncomparisons: 0" in proc.stdout  # the perf cell is neither run nor counted
         assert "skipped here: condition perf: unsupported: no " in proc.stdout
         assert "verdict reachable: NO: no verdict is reachable here" in proc.stdout
@@ -240,9 +251,14 @@ def test_a_plan_whose_comparisons_all_fall_on_unsupported_conditions_is_not_reac
         if policy == "skip":
             assert "none of its 1 comparisons can run on this board" in doc["message"]
             assert doc["refused"] is None
-        else:  # the run itself would stop there: the dry-run says so, with the way out
+        else:  # the run itself would stop there: the dry-run says so, with the way out, and exits as it
             assert doc["refused"].startswith(f"{plan}: conditions[1] (perf): unsupported: ")
             assert 'unsupported = "skip" runs the rest' in doc["refused"]
+            assert f"boardlab run: refused here: {plan}: conditions[1] (perf): unsupported: " in proc.stderr
+            assert "a real run stops before its first run" in proc.stderr
+            real = run_cli("run", str(plan), *root, "--db", str(tmp_path / "x.db"), "--quiet")
+            assert real.returncode == proc.returncode == 2, real.stderr
+            assert "conditions[1] (perf): unsupported: " in real.stderr
     assert not (tmp_path / "x.db").exists()
 
 

@@ -1,7 +1,15 @@
 """The satellite-computer ("andesite") preset reaches verdicts where the effect is large: a trimmed plan with
-the preset's own [runs] table (its default repetitions and the baseline allocation the product gives it)
-plants a 2x slowdown through a real condition (a stress-ng CPU hog time-sharing the worker's CPU) and must
-be called a slowdown (docs/method.md "Test": the trimmed t's p-value is not floored by the run count)."""
+the preset's own [runs] table (its default repetitions and iterations, and the baseline allocation the
+product gives it) plants a 2x slowdown through a real condition (a stress-ng CPU hog on the worker's CPU, at
+the same priority) and must be called a slowdown (docs/method.md "Test": the trimmed t's p-value is not
+floored by the run count).
+
+Why these cells. The scheduler shares a CPU between the worker and the hog in time slices of a few
+milliseconds. An iteration shorter than a slice (SciMark's small sizes, CRC32 of 1 MB: 1-3 ms here) either
+runs whole or waits a slice out, so its time is 1x or several x, and a run's median of a few such iterations
+swings between them: the hog arm's runs spread by 40-90% and the "2x" was anything from 1.2x to 3x. The two
+preset cells here (SciMark SOR and sparse matmult at size large) take 50-350 ms per iteration, dozens of
+slices, so each iteration sees the hog's half share and the planted 2x is steady."""
 
 from __future__ import annotations
 
@@ -16,24 +24,22 @@ from helpers import run_cli
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-QUIET_CV = 0.20  # the compared cells' run-to-run spread below which the claim is tested
+USABLE_CV = 0.40  # above this run-to-run spread a cell's runs say more about the machine than the condition
 
 TRIMMED = """\
 name = "andesite-trimmed"
 seed = 0
-[runs]
-repetitions = {repetitions}
-order = "{order}"
-iterations = 3
+{runs}
 [gates]
 # the test must decide on a busy machine too: the idle gate would only time out there
 idle = false
 temperature = false
 [[workloads]]
-name = "mibench.crc32"
-[[workloads]]
 name = "scimark.sor"
-params = {{ size = "small" }}
+params = {{ size = "large" }}
+[[workloads]]
+name = "scimark.sparse"
+params = {{ size = "large" }}
 [[conditions]]
 name = "baseline"
 kind = "baseline"
@@ -50,9 +56,14 @@ params = {{ source = "urandom", size = "16M", placement = "other" }}
 
 @pytest.mark.skipif(shutil.which("stress-ng") is None, reason="needs stress-ng (apt-get install stress-ng)")
 def test_a_2x_slowdown_through_a_real_condition_is_a_verdict_at_the_andesite_defaults(tmp_path):
-    runs = tomllib.loads(preset_text("andesite"))["runs"]
+    text = preset_text("andesite")
+    runs = text[text.index("[runs]") : text.index("[[workloads]]")]  # the preset's own, verbatim
+    assert "repetitions = 10" in runs and "iterations" not in runs  # the defaults the docstring describes
     plan = tmp_path / "plan.toml"
-    plan.write_text(TRIMMED.format(repetitions=runs["repetitions"], order=runs["order"]))
+    plan.write_text(TRIMMED.format(runs=runs))
+    cells = tomllib.loads(text)["workloads"]
+    for name in ("scimark.sor", "scimark.sparse"):  # cells the preset itself runs
+        assert {"name": name, "params": {"size": ["small", "large"]}} in cells
     db = tmp_path / "r.db"
     proc = run_cli("run", str(plan), "--db", str(db), "--quiet", timeout=1800)
     assert proc.returncode == 0, proc.stderr
@@ -68,15 +79,15 @@ def test_a_2x_slowdown_through_a_real_condition_is_a_verdict_at_the_andesite_def
     hog = [ca for ca in a.comparisons if ca.condition == "cpu-hog-same"]
     assert len(hog) == 2
     cvs = ", ".join(f"{c.label}@{c.condition}: CV {c.summary.cv:.1%}" for c in a.cells if c.summary)
-    # The claim is for a quiet machine and a steady condition: with the compared runs spread by more than
-    # 20% (another job sharing the cores, or the hog's time slices landing unevenly on short runs), 10-15
-    # runs cannot be expected to call even a 2x effect. Measured, and said.
+    # The claim holds on a quiet or moderately loaded machine. Where other jobs spread the compared runs by
+    # more than 40% (a load average many times the core count), 10-15 runs cannot be expected to call even a
+    # 2x effect: measured, and said.
     compared = [c for c in a.cells if c.summary and c.condition in ("baseline", "cpu-hog-same")]
     noisiest = max(compared, key=lambda c: c.summary.cv)
-    if noisiest.summary.cv > QUIET_CV:
+    if noisiest.summary.cv > USABLE_CV:
         pytest.skip(
-            f"not quiet or not steady here: {noisiest.label}@{noisiest.condition} runs spread by CV "
-            f"{noisiest.summary.cv:.0%} ({cvs})"
+            f"this machine is too busy to test the claim: {noisiest.label}@{noisiest.condition} runs spread by "
+            f"CV {noisiest.summary.cv:.0%} ({cvs})"
         )
     for ca in hog:
         c = ca.comparison

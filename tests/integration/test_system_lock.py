@@ -146,3 +146,107 @@ def test_the_lock_is_free_again_when_its_holder_dies(lab, tmp_path):
     proc = start(tmp_path, root, env, "second", "--no-wait")
     _, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
+
+
+# ---- the governor daemon and `boardlab restore` take the same lock -------------------------------------
+
+GOVERNOR = "sys/devices/system/cpu/cpufreq/policy0/scaling_governor"
+
+
+@pytest.fixture
+def xu3(tmp_path, monkeypatch):
+    """An Odroid-XU3 tree (cpufreq with userspace) with an idle /proc/stat for the daemon to read."""
+    root = copy_board("odroid-xu3", tmp_path)
+    lines = ["cpu  0 0 0 0 0 0 0 0 0 0"] + [f"cpu{i} 0 0 0 0 0 0 0 0 0 0" for i in range(8)]
+    (root / "proc" / "stat").write_text("\n".join(lines) + "\n")
+    state = tmp_path / "state"
+    monkeypatch.setenv("BOARDLAB_STATE_DIR", str(state))
+    return root, state, {**os.environ, "BOARDLAB_STATE_DIR": str(state)}
+
+
+def boardlab(env, *args: str) -> subprocess.Popen:
+    argv = [sys.executable, "-m", "boardlab", *args]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def daemon(root, env, *extra: str) -> subprocess.Popen:
+    return boardlab(env, "governor", "run", "--root", str(root), "--policy", "ondemand", "--sampling-ms", "20",
+                    *extra)  # fmt: skip
+
+
+def held_by_us(root):
+    from boardlab.conditions.journal import SystemLock
+    from boardlab.platform.sysroot import SysRoot
+
+    lock = SystemLock(SysRoot(str(root)), "campaign first")
+    assert lock.acquire(0, print) == 0.0
+    return lock
+
+
+def test_the_governor_daemon_waits_for_a_campaign_and_governs_after_it(xu3):
+    root, state, env = xu3
+    before = (root / GOVERNOR).read_text().strip()
+    lock = held_by_us(root)
+    try:
+        refused = daemon(root, env, "--no-wait")
+        _, err = refused.communicate(timeout=120)
+        assert refused.returncode == 2, err
+        assert f"held by boardlab pid {os.getpid()} (campaign first" in err and "(--no-wait)" in err
+        waiter = daemon(root, env, "--duration-s", "0.5")
+        line = ""
+        while "waiting for" not in line:  # it says for whom before it waits
+            line = waiter.stderr.readline()
+            assert line, "the daemon ended without waiting"
+        assert f"waiting for boardlab pid {os.getpid()} (campaign first, since " in line
+        time.sleep(1.0)
+        assert (
+            waiter.poll() is None and (root / GOVERNOR).read_text().strip() == before
+        )  # nothing changed yet
+    finally:
+        lock.release()
+    _, err = waiter.communicate(timeout=120)
+    assert waiter.returncode == 0, err
+    assert f"for boardlab pid {os.getpid()} (campaign first" in err.split("waited ")[1]
+    assert "governing " in err  # it governed once the lock was free, and restored after
+    assert (root / GOVERNOR).read_text().strip() == before
+    assert list(state.glob("restore-*")) == []
+
+
+def said_waiting(proc: subprocess.Popen) -> str:
+    """The line where `proc` says it is waiting for the system lock (read from its stderr)."""
+    line = ""
+    while "waiting for" not in line:
+        line = proc.stderr.readline()
+        assert line, "it ended without waiting"
+    return line
+
+
+def test_a_campaign_and_restore_wait_for_a_running_governor_daemon(xu3, tmp_path):
+    root, state, env = xu3
+    gov = daemon(root, env)  # governs until Ctrl-C
+    try:
+        wait_for_holder(state, gov.pid)
+        busy = boardlab(env, "restore", "--root", str(root), "--no-wait")
+        _, err = busy.communicate(timeout=120)
+        assert busy.returncode == 2, err
+        assert f"held by boardlab pid {gov.pid} (governor daemon ondemand" in err
+        # while the daemon holds the settings, restore does not undo them: it waits for the daemon to end
+        restore = boardlab(env, "restore", "--root", str(root), "--json")
+        assert f"waiting for boardlab pid {gov.pid} (governor daemon ondemand, since " in said_waiting(
+            restore
+        )
+        campaign = start(tmp_path, root, env, "second")
+        assert "waiting for boardlab pid " in said_waiting(campaign)
+        assert (root / GOVERNOR).read_text().strip() == "userspace"  # the daemon's, left alone
+    finally:
+        gov.send_signal(signal.SIGINT)  # the daemon stops and restores its own writes
+        _, gov_err = gov.communicate(timeout=120)
+    assert gov.returncode == 0, gov_err
+    out, err = restore.communicate(timeout=120)
+    assert restore.returncode == 0, err
+    assert json.loads(out)["restored"] == []  # nothing left: the daemon restored its writes itself
+    _, err = campaign.communicate(timeout=300)
+    assert campaign.returncode == 0, err
+    assert len(rows(tmp_path / "second.db", "SELECT id FROM runs")) == 4
+    assert (root / GOVERNOR).read_text().strip() == "ondemand"
+    assert list(state.glob("restore-*")) == []

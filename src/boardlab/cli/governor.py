@@ -97,6 +97,9 @@ def add_arguments(parser) -> None:
                    help="CCI-400 slave interface per policy (default Exynos 5422: policy0=3,policy4=4)")  # fmt: skip
     p.add_argument("--json", action="store_true", help="print the daemon's summary as JSON when it stops")
     p.add_argument("--no-recover", action="store_true", help=argparse_suppress())
+    from boardlab.cli.run import add_wait_arguments
+
+    add_wait_arguments(p)
 
     p = sub.add_parser("simulate", help="compare the policies on the simulator's traces: time, energy, EDP")
     p.add_argument("--soc", choices=SOC_NAMES, default="exynos5422")
@@ -529,8 +532,24 @@ def _run(args) -> int:
                 print(f"boardlab governor run: unsupported: {exc}", file=sys.stderr)
                 return 1
     _die_with_parent()
-    journal = RestoreJournal(sr)
-    d = daemon.Daemon(sr, args.policy, journal, counters=counters, slow=slow)
+    # Standalone, the daemon changes the board's settings as a campaign does: it takes the system lock the
+    # same way. Started by a campaign (--no-recover, the governor-daemon condition) the campaign holds it.
+    from boardlab.cli.run import take_system_lock
+
+    lock = None if args.no_recover else take_system_lock(sr, f"governor daemon {args.policy}", args)
+    try:
+        return _govern(args, daemon.Daemon(sr, args.policy, RestoreJournal(sr), counters=counters, slow=slow),
+                       rule_text)  # fmt: skip
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _govern(args, d, rule_text: str) -> int:
+    """The daemon from its checks to its summary, under the system lock; restores what it wrote."""
+    from boardlab.governor import daemon
+
+    journal = d.journal
     try:
         d.check()
     except daemon.Unsupported as exc:

@@ -17,9 +17,13 @@ DESCRIPTION = (
 def add_arguments(parser) -> None:
     parser.add_argument("--root", default="/", help="the tree whose settings were changed (default /)")
     parser.add_argument("--json", action="store_true", help="print what was restored as JSON")
+    from boardlab.cli.run import add_wait_arguments
+
+    add_wait_arguments(parser)  # a live boardlab's entries are its own to undo: restore waits for it
 
 
 def run(args) -> int:
+    from boardlab.cli.run import take_system_lock
     from boardlab.conditions.journal import RestoreJournal, failures
     from boardlab.platform.sysroot import SysRoot
     from boardlab.report.escape import term
@@ -27,7 +31,12 @@ def run(args) -> int:
     root = SysRoot(args.root)
     root.require_board_tree()
     journal = RestoreJournal(root)
-    results = journal.recover()  # tries every entry; those it could not undo stay in the journal
+    # under the system lock, as a campaign recovers: never undo what a live boardlab is still using
+    lock = take_system_lock(root, "restore", args)
+    try:
+        results = journal.recover()  # tries every entry; those it could not undo stay in the journal
+    finally:
+        lock.release()
     failed = failures(results)
     restored = [r for r in results if not r.failed]
     if args.json:

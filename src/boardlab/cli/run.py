@@ -64,6 +64,17 @@ def add_arguments(parser) -> None:
         help="load and check the plan (and the overrides), print its cells, runs, comparisons, an estimated "
         "duration (from earlier runs in --db) and whether a verdict is reachable; run and write nothing",
     )
+    add_wait_arguments(parser)
+    parser.add_argument(
+        "--soak",
+        metavar="DURATION",
+        help="one long run per cell: duration_s = DURATION (e.g. 1h, 30m, 90s) and 1 repetition",
+    )
+
+
+def add_wait_arguments(parser) -> None:
+    """--wait SECONDS / --no-wait: what a command that changes a board's settings (run, governor run,
+    restore) does when another boardlab holds them (the system lock, docs/safety.md)."""
     wait = parser.add_mutually_exclusive_group()
     wait.add_argument(
         "--wait",
@@ -75,11 +86,19 @@ def add_arguments(parser) -> None:
     wait.add_argument(
         "--no-wait", action="store_true", help="exit at once (code 2) when another boardlab holds them"
     )
-    parser.add_argument(
-        "--soak",
-        metavar="DURATION",
-        help="one long run per cell: duration_s = DURATION (e.g. 1h, 30m, 90s) and 1 repetition",
-    )
+
+
+def take_system_lock(sr, what: str, args):
+    """The system lock of the tree `sr`, taken as a campaign takes it (campaign.runner): waiting as --wait
+    or --no-wait says and saying for whom on stderr. The caller releases it."""
+    from boardlab.conditions.journal import SystemLock
+    from boardlab.errors import InputError
+
+    if args.wait is not None and not 0 <= args.wait <= 30 * 86400:
+        raise InputError(f"--wait {args.wait:g}: expected 0 to 2592000 seconds (30 days)")
+    lock = SystemLock(sr, what)
+    lock.acquire(0.0 if args.no_wait else args.wait, lambda line: print(line, file=sys.stderr, flush=True))
+    return lock
 
 
 def _soak_s(text: str) -> float:
@@ -128,6 +147,22 @@ def _dry_run_text(plan, summary) -> str:
             f"{d['repetitions_needed']} per arm is the verdict rule's minimum)"
         )
     return "\n".join(lines + _power_lines(d))
+
+
+def _dry_run_exit(plan, summary) -> int:
+    """The code a real run of this plan would exit with before its first run: 2 where the runner refuses
+    it (something unsupported under runs.unsupported = "fail", or no workload runnable here), so a script
+    that checks a plan with --dry-run learns what the run would do; else 0."""
+    from boardlab.errors import EXIT_USAGE
+    from boardlab.report.escape import term
+
+    why = summary.refused
+    if why is None and summary.cells == 0:  # the runner's own refusal (campaign.runner)
+        why = f"{plan.source_name}: no workload of this plan is supported here"
+    if why is None:
+        return 0
+    print(f"boardlab run: refused here: {term(why)}: a real run stops before its first run", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def _drop_if_empty(store, db: str) -> None:
@@ -239,7 +274,7 @@ def run(args) -> int:
             print(json.dumps({**summary.to_dict(), **listing}))
         else:
             print(_dry_run_text(plan, summary) + "\n" + _listing_text(listing))
-        return 0
+        return _dry_run_exit(plan, summary)
     if (
         summary.reach.message and not summary.refused
     ):  # said before the first run; the plan still runs (docs/method.md)
