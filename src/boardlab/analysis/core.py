@@ -61,9 +61,9 @@ def threshold_for(plan: dict, workload: str, metric: str, *, tail: bool = False)
     return default, f"default for {'tail metrics' if tail else 'run-time and throughput'}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunPoint:
-    """One run of a cell, as plots need it."""
+    """One run of a cell, as plots need it. Slots: a campaign of a million runs holds a million of these."""
 
     run_id: int
     seq: int
@@ -255,9 +255,11 @@ def run_environment(monitor: dict) -> RunEnvironment:
 
 def _cell(row, runs) -> CellAnalysis:
     points = []
+    environments: dict[tuple, RunEnvironment] = {}  # equal environments shared (a frozen record)
     for r in runs:
         mon = json.loads(r["monitor_json"])
         ru = json.loads(r["rusage_json"] or "{}")
+        env = run_environment(mon)
         points.append(
             RunPoint(
                 run_id=r["id"],
@@ -270,7 +272,7 @@ def _cell(row, runs) -> CellAnalysis:
                 error=r["error"],
                 wall_ns=r["wall_ns"],
                 gate_waited_s=r["gate_waited_s"],
-                environment=run_environment(mon),
+                environment=environments.setdefault(tuple((type(v), v) for v in dataclasses.astuple(env)), env),
                 worker_cpu_pct=mon.get("worker.cpu_pct_mean"),
                 warmup_capped=None if r["warmup_capped"] is None else bool(r["warmup_capped"]),
                 aa_arm=r["aa_arm"] if "aa_arm" in r.keys() else None,
