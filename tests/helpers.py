@@ -769,7 +769,9 @@ def make_campaign_db_bulk(path: Path, runs: int, *, seed: int = 1, board: str = 
     specs = {c: ConditionSpec(c, "baseline" if c == "baseline" else "stressor", {},
                               None if c == "baseline" else "baseline") for c in CONDITIONS}  # fmt: skip
     with Store.open(path) as store:
-        board_id = store.upsert_board(f"fp-{board}", board, {"model": "bulk test board", "online_cpus": [0, 1]})
+        board_id = store.upsert_board(
+            f"fp-{board}", board, {"model": "bulk test board", "online_cpus": [0, 1]}
+        )
         cid = store.create_campaign(name="bulk", plan_hash=f"h-bulk-{seed}", plan_source="bulk.toml",
                                     plan_text=f'name = "bulk"\n[runs]\nrepetitions = {n}\n', board_id=board_id,
                                     boardlab_version="0.1.0", kern_version="0.1.0", root="/", environment={})  # fmt: skip

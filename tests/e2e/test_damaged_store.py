@@ -78,7 +78,9 @@ def _damage(pristine, dest, table: str, column: str, value) -> str:
             run_id, source = conn.execute(
                 "SELECT run_id, source FROM run_series ORDER BY run_id DESC, source DESC LIMIT 1"
             ).fetchone()
-            conn.execute(f"UPDATE run_series SET {column}=? WHERE run_id=? AND source=?", (value, run_id, source))
+            conn.execute(
+                f"UPDATE run_series SET {column}=? WHERE run_id=? AND source=?", (value, run_id, source)
+            )
             return f'"run_id" {run_id}, "source" {source!r}'
         rowid = conn.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0]
         conn.execute(f"UPDATE {table} SET {column}=? WHERE rowid=?", (value, rowid))

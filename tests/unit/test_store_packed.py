@@ -9,8 +9,7 @@ from boardlab.analysis import analyze, monitor_series
 from boardlab.analysis.monitor import MAX_POINTS, scale_of
 from boardlab.report.plot import MAX_SERIES_POINTS
 from boardlab.report.plot.lines import downsample
-from boardlab.store import STORE_SCHEMA, Store
-from boardlab.store import packed
+from boardlab.store import STORE_SCHEMA, Store, packed
 from boardlab.store.migrations import MIGRATIONS
 
 from helpers import make_campaign_db
@@ -61,7 +60,9 @@ def _expected() -> list[tuple]:
 def test_packed_rows_read_back_bit_for_bit():
     rows = packed.pack(SAMPLES)
     assert [r[0] for r in rows] == ["cpu0.busy_pct", "temp.zone0_mc", "worker.rss_kib"]
-    got = [(src, t, v) for src, pk, n, tb, vb in rows for t, v in zip(*packed.unpack(pk, n, tb, vb), strict=True)]
+    got = [
+        (src, t, v) for src, pk, n, tb, vb in rows for t, v in zip(*packed.unpack(pk, n, tb, vb), strict=True)
+    ]
     assert got == _expected()
     assert all(len(tb) == len(vb) == 8 * n for _, _, n, tb, vb in rows)
     assert packed.unpack(2, 1, b"\0" * 8, b"\0" * 8) is None  # an unknown layout is refused, not misread
@@ -74,7 +75,11 @@ def test_a_schema_6_store_reads_as_before_and_migration_7_packs_its_series(tmp_p
     with Store.open(db, create=False) as reader:  # a reader changes nothing, reads the old rows
         assert reader.schema_version() == 6
         assert [tuple(s) for s in reader.series(1)] == _expected()
-        assert [(r, s, list(t)) for r, s, t, _ in reader.run_series([2, 1])][0] == (1, "cpu0.busy_pct", [0, 100, 100])
+        assert [(r, s, list(t)) for r, s, t, _ in reader.run_series([2, 1])][0] == (
+            1,
+            "cpu0.busy_pct",
+            [0, 100, 100],
+        )
     with Store.open(db) as store:  # a writer migrates
         assert store.schema_version() == STORE_SCHEMA
         assert [tuple(s) for s in store.series(1)] == _expected()
@@ -94,7 +99,9 @@ def _old_monitor_series(store, campaign_id):
     raw: dict[str, list] = {}
     for r in runs:
         for row in store.series(r["id"]):
-            raw.setdefault(row["source"], []).append((r["started_unix_s"] - t0 + row["t_ns"] / 1e9, row["value"]))
+            raw.setdefault(row["source"], []).append(
+                (r["started_unix_s"] - t0 + row["t_ns"] / 1e9, row["value"])
+            )
     for points in raw.values():
         points.sort(key=lambda p: p[0])
     times = [t for pts in raw.values() for t, _ in pts]

@@ -272,7 +272,9 @@ def _cell(row, runs) -> CellAnalysis:
                 error=r["error"],
                 wall_ns=r["wall_ns"],
                 gate_waited_s=r["gate_waited_s"],
-                environment=environments.setdefault(tuple((type(v), v) for v in dataclasses.astuple(env)), env),
+                environment=environments.setdefault(
+                    tuple((type(v), v) for v in dataclasses.astuple(env)), env
+                ),
                 worker_cpu_pct=mon.get("worker.cpu_pct_mean"),
                 warmup_capped=None if r["warmup_capped"] is None else bool(r["warmup_capped"]),
                 aa_arm=r["aa_arm"] if "aa_arm" in r.keys() else None,

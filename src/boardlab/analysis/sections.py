@@ -9,7 +9,7 @@ plan. A block's `formats` says where it shows: figures only in HTML; the text re
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from boardlab.analysis import document as doc

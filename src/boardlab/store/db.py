@@ -21,8 +21,8 @@ from boardlab.errors import InputError, database_error, os_error
 from boardlab.model.campaign import Cell, ConditionSpec
 from boardlab.model.run import RunResult
 from boardlab.store import packed
-from boardlab.store.verify import DamagedStore
 from boardlab.store.migrations import DATA_STEPS, MIGRATIONS
+from boardlab.store.verify import DamagedStore
 
 STORE_SCHEMA = MIGRATIONS[-1][0]
 _PG_MIGRATE_LOCK = 0x626C6162  # "blab": the advisory lock that serializes migrations on a PostgreSQL store

@@ -11,8 +11,8 @@ import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator
-from typing import BinaryIO
 from pathlib import Path
+from typing import BinaryIO
 
 from boardlab.errors import InputError, os_error
 from boardlab.store.db import Store
@@ -200,7 +200,15 @@ def _arrow_schema(fields: tuple[str, ...] = FIELDS):
     pa, _ = _pyarrow()
 
     def kind(f: str):
-        return pa.int64() if f in _INTS else pa.bool_() if f in _BOOLS else pa.float64() if f in _FLOATS else pa.string()
+        return (
+            pa.int64()
+            if f in _INTS
+            else pa.bool_()
+            if f in _BOOLS
+            else pa.float64()
+            if f in _FLOATS
+            else pa.string()
+        )
 
     return pa.schema([(f, kind(f)) for f in fields], metadata={"boardlab_export_schema": str(EXPORT_SCHEMA)})
 

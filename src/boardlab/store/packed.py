@@ -57,7 +57,8 @@ def convert_series(conn) -> None:
         ids = [
             int(r[0])
             for r in conn.execute(
-                "SELECT DISTINCT run_id FROM series WHERE run_id > ? ORDER BY run_id LIMIT ?", (last, _BATCH_RUNS)
+                "SELECT DISTINCT run_id FROM series WHERE run_id > ? ORDER BY run_id LIMIT ?",
+                (last, _BATCH_RUNS),
             ).fetchall()
         ]
         if not ids:
