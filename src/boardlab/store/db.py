@@ -936,7 +936,7 @@ class Store:
             ):
                 rows.setdefault(int(run_id), []).append((source, t_ns, value))
             for run_id, samples in rows.items():
-                by_run[run_id] = [(s, *packed.unpack(*rest)) for s, *rest in packed.pack(samples)]  # type: ignore[misc]
+                by_run[run_id] = packed.arrays(samples)
         for run_id in run_ids:
             for source, times, values in by_run.get(run_id, ()):
                 yield run_id, source, times, values

@@ -17,21 +17,27 @@ PACKING = 1  # t_ns: int64 LE, value: float64 LE
 _BATCH_RUNS = 2000  # runs converted per step of migration 7: memory bounded, whatever the store's size
 
 
-def pack(samples: Iterable[tuple[str, int, float]]) -> list[tuple[str, int, int, bytes, bytes]]:
-    """(source, packing, samples, t_ns bytes, value bytes) per source of one run's (source, t_ns, value),
-    sources by name and each source's samples by time (equal times keep their recorded order)."""
+def arrays(samples: Iterable[tuple[str, int, float]]) -> list[tuple[str, array, array]]:
+    """(source, times, values) per source of one run's (source, t_ns, value), sources by name and each
+    source's samples by time (equal times keep their recorded order); native byte order."""
     by_source: dict[str, list[tuple[int, float]]] = {}
     for source, t_ns, value in samples:
         by_source.setdefault(source, []).append((int(t_ns), float(value)))
     out = []
     for source in sorted(by_source):
         points = sorted(by_source[source], key=lambda p: p[0])
-        t = array("q", [p[0] for p in points])
-        v = array("d", [p[1] for p in points])
+        out.append((source, array("q", [p[0] for p in points]), array("d", [p[1] for p in points])))
+    return out
+
+
+def pack(samples: Iterable[tuple[str, int, float]]) -> list[tuple[str, int, int, bytes, bytes]]:
+    """(source, packing, samples, t_ns bytes, value bytes) per source of one run's (source, t_ns, value)."""
+    out = []
+    for source, t, v in arrays(samples):
         if sys.byteorder == "big":  # the stored layout is little-endian on every machine
             t.byteswap()
             v.byteswap()
-        out.append((source, PACKING, len(points), t.tobytes(), v.tobytes()))
+        out.append((source, PACKING, len(t), t.tobytes(), v.tobytes()))
     return out
 
 
