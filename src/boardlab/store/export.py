@@ -224,9 +224,9 @@ def _arrow_table(records: list[dict], fields: tuple[str, ...] = FIELDS):
 class _ParquetSink:
     """A Parquet file written a row group at a time."""
 
-    def __init__(self, where, fields: tuple[str, ...] = FIELDS, group: int = ROW_GROUP_RUNS):
+    def __init__(self, where, fields: tuple[str, ...] = FIELDS, group: int | None = None):
         _, pq = _pyarrow()
-        self.fields, self.group = fields, group
+        self.fields, self.group = fields, group or ROW_GROUP_RUNS
         self.writer = pq.ParquetWriter(where, _arrow_schema(fields))
         self.rows: list[dict] = []
         self.count = 0
