@@ -786,3 +786,68 @@ def kern_json_denying(kern: Path, nr: int, *args: str) -> tuple[int, dict]:
         preexec_fn=seccomp_denying(nr),
     )
     return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}
+
+
+def make_campaign_db_bulk(path: Path, runs: int, *, seed: int = 1, board: str = "board-a") -> Path:
+    """A campaign of about `runs` runs shaped as make_campaign_db's (its 34 cells, effects, 30 monitor samples
+    per run, one invalid and one failed cell-run), written in one transaction with batched inserts: 10^5
+    runs in seconds, for the tests of scale (the store's rows are those `Store.record_run` writes)."""
+    from boardlab.store import packed
+
+    rng = random.Random(seed)
+    cells = _cells(tuple(CONDITIONS), True)
+    n = max(2, runs // len(cells))
+    specs = {c: ConditionSpec(c, "baseline" if c == "baseline" else "stressor", {},
+                              None if c == "baseline" else "baseline") for c in CONDITIONS}  # fmt: skip
+    with Store.open(path) as store:
+        board_id = store.upsert_board(
+            f"fp-{board}", board, {"model": "bulk test board", "online_cpus": [0, 1]}
+        )
+        cid = store.create_campaign(name="bulk", plan_hash=f"h-bulk-{seed}", plan_source="bulk.toml",
+                                    plan_text=f'name = "bulk"\n[runs]\nrepetitions = {n}\n', board_id=board_id,
+                                    boardlab_version="0.1.0", kern_version="0.1.0", root="/", environment={})  # fmt: skip
+        ids = store.ensure_cells(cid, [c for c, *_ in cells], specs, {c.key: (u, h) for c, u, h, _ in cells})
+        conn = store.conn
+        next_id = (conn.execute("SELECT coalesce(max(id), 0) FROM runs").fetchone()[0] or 0) + 1
+        conn.execute("BEGIN IMMEDIATE")
+        seq = 0
+        for rep in range(1, n + 1):
+            run_rows, metric_rows, value_rows, series_rows = [], [], [], []
+            for cell, unit, hib, base in cells:
+                cost = CONDITIONS[cell.condition][0].get(cell.workload, 1.0)
+                value = base * (1 / cost if hib else cost) * (1 + rng.gauss(0, 0.01))
+                freq, temp = CONDITIONS[cell.condition][1], 45_000 + rep % 1000
+                failed = cell.workload == "crc32" and cell.condition == "memcpy" and rep == 2
+                invalid = cell.workload == "scimark.fft" and cell.condition == "baseline" and rep == 3
+                run_id, seq = next_id + seq, seq + 1
+                monitor = {"freq.policy0_khz_mean": float(freq), "temp.thermal_zone0_mc_max": float(temp),
+                           "throttled": invalid, "worker.cpu_pct_mean": 99.5}  # fmt: skip
+                run_rows.append((run_id, cid, ids[cell.key], rep, 1, seq, 1_700_000_000.0 + seq * 1.5,
+                                 500_000_000, 1, int(failed), int(not failed), int(not failed and not invalid),
+                                 "throttled" if invalid else None, None if failed else value, 3, 0,
+                                 '{"utime_us": 1}', 0.0, 0, "idle", "{}", json.dumps(monitor, sort_keys=True),
+                                 "worker crashed" if failed else None))  # fmt: skip
+                if not failed:
+                    metric_rows.append((run_id, cell.metric, unit, int(hib), value, value, value, value))
+                    value_rows += [(run_id, "iteration_ns", 0, 1e6), (run_id, cell.metric, 0, value)]
+                samples = [(s, k * 100_000_000, v) for k in range(5) for s, v in (
+                    ("cpu0.busy_pct", 3.0 + rng.random()), ("cpu1.busy_pct", 99.0), ("worker.cpu_pct", 99.5),
+                    ("worker.rss_kib", 2048.0), ("freq.policy0_khz", float(freq)),
+                    ("temp.thermal_zone0:cpu_thermal_mc", float(temp + 50 * k)))]  # fmt: skip
+                series_rows += [(run_id, *row) for row in packed.pack(samples)]
+            conn.executemany(
+                "INSERT INTO runs(id, campaign_id, cell_id, repetition, attempt, seq, started_unix_s, wall_ns, cpu,"
+                " exit_code, ok, valid, invalid_reason, value, warmup_iterations, warmup_capped, rusage_json,"
+                " gate_waited_s, gate_timed_out, gate_detail, condition_state_json, monitor_json, error)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                run_rows,
+            )
+            conn.executemany("INSERT INTO run_metrics VALUES (?,?,?,?,?,?,?,?)", metric_rows)
+            conn.executemany("INSERT INTO run_values VALUES (?,?,?,?)", value_rows)
+            conn.executemany(
+                "INSERT INTO run_series(run_id, source, packing, samples, t_ns, value) VALUES (?,?,?,?,?,?)",
+                series_rows,
+            )
+        conn.execute("COMMIT")
+        store.set_campaign_status(cid, "complete", monitor={"cost_pct_of_core": 0.4}, notes={})
+    return path

@@ -11,8 +11,9 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from boardlab.errors import InputError, os_error
 from boardlab.store import Store
@@ -96,69 +97,80 @@ def _cpu_times(rusage_json: str | None) -> dict:
     return {"user_time_us": ru.get("utime_us"), "system_time_us": ru.get("stime_us")}
 
 
-def run_records(store: Store, campaign_ids: list[int] | None = None) -> list[dict]:
+def iter_run_records(store: Store, campaign_ids: list[int] | None = None) -> Iterator[dict]:
+    """One record per run, read from the store as they are written out: an export of a million runs holds
+    one run at a time (and the campaign's energy rows, when it measured energy)."""
     from boardlab.energy.results import campaign_energy
 
-    records = []
     for camp in store.campaigns():
         if campaign_ids and camp["id"] not in campaign_ids:
             continue
         board = store.board(camp["board_id"])["label"]
         energy = campaign_energy(store, camp["id"])
-        for r in store.runs(camp["id"]):
-            records.append(
-                {
-                    "campaign": camp["name"],
-                    "campaign_id": camp["id"],
-                    "cell_id": r["cell_id"],
-                    "cell": r["cell_key"],
-                    "workload": r["workload"],
-                    "params": json.loads(r["params_json"]),
-                    "condition": r["condition"],
-                    "repetition": r["repetition"],
-                    "attempt": r["attempt"],
-                    "seq": r["seq"],
-                    "metric": r["metric"],
-                    "value": r["value"],
-                    "unit": r["unit"],
-                    "higher_is_better": bool(r["higher_is_better"]),
-                    "valid": bool(r["valid"]),
-                    "ok": bool(r["ok"]),
-                    "invalid_reason": r["invalid_reason"],
-                    "error": r["error"],
-                    "started_unix_s": r["started_unix_s"],
-                    "wall_ns": r["wall_ns"],
-                    **_cpu_times(r["rusage_json"]),
-                    "cpu": r["cpu"],
-                    "warmup_iterations": r["warmup_iterations"],
-                    "warmup_capped": None if r["warmup_capped"] is None else bool(r["warmup_capped"]),
-                    **_energy_fields(energy, r),
-                    "aa_arm": r["aa_arm"],
-                    "board": board,
-                }
-            )
-    return records
+        for r in store.iter_runs(camp["id"]):
+            yield {
+                "campaign": camp["name"],
+                "campaign_id": camp["id"],
+                "cell_id": r["cell_id"],
+                "cell": r["cell_key"],
+                "workload": r["workload"],
+                "params": json.loads(r["params_json"]),
+                "condition": r["condition"],
+                "repetition": r["repetition"],
+                "attempt": r["attempt"],
+                "seq": r["seq"],
+                "metric": r["metric"],
+                "value": r["value"],
+                "unit": r["unit"],
+                "higher_is_better": bool(r["higher_is_better"]),
+                "valid": bool(r["valid"]),
+                "ok": bool(r["ok"]),
+                "invalid_reason": r["invalid_reason"],
+                "error": r["error"],
+                "started_unix_s": r["started_unix_s"],
+                "wall_ns": r["wall_ns"],
+                **_cpu_times(r["rusage_json"]),
+                "cpu": r["cpu"],
+                "warmup_iterations": r["warmup_iterations"],
+                "warmup_capped": None if r["warmup_capped"] is None else bool(r["warmup_capped"]),
+                **_energy_fields(energy, r),
+                "aa_arm": r["aa_arm"],
+                "board": board,
+            }
+
+
+def run_records(store: Store, campaign_ids: list[int] | None = None) -> list[dict]:
+    return list(iter_run_records(store, campaign_ids))
 
 
 ENERGY_FIELDS = FIELDS[FIELDS.index("energy_source") : FIELDS.index("energy_reason") + 1]
 
 
-def to_json(records: list[dict]) -> bytes:
-    return (json.dumps({"schema": EXPORT_SCHEMA, "runs": records}, indent=1) + "\n").encode()
+def write_json(records: Iterable[dict], out: BinaryIO) -> None:
+    """{"schema": N, "runs": [...]} written a record at a time, laid out as json.dumps(indent=1) would."""
+    out.write(f'{{\n "schema": {EXPORT_SCHEMA},\n "runs": ['.encode())
+    first = True
+    for r in records:
+        out.write((("\n  " if first else ",\n  ") + json.dumps(r, indent=1).replace("\n", "\n  ")).encode())
+        first = False
+    out.write(b"]\n}\n" if first else b"\n ]\n}\n")
 
 
-def to_csv(records: list[dict], *, formulas: bool = False) -> bytes:
+def write_csv(records: Iterable[dict], out: BinaryIO, *, formulas: bool = False) -> None:
     """`formulas=False` (the default) neutralizes cells a spreadsheet would run as a formula (csv_cell)."""
     from boardlab.report.escape import csv_cell
 
-    buf = io.StringIO()
-    buf.write(f"# boardlab export schema {EXPORT_SCHEMA}\n")
-    w = csv.DictWriter(buf, fieldnames=FIELDS)
-    w.writeheader()
-    for r in records:
-        row = {**r, "params": json.dumps(r["params"], sort_keys=True)}
-        w.writerow(row if formulas else {k: csv_cell(v) for k, v in row.items()})
-    return buf.getvalue().encode()
+    text = io.TextIOWrapper(out, encoding="utf-8", newline="", write_through=True)
+    try:
+        text.write(f"# boardlab export schema {EXPORT_SCHEMA}\n")
+        w = csv.DictWriter(text, fieldnames=FIELDS)
+        w.writeheader()
+        for r in records:
+            row = {**r, "params": json.dumps(r["params"], sort_keys=True)}
+            w.writerow(row if formulas else {k: csv_cell(v) for k, v in row.items()})
+        text.flush()
+    finally:
+        text.detach()  # the caller owns `out`
 
 
 def _pyarrow():
@@ -175,19 +187,90 @@ def _pyarrow():
     return pa, pq
 
 
+# Each column's Parquet type, fixed up front: the file is written a row group at a time, so a column that
+# is empty in the first group must not take another type than in the next
+_INTS = {"campaign_id", "cell_id", "repetition", "attempt", "seq", "wall_ns", "user_time_us", "system_time_us",
+         "cpu", "warmup_iterations"}  # fmt: skip
+_BOOLS = {"higher_is_better", "valid", "ok", "warmup_capped"}
+_FLOATS = {"value", "started_unix_s", "energy_j", "energy_quantization_j", "power_avg_w", "power_idle_w",
+           "energy_dynamic_j", "edp_js", "ed2p_js2", "efficiency_total", "efficiency_dynamic"}  # fmt: skip
+ROW_GROUP_RUNS = 10_000  # runs per Parquet row group: the records of one group (about 25 MB) in memory
+
+
+def _arrow_schema(fields: tuple[str, ...] = FIELDS):
+    pa, _ = _pyarrow()
+
+    def kind(f: str):
+        return (
+            pa.int64()
+            if f in _INTS
+            else pa.bool_()
+            if f in _BOOLS
+            else pa.float64()
+            if f in _FLOATS
+            else pa.string()
+        )
+
+    return pa.schema([(f, kind(f)) for f in fields], metadata={"boardlab_export_schema": str(EXPORT_SCHEMA)})
+
+
 def _arrow_table(records: list[dict], fields: tuple[str, ...] = FIELDS):
     pa, _ = _pyarrow()
     cols = {
         f: [(json.dumps(r[f], sort_keys=True) if f == "params" else r[f]) for r in records] for f in fields
     }
-    return pa.table(cols).replace_schema_metadata({"boardlab_export_schema": str(EXPORT_SCHEMA)})
+    return pa.table(cols, schema=_arrow_schema(fields))
+
+
+class _ParquetSink:
+    """A Parquet file written a row group at a time."""
+
+    def __init__(self, where, fields: tuple[str, ...] = FIELDS, group: int | None = None):
+        _, pq = _pyarrow()
+        self.fields, self.group = fields, group or ROW_GROUP_RUNS
+        self.writer = pq.ParquetWriter(where, _arrow_schema(fields))
+        self.rows: list[dict] = []
+        self.count = 0
+
+    def add(self, record: dict) -> None:
+        self.rows.append(record)
+        self.count += 1
+        if len(self.rows) >= self.group:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.rows:
+            self.writer.write_table(_arrow_table(self.rows, self.fields))
+            self.rows = []
+
+    def close(self) -> None:
+        self.flush()
+        self.writer.close()
+
+
+def write_parquet(records: Iterable[dict], out: BinaryIO) -> None:
+    sink = _ParquetSink(out)
+    for r in records:
+        sink.add(r)
+    sink.close()
+
+
+def to_json(records: list[dict]) -> bytes:
+    buf = io.BytesIO()
+    write_json(records, buf)
+    return buf.getvalue()
+
+
+def to_csv(records: list[dict], *, formulas: bool = False) -> bytes:
+    buf = io.BytesIO()
+    write_csv(records, buf, formulas=formulas)
+    return buf.getvalue()
 
 
 def to_parquet(records: list[dict]) -> bytes:
-    _, pq = _pyarrow()
-    sink = io.BytesIO()
-    pq.write_table(_arrow_table(records), sink)
-    return sink.getvalue()
+    buf = io.BytesIO()
+    write_parquet(records, buf)
+    return buf.getvalue()
 
 
 PARTITION_MANIFEST = "boardlab-export.json"
@@ -201,14 +284,14 @@ def partition_dir_name(label: str) -> str:
     return "board=" + urllib.parse.quote(label, safe="-_.~ ")
 
 
-def write_parquet_partitioned(records: list[dict], out_dir: str | Path) -> dict[str, int]:
+def write_parquet_partitioned(records: Iterable[dict], out_dir: str | Path) -> dict[str, int]:
     """Hive-partitioned Parquet by board: OUT/board=LABEL/part-0.parquet (the board column lives in the
     path, as readers of hive partitions expect) plus OUT/boardlab-export.json naming the schema. The tree
     is built beside OUT and renamed into place, so a failure leaves no half-written export; an existing
     OUT is replaced only when it is empty or an earlier export of this kind (it has the manifest)."""
     import shutil
 
-    _, pq = _pyarrow()
+    _pyarrow()
     target = Path(out_dir)
     if target.exists() or target.is_symlink():
         if not target.is_dir() or target.is_symlink():
@@ -219,22 +302,24 @@ def write_parquet_partitioned(records: list[dict], out_dir: str | Path) -> dict[
             )
     elif not target.parent.is_dir():
         raise InputError(f"{target}: the directory {target.parent} does not exist")
-    by_board: dict[str, list[dict]] = {}
-    for r in records:
-        by_board.setdefault(r["board"], []).append(r)
     fields = tuple(f for f in FIELDS if f != "board")
     try:
         tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp"))
     except OSError as exc:
         raise os_error(exc, target.parent, "output directory") from None
     old = None
+    sinks: dict[str, _ParquetSink] = {}
     try:
         tmp.chmod(0o777 & ~_umask())
-        for label, rows in sorted(by_board.items()):
-            part = tmp / partition_dir_name(label)
-            part.mkdir()
-            pq.write_table(_arrow_table(rows, fields), part / "part-0.parquet")
-        boards = {label: len(rows) for label, rows in sorted(by_board.items())}
+        for r in records:  # streamed: a row group per board in memory at most
+            if r["board"] not in sinks:
+                part = tmp / partition_dir_name(r["board"])
+                part.mkdir()
+                sinks[r["board"]] = _ParquetSink(str(part / "part-0.parquet"), fields, ROW_GROUP_RUNS // 4)
+            sinks[r["board"]].add(r)
+        for sink in sinks.values():
+            sink.close()
+        boards = {label: sinks[label].count for label in sorted(sinks)}
         manifest = {"schema": EXPORT_SCHEMA, "partition": "board", "boards": boards}
         (tmp / PARTITION_MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
         if target.exists():
@@ -262,6 +347,7 @@ def _umask() -> int:
 
 
 FORMATS = {"json": to_json, "csv": to_csv, "parquet": to_parquet}
+WRITERS = {"json": write_json, "csv": write_csv, "parquet": write_parquet}  # streaming, as `export` writes
 
 
 def check_output(path: str, protect: Iterable[str | Path] = ()) -> None:
@@ -315,12 +401,13 @@ def check_output_dir(path: str | Path, what: str = "--out") -> None:
         raise os_error(exc, path, f"{what} directory") from None
 
 
-def write_output(path: str, data: bytes, protect: Iterable[str | Path] = ()) -> None:
-    """Writes `data` to `path` ("-": standard output) after check_output. A file is written beside the
-    target and renamed over it, so a failure never leaves a half-written file; the rename replaces a
-    symlink itself rather than writing through it."""
+@contextlib.contextmanager
+def open_output(path: str, protect: Iterable[str | Path] = ()) -> Iterator[BinaryIO]:
+    """A binary file to stream an output into ("-": standard output), after check_output. A file is
+    written beside the target and renamed over it when the block ends without an error, so a failure never
+    leaves a half-written file; the rename replaces a symlink itself rather than writing through it."""
     if path == "-":
-        sys.stdout.buffer.write(data)
+        yield sys.stdout.buffer
         sys.stdout.buffer.flush()
         return
     check_output(path, protect)
@@ -330,11 +417,9 @@ def write_output(path: str, data: bytes, protect: Iterable[str | Path] = ()) -> 
     except OSError as exc:
         raise os_error(exc, target.parent, "output directory") from None
     try:
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; a report is for sharing, as any new file
+        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp makes 0600; a report is for sharing, as any new file
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            yield f
         os.replace(tmp, target)
     except OSError as exc:
         with contextlib.suppress(OSError):
@@ -344,3 +429,9 @@ def write_output(path: str, data: bytes, protect: Iterable[str | Path] = ()) -> 
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def write_output(path: str, data: bytes, protect: Iterable[str | Path] = ()) -> None:
+    """Writes `data` to `path` ("-": standard output) through open_output."""
+    with open_output(path, protect) as f:
+        f.write(data)

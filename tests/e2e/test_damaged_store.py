@@ -20,7 +20,9 @@ CASES = [
     ("runs", "wall_ns", "12.5 ms"),
     ("runs", "started_unix_s", 1e300),
     ("run_values", "value", "n/a"),
-    ("series", "t_ns", b"\x00\x01"),
+    ("run_series", "t_ns", b"\x00\x01"),  # packed samples: not 8 bytes a sample
+    ("run_series", "samples", "many"),
+    ("run_series", "packing", 2),
     ("cells", "higher_is_better", "yes"),
     ("campaigns", "finished_unix_s", "yesterday"),
     *((table, column, "{not json") for table, column in JSON_SHAPES),
@@ -72,6 +74,14 @@ def _damage(pristine, dest, table: str, column: str, value) -> str:
                 (value, run_id, metric, it),
             )
             return f'"run_id" {run_id}, "metric" {metric!r}, "iteration" {it}'
+        if table == "run_series":  # WITHOUT ROWID too
+            run_id, source = conn.execute(
+                "SELECT run_id, source FROM run_series ORDER BY run_id DESC, source DESC LIMIT 1"
+            ).fetchone()
+            conn.execute(
+                f"UPDATE run_series SET {column}=? WHERE run_id=? AND source=?", (value, run_id, source)
+            )
+            return f'"run_id" {run_id}, "source" {source!r}'
         rowid = conn.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0]
         conn.execute(f"UPDATE {table} SET {column}=? WHERE rowid=?", (value, rowid))
     conn.close()

@@ -177,7 +177,7 @@ def _corrupt(db: Path) -> None:
     with sqlite3.connect(db) as c:
         try:
             pages = c.execute(
-                "SELECT pageno FROM dbstat WHERE name IN ('runs', 'run_metrics', 'run_values', 'series')"
+                "SELECT pageno FROM dbstat WHERE name IN ('runs', 'run_metrics', 'run_values', 'run_series')"
             ).fetchall()
         except sqlite3.OperationalError:
             pytest.skip("this SQLite has no dbstat table to find the pages of the runs")

@@ -15,6 +15,7 @@ from typing import Any
 
 from boardlab.analysis.document import Section
 from boardlab.analysis.format import cell_label
+from boardlab.analysis.monitor import MonitorSeries, monitor_series  # noqa: F401 (the package's API)
 from boardlab.analysis.specs import remember_campaign, spec_of, tail_samples
 from boardlab.stats import (
     DEFAULT_DELTA,
@@ -60,9 +61,9 @@ def threshold_for(plan: dict, workload: str, metric: str, *, tail: bool = False)
     return default, f"default for {'tail metrics' if tail else 'run-time and throughput'}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunPoint:
-    """One run of a cell, as plots need it."""
+    """One run of a cell, as plots need it. Slots: a campaign of a million runs holds a million of these."""
 
     run_id: int
     seq: int
@@ -254,9 +255,11 @@ def run_environment(monitor: dict) -> RunEnvironment:
 
 def _cell(row, runs) -> CellAnalysis:
     points = []
+    environments: dict[tuple, RunEnvironment] = {}  # equal environments shared (a frozen record)
     for r in runs:
         mon = json.loads(r["monitor_json"])
         ru = json.loads(r["rusage_json"] or "{}")
+        env = run_environment(mon)
         points.append(
             RunPoint(
                 run_id=r["id"],
@@ -269,7 +272,9 @@ def _cell(row, runs) -> CellAnalysis:
                 error=r["error"],
                 wall_ns=r["wall_ns"],
                 gate_waited_s=r["gate_waited_s"],
-                environment=run_environment(mon),
+                environment=environments.setdefault(
+                    tuple((type(v), v) for v in dataclasses.astuple(env)), env
+                ),
                 worker_cpu_pct=mon.get("worker.cpu_pct_mean"),
                 warmup_capped=None if r["warmup_capped"] is None else bool(r["warmup_capped"]),
                 aa_arm=r["aa_arm"] if "aa_arm" in r.keys() else None,
@@ -330,14 +335,10 @@ def _pairs(cells: tuple[CellAnalysis, ...], plan: dict):
 
 
 def _metric_samples(store: Store, cell: CellAnalysis, metric: str) -> dict[int, list[float]]:
-    """run id -> every sample of `metric` the valid run stored (frames, iterations), in order."""
-    out: dict[int, list[float]] = {}
-    for p in cell.runs:
-        if p.valid:
-            values = store.run_values(p.run_id, metric)
-            if values:
-                out[p.run_id] = values
-    return out
+    """run id -> every sample of `metric` the valid run stored (frames, iterations), in order; runs in
+    the cell's run order. One query for the cell."""
+    stored = store.cell_values(cell.cell_id, metric)
+    return {p.run_id: stored[p.run_id] for p in cell.runs if p.valid and stored.get(p.run_id)}
 
 
 def is_sample_histogram(name: str, histogram: str | None) -> bool:
@@ -352,11 +353,12 @@ def _histogram_samples(store: Store, cell: CellAnalysis) -> dict[int, list[float
     spec = spec_of(cell.workload)
     histogram = spec.sample_histogram if spec else None
     out: dict[int, list[float]] = {}
+    stored = store.cell_histograms(cell.cell_id)  # one query for the cell
     for p in cell.runs:
         if not p.valid:
             continue
         samples: list[float] = []
-        for h in store.histograms(p.run_id):
+        for h in stored.get(p.run_id, ()):
             if not is_sample_histogram(h["name"], histogram):
                 continue
             counts = json.loads(h["counts_json"])
@@ -374,8 +376,9 @@ def metrics_by_name(store: Store, run_id: int) -> dict[str, dict]:
     return {row["metric"]: dict(row) for row in store.run_metrics(run_id)}
 
 
-def _run_metric(store: Store, run_id: int, metric: str) -> float | None:
-    m = metrics_by_name(store, run_id).get(metric)
+def _median(metrics: dict[str, dict], metric: str) -> float | None:
+    """The stored median of `metric` among a run's metrics (`metrics_by_name`), or None."""
+    m = metrics.get(metric)
     return None if m is None else m["median"]
 
 
@@ -394,11 +397,12 @@ def _tail_arm(store: Store, cell: CellAnalysis) -> tuple[list[RunPoint], list[li
     spec = spec_of(cell.workload)
     if spec is not None and spec.tail_metric:
         points, p99s = [], []
+        metrics = store.cell_metrics(cell.cell_id)  # one query for the cell
         for p in cell.runs:
             if not p.valid:
                 continue
-            n = _run_metric(store, p.run_id, spec.tail_count_metric or "samples")
-            v = _run_metric(store, p.run_id, spec.tail_metric)
+            n = _median(metrics.get(p.run_id, {}), spec.tail_count_metric or "samples")
+            v = _median(metrics.get(p.run_id, {}), spec.tail_metric)
             if n is None or v is None or n < TAIL_MIN_SAMPLES or v <= 0:
                 break
             points.append(p)
@@ -657,10 +661,8 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
     camp = store.campaign(campaign_id)
     remember_campaign(store, campaign_id)  # what its workloads are, as stored with it (analysis/specs.py)
     board = store.board(camp["board_id"])
-    runs_by_cell: dict[int, list] = {}
-    for r in store.runs(campaign_id):
-        runs_by_cell.setdefault(r["cell_id"], []).append(r)
-    cells = tuple(_cell(row, runs_by_cell.get(row["id"], [])) for row in store.cells(campaign_id))
+    # one query per cell: the rows of one cell at a time, never the campaign's
+    cells = tuple(_cell(row, store.cell_runs(row["id"])) for row in store.cells(campaign_id))
     plan: dict = {}
     try:
         import tomllib
@@ -711,23 +713,6 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
 def latest_campaign_id(store: Store) -> int | None:
     rows = store.campaigns()
     return rows[-1]["id"] if rows else None
-
-
-def monitor_series(store: Store, campaign_id: int) -> dict[str, list[tuple[float, float | None]]]:
-    """Every monitor sample of the campaign on one time axis: each run's samples placed at the run's start
-    time (the monitor's t_ns counts from it), sorted by time. Plots break the lines at gaps between runs."""
-    runs = [r for r in store.runs(campaign_id) if r["started_unix_s"] is not None]
-    if not runs:
-        return {}
-    t0 = min(r["started_unix_s"] for r in runs)
-    out: dict[str, list[tuple[float, float | None]]] = {}
-    for r in runs:
-        start = r["started_unix_s"] - t0
-        for row in store.series(r["id"]):
-            out.setdefault(row["source"], []).append((start + row["t_ns"] / 1e9, row["value"]))
-    for points in out.values():
-        points.sort(key=lambda p: p[0])
-    return out
 
 
 @dataclass(frozen=True)

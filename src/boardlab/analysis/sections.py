@@ -9,7 +9,7 @@ plan. A block's `formats` says where it shows: figures only in HTML; the text re
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from boardlab.analysis import document as doc
@@ -30,6 +30,8 @@ from boardlab.analysis.format import (
     verdict_text,
 )
 from boardlab.analysis.headline import Headline, headlines
+from boardlab.analysis.monitor import GROUPS as MONITOR_GROUPS
+from boardlab.analysis.monitor import MonitorSeries
 from boardlab.analysis.specs import spec_of
 from boardlab.analysis.tables import (
     cell_table,
@@ -46,8 +48,8 @@ from boardlab.analysis.verdicts import aa_note, aa_summary, aa_table, build_note
 if TYPE_CHECKING:
     from boardlab.analysis.core import CampaignAnalysis, CellAnalysis
 
-# monitor source -> [(seconds since the campaign's first run started, value)], as `monitor_series` gives
-Series = Mapping[str, Sequence[tuple[float, float | None]]]
+# the monitor's samples as the plots draw them, as `monitor_series` gives them
+Series = MonitorSeries
 
 MAX_BOXES_PER_PLOT = 40  # beyond this a boxplot is a wall; the table and curves carry those cells
 MAX_DRIFT_PLOTS = 12  # flagged cells are always shown, the others fill up to this
@@ -558,51 +560,24 @@ def drift(a: CampaignAnalysis) -> doc.Section | None:
 def monitor(series: Series | None) -> doc.Section | None:
     if not series:
         return None
-    times = [t for pts in series.values() for t, _ in pts]
-    span = max(times) - min(times) if times else 0
-    time_div, time_unit = (60.0, "min") if span > 600 else (1.0, "s")
 
     def pick(pred) -> list[str]:
-        return sorted((s for s in series if pred(s)), key=lambda s: (len(s), s))
+        return sorted((s for s in series.lines if pred(s)), key=lambda s: (len(s), s))
 
-    groups = [
-        (
-            "CPU load",
-            pick(lambda s: s == "worker.cpu_pct" or (s.startswith("cpu") and s.endswith(".busy_pct"))),
-            1.0,
-            "CPU [%]",
-        ),
-        (
-            "CPU frequency",
-            pick(lambda s: s.startswith("freq.") and s.endswith("_khz")),
-            1000.0,
-            "frequency [MHz]",
-        ),
-        (
-            "Temperature",
-            pick(lambda s: s.startswith("temp.") and s.endswith("_mc")),
-            1000.0,
-            "temperature [°C]",
-        ),
-        ("Worker memory", pick(lambda s: s == "worker.rss_kib"), 1024.0, "resident set [MiB]"),
-    ]
     figures = []
-    for title, sources, scale, y_label in groups:
+    for title, pred, _, y_label in MONITOR_GROUPS:
+        sources = pick(pred)
         if not sources:
             continue
-        lines = [
-            doc.Line(
-                source, [(t / time_div, v / scale) for t, v in series[source] if v is not None], markers=False
-            )
-            for source in sources
-        ]
+        # the points as plotted: time in the series' unit, values scaled (analysis.monitor)
+        lines = [doc.Line(source, list(series.lines[source]), markers=False) for source in sources]
         figures.append(
             doc.Figure(
                 "series_plot",
                 {
                     "lines": lines,
                     "title": title,
-                    "x_label": f"time since the first run started [{time_unit}]",
+                    "x_label": f"time since the first run started [{series.time_unit}]",
                     "y_label": y_label,
                     "y_zero": title == "CPU load",
                     "height": 260,

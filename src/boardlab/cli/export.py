@@ -32,7 +32,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from boardlab.errors import InputError
-    from boardlab.export import FORMATS, check_output, run_records, to_csv, write_output
+    from boardlab.export import WRITERS, check_output, iter_run_records, open_output
     from boardlab.report.escape import term
     from boardlab.store import Store
 
@@ -44,25 +44,28 @@ def run(args) -> int:
         from boardlab.export import _pyarrow, write_parquet_partitioned
 
         _pyarrow()  # refused before the store is read when pyarrow is missing
-        with Store.open(args.db, create=False) as store:
-            records = run_records(store, args.campaign)
-        boards = write_parquet_partitioned(records, args.output)
+        with Store.open(args.db, create=False) as store, store.snapshot():
+            boards = write_parquet_partitioned(iter_run_records(store, args.campaign), args.output)
         print(
             f"wrote {term(args.output)}: "
             + ", ".join(f"board={term(b)} ({n} runs)" for b, n in boards.items()),
             file=sys.stderr,
         )
         return 0
-    if args.output:
-        check_output(args.output, protect=[args.db])
-    with Store.open(args.db, create=False) as store:
-        records = run_records(store, args.campaign)
-    data = (
-        to_csv(records, formulas=args.csv_formulas) if args.format == "csv" else FORMATS[args.format](records)
-    )
-    if args.output and args.output != "-":
-        write_output(args.output, data, protect=[args.db])
-        print(f"wrote {term(args.output)}", file=sys.stderr)
-    else:
-        sys.stdout.buffer.write(data)
+    if args.format == "parquet":
+        from boardlab.store.export import _pyarrow
+
+        _pyarrow()
+    output = args.output or "-"
+    if output != "-":
+        check_output(output, protect=[args.db])
+    # streamed from the store to the file a run at a time (a Parquet row group at a time), in one snapshot
+    with Store.open(args.db, create=False) as store, store.snapshot(), open_output(output, [args.db]) as out:
+        records = iter_run_records(store, args.campaign)
+        if args.format == "csv":
+            WRITERS["csv"](records, out, formulas=args.csv_formulas)
+        else:
+            WRITERS[args.format](records, out)
+    if output != "-":
+        print(f"wrote {term(output)}", file=sys.stderr)
     return 0

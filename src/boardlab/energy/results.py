@@ -72,9 +72,11 @@ def campaign_energy(store, campaign_id: int) -> CampaignEnergy:
         idle.setdefault(r["source"], []).append(
             IdleWindow(r["started_unix_s"], r["duration_s"], r["power_w"])
         )
-    runs_meta = {r["id"]: r for r in store.runs(campaign_id)}
+    energy_rows = store.run_energy(campaign_id)
+    # the runs only when some run has energy: a campaign without any is not read whole (an export)
+    runs_meta = {r["id"]: r for r in store.runs(campaign_id)} if energy_rows else {}
     runs: dict[int, dict[str, RunEnergyRow]] = {}
-    for e in store.run_energy(campaign_id):
+    for e in energy_rows:
         meta = runs_meta.get(e["run_id"])
         if meta is None:
             continue

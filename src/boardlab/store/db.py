@@ -12,14 +12,17 @@ import stat
 import time
 import urllib.parse
 import uuid
-from collections.abc import Callable, Iterable
+from array import array
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from boardlab.errors import InputError, database_error, os_error
 from boardlab.model.campaign import Cell, ConditionSpec
 from boardlab.model.run import RunResult
-from boardlab.store.migrations import MIGRATIONS
+from boardlab.store import packed
+from boardlab.store.migrations import DATA_STEPS, MIGRATIONS
+from boardlab.store.verify import DamagedStore
 
 STORE_SCHEMA = MIGRATIONS[-1][0]
 _PG_MIGRATE_LOCK = 0x626C6162  # "blab": the advisory lock that serializes migrations on a PostgreSQL store
@@ -52,6 +55,19 @@ def fold_wal(path: Path) -> None:
         conn.execute("PRAGMA journal_mode=DELETE")
     finally:
         conn.close()
+
+
+class SeriesSample(tuple):
+    """One monitor sample (source, t_ns, value), read by position or by name as a database row."""
+
+    __slots__ = ()
+    _index = {"source": 0, "t_ns": 1, "value": 2}
+
+    def __getitem__(self, key):  # type: ignore[override]
+        return tuple.__getitem__(self, self._index[key] if isinstance(key, str) else key)
+
+    def keys(self) -> list[str]:
+        return list(self._index)
 
 
 class Store:
@@ -354,6 +370,8 @@ class Store:
                     continue
                 for statement in _statements(sql):
                     self.conn.execute(pg.ddl(statement) if self.dialect == "postgresql" else statement)
+                if number in DATA_STEPS:
+                    DATA_STEPS[number](self.conn)
                 self.conn.execute(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (str(number),)
                 )
@@ -612,8 +630,8 @@ class Store:
                 "INSERT INTO run_values(run_id, metric, iteration, value) VALUES (?,?,?,?)", values
             )
             self.conn.executemany(
-                "INSERT INTO series(run_id, source, t_ns, value) VALUES (?,?,?,?)",
-                [(run_id, s, t, v) for s, t, v in run.series],
+                "INSERT INTO run_series(run_id, source, packing, samples, t_ns, value) VALUES (?,?,?,?,?,?)",
+                [(run_id, *row) for row in packed.pack(run.series)],
             )
             self.conn.executemany(
                 "INSERT INTO run_histograms(run_id, name, bucket_width, unit, counts_json, overflow, total)"
@@ -727,10 +745,13 @@ class Store:
             "SELECT * FROM run_histograms WHERE run_id=? ORDER BY name", (run_id,)
         ).fetchall()
 
-    def series(self, run_id: int) -> list[sqlite3.Row]:
-        return self.conn.execute(
-            "SELECT source, t_ns, value FROM series WHERE run_id=? ORDER BY source, t_ns", (run_id,)
-        ).fetchall()
+    def series(self, run_id: int) -> list[SeriesSample]:
+        """Every monitor sample of a run, by source and time: rows of (source, t_ns, value)."""
+        return [
+            SeriesSample((source, t, v))
+            for _, source, times, values in self.run_series((run_id,))
+            for t, v in zip(times, values, strict=True)
+        ]
 
     # ---- reading for analysis (portable SQL: also spoken by the PostgreSQL store) ----
 
@@ -993,3 +1014,131 @@ class Store:
             (campaign_id,),
         ).fetchone()
         return None if row is None else int(row[0])
+
+    # ---- streaming reads (issue 27: the analysis reads a cell in one query, the monitor series and the
+    # exported runs in bounded batches; memory follows the largest cell, never the campaign) ----
+
+    _BATCH = 1000  # runs per batch of monitor series
+
+    def _schema(self) -> int:
+        if not hasattr(self, "_schema_cached"):
+            self._schema_cached = self.schema_version()
+        return self._schema_cached
+
+    def iter_rows(self, sql: str, params: tuple = ()) -> Iterator:
+        """The rows of a query one at a time: SQLite steps its cursor, PostgreSQL reads a server-side one."""
+        if self.dialect == "postgresql":
+            from boardlab.store import pg
+
+            return cast(pg.Connection, self.conn).stream(sql, params)
+        return iter(self.conn.execute(sql, params))
+
+    _CELL_RUN_COLUMNS = (
+        "id, seq, repetition, attempt, started_unix_s, value, valid, ok, invalid_reason, error, wall_ns,"
+        " gate_waited_s, monitor_json, rusage_json, warmup_capped"
+    )
+
+    def cell_runs(self, cell_id: int) -> list[sqlite3.Row]:
+        """Every run of one cell in run order, with what the analysis reads (not the worker's whole result)."""
+        cols = self._CELL_RUN_COLUMNS + (", aa_arm" if self._schema() >= 3 else "")
+        return self.conn.execute(
+            f"SELECT {cols} FROM runs WHERE cell_id=? ORDER BY seq, attempt", (cell_id,)
+        ).fetchall()
+
+    def cell_metrics(self, cell_id: int) -> dict[int, dict[str, dict]]:
+        """run id -> metric -> its stored row (median, min, p90, p99, unit ...), for the valid runs of a cell."""
+        out: dict[int, dict[str, dict]] = {}
+        for row in self.conn.execute(
+            "SELECT m.* FROM run_metrics m JOIN runs r ON r.id = m.run_id WHERE r.cell_id=? AND r.valid=1",
+            (cell_id,),
+        ):
+            out.setdefault(int(row["run_id"]), {})[row["metric"]] = dict(row)
+        return out
+
+    def cell_values(self, cell_id: int, metric: str) -> dict[int, list[float]]:
+        """run id -> every stored sample of `metric` in iteration order, for the valid runs of a cell."""
+        out: dict[int, list[float]] = {}
+        for run_id, value in self.conn.execute(
+            "SELECT v.run_id, v.value FROM run_values v JOIN runs r ON r.id = v.run_id"
+            " WHERE r.cell_id=? AND r.valid=1 AND v.metric=? ORDER BY v.run_id, v.iteration",
+            (cell_id, metric),
+        ):
+            out.setdefault(int(run_id), []).append(value)
+        return out
+
+    def cell_histograms(self, cell_id: int) -> dict[int, list[sqlite3.Row]]:
+        """run id -> its stored histograms by name, for the valid runs of a cell."""
+        out: dict[int, list[sqlite3.Row]] = {}
+        for row in self.conn.execute(
+            "SELECT h.* FROM run_histograms h JOIN runs r ON r.id = h.run_id WHERE r.cell_id=? AND r.valid=1"
+            " ORDER BY h.run_id, h.name",
+            (cell_id,),
+        ):
+            out.setdefault(int(row["run_id"]), []).append(row)
+        return out
+
+    def run_series(self, run_ids: Sequence[int]) -> Iterator[tuple[int, str, array, array]]:
+        """(run id, source, times in ns since the run started, values) of the given runs (a bounded batch),
+        in the order of `run_ids`, each run's sources by name; from an older store's per-sample rows too."""
+        if not run_ids:
+            return
+        marks = ",".join("?" * len(run_ids))
+        by_run: dict[int, list[tuple[str, array, array]]] = {}
+        if self._schema() >= 7:
+            for run_id, source, packing, samples, t_ns, value in self.conn.execute(
+                "SELECT run_id, source, packing, samples, t_ns, value FROM run_series"
+                f" WHERE run_id IN ({marks}) ORDER BY run_id, source",
+                tuple(run_ids),
+            ):
+                arrays = packed.unpack(packing, samples, t_ns, value)
+                if arrays is None:
+                    raise DamagedStore(
+                        f"{self.path}: damaged results database (run_series of run {run_id}, source {source!r}): "
+                        "its packed samples are not what boardlab wrote; restore the file from a copy"
+                    )
+                by_run.setdefault(int(run_id), []).append((source, *arrays))
+        else:
+            rows: dict[int, list] = {}
+            for run_id, source, t_ns, value in self.conn.execute(
+                f"SELECT run_id, source, t_ns, value FROM series WHERE run_id IN ({marks})"
+                " ORDER BY run_id, source, t_ns",
+                tuple(run_ids),
+            ):
+                rows.setdefault(int(run_id), []).append((source, t_ns, value))
+            for run_id, samples in rows.items():
+                by_run[run_id] = packed.arrays(samples)
+        for run_id in run_ids:
+            for source, times, values in by_run.get(run_id, ()):
+                yield run_id, source, times, values
+
+    def campaign_series(self, campaign_id: int) -> Iterator[tuple[int, float, str, array, array]]:
+        """(run id, run start unix s, source, times, values) of every run of a campaign, in run order
+        (seq, attempt), read a batch of runs at a time."""
+        ids, starts = array("q"), array("d")  # 16 bytes a run: the order, not the runs
+        for r in self.iter_rows(
+            "SELECT id, started_unix_s FROM runs WHERE campaign_id=? AND started_unix_s IS NOT NULL"
+            " ORDER BY seq, attempt, id",
+            (campaign_id,),
+        ):
+            ids.append(int(r[0]))
+            starts.append(float(r[1]))
+        for i in range(0, len(ids), self._BATCH):
+            start_of = dict(zip(ids[i : i + self._BATCH], starts[i : i + self._BATCH], strict=True))
+            for run_id, source, times, values in self.run_series(ids[i : i + self._BATCH]):
+                yield run_id, start_of[run_id], source, times, values
+
+    def run_start_range(self, campaign_id: int) -> tuple[float, float] | None:
+        """(first, last) start time of the campaign's runs, or None when it has none."""
+        row = self.conn.execute(
+            "SELECT min(started_unix_s), max(started_unix_s) FROM runs WHERE campaign_id=?", (campaign_id,)
+        ).fetchone()
+        return None if row is None or row[0] is None else (float(row[0]), float(row[1]))
+
+    def iter_runs(self, campaign_id: int) -> Iterator:
+        """Every run of a campaign as `runs` gives them, one row at a time (an export of a million runs)."""
+        return self.iter_rows(
+            "SELECT r.*, c.key AS cell_key, c.workload, c.params_json, c.condition, c.metric, c.unit,"
+            " c.higher_is_better FROM runs r JOIN cells c ON c.id = r.cell_id WHERE r.campaign_id=?"
+            " ORDER BY r.seq, r.attempt",
+            (campaign_id,),
+        )

@@ -21,6 +21,8 @@ import contextlib
 import hashlib
 import os
 import sqlite3
+import sys
+from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -31,7 +33,7 @@ from boardlab.store import pg
 from boardlab.store.db import _PG_INGEST_LOCK, STORE_SCHEMA, Store
 
 INGEST_SCHEMA = 1
-RUN_TABLES = ("run_metrics", "run_values", "series", "run_histograms", "run_energy")
+RUN_TABLES = ("run_metrics", "run_values", "run_series", "run_histograms", "run_energy")
 CAMPAIGN_TABLES = ("energy_sources", "energy_idle")
 
 
@@ -173,6 +175,25 @@ class _Copier:
             )
 
 
+PACKED_COLUMNS = ("run_id", "source", "packing", "samples", "t_ns", "value")
+
+
+def _packed_series(source: Store, run_map: dict[int, int]) -> Iterator[tuple]:
+    """A file's monitor samples (per-sample rows before store schema 7) packed as the store keeps them,
+    under the store's run ids, a batch of runs at a time."""
+    from boardlab.store.packed import PACKING
+
+    ids = list(run_map)
+    for i in range(0, len(ids), 1000):
+        for run_id, src, times, values in source.run_series(ids[i : i + 1000]):
+            t, v = times, values
+            if sys.byteorder == "big":
+                t, v = array("q", t), array("d", v)
+                t.byteswap()
+                v.byteswap()
+            yield run_map[run_id], src, PACKING, len(times), t.tobytes(), v.tobytes()
+
+
 def _same_campaign(conn, uid: str, fingerprint: str, src: Path, camp) -> tuple | None:
     """The store's row of this campaign, identified by (uid, board fingerprint); None when it is new.
     A uid the store holds under another board is refused: merging would change that board's campaign."""
@@ -256,6 +277,9 @@ def _ingest(source: Store, target: Store, src: Path, fail_after_runs: int | None
                     raise RuntimeError(f"injected failure after {runs_added} runs (a test)")
             if run_map:
                 for table in RUN_TABLES:
+                    if table == "run_series" and table not in cp.src_schema:  # a file before schema 7
+                        cp.insert_many(table, list(PACKED_COLUMNS), _packed_series(source, run_map))
+                        continue
                     if table not in cp.src_schema:  # an older file: that table came later
                         continue
                     cols = cp.columns(table, skip=())

@@ -1,4 +1,10 @@
-"""Numbered schema migrations. Never edit a released migration: add the next one."""
+"""Numbered schema migrations. Never edit a released migration: add the next one.
+
+A migration is SQL; one that must also move data SQL cannot compute (packing values into bytes) names a
+Python step in DATA_STEPS, run after its SQL in the same transaction, through the store's connection (so it
+speaks both dialects)."""
+
+from boardlab.store.packed import convert_series
 
 MIGRATIONS: list[tuple[int, str]] = [
     (
@@ -196,6 +202,22 @@ MIGRATIONS: list[tuple[int, str]] = [
         """,
     ),
     (
+        7,
+        """
+        -- monitor samples packed: one row per run and source instead of one per sample (boardlab.store.packed);
+        -- the data step converts the `series` rows and drops that table
+        CREATE TABLE run_series (
+            run_id INTEGER NOT NULL REFERENCES runs(id),
+            source TEXT NOT NULL,
+            packing INTEGER NOT NULL,           -- the layout's version: 1
+            samples INTEGER NOT NULL,
+            t_ns BLOB NOT NULL,                 -- `samples` int64 little-endian: ns since the run started, ascending
+            value BLOB NOT NULL,                -- `samples` float64 little-endian, the i-th at the i-th time
+            PRIMARY KEY (run_id, source)
+        ) WITHOUT ROWID;
+        """,
+    ),
+    (
         8,
         """
         -- boardlab serve and history on a large store: what their pages need of a campaign, computed once from
@@ -229,3 +251,6 @@ MIGRATIONS: list[tuple[int, str]] = [
         """,
     ),
 ]
+
+# migration number -> its data step, run after that migration's SQL
+DATA_STEPS = {7: convert_series}

@@ -68,6 +68,11 @@ def _column_checks(table: str, column: str, kind: str, notnull: bool) -> list[tu
                     "a histogram count that is not a non-negative integer",
                 )
             )
+    if table == "run_series" and column in ("t_ns", "value"):  # boardlab.store.packed: 8 bytes a sample
+        good = f"(typeof({col}) <> 'blob' OR typeof(samples) <> 'integer' OR length({col}) = 8 * samples)"
+        checks.append((column, good, "packed samples of another length than `samples` says"))
+    if table == "run_series" and column == "packing":
+        checks.append((column, f"({col} IS NOT 1) IS 0", "a packing this boardlab does not know"))
     if column.endswith("_unix_s"):
         good = f"({col} IS NULL OR typeof({col}) = 'text' OR {col} BETWEEN 0 AND {UNIX_S_MAX})"
         checks.append((column, good, "not a date between 1970 and 9999"))

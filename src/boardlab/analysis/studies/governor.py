@@ -111,7 +111,7 @@ def _policies(store, campaign_id: int, cells) -> tuple[tuple[PolicyRow, ...], bo
     kinds = {r["condition"]: json.loads(r["condition_json"]).get("kind") for r in store.cells(campaign_id)}
     energy: dict[str, list[float]] = {}
     wall: dict[str, list[float]] = {}
-    for r in store.runs(campaign_id):
+    for r in store.iter_runs(campaign_id):  # streamed: a campaign of any size
         if kinds.get(r["condition"]) not in POLICY_KINDS or not r["valid"]:
             continue  # (sweep cells too are collected here, and left out below)
         m = {x["metric"]: x["median"] for x in store.run_metrics(r["id"])}

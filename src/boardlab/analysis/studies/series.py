@@ -101,7 +101,7 @@ def applies(ctx) -> bool:
 
 def analyze(ctx) -> SeriesStudy | None:
     by_cell: dict[int, list[list[dict]]] = {}
-    for r in ctx.store.runs(ctx.campaign_id):
+    for r in ctx.store.iter_runs(ctx.campaign_id):  # streamed: only runs with series are kept
         if r["valid"] and (series := _run_series(r["worker_json"])):
             by_cell.setdefault(r["cell_id"], []).append(series)
     cells = tuple(
