@@ -20,9 +20,6 @@ C_FILES = ("kern/core.c",)
 # Files other helpers split in this session (the runner; the analysis core, sections, tables and the
 # cross-board report). The lead empties this after merging their branches.
 OWNED_ELSEWHERE = {
-    "analysis/core.py",
-    "analysis/sections.py",
-    "analysis/tables.py",
     "analysis/boards.py",
 }
 
