@@ -8,8 +8,8 @@ import json
 
 import pytest
 
+from boardlab import export as ex
 from boardlab.store import Store
-from boardlab.store import export as ex
 
 from helpers import make_campaign_db, run_cli
 

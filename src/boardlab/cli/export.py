@@ -53,7 +53,7 @@ def run(args) -> int:
         )
         return 0
     if args.format == "parquet":
-        from boardlab.store.export import _pyarrow
+        from boardlab.export import _pyarrow
 
         _pyarrow()
     output = args.output or "-"
