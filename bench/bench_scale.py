@@ -259,7 +259,7 @@ def ingest_rounds(files: list[str], db: str, runs: int, repeat: int, *, reset, p
         "--format",
         "md",
         "-o",
-        os.devnull,
+        "-",
     ]
     out[prefix + "cross-board report"] = _record(measure(across, repeat), runs)
     return out
@@ -338,14 +338,17 @@ COMMANDS = ("report md", "report html", "export csv", "export parquet", "ingest"
             "cross-board report")  # fmt: skip
 
 
-def growth(results: dict[int, dict]) -> dict[str, dict[str, float]]:
-    """{"n1->n2": {command: log(t2/t1)/log(n2/n1)}} between consecutive sizes (runs of each command)."""
+def growth(results: dict[int, dict], field: str = "s") -> dict[str, dict[str, float]]:
+    """{"n1->n2": {command: log(t2/t1)/log(n2/n1)}} between consecutive sizes (runs of each command), of
+    the wall time (`field` "s") or the CPU time ("cpu_s")."""
     out = {}
     sizes = sorted(results)
     for a, b in zip(sizes, sizes[1:], strict=False):
         ra, rb = results[a], results[b]
         out[f"{a:.0e}->{b:.0e}"] = {
-            c: math.log(rb[c]["s"] / ra[c]["s"]) / math.log(rb[c]["runs"] / ra[c]["runs"]) for c in COMMANDS
+            c: math.log(max(rb[c][field], 1e-3) / max(ra[c][field], 1e-3))
+            / math.log(rb[c]["runs"] / ra[c]["runs"])
+            for c in COMMANDS
         }
     return out
 
@@ -400,26 +403,30 @@ def check(results: dict[int, dict], pg: dict, exps: dict) -> tuple[list[str], li
     return missed, unchecked
 
 
-def print_table(results: dict[int, dict], pg: dict, exps: dict) -> None:
-    print(f"{'command':<22}" + "".join(f"{f'{n:.0e} runs':>24}" for n in sorted(results)))
+def print_table(results: dict[int, dict], pg: dict, exps: dict, cpu_exps: dict) -> None:
+    print(
+        f"{'command':<22}" + "".join(f"{f'{n:.0e} runs: wall, CPU, peak RSS':>40}" for n in sorted(results))
+    )
     for cmd in COMMANDS:
         cells = []
         for n in sorted(results):
             r = results[n][cmd]
             extra = (f" {r['runs_per_s']:,.0f}/s" if "runs_per_s" in r else
                      f" {r['s_per_1e5_runs']:.2f}s/1e5" if "s_per_1e5_runs" in r else "")  # fmt: skip
-            cells.append(f"{r['s']:.2f}s {r['peak_mb']:.0f}MB{extra}")
-        print(f"{cmd:<22}" + "".join(f"{c:>24}" for c in cells))
+            cells.append(f"{r['s']:.2f}s {r['cpu_s']:.2f}s {r['peak_mb']:.0f}MB{extra}")
+        print(f"{cmd:<22}" + "".join(f"{c:>40}" for c in cells))
     print(
-        f"{'bytes per run':<22}" + "".join(f"{results[n]['bytes_per_run']:>24,.0f}" for n in sorted(results))
+        f"{'bytes per run':<22}" + "".join(f"{results[n]['bytes_per_run']:>40,.0f}" for n in sorted(results))
     )
     print(
         f"{'lab store bytes/run':<22}"
-        + "".join(f"{results[n]['lab_bytes_per_run']:>24,.0f}" for n in sorted(results))
+        + "".join(f"{results[n]['lab_bytes_per_run']:>40,.0f}" for n in sorted(results))
     )
-    print(f"{'(build s)':<22}" + "".join(f"{results[n]['build_s']:>24.1f}" for n in sorted(results)))
+    print(f"{'(build s)':<22}" + "".join(f"{results[n]['build_s']:>40.1f}" for n in sorted(results)))
     for span, by_cmd in exps.items():
-        print(f"growth exponent {span}: " + ", ".join(f"{c} {e:.2f}" for c, e in by_cmd.items()))
+        print(f"growth exponent {span} (wall, CPU):")
+        for c, e in by_cmd.items():
+            print(f"  {c:<20} {e:5.2f} {cpu_exps[span][c]:5.2f}")
     if "skipped" in pg:
         print(f"PostgreSQL: skipped: {pg['skipped']}")
     else:
@@ -428,7 +435,9 @@ def print_table(results: dict[int, dict], pg: dict, exps: dict) -> None:
             r = pg[cmd]
             extra = (f", {r['runs_per_s']:,.0f} runs/s" if "runs_per_s" in r else
                      f", {r['s_per_1e5_runs']:.2f} s per 10^5 runs" if "s_per_1e5_runs" in r else "")  # fmt: skip
-            print(f"  {cmd[3:]:<20} {r['s']:.2f} s, peak {r['peak_mb']:.0f} MB{extra}")
+            print(
+                f"  {cmd[3:]:<20} {r['s']:.2f} s (CPU {r['cpu_s']:.2f} s), peak {r['peak_mb']:.0f} MB{extra}"
+            )
 
 
 def _sizes(text: str) -> list[int]:
@@ -450,6 +459,7 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="boardlab-scale-"))
+    load_before = os.getloadavg()
     results: dict[int, dict] = {}
     pg: dict = {"skipped": f"no size <= --pg-max {args.pg_max:.0e}"}
     try:
@@ -463,13 +473,18 @@ def main() -> int:
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)
-    exps = growth(results)
+    load = {"before": load_before, "after": os.getloadavg(), "cpus": os.cpu_count()}
+    exps, cpu_exps = growth(results), growth(results, "cpu_s")
     missed, unchecked = check(results, pg, exps)
     if args.json:
-        print(json.dumps({"sizes": results, "postgresql": pg, "growth": exps, "missed": missed,
-                          "not_checked": unchecked}, indent=1))  # fmt: skip
+        print(json.dumps({"load_average": load, "sizes": results, "postgresql": pg, "growth": exps, "growth_cpu": cpu_exps,
+                          "missed": missed, "not_checked": unchecked}, indent=1))  # fmt: skip
     else:
-        print_table(results, pg, exps)
+        print(
+            f"load average (1 min) {load['before'][0]:.1f} before, {load['after'][0]:.1f} after, on "
+            f"{load['cpus']} CPUs: wall times grow with it, CPU times much less"
+        )
+        print_table(results, pg, exps, cpu_exps)
         for line in unchecked:
             print(f"not checked: {line}")
         print("targets: " + ("all met" if not missed else f"{len(missed)} missed"))

@@ -307,9 +307,10 @@ def _store_runs(target: Store, campaign_id: int) -> int:
 
 
 def _holds_mark(source: Store, target: Store, camp, tid: int, mark: Mark | None) -> bool:
-    """The file holds exactly the runs it held up to the mark, and the store gained none since: the runs
-    after the mark are the file's only new ones."""
-    if mark is None or _store_runs(target, tid) != mark.store_runs:
+    """The store held exactly the file's runs at the mark and gained none since, and the file holds the
+    runs it held up to the mark (as many, the last one the same): the runs after the mark are the file's
+    only candidates for new ones."""
+    if mark is None or mark.store_runs != mark.file_runs or _store_runs(target, tid) != mark.store_runs:
         return False
     if _file_runs(source, camp["id"], mark.last_run_id)[0] != mark.file_runs:
         return False
@@ -521,9 +522,10 @@ def _ingest(source: Store, target: Store, src: Path, fail_after_runs: int | None
                 fp = fingerprints[camp["board_id"]]
                 tid = _campaign(cp, camp, fp, board_ids[camp["board_id"]], src, totals)
                 campaign_ids.append(tid)
-                run_map = _runs(cp, camp, tid, totals, fail_after_runs)
+                uid = campaign_uid(camp, fp)
+                run_map = _runs(cp, camp, tid, uid, totals, fail_after_runs)
                 _campaign_rows(cp, camp, tid, run_map)
-                _set_mark(cp, camp, tid, campaign_uid(camp, fp))
+                _set_mark(cp, camp, tid, uid)
             conn.execute("COMMIT")
         except BaseException as exc:
             target._rollback()
@@ -587,28 +589,25 @@ def _campaign(cp: _Copier, camp, fingerprint: str, board_id: int, src: Path, tot
     return tid
 
 
-def _runs(cp: _Copier, camp, tid: int, totals: dict, fail_after_runs: int | None) -> dict[int, int]:
+def _runs(cp: _Copier, camp, tid: int, uid: str, totals: dict, fail_after_runs: int | None) -> dict[int, int]:
     """Copies the campaign's runs the store lacks; returns their ids, file's -> store's."""
-    fp = cp.source.conn.execute("SELECT fingerprint FROM boards WHERE id=?", (camp["board_id"],)).fetchone()[
-        0
-    ]
-    mark = _mark(cp.target, campaign_uid(camp, fp))
+    mark = _mark(cp.target, uid)
     n_file = _file_runs(cp.source, camp["id"])[0]
+    ident = (
+        "SELECT r.id, c.key, r.repetition, r.attempt FROM runs r JOIN cells c ON c.id = r.cell_id"
+        " WHERE r.campaign_id=?"
+    )
     if _holds_mark(cp.source, cp.target, camp, tid, mark):  # only the runs after the mark can be new
         assert mark is not None
-        new = [int(r[0]) for r in cp.source.conn.execute(
-            "SELECT id FROM runs WHERE campaign_id=? AND id > ? ORDER BY id", (camp["id"], mark.last_run_id))]  # fmt: skip
+        rows = cp.source.conn.execute(ident + " AND r.id > ? ORDER BY r.id", (camp["id"], mark.last_run_id))
+        rows = rows.fetchall()
+        # checked against the store's runs of those repetitions and later (a resume adds the last ones):
+        # a run already there is never copied twice, whatever the file
+        have = _store_identities(cp.target, tid, min((int(r[2]) for r in rows), default=0))
     else:  # compare every identity (a store without a mark, another copy of the campaign's file...)
-        have = set(cp.target.run_identities(tid))
-        new = [
-            int(r[0])
-            for r in cp.source.conn.execute(
-                "SELECT r.id, c.key, r.repetition, r.attempt FROM runs r JOIN cells c ON c.id = r.cell_id"
-                " WHERE r.campaign_id=? ORDER BY r.id",
-                (camp["id"],),
-            )
-            if (r[1], int(r[2]), int(r[3])) not in have
-        ]
+        rows = cp.source.conn.execute(ident + " ORDER BY r.id", (camp["id"],)).fetchall()
+        have = set(cp.target.run_identities(tid)) if rows else set()
+    new = [int(r[0]) for r in rows if (r[1], int(r[2]), int(r[3])) not in have]
     run_map = dict(zip(new, cp.new_run_ids(len(new)), strict=True))
     cp.map_ids("ingest_runs", run_map.items())
     if run_map:
@@ -618,6 +617,17 @@ def _runs(cp: _Copier, camp, tid: int, totals: dict, fail_after_runs: int | None
     if fail_after_runs is not None and totals["runs_added"] >= fail_after_runs:
         raise RuntimeError(f"injected failure after {fail_after_runs} runs (a test)")
     return run_map
+
+
+def _store_identities(target: Store, campaign_id: int, from_repetition: int) -> set[tuple[str, int, int]]:
+    return {
+        (r[0], int(r[1]), int(r[2]))
+        for r in target.conn.execute(
+            "SELECT c.key, r.repetition, r.attempt FROM runs r JOIN cells c ON c.id = r.cell_id"
+            " WHERE r.campaign_id=? AND r.repetition >= ?",
+            (campaign_id, from_repetition),
+        )
+    }
 
 
 def _campaign_rows(cp: _Copier, camp, tid: int, run_map: dict[int, int]) -> None:
