@@ -375,7 +375,10 @@ class _Copier:
         self.reader = target.conn if self.attached else source.conn  # the connection the SELECTs run on
         self.schema = "src" if self.attached else "main"  # the file's schema name on `reader`
         if self.attached:  # ATTACH is refused inside a transaction: before the ingest's BEGIN
-            uri = f"file:{urllib.parse.quote(os.path.abspath(src))}?mode=ro"
+            path = os.path.abspath(src)
+            uri = f"file:{urllib.parse.quote(path)}?mode=ro"
+            if not os.access(os.path.dirname(path), os.W_OK) and not os.path.exists(f"{path}-wal"):
+                uri += "&immutable=1"  # as Store opens such a file: SQLite could not make its -shm there
             target.conn.execute("ATTACH DATABASE ? AS src", (uri,))
             # the copied rows refer only to the campaign, cells and runs this ingest maps (the joins), from a
             # file whose references were checked (verify_references): checking each again costs a quarter
