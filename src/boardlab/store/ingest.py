@@ -336,7 +336,11 @@ def _unchanged(source: Store, target: Store) -> bool:
             cells = source.conn.execute("SELECT count(*) FROM cells WHERE campaign_id=?", (camp["id"],))
             if cells.fetchone()[0] != mark.cells or campaign_rows_hash(source, camp) != mark.rows_sha256:
                 return False
-            if not _holds_mark(source, target, camp, int(row[0]), mark):
+            # runs of the file, as many as at the mark, the last the same: all in the store since then (a
+            # store never loses runs), so the store's own count is not needed here
+            if _file_runs(source, camp["id"], mark.last_run_id)[0] != mark.file_runs:
+                return False
+            if mark.last_run_id and _run_identity(source, mark.last_run_id) != mark.last_run:
                 return False
         return bool(fingerprints)
     except (sqlite3.DatabaseError, KeyError):  # damaged: the full verification says where
