@@ -2,9 +2,11 @@
 
 The boards of a campaign are the boards with a campaign of the same plan (same plan hash) in the store; each
 board's latest such campaign is taken, the chosen campaign for its own board. Cells are matched by workload,
-parameters and condition as in `compare_campaigns`; every pair of boards (B against A, A the board listed
-first) is compared cell by cell, and the comparisons of all pairs form one correction family, as every
-report's comparisons do (docs/method.md "Comparing a condition with its baseline").
+parameters and condition as in `compare_campaigns`. By default every other board is compared with one
+reference board (the first listed), so a report of a lab's 100 boards makes 99 comparisons per cell, not
+4,950; on request every pair of boards is compared (B against A, A the board listed first). Either way the
+comparisons of the report form one correction family, as every report's comparisons do (docs/method.md
+"Comparing a condition with its baseline").
 """
 
 from __future__ import annotations
@@ -15,22 +17,37 @@ import json
 from boardlab.analysis import document as doc
 from boardlab.analysis.compare import _cell_id, _interval, _key, _side, finish_rows, pair_rows, unmatched
 
-BOARDS_SCHEMA = 1
+BOARDS_SCHEMA = 2  # 2: "comparisons" and "reference"; by default each board against the reference only
 
 
-def board_campaign_ids(store, campaign_id: int) -> list[int]:
-    """The campaigns to set side by side with `campaign_id`: it first, then the latest campaign of the same
-    plan on every other board of the store, by board label."""
+def board_campaign_ids(store, campaign_id: int, *, reference: str | None = None) -> list[int]:
+    """The campaigns to set side by side with `campaign_id`: the reference board's first (the chosen
+    campaign's board, or the board labelled `reference`), then the latest campaign of the same plan on
+    every other board of the store, by board label."""
+    from boardlab.errors import InputError
+
     chosen = store.campaign(campaign_id)
-    latest: dict[int, object] = {}
+    latest: dict[int, object] = {int(chosen["board_id"]): chosen}
     for row in store.campaigns():
         if row["plan_hash"] != chosen["plan_hash"] or row["board_id"] == chosen["board_id"]:
             continue
         prev = latest.get(row["board_id"])
         if prev is None or (row["started_unix_s"], row["id"]) > (prev["started_unix_s"], prev["id"]):
             latest[row["board_id"]] = row
-    others = sorted(latest.values(), key=lambda r: (store.board(r["board_id"])["label"], r["id"]))
-    return [campaign_id, *(int(r["id"]) for r in others)]
+    labels = {board_id: store.board(board_id)["label"] for board_id in latest}
+    first = int(chosen["board_id"])
+    if reference is not None:
+        found = [b for b, label in labels.items() if label == reference]
+        if not found:
+            raise InputError(
+                f"{store.path}: no board labelled {reference!r} ran this plan; its boards: "
+                f"{', '.join(sorted(labels.values()))}"
+            )
+        first = found[0]
+    others = sorted(
+        (r for b, r in latest.items() if b != first), key=lambda r: (labels[r["board_id"]], r["id"])
+    )
+    return [int(latest[first]["id"]), *(int(r["id"]) for r in others)]
 
 
 def _cell_on_board(cell) -> dict:
@@ -44,9 +61,10 @@ def _cell_on_board(cell) -> dict:
     }
 
 
-def compare_boards(analyses, *, names: list[str] | None = None) -> dict:
-    """The cross-board document: each cell's median per board, and B/A per cell for every pair of boards,
-    corrected together. `analyses` are `CampaignAnalysis` of different boards, the reference first."""
+def compare_boards(analyses, *, names: list[str] | None = None, all_pairs: bool = False) -> dict:
+    """The cross-board document: each cell's median per board, and B/A per cell for every other board B
+    against the reference board A (the first of `analyses`), or for every pair of boards with `all_pairs`,
+    corrected together. `analyses` are `CampaignAnalysis` of different boards."""
     from boardlab.stats import adjust, family_method
 
     analyses = list(analyses)
@@ -59,8 +77,11 @@ def compare_boards(analyses, *, names: list[str] | None = None) -> dict:
         for c in a.cells:
             entry = cells.setdefault(_key(c), {**_cell_id(c), "unit": c.unit, "boards": {}})
             entry["boards"][a.board_label] = _cell_on_board(c)
+    board_pairs = (
+        itertools.combinations(analyses, 2) if all_pairs else ((analyses[0], b) for b in analyses[1:])
+    )
     pairs, comps, slots = [], [], []
-    for n, (a, b) in enumerate(itertools.combinations(analyses, 2)):
+    for n, (a, b) in enumerate(board_pairs):
         rows, pc, ps = pair_rows(a, b, seed=1000 * n)
         pairs.append({"a": a.board_label, "b": b.board_label, "cells": rows, "unmatched": unmatched(a, b)})
         comps += pc
@@ -72,6 +93,8 @@ def compare_boards(analyses, *, names: list[str] | None = None) -> dict:
     return {
         "schema": BOARDS_SCHEMA,
         "boards": [_side(name, a) for name, a in zip(names, analyses, strict=True)],
+        "comparisons": "all pairs" if all_pairs else "reference",
+        "reference": None if all_pairs else labels[0],
         "ratio": "B / A: board B's median over board A's; cost_ratio > 1 means B is worse",
         "decision": "verdicts are decided on decision_ci, the 90% bootstrap interval of the cost ratio, "
         "against each cell's delta; p adjusted over every pair's comparisons together",
@@ -84,33 +107,25 @@ def compare_boards(analyses, *, names: list[str] | None = None) -> dict:
 
 def boards_document(d: dict, title: str) -> doc.Document:
     """The cross-board report: who was measured, the cells side by side, the verdicts per board pair."""
-    from boardlab.analysis.format import (
-        fmt_interval,
-        fmt_num,
-        fmt_p,
-        fmt_ratio,
-        fmt_time,
-        section_labels,
-        unit_label,
-        verdict_text,
-    )
+    return doc.Document(title, (_who(d), _side_by_side(d), _verdicts(d)))
 
-    labels = [b["board"] for b in d["boards"]]
-    method = {"holm": "Holm", "bh": "Benjamini-Hochberg"}.get(d["adjustment"], d["adjustment"])
-    who = doc.section(
+
+def _who(d: dict) -> doc.Section:
+    from boardlab.analysis.format import fmt_time
+
+    against = (
+        "every pair of boards is compared"
+        if d.get("comparisons") == "all pairs"
+        else f"each board is compared with the reference board, {d['boards'][0]['board']}"
+    )
+    return doc.section(
         "Boards",
         doc.Prose(
-            f"{len(labels)} boards ran the same plan; each board's latest campaign of it is shown. B / A is board "
-            "B's median over board A's for the same cell (workload, parameters, condition)."
+            f"{len(d['boards'])} boards ran the same plan; each board's latest campaign of it is shown. B / A is "
+            f"board B's median over board A's for the same cell (workload, parameters, condition); {against}."
         ),
         doc.Table(
-            (
-                doc.Column("board"),
-                doc.Column("campaign"),
-                doc.Column("status"),
-                doc.Column("started"),
-                doc.Column("boardlab"),
-            ),
+            tuple(doc.Column(c) for c in ("board", "campaign", "status", "started", "boardlab")),
             tuple(
                 (
                     b["board"],
@@ -123,18 +138,26 @@ def boards_document(d: dict, title: str) -> doc.Document:
             ),
         ),
     )
+
+
+def _on_board(c: dict, label: str) -> str:
+    from boardlab.analysis.format import fmt_interval, fmt_num
+
+    v = c["boards"].get(label)
+    if v is None:
+        return "not run"
+    if v["median"] is None:
+        return f"no value (n={v['n']})"
+    ci = f" {fmt_interval(*v['median_ci'])}" if v["median_ci"] else ""
+    return f"{fmt_num(v['median'])}{ci} (n={v['n']})"
+
+
+def _side_by_side(d: dict) -> doc.Section:
+    from boardlab.analysis.format import section_labels, unit_label
+
+    labels = [b["board"] for b in d["boards"]]
     names = section_labels((c["workload"], c["params"]) for c in d["cells"])
-
-    def on(c: dict, label: str) -> str:
-        v = c["boards"].get(label)
-        if v is None:
-            return "not run"
-        if v["median"] is None:
-            return f"no value (n={v['n']})"
-        ci = f" {fmt_interval(*v['median_ci'])}" if v["median_ci"] else ""
-        return f"{fmt_num(v['median'])}{ci} (n={v['n']})"
-
-    side_by_side = doc.section(
+    return doc.section(
         "Cells side by side",
         doc.Prose(
             "Median per board with its 95% confidence interval and the number of valid runs.", small=True
@@ -151,44 +174,57 @@ def boards_document(d: dict, title: str) -> doc.Document:
                     name,
                     c["condition"],
                     f"{c['metric']} [{unit_label(c['unit'])}]",
-                    *(on(c, x) for x in labels),
+                    *(_on_board(c, x) for x in labels),
                 )
                 for name, c in zip(names, d["cells"], strict=True)
             ),
         ),
     )
+
+
+def _pair_rows(pair: dict) -> list[tuple]:
+    from boardlab.analysis.format import fmt_interval, fmt_p, fmt_ratio, section_labels, verdict_text
+
+    rows = []
+    names = section_labels((c["workload"], c["params"]) for c in pair["cells"])
+    for name, c in zip(names, pair["cells"], strict=True):
+        verdict = verdict_text(c["verdict"], bool(c["confounded"])) if c["verdict"] else (c["reason"] or "")
+        if c["unstable"]:
+            verdict += " (UNSTABLE: " + "; ".join(c["unstable"]) + ")"
+        rows.append(
+            (
+                f"{pair['b']} / {pair['a']}",
+                name,
+                c["condition"],
+                fmt_ratio(c["ratio"]),
+                fmt_interval(*c["decision_ci"]) if c["decision_ci"] else "",
+                fmt_p(c["p_adjusted"]),
+                verdict,
+            )
+        )
+    return rows
+
+
+def _verdicts(d: dict) -> doc.Section:
+    method = {"holm": "Holm", "bh": "Benjamini-Hochberg"}.get(d["adjustment"], d["adjustment"])
     rows, missing = [], []
     for pair in d["pairs"]:
-        pair_names = section_labels((c["workload"], c["params"]) for c in pair["cells"])
-        for name, c in zip(pair_names, pair["cells"], strict=True):
-            verdict = (
-                verdict_text(c["verdict"], bool(c["confounded"])) if c["verdict"] else (c["reason"] or "")
-            )
-            if c["unstable"]:
-                verdict += " (UNSTABLE: " + "; ".join(c["unstable"]) + ")"
-            rows.append(
-                (
-                    f"{pair['b']} / {pair['a']}",
-                    name,
-                    c["condition"],
-                    fmt_ratio(c["ratio"]),
-                    fmt_interval(*c["decision_ci"]) if c["decision_ci"] else "",
-                    fmt_p(c["p_adjusted"]),
-                    verdict,
-                )
-            )
+        rows += _pair_rows(pair)
         for side, label in (("a_only", pair["a"]), ("b_only", pair["b"])):
-            for c in pair["unmatched"][side]:
-                missing.append(
-                    f"{c['workload']} {json.dumps(c['params'], sort_keys=True)} under {c['condition']}: "
-                    f"only on {label} of {pair['a']} and {pair['b']}"
-                )
-    verdicts = doc.section(
+            missing += [
+                f"{c['workload']} {json.dumps(c['params'], sort_keys=True)} under {c['condition']}: "
+                f"only on {label} of {pair['a']} and {pair['b']}"
+                for c in pair["unmatched"][side]
+            ]
+    which = (
+        "every pair together" if d.get("comparisons") == "all pairs" else "every board against the reference"
+    )
+    return doc.section(
         "Verdicts per board pair",
         doc.Prose(
             "Verdicts are decided on the 90% decision interval of B / A against each workload's threshold (the "
             f"plan's `threshold`, default 2%, tails 10%); p adjusted by {method} over all {d['family_size']} "
-            "comparisons of this report (every pair together). A cell whose A/A control failed on either board "
+            f"comparisons of this report ({which}). A cell whose A/A control failed on either board "
             "is marked unstable.",
             small=True,
         ),
@@ -207,7 +243,6 @@ def boards_document(d: dict, title: str) -> doc.Document:
         ),
         doc.Items(tuple(missing)) if missing else None,
     )
-    return doc.Document(title, (who, side_by_side, verdicts))
 
 
 __all__ = ["BOARDS_SCHEMA", "board_campaign_ids", "boards_document", "compare_boards"]

@@ -48,17 +48,22 @@ def run(args) -> int:
     from pathlib import Path
 
     from boardlab.report.escape import term
-    from boardlab.store.ingest import INGEST_SCHEMA, ingest_file, open_source
+    from boardlab.store.ingest import INGEST_SCHEMA, ingest_files
 
-    # Every file is verified before any is ingested: a bad one among several writes nothing at all.
-    for path in args.files:
-        open_source(Path(path)).close()
-    results = []
-    for i, path in enumerate(args.files, 1):
+    def progress(i: int, path: Path) -> None:
         if not args.json and len(args.files) > 1:
-            print(f"[{i}/{len(args.files)}] {term(path)}", file=sys.stderr)
-        res = ingest_file(Path(path), args.db, wait=lambda who: _say_waiting(args.db, who), then=_summaries)
-        results.append(res)
+            print(f"[{i}/{len(args.files)}] {term(str(path))}", file=sys.stderr)
+
+    # Every file is verified (or found unchanged since its last ingest) before any is ingested: a bad one
+    # among several writes nothing at all.
+    results = ingest_files(
+        [Path(p) for p in args.files],
+        args.db,
+        wait=lambda who: _say_waiting(args.db, who),
+        progress=progress,
+        then=_summaries,
+    )
+    for path, res in zip(args.files, results, strict=True):
         if not args.json:
             print(
                 f"{term(path)}: {res.campaigns} campaign(s) ({res.campaigns_added} new) of "

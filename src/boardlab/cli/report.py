@@ -31,8 +31,19 @@ def add_arguments(parser) -> None:
         "--across-boards",
         action="store_true",
         help="the campaign's plan on every board of the store (a fleet run, or board files ingested into one "
-        "store): each board's latest campaign of that plan, the same cells side by side and verdicts per "
-        "board pair",
+        "store): each board's latest campaign of that plan, the same cells side by side and verdicts of every "
+        "board against the reference board (the campaign's board, or --reference-board)",
+    )
+    parser.add_argument(
+        "--reference-board",
+        metavar="LABEL",
+        help="with --across-boards: compare every board with this one (default: the board of the campaign)",
+    )
+    parser.add_argument(
+        "--all-pairs",
+        action="store_true",
+        help="with --across-boards: verdicts for every pair of boards (n(n-1)/2 pairs; the default compares "
+        "each board with the reference board only)",
     )
 
 
@@ -45,6 +56,8 @@ def run(args) -> int:
 
     if args.format == "html" and not args.output:
         raise InputError("--format html writes a file: give -o report.html (or -o - for stdout)")
+    if (args.reference_board is not None or args.all_pairs) and not args.across_boards:
+        raise InputError("--reference-board and --all-pairs go with --across-boards")
     if args.output:
         check_output(args.output, protect=[args.db])  # refused before the analysis, not after
     with Store.open(args.db, create=False) as store:
@@ -94,14 +107,14 @@ def _across_boards(args, store, campaign_id: int) -> int:
     from boardlab.export import write_output
     from boardlab.report.render import render_document
 
-    ids = board_campaign_ids(store, campaign_id)
+    ids = board_campaign_ids(store, campaign_id, reference=args.reference_board)
     if len(ids) < 2:
         raise InputError(
             f"{store.path}: campaign {campaign_id}'s plan was run on one board only in this store; "
             "ingest the other boards' files (boardlab ingest) or drop --across-boards"
         )
     analyses = [analyze(store, cid) for cid in ids]
-    d = compare_boards(analyses, names=[store.path] * len(ids))
+    d = compare_boards(analyses, names=[store.path] * len(ids), all_pairs=args.all_pairs)
     document = boards_document(d, f"boardlab report: {analyses[0].name} on {len(ids)} boards")
     if args.format == "html":
         from boardlab.report.html import page

@@ -13,20 +13,31 @@ was resumed on the board, adds only what is new:
   iterations, histograms, monitor series, energy, run artifacts) come with the run.
 Campaign-level rows that change while a campaign runs (status, end time, notes, energy sources, idle
 windows, campaign artifacts) are replaced from the file when the file holds at least as many runs of that
-campaign as the store does, so an older copy of a file never rolls a campaign back."""
+campaign as the store does, so an older copy of a file never rolls a campaign back.
+
+Speed (docs/results.md "Ingest at lab scale"): rows are copied in bulk, never run by run: into a SQLite store
+by INSERT ... SELECT from the file attached to the store's connection, into PostgreSQL by COPY. After each
+campaign the store keeps a watermark of it (`Mark`, in the meta table): the file's last run id, how many runs
+the file held up to it and that run's identity, the store's run count and a hash of the campaign-level rows.
+When the file still holds exactly those runs below the watermark, only the runs after it are read; when
+nothing is past it and the rest hashes the same, the file is unchanged and skipped without reading its runs
+(nor verifying them: nothing of it is copied)."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import sqlite3
 import sys
+import urllib.parse
 from array import array
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from boardlab.errors import BoardlabError, InputError, database_error
 from boardlab.store import pg
@@ -35,6 +46,7 @@ from boardlab.store.db import _PG_INGEST_LOCK, STORE_SCHEMA, Store
 INGEST_SCHEMA = 1
 RUN_TABLES = ("run_metrics", "run_values", "run_series", "run_histograms", "run_energy")
 CAMPAIGN_TABLES = ("energy_sources", "energy_idle")
+MARK_PREFIX = "ingest.mark."  # meta key of a campaign's watermark: this + the campaign's uid
 
 
 @dataclass(frozen=True)
@@ -53,6 +65,29 @@ class IngestResult:
                 "campaign_ids": list(self.campaign_ids)}  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Mark:
+    """What the store knew of a campaign's file after its last ingest (see the module's docstring)."""
+
+    last_run_id: int  # the file's largest run id of the campaign (0: no runs)
+    file_runs: int  # the file's runs of the campaign, all with ids <= last_run_id
+    last_run: tuple  # (cell key, repetition, attempt) of run last_run_id, or () without runs
+    store_runs: int  # the store's runs of the campaign after that ingest
+    cells: int  # the file's cells of the campaign
+    rows_sha256: str  # the campaign's own rows in the file (`campaign_rows_hash`)
+
+    def to_json(self) -> str:
+        return json.dumps({**asdict(self), "last_run": list(self.last_run)}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Mark | None:
+        try:
+            d = json.loads(text)
+            return cls(**{**d, "last_run": tuple(d["last_run"])})
+        except (ValueError, TypeError, KeyError):  # a mark this boardlab did not write: read the file whole
+            return None
+
+
 def campaign_uid(row, fingerprint: str) -> str:
     """A campaign's identity across stores: its uid, or for a campaign stored before uids existed, a hash
     of what never changes about it (repr of a float round-trips exactly)."""
@@ -63,24 +98,47 @@ def campaign_uid(row, fingerprint: str) -> str:
     return "derived-" + hashlib.sha256(key.encode()).hexdigest()[:32]
 
 
-def open_source(src: Path) -> Store:
-    """Opens a board's file read-only and verifies it before anything is written anywhere: SQLite, a
-    schema this boardlab knows (1..STORE_SCHEMA), and a full integrity check."""
+class _Unverified(Store):
+    """A board's file opened without the content scan, to see cheaply whether anything in it is new; the
+    scan (`verify_source`) runs before anything of it is copied."""
+
+    def verify(self) -> None:
+        return None
+
+
+def _open_file(src: Path, cls: type[Store] = _Unverified) -> Store:
     if pg.is_url(str(src)):
         raise InputError(f"{pg.display_url(str(src))}: ingest reads a board's SQLite file, not a server")
-    source = Store.open(src, create=False)  # refuses a foreign, newer, missing or non-SQLite file
+    source = cls.open(src, create=False)  # refuses a foreign, newer, missing or non-SQLite file
     try:
         if source.schema_version() == 0:
             raise InputError(f"{src}: no boardlab results in this file (an empty SQLite database)")
-        try:
-            problems = [r[0] for r in source.conn.execute("PRAGMA integrity_check").fetchall()]
-        except sqlite3.DatabaseError as exc:
-            raise database_error(exc, str(src)) from None
-        if problems != ["ok"]:
-            raise InputError(
-                f"{src}: the results database is corrupted ({'; '.join(problems[:3])}); nothing was "
-                "ingested: fetch the file from the board again"
-            )
+    except BaseException:
+        source.close()
+        raise
+    return source
+
+
+def verify_source(source: Store, src: Path) -> None:
+    """SQLite's full integrity check, then every value's type and JSON shape (store/verify.py)."""
+    try:
+        problems = [r[0] for r in source.conn.execute("PRAGMA integrity_check").fetchall()]
+    except sqlite3.DatabaseError as exc:
+        raise database_error(exc, str(src)) from None
+    if problems != ["ok"]:
+        raise InputError(
+            f"{src}: the results database is corrupted ({'; '.join(problems[:3])}); nothing was "
+            "ingested: fetch the file from the board again"
+        )
+    Store.verify(source)
+
+
+def open_source(src: Path) -> Store:
+    """Opens a board's file read-only and verifies it before anything is written anywhere: SQLite, a
+    schema this boardlab knows (1..STORE_SCHEMA), a full integrity check and every value's type."""
+    source = _open_file(Path(src))
+    try:
+        verify_source(source, Path(src))
     except BaseException:
         source.close()
         raise
@@ -97,47 +155,269 @@ def ingest_file(
 ) -> IngestResult:
     """Ingests every campaign of `src` into the store `db` (a postgresql:// URL or a SQLite path) in one
     transaction: all of the file's new runs, or none of them. Raises InputError naming the file when it
-    is corrupt, foreign or from a newer boardlab. `fail_after_runs` is for tests: fail after that many
+    is corrupt, foreign or from a newer boardlab. `fail_after_runs` is for tests: fail once that many
     runs were inserted, to check that nothing stays. `wait` is called with who holds a SQLite store
-    before this waits for it (another ingest, a campaign writing there). `then(store, result)` runs after the
-    commit, the store still open and locked (the CLI stores the campaigns' summaries there)."""
-    src = Path(src)
-    source = open_source(src)
-    try:
+    before this waits for it (another ingest, a campaign writing there). `then(store, result)` runs after a
+    file's commit, the store still open and locked (the CLI stores the campaigns' summaries there)."""
+    return ingest_files([src], db, fail_after_runs=fail_after_runs, wait=wait, then=then)[0]
+
+
+def ingest_files(
+    files: Iterable[Path],
+    db: str,
+    *,
+    fail_after_runs: int | None = None,
+    wait: Callable[[str], None] | None = None,
+    progress: Callable[[int, Path], None] | None = None,
+    then: Callable[[Store, IngestResult], None] | None = None,
+) -> list[IngestResult]:
+    """`ingest_file` of several files into one store opened once. Every file is verified (or found
+    unchanged since its last ingest) before any is ingested: a bad one among them writes nothing at all.
+    `progress(i, path)` is called before the i-th file (from 1) is ingested."""
+    files = [Path(f) for f in files]
+    for src in files:  # each is a boardlab file of a known schema, and not the store itself
+        _open_file(src).close()
         if not pg.is_url(db):
             with contextlib.suppress(OSError):
                 if os.path.samefile(src, db):
                     raise InputError(f"{src}: is the target store itself; give --db another store")
-        target = Store.open(db, wait=wait)
-        try:
-            try:
-                result = _ingest(source, target, src, fail_after_runs)
-            except BaseException:
-                if target.dialect == "sqlite" and target.created:  # a store this ingest created stays absent
-                    target.close()
-                    for suffix in ("", "-wal", "-shm"):
-                        with contextlib.suppress(OSError):
-                            os.unlink(f"{db}{suffix}")
-                raise
-            if then is not None:  # after the commit: what it does cannot undo the ingest
-                then(target, result)
-            return result
-        finally:
+    stamps: dict[Path, tuple] = {}
+
+    def verify(source: Store, src: Path) -> None:
+        stamps[src] = _stamp(src)
+        verify_source(source, src)
+
+    def ingest(source: Store, src: Path) -> IngestResult:
+        if _stamp(src) != stamps.get(src):  # replaced or written to since it was verified: again
+            verify(source, src)
+        result = _ingest(source, target, src, fail_after_runs)
+        if then is not None:  # after the file's commit: what it does cannot undo the ingest
+            then(target, result)
+        return result
+
+    done = _already_in(files, db)  # the unchanged files' results, None for the others
+    if all(r is not None for r in done):  # nothing to write: the store is not even opened for writing
+        return cast(list[IngestResult], done)
+    # verified before the store is written (or created); sqlite3 lets go of the GIL while SQLite scans, so
+    # the files are verified side by side, one per core
+    todo = [src for src, res in zip(files, done, strict=True) if res is None]
+    with ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 1))) as pool:
+        list(pool.map(lambda src: _with_file(src, verify), todo))  # the first bad file (in order) raises
+    target = Store.open(db, wait=wait)
+    try:
+        results = []
+        for i, (src, res) in enumerate(zip(files, done, strict=True), 1):
+            if progress is not None:
+                progress(i, src)
+            results.append(res if res is not None else _with_file(src, ingest))
+        return results
+    except BaseException:
+        if target.dialect == "sqlite" and target.created:  # a store this ingest created stays absent
             target.close()
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(OSError):
+                    os.unlink(f"{db}{suffix}")
+        raise
+    finally:
+        target.close()
+
+
+def _already_in(files: list[Path], db: str) -> list[IngestResult | None]:
+    """Per file, its result when the store already holds all of it as its last ingest left it (`_unchanged`),
+    else None. The store is opened read-only and without its content scan: only its marks and counts are
+    read, which a campaign writing there does not hold up."""
+    if not pg.is_url(db) and not os.path.exists(db):
+        return [None] * len(files)
+    try:
+        store = _Unverified.open(db, create=False)
+    except InputError:  # no store there yet (an empty PostgreSQL database), or none to read: the writer says
+        return [None] * len(files)
+    try:
+        return [
+            _with_file(src, lambda s, p: _skipped(s, store, p) if _unchanged(s, store) else None)
+            for src in files
+        ]
+    finally:
+        store.close()
+
+
+def _stamp(src: Path) -> tuple:
+    """What changes when a file is replaced or written to (its -wal too, where a campaign appends)."""
+    out = []
+    for path in (str(src), f"{src}-wal"):
+        try:
+            st = os.stat(path)
+        except OSError:
+            st = None
+        # an empty -wal is what a reader's open makes (and its close removes): nothing written
+        out.append(
+            None if st is None or st.st_size == 0 else (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+        )
+    return tuple(out)
+
+
+def _with_file(src: Path, work: Callable[[Store, Path], Any]) -> Any:
+    """`work(source, src)` on the file opened read-only, its content not verified (the callers verify
+    before copying); an SQLite error reading it names the file."""
+    source = _open_file(src, _Unverified)
+    try:
+        return work(source, src)
     except sqlite3.DatabaseError as exc:  # the file turned out damaged while it was read
+        if isinstance(exc, BoardlabError):
+            raise
         raise database_error(exc, str(src)) from None
     finally:
         source.close()
 
 
-class _Copier:
-    """Column lists and value conversion between the file's schema (any known version) and the store's."""
+# ---- what is new in a file: the watermark ----
 
-    def __init__(self, source: Store, target: Store):
+
+def campaign_rows_hash(source: Store, camp) -> str:
+    """sha256 of a campaign's own rows in the file (its row, energy sources, idle windows, campaign
+    artifacts): what ingest replaces when they change, so a change there is something new."""
+    h = hashlib.sha256()
+    h.update(repr(tuple(camp)).encode())
+    for sql in (
+        "SELECT * FROM energy_sources WHERE campaign_id=? ORDER BY name",
+        "SELECT * FROM energy_idle WHERE campaign_id=? ORDER BY source, block",
+        "SELECT name, media_type, data FROM artifacts WHERE campaign_id=? AND run_id IS NULL ORDER BY id",
+    ):
+        with contextlib.suppress(sqlite3.OperationalError):  # an older file: the table came later
+            for row in source.conn.execute(sql, (camp["id"],)):
+                h.update(repr(tuple(row)).encode())
+    return h.hexdigest()
+
+
+def _file_runs(source: Store, campaign_id: int, up_to: int | None = None) -> tuple[int, int]:
+    """(runs, largest run id) of a campaign in the file, of the runs with ids <= up_to when given."""
+    sql = "SELECT count(*), coalesce(max(id), 0) FROM runs WHERE campaign_id=?"
+    row = source.conn.execute(
+        sql + (" AND id <= ?" if up_to is not None else ""),
+        (campaign_id,) if up_to is None else (campaign_id, up_to),
+    ).fetchone()
+    return int(row[0]), int(row[1])
+
+
+def _run_identity(source: Store, run_id: int) -> tuple:
+    row = source.conn.execute(
+        "SELECT c.key, r.repetition, r.attempt FROM runs r JOIN cells c ON c.id = r.cell_id WHERE r.id=?",
+        (run_id,),
+    ).fetchone()
+    return () if row is None else (row[0], int(row[1]), int(row[2]))
+
+
+def _mark(target: Store, uid: str) -> Mark | None:
+    row = target.conn.execute("SELECT value FROM meta WHERE key=?", (MARK_PREFIX + uid,)).fetchone()
+    return None if row is None else Mark.from_json(row[0])
+
+
+def _store_runs(target: Store, campaign_id: int) -> int:
+    return int(
+        target.conn.execute("SELECT count(*) FROM runs WHERE campaign_id=?", (campaign_id,)).fetchone()[0]
+    )
+
+
+def _holds_mark(source: Store, target: Store, camp, tid: int, mark: Mark | None) -> bool:
+    """The store held exactly the file's runs at the mark and gained none since, and the file holds the
+    runs it held up to the mark (as many, the last one the same): the runs after the mark are the file's
+    only candidates for new ones."""
+    if mark is None or mark.store_runs != mark.file_runs or _store_runs(target, tid) != mark.store_runs:
+        return False
+    if _file_runs(source, camp["id"], mark.last_run_id)[0] != mark.file_runs:
+        return False
+    return mark.last_run_id == 0 or _run_identity(source, mark.last_run_id) == mark.last_run
+
+
+def _unchanged(source: Store, target: Store) -> bool:
+    """Every campaign of the file is in the store as its mark left it, and nothing was added to the file
+    since: a few indexed queries per campaign, whatever the number of runs."""
+    try:
+        fingerprints = {b["id"]: b["fingerprint"] for b in source.boards()}
+        for camp in source.campaigns():
+            uid = campaign_uid(camp, fingerprints[camp["board_id"]])
+            row = target.conn.execute(
+                "SELECT c.id, b.fingerprint FROM campaigns c JOIN boards b ON b.id = c.board_id WHERE c.uid=?",
+                (uid,),
+            ).fetchone()
+            if row is None or row[1] != fingerprints[camp["board_id"]]:
+                return False
+            mark = _mark(target, uid)
+            if mark is None or _file_runs(source, camp["id"])[1] != mark.last_run_id:
+                return False
+            cells = source.conn.execute("SELECT count(*) FROM cells WHERE campaign_id=?", (camp["id"],))
+            if cells.fetchone()[0] != mark.cells or campaign_rows_hash(source, camp) != mark.rows_sha256:
+                return False
+            # runs of the file, as many as at the mark, the last the same: all in the store since then (a
+            # store never loses runs), so the store's own count is not needed here
+            if _file_runs(source, camp["id"], mark.last_run_id)[0] != mark.file_runs:
+                return False
+            if mark.last_run_id and _run_identity(source, mark.last_run_id) != mark.last_run:
+                return False
+        return bool(fingerprints)
+    except (sqlite3.DatabaseError, KeyError):  # damaged: the full verification says where
+        return False
+
+
+def _skipped(source: Store, target: Store, src: Path) -> IngestResult:
+    """The result of a file found unchanged: all its runs already in the store."""
+    fingerprints = {b["id"]: b["fingerprint"] for b in source.boards()}
+    ids, runs = [], 0
+    for camp in source.campaigns():
+        uid = campaign_uid(camp, fingerprints[camp["board_id"]])
+        ids.append(int(target.conn.execute("SELECT id FROM campaigns WHERE uid=?", (uid,)).fetchone()[0]))
+        runs += _file_runs(source, camp["id"])[0]
+    return IngestResult(
+        source=str(src), db=target.path, campaigns=len(ids), campaigns_added=0, runs_added=0,
+        runs_skipped=runs, boards=tuple(b["label"] for b in source.boards()), campaign_ids=tuple(ids),
+    )  # fmt: skip
+
+
+# ---- copying ----
+
+
+class _Copier:
+    """Column lists and value conversion between the file's schema (any known version) and the store's,
+    and the bulk copy of a campaign's new runs: a SELECT over the file joined with two temporary maps (the
+    file's cell and run ids to the store's) feeds INSERT ... SELECT (the file attached to a SQLite store's
+    connection as `src`) or COPY (PostgreSQL, the SELECT run on the file's own connection)."""
+
+    def __init__(self, source: Store, target: Store, src: Path):
         self.source = source
         self.target = target
         self.src_schema = source.describe_schema()
         self.tgt_schema = target.describe_schema()
+        self.attached = target.dialect == "sqlite"
+        self.reader = target.conn if self.attached else source.conn  # the connection the SELECTs run on
+        self.schema = "src" if self.attached else "main"  # the file's schema name on `reader`
+        if self.attached:  # ATTACH is refused inside a transaction: before the ingest's BEGIN
+            path = os.path.abspath(src)
+            uri = f"file:{urllib.parse.quote(path)}?mode=ro"
+            if not os.access(os.path.dirname(path), os.W_OK) and not os.path.exists(f"{path}-wal"):
+                uri += "&immutable=1"  # as Store opens such a file: SQLite could not make its -shm there
+            target.conn.execute("ATTACH DATABASE ? AS src", (uri,))
+            # the copied rows refer only to the campaign, cells and runs this ingest maps (the joins), from a
+            # file whose references were checked (verify_references): checking each again costs a quarter
+            # of the copy. Set outside the transaction (SQLite ignores it inside); `close` turns it back on.
+            target.conn.execute("PRAGMA foreign_keys=OFF")
+        else:  # the file stays read-only (mode=ro); only the temporary maps are written
+            source.conn.execute("PRAGMA query_only=OFF")
+
+    def start(self) -> None:
+        """Inside the ingest's transaction: the temporary maps, empty."""
+        for name in ("ingest_cells", "ingest_runs"):
+            self.reader.execute(
+                f"CREATE TEMP TABLE IF NOT EXISTS {name} (old INTEGER PRIMARY KEY, new INTEGER)"
+            )
+            self.reader.execute(f"DELETE FROM temp.{name}")
+
+    def close(self) -> None:
+        with contextlib.suppress(sqlite3.Error):
+            if self.attached:
+                self.target.conn.execute("DETACH DATABASE src")
+                self.target.conn.execute("PRAGMA foreign_keys=ON")
+            else:
+                self.source.conn.execute("PRAGMA query_only=ON")
 
     def columns(self, table: str, skip: tuple[str, ...] = ("id",)) -> list[str]:
         """The file's columns the store also has (an older file lacks newer columns: they stay NULL)."""
@@ -172,6 +452,59 @@ class _Copier:
         else:
             self.target.conn.executemany(
                 f"INSERT INTO {table}({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})", converted
+            )
+
+    def map_ids(self, name: str, pairs: Iterable[tuple[int, int]]) -> None:
+        self.reader.execute(f"DELETE FROM temp.{name}")
+        self.reader.executemany(f"INSERT INTO temp.{name}(old, new) VALUES (?, ?)", pairs)
+
+    def new_run_ids(self, n: int) -> list[int]:
+        """n ids for new runs: past the largest (SQLite: this ingest holds the store's write lock) or
+        from the runs' identity sequence (PostgreSQL: safe beside any other writer)."""
+        if n == 0:
+            return []
+        if self.target.dialect == "sqlite":
+            base = int(self.target.conn.execute("SELECT coalesce(max(id), 0) FROM runs").fetchone()[0])
+            return list(range(base + 1, base + 1 + n))
+        return [
+            int(r[0])
+            for r in self.target.conn.execute(
+                "SELECT nextval(pg_get_serial_sequence('runs', 'id')) FROM generate_series(1, ?)", (n,)
+            )
+        ]
+
+    def copy_select(self, table: str, cols: list[str], select: str, params: tuple = ()) -> None:
+        """Copies the rows of `select` (over the file, `{src}` naming its schema) into `table`'s `cols`."""
+        select = select.replace("{src}", self.schema)
+        if self.attached:
+            self.target.conn.execute(f"INSERT INTO main.{table}({', '.join(cols)}) {select}", params)
+            return
+        cur = self.source.conn.cursor()
+        cur.row_factory = None  # plain tuples, straight to COPY
+        cast(pg.Connection, self.target.conn).copy_rows(table, tuple(cols), cur.execute(select, params))
+
+    def copy_runs(self, tid: int, run_map: dict[int, int]) -> None:
+        """The runs in the run map and every child row of theirs."""
+        rcols = self.columns("runs", skip=("id", "campaign_id", "cell_id"))
+        self.copy_select(
+            "runs",
+            ["id", "campaign_id", "cell_id", *rcols],
+            f"SELECT m.new, ?, c.new, {', '.join(f'r.{x}' for x in rcols)} FROM {{src}}.runs r"
+            " JOIN temp.ingest_runs m ON m.old = r.id JOIN temp.ingest_cells c ON c.old = r.cell_id ORDER BY m.new",
+            (tid,),
+        )
+        for table in RUN_TABLES:
+            if table == "run_series" and table not in self.src_schema:  # a file before schema 7
+                self.insert_many(table, list(PACKED_COLUMNS), _packed_series(self.source, run_map))
+                continue
+            if table not in self.src_schema:  # an older file: that table came later
+                continue
+            cols = self.columns(table, skip=())
+            sel = ", ".join("m.new" if c == "run_id" else f"x.{c}" for c in cols)
+            self.copy_select(
+                table,
+                cols,
+                f"SELECT {sel} FROM temp.ingest_runs m JOIN {{src}}.{table} x ON x.run_id = m.old",
             )
 
 
@@ -213,139 +546,188 @@ def _same_campaign(conn, uid: str, fingerprint: str, src: Path, camp) -> tuple |
 
 
 def _ingest(source: Store, target: Store, src: Path, fail_after_runs: int | None) -> IngestResult:
-    cp = _Copier(source, target)
+    cp = _Copier(source, target, src)
     conn = target.conn
-    added_campaigns = runs_added = runs_skipped = 0
+    totals = {"campaigns_added": 0, "runs_added": 0, "runs_skipped": 0}
     campaign_ids: list[int] = []
-    # One read snapshot of the file (a campaign may still be writing it) and one write transaction.
-    source.conn.execute("BEGIN")
-    conn.execute("BEGIN IMMEDIATE")
     try:
-        if target.dialect == "postgresql":  # two ingests of one board's file never race on its rows
-            conn.execute(f"SELECT pg_advisory_xact_lock({_PG_INGEST_LOCK})")
-        # boards, by fingerprint
-        board_ids: dict[int, int] = {}
-        fingerprints: dict[int, str] = {}
-        labels: list[str] = []
-        bcols = cp.columns("boards")
-        for b in source.boards():
-            fingerprints[b["id"]] = b["fingerprint"]
-            labels.append(b["label"])
-            row = conn.execute("SELECT id FROM boards WHERE fingerprint=?", (b["fingerprint"],)).fetchone()
-            board_ids[b["id"]] = int(row[0]) if row else cp.insert_one("boards", bcols, [b[c] for c in bcols])
-        ccols = cp.columns("campaigns", skip=("id", "board_id", "uid"))
-        for camp in source.campaigns():
-            uid = campaign_uid(camp, fingerprints[camp["board_id"]])
-            row = _same_campaign(conn, uid, fingerprints[camp["board_id"]], src, camp)
-            if row is None:
-                tid = cp.insert_one(
-                    "campaigns",
-                    ["uid", "board_id", *ccols],
-                    [uid, board_ids[camp["board_id"]], *(camp[c] for c in ccols)],
-                )
-                added_campaigns += 1
-            else:
-                tid = int(row[0])
-            campaign_ids.append(tid)
-            # cells, by key
-            cell_ids = {r["key"]: int(r["id"]) for r in target.cells(tid)}
-            src_cell_keys: dict[int, str] = {}
-            kcols = cp.columns("cells", skip=("id", "campaign_id"))
-            for cell in source.cells(camp["id"]):
-                src_cell_keys[cell["id"]] = cell["key"]
-                if cell["key"] not in cell_ids:
-                    cell_ids[cell["key"]] = cp.insert_one(
-                        "cells", ["campaign_id", *kcols], [tid, *(cell[c] for c in kcols)]
-                    )
-            # runs, by (cell key, repetition, attempt)
-            have = {(k, rep, att) for k, rep, att in target.run_identities(tid)}
-            rcols = cp.columns("runs", skip=("id", "campaign_id", "cell_id"))
-            run_map: dict[int, int] = {}
-            for run in cp.rows("SELECT * FROM runs WHERE campaign_id=? ORDER BY id", (camp["id"],)):
-                ident = (src_cell_keys[run["cell_id"]], run["repetition"], run["attempt"])
-                if ident in have:
-                    runs_skipped += 1
-                    continue
-                have.add(ident)
-                run_map[run["id"]] = cp.insert_one(
-                    "runs",
-                    ["campaign_id", "cell_id", *rcols],
-                    [tid, cell_ids[ident[0]], *(run[c] for c in rcols)],
-                )
-                runs_added += 1
-                if fail_after_runs is not None and runs_added >= fail_after_runs:
-                    raise RuntimeError(f"injected failure after {runs_added} runs (a test)")
-            if run_map:
-                for table in RUN_TABLES:
-                    if table == "run_series" and table not in cp.src_schema:  # a file before schema 7
-                        cp.insert_many(table, list(PACKED_COLUMNS), _packed_series(source, run_map))
-                        continue
-                    if table not in cp.src_schema:  # an older file: that table came later
-                        continue
-                    cols = cp.columns(table, skip=())
-                    at = cols.index("run_id")
-                    sel = ", ".join(f"x.{c}" for c in cols)
-                    rows = cp.rows(
-                        f"SELECT {sel} FROM {table} x JOIN runs r ON r.id = x.run_id WHERE r.campaign_id=?",
-                        (camp["id"],),
-                    )
-                    cp.insert_many(
-                        table,
-                        cols,
-                        ((*row[:at], run_map[row[at]], *row[at + 1 :]) for row in rows if row[at] in run_map),
-                    )
-            # campaign-level rows: replaced when the file is at least as complete as the store
-            n_src = source.conn.execute(
-                "SELECT count(*) FROM runs WHERE campaign_id=?", (camp["id"],)
-            ).fetchone()[0]
-            n_tgt = conn.execute("SELECT count(*) FROM runs WHERE campaign_id=?", (tid,)).fetchone()[0]
-            if n_src >= n_tgt:
-                sets = ", ".join(f"{c}=?" for c in ccols)
-                conv = cp.converters("campaigns", ccols)
-                conn.execute(
-                    f"UPDATE campaigns SET {sets} WHERE id=?",
-                    (*(f(camp[c]) for f, c in zip(conv, ccols, strict=True)), tid),
-                )
-                for table in CAMPAIGN_TABLES:
-                    if table not in cp.src_schema:
-                        continue
-                    cols = cp.columns(table, skip=("campaign_id",))
-                    conn.execute(f"DELETE FROM {table} WHERE campaign_id=?", (tid,))
-                    rows = cp.rows(
-                        f"SELECT {', '.join(cols)} FROM {table} WHERE campaign_id=?", (camp["id"],)
-                    )
-                    cp.insert_many(table, ["campaign_id", *cols], ((tid, *row) for row in rows))
-                conn.execute("DELETE FROM artifacts WHERE campaign_id=? AND run_id IS NULL", (tid,))
-            acols = cp.columns("artifacts", skip=("id", "campaign_id", "run_id"))
-            for art in cp.rows("SELECT * FROM artifacts WHERE campaign_id=? ORDER BY id", (camp["id"],)):
-                if art["run_id"] is None and n_src < n_tgt:
-                    continue
-                if art["run_id"] is not None and art["run_id"] not in run_map:
-                    continue  # the run's artifacts came with it on an earlier ingest
-                run_id = None if art["run_id"] is None else run_map[art["run_id"]]
-                cp.insert_one(
-                    "artifacts", ["campaign_id", "run_id", *acols], [tid, run_id, *(art[c] for c in acols)]
-                )
-        conn.execute("COMMIT")
-    except BaseException as exc:
-        target._rollback()
-        source._rollback()
-        if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, BoardlabError):
-            # with a PostgreSQL store every sqlite3 error is the file's; with a SQLite store, name both
-            where = str(src) if target.dialect == "postgresql" else f"{src} (into {target.path})"
-            raise database_error(exc, where) from None
-        raise
-    source.conn.execute("COMMIT")
+        # One read snapshot of the file (a campaign may still be writing it) and one write transaction.
+        source.conn.execute("BEGIN")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if target.dialect == "postgresql":  # two ingests of one board's file never race on its rows
+                conn.execute(f"SELECT pg_advisory_xact_lock({_PG_INGEST_LOCK})")
+            cp.start()
+            board_ids, fingerprints, labels = _boards(cp)
+            for camp in source.campaigns():
+                fp = fingerprints[camp["board_id"]]
+                tid = _campaign(cp, camp, fp, board_ids[camp["board_id"]], src, totals)
+                campaign_ids.append(tid)
+                uid = campaign_uid(camp, fp)
+                run_map = _runs(cp, camp, tid, uid, totals, fail_after_runs)
+                _campaign_rows(cp, camp, tid, run_map)
+                _set_mark(cp, camp, tid, uid)
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            target._rollback()
+            source._rollback()
+            if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, BoardlabError):
+                # with a PostgreSQL store every sqlite3 error is the file's; with a SQLite store, name both
+                where = str(src) if target.dialect == "postgresql" else f"{src} (into {target.path})"
+                raise database_error(exc, where) from None
+            raise
+        source.conn.execute("COMMIT")
+    finally:
+        cp.close()
     return IngestResult(
         source=str(src),
         db=target.path,
         campaigns=len(campaign_ids),
-        campaigns_added=added_campaigns,
-        runs_added=runs_added,
-        runs_skipped=runs_skipped,
         boards=tuple(labels),
         campaign_ids=tuple(campaign_ids),
+        **totals,
     )
 
 
-__all__ = ["IngestResult", "STORE_SCHEMA", "campaign_uid", "ingest_file", "open_source"]
+def _boards(cp: _Copier) -> tuple[dict[int, int], dict[int, str], list[str]]:
+    """The file's boards in the store, by fingerprint: (file id -> store id, file id -> fingerprint, labels)."""
+    board_ids: dict[int, int] = {}
+    fingerprints: dict[int, str] = {}
+    labels: list[str] = []
+    bcols = cp.columns("boards")
+    for b in cp.source.boards():
+        fingerprints[b["id"]] = b["fingerprint"]
+        labels.append(b["label"])
+        row = cp.target.conn.execute(
+            "SELECT id FROM boards WHERE fingerprint=?", (b["fingerprint"],)
+        ).fetchone()
+        board_ids[b["id"]] = int(row[0]) if row else cp.insert_one("boards", bcols, [b[c] for c in bcols])
+    return board_ids, fingerprints, labels
+
+
+def _campaign(cp: _Copier, camp, fingerprint: str, board_id: int, src: Path, totals: dict) -> int:
+    """The campaign's id in the store (inserted when new) with its cells mapped in temp.ingest_cells."""
+    uid = campaign_uid(camp, fingerprint)
+    row = _same_campaign(cp.target.conn, uid, fingerprint, src, camp)
+    if row is None:
+        ccols = cp.columns("campaigns", skip=("id", "board_id", "uid"))
+        tid = cp.insert_one(
+            "campaigns", ["uid", "board_id", *ccols], [uid, board_id, *(camp[c] for c in ccols)]
+        )
+        totals["campaigns_added"] += 1
+    else:
+        tid = int(row[0])
+    cell_ids = {r["key"]: int(r["id"]) for r in cp.target.cells(tid)}
+    kcols = cp.columns("cells", skip=("id", "campaign_id"))
+    pairs = []
+    for cell in cp.source.cells(camp["id"]):
+        if cell["key"] not in cell_ids:
+            cell_ids[cell["key"]] = cp.insert_one(
+                "cells", ["campaign_id", *kcols], [tid, *(cell[c] for c in kcols)]
+            )
+        pairs.append((int(cell["id"]), cell_ids[cell["key"]]))
+    cp.map_ids("ingest_cells", pairs)
+    return tid
+
+
+def _runs(cp: _Copier, camp, tid: int, uid: str, totals: dict, fail_after_runs: int | None) -> dict[int, int]:
+    """Copies the campaign's runs the store lacks; returns their ids, file's -> store's."""
+    mark = _mark(cp.target, uid)
+    n_file = _file_runs(cp.source, camp["id"])[0]
+    ident = (
+        "SELECT r.id, c.key, r.repetition, r.attempt FROM runs r JOIN cells c ON c.id = r.cell_id"
+        " WHERE r.campaign_id=?"
+    )
+    if _holds_mark(cp.source, cp.target, camp, tid, mark):  # only the runs after the mark can be new
+        assert mark is not None
+        rows = cp.source.conn.execute(ident + " AND r.id > ? ORDER BY r.id", (camp["id"], mark.last_run_id))
+        rows = rows.fetchall()
+        # checked against the store's runs of those repetitions and later (a resume adds the last ones):
+        # a run already there is never copied twice, whatever the file
+        have = _store_identities(cp.target, tid, min((int(r[2]) for r in rows), default=0))
+    else:  # compare every identity (a store without a mark, another copy of the campaign's file...)
+        rows = cp.source.conn.execute(ident + " ORDER BY r.id", (camp["id"],)).fetchall()
+        have = set(cp.target.run_identities(tid)) if rows else set()
+    new = [int(r[0]) for r in rows if (r[1], int(r[2]), int(r[3])) not in have]
+    run_map = dict(zip(new, cp.new_run_ids(len(new)), strict=True))
+    cp.map_ids("ingest_runs", run_map.items())
+    if run_map:
+        cp.copy_runs(tid, run_map)
+    totals["runs_added"] += len(new)
+    totals["runs_skipped"] += n_file - len(new)
+    if fail_after_runs is not None and totals["runs_added"] >= fail_after_runs:
+        raise RuntimeError(f"injected failure after {fail_after_runs} runs (a test)")
+    return run_map
+
+
+def _store_identities(target: Store, campaign_id: int, from_repetition: int) -> set[tuple[str, int, int]]:
+    return {
+        (r[0], int(r[1]), int(r[2]))
+        for r in target.conn.execute(
+            "SELECT c.key, r.repetition, r.attempt FROM runs r JOIN cells c ON c.id = r.cell_id"
+            " WHERE r.campaign_id=? AND r.repetition >= ?",
+            (campaign_id, from_repetition),
+        )
+    }
+
+
+def _campaign_rows(cp: _Copier, camp, tid: int, run_map: dict[int, int]) -> None:
+    """Campaign-level rows, replaced when the file is at least as complete as the store; run artifacts of
+    the runs copied now."""
+    conn = cp.target.conn
+    n_src = _file_runs(cp.source, camp["id"])[0]
+    n_tgt = _store_runs(cp.target, tid)
+    if n_src >= n_tgt:
+        ccols = cp.columns("campaigns", skip=("id", "board_id", "uid"))
+        sets = ", ".join(f"{c}=?" for c in ccols)
+        conv = cp.converters("campaigns", ccols)
+        conn.execute(
+            f"UPDATE campaigns SET {sets} WHERE id=?",
+            (*(f(camp[c]) for f, c in zip(conv, ccols, strict=True)), tid),
+        )
+        for table in CAMPAIGN_TABLES:
+            if table not in cp.src_schema:
+                continue
+            cols = cp.columns(table, skip=("campaign_id",))
+            conn.execute(f"DELETE FROM {table} WHERE campaign_id=?", (tid,))
+            rows = cp.rows(f"SELECT {', '.join(cols)} FROM {table} WHERE campaign_id=?", (camp["id"],))
+            cp.insert_many(table, ["campaign_id", *cols], ((tid, *row) for row in rows))
+        conn.execute("DELETE FROM artifacts WHERE campaign_id=? AND run_id IS NULL", (tid,))
+    acols = cp.columns("artifacts", skip=("id", "campaign_id", "run_id"))
+    for art in cp.rows("SELECT * FROM artifacts WHERE campaign_id=? ORDER BY id", (camp["id"],)):
+        if art["run_id"] is None and n_src < n_tgt:
+            continue
+        if art["run_id"] is not None and art["run_id"] not in run_map:
+            continue  # the run's artifacts came with it on an earlier ingest
+        run_id = None if art["run_id"] is None else run_map[art["run_id"]]
+        cp.insert_one("artifacts", ["campaign_id", "run_id", *acols], [tid, run_id, *(art[c] for c in acols)])
+
+
+def _set_mark(cp: _Copier, camp, tid: int, uid: str) -> None:
+    n, last = _file_runs(cp.source, camp["id"])
+    cells = cp.source.conn.execute(
+        "SELECT count(*) FROM cells WHERE campaign_id=?", (camp["id"],)
+    ).fetchone()[0]
+    mark = Mark(
+        last_run_id=last,
+        file_runs=n,
+        last_run=_run_identity(cp.source, last) if last else (),
+        store_runs=_store_runs(cp.target, tid),
+        cells=int(cells),
+        rows_sha256=campaign_rows_hash(cp.source, camp),
+    )
+    cp.target.conn.execute(
+        "INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (MARK_PREFIX + uid, mark.to_json())
+    )
+
+
+__all__ = [
+    "IngestResult",
+    "Mark",
+    "STORE_SCHEMA",
+    "campaign_uid",
+    "ingest_file",
+    "ingest_files",
+    "open_source",
+    "verify_source",
+]
