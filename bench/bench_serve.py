@@ -9,7 +9,7 @@ running, half done.
 Both stores are real SQLite files written through the product's store API: boards, campaigns and cells as a
 campaign writes them, the runs in bulk (`Store.record_value_runs`, one transaction per campaign: at the
 runner's pace, 10^7 runs would take hours). Only the run values are synthetic (lognormal, 2% CV). The
-summaries the pages read (`analysis.summary`) are stored for the campaigns the pages show, as `boardlab run`
+summaries the pages read (`boardlab.summary`) are stored for the campaigns the pages show, as `boardlab run`
 stores them when a campaign ends (computing all 1000 would take an hour here); the other campaigns have none,
 as in a store written before summaries existed, and one such campaign's first view is printed separately.
 
@@ -98,7 +98,7 @@ def build(path: Path, campaigns_per_board: int, seed: int = 1) -> dict:
 
 def summarize(path: Path, ids: dict) -> float:
     """Stores the summaries of the campaigns the pages show (as `boardlab run` does when a campaign ends)."""
-    from boardlab.analysis import summary
+    from boardlab import summary
     from boardlab.store import Store
 
     t0 = time.monotonic()

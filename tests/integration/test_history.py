@@ -88,7 +88,7 @@ def test_no_regression_exit_0_and_an_unknown_plan_exit_2(tmp_path):
 
 def test_the_same_history_over_postgresql(history_db, pg_url):
     assert run_cli("ingest", str(history_db), "--db", pg_url).returncode == 0
-    from boardlab.analysis import summary
+    from boardlab import summary
     from boardlab.store import Store
 
     with Store.open(pg_url, create=False) as store:  # ingest stored each campaign's summary and step there

@@ -1,4 +1,4 @@
-"""Campaign summaries (store migration 8, `analysis.summary`): what `boardlab serve` and `boardlab history` read
+"""Campaign summaries (store migration 8, `boardlab.summary`): what `boardlab serve` and `boardlab history` read
 instead of a campaign's runs. A page built from stored summaries is the page built from the runs; a summary
 stale against its campaign (more runs since) is not used; a store without summaries (written before them)
 still gives the same pages; and no page's query scans the runs table (EXPLAIN QUERY PLAN)."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from boardlab.analysis import summary
+from boardlab import summary
 from boardlab.store import Store
 from boardlab.store import db as store_db
 from boardlab.web import pages

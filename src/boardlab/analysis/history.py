@@ -77,9 +77,12 @@ def _point(cell) -> dict:
     }
 
 
-def _pair(a, b) -> tuple[list, list, list]:
-    from boardlab.analysis.summary import step_seed
+def step_seed(b) -> int:
+    """The seed of a step's comparisons: the later campaign's, so a step is the same in every history."""
+    return 1000 * b.campaign_id
 
+
+def _pair(a, b) -> tuple[list, list, list]:
     return pair_rows(a, b, seed=step_seed(b))
 
 
@@ -163,14 +166,11 @@ def found(boards: list[dict], verdict: str) -> list[dict]:
 
 
 def load_history(
-    store, plan: str, board: str | None = None, *, last: int = DEFAULT_LAST, analyze=None
+    store, plan: str, board: str | None, *, analyze, last: int = DEFAULT_LAST
 ) -> list[tuple[list, list]]:
     """(campaign rows, what the history reads of each campaign) per board of the plan's last `last` campaigns:
-    each campaign's summary (`analysis.summary`: the stored one when fresh, else computed from its runs);
-    `analyze` may be a caching reader of them (boardlab serve's)."""
-    if analyze is None:
-        from boardlab.analysis.summary import analysis_view as analyze
-
+    `analyze(store, campaign_id)` gives each campaign's summary (`boardlab.summary.analysis_view`: the stored
+    one when fresh, else computed from its runs; boardlab serve passes a caching reader of them)."""
     rows = store.campaigns_of_plan(plan, board, limit=last)
     by_board: dict[str, list] = {}
     for r in rows:

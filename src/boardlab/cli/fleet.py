@@ -245,9 +245,9 @@ def run(args) -> int:
         print(f"fleet [{time.monotonic() - t0:6.0f} s] {term(who + message)}", file=sys.stderr, flush=True)
 
     def ingest(path):
-        from boardlab.analysis.summary import keep_after
+        from boardlab.summary import keep_after
 
-        def summaries(store, result):  # for `boardlab serve` and `history` (analysis.summary)
+        def summaries(store, result):  # for `boardlab serve` and `history` (boardlab.summary)
             keep_after(store, result.campaign_ids, lambda text: say(None, f"warning: {text}"))
 
         return ingest_file(path, args.db, then=summaries).to_dict()

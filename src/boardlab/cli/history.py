@@ -42,7 +42,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
-    from boardlab.analysis import summary
+    import boardlab.summary as summary
     from boardlab.analysis.history import build_history, history_document, load_history
     from boardlab.errors import InputError
     from boardlab.export import check_output, write_output
@@ -56,7 +56,7 @@ def run(args) -> int:
     if args.output and args.output != "-":
         check_output(args.output, protect=[args.db])
     with Store.open(args.db, create=False) as store, store.snapshot():
-        per_board = load_history(store, args.plan, args.board, last=args.last)
+        per_board = load_history(store, args.plan, args.board, last=args.last, analyze=summary.analysis_view)
         if not per_board:
             on = f" on a board labelled {args.board!r}" if args.board else ""
             raise InputError(f"{store.path}: no campaign of a plan named {args.plan!r}{on}")

@@ -37,9 +37,9 @@ def _say_waiting(db: str, who: str) -> None:
 
 
 def _summaries(store, result) -> None:
-    """Each ingested campaign's summary, stored for `boardlab serve` and `history` (analysis.summary)."""
-    from boardlab.analysis.summary import keep_after
+    """Each ingested campaign's summary, stored for `boardlab serve` and `history` (boardlab.summary)."""
     from boardlab.report.escape import term
+    from boardlab.summary import keep_after
 
     keep_after(store, result.campaign_ids, lambda text: print(f"warning: {term(text)}", file=sys.stderr))
 

@@ -296,8 +296,8 @@ def run(args) -> int:
         )
         try:
             outcome = runner.run()
-            if outcome.runs_done:  # its summary for `boardlab serve` and `history` (analysis.summary)
-                from boardlab.analysis.summary import keep_after
+            if outcome.runs_done:  # its summary for `boardlab serve` and `history` (boardlab.summary)
+                from boardlab.summary import keep_after
 
                 keep_after(
                     store,

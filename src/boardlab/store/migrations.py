@@ -224,7 +224,7 @@ MIGRATIONS: list[tuple[int, str]] = [
         -- its runs (when the campaign ends or is ingested) instead of on every first view. `runs_stored` and
         -- `status` are the campaign's when it was computed: a campaign with more runs or another status since
         -- has a stale summary, which readers recompute. `schema` is the summary's layout
-        -- (boardlab.analysis.summary.SUMMARY_SCHEMA): another one is recomputed too.
+        -- (boardlab.summary.SUMMARY_SCHEMA): another one is recomputed too.
         CREATE TABLE campaign_summaries (
             campaign_id INTEGER PRIMARY KEY REFERENCES campaigns(id),
             schema INTEGER NOT NULL,

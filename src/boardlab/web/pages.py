@@ -116,10 +116,10 @@ class Rendered:
 
 def campaign(store, campaign_id: int) -> Rendered:
     """The campaign's report document, as `boardlab report` builds it, from the campaign's stored summary
-    (analysis.summary): rendered when the campaign ended; computed now, and kept by this server, when the
+    (boardlab.summary): rendered when the campaign ended; computed now, and kept by this server, when the
     summary is missing or stale (the monitor plots stay in the report file: their series are the one read
     here not bounded by the campaign's cells)."""
-    from boardlab.analysis import summary
+    import boardlab.summary as summary
 
     row = store.campaign(campaign_id)  # 404 for an unknown campaign
     title = f"boardlab report: {row['name']}"
@@ -135,7 +135,7 @@ def campaign(store, campaign_id: int) -> Rendered:
 
 
 def plain(value):
-    from boardlab.analysis.summary import plain as _plain
+    from boardlab.summary import plain as _plain
 
     return _plain(value)
 
@@ -168,7 +168,7 @@ def version(store, campaign_id: int) -> tuple:
 def analyzed(store, campaign_id: int):
     """What compare and history read of a campaign (`summary.StoredAnalysis`): from its stored summary, or
     computed from its runs when that is missing or stale; kept while its runs and status are unchanged."""
-    from boardlab.analysis import summary
+    import boardlab.summary as summary
 
     return _memo(("view", *version(store, campaign_id)), lambda: summary.analysis_view(store, campaign_id))
 
@@ -231,7 +231,7 @@ def history(store, plan: str, board: str | None) -> tuple[doc.Document, dict]:
 def _step(store, a, b):
     """A history's step, read from the store or computed and kept by this server (fresh rows each time:
     the history fills them)."""
-    from boardlab.analysis import summary
+    import boardlab.summary as summary
 
     def compute():
         rows, comps, slots = summary.step(store, a, b)

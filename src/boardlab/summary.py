@@ -315,11 +315,6 @@ def keep(store, campaign_id: int) -> Summary:
 # ---- a history's steps ----------------------------------------------------------------------------------------
 
 
-def step_seed(b: StoredAnalysis) -> int:
-    """The seed of a step's comparisons: the later campaign's, so a step is the same in every history."""
-    return 1000 * b.campaign_id
-
-
 @functools.cache
 def _record_fields(cls) -> tuple[tuple[str, type | None], ...]:
     """(field name, the record type it may hold or None) of a frozen record class (type hints are slow)."""
@@ -356,6 +351,7 @@ def step(store, a: StoredAnalysis, b: StoredAnalysis, *, write: bool = False) ->
     """Campaign b against the campaign a before it: `compare.pair_rows`' (rows, comparisons, slots), not yet
     corrected. Read from the store when stored for these run counts; else computed (and stored when `write`)."""
     from boardlab.analysis.compare import pair_rows
+    from boardlab.analysis.history import step_seed
 
     # a view's run count is current (it is read fresh, or computed, in this snapshot); else count them
     runs_a = a.runs_stored if a.runs_stored >= 0 else store.count_runs(a.campaign_id)
