@@ -9,7 +9,14 @@ import random
 import pytest
 
 from boardlab.stats import compare
-from boardlab.stats.flags import bimodal_threshold, bimodality, cell_flags, comparison_flags
+from boardlab.stats.flags import (
+    BIMODAL_SIMULATED_RUNS_MAX,
+    bimodal_threshold,
+    bimodality,
+    cell_flags,
+    comparison_flags,
+    simulated_threshold,
+)
 from boardlab.stats.power import ASSUMED_CV, observed_cv, repetitions_for_power, simulated_power
 from boardlab.stats.trimmed import trimmed_one_sample, yuen_welch
 from boardlab.stats.verdict import RunEnvironment, check_confounders
@@ -217,3 +224,11 @@ def test_true_nulls_on_bimodal_runs_are_rejected_at_the_level_the_test_claims():
     ]
     assert sum(v < 0.05 for v in p) / trials <= 0.05  # Yuen alone: 6.3% of these
     assert sum(v < 0.01 for v in p) / trials <= 0.015  # Yuen alone: 2.7%
+
+
+def test_above_the_simulated_run_count_the_threshold_is_the_stricter_one_of_that_count():
+    cap = BIMODAL_SIMULATED_RUNS_MAX
+    assert bimodal_threshold(3000) == bimodal_threshold(cap) == simulated_threshold(cap)
+    # the quantile falls with the run count, so the capped threshold flags less than the exact one would
+    assert simulated_threshold(2 * cap) < bimodal_threshold(2 * cap)
+    assert bimodal_threshold(cap - 1) == simulated_threshold(cap - 1)
