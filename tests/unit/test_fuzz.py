@@ -46,7 +46,7 @@ def budget(suite_examples: int):
     )
 
 
-PROGRESS_EVERY = 10_000  # make fuzz says how far each target is, so a long run can be followed
+PROGRESS_EVERY = int(os.environ.get("BOARDLAB_FUZZ_PROGRESS", "5000"))  # make fuzz: how far each target is
 _SAY: list = []  # the session's terminal writer, set by report_counts
 
 
