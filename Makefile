@@ -86,11 +86,18 @@ test: setup
 	$(BIN)/python -m pytest -q
 
 # Long fuzzing, not in CI: FUZZ_EXAMPLES per target (the plan parser, the worker reader, the store's readers
-# over a damaged database, the renderers), fresh random seeds each time. Prints the count per target; a
-# failure prints the falsifying example and its @reproduce_failure line. `make test` runs a few thousand.
+# over a damaged database, the renderers), fresh random seeds each time, one pytest per target at once (each
+# is one process's work). Prints the count and rate per target; a failure prints the falsifying example and
+# its @reproduce_failure line, and make fuzz fails. `make test` runs a few thousand.
 FUZZ_EXAMPLES ?= 100000
+FUZZ_TARGETS = worker_reader plan_parser store_readers renderers
 fuzz: setup
-	BOARDLAB_FUZZ=1 BOARDLAB_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q tests/unit/test_fuzz.py
+	@pids=""; for t in $(FUZZ_TARGETS); do \
+	  BOARDLAB_FUZZ=1 BOARDLAB_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q -p no:cacheprovider \
+	    tests/unit/test_fuzz.py -k "test_fuzz_$$t" & pids="$$pids $$!"; \
+	done; rc=0; for p in $$pids; do wait $$p || rc=1; done; \
+	if [ $$rc = 0 ]; then echo "fuzz: every target passed"; else echo "fuzz: a target failed (see above)"; fi; \
+	exit $$rc
 
 bench: setup
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -11,6 +11,7 @@ by tens of megabytes under these clients.
 from __future__ import annotations
 
 import json
+import os
 import random
 import shutil
 import socket
@@ -124,6 +125,38 @@ def test_a_pipelining_client_that_never_reads_keeps_the_server_bounded(kern, rol
     res = rp.result(10)["service"]
     res = res["mgmt"] if role == "svc.pub" else res
     assert res["output_stalls"] > 0 and res["limits"]["max_output_bytes"] == 65536
+
+
+def test_a_deep_pipeline_sent_at_once_is_answered_in_full(kern):
+    """3,000 getStatus requests written at once on one connection (the whole pipeline in the server's
+    buffer, none arriving later): every one is answered. The server once stopped at the output bound with
+    whole requests waiting and nothing left to wake it, and answered the rest with 408 ten seconds later."""
+    port, rp, _ = start_mgmt(max_request_bytes=4 << 20)
+    depth = 3000
+    request = (
+        b"POST /vdm HTTP/1.1\r\nHost: x\r\nContent-Length: "
+        + str(len(STATUS)).encode()
+        + b"\r\n\r\n"
+        + STATUS
+    )
+    answers = b""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        writer = threading.Thread(target=s.sendall, args=(request * depth,), daemon=True)
+        writer.start()
+        try:
+            while answers.count(b"HTTP/1.1 ") < depth:
+                chunk = s.recv(1 << 16)
+                if not chunk:
+                    break
+                answers += chunk
+        except TimeoutError:
+            pass
+        writer.join(5)
+    rp.stop()
+    assert answers.count(b"HTTP/1.1 200 ") == depth, (
+        f"{answers.count(b'HTTP/1.1 200 ')} of {depth} answered; the last: {answers[-300:]!r}"
+    )
+    assert rp.result(10)["service"]["requests"] >= depth + 1
 
 
 def _slowloris(port: int, n: int, head: bytes) -> list[socket.socket]:
@@ -491,3 +524,73 @@ def test_the_load_generator_stays_bounded_against_a_hostile_server(kern, answer)
     assert peak <= 2 * ref_peak, (
         f"peak RSS {peak} KiB against the hostile server, {ref_peak} KiB against svc.mgmt"
     )
+
+
+def _dev_null_fds(pid: int) -> list[int]:
+    return [int(fd) for fd in os.listdir(f"/proc/{pid}/fd") if int(fd) > 2 and _link(pid, fd) == "/dev/null"]
+
+
+def _link(pid: int, fd: str) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/fd/{fd}")
+    except OSError:  # closed meanwhile
+        return ""
+
+
+def _cpu_over(pid: int, seconds: float) -> float:
+    c0 = cpu_s(pid)
+    time.sleep(seconds)
+    return cpu_s(pid) - c0
+
+
+@pytest.mark.skipif(
+    not shutil.which("prlimit"), reason="needs prlimit (util-linux) to lower the descriptor limit"
+)
+def test_out_of_descriptors_even_without_its_spare_the_server_backs_off_and_recovers(kern):
+    """More connections than descriptors, twice, under a descriptor limit lowered on the running server.
+    With room for 10: the rest get 503 through the spare descriptor, the server does not spin, and once the
+    10 close a new client is served. Then a limit below the spare itself (the spare, closed to refuse a
+    client, cannot be taken back): the server backs off accepting (no busy loop), stays alive, and when
+    descriptors are free again it serves a new client and holds a spare again."""
+    port, rp, _ = start_mgmt()
+    spare = _dev_null_fds(rp.pid)
+    assert len(spare) == 1, f"expected one spare descriptor (on /dev/null), found {spare}"
+    open_fds = len(os.listdir(f"/proc/{rp.pid}/fd"))
+
+    def limit(soft: int) -> None:
+        subprocess.run(["prlimit", "--pid", str(rp.pid), f"--nofile={soft}:"], check=True, timeout=10)
+
+    conns = []
+    try:
+        limit(open_fds + 10)
+        conns = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(30)]
+        time.sleep(0.5)
+        used = _cpu_over(rp.pid, 2)
+        assert used < 0.2, f"the server used {used:.2f} s of CPU in 2 s with every descriptor taken"
+        conns[-1].settimeout(5)
+        assert conns[-1].recv(4096).startswith(b"HTTP/1.1 503 ")
+        for s in conns:
+            s.close()
+        conns = []
+        time.sleep(0.3)
+        assert get_status(port) == 200, "no new client was served once the others closed"
+
+        limit(spare[0])  # below the spare: closing it to accept makes no room
+        conns = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(20)]
+        time.sleep(0.5)
+        used = _cpu_over(rp.pid, 2)
+        assert used < 0.2, f"the server used {used:.2f} s of CPU in 2 s without a spare descriptor"
+        assert rp.proc.poll() is None, "the server died out of descriptors"
+        assert _dev_null_fds(rp.pid) == [], "the spare was taken back below the limit?"
+        for s in conns:
+            s.close()
+        conns = []
+        limit(1024)
+        assert get_status(port) == 200, "no new client was served once descriptors were free again"
+        assert len(_dev_null_fds(rp.pid)) == 1, "the server holds no spare descriptor again"
+    finally:
+        for s in conns:
+            s.close()
+    rp.stop()
+    res = rp.result(10)["service"]
+    assert res["refused"] >= 10 and res["accept_backoffs"] >= 2, res

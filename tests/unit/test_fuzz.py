@@ -7,11 +7,12 @@ the number of examples per target; a failure prints hypothesis's falsifying exam
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
-import shutil
 import sqlite3
+import time
 from html.parser import HTMLParser
 
 import pytest
@@ -29,6 +30,8 @@ from helpers import make_campaign_db  # noqa: E402
 FUZZ = os.environ.get("BOARDLAB_FUZZ") == "1"
 FUZZ_EXAMPLES = int(os.environ.get("BOARDLAB_FUZZ_EXAMPLES", "100000"))
 COUNTS: dict[str, int] = {}
+STARTED: dict[str, float] = {}  # target -> when its first example ran (time.monotonic)
+LATEST: dict[str, float] = {}  # target -> when its latest example ran
 
 
 def budget(suite_examples: int):
@@ -43,24 +46,45 @@ def budget(suite_examples: int):
     )
 
 
+PROGRESS_EVERY = int(os.environ.get("BOARDLAB_FUZZ_PROGRESS", "5000"))  # make fuzz: how far each target is
+_SAY: list = []  # the session's terminal writer, set by report_counts
+
+
+def say(line: str) -> None:
+    """A line on the terminal now, even under pytest's output capture."""
+    if _SAY:
+        reporter, capture = _SAY
+        with capture.global_and_fixture_disabled():
+            reporter.ensure_newline()
+            reporter.write_line(line)
+    else:
+        print(line)
+
+
+def _rate(target: str) -> str:
+    n, took_s = COUNTS[target], LATEST[target] - STARTED[target]
+    return f"{n} examples in {took_s:.0f} s ({n / max(took_s, 1e-9):.1f}/s)"
+
+
 def count(target: str) -> None:
+    LATEST[target] = time.monotonic()
+    STARTED.setdefault(target, LATEST[target])
     COUNTS[target] = COUNTS.get(target, 0) + 1
+    if FUZZ and COUNTS[target] % PROGRESS_EVERY == 0:
+        say(f"fuzz: {target}: {_rate(target)} so far")
 
 
 @pytest.fixture(scope="module", autouse=True)
 def report_counts(request):
-    yield
     reporter = request.config.pluginmanager.get_plugin("terminalreporter")
     capture = request.config.pluginmanager.get_plugin("capturemanager")
+    if reporter is not None and capture is not None:
+        _SAY[:] = [reporter, capture]
+    yield
     outcome = "0 undeclared exceptions" if request.session.testsfailed == 0 else "a failure: see above"
-    for target, n in sorted(COUNTS.items()):
-        line = f"fuzz: {target}: {n} examples, {outcome}"
-        if reporter is not None and capture is not None:
-            with capture.global_and_fixture_disabled():  # shown even under pytest's output capture
-                reporter.ensure_newline()
-                reporter.write_line(line)
-        else:
-            print(line)
+    for target in sorted(COUNTS):
+        say(f"fuzz: {target}: {_rate(target)}, {outcome}")
+    _SAY.clear()
 
 
 # ---- strategies ----
@@ -236,8 +260,15 @@ def test_fuzz_plan_parser_raises_only_input_errors(catalog, text):
 # ---- the store's readers over a damaged database ----
 
 
+# tables without a rowid, and the primary key a damaged row is found by
+NO_ROWID = {"run_values": ("run_id", "metric", "iteration"), "run_series": ("run_id", "source")}
+
+
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory):
+    """The board's database as bytes, its damageable columns and row ids. Each example damages a copy in
+    memory (sqlite3's deserialize) and writes it to a fresh file the readers then open as `report` does:
+    building or copying a database through SQLite's journal per example cost 20x the readers' own time."""
     path = make_campaign_db(tmp_path_factory.mktemp("fuzz store") / "board.db", board="fuzz", n=3)
     with sqlite3.connect(path) as conn:
         conn.execute(
@@ -245,17 +276,42 @@ def pristine(tmp_path_factory):
             " VALUES (1, 'latency', 1.0, 'us', '[3, 4]', 0, 7)"
         )
         cols = {
-            t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})") if not r[5] or t == "run_values"]
+            t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})") if not r[5] or t in NO_ROWID]
             for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name <> 'meta'")
         }
-        # run_series is WITHOUT ROWID too (no rowid to damage a row by): test_damaged_store damages it
+        # run_values and run_series have no rowid (WITHOUT ROWID): their rows are found by their primary key
         keys = {
-            t: [r[0] for r in conn.execute(f"SELECT rowid FROM {t}")]
-            for t in cols
-            if t not in ("run_values", "run_series")
+            t: [(r[0],) for r in conn.execute(f"SELECT rowid FROM {t}")] for t in cols if t not in NO_ROWID
         }
+        for t, pk in NO_ROWID.items():
+            keys[t] = [tuple(r) for r in conn.execute(f"SELECT {', '.join(pk)} FROM {t}")]
     conn.close()
-    return path, {t: c for t, c in cols.items() if keys.get(t) or t == "run_values"}, keys
+    image = bytearray(path.read_bytes())
+    # A board's database is in WAL mode (header bytes 18-19 are 2), which SQLite cannot deserialize: the
+    # copy in memory is marked as a rollback-journal file, and each damaged file is marked WAL again.
+    versions = bytes(image[18:20])
+    image[18:20] = b"\x01\x01"
+    tables = {t: c for t, c in cols.items() if keys.get(t)}
+    return bytes(image), versions, tables, keys
+
+
+def damaged_copy(image: bytes, versions: bytes, sql: str, args: tuple, dest) -> None:
+    """Writes `image` with `sql` applied to `dest`, a new file (no -wal or -shm of an earlier one beside
+    it). Raises sqlite3.IntegrityError when SQLite refuses that damage itself."""
+    mem = sqlite3.connect(":memory:")
+    try:
+        mem.deserialize(image)
+        mem.execute(sql, args)
+        mem.commit()
+        data = bytearray(mem.serialize())
+    finally:
+        mem.close()
+    data[18:20] = versions
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(f"{dest}{suffix}")
+    with open(dest, "xb") as f:  # a new file: rewriting one in place makes ext4 flush it at each close
+        f.write(data)
 
 
 STORE_VALUE = st.one_of(
@@ -275,21 +331,19 @@ def test_fuzz_store_readers_over_a_damaged_database(pristine, tmp_path_factory, 
     from boardlab.report.terminal import render_text
     from boardlab.store import Store
 
-    count("store reader (damaged database)")
-    path, cols, keys = pristine
+    image, versions, cols, keys = pristine
     db = tmp_path_factory.getbasetemp() / "fuzz-damaged.db"
-    shutil.copy(path, db)
-    table = data.draw(st.sampled_from(sorted(t for t in cols if t != "run_values")))
+    table = data.draw(st.sampled_from(sorted(cols)))
     column = data.draw(st.sampled_from(cols[table]))
-    rowid = data.draw(st.sampled_from(keys[table]))
+    key = data.draw(st.sampled_from(keys[table]))
     value = data.draw(STORE_VALUE)
+    where = " AND ".join(f"{c}=?" for c in NO_ROWID[table]) if table in NO_ROWID else "rowid=?"
     try:
-        with sqlite3.connect(db) as conn:
-            conn.execute(f'UPDATE {table} SET "{column}"=? WHERE rowid=?', (value, rowid))
-        conn.close()
+        damaged_copy(image, versions, f'UPDATE {table} SET "{column}"=? WHERE {where}', (value, *key), db)
     except sqlite3.IntegrityError:  # NOT NULL, UNIQUE: SQLite itself refuses that damage
         reject()
-    try:
+    count("store reader (damaged database)")
+    try:  # what `boardlab report` does with the file
         with Store.open(db, create=False) as store:
             cid = latest_campaign_id(store)
             analysis = analyze(store, cid)

@@ -195,12 +195,18 @@ static void parse_soap(const char *body, size_t n, soap_req *r)
 
 /* ---- the HTTP server ---- */
 
+/* Both buffers are consumed from the front by an offset, not by moving what is left after each request or
+ * each send: a connection's cost stays linear in its bytes however deep its pipeline (moving the rest per
+ * request made a deep pipeline cost CPU quadratically in the buffer's size). */
 typedef struct {
     int fd;
     char *in;
-    size_t in_n, in_cap;
+    size_t in_off, in_n, in_cap; /* in[in_off, in_n) is unread by the parser */
+    size_t scanned;              /* of that, bytes already searched for the header's end without finding it */
+    size_t hlen, blen;           /* the current request's header and body length, once its header is whole */
+    int want_in;                 /* the parser waits for bytes (0: a whole request waits for output room) */
     char *out;
-    size_t out_n, out_off; /* out[out_off, out_n) is unsent */
+    size_t out_n, out_off, out_cap; /* out[out_off, out_n) is unsent */
     int close_after;
     uint32_t events;   /* what epoll watches now: a MOD only when this changes */
     uint64_t t_req;    /* when the current request was complete */
@@ -238,18 +244,27 @@ static void respond(mconn *c, int status, const char *ctype, const char *body, s
     int hn = snprintf(head, sizeof head,
                       "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: %s\r\n\r\n", status,
                       reason, ctype, blen, close_after ? "close" : "keep-alive");
-    if (c->out_off) { /* drop what is sent, so the buffer holds only the unsent (bounded by the caller) */
-        memmove(c->out, c->out + c->out_off, c->out_n - c->out_off);
-        c->out_n -= c->out_off;
+    size_t need = (size_t)hn + blen, unsent = c->out_n - c->out_off;
+    /* drop what is sent when that moves no more than it frees (amortized: a byte moves at most once per
+     * byte sent), or when it makes the room this response needs without growing the buffer */
+    if (c->out_off && (c->out_off >= unsent || c->out_n + need > c->out_cap)) {
+        memmove(c->out, c->out + c->out_off, unsent);
+        c->out_n = unsent;
         c->out_off = 0;
     }
-    char *o = realloc(c->out, c->out_n + (size_t)hn + blen);
-    if (!o)
-        return;
-    c->out = o;
+    if (c->out_n + need > c->out_cap) {
+        size_t cap = c->out_cap ? c->out_cap : 4096;
+        while (cap < c->out_n + need)
+            cap *= 2;
+        char *o = realloc(c->out, cap);
+        if (!o)
+            return;
+        c->out = o;
+        c->out_cap = cap;
+    }
     memcpy(c->out + c->out_n, head, (size_t)hn);
     memcpy(c->out + c->out_n + hn, body, blen);
-    c->out_n += (size_t)hn + blen;
+    c->out_n += need;
     c->close_after |= close_after;
 }
 
@@ -331,80 +346,126 @@ static const char *find_header(const char *head, size_t n, const char *name)
     return NULL;
 }
 
-/* Handles every complete request in c->in. Returns 0, or -1 when the connection must close now. */
-static int serve_requests(svc_mgmt *m, svc_shared *sh, mconn *c)
+/* The current request's header length (0: not whole yet). The search resumes where the last one ended,
+ * so a header arriving a byte at a time costs its length, not its length squared. */
+static size_t header_length(mconn *c)
 {
+    const char *p = c->in + c->in_off;
+    size_t avail = c->in_n - c->in_off, from = c->scanned > 3 ? c->scanned - 3 : 0;
+    const char *end = avail > from ? memmem(p + from, avail - from, "\r\n\r\n", 4) : NULL;
+    if (!end) {
+        c->scanned = avail;
+        return 0;
+    }
+    c->scanned = (size_t)(end - p);
+    return c->scanned + 4;
+}
+
+/* The request at in_off is served: the next one starts after it. An empty buffer starts over at 0. */
+static void consume_request(mconn *c, size_t n)
+{
+    c->in_off += n;
+    if (c->in_off == c->in_n)
+        c->in_off = c->in_n = 0;
+    c->scanned = c->hlen = c->blen = 0;
+}
+
+/* Parses the header of the request at in_off once it is whole; 0, or -1 after a fault that closes. */
+static int parse_head(svc_mgmt *m, mconn *c, size_t hlen)
+{
+    const char *p = c->in + c->in_off;
+    if (hlen > MAX_HEADER_BYTES) {
+        m->too_large++;
+        fault(m, c, 431, "Client", "request header larger than 8192 bytes", 1);
+        return -1;
+    }
+    const char *cl = find_header(p, hlen, "Content-Length");
+    long long blen = 0;
+    if (cl) {
+        char *e;
+        blen = strtoll(cl, &e, 10);
+        if (e == cl || blen < 0) {
+            m->malformed++;
+            fault(m, c, 400, "Client", "bad Content-Length", 1);
+            return -1;
+        }
+    }
+    if (blen > m->max_request_bytes) {
+        char why[128];
+        snprintf(why, sizeof why, "request body of %lld bytes exceeds the limit of %lld bytes", blen,
+                 (long long)m->max_request_bytes);
+        m->too_large++;
+        fault(m, c, 413, "Client", why, 1);
+        return -1;
+    }
+    c->hlen = hlen;
+    c->blen = (size_t)blen;
+    return 0;
+}
+
+/* Answers the whole request at in_off (header hlen, body blen bytes). */
+static void serve_one(svc_mgmt *m, svc_shared *sh, mconn *c, size_t hlen, size_t blen)
+{
+    const char *p = c->in + c->in_off;
+    const char *conn_h = find_header(p, hlen, "Connection");
+    int close_after = !m->keepalive || (conn_h && strncasecmp(conn_h, "close", 5) == 0) ||
+                      memmem(p, hlen < 16 ? hlen : 16, "HTTP/1.0", 8) != NULL;
+    if (strncmp(p, "GET ", 4) == 0) {
+        const char *sp = memchr(p + 4, ' ', hlen - 4);
+        size_t tl = sp ? (size_t)(sp - p - 4) : 0;
+        if (tl >= 5 && memcmp(p + 4 + tl - 5, "?wsdl", 5) == 0) {
+            char w[sizeof wsdl_fmt + 128];
+            int wn = snprintf(w, sizeof w, wsdl_fmt, m->bind_addr, m->port);
+            m->responses_ok++;
+            respond(c, 200, "text/xml; charset=utf-8", w, (size_t)wn, close_after);
+        } else
+            fault(m, c, 404, "Client", "not found: GET serves only ?wsdl; POST SOAP requests to /vdm", close_after);
+    } else if (strncmp(p, "POST ", 5) == 0)
+        soap_call(m, sh, c, p + hlen, blen, close_after);
+    else
+        fault(m, c, 405, "Client", "method not allowed: use POST (SOAP) or GET ?wsdl", 1);
+}
+
+/* Handles every complete request in the input buffer. Sets want_in: whether it stopped for want of bytes
+ * (then the connection reads), not for output room or a close (then it reads nothing until it can serve:
+ * requests wait in the socket, which TCP flow control bounds, not in our buffer). */
+static void serve_requests(svc_mgmt *m, svc_shared *sh, mconn *c)
+{
+    c->want_in = 0;
     for (;;) {
-        /* a peer that sends requests and reads no responses: serve no more until it reads (the requests
-         * wait in c->in, which is bounded, and then in the socket, which TCP flow control bounds) */
+        /* a peer that sends requests and reads no responses: serve no more until it reads */
         if (c->out_n - c->out_off > (size_t)m->max_output_bytes) {
             m->output_stalls++;
-            return 0;
+            return;
         }
-        char *end = c->in_n ? memmem(c->in, c->in_n, "\r\n\r\n", 4) : NULL;
-        if (!end) {
-            if (c->in_n > MAX_HEADER_BYTES) {
-                m->too_large++;
-                fault(m, c, 431, "Client", "request header larger than 8192 bytes", 1);
-                return 0;
+        size_t hlen = c->hlen;
+        if (!hlen) {
+            hlen = header_length(c);
+            if (!hlen) {
+                if (c->in_n - c->in_off > MAX_HEADER_BYTES) {
+                    m->too_large++;
+                    fault(m, c, 431, "Client", "request header larger than 8192 bytes", 1);
+                } else
+                    c->want_in = 1;
+                return;
             }
-            return 0;
+            if (parse_head(m, c, hlen) < 0)
+                return;
         }
-        size_t hlen = (size_t)(end - c->in) + 4;
-        if (hlen > MAX_HEADER_BYTES) {
-            m->too_large++;
-            fault(m, c, 431, "Client", "request header larger than 8192 bytes", 1);
-            return 0;
-        }
-        const char *cl = find_header(c->in, hlen, "Content-Length");
-        long long blen = 0;
-        if (cl) {
-            char *e;
-            blen = strtoll(cl, &e, 10);
-            if (e == cl || blen < 0) {
-                m->malformed++;
-                fault(m, c, 400, "Client", "bad Content-Length", 1);
-                return 0;
-            }
-        }
-        if (blen > m->max_request_bytes) {
-            char why[128];
-            snprintf(why, sizeof why, "request body of %lld bytes exceeds the limit of %lld bytes", blen,
-                     (long long)m->max_request_bytes);
-            m->too_large++;
-            fault(m, c, 413, "Client", why, 1);
-            return 0;
-        }
-        if (c->in_n < hlen + (size_t)blen) {
+        if (c->in_n - c->in_off < hlen + c->blen) {
             if (!c->t_head)
                 c->t_head = svc_now(); /* the body deadline runs from here */
-            return 0;                  /* the body is still coming */
+            c->want_in = 1;            /* the body is still coming */
+            return;
         }
         c->t_req = svc_now();
         m->requests++;
-        const char *conn_h = find_header(c->in, hlen, "Connection");
-        int close_after = !m->keepalive || (conn_h && strncasecmp(conn_h, "close", 5) == 0) ||
-                          memmem(c->in, hlen < 16 ? hlen : 16, "HTTP/1.0", 8) != NULL;
-        if (strncmp(c->in, "GET ", 4) == 0) {
-            const char *sp = memchr(c->in + 4, ' ', hlen - 4);
-            size_t tl = sp ? (size_t)(sp - c->in - 4) : 0;
-            if (tl >= 5 && memcmp(c->in + 4 + tl - 5, "?wsdl", 5) == 0) {
-                char w[sizeof wsdl_fmt + 128];
-                int wn = snprintf(w, sizeof w, wsdl_fmt, m->bind_addr, m->port);
-                m->responses_ok++;
-                respond(c, 200, "text/xml; charset=utf-8", w, (size_t)wn, close_after);
-            } else
-                fault(m, c, 404, "Client", "not found: GET serves only ?wsdl; POST SOAP requests to /vdm", close_after);
-        } else if (strncmp(c->in, "POST ", 5) == 0)
-            soap_call(m, sh, c, c->in + hlen, (size_t)blen, close_after);
-        else
-            fault(m, c, 405, "Client", "method not allowed: use POST (SOAP) or GET ?wsdl", 1);
-        memmove(c->in, c->in + hlen + blen, c->in_n - hlen - (size_t)blen);
-        c->in_n -= hlen + (size_t)blen;
+        serve_one(m, sh, c, hlen, c->blen);
+        consume_request(c, hlen + c->blen);
         c->t_head = 0;
         c->t_start = c->in_n ? c->t_req : 0; /* a pipelined request: its clock starts now */
         if (c->close_after)
-            return 0;
+            return;
     }
 }
 
@@ -417,17 +478,19 @@ static void conn_close(int ep, mconn *c)
     free(c);
 }
 
-/* What epoll watches: input only while the unsent output is within its bound and the input buffer has
- * room (level-triggered: a readable socket we do not read would wake the loop forever), output while some
- * is unsent. */
+/* What epoll watches: input only while the parser waits for bytes, the unsent output is within its bound
+ * and the input buffer has room (level-triggered: a readable socket we do not read would wake the loop
+ * forever), output while some is unsent. */
 static void conn_events(const svc_mgmt *m, int ep, mconn *c)
 {
     size_t pending = c->out_n - c->out_off;
     uint32_t want = 0;
-    if (!c->close_after && pending <= (size_t)m->max_output_bytes &&
-        c->in_n < (size_t)m->max_request_bytes + MAX_HEADER_BYTES)
+    if (!c->close_after && c->want_in && pending <= (size_t)m->max_output_bytes &&
+        c->in_n - c->in_off < (size_t)m->max_request_bytes + MAX_HEADER_BYTES)
         want |= EPOLLIN;
-    if (pending)
+    /* whole requests that wait for output room once it is made: a writable socket wakes the loop to serve
+     * them (no byte may arrive to do it: the client may have sent its whole pipeline) */
+    if (pending || (!c->want_in && !c->close_after))
         want |= EPOLLOUT;
     if (want != c->events) {
         struct epoll_event ev = {.events = want, .data.ptr = c};
@@ -451,37 +514,49 @@ static int flush_out(svc_mgmt *m, mconn *c)
             svc_push(&m->service_ns, svc_now() - c->t_req);
         c->t_req = 0;
         c->out_n = c->out_off = 0;
+        if (c->out_cap > 16384) { /* all sent: an idle connection keeps no large buffer */
+            free(c->out);
+            c->out = NULL;
+            c->out_cap = 0;
+        }
     }
     return c->close_after ? -1 : 0;
 }
 
-/* Reads what the input buffer has room for; returns -1 when the peer closed or the connection broke. */
+/* Reads what the input buffer has room for; returns -1 when the peer closed or the connection broke.
+ * The parser has taken every whole request before this is called (it reads only when the parser waits for
+ * bytes), so what is moved to the front to make room is part of one request: each byte moves at most once. */
 static int read_in(svc_mgmt *m, mconn *c)
 {
     size_t limit = (size_t)m->max_request_bytes + MAX_HEADER_BYTES; /* a request over it is refused */
-    while (c->in_n < limit) {
-        if (c->in_cap - c->in_n < 4096 && c->in_cap < limit) {
-            size_t cap = c->in_cap ? c->in_cap * 2 : 8192;
-            char *p = realloc(c->in, cap < limit ? cap : limit);
-            if (!p)
-                return -1;
-            c->in = p;
-            c->in_cap = cap < limit ? cap : limit;
-        }
-        size_t room = (c->in_cap < limit ? c->in_cap : limit) - c->in_n;
-        ssize_t r = recv(c->fd, c->in + c->in_n, room, 0);
-        if (r <= 0)
-            return r == 0 || errno != EAGAIN ? -1 : 0;
-        uint64_t now = svc_now();
-        if (!c->t_start)
-            c->t_start = now;
-        c->t_active = now;
-        c->in_n += (size_t)r;
-        /* less than the room: the socket is drained for now, so no recv just to see EAGAIN (level-triggered
-         * epoll reports what arrives later, an EOF included) */
-        if ((size_t)r < room)
-            return 0;
+    size_t unread = c->in_n - c->in_off;
+    if (unread >= limit)
+        return 0;
+    if (c->in_cap - c->in_n < 4096 && c->in_off) {
+        memmove(c->in, c->in + c->in_off, unread);
+        c->in_n = unread;
+        c->in_off = 0;
     }
+    if (c->in_cap - c->in_n < 4096 && c->in_cap < limit) {
+        size_t cap = c->in_cap ? c->in_cap * 2 : 8192;
+        cap = cap < limit ? cap : limit;
+        char *p = realloc(c->in, cap);
+        if (!p)
+            return -1;
+        c->in = p;
+        c->in_cap = cap;
+    }
+    size_t room = c->in_cap - c->in_n < limit - unread ? c->in_cap - c->in_n : limit - unread;
+    ssize_t r = recv(c->fd, c->in + c->in_n, room, 0);
+    if (r <= 0)
+        return r == 0 || errno != EAGAIN ? -1 : 0;
+    uint64_t now = svc_now();
+    if (!c->t_start)
+        c->t_start = now;
+    c->t_active = now;
+    c->in_n += (size_t)r;
+    /* one recv per wake-up: the parser sees these bytes before more are read, so a deep pipeline waits in
+     * the socket (level-triggered epoll wakes the loop again while bytes are left) */
     return 0;
 }
 
@@ -557,6 +632,8 @@ static int evict_idle(svc_mgmt *m, mserver *sv)
 static void accept_all(svc_mgmt *m, mserver *sv)
 {
     int one = 1;
+    if (sv->spare < 0) /* lost when even it could not be taken back: descriptors may be free again now */
+        sv->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
     for (;;) {
         int fd = accept4(sv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0) {
@@ -565,12 +642,16 @@ static void accept_all(svc_mgmt *m, mserver *sv)
             if ((errno == EMFILE || errno == ENFILE) && sv->spare >= 0) {
                 close(sv->spare); /* the spare makes room to tell this client, then is taken back */
                 fd = accept4(sv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+                int accept_errno = errno;
                 if (fd >= 0)
                     refuse(m, fd, "the server is out of file descriptors; try again later");
                 sv->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
                 if (fd >= 0)
                     continue;
+                errno = accept_errno;
             }
+            /* out of descriptors with no spare (the limit fell below it), or of memory: the backlog stays
+             * readable, so stop watching it for a while rather than spin on accept */
             if (errno != EAGAIN)
                 accept_pause(m, sv);
             return;
@@ -593,6 +674,7 @@ static void accept_all(svc_mgmt *m, mserver *sv)
         sv->all[sv->nall++] = nc;
         nc->fd = fd;
         nc->events = EPOLLIN;
+        nc->want_in = 1;
         nc->t_active = svc_now();
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = nc};
         epoll_ctl(sv->ep, EPOLL_CTL_ADD, fd, &ev);
@@ -735,7 +817,7 @@ int svc_mgmt_loop(svc_mgmt *m, svc_shared *sh, volatile int *stop_also)
             }
             if (dead) { /* the peer closed its side: send what is left, then close */
                 c->close_after = 1;
-                c->in_n = 0;
+                consume_request(c, c->in_n - c->in_off);
             }
             conn_events(m, sv.ep, c);
         }
