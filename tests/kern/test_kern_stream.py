@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import kern_json
+from helpers import kern_json, under_qemu_user
 
 FAST = ("--iterations", "3", "--warmup-max-iterations", "2")
 STAGES = ("receive", "filter", "compress", "encrypt", "transmit", "sink")
@@ -251,7 +251,8 @@ def test_pty_source_arrives_at_the_byte_rate_of_the_baud(kern, baud):
     # margin: the pty's buffer of a few KiB filled between iterations); a loaded machine may be slower.
     line = baud / 10 * 1024 / 1040
     assert m["goodput_b_s"]["value"] <= line * 1.05 + 4 * 4096 / (info["run_ns"] * 1e-9)
-    assert m["goodput_b_s"]["value"] >= 0.5 * line
+    if not under_qemu_user():  # translated code may not keep up with a fast line: only the pacing is checked
+        assert m["goodput_b_s"]["value"] >= 0.5 * line
 
 
 def test_pty_rejects_a_nonstandard_baud(kern):
