@@ -640,8 +640,9 @@ def _runs(cp: _Copier, camp, tid: int, uid: str, totals: dict, fail_after_runs: 
     )
     if _holds_mark(cp.source, cp.target, camp, tid, mark):  # only the runs after the mark can be new
         assert mark is not None
-        rows = cp.source.conn.execute(ident + " AND r.id > ? ORDER BY r.id", (camp["id"], mark.last_run_id))
-        rows = rows.fetchall()
+        rows = cp.source.conn.execute(
+            ident + " AND r.id > ? ORDER BY r.id", (camp["id"], mark.last_run_id)
+        ).fetchall()
         # checked against the store's runs of those repetitions and later (a resume adds the last ones):
         # a run already there is never copied twice, whatever the file
         have = _store_identities(cp.target, tid, min((int(r[2]) for r in rows), default=0))
