@@ -166,7 +166,9 @@ def test_an_execution_provider_the_runtime_lists_runs_and_an_unknown_one_names_t
     assert proc.returncode == 2 and proc.stdout == ""
     assert "provider=TIDLExecutionProvider: this ONNX Runtime" in proc.stderr
     assert f"available here: {', '.join(available)}" in proc.stderr
-    proc = worker("runtime=litert", "model=mobilenet_v1", "provider=CPUExecutionProvider")
+    proc = worker(
+        "runtime=litert", "model=mobilenet_v1", "provider=CPUExecutionProvider", f"models_dir={models_dir}"
+    )
     assert proc.returncode == 2 and "applies to runtime=onnxruntime" in proc.stderr
 
 
