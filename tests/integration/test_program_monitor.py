@@ -13,6 +13,8 @@ import time
 
 import pytest
 
+from boardlab.store import Store
+
 from helpers import rows, run_cli, tagged_env
 
 pytestmark = pytest.mark.integration
@@ -64,10 +66,10 @@ def _runs(db) -> list[tuple[int, dict, dict]]:
 
 def test_the_stored_cpu_is_the_childs_cpu_time(campaign):
     for run_id, mon, figures in _runs(campaign):
-        series = rows(
-            campaign,
-            f"SELECT t_ns, value FROM series WHERE run_id = {run_id} AND source = 'worker.cpu_pct' ORDER BY t_ns",
-        )
+        with Store.open(campaign, create=False) as store:  # the samples are packed per run (run_series)
+            series = sorted(
+                (s["t_ns"], s["value"]) for s in store.series(run_id) if s["source"] == "worker.cpu_pct"
+            )
         monitored_s, prev_ns = 0.0, 0
         for t_ns, pct in series:  # each value covers the interval since the sample before
             monitored_s += pct / 100 * (t_ns - prev_ns) / 1e9

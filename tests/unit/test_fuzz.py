@@ -80,8 +80,10 @@ def report_counts(request):
     capture = request.config.pluginmanager.get_plugin("capturemanager")
     if reporter is not None and capture is not None:
         _SAY[:] = [reporter, capture]
+    failed_before = request.session.testsfailed  # the suite's failures so far are other files'
     yield
-    outcome = "0 undeclared exceptions" if request.session.testsfailed == 0 else "a failure: see above"
+    failed = request.session.testsfailed > failed_before
+    outcome = "a failure among the targets: see above" if failed else "0 undeclared exceptions"
     for target in sorted(COUNTS):
         say(f"fuzz: {target}: {_rate(target)}, {outcome}")
     _SAY.clear()
