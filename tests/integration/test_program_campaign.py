@@ -31,7 +31,7 @@ idle = false
 kind = "program"
 name = "sh.count"
 argv = ["sh", "-c", "i=0; while [ $i -lt {n} ]; do i=$((i+1)); done; echo counted=$i"]
-params = { n = 30000 }
+params = { n = 100000 }  # a quarter second a run: many scheduler slices beside the stressor
 metric = { rusage = "user_s" }
 timeout_s = 120
 [[workloads]]
