@@ -251,22 +251,17 @@ def ingest_rounds(files: list[str], db: str, runs: int, repeat: int, *, reset, p
     out = {}
     ingest = measure(["ingest", *files, "--db", db], repeat, before=reset)
     out[prefix + "ingest"] = {**_record(ingest, runs), "runs_per_s": runs / ingest.seconds}
+    return {**out, **_reingest_and_across(files, db, runs, repeat, prefix)}
+
+
+def _reingest_and_across(files: list[str], db: str, runs: int, repeat: int, prefix: str) -> dict:
+    """Re-ingest of the same files (nothing new) into the store `db`, then its cross-board report."""
     again = measure(["ingest", *files, "--db", db], repeat)
-    out[prefix + "re-ingest"] = {**_record(again, runs), "s_per_1e5_runs": again.seconds * 1e5 / runs}
-    across = [
-        "report",
-        "--db",
-        db,
-        "--across-boards",
-        "--board",
-        "board-0",
-        "--format",
-        "md",
-        "-o",
-        "-",
-    ]
-    out[prefix + "cross-board report"] = _record(measure(across, repeat), runs)
-    return out
+    across = ["report", "--db", db, "--across-boards", "--board", "board-0", "--format", "md", "-o", "-"]
+    return {
+        prefix + "re-ingest": {**_record(again, runs), "s_per_1e5_runs": again.seconds * 1e5 / runs},
+        prefix + "cross-board report": _record(measure(across, repeat), runs),
+    }
 
 
 def _record(m: Measure, runs: int) -> dict:
@@ -318,21 +313,7 @@ def _pg_ingest(files: list[str], server, runs: int, repeat: int) -> dict:
         max(m.peak_mb for m in ms),
     )
     out = {"pg ingest": {**_record(ingest, runs), "runs_per_s": runs / ingest.seconds}}
-    again = measure(["ingest", *files, "--db", urls[-1]], repeat)
-    out["pg re-ingest"] = {**_record(again, runs), "s_per_1e5_runs": again.seconds * 1e5 / runs}
-    across = [
-        "report",
-        "--db",
-        urls[-1],
-        "--across-boards",
-        "--board",
-        "board-0",
-        "--format",
-        "md",
-        "-o",
-        "-",
-    ]
-    out["pg cross-board report"] = _record(measure(across, repeat), runs)
+    out.update(_reingest_and_across(files, urls[-1], runs, repeat, "pg "))
     return out
 
 
