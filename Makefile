@@ -82,8 +82,9 @@ demo: setup
 	@echo "report: $(abspath report.html)  (results: $(abspath $(DEMO_DB)))"
 	@echo "browse the results: $(BIN)/boardlab serve --db $(abspath $(DEMO_DB))  then open http://127.0.0.1:8080/"
 
+# The 30 slowest tests close the output: the whole suite must stay within CI's 20 minutes.
 test: setup
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=30
 
 # Long fuzzing, not in CI: FUZZ_EXAMPLES per target (the plan parser, the worker reader, the store's readers
 # over a damaged database, the renderers), fresh random seeds each time, one pytest per target at once (each

@@ -320,7 +320,11 @@ def loop(models_dir: Path, *extra: str) -> subprocess.Popen:
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_the_loop_runs_until_a_signal_then_prints_its_summary(models_dir, sig):
     proc = loop(models_dir)
-    time.sleep(3)
+    # signal it once it infers (a loaded machine may take seconds to import and load the runtime), and
+    # after a few more frames
+    ready = proc.stderr.readline()
+    assert "first frame done" in ready, ready + proc.stderr.read()
+    time.sleep(0.5)
     assert proc.poll() is None, proc.stderr.read()
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=30)

@@ -19,7 +19,7 @@ import pytest
 
 from boardlab.services.launch import free_port, run_role, start_role
 
-from helpers import under_qemu_user
+from helpers import LatenessProbe, under_qemu_user
 
 pytestmark = pytest.mark.skipif(
     under_qemu_user(),
@@ -276,13 +276,18 @@ def test_stall_is_seen_by_open_loop_and_hidden_from_service_time(kern):
     port = free_port()
     srv = start_role("svc.mgmt", {"port": port, "duration_s": 30, "stall_every_ms": 2000, "stall_ms": 200})
     try:
-        res = run_role("svc.load", {"port": port, "rate_hz": 100, "duration_s": 4.5}, timeout_s=30)
+        with LatenessProbe() as probe:
+            res = run_role("svc.load", {"port": port, "rate_hz": 100, "duration_s": 4.5}, timeout_s=30)
     finally:
         srv.stop()
     s = res["service"]
-    assert s["ok"] == 450 and s["late_starts"] >= 10
-    assert s["corrected_ns"]["p99"] >= 150e6
-    assert s["service_ns"]["p99"] < s["corrected_ns"]["p99"] / 10
+    # whatever the machine's load: every scheduled request is accounted for, and the freezes are seen
+    assert s["scheduled"] == 450 and s["ok"] + s["errors"] + s["timeouts"] == 450
+    assert s["late_starts"] >= 10 and s["corrected_ns"]["p99"] >= 150e6
+    # and on a machine that wakes the load generator on time, service time does not contain the freeze
+    probe.check(s["ok"] == 450, f"every request answered ({s['ok']} of 450)", tolerance_ms=5)
+    ratio = s["corrected_ns"]["p99"] / s["service_ns"]["p99"]
+    probe.check(ratio > 10, f"corrected p99 over 10x service p99 ({ratio:.1f}x)", tolerance_ms=5)
 
 
 def test_closed_loop_at_a_rate_waits_for_each_response(mgmt, kern):
@@ -302,13 +307,14 @@ def test_nmea_feeder_paces_bytes_at_the_baud_rate(kern, tmp_path):
     tty.setraw(fd)
     stamps, data = [], b""
     t_end = time.monotonic() + 3.5
-    while time.monotonic() < t_end:
-        import select
+    with LatenessProbe() as probe:
+        while time.monotonic() < t_end:
+            import select
 
-        if select.select([fd], [], [], 0.2)[0]:
-            chunk = os.read(fd, 256)
-            stamps.extend([time.monotonic()] * len(chunk))
-            data += chunk
+            if select.select([fd], [], [], 0.2)[0]:
+                chunk = os.read(fd, 256)
+                stamps.extend([time.monotonic()] * len(chunk))
+                data += chunk
     os.close(fd)
     res = feeder.result(10)
     s = res["service"]
@@ -324,7 +330,12 @@ def test_nmea_feeder_paces_bytes_at_the_baud_rate(kern, tmp_path):
         assert f"{x:02X}" == cs
     # as the reader saw it: one burst's bytes spread over about len/480 s, not delivered at once
     n1 = len(data) // 2
-    assert stamps[n1 - 1] - stamps[0] == pytest.approx((n1 - 1) / 480, rel=0.1)
+    spread_s, paced_s = stamps[n1 - 1] - stamps[0], (n1 - 1) / 480
+    probe.check(
+        abs(spread_s - paced_s) <= 0.1 * paced_s,
+        f"the first burst's bytes spread over {spread_s:.3f} s, paced {paced_s:.3f} s (10%)",
+        tolerance_ms=20,
+    )
     assert not link.exists()
     del termios
 

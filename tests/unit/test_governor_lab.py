@@ -258,12 +258,13 @@ def write_stat(root: Path, ncpu: int, busy: list[int], idle: list[int]) -> None:
     os.replace(tmp, root / "proc" / "stat")
 
 
-def drive_load(root: Path, ncpu: int, seconds: float, seed: int = 1) -> None:
-    """Moves /proc/stat on like a board with a changing load, so the daemon picks many frequencies."""
+def drive_load(root: Path, ncpu: int, seconds: float, seed: int = 1, while_running=None) -> None:
+    """Moves /proc/stat on like a board with a changing load, so the daemon picks many frequencies; for
+    `seconds`, or less if the process `while_running` ends first."""
     rng = random.Random(seed)
     busy, idle = [0] * ncpu, [0] * ncpu
     end = time.monotonic() + seconds
-    while time.monotonic() < end:
+    while time.monotonic() < end and (while_running is None or while_running.poll() is None):
         for i in range(ncpu):
             b = rng.choice((0, 1, 2, 3, 4, 5))
             busy[i] += b
@@ -286,7 +287,8 @@ def test_the_daemon_writes_only_opps_and_restores_after_it_ends(tmp_path, board,
          "--sampling-ms", "20", "--duration-s", "1.5", "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=state_env(tmp_path),
     )  # fmt: skip
-    drive_load(root, ncpu, 2.0)
+    # the load changes for as long as the daemon runs: on a loaded machine its start alone can take seconds
+    drive_load(root, ncpu, 60, while_running=proc)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     s = json.loads(out)

@@ -3,8 +3,9 @@
 The interference study's real-time part runs an AI workload beside cyclictest. This loop runs one model's
 inference back to back until SIGINT or SIGTERM (or `--duration` seconds), then prints one JSON summary
 (schema 1): frames done, frames per second, latency percentiles. A plain argv, so a background-command
-condition can start it; it stops at the end of the frame in flight and exits 0. Exit 2 on bad input (a
-missing model file, an unloadable delegate), with the reason on stderr and no JSON.
+condition can start it; it stops at the end of the frame in flight and exits 0. After its first frame it says
+so on stderr (one line), so a caller can wait until the runtime is loaded. Exit 2 on bad input (a missing
+model file, an unloadable delegate), with the reason on stderr and no JSON.
 """
 
 from __future__ import annotations
@@ -91,6 +92,8 @@ def run_loop(args: argparse.Namespace, stop: dict) -> dict:
         b = rt.now_ns()
         latencies.append(b - a)
         i += 1
+        if i == 1:  # the runtime is loaded and inferring: a caller may now time its measurement from here
+            print("boardlab.ai.loop: first frame done, running", file=sys.stderr, flush=True)
         if deadline is not None and b >= deadline:
             break
     t_end = rt.now_ns()
