@@ -75,25 +75,26 @@ BK_HIDDEN int svc_dest_addr(const char *group, int port, struct sockaddr_in *sa)
 /* The index of v in the comma-separated choices into *idx (0 when absent); v, or NULL when absent. */
 BK_HIDDEN const char *svc_enum_choice(const char *choices, const char *v, int *idx);
 
+/* Multicast sockets: a sender with IP_MULTICAST_IF (a fresh network namespace has no multicast route) and
+ * a receiver joined to the group on that interface. Return the fd or -1 with errno set. */
+BK_HIDDEN int svc_mcast_sender(const char *iface_addr, int ttl);
+BK_HIDDEN int svc_mcast_receiver(const char *group, int port, const char *iface_addr, int rcvbuf_bytes);
+/* NULL when built with expat (the XML parser of svc.sub and svc.mgmt), else why not. */
+BK_HIDDEN const char *svc_expat_reason(void);
+
 /* The GPS line (svc_gps.c), read by svc.pub and fed by svc.nmea. */
 /* "$BODY*CS\r\n" from BODY; returns the length. */
 BK_HIDDEN int svc_nmea_sentence(char *out, size_t cap, const char *body);
 /* Updates the fix from GGA (position, altitude, fix quality) and RMC (course, speed): 0 when used, 1 when
- * valid but not used, -1 when the checksum is wrong. */
+ * valid but not used, -1 when the line is not a "$...*CS" sentence with a matching checksum. */
 BK_HIDDEN int svc_nmea_apply(const char *line, svc_fix *f);
 /* The termios speed of a baud rate; 0 when termios has none. */
 BK_HIDDEN speed_t svc_baud_speed(int baud);
 /* A serial line as a GPS uses it: `baud` 8N1, no flow control, raw output. */
 BK_HIDDEN void svc_serial_8n1(struct termios *t, speed_t speed);
 
-/* Multicast sockets: a sender with IP_MULTICAST_IF (a fresh network namespace has no multicast route) and
- * a receiver joined to the group on that interface. Return the fd or -1 with errno set. */
-/* NULL when built with expat (the XML parser of svc.sub and svc.mgmt), else why not. */
-BK_HIDDEN const char *svc_expat_reason(void);
-BK_HIDDEN int svc_mcast_sender(const char *iface_addr, int ttl);
-BK_HIDDEN int svc_mcast_receiver(const char *group, int port, const char *iface_addr, int rcvbuf_bytes);
-
-/* The management endpoint (svc_server.c, svc_soap.c). What it reads and controls: shared by a publisher and its embedded endpoint. */
+/* The management endpoint (svc_server.c, svc_soap.c). What it reads and controls: shared by a publisher and
+ * its embedded endpoint. */
 typedef struct {
     pthread_mutex_t mu;
     svc_fix fix; /* under mu */

@@ -33,7 +33,8 @@ typedef struct {
 } mconn;
 
 /* Appends a response (status line, headers, body) to the connection's output buffer. */
-BK_HIDDEN void svc_http_respond(mconn *c, int status, const char *ctype, const char *body, size_t blen, int close_after);
+BK_HIDDEN void svc_http_respond(mconn *c, int status, const char *ctype, const char *body, size_t blen,
+                                int close_after);
 /* A SOAP fault with `why` XML-escaped as the response, counted in m->faults. */
 BK_HIDDEN void svc_soap_fault(svc_mgmt *m, mconn *c, int status, const char *code, const char *why, int close_after);
 /* Where the value of header `name` starts in the header block head[0, n) (NULL: absent). */
