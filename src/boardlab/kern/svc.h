@@ -1,14 +1,21 @@
 /* Shared parts of the service roles (svc.pub, svc.sub, svc.mgmt, svc.nmea, svc.load): one clock, the stop
- * flag, growable sample arrays with their percentile summary, and the VICTORY-like message format. */
+ * flag, growable sample arrays with their percentile summary, and the VICTORY-like message format.
+ *
+ * One file per role (svc_pub.c, svc_sub.c, svc_nmea.c, svc_mgmt.c, svc_load.c) over shared files that call no
+ * role: svc_common.c (everything above the GPS line below), svc_gps.c (the GPS line), and the management
+ * endpoint that svc.mgmt runs and svc.pub embeds (svc_server.c over svc_soap.c over svc_http.c, whose own
+ * header is svc_http.h). tests/unit/test_unit_sizes.py checks that no call circle joins these files. */
 #ifndef BK_SVC_H
 #define BK_SVC_H
 
 #include "core.h"
 
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <termios.h>
 
 #define SVC_SCHEMA 1
 #define SVC_NS "urn:boardlab:vdm:1"
@@ -63,14 +70,31 @@ typedef struct {
 BK_HIDDEN int svc_build_message(char *buf, size_t cap, int kind, uint64_t seq, const svc_fix *f, size_t *stamp_at);
 BK_HIDDEN void svc_patch_stamp(char *buf, size_t stamp_at, uint64_t ns);
 
+/* An IPv4 destination from a dotted address and port; -1 when the address does not parse. */
+BK_HIDDEN int svc_dest_addr(const char *group, int port, struct sockaddr_in *sa);
+/* The index of v in the comma-separated choices into *idx (0 when absent); v, or NULL when absent. */
+BK_HIDDEN const char *svc_enum_choice(const char *choices, const char *v, int *idx);
+
 /* Multicast sockets: a sender with IP_MULTICAST_IF (a fresh network namespace has no multicast route) and
  * a receiver joined to the group on that interface. Return the fd or -1 with errno set. */
-/* NULL when built with expat (the XML parser of svc.sub and svc.mgmt), else why not. */
-BK_HIDDEN const char *svc_expat_reason(void);
 BK_HIDDEN int svc_mcast_sender(const char *iface_addr, int ttl);
 BK_HIDDEN int svc_mcast_receiver(const char *group, int port, const char *iface_addr, int rcvbuf_bytes);
+/* NULL when built with expat (the XML parser of svc.sub and svc.mgmt), else why not. */
+BK_HIDDEN const char *svc_expat_reason(void);
 
-/* What the management interface reads and controls: shared by a publisher and its embedded endpoint. */
+/* The GPS line (svc_gps.c), read by svc.pub and fed by svc.nmea. */
+/* "$BODY*CS\r\n" from BODY; returns the length. */
+BK_HIDDEN int svc_nmea_sentence(char *out, size_t cap, const char *body);
+/* Updates the fix from GGA (position, altitude, fix quality) and RMC (course, speed): 0 when used, 1 when
+ * valid but not used, -1 when the line is not a "$...*CS" sentence with a matching checksum. */
+BK_HIDDEN int svc_nmea_apply(const char *line, svc_fix *f);
+/* The termios speed of a baud rate; 0 when termios has none. */
+BK_HIDDEN speed_t svc_baud_speed(int baud);
+/* A serial line as a GPS uses it: `baud` 8N1, no flow control, raw output. */
+BK_HIDDEN void svc_serial_8n1(struct termios *t, speed_t speed);
+
+/* The management endpoint (svc_server.c, svc_soap.c). What it reads and controls: shared by a publisher and
+ * its embedded endpoint. */
 typedef struct {
     pthread_mutex_t mu;
     svc_fix fix; /* under mu */
