@@ -66,7 +66,7 @@ def test_two_entries_of_one_workload_are_judged_each_by_its_own_threshold(tmp_pa
     )
     controls = {c.params["size"]: c.comparison.delta for c in aa_controls(labelled, {})}
     assert controls == {"small": 0.02, "large": 0.10}
-    assert "2.0% (plan: threshold = 0.02); 10.0% (plan: threshold = 0.1)" in method_note(a)
+    assert "per plan entry: 2.0% (plan: threshold = 0.02); 10.0% (plan: threshold = 0.1)" in method_note(a)
 
 
 def test_a_campaign_stored_without_cell_facts_is_judged_by_the_first_entrys_threshold_and_says_so(tmp_path):

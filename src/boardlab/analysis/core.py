@@ -58,8 +58,7 @@ def threshold_of(cell: CellFacts, metric: str, *, tail: bool = False) -> tuple[f
     value = cell.tail_threshold if tail else cell.threshold
     if value is not None:
         how = (
-            ", the first entry of the workload that sets it (the campaign was stored without its cells' "
-            "thresholds)"
+            " of the workload's first entry that sets one: the campaign was stored without its cells' thresholds"
             if cell.derived
             else ""
         )
