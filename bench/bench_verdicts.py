@@ -152,7 +152,6 @@ class Design:
     """A parsed plan with the product's cells, runs per cell, schedule, thresholds and comparison pairs."""
 
     plan: object
-    plan_dict: dict
     cells: list
     schedule: list
     metrics: dict  # cell key -> MetricSpec
@@ -160,8 +159,6 @@ class Design:
 
 
 def design(text: str, source: str) -> Design:
-    import tomllib
-
     from boardlab.campaign.plan import parse_plan, unsupported_workloads
     from boardlab.campaign.schedule import build_cells, cell_repetitions, reference_keys, schedule
     from boardlab.model.campaign import Cell
@@ -183,7 +180,7 @@ def design(text: str, source: str) -> Design:
             ref = Cell(c.workload, c.params, bases[c.condition], c.metric).key
             if ref in keys:
                 compared[c.key] = ref
-    return Design(plan, tomllib.loads(text), cells, runs, metrics, compared)
+    return Design(plan, cells, runs, metrics, compared)
 
 
 def campaign(
@@ -193,7 +190,8 @@ def campaign(
     returns its analysis, the one `boardlab report` renders."""
     import statistics
 
-    from boardlab.analysis.core import analyze, threshold_for
+    from boardlab.analysis.core import analyze, threshold_of
+    from boardlab.campaign.facts import cell_facts, store_cell_facts
     from boardlab.model.campaign import ConditionSpec
 
     conditions: dict[str, ConditionSpec] = {c.name: c for c in d.plan.conditions}
@@ -210,9 +208,10 @@ def campaign(
         environment={},
     )
     ids = store.ensure_cells(cid, d.cells, conditions, units)
+    store_cell_facts(store, cid, d.plan, d.cells)  # as the runner stores them
     factor = {}
     for c in d.cells:
-        delta, _ = threshold_for(d.plan_dict, c.workload, c.metric)
+        delta, _ = threshold_of(cell_facts(d.plan, c), c.metric)
         slower = 1.0 + 2.5 * delta if c.key in effect_keys else 1.0
         factor[c.key] = 1.0 / slower if d.metrics[c.key].higher_is_better else slower
     total = len(d.schedule)

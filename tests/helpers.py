@@ -15,6 +15,7 @@ from pathlib import Path
 
 from boardlab.model.campaign import Cell, ConditionSpec
 from boardlab.model.run import GateResult, Histogram, MetricResult, RunResult
+from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
 from boardlab.store import Store
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -633,10 +634,12 @@ def _worker_doc(workload: str, params: dict, metrics: dict, **extra) -> str:
                        "ok": True, "supported": True, "reason": None, "errors": [], "metrics": body, **extra})  # fmt: skip
 
 
-def _make_study_db(path: Path, name: str, cells, n: int, seed: int) -> Path:
+def _make_study_db(path: Path, name: str, cells, n: int, seed: int, *, plan=None, cell_facts=True) -> Path:
     """`cells`: (workload, params, metric, unit, higher_is_better, value(condition, rep, rng) -> float,
     worker_doc(value, rep, rng) -> str or None), each under every condition of STUDY_CONDITIONS. Runs carry
-    rusage (user and system time) and a wall time that scale with the value."""
+    rusage (user and system time) and a wall time that scale with the value. A typed `plan` (its entries'
+    thresholds) is stored as its text and, unless `cell_facts` is False (a campaign stored before cells
+    carried their facts), as each cell's facts, as the runner stores them."""
     rng = random.Random(seed)
     specs = {c: ConditionSpec(c, kind, {}, base) for c, (kind, base) in STUDY_CONDITIONS.items()}
     keyed = [
@@ -650,11 +653,15 @@ def _make_study_db(path: Path, name: str, cells, n: int, seed: int) -> Path:
         )
         cid = store.create_campaign(
             name=name, plan_hash=f"h-{name}", plan_source=f"{name}.toml",
-            plan_text=f'name = "{name}"\n[runs]\nrepetitions = {n}\n', board_id=board_id,
+            plan_text=plan.source if plan else f'name = "{name}"\n[runs]\nrepetitions = {n}\n', board_id=board_id,
             boardlab_version="0.1.0", kern_version="0.1.0", root="/", environment={"checks": []},
         )  # fmt: skip
         store_facts(store, cid)
         ids = store.ensure_cells(cid, [k[0] for k in keyed], specs, {k[0].key: (k[3], k[4]) for k in keyed})
+        if plan is not None and cell_facts:
+            from boardlab.campaign.facts import store_cell_facts
+
+            store_cell_facts(store, cid, plan, [k[0] for k in keyed])
         seq = 0
         for rep in range(1, n + 1):
             for cell, _w, _p, unit, hib, value, wdoc in keyed:
@@ -753,6 +760,53 @@ def make_satellite_db(path: Path, n: int = 8, seed: int = 7) -> Path:
 
         cells.append((w, {}, "mb_s", "MB/s", True, value, None))
     return _make_study_db(path, "andesite", cells, n, seed)
+
+
+# two entries of one workload, each with its own threshold: crc32 at size small judged at 2%, at size large
+# at 10% (docs/method.md "Threshold delta")
+CRC = WorkloadSpec(
+    name="crc32",
+    family="mibench",
+    summary="a kernel for threshold tests",
+    runner="kern",
+    params=(ParamSpec("size", "enum", "small", choices=("small", "large")),),
+    metrics=(MetricSpec("mb_s", "MB/s", True),),
+)
+ENTRIES = """\
+name = "entries"
+[runs]
+repetitions = 10
+[[workloads]]
+name = "crc32"
+params = { size = "small" }
+threshold = 0.02
+[[workloads]]
+name = "crc32"
+params = { size = "large" }
+threshold = 0.10
+[[conditions]]
+name = "cpu-stress"
+kind = "stressor"
+params = { stressor = "cpu" }
+"""
+
+
+def entries_plan(text: str = ENTRIES):
+    """The typed plan of ENTRIES (or a variant of its text), parsed as `boardlab run` parses a plan."""
+    from boardlab.campaign.plan import parse_plan
+
+    return parse_plan(text, "entries.toml", {"crc32": CRC})
+
+
+def make_entries_db(path: Path, plan, *, slower: float = 1.05, cell_facts: bool = True, n: int = 10) -> Path:
+    """crc32 at size small and at size large, two entries of one workload in `plan` (its thresholds), at
+    100 MB/s with 0.3% noise and `slower` x slower under the CPU stressor."""
+
+    def value(cond, rep, rng):
+        return 100.0 / (slower if cond == "cpu-stress" else 1.0) * (1 + rng.gauss(0, 0.003))
+
+    cells = [("crc32", {"size": size}, "mb_s", "MB/s", True, value, None) for size in ("small", "large")]
+    return _make_study_db(path, "entries", cells, n, 8, plan=plan, cell_facts=cell_facts)
 
 
 FLAGS = (  # headless, offline, no state beyond the profile directory given

@@ -3,27 +3,141 @@ the report's one correction family; and reachability of a verdict at plan load."
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
 
-from boardlab.analysis.core import is_tail_metric, threshold_for
+from boardlab.analysis.core import is_tail_metric, named_thresholds, threshold_of
+from boardlab.model.facts import CellFacts
 from boardlab.stats import DEFAULT_DELTA, DEFAULT_TAIL_DELTA, family_method, reachability, smallest_p
+
+from helpers import CRC, ENTRIES, make_entries_db
+from helpers import entries_plan as _entries_plan
 
 
 def test_defaults_are_two_percent_and_ten_percent_for_tails():
     assert DEFAULT_DELTA == 0.02 and DEFAULT_TAIL_DELTA == 0.10
-    assert threshold_for({}, "scimark.fft", "mflops")[0] == 0.02
-    assert threshold_for({}, "rt.cyclictest", "max_latency_us")[0] == 0.10
-    assert threshold_for({}, "ai.inference", "latency_ms", tail=True)[0] == 0.10
+    assert threshold_of(CellFacts(), "mflops") == (0.02, "default for run-time and throughput")
+    assert threshold_of(CellFacts(), "max_latency_us")[0] == 0.10
+    tail = threshold_of(CellFacts(threshold=0.05), "latency_ms", tail=True)
+    assert tail == (0.10, "default for tail metrics")
     assert is_tail_metric("p99_latency_us") and not is_tail_metric("latency_ms")
 
 
-def test_the_plan_threshold_wins_per_workload():
-    plan = {"workloads": [{"name": "mem.bandwidth", "threshold": 0.05, "tail_threshold": 0.2}]}
-    assert threshold_for(plan, "mem.bandwidth", "bandwidth_mb_s") == (0.05, "plan: threshold = 0.05")
-    assert threshold_for(plan, "mem.bandwidth", "x", tail=True)[0] == 0.2
-    assert threshold_for(plan, "scimark.fft", "mflops")[0] == 0.02  # another workload keeps the default
+def test_the_cells_entry_threshold_wins_and_a_stored_plan_without_cell_facts_is_read_by_workload_name():
+    assert threshold_of(CellFacts(0.05, 0.2), "bandwidth_mb_s") == (0.05, "plan: threshold = 0.05")
+    assert threshold_of(CellFacts(0.05, 0.2), "x", tail=True) == (0.2, "plan: tail_threshold = 0.2")
+    plan = {"workloads": [{"name": "mem.bandwidth", "params": {"n": 1}},
+                          {"name": "mem.bandwidth", "threshold": 0.05, "tail_threshold": True},
+                          {"name": "mem.bandwidth", "threshold": 0.3, "tail_threshold": 0.2}]}  # fmt: skip
+    # an old store: the first entry of the workload that sets each, whichever entry made the cell
+    assert named_thresholds(plan, "mem.bandwidth") == CellFacts(0.05, 0.2, derived=True)
+    delta, source = threshold_of(named_thresholds(plan, "mem.bandwidth"), "bandwidth_mb_s")
+    assert delta == 0.05 and "the campaign was stored without its cells' thresholds" in source
+    assert named_thresholds(plan, "scimark.fft") == CellFacts(derived=True)  # another workload: the default
+    assert threshold_of(named_thresholds(plan, "scimark.fft"), "mflops")[0] == 0.02
+
+
+def _by_size(comparisons) -> dict:
+    return {ca.params["size"]: ca for ca in comparisons}
+
+
+def test_two_entries_of_one_workload_are_judged_each_by_its_own_threshold(tmp_path):
+    from boardlab.analysis.core import aa_controls, analyze
+    from boardlab.analysis.verdicts import method_note
+    from boardlab.store import Store
+
+    db = make_entries_db(tmp_path / "entries.db", _entries_plan())  # 5% slower under the stressor
+    with Store.open(db, create=False) as store:
+        a = analyze(store, 1)
+    got = _by_size(a.comparisons)
+    small, large = got["small"].comparison, got["large"].comparison
+    assert 1.045 < small.cost_ratio < 1.055 and 1.045 < large.cost_ratio < 1.055  # the same 5% slowdown
+    assert (small.delta, got["small"].delta_source) == (0.02, "plan: threshold = 0.02")
+    assert (large.delta, got["large"].delta_source) == (0.10, "plan: threshold = 0.1")
+    assert small.verdict.kind == "slowdown" and large.verdict.kind == "no_change"
+    # the A/A control of each reference cell (its runs labelled A1, A2 alternately) uses its entry's delta
+    labelled = tuple(
+        dataclasses.replace(
+            c, runs=tuple(dataclasses.replace(r, aa_arm=("A1", "A2")[i % 2]) for i, r in enumerate(c.runs))
+        )
+        for c in a.cells
+    )
+    controls = {c.params["size"]: c.comparison.delta for c in aa_controls(labelled, {})}
+    assert controls == {"small": 0.02, "large": 0.10}
+    assert "per plan entry: 2.0% (plan: threshold = 0.02); 10.0% (plan: threshold = 0.1)" in method_note(a)
+
+
+def test_a_campaign_stored_without_cell_facts_is_judged_by_the_first_entrys_threshold_and_says_so(tmp_path):
+    from boardlab.analysis.core import analyze
+    from boardlab.analysis.verdicts import method_note
+    from boardlab.store import Store
+
+    db = make_entries_db(tmp_path / "old.db", _entries_plan(), cell_facts=False)
+    with Store.open(db, create=False) as store:
+        a = analyze(store, 1)
+    got = _by_size(a.comparisons)
+    # as boardlab judged before cells carried their thresholds: the first entry's 2% for both
+    assert got["small"].comparison.delta == got["large"].comparison.delta == 0.02
+    assert got["large"].comparison.verdict.kind == "slowdown"
+    assert "stored without its cells' thresholds" in got["large"].delta_source
+    assert "stored without its cells' thresholds" in method_note(a)
+
+
+def test_comparing_two_campaigns_judges_each_cell_by_its_entrys_threshold(tmp_path):
+    from boardlab.analysis.compare import compare_campaigns
+    from boardlab.analysis.core import analyze
+    from boardlab.store import Store
+
+    plan = _entries_plan()
+    a_db = make_entries_db(tmp_path / "a.db", plan, slower=1.0)
+    b_db = make_entries_db(tmp_path / "b.db", plan, slower=1.0 / 1.05)
+    with Store.open(a_db, create=False) as sa, Store.open(b_db, create=False) as sb:
+        doc = compare_campaigns(analyze(sa, 1), analyze(sb, 1))
+    rows = {r["params"]["size"]: r for r in doc["cells"] if r["condition"] == "cpu-stress"}
+    assert (rows["small"]["delta"], rows["small"]["delta_source"]) == (0.02, "plan: threshold = 0.02")
+    assert (rows["large"]["delta"], rows["large"]["delta_source"]) == (0.10, "plan: threshold = 0.1")
+    # B's stressed cells run 5% faster than A's (cost ratio about 0.95): a speedup at 2%, no change at 10%
+    assert 0.945 < rows["small"]["cost_ratio"] < 0.955
+    assert rows["small"]["verdict"] == "speedup" and rows["large"]["verdict"] == "no_change"
+
+
+def test_the_runners_stopping_rule_decides_each_cell_against_its_own_entrys_threshold():
+    import random
+
+    from boardlab.campaign.runner import Runner
+    from boardlab.campaign.schedule import build_cells
+
+    plan = _entries_plan(ENTRIES.replace("repetitions = 10", "precision = 0.001"))  # never precise enough
+    cells = build_cells(plan, {"crc32": CRC})
+    runner = Runner(plan, {"crc32": CRC}, store=None, progress=None)  # type: ignore[arg-type]
+    runner.conditions = {c.name: c for c in plan.conditions}
+    runner._cells_by_key = {c.key: c for c in cells}
+    rng = random.Random(1)
+    values = {}
+    for c in cells:  # 10% slower under the stressor: beyond 2%, on the edge of 10% (12 runs, 1.5% noise)
+        slower = 1.10 if c.condition == "cpu-stress" else 1.0
+        values[c.key] = [100.0 / slower * (1 + rng.gauss(0, 0.015)) for _ in range(12)]
+    runner._valid_values = lambda _cid: values  # type: ignore[method-assign]
+    stop = {c.params_dict["size"]: runner._precise_enough(1, c) for c in cells if c.condition == "cpu-stress"}
+    assert stop == {"small": True, "large": False}  # decided at 2%; at 10% the interval crosses 1.10
+
+
+def test_the_power_advice_is_given_per_threshold_when_one_workloads_entries_set_two():
+    from boardlab.campaign.advice import power_advice
+    from boardlab.campaign.reach import _compared_keys
+    from boardlab.campaign.schedule import build_cells
+
+    plan = _entries_plan()
+    cells = build_cells(plan, {"crc32": CRC})
+    got = dict(power_advice(plan, cells, _compared_keys(plan, cells), 2, {}))
+    assert set(got) == {"crc32 (threshold 0.02)", "crc32 (threshold 0.1)"}
+    tight, loose = got["crc32 (threshold 0.02)"], got["crc32 (threshold 0.1)"]
+    assert (tight.delta, loose.delta) == (0.02, 0.10)
+    assert tight.runs_per_arm > loose.runs_per_arm  # a 5% effect needs more runs than a 25% one
+    one = _entries_plan(ENTRIES.replace("threshold = 0.10", "threshold = 0.02"))
+    assert [w for w, _ in power_advice(one, cells, _compared_keys(one, cells), 2, {})] == ["crc32"]
 
 
 def test_holm_up_to_fifty_comparisons_then_benjamini_hochberg():

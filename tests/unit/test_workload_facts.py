@@ -74,3 +74,67 @@ def test_analysis_knows_a_workload_from_the_stored_facts_alone():
     specs.remember_campaign(_Store(json.dumps(doc).encode()), 1)
     assert specs.has_role("made.up", "compute") and specs.spec_of("made.up").composite == "Made up"
     assert specs.energy_reason(_Store(json.dumps(doc).encode()), 1) is None
+
+
+def test_cell_facts_come_back_as_stored_and_a_document_this_boardlab_cannot_read_is_refused():
+    cells = {"crc32[size=small]@baseline": facts.CellFacts(0.02, None), "x[]@b": facts.CellFacts(None, 0.2)}
+    doc = json.loads(json.dumps(facts.cell_facts_document(cells)))
+    assert facts.read_cell_facts_document(doc) == cells
+    with pytest.raises(ValueError, match="schema 2"):
+        facts.read_cell_facts_document({"schema": 2, "cells": {}})
+    for bad in ({"k": {"threshold": 0.02}}, {"k": {"threshold": "2%", "tail_threshold": None}}, {"k": 3}):
+        with pytest.raises(ValueError, match="malformed"):
+            facts.read_cell_facts_document({"schema": 1, "cells": bad})
+
+
+class _Artifacts:
+    """A store's campaign artifacts, by name."""
+
+    path = "board.db"
+
+    def __init__(self, **data: bytes):
+        self.data = {k.replace("_", "-"): v for k, v in data.items()}
+
+    def campaign_artifact(self, _campaign_id, name):
+        return self.data.get(name)
+
+    def save_campaign_artifact(self, _campaign_id, name, data):
+        self.data[name] = data
+
+
+def test_a_report_names_the_campaign_whose_stored_cell_facts_it_cannot_read():
+    from boardlab.analysis.core import cell_facts
+
+    rows = [{"key": "k", "workload": "w"}]
+    with pytest.raises(InputError, match=r"board.db: campaign 3: its stored cell-facts cannot be read"):
+        cell_facts(_Artifacts(cell_facts=b"{not json"), 3, {}, rows)
+    with pytest.raises(InputError, match="schema 9"):
+        cell_facts(_Artifacts(cell_facts=json.dumps({"schema": 9}).encode()), 3, {}, rows)
+    # none stored (an older campaign): derived from the stored plan by workload name, once per workload
+    plan = {"workloads": [{"name": "w", "threshold": 0.05}]}
+    got = cell_facts(_Artifacts(), 3, plan, rows + [{"key": "k2", "workload": "w"}])
+    derived = facts.CellFacts(0.05, None, derived=True)
+    assert got == {"k": derived, "k2": derived}
+
+
+def test_a_resumed_campaign_keeps_its_stored_cell_facts_and_adds_the_cells_it_did_not_have():
+    from boardlab.campaign.facts import store_cell_facts
+    from boardlab.campaign.schedule import build_cells
+
+    from helpers import CRC, entries_plan
+
+    plan = entries_plan()
+    cells = build_cells(plan, {"crc32": CRC})
+    store = _Artifacts()
+    store_cell_facts(store, 1, plan, cells[:1])
+    first = store.data[facts.CELL_FACTS]
+    store_cell_facts(store, 1, plan, cells[:1])
+    assert store.data[facts.CELL_FACTS] is first  # nothing new: not written again
+    store_cell_facts(store, 1, plan, cells)
+    got = facts.read_cell_facts_document(json.loads(store.data[facts.CELL_FACTS]))
+    assert {k: f.threshold for k, f in got.items()} == {
+        c.key: 0.02 if c.params_dict["size"] == "small" else 0.10 for c in cells
+    }
+    store.data[facts.CELL_FACTS] = b"\x00"
+    with pytest.raises(InputError, match="campaign 1: its stored cell-facts cannot be read"):
+        store_cell_facts(store, 1, plan, cells)

@@ -47,17 +47,12 @@ def pair_rows(a, b, *, seed: int = 0) -> tuple[list[dict], list, list[int]]:
     `finish_rows` fills the rows once the comparisons are corrected, over this pair alone (`compare_campaigns`)
     or over every pair of a report (`analysis.boards`): one family per report (docs/method.md)."""
     import statistics
-    import tomllib
 
-    from boardlab.analysis.core import threshold_for
+    from boardlab.analysis.core import threshold_of
     from boardlab.stats import compare
 
     b_cells = {_key(c): c for c in b.cells}
     matched = [(ca, b_cells[_key(ca)]) for ca in a.cells if _key(ca) in b_cells]
-    try:
-        plan_a = tomllib.loads(a.plan_text)
-    except tomllib.TOMLDecodeError:
-        plan_a = {}
     # A/A controls of both sides, by cell: a cell whose control is unstable on either side is unstable here.
     unstable: dict[tuple, list[str]] = {}
     for side, analysis in (("A", a), ("B", b)):
@@ -103,7 +98,7 @@ def pair_rows(a, b, *, seed: int = 0) -> tuple[list[dict], list, list[int]]:
                 row["b"]["median"] = statistics.median(cb.values)
             env_a = [r.environment for r in ca.runs if r.valid and r.value is not None]
             env_b = [r.environment for r in cb.runs if r.valid and r.value is not None]
-            delta, source = threshold_for(plan_a, ca.workload, ca.metric)
+            delta, source = threshold_of(ca.facts, ca.metric)  # A's cell: its plan entry's threshold
             row.update(delta=delta, delta_source=source)
             comps.append(
                 compare(

@@ -17,6 +17,9 @@ from boardlab.analysis.document import Section
 from boardlab.analysis.format import cell_label
 from boardlab.analysis.monitor import MonitorSeries, monitor_series  # noqa: F401 (the package's API)
 from boardlab.analysis.specs import remember_campaign, spec_of, tail_samples
+from boardlab.errors import InputError
+from boardlab.model import facts
+from boardlab.model.facts import CellFacts
 from boardlab.stats import (
     DEFAULT_DELTA,
     DEFAULT_TAIL_DELTA,
@@ -47,18 +50,53 @@ def is_tail_metric(metric: str) -> bool:
     return m.startswith("max") or "_max" in m or "p99" in m
 
 
-def threshold_for(plan: dict, workload: str, metric: str, *, tail: bool = False) -> tuple[float, str]:
-    """The practical threshold delta of a workload's metric and where it comes from: the plan's
-    `threshold` (`tail_threshold` for tails) of that workload, else the default (2%, tails 10%)."""
+def threshold_of(cell: CellFacts, metric: str, *, tail: bool = False) -> tuple[float, str]:
+    """The practical threshold delta of a cell's metric and where it comes from: the `threshold`
+    (`tail_threshold` for tails) of the plan entry that produced the cell, else the default (2%, tails 10%)."""
     tail = tail or is_tail_metric(metric)
     key = "tail_threshold" if tail else "threshold"
-    for entry in plan.get("workloads", []):
-        if isinstance(entry, dict) and entry.get("name") == workload and key in entry:
-            value = entry[key]
-            if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
-                return float(value), f"plan: {key} = {value:g}"
+    value = cell.tail_threshold if tail else cell.threshold
+    if value is not None:
+        how = (
+            " of the workload's first entry that sets one: the campaign was stored without its cells' thresholds"
+            if cell.derived
+            else ""
+        )
+        return value, f"plan: {key} = {value:g}{how}"
     default = DEFAULT_TAIL_DELTA if tail else DEFAULT_DELTA
     return default, f"default for {'tail metrics' if tail else 'run-time and throughput'}"
+
+
+def named_thresholds(plan: dict, workload: str) -> CellFacts:
+    """A cell's thresholds from a stored plan by workload name alone: how a campaign stored before its cells
+    carried them is read (the first entry of the workload that sets each; `derived` says so)."""
+    found: dict[str, float] = {}
+    for entry in plan.get("workloads", []):
+        if not isinstance(entry, dict) or entry.get("name") != workload:
+            continue
+        for key in ("threshold", "tail_threshold"):
+            value = entry.get(key)
+            if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+                found.setdefault(key, float(value))
+    return CellFacts(found.get("threshold"), found.get("tail_threshold"), derived=True)
+
+
+def cell_facts(store: Store, campaign_id: int, plan: dict, rows) -> dict[str, CellFacts]:
+    """Cell key -> its facts as stored with the campaign; a campaign stored without them gets them derived
+    once from its stored plan (`named_thresholds`). InputError for stored facts this boardlab cannot read."""
+    data = store.campaign_artifact(campaign_id, facts.CELL_FACTS)
+    try:
+        stored = {} if data is None else facts.read_cell_facts_document(json.loads(data))
+    except ValueError as exc:  # JSONDecodeError too
+        raise InputError(
+            f"{store.path}: campaign {campaign_id}: its stored {facts.CELL_FACTS} cannot be read ({exc}); "
+            "a newer boardlab wrote it, or the database is damaged"
+        ) from None
+    derived: dict[str, CellFacts] = {}
+    for row in rows:
+        if row["key"] not in stored and row["workload"] not in derived:
+            derived[row["workload"]] = named_thresholds(plan, row["workload"])
+    return {row["key"]: stored.get(row["key"]) or derived[row["workload"]] for row in rows}
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +135,7 @@ class CellAnalysis:
     runs: tuple[RunPoint, ...]  # every attempt, in run order
     summary: CellSummary | None  # over valid runs; None below MIN_RUNS_FOR_SUMMARY
     summary_reason: str | None
+    facts: CellFacts = CellFacts()  # what its plan entry says of it: its thresholds
 
     @property
     def values(self) -> tuple[float, ...]:
@@ -253,7 +292,7 @@ def run_environment(monitor: dict) -> RunEnvironment:
     )
 
 
-def _cell(row, runs) -> CellAnalysis:
+def _cell(row, runs, entry_facts: CellFacts) -> CellAnalysis:
     points = []
     environments: dict[tuple, RunEnvironment] = {}  # equal environments shared (a frozen record)
     for r in runs:
@@ -301,6 +340,7 @@ def _cell(row, runs) -> CellAnalysis:
         runs=tuple(points),
         summary=summary,
         summary_reason=reason,
+        facts=entry_facts,
     )
 
 
@@ -435,7 +475,7 @@ def tail_comparisons(
     for cond, base, cond_label, base_label, missing in _pairs(tail_cells, plan):
         spec = spec_of(cond.workload)
         metric = spec.tail_metric if spec and spec.tail_metric else cond.metric
-        delta, source = threshold_for(plan, cond.workload, metric, tail=True)
+        delta, source = threshold_of(cond.facts, metric, tail=True)
         comp, reason = None, missing
         if reason is None:
             for c in (base, cond):
@@ -506,7 +546,7 @@ def median_comparisons(
     iterations), paired by block under ABBA; unadjusted here (`analyze` corrects the whole family)."""
     results: list[ComparisonAnalysis] = []
     for cond, base, cond_label, base_label, missing in _pairs(cells, plan):
-        delta, source = threshold_for(plan, cond.workload, cond.metric)
+        delta, source = threshold_of(cond.facts, cond.metric)
         comp, reason = None, missing
         if reason is None:
             bv = [p for p in base.runs if p.valid and p.value is not None]
@@ -579,7 +619,7 @@ def aa_controls(cells: tuple[CellAnalysis, ...], plan: dict) -> tuple[AAControl,
             if p.valid and p.value is not None and p.aa_arm in arms:
                 arms[p.aa_arm].append(p.value)
         a1, a2 = arms["A1"], arms["A2"]
-        delta, _ = threshold_for(plan, base.workload, base.metric)
+        delta, _ = threshold_of(base.facts, base.metric)
         comp, reason = None, None
         if not a1 and not a2:
             reason = "its runs carry no A1/A2 labels (recorded before boardlab labelled them)"
@@ -661,8 +701,6 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
     camp = store.campaign(campaign_id)
     remember_campaign(store, campaign_id)  # what its workloads are, as stored with it (analysis/specs.py)
     board = store.board(camp["board_id"])
-    # one query per cell: the rows of one cell at a time, never the campaign's
-    cells = tuple(_cell(row, store.cell_runs(row["id"])) for row in store.cells(campaign_id))
     plan: dict = {}
     try:
         import tomllib
@@ -670,6 +708,10 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
         plan = tomllib.loads(camp["plan_text"])
     except Exception:  # an unreadable stored plan only loses the pairing hint and parameter comparisons
         pass
+    rows = store.cells(campaign_id)
+    known = cell_facts(store, campaign_id, plan, rows)
+    # one query per cell: the rows of one cell at a time, never the campaign's
+    cells = tuple(_cell(row, store.cell_runs(row["id"]), known[row["key"]]) for row in rows)
     plan_order = plan.get("runs", {}).get("order", "interleave")
 
     medians = median_comparisons(cells, plan, plan_order)

@@ -77,24 +77,28 @@ def power_advice(
     plan: Plan, cells: list[Cell], compared: set[str], comparisons: int, values: dict[str, list[float]]
 ) -> list[tuple[str, PowerAdvice]]:
     """(workload, `PowerAdvice`) for each compared workload (its cells' median observed CV, else the assumed
-    CV), most runs first. Workloads with the same CV, threshold and sharing share one simulation."""
-    import tomllib
+    CV), most runs first; a workload whose plan entries set different thresholds gets one advice per
+    threshold, labelled with it. Workloads with the same CV, threshold and sharing share one simulation."""
+    from collections import Counter
 
-    from boardlab.analysis.core import threshold_for
+    from boardlab.analysis.core import threshold_of
+    from boardlab.campaign.facts import cell_facts
 
-    plan_dict = tomllib.loads(plan.source) if plan.source else {}
+    groups: dict[tuple[str, float], list[Cell]] = {}
+    for c in cells:
+        if c.key in compared:  # each cell judged by its own entry's threshold
+            groups.setdefault((c.workload, threshold_of(cell_facts(plan, c), c.metric)[0]), []).append(c)
+    split = Counter(workload for workload, _ in groups)
     shares = comparisons_per_reference(plan, cells)
     sqrt_rule = plan.runs.baseline_allocation == "sqrt" and plan.runs.order != "abba"
     out = []
     done: dict[tuple, PowerAdvice] = {}
-    for workload in dict.fromkeys(c.workload for c in cells if c.key in compared):
-        mine = [c for c in cells if c.workload == workload and c.key in compared]
+    for (workload, delta), mine in groups.items():
         cvs = [cv for c in mine if (cv := observed_cv(values.get(c.key, []))) is not None]
         if cvs:
             cv, source = statistics.median(cvs), f"observed in earlier runs of {len(cvs)} of its cells"
         else:
             cv, source = ASSUMED_CV, "assumed: no earlier runs of its cells on this board"
-        delta, _ = threshold_for(plan_dict, workload, mine[0].metric)
         k = max((shares.get(c.key, 0) for c in mine), default=1)
         base: Callable[[int], int] = functools.partial(reference_runs, k=k) if sqrt_rule else (lambda n: n)
         key = (round(cv, 4), delta, k if sqrt_rule else 1, source)
@@ -102,7 +106,7 @@ def power_advice(
             done[key] = repetitions_for_power(
                 cv=key[0], delta=delta, family_size=max(1, comparisons), cv_source=source, baseline_runs=base
             )
-        out.append((workload, done[key]))
+        out.append((workload if split[workload] == 1 else f"{workload} (threshold {delta:g})", done[key]))
     out.sort(key=lambda wa: -wa[1].runs_per_arm)
     return out
 

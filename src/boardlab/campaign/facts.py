@@ -1,13 +1,16 @@
 """The workload facts a campaign stores for its report (`boardlab.model.facts`): written by the runner when
-a campaign starts, so that analysis never asks the host that renders (its catalog, its boardlab-kern)."""
+a campaign starts, so that analysis never asks the host that renders (its catalog, its boardlab-kern); and
+each cell's facts, resolved from the plan entry that produced the cell."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
 
-from boardlab.errors import BoardlabError
+from boardlab.campaign.schedule import entry_of
+from boardlab.errors import BoardlabError, InputError
 from boardlab.model import facts
+from boardlab.model.campaign import Cell, Plan
 from boardlab.model.workload import WorkloadSpec
 from boardlab.store import Store
 
@@ -31,6 +34,31 @@ def store_facts(store: Store, campaign_id: int, catalog: dict[str, WorkloadSpec]
 
 def save(store: Store, campaign_id: int, doc: dict) -> None:
     store.save_campaign_artifact(campaign_id, facts.WORKLOAD_FACTS, json.dumps(doc, sort_keys=True).encode())
+
+
+def cell_facts(plan: Plan, cell: Cell) -> facts.CellFacts:
+    """The thresholds of the entry that produced the cell (`schedule.entry_of`), not of the first entry of
+    its workload: two entries of one workload judge their cells each by its own."""
+    entry = entry_of(plan, cell)
+    return facts.CellFacts() if entry is None else facts.CellFacts(entry.threshold, entry.tail_threshold)
+
+
+def store_cell_facts(store: Store, campaign_id: int, plan: Plan, cells: Iterable[Cell]) -> None:
+    """Stores each cell's facts with the campaign. A resumed campaign has the plan of its start (the same
+    plan hash), so its cells' facts are the same: cells it did not have before are added."""
+    data = store.campaign_artifact(campaign_id, facts.CELL_FACTS)
+    try:
+        stored = facts.read_cell_facts_document(json.loads(data)) if data is not None else {}
+    except ValueError as exc:  # JSONDecodeError too
+        raise InputError(
+            f"{store.path}: campaign {campaign_id}: its stored {facts.CELL_FACTS} cannot be read ({exc}); "
+            "a newer boardlab wrote it, or the database is damaged"
+        ) from None
+    mine = {c.key: cell_facts(plan, c) for c in cells}
+    if stored.keys() >= mine.keys():
+        return
+    doc = facts.cell_facts_document({**mine, **stored})
+    store.save_campaign_artifact(campaign_id, facts.CELL_FACTS, json.dumps(doc, sort_keys=True).encode())
 
 
 def host_facts(_where: str, _campaign_id: int) -> dict:

@@ -18,7 +18,7 @@ from typing import Protocol
 
 from boardlab import __version__
 from boardlab.campaign import pagecache
-from boardlab.campaign.schedule import build_cells, cell_repetitions, reference_keys, schedule
+from boardlab.campaign.schedule import build_cells, cell_repetitions, entry_of, reference_keys, schedule
 from boardlab.campaign.support import BoardSupport, board_support
 from boardlab.conditions import condition_kinds
 from boardlab.conditions.base import ApplyContext
@@ -545,14 +545,16 @@ class Runner:
         environment = self._environment(info, info_dict, cpu, support)
         campaign_id = self._open_campaign(existing, board_id, phash, environment)
         cell_ids = self.store.ensure_cells(campaign_id, cells, self.conditions, self._units(cells))
-        self._store_facts(campaign_id)
+        self._store_facts(campaign_id, cells)
         c = _Campaign(campaign_id, cell_ids, cells, cpu, existing is not None, info_dict, support)
         return self._campaign(c, set(info.online_cpus))
 
-    def _store_facts(self, campaign_id: int) -> None:
-        """What the report needs to know of the workloads, kept with the campaign so any host can report it."""
-        from boardlab.campaign.facts import store_facts
+    def _store_facts(self, campaign_id: int, cells: list[Cell]) -> None:
+        """What the report needs to know of the workloads and cells, kept with the campaign so any host can
+        report it."""
+        from boardlab.campaign.facts import store_cell_facts, store_facts
 
+        store_cell_facts(self.store, campaign_id, self.plan, cells)
         if store_facts(self.store, campaign_id, self.catalog, self.root):
             self.progress.note(
                 "this campaign was stored without its workloads' facts: derived from this catalog"
@@ -773,11 +775,11 @@ class Runner:
         return out
 
     def _half_width(self, cell: Cell) -> float:
-        """The cell's target CI half-width: the workload's `precision`, else the plan's, else (precision =
+        """The cell's target CI half-width: its plan entry's `precision`, else the plan's, else (precision =
         "auto") its class's (docs/method.md: 1% compute, 2-3% memory, I/O, compression, AI)."""
         from boardlab.stats.sample_size import CLASS_HALF_WIDTH, workload_class
 
-        entry = next((w for w in self.plan.workloads if w.name == cell.workload), None)
+        entry = entry_of(self.plan, cell)
         if entry is not None and entry.precision is not None:
             return entry.precision
         if self.plan.runs.precision and not self.plan.runs.precision_auto:
@@ -831,7 +833,8 @@ class Runner:
         """The precision rule of docs/method.md: stop a cell when its CI half-width is at most its class's
         target, or (a compared cell) when the 90% decision interval already decides against its threshold
         delta, or at the cap; never on a p-value."""
-        from boardlab.analysis.core import threshold_for
+        from boardlab.analysis.core import threshold_of
+        from boardlab.campaign.facts import cell_facts
         from boardlab.stats import should_stop
 
         values = self._valid_values(campaign_id)
@@ -843,9 +846,7 @@ class Runner:
             else None
         )
         if ref is not None and len(values.get(ref.key, [])) >= 2 and len(values.get(cell.key, [])) >= 2:
-            import tomllib
-
-            delta, _ = threshold_for(tomllib.loads(self.plan.source), cell.workload, cell.metric)
+            delta, _ = threshold_of(cell_facts(self.plan, cell), cell.metric)  # its own entry's
             spec = self.catalog[cell.workload]
             hib = next((m.higher_is_better for m in spec.metrics if m.name == cell.metric), False)
             decision = should_stop(

@@ -13,7 +13,7 @@ import random
 from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from boardlab.errors import InputError
-from boardlab.model.campaign import Cell, Plan, ScheduledRun
+from boardlab.model.campaign import Cell, Plan, ScheduledRun, WorkloadEntry
 from boardlab.model.workload import WorkloadSpec
 
 MAX_CELLS = 10_000  # far beyond a campaign that finishes in a day, and expanded in well under a second
@@ -46,6 +46,18 @@ def build_cells(plan: Plan, catalog: dict[str, WorkloadSpec]) -> list[Cell]:
                         Cell(workload=entry.name, params=params, condition=cond.name, metric=metric)
                     )
     return list(cells)
+
+
+def entry_of(plan: Plan, cell: Cell) -> WorkloadEntry | None:
+    """The plan entry that produced the cell: the first whose parameters expand into the cell's, as
+    build_cells keeps the first of equal cells. Its repetitions, thresholds and precision are the cell's."""
+    for entry in plan.workloads:
+        if entry.name != cell.workload or [k for k, _ in cell.params] != sorted(entry.params):
+            continue
+        listed = {k: v if isinstance(v, list) else [v] for k, v in entry.params.items()}
+        if all(v in listed[k] for k, v in cell.params):
+            return entry
+    return None
 
 
 def _applies(condition, workload: str) -> bool:
@@ -98,20 +110,11 @@ def cell_repetitions(plan: Plan, cells: Sequence[Cell]) -> dict[str, int]:
     several comparisons gets `reference_runs` of that unless the plan says baseline_allocation = "equal"
     or pairs runs by block (order = "abba": a block needs one run of each cell)."""
 
-    def entry_of(cell: Cell):
-        for entry in plan.workloads:
-            if entry.name != cell.workload or [k for k, _ in cell.params] != sorted(entry.params):
-                continue
-            listed = {k: v if isinstance(v, list) else [v] for k, v in entry.params.items()}
-            if all(v in listed[k] for k, v in cell.params):
-                return entry
-        return None
-
     fixed = plan.runs.repetitions
     assert fixed is not None  # the fixed rule: every caller's plan gives [runs] repetitions
     out = {}
     for cell in cells:
-        entry = entry_of(cell)
+        entry = entry_of(plan, cell)
         out[cell.key] = (entry.repetitions if entry else None) or fixed
     if plan.runs.baseline_allocation == "sqrt" and plan.runs.order != "abba":
         for key, k in comparisons_per_reference(plan, cells).items():

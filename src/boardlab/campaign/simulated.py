@@ -88,6 +88,7 @@ def write(store, soc: SocSpec, *, this_policy: str | None, sizes, repetitions: i
         environment=environment,
     )  # fmt: skip
     facts.save(store, campaign_id, facts_doc)
+    facts.store_cell_facts(store, campaign_id, plan, cells)
     conditions = {c.name: c for c in plan.conditions}
     ids = store.ensure_cells(campaign_id, cells, conditions, units)
     rng = random.Random(seed)

@@ -6,16 +6,22 @@ of its catalog (family, metrics, tails, histograms, roles, curves, composite mem
 power sources allow the services scenario, as the campaign artifact `WORKLOAD_FACTS`; analysis reads only
 that. Every workload of the catalog is stored, not only the campaign's: a composite is shown only when all
 its members were measured, which needs the whole membership.
+
+What belongs to a cell rather than to its workload (the practical thresholds its plan entry sets: two entries
+of one workload may set two) is stored per cell key, as the campaign artifact `CELL_FACTS`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 
 from boardlab.model.workload import MetricSpec, WorkloadSpec
 
 WORKLOAD_FACTS = "workload-facts"  # the campaign artifact's name
 WORKLOAD_FACTS_SCHEMA = 1
+CELL_FACTS = "cell-facts"  # the campaign artifact of each cell's facts, by cell key
+CELL_FACTS_SCHEMA = 1
 
 # A campaign stored before these facts were has none. The program reading it may offer this host's catalog
 # in their place (the CLI does, and says so): (store path, campaign id) -> a facts document, or None.
@@ -96,3 +102,48 @@ def read_facts_document(doc: dict) -> tuple[dict[str, WorkloadSpec], str | None]
     except (KeyError, TypeError, IndexError, ValueError) as exc:
         raise ValueError(f"workload facts are malformed ({type(exc).__name__}: {exc})") from None
     return specs, doc.get("energy_reason")
+
+
+@dataclass(frozen=True)
+class CellFacts:
+    """What the plan entry that produced a cell says of it for analysis: its practical threshold and tail
+    threshold (fractions, 0.02 = 2%; None = the default for its metric). `derived`: not stored with the
+    campaign but read from its stored plan by workload name (a campaign stored before cells carried them),
+    which cannot tell two entries of one workload apart."""
+
+    threshold: float | None = None
+    tail_threshold: float | None = None
+    derived: bool = False
+
+
+def cell_facts_document(cells: Mapping[str, CellFacts]) -> dict:
+    """The artifact: each cell's facts by cell key."""
+    return {
+        "schema": CELL_FACTS_SCHEMA,
+        "cells": {
+            key: {"threshold": f.threshold, "tail_threshold": f.tail_threshold}
+            for key, f in sorted(cells.items())
+        },
+    }
+
+
+def read_cell_facts_document(doc: dict) -> dict[str, CellFacts]:
+    """Cell key -> its facts; ValueError for a document this boardlab cannot read."""
+    if not isinstance(doc, dict) or doc.get("schema") != CELL_FACTS_SCHEMA:
+        got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+        raise ValueError(f"cell facts of schema {got!r}; this boardlab reads schema {CELL_FACTS_SCHEMA}")
+    try:
+        return {
+            key: CellFacts(_fraction(d["threshold"]), _fraction(d["tail_threshold"]))
+            for key, d in doc["cells"].items()
+        }
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:
+        raise ValueError(f"cell facts are malformed ({type(exc).__name__}: {exc})") from None
+
+
+def _fraction(value) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 10:
+        raise ValueError(f"a threshold must be a fraction between 0 and 10, not {value!r}")
+    return float(value)
