@@ -366,3 +366,42 @@ def test_no_sql_outside_the_store():
         if not rel.startswith("store/") and (hits := sql_strings(ast.parse(path.read_text(), str(path)))):
             offenders[rel] = hits
     assert not offenders, f"SQL outside store/ (add a Store method instead): {offenders}"
+
+
+# ---- parameters declared once: a condition reads its parameters through resolve_params ----
+
+
+def params_gets(tree: ast.Module) -> list[int]:
+    """Lines of `params.get(...)` (or `self.params.get(...)`): a parameter read beside its declaration,
+    usually with its default written a second time."""
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and (
+            isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "params"
+            or isinstance(node.func.value, ast.Attribute)
+            and node.func.value.attr == "params"
+        )
+    ]
+
+
+def test_the_params_get_scan_finds_what_it_looks_for():
+    tree = ast.parse(
+        'a = params.get("workers", 1)\nb = self.params.get("x")\nc = v["workers"]\nd = options.get("x", 1)\n'
+    )
+    assert params_gets(tree) == [1, 2]
+
+
+def test_conditions_read_their_parameters_only_through_their_declarations():
+    offenders = {}
+    for path in sorted((SRC / "conditions").glob("*.py")):
+        if hits := params_gets(ast.parse(path.read_text(), str(path))):
+            offenders[path.name] = hits
+    assert not offenders, (
+        "params.get(...) in conditions/ (declare the default in the kind's ParamSpec and read the values "
+        f"of conditions.base.resolve_params instead): {offenders}"
+    )

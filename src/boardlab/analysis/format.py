@@ -1,4 +1,5 @@
-"""The one home of number formatting and percentile levels for every report format and `boardlab compare`.
+"""The one home of number formatting for every report format and `boardlab compare`; the percentile levels
+they show are stats.histogram's.
 
 Numbers keep 3-4 significant digits; a row is shown in a unit scaled to its median (ns -> µs -> ms -> s,
 bytes -> KiB -> MiB), named in the row's unit column.
@@ -11,8 +12,8 @@ import math
 import time
 from fractions import Fraction
 
-# The percentile levels reports show of a latency distribution (nearest rank; docs/method.md).
-PERCENTILE_LEVELS = (50, 90, 99, 99.9, 99.99)
+# the levels reports show, defined once beside the percentile method
+from boardlab.stats.histogram import PERCENTILE_LEVELS as PERCENTILE_LEVELS
 
 VERDICT_MARKS = {
     "slowdown": "▲",
@@ -166,6 +167,11 @@ def fmt_duration(seconds: float | None) -> str:
     if seconds < 7200:
         return f"{seconds / 60:.1f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+def fmt_spec(x: float | None, spec: str = ".4g") -> str:
+    """`x` in a Python format spec, "-" when missing: the governor study's tables and the simulator's page."""
+    return "-" if x is None else format(x, spec)
 
 
 def fmt_value(x: float | None) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import sys
 
+from boardlab.model.units import plain_number
+
 HELP = "list workloads (with support status, parameters and metrics), condition kinds or presets"
 DESCRIPTION = (
     "List every workload boardlab can run here; unsupported ones show why. --conditions lists the condition "
@@ -31,16 +33,12 @@ def add_arguments(parser) -> None:
     )
 
 
-def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
-
-
 def _range(p) -> str:
     if p.choices:
         return "{" + ",".join(p.choices) + "}"
     if p.min is not None or p.max is not None:
-        lo = "" if p.min is None else _num(p.min)
-        hi = "" if p.max is None else _num(p.max)
+        lo = "" if p.min is None else plain_number(p.min)
+        hi = "" if p.max is None else plain_number(p.max)
         return f"[{lo}..{hi}]" + "".join(f"|{w}" for w in p.words)
     if p.words:
         return f"{p.type}|" + "|".join(p.words)

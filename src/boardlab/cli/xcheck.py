@@ -20,20 +20,18 @@ DESCRIPTION = (
     "host (the equivalent command is printed)."
 )
 
-SUFFIX = {"k": 1024, "K": 1024, "M": 1024**2, "G": 1024**3}
-
 
 def size_arg(text: str) -> int:
-    try:
-        if text and text[-1] in SUFFIX:
-            return int(float(text[:-1]) * SUFFIX[text[-1]])
-        return int(text)
-    except ValueError:
+    from boardlab.model.units import parse_size
+
+    size = parse_size(text)
+    if size is None:
         import argparse
 
-        raise argparse.ArgumentTypeError(  # noqa: B904 - argparse shows only this message
+        raise argparse.ArgumentTypeError(
             f"expected a size in bytes with an optional k/M/G suffix, got {text!r}"
         )
+    return size
 
 
 def add_arguments(parser) -> None:

@@ -29,7 +29,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -329,6 +329,7 @@ def record_health(state: dict[str, Any], failure: str | None) -> None:
         state["load_failure"] = failure
 
 
-def warmup_of(params: dict, ctx: ApplyContext) -> float:
-    """The plan's `warmup_s`, else the campaign's default for loads (ApplyContext.warmup_s, 1 s)."""
-    return float(params.get("warmup_s", ctx.warmup_s))
+def warmup_of(v: Mapping[str, Any], ctx: ApplyContext) -> float:
+    """The plan's `warmup_s` (of a kind's resolved parameters), else the campaign's default for loads
+    (ApplyContext.warmup_s, 1 s): the declaration's default is None, "the campaign's"."""
+    return float(ctx.warmup_s if v["warmup_s"] is None else v["warmup_s"])

@@ -6,19 +6,28 @@ exist, governors a policy offers, tools that are installed). `apply(params, ctx)
 around one run: it changes what it must through `ctx.journal` (so every change can be undone, even after a
 crash), yields a dict that is stored with the run, may add to that dict on exit (e.g. a stressor's achieved
 rate), and undoes everything on every exit path.
+
+A kind declares each parameter once, as a `ParamSpec` in its `params` (name, type, unit, default, range or
+choices, help): `validate_params` checks a plan's table against those declarations, and `resolve_params`
+turns it into the values a kind uses (defaults filled in, numbers typed, sizes in bytes). No kind repeats a
+default in its code.
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
+from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from boardlab.conditions.journal import RestoreJournal
+from boardlab.errors import InputError
 from boardlab.model.board import BoardInfo
+from boardlab.model.units import parse_size, size_text
 from boardlab.model.workload import ParamSpec
 from boardlab.platform.sysroot import SysRoot
 
@@ -90,7 +99,10 @@ def validate_params(specs: tuple[ParamSpec, ...], params: dict) -> tuple[str | N
         if spec.type in ("int", "float") and isinstance(value, str) and value not in spec.words:
             # a size such as "16M" only where the unit is bytes (check_param_value allows it for kern)
             if spec.unit == "bytes" and spec.type == "int":
-                continue  # the kind parses the size and checks its range
+                reason = _size_reason(spec, value)
+                if reason:
+                    return key, reason
+                continue
             what = "an integer" if spec.type == "int" else "a number"
             words = "".join(f" or {w!r}" for w in spec.words)
             return key, f"expected {what}{words}, found {_type_name(value)} {value!r}"
@@ -102,3 +114,52 @@ def validate_params(specs: tuple[ParamSpec, ...], params: dict) -> tuple[str | N
             valid = f"; valid: {', '.join(spec.choices)}" if spec.choices else ""
             return None, f"missing key {spec.name!r}: {spec.help}{valid}"
     return None
+
+
+def _size_reason(spec: ParamSpec, text: str) -> str | None:
+    """Why a size written as text ("16M") does not fit a parameter in bytes; None when it does."""
+    size = parse_size(text)
+    if size is not None and (spec.min is None or size >= spec.min) and (spec.max is None or size <= spec.max):
+        return None
+    lo = "0" if spec.min is None else size_text(int(spec.min))
+    hi = "inf" if spec.max is None else size_text(int(spec.max))
+    return f'expected bytes in [{lo}, {hi}] as an integer or like "16M", found {text!r}'
+
+
+class DeclaresParams(Protocol):
+    """What resolve_params needs of a kind: its name (for messages) and its declarations (read-only, as a
+    kind's frozen dataclass fields are)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def params(self) -> tuple[ParamSpec, ...]: ...
+
+
+def resolve_params(kind: DeclaresParams, params: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Every parameter `kind` declares, read-only: the plan's value, else the declared default; a float
+    parameter as a float, a size in bytes as an int ("16M" -> 16777216), words ("max", "all") as they are.
+
+    A plan's parameters were checked with its file and line when it was read; parameters that reach a kind
+    another way and do not fit raise InputError (exit 2) naming the kind, the key and what it expects."""
+    bad = validate_params(kind.params, dict(params))
+    if bad:
+        key, message = bad
+        raise InputError(f"condition kind {kind.name!r}: params{'.' + key if key else ''}: {message}")
+    given = {spec.name: params[spec.name] for spec in kind.params if spec.name in params}
+    return MappingProxyType(
+        {spec.name: _typed(spec, given.get(spec.name, spec.default)) for spec in kind.params}
+    )
+
+
+def _typed(spec: ParamSpec, value: Any) -> Any:
+    if value is None:
+        return {} if spec.type == "table" else None  # a table left out is an empty one
+    if isinstance(value, str) and value in spec.words:
+        return value
+    if spec.type == "float":
+        return float(value)
+    if spec.type == "int" and spec.unit == "bytes":
+        return parse_size(value)
+    return value

@@ -20,11 +20,13 @@ measured for itself besides the CPU use boardlab measures from /proc (`load_cpu_
 from __future__ import annotations
 
 import socket
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from boardlab.conditions import background
-from boardlab.conditions.base import ApplyContext, validate_params
+from boardlab.conditions.base import ApplyContext, resolve_params, validate_params
 from boardlab.model.workload import ParamSpec
 
 PROTOCOLS = ("tcp", "udp")
@@ -52,16 +54,9 @@ class BurstynetParams:
     warmup_s: float
 
     @classmethod
-    def of(cls, params: dict, ctx: ApplyContext) -> BurstynetParams:
-        return cls(
-            protocol=params.get("protocol", "tcp"),
-            cpu_share=float(params.get("cpu_share", 0.25)),
-            seed=params.get("seed", 1),
-            burst_ms=float(params.get("burst_ms", 50.0)),
-            message_bytes=params.get("message_bytes", 514),
-            placement=params.get("placement", background.DEFAULT_PLACEMENT),
-            warmup_s=background.warmup_of(params, ctx),
-        )
+    def of(cls, v: Mapping[str, Any], ctx: ApplyContext) -> BurstynetParams:
+        """From the kind's resolved parameters (`resolve_params`): a field per declared parameter."""
+        return cls(**{**v, "warmup_s": background.warmup_of(v, ctx)})
 
 
 @dataclass(frozen=True)
@@ -76,12 +71,12 @@ class Burstynet:
         bad = validate_params(self.params, params)
         if bad:
             return bad
-        if params.get("cpu_share", 0.25) <= 0:
+        if resolve_params(self, params)["cpu_share"] <= 0:  # the declaration's range includes 0
             return "cpu_share", f"expected a share of one core in (0, 1], found {params['cpu_share']!r}"
         return None
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
-        p = BurstynetParams.of(params, ctx)
+        p = BurstynetParams.of(resolve_params(self, params), ctx)
         kind = socket.SOCK_STREAM if p.protocol == "tcp" else socket.SOCK_DGRAM
         try:
             with socket.socket(socket.AF_INET, kind) as s:
@@ -91,7 +86,7 @@ class Burstynet:
         return background.placement_reason(p.placement, ctx)
 
     def apply(self, params: dict, ctx: ApplyContext):
-        return self._apply(BurstynetParams.of(params, ctx), ctx)
+        return self._apply(BurstynetParams.of(resolve_params(self, params), ctx), ctx)
 
     @contextmanager
     def _apply(self, p: BurstynetParams, ctx: ApplyContext):

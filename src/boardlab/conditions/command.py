@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from boardlab.conditions import background
-from boardlab.conditions.base import ApplyContext, validate_params
+from boardlab.conditions.base import ApplyContext, resolve_params, validate_params
 from boardlab.conditions.programs import QUICK_FAILURE_S
 from boardlab.model.workload import ParamSpec
 
@@ -38,7 +40,7 @@ PARAMS = (
         required=True,
         help="the program, then its arguments, run as they are (no shell), " + _EXAMPLE,
     ),
-    ParamSpec("restart", "bool", False, help="start the command again whenever it ends"),
+    ParamSpec("restart", "bool", True, help="start the command again whenever it ends"),
     *background.COMMON_PARAMS,
 )
 
@@ -51,12 +53,13 @@ class CommandParams:
     warmup_s: float
 
     @classmethod
-    def of(cls, params: dict, ctx: ApplyContext) -> CommandParams:
+    def of(cls, v: Mapping[str, Any], ctx: ApplyContext) -> CommandParams:
+        """From the kind's resolved parameters (`resolve_params`)."""
         return cls(
-            argv=tuple(params["argv"]),
-            restart=params.get("restart", True),
-            placement=params.get("placement", background.DEFAULT_PLACEMENT),
-            warmup_s=background.warmup_of(params, ctx),
+            argv=tuple(v["argv"]),
+            restart=v["restart"],
+            placement=v["placement"],
+            warmup_s=background.warmup_of(v, ctx),
         )
 
 
@@ -89,14 +92,14 @@ class Command:
         return None
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
-        p = CommandParams.of(params, ctx)
+        p = CommandParams.of(resolve_params(self, params), ctx)
         if _executable(p.argv[0]) is None:
             where = "is not an executable file" if "/" in p.argv[0] else "is not found on PATH"
             return f"unsupported: command {p.argv[0]!r} {where}; install it (argv runs as it is, no shell)"
         return background.placement_reason(p.placement, ctx)
 
     def apply(self, params: dict, ctx: ApplyContext):
-        return self._apply(CommandParams.of(params, ctx), ctx)
+        return self._apply(CommandParams.of(resolve_params(self, params), ctx), ctx)
 
     @contextmanager
     def _apply(self, p: CommandParams, ctx: ApplyContext):

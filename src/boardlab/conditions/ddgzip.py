@@ -16,17 +16,17 @@ compressed, and failures (a full disk is retried every 0.5 s, not in a busy loop
 
 from __future__ import annotations
 
-import re
 import shutil
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from boardlab.conditions import background
-from boardlab.conditions.base import ApplyContext, validate_params
+from boardlab.conditions.base import ApplyContext, resolve_params, validate_params
 from boardlab.model.workload import ParamSpec
 
 SOURCES = {"urandom": "/dev/urandom", "zero": "/dev/zero"}
-_SIZE = re.compile(r"(\d+)([KMG]?)")
 MIN_SIZE, MAX_SIZE = 4096, 4 << 30
 PARAMS = (
     ParamSpec("source", "enum", "urandom", choices=tuple(SOURCES), help="what dd reads"),
@@ -45,16 +45,6 @@ PARAMS = (
 )
 
 
-def parse_size(value: int | str) -> int | None:
-    """16777216, "16M", "512K", "1G" -> bytes (powers of 1024); None when malformed."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    m = _SIZE.fullmatch(value) if isinstance(value, str) else None
-    if m is None:
-        return None
-    return int(m[1]) << {"": 0, "K": 10, "M": 20, "G": 30}[m[2]]
-
-
 @dataclass(frozen=True)
 class DdgzipParams:
     source: str
@@ -65,14 +55,15 @@ class DdgzipParams:
     warmup_s: float
 
     @classmethod
-    def of(cls, params: dict, ctx: ApplyContext) -> DdgzipParams:
+    def of(cls, v: Mapping[str, Any], ctx: ApplyContext) -> DdgzipParams:
+        """From the kind's resolved parameters (`resolve_params`: the size is in bytes there)."""
         return cls(
-            source=params.get("source", "urandom"),
-            size_bytes=parse_size(params.get("size", "16M")) or 0,
-            level=params.get("level", 6),
-            pause_s=float(params.get("pause_s", 0.0)),
-            placement=params.get("placement", background.DEFAULT_PLACEMENT),
-            warmup_s=background.warmup_of(params, ctx),
+            source=v["source"],
+            size_bytes=v["size"],
+            level=v["level"],
+            pause_s=v["pause_s"],
+            placement=v["placement"],
+            warmup_s=background.warmup_of(v, ctx),
         )
 
 
@@ -92,22 +83,16 @@ class Ddgzip:
         return reason, ()
 
     def validate(self, params: dict) -> tuple[str | None, str] | None:
-        bad = validate_params(self.params, params)
-        if bad:
-            return bad
-        size = parse_size(params.get("size", "16M"))
-        if size is None or not MIN_SIZE <= size <= MAX_SIZE:
-            return "size", f'expected bytes in [4K, 4G] as an integer or like "16M", found {params["size"]!r}'
-        return None
+        return validate_params(self.params, params)  # a size as text is read and checked there too
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
         missing = [tool for tool in ("dd", "gzip") if shutil.which(tool) is None]
         if missing:
             return f"unsupported: {' and '.join(missing)} not found on PATH: apt-get install coreutils gzip"
-        return background.placement_reason(DdgzipParams.of(params, ctx).placement, ctx)
+        return background.placement_reason(DdgzipParams.of(resolve_params(self, params), ctx).placement, ctx)
 
     def apply(self, params: dict, ctx: ApplyContext):
-        return self._apply(DdgzipParams.of(params, ctx), ctx)
+        return self._apply(DdgzipParams.of(resolve_params(self, params), ctx), ctx)
 
     @contextmanager
     def _apply(self, p: DdgzipParams, ctx: ApplyContext):

@@ -19,7 +19,7 @@ import contextlib
 import os
 from dataclasses import dataclass
 
-from boardlab.conditions.base import ApplyContext, validate_params
+from boardlab.conditions.base import ApplyContext, resolve_params, validate_params
 from boardlab.model.workload import ParamSpec
 from boardlab.platform import devfreq
 
@@ -73,12 +73,13 @@ class Devfreq:
         return validate_params(self.params, params)
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
+        v = resolve_params(self, params)
         names = devfreq.list_devices(ctx.root)
-        if params["device"] not in names:
-            return (f"unsupported: no devfreq device {params['device']!r}; devices here: "
+        if v["device"] not in names:
+            return (f"unsupported: no devfreq device {v['device']!r}; devices here: "
                     f"{', '.join(names) or '(none: the kernel exposes no devfreq)'}")  # fmt: skip
-        dev = devfreq.read_device(ctx.root, params["device"])
-        f = params.get("frequency_hz", "record")
+        dev = devfreq.read_device(ctx.root, v["device"])
+        f = v["frequency_hz"]
         if f == "record":
             return None
         if not dev.frequencies_hz:
@@ -94,10 +95,11 @@ class Devfreq:
 
     @contextlib.contextmanager
     def apply(self, params: dict, ctx: ApplyContext):
-        dev = devfreq.read_device(ctx.root, params["device"])
+        v = resolve_params(self, params)
+        dev = devfreq.read_device(ctx.root, v["device"])
         d = f"{devfreq.DEVFREQ_DIR}/{dev.name}"
         state = {"device": dev.name, "governor": dev.governor, "cur_hz_before": dev.cur_hz}
-        target = _target(params.get("frequency_hz", "record"), dev.frequencies_hz)
+        target = _target(v["frequency_hz"], dev.frequencies_hz)
         tokens: list[str] = []
         try:
             if target is not None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from boardlab.conditions.base import ApplyContext, validate_params
+from boardlab.conditions.base import ApplyContext, resolve_params, validate_params
 from boardlab.errors import BoardlabError
 from boardlab.model.workload import ParamSpec
 from boardlab.platform import drivers
@@ -51,9 +51,10 @@ class Driver:
         return reason
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
-        bus = params.get("bus", "platform")
+        v = resolve_params(self, params)
+        bus = v["bus"]
         present = drivers.list_drivers(ctx.root, bus)
-        for name in params["drivers"]:
+        for name in v["drivers"]:
             d = drivers.driver_dir(bus, name)
             if name not in present:
                 return (f"unsupported: no kernel driver {name!r} on the {bus} bus ({ctx.root.show(d)}): "
@@ -66,11 +67,12 @@ class Driver:
 
     @contextlib.contextmanager
     def apply(self, params: dict, ctx: ApplyContext):
-        bus = params.get("bus", "platform")
+        v = resolve_params(self, params)
+        bus = v["bus"]
         tokens: list[str] = []
         state: dict = {"bus": bus, "unbound": []}
         try:
-            for name in params["drivers"]:
+            for name in v["drivers"]:
                 for device in drivers.bound_devices(ctx.root, bus, name):
                     tokens.append(ctx.journal.unbound(bus, name, device, what=f"{device} bound to {name}"))
                     state["unbound"].append({"driver": name, "device": device})

@@ -38,9 +38,11 @@ import contextlib
 import dataclasses
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from boardlab.conditions.base import ApplyContext, validate_params
+from boardlab.conditions.base import ApplyContext, resolve_params, validate_params
 from boardlab.model.board import CpufreqPolicy
 from boardlab.model.workload import ParamSpec
 from boardlab.platform import cpufreq
@@ -95,18 +97,19 @@ class GovernorSetting:
     per_policy: tuple[tuple[str, int | str], ...] = ()  # frequencies_khz: a frequency per policy (userspace)
 
     @classmethod
-    def from_params(cls, params: dict) -> GovernorSetting:
-        policies = params.get("policies", "all")
-        per_policy = tuple(params.get("frequencies_khz", {}).items())
+    def of(cls, v: Mapping[str, Any]) -> GovernorSetting:
+        """From the kind's resolved parameters (`resolve_params`)."""
+        policies = v["policies"]
+        per_policy = tuple(v["frequencies_khz"].items())
         if per_policy and policies == "all":
             policies = [name for name, _ in per_policy]
         return cls(
-            governor=params["governor"],
+            governor=v["governor"],
             policies=None if policies == "all" else tuple(policies),
-            frequency=params.get("frequency_khz"),
-            tunables=tuple(params.get("tunables", {}).items()),
-            min_khz=params.get("min_khz"),
-            max_khz=params.get("max_khz"),
+            frequency=v["frequency_khz"],
+            tunables=tuple(v["tunables"].items()),
+            min_khz=v["min_khz"],
+            max_khz=v["max_khz"],
             per_policy=per_policy,
         )
 
@@ -174,8 +177,9 @@ class Governor:
         bad = validate_params(self.params, params)
         if bad:
             return bad
-        gov = params["governor"]
-        policies = params.get("policies", "all")
+        v = resolve_params(self, params)
+        gov = v["governor"]
+        policies = v["policies"]
         if isinstance(policies, list):
             if not policies:
                 return "policies", "an empty list selects no policy; leave it out (or 'all') for every policy"
@@ -187,13 +191,12 @@ class Governor:
                     )
             if len(set(policies)) != len(policies):
                 return "policies", "a policy is listed twice"
-        per = params.get("frequencies_khz")
-        if per is not None:
-            bad = self._validate_per_policy(gov, per, params)
+        if "frequencies_khz" in params:
+            bad = self._validate_per_policy(gov, v["frequencies_khz"], params)
             if bad:
                 return bad
-        freq = params.get("frequency_khz")
-        if gov == "userspace" and freq is None and per is None:
+        freq = v["frequency_khz"]
+        if gov == "userspace" and freq is None and "frequencies_khz" not in params:
             return (
                 None,
                 "the userspace governor needs frequency_khz (a frequency the policy offers, 'min' or 'max')",
@@ -203,12 +206,12 @@ class Governor:
                 return "frequency_khz", (
                     f"a fixed frequency needs governor = 'userspace'; to bound {gov}, use min_khz / max_khz"
                 )
-        lo, hi = params.get("min_khz"), params.get("max_khz")
+        lo, hi = v["min_khz"], v["max_khz"]
         if lo is not None and hi is not None and lo > hi:
             return "min_khz", f"min_khz {lo} is above max_khz {hi}"
         if isinstance(freq, int) and (lo is not None and freq < lo or hi is not None and freq > hi):
             return "frequency_khz", f"{freq} kHz lies outside min_khz..max_khz; the kernel would clamp it"
-        return self._validate_tunables(gov, params.get("tunables", {}))
+        return self._validate_tunables(gov, v["tunables"])
 
     def _validate_per_policy(self, gov: str, per: dict, params: dict) -> tuple[str | None, str] | None:
         """frequencies_khz = { policy0 = 1400000, policy4 = "min" }: one userspace frequency per policy."""
@@ -238,7 +241,7 @@ class Governor:
                     "frequencies_khz",
                     f"{name}: expected a frequency in kHz, 'min' or 'max', found {value!r}",
                 )
-        listed = params.get("policies", "all")
+        listed = params["policies"] if "policies" in params else None
         if isinstance(listed, list) and set(listed) != set(per):
             return "policies", "with frequencies_khz, list the same policies (or leave policies out)"
         return None
@@ -273,7 +276,7 @@ class Governor:
         if not info.cpufreq_policies:
             cap = info.capabilities.get("cpufreq")
             return f"unsupported: {cap.reason if cap and cap.reason else 'no cpufreq policy on this board'}"
-        setting = GovernorSetting.from_params(params).resolved(info, ctx.worker_cpu)
+        setting = GovernorSetting.of(resolve_params(self, params)).resolved(info, ctx.worker_cpu)
         if isinstance(setting, str):
             return setting
         for name in setting.policies or ():
@@ -355,7 +358,7 @@ class Governor:
     # ---- around one run ----
 
     def apply(self, params: dict, ctx: ApplyContext):
-        setting = GovernorSetting.from_params(params).resolved(ctx.info, ctx.worker_cpu)
+        setting = GovernorSetting.of(resolve_params(self, params)).resolved(ctx.info, ctx.worker_cpu)
         assert not isinstance(setting, str), setting  # `check` refused it before the campaign started
         return self._applied(setting, ctx)
 

@@ -24,8 +24,9 @@ import sys
 import time
 from dataclasses import dataclass
 
-from boardlab.conditions.base import ApplyContext, validate_params
+from boardlab.conditions.base import ApplyContext, resolve_params, validate_params
 from boardlab.errors import MeasurementError
+from boardlab.model.units import plain_number
 from boardlab.model.workload import ParamSpec
 from boardlab.platform import cpufreq, perf
 
@@ -79,14 +80,15 @@ class GovernorDaemon:
                 rel = f"{cpufreq.policy_dir(p.name)}/{attr}"
                 if not ctx.root.writable(rel):
                     return f"{ctx.root.show(rel)} is not writable by this user: run boardlab as root"
-        if params["policy"] == "anti-snoop":
+        v = resolve_params(self, params)
+        if v["policy"] == "anti-snoop":
             if len(info.cpufreq_policies) < 2:
                 return "unsupported: anti-snoop needs two clusters (big.LITTLE); this board has one cpufreq policy"
             from boardlab.platform.sysroot import is_sim_root
 
             if not is_sim_root(ctx.root.root) and perf.cci_pmu(ctx.root) is None:
                 return "unsupported: anti-snoop needs the CCI-400 PMU, and /sys/bus/event_source/devices has none"
-        tree = params.get("tree")
+        tree = v["tree"]
         if tree and not os.path.isfile(tree):
             return f"tree {tree!r} does not exist: write one with `boardlab governor train`"
         # what the daemon's own start checks (governor/daemon.py Daemon.check), caught here before any run
@@ -99,17 +101,18 @@ class GovernorDaemon:
 
     @contextlib.contextmanager
     def apply(self, params: dict, ctx: ApplyContext):
+        v = resolve_params(self, params)
         argv = [sys.executable, "-m", "boardlab", "governor", "run", "--root", str(ctx.root.root),
-                "--policy", params["policy"], "--sampling-ms", str(params.get("sampling_ms", 120)), "--json",
+                "--policy", v["policy"], "--sampling-ms", plain_number(v["sampling_ms"]), "--json",
                 "--no-recover"]  # fmt: skip
         for key in ("tree", "t1", "t2"):
-            if key in params:
+            if key in params:  # left out, the daemon's own default (the same the declaration shows)
                 argv += [f"--{key}", str(params[key])]
-        state: dict = {"policy": params["policy"], "argv": argv[3:]}
+        state: dict = {"policy": v["policy"], "argv": argv[3:]}
         env = {**os.environ, "BOARDLAB_PARENT_PID": str(os.getpid())}
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                                 start_new_session=True)  # fmt: skip
-        token = ctx.journal.started(proc.pid, argv, what=f"governor daemon ({params['policy']})")
+        token = ctx.journal.started(proc.pid, argv, what=f"governor daemon ({v['policy']})")
         try:
             if ctx.other_cpus:
                 with contextlib.suppress(OSError):

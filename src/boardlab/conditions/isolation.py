@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from boardlab.conditions.base import ApplyContext, validate_params
+from boardlab.conditions.base import ApplyContext, resolve_params, validate_params
 from boardlab.model.workload import ParamSpec
 from boardlab.platform import cpuidle, irq
 from boardlab.platform.sysroot import format_cpulist
@@ -58,8 +60,9 @@ class IsolationSetting:
     cpu_dma_latency_us: int | None
 
     @classmethod
-    def from_params(cls, params: dict) -> IsolationSetting:
-        return cls(params.get("mode", "pinned"), params.get("cpu_dma_latency_us"))
+    def of(cls, v: Mapping[str, Any]) -> IsolationSetting:
+        """From the kind's resolved parameters (`resolve_params`)."""
+        return cls(v["mode"], v["cpu_dma_latency_us"])
 
 
 def boot_parameters(cpu: int) -> str:
@@ -89,7 +92,7 @@ class Isolation:
         return validate_params(self.params, params)
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
-        setting = IsolationSetting.from_params(params)
+        setting = IsolationSetting.of(resolve_params(self, params))
         cpu = ctx.worker_cpu
         if cpu is None:
             return (
@@ -124,10 +127,14 @@ class Isolation:
 
     def worker_cpus(self, params: dict, ctx: ApplyContext) -> set[int] | None:
         """The worker's affinity under this mode: every online CPU for "shared"; None keeps the runner's pin."""
-        return set(ctx.online_cpus) if IsolationSetting.from_params(params).mode == "shared" else None
+        return (
+            set(ctx.online_cpus)
+            if IsolationSetting.of(resolve_params(self, params)).mode == "shared"
+            else None
+        )
 
     def apply(self, params: dict, ctx: ApplyContext):
-        return self._applied(IsolationSetting.from_params(params), ctx)
+        return self._applied(IsolationSetting.of(resolve_params(self, params)), ctx)
 
     @contextlib.contextmanager
     def _applied(self, setting: IsolationSetting, ctx: ApplyContext):

@@ -21,10 +21,13 @@ import itertools
 import os
 import shutil
 import subprocess
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
-from boardlab.conditions.base import ApplyContext, validate_params
+from boardlab.conditions.base import ApplyContext, resolve_params, validate_params
+from boardlab.model.units import plain_number
 from boardlab.model.workload import ParamSpec
 
 MODES = ("private", "veth", "iface")
@@ -94,16 +97,17 @@ def _first_line(text: str) -> str:
 
 @dataclass(frozen=True)
 class NetnsParams:
-    mode: str = "private"
-    rate_mbit: float | None = None  # veth: tbf rate (10 or 100 for the Ethernet the study used)
-    delay_ms: float | None = None  # veth: netem delay
-    loss_pct: float | None = None  # veth: netem loss
-    iface: str | None = None  # iface: the real interface
-    peer_addr: str | None = None  # iface: the other board
+    mode: str
+    rate_mbit: float | None  # veth: tbf rate (10 or 100 for the Ethernet the study used)
+    delay_ms: float | None  # veth: netem delay
+    loss_pct: float | None  # veth: netem loss
+    iface: str | None  # iface: the real interface
+    peer_addr: str | None  # iface: the other board
 
     @classmethod
-    def of(cls, params: dict) -> NetnsParams:
-        return cls(**{k: params[k] for k in params})
+    def of(cls, v: Mapping[str, Any]) -> NetnsParams:
+        """From the kind's resolved parameters (`resolve_params`): one field per declared parameter."""
+        return cls(**v)
 
 
 @dataclass(frozen=True)
@@ -124,7 +128,7 @@ class Netns:
         bad = validate_params(self.params, params)
         if bad:
             return bad
-        p = NetnsParams.of(params)
+        p = NetnsParams.of(resolve_params(self, params))
         if p.mode != "veth" and any(x is not None for x in (p.rate_mbit, p.delay_ms, p.loss_pct)):
             return "mode", 'rate_mbit, delay_ms and loss_pct shape a veth pair: use mode = "veth"'
         if p.mode == "iface":
@@ -139,7 +143,7 @@ class Netns:
         return None
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
-        p = NetnsParams.of(params)
+        p = NetnsParams.of(resolve_params(self, params))
         if p.mode == "iface":
             if not ctx.root.path(f"sys/class/net/{p.iface}").exists():
                 present = (
@@ -167,7 +171,7 @@ class Netns:
         return f"unsupported: {why}" if why else None
 
     def apply(self, params: dict, ctx: ApplyContext):
-        return self._apply(NetnsParams.of(params), ctx)
+        return self._apply(NetnsParams.of(resolve_params(self, params)), ctx)
 
     @contextmanager
     def _apply(self, p: NetnsParams, ctx: ApplyContext):
@@ -210,11 +214,11 @@ class Netns:
                     if p.delay_ms is not None or p.loss_pct is not None:
                         args = ["qdisc", "add", "dev", dev, "root", "handle", "1:", "netem"]
                         if p.delay_ms is not None:
-                            args += ["delay", f"{p.delay_ms}ms"]
+                            args += ["delay", f"{plain_number(p.delay_ms)}ms"]
                         if p.loss_pct is not None:
-                            args += ["loss", f"{p.loss_pct}%"]
+                            args += ["loss", f"{plain_number(p.loss_pct)}%"]
                         if p.rate_mbit is not None:
-                            args += ["rate", f"{p.rate_mbit}mbit"]
+                            args += ["rate", f"{plain_number(p.rate_mbit)}mbit"]
                         r = _tc(side, *args)
                     elif p.rate_mbit is not None:
                         # burst: at least one 1514 B frame and 1 ms of the rate; queue up to 50 ms
@@ -228,7 +232,7 @@ class Netns:
                             "root",
                             "tbf",
                             "rate",
-                            f"{p.rate_mbit}mbit",
+                            f"{plain_number(p.rate_mbit)}mbit",
                             "burst",
                             str(burst),
                             "latency",

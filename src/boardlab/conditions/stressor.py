@@ -27,13 +27,14 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from boardlab.conditions import background
-from boardlab.conditions.base import ApplyContext, validate_params
+from boardlab.conditions.base import ApplyContext, resolve_params, validate_params
 from boardlab.model.workload import ParamSpec
 from boardlab.platform.sysroot import format_cpulist
 
@@ -87,16 +88,17 @@ class StressorParams:
     warmup_s: float
 
     @classmethod
-    def of(cls, params: dict, ctx: ApplyContext) -> StressorParams:
-        real = STRESSORS[params["stressor"]]
-        options = {**DEFAULT_OPTIONS.get(real, {}), **params.get("options", {})}
+    def of(cls, v: Mapping[str, Any], ctx: ApplyContext) -> StressorParams:
+        """From the kind's resolved parameters (`resolve_params`)."""
+        real = STRESSORS[v["stressor"]]
+        options = {**DEFAULT_OPTIONS.get(real, {}), **v["options"]}
         return cls(
-            stressor=params["stressor"],
+            stressor=v["stressor"],
             stress_ng_stressor=real,
-            workers=params.get("workers", 1),
-            placement=params.get("placement", background.DEFAULT_PLACEMENT),
+            workers=v["workers"],
+            placement=v["placement"],
             options=tuple(options.items()),
-            warmup_s=background.warmup_of(params, ctx),
+            warmup_s=background.warmup_of(v, ctx),
         )
 
     def option_argv(self) -> list[str]:
@@ -225,8 +227,9 @@ class Stressor:
         bad = validate_params(self.params, params)
         if bad:
             return bad
-        real = STRESSORS[params["stressor"]]
-        for name, value in params.get("options", {}).items():
+        v = resolve_params(self, params)
+        real = STRESSORS[v["stressor"]]
+        for name, value in v["options"].items():
             reason = _validate_option(real, name, value)
             if reason:
                 return "options", reason
@@ -236,7 +239,7 @@ class Stressor:
         exe = shutil.which("stress-ng")
         if exe is None:
             return f"unsupported: stress-ng is not installed: {INSTALL}"
-        p = StressorParams.of(params, ctx)
+        p = StressorParams.of(resolve_params(self, params), ctx)
         reason = background.placement_reason(p.placement, ctx)
         if reason:
             return reason
@@ -257,7 +260,7 @@ class Stressor:
         return None
 
     def apply(self, params: dict, ctx: ApplyContext):
-        return self._apply(StressorParams.of(params, ctx), ctx)
+        return self._apply(StressorParams.of(resolve_params(self, params), ctx), ctx)
 
     @contextmanager
     def _apply(self, p: StressorParams, ctx: ApplyContext):

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from boardlab.conditions import background
-from boardlab.conditions.base import ApplyContext, validate_params
+from boardlab.conditions.base import ApplyContext, resolve_params, validate_params
 from boardlab.conditions.command import KIND as COMMAND
 from boardlab.model.workload import ParamSpec
 
@@ -69,9 +69,10 @@ class Workload:
         bad = validate_params(self.params, params)
         if bad:
             return bad
-        spec = _spec(params["workload"])
+        v = resolve_params(self, params)
+        spec = _spec(v["workload"])
         if spec is None:
-            return "workload", f"unknown workload {params['workload']!r}; see `boardlab list`"
+            return "workload", f"unknown workload {v['workload']!r}; see `boardlab list`"
         if spec.load_argv is None:
             from boardlab.workloads import all_workloads
 
@@ -81,7 +82,7 @@ class Workload:
                 f"{spec.name} cannot run as a continuous load; kernels and {', '.join(can)} can",
             )
         valid = _load_params(spec)
-        for key, value in params.get("params", {}).items():
+        for key, value in v["params"].items():
             if spec.param(key) is None or key not in valid:
                 return "params", f"{spec.name} as a load has no parameter {key!r}; valid: {', '.join(valid)}"
             from boardlab.workloads.params import check_param_value
@@ -92,18 +93,20 @@ class Workload:
         return None
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
-        spec = _spec(params["workload"])
+        v = resolve_params(self, params)
+        spec = _spec(v["workload"])
         if not spec.supported:
             return f"unsupported: {spec.name}: {spec.unsupported_reason}"
         if spec.prepare is not None:  # e.g. build a generated model that is missing
             from boardlab.workloads.params import coerce_params
 
-            full = coerce_params(spec, [f"{k}={v}" for k, v in params.get("params", {}).items()])
+            full = coerce_params(spec, [f"{k}={value}" for k, value in v["params"].items()])
             spec.prepare(full, lambda message: None)
         return COMMAND.check(self._command(params), ctx)
 
     def _command(self, params: dict) -> dict:
-        command = {"argv": load_argv(params["workload"], params.get("params", {})), "restart": True}
+        v = resolve_params(self, params)
+        command = {"argv": load_argv(v["workload"], v["params"]), "restart": True}
         for key in ("placement", "warmup_s"):
             if key in params:
                 command[key] = params[key]

@@ -6,10 +6,7 @@ from __future__ import annotations
 from html import escape
 
 from boardlab.analysis.document import HeatCell
-
-
-def _num(x: float | None, fmt: str = "{:.4g}") -> str:
-    return "-" if x is None else fmt.format(x)
+from boardlab.analysis.format import fmt_spec
 
 
 def simulation_html(res: dict) -> str:
@@ -59,7 +56,7 @@ def simulation_html(res: dict) -> str:
             cols = [r["trace"], r["policy"], "unsupported: " + r["unsupported"], "", "", "", "", ""]
         else:
             cols = [r["trace"], r["policy"], f"{r['time_s']:.3f}", f"{r['energy_j']:.3f}", f"{r['edp_j_s']:.4f}",
-                    _num(r.get("time_ratio_vs_ondemand"), "{:.3f}"), _num(r.get("edp_ratio_vs_ondemand"), "{:.3f}"),
+                    fmt_spec(r.get("time_ratio_vs_ondemand"), ".3f"), fmt_spec(r.get("edp_ratio_vs_ondemand"), ".3f"),
                     r.get("verdict", "")]  # fmt: skip
         body.append("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in cols) + "</tr>")
     body.append("</table>")

@@ -32,11 +32,15 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
+from boardlab.model.units import plain_number
+
 NEAREST_RANK_METHOD = (
     "nearest rank (Hyndman-Fan 1, inverse empirical CDF) on histogram buckets: the lower edge of the bucket "
     "holding the ceil(q/100*n)-th smallest sample; in the overflow only 'at least the histogram limit'"
 )
-DEFAULT_LEVELS = (50, 90, 99, 99.9, 99.99)
+# The percentile levels boardlab reports of a latency distribution: cyclictest's runs and the rt study's merged
+# histograms, in every report format (docs/method.md). The one place they are listed.
+PERCENTILE_LEVELS = (50, 90, 99, 99.9, 99.99)
 
 
 @dataclass(frozen=True)
@@ -80,7 +84,7 @@ def histogram_percentiles(
     counts: Sequence[int],
     bucket_width: float,
     overflow: int = 0,
-    qs: Iterable[float] = DEFAULT_LEVELS,
+    qs: Iterable[float] = PERCENTILE_LEVELS,
 ) -> tuple[HistogramPercentile, ...]:
     """Nearest-rank percentiles of the histogram, one per level in `qs` (percent, 0 < q <= 100), in order.
 
@@ -162,6 +166,4 @@ def _level(q) -> tuple[float, Fraction]:
 
 
 def _num(x: float | None) -> str:
-    if x is None:
-        return "n/a"
-    return str(int(x)) if float(x).is_integer() else repr(float(x))
+    return "n/a" if x is None else plain_number(x)

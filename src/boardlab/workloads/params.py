@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from boardlab.errors import InputError
+from boardlab.model.units import plain_number
 from boardlab.model.workload import ParamSpec, WorkloadSpec
 
 
@@ -24,13 +25,9 @@ def _or_words(spec: ParamSpec) -> str:
     return "".join(f" or {w!r}" for w in spec.words)
 
 
-def _num(x: float) -> str:
-    return str(int(x)) if float(x).is_integer() else f"{x:g}"
-
-
 def _range(spec: ParamSpec) -> str:
-    lo = "-inf" if spec.min is None else _num(spec.min)
-    hi = "inf" if spec.max is None else _num(spec.max)
+    lo = "-inf" if spec.min is None else plain_number(spec.min)
+    hi = "inf" if spec.max is None else plain_number(spec.max)
     return f" in [{lo}, {hi}]" + (f" {spec.unit}" if spec.unit else "")
 
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
+from boardlab.stats.histogram import PERCENTILE_LEVELS
 
-PERCENTILE_LEVELS = (50, 90, 99, 99.9, 99.99)
 # research/stressors-rt.md 2.3 and 5: -h 200 censored p99 already on a VM; rteval uses 3500
 DEFAULT_HISTOGRAM_US = 10_000
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from boardlab.analysis import document as doc
 from boardlab.analysis.format import fmt_size as _size
+from boardlab.analysis.format import fmt_spec
 
 TITLE = "Governor study"
 POLICY_KINDS = ("governor", "governor-daemon")
@@ -159,14 +160,11 @@ def tree_lines(node: dict, pad: str = "") -> list[str]:
             + tree_lines(node["le"], pad + "  ") + [f"{pad}else:"] + tree_lines(node["gt"], pad + "  "))  # fmt: skip
 
 
-def _num(x: float | None, fmt: str = "{:.4g}") -> str:
-    return "-" if x is None else fmt.format(x)
-
-
 def policy_table(g: GovernorStudy) -> tuple[list[str], list[list[str]]]:
     head = ["workload", "policy", "median", "unit", "energy_j", "edp_j_s"]
     rows = [
-        [r.workload, r.policy, _num(r.median), r.unit, _num(r.energy_j), _num(r.edp_j_s)] for r in g.policies
+        [r.workload, r.policy, fmt_spec(r.median), r.unit, fmt_spec(r.energy_j), fmt_spec(r.edp_j_s)]
+        for r in g.policies
     ]
     return head, rows
 
@@ -215,7 +213,7 @@ def _heatmap(s: SweepMap, simulated: str | None) -> doc.Figure:
             ns = s.median_ns.get((t, o))
             cells[(i, j)] = doc.HeatCell(
                 r, "slowdown" if s.slow.get((t, o)) else None, False,
-                f"{_num(ns)} ns/access" + (f", x{r:.3f}" if r is not None else ""),
+                f"{fmt_spec(ns)} ns/access" + (f", x{r:.3f}" if r is not None else ""),
             )  # fmt: skip
     title = f"{s.this_policy} {s.pattern} {_size(s.size_bytes)} (columns: {s.other_policy or '-'} MHz)"
     if simulated:

@@ -12,10 +12,11 @@ import html
 import math
 from collections.abc import Callable, Sequence
 
-from boardlab.analysis.format import CONFOUNDED_MARK, VERDICT_MARKS, fmt_num
-from boardlab.analysis.format import fmt_si as si_text
+# fmt_si: the one SI formatter of reports; without a unit it makes the tick labels of a log axis
+# (1, 10, 100, 1k, 10k, 1M, 1G, and 0.1, 0.01 below 1)
+from boardlab.analysis.format import CONFOUNDED_MARK, VERDICT_MARKS, fmt_num, fmt_si
 
-__all__ = ["CONFOUNDED_MARK", "VERDICT_MARKS", "fmt_num"]
+__all__ = ["CONFOUNDED_MARK", "VERDICT_MARKS", "fmt_num", "fmt_si"]
 
 FONT = "DejaVu Sans, Helvetica, Arial, sans-serif"
 # Okabe & Ito (2008): distinguishable with color-vision deficiencies and in gray print; yellow left out.
@@ -37,12 +38,6 @@ def fmt_tick(x: float, sig: int = 3) -> str:
     return text
 
 
-def fmt_si(x: float, sig: int = 3) -> str:
-    """Tick labels on a log axis: 1, 10, 100, 1k, 10k, 1M, 1G (and 0.1, 0.01 below 1), by the one SI
-    formatter of reports (analysis.format.fmt_si) without a unit."""
-    return si_text(x, sig=sig)
-
-
 def fmt_bytes(n: float, sig: int = 3) -> str:
     """Binary sizes as on a memory hierarchy axis: 512 B, 32 KiB, 1.5 MiB, 2 GiB."""
     for factor, suffix in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
@@ -58,7 +53,7 @@ def tick_labels(ticks: Sequence[float], fmt: Callable[..., str]) -> list[str]:
         if len(set(labels)) == len(labels):
             break
         try:
-            labels = [fmt(t, sig) for t in ticks]
+            labels = [fmt(t, sig=sig) for t in ticks]
         except TypeError:  # a caller's formatter without a precision argument
             break
     return labels
