@@ -39,7 +39,7 @@ def test_a_kernel_runs_in_boardlab_kern_with_the_plans_warmup_and_counters(kern)
 def test_a_python_workload_runs_in_a_fresh_worker_unless_it_declares_otherwise():
     spec = find_workload("rt.cyclictest")
     argv = spec.measured_argv({"duration_s": 2}, OPTIONS)
-    assert argv == [sys.executable, "-m", "boardlab.worker", "rt.cyclictest", "--param", "duration_s=2",
+    assert argv == [sys.executable, "-m", "boardlab.pyrun", "rt.cyclictest", "--param", "duration_s=2",
                     "--iterations", "7", "--json"]  # fmt: skip
     assert spec.load_argv is None and spec.tail_samples
 

@@ -26,7 +26,7 @@ from boardlab.conditions.journal import RestoreJournal, failures
 from boardlab.errors import InputError, MeasurementError
 from boardlab.model.campaign import Cell, Plan, ScheduledRun
 from boardlab.model.run import LOAD_DID_NOT_RUN, GateResult, MetricResult, RunResult
-from boardlab.model.worker import WorkerResult, WorkerResultError, read_worker_result
+from boardlab.model.worker_result import WorkerResult, WorkerResultError, read_worker_result
 from boardlab.model.workload import LaunchOptions, WorkloadSpec
 from boardlab.monitor.sampler import Monitor, MonitorOutput
 from boardlab.platform import sampling
@@ -257,7 +257,7 @@ class Runner:
         return pagecache.make_cold(self.sr, files)
 
     def _argv(self, cell: Cell) -> list[str]:
-        """The workload's own `measured_argv` hook (boardlab-kern, `python -m boardlab.worker`, ...)."""
+        """The workload's own `measured_argv` hook (boardlab-kern, `python -m boardlab.pyrun`, ...)."""
         runs = self.plan.runs
         options = LaunchOptions(
             iterations=runs.iterations,

@@ -2,9 +2,9 @@
 
 A Python-run workload is one module exporting `SPEC` (a WorkloadSpec with runner "python"), an optional
 `supported() -> str | None`, and `run(params, iterations=None) -> dict` (the body of a worker result,
-boardlab.model.worker), run in a fresh `python -m boardlab.worker` process unless its SPEC declares another
-`measured_argv`. Its other hooks (a continuous load, a preparation) are in its SPEC too. Importing the
-module does nothing else (heavy imports inside `run`). One line per module below.
+boardlab.model.worker_result), run in a fresh `python -m boardlab.pyrun` process unless its SPEC declares
+another `measured_argv`. Its other hooks (a continuous load, a preparation) are in its SPEC too. Importing
+the module does nothing else (heavy imports inside `run`). One line per module below.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ def python_workload_modules() -> dict[str, ModuleType]:
 
 
 def worker_argv(workload: str, params: Mapping, options: LaunchOptions) -> list[str]:
-    """The default measured run of a Python-run workload: one fresh `python -m boardlab.worker`."""
-    argv = [sys.executable, "-m", "boardlab.worker", workload]
+    """The default measured run of a Python-run workload: one fresh `python -m boardlab.pyrun`."""
+    argv = [sys.executable, "-m", "boardlab.pyrun", workload]
     for key, value in params.items():
         argv += ["--param", f"{key}={value}"]
     return argv + ["--iterations", str(options.iterations), "--json"]
