@@ -1,6 +1,7 @@
 """The workload catalog: native kernels declared by boardlab-kern, plus Python-run workloads.
 
-A Python-run workload is one module exporting `SPEC` (a WorkloadSpec with runner "python"), an optional
+A Python-run workload is one module (the `PythonWorkload` protocol of boardlab.model.workload, the contract
+this registry and the workloads share) exporting `SPEC` (a WorkloadSpec with runner "python"), an optional
 `supported() -> str | None`, and `run(params, iterations=None) -> dict` (the body of a worker result,
 boardlab.model.worker_result), run in a fresh `python -m boardlab.pyrun` process unless its SPEC declares
 another `measured_argv`. Its other hooks (a continuous load, a preparation) are in its SPEC too. Importing
@@ -14,9 +15,9 @@ import functools
 import importlib
 import sys
 from collections.abc import Mapping
-from types import ModuleType
+from typing import cast
 
-from boardlab.model.workload import LaunchOptions, WorkloadSpec
+from boardlab.model.workload import LaunchOptions, PythonWorkload, WorkloadSpec
 
 # workload name -> module (one line per Python-run workload)
 PYTHON_WORKLOADS: dict[str, str] = {
@@ -30,8 +31,10 @@ PYTHON_WORKLOADS: dict[str, str] = {
 }
 
 
-def python_workload_modules() -> dict[str, ModuleType]:
-    return {name: importlib.import_module(mod) for name, mod in PYTHON_WORKLOADS.items()}
+def python_workload_modules() -> dict[str, PythonWorkload]:
+    return {
+        name: cast(PythonWorkload, importlib.import_module(mod)) for name, mod in PYTHON_WORKLOADS.items()
+    }
 
 
 def worker_argv(workload: str, params: Mapping, options: LaunchOptions) -> list[str]:
@@ -42,7 +45,7 @@ def worker_argv(workload: str, params: Mapping, options: LaunchOptions) -> list[
     return argv + ["--iterations", str(options.iterations), "--json"]
 
 
-def _python_spec(module: ModuleType) -> WorkloadSpec:
+def _python_spec(module: PythonWorkload) -> WorkloadSpec:
     spec = module.SPEC
     reason = module.supported() if hasattr(module, "supported") else None
     return dataclasses.replace(
