@@ -1,6 +1,6 @@
 """ai.inference's per-frame p50 against each runtime's own way of timing the same model.
 
-LiteRT: A = `python -m boardlab.worker ai.inference` (Interpreter API, invoke() timed), B = LiteRT's own
+LiteRT: A = `python -m boardlab.pyrun ai.inference` (Interpreter API, invoke() timed), B = LiteRT's own
 benchmark tool shipped in the wheel (`python -m ai_edge_litert.tools.benchmark_litert_model`, CompiledModel
 API, its "median_ms"), same model, same threads, same number of measured frames. ONNX Runtime: B = a
 minimal loop in a fresh interpreter (a few lines calling session.run, timed with perf_counter). Each A and
@@ -41,7 +41,7 @@ print(json.dumps({"median_ms": statistics.median(t) * 1000}))
 
 def boardlab_p50(runtime: str, model: str, models_dir: Path) -> float:
     out = subprocess.run(
-        [sys.executable, "-m", "boardlab.worker", "ai.inference", "--json"]
+        [sys.executable, "-m", "boardlab.pyrun", "ai.inference", "--json"]
         + [
             "--param",
             f"runtime={runtime}",

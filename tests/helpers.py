@@ -630,7 +630,7 @@ def _worker_doc(workload: str, params: dict, metrics: dict, **extra) -> str:
     """A worker result as a worker prints it (schema 2), for the runs' worker_json."""
     body = {name: {"unit": unit, "higher_is_better": hib, "value": v, "median": v}
             for name, (unit, hib, v) in metrics.items()}  # fmt: skip
-    return json.dumps({"schema": 2, "tool": "boardlab.worker", "workload": workload, "params": params,
+    return json.dumps({"schema": 2, "tool": "boardlab.pyrun", "workload": workload, "params": params,
                        "ok": True, "supported": True, "reason": None, "errors": [], "metrics": body, **extra})  # fmt: skip
 
 

@@ -1,4 +1,4 @@
-"""ai.inference end to end: `python -m boardlab.worker ai.inference ...` in both runtimes, its schema-1 result
+"""ai.inference end to end: `python -m boardlab.pyrun ai.inference ...` in both runtimes, its schema-1 result
 (every frame's time, load and first inference kept apart), cold starts, delegates, bad input (exit 2 and no
 result), and the continuous loop that the real-time study runs as a load.
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from boardlab.ai.build import build_models
-from boardlab.model.worker import WORKER_SCHEMA
+from boardlab.model.worker_result import WORKER_SCHEMA
 
 from helpers import as_nobody, shared_tmp_dir
 
@@ -63,7 +63,7 @@ def models_dir() -> Path:
 
 
 def worker(*params: str, iterations: int | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
-    argv = [sys.executable, "-m", "boardlab.worker", "ai.inference"]
+    argv = [sys.executable, "-m", "boardlab.pyrun", "ai.inference"]
     for p in params:
         argv += ["--param", p]
     if iterations is not None:
@@ -82,7 +82,7 @@ def test_a_run_reports_every_frame_and_keeps_load_and_first_inference_apart(mode
     doc = result(f"runtime={rt}", "model=mobilenet_v1", "frames=5", f"models_dir={models_dir}")
     assert (
         doc["schema"] == WORKER_SCHEMA
-        and doc["tool"] == "boardlab.worker"
+        and doc["tool"] == "boardlab.pyrun"
         and doc["workload"] == "ai.inference"
     )
     assert doc["ok"] is True and doc["supported"] is True and doc["errors"] == []

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from boardlab.export import EXPORT_SCHEMA
-from boardlab.model.worker import WORKER_SCHEMA
+from boardlab.model.worker_result import WORKER_SCHEMA
 from boardlab.store import STORE_SCHEMA
 
 from helpers import rows, run_cli, tagged_env, tagged_processes

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import boardlab
-from boardlab.model.worker import WORKER_SCHEMA
+from boardlab.model.worker_result import WORKER_SCHEMA
 from boardlab.workloads import rt_cyclictest
 
 from helpers import run_cli, shared_tmp_dir
@@ -42,7 +42,7 @@ needs_rt = pytest.mark.skipif(RT_REASON is not None, reason=f"rt.cyclictest unsu
 
 
 def worker(*params: str, timeout: float = 60, **kw) -> tuple[int, dict, str]:
-    argv = [sys.executable, "-m", "boardlab.worker", "rt.cyclictest"]
+    argv = [sys.executable, "-m", "boardlab.pyrun", "rt.cyclictest"]
     for p in params:
         argv += ["--param", p]
     proc = subprocess.run([*argv, "--json"], capture_output=True, text=True, timeout=timeout, **kw)
@@ -207,7 +207,7 @@ def cyclictest_children(parent: int) -> list[int]:
 @needs_rt
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_to_the_worker_stops_cyclictest_and_prints_no_half_result(sig):
-    argv = [sys.executable, "-m", "boardlab.worker", "rt.cyclictest", "--param", "duration_s=60", "--json"]
+    argv = [sys.executable, "-m", "boardlab.pyrun", "rt.cyclictest", "--param", "duration_s=60", "--json"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 15
@@ -272,7 +272,7 @@ def test_an_unprivileged_user_gets_unsupported_with_the_fix_never_a_half_result(
     if python is None:
         pytest.skip("no Python >= 3.11 outside /root that user nobody could run")
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": readable_site}
-    argv = [*NOBODY, python, "-m", "boardlab.worker", "rt.cyclictest", "--param", "duration_s=1", "--json"]
+    argv = [*NOBODY, python, "-m", "boardlab.pyrun", "rt.cyclictest", "--param", "duration_s=1", "--json"]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env, cwd="/")
     assert proc.returncode == 1, proc.stderr
     doc = json.loads(proc.stdout)
@@ -306,7 +306,7 @@ def test_when_cyclictest_itself_refuses_the_run_is_unsupported_with_its_message(
 
 @as_root
 def test_root_without_cap_sys_nice_is_unsupported_too():
-    argv = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", sys.executable, "-m", "boardlab.worker"]
+    argv = ["setpriv", "--bounding-set=-all", "--inh-caps=-all", sys.executable, "-m", "boardlab.pyrun"]
     proc = subprocess.run(
         [*argv, "rt.cyclictest", "--param", "duration_s=1", "--json"],
         capture_output=True,

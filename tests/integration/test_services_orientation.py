@@ -13,7 +13,7 @@ pytestmark = pytest.mark.integration
 
 
 def worker(*params: str) -> subprocess.CompletedProcess:
-    argv = [sys.executable, "-m", "boardlab.worker", "svc.scenario", "--json"]
+    argv = [sys.executable, "-m", "boardlab.pyrun", "svc.scenario", "--json"]
     for p in ("scenario=orientation", "duration_s=2", *params):
         argv += ["--param", p]
     return subprocess.run(argv, capture_output=True, text=True, timeout=120)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from boardlab.model.worker import WORKER_SCHEMA
+from boardlab.model.worker_result import WORKER_SCHEMA
 
 from helpers import kern_json, run_cli, run_kern, under_qemu_user
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from boardlab.model.worker import WORKER_SCHEMA, parse_worker_result
+from boardlab.model.worker_result import WORKER_SCHEMA, parse_worker_result
 
 from helpers import kern_json, run_kern, under_qemu_user
 
@@ -79,7 +79,7 @@ def test_the_reader_parses_every_kernels_real_output(kern, tmp_path):
 
 @pytest.mark.parametrize("broken", ["schema", "ok", "metrics.unit"])
 def test_the_reader_names_what_is_wrong_with_a_document(kern, broken):
-    from boardlab.model.worker import WorkerResultError
+    from boardlab.model.worker_result import WorkerResultError
 
     _, doc = kern_json(kern, "noop", "--iterations", "2", "--warmup-max-iterations", "0")
     if broken == "schema":

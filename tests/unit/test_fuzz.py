@@ -23,7 +23,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from boardlab.analysis import document as doc  # noqa: E402
 from boardlab.errors import BoardlabError, InputError  # noqa: E402
-from boardlab.model.worker import WorkerResultError, read_worker_result  # noqa: E402
+from boardlab.model.worker_result import WorkerResultError, read_worker_result  # noqa: E402
 
 from helpers import make_campaign_db  # noqa: E402
 

@@ -69,7 +69,7 @@ def test_io_dma_says_why_it_cannot_run_here():
     if not reason:
         pytest.skip("this machine has a DMA engine and root")
     proc = subprocess.run(
-        [sys.executable, "-m", "boardlab.worker", "io.dma", "--json"],
+        [sys.executable, "-m", "boardlab.pyrun", "io.dma", "--json"],
         capture_output=True,
         text=True,
         timeout=60,

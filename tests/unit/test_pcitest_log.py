@@ -96,7 +96,7 @@ def test_io_dma_with_a_log_needs_a_dma_engine_and_says_so_here():
     if dma_channels("/"):
         pytest.skip("this machine has a dmaengine channel")
     proc = subprocess.run(
-        [sys.executable, "-m", "boardlab.worker", "io.dma", "-p", f"pcitest_log={LOG}", "--json"],
+        [sys.executable, "-m", "boardlab.pyrun", "io.dma", "-p", f"pcitest_log={LOG}", "--json"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -22,7 +22,7 @@ TAG_BYTES = 16
 def knee(*params: str) -> dict:
     args = [a for p in params for a in ("-p", p)]
     proc = subprocess.run(
-        [sys.executable, "-m", "boardlab.worker", "stream.knee", "--json", *args],
+        [sys.executable, "-m", "boardlab.pyrun", "stream.knee", "--json", *args],
         capture_output=True,
         text=True,
         timeout=300,
@@ -103,7 +103,7 @@ def test_pty_knee_is_the_fastest_baud_the_downlink_carries():
 
 def test_a_pty_range_without_a_standard_baud_says_so():
     proc = subprocess.run(
-        [sys.executable, "-m", "boardlab.worker", "stream.knee", "--json"]
+        [sys.executable, "-m", "boardlab.pyrun", "stream.knee", "--json"]
         + ["-p", "source=pty", "-p", "lo_bit_s=1300", "-p", "hi_bit_s=2000"],
         capture_output=True,
         text=True,

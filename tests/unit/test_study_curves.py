@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 from boardlab.analysis import analyze
-from boardlab.analysis.core import StudyContext
+from boardlab.analysis.records import Study, StudyContext
 from boardlab.analysis.studies import STUDIES, curves
 from boardlab.report.render import render_sections
 from boardlab.store import Store
@@ -27,6 +27,7 @@ def test_every_registered_study_follows_the_plugin_protocol():
     assert len(STUDIES) == len(set(STUDIES))
     for name in STUDIES:
         module = importlib.import_module(name)
+        assert isinstance(module, Study), name  # the contract of analysis/records.py: every member present
         assert isinstance(module.TITLE, str) and module.TITLE
         for hook in ("applies", "analyze", "sections"):
             assert callable(getattr(module, hook)), (name, hook)

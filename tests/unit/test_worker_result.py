@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from boardlab.model.worker import (
+from boardlab.model.worker_result import (
     WORKER_SCHEMA,
     WorkerResultError,
     build_worker_result,
@@ -42,11 +42,13 @@ def test_a_previous_schema_kern_document_loads_upgraded():
 
 
 def test_a_previous_schema_python_worker_document_loads():
+    # stored before the Python worker's module was renamed to boardlab.pyrun: its tool name is kept as written
     doc = {"schema": 1, "tool": "boardlab.worker", "workload": "rt.cyclictest", "params": {}, "ok": False,
            "supported": False, "reason": "cyclictest not found", "errors": [], "metrics": {}}  # fmt: skip
     result = read_worker_result(json.dumps(doc))
     assert (
         result.workload == "rt.cyclictest"
+        and result.tool == "boardlab.worker"
         and not result.supported
         and result.reason == "cyclictest not found"
     )
@@ -60,7 +62,7 @@ def test_a_single_value_metric_and_a_histogram_are_read():
             "cpu1": {"bucket_width": 1, "unit": "us", "counts": [0, 3, 1], "overflow": 1, "total": 5}
         },
     }
-    result = build_worker_result("boardlab.worker", "rt.cyclictest", {"cpus": "1"}, body)
+    result = build_worker_result("boardlab.pyrun", "rt.cyclictest", {"cpus": "1"}, body)
     assert result.schema == WORKER_SCHEMA and result.metric("max_us").median == 42
     (h,) = result.histograms
     assert (h.name, h.bucket_width, h.counts, h.overflow, h.total) == ("cpu1", 1.0, (0, 3, 1), 1, 5)

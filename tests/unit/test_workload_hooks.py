@@ -13,8 +13,8 @@ from boardlab.campaign.plan import parse_plan
 from boardlab.campaign.reach import count_comparisons
 from boardlab.campaign.schedule import build_cells
 from boardlab.conditions.workload import KIND as WORKLOAD_KIND
-from boardlab.model.workload import LaunchOptions, MetricSpec, WorkloadSpec
-from boardlab.workloads import all_workloads, find_workload
+from boardlab.model.workload import LaunchOptions, MetricSpec, PythonWorkload, WorkloadSpec
+from boardlab.workloads import PYTHON_WORKLOADS, all_workloads, find_workload
 
 OPTIONS = LaunchOptions(iterations=7, warmup_max_iterations=3, warmup_max_ms=50, warmup_cv=0.02)
 
@@ -23,6 +23,15 @@ def test_every_workload_has_a_measured_launch():
     for spec in all_workloads():
         argv = spec.measured_argv({}, OPTIONS)
         assert spec.name in argv and "--json" in argv and "7" in argv, spec.name
+
+
+def test_every_python_run_workload_module_follows_the_contract():
+    import importlib
+
+    for name, module_name in PYTHON_WORKLOADS.items():
+        module = importlib.import_module(module_name)
+        assert isinstance(module, PythonWorkload), module_name  # model/workload.py: SPEC and run
+        assert module.SPEC.name == name and module.SPEC.runner == "python", module_name
 
 
 def test_a_kernel_runs_in_boardlab_kern_with_the_plans_warmup_and_counters(kern):
@@ -39,7 +48,7 @@ def test_a_kernel_runs_in_boardlab_kern_with_the_plans_warmup_and_counters(kern)
 def test_a_python_workload_runs_in_a_fresh_worker_unless_it_declares_otherwise():
     spec = find_workload("rt.cyclictest")
     argv = spec.measured_argv({"duration_s": 2}, OPTIONS)
-    assert argv == [sys.executable, "-m", "boardlab.worker", "rt.cyclictest", "--param", "duration_s=2",
+    assert argv == [sys.executable, "-m", "boardlab.pyrun", "rt.cyclictest", "--param", "duration_s=2",
                     "--iterations", "7", "--json"]  # fmt: skip
     assert spec.load_argv is None and spec.tail_samples
 

@@ -135,7 +135,7 @@ def test_zero_loss_searches_the_same_range_on_both_sides():
 
     job = NetJob(mode="zeroloss", lo_bit_s=2e7, hi_bit_s=4e8, resolution=0.1, udp_bytes=1400, server_cpu=1)
     cmd = zeroloss_kern_command(job)
-    assert cmd[cmd.index("-m") + 1 : cmd.index("-m") + 3] == ["boardlab.worker", "io.net_zeroloss"]
+    assert cmd[cmd.index("-m") + 1 : cmd.index("-m") + 3] == ["boardlab.pyrun", "io.net_zeroloss"]
     for p in (
         "lo_bit_s=20000000.0",
         "hi_bit_s=400000000.0",

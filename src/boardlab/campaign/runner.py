@@ -19,14 +19,14 @@ from typing import Protocol
 from boardlab import __version__
 from boardlab.campaign import pagecache
 from boardlab.campaign.schedule import build_cells, cell_repetitions, entry_of, reference_keys, schedule
-from boardlab.campaign.support import BoardSupport, board_support
+from boardlab.campaign.support import BoardSupport, board_support, resolve_cpu
 from boardlab.conditions import condition_kinds
 from boardlab.conditions.base import ApplyContext
 from boardlab.conditions.journal import RestoreJournal, failures
 from boardlab.errors import InputError, MeasurementError
 from boardlab.model.campaign import Cell, Plan, ScheduledRun
 from boardlab.model.run import LOAD_DID_NOT_RUN, GateResult, MetricResult, RunResult
-from boardlab.model.worker import WorkerResult, WorkerResultError, read_worker_result
+from boardlab.model.worker_result import WorkerResult, WorkerResultError, read_worker_result
 from boardlab.model.workload import LaunchOptions, WorkloadSpec
 from boardlab.monitor.sampler import Monitor, MonitorOutput
 from boardlab.platform import sampling
@@ -154,31 +154,6 @@ def run_timeout_s(planned_s: float | None, params: dict, longest_run_s: float) -
     return max(1800.0, timed, 20 * longest_run_s)
 
 
-def resolve_cpu(
-    requested: int | None, online: tuple[int, ...], allowed: set[int] | None = None
-) -> int | None:
-    """The worker's CPU: -1 = "auto" (the last online CPU, away from CPU 0's housekeeping), None = unpinned.
-    `allowed` (default: this process's affinity) matters when --root is a simulator or another board's tree:
-    its CPUs need not exist here, and pinning to one would fail at the first run."""
-    if requested is None:
-        return None
-    allowed = os.sched_getaffinity(0) if allowed is None else allowed
-    if requested == -1:
-        usable = [c for c in online if c in allowed]
-        return usable[-1] if usable else None
-    if requested not in online:
-        raise InputError(
-            f"runs.cpu = {requested}: no such online CPU; online CPUs: {', '.join(map(str, online))}"
-        )
-    if requested not in allowed:
-        raise InputError(
-            f"runs.cpu = {requested}: this process cannot run on CPU {requested} (it may use "
-            f"{', '.join(map(str, sorted(allowed)))}); the tree under --root describes another machine: "
-            "give one of those CPUs in the plan's [runs] cpu"
-        )
-    return requested
-
-
 class Runner:
     def __init__(
         self,
@@ -282,7 +257,7 @@ class Runner:
         return pagecache.make_cold(self.sr, files)
 
     def _argv(self, cell: Cell) -> list[str]:
-        """The workload's own `measured_argv` hook (boardlab-kern, `python -m boardlab.worker`, ...)."""
+        """The workload's own `measured_argv` hook (boardlab-kern, `python -m boardlab.pyrun`, ...)."""
         runs = self.plan.runs
         options = LaunchOptions(
             iterations=runs.iterations,

@@ -1,11 +1,13 @@
 """What of a plan this board can run: conditions (each kind's `check`), workloads (their spec) and cells
 (a workload's `cell_unsupported` hook, for parameters this board cannot honour, such as power at rest
 without a power sensor). One answer for the runner, which skips what it cannot run, and for the dry-run,
-which lists it and counts no run of it (docs/method.md "What a board cannot run").
+which lists it and counts no run of it (docs/method.md "What a board cannot run"). Also the worker's CPU
+(`resolve_cpu`), which the runner pins and a condition's check reads.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from boardlab.errors import InputError
@@ -90,7 +92,6 @@ def board_support(
 def board_context(plan: Plan, root: str):
     """The context a condition's `check` reads (the board's inventory, the worker's CPU), as the runner
     builds it; nothing is written (the journal is only named)."""
-    from boardlab.campaign.runner import resolve_cpu
     from boardlab.conditions.base import ApplyContext
     from boardlab.conditions.journal import RestoreJournal
     from boardlab.platform.inventory import inventory
@@ -104,3 +105,28 @@ def board_context(plan: Plan, root: str):
     return ApplyContext(
         root=sr, journal=RestoreJournal(sr), info=info, worker_cpu=cpu, online_cpus=tuple(info.online_cpus)
     )
+
+
+def resolve_cpu(
+    requested: int | None, online: tuple[int, ...], allowed: set[int] | None = None
+) -> int | None:
+    """The worker's CPU: -1 = "auto" (the last online CPU, away from CPU 0's housekeeping), None = unpinned.
+    `allowed` (default: this process's affinity) matters when --root is a simulator or another board's tree:
+    its CPUs need not exist here, and pinning to one would fail at the first run."""
+    if requested is None:
+        return None
+    allowed = os.sched_getaffinity(0) if allowed is None else allowed
+    if requested == -1:
+        usable = [c for c in online if c in allowed]
+        return usable[-1] if usable else None
+    if requested not in online:
+        raise InputError(
+            f"runs.cpu = {requested}: no such online CPU; online CPUs: {', '.join(map(str, online))}"
+        )
+    if requested not in allowed:
+        raise InputError(
+            f"runs.cpu = {requested}: this process cannot run on CPU {requested} (it may use "
+            f"{', '.join(map(str, sorted(allowed)))}); the tree under --root describes another machine: "
+            "give one of those CPUs in the plan's [runs] cpu"
+        )
+    return requested

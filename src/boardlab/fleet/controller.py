@@ -102,7 +102,7 @@ def run_fleet(spec: FleetSpec, places: list[str], say, ingest) -> tuple[list[Boa
             log = work / "worker.log"
             with open(log, "ab") as logf:
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "boardlab.fleet.worker", str(work / "worker.json"), str(w)],
+                    [sys.executable, "-m", "boardlab.fleet.place", str(work / "worker.json"), str(w)],
                     pass_fds=(w,),
                     stdin=subprocess.DEVNULL,
                     stdout=logf,

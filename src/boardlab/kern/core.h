@@ -16,7 +16,7 @@
 #include "json.h"
 
 #define BK_SCHEMA 1 /* the catalog (--list --json) */
-/* a run's result; boardlab.model.worker.WORKER_SCHEMA in Python (2: the workload is named in "workload") */
+/* a run's result; boardlab.model.worker_result.WORKER_SCHEMA in Python (2: the workload is in "workload") */
 #define BK_RESULT_SCHEMA 2
 #define BK_HIDDEN __attribute__((visibility("hidden")))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol, runtime_checkable
 
 # "list" is a list of strings (a command's argv); "table" a TOML table checked by its owner (stress-ng options)
 ParamType = Literal["int", "float", "str", "enum", "bool", "list", "table"]
@@ -159,3 +159,19 @@ class WorkloadSpec:
             "tail_samples": self.tail_samples,
             "can_be_load": self.load_argv is not None,
         }
+
+
+@runtime_checkable
+class PythonWorkload(Protocol):
+    """What a module named in `workloads.PYTHON_WORKLOADS` provides (the contract of a Python-run workload;
+    a native kernel is described by boardlab-kern's catalog instead). `python -m boardlab.pyrun` calls `run`
+    in a fresh process per run.
+
+    Optional, read with `getattr`: `supported() -> str | None` (why it cannot run on this machine) and
+    `from_plan(entry, error, base, catalog)` for the plan entries of its own kind (`kind = "program"`)."""
+
+    SPEC: WorkloadSpec  # its declaration, runner "python"; its hooks (load, preparation) are in it too
+
+    def run(self, params: dict, iterations: int | None = None) -> dict:
+        """One run: the body of its worker result (`model.worker_result.build_worker_result`)."""
+        ...

@@ -1,10 +1,11 @@
 """The workload catalog: native kernels declared by boardlab-kern, plus Python-run workloads.
 
-A Python-run workload is one module exporting `SPEC` (a WorkloadSpec with runner "python"), an optional
+A Python-run workload is one module (the `PythonWorkload` protocol of boardlab.model.workload, the contract
+this registry and the workloads share) exporting `SPEC` (a WorkloadSpec with runner "python"), an optional
 `supported() -> str | None`, and `run(params, iterations=None) -> dict` (the body of a worker result,
-boardlab.model.worker), run in a fresh `python -m boardlab.worker` process unless its SPEC declares another
-`measured_argv`. Its other hooks (a continuous load, a preparation) are in its SPEC too. Importing the
-module does nothing else (heavy imports inside `run`). One line per module below.
+boardlab.model.worker_result), run in a fresh `python -m boardlab.pyrun` process unless its SPEC declares
+another `measured_argv`. Its other hooks (a continuous load, a preparation) are in its SPEC too. Importing
+the module does nothing else (heavy imports inside `run`). One line per module below.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ import functools
 import importlib
 import sys
 from collections.abc import Mapping
-from types import ModuleType
+from typing import cast
 
-from boardlab.model.workload import LaunchOptions, WorkloadSpec
+from boardlab.model.workload import LaunchOptions, PythonWorkload, WorkloadSpec
 
 # workload name -> module (one line per Python-run workload)
 PYTHON_WORKLOADS: dict[str, str] = {
@@ -30,19 +31,21 @@ PYTHON_WORKLOADS: dict[str, str] = {
 }
 
 
-def python_workload_modules() -> dict[str, ModuleType]:
-    return {name: importlib.import_module(mod) for name, mod in PYTHON_WORKLOADS.items()}
+def python_workload_modules() -> dict[str, PythonWorkload]:
+    return {
+        name: cast(PythonWorkload, importlib.import_module(mod)) for name, mod in PYTHON_WORKLOADS.items()
+    }
 
 
 def worker_argv(workload: str, params: Mapping, options: LaunchOptions) -> list[str]:
-    """The default measured run of a Python-run workload: one fresh `python -m boardlab.worker`."""
-    argv = [sys.executable, "-m", "boardlab.worker", workload]
+    """The default measured run of a Python-run workload: one fresh `python -m boardlab.pyrun`."""
+    argv = [sys.executable, "-m", "boardlab.pyrun", workload]
     for key, value in params.items():
         argv += ["--param", f"{key}={value}"]
     return argv + ["--iterations", str(options.iterations), "--json"]
 
 
-def _python_spec(module: ModuleType) -> WorkloadSpec:
+def _python_spec(module: PythonWorkload) -> WorkloadSpec:
     spec = module.SPEC
     reason = module.supported() if hasattr(module, "supported") else None
     return dataclasses.replace(

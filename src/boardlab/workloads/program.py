@@ -5,7 +5,7 @@ its `params`, `{input}` from its `inputs` and `{scratch}` with a private directo
 time, a rusage field, a regex's named group or a JSON pointer in the output, or a bundled parser's field:
 program_parsers), its unit and direction, a per-execution timeout and an optional `prepare` argv run once
 before the campaign (a clip encoded into `{scratch}`). The runner treats it as any workload: one fresh,
-pinned `python -m boardlab.worker program` per run, which spawns the program `iterations` times in its own
+pinned `python -m boardlab.pyrun program` per run, which spawns the program `iterations` times in its own
 process group, times each execution and reads its rusage with wait4; gates, monitor, energy, conditions
 and interleaving are the runner's. A failed exit, a timeout or a missing figure fails that run with the
 program's stderr tail. docs/extending.md shows a plan.
@@ -331,7 +331,7 @@ def _values(program: Program, params: Mapping) -> dict:
 
 
 def measured_argv(program: Program, params: Mapping, options: LaunchOptions) -> list[str]:
-    """One run: `python -m boardlab.worker program` with the substituted declaration."""
+    """One run: `python -m boardlab.pyrun program` with the substituted declaration."""
     decl = {
         "name": program.name,
         "argv": substitute(program.argv, _values(program, params)),
@@ -339,7 +339,7 @@ def measured_argv(program: Program, params: Mapping, options: LaunchOptions) -> 
         "timeout_s": program.timeout_s,
     }
     spec = json.dumps(decl, separators=(",", ":"))
-    return [sys.executable, "-m", "boardlab.worker", "program", "--param", f"spec={spec}",
+    return [sys.executable, "-m", "boardlab.pyrun", "program", "--param", f"spec={spec}",
             "--iterations", str(program.iterations), "--json"]  # fmt: skip
 
 

@@ -171,7 +171,7 @@ def zeroloss_kern_command(job: NetJob) -> list[str]:
         "sink_cpu": -1 if job.server_cpu is None else job.server_cpu,
     }  # fmt: skip
     args = [a for k, v in params.items() for a in ("-p", f"{k}={v}")]
-    return [sys.executable, "-m", "boardlab.worker", "io.net_zeroloss", "--json", "--iterations", "12", *args]
+    return [sys.executable, "-m", "boardlab.pyrun", "io.net_zeroloss", "--json", "--iterations", "12", *args]
 
 
 def run_boardlab_zeroloss(job: NetJob, notes: list[str] | None = None) -> dict[str, float | None]:

@@ -1,6 +1,7 @@
 """Report studies as plugins: one module per study, one line per study in `STUDIES` (the report's order).
 
-A study module provides:
+A study module provides (the `Study` protocol of `analysis.records`, the contract this registry and the
+studies share; it imports neither):
 
 - `TITLE`: its section title ("Real-time latency");
 - `applies(ctx: StudyContext) -> bool`: whether the campaign has what it reads, decided from the stored data
@@ -18,11 +19,7 @@ the renderers lay out whatever sections it yields (docs/extending.md, "Add a rep
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from boardlab.analysis.core import StudyContext, StudyResult
+from boardlab.analysis.records import StudyContext, StudyResult, study_module
 
 STUDIES = (
     "boardlab.analysis.studies.curves",
@@ -38,11 +35,9 @@ STUDIES = (
 
 def run_studies(ctx: StudyContext, studies: tuple[str, ...] = STUDIES) -> tuple[StudyResult, ...]:
     """Every study that applies to the campaign, analysed, in registry order."""
-    from boardlab.analysis.core import StudyResult
-
     out = []
     for name in studies:
-        module = importlib.import_module(name)
+        module = study_module(name)
         if not module.applies(ctx):
             continue
         record = module.analyze(ctx)

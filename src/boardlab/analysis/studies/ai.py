@@ -30,7 +30,7 @@ from boardlab.analysis.specs import spec_of
 from boardlab.stats.tails import TAIL_MIN_SAMPLES
 
 if TYPE_CHECKING:
-    from boardlab.analysis.core import CampaignAnalysis, CellAnalysis, ComparisonAnalysis, StudyContext
+    from boardlab.analysis.records import CampaignAnalysis, CellAnalysis, ComparisonAnalysis, StudyContext
     from boardlab.store import Store
 
 TITLE = "AI inference"

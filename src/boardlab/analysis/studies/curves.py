@@ -15,7 +15,7 @@ from boardlab.analysis import document as doc
 from boardlab.analysis.format import params_text
 
 if TYPE_CHECKING:
-    from boardlab.analysis.core import CampaignAnalysis, CellAnalysis, StudyContext
+    from boardlab.analysis.records import CampaignAnalysis, CellAnalysis, StudyContext
 
 TITLE = "Memory-latency curves"
 SHOWN_AS = "as curves by working-set size below and in the cell table"

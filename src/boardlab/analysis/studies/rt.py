@@ -38,7 +38,7 @@ from boardlab.stats.histogram import (
 )
 
 if TYPE_CHECKING:
-    from boardlab.analysis.core import CampaignAnalysis, CellAnalysis, StudyContext
+    from boardlab.analysis.records import CampaignAnalysis, CellAnalysis, StudyContext
     from boardlab.store import Store
 
 TITLE = "Real-time latency"

@@ -21,7 +21,7 @@ from boardlab.analysis import specs
 from boardlab.analysis.specs import has_role
 
 if TYPE_CHECKING:
-    from boardlab.analysis.core import CellAnalysis
+    from boardlab.analysis.records import CellAnalysis
     from boardlab.store import Store
 
 TITLE = "Vehicle services"

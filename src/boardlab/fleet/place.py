@@ -1,4 +1,4 @@
-"""One place's worker process (`python -m boardlab.fleet.worker SPEC.json EVENT_FD`): reserve and acquire the
+"""One place's process (`python -m boardlab.fleet.place SPEC.json EVENT_FD`): reserve and acquire the
 place, put the bundle for the board's architecture, run the campaign detached, wait, fetch, verify, release.
 
 One process per place because labgrid is not thread-safe; the controller starts it in its own session and

@@ -1,7 +1,7 @@
-"""`python -m boardlab.worker NAME [--param k=v]... [--iterations N] [--json]`: one run of a Python workload.
+"""`python -m boardlab.pyrun NAME [--param k=v]... [--iterations N] [--json]`: one run of a Python workload.
 
 The counterpart of boardlab-kern for workloads that need a Python API (AI runtimes) or drive a tool
-(cyclictest): one fresh process per run, printing one worker result (boardlab.model.worker: the same
+(cyclictest): one fresh process per run, printing one worker result (boardlab.model.worker_result: the same
 versioned JSON object as boardlab-kern's: iterations_ns, metrics with per-iteration values and summaries,
 ok, supported, errors), so the runner, the store and the reports treat both alike. Exit codes: 0 ok,
 1 failure, 2 bad usage.
@@ -13,12 +13,12 @@ import argparse
 import sys
 
 from boardlab.errors import BoardlabError
-from boardlab.model.worker import WorkerResultError, build_worker_result
+from boardlab.model.worker_result import WorkerResultError, build_worker_result
 from boardlab.workloads import python_workload_modules
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m boardlab.worker")
+    p = argparse.ArgumentParser(prog="python -m boardlab.pyrun")
     p.add_argument("workload")
     p.add_argument("--param", "-p", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument(
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     module = modules.get(args.workload)
     if module is None:
         print(
-            f"boardlab.worker: unknown workload {args.workload!r}; valid: {', '.join(modules)}",
+            f"boardlab.pyrun: unknown workload {args.workload!r}; valid: {', '.join(modules)}",
             file=sys.stderr,
         )
         return 2
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         params = coerce_params(module.SPEC, args.param)
     except BoardlabError as exc:
-        print(f"boardlab.worker: {args.workload}: {exc}", file=sys.stderr)
+        print(f"boardlab.pyrun: {args.workload}: {exc}", file=sys.stderr)
         return 2
     reason = module.supported() if hasattr(module, "supported") else None
     if reason:
@@ -52,12 +52,12 @@ def main(argv: list[str] | None = None) -> int:
         try:
             result = module.run(params, iterations=args.iterations)
         except BoardlabError as exc:
-            print(f"boardlab.worker: {args.workload}: {exc}", file=sys.stderr)
+            print(f"boardlab.pyrun: {args.workload}: {exc}", file=sys.stderr)
             return exc.exit_code
     try:
-        doc = build_worker_result("boardlab.worker", args.workload, params, result)
+        doc = build_worker_result("boardlab.pyrun", args.workload, params, result)
     except WorkerResultError as exc:  # a workload's body that the runner could not read: its bug, said here
-        print(f"boardlab.worker: {args.workload}: internal error: {exc}", file=sys.stderr)
+        print(f"boardlab.pyrun: {args.workload}: internal error: {exc}", file=sys.stderr)
         return 1
     if args.json:
         print(doc.to_json())

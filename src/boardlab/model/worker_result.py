@@ -1,4 +1,4 @@
-"""The result of one worker process: boardlab-kern (C) and `python -m boardlab.worker` print the same
+"""The result of one worker process: boardlab-kern (C) and `python -m boardlab.pyrun` print the same
 versioned JSON object, read here into one typed record (docs/architecture.md "The worker result").
 
 Schema history (an older document still loads, upgraded on read):
@@ -27,7 +27,7 @@ class WorkerResultError(ValueError):
 @dataclass(frozen=True)
 class WorkerResult:
     schema: int  # as written by the worker (an older one is upgraded in `document`)
-    tool: str  # boardlab-kern | boardlab.worker
+    tool: str  # boardlab-kern | boardlab.pyrun (`boardlab.worker` in results from before its rename)
     workload: str
     params: Mapping[str, Any]
     ok: bool  # finished and verified its result

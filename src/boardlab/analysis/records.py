@@ -1,0 +1,265 @@
+"""The analysis records and the study contract: what `analysis.core` computes from a stored campaign (a run,
+a cell, a comparison, the A/A control, the campaign), what a study reads (`StudyContext`), what it provides
+(`Study`, the protocol of a module in `analysis.studies.STUDIES`) and how its result is carried
+(`StudyResult`).
+
+This module is the contract between the analysis and its study plugins: `analysis.core` and the registry
+(`analysis.studies`) import it, and it imports neither of them, nor any study, so there is no import cycle
+between the analysis and its plugins (tests/unit/test_layering.py).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
+
+from boardlab.analysis.format import cell_label
+from boardlab.model.facts import CellFacts
+from boardlab.stats import CellSummary, Comparison, RunEnvironment
+from boardlab.stats.threshold import family_method_name
+
+if TYPE_CHECKING:
+    from boardlab.analysis.document import Section
+    from boardlab.store import Store
+
+
+@dataclass(frozen=True, slots=True)
+class RunPoint:
+    """One run of a cell, as plots need it. Slots: a campaign of a million runs holds a million of these."""
+
+    run_id: int
+    seq: int
+    repetition: int
+    value: float | None
+    valid: bool
+    ok: bool
+    invalid_reason: str | None
+    error: str | None
+    wall_ns: int
+    gate_waited_s: float
+    environment: RunEnvironment
+    worker_cpu_pct: float | None
+    warmup_capped: bool | None
+    aa_arm: str | None = None  # "A1" / "A2" on a reference cell's runs (the schedule's A/A labels)
+    user_us: int | None = None  # the worker's own CPU time (wait4 rusage), user and system
+    system_us: int | None = None
+
+
+@dataclass(frozen=True)
+class CellAnalysis:
+    cell_id: int
+    key: str
+    workload: str
+    params: dict[str, Any]
+    condition: str
+    baseline: str | None  # the condition this cell is compared with; None for a baseline cell
+    metric: str
+    unit: str
+    higher_is_better: bool
+    runs: tuple[RunPoint, ...]  # every attempt, in run order
+    summary: CellSummary | None  # over valid runs; None below MIN_RUNS_FOR_SUMMARY
+    summary_reason: str | None
+    facts: CellFacts = CellFacts()  # what its plan entry says of it: its thresholds
+
+    @property
+    def values(self) -> tuple[float, ...]:
+        return tuple(r.value for r in self.runs if r.valid and r.value is not None)
+
+    @property
+    def label(self) -> str:
+        return cell_label(self.workload, self.params)
+
+    @property
+    def n_invalid(self) -> int:
+        return sum(1 for r in self.runs if r.ok and not r.valid)
+
+    @property
+    def n_failed(self) -> int:
+        return sum(1 for r in self.runs if not r.ok)
+
+
+@dataclass(frozen=True)
+class ComparisonAnalysis:
+    workload: str
+    params: dict[str, Any]
+    label: str
+    condition: str
+    baseline: str
+    metric: str
+    unit: str
+    comparison: Comparison | None
+    reason: str | None  # why there is no comparison
+    # Set when the A/A control of this comparison's reference cell said slowdown or speedup: why the
+    # verdict cannot be trusted and what to do (docs/method.md "A/A control").
+    unstable: str | None = None
+    delta_source: str = ""  # where the threshold came from (the plan, or the default)
+
+
+@dataclass(frozen=True)
+class AAControl:
+    """The A/A control of one reference cell: its baseline runs labelled A1 and A2 alternately by the
+    schedule before the first run, compared with each other by the same rule as every comparison.
+    Expected: no change or inconclusive. Not part of the report's correction family: uncorrected, it errs
+    towards calling a workload unstable, the safe side for a control."""
+
+    cell_id: int
+    workload: str
+    params: dict[str, Any]
+    label: str
+    condition: str
+    metric: str
+    unit: str
+    n_a1: int
+    n_a2: int
+    comparison: Comparison | None
+    reason: str | None  # why there is no A/A verdict
+
+    @property
+    def kind(self) -> str:
+        if self.comparison is None:
+            return "insufficient" if self.n_a1 or self.n_a2 else "not labelled"
+        return self.comparison.verdict.kind
+
+    @property
+    def unstable(self) -> bool:
+        return self.comparison is not None and self.comparison.verdict.kind in ("slowdown", "speedup")
+
+    @property
+    def remedy(self) -> str | None:
+        if not self.unstable:
+            return None
+        assert self.comparison is not None
+        c = self.comparison
+        return (
+            f"the A/A control says {c.verdict.kind} (A2/A1 cost ratio {c.cost_ratio:.3f}, decision interval "
+            f"[{c.decision_ci.low:.3f}, {c.decision_ci.high:.3f}]) although both halves ran the same "
+            "condition: the board drifted or was not quiet during the campaign. Check the drift column, the "
+            "gate's waits and the temperatures, quiet the board (stop other work, fix the frequency, let it "
+            "cool), then run the campaign again"
+            if c.decision_ci is not None
+            else f"the A/A control says {c.verdict.kind}"
+        )
+
+
+@dataclass(frozen=True)
+class CampaignAnalysis:
+    campaign_id: int
+    name: str
+    status: str
+    plan_source: str
+    plan_text: str
+    boardlab_version: str
+    started_unix_s: float
+    finished_unix_s: float | None
+    board_label: str
+    inventory: dict
+    environment: dict  # checks and capabilities at the start
+    monitor: dict  # the monitor's own cost
+    order: str
+    cells: tuple[CellAnalysis, ...]
+    comparisons: tuple[ComparisonAnalysis, ...]
+    notes: dict = field(default_factory=dict)
+    # The p99 against the baseline, for workloads with `tail_samples` (stats.tails: per-run or pooled with a
+    # cluster bootstrap), in the same correction family as the medians.
+    tail_comparisons: tuple[ComparisonAnalysis, ...] = ()
+    aa_controls: tuple[AAControl, ...] = ()
+    family_size: int = 0  # every comparison with a verdict, medians and tails together
+    family_adjustment: str = "holm"  # "holm" up to 50 comparisons, "bh" above
+    # The studies that apply to this campaign (analysis.studies), each with its typed record, in report order.
+    studies: tuple[StudyResult, ...] = ()
+
+    def study_sections(self) -> list[Section]:
+        """Every applying study's sections of the document, in the registry's order."""
+        return [sec for r in self.studies for sec in r.sections(self)]
+
+    @property
+    def shown_by_studies(self) -> dict[int, str]:
+        """cell id -> where a study's section shows it (instead of the generic boxplots)."""
+        return {cid: r.shown_as for r in self.studies for cid in r.shows}
+
+    def study(self, module: str) -> Any:
+        """The record of the study `module` (e.g. `boardlab.analysis.studies.energy.__name__`), or None."""
+        return next((r.record for r in self.studies if r.study == module), None)
+
+    @property
+    def family_text(self) -> str:
+        return (
+            f"{family_method_name(self.family_adjustment)} over all {self.family_size} comparisons of this "
+            "report (medians and tails together)"
+        )
+
+    @property
+    def unstable_workloads(self) -> list[AAControl]:
+        return [c for c in self.aa_controls if c.unstable]
+
+    @property
+    def conditions(self) -> list[str]:
+        seen: list[str] = []
+        for c in self.cells:
+            if c.condition not in seen:
+                seen.append(c.condition)
+        return seen
+
+    @property
+    def warnings(self) -> list[dict]:
+        return [c for c in self.environment.get("checks") or [] if c.get("status") != "OK"]
+
+
+@dataclass(frozen=True)
+class StudyContext:
+    """What a study may read: the store (through its methods only), the campaign and its analysed cells."""
+
+    store: Store
+    campaign_id: int
+    cells: tuple[CellAnalysis, ...]
+    plan: dict
+    inventory: dict
+    environment: dict
+
+
+@dataclass(frozen=True)
+class StudyResult:
+    """One applying study: its module (the plugin), its section title, its typed record, and the cells its
+    section shows (the generic run-value boxplots then point there instead of drawing them again)."""
+
+    study: str
+    title: str
+    record: Any
+    shows: tuple[int, ...] = ()
+    shown_as: str = ""  # where those cells are shown, e.g. "per model in the AI inference section below"
+    covers: tuple[
+        int, ...
+    ] = ()  # the cells the study is about (its `shows`, or more): the summary card's groups
+
+    def sections(self, analysis: CampaignAnalysis) -> list[Section]:
+        return list(study_module(self.study).sections(analysis, self.record))
+
+
+@runtime_checkable
+class Study(Protocol):
+    """What a module named in `analysis.studies.STUDIES` provides (docs/extending.md "A report study").
+
+    Optional, read with `getattr`: `SHOWN_AS` (where its section shows the cells), `shows(record)` (the ids
+    of the cells its section shows) and `covers(record)` (the cells it is about, default: `shows`)."""
+
+    TITLE: str  # the section title
+
+    def applies(self, ctx: StudyContext) -> bool:
+        """Whether the campaign has what the study reads, from the stored data or the workloads' stored
+        facts (`analysis.specs`), never from a workload's name."""
+        ...
+
+    def analyze(self, ctx: StudyContext) -> Any:
+        """A typed frozen record read through `ctx.store`'s methods, or None: nothing to show after all."""
+        ...
+
+    def sections(self, analysis: CampaignAnalysis, record: Any) -> Iterable[Section]:
+        """What the report shows, in the document model (`analysis.document`)."""
+        ...
+
+
+def study_module(name: str) -> Study:
+    """The study plugin `name` (a module named in `STUDIES`), imported on first use."""
+    return cast(Study, importlib.import_module(name))
