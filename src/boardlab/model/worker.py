@@ -50,7 +50,7 @@ class WorkerResult:
     warmup_capped: bool | None
     histograms: tuple[Histogram, ...]
     counters: Mapping[str, Any]  # boardlab-kern's raw counter readings ({} without --counters)
-    wall_ns: int | None = None  # boardlab-kern's whole run, calibration and warm-up included
+    wall_ns: int | None = None  # boardlab-kern's whole run: set-up, calibration, warm-up, measure, verify
     # the whole object at WORKER_SCHEMA, for what only a study reads (its `info`, the timer, ...)
     document: Mapping[str, Any] = field(compare=False, repr=False, default_factory=dict)
 
@@ -156,18 +156,17 @@ def _list_or_empty(value: Any) -> list | tuple:
 
 def _series(e: Any) -> SeriesSamples | None:
     """One "series" entry, or None when it is not one; only points with a numeric time are kept."""
-    if not isinstance(e, Mapping) or not all(
-        isinstance(e.get(k, ""), str) for k in ("metric", "label", "unit")
-    ):
+    if not isinstance(e, Mapping):
+        return None
+    metric, label, unit = e.get("metric"), e.get("label"), e.get("unit", "")
+    if not (isinstance(metric, str) and isinstance(label, str) and isinstance(unit, str)):
         return None
     points = tuple(
         (float(p[0]), float(p[1]) if _finite(p[1]) else None)
         for p in _list_or_empty(e.get("points"))
         if isinstance(p, list | tuple) and len(p) == 2 and _finite(p[0])
     )
-    if not points or "metric" not in e or "label" not in e:
-        return None
-    return SeriesSamples(e["metric"], e["label"], e.get("unit", ""), points)
+    return SeriesSamples(metric, label, unit, points) if points else None
 
 
 def _finite(v: Any) -> bool:
@@ -300,8 +299,9 @@ def read_worker_result(text: str) -> WorkerResult:
 
 def stored_worker_result(text: str | None) -> WorkerResult | None:
     """The worker result a run stored (`RunRecord.worker_json`), or None when there is none to read: the
-    run stored no result (the worker crashed, or timed out), or it is a simulated run's placeholder. The
-    runner stores only what `read_worker_result` read, so nothing else fails here."""
+    run stored no result (the worker crashed, or timed out), it is a simulated run's placeholder, or a
+    newer boardlab wrote a schema this one cannot read. The runner stores only what `read_worker_result`
+    read, so a study treats such a run as one without a result, as it treats a crashed one."""
     if not text:
         return None
     try:
