@@ -118,3 +118,17 @@ def test_a_trial_that_lost_nothing_but_fell_short_fails():
 
     best, _ = search(trial, 1e6, 1e10, resolution=0.02, max_trials=40)
     assert 0.98 * 5e8 <= best <= 5e8
+
+
+def test_a_search_trial_is_boardlab_kerns_result_read_by_the_worker_reader():
+    from boardlab.workloads.ratesearch import kern_trial, trial_metric
+
+    res = kern_trial(
+        "mem.bandwidth", {"op": "memcpy", "array_bytes": 65536}, iterations=3, min_iteration_ms=5
+    )
+    assert res.workload == "mem.bandwidth" and res.ok and trial_metric(res, "mb_s") > 0
+    with pytest.raises(RuntimeError, match="mem.bandwidth reported no goodput_bit_s"):
+        trial_metric(res, "goodput_bit_s")
+    # boardlab-kern refuses the parameter and prints no result: its own message is the trial's error
+    with pytest.raises(RuntimeError, match="array_bytes.*out of range"):
+        kern_trial("mem.bandwidth", {"op": "memcpy", "array_bytes": -5}, iterations=3, min_iteration_ms=5)

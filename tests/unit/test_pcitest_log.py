@@ -67,9 +67,13 @@ def test_io_dma_reports_a_board_log_as_the_study_table(tmp_path):
 
     import json
 
+    from boardlab.model.worker_result import build_worker_result
+
+    stored = build_worker_result("boardlab.worker", "io.dma", {"pcitest_log": str(LOG)}, res).to_json()
+
     class Store:
         def runs(self, _cid):
-            return [{"workload": "io.dma", "worker_json": json.dumps(res), "valid": 1, "condition": "baseline",
+            return [{"workload": "io.dma", "worker_json": stored, "valid": 1, "condition": "baseline",
                      "params_json": json.dumps({"pcitest_log": str(LOG), "size_bytes": 65536})}]  # fmt: skip
 
         def campaign(self, _cid):

@@ -126,10 +126,12 @@ def test_every_export_format_carries_the_cpu_times_of_each_run(synthetic, tmp_pa
 
 
 def test_per_second_series_are_binned_per_second_across_runs():
+    from boardlab.model.worker_result import SeriesSamples
+
     runs = [
-        [{"metric": "cpu", "label": "a", "unit": "%", "points": [[1.02, 2.0], [2.0, 4.0]]}],
-        [{"metric": "cpu", "label": "a", "unit": "%", "points": [[0.98, 6.0], [2.01, 5.0], [3.0, 1.0]]}],
-        [{"metric": "cpu", "label": "a", "unit": "%", "points": [[1.0, 3.0]]}],
+        [SeriesSamples("cpu", "a", "%", ((1.02, 2.0), (2.0, 4.0)))],
+        [SeriesSamples("cpu", "a", "%", ((0.98, 6.0), (2.01, 5.0), (3.0, 1.0), (4.0, None)))],
+        [SeriesSamples("cpu", "a", "%", ((1.0, 3.0),))],
     ]
     (band,) = series_study.bands(runs)
     assert band.seconds == (1.0, 2.0, 3.0) and band.n_runs == 3

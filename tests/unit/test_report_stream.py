@@ -118,11 +118,14 @@ def test_a_cell_without_the_curve_metric_draws_no_point(tmp_path):
     import json
 
     from boardlab.analysis.studies.stream import stream_study
+    from boardlab.model.worker_result import build_worker_result
 
     class FakeStore:
         def runs(self, _cid):
-            doc = {"ok": True, "metrics": {"transactions_s": {"median": 7e4}}, "info": {"sent_bytes": 0}}
-            return [{"workload": "io.net", "worker_json": json.dumps(doc), "valid": 1,
+            metric = {"unit": "1/s", "higher_is_better": True, "median": 7e4}
+            body = {"ok": True, "metrics": {"transactions_s": metric}, "info": {"sent_bytes": 0}}
+            doc = build_worker_result("boardlab-kern", "io.net", {"mode": "tcp_rr"}, body).to_json()
+            return [{"workload": "io.net", "worker_json": doc, "valid": 1,
                      "params_json": json.dumps({"mode": "tcp_rr", "msg_bytes": 64}), "condition": "baseline"}]  # fmt: skip
 
         def campaign(self, _cid):
@@ -147,10 +150,15 @@ class _Store:
 
 
 def _row(workload, params, metrics, info=None):
+    """A run as the store holds it: its worker result as the worker would print it (metric units aside)."""
     import json
 
-    doc = {"ok": True, "metrics": metrics, "info": info or {}}
-    return {"workload": workload, "worker_json": json.dumps(doc), "valid": 1,
+    from boardlab.model.worker_result import build_worker_result
+
+    metrics = {name: {"unit": "", "higher_is_better": True, **m} for name, m in metrics.items()}
+    body = {"ok": True, "metrics": metrics, "info": info or {}}
+    doc = build_worker_result("boardlab-kern", workload, params, body).to_json()
+    return {"workload": workload, "worker_json": doc, "valid": 1,
             "params_json": json.dumps(params), "condition": "baseline"}  # fmt: skip
 
 
@@ -211,13 +219,16 @@ def test_goodput_against_the_declared_link_rate_in_every_format():
 
 def test_a_knee_says_where_the_rate_broke_from_the_first_failing_trial_above_it():
     from boardlab.analysis.studies.stream import _where_broke
+    from boardlab.model.worker_result import build_worker_result
 
     def trial(rate, lost, sustained=True, drops=None, short=0.0):
         info = {"drops_by_stage": drops or {}, "shortfall_percent": short}
         return {"rate_bit_s": rate, "lost_percent": lost, "sustained": sustained, "info": info}
 
     def run(knee, trials):
-        return {"metrics": {"knee_bit_s": {"value": knee}}, "info": {"trials": trials}}
+        metric = {"unit": "bit/s", "higher_is_better": True, "value": knee}
+        body = {"ok": True, "metrics": {"knee_bit_s": metric}, "info": {"trials": trials}}
+        return build_worker_result("boardlab-kern", "io.net", {}, body)
 
     docs = [
         # the lowest failing trial above the knee decides, not the highest

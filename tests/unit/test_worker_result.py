@@ -8,10 +8,12 @@ import pytest
 
 from boardlab.model.worker_result import (
     WORKER_SCHEMA,
+    SeriesSamples,
     WorkerResultError,
     build_worker_result,
     parse_worker_result,
     read_worker_result,
+    stored_worker_result,
 )
 
 # boardlab-kern's schema-1 result as release 0.1.0 printed it (trimmed to what is read): "kernel", not "workload"
@@ -120,6 +122,7 @@ MALFORMED = {
     ),
     "errors of objects": _doc('"errors": [{"a": 1}]'),
     "reason a number": _doc('"supported": false, "reason": 3'),
+    "wall_ns text": _doc('"wall_ns": "1s"'),
 }
 
 
@@ -134,3 +137,41 @@ def test_warmup_iterations_is_read_as_a_count():
     result = parse_worker_result(doc)
     assert result.warmup_iterations == 12 and isinstance(result.warmup_iterations, int)
     assert result.warmup_capped is True
+
+
+def test_what_only_a_study_reads_is_typed_on_the_record():
+    """info, wall_ns and the per-second series: the studies read them here, never from the JSON text."""
+    body = {
+        "ok": True,
+        "wall_ns": 2_000_000_000,
+        "info": {"peer": "10.0.0.2:5201"},
+        "series": [
+            {
+                "metric": "rss_bytes",
+                "label": "position",
+                "unit": "bytes",
+                "points": [[1.0, 5.0], [2.0, None]],
+            },
+            {"metric": "cpu", "label": "x", "unit": "%", "points": []},  # no points: no series
+            {"metric": 3, "label": "x", "points": [[1.0, 1.0]]},  # a name that is not text: left out
+            {"metric": "cpu", "label": "y", "points": [["t", 1.0], [1.0, "high"], [2.0, 2.0]]},
+            "not an object",
+        ],
+    }
+    result = read_worker_result(build_worker_result("boardlab.worker", "svc.vehicle", {}, body).to_json())
+    assert result.info == {"peer": "10.0.0.2:5201"} and result.wall_ns == 2_000_000_000
+    assert result.series == (
+        SeriesSamples("rss_bytes", "position", "bytes", ((1.0, 5.0), (2.0, None))),
+        SeriesSamples("cpu", "y", "", ((1.0, None), (2.0, 2.0))),
+    )
+    bare = build_worker_result("boardlab.worker", "sys.fork", {}, {"ok": True})
+    assert bare.info == {} and bare.series == () and bare.wall_ns is None
+
+
+def test_a_stored_result_reads_back_and_a_run_without_one_has_none():
+    text = build_worker_result("boardlab.worker", "sys.fork", {}, {"ok": True, "info": {"a": 1}}).to_json()
+    stored = stored_worker_result(text)
+    assert stored is not None and stored.ok and stored.info == {"a": 1}
+    assert stored_worker_result(None) is None and stored_worker_result("") is None
+    # a simulated campaign's runs store a placeholder, not a worker's result: no result to read
+    assert stored_worker_result(json.dumps({"simulated": "rk3399"})) is None

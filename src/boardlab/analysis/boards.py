@@ -27,7 +27,7 @@ def board_campaign_ids(store, campaign_id: int, *, reference: str | None = None)
     from boardlab.errors import InputError
 
     chosen = store.campaign(campaign_id)
-    latest: dict[int, object] = {int(chosen["board_id"]): chosen}
+    latest = {int(chosen["board_id"]): chosen}  # board id -> its latest campaign row
     for row in store.campaigns():
         if row["plan_hash"] != chosen["plan_hash"] or row["board_id"] == chosen["board_id"]:
             continue

@@ -145,7 +145,9 @@ def _cell(row, runs, entry_facts: CellFacts) -> CellAnalysis:
     valid = [p for p in points if p.valid and p.value is not None]
     summary, reason = None, None
     if len(valid) >= MIN_RUNS_FOR_SUMMARY:
-        summary = summarize([p.value for p in valid], order=[p.seq for p in valid], seed=row["id"])
+        summary = summarize(
+            [p.value for p in valid if p.value is not None], order=[p.seq for p in valid], seed=row["id"]
+        )
     else:
         reason = f"{len(valid)} valid run(s): a summary needs at least {MIN_RUNS_FOR_SUMMARY}"
     return CellAnalysis(

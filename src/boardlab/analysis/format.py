@@ -122,13 +122,13 @@ def display_unit(unit: str, reference: float | None) -> tuple[float, str]:
     ladder = _UNIT_LADDERS.get((unit or "").lower())
     if ladder is None:
         return 1.0, unit or ""
-    base, steps = ladder
-    in_base = abs(reference) * base
+    ladder_base, steps = ladder
+    in_base = abs(reference) * ladder_base
     factor, label = steps[0]
     for f, lab in steps:
         if in_base >= f:
             factor, label = f, lab
-    return factor / base, label
+    return factor / ladder_base, label
 
 
 def unit_label(unit: str) -> str:

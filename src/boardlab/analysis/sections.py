@@ -148,10 +148,11 @@ def load_failures(a: CampaignAnalysis) -> list[str]:
         for p in c.runs:
             n = per.setdefault(c.condition, [0, 0, None])
             n[1] += 1
-            at = (p.invalid_reason or "").find(LOAD_DID_NOT_RUN)
+            why = p.invalid_reason or ""
+            at = why.find(LOAD_DID_NOT_RUN)
             if at >= 0:
                 n[0] += 1
-                n[2] = n[2] or p.invalid_reason[at:][:300]
+                n[2] = n[2] or why[at:][:300]
     return [
         f"Condition {name!r}: {k} of {n} runs invalid because {reason}. No verdict uses those runs."
         for name, (k, n, reason) in per.items()
@@ -274,14 +275,14 @@ def verdicts(a: CampaignAnalysis) -> doc.Section | None:
         if c is None:
             text_rows.append((name, "–", "–", "–", "–", "–", f"no verdict: {ca.reason}"))
             continue
-        di = fmt_interval(c.decision_ci.low, c.decision_ci.high, sig=3) if c.decision_ci else "–"
-        ci = fmt_interval(c.cost_ratio_ci.low, c.cost_ratio_ci.high, sig=3) if c.cost_ratio_ci else "–"
+        di_text = fmt_interval(c.decision_ci.low, c.decision_ci.high, sig=3) if c.decision_ci else "–"
+        ci_text = fmt_interval(c.cost_ratio_ci.low, c.cost_ratio_ci.high, sig=3) if c.cost_ratio_ci else "–"
         text_rows.append(
             (
                 name,
                 fmt_ratio(c.cost_ratio),
-                di,
-                ci,
+                di_text,
+                ci_text,
                 f"{c.delta:.0%}",
                 fmt_p(c.p_adjusted),
                 verdict_text(c.verdict.kind, c.verdict.confounded) + (" UNSTABLE" if ca.unstable else ""),
@@ -506,17 +507,20 @@ def heatmap(a: CampaignAnalysis) -> doc.Section | None:
 
 
 def drift(a: CampaignAnalysis) -> doc.Section | None:
-    checked = [c for c in a.cells if c.summary is not None and c.summary.drift is not None]
+    checked = [
+        (c, c.summary, c.summary.drift)
+        for c in a.cells
+        if c.summary is not None and c.summary.drift is not None
+    ]
     if not checked:
         return None
-    checked.sort(key=lambda c: (not c.summary.drift.flagged, c.summary.drift.p_value))
-    flagged = sum(1 for c in checked if c.summary.drift.flagged)
+    checked.sort(key=lambda t: (not t[2].flagged, t[2].p_value))
+    flagged = sum(1 for _, _, d in checked if d.flagged)
     shown = checked[: max(MAX_DRIFT_PLOTS, flagged)]
     varying = varying_by_workload(a.cells)
     figures = []
-    for c in shown:
-        d = c.summary.drift
-        div, unit = display_unit(c.unit, c.summary.median)
+    for c, s, d in shown:
+        div, unit = display_unit(c.unit, s.median)
         valid = [(float(r.seq), r.value / div) for r in c.runs if r.valid and r.value is not None]
         invalid = [(float(r.seq), r.value / div) for r in c.runs if not r.valid and r.value is not None]
         lines = [doc.Line("valid runs", valid, color=1 if d.flagged else 0)]
@@ -546,7 +550,7 @@ def drift(a: CampaignAnalysis) -> doc.Section | None:
         "Run-order drift",
         doc.Prose(
             f"Each cell's run values against their position in the campaign (Spearman ρ, flagged at p < "
-            f"{checked[0].summary.drift.alpha:g}, red frame). {flagged} of {len(checked)} cells flagged"
+            f"{checked[0][2].alpha:g}, red frame). {flagged} of {len(checked)} cells flagged"
             + (f"; the {len(shown)} lowest p-values shown" if len(shown) < len(checked) else "")
             + ".",
             small=True,

@@ -648,22 +648,12 @@ def _simulate(args) -> int:
     except ValueError as exc:
         raise InputError(f"--trace: {exc}") from None
     res["anti_snoop_rule"] = rule_text
-    if args.html:
-        from boardlab.report.simulation import simulation_html
+    from boardlab.report.simulation import simulation_html, simulation_text
 
+    if args.html:
         _write(args.html, simulation_html(res), args)
     if args.json:
         print(json.dumps(res))
         return 0
-    print(f"{res['source']}; daemon sampling {args.sampling_ms:g} ms; anti-snoop rule: {rule_text}")
-    print(
-        f"{'trace':16} {'policy':22} {'time_s':>8} {'energy_j':>9} {'edp_j_s':>9} {'time/od':>8} {'edp/od':>7}  verdict"
-    )
-    for r in res["rows"]:
-        if "unsupported" in r:
-            print(f"{r['trace']:16} {r['policy']:22} unsupported: {r['unsupported']}")
-            continue
-        print(f"{r['trace']:16} {r['policy']:22} {r['time_s']:8.3f} {r['energy_j']:9.3f} {r['edp_j_s']:9.4f} "
-              f"{r.get('time_ratio_vs_ondemand', float('nan')):8.3f} {r.get('edp_ratio_vs_ondemand', float('nan')):7.3f}"
-              f"  {r.get('verdict', '')}")  # fmt: skip
+    print(simulation_text(res), end="")
     return 0

@@ -25,6 +25,16 @@ class WorkerResultError(ValueError):
 
 
 @dataclass(frozen=True)
+class SeriesSamples:
+    """One metric of one label sampled through a run (docs/extending.md "Per-second series")."""
+
+    metric: str
+    label: str
+    unit: str
+    points: tuple[tuple[float, float | None], ...]  # (seconds since the run started, value or None)
+
+
+@dataclass(frozen=True)
 class WorkerResult:
     schema: int  # as written by the worker (an older one is upgraded in `document`)
     tool: str  # boardlab-kern | boardlab.pyrun (`boardlab.worker` in results from before its rename)
@@ -40,11 +50,25 @@ class WorkerResult:
     warmup_capped: bool | None
     histograms: tuple[Histogram, ...]
     counters: Mapping[str, Any]  # boardlab-kern's raw counter readings ({} without --counters)
+    wall_ns: int | None = None  # boardlab-kern's whole run: set-up, calibration, warm-up, measure, verify
     # the whole object at WORKER_SCHEMA, for what only a study reads (its `info`, the timer, ...)
     document: Mapping[str, Any] = field(compare=False, repr=False, default_factory=dict)
 
     def metric(self, name: str) -> MetricResult | None:
         return next((m for m in self.metrics if m.name == name), None)
+
+    @property
+    def info(self) -> Mapping[str, Any]:
+        """The workload's own facts that only its study reads (their keys are the study's), {} if none."""
+        info = self.document.get("info")
+        return info if isinstance(info, Mapping) else {}
+
+    @property
+    def series(self) -> tuple[SeriesSamples, ...]:
+        """The per-second samples (the top-level "series"): an entry without points or with a
+        malformed name is left out, a sample whose value is not a finite number is a gap (None)."""
+        entries = self.document.get("series")
+        return tuple(s for e in _list_or_empty(entries) if (s := _series(e)) is not None)
 
     def to_json(self) -> str:
         return json.dumps(dict(self.document))
@@ -96,6 +120,10 @@ def _count(value: Any, where: str) -> int:
     return value
 
 
+def _optional_count(value: Any, where: str) -> int | None:
+    return None if value is None else _count(value, where)
+
+
 def _optional(value: Any, kind: type, where: str) -> Any:
     if value is not None and (not isinstance(value, kind) or isinstance(value, bool) and kind is not bool):
         raise _fail(where, value, f"{kind.__name__} or null")
@@ -120,6 +148,29 @@ def _list(value: Any, where: str) -> list | tuple:
     if not isinstance(value, list | tuple):
         raise _fail(where, value, "a list")
     return value
+
+
+def _list_or_empty(value: Any) -> list | tuple:
+    return value if isinstance(value, list | tuple) else ()
+
+
+def _series(e: Any) -> SeriesSamples | None:
+    """One "series" entry, or None when it is not one; only points with a numeric time are kept."""
+    if not isinstance(e, Mapping):
+        return None
+    metric, label, unit = e.get("metric"), e.get("label"), e.get("unit", "")
+    if not (isinstance(metric, str) and isinstance(label, str) and isinstance(unit, str)):
+        return None
+    points = tuple(
+        (float(p[0]), float(p[1]) if _finite(p[1]) else None)
+        for p in _list_or_empty(e.get("points"))
+        if isinstance(p, list | tuple) and len(p) == 2 and _finite(p[0])
+    )
+    return SeriesSamples(metric, label, unit, points) if points else None
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def _depth_ok(doc: Any) -> bool:
@@ -229,6 +280,7 @@ def parse_worker_result(doc: Any) -> WorkerResult:
         warmup_capped=_optional(warm.get("capped"), bool, "warmup.capped"),
         histograms=tuple(_histogram(name, h) for name, h in histograms.items()),
         counters=_counters(full.get("counters")),
+        wall_ns=_optional_count(full.get("wall_ns"), "wall_ns"),
         document=full,
     )
 
@@ -243,6 +295,19 @@ def read_worker_result(text: str) -> WorkerResult:
     except (ValueError, RecursionError) as exc:
         raise WorkerResultError(f"worker printed unreadable JSON ({str(exc)[:100]})") from None
     return parse_worker_result(doc)
+
+
+def stored_worker_result(text: str | None) -> WorkerResult | None:
+    """The worker result a run stored (`RunRecord.worker_json`), or None when there is none to read: the
+    run stored no result (the worker crashed, or timed out), it is a simulated run's placeholder, or a
+    newer boardlab wrote a schema this one cannot read. The runner stores only what `read_worker_result`
+    read, so a study treats such a run as one without a result, as it treats a crashed one."""
+    if not text:
+        return None
+    try:
+        return read_worker_result(text)
+    except WorkerResultError:
+        return None
 
 
 def build_worker_result(tool: str, workload: str, params: Mapping, body: Mapping) -> WorkerResult:

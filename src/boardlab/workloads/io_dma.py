@@ -110,7 +110,7 @@ def run(params: dict, iterations: int | None = None) -> dict:
     import time
 
     from boardlab.platform import dma
-    from boardlab.workloads.ratesearch import kern_trial
+    from boardlab.workloads.ratesearch import kern_trial, trial_metric
 
     if params.get("pcitest_log"):
         return from_pcitest_log(params["pcitest_log"])
@@ -157,7 +157,7 @@ def run(params: dict, iterations: int | None = None) -> dict:
     dma_mb_s = s.kb_s * _kb_unit_bytes() / 1e6
     mem = kern_trial("mem.bandwidth", {"op": "memcpy", "array_bytes": params["size_bytes"]}, iterations=10)
     # STREAM counts memcpy as two arrays (read + write); dmatest counts the bytes copied once.
-    memcpy_mb_s = mem["metrics"]["mb_s"]["median"] / 2
+    memcpy_mb_s = trial_metric(mem, "mb_s") / 2
     return {
         "ok": True,
         "errors": [],

@@ -32,7 +32,7 @@ SPEC = WorkloadSpec(
 
 def run(params: dict, iterations: int | None = None) -> dict:
     from boardlab.platform.netstat import read_snmp, udp_loss_between
-    from boardlab.workloads.ratesearch import Trial, kern_trial, search_result
+    from boardlab.workloads.ratesearch import Trial, kern_trial, search_result, trial_metric
 
     def trial(rate: float) -> Trial:
         before = read_snmp("/")
@@ -49,11 +49,9 @@ def run(params: dict, iterations: int | None = None) -> dict:
             iterations=iterations or 5,
         )
         why = udp_loss_between(before, read_snmp("/"))
-        lost = int(res["info"].get("lost_datagrams", 0))
+        lost = int(res.info.get("lost_datagrams", 0))
         info = {"lost_datagrams": lost, "explained": why.text(lost) if why else "no /proc/net/snmp"}
-        return Trial(
-            rate, res["metrics"]["loss_percent"]["value"], res["metrics"]["goodput_bit_s"]["median"], info
-        )
+        return Trial(rate, trial_metric(res, "loss_percent"), trial_metric(res, "goodput_bit_s"), info)
 
     return search_result(
         trial, params, "zero_loss_bit_s", {"definition": "RFC 2544 26.1: highest rate with no loss"}

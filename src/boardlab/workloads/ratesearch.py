@@ -3,11 +3,11 @@ lost), shared by io.net_zeroloss and stream.knee. Each trial is one fresh boardl
 
 from __future__ import annotations
 
-import json
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from boardlab.model.worker_result import WorkerResult, WorkerResultError, read_worker_result
 from boardlab.model.workload import ParamSpec
 
 # The search's own parameters (read by `search_result`), declared once for every workload that searches.
@@ -39,19 +39,30 @@ class Trial:
         return self.lost_percent <= tolerance_percent and self.sustained
 
 
-def kern_trial(kernel: str, params: dict, iterations: int = 5, min_iteration_ms: float = 50) -> dict:
-    """One boardlab-kern run of `kernel` with `params`; its JSON result (raises RuntimeError on failure)."""
+def kern_trial(kernel: str, params: dict, iterations: int = 5, min_iteration_ms: float = 50) -> WorkerResult:
+    """One boardlab-kern run of `kernel` with `params`, read by the worker reader (RuntimeError on failure)."""
     from boardlab.workloads.kern import kern_argv
 
     args = kern_argv(kernel, params, "--json", "--iterations", str(iterations), "--warmup-max-iterations", "2",
                      "--min-iteration-ms", f"{min_iteration_ms:g}")  # fmt: skip
     proc = subprocess.run(args, capture_output=True, text=True, timeout=600)
-    res = json.loads(proc.stdout) if proc.stdout.strip() else {}
-    if res.get("supported") is False:
-        raise RuntimeError(f"unsupported: {res.get('reason')}")
-    if not res.get("ok"):
-        raise RuntimeError(f"{kernel} failed: {res.get('errors') or proc.stderr.strip()}")
+    try:
+        res = read_worker_result(proc.stdout)
+    except WorkerResultError as exc:
+        raise RuntimeError(f"{kernel} failed: {proc.stderr.strip() or exc}") from None
+    if not res.supported:
+        raise RuntimeError(f"unsupported: {res.reason}")
+    if not res.ok:
+        raise RuntimeError(f"{kernel} failed: {list(res.errors) or proc.stderr.strip()}")
     return res
+
+
+def trial_metric(res: WorkerResult, name: str) -> float:
+    """A metric a trial needs: its median (or its one value); RuntimeError naming it when the run has none."""
+    m = res.metric(name)
+    if m is None or m.median is None:
+        raise RuntimeError(f"{res.workload} reported no {name}")
+    return m.median
 
 
 def search(

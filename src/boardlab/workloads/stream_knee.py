@@ -89,7 +89,7 @@ def offered_payload_bit_s(source: str, rate: float, block_bytes: int) -> float:
 
 
 def run(params: dict, iterations: int | None = None) -> dict:
-    from boardlab.workloads.ratesearch import Trial, kern_trial, search_result
+    from boardlab.workloads.ratesearch import Trial, kern_trial, search_result, trial_metric
 
     source = params["source"]
 
@@ -109,20 +109,19 @@ def run(params: dict, iterations: int | None = None) -> dict:
             },  # fmt: skip
             iterations=iterations or 5,
         )
-        m = res["metrics"]
         offered = offered_payload_bit_s(source, rate, params["block_bytes"])
-        goodput = m["goodput_bit_s"]["value"]
+        goodput = trial_metric(res, "goodput_bit_s")
         shortfall = 100 * (1 - goodput / offered) if offered > 0 else 0.0
         stages = ("receive", "filter", "compress", "encrypt", "transmit", "sink")
         info = {
-            "records_dropped": res["info"]["records_dropped"],
+            "records_dropped": res.info["records_dropped"],
             # Where the rate broke: a full ring's stage, the transmit's rate cap, or the receive's socket.
-            "drops_by_stage": {s: res["info"].get(f"stage.{s}.drops", 0) for s in stages},
+            "drops_by_stage": {s: res.info.get(f"stage.{s}.drops", 0) for s in stages},
             "offered_payload_bit_s": offered,
             "shortfall_percent": shortfall,
         }
         return Trial(
-            rate, m["drop_percent"]["value"], goodput, info, shortfall <= params["shortfall_percent"]
+            rate, trial_metric(res, "drop_percent"), goodput, info, shortfall <= params["shortfall_percent"]
         )
 
     info = {"definition": "highest push rate with zero drops and goodput carrying the offered rate",

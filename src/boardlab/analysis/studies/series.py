@@ -9,17 +9,13 @@ A workload gives its series in its worker result: a top-level "series" list of
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from boardlab.analysis import document as doc
 from boardlab.analysis.format import cell_label, display_unit, varying_keys
-
-if TYPE_CHECKING:
-    pass
+from boardlab.model.worker_result import SeriesSamples, stored_worker_result
 
 TITLE = "Per-second series"
 SHOWN_AS = "over time in the per-second series section below"
@@ -53,27 +49,22 @@ class SeriesStudy:
     cells: tuple[CellSeries, ...]
 
 
-def _run_series(worker_json: str | None) -> list[dict]:
-    if not worker_json or '"series"' not in worker_json:  # most results have none: no parse
-        return []
-    try:
-        series = json.loads(worker_json).get("series")
-    except (ValueError, AttributeError):
-        return []
-    return [s for s in series if isinstance(s, dict) and s.get("points")] if isinstance(series, list) else []
+def _run_series(worker_json: str | None) -> tuple[SeriesSamples, ...]:
+    if not worker_json or '"series"' not in worker_json:  # most results have none: not read at all
+        return ()
+    result = stored_worker_result(worker_json)
+    return result.series if result else ()
 
 
-def bands(runs: Sequence[list[dict]]) -> tuple[Band, ...]:
+def bands(runs: Sequence[Sequence[SeriesSamples]]) -> tuple[Band, ...]:
     """Per (metric, label): each run's samples binned to whole seconds, then across runs per second."""
     per: dict[tuple[str, str], dict] = {}
     for series in runs:
         for s in series:
-            e = per.setdefault(
-                (str(s["metric"]), str(s["label"])), {"unit": str(s.get("unit", "")), "runs": []}
-            )
+            e = per.setdefault((s.metric, s.label), {"unit": s.unit, "runs": []})
             by_second: dict[int, float] = {}
-            for t, v in s["points"]:
-                if isinstance(v, int | float):
+            for t, v in s.points:
+                if v is not None:
                     by_second[round(t)] = v
             e["runs"].append(by_second)
     out = []
@@ -100,7 +91,7 @@ def applies(ctx) -> bool:
 
 
 def analyze(ctx) -> SeriesStudy | None:
-    by_cell: dict[int, list[list[dict]]] = {}
+    by_cell: dict[int, list[tuple[SeriesSamples, ...]]] = {}
     for r in ctx.store.iter_runs(ctx.campaign_id):  # streamed: only runs with series are kept
         if r["valid"] and (series := _run_series(r["worker_json"])):
             by_cell.setdefault(r["cell_id"], []).append(series)

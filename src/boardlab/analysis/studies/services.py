@@ -10,7 +10,6 @@ Applies to cells whose workload spec has the "services" role; `services_cells` r
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING
 from boardlab.analysis import document as doc
 from boardlab.analysis import specs
 from boardlab.analysis.specs import has_role
+from boardlab.model.worker_result import stored_worker_result
 
 if TYPE_CHECKING:
     from boardlab.analysis.records import CellAnalysis
@@ -62,16 +62,17 @@ def _cell(runs: dict, cell: CellAnalysis) -> ServiceCell:
     power_source = None
     steps: dict[float, dict[str, list]] = {}
     for r in runs.values():
-        doc = json.loads(r["worker_json"]) if r["worker_json"] else {}
-        if doc and not doc.get("supported", True):
-            unsupported = doc.get("reason")
-        if not r["valid"]:
+        doc = stored_worker_result(r["worker_json"])
+        if doc is not None and not doc.supported:
+            unsupported = doc.reason
+        if not r["valid"] or doc is None:
             continue
-        power_source = ((doc.get("info") or {}).get("power_source") or {}).get("name") or power_source
-        for name, m in (doc.get("metrics") or {}).items():
-            if m.get("value") is not None:
-                per_metric.setdefault(name, []).append(m["value"])
-        for st in ((doc.get("info") or {}).get("sweep") or {}).get("steps", []):
+        info = doc.info
+        power_source = (info.get("power_source") or {}).get("name") or power_source
+        for m in doc.metrics:
+            if m.median is not None:  # the reader's median: a metric's one "value" included
+                per_metric.setdefault(m.name, []).append(m.median)
+        for st in (info.get("sweep") or {}).get("steps", []):
             e = steps.setdefault(st["target_rate_hz"], {})
             for k in (
                 "achieved_rate_hz",
@@ -82,7 +83,7 @@ def _cell(runs: dict, cell: CellAnalysis) -> ServiceCell:
             ):
                 e.setdefault(k, []).append(st[k])
             e.setdefault("saturated", []).append(1.0 if st["saturated_reason"] else 0.0)
-        acc = (doc.get("info") or {}).get("accounting") or {}
+        acc = info.get("accounting") or {}
         for svc, a in (acc.get("per_service") or {}).items():
             cpu.setdefault(svc, []).append(a["cpu_pct_one_cpu"]["avg"])
             jif.setdefault(svc, []).append(a["cpu_jiffies_pct_one_cpu"]["avg"])

@@ -26,8 +26,10 @@ from boardlab.analysis import document as doc
 from boardlab.analysis.format import fmt_si as _si
 from boardlab.analysis.format import params_text
 from boardlab.analysis.specs import has_role, spec_of
+from boardlab.model.worker_result import stored_worker_result
 
 if TYPE_CHECKING:
+    from boardlab.model.worker_result import WorkerResult
     from boardlab.model.workload import WorkloadSpec
     from boardlab.store import Store
 
@@ -132,10 +134,10 @@ class Balance:
         )
 
 
-def _peer_host(docs: list[dict]) -> str | None:
+def _peer_host(docs: list[WorkerResult]) -> str | None:
     """The network peer the runs talked to (io.net's info `peer`, HOST:PORT), or None for loopback."""
     for d in docs:
-        peer = str((d.get("info") or {}).get("peer") or "")
+        peer = str(d.info.get("peer") or "")
         host = peer.rsplit(":", 1)[0].strip("[]")
         if host and not (host.startswith("127.") or host in ("::1", "localhost")):
             return host
@@ -220,13 +222,13 @@ def _med(xs: Sequence[float | None]) -> float | None:
     return statistics.median(known) if known else None
 
 
-def _metric(doc: dict, name: str) -> float | None:
-    m = (doc.get("metrics") or {}).get(name) or {}
-    return m.get("median", m.get("value"))
+def _metric(doc: WorkerResult, name: str) -> float | None:
+    m = doc.metric(name)
+    return m.median if m else None
 
 
-def _counter_instructions(doc: dict) -> tuple[float | None, str | None]:
-    c = ((doc.get("counters") or {}).get("instructions")) or None
+def _counter_instructions(doc: WorkerResult) -> tuple[float | None, str | None]:
+    c = doc.counters.get("instructions") or None
     if c is None:
         return None, "this run has no counters (boardlab-kern without the counters option)"
     if "count" in c and c["count"]:
@@ -234,7 +236,7 @@ def _counter_instructions(doc: dict) -> tuple[float | None, str | None]:
     return None, str(c.get("unsupported") or "instructions counter not reported")
 
 
-def _where_broke(docs: list[dict], metric: str) -> str:
+def _where_broke(docs: list[WorkerResult], metric: str) -> str:
     """Where a rate search's rate broke, over its runs: the stages that dropped in the lowest failing trial
     above each run's figure (a full ring's stage, the transmit's cap, the receive's socket) and that trial's
     shortfall of goodput against the offered rate (a lossless transport holds its sender back instead)."""
@@ -242,7 +244,7 @@ def _where_broke(docs: list[dict], metric: str) -> str:
     shortfalls: list[float] = []
     for d in docs:
         value = _metric(d, metric)
-        trials = (d.get("info") or {}).get("trials") or []
+        trials = d.info.get("trials") or []
         failed = [
             t for t in trials
             if value is not None and t.get("rate_bit_s", 0) > value
@@ -270,7 +272,7 @@ class _Gathered:
         default_factory=lambda: defaultdict(lambda: defaultdict(list))
     )
     to_bit: dict[str, float] = field(default_factory=dict)
-    dma: dict[int, list[dict]] = field(default_factory=lambda: defaultdict(list))
+    dma: dict[int, list[WorkerResult]] = field(default_factory=lambda: defaultdict(list))
     stages: list[StageCpu] = field(default_factory=list)
     gflops: list[Gflops] = field(default_factory=list)
     bit_costs: list[BitCost] = field(default_factory=list)
@@ -297,7 +299,7 @@ class _StreamCell:
     workload: str
     params: dict
     cond: str  # "" under the baseline, else " [condition]"
-    docs: list[dict]
+    docs: list[WorkerResult]
     roles: frozenset[str]
 
     @property
@@ -307,18 +309,18 @@ class _StreamCell:
 
 def _stream_runs(
     store: Store, campaign_id: int
-) -> tuple[dict[tuple[str, str, str], list[dict]], dict[str, str]]:
+) -> tuple[dict[tuple[str, str, str], list[WorkerResult]], dict[str, str]]:
     """(workload, params, condition) -> the valid runs' worker results, and workload -> why it is unsupported."""
-    by_cell: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+    by_cell: dict[tuple[str, str, str], list[WorkerResult]] = defaultdict(list)
     unsupported: dict[str, str] = {}
     for row in store.runs(campaign_id):
         if not _is_stream(row["workload"]):
             continue
-        doc = json.loads(row["worker_json"]) if row["worker_json"] else {}
-        if doc.get("supported") is False:
-            unsupported[row["workload"]] = doc.get("reason") or "unsupported"
+        doc = stored_worker_result(row["worker_json"])
+        if doc is not None and not doc.supported:
+            unsupported[row["workload"]] = doc.reason or "unsupported"
             continue
-        if not row["valid"] or not doc.get("ok"):
+        if not row["valid"] or doc is None or not doc.ok:
             continue
         by_cell[(row["workload"], row["params_json"], row["condition"])].append(doc)
     camp = store.campaign(campaign_id)
@@ -384,13 +386,13 @@ def _gather_compute(g: _Gathered, c: _StreamCell, spec: WorkloadSpec | None) -> 
             g.gflops.append(Gflops(c.name, gf, len(c.docs)))
         for d in c.docs:
             count, _why = _counter_instructions(d)
-            if count and d.get("wall_ns"):
-                g.compute_ips.append((count / (d["wall_ns"] * 1e-9), f"{c.workload} retired instructions/s"))
+            if count and d.wall_ns:
+                g.compute_ips.append((count / (d.wall_ns * 1e-9), f"{c.workload} retired instructions/s"))
     if "rate-search" in c.roles and spec is not None:
         name = spec.primary_metric.name
         v = _med([_metric(d, name) for d in c.docs])
         if v is not None:
-            at_least = any((d.get("info") or {}).get("at_least") for d in c.docs)
+            at_least = any(d.info.get("at_least") for d in c.docs)
             g.searches.append(
                 (c.name + (" [top of range: at least]" if at_least else ""), v, _where_broke(c.docs, name))
             )
@@ -402,13 +404,13 @@ def _gather_stages(g: _Gathered, c: _StreamCell) -> None:
     for st in STAGES:
         vals = []
         for d in c.docs:
-            info = d.get("info") or {}
+            info = d.info
             delivered = info.get("stage.sink.bytes_out") or 0
             if delivered:
                 vals.append(info.get(f"stage.{st}.cpu_ns", 0) / delivered)
         if vals:
             per_stage.append((st, statistics.median(vals)))
-    ratio = _med([(d.get("info") or {}).get("cpu_stages_over_rusage") for d in c.docs])
+    ratio = _med([d.info.get("cpu_stages_over_rusage") for d in c.docs])
     g.stages.append(
         StageCpu(
             f"{_label(c.params, ())}{c.cond}", tuple(per_stage), ratio, int(c.params.get("block_bytes", 0))
@@ -422,7 +424,7 @@ def _gather_bit_cost(g: _Gathered, c: _StreamCell, hz: float | None) -> None:
     reason = None
     kind = "instructions"
     for d in c.docs:
-        info = d.get("info") or {}
+        info = d.info
         if "pipeline" in c.roles:
             bits = 8 * (info.get("stage.sink.bytes_out") or 0)
             cpu_ns = info.get("cpu_ns_stages_sum") or 0
@@ -451,7 +453,7 @@ def _gather_cell(g: _Gathered, c: _StreamCell, hz: float | None) -> None:
     _gather_links(g, c)
     if "dma" in c.roles and c.params.get("pcitest_log"):
         for d in c.docs[-1:]:  # the same log gives the same table: the last run's
-            g.pcie_rows.extend((d.get("info") or {}).get("pcitest_rows") or [])
+            g.pcie_rows.extend(d.info.get("pcitest_rows") or [])
         return
     if "dma" in c.roles:
         g.dma[int(c.params.get("size_bytes", 0))].extend(c.docs)
@@ -463,7 +465,7 @@ def _gather_cell(g: _Gathered, c: _StreamCell, hz: float | None) -> None:
 
 
 def _balance(
-    g: _Gathered, by_cell: dict[tuple[str, str, str], list[dict]], hz: float | None
+    g: _Gathered, by_cell: dict[tuple[str, str, str], list[WorkerResult]], hz: float | None
 ) -> Balance | None:
     """Compute against I/O: the best instruction rate measured (else the clock's estimate) and the I/O rate
     the balance uses (measured links, declared links, storage, loopback; `_io_for_balance`)."""

@@ -158,7 +158,7 @@ def grouped_boxplot(
     n_series = max(len(series), 1)
     legend = n_series > 1 or bool(series and series[0])
     left, right = 70, 14
-    top = 36 + (20 if legend else 0)
+    top: float = 36 + (20 if legend else 0)
     n_groups = max(len(groups), 1)
     slot_w = (width - left - right) / n_groups
     longest = max((_text_width(g, 11) for g, _ in groups), default=0)
@@ -168,7 +168,7 @@ def grouped_boxplot(
     body, extra = title_block(title, width, 14)
     top += extra
     if legend:
-        x = left
+        x: float = left
         for k, name in enumerate(series):
             body.append(
                 _rect(

@@ -34,7 +34,7 @@ _DIVERGING = (
 )
 
 
-def diverging_color(ratio: float, limit: float = 2.0) -> str:
+def diverging_color(ratio: float | None, limit: float = 2.0) -> str:
     """Color of a cost ratio on a log scale symmetric around 1: 1/limit full blue, limit full red."""
     if ratio is None or not ratio > 0 or not math.isfinite(ratio):
         return "#dddddd"

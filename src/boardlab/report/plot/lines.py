@@ -95,7 +95,8 @@ def line_plot(
     legend_rows = 0
     legend_items: list[tuple[str, str, float, int]] = []  # label, color, x, row
     if legend and len(lines) > 0:
-        x, row = left, 0
+        x: float = left
+        row = 0
         for i, ln in enumerate(lines):
             w = 26 + _text_width(ln.label, 11) + 14
             if x + w > width - right and x > left:
