@@ -92,7 +92,9 @@ def named_pairing(plan: dict, workload: str, params: dict) -> tuple[str, object]
         if not isinstance(entry, dict) or entry.get("name") != workload:
             continue
         param = entry.get("compare")
-        values = entry.get("params", {}).get(param) if isinstance(param, str) else None
+        if not isinstance(param, str):
+            continue
+        values = entry["params"].get(param) if isinstance(entry.get("params"), dict) else None
         if isinstance(values, list) and len(values) >= 2 and params.get(param) in values[1:]:
             return param, values[0]
     return None
@@ -121,7 +123,17 @@ def cell_facts(store: Store, campaign_id: int, plan_text: str, rows) -> tuple[di
     known = {} if stored is None else stored.cells
     if stored is not None and stored.order is not None and all(row["key"] in known for row in rows):
         return {row["key"]: known[row["key"]] for row in rows}, stored.order, ""
-    plan = stored_plan(plan_text)  # an older campaign: derived once from the plan stored with it
+    return _derived_cell_facts(stored_plan(plan_text), rows, stored)
+
+
+def _derived_cell_facts(
+    plan: dict, rows, stored: facts.StoredCellFacts | None
+) -> tuple[dict[str, CellFacts], str, str]:
+    """`cell_facts` of an older campaign, from its stored plan: the thresholds of a cell stored without
+    them (`named_thresholds`); with no pairing stored (schema 1 or nothing), every cell's pairing
+    (`named_pairing`) and the run order."""
+    pairing = stored is None or stored.order is None
+    known = {} if stored is None else stored.cells
     by_params = {
         (r["workload"], _params_key(json.loads(r["params_json"])), r["condition"]): r["key"] for r in rows
     }
@@ -131,19 +143,18 @@ def cell_facts(store: Store, campaign_id: int, plan_text: str, rows) -> tuple[di
         if row["workload"] not in derived:
             derived[row["workload"]] = named_thresholds(plan, row["workload"])
         cell = known.get(row["key"]) or derived[row["workload"]]
-        if stored is None or stored.order is None:
-            params = json.loads(row["params_json"])
-            pair = named_pairing(plan, row["workload"], params)
-            if pair is not None:
-                base = _params_key({**params, pair[0]: pair[1]})
-                missing = f"{row['workload']}[{pair[0]}={pair[1]}]@{row['condition']}"
-                key = by_params.get((row["workload"], base, row["condition"]), missing)
-                cell = dataclasses.replace(cell, compare=facts.ComparePair(pair[0], key, pair[1]))
+        params = json.loads(row["params_json"])
+        pair = named_pairing(plan, row["workload"], params) if pairing else None
+        if pair is not None:
+            base = _params_key({**params, pair[0]: pair[1]})
+            missing = f"{row['workload']}[{pair[0]}={pair[1]}]@{row['condition']}"
+            key = by_params.get((row["workload"], base, row["condition"]), missing)
+            cell = dataclasses.replace(cell, compare=facts.ComparePair(pair[0], key, pair[1]))
         out[row["key"]] = cell
     if stored is not None and stored.order is not None:
         return out, stored.order, ""
-    derived_pairs = any(c.compare is not None for c in out.values())
-    return out, plan.get("runs", {}).get("order", "interleave"), PAIRING_DERIVED if derived_pairs else ""
+    said = PAIRING_DERIVED if any(c.compare is not None for c in out.values()) else ""
+    return out, plan.get("runs", {}).get("order", "interleave"), said
 
 
 def stored_plan(plan_text: str) -> dict:
