@@ -100,6 +100,11 @@ def test_cell_facts_come_back_as_stored_and_a_document_this_boardlab_cannot_read
             "cells": {"k": {**no_pair, "compare": {"param": 1, "baseline": "b", "value": 1}}},
             "order": "x",
         },
+        {
+            "schema": 2,
+            "cells": {"k": {**no_pair, "compare": {"param": "p", "baseline": "b", "value": [1]}}},
+            "order": "x",
+        },
         {"schema": 2, "cells": {}, "order": 3},
         {"schema": 2, "cells": {}},  # no order
     ):

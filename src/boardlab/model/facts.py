@@ -190,6 +190,8 @@ def _read_pair(d) -> ComparePair | None:
         return None
     if not isinstance(d["param"], str) or not isinstance(d["baseline"], str):
         raise ValueError(f"a compare pairing names a parameter and a cell key, not {d!r}")
+    if not isinstance(d["value"], str | int | float):  # a plan's parameter value: a scalar (bool is an int)
+        raise ValueError(f"a compare pairing's value is a parameter value, not {d['value']!r}")
     return ComparePair(d["param"], d["baseline"], d["value"])
 
 
