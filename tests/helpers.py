@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -807,6 +808,49 @@ def make_entries_db(path: Path, plan, *, slower: float = 1.05, cell_facts: bool 
 
     cells = [("crc32", {"size": size}, "mb_s", "MB/s", True, value, None) for size in ("small", "large")]
     return _make_study_db(path, "entries", cells, n, 8, plan=plan, cell_facts=cell_facts)
+
+
+# Two entries of one workload that differ in `lanes`; only the second compares its `size` values. Whatever
+# pairs by workload name alone also pairs the first entry's cells.
+PAIRS_CRC = dataclasses.replace(CRC, params=CRC.params + (ParamSpec("lanes", "int", 1, min=1, max=8),))
+PAIRS = """\
+name = "pairs"
+[runs]
+repetitions = 10
+[[workloads]]
+name = "crc32"
+params = { size = ["small", "large"], lanes = 1 }
+[[workloads]]
+name = "crc32"
+params = { size = ["small", "large"], lanes = 2 }
+compare = "size"
+[[conditions]]
+name = "cpu-stress"
+kind = "stressor"
+params = { stressor = "cpu" }
+"""
+
+
+def pairs_plan(text: str = PAIRS):
+    """The typed plan of PAIRS (or a variant of its text)."""
+    from boardlab.campaign.plan import parse_plan
+
+    return parse_plan(text, "pairs.toml", {"crc32": PAIRS_CRC})
+
+
+def make_pairs_db(path: Path, plan, *, cell_facts: bool = True) -> Path:
+    """The cells of PAIRS: size large 5% slower than small (100 MB/s, 0.3% noise), the stressor changes
+    nothing."""
+
+    def value(size):
+        return lambda cond, rep, rng: 100.0 / (1.05 if size == "large" else 1.0) * (1 + rng.gauss(0, 0.003))
+
+    cells = [
+        ("crc32", {"size": size, "lanes": lanes}, "mb_s", "MB/s", True, value(size), None)
+        for lanes in (1, 2)
+        for size in ("small", "large")
+    ]
+    return _make_study_db(path, "pairs", cells, 10, 9, plan=plan, cell_facts=cell_facts)
 
 
 FLAGS = (  # headless, offline, no state beyond the profile directory given

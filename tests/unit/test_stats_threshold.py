@@ -4,6 +4,7 @@ the report's one correction family; and reachability of a verdict at plan load."
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 
 import pytest
@@ -12,7 +13,7 @@ from boardlab.analysis.core import is_tail_metric, named_thresholds, threshold_o
 from boardlab.model.facts import CellFacts
 from boardlab.stats import DEFAULT_DELTA, DEFAULT_TAIL_DELTA, family_method, reachability, smallest_p
 
-from helpers import CRC, ENTRIES, make_entries_db
+from helpers import CRC, ENTRIES, PAIRS, make_entries_db
 from helpers import entries_plan as _entries_plan
 
 
@@ -64,7 +65,7 @@ def test_two_entries_of_one_workload_are_judged_each_by_its_own_threshold(tmp_pa
         )
         for c in a.cells
     )
-    controls = {c.params["size"]: c.comparison.delta for c in aa_controls(labelled, {})}
+    controls = {c.params["size"]: c.comparison.delta for c in aa_controls(labelled)}
     assert controls == {"small": 0.02, "large": 0.10}
     assert "per plan entry: 2.0% (plan: threshold = 0.02); 10.0% (plan: threshold = 0.1)" in method_note(a)
 
@@ -170,3 +171,151 @@ def test_ten_runs_per_arm_decide_the_interference_preset_and_fewer_than_five_nev
     assert reachability(10, 70).reachable and reachability(10, 70).message is None
     assert not reachability(4, 1).reachable
     assert reachability(5, 0).reachable  # nothing to compare: nothing to reach
+
+
+# -- a `compare` parameter belongs to its entry, like a threshold --------------------------------------------
+
+
+def _size_pairs(a) -> dict:
+    """(lanes, condition label) of each comparison of `size` values, with its baseline label."""
+    return {
+        (ca.params["lanes"], ca.condition): ca.baseline
+        for ca in a.comparisons
+        if ca.condition.startswith("size=")
+    }
+
+
+def test_a_compare_parameter_pairs_only_the_cells_of_its_own_entry(tmp_path):
+    from boardlab.analysis.core import analyze
+    from boardlab.analysis.verdicts import method_note
+    from boardlab.store import Store
+
+    from helpers import make_pairs_db, pairs_plan
+
+    with Store.open(make_pairs_db(tmp_path / "pairs.db", pairs_plan()), create=False) as store:
+        a = analyze(store, 1)
+    # the second entry (lanes = 2) compares large with small under each condition; the first entry's cells
+    # (lanes = 1, no compare) only against their condition's baseline
+    assert _size_pairs(a) == {
+        (2, "size=large"): "size=small",
+        (2, "size=large @cpu-stress"): "size=small @cpu-stress",
+    }
+    assert all(c.facts.compare is None for c in a.cells if c.params["lanes"] == 1)
+    for ca in a.comparisons:
+        if ca.condition.startswith("size="):  # large is 5% slower than small: the real pair was compared
+            assert 1.045 < ca.comparison.cost_ratio < 1.055 and ca.comparison.verdict.kind == "slowdown"
+    assert a.order == "interleave" and a.pairing_source == ""
+    assert "stored without its cells' compare pairing" not in method_note(a)
+    assert a.family_size == 4 + 2  # each stressed cell against its baseline, and the second entry's pairs
+
+
+def test_a_campaign_stored_without_its_pairing_is_paired_by_workload_name_and_says_so(tmp_path):
+    from boardlab.analysis.core import analyze
+    from boardlab.analysis.verdicts import method_note
+    from boardlab.model import facts
+    from boardlab.store import Store
+
+    from helpers import make_pairs_db, pairs_plan
+
+    plan = pairs_plan(PAIRS_ABBA)
+    by_name = {
+        (1, "size=large"),
+        (1, "size=large @cpu-stress"),
+        (2, "size=large"),
+        (2, "size=large @cpu-stress"),
+    }
+    old = make_pairs_db(tmp_path / "none.db", plan, cell_facts=False)  # no cell-facts at all
+    schema1 = make_pairs_db(tmp_path / "schema1.db", plan)  # cell-facts of schema 1: thresholds only
+    with Store.open(schema1) as store:
+        doc = {
+            "schema": 1,
+            "cells": {r["key"]: {"threshold": 0.03, "tail_threshold": None} for r in store.cells(1)},
+        }
+        store.save_campaign_artifact(1, facts.CELL_FACTS, json.dumps(doc).encode())
+    for db in (old, schema1):
+        with Store.open(db, create=False) as store:
+            a = analyze(store, 1)
+        assert set(_size_pairs(a)) == by_name, db  # as boardlab paired before: the first entry's cells too
+        assert a.order == "abba", db  # the run order read from the stored plan
+        assert "stored without its cells' compare pairing" in a.pairing_source
+        assert a.pairing_source in method_note(a)
+    # a schema-1 store's thresholds are its own, stored ones: only the pairing and the order were derived
+    assert {ca.comparison.delta for ca in a.comparisons if ca.comparison} == {0.03}
+
+
+PAIRS_ABBA = """\
+name = "pairs"
+[runs]
+repetitions = 10
+order = "abba"
+[[workloads]]
+name = "crc32"
+params = { size = ["small", "large"], lanes = 1 }
+[[workloads]]
+name = "crc32"
+params = { size = ["small", "large"], lanes = 2 }
+compare = "size"
+[[conditions]]
+name = "cpu-stress"
+kind = "stressor"
+params = { stressor = "cpu" }
+"""
+
+
+def test_the_runner_stores_each_cells_pairing_from_its_own_entry_and_the_run_order():
+    from boardlab.campaign.facts import cell_facts, store_cell_facts
+    from boardlab.campaign.schedule import build_cells
+    from boardlab.model import facts
+
+    from helpers import PAIRS_CRC, pairs_plan
+
+    plan = pairs_plan(PAIRS_ABBA)
+    cells = build_cells(plan, {"crc32": PAIRS_CRC})
+    pairs = {c.key: cell_facts(plan, c).compare for c in cells}
+    assert {k: p for k, p in pairs.items() if p is not None} == {
+        "crc32[lanes=2,size=large]@baseline": facts.ComparePair(
+            "size", "crc32[lanes=2,size=small]@baseline", "small"
+        ),
+        "crc32[lanes=2,size=large]@cpu-stress": facts.ComparePair(
+            "size", "crc32[lanes=2,size=small]@cpu-stress", "small"
+        ),
+    }
+
+    class Artifacts:
+        path = "board.db"
+        data: dict = {}
+
+        def campaign_artifact(self, _cid, name):
+            return self.data.get(name)
+
+        def save_campaign_artifact(self, _cid, name, data):
+            self.data[name] = data
+
+    store = Artifacts()
+    store.data[facts.CELL_FACTS] = json.dumps(
+        {"schema": 1, "cells": {cells[0].key: {"threshold": 0.05, "tail_threshold": None}}}
+    ).encode()
+    store_cell_facts(store, 1, plan, cells)  # a schema-1 campaign resumed: rewritten with pairing and order
+    got = facts.read_cell_facts_document(json.loads(store.data[facts.CELL_FACTS]))
+    assert got.order == "abba" and {k: f.compare for k, f in got.cells.items()} == pairs
+    assert got.cells[cells[0].key].threshold is None  # this plan's own facts win over the old document's
+
+
+def test_reach_counts_and_allocates_the_compare_pairs_of_each_entry_alone():
+    from boardlab.campaign.reach import _compared_keys, count_comparisons
+    from boardlab.campaign.schedule import build_cells, comparisons_per_reference, reference_keys
+
+    from helpers import PAIRS_CRC, pairs_plan
+
+    catalog = {"crc32": PAIRS_CRC}
+    plan = pairs_plan()
+    cells = build_cells(plan, catalog)
+    assert count_comparisons(plan, cells, catalog) == 4 + 2  # not 4 + 4: the first entry compares nothing
+    # without the stressor only the second entry's pair is compared: the first entry's cells are not
+    alone = pairs_plan(PAIRS.split("[[conditions]]")[0])
+    cells = build_cells(alone, catalog)
+    assert count_comparisons(alone, cells, catalog) == 1
+    small, large = "crc32[lanes=2,size=small]@baseline", "crc32[lanes=2,size=large]@baseline"
+    assert _compared_keys(alone, cells) == {small, large}
+    assert reference_keys(alone, cells) == {small}  # the A/A-labelled reference: not lanes = 1's small
+    assert comparisons_per_reference(alone, cells) == {small: 1}

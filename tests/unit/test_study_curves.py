@@ -34,10 +34,10 @@ def test_every_registered_study_follows_the_plugin_protocol():
 
 
 def test_curves_apply_to_a_size_sweep_and_not_to_single_sizes(analysis):
-    ctx = StudyContext(None, 1, analysis.cells, {}, {}, {})
+    ctx = StudyContext(None, 1, analysis.cells, {}, {})
     assert curves.applies(ctx)
     plain = tuple(c for c in analysis.cells if "size_bytes" not in c.params)
-    assert not curves.applies(StudyContext(None, 1, plain, {}, {}, {}))
+    assert not curves.applies(StudyContext(None, 1, plain, {}, {}))
 
 
 def test_one_line_per_pattern_and_condition_in_size_order(analysis):

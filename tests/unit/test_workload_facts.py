@@ -77,14 +77,39 @@ def test_analysis_knows_a_workload_from_the_stored_facts_alone():
 
 
 def test_cell_facts_come_back_as_stored_and_a_document_this_boardlab_cannot_read_is_refused():
-    cells = {"crc32[size=small]@baseline": facts.CellFacts(0.02, None), "x[]@b": facts.CellFacts(None, 0.2)}
-    doc = json.loads(json.dumps(facts.cell_facts_document(cells)))
-    assert facts.read_cell_facts_document(doc) == cells
-    with pytest.raises(ValueError, match="schema 2"):
-        facts.read_cell_facts_document({"schema": 2, "cells": {}})
+    pair = facts.ComparePair("size", "crc32[size=small]@baseline", "small")
+    cells = {
+        "crc32[size=large]@baseline": facts.CellFacts(0.02, None, compare=pair),
+        "x[]@b": facts.CellFacts(None, 0.2),
+    }
+    doc = json.loads(json.dumps(facts.cell_facts_document(cells, "abba")))
+    assert facts.read_cell_facts_document(doc) == facts.StoredCellFacts(cells, "abba")
+    # schema 1 (thresholds only) still reads: no pairing, no order, for the reader to derive
+    old = {"schema": 1, "cells": {"x[]@b": {"threshold": None, "tail_threshold": 0.2}}}
+    assert facts.read_cell_facts_document(old) == facts.StoredCellFacts({"x[]@b": cells["x[]@b"]}, None)
+    with pytest.raises(ValueError, match="schema 3"):
+        facts.read_cell_facts_document({"schema": 3, "cells": {}})
     for bad in ({"k": {"threshold": 0.02}}, {"k": {"threshold": "2%", "tail_threshold": None}}, {"k": 3}):
         with pytest.raises(ValueError, match="malformed"):
             facts.read_cell_facts_document({"schema": 1, "cells": bad})
+    no_pair = {"threshold": None, "tail_threshold": None}
+    for bad_doc in (
+        {"schema": 2, "cells": {"k": no_pair}, "order": "abba"},  # a schema-2 cell without its pairing
+        {
+            "schema": 2,
+            "cells": {"k": {**no_pair, "compare": {"param": 1, "baseline": "b", "value": 1}}},
+            "order": "x",
+        },
+        {
+            "schema": 2,
+            "cells": {"k": {**no_pair, "compare": {"param": "p", "baseline": "b", "value": [1]}}},
+            "order": "x",
+        },
+        {"schema": 2, "cells": {}, "order": 3},
+        {"schema": 2, "cells": {}},  # no order
+    ):
+        with pytest.raises(ValueError, match="malformed"):
+            facts.read_cell_facts_document(bad_doc)
 
 
 class _Artifacts:
@@ -105,16 +130,16 @@ class _Artifacts:
 def test_a_report_names_the_campaign_whose_stored_cell_facts_it_cannot_read():
     from boardlab.analysis.core import cell_facts
 
-    rows = [{"key": "k", "workload": "w"}]
+    rows = [{"key": "k", "workload": "w", "params_json": "{}", "condition": "baseline"}]
     with pytest.raises(InputError, match=r"board.db: campaign 3: its stored cell-facts cannot be read"):
-        cell_facts(_Artifacts(cell_facts=b"{not json"), 3, {}, rows)
+        cell_facts(_Artifacts(cell_facts=b"{not json"), 3, "", rows)
     with pytest.raises(InputError, match="schema 9"):
-        cell_facts(_Artifacts(cell_facts=json.dumps({"schema": 9}).encode()), 3, {}, rows)
+        cell_facts(_Artifacts(cell_facts=json.dumps({"schema": 9}).encode()), 3, "", rows)
     # none stored (an older campaign): derived from the stored plan by workload name, once per workload
-    plan = {"workloads": [{"name": "w", "threshold": 0.05}]}
-    got = cell_facts(_Artifacts(), 3, plan, rows + [{"key": "k2", "workload": "w"}])
+    plan = '[runs]\norder = "abba"\n[[workloads]]\nname = "w"\nthreshold = 0.05\n'
+    got = cell_facts(_Artifacts(), 3, plan, rows + [{**rows[0], "key": "k2"}])
     derived = facts.CellFacts(0.05, None, derived=True)
-    assert got == {"k": derived, "k2": derived}
+    assert got == ({"k": derived, "k2": derived}, "abba", "")  # no compare in the plan: nothing to say
 
 
 def test_a_resumed_campaign_keeps_its_stored_cell_facts_and_adds_the_cells_it_did_not_have():
@@ -131,7 +156,7 @@ def test_a_resumed_campaign_keeps_its_stored_cell_facts_and_adds_the_cells_it_di
     store_cell_facts(store, 1, plan, cells[:1])
     assert store.data[facts.CELL_FACTS] is first  # nothing new: not written again
     store_cell_facts(store, 1, plan, cells)
-    got = facts.read_cell_facts_document(json.loads(store.data[facts.CELL_FACTS]))
+    got = facts.read_cell_facts_document(json.loads(store.data[facts.CELL_FACTS])).cells
     assert {k: f.threshold for k, f in got.items()} == {
         c.key: 0.02 if c.params_dict["size"] == "small" else 0.10 for c in cells
     }

@@ -84,22 +84,88 @@ def named_thresholds(plan: dict, workload: str) -> CellFacts:
     return CellFacts(found.get("threshold"), found.get("tail_threshold"), derived=True)
 
 
-def cell_facts(store: Store, campaign_id: int, plan: dict, rows) -> dict[str, CellFacts]:
-    """Cell key -> its facts as stored with the campaign; a campaign stored without them gets them derived
-    once from its stored plan (`named_thresholds`). InputError for stored facts this boardlab cannot read."""
+def named_pairing(plan: dict, workload: str, params: dict) -> tuple[str, object] | None:
+    """A cell's compare pairing from a stored plan by workload name alone (how a campaign stored before its
+    cells carried their pairing is read): (parameter, its first value) of the first entry of the workload
+    whose `compare` list holds the cell's value after the first, or None."""
+    for entry in plan.get("workloads", []):
+        if not isinstance(entry, dict) or entry.get("name") != workload:
+            continue
+        param = entry.get("compare")
+        if not isinstance(param, str):
+            continue
+        values = entry["params"].get(param) if isinstance(entry.get("params"), dict) else None
+        if isinstance(values, list) and len(values) >= 2 and params.get(param) in values[1:]:
+            return param, values[0]
+    return None
+
+
+PAIRING_DERIVED = (
+    "This campaign was stored without its cells' compare pairing (an older boardlab): a `compare` parameter "
+    "is paired from its stored plan by workload name, the first entry of the workload that compares the "
+    "value, which cannot tell two entries of one workload apart."
+)
+
+
+def cell_facts(store: Store, campaign_id: int, plan_text: str, rows) -> tuple[dict[str, CellFacts], str, str]:
+    """(cell key -> its facts, the run order, what was derived) as stored with the campaign. A campaign
+    stored without them gets them derived once from its stored plan (`named_thresholds`, `named_pairing`) and
+    the third item says so (PAIRING_DERIVED when a pairing was derived, else ""). InputError for stored facts
+    this boardlab cannot read."""
     data = store.campaign_artifact(campaign_id, facts.CELL_FACTS)
     try:
-        stored = {} if data is None else facts.read_cell_facts_document(json.loads(data))
+        stored = None if data is None else facts.read_cell_facts_document(json.loads(data))
     except ValueError as exc:  # JSONDecodeError too
         raise InputError(
             f"{store.path}: campaign {campaign_id}: its stored {facts.CELL_FACTS} cannot be read ({exc}); "
             "a newer boardlab wrote it, or the database is damaged"
         ) from None
+    known = {} if stored is None else stored.cells
+    if stored is not None and stored.order is not None and all(row["key"] in known for row in rows):
+        return {row["key"]: known[row["key"]] for row in rows}, stored.order, ""
+    return _derived_cell_facts(stored_plan(plan_text), rows, stored)
+
+
+def _derived_cell_facts(
+    plan: dict, rows, stored: facts.StoredCellFacts | None
+) -> tuple[dict[str, CellFacts], str, str]:
+    """`cell_facts` of an older campaign, from its stored plan: the thresholds of a cell stored without
+    them (`named_thresholds`); with no pairing stored (schema 1 or nothing), every cell's pairing
+    (`named_pairing`) and the run order."""
+    pairing = stored is None or stored.order is None
+    known = {} if stored is None else stored.cells
+    by_params = {
+        (r["workload"], _params_key(json.loads(r["params_json"])), r["condition"]): r["key"] for r in rows
+    }
     derived: dict[str, CellFacts] = {}
+    out = {}
     for row in rows:
-        if row["key"] not in stored and row["workload"] not in derived:
+        if row["workload"] not in derived:
             derived[row["workload"]] = named_thresholds(plan, row["workload"])
-    return {row["key"]: stored.get(row["key"]) or derived[row["workload"]] for row in rows}
+        cell = known.get(row["key"]) or derived[row["workload"]]
+        params = json.loads(row["params_json"])
+        pair = named_pairing(plan, row["workload"], params) if pairing else None
+        if pair is not None:
+            base = _params_key({**params, pair[0]: pair[1]})
+            missing = f"{row['workload']}[{pair[0]}={pair[1]}]@{row['condition']}"
+            key = by_params.get((row["workload"], base, row["condition"]), missing)
+            cell = dataclasses.replace(cell, compare=facts.ComparePair(pair[0], key, pair[1]))
+        out[row["key"]] = cell
+    if stored is not None and stored.order is not None:
+        return out, stored.order, ""
+    said = PAIRING_DERIVED if any(c.compare is not None for c in out.values()) else ""
+    return out, plan.get("runs", {}).get("order", "interleave"), said
+
+
+def stored_plan(plan_text: str) -> dict:
+    """The plan stored with a campaign, as TOML; {} when it cannot be read (an unreadable stored plan only
+    loses what an older campaign derives from it)."""
+    import tomllib
+
+    try:
+        return tomllib.loads(plan_text)
+    except (tomllib.TOMLDecodeError, TypeError):
+        return {}
 
 
 def run_environment(monitor: dict) -> RunEnvironment:
@@ -171,30 +237,29 @@ def _params_key(params: dict) -> str:
     return json.dumps(params, sort_keys=True)
 
 
-def _pairs(cells: tuple[CellAnalysis, ...], plan: dict):
+def _pairs(cells: tuple[CellAnalysis, ...]):
     """(condition cell, baseline cell, condition label, baseline label, why missing) for every comparison:
     each condition against its baseline condition, and each value of a `compare` parameter against the
-    parameter's first value (same condition, same other parameters)."""
-    by_key = {(c.workload, _params_key(c.params), c.condition): c for c in cells}
+    parameter's first value in the cell's own plan entry (its stored `facts.compare`)."""
+    by_params = {(c.workload, _params_key(c.params), c.condition): c for c in cells}
+    by_key = {c.key: c for c in cells}
     for c in cells:
         if c.baseline is None:
             continue
-        base = by_key.get((c.workload, _params_key(c.params), c.baseline))
+        base = by_params.get((c.workload, _params_key(c.params), c.baseline))
         missing = None if base else f"no baseline cell {c.workload} under {c.baseline}"
         yield c, base, c.condition, c.baseline, missing
-    for entry in plan.get("workloads", []):
-        param = entry.get("compare")
-        values = entry.get("params", {}).get(param) if param else None
-        if not param or not isinstance(values, list) or len(values) < 2:
+    for c in cells:
+        pair = c.facts.compare
+        if pair is None:
             continue
-        for c in cells:
-            if c.workload != entry.get("name") or c.params.get(param) not in values[1:]:
-                continue
-            ref = {**c.params, param: values[0]}
-            base = by_key.get((c.workload, _params_key(ref), c.condition))
-            label = f"{param}={c.params[param]}" + ("" if c.baseline is None else f" @{c.condition}")
-            base_label = f"{param}={values[0]}" + ("" if c.baseline is None else f" @{c.condition}")
-            yield c, base, label, base_label, None if base else f"no cell with {param}={values[0]}"
+        base = by_key.get(pair.baseline_key)
+        at = "" if c.baseline is None else f" @{c.condition}"
+        label, base_label = (
+            f"{pair.param}={c.params.get(pair.param)}{at}",
+            f"{pair.param}={pair.baseline_value}{at}",
+        )
+        yield c, base, label, base_label, None if base else f"no cell with {pair.param}={pair.baseline_value}"
 
 
 def _metric_samples(store: Store, cell: CellAnalysis, metric: str) -> dict[int, list[float]]:
@@ -279,7 +344,7 @@ def _tail_arm(store: Store, cell: CellAnalysis) -> tuple[list[RunPoint], list[li
 
 
 def tail_comparisons(
-    store: Store, cells: tuple[CellAnalysis, ...], plan: dict, *, seed_offset: int = TAIL_SEED_OFFSET
+    store: Store, cells: tuple[CellAnalysis, ...], *, seed_offset: int = TAIL_SEED_OFFSET
 ) -> tuple[ComparisonAnalysis, ...]:
     """Each condition against its baseline on the p99 (workloads with `tail_samples`) by `stats.tails`: per-run p99s
     when every run has >= 100 samples, else the pooled p99 with a cluster bootstrap over runs. Unadjusted
@@ -292,10 +357,10 @@ def tail_comparisons(
     results: list[ComparisonAnalysis] = []
     # A pooled tail's bootstrap p cannot go below 2 / (B + 1): enough resamples that it can still clear
     # 0.05 after the report's correction over every comparison (reachability, docs/method.md).
-    family = sum(1 for *_, missing in _pairs(cells, plan) if missing is None)
-    family += sum(1 for *_, missing in _pairs(tail_cells, plan) if missing is None)
+    family = sum(1 for *_, missing in _pairs(cells) if missing is None)
+    family += sum(1 for *_, missing in _pairs(tail_cells) if missing is None)
     resamples = max(TAIL_RESAMPLES, math.ceil(2 * family / 0.05))
-    for cond, base, cond_label, base_label, missing in _pairs(tail_cells, plan):
+    for cond, base, cond_label, base_label, missing in _pairs(tail_cells):
         spec = spec_of(cond.workload)
         metric = spec.tail_metric if spec and spec.tail_metric else cond.metric
         delta, source = threshold_of(cond.facts, metric, tail=True)
@@ -362,13 +427,11 @@ def tail_comparisons(
     return tuple(results)
 
 
-def median_comparisons(
-    cells: tuple[CellAnalysis, ...], plan: dict, plan_order: str
-) -> tuple[ComparisonAnalysis, ...]:
+def median_comparisons(cells: tuple[CellAnalysis, ...], plan_order: str) -> tuple[ComparisonAnalysis, ...]:
     """Each (condition, baseline) pair compared on the runs' medians (one value per run, never pooled
     iterations), paired by block under ABBA; unadjusted here (`analyze` corrects the whole family)."""
     results: list[ComparisonAnalysis] = []
-    for cond, base, cond_label, base_label, missing in _pairs(cells, plan):
+    for cond, base, cond_label, base_label, missing in _pairs(cells):
         delta, source = threshold_of(cond.facts, cond.metric)
         comp, reason = None, missing
         if reason is None:
@@ -428,12 +491,12 @@ def _with_flags(comp: Comparison, base: list[RunPoint], cond: list[RunPoint]) ->
     )
 
 
-def aa_controls(cells: tuple[CellAnalysis, ...], plan: dict) -> tuple[AAControl, ...]:
+def aa_controls(cells: tuple[CellAnalysis, ...]) -> tuple[AAControl, ...]:
     """The A/A control of every reference cell (the baseline side of a comparison): its A1 runs against
     its A2 runs, with the workload's threshold and the verdict rule of every comparison (unadjusted)."""
     out: list[AAControl] = []
     seen: set[int] = set()
-    for _, base, *_ in _pairs(cells, plan):
+    for _, base, *_ in _pairs(cells):
         if base is None or base.cell_id in seen:
             continue
         seen.add(base.cell_id)
@@ -484,12 +547,11 @@ def aa_controls(cells: tuple[CellAnalysis, ...], plan: dict) -> tuple[AAControl,
 def _mark_unstable(
     results: tuple[ComparisonAnalysis, ...],
     cells: tuple[CellAnalysis, ...],
-    plan: dict,
     aa: dict[int, AAControl],
 ) -> tuple[ComparisonAnalysis, ...]:
     """Marks every comparison whose reference cell's A/A control is unstable, with the reason and remedy."""
     ref = {}
-    for cond, base, cond_label, base_label, _ in _pairs(cells, plan):
+    for cond, base, cond_label, base_label, _ in _pairs(cells):
         if base is not None:
             ref[(cond.workload, json.dumps(cond.params, sort_keys=True), cond_label, base_label)] = (
                 base.cell_id
@@ -524,29 +586,21 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
     camp = store.campaign(campaign_id)
     remember_campaign(store, campaign_id)  # what its workloads are, as stored with it (analysis/specs.py)
     board = store.board(camp["board_id"])
-    plan: dict = {}
-    try:
-        import tomllib
-
-        plan = tomllib.loads(camp["plan_text"])
-    except Exception:  # an unreadable stored plan only loses the pairing hint and parameter comparisons
-        pass
     rows = store.cells(campaign_id)
-    known = cell_facts(store, campaign_id, plan, rows)
+    known, plan_order, pairing = cell_facts(store, campaign_id, camp["plan_text"], rows)
     # one query per cell: the rows of one cell at a time, never the campaign's
     cells = tuple(_cell(row, store.cell_runs(row["id"]), known[row["key"]]) for row in rows)
-    plan_order = plan.get("runs", {}).get("order", "interleave")
 
-    medians = median_comparisons(cells, plan, plan_order)
-    tails = tail_comparisons(store, cells, plan)
+    medians = median_comparisons(cells, plan_order)
+    tails = tail_comparisons(store, cells)
     (medians, tails), size, method = correct_family(medians, tails)
-    controls = aa_controls(cells, plan)
+    controls = aa_controls(cells)
     by_cell = {c.cell_id: c for c in controls}
-    medians = _mark_unstable(medians, cells, plan, by_cell)
-    tails = _mark_unstable(tails, tuple(c for c in cells if tail_samples(c.workload)), plan, by_cell)
+    medians = _mark_unstable(medians, cells, by_cell)
+    tails = _mark_unstable(tails, tuple(c for c in cells if tail_samples(c.workload)), by_cell)
     inventory = json.loads(board["inventory_json"])
     environment = json.loads(camp["environment_json"])
-    ctx = StudyContext(store, campaign_id, cells, plan, inventory, environment)
+    ctx = StudyContext(store, campaign_id, cells, inventory, environment)
 
     return CampaignAnalysis(
         campaign_id=campaign_id,
@@ -570,6 +624,7 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
         family_size=size,
         family_adjustment=method,
         studies=run_studies(ctx),
+        pairing_source=pairing,
     )
 
 

@@ -61,7 +61,7 @@ class CellAnalysis:
     runs: tuple[RunPoint, ...]  # every attempt, in run order
     summary: CellSummary | None  # over valid runs; None below MIN_RUNS_FOR_SUMMARY
     summary_reason: str | None
-    facts: CellFacts = CellFacts()  # what its plan entry says of it: its thresholds
+    facts: CellFacts = CellFacts()  # what its plan entry says of it: its thresholds, its compare pairing
 
     @property
     def values(self) -> tuple[float, ...]:
@@ -169,6 +169,9 @@ class CampaignAnalysis:
     family_adjustment: str = "holm"  # "holm" up to 50 comparisons, "bh" above
     # The studies that apply to this campaign (analysis.studies), each with its typed record, in report order.
     studies: tuple[StudyResult, ...] = ()
+    # "" when each cell's compare pairing was stored with the campaign; else how it was derived (by workload
+    # name from the stored plan: a campaign stored by an older boardlab), which the report says.
+    pairing_source: str = ""
 
     def study_sections(self) -> list[Section]:
         """Every applying study's sections of the document, in the registry's order."""
@@ -214,7 +217,6 @@ class StudyContext:
     store: Store
     campaign_id: int
     cells: tuple[CellAnalysis, ...]
-    plan: dict
     inventory: dict
     environment: dict
 

@@ -25,6 +25,7 @@ def method_note(a: CampaignAnalysis) -> str:
         "decision interval inside [1 - delta, 1 + delta] (equivalence, TOST); otherwise inconclusive. A 95% "
         "CI is shown beside it for reading, labelled; it does not decide. "
         f"Threshold delta per plan entry: {thresholds}. p adjusted by {a.family_text}."
+        + (f" {a.pairing_source}" if a.pairing_source else "")
     )
 
 

@@ -1,13 +1,14 @@
 """The workload facts a campaign stores for its report (`boardlab.model.facts`): written by the runner when
 a campaign starts, so that analysis never asks the host that renders (its catalog, its boardlab-kern); and
-each cell's facts, resolved from the plan entry that produced the cell."""
+each cell's facts, resolved from the plan entry that produced the cell (its thresholds, its compare pairing),
+with the campaign's run order."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
 
-from boardlab.campaign.schedule import entry_of
+from boardlab.campaign.schedule import compare_baseline, entry_of
 from boardlab.errors import BoardlabError, InputError
 from boardlab.model import facts
 from boardlab.model.campaign import Cell, Plan
@@ -38,26 +39,36 @@ def save(store: Store, campaign_id: int, doc: dict) -> None:
 
 def cell_facts(plan: Plan, cell: Cell) -> facts.CellFacts:
     """The thresholds of the entry that produced the cell (`schedule.entry_of`), not of the first entry of
-    its workload: two entries of one workload judge their cells each by its own."""
+    its workload: two entries of one workload judge their cells each by its own; and the cell its entry's
+    `compare` parameter pairs it with (`schedule.compare_baseline`)."""
     entry = entry_of(plan, cell)
-    return facts.CellFacts() if entry is None else facts.CellFacts(entry.threshold, entry.tail_threshold)
+    pair = compare_baseline(plan, cell)
+    return facts.CellFacts(
+        entry.threshold if entry else None,
+        entry.tail_threshold if entry else None,
+        compare=None if pair is None else facts.ComparePair(pair[0], pair[2].key, pair[1]),
+    )
 
 
 def store_cell_facts(store: Store, campaign_id: int, plan: Plan, cells: Iterable[Cell]) -> None:
-    """Stores each cell's facts with the campaign. A resumed campaign has the plan of its start (the same
-    plan hash), so its cells' facts are the same: cells it did not have before are added."""
+    """Stores each cell's facts and the run order with the campaign. A resumed campaign has the plan of its
+    start (the same plan hash), so its cells' facts are the same: cells it did not have before are added. One
+    stored by an older boardlab (schema 1: thresholds only) is rewritten with this plan's pairing and order;
+    a cell it has that this run does not keeps its thresholds, without a pairing."""
     data = store.campaign_artifact(campaign_id, facts.CELL_FACTS)
     try:
-        stored = facts.read_cell_facts_document(json.loads(data)) if data is not None else {}
+        stored = facts.read_cell_facts_document(json.loads(data)) if data is not None else None
     except ValueError as exc:  # JSONDecodeError too
         raise InputError(
             f"{store.path}: campaign {campaign_id}: its stored {facts.CELL_FACTS} cannot be read ({exc}); "
             "a newer boardlab wrote it, or the database is damaged"
         ) from None
     mine = {c.key: cell_facts(plan, c) for c in cells}
-    if stored.keys() >= mine.keys():
+    if stored is not None and stored.order is not None and stored.cells.keys() >= mine.keys():
         return
-    doc = facts.cell_facts_document({**mine, **stored})
+    kept = {} if stored is None else stored.cells
+    merged = {**kept, **mine} if stored is None or stored.order is None else {**mine, **kept}
+    doc = facts.cell_facts_document(merged, plan.runs.order)
     store.save_campaign_artifact(campaign_id, facts.CELL_FACTS, json.dumps(doc, sort_keys=True).encode())
 
 

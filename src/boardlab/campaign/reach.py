@@ -11,7 +11,7 @@ import dataclasses
 import statistics
 from dataclasses import dataclass
 
-from boardlab.campaign.schedule import build_cells, cell_repetitions
+from boardlab.campaign.schedule import build_cells, cell_repetitions, compared_with
 from boardlab.model.campaign import Cell, Plan
 from boardlab.model.workload import WorkloadSpec
 from boardlab.stats.reach import Reachability, reachability
@@ -60,45 +60,22 @@ class PlanSummary:
 
 def count_comparisons(plan: Plan, cells: list[Cell], catalog: dict[str, WorkloadSpec]) -> int:
     """The comparisons the analysis will make of these cells: each condition against its baseline and each
-    value of a `compare` parameter against its first, plus a tail comparison for a workload whose spec says
-    `tail_samples` (its per-sample p99 is a verdict metric too)."""
-    keys = {c.key for c in cells}
-    bases = {c.name: c.baseline for c in plan.conditions}
+    value of an entry's `compare` parameter against its first in that entry (`schedule.compared_with`), plus a
+    tail comparison for a workload whose spec says `tail_samples` (its per-sample p99 is a verdict metric
+    too)."""
     n = 0
-    for cell in cells:
-        pairs = 0
-        base = bases.get(cell.condition)
-        if base:
-            ref = Cell(cell.workload, cell.params, base, cell.metric)
-            pairs += ref.key in keys
-        for entry in plan.workloads:
-            values = entry.params.get(entry.compare) if entry.compare else None
-            if (
-                entry.name == cell.workload
-                and isinstance(values, list)
-                and entry.compare is not None  # values is a list only when it is
-                and cell.params_dict.get(entry.compare) in values[1:]
-            ):
-                pairs += 1
+    for cell, refs in compared_with(plan, cells).items():
         spec = catalog.get(cell.workload)
-        n += pairs * (2 if spec is not None and spec.tail_samples else 1)
+        n += len(refs) * (2 if spec is not None and spec.tail_samples else 1)
     return n
 
 
 def _compared_keys(plan: Plan, cells: list[Cell]) -> set[str]:
-    """Keys of the cells on either side of a comparison: a cell and its condition's baseline cell, and
-    every cell of a workload with a `compare` parameter."""
-    keys = {c.key for c in cells}
-    bases = {c.name: c.baseline for c in plan.conditions}
-    comparing = {e.name for e in plan.workloads if e.compare}
+    """Keys of the cells on either side of a comparison (`schedule.compared_with`)."""
     out = set()
-    for c in cells:
-        base = bases.get(c.condition)
-        ref = Cell(c.workload, c.params, base, c.metric).key if base else None
-        if ref in keys:
-            out |= {c.key, ref}
-        if c.workload in comparing:
-            out.add(c.key)
+    for cell, refs in compared_with(plan, cells).items():
+        if refs:
+            out |= {cell.key, *refs}
     return out
 
 

@@ -11,6 +11,7 @@ import itertools
 import math
 import random
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any
 
 from boardlab.errors import InputError
 from boardlab.model.campaign import Cell, Plan, ScheduledRun, WorkloadEntry
@@ -60,6 +61,22 @@ def entry_of(plan: Plan, cell: Cell) -> WorkloadEntry | None:
     return None
 
 
+def compare_baseline(plan: Plan, cell: Cell) -> tuple[str, Any, Cell] | None:
+    """(parameter, its first value, the cell compared with) when the cell's own entry (`entry_of`) compares a
+    parameter and the cell is at one of its other values: the baseline is the cell at the first value of that
+    entry's list, same workload, condition and other parameters. None otherwise: another entry of the same
+    workload does not pair this entry's cells."""
+    entry = entry_of(plan, cell)
+    param = entry.compare if entry is not None else None
+    values = entry.params.get(param) if entry is not None and param else None
+    if param is None or not isinstance(values, list) or len(values) < 2:
+        return None
+    if cell.params_dict.get(param) not in values[1:]:
+        return None
+    params = tuple((k, values[0] if k == param else v) for k, v in cell.params)
+    return param, values[0], Cell(cell.workload, params, cell.condition, cell.metric)
+
+
 def _applies(condition, workload: str) -> bool:
     return not condition.workloads or workload in condition.workloads
 
@@ -77,30 +94,30 @@ def reference_runs(n: int, k: int) -> int:
     return min(ALLOCATION_CAP * n, max(math.ceil(round(math.sqrt(k) * n, 9)), AA_RUNS))
 
 
-def comparisons_per_reference(plan: Plan, cells: Sequence[Cell]) -> dict[str, int]:
-    """For each reference cell's key, how many cells are compared with it: the cells of every condition
-    whose baseline is its condition (same workload and parameters), and the other values of a workload's
-    `compare` parameter against its first value."""
+def compared_with(plan: Plan, cells: Sequence[Cell]) -> dict[Cell, list[str]]:
+    """Each cell -> the keys of the cells among `cells` it is compared with: its condition's baseline cell
+    (same workload and parameters), and the cell its own entry's `compare` parameter pairs it with
+    (`compare_baseline`)."""
     keys = {c.key for c in cells}
     bases = {c.name: c.baseline for c in plan.conditions}
-    firsts: dict[str, tuple[str, list]] = {}
-    for entry in plan.workloads:
-        values = entry.params.get(entry.compare) if entry.compare else None
-        if isinstance(values, list) and len(values) >= 2:
-            firsts[entry.name] = (entry.compare, values)  # type: ignore[assignment]
-    out: dict[str, int] = {}
+    out = {}
     for cell in cells:
         base = bases.get(cell.condition)
-        ref = Cell(cell.workload, cell.params, base, cell.metric).key if base else None
-        if ref in keys:
+        pair = compare_baseline(plan, cell)
+        refs = (
+            Cell(cell.workload, cell.params, base, cell.metric).key if base else None,
+            pair[2].key if pair else None,
+        )
+        out[cell] = [r for r in refs if r is not None and r in keys]
+    return out
+
+
+def comparisons_per_reference(plan: Plan, cells: Sequence[Cell]) -> dict[str, int]:
+    """For each reference cell's key, how many cells are compared with it (`compared_with`)."""
+    out: dict[str, int] = {}
+    for refs in compared_with(plan, cells).values():
+        for ref in refs:
             out[ref] = out.get(ref, 0) + 1
-        first = firsts.get(cell.workload)
-        value = cell.params_dict.get(first[0]) if first else None
-        if first is not None and value in first[1][1:]:
-            params = tuple((k, first[1][0] if k == first[0] else v) for k, v in cell.params)
-            ref = Cell(cell.workload, params, cell.condition, cell.metric).key
-            if ref in keys:
-                out[ref] = out.get(ref, 0) + 1
     return out
 
 
@@ -188,17 +205,13 @@ def aa_label(repetition: int) -> str:
 
 def reference_keys(plan: Plan, cells: Sequence[Cell]) -> frozenset[str]:
     """Keys of the cells another cell is compared with: every cell under a condition named as some
-    condition's baseline, and the cells at the first value of a workload's `compare` parameter. Their runs
-    are the ones labelled A1/A2."""
+    condition's baseline, and the cells at the first value of an entry's `compare` parameter that a cell of
+    that entry is compared with (`compare_baseline`). Their runs are the ones labelled A1/A2."""
     bases = {c.baseline for c in plan.conditions if c.baseline}
-    firsts: dict[str, tuple[str, object]] = {}
-    for entry in plan.workloads:
-        values = entry.params.get(entry.compare) if entry.compare else None
-        if isinstance(values, list) and len(values) >= 2:
-            firsts[entry.name] = (entry.compare, values[0])  # type: ignore[assignment]
-    keys = set()
+    present = {c.key for c in cells}
+    keys = {c.key for c in cells if c.condition in bases}
     for cell in cells:
-        first = firsts.get(cell.workload)
-        if cell.condition in bases or (first is not None and cell.params_dict.get(first[0]) == first[1]):
-            keys.add(cell.key)
+        pair = compare_baseline(plan, cell)
+        if pair is not None and pair[2].key in present:
+            keys.add(pair[2].key)
     return frozenset(keys)

@@ -8,20 +8,22 @@ that. Every workload of the catalog is stored, not only the campaign's: a compos
 its members were measured, which needs the whole membership.
 
 What belongs to a cell rather than to its workload (the practical thresholds its plan entry sets: two entries
-of one workload may set two) is stored per cell key, as the campaign artifact `CELL_FACTS`.
+of one workload may set two; the cell its entry's `compare` parameter compares it with) is stored per cell key,
+with the campaign's run order, as the campaign artifact `CELL_FACTS`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from boardlab.model.workload import MetricSpec, WorkloadSpec
 
 WORKLOAD_FACTS = "workload-facts"  # the campaign artifact's name
 WORKLOAD_FACTS_SCHEMA = 1
 CELL_FACTS = "cell-facts"  # the campaign artifact of each cell's facts, by cell key
-CELL_FACTS_SCHEMA = 1
+CELL_FACTS_SCHEMA = 2  # 2 adds each cell's compare pairing and the run order; 1 (thresholds only) still reads
 
 # A campaign stored before these facts were has none. The program reading it may offer this host's catalog
 # in their place (the CLI does, and says so): (store path, campaign id) -> a facts document, or None.
@@ -105,40 +107,92 @@ def read_facts_document(doc: dict) -> tuple[dict[str, WorkloadSpec], str | None]
 
 
 @dataclass(frozen=True)
+class ComparePair:
+    """A cell compared by its plan entry's `compare` parameter: with the cell at that parameter's first value
+    in the same entry (same workload, condition and other parameters), `baseline_key`."""
+
+    param: str
+    baseline_key: str
+    baseline_value: Any  # the parameter's first value in the entry: what the baseline's label says
+
+
+@dataclass(frozen=True)
 class CellFacts:
     """What the plan entry that produced a cell says of it for analysis: its practical threshold and tail
-    threshold (fractions, 0.02 = 2%; None = the default for its metric). `derived`: not stored with the
-    campaign but read from its stored plan by workload name (a campaign stored before cells carried them),
-    which cannot tell two entries of one workload apart."""
+    threshold (fractions, 0.02 = 2%; None = the default for its metric) and its compare pairing (None: the
+    entry compares no parameter, or the cell is at its first value). `derived`: the thresholds were not stored
+    with the campaign but read from its stored plan by workload name (a campaign stored before cells carried
+    them), which cannot tell two entries of one workload apart."""
 
     threshold: float | None = None
     tail_threshold: float | None = None
     derived: bool = False
+    compare: ComparePair | None = None
 
 
-def cell_facts_document(cells: Mapping[str, CellFacts]) -> dict:
-    """The artifact: each cell's facts by cell key."""
+@dataclass(frozen=True)
+class StoredCellFacts:
+    """The artifact read: each cell's facts by key, and the campaign's run order. `order` None: a schema-1
+    document, which stored the thresholds alone (no pairing, no order: the reader derives them)."""
+
+    cells: dict[str, CellFacts]
+    order: str | None
+
+
+def _pair_doc(pair: ComparePair | None) -> dict | None:
+    if pair is None:
+        return None
+    return {"param": pair.param, "baseline": pair.baseline_key, "value": pair.baseline_value}
+
+
+def cell_facts_document(cells: Mapping[str, CellFacts], order: str) -> dict:
+    """The artifact: each cell's facts by cell key, and the campaign's run order."""
     return {
         "schema": CELL_FACTS_SCHEMA,
+        "order": order,
         "cells": {
-            key: {"threshold": f.threshold, "tail_threshold": f.tail_threshold}
+            key: {
+                "threshold": f.threshold,
+                "tail_threshold": f.tail_threshold,
+                "compare": _pair_doc(f.compare),
+            }
             for key, f in sorted(cells.items())
         },
     }
 
 
-def read_cell_facts_document(doc: dict) -> dict[str, CellFacts]:
-    """Cell key -> its facts; ValueError for a document this boardlab cannot read."""
-    if not isinstance(doc, dict) or doc.get("schema") != CELL_FACTS_SCHEMA:
-        got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
-        raise ValueError(f"cell facts of schema {got!r}; this boardlab reads schema {CELL_FACTS_SCHEMA}")
+def read_cell_facts_document(doc: dict) -> StoredCellFacts:
+    """The stored cell facts (schema 1 or 2); ValueError for a document this boardlab cannot read."""
+    schema = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+    if schema not in (1, CELL_FACTS_SCHEMA):
+        raise ValueError(
+            f"cell facts of schema {schema!r}; this boardlab reads schema 1 to {CELL_FACTS_SCHEMA}"
+        )
     try:
-        return {
-            key: CellFacts(_fraction(d["threshold"]), _fraction(d["tail_threshold"]))
+        cells = {
+            key: CellFacts(
+                _fraction(d["threshold"]),
+                _fraction(d["tail_threshold"]),
+                compare=_read_pair(d["compare"]) if schema == 2 else None,
+            )
             for key, d in doc["cells"].items()
         }
+        order = None if schema == 1 else doc["order"]
+        if order is not None and not isinstance(order, str):
+            raise ValueError(f"the run order must be a name, not {order!r}")
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise ValueError(f"cell facts are malformed ({type(exc).__name__}: {exc})") from None
+    return StoredCellFacts(cells, order)
+
+
+def _read_pair(d) -> ComparePair | None:
+    if d is None:
+        return None
+    if not isinstance(d["param"], str) or not isinstance(d["baseline"], str):
+        raise ValueError(f"a compare pairing names a parameter and a cell key, not {d!r}")
+    if not isinstance(d["value"], str | int | float):  # a plan's parameter value: a scalar (bool is an int)
+        raise ValueError(f"a compare pairing's value is a parameter value, not {d['value']!r}")
+    return ComparePair(d["param"], d["baseline"], d["value"])
 
 
 def _fraction(value) -> float | None:
