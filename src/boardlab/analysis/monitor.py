@@ -64,18 +64,17 @@ class _Range:
     hi: float = float("-inf")
 
 
-def _first_pass(rows: Iterator) -> tuple[dict[str, _Range], array, float, float]:
+def _first_pass(extents: Iterator) -> tuple[dict[str, _Range], array, float, float]:
     """Per source: samples and time range; per run in read order: its earliest sample; the overall range.
-    Times are seconds since the first run's start (`rows` gives them so), each run's samples ascending."""
+    Times are seconds since the first run's start (`extents` gives them so), each run's samples ascending:
+    (run id, start, source, samples, first t_ns, last t_ns), the samples themselves not read."""
     ranges: dict[str, _Range] = {}
     run_min = array("d")
     last_run = None
-    for run_id, start, source, times, _values in rows:
-        if not times:
-            continue
+    for run_id, start, source, count, first_ns, last_ns in extents:
         r = ranges.setdefault(source, _Range())
-        first, last = start + times[0] / 1e9, start + times[-1] / 1e9
-        r.count += len(times)
+        first, last = start + first_ns / 1e9, start + last_ns / 1e9
+        r.count += count
         r.lo, r.hi = min(r.lo, first), max(r.hi, last)
         if run_id != last_run:
             run_min.append(first)
@@ -95,6 +94,7 @@ class _Buckets:
         self.span = (r.hi / time_div - self.lo) or 1.0
         self.open: dict[int, tuple[list[float], list[float]]] = {}
         self.points: list[Point] = []
+        self.closed = 0  # every bucket below this one is closed: no later sample falls there
 
     def index(self, x: float) -> int:
         return min(int((x - self.lo) / self.span * MAX_POINTS), MAX_POINTS - 1)
@@ -116,6 +116,9 @@ class _Buckets:
     def close_before(self, x: float) -> None:
         """Closes every bucket below the one `x` falls in (no later sample is earlier than `x`)."""
         k = self.index(x / self.div) if x != float("inf") else MAX_POINTS
+        if k <= self.closed:  # most runs start in the bucket of the run before: nothing to close
+            return
+        self.closed = k
         for done in sorted(b for b in self.open if b < k):
             bx, by = self.open.pop(done)
             self.points.append((statistics.fmean(bx), statistics.fmean(by)))
@@ -133,7 +136,8 @@ def monitor_series(store: Store, campaign_id: int) -> MonitorSeries:
         for run_id, started, source, times, values in store.campaign_series(campaign_id):
             yield run_id, started - t0, source, times, values
 
-    ranges, run_min, lo, hi = _first_pass(rows())
+    extents = ((r, started - t0, *rest) for r, started, *rest in store.campaign_series_extents(campaign_id))
+    ranges, run_min, lo, hi = _first_pass(extents)
     time_div, unit = (60.0, "min") if hi - lo > SPAN_FOR_MINUTES_S else (1.0, "s")
     later = array("d", [float("inf")]) * (len(run_min) + 1)  # later[i]: earliest sample of runs i and after
     for i in range(len(run_min) - 1, -1, -1):

@@ -10,6 +10,8 @@ def as_values(values: Iterable[float], *, what: str = "values", positive: bool =
     """A list of finite floats; rejects strings, nested sequences (iterations of runs) and NaN/inf."""
     if isinstance(values, str | bytes):
         raise TypeError(f"{what}: expected a sequence of numbers, got a string")
+    if isinstance(values, list | tuple) and _all_finite_floats(values, positive):
+        return list(values)  # the common case, checked at C speed (a cell of 10^5 runs is checked often)
     out: list[float] = []
     for i, v in enumerate(values):
         if isinstance(v, Sequence | set | frozenset) and not isinstance(v, str | bytes):
@@ -29,6 +31,14 @@ def as_values(values: Iterable[float], *, what: str = "values", positive: bool =
             raise ValueError(f"{what}[{i}] = {f}: ratios need positive values (times, rates, sizes)")
         out.append(f)
     return out
+
+
+def _all_finite_floats(values: list | tuple, positive: bool) -> bool:
+    """Whether every value is a finite float (bool and int excluded: they take the checked path), and
+    positive if asked."""
+    if not values or set(map(type, values)) != {float} or not all(map(math.isfinite, values)):
+        return False
+    return not positive or min(values) > 0.0
 
 
 def check_level(value: float, name: str) -> None:
