@@ -1182,8 +1182,14 @@ class Store:
             ):
                 if len(first) != 8 or len(last) != 8:  # the full read (run_series) names the damage
                     continue
-                t0, t1 = (int.from_bytes(bytes(b), "little", signed=True) for b in (first, last))
-                by_run.setdefault(int(run_id), []).append((source, int(samples), t0, t1))
+                by_run.setdefault(int(run_id), []).append(
+                    (source, int(samples), _int64_le(first), _int64_le(last))
+                )
             for run_id, start in zip(batch, starts[i : i + self._BATCH], strict=True):
                 for source, samples, t0, t1 in by_run.get(run_id, ()):
                     yield run_id, start, source, samples, t0, t1
+
+
+def _int64_le(b: bytes) -> int:
+    """A packed time (boardlab.store.packed: int64 little-endian); PostgreSQL may give a memoryview."""
+    return int.from_bytes(b, "little", signed=True)
