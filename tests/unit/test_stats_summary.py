@@ -201,3 +201,6 @@ def test_values_are_checked_the_same_on_the_quick_path():
     with pytest.raises(ValueError, match=r"values\[0\] = -1.0: ratios need positive"):
         as_values([-1.0, 2.0], positive=True)
     assert as_values([1, 2.5]) == [1.0, 2.5] and type(as_values([1, 2.5])[0]) is float
+    assert as_values([True, 2]) == [1.0, 2.0] and all(type(v) is float for v in as_values((3, 4)))
+    with pytest.raises(OverflowError):
+        as_values([1, 10**400])
