@@ -170,3 +170,37 @@ def test_resample_medians_match_a_naive_resample_and_sort_bootstrap(n, flatten):
     for q in (0.025, 0.25, 0.5, 0.75, 0.975):
         i = int(q * 40_000)
         assert draws[i] == pytest.approx(naive[i], abs=0.02)
+
+
+def test_far_from_the_median_the_sampler_sets_what_the_beta_function_would_give_to_2_to_the_minus_60():
+    """The median sampler computes P(X*_(k) <= x_(i)) only where Hoeffding's bound leaves it further than
+    2^-60 from 0 and 1; every value it sets instead is that close to the exact one (odd n: the table is g)."""
+    from boardlab.stats._special import binom_sf_ge
+
+    for n in (1001, 3001):
+        k = (n + 1) // 2
+        exact, prev = [], 0.0
+        for i in range(1, n):
+            prev = max(prev, binom_sf_ge(k, n, i / n))
+            exact.append(prev)
+        cum = MedianSampler(list(range(n)))._cum[:-1]
+        assert max(abs(a - b) for a, b in zip(exact, cum, strict=True)) < 2.0**-60
+        assert sum(1 for a, b in zip(exact, cum, strict=True) if a != b) > 0  # some were set, not computed
+
+
+def test_values_are_checked_the_same_on_the_quick_path():
+    from boardlab.stats._validate import as_values
+
+    xs = [1.5, 2.0, 3.25]
+    got = as_values(xs)
+    assert got == xs and got is not xs
+    with pytest.raises(ValueError, match=r"values\[1\] = nan"):
+        as_values([1.0, math.nan, 2.0])
+    with pytest.raises(ValueError, match=r"values\[2\] = inf"):
+        as_values([1.0, 2.0, math.inf])
+    with pytest.raises(ValueError, match=r"values\[0\] = -1.0: ratios need positive"):
+        as_values([-1.0, 2.0], positive=True)
+    assert as_values([1, 2.5]) == [1.0, 2.5] and type(as_values([1, 2.5])[0]) is float
+    assert as_values([True, 2]) == [1.0, 2.0] and all(type(v) is float for v in as_values((3, 4)))
+    with pytest.raises(OverflowError):
+        as_values([1, 10**400])

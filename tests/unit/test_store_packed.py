@@ -142,3 +142,39 @@ def test_the_analysis_reads_a_cell_in_one_query_whatever_its_runs(tmp_path):
         assert sum(len(c.runs) for c in a.cells) == 34 * n
         counts.append(len(seen))
     assert counts[0] == counts[1] < 200, counts
+
+
+def test_the_series_extents_are_each_rows_first_and_last_time_as_the_samples_say(tmp_path):
+    """The monitor's first pass reads each run's and source's first and last time, cut by the database from
+    the packed times (signed, a big one too), as the full read of the samples gives them; an older store's
+    per-sample rows give the same."""
+    old = tmp_path / "old.db"
+    _schema_6_store(old)
+    with Store.open(old, create=False) as reader:
+        assert reader.schema_version() == 6
+        assert list(reader.campaign_series_extents(1)) == [(1, 1001.0, *e) for e in (
+            ("cpu0.busy_pct", 3, 0, 100), ("temp.zone0_mc", 2, 0, 200), ("worker.rss_kib", 1, 2**40, 2**40))]  # fmt: skip
+    with Store.open(old):  # a writer packs them (migration 7)
+        pass
+    db = make_campaign_db(tmp_path / "e.db", n=2)
+    for path in (old, db):
+        with Store.open(path, create=False) as store:
+            assert store.schema_version() >= 7
+            full = [
+                (r, s, src, len(t), t[0], t[-1]) for r, s, src, t, _ in store.campaign_series(1) if len(t)
+            ]
+            assert list(store.campaign_series_extents(1)) == full and full
+
+
+def test_how_often_finished_buckets_close_changes_no_point(tmp_path, monkeypatch):
+    """Buckets close every CLOSE_EVERY runs, later than they could: no later sample reaches them, so the
+    points are the same whether they close after every run or only at the end."""
+    from boardlab.analysis import monitor
+
+    db = make_campaign_db(tmp_path / "c.db", n=12)
+    with Store.open(db, create=False) as store:
+        seen = []
+        for every in (1, 7, monitor.CLOSE_EVERY, 10**9):
+            monkeypatch.setattr(monitor, "CLOSE_EVERY", every)
+            seen.append(monitor_series(store, 1))
+    assert all(s == seen[0] for s in seen) and seen[0].lines

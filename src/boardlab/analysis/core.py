@@ -186,6 +186,9 @@ def _cell(row, runs, entry_facts: CellFacts) -> CellAnalysis:
         mon = json.loads(r["monitor_json"])
         ru = json.loads(r["rusage_json"] or "{}")
         env = run_environment(mon)
+        # equal environments shared; the key tells 1, 1.0 and True apart (as the record's equality does not)
+        env_key = (type(env.mean_freq_khz), env.mean_freq_khz, type(env.max_temp_mc), env.max_temp_mc,
+                   type(env.throttled), env.throttled)  # fmt: skip
         points.append(
             RunPoint(
                 run_id=r["id"],
@@ -198,9 +201,7 @@ def _cell(row, runs, entry_facts: CellFacts) -> CellAnalysis:
                 error=r["error"],
                 wall_ns=r["wall_ns"],
                 gate_waited_s=r["gate_waited_s"],
-                environment=environments.setdefault(
-                    tuple((type(v), v) for v in dataclasses.astuple(env)), env
-                ),
+                environment=environments.setdefault(env_key, env),
                 worker_cpu_pct=mon.get("worker.cpu_pct_mean"),
                 warmup_capped=None if r["warmup_capped"] is None else bool(r["warmup_capped"]),
                 aa_arm=r["aa_arm"] if "aa_arm" in r.keys() else None,

@@ -20,6 +20,7 @@ from boardlab.store import Store
 # The plot's points per line (report.plot.MAX_SERIES_POINTS, about one per pixel at 800 px): a test keeps
 # the two equal. analysis does not import report.
 MAX_POINTS = 700
+CLOSE_EVERY = 256  # runs read between two closes of the finished buckets
 SPAN_FOR_MINUTES_S = 600  # a campaign longer than 10 minutes is plotted in minutes
 
 # (title, which sources, divisor of their values, y-axis label): the monitor section's figures
@@ -64,18 +65,18 @@ class _Range:
     hi: float = float("-inf")
 
 
-def _first_pass(rows: Iterator) -> tuple[dict[str, _Range], array, float, float]:
+def _first_pass(extents: Iterator, t0: float) -> tuple[dict[str, _Range], array, float, float]:
     """Per source: samples and time range; per run in read order: its earliest sample; the overall range.
-    Times are seconds since the first run's start (`rows` gives them so), each run's samples ascending."""
+    Times are seconds since `t0`, the first run's start; `extents` gives (run id, start unix s, source,
+    samples, first t_ns, last t_ns), each run's samples ascending, the samples themselves not read."""
     ranges: dict[str, _Range] = {}
     run_min = array("d")
     last_run = None
-    for run_id, start, source, times, _values in rows:
-        if not times:
-            continue
+    for run_id, started, source, count, first_ns, last_ns in extents:
+        start = started - t0
         r = ranges.setdefault(source, _Range())
-        first, last = start + times[0] / 1e9, start + times[-1] / 1e9
-        r.count += len(times)
+        first, last = start + first_ns / 1e9, start + last_ns / 1e9
+        r.count += count
         r.lo, r.hi = min(r.lo, first), max(r.hi, last)
         if run_id != last_run:
             run_min.append(first)
@@ -95,14 +96,17 @@ class _Buckets:
         self.span = (r.hi / time_div - self.lo) or 1.0
         self.open: dict[int, tuple[list[float], list[float]]] = {}
         self.points: list[Point] = []
+        self.closed = 0  # every bucket below this one is closed: no later sample falls there
 
     def index(self, x: float) -> int:
         return min(int((x - self.lo) / self.span * MAX_POINTS), MAX_POINTS - 1)
 
     def add(self, start: float, times: array, values: array) -> None:
-        xs = [(start + t / 1e9) / self.div for t in times]
-        ys = [v / self.scale for v in values]
-        k0, k1 = self.index(xs[0]), self.index(xs[-1])
+        div, scale, lo, span = self.div, self.scale, self.lo, self.span
+        xs = [(start + t / 1e9) / div for t in times]
+        ys = [v / scale for v in values]
+        k0 = min(int((xs[0] - lo) / span * MAX_POINTS), MAX_POINTS - 1)  # self.index, inlined: per run
+        k1 = min(int((xs[-1] - lo) / span * MAX_POINTS), MAX_POINTS - 1)
         if k0 == k1:  # a run's samples usually fall in one bucket
             bx, by = self.open.setdefault(k0, ([], []))
             bx.extend(xs)
@@ -116,6 +120,9 @@ class _Buckets:
     def close_before(self, x: float) -> None:
         """Closes every bucket below the one `x` falls in (no later sample is earlier than `x`)."""
         k = self.index(x / self.div) if x != float("inf") else MAX_POINTS
+        if k <= self.closed:  # most runs start in the bucket of the run before: nothing to close
+            return
+        self.closed = k
         for done in sorted(b for b in self.open if b < k):
             bx, by = self.open.pop(done)
             self.points.append((statistics.fmean(bx), statistics.fmean(by)))
@@ -129,11 +136,7 @@ def monitor_series(store: Store, campaign_id: int) -> MonitorSeries:
         return MonitorSeries("s")
     t0 = span[0]
 
-    def rows() -> Iterator:
-        for run_id, started, source, times, values in store.campaign_series(campaign_id):
-            yield run_id, started - t0, source, times, values
-
-    ranges, run_min, lo, hi = _first_pass(rows())
+    ranges, run_min, lo, hi = _first_pass(store.campaign_series_extents(campaign_id), t0)
     time_div, unit = (60.0, "min") if hi - lo > SPAN_FOR_MINUTES_S else (1.0, "s")
     later = array("d", [float("inf")]) * (len(run_min) + 1)  # later[i]: earliest sample of runs i and after
     for i in range(len(run_min) - 1, -1, -1):
@@ -147,16 +150,19 @@ def monitor_series(store: Store, campaign_id: int) -> MonitorSeries:
         elif scale is not None:
             raw[source] = []
     i, last_run = -1, None
-    for run_id, start, source, times, values in rows():
+    for run_id, started, source, times, values in store.campaign_series(campaign_id):
         if not times:
             continue
         if run_id != last_run:
-            if i >= 0:
+            # Closing a bucket later than possible changes no point (no later sample reaches it), so the
+            # buckets are closed every CLOSE_EVERY runs: memory holds that many runs' buckets at most.
+            if i >= 0 and (i + 1) % CLOSE_EVERY == 0:
                 for b in buckets.values():
                     b.close_before(later[i + 1])
             i, last_run = i + 1, run_id
-        if source in buckets:
-            buckets[source].add(start, times, values)
+        start = started - t0
+        if (b := buckets.get(source)) is not None:
+            b.add(start, times, values)
         elif source in raw:
             raw[source].extend((start + t / 1e9, v) for t, v in zip(times, values, strict=True))
     lines: dict[str, list[Point]] = {}

@@ -1142,3 +1142,54 @@ class Store:
             " ORDER BY r.seq, r.attempt",
             (campaign_id,),
         )
+
+    # ---- report speed (issue 27: each report section reads only the rows and columns it shows) ----
+
+    def iter_worker_series(self, campaign_id: int) -> Iterator:
+        """(cell id, worker result JSON) of the campaign's valid runs whose result may hold time series (it
+        names "series"), in run order, one row at a time: the series study reads no other run's result."""
+        return self.iter_rows(
+            "SELECT cell_id, worker_json FROM runs WHERE campaign_id=? AND valid=1 AND worker_json LIKE ?"
+            " ORDER BY seq, attempt",
+            (campaign_id, '%"series"%'),
+        )
+
+    def campaign_series_extents(self, campaign_id: int) -> Iterator[tuple[int, float, str, int, int, int]]:
+        """(run id, run start unix s, source, samples, first t_ns, last t_ns) of every run and source of a
+        campaign with samples, in the order of `campaign_series`: where each source's samples lie in time,
+        without reading (or unpacking) the samples themselves (the database cuts the first and the last)."""
+        if self._schema() < 7:  # an older store's per-sample rows: from the samples
+            for run_id, start, source, times, _values in self.campaign_series(campaign_id):
+                if times:
+                    yield run_id, start, source, len(times), times[0], times[-1]
+            return
+        ids, starts = array("q"), array("d")
+        for r in self.iter_rows(
+            "SELECT id, started_unix_s FROM runs WHERE campaign_id=? AND started_unix_s IS NOT NULL"
+            " ORDER BY seq, attempt, id",
+            (campaign_id,),
+        ):
+            ids.append(int(r[0]))
+            starts.append(float(r[1]))
+        for i in range(0, len(ids), self._BATCH):
+            batch = ids[i : i + self._BATCH]
+            by_run: dict[int, list[tuple[str, int, int, int]]] = {}
+            for run_id, source, samples, first, last in self.conn.execute(
+                "SELECT run_id, source, samples, substr(t_ns, 1, 8), substr(t_ns, 8 * samples - 7, 8)"
+                f" FROM run_series WHERE run_id IN ({','.join('?' * len(batch))}) AND samples > 0"
+                " ORDER BY run_id, source",
+                tuple(batch),
+            ):
+                if len(first) != 8 or len(last) != 8:  # the full read (run_series) names the damage
+                    continue
+                by_run.setdefault(int(run_id), []).append(
+                    (source, int(samples), _int64_le(first), _int64_le(last))
+                )
+            for run_id, start in zip(batch, starts[i : i + self._BATCH], strict=True):
+                for source, samples, t0, t1 in by_run.get(run_id, ()):
+                    yield run_id, start, source, samples, t0, t1
+
+
+def _int64_le(b: bytes) -> int:
+    """A packed time (boardlab.store.packed: int64 little-endian); PostgreSQL may give a memoryview."""
+    return int.from_bytes(b, "little", signed=True)

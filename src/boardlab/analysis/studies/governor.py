@@ -112,13 +112,17 @@ def _policies(store, campaign_id: int, cells) -> tuple[tuple[PolicyRow, ...], bo
     kinds = {r["condition"]: json.loads(r["condition_json"]).get("kind") for r in store.cells(campaign_id)}
     energy: dict[str, list[float]] = {}
     wall: dict[str, list[float]] = {}
-    for r in store.iter_runs(campaign_id):  # streamed: a campaign of any size
-        if kinds.get(r["condition"]) not in POLICY_KINDS or not r["valid"]:
+    for c in cells:  # only the policy cells' runs are read: a campaign without them reads none
+        if kinds.get(c.condition) not in POLICY_KINDS:
             continue  # (sweep cells too are collected here, and left out below)
-        m = {x["metric"]: x["median"] for x in store.run_metrics(r["id"])}
-        if m.get("energy_j") is not None:
-            energy.setdefault(r["cell_key"], []).append(float(m["energy_j"]))
-        wall.setdefault(r["cell_key"], []).append(r["wall_ns"] / 1e9)
+        metrics = store.cell_metrics(c.cell_id)  # the valid runs' metrics, one query for the cell
+        for p in c.runs:
+            if not p.valid:
+                continue
+            joules = (metrics.get(p.run_id, {}).get("energy_j") or {}).get("median")
+            if joules is not None:
+                energy.setdefault(c.key, []).append(float(joules))
+            wall.setdefault(c.key, []).append(p.wall_ns / 1e9)
     from boardlab.governor.store_io import parse_cell_name
 
     rows = []

@@ -92,9 +92,10 @@ def applies(ctx) -> bool:
 
 def analyze(ctx) -> SeriesStudy | None:
     by_cell: dict[int, list[tuple[SeriesSamples, ...]]] = {}
-    for r in ctx.store.iter_runs(ctx.campaign_id):  # streamed: only runs with series are kept
-        if r["valid"] and (series := _run_series(r["worker_json"])):
-            by_cell.setdefault(r["cell_id"], []).append(series)
+    # streamed, and only the valid runs whose result names "series" are read (the database filters)
+    for cell_id, worker_json in ctx.store.iter_worker_series(ctx.campaign_id):
+        if series := _run_series(worker_json):
+            by_cell.setdefault(cell_id, []).append(series)
     cells = tuple(
         CellSeries(c.cell_id, c.workload, dict(c.params), c.condition, bands(by_cell[c.cell_id]))
         for c in ctx.cells
