@@ -604,3 +604,22 @@ def test_text_that_copy_text_format_would_escape_arrives_unchanged(pg_url, tmp_p
         got = canonical(t)
     assert got == want
     assert tricky in {r["invalid_reason"] for c in got.values() for r in c["runs"].values()}
+
+
+def test_a_store_with_triggers_of_its_own_keeps_every_trigger_during_ingest(pg_url, tmp_path, monkeypatch):
+    src = make_board(tmp_path / "a.db", "board-a")
+    Store.open(pg_url).close()  # the store's tables, then an audit trigger of the lab's on its runs
+    with Store.open(pg_url) as store:
+        for sql in (
+            "CREATE SCHEMA audit",
+            "CREATE TABLE audit.seen (run_id BIGINT)",
+            "CREATE FUNCTION audit.saw() RETURNS trigger LANGUAGE plpgsql AS"
+            " $$ BEGIN INSERT INTO audit.seen VALUES (NEW.id); RETURN NEW; END $$",
+            "CREATE TRIGGER audited AFTER INSERT ON runs FOR EACH ROW EXECUTE FUNCTION audit.saw()",
+        ):
+            store.conn.execute(sql)
+    seen = _replication_role_while_copying(monkeypatch)
+    added = ingest_file(src, pg_url).runs_added
+    assert seen == ["origin"]  # the superuser's ingest left the triggers on: the lab's fires too
+    with Store.open(pg_url, create=False) as t:
+        assert t.conn.execute("SELECT count(*) FROM audit.seen").fetchone()[0] == added > 0

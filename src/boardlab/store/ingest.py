@@ -422,8 +422,16 @@ class _Copier:
         row's references by a trigger, which is half of the server's work in a COPY of monitor series. Only a
         role allowed to set session_replication_role (a superuser, or one granted SET ON PARAMETER,
         PostgreSQL 15) can turn those triggers off, and SET LOCAL does it for this transaction alone; any
-        other role keeps the checks (a savepoint undoes the refused SET)."""
+        other role keeps the checks (a savepoint undoes the refused SET). A store with triggers or rules of
+        its owner's (an audit log, say) keeps them all: the setting would silence those as well."""
         conn = self.target.conn
+        own = conn.execute(
+            "SELECT (SELECT count(*) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid WHERE NOT"
+            " t.tgisinternal AND c.relnamespace = to_regnamespace(current_schema()))"
+            " + (SELECT count(*) FROM pg_rules WHERE schemaname = current_schema())"
+        ).fetchone()[0]
+        if own:
+            return
         conn.execute("SAVEPOINT ingest_checks")
         try:
             conn.execute("SET LOCAL session_replication_role = replica")
