@@ -99,3 +99,31 @@ def test_a_change_to_the_campaigns_own_rows_is_not_skipped(tmp_path):
     res = ingest_file(a, store)
     assert res.runs_added == 0 and _campaigns(store) == _campaigns(a)
     assert _campaigns(store)[0][1] == "interrupted"
+
+
+def test_a_campaign_the_store_holds_no_run_of_takes_every_run_without_comparing_identities(
+    tmp_path, monkeypatch
+):
+    """A campaign new to the store, or one ingested before it had runs: nothing to compare a run with, so
+    no run's identity is read (the cost of a first ingest), and every run arrives once."""
+    import sqlite3
+
+    a = make_campaign_db(tmp_path / "a.db", board="bbb-1", n=3, seed=5)
+    empty = tmp_path / "started.db"  # the same campaign as the board's file held it before its first run
+    shutil.copy(a, empty)
+    conn = sqlite3.connect(empty)
+    with conn:
+        for table in ("run_metrics", "run_values", "run_series", "run_histograms", "run_energy"):
+            conn.execute(f"DELETE FROM {table}")
+        conn.execute("DELETE FROM artifacts WHERE run_id IS NOT NULL")
+        conn.execute("DELETE FROM runs")
+    conn.close()
+    store = str(tmp_path / "lab.db")
+    assert (ingest_file(empty, store).campaigns_added, _content(store)) == (1, {})
+    monkeypatch.setattr(Store, "run_identities", lambda *a: pytest.fail("compared every run"))
+    monkeypatch.setattr(ingest_mod, "_store_identities", lambda *a: pytest.fail("compared runs"))
+    full = ingest_file(a, store)
+    assert (full.campaigns_added, full.runs_added, full.runs_skipped) == (0, len(_content(a)), 0)
+    assert _content(store) == _content(a)
+    monkeypatch.undo()
+    assert ingest_file(a, store).runs_added == 0  # and none a second time

@@ -530,3 +530,96 @@ def test_cross_board_report_over_postgresql_matches_the_same_boards_in_sqlite(pg
     want = run_cli(*args[:1], "--db", str(lite), *args[1:])
     assert got.returncode == want.returncode == 0, got.stderr
     assert got.stdout == want.stdout and "| board-b / board-a |" in got.stdout
+
+
+# ---- ingest speed: reference checks and binary COPY ----
+
+
+def _replication_role_while_copying(monkeypatch) -> list[str]:
+    """session_replication_role as each copy of runs begins, inside the ingest's transaction."""
+    from boardlab.store import ingest as ingest_mod
+
+    seen: list[str] = []
+    copy_runs = ingest_mod._Copier.copy_runs
+
+    def spy(self, tid, run_map):
+        seen.append(self.target.conn.execute("SHOW session_replication_role").fetchone()[0])
+        return copy_runs(self, tid, run_map)
+
+    monkeypatch.setattr(ingest_mod._Copier, "copy_runs", spy)
+    return seen
+
+
+def test_reference_checks_are_off_during_ingest_only_for_a_role_allowed_to(pg_server, tmp_path, monkeypatch):
+    import uuid
+
+    import psycopg
+
+    src = make_board(tmp_path / "a.db", "board-a")
+    decorate(src)
+    with Store.open(src, create=False) as s:
+        want = canonical(s)
+    role = f"lab_{uuid.uuid4().hex[:12]}"  # roles are the whole server's: a name of this test's own
+    with psycopg.connect(pg_server.url(), autocommit=True) as admin:
+        admin.execute(f"CREATE ROLE {role} LOGIN")  # neither a superuser nor granted SET ON PARAMETER
+        admin.execute(f"CREATE DATABASE {role} OWNER {role}")
+    plain = f"postgresql://{role}@127.0.0.1:{pg_server.port}/{role}"
+    seen = _replication_role_while_copying(monkeypatch)
+    after: list[str] = []
+
+    def then(store, result):  # after the file's commit, on the same connection
+        after.append(store.conn.execute("SHOW session_replication_role").fetchone()[0])
+
+    superuser = pg_server.new_database()
+    assert ingest_file(src, superuser, then=then).runs_added > 0
+    # a role that may not set it keeps PostgreSQL's checks, and its ingest is not disturbed by the refusal
+    assert ingest_file(src, plain, then=then).runs_added > 0
+    assert seen == ["replica", "origin"]  # the superuser's copy skipped the per-row reference triggers
+    assert after == ["origin", "origin"]  # SET LOCAL: gone with the transaction
+    for url in (superuser, plain):
+        with Store.open(url, create=False) as t:
+            assert canonical(t) == want
+
+
+def test_text_that_copy_text_format_would_escape_arrives_unchanged(pg_url, tmp_path):
+    """The rows go in COPY's binary format: tabs, newlines, backslashes, a literal \\N and non-ASCII text,
+    NULLs, extreme integers and doubles arrive as the board stored them."""
+    import sqlite3
+
+    src = make_board(tmp_path / "a.db", "board-a")
+    tricky = "tab\there\nnewline\\backslash \\N \r\u2603 \u202e"
+    conn = sqlite3.connect(src)
+    with conn:
+        conn.execute(
+            "UPDATE runs SET invalid_reason=?, error=?, gate_detail=?, wall_ns=?, value=?, cpu=NULL"
+            " WHERE id=(SELECT min(id) FROM runs)",
+            (tricky, tricky[::-1], "\\.", 2**63 - 1, -1.7976931348623157e308),
+        )
+        conn.execute("UPDATE runs SET value=5e-324 WHERE id=(SELECT max(id) FROM runs)")
+    conn.close()
+    with Store.open(src, create=False) as s:
+        want = canonical(s)
+    ingest_file(src, pg_url)
+    with Store.open(pg_url, create=False) as t:
+        got = canonical(t)
+    assert got == want
+    assert tricky in {r["invalid_reason"] for c in got.values() for r in c["runs"].values()}
+
+
+def test_a_store_with_triggers_of_its_own_keeps_every_trigger_during_ingest(pg_url, tmp_path, monkeypatch):
+    src = make_board(tmp_path / "a.db", "board-a")
+    Store.open(pg_url).close()  # the store's tables, then an audit trigger of the lab's on its runs
+    with Store.open(pg_url) as store:
+        for sql in (
+            "CREATE SCHEMA audit",
+            "CREATE TABLE audit.seen (run_id BIGINT)",
+            "CREATE FUNCTION audit.saw() RETURNS trigger LANGUAGE plpgsql AS"
+            " $$ BEGIN INSERT INTO audit.seen VALUES (NEW.id); RETURN NEW; END $$",
+            "CREATE TRIGGER audited AFTER INSERT ON runs FOR EACH ROW EXECUTE FUNCTION audit.saw()",
+        ):
+            store.conn.execute(sql)
+    seen = _replication_role_while_copying(monkeypatch)
+    added = ingest_file(src, pg_url).runs_added
+    assert seen == ["origin"]  # the superuser's ingest left the triggers on: the lab's fires too
+    with Store.open(pg_url, create=False) as t:
+        assert t.conn.execute("SELECT count(*) FROM audit.seen").fetchone()[0] == added > 0

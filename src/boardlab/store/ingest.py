@@ -16,12 +16,16 @@ windows, campaign artifacts) are replaced from the file when the file holds at l
 campaign as the store does, so an older copy of a file never rolls a campaign back.
 
 Speed (docs/results.md "Ingest at lab scale"): rows are copied in bulk, never run by run: into a SQLite store
-by INSERT ... SELECT from the file attached to the store's connection, into PostgreSQL by COPY. After each
-campaign the store keeps a watermark of it (`Mark`, in the meta table): the file's last run id, how many runs
-the file held up to it and that run's identity, the store's run count and a hash of the campaign-level rows.
-When the file still holds exactly those runs below the watermark, only the runs after it are read; when
-nothing is past it and the rest hashes the same, the file is unchanged and skipped without reading its runs
-(nor verifying them: nothing of it is copied)."""
+by INSERT ... SELECT from the file attached to the store's connection, into PostgreSQL by COPY in its binary
+format. Neither store checks each copied row's references again (the file's were verified, and the copy joins
+only what it maps): SQLite's foreign keys are off during an ingest, PostgreSQL's reference triggers too where
+the role may turn them off (`_skip_pg_reference_checks`). A campaign of which the store holds no run takes
+every run of the file without comparing identities. After each campaign the store keeps a watermark of it
+(`Mark`, in the meta table): the file's last run id, how many runs the file held up to it and that run's
+identity, the store's run count and a hash of the campaign-level rows. When the file still holds exactly
+those runs below the watermark, only the runs after it are read; when nothing is past it and the rest hashes
+the same, the file is unchanged and skipped without reading its runs (nor verifying them: nothing of it is
+copied)."""
 
 from __future__ import annotations
 
@@ -410,6 +414,30 @@ class _Copier:
                 f"CREATE TEMP TABLE IF NOT EXISTS {name} (old INTEGER PRIMARY KEY, new INTEGER)"
             )
             self.reader.execute(f"DELETE FROM temp.{name}")
+        if not self.attached:
+            self._skip_pg_reference_checks()
+
+    def _skip_pg_reference_checks(self) -> None:
+        """As on SQLite (`foreign_keys=OFF` above), and for the same reason: PostgreSQL checks each copied
+        row's references by a trigger, which is half of the server's work in a COPY of monitor series. Only a
+        role allowed to set session_replication_role (a superuser, or one granted SET ON PARAMETER,
+        PostgreSQL 15) can turn those triggers off, and SET LOCAL does it for this transaction alone; any
+        other role keeps the checks (a savepoint undoes the refused SET). A store with triggers or rules of
+        its owner's (an audit log, say) keeps them all: the setting would silence those as well."""
+        conn = self.target.conn
+        own = conn.execute(
+            "SELECT (SELECT count(*) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid WHERE NOT"
+            " t.tgisinternal AND c.relnamespace = to_regnamespace(current_schema()))"
+            " + (SELECT count(*) FROM pg_rules WHERE schemaname = current_schema())"
+        ).fetchone()[0]
+        if own:
+            return
+        conn.execute("SAVEPOINT ingest_checks")
+        try:
+            conn.execute("SET LOCAL session_replication_role = replica")
+        except BoardlabError:  # not allowed to: the rows are checked as they are copied
+            conn.execute("ROLLBACK TO SAVEPOINT ingest_checks")
+        conn.execute("RELEASE SAVEPOINT ingest_checks")
 
     def close(self) -> None:
         with contextlib.suppress(sqlite3.Error):
@@ -481,7 +509,15 @@ class _Copier:
             return
         cur = self.source.conn.cursor()
         cur.row_factory = None  # plain tuples, straight to COPY
-        cast(pg.Connection, self.target.conn).copy_rows(table, tuple(cols), cur.execute(select, params))
+        cast(pg.Connection, self.target.conn).copy_rows(
+            table, tuple(cols), cur.execute(select, params), self.pg_types(table, cols)
+        )
+
+    def pg_types(self, table: str, cols: list[str]) -> tuple[str, ...]:
+        """The store's column types for COPY's binary format: a verified file holds each column's own
+        type (an integer is a fine double, as on SQLite), or NULL."""
+        kinds = {c: k for c, k, *_ in self.tgt_schema[table]}
+        return tuple(PG_TYPES[kinds[c]] for c in cols)
 
     def copy_runs(self, tid: int, run_map: dict[int, int]) -> None:
         """The runs in the run map and every child row of theirs."""
@@ -508,6 +544,7 @@ class _Copier:
             )
 
 
+PG_TYPES = {"integer": "int8", "real": "float8", "text": "text", "blob": "bytea"}  # describe_schema's kinds
 PACKED_COLUMNS = ("run_id", "source", "packing", "samples", "t_ns", "value")
 
 
@@ -638,7 +675,12 @@ def _runs(cp: _Copier, camp, tid: int, uid: str, totals: dict, fail_after_runs: 
         "SELECT r.id, c.key, r.repetition, r.attempt FROM runs r JOIN cells c ON c.id = r.cell_id"
         " WHERE r.campaign_id=?"
     )
-    if _holds_mark(cp.source, cp.target, camp, tid, mark):  # only the runs after the mark can be new
+    if _store_runs(cp.target, tid) == 0:  # a new campaign (or one without runs yet): every run is new
+        cur = cp.source.conn.cursor()
+        cur.row_factory = None
+        rows = cur.execute("SELECT id FROM runs WHERE campaign_id=? ORDER BY id", (camp["id"],)).fetchall()
+        have: set = set()
+    elif _holds_mark(cp.source, cp.target, camp, tid, mark):  # only the runs after the mark can be new
         assert mark is not None
         rows = cp.source.conn.execute(
             ident + " AND r.id > ? ORDER BY r.id", (camp["id"], mark.last_run_id)
@@ -649,7 +691,7 @@ def _runs(cp: _Copier, camp, tid: int, uid: str, totals: dict, fail_after_runs: 
     else:  # compare every identity (a store without a mark, another copy of the campaign's file...)
         rows = cp.source.conn.execute(ident + " ORDER BY r.id", (camp["id"],)).fetchall()
         have = set(cp.target.run_identities(tid)) if rows else set()
-    new = [int(r[0]) for r in rows if (r[1], int(r[2]), int(r[3])) not in have]
+    new = [int(r[0]) for r in rows if not have or (r[1], int(r[2]), int(r[3])) not in have]
     run_map = dict(zip(new, cp.new_run_ids(len(new)), strict=True))
     cp.map_ids("ingest_runs", run_map.items())
     if run_map:
