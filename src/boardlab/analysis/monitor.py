@@ -161,8 +161,8 @@ def monitor_series(store: Store, campaign_id: int) -> MonitorSeries:
                     b.close_before(later[i + 1])
             i, last_run = i + 1, run_id
         start = started - t0
-        if (b := buckets.get(source)) is not None:
-            b.add(start, times, values)
+        if (bucket := buckets.get(source)) is not None:
+            bucket.add(start, times, values)
         elif source in raw:
             raw[source].extend((start + t / 1e9, v) for t, v in zip(times, values, strict=True))
     lines: dict[str, list[Point]] = {}
