@@ -9,7 +9,9 @@ milliseconds. An iteration shorter than a slice (SciMark's small sizes, CRC32 of
 runs whole or waits a slice out, so its time is 1x or several x, and a run's median of a few such iterations
 swings between them: the hog arm's runs spread by 40-90% and the "2x" was anything from 1.2x to 3x. The two
 preset cells here (SciMark SOR and sparse matmult at size large) take 50-350 ms per iteration, dozens of
-slices, so each iteration sees the hog's half share and the planted 2x is steady."""
+slices, so each iteration sees the hog's half share and the planted 2x is steady. SOR alone is run (sparse
+matmult behaves alike and would double the test's minutes): with the dd-gzip condition beside the hog, the
+baseline still gets the product's shared-baseline allocation."""
 
 from __future__ import annotations
 
@@ -37,9 +39,6 @@ temperature = false
 [[workloads]]
 name = "scimark.sor"
 params = {{ size = "large" }}
-[[workloads]]
-name = "scimark.sparse"
-params = {{ size = "large" }}
 [[conditions]]
 name = "baseline"
 kind = "baseline"
@@ -62,8 +61,7 @@ def test_a_2x_slowdown_through_a_real_condition_is_a_verdict_at_the_andesite_def
     plan = tmp_path / "plan.toml"
     plan.write_text(TRIMMED.format(runs=runs))
     cells = tomllib.loads(text)["workloads"]
-    for name in ("scimark.sor", "scimark.sparse"):  # cells the preset itself runs
-        assert {"name": name, "params": {"size": ["small", "large"]}} in cells
+    assert {"name": "scimark.sor", "params": {"size": ["small", "large"]}} in cells  # a cell the preset runs
     db = tmp_path / "r.db"
     proc = run_cli("run", str(plan), "--db", str(db), "--quiet", timeout=1800)
     assert proc.returncode == 0, proc.stderr
@@ -72,12 +70,12 @@ def test_a_2x_slowdown_through_a_real_condition_is_a_verdict_at_the_andesite_def
 
     with Store.open(db, create=False) as store:
         a = analyze(store, 1)
-    assert a.family_size == 4
+    assert a.family_size == 2
     # the shared baseline got Dunnett's share: ceil(sqrt(2) x 10) = 15 runs against 10 per condition
     base = [c for c in a.cells if c.condition == "baseline"]
     assert {len(c.values) for c in base} == {15}
     hog = [ca for ca in a.comparisons if ca.condition == "cpu-hog-same"]
-    assert len(hog) == 2
+    assert len(hog) == 1
     cvs = ", ".join(f"{c.label}@{c.condition}: CV {c.summary.cv:.1%}" for c in a.cells if c.summary)
     # The claim holds on a quiet or moderately loaded machine. Where other jobs spread the compared runs by
     # more than 40% (a load average many times the core count), 10-15 runs cannot be expected to call even a
