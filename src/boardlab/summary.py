@@ -29,10 +29,13 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
+from boardlab.model.facts import CellFacts
 from boardlab.stats.summary import Interval
 from boardlab.stats.verdict import RunEnvironment
 
-SUMMARY_SCHEMA = 1
+# 2: each cell carries its thresholds (the plan entry's, or derived by name and said so), which a step
+# between two campaigns is judged by; a schema-1 summary is computed again from the runs
+SUMMARY_SCHEMA = 2
 FIRST_SUMMARY_STORE = 8  # the store migration that added campaign_summaries
 
 
@@ -66,6 +69,7 @@ class StoredCell:
     ]  # their frequency, temperature and throttling (built into runs on use)
     summary: StoredCellSummary | None
     summary_reason: str | None
+    facts: CellFacts  # its thresholds, as the analysis judged the cell by (compare.pair_rows reads them)
 
     @functools.cached_property
     def runs(self) -> tuple[StoredRun, ...]:
@@ -148,6 +152,8 @@ def _cell_doc(c) -> dict:
         "freq_khz": [r.environment.mean_freq_khz for r in valid],
         "max_temp_mc": [r.environment.max_temp_mc for r in valid],
         "throttled": [r.environment.throttled for r in valid],
+        "threshold": c.facts.threshold, "tail_threshold": c.facts.tail_threshold,
+        "thresholds_derived": c.facts.derived,
     }  # fmt: skip
 
 
@@ -180,6 +186,7 @@ def _stored_cell(d: dict) -> StoredCell:
         tuple(d["values"]), (d["freq_khz"], d["max_temp_mc"], d["throttled"]),
         None if s is None else StoredCellSummary(s["n"], s["median"], _interval(s["median_ci"])),
         d["summary_reason"],
+        CellFacts(d["threshold"], d["tail_threshold"], bool(d["thresholds_derived"])),
     )  # fmt: skip
 
 
