@@ -20,6 +20,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from boardlab.stats._special import exp_or_inf
 from boardlab.stats._validate import as_values, check_level
 from boardlab.stats.bootstrap import bootstrap_ratio_draws, percentile_interval
 from boardlab.stats.flags import bimodality
@@ -280,9 +281,9 @@ def _trimmed_effect(base, cond, paired_blocks, hib, confidence, alpha, warnings)
         test = RankTest(name, 0.0, 1.0, "student-t", len(base) + len(cond))
         return ratio, None, 1.0 / ratio if hib else ratio, None, None, test, n_blocks, 0
     how = f"Yuen trimmed t on log values ({TRIM:.0%} trimmed, df {t.df:.1f})"
-    ratio = math.exp(t.estimate)
-    lo95, hi95 = (math.exp(v) for v in t.log_interval(confidence))
-    lo90, hi90 = (math.exp(v) for v in t.log_interval(1.0 - 2.0 * alpha))
+    ratio = exp_or_inf(t.estimate)
+    lo95, hi95 = (exp_or_inf(v) for v in t.log_interval(confidence))
+    lo90, hi90 = (exp_or_inf(v) for v in t.log_interval(1.0 - 2.0 * alpha))
     name = "trimmed-t-log-paired" if paired_blocks is not None else "yuen-welch-log"
     stat = t.estimate / t.se if t.se else math.copysign(math.inf, t.estimate) if t.estimate else 0.0
     used = n_blocks if n_blocks is not None else len(base) + len(cond)
