@@ -578,3 +578,35 @@ def check_rendered(document):
     assert _md_tables_consistent(md), md
     text = render_document(document, "text")
     assert not re.search(r"[\x00-\x08\x0b-\x1f\x7f]", text), text
+
+
+# ---- what the fuzzing found, kept as regular tests ----
+
+
+def test_a_tiny_run_value_gives_an_unbounded_ratio_not_an_overflow(pristine, scratch):
+    """make fuzz's store target: one run's value set to 3.7e-204 made the ratio interval's exp() overflow
+    (OverflowError: math range error from `report`); the interval's bound is +inf now."""
+    from boardlab.analysis import analyze, latest_campaign_id
+    from boardlab.report.terminal import render_text
+    from boardlab.store import Store
+
+    image, versions, _, keys = pristine
+    assert (77,) in keys["runs"]
+    db = scratch / "tiny-value.db"
+    damaged_copy(image, versions, "UPDATE runs SET value=? WHERE rowid=?", (3.698147804238801e-204, 77), db)
+    with Store.open(db, create=False) as store:
+        analysis = analyze(store, latest_campaign_id(store))
+    assert render_text(analysis)
+    bounds = [
+        b
+        for c in analysis.comparisons
+        if c.comparison is not None and c.comparison.ratio_ci is not None
+        for b in (c.comparison.ratio_ci.low, c.comparison.ratio_ci.high)
+    ]
+    assert math.inf in bounds or 0.0 in bounds  # the tiny value's comparison: an unbounded ratio
+
+
+def test_exp_or_inf_saturates():
+    from boardlab.stats._special import exp_or_inf
+
+    assert exp_or_inf(800.0) == math.inf and exp_or_inf(1.0) == math.e and exp_or_inf(-800.0) == 0.0
