@@ -389,7 +389,14 @@ def pristine(tmp_path_factory):
     versions = bytes(image[18:20])
     image[18:20] = b"\x01\x01"
     tables = {t: c for t, c in cols.items() if keys.get(t)}
-    return bytes(image), versions, tables, keys
+    return Pristine((bytes(image), versions, tables, keys))
+
+
+class Pristine(tuple):
+    """(image, versions, tables, keys): a failure's report shows this, not the megabyte of the image."""
+
+    def __repr__(self) -> str:
+        return f"<the board's database, {len(self[0])} bytes, {len(self[2])} tables>"
 
 
 def damaged_copy(image: bytes, versions: bytes, sql: str, args: tuple, dest) -> None:
@@ -610,3 +617,22 @@ def test_exp_or_inf_saturates():
     from boardlab.stats._special import exp_or_inf
 
     assert exp_or_inf(800.0) == math.inf and exp_or_inf(1.0) == math.e and exp_or_inf(-800.0) == 0.0
+
+
+def test_an_infinite_run_value_is_a_damaged_store(pristine, scratch):
+    """make fuzz's store target: runs.value = -inf (SQLite keeps an infinity) reached the statistics and
+    raised "ValueError: values must be finite" out of `report`; the store's check names the cell now."""
+    from boardlab.store import Store
+
+    image, versions, _, keys = pristine
+    for table, column, key in (("runs", "value", (60,)), ("run_metrics", "p99", None)):
+        key = key or keys[table][0]
+        assert key in keys[table]
+        where = "rowid=?"
+        db = scratch / f"infinite-{column}.db"
+        damaged_copy(image, versions, f"UPDATE {table} SET {column}=? WHERE {where}", (-math.inf, *key), db)
+        with pytest.raises(
+            InputError, match=rf"damaged results database \({table}\.{column}, row id .*finite"
+        ):
+            with Store.open(db, create=False):
+                pass
