@@ -2,8 +2,9 @@
 store's readers over a damaged database, and every renderer over hostile strings. Each may only raise its
 declared error. `make test` runs a few thousand examples in all (derandomized, so a run is repeatable);
 `make fuzz` runs BOARDLAB_FUZZ_EXAMPLES (default 100,000) per target with fresh random seeds. Both print
-the number of examples per target; a failure prints hypothesis's falsifying example and the
-`@reproduce_failure` line that replays it."""
+the number of examples per target; a failure prints the input it failed on and the `@reproduce_failure`
+line that replays it. Each target's docstring says what it explores; its input is built from one drawn
+seed (see `Gen`), which keeps hypothesis's own cost per example far below the code's under test."""
 
 from __future__ import annotations
 
