@@ -637,3 +637,25 @@ def test_an_infinite_run_value_is_a_damaged_store(pristine, scratch):
         ):
             with Store.open(db, create=False):
                 pass
+
+
+def test_a_ratio_interval_from_zero_to_infinity_is_turned_into_a_cost_interval(pristine, scratch):
+    """make fuzz's store target: runs.value = 1e-300 under a higher-is-better metric gave a ratio interval
+    of [0, inf] (exp under- and overflowing), and turning it into the cost ratio's divided by zero."""
+    from boardlab.analysis import analyze, latest_campaign_id
+    from boardlab.report.markdown import render_markdown
+    from boardlab.store import Store
+
+    image, versions, _, keys = pristine
+    assert (51,) in keys["runs"]
+    db = scratch / "zero-to-inf.db"
+    damaged_copy(image, versions, "UPDATE runs SET value=? WHERE rowid=?", (1e-300, 51), db)
+    with Store.open(db, create=False) as store:
+        analysis = analyze(store, latest_campaign_id(store))
+    assert render_markdown(analysis)
+    cost = [
+        (c.comparison.cost_ratio_ci.low, c.comparison.cost_ratio_ci.high)
+        for c in analysis.comparisons
+        if c.comparison is not None and c.comparison.cost_ratio_ci is not None
+    ]
+    assert (0.0, math.inf) in cost

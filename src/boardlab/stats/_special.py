@@ -104,6 +104,12 @@ def exp_or_inf(x: float) -> float:
         return math.inf
 
 
+def inverse(x: float) -> float:
+    """1 / x of a ratio >= 0, with 1 / 0 = +inf and 1 / inf = 0: a ratio interval of runs 1e300 apart
+    reaches both ends (exp_or_inf), and its inverse is the cost ratio's."""
+    return math.inf if x == 0.0 else 1.0 / x
+
+
 def student_t_pdf(t: float, df: float) -> float:
     log_pdf = (
         math.lgamma((df + 1) / 2)
