@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 from statistics import NormalDist
 
 _NORMAL = NormalDist()
@@ -94,6 +95,21 @@ def student_t_cdf(t: float, df: float) -> float:
     return student_t_sf(-t, df)
 
 
+def exp_or_inf(x: float) -> float:
+    """e**x, +inf where that passes the largest float: the ratio of two positive run values (down to
+    5e-324 and up to 1.8e308) and its interval can, and an unbounded ratio is an answer, not an error."""
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
+def inverse(x: float) -> float:
+    """1 / x of a ratio >= 0, with 1 / 0 = +inf and 1 / inf = 0: a ratio interval of runs 1e300 apart
+    reaches both ends (exp_or_inf), and its inverse is the cost ratio's."""
+    return math.inf if x == 0.0 else 1.0 / x
+
+
 def student_t_pdf(t: float, df: float) -> float:
     log_pdf = (
         math.lgamma((df + 1) / 2)
@@ -104,6 +120,7 @@ def student_t_pdf(t: float, df: float) -> float:
     return math.exp(log_pdf)
 
 
+@lru_cache(maxsize=512)  # a report asks for the same few (level, df) pairs once per cell
 def student_t_ppf(q: float, df: float) -> float:
     """Inverse CDF (quantile) of Student's t: the t with P(T <= t) = q.
 

@@ -20,6 +20,7 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from boardlab.stats._special import exp_or_inf, inverse
 from boardlab.stats._validate import as_values, check_level
 from boardlab.stats.bootstrap import bootstrap_ratio_draws, percentile_interval
 from boardlab.stats.flags import bimodality
@@ -251,7 +252,7 @@ _Effect = tuple[float, Interval | None, float, Interval | None, Interval | None,
 
 def _oriented(low: float, high: float, level: float, how: str, hib: bool) -> Interval:
     """An interval of the ratio turned into one of the cost ratio (> 1 = worse)."""
-    return Interval(1.0 / high, 1.0 / low, level, how) if hib else Interval(low, high, level, how)
+    return Interval(inverse(high), inverse(low), level, how) if hib else Interval(low, high, level, how)
 
 
 def _trimmed_effect(base, cond, paired_blocks, hib, confidence, alpha, warnings) -> _Effect:
@@ -278,11 +279,11 @@ def _trimmed_effect(base, cond, paired_blocks, hib, confidence, alpha, warnings)
         ratio = statistics.median(cond) / statistics.median(base)
         name = "trimmed-t-log-paired" if paired_blocks is not None else "yuen-welch-log"
         test = RankTest(name, 0.0, 1.0, "student-t", len(base) + len(cond))
-        return ratio, None, 1.0 / ratio if hib else ratio, None, None, test, n_blocks, 0
+        return ratio, None, inverse(ratio) if hib else ratio, None, None, test, n_blocks, 0
     how = f"Yuen trimmed t on log values ({TRIM:.0%} trimmed, df {t.df:.1f})"
-    ratio = math.exp(t.estimate)
-    lo95, hi95 = (math.exp(v) for v in t.log_interval(confidence))
-    lo90, hi90 = (math.exp(v) for v in t.log_interval(1.0 - 2.0 * alpha))
+    ratio = exp_or_inf(t.estimate)
+    lo95, hi95 = (exp_or_inf(v) for v in t.log_interval(confidence))
+    lo90, hi90 = (exp_or_inf(v) for v in t.log_interval(1.0 - 2.0 * alpha))
     name = "trimmed-t-log-paired" if paired_blocks is not None else "yuen-welch-log"
     stat = t.estimate / t.se if t.se else math.copysign(math.inf, t.estimate) if t.estimate else 0.0
     used = n_blocks if n_blocks is not None else len(base) + len(cond)
@@ -290,7 +291,7 @@ def _trimmed_effect(base, cond, paired_blocks, hib, confidence, alpha, warnings)
     return (
         ratio,
         Interval(lo95, hi95, confidence, how),
-        1.0 / ratio if hib else ratio,
+        inverse(ratio) if hib else ratio,
         _oriented(lo95, hi95, confidence, how, hib),
         _oriented(lo90, hi90, 1.0 - 2.0 * alpha, how, hib),
         test,
@@ -305,7 +306,7 @@ def _rank_effect(
     """The median ratio with percentile bootstrap intervals and a rank test (Mann-Whitney U, or Wilcoxon
     signed-rank on per-block log ratios): exact at small n, but with a smallest p fixed by n."""
     ratio = statistics.median(cond) / statistics.median(base)
-    cost_ratio = 1.0 / ratio if hib else ratio
+    cost_ratio = inverse(ratio) if hib else ratio
     ratio_ci = cost_ci = decision_ci = None
     drawn = 0
     if len(base) >= 2 and len(cond) >= 2:
@@ -314,7 +315,7 @@ def _rank_effect(
         drawn = resamples
         method = f"bootstrap percentile ({resamples} resamples of runs per arm, seed {seed})"
         ratio_ci = Interval(*percentile_interval(draws, confidence, presorted=True), confidence, method)
-        cost_draws = [1.0 / r for r in reversed(draws)] if hib else draws  # ascending either way
+        cost_draws = [inverse(r) for r in reversed(draws)] if hib else draws  # ascending either way
         cost_ci = Interval(*percentile_interval(cost_draws, confidence, presorted=True), confidence, method)
         level = 1.0 - 2.0 * alpha
         decision_ci = Interval(*percentile_interval(cost_draws, level, presorted=True), level, method)

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
+from boardlab.stats._special import exp_or_inf
 from boardlab.stats.drift import drift_check
 from boardlab.stats.verdict import Confounding
 
@@ -102,7 +103,7 @@ def bimodality(values: Sequence[float]) -> Bimodality | None:
     r2, low = _best_split(logs)
     if low == 0:
         return Bimodality(0.0, bimodal_threshold(len(logs)), 0.0, 1.0)
-    gap = math.exp(sum(logs[low:]) / (len(logs) - low) - sum(logs[:low]) / low)
+    gap = exp_or_inf(sum(logs[low:]) / (len(logs) - low) - sum(logs[:low]) / low)
     return Bimodality(r2, bimodal_threshold(len(logs)), low / len(logs), gap)
 
 

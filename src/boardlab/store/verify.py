@@ -32,6 +32,9 @@ JSON_SHAPES = {
 }
 # SQLite's typeof() that each declared kind accepts (an integer is a fine REAL: SQLite may store 2.0 as 2)
 TYPES = {"integer": ("integer",), "real": ("real", "integer"), "text": ("text",), "blob": ("blob",)}
+# measured values: a worker's result is read as finite numbers only (model.worker), and analysis needs them so
+MEASURED = {("runs", "value"), ("run_values", "value"), ("run_metrics", "median"), ("run_metrics", "min"),
+            ("run_metrics", "p90"), ("run_metrics", "p99")}  # fmt: skip
 # seconds since 1970 that a report can print as a date: from 1970 to year 9999
 UNIX_S_MAX = 253402300799.0
 
@@ -73,6 +76,9 @@ def _column_checks(table: str, column: str, kind: str, notnull: bool) -> list[tu
         checks.append((column, good, "packed samples of another length than `samples` says"))
     if table == "run_series" and column == "packing":
         checks.append((column, f"({col} IS NOT 1) IS 0", "a packing this boardlab does not know"))
+    if (table, column) in MEASURED:  # SQLite keeps an infinity (a NaN becomes NULL)
+        good = f"(typeof({col}) <> 'real' OR abs({col}) <= 1.7976931348623157e308)"
+        checks.append((column, good, "not a finite number"))
     if column.endswith("_unix_s"):
         good = f"({col} IS NULL OR typeof({col}) = 'text' OR {col} BETWEEN 0 AND {UNIX_S_MAX})"
         checks.append((column, good, "not a date between 1970 and 9999"))
