@@ -1157,7 +1157,8 @@ class Store:
     def campaign_series_extents(self, campaign_id: int) -> Iterator[tuple[int, float, str, int, int, int]]:
         """(run id, run start unix s, source, samples, first t_ns, last t_ns) of every run and source of a
         campaign with samples, in the order of `campaign_series`: where each source's samples lie in time,
-        without reading (or unpacking) the samples themselves (the database cuts the first and the last)."""
+        without reading (or unpacking) the samples themselves (the database cuts the first and the last;
+        PostgreSQL's substr of bytea takes an integer offset, and `samples` is a bigint there)."""
         if self._schema() < 7:  # an older store's per-sample rows: from the samples
             for run_id, start, source, times, _values in self.campaign_series(campaign_id):
                 if times:
@@ -1175,7 +1176,7 @@ class Store:
             batch = ids[i : i + self._BATCH]
             by_run: dict[int, list[tuple[str, int, int, int]]] = {}
             for run_id, source, samples, first, last in self.conn.execute(
-                "SELECT run_id, source, samples, substr(t_ns, 1, 8), substr(t_ns, 8 * samples - 7, 8)"
+                "SELECT run_id, source, samples, substr(t_ns, 1, 8), substr(t_ns, CAST(8 * samples - 7 AS INTEGER), 8)"
                 f" FROM run_series WHERE run_id IN ({','.join('?' * len(batch))}) AND samples > 0"
                 " ORDER BY run_id, source",
                 tuple(batch),
