@@ -243,23 +243,8 @@ def test_a_campaign_stored_without_its_pairing_is_paired_by_workload_name_and_sa
     assert {ca.comparison.delta for ca in a.comparisons if ca.comparison} == {0.03}
 
 
-PAIRS_ABBA = """\
-name = "pairs"
-[runs]
-repetitions = 10
-order = "abba"
-[[workloads]]
-name = "crc32"
-params = { size = ["small", "large"], lanes = 1 }
-[[workloads]]
-name = "crc32"
-params = { size = ["small", "large"], lanes = 2 }
-compare = "size"
-[[conditions]]
-name = "cpu-stress"
-kind = "stressor"
-params = { stressor = "cpu" }
-"""
+# the same plan, run ABBA
+PAIRS_ABBA = PAIRS.replace("repetitions = 10\n", 'repetitions = 10\norder = "abba"\n', 1)
 
 
 def test_the_runner_stores_each_cells_pairing_from_its_own_entry_and_the_run_order():
