@@ -1111,10 +1111,10 @@ class Store:
             for source, times, values in by_run.get(run_id, ()):
                 yield run_id, source, times, values
 
-    def campaign_series(self, campaign_id: int) -> Iterator[tuple[int, float, str, array, array]]:
-        """(run id, run start unix s, source, times, values) of every run of a campaign, in run order
-        (seq, attempt), read a batch of runs at a time."""
-        ids, starts = array("q"), array("d")  # 16 bytes a run: the order, not the runs
+    def _run_order(self, campaign_id: int) -> tuple[array, array]:
+        """The ids and start times (unix s) of a campaign's started runs in run order (seq, attempt): 16 bytes
+        a run, the order to read its series in batches, not the runs."""
+        ids, starts = array("q"), array("d")
         for r in self.iter_rows(
             "SELECT id, started_unix_s FROM runs WHERE campaign_id=? AND started_unix_s IS NOT NULL"
             " ORDER BY seq, attempt, id",
@@ -1122,6 +1122,12 @@ class Store:
         ):
             ids.append(int(r[0]))
             starts.append(float(r[1]))
+        return ids, starts
+
+    def campaign_series(self, campaign_id: int) -> Iterator[tuple[int, float, str, array, array]]:
+        """(run id, run start unix s, source, times, values) of every run of a campaign, in run order
+        (seq, attempt), read a batch of runs at a time."""
+        ids, starts = self._run_order(campaign_id)
         for i in range(0, len(ids), self._BATCH):
             start_of = dict(zip(ids[i : i + self._BATCH], starts[i : i + self._BATCH], strict=True))
             for run_id, source, times, values in self.run_series(ids[i : i + self._BATCH]):
@@ -1164,19 +1170,13 @@ class Store:
                 if times:
                     yield run_id, start, source, len(times), times[0], times[-1]
             return
-        ids, starts = array("q"), array("d")
-        for r in self.iter_rows(
-            "SELECT id, started_unix_s FROM runs WHERE campaign_id=? AND started_unix_s IS NOT NULL"
-            " ORDER BY seq, attempt, id",
-            (campaign_id,),
-        ):
-            ids.append(int(r[0]))
-            starts.append(float(r[1]))
+        ids, starts = self._run_order(campaign_id)
         for i in range(0, len(ids), self._BATCH):
             batch = ids[i : i + self._BATCH]
             by_run: dict[int, list[tuple[str, int, int, int]]] = {}
             for run_id, source, samples, first, last in self.conn.execute(
-                "SELECT run_id, source, samples, substr(t_ns, 1, 8), substr(t_ns, CAST(8 * samples - 7 AS INTEGER), 8)"
+                "SELECT run_id, source, samples, substr(t_ns, 1, 8),"
+                " substr(t_ns, CAST(8 * samples - 7 AS INTEGER), 8)"
                 f" FROM run_series WHERE run_id IN ({','.join('?' * len(batch))}) AND samples > 0"
                 " ORDER BY run_id, source",
                 tuple(batch),
