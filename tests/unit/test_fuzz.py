@@ -591,19 +591,24 @@ def check_rendered(document):
 # ---- what the fuzzing found, kept as regular tests ----
 
 
-def test_a_tiny_run_value_gives_an_unbounded_ratio_not_an_overflow(pristine, scratch):
-    """make fuzz's store target: one run's value set to 3.7e-204 made the ratio interval's exp() overflow
-    (OverflowError: math range error from `report`); the interval's bound is +inf now."""
+def _analysis_with_run_value(pristine, db, rowid: int, value: float):
+    """The analysis of the fuzz campaign with one run's value set (a falsifying example, replayed)."""
     from boardlab.analysis import analyze, latest_campaign_id
-    from boardlab.report.terminal import render_text
     from boardlab.store import Store
 
     image, versions, _, keys = pristine
-    assert (77,) in keys["runs"]
-    db = scratch / "tiny-value.db"
-    damaged_copy(image, versions, "UPDATE runs SET value=? WHERE rowid=?", (3.698147804238801e-204, 77), db)
+    assert (rowid,) in keys["runs"]
+    damaged_copy(image, versions, "UPDATE runs SET value=? WHERE rowid=?", (value, rowid), db)
     with Store.open(db, create=False) as store:
-        analysis = analyze(store, latest_campaign_id(store))
+        return analyze(store, latest_campaign_id(store))
+
+
+def test_a_tiny_run_value_gives_an_unbounded_ratio_not_an_overflow(pristine, scratch):
+    """make fuzz's store target: one run's value set to 3.7e-204 made the ratio interval's exp() overflow
+    (OverflowError: math range error from `report`); the interval's bound is +inf now."""
+    from boardlab.report.terminal import render_text
+
+    analysis = _analysis_with_run_value(pristine, scratch / "tiny-value.db", 77, 3.698147804238801e-204)
     assert render_text(analysis)
     bounds = [
         b
@@ -642,16 +647,9 @@ def test_an_infinite_run_value_is_a_damaged_store(pristine, scratch):
 def test_a_ratio_interval_from_zero_to_infinity_is_turned_into_a_cost_interval(pristine, scratch):
     """make fuzz's store target: runs.value = 1e-300 under a higher-is-better metric gave a ratio interval
     of [0, inf] (exp under- and overflowing), and turning it into the cost ratio's divided by zero."""
-    from boardlab.analysis import analyze, latest_campaign_id
     from boardlab.report.markdown import render_markdown
-    from boardlab.store import Store
 
-    image, versions, _, keys = pristine
-    assert (51,) in keys["runs"]
-    db = scratch / "zero-to-inf.db"
-    damaged_copy(image, versions, "UPDATE runs SET value=? WHERE rowid=?", (1e-300, 51), db)
-    with Store.open(db, create=False) as store:
-        analysis = analyze(store, latest_campaign_id(store))
+    analysis = _analysis_with_run_value(pristine, scratch / "zero-to-inf.db", 51, 1e-300)
     assert render_markdown(analysis)
     cost = [
         (c.comparison.cost_ratio_ci.low, c.comparison.cost_ratio_ci.high)
