@@ -20,6 +20,7 @@ from boardlab.analysis.runs import (
     Strings,
 )
 from boardlab.stats import RunEnvironment
+
 from helpers import make_campaign_db
 
 
@@ -100,7 +101,9 @@ def test_a_typical_run_costs_under_64_bytes():
     """The point of the table: 10^6 runs in tens of MB (a RunPoint per run was about 600 bytes)."""
     n = 20_000
     table = RunTable.of_points(
-        _point(i, environment=RunEnvironment(1.2e6 + i % 97, 40000.0 + i % 13, i % 50 == 0), user_us=12_345 + i)
+        _point(
+            i, environment=RunEnvironment(1.2e6 + i % 97, 40000.0 + i % 13, i % 50 == 0), user_us=12_345 + i
+        )
         for i in range(n)
     )
     columns = [getattr(table, f.name) for f in dataclasses.fields(table)]
