@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections import Counter
 
 from boardlab.analysis.monitor import MonitorSeries, monitor_series  # noqa: F401 (the package's API)
 from boardlab.analysis.records import (
@@ -363,7 +364,10 @@ def tail_comparisons(
     family = sum(1 for *_, missing in _pairs(cells) if missing is None)
     family += sum(1 for *_, missing in _pairs(tail_cells) if missing is None)
     resamples = max(TAIL_RESAMPLES, math.ceil(2 * family / 0.05))
-    for cond, base, cond_label, base_label, missing in _pairs(tail_cells):
+    pairs = list(_pairs(tail_cells))
+    # an arm's samples are dropped after its last comparison, so a campaign's samples are never all held
+    uses = Counter(c.cell_id for cond, base, *_, missing in pairs if missing is None for c in (base, cond))
+    for cond, base, cond_label, base_label, missing in pairs:
         spec = spec_of(cond.workload)
         metric = spec.tail_metric if spec and spec.tail_metric else cond.metric
         delta, source = threshold_of(cond.facts, metric, tail=True)
@@ -413,6 +417,10 @@ def tail_comparisons(
                         )
                 except ValueError as exc:
                     reason = f"not comparable: {exc}"
+            for c in (base, cond):
+                uses[c.cell_id] -= 1
+                if not uses[c.cell_id]:
+                    del arms[c.cell_id]
         results.append(
             ComparisonAnalysis(
                 workload=cond.workload,
