@@ -4,7 +4,8 @@ The goal is a 10^6-run campaign's report under `ulimit -v` 512 MiB (a 512 MB boa
 the limit scaled to the runs: BASE (the interpreter, boardlab's imports, SQLite: 31-34 MiB of address space
 measured at 10^3 runs here, doubled for other machines' libraries) plus (512 MiB - BASE) x runs / 10^6.
 Before a cell's runs were held as typed columns (analysis/runs.py), a record per run took about 600 bytes:
-the Markdown report of 10^5 runs peaked at 71 MB resident, the HTML one at 108 MB; neither rendered here.
+the HTML report of 10^5 runs (108 MB resident) failed here with a MemoryError; the Markdown one (71 MB)
+fitted, but at 10^6 runs it peaked at 433 MB resident (103 MB now).
 """
 
 from __future__ import annotations
