@@ -26,6 +26,7 @@ import functools
 import json
 import math
 import typing
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,15 +38,6 @@ from boardlab.stats.verdict import RunEnvironment
 # between two campaigns is judged by; a schema-1 summary is computed again from the runs
 SUMMARY_SCHEMA = 2
 FIRST_SUMMARY_STORE = 8  # the store migration that added campaign_summaries
-
-
-@dataclass(frozen=True)
-class StoredRun:
-    """A valid run as the comparison reads it: its value and its confounders."""
-
-    value: float
-    environment: RunEnvironment
-    valid: bool = True
 
 
 @dataclass(frozen=True)
@@ -64,21 +56,14 @@ class StoredCell:
     unit: str
     higher_is_better: bool
     values: tuple[float, ...]  # the valid runs' values, in run order
-    environments: tuple[
-        list, list, list
-    ]  # their frequency, temperature and throttling (built into runs on use)
+    confounders: tuple[list, list, list]  # their frequency, temperature and throttling
     summary: StoredCellSummary | None
     summary_reason: str | None
     facts: CellFacts  # its thresholds, as the analysis judged the cell by (compare.pair_rows reads them)
 
-    @functools.cached_property
-    def runs(self) -> tuple[StoredRun, ...]:
-        """The valid runs with a value, as `compare.pair_rows` reads them (built only when a step is computed)."""
-        freq, temp, throttled = self.environments
-        return tuple(
-            StoredRun(v, RunEnvironment(f, t, th))
-            for v, f, t, th in zip(self.values, freq, temp, throttled, strict=True)
-        )
+    def environments(self) -> list[RunEnvironment]:
+        """The confounders of the runs of `values`, as `compare.pair_rows` reads them (built on use)."""
+        return [RunEnvironment(f, t, th) for f, t, th in zip(*self.confounders, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -141,17 +126,17 @@ def _interval(d: dict | None) -> Interval | None:
 
 
 def _cell_doc(c) -> dict:
-    valid = [r for r in c.runs if r.valid and r.value is not None]
+    envs = c.environments()
     s = c.summary
     return {
         "workload": c.workload, "params": c.params, "condition": c.condition, "metric": c.metric,
         "unit": c.unit, "higher_is_better": c.higher_is_better,
         "summary": None if s is None else {"n": s.n, "median": s.median, "median_ci": _interval_doc(s.median_ci)},
         "summary_reason": c.summary_reason,
-        "values": [r.value for r in valid],
-        "freq_khz": [r.environment.mean_freq_khz for r in valid],
-        "max_temp_mc": [r.environment.max_temp_mc for r in valid],
-        "throttled": [r.environment.throttled for r in valid],
+        "values": list(c.values),
+        "freq_khz": [e.mean_freq_khz for e in envs],
+        "max_temp_mc": [e.max_temp_mc for e in envs],
+        "throttled": [e.throttled for e in envs],
         "threshold": c.facts.threshold, "tail_threshold": c.facts.tail_threshold,
         "thresholds_derived": c.facts.derived,
     }  # fmt: skip
@@ -228,7 +213,7 @@ def plain(value):
         return {(k if isinstance(k, str) else json.dumps(plain(k))): plain(v) for k, v in value.items()}
     if isinstance(value, frozenset | set):
         return sorted(plain(v) for v in value)
-    if isinstance(value, tuple | list):
+    if isinstance(value, Sequence) and not isinstance(value, str | bytes):  # tuples, lists, arrays, Points
         return [plain(v) for v in value]
     if isinstance(value, float) and not math.isfinite(value):
         return None

@@ -46,6 +46,7 @@ def _by_size(comparisons) -> dict:
 
 def test_two_entries_of_one_workload_are_judged_each_by_its_own_threshold(tmp_path):
     from boardlab.analysis.core import aa_controls, analyze
+    from boardlab.analysis.runs import RunTable
     from boardlab.analysis.verdicts import method_note
     from boardlab.store import Store
 
@@ -61,7 +62,10 @@ def test_two_entries_of_one_workload_are_judged_each_by_its_own_threshold(tmp_pa
     # the A/A control of each reference cell (its runs labelled A1, A2 alternately) uses its entry's delta
     labelled = tuple(
         dataclasses.replace(
-            c, runs=tuple(dataclasses.replace(r, aa_arm=("A1", "A2")[i % 2]) for i, r in enumerate(c.runs))
+            c,
+            runs=RunTable.of_points(
+                dataclasses.replace(r, aa_arm=("A1", "A2")[i % 2]) for i, r in enumerate(c.runs)
+            ),
         )
         for c in a.cells
     )

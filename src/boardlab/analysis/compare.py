@@ -96,8 +96,6 @@ def pair_rows(a, b, *, seed: int = 0) -> tuple[list[dict], list, list[int]]:
             if row["a"]["median"] is None or row["b"]["median"] is None:  # one run: its value is the median
                 row["a"]["median"] = statistics.median(ca.values)
                 row["b"]["median"] = statistics.median(cb.values)
-            env_a = [r.environment for r in ca.runs if r.valid and r.value is not None]
-            env_b = [r.environment for r in cb.runs if r.valid and r.value is not None]
             delta, source = threshold_of(ca.facts, ca.metric)  # A's cell: its plan entry's threshold
             row.update(delta=delta, delta_source=source)
             comps.append(
@@ -107,8 +105,8 @@ def pair_rows(a, b, *, seed: int = 0) -> tuple[list[dict], list, list[int]]:
                     higher_is_better=ca.higher_is_better,
                     delta=delta,
                     seed=seed + i,
-                    baseline_env=env_a,
-                    condition_env=env_b,
+                    baseline_env=ca.environments(),
+                    condition_env=cb.environments(),
                 )
             )
             slots.append(len(rows))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections import Counter
 
 from boardlab.analysis.monitor import MonitorSeries, monitor_series  # noqa: F401 (the package's API)
 from boardlab.analysis.records import (
@@ -17,9 +18,9 @@ from boardlab.analysis.records import (
     CampaignAnalysis,
     CellAnalysis,
     ComparisonAnalysis,
-    RunPoint,
     StudyContext,
 )
+from boardlab.analysis.runs import VALID, RunTable
 from boardlab.analysis.specs import remember_campaign, spec_of, tail_samples
 from boardlab.analysis.studies import run_studies
 from boardlab.errors import InputError
@@ -179,44 +180,47 @@ def run_environment(monitor: dict) -> RunEnvironment:
     )
 
 
-def _cell(row, runs, entry_facts: CellFacts) -> CellAnalysis:
-    points = []
-    environments: dict[tuple, RunEnvironment] = {}  # equal environments shared (a frozen record)
-    for r in runs:
-        mon = json.loads(r["monitor_json"])
-        ru = json.loads(r["rusage_json"] or "{}")
-        env = run_environment(mon)
-        # equal environments shared; the key tells 1, 1.0 and True apart (as the record's equality does not)
-        env_key = (type(env.mean_freq_khz), env.mean_freq_khz, type(env.max_temp_mc), env.max_temp_mc,
-                   type(env.throttled), env.throttled)  # fmt: skip
-        points.append(
-            RunPoint(
-                run_id=r["id"],
-                seq=r["seq"],
-                repetition=r["repetition"],
-                value=r["value"],
-                valid=bool(r["valid"]),
-                ok=bool(r["ok"]),
-                invalid_reason=r["invalid_reason"],
-                error=r["error"],
-                wall_ns=r["wall_ns"],
-                gate_waited_s=r["gate_waited_s"],
-                environment=environments.setdefault(env_key, env),
-                worker_cpu_pct=mon.get("worker.cpu_pct_mean"),
-                warmup_capped=None if r["warmup_capped"] is None else bool(r["warmup_capped"]),
-                aa_arm=r["aa_arm"] if "aa_arm" in r.keys() else None,
-                user_us=ru.get("utime_us"),
-                system_us=ru.get("stime_us"),
-            )
-        )
-    valid = [p for p in points if p.valid and p.value is not None]
+def run_extras(r) -> tuple[float | None, float | None, bool | None, int | None, int | None]:
+    """A stored run's (mean frequency, peak temperature, throttled, the worker's user and system CPU time
+    in µs), from its monitor summary and rusage as JSON: the one place a run's JSON is parsed."""
+    mon = json.loads(r["monitor_json"])
+    ru = json.loads(r["rusage_json"] or "{}")
+    env = run_environment(mon)
+    return env.mean_freq_khz, env.max_temp_mc, env.throttled, ru.get("utime_us"), ru.get("stime_us")
+
+
+def run_table(rows) -> RunTable:
+    """A cell's stored runs (`Store.cell_runs`, in run order) as the analysis keeps them."""
+    rows = list(rows)
+    freq, temp, throttled, user, system = zip(*map(run_extras, rows), strict=True) if rows else ((),) * 5
+    arms = "aa_arm" in rows[0].keys() if rows else False
+    return RunTable.of(
+        run_id=[r["id"] for r in rows],
+        seq=[r["seq"] for r in rows],
+        repetition=[r["repetition"] for r in rows],
+        value=[r["value"] for r in rows],
+        valid=[bool(r["valid"]) for r in rows],
+        ok=[bool(r["ok"]) for r in rows],
+        invalid_reason=[r["invalid_reason"] for r in rows],
+        error=[r["error"] for r in rows],
+        wall_ns=[r["wall_ns"] for r in rows],
+        mean_freq_khz=freq,
+        max_temp_mc=temp,
+        throttled=throttled,
+        warmup_capped=[None if r["warmup_capped"] is None else bool(r["warmup_capped"]) for r in rows],
+        aa_arm=[r["aa_arm"] for r in rows] if arms else [None] * len(rows),
+        user_us=user,
+        system_us=system,
+    )
+
+
+def _cell(row, runs: RunTable, entry_facts: CellFacts) -> CellAnalysis:
+    values = runs.values()
     summary, reason = None, None
-    if len(valid) >= MIN_RUNS_FOR_SUMMARY:
-        summary = summarize(
-            [p.value for p in valid if p.value is not None], order=[p.seq for p in valid], seed=row["id"]
-        )
+    if len(values) >= MIN_RUNS_FOR_SUMMARY:
+        summary = summarize(values, order=runs.seqs(), seed=row["id"])
     else:
-        reason = f"{len(valid)} valid run(s): a summary needs at least {MIN_RUNS_FOR_SUMMARY}"
+        reason = f"{len(values)} valid run(s): a summary needs at least {MIN_RUNS_FOR_SUMMARY}"
     return CellAnalysis(
         cell_id=row["id"],
         key=row["key"],
@@ -227,7 +231,7 @@ def _cell(row, runs, entry_facts: CellFacts) -> CellAnalysis:
         metric=row["metric"],
         unit=row["unit"],
         higher_is_better=bool(row["higher_is_better"]),
-        runs=tuple(points),
+        runs=runs,
         summary=summary,
         summary_reason=reason,
         facts=entry_facts,
@@ -267,7 +271,7 @@ def _metric_samples(store: Store, cell: CellAnalysis, metric: str) -> dict[int, 
     """run id -> every sample of `metric` the valid run stored (frames, iterations), in order; runs in
     the cell's run order. One query for the cell."""
     stored = store.cell_values(cell.cell_id, metric)
-    return {p.run_id: stored[p.run_id] for p in cell.runs if p.valid and stored.get(p.run_id)}
+    return {i: stored[i] for i in cell.runs.select(cell.runs.run_id, VALID) if stored.get(i)}
 
 
 def is_sample_histogram(name: str, histogram: str | None) -> bool:
@@ -283,11 +287,9 @@ def _histogram_samples(store: Store, cell: CellAnalysis) -> dict[int, list[float
     histogram = spec.sample_histogram if spec else None
     out: dict[int, list[float]] = {}
     stored = store.cell_histograms(cell.cell_id)  # one query for the cell
-    for p in cell.runs:
-        if not p.valid:
-            continue
+    for run_id in cell.runs.select(cell.runs.run_id, VALID):
         samples: list[float] = []
-        for h in stored.get(p.run_id, ()):
+        for h in stored.get(run_id, ()):
             if not is_sample_histogram(h["name"], histogram):
                 continue
             counts = json.loads(h["counts_json"])
@@ -296,7 +298,7 @@ def _histogram_samples(store: Store, cell: CellAnalysis) -> dict[int, list[float
                 samples.extend([i * w] * int(n))
             samples.extend([len(counts) * w] * int(h["overflow"]))
         if samples:
-            out[p.run_id] = samples
+            out[run_id] = samples
     return out
 
 
@@ -317,31 +319,32 @@ def tail_metric_name(cell: CellAnalysis) -> str:
     return spec.tail_metric if spec and spec.tail_metric else cell.metric + " p99"
 
 
-def _tail_arm(store: Store, cell: CellAnalysis) -> tuple[list[RunPoint], list[list[float]] | list[float]]:
-    """The runs of a tail arm: when the worker computes its own p99 (`tail_metric`, e.g. from a histogram),
+def _tail_arm(
+    store: Store, cell: CellAnalysis
+) -> tuple[list[RunEnvironment], list[list[float]] | list[float]]:
+    """The runs of a tail arm (their environments, their tails): when the worker computes its own p99 (`tail_metric`, e.g. from a histogram),
     each run's p99 when it has >= 100 samples (a float per run), else its samples rebuilt from the
     histograms; otherwise every stored sample of the primary metric per run (e.g. each frame's latency)."""
     from boardlab.stats import TAIL_MIN_SAMPLES
 
     spec = spec_of(cell.workload)
+    valid = list(zip(cell.runs.select(cell.runs.run_id, VALID), cell.runs.environments(VALID), strict=True))
     if spec is not None and spec.tail_metric:
-        points, p99s = [], []
+        envs, p99s = [], []
         metrics = store.cell_metrics(cell.cell_id)  # one query for the cell
-        for p in cell.runs:
-            if not p.valid:
-                continue
-            n = _median(metrics.get(p.run_id, {}), spec.tail_count_metric or "samples")
-            v = _median(metrics.get(p.run_id, {}), spec.tail_metric)
+        for run_id, env in valid:
+            n = _median(metrics.get(run_id, {}), spec.tail_count_metric or "samples")
+            v = _median(metrics.get(run_id, {}), spec.tail_metric)
             if n is None or v is None or n < TAIL_MIN_SAMPLES or v <= 0:
                 break
-            points.append(p)
+            envs.append(env)
             p99s.append(float(v))
         else:
-            return points, p99s
+            return envs, p99s
         samples = _histogram_samples(store, cell)
-        return [p for p in cell.runs if p.run_id in samples], list(samples.values())
-    samples = _metric_samples(store, cell, cell.metric)
-    return [p for p in cell.runs if p.run_id in samples], list(samples.values())
+    else:
+        samples = _metric_samples(store, cell, cell.metric)
+    return [env for run_id, env in valid if run_id in samples], list(samples.values())
 
 
 def tail_comparisons(
@@ -354,14 +357,17 @@ def tail_comparisons(
     from boardlab.stats.tails import TAIL_RESAMPLES
 
     tail_cells = tuple(c for c in cells if tail_samples(c.workload))
-    arms: dict[int, tuple[list[RunPoint], list]] = {}
+    arms: dict[int, tuple[list[RunEnvironment], list]] = {}
     results: list[ComparisonAnalysis] = []
     # A pooled tail's bootstrap p cannot go below 2 / (B + 1): enough resamples that it can still clear
     # 0.05 after the report's correction over every comparison (reachability, docs/method.md).
     family = sum(1 for *_, missing in _pairs(cells) if missing is None)
     family += sum(1 for *_, missing in _pairs(tail_cells) if missing is None)
     resamples = max(TAIL_RESAMPLES, math.ceil(2 * family / 0.05))
-    for cond, base, cond_label, base_label, missing in _pairs(tail_cells):
+    pairs = list(_pairs(tail_cells))
+    # an arm's samples are dropped after its last comparison, so a campaign's samples are never all held
+    uses = Counter(c.cell_id for cond, base, *_, missing in pairs if missing is None for c in (base, cond))
+    for cond, base, cond_label, base_label, missing in pairs:
         spec = spec_of(cond.workload)
         metric = spec.tail_metric if spec and spec.tail_metric else cond.metric
         delta, source = threshold_of(cond.facts, metric, tail=True)
@@ -382,8 +388,8 @@ def tail_comparisons(
                             higher_is_better=False,
                             delta=delta,
                             seed=seed_offset + len(results),
-                            baseline_env=[p.environment for p in bp],
-                            condition_env=[p.environment for p in cp],
+                            baseline_env=bp,
+                            condition_env=cp,
                         )
                         comp = dataclasses.replace(
                             comp, statistic=f"per-run p99 (every run has >= {TAIL_MIN_SAMPLES} samples)"
@@ -391,11 +397,11 @@ def tail_comparisons(
                     else:
                         if isinstance(bv[0], float) or isinstance(cv[0], float):
                             bp, bv = (
-                                [p for p in base.runs if p.valid],
+                                base.runs.environments(VALID),
                                 list(_histogram_samples(store, base).values()),
                             )
                             cp, cv = (
-                                [p for p in cond.runs if p.valid],
+                                cond.runs.environments(VALID),
                                 list(_histogram_samples(store, cond).values()),
                             )
                         comp = compare_tail(
@@ -406,11 +412,15 @@ def tail_comparisons(
                             higher_is_better=False,
                             delta=delta,
                             seed=seed_offset + len(results),
-                            baseline_env=[p.environment for p in bp][: len(bv)],
-                            condition_env=[p.environment for p in cp][: len(cv)],
+                            baseline_env=bp[: len(bv)],
+                            condition_env=cp[: len(cv)],
                         )
                 except ValueError as exc:
                     reason = f"not comparable: {exc}"
+            for c in (base, cond):
+                uses[c.cell_id] -= 1
+                if not uses[c.cell_id]:
+                    del arms[c.cell_id]
         results.append(
             ComparisonAnalysis(
                 workload=cond.workload,
@@ -436,26 +446,27 @@ def median_comparisons(cells: tuple[CellAnalysis, ...], plan_order: str) -> tupl
         delta, source = threshold_of(cond.facts, cond.metric)
         comp, reason = None, missing
         if reason is None:
-            bv = [p for p in base.runs if p.valid and p.value is not None]
-            cv = [p for p in cond.runs if p.valid and p.value is not None]
+            bv, cv = base.runs.values(), cond.runs.values()
             if not bv or not cv:
                 reason = "no valid run under " + ("the baseline" if not bv else cond_label)
             else:
                 blocks = (
-                    ([p.repetition for p in bv], [p.repetition for p in cv]) if plan_order == "abba" else None
+                    (base.runs.select(base.runs.repetition), cond.runs.select(cond.runs.repetition))
+                    if plan_order == "abba"
+                    else None
                 )
                 try:
                     comp = compare(
-                        [p.value for p in bv],
-                        [p.value for p in cv],
+                        bv,
+                        cv,
                         higher_is_better=cond.higher_is_better,
                         delta=delta,
                         seed=len(results),
                         paired_blocks=blocks,
-                        baseline_env=[p.environment for p in bv],
-                        condition_env=[p.environment for p in cv],
+                        baseline_env=base.environments(),
+                        condition_env=cond.environments(),
                     )
-                    comp = _with_flags(comp, bv, cv)
+                    comp = _with_flags(comp, base, cond)
                 except ValueError as exc:  # e.g. a metric that is zero or negative has no ratio
                     reason = f"not comparable: {exc}"
         results.append(
@@ -475,16 +486,16 @@ def median_comparisons(cells: tuple[CellAnalysis, ...], plan_order: str) -> tupl
     return tuple(results)
 
 
-def _with_flags(comp: Comparison, base: list[RunPoint], cond: list[RunPoint]) -> Comparison:
+def _with_flags(comp: Comparison, base: CellAnalysis, cond: CellAnalysis) -> Comparison:
     """The comparison with its cells' flags (bimodal runs, drift in run order, a different environment than
     the reference: `stats.flags`) on its verdict record."""
     from boardlab.stats.flags import comparison_flags
 
     flags = comparison_flags(
-        [p.value for p in base if p.value is not None],
-        [p.value for p in cond if p.value is not None],
-        baseline_order=[p.seq for p in base if p.value is not None],
-        condition_order=[p.seq for p in cond if p.value is not None],
+        base.runs.values(),
+        cond.runs.values(),
+        baseline_order=base.runs.seqs(),
+        condition_order=cond.runs.seqs(),
         confounding=comp.confounding,
     )
     return (
@@ -501,10 +512,10 @@ def aa_controls(cells: tuple[CellAnalysis, ...]) -> tuple[AAControl, ...]:
         if base is None or base.cell_id in seen:
             continue
         seen.add(base.cell_id)
-        arms: dict[str, list[float]] = {a: [] for a in AA_ARMS}
-        for p in base.runs:
-            if p.valid and p.value is not None and p.aa_arm in arms:
-                arms[p.aa_arm].append(p.value)
+        arms: dict[str | None, list[float]] = {a: [] for a in AA_ARMS}
+        for value, arm in zip(base.runs.values(), base.runs.strings(base.runs.aa_arm), strict=True):
+            if arm in arms:
+                arms[arm].append(value)
         a1, a2 = arms["A1"], arms["A2"]
         delta, _ = threshold_of(base.facts, base.metric)
         comp, reason = None, None
@@ -590,7 +601,7 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
     rows = store.cells(campaign_id)
     known, plan_order, pairing = cell_facts(store, campaign_id, camp["plan_text"], rows)
     # one query per cell: the rows of one cell at a time, never the campaign's
-    cells = tuple(_cell(row, store.cell_runs(row["id"]), known[row["key"]]) for row in rows)
+    cells = tuple(_cell(row, run_table(store.cell_runs(row["id"])), known[row["key"]]) for row in rows)
 
     medians = median_comparisons(cells, plan_order)
     tails = tail_comparisons(store, cells)

@@ -11,9 +11,10 @@ are already-formatted strings (`analysis.format`), so the three formats print th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from array import array
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 ALL = frozenset({"html", "md", "text"})
 RICH = frozenset({"html", "md"})  # the text report is a compact summary: long notes stay out of it
@@ -173,6 +174,41 @@ class Line:
     errors: Sequence[tuple[float, float] | None] | None = None
     markers: bool = True
     color: int | None = None
+
+
+class Points(Sequence[tuple[float, float]]):
+    """A line's (x, y) points held as two float arrays (16 bytes a point, not a tuple and two floats' 100):
+    a cell's runs in run order are tens of thousands of points. Read as a sequence of (x, y) tuples."""
+
+    __slots__ = ("xs", "ys")
+
+    def __init__(self, xs: Iterable[float], ys: Iterable[float]) -> None:
+        self.xs, self.ys = array("d", xs), array("d", ys)
+        if len(self.xs) != len(self.ys):
+            raise ValueError(f"{len(self.xs)} x values for {len(self.ys)} y values")
+
+    def __len__(self) -> int:
+        return len(self.xs)
+
+    @overload
+    def __getitem__(self, i: int) -> tuple[float, float]: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[tuple[float, float]]: ...
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return Points(self.xs[i], self.ys[i])
+        return self.xs[i], self.ys[i]
+
+    def __iter__(self) -> Iterator[tuple[float, float]]:
+        return zip(self.xs, self.ys, strict=True)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Points) and (self.xs, self.ys) == (other.xs, other.ys)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable arrays inside: as a list, unhashable
+
+    def __repr__(self) -> str:
+        return f"Points({len(self)} points)"
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from boardlab.analysis.format import cell_label
+from boardlab.analysis.runs import OK, VALID, RunTable
 from boardlab.model.facts import CellFacts
 from boardlab.stats import CellSummary, Comparison, RunEnvironment
 from boardlab.stats.threshold import family_method_name
@@ -23,28 +24,6 @@ from boardlab.stats.threshold import family_method_name
 if TYPE_CHECKING:
     from boardlab.analysis.document import Section
     from boardlab.store import Store
-
-
-@dataclass(frozen=True, slots=True)
-class RunPoint:
-    """One run of a cell, as plots need it. Slots: a campaign of a million runs holds a million of these."""
-
-    run_id: int
-    seq: int
-    repetition: int
-    value: float | None
-    valid: bool
-    ok: bool
-    invalid_reason: str | None
-    error: str | None
-    wall_ns: int
-    gate_waited_s: float
-    environment: RunEnvironment
-    worker_cpu_pct: float | None
-    warmup_capped: bool | None
-    aa_arm: str | None = None  # "A1" / "A2" on a reference cell's runs (the schedule's A/A labels)
-    user_us: int | None = None  # the worker's own CPU time (wait4 rusage), user and system
-    system_us: int | None = None
 
 
 @dataclass(frozen=True)
@@ -58,14 +37,19 @@ class CellAnalysis:
     metric: str
     unit: str
     higher_is_better: bool
-    runs: tuple[RunPoint, ...]  # every attempt, in run order
+    runs: RunTable  # every attempt, in run order, column by column
     summary: CellSummary | None  # over valid runs; None below MIN_RUNS_FOR_SUMMARY
     summary_reason: str | None
     facts: CellFacts = CellFacts()  # what its plan entry says of it: its thresholds, its compare pairing
 
     @property
     def values(self) -> tuple[float, ...]:
-        return tuple(r.value for r in self.runs if r.valid and r.value is not None)
+        """The valid runs' values, in run order (built on each call: keep it while you use it)."""
+        return tuple(self.runs.values())
+
+    def environments(self) -> list[RunEnvironment]:
+        """The confounders of the runs of `values`, in the same order."""
+        return self.runs.environments()
 
     @property
     def label(self) -> str:
@@ -73,11 +57,11 @@ class CellAnalysis:
 
     @property
     def n_invalid(self) -> int:
-        return sum(1 for r in self.runs if r.ok and not r.valid)
+        return self.runs.count(OK, VALID)
 
     @property
     def n_failed(self) -> int:
-        return sum(1 for r in self.runs if not r.ok)
+        return self.runs.count(lacks=OK)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ plan. A block's `formats` says where it shows: figures only in HTML; the text re
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,7 @@ from boardlab.analysis.format import (
 from boardlab.analysis.headline import Headline, headlines
 from boardlab.analysis.monitor import GROUPS as MONITOR_GROUPS
 from boardlab.analysis.monitor import MonitorSeries
+from boardlab.analysis.runs import INVALID_VALUE, MEASURED
 from boardlab.analysis.specs import spec_of
 from boardlab.analysis.tables import (
     cell_table,
@@ -145,13 +147,12 @@ def load_failures(a: CampaignAnalysis) -> list[str]:
 
     per: dict[str, list] = {}  # condition -> [runs whose load did not run, runs, first reason]
     for c in a.cells:
-        for p in c.runs:
-            n = per.setdefault(c.condition, [0, 0, None])
-            n[1] += 1
-            why = p.invalid_reason or ""
+        n = per.setdefault(c.condition, [0, 0, None])
+        n[1] += len(c.runs)
+        for why, k in c.runs.invalid_reason.counts():  # each distinct reason once, the first first
             at = why.find(LOAD_DID_NOT_RUN)
             if at >= 0:
-                n[0] += 1
+                n[0] += k
                 n[2] = n[2] or why[at:][:300]
     return [
         f"Condition {name!r}: {k} of {n} runs invalid because {reason}. No verdict uses those runs."
@@ -442,8 +443,8 @@ def run_values(a: CampaignAnalysis) -> doc.Section | None:
         boxes = [
             doc.Box(
                 _box_label(c, varying, multi),
-                c.values,
-                tuple(r.value for r in c.runs if r.value is not None and not r.valid),
+                array("d", c.runs.values()),  # 8 bytes a run, not a tuple's 32
+                array("d", c.runs.values(INVALID_VALUE)),
                 note=f"n={len(c.values)}",
             )
             for c in cells
@@ -521,8 +522,10 @@ def drift(a: CampaignAnalysis) -> doc.Section | None:
     figures = []
     for c, s, d in shown:
         div, unit = display_unit(c.unit, s.median)
-        valid = [(float(r.seq), r.value / div) for r in c.runs if r.valid and r.value is not None]
-        invalid = [(float(r.seq), r.value / div) for r in c.runs if not r.valid and r.value is not None]
+        valid, invalid = (
+            doc.Points(c.runs.seqs(rows), [v / div for v in c.runs.values(rows)])
+            for rows in (MEASURED, INVALID_VALUE)
+        )
         lines = [doc.Line("valid runs", valid, color=1 if d.flagged else 0)]
         if invalid:
             lines.append(doc.Line("invalid runs", invalid, color=7))

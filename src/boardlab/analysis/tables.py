@@ -22,6 +22,7 @@ from boardlab.analysis.format import (
     varying_keys,
     verdict_text,
 )
+from boardlab.analysis.runs import MEASURED
 
 if TYPE_CHECKING:
     from boardlab.analysis.core import CampaignAnalysis, CellAnalysis, ComparisonAnalysis
@@ -68,19 +69,19 @@ def varying_by_workload(cells) -> dict[str, list[str]]:
 def run_times(cell: CellAnalysis) -> tuple[float | None, float | None, float] | None:
     """Medians over the valid runs of the worker's user and system CPU time and its wall time, in seconds
     (None where a run's rusage is missing: a store from before it was kept)."""
-    runs = [r for r in cell.runs if r.valid and r.value is not None]
-    if not runs:
+    runs = cell.runs
+    if not runs.count(MEASURED):
         return None
 
     def med(xs):
-        xs = sorted(x for x in xs if x is not None)
+        xs = sorted(xs)
         return None if not xs else (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
 
-    user, system = med(r.user_us for r in runs), med(r.system_us for r in runs)
+    user, system = med(runs.known(runs.user_us)), med(runs.known(runs.system_us))
     return (
         None if user is None else user / 1e6,
         None if system is None else system / 1e6,
-        med(r.wall_ns for r in runs) / 1e9,
+        med(runs.select(runs.wall_ns)) / 1e9,
     )
 
 

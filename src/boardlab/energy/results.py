@@ -73,22 +73,22 @@ def campaign_energy(store, campaign_id: int) -> CampaignEnergy:
             IdleWindow(r["started_unix_s"], r["duration_s"], r["power_w"])
         )
     energy_rows = store.run_energy(campaign_id)
-    # the runs only when some run has energy: a campaign without any is not read whole (an export)
-    runs_meta = {r["id"]: r for r in store.runs(campaign_id)} if energy_rows else {}
+    runs_meta = _runs_meta(store, campaign_id, {e["run_id"] for e in energy_rows})
     runs: dict[int, dict[str, RunEnergyRow]] = {}
     for e in energy_rows:
         meta = runs_meta.get(e["run_id"])
         if meta is None:
             continue
         duration_s = (e["end_ns"] - e["start_ns"]) / 1e9
-        p_idle = idle_power_at(idle.get(e["source"], []), meta["started_unix_s"] + duration_s / 2)
+        started_unix_s, value, unit, higher_is_better = meta
+        p_idle = idle_power_at(idle.get(e["source"], []), started_unix_s + duration_s / 2)
         fig = run_figures(
             energy_j=e["energy_j"],
             duration_s=duration_s,
             power_idle_w=p_idle,
-            value=meta["value"],
-            unit=meta["unit"],
-            higher_is_better=bool(meta["higher_is_better"]),
+            value=value,
+            unit=unit,
+            higher_is_better=higher_is_better,
         )
         runs.setdefault(e["run_id"], {})[e["source"]] = RunEnergyRow(
             run_id=e["run_id"],
@@ -104,3 +104,16 @@ def campaign_energy(store, campaign_id: int) -> CampaignEnergy:
             figures=fig,
         )
     return CampaignEnergy(sources, reason, {k: tuple(v) for k, v in idle.items()}, runs)
+
+
+def _runs_meta(
+    store, campaign_id: int, run_ids: set[int]
+) -> dict[int, tuple[float, float | None, str, bool]]:
+    """run id -> (start time, value, unit, higher is better) of the runs `run_ids` (those with energy),
+    read a cell at a time: none when no run has energy (an export), never the campaign's whole rows."""
+    out: dict[int, tuple[float, float | None, str, bool]] = {}
+    for cell in store.cells(campaign_id) if run_ids else ():
+        for r in store.cell_runs(cell["id"]):
+            if r["id"] in run_ids:
+                out[r["id"]] = (r["started_unix_s"], r["value"], cell["unit"], bool(cell["higher_is_better"]))
+    return out

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from boardlab.analysis import document as doc
 from boardlab.analysis.format import cell_label, fmt_num
+from boardlab.analysis.runs import VALID
 from boardlab.analysis.tables import varying_by_workload
 from boardlab.energy import integrate
 from boardlab.energy.efficiency import Efficiency, Estimate, cell_estimates, efficiency_kind
@@ -67,10 +68,10 @@ def energy_study(store, campaign_id: int, cells) -> EnergyStudy:
     agree: list[tuple[str, dict[str, float], float]] = []
     varying = varying_by_workload(cells)  # a label names what tells the section's cells apart
     for i, cell in enumerate(cells):
-        valid = [r for r in cell.runs if r.valid and ce.run(r.run_id) is not None]
+        valid = [i for i in cell.runs.select(cell.runs.run_id, VALID) if ce.run(i) is not None]
         if not valid:
             continue
-        rows = [run for r in valid if (run := ce.run(r.run_id)) is not None]  # every valid one has a row
+        rows = [run for i in valid if (run := ce.run(i)) is not None]  # every valid one has a row
         figs = [r.figures for r in rows]
         warns: dict[str, tuple[int, str]] = {}  # kind -> (runs, first message)
         for r in rows:
@@ -97,14 +98,14 @@ def energy_study(store, campaign_id: int, cells) -> EnergyStudy:
         # the power trace of the cell's median-energy run
         mid = sorted(zip(figs, valid, strict=True), key=lambda p: p[0].energy_j)[len(figs) // 2][1]
         src = f"energy.{ce.primary}.power_w"
-        pts = [(row["t_ns"] / 1e9, row["value"]) for row in store.series(mid.run_id) if row["source"] == src]
+        pts = [(row["t_ns"] / 1e9, row["value"]) for row in store.series(mid) if row["source"] == src]
         if pts and len(traces.setdefault(cell.condition, [])) < MAX_TRACES:
             traces[cell.condition].append((out[-1].label, pts))
         others = {s.name for s in ce.supported}
         if len(others) > 1:
             per = {}
             for name in sorted(others):
-                vals = [run.energy_j for r in valid if (run := ce.run(r.run_id, name)) is not None]
+                vals = [run.energy_j for i in valid if (run := ce.run(i, name)) is not None]
                 if vals:
                     per[name] = statistics.median(vals)
             scopes = {s.name: s.spec.get("scope") for s in ce.supported}

@@ -114,9 +114,10 @@ def services_cells(store: Store, campaign_id: int, cells: Sequence[CellAnalysis]
     mine = [c for c in cells if has_role(c.workload, ROLE)]
     if not mine:
         return ()
-    by_cell: dict[int, dict] = {}
+    by_cell: dict[int, dict] = {c.cell_id: {} for c in mine}  # its cells' runs only, not the campaign's
     for r in store.runs(campaign_id):
-        by_cell.setdefault(r["cell_id"], {})[r["id"]] = r
+        if r["cell_id"] in by_cell:
+            by_cell[r["cell_id"]][r["id"]] = r
     return tuple(_cell(by_cell.get(c.cell_id, {}), c) for c in mine)
 
 

@@ -1,0 +1,247 @@
+"""A cell's runs, column by column: what the analysis keeps of every run for the whole report.
+
+A campaign of 10^6 runs held as one record per run (`RunPoint`, about 600 bytes with the interpreter's
+overhead) needs 600 MB; held as typed columns (`array.array`, standard library: boards have no numpy) it
+needs about 75 bytes a run. `RunTable` is that table, one per cell; its accessors give what the consumers
+read (the measured runs' values, seqs and environments, the flags' counts) at C speed, and `RunPoint` views
+of single runs on demand for the code that reads a run at a time anyway (a study's per-run queries).
+
+Not recorded is NaN in a float column, the typecode's smallest value in an integer column, code 0 (None) in
+a column of strings; whether a run has a value is a flag (`HAS_VALUE`), so a stored NaN stays a NaN.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from array import array
+from collections import Counter
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from itertools import compress
+from typing import TypeVar
+
+from boardlab.stats import RunEnvironment
+
+T = TypeVar("T", int, float)
+
+# A run's flags, a byte each (`RunTable.flags`); a selection (`rows`) is one of them.
+VALID = 1  # the run is valid (its value may still be missing)
+MEASURED = 2  # valid and with a value: the runs a cell's statistics use
+INVALID_VALUE = 4  # invalid and with a value: the plots show it apart
+OK = 8  # the worker ran to its end (else the run failed)
+HAS_VALUE = 16
+CAPPED = 32  # its warm-up was capped
+CAPPED_KNOWN = 64  # whether it was is recorded
+
+_NONE_INT = {"h": -(2**15), "i": -(2**31), "q": -(2**63)}  # an integer column's "not recorded", by typecode
+
+
+@dataclass(frozen=True, slots=True)
+class RunPoint:
+    """One run of a cell: a view built on demand from its cell's `RunTable` (never kept per run)."""
+
+    run_id: int
+    seq: int
+    repetition: int
+    value: float | None
+    valid: bool
+    ok: bool
+    invalid_reason: str | None
+    error: str | None
+    wall_ns: int
+    environment: RunEnvironment
+    warmup_capped: bool | None
+    aa_arm: str | None = None  # "A1" / "A2" on a reference cell's runs (the schedule's A/A labels)
+    user_us: int | None = None  # the worker's own CPU time (wait4 rusage), user and system
+    system_us: int | None = None
+
+
+def ints(values: Iterable[int | None]) -> array[int]:
+    """An integer column of 2, 4 or 8 bytes a run, the fewest every value fits in; None as the typecode's
+    smallest value."""
+    items = list(values)
+    for code in ("h", "i", "q"):
+        try:
+            return array(code, [_NONE_INT[code] if v is None else v for v in items])
+        except OverflowError:
+            continue
+    raise OverflowError("an integer beyond 64 bits in a run's column")
+
+
+def floats(values: Iterable[float | None]) -> array[float]:
+    return array("d", [math.nan if v is None else v for v in values])
+
+
+def _int(column: array[int], x: int) -> int | None:
+    return None if x == _NONE_INT[column.typecode] else x
+
+
+def _float(x: float) -> float | None:
+    return None if x != x else x  # NaN: not recorded
+
+
+def _tri(x: int) -> bool | None:
+    return None if x < 0 else bool(x)
+
+
+@dataclass(frozen=True, slots=True)
+class Strings:
+    """A column of strings that repeat (an invalid reason, an error, an A/A arm): a code per run (a byte
+    while there are at most 256 distinct strings) into the column's distinct strings; code 0 is None."""
+
+    codes: array[int]
+    table: tuple[str | None, ...]  # in the order first seen
+
+    @classmethod
+    def of(cls, values: Iterable[str | None]) -> Strings:
+        index: dict[str | None, int] = {None: 0}
+        codes = [index.setdefault(v, len(index)) for v in values]
+        n = len(index)
+        return cls(array("B" if n <= 1 << 8 else "H" if n <= 1 << 16 else "I", codes), tuple(index))
+
+    def __getitem__(self, i: int) -> str | None:
+        return self.table[self.codes[i]]
+
+    def counts(self) -> list[tuple[str, int]]:
+        """Each string (not None) with its runs, in the order first seen."""
+        n = Counter(self.codes)
+        return [(s, n[code]) for code, s in enumerate(self.table) if s is not None]
+
+
+@dataclass(frozen=True)
+class RunTable:
+    """Every attempt of a cell, in run order, one typed column per field of `RunPoint` (the environment's
+    three fields apart). Build it with `RunTable.of`; read it through `select` and the accessors."""
+
+    run_id: array[int]
+    seq: array[int]
+    repetition: array[int]
+    value: array[float]
+    flags: array[int]
+    invalid_reason: Strings
+    error: Strings
+    wall_ns: array[int]
+    mean_freq_khz: array[float]
+    max_temp_mc: array[float]
+    throttled: array[int]  # 1, 0, -1 not recorded
+    aa_arm: Strings
+    user_us: array[int]
+    system_us: array[int]
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        run_id: Sequence[int],
+        seq: Sequence[int],
+        repetition: Sequence[int],
+        value: Sequence[float | None],
+        valid: Sequence[bool],
+        ok: Sequence[bool],
+        invalid_reason: Sequence[str | None],
+        error: Sequence[str | None],
+        wall_ns: Sequence[int],
+        mean_freq_khz: Sequence[float | None],
+        max_temp_mc: Sequence[float | None],
+        throttled: Sequence[bool | None],
+        warmup_capped: Sequence[bool | None],
+        aa_arm: Sequence[str | None],
+        user_us: Sequence[int | None],
+        system_us: Sequence[int | None],
+    ) -> RunTable:
+        """The table of the runs whose fields are given column by column (equal lengths, run order)."""
+        flags = array("B", map(_flags, value, valid, ok, warmup_capped))
+        return cls(
+            ints(run_id), ints(seq), ints(repetition), floats(value), flags, Strings.of(invalid_reason),
+            Strings.of(error), ints(wall_ns), floats(mean_freq_khz), floats(max_temp_mc),
+            array("b", [-1 if t is None else bool(t) for t in throttled]), Strings.of(aa_arm), ints(user_us),
+            ints(system_us),
+        )  # fmt: skip
+
+    @classmethod
+    def of_points(cls, points: Iterable[RunPoint]) -> RunTable:
+        """The table of these runs (e.g. a test's changed copy of a table's views)."""
+        ps = list(points)
+        fields = {f.name: [getattr(p, f.name) for p in ps] for f in dataclasses.fields(RunPoint)}
+        del fields["environment"]
+        envs = [p.environment for p in ps]
+        return cls.of(
+            **fields,
+            mean_freq_khz=[e.mean_freq_khz for e in envs],
+            max_temp_mc=[e.max_temp_mc for e in envs],
+            throttled=[e.throttled for e in envs],
+        )
+
+    def __len__(self) -> int:
+        return len(self.flags)
+
+    def __getitem__(self, i: int) -> RunPoint:
+        f = self.flags[i]
+        return RunPoint(
+            run_id=self.run_id[i],
+            seq=self.seq[i],
+            repetition=self.repetition[i],
+            value=self.value[i] if f & HAS_VALUE else None,
+            valid=bool(f & VALID),
+            ok=bool(f & OK),
+            invalid_reason=self.invalid_reason[i],
+            error=self.error[i],
+            wall_ns=self.wall_ns[i],
+            environment=RunEnvironment(
+                _float(self.mean_freq_khz[i]), _float(self.max_temp_mc[i]), _tri(self.throttled[i])
+            ),
+            warmup_capped=bool(f & CAPPED) if f & CAPPED_KNOWN else None,
+            aa_arm=self.aa_arm[i],
+            user_us=_int(self.user_us, self.user_us[i]),
+            system_us=_int(self.system_us, self.system_us[i]),
+        )
+
+    def __iter__(self) -> Iterator[RunPoint]:
+        """Every run as a `RunPoint`, each built when reached (about 2 µs a run: not for every run of a
+        large campaign; `select` reads a column at C speed)."""
+        return map(self.__getitem__, range(len(self)))
+
+    def select(self, column: array[T], rows: int = MEASURED) -> list[T]:
+        """The entries of `column` (one of this table's) of the runs flagged `rows`, in run order."""
+        return list(compress(column, map(rows.__and__, self.flags)))
+
+    def values(self, rows: int = MEASURED) -> list[float]:
+        return self.select(self.value, rows)
+
+    def seqs(self, rows: int = MEASURED) -> list[int]:
+        return self.select(self.seq, rows)
+
+    def known(self, column: array, rows: int = MEASURED) -> list:
+        """`select`, without the runs that did not record the value."""
+        got = self.select(column, rows)
+        if column.typecode == "d":
+            return [x for x in got if x == x]
+        return [x for x in got if x != _NONE_INT[column.typecode]]
+
+    def strings(self, column: Strings, rows: int = MEASURED) -> list[str | None]:
+        return list(map(column.table.__getitem__, self.select(column.codes, rows)))
+
+    def environments(self, rows: int = MEASURED) -> list[RunEnvironment]:
+        """The confounders of the runs flagged `rows`; equal ones share one (frozen) record."""
+        keys = zip(
+            map(_float, self.select(self.mean_freq_khz, rows)),
+            map(_float, self.select(self.max_temp_mc, rows)),
+            map(_tri, self.select(self.throttled, rows)),
+            strict=True,
+        )
+        shared: dict[tuple, RunEnvironment] = {}
+        return [shared.get(k) or shared.setdefault(k, RunEnvironment(*k)) for k in keys]
+
+    def count(self, has: int = 0, lacks: int = 0) -> int:
+        """The runs flagged with every bit of `has` and none of `lacks`."""
+        return sum(n for f, n in Counter(self.flags).items() if f & has == has and not f & lacks)
+
+
+def _flags(value: float | None, valid: bool, ok: bool, capped: bool | None) -> int:
+    f = (VALID if valid else 0) | (OK if ok else 0)
+    if value is not None:
+        f |= HAS_VALUE | (MEASURED if valid else INVALID_VALUE)
+    if capped is not None:
+        f |= CAPPED_KNOWN | (CAPPED if capped else 0)
+    return f
