@@ -202,13 +202,16 @@ def view_of(analysis) -> StoredAnalysis:
 def plain(value):
     """A document as JSON-safe data: records as objects, tuple keys as text, sets as sorted lists, a
     non-finite number as null."""
-    import dataclasses
-
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {
-            "type": type(value).__name__,
-            **{f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)},
-        }
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:  # most of a document: checked first
+        return value
+    if kind is float:
+        return value if math.isfinite(value) else None
+    if kind is list or kind is tuple:
+        return [plain(v) for v in value]
+    names = _record_names(kind)
+    if names is not None:
+        return {"type": kind.__name__, **{name: plain(getattr(value, name)) for name in names}}
     if isinstance(value, dict):
         return {(k if isinstance(k, str) else json.dumps(plain(k))): plain(v) for k, v in value.items()}
     if isinstance(value, frozenset | set):
@@ -220,6 +223,12 @@ def plain(value):
     if value is None or isinstance(value, str | int | float | bool):
         return value
     return str(value)
+
+
+@functools.cache
+def _record_names(kind: type) -> tuple[str, ...] | None:
+    """The field names of a record class, None for any other type (asked once per class)."""
+    return tuple(f.name for f in dataclasses.fields(kind)) if dataclasses.is_dataclass(kind) else None
 
 
 @dataclass(frozen=True)
@@ -384,6 +393,119 @@ __all__ = [
 ]
 
 
+class _Deferred:
+    """A reader's store whose summary writes are held for a writer to make (`KeepBehind`): what it holds
+    reads back as stored, so a campaign after it in the same ingest finds its summary (a history step)."""
+
+    def __init__(self, store):
+        self._store = store
+        self.writes: list[tuple[str, tuple, dict]] = []
+        self._summaries: dict[int, dict] = {}
+        self._steps: dict[tuple[int, int], dict] = {}
+
+    def __getattr__(self, name: str):
+        return getattr(self._store, name)
+
+    def put_campaign_summary(self, campaign_id: int, **row) -> None:
+        self.writes.append(("put_campaign_summary", (campaign_id,), row))
+        self._summaries[campaign_id] = {"campaign_id": campaign_id, **row}
+
+    def campaign_summary(self, campaign_id: int, *, with_document: bool = False):
+        if campaign_id in self._summaries:
+            return self._summaries[campaign_id]
+        return self._store.campaign_summary(campaign_id, with_document=with_document)
+
+    def put_step_summary(self, from_id: int, to_id: int, **row) -> None:
+        self.writes.append(("put_step_summary", (from_id, to_id), row))
+        self._steps[(from_id, to_id)] = row
+
+    def step_summary(self, from_id: int, to_id: int):
+        if (from_id, to_id) in self._steps:
+            return self._steps[(from_id, to_id)]
+        return self._store.step_summary(from_id, to_id)
+
+    def take(self) -> list[tuple[str, tuple, dict]]:
+        writes, self.writes = self.writes, []
+        return writes
+
+
+class KeepBehind:
+    """`keep_after` for a writer with more to write (an ingest of several files): each campaign's summary is
+    computed in a thread of its own, on a reader's connection to the same store, while the writer copies the
+    next file, and written by the writer between its files and at the end (`finish`).
+
+    Why a thread: the analysis is Python, a SQLite copy runs inside SQLite (which lets go of Python's lock)
+    and a PostgreSQL server works in its own process, so the two overlap on a second core. The reader sees
+    what the writer committed (SQLite's WAL, or PostgreSQL); each campaign is read in one snapshot. The thread
+    is a daemon: Ctrl-C does not wait for an analysis, and a summary not written is computed by readers."""
+
+    def __init__(self, db: str, warn):
+        import queue
+        import threading
+
+        self._db = db
+        self._warn = warn
+        self._todo: queue.Queue = queue.Queue()
+        self._done: queue.Queue = queue.Queue()
+        self._pending = 0
+        self._thread = threading.Thread(target=self._work, name="boardlab-summaries", daemon=True)
+        self._thread.start()
+
+    def _work(self) -> None:
+        from boardlab.store import Store
+
+        reader = None
+        try:
+            while (cid := self._todo.get()) is not None:
+                try:
+                    if reader is None:
+                        reader = _Deferred(Store.open(self._db, create=False, verify=False))
+                    with reader.snapshot():
+                        keep(reader, cid)
+                    self._done.put((cid, reader.take(), None))
+                except Exception as exc:  # noqa: BLE001 - said by the writer's thread, as keep_after does
+                    if reader is not None:
+                        reader.take()
+                    self._done.put((cid, [], exc))
+        finally:
+            if reader is not None:
+                reader.close()
+
+    def submit(self, store, campaign_ids) -> None:
+        """After a file's commit: writes the summaries ready by now and queues these campaigns'."""
+        self._write(store, block=False)
+        for cid in campaign_ids:
+            self._pending += 1
+            self._todo.put(cid)
+
+    def finish(self, store) -> None:
+        """Waits for the queued summaries and writes them; ends the thread."""
+        self._todo.put(None)
+        self._write(store, block=True)
+
+    def _write(self, store, *, block: bool) -> None:
+        import queue
+
+        while self._pending:
+            try:
+                cid, writes, exc = self._done.get(block=block)
+            except queue.Empty:
+                return
+            self._pending -= 1
+            try:
+                if exc is not None:
+                    raise exc
+                for method, args, row in writes:
+                    getattr(store, method)(*args, **row)
+            except Exception as err:  # noqa: BLE001 - the runs are stored; only the shortcut is missing
+                _warn_unkept(self._warn, cid, err)
+
+
+def _warn_unkept(warn, cid: int, exc: Exception) -> None:
+    warn(f"campaign {cid}: its summary for `boardlab serve` and `history` was not stored ({exc}); they "
+         "will compute it from the runs")  # fmt: skip
+
+
 def keep_after(store, campaign_ids, warn) -> None:
     """Stores the summaries of campaigns just written (a run's end, an ingest): a failure is said through
     `warn` and leaves the campaign without one (readers then compute it), never undoing what was written."""
@@ -391,5 +513,4 @@ def keep_after(store, campaign_ids, warn) -> None:
         try:
             keep(store, cid)
         except Exception as exc:  # noqa: BLE001 - the runs are stored; only the shortcut to them is missing
-            warn(f"campaign {cid}: its summary for `boardlab serve` and `history` was not stored ({exc}); they "
-                 "will compute it from the runs")  # fmt: skip
+            _warn_unkept(warn, cid, exc)

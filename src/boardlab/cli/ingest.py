@@ -36,12 +36,10 @@ def _say_waiting(db: str, who: str) -> None:
     print(f"{term(db)}: in use by {term(who)}; waiting for it (Ctrl-C to stop)", file=sys.stderr, flush=True)
 
 
-def _summaries(store, result) -> None:
-    """Each ingested campaign's summary, stored for `boardlab serve` and `history` (boardlab.summary)."""
+def _warn(text: str) -> None:
     from boardlab.report.escape import term
-    from boardlab.summary import keep_after
 
-    keep_after(store, result.campaign_ids, lambda text: print(f"warning: {term(text)}", file=sys.stderr))
+    print(f"warning: {term(text)}", file=sys.stderr)
 
 
 def run(args) -> int:
@@ -54,6 +52,18 @@ def run(args) -> int:
         if not args.json and len(args.files) > 1:
             print(f"[{i}/{len(args.files)}] {term(str(path))}", file=sys.stderr)
 
+    # Each ingested campaign's summary, stored for `boardlab serve` and `history` (boardlab.summary): computed
+    # beside the copy of the next file, written by the ingest between its files and at the end.
+    summaries = None
+
+    def then(store, result) -> None:
+        nonlocal summaries
+        if summaries is None:
+            from boardlab.summary import KeepBehind
+
+            summaries = KeepBehind(args.db, _warn)
+        summaries.submit(store, result.campaign_ids)
+
     # Every file is verified (or found unchanged since its last ingest) before any is ingested: a bad one
     # among several writes nothing at all.
     results = ingest_files(
@@ -61,7 +71,8 @@ def run(args) -> int:
         args.db,
         wait=lambda who: _say_waiting(args.db, who),
         progress=progress,
-        then=_summaries,
+        then=then,
+        last=lambda store: summaries.finish(store) if summaries is not None else None,
     )
     for path, res in zip(args.files, results, strict=True):
         if not args.json:

@@ -30,6 +30,7 @@ copied)."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -37,7 +38,7 @@ import sqlite3
 import sys
 import urllib.parse
 from array import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -174,10 +175,13 @@ def ingest_files(
     wait: Callable[[str], None] | None = None,
     progress: Callable[[int, Path], None] | None = None,
     then: Callable[[Store, IngestResult], None] | None = None,
+    last: Callable[[Store], None] | None = None,
 ) -> list[IngestResult]:
     """`ingest_file` of several files into one store opened once. Every file is verified (or found
     unchanged since its last ingest) before any is ingested: a bad one among them writes nothing at all.
-    `progress(i, path)` is called before the i-th file (from 1) is ingested."""
+    `progress(i, path)` is called before the i-th file (from 1) is ingested. `last(store)` runs once after
+    the last file's `then`, or when a file fails after others were committed (not on Ctrl-C), the store
+    still open and locked."""
     files = [Path(f) for f in files]
     for src in files:  # each is a boardlab file of a known schema, and not the store itself
         _open_file(src).close()
@@ -214,13 +218,18 @@ def ingest_files(
             if progress is not None:
                 progress(i, src)
             results.append(res if res is not None else _with_file(src, ingest))
+        if last is not None:
+            last(target)
         return results
-    except BaseException:
+    except BaseException as exc:
         if target.dialect == "sqlite" and target.created:  # a store this ingest created stays absent
             target.close()
             for suffix in ("", "-wal", "-shm"):
                 with contextlib.suppress(OSError):
                     os.unlink(f"{db}{suffix}")
+        elif last is not None and isinstance(exc, Exception) and not target.conn.in_transaction:
+            with contextlib.suppress(Exception):  # the files committed before this one keep what follows them
+                last(target)
         raise
     finally:
         target.close()
@@ -237,12 +246,37 @@ def _already_in(files: list[Path], db: str) -> list[IngestResult | None]:
     except InputError:  # no store there yet (an empty PostgreSQL database), or none to read: the writer says
         return [None] * len(files)
     try:
+        known = _known_campaigns(store, [uid for src in files for uid in _with_file(src, _uids)])
         return [
-            _with_file(src, lambda s, p: _skipped(s, store, p) if _unchanged(s, store) else None)
+            _with_file(src, lambda s, p: _skipped(s, known, store.path, p) if _unchanged(s, known) else None)
             for src in files
         ]
     finally:
         store.close()
+
+
+def _uids(source: Store, src: Path) -> list[str]:
+    """The uids of the file's campaigns ([] when it cannot be read: the full verification says why)."""
+    try:
+        fingerprints = {b["id"]: b["fingerprint"] for b in source.boards()}
+        return [campaign_uid(camp, fingerprints[camp["board_id"]]) for camp in source.campaigns()]
+    except (sqlite3.DatabaseError, KeyError):
+        return []
+
+
+def _known_campaigns(target: Store, uids: list[str]) -> dict[str, tuple[int, str, Mark | None]]:
+    """uid -> (the store's campaign id, its board's fingerprint, its watermark) of those the store holds: one
+    query for all the files (one round trip to a PostgreSQL server, not three per campaign)."""
+    out: dict[str, tuple[int, str, Mark | None]] = {}
+    for i in range(0, len(uids), 500):
+        part = uids[i : i + 500]
+        for row in target.conn.execute(
+            "SELECT c.uid, c.id, b.fingerprint, m.value FROM campaigns c JOIN boards b ON b.id = c.board_id"
+            f" LEFT JOIN meta m ON m.key = ? || c.uid WHERE c.uid IN ({', '.join('?' * len(part))})",
+            (MARK_PREFIX, *part),
+        ):
+            out[row[0]] = (int(row[1]), row[2], None if row[3] is None else Mark.from_json(row[3]))
+    return out
 
 
 def _stamp(src: Path) -> tuple:
@@ -333,20 +367,16 @@ def _holds_mark(source: Store, target: Store, camp, tid: int, mark: Mark | None)
     return mark.last_run_id == 0 or _run_identity(source, mark.last_run_id) == mark.last_run
 
 
-def _unchanged(source: Store, target: Store) -> bool:
-    """Every campaign of the file is in the store as its mark left it, and nothing was added to the file
-    since: a few indexed queries per campaign, whatever the number of runs."""
+def _unchanged(source: Store, known: dict[str, tuple[int, str, Mark | None]]) -> bool:
+    """Every campaign of the file is in the store (`known`: `_known_campaigns`) as its mark left it, and
+    nothing was added to the file since: a few indexed queries per campaign, whatever the number of runs."""
     try:
         fingerprints = {b["id"]: b["fingerprint"] for b in source.boards()}
         for camp in source.campaigns():
             uid = campaign_uid(camp, fingerprints[camp["board_id"]])
-            row = target.conn.execute(
-                "SELECT c.id, b.fingerprint FROM campaigns c JOIN boards b ON b.id = c.board_id WHERE c.uid=?",
-                (uid,),
-            ).fetchone()
-            if row is None or row[1] != fingerprints[camp["board_id"]]:
+            if uid not in known or known[uid][1] != fingerprints[camp["board_id"]]:
                 return False
-            mark = _mark(target, uid)
+            mark = known[uid][2]
             if mark is None or _file_runs(source, camp["id"])[1] != mark.last_run_id:
                 return False
             cells = source.conn.execute("SELECT count(*) FROM cells WHERE campaign_id=?", (camp["id"],))
@@ -363,16 +393,17 @@ def _unchanged(source: Store, target: Store) -> bool:
         return False
 
 
-def _skipped(source: Store, target: Store, src: Path) -> IngestResult:
+def _skipped(
+    source: Store, known: dict[str, tuple[int, str, Mark | None]], db: str, src: Path
+) -> IngestResult:
     """The result of a file found unchanged: all its runs already in the store."""
     fingerprints = {b["id"]: b["fingerprint"] for b in source.boards()}
     ids, runs = [], 0
     for camp in source.campaigns():
-        uid = campaign_uid(camp, fingerprints[camp["board_id"]])
-        ids.append(int(target.conn.execute("SELECT id FROM campaigns WHERE uid=?", (uid,)).fetchone()[0]))
+        ids.append(known[campaign_uid(camp, fingerprints[camp["board_id"]])][0])
         runs += _file_runs(source, camp["id"])[0]
     return IngestResult(
-        source=str(src), db=target.path, campaigns=len(ids), campaigns_added=0, runs_added=0,
+        source=str(src), db=db, campaigns=len(ids), campaigns_added=0, runs_added=0,
         runs_skipped=runs, boards=tuple(b["label"] for b in source.boards()), campaign_ids=tuple(ids),
     )  # fmt: skip
 
@@ -486,6 +517,17 @@ class _Copier:
         self.reader.execute(f"DELETE FROM temp.{name}")
         self.reader.executemany(f"INSERT INTO temp.{name}(old, new) VALUES (?, ?)", pairs)
 
+    def map_new_runs(self, campaign_id: int) -> Mapping[int, int]:
+        """Every run of the campaign in the file, mapped to new ids past the store's largest (this ingest
+        holds a SQLite store's write lock) in their order, by one statement over the attached file."""
+        self.reader.execute("DELETE FROM temp.ingest_runs")
+        self.reader.execute(
+            "INSERT INTO temp.ingest_runs(old, new) SELECT id, (SELECT coalesce(max(id), 0) FROM main.runs)"
+            " + row_number() OVER (ORDER BY id) FROM src.runs WHERE campaign_id=?",
+            (campaign_id,),
+        )
+        return _MappedRuns(self.reader)
+
     def new_run_ids(self, n: int) -> list[int]:
         """n ids for new runs: past the largest (SQLite: this ingest holds the store's write lock) or
         from the runs' identity sequence (PostgreSQL: safe beside any other writer)."""
@@ -519,7 +561,7 @@ class _Copier:
         kinds = {c: k for c, k, *_ in self.tgt_schema[table]}
         return tuple(PG_TYPES[kinds[c]] for c in cols)
 
-    def copy_runs(self, tid: int, run_map: dict[int, int]) -> None:
+    def copy_runs(self, tid: int, run_map: Mapping[int, int]) -> None:
         """The runs in the run map and every child row of theirs."""
         rcols = self.columns("runs", skip=("id", "campaign_id", "cell_id"))
         self.copy_select(
@@ -544,11 +586,33 @@ class _Copier:
             )
 
 
+class _MappedRuns(Mapping[int, int]):
+    """temp.ingest_runs as a mapping, read into Python only when something asks for a run's id (a run's
+    artifacts, a file's per-sample monitor rows): most files have neither."""
+
+    def __init__(self, conn):
+        self._conn = conn
+        self._n = int(conn.execute("SELECT count(*) FROM temp.ingest_runs").fetchone()[0])
+
+    @functools.cached_property
+    def _ids(self) -> dict[int, int]:
+        return {int(r[0]): int(r[1]) for r in self._conn.execute("SELECT old, new FROM temp.ingest_runs")}
+
+    def __getitem__(self, old: int) -> int:
+        return self._ids[old]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return self._n
+
+
 PG_TYPES = {"integer": "int8", "real": "float8", "text": "text", "blob": "bytea"}  # describe_schema's kinds
 PACKED_COLUMNS = ("run_id", "source", "packing", "samples", "t_ns", "value")
 
 
-def _packed_series(source: Store, run_map: dict[int, int]) -> Iterator[tuple]:
+def _packed_series(source: Store, run_map: Mapping[int, int]) -> Iterator[tuple]:
     """A file's monitor samples (per-sample rows before store schema 7) packed as the store keeps them,
     under the store's run ids, a batch of runs at a time."""
     from boardlab.store.packed import PACKING
@@ -667,15 +731,31 @@ def _campaign(cp: _Copier, camp, fingerprint: str, board_id: int, src: Path, tot
     return tid
 
 
-def _runs(cp: _Copier, camp, tid: int, uid: str, totals: dict, fail_after_runs: int | None) -> dict[int, int]:
+def _runs(
+    cp: _Copier, camp, tid: int, uid: str, totals: dict, fail_after_runs: int | None
+) -> Mapping[int, int]:
     """Copies the campaign's runs the store lacks; returns their ids, file's -> store's."""
-    mark = _mark(cp.target, uid)
     n_file = _file_runs(cp.source, camp["id"])[0]
+    run_map = _new_runs(cp, camp, tid, uid)
+    if run_map:
+        cp.copy_runs(tid, run_map)
+    totals["runs_added"] += len(run_map)
+    totals["runs_skipped"] += n_file - len(run_map)
+    if fail_after_runs is not None and totals["runs_added"] >= fail_after_runs:
+        raise RuntimeError(f"injected failure after {fail_after_runs} runs (a test)")
+    return run_map
+
+
+def _new_runs(cp: _Copier, camp, tid: int, uid: str) -> Mapping[int, int]:
+    """The campaign's runs the store lacks, mapped (file's id -> store's) in temp.ingest_runs."""
+    mark = _mark(cp.target, uid)
     ident = (
         "SELECT r.id, c.key, r.repetition, r.attempt FROM runs r JOIN cells c ON c.id = r.cell_id"
         " WHERE r.campaign_id=?"
     )
     if _store_runs(cp.target, tid) == 0:  # a new campaign (or one without runs yet): every run is new
+        if cp.attached:  # mapped by SQLite itself, no id through Python
+            return cp.map_new_runs(camp["id"])
         cur = cp.source.conn.cursor()
         cur.row_factory = None
         rows = cur.execute("SELECT id FROM runs WHERE campaign_id=? ORDER BY id", (camp["id"],)).fetchall()
@@ -694,12 +774,6 @@ def _runs(cp: _Copier, camp, tid: int, uid: str, totals: dict, fail_after_runs: 
     new = [int(r[0]) for r in rows if not have or (r[1], int(r[2]), int(r[3])) not in have]
     run_map = dict(zip(new, cp.new_run_ids(len(new)), strict=True))
     cp.map_ids("ingest_runs", run_map.items())
-    if run_map:
-        cp.copy_runs(tid, run_map)
-    totals["runs_added"] += len(new)
-    totals["runs_skipped"] += n_file - len(new)
-    if fail_after_runs is not None and totals["runs_added"] >= fail_after_runs:
-        raise RuntimeError(f"injected failure after {fail_after_runs} runs (a test)")
     return run_map
 
 
@@ -714,7 +788,7 @@ def _store_identities(target: Store, campaign_id: int, from_repetition: int) -> 
     }
 
 
-def _campaign_rows(cp: _Copier, camp, tid: int, run_map: dict[int, int]) -> None:
+def _campaign_rows(cp: _Copier, camp, tid: int, run_map: Mapping[int, int]) -> None:
     """Campaign-level rows, replaced when the file is at least as complete as the store; run artifacts of
     the runs copied now."""
     conn = cp.target.conn

@@ -1,0 +1,158 @@
+"""Where `boardlab ingest`'s time goes: ten board files of N/10 runs into a new store, the CPU time of each part.
+
+bench_scale.py times the whole command (runs/s, re-ingest); this bench runs the same ingest in its own process,
+with a clock around each part, to say which part to work on:
+- verify: each file's integrity check and content scan (store/verify.py), several files side by side, so its
+  CPU is that of the threads doing it;
+- copy: the bulk copy of the new runs, one transaction per file (store/ingest.py `_ingest`);
+- summaries: each campaign's summary (boardlab.summary.KeepBehind: the analysis, the report's document and its
+  HTML, the history step), computed in a thread beside the next file's copy; of it, the analysis (`analyze`)
+  and the rest;
+- the ingest's wall time and runs per second, and the process's CPU time.
+Into a SQLite store, and into PostgreSQL when a server can be started (tests/pg.py, as bench_scale does), or
+"skipped" with the reason. `--files` takes board files already built (bench_scale's `--keep DIR`'s
+board-*.db); otherwise they are built (bench_scale's `build_campaign` and `board_files`). `--repeat` runs each
+ingest that many times (alternating SQLite and PostgreSQL), printing the median of each figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_scale import board_files, build_campaign  # noqa: E402
+
+PARTS = ("verify", "copy", "summaries", "  analysis", "  the rest")
+
+
+class Clocks:
+    """CPU seconds of each part, per thread (a part runs in one thread at a time, or in several for verify)."""
+
+    def __init__(self) -> None:
+        self.cpu = dict.fromkeys(PARTS, 0.0)
+        self._lock = threading.Lock()
+
+    def wrap(self, part: str, fn):
+        def timed(*args, **kw):
+            t0 = time.thread_time()
+            try:
+                return fn(*args, **kw)
+            finally:
+                with self._lock:
+                    self.cpu[part] += time.thread_time() - t0
+
+        return timed
+
+
+def ingest_once(files: list[Path], db: str) -> dict:
+    """One ingest of `files` into `db` with the CLI's summaries, its parts clocked."""
+    from boardlab import summary
+    from boardlab.analysis import core
+    from boardlab.store import ingest
+
+    clocks = Clocks()
+    saved = ingest.verify_source, ingest._ingest, summary.keep, core.analyze
+    ingest.verify_source = clocks.wrap("verify", ingest.verify_source)
+    ingest._ingest = clocks.wrap("copy", ingest._ingest)
+    summary.keep = clocks.wrap("summaries", summary.keep)
+    core.analyze = clocks.wrap("  analysis", core.analyze)
+    behind: list = []
+
+    def then(store, result) -> None:
+        if not behind:
+            behind.append(summary.KeepBehind(db, lambda text: print(f"warning: {text}", file=sys.stderr)))
+        behind[0].submit(store, result.campaign_ids)
+
+    try:
+        cpu0, t0 = time.process_time(), time.perf_counter()
+        results = ingest.ingest_files(
+            files, db, then=then, last=lambda store: behind[0].finish(store) if behind else None
+        )
+        wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+    finally:
+        ingest.verify_source, ingest._ingest, summary.keep, core.analyze = saved
+    runs = sum(r.runs_added for r in results)
+    clocks.cpu["  the rest"] = clocks.cpu["summaries"] - clocks.cpu["  analysis"]
+    return {"runs": runs, "wall_s": wall, "cpu_s": cpu, "runs_per_s": runs / wall, **clocks.cpu}
+
+
+def _pg_server():
+    """A private PostgreSQL server (tests/pg.py) or the reason there is none."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    try:
+        import psycopg  # noqa: F401
+        import pytest
+        from pg import PgServer, pg_bindir
+    except ImportError as exc:
+        return None, f"{exc.name} not installed (pip install 'boardlab[fleet]' pytest)"
+    bindir = pg_bindir()
+    if bindir is None:
+        return None, "PostgreSQL server binaries not found (apt-get install postgresql)"
+    try:
+        server = PgServer(bindir)
+    except pytest.skip.Exception as exc:
+        return None, str(exc)
+    try:
+        server.start()
+    except RuntimeError as exc:
+        server.stop()
+        return None, f"the server did not start: {exc}"
+    return server, ""
+
+
+def _print(name: str, rounds: list[dict]) -> None:
+    med = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
+    print(
+        f"{name}: {med['runs']:.0f} runs in {med['wall_s']:.2f} s wall, {med['runs_per_s']:,.0f} runs/s; "
+        f"process CPU {med['cpu_s']:.2f} s (median of {len(rounds)})"
+    )
+    for part in PARTS:
+        print(f"  {part:<12} {med[part]:6.2f} s CPU")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--runs", type=float, default=1e5, help="runs in all, over ten board files (default 1e5)")
+    ap.add_argument("--files", type=Path, nargs="*", help="board files already built (instead of --runs)")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--no-pg", action="store_true", help="SQLite only")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="boardlab-ingest-"))
+    files = args.files
+    if not files:
+        build_campaign(work / "board.db", int(args.runs) // 10, seed=2)
+        files = board_files(work / "board.db", work)
+    server, why = (None, "--no-pg") if args.no_pg else _pg_server()
+    print(f"load average (1 min) {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs", flush=True)
+    lite, pg = [], []
+    try:
+        for _ in range(args.repeat):
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{work / 'lab.db'}{suffix}").unlink(missing_ok=True)
+            lite.append(ingest_once(files, str(work / "lab.db")))
+            if server is not None:
+                pg.append(ingest_once(files, server.new_database()))
+    finally:
+        if server is not None:
+            server.stop()
+        for p in work.iterdir():
+            p.unlink()
+        work.rmdir()
+    _print("into SQLite", lite)
+    if pg:
+        _print("into PostgreSQL (client side; the server's own CPU is not counted)", pg)
+    else:
+        print(f"PostgreSQL: skipped: {why}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
