@@ -1190,6 +1190,30 @@ class Store:
                 for source, samples, t0, t1 in by_run.get(run_id, ()):
                     yield run_id, start, source, samples, t0, t1
 
+    # ---- export (issue 27: the columns an export writes, a run at a time, in run order) ----
+
+    EXPORT_RUN_COLUMNS = ("id", "cell_id", "repetition", "attempt", "seq", "value", "valid", "ok", "invalid_reason",
+                          "error", "started_unix_s", "wall_ns", "utime_us", "stime_us", "cpu", "warmup_iterations",
+                          "warmup_capped", "aa_arm")  # fmt: skip
+
+    def iter_export_runs(self, campaign_id: int) -> Iterator[tuple]:
+        """The runs of a campaign as tuples of EXPORT_RUN_COLUMNS, in run order (seq, attempt), one at a time:
+        the worker's CPU time taken out of its rusage by the database, and without the worker's result,
+        monitor summary and condition state, most of a stored run's bytes, which an export does not write
+        (an older store without aa_arm gives None there)."""
+        if self.dialect == "postgresql":
+            cpu = [f"CAST(CAST(rusage_json AS jsonb) ->> '{k}' AS bigint)" for k in ("utime_us", "stime_us")]
+        else:
+            cpu = [f"json_extract(rusage_json, '$.{k}')" for k in ("utime_us", "stime_us")]
+        expr = {"utime_us": cpu[0], "stime_us": cpu[1], "aa_arm": "aa_arm" if self._schema() >= 3 else "NULL"}
+        cols = ", ".join(expr.get(c, c) for c in self.EXPORT_RUN_COLUMNS)
+        sql = f"SELECT {cols} FROM runs WHERE campaign_id=? ORDER BY seq, attempt, id"
+        if self.dialect == "postgresql":
+            return self.iter_rows(sql, (campaign_id,))
+        cur = self.conn.cursor()
+        cur.row_factory = None  # plain tuples, indexed by position: cheaper than a sqlite3.Row per run
+        return cur.execute(sql, (campaign_id,))
+
 
 def _int64_le(b: bytes) -> int:
     """A packed time (boardlab.store.packed: int64 little-endian); PostgreSQL may give a memoryview."""
