@@ -71,28 +71,30 @@ def _same(text: str) -> str:
     return text
 
 
-def _energy_row(energy, run_id: int, unit: str, higher_is_better: bool, text) -> tuple:
-    """The ENERGY_FIELDS of one run that has an energy row for the primary source, or None."""
+def _energy_fields(
+    energy, run_id: int, stored: list, started: float, value, unit: str, hib: bool, text
+) -> tuple:
+    """The ENERGY_FIELDS of a run from its stored row of the primary source (Store.EXPORT_ENERGY_COLUMNS)."""
     from boardlab.energy.efficiency import efficiency_kind
+    from boardlab.energy.results import run_energy_row
 
-    row = energy.run(run_id)
-    if row is None:
-        return None
+    e = dict(zip(Store.EXPORT_ENERGY_COLUMNS, stored, strict=True), run_id=run_id, source=energy.primary)
+    row = run_energy_row(e, started, value, unit, hib, energy.idle.get(energy.primary, ()))
     f = row.figures
     warnings = "; ".join(row.warnings) or None
     return (
         text(row.source), f.energy_j, row.quantization_j, f.power_avg_w, f.power_idle_w, f.energy_dynamic_j,
         f.edp_js, f.ed2p_js2, f.efficiency_total, f.efficiency_dynamic,
-        text(efficiency_kind(unit, higher_is_better).unit), warnings and text(warnings), None,
+        text(efficiency_kind(unit, hib).unit), warnings and text(warnings), None,
     )  # fmt: skip
 
 
 def iter_run_rows(store: Store, campaign_ids: list[int] | None = None, *, text=_same) -> Iterator[tuple]:
     """One tuple per run in FIELDS order, params as JSON with sorted keys (as CSV and Parquet write them),
     `text` applied to every string (csv_cell for a CSV): the runs are read from the store a row at a time
-    with only the columns written, and what is the same for a cell or a campaign is built once for it, so
-    the cost per run is one tuple (an export of a million runs holds one run at a time, and the campaign's
-    energy rows when it measured energy)."""
+    with only the columns written (and their energy row of the primary source, when the campaign measured
+    energy), and what is the same for a cell or a campaign is built once for it, so the cost per run is one
+    tuple and an export of a million runs holds one run at a time."""
     from boardlab.energy.results import campaign_energy
 
     for camp in store.campaigns():
@@ -100,7 +102,7 @@ def iter_run_rows(store: Store, campaign_ids: list[int] | None = None, *, text=_
             continue
         name, cid = text(camp["name"]), camp["id"]
         board = text(store.board(camp["board_id"])["label"])
-        energy = campaign_energy(store, cid)
+        energy = campaign_energy(store, cid, runs=False)  # each run's energy comes with the run
         reason = energy.reason or "no energy for this run: no sample of the primary source around it"
         no_energy = (None,) * (len(ENERGY_FIELDS) - 1) + (text(reason),)
         cells = {}
@@ -110,14 +112,16 @@ def iter_run_rows(store: Store, campaign_ids: list[int] | None = None, *, text=_
             cells[c["id"]] = (text(c["key"]), text(c["workload"]), params, text(c["condition"]),
                               text(c["metric"]), c["unit"], text(c["unit"]), hib)  # fmt: skip
         for (run_id, cell_id, rep, attempt, seq, value, valid, ok, invalid_reason, error, started, wall_ns,
-             utime_us, stime_us, cpu, warmups, capped, aa_arm) in store.iter_export_runs(cid):  # fmt: skip
+             utime_us, stime_us, cpu, warmups, capped, aa_arm, *stored) in store.iter_export_runs(
+                 cid, energy.primary):  # fmt: skip
             key, workload, params, condition, metric, unit, unit_text, hib = cells[cell_id]
             yield (
                 name, cid, cell_id, key, workload, params, condition, rep, attempt, seq, metric, value,
                 unit_text, hib, bool(valid), bool(ok), invalid_reason and text(invalid_reason),
                 error and text(error), started, wall_ns, utime_us, stime_us, cpu, warmups,
                 None if capped is None else bool(capped),
-                *((energy.runs and _energy_row(energy, run_id, unit, hib, text)) or no_energy),
+                *(_energy_fields(energy, run_id, stored, started, value, unit, hib, text)
+                  if stored and stored[0] is not None else no_energy),
                 aa_arm and text(aa_arm), board,
             )  # fmt: skip
 

@@ -7,13 +7,14 @@ import csv
 import io
 import json
 import math
+import sqlite3
 
 import pytest
 
 from boardlab import export as ex
 from boardlab.store import Store
 
-from helpers import make_campaign_db_bulk, run_cli
+from helpers import make_campaign_db, make_campaign_db_bulk, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -96,11 +97,33 @@ def test_the_parquet_of_many_runs_is_row_groups_of_typed_columns(bulk, tmp_path)
         assert row["warmup_capped"] is False and row["campaign_id"] == run["campaign_id"]
 
 
-def test_the_rows_the_cli_streams_are_the_records_the_library_gives(bulk):
-    """iter_run_rows (what the CLI writes as CSV and Parquet) and iter_run_records (JSON, the library's
-    callers) agree, field for field, on every run."""
-    db, _ = bulk
-    with Store.open(db, create=False) as store:
-        pairs = zip(ex.iter_run_rows(store), ex.iter_run_records(store), strict=True)
-        for row, record in pairs:
-            assert row == ex._row_of(record)
+def test_every_string_a_spreadsheet_would_run_is_neutralized_unless_formulas_are_kept(tmp_path):
+    """The CSV's strings are neutralized as they are read (per campaign, cell and run): each one that starts
+    like a formula gets its apostrophe, with --csv-formulas none does, and JSON keeps every one as stored."""
+    db = make_campaign_db(tmp_path / "c.db", n=2)
+    evil = {"error": "=HYPERLINK(1)", "invalid_reason": "+1", "aa_arm": "@A1"}
+    con = sqlite3.connect(db)
+    with con:
+        run_id = con.execute("SELECT min(id) FROM runs").fetchone()[0]
+        con.execute(
+            "UPDATE runs SET error=?, invalid_reason=?, aa_arm=? WHERE id=?", (*evil.values(), run_id)
+        )
+        con.execute("UPDATE campaigns SET name='-name'")
+        con.execute("UPDATE boards SET label='=board'")
+        con.execute(
+            "UPDATE cells SET workload='@w' WHERE id=(SELECT cell_id FROM runs WHERE id=?)", (run_id,)
+        )
+    con.close()
+    kept = {**evil, "campaign": "-name", "board": "=board", "workload": "@w"}
+    for flags, want in (((), {k: "'" + v for k, v in kept.items()}), (("--csv-formulas",), kept)):
+        out = tmp_path / "e.csv"
+        proc = run_cli("export", "--db", str(db), "--format", "csv", "-o", str(out), *flags)
+        assert proc.returncode == 0, proc.stderr
+        rows = list(csv.DictReader(io.StringIO(out.read_text().split("\n", 1)[1])))
+        row = next(r for r in rows if r["error"].endswith(kept["error"]))
+        assert {k: row[k] for k in kept} == want
+    proc = run_cli("export", "--db", str(db), "--format", "json", "-o", str(tmp_path / "e.json"))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((tmp_path / "e.json").read_text())
+    record = next(r for r in doc["runs"] if r["error"] == kept["error"])
+    assert {k: record[k] for k in kept} == kept

@@ -1196,23 +1196,40 @@ class Store:
                           "error", "started_unix_s", "wall_ns", "utime_us", "stime_us", "cpu", "warmup_iterations",
                           "warmup_capped", "aa_arm")  # fmt: skip
 
-    def iter_export_runs(self, campaign_id: int) -> Iterator[tuple]:
+    EXPORT_ENERGY_COLUMNS = ("method", "start_ns", "end_ns", "energy_j", "power_avg_w", "power_peak_w",
+                             "quantization_j", "samples", "update_interval_s", "warnings_json")  # fmt: skip
+
+    def iter_export_runs(self, campaign_id: int, energy_source: str | None = None) -> Iterator[tuple]:
         """The runs of a campaign as tuples of EXPORT_RUN_COLUMNS, in run order (seq, attempt), one at a time:
         the worker's CPU time taken out of its rusage by the database, and without the worker's result,
         monitor summary and condition state, most of a stored run's bytes, which an export does not write
-        (an older store without aa_arm gives None there)."""
+        (an older store without aa_arm gives None there). With `energy_source`, each tuple goes on with the
+        run's EXPORT_ENERGY_COLUMNS of that source (None when it has none)."""
         if self.dialect == "postgresql":
-            cpu = [f"CAST(CAST(rusage_json AS jsonb) ->> '{k}' AS bigint)" for k in ("utime_us", "stime_us")]
+            cpu = [
+                f"CAST(CAST(r.rusage_json AS jsonb) ->> '{k}' AS bigint)" for k in ("utime_us", "stime_us")
+            ]
         else:
-            cpu = [f"json_extract(rusage_json, '$.{k}')" for k in ("utime_us", "stime_us")]
-        expr = {"utime_us": cpu[0], "stime_us": cpu[1], "aa_arm": "aa_arm" if self._schema() >= 3 else "NULL"}
-        cols = ", ".join(expr.get(c, c) for c in self.EXPORT_RUN_COLUMNS)
-        sql = f"SELECT {cols} FROM runs WHERE campaign_id=? ORDER BY seq, attempt, id"
+            cpu = [f"json_extract(r.rusage_json, '$.{k}')" for k in ("utime_us", "stime_us")]
+        expr = {
+            "utime_us": cpu[0],
+            "stime_us": cpu[1],
+            "aa_arm": "r.aa_arm" if self._schema() >= 3 else "NULL",
+        }
+        cols = [expr.get(c, f"r.{c}") for c in self.EXPORT_RUN_COLUMNS]
+        join, params = "", (campaign_id,)
+        if energy_source is not None:
+            cols += [f"e.{c}" for c in self.EXPORT_ENERGY_COLUMNS]
+            join, params = (
+                " LEFT JOIN run_energy e ON e.run_id = r.id AND e.source = ?",
+                (energy_source, campaign_id),
+            )
+        sql = f"SELECT {', '.join(cols)} FROM runs r{join} WHERE r.campaign_id=? ORDER BY r.seq, r.attempt, r.id"
         if self.dialect == "postgresql":
-            return self.iter_rows(sql, (campaign_id,))
+            return self.iter_rows(sql, params)
         cur = self.conn.cursor()
         cur.row_factory = None  # plain tuples, indexed by position: cheaper than a sqlite3.Row per run
-        return cur.execute(sql, (campaign_id,))
+        return cur.execute(sql, params)
 
 
 def _int64_le(b: bytes) -> int:
