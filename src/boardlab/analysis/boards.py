@@ -104,7 +104,9 @@ def compare_boards(
     sides: list[dict] = []
     kept: list[CampaignAnalysis] = []  # the reference (every board with all_pairs), as _compared keeps it
     cells: dict[tuple, dict] = {}
-    pairs, comps, slots = [], [], []
+    pairs: list[dict] = []
+    comps: list = []
+    slots: list[list[int]] = []
 
     def compare(a: CampaignAnalysis, b: CampaignAnalysis) -> None:
         rows, pc, ps = pair_rows(a, b, seed=1000 * len(pairs))

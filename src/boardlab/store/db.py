@@ -1217,13 +1217,11 @@ class Store:
             "aa_arm": "r.aa_arm" if self._schema() >= 3 else "NULL",
         }
         cols = [expr.get(c, f"r.{c}") for c in self.EXPORT_RUN_COLUMNS]
-        join, params = "", (campaign_id,)
+        join, params = "", cast(tuple, (campaign_id,))
         if energy_source is not None:
             cols += [f"e.{c}" for c in self.EXPORT_ENERGY_COLUMNS]
-            join, params = (
-                " LEFT JOIN run_energy e ON e.run_id = r.id AND e.source = ?",
-                (energy_source, campaign_id),
-            )
+            join = " LEFT JOIN run_energy e ON e.run_id = r.id AND e.source = ?"
+            params = (energy_source, campaign_id)
         sql = f"SELECT {', '.join(cols)} FROM runs r{join} WHERE r.campaign_id=? ORDER BY r.seq, r.attempt, r.id"
         if self.dialect == "postgresql":
             return self.iter_rows(sql, params)
