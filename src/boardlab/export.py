@@ -67,76 +67,75 @@ FIELDS = (
 )
 
 
-def _energy_fields(energy, r) -> dict:
+def _same(text: str) -> str:
+    return text
+
+
+def _energy_fields(
+    energy, run_id: int, stored: list, started: float, value, unit: str, hib: bool, text
+) -> tuple:
+    """The ENERGY_FIELDS of a run from its stored row of the primary source (Store.EXPORT_ENERGY_COLUMNS)."""
     from boardlab.energy.efficiency import efficiency_kind
+    from boardlab.energy.results import run_energy_row
 
-    row = energy.run(r["id"])
-    if row is None:
-        reason = energy.reason or "no energy for this run: no sample of the primary source around it"
-        return {f: None for f in ENERGY_FIELDS} | {"energy_reason": reason}
+    e = dict(zip(Store.EXPORT_ENERGY_COLUMNS, stored, strict=True), run_id=run_id, source=energy.primary)
+    row = run_energy_row(e, started, value, unit, hib, energy.idle.get(energy.primary, ()))
     f = row.figures
-    return {
-        "energy_source": row.source,
-        "energy_j": f.energy_j,
-        "energy_quantization_j": row.quantization_j,
-        "power_avg_w": f.power_avg_w,
-        "power_idle_w": f.power_idle_w,
-        "energy_dynamic_j": f.energy_dynamic_j,
-        "edp_js": f.edp_js,
-        "ed2p_js2": f.ed2p_js2,
-        "efficiency_total": f.efficiency_total,
-        "efficiency_dynamic": f.efficiency_dynamic,
-        "efficiency_unit": efficiency_kind(r["unit"], bool(r["higher_is_better"])).unit,
-        "energy_warnings": "; ".join(row.warnings) or None,
-        "energy_reason": None,
-    }
+    warnings = "; ".join(row.warnings) or None
+    return (
+        text(row.source), f.energy_j, row.quantization_j, f.power_avg_w, f.power_idle_w, f.energy_dynamic_j,
+        f.edp_js, f.ed2p_js2, f.efficiency_total, f.efficiency_dynamic,
+        text(efficiency_kind(unit, hib).unit), warnings and text(warnings), None,
+    )  # fmt: skip
 
 
-def _cpu_times(rusage_json: str | None) -> dict:
-    ru = json.loads(rusage_json or "{}")
-    return {"user_time_us": ru.get("utime_us"), "system_time_us": ru.get("stime_us")}
-
-
-def iter_run_records(store: Store, campaign_ids: list[int] | None = None) -> Iterator[dict]:
-    """One record per run, read from the store as they are written out: an export of a million runs holds
-    one run at a time (and the campaign's energy rows, when it measured energy)."""
+def iter_run_rows(store: Store, campaign_ids: list[int] | None = None, *, text=_same) -> Iterator[tuple]:
+    """One tuple per run in FIELDS order, params as JSON with sorted keys (as CSV and Parquet write them),
+    `text` applied to every string (csv_cell for a CSV): the runs are read from the store a row at a time
+    with only the columns written (and their energy row of the primary source, when the campaign measured
+    energy), and what is the same for a cell or a campaign is built once for it, so the cost per run is one
+    tuple and an export of a million runs holds one run at a time."""
     from boardlab.energy.results import campaign_energy
 
     for camp in store.campaigns():
         if campaign_ids and camp["id"] not in campaign_ids:
             continue
-        board = store.board(camp["board_id"])["label"]
-        energy = campaign_energy(store, camp["id"])
-        for r in store.iter_runs(camp["id"]):
-            yield {
-                "campaign": camp["name"],
-                "campaign_id": camp["id"],
-                "cell_id": r["cell_id"],
-                "cell": r["cell_key"],
-                "workload": r["workload"],
-                "params": json.loads(r["params_json"]),
-                "condition": r["condition"],
-                "repetition": r["repetition"],
-                "attempt": r["attempt"],
-                "seq": r["seq"],
-                "metric": r["metric"],
-                "value": r["value"],
-                "unit": r["unit"],
-                "higher_is_better": bool(r["higher_is_better"]),
-                "valid": bool(r["valid"]),
-                "ok": bool(r["ok"]),
-                "invalid_reason": r["invalid_reason"],
-                "error": r["error"],
-                "started_unix_s": r["started_unix_s"],
-                "wall_ns": r["wall_ns"],
-                **_cpu_times(r["rusage_json"]),
-                "cpu": r["cpu"],
-                "warmup_iterations": r["warmup_iterations"],
-                "warmup_capped": None if r["warmup_capped"] is None else bool(r["warmup_capped"]),
-                **_energy_fields(energy, r),
-                "aa_arm": r["aa_arm"],
-                "board": board,
-            }
+        name, cid = text(camp["name"]), camp["id"]
+        board = text(store.board(camp["board_id"])["label"])
+        energy = campaign_energy(store, cid, runs=False)  # each run's energy comes with the run
+        reason = energy.reason or "no energy for this run: no sample of the primary source around it"
+        no_energy = (None,) * (len(ENERGY_FIELDS) - 1) + (text(reason),)
+        cells = {}
+        for c in store.cells(cid):
+            params = text(json.dumps(json.loads(c["params_json"]), sort_keys=True))
+            hib = bool(c["higher_is_better"])
+            cells[c["id"]] = (text(c["key"]), text(c["workload"]), params, text(c["condition"]),
+                              text(c["metric"]), c["unit"], text(c["unit"]), hib)  # fmt: skip
+        for (run_id, cell_id, rep, attempt, seq, value, valid, ok, invalid_reason, error, started, wall_ns,
+             utime_us, stime_us, cpu, warmups, capped, aa_arm, *stored) in store.iter_export_runs(
+                 cid, energy.primary):  # fmt: skip
+            key, workload, params, condition, metric, unit, unit_text, hib = cells[cell_id]
+            yield (
+                name, cid, cell_id, key, workload, params, condition, rep, attempt, seq, metric, value,
+                unit_text, hib, bool(valid), bool(ok), invalid_reason and text(invalid_reason),
+                error and text(error), started, wall_ns, utime_us, stime_us, cpu, warmups,
+                None if capped is None else bool(capped),
+                *(_energy_fields(energy, run_id, stored, started, value, unit, hib, text)
+                  if stored and stored[0] is not None else no_energy),
+                aa_arm and text(aa_arm), board,
+            )  # fmt: skip
+
+
+def iter_run_records(store: Store, campaign_ids: list[int] | None = None) -> Iterator[dict]:
+    """One record per run (FIELDS, params as its object), read from the store as they are written out."""
+    params_of: dict[str, dict] = {}
+    i = FIELDS.index("params")
+    for row in iter_run_rows(store, campaign_ids):
+        record = dict(zip(FIELDS, row, strict=True))
+        if row[i] not in params_of:
+            params_of[row[i]] = json.loads(row[i])
+        record["params"] = dict(params_of[row[i]])  # each record its own object
+        yield record
 
 
 def run_records(store: Store, campaign_ids: list[int] | None = None) -> list[dict]:
@@ -156,18 +155,27 @@ def write_json(records: Iterable[dict], out: BinaryIO) -> None:
     out.write(b"]\n}\n" if first else b"\n ]\n}\n")
 
 
+def _row_of(record: dict) -> tuple:
+    """A record (iter_run_records) as the row iter_run_rows gives for it."""
+    return tuple(json.dumps(record[f], sort_keys=True) if f == "params" else record[f] for f in FIELDS)
+
+
 def write_csv(records: Iterable[dict], out: BinaryIO, *, formulas: bool = False) -> None:
     """`formulas=False` (the default) neutralizes cells a spreadsheet would run as a formula (csv_cell)."""
     from boardlab.report.escape import csv_cell
 
-    text = io.TextIOWrapper(out, encoding="utf-8", newline="", write_through=True)
+    rows = (_row_of(r) for r in records)
+    write_csv_rows(rows if formulas else (tuple(csv_cell(v) for v in row) for row in rows), out)
+
+
+def write_csv_rows(rows: Iterable[tuple], out: BinaryIO) -> None:
+    """The CSV of rows in FIELDS order (iter_run_rows, with text=csv_cell unless formulas are wanted)."""
+    text = io.TextIOWrapper(out, encoding="utf-8", newline="", write_through=False)
     try:
         text.write(f"# boardlab export schema {EXPORT_SCHEMA}\n")
-        w = csv.DictWriter(text, fieldnames=FIELDS)
-        w.writeheader()
-        for r in records:
-            row = {**r, "params": json.dumps(r["params"], sort_keys=True)}
-            w.writerow(row if formulas else {k: csv_cell(v) for k, v in row.items()})
+        w = csv.writer(text)
+        w.writerow(FIELDS)
+        w.writerows(rows)
         text.flush()
     finally:
         text.detach()  # the caller owns `out`
@@ -214,33 +222,34 @@ def _arrow_schema(fields: tuple[str, ...] = FIELDS):
     return pa.schema([(f, kind(f)) for f in fields], metadata={"boardlab_export_schema": str(EXPORT_SCHEMA)})
 
 
-def _arrow_table(records: list[dict], fields: tuple[str, ...] = FIELDS):
+def _arrow_table(rows: list[tuple], schema):
+    """A table of rows (tuples in the schema's field order), turned into columns by one transpose."""
     pa, _ = _pyarrow()
-    cols = {
-        f: [(json.dumps(r[f], sort_keys=True) if f == "params" else r[f]) for r in records] for f in fields
-    }
-    return pa.table(cols, schema=_arrow_schema(fields))
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
+    return pa.Table.from_arrays(
+        [pa.array(col, type=f.type) for col, f in zip(columns, schema, strict=True)], schema=schema
+    )
 
 
 class _ParquetSink:
-    """A Parquet file written a row group at a time."""
+    """A Parquet file written a row group at a time: the rows of one group in memory, no more."""
 
     def __init__(self, where, fields: tuple[str, ...] = FIELDS, group: int | None = None):
         _, pq = _pyarrow()
-        self.fields, self.group = fields, group or ROW_GROUP_RUNS
-        self.writer = pq.ParquetWriter(where, _arrow_schema(fields))
-        self.rows: list[dict] = []
+        self.schema, self.group = _arrow_schema(fields), group or ROW_GROUP_RUNS
+        self.writer = pq.ParquetWriter(where, self.schema)
+        self.rows: list[tuple] = []
         self.count = 0
 
-    def add(self, record: dict) -> None:
-        self.rows.append(record)
+    def add(self, row: tuple) -> None:
+        self.rows.append(row)
         self.count += 1
         if len(self.rows) >= self.group:
             self.flush()
 
     def flush(self) -> None:
         if self.rows:
-            self.writer.write_table(_arrow_table(self.rows, self.fields))
+            self.writer.write_table(_arrow_table(self.rows, self.schema))
             self.rows = []
 
     def close(self) -> None:
@@ -249,9 +258,14 @@ class _ParquetSink:
 
 
 def write_parquet(records: Iterable[dict], out: BinaryIO) -> None:
+    write_parquet_rows((_row_of(r) for r in records), out)
+
+
+def write_parquet_rows(rows: Iterable[tuple], out: BinaryIO) -> None:
+    """Rows in FIELDS order (iter_run_rows) as one Parquet file of ROW_GROUP_RUNS rows per row group."""
     sink = _ParquetSink(out)
-    for r in records:
-        sink.add(r)
+    for row in rows:
+        sink.add(row)
     sink.close()
 
 
@@ -284,7 +298,7 @@ def partition_dir_name(label: str) -> str:
     return "board=" + urllib.parse.quote(label, safe="-_.~ ")
 
 
-def write_parquet_partitioned(records: Iterable[dict], out_dir: str | Path) -> dict[str, int]:
+def write_parquet_partitioned(rows: Iterable[tuple], out_dir: str | Path) -> dict[str, int]:
     """Hive-partitioned Parquet by board: OUT/board=LABEL/part-0.parquet (the board column lives in the
     path, as readers of hive partitions expect) plus OUT/boardlab-export.json naming the schema. The tree
     is built beside OUT and renamed into place, so a failure leaves no half-written export; an existing
@@ -311,12 +325,13 @@ def write_parquet_partitioned(records: Iterable[dict], out_dir: str | Path) -> d
     sinks: dict[str, _ParquetSink] = {}
     try:
         tmp.chmod(0o777 & ~_umask())
-        for r in records:  # streamed: a row group per board in memory at most
-            if r["board"] not in sinks:
-                part = tmp / partition_dir_name(r["board"])
+        for row in rows:  # streamed (iter_run_rows): a row group per board in memory at most
+            board = row[-1]  # FIELDS ends with the board, which the partition's path holds
+            if board not in sinks:
+                part = tmp / partition_dir_name(board)
                 part.mkdir()
-                sinks[r["board"]] = _ParquetSink(str(part / "part-0.parquet"), fields, ROW_GROUP_RUNS // 4)
-            sinks[r["board"]].add(r)
+                sinks[board] = _ParquetSink(str(part / "part-0.parquet"), fields, ROW_GROUP_RUNS // 4)
+            sinks[board].add(row[:-1])
         for sink in sinks.values():
             sink.close()
         boards = {label: sinks[label].count for label in sorted(sinks)}
@@ -347,7 +362,7 @@ def _umask() -> int:
 
 
 FORMATS = {"json": to_json, "csv": to_csv, "parquet": to_parquet}
-WRITERS = {"json": write_json, "csv": write_csv, "parquet": write_parquet}  # streaming, as `export` writes
+WRITERS = {"json": write_json, "csv": write_csv, "parquet": write_parquet}  # streaming, from records
 
 
 def check_output(path: str, protect: Iterable[str | Path] = ()) -> None:

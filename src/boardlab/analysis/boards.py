@@ -13,9 +13,14 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from typing import cast
 
 from boardlab.analysis import document as doc
 from boardlab.analysis.compare import _cell_id, _interval, _key, _side, finish_rows, pair_rows, unmatched
+from boardlab.analysis.records import CampaignAnalysis
+from boardlab.stats import RunEnvironment
 
 BOARDS_SCHEMA = 2  # 2: "comparisons" and "reference"; by default each board against the reference only
 
@@ -61,40 +66,79 @@ def _cell_on_board(cell) -> dict:
     }
 
 
-def compare_boards(analyses, *, names: list[str] | None = None, all_pairs: bool = False) -> dict:
+@dataclass(frozen=True, slots=True)
+class _ValidRun:
+    """What a comparison reads of a valid run (`pair_rows`: its value and environment): about 80 bytes with
+    its value, where a RunPoint with its fields takes about 400; what a board's analysis keeps once compared."""
+
+    value: float
+    environment: RunEnvironment
+    valid: bool = True
+
+
+def _compared(a: CampaignAnalysis) -> CampaignAnalysis:
+    """The analysis with only what `compare_boards` reads once it has the board's medians: each cell's
+    valid runs (value, environment), summary and facts, the A/A controls and who the board is."""
+    cells = tuple(replace(c, runs=cast(tuple, _valid_runs(c))) for c in a.cells)
+    return replace(
+        a, cells=cells, comparisons=(), tail_comparisons=(), studies=(), inventory={}, environment={}
+    )
+
+
+def _valid_runs(cell) -> tuple[_ValidRun, ...]:
+    return tuple(_ValidRun(r.value, r.environment) for r in cell.runs if r.valid and r.value is not None)
+
+
+def compare_boards(
+    analyses: Iterable[CampaignAnalysis], *, names: list[str] | None = None, all_pairs: bool = False
+) -> dict:
     """The cross-board document: each cell's median per board, and B/A per cell for every other board B
     against the reference board A (the first of `analyses`), or for every pair of boards with `all_pairs`,
-    corrected together. `analyses` are `CampaignAnalysis` of different boards."""
+    corrected together. `analyses` are `CampaignAnalysis` of different boards, best a generator: each is
+    compared with the reference as it comes and then dropped, so that memory holds one board's analysis
+    and the reference's runs (all boards' runs with `all_pairs`, a value and an environment a run), not
+    every board's analysis."""
     from boardlab.stats import adjust, family_method
 
-    analyses = list(analyses)
-    labels = [a.board_label for a in analyses]
-    if len(set(labels)) != len(labels):
-        raise ValueError(f"one campaign per board, got boards {labels}")
-    names = names or ["db"] * len(analyses)
+    labels: list[str] = []
+    sides: list[dict] = []
+    kept: list[CampaignAnalysis] = []  # the reference (every board with all_pairs), as _compared keeps it
     cells: dict[tuple, dict] = {}
+    pairs: list[dict] = []
+    comps: list = []
+    slots: list[list[int]] = []
+
+    def compare(a: CampaignAnalysis, b: CampaignAnalysis) -> None:
+        rows, pc, ps = pair_rows(a, b, seed=1000 * len(pairs))
+        pairs.append({"a": a.board_label, "b": b.board_label, "cells": rows, "unmatched": unmatched(a, b)})
+        comps.extend(pc)
+        slots.append(ps)
+
+    # not enumerate(): its result tuple, kept for reuse, would hold a board's analysis while the next is made
     for a in analyses:
+        if a.board_label in labels:
+            raise ValueError(f"one campaign per board, got board {a.board_label} twice")
+        sides.append(_side(names[len(labels)] if names else "db", a))
+        labels.append(a.board_label)
         for c in a.cells:
             entry = cells.setdefault(_key(c), {**_cell_id(c), "unit": c.unit, "boards": {}})
             entry["boards"][a.board_label] = _cell_on_board(c)
-    board_pairs = (
-        itertools.combinations(analyses, 2) if all_pairs else ((analyses[0], b) for b in analyses[1:])
-    )
-    pairs, comps, slots = [], [], []
-    for n, (a, b) in enumerate(board_pairs):
-        rows, pc, ps = pair_rows(a, b, seed=1000 * n)
-        pairs.append({"a": a.board_label, "b": b.board_label, "cells": rows, "unmatched": unmatched(a, b)})
-        comps += pc
-        slots.append(ps)
+        if kept and not all_pairs:
+            compare(kept[0], a)
+        elif not kept or all_pairs:
+            kept.append(_compared(a))
+        del a  # the whole analysis goes before the next board's is made
+    for a, b in itertools.combinations(kept, 2) if all_pairs else ():  # in the order of the boards
+        compare(a, b)
     method = family_method(len(comps))
     adjusted = iter(adjust(comps, method) if comps else ())
     for pair, ps in zip(pairs, slots, strict=True):
         finish_rows(pair["cells"], ps, [next(adjusted) for _ in ps])
     return {
         "schema": BOARDS_SCHEMA,
-        "boards": [_side(name, a) for name, a in zip(names, analyses, strict=True)],
+        "boards": sides,
         "comparisons": "all pairs" if all_pairs else "reference",
-        "reference": None if all_pairs else labels[0],
+        "reference": None if all_pairs or not labels else labels[0],
         "ratio": "B / A: board B's median over board A's; cost_ratio > 1 means B is worse",
         "decision": "verdicts are decided on decision_ci, the 90% bootstrap interval of the cost ratio, "
         "against each cell's delta; p adjusted over every pair's comparisons together",

@@ -31,9 +31,9 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    from boardlab import export as ex
     from boardlab.errors import InputError
-    from boardlab.export import WRITERS, check_output, iter_run_records, open_output
-    from boardlab.report.escape import term
+    from boardlab.report.escape import csv_cell, term
     from boardlab.store import Store
 
     if args.format == "parquet" and (not args.output or args.output == "-"):
@@ -41,11 +41,9 @@ def run(args) -> int:
     if args.partition:
         if args.format != "parquet":
             raise InputError("--partition writes Parquet: add --format parquet")
-        from boardlab.export import _pyarrow, write_parquet_partitioned
-
-        _pyarrow()  # refused before the store is read when pyarrow is missing
+        ex._pyarrow()  # refused before the store is read when pyarrow is missing
         with Store.open(args.db, create=False) as store, store.snapshot():
-            boards = write_parquet_partitioned(iter_run_records(store, args.campaign), args.output)
+            boards = ex.write_parquet_partitioned(ex.iter_run_rows(store, args.campaign), args.output)
         print(
             f"wrote {term(args.output)}: "
             + ", ".join(f"board={term(b)} ({n} runs)" for b, n in boards.items()),
@@ -53,19 +51,23 @@ def run(args) -> int:
         )
         return 0
     if args.format == "parquet":
-        from boardlab.export import _pyarrow
-
-        _pyarrow()
+        ex._pyarrow()
     output = args.output or "-"
     if output != "-":
-        check_output(output, protect=[args.db])
+        ex.check_output(output, protect=[args.db])
     # streamed from the store to the file a run at a time (a Parquet row group at a time), in one snapshot
-    with Store.open(args.db, create=False) as store, store.snapshot(), open_output(output, [args.db]) as out:
-        records = iter_run_records(store, args.campaign)
-        if args.format == "csv":
-            WRITERS["csv"](records, out, formulas=args.csv_formulas)
+    with (
+        Store.open(args.db, create=False) as store,
+        store.snapshot(),
+        ex.open_output(output, [args.db]) as out,
+    ):
+        if args.format == "json":
+            ex.write_json(ex.iter_run_records(store, args.campaign), out)
+        elif args.format == "csv":  # each string neutralized as it is read (csv_cell), unless kept as is
+            text = (lambda s: s) if args.csv_formulas else csv_cell
+            ex.write_csv_rows(ex.iter_run_rows(store, args.campaign, text=text), out)
         else:
-            WRITERS[args.format](records, out)
+            ex.write_parquet_rows(ex.iter_run_rows(store, args.campaign), out)
     if output != "-":
         print(f"wrote {term(output)}", file=sys.stderr)
     return 0

@@ -113,9 +113,10 @@ def _across_boards(args, store, campaign_id: int) -> int:
             f"{store.path}: campaign {campaign_id}'s plan was run on one board only in this store; "
             "ingest the other boards' files (boardlab ingest) or drop --across-boards"
         )
-    analyses = [analyze(store, cid) for cid in ids]
+    # a board at a time: each board's analysis is compared with the reference's and dropped (compare_boards)
+    analyses = (analyze(store, cid) for cid in ids)
     d = compare_boards(analyses, names=[store.path] * len(ids), all_pairs=args.all_pairs)
-    document = boards_document(d, f"boardlab report: {analyses[0].name} on {len(ids)} boards")
+    document = boards_document(d, f"boardlab report: {d['boards'][0]['name']} on {len(ids)} boards")
     if args.format == "html":
         from boardlab.report.html import page
 
@@ -126,7 +127,7 @@ def _across_boards(args, store, campaign_id: int) -> int:
         sys.stdout.write(text)
         return 0
     write_output(args.output, text.encode(), protect=[args.db])
-    boards = ", ".join(a.board_label for a in analyses)
+    boards = ", ".join(b["board"] for b in d["boards"])
     print(
         f"report: {Path(args.output).resolve()} ({len(ids)} boards: {boards}; {d['family_size']} comparisons)"
     )

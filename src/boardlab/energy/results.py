@@ -55,7 +55,9 @@ class CampaignEnergy:
         return self.runs.get(run_id, {}).get(source or self.primary or "")
 
 
-def campaign_energy(store, campaign_id: int) -> CampaignEnergy:
+def campaign_energy(store, campaign_id: int, *, runs: bool = True) -> CampaignEnergy:
+    """The campaign's energy sources, idle windows and (`runs`) every run's energy rows; without `runs`, a
+    reader that goes a run at a time (the export) makes each run's row itself (run_energy_row)."""
     camp = store.campaign(campaign_id)
     env = json.loads(camp["environment_json"] or "{}").get("energy") or {}
     sources = tuple(
@@ -72,38 +74,45 @@ def campaign_energy(store, campaign_id: int) -> CampaignEnergy:
         idle.setdefault(r["source"], []).append(
             IdleWindow(r["started_unix_s"], r["duration_s"], r["power_w"])
         )
-    energy_rows = store.run_energy(campaign_id)
+    energy_rows = store.run_energy(campaign_id) if runs else []
     runs_meta = _runs_meta(store, campaign_id, {e["run_id"] for e in energy_rows})
-    runs: dict[int, dict[str, RunEnergyRow]] = {}
+    by_run: dict[int, dict[str, RunEnergyRow]] = {}
     for e in energy_rows:
         meta = runs_meta.get(e["run_id"])
         if meta is None:
             continue
-        duration_s = (e["end_ns"] - e["start_ns"]) / 1e9
         started_unix_s, value, unit, higher_is_better = meta
-        p_idle = idle_power_at(idle.get(e["source"], []), started_unix_s + duration_s / 2)
-        fig = run_figures(
-            energy_j=e["energy_j"],
-            duration_s=duration_s,
-            power_idle_w=p_idle,
-            value=value,
-            unit=unit,
-            higher_is_better=higher_is_better,
+        by_run.setdefault(e["run_id"], {})[e["source"]] = run_energy_row(
+            e, started_unix_s, value, unit, higher_is_better, idle.get(e["source"], [])
         )
-        runs.setdefault(e["run_id"], {})[e["source"]] = RunEnergyRow(
-            run_id=e["run_id"],
-            source=e["source"],
-            method=e["method"],
-            energy_j=e["energy_j"],
-            power_avg_w=e["power_avg_w"],
-            power_peak_w=e["power_peak_w"],
-            quantization_j=e["quantization_j"],
-            samples=e["samples"],
-            update_interval_s=e["update_interval_s"],
-            warnings=tuple(json.loads(e["warnings_json"])),
-            figures=fig,
-        )
-    return CampaignEnergy(sources, reason, {k: tuple(v) for k, v in idle.items()}, runs)
+    return CampaignEnergy(sources, reason, {k: tuple(v) for k, v in idle.items()}, by_run)
+
+
+def run_energy_row(e, started_unix_s: float, value, unit: str, higher_is_better: bool, idle) -> RunEnergyRow:
+    """A run's stored energy row `e` (a run_energy row) with its figures: idle power from the source's idle
+    windows (`idle`) at the middle of the run."""
+    duration_s = (e["end_ns"] - e["start_ns"]) / 1e9
+    fig = run_figures(
+        energy_j=e["energy_j"],
+        duration_s=duration_s,
+        power_idle_w=idle_power_at(idle, started_unix_s + duration_s / 2),
+        value=value,
+        unit=unit,
+        higher_is_better=higher_is_better,
+    )
+    return RunEnergyRow(
+        run_id=e["run_id"],
+        source=e["source"],
+        method=e["method"],
+        energy_j=e["energy_j"],
+        power_avg_w=e["power_avg_w"],
+        power_peak_w=e["power_peak_w"],
+        quantization_j=e["quantization_j"],
+        samples=e["samples"],
+        update_interval_s=e["update_interval_s"],
+        warnings=tuple(json.loads(e["warnings_json"])),
+        figures=fig,
+    )
 
 
 def _runs_meta(

@@ -1190,6 +1190,45 @@ class Store:
                 for source, samples, t0, t1 in by_run.get(run_id, ()):
                     yield run_id, start, source, samples, t0, t1
 
+    # ---- export (issue 27: the columns an export writes, a run at a time, in run order) ----
+
+    EXPORT_RUN_COLUMNS = ("id", "cell_id", "repetition", "attempt", "seq", "value", "valid", "ok", "invalid_reason",
+                          "error", "started_unix_s", "wall_ns", "utime_us", "stime_us", "cpu", "warmup_iterations",
+                          "warmup_capped", "aa_arm")  # fmt: skip
+
+    EXPORT_ENERGY_COLUMNS = ("method", "start_ns", "end_ns", "energy_j", "power_avg_w", "power_peak_w",
+                             "quantization_j", "samples", "update_interval_s", "warnings_json")  # fmt: skip
+
+    def iter_export_runs(self, campaign_id: int, energy_source: str | None = None) -> Iterator[tuple]:
+        """The runs of a campaign as tuples of EXPORT_RUN_COLUMNS, in run order (seq, attempt), one at a time:
+        the worker's CPU time taken out of its rusage by the database, and without the worker's result,
+        monitor summary and condition state, most of a stored run's bytes, which an export does not write
+        (an older store without aa_arm gives None there). With `energy_source`, each tuple goes on with the
+        run's EXPORT_ENERGY_COLUMNS of that source (None when it has none)."""
+        if self.dialect == "postgresql":
+            cpu = [
+                f"CAST(CAST(r.rusage_json AS jsonb) ->> '{k}' AS bigint)" for k in ("utime_us", "stime_us")
+            ]
+        else:
+            cpu = [f"json_extract(r.rusage_json, '$.{k}')" for k in ("utime_us", "stime_us")]
+        expr = {
+            "utime_us": cpu[0],
+            "stime_us": cpu[1],
+            "aa_arm": "r.aa_arm" if self._schema() >= 3 else "NULL",
+        }
+        cols = [expr.get(c, f"r.{c}") for c in self.EXPORT_RUN_COLUMNS]
+        join, params = "", cast(tuple, (campaign_id,))
+        if energy_source is not None:
+            cols += [f"e.{c}" for c in self.EXPORT_ENERGY_COLUMNS]
+            join = " LEFT JOIN run_energy e ON e.run_id = r.id AND e.source = ?"
+            params = (energy_source, campaign_id)
+        sql = f"SELECT {', '.join(cols)} FROM runs r{join} WHERE r.campaign_id=? ORDER BY r.seq, r.attempt, r.id"
+        if self.dialect == "postgresql":
+            return self.iter_rows(sql, params)
+        cur = self.conn.cursor()
+        cur.row_factory = None  # plain tuples, indexed by position: cheaper than a sqlite3.Row per run
+        return cur.execute(sql, params)
+
 
 def _int64_le(b: bytes) -> int:
     """A packed time (boardlab.store.packed: int64 little-endian); PostgreSQL may give a memoryview."""
