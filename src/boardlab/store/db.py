@@ -1140,15 +1140,6 @@ class Store:
         ).fetchone()
         return None if row is None or row[0] is None else (float(row[0]), float(row[1]))
 
-    def iter_runs(self, campaign_id: int) -> Iterator:
-        """Every run of a campaign as `runs` gives them, one row at a time (an export of a million runs)."""
-        return self.iter_rows(
-            "SELECT r.*, c.key AS cell_key, c.workload, c.params_json, c.condition, c.metric, c.unit,"
-            " c.higher_is_better FROM runs r JOIN cells c ON c.id = r.cell_id WHERE r.campaign_id=?"
-            " ORDER BY r.seq, r.attempt",
-            (campaign_id,),
-        )
-
     # ---- report speed (issue 27: each report section reads only the rows and columns it shows) ----
 
     def iter_worker_series(self, campaign_id: int) -> Iterator:
