@@ -168,24 +168,23 @@ def stored_plan(plan_text: str) -> dict:
         return {}
 
 
-def run_environment(monitor: dict) -> RunEnvironment:
-    """Per-run confounders from the monitor's summary: mean frequency, peak temperature, throttling."""
-    freqs = [v for k, v in monitor.items() if k.startswith("freq.") and k.endswith("_khz_mean")]
-    temps = [v for k, v in monitor.items() if k.startswith("temp.") and k.endswith("_mc_max")]
-    return RunEnvironment(
-        mean_freq_khz=sum(freqs) / len(freqs) if freqs else None,
-        max_temp_mc=max(temps) if temps else None,
-        throttled=monitor.get("throttled"),
+def run_columns_of(r) -> tuple[RunEnvironment, float | None, int | None, int | None]:
+    """(environment, worker CPU %, user us, system us) of a row of Store.cell_runs: the run's summary
+    columns (boardlab.model.run.run_columns); `throttled` is 0/1/NULL there, a bool or None here."""
+    throttled = r["throttled"]
+    env = RunEnvironment(
+        mean_freq_khz=r["mean_freq_khz"],
+        max_temp_mc=r["max_temp_mc"],
+        throttled=None if throttled is None else bool(throttled),
     )
+    return env, r["worker_cpu_pct"], r["user_us"], r["system_us"]
 
 
 def _cell(row, runs, entry_facts: CellFacts) -> CellAnalysis:
     points = []
     environments: dict[tuple, RunEnvironment] = {}  # equal environments shared (a frozen record)
     for r in runs:
-        mon = json.loads(r["monitor_json"])
-        ru = json.loads(r["rusage_json"] or "{}")
-        env = run_environment(mon)
+        env, worker_cpu_pct, user_us, system_us = run_columns_of(r)
         # equal environments shared; the key tells 1, 1.0 and True apart (as the record's equality does not)
         env_key = (type(env.mean_freq_khz), env.mean_freq_khz, type(env.max_temp_mc), env.max_temp_mc,
                    type(env.throttled), env.throttled)  # fmt: skip
@@ -202,11 +201,11 @@ def _cell(row, runs, entry_facts: CellFacts) -> CellAnalysis:
                 wall_ns=r["wall_ns"],
                 gate_waited_s=r["gate_waited_s"],
                 environment=environments.setdefault(env_key, env),
-                worker_cpu_pct=mon.get("worker.cpu_pct_mean"),
+                worker_cpu_pct=worker_cpu_pct,
                 warmup_capped=None if r["warmup_capped"] is None else bool(r["warmup_capped"]),
                 aa_arm=r["aa_arm"] if "aa_arm" in r.keys() else None,
-                user_us=ru.get("utime_us"),
-                system_us=ru.get("stime_us"),
+                user_us=user_us,
+                system_us=system_us,
             )
         )
     valid = [p for p in points if p.valid and p.value is not None]

@@ -1,0 +1,76 @@
+"""The store check's fast scan (store/verify.py `_fast_scan`: comparisons with '' and x'' instead of
+typeof(), one typeof() of a sum for every integer) refuses exactly the rows the full checks refuse: every
+column of every table of a stored campaign, set to values of every type and edge, one at a time."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+
+import pytest
+
+from boardlab.store import Store
+from boardlab.store.verify import _column_checks, _fast_scan
+
+from helpers import make_campaign_db
+
+VALUES = [None, 0, 1, 2, -1, 2**63 - 1, -(2**63), 1.0, 0.5, -0.0, 1e300, float("inf"), float("-inf"),
+          253402300800.0, -1.0, "", "1", "x", "{}", " {}", "\n[]", "[]", "[1, -2]", "[3]", '{"a": 1}', "{",
+          "[1, 2.5]", "null", '"{"', "{}x", b"", b"\x00" * 8, b"\x00" * 16, b"{}"]  # fmt: skip
+
+
+def _full_refuses(conn, table: str, columns) -> bool:
+    checks = [c for col, kind, nn, _pk in columns for c in _column_checks(table, col, kind, nn)]
+    conds = [f"({sql}) IS 1" for _, sql, _ in checks]
+    try:
+        return (
+            conn.execute(f'SELECT 1 FROM "{table}" WHERE NOT ({" AND ".join(conds)}) LIMIT 1').fetchone()
+            is not None
+        )
+    except sqlite3.OperationalError:  # the full check names this as damage too
+        return True
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory):
+    path = make_campaign_db(tmp_path_factory.mktemp("fast") / "board.db", board="fast-1", n=2)
+    with sqlite3.connect(path) as conn:  # a row in the tables make_campaign_db leaves empty
+        conn.execute(
+            "INSERT INTO run_histograms(run_id, name, bucket_width, unit, counts_json, overflow, total)"
+            " VALUES (1, 'latency', 1.0, 'us', '[3, 4]', 0, 7)"
+        )
+    conn.close()
+    with Store.open(path, create=False) as store:
+        schema = store.describe_schema()
+    return path, schema
+
+
+def test_the_fast_scan_refuses_what_the_full_checks_refuse(pristine, tmp_path):
+    path, schema = pristine
+    db = tmp_path / "copy.db"
+    shutil.copy(path, db)
+    conn = sqlite3.connect(db)
+    tested = refused = 0
+    for table in ("runs", "run_series", "run_values", "run_metrics", "run_histograms", "campaigns", "cells"):
+        columns = schema[table]
+        assert not _full_refuses(conn, table, columns) and _fast_scan(conn, table, columns)
+        key = "rowid" if table not in ("run_values", "run_series") else "run_id"
+        for col, *_ in columns:
+            for value in VALUES:
+                conn.execute("SAVEPOINT v")
+                try:
+                    conn.execute(
+                        f'UPDATE "{table}" SET "{col}"=? WHERE {key}=(SELECT max({key}) FROM "{table}")',
+                        (value,),
+                    )
+                except sqlite3.IntegrityError:  # a NOT NULL or a key the table refuses itself
+                    conn.execute("ROLLBACK TO v")
+                    conn.execute("RELEASE v")
+                    continue
+                full = _full_refuses(conn, table, columns)
+                assert (not _fast_scan(conn, table, columns)) == full, (table, col, value)
+                tested, refused = tested + 1, refused + full
+                conn.execute("ROLLBACK TO v")
+                conn.execute("RELEASE v")
+    conn.close()
+    assert tested > 1000 and 0 < refused < tested  # both answers were seen
