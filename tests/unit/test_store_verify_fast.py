@@ -1,6 +1,7 @@
 """The store check's fast scan (store/verify.py `_fast_scan`: comparisons with '' and x'' instead of
-typeof(), one typeof() of a sum for every integer) refuses exactly the rows the full checks refuse: every
-column of every table of a stored campaign, set to values of every type and edge, one at a time."""
+typeof(), one typeof() of a sum for every integer, the foreign keys in the same scan) refuses exactly the
+rows the full checks and SQLite's foreign key check refuse: every column of every table of a stored
+campaign, set to values of every type and edge, one at a time."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import sqlite3
 import pytest
 
 from boardlab.store import Store
-from boardlab.store.verify import _column_checks, _fast_scan
+from boardlab.store.verify import _column_checks, _fast_references, _fast_scan
 
 from helpers import make_campaign_db
 
@@ -23,12 +24,11 @@ def _full_refuses(conn, table: str, columns) -> bool:
     checks = [c for col, kind, nn, _pk in columns for c in _column_checks(table, col, kind, nn)]
     conds = [f"({sql}) IS 1" for _, sql, _ in checks]
     try:
-        return (
-            conn.execute(f'SELECT 1 FROM "{table}" WHERE NOT ({" AND ".join(conds)}) LIMIT 1').fetchone()
-            is not None
-        )
+        if conn.execute(f'SELECT 1 FROM "{table}" WHERE NOT ({" AND ".join(conds)}) LIMIT 1').fetchone():
+            return True
     except sqlite3.OperationalError:  # the full check names this as damage too
         return True
+    return conn.execute(f'PRAGMA foreign_key_check("{table}")').fetchone() is not None
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +52,9 @@ def test_the_fast_scan_refuses_what_the_full_checks_refuse(pristine, tmp_path):
     conn = sqlite3.connect(db)
     tested = refused = 0
     for table in ("runs", "run_series", "run_values", "run_metrics", "run_histograms", "campaigns", "cells"):
-        columns = schema[table]
-        assert not _full_refuses(conn, table, columns) and _fast_scan(conn, table, columns)
+        columns, refs = schema[table], _fast_references(conn, table, schema)
+        assert refs is not None  # boardlab's own keys are all of the form the fast scan covers
+        assert not _full_refuses(conn, table, columns) and _fast_scan(conn, table, columns, refs)
         key = "rowid" if table not in ("run_values", "run_series") else "run_id"
         for col, *_ in columns:
             for value in VALUES:
@@ -68,7 +69,7 @@ def test_the_fast_scan_refuses_what_the_full_checks_refuse(pristine, tmp_path):
                     conn.execute("RELEASE v")
                     continue
                 full = _full_refuses(conn, table, columns)
-                assert (not _fast_scan(conn, table, columns)) == full, (table, col, value)
+                assert (not _fast_scan(conn, table, columns, refs)) == full, (table, col, value)
                 tested, refused = tested + 1, refused + full
                 conn.execute("ROLLBACK TO v")
                 conn.execute("RELEASE v")

@@ -131,13 +131,31 @@ def _fast_column(table: str, column: str, kind: str, notnull: bool) -> tuple[lis
     return conds, term
 
 
-def _fast_scan(conn: sqlite3.Connection, table: str, columns) -> bool:
-    """Whether one cheap scan finds every row of `table` good (False: look again with `_column_checks`, to
-    name the row and the check). A column of a kind without a declared type is checked with
-    `_column_checks`' own SQL."""
+def _fast_references(conn: sqlite3.Connection, table: str, schema: dict) -> list[str] | None:
+    """Conditions that hold exactly when each of the table's foreign keys finds its parent row, as SQLite's
+    foreign key check decides it, in the scan of the table's values instead of a second one; None when a
+    key is of a form they do not cover (several columns, a parent key that is not its table's integer
+    primary key): SQLite's check then looks."""
+    keys: dict[int, list] = {}
+    for fk in conn.execute(f'PRAGMA foreign_key_list("{table}")'):
+        keys.setdefault(fk[0], []).append(fk)
+    conds = []
+    for row, *more in keys.values():
+        parent, column, to = row[2], row[3], row[4]
+        pk = [(c, kind) for c, kind, _nn, is_pk in schema.get(parent, []) if is_pk]
+        if more or pk != [(to, "integer")]:
+            return None
+        conds.append(f'("{column}" IS NULL OR "{column}" IN (SELECT "{to}" FROM "{parent}"))')
+    return conds
+
+
+def _fast_scan(conn: sqlite3.Connection, table: str, columns, refs: list[str]) -> bool:
+    """Whether one cheap scan finds every row of `table` good, `refs` holding too (False: look again with
+    `_column_checks`, to name the row and the check). A column of a kind without a declared type is
+    checked with `_column_checks`' own SQL."""
     if table == "run_series" and not {"samples"} <= {col for col, *_ in columns}:
         return False
-    conds, terms = [], []
+    conds, terms = list(refs), []
     for col, kind, notnull, _pk in columns:
         if kind in _FAST_TYPE:
             c, term = _fast_column(table, col, kind, notnull)
@@ -161,11 +179,17 @@ def _fast_scan(conn: sqlite3.Connection, table: str, columns) -> bool:
 def verify_store(conn: sqlite3.Connection, path: str, schema: dict) -> None:
     """Raises DamagedStore for the first bad value; one scan per table (a second one, naming the value, only
     when the first found one). `schema` is describe_schema()."""
+    references_checked = True  # by the fast scans: no foreign key check needed after them
     for table, columns in schema.items():
         if table == "meta":
             continue
+        refs = _fast_references(conn, table, schema)
+        if _fast_scan(conn, table, columns, refs or []):
+            references_checked &= refs is not None
+            continue
+        references_checked = False
         checks = [c for col, kind, notnull, _pk in columns for c in _column_checks(table, col, kind, notnull)]
-        if not checks or _fast_scan(conn, table, columns):
+        if not checks:
             continue
         key = _row_key(conn, table, columns)
         conds = [f"({sql}) IS 1" for _, sql, _ in checks]
@@ -186,7 +210,8 @@ def verify_store(conn: sqlite3.Connection, path: str, schema: dict) -> None:
             else ", ".join(f"{k} {v!r}" for k, v in zip(key, values, strict=False))
         )
         raise damaged(path, table, column, row, what)
-    verify_references(conn, path)
+    if not references_checked:
+        verify_references(conn, path)
 
 
 def verify_references(conn: sqlite3.Connection, path: str) -> None:
