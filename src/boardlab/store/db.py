@@ -593,14 +593,17 @@ class Store:
 
     def record_run(self, campaign_id: int, cell_id: int, run: RunResult) -> int:
         """One transaction per run: the run, its metrics, every iteration, its histograms, the monitor's series."""
+        # its summary columns (migration 9), unless a test stands in for an older boardlab's store
+        summary = column_values(run_columns(run.monitor, run.rusage)) if self._schema() >= 9 else ()
+        summary_cols = "".join(f", {c}" for c in RUN_COLUMNS) if summary else ""
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             cur = self.conn.execute(
                 "INSERT INTO runs(campaign_id, cell_id, repetition, attempt, seq, started_unix_s, wall_ns, cpu,"
                 " exit_code, ok, valid, invalid_reason, value, warmup_iterations, warmup_capped, rusage_json,"
                 " gate_waited_s, gate_timed_out, gate_detail, condition_state_json, monitor_json, error,"
-                f" worker_json, aa_arm, {', '.join(RUN_COLUMNS)})"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                f" worker_json, aa_arm{summary_cols}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?"
+                f"{',?' * len(summary)})",
                 (
                     campaign_id,
                     cell_id,
@@ -626,7 +629,7 @@ class Store:
                     run.error,
                     run.worker_json,
                     run.aa_arm,
-                    *column_values(run_columns(run.monitor, run.rusage)),
+                    *summary,
                 ),
             )
             assert cur.lastrowid is not None  # an INSERT sets it
