@@ -111,12 +111,14 @@ def _fast_column(table: str, column: str, kind: str, notnull: bool) -> tuple[lis
     (finite, a date) is its type check too, and the packed samples' lengths need no typeof()."""
     c = f'"{column}"'
     # the checks beyond the type, by what they say
-    extra = {what: sql for _col, sql, what in _column_checks(table, column, kind, True)[1:]}
+    extra: dict[str, str] = {what: sql for _col, sql, what in _column_checks(table, column, kind, True)[1:]}
     first = _FAST_TYPE[kind].format(c=c)
-    if kind == "real" and extra.pop(_NOT_FINITE, None):
+    if kind == "real" and _NOT_FINITE in extra:
         first = f"{c} {FINITE}"
-    elif kind == "real" and extra.pop(_NOT_A_DATE, None):
+        del extra[_NOT_FINITE]
+    elif kind == "real" and _NOT_A_DATE in extra:
         first = f"{c} BETWEEN 0 AND {UNIX_S_MAX}"
+        del extra[_NOT_A_DATE]
     elif kind == "text" and (shape := JSON_SHAPES.get((table, column))):
         # valid JSON that starts with '{' (or '[') is an object (an array): json_type() parses it again
         lo, hi = {"object": ("{", "|"), "array": ("[", "\\")}[shape]
@@ -124,7 +126,7 @@ def _fast_column(table: str, column: str, kind: str, notnull: bool) -> tuple[lis
             f"{c} IS NULL OR CASE WHEN json_valid({c}) THEN ({c} >= '{lo}' AND {c} < '{hi}')"
             f" OR json_type({c}) = '{shape}' ELSE 0 END"
         )
-    elif kind == "blob" and extra.pop(_BAD_LENGTH, None):
+    elif kind == "blob" and _BAD_LENGTH in extra:
         extra[_BAD_LENGTH] = f"{c} IS NULL OR samples IS NULL OR length({c}) = 8 * samples"
     conds = [first if notnull else f"({c} IS NULL OR {first})", *(f"({sql})" for sql in extra.values())]
     term = None if kind != "integer" else f"{c}*0" if notnull else f"ifnull({c}, 0)*0"
