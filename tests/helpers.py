@@ -15,9 +15,10 @@ from functools import lru_cache
 from pathlib import Path
 
 from boardlab.model.campaign import Cell, ConditionSpec
-from boardlab.model.run import GateResult, Histogram, MetricResult, RunResult
+from boardlab.model.run import GateResult, Histogram, MetricResult, RunColumns, RunResult
 from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
 from boardlab.store import Store
+from boardlab.store.migrations import RUN_COLUMNS as _RUN_COLUMNS
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SYSFS = FIXTURES / "sysfs"
@@ -1010,3 +1011,38 @@ def make_campaign_db_bulk(path: Path, runs: int, *, seed: int = 1, board: str = 
         conn.execute("COMMIT")
         store.set_campaign_status(cid, "complete", monitor={"cost_pct_of_core": 0.4}, notes={})
     return path
+
+
+# ---- a run's summary columns (store migration 9) ----
+
+# monitor summaries and rusages a store may hold (boardlab's own, an older boardlab's, a hand-edited file's),
+# with the columns each must give
+RUN_COLUMN_CASES = [
+    ({"freq.a_khz_mean": 1000, "freq.b_khz_mean": 2000.0, "temp.z_mc_max": 45000, "throttled": False},
+     {"utime_us": 7, "stime_us": 3}, RunColumns(1500.0, 45000.0, False, None, 7, 3)),
+    ({"throttled": 1, "worker.cpu_pct_mean": 12}, {}, RunColumns(None, None, True, 12.0, None, None)),
+    ({"throttled": "yes", "temp.a_mc_max": 1.5, "temp.b_mc_max": -3}, {"utime_us": 2.5, "stime_us": True},
+     RunColumns(None, 1.5, True, None, None, None)),  # a truthy non-bool throttles, as it did
+    ({"throttled": 0, "freq.a_khz_mean": "fast", "worker.cpu_pct_mean": None}, {"utime_us": 2**70},
+     RunColumns(None, None, False, None, None, None)),  # what is not a number is not recorded
+    ({"throttled": None, "freq.a_khz_mean": 1e308, "freq.b_khz_mean": 1e308}, {},
+     RunColumns(None, None, None, None, None, None)),  # the mean overflows: not a finite number
+    ({"throttled": [], "freq.a_khz_mean": True}, {}, RunColumns(None, None, False, None, None, None)),
+]  # fmt: skip
+
+
+def to_schema_8(src, dest, monitors: dict[int, tuple[dict, dict]] = {}):  # noqa: B006 (read only)
+    """A copy of `src` as boardlab wrote it at store schema 8 (no summary columns), with some runs' JSON
+    replaced by the given (monitor, rusage)."""
+    shutil.copy(src, dest)
+    with sqlite3.connect(dest) as conn:
+        for run_id, (mon, ru) in monitors.items():
+            conn.execute(
+                "UPDATE runs SET monitor_json=?, rusage_json=? WHERE id=?",
+                (json.dumps(mon), json.dumps(ru), run_id),
+            )
+        for column in _RUN_COLUMNS:
+            conn.execute(f"ALTER TABLE runs DROP COLUMN {column}")
+        conn.execute("UPDATE meta SET value='8' WHERE key='schema_version'")
+    conn.close()
+    return dest

@@ -125,22 +125,28 @@ def test_points_read_as_the_tuples_they_hold():
 
 def test_the_analysis_keeps_every_stored_run_of_a_cell(tmp_path):
     """Each cell's table against the store's own rows: every field as stored, the monitor's and rusage's
-    JSON read as the analysis reads it."""
-    from boardlab.analysis.core import analyze, run_environment
+    JSON as the store's one derivation reads it (model.run.run_columns)."""
+    from boardlab.analysis.core import analyze
+    from boardlab.model.run import run_columns
     from boardlab.store import Store
 
     db = make_campaign_db(tmp_path / "c.db", n=6)
     with Store.open(db, create=False) as store:
         a = analyze(store, 1)
         rows = {c.cell_id: store.cell_runs(c.cell_id) for c in a.cells}
+        raw = {i: (json.loads(m), json.loads(ru or "{}")) for i, m, ru in
+               store.conn.execute("SELECT id, monitor_json, rusage_json FROM runs")}  # fmt: skip
     assert sum(len(r) for r in rows.values()) == sum(len(c.runs) for c in a.cells) > 0
     for c in a.cells:
         for p, r in zip(c.runs, rows[c.cell_id], strict=True):
-            ru = json.loads(r["rusage_json"] or "{}")
+            cols = run_columns(*raw[r["id"]])
             assert (p.run_id, p.seq, p.repetition, p.value, p.valid, p.ok, p.wall_ns) == (
                 r["id"], r["seq"], r["repetition"], r["value"], bool(r["valid"]), bool(r["ok"]), r["wall_ns"]
             )  # fmt: skip
             assert (p.invalid_reason, p.error, p.aa_arm) == (r["invalid_reason"], r["error"], r["aa_arm"])
-            assert (p.user_us, p.system_us) == (ru.get("utime_us"), ru.get("stime_us"))
-            assert p.environment == run_environment(json.loads(r["monitor_json"]))
+            assert (p.user_us, p.system_us) == (cols.user_us, cols.system_us)
+            env = p.environment
+            assert (env.mean_freq_khz, env.max_temp_mc, env.throttled) == (
+                cols.mean_freq_khz, cols.max_temp_mc, cols.throttled
+            )  # fmt: skip
         assert c.values == tuple(p.value for p in c.runs if p.valid and p.value is not None)

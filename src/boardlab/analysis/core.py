@@ -169,30 +169,9 @@ def stored_plan(plan_text: str) -> dict:
         return {}
 
 
-def run_environment(monitor: dict) -> RunEnvironment:
-    """Per-run confounders from the monitor's summary: mean frequency, peak temperature, throttling."""
-    freqs = [v for k, v in monitor.items() if k.startswith("freq.") and k.endswith("_khz_mean")]
-    temps = [v for k, v in monitor.items() if k.startswith("temp.") and k.endswith("_mc_max")]
-    return RunEnvironment(
-        mean_freq_khz=sum(freqs) / len(freqs) if freqs else None,
-        max_temp_mc=max(temps) if temps else None,
-        throttled=monitor.get("throttled"),
-    )
-
-
-def run_extras(r) -> tuple[float | None, float | None, bool | None, int | None, int | None]:
-    """A stored run's (mean frequency, peak temperature, throttled, the worker's user and system CPU time
-    in µs), from its monitor summary and rusage as JSON: the one place a run's JSON is parsed."""
-    mon = json.loads(r["monitor_json"])
-    ru = json.loads(r["rusage_json"] or "{}")
-    env = run_environment(mon)
-    return env.mean_freq_khz, env.max_temp_mc, env.throttled, ru.get("utime_us"), ru.get("stime_us")
-
-
 def run_table(rows) -> RunTable:
     """A cell's stored runs (`Store.cell_runs`, in run order) as the analysis keeps them."""
     rows = list(rows)
-    freq, temp, throttled, user, system = zip(*map(run_extras, rows), strict=True) if rows else ((),) * 5
     arms = "aa_arm" in rows[0].keys() if rows else False
     return RunTable.of(
         run_id=[r["id"] for r in rows],
@@ -204,13 +183,13 @@ def run_table(rows) -> RunTable:
         invalid_reason=[r["invalid_reason"] for r in rows],
         error=[r["error"] for r in rows],
         wall_ns=[r["wall_ns"] for r in rows],
-        mean_freq_khz=freq,
-        max_temp_mc=temp,
-        throttled=throttled,
+        mean_freq_khz=[r["mean_freq_khz"] for r in rows],
+        max_temp_mc=[r["max_temp_mc"] for r in rows],
+        throttled=[None if r["throttled"] is None else bool(r["throttled"]) for r in rows],
         warmup_capped=[None if r["warmup_capped"] is None else bool(r["warmup_capped"]) for r in rows],
         aa_arm=[r["aa_arm"] for r in rows] if arms else [None] * len(rows),
-        user_us=user,
-        system_us=system,
+        user_us=[r["user_us"] for r in rows],
+        system_us=[r["system_us"] for r in rows],
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,3 +87,60 @@ class RunResult:
     worker_json: str | None = None  # the worker's raw result, kept for re-analysis
     energy: tuple[RunEnergy, ...] = field(default=())  # per power source (boardlab.energy)
     aa_arm: str | None = None  # "A1" / "A2": the schedule's A/A label of a reference cell's run
+
+
+@dataclass(frozen=True)
+class RunColumns:
+    """The six numbers the analysis reads of every run, derived once from the run's monitor summary and its
+    rusage (`run_columns`): the store keeps them as columns of `runs` (store migration 9), so a report reads
+    numbers instead of parsing two JSON objects per run. None = not recorded.
+
+    `mean_freq_khz`: mean of the monitored CPUs' mean frequencies; `max_temp_mc`: highest temperature of any
+    zone, in millidegrees Celsius; `throttled`: whether a throttle event was seen; `worker_cpu_pct`: the
+    workload's mean CPU use, % of one CPU; `user_us` and `system_us`: the worker's own CPU time (wait4)."""
+
+    mean_freq_khz: float | None
+    max_temp_mc: float | None
+    throttled: bool | None
+    worker_cpu_pct: float | None
+    user_us: int | None
+    system_us: int | None
+
+
+_INT64 = 2**63
+
+
+def _finite(v: Any) -> float | None:
+    """A JSON number as a finite float; None for anything else (a bool, text, null, an infinity): what a
+    monitor summary that boardlab did not write holds there is not a measurement."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:  # an integer beyond any float
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _count(v: Any) -> int | None:
+    """A JSON integer (rusage microseconds) that fits the store's 64-bit column; None for anything else."""
+    return v if isinstance(v, int) and not isinstance(v, bool) and -_INT64 <= v < _INT64 else None
+
+
+def run_columns(monitor: dict[str, Any], rusage: dict[str, Any]) -> RunColumns:
+    """The run's summary columns, the same for a run being stored, a store's migration and an ingest of an
+    older file. `throttled` keeps the meaning it had as a raw JSON value (the analysis counts a run as
+    throttled when the value is truthy, and as unrecorded when it is absent or null): a bool of it."""
+    freqs = [f for k, v in monitor.items() if k.startswith("freq.") and k.endswith("_khz_mean")
+             if (f := _finite(v)) is not None]  # fmt: skip
+    temps = [t for k, v in monitor.items() if k.startswith("temp.") and k.endswith("_mc_max")
+             if (t := _finite(v)) is not None]  # fmt: skip
+    throttled = monitor.get("throttled")
+    return RunColumns(
+        mean_freq_khz=_finite(sum(freqs) / len(freqs)) if freqs else None,
+        max_temp_mc=max(temps) if temps else None,
+        throttled=None if throttled is None else bool(throttled),
+        worker_cpu_pct=_finite(monitor.get("worker.cpu_pct_mean")),
+        user_us=_count(rusage.get("utime_us")),
+        system_us=_count(rusage.get("stime_us")),
+    )

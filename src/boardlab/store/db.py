@@ -19,10 +19,17 @@ from typing import Any, cast
 
 from boardlab.errors import InputError, database_error, os_error
 from boardlab.model.campaign import Cell, ConditionSpec
-from boardlab.model.run import RunResult
+from boardlab.model.run import RunResult, run_columns
 from boardlab.store import packed
-from boardlab.store.migrations import DATA_STEPS, MIGRATIONS
-from boardlab.store.verify import DamagedStore
+from boardlab.store.migrations import (
+    DATA_STEPS,
+    MIGRATIONS,
+    RUN_COLUMNS,
+    DamagedValue,
+    column_values,
+    columns_of_json,
+)
+from boardlab.store.verify import DamagedStore, damaged
 
 STORE_SCHEMA = MIGRATIONS[-1][0]
 _PG_MIGRATE_LOCK = 0x626C6162  # "blab": the advisory lock that serializes migrations on a PostgreSQL store
@@ -371,7 +378,7 @@ class Store:
                 for statement in _statements(sql):
                     self.conn.execute(pg.ddl(statement) if self.dialect == "postgresql" else statement)
                 if number in DATA_STEPS:
-                    DATA_STEPS[number](self.conn)
+                    self._data_step(number)
                 self.conn.execute(
                     "INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (str(number),)
                 )
@@ -379,6 +386,13 @@ class Store:
             except BaseException:
                 self._rollback()
                 raise
+
+    def _data_step(self, number: int) -> None:
+        try:
+            DATA_STEPS[number](self.conn)
+        except DamagedValue as exc:  # a damaged older store opened to write (migrations run before verify)
+            column, what, run_id = exc.args
+            raise damaged(self.path, "runs", column, run_id, what) from None
 
     # ---- boards and campaigns ----
 
@@ -579,13 +593,17 @@ class Store:
 
     def record_run(self, campaign_id: int, cell_id: int, run: RunResult) -> int:
         """One transaction per run: the run, its metrics, every iteration, its histograms, the monitor's series."""
+        # its summary columns (migration 9), unless a test stands in for an older boardlab's store
+        summary = column_values(run_columns(run.monitor, run.rusage)) if self._schema() >= 9 else ()
+        summary_cols = "".join(f", {c}" for c in RUN_COLUMNS) if summary else ""
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             cur = self.conn.execute(
                 "INSERT INTO runs(campaign_id, cell_id, repetition, attempt, seq, started_unix_s, wall_ns, cpu,"
                 " exit_code, ok, valid, invalid_reason, value, warmup_iterations, warmup_capped, rusage_json,"
                 " gate_waited_s, gate_timed_out, gate_detail, condition_state_json, monitor_json, error,"
-                " worker_json, aa_arm) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                f" worker_json, aa_arm{summary_cols}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?"
+                f"{',?' * len(summary)})",
                 (
                     campaign_id,
                     cell_id,
@@ -611,6 +629,7 @@ class Store:
                     run.error,
                     run.worker_json,
                     run.aa_arm,
+                    *summary,
                 ),
             )
             assert cur.lastrowid is not None  # an INSERT sets it
@@ -1035,15 +1054,32 @@ class Store:
 
     _CELL_RUN_COLUMNS = (
         "id, seq, repetition, attempt, started_unix_s, value, valid, ok, invalid_reason, error, wall_ns,"
-        " gate_waited_s, monitor_json, rusage_json, warmup_capped"
+        " gate_waited_s, warmup_capped"
     )
 
-    def cell_runs(self, cell_id: int) -> list[sqlite3.Row]:
-        """Every run of one cell in run order, with what the analysis reads (not the worker's whole result)."""
+    def cell_runs(self, cell_id: int) -> list:
+        """Every run of one cell in run order, with what the analysis reads (not the worker's whole result):
+        the run's summary columns (RUN_COLUMNS) among them, derived from its JSON on a store before
+        migration 9 (a reader does not migrate) by the function that filled them."""
         cols = self._CELL_RUN_COLUMNS + (", aa_arm" if self._schema() >= 3 else "")
-        return self.conn.execute(
-            f"SELECT {cols} FROM runs WHERE cell_id=? ORDER BY seq, attempt", (cell_id,)
+        if self._schema() >= 9:
+            return self.conn.execute(
+                f"SELECT {cols}, {', '.join(RUN_COLUMNS)} FROM runs WHERE cell_id=? ORDER BY seq, attempt",
+                (cell_id,),
+            ).fetchall()
+        rows = self.conn.execute(
+            f"SELECT {cols}, monitor_json, rusage_json FROM runs WHERE cell_id=? ORDER BY seq, attempt",
+            (cell_id,),
         ).fetchall()
+        return [self._with_run_columns(r) for r in rows]
+
+    def _with_run_columns(self, row) -> dict:
+        out = {k: row[k] for k in row.keys() if k not in ("monitor_json", "rusage_json")}
+        try:
+            values = columns_of_json(row["monitor_json"], row["rusage_json"])
+        except DamagedValue as exc:  # a store opened without verify (serve verified it at its start)
+            raise damaged(self.path, "runs", exc.args[0], row["id"], exc.args[1]) from None
+        return out | dict(zip(RUN_COLUMNS, values, strict=True))
 
     def cell_metrics(self, cell_id: int) -> dict[int, dict[str, dict]]:
         """run id -> metric -> its stored row (median, min, p90, p99, unit ...), for the valid runs of a cell."""

@@ -47,6 +47,7 @@ from typing import Any, cast
 from boardlab.errors import BoardlabError, InputError, database_error
 from boardlab.store import pg
 from boardlab.store.db import _PG_INGEST_LOCK, STORE_SCHEMA, Store
+from boardlab.store.migrations import fill_run_columns
 
 INGEST_SCHEMA = 1
 RUN_TABLES = ("run_metrics", "run_values", "run_series", "run_histograms", "run_energy")
@@ -571,6 +572,9 @@ class _Copier:
             " JOIN temp.ingest_runs m ON m.old = r.id JOIN temp.ingest_cells c ON c.old = r.cell_id ORDER BY m.new",
             (tid,),
         )
+        store_has = any(c == "mean_freq_khz" for c, *_ in self.tgt_schema["runs"])
+        if run_map and store_has and "mean_freq_khz" not in rcols:  # a file before migration 9: derived
+            fill_run_columns(self.target.conn, campaign_id=tid, after_id=min(run_map.values()) - 1)
         for table in RUN_TABLES:
             if table == "run_series" and table not in self.src_schema:  # a file before schema 7
                 self.insert_many(table, list(PACKED_COLUMNS), _packed_series(self.source, run_map))

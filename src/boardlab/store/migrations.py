@@ -4,6 +4,10 @@ A migration is SQL; one that must also move data SQL cannot compute (packing val
 Python step in DATA_STEPS, run after its SQL in the same transaction, through the store's connection (so it
 speaks both dialects)."""
 
+import json
+from functools import lru_cache
+
+from boardlab.model.run import RunColumns, run_columns
 from boardlab.store.packed import convert_series
 
 MIGRATIONS: list[tuple[int, str]] = [
@@ -250,7 +254,74 @@ MIGRATIONS: list[tuple[int, str]] = [
         );
         """,
     ),
+    (
+        9,
+        """
+        -- the numbers the analysis reads of every run, derived from monitor_json and rusage_json when the run is
+        -- stored (boardlab.model.run.run_columns), so that a report reads six numbers instead of parsing two
+        -- JSON objects per run; NULL = not recorded. The data step fills the runs stored before.
+        ALTER TABLE runs ADD COLUMN mean_freq_khz REAL;     -- mean of the CPUs' mean frequencies
+        ALTER TABLE runs ADD COLUMN max_temp_mc REAL;       -- highest temperature, millidegrees Celsius
+        ALTER TABLE runs ADD COLUMN throttled INTEGER;      -- 0 or 1: a throttle event was seen
+        ALTER TABLE runs ADD COLUMN worker_cpu_pct REAL;    -- the workload's mean CPU use, % of one CPU
+        ALTER TABLE runs ADD COLUMN user_us INTEGER;        -- the worker's own CPU time (wait4), user
+        ALTER TABLE runs ADD COLUMN system_us INTEGER;      -- and system
+        """,
+    ),
 ]
 
+RUN_COLUMNS = ("mean_freq_khz", "max_temp_mc", "throttled", "worker_cpu_pct", "user_us", "system_us")
+_FILL_BATCH = 5000  # runs read at a time
+
+
+class DamagedValue(Exception):
+    """(column of `runs`, what is wrong[, run id]): a value that cannot be read; the store names the file."""
+
+
+def column_values(c: RunColumns) -> tuple:
+    """A run's columns as the store writes them, in RUN_COLUMNS order."""
+    throttled = None if c.throttled is None else int(c.throttled)
+    return (c.mean_freq_khz, c.max_temp_mc, throttled, c.worker_cpu_pct, c.user_us, c.system_us)
+
+
+@lru_cache(maxsize=4096)  # a store's runs often repeat the same summaries (a synthetic one: all of them)
+def columns_of_json(monitor_json: str | None, rusage_json: str | None) -> tuple:
+    """RUN_COLUMNS of a stored run, from its two JSON columns (parsed the way the analysis parsed them)."""
+    objects = []
+    for column, text in (("monitor_json", monitor_json), ("rusage_json", rusage_json)):
+        try:
+            value = json.loads(text or "{}")
+        except (ValueError, TypeError):
+            raise DamagedValue(column, "not JSON") from None
+        if not isinstance(value, dict):
+            raise DamagedValue(column, "not a JSON object")
+        objects.append(value)
+    return column_values(run_columns(objects[0], objects[1]))
+
+
+def fill_run_columns(conn, *, campaign_id: int | None = None, after_id: int = 0) -> None:
+    """Migration 9's data step (and an ingest's of a file from before it): RUN_COLUMNS of every run with an
+    id past `after_id` (of one campaign when given) computed from its JSON, a bounded batch at a time."""
+    where = "" if campaign_id is None else f" AND campaign_id={int(campaign_id)}"
+    last = after_id
+    while True:
+        rows = conn.execute(
+            f"SELECT id, monitor_json, rusage_json FROM runs WHERE id > ?{where} ORDER BY id LIMIT ?",
+            (last, _FILL_BATCH),
+        ).fetchall()
+        if not rows:
+            return
+        updates = []
+        for run_id, mon, ru in rows:
+            try:
+                values = columns_of_json(mon, ru)
+            except DamagedValue as exc:  # a writer's open does not verify the file: name the row
+                raise DamagedValue(*exc.args, run_id) from None
+            if values != (None,) * len(RUN_COLUMNS):  # NULL already: the new columns' default
+                updates.append((*values, run_id))
+        conn.executemany(f"UPDATE runs SET {', '.join(f'{c}=?' for c in RUN_COLUMNS)} WHERE id=?", updates)
+        last = int(rows[-1][0])
+
+
 # migration number -> its data step, run after that migration's SQL
-DATA_STEPS = {7: convert_series}
+DATA_STEPS = {7: convert_series, 9: fill_run_columns}

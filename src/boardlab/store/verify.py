@@ -32,11 +32,17 @@ JSON_SHAPES = {
 }
 # SQLite's typeof() that each declared kind accepts (an integer is a fine REAL: SQLite may store 2.0 as 2)
 TYPES = {"integer": ("integer",), "real": ("real", "integer"), "text": ("text",), "blob": ("blob",)}
-# measured values: a worker's result is read as finite numbers only (model.worker), and analysis needs them so
+# measured values: a worker's result is read as finite numbers only (model.worker), and analysis needs them so;
+# so are a run's summary columns (migration 9, model.run.run_columns)
 MEASURED = {("runs", "value"), ("run_values", "value"), ("run_metrics", "median"), ("run_metrics", "min"),
-            ("run_metrics", "p90"), ("run_metrics", "p99")}  # fmt: skip
+            ("run_metrics", "p90"), ("run_metrics", "p99"), ("runs", "mean_freq_khz"), ("runs", "max_temp_mc"),
+            ("runs", "worker_cpu_pct")}  # fmt: skip
+# integer columns that hold a bool: 0 or 1 (or NULL where nullable)
+FLAGS = {("runs", "throttled")}
 # seconds since 1970 that a report can print as a date: from 1970 to year 9999
 UNIX_S_MAX = 253402300799.0
+_NOT_FINITE, _NOT_A_DATE = "not a finite number", "not a date between 1970 and 9999"
+_BAD_LENGTH = "packed samples of another length than `samples` says"
 
 
 class DamagedStore(InputError):
@@ -73,23 +79,119 @@ def _column_checks(table: str, column: str, kind: str, notnull: bool) -> list[tu
             )
     if table == "run_series" and column in ("t_ns", "value"):  # boardlab.store.packed: 8 bytes a sample
         good = f"(typeof({col}) <> 'blob' OR typeof(samples) <> 'integer' OR length({col}) = 8 * samples)"
-        checks.append((column, good, "packed samples of another length than `samples` says"))
+        checks.append((column, good, _BAD_LENGTH))
     if table == "run_series" and column == "packing":
         checks.append((column, f"({col} IS NOT 1) IS 0", "a packing this boardlab does not know"))
     if (table, column) in MEASURED:  # SQLite keeps an infinity (a NaN becomes NULL)
         good = f"(typeof({col}) <> 'real' OR abs({col}) <= 1.7976931348623157e308)"
-        checks.append((column, good, "not a finite number"))
+        checks.append((column, good, _NOT_FINITE))
+    if (table, column) in FLAGS:
+        checks.append((column, f"({col} IS NULL OR {col} IN (0, 1))", "not 0 or 1"))
     if column.endswith("_unix_s"):
         good = f"({col} IS NULL OR typeof({col}) = 'text' OR {col} BETWEEN 0 AND {UNIX_S_MAX})"
-        checks.append((column, good, "not a date between 1970 and 9999"))
+        checks.append((column, good, _NOT_A_DATE))
     return checks
 
 
+# SQLite orders values NULL < numbers < text < blobs, so comparisons with '' and x'' (the least text, the least
+# blob) tell a value's type apart without a typeof() call per value. kind -> that condition
+_FAST_TYPE = {
+    "integer": "{c} < ''",
+    "real": "{c} < ''",
+    "text": "{c} >= '' AND {c} < x''",
+    "blob": "{c} >= x''",
+}
+FINITE = "BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308"
+
+
+def _fast_column(table: str, column: str, kind: str, notnull: bool) -> tuple[list[str], str | None]:
+    """(SQL conditions that all hold exactly when every check of `_column_checks` holds for the column, the
+    column's term of the integer sum). An integer's type is one typeof() of a sum per row for all of them
+    (an integer times 0 is an integer, a real one a real); with the types known, a real's range check
+    (finite, a date) is its type check too, and the packed samples' lengths need no typeof()."""
+    c = f'"{column}"'
+    # the checks beyond the type, by what they say
+    extra: dict[str, str] = {what: sql for _col, sql, what in _column_checks(table, column, kind, True)[1:]}
+    first = _FAST_TYPE[kind].format(c=c)
+    if kind == "real" and _NOT_FINITE in extra:
+        first = f"{c} {FINITE}"
+        del extra[_NOT_FINITE]
+    elif kind == "real" and _NOT_A_DATE in extra:
+        first = f"{c} BETWEEN 0 AND {UNIX_S_MAX}"
+        del extra[_NOT_A_DATE]
+    elif kind == "text" and (shape := JSON_SHAPES.get((table, column))):
+        # valid JSON that starts with '{' (or '[') is an object (an array): json_type() parses it again
+        lo, hi = {"object": ("{", "|"), "array": ("[", "\\")}[shape]
+        extra[f"not a JSON {shape}"] = (
+            f"{c} IS NULL OR CASE WHEN json_valid({c}) THEN ({c} >= '{lo}' AND {c} < '{hi}')"
+            f" OR json_type({c}) = '{shape}' ELSE 0 END"
+        )
+    elif kind == "blob" and _BAD_LENGTH in extra:
+        extra[_BAD_LENGTH] = f"{c} IS NULL OR samples IS NULL OR length({c}) = 8 * samples"
+    conds = [first if notnull else f"({c} IS NULL OR {first})", *(f"({sql})" for sql in extra.values())]
+    term = None if kind != "integer" else f"{c}*0" if notnull else f"ifnull({c}, 0)*0"
+    return conds, term
+
+
+def _fast_references(conn: sqlite3.Connection, table: str, schema: dict) -> list[str] | None:
+    """Conditions that hold exactly when each of the table's foreign keys finds its parent row, as SQLite's
+    foreign key check decides it, in the scan of the table's values instead of a second one; None when a
+    key is of a form they do not cover (several columns, a parent key that is not its table's integer
+    primary key): SQLite's check then looks."""
+    keys: dict[int, list] = {}
+    for fk in conn.execute(f'PRAGMA foreign_key_list("{table}")'):
+        keys.setdefault(fk[0], []).append(fk)
+    conds = []
+    for row, *more in keys.values():
+        parent, column, to = row[2], row[3], row[4]
+        pk = [(c, kind) for c, kind, _nn, is_pk in schema.get(parent, []) if is_pk]
+        if more or pk != [(to, "integer")]:
+            return None
+        conds.append(f'("{column}" IS NULL OR ("{column}" IN (SELECT "{to}" FROM "{parent}")) IS 1)')
+    return conds
+
+
+def _fast_scan(conn: sqlite3.Connection, table: str, columns, refs: list[str]) -> bool:
+    """Whether one cheap scan finds every row of `table` good, `refs` holding too (False: look again with
+    `_column_checks`, to name the row and the check). A column of a kind without a declared type is
+    checked with `_column_checks`' own SQL."""
+    if table == "run_series" and not {"samples"} <= {col for col, *_ in columns}:
+        return False
+    conds, terms = list(refs), []
+    for col, kind, notnull, _pk in columns:
+        if kind in _FAST_TYPE:
+            c, term = _fast_column(table, col, kind, notnull)
+            conds += c
+            terms += [term] if term else []
+            if notnull and kind != "integer":
+                conds.append(f'"{col}" IS NOT NULL')
+        else:
+            conds += [f"(({sql}) IS 1)" for _c, sql, _w in _column_checks(table, col, kind, notnull)]
+    # NOT (a AND b ...) skips a row where a condition is NULL and none false: the only NULL conditions are
+    # those of a NULL in a NOT NULL column, made a false one by `IS NOT NULL` above (an integer's: the sum)
+    if terms:
+        conds.append(f"typeof({' + '.join(terms)}) = 'integer'")
+    if not conds:
+        return True
+    try:  # NOT (...) rather than (...) IS NOT 1: SQLite jumps at the first false condition (40% fewer steps)
+        bad = conn.execute(f'SELECT 1 FROM "{table}" WHERE NOT ({" AND ".join(conds)}) LIMIT 1').fetchone()
+    except sqlite3.OperationalError:  # an odd schema (a collation SQLite lacks ...): the full checks say
+        return False
+    return bad is None
+
+
 def verify_store(conn: sqlite3.Connection, path: str, schema: dict) -> None:
-    """Raises DamagedStore for the first bad value; one scan per table. `schema` is describe_schema()."""
+    """Raises DamagedStore for the first bad value; one scan per table (a second one, naming the value, only
+    when the first found one). `schema` is describe_schema()."""
+    references_checked = True  # by the fast scans: no foreign key check needed after them
     for table, columns in schema.items():
         if table == "meta":
             continue
+        refs = _fast_references(conn, table, schema)
+        if _fast_scan(conn, table, columns, refs or []):
+            references_checked &= refs is not None
+            continue
+        references_checked = False
         checks = [c for col, kind, notnull, _pk in columns for c in _column_checks(table, col, kind, notnull)]
         if not checks:
             continue
@@ -112,7 +214,8 @@ def verify_store(conn: sqlite3.Connection, path: str, schema: dict) -> None:
             else ", ".join(f"{k} {v!r}" for k, v in zip(key, values, strict=False))
         )
         raise damaged(path, table, column, row, what)
-    verify_references(conn, path)
+    if not references_checked:
+        verify_references(conn, path)
 
 
 def verify_references(conn: sqlite3.Connection, path: str) -> None:

@@ -1,0 +1,87 @@
+"""The store check's fast scan (store/verify.py `_fast_scan`: comparisons with '' and x'' instead of
+typeof(), one typeof() of a sum for every integer, the foreign keys in the same scan) refuses exactly the
+rows the full checks and SQLite's foreign key check refuse: every column of every table of a stored
+campaign, set to values of every type and edge, one at a time."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+
+import pytest
+
+from boardlab.store import Store
+from boardlab.store.verify import _column_checks, _fast_references, _fast_scan
+
+from helpers import make_campaign_db
+
+VALUES = [None, 0, 1, 2, -1, 2**63 - 1, -(2**63), 1.0, 0.5, -0.0, 1e300, float("inf"), float("-inf"),
+          253402300800.0, -1.0, "", "1", "x", "{}", " {}", "\n[]", "[]", "[1, -2]", "[3]", '{"a": 1}', "{",
+          "[1, 2.5]", "null", '"{"', "{}x", b"", b"\x00" * 8, b"\x00" * 16, b"{}"]  # fmt: skip
+
+
+def _full_refuses(conn, table: str, columns) -> bool:
+    checks = [c for col, kind, nn, _pk in columns for c in _column_checks(table, col, kind, nn)]
+    conds = [f"({sql}) IS 1" for _, sql, _ in checks]
+    try:
+        if conn.execute(f'SELECT 1 FROM "{table}" WHERE NOT ({" AND ".join(conds)}) LIMIT 1').fetchone():
+            return True
+    except sqlite3.OperationalError:  # the full check names this as damage too
+        return True
+    return conn.execute(f'PRAGMA foreign_key_check("{table}")').fetchone() is not None
+
+
+@pytest.fixture(scope="module")
+def pristine(tmp_path_factory):
+    path = make_campaign_db(tmp_path_factory.mktemp("fast") / "board.db", board="fast-1", n=2)
+    with sqlite3.connect(path) as conn:  # a row in the tables make_campaign_db leaves empty
+        conn.execute(
+            "INSERT INTO run_histograms(run_id, name, bucket_width, unit, counts_json, overflow, total)"
+            " VALUES (1, 'latency', 1.0, 'us', '[3, 4]', 0, 7)"
+        )
+    conn.close()
+    with Store.open(path, create=False) as store:
+        schema = store.describe_schema()
+    return path, schema
+
+
+def test_the_fast_scan_refuses_what_the_full_checks_refuse(pristine, tmp_path):
+    path, schema = pristine
+    db = tmp_path / "copy.db"
+    shutil.copy(path, db)
+    conn = sqlite3.connect(db)
+    # a NULL where the schema says NOT NULL (a file damaged below SQL): the copy's tables lose the
+    # constraint, the checks keep the pristine schema's
+    conn.execute("PRAGMA writable_schema=ON")
+    conn.execute("UPDATE sqlite_master SET sql=replace(sql, 'NOT NULL', '') WHERE type='table'")
+    conn.commit()
+    conn.close()
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    tested = refused = nulls = 0
+    for table in ("runs", "run_series", "run_values", "run_metrics", "run_histograms", "campaigns", "cells"):
+        columns, refs = schema[table], _fast_references(conn, table, schema)
+        assert refs is not None  # boardlab's own keys are all of the form the fast scan covers
+        assert not _full_refuses(conn, table, columns) and _fast_scan(conn, table, columns, refs)
+        key = "rowid" if table not in ("run_values", "run_series") else "run_id"
+        for col, *_ in columns:
+            for value in VALUES:
+                conn.execute("SAVEPOINT v")
+                try:
+                    conn.execute(
+                        f'UPDATE "{table}" SET "{col}"=? WHERE {key}=(SELECT max({key}) FROM "{table}")',
+                        (value,),
+                    )
+                except sqlite3.IntegrityError:  # a NOT NULL or a key the table refuses itself
+                    conn.execute("ROLLBACK TO v")
+                    conn.execute("RELEASE v")
+                    continue
+                full = _full_refuses(conn, table, columns)
+                assert (not _fast_scan(conn, table, columns, refs)) == full, (table, col, value)
+                tested, refused = tested + 1, refused + full
+                nulls += value is None and any(c == col and nn for c, _k, nn, _pk in columns)
+                conn.execute("ROLLBACK TO v")
+                conn.execute("RELEASE v")
+    conn.close()
+    assert tested > 1000 and 0 < refused < tested  # both answers were seen
+    assert nulls > 10  # NULL reached NOT NULL columns
