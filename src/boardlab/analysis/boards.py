@@ -14,13 +14,11 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
-from typing import cast
+from dataclasses import replace
 
 from boardlab.analysis import document as doc
 from boardlab.analysis.compare import _cell_id, _interval, _key, _side, finish_rows, pair_rows, unmatched
 from boardlab.analysis.records import CampaignAnalysis
-from boardlab.stats import RunEnvironment
 
 BOARDS_SCHEMA = 2  # 2: "comparisons" and "reference"; by default each board against the reference only
 
@@ -66,27 +64,10 @@ def _cell_on_board(cell) -> dict:
     }
 
 
-@dataclass(frozen=True, slots=True)
-class _ValidRun:
-    """What a comparison reads of a valid run (`pair_rows`: its value and environment): about 80 bytes with
-    its value, where a RunPoint with its fields takes about 400; what a board's analysis keeps once compared."""
-
-    value: float
-    environment: RunEnvironment
-    valid: bool = True
-
-
 def _compared(a: CampaignAnalysis) -> CampaignAnalysis:
-    """The analysis with only what `compare_boards` reads once it has the board's medians: each cell's
-    valid runs (value, environment), summary and facts, the A/A controls and who the board is."""
-    cells = tuple(replace(c, runs=cast(tuple, _valid_runs(c))) for c in a.cells)
-    return replace(
-        a, cells=cells, comparisons=(), tail_comparisons=(), studies=(), inventory={}, environment={}
-    )
-
-
-def _valid_runs(cell) -> tuple[_ValidRun, ...]:
-    return tuple(_ValidRun(r.value, r.environment) for r in cell.runs if r.valid and r.value is not None)
+    """The analysis with only what `compare_boards` reads once it has the board's medians: each cell (its
+    runs are typed columns, about 55 bytes a run), the A/A controls and who the board is."""
+    return replace(a, comparisons=(), tail_comparisons=(), studies=(), inventory={}, environment={})
 
 
 def compare_boards(

@@ -109,10 +109,12 @@ class Strings:
         return [(s, n[code]) for code, s in enumerate(self.table) if s is not None]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class RunTable:
     """Every attempt of a cell, in run order, one typed column per field of `RunPoint` (the environment's
-    three fields apart). Build it with `RunTable.of`; read it through `select` and the accessors."""
+    three fields apart). Build it with `RunTable.of`; read it through `select` and the accessors. Equal
+    when every column holds the same: float columns compared bit for bit, as NaN (not recorded) is not
+    equal to itself."""
 
     run_id: array[int]
     seq: array[int]
@@ -128,6 +130,13 @@ class RunTable:
     aa_arm: Strings
     user_us: array[int]
     system_us: array[int]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RunTable):
+            return NotImplemented
+        return all(_same(getattr(self, f.name), getattr(other, f.name)) for f in dataclasses.fields(self))
+
+    __hash__ = None  # type: ignore[assignment]  # mutable arrays inside: not hashable, as before
 
     @classmethod
     def of(
@@ -245,3 +254,9 @@ def _flags(value: float | None, valid: bool, ok: bool, capped: bool | None) -> i
     if capped is not None:
         f |= CAPPED_KNOWN | (CAPPED if capped else 0)
     return f
+
+
+def _same(a: object, b: object) -> bool:
+    if isinstance(a, array) and isinstance(b, array):
+        return a.typecode == b.typecode and a.tobytes() == b.tobytes()
+    return a == b
