@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from boardlab.stats._memo import digest, remembered
 from boardlab.stats.hypothesis import spearman
 
 DRIFT_ALPHA = 0.01  # research/anchors-methodology.md section 9.3: flag at p < 0.01
@@ -45,8 +46,14 @@ def drift_check(
     p < `alpha` (0.01, research/anchors-methodology.md section 9.3). Run order should not explain a cell's
     values when runs are interleaved and gated; when it does, the board drifted (heating, background load,
     frequency state) during the session. Returns None when undefined: fewer than 3 runs, or constant
-    values (no trend to test).
+    values (no trend to test). A pure function of its inputs, remembered (`_memo`): a report asks it of a
+    cell's runs for the cell's summary and again for each comparison's flags.
     """
+    key = digest("drift", values, order, alpha)
+    return remembered(key, lambda: _drift_check(values, order, alpha))
+
+
+def _drift_check(values: Sequence[float], order: Sequence[float] | None, alpha: float) -> DriftCheck | None:
     order_values = list(range(len(values))) if order is None else order
     if len(order_values) != len(values):
         raise ValueError(f"order has {len(order_values)} entries for {len(values)} values")
