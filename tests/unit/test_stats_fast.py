@@ -276,6 +276,16 @@ def test_ranks_pearson_and_split_are_the_loops_floats(n, kind):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("n", [3, 8, 9, 40, 1000])
+def test_the_summary_ranks_its_sorted_values_for_the_drift_check_as_spearman_would(n, kind):
+    xs = samples(n + 3, n, kind)
+    rising = [v * (1.0 + 0.002 * i) for i, v in enumerate(xs)]
+    for values in (xs, rising, sorted(xs)):
+        for order in (None, list(range(n)), random.Random(n).sample(range(3 * n), n)):
+            assert summarize(values, order=order).drift == _drift_check(values, order, 0.01)
+
+
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("n", [2, 5, 12, 101, 2000])
 def test_spread_and_outlier_counts_of_a_sorted_sample(n, kind):
     xs = samples(n + 9, n, kind) + ([50.0, 0.01] if n > 10 else [])

@@ -210,7 +210,12 @@ def rank_average(values: Sequence[float]) -> tuple[list[float], list[int]]:
     if all(map(lt, values, islice(values, 1, None))):  # already strictly increasing (run order): 1..n
         return list(map(float, range(1, n + 1))), []
     order = sorted(range(n), key=values.__getitem__)
-    in_order = list(map(values.__getitem__, order))
+    return ranks_of_sorted(order, list(map(values.__getitem__, order)))
+
+
+def ranks_of_sorted(order: list[int], in_order: list[float]) -> tuple[list[float], list[int]]:
+    """`rank_average` of values whose sorting permutation is `order` (in_order[r] = values[order[r]])."""
+    n = len(order)
     rank_in_order = list(map(float, range(1, n + 1)))
     ties: list[int] = []
     tied_at = list(compress(range(n - 1), map(eq, in_order, islice(in_order, 1, None))))

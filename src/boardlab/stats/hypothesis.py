@@ -230,11 +230,19 @@ def spearman(
     ys = as_values(y, what="y")
     if len(xs) != len(ys):
         raise ValueError(f"spearman needs samples of equal length, got {len(xs)} and {len(ys)}")
-    n = len(xs)
-    if n < 3:
+    if len(xs) < 3:
         return None
-    rx, tx = rank_average(xs)
-    ry, ty = rank_average(ys)
+    return spearman_of_ranks(rank_average(xs), rank_average(ys), method=method)
+
+
+Ranking = tuple[list[float], list[int]]  # rank_average's (average ranks, tie group sizes)
+
+
+def spearman_of_ranks(x: Ranking, y: Ranking, *, method: TestMethod = "auto") -> RankCorrelation | None:
+    """`spearman` of samples already ranked by `rank_average` (at least 3 each, equally many): a caller
+    that ranked a sample for another reason does not rank it again."""
+    (rx, tx), (ry, ty) = x, y
+    n = len(rx)
     rho = _pearson(rx, ry)
     if math.isnan(rho):
         return None

@@ -17,10 +17,17 @@ from fractions import Fraction
 from itertools import repeat
 from operator import mul, sub
 
-from boardlab.stats._special import first_true, half_binom_cdf, normal_ppf, percentile_sorted, student_t_ppf
+from boardlab.stats._special import (
+    first_true,
+    half_binom_cdf,
+    normal_ppf,
+    percentile_sorted,
+    ranks_of_sorted,
+    student_t_ppf,
+)
 from boardlab.stats._validate import as_values, check_level
 from boardlab.stats.bootstrap import MedianSampler, median_percentile_interval, percentile_interval
-from boardlab.stats.drift import DRIFT_ALPHA, DriftCheck, drift_check, drift_reason
+from boardlab.stats.drift import DRIFT_ALPHA, DriftCheck, drift_of_ranked, drift_reason
 
 PERCENTILE_METHOD = "linear interpolation between closest ranks (Hyndman-Fan 7, numpy default)"
 MAD_NORMAL_SCALE = 1.4826  # 1 / Phi^-1(3/4): makes the MAD estimate sigma for normal data
@@ -332,7 +339,8 @@ def summarize(
     if n == 0:
         raise ValueError("summarize needs at least one run value")
     check_level(confidence, "confidence")
-    s = sorted(xs)
+    by_value = sorted(range(n), key=xs.__getitem__)  # one sort: the sorted values and their ranks
+    s = list(map(xs.__getitem__, by_value))
     min_n = order_statistic_min_n(confidence)
     median = _median_sorted(s)
     mean, std = _mean_std(xs)
@@ -351,7 +359,7 @@ def summarize(
             f"resample median lies within [min, max]); have {n}"
         )
     outliers = _tukey_sorted(s)
-    drift = drift_check(xs, order, alpha=drift_alpha)
+    drift = drift_of_ranked(xs, ranks_of_sorted(by_value, s), order, drift_alpha)
     why_no_drift = drift_reason(n) or (None if drift is not None else "values are constant: no trend to test")
 
     warnings: list[str] = []
