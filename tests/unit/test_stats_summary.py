@@ -57,10 +57,16 @@ def test_order_statistic_ci_scales_to_many_values():
     assert ci.half_width == pytest.approx(1.96 * math.sqrt(100_001) / 2, rel=0.01)
 
 
-def test_bootstrap_ci_is_seeded_and_stays_within_the_runs():
-    a = median_ci_bootstrap(RUNS, seed=7)
-    b = median_ci_bootstrap(RUNS, seed=7)
-    assert a == b
+def test_bootstrap_ci_is_exact_or_seeded_and_stays_within_the_runs():
+    exact = median_ci_bootstrap(RUNS)
+    assert exact == median_ci_bootstrap(RUNS, seed=7)  # no draws: nothing for a seed to change
+    assert min(RUNS) <= exact.low <= statistics.median(RUNS) <= exact.high <= max(RUNS)
+    assert "percentile" in exact.method and "exact distribution" in exact.method
+    # the resample median's exact distribution over these 10 runs: P(median* < 9.9) = 0.0196 < 0.025 <=
+    # P(median* <= 9.9) = 0.0547, and P(median* < 10.4) = 0.9453 < 0.975 <= P(median* <= 10.4) = 0.9804
+    assert (exact.low, exact.high) == (9.9, 10.4)
+    a = median_ci_bootstrap(RUNS, resamples=10_000, seed=7)
+    assert a == median_ci_bootstrap(RUNS, resamples=10_000, seed=7)
     assert min(RUNS) <= a.low <= statistics.median(RUNS) <= a.high <= max(RUNS)
     assert "percentile" in a.method and "seed 7" in a.method
 

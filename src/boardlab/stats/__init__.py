@@ -1,7 +1,8 @@
 """Statistics for boardlab: pure functions that cite their method (docs/method.md; research/anchors-methodology.md).
 
 Standard library only (the on-board path has no numpy or scipy). Every function is pure: no I/O, no
-printing, no global state; randomness comes from an explicit `random.Random(seed)`, so results are
+printing, no global state but a bounded memo of pure answers (`_memo`: a cell's drift check and bimodality,
+asked again by each comparison); randomness comes from an explicit `random.Random(seed)`, so results are
 reproducible. Inputs are per-run values, one number per run; `run_values` reduces each run's iterations to
 its median. Results are frozen dataclasses (`dataclasses.asdict` turns them into plain data).
 

@@ -7,8 +7,11 @@ every function against scipy to 1e-10 or better.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 from functools import lru_cache
+from itertools import compress, islice
+from operator import eq, lt
 from statistics import NormalDist
 
 _NORMAL = NormalDist()
@@ -200,25 +203,62 @@ def half_binom_cdf(n: int, j: int) -> float:
 def rank_average(values: Sequence[float]) -> tuple[list[float], list[int]]:
     """Ranks 1..n with ties given their average rank, and the sizes of the tie groups (size >= 2 only).
 
-    The same ranking as `scipy.stats.rankdata(method="average")`.
+    The same ranking as `scipy.stats.rankdata(method="average")`. One sort; the ranks are scattered back
+    and tie groups found with C-level iteration, so only tied values cost a Python step each.
     """
     n = len(values)
+    if all(map(lt, values, islice(values, 1, None))):  # already strictly increasing (run order): 1..n
+        return list(map(float, range(1, n + 1))), []
     order = sorted(range(n), key=values.__getitem__)
-    ranks = [0.0] * n
+    return ranks_of_sorted(order, list(map(values.__getitem__, order)))
+
+
+def ranks_of_sorted(order: list[int], in_order: list[float]) -> tuple[list[float], list[int]]:
+    """`rank_average` of values whose sorting permutation is `order` (in_order[r] = values[order[r]])."""
+    n = len(order)
+    rank_in_order = list(map(float, range(1, n + 1)))
     ties: list[int] = []
-    i = 0
-    while i < n:
-        j = i
-        vi = values[order[i]]
-        while j + 1 < n and values[order[j + 1]] == vi:
+    tied_at = list(compress(range(n - 1), map(eq, in_order, islice(in_order, 1, None))))
+    g = 0
+    while g < len(tied_at):  # a tie group: consecutive positions i..j with in_order[p] == in_order[p + 1]
+        i = j = tied_at[g]
+        while g < len(tied_at) and tied_at[g] == j:
             j += 1
+            g += 1
         rank = (i + j) / 2.0 + 1.0
-        for m in range(i, j + 1):
-            ranks[order[m]] = rank
-        if j > i:
-            ties.append(j - i + 1)
-        i = j + 1
+        rank_in_order[i : j + 1] = [rank] * (j - i + 1)
+        ties.append(j - i + 1)
+    ranks = [0.0] * n
+    deque(map(ranks.__setitem__, order, rank_in_order), maxlen=0)  # ranks[order[r]] = rank_in_order[r]
     return ranks, ties
+
+
+def first_true(pred: Callable[[int], bool], guess: int, n: int) -> int:
+    """The smallest i in [0, n) with pred(i), for pred false then true over [0, n); n if pred holds nowhere.
+
+    A galloping search from `guess` (Bentley & Yao 1976): O(log d) evaluations when the answer is d away,
+    so a good guess costs a few.
+    """
+    if n <= 0:
+        return 0
+    guess = min(max(guess, 0), n - 1)
+    if pred(guess):
+        lo, hi, step = guess - 1, guess, 1  # pred(hi) holds; walk down to a lo where it fails
+        while lo >= 0 and pred(lo):
+            hi, lo, step = lo, lo - 2 * step, 2 * step
+        lo = max(lo, -1)
+    else:
+        lo, hi, step = guess, guess + 1, 1  # pred(lo) fails; walk up to a hi where it holds
+        while hi < n and not pred(hi):
+            lo, hi, step = hi, hi + 2 * step, 2 * step
+        hi = min(hi, n)
+    while hi - lo > 1:  # pred(lo) fails (or lo = -1), pred(hi) holds (or hi = n)
+        mid = (lo + hi) // 2
+        if pred(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi
 
 
 def percentile_sorted(xs: Sequence[float], q: float) -> float:

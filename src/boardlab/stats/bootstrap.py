@@ -15,17 +15,34 @@ draws for a given seed), at one uniform and one table lookup per resample instea
   indices above i, and X*_(k+1) sits at the smallest of them: i + T with P(T > t) = (1 - t/(n - i))^(n-k).
 The tests check these probabilities against exhaustive enumeration of all n^n resamples for small n, and
 the sampled medians against a naive resample-and-sort bootstrap.
+
+A cell's percentile interval needs no draws at all: `MedianLaw.quantile` finds the quantiles of that exact
+distribution (the limit of the percentile interval as the resamples grow), evaluating it only near them.
 """
 
 from __future__ import annotations
 
 import math
 import random
+from bisect import bisect_right
 from collections.abc import Sequence
 
-from boardlab.stats._special import binom_sf_ge, percentile_sorted
+from boardlab.stats._special import binom_sf_ge, first_true, normal_ppf, percentile_sorted
 
 _NEGLIGIBLE_LOG = 60 * math.log(2)  # a probability below 2^-60 is 0 to a bootstrap draw
+_NEGLIGIBLE = 2.0**-60
+# 6-point Gauss-Legendre rule on [-1, 1] (Abramowitz & Stegun 1964, table 25.4): exact for polynomials of
+# degree 11; the density integrated below changes by a factor of at most e^(4/sqrt(n)) over one step, which
+# the rule integrates to a relative 1e-12 at any n (a test checks it against the incomplete beta function).
+_GAUSS_LEGENDRE = (
+    (-0.9324695142031521, 0.1713244923791704),
+    (-0.6612093864662645, 0.3607615730481386),
+    (-0.2386191860831969, 0.4679139345726910),
+    (0.2386191860831969, 0.4679139345726910),
+    (0.6612093864662645, 0.3607615730481386),
+    (0.9324695142031521, 0.1713244923791704),
+)
+_STEP_REACH = 64  # extend the table by quadrature up to this many indices; further, one incomplete beta
 FLAT_MAX_N = 200  # even n up to this: tabulate all n(n+1)/2 median values (<= 20100) for one lookup per draw
 
 
@@ -146,6 +163,168 @@ class MedianSampler:
             probs[v] = probs.get(v, 0.0) + (c - prev)
             prev = c
         return probs
+
+
+class MedianLaw:
+    """The exact distribution of a bootstrap-resample median of fixed sorted values, evaluated lazily.
+
+    Notation of the module docstring, indices 0-based: G(i) = P(X*_(k) <= x_(i)) = I_{(i+1)/n}(k, n - k + 1)
+    is one incomplete beta function; its neighbours follow by integrating the Beta(k, n - k + 1) density
+    over one step of 1/n (Gauss-Legendre), so a quantile costs one incomplete beta function and a few dozen
+    steps, whatever n. For odd n the median is x_(I) with P(I <= i) = G(i). For even n it is
+    (x_(I) + x_(I+T')) / 2, where T' = 0 unless the two middle order statistics split at I; a split at i
+    moves to i + T with P(T > t) = (1 - t/(n - 1 - i))^m, and only splits within a few dozen indices of a
+    value can cross it (beyond, P(T > t) < 2^-60: a probability no draw could see).
+    """
+
+    __slots__ = ("_xs", "_n", "_k", "_m", "_log_beta", "_log_comb", "_g", "_split")
+
+    def __init__(self, sorted_values: Sequence[float]) -> None:
+        xs = list(sorted_values)
+        n = len(xs)
+        if n == 0:
+            raise ValueError("bootstrap of no values")
+        self._xs, self._n = xs, n
+        self._k = k = (n + 1) // 2 if n % 2 else n // 2
+        self._m = n - k
+        self._log_beta = math.lgamma(k) + math.lgamma(n - k + 1) - math.lgamma(n + 1)
+        self._log_comb = math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+        self._g: list[list] = []  # [start, [G(start), G(start + 1), ...]]: the computed runs
+        self._split: dict[int, float] = {}
+
+    def index_cdf(self, i: int) -> float:
+        """G(i) = P(X*_(k) <= x_(i)) (0-based i)."""
+        if i < 0:
+            return 0.0
+        if i >= self._n - 1:
+            return 1.0
+        for seg in self._g:  # contiguous runs [start, start + len(values)) already computed
+            start, values = seg
+            if start <= i < start + len(values):
+                return values[i - start]
+            if start - _STEP_REACH <= i < start:  # extend down: G(j - 1) = G(j) - step(j)
+                more = []
+                g = values[0]
+                for j in range(start, i, -1):
+                    g -= self._step(j)
+                    more.append(min(max(g, 0.0), 1.0))
+                more.reverse()
+                seg[:] = [i, more + values]
+                return more[0]
+            if start + len(values) <= i <= start + len(values) - 1 + _STEP_REACH:  # extend up
+                g = values[-1]
+                for j in range(start + len(values), i + 1):
+                    g += self._step(j)
+                    values.append(min(max(g, 0.0), 1.0))
+                return values[-1]
+        g = binom_sf_ge(self._k, self._n, (i + 1) / self._n)
+        self._g.append([i, [g]])
+        return g
+
+    def _step(self, i: int) -> float:
+        """G(i) - G(i - 1): the Beta(k, n - k + 1) density integrated over [i/n, (i + 1)/n]."""
+        n, a1, b1, log_beta = self._n, self._k - 1, self._n - self._k, self._log_beta
+        c, h = (i + 0.5) / n, 0.5 / n
+        total = 0.0
+        for t, w in _GAUSS_LEGENDRE:
+            x = c + h * t
+            total += w * math.exp(a1 * math.log(x) + b1 * math.log1p(-x) - log_beta)
+        return h * total
+
+    def split(self, i: int) -> float:
+        """P(the two middle order statistics split at i): X*_(k) = x_(i) < X*_(k+1) (even n; 0-based i):
+        k of the n draws at or below i, at least one of them at i, the other m above i."""
+        s = self._split.get(i)
+        if s is None:
+            n, k, m = self._n, self._k, self._m
+            s = 0.0
+            if i < n - 1:
+                below = 1.0 if i == 0 else -math.expm1(k * math.log(i / (i + 1)))
+                s = (
+                    math.exp(self._log_comb + m * math.log((n - 1 - i) / n) + k * math.log((i + 1) / n))
+                    * below
+                )
+            self._split[i] = s
+        return s
+
+    def _above(self, i: int, v: float, t: int) -> int:
+        """The largest t' >= t with (x_(i) + x_(i+t')) / 2 <= v, given that t qualifies (the midpoint as a
+        median computes it, so that rounding cannot misplace a value next to v)."""
+        xs, last = self._xs, self._n - 1 - i
+        t = max(t, min(bisect_right(xs, 2.0 * v - xs[i], i + t) - 1 - i, last))
+        while t < last and 0.5 * (xs[i] + xs[i + t + 1]) <= v:
+            t += 1
+        while t > 0 and 0.5 * (xs[i] + xs[i + t]) > v:
+            t -= 1
+        return t
+
+    def cdf(self, v: float) -> float:
+        """P(resample median <= v)."""
+        j = bisect_right(self._xs, v)  # indices below j hold values <= v
+        total = self.index_cdf(j - 1)
+        if self._n % 2 == 0:
+            for i, span in self._splits_below(j):
+                t = self._above(i, v, j - 1 - i)
+                if t < span:
+                    total -= self.split(i) * (1.0 - t / span) ** self._m
+        return max(total, 0.0)
+
+    def _splits_below(self, j: int):
+        """(i, n - 1 - i) for the indices i < j whose split can cross x_(j-1) (P(T > j - 1 - i) >= 2^-60),
+        nearest first."""
+        for i in range(j - 1, -1, -1):
+            span = self._n - 1 - i
+            if span == 0:
+                continue
+            if (1.0 - (j - 1 - i) / span) ** self._m < _NEGLIGIBLE:
+                return
+            yield i, span
+
+    def quantile(self, q: float) -> float:
+        """The smallest median value v with P(resample median <= v) >= q (0 < q < 1)."""
+        xs, n = self._xs, self._n
+        guess = round(n * (0.5 + normal_ppf(q) * 0.5 / math.sqrt(n + 2)))  # the normal approximation
+        if n % 2:
+            return xs[first_true(lambda i: self.index_cdf(i) >= q, guess, n)]
+        at: dict[int, float] = {}  # P(median <= x_(j)) by j, as the search evaluates it
+
+        def reaches(j: int) -> bool:
+            at[j] = self.cdf(xs[j])
+            return at[j] >= q
+
+        j = first_true(reaches, guess, n)  # x_(j) is the first sorted value the quantile does not exceed
+        if j == 0 or xs[j - 1] == xs[j]:
+            return xs[j]
+        reached = at[j - 1] if j - 1 in at else self.cdf(xs[j - 1])
+        for value, mass in sorted(self._atoms_between(j)):
+            reached += mass
+            if reached >= q:
+                return value
+        return xs[j]
+
+    def _atoms_between(self, j: int):
+        """(median value, probability) of the splits whose median lies strictly between x_(j-1) and x_(j),
+        those with a probability of at least 2^-60."""
+        xs, m = self._xs, self._m
+        low, high = xs[j - 1], xs[j]
+        for i, span in self._splits_below(j):
+            first = self._above(i, low, j - 1 - i) + 1  # the first t with a midpoint above x_(j-1)
+            reach = min(span, 1 + math.ceil(span * -math.expm1(-_NEGLIGIBLE_LOG / m)))  # P(T >= t) >= 2^-60
+            split = self.split(i)
+            for t in range(first, reach + 1):
+                mid = 0.5 * (xs[i] + xs[i + t])
+                if mid >= high:
+                    break
+                yield mid, split * ((1.0 - (t - 1) / span) ** m - (1.0 - t / span) ** m)
+
+
+def median_percentile_interval(sorted_values: Sequence[float], confidence: float) -> tuple[float, float]:
+    """The percentile interval of the exact bootstrap distribution of the median: its (1 - c)/2 and
+    (1 + c)/2 quantiles (`MedianLaw.quantile`), what a percentile interval of resample medians tends to as
+    the resamples grow."""
+    law = MedianLaw(sorted_values)
+    alpha = 1.0 - confidence
+    return law.quantile(alpha / 2.0), law.quantile(1.0 - alpha / 2.0)
 
 
 def percentile_interval(

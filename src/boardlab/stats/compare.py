@@ -259,7 +259,7 @@ def _trimmed_effect(base, cond, paired_blocks, hib, confidence, alpha, warnings)
     """Yuen's trimmed t on log values (paired: the one-sample trimmed t of per-block log ratios): the
     ratio of trimmed geometric means, its intervals and the test from the same statistic."""
     n_blocks = None
-    logs_b, logs_c = [math.log(v) for v in base], [math.log(v) for v in cond]
+    logs_b, logs_c = list(map(math.log, base)), list(map(math.log, cond))
     if paired_blocks is not None:
         log_ratios, unpaired = _paired_log_ratios(base, cond, paired_blocks)
         n_blocks = len(log_ratios)

@@ -6,7 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from boardlab.stats.hypothesis import spearman
+from boardlab.stats._memo import digest, remembered
+from boardlab.stats._special import rank_average
+from boardlab.stats._validate import as_values
+from boardlab.stats.hypothesis import Ranking, spearman, spearman_of_ranks
 
 DRIFT_ALPHA = 0.01  # research/anchors-methodology.md section 9.3: flag at p < 0.01
 
@@ -45,12 +48,31 @@ def drift_check(
     p < `alpha` (0.01, research/anchors-methodology.md section 9.3). Run order should not explain a cell's
     values when runs are interleaved and gated; when it does, the board drifted (heating, background load,
     frequency state) during the session. Returns None when undefined: fewer than 3 runs, or constant
-    values (no trend to test).
+    values (no trend to test). A pure function of its inputs, remembered (`_memo`): a report asks it of a
+    cell's runs for the cell's summary and again for each comparison's flags.
     """
+    key = digest("drift", values, order, alpha)
+    return remembered(key, lambda: _drift_check(values, order, alpha))
+
+
+def drift_of_ranked(
+    values: list[float], value_ranks: Ranking, order: Sequence[float] | None, alpha: float
+) -> DriftCheck | None:
+    """`drift_check` of checked values that the caller has ranked (`rank_average`), remembered alike."""
+    key = digest("drift", values, order, alpha)
+    return remembered(key, lambda: _drift_check(values, order, alpha, value_ranks))
+
+
+def _drift_check(
+    values: Sequence[float], order: Sequence[float] | None, alpha: float, value_ranks: Ranking | None = None
+) -> DriftCheck | None:
     order_values = list(range(len(values))) if order is None else order
     if len(order_values) != len(values):
         raise ValueError(f"order has {len(order_values)} entries for {len(values)} values")
-    result = spearman(order_values, values)
+    if value_ranks is None or len(values) < 3:
+        result = spearman(order_values, values)
+    else:
+        result = spearman_of_ranks(rank_average(as_values(order_values, what="x")), value_ranks)
     if result is None:
         return None
     flagged = result.p_value < alpha

@@ -21,7 +21,10 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import accumulate, repeat
+from operator import add, mul, sub, truediv
 
+from boardlab.stats._memo import digest, remembered
 from boardlab.stats._special import exp_or_inf
 from boardlab.stats.drift import drift_check
 from boardlab.stats.verdict import Confounding
@@ -56,25 +59,31 @@ class Bimodality:
 
 
 def _best_split(logs: list[float]) -> tuple[float, int]:
-    """(R^2, size of the low group) of the best split of sorted `logs` (prefix sums: linear time)."""
+    """(R^2, size of the low group) of the best split of sorted `logs` (prefix sums: linear time).
+
+    A split after i values explains between / total of the variance, with between =
+    i (low mean - mean)^2 + (n - i) (high mean - mean)^2; every term is computed by C-level iteration
+    (`map`) in the order and with the arithmetic of a plain loop, so the floats are a loop's."""
     n = len(logs)
     total_mean = sum(logs) / n
-    sst = sum((v - total_mean) ** 2 for v in logs)
+    sst = sum(map(pow, map(sub, logs, repeat(total_mean)), repeat(2)))
     if sst <= 0.0:
         return 0.0, 0
     smallest = max(2, math.ceil(0.2 * n))
-    prefix = 0.0
-    sums = []
-    for v in logs:
-        prefix += v
-        sums.append(prefix)
-    best, at = 0.0, 0
-    for i in range(smallest, n - smallest + 1):
-        low_mean, high_mean = sums[i - 1] / i, (prefix - sums[i - 1]) / (n - i)
-        between = i * (low_mean - total_mean) ** 2 + (n - i) * (high_mean - total_mean) ** 2
-        if between / sst > best:
-            best, at = between / sst, i
-    return best, at
+    sums = list(accumulate(logs))
+    prefix = sums[-1]
+    sizes = range(smallest, n - smallest + 1)  # i, the low group's size
+    rest = range(n - smallest, smallest - 1, -1)  # n - i
+    low_sums = sums[smallest - 1 : n - smallest]  # sums[i - 1]
+    low_means = map(truediv, low_sums, sizes)
+    high_means = map(truediv, map(sub, repeat(prefix), low_sums), rest)
+    low_terms = map(mul, sizes, map(pow, map(sub, low_means, repeat(total_mean)), repeat(2)))
+    high_terms = map(mul, rest, map(pow, map(sub, high_means, repeat(total_mean)), repeat(2)))
+    shares = list(map(truediv, map(add, low_terms, high_terms), repeat(sst)))
+    best = max(shares, default=0.0)
+    if not best > 0.0:
+        return 0.0, 0
+    return best, smallest + shares.index(best)  # the first split reaching the best share, as a loop's ">"
 
 
 @lru_cache(maxsize=256)
@@ -96,10 +105,17 @@ def simulated_threshold(n: int) -> float:
 
 
 def bimodality(values: Sequence[float]) -> Bimodality | None:
-    """The best split of positive run values (module docstring); None below BIMODAL_MIN_RUNS runs."""
+    """The best split of positive run values (module docstring); None below BIMODAL_MIN_RUNS runs.
+
+    A pure function of the values, remembered (`_memo`): a comparison asks it of each arm to choose its
+    test and again for its flags, and a baseline shared by k comparisons is asked 2k times."""
+    return remembered(digest("bimodality", values), lambda: _bimodality(values))
+
+
+def _bimodality(values: Sequence[float]) -> Bimodality | None:
     if len(values) < BIMODAL_MIN_RUNS or min(values) <= 0:
         return None
-    logs = sorted(math.log(v) for v in values)
+    logs = sorted(map(math.log, values))
     r2, low = _best_split(logs)
     if low == 0:
         return Bimodality(0.0, bimodal_threshold(len(logs)), 0.0, 1.0)

@@ -11,6 +11,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import repeat
+from operator import mul, sub
 from typing import Literal
 
 from boardlab.stats._special import normal_cdf, rank_average, student_t_sf
@@ -183,11 +185,14 @@ class RankCorrelation:
 
 
 def _pearson(a: Sequence[float], b: Sequence[float]) -> float:
+    """Pearson's r of equally long a and b: the sums of products of deviations, term by term in order
+    (C-level iteration over the same arithmetic as a loop, so the same floats)."""
     n = len(a)
     ma, mb = sum(a) / n, sum(b) / n
-    sab = sum((x - ma) * (y - mb) for x, y in zip(a, b, strict=True))
-    saa = sum((x - ma) ** 2 for x in a)
-    sbb = sum((y - mb) ** 2 for y in b)
+    da, db = list(map(sub, a, repeat(ma))), list(map(sub, b, repeat(mb)))
+    sab = sum(map(mul, da, db))
+    saa = sum(map(pow, da, repeat(2)))
+    sbb = sum(map(pow, db, repeat(2)))
     if saa == 0 or sbb == 0:
         return math.nan
     return max(-1.0, min(1.0, sab / math.sqrt(saa * sbb)))
@@ -225,11 +230,19 @@ def spearman(
     ys = as_values(y, what="y")
     if len(xs) != len(ys):
         raise ValueError(f"spearman needs samples of equal length, got {len(xs)} and {len(ys)}")
-    n = len(xs)
-    if n < 3:
+    if len(xs) < 3:
         return None
-    rx, tx = rank_average(xs)
-    ry, ty = rank_average(ys)
+    return spearman_of_ranks(rank_average(xs), rank_average(ys), method=method)
+
+
+Ranking = tuple[list[float], list[int]]  # rank_average's (average ranks, tie group sizes)
+
+
+def spearman_of_ranks(x: Ranking, y: Ranking, *, method: TestMethod = "auto") -> RankCorrelation | None:
+    """`spearman` of samples already ranked by `rank_average` (at least 3 each, equally many): a caller
+    that ranked a sample for another reason does not rank it again."""
+    (rx, tx), (ry, ty) = x, y
+    n = len(rx)
     rho = _pearson(rx, ry)
     if math.isnan(rho):
         return None
