@@ -179,6 +179,8 @@ class Runner:
         self.monitor_interval_s = monitor_interval_s
         self.fresh = fresh
         self._longest_ns: dict[str, int] = {}  # per cell: the longest run so far, for the default timeout
+        self._others: set[int] = set()  # the CPUs besides the measured one, while a campaign runs
+        self._argvs: dict[str, list[str]] = {}  # per cell: its worker's command line, built once
 
     # ---- pieces of one run ----
 
@@ -257,7 +259,13 @@ class Runner:
         return pagecache.make_cold(self.sr, files)
 
     def _argv(self, cell: Cell) -> list[str]:
-        """The workload's own `measured_argv` hook (boardlab-kern, `python -m boardlab.pyrun`, ...)."""
+        """The workload's own `measured_argv` hook (boardlab-kern, `python -m boardlab.pyrun`, ...), called once
+        per cell: the command line is a function of the cell's parameters and the plan's [runs]."""
+        if cell.key not in self._argvs:
+            self._argvs[cell.key] = self._build_argv(cell)
+        return self._argvs[cell.key]
+
+    def _build_argv(self, cell: Cell) -> list[str]:
         runs = self.plan.runs
         options = LaunchOptions(
             iterations=runs.iterations,
@@ -351,6 +359,13 @@ class Runner:
         and the worker's CPUs (a part may move the worker, e.g. onto an isolated CPU)."""
         worker_cpus = {cpu} if cpu is not None else None
         part_states = []
+        # What a part starts (a load, a daemon, `ip`) inherits this thread's CPUs, so the parts are applied and
+        # undone from the other CPUs, not from the measured one the run loop waits on.
+        away = bool(self._others) and any(k != "baseline" for k, _ in condition.all_parts)
+        if away:
+            home = os.sched_getaffinity(0)
+            stack.callback(os.sched_setaffinity, 0, home)  # the last step of the undo
+            os.sched_setaffinity(0, self._others)
         if condition.parts:  # journaled as one restore unit, which `boardlab restore` undoes whole
             stack.enter_context(self.ctx.journal.unit(f"combined condition {condition.name}"))
         for kind_name, params in condition.all_parts:
@@ -359,6 +374,9 @@ class Runner:
             if hasattr(kind, "worker_cpus"):
                 wanted = kind.worker_cpus(params, self.ctx)
                 worker_cpus = wanted if wanted is not None else worker_cpus
+        if away:
+            stack.callback(os.sched_setaffinity, 0, self._others)  # the first step of the undo
+            os.sched_setaffinity(0, home)
         return part_states, worker_cpus
 
     def _measure(
@@ -627,9 +645,10 @@ class Runner:
         happens, the campaign's status and monitor cost are stored and every setting restored."""
         own_before = os.sched_getaffinity(0)
         others = (online - {c.cpu}) & own_before if c.cpu is not None else set()
-        if others:
+        self._others = others
+        if others:  # what starts now (the energy meter's commands, its thread) inherits this
             os.sched_setaffinity(0, others)
-        monitor = Monitor(self.root, interval_s=self.monitor_interval_s)
+        monitor = Monitor(self.root, interval_s=self.monitor_interval_s, cpus=others or None)
         self.energy.start(self.store, c.campaign_id, others or None)
         start_temps = {k: v for k, v in sampling.read_values(monitor.src.temps).items() if v is not None}
         c.attempts = self.store.attempts(c.campaign_id)
@@ -639,6 +658,9 @@ class Runner:
         status = "interrupted"
         try:
             planned, rounds, references = self._plan_rounds(c)
+            monitor.ready()  # its thread, off the measured CPU, exists before the first worker does
+            if others:  # the loop waits for each worker on its CPU, as hyperfine does (docs/architecture.md)
+                os.sched_setaffinity(0, {c.cpu})
             loop_t0 = time.monotonic()
             self._rounds(c, planned, rounds, references)
             self.energy.finish(c.gate)
