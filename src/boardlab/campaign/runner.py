@@ -51,7 +51,7 @@ class Outcome:
     reruns: int
     resumed: bool
     monitor_cost_pct_of_core: float | None
-    loop_s: float = 0.0  # wall time of the run loop (gates, workers, monitor, commits), without start-up
+    loop_s: float = 0.0  # wall time of the run loop (gates, workers, monitor, commits): not its set-up or close
 
 
 @dataclass(frozen=True)
@@ -654,7 +654,6 @@ class Runner:
         c.attempts = self.store.attempts(c.campaign_id)
         c.gate = lambda: self._gate(monitor.src, start_temps)
         c.execute = lambda sr_run, attempt: self._execute(sr_run, attempt, c.cpu, monitor, start_temps)
-        loop_t0 = time.monotonic()
         status = "interrupted"
         try:
             planned, rounds, references = self._plan_rounds(c)
@@ -664,6 +663,7 @@ class Runner:
             loop_t0 = time.monotonic()
             self._rounds(c, planned, rounds, references)
             self.energy.finish(c.gate)
+            loop_s = time.monotonic() - loop_t0  # the runs, not the campaign's closing below
             status = "complete"
         finally:
             self.energy.stop()
@@ -671,9 +671,7 @@ class Runner:
             os.sched_setaffinity(0, own_before)
             self.ctx.cleanup()
             cost = self._close_campaign(c, status)
-        return Outcome(
-            c.campaign_id, status, c.done, c.total, c.reruns, c.resumed, cost, time.monotonic() - loop_t0
-        )
+        return Outcome(c.campaign_id, status, c.done, c.total, c.reruns, c.resumed, cost, loop_s)
 
     def _plan_rounds(self, c: _Campaign):
         """The schedule of the planned rounds (fixed repetitions, or the precision rule's pilot), stored as
