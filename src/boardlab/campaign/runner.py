@@ -51,7 +51,9 @@ class Outcome:
     reruns: int
     resumed: bool
     monitor_cost_pct_of_core: float | None
-    loop_s: float = 0.0  # wall time of the run loop (gates, workers, monitor, commits): not its set-up or close
+    loop_s: float = (
+        0.0  # wall time of the run loop (gates, workers, monitor, commits): not its set-up or close
+    )
 
 
 @dataclass(frozen=True)
@@ -658,7 +660,7 @@ class Runner:
         try:
             planned, rounds, references = self._plan_rounds(c)
             monitor.ready()  # its thread, off the measured CPU, exists before the first worker does
-            if others:  # the loop waits for each worker on its CPU, as hyperfine does (docs/architecture.md)
+            if others and c.cpu is not None:  # the loop waits for each worker on its CPU, as hyperfine does
                 os.sched_setaffinity(0, {c.cpu})
             loop_t0 = time.monotonic()
             self._rounds(c, planned, rounds, references)

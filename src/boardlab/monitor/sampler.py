@@ -127,8 +127,8 @@ class _Job:
         self.acc = _Acc()
         self.throttled = False
         self.status: dict[str, int] = {}
-        self.last_cpu = None
-        self.threads = None
+        self.last_cpu: int | None = None
+        self.threads: int | None = None
         self.samples = 0
 
     def begin(self) -> None:
@@ -253,11 +253,11 @@ class _Job:
         return {
             "swap_pages": swap1 - swap0 if swap0 is not None and swap1 is not None else None,
             "psi_some_us": {
-                r: psi1[r] - psi0[r] for r in psi1 if psi1[r] is not None and psi0.get(r) is not None
+                r: b - a for r, b in psi1.items() if b is not None and (a := psi0.get(r)) is not None
             },
             "energy_uj": {
-                z: energy1[z] - energy0[z]
-                for z in energy1
-                if energy1[z] is not None and energy0.get(z) is not None and energy1[z] >= energy0[z]
+                z: b - a
+                for z, b in energy1.items()
+                if b is not None and (a := energy0.get(z)) is not None and b >= a
             },
         }
