@@ -161,7 +161,7 @@ class _PinProbe:
         self.seen.append(("undo", os.sched_getaffinity(0)))
 
 
-def test_the_loop_waits_on_the_workers_cpu_and_monitor_and_conditions_stay_off_it(tmp_path, monkeypatch):
+def test_only_the_worker_runs_on_its_cpu_the_loop_monitor_and_conditions_stay_off_it(tmp_path, monkeypatch):
     allowed = sorted(os.sched_getaffinity(0))
     if len(allowed) < 2:
         pytest.skip("needs two CPUs: the worker's and another")
@@ -176,12 +176,17 @@ def test_the_loop_waits_on_the_workers_cpu_and_monitor_and_conditions_stay_off_i
     monkeypatch.setattr(conditions, "condition_kinds", lambda: kinds)
     monkeypatch.setattr(runner_mod, "condition_kinds", lambda: kinds)
     worker_cpu, others = allowed[-1], set(allowed[:-1])
-    during: list[tuple[set[int], set[int]]] = []
+    during: list[tuple[set[int], set[int], set[int]]] = []
     real_collect = runner_mod.collect
 
     def collect(proc, timeout_s):
         (monitor,) = [t for t in threading.enumerate() if t.name == "boardlab-monitor"]
-        during.append((os.sched_getaffinity(0), os.sched_getaffinity(monitor.native_id)))
+        seen = (
+            os.sched_getaffinity(proc.pid),
+            os.sched_getaffinity(0),
+            os.sched_getaffinity(monitor.native_id),
+        )
+        during.append(seen)
         return real_collect(proc, timeout_s)
 
     monkeypatch.setattr(runner_mod, "collect", collect)
@@ -197,6 +202,6 @@ def test_the_loop_waits_on_the_workers_cpu_and_monitor_and_conditions_stay_off_i
     with Store.open(str(tmp_path / "pins.db")) as store:
         outcome = runner_mod.Runner(plan, catalog, store, progress=TerminalProgress(quiet=True)).run()
     assert outcome.status == "complete" and outcome.runs_done == 4
-    assert during == [({worker_cpu}, others)] * 4
+    assert during == [({worker_cpu}, others, others)] * 4  # the worker, the loop's thread, the monitor's
     assert _PinProbe.seen == [("apply", others), ("undo", others)] * 2
     assert os.sched_getaffinity(0) == before  # given back when the campaign ends

@@ -181,7 +181,6 @@ class Runner:
         self.monitor_interval_s = monitor_interval_s
         self.fresh = fresh
         self._longest_ns: dict[str, int] = {}  # per cell: the longest run so far, for the default timeout
-        self._others: set[int] = set()  # the CPUs besides the measured one, while a campaign runs
         self._argvs: dict[str, list[str]] = {}  # per cell: its worker's command line, built once
 
     # ---- pieces of one run ----
@@ -361,13 +360,6 @@ class Runner:
         and the worker's CPUs (a part may move the worker, e.g. onto an isolated CPU)."""
         worker_cpus = {cpu} if cpu is not None else None
         part_states = []
-        # What a part starts (a load, a daemon, `ip`) inherits this thread's CPUs, so the parts are applied and
-        # undone from the other CPUs, not from the measured one the run loop waits on.
-        away = bool(self._others) and any(k != "baseline" for k, _ in condition.all_parts)
-        if away:
-            home = os.sched_getaffinity(0)
-            stack.callback(os.sched_setaffinity, 0, home)  # the last step of the undo
-            os.sched_setaffinity(0, self._others)
         if condition.parts:  # journaled as one restore unit, which `boardlab restore` undoes whole
             stack.enter_context(self.ctx.journal.unit(f"combined condition {condition.name}"))
         for kind_name, params in condition.all_parts:
@@ -376,9 +368,6 @@ class Runner:
             if hasattr(kind, "worker_cpus"):
                 wanted = kind.worker_cpus(params, self.ctx)
                 worker_cpus = wanted if wanted is not None else worker_cpus
-        if away:
-            stack.callback(os.sched_setaffinity, 0, self._others)  # the first step of the undo
-            os.sched_setaffinity(0, home)
         return part_states, worker_cpus
 
     def _measure(
@@ -647,8 +636,9 @@ class Runner:
         happens, the campaign's status and monitor cost are stored and every setting restored."""
         own_before = os.sched_getaffinity(0)
         others = (online - {c.cpu}) & own_before if c.cpu is not None else set()
-        self._others = others
-        if others:  # what starts now (the energy meter's commands, its thread) inherits this
+        if (
+            others
+        ):  # the loop and what it starts (loads, the energy meter's commands) stay off the worker's CPU
             os.sched_setaffinity(0, others)
         monitor = Monitor(self.root, interval_s=self.monitor_interval_s, cpus=others or None)
         self.energy.start(self.store, c.campaign_id, others or None)
@@ -660,8 +650,6 @@ class Runner:
         try:
             planned, rounds, references = self._plan_rounds(c)
             monitor.ready()  # its thread, off the measured CPU, exists before the first worker does
-            if others and c.cpu is not None:  # the loop waits for each worker on its CPU, as hyperfine does
-                os.sched_setaffinity(0, {c.cpu})
             loop_t0 = time.monotonic()
             self._rounds(c, planned, rounds, references)
             self.energy.finish(c.gate)

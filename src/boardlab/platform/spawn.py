@@ -1,8 +1,7 @@
 """Starting workers and loads: pinned, in their own process group, and dying with boardlab.
 
-A worker inherits the CPU affinity of the thread that forks it, so spawn() pins only that thread for the
-instant of the spawn (nothing to do when it is already there: the campaign runner's loop waits on the worker's
-CPU); the child gets PR_SET_PDEATHSIG so that a SIGKILLed boardlab leaves no process
+A worker inherits the CPU affinity of the thread that forks it, so the runner pins only itself for the
+instant of the spawn; the child gets PR_SET_PDEATHSIG so that a SIGKILLed boardlab leaves no process
 behind, and its own process group so that Ctrl-C reaches boardlab, which then stops it cleanly.
 
 A process group, not a session: the scheduler's autogroups (CONFIG_SCHED_AUTOGROUP, on in Debian's kernels)
@@ -42,7 +41,7 @@ def _die_with_parent(parent_pid: int) -> None:  # runs in the child between fork
 def thread_affinity(cpus: set[int] | None):
     """Pins the calling thread (Linux affinity is per thread) for the duration, then restores it."""
     before = os.sched_getaffinity(0) if cpus else set()
-    if not cpus or before == cpus:  # already there (the runner's loop waits on the worker's CPU)
+    if not cpus or before == cpus:  # already there: nothing to move
         yield
         return
     os.sched_setaffinity(0, cpus)
