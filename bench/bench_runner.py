@@ -8,7 +8,8 @@ same boardlab-kern command line: its mean per run. Warm-up is off in both, so th
 unpinned one would measure how busy that CPU is, not the runner. Alternated A B, B A (the machine drifts);
 the figure is the median of the pairwise ratios, printed beside the counterbalanced median of the method
 (the geometric mean of each order's median). Targets: both at most 1.1x, and the monitor under 1% of one
-core at 10 Hz.
+core at 10 Hz. `--phases` instead runs one campaign in this process and prints each step of a run (spawn,
+monitor, collect, JSON, commit) in wall and CPU time of the loop's thread: where the runner's cost goes.
 """
 
 from __future__ import annotations
@@ -120,7 +121,64 @@ def hyperfine_per_run(tmp: Path) -> float:
     return json.loads(export.read_text())["results"][0]["mean"]
 
 
+# What the run loop's thread does per run (bench_runner.py --phases): module, attribute, what it is.
+PHASES = (
+    ("boardlab.campaign.runner", "spawn", "spawn (vfork, exec of the worker)"),
+    ("boardlab.monitor.sampler", "Monitor.start", "monitor start (a job for its thread)"),
+    ("boardlab.campaign.runner", "collect", "collect (pipes, pidfd until the end, wait4)"),
+    ("boardlab.monitor.sampler", "Monitor.stop", "monitor stop (last sample, summary)"),
+    ("boardlab.campaign.runner", "Runner._cpufreq", "governors and frequencies (x2)"),
+    ("boardlab.campaign.runner", "Runner._result", "worker JSON read and checked, the record"),
+    ("boardlab.store", "Store.record_run", "record_run (inserts, commit)"),
+    ("boardlab.campaign.runner", "Runner._settle", "the whole run, all of the above included"),
+)
+
+
+def phases(tmp: Path, runs: int = 100) -> None:
+    """A campaign of `runs` noop runs in this process with each step wrapped: each step's median wall and CPU
+    time (of the loop's thread) per run, which is where the runner's own milliseconds go."""
+    import importlib
+
+    from boardlab.cli import main as cli_main
+
+    spent: dict[str, list[tuple[int, int]]] = {}
+    for module, attr, label in PHASES:
+        *parents, name = attr.split(".")
+        owner = importlib.import_module(module)
+        for parent in parents:
+            owner = getattr(owner, parent)
+
+        real = getattr(owner, name)
+
+        def timed(*a, _real=real, _label=label, **k):
+            w0, c0 = time.perf_counter_ns(), time.thread_time_ns()
+            try:
+                return _real(*a, **k)
+            finally:
+                spent.setdefault(_label, []).append((time.perf_counter_ns() - w0, time.thread_time_ns() - c0))
+
+        setattr(owner, name, timed)
+    plan = tmp / "phases.toml"
+    plan.write_text(PLAN.replace(f"repetitions = {RUNS}", f"repetitions = {runs}"))
+    cli_main(["run", str(plan), "--db", str(tmp / "phases.db"), "--quiet"])
+    print(f"where the loop's time goes ({runs} noop runs; medians per run, the first run left out):")
+    for _, _, label in PHASES:
+        rows = spent.get(label, [])[1:]
+        if rows:
+            wall = statistics.median(w for w, _ in rows) / 1e6
+            cpu = statistics.median(c for _, c in rows) / 1e6
+            print(f"  {label:45s} wall {wall:8.3f} ms  CPU {cpu:6.3f} ms")
+    whole, waits = spent.get(PHASES[-1][2], [])[1:], spent.get(PHASES[2][2], [])[1:]
+    if whole and len(whole) == len(waits):  # one collect per run: the run's time outside the worker's
+        outside = statistics.median((w - c[0]) for (w, _), c in zip(whole, waits, strict=True)) / 1e6
+        print(f"  {'the whole run but collect (the loop alone)':45s} wall {outside:8.3f} ms")
+
+
 def main() -> int:
+    if "--phases" in sys.argv[1:]:
+        with tempfile.TemporaryDirectory() as d:
+            phases(Path(d))
+        return 0
     for tool, package in (("hyperfine", "hyperfine"), ("taskset", "util-linux")):
         if not shutil.which(tool):
             print(f"{tool} is not installed (apt-get install {package}): the reference cannot be measured")

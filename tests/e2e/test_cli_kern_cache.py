@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from boardlab import native
 from boardlab.native import kern_path
 
 from helpers import run_cli
@@ -90,3 +91,16 @@ def test_an_unwritable_cache_directory_costs_a_run_not_a_failure(setup, tmp_path
     first = listed(env)
     assert listed(env) == first and calls(count) == 2  # nothing cached, nothing written, both ran it
     assert blocker.read_text() == ""
+
+
+def test_a_link_at_the_cache_entry_is_replaced_and_the_file_it_points_to_is_untouched(setup, tmp_path):
+    _, script, count, cache, env = setup
+    cache.mkdir(parents=True, mode=0o700)
+    user_file = tmp_path / "a user's file"
+    user_file.write_text("mine\n")
+    entry = cache / native._cache_file(script).name  # the name is a digest of the binary's path
+    entry.symlink_to(user_file)
+    first = listed(env)
+    assert user_file.read_text() == "mine\n"
+    assert entry.is_file() and not entry.is_symlink()
+    assert listed(env) == first and calls(count) == 1  # the entry written is the cache's own, and is read

@@ -190,3 +190,14 @@ def test_a_real_tree_on_this_machine_counts_the_grandchild_burning_cpu(children_
     assert peak is not None and peak.processes == 1  # sh itself left out: the Python grandchild alone
     assert peak.rss_kib >= 64 << 10
     assert most >= 0.3 * src.clk_tck  # the grandchild's 0.4 s of CPU, bar the last sample's
+
+
+def test_swap_pages_sum_pswpin_and_pswpout_and_no_other_line(tmp_path):
+    (tmp_path / "proc").mkdir()
+    vmstat = tmp_path / "proc" / "vmstat"
+    src = sampling.resolve_sources(str(tmp_path))
+    assert sampling.read_swap_pages(src) is None  # no /proc/vmstat: unknown, not zero
+    vmstat.write_bytes(b"nr_free_pages 1\npswpin 12\npswpout 30\npswpin_zero 7\nxpswpout 5\npgfault 9\n")
+    assert sampling.read_swap_pages(src) == 42
+    vmstat.write_bytes(b"nr_free_pages 1\n")  # a kernel without swap accounting
+    assert sampling.read_swap_pages(src) == 0

@@ -51,7 +51,9 @@ class Outcome:
     reruns: int
     resumed: bool
     monitor_cost_pct_of_core: float | None
-    loop_s: float = 0.0  # wall time of the run loop (gates, workers, monitor, commits), without start-up
+    loop_s: float = (
+        0.0  # wall time of the run loop (gates, workers, monitor, commits): not its set-up or close
+    )
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,7 @@ class Runner:
         self.monitor_interval_s = monitor_interval_s
         self.fresh = fresh
         self._longest_ns: dict[str, int] = {}  # per cell: the longest run so far, for the default timeout
+        self._argvs: dict[str, list[str]] = {}  # per cell: its worker's command line, built once
 
     # ---- pieces of one run ----
 
@@ -257,7 +260,13 @@ class Runner:
         return pagecache.make_cold(self.sr, files)
 
     def _argv(self, cell: Cell) -> list[str]:
-        """The workload's own `measured_argv` hook (boardlab-kern, `python -m boardlab.pyrun`, ...)."""
+        """The workload's own `measured_argv` hook (boardlab-kern, `python -m boardlab.pyrun`, ...), called once
+        per cell: the command line is a function of the cell's parameters and the plan's [runs]."""
+        if cell.key not in self._argvs:
+            self._argvs[cell.key] = self._build_argv(cell)
+        return self._argvs[cell.key]
+
+    def _build_argv(self, cell: Cell) -> list[str]:
         runs = self.plan.runs
         options = LaunchOptions(
             iterations=runs.iterations,
@@ -627,21 +636,24 @@ class Runner:
         happens, the campaign's status and monitor cost are stored and every setting restored."""
         own_before = os.sched_getaffinity(0)
         others = (online - {c.cpu}) & own_before if c.cpu is not None else set()
-        if others:
+        if (
+            others
+        ):  # the loop and what it starts (loads, the energy meter's commands) stay off the worker's CPU
             os.sched_setaffinity(0, others)
-        monitor = Monitor(self.root, interval_s=self.monitor_interval_s)
+        monitor = Monitor(self.root, interval_s=self.monitor_interval_s, cpus=others or None)
         self.energy.start(self.store, c.campaign_id, others or None)
         start_temps = {k: v for k, v in sampling.read_values(monitor.src.temps).items() if v is not None}
         c.attempts = self.store.attempts(c.campaign_id)
         c.gate = lambda: self._gate(monitor.src, start_temps)
         c.execute = lambda sr_run, attempt: self._execute(sr_run, attempt, c.cpu, monitor, start_temps)
-        loop_t0 = time.monotonic()
         status = "interrupted"
         try:
             planned, rounds, references = self._plan_rounds(c)
+            monitor.ready()  # its thread, off the measured CPU, exists before the first worker does
             loop_t0 = time.monotonic()
             self._rounds(c, planned, rounds, references)
             self.energy.finish(c.gate)
+            loop_s = time.monotonic() - loop_t0  # the runs, not the campaign's closing below
             status = "complete"
         finally:
             self.energy.stop()
@@ -649,9 +661,7 @@ class Runner:
             os.sched_setaffinity(0, own_before)
             self.ctx.cleanup()
             cost = self._close_campaign(c, status)
-        return Outcome(
-            c.campaign_id, status, c.done, c.total, c.reruns, c.resumed, cost, time.monotonic() - loop_t0
-        )
+        return Outcome(c.campaign_id, status, c.done, c.total, c.reruns, c.resumed, cost, loop_s)
 
     def _plan_rounds(self, c: _Campaign):
         """The schedule of the planned rounds (fixed repetitions, or the precision rule's pilot), stored as

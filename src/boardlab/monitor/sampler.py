@@ -12,6 +12,8 @@ not the children it reaps (docs/monitoring.md).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import queue
 import threading
 import time
@@ -38,38 +40,51 @@ class _Acc:
 
 
 class Monitor:
-    def __init__(self, root: RootLike = "/", *, interval_s: float = 0.1, keep_series: bool = True):
+    def __init__(
+        self,
+        root: RootLike = "/",
+        *,
+        interval_s: float = 0.1,
+        keep_series: bool = True,
+        cpus: set[int] | None = None,
+    ):
         self.root = root
+        self.cpus = cpus  # the sampling thread's CPUs (the runner's: off the measured one); None: inherited
         self.interval_s = interval_s
         self.keep_series = keep_series
         self.src = sampling.resolve_sources(root)
-        self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
-        self._done = threading.Event()
-        self._out: MonitorOutput | None = None
+        self._job: _Job | None = None
 
     def start(self, pid: int, worker_cpu: int | None, *, launcher: bool = False) -> None:
         """Samples process `pid` and its descendants until stop(); `launcher`: `pid` only starts and waits
         for the measured program, so its own CPU time and memory are not the workload's. One thread serves
         every run of a campaign: starting a thread per run costs a scheduler wake-up before the worker
         (milliseconds on a busy board); handing it a job does not."""
-        self._stop.clear()
-        self._out = None
-        self._done.clear()
+        self.ready()
+        self._job = _Job(self, pid, worker_cpu, launcher)
+        self._jobs.put(self._job)
+
+    def ready(self) -> None:
+        """Starts the sampling thread if it is not running: the runner calls it before the first run, whose
+        worker would otherwise start beside a new thread's creation."""
         if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._serve, name="boardlab-monitor", daemon=True)
             self._thread.start()
-        self._jobs.put((pid, worker_cpu, launcher))
 
     def stop(self) -> MonitorOutput:
-        self._stop.set()
-        if self._thread is not None:
-            while not self._done.wait(0.5):  # a thread that died mid-run (its error is printed) sets nothing
-                if not self._thread.is_alive():
-                    break
-        assert self._out is not None
-        return self._out
+        """The last sample is taken here, in the caller's thread, once the worker has ended: waiting for the
+        sampling thread to wake on its CPU, sample and wake the caller costs two cross-CPU wake-ups per run
+        (milliseconds on a busy board). A sample the thread is taking finishes first (the job's lock)."""
+        job = self._job
+        assert job is not None, "stop() without start()"
+        job.stopping.set()
+        with job.lock:
+            job.begin()  # a no-op unless the thread never got to this job (a very short worker)
+            job.sample()
+            job.done = True
+            return job.output()
 
     def close(self) -> None:
         """Ends the sampling thread (between runs)."""
@@ -79,91 +94,128 @@ class Monitor:
         self._thread = None
 
     def _serve(self) -> None:
+        if self.cpus:
+            with contextlib.suppress(OSError):  # this thread only (Linux affinity is per thread)
+                os.sched_setaffinity(0, self.cpus)
         while (job := self._jobs.get()) is not None:
-            try:
-                self._loop(*job)
-            finally:
-                self._done.set()
+            with job.lock:
+                if job.done:
+                    continue
+                job.begin()
+            while not job.stopping.wait(self.interval_s):
+                with job.lock:
+                    if job.done:
+                        break
+                    job.sample()
 
-    def _loop(self, pid: int, worker_cpu: int | None, launcher: bool) -> None:
+
+class _Job:
+    """One run's sampling: its start values, then one sample per interval (the sampling thread's) and a last
+    one at stop (the caller's). The lock keeps the two threads' samples apart; each adds its CPU time."""
+
+    def __init__(self, monitor: Monitor, pid: int, worker_cpu: int | None, launcher: bool):
+        self.keep_series = monitor.keep_series
+        self.interval_s = monitor.interval_s
+        self.src = monitor.src
+        self.pid, self.worker_cpu, self.launcher = pid, worker_cpu, launcher
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.done = False
+        self.begun = False
+        self.cpu_s = 0.0
+        self.series: list[tuple[str, int, float]] = []
+        self.acc = _Acc()
+        self.throttled = False
+        self.status: dict[str, int] = {}
+        self.last_cpu: int | None = None
+        self.threads: int | None = None
+        self.samples = 0
+
+    def begin(self) -> None:
+        if self.begun:
+            return
+        self.begun = True
         cpu0 = time.thread_time()
-        t0 = time.monotonic_ns()
+        self.t0 = time.monotonic_ns()
         src = self.src
-        series: list[tuple[str, int, float]] = []
-        acc = _Acc()
-        prev_cpu = sampling.read_cpu_jiffies(src)
-        children_files = sampling.has_children_files(src.proc, pid)
-        reader = sampling.TreeReader(src, pid, count_root=not launcher, children_files=children_files)
-        tree = reader.read()
-        prev_worker, prev_t = tree.cpu_jiffies if tree else None, t0
-        processes_max = tree.processes if tree else 0
-        swap0 = sampling.read_swap_pages(src)
-        psi0 = sampling.read_psi(src)
-        energy0 = sampling.read_values(src.energy)
-        temps0 = {k: v for k, v in sampling.read_values(src.temps).items() if v is not None}
-        throttled = False
-        status: dict[str, int] = {}
-        last_cpu = None
-        threads = None
-        samples = 0
-        while True:
-            stopping = self._stop.wait(self.interval_s)
-            now = time.monotonic_ns()
-            t = now - t0
-            dt_s = (now - prev_t) / 1e9
-            samples += 1
-            cpu = sampling.read_cpu_jiffies(src)
-            for c, (busy, total) in cpu.items():
-                if c in prev_cpu and total > prev_cpu[c][1]:
-                    pct = 100.0 * (busy - prev_cpu[c][0]) / (total - prev_cpu[c][1])
-                    acc.add(f"cpu{c}.busy_pct", pct)
-                    if self.keep_series:
-                        series.append((f"cpu{c}.busy_pct", t, pct))
-                    if c != worker_cpu:
-                        acc.add("other_cpus.busy_pct", pct)
-            prev_cpu = cpu
-            tree = reader.read()
-            if tree is not None:
-                last_cpu, threads = tree.last_cpu, tree.threads
-                processes_max = max(processes_max, tree.processes)
-                if prev_worker is not None and dt_s > 0:
-                    # a process that left the tree unreaped (an orphan adopted by init) takes its time along
-                    pct = 100.0 * max(0, tree.cpu_jiffies - prev_worker) / src.clk_tck / dt_s
-                    acc.add("worker.cpu_pct", pct)
-                    if self.keep_series:
-                        series.append(("worker.cpu_pct", t, pct))
-                prev_worker = tree.cpu_jiffies
-                if tree.processes:
-                    acc.add("worker.rss_kib", tree.rss_kib)
-                    if self.keep_series:
-                        series.append(("worker.rss_kib", t, float(tree.rss_kib)))
-                if not launcher:
-                    status = sampling.read_status(src, pid) or status
-            prev_t = now
-            for name, khz in sampling.read_values(src.freq).items():
-                if khz is not None:
-                    acc.add(f"freq.{name}_khz", khz)
-                    if self.keep_series:
-                        series.append((f"freq.{name}_khz", t, float(khz)))
-            for name, mc in sampling.read_values(src.temps).items():
-                if mc is not None:
-                    acc.add(f"temp.{name}_mc", mc)
-                    if self.keep_series:
-                        series.append((f"temp.{name}_mc", t, float(mc)))
-            for name, state in sampling.read_values(src.cooling).items():
-                if state:
-                    throttled = True
-                if state is not None and self.keep_series:
-                    series.append((f"cooling.{name}", t, float(state)))
-            for name, uw in sampling.read_values(src.power).items():
-                if uw is not None:
-                    acc.add(f"power.{name}_uw", uw)
-                    if self.keep_series:
-                        series.append((f"power.{name}_uw", t, float(uw)))
-            if stopping:
-                break
-        summary: dict = {"samples": samples, "interval_s": self.interval_s}
-        for key, vals in acc.values.items():
+        self.prev_cpu = sampling.read_cpu_jiffies(src)
+        self.children_files = sampling.has_children_files(src.proc, self.pid)
+        self.reader = sampling.TreeReader(
+            src, self.pid, count_root=not self.launcher, children_files=self.children_files
+        )
+        tree = self.reader.read()
+        self.prev_worker, self.prev_t = tree.cpu_jiffies if tree else None, self.t0
+        self.processes_max = tree.processes if tree else 0
+        self.swap0 = sampling.read_swap_pages(src)
+        self.psi0 = sampling.read_psi(src)
+        self.energy0 = sampling.read_values(src.energy)
+        self.temps0 = {k: v for k, v in sampling.read_values(src.temps).items() if v is not None}
+        self.cpu_s += time.thread_time() - cpu0
+
+    def _add(self, key: str, t: int, value: float, acc: bool = True) -> None:
+        if acc:
+            self.acc.add(key, value)
+        if self.keep_series:
+            self.series.append((key, t, float(value)))
+
+    def sample(self) -> None:
+        cpu0 = time.thread_time()
+        now = time.monotonic_ns()
+        t = now - self.t0
+        self.samples += 1
+        self._sample_cpus(t)
+        self._sample_tree(t, (now - self.prev_t) / 1e9)
+        self.prev_t = now
+        src = self.src
+        for name, khz in sampling.read_values(src.freq).items():
+            if khz is not None:
+                self._add(f"freq.{name}_khz", t, khz)
+        for name, mc in sampling.read_values(src.temps).items():
+            if mc is not None:
+                self._add(f"temp.{name}_mc", t, mc)
+        for name, state in sampling.read_values(src.cooling).items():
+            if state:
+                self.throttled = True
+            if state is not None and self.keep_series:
+                self.series.append((f"cooling.{name}", t, float(state)))
+        for name, uw in sampling.read_values(src.power).items():
+            if uw is not None:
+                self._add(f"power.{name}_uw", t, uw)
+        self.cpu_s += time.thread_time() - cpu0
+
+    def _sample_cpus(self, t: int) -> None:
+        cpu = sampling.read_cpu_jiffies(self.src)
+        for c, (busy, total) in cpu.items():
+            prev = self.prev_cpu.get(c)
+            if prev is not None and total > prev[1]:
+                pct = 100.0 * (busy - prev[0]) / (total - prev[1])
+                self._add(f"cpu{c}.busy_pct", t, pct)
+                if c != self.worker_cpu:
+                    self.acc.add("other_cpus.busy_pct", pct)
+        self.prev_cpu = cpu
+
+    def _sample_tree(self, t: int, dt_s: float) -> None:
+        tree = self.reader.read()
+        if tree is None:
+            return
+        self.last_cpu, self.threads = tree.last_cpu, tree.threads
+        self.processes_max = max(self.processes_max, tree.processes)
+        if self.prev_worker is not None and dt_s > 0:
+            # a process that left the tree unreaped (an orphan adopted by init) takes its time along
+            pct = 100.0 * max(0, tree.cpu_jiffies - self.prev_worker) / self.src.clk_tck / dt_s
+            self._add("worker.cpu_pct", t, pct)
+        self.prev_worker = tree.cpu_jiffies
+        if tree.processes:
+            self.acc.add("worker.rss_kib", tree.rss_kib)
+            if self.keep_series:
+                self.series.append(("worker.rss_kib", t, float(tree.rss_kib)))
+        if not self.launcher:
+            self.status = sampling.read_status(self.src, self.pid) or self.status
+
+    def output(self) -> MonitorOutput:
+        cpu0 = time.thread_time()
+        summary: dict = {"samples": self.samples, "interval_s": self.interval_s}
+        for key, vals in self.acc.values.items():
             if key.startswith("temp."):
                 summary[f"{key}_max"] = max(vals)
             elif key.startswith("worker.rss"):
@@ -172,31 +224,40 @@ class Monitor:
                 summary[f"{key}_mean"] = sum(vals) / len(vals)
             if key.startswith("freq."):
                 summary[f"{key}_min"] = min(vals)
-        summary["temp_start_mc"] = temps0
-        summary["throttled"] = throttled
+        status = self.status
+        summary["temp_start_mc"] = self.temps0
+        summary["throttled"] = self.throttled
         summary["worker_vm_hwm_kib"] = status.get("VmHWM")
-        summary["worker_last_cpu"] = last_cpu
-        summary["worker_threads"] = threads
+        summary["worker_last_cpu"] = self.last_cpu
+        summary["worker_threads"] = self.threads
         summary["worker_ctxt_switches"] = {k: status[k] for k in status if k.endswith("ctxt_switches")}
         summary["worker_tree"] = {
-            "launcher_left_out": launcher,
-            "processes_max": processes_max,
-            "children_from": "task children files" if children_files else "a scan of /proc/*/stat",
+            "launcher_left_out": self.launcher,
+            "processes_max": self.processes_max,
+            "children_from": "task children files" if self.children_files else "a scan of /proc/*/stat",
         }
-        swap1 = sampling.read_swap_pages(src)
-        summary["swap_pages"] = swap1 - swap0 if swap0 is not None and swap1 is not None else None
-        psi1 = sampling.read_psi(src)
-        summary["psi_some_us"] = {
-            r: psi1[r] - psi0[r] for r in psi1 if psi1[r] is not None and psi0.get(r) is not None
-        }
-        energy1 = sampling.read_values(src.energy)
-        summary["energy_uj"] = {
-            z: energy1[z] - energy0[z]
-            for z in energy1
-            if energy1[z] is not None and energy0.get(z) is not None and energy1[z] >= energy0[z]
-        }
-        wall_s = (time.monotonic_ns() - t0) / 1e9
-        cpu_s = time.thread_time() - cpu0
+        summary.update(self._increases())
+        wall_s = (time.monotonic_ns() - self.t0) / 1e9
+        cpu_s = self.cpu_s + time.thread_time() - cpu0
         summary["monitor_cpu_s"] = cpu_s
         summary["monitor_wall_s"] = wall_s
-        self._out = MonitorOutput(series=series, summary=summary, cpu_s=cpu_s, wall_s=wall_s)
+        return MonitorOutput(series=self.series, summary=summary, cpu_s=cpu_s, wall_s=wall_s)
+
+    def _increases(self) -> dict:
+        """Swap pages, PSI stall time and energy counters: their increase since begin()."""
+        src = self.src
+        swap0, psi0, energy0 = self.swap0, self.psi0, self.energy0
+        swap1 = sampling.read_swap_pages(src)
+        psi1 = sampling.read_psi(src)
+        energy1 = sampling.read_values(src.energy)
+        return {
+            "swap_pages": swap1 - swap0 if swap0 is not None and swap1 is not None else None,
+            "psi_some_us": {
+                r: b - a for r, b in psi1.items() if b is not None and (a := psi0.get(r)) is not None
+            },
+            "energy_uj": {
+                z: b - a
+                for z, b in energy1.items()
+                if b is not None and (a := energy0.get(z)) is not None and b >= a
+            },
+        }

@@ -7,6 +7,7 @@ listing, no Path objects, no parsing beyond what the value needs.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 
 from boardlab.platform import cpufreq, power, thermal
@@ -157,15 +158,16 @@ def read_status(src: SourceSet, pid: int) -> dict[str, int]:
     return status_kib(raw, keys) if raw else {}
 
 
+_SWAP_LINES = re.compile(rb"^pswp(?:in|out) (\d+)$", re.MULTILINE)
+
+
 def read_swap_pages(src: SourceSet) -> int | None:
+    """Pages swapped in and out since boot (/proc/vmstat); read twice per run, so one search, not a loop over
+    its two hundred lines."""
     raw = _read(src.vmstat)
     if raw is None:
         return None
-    total = 0
-    for line in raw.split(b"\n"):
-        if line.startswith((b"pswpin ", b"pswpout ")):
-            total += int(line.split()[1])
-    return total
+    return sum(int(n) for n in _SWAP_LINES.findall(raw))
 
 
 def read_values(pairs: tuple[tuple[str, str], ...]) -> dict[str, int | None]:

@@ -40,10 +40,10 @@ def _die_with_parent(parent_pid: int) -> None:  # runs in the child between fork
 @contextmanager
 def thread_affinity(cpus: set[int] | None):
     """Pins the calling thread (Linux affinity is per thread) for the duration, then restores it."""
-    if not cpus:
+    before = os.sched_getaffinity(0) if cpus else set()
+    if not cpus or before == cpus:  # already there: nothing to move
         yield
         return
-    before = os.sched_getaffinity(0)
     os.sched_setaffinity(0, cpus)
     try:
         yield
