@@ -150,6 +150,18 @@ def under_qemu_user() -> bool:
     return os.environ.get("BOARDLAB_KERN", "").endswith("-qemu")
 
 
+def assert_plausible(values, low: float, high: float) -> None:
+    """Each measured rate or latency inside what any CPU of the last 20 years does natively. Under qemu-user
+    the figure is the translator's, slowed without bound by a loaded machine: there only that it is a
+    positive finite number (gemm under qemu beside stress-ng measured below 10 MFLOPS)."""
+    values = list(values)
+    assert values
+    if under_qemu_user():
+        assert all(0 < v < math.inf for v in values), values
+    else:
+        assert all(low < v < high for v in values), values
+
+
 def kern_json(kern: Path, *args: str) -> tuple[int, dict]:
     proc = run_kern(kern, *args, "--json")
     return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}
