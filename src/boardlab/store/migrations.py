@@ -4,7 +4,7 @@ A migration is SQL; one that must also move data SQL cannot compute (packing val
 Python step in DATA_STEPS, run after its SQL in the same transaction, through the store's connection (so it
 speaks both dialects)."""
 
-from boardlab.store.packed import convert_series
+from boardlab.store.packed import convert_series, summarize_series
 
 MIGRATIONS: list[tuple[int, str]] = [
     (
@@ -250,7 +250,19 @@ MIGRATIONS: list[tuple[int, str]] = [
         );
         """,
     ),
+    (
+        10,
+        """
+        -- the report's monitor plots at scale (boardlab.store.packed.summarize): each row's first and last time,
+        -- and the sums of its times and values, so that the database sums whole rows per plotted time bucket;
+        -- NULL where not known (then readers read the row's samples)
+        ALTER TABLE run_series ADD COLUMN t_first_ns INTEGER;
+        ALTER TABLE run_series ADD COLUMN t_last_ns INTEGER;
+        ALTER TABLE run_series ADD COLUMN t_sum_ns INTEGER;
+        ALTER TABLE run_series ADD COLUMN value_sum REAL;
+        """,
+    ),
 ]
 
 # migration number -> its data step, run after that migration's SQL
-DATA_STEPS = {7: convert_series}
+DATA_STEPS = {7: convert_series, 10: summarize_series}
