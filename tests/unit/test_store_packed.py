@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import sqlite3
+import statistics
 from array import array
 
 from boardlab.analysis import analyze, monitor_series, sections
@@ -95,9 +96,8 @@ def test_a_schema_6_store_reads_as_before_and_migration_7_packs_its_series(tmp_p
         assert store.series(1)[0]["t_ns"] == 0 and store.series(1)[-1]["value"] == 1.0e300
 
 
-def _old_monitor_series(store, campaign_id):
-    """The report's monitor points as boardlab computed them before: every sample in memory, then the plot's
-    own downsampling per line (the reference the streamed reduction must equal exactly)."""
+def _every_sample(store, campaign_id) -> tuple[float, dict[str, list[tuple[float, float]]]]:
+    """t0 and every monitor sample of the campaign in memory: source -> (s since t0, value) in time order."""
     runs = list(store.runs(campaign_id))
     t0 = min(r["started_unix_s"] for r in runs)
     raw: dict[str, list] = {}
@@ -108,6 +108,13 @@ def _old_monitor_series(store, campaign_id):
             )
     for points in raw.values():
         points.sort(key=lambda p: p[0])
+    return t0, raw
+
+
+def _old_monitor_series(store, campaign_id):
+    """The report's monitor points as boardlab computed them before: every sample in memory, then the plot's
+    own downsampling per line over that line's time range."""
+    _, raw = _every_sample(store, campaign_id)
     times = [t for pts in raw.values() for t, _ in pts]
     div, unit = (60.0, "min") if max(times) - min(times) > 600 else (1.0, "s")
     lines = {
@@ -116,6 +123,35 @@ def _old_monitor_series(store, campaign_id):
         if scale_of(s) is not None
     }
     return unit, lines
+
+
+def _reference_series(store, campaign_id) -> MonitorSeries:
+    """The monitor points as analysis.monitor defines them, from every sample in memory: MAX_POINTS buckets over
+    one range for all sources, from 0 (or an earlier sample) to the last run's start plus the latest sample time
+    of any run; per bucket the exact means (fmean) of its samples' times and values."""
+    t0, raw = _every_sample(store, campaign_id)
+    last_start = max(r["started_unix_s"] for r in store.runs(campaign_id)) - t0
+    t_ns = [row["t_ns"] for r in store.runs(campaign_id) for row in store.series(r["id"])]
+    lo, hi = min(0.0, min(t_ns) / 1e9), last_start + max(t_ns) / 1e9
+    div, unit = (60.0, "min") if hi - lo > 600 else (1.0, "s")
+    span = (hi / div - lo / div) or 1.0
+    lines = {}
+    for s, pts in raw.items():
+        scale = scale_of(s)
+        if scale is None:
+            continue
+        if len(pts) <= MAX_POINTS:
+            lines[s] = [(t / div, v / scale) for t, v in pts]
+            continue
+        buckets: dict[int, list] = {}
+        for t, v in pts:
+            k = min(int((t / div - lo / div) / span * MAX_POINTS), MAX_POINTS - 1)
+            buckets.setdefault(k, []).append((t, v))
+        lines[s] = [
+            (statistics.fmean(t for t, _ in b) / div, statistics.fmean(v for _, v in b) / scale)
+            for b in (buckets[k] for k in sorted(buckets))
+        ]
+    return MonitorSeries(unit, lines, len(raw))
 
 
 def _same_points(got: dict, want: dict) -> bool:
@@ -136,21 +172,27 @@ def _monitor_html(series: MonitorSeries) -> str:
     return render_sections([sections.monitor(series)], "html")
 
 
-def test_the_monitor_series_are_the_points_the_plot_drew_from_every_sample(tmp_path):
+def test_the_monitor_series_are_the_means_of_every_sample_per_bucket(tmp_path):
     assert MAX_POINTS == MAX_SERIES_POINTS
     # 408 runs over 612 s (minutes, 2040 samples per source: bucketed) and 68 runs (seconds, 340: all kept)
     for n in (12, 2):
         db = make_campaign_db(tmp_path / f"c{n}.db", n=n)
         with Store.open(db, create=False) as store:
             got = monitor_series(store, 1)
+            want = _reference_series(store, 1)
             unit, lines = _old_monitor_series(store, 1)
-        assert got.time_unit == unit == ("min" if n == 12 else "s")
-        assert _same_points(got.lines, lines) and got.sources == 6
-        assert _monitor_html(got) == _monitor_html(MonitorSeries(unit, lines, 6))  # the same SVG
+        assert (
+            got.time_unit == want.time_unit == ("min" if n == 12 else "s")
+            and got.sources == want.sources == 6
+        )
+        assert _same_points(got.lines, want.lines)
         sizes = {len(pts) for pts in got.lines.values()}
         assert (100 < min(sizes) and max(sizes) <= MAX_POINTS) if n == 12 else sizes == {340}, sizes
         if n == 2:  # every sample kept: no sum, the very values
-            assert got.lines == lines
+            assert got.lines == want.lines
+        # every source here spans the whole campaign: the plot's own downsampling gives the same, the same SVG
+        assert unit == got.time_unit and _same_points(got.lines, lines)
+        assert _monitor_html(got) == _monitor_html(MonitorSeries(unit, lines, 6))
 
 
 def test_the_analysis_reads_a_cell_in_one_query_whatever_its_runs(tmp_path):
@@ -228,7 +270,7 @@ def test_the_database_sums_whole_rows_and_python_reads_the_rest_with_the_same_po
     conn.executescript(
         "ALTER TABLE run_series DROP COLUMN t_first_ns; ALTER TABLE run_series DROP COLUMN t_last_ns;"
         " ALTER TABLE run_series DROP COLUMN t_sum_ns; ALTER TABLE run_series DROP COLUMN value_sum;"
-        " UPDATE meta SET value = '8' WHERE key = 'schema_version';"
+        " DROP INDEX runs_by_campaign_start; UPDATE meta SET value = '8' WHERE key = 'schema_version';"
     )
     conn.close()
     with Store.open(db, create=False) as store:
@@ -246,7 +288,11 @@ def test_the_database_sums_whole_rows_and_python_reads_the_rest_with_the_same_po
 def test_a_rows_summary_is_its_first_and_last_time_and_its_sums():
     rows = packed.pack_summarized(SAMPLES)
     assert [r[:5] for r in rows] == packed.pack(SAMPLES)
-    assert [r[5:] for r in rows] == [(0, 100, 200, 9.75), (0, 200, 200, 90_100.0), (2**40, 2**40, 2**40, 1.0e300)]
+    assert [r[5:] for r in rows] == [
+        (0, 100, 200, 9.75),
+        (0, 200, 200, 90_100.0),
+        (2**40, 2**40, 2**40, 1.0e300),
+    ]
     t, v = array("q", [0, 2**62, 2**62]), array("d", [1e308, 1e308, float("nan")])
     assert packed.summarize(t, v) == (0, 2**62, None, None)  # beyond int64; an overflow (then a NaN)
     assert packed.summarize(t, array("d", [1.0, float("inf"), -float("inf")]))[3] is None

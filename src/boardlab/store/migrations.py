@@ -260,6 +260,9 @@ MIGRATIONS: list[tuple[int, str]] = [
         ALTER TABLE run_series ADD COLUMN t_last_ns INTEGER;
         ALTER TABLE run_series ADD COLUMN t_sum_ns INTEGER;
         ALTER TABLE run_series ADD COLUMN value_sum REAL;
+        -- a campaign's run ids and starts without reading its runs' rows (wide: their JSON): what joining the
+        -- monitor rows to their runs' start times reads
+        CREATE INDEX runs_by_campaign_start ON runs(campaign_id, started_unix_s);
         """,
     ),
 ]
