@@ -243,7 +243,7 @@ def _summaries(path) -> list[tuple]:
         conn.close()
 
 
-def test_the_database_sums_whole_rows_and_python_reads_the_rest_with_the_same_points(tmp_path):
+def test_the_database_sums_whole_rows_and_python_reads_the_rest_with_the_same_points(tmp_path, monkeypatch):
     """Rows whose samples fall in one bucket are summed by the database from their summaries (schema 10);
     rows that span buckets, or have no summary (an ingested older file, a NaN, a sum out of range), are read
     sample by sample; a store before schema 10 is read sample by sample throughout. The points are the same."""
@@ -258,6 +258,11 @@ def test_the_database_sums_whole_rows_and_python_reads_the_rest_with_the_same_po
     # runs 0.4 s long, a bucket 0.87 s wide here: many runs span two buckets (at 10^5 runs, few)
     assert 0 < len(runs) < 408 * 0.6 and len(rows) == 6 * len(runs)
     assert sum(n for _, _, n, *_ in summed) == 408 * 30  # every sample counted
+    with monkeypatch.context() as m:  # the runs summed in slices of 50 by start time: the same points
+        m.setattr(Store, "_SUM_RUNS", 50)
+        with Store.open(db, create=False) as store:
+            sliced = monitor_series(store, 1)
+    assert sliced.time_unit == want.time_unit and _same_points(sliced.lines, want.lines)
     # rows without a summary, or with part of one, as an ingest of an older file or a NaN leaves them
     conn = sqlite3.connect(db)
     conn.execute("UPDATE run_series SET t_first_ns = NULL, t_last_ns = NULL WHERE run_id % 3 = 0")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import json
+import math
 import os
 import sqlite3
 import stat
@@ -1196,7 +1197,9 @@ class Store:
 
     _SERIES_JOIN = (
         "FROM runs r CROSS JOIN run_series s WHERE s.run_id = r.id AND r.campaign_id=? AND s.samples > 0"
+        " AND r.started_unix_s IS NOT NULL"
     )
+    _SUM_RUNS = 50_000  # runs per grouped query: the database's sort stays in memory, its cost linear in runs
 
     def series_grid(self, campaign_id: int) -> tuple[float, float, float] | None:
         """(t0, lo, hi): the campaign's first run start (unix s), and a time range in s since t0 that holds
@@ -1251,7 +1254,7 @@ class Store:
         alone with its run id and the bucket of its first sample (series_rows gives its samples). Nothing
         before schema 10."""
         if self._schema() < 10:
-            return iter(())
+            return
         pg = self.dialect == "postgresql"
         at = "(((r.started_unix_s - ?) + s.{} / ?) / ? - ?) / ? * ?"
         bucket = ("LEAST(CAST(trunc({}) AS BIGINT), ?)" if pg else "min(CAST({} AS INTEGER), ?)").format(at)
@@ -1259,6 +1262,7 @@ class Store:
             "SELECT s.run_id AS run_id, s.source AS source, s.samples AS samples, r.started_unix_s - ? AS st,"
             " s.t_sum_ns AS t_sum, s.value_sum AS v_sum,"
             f" {bucket.format('t_first_ns')} AS k, {bucket.format('t_last_ns')} AS kl {self._SERIES_JOIN}"
+            " AND r.started_unix_s >= ? AND r.started_unix_s < ?"
         )
         # k = kl is NULL, so not true, when either is; so is the sum of the two sums when either is NULL
         sql = (
@@ -1266,18 +1270,24 @@ class Store:
             " CASE WHEN k = kl AND t_sum + v_sum IS NOT NULL THEN NULL ELSE run_id END AS rid"
             f" FROM ({inner}) x GROUP BY k, source, rid"
         )
+        # a bounded slice of runs by start time per query (the index by campaign and start reads each slice)
+        count, first, last = self.conn.execute(
+            "SELECT count(*), min(started_unix_s), max(started_unix_s) FROM runs WHERE campaign_id=?",
+            (campaign_id,),
+        ).fetchone()
+        slices = max(1, -(-int(count) // self._SUM_RUNS))
+        cuts = [-math.inf, *(first + (last - first) * i / slices for i in range(1, slices)), math.inf]
         grid = (t0, 1e9, div, lo, span, n, n - 1)
-        return (
-            (
-                str(source),
-                None if k is None else int(k),
-                int(m),
-                float(sx or 0.0),
-                float(sy or 0.0),
-                None if rid is None else int(rid),
-            )
-            for source, k, m, sx, sy, rid in self.iter_rows(sql, (1e9, t0, *grid, *grid, campaign_id))
-        )
+        for a, b in zip(cuts, cuts[1:], strict=False):
+            for source, k, m, sx, sy, rid in self.iter_rows(sql, (1e9, t0, *grid, *grid, campaign_id, a, b)):
+                yield (
+                    str(source),
+                    None if k is None else int(k),
+                    int(m),
+                    float(sx or 0.0),
+                    float(sy or 0.0),
+                    None if rid is None else int(rid),
+                )
 
     def series_rows(
         self, campaign_id: int, run_ids: Sequence[int] | None, sources: Sequence[str] | None = None
