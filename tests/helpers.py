@@ -1006,7 +1006,7 @@ def make_campaign_db_bulk(path: Path, runs: int, *, seed: int = 1, board: str = 
                     ("cpu0.busy_pct", 3.0 + rng.random()), ("cpu1.busy_pct", 99.0), ("worker.cpu_pct", 99.5),
                     ("worker.rss_kib", 2048.0), ("freq.policy0_khz", float(freq)),
                     ("temp.thermal_zone0:cpu_thermal_mc", float(temp + 50 * k)))]  # fmt: skip
-                series_rows += [(run_id, *row) for row in packed.pack(samples)]
+                series_rows += [(run_id, *row) for row in packed.pack_summarized(samples)]
             conn.executemany(
                 "INSERT INTO runs(id, campaign_id, cell_id, repetition, attempt, seq, started_unix_s, wall_ns, cpu,"
                 " exit_code, ok, valid, invalid_reason, value, warmup_iterations, warmup_capped, rusage_json,"
@@ -1017,7 +1017,8 @@ def make_campaign_db_bulk(path: Path, runs: int, *, seed: int = 1, board: str = 
             conn.executemany("INSERT INTO run_metrics VALUES (?,?,?,?,?,?,?,?)", metric_rows)
             conn.executemany("INSERT INTO run_values VALUES (?,?,?,?)", value_rows)
             conn.executemany(
-                "INSERT INTO run_series(run_id, source, packing, samples, t_ns, value) VALUES (?,?,?,?,?,?)",
+                "INSERT INTO run_series(run_id, source, packing, samples, t_ns, value, t_first_ns, t_last_ns,"
+                " t_sum_ns, value_sum) VALUES (?,?,?,?,?,?,?,?,?,?)",
                 series_rows,
             )
         conn.execute("COMMIT")

@@ -623,3 +623,36 @@ def test_a_store_with_triggers_of_its_own_keeps_every_trigger_during_ingest(pg_u
     assert seen == ["origin"]  # the superuser's ingest left the triggers on: the lab's fires too
     with Store.open(pg_url, create=False) as t:
         assert t.conn.execute("SELECT count(*) FROM audit.seen").fetchone()[0] == added > 0
+
+
+def test_the_monitor_series_over_postgresql_are_the_ones_of_the_board_file(pg_url, tmp_path):
+    """The database's sums per time bucket (trunc, LEAST, float8 arithmetic on PostgreSQL) give the same points
+    and the same monitor plots as SQLite; so do rows without a summary, read sample by sample on both."""
+    from boardlab.analysis import monitor_series, sections
+    from boardlab.report.render import render_sections
+
+    db = make_campaign_db(tmp_path / "c.db", n=12)
+    assert run_cli("ingest", str(db), "--db", pg_url).returncode == 0
+
+    def same(a, b) -> bool:
+        return (
+            a.time_unit == b.time_unit
+            and a.lines.keys() == b.lines.keys()
+            and all(
+                len(a.lines[s]) == len(b.lines[s])
+                and all(p == pytest.approx(q, rel=1e-12) for p, q in zip(a.lines[s], b.lines[s], strict=True))
+                for s in a.lines
+            )
+        )
+
+    with Store.open(db, create=False) as lite:
+        want = monitor_series(lite, 1)
+    for damage in (None, "t_first_ns", "value_sum"):
+        if damage:
+            with Store.open(pg_url) as store:
+                store.conn.execute(f"UPDATE run_series SET {damage} = NULL WHERE run_id % 3 = 0")
+        with Store.open(pg_url, create=False) as store:
+            got = monitor_series(store, 1)
+        assert same(got, want) and len(got.lines) == 6, damage
+        html = render_sections([sections.monitor(got)], "html")
+        assert html == render_sections([sections.monitor(want)], "html")

@@ -107,6 +107,28 @@ def test_a_boxplot_draws_every_run_as_a_dot_and_names_the_unit():
     assert "(log scale)" not in " ".join(labels)
 
 
+def test_a_box_of_many_runs_draws_a_bounded_number_of_dots_that_keep_its_shape_and_says_so():
+    """Up to MAX_DOTS runs every run is a dot; above, MAX_DOTS dots at evenly spaced ranks of the runs within
+    the whiskers plus the runs beyond them (at most MAX_DOTS, the extremes included), so the SVG of a million
+    runs stays small; the box, whiskers and n are those of every run, and a caption says what is drawn."""
+    from boardlab.report.plot.boxplot import MAX_DOTS, dots
+
+    many = [100.0 + (i * 7919 % 1000) / 100 for i in range(5000)] + [200.0, 300.0, 1.0]  # three far runs
+    drawn = dots(many, *svg.box_stats(many)[0:5:4])
+    assert len(drawn) == MAX_DOTS + 3 and {1.0, 200.0, 300.0} <= set(drawn)
+    assert min(d for d in drawn if d > 50) == 100.0 and max(d for d in drawn if d < 150) == 109.99
+    assert dots(many[:MAX_DOTS], 0.0, 1e9) == many[:MAX_DOTS]  # every run below the limit
+    root = parse(svg.boxplot([svg.Box("big", many, excluded=[150.0] * 500)], title="t", unit="ns"))
+    circles = root.findall(".//s:circle", NS)
+    assert len(circles) == MAX_DOTS + 3 + MAX_DOTS  # and the invalid runs at most MAX_DOTS too
+    labels = texts(root)
+    assert "n=5003" in labels and any(t.startswith(f"Over {MAX_DOTS} runs in a box") for t in labels)
+    small = texts(parse(svg.boxplot([svg.Box("small", many[:50])], title="t", unit="ns")))
+    assert not any(t.startswith("Over ") for t in small)
+    grouped = parse(svg.grouped_boxplot([("g", [svg.Box("big", many)])], series=[""], title="t", unit="ns"))
+    assert len(grouped.findall(".//s:circle", NS)) == MAX_DOTS + 3
+
+
 def test_a_boxplot_switches_to_a_log_axis_when_values_span_decades():
     doc = svg.boxplot(
         [svg.Box("1k", [1.0, 1.1, 1.2]), svg.Box("1M", [900.0, 1000.0, 1100.0])], title="t", unit="ns"
@@ -228,6 +250,22 @@ def test_a_subtitle_carries_the_drift_result_in_small_multiples():
     assert len(title_lines) >= 2 and not any(t.endswith("…") for t in labels)
     assert " ".join(title_lines).split() == ("a very long cell label " * 4).split()
     assert int(root.get("height")) > 190
+
+
+def test_a_drift_plot_of_many_runs_draws_bins_of_consecutive_runs():
+    """Up to MAX_DRIFT_POINTS runs every run is a dot; above, DRIFT_BINS bins of consecutive runs: a line
+    through each bin's median at its mean position, a bar from its lowest to its highest value, no dots."""
+    from boardlab.analysis.sections import DRIFT_BINS, MAX_DRIFT_POINTS, _binned
+
+    few = [(float(i), 1.0 + i / 100) for i in range(MAX_DRIFT_POINTS)]
+    assert _binned("valid runs", few, 0) == svg.Line("valid runs", few, color=0)
+    runs = [(float(3 * i), 10.0 + (i % 5) + i / 1000) for i in range(2000)]  # drifting upwards
+    line = _binned("valid runs", runs, 1)
+    assert len(line.points) == len(line.errors) == DRIFT_BINS and not line.markers
+    assert line.points[0] == pytest.approx((13.5, 12.0045)) and line.errors[0] == (10.0, 14.009)  # runs 0-9
+    assert [y for _, y in line.points] == sorted(y for _, y in line.points)  # the drift shows
+    plot = parse(svg.line_plot([line], title="t", x_label="run", y_label="ns", width=272, height=190))
+    assert not plot.findall(".//s:circle", NS) and len(plot.findall(".//s:line", NS)) > DRIFT_BINS
 
 
 def test_downsampling_bounds_the_points_and_keeps_the_level():

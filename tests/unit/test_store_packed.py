@@ -1,14 +1,19 @@
-"""Monitor samples packed per run and source (store schema 7), the migration of older stores, and the
-analysis's reads: a cell in one query, the monitor series reduced to the plotted points in streamed passes."""
+"""Monitor samples packed per run and source (store schema 7) with each row's summary (schema 10), the
+migrations of older stores, and the analysis's reads: a cell in one query, the monitor series reduced to the
+plotted points by the database from the rows' summaries, and sample by sample where a row has none."""
 
 from __future__ import annotations
 
+import math
 import sqlite3
+import statistics
+from array import array
 
-from boardlab.analysis import analyze, monitor_series
-from boardlab.analysis.monitor import MAX_POINTS, scale_of
+from boardlab.analysis import analyze, monitor_series, sections
+from boardlab.analysis.monitor import MAX_POINTS, MonitorSeries, scale_of
 from boardlab.report.plot import MAX_SERIES_POINTS
 from boardlab.report.plot.lines import downsample
+from boardlab.report.render import render_sections
 from boardlab.store import STORE_SCHEMA, Store, packed
 from boardlab.store.migrations import MIGRATIONS
 
@@ -91,9 +96,8 @@ def test_a_schema_6_store_reads_as_before_and_migration_7_packs_its_series(tmp_p
         assert store.series(1)[0]["t_ns"] == 0 and store.series(1)[-1]["value"] == 1.0e300
 
 
-def _old_monitor_series(store, campaign_id):
-    """The report's monitor points as boardlab computed them before: every sample in memory, then the plot's
-    own downsampling per line (the reference the streamed reduction must equal exactly)."""
+def _every_sample(store, campaign_id) -> tuple[float, dict[str, list[tuple[float, float]]]]:
+    """t0 and every monitor sample of the campaign in memory: source -> (s since t0, value) in time order."""
     runs = list(store.runs(campaign_id))
     t0 = min(r["started_unix_s"] for r in runs)
     raw: dict[str, list] = {}
@@ -104,6 +108,13 @@ def _old_monitor_series(store, campaign_id):
             )
     for points in raw.values():
         points.sort(key=lambda p: p[0])
+    return t0, raw
+
+
+def _old_monitor_series(store, campaign_id):
+    """The report's monitor points as boardlab computed them before: every sample in memory, then the plot's
+    own downsampling per line over that line's time range."""
+    _, raw = _every_sample(store, campaign_id)
     times = [t for pts in raw.values() for t, _ in pts]
     div, unit = (60.0, "min") if max(times) - min(times) > 600 else (1.0, "s")
     lines = {
@@ -114,24 +125,80 @@ def _old_monitor_series(store, campaign_id):
     return unit, lines
 
 
-def test_the_streamed_monitor_series_are_the_points_the_plot_drew_from_every_sample(tmp_path):
+def _reference_series(store, campaign_id) -> MonitorSeries:
+    """The monitor points as analysis.monitor defines them, from every sample in memory: MAX_POINTS buckets over
+    one range for all sources, from 0 (or an earlier sample) to the last run's start plus the latest sample time
+    of any run; per bucket the exact means (fmean) of its samples' times and values."""
+    t0, raw = _every_sample(store, campaign_id)
+    last_start = max(r["started_unix_s"] for r in store.runs(campaign_id)) - t0
+    t_ns = [row["t_ns"] for r in store.runs(campaign_id) for row in store.series(r["id"])]
+    lo, hi = min(0.0, min(t_ns) / 1e9), last_start + max(t_ns) / 1e9
+    div, unit = (60.0, "min") if hi - lo > 600 else (1.0, "s")
+    span = (hi / div - lo / div) or 1.0
+    lines = {}
+    for s, pts in raw.items():
+        scale = scale_of(s)
+        if scale is None:
+            continue
+        if len(pts) <= MAX_POINTS:
+            lines[s] = [(t / div, v / scale) for t, v in pts]
+            continue
+        buckets: dict[int, list] = {}
+        for t, v in pts:
+            k = min(int((t / div - lo / div) / span * MAX_POINTS), MAX_POINTS - 1)
+            buckets.setdefault(k, []).append((t, v))
+        lines[s] = [
+            (statistics.fmean(t for t, _ in b) / div, statistics.fmean(v for _, v in b) / scale)
+            for b in (buckets[k] for k in sorted(buckets))
+        ]
+    return MonitorSeries(unit, lines, len(raw))
+
+
+def _same_points(got: dict, want: dict) -> bool:
+    """The same lines with the same number of points, equal up to the rounding of sums taken in another order
+    (the database adds whole rows' sums, the reference every sample): far below what a plot can show."""
+    return got.keys() == want.keys() and all(
+        len(got[s]) == len(want[s])
+        and all(
+            math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12)
+            for p, q in zip(got[s], want[s], strict=True)
+            for a, b in zip(p, q, strict=True)
+        )
+        for s in want
+    )
+
+
+def _monitor_html(series: MonitorSeries) -> str:
+    return render_sections([sections.monitor(series)], "html")
+
+
+def test_the_monitor_series_are_the_means_of_every_sample_per_bucket(tmp_path):
     assert MAX_POINTS == MAX_SERIES_POINTS
     # 408 runs over 612 s (minutes, 2040 samples per source: bucketed) and 68 runs (seconds, 340: all kept)
     for n in (12, 2):
         db = make_campaign_db(tmp_path / f"c{n}.db", n=n)
         with Store.open(db, create=False) as store:
             got = monitor_series(store, 1)
+            want = _reference_series(store, 1)
             unit, lines = _old_monitor_series(store, 1)
-        assert got.time_unit == unit == ("min" if n == 12 else "s")
-        assert got.lines == lines and got.sources == 6
+        assert (
+            got.time_unit == want.time_unit == ("min" if n == 12 else "s")
+            and got.sources == want.sources == 6
+        )
+        assert _same_points(got.lines, want.lines)
         sizes = {len(pts) for pts in got.lines.values()}
         assert (100 < min(sizes) and max(sizes) <= MAX_POINTS) if n == 12 else sizes == {340}, sizes
+        if n == 2:  # every sample kept: no sum, the very values
+            assert got.lines == want.lines
+        # every source here spans the whole campaign: the plot's own downsampling gives the same, the same SVG
+        assert unit == got.time_unit and _same_points(got.lines, lines)
+        assert _monitor_html(got) == _monitor_html(MonitorSeries(unit, lines, 6))
 
 
 def test_the_analysis_reads_a_cell_in_one_query_whatever_its_runs(tmp_path):
     """No query per run: the statements of a campaign's analysis and monitor series do not grow with runs."""
     counts = []
-    for n in (4, 12):
+    for n in (5, 12):  # both with more than MAX_POINTS samples per source: bucketed
         db = make_campaign_db(tmp_path / f"q{n}.db", n=n)
         with Store.open(db, create=False) as store:
             seen: list[str] = []
@@ -166,15 +233,73 @@ def test_the_series_extents_are_each_rows_first_and_last_time_as_the_samples_say
             assert list(store.campaign_series_extents(1)) == full and full
 
 
-def test_how_often_finished_buckets_close_changes_no_point(tmp_path, monkeypatch):
-    """Buckets close every CLOSE_EVERY runs, later than they could: no later sample reaches them, so the
-    points are the same whether they close after every run or only at the end."""
-    from boardlab.analysis import monitor
+def _summaries(path) -> list[tuple]:
+    conn = sqlite3.connect(path)
+    try:
+        return conn.execute(
+            "SELECT run_id, source, t_first_ns, t_last_ns, t_sum_ns, value_sum FROM run_series ORDER BY 1, 2"
+        ).fetchall()
+    finally:
+        conn.close()
 
+
+def test_the_database_sums_whole_rows_and_python_reads_the_rest_with_the_same_points(tmp_path, monkeypatch):
+    """Rows whose samples fall in one bucket are summed by the database from their summaries (schema 10);
+    rows that span buckets, or have no summary (an ingested older file, a NaN, a sum out of range), are read
+    sample by sample; a store before schema 10 is read sample by sample throughout. The points are the same."""
     db = make_campaign_db(tmp_path / "c.db", n=12)
     with Store.open(db, create=False) as store:
-        seen = []
-        for every in (1, 7, monitor.CLOSE_EVERY, 10**9):
-            monkeypatch.setattr(monitor, "CLOSE_EVERY", every)
-            seen.append(monitor_series(store, 1))
-    assert all(s == seen[0] for s in seen) and seen[0].lines
+        want = monitor_series(store, 1)
+        t0, lo, hi = store.series_grid(1)
+        summed = list(store.series_bucket_sums(1, t0, 60.0, lo / 60, hi / 60 - lo / 60, MAX_POINTS))
+        runs = sorted({run_id for *_, run_id in summed if run_id is not None})
+        rows = list(store.series_rows(1, runs))
+    assert (t0, lo, hi) == (1_700_000_000.0, 0.0, 407 * 1.5 + 0.4)  # the last run: 0.4 s of samples
+    # runs 0.4 s long, a bucket 0.87 s wide here: many runs span two buckets (at 10^5 runs, few)
+    assert 0 < len(runs) < 408 * 0.6 and len(rows) == 6 * len(runs)
+    assert sum(n for _, _, n, *_ in summed) == 408 * 30  # every sample counted
+    with monkeypatch.context() as m:  # the runs summed in slices of 50 by start time: the same points
+        m.setattr(Store, "_SUM_RUNS", 50)
+        with Store.open(db, create=False) as store:
+            sliced = monitor_series(store, 1)
+    assert sliced.time_unit == want.time_unit and _same_points(sliced.lines, want.lines)
+    # rows without a summary, or with part of one, as an ingest of an older file or a NaN leaves them
+    conn = sqlite3.connect(db)
+    conn.execute("UPDATE run_series SET t_first_ns = NULL, t_last_ns = NULL WHERE run_id % 3 = 0")
+    conn.execute("UPDATE run_series SET t_sum_ns = NULL WHERE run_id % 5 = 0")
+    conn.execute("UPDATE run_series SET value_sum = NULL WHERE run_id % 7 = 0")
+    conn.commit()
+    with Store.open(db, create=False) as store:
+        partly = monitor_series(store, 1)
+    # the same store before schema 10: no summaries at all; a writer's migration 10 computes them again
+    conn.executescript(
+        "ALTER TABLE run_series DROP COLUMN t_first_ns; ALTER TABLE run_series DROP COLUMN t_last_ns;"
+        " ALTER TABLE run_series DROP COLUMN t_sum_ns; ALTER TABLE run_series DROP COLUMN value_sum;"
+        " DROP INDEX runs_by_campaign_start; UPDATE meta SET value = '8' WHERE key = 'schema_version';"
+    )
+    conn.close()
+    with Store.open(db, create=False) as store:
+        assert store.schema_version() == 8
+        before = monitor_series(store, 1)
+    fresh = make_campaign_db(tmp_path / "f.db", n=12)
+    with Store.open(db):
+        pass
+    assert _summaries(db) == _summaries(fresh)
+    for other in (partly, before):
+        assert other.time_unit == want.time_unit and _same_points(other.lines, want.lines)
+        assert _monitor_html(other) == _monitor_html(want)
+
+
+def test_a_rows_summary_is_its_first_and_last_time_and_its_sums():
+    rows = packed.pack_summarized(SAMPLES)
+    assert [r[:5] for r in rows] == packed.pack(SAMPLES)
+    assert [r[5:] for r in rows] == [
+        (0, 100, 200, 9.75),
+        (0, 200, 200, 90_100.0),
+        (2**40, 2**40, 2**40, 1.0e300),
+    ]
+    t, v = array("q", [0, 2**62, 2**62]), array("d", [1e308, 1e308, float("nan")])
+    assert packed.summarize(t, v) == (0, 2**62, None, None)  # beyond int64; an overflow (then a NaN)
+    assert packed.summarize(t, array("d", [1.0, float("inf"), -float("inf")]))[3] is None
+    assert packed.summarize(t, array("d", [1.0, 2.0, float("inf")]))[3] == float("inf")
+    assert packed.summarize(array("q"), array("d")) == (None, None, 0, 0.0)

@@ -1,18 +1,21 @@
-"""The monitor's samples of a whole campaign as the report plots them, read in two streamed passes.
+"""The monitor's samples of a whole campaign as the report plots them, reduced by the store where it can.
 
 A campaign of a million runs holds thirty million samples; a plot shows about a point per pixel. So each
-plotted source is reduced here, once, to what the plot draws: the mean of time and of value per equal-width
-time bucket (MAX_POINTS buckets over the source's time range), or every sample when it has no more than
-MAX_POINTS. The first pass finds the time ranges (and so the time unit and the buckets); the second fills
-the buckets in run order and closes each as soon as no later run can reach it, so memory holds the buckets
-of a few runs, never the campaign. Means are exact sums (math.fsum) over the same values in any order, so the
-points are the ones the plot's own downsampling (report.plot.lines.downsample) made from all samples."""
+plotted source is reduced here, once, to what the plot draws: the mean of time and of value per time bucket,
+or every sample when the source has no more than MAX_POINTS. The buckets are MAX_POINTS equal parts of one time
+range shared by every source, from the first run's start to the last run's start plus the latest sample time of
+any run (store.series_grid). The database sums, per source and bucket, the rows (a run's samples of a source)
+that lie in one bucket, from each row's summary (store schema 10); the few rows that span two buckets or have
+no summary are read sample by sample here. Memory holds the buckets, never the campaign. The points are the
+means of all samples per bucket (report.plot.lines.downsample over the same range), up to the rounding of sums
+taken in another order.
+
+Every step is the standard library and SQL: the board that made the campaign can draw its report."""
 
 from __future__ import annotations
 
-import statistics
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from boardlab.store import Store
@@ -20,7 +23,6 @@ from boardlab.store import Store
 # The plot's points per line (report.plot.MAX_SERIES_POINTS, about one per pixel at 800 px): a test keeps
 # the two equal. analysis does not import report.
 MAX_POINTS = 700
-CLOSE_EVERY = 256  # runs read between two closes of the finished buckets
 SPAN_FOR_MINUTES_S = 600  # a campaign longer than 10 minutes is plotted in minutes
 
 # (title, which sources, divisor of their values, y-axis label): the monitor section's figures
@@ -58,119 +60,73 @@ def scale_of(source: str) -> float | None:
     return next((scale for _, pred, scale, _ in GROUPS if pred(source)), None)
 
 
-@dataclass
-class _Range:
-    count: int = 0
-    lo: float = float("inf")
-    hi: float = float("-inf")
+class _Sums:
+    """Per source and bucket: samples, sum of times (s since the first run's start), sum of values."""
+
+    def __init__(self) -> None:
+        self.by_source: dict[str, dict[int, list[float]]] = {}
+
+    def add(self, source: str, k: int, n: int, sx: float, sy: float) -> None:
+        acc = self.by_source.setdefault(source, {}).setdefault(k, [0, 0.0, 0.0])
+        acc[0], acc[1], acc[2] = acc[0] + n, acc[1] + sx, acc[2] + sy
+
+    def count(self, source: str) -> int:
+        return int(sum(a[0] for a in self.by_source.get(source, {}).values()))
+
+    def points(self, source: str, div: float, scale: float) -> list[Point]:
+        """Per bucket in time order: (mean time / div, mean value / scale)."""
+        sums = self.by_source[source]
+        return [(sx / n / div, sy / n / scale) for n, sx, sy in (sums[k] for k in sorted(sums))]
 
 
-def _first_pass(extents: Iterator, t0: float) -> tuple[dict[str, _Range], array, float, float]:
-    """Per source: samples and time range; per run in read order: its earliest sample; the overall range.
-    Times are seconds since `t0`, the first run's start; `extents` gives (run id, start unix s, source,
-    samples, first t_ns, last t_ns), each run's samples ascending, the samples themselves not read."""
-    ranges: dict[str, _Range] = {}
-    run_min = array("d")
-    last_run = None
-    for run_id, started, source, count, first_ns, last_ns in extents:
-        start = started - t0
-        r = ranges.setdefault(source, _Range())
-        first, last = start + first_ns / 1e9, start + last_ns / 1e9
-        r.count += count
-        r.lo, r.hi = min(r.lo, first), max(r.hi, last)
-        if run_id != last_run:
-            run_min.append(first)
-            last_run = run_id
-        else:
-            run_min[-1] = min(run_min[-1], first)
-    lo = min((r.lo for r in ranges.values()), default=0.0)
-    hi = max((r.hi for r in ranges.values()), default=0.0)
-    return ranges, run_min, lo, hi
-
-
-class _Buckets:
-    """One source's time buckets in the plot's unit, closed (averaged) once no later sample can reach them."""
-
-    def __init__(self, r: _Range, time_div: float, scale: float):
-        self.lo, self.div, self.scale = r.lo / time_div, time_div, scale
-        self.span = (r.hi / time_div - self.lo) or 1.0
-        self.open: dict[int, tuple[list[float], list[float]]] = {}
-        self.points: list[Point] = []
-        self.closed = 0  # every bucket below this one is closed: no later sample falls there
-
-    def index(self, x: float) -> int:
-        return min(int((x - self.lo) / self.span * MAX_POINTS), MAX_POINTS - 1)
-
-    def add(self, start: float, times: array, values: array) -> None:
-        div, scale, lo, span = self.div, self.scale, self.lo, self.span
-        xs = [(start + t / 1e9) / div for t in times]
-        ys = [v / scale for v in values]
-        k0 = min(int((xs[0] - lo) / span * MAX_POINTS), MAX_POINTS - 1)  # self.index, inlined: per run
-        k1 = min(int((xs[-1] - lo) / span * MAX_POINTS), MAX_POINTS - 1)
-        if k0 == k1:  # a run's samples usually fall in one bucket
-            bx, by = self.open.setdefault(k0, ([], []))
-            bx.extend(xs)
-            by.extend(ys)
-            return
-        for x, y in zip(xs, ys, strict=True):
-            bx, by = self.open.setdefault(self.index(x), ([], []))
-            bx.append(x)
-            by.append(y)
-
-    def close_before(self, x: float) -> None:
-        """Closes every bucket below the one `x` falls in (no later sample is earlier than `x`)."""
-        k = self.index(x / self.div) if x != float("inf") else MAX_POINTS
-        if k <= self.closed:  # most runs start in the bucket of the run before: nothing to close
-            return
-        self.closed = k
-        for done in sorted(b for b in self.open if b < k):
-            bx, by = self.open.pop(done)
-            self.points.append((statistics.fmean(bx), statistics.fmean(by)))
+MANY_ROWS = 100_000  # rows read sample by sample past which they are streamed, not looked up by run
 
 
 def monitor_series(store: Store, campaign_id: int) -> MonitorSeries:
     """Every monitor sample of the campaign on one time axis (each run's samples placed at the run's start
     time: the monitor's t_ns counts from it), as the monitor section plots them (module docstring)."""
-    span = store.run_start_range(campaign_id)
-    if span is None:
+    grid = store.series_grid(campaign_id)
+    if grid is None:
         return MonitorSeries("s")
-    t0 = span[0]
+    t0, lo_s, hi_s = grid
+    div, unit = (60.0, "min") if hi_s - lo_s > SPAN_FOR_MINUTES_S else (1.0, "s")
+    lo, span = lo_s / div, (hi_s / div - lo_s / div) or 1.0
 
-    ranges, run_min, lo, hi = _first_pass(store.campaign_series_extents(campaign_id), t0)
-    time_div, unit = (60.0, "min") if hi - lo > SPAN_FOR_MINUTES_S else (1.0, "s")
-    later = array("d", [float("inf")]) * (len(run_min) + 1)  # later[i]: earliest sample of runs i and after
-    for i in range(len(run_min) - 1, -1, -1):
-        later[i] = min(run_min[i], later[i + 1])
-    buckets: dict[str, _Buckets] = {}
-    raw: dict[str, list[tuple[float, float]]] = {}
-    for source, r in ranges.items():
-        scale = scale_of(source)
-        if scale is not None and r.count > MAX_POINTS:
-            buckets[source] = _Buckets(r, time_div, scale)
-        elif scale is not None:
-            raw[source] = []
-    i, last_run = -1, None
-    for run_id, started, source, times, values in store.campaign_series(campaign_id):
-        if not times:
-            continue
-        if run_id != last_run:
-            # Closing a bucket later than possible changes no point (no later sample reaches it), so the
-            # buckets are closed every CLOSE_EVERY runs: memory holds that many runs' buckets at most.
-            if i >= 0 and (i + 1) % CLOSE_EVERY == 0:
-                for b in buckets.values():
-                    b.close_before(later[i + 1])
-            i, last_run = i + 1, run_id
+    def bucket(x: float) -> int:  # x in s since t0: as store.series_bucket_sums computes it
+        return min(int((x / div - lo) / span * MAX_POINTS), MAX_POINTS - 1)
+
+    sums, samples = _Sums(), _Sums()  # `samples`: every source's count, summed or not
+    rest: array | None = array("q")  # runs with a row the database did not sum; None: too many, stream them
+    for source, k, n, sx, sy, run_id in store.series_bucket_sums(campaign_id, t0, div, lo, span, MAX_POINTS):
+        samples.add(source, 0, n, 0.0, 0.0)
+        if run_id is None:
+            sums.add(source, k, n, sx, sy)
+        elif rest is not None:
+            rest.append(run_id)
+            rest = rest if len(rest) <= MANY_ROWS else None
+    counted = bool(samples.by_source)  # else a store before schema 10: nothing summed, every row read here
+    runs = sorted(set(rest)) if rest is not None and counted else None
+    for started, source, times, values, summarized in store.series_rows(campaign_id, runs):
         start = started - t0
-        if (bucket := buckets.get(source)) is not None:
-            bucket.add(start, times, values)
-        elif source in raw:
-            raw[source].extend((start + t / 1e9, v) for t, v in zip(times, values, strict=True))
+        if summarized and bucket(start + times[0] / 1e9) == bucket(start + times[-1] / 1e9):
+            continue  # the database summed this row
+        if not counted:
+            samples.add(source, 0, len(times), 0.0, 0.0)
+        for t, v in zip(times, values, strict=True):
+            x = start + t / 1e9
+            sums.add(source, bucket(x), 1, x, v)
     lines: dict[str, list[Point]] = {}
-    for source in ranges:
-        if source in buckets:
-            buckets[source].close_before(float("inf"))
-            lines[source] = buckets[source].points
-        elif source in raw:
-            scale = scale_of(source) or 1.0
-            lines[source] = [(t / time_div, v / scale) for t, v in sorted(raw[source], key=lambda p: p[0])]
-    return MonitorSeries(unit, lines, len(ranges))
+    raw = [s for s in samples.by_source if scale_of(s) is not None and samples.count(s) <= MAX_POINTS]
+    points: dict[str, list[tuple[float, float]]] = {s: [] for s in raw}
+    if raw:  # a source with few samples is plotted sample by sample
+        for started, source, times, values, _ in store.series_rows(campaign_id, None, raw):
+            points[source].extend((started - t0 + t / 1e9, v) for t, v in zip(times, values, strict=True))
+    for source in sorted(samples.by_source):
+        scale = scale_of(source)
+        if scale is None:
+            continue
+        if source in points:
+            lines[source] = [(t / div, v / scale) for t, v in sorted(points[source], key=lambda p: p[0])]
+        else:
+            lines[source] = sums.points(source, div, scale)
+    return MonitorSeries(unit, lines, len(samples.by_source))

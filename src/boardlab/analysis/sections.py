@@ -9,6 +9,7 @@ plan. A block's `formats` says where it shows: figures only in HTML; the text re
 
 from __future__ import annotations
 
+import statistics
 from array import array
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -55,6 +56,10 @@ Series = MonitorSeries
 
 MAX_BOXES_PER_PLOT = 40  # beyond this a boxplot is a wall; the table and curves carry those cells
 MAX_DRIFT_PLOTS = 12  # flagged cells are always shown, the others fill up to this
+# A drift plot of a cell with more runs than this draws DRIFT_BINS bins of consecutive runs, not every run:
+# a plot 272 px wide shows no more, and the report of a million runs stays small.
+MAX_DRIFT_POINTS = 400
+DRIFT_BINS = 200
 MAX_CARDS = 16  # headline figures on the summary card
 TEXT = frozenset({"text"})
 MD = frozenset({"md"})
@@ -507,6 +512,22 @@ def heatmap(a: CampaignAnalysis) -> doc.Section | None:
     return doc.section("Slowdown heatmap", figure, formats=doc.HTML, anchor="heatmap")
 
 
+def _binned(label: str, points: doc.Points, color: int) -> doc.Line:
+    """Runs (sequence, value) in run order as a line: every run as a dot up to MAX_DRIFT_POINTS, else the
+    median of each of DRIFT_BINS bins of consecutive runs (at their mean sequence), with a bar from the bin's
+    lowest to its highest value."""
+    if len(points) <= MAX_DRIFT_POINTS:
+        return doc.Line(label, points, color=color)
+    size = -(-len(points) // DRIFT_BINS)
+    xs, medians, bars = [], [], []
+    for i in range(0, len(points), size):
+        ys = sorted(points.ys[i : i + size])
+        xs.append(statistics.fmean(points.xs[i : i + size]))
+        medians.append(statistics.median(ys))
+        bars.append((ys[0], ys[-1]))
+    return doc.Line(label, doc.Points(xs, medians), errors=bars, markers=False, color=color)
+
+
 def drift(a: CampaignAnalysis) -> doc.Section | None:
     checked = [
         (c, c.summary, c.summary.drift)
@@ -520,15 +541,17 @@ def drift(a: CampaignAnalysis) -> doc.Section | None:
     shown = checked[: max(MAX_DRIFT_PLOTS, flagged)]
     varying = varying_by_workload(a.cells)
     figures = []
+    binned = False
     for c, s, d in shown:
         div, unit = display_unit(c.unit, s.median)
         valid, invalid = (
             doc.Points(c.runs.seqs(rows), [v / div for v in c.runs.values(rows)])
             for rows in (MEASURED, INVALID_VALUE)
         )
-        lines = [doc.Line("valid runs", valid, color=1 if d.flagged else 0)]
+        binned = binned or max(len(valid), len(invalid)) > MAX_DRIFT_POINTS
+        lines = [_binned("valid runs", valid, 1 if d.flagged else 0)]
         if invalid:
-            lines.append(doc.Line("invalid runs", invalid, color=7))
+            lines.append(_binned("invalid runs", invalid, 7))
         flag = "  DRIFT" if d.flagged else ""
         # Small multiples: the parameters that tell the workload's cells apart (a long title wraps).
         short = cell_label(c.workload, c.params, varying[c.workload])
@@ -555,7 +578,13 @@ def drift(a: CampaignAnalysis) -> doc.Section | None:
             f"Each cell's run values against their position in the campaign (Spearman ρ, flagged at p < "
             f"{checked[0][2].alpha:g}, red frame). {flagged} of {len(checked)} cells flagged"
             + (f"; the {len(shown)} lowest p-values shown" if len(shown) < len(checked) else "")
-            + ".",
+            + "."
+            + (
+                f" A cell of more than {MAX_DRIFT_POINTS} runs is drawn as {DRIFT_BINS} bins of consecutive runs: "
+                "the line joins the bins' medians, a bar spans each bin's lowest to highest value."
+                if binned
+                else ""
+            ),
             small=True,
         ),
         doc.Multiples(tuple(figures)),

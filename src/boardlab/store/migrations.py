@@ -8,7 +8,7 @@ import json
 from functools import lru_cache
 
 from boardlab.model.run import RunColumns, run_columns
-from boardlab.store.packed import convert_series
+from boardlab.store.packed import convert_series, summarize_series
 
 MIGRATIONS: list[tuple[int, str]] = [
     (
@@ -268,6 +268,21 @@ MIGRATIONS: list[tuple[int, str]] = [
         ALTER TABLE runs ADD COLUMN system_us INTEGER;      -- and system
         """,
     ),
+    (
+        10,
+        """
+        -- the report's monitor plots at scale (boardlab.store.packed.summarize): each row's first and last time,
+        -- and the sums of its times and values, so that the database sums whole rows per plotted time bucket;
+        -- NULL where not known (then readers read the row's samples)
+        ALTER TABLE run_series ADD COLUMN t_first_ns INTEGER;
+        ALTER TABLE run_series ADD COLUMN t_last_ns INTEGER;
+        ALTER TABLE run_series ADD COLUMN t_sum_ns INTEGER;
+        ALTER TABLE run_series ADD COLUMN value_sum REAL;
+        -- a campaign's run ids and starts without reading its runs' rows (wide: their JSON): what joining the
+        -- monitor rows to their runs' start times reads
+        CREATE INDEX runs_by_campaign_start ON runs(campaign_id, started_unix_s);
+        """,
+    ),
 ]
 
 RUN_COLUMNS = ("mean_freq_khz", "max_temp_mc", "throttled", "worker_cpu_pct", "user_us", "system_us")
@@ -324,4 +339,4 @@ def fill_run_columns(conn, *, campaign_id: int | None = None, after_id: int = 0)
 
 
 # migration number -> its data step, run after that migration's SQL
-DATA_STEPS = {7: convert_series, 9: fill_run_columns}
+DATA_STEPS = {7: convert_series, 9: fill_run_columns, 10: summarize_series}

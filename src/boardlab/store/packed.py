@@ -5,10 +5,17 @@ with its index, 2.4 KB for a run of 30 samples). A row of `run_series` holds a s
 `t_ns` the times as little-endian 64-bit integers (ns since the run started, ascending), `value` the values
 as little-endian IEEE 754 doubles, `samples` their count, and `packing` the layout's version (1: this one).
 Values read back bit for bit; a reader of an older store reads its `series` rows instead (Store.run_series).
+
+Store schema 10 adds each row's summary (`summarize`): its first and last time, the sum of its times and of its
+values. A row whose samples all fall in one bucket of the report's monitor plots needs no more than that, so
+the database sums those rows per bucket itself instead of handing every sample to Python; a row without a
+summary (NULL: written before schema 10 by an ingest of an older file, a NaN among its values, a sum out of
+range) is read sample by sample, as before.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 from array import array
 from collections.abc import Iterable
@@ -39,6 +46,67 @@ def pack(samples: Iterable[tuple[str, int, float]]) -> list[tuple[str, int, int,
             v.byteswap()
         out.append((source, PACKING, len(t), t.tobytes(), v.tobytes()))
     return out
+
+
+SUMMARY_COLUMNS = ("t_first_ns", "t_last_ns", "t_sum_ns", "value_sum")
+_INT64 = range(-(2**63), 2**63)
+
+
+def summarize(times: array, values: array) -> tuple[int | None, int | None, int | None, float | None]:
+    """(first t_ns, last t_ns, sum of t_ns, sum of values) of one row's samples (times ascending), as schema 10
+    stores them beside the packed arrays. The value sum is math.fsum's (correctly rounded); a sum that does not
+    fit (int64, a finite double: an infinity is kept) or is NaN is None, and readers then read that row's
+    samples. A row without samples has neither time."""
+    if not times:
+        return None, None, 0, 0.0
+    t_sum: int | None = sum(times)
+    try:
+        v_sum: float | None = math.fsum(values)
+    except (OverflowError, ValueError):  # finite values summing past the largest double; inf + -inf
+        v_sum = None
+    if v_sum is not None and math.isnan(v_sum):
+        v_sum = None  # SQLite would store NULL anyway
+    return times[0], times[-1], t_sum if t_sum in _INT64 else None, v_sum
+
+
+def pack_summarized(samples: Iterable[tuple[str, int, float]]) -> list[tuple]:
+    """`pack`'s rows, each followed by its `summarize` columns (SUMMARY_COLUMNS): what store schema 10 inserts."""
+    out = []
+    for source, t, v in arrays(samples):
+        summary = summarize(t, v)
+        if sys.byteorder == "big":
+            t.byteswap()
+            v.byteswap()
+        out.append((source, PACKING, len(t), t.tobytes(), v.tobytes(), *summary))
+    return out
+
+
+def summarize_series(conn) -> None:
+    """Migration 10's data step: the summary of every `run_series` row, a bounded batch of runs at a time."""
+    last = -1
+    while True:
+        ids = [
+            int(r[0])
+            for r in conn.execute(
+                "SELECT DISTINCT run_id FROM run_series WHERE run_id > ? ORDER BY run_id LIMIT ?",
+                (last, _BATCH_RUNS),
+            ).fetchall()
+        ]
+        if not ids:
+            break
+        updates = []
+        for run_id, source, packing, samples, t_ns, value in conn.execute(
+            "SELECT run_id, source, packing, samples, t_ns, value FROM run_series WHERE run_id BETWEEN ? AND ?",
+            (ids[0], ids[-1]),
+        ).fetchall():
+            got = unpack(packing, samples, t_ns, value)
+            if got is not None:  # a damaged row keeps no summary: reading its samples names the damage
+                updates.append((*summarize(*got), run_id, source))
+        conn.executemany(
+            "UPDATE run_series SET t_first_ns=?, t_last_ns=?, t_sum_ns=?, value_sum=? WHERE run_id=? AND source=?",
+            updates,
+        )
+        last = ids[-1]
 
 
 def unpack(packing: int, samples: int, t_ns: bytes, value: bytes) -> tuple[array, array] | None:

@@ -33,6 +33,12 @@ from boardlab.report.plot.axes import (
 
 # --- boxplots --------------------------------------------------------------------------------------------------
 
+# Dots per box: a box of more runs draws this many at evenly spaced ranks of the runs inside its whiskers, and
+# up to as many of those beyond (the extremes always): the same shape, and a report of a million runs that a
+# browser opens. A caption under the plot says so.
+MAX_DOTS = 200
+THINNED = "Over {0} runs in a box: {0} dots at evenly spaced ranks, at most {0} beyond the whiskers and {0} invalid."
+
 
 def box_stats(values: Sequence[float]) -> tuple[float, float, float, float, float]:
     """(whisker low, q1, median, q3, whisker high): quartiles by linear interpolation (as boardlab.stats),
@@ -45,6 +51,31 @@ def box_stats(values: Sequence[float]) -> tuple[float, float, float, float, floa
     lo = min(x for x in xs if x >= q1 - 1.5 * iqr)
     hi = max(x for x in xs if x <= q3 + 1.5 * iqr)
     return lo, q1, med, q3, hi
+
+
+def _ranks(xs: list[float], m: int) -> list[float]:
+    """m values at evenly spaced ranks of sorted `xs`, the first and the last included (all when fewer)."""
+    if len(xs) <= m:
+        return xs
+    return [xs[round(i * (len(xs) - 1) / (m - 1))] for i in range(m)]
+
+
+def dots(vals: Sequence[float], lo: float, hi: float) -> Sequence[float]:
+    """The values a box draws as dots: every run up to MAX_DOTS, else MAX_DOTS at evenly spaced ranks of those
+    within the whiskers [lo, hi] and up to MAX_DOTS of those beyond, in value order."""
+    if len(vals) <= MAX_DOTS:
+        return vals
+    xs = sorted(vals)
+    inside = [x for x in xs if lo <= x <= hi]
+    beyond = [x for x in xs if x < lo or x > hi]
+    return _ranks(inside, MAX_DOTS) + _ranks(beyond, MAX_DOTS)
+
+
+def excluded_dots(excluded: Sequence[float | None]) -> Sequence[float | None]:
+    """The invalid runs a box draws as hollow dots: all up to MAX_DOTS, else MAX_DOTS at evenly spaced ranks."""
+    if len(excluded) <= MAX_DOTS:
+        return excluded
+    return _ranks(sorted(v for v in excluded if v is not None and math.isfinite(v)), MAX_DOTS)
 
 
 def boxplot(
@@ -84,6 +115,7 @@ def boxplot(
     axis_label = f"{unit} (log scale)" if log else unit
     body.append(_text((left + width - right) / 2, bottom_axis + 33, axis_label, anchor="middle", size=12))
     rng = random.Random(seed)
+    thinned = False
     for i, b in enumerate(boxes):
         color = PALETTE[i % len(PALETTE)]
         cy = top + row_h * i + row_h / 2
@@ -115,17 +147,22 @@ def boxplot(
                 )
             )
             body.append(_line(scale(med), cy - hh, scale(med), cy + hh, stroke=INK, width=2.5))
-        for v in vals:
+            thinned = thinned or len(vals) > MAX_DOTS
+        for v in dots(vals, lo, hi) if vals else ():
             body.append(
                 _circle(scale(v), cy + rng.uniform(-0.27, 0.27) * row_h, 2.6, fill=color, opacity=0.75)
             )
-        for v in b.excluded:
+        thinned = thinned or len(b.excluded) > MAX_DOTS
+        for v in excluded_dots(b.excluded):
             if v is not None and math.isfinite(v):
                 jitter = rng.uniform(-0.27, 0.27) * row_h
                 body.append(
                     _circle(scale(v), cy + jitter, 2.8, fill="white", stroke=color, title="invalid run")
                 )
         body.append(_text(width - right + 8, cy + 4, b.note or f"n={len(vals)}", size=11, fill=AXIS))
+    if thinned:
+        body.append(_text(10, height + 8, THINNED.format(MAX_DOTS), size=11, fill=AXIS))
+        height += 16
     return _svg(width, height, title, body)
 
 
@@ -196,6 +233,7 @@ def grouped_boxplot(
     if x_label:
         body.append(_text((left + width - right) / 2, height - 8, x_label, anchor="middle", size=12))
     rng = random.Random(seed)
+    thinned = False
     box_w = min(44.0, slot_w * 0.8 / n_series)
     for gi, (name, slots) in enumerate(groups):
         x0 = left + slot_w * gi
@@ -237,14 +275,19 @@ def grouped_boxplot(
                     )
                 )
                 body.append(_line(cx - half, scale(med), cx + half, scale(med), stroke=INK, width=2.5))
-            for v in vals:
+                thinned = thinned or len(vals) > MAX_DOTS
+            for v in dots(vals, lo, hi) if vals else ():
                 body.append(
                     _circle(cx + rng.uniform(-0.3, 0.3) * box_w, scale(v), 2.3, fill=color, opacity=0.7)
                 )
-            for v in b.excluded:
+            thinned = thinned or len(b.excluded) > MAX_DOTS
+            for v in excluded_dots(b.excluded):
                 if v is not None and math.isfinite(v):
                     jitter = rng.uniform(-0.3, 0.3) * box_w
                     body.append(
                         _circle(cx + jitter, scale(v), 2.5, fill="white", stroke=color, title="invalid run")
                     )
+    if thinned:
+        body.append(_text(10, height + 8, THINNED.format(MAX_DOTS), size=11, fill=AXIS))
+        height += 16
     return _svg(width, height, title, body)
