@@ -99,7 +99,8 @@ def monitor_series(store: Store, campaign_id: int) -> MonitorSeries:
     rest: array | None = array("q")  # runs with a row the database did not sum; None: too many, stream them
     for source, k, n, sx, sy, run_id in store.series_bucket_sums(campaign_id, t0, div, lo, span, MAX_POINTS):
         samples.add(source, 0, n, 0.0, 0.0)
-        if run_id is None:
+        if run_id is None:  # a summed row group: its bucket is known (the store gives a run id otherwise)
+            assert k is not None
             sums.add(source, k, n, sx, sy)
         elif rest is not None:
             rest.append(run_id)

@@ -179,9 +179,8 @@ def _order_statistic_ci(xs: list[float], confidence: float) -> Interval | None:
             return tails[i] > half_alpha
 
         l_rank = min(first_true(too_wide, guess, n // 2), n // 2)
-        tail = tails.get(l_rank - 1)
-        if tail is None:
-            tail = half_binom_cdf(n, l_rank - 1)
+        known = tails.get(l_rank - 1)
+        tail = half_binom_cdf(n, l_rank - 1) if known is None else known
     if l_rank == 0:
         return None
     u_rank = n + 1 - l_rank

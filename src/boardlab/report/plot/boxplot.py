@@ -153,11 +153,11 @@ def boxplot(
                 _circle(scale(v), cy + rng.uniform(-0.27, 0.27) * row_h, 2.6, fill=color, opacity=0.75)
             )
         thinned = thinned or len(b.excluded) > MAX_DOTS
-        for v in excluded_dots(b.excluded):
-            if v is not None and math.isfinite(v):
+        for x in excluded_dots(b.excluded):
+            if x is not None and math.isfinite(x):
                 jitter = rng.uniform(-0.27, 0.27) * row_h
                 body.append(
-                    _circle(scale(v), cy + jitter, 2.8, fill="white", stroke=color, title="invalid run")
+                    _circle(scale(x), cy + jitter, 2.8, fill="white", stroke=color, title="invalid run")
                 )
         body.append(_text(width - right + 8, cy + 4, b.note or f"n={len(vals)}", size=11, fill=AXIS))
     if thinned:
@@ -281,11 +281,11 @@ def grouped_boxplot(
                     _circle(cx + rng.uniform(-0.3, 0.3) * box_w, scale(v), 2.3, fill=color, opacity=0.7)
                 )
             thinned = thinned or len(b.excluded) > MAX_DOTS
-            for v in excluded_dots(b.excluded):
-                if v is not None and math.isfinite(v):
+            for e in excluded_dots(b.excluded):
+                if e is not None and math.isfinite(e):
                     jitter = rng.uniform(-0.3, 0.3) * box_w
                     body.append(
-                        _circle(cx + jitter, scale(v), 2.5, fill="white", stroke=color, title="invalid run")
+                        _circle(cx + jitter, scale(e), 2.5, fill="white", stroke=color, title="invalid run")
                     )
     if thinned:
         body.append(_text(10, height + 8, THINNED.format(MAX_DOTS), size=11, fill=AXIS))
