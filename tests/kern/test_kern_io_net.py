@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from helpers import IO_URING_SETUP, kern_json, kern_json_denying, kern_ok_or_skip
+from helpers import IO_URING_SETUP, kern_json, kern_json_denying, kern_ok_or_skip, under_qemu_user
 
 FAST = ("--iterations", "3", "--warmup-max-iterations", "3")
 PATHS = ("write", "sendfile", "splice", "msg_zerocopy", "uring_zc")
@@ -49,8 +49,11 @@ def test_paced_udp_holds_its_rate_and_counts_every_datagram(kern):
     rc, res = net(kern, "mode=udp_stream", "rate_bit_s=20e6", "udp_bytes=1000", extra=("--iterations", "5"))
     kern_ok_or_skip(rc, res)
     m, info = res["metrics"], res["info"]
-    # Pacing from the bytes sent so far: the offered rate is held within a few percent per iteration.
-    assert m["goodput_bit_s"]["median"] == pytest.approx(20e6, rel=0.05)
+    # Pacing from the bytes sent so far: the offered rate is held within a few percent per iteration. Under
+    # qemu-user beside stress-ng a stalled sender catches up in bursts (1.28 Gbit/s measured in one
+    # iteration): there only the counts are checked, as timings under emulation mean nothing.
+    if not under_qemu_user():
+        assert m["goodput_bit_s"]["median"] == pytest.approx(20e6, rel=0.05)
     assert info["sent_datagrams"] == info["received_datagrams"] + info["lost_datagrams"]
     assert m["loss_percent"]["value"] == pytest.approx(100 * info["lost_datagrams"] / info["sent_datagrams"])
     assert m["jitter_ns"]["value"] >= 0 and m["jitter_ns"]["unit"] == "ns"
