@@ -479,9 +479,12 @@ class KeepBehind:
             self._todo.put(cid)
 
     def finish(self, store) -> None:
-        """Waits for the queued summaries and writes them; ends the thread."""
+        """Waits for the queued summaries and writes them; ends the thread, its reader closed before the
+        writer closes: the writer, the store's last connection, then checkpoints SQLite's WAL into the file
+        and removes it (a reader closing last cannot, and a copy of the .db alone would lack the ingest)."""
         self._todo.put(None)
         self._write(store, block=True)
+        self._thread.join()
 
     def _write(self, store, *, block: bool) -> None:
         import queue

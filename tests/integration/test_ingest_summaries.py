@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -100,6 +101,8 @@ def test_the_cli_stores_the_summaries_of_several_files(tmp_path):
     proc = run_cli("ingest", *map(str, files), "--db", str(lab))
     assert proc.returncode == 0, proc.stderr
     assert "warning" not in proc.stderr
+    # the summaries' reader closed before the writer: the last connection folded the WAL into the file
+    assert not Path(f"{lab}-wal").exists()
     with Store.open(lab, create=False) as store:
         ids = [int(c["id"]) for c in store.campaigns()]
         assert len(ids) == 3
