@@ -15,7 +15,7 @@ from boardlab.report.plot import MAX_SERIES_POINTS
 from boardlab.report.plot.lines import downsample
 from boardlab.report.render import render_sections
 from boardlab.store import STORE_SCHEMA, Store, packed
-from boardlab.store.migrations import MIGRATIONS
+from boardlab.store.migrations import MIGRATIONS, RUN_COLUMNS
 
 from helpers import make_campaign_db
 
@@ -271,11 +271,13 @@ def test_the_database_sums_whole_rows_and_python_reads_the_rest_with_the_same_po
     conn.commit()
     with Store.open(db, create=False) as store:
         partly = monitor_series(store, 1)
-    # the same store before schema 10: no summaries at all; a writer's migration 10 computes them again
+    # the same store before schema 10 (and 9, its runs' summary columns): no row summaries at all; a
+    # writer's migrations compute them again
     conn.executescript(
         "ALTER TABLE run_series DROP COLUMN t_first_ns; ALTER TABLE run_series DROP COLUMN t_last_ns;"
         " ALTER TABLE run_series DROP COLUMN t_sum_ns; ALTER TABLE run_series DROP COLUMN value_sum;"
         " DROP INDEX runs_by_campaign_start; UPDATE meta SET value = '8' WHERE key = 'schema_version';"
+        + "".join(f" ALTER TABLE runs DROP COLUMN {c};" for c in RUN_COLUMNS)
     )
     conn.close()
     with Store.open(db, create=False) as store:

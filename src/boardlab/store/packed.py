@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import sys
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 PACKING = 1  # t_ns: int64 LE, value: float64 LE
 _BATCH_RUNS = 2000  # runs converted per step of migration 7: memory bounded, whatever the store's size
@@ -83,21 +83,11 @@ def pack_summarized(samples: Iterable[tuple[str, int, float]]) -> list[tuple]:
 
 def summarize_series(conn) -> None:
     """Migration 10's data step: the summary of every `run_series` row, a bounded batch of runs at a time."""
-    last = -1
-    while True:
-        ids = [
-            int(r[0])
-            for r in conn.execute(
-                "SELECT DISTINCT run_id FROM run_series WHERE run_id > ? ORDER BY run_id LIMIT ?",
-                (last, _BATCH_RUNS),
-            ).fetchall()
-        ]
-        if not ids:
-            break
+    for first, last in _run_batches(conn, "run_series"):
         updates = []
         for run_id, source, packing, samples, t_ns, value in conn.execute(
             "SELECT run_id, source, packing, samples, t_ns, value FROM run_series WHERE run_id BETWEEN ? AND ?",
-            (ids[0], ids[-1]),
+            (first, last),
         ).fetchall():
             got = unpack(packing, samples, t_ns, value)
             if got is not None:  # a damaged row keeps no summary: reading its samples names the damage
@@ -106,7 +96,6 @@ def summarize_series(conn) -> None:
             "UPDATE run_series SET t_first_ns=?, t_last_ns=?, t_sum_ns=?, value_sum=? WHERE run_id=? AND source=?",
             updates,
         )
-        last = ids[-1]
 
 
 def unpack(packing: int, samples: int, t_ns: bytes, value: bytes) -> tuple[array, array] | None:
@@ -126,27 +115,31 @@ def unpack(packing: int, samples: int, t_ns: bytes, value: bytes) -> tuple[array
 def convert_series(conn) -> None:
     """Migration 7's data step: every run's `series` rows packed into `run_series`, then `series` dropped.
     Reads a bounded batch of runs at a time (a store of a million runs holds 30 million rows)."""
-    last = -1
-    while True:
-        ids = [
-            int(r[0])
-            for r in conn.execute(
-                "SELECT DISTINCT run_id FROM series WHERE run_id > ? ORDER BY run_id LIMIT ?",
-                (last, _BATCH_RUNS),
-            ).fetchall()
-        ]
-        if not ids:
-            break
+    for first, last in _run_batches(conn, "series"):
         by_run: dict[int, list[tuple[str, int, float]]] = {}
         for run_id, source, t_ns, value in conn.execute(
             "SELECT run_id, source, t_ns, value FROM series WHERE run_id BETWEEN ? AND ?"
             " ORDER BY run_id, source, t_ns",
-            (ids[0], ids[-1]),
+            (first, last),
         ).fetchall():
             by_run.setdefault(int(run_id), []).append((source, t_ns, value))
         rows = [(run_id, *row) for run_id, samples in by_run.items() for row in pack(samples)]
         conn.executemany(
             "INSERT INTO run_series(run_id, source, packing, samples, t_ns, value) VALUES (?,?,?,?,?,?)", rows
         )
-        last = ids[-1]
     conn.execute("DROP TABLE series")
+
+
+def _run_batches(conn, table: str) -> Iterator[tuple[int, int]]:
+    """(first, last) run id of each batch of _BATCH_RUNS runs with rows in `table` (a migration's step reads
+    a bounded batch at a time: a store of a million runs holds tens of millions of samples)."""
+    last = -1
+    while True:
+        ids = conn.execute(
+            f"SELECT DISTINCT run_id FROM {table} WHERE run_id > ? ORDER BY run_id LIMIT ?",
+            (last, _BATCH_RUNS),
+        ).fetchall()
+        if not ids:
+            return
+        yield int(ids[0][0]), int(ids[-1][0])
+        last = int(ids[-1][0])
