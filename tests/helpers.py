@@ -1045,7 +1045,7 @@ RUN_COLUMN_CASES = [
 
 
 def to_schema_8(src, dest, monitors: dict[int, tuple[dict, dict]] = {}):  # noqa: B006 (read only)
-    """A copy of `src` as boardlab wrote it at store schema 8 (no summary columns), with some runs' JSON
+    """A copy of `src` as boardlab wrote it at store schema 8 (no run or monitor-row summaries), with some runs' JSON
     replaced by the given (monitor, rusage)."""
     shutil.copy(src, dest)
     with sqlite3.connect(dest) as conn:
@@ -1056,6 +1056,10 @@ def to_schema_8(src, dest, monitors: dict[int, tuple[dict, dict]] = {}):  # noqa
             )
         for column in _RUN_COLUMNS:
             conn.execute(f"ALTER TABLE runs DROP COLUMN {column}")
+        # and without what schema 10 added: the monitor rows' summaries and the runs' index by start
+        for column in ("t_first_ns", "t_last_ns", "t_sum_ns", "value_sum"):
+            conn.execute(f"ALTER TABLE run_series DROP COLUMN {column}")
+        conn.execute("DROP INDEX IF EXISTS runs_by_campaign_start")
         conn.execute("UPDATE meta SET value='8' WHERE key='schema_version'")
     conn.close()
     return dest

@@ -255,11 +255,12 @@ def test_a_subtitle_carries_the_drift_result_in_small_multiples():
 def test_a_drift_plot_of_many_runs_draws_bins_of_consecutive_runs():
     """Up to MAX_DRIFT_POINTS runs every run is a dot; above, DRIFT_BINS bins of consecutive runs: a line
     through each bin's median at its mean position, a bar from its lowest to its highest value, no dots."""
+    from boardlab.analysis.document import Points
     from boardlab.analysis.sections import DRIFT_BINS, MAX_DRIFT_POINTS, _binned
 
-    few = [(float(i), 1.0 + i / 100) for i in range(MAX_DRIFT_POINTS)]
+    few = Points(map(float, range(MAX_DRIFT_POINTS)), (1.0 + i / 100 for i in range(MAX_DRIFT_POINTS)))
     assert _binned("valid runs", few, 0) == svg.Line("valid runs", few, color=0)
-    runs = [(float(3 * i), 10.0 + (i % 5) + i / 1000) for i in range(2000)]  # drifting upwards
+    runs = Points((float(3 * i) for i in range(2000)), (10.0 + (i % 5) + i / 1000 for i in range(2000)))
     line = _binned("valid runs", runs, 1)
     assert len(line.points) == len(line.errors) == DRIFT_BINS and not line.markers
     assert line.points[0] == pytest.approx((13.5, 12.0045)) and line.errors[0] == (10.0, 14.009)  # runs 0-9

@@ -81,6 +81,21 @@ def test_one_monitor_thread_serves_consecutive_runs_and_ends_on_close():
     assert thread is not None and not thread.is_alive()
 
 
+def test_close_ends_the_thread_of_a_job_nobody_stopped():
+    """A stop (SIGTERM) between start() and the runner's record of it leaves the job unstopped: close() must
+    still end the sampling thread rather than wait for it for ever (a fresh-machine run hung there)."""
+    mon = Monitor("/", interval_s=0.05)
+    proc = subprocess.Popen(["sleep", "0.2"])
+    mon.start(proc.pid, None)
+    thread = mon._thread
+    proc.wait()
+    closer = threading.Thread(target=mon.close, daemon=True)
+    closer.start()
+    closer.join(10)
+    assert not closer.is_alive(), "close() waited for a thread sampling a job nobody stopped"
+    assert thread is not None and not thread.is_alive()
+
+
 def test_without_pidfd_a_timer_thread_enforces_the_timeout(monkeypatch):
     def no_pidfd(pid: int) -> int:  # Linux before 5.3
         raise OSError(38, "Function not implemented")

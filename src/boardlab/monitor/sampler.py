@@ -87,7 +87,11 @@ class Monitor:
             return job.output()
 
     def close(self) -> None:
-        """Ends the sampling thread (between runs)."""
+        """Ends the sampling thread (between runs). The last job is told to stop first: a stop (SIGTERM) that
+        lands between start() and the caller's record of it leaves a job nobody stopped, and the thread would
+        sample it for ever while this waits for the thread."""
+        if self._job is not None:
+            self._job.stopping.set()
         if self._thread is not None and self._thread.is_alive():
             self._jobs.put(None)
             self._thread.join()

@@ -592,6 +592,21 @@ class Store:
             )
         ]
 
+    def _insert_series(self, run_id: int, series) -> None:
+        """A run's monitor rows, packed, with each row's summary (store schema 10) unless a test stands in
+        for an older boardlab's store (as record_run's summary columns)."""
+        if self._schema() >= 10:
+            self.conn.executemany(
+                "INSERT INTO run_series(run_id, source, packing, samples, t_ns, value, t_first_ns, t_last_ns,"
+                " t_sum_ns, value_sum) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                [(run_id, *row) for row in packed.pack_summarized(series)],
+            )
+            return
+        self.conn.executemany(
+            "INSERT INTO run_series(run_id, source, packing, samples, t_ns, value) VALUES (?,?,?,?,?,?)",
+            [(run_id, *row) for row in packed.pack(series)],
+        )
+
     def record_run(self, campaign_id: int, cell_id: int, run: RunResult) -> int:
         """One transaction per run: the run, its metrics, every iteration, its histograms, the monitor's series."""
         # its summary columns (migration 9), unless a test stands in for an older boardlab's store
@@ -649,11 +664,7 @@ class Store:
             self.conn.executemany(
                 "INSERT INTO run_values(run_id, metric, iteration, value) VALUES (?,?,?,?)", values
             )
-            self.conn.executemany(
-                "INSERT INTO run_series(run_id, source, packing, samples, t_ns, value, t_first_ns, t_last_ns,"
-                " t_sum_ns, value_sum) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                [(run_id, *row) for row in packed.pack_summarized(run.series)],
-            )
+            self._insert_series(run_id, run.series)
             self.conn.executemany(
                 "INSERT INTO run_histograms(run_id, name, bucket_width, unit, counts_json, overflow, total)"
                 " VALUES (?,?,?,?,?,?,?)",
