@@ -1282,13 +1282,12 @@ class Store:
         """(t0, lo, hi): the campaign's first run start (unix s), and a time range in s since t0 that holds
         every monitor sample: from 0 (or the earliest sample, if one precedes its run's start) to the last run's
         start plus the latest sample time of any run. None when the campaign has no samples."""
-        starts = self.conn.execute(
-            "SELECT min(started_unix_s), max(started_unix_s) FROM runs WHERE campaign_id=?", (campaign_id,)
-        ).fetchone()
-        if starts is None or starts[0] is None:
+        starts = self.run_start_range(campaign_id)
+        if starts is None:
             return None
-        extents: list[tuple[int, int]] = []  # (earliest, latest) sample time in ns after its run's start
-        if self._schema() >= 10:
+        lo_ns, hi_ns = math.inf, -math.inf  # the earliest and latest sample time in ns after its run's start
+        unsummarized = self._schema() < 10
+        if not unsummarized:
             # min and max ignore NULLs; the count says whether any row lacks its times
             row = self.conn.execute(
                 f"SELECT min(s.t_first_ns), max(s.t_last_ns), count(*) - count(s.t_first_ns + s.t_last_ns)"
@@ -1296,15 +1295,15 @@ class Store:
                 (campaign_id,),
             ).fetchone()
             if row[0] is not None:
-                extents.append((int(row[0]), int(row[1])))
-        unsummarized = self._unsummarized_extents(campaign_id) if self._schema() < 10 or row[2] else ()
-        for _, _, _, _, t_first, t_last in unsummarized:
-            extents = [(min([t_first, *(e[0] for e in extents)]), max([t_last, *(e[1] for e in extents)]))]
-        if not extents:
+                lo_ns, hi_ns = int(row[0]), int(row[1])
+            unsummarized = bool(row[2])
+        if unsummarized:
+            for _, _, _, _, t_first, t_last in self._unsummarized_extents(campaign_id):
+                lo_ns, hi_ns = min(lo_ns, t_first), max(hi_ns, t_last)
+        if lo_ns == math.inf:
             return None
-        first, last = extents[0]
-        t0 = float(starts[0])
-        return t0, min(0.0, first / 1e9), (float(starts[1]) - t0) + last / 1e9
+        t0, last_start = starts
+        return t0, min(0.0, lo_ns / 1e9), (last_start - t0) + hi_ns / 1e9
 
     def _unsummarized_extents(self, campaign_id: int) -> Iterator[tuple[int, float, str, int, int, int]]:
         """`campaign_series_extents` of the rows with samples but no summary (all rows before schema 10)."""
