@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+import threading
 
 import pytest
 
 from boardlab.store import Store
-from boardlab.store.verify import _column_checks, _fast_references, _fast_scan
+from boardlab.store.verify import DamagedStore, _column_checks, _fast_references, _fast_scan, verify_store
 
 from helpers import make_campaign_db
 
@@ -85,3 +86,48 @@ def test_the_fast_scan_refuses_what_the_full_checks_refuse(pristine, tmp_path):
     conn.close()
     assert tested > 1000 and 0 < refused < tested  # both answers were seen
     assert nulls > 10  # NULL reached NOT NULL columns
+
+
+DAMAGE = {
+    "run_series": "UPDATE run_series SET t_ns = x'0001' WHERE run_id = (SELECT max(run_id) FROM run_series)",
+    "runs": "UPDATE runs SET value = 'fast' WHERE id = (SELECT max(id) FROM runs)",
+}
+
+
+@pytest.mark.parametrize("damaged", [(), ("run_series",), ("runs",), ("run_series", "runs")])
+def test_the_side_scan_finds_what_the_scan_in_one_thread_finds(pristine, tmp_path, damaged):
+    """With a second connection, run_series is scanned in a thread beside the other tables: the same value
+    is named (the first damaged table in the schema's order), the thread is gone afterwards and its
+    connection closed."""
+    path, schema = pristine
+    db = tmp_path / "copy.db"
+    shutil.copy(path, db)
+    with sqlite3.connect(db) as conn:
+        for table in damaged:
+            conn.execute(DAMAGE[table])
+    conn.close()
+    opened: list[sqlite3.Connection] = []
+
+    def side() -> sqlite3.Connection:
+        opened.append(sqlite3.connect(db, check_same_thread=False))
+        return opened[-1]
+
+    def verdict(**kw) -> str | None:
+        conn = sqlite3.connect(db)
+        try:
+            verify_store(conn, str(db), schema, **kw)
+        except DamagedStore as exc:
+            return str(exc)
+        finally:
+            conn.close()
+        return None
+
+    alone, beside = verdict(), verdict(side=side)
+    assert len(opened) == 1 and beside == alone
+    assert (alone is None) == (not damaged)
+    if damaged:
+        first = next(t for t in schema if t in damaged)
+        assert f"({first}." in alone
+    assert not any(t.name == "boardlab-verify" for t in threading.enumerate())
+    with pytest.raises(sqlite3.ProgrammingError):  # closed
+        opened[0].execute("SELECT 1")

@@ -171,26 +171,35 @@ def stored_plan(plan_text: str) -> dict:
 
 def run_table(rows) -> RunTable:
     """A cell's stored runs (`Store.cell_runs`, in run order) as the analysis keeps them."""
-    rows = list(rows)
-    arms = "aa_arm" in rows[0].keys() if rows else False
+    col = _columns(list(rows))
+    n = len(col.get("id", ()))
     return RunTable.of(
-        run_id=[r["id"] for r in rows],
-        seq=[r["seq"] for r in rows],
-        repetition=[r["repetition"] for r in rows],
-        value=[r["value"] for r in rows],
-        valid=[bool(r["valid"]) for r in rows],
-        ok=[bool(r["ok"]) for r in rows],
-        invalid_reason=[r["invalid_reason"] for r in rows],
-        error=[r["error"] for r in rows],
-        wall_ns=[r["wall_ns"] for r in rows],
-        mean_freq_khz=[r["mean_freq_khz"] for r in rows],
-        max_temp_mc=[r["max_temp_mc"] for r in rows],
-        throttled=[None if r["throttled"] is None else bool(r["throttled"]) for r in rows],
-        warmup_capped=[None if r["warmup_capped"] is None else bool(r["warmup_capped"]) for r in rows],
-        aa_arm=[r["aa_arm"] for r in rows] if arms else [None] * len(rows),
-        user_us=[r["user_us"] for r in rows],
-        system_us=[r["system_us"] for r in rows],
+        run_id=col.get("id", ()),
+        seq=col.get("seq", ()),
+        repetition=col.get("repetition", ()),
+        value=col.get("value", ()),
+        valid=col.get("valid", ()),
+        ok=col.get("ok", ()),
+        invalid_reason=col.get("invalid_reason", ()),
+        error=col.get("error", ()),
+        wall_ns=col.get("wall_ns", ()),
+        mean_freq_khz=col.get("mean_freq_khz", ()),
+        max_temp_mc=col.get("max_temp_mc", ()),
+        throttled=col.get("throttled", ()),
+        warmup_capped=col.get("warmup_capped", ()),
+        aa_arm=col.get("aa_arm", (None,) * n),
+        user_us=col.get("user_us", ()),
+        system_us=col.get("system_us", ()),
     )
+
+
+def _columns(rows: list) -> dict[str, tuple]:
+    """The rows as columns by name, transposed at C speed (a row is a sequence in its keys' order: a
+    sqlite3.Row, a PostgreSQL row, or the dict of a store before migration 9)."""
+    if not rows:
+        return {}
+    seqs = [tuple(r.values()) for r in rows] if isinstance(rows[0], dict) else rows
+    return dict(zip(rows[0].keys(), zip(*seqs, strict=True), strict=True))
 
 
 def _cell(row, runs: RunTable, entry_facts: CellFacts) -> CellAnalysis:

@@ -60,17 +60,19 @@ class RunPoint:
 def ints(values: Iterable[int | None]) -> array[int]:
     """An integer column of 2, 4 or 8 bytes a run, the fewest every value fits in; None as the typecode's
     smallest value."""
-    items = list(values)
+    items = values if isinstance(values, list | tuple) else list(values)
+    has_none = None in items
     for code in ("h", "i", "q"):
-        try:
-            return array(code, [_NONE_INT[code] if v is None else v for v in items])
+        try:  # without a None, array() reads the sequence at C speed
+            return array(code, [_NONE_INT[code] if v is None else v for v in items] if has_none else items)
         except OverflowError:
             continue
     raise OverflowError("an integer beyond 64 bits in a run's column")
 
 
 def floats(values: Iterable[float | None]) -> array[float]:
-    return array("d", [math.nan if v is None else v for v in values])
+    items = values if isinstance(values, list | tuple) else list(values)
+    return array("d", [math.nan if v is None else v for v in items] if None in items else items)
 
 
 def _int(column: array[int], x: int) -> int | None:
@@ -95,8 +97,11 @@ class Strings:
 
     @classmethod
     def of(cls, values: Iterable[str | None]) -> Strings:
+        items = values if isinstance(values, list | tuple) else list(values)
+        if items.count(None) == len(items):  # the usual column of errors or invalid reasons: none at all
+            return cls(array("B", bytes(len(items))), (None,))
         index: dict[str | None, int] = {None: 0}
-        codes = [index.setdefault(v, len(index)) for v in values]
+        codes = [index.setdefault(v, len(index)) for v in items]
         n = len(index)
         return cls(array("B" if n <= 1 << 8 else "H" if n <= 1 << 16 else "I", codes), tuple(index))
 
@@ -239,8 +244,9 @@ class RunTable:
             map(_tri, self.select(self.throttled, rows)),
             strict=True,
         )
-        shared: dict[tuple, RunEnvironment] = {}
-        return [shared.get(k) or shared.setdefault(k, RunEnvironment(*k)) for k in keys]
+        runs = list(keys)
+        shared = {k: RunEnvironment(*k) for k in set(runs)}  # NaN made None above: equal keys are equal
+        return list(map(shared.__getitem__, runs))
 
     def count(self, has: int = 0, lacks: int = 0) -> int:
         """The runs flagged with every bit of `has` and none of `lacks`."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import math
 import os
@@ -89,6 +90,7 @@ class Store:
         self.created = False  # this open created the file (a writer's open only)
         self._sidecars_before: set[str] | None = None  # a reader's: the -wal/-shm files there before it
         self._shm_fd: int | None = None  # a reader's: its shared flock on the -shm file
+        self._reopen: tuple[Path, bool] | None = None  # a reader's: how to open another connection like it
 
     # ---- opening and migrating ----
 
@@ -159,6 +161,7 @@ class Store:
         immutable = not os.access(path.parent, os.W_OK) and not os.path.exists(f"{path}-wal")
         conn = cls._connect(path, "ro", immutable=immutable)
         store = cls(conn, str(path))
+        store._reopen = (path, immutable)
         store._sidecars_before = {s for s in ("-wal", "-shm") if os.path.lexists(f"{path}{s}")}
         try:
             conn.execute("PRAGMA query_only=ON")
@@ -268,12 +271,16 @@ class Store:
                     os.close(fd)
 
     @staticmethod
-    def _connect(path: Path, mode: str, *, immutable: bool = False) -> sqlite3.Connection:
+    def _connect(
+        path: Path, mode: str, *, immutable: bool = False, any_thread: bool = False
+    ) -> sqlite3.Connection:
         uri = f"file:{urllib.parse.quote(os.path.abspath(path))}?mode={mode}" + (
             "&immutable=1" if immutable else ""
         )
         try:
-            conn = sqlite3.connect(uri, uri=True, timeout=30, isolation_level=None)
+            conn = sqlite3.connect(
+                uri, uri=True, timeout=30, isolation_level=None, check_same_thread=not any_thread
+            )
         except sqlite3.Error as exc:
             raise database_error(exc, str(path)) from None
         conn.row_factory = sqlite3.Row
@@ -345,8 +352,12 @@ class Store:
             return
         from boardlab.store.verify import verify_store
 
+        side = None
+        if self._reopen is not None and len(os.sched_getaffinity(0)) > 1:  # a second core scans beside
+            path, immutable = self._reopen
+            side = functools.partial(self._connect, path, "ro", immutable=immutable, any_thread=True)
         try:
-            verify_store(self.conn, self.path, self.describe_schema())
+            verify_store(self.conn, self.path, self.describe_schema(), side)
         except sqlite3.DatabaseError as exc:
             raise database_error(exc, self.path) from None
 
