@@ -252,11 +252,12 @@ def test_ctrl_c_stops_every_campaign_and_releases_every_place(lab, bundle, tmp_p
     assert not strays
 
 
-def test_no_place_with_the_tags_is_bad_input(lab, bundle, tmp_path):
+def test_no_place_with_the_tags_is_bad_input(lab1, bundle, tmp_path):
+    """A coordinator with a place, tagged otherwise (one board is enough: no board is used)."""
     plan = tmp_path / "plan.toml"
     plan.write_text(PLAN)
     r = subprocess.run(
-        [str(BIN / "boardlab"), "fleet", "run", str(plan), "--coordinator", lab.coordinator,
+        [str(BIN / "boardlab"), "fleet", "run", str(plan), "--coordinator", lab1.coordinator,
          "--places", "fleet=nosuchlab", "--db", str(tmp_path / "x.db"), "--bundle", str(bundle)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip
