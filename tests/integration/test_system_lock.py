@@ -61,7 +61,9 @@ def held(lab):
 
 def start(tmp_path, root, env, name: str, *extra: str, hold: bool = True) -> subprocess.Popen:
     plan = tmp_path / f"{name}.toml"
-    plan.write_text(PLAN.format(name=name, cooldown_s=1.0 if hold else 0.0, idle_window_s=3.0 if hold else 0.1))
+    plan.write_text(
+        PLAN.format(name=name, cooldown_s=1.0 if hold else 0.0, idle_window_s=3.0 if hold else 0.1)
+    )
     argv = [sys.executable, "-m", "boardlab", "run", str(plan), "--root", str(root)]
     argv += ["--db", str(tmp_path / f"{name}.db"), "--quiet", *extra]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
@@ -93,7 +95,7 @@ def test_two_campaigns_started_together_both_finish_and_the_second_says_it_waite
     root, state, env = lab
     first = start(tmp_path, root, env, "first")
     wait_for_holder(state, first.pid)
-    second = start(tmp_path, root, env, "second", "--json")
+    second = start(tmp_path, root, env, "second", "--json", hold=False)  # it has only to wait, then run
     out1, err1 = first.communicate(timeout=300)
     out2, err2 = second.communicate(timeout=300)
     assert first.returncode == 0, err1
