@@ -89,8 +89,8 @@ def test_scenario_runs_inside_the_netns_placement(tmp_path, netns):
         + '[[conditions]]\nname = "ns"\nkind = "netns"\nparams = { mode = "private" }\nbaseline = ""\n'
     )
     db = tmp_path / "v.db"
-    proc = run_cli("run", str(plan), "--db", str(db), "--json", "--workload", "svc.scenario", "--repetitions", "1",
-                   timeout=300)  # fmt: skip
+    args = ["run", str(plan), "--db", str(db), "--json", "--workload", "svc.scenario", "--repetitions", "1"]
+    proc = run_cli(*args, timeout=300)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["status"] == "complete" and out["runs_done"] == 2  # the baseline's run and the namespace's
