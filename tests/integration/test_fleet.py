@@ -83,12 +83,17 @@ def lab1(tmp_path):
 LABEL = "-O2 'kernel' 6.6 -> 6.12; $(id)"  # spaces, quotes, shell characters, a leading dash
 
 
-def fleet_cmd(lab: Lab, plan: Path, db: str, bundle: Path, keep: Path, *extra) -> list[str]:
+def fleet_cmd(
+    lab: Lab, plan: Path, db: str, bundle: Path, keep: Path, *extra, boot_timeout_s: int = 30
+) -> list[str]:
+    """`--boot-timeout` also bounds the reconnect that calls a board dead: the dead-board test waits it out
+    once, and gives a shorter one (a fake board's sshd is back within a second of its power cycle)."""
     return [
         str(BIN / "boardlab"), "fleet", "run", str(plan),
         "--coordinator", lab.coordinator, "--places", f"fleet={lab.tag}", "--db", db,
         "--bundle", str(bundle), "--ssh-key", str(lab.key), "--lg-env", str(lab.lg_env(keep.parent / "env.yaml")),
-        "--remote-dir", str(lab.remote_root), "--poll", "1", "--boot-timeout", "30",
+        "--remote-dir", str(lab.remote_root), "--poll", "1",
+        "--boot-timeout", str(boot_timeout_s),
         *(extra if "--retries" in extra else ("--retries", "2", *extra)), "--keep", str(keep),
     ]  # fmt: skip
 
@@ -130,7 +135,7 @@ def test_a_dead_board_is_power_cycled_and_resumed_nothing_lost_or_duplicated(
     keep.mkdir()
     log = open(tmp_path / "fleet.err", "w+")
     proc = subprocess.Popen(
-        fleet_cmd(lab, plan, pg_url, bundle, keep, "--json", "--label", LABEL),
+        fleet_cmd(lab, plan, pg_url, bundle, keep, "--json", "--label", LABEL, boot_timeout_s=10),
         stdout=subprocess.PIPE,
         stderr=log,
         text=True,
@@ -252,11 +257,12 @@ def test_ctrl_c_stops_every_campaign_and_releases_every_place(lab, bundle, tmp_p
     assert not strays
 
 
-def test_no_place_with_the_tags_is_bad_input(lab, bundle, tmp_path):
+def test_no_place_with_the_tags_is_bad_input(lab1, bundle, tmp_path):
+    """A coordinator with a place, tagged otherwise (one board is enough: no board is used)."""
     plan = tmp_path / "plan.toml"
     plan.write_text(PLAN)
     r = subprocess.run(
-        [str(BIN / "boardlab"), "fleet", "run", str(plan), "--coordinator", lab.coordinator,
+        [str(BIN / "boardlab"), "fleet", "run", str(plan), "--coordinator", lab1.coordinator,
          "--places", "fleet=nosuchlab", "--db", str(tmp_path / "x.db"), "--bundle", str(bundle)],
         capture_output=True, text=True, timeout=60,
     )  # fmt: skip

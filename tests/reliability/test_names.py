@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 
 import pytest
 from reliability.util import write_plan
@@ -20,14 +21,19 @@ def _toml(s: str) -> str:
     return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-@pytest.fixture
-def evil_db(lab):
+@pytest.fixture(scope="module")
+def evil_db(tmp_path_factory):
+    """One campaign for the module: its tests only read it (the run's output, reports, exports)."""
+    base = tmp_path_factory.mktemp("names")
+    lab = base / "my lab"  # a path with a space, as the function-scoped `lab` gives
+    lab.mkdir()
     conditions = "".join(
         f'[[conditions]]\nname = {_toml(n)}\nkind = "baseline"\n' for n in (NEWLINE, LINK, FORMULA)
     )
     plan = write_plan(lab / "evil.toml", name='"x\\u001b[2J"', reps=1, conditions=conditions)
     db = lab / "evil.db"
-    proc = run_cli("run", str(plan), "--db", str(db))
+    env = {**os.environ, "BOARDLAB_STATE_DIR": str(base / "state"), "XDG_CACHE_HOME": str(base / "cache")}
+    proc = run_cli("run", str(plan), "--db", str(db), env=env)
     assert proc.returncode == 0, proc.stderr
     return db, proc
 
