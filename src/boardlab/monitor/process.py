@@ -55,16 +55,17 @@ def _pct(delta, wall_ns: float, unit_ns: float) -> float | None:
 def process_cpu_ns_delta(a: procacct.ProcessSample, b: procacct.ProcessSample) -> int | None:
     """CPU ns of the whole process between two samples. /proc/PID/schedstat is the main thread alone, so
     this sums the threads: each live in both samples by its delta, a thread born in between by its total
-    (a thread that ended in between loses its last partial interval, which /proc no longer holds)."""
+    (a thread that ended in between loses its last partial interval, which /proc no longer holds; so does one
+    that ended while it was read: its stat read, its schedstat gone). None without schedstat."""
+    if b.task.cpu_ns is None or a.task.cpu_ns is None:
+        return None
     if not b.threads:
-        if b.task.cpu_ns is None or a.task.cpu_ns is None:
-            return None
         return b.task.cpu_ns - a.task.cpu_ns
     before = {t.tid: t.cpu_ns for t in a.threads}
     total = 0
     for t in b.threads:
-        if t.cpu_ns is None:
-            return None
+        if t.cpu_ns is None:  # the main thread's was read: this one ended between its two reads
+            continue
         prev = before.get(t.tid)
         total += t.cpu_ns - prev if prev is not None else t.cpu_ns
     return total
