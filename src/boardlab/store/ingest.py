@@ -48,6 +48,7 @@ from boardlab.errors import BoardlabError, InputError, database_error
 from boardlab.store import pg
 from boardlab.store.db import _PG_INGEST_LOCK, STORE_SCHEMA, Store
 from boardlab.store.migrations import fill_run_columns
+from boardlab.store.packed import summarize_series
 
 INGEST_SCHEMA = 1
 RUN_TABLES = ("run_metrics", "run_values", "run_series", "run_histograms", "run_energy")
@@ -481,7 +482,7 @@ class _Copier:
 
     def columns(self, table: str, skip: tuple[str, ...] = ("id",)) -> list[str]:
         """The file's columns the store also has (an older file lacks newer columns: they stay NULL)."""
-        have = {c for c, *_ in self.tgt_schema.get(table, [])}
+        have = self.tgt_cols(table)
         return [c for c, *_ in self.src_schema.get(table, []) if c in have and c not in skip]
 
     def converters(self, table: str, cols: list[str]) -> list[Callable]:
@@ -572,9 +573,6 @@ class _Copier:
             " JOIN temp.ingest_runs m ON m.old = r.id JOIN temp.ingest_cells c ON c.old = r.cell_id ORDER BY m.new",
             (tid,),
         )
-        store_has = any(c == "mean_freq_khz" for c, *_ in self.tgt_schema["runs"])
-        if run_map and store_has and "mean_freq_khz" not in rcols:  # a file before migration 9: derived
-            fill_run_columns(self.target.conn, campaign_id=tid, after_id=min(run_map.values()) - 1)
         for table in RUN_TABLES:
             if table == "run_series" and table not in self.src_schema:  # a file before schema 7
                 self.insert_many(table, list(PACKED_COLUMNS), _packed_series(self.source, run_map))
@@ -588,6 +586,30 @@ class _Copier:
                 cols,
                 f"SELECT {sel} FROM temp.ingest_runs m JOIN {{src}}.{table} x ON x.run_id = m.old",
             )
+        if run_map:
+            self.derive_columns(tid, run_map)
+
+    def derive_columns(self, tid: int, run_map: Mapping[int, int]) -> None:
+        """The store's columns derived from others that a file from before them lacks, computed for the runs
+        copied now as the migration that added them computed them for a store's runs: the runs' summary
+        columns (migration 9), the monitor rows' summaries (migration 10). A file that has them costs nothing
+        here (its run map is not even read into Python)."""
+        runs, series = self.lacks("runs", "mean_freq_khz"), self.lacks("run_series", "t_first_ns")
+        if runs or series:
+            # the copied runs' ids are past it (on PostgreSQL another writer's may be among them: their rows
+            # get the values they already hold)
+            after_id = min(run_map.values()) - 1
+            if runs:
+                fill_run_columns(self.target.conn, campaign_id=tid, after_id=after_id)
+            if series:
+                summarize_series(self.target.conn, after_id=after_id)
+
+    def lacks(self, table: str, column: str) -> bool:
+        """The store has this column and the file does not (a file from before it)."""
+        return column in self.tgt_cols(table) and column not in self.columns(table, skip=())
+
+    def tgt_cols(self, table: str) -> set[str]:
+        return {c for c, *_ in self.tgt_schema.get(table, [])}
 
 
 class _MappedRuns(Mapping[int, int]):
