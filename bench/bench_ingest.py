@@ -8,7 +8,9 @@ with a clock around each part, to say which part to work on:
 - summaries: each campaign's summary (boardlab.summary.KeepBehind: the analysis, the report's document and its
   HTML, the history step), computed in a thread beside the next file's copy; of it, the analysis (`analyze`)
   and the rest;
-- the ingest's wall time and runs per second, and the process's CPU time.
+- the ingest's wall time and runs per second, and the process's CPU time; into PostgreSQL also the server's
+  (its processes' CPU time from /proc: the postmaster's own and its exited children's, and its live
+  children's).
 Into a SQLite store, and into PostgreSQL when a server can be started (tests/pg.py, as bench_scale does), or
 "skipped" with the reason. `--files` takes board files already built (bench_scale's `--keep DIR`'s
 board-*.db); otherwise they are built (bench_scale's `build_campaign` and `board_files`). `--repeat` runs each
@@ -52,7 +54,31 @@ class Clocks:
         return timed
 
 
-def ingest_once(files: list[Path], db: str) -> dict:
+def server_cpu_s(pid: int | None) -> float:
+    """CPU seconds of a PostgreSQL server so far: its postmaster's, with its children that exited (their
+    backends, waited for by it), and its live children's; 0 without a server."""
+    if pid is None:
+        return 0.0
+
+    def times(p: int | str) -> list[int]:
+        """[parent's pid, utime, stime, cutime, cstime] in ticks (read after the name: it may hold spaces)"""
+        with open(f"/proc/{p}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return [int(fields[1])] + [int(x) for x in fields[11:15]]
+
+    ticks = sum(times(pid)[1:])
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                t = times(entry)
+            except (OSError, IndexError, ValueError):  # gone meanwhile
+                continue
+            if t[0] == pid:
+                ticks += t[1] + t[2]
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def ingest_once(files: list[Path], db: str, server_pid: int | None = None) -> dict:
     """One ingest of `files` into `db` with the CLI's summaries, its parts clocked."""
     from boardlab import summary
     from boardlab.analysis import core
@@ -72,16 +98,19 @@ def ingest_once(files: list[Path], db: str) -> dict:
         behind[0].submit(store, result.campaign_ids)
 
     try:
-        cpu0, t0 = time.process_time(), time.perf_counter()
+        server0, cpu0, t0 = server_cpu_s(server_pid), time.process_time(), time.perf_counter()
         results = ingest.ingest_files(
             files, db, then=then, last=lambda store: behind[0].finish(store) if behind else None
         )
         wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+        time.sleep(0.2)  # the last backend's exit, for its CPU to reach its parent's account
+        server = server_cpu_s(server_pid) - server0
     finally:
         ingest.verify_source, ingest._ingest, summary.keep, core.analyze = saved
     runs = sum(r.runs_added for r in results)
     clocks.cpu["  the rest"] = clocks.cpu["summaries"] - clocks.cpu["  analysis"]
-    return {"runs": runs, "wall_s": wall, "cpu_s": cpu, "runs_per_s": runs / wall, **clocks.cpu}
+    return {"runs": runs, "wall_s": wall, "cpu_s": cpu, "server_cpu_s": server, "runs_per_s": runs / wall,
+            **clocks.cpu}  # fmt: skip
 
 
 def _pg_server():
@@ -110,9 +139,10 @@ def _pg_server():
 
 def _print(name: str, rounds: list[dict]) -> None:
     med = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
+    server = f", the server's {med['server_cpu_s']:.2f} s" if med["server_cpu_s"] else ""
     print(
         f"{name}: {med['runs']:.0f} runs in {med['wall_s']:.2f} s wall, {med['runs_per_s']:,.0f} runs/s; "
-        f"process CPU {med['cpu_s']:.2f} s (median of {len(rounds)})"
+        f"process CPU {med['cpu_s']:.2f} s{server} (median of {len(rounds)})"
     )
     for part in PARTS:
         print(f"  {part:<12} {med[part]:6.2f} s CPU")
@@ -139,7 +169,7 @@ def main() -> int:
                 Path(f"{work / 'lab.db'}{suffix}").unlink(missing_ok=True)
             lite.append(ingest_once(files, str(work / "lab.db")))
             if server is not None:
-                pg.append(ingest_once(files, server.new_database()))
+                pg.append(ingest_once(files, server.new_database(), server.pid))
     finally:
         if server is not None:
             server.stop()
@@ -148,7 +178,7 @@ def main() -> int:
         work.rmdir()
     _print("into SQLite", lite)
     if pg:
-        _print("into PostgreSQL (client side; the server's own CPU is not counted)", pg)
+        _print("into PostgreSQL", pg)
     else:
         print(f"PostgreSQL: skipped: {why}")
     return 0

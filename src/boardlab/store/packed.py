@@ -81,9 +81,10 @@ def pack_summarized(samples: Iterable[tuple[str, int, float]]) -> list[tuple]:
     return out
 
 
-def summarize_series(conn) -> None:
-    """Migration 10's data step: the summary of every `run_series` row, a bounded batch of runs at a time."""
-    for first, last in _run_batches(conn, "run_series"):
+def summarize_series(conn, *, after_id: int = -1) -> None:
+    """Migration 10's data step (and an ingest's of a file from before it): the summary of every `run_series`
+    row of a run with an id past `after_id`, a bounded batch of runs at a time."""
+    for first, last in _run_batches(conn, "run_series", after_id):
         updates = []
         for run_id, source, packing, samples, t_ns, value in conn.execute(
             "SELECT run_id, source, packing, samples, t_ns, value FROM run_series WHERE run_id BETWEEN ? AND ?",
@@ -130,10 +131,11 @@ def convert_series(conn) -> None:
     conn.execute("DROP TABLE series")
 
 
-def _run_batches(conn, table: str) -> Iterator[tuple[int, int]]:
-    """(first, last) run id of each batch of _BATCH_RUNS runs with rows in `table` (a migration's step reads
-    a bounded batch at a time: a store of a million runs holds tens of millions of samples)."""
-    last = -1
+def _run_batches(conn, table: str, after_id: int = -1) -> Iterator[tuple[int, int]]:
+    """(first, last) run id of each batch of _BATCH_RUNS runs with ids past `after_id` with rows in `table` (a
+    migration's step reads a bounded batch at a time: a store of a million runs holds tens of millions of
+    samples)."""
+    last = after_id
     while True:
         ids = conn.execute(
             f"SELECT DISTINCT run_id FROM {table} WHERE run_id > ? ORDER BY run_id LIMIT ?",

@@ -254,7 +254,19 @@ def connect(url: str) -> Connection:
         raw = psycopg.connect(url, autocommit=True, row_factory=_row_factory, connect_timeout=15)
     except psycopg.Error as exc:
         raise database_error(exc, where) from None
+    _c_bytea_dumper(raw)
     return Connection(raw, where)
+
+
+def _c_bytea_dumper(raw) -> None:
+    """bytes to bytea in COPY's binary format by psycopg's own dumper for bytes. A COPY typed by name
+    (`copy_rows`' types) takes the dumper registered last for bytea, which is psycopg's DB-API `Binary`
+    wrapper's, written in Python: a call per value, half the client's CPU of a COPY of rows of two 240-byte
+    blobs (300,000 rows: 0.26 s, 0.12 s with this). Registering the dumper of bytes again (C, with psycopg's binary build) makes it the
+    last; values of the `Binary` class keep theirs (looked up by class)."""
+    from psycopg.adapt import PyFormat
+
+    raw.adapters.register_dumper(bytes, raw.adapters.get_dumper(bytes, PyFormat.BINARY))
 
 
 def database_error(exc: Exception, where: str) -> BoardlabError:
