@@ -65,13 +65,22 @@ deb:
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
 
+BUILD_TOOLS := 'meson-python>=0.15' 'meson>=1.1' $(PIP_NINJA)
 venv: $(BIN)/python
-	@$(PIP) install 'meson-python>=0.15' 'meson>=1.1' $(PIP_NINJA)
+	@$(PIP) install $(BUILD_TOOLS)
 
-# A real (non-editable) install: boardlab-kern is built by meson and installed inside the package.
-install: venv
-	@PATH="$(abspath $(BIN)):$$PATH" $(PIP) install --no-build-isolation '.[$(EXTRAS)]'
+# A real (non-editable) install: boardlab-kern is built by meson and installed inside the package. Built again
+# only when a file it is built from changed since the last install (a stamp in the venv): `make test` then
+# `make test-arm-kern` build it once.
+INSTALLED := $(VENV)/.boardlab-installed
+INSTALL_SOURCES := $(shell find src -type f -not -path '*/__pycache__/*' 2>/dev/null) pyproject.toml meson.build Makefile
+install: $(INSTALLED)
 	@echo "setup: boardlab $$($(BIN)/boardlab --version | cut -d' ' -f2) installed in $(VENV)"
+
+$(INSTALLED): $(BIN)/python $(INSTALL_SOURCES)
+	@$(PIP) install $(BUILD_TOOLS)
+	@PATH="$(abspath $(BIN)):$$PATH" $(PIP) install --no-build-isolation '.[$(EXTRAS)]'
+	@touch $@
 
 # The main job: this board's inventory, the quick campaign (resumable: run it again to finish it), a report.
 DEMO_DB ?= demo.db
