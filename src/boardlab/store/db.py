@@ -345,15 +345,16 @@ class Store:
         except (TypeError, ValueError):
             raise InputError(f"{self.path}: store schema version {row[0]!r} is not a number") from None
 
-    def verify(self) -> None:
+    def verify(self, *, beside: bool = True) -> None:
         """Raises DamagedStore naming (table.column, row id) when a value is not what boardlab wrote
-        (store/verify.py): a reader's open calls it, so no reader meets a wrongly typed or non-JSON value."""
+        (store/verify.py): a reader's open calls it, so no reader meets a wrongly typed or non-JSON value.
+        `beside=False`: no second connection scanning beside (the caller keeps the cores busy already)."""
         if self.dialect != "sqlite":
             return
         from boardlab.store.verify import verify_store
 
         side = None
-        if self._reopen is not None and len(os.sched_getaffinity(0)) > 1:  # a second core scans beside
+        if beside and self._reopen is not None and len(os.sched_getaffinity(0)) > 1:  # a second core scans
             path, immutable = self._reopen
             side = functools.partial(self._connect, path, "ro", immutable=immutable, any_thread=True)
         try:

@@ -126,8 +126,9 @@ def _open_file(src: Path, cls: type[Store] = _Unverified) -> Store:
     return source
 
 
-def verify_source(source: Store, src: Path) -> None:
-    """SQLite's full integrity check, then every value's type and JSON shape (store/verify.py)."""
+def verify_source(source: Store, src: Path, *, beside: bool = True) -> None:
+    """SQLite's full integrity check, then every value's type and JSON shape (store/verify.py); `beside` as
+    `Store.verify`'s."""
     try:
         problems = [r[0] for r in source.conn.execute("PRAGMA integrity_check").fetchall()]
     except sqlite3.DatabaseError as exc:
@@ -137,7 +138,7 @@ def verify_source(source: Store, src: Path) -> None:
             f"{src}: the results database is corrupted ({'; '.join(problems[:3])}); nothing was "
             "ingested: fetch the file from the board again"
         )
-    Store.verify(source)
+    Store.verify(source, beside=beside)
 
 
 def open_source(src: Path) -> Store:
@@ -192,10 +193,12 @@ def ingest_files(
                 if os.path.samefile(src, db):
                     raise InputError(f"{src}: is the target store itself; give --db another store")
     stamps: dict[Path, tuple] = {}
+    cores = os.cpu_count() or 1
+    beside = True  # a file verified alone scans its largest table on a second core
 
     def verify(source: Store, src: Path) -> None:
         stamps[src] = _stamp(src)
-        verify_source(source, src)
+        verify_source(source, src, beside=beside)
 
     def ingest(source: Store, src: Path) -> IngestResult:
         if _stamp(src) != stamps.get(src):  # replaced or written to since it was verified: again
@@ -211,8 +214,10 @@ def ingest_files(
     # verified before the store is written (or created); sqlite3 lets go of the GIL while SQLite scans, so
     # the files are verified side by side, one per core
     todo = [src for src, res in zip(files, done, strict=True) if res is None]
-    with ThreadPoolExecutor(max_workers=max(1, min(len(todo), os.cpu_count() or 1))) as pool:
+    beside = len(todo) < cores  # with a file per core already, a second scan per file only competes
+    with ThreadPoolExecutor(max_workers=max(1, min(len(todo), cores))) as pool:
         list(pool.map(lambda src: _with_file(src, verify), todo))  # the first bad file (in order) raises
+    beside = True
     target = Store.open(db, wait=wait)
     try:
         results = []
