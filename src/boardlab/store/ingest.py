@@ -109,7 +109,7 @@ class _Unverified(Store):
     """A board's file opened without the content scan, to see cheaply whether anything in it is new; the
     scan (`verify_source`) runs before anything of it is copied."""
 
-    def verify(self) -> None:
+    def verify(self, *, beside: bool = True) -> None:
         return None
 
 
