@@ -194,9 +194,8 @@ def ingest_files(
                     raise InputError(f"{src}: is the target store itself; give --db another store")
     stamps: dict[Path, tuple] = {}
     cores = os.cpu_count() or 1
-    beside = True  # a file verified alone scans its largest table on a second core
 
-    def verify(source: Store, src: Path) -> None:
+    def verify(source: Store, src: Path, beside: bool = True) -> None:
         stamps[src] = _stamp(src)
         verify_source(source, src, beside=beside)
 
@@ -214,10 +213,10 @@ def ingest_files(
     # verified before the store is written (or created); sqlite3 lets go of the GIL while SQLite scans, so
     # the files are verified side by side, one per core
     todo = [src for src, res in zip(files, done, strict=True) if res is None]
-    beside = len(todo) < cores  # with a file per core already, a second scan per file only competes
+    # with a file per core already, a second scan per file only competes (a file verified alone has one)
+    each = functools.partial(verify, beside=len(todo) < cores)
     with ThreadPoolExecutor(max_workers=max(1, min(len(todo), cores))) as pool:
-        list(pool.map(lambda src: _with_file(src, verify), todo))  # the first bad file (in order) raises
-    beside = True
+        list(pool.map(lambda src: _with_file(src, each), todo))  # the first bad file (in order) raises
     target = Store.open(db, wait=wait)
     try:
         results = []
