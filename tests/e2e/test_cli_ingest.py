@@ -141,3 +141,42 @@ def test_an_ingest_waits_for_a_sqlite_store_in_use_and_says_for_whom(tmp_path):
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert _runs(shared) == _runs(a)
+
+
+def _page_bytes(path) -> int:
+    import sqlite3
+
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        return int(conn.execute("PRAGMA page_size").fetchone()[0])
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("empty", ["no file", "a 0-byte file", "an empty SQLite database"])
+def test_ingest_makes_its_store_with_lab_pages_where_there_is_none(tmp_path, empty):
+    """The store ingest makes, in a new file or in an empty one (a 0-byte file, or a SQLite database without
+    tables: once a traceback), has the lab's 16 KB pages; a store that exists keeps its own page size."""
+    import sqlite3
+
+    from boardlab.store.ingest import LAB_PAGE_BYTES
+
+    a = make_campaign_db(tmp_path / "a.db", board="bbb-1", n=2)
+    lab = tmp_path / "lab store.db"
+    if empty == "a 0-byte file":
+        lab.write_bytes(b"")
+    elif empty == "an empty SQLite database":
+        conn = sqlite3.connect(lab)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.close()
+    proc = run_cli("ingest", str(a), "--db", str(lab))
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert _runs(lab) == _runs(a)
+    # a header-only database already has SQLite's default size: SQLite cannot change it in WAL mode
+    expected = 4096 if empty == "an empty SQLite database" else LAB_PAGE_BYTES
+    assert LAB_PAGE_BYTES != 4096 and _page_bytes(lab) == expected
+    assert _page_bytes(a) == 4096  # a board's store, made by a campaign, keeps SQLite's default
+    b = make_campaign_db(tmp_path / "b.db", board="odroid", n=2)
+    before = _runs(a)
+    assert run_cli("ingest", str(b), "--db", str(a)).returncode == 0  # into a store that exists: as it is
+    assert _page_bytes(a) == 4096 and _runs(a) == before + _runs(b)

@@ -102,6 +102,7 @@ class Store:
         create: bool = True,
         wait: Callable[[str], None] | None = None,
         verify: bool = True,
+        page_bytes: int | None = None,
     ) -> Store:
         """`create=True` opens for a campaign: the file is created if missing and locked exclusively (flock)
         until close, so a second writer is refused. `create=False` opens read-only and changes nothing.
@@ -115,13 +116,16 @@ class Store:
         that is and wait for the file instead of refusing (an ingest into a shared store).
 
         `verify=False` (a reader): skip the full scan of `verify` (seconds on a store of millions of runs),
-        for a reader that verified this store once already (`boardlab serve` at its start)."""
+        for a reader that verified this store once already (`boardlab serve` at its start).
+
+        `page_bytes` (a writer's open of a SQLite file): the page size of the store when this open makes it
+        (a new or empty file; an existing store keeps its own), SQLite's default (4096) when None."""
         from boardlab.store import pg
 
         if pg.is_url(path):
             return cls._open_pg(str(path), create=create)
         path = Path(path)
-        return cls._open_writer(path, wait) if create else cls._open_reader(path, verify=verify)
+        return cls._open_writer(path, wait, page_bytes) if create else cls._open_reader(path, verify=verify)
 
     @classmethod
     def _open_pg(cls, url: str, *, create: bool) -> Store:
@@ -179,7 +183,9 @@ class Store:
         return store
 
     @classmethod
-    def _open_writer(cls, path: Path, wait: Callable[[str], None] | None = None) -> Store:
+    def _open_writer(
+        cls, path: Path, wait: Callable[[str], None] | None = None, page_bytes: int | None = None
+    ) -> Store:
         if not path.parent.is_dir():
             raise InputError(f"{path}: the directory {path.parent} does not exist")
         # O_NONBLOCK: a FIFO given as --db must not hang the open; it is refused below. O_EXCL first, to
@@ -214,6 +220,8 @@ class Store:
                 wait(who)
                 fcntl.flock(fd, fcntl.LOCK_EX)  # Ctrl-C interrupts the wait
             conn = cls._connect(path, "rw")
+            if page_bytes is not None and os.fstat(fd).st_size == 0:  # no page yet: SQLite takes the size
+                conn.execute(f"PRAGMA page_size={int(page_bytes)}")
         except BaseException:
             os.close(fd)
             raise

@@ -217,7 +217,7 @@ def ingest_files(
     each = functools.partial(verify, beside=len(todo) < cores)
     with ThreadPoolExecutor(max_workers=max(1, min(len(todo), cores))) as pool:
         list(pool.map(lambda src: _with_file(src, each), todo))  # the first bad file (in order) raises
-    target = Store.open(db, wait=wait)
+    target = Store.open(db, wait=wait, page_bytes=LAB_PAGE_BYTES)
     try:
         results = []
         for i, (src, res) in enumerate(zip(files, done, strict=True), 1):
@@ -241,6 +241,13 @@ def ingest_files(
         target.close()
 
 
+# A lab's SQLite store, which ingest creates, is written a whole campaign at a time: with 16 KB pages instead of
+# SQLite's 4 KB, the copy of ten files of 10^4 runs took a fifth less time and half the system time (a quarter
+# as many pages to write to the log and then into the file). A board's own store keeps SQLite's default: it
+# is written a run at a time, and a larger page is more to write per run.
+LAB_PAGE_BYTES = 16384
+
+
 def _already_in(files: list[Path], db: str) -> list[IngestResult | None]:
     """Per file, its result when the store already holds all of it as its last ingest left it (`_unchanged`),
     else None. The store is opened read-only and without its content scan: only its marks and counts are
@@ -252,6 +259,8 @@ def _already_in(files: list[Path], db: str) -> list[IngestResult | None]:
     except InputError:  # no store there yet (an empty PostgreSQL database), or none to read: the writer says
         return [None] * len(files)
     try:
+        if store.schema_version() == 0:  # an empty SQLite database: the writer makes the store in it
+            return [None] * len(files)
         known = _known_campaigns(store, [uid for src in files for uid in _with_file(src, _uids)])
         return [
             _with_file(src, lambda s, p: _skipped(s, known, store.path, p) if _unchanged(s, known) else None)
