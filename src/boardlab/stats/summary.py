@@ -160,11 +160,14 @@ def _order_statistic_ci(xs: list[float], confidence: float) -> Interval | None:
     half_alpha = (1 - Fraction(str(confidence))) / 2
     if n <= 1000:
         limit = half_alpha * (1 << n)
+        # cum > limit as integers (cum * q > p for limit = p/q): exact, as the Fraction comparison, without
+        # a Fraction made per rank
+        p, q = limit.numerator, limit.denominator
         # cum = sum_{i<=j} C(n, i); ranks l = j + 1 while cum stays <= limit (kept: cum at l - 1)
         cum, term, l_rank, kept = 0, 1, 0, 0
         for j in range(n // 2 + 1):
             cum += term
-            if cum > limit:
+            if cum * q > p:
                 break
             l_rank, kept = j + 1, cum
             term = term * (n - j) // (j + 1)

@@ -159,12 +159,14 @@ def line_plot(
     )
     for i, ln in enumerate(lines):
         color = line_color(ln, i)
+        # each point's pixels, computed once for its line, error bar and marker (None: a break)
+        pixels = [None if y is None else (sx(x), sy(y)) for x, y in ln.points]
         segments: list[list[tuple[float, float]]] = [[]]
-        for x, y in ln.points:
-            if y is None:
+        for px in pixels:
+            if px is None:
                 segments.append([])
             else:
-                segments[-1].append((sx(x), sy(y)))
+                segments[-1].append(px)
         for seg in segments:
             if len(seg) > 1:
                 d = " ".join(f"{_f(x)},{_f(y)}" for x, y in seg)
@@ -172,17 +174,17 @@ def line_plot(
                     f'<polyline points="{d}" fill="none" stroke="{color}" stroke-width="1.6" '
                     'stroke-linejoin="round"/>'
                 )
-        for k, (x, y) in enumerate(ln.points):
-            if y is None:
+        for k, ((x, y), px) in enumerate(zip(ln.points, pixels, strict=True)):
+            if px is None:
                 continue
             err = ln.errors[k] if ln.errors and k < len(ln.errors) else None
             if err:
-                body.append(_line(sx(x), sy(err[0]), sx(x), sy(err[1]), stroke=color, width=1.2))
+                body.append(_line(px[0], sy(err[0]), px[0], sy(err[1]), stroke=color, width=1.2))
             if ln.markers:
                 body.append(
                     _circle(
-                        sx(x),
-                        sy(y),
+                        px[0],
+                        px[1],
                         2.6 if small else 3.2,
                         fill=color,
                         title=f"{ln.label}: {xfmt(x)}, {fmt_num(y, 4)}",
