@@ -123,3 +123,25 @@ def test_report_export_compare_across_boards_and_ingest_exit_2(pristine, tmp_pat
     _damage(shared, tmp_path / "shared2.db", table, column, value)
     proc = run_cli("report", "--db", str(tmp_path / "shared2.db"), "--across-boards", "--format", "md")
     assert proc.returncode == 2 and f"damaged results database ({table}.{column}" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("table", "column", "value"),
+    [("runs", "value", "fast"), ("runs", "rusage_json", "{not json"), ("run_series", "t_ns", b"\x00\x01")],
+    ids=["read by the analysis", "not read by it", "monitor samples"],
+)
+def test_a_report_checks_the_store_beside_its_analysis_and_writes_nothing_from_a_damaged_one(
+    pristine, tmp_path, table, column, value
+):
+    """`report` checks the store while it analyses it: a damage is the error it says (exit 2) whether or not
+    the analysis met the damaged value first, and no report file appears."""
+    db = tmp_path / "damaged.db"
+    rowid = _damage(pristine, db, table, column, value)
+    for fmt in ("md", "html"):
+        out = tmp_path / f"report.{fmt}"
+        proc = run_cli("report", "--db", str(db), "--format", fmt, "-o", str(out))
+        assert proc.returncode == 2, proc.stderr
+        assert f"damaged results database ({table}.{column}, row id {rowid})" in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr and not out.exists()
+    proc = run_cli("report", "--db", str(pristine), "--format", "md", "-o", str(tmp_path / "good.md"))
+    assert proc.returncode == 0 and (tmp_path / "good.md").exists(), proc.stderr

@@ -5,6 +5,7 @@ campaign, set to values of every type and edge, one at a time."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import sqlite3
 import threading
@@ -131,3 +132,61 @@ def test_the_side_scan_finds_what_the_scan_in_one_thread_finds(pristine, tmp_pat
     assert not any(t.name == "boardlab-verify" for t in threading.enumerate())
     with pytest.raises(sqlite3.ProgrammingError):  # closed
         opened[0].execute("SELECT 1")
+
+
+def _no_verify_thread() -> bool:
+    return not any(t.name == "boardlab-verify" for t in threading.enumerate())
+
+
+@pytest.mark.parametrize("damaged", [(), ("runs",), ("run_series",)])
+def test_a_store_verified_beside_its_reading_says_the_damage_at_its_close(pristine, tmp_path, damaged):
+    """`Store.open(verify="beside")` returns at once and scans in a thread while the caller reads: the damage
+    is raised by `verified()`, by the close, and by the end of a `with` block, where it replaces the error
+    the reading met (the damage is what to say); an undamaged store lets the reading's own error through."""
+    path, _schema = pristine
+    db = tmp_path / "copy.db"
+    shutil.copy(path, db)
+    with sqlite3.connect(db) as conn:
+        for table in damaged:
+            conn.execute(DAMAGE[table])
+    conn.close()
+    expected = f"({damaged[0]}." if damaged else None
+
+    store = Store.open(db, create=False, verify="beside")
+    assert store.campaigns()  # readable while the scan runs
+    if expected:
+        with pytest.raises(DamagedStore, match=re.escape(expected)):
+            store.verified()
+    else:
+        store.verified()
+    store.verified()  # once: nothing pending any more
+    store.close()
+    assert _no_verify_thread()
+
+    if expected:
+        with pytest.raises(DamagedStore, match=re.escape(expected)):
+            Store.open(db, create=False, verify="beside").close()
+        with pytest.raises(DamagedStore, match=re.escape(expected)):
+            with Store.open(db, create=False, verify="beside"):
+                raise ValueError("what a damaged value made the reading do")
+    else:
+        with pytest.raises(ValueError, match="the reading's own"):
+            with Store.open(db, create=False, verify="beside"):
+                raise ValueError("the reading's own error")
+    assert _no_verify_thread()
+
+
+def test_ctrl_c_in_a_reading_verified_beside_stops_the_scan_without_waiting(pristine, tmp_path):
+    """KeyboardInterrupt leaves the `with` block at once: the scan is interrupted, its thread gone, and the
+    interrupt (not a damage, not a wait) is what propagates."""
+    path, _schema = pristine
+    db = tmp_path / "copy.db"
+    shutil.copy(path, db)
+    with sqlite3.connect(db) as conn:
+        conn.execute(DAMAGE["runs"])
+    conn.close()
+    with pytest.raises(KeyboardInterrupt):
+        with Store.open(db, create=False, verify="beside") as store:
+            assert store._verifying is not None
+            raise KeyboardInterrupt
+    assert store._verifying is None and _no_verify_thread()

@@ -17,7 +17,7 @@ import uuid
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from boardlab.errors import InputError, database_error, os_error
 from boardlab.model.campaign import Cell, ConditionSpec
@@ -31,7 +31,7 @@ from boardlab.store.migrations import (
     column_values,
     columns_of_json,
 )
-from boardlab.store.verify import DamagedStore, damaged
+from boardlab.store.verify import Beside, DamagedStore, damaged, verify_store
 
 STORE_SCHEMA = MIGRATIONS[-1][0]
 _PG_MIGRATE_LOCK = 0x626C6162  # "blab": the advisory lock that serializes migrations on a PostgreSQL store
@@ -91,6 +91,7 @@ class Store:
         self._sidecars_before: set[str] | None = None  # a reader's: the -wal/-shm files there before it
         self._shm_fd: int | None = None  # a reader's: its shared flock on the -shm file
         self._reopen: tuple[Path, bool] | None = None  # a reader's: how to open another connection like it
+        self._verifying: Beside | None = None  # a reader's content scan beside its reading (verify="beside")
 
     # ---- opening and migrating ----
 
@@ -101,7 +102,7 @@ class Store:
         *,
         create: bool = True,
         wait: Callable[[str], None] | None = None,
-        verify: bool = True,
+        verify: bool | Literal["beside"] = True,
         page_bytes: int | None = None,
     ) -> Store:
         """`create=True` opens for a campaign: the file is created if missing and locked exclusively (flock)
@@ -117,6 +118,11 @@ class Store:
 
         `verify=False` (a reader): skip the full scan of `verify` (seconds on a store of millions of runs),
         for a reader that verified this store once already (`boardlab serve` at its start).
+        `verify="beside"` (a reader that shows nothing it read before `verified()` or `close()`): the scan
+        runs in a thread of its own, on a connection of its own, while the caller reads; `verified()`, and
+        `close()` and the end of a `with` block, wait for it and raise the damage it found. Leaving a `with`
+        block on an error raises the damage instead when there is one: a damaged value can make the reading
+        fail in any way, and the damage is what to say.
 
         `page_bytes` (a writer's open of a SQLite file): the page size of the store when this open makes it
         (a new or empty file; an existing store keeps its own), SQLite's default (4096) when None."""
@@ -151,7 +157,7 @@ class Store:
         return store
 
     @classmethod
-    def _open_reader(cls, path: Path, *, verify: bool = True) -> Store:
+    def _open_reader(cls, path: Path, *, verify: bool | Literal["beside"] = True) -> Store:
         try:
             st = os.stat(path)
         except FileNotFoundError:
@@ -170,7 +176,9 @@ class Store:
         try:
             conn.execute("PRAGMA query_only=ON")
             store._check_schema(store.schema_version())
-            if verify:
+            if verify == "beside":
+                store._verify_beside()
+            elif verify:
                 store.verify()
         except BaseException:
             store.close()
@@ -295,6 +303,15 @@ class Store:
         return conn
 
     def close(self) -> None:
+        try:
+            self.verified()
+        finally:
+            self._close()
+
+    def _close(self) -> None:
+        if self._verifying is not None:  # given up (Ctrl-C, an error while waiting): stopped, not awaited
+            self._verifying.stop()
+            self._verifying = None
         self.conn.close()
         if self._sidecars_before is not None:
             self._remove_reader_sidecars()
@@ -305,8 +322,11 @@ class Store:
     def __enter__(self) -> Store:
         return self
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None and not issubclass(exc_type, Exception):  # Ctrl-C: no waiting for the scan
+            self._close()
+        else:
+            self.close()
 
     def schema_version(self) -> int:
         if self.dialect == "postgresql":
@@ -359,8 +379,6 @@ class Store:
         `beside=False`: no second connection scanning beside (the caller keeps the cores busy already)."""
         if self.dialect != "sqlite":
             return
-        from boardlab.store.verify import verify_store
-
         side = None
         if beside and self._reopen is not None and len(os.sched_getaffinity(0)) > 1:  # a second core scans
             path, immutable = self._reopen
@@ -369,6 +387,27 @@ class Store:
             verify_store(self.conn, self.path, self.describe_schema(), side)
         except sqlite3.DatabaseError as exc:
             raise database_error(exc, self.path) from None
+
+    def _verify_beside(self) -> None:
+        """`verify()`'s scan (one connection, no side scan: the caller's reading is the work beside it), in
+        a thread of its own; `verified()` says what it found."""
+        assert self._reopen is not None  # a reader's open sets it before this
+        path, immutable = self._reopen
+        conn = self._connect(path, "ro", immutable=immutable, any_thread=True)
+        schema = self.describe_schema()
+        self._verifying = Beside(conn, lambda c: verify_store(c, self.path, schema))
+
+    def verified(self) -> None:
+        """Waits for the scan of a `verify="beside"` open, once, and raises what it found: DamagedStore, or
+        the database error of a file SQLite cannot read."""
+        pending, self._verifying = self._verifying, None
+        if pending is None:
+            return
+        exc = pending.result()
+        if isinstance(exc, sqlite3.DatabaseError):
+            raise database_error(exc, self.path) from None
+        if exc is not None:
+            raise exc
 
     def _rollback(self) -> None:
         """Rolls back what is open. SQLite has already rolled back after some errors (a full disk): a second

@@ -195,7 +195,11 @@ def verify_store(
     time of the larger half."""
     tables = [t for t in schema if t != "meta"]
     refs = {t: _fast_references(conn, t, schema) for t in tables}
-    ahead = _Ahead(side, SIDE_TABLE, schema, refs) if side is not None and SIDE_TABLE in refs else None
+    ahead: Beside | None = None
+    found: dict[str, bool] = {}
+    if side is not None and SIDE_TABLE in refs:
+        args = (SIDE_TABLE, schema[SIDE_TABLE], refs[SIDE_TABLE] or [])
+        ahead = Beside(side(), lambda c: found.update({SIDE_TABLE: _fast_scan(c, *args)}))
     try:
         good = {
             t: _fast_scan(conn, t, schema[t], refs[t] or [])
@@ -203,10 +207,12 @@ def verify_store(
             if ahead is None or t != SIDE_TABLE
         }
         if ahead is not None:
-            good[SIDE_TABLE] = ahead.result()
+            if (error := ahead.result()) is not None:
+                raise error
+            good[SIDE_TABLE] = found[SIDE_TABLE]
     finally:
         if ahead is not None:
-            ahead.close()
+            ahead.stop()  # an early exit (Ctrl-C, an error) interrupts the scan
     references_checked = True  # by the fast scans: no foreign key check needed after them
     for table in tables:
         if good[table]:
@@ -221,32 +227,32 @@ def verify_store(
 SIDE_TABLE = "run_series"  # the largest table by far (a row per run and monitor source): the side scan's
 
 
-class _Ahead:
-    """The fast scan of one table on a second connection, in a thread of its own."""
+class Beside:
+    """`scan(conn)` (a table's fast scan, or a whole verify_store) in a thread of its own, on a connection of
+    its own, while the caller goes on (scanning the other tables, or reading the store for a report): SQLite
+    lets go of the GIL while it scans, so on two cores the scan costs the caller little of its time."""
 
-    def __init__(self, side: Callable[[], sqlite3.Connection], table: str, schema: dict, refs: dict):
-        self.conn = side()
-        self.good: bool | None = None
+    def __init__(self, conn: sqlite3.Connection, scan: Callable[[sqlite3.Connection], None]):
+        self.conn = conn
         self.error: BaseException | None = None
-        args = (table, schema[table], refs[table] or [])
-        self.thread = threading.Thread(target=self._scan, args=args, name="boardlab-verify", daemon=True)
+        self.thread = threading.Thread(target=self._scan, args=(scan,), name="boardlab-verify", daemon=True)
         self.thread.start()
 
-    def _scan(self, table: str, columns, refs: list[str]) -> None:
+    def _scan(self, scan: Callable[[sqlite3.Connection], None]) -> None:
         try:
-            self.good = _fast_scan(self.conn, table, columns, refs)
-        except BaseException as exc:  # raised in the caller's thread by result()
+            scan(self.conn)
+        except BaseException as exc:  # handed to the caller's thread by result()
             self.error = exc
 
-    def result(self) -> bool:
+    def result(self) -> BaseException | None:
+        """Waits for the scan; what it raised (None: nothing found)."""
         self.thread.join()
-        if self.error is not None:
-            raise self.error
-        return bool(self.good)
+        self.conn.close()
+        return self.error
 
-    def close(self) -> None:
-        """Stops the scan when the caller gave up early (Ctrl-C, an error): SQLite's interrupt is meant to be
-        called from another thread."""
+    def stop(self) -> None:
+        """Interrupts the scan when nobody waits for it any more (Ctrl-C, an error): SQLite's interrupt is
+        meant to be called from another thread."""
         if self.thread.is_alive():
             self.conn.interrupt()
             self.thread.join()
