@@ -95,18 +95,24 @@ DAMAGE = {
 }
 
 
-@pytest.mark.parametrize("damaged", [(), ("run_series",), ("runs",), ("run_series", "runs")])
-def test_the_side_scan_finds_what_the_scan_in_one_thread_finds(pristine, tmp_path, damaged):
-    """With a second connection, run_series is scanned in a thread beside the other tables: the same value
-    is named (the first damaged table in the schema's order), the thread is gone afterwards and its
-    connection closed."""
-    path, schema = pristine
+def _damaged_copy(path, tmp_path, damaged: tuple[str, ...]):
+    """A copy of the stored campaign with the `DAMAGE` of each table in `damaged`."""
     db = tmp_path / "copy.db"
     shutil.copy(path, db)
     with sqlite3.connect(db) as conn:
         for table in damaged:
             conn.execute(DAMAGE[table])
     conn.close()
+    return db
+
+
+@pytest.mark.parametrize("damaged", [(), ("run_series",), ("runs",), ("run_series", "runs")])
+def test_the_side_scan_finds_what_the_scan_in_one_thread_finds(pristine, tmp_path, damaged):
+    """With a second connection, run_series is scanned in a thread beside the other tables: the same value
+    is named (the first damaged table in the schema's order), the thread is gone afterwards and its
+    connection closed."""
+    path, schema = pristine
+    db = _damaged_copy(path, tmp_path, damaged)
     opened: list[sqlite3.Connection] = []
 
     def side() -> sqlite3.Connection:
@@ -144,12 +150,7 @@ def test_a_store_verified_beside_its_reading_says_the_damage_at_its_close(pristi
     is raised by `verified()`, by the close, and by the end of a `with` block, where it replaces the error
     the reading met (the damage is what to say); an undamaged store lets the reading's own error through."""
     path, _schema = pristine
-    db = tmp_path / "copy.db"
-    shutil.copy(path, db)
-    with sqlite3.connect(db) as conn:
-        for table in damaged:
-            conn.execute(DAMAGE[table])
-    conn.close()
+    db = _damaged_copy(path, tmp_path, damaged)
     expected = f"({damaged[0]}." if damaged else None
 
     store = Store.open(db, create=False, verify="beside")
@@ -180,11 +181,7 @@ def test_ctrl_c_in_a_reading_verified_beside_stops_the_scan_without_waiting(pris
     """KeyboardInterrupt leaves the `with` block at once: the scan is interrupted, its thread gone, and the
     interrupt (not a damage, not a wait) is what propagates."""
     path, _schema = pristine
-    db = tmp_path / "copy.db"
-    shutil.copy(path, db)
-    with sqlite3.connect(db) as conn:
-        conn.execute(DAMAGE["runs"])
-    conn.close()
+    db = _damaged_copy(path, tmp_path, ("runs",))
     with pytest.raises(KeyboardInterrupt):
         with Store.open(db, create=False, verify="beside") as store:
             assert store._verifying is not None
