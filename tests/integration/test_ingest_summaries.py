@@ -1,13 +1,19 @@
-"""The summaries `boardlab ingest` stores (boardlab.summary.KeepBehind): computed in a thread beside the copy of
-the next file, on a reader's connection, and written by the ingest. Every campaign copied gets its summary and
-every step of its history, each computed once; they are what `keep` computes from the runs; and the
-files committed before a failing one keep theirs."""
+"""The summaries `boardlab ingest` stores (boardlab.summary.KeepBehind): computed beside the copy of the next
+file (in a process of their own, or a thread on one core), on a reader's connection, and written by the ingest.
+Every campaign copied gets its summary and every step of its history, each computed once; they are what `keep`
+computes from the runs, in a process as in a thread; the files committed before a failing one keep theirs; the
+process says what failed, and it ends with the ingest however that ends."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -22,12 +28,12 @@ from history_store import make_history_db
 pytestmark = pytest.mark.integration
 
 
-def _ingest_with_summaries(files, db: str, warnings: list[str]) -> list:
+def _ingest_with_summaries(files, db: str, warnings: list[str], *, process: bool = False) -> list:
     behind: list[summary.KeepBehind] = []
 
     def then(store, result) -> None:
         if not behind:
-            behind.append(summary.KeepBehind(db, warnings.append))
+            behind.append(summary.KeepBehind(db, warnings.append, process=process))
         behind[0].submit(store, result.campaign_ids)
 
     return store_ingest.ingest_files(
@@ -44,13 +50,27 @@ def test_every_campaign_and_step_gets_its_summary_computed_once(tmp_path, monkey
         computed.append(campaign_id)
         return compute(store, campaign_id)
 
-    monkeypatch.setattr(summary, "compute", counting)
+    monkeypatch.setattr(summary, "compute", counting)  # seen in this process: the thread's way
     warnings: list[str] = []
     lab = tmp_path / "lab.db"
     (result,) = _ingest_with_summaries([board], str(lab), warnings)
     assert warnings == []
     ids = list(result.campaign_ids)
     assert len(ids) == 5 and sorted(computed) == ids  # the summary held for the step after it is reused
+    _check_summaries(lab, ids)
+
+
+def test_a_process_of_their_own_stores_the_same_summaries(tmp_path):
+    board = make_history_db(tmp_path / "board.db")
+    warnings: list[str] = []
+    lab = tmp_path / "lab.db"
+    (result,) = _ingest_with_summaries([board], str(lab), warnings, process=True)
+    assert warnings == []
+    _check_summaries(lab, list(result.campaign_ids))
+
+
+def _check_summaries(lab: Path, ids: list[int]) -> None:
+    """Each campaign's stored summary and each step's are what they are computed to be from the runs now."""
     with Store.open(lab, create=False) as store:
         for cid in ids:
             got = summary.stored(store, cid, with_document=True)
@@ -107,3 +127,56 @@ def test_the_cli_stores_the_summaries_of_several_files(tmp_path):
         ids = [int(c["id"]) for c in store.campaigns()]
         assert len(ids) == 3
         assert all(summary.stored(store, cid) is not None for cid in ids)
+
+
+def test_the_process_says_what_failed_and_ends_when_closed(tmp_path):
+    lab = make_campaign_db(tmp_path / "lab.db", board="b1", n=4, with_latency=False)
+    warnings: list[str] = []
+    behind = summary.KeepBehind(str(lab), warnings.append, process=True)
+    pid = behind._keeper._proc.pid
+    with Store.open(lab, create=False) as store:
+        behind.submit(store, [9999])  # no such campaign: its summary fails in the child
+        behind.finish(store)
+    assert len(warnings) == 1 and "campaign 9999" in warnings[0], warnings
+    assert behind._keeper._proc.returncode == 0  # it closed its reader and exited when told there was no more
+    behind.close()
+    assert not _alive(pid)
+
+
+def test_the_process_dies_with_a_killed_ingest(tmp_path):
+    lab = make_campaign_db(tmp_path / "lab.db", board="b1", n=4, with_latency=False)
+    # a `sleep` holds the pipe of campaign ids open: the child never reads its end, so only its death signal
+    # (PR_SET_PDEATHSIG) can end it when the ingest is SIGKILLed
+    code = (
+        "import subprocess, time\n"
+        "from boardlab.summary import KeepBehind\n"
+        f"b = KeepBehind({str(lab)!r}, print, process=True)\n"
+        "s = subprocess.Popen(['sleep', '60'], pass_fds=(b._keeper._cmd,))\n"
+        "print(b._keeper._proc.pid, s.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    child = holder = 0
+    try:
+        child, holder = map(int, parent.stdout.readline().split())
+        assert _alive(child)
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+    try:
+        deadline = time.monotonic() + 10
+        while _alive(child) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(child)
+    finally:
+        if holder:
+            os.kill(holder, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie (an orphan's zombie is reaped by init)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False

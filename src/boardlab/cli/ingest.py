@@ -66,14 +66,18 @@ def run(args) -> int:
 
     # Every file is verified (or found unchanged since its last ingest) before any is ingested: a bad one
     # among several writes nothing at all.
-    results = ingest_files(
-        [Path(p) for p in args.files],
-        args.db,
-        wait=lambda who: _say_waiting(args.db, who),
-        progress=progress,
-        then=then,
-        last=lambda store: summaries.finish(store) if summaries is not None else None,
-    )
+    try:
+        results = ingest_files(
+            [Path(p) for p in args.files],
+            args.db,
+            wait=lambda who: _say_waiting(args.db, who),
+            progress=progress,
+            then=then,
+            last=lambda store: summaries.finish(store) if summaries is not None else None,
+        )
+    finally:  # an ingest that failed or was interrupted: the summaries' process ends with it
+        if summaries is not None:
+            summaries.close()
     for path, res in zip(args.files, results, strict=True):
         if not args.json:
             print(

@@ -60,6 +60,7 @@ def spawn(
     stderr=subprocess.PIPE,
     cwd: str | None = None,
     self_reaping: bool = False,
+    pass_fds: tuple[int, ...] = (),
 ) -> subprocess.Popen:
     """`self_reaping`: the program sets its own death signal from BOARDLAB_PARENT_PID (boardlab-kern does),
     so no preexec hook is needed and Python can spawn with vfork, a few ms cheaper per run."""
@@ -74,6 +75,7 @@ def spawn(
             stdin=subprocess.DEVNULL,
             env=env,
             cwd=cwd,
+            pass_fds=pass_fds,
             process_group=0,  # setpgid(0, 0): its own group, in boardlab's session (see above)
             preexec_fn=None if self_reaping else (lambda: _die_with_parent(parent)),
         )
