@@ -450,7 +450,12 @@ class KeepBehind:
         if process is None:
             process = len(os.sched_getaffinity(0)) > 1
         self._warn = warn
-        self._keeper: _LocalKeeper | _ChildKeeper = _ChildKeeper(db) if process else _LocalKeeper(db)
+        self._keeper: _LocalKeeper | _ChildKeeper = _LocalKeeper(db)
+        if process:
+            try:
+                self._keeper = _ChildKeeper(db)
+            except OSError as exc:  # no process to be had (fds, memory): a thread computes them
+                warn(f"the campaign summaries are computed beside the copy in a thread ({exc})")
         self._todo: queue.Queue = queue.Queue()
         self._done: queue.Queue = queue.Queue()
         self._pending = 0
@@ -548,12 +553,15 @@ class _ChildKeeper:
         home = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         path = os.pathsep.join(filter(None, (home, os.environ.get("PYTHONPATH"))))
         env = {**os.environ, "PYTHONPATH": path}
-        code = "from boardlab.summary import _child; _child()"
         try:
             self._proc = spawn(
-                [sys.executable, "-P", "-c", code, db, str(cmd_r), str(res_w)],
+                [sys.executable, "-P", "-c", _CHILD_CODE, db, str(cmd_r), str(res_w)],
                 env=env, stdout=2, stderr=None, pass_fds=(cmd_r, res_w),
             )  # fmt: skip
+        except BaseException:
+            os.close(self._cmd)
+            os.close(self._res)
+            raise
         finally:
             os.close(cmd_r)
             os.close(res_w)
@@ -585,7 +593,7 @@ class _ChildKeeper:
 
 
 def _receive(fd: int) -> Any:
-    """One pickled message of `_send` from the pipe `fd` (EOFError when the writer is gone)."""
+    """One message of `_frame` from the pipe `fd` (EOFError when the writer is gone)."""
     import os
     import pickle
 
@@ -602,14 +610,22 @@ def _receive(fd: int) -> Any:
     return pickle.loads(exactly(int.from_bytes(exactly(8), "little")))
 
 
-def _send(fd: int, message: Any) -> None:
-    import os
+def _frame(message: Any) -> bytes:
+    """`message` pickled behind its length, as `_receive` reads it."""
     import pickle
 
     data = pickle.dumps(message)
-    data = len(data).to_bytes(8, "little") + data
-    while data:
-        data = data[os.write(fd, data) :]
+    return len(data).to_bytes(8, "little") + data
+
+
+# The child's command line: a boardlab that cannot be imported there is said in one line, not a traceback.
+_CHILD_CODE = """import sys
+try:
+    from boardlab.summary import _child
+except Exception as exc:
+    sys.exit(f"boardlab: the campaign summaries' process cannot start: {exc}")
+_child()
+"""
 
 
 def _child() -> None:
@@ -623,15 +639,19 @@ def _child() -> None:
     try:
         with os.fdopen(commands, "rb") as lines:
             for line in lines:
-                try:
-                    message: tuple = (keeper.keep(int(line)), None)
+                try:  # pickled here, so that a result pickle refuses is said like any other failure
+                    data = _frame((keeper.keep(int(line)), None))
                 except Exception as exc:  # noqa: BLE001 - said by the parent, as in a thread
-                    message = ([], str(exc) or type(exc).__name__)
-                _send(results, message)
+                    data = _frame(([], str(exc) or type(exc).__name__))
+                while data:
+                    data = data[os.write(results, data) :]
     except BrokenPipeError:  # the parent is gone: nothing to say to
         pass
     finally:
-        keeper.close()
+        try:
+            keeper.close()
+        except Exception:  # noqa: BLE001 - a reader's close: nothing of the ingest depends on it
+            pass
 
 
 def _warn_unkept(warn, cid: int, exc: Exception) -> None:

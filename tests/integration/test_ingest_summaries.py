@@ -180,3 +180,26 @@ def _alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_a_summaries_process_that_died_is_said_and_the_ingest_goes_on(tmp_path):
+    lab = make_campaign_db(tmp_path / "lab.db", board="b1", n=4, with_latency=False)
+    warnings: list[str] = []
+    behind = summary.KeepBehind(str(lab), warnings.append, process=True)
+    behind._keeper._proc.kill()  # as the kernel's OOM killer would
+    with Store.open(lab, create=False) as store:
+        behind.submit(store, [1])
+        behind.finish(store)
+    assert len(warnings) == 1 and "campaign 1" in warnings[0] and "process ended" in warnings[0], warnings
+    behind.close()
+
+
+def test_a_child_that_cannot_import_boardlab_says_so_in_one_line(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    # -S: no site-packages, so no boardlab to import (run from a directory that has none either)
+    proc = subprocess.run(
+        [sys.executable, "-S", "-P", "-c", summary._CHILD_CODE, "x.db", "0", "1"],
+        capture_output=True, text=True, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("boardlab: the campaign summaries' process cannot start:"), proc.stderr
