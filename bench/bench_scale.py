@@ -8,7 +8,7 @@ For each size N (`--sizes`, default 1e4,1e5,1e6) it builds, in a scratch directo
 - ten board files of N/10 runs each: the same plan on ten boards (copies of one file given ten board
   fingerprints, labels and campaign uids).
 Then each command below runs as its own process (`python -m boardlab ...`), its wall time and its peak RSS
-(ru_maxrss from wait4 of that process) measured, median of `--repeat` runs:
+(ru_maxrss from wait4 of that process) measured, median of `--repeat` runs (default 3):
 - report md and report html of the N-run campaign; export csv and export parquet of it;
 - ingest of the ten files into a new SQLite store (runs/s), re-ingest of the same files (nothing new: s per
   10^5 runs), and the cross-board report (md) of that store: ten boards of N/10 runs;
@@ -438,7 +438,8 @@ def _sizes(text: str) -> list[int]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--sizes", type=_sizes, default=[10_000, 100_000, 1_000_000], help="default 1e4,1e5,1e6")
-    ap.add_argument("--repeat", type=int, default=1, help="runs of each command, the median kept (default 1)")
+    # three by default: one sample of a command flipped the ingest targets from one run of the bench to the next
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each command, the median kept (default 3)")
     ap.add_argument("--pg-max", type=float, default=1e5, help="PostgreSQL at the largest size <= this")
     ap.add_argument("--keep", type=Path, help="build the stores in this directory and keep them")
     ap.add_argument("--json", action="store_true")

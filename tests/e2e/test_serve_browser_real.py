@@ -21,7 +21,8 @@ from serve_helpers import Served
 pytest.importorskip("starlette", reason="boardlab serve needs the web extra: pip install 'boardlab[web]'")
 pytest.importorskip("uvicorn", reason="boardlab serve needs the web extra: pip install 'boardlab[web]'")
 
-pytestmark = pytest.mark.slow
+# quiet: the history must find the real condition's slowdown, and no step where there was none
+pytestmark = [pytest.mark.slow, pytest.mark.quiet]
 
 # SOR at size large: iterations of 50-350 ms, dozens of scheduler slices, so a hog sharing the CPU halves
 # every iteration alike. The threshold is wide (15%): campaigns of other days are not interleaved, and on a

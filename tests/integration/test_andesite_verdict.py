@@ -31,7 +31,7 @@ from boardlab.campaign.plan import preset_text
 
 from helpers import run_cli
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.quiet]  # quiet: see USABLE_CV
 
 WARMUP = "warmup_max_ms = 500\n"  # see the docstring: the measured runs are the preset's, the warm-up shorter
 # above this run-to-run spread a cell's runs say more about the machine than the condition: with two test

@@ -27,7 +27,8 @@ import time
 
 import pytest
 
-pytestmark = pytest.mark.integration
+# quiet: the goodput measured must come near the link's shaped rate
+pytestmark = [pytest.mark.integration, pytest.mark.quiet]
 
 RATE_BIT_S = 200e6
 WMEM_MAX = 256 << 10  # the sending namespace's largest TCP send buffer

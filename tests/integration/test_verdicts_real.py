@@ -8,7 +8,8 @@ import pytest
 
 from helpers import run_cli
 
-pytestmark = pytest.mark.integration
+# quiet: the measured cost ratio must land within 3-8%; beside another test suite it needed seven times the runs
+pytestmark = [pytest.mark.integration, pytest.mark.quiet]
 
 PLAN = """\
 name = "five-percent"
