@@ -60,6 +60,28 @@ def test_an_unchanged_file_is_skipped_without_verifying_it_or_opening_the_store_
     assert [r.campaign_ids for r in again] == [r.campaign_ids for r in first]
 
 
+@pytest.mark.parametrize("allowed, scans", [({0}, [False, False]), ({0, 1, 2}, [True, True])])
+def test_the_files_are_verified_side_by_side_only_on_the_cpus_the_ingest_may_use(
+    tmp_path, monkeypatch, allowed, scans
+):
+    """Each file's second scan (`beside`) only competes where the files already have a CPU each: what counts is
+    the CPUs this process may use (taskset, a cpuset), not how many the board has."""
+    files = [
+        make_campaign_db(tmp_path / f"{b}.db", board=b, n=2, seed=i) for i, b in enumerate(("bbb", "xu3"))
+    ]
+    seen: list[bool] = []
+    verify = ingest_mod.verify_source
+
+    def spy(source, src, *, beside=True):
+        seen.append(beside)
+        return verify(source, src, beside=beside)
+
+    monkeypatch.setattr(ingest_mod, "verify_source", spy)
+    monkeypatch.setattr(ingest_mod.os, "sched_getaffinity", lambda pid: set(allowed))
+    ingest_files(files, str(tmp_path / "lab.db"))
+    assert seen == scans
+
+
 def test_a_grown_file_is_read_only_past_its_watermark(tmp_path, monkeypatch):
     a = make_campaign_db(tmp_path / "a.db", board="bbb-1", n=2, status="running", seed=3)
     store = str(tmp_path / "lab.db")

@@ -193,7 +193,7 @@ def ingest_files(
                 if os.path.samefile(src, db):
                     raise InputError(f"{src}: is the target store itself; give --db another store")
     stamps: dict[Path, tuple] = {}
-    cores = os.cpu_count() or 1
+    cores = len(os.sched_getaffinity(0))  # the CPUs it may run on (taskset, a cpuset), not the board's
 
     def verify(source: Store, src: Path, beside: bool = True) -> None:
         stamps[src] = _stamp(src)
