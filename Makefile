@@ -103,7 +103,7 @@ test: setup
 	@rc=0; \
 	$(BIN)/python -m pytest -q --durations=30 -n $(TEST_WORKERS) --dist loadfile -m "not quiet" || rc=$$?; \
 	echo "== the quiet tests, alone"; \
-	$(BIN)/python -m pytest -q --durations=10 -m quiet || { [ $$rc != 0 ] || rc=$$?; }; \
+	$(BIN)/python -m pytest -q --durations=10 -m quiet || { q=$$?; [ $$rc != 0 ] || rc=$$q; }; \
 	exit $$rc
 
 # Long fuzzing, not in CI: FUZZ_EXAMPLES per target (the plan parser, the worker reader, the store's readers
