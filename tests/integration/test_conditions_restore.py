@@ -418,6 +418,7 @@ def test_restore_undoes_the_unit_in_reverse_and_finishes_it_past_a_part_that_fai
     bind = root / DRIVERS / "omap-sham" / "bind"  # the sham's bind now refuses any write
     bind.unlink()
     bind.mkdir()
+    (root / DRIVERS / "omap-sham" / "53100000.sham").unlink()  # unbound: the kernel took its link away
     proc = run_cli("restore", "--root", str(root), env=env)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     unit = "combined condition engine-off+load"

@@ -63,6 +63,7 @@ def test_a_part_whose_undo_fails_leaves_the_unit_with_that_entry_alone(bbb):
         bind = root / DRIVERS / "omap-sham" / "bind"
         bind.unlink()
         bind.mkdir()  # the sham's bind refuses the write, the first undone: the rest is still undone
+        (root / DRIVERS / "omap-sham" / "53100000.sham").unlink()  # unbound: the kernel took its link away
     (unit,) = ctx.journal.pending()
     assert unit["kind"] == "unit" and unit["open"] is False
     assert [e["what"] for e in unit["entries"]] == ["53100000.sham bound to omap-sham"]

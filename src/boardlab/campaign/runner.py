@@ -500,7 +500,18 @@ class Runner:
         try:
             return self._run()
         finally:
+            self._undo_leftovers()
             lock.release()
+
+    def _undo_leftovers(self) -> None:
+        """A stop can land between a setting's write and its condition's bookkeeping; the journal still
+        holds the change, and it is undone here, before another campaign may take the lock. What cannot be
+        undone is said and stays for `boardlab restore`."""
+        for r in RestoreJournal(self.sr).undo_own():
+            if r.failed:
+                self.progress.note(f"could not restore {r.what} ({r.detail}): {r.failed}")
+            else:
+                self.progress.note(f"restored {r.what}: {r.detail}")
 
     def _run(self) -> Outcome:
         from boardlab.platform.inventory import inventory

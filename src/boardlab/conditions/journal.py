@@ -179,9 +179,11 @@ class RestoreJournal:
         token = self._add({"kind": "setting", "rel": rel, "old": old.strip(), "new": value, "what": what})
         try:
             self.root.write_text(rel, value)
-        except BaseException:
+        except Exception:  # the write failed: nothing was changed
             self._drop(token)
             raise
+        # A stop (Ctrl-C, SIGTERM) can land just after the write, before the caller holds the token: the
+        # entry stays, and `undo_own` (the runner's last step) or the next start writes the old value back.
         return token
 
     # ---- drivers ----
@@ -193,8 +195,10 @@ class RestoreJournal:
         token = self._add({"kind": "unbound", "bus": bus, "driver": driver, "device": device, "what": what})
         try:
             drivers.unbind(self.root, bus, driver, device)
-        except BaseException:
-            self._drop(token)
+        except BaseException as exc:
+            # a failed unbind changed nothing; a stop keeps the entry (as in `set`) if the unbind landed
+            if isinstance(exc, Exception) or device in drivers.bound_devices(self.root, bus, driver):
+                self._drop(token)
             raise
         return token
 
@@ -256,7 +260,13 @@ class RestoreJournal:
         if entry["kind"] == "unbound":
             from boardlab.platform import drivers
 
-            drivers.bind(self.root, entry["bus"], entry["driver"], entry["device"])
+            try:
+                drivers.bind(self.root, entry["bus"], entry["driver"], entry["device"])
+            except (BoardlabError, OSError):
+                # the kernel refuses to bind a bound device: an undo cut short after its bind is done
+                if entry["device"] not in drivers.bound_devices(self.root, entry["bus"], entry["driver"]):
+                    raise
+                return Restored(entry["what"], f"{entry['device']} is bound to {entry['driver']}")
             return Restored(entry["what"], f"bound {entry['device']} to {entry['driver']} again")
         if entry["kind"] == "setting":
             self.root.write_text(entry["rel"], entry["old"])
@@ -296,6 +306,16 @@ class RestoreJournal:
                 f"another boardlab (pid {', '.join(map(str, sorted(alive)))}) is changing "
                 f"{self.root.root} now; wait for it, or stop it and run `boardlab restore`"
             )
+        return self._recover_all(entries)
+
+    def undo_own(self) -> list[Restored]:
+        """What this process still has journaled after its conditions were undone: a change whose token a
+        stop (Ctrl-C, SIGTERM, SIGHUP) took away between the write and the condition's bookkeeping, or an
+        undo cut short before its entry was dropped. Each is tried; what fails stays for `boardlab restore`."""
+        me = os.getpid()
+        return self._recover_all([e for e in self.pending() if e.get("owner_pid") == me])
+
+    def _recover_all(self, entries: list[dict]) -> list[Restored]:
         done = []
         for entry in reversed(entries):  # every entry is tried: one that fails must not keep the others
             if entry.get("kind") == "unit":

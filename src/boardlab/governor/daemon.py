@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from boardlab.conditions.journal import RestoreJournal
+from boardlab.errors import MeasurementError
 from boardlab.governor import policies, sim
 from boardlab.platform import cpufreq, perf, sampling
 from boardlab.platform.sysroot import SysRoot
@@ -229,6 +230,11 @@ class Daemon:
             except Exception as exc:  # stays in the journal for `boardlab restore`; raised after the rest
                 first = first or exc
         self.tokens.clear()
+        for r in self.journal.undo_own():  # a write whose token a stop took before `start` kept it
+            if r.failed is None:
+                done.append(f"{r.what}: {r.detail}")
+            else:
+                first = first or MeasurementError(f"{r.what} ({r.detail}): {r.failed}")
         if first is not None:
             raise first
         return done

@@ -1,0 +1,203 @@
+"""A stop (Ctrl-C, SIGTERM, SIGHUP: a KeyboardInterrupt raised wherever the main thread happens to be) that
+lands between a change and the condition's bookkeeping: the journal keeps the change, and `undo_own` (the
+runner's last step before it releases the board) puts the old value back. On a copy of the BeagleBone
+Black tree, whose governor is `performance`."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from boardlab.conditions.journal import RestoreJournal
+from boardlab.errors import MeasurementError
+from boardlab.platform import drivers
+from boardlab.platform.sysroot import SysRoot
+
+from helpers import copy_board
+
+GOVERNOR = "sys/devices/system/cpu/cpufreq/policy0/scaling_governor"
+SHAM = ("platform", "omap-sham", "53100000.sham")
+
+
+class Stopping(SysRoot):
+    """Raises what a stop signal raises, once, when a write to a file named `name` is made: after the write
+    lands (`landed`) or before it does."""
+
+    __slots__ = ("name", "landed", "armed")
+
+    def __init__(self, root, name: str, *, landed: bool) -> None:
+        super().__init__(root)
+        self.name, self.landed, self.armed = name, landed, True
+
+    def write_text(self, rel: str, text: str) -> None:
+        stop = self.armed and rel.endswith("/" + self.name)
+        if stop and not self.landed:
+            self.armed = False
+            raise KeyboardInterrupt
+        super().write_text(rel, text)
+        if stop:
+            self.armed = False
+            if rel.endswith("/unbind"):  # what the kernel does: the device's link leaves the driver
+                (self.root / drivers.driver_dir(SHAM[0], SHAM[1]) / SHAM[2]).unlink()
+            raise KeyboardInterrupt
+
+
+@pytest.fixture
+def board(tmp_path):
+    return copy_board("bbb", tmp_path)
+
+
+def test_a_stop_just_after_the_write_keeps_the_entry_and_undo_own_writes_the_old_value(board, tmp_path):
+    journal = RestoreJournal(Stopping(board, "scaling_governor", landed=True), tmp_path / "j.json")
+    with pytest.raises(KeyboardInterrupt):
+        journal.set(GOVERNOR, "ondemand", what="cpu0 governor")
+    assert (board / GOVERNOR).read_text().strip() == "ondemand"
+    (entry,) = journal.pending()
+    assert (entry["kind"], entry["old"], entry["new"]) == ("setting", "performance", "ondemand")
+    (restored,) = journal.undo_own()
+    assert restored.failed is None and "'performance'" in restored.detail
+    assert (board / GOVERNOR).read_text().strip() == "performance"
+    assert journal.pending() == [] and not journal.path.exists()
+
+
+def test_a_write_the_kernel_refuses_leaves_no_entry(board, tmp_path):
+    class Refusing(SysRoot):
+        __slots__ = ()
+
+        def write_text(self, rel, text):
+            raise MeasurementError(f"cannot write {text!r} to {rel}: Invalid argument")
+
+    journal = RestoreJournal(Refusing(board), tmp_path / "j.json")
+    with pytest.raises(MeasurementError):
+        journal.set(GOVERNOR, "ondemand", what="cpu0 governor")
+    assert journal.pending() == [] and (board / GOVERNOR).read_text().strip() == "performance"
+
+
+def test_undo_own_leaves_another_boardlabs_entries_alone(board, tmp_path):
+    journal = RestoreJournal(SysRoot(board), tmp_path / "j.json")
+    journal.set(GOVERNOR, "ondemand", what="cpu0 governor")
+    doc = json.loads(journal.path.read_text())
+    doc["entries"][0]["owner_pid"] = os.getppid()  # a live process that is not this one
+    journal.path.write_text(json.dumps(doc))
+    assert journal.undo_own() == []
+    assert len(journal.pending()) == 1 and (board / GOVERNOR).read_text().strip() == "ondemand"
+
+
+def test_a_stop_after_the_unbind_keeps_the_entry_and_undo_own_binds_the_device_again(board, tmp_path):
+    journal = RestoreJournal(Stopping(board, "unbind", landed=True), tmp_path / "j.json")
+    with pytest.raises(KeyboardInterrupt):
+        journal.unbound(*SHAM, what="53100000.sham bound to omap-sham")
+    assert SHAM[2] not in drivers.bound_devices(journal.root, *SHAM[:2])
+    (entry,) = journal.pending()
+    assert entry["kind"] == "unbound"
+    (restored,) = journal.undo_own()
+    assert restored.failed is None and restored.detail == "bound 53100000.sham to omap-sham again"
+    assert (board / drivers.driver_dir(*SHAM[:2]) / "bind").read_text() == "53100000.sham"
+    assert journal.pending() == []
+
+
+def test_a_stop_before_the_unbind_drops_the_entry_the_device_is_still_bound(board, tmp_path):
+    journal = RestoreJournal(Stopping(board, "unbind", landed=False), tmp_path / "j.json")
+    with pytest.raises(KeyboardInterrupt):
+        journal.unbound(*SHAM, what="53100000.sham bound to omap-sham")
+    assert journal.pending() == []
+    assert SHAM[2] in drivers.bound_devices(journal.root, *SHAM[:2])
+    assert (board / drivers.driver_dir(*SHAM[:2]) / "unbind").read_text() == ""
+
+
+def test_binding_a_device_that_is_bound_again_is_not_a_failure(board, tmp_path):
+    """An undo cut short after its bind: the kernel refuses a second bind (EBUSY), and the device is bound."""
+
+    class BusyBind(SysRoot):
+        __slots__ = ()
+
+        def write_text(self, rel, text):
+            if rel.endswith("/bind"):
+                raise MeasurementError(f"cannot write {text!r} to {rel}: Device or resource busy")
+            super().write_text(rel, text)
+
+    journal = RestoreJournal(BusyBind(board), tmp_path / "j.json")
+    journal.unbound(*SHAM, what="53100000.sham bound to omap-sham")  # the fixture's link stays: bound
+    (restored,) = journal.undo_own()
+    assert restored.failed is None and restored.detail == "53100000.sham is bound to omap-sham"
+    assert journal.pending() == []
+
+
+def test_a_bind_the_kernel_refuses_for_an_unbound_device_stays_for_boardlab_restore(board, tmp_path):
+    class NoBind(SysRoot):
+        __slots__ = ()
+
+        def write_text(self, rel, text):
+            if rel.endswith("/bind"):
+                raise MeasurementError(f"cannot write {text!r} to {rel}: No such device")
+            super().write_text(rel, text)
+            (self.root / drivers.driver_dir(*SHAM[:2]) / SHAM[2]).unlink()
+
+    journal = RestoreJournal(NoBind(board), tmp_path / "j.json")
+    journal.unbound(*SHAM, what="53100000.sham bound to omap-sham")
+    (restored,) = journal.undo_own()
+    assert "No such device" in restored.failed and "boardlab restore" in restored.failed
+    assert len(journal.pending()) == 1
+
+
+def test_a_stop_between_the_governor_write_and_its_condition_is_undone_by_the_runner(
+    board, tmp_path, monkeypatch
+):
+    """The window the SIGTERM test once hit: the write landed, the condition never got the token, so the
+    condition's own undo cannot know it; the runner's last step finds it in the journal."""
+    from boardlab.campaign.plan import parse_plan
+    from boardlab.campaign.runner import Runner
+    from boardlab.store import Store
+    from boardlab.workloads import all_workloads
+
+    real_set = RestoreJournal.set
+    armed = [True]
+
+    def set_then_stop(self, rel, value, *, what):
+        token = real_set(self, rel, value, what=what)
+        if armed[0] and rel.endswith("scaling_governor"):
+            armed[0] = False
+            raise KeyboardInterrupt
+        return token
+
+    monkeypatch.setattr(RestoreJournal, "set", set_then_stop)
+    catalog = {w.name: w for w in all_workloads()}
+    plan = parse_plan(
+        'name = "stop"\n[runs]\nrepetitions = 2\niterations = 2\n[gates]\nidle = false\ntemperature = false\n'
+        '[[workloads]]\nname = "noop"\n[[conditions]]\nname = "ondemand"\nkind = "governor"\n'
+        'params = { governor = "ondemand" }\n',
+        "stop.toml",
+        catalog,
+    )
+    notes: list[str] = []
+
+    class Progress:
+        def __getattr__(self, name):
+            return lambda *a, **k: None
+
+        def note(self, text):
+            notes.append(text)
+
+    with Store.open(str(tmp_path / "r.db")) as store, pytest.raises(KeyboardInterrupt):
+        Runner(plan, catalog, store, root=str(board), progress=Progress()).run()
+    assert not armed[0]  # the stop did land after the governor's write
+    assert (board / GOVERNOR).read_text().strip() == "performance"
+    assert RestoreJournal(SysRoot(board)).pending() == []
+    assert any(n.startswith("restored ") and "'performance'" in n for n in notes), notes
+
+
+def test_the_governor_daemon_undoes_a_change_whose_token_a_stop_took(board, tmp_path):
+    from boardlab.governor.daemon import Daemon
+
+    (board / "proc" / "stat").write_text("cpu  10 0 10 80 0 0 0 0 0 0\ncpu0 10 0 10 80 0 0 0 0 0 0\n")
+    sr = Stopping(board, "scaling_governor", landed=True)
+    d = Daemon(sr, "ondemand", RestoreJournal(sr, tmp_path / "j.json"))
+    d.check(counters=False)
+    with pytest.raises(KeyboardInterrupt):
+        d.start()
+    assert d.tokens == [] and (board / GOVERNOR).read_text().strip() == "userspace"
+    assert d.stop() == ["policy0 cpufreq governor: " + d.journal.root.show(GOVERNOR) + " = 'performance' "
+                        "(was set to 'userspace')"]  # fmt: skip
+    assert (board / GOVERNOR).read_text().strip() == "performance" and d.journal.pending() == []
