@@ -201,3 +201,22 @@ def test_the_governor_daemon_undoes_a_change_whose_token_a_stop_took(board, tmp_
     assert d.stop() == ["policy0 cpufreq governor: " + d.journal.root.show(GOVERNOR) + " = 'performance' "
                         "(was set to 'userspace')"]  # fmt: skip
     assert (board / GOVERNOR).read_text().strip() == "performance" and d.journal.pending() == []
+
+
+def test_a_leftover_the_daemon_cannot_undo_is_an_error_naming_it_and_stays(board, tmp_path):
+    from boardlab.errors import MeasurementError
+    from boardlab.governor.daemon import Daemon
+
+    (board / "proc" / "stat").write_text("cpu  10 0 10 80 0 0 0 0 0 0\ncpu0 10 0 10 80 0 0 0 0 0 0\n")
+    sr = Stopping(board, "scaling_governor", landed=True)
+    d = Daemon(sr, "ondemand", RestoreJournal(sr, tmp_path / "j.json"))
+    d.check(counters=False)
+    with pytest.raises(KeyboardInterrupt):
+        d.start()
+    (board / GOVERNOR).unlink()
+    (board / GOVERNOR).mkdir()  # the kernel refuses the old value now
+    with pytest.raises(
+        MeasurementError, match="could not restore policy0 cpufreq governor .*boardlab restore"
+    ):
+        d.stop()
+    assert len(d.journal.pending()) == 1

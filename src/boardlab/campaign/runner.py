@@ -22,7 +22,7 @@ from boardlab.campaign.schedule import build_cells, cell_repetitions, entry_of, 
 from boardlab.campaign.support import BoardSupport, board_support, resolve_cpu
 from boardlab.conditions import condition_kinds
 from boardlab.conditions.base import ApplyContext
-from boardlab.conditions.journal import RestoreJournal, failures
+from boardlab.conditions.journal import RestoreJournal, failures, not_restored
 from boardlab.errors import InputError, MeasurementError
 from boardlab.model.campaign import Cell, Plan, ScheduledRun
 from boardlab.model.run import LOAD_DID_NOT_RUN, GateResult, MetricResult, RunResult
@@ -509,7 +509,7 @@ class Runner:
         undone is said and stays for `boardlab restore`."""
         for r in RestoreJournal(self.sr).undo_own():
             if r.failed:
-                self.progress.note(f"could not restore {r.what} ({r.detail}): {r.failed}")
+                self.progress.note(str(not_restored(r)))
             else:
                 self.progress.note(f"restored {r.what}: {r.detail}")
 

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from boardlab.errors import BoardlabError, InputError, OSProblem, os_error
+from boardlab.errors import BoardlabError, InputError, MeasurementError, OSProblem, os_error
 from boardlab.platform.sysroot import SysRoot
 
 JOURNAL_SCHEMA = 1
@@ -463,6 +463,11 @@ def _find(entries: list[dict], entry_id: str | None) -> dict | None:
 
 def failures(restored: list[Restored]) -> list[Restored]:
     return [r for r in restored if r.failed]
+
+
+def not_restored(r: Restored) -> MeasurementError:
+    """The error for an entry that could not be undone: it names the setting and the fix."""
+    return MeasurementError(f"could not restore {r.what} ({r.detail}): {r.failed}")
 
 
 def _fix(entry: dict, exc: BaseException) -> str:

@@ -13,8 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from boardlab.conditions.journal import RestoreJournal
-from boardlab.errors import MeasurementError
+from boardlab.conditions.journal import RestoreJournal, not_restored
 from boardlab.governor import policies, sim
 from boardlab.platform import cpufreq, perf, sampling
 from boardlab.platform.sysroot import SysRoot
@@ -234,7 +233,7 @@ class Daemon:
             if r.failed is None:
                 done.append(f"{r.what}: {r.detail}")
             else:
-                first = first or MeasurementError(f"{r.what} ({r.detail}): {r.failed}")
+                first = first or not_restored(r)
         if first is not None:
             raise first
         return done
