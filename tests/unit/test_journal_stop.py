@@ -107,35 +107,37 @@ def test_a_stop_before_the_unbind_drops_the_entry_the_device_is_still_bound(boar
     assert (board / drivers.driver_dir(*SHAM[:2]) / "unbind").read_text() == ""
 
 
+class RefusingBind(SysRoot):
+    """The kernel refuses every bind with `why`; an unbind takes the device's link away only when `unlinks`
+    (else the fixture's link stays: the device still reads as bound, as after an undo cut short)."""
+
+    __slots__ = ("why", "unlinks")
+
+    def __init__(self, root, why: str, *, unlinks: bool) -> None:
+        super().__init__(root)
+        self.why, self.unlinks = why, unlinks
+
+    def write_text(self, rel, text):
+        if rel.endswith("/bind"):
+            raise MeasurementError(f"cannot write {text!r} to {rel}: {self.why}")
+        super().write_text(rel, text)
+        if self.unlinks:
+            (self.root / drivers.driver_dir(*SHAM[:2]) / SHAM[2]).unlink()
+
+
 def test_binding_a_device_that_is_bound_again_is_not_a_failure(board, tmp_path):
     """An undo cut short after its bind: the kernel refuses a second bind (EBUSY), and the device is bound."""
-
-    class BusyBind(SysRoot):
-        __slots__ = ()
-
-        def write_text(self, rel, text):
-            if rel.endswith("/bind"):
-                raise MeasurementError(f"cannot write {text!r} to {rel}: Device or resource busy")
-            super().write_text(rel, text)
-
-    journal = RestoreJournal(BusyBind(board), tmp_path / "j.json")
-    journal.unbound(*SHAM, what="53100000.sham bound to omap-sham")  # the fixture's link stays: bound
+    journal = RestoreJournal(
+        RefusingBind(board, "Device or resource busy", unlinks=False), tmp_path / "j.json"
+    )
+    journal.unbound(*SHAM, what="53100000.sham bound to omap-sham")
     (restored,) = journal.undo_own()
     assert restored.failed is None and restored.detail == "53100000.sham is bound to omap-sham"
     assert journal.pending() == []
 
 
 def test_a_bind_the_kernel_refuses_for_an_unbound_device_stays_for_boardlab_restore(board, tmp_path):
-    class NoBind(SysRoot):
-        __slots__ = ()
-
-        def write_text(self, rel, text):
-            if rel.endswith("/bind"):
-                raise MeasurementError(f"cannot write {text!r} to {rel}: No such device")
-            super().write_text(rel, text)
-            (self.root / drivers.driver_dir(*SHAM[:2]) / SHAM[2]).unlink()
-
-    journal = RestoreJournal(NoBind(board), tmp_path / "j.json")
+    journal = RestoreJournal(RefusingBind(board, "No such device", unlinks=True), tmp_path / "j.json")
     journal.unbound(*SHAM, what="53100000.sham bound to omap-sham")
     (restored,) = journal.undo_own()
     assert "No such device" in restored.failed and "boardlab restore" in restored.failed
@@ -188,7 +190,9 @@ def test_a_stop_between_the_governor_write_and_its_condition_is_undone_by_the_ru
     assert any(n.startswith("restored ") and "'performance'" in n for n in notes), notes
 
 
-def test_the_governor_daemon_undoes_a_change_whose_token_a_stop_took(board, tmp_path):
+def _daemon_stopped_in_start(board, tmp_path):
+    """The governor daemon on the BeagleBone Black's copy, stopped just after it switched the governor to
+    userspace and before it kept the token."""
     from boardlab.governor.daemon import Daemon
 
     (board / "proc" / "stat").write_text("cpu  10 0 10 80 0 0 0 0 0 0\ncpu0 10 0 10 80 0 0 0 0 0 0\n")
@@ -198,21 +202,18 @@ def test_the_governor_daemon_undoes_a_change_whose_token_a_stop_took(board, tmp_
     with pytest.raises(KeyboardInterrupt):
         d.start()
     assert d.tokens == [] and (board / GOVERNOR).read_text().strip() == "userspace"
+    return d
+
+
+def test_the_governor_daemon_undoes_a_change_whose_token_a_stop_took(board, tmp_path):
+    d = _daemon_stopped_in_start(board, tmp_path)
     assert d.stop() == ["policy0 cpufreq governor: " + d.journal.root.show(GOVERNOR) + " = 'performance' "
                         "(was set to 'userspace')"]  # fmt: skip
     assert (board / GOVERNOR).read_text().strip() == "performance" and d.journal.pending() == []
 
 
 def test_a_leftover_the_daemon_cannot_undo_is_an_error_naming_it_and_stays(board, tmp_path):
-    from boardlab.errors import MeasurementError
-    from boardlab.governor.daemon import Daemon
-
-    (board / "proc" / "stat").write_text("cpu  10 0 10 80 0 0 0 0 0 0\ncpu0 10 0 10 80 0 0 0 0 0 0\n")
-    sr = Stopping(board, "scaling_governor", landed=True)
-    d = Daemon(sr, "ondemand", RestoreJournal(sr, tmp_path / "j.json"))
-    d.check(counters=False)
-    with pytest.raises(KeyboardInterrupt):
-        d.start()
+    d = _daemon_stopped_in_start(board, tmp_path)
     (board / GOVERNOR).unlink()
     (board / GOVERNOR).mkdir()  # the kernel refuses the old value now
     with pytest.raises(
