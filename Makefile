@@ -46,6 +46,8 @@ DEB_PACKAGES += 7zip ffmpeg sysbench
 DEB_PACKAGES += openssh-server iproute2
 # Vehicle-services study: svc.sub's parser=libxml2.
 DEB_PACKAGES += libxml2-dev
+# The SciMark cross-check (bench/bench_scimark.py): callgrind counts the instructions of both kernels.
+DEB_PACKAGES += valgrind
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
 .PHONY: setup deb venv install demo test fuzz bench lint clean deb-arm cross test-arm test-arm-kern test-arm-rootfs test-fresh bundle
