@@ -5,6 +5,7 @@ Black tree, whose governor is `performance`."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 
@@ -151,6 +152,7 @@ def test_a_stop_between_the_governor_write_and_its_condition_is_undone_by_the_ru
     condition's own undo cannot know it; the runner's last step finds it in the journal."""
     from boardlab.campaign.plan import parse_plan
     from boardlab.campaign.runner import Runner
+    from boardlab.cli.progress import TerminalProgress
     from boardlab.store import Store
     from boardlab.workloads import all_workloads
 
@@ -173,20 +175,13 @@ def test_a_stop_between_the_governor_write_and_its_condition_is_undone_by_the_ru
         "stop.toml",
         catalog,
     )
-    notes: list[str] = []
-
-    class Progress:
-        def __getattr__(self, name):
-            return lambda *a, **k: None
-
-        def note(self, text):
-            notes.append(text)
-
+    said = io.StringIO()  # what the campaign's progress prints, one line a note
     with Store.open(str(tmp_path / "r.db")) as store, pytest.raises(KeyboardInterrupt):
-        Runner(plan, catalog, store, root=str(board), progress=Progress()).run()
+        Runner(plan, catalog, store, root=str(board), progress=TerminalProgress(said)).run()
     assert not armed[0]  # the stop did land after the governor's write
     assert (board / GOVERNOR).read_text().strip() == "performance"
     assert RestoreJournal(SysRoot(board)).pending() == []
+    notes = said.getvalue().splitlines()
     assert any(n.startswith("restored ") and "'performance'" in n for n in notes), notes
 
 
