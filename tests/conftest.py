@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,25 @@ def pytest_configure(config):
     each child at exec; SIG_IGN is not."""
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    private_state_dirs(config)
+
+
+def private_state_dirs(config) -> None:
+    """Every test process (the xdist controller and each worker run this hook) and everything it starts
+    (module and session fixtures' campaigns, processes started over ssh with this environment) journals and
+    locks in a directory of its own from the first fixture on: a campaign running on this machine (the
+    user's, under the default state directory) must not make the suite's campaigns wait for its system lock.
+    The autouse fixture below narrows it further to one directory per test."""
+    base = Path(tempfile.mkdtemp(prefix=f"boardlab-tests-{os.getpid()}-"))
+    config.boardlab_private_base = base
+    os.environ["BOARDLAB_STATE_DIR"] = str(base / "state")
+    os.environ["XDG_CACHE_HOME"] = str(base / "cache")
+
+
+def pytest_unconfigure(config):
+    base = getattr(config, "boardlab_private_base", None)
+    if base is not None:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
