@@ -47,3 +47,18 @@ def test_a_cli_error_naming_a_path_escapes_it(tmp_path):
     proc = run_cli("report", "--db", str(missing), "-o", str(tmp_path / "r.html"), timeout=60)
     assert proc.returncode == 2
     assert "\u202e" not in proc.stderr and "results\\u202egol.db" in proc.stderr
+
+
+def test_html_reports_and_their_svg_show_the_code_points_and_keep_line_breaks():
+    from boardlab.report.plot.axes import esc as svg_esc
+    from boardlab.report.render import esc
+
+    evil = "gzip\u202e6-level\u200b<b>"
+    table = doc.Table((doc.Column("cell"), doc.Column("median", "ns", True)), ((evil, "1.0"),))
+    pre = doc.Preformatted("line one\n\tline two\u2066")
+    out = render_sections([doc.section(evil, table, doc.Items((evil,)), pre)], "html")
+    assert not any(c in out for c in INVISIBLE), out
+    assert "gzip\\u202e6-level\\u200b&lt;b&gt;" in out and "line one\n\tline two\\u2066" in out
+    for ch in INVISIBLE:
+        assert ch not in esc(f"a{ch}b") and ch not in svg_esc(f"a{ch}b"), repr(ch)
+    assert esc("x\x1b[2Jy\x00") == "x\\x1b[2Jy\\x00" and esc(None) == ""

@@ -11,11 +11,13 @@ import re
 from collections.abc import Iterable
 
 from boardlab.analysis import document as doc
-from boardlab.report.escape import term
+from boardlab.report.escape import term, visible
 
 
 def esc(s: object) -> str:
-    return html.escape("" if s is None else str(s), quote=True)
+    """A stored or planned string in a page: bidirectional and invisible characters shown as their code
+    points (as on the terminal), then HTML-escaped."""
+    return html.escape(visible("" if s is None else s), quote=True)
 
 
 # ---- HTML ------------------------------------------------------------------------------------------------------

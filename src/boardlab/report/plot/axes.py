@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 # fmt_si: the one SI formatter of reports; without a unit it makes the tick labels of a log axis
 # (1, 10, 100, 1k, 10k, 1M, 1G, and 0.1, 0.01 below 1)
 from boardlab.analysis.format import CONFOUNDED_MARK, VERDICT_MARKS, fmt_num, fmt_si
+from boardlab.report.escape import visible
 
 __all__ = ["CONFOUNDED_MARK", "VERDICT_MARKS", "fmt_num", "fmt_si"]
 
@@ -153,7 +154,7 @@ def wants_log(values: Sequence[float], spread: float = 20.0) -> bool:
 
 
 def esc(s: object) -> str:
-    return html.escape(str(s), quote=True)
+    return html.escape(visible(s), quote=True)  # as report.render.esc: a label is a stored name
 
 
 def _f(v: float) -> str:
