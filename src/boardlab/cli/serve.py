@@ -39,7 +39,13 @@ def is_loopback(host: str) -> bool:
         return False  # a host name: whatever it resolves to, it is not known to be loopback
 
 
+MIN_TOKEN = 16
+TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
 def _token(args) -> str | None:
+    """The token from --token-file, else $BOARDLAB_SERVE_TOKEN (set, even empty), else a random one off
+    loopback; every source holds to the same rule (`_checked`)."""
     import os
     import secrets
 
@@ -48,18 +54,35 @@ def _token(args) -> str | None:
     if args.token_file:
         try:
             with open(args.token_file, encoding="utf-8") as f:
-                token = f.read().strip()
-        except OSError as exc:
-            raise InputError(f"--token-file {args.token_file}: {exc.strerror}") from None
-        if len(token) < 16:
-            raise InputError(f"--token-file {args.token_file}: the token must be at least 16 characters")
-        return token
-    if os.environ.get(TOKEN_ENV):
-        return os.environ[TOKEN_ENV]
+                return _checked(f.read(), f"--token-file {args.token_file}")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InputError(
+                f"--token-file {args.token_file}: {getattr(exc, 'strerror', None) or exc}"
+            ) from None
+    if TOKEN_ENV in os.environ:
+        return _checked(os.environ[TOKEN_ENV], f"${TOKEN_ENV}")
     return None if is_loopback(args.host) else secrets.token_urlsafe(24)
 
 
+def _checked(raw: str, source: str) -> str:
+    """At least MIN_TOKEN characters, of those a URL, a cookie and a header carry unchanged (letters, digits,
+    - . _ ~): a short one is guessed, and a space or a + would not survive the ?token= address."""
+    from boardlab.errors import InputError
+
+    token = raw.strip()
+    make = "make one with `python3 -c 'import secrets; print(secrets.token_urlsafe(24))'`"
+    if len(token) < MIN_TOKEN:
+        raise InputError(
+            f"{source}: the token must be at least {MIN_TOKEN} characters, it has {len(token)}; {make}"
+        )
+    if not set(token) <= TOKEN_CHARS:
+        raise InputError(f"{source}: the token may hold only letters, digits and - . _ ~; {make}")
+    return token
+
+
 def run(args) -> int:
+    import os
+
     from boardlab.errors import InputError
     from boardlab.store import Store
     from boardlab.store.pg import display_url, is_url
@@ -73,18 +96,27 @@ def run(args) -> int:
         raise InputError(
             f"boardlab serve needs the web extra ({exc.name} is missing): pip install 'boardlab[web]'"
         ) from None
+    from uvicorn.protocols.http.auto import AutoHTTPProtocol
+
+    from boardlab.web.guard import Guard, limits, quiet_logs
+
+    token = _token(args)  # a bad token is refused before the store is read
+    lim = limits()
     # a bad --db is refused here, before anything listens; the store is verified once, here (`Store.verify`: a
     # full scan), and each request opens it without that scan
     with Store.open(args.db, create=False):
         pass
-    token = _token(args)
     from boardlab.web.app import create_app
 
-    app = create_app(args.db, token=token, verify=False)
-    sock = _listen(args.host, args.port)  # bound here: a refused address is one line, and --port 0 is known
+    app = create_app(args.db, token=token, verify=False, threads=lim.threads)
+    sock = _listen(
+        args.host, args.port, lim.backlog
+    )  # bound here: a refused address is one line, --port 0 known
     config = uvicorn.Config(
-        app, log_level="warning", access_log=False, server_header=False, proxy_headers=False
-    )
+        app, http=Guard(lim).factory(AutoHTTPProtocol), backlog=lim.backlog, log_level="warning",
+        access_log=False, server_header=False, proxy_headers=False,
+    )  # fmt: skip
+    quiet_logs(debug=bool(os.environ.get("BOARDLAB_DEBUG")))  # after uvicorn.Config: it sets the loggers up
     bound = sock.getsockname()
     url = f"http://{'[' + bound[0] + ']' if ':' in bound[0] else bound[0]}:{bound[1]}/"
     print(f"serving {display_url(args.db) if is_url(args.db) else args.db} read-only at {url}", flush=True)
@@ -95,7 +127,7 @@ def run(args) -> int:
     return 0
 
 
-def _listen(host: str, port: int):
+def _listen(host: str, port: int, backlog: int):
     import socket
 
     from boardlab.errors import InputError
@@ -105,7 +137,7 @@ def _listen(host: str, port: int):
         sock = socket.socket(family, kind, proto)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(addr)
-        sock.listen(128)  # connections queue from here on: the address printed next is ready
+        sock.listen(backlog)  # connections queue from here on: the address printed next is ready
     except OSError as exc:
         raise InputError(f"--host {host} --port {port}: cannot listen there: {exc.strerror or exc}") from None
     return sock

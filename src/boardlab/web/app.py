@@ -67,12 +67,13 @@ def _form(action: str, fields: list[str]) -> str:
             + '<button type="submit" id="go">show</button></form>')  # fmt: skip
 
 
-def create_app(db: str, *, token: str | None = None, verify: bool = True):
+def create_app(db: str, *, token: str | None = None, verify: bool = True, threads: int | None = None):
     """The application over the store at `db` (a SQLite path or a postgresql:// URL), opened read-only per
     request, so a campaign writing to it is never blocked and every page is one consistent snapshot.
     `verify=False`: the caller verified the store once (`boardlab serve` at its start); each request then
     skips the full scan of every table, which takes seconds on a store of millions of runs (the runs written
-    since come from boardlab's own writers)."""
+    since come from boardlab's own writers). `threads`: how many pages are built at once (each opens the
+    store: `boardlab serve` derives it from the descriptors it may open, web/guard.py); None keeps anyio's."""
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
     from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -128,10 +129,7 @@ def create_app(db: str, *, token: str | None = None, verify: bool = True):
         return HTMLResponse(_page(document.title, extra + render_document(document, "html")))
 
     def page_no(request) -> int:
-        raw = request.query_params.get("page", "0")
-        if not raw.isdigit() or int(raw) > 10**6:
-            raise InputError(f"page {raw!r}: expected a page number")
-        return int(raw)
+        return pages.parse_id(request.query_params.get("page", "0"), "page", "a page number", most=10**6)
 
     def guarded(fn):
         def endpoint(request):
@@ -149,12 +147,14 @@ def create_app(db: str, *, token: str | None = None, verify: bool = True):
     def campaigns(request):
         n = page_no(request)
         board = request.query_params.get("board", "")
-        if board and not board.isdigit():
-            raise InputError(f"board {board!r}: expected a board id")
-        return read(lambda s: pages.campaigns(s, n, int(board) if board else None), request)
+        board_id = pages.parse_id(board, "board", "a board id") if board else None
+        return read(lambda s: pages.campaigns(s, n, board_id), request)
 
     def campaign(request):
-        return read(lambda s: pages.campaign(s, request.path_params["cid"]), request)
+        cid = request.path_params["cid"]  # ASCII digits (the route's int), but of any length
+        if cid > pages.MAX_ID:
+            return problem(404, f"no campaign with id {cid}", request.url.path.endswith(".json"))
+        return read(lambda s: pages.campaign(s, cid), request)
 
     def compare(request):
         a, b = request.query_params.get("a"), request.query_params.get("b")
@@ -225,7 +225,33 @@ def create_app(db: str, *, token: str | None = None, verify: bool = True):
         routes=routes,
         middleware=[Middleware(_Guard, token=token, csp=csp)],
         exception_handlers={404: _not_found, 405: _not_allowed, 500: _internal},
+        lifespan=None if threads is None else _threads(threads),
     )
+
+
+def _threads(n: int):
+    """A lifespan that lets at most `n` pages be built at once (anyio's limiter, which Starlette runs the
+    pages' code under, is the event loop's: it is set once the loop runs)."""
+    import contextlib
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        import anyio.to_thread
+
+        anyio.to_thread.current_default_thread_limiter().total_tokens = n
+        yield
+
+    return lifespan
+
+
+def local_target(path: str, query: str) -> str:
+    """Where a first visit with ?token= is sent back to: the same page of this server, without the token. A
+    path a browser would read as another host (`//host/x`, `/\\host/x`) keeps one leading slash, and every
+    character past the safe ones is percent-encoded, so the address can name nothing but a path here."""
+    path = "/" + path.lstrip("/\\")
+    kept = [(k, v) for k, v in urllib.parse.parse_qsl(query, keep_blank_values=True) if k != "token"]
+    target = urllib.parse.quote(path, safe="/:@!$&'()*+,;=-._~")
+    return target + ("?" + urllib.parse.urlencode(kept) if kept else "")
 
 
 def _empty(title: str, text: str):
@@ -286,9 +312,9 @@ class _Guard:
     def _given(self, scope) -> tuple[str | None, bool]:
         """(the token the request carries, whether it came in the query string)."""
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-        auth = headers.get("authorization", "")
-        if auth.startswith("Bearer "):
-            return auth[7:].strip(), False
+        scheme, _, credentials = headers.get("authorization", "").strip().partition(" ")
+        if scheme.lower() == "bearer":  # the scheme is case-insensitive (RFC 9110 11.1), the token is not
+            return credentials.strip(), False
         for part in headers.get("cookie", "").split(";"):
             name, _, value = part.strip().partition("=")
             if name == COOKIE:
@@ -316,7 +342,8 @@ class _Guard:
             if in_query:  # first visit: the token goes into a cookie and out of the address bar and history
                 from starlette.responses import RedirectResponse
 
-                response = RedirectResponse(scope["path"], status_code=303)
+                target = local_target(scope["path"], scope.get("query_string", b"").decode("latin-1"))
+                response = RedirectResponse(target, status_code=303)
                 response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict", path="/")
                 return await response(scope, receive, send_with_headers)
         return await self.app(scope, receive, send_with_headers)

@@ -14,10 +14,24 @@ import urllib.parse
 
 from boardlab.analysis import document as doc
 from boardlab.errors import InputError
+from boardlab.report.escape import visible
 
+MAX_ID = 2**63 - 1  # a store's ids are signed 64-bit integers (SQLite's INTEGER, PostgreSQL's BIGINT)
 PAGE_SIZE = 50  # rows per list page: every list query is bounded by it
 PICK_LIMIT = 200  # campaigns and plans offered in the compare and history forms
 WEB_SCHEMA = 1
+
+
+def parse_id(raw: str, what: str, expected: str, *, most: int = MAX_ID) -> int:
+    """A number from an address: ASCII digits only (str.isdigit() also takes '²' and other digits int()
+    refuses), at most `most`; anything else is the request's fault (400)."""
+    if not _is_id(raw, most):
+        raise InputError(f"{what} {raw!r}: expected {expected}")
+    return int(raw)
+
+
+def _is_id(raw: str, most: int = MAX_ID) -> bool:
+    return raw.isascii() and raw.isdigit() and len(raw) <= 19 and int(raw) <= most
 
 
 def _q(**params) -> str:
@@ -177,14 +191,15 @@ def _side(store, pick: str):
     """A compare form's pick: 'c:ID' a campaign, 'b:ID' a board's latest campaign."""
 
     kind, _, number = pick.partition(":")
-    if kind not in ("c", "b") or not number.isdigit():
+    if kind not in ("c", "b") or not _is_id(number):
         raise InputError(f"compare: {pick!r} is not a campaign (c:ID) or a board (b:ID)")
+    got_id = int(number)
     if kind == "b":
-        got = store.campaign_page(limit=1, board_id=int(number))
+        got = store.campaign_page(limit=1, board_id=got_id)
         if not got:
-            raise InputError(f"compare: no campaign of board {number}")
-        number = got[0]["id"]
-    return analyzed(store, int(number))
+            raise InputError(f"compare: no campaign of board {got_id}")
+        got_id = got[0]["id"]
+    return analyzed(store, got_id)
 
 
 def compare(store, a: str, b: str) -> tuple[doc.Document, dict]:
@@ -215,6 +230,9 @@ def compare_choices(store) -> list[tuple[str, str]]:
 def history(store, plan: str, board: str | None) -> tuple[doc.Document, dict]:
     from boardlab.analysis.history import build_history, history_document, load_history
 
+    for what, name in (("plan", plan), ("board", board or "")):
+        if "\x00" in name:  # no stored name holds one, and PostgreSQL refuses it in a query's text
+            raise InputError(f"{what} {name!r}: a name holds no NUL character")
     per_board = load_history(store, plan, board or None, analyze=analyzed)
     if not per_board:
         raise InputError(f"no campaign of a plan named {plan!r}" + (f" on board {board!r}" if board else ""))
@@ -276,4 +294,6 @@ def running(store, now_s: float | None = None) -> tuple[doc.Document, dict]:
                       "stored) times the runs left.", small=True),
         ),),
     )  # fmt: skip
-    return document, {"schema": WEB_SCHEMA, "campaigns": out, "rows": [list(t) for t in table]}
+    # the rows live.js writes into the page as text: shown as the page shows them (report.escape.visible)
+    rows = [[visible(c) for c in t] for t in table]
+    return document, {"schema": WEB_SCHEMA, "campaigns": out, "rows": rows}
