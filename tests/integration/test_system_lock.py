@@ -157,6 +157,43 @@ def test_the_lock_is_free_again_when_its_holder_dies(lab, tmp_path):
 
 # ---- the governor daemon and `boardlab restore` take the same lock -------------------------------------
 
+
+def test_a_lock_file_removed_under_a_campaign_stops_it_and_never_a_later_holder(lab, tmp_path):
+    """Issue 39: the state directory cleaned while campaign A runs let campaign B lock a new file and run beside
+    A. Now B still gets the board at once (nothing can tell it A lives), but A stops before its next run, and
+    its release leaves B's lock file in place."""
+    root, state, env = lab
+    first = start(tmp_path, root, env, "first")
+    wait_for_holder(state, first.pid)
+    (lock_file,) = state.glob("restore-*.lock")
+    lock_file.unlink()
+    second = start(tmp_path, root, env, "second")  # 4 runs behind 1 s cooldowns: it outlasts the first's stop
+    wait_for_holder(state, second.pid)
+    held_by_second = lock_file.stat().st_ino
+    _, err1 = first.communicate(timeout=300)  # the first stops before its next run, within a cooldown
+    assert second.poll() is None, "the second campaign ended first: this test needs it still running"
+    assert lock_file.stat().st_ino == held_by_second  # the first's release left the second's file alone
+    _, err2 = second.communicate(timeout=300)
+    assert first.returncode == 1, err1
+    assert f"the system lock {lock_file} was removed or replaced while this boardlab held it" in err1
+    assert "Traceback" not in err1
+    assert second.returncode == 0, err2
+    assert len(rows(tmp_path / "first.db", "SELECT id FROM runs")) < 4  # stopped, the finished runs kept
+    status = rows(tmp_path / "first.db", "SELECT status FROM campaigns")
+    assert status == [("interrupted",)]
+
+
+def test_a_database_removed_under_a_campaign_stops_it_instead_of_calling_it_complete(lab, tmp_path):
+    root, state, env = lab
+    first = start(tmp_path, root, env, "first")
+    wait_for_holder(state, first.pid)
+    (tmp_path / "first.db").unlink()  # rm, as a user cleaning up would
+    out, err = first.communicate(timeout=300)
+    assert first.returncode == 1, err
+    assert f"{tmp_path / 'first.db'}: the results database was removed or replaced while this campaign" in err
+    assert "complete" not in out + err.split("removed or replaced")[0] and "Traceback" not in err
+
+
 GOVERNOR = "sys/devices/system/cpu/cpufreq/policy0/scaling_governor"
 
 

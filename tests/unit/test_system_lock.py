@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from boardlab.conditions.journal import SystemLock
-from boardlab.errors import InputError
+from boardlab.errors import InputError, MeasurementError
 from boardlab.platform.sysroot import SysRoot
 
 from helpers import SYSFS
@@ -56,3 +56,59 @@ def test_trees_have_their_own_locks():
     assert a.acquire(0, print) == 0.0 and b.acquire(0, print) == 0.0
     a.release()
     b.release()
+
+
+def test_a_lock_file_removed_under_its_holder_is_noticed_and_the_next_holders_file_is_left_alone():
+    first = lock("campaign first")
+    first.acquire(0, print)
+    first.check()  # its own file: nothing to say
+    os.unlink(first.path)  # a cleanup of the state directory while the campaign runs
+    with pytest.raises(MeasurementError) as exc:
+        first.check()
+    assert f"the system lock {first.path} was removed or replaced while this boardlab held it" in str(
+        exc.value
+    )
+    assert f"the settings of {SYSFS / 'bbb'}" in str(exc.value) and exc.value.exit_code == 1
+    second = lock("campaign second")  # locks the new file at the path at once
+    assert second.acquire(0, print) == 0.0
+    first.release()  # must not remove the second holder's file: a third would then run beside the second
+    assert second.path.exists() and lock("third").holder().startswith(
+        f"boardlab pid {os.getpid()} (campaign second"
+    )
+    with pytest.raises(InputError, match="held by"):
+        lock("campaign third").acquire(0, print)
+    second.release()
+    assert not second.path.exists()
+
+
+def test_a_lock_file_replaced_under_its_holder_is_noticed():
+    first = lock("campaign first")
+    first.acquire(0, print)
+    first.path.with_suffix(".new").write_text("{}")
+    os.replace(first.path.with_suffix(".new"), first.path)
+    with pytest.raises(MeasurementError, match="removed or replaced"):
+        first.check()
+    first.release()
+
+
+def test_a_filesystem_that_cannot_lock_is_named_exit_2_and_leaves_no_file(monkeypatch):
+    import errno
+    import fcntl
+
+    from boardlab.platform.locks import filesystem_type
+
+    def no_lockd(fd, op):
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(fcntl, "flock", no_lockd)
+    first = lock("campaign first")
+    with pytest.raises(InputError) as exc:
+        first.acquire(None, print)
+    fs = filesystem_type("/", first.path.parent)
+    assert (
+        fs
+        and f"system lock (BOARDLAB_STATE_DIR) {first.path}: cannot be locked on a {fs} filesystem"
+        in str(exc.value)
+    )
+    assert "No locks available" in str(exc.value) and "nothing was changed" in str(exc.value)
+    assert exc.value.exit_code == 2 and not first.path.exists()

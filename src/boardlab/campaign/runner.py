@@ -22,7 +22,7 @@ from boardlab.campaign.schedule import build_cells, cell_repetitions, entry_of, 
 from boardlab.campaign.support import BoardSupport, board_support, resolve_cpu
 from boardlab.conditions import condition_kinds
 from boardlab.conditions.base import ApplyContext
-from boardlab.conditions.journal import RestoreJournal, failures, not_restored
+from boardlab.conditions.journal import RestoreJournal, SystemLock, failures, not_restored
 from boardlab.errors import InputError, MeasurementError
 from boardlab.model.campaign import Cell, Plan, ScheduledRun
 from boardlab.model.run import LOAD_DID_NOT_RUN, GateResult, MetricResult, RunResult
@@ -180,6 +180,7 @@ class Runner:
         self.progress = progress
         self.monitor_interval_s = monitor_interval_s
         self.fresh = fresh
+        self._system_lock: SystemLock | None = None  # held by run(), checked before each run
         self._longest_ns: dict[str, int] = {}  # per cell: the longest run so far, for the default timeout
         self._argvs: dict[str, list[str]] = {}  # per cell: its worker's command line, built once
 
@@ -493,15 +494,22 @@ class Runner:
     def run(self) -> Outcome:
         """The campaign, under the system lock of its tree (docs/safety.md): a second campaign on the same
         board waits here for the first to finish and restore what it changed."""
-        from boardlab.conditions.journal import SystemLock
-
         lock = SystemLock(self.sr, f"campaign {self.plan.name}")
         self.lock_waited_s = lock.acquire(self.lock_wait_s, self.progress.note)
+        self._system_lock = lock
         try:
             return self._run()
         finally:
             self._undo_leftovers()
             lock.release()
+
+    def _check_held(self) -> None:
+        """The system lock and the database are still the files at their paths (before each run, and before
+        the campaign is called complete): a lock file removed under a campaign let a second one run beside
+        it, a database removed under it took its runs where nobody would read them."""
+        if self._system_lock is not None:
+            self._system_lock.check()
+        self.store.check_file()
 
     def _undo_leftovers(self) -> None:
         """A stop can land between a setting's write and its condition's bookkeeping; the journal still
@@ -665,6 +673,7 @@ class Runner:
             self._rounds(c, planned, rounds, references)
             self.energy.finish(c.gate)
             loop_s = time.monotonic() - loop_t0  # the runs, not the campaign's closing below
+            self._check_held()
             status = "complete"
         finally:
             self.energy.stop()
@@ -716,6 +725,7 @@ class Runner:
         max_reruns = self.plan.runs.max_reruns
         tries = c.attempts.setdefault((sr_run.cell.key, sr_run.repetition), [])
         while not c.settled(sr_run, max_reruns):
+            self._check_held()
             self.energy.before_run(sr_run.seq, sr_run.block, c.gate)
             result = c.execute(sr_run, len(tries) + 1)
             self.store.record_run(c.campaign_id, c.cell_ids[sr_run.cell.key], result)

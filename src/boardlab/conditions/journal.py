@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from boardlab.errors import BoardlabError, InputError, MeasurementError, OSProblem, os_error
+from boardlab.platform.locks import lock_unsupported, same_file
 from boardlab.platform.sysroot import SysRoot
 
 JOURNAL_SCHEMA = 1
@@ -390,11 +391,13 @@ class SystemLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             # the holder before us removed the file it held (release): locked an orphan, try the new file
-            if os.fstat(fd).st_ino != os.stat(self.path).st_ino:
+            if not same_file(fd, self.path):
                 raise BlockingIOError
         except (BlockingIOError, FileNotFoundError):
             os.close(fd)
             return False
+        except OSError as exc:
+            raise self._unlockable(fd, exc) from None
         doc = {"schema": JOURNAL_SCHEMA, "pid": os.getpid(), "what": self.what, "since_unix_s": time.time()}
         # who holds it is for the waiter's message only: a full disk may lose it, the lock still holds
         with contextlib.suppress(OSError):
@@ -402,6 +405,32 @@ class SystemLock:
             os.pwrite(fd, json.dumps(doc).encode(), 0)
         self._fd = fd
         return True
+
+    def _unlockable(self, fd: int, exc: OSError) -> BoardlabError:
+        """A flock the filesystem refuses (NFS without lockd): the error names the path and the filesystem;
+        the empty file just made is removed (nobody can hold a lock there, and it names no holder)."""
+        with contextlib.suppress(OSError):
+            if os.fstat(fd).st_size == 0:
+                os.unlink(self.path)
+        os.close(fd)
+        where = "system lock (BOARDLAB_STATE_DIR)"
+        unsupported = lock_unsupported(exc, self.path, where)
+        if unsupported is not None:
+            return InputError(f"{unsupported}; nothing was changed")
+        problem = os_error(exc, self.path, where)
+        return OSProblem(f"{problem}; nothing was changed", problem.exit_code)
+
+    def check(self) -> None:
+        """The lock still guards the board: the file at its path is the one this process locked. One
+        removed (a cleanup of the state directory) or replaced lets a second boardlab lock the new file and
+        change the same settings beside this one; this stops instead of measuring or changing on."""
+        if self._fd is not None and not same_file(self._fd, self.path):
+            raise MeasurementError(
+                f"the system lock {self.path} was removed or replaced while this boardlab held it: another "
+                f"boardlab may be changing the settings of {self.root.root} beside it now; stopped here (what "
+                "this one changed is restored, finished runs are kept). Leave the state directory alone while "
+                "boardlab runs, then run again"
+            )
 
     def acquire(self, wait_s: float | None, say, *, poll_s: float = 0.2, every_s: float = 30.0) -> float:
         """Takes the lock, waiting at most `wait_s` seconds (None: as long as it takes; 0: not at all); says
@@ -443,9 +472,11 @@ class SystemLock:
     def release(self) -> None:
         if self._fd is not None:
             # removed while still held, then closed (which drops the flock): a waiter that locks the removed
-            # file sees that it is no longer the path's and tries again; the state directory is left clean
-            with contextlib.suppress(OSError):
-                os.unlink(self.path)
+            # file sees that it is no longer the path's and tries again; the state directory is left clean.
+            # Only our own file: one at the path now is another holder's, whose lock it is
+            if same_file(self._fd, self.path):
+                with contextlib.suppress(OSError):
+                    os.unlink(self.path)
             os.close(self._fd)
             self._fd = None
 

@@ -17,9 +17,9 @@ import uuid
 from array import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, NoReturn, cast
 
-from boardlab.errors import InputError, database_error, os_error
+from boardlab.errors import InputError, MeasurementError, database_error, os_error
 from boardlab.model.campaign import Cell, ConditionSpec
 from boardlab.model.run import RunResult, run_columns
 from boardlab.store import packed
@@ -227,6 +227,8 @@ class Store:
                     ) from None
                 wait(who)
                 fcntl.flock(fd, fcntl.LOCK_EX)  # Ctrl-C interrupts the wait
+            except OSError as exc:  # a filesystem that cannot lock (NFS without lockd): said, nothing left
+                cls._unlock_failed(exc, path, created)
             conn = cls._connect(path, "rw")
             if page_bytes is not None and os.fstat(fd).st_size == 0:  # no page yet: SQLite takes the size
                 conn.execute(f"PRAGMA page_size={int(page_bytes)}")
@@ -254,6 +256,32 @@ class Store:
                 raise database_error(exc, str(path)) from None
             raise
         return store
+
+    @staticmethod
+    def _unlock_failed(exc: OSError, path: Path, created: bool) -> NoReturn:
+        """A flock that failed other than by another holder: a file this open made is removed (it is nobody's:
+        nobody can lock it either), and the error names the path and the filesystem."""
+        from boardlab.platform.locks import lock_unsupported
+
+        if created:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        raise lock_unsupported(exc, path, "results database") or os_error(
+            exc, path, "results database"
+        ) from None
+
+    def check_file(self) -> None:
+        """A campaign's store is still the file at its path (before each run and before its status is
+        stored): a database removed or replaced while a campaign writes keeps taking its runs, where nobody
+        will read them, while a second campaign may lock and fill the new file at the path."""
+        from boardlab.platform.locks import same_file
+
+        if self._lock_fd is not None and not same_file(self._lock_fd, self.path):
+            raise MeasurementError(
+                f"{self.path}: the results database was removed or replaced while this campaign wrote to it; "
+                "the runs stored since are not in the file at that path: stopped. Leave the file in place "
+                "while a campaign runs; run again to measure into a file that keeps them"
+            )
 
     def _remove_reader_sidecars(self) -> None:
         """A read-only connection that closes last cannot remove the -wal and -shm files SQLite made for
