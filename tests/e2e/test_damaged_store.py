@@ -30,6 +30,22 @@ CASES = [
     ("run_histograms", "counts_json", '[1, "x"]'),
     ("campaigns", "board_id", 999),  # a reference to a row that is not there
     ("runs", "cell_id", 99999),
+    # issue 39: what the readers take from inside the JSON, and the numbers they sum
+    ("campaigns", "inventory_json", "[1, 2]"),  # history read it for every user of a shared store
+    ("campaigns", "inventory_json", '{"kernel": "6.1.0"}'),  # .get("release") of a string
+    ("boards", "inventory_json", '{"compatible": ["ti,am335x", 7]}'),  # ", ".join()
+    ("boards", "inventory_json", '{"caches": [{"type": "Data", "size_kib": 32}]}'),  # int(c["level"])
+    ("boards", "inventory_json", '{"online_cpus": 4}'),  # len()
+    ("campaigns", "environment_json", '{"checks": ["ok"]}'),  # .get("status") of each
+    ("campaigns", "environment_json", '{"skipped_workloads": []}'),  # .items()
+    ("campaigns", "notes_json", '{"reruns": 1e400}'),  # json.loads reads infinity; int() of it
+    ("campaigns", "monitor_json", '{"interval_s": "1 s"}'),  # 1 / it
+    ("runs", "value", 1e308),  # two of them overflowed math.fsum
+    ("runs", "value", -1e308),
+    ("run_values", "value", 2e100),
+    ("run_metrics", "median", 1e300),
+    ("run_energy", "energy_j", 1e308),
+    ("run_series", "t_last_ns", None),  # a first sample time without a last
 ]
 
 
@@ -145,3 +161,82 @@ def test_a_report_checks_the_store_beside_its_analysis_and_writes_nothing_from_a
         assert "Traceback" not in proc.stderr and not out.exists()
     proc = run_cli("report", "--db", str(pristine), "--format", "md", "-o", str(tmp_path / "good.md"))
     assert proc.returncode == 0 and (tmp_path / "good.md").exists(), proc.stderr
+
+
+def test_an_empty_file_is_named_exit_2_by_every_reader(tmp_path):
+    """A 0-byte file (a copy cut short, `touch`) was 'no such table: campaigns', exit 1."""
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    for argv in (
+        ("report", "--db", str(empty), "--format", "text"),
+        ("export", "--db", str(empty), "--format", "csv", "-o", str(tmp_path / "out.csv")),
+        ("history", "--db", str(empty), "--plan", "quick"),
+        ("compare", str(empty), str(empty)),
+        ("ingest", str(empty), "--db", str(tmp_path / "lab.db")),
+        ("serve", "--db", str(empty), "--port", "0"),
+    ):
+        proc = run_cli(*argv, timeout=60)
+        assert proc.returncode == 2, (argv, proc.stderr)
+        assert (
+            f"{empty}: no boardlab results in this file" in proc.stderr and "Traceback" not in proc.stderr
+        ), (
+            argv,
+            proc.stderr,
+        )
+    assert empty.stat().st_size == 0 and not (tmp_path / "lab.db").exists()
+
+
+def test_a_reingest_of_a_damaged_copy_keeps_the_stored_inventory_and_history_works(pristine, tmp_path):
+    shared = tmp_path / "shared.db"
+    assert run_cli("ingest", str(pristine), "--db", str(shared)).returncode == 0
+    before = shared.read_bytes()
+    db = tmp_path / "damaged.db"
+    rowid = _damage(pristine, db, "campaigns", "inventory_json", "not json at all")
+    proc = run_cli("ingest", str(db), "--db", str(shared))
+    assert proc.returncode == 2 and f"(campaigns.inventory_json, row id {rowid})" in proc.stderr, proc.stderr
+    assert shared.read_bytes() == before
+    (plan,) = {r[0] for r in sqlite3.connect(shared).execute("SELECT name FROM campaigns")}
+    proc = run_cli("history", "--db", str(shared), "--plan", plan, "--format", "text")
+    assert proc.returncode in (0, 1) and "internal error" not in proc.stderr, proc.stderr
+
+
+def test_a_file_whose_campaign_has_the_uid_of_another_plans_is_not_merged_into_it(tmp_path):
+    """Same board, same campaign uid, another plan (its hash): before, its runs were merged into the stored
+    campaign of the other plan."""
+    first = make_campaign_db(tmp_path / "first.db", name="quick", board="bbb-1", n=2)
+    second = make_campaign_db(tmp_path / "second.db", name="nightly", board="bbb-1", n=2)
+    (uid,) = sqlite3.connect(first).execute("SELECT uid FROM campaigns").fetchone()
+    with sqlite3.connect(second) as conn:
+        conn.execute("UPDATE campaigns SET uid=?", (uid,))
+    shared = tmp_path / "shared.db"
+    assert run_cli("ingest", str(first), "--db", str(shared)).returncode == 0
+    before = shared.read_bytes()
+    proc = run_cli("ingest", str(second), "--db", str(shared))
+    assert proc.returncode == 2, proc.stderr
+    assert (
+        f"{second}: campaign 'nightly' (uid {uid}, plan hash h-nightly-1) has the uid of campaign 'quick'"
+        in (proc.stderr)
+    )
+    assert "a campaign runs one plan, so nothing was ingested" in proc.stderr
+    assert shared.read_bytes() == before
+
+
+def test_a_monitor_row_with_a_first_time_and_no_last_is_read_where_the_store_is_not_verified(
+    pristine, tmp_path
+):
+    """A PostgreSQL store is not verified by its readers (ingest verified what went in): the plot's reader
+    takes a row with one summary time and not the other as one without a summary, and reads its samples."""
+    from boardlab.analysis import latest_campaign_id
+    from boardlab.analysis.monitor import monitor_series
+
+    db = tmp_path / "half.db"
+    shutil.copy(pristine, db)
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE run_series SET t_last_ns = NULL")
+    conn.close()
+    with Store.open(db, create=False, verify=False) as store:
+        cid = latest_campaign_id(store)
+        t0, lo, hi = store.series_grid(cid)
+        assert hi > lo
+        with Store.open(pristine, create=False) as whole:
+            assert monitor_series(store, cid) == monitor_series(whole, latest_campaign_id(whole))

@@ -4,6 +4,7 @@ report/compare/export over PostgreSQL giving the numbers they give over the boar
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -290,6 +291,57 @@ def test_a_killed_ingest_leaves_nothing(pg_server, pg_url, tmp_path):
         assert t.campaigns() == [] and t.boards() == [] and n_runs(t) == 0
     with Store.open(src, create=False) as s:
         assert ingest_file(src, pg_url).runs_added == n_runs(s)
+
+
+def test_a_server_lost_mid_ingest_is_exit_1_saying_what_was_kept(pg_server, pg_url, tmp_path):
+    """The server ends the ingest's session while it copies the second file's runs (pg_terminate_backend: as
+    a restart or a failover would). Before, that was "cannot connect ... (exit 2)", bad input; it is a runtime
+    failure, the first file stays whole, nothing of the second is there, and the same command finishes it."""
+    import psycopg
+
+    small = make_campaign_db(tmp_path / "small.db", board="small", n=2)
+    big = make_campaign_db(tmp_path / "big.db", board="big", n=40)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "boardlab", "ingest", str(small), str(big), "--db", pg_url],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        with psycopg.connect(pg_url, autocommit=True) as watch:
+            deadline, pid, small_in = time.monotonic() + 60, None, False
+            while pid is None and time.monotonic() < deadline and proc.poll() is None:
+                if not small_in:  # the small board's file committed (no table yet: the store is being made)
+                    with contextlib.suppress(psycopg.errors.UndefinedTable):
+                        small_in = bool(
+                            watch.execute("SELECT 1 FROM boards WHERE label = 'small'").fetchone()
+                        )
+                    continue
+                row = watch.execute(  # then the copy of the big board's runs
+                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                    " AND (query LIKE 'INSERT INTO runs %' OR query LIKE 'COPY %')"
+                ).fetchone()
+                pid = row[0] if row else None
+                time.sleep(0.002)
+            assert pid is not None and proc.poll() is None, "the ingest ended before its session could be cut"
+            watch.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1, err
+    assert "the connection to the PostgreSQL store was lost" in err and "cannot connect" not in err, err
+    assert f"nothing of {big} was stored; the 1 file(s) before it are in the store ({small})" in err, err
+    assert "Traceback" not in err
+    with Store.open(pg_url, create=False) as t:
+        assert [b["label"] for b in t.boards()] == ["small"]
+    with Store.open(small, create=False) as s:
+        small_runs = n_runs(s)
+    with Store.open(big, create=False) as s:
+        big_runs = n_runs(s)
+    again = run_cli("ingest", str(small), str(big), "--db", pg_url)
+    assert again.returncode == 0, again.stderr
+    with Store.open(pg_url, create=False) as t:
+        assert n_runs(t) == small_runs + big_runs
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "foreign", "newer", "empty"])
@@ -593,7 +645,7 @@ def test_text_that_copy_text_format_would_escape_arrives_unchanged(pg_url, tmp_p
         conn.execute(
             "UPDATE runs SET invalid_reason=?, error=?, gate_detail=?, wall_ns=?, value=?, cpu=NULL"
             " WHERE id=(SELECT min(id) FROM runs)",
-            (tricky, tricky[::-1], "\\.", 2**63 - 1, -1.7976931348623157e308),
+            (tricky, tricky[::-1], "\\.", 2**63 - 1, -1e100),  # the largest measured value a store holds
         )
         conn.execute("UPDATE runs SET value=5e-324 WHERE id=(SELECT max(id) FROM runs)")
     conn.close()

@@ -52,10 +52,25 @@ def test_every_migration_translates_to_postgresql_types():
         ("postgresql://db/b?sslpassword=s3cret", "postgresql://db/b?sslpassword=***"),
         ("host=db user=lab password=s3cret dbname=b", "host=db user=lab password=*** dbname=b"),
         ("host=db password = 's3 cret' dbname=b", "host=db password = *** dbname=b"),
+        # libpq percent-decodes a parameter's name as it does its value (issue 39)
+        ("postgresql://lab@db/b?pass%77ord=s3cret", "postgresql://lab@db/b?pass%77ord=***"),
+        (
+            "postgresql://db/b?x=1&%70%61%73%73%77%6F%72%64=s3cret&y=2",
+            "postgresql://db/b?x=1&%70%61%73%73%77%6F%72%64=***&y=2",
+        ),
+        ("postgresql://db/b?%73slpassword=s3cret", "postgresql://db/b?%73slpassword=***"),
     ],
 )
 def test_a_password_is_never_shown(url, shown):
     assert pg.display_url(url) == shown
+
+
+def test_every_name_libpq_reads_as_a_password_is_masked():
+    """What the driver itself reads from the URL: whatever it takes as a password is never shown."""
+    conninfo = pytest.importorskip("psycopg.conninfo", reason="psycopg is the PostgreSQL driver")
+    for url in ("postgresql://lab@db/b?pass%77ord=s3cret", "postgresql://db/b?%73slpassword=s3cret"):
+        secrets = {v for k, v in conninfo.conninfo_to_dict(url).items() if "password" in k}
+        assert secrets == {"s3cret"} and "s3cret" not in pg.display_url(url), url
 
 
 def test_a_driver_message_quoting_the_dsn_is_masked():
@@ -68,10 +83,13 @@ def test_a_password_in_the_query_never_reaches_an_error(tmp_path):
     pytest.importorskip("psycopg", reason="psycopg is the PostgreSQL driver (pip install 'boardlab[fleet]')")
     from helpers import run_cli
 
-    url = "postgresql://lab@127.0.0.1:9/boardlab?password=s3cret&connect_timeout=2"
-    proc = run_cli("report", "--db", url, "-o", str(tmp_path / "r.html"), timeout=60)
-    assert proc.returncode == 2 and "password=***" in proc.stderr
-    assert "s3cret" not in proc.stderr + proc.stdout
+    for url in (
+        "postgresql://lab@127.0.0.1:9/boardlab?password=s3cret&connect_timeout=2",
+        "postgresql://lab@127.0.0.1:9/boardlab?pass%77ord=s3cret&connect_timeout=2",
+    ):
+        proc = run_cli("report", "--db", url, "-o", str(tmp_path / "r.html"), timeout=60)
+        assert proc.returncode == 2 and "=***" in proc.stderr
+        assert "s3cret" not in proc.stderr + proc.stdout
 
 
 def test_rows_read_by_name_and_position():

@@ -175,7 +175,10 @@ class Store:
         store._sidecars_before = {s for s in ("-wal", "-shm") if os.path.lexists(f"{path}{s}")}
         try:
             conn.execute("PRAGMA query_only=ON")
-            store._check_schema(store.schema_version())
+            version = store.schema_version()
+            store._check_schema(version)
+            if version == 0:  # an empty file, or a SQLite database with no boardlab table: nothing to read
+                raise InputError(f"{path}: no boardlab results in this file (an empty SQLite database)")
             if verify == "beside":
                 store._verify_beside()
             elif verify:
@@ -1381,7 +1384,7 @@ class Store:
                 f" {self._SERIES_JOIN}",
                 (campaign_id,),
             ).fetchone()
-            if row[0] is not None:
+            if row[0] is not None and row[1] is not None:  # a row may hold one time and not the other
                 lo_ns, hi_ns = int(row[0]), int(row[1])
             unsummarized = bool(row[2])
         if unsummarized:

@@ -218,8 +218,8 @@ def ingest_files(
     with ThreadPoolExecutor(max_workers=max(1, min(len(todo), cores))) as pool:
         list(pool.map(lambda src: _with_file(src, each), todo))  # the first bad file (in order) raises
     target = Store.open(db, wait=wait, page_bytes=LAB_PAGE_BYTES)
+    results: list[IngestResult] = []
     try:
-        results = []
         for i, (src, res) in enumerate(zip(files, done, strict=True), 1):
             if progress is not None:
                 progress(i, src)
@@ -227,6 +227,8 @@ def ingest_files(
         if last is not None:
             last(target)
         return results
+    except pg.LostServer as exc:  # a runtime failure, and what of the files is in the store is said
+        raise pg.LostServer(f"{exc}; {_kept(files, results)}") from None
     except BaseException as exc:
         if target.dialect == "sqlite" and target.created:  # a store this ingest created stays absent
             target.close()
@@ -239,6 +241,17 @@ def ingest_files(
         raise
     finally:
         target.close()
+
+
+def _kept(files: list[Path], results: list[IngestResult]) -> str:
+    """What an ingest stopped by a lost server left in the store: each file is one transaction, so the files
+    before the one it was copying are there whole, and nothing of that one or of those after it."""
+    stopped = files[len(results)]
+    before = f"the {len(results)} file(s) before it are in the store ({', '.join(r.source for r in results)})"
+    return (
+        f"nothing of {stopped} was stored" + (f"; {before}" if results else "")
+        + "; run the same command again when the server is back: it adds only what is missing"
+    )  # fmt: skip
 
 
 # A lab's SQLite store, which ingest creates, is written a whole campaign at a time: with 16 KB pages instead of
@@ -678,20 +691,27 @@ def _packed_series(source: Store, run_map: Mapping[int, int]) -> Iterator[tuple]
 
 
 def _same_campaign(conn, uid: str, fingerprint: str, src: Path, camp) -> tuple | None:
-    """The store's row of this campaign, identified by (uid, board fingerprint); None when it is new.
-    A uid the store holds under another board is refused: merging would change that board's campaign."""
+    """The store's row of this campaign, identified by (uid, board fingerprint, plan hash); None when it is
+    new. A uid the store holds under another board, or for another plan, is refused: merging would mix that
+    campaign's runs with runs of another board or of other cells."""
     row = conn.execute(
-        "SELECT c.id, b.fingerprint, b.label, c.name FROM campaigns c JOIN boards b ON b.id = c.board_id"
+        "SELECT c.id, b.fingerprint, b.label, c.name, c.plan_hash FROM campaigns c JOIN boards b ON b.id = c.board_id"
         " WHERE c.uid=?",
         (uid,),
     ).fetchone()
-    if row is None or row[1] == fingerprint:
+    if row is None or (row[1] == fingerprint and row[4] == camp["plan_hash"]):
         return row
+    if row[1] != fingerprint:
+        raise InputError(
+            f"{src}: campaign {camp['name']!r} (uid {uid}) of board {fingerprint!r} has the uid of campaign "
+            f"{row[3]!r} of board {row[2]!r} ({row[1]}) in the store; a campaign belongs to one board, so "
+            "nothing was ingested; check that the file is that board's own results database (not an edited "
+            "copy of another board's)"
+        )
     raise InputError(
-        f"{src}: campaign {camp['name']!r} (uid {uid}) of board {fingerprint!r} has the uid of campaign "
-        f"{row[3]!r} of board {row[2]!r} ({row[1]}) in the store; a campaign belongs to one board, so "
-        "nothing was ingested; check that the file is that board's own results database (not an edited "
-        "copy of another board's)"
+        f"{src}: campaign {camp['name']!r} (uid {uid}, plan hash {camp['plan_hash']}) has the uid of campaign "
+        f"{row[3]!r} of plan hash {row[4]} in the store; a campaign runs one plan, so nothing was ingested; "
+        "check that the file is the board's own results database (not an edited copy)"
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+import urllib.parse
 from typing import Any
 
 from boardlab.errors import BoardlabError, InputError, OSProblem
@@ -31,16 +32,23 @@ def is_url(target: object) -> bool:
 
 
 # Every place libpq takes a password: the URL's user:password@, a `password=` (or `sslpassword=`) query
-# parameter, and the same keywords in a keyword/value DSN (quoted or not).
+# parameter, whose name libpq percent-decodes as it does the value (`?pass%77ord=` is `?password=`), and the
+# same keywords in a keyword/value DSN (quoted or not).
 _USERINFO_PW = re.compile(r"(://[^:/?#@\s]*):[^/?#\s]*@")  # up to the last @: a password may hold one
-_QUERY_PW = re.compile(r"(?i)([?&;](?:ssl)?password=)[^&#\s\"]*")
+_QUERY_PARAM = re.compile(r"([?&;])([^=&#\s\"]*)=([^&#\s\"]*)")
 _KEYWORD_PW = re.compile(r"(?i)(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&#\"]*)")
+_SECRET_KEYS = ("password", "sslpassword")
+
+
+def _mask_query(m: re.Match) -> str:
+    key = urllib.parse.unquote(m.group(2)).strip().lower()
+    return f"{m.group(1)}{m.group(2)}=***" if key in _SECRET_KEYS else m.group(0)
 
 
 def mask_secrets(text: str) -> str:
     """`text` with every password form above replaced by ***: for a URL or DSN, or a message quoting one."""
     text = _USERINFO_PW.sub(r"\1:***@", text)
-    text = _QUERY_PW.sub(r"\1***", text)
+    text = _QUERY_PARAM.sub(_mask_query, text)
     return _KEYWORD_PW.sub(r"\1***", text)
 
 
@@ -158,7 +166,13 @@ class Connection:
         self.where = where
 
     def _error(self, exc: Exception) -> BoardlabError:
-        return database_error(exc, self.where)
+        if getattr(self._raw, "broken", False) or self._raw.closed:  # the server went away (or was stopped)
+            text = mask_secrets(" ".join(str(exc).split())) or type(exc).__name__
+            return LostServer(
+                f"{self.where}: the connection to the PostgreSQL store was lost ({text}); the server rolled back "
+                "the transaction that was open"
+            )
+        return database_error(exc, self.where, connecting=False)
 
     def execute(self, sql: str, params: tuple | list | None = None) -> Cursor:
         import psycopg
@@ -224,9 +238,10 @@ class Connection:
 
     @property
     def in_transaction(self) -> bool:
+        """A lost connection (UNKNOWN) has no transaction to roll back here: the server rolled it back."""
         from psycopg.pq import TransactionStatus
 
-        return self._raw.info.transaction_status != TransactionStatus.IDLE
+        return self._raw.info.transaction_status not in (TransactionStatus.IDLE, TransactionStatus.UNKNOWN)
 
     def __enter__(self) -> Connection:
         if not self.in_transaction:
@@ -253,7 +268,7 @@ def connect(url: str) -> Connection:
     try:
         raw = psycopg.connect(url, autocommit=True, row_factory=_row_factory, connect_timeout=15)
     except psycopg.Error as exc:
-        raise database_error(exc, where) from None
+        raise database_error(exc, where, connecting=True) from None
     _c_bytea_dumper(raw)
     return Connection(raw, where)
 
@@ -269,14 +284,25 @@ def _c_bytea_dumper(raw) -> None:
     raw.adapters.register_dumper(bytes, raw.adapters.get_dumper(bytes, PyFormat.BINARY))
 
 
-def database_error(exc: Exception, where: str) -> BoardlabError:
+class LostServer(OSProblem):
+    """The PostgreSQL server went away in the middle of a session (stopped, restarted, the network cut):
+    a runtime failure (exit 1), not the user's input; what was open is rolled back by the server."""
+
+    def __init__(self, message: str):
+        super().__init__(message, 1)
+
+
+def database_error(exc: Exception, where: str, *, connecting: bool = False) -> BoardlabError:
     """A psycopg error as one line naming the server and the fix. A server that cannot be reached or that
-    refuses the login is bad input (exit 2); a failure while talking to it is a runtime failure (exit 1)."""
+    refuses the login (`connecting`) is bad input (exit 2); a failure while talking to it is a runtime
+    failure (exit 1), even when its text speaks of the connection ("terminating connection ...")."""
     import psycopg
 
     text = mask_secrets(" ".join(str(exc).split())) or type(exc).__name__  # libpq may quote the DSN
-    if isinstance(exc, psycopg.OperationalError) and (
-        "connect" in text.lower() or "authentication" in text.lower() or "does not exist" in text
+    if (
+        connecting
+        and isinstance(exc, psycopg.OperationalError)
+        and ("connect" in text.lower() or "authentication" in text.lower() or "does not exist" in text)
     ):
         return InputError(
             f"{where}: cannot connect to the PostgreSQL store ({text}); check the URL, that the server "

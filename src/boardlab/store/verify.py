@@ -19,6 +19,7 @@ from boardlab.errors import InputError
 # column is nullable
 JSON_SHAPES = {
     ("boards", "inventory_json"): "object",
+    ("campaigns", "inventory_json"): "object",
     ("campaigns", "environment_json"): "object",
     ("campaigns", "monitor_json"): "object",
     ("campaigns", "notes_json"): "object",
@@ -32,18 +33,67 @@ JSON_SHAPES = {
     ("energy_sources", "spec_json"): "object",
     ("run_energy", "warnings_json"): "array",
 }
+# What the readers take from inside a JSON column beyond its own type: (path, the json_type()s a value there may
+# have, whether it must be there). "a[*]" is each element of the array `a`, "a[*].b" the member `b` of each
+# element that is an object; a number here is at most MEASURED_MAX in size (JSON's 1e400 reads as infinity).
+# Each entry is there for a reader that would fail on anything else (named in its comment). The caches
+# (campaign_summaries, step_summaries) are not verified: their reader recomputes what it cannot use.
+NUMBER, NUMBER_OR_NULL = ("integer", "real"), ("integer", "real", "null")
+OBJECT_OR_NULL, ARRAY_OR_NULL = ("object", "null"), ("array", "null")
+_INVENTORY = (
+    ("kernel", OBJECT_OR_NULL, False),  # history, serve's boards page: .get("release")
+    ("cpufreq_policies", ARRAY_OR_NULL, False),  # history, the stream study: iterated
+    ("cpufreq_policies[*]", ("object",), False),  # .get("governor"), .get("max_khz")
+    ("cpufreq_policies[*].max_khz", NUMBER_OR_NULL, False),  # the stream study: max() of them, times 1e3
+    ("compatible", ARRAY_OR_NULL, False),
+    ("compatible[*]", ("text",), False),  # history: ", ".join()
+    ("online_cpus", ARRAY_OR_NULL, False),  # the report's header: len()
+    ("clusters", ARRAY_OR_NULL, False),  # the report's header: iterated
+    ("caches", ARRAY_OR_NULL, False),  # the headline figures: iterated
+    ("caches[*].level", ("integer",), True),  # int()
+    ("caches[*].size_kib", NUMBER_OR_NULL, False),  # float()
+)
+JSON_MEMBERS: dict[tuple[str, str], tuple[tuple[str, tuple[str, ...], bool], ...]] = {
+    ("boards", "inventory_json"): _INVENTORY,
+    ("campaigns", "inventory_json"): _INVENTORY,
+    ("campaigns", "environment_json"): (
+        ("checks", ARRAY_OR_NULL, False),
+        ("checks[*]", ("object",), False),  # the report's warnings: .get("status")
+        ("simulated", OBJECT_OR_NULL, False),  # the report's banner, the governor study: .get()
+        ("capabilities", OBJECT_OR_NULL, False),  # the report's environment: .items()
+        ("skipped_workloads", OBJECT_OR_NULL, False),  # the report, the stream study: .items()
+        ("skipped_conditions", OBJECT_OR_NULL, False),
+        ("skipped_cells", OBJECT_OR_NULL, False),
+        ("energy", OBJECT_OR_NULL, False),  # the energy results: .get("reason")
+    ),
+    ("campaigns", "monitor_json"): (("interval_s", NUMBER_OR_NULL, False),),  # the report's header: 1 / it
+    ("campaigns", "notes_json"): (
+        ("reruns", NUMBER_OR_NULL, False),  # the run counts: int()
+        ("skipped_workloads", OBJECT_OR_NULL, False),  # fleet verification: .keys()
+        ("skipped_conditions", OBJECT_OR_NULL, False),
+    ),
+}
 # SQLite's typeof() that each declared kind accepts (an integer is a fine REAL: SQLite may store 2.0 as 2)
 TYPES = {"integer": ("integer",), "real": ("real", "integer"), "text": ("text",), "blob": ("blob",)}
-# measured values: a worker's result is read as finite numbers only (model.worker), and analysis needs them so;
-# so are a run's summary columns (migration 9, model.run.run_columns)
+# measured values: a worker's result is read as numbers of at most MEASURED_MAX in size (the worker reader's
+# bound), and analysis needs them so: sums and squares of any campaign's values stay finite floats (two runs of
+# 1e308 overflowed math.fsum); so are a run's summary columns (migration 9, model.run.run_columns) and the
+# energy figures the energy tables sum
 MEASURED = {("runs", "value"), ("run_values", "value"), ("run_metrics", "median"), ("run_metrics", "min"),
             ("run_metrics", "p90"), ("run_metrics", "p99"), ("runs", "mean_freq_khz"), ("runs", "max_temp_mc"),
-            ("runs", "worker_cpu_pct")}  # fmt: skip
+            ("runs", "worker_cpu_pct"), ("run_energy", "energy_j"), ("run_energy", "power_avg_w"),
+            ("run_energy", "power_peak_w"), ("run_energy", "quantization_j"), ("energy_idle", "energy_j"),
+            ("energy_idle", "power_w"), ("energy_idle", "quantization_j"), ("energy_idle", "duration_s"),
+            ("run_series", "value_sum"), ("run_histograms", "bucket_width")}  # fmt: skip
+MEASURED_MAX = 1e100
 # integer columns that hold a bool: 0 or 1 (or NULL where nullable)
 FLAGS = {("runs", "throttled")}
 # seconds since 1970 that a report can print as a date: from 1970 to year 9999
 UNIX_S_MAX = 253402300799.0
-_NOT_FINITE, _NOT_A_DATE = "not a finite number", "not a date between 1970 and 9999"
+_NOT_FINITE, _NOT_A_DATE = (
+    f"not a finite number (at most {MEASURED_MAX:g} in size)",
+    "not a date between 1970 and 9999",
+)
 _BAD_LENGTH = "packed samples of another length than `samples` says"
 
 
@@ -85,14 +135,65 @@ def _column_checks(table: str, column: str, kind: str, notnull: bool) -> list[tu
     if table == "run_series" and column == "packing":
         checks.append((column, f"({col} IS NOT 1) IS 0", "a packing this boardlab does not know"))
     if (table, column) in MEASURED:  # SQLite keeps an infinity (a NaN becomes NULL)
-        good = f"(typeof({col}) <> 'real' OR abs({col}) <= 1.7976931348623157e308)"
+        good = f"(typeof({col}) NOT IN ('real', 'integer') OR {col} BETWEEN {-MEASURED_MAX!r} AND {MEASURED_MAX!r})"
         checks.append((column, good, _NOT_FINITE))
+    for path, kinds, required in JSON_MEMBERS.get((table, column), ()):
+        checks.append((column, _member_check(col, path, kinds, required), f"{path} not {' or '.join(kinds)}"))
+    if (
+        table == "run_series" and column == "t_last_ns"
+    ):  # written with t_first_ns, or neither (packed.summarize)
+        good = (
+            "((t_first_ns IS NULL) = (t_last_ns IS NULL) AND (t_first_ns IS NULL OR t_first_ns <= t_last_ns))"
+        )
+        checks.append((column, good, "a last sample time without a first one, or before it"))
     if (table, column) in FLAGS:
         checks.append((column, f"({col} IS NULL OR {col} IN (0, 1))", "not 0 or 1"))
     if column.endswith("_unix_s"):
         good = f"({col} IS NULL OR typeof({col}) = 'text' OR {col} BETWEEN 0 AND {UNIX_S_MAX})"
         checks.append((column, good, _NOT_A_DATE))
     return checks
+
+
+def _member_check(col: str, path: str, kinds: tuple[str, ...], required: bool) -> str:
+    """SQL that holds when the value at `path` (JSON_MEMBERS' notation) inside the JSON column `col` is of one
+    of `kinds` (and there, when `required`), or when the column is NULL or not a JSON object (the column's
+    own check names that). A number must be at most MEASURED_MAX in size."""
+    array, _, member = path.partition("[*]")
+    member = member.removeprefix(".")
+    if not _:  # a member of the object itself
+
+        def where(doc: str) -> str:
+            return _of_kind(
+                f"json_type({doc}, '$.{path}')", f"json_extract({doc}, '$.{path}')", kinds, required
+            )
+
+        inner = where(col)
+    elif not member:  # each element of an array member
+        inner = (
+            f"json_type({col}, '$.{array}') IS NOT 'array' OR NOT EXISTS (SELECT 1 FROM json_each({col}, "
+            f"'$.{array}') e WHERE NOT ({_of_kind('e.type', 'e.value', kinds, True)}))"
+        )
+    else:  # a member of each element that is an object
+        t, v = f"json_type(e.value, '$.{member}')", f"json_extract(e.value, '$.{member}')"
+        inner = (
+            f"json_type({col}, '$.{array}') IS NOT 'array' OR NOT EXISTS (SELECT 1 FROM json_each({col}, "
+            f"'$.{array}') e WHERE e.type = 'object' AND NOT ({_of_kind(t, v, kinds, required)}))"
+        )
+    # CASE: json_type() of malformed JSON is an error, and SQLite may evaluate it before the column's check
+    return f"(CASE WHEN json_valid({col}) AND json_type({col}) = 'object' THEN ({inner}) ELSE 1 END)"
+
+
+def _of_kind(type_sql: str, value_sql: str, kinds: tuple[str, ...], required: bool) -> str:
+    """SQL that is 1 (never NULL) when the JSON value of type `type_sql` is of `kinds` (or absent, its type
+    NULL, unless `required`), a number within MEASURED_MAX."""
+    allowed = ", ".join(f"'{k}'" for k in kinds)
+    ok = f"coalesce({type_sql} IN ({allowed}), {0 if required else 1}) = 1"
+    if "real" in kinds or "integer" in kinds:
+        ok += (
+            f" AND (coalesce({type_sql} NOT IN ('integer', 'real'), 1) = 1"
+            f" OR {value_sql} BETWEEN {-MEASURED_MAX!r} AND {MEASURED_MAX!r})"
+        )
+    return f"({ok})"
 
 
 # SQLite orders values NULL < numbers < text < blobs, so comparisons with '' and x'' (the least text, the least
@@ -103,7 +204,7 @@ _FAST_TYPE = {
     "text": "{c} >= '' AND {c} < x''",
     "blob": "{c} >= x''",
 }
-FINITE = "BETWEEN -1.7976931348623157e308 AND 1.7976931348623157e308"
+FINITE = f"BETWEEN {-MEASURED_MAX!r} AND {MEASURED_MAX!r}"  # measured: the range of _NOT_FINITE
 
 
 def _fast_column(table: str, column: str, kind: str, notnull: bool) -> tuple[list[str], str | None]:
