@@ -45,6 +45,7 @@ CASES = [
     ("run_values", "value", 2e100),
     ("run_metrics", "median", 1e300),
     ("run_energy", "energy_j", 1e308),
+    ("run_energy", "warnings_json", '[["a list"]]'),  # counted by text: a list is no key
     ("run_series", "t_last_ns", None),  # a first sample time without a last
 ]
 

@@ -72,6 +72,7 @@ JSON_MEMBERS: dict[tuple[str, str], tuple[tuple[str, tuple[str, ...], bool], ...
         ("skipped_workloads", OBJECT_OR_NULL, False),  # fleet verification: .keys()
         ("skipped_conditions", OBJECT_OR_NULL, False),
     ),
+    ("run_energy", "warnings_json"): (("[*]", ("text",), True),),  # the energy results: counted by text
 }
 # SQLite's typeof() that each declared kind accepts (an integer is a fine REAL: SQLite may store 2.0 as 2)
 TYPES = {"integer": ("integer",), "real": ("real", "integer"), "text": ("text",), "blob": ("blob",)}
@@ -138,7 +139,8 @@ def _column_checks(table: str, column: str, kind: str, notnull: bool) -> list[tu
         good = f"(typeof({col}) NOT IN ('real', 'integer') OR {col} BETWEEN {-MEASURED_MAX!r} AND {MEASURED_MAX!r})"
         checks.append((column, good, _NOT_FINITE))
     for path, kinds, required in JSON_MEMBERS.get((table, column), ()):
-        checks.append((column, _member_check(col, path, kinds, required), f"{path} not {' or '.join(kinds)}"))
+        good = _member_check(col, path, kinds, required, JSON_SHAPES[(table, column)])
+        checks.append((column, good, f"{'an element' if path == '[*]' else path} not {' or '.join(kinds)}"))
     if (
         table == "run_series" and column == "t_last_ns"
     ):  # written with t_first_ns, or neither (packed.summarize)
@@ -154,33 +156,29 @@ def _column_checks(table: str, column: str, kind: str, notnull: bool) -> list[tu
     return checks
 
 
-def _member_check(col: str, path: str, kinds: tuple[str, ...], required: bool) -> str:
-    """SQL that holds when the value at `path` (JSON_MEMBERS' notation) inside the JSON column `col` is of one
-    of `kinds` (and there, when `required`), or when the column is NULL or not a JSON object (the column's
-    own check names that). A number must be at most MEASURED_MAX in size."""
-    array, _, member = path.partition("[*]")
+def _member_check(col: str, path: str, kinds: tuple[str, ...], required: bool, shape: str) -> str:
+    """SQL that holds when the value at `path` (JSON_MEMBERS' notation; "[*]" alone: each element of the
+    column's own array) inside the JSON column `col` is of one of `kinds` (and there, when `required`), or
+    when the column is NULL or not JSON of its `shape` (the column's own check names that). A number must be
+    at most MEASURED_MAX in size."""
+    array, each, member = path.partition("[*]")
     member = member.removeprefix(".")
-    if not _:  # a member of the object itself
-
-        def where(doc: str) -> str:
-            return _of_kind(
-                f"json_type({doc}, '$.{path}')", f"json_extract({doc}, '$.{path}')", kinds, required
-            )
-
-        inner = where(col)
-    elif not member:  # each element of an array member
+    where = f"'$.{array}'" if array else "'$'"
+    if not each:  # a member of the object itself
+        inner = _of_kind(f"json_type({col}, '$.{path}')", f"json_extract({col}, '$.{path}')", kinds, required)
+    elif not member:  # each element of an array
         inner = (
-            f"json_type({col}, '$.{array}') IS NOT 'array' OR NOT EXISTS (SELECT 1 FROM json_each({col}, "
-            f"'$.{array}') e WHERE NOT ({_of_kind('e.type', 'e.value', kinds, True)}))"
+            f"json_type({col}, {where}) IS NOT 'array' OR NOT EXISTS (SELECT 1 FROM json_each({col}, "
+            f"{where}) e WHERE NOT ({_of_kind('e.type', 'e.value', kinds, True)}))"
         )
     else:  # a member of each element that is an object
         t, v = f"json_type(e.value, '$.{member}')", f"json_extract(e.value, '$.{member}')"
         inner = (
-            f"json_type({col}, '$.{array}') IS NOT 'array' OR NOT EXISTS (SELECT 1 FROM json_each({col}, "
-            f"'$.{array}') e WHERE e.type = 'object' AND NOT ({_of_kind(t, v, kinds, required)}))"
+            f"json_type({col}, {where}) IS NOT 'array' OR NOT EXISTS (SELECT 1 FROM json_each({col}, "
+            f"{where}) e WHERE e.type = 'object' AND NOT ({_of_kind(t, v, kinds, required)}))"
         )
     # CASE: json_type() of malformed JSON is an error, and SQLite may evaluate it before the column's check
-    return f"(CASE WHEN json_valid({col}) AND json_type({col}) = 'object' THEN ({inner}) ELSE 1 END)"
+    return f"(CASE WHEN json_valid({col}) AND json_type({col}) = '{shape}' THEN ({inner}) ELSE 1 END)"
 
 
 def _of_kind(type_sql: str, value_sql: str, kinds: tuple[str, ...], required: bool) -> str:
