@@ -109,11 +109,11 @@ test: setup
 	exit $$rc
 
 # Long fuzzing, not in CI: FUZZ_EXAMPLES per target (the plan parser, the worker reader, the store's readers
-# over a damaged database, the renderers), fresh random seeds each time, one pytest per target at once (each
+# over a damaged database, the renderers, boardlab serve's routes), fresh random seeds each time, one pytest per target at once (each
 # is one process's work). Prints the count and rate per target; a failure prints the falsifying example and
 # its @reproduce_failure line, and make fuzz fails. `make test` runs a few thousand.
 FUZZ_EXAMPLES ?= 100000
-FUZZ_TARGETS = worker_reader plan_parser store_readers renderers
+FUZZ_TARGETS = worker_reader plan_parser store_readers renderers serve_routes
 fuzz: setup
 	@pids=""; for t in $(FUZZ_TARGETS); do \
 	  BOARDLAB_FUZZ=1 BOARDLAB_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/python -m pytest -q -p no:cacheprovider \

@@ -1,5 +1,6 @@
 """Property-based fuzzing (hypothesis) of what reads hostile input: the plan parser, the worker reader, the
-store's readers over a damaged database, and every renderer over hostile strings. Each may only raise its
+store's readers over a damaged database, every renderer over hostile strings, and `boardlab serve`'s routes
+over hostile requests. Each may only raise its
 declared error. `make test` runs a few thousand examples in all (derandomized, so a run is repeatable);
 `make fuzz` runs BOARDLAB_FUZZ_EXAMPLES (default 100,000) per target with fresh random seeds. Both print
 the number of examples per target; a failure prints the input it failed on and the `@reproduce_failure`
@@ -18,6 +19,7 @@ import sqlite3
 import struct
 import tempfile
 import time
+import urllib.parse
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -112,6 +114,15 @@ WORKER_KEYS = ("schema", "tool", "workload", "params", "ok", "supported", "reaso
 METRIC_KEYS = ("unit", "higher_is_better", "values", "median", "min", "p90", "p99", "counts", "bucket_width",
                "overflow", "total", "iterations", "capped", "count", "unsupported")  # fmt: skip
 SEEDS = st.integers(min_value=0, max_value=2**64 - 1)
+# what the readers look up inside the store's JSON columns (store/verify.py JSON_MEMBERS and the readers'
+# own checks), and words their values are compared with
+READER_KEYS = ("kernel", "release", "version", "cmdline", "preempt_model", "cpufreq_policies", "max_khz",
+               "governor", "name", "compatible", "online_cpus", "clusters", "caches", "level", "type", "size_kib",
+               "virtualization", "virtualized", "hypervisor", "model", "machine", "checks", "status", "simulated",
+               "note", "soc", "capabilities", "supported", "reason", "skipped_workloads", "skipped_conditions",
+               "skipped_cells", "energy", "kern_build", "compiler", "flags", "interval_s", "cost_pct_of_core",
+               "reruns", "power_sensors", "powercap", "hostname", "threads", "link_bit_s", "kind")  # fmt: skip
+READER_WORDS = ("Data", "Unified", "OK", "WARN", "FAIL", "performance", "")
 
 
 class Gen(random.Random):
@@ -193,6 +204,16 @@ class Gen(random.Random):
 
     def json_value(self):
         return self.tree(self.json_leaf, lambda: self.text(12), 5)
+
+    def shaped_json(self):
+        """A JSON object of the keys the store's readers look up inside a JSON column (READER_KEYS), nested
+        as they nest, with any leaf (or a word such as "Data") at each: random keys would seldom be one."""
+
+        def leaf():
+            return self.choice(READER_WORDS) if self.random() < 0.3 else self.json_leaf()
+
+        return {self.choice(READER_KEYS): self.tree(leaf, lambda: self.choice(READER_KEYS), 3)
+                for _ in range(self.randint(1, 4))}  # fmt: skip
 
     def metric_like(self) -> dict:
         """Any subset of a metric's keys, each with any JSON leaf (a list of up to 3 for the lists)."""
@@ -373,6 +394,22 @@ def pristine(tmp_path_factory):
             "INSERT INTO run_histograms(run_id, name, bucket_width, unit, counts_json, overflow, total)"
             " VALUES (1, 'latency', 1.0, 'us', '[3, 4]', 0, 7)"
         )
+        # the campaign's own inventory (history's and serve's), the energy rows and a summary-less monitor
+        # row, so that each of those columns is there to damage
+        conn.execute("UPDATE campaigns SET inventory_json = (SELECT inventory_json FROM boards)")
+        conn.execute(
+            "INSERT INTO energy_sources(campaign_id, name, spec_json, supported, reason, is_primary)"
+            " VALUES (1, 'rapl', '{}', 1, NULL, 1)"
+        )
+        conn.execute(
+            "INSERT INTO run_energy(run_id, source, method, start_ns, end_ns, energy_j, power_avg_w,"
+            " power_peak_w, quantization_j, samples, update_interval_s, warnings_json)"
+            " VALUES (1, 'rapl', 'counter', 0, 10, 1.0, 1.0, 1.0, 0.1, 2, 0.1, '[]')"
+        )
+        conn.execute(
+            "INSERT INTO energy_idle(campaign_id, source, block, started_unix_s, duration_s, energy_j, power_w,"
+            " quantization_j, samples, gate_detail) VALUES (1, 'rapl', 1, 1.7e9, 1.0, 1.0, 1.0, 0.1, 2, 'idle')"
+        )
         cols = {
             t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})") if not r[5] or t in NO_ROWID]
             for (t,) in conn.execute("SELECT name FROM sqlite_master WHERE type='table' AND name <> 'meta'")
@@ -421,7 +458,7 @@ def damaged_copy(image: bytes, versions: bytes, sql: str, args: tuple, dest) -> 
 
 def store_value(gen: Gen):
     """What lands in the damaged cell: a 64-bit integer, any float, a hostile string, up to 8 bytes, or
-    any JSON value serialized (NaN and 2**70 included)."""
+    any JSON value serialized (NaN and 2**70 included), half of them objects of the keys readers look up."""
     k = gen.randrange(5)
     if k == 0:
         return gen.integer(-(2**63), 2**63 - 1)
@@ -431,7 +468,8 @@ def store_value(gen: Gen):
         return gen.hostile()
     if k == 3:
         return gen.randbytes(gen.randint(0, 8))
-    return json.dumps(gen.json_value(), allow_nan=True)
+    value = gen.shaped_json() if gen.random() < 0.5 else gen.json_value()
+    return json.dumps(value, allow_nan=True)
 
 
 @pytest.fixture(scope="module")
@@ -451,11 +489,15 @@ def scratch(tmp_path_factory):
 def test_fuzz_store_readers_over_a_damaged_database(pristine, scratch, seed):
     """A board's database with one cell of any table (run_values and run_series by their primary key)
     set to a store_value; opening it, analyzing its latest campaign and rendering the Markdown and text
-    reports as `boardlab report` does may raise only an input error (exit 2)."""
+    reports as `boardlab report` does, its monitor series, what history reads of each campaign (the
+    environment facts) and serve's boards page may raise only an input error (exit 2)."""
     from boardlab.analysis import analyze, latest_campaign_id
+    from boardlab.analysis.history import environment_facts
+    from boardlab.analysis.monitor import monitor_series
     from boardlab.report.markdown import render_markdown
     from boardlab.report.terminal import render_text
     from boardlab.store import Store
+    from boardlab.web.pages import boards
 
     image, versions, cols, keys = pristine
     db = scratch / "fuzz-damaged.db"
@@ -475,6 +517,10 @@ def test_fuzz_store_readers_over_a_damaged_database(pristine, scratch, seed):
             with Store.open(db, create=False) as store:
                 cid = latest_campaign_id(store)
                 analysis = analyze(store, cid)
+                monitor_series(store, cid)
+                for row in store.campaigns_of_plan(analysis.name, None, limit=10):
+                    environment_facts(row)
+                boards(store)
             render_markdown(analysis)
             render_text(analysis)
         except BoardlabError as exc:
@@ -657,3 +703,108 @@ def test_a_ratio_interval_from_zero_to_infinity_is_turned_into_a_cost_interval(p
         if c.comparison is not None and c.comparison.cost_ratio_ci is not None
     ]
     assert (0.0, math.inf) in cost
+
+
+# ---- boardlab serve's routes ----
+
+ROUTES = ("/", "/boards", "/campaigns", "/campaign/{id}", "/compare", "/history", "/running", "/static/live.js",
+          "/favicon.ico", "/{text}", "/campaign/{text}", "//{text}", "/\\{text}")  # fmt: skip
+QUERY_KEYS = ("page", "board", "a", "b", "plan", "token", "x")
+UNICODE_DIGITS = ("²", "٣", "۴", "५", "১", "๑", "１", "𝟘", "Ⅻ", "½")
+# what a page may answer: found, redirected, the request's fault, no token, not allowed; never 500, and
+# never 503 over a store that is whole
+ANSWERS = {200, 204, 303, 400, 401, 404, 405}
+
+
+def _id_text(gen: Gen) -> str:
+    """An id as an address may carry it: any 64/70-bit integer, Unicode digits, a sign, hostile text."""
+    k = gen.randrange(4)
+    if k == 0:
+        return str(gen.integer(-(2**70), 2**70))
+    if k == 1:
+        return "".join(gen.choice(UNICODE_DIGITS + tuple("0123456789")) for _ in range(gen.randint(1, 4)))
+    if k == 2:
+        return gen.choice(("c:", "b:", "")) + str(gen.integer(0, 2**64))
+    return gen.hostile()
+
+
+def _request(gen: Gen, token: str) -> tuple[str, str, bytes, list]:
+    """(method, path as uvicorn gives it, the raw query string, headers) of one hostile request."""
+    path = gen.choice(ROUTES).replace("{id}", _id_text(gen)).replace("{text}", gen.hostile())
+    if gen.random() < 0.4:
+        path += ".json"
+    params = [(gen.choice(QUERY_KEYS), _id_text(gen) if gen.random() < 0.6 else gen.hostile())
+              for _ in range(gen.randint(0, 4))]  # fmt: skip
+    raw = "&".join(f"{k}={v}" for k, v in params)
+    query = urllib.parse.urlencode(params).encode() if gen.random() < 0.7 else raw.encode("utf-8", "replace")
+    headers = []
+    if gen.random() < 0.5:
+        scheme = "".join(c.upper() if gen.random() < 0.5 else c for c in gen.choice(("bearer", "basic", "")))
+        given = token if gen.random() < 0.5 else gen.hostile()
+        headers.append((b"authorization", f"{scheme} {given}".encode("utf-8", "replace")))
+    if gen.random() < 0.3:
+        headers.append((b"cookie", f"boardlab_token={token if gen.random() < 0.5 else gen.hostile()}".encode(
+            "utf-8", "replace")))  # fmt: skip
+    if gen.random() < 0.2:
+        headers.append(
+            (gen.hostile().encode("utf-8", "replace").lower(), gen.hostile().encode("utf-8", "replace"))
+        )
+    method = gen.choice(("GET", "GET", "GET", "HEAD", "POST", "OPTIONS"))
+    return method, path, query, headers
+
+
+def _asgi(app, method: str, path: str, query: bytes, headers: list) -> tuple[int, dict, bytes]:
+    """One request through the ASGI application, as uvicorn hands it over: (status, headers, body)."""
+    import asyncio
+
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
+             "scheme": "http", "path": path, "raw_path": path.encode("utf-8", "replace"), "query_string": query,
+             "root_path": "", "headers": headers, "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 8080)}  # fmt: skip
+    sent: list[dict] = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return start["status"], {k.decode("latin-1"): v.decode("latin-1") for k, v in start["headers"]}, body
+
+
+@pytest.fixture(scope="module")
+def served_apps(tmp_path_factory):
+    """The serve application over a store of two campaigns with hostile names, without a token (loopback)
+    and with one, as `boardlab serve` makes it."""
+    pytest.importorskip("starlette", reason="boardlab serve needs the web extra: pip install 'boardlab[web]'")
+    from boardlab.web.app import create_app
+
+    db = tmp_path_factory.mktemp("fuzz serve") / "lab.db"
+    make_campaign_db(db, name="nightly", board="board-a", n=2, with_latency=False, conditions=("baseline",))
+    make_campaign_db(db, name="nightly\u202e<b>", board="board-b", n=2, with_latency=False,
+                     conditions=("baseline",), status="running")  # fmt: skip
+    token = "fuzz-token-0123456789"
+    return {None: create_app(str(db), verify=False), token: create_app(str(db), token=token, verify=False)}
+
+
+@budget(300)
+@given(seed=SEEDS)
+def test_fuzz_serve_routes_answer_only_declared_statuses(served_apps, seed):
+    """A request to any route (or none) of `boardlab serve`: ids of any size or digits (Unicode, signed,
+    past int64), hostile query values and keys, Authorization of any scheme and case, a cookie, an odd
+    header, any method; with and without the token. Every answer is one of ANSWERS, never a traceback, and
+    a redirect goes to a path of this server."""
+    count("serve routes")
+    gen = Gen(seed)
+    token = gen.choice(sorted(served_apps, key=str))
+    request = _request(gen, token or "no-token-needed")
+    with shown("request", request):
+        status, headers, body = _asgi(served_apps[token], *request)
+        assert status in ANSWERS, (status, body[:300])
+        assert b"Traceback" not in body and b"internal error" not in body, body[:300]
+        if status == 303:
+            where = headers["location"]
+            assert where.startswith("/") and where[1:2] not in ("/", "\\"), where
+            assert urllib.parse.urlsplit(where).netloc == "" and "token=" not in where, where
