@@ -85,8 +85,11 @@ MEASURED = {("runs", "value"), ("run_values", "value"), ("run_metrics", "median"
             ("runs", "worker_cpu_pct"), ("run_energy", "energy_j"), ("run_energy", "power_avg_w"),
             ("run_energy", "power_peak_w"), ("run_energy", "quantization_j"), ("energy_idle", "energy_j"),
             ("energy_idle", "power_w"), ("energy_idle", "quantization_j"), ("energy_idle", "duration_s"),
-            ("run_series", "value_sum"), ("run_histograms", "bucket_width")}  # fmt: skip
+            ("run_histograms", "bucket_width")}  # fmt: skip
 MEASURED_MAX = 1e100
+# finite, of any size: a monitor row's sum of its samples (a sample is a reading of /proc or /sys, not a measured
+# value; packed.summarize keeps a sum that does not fit a double as NULL, and the plot's reader sums these)
+FINITE_ONLY = {("run_series", "value_sum")}
 # integer columns that hold a bool: 0 or 1 (or NULL where nullable)
 FLAGS = {("runs", "throttled")}
 # seconds since 1970 that a report can print as a date: from 1970 to year 9999
@@ -138,6 +141,9 @@ def _column_checks(table: str, column: str, kind: str, notnull: bool) -> list[tu
     if (table, column) in MEASURED:  # SQLite keeps an infinity (a NaN becomes NULL)
         good = f"(typeof({col}) NOT IN ('real', 'integer') OR {col} BETWEEN {-MEASURED_MAX!r} AND {MEASURED_MAX!r})"
         checks.append((column, good, _NOT_FINITE))
+    if (table, column) in FINITE_ONLY:
+        good = f"(typeof({col}) <> 'real' OR abs({col}) <= 1.7976931348623157e308)"
+        checks.append((column, good, "not a finite number"))
     for path, kinds, required in JSON_MEMBERS.get((table, column), ()):
         good = _member_check(col, path, kinds, required, JSON_SHAPES[(table, column)])
         checks.append((column, good, f"{'an element' if path == '[*]' else path} not {' or '.join(kinds)}"))
