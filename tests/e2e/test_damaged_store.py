@@ -46,6 +46,7 @@ CASES = [
     ("run_metrics", "median", 1e300),
     ("run_energy", "energy_j", 1e308),
     ("run_energy", "warnings_json", '[["a list"]]'),  # counted by text: a list is no key
+    ("run_energy", "end_ns", 0),  # the run's duration, divided by (found by make fuzz)
     ("run_series", "t_last_ns", None),  # a first sample time without a last
 ]
 

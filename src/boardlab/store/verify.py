@@ -141,6 +141,9 @@ def _column_checks(table: str, column: str, kind: str, notnull: bool) -> list[tu
     if (table, column) in MEASURED:  # SQLite keeps an infinity (a NaN becomes NULL)
         good = f"(typeof({col}) NOT IN ('real', 'integer') OR {col} BETWEEN {-MEASURED_MAX!r} AND {MEASURED_MAX!r})"
         checks.append((column, good, _NOT_FINITE))
+    if table == "run_energy" and column == "end_ns":  # the energy results divide by the run's duration
+        good = "(typeof(start_ns) <> 'integer' OR typeof(end_ns) <> 'integer' OR end_ns > start_ns)"
+        checks.append((column, good, "a worker's end not after its start"))
     if (table, column) in FINITE_ONLY:
         good = f"(typeof({col}) <> 'real' OR abs({col}) <= 1.7976931348623157e308)"
         checks.append((column, good, "not a finite number"))
