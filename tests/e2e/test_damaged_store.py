@@ -47,6 +47,8 @@ CASES = [
     ("run_energy", "energy_j", 1e308),
     ("run_energy", "warnings_json", '[["a list"]]'),  # counted by text: a list is no key
     ("run_energy", "end_ns", 0),  # the run's duration, divided by (found by make fuzz)
+    ("energy_sources", "spec_json", '{"note": 0.1}'),  # the sources' table: "; ".join() (make fuzz)
+    ("energy_sources", "spec_json", '{"resolution": "1 uJ"}'),  # formatted as a number
     ("run_series", "t_last_ns", None),  # a first sample time without a last
 ]
 

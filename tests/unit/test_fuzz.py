@@ -121,7 +121,8 @@ READER_KEYS = ("kernel", "release", "version", "cmdline", "preempt_model", "cpuf
                "virtualization", "virtualized", "hypervisor", "model", "machine", "checks", "status", "simulated",
                "note", "soc", "capabilities", "supported", "reason", "skipped_workloads", "skipped_conditions",
                "skipped_cells", "energy", "kern_build", "compiler", "flags", "interval_s", "cost_pct_of_core",
-               "reruns", "power_sensors", "powercap", "hostname", "threads", "link_bit_s", "kind")  # fmt: skip
+               "reruns", "power_sensors", "powercap", "hostname", "threads", "link_bit_s", "kind", "scope", "unit",
+               "label", "resolution", "resolution_unit", "update_interval_s", "measured")  # fmt: skip
 READER_WORDS = ("Data", "Unified", "OK", "WARN", "FAIL", "performance", "")
 
 

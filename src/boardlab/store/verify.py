@@ -39,7 +39,7 @@ JSON_SHAPES = {
 # Each entry is there for a reader that would fail on anything else (named in its comment). The caches
 # (campaign_summaries, step_summaries) are not verified: their reader recomputes what it cannot use.
 NUMBER, NUMBER_OR_NULL = ("integer", "real"), ("integer", "real", "null")
-OBJECT_OR_NULL, ARRAY_OR_NULL = ("object", "null"), ("array", "null")
+OBJECT_OR_NULL, ARRAY_OR_NULL, TEXT_OR_NULL = ("object", "null"), ("array", "null"), ("text", "null")
 _INVENTORY = (
     ("kernel", OBJECT_OR_NULL, False),  # history, serve's boards page: .get("release")
     ("cpufreq_policies", ARRAY_OR_NULL, False),  # history, the stream study: iterated
@@ -73,6 +73,15 @@ JSON_MEMBERS: dict[tuple[str, str], tuple[tuple[str, tuple[str, ...], bool], ...
         ("skipped_conditions", OBJECT_OR_NULL, False),
     ),
     ("run_energy", "warnings_json"): (("[*]", ("text",), True),),  # the energy results: counted by text
+    # the energy study's table of sources: text joined or shown in cells, numbers formatted as numbers
+    ("energy_sources", "spec_json"): (
+        *(
+            (key, TEXT_OR_NULL, False)
+            for key in ("kind", "scope", "unit", "resolution_unit", "label", "note")
+        ),
+        ("resolution", NUMBER_OR_NULL, False),
+        ("update_interval_s", NUMBER_OR_NULL, False),
+    ),
 }
 # SQLite's typeof() that each declared kind accepts (an integer is a fine REAL: SQLite may store 2.0 as 2)
 TYPES = {"integer": ("integer",), "real": ("real", "integer"), "text": ("text",), "blob": ("blob",)}
