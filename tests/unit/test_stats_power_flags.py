@@ -66,9 +66,10 @@ def test_constant_arms_give_a_degenerate_but_defined_test():
 # --- repetitions for power ----------------------------------------------------------------------------------
 
 
-def test_the_simulated_power_is_the_shipped_tests_slowdown_rate():
-    """The power simulation's closed rule (p x m < alpha and the 90% interval above 1 + delta) gives the same
-    slowdown share as compare() + decide() on the same draws."""
+def test_the_simulated_power_is_the_shipped_tests_slowdown_rate_or_a_little_less():
+    """The power simulation's closed rule (p x m < alpha and the 90% interval above 1 + delta, with the t
+    approximation's p where the report draws a permutation p) gives the slowdown share of compare() +
+    decide() on the same draws, or slightly less: its advice errs towards more runs, never fewer."""
     n, cv, effect, m = 8, 0.02, 1.05, 14
     sigma = math.sqrt(math.log1p(cv * cv))
     rng = random.Random("power:5")  # the seed simulated_power uses for seed=5
@@ -78,11 +79,11 @@ def test_the_simulated_power_is_the_shipped_tests_slowdown_rate():
     for i in range(200):
         base = [math.exp(rng.gauss(0.0, sigma)) for _ in range(n)]
         cond = [math.exp(math.log(effect) + rng.gauss(0.0, sigma)) for _ in range(n)]
-        c = compare(base, cond, higher_is_better=False, delta=0.02, seed=i)
+        c = compare(base, cond, higher_is_better=False, delta=0.02, seed=i, family_size=m)
         v = decide(c.decision_ci, p_adjusted=min(1.0, c.p_value * m), delta=0.02, n_baseline=n, n_condition=n)
         hits += v.kind == "slowdown"
     simulated = simulated_power(n, n, cv=cv, effect=effect, delta=0.02, family_size=m, replicates=200, seed=5)
-    assert simulated == pytest.approx(hits / 200, abs=0.011)  # exp(log(x)) may move a value by one ulp
+    assert hits / 200 - 0.04 <= simulated <= hits / 200 + 0.011  # exp(log(x)) may move a value by one ulp
 
 
 def test_more_comparisons_and_more_noise_need_more_runs_and_allocation_needs_fewer():
@@ -164,20 +165,22 @@ def test_flags_ride_on_the_verdict_through_the_correction():
 # --- pooled tails ---------------------------------------------------------------------------------------------
 
 
-def test_the_pooled_tail_interval_is_expanded_and_its_p_agrees_with_it():
+def test_the_pooled_tail_p_counts_every_split_of_whole_runs_and_its_interval_is_expanded():
+    """6 + 6 runs: the permutation p counts all C(12, 6) = 924 splits (a multiple of 2 / 924); a twice slower
+    condition is the most extreme split (p = 2 / 924) and its 90% interval, expanded for 6 runs (t with 5 df,
+    x sqrt(6 / 5)), lies above 1.1."""
     from boardlab.stats.tails import compare_tail
 
     rng = random.Random(6)
     arms = [[[rng.lognormvariate(0, 0.3) for _ in range(20)] for _ in range(6)] for _ in range(2)]
     c = compare_tail(arms[0], arms[1], delta=0.1, seed=1, resamples=2000)
-    assert "expanded percentile" in c.decision_ci.method and "t with 10 df" in c.decision_ci.method
+    assert "expanded percentile" in c.decision_ci.method and "t with 5 df" in c.decision_ci.method
     assert c.decision_ci.confidence == pytest.approx(0.90)
-    # the interval at the test's level: it excludes 1 exactly when p < 0.10 (two-sided, 90%)
-    excludes = not (c.decision_ci.low <= 1.0 <= c.decision_ci.high)
-    assert excludes == (c.p_value < 0.10)
+    assert c.test.method == "permutation" and c.permutations == 924
+    assert (c.p_value * 924 / 2) == pytest.approx(round(c.p_value * 924 / 2)) and c.p_value > 0.05
     slower = [[v * 2 for v in run] for run in arms[1]]
     strong = compare_tail(arms[0], slower, delta=0.1, seed=1, resamples=2000)
-    assert strong.p_value < 0.01 and strong.decision_ci.low > 1.1
+    assert strong.p_value == pytest.approx(2 / 924) and strong.decision_ci.low > 1.1
 
 
 def _two_modes(rng: random.Random, n: int) -> list[float]:

@@ -26,9 +26,17 @@ from boardlab.stats.bootstrap import bootstrap_ratio_draws, percentile_interval
 from boardlab.stats.flags import bimodality
 from boardlab.stats.hypothesis import RankTest, TestMethod, mann_whitney_u, wilcoxon_signed_rank
 from boardlab.stats.multiple import benjamini_hochberg, holm
+from boardlab.stats.permutation import band, draws_for, sign_flip_p, split_p, two_arms
 from boardlab.stats.summary import DEFAULT_RESAMPLES, Interval
 from boardlab.stats.threshold import family_method
-from boardlab.stats.trimmed import TRIM, TrimmedT, trimmed_one_sample, yuen_welch
+from boardlab.stats.trimmed import (
+    TRIM,
+    TrimmedT,
+    one_sample_statistic,
+    trimmed_one_sample,
+    yuen_statistic,
+    yuen_welch,
+)
 from boardlab.stats.verdict import ALPHA, Confounding, RunEnvironment, Verdict, check_confounders, decide
 
 ITERATIONS_SUSPECT_N = 500  # more values per arm than any plan has runs: probably pooled iterations
@@ -85,6 +93,7 @@ class Comparison:
     resamples: int
     warnings: tuple[str, ...]
     statistic: str = "median of the runs' medians"  # what was compared (tails: per-run or pooled p99)
+    permutations: int = 0  # splits (or sign flips) the permutation p-value was counted over; 0: none drawn
 
 
 def _paired_log_ratios(
@@ -128,6 +137,8 @@ def compare(
     alpha: float = ALPHA,
     test_method: TestMethod = "auto",
     test_kind: TestKind = "trimmed",
+    family_size: int = 1,
+    calibrate: bool = True,
 ) -> Comparison:
     """Compare per-run values of a condition with its baseline; deterministic for a given `seed`.
 
@@ -147,6 +158,11 @@ def compare(
     - verdict by `verdict.decide`: the (1 - 2 alpha) interval `decision_ci` against 1 +- `delta` (a one-sided
       test at level alpha per side, TOST for "no change"), with the unadjusted p until `adjust` is applied;
     - the `confounded` tag from `verdict.check_confounders` when both per-run environments are given.
+
+    `family_size` is the size of the correction family the report will apply (`adjust`): where the trimmed
+    test's t approximation gives a p in `permutation.band`, the p is the permutation p of the same statistic
+    (`_calibrated`), drawn until it can pass that family's correction. `calibrate=False` keeps the t
+    approximation's p everywhere (the power simulation's shortcut, `power.simulated_power`).
     """
     check_level(confidence, "confidence")
     check_level(alpha, "alpha")
@@ -157,6 +173,7 @@ def compare(
     if not base or not cond:
         raise ValueError(f"each arm needs at least one run (baseline {len(base)}, condition {len(cond)})")
     warnings: list[str] = []
+    permutations = 0
     for arm, vals in (("baseline", base), ("condition", cond)):
         if len(vals) > ITERATIONS_SUSPECT_N:
             warnings.append(
@@ -169,12 +186,17 @@ def compare(
         bimodal = _bimodal_arm(base, cond)
         if bimodal is not None:
             test_kind = "rank"
+            if test_method == "auto" and len(set(base) | set(cond)) == len(base) + len(cond):
+                test_method = "exact"  # the exact distribution of U: no normal approximation in the tail
             warnings.append(
                 f"the {bimodal} runs fall into two groups: the exact rank test decides this comparison, not "
                 "the trimmed t, whose variance estimate understates a trimmed mean's spread over two groups"
             )
     if test_kind == "trimmed":
         e = _trimmed_effect(base, cond, paired_blocks, higher_is_better, confidence, alpha, warnings)
+        if calibrate:
+            test, permutations = _calibrated(e[5], base, cond, paired_blocks, family_size, alpha, seed)
+            e = (*e[:5], test, *e[6:])
     elif test_kind == "rank":
         e = _rank_effect(
             base,
@@ -228,6 +250,7 @@ def compare(
         seed=seed,
         resamples=drawn,
         warnings=tuple(warnings),
+        permutations=permutations,
     )
 
 
@@ -245,6 +268,38 @@ def _bimodal_arm(base: list[float], cond: list[float]) -> str | None:
         if b is not None and b.flagged:
             return arm
     return None
+
+
+def _calibrated(
+    test: RankTest,
+    base: list[float],
+    cond: list[float],
+    paired_blocks: tuple[Sequence[Hashable], Sequence[Hashable]] | None,
+    family_size: int,
+    alpha: float,
+    seed: int,
+) -> tuple[RankTest, int]:
+    """The trimmed test with its p-value taken from the permutation distribution of the same statistic
+    where the t approximation's p lies in `permutation.band` (where a correction over `family_size`
+    comparisons reads it), with the draws made; elsewhere the test as it is and 0 draws."""
+    low, high = band(family_size, alpha)
+    if not low <= test.p_value < high:
+        return test, 0
+    rng = random.Random(seed)
+    limit = draws_for(family_size, alpha)
+    if paired_blocks is None:
+        pooled = sorted(map(math.log, base + cond))
+
+        def statistic(split: Sequence[int]) -> float:
+            return yuen_statistic(*two_arms(pooled, split))
+
+        observed = yuen_statistic(sorted(map(math.log, base)), sorted(map(math.log, cond)))
+        perm = split_p(statistic, len(pooled), len(cond), observed, rng=rng, limit=limit)
+    else:
+        log_ratios, _unpaired = _paired_log_ratios(base, cond, paired_blocks)
+        observed = one_sample_statistic(log_ratios)
+        perm = sign_flip_p(one_sample_statistic, log_ratios, observed, rng=rng, limit=limit)
+    return dataclasses.replace(test, p_value=perm.p_value, method="permutation"), perm.draws
 
 
 _Effect = tuple[float, Interval | None, float, Interval | None, Interval | None, RankTest, int | None, int]
