@@ -351,8 +351,7 @@ def _step_from_row(row) -> tuple[list, list, list]:
 def step(store, a: StoredAnalysis, b: StoredAnalysis, *, write: bool = False) -> tuple[list, list, list]:
     """Campaign b against the campaign a before it: `compare.pair_rows`' (rows, comparisons, slots), not yet
     corrected. Read from the store when stored for these run counts; else computed (and stored when `write`)."""
-    from boardlab.analysis.compare import pair_rows
-    from boardlab.analysis.history import step_seed
+    from boardlab.analysis.history import step_pair
 
     # a view's run count is current (it is read fresh, or computed, in this snapshot); else count them
     runs_a = a.runs_stored if a.runs_stored >= 0 else store.count_runs(a.campaign_id)
@@ -365,7 +364,7 @@ def step(store, a: StoredAnalysis, b: StoredAnalysis, *, write: bool = False) ->
             and (row["runs_from"], row["runs_to"]) == (runs_a, runs_b)
         ):
             return _step_from_row(row)
-    rows, comps, slots = pair_rows(a, b, seed=step_seed(b))
+    rows, comps, slots = step_pair(a, b)
     rows_json = json.dumps(rows)
     comps_json = json.dumps({"comparisons": [dataclasses.asdict(c) for c in comps], "slots": slots})
     if write:

@@ -41,11 +41,13 @@ def _cell_id(cell) -> dict:
     }
 
 
-def pair_rows(a, b, *, seed: int = 0) -> tuple[list[dict], list, list[int]]:
+def pair_rows(a, b, *, seed: int = 0, family_size: int | None = None) -> tuple[list[dict], list, list[int]]:
     """B/A for every cell of A matched in B, not yet corrected: (rows, comparisons, the row of each comparison).
 
     `finish_rows` fills the rows once the comparisons are corrected, over this pair alone (`compare_campaigns`)
-    or over every pair of a report (`analysis.boards`): one family per report (docs/method.md)."""
+    or over every pair of a report (`analysis.boards`, `analysis.history`): one family per report
+    (docs/method.md). `family_size` is that family's size as far as it is known before (this pair's matched
+    cells when None): how far a permutation p-value must reach to pass its correction."""
     import statistics
 
     from boardlab.analysis.core import threshold_of
@@ -64,6 +66,7 @@ def pair_rows(a, b, *, seed: int = 0) -> tuple[list[dict], list, list[int]]:
     rows: list[dict] = []
     comps = []
     slots = []
+    family = family_size if family_size is not None else len(matched)
     for i, (ca, cb) in enumerate(matched):
         row = {
             **_cell_id(ca),
@@ -107,6 +110,7 @@ def pair_rows(a, b, *, seed: int = 0) -> tuple[list[dict], list, list[int]]:
                     seed=seed + i,
                     baseline_env=ca.environments(),
                     condition_env=cb.environments(),
+                    family_size=family,
                 )
             )
             slots.append(len(rows))

@@ -82,11 +82,14 @@ def step_seed(b) -> int:
     return 1000 * b.campaign_id
 
 
-def _pair(a, b) -> tuple[list, list, list]:
-    return pair_rows(a, b, seed=step_seed(b))
+def step_pair(a, b) -> tuple[list, list, list]:
+    """Campaign b against the campaign a before it (`compare.pair_rows`), not yet corrected."""
+    # a step is computed once (and stored: summary.step) for every history it enters, so the draws of its
+    # permutation p-values are set for a history of DEFAULT_LAST campaigns of these cells
+    return pair_rows(a, b, seed=step_seed(b), family_size=(DEFAULT_LAST - 1) * max(1, len(a.cells)))
 
 
-def board_history(rows, analyses, step=_pair) -> tuple[dict, list, list]:
+def board_history(rows, analyses, step=step_pair) -> tuple[dict, list, list]:
     """One board's series and its steps, not yet corrected: (board entry, comparisons, slots per step).
     `step(a, b)` gives a step's `pair_rows` (`summary.step` reads a stored one)."""
     campaigns, prev = [], None
@@ -118,7 +121,7 @@ def board_history(rows, analyses, step=_pair) -> tuple[dict, list, list]:
     return entry, comps, slots
 
 
-def build_history(per_board: list[tuple[list, list]], plan: str, step=_pair) -> dict:
+def build_history(per_board: list[tuple[list, list]], plan: str, step=step_pair) -> dict:
     """The history document (JSON-ready) of `per_board`: (campaign rows in time order, their analyses or
     summaries) per board. Every step of every board is one correction family."""
     from boardlab.stats import adjust, family_method

@@ -44,6 +44,7 @@ class PlanSummary:
             "correction": self.reach.method,
             "runs_per_arm": self.runs_per_arm,
             "verdict_reachable": self.reach.reachable,
+            "reachability_test": self.reach.test,
             "repetitions_needed": self.reach.repetitions_needed,
             "smallest_adjusted_p": self.reach.smallest_adjusted_p,
             "message": self.reach.message,
@@ -124,9 +125,9 @@ def summarize_plan(
         per_cell = {c.key: policy.pilot for c in cells}
         runs, runs_max = len(cells) * policy.pilot, len(cells) * policy.cap
     comparisons = count_comparisons(plan, cells, catalog)
-    reach = reachability(
-        policy.cap if policy.precision is not None else per_arm, comparisons, paired=policy.order == "abba"
-    )
+    planned = policy.cap if policy.precision is not None else per_arm
+    reach = reachability(planned, comparisons, paired=policy.order == "abba")
+    reach = _tails_reach(plan, cells, catalog, planned, comparisons, reach)
     reach = _none_runnable(reach, comparisons, count_comparisons(plan, all_cells, catalog), support)
     duration, basis = _estimate(db, cells, per_cell)
     allocation, power = _advice(plan, cells, comparisons, db)
@@ -146,6 +147,44 @@ def summarize_plan(
         allocation=allocation,
         power=power,
     )
+
+
+def _tails_reach(
+    plan: Plan,
+    cells: list[Cell],
+    catalog: dict[str, WorkloadSpec],
+    per_arm: int,
+    family: int,
+    reach: Reachability,
+) -> Reachability:
+    """The medians' reachability, or the pooled tails' where theirs is worse: a workload whose tail comes
+    from its runs' samples (`tail_samples` without a worker-computed `tail_metric`, e.g. 90 frames of AI
+    inference) gets a permutation test over whole runs whose smallest p is fixed by the run counts."""
+    from boardlab.campaign.schedule import comparisons_per_reference, reference_runs
+
+    pooled = [c for c in _compared_keys_cells(plan, cells) if _pooled_tail(catalog.get(c.workload))]
+    if not pooled or not reach.reachable:
+        return reach
+    shares = comparisons_per_reference(plan, cells)
+    sqrt_rule = plan.runs.baseline_allocation == "sqrt" and plan.runs.order != "abba"
+    k = max((shares.get(c.key, 0) for c in pooled), default=1) if sqrt_rule else 1
+    tails = reachability(
+        per_arm,
+        family,
+        test_kind="pooled-tail",
+        baseline_runs=lambda n: reference_runs(n, k),
+        what="pooled-p99 comparison (runs of fewer than 100 samples)",
+    )
+    return reach if tails.reachable else tails
+
+
+def _pooled_tail(spec: WorkloadSpec | None) -> bool:
+    return spec is not None and spec.tail_samples and not spec.tail_metric
+
+
+def _compared_keys_cells(plan: Plan, cells: list[Cell]) -> list[Cell]:
+    keys = _compared_keys(plan, cells)
+    return [c for c in cells if c.key in keys]
 
 
 def _none_runnable(reach: Reachability, runnable: int, planned: int, support) -> Reachability:
