@@ -1,5 +1,9 @@
-"""One plan's campaigns on a board in time order: each cell's median per campaign, what changed in the
+"""One plan's campaigns on a board in the order they ran: each cell's median per campaign, what changed in the
 environment between campaigns, and the steps between consecutive campaigns judged by the verdict machinery.
+
+The order is the campaigns' arrival in the store (`Store.campaigns_of_plan`), never the board's wall clock,
+which a board without a battery-backed clock sets back to 2000 at each boot; a campaign that started before
+its predecessor by that clock is flagged "board clock went back" (`clock_went_back`).
 
 A step is campaign k+1 against campaign k, cell by cell, with the pair routine of `compare_campaigns` and the
 cross-board report (`compare.pair_rows` / `finish_rows`): B/A with its 90% decision interval against each
@@ -15,7 +19,7 @@ import json
 from boardlab.analysis import document as doc
 from boardlab.analysis.compare import _interval, _key, finish_rows, pair_rows
 
-HISTORY_SCHEMA = 1
+HISTORY_SCHEMA = 2  # 2: campaigns by arrival, clock_went_back, cells keyed by metric
 DEFAULT_LAST = 10  # campaigns per board: bounds the family (and so keeps its power) and the reading time
 
 
@@ -54,7 +58,7 @@ def changes(before: dict | None, after: dict) -> list[str]:
     return [f"{k}: {before.get(k) or '?'} → {v or '?'}" for k, v in after.items() if before.get(k) != v]
 
 
-def _campaign(row, facts: dict, prev: dict | None) -> dict:
+def _campaign(row, facts: dict, prev: dict | None, prev_row) -> dict:
     return {
         "campaign_id": int(row["id"]),
         "started_unix_s": row["started_unix_s"],
@@ -63,7 +67,41 @@ def _campaign(row, facts: dict, prev: dict | None) -> dict:
         "label": row["label"],
         "environment": facts,
         "changed": changes(prev, facts),
+        "clock_went_back": clock_went_back(row, prev_row),
     }
+
+
+def _clock(row) -> dict:
+    env = json.loads(row["environment_json"] or "{}")
+    clock = env.get("clock") if isinstance(env, dict) else None
+    return clock if isinstance(clock, dict) else {}
+
+
+def clock_went_back(row, prev_row) -> str | None:
+    """Why this campaign's wall-clock start lies before the one it followed ended (or started), or None.
+
+    Campaigns are placed by arrival (`Store.campaigns_of_plan`); a start by the board's clock earlier than
+    its predecessor's means the clock was set back (no battery-backed clock, NTP not yet answered, a manual
+    change). Where both ran in one boot, the monotonic clock, which nobody sets, says how far apart they
+    really were."""
+    if prev_row is None:
+        return None
+    before = prev_row["finished_unix_s"] or prev_row["started_unix_s"]
+    if row["started_unix_s"] >= before:
+        return None
+    from boardlab.analysis.format import fmt_time
+
+    mine, theirs = _clock(row), _clock(prev_row)
+    if mine.get("boot_id") and mine.get("boot_id") == theirs.get("boot_id"):
+        apart = (mine["monotonic_ns"] - theirs["monotonic_ns"]) / 1e9
+        evidence = f"in the same boot, {apart:,.0f} s later by the monotonic clock"
+    else:
+        evidence = "it arrived later in this store"
+    return (
+        f"board clock went back: campaign {int(row['id'])} started at {fmt_time(row['started_unix_s'])} by the "
+        f"board's clock, before campaign {int(prev_row['id'])} ({fmt_time(before)}), which it followed "
+        f"({evidence}); it is placed after it"
+    )
 
 
 def _point(cell) -> dict:
@@ -92,16 +130,16 @@ def step_pair(a, b) -> tuple[list, list, list]:
 def board_history(rows, analyses, step=step_pair) -> tuple[dict, list, list]:
     """One board's series and its steps, not yet corrected: (board entry, comparisons, slots per step).
     `step(a, b)` gives a step's `pair_rows` (`summary.step` reads a stored one)."""
-    campaigns, prev = [], None
+    campaigns, prev, prev_row = [], None, None
     for row in rows:
         facts = environment_facts(row)
-        campaigns.append(_campaign(row, facts, prev))
-        prev = facts
+        campaigns.append(_campaign(row, facts, prev, prev_row))
+        prev, prev_row = facts, row
     cells: dict[tuple, dict] = {}
     for k, a in enumerate(analyses):
         for c in a.cells:
             entry = cells.setdefault(
-                _key(c),
+                (*_key(c), c.metric, c.unit),  # a cell whose metric changed is another series
                 {"workload": c.workload, "params": c.params, "condition": c.condition, "metric": c.metric,
                  "unit": c.unit, "higher_is_better": c.higher_is_better, "points": [None] * len(analyses)},
             )  # fmt: skip
@@ -149,6 +187,9 @@ def build_history(per_board: list[tuple[list, list]], plan: str, step=step_pair)
         "boards": boards,
         "regressions": found(boards, "slowdown"),
         "improvements": found(boards, "speedup"),
+        "clock_went_back": [
+            c["clock_went_back"] for b in boards for c in b["campaigns"] if c["clock_went_back"]
+        ],
     }
 
 
@@ -192,10 +233,19 @@ def _campaign_table(board: dict) -> doc.Table:
          doc.Column("label"), doc.Column("what changed")),
         tuple(
             (str(i + 1), str(c["campaign_id"]), fmt_time(c["started_unix_s"]), c["status"], c["label"] or "",
-             ("; ".join(c["changed"]) or "nothing recorded") if i else "(first shown)")
+             _what_changed(c, i))
             for i, c in enumerate(board["campaigns"])
         ),
     )  # fmt: skip
+
+
+def _series_key(c: dict) -> tuple:
+    return c["workload"], json.dumps(c["params"], sort_keys=True), c["condition"], c["metric"]
+
+
+def _what_changed(c: dict, i: int) -> str:
+    said = ("; ".join(c["changed"]) or "nothing recorded") if i else "(first shown)"
+    return f"{c['clock_went_back']}; {said}" if c["clock_went_back"] else said
 
 
 def _step_marks(board: dict) -> dict[tuple, dict[int, str]]:
@@ -204,8 +254,7 @@ def _step_marks(board: dict) -> dict[tuple, dict[int, str]]:
     for k, step in enumerate(board["steps"], start=1):
         for c in step["cells"]:
             if c["verdict"] in ("slowdown", "speedup"):
-                key = (c["workload"], json.dumps(c["params"], sort_keys=True), c["condition"])
-                marks.setdefault(key, {})[k] = c["verdict"]
+                marks.setdefault(_series_key(c), {})[k] = c["verdict"]
     return marks
 
 
@@ -226,7 +275,7 @@ def _series_table(board: dict) -> doc.Table:
 
     rows, classes = [], []
     for name, c in zip(names, board["cells"], strict=True):
-        m = marks.get((c["workload"], json.dumps(c["params"], sort_keys=True), c["condition"]), {})
+        m = marks.get(_series_key(c), {})
         rows.append((name, c["condition"], f"{c['metric']} [{unit_label(c['unit'])}]",
                      *(point(p, m.get(k)) for k, p in enumerate(c["points"]))))  # fmt: skip
         classes.append({3 + k: f"v-{v}" for k, v in m.items()})
@@ -295,6 +344,7 @@ def history_document(d: dict, title: str) -> doc.Document:
             "consecutive campaigns of one board).",
             strong=bool(n_reg),
         ),
+        *(doc.Prose(why, strong=True) for why in d.get("clock_went_back", ())),
         _steps_table(d),
         doc.Prose(
             "Each step is campaign B against the campaign A before it, cell by cell: B / A with its 90% decision "

@@ -30,6 +30,7 @@ from boardlab.model.worker_result import WorkerResult, WorkerResultError, read_w
 from boardlab.model.workload import LaunchOptions, WorkloadSpec
 from boardlab.monitor.sampler import Monitor, MonitorOutput
 from boardlab.platform import sampling
+from boardlab.platform.clock import start_evidence
 from boardlab.platform.spawn import collect, spawn, stop_group
 from boardlab.platform.sysroot import SysRoot
 from boardlab.store import Store
@@ -617,6 +618,8 @@ class Runner:
             "skipped_cells": support.cells,
             # compiler and flags of the native kernels: what a SciMark or MiBench figure was built with
             "kern_build": kernel_catalog().get("build"),
+            # the boot and the monotonic clock, which a board's history trusts where its wall clock went back
+            "clock": start_evidence("/"),
         }
         self.energy = EnergyMeter(self.plan.energy, self.root, tuple(info.compatible))
         environment["energy"] = self.energy.environment()

@@ -7,13 +7,16 @@ import sys
 
 HELP = "a plan's campaigns over time per board: each cell per campaign, what changed, regressions"
 DESCRIPTION = (
-    "Show a plan's campaigns on one board (or on every board of a store) in time order: each cell's median "
+    "Show a plan's campaigns on one board (or on every board of a store) in the order they ran (their arrival "
+    "in the store, not the board's clock, which is flagged where it went back): each cell's median "
     "with its 95% CI per campaign, what changed in the environment between campaigns (kernel, boardlab, "
     "compiler and flags, governor, firmware, and the campaign's `run --label`), and every step between "
     "consecutive campaigns judged as `boardlab compare` judges two campaigns (90% decision interval against "
     "each workload's threshold, p adjusted over every step of the history). A slowdown step is a regression."
 )
-EXIT_REGRESSION = 1
+# A status of its own: 1 is every command's internal or runtime failure and 2 its bad input (a damaged store
+# among them), so a nightly job that reads 3 as "regression found" is never misled by a crash.
+EXIT_REGRESSION = 3
 
 
 def add_arguments(parser) -> None:
@@ -37,7 +40,8 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--fail-on",
         choices=("regression",),
-        help="exit 1 when a step is a regression (for a nightly job); the report is written either way",
+        help=f"exit {EXIT_REGRESSION} when a step is a regression (for a nightly job; 0 none, 1 a failure, 2 bad "
+        "input or a damaged store); the report is written either way",
     )
 
 

@@ -543,7 +543,7 @@ class Store:
         """The latest campaign of the board with this label (or fingerprint) in a store of many boards."""
         row = self.conn.execute(
             "SELECT c.id FROM campaigns c JOIN boards b ON b.id = c.board_id"
-            " WHERE b.label=? OR b.fingerprint=? ORDER BY c.started_unix_s DESC, c.id DESC LIMIT 1",
+            " WHERE b.label=? OR b.fingerprint=? ORDER BY c.id DESC LIMIT 1",
             (label, label),
         ).fetchone()
         return None if row is None else int(row[0])
@@ -888,13 +888,17 @@ class Store:
     def campaigns_of_plan(
         self, plan: str, board: str | None = None, *, limit: int = 1000
     ) -> list[sqlite3.Row]:
-        """The campaigns of a plan (its name or plan hash), on one board (label or fingerprint) or all, in time
-        order; the latest `limit` of each board."""
+        """The campaigns of a plan (its name or plan hash), on one board (label or fingerprint) or all, in the
+        order they arrived; the latest `limit` of each board. Arrival, not the board's wall clock: a board
+        without a battery-backed clock starts campaigns "in 2000" until NTP answers. A board's own store
+        numbers its campaigns as they start, and an ingest copies a file's campaigns in that order, so the
+        ids of a board's campaigns follow the order it ran them (analysis.history flags a clock that went
+        back against it)."""
         on_board = "" if board is None else " AND (b.label=? OR b.fingerprint=?)"
         rows = self.conn.execute(
             f"SELECT {self._CAMPAIGN_COLUMNS}, c.environment_json, c.inventory_json, b.inventory_json AS"
             " board_inventory_json FROM campaigns c JOIN boards b ON b.id = c.board_id"
-            f" WHERE (c.name=? OR c.plan_hash=?){on_board} ORDER BY b.label, c.started_unix_s DESC, c.id DESC",
+            f" WHERE (c.name=? OR c.plan_hash=?){on_board} ORDER BY b.label, c.id DESC",
             (plan, plan) + (() if board is None else (board, board)),
         ).fetchall()
         kept: dict[str, list] = {}
@@ -904,11 +908,11 @@ class Store:
         return [r for label in sorted(kept) for r in reversed(kept[label])]
 
     def campaign_page(self, *, limit: int, offset: int = 0, board_id: int | None = None) -> list[sqlite3.Row]:
-        """Campaigns newest first, one page."""
+        """Campaigns, the latest to arrive first, one page."""
         on_board = "" if board_id is None else " WHERE c.board_id=?"
         return self.conn.execute(
             f"SELECT {self._CAMPAIGN_COLUMNS} FROM campaigns c JOIN boards b ON b.id = c.board_id{on_board}"
-            " ORDER BY c.started_unix_s DESC, c.id DESC LIMIT ? OFFSET ?",
+            " ORDER BY c.id DESC LIMIT ? OFFSET ?",
             (() if board_id is None else (board_id,)) + (limit, offset),
         ).fetchall()
 
@@ -917,7 +921,7 @@ class Store:
         return self.conn.execute(
             "SELECT b.id, b.label, b.fingerprint, b.inventory_json, b.first_seen_unix_s,"
             " (SELECT count(*) FROM campaigns c WHERE c.board_id = b.id) AS n_campaigns,"
-            " (SELECT c.id FROM campaigns c WHERE c.board_id = b.id ORDER BY c.started_unix_s DESC, c.id DESC"
+            " (SELECT c.id FROM campaigns c WHERE c.board_id = b.id ORDER BY c.id DESC"
             " LIMIT 1) AS last_campaign_id FROM boards b ORDER BY b.label, b.id LIMIT ? OFFSET ?",
             (limit, offset),
         ).fetchall()
@@ -925,7 +929,7 @@ class Store:
     def campaigns_with_status(self, status: str, *, limit: int) -> list[sqlite3.Row]:
         return self.conn.execute(
             f"SELECT {self._CAMPAIGN_COLUMNS} FROM campaigns c JOIN boards b ON b.id = c.board_id"
-            " WHERE c.status=? ORDER BY c.started_unix_s DESC, c.id DESC LIMIT ?",
+            " WHERE c.status=? ORDER BY c.id DESC LIMIT ?",
             (status, limit),
         ).fetchall()
 
@@ -1097,11 +1101,11 @@ class Store:
             )
 
     def previous_campaign(self, campaign_id: int) -> int | None:
-        """The campaign of the same plan (name) on the same board started just before this one, or None."""
+        """The campaign of the same plan (name) on the same board that arrived just before this one, or None
+        (arrival, not the board's wall clock: `campaigns_of_plan`)."""
         row = self.conn.execute(
             "SELECT p.id FROM campaigns c JOIN campaigns p ON p.name = c.name AND p.board_id = c.board_id"
-            " AND (p.started_unix_s < c.started_unix_s OR (p.started_unix_s = c.started_unix_s AND p.id < c.id))"
-            " WHERE c.id=? ORDER BY p.started_unix_s DESC, p.id DESC LIMIT 1",
+            " AND p.id < c.id WHERE c.id=? ORDER BY p.id DESC LIMIT 1",
             (campaign_id,),
         ).fetchone()
         return None if row is None else int(row[0])
