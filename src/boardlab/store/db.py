@@ -1000,10 +1000,10 @@ class Store:
         )
 
     def campaign_summary(self, campaign_id: int, *, with_document: bool = False) -> sqlite3.Row | None:
-        """The campaign's stored summary (schema, runs_stored, status, cells_json; the document's JSON and
-        HTML only when asked: they are the large part), or None (none stored, or a store before migration 8)."""
+        """The campaign's stored summary (schema, runs_stored, status, cells_json; the document's JSON only
+        when asked: it is the large part), or None (none stored, or a store before migration 8)."""
         cols = "campaign_id, schema, runs_stored, status, computed_unix_s, cells_json" + (
-            ", document_json, document_html" if with_document else ""
+            ", document_json" if with_document else ""
         )
         return self.conn.execute(
             f"SELECT {cols} FROM campaign_summaries WHERE campaign_id=?", (campaign_id,)
@@ -1011,9 +1011,11 @@ class Store:
 
     def put_campaign_summary(
         self, campaign_id: int, *, schema: int, runs_stored: int, status: str, cells_json: str,
-        document_json: str, document_html: str,
+        document_json: str, document_html: str = "",
     ) -> None:  # fmt: skip
-        """Stores (replaces) a campaign's summary, in one transaction."""
+        """Stores (replaces) a campaign's summary, in one transaction. `schema` is the fingerprint of the code
+        that computed it (boardlab.summary.code_fingerprint); `document_html` is no longer written (pages
+        render the document), the column stays for older readers."""
         with self.conn:
             self.conn.execute("DELETE FROM campaign_summaries WHERE campaign_id=?", (campaign_id,))
             self.conn.execute(

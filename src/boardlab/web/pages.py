@@ -116,8 +116,8 @@ class Rendered:
 
 def campaign(store, campaign_id: int) -> Rendered:
     """The campaign's report document, as `boardlab report` builds it, from the campaign's stored summary
-    (boardlab.summary): rendered when the campaign ended; computed now, and kept by this server, when the
-    summary is missing or stale (the monitor plots stay in the report file: their series are the one read
+    (boardlab.summary): its document computed when the campaign ended, rendered here; computed now, and kept
+    by this server, when the summary is missing or stale (the monitor plots stay in the report file: their series are the one read
     here not bounded by the campaign's cells)."""
     import boardlab.summary as summary
 
@@ -125,8 +125,12 @@ def campaign(store, campaign_id: int) -> Rendered:
     title = f"boardlab report: {row['name']}"
 
     def render(s) -> Rendered:
+        from boardlab.report.render import render_document
+
+        # rendered here, through the renderer that escapes every word, never from stored HTML
+        html = render_document(summary.document_of(s), "html")
         twin = f'{{"schema": {WEB_SCHEMA}, "campaign_id": {campaign_id}, "document": {s.document_json}}}'
-        return Rendered(title, s.document_html, twin)
+        return Rendered(title, html, twin)
 
     got = summary.stored(store, campaign_id, with_document=True)
     if got is not None:
