@@ -130,6 +130,9 @@ def test_two_modes_are_flagged_and_steady_runs_are_not():
     assert b is not None and b.flagged and b.gap_ratio == pytest.approx(1.10, rel=0.03)
     (flag,) = cell_flags("condition", two)
     assert flag.startswith("bimodal condition") and "fix the frequency" in flag
+    assert "67% of them faster than the rest, which are 9.6% longer" in flag  # times: the low group is faster
+    (rate,) = cell_flags("condition", two, higher_is_better=True)
+    assert "67% of them slower than the rest, which are 9.6% higher" in rate  # a rate: the low group is slower
     assert bimodality(two[:7]) is None  # too few runs to tell
     assert bimodal_threshold(12) == bimodal_threshold(12)  # seeded: the same on every call
 

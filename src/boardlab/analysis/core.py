@@ -492,6 +492,7 @@ def _with_flags(comp: Comparison, base: CellAnalysis, cond: CellAnalysis) -> Com
         baseline_order=base.runs.seqs(),
         condition_order=cond.runs.seqs(),
         confounding=comp.confounding,
+        higher_is_better=cond.higher_is_better,
     )
     return (
         dataclasses.replace(comp, verdict=dataclasses.replace(comp.verdict, flags=flags)) if flags else comp

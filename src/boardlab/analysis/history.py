@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 
 from boardlab.analysis import document as doc
-from boardlab.analysis.compare import _interval, _key, finish_rows, pair_rows
+from boardlab.analysis.compare import DECISION_WORDS, RATIO_WORDS, _interval, _key, finish_rows, pair_rows
 
 HISTORY_SCHEMA = 2  # 2: campaigns by arrival, clock_went_back, cells keyed by metric
 DEFAULT_LAST = 10  # campaigns per board: bounds the family (and so keeps its power) and the reading time
@@ -178,10 +178,11 @@ def build_history(per_board: list[tuple[list, list]], plan: str, step=step_pair)
     return {
         "schema": HISTORY_SCHEMA,
         "plan": plan,
-        "ratio": "each step is campaign B over the campaign A before it on the same board: median(B) / median(A); "
-        "cost_ratio > 1 means B is worse",
+        "ratio": "each step is campaign B over the campaign A before it on the same board, cell by cell: "
+        + RATIO_WORDS,
         "decision": "a step is a regression (slowdown) or an improvement (speedup) when its 90% decision interval "
-        "lies beyond 1 +- delta and its p, adjusted over every step of this history, is below 0.05",
+        "lies beyond 1 +- delta and its p, adjusted over every step of this history, is below 0.05: "
+        + DECISION_WORDS,
         "adjustment": method,
         "family_size": len(comps),
         "boards": boards,

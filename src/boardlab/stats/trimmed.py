@@ -72,13 +72,12 @@ def sorted_parts(xs: Sequence[float], g: int) -> tuple[float, float, int]:
     n = len(xs)
     h = n - 2 * g
     kept = xs[g : n - g]
-    kept_sum = sum(kept)
-    lo, hi = xs[g], xs[n - g - 1]
-    mean_w = (kept_sum + g * (lo + hi)) / n
-    # (C-level iteration over a loop's arithmetic: the same floats, a tenth of the time)
-    ss = sum(map(pow, map(sub, kept, repeat(mean_w)), repeat(2)))
-    ss += g * ((lo - mean_w) ** 2 + (hi - mean_w) ** 2)
-    return kept_sum / h, (ss / (n - 1) if n > 1 else 0.0), h
+    mean_t = sum(kept) / h
+    wins = [xs[g]] * g + kept + [xs[n - g - 1]] * g
+    mean_w = sum(wins) / n
+    # (C-level iteration over a loop's arithmetic, in its order: the same floats, a tenth of the time)
+    var_w = sum(map(pow, map(sub, wins, repeat(mean_w)), repeat(2))) / (n - 1) if n > 1 else 0.0
+    return mean_t, var_w, h
 
 
 def yuen_statistic(
