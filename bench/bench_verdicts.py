@@ -236,7 +236,7 @@ def campaign(
     import statistics
 
     from boardlab.analysis.core import threshold_of
-    from boardlab.campaign.facts import cell_facts, store_cell_facts
+    from boardlab.campaign.facts import cell_facts, store_cell_facts, store_facts
     from boardlab.model.campaign import ConditionSpec
 
     conditions: dict[str, ConditionSpec] = {c.name: c for c in d.plan.conditions}
@@ -253,7 +253,8 @@ def campaign(
         environment={},
     )
     ids = store.ensure_cells(cid, d.cells, conditions, units)
-    store_cell_facts(store, cid, d.plan, d.cells)  # as the runner stores them
+    store_facts(store, cid, _catalog())  # as the runner stores them: what each workload is,
+    store_cell_facts(store, cid, d.plan, d.cells)  # and each cell's thresholds and pairing
     factor = {}
     for c in d.cells:
         delta, _ = threshold_of(cell_facts(d.plan, c), c.metric)

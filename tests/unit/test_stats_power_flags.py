@@ -132,7 +132,9 @@ def test_two_modes_are_flagged_and_steady_runs_are_not():
     assert flag.startswith("bimodal condition") and "fix the frequency" in flag
     assert "67% of them faster than the rest, which are 9.6% longer" in flag  # times: the low group is faster
     (rate,) = cell_flags("condition", two, higher_is_better=True)
-    assert "67% of them slower than the rest, which are 9.6% higher" in rate  # a rate: the low group is slower
+    assert (
+        "67% of them slower than the rest, which are 9.6% higher" in rate
+    )  # a rate: the low group is slower
     assert bimodality(two[:7]) is None  # too few runs to tell
     assert bimodal_threshold(12) == bimodal_threshold(12)  # seeded: the same on every call
 
@@ -238,3 +240,23 @@ def test_above_the_simulated_run_count_the_threshold_is_the_stricter_one_of_that
     # the quantile falls with the run count, so the capped threshold flags less than the exact one would
     assert simulated_threshold(2 * cap) < bimodal_threshold(2 * cap)
     assert bimodal_threshold(cap - 1) == simulated_threshold(cap - 1)
+
+
+def test_a_resample_quantile_from_the_runs_top_samples_is_the_sorted_pools():
+    """The cluster bootstrap merges each drawn run's largest samples instead of sorting the whole pool: the
+    same value, bit for bit, as the quantile of the sorted pool of the same draws."""
+    from itertools import chain
+
+    from boardlab.stats._special import percentile_sorted
+    from boardlab.stats.tails import _Resampler
+
+    rng0 = random.Random(5)
+    for trial in range(200):
+        n = rng0.randint(1, 12)
+        runs = [[rng0.lognormvariate(0, 0.5) for _ in range(rng0.randint(1, 90))] for _ in range(n)]
+        q = rng0.choice([0.99, 0.999, 0.95, 0.5])
+        drawn, again = random.Random(trial), random.Random(trial)
+        resampler = _Resampler(runs, q)
+        for _ in range(5):
+            pooled = sorted(chain.from_iterable(runs[again.randrange(n)] for _ in range(n)))
+            assert resampler.draw(drawn) == percentile_sorted(pooled, q)
