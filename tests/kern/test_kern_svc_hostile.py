@@ -238,6 +238,53 @@ def test_over_the_connection_cap_a_client_gets_503_and_silent_ones_make_room(ker
     assert res["refused"] >= 1 and res["idle_closed"] >= 1 and res["limits"]["max_connections"] == 8
 
 
+def _send_then_read(port: int, request: bytes, delay_s: float) -> bytes:
+    """A client that connects, waits `delay_s`, sends its whole request and then reads to the end (as
+    HTTP clients do): what it read, or the error that stopped it."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        time.sleep(delay_s)
+        answer = b""
+        try:
+            s.sendall(request)
+            while chunk := s.recv(65536):
+                answer += chunk
+        except OSError as exc:
+            return answer + f" [{type(exc).__name__}]".encode()
+        return answer
+
+
+def test_a_refused_client_reads_its_503_even_while_it_still_sends(kern):
+    """Over the cap, a client that sends a 1 MiB request still reads the 503: the server shuts its side, then
+    reads and drops what the client still sends until it closes (a lingering close). Closed with unread
+    input, the socket answered with a reset, which failed the client's send and discarded the 503."""
+    port, rp, _ = start_mgmt(max_connections=1)
+    busy = _slowloris(port, 1, b"POST /vdm HTTP/1.1\r\n")
+    body = b"<x/>" * (1 << 18)
+    request = b"POST /vdm HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    try:
+        time.sleep(0.2)
+        answers = [_send_then_read(port, request, delay) for delay in (0, 0.3, 0, 0.3)]
+    finally:
+        for b in busy:
+            b.close()
+    rp.stop()
+    for answer in answers:  # sent at once, or after the server has answered and shut its side
+        assert answer.startswith(b"HTTP/1.1 503 ") and answer.endswith(b"</soap:Envelope>\n"), answer[-200:]
+    assert rp.result(10)["service"]["refused"] == len(answers)
+
+
+def test_a_client_answered_413_reads_it_while_it_still_sends(kern):
+    """A 4 MiB request over max_request_bytes gets 413 as soon as its header is read, and the connection
+    ends the same lingering way: the client's send completes and it reads the fault."""
+    port, rp, _ = start_mgmt()
+    body = b"<x/>" * (1 << 20)
+    request = b"POST /vdm HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    answers = [_send_then_read(port, request, 0) for _ in range(3)]
+    rp.stop()
+    for answer in answers:
+        assert answer.startswith(b"HTTP/1.1 413 ") and answer.endswith(b"</soap:Envelope>\n"), answer[-200:]
+
+
 @pytest.mark.skipif(
     not shutil.which("prlimit"), reason="needs prlimit (util-linux) to lower the descriptor limit"
 )
