@@ -356,6 +356,60 @@ def test_sequence_jumps_are_counted_as_anomalies_with_bounded_memory(kern):
     assert res["by_kind"]["Position"]["max_seq"] == 1000000002
 
 
+def _message(seq: str | None, stamp: str | None = None) -> bytes:
+    """A Position message with seq and sentNs written as given (None: the attribute left out)."""
+    stamp = f"{time.monotonic_ns():020d}" if stamp is None else stamp
+    attrs = (f' seq="{seq}"' if seq is not None else "") + f' sentNs="{stamp}"'
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f'<vdm:DataMessage xmlns:vdm="urn:boardlab:vdm:1" kind="Position"{attrs}>'
+        "<vdm:Position><vdm:LatitudeDeg>1</vdm:LatitudeDeg></vdm:Position></vdm:DataMessage>\n"
+    ).encode()
+
+
+def _raw(seq: str, stamp: str | None = None) -> bytes:
+    text = f"R {seq} {f'{time.monotonic_ns():020d}' if stamp is None else stamp}"
+    return text.encode().ljust(64)[:64]
+
+
+BAD_NUMBERS = ["-1", "abc", " 5", "+5", "5x", "0x10", "", "18446744073709551616", "1" + "0" * 40]
+
+
+@pytest.mark.parametrize("parser", ["expat", "libxml2", "raw"])
+def test_a_seq_or_stamp_that_is_not_a_number_makes_the_message_bad(kern, parser):
+    """seq and sentNs are digits within 64 bits: `-1` once read as 2^64-1, `abc` as 0 and `1e40` as 2^64-1,
+    each counted as a valid message (and a leap of the sequence); a message without a seq reused the last
+    one. Each is now a bad message; the valid ones around them are tracked as before."""
+    group, port = unique_group()
+    rp = start_role(
+        "svc.sub", {"group": group, "port": port, "duration_s": 30, "parser": parser}, wait_ready=False
+    )
+    rp._ready.wait(10)
+    if rp.proc.poll() is not None:
+        res = rp.result(10)
+        if not res["supported"]:
+            pytest.skip(res["reason"])
+    make = _raw if parser == "raw" else _message
+    hostile = [make(bad) for bad in BAD_NUMBERS] + [make("7", bad) for bad in BAD_NUMBERS]
+    if parser != "raw":
+        hostile.append(_message(None))
+    tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    tx.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
+    try:
+        for datagram in [make("1"), *hostile, make("2")]:
+            tx.sendto(datagram, (group, port))
+            time.sleep(0.002)
+        time.sleep(0.3)
+    finally:
+        tx.close()
+    rp.stop()
+    res = rp.result(10)["service"]
+    kind = res["by_kind"]["Raw" if parser == "raw" else "Position"]
+    assert res["bad"] == len(hostile) and res["received"] == len(hostile) + 2, res
+    assert (kind["unique"], kind["first_seq"], kind["max_seq"]) == (2, 1, 2), kind
+    assert res["seq_jumps"] == 0 and res["duplicates"] == 0 and res["lost"] == 0
+
+
 def test_the_publishers_endpoint_has_the_same_limits(kern):
     """svc.pub's embedded management endpoint runs the same bounded server with svc.mgmt's defaults."""
     port = free_port()
