@@ -391,3 +391,27 @@ def test_a_campaign_says_once_per_cell_that_a_figure_was_read_from_part_of_the_o
     stored = [json.loads(w) for (w,) in rows(db, "SELECT worker_json FROM runs")]
     assert len(stored) == 2 and all("12.0 MiB of output" in doc["warnings"][0] for doc in stored)
     assert {doc["metrics"]["rate"]["median"] for doc in stored} == {4.0}
+
+
+def test_a_stream_kept_in_part_keeps_whole_lines_and_a_failed_read_is_said():
+    from boardlab.workloads.program_output import OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, Kept
+
+    kept = Kept("stdout")
+    line = b"x" * 99 + b"\n"
+    for _ in range((OUTPUT_HEAD_BYTES + OUTPUT_TAIL_BYTES) // len(line) + 1000):
+        kept.add(line)
+    kept.add(b"rate=1\n")
+    text, note = kept.text()
+    assert note is not None and note.startswith("stdout: ") and "between were not read" in note
+    assert text.endswith("rate=1\n") and all(ln in ("x" * 99, "rate=1") for ln in text.splitlines())
+    whole = Kept("stderr")
+    whole.add(b"all of it\n")
+    assert whole.text() == ("all of it\n", None)
+    whole.error = "Input/output error"
+    text, note = whole.text()
+    assert (
+        text == "all of it\n"
+        and note == "stderr could not be read whole (Input/output error): 10 bytes were read"
+    )
+    ex = program.Execution(0, {}, "", "", None, {"stderr": "stderr could not be read whole (EIO)"})
+    assert ex.stderr_tail() == "(none read: stderr could not be read whole (EIO))"
