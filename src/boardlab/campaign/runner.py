@@ -182,6 +182,9 @@ class Runner:
         self.monitor_interval_s = monitor_interval_s
         self.fresh = fresh
         self._longest_ns: dict[str, int] = {}  # per cell: the longest run so far, for the default timeout
+        self._warned: set[str] = (
+            set()
+        )  # cells whose worker warning was said (each run's result keeps its own)
         self._argvs: dict[str, list[str]] = {}  # per cell: its worker's command line, built once
 
     # ---- pieces of one run ----
@@ -438,6 +441,11 @@ class Runner:
                 doc = read_worker_result(out)
             except WorkerResultError as exc:
                 error = f"{exc} (exit {code}): {err.strip()[:500]}"
+        if doc is not None and doc.warnings and cell.key not in self._warned:
+            self._warned.add(cell.key)
+            self.progress.note(
+                f"{cell.key}: {doc.warnings[0]} (said once per cell: each run's result keeps it)"
+            )
         if doc is not None and not doc.supported:
             error = f"unsupported here: {doc.reason}"
         elif doc is not None and not doc.ok:

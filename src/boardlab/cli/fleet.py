@@ -52,7 +52,8 @@ def add_arguments(parser) -> None:
     p.add_argument(
         "--remote-dir",
         default=DEFAULT_REMOTE_DIR,
-        help=f"directory on the boards, one subdirectory per place (default {DEFAULT_REMOTE_DIR})",
+        help=f"directory on the boards, one subdirectory per place (default {DEFAULT_REMOTE_DIR}); an "
+        "absolute path of letters, digits and _.+,:=@- (the boards' shell reads it)",
     )
     p.add_argument(
         "--board-timeout",
@@ -80,7 +81,10 @@ def add_arguments(parser) -> None:
         help="wait this long for a place someone else holds (default 1 h)",
     )
     p.add_argument(
-        "--keep", metavar="DIR", help="keep each board's fetched database and worker log in DIR/PLACE/"
+        "--keep",
+        metavar="DIR",
+        help="keep each board's fetched database and worker log in DIR/PLACE/ (a place named other than "
+        "letters, digits and _.-: its readable part and a hash, the summary's `dir`)",
     )
     p.add_argument(
         "--label",
@@ -148,6 +152,7 @@ def run(args) -> int:
     from boardlab.errors import InputError, MeasurementError
     from boardlab.fleet.controller import FleetSpec, run_fleet, summary
     from boardlab.fleet.coordinator import Coordinator, need_labgrid, parse_address, parse_tags
+    from boardlab.fleet.names import remote_root
     from boardlab.report.escape import term
     from boardlab.workloads import all_workloads
 
@@ -165,12 +170,7 @@ def run(args) -> int:
         raise InputError(f"--retries {args.retries}: expected 0 to 100")
     address = parse_address(args.coordinator)
     tags = parse_tags(args.places)
-    if (
-        args.remote_dir != args.remote_dir.strip()
-        or " " in args.remote_dir
-        or not args.remote_dir.startswith("/")
-    ):
-        raise InputError(f"--remote-dir {args.remote_dir!r}: expected an absolute path without spaces")
+    remote_root(args.remote_dir)  # it reaches the boards' shell: refused here, before any board is touched
     catalog = {w.name: w for w in all_workloads()}
     try:  # checked here before any board is touched; a [sweep] expands on each board
         plan = load_plan(args.plan, args.preset, catalog, None)

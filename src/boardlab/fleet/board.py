@@ -74,14 +74,8 @@ files)
 esac
 """
 
-_SAFE = re.compile(r"[^A-Za-z0-9._-]")
-
-
-def place_dir(remote_root: str, place: str) -> str:
-    """The place's directory on the board: no whitespace or shell metacharacters (the command is split on
-    spaces and read by the board's shell)."""
-    return f"{remote_root.rstrip('/')}/{_SAFE.sub('_', place)}"
-
+# What `fleet.sh files` may answer: the only names the worker copies back from a board.
+RESULT_FILES = ("results.db", "results.db-wal")
 
 _PROGRESS = re.compile(r"\[(\d+)/(\d+)\]")
 

@@ -31,7 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from boardlab.errors import InputError, MeasurementError
+from boardlab.model.worker_result import MAX_MAGNITUDE, finite_value
 from boardlab.model.workload import LaunchOptions, MetricSpec, ParamSpec, WorkloadSpec
+from boardlab.workloads.program_output import Kept, read_until_exit
 from boardlab.workloads.program_parsers import PARSERS
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -40,7 +42,6 @@ SOURCES = ("wall", "rusage", "regex", "json", "parser")
 RUSAGE_FIELDS = {"user_s": "s", "sys_s": "s", "cpu_s": "s", "maxrss_kib": "KiB"}
 STREAMS = ("stdout", "stderr")
 PLAN_KEYS = ("kind", "argv", "inputs", "prepare", "metric", "timeout_s", "iterations")
-OUTPUT_MAX_BYTES = 64 << 20  # what a run keeps of a program's output to read its figure from
 STDERR_TAIL_CHARS = 600
 DEFAULT_TIMEOUT_S = 600.0
 
@@ -359,41 +360,52 @@ class Execution:
     stdout: str
     stderr: str
     error: str | None  # a failed exit or a timeout, with the stderr tail
+    # per stream: None when it was kept whole, else what of it was (program_output.Kept.text)
+    cut: Mapping[str, str | None] = dataclasses.field(default_factory=dict)
 
-
-def _read(f) -> str:
-    f.seek(0)
-    return f.read(OUTPUT_MAX_BYTES).decode(errors="replace")
+    def stderr_tail(self) -> str:
+        """The end of stderr for an error message, or what kept it from being read."""
+        tail = self.stderr.strip()[-STDERR_TAIL_CHARS:]
+        cut = self.cut.get("stderr")
+        if cut and not tail:
+            return f"(none read: {cut})"
+        return tail or "(no stderr)"
 
 
 def execute(argv: list[str], timeout_s: float) -> Execution:
-    """One execution in its own process group (killed with it at the timeout), reaped with wait4."""
+    """One execution in its own process group (killed with it at the timeout), its output read through
+    pipes (program_output), reaped with wait4."""
     from boardlab.platform.spawn import Deadline, spawn, stop_group, wait_rusage
 
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        t0 = time.monotonic_ns()
-        try:
-            proc = spawn(argv, stdout=out, stderr=err)
-        except OSError as exc:
-            return Execution(0, {}, "", "", f"cannot start {argv[0]}: {exc.strerror}")
-        deadline = Deadline(proc, timeout_s)
-        try:
-            code, rusage = wait_rusage(proc, deadline)
-        except BaseException:
-            deadline.disarm()
-            stop_group(proc)
-            raise
-        wall_ns = time.monotonic_ns() - t0
-        with contextlib.suppress(ProcessLookupError):  # what the program left running in its group
-            os.killpg(proc.pid, signal.SIGKILL)
-        stdout, stderr = _read(out), _read(err)
-    tail = stderr.strip()[-STDERR_TAIL_CHARS:] or "(no stderr)"
-    error = None
+    t0 = time.monotonic_ns()
+    try:
+        proc = spawn(argv)  # stdout and stderr piped
+    except OSError as exc:
+        return Execution(0, {}, "", "", f"cannot start {argv[0]}: {exc.strerror}")
+    out, err = Kept("stdout"), Kept("stderr")
+    deadline = Deadline(proc, timeout_s)
+    try:
+        ended_ns = read_until_exit(proc, out, err)
+        code, rusage = wait_rusage(proc, deadline)
+    except BaseException:
+        deadline.disarm()
+        stop_group(proc)
+        raise
+    finally:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+    wall_ns = (ended_ns or time.monotonic_ns()) - t0
+    with contextlib.suppress(ProcessLookupError):  # what the program left running in its group
+        os.killpg(proc.pid, signal.SIGKILL)
+    (stdout, out_cut), (stderr, err_cut) = out.text(), err.text()
+    ex = Execution(wall_ns, rusage, stdout, stderr, None, {"stdout": out_cut, "stderr": err_cut})
     if deadline.fired:
-        error = f"timed out after {timeout_s:g} s (timeout_s): killed with its process group; stderr: {tail}"
-    elif code != 0:
-        error = f"{argv[0]} exited {code}; stderr: {tail}"
-    return Execution(wall_ns, rusage, stdout, stderr, error)
+        why = f"timed out after {timeout_s:g} s (timeout_s): killed with its process group"
+        return dataclasses.replace(ex, error=f"{why}; stderr: {ex.stderr_tail()}")
+    if code != 0:
+        return dataclasses.replace(ex, error=f"{argv[0]} exited {code}; stderr: {ex.stderr_tail()}")
+    return ex
 
 
 def json_pointer(doc: Any, pointer: str) -> Any:
@@ -406,7 +418,8 @@ def json_pointer(doc: Any, pointer: str) -> Any:
 
 def figures(figure: Figure, ex: Execution) -> tuple[dict[str, tuple[float, str, bool]], str | None]:
     """Every figure of one execution (its time and rusage, and the chosen figure), or why the chosen one
-    is missing."""
+    is missing. Every figure is a finite number of at most MAX_MAGNITUDE in size: the chosen one beyond
+    fails the run with the reason, a parser's other figures beyond are left out."""
     ru = ex.rusage
     user, sys_ = ru.get("utime_us", 0) / 1e6, ru.get("stime_us", 0) / 1e6
     out = {
@@ -417,38 +430,42 @@ def figures(figure: Figure, ex: Execution) -> tuple[dict[str, tuple[float, str, 
     }
     if figure.source == "rusage" and figure.arg == "cpu_s":
         out["cpu_s"] = (user + sys_, "s", False)
-    text = ex.stdout if figure.stream == "stdout" else ex.stderr
-    tail = ex.stderr.strip()[-STDERR_TAIL_CHARS:] or "(no stderr)"
+    if figure.source in ("wall", "rusage"):
+        return out, None
+    found, why = _read_figure(figure, ex.stdout if figure.stream == "stdout" else ex.stderr)
+    if why is None and figure.name not in found:
+        why = f"the {figure.parser} parser found no such figure on {figure.stream}"
+    elif why is None and not finite_value(found[figure.name][0]):
+        why = f"{found[figure.name][0]!r:.40} is not a finite number of at most {MAX_MAGNITUDE:g} in size"
+    if why is not None:
+        cut = ex.cut.get(figure.stream)
+        return out, f"metric {figure.name}: {why}" + (
+            f" ({cut})" if cut else ""
+        ) + f"; stderr: {ex.stderr_tail()}"
+    out.update((k, (float(v), u, h)) for k, (v, u, h) in found.items() if finite_value(v))
+    return out, None
+
+
+def _read_figure(figure: Figure, text: str) -> tuple[dict[str, tuple[Any, str, bool]], str | None]:
+    """The figures in a program's output by the figure's regex, JSON pointer or parser, as read (a JSON
+    number is not yet converted: an integer of 400 digits is no float), or why none was found."""
     if figure.source == "parser":
-        out.update(PARSERS[figure.parser].parse(text))
-    elif figure.source == "regex":
+        return dict(PARSERS[str(figure.parser)].parse(text)), None
+    if figure.source == "regex":
         m = re.search(figure.arg, text, re.MULTILINE)
         group = next(iter(re.compile(figure.arg).groupindex))
         try:
-            out[figure.name] = (float(m.group(group)), figure.unit, figure.higher_is_better)
+            return {figure.name: (float(m.group(group)), figure.unit, figure.higher_is_better)}, None
         except (AttributeError, TypeError, ValueError):
             found = "no match" if m is None else f"{m.group(group)!r} is not a number"
-            return (
-                out,
-                f"metric {figure.name}: regex {figure.arg!r} on {figure.stream}: {found}; stderr: {tail}",
-            )
-    elif figure.source == "json":
-        try:
-            value = json_pointer(json.loads(text), figure.arg)
-        except (ValueError, KeyError, IndexError, TypeError) as exc:
-            return (
-                out,
-                f"metric {figure.name}: JSON pointer {figure.arg} on {figure.stream}: {type(exc).__name__} {exc}; stderr: {tail}",
-            )
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return out, f"metric {figure.name}: {figure.arg} is {value!r}, not a number"
-        out[figure.name] = (float(value), figure.unit, figure.higher_is_better)
-    if figure.name not in out:
-        return (
-            out,
-            f"metric {figure.name}: the {figure.parser} parser found no such figure on {figure.stream}; stderr: {tail}",
-        )
-    return out, None
+            return {}, f"regex {figure.arg!r} on {figure.stream}: {found}"
+    try:
+        value = json_pointer(json.loads(text), figure.arg)
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
+        return {}, f"JSON pointer {figure.arg} on {figure.stream}: {type(exc).__name__} {str(exc)[:200]}"
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return {}, f"{figure.arg} is {value!r:.60}, not a number"
+    return {figure.name: (value, figure.unit, figure.higher_is_better)}, None
 
 
 def run(params: dict, iterations: int | None = None) -> dict:
@@ -459,7 +476,7 @@ def run(params: dict, iterations: int | None = None) -> dict:
     figure = Figure(**decl["figure"])
     series: dict[str, list[float]] = {}
     units: dict[str, tuple[str, bool]] = {}
-    times, errors = [], []
+    times, errors, cuts = [], [], []
     for _ in range(iterations or 1):
         ex = execute(decl["argv"], decl["timeout_s"])
         if ex.error:
@@ -470,6 +487,8 @@ def run(params: dict, iterations: int | None = None) -> dict:
             errors.append(missing)
             break
         times.append(ex.wall_ns)
+        if figure.source not in ("wall", "rusage") and ex.cut.get(figure.stream):
+            cuts.append(ex.cut[figure.stream])
         for key, (value, unit, hib) in found.items():
             series.setdefault(key, []).append(value)
             units[key] = (unit, hib)
@@ -480,4 +499,13 @@ def run(params: dict, iterations: int | None = None) -> dict:
         "metrics": metrics if not errors else {},
         "iterations_ns": times,
         "info": {"argv": decl["argv"], "figure": figure.to_dict()},
+        "warnings": _searched_in_part(figure, cuts, len(times)),
     }
+
+
+def _searched_in_part(figure: Figure, cuts: list[str], executions: int) -> list[str]:
+    """The run's warning when its figure was read from part of the program's output, in some execution."""
+    if not cuts:
+        return []
+    where = f" (in {len(cuts)} of {executions} executions)" if executions > 1 else ""
+    return [f"metric {figure.name} was read from part of the output: {cuts[0]}{where}"]
