@@ -3,7 +3,8 @@
 Inputs are per-run values, one number per run (`summary.run_values` turns each run's iterations into its
 median); nested sequences are rejected, so iterations cannot be pooled through this API.
 
-Direction. `ratio` = median(condition) / median(baseline), whatever the metric. `cost_ratio` is the factor
+Direction. `ratio` = condition / baseline of the arms' estimates (20%-trimmed geometric means of the runs with
+the default test, medians with the rank test), whatever the metric. `cost_ratio` is the factor
 by which the condition is *worse*: `ratio` for lower-is-better metrics (times, latencies), 1 / `ratio` for
 higher-is-better ones (MB/s, ops/s). So cost_ratio > 1 always means slower: 1.10 is a 10% slowdown for a
 time (100 -> 110 ns) and for a rate (110 -> 100 MB/s). The verdict thresholds 1 +- delta apply to

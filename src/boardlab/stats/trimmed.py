@@ -3,10 +3,12 @@
 
 Why this test. A rank test on n runs per arm has a smallest possible p-value fixed by n (7 vs 7: 5.8e-4
 two-sided), so in a family of 70 comparisons a 7-run campaign can never reach a verdict, whatever the
-effect. Yuen's test has a continuous t reference distribution: its p-value shrinks with the effect over the
-noise, not with n alone. Trimming 20% of each tail keeps the rank test's robustness to a stray run (an
-outlier moves a trimmed mean no more than a median-like estimator; Wilcox 2012 ch. 5), and the log scale makes
-the effect a ratio. The interval comes from the same statistic, so the interval a report shows is the one the
+effect. Yuen's statistic shrinks its p with the effect over the noise, not with n alone. Far in the tail,
+where a correction over many comparisons reads it, Student's t is only an approximation of its
+distribution (`yuen_welch` says how far off Welch's df was); there the comparison takes the permutation p
+of the same statistic (`compare._calibrated`, `stats.permutation`). Trimming 20% of each tail keeps the rank
+test's robustness to a stray run (an outlier moves a trimmed mean no more than a median-like estimator;
+Wilcox 2012 ch. 5), and the log scale makes the effect a ratio. The interval comes from the same statistic, so the interval a report shows is the one the
 test uses.
 
 Method: Yuen (1974), "The two-sample trimmed t for unequal population variances", Biometrika 61(1); Wilcox,
