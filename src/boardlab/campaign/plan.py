@@ -755,6 +755,20 @@ def apply_overrides(
     return dataclasses.replace(plan, runs=runs, workloads=tuple(workloads), source=source)
 
 
+def with_gate_timeout(plan: Plan, seconds: float | None) -> Plan:
+    """`run --gate-timeout SECONDS`: the plan's [gates] timeout_s for this invocation. Not added to the stored
+    plan text, unlike apply_overrides: how long a run may wait for an idle, cool board changes no measured
+    value's meaning (each run records its own wait and whether the gate gave up), so a campaign stopped
+    because its gate waited too long resumes under a shorter one."""
+    if seconds is None:
+        return plan
+    if not 0 <= seconds <= 86400:
+        raise InputError(
+            f"--gate-timeout {seconds:g}: expected 0 to 86400 seconds (what [gates] timeout_s takes)"
+        )
+    return dataclasses.replace(plan, gates=dataclasses.replace(plan.gates, timeout_s=float(seconds)))
+
+
 NET_SINK_PORT = 7300  # where `boardlab-kern net-sink` listens on a peer unless --peer names a port
 
 

@@ -628,6 +628,8 @@ class Runner:
             "kern_build": kernel_catalog().get("build"),
             # the boot and the monotonic clock, which a board's history trusts where its wall clock went back
             "clock": start_evidence("/"),
+            # the gates this start ran under: `run --gate-timeout` changes them without changing the plan
+            "gates": dataclasses.asdict(self.plan.gates),
         }
         self.energy = EnergyMeter(self.plan.energy, self.root, tuple(info.compatible))
         environment["energy"] = self.energy.environment()

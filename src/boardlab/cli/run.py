@@ -64,6 +64,14 @@ def add_arguments(parser) -> None:
         help="load and check the plan (and the overrides), print its cells, runs, comparisons, an estimated "
         "duration (from earlier runs in --db) and whether a verdict is reachable; run and write nothing",
     )
+    parser.add_argument(
+        "--gate-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="how long each run may wait for an idle, cool board before it starts anyway (the plan's [gates] "
+        "timeout_s, 30 s unless it says; the wait and whether it gave up are stored with each run). A resumed "
+        "campaign takes it too; the dry-run's estimate uses it",
+    )
     add_wait_arguments(parser)
     parser.add_argument(
         "--soak",
@@ -211,7 +219,10 @@ def _power_lines(d: dict) -> list[str]:
     if d["repetitions_for_power"] is not None:
         seconds = d["repetitions_for_power_duration_s"]
         when = f"about {seconds / 60:.1f} min" if seconds is not None else "duration unknown"
-        lines.append(f"repetitions for 80% power: {d['repetitions_for_power']} ({when} at that count)")
+        lines.append(
+            f"repetitions for 80% power: {d['repetitions_for_power']} ({when} at that count): "
+            f"{d['repetitions_for_power_how']}"
+        )
         lines += [f"  {p['workload']}: {p['advice']}" for p in d["power"]]
     return lines
 
@@ -219,7 +230,7 @@ def _power_lines(d: dict) -> list[str]:
 def run(args) -> int:
     import json
 
-    from boardlab.campaign.plan import PlanUnsupported, apply_overrides, load_plan
+    from boardlab.campaign.plan import PlanUnsupported, apply_overrides, load_plan, with_gate_timeout
     from boardlab.campaign.runner import Runner
     from boardlab.cli.progress import TerminalProgress
     from boardlab.conditions.journal import LockWaitInterrupted
@@ -263,9 +274,10 @@ def run(args) -> int:
         only_workloads=args.workload,
         peer=args.peer,
     )
+    plan = with_gate_timeout(plan, args.gate_timeout)
     from boardlab.campaign.reach import summarize_plan
 
-    summary = summarize_plan(plan, catalog, db=args.db, root=args.root)
+    summary = summarize_plan(plan, catalog, db=args.db, root=args.root, repetitions_flag=args.repetitions)
     if args.dry_run:
         from boardlab.campaign.checks import plan_listing
 

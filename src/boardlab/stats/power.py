@@ -97,9 +97,10 @@ class PowerAdvice:
         aa = ""
         if self.aa_runs is not None:
             aa = f"; {self.aa_runs} so that the reference has the 10 runs its A/A control needs"
+        cv = f"{self.cv:.1%}" if self.cv < 10 else "over 1000%"  # a bound from three scattered runs
         return (
             f"{head} runs per arm{base} for {self.target_power:.0%} power to detect a {self.effect - 1:.1%} "
-            f"effect (2.5 x delta {self.delta:.1%}) at CV {self.cv:.1%} ({self.cv_source}){shape} among "
+            f"effect (2.5 x delta {self.delta:.1%}) at CV {cv} ({self.cv_source}){shape} among "
             f"{self.family_size} comparisons (simulated power {self.power:.0%}){aa}"
         )
 
