@@ -502,14 +502,17 @@ class Runner:
     def run(self) -> Outcome:
         """The campaign, under the system lock of its tree (docs/safety.md): a second campaign on the same
         board waits here for the first to finish and restore what it changed."""
+        from boardlab.campaign.holder import with_progress, withdraw
         from boardlab.conditions.journal import SystemLock
 
         lock = SystemLock(self.sr, f"campaign {self.plan.name}")
-        self.lock_waited_s = lock.acquire(self.lock_wait_s, self.progress.note)
+        self._lock_path = lock.path  # where _run names its campaign for a waiter (campaign.holder)
+        self.lock_waited_s = lock.acquire(self.lock_wait_s, with_progress(lock.path, self.progress.note))
         try:
             return self._run()
         finally:
             self._undo_leftovers()
+            withdraw(lock.path)
             lock.release()
 
     def _undo_leftovers(self) -> None:
@@ -548,6 +551,9 @@ class Runner:
             return Outcome(existing["id"], "complete", 0, 0, 0, True, None)
         environment = self._environment(info, info_dict, cpu, support)
         campaign_id = self._open_campaign(existing, board_id, phash, environment)
+        from boardlab.campaign.holder import announce
+
+        announce(self._lock_path, self.store.path, campaign_id)  # a waiting campaign reads its progress
         cell_ids = self.store.ensure_cells(campaign_id, cells, self.conditions, self._units(cells))
         self._store_facts(campaign_id, cells)
         c = _Campaign(campaign_id, cell_ids, cells, cpu, existing is not None, info_dict, support)

@@ -104,8 +104,11 @@ def take_system_lock(sr, what: str, args):
 
     if args.wait is not None and not 0 <= args.wait <= 30 * 86400:
         raise InputError(f"--wait {args.wait:g}: expected 0 to 2592000 seconds (30 days)")
+    from boardlab.campaign.holder import with_progress
+
     lock = SystemLock(sr, what)
-    lock.acquire(0.0 if args.no_wait else args.wait, lambda line: print(line, file=sys.stderr, flush=True))
+    say = with_progress(lock.path, lambda line: print(line, file=sys.stderr, flush=True))
+    lock.acquire(0.0 if args.no_wait else args.wait, say)
     return lock
 
 
