@@ -24,7 +24,7 @@ from boardlab.conditions import condition_kinds
 from boardlab.conditions.base import ApplyContext
 from boardlab.conditions.journal import RestoreJournal, failures, not_restored
 from boardlab.errors import InputError, MeasurementError
-from boardlab.model.campaign import Cell, Plan, ScheduledRun
+from boardlab.model.campaign import Cell, CommitIdentity, Plan, ScheduledRun
 from boardlab.model.run import LOAD_DID_NOT_RUN, GateResult, MetricResult, RunResult
 from boardlab.model.worker_result import WorkerResult, WorkerResultError, read_worker_result
 from boardlab.model.workload import LaunchOptions, WorkloadSpec
@@ -170,8 +170,10 @@ class Runner:
         fresh: bool = False,
         lock_wait_s: float | None = None,
         label: str | None = None,
+        identity: CommitIdentity | None = None,
     ):
         self.label = label  # the user's name for what changed since the last campaign (`run --label`)
+        self.identity = identity  # the commit and branch measured (`run --commit`, campaign.identity)
         self.plan = plan
         self.lock_wait_s = lock_wait_s  # how long to wait for another boardlab's system lock (None: no limit)
         self.catalog = catalog
@@ -549,6 +551,8 @@ class Runner:
                 f"(id {existing['id']}); use --fresh to run it again"
             )
             return Outcome(existing["id"], "complete", 0, 0, 0, True, None)
+        if existing is not None:
+            self._same_commit(existing["id"])
         environment = self._environment(info, info_dict, cpu, support)
         campaign_id = self._open_campaign(existing, board_id, phash, environment)
         from boardlab.campaign.holder import announce
@@ -558,6 +562,16 @@ class Runner:
         self._store_facts(campaign_id, cells)
         c = _Campaign(campaign_id, cell_ids, cells, cpu, existing is not None, info_dict, support)
         return self._campaign(c, set(info.online_cpus))
+
+    def _same_commit(self, campaign_id: int) -> None:
+        """A campaign measures one commit: resuming it with another would mix two builds in its cells."""
+        stored = self.store.campaign_identities([campaign_id]).get(campaign_id)
+        given = self.identity.sha if self.identity else None
+        if stored and stored[0] and given and stored[0] != given:
+            raise InputError(
+                f"campaign {campaign_id} in {self.store.path} measured commit {stored[0][:12]}, not "
+                f"{given[:12]}: a resume would mix two builds; give --fresh to start a campaign of this commit"
+            )
 
     def _store_facts(self, campaign_id: int, cells: list[Cell]) -> None:
         """What the report needs to know of the workloads and cells, kept with the campaign so any host can
@@ -705,6 +719,9 @@ class Runner:
         self.store.set_campaign_context(
             c.campaign_id, label=self.label, inventory=c.info_dict, runs_planned=c.total
         )
+        if self.identity is not None:
+            i = self.identity
+            self.store.set_campaign_identity(c.campaign_id, i.sha, i.describe, i.branch)
         c.done = sum(1 for r in planned if c.settled(r, policy.max_reruns))
         self.progress.start(self.plan.name, c.total, c.done, c.resumed)
         return planned, rounds, references

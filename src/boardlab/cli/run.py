@@ -35,6 +35,28 @@ def add_arguments(parser) -> None:
         help="name what changed since the last campaign (e.g. 'kernel 6.6 -> 6.12'); `boardlab history` shows it",
     )
     parser.add_argument(
+        "--commit",
+        metavar="auto|SHA",
+        help="the commit this campaign measures, stored with it for `history` (its JUnit and annotation "
+        "outputs, --bisect) and `serve`: auto asks git in --source-dir (`git rev-parse HEAD` and `git describe "
+        "--always --dirty`); a resume under another commit is refused",
+    )
+    parser.add_argument(
+        "--source-dir",
+        metavar="DIR",
+        help="the git checkout --commit auto reads (default: the current directory)",
+    )
+    parser.add_argument(
+        "--branch",
+        metavar="NAME",
+        help="the branch measured (default with --commit auto: the one checked out)",
+    )
+    parser.add_argument(
+        "--commit-describe",
+        metavar="NAME",
+        help="with --commit SHA: its `git describe` name (what a fleet run passes to each board)",
+    )
+    parser.add_argument(
         "--monitor-hz", type=float, default=10.0, help="monitor sampling rate (default 10 Hz)"
     )
     parser.add_argument("--quiet", action="store_true", help="print only failures and the summary")
@@ -254,6 +276,9 @@ def run(args) -> int:
         raise InputError(f"--wait {args.wait:g}: expected 0 to 2592000 seconds (30 days)")
     if not 0.1 <= args.monitor_hz <= 1000:
         raise InputError(f"--monitor-hz {args.monitor_hz}: expected a rate in [0.1, 1000] Hz")
+    from boardlab.campaign.identity import resolve
+
+    identity = resolve(args.commit, args.branch, args.source_dir, args.commit_describe)
     SysRoot(args.root).require_board_tree()
     catalog = {w.name: w for w in all_workloads()}
     try:  # validated (and a [sweep] expanded from the board under --root) before anything is written
@@ -308,6 +333,7 @@ def run(args) -> int:
             fresh=args.fresh,
             lock_wait_s=0.0 if args.no_wait else args.wait,
             label=args.label,
+            identity=identity,
         )
         try:
             outcome = runner.run()

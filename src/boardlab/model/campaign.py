@@ -155,3 +155,24 @@ class ScheduledRun:
     repetition: int  # 1-based, per cell
     block: int  # the round (interleave) or block (abba) it belongs to
     aa_arm: str | None = None  # "A1" / "A2" for a reference cell's runs (the A/A control), else None
+
+
+@dataclass(frozen=True)
+class CommitIdentity:
+    """What a campaign measured, for CI (`run --commit auto|SHA --branch NAME`): the source's commit hash,
+    its `git describe --always --dirty` name and the branch; each may be unknown (None)."""
+
+    sha: str | None
+    describe: str | None = None
+    branch: str | None = None
+
+    def words(self) -> str:
+        """'v1.4-3-gabc1234 (main)', or the hash's first 12 digits where no describe name is known."""
+        name = self.describe or (self.sha[:12] if self.sha else "")
+        return f"{name} ({self.branch})" if self.branch and name else name or self.branch or ""
+
+    def run_args(self) -> list[str]:
+        """The `boardlab run` arguments that give a campaign on a board this identity (a fleet run)."""
+        out = [f"--commit={self.sha}"] if self.sha else []
+        out += [f"--commit-describe={self.describe}"] if self.describe and self.sha else []
+        return out + ([f"--branch={self.branch}"] if self.branch else [])

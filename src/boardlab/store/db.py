@@ -866,6 +866,33 @@ class Store:
         ).fetchone()
         return None if row is None else bytes(row["data"])
 
+    # ---- a campaign's commit and branch (`run --commit`, store schema 11) ----
+
+    def set_campaign_identity(
+        self, campaign_id: int, sha: str | None, describe: str | None, branch: str | None
+    ) -> None:
+        """The commit, its `git describe` name and the branch the campaign measured."""
+        with self.conn:
+            self.conn.execute(
+                "UPDATE campaigns SET commit_sha=?, commit_describe=?, branch=? WHERE id=?",
+                (sha, describe, branch, campaign_id),
+            )
+
+    def campaign_identities(
+        self, campaign_ids: list[int]
+    ) -> dict[int, tuple[str | None, str | None, str | None]]:
+        """(commit hash, describe name, branch) of each of these campaigns that has one (none in a store from
+        before schema 11)."""
+        if not campaign_ids or self._schema() < 11:
+            return {}
+        marks = ",".join("?" * len(campaign_ids))
+        rows = self.conn.execute(
+            f"SELECT id, commit_sha, commit_describe, branch FROM campaigns WHERE id IN ({marks})"
+            " AND (commit_sha IS NOT NULL OR commit_describe IS NOT NULL OR branch IS NOT NULL)",
+            tuple(campaign_ids),
+        ).fetchall()
+        return {int(r[0]): (r[1], r[2], r[3]) for r in rows}
+
     # ---- history and the lab's web view (boardlab history, boardlab serve): bounded reads ----
 
     def set_campaign_context(
