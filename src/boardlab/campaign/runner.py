@@ -146,6 +146,27 @@ def temperature_limits_mc(zones) -> dict[str, int]:
     return limits
 
 
+def _own_times(w: _Worker, doc: WorkerResult | None) -> tuple[int, dict[str, int]]:
+    """A launcher workload's time columns (the run's wall_ns, and utime_us, stime_us, maxrss_kib of its
+    rusage): its program's own (`WorkerResult.launched`), so that a run of `sleep 1` reads 1.0 s and not the
+    launcher's interpreter start-up besides. The launcher's share is kept beside them (`launcher_*`); a
+    result without them (the launcher failed before the program ran) keeps the worker's."""
+    if doc is None or doc.launched is None:
+        return w.wall_ns, w.rusage
+    own = doc.launched
+    rusage = {
+        **w.rusage,
+        "utime_us": own.utime_us,
+        "stime_us": own.stime_us,
+        "maxrss_kib": own.maxrss_kib,
+        "launcher_wall_ns": max(0, w.wall_ns - own.wall_ns),
+        "launcher_utime_us": max(0, w.rusage.get("utime_us", 0) - own.utime_us),
+        "launcher_stime_us": max(0, w.rusage.get("stime_us", 0) - own.stime_us),
+        "worker_maxrss_kib": w.rusage.get("maxrss_kib", 0),  # the launcher's and its program's, the larger
+    }
+    return own.wall_ns, rusage
+
+
 def run_timeout_s(planned_s: float | None, params: dict, longest_run_s: float) -> float:
     """runs.timeout_s, else a generous default from the workload's own duration: 30 min (a slow board's
     longest kernel run is minutes), 4x a timed workload's duration_s plus 2 min, or 20x the longest run
@@ -471,13 +492,16 @@ class Runner:
         reasons += self._over_temperature(mon.summary)
         reasons += load_problems(state)
         valid = ok and not reasons
+        wall_ns, rusage = (
+            _own_times(w, doc) if self.catalog[cell.workload].launcher else (w.wall_ns, w.rusage)
+        )
         return RunResult(
             cell_key=cell.key,
             repetition=sr_run.repetition,
             attempt=attempt,
             seq=sr_run.seq,
             started_unix_s=w.started_unix_s,
-            wall_ns=w.wall_ns,
+            wall_ns=wall_ns,
             cpu=cpu,
             exit_code=code,
             ok=ok,
@@ -488,7 +512,7 @@ class Runner:
             iterations_ns=doc.iterations_ns if doc else (),
             warmup_iterations=doc.warmup_iterations if doc else None,
             warmup_capped=doc.warmup_capped if doc else None,
-            rusage=w.rusage,
+            rusage=rusage,
             gate=gate,
             condition_state=state,
             monitor=mon.summary,

@@ -477,8 +477,10 @@ def run(params: dict, iterations: int | None = None) -> dict:
     series: dict[str, list[float]] = {}
     units: dict[str, tuple[str, bool]] = {}
     times, errors, cuts = [], [], []
+    done: list[Execution] = []  # every execution that ran, failed ones included: their time was spent
     for _ in range(iterations or 1):
         ex = execute(decl["argv"], decl["timeout_s"])
+        done.append(ex)
         if ex.error:
             errors.append(ex.error)
             break
@@ -500,6 +502,19 @@ def run(params: dict, iterations: int | None = None) -> dict:
         "iterations_ns": times,
         "info": {"argv": decl["argv"], "figure": figure.to_dict()},
         "warnings": _searched_in_part(figure, cuts, len(times)),
+        "launched": _launched(done),
+    }
+
+
+def _launched(done: list[Execution]) -> dict:
+    """The programs' own times (model.worker_result.LaunchedTimes): the run's time columns, the launcher's
+    start-up and output reading left out."""
+    return {
+        "wall_ns": sum(ex.wall_ns for ex in done),
+        "utime_us": sum(ex.rusage.get("utime_us", 0) for ex in done),
+        "stime_us": sum(ex.rusage.get("stime_us", 0) for ex in done),
+        "maxrss_kib": max((ex.rusage.get("maxrss_kib", 0) for ex in done), default=0),
+        "executions": len(done),
     }
 
 
