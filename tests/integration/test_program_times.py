@@ -44,11 +44,18 @@ def test_the_time_columns_are_the_programs_own_and_the_launchers_share_is_kept_a
     for _, wall_ns, rusage_json, worker_json in runs:
         executions = json.loads(worker_json)["iterations_ns"]
         assert wall_ns == sum(executions)  # the two executions of sleep 0.2, nothing else
-        assert 0.4 <= wall_ns / 1e9 < 0.4 + 0.2  # however slow the machine, not an interpreter's start-up more
+        assert (
+            0.4 <= wall_ns / 1e9 < 0.4 + 0.2
+        )  # however slow the machine, not an interpreter's start-up more
         rusage = json.loads(rusage_json)
         # the launcher (python -m boardlab.pyrun) imported Python and boardlab: its own CPU time is kept beside
-        assert rusage["launcher_wall_ns"] > 0 and rusage["launcher_utime_us"] + rusage["launcher_stime_us"] > 0
-        assert rusage["utime_us"] + rusage["stime_us"] < rusage["launcher_utime_us"] + rusage["launcher_stime_us"]
+        assert (
+            rusage["launcher_wall_ns"] > 0 and rusage["launcher_utime_us"] + rusage["launcher_stime_us"] > 0
+        )
+        assert (
+            rusage["utime_us"] + rusage["stime_us"]
+            < rusage["launcher_utime_us"] + rusage["launcher_stime_us"]
+        )
     export = json.loads(run_cli("export", "--db", str(nap_db)).stdout)["runs"]
     assert [r["wall_ns"] for r in export] == [r[1] for r in runs]
 

@@ -385,7 +385,7 @@ class Runner:
     def _apply_condition(self, stack: contextlib.ExitStack, condition, cpu: int | None):
         """Each part of the run's condition applied in order (undone in reverse by `stack`): their states,
         and the worker's CPUs (a part may move the worker, e.g. onto an isolated CPU)."""
-        worker_cpus = {cpu} if cpu is not None else None
+        worker_cpus = self._pinned(cpu)
         part_states = []
         if condition.parts:  # journaled as one restore unit, which `boardlab restore` undoes whole
             stack.enter_context(self.ctx.journal.unit(f"combined condition {condition.name}"))
@@ -396,6 +396,12 @@ class Runner:
                 wanted = kind.worker_cpus(params, self.ctx)
                 worker_cpus = wanted if wanted is not None else worker_cpus
         return part_states, worker_cpus
+
+    def _pinned(self, cpu: int | None) -> set[int] | None:
+        """The worker's CPUs: the plan's set (`cpu = [2, 3]`), else its one CPU, else None (not pinned)."""
+        if self.plan.runs.cpu_set:
+            return set(self.plan.runs.cpu_set)
+        return {cpu} if cpu is not None else None
 
     def _measure(
         self, cell: Cell, cpu: int | None, worker_cpus: set[int] | None, monitor: Monitor
@@ -556,6 +562,8 @@ class Runner:
 
         info = inventory(self.root)
         cpu = resolve_cpu(self.plan.runs.cpu, tuple(info.online_cpus))
+        for other in self.plan.runs.cpu_set or ():  # each CPU of a set is checked as the one CPU is
+            resolve_cpu(other, tuple(info.online_cpus))
         self.temp_limits_mc = temperature_limits_mc(info.thermal_zones)
         journal = self._recover()
         self.kinds = condition_kinds()
@@ -665,6 +673,7 @@ class Runner:
             "capabilities": info_dict.get("capabilities"),
             "checks": info_dict.get("checks"),
             "worker_cpu": cpu,
+            "worker_cpus": sorted(self._pinned(cpu) or ()) or None,  # a set (`cpu = [2, 3]`), or the one CPU
             "skipped_conditions": support.conditions,
             "skipped_workloads": support.workloads,
             "skipped_cells": support.cells,
@@ -703,7 +712,8 @@ class Runner:
         """The run loop, with the orchestrator off the measured CPU when there is another one; whatever
         happens, the campaign's status and monitor cost are stored and every setting restored."""
         own_before = os.sched_getaffinity(0)
-        others = (online - {c.cpu}) & own_before if c.cpu is not None else set()
+        pinned = self._pinned(c.cpu)
+        others = (online - pinned) & own_before if pinned is not None else set()
         if (
             others
         ):  # the loop and what it starts (loads, the energy meter's commands) stay off the worker's CPU

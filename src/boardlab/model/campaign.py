@@ -34,6 +34,9 @@ class RunPolicy:
     warmup_cv: float = 0.02
     order: Order = "interleave"
     cpu: int | None = None  # the worker's CPU; None = no pinning
+    # `cpu = [2, 3]`: the worker pinned to this set (`cpu` is then its last: the measured CPU of a "same" load
+    # and the monitor); None: pinned to `cpu` alone
+    cpu_set: tuple[int, ...] | None = None
     drop_caches: bool = False
     max_reruns: int = 3  # re-runs of an invalid run (throttled, swapped, policy changed)
     unsupported: str = "fail"  # a condition this board cannot do: "fail" the plan, or "skip" it and say so
