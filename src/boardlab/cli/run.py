@@ -252,13 +252,66 @@ def _power_lines(d: dict) -> list[str]:
     return lines
 
 
+def execute_plan(plan, catalog, args, identity, *, fresh: bool):
+    """The campaign of a checked plan into `args.db` (the runner, the summary kept for serve and history):
+    (outcome, runner, progress), or the exit code when it was stopped before it ended (130). `args` holds
+    db, root, quiet, monitor_hz, wait, no_wait and label, as `run` and `bench` parse them."""
+    from boardlab.campaign.runner import Runner
+    from boardlab.cli.progress import TerminalProgress
+    from boardlab.conditions.journal import LockWaitInterrupted
+    from boardlab.errors import InputError
+    from boardlab.report.escape import term
+    from boardlab.store import Store
+
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGHUP, _on_sigterm)
+    progress = TerminalProgress(quiet=args.quiet)
+    with Store.open(args.db) as store:  # locked for the whole campaign: a second run is refused
+        runner = Runner(
+            plan,
+            catalog,
+            store,
+            root=args.root,
+            progress=progress,
+            monitor_interval_s=1.0 / args.monitor_hz,
+            fresh=fresh,
+            lock_wait_s=0.0 if args.no_wait else args.wait,
+            label=args.label,
+            identity=identity,
+        )
+        try:
+            outcome = runner.run()
+            if outcome.runs_done:  # its summary for `boardlab serve` and `history` (boardlab.summary)
+                from boardlab.summary import keep_after
+
+                keep_after(
+                    store,
+                    [outcome.campaign_id],
+                    lambda text: print(f"warning: {term(text)}", file=sys.stderr),
+                )
+        except InputError:
+            _drop_if_empty(store, args.db)  # refused before anything ran
+            raise
+        except LockWaitInterrupted:
+            _drop_if_empty(store, args.db)
+            with contextlib.suppress(OSError):
+                print("\ninterrupted while waiting for the system settings: nothing ran", file=sys.stderr)
+            return 130
+        except KeyboardInterrupt:
+            with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone: the exit code stays
+                print(
+                    f"\ninterrupted: every finished run is kept in {term(args.db)}; run the same command to "
+                    "resume",
+                    file=sys.stderr,
+                )
+            return 130
+    return outcome, runner, progress
+
+
 def run(args) -> int:
     import json
 
     from boardlab.campaign.plan import PlanUnsupported, apply_overrides, load_plan, with_gate_timeout
-    from boardlab.campaign.runner import Runner
-    from boardlab.cli.progress import TerminalProgress
-    from boardlab.conditions.journal import LockWaitInterrupted
     from boardlab.errors import InputError
     from boardlab.platform.sysroot import SysRoot
     from boardlab.report.escape import term
@@ -319,48 +372,10 @@ def run(args) -> int:
         summary.reach.message and not summary.refused
     ):  # said before the first run; the plan still runs (docs/method.md)
         print(f"warning: {plan.source_name}: {summary.reach.message}", file=sys.stderr)
-    signal.signal(signal.SIGTERM, _on_sigterm)
-    signal.signal(signal.SIGHUP, _on_sigterm)
-    progress = TerminalProgress(quiet=args.quiet)
-    with Store.open(args.db) as store:  # locked for the whole campaign: a second run is refused
-        runner = Runner(
-            plan,
-            catalog,
-            store,
-            root=args.root,
-            progress=progress,
-            monitor_interval_s=1.0 / args.monitor_hz,
-            fresh=args.fresh,
-            lock_wait_s=0.0 if args.no_wait else args.wait,
-            label=args.label,
-            identity=identity,
-        )
-        try:
-            outcome = runner.run()
-            if outcome.runs_done:  # its summary for `boardlab serve` and `history` (boardlab.summary)
-                from boardlab.summary import keep_after
-
-                keep_after(
-                    store,
-                    [outcome.campaign_id],
-                    lambda text: print(f"warning: {term(text)}", file=sys.stderr),
-                )
-        except InputError:
-            _drop_if_empty(store, args.db)  # refused before anything ran
-            raise
-        except LockWaitInterrupted:
-            _drop_if_empty(store, args.db)
-            with contextlib.suppress(OSError):
-                print("\ninterrupted while waiting for the system settings: nothing ran", file=sys.stderr)
-            return 130
-        except KeyboardInterrupt:
-            with contextlib.suppress(OSError):  # after SIGHUP the terminal may be gone: the exit code stays
-                print(
-                    f"\ninterrupted: every finished run is kept in {term(args.db)}; run the same command to "
-                    "resume",
-                    file=sys.stderr,
-                )
-            return 130
+    got = execute_plan(plan, catalog, args, identity, fresh=args.fresh)
+    if isinstance(got, int):
+        return got
+    outcome, runner, progress = got
     if args.json:
         print(
             json.dumps(

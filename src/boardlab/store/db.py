@@ -486,12 +486,15 @@ class Store:
         kern_version: str | None,
         root: str,
         environment: dict,
+        uid: str | None = None,
     ) -> int:
+        """A new campaign, running; `uid` its identity across stores (a random one unless given: a campaign
+        made from an imported file takes one from the file, so importing it twice adds it once)."""
         cur = self.conn.execute(
             "INSERT INTO campaigns(uid, name, plan_hash, plan_source, plan_text, board_id, boardlab_version,"
             " kern_version, root, status, started_unix_s, environment_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (
-                uuid.uuid4().hex,
+                uid or uuid.uuid4().hex,
                 name,
                 plan_hash,
                 plan_source,
