@@ -454,6 +454,7 @@ def _runs(doc: dict, where: _Where) -> tuple[RunPolicy, int | str | None]:
         order=_take(runs_t, "order", str, "interleave", where, p, choices=ORDERS),
         cpu=cpu if isinstance(cpu, int) else (-1 if cpu == "auto" else None),
         cpu_set=cpu_set,
+        measure_clock=_take(runs_t, "measure_clock", bool, False, where, p),
         drop_caches=_take(runs_t, "drop_caches", bool, False, where, p),
         max_reruns=_take(runs_t, "max_reruns", int, 3, where, p, lo=0, hi=100),
         unsupported=_take(runs_t, "unsupported", str, "fail", where, p, choices=("fail", "skip")),
@@ -467,7 +468,8 @@ def _runs(doc: dict, where: _Where) -> tuple[RunPolicy, int | str | None]:
         where,
         p,
         "repetitions, precision, pilot, cap, iterations, warmup_max_iterations, warmup_max_ms, warmup_cv, "
-        "order, cpu, drop_caches, max_reruns, unsupported, counters, max_temp_c, timeout_s, baseline_allocation",
+        "order, cpu, drop_caches, max_reruns, unsupported, counters, max_temp_c, timeout_s, baseline_allocation, "
+        "measure_clock",
     )
 
     return runs, cpu_given

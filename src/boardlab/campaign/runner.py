@@ -369,10 +369,13 @@ class Runner:
         with contextlib.ExitStack() as stack:
             part_states, worker_cpus = self._apply_condition(stack, condition, cpu)
             cpufreq0 = self._cpufreq()
+            clock = self._clock(cpu, cpufreq0) if self.plan.runs.measure_clock else None
             w = self._measure(cell, cpu, worker_cpus, monitor)
             cpufreq1 = self._cpufreq()
         # the condition may add to its state on exit (a stressor's achieved rate), so read it afterwards
         state = self._run_state(condition, part_states, worker_cpus, cache, cpufreq0, cpufreq1)
+        if clock is not None:
+            state = {**state, "clock": clock}
         result = self._result(sr_run, attempt, cpu, w, gate, state)
         if w.killed:
             why = f"timed out after {w.timeout_s:g} s (runs.timeout_s): killed with its process group"
@@ -396,6 +399,29 @@ class Runner:
                 wanted = kind.worker_cpus(params, self.ctx)
                 worker_cpus = wanted if wanted is not None else worker_cpus
         return part_states, worker_cpus
+
+    def _clock(self, cpu: int | None, cpufreq: dict[str, dict]) -> dict:
+        """[runs] measure_clock: the worker CPU's clock measured under the run's condition, just before the
+        worker starts, beside the frequency its policy claims (campaign.clocks). A failed measurement is
+        recorded, not the run's failure."""
+        from boardlab.campaign.clocks import GAP, measure_cpu
+
+        if cpu is None:
+            return {
+                "measured_mhz": None,
+                "reason": "the worker is not pinned (runs.cpu = 'none'): no CPU to measure",
+            }
+        claimed = next((p["cur_khz"] for name, p in cpufreq.items() if cpu in self._policy_cpus(name)), None)
+        try:
+            fastest, median = measure_cpu(cpu, iterations=5, warmup_ms=20)
+        except MeasurementError as exc:
+            return {"measured_mhz": None, "scaling_cur_khz": claimed, "reason": str(exc)}
+        gap = fastest / (claimed / 1000) - 1 if claimed else None
+        return {"cpu": cpu, "measured_mhz": fastest, "median_mhz": median, "scaling_cur_khz": claimed,
+                "gap": gap, "flagged": gap is not None and abs(gap) > GAP}  # fmt: skip
+
+    def _policy_cpus(self, policy: str) -> tuple[int, ...]:
+        return next((p.cpus for p in self.ctx.info.cpufreq_policies if p.name == policy), ())
 
     def _pinned(self, cpu: int | None) -> set[int] | None:
         """The worker's CPUs: the plan's set (`cpu = [2, 3]`), else its one CPU, else None (not pinned)."""

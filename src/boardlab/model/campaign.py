@@ -37,6 +37,9 @@ class RunPolicy:
     # `cpu = [2, 3]`: the worker pinned to this set (`cpu` is then its last: the measured CPU of a "same" load
     # and the monitor); None: pinned to `cpu` alone
     cpu_set: tuple[int, ...] | None = None
+    # measure the worker CPU's clock (boardlab-kern clock.chain) before each run, under its condition, and
+    # record it beside scaling_cur_freq in the run's state (campaign.clocks)
+    measure_clock: bool = False
     drop_caches: bool = False
     max_reruns: int = 3  # re-runs of an invalid run (throttled, swapped, policy changed)
     unsupported: str = "fail"  # a condition this board cannot do: "fail" the plan, or "skip" it and say so
