@@ -24,10 +24,13 @@ def announce(lock_path: Path, db: str, campaign_id: int) -> None:
     """Names this process's campaign beside the lock it holds. A file that cannot be written costs only the
     waiter's detail."""
     doc = {"pid": os.getpid(), "db": str(Path(db).resolve()), "campaign_id": campaign_id}
-    with contextlib.suppress(OSError):
-        tmp = _sidecar(lock_path).with_suffix(f".{os.getpid()}.tmp")
+    tmp = _sidecar(lock_path).with_suffix(f".{os.getpid()}.tmp")
+    try:
         tmp.write_text(json.dumps(doc))
         os.replace(tmp, _sidecar(lock_path))
+    except OSError:  # a full state directory: no file is left half-written there
+        with contextlib.suppress(OSError):
+            tmp.unlink()
 
 
 def withdraw(lock_path: Path) -> None:
