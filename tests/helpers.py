@@ -1044,7 +1044,11 @@ RUN_COLUMN_CASES = [
 ]  # fmt: skip
 
 
-CAMPAIGN_COLUMNS_11 = ("commit_sha", "commit_describe", "branch")  # what store schema 11 added (`run --commit`)
+CAMPAIGN_COLUMNS_11 = (
+    "commit_sha",
+    "commit_describe",
+    "branch",
+)  # what store schema 11 added (`run --commit`)
 
 
 def to_schema_8(src, dest, monitors: dict[int, tuple[dict, dict]] = {}):  # noqa: B006 (read only)
