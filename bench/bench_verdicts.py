@@ -484,10 +484,10 @@ def _presets_with_comparisons() -> list[str]:
     return [p for p in POWER_PRESETS if design(preset_text(p), f"preset:{p}").compared]
 
 
-def run_all(reps: dict, seed: int, workers: int, progress) -> dict:
+def run_all(reps: dict, seed: int, workers: int, progress, sections=SECTIONS) -> dict:
     doc: dict = {"schema": SCHEMA, "seed": seed, "replicates": reps, "family": [], "power": [], "earlier": [],
-                 "tails": []}  # fmt: skip
-    todo = jobs(reps, seed)
+                 "tails": [], "sections": list(sections)}  # fmt: skip
+    todo = [job for job in jobs(reps, seed) if job[0] in sections]
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = [(section, pool.submit(fn, *args)) for section, fn, args in todo]
         for done, (section, f) in enumerate(futures, 1):
@@ -520,6 +520,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a few replicates of every row (a few minutes)")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--jobs", type=int, default=len(os.sched_getaffinity(0)), help="processes at once")
+    parser.add_argument("--section", action="append", choices=SECTIONS,
+                        help="run only this section (repeatable; default: all); the intervals then hold "
+                        "together over its rates")  # fmt: skip
     args = parser.parse_args(argv)
     reps = QUICK if args.quick else REPLICATES
     t0 = time.monotonic()
@@ -527,7 +530,7 @@ def main(argv: list[str] | None = None) -> int:
     def progress(done: int, total: int) -> None:
         print(f"\r{done}/{total} rows, {time.monotonic() - t0:.0f} s", end="", file=sys.stderr, flush=True)
 
-    doc = run_all(reps, args.seed, max(1, args.jobs), progress)
+    doc = run_all(reps, args.seed, max(1, args.jobs), progress, tuple(args.section or SECTIONS))
     print(file=sys.stderr)
     doc["elapsed_s"] = round(time.monotonic() - t0, 1)
     doc["load_average"] = os.getloadavg()

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from boardlab.campaign.schedule import comparisons_per_reference, reference_runs
+from boardlab.campaign.schedule import compared_with, comparisons_per_reference, reference_runs
 from boardlab.errors import InputError
 from boardlab.model.campaign import Cell, Plan
 from boardlab.stats.power import (
@@ -101,12 +101,15 @@ def power_advice(
             groups.setdefault((c.workload, threshold_of(cell_facts(plan, c), c.metric)[0]), []).append(c)
     split = Counter(workload for workload, _ in groups)
     shares = comparisons_per_reference(plan, cells)
+    pairs = compared_with(plan, cells)
     sqrt_rule = plan.runs.baseline_allocation == "sqrt" and plan.runs.order != "abba"
     out = []
     done: dict[tuple, PowerAdvice] = {}
     for (workload, delta), mine in groups.items():
         cv, source, shape = _spread(mine, values)
-        k = max((shares.get(c.key, 0) for c in mine), default=1)
+        # the workload's weakest comparison decides: the one whose reference is shared least, so has the
+        # fewest runs (a `compare` parameter's first value is often the reference of one comparison alone)
+        k = min((shares.get(ref, 1) for c in mine for ref in pairs.get(c, ())), default=1)
         base: Callable[[int], int] = functools.partial(reference_runs, k=k) if sqrt_rule else (lambda n: n)
         key = (round(cv, 4), delta, k if sqrt_rule else 1, source, shape)
         if key not in done:

@@ -27,7 +27,7 @@ from boardlab.stats.bootstrap import bootstrap_ratio_draws, percentile_interval
 from boardlab.stats.flags import bimodality
 from boardlab.stats.hypothesis import RankTest, TestMethod, mann_whitney_u, wilcoxon_signed_rank
 from boardlab.stats.multiple import benjamini_hochberg, holm
-from boardlab.stats.permutation import band, draws_for, sign_flip_p, split_p, two_arms
+from boardlab.stats.permutation import PermutationP, band, draws_for, sign_flip_p, split_p, two_arms
 from boardlab.stats.summary import DEFAULT_RESAMPLES, Interval
 from boardlab.stats.threshold import family_method
 from boardlab.stats.trimmed import (
@@ -286,21 +286,37 @@ def _calibrated(
     low, high = band(family_size, alpha)
     if not low <= test.p_value < high:
         return test, 0
-    rng = random.Random(seed)
-    limit = draws_for(family_size, alpha)
     if paired_blocks is None:
-        pooled = sorted(map(math.log, base + cond))
-
-        def statistic(split: Sequence[int]) -> float:
-            return yuen_statistic(*two_arms(pooled, split))
-
-        observed = yuen_statistic(sorted(map(math.log, base)), sorted(map(math.log, cond)))
-        perm = split_p(statistic, len(pooled), len(cond), observed, rng=rng, limit=limit)
+        perm = yuen_split_p(list(map(math.log, base)), list(map(math.log, cond)), family_size, alpha, seed)
     else:
         log_ratios, _unpaired = _paired_log_ratios(base, cond, paired_blocks)
         observed = one_sample_statistic(log_ratios)
+        rng, limit = random.Random(seed), draws_for(family_size, alpha)
         perm = sign_flip_p(one_sample_statistic, log_ratios, observed, rng=rng, limit=limit)
     return dataclasses.replace(test, p_value=perm.p_value, method="permutation"), perm.draws
+
+
+def yuen_split_p(
+    logs_base: list[float],
+    logs_cond: list[float],
+    family_size: int,
+    alpha: float,
+    seed: int,
+    give_up_at: float | None = None,
+) -> PermutationP:
+    """The permutation p of Yuen's statistic on two arms of log values, as `compare` draws it for a family of
+    `family_size` (`power.simulated_power` decides its small arms by it too). `give_up_at`: only whether p
+    is below it is wanted (`permutation.split_p`)."""
+    pooled = sorted(logs_base + logs_cond)
+
+    def statistic(split: Sequence[int]) -> float:
+        return yuen_statistic(*two_arms(pooled, split))
+
+    observed = yuen_statistic(sorted(logs_base), sorted(logs_cond))
+    rng, limit = random.Random(seed), draws_for(family_size, alpha)
+    return split_p(
+        statistic, len(pooled), len(logs_cond), observed, rng=rng, limit=limit, give_up_at=give_up_at
+    )
 
 
 _Effect = tuple[float, Interval | None, float, Interval | None, Interval | None, RankTest, int | None, int]

@@ -10,9 +10,11 @@ effect (p x m: Holm's first step, and Benjamini-Hochberg's when only one effect 
 conservative case: with more real effects in the family Benjamini-Hochberg rejects more easily.
 
 Where the report replaces the t approximation's p by a permutation p (`stats.permutation.band`), the
-simulation keeps the t approximation's p, whose degrees of freedom err on the large side of the permutation
-p for normal runs at unequal arms (`trimmed.yuen_welch`), and applies the permutation's floor (a split count
-too small for the family can never pass its correction): the advice errs towards more runs, never fewer.
+simulation keeps the t approximation's p where the arms have many splits, whose degrees of freedom err on the
+large side of the permutation p for normal runs at unequal arms (`trimmed.yuen_welch`), and applies the
+permutation's floor (a split count too small for the family can never pass its correction). Where they have
+few (CHECKED_SPLITS), the permutation p decides, drawn as the report draws it, for a sample of the replicates
+in the band: there the t approximation erred towards fewer runs.
 Cells whose earlier runs fell into two groups are simulated as two groups (`RunShape`), through `compare`
 itself, which decides such arms by the exact rank test (its t approximation's p where the bimodal flag does
 not fire, without the permutation draws: a shortcut that can err towards fewer runs). Seeded, so the advice
@@ -46,6 +48,16 @@ MAX_RUNS = 50  # the precision rule's cap: beyond it, the advice says "more than
 AA_RUNS = 10  # the A/A control compares 5 A1 with 5 A2 runs of the reference: it needs 10 of them
 CV_CONFIDENCE = 0.95  # an observed CV enters the advice as the upper bound of this one-sided interval
 MAD_EFFICIENCY = 0.37  # the MAD's efficiency against the standard deviation for normal runs (Huber 1981)
+# Arms with at most this many splits are decided by the permutation p itself, not the t approximation: with
+# few runs per arm, trimming makes many splits as extreme as the observed one (5 runs against 14: 65 splits
+# that swap the trimmed run), so the permutation p stays above the t approximation's, and the t approximation
+# gave 90% power where the report's verdicts reached 66%. Up to PERMUTATION_CHECKS replicates are drawn
+# through it (each up to `permutation.draws_for` splits: 5,200 in a family of 26), the rest of the band counted
+# at their pass rate: PERMUTATION_CHECKS while the search screens each n, CONFIRM_CHECKS for the power it
+# states.
+CHECKED_SPLITS = 1_000_000
+PERMUTATION_CHECKS = 20
+CONFIRM_CHECKS = 40
 BIMODAL_REPLICATES = 200  # two-group cells go through compare() itself: fewer, costlier simulations
 BIMODAL_RESAMPLES = 200  # ... each with a smaller bootstrap for the rank test's interval
 
@@ -117,10 +129,14 @@ def simulated_power(
     seed: int = 0,
     alpha: float = ALPHA,
     shape: RunShape | None = None,
+    at_least: float | None = None,
+    checks: int = PERMUTATION_CHECKS,
 ) -> float:
     """Share of `replicates` simulated comparisons (lognormal runs, condition median `effect` x the
     baseline's, lower is better; two groups per `shape`) that the shipped test calls a slowdown, with p
-    adjusted by x family_size (module docstring)."""
+    adjusted by x family_size (module docstring). `at_least`: a search that wants to know only whether the
+    power reaches it; the power is then returned as a bound on its side of it, with fewer permutation draws.
+    `checks`: how many replicates in the permutation band are drawn (module docstring)."""
     if n_condition < MIN_RUNS_PER_ARM or n_baseline < MIN_RUNS_PER_ARM:
         return 0.0
     if shape is not None:
@@ -133,18 +149,63 @@ def simulated_power(
     log_effect, log_upper = math.log(effect), math.log1p(delta)
     low, high = band(m, alpha)
     floor_passes = smallest_p(n_baseline + n_condition, n_condition, m, alpha) * m < alpha
+    few_splits = math.comb(n_baseline + n_condition, n_condition) <= CHECKED_SPLITS
     gauss = rng.gauss
     hits = 0
-    for _ in range(replicates):
+    in_band: list[tuple[int, list[float], list[float]]] = []  # decided by the permutation p (few splits)
+    for i in range(replicates):
         base = [gauss(0.0, sigma) for _ in range(n_baseline)]
         cond = [log_effect + gauss(0.0, sigma) for _ in range(n_condition)]
         t = yuen_welch(base, cond)
         # verdict.decide's slowdown rule on compare's trimmed test: adjusted p < alpha and the 90% decision
         # interval above 1 + delta (the interval's side as a one-sided p, the same t distribution); in the
-        # permutation band, a floor too high for the family stops it
-        passes = t.p_value * m < alpha and t.p_above(log_upper) < alpha
+        # permutation band, a floor too high for the family stops it, and with few splits the permutation
+        # p itself decides
+        interval_ok = t.p_above(log_upper) < alpha
+        if few_splits and interval_ok and low <= t.p_value < high:
+            in_band.append((i, base, cond))
+            continue
+        passes = t.p_value * m < alpha and interval_ok
         hits += passes and (floor_passes or not low <= t.p_value < high)
-    return hits / replicates
+    return (
+        hits + _band_passes(in_band[:checks], len(in_band), m, alpha, hits, replicates, at_least)
+    ) / replicates
+
+
+def _band_passes(
+    checked: list[tuple[int, list[float], list[float]]],
+    band_size: int,
+    m: int,
+    alpha: float,
+    hits: int,
+    replicates: int,
+    at_least: float | None,
+) -> float:
+    """How many of the band's `band_size` replicates pass by their permutation p: those `checked` drawn, the
+    rest counted at their pass rate. With `at_least`, the checks stop once the power's side of it is
+    certain, and the count returned is then a bound on that side."""
+    if not checked:
+        return 0.0
+    scale = band_size / len(checked)
+    passed = failed = 0
+    for i, base, cond in checked:
+        if at_least is not None:
+            if hits + passed * scale >= at_least * replicates:  # reached even if the rest all fail
+                return passed * scale
+            if hits + (len(checked) - failed) * scale < at_least * replicates:  # missed even if they pass
+                return (len(checked) - failed) * scale
+        ok = _permutation_passes(base, cond, m, alpha, seed=i)
+        passed, failed = passed + ok, failed + (not ok)
+    return passed * scale
+
+
+def _permutation_passes(base: list[float], cond: list[float], m: int, alpha: float, seed: int) -> bool:
+    """Whether `compare`'s permutation p of these log runs passes the family's correction (p x m < alpha),
+    drawn only as far as that question needs."""
+    from boardlab.stats.compare import yuen_split_p
+
+    threshold = alpha / m
+    return yuen_split_p(base, cond, m, alpha, seed, give_up_at=threshold).p_value < threshold
 
 
 def _bimodal_power(
@@ -214,8 +275,12 @@ def repetitions_for_power(
     reps = BIMODAL_REPLICATES if shape is not None else replicates
 
     def power(n: int, scale: int = 1) -> float:
+        """Screening (scale 1): only whether the target is reached; confirming: the power itself."""
+        screen = scale == 1
         return simulated_power(n, baseline_runs(n), cv=cv, effect=effect, delta=delta, family_size=family_size,
-                               replicates=reps * scale, seed=seed, shape=shape)  # fmt: skip
+                               replicates=reps * scale, seed=seed, shape=shape,
+                               at_least=target_power if screen else None,
+                               checks=PERMUTATION_CHECKS if screen else CONFIRM_CHECKS)  # fmt: skip
 
     aa_n = next((n for n in range(MIN_RUNS_PER_ARM, MAX_RUNS + 1) if baseline_runs(n) >= AA_RUNS), MAX_RUNS)
     found = _first_reaching(power, target_power, coarse=shape is not None)
