@@ -59,9 +59,21 @@ def wait_for(check, timeout_s: float, what: str, step_s: float = 0.2):
 
 
 class Lab:
-    def __init__(self, base: Path, boards: int, tag: str):
+    def __init__(
+        self,
+        base: Path,
+        boards: int,
+        tag: str,
+        aliases: dict[str, str] | None = None,
+        file_lists: dict[str, list[str]] | None = None,
+    ):
+        """`aliases`: more places (name -> board), each through an exporter group of its own that reaches
+        that board's sshd, so a place may be named anything labgrid accepts. `file_lists`: boards that answer
+        `fleet.sh files` with these lines (a hostile board), through an sshd ForceCommand."""
         self.base = base
         self.tag = tag  # the places' fleet=TAG: unique per test run
+        self.aliases = dict(aliases or {})
+        self.file_lists = dict(file_lists or {})
         uid = os.getpid() % 100000
         self.boards = [f"board{i}" for i in range(1, boards + 1)]
         self.ns = {b: f"bl18-{uid}-{i}" for i, b in enumerate(self.boards, 1)}
@@ -102,6 +114,7 @@ class Lab:
             f"AuthorizedKeysFile {q(self.base / 'authorized_keys')}\nPidFile {q(d / 'sshd.pid')}\n"
             "StrictModes no\nUsePAM no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
             "KbdInteractiveAuthentication no\nSubsystem sftp /usr/lib/openssh/sftp-server\n"
+            + (f"ForceCommand sh {q(self._hostile(b))}\n" if b in self.file_lists else "")
         )
         for cmd in (
             ["ip", "netns", "add", ns],
@@ -129,6 +142,19 @@ class Lab:
         )
         self.power(b, "on")
 
+    def _hostile(self, b: str) -> Path:
+        """The board's forced command: its own answer to `fleet.sh files`, every other command (and scp's
+        sftp subsystem, whose command sshd passes the same way) run as asked."""
+        script = self.base / b / "forced.sh"
+        lines = " ".join(shlex.quote(line) for line in self.file_lists[b])
+        script.write_text(
+            "case $SSH_ORIGINAL_COMMAND in\n"
+            f"  *\"/fleet.sh files\") printf '%s\\n' {lines} ;;\n"
+            '  *) exec sh -c "$SSH_ORIGINAL_COMMAND" ;;\n'
+            "esac\n"
+        )
+        return script
+
     def power(self, b: str, verb: str) -> None:
         subprocess.run(["sh", str(self.base / b / "power.sh"), verb], check=True)
         if verb in ("on", "cycle"):
@@ -151,10 +177,11 @@ class Lab:
             )
         )
         exporter = self.base / "exporter.yaml"
+        groups = {**{b: b for b in self.boards}, **self._alias_groups()}
         exporter.write_text(
             "".join(
-                f"{b}:\n  NetworkService:\n    address: {self.addr[b][1]}\n    username: root\n"
-                for b in self.boards
+                f"{group}:\n  NetworkService:\n    address: {self.addr[b][1]}\n    username: root\n"
+                for group, b in groups.items()
             )
         )
         wait_for(lambda: self._client("places", check=False).returncode == 0, 30, "the coordinator")
@@ -181,13 +208,20 @@ class Lab:
         )
         # each labgrid-client is a Python start-up of about half a second: the boards' places are made side by
         # side (each board's three steps in order), not one board after the other
-        with ThreadPoolExecutor(len(self.boards)) as pool:
-            list(pool.map(self._place, self.boards))
+        places = [(b, b) for b in self.boards] + [
+            (name, group) for (group, _), name in zip(self._alias_groups().items(), self.aliases, strict=True)
+        ]
+        with ThreadPoolExecutor(len(places)) as pool:
+            list(pool.map(lambda pg: self._place(*pg), places))
 
-    def _place(self, b: str) -> None:
-        self._client("-p", b, "create")
-        self._client("-p", b, "add-match", f"exp{self.tag}/{b}/*")
-        self._client("-p", b, "set-tags", f"fleet={self.tag}", "arch=x86_64")
+    def _alias_groups(self) -> dict[str, str]:
+        """exporter group -> board, one per alias place, in the order of `aliases`."""
+        return {f"alias{i}": b for i, b in enumerate(self.aliases.values(), 1)}
+
+    def _place(self, name: str, group: str) -> None:
+        self._client("-p", name, "create")
+        self._client("-p", name, "add-match", f"exp{self.tag}/{group}/*")
+        self._client("-p", name, "set-tags", f"fleet={self.tag}", "arch=x86_64")
 
     def _client(self, *args, check=True) -> subprocess.CompletedProcess:
         return subprocess.run(

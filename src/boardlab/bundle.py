@@ -186,22 +186,42 @@ case " @MACHINES@ " in
 esac
 command -v python3 >/dev/null || { echo "install.sh: python3 missing: apt-get install python3 python3-venv" >&2; exit 1; }
 # Every file against the sha256 bundle.json records, before anything runs or is installed: a truncated or
-# altered copy (an interrupted scp, a full disk) is refused, not installed half-broken.
+# altered copy (an interrupted scp, a full disk) is refused, not installed half-broken; so is a file the
+# manifest does not list (a wheel added beside the listed one), and the wheel installed is the one it names.
 command -v sha256sum >/dev/null || { echo "install.sh: sha256sum missing: apt-get install coreutils" >&2; exit 1; }
-sums=$(python3 - "$here/bundle.json" <<'PY'
-import json, re, sys
+checked=$(python3 - "$here" <<'PY'
+import json, os, re, sys
+here = sys.argv[1]
+manifest = os.path.join(here, "bundle.json")
 try:
-    with open(sys.argv[1], encoding="utf-8") as f:
-        files = json.load(f)["files"]
+    with open(manifest, encoding="utf-8") as f:
+        doc = json.load(f)
+    files, wheel = doc["files"], doc["wheel"]
     lines = [f"{files[n]}  {n}" for n in sorted(files)]
     bad = [n for n in files if n.startswith("/") or ".." in n.split("/") or not re.fullmatch("[0-9a-f]{64}", files[n])]
+    bad += [] if isinstance(wheel, str) and re.fullmatch(r"wheels/[A-Za-z0-9_.+-]+\.whl", wheel) and wheel in files else [f"wheel: {wheel!r}"]
 except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-    sys.exit(f"install.sh: {sys.argv[1]}: no readable manifest ({type(e).__name__}: {e}); the bundle is damaged: copy it again")
+    sys.exit(f"install.sh: {manifest}: no readable manifest ({type(e).__name__}: {e}); the bundle is damaged: copy it again")
 if bad or not lines:
-    sys.exit(f"install.sh: {sys.argv[1]}: the manifest lists no files or bad entries {bad[:3]}; copy the bundle again")
+    sys.exit(f"install.sh: {manifest}: the manifest lists no files or bad entries {bad[:3]}; copy the bundle again")
+unlisted = []
+for root, dirs, names in os.walk(here):
+    for name in sorted(dirs + names):
+        path = os.path.join(root, name)
+        rel = os.path.relpath(path, here)
+        if os.path.islink(path) or not (os.path.isdir(path) or os.path.isfile(path)):
+            unlisted.append(f"{rel} (not a regular file)")
+        elif os.path.isfile(path) and rel != "bundle.json" and rel not in files:
+            unlisted.append(rel)
+if unlisted:
+    sys.exit(f"install.sh: the bundle holds what its manifest {manifest} does not list: {', '.join(unlisted[:5])}; "
+             "nothing installed: remove them, or copy the bundle again")
+print(wheel)
 print("\n".join(lines))
 PY
 ) || exit 2
+wheel=$(printf '%s\n' "$checked" | head -n 1)
+sums=$(printf '%s\n' "$checked" | tail -n +2)
 if ! check=$(cd "$here" && printf '%s\n' "$sums" | sha256sum -c --strict 2>&1); then
   echo "install.sh: the bundle's files do not match the sha256 in bundle.json (a truncated or altered copy); nothing installed:" >&2
   printf '%s\n' "$check" | grep -v ': OK$' >&2
@@ -221,8 +241,9 @@ fi
 echo "install.sh: $out"
 echo "install.sh: creating the venv $prefix"
 python3 -m venv --system-site-packages "$prefix"
+# the manifest's wheel by its file name: pip given a directory would take the highest version there
 "$prefix/bin/python" -m pip install --no-index --no-cache-dir --disable-pip-version-check -q \
-  --find-links "$here/wheels" --force-reinstall --no-deps boardlab
+  --force-reinstall --no-deps "$here/$wheel"
 install -m 0755 "$here/boardlab-kern" "$prefix/bin/boardlab-kern"
 mkdir -p "$bindir"
 ln -sf "$prefix/bin/boardlab" "$bindir/boardlab"

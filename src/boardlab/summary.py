@@ -8,12 +8,15 @@ What a summary holds:
   (`compare.pair_rows`) compares between two campaigns, so a history's steps and a comparison are judged
   exactly as from the analysis;
 - the A/A control of each reference cell (its verdict, and the remedy when it failed);
-- the campaign report's document, as JSON and rendered as HTML (the campaign page).
+- the campaign report's document as JSON (`plain`), which `boardlab serve` renders through the same escaping
+  renderer as `boardlab report` (`document.from_plain`); no rendered HTML is kept or served.
 
 When: `boardlab run` stores it when the campaign ends, `boardlab ingest` for each campaign it copies. A summary
-is fresh while the campaign has the runs and the status it was computed at, and its `SUMMARY_SCHEMA` is this
-boardlab's; otherwise (a resumed campaign, a store written before summaries existed, a newer layout) a reader
-computes it again from the runs, as `analyze` does, and does not write it (readers never write).
+is fresh while the campaign has the runs and the status it was computed at, and it was computed by this code
+(`code_fingerprint`: the layout, the verdict rules and boardlab's version); otherwise (a resumed campaign, a
+store written before summaries existed, a summary of another build, a damaged row) a reader computes it again
+from the runs, as `analyze` does, and does not write it (readers never write). So `boardlab serve` and
+`boardlab report` give the same verdicts after an upgrade that changed a rule.
 
 `view_of(analysis)` and `view_from_json(text)` give the same `StoredAnalysis`, so a page built from a stored
 summary and one built from a fresh analysis are the same page.
@@ -21,6 +24,7 @@ summary and one built from a fresh analysis are the same page.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import json
@@ -36,8 +40,31 @@ from boardlab.stats.verdict import RunEnvironment
 
 # 2: each cell carries its thresholds (the plan entry's, or derived by name and said so), which a step
 # between two campaigns is judged by; a schema-1 summary is computed again from the runs
-SUMMARY_SCHEMA = 2
+SUMMARY_SCHEMA = 3  # 3: the document is stored as JSON only, rendered when read
 FIRST_SUMMARY_STORE = 8  # the store migration that added campaign_summaries
+# what decides a summary's contents: the layout here, the statistics, the analysis and its records
+CODE_PACKAGES = ("stats", "analysis", "model")
+
+
+@functools.cache
+def code_fingerprint() -> int:
+    """A 62-bit fingerprint of the code that computes a summary (kept in the summary tables' `schema` column,
+    a 64-bit integer in both stores): SUMMARY_SCHEMA, boardlab's version, and the source of this module and of
+    CODE_PACKAGES. A summary computed by another build is stale, whatever its version says: a developer's
+    tree and a release with one version number can judge a cell differently."""
+    import hashlib
+    from pathlib import Path
+
+    from boardlab import __version__
+
+    here = Path(__file__).resolve().parent
+    h = hashlib.sha256(f"{SUMMARY_SCHEMA}:{__version__}".encode())
+    sources = [Path(__file__).resolve()]
+    for package in CODE_PACKAGES:
+        sources += sorted((here / package).rglob("*.py")) or sorted((here / package).rglob("*.pyc"))
+    for path in sources:
+        h.update(path.relative_to(here).as_posix().encode() + b"\0" + path.read_bytes())
+    return int.from_bytes(h.digest()[:8], "big") >> 2
 
 
 @dataclass(frozen=True)
@@ -240,7 +267,6 @@ class Summary:
     status: str
     cells_json: str
     document_json: str | None  # None when read without the document
-    document_html: str | None
     stored: bool  # read from the store (False: computed now from the runs)
 
     def view(self) -> StoredAnalysis:
@@ -248,36 +274,57 @@ class Summary:
 
 
 def compute(store, campaign_id: int) -> Summary:
-    """The summary from the campaign's runs (the analysis, the report's document and its HTML)."""
+    """The summary from the campaign's runs (the analysis and the report's document)."""
     from boardlab.analysis.core import analyze
     from boardlab.analysis.sections import build_document
-    from boardlab.report.render import render_document
 
     runs = store.count_runs(campaign_id)
     analysis = analyze(store, campaign_id)
     document = build_document(analysis, None)
     return Summary(
         campaign_id, runs, analysis.status, json.dumps(cells_doc(analysis), allow_nan=False),
-        json.dumps(plain(document), allow_nan=False), render_document(document, "html"), stored=False,
+        json.dumps(plain(document), allow_nan=False), stored=False,
     )  # fmt: skip
 
 
+def document_of(s: Summary):
+    """The report document of a summary read with its document, as `analysis.sections.build_document` made
+    it (`document.from_plain`)."""
+    from boardlab.analysis.document import from_plain
+
+    assert s.document_json is not None, "read the summary with_document=True"
+    return from_plain(json.loads(s.document_json))
+
+
 def stored(store, campaign_id: int, *, with_document: bool = False) -> Summary | None:
-    """The campaign's stored summary if it is fresh (same runs, same status, this layout), else None."""
+    """The campaign's stored summary if it is fresh (same runs, same status, computed by this code) and reads
+    back, else None: a damaged row is a cache to compute again, not an error of the campaign."""
     if store.schema_version() < FIRST_SUMMARY_STORE:
         return None
     row = store.campaign_summary(campaign_id, with_document=with_document)
-    if row is None or row["schema"] != SUMMARY_SCHEMA:
+    if row is None or row["schema"] != code_fingerprint():
         return None
     if row["status"] != store.campaign(campaign_id)["status"] or row["runs_stored"] != store.count_runs(
         campaign_id
     ):
         return None
-    return Summary(
+    s = Summary(
         campaign_id, row["runs_stored"], row["status"], row["cells_json"],
-        row["document_json"] if with_document else None, row["document_html"] if with_document else None,
-        stored=True,
+        row["document_json"] if with_document else None, stored=True,
     )  # fmt: skip
+    return s if _reads_back(s) else None
+
+
+def _reads_back(s: Summary) -> bool:
+    """Whether a stored summary's JSON decodes into what its readers build (a row damaged on disk, or by a
+    hand, does not)."""
+    try:
+        s.view()
+        if s.document_json is not None:
+            document_of(s)
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return False
+    return True
 
 
 def summary_of(store, campaign_id: int, *, with_document: bool = False) -> Summary:
@@ -297,8 +344,8 @@ def _keep_one(store, campaign_id: int) -> Summary:
         return got
     s = compute(store, campaign_id)
     store.put_campaign_summary(
-        campaign_id, schema=SUMMARY_SCHEMA, runs_stored=s.runs_stored, status=s.status, cells_json=s.cells_json,
-        document_json=s.document_json or "", document_html=s.document_html or "",
+        campaign_id, schema=code_fingerprint(), runs_stored=s.runs_stored, status=s.status,
+        cells_json=s.cells_json, document_json=s.document_json or "",
     )  # fmt: skip
     return s
 
@@ -351,8 +398,7 @@ def _step_from_row(row) -> tuple[list, list, list]:
 def step(store, a: StoredAnalysis, b: StoredAnalysis, *, write: bool = False) -> tuple[list, list, list]:
     """Campaign b against the campaign a before it: `compare.pair_rows`' (rows, comparisons, slots), not yet
     corrected. Read from the store when stored for these run counts; else computed (and stored when `write`)."""
-    from boardlab.analysis.compare import pair_rows
-    from boardlab.analysis.history import step_seed
+    from boardlab.analysis.history import step_pair
 
     # a view's run count is current (it is read fresh, or computed, in this snapshot); else count them
     runs_a = a.runs_stored if a.runs_stored >= 0 else store.count_runs(a.campaign_id)
@@ -361,22 +407,23 @@ def step(store, a: StoredAnalysis, b: StoredAnalysis, *, write: bool = False) ->
         row = store.step_summary(a.campaign_id, b.campaign_id)
         if (
             row is not None
-            and row["schema"] == SUMMARY_SCHEMA
+            and row["schema"] == code_fingerprint()
             and (row["runs_from"], row["runs_to"]) == (runs_a, runs_b)
         ):
-            return _step_from_row(row)
-    rows, comps, slots = pair_rows(a, b, seed=step_seed(b))
+            with contextlib.suppress(ValueError, TypeError, KeyError):  # a damaged row: computed again
+                return _step_from_row(row)
+    rows, comps, slots = step_pair(a, b)
     rows_json = json.dumps(rows)
     comps_json = json.dumps({"comparisons": [dataclasses.asdict(c) for c in comps], "slots": slots})
     if write:
-        store.put_step_summary(a.campaign_id, b.campaign_id, schema=SUMMARY_SCHEMA, runs_from=runs_a,
+        store.put_step_summary(a.campaign_id, b.campaign_id, schema=code_fingerprint(), runs_from=runs_a,
                                runs_to=runs_b, rows_json=rows_json, comparisons_json=comps_json)  # fmt: skip
     return json.loads(rows_json), comps, slots
 
 
 def keep_missing(store, *, limit: int = 1000) -> list[int]:
     """Stores the summary of every ended campaign lacking a fresh one (up to `limit`); returns their ids."""
-    ids = store.campaigns_without_fresh_summary(SUMMARY_SCHEMA, limit=limit)
+    ids = store.campaigns_without_fresh_summary(code_fingerprint(), limit=limit)
     for cid in ids:
         keep(store, cid)
     return ids

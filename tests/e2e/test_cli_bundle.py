@@ -180,3 +180,76 @@ def test_a_damaged_copy_is_refused_before_anything_is_installed(native_bundle, t
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert named in proc.stderr and "Traceback" not in proc.stderr
     assert not prefix.exists() and not bindir.exists()
+
+
+def _extracted(native_bundle, tmp_path: Path) -> tuple[Path, dict]:
+    out, _ = native_bundle
+    with tarfile.open(out) as tar:
+        extract_data(tar, tmp_path)
+    top = tmp_path / "boardlab-native"
+    return top, json.loads((top / "bundle.json").read_text())
+
+
+def _newer_wheel(top: Path) -> Path:
+    """A real, installable wheel of a higher version, as a copy of the bundle with an added file would hold."""
+    from boardlab.bundle import build_wheel
+
+    name, data = build_wheel("0.1.1", ())
+    path = top / "wheels" / name
+    path.write_bytes(data)
+    return path
+
+
+def _install(top: Path, tmp_path: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("BOARDLAB_KERN", "VIRTUAL_ENV"))}
+    env["PIP_INDEX_URL"] = "http://127.0.0.1:9/"  # any attempt to reach an index fails at once
+    return subprocess.run(
+        ["sh", str(top / "install.sh"), "--prefix", str(tmp_path / "prefix"), "--bin", str(tmp_path / "bin")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize("extra", ["wheel", "preset", "symlink"])
+def test_a_file_the_manifest_does_not_list_is_refused_before_anything_is_installed(
+    native_bundle, tmp_path, extra
+):
+    """A copy of the bundle with a file added (a newer wheel beside the listed one, which pip would have
+    preferred; any other file; a link) is not what `boardlab bundle` wrote: exit 2 naming it, nothing made."""
+    top, _ = _extracted(native_bundle, tmp_path)
+    if extra == "wheel":
+        named = f"wheels/{_newer_wheel(top).name}"
+    elif extra == "preset":
+        (top / "presets" / "zz.toml").write_text('name = "zz"\n')
+        named = "presets/zz.toml"
+    else:
+        (top / "presets" / "link.toml").symlink_to(top / "presets" / "quick.toml")
+        named = "presets/link.toml (not a regular file)"
+    proc = _install(top, tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "does not list" in proc.stderr and named in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "prefix").exists() and not (tmp_path / "bin").exists()
+
+
+def test_the_manifest_s_wheel_is_installed_by_its_name_not_the_highest_version(native_bundle, tmp_path):
+    """Even a newer wheel the manifest lists (with its sha256) is not installed unless the manifest names it
+    as the bundle's wheel."""
+    top, manifest = _extracted(native_bundle, tmp_path)
+    newer = _newer_wheel(top)
+    manifest["files"][f"wheels/{newer.name}"] = hashlib.sha256(newer.read_bytes()).hexdigest()
+    (top / "bundle.json").write_text(json.dumps(manifest))
+    proc = _install(top, tmp_path)
+    if "python3-venv missing" in proc.stderr:
+        pytest.skip("this machine's python3 has no venv/ensurepip (apt-get install python3-venv)")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    version = manifest["boardlab_version"]
+    assert manifest["wheel"] == f"wheels/boardlab-{version}-py3-none-any.whl" and version != "0.1.1"
+    installed = subprocess.run(
+        [str(tmp_path / "prefix" / "bin" / "boardlab"), "--version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert installed.stdout.split() == ["boardlab", version], installed

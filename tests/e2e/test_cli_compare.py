@@ -29,7 +29,7 @@ def compare_json(*args: str) -> dict:
 def test_matched_cells_get_a_ratio_ci_test_and_verdict(two_boards):
     a, b = two_boards
     doc = compare_json(str(a), str(b))
-    assert doc["schema"] == 1
+    assert doc["schema"] == 2
     assert doc["a"]["board"] == "board-a" and doc["b"]["board"] == "board-b"
     assert doc["adjustment"] == "holm" and doc["family_size"] == len(doc["cells"]) == 6
     fft = next(c for c in doc["cells"] if c["workload"] == "scimark.fft" and c["condition"] == "baseline")
@@ -38,7 +38,10 @@ def test_matched_cells_get_a_ratio_ci_test_and_verdict(two_boards):
     assert fft["cost_ratio"] == pytest.approx(1 / 1.1, rel=0.02)  # ... is a cost below 1
     lo, hi = fft["ratio_ci"]
     assert lo < fft["ratio"] < hi
-    assert fft["test"] == "yuen-welch-log"
+    assert fft["test"] == "yuen-welch-log" and fft["test_method"] in ("permutation", "student-t")
+    assert fft["test_words"].startswith("Yuen's trimmed t on log runs, p ")
+    assert fft["estimator"] == "20%-trimmed geometric means of the runs"
+    assert "trimmed geometric means" in doc["ratio"] and "median of B over median of A" not in doc["ratio"]
     assert fft["p_value"] <= fft["p_adjusted"] < 0.05
     assert fft["verdict"] == "speedup" and fft["confounded"] is False
     assert all(c["verdict"] == "speedup" for c in doc["cells"] if c["workload"] != "crc32")

@@ -76,6 +76,11 @@ def test_bad_tags_address_and_bundle(tmp_path, plan, bundle):
     twice = fleet(str(plan), "--bundle", str(bundle), "--bundle", str(bundle), tmp=tmp_path)
     one_error_line(twice, "a second bundle for x86_64")
     one_error_line(fleet(str(plan), "--bundle", str(bundle), "--retries", "-1", tmp=tmp_path), "--retries -1")
+    for remote in ("/var/tmp/x;id", "/var/tmp/$(id)", "/var/tmp/`id`", "/var/tmp/a\nb", "/var/tmp/..", "rel"):
+        # it reaches the boards' shell: refused before any coordinator or board is asked
+        one_error_line(
+            fleet(str(plan), "--bundle", str(bundle), "--remote-dir", remote, tmp=tmp_path), "--remote-dir"
+        )
     one_error_line(
         fleet(str(plan), "--bundle", str(bundle), db=tmp_path / "no" / "such" / "x.db"),
         "--db",

@@ -63,7 +63,7 @@ def test_the_html_report_shows_every_section(html_report):
 
 def test_the_header_counts_runs_invalid_failed_and_reruns(html_report):
     # 12 repetitions of 6 cells + 28 latency cells = 34 cells x 12 = 408 runs; one invalid, one failed
-    assert "408 stored: 406 valid, 1 invalid, 1 failed; 1 re-runs" in html_report
+    assert "408 stored: 406 valid, 1 invalid (1 throttled), 1 failed; 1 re-runs" in html_report  # by reason
     assert "board-a" in html_report and "boardlab</dt><dd>0.1.0" in html_report
 
 

@@ -104,13 +104,21 @@ def test_a_command_runs_on_the_other_cpus_is_restarted_when_it_ends_and_its_cpu_
     assert not list((tmp_path / "tmp").iterdir()), "the private temporary directory is removed"
 
 
-def test_a_command_that_ends_during_its_warm_up_stops_the_campaign_with_the_reason(tmp_path):
-    plan = write(
-        tmp_path, condition("short", "command", '{ argv = ["true"], restart = false, warmup_s = 0.5 }')
-    )
-    proc = run(tmp_path, plan)
+@pytest.mark.parametrize(
+    "argv, how",
+    [
+        ('["true"]', "(exit 0)"),
+        ('["sh", "-c", "exit 3"]', "(exit 3)"),
+        ('["sh", "-c", "kill -KILL $$"]', "(killed by signal 9 (SIGKILL))"),
+    ],
+)
+def test_a_command_that_ends_during_its_warm_up_stops_the_campaign_with_the_reason(tmp_path, argv, how):
+    """The reason is the command's own end, not that of the supervisor that ran it (which exits 0)."""
+    params = f"{{ argv = {argv}, restart = false, warmup_s = 0.5 }}"
+    proc = run(tmp_path, write(tmp_path, condition("short", "command", params)))
     assert proc.returncode == 1
-    assert "background command true ended during its 0.5 s warm-up (exit 0)" in proc.stderr
+    name = json.loads(argv)[0]
+    assert f"background command {name} ended during its 0.5 s warm-up {how}" in proc.stderr
 
 
 @pytest.mark.parametrize(

@@ -84,7 +84,7 @@ LABEL = "-O2 'kernel' 6.6 -> 6.12; $(id)"  # spaces, quotes, shell characters, a
 
 
 def fleet_cmd(
-    lab: Lab, plan: Path, db: str, bundle: Path, keep: Path, *extra, boot_timeout_s: int = 30
+    lab: Lab, plan: Path, db: str, bundle: Path, keep: Path, *extra, boot_timeout_s: int = 30, remote=None
 ) -> list[str]:
     """`--boot-timeout` also bounds the reconnect that calls a board dead: the dead-board test waits it out
     once, and gives a shorter one (a fake board's sshd is back within a second of its power cycle)."""
@@ -92,7 +92,7 @@ def fleet_cmd(
         str(BIN / "boardlab"), "fleet", "run", str(plan),
         "--coordinator", lab.coordinator, "--places", f"fleet={lab.tag}", "--db", db,
         "--bundle", str(bundle), "--ssh-key", str(lab.key), "--lg-env", str(lab.lg_env(keep.parent / "env.yaml")),
-        "--remote-dir", str(lab.remote_root), "--poll", "1",
+        "--remote-dir", str(remote or lab.remote_root), "--poll", "1",
         "--boot-timeout", str(boot_timeout_s),
         *(extra if "--retries" in extra else ("--retries", "2", *extra)), "--keep", str(keep),
     ]  # fmt: skip
@@ -325,3 +325,68 @@ def test_a_board_someone_else_holds_is_waited_for_then_failed_and_never_used(lab
     assert board["attempts"] == [] and not (lab1.remote_root / "board1").exists()
     who = lab1._client("who").stdout
     assert "someone" in who and "board1" in who
+
+
+def test_hostile_place_names_and_a_hostile_board_write_nothing_outside_their_directories(bundle, tmp_path):
+    """labgrid's coordinator accepts any place name: `..`, `../../x`, `a/b` and an absolute path are refused
+    before they are touched (nothing written here or on the board), while `a b` and `a;b`, which once shared
+    one directory on the board, each run in their own. A board answering `fleet.sh files` with a name of its
+    own (`../../../x`) is not trusted: its board fails naming it, and nothing of it is copied."""
+    refused = ["..", "../../x", "a/b", str(tmp_path / "abs")]
+    odd = ["a b", "a;b"]
+    (tmp_path / "lab").mkdir()
+    lab = Lab(tmp_path / "lab", 2, f"h{os.getpid()}", aliases=dict.fromkeys(refused + odd, "board1"),
+              file_lists={"board2": ["results.db", "../../../x"]})  # fmt: skip
+    try:
+        lab.start()
+        _hostile_lab_run(lab, bundle, tmp_path, refused, odd)
+    finally:
+        lab.stop()
+
+
+def _hostile_lab_run(lab: Lab, bundle: Path, tmp_path: Path, refused: list[str], odd: list[str]) -> None:
+    """The fleet run of the test above, and what it left where."""
+    remote = lab.remote_root / "r1" / "r2"  # `..` and `../../..` from a place's directory stay in the lab
+    (lab.remote_root / "x").write_text("the board's own file")
+    plan = tmp_path / "plan.toml"
+    one_run = PLAN.replace("repetitions = 3", "repetitions = 1")
+    plan.write_text(one_run.replace('\n[[workloads]]\nname = "mibench.sha1"\n', ""))
+    keep = tmp_path / "out" / "keep"
+    keep.mkdir(parents=True)
+    r = subprocess.run(
+        fleet_cmd(lab, plan, str(tmp_path / "out" / "fleet.db"), bundle, keep, "--json", remote=remote),
+        capture_output=True, text=True, timeout=400,
+    )  # fmt: skip
+    assert r.returncode == 1, r.stderr
+    boards = {b["place"]: b for b in json.loads(r.stdout)["boards"]}
+    assert set(boards) == {"board1", "board2", *refused, *odd}
+    for name in refused:
+        assert boards[name]["status"] == "failed" and boards[name]["attempts"] == [], boards[name]
+        assert (
+            f"place {name!r}: " in boards[name]["reason"]
+            and "cannot name a directory" in boards[name]["reason"]
+        )
+    ran = ["board1", *odd]
+    dirs = {boards[p]["dir"] for p in ran}
+    assert all(boards[p]["status"] == "done" for p in ran), r.stderr
+    assert len(dirs) == 3 and "board1" in dirs
+    for d in dirs:  # each place its own results, here and on the board
+        assert (keep / d / "fetched" / "results.db").is_file() and (remote / d / "results.db").is_file()
+    hostile = boards["board2"]
+    assert hostile["status"] == "failed" and "'../../../x'" in hostile["reason"], hostile
+    assert "does not name" in hostile["reason"]
+    assert not (keep / "board2" / "fetched").exists() or not list((keep / "board2" / "fetched").iterdir())
+    # nothing anywhere else: not beside --keep, not above it, not at the absolute path; on the board, nothing
+    # beside --remote-dir
+    assert sorted(p.name for p in keep.iterdir()) == sorted(dirs | {"board2"})
+    assert {p.name for p in (tmp_path / "out").iterdir()} <= {
+        "keep",
+        "env.yaml",  # the test's labgrid environment (fleet_cmd)
+        "fleet.db",
+        "fleet.db-wal",
+        "fleet.db-shm",
+    }
+    assert not (tmp_path / "x").exists() and not (tmp_path / "abs").exists()
+    assert sorted(p.name for p in remote.iterdir()) == sorted(dirs | {"board2"})
+    assert [p.name for p in (lab.remote_root / "r1").iterdir()] == ["r2"]
+    assert sorted(p.name for p in lab.remote_root.iterdir()) == ["r1", "x"]

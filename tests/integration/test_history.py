@@ -53,9 +53,9 @@ def test_history_names_the_slowed_campaign_and_cell_and_nothing_else(history_db)
     _check(json.loads(r.stdout))
 
 
-def test_fail_on_regression_exits_1_and_the_text_names_the_step(history_db):
+def test_fail_on_regression_exits_3_and_the_text_names_the_step(history_db):
     r = _history(str(history_db), "--fail-on", "regression")
-    assert r.returncode == 1, r.stderr
+    assert r.returncode == 3, r.stderr
     assert "1 regression(s) and 1 improvement(s)" in r.stdout
     line = next(ln for ln in r.stdout.splitlines() if "regression" in ln and PLANTED in ln)
     assert re.search(r"2 → 3\s+planted\.ops\s+baseline\s+0\.(89|90|91|92)", line), line  # B / A about 1/1.1
@@ -109,3 +109,58 @@ def test_the_same_history_over_postgresql(history_db, pg_url):
         for s in d["regressions"] + d["improvements"]:
             s.pop("from"), s.pop("to")
     assert got == want
+
+
+@pytest.fixture(scope="module")
+def clock_set_back_db(tmp_path_factory) -> Path:
+    """Five campaigns of "nightly" on one board, the third with the planted cell 25% slower, and the board's
+    clock set a year back from the fourth on (a board without a battery-backed clock, before NTP answers):
+    by their wall-clock starts the fourth and fifth would come first."""
+    import time
+    import types
+
+    import boardlab.store.db as db
+
+    path = tmp_path_factory.mktemp("clock") / "lab.db"
+    real = db.time
+    try:
+        for k in range(1, 6):
+            offset = 365 * 86400.0 if k >= 4 else 0.0
+            db.time = types.SimpleNamespace(time=lambda o=offset: time.time() - o)  # type: ignore[assignment]
+            make_campaign_db(path, name="nightly", board="board-a", seed=200 + k, n=10, with_latency=False,
+                             conditions=("baseline", "cpu-stress"),
+                             extra_cells=((PLANTED, 1000.0 / (1.25 if k == 3 else 1.0)),))  # fmt: skip
+    finally:
+        db.time = real
+    return path
+
+
+def test_a_board_clock_set_back_leaves_the_order_and_names_the_regression_and_the_clock(clock_set_back_db):
+    r = _history(str(clock_set_back_db), "--json", "--fail-on", "regression")
+    assert r.returncode == 3, r.stderr  # the regression status, of its own
+    d = json.loads(r.stdout)
+    (board,) = d["boards"]
+    ids = [c["campaign_id"] for c in board["campaigns"]]
+    assert ids == sorted(ids)  # arrival order, though the fourth and fifth "started" a year earlier
+    (reg,) = d["regressions"]
+    assert (reg["from"], reg["to"], reg["workload"]) == (ids[1], ids[2], PLANTED)
+    (imp,) = d["improvements"]
+    assert (imp["from"], imp["to"]) == (ids[2], ids[3])
+    (went_back,) = d["clock_went_back"]
+    assert (
+        went_back.startswith(f"board clock went back: campaign {ids[3]}")
+        and f"campaign {ids[2]}" in went_back
+    )
+    assert board["campaigns"][3]["clock_went_back"] == went_back
+    assert board["campaigns"][4]["clock_went_back"] is None  # the fifth follows the fourth by the same clock
+    text = _history(str(clock_set_back_db))
+    assert "board clock went back" in text.stdout and "REGRESSION" in text.stdout
+
+
+def test_history_on_a_damaged_store_never_exits_with_the_regression_status(clock_set_back_db, tmp_path):
+    damaged = tmp_path / "damaged.db"
+    data = bytearray(clock_set_back_db.read_bytes())
+    data[4096:8192] = b"\xa5" * 4096  # a page of the file overwritten
+    damaged.write_bytes(bytes(data))
+    r = _history(str(damaged), "--fail-on", "regression")
+    assert r.returncode in (1, 2) and "Traceback" not in r.stderr, (r.returncode, r.stderr)

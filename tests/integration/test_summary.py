@@ -54,7 +54,7 @@ def test_pages_from_stored_summaries_are_the_pages_from_the_runs(lab):
     with Store.open(lab, create=False) as store:
         assert all(summary.stored(store, cid) is not None for cid in ids)
         steps = [store.step_summary(a, b) for a, b in zip(ids, ids[1:], strict=False)]
-        assert all(s is not None and s["schema"] == summary.SUMMARY_SCHEMA for s in steps)
+        assert all(s is not None and s["schema"] == summary.code_fingerprint() for s in steps)
     from_summaries = _pages(lab, slowed)
     history, campaign, compare = from_summaries
     assert json.dumps(history) == json.dumps(from_runs[0])
@@ -186,7 +186,7 @@ def test_run_and_ingest_store_the_summary_of_a_real_campaign(tmp_path):
         (cid,) = [int(c["id"]) for c in store.campaigns()]
         got = summary.stored(store, cid, with_document=True)
         assert got is not None and got.runs_stored == store.count_runs(cid) == 3 and got.status == "complete"
-        assert "<h1>boardlab report: noop-summary</h1>" in got.document_html
+        assert summary.document_of(got).title == "boardlab report: noop-summary"
         (cell,) = got.view().cells
         assert cell.workload == "noop" and len(cell.values) == 3 and all(v > 0 for v in cell.values)
     lab = tmp_path / "lab.db"
@@ -197,3 +197,86 @@ def test_run_and_ingest_store_the_summary_of_a_real_campaign(tmp_path):
         got = summary.stored(store, cid)
         assert got is not None and got.runs_stored == 3
         assert summary.view_from_doc(json.loads(got.cells_json)).cells[0].values == cell.values
+
+
+def _verdict_words(markdown: str) -> list[str]:
+    """The verdict column's words of a report's comparison rows, in order."""
+    return re.findall(r"\b(slowdown|speedup|no change|inconclusive|insufficient)\b", markdown)
+
+
+def test_a_summary_of_another_build_is_recomputed_so_serve_and_report_agree(lab, monkeypatch):
+    """A summary stored by a build whose verdict rule differed (here: every comparison "inconclusive", with its
+    own code fingerprint) is stale for this build: `boardlab serve` (a server of this build) shows the verdicts
+    `boardlab report` computes from the runs, not the stored ones."""
+    import dataclasses
+    import importlib
+
+    from boardlab.analysis.document import from_plain
+    from boardlab.report.render import render_document
+
+    from helpers import run_cli
+    from serve_helpers import Served
+
+    compare_module = importlib.import_module("boardlab.stats.compare")  # the module, not the function
+    ids = _keep_all(lab)
+    slowed = ids[SLOW - 1]
+    decide = compare_module.decide
+
+    def other_rule(*args, **kw):  # an older build's rule: never a verdict
+        return dataclasses.replace(decide(*args, **kw), kind="inconclusive")
+
+    monkeypatch.setattr(compare_module, "decide", other_rule)
+    monkeypatch.setattr(summary, "code_fingerprint", lambda: 12345)
+    with Store.open(lab) as store:
+        stale = summary.compute(store, slowed)
+        store.put_campaign_summary(slowed, schema=12345, runs_stored=stale.runs_stored, status=stale.status,
+                                   cells_json=stale.cells_json, document_json=stale.document_json or "")  # fmt: skip
+        assert summary.stored(store, slowed, with_document=True) is not None  # fresh for that build
+    monkeypatch.undo()
+    with Store.open(lab, create=False) as store:
+        assert summary.stored(store, slowed) is None  # stale for this one
+        stale_words = _verdict_words(render_document(summary.document_of(stale), "md"))
+    report = run_cli("report", "--db", str(lab), "--campaign", str(slowed), "--format", "md", "-o", "-")
+    assert report.returncode == 0, report.stderr
+    words = _verdict_words(report.stdout)
+    assert words != stale_words and words.count("slowdown") > stale_words.count("slowdown")  # they disagree
+    with Served(lab) as server:
+        doc = server.json(f"/campaign/{slowed}.json")["document"]
+        status, _, html = server.get(f"/campaign/{slowed}")
+    assert status == 200
+    with Store.open(lab, create=False) as store:
+        fresh = json.loads(summary.compute(store, slowed).document_json)
+    assert doc == fresh
+    assert _verdict_words(render_document(from_plain(doc), "md")) == words
+    assert html.count("slowdown") > 0
+
+
+def test_a_stored_document_renders_as_the_document_it_was_in_every_format(tmp_path):
+    from boardlab.analysis.core import analyze
+    from boardlab.analysis.document import from_plain
+    from boardlab.analysis.sections import build_document
+    from boardlab.report.render import render_document
+
+    from helpers import make_campaign_db
+
+    db = make_campaign_db(tmp_path / "c.db")  # latencies, tails, a drifting cell, an invalid and a failed run
+    with Store.open(db, create=False) as store:
+        document = build_document(analyze(store, store.campaigns()[-1]["id"]), None)
+    back = from_plain(json.loads(json.dumps(summary.plain(document))))
+    for fmt in ("html", "md", "text"):
+        assert render_document(back, fmt) == render_document(document, fmt)
+    with pytest.raises(ValueError, match="unknown type 'Script'"):
+        from_plain({"type": "Script", "src": "x"})
+
+
+def test_a_damaged_stored_summary_is_computed_again_not_an_error(lab):
+    ids = _keep_all(lab)
+    with Store.open(lab) as store:
+        good = summary.stored(store, ids[0], with_document=True)
+        assert good is not None
+        for cells, document in (("{not json", good.document_json), (good.cells_json, '{"type": "Nope"}'),
+                                ("[]", good.document_json)):  # fmt: skip
+            store.put_campaign_summary(ids[0], schema=summary.code_fingerprint(), runs_stored=good.runs_stored,
+                                       status=good.status, cells_json=cells, document_json=document or "")  # fmt: skip
+            assert summary.stored(store, ids[0], with_document=True) is None
+            assert summary.summary_of(store, ids[0], with_document=True).cells_json == good.cells_json

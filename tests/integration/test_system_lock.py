@@ -294,3 +294,31 @@ def test_a_campaign_and_restore_wait_for_a_running_governor_daemon(xu3, tmp_path
     assert len(rows(tmp_path / "second.db", "SELECT id FROM runs")) == 4
     assert (root / GOVERNOR).read_text().strip() == "ondemand"
     assert list(state.glob("restore-*")) == []
+
+
+def test_restore_right_after_a_sigkill_undoes_what_the_dead_daemon_left(xu3):
+    """The daemon is killed and its parent has not reaped it yet (a zombie: its /proc entry stays, with its
+    start time): restore takes the free lock and undoes the daemon's writes. It once called the zombie "another
+    boardlab" still changing the tree, exit 2, until the parent's wait."""
+    root, state, env = xu3
+    before = (root / GOVERNOR).read_text().strip()
+    gov = daemon(root, env)
+    try:
+        wait_for_holder(state, gov.pid)
+        deadline = time.monotonic() + 60
+        while (root / GOVERNOR).read_text().strip() != "userspace":  # it has journaled and written
+            assert time.monotonic() < deadline and gov.poll() is None, "the daemon never governed"
+            time.sleep(0.05)
+        os.kill(gov.pid, signal.SIGKILL)  # not reaped: Popen waits only when asked
+        while open(f"/proc/{gov.pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z":
+            time.sleep(0.01)
+        restore = boardlab(env, "restore", "--root", str(root), "--no-wait", "--json")
+        out, err = restore.communicate(timeout=120)
+        assert open(f"/proc/{gov.pid}/stat").read().rsplit(")", 1)[1].split()[0] == "Z"  # still unreaped
+    finally:
+        gov.kill()
+        gov.communicate(timeout=60)
+    assert restore.returncode == 0, err
+    assert str(gov.pid) not in err
+    assert any("governor" in r["what"] for r in json.loads(out)["restored"]), out
+    assert (root / GOVERNOR).read_text().strip() == before

@@ -238,6 +238,53 @@ def test_over_the_connection_cap_a_client_gets_503_and_silent_ones_make_room(ker
     assert res["refused"] >= 1 and res["idle_closed"] >= 1 and res["limits"]["max_connections"] == 8
 
 
+def _send_then_read(port: int, request: bytes, delay_s: float) -> bytes:
+    """A client that connects, waits `delay_s`, sends its whole request and then reads to the end (as
+    HTTP clients do): what it read, or the error that stopped it."""
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        time.sleep(delay_s)
+        answer = b""
+        try:
+            s.sendall(request)
+            while chunk := s.recv(65536):
+                answer += chunk
+        except OSError as exc:
+            return answer + f" [{type(exc).__name__}]".encode()
+        return answer
+
+
+def test_a_refused_client_reads_its_503_even_while_it_still_sends(kern):
+    """Over the cap, a client that sends a 1 MiB request still reads the 503: the server shuts its side, then
+    reads and drops what the client still sends until it closes (a lingering close). Closed with unread
+    input, the socket answered with a reset, which failed the client's send and discarded the 503."""
+    port, rp, _ = start_mgmt(max_connections=1)
+    busy = _slowloris(port, 1, b"POST /vdm HTTP/1.1\r\n")
+    body = b"<x/>" * (1 << 18)
+    request = b"POST /vdm HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    try:
+        time.sleep(0.2)
+        answers = [_send_then_read(port, request, delay) for delay in (0, 0.3, 0, 0.3)]
+    finally:
+        for b in busy:
+            b.close()
+    rp.stop()
+    for answer in answers:  # sent at once, or after the server has answered and shut its side
+        assert answer.startswith(b"HTTP/1.1 503 ") and answer.endswith(b"</soap:Envelope>\n"), answer[-200:]
+    assert rp.result(10)["service"]["refused"] == len(answers)
+
+
+def test_a_client_answered_413_reads_it_while_it_still_sends(kern):
+    """A 4 MiB request over max_request_bytes gets 413 as soon as its header is read, and the connection
+    ends the same lingering way: the client's send completes and it reads the fault."""
+    port, rp, _ = start_mgmt()
+    body = b"<x/>" * (1 << 20)
+    request = b"POST /vdm HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    answers = [_send_then_read(port, request, 0) for _ in range(3)]
+    rp.stop()
+    for answer in answers:
+        assert answer.startswith(b"HTTP/1.1 413 ") and answer.endswith(b"</soap:Envelope>\n"), answer[-200:]
+
+
 @pytest.mark.skipif(
     not shutil.which("prlimit"), reason="needs prlimit (util-linux) to lower the descriptor limit"
 )
@@ -307,6 +354,60 @@ def test_sequence_jumps_are_counted_as_anomalies_with_bounded_memory(kern):
     assert res["lost"] == 0 and res["duplicates"] == 0
     assert res["by_kind"]["Position"]["first_seq"] == 1000000000
     assert res["by_kind"]["Position"]["max_seq"] == 1000000002
+
+
+def _message(seq: str | None, stamp: str | None = None) -> bytes:
+    """A Position message with seq and sentNs written as given (None: the attribute left out)."""
+    stamp = f"{time.monotonic_ns():020d}" if stamp is None else stamp
+    attrs = (f' seq="{seq}"' if seq is not None else "") + f' sentNs="{stamp}"'
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f'<vdm:DataMessage xmlns:vdm="urn:boardlab:vdm:1" kind="Position"{attrs}>'
+        "<vdm:Position><vdm:LatitudeDeg>1</vdm:LatitudeDeg></vdm:Position></vdm:DataMessage>\n"
+    ).encode()
+
+
+def _raw(seq: str, stamp: str | None = None) -> bytes:
+    text = f"R {seq} {f'{time.monotonic_ns():020d}' if stamp is None else stamp}"
+    return text.encode().ljust(64)[:64]
+
+
+BAD_NUMBERS = ["-1", "abc", " 5", "+5", "5x", "0x10", "", "18446744073709551616", "1" + "0" * 40]
+
+
+@pytest.mark.parametrize("parser", ["expat", "libxml2", "raw"])
+def test_a_seq_or_stamp_that_is_not_a_number_makes_the_message_bad(kern, parser):
+    """seq and sentNs are digits within 64 bits: `-1` once read as 2^64-1, `abc` as 0 and `1e40` as 2^64-1,
+    each counted as a valid message (and a leap of the sequence); a message without a seq reused the last
+    one. Each is now a bad message; the valid ones around them are tracked as before."""
+    group, port = unique_group()
+    rp = start_role(
+        "svc.sub", {"group": group, "port": port, "duration_s": 30, "parser": parser}, wait_ready=False
+    )
+    rp._ready.wait(10)
+    if rp.proc.poll() is not None:
+        res = rp.result(10)
+        if not res["supported"]:
+            pytest.skip(res["reason"])
+    make = _raw if parser == "raw" else _message
+    hostile = [make(bad) for bad in BAD_NUMBERS] + [make("7", bad) for bad in BAD_NUMBERS]
+    if parser != "raw":
+        hostile.append(_message(None))
+    tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    tx.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("127.0.0.1"))
+    try:
+        for datagram in [make("1"), *hostile, make("2")]:
+            tx.sendto(datagram, (group, port))
+            time.sleep(0.002)
+        time.sleep(0.3)
+    finally:
+        tx.close()
+    rp.stop()
+    res = rp.result(10)["service"]
+    kind = res["by_kind"]["Raw" if parser == "raw" else "Position"]
+    assert res["bad"] == len(hostile) and res["received"] == len(hostile) + 2, res
+    assert (kind["unique"], kind["first_seq"], kind["max_seq"]) == (2, 1, 2), kind
+    assert res["seq_jumps"] == 0 and res["duplicates"] == 0 and res["lost"] == 0
 
 
 def test_the_publishers_endpoint_has_the_same_limits(kern):

@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from boardlab.campaign.plan import parse_plan
-from boardlab.fleet.board import parse_poll, place_dir
+from boardlab.fleet.board import parse_poll
 from boardlab.fleet.verify import expected_cells, verify
 from boardlab.workloads import all_workloads
 
@@ -98,7 +98,3 @@ def test_another_plan_or_a_damaged_file_is_refused(board_db, plan, tmp_path):
 )
 def test_poll_answers(lines, expected):
     assert parse_poll(lines) == expected
-
-
-def test_a_place_dir_has_no_whitespace_or_shell_characters():
-    assert place_dir("/var/tmp/boardlab-fleet/", "bbb 1;rm") == "/var/tmp/boardlab-fleet/bbb_1_rm"

@@ -31,7 +31,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from boardlab.analysis import document as doc  # noqa: E402
 from boardlab.errors import BoardlabError, InputError  # noqa: E402
-from boardlab.model.worker_result import WorkerResultError, read_worker_result  # noqa: E402
+from boardlab.model.worker_result import MAX_MAGNITUDE, WorkerResultError, read_worker_result  # noqa: E402
 
 from helpers import make_campaign_db  # noqa: E402
 
@@ -259,24 +259,30 @@ def shown(what: str, value):
 @given(seed=SEEDS)
 def test_fuzz_worker_reader_raises_only_its_error(seed):
     """A worker's JSON result: up to 8 of its keys with constants, any JSON (nested, NaN, 2**70, any
-    character), metrics with any subset of their fields, then serialized as it is, cut in half, or with
-    every bracket repeated 50 times (past the depth limit)."""
+    character), metrics with any subset of their fields, then serialized as it is, cut in half, with
+    every bracket repeated 50 times (past the depth limit) or with a number made 10**400 times larger.
+    What is read fits the store's 64-bit integers and keeps every statistic finite."""
     count("worker reader")
     gen = Gen(seed)
     text = json.dumps(gen.worker_doc(), allow_nan=True)
-    mangle = gen.choice(["json", "cut", "deep"])
+    mangle = gen.choice(["json", "cut", "deep", "huge"])
     if mangle == "cut":
         text = text[: len(text) // 2]
     elif mangle == "deep":
         text = text.replace("[", "[" * 50).replace("]", "]" * 50)
+    elif mangle == "huge":
+        text = re.sub(r"(?<![\w.\-])(\d+)(?![\w.])", lambda m: m.group(1) + "0" * 400, text, count=1)
     with shown("worker result", text):
         try:
             result = read_worker_result(text)
         except WorkerResultError:
             return
         json.dumps(dict(result.document))  # what the runner stores serializes again
-        assert all(isinstance(v, int) and v >= 0 for v in result.iterations_ns)
-        assert result.warmup_iterations is None or isinstance(result.warmup_iterations, int)
+        counts = [*result.iterations_ns, result.warmup_iterations or 0, result.wall_ns or 0]
+        assert all(isinstance(v, int) and 0 <= v < 2**63 for v in counts)
+        for m in result.metrics:
+            assert all(abs(v) <= MAX_MAGNITUDE for v in (*m.values, m.median or 0, m.min or 0))
+        result.series  # noqa: B018 - read as a study reads it: no exception
 
 
 # ---- the plan parser ----
@@ -493,7 +499,7 @@ def test_fuzz_store_readers_over_a_damaged_database(pristine, scratch, seed):
     reports as `boardlab report` does, its monitor series, what history reads of each campaign (the
     environment facts) and serve's boards page may raise only an input error (exit 2)."""
     from boardlab.analysis import analyze, latest_campaign_id
-    from boardlab.analysis.history import environment_facts
+    from boardlab.analysis.history import environment_facts, load_history
     from boardlab.analysis.monitor import monitor_series
     from boardlab.report.markdown import render_markdown
     from boardlab.report.terminal import render_text
@@ -519,8 +525,10 @@ def test_fuzz_store_readers_over_a_damaged_database(pristine, scratch, seed):
                 cid = latest_campaign_id(store)
                 analysis = analyze(store, cid)
                 monitor_series(store, cid)
-                for row in store.campaigns_of_plan(analysis.name, None, limit=10):
-                    environment_facts(row)
+                # the rows as history reads them (load_history adds each campaign's commit identity)
+                for rows, _ in load_history(store, analysis.name, None, analyze=lambda *_: None, last=10):
+                    for row in rows:
+                        environment_facts(row)
                 boards(store)
             render_markdown(analysis)
             render_text(analysis)

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -18,6 +20,8 @@ from boardlab.errors import InputError
 from boardlab.model.workload import LaunchOptions
 from boardlab.workloads import all_workloads, program
 from boardlab.workloads.program_parsers import PARSERS
+
+from helpers import rows, run_cli, tagged_env
 
 OUTPUTS = Path(__file__).parent.parent / "fixtures" / "programs"
 
@@ -280,3 +284,179 @@ def _argv(pid: str) -> list[str]:
         return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
     except OSError:
         return []
+
+
+# ---- the program's output: read through pipes, bounded, and said when read in part ----
+
+RATE = 'metric = { regex = "rate=(?P<r>[0-9.e+]+)", name = "rate", unit = "MB/s", better = "higher" }\n'
+
+
+# Starts the command and prints its peak resident set (KiB, wait4) on stderr. A child's peak counts the memory
+# of the process it was forked from (Linux keeps the high-water mark across exec): forked from this small
+# interpreter, not from the test's, the figure is the worker's own.
+PEAK_RSS = (
+    "import os, subprocess, sys\n"
+    "p = subprocess.Popen(sys.argv[1:])\n"
+    "_, _, ru = os.wait4(p.pid, 0)\n"
+    "print(ru.ru_maxrss, file=sys.stderr)\n"
+)
+
+
+def _run_measured(spec, params: dict) -> tuple[dict, int]:
+    """One measured run as `_run_once`, and the worker's peak resident set in KiB."""
+    argv = spec.measured_argv(params, LaunchOptions(iterations=1))
+    proc = subprocess.run(
+        [sys.executable, "-c", PEAK_RSS, *argv], capture_output=True, text=True, timeout=900
+    )
+    return json.loads(proc.stdout), int(proc.stderr.split()[-1])
+
+
+@pytest.mark.parametrize("where", ["end", "start"])
+def test_a_figure_in_100_mib_of_output_is_found_in_bounded_memory_and_said_read_in_part(tmp_path, where):
+    """100 MiB of output around the figure: it is read through pipes into the first and the last 4 MiB, so
+    the worker stays small and the figure is found at either end; the run says its figure was read from part
+    of the output. The whole output once went to a TMPDIR file of which the first 64 MiB were read."""
+    body = 'name = "chatty"\nargv = ["sh", "-c", "{script}"]\nparams = { script = "x" }\n'
+    _, catalog = _plan(body + RATE, tmp_path)
+    filler = "yes 0123456789abcdefghijklmnopqrstuvwxyz | head -c 104857600"
+    script = f"{filler}; echo rate=7.5" if where == "end" else f"echo rate=7.5; {filler}"
+    doc, rss_kib = _run_measured(catalog["chatty"], {"script": script})
+    assert doc["ok"], doc["errors"]
+    assert doc["metrics"]["rate"]["median"] == 7.5
+    (warning,) = doc["warnings"]
+    assert warning.startswith("metric rate was read from part of the output: stdout: 100.0 MiB of output")
+    assert "searched in its first 4.0 MiB and its last 4.0 MiB" in warning
+    assert rss_kib < 80 * 1024, f"the worker's peak resident set was {rss_kib} KiB for 100 MiB of output"
+
+
+def test_a_program_s_figure_is_read_with_tmpdir_full(tmp_path):
+    """Output no longer goes through TMPDIR: a full one (a 64 KiB tmpfs, filled) changes nothing. It once
+    lost the output and said "(no stderr)"."""
+    from reliability.util import in_namespace, namespace_prefix
+
+    prefix = namespace_prefix()
+    if prefix is None:
+        pytest.skip("a tiny tmpfs as TMPDIR needs a private mount namespace (root, or user namespaces)")
+    body = 'name = "t"\nargv = ["sh", "-c", "head -c 200000 /dev/zero | tr \\"\\\\\\\\0\\" x; echo; echo rate=3"]\n'
+    _, catalog = _plan(body + RATE, tmp_path)
+    argv = catalog["t"].measured_argv({}, LaunchOptions(iterations=1))
+    (tmp_path / "full").mkdir()
+    proc = in_namespace(
+        prefix,
+        'mount -t tmpfs -o size=64k boardlab-full "$TMPDIR"; head -c 1M /dev/zero > "$TMPDIR/fill" || true\n'
+        f"exec {shlex.join(argv)}",
+        env={"TMPDIR": str(tmp_path / "full")},
+    )
+    doc = json.loads(proc.stdout)
+    assert doc["ok"] and doc["metrics"]["rate"]["median"] == 3.0, (doc, proc.stderr)
+    assert doc["warnings"] == []
+
+
+JSON_R = 'metric = { json = "/r", unit = "ops", better = "higher" }\n'
+HUGE = "1" + "0" * 400
+
+
+@pytest.mark.parametrize(
+    "script, metric, why",
+    [
+        ("echo rate=1e400", RATE, "rate: inf is not a finite number of at most 1e+100 in size"),
+        ("echo rate=1e101", RATE, "rate: 1e+101 is not a finite number of at most 1e+100 in size"),
+        ('echo "{\\"r\\": ' + HUGE + '}"', JSON_R, f"value: {HUGE[:40]} is not a finite number"),
+    ],
+)
+def test_a_figure_no_statistic_can_hold_fails_the_run_with_the_reason(tmp_path, script, metric, why):
+    """A figure of 10**400 (a float's infinity as text, or a 400-digit JSON integer) once ended the worker in
+    an "internal error" or an OverflowError's traceback: it is the run's failure, naming the figure."""
+    body = 'name = "big"\nargv = ["sh", "-c", "{script}"]\nparams = { script = "x" }\n'
+    _, catalog = _plan(body + metric, tmp_path)
+    doc = _run_once(catalog["big"], {"script": script})
+    assert not doc["ok"] and len(doc["errors"]) == 1, doc
+    assert doc["errors"][0].startswith(f"metric {why}"), doc["errors"][0]
+
+
+def test_a_campaign_says_once_per_cell_that_a_figure_was_read_from_part_of_the_output(tmp_path):
+    """The warning reaches the terminal once per cell, and every run's stored result keeps its own."""
+    (tmp_path / "plan.toml").write_text(
+        'name = "chatty"\n[runs]\nrepetitions = 2\nwarmup_max_iterations = 0\n[gates]\nidle = false\n'
+        'temperature = false\n[[workloads]]\nkind = "program"\nname = "sh.chatty"\n'
+        'argv = ["sh", "-c", "yes 0123456789 | head -c 12582912; echo rate=4"]\n' + RATE
+    )
+    db = tmp_path / "r.db"
+    env = tagged_env(f"chatty-{os.getpid()}", BOARDLAB_STATE_DIR=str(tmp_path / "state"))
+    proc = run_cli("run", str(tmp_path / "plan.toml"), "--db", str(db), timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("metric rate was read from part of the output: stdout: 12.0 MiB") == 1, (
+        proc.stderr
+    )
+    stored = [json.loads(w) for (w,) in rows(db, "SELECT worker_json FROM runs")]
+    assert len(stored) == 2 and all("12.0 MiB of output" in doc["warnings"][0] for doc in stored)
+    assert {doc["metrics"]["rate"]["median"] for doc in stored} == {4.0}
+
+
+def test_a_stream_kept_in_part_keeps_whole_lines_and_a_failed_read_is_said():
+    from boardlab.workloads.program_output import OUTPUT_HEAD_BYTES, OUTPUT_TAIL_BYTES, Kept
+
+    kept = Kept("stdout")
+    line = b"x" * 99 + b"\n"
+    for _ in range((OUTPUT_HEAD_BYTES + OUTPUT_TAIL_BYTES) // len(line) + 1000):
+        kept.add(line)
+    kept.add(b"rate=1\n")
+    text, note = kept.text()
+    assert note is not None and note.startswith("stdout: ") and "between were not read" in note
+    assert text.endswith("rate=1\n") and all(ln in ("x" * 99, "rate=1") for ln in text.splitlines())
+    whole = Kept("stderr")
+    whole.add(b"all of it\n")
+    assert whole.text() == ("all of it\n", None)
+    whole.error = "Input/output error"
+    text, note = whole.text()
+    assert (
+        text == "all of it\n"
+        and note == "stderr could not be read whole (Input/output error): 10 bytes were read"
+    )
+    ex = program.Execution(0, {}, "", "", None, {"stderr": "stderr could not be read whole (EIO)"})
+    assert ex.stderr_tail() == "(none read: stderr could not be read whole (EIO))"
+
+
+def test_a_command_string_is_split_after_its_placeholders_are_filled_and_runs_without_a_shell(tmp_path):
+    plan, catalog = _plan(
+        'name = "words"\ncommand = "{cmd}"\nparams = { cmd = ["printf \'%s|\' \'a b\' c", "printf \'$HOME\'"] }\n'
+        'metric = { regex = "(?P<v>.*)", name = "v", unit = "text", better = "higher" }\n',
+        tmp_path,
+    )
+    spec = catalog["words"]
+    argv = spec.measured_argv({"cmd": "printf '%s|' 'a b' c"}, LaunchOptions(iterations=1))
+    decl = json.loads(argv[argv.index("--param") + 1].split("=", 1)[1])
+    assert decl["argv"] == ["printf", "%s|", "a b", "c"]  # quoted words kept whole, as a shell splits them
+    decl = json.loads(
+        spec.measured_argv({"cmd": "printf '$HOME'"}, LaunchOptions(iterations=1))[5].split("=", 1)[1]
+    )
+    assert decl["argv"] == ["printf", "$HOME"]  # no shell: nothing is expanded
+    with pytest.raises(InputError, match=r"command: .*cannot be split into words .*balance its quotes"):
+        _plan('name = "bad"\ncommand = "{cmd}"\nparams = { cmd = ["echo \'unbalanced"] }\n', tmp_path)
+    with pytest.raises(InputError, match="give argv .* or command .*, not both"):
+        _plan('name = "both"\ncommand = "true"\nargv = ["true"]\n', tmp_path)
+
+
+def test_prepare_each_runs_before_every_execution_outside_its_time(tmp_path):
+    flag = tmp_path / "flag"
+    plan, catalog = _plan(
+        f'name = "each"\nargv = ["rm", "{flag}"]\nprepare_each = ["sh", "-c", "sleep 0.3; touch {flag}"]\n'
+        "iterations = 3\n",
+        tmp_path,
+    )
+    doc = _run_once(catalog["each"], {})
+    assert doc["ok"], doc["errors"]  # each rm found the flag: made again before each of the three
+    assert (
+        len(doc["iterations_ns"]) == 3 and max(doc["iterations_ns"]) < 0.25e9
+    )  # the 0.3 s sleep is not timed
+    assert doc["launched"]["executions"] == 3 and doc["launched"]["wall_ns"] == sum(doc["iterations_ns"])
+
+
+def test_a_plan_pins_the_worker_to_a_set_of_cpus(tmp_path):
+    path = tmp_path / "set.toml"
+    path.write_text('name = "s"\n[runs]\ncpu = [3, 1]\n[[workloads]]\nname = "noop"\n')
+    plan = parse_plan(path.read_text(), str(path), {w.name: w for w in all_workloads()})
+    assert plan.runs.cpu_set == (1, 3) and plan.runs.cpu == 3  # the set's last is the measured CPU
+    path.write_text('name = "s"\n[runs]\ncpu = [1, 1]\n[[workloads]]\nname = "noop"\n')
+    with pytest.raises(InputError, match=r"runs.cpu.*expected a list of distinct CPU numbers"):
+        parse_plan(path.read_text(), str(path), {w.name: w for w in all_workloads()})

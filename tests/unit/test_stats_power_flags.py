@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 
@@ -17,7 +18,13 @@ from boardlab.stats.flags import (
     comparison_flags,
     simulated_threshold,
 )
-from boardlab.stats.power import ASSUMED_CV, observed_cv, repetitions_for_power, simulated_power
+from boardlab.stats.power import (
+    ASSUMED_CV,
+    cv_upper_bound,
+    observed_cv,
+    repetitions_for_power,
+    simulated_power,
+)
 from boardlab.stats.trimmed import trimmed_one_sample, yuen_welch
 from boardlab.stats.verdict import RunEnvironment, check_confounders
 
@@ -66,23 +73,44 @@ def test_constant_arms_give_a_degenerate_but_defined_test():
 # --- repetitions for power ----------------------------------------------------------------------------------
 
 
-def test_the_simulated_power_is_the_shipped_tests_slowdown_rate():
-    """The power simulation's closed rule (p x m < alpha and the 90% interval above 1 + delta) gives the same
-    slowdown share as compare() + decide() on the same draws."""
-    n, cv, effect, m = 8, 0.02, 1.05, 14
+@pytest.mark.parametrize(
+    ("n", "n_baseline", "effect", "delta", "m"),
+    [(8, 8, 1.05, 0.02, 14), (5, 14, 1.25, 0.10, 26)],  # the second: rt-isolation's arms, 5 runs against 14
+)
+def test_the_simulated_power_is_the_shipped_tests_slowdown_rate(n, n_baseline, effect, delta, m):
+    """The power simulation decides each replicate as compare() + decide() do on the same draws: the closed
+    rule (p x m < alpha and the 90% interval above 1 + delta) outside the permutation band, the permutation
+    p itself inside it where the arms have few splits (all replicates drawn here: `checks`). With 5 runs
+    against 14 the t approximation alone said 91% where the report's verdicts reach about 66%."""
+    cv, replicates = 0.02, 80
     sigma = math.sqrt(math.log1p(cv * cv))
     rng = random.Random("power:5")  # the seed simulated_power uses for seed=5
     hits = 0
     from boardlab.stats import decide
 
-    for i in range(200):
-        base = [math.exp(rng.gauss(0.0, sigma)) for _ in range(n)]
+    for i in range(replicates):
+        base = [math.exp(rng.gauss(0.0, sigma)) for _ in range(n_baseline)]
         cond = [math.exp(math.log(effect) + rng.gauss(0.0, sigma)) for _ in range(n)]
-        c = compare(base, cond, higher_is_better=False, delta=0.02, seed=i)
-        v = decide(c.decision_ci, p_adjusted=min(1.0, c.p_value * m), delta=0.02, n_baseline=n, n_condition=n)
+        c = compare(base, cond, higher_is_better=False, delta=delta, seed=i, family_size=m)
+        v = decide(c.decision_ci, p_adjusted=min(1.0, c.p_value * m), delta=delta, n_baseline=n_baseline,
+                   n_condition=n)  # fmt: skip
         hits += v.kind == "slowdown"
-    simulated = simulated_power(n, n, cv=cv, effect=effect, delta=0.02, family_size=m, replicates=200, seed=5)
-    assert simulated == pytest.approx(hits / 200, abs=0.011)  # exp(log(x)) may move a value by one ulp
+    simulated = simulated_power(n, n_baseline, cv=cv, effect=effect, delta=delta, family_size=m,
+                                replicates=replicates, seed=5, checks=replicates)  # fmt: skip
+    assert abs(simulated - hits / replicates) <= 1.5 / replicates  # exp(log(x)) may move a value by one ulp
+    if n == 5:
+        assert simulated < 0.8  # what the t approximation alone advised against
+
+
+def test_small_arms_are_advised_by_the_permutation_tests_power():
+    """rt-isolation's design (the reference sqrt(6) x the condition's runs, 26 comparisons, delta 10%): the
+    t approximation advised 5 runs, at which the report's verdicts reached 66% power; the permutation p
+    decides the small arms, and the advice is 6 (about 95%)."""
+    from boardlab.campaign.schedule import reference_runs
+
+    a = repetitions_for_power(cv=0.02, delta=0.10, family_size=26, cv_source="assumed",
+                              baseline_runs=functools.partial(reference_runs, k=6))  # fmt: skip
+    assert a.runs_per_arm == 6 and a.baseline_runs == 15 and a.power >= 0.9
 
 
 def test_more_comparisons_and_more_noise_need_more_runs_and_allocation_needs_fewer():
@@ -117,6 +145,14 @@ def test_the_observed_cv_is_robust_to_a_stray_run():
     assert observed_cv([1.0, 2.0]) is None and ASSUMED_CV == 0.02
 
 
+def test_a_wide_spread_from_three_runs_bounds_the_cv_without_overflow():
+    # three runs of a 6 ns kernel (5.8, 0.9, 40 ns): one cell, nu at its floor, a log spread exp() cannot hold
+    bound = cv_upper_bound([[5.8, 0.9, 40.0]])
+    assert bound is not None and math.isfinite(bound[0]) and bound[0] > 10 and bound[1] == 3
+    advice = repetitions_for_power(cv=bound[0], delta=0.02, family_size=1, cv_source="measured")
+    assert advice.exceeds_cap
+
+
 # --- flags -----------------------------------------------------------------------------------------------------
 
 
@@ -129,6 +165,11 @@ def test_two_modes_are_flagged_and_steady_runs_are_not():
     assert b is not None and b.flagged and b.gap_ratio == pytest.approx(1.10, rel=0.03)
     (flag,) = cell_flags("condition", two)
     assert flag.startswith("bimodal condition") and "fix the frequency" in flag
+    assert "67% of them faster than the rest, which are 9.6% longer" in flag  # times: the low group is faster
+    (rate,) = cell_flags("condition", two, higher_is_better=True)
+    assert (
+        "67% of them slower than the rest, which are 9.6% higher" in rate
+    )  # a rate: the low group is slower
     assert bimodality(two[:7]) is None  # too few runs to tell
     assert bimodal_threshold(12) == bimodal_threshold(12)  # seeded: the same on every call
 
@@ -164,20 +205,22 @@ def test_flags_ride_on_the_verdict_through_the_correction():
 # --- pooled tails ---------------------------------------------------------------------------------------------
 
 
-def test_the_pooled_tail_interval_is_expanded_and_its_p_agrees_with_it():
+def test_the_pooled_tail_p_counts_every_split_of_whole_runs_and_its_interval_is_expanded():
+    """6 + 6 runs: the permutation p counts all C(12, 6) = 924 splits (a multiple of 2 / 924); a twice slower
+    condition is the most extreme split (p = 2 / 924) and its 90% interval, expanded for 6 runs (t with 5 df,
+    x sqrt(6 / 5)), lies above 1.1."""
     from boardlab.stats.tails import compare_tail
 
     rng = random.Random(6)
     arms = [[[rng.lognormvariate(0, 0.3) for _ in range(20)] for _ in range(6)] for _ in range(2)]
     c = compare_tail(arms[0], arms[1], delta=0.1, seed=1, resamples=2000)
-    assert "expanded percentile" in c.decision_ci.method and "t with 10 df" in c.decision_ci.method
+    assert "expanded percentile" in c.decision_ci.method and "t with 5 df" in c.decision_ci.method
     assert c.decision_ci.confidence == pytest.approx(0.90)
-    # the interval at the test's level: it excludes 1 exactly when p < 0.10 (two-sided, 90%)
-    excludes = not (c.decision_ci.low <= 1.0 <= c.decision_ci.high)
-    assert excludes == (c.p_value < 0.10)
+    assert c.test.method == "permutation" and c.permutations == 924
+    assert (c.p_value * 924 / 2) == pytest.approx(round(c.p_value * 924 / 2)) and c.p_value > 0.05
     slower = [[v * 2 for v in run] for run in arms[1]]
     strong = compare_tail(arms[0], slower, delta=0.1, seed=1, resamples=2000)
-    assert strong.p_value < 0.01 and strong.decision_ci.low > 1.1
+    assert strong.p_value == pytest.approx(2 / 924) and strong.decision_ci.low > 1.1
 
 
 def _two_modes(rng: random.Random, n: int) -> list[float]:
@@ -232,3 +275,23 @@ def test_above_the_simulated_run_count_the_threshold_is_the_stricter_one_of_that
     # the quantile falls with the run count, so the capped threshold flags less than the exact one would
     assert simulated_threshold(2 * cap) < bimodal_threshold(2 * cap)
     assert bimodal_threshold(cap - 1) == simulated_threshold(cap - 1)
+
+
+def test_a_resample_quantile_from_the_runs_top_samples_is_the_sorted_pools():
+    """The cluster bootstrap merges each drawn run's largest samples instead of sorting the whole pool: the
+    same value, bit for bit, as the quantile of the sorted pool of the same draws."""
+    from itertools import chain
+
+    from boardlab.stats._special import percentile_sorted
+    from boardlab.stats.tails import _Resampler
+
+    rng0 = random.Random(5)
+    for trial in range(200):
+        n = rng0.randint(1, 12)
+        runs = [[rng0.lognormvariate(0, 0.5) for _ in range(rng0.randint(1, 90))] for _ in range(n)]
+        q = rng0.choice([0.99, 0.999, 0.95, 0.5])
+        drawn, again = random.Random(trial), random.Random(trial)
+        resampler = _Resampler(runs, q)
+        for _ in range(5):
+            pooled = sorted(chain.from_iterable(runs[again.randrange(n)] for _ in range(n)))
+            assert resampler.draw(drawn) == percentile_sorted(pooled, q)

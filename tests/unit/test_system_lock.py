@@ -112,3 +112,26 @@ def test_a_filesystem_that_cannot_lock_is_named_exit_2_and_leaves_no_file(monkey
     )
     assert "No locks available" in str(exc.value) and "nothing was changed" in str(exc.value)
     assert exc.value.exit_code == 2 and not first.path.exists()
+
+
+def test_a_holder_the_lock_file_names_is_named_only_while_it_runs():
+    """The file says who took the lock; a holder is named only if that process still runs (the file of a
+    killed holder, read before the next holder rewrote it, named the dead one)."""
+    import json
+    import subprocess
+    import sys
+
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()  # its pid, free now (reused, at worst, by a process of another start time)
+    first = lock("campaign first")
+    assert first.acquire(0, print) == 0.0
+    doc = json.loads(first.path.read_text())
+    assert doc["pid"] == os.getpid() and isinstance(doc["start_ticks"], int)
+    # the lock held (by `first`), its file naming the ended process, as a new holder may find it
+    first.path.write_text(json.dumps({**doc, "pid": ended.pid, "start_ticks": 1}))
+    with pytest.raises(InputError) as exc:
+        lock("campaign second").acquire(0, print)
+    assert "held by another boardlab (--no-wait)" in str(exc.value) and str(ended.pid) not in str(exc.value)
+    first.path.write_text(json.dumps({**doc, "start_ticks": doc["start_ticks"] + 1}))  # the pid, reused
+    assert lock("campaign third").holder() == "another boardlab"
+    first.release()

@@ -123,6 +123,27 @@ MALFORMED = {
     "errors of objects": _doc('"errors": [{"a": 1}]'),
     "reason a number": _doc('"supported": false, "reason": 3'),
     "wall_ns text": _doc('"wall_ns": "1s"'),
+    # numbers no store column or statistic can hold: 10**400 was an OverflowError that ended the campaign,
+    # a count of 2**64 an error of the store's insert
+    "metric value 10**400": _doc(
+        '"metrics": {"m": {"unit": "s", "higher_is_better": false, "values": [1' + "0" * 400 + "]}}"
+    ),
+    "metric median 10**400": _doc(
+        '"metrics": {"m": {"unit": "s", "higher_is_better": false, "median": -1' + "0" * 400 + "}}"
+    ),
+    "metric value 1e300": _doc('"metrics": {"m": {"unit": "s", "higher_is_better": false, "value": 1e300}}'),
+    "histogram width 10**400": _doc(
+        '"histograms": {"h": {"counts": [1], "bucket_width": 1' + "0" * 400 + ', "unit": "us", '
+        '"overflow": 0, "total": 1}}'
+    ),
+    "warmup iterations 2**64": _doc(f'"warmup": {{"iterations": {2**64}}}'),
+    "iteration 2**63": _doc(f'"iterations_ns": [{2**63}]'),
+    "wall_ns 2**64": _doc(f'"wall_ns": {2**64}'),
+    "histogram count 2**64": _doc(
+        f'"histograms": {{"h": {{"counts": [{2**64}], "bucket_width": 1, "unit": "us", "overflow": 0, "total": 1}}}}'
+    ),
+    "counter count 2**64": _doc(f'"counters": {{"cycles": {{"count": {2**64}}}}}'),
+    "warnings not text": _doc('"warnings": [3]'),
 }
 
 
@@ -130,6 +151,25 @@ MALFORMED = {
 def test_a_malformed_output_raises_only_the_declared_error(text):
     with pytest.raises(WorkerResultError, match="worker"):
         read_worker_result(text)
+
+
+def test_the_largest_numbers_a_result_may_hold_are_read():
+    doc = {**KERN_V1, "warmup": {"iterations": 2**63 - 1}, "iterations_ns": [2**63 - 1], "wall_ns": 2**63 - 1}
+    doc["metrics"] = {
+        "m": {"unit": "x", "higher_is_better": True, "values": [1e100, -(10**100)], "median": 0}
+    }
+    result = parse_worker_result({**doc, "warnings": ["searched in part", None]})
+    assert result.warmup_iterations == result.iterations_ns[0] == result.wall_ns == 2**63 - 1
+    assert result.metrics[0].values == (1e100, -(10**100)) and result.warnings == ("searched in part",)
+
+
+def test_a_series_point_of_10_to_the_400_is_a_gap_not_an_overflow():
+    body = {
+        "ok": True,
+        "series": [{"metric": "m", "label": "l", "points": [[0, 10**400], [10**400, 1], [1, 2]]}],
+    }
+    (series,) = build_worker_result("boardlab.pyrun", "w", {}, body).series
+    assert series.points == ((0.0, None), (1.0, 2.0))
 
 
 def test_warmup_iterations_is_read_as_a_count():

@@ -89,8 +89,13 @@ def compare_boards(
     comps: list = []
     slots: list[list[int]] = []
 
+    # how many board pairs the family will hold, as far as the names tell before the analyses arrive: it
+    # sets how far each comparison's permutation p is drawn (compare.pair_rows)
+    n = len(names) if names else 2
+    board_pairs = n * (n - 1) // 2 if all_pairs else n - 1
+
     def compare(a: CampaignAnalysis, b: CampaignAnalysis) -> None:
-        rows, pc, ps = pair_rows(a, b, seed=1000 * len(pairs))
+        rows, pc, ps = pair_rows(a, b, seed=1000 * len(pairs), family_size=board_pairs * len(a.cells))
         pairs.append({"a": a.board_label, "b": b.board_label, "cells": rows, "unmatched": unmatched(a, b)})
         comps.extend(pc)
         slots.append(ps)

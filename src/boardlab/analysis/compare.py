@@ -9,7 +9,18 @@ from __future__ import annotations
 
 import json
 
-COMPARE_SCHEMA = 1
+from boardlab.analysis.format import estimator_words, test_words
+
+COMPARE_SCHEMA = 2  # 2: each cell says its test, how its p was found and what its ratio is of
+RATIO_WORDS = (
+    "B / A of each cell's estimate (`estimator`: the runs' 20%-trimmed geometric means, or their medians where "
+    "the rank test decided); cost_ratio > 1 means B is worse; the a/b medians are shown for reading"
+)
+DECISION_WORDS = (
+    "verdicts are decided on decision_ci, the 90% interval of the cost ratio from the cell's test (`test_words`: "
+    "Yuen's trimmed t on log runs, its p by permutation where a correction could use it), against each cell's "
+    "delta, with p adjusted over every cell; cost_ratio_ci (95%) is shown, not decided on"
+)
 
 
 def _key(cell) -> tuple[str, str, str]:
@@ -41,11 +52,13 @@ def _cell_id(cell) -> dict:
     }
 
 
-def pair_rows(a, b, *, seed: int = 0) -> tuple[list[dict], list, list[int]]:
+def pair_rows(a, b, *, seed: int = 0, family_size: int | None = None) -> tuple[list[dict], list, list[int]]:
     """B/A for every cell of A matched in B, not yet corrected: (rows, comparisons, the row of each comparison).
 
     `finish_rows` fills the rows once the comparisons are corrected, over this pair alone (`compare_campaigns`)
-    or over every pair of a report (`analysis.boards`): one family per report (docs/method.md)."""
+    or over every pair of a report (`analysis.boards`, `analysis.history`): one family per report
+    (docs/method.md). `family_size` is that family's size as far as it is known before (this pair's matched
+    cells when None): how far a permutation p-value must reach to pass its correction."""
     import statistics
 
     from boardlab.analysis.core import threshold_of
@@ -64,6 +77,7 @@ def pair_rows(a, b, *, seed: int = 0) -> tuple[list[dict], list, list[int]]:
     rows: list[dict] = []
     comps = []
     slots = []
+    family = family_size if family_size is not None else len(matched)
     for i, (ca, cb) in enumerate(matched):
         row = {
             **_cell_id(ca),
@@ -79,6 +93,9 @@ def pair_rows(a, b, *, seed: int = 0) -> tuple[list[dict], list, list[int]]:
             "delta": None,
             "delta_source": None,
             "test": None,
+            "test_method": None,
+            "test_words": None,
+            "estimator": None,
             "p_value": None,
             "p_adjusted": None,
             "verdict": None,
@@ -107,6 +124,7 @@ def pair_rows(a, b, *, seed: int = 0) -> tuple[list[dict], list, list[int]]:
                     seed=seed + i,
                     baseline_env=ca.environments(),
                     condition_env=cb.environments(),
+                    family_size=family,
                 )
             )
             slots.append(len(rows))
@@ -124,6 +142,9 @@ def finish_rows(rows: list[dict], slots: list[int], adjusted) -> None:
             cost_ratio_ci=_interval(c.cost_ratio_ci),
             decision_ci=_interval(c.decision_ci),
             test=c.test.name,
+            test_method=c.test.method,
+            test_words=test_words(c),
+            estimator=estimator_words(c),
             p_value=c.p_value,
             p_adjusted=c.p_adjusted,
             verdict=c.verdict.kind,
@@ -152,9 +173,8 @@ def compare_campaigns(a, b, *, path_a: str = "A", path_b: str = "B") -> dict:
         "schema": COMPARE_SCHEMA,
         "a": _side(path_a, a),
         "b": _side(path_b, b),
-        "ratio": "B / A: median of B over median of A; cost_ratio > 1 means B is worse",
-        "decision": "verdicts are decided on decision_ci, the 90% bootstrap interval of the cost ratio, "
-        "against each cell's delta; cost_ratio_ci (95%) is shown, not decided on",
+        "ratio": RATIO_WORDS,
+        "decision": DECISION_WORDS,
         "adjustment": method,
         "family_size": len(comps),
         "aa_controls": {side: _aa_doc(analysis) for side, analysis in (("a", a), ("b", b))},

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from collections import Counter
 
 from boardlab.analysis.monitor import MonitorSeries, monitor_series  # noqa: F401 (the package's API)
@@ -336,22 +335,21 @@ def _tail_arm(
 
 
 def tail_comparisons(
-    store: Store, cells: tuple[CellAnalysis, ...], *, seed_offset: int = TAIL_SEED_OFFSET
+    store: Store,
+    cells: tuple[CellAnalysis, ...],
+    *,
+    family_size: int,
+    seed_offset: int = TAIL_SEED_OFFSET,
 ) -> tuple[ComparisonAnalysis, ...]:
     """Each condition against its baseline on the p99 (workloads with `tail_samples`) by `stats.tails`: per-run p99s
-    when every run has >= 100 samples, else the pooled p99 with a cluster bootstrap over runs. Unadjusted
-    here: `analyze` corrects them together with the medians."""
+    when every run has >= 100 samples, else the pooled p99 with a permutation test over whole runs. Unadjusted
+    here: `analyze` corrects them together with the medians (`family_size` comparisons, which set how far a
+    permutation p must reach)."""
     from boardlab.stats import TAIL_MIN_SAMPLES
-    from boardlab.stats.tails import TAIL_RESAMPLES
 
     tail_cells = tuple(c for c in cells if tail_samples(c.workload))
     arms: dict[int, tuple[list[RunEnvironment], list]] = {}
     results: list[ComparisonAnalysis] = []
-    # A pooled tail's bootstrap p cannot go below 2 / (B + 1): enough resamples that it can still clear
-    # 0.05 after the report's correction over every comparison (reachability, docs/method.md).
-    family = sum(1 for *_, missing in _pairs(cells) if missing is None)
-    family += sum(1 for *_, missing in _pairs(tail_cells) if missing is None)
-    resamples = max(TAIL_RESAMPLES, math.ceil(2 * family / 0.05))
     pairs = list(_pairs(tail_cells))
     # an arm's samples are dropped after its last comparison, so a campaign's samples are never all held
     uses = Counter(c.cell_id for cond, base, *_, missing in pairs if missing is None for c in (base, cond))
@@ -378,6 +376,7 @@ def tail_comparisons(
                             seed=seed_offset + len(results),
                             baseline_env=bp,
                             condition_env=cp,
+                            family_size=family_size,
                         )
                         comp = dataclasses.replace(
                             comp, statistic=f"per-run p99 (every run has >= {TAIL_MIN_SAMPLES} samples)"
@@ -396,7 +395,7 @@ def tail_comparisons(
                             bv,
                             cv,
                             q=0.99,
-                            resamples=resamples,
+                            family_size=family_size,
                             higher_is_better=False,
                             delta=delta,
                             seed=seed_offset + len(results),
@@ -421,14 +420,19 @@ def tail_comparisons(
                 comparison=comp,
                 reason=reason,
                 delta_source=source,
+                cell_key=cond.key,
+                baseline_key=base.key if base is not None else "",
             )
         )
     return tuple(results)
 
 
-def median_comparisons(cells: tuple[CellAnalysis, ...], plan_order: str) -> tuple[ComparisonAnalysis, ...]:
+def median_comparisons(
+    cells: tuple[CellAnalysis, ...], plan_order: str, *, family_size: int
+) -> tuple[ComparisonAnalysis, ...]:
     """Each (condition, baseline) pair compared on the runs' medians (one value per run, never pooled
-    iterations), paired by block under ABBA; unadjusted here (`analyze` corrects the whole family)."""
+    iterations), paired by block under ABBA; unadjusted here (`analyze` corrects the whole family of
+    `family_size` comparisons, which sets how far a permutation p must reach)."""
     results: list[ComparisonAnalysis] = []
     for cond, base, cond_label, base_label, missing in _pairs(cells):
         delta, source = threshold_of(cond.facts, cond.metric)
@@ -453,6 +457,7 @@ def median_comparisons(cells: tuple[CellAnalysis, ...], plan_order: str) -> tupl
                         paired_blocks=blocks,
                         baseline_env=base.environments(),
                         condition_env=cond.environments(),
+                        family_size=family_size,
                     )
                     comp = _with_flags(comp, base, cond)
                 except ValueError as exc:  # e.g. a metric that is zero or negative has no ratio
@@ -469,6 +474,8 @@ def median_comparisons(cells: tuple[CellAnalysis, ...], plan_order: str) -> tupl
                 comparison=comp,
                 reason=reason,
                 delta_source=source,
+                cell_key=cond.key,
+                baseline_key=base.key if base is not None else "",
             )
         )
     return tuple(results)
@@ -485,6 +492,7 @@ def _with_flags(comp: Comparison, base: CellAnalysis, cond: CellAnalysis) -> Com
         baseline_order=base.runs.seqs(),
         condition_order=cond.runs.seqs(),
         confounding=comp.confounding,
+        higher_is_better=cond.higher_is_better,
     )
     return (
         dataclasses.replace(comp, verdict=dataclasses.replace(comp.verdict, flags=flags)) if flags else comp
@@ -566,6 +574,14 @@ def _mark_unstable(
     return tuple(out)
 
 
+def planned_family(cells: tuple[CellAnalysis, ...]) -> int:
+    """How many comparisons the report's correction family will hold: every pair with both sides present,
+    medians and tails (the permutation p-values are drawn far enough to pass its correction)."""
+    family = sum(1 for *_, missing in _pairs(cells) if missing is None)
+    tail_cells = tuple(c for c in cells if tail_samples(c.workload))
+    return family + sum(1 for *_, missing in _pairs(tail_cells) if missing is None)
+
+
 def correct_family(
     *families: tuple[ComparisonAnalysis, ...],
 ) -> tuple[tuple[tuple[ComparisonAnalysis, ...], ...], int, str]:
@@ -591,8 +607,9 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
     # one query per cell: the rows of one cell at a time, never the campaign's
     cells = tuple(_cell(row, run_table(store.cell_runs(row["id"])), known[row["key"]]) for row in rows)
 
-    medians = median_comparisons(cells, plan_order)
-    tails = tail_comparisons(store, cells)
+    family = planned_family(cells)
+    medians = median_comparisons(cells, plan_order, family_size=family)
+    tails = tail_comparisons(store, cells, family_size=family)
     (medians, tails), size, method = correct_family(medians, tails)
     controls = aa_controls(cells)
     by_cell = {c.cell_id: c for c in controls}

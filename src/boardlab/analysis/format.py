@@ -184,6 +184,53 @@ def fmt_value(x: float | None) -> str:
     return text.rstrip("0").rstrip(".") if "." in text and "e" not in text else text
 
 
+# each test a comparison can be decided by: its name in a report, in a table cell, and what its ratio is of
+TESTS = {
+    "yuen-welch-log": ("Yuen's trimmed t on log runs", "Yuen", "20%-trimmed geometric means of the runs"),
+    "trimmed-t-log-paired": (
+        "trimmed t on per-block log ratios",
+        "paired trimmed t",
+        "medians of the blocks' runs (trimmed geometric mean of the block ratios)",
+    ),
+    "mann-whitney-u": ("Mann-Whitney U rank test", "rank test", "medians of the runs"),
+    "wilcoxon-signed-rank": (
+        "Wilcoxon signed-rank test on per-block log ratios",
+        "signed-rank",
+        "medians of the runs",
+    ),
+    "pooled-quantile-permutation": (
+        "pooled p99 over whole runs",
+        "pooled p99",
+        "pooled p99s of all runs' samples",
+    ),
+}
+P_FROM = {
+    "student-t": "from Student's t",
+    "permutation": "by permutation",
+    "exact": "exact",
+    "asymptotic": "by normal approximation",
+    "bootstrap": "by bootstrap",
+}
+
+
+def test_words(c, short: bool = False) -> str:
+    """The test that decided a comparison and where its p came from ("Yuen's trimmed t on log runs, p by
+    permutation over 14,000 splits"), or in `short` form for a table cell ("Yuen, p by permutation")."""
+    long, brief, _ = TESTS.get(c.test.name, (c.test.name, c.test.name, ""))
+    how = P_FROM.get(c.test.method, c.test.method)
+    if short:
+        return f"{brief}, p {how}"
+    drawn = ""
+    if c.test.method == "permutation" and c.permutations:
+        drawn = f" over {c.permutations:,} {'sign flips' if c.n_blocks is not None else 'splits'}"
+    return f"{long}, p {how}{drawn}"
+
+
+def estimator_words(c) -> str:
+    """What a comparison's ratio is the ratio of (the medians shown beside it are the runs' medians)."""
+    return TESTS.get(c.test.name, ("", "", "the arms' estimates"))[2]
+
+
 def verdict_text(kind: str | None, confounded: bool = False) -> str:
     if kind is None:
         return "no verdict"

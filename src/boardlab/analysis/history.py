@@ -1,5 +1,9 @@
-"""One plan's campaigns on a board in time order: each cell's median per campaign, what changed in the
+"""One plan's campaigns on a board in the order they ran: each cell's median per campaign, what changed in the
 environment between campaigns, and the steps between consecutive campaigns judged by the verdict machinery.
+
+The order is the campaigns' arrival in the store (`Store.campaigns_of_plan`), never the board's wall clock,
+which a board without a battery-backed clock sets back to 2000 at each boot; a campaign that started before
+its predecessor by that clock is flagged "board clock went back" (`clock_went_back`).
 
 A step is campaign k+1 against campaign k, cell by cell, with the pair routine of `compare_campaigns` and the
 cross-board report (`compare.pair_rows` / `finish_rows`): B/A with its 90% decision interval against each
@@ -13,9 +17,12 @@ from __future__ import annotations
 import json
 
 from boardlab.analysis import document as doc
-from boardlab.analysis.compare import _interval, _key, finish_rows, pair_rows
+from boardlab.analysis.compare import DECISION_WORDS, RATIO_WORDS, _interval, _key, finish_rows, pair_rows
+from boardlab.model.campaign import CommitIdentity
 
-HISTORY_SCHEMA = 1
+HISTORY_SCHEMA = (
+    3  # 2: campaigns by arrival, clock_went_back, cells keyed by metric; 3: each campaign's commit
+)
 DEFAULT_LAST = 10  # campaigns per board: bounds the family (and so keeps its power) and the reading time
 
 
@@ -44,7 +51,13 @@ def environment_facts(row) -> dict[str, str | None]:
         "governor": "; ".join(governors) or None,
         "board model": inv.get("model"),
         "firmware (device tree)": ", ".join(inv.get("compatible") or ()) or None,
+        "commit": commit_of(row).words() or None,
     }
+
+
+def commit_of(row) -> CommitIdentity:
+    """The commit and branch a campaign row measured (`run --commit`; `load_history` adds them to its rows)."""
+    return CommitIdentity(row.get("commit_sha"), row.get("commit_describe"), row.get("branch"))
 
 
 def changes(before: dict | None, after: dict) -> list[str]:
@@ -54,16 +67,62 @@ def changes(before: dict | None, after: dict) -> list[str]:
     return [f"{k}: {before.get(k) or '?'} → {v or '?'}" for k, v in after.items() if before.get(k) != v]
 
 
-def _campaign(row, facts: dict, prev: dict | None) -> dict:
+def _campaign(row, facts: dict, prev: dict | None, prev_row) -> dict:
     return {
         "campaign_id": int(row["id"]),
         "started_unix_s": row["started_unix_s"],
         "status": row["status"],
         "boardlab_version": row["boardlab_version"],
         "label": row["label"],
+        "commit": _commit_doc(commit_of(row)),
         "environment": facts,
         "changed": changes(prev, facts),
+        "clock_went_back": clock_went_back(row, prev_row),
     }
+
+
+def _commit_doc(identity: CommitIdentity) -> dict | None:
+    return identity_doc(identity.sha, identity.describe, identity.branch)
+
+
+def identity_doc(sha: str | None, describe: str | None, branch: str | None) -> dict | None:
+    """A campaign's commit in a JSON document (history, serve's pages), None where none was given."""
+    if not (sha or describe or branch):
+        return None
+    return {"sha": sha, "describe": describe, "branch": branch}
+
+
+def _clock(row) -> dict:
+    env = json.loads(row["environment_json"] or "{}")
+    clock = env.get("clock") if isinstance(env, dict) else None
+    return clock if isinstance(clock, dict) else {}
+
+
+def clock_went_back(row, prev_row) -> str | None:
+    """Why this campaign's wall-clock start lies before the one it followed ended (or started), or None.
+
+    Campaigns are placed by arrival (`Store.campaigns_of_plan`); a start by the board's clock earlier than
+    its predecessor's means the clock was set back (no battery-backed clock, NTP not yet answered, a manual
+    change). Where both ran in one boot, the monotonic clock, which nobody sets, says how far apart they
+    really were."""
+    if prev_row is None:
+        return None
+    before = prev_row["finished_unix_s"] or prev_row["started_unix_s"]
+    if row["started_unix_s"] >= before:
+        return None
+    from boardlab.analysis.format import fmt_time
+
+    mine, theirs = _clock(row), _clock(prev_row)
+    if mine.get("boot_id") and mine.get("boot_id") == theirs.get("boot_id"):
+        apart = (mine["monotonic_ns"] - theirs["monotonic_ns"]) / 1e9
+        evidence = f"in the same boot, {apart:,.0f} s later by the monotonic clock"
+    else:
+        evidence = "it arrived later in this store"
+    return (
+        f"board clock went back: campaign {int(row['id'])} started at {fmt_time(row['started_unix_s'])} by the "
+        f"board's clock, before campaign {int(prev_row['id'])} ({fmt_time(before)}), which it followed "
+        f"({evidence}); it is placed after it"
+    )
 
 
 def _point(cell) -> dict:
@@ -82,23 +141,26 @@ def step_seed(b) -> int:
     return 1000 * b.campaign_id
 
 
-def _pair(a, b) -> tuple[list, list, list]:
-    return pair_rows(a, b, seed=step_seed(b))
+def step_pair(a, b) -> tuple[list, list, list]:
+    """Campaign b against the campaign a before it (`compare.pair_rows`), not yet corrected."""
+    # a step is computed once (and stored: summary.step) for every history it enters, so the draws of its
+    # permutation p-values are set for a history of DEFAULT_LAST campaigns of these cells
+    return pair_rows(a, b, seed=step_seed(b), family_size=(DEFAULT_LAST - 1) * max(1, len(a.cells)))
 
 
-def board_history(rows, analyses, step=_pair) -> tuple[dict, list, list]:
+def board_history(rows, analyses, step=step_pair) -> tuple[dict, list, list]:
     """One board's series and its steps, not yet corrected: (board entry, comparisons, slots per step).
     `step(a, b)` gives a step's `pair_rows` (`summary.step` reads a stored one)."""
-    campaigns, prev = [], None
+    campaigns, prev, prev_row = [], None, None
     for row in rows:
         facts = environment_facts(row)
-        campaigns.append(_campaign(row, facts, prev))
-        prev = facts
+        campaigns.append(_campaign(row, facts, prev, prev_row))
+        prev, prev_row = facts, row
     cells: dict[tuple, dict] = {}
     for k, a in enumerate(analyses):
         for c in a.cells:
             entry = cells.setdefault(
-                _key(c),
+                (*_key(c), c.metric, c.unit),  # a cell whose metric changed is another series
                 {"workload": c.workload, "params": c.params, "condition": c.condition, "metric": c.metric,
                  "unit": c.unit, "higher_is_better": c.higher_is_better, "points": [None] * len(analyses)},
             )  # fmt: skip
@@ -118,7 +180,7 @@ def board_history(rows, analyses, step=_pair) -> tuple[dict, list, list]:
     return entry, comps, slots
 
 
-def build_history(per_board: list[tuple[list, list]], plan: str, step=_pair) -> dict:
+def build_history(per_board: list[tuple[list, list]], plan: str, step=step_pair) -> dict:
     """The history document (JSON-ready) of `per_board`: (campaign rows in time order, their analyses or
     summaries) per board. Every step of every board is one correction family."""
     from boardlab.stats import adjust, family_method
@@ -137,15 +199,19 @@ def build_history(per_board: list[tuple[list, list]], plan: str, step=_pair) -> 
     return {
         "schema": HISTORY_SCHEMA,
         "plan": plan,
-        "ratio": "each step is campaign B over the campaign A before it on the same board: median(B) / median(A); "
-        "cost_ratio > 1 means B is worse",
+        "ratio": "each step is campaign B over the campaign A before it on the same board, cell by cell: "
+        + RATIO_WORDS,
         "decision": "a step is a regression (slowdown) or an improvement (speedup) when its 90% decision interval "
-        "lies beyond 1 +- delta and its p, adjusted over every step of this history, is below 0.05",
+        "lies beyond 1 +- delta and its p, adjusted over every step of this history, is below 0.05: "
+        + DECISION_WORDS,
         "adjustment": method,
         "family_size": len(comps),
         "boards": boards,
         "regressions": found(boards, "slowdown"),
         "improvements": found(boards, "speedup"),
+        "clock_went_back": [
+            c["clock_went_back"] for b in boards for c in b["campaigns"] if c["clock_went_back"]
+        ],
     }
 
 
@@ -165,6 +231,64 @@ def found(boards: list[dict], verdict: str) -> list[dict]:
     return out
 
 
+def bisect(per_board: list[tuple[list, list]]) -> list[dict]:
+    """`history --bisect`: per board, each cell slower in the last campaign shown than in the first (their
+    comparison as `boardlab compare` makes it: B/A, 90% decision interval against the cell's threshold, p
+    corrected over the cells the two share), and the first campaign from which it is slower than in that first
+    one, found as `asv find` finds it: by bisection, assuming a cell that became slower stays slower (log2 N
+    comparisons, each corrected over its cells). The campaign before it is the last one not slower: its commit
+    and the found one's bound the change."""
+    return [
+        entry for rows, analyses in per_board if len(analyses) > 1 for entry in _bisect_board(rows, analyses)
+    ]
+
+
+def _bisect_board(rows: list, analyses: list) -> list[dict]:
+    from boardlab.analysis.compare import compare_campaigns
+
+    memo: dict[int, dict[tuple, dict]] = {}
+
+    def rows_at(k: int) -> dict[tuple, dict]:  # campaign k against the first, each cell by its series key
+        if k not in memo:
+            memo[k] = {_series_key(c): c for c in compare_campaigns(analyses[0], analyses[k])["cells"]}
+        return memo[k]
+
+    last = len(analyses) - 1
+    out = []
+    for key, row in rows_at(last).items():
+        if row["verdict"] == "slowdown":
+            lo, hi = _bisected(lambda k, key=key: rows_at(k).get(key, {}).get("verdict") == "slowdown", last)
+            out.append(_bisect_entry(rows, row, rows_at(hi)[key], lo, hi))
+    return out
+
+
+def _bisected(slower, last: int) -> tuple[int, int]:
+    """(the last campaign index not slower, the first slower) between 0 (the reference) and `last` (slower)."""
+    lo, hi = 0, last
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if slower(mid) else (mid, hi)
+    return lo, hi
+
+
+def _bisect_entry(rows, at_last: dict, at_found: dict, lo: int, hi: int) -> dict:
+    def campaign(k: int) -> dict:
+        return {"campaign_id": int(rows[k]["id"]), "label": rows[k]["label"],
+                "commit": _commit_doc(commit_of(rows[k]))}  # fmt: skip
+
+    return {
+        "board": rows[0]["board_label"],
+        **{k: at_last[k] for k in ("workload", "params", "condition", "metric")},
+        "against": campaign(0),
+        "first_slower": campaign(hi),
+        "last_not_slower": campaign(lo),
+        "ratio": at_found["ratio"],
+        "decision_ci": at_found["decision_ci"],
+        "p_adjusted": at_found["p_adjusted"],
+        "ratio_last": at_last["ratio"],
+    }
+
+
 def load_history(
     store, plan: str, board: str | None, *, analyze, last: int = DEFAULT_LAST
 ) -> list[tuple[list, list]]:
@@ -172,9 +296,17 @@ def load_history(
     `analyze(store, campaign_id)` gives each campaign's summary (`boardlab.summary.analysis_view`: the stored
     one when fresh, else computed from its runs; boardlab serve passes a caching reader of them)."""
     rows = store.campaigns_of_plan(plan, board, limit=last)
+    ids = store.campaign_identities([int(r["id"]) for r in rows])
     by_board: dict[str, list] = {}
     for r in rows:
-        by_board.setdefault(r["board_label"], []).append(r)
+        sha, describe, branch = ids.get(int(r["id"]), (None, None, None))
+        row = {
+            **{k: r[k] for k in r.keys()},
+            "commit_sha": sha,
+            "commit_describe": describe,
+            "branch": branch,
+        }
+        by_board.setdefault(r["board_label"], []).append(row)
     return [(rs, [analyze(store, int(r["id"])) for r in rs]) for rs in by_board.values()]
 
 
@@ -186,13 +318,28 @@ def _campaign_table(board: dict) -> doc.Table:
 
     return doc.Table(
         (doc.Column("#"), doc.Column("campaign"), doc.Column("started"), doc.Column("status"),
-         doc.Column("label"), doc.Column("what changed")),
+         doc.Column("label"), doc.Column("commit"), doc.Column("what changed")),
         tuple(
             (str(i + 1), str(c["campaign_id"]), fmt_time(c["started_unix_s"]), c["status"], c["label"] or "",
-             ("; ".join(c["changed"]) or "nothing recorded") if i else "(first shown)")
+             commit_words(c), _what_changed(c, i))
             for i, c in enumerate(board["campaigns"])
         ),
     )  # fmt: skip
+
+
+def commit_words(campaign: dict) -> str:
+    """A history campaign's commit as the tables show it ('v1.4-3-gabc1234 (main)'), '' where none."""
+    c = campaign.get("commit") or {}
+    return CommitIdentity(c.get("sha"), c.get("describe"), c.get("branch")).words()
+
+
+def _series_key(c: dict) -> tuple:
+    return c["workload"], json.dumps(c["params"], sort_keys=True), c["condition"], c["metric"]
+
+
+def _what_changed(c: dict, i: int) -> str:
+    said = ("; ".join(c["changed"]) or "nothing recorded") if i else "(first shown)"
+    return f"{c['clock_went_back']}; {said}" if c["clock_went_back"] else said
 
 
 def _step_marks(board: dict) -> dict[tuple, dict[int, str]]:
@@ -201,8 +348,7 @@ def _step_marks(board: dict) -> dict[tuple, dict[int, str]]:
     for k, step in enumerate(board["steps"], start=1):
         for c in step["cells"]:
             if c["verdict"] in ("slowdown", "speedup"):
-                key = (c["workload"], json.dumps(c["params"], sort_keys=True), c["condition"])
-                marks.setdefault(key, {})[k] = c["verdict"]
+                marks.setdefault(_series_key(c), {})[k] = c["verdict"]
     return marks
 
 
@@ -223,7 +369,7 @@ def _series_table(board: dict) -> doc.Table:
 
     rows, classes = [], []
     for name, c in zip(names, board["cells"], strict=True):
-        m = marks.get((c["workload"], json.dumps(c["params"], sort_keys=True), c["condition"]), {})
+        m = marks.get(_series_key(c), {})
         rows.append((name, c["condition"], f"{c['metric']} [{unit_label(c['unit'])}]",
                      *(point(p, m.get(k)) for k, p in enumerate(c["points"]))))  # fmt: skip
         classes.append({3 + k: f"v-{v}" for k, v in m.items()})
@@ -281,6 +427,35 @@ def _steps_table(d: dict) -> doc.Table | None:
     )  # fmt: skip
 
 
+def _bisect_section(d: dict) -> doc.Section | None:
+    from boardlab.analysis.format import cell_label, fmt_interval, fmt_ratio
+
+    if "bisect" not in d:
+        return None
+    rows = []
+    for b in d["bisect"]:
+
+        def said(c: dict) -> str:
+            return f"{c['campaign_id']} {commit_words(c)}".strip()
+
+        rows.append((b["board"], cell_label(b["workload"], b["params"]), b["condition"], said(b["against"]),
+                     said(b["first_slower"]), said(b["last_not_slower"]), fmt_ratio(b["ratio"]),
+                     fmt_interval(*b["decision_ci"])))  # fmt: skip
+    return doc.section(
+        "Bisect: where each slowed cell became slower",
+        doc.Prose(f"{len(rows)} cell(s) slower in the last campaign shown than in the first." if rows else
+                  "No cell is slower in the last campaign shown than in the first.", strong=bool(rows)),
+        doc.Table((doc.Column("board"), doc.Column("workload"), doc.Column("condition"), doc.Column("against"),
+                   doc.Column("first slower"), doc.Column("last not slower"),
+                   doc.Column("B / A", numeric=True), doc.Column("90% decision interval", numeric=True)),
+                  tuple(rows)) if rows else None,
+        doc.Prose("Each cell of the last campaign is compared with the first campaign shown (as `boardlab compare` "
+                  "compares two campaigns); a slower one is bisected, as `asv find` does, for the first campaign "
+                  "slower than that first one, assuming it stays slower once it is. B / A is that campaign's "
+                  "against the first.", small=True),
+    )  # fmt: skip
+
+
 def history_document(d: dict, title: str) -> doc.Document:
     """The history report: the steps found first, then per board its campaigns and each cell over time."""
     method = {"holm": "Holm", "bh": "Benjamini-Hochberg"}.get(d["adjustment"], d["adjustment"])
@@ -292,6 +467,7 @@ def history_document(d: dict, title: str) -> doc.Document:
             "consecutive campaigns of one board).",
             strong=bool(n_reg),
         ),
+        *(doc.Prose(why, strong=True) for why in d.get("clock_went_back", ())),
         _steps_table(d),
         doc.Prose(
             "Each step is campaign B against the campaign A before it, cell by cell: B / A with its 90% decision "
@@ -304,6 +480,9 @@ def history_document(d: dict, title: str) -> doc.Document:
         ),
     )
     sections = [summary]
+    bisected = _bisect_section(d)
+    if bisected is not None:
+        sections.append(bisected)
     for b in d["boards"]:
         sections.append(doc.section(f"Board {b['board']}", _campaign_table(b), anchor=f"board-{b['board']}"))
         sections.append(
@@ -319,4 +498,4 @@ def history_document(d: dict, title: str) -> doc.Document:
     return doc.Document(title, tuple(sections))
 
 
-__all__ = ["HISTORY_SCHEMA", "build_history", "history_document", "load_history"]
+__all__ = ["HISTORY_SCHEMA", "bisect", "build_history", "history_document", "load_history"]

@@ -79,6 +79,8 @@ class ComparisonAnalysis:
     # verdict cannot be trusted and what to do (docs/method.md "A/A control").
     unstable: str | None = None
     delta_source: str = ""  # where the threshold came from (the plan, or the default)
+    cell_key: str = ""  # the compared cell's key and its reference's: which two cells, without parsing labels
+    baseline_key: str = ""
 
 
 @dataclass(frozen=True)

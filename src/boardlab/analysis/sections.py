@@ -41,6 +41,7 @@ from boardlab.analysis.tables import (
     comparison_labels,
     comparison_table,
     drift_text,
+    invalid_text,
     run_counts,
     times_text,
     varying_by_workload,
@@ -75,6 +76,7 @@ def _count(n: int, noun: str) -> str:
 
 def header(a: CampaignAnalysis) -> doc.Section:
     counts = run_counts(a)
+    why_invalid = f" ({invalid_text(a)})" if counts["invalid"] else ""
     duration = (a.finished_unix_s - a.started_unix_s) if a.finished_unix_s else None
     reruns = "–" if counts["reruns"] is None else str(counts["reruns"])
     inv = a.inventory or {}
@@ -106,7 +108,7 @@ def header(a: CampaignAnalysis) -> doc.Section:
         ("when", f"{fmt_time(a.started_unix_s)} → {fmt_time(a.finished_unix_s)} ({fmt_duration(duration)})"),
         (
             "runs",
-            f"{counts['runs']} stored: {counts['valid']} valid, {counts['invalid']} invalid, "
+            f"{counts['runs']} stored: {counts['valid']} valid, {counts['invalid']} invalid{why_invalid}, "
             f"{counts['failed']} failed; {reruns} re-runs",
         ),
         (
@@ -120,7 +122,8 @@ def header(a: CampaignAnalysis) -> doc.Section:
     blocks: list[doc.Block | None] = [
         doc.Prose(
             f"campaign {a.name!r} (id {a.campaign_id}): {a.status}, board {a.board_label}, "
-            f"{counts['valid']}/{counts['runs']} runs valid, {counts['invalid']} invalid, {counts['failed']} failed",
+            f"{counts['valid']}/{counts['runs']} runs valid, {counts['invalid']} invalid{why_invalid}, "
+            f"{counts['failed']} failed",
             formats=TEXT,
         ),
         doc.Facts(pairs, formats=HTML_MD),
@@ -723,10 +726,13 @@ def comparisons(a: CampaignAnalysis) -> doc.Section | None:
     return doc.section(
         "Comparisons",
         doc.Prose(
-            "Ratio = median(condition) / median(baseline) with a 95% bootstrap CI (shown) and the 90% decision "
-            "interval of the cost ratio (decided on); rank test: Mann-Whitney U (Wilcoxon signed-rank for ABBA "
-            f"blocks; a cluster bootstrap for pooled tails); p adjusted by {a.family_text} ({family} "
-            "comparisons).",
+            "Ratio = condition / baseline of the runs' 20%-trimmed geometric means, tested by Yuen's trimmed t on "
+            "log runs (per-block log ratios for ABBA blocks), with its 95% CI (shown) and the 90% decision "
+            "interval of the cost ratio (decided on), both t intervals of that statistic. The p-value is the "
+            "permutation p of the same statistic where a correction could use it, else Student's t's; a row "
+            "says when another test decided (the exact rank test and median ratios for runs in two groups, a "
+            "permutation over whole runs for pooled tails). The medians are shown for reading. p adjusted by "
+            f"{a.family_text} ({family} comparisons).",
             small=True,
             formats=doc.HTML,
         ),

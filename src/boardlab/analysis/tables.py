@@ -12,6 +12,7 @@ from boardlab.analysis import document as doc
 from boardlab.analysis.format import (
     VERDICT_RANK,
     display_unit,
+    estimator_words,
     fmt_interval,
     fmt_num,
     fmt_p,
@@ -19,6 +20,7 @@ from boardlab.analysis.format import (
     fmt_ratio,
     params_text,
     section_labels,
+    test_words,
     varying_keys,
     verdict_text,
 )
@@ -206,7 +208,7 @@ COMPARISON_HEADERS = (
     "cost ratio, > 1 worse (95% CI) [×]",
     "90% decision interval [×]",
     "threshold delta",
-    "p rank test",
+    "p (test, how)",
     "p adjusted",
     "verdict",
     "why / confounders",
@@ -242,6 +244,7 @@ def comparison_why(ca: ComparisonAnalysis) -> list[str]:
     if c is None:
         return [ca.reason] if ca.reason else []
     why = list(c.verdict.reasons) + [f"FLAGGED {f}" for f in c.verdict.flags]
+    why.append(f"ratio of the {estimator_words(c)}; the medians are shown for reading")
     if ca.unstable:
         why.insert(0, f"UNSTABLE: {ca.unstable}")
     if c.n_blocks is not None:
@@ -272,7 +275,7 @@ def comparison_cells(ca: ComparisonAnalysis, c, label: str, why: str) -> tuple[s
         cost,
         fmt_interval(c.decision_ci.low, c.decision_ci.high, sig=4) if c.decision_ci else "–",
         f"{c.delta:.1%}",
-        fmt_p(c.p_value),
+        f"{fmt_p(c.p_value)} ({test_words(c, short=True)})",
         fmt_p(c.p_adjusted),
         verdict_text(c.verdict.kind, c.verdict.confounded) + (" (unstable)" if ca.unstable else ""),
         why,
@@ -338,3 +341,19 @@ def run_counts(analysis: CampaignAnalysis) -> dict[str, int | None]:
         "failed": sum(c.n_failed for c in analysis.cells),
         "reruns": int(reruns) if isinstance(reruns, int | float) else None,
     }
+
+
+def invalid_text(analysis: CampaignAnalysis) -> str:
+    """The invalid runs by reason ("2 over the temperature limit, 1 throttled"); a run invalid for two
+    reasons counts under both."""
+    from collections import Counter
+
+    from boardlab.model.run import invalid_kinds
+
+    kinds: Counter[str] = Counter()
+    for c in analysis.cells:
+        for reason, k in c.runs.invalid_reason.counts():
+            if reason != "failed":  # a failed run is counted as failed, not invalid
+                for kind in invalid_kinds(reason):
+                    kinds[kind] += k
+    return ", ".join(f"{k} {kind}" for kind, k in kinds.most_common())

@@ -19,8 +19,10 @@ def method_note(a: CampaignAnalysis) -> str:
     deltas = sorted({(ca.comparison.delta, ca.delta_source) for ca in _all(a) if ca.comparison})
     thresholds = "; ".join(f"{d:.1%} ({src})" for d, src in deltas) or "none (no comparison)"
     return (
-        "Verdicts are decided on the 90% decision interval: the two-sided 90% bootstrap CI of the cost ratio "
-        "(condition / baseline, > 1 = worse), because each side is a one-sided test at alpha = 0.05. slowdown: "
+        "Verdicts are decided on the 90% decision interval: the two-sided 90% interval of the cost ratio "
+        "(condition / baseline, > 1 = worse) from the statistic the row's test uses (Yuen's trimmed t; a "
+        "bootstrap of whole runs where the rank test or a pooled tail decided), because each side is a "
+        "one-sided test at alpha = 0.05. slowdown: "
         "adjusted p < 0.05 and the decision interval above 1 + delta; speedup: the mirror; no change: the "
         "decision interval inside [1 - delta, 1 + delta] (equivalence, TOST); otherwise inconclusive. A 95% "
         "CI is shown beside it for reading, labelled; it does not decide. "

@@ -8,9 +8,11 @@ import sys
 HELP = "compare two campaigns (two boards or two sessions) cell by cell"
 DESCRIPTION = (
     "Compare two campaigns cell by cell (cells matched by workload, parameters and condition): each side's "
-    "median and run count, the ratio B/A with its 90% decision interval (and a 95% CI, shown), the "
-    "Mann-Whitney test corrected over all matched cells (Holm up to 50, Benjamini-Hochberg above), and a "
-    "verdict against each workload's threshold (the plan's `threshold`, default 2%, tails 10%). Each side's "
+    "median and run count, the ratio B/A of the runs' 20%-trimmed geometric means (of their medians where "
+    "runs in two groups make the rank test decide) with its 90% decision interval (and a 95% CI, shown), "
+    "Yuen's trimmed t on log runs (its p by permutation where the correction could use it) corrected over all "
+    "matched cells (Holm up to 50, Benjamini-Hochberg above), and a verdict against each workload's "
+    "threshold (the plan's `threshold`, default 2%, tails 10%). Each side's "
     "A/A control is shown, and a cell whose A/A control failed on either side is marked unstable. Cells "
     "found on one side only are listed."
 )
@@ -148,9 +150,12 @@ def render_text(doc: dict) -> str:
         (False, True, True, True, True, False, True, True, True, True, True, False),
     )
     out.append("")
+    estimators = sorted({r["estimator"] for r in doc["cells"] if r["estimator"]})
+    tests = sorted({r["test_words"].split(", p ")[0] for r in doc["cells"] if r["test_words"]})
     out.append(
-        "B/A is median(B) / median(A); the intervals are of the cost ratio (> 1 = B worse); a slowdown means "
-        "B is worse (slower, or lower throughput)."
+        f"B/A is the ratio of the {' or the '.join(estimators) or 'runs’ estimates'} (the medians are shown for "
+        f"reading); test: {'; '.join(tests) or 'none'}. The intervals are of the cost ratio (> 1 = B worse); a "
+        "slowdown means B is worse (slower, or lower throughput)."
     )
     for side, label in (("a_only", "only in A"), ("b_only", "only in B")):
         cells = doc["unmatched"][side]

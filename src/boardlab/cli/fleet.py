@@ -52,7 +52,8 @@ def add_arguments(parser) -> None:
     p.add_argument(
         "--remote-dir",
         default=DEFAULT_REMOTE_DIR,
-        help=f"directory on the boards, one subdirectory per place (default {DEFAULT_REMOTE_DIR})",
+        help=f"directory on the boards, one subdirectory per place (default {DEFAULT_REMOTE_DIR}); an "
+        "absolute path of letters, digits and _.+,:=@- (the boards' shell reads it)",
     )
     p.add_argument(
         "--board-timeout",
@@ -80,13 +81,26 @@ def add_arguments(parser) -> None:
         help="wait this long for a place someone else holds (default 1 h)",
     )
     p.add_argument(
-        "--keep", metavar="DIR", help="keep each board's fetched database and worker log in DIR/PLACE/"
+        "--keep",
+        metavar="DIR",
+        help="keep each board's fetched database and worker log in DIR/PLACE/ (a place named other than "
+        "letters, digits and _.-: its readable part and a hash, the summary's `dir`)",
     )
     p.add_argument(
         "--label",
         metavar="TEXT",
         help="name what changed since the last campaign (e.g. 'kernel 6.6 -> 6.12'), given to every board's "
         "`boardlab run --label`; `boardlab history` shows it",
+    )
+    p.add_argument(
+        "--commit",
+        metavar="auto|SHA",
+        help="the commit every board's campaign measures (auto: git in --source-dir, here, before any board "
+        "is touched), given to each board's `boardlab run --commit`; `history` and `serve` show it",
+    )
+    p.add_argument("--source-dir", metavar="DIR", help="the checkout --commit auto reads (default: .)")
+    p.add_argument(
+        "--branch", metavar="NAME", help="the branch measured (default with --commit auto: HEAD's)"
     )
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
 
@@ -148,6 +162,7 @@ def run(args) -> int:
     from boardlab.errors import InputError, MeasurementError
     from boardlab.fleet.controller import FleetSpec, run_fleet, summary
     from boardlab.fleet.coordinator import Coordinator, need_labgrid, parse_address, parse_tags
+    from boardlab.fleet.names import remote_root
     from boardlab.report.escape import term
     from boardlab.workloads import all_workloads
 
@@ -165,12 +180,10 @@ def run(args) -> int:
         raise InputError(f"--retries {args.retries}: expected 0 to 100")
     address = parse_address(args.coordinator)
     tags = parse_tags(args.places)
-    if (
-        args.remote_dir != args.remote_dir.strip()
-        or " " in args.remote_dir
-        or not args.remote_dir.startswith("/")
-    ):
-        raise InputError(f"--remote-dir {args.remote_dir!r}: expected an absolute path without spaces")
+    remote_root(args.remote_dir)  # it reaches the boards' shell: refused here, before any board is touched
+    from boardlab.campaign.identity import resolve
+
+    identity = resolve(args.commit, args.branch, args.source_dir)  # git asked here, not on the boards
     catalog = {w.name: w for w in all_workloads()}
     try:  # checked here before any board is touched; a [sweep] expands on each board
         plan = load_plan(args.plan, args.preset, catalog, None)
@@ -237,6 +250,7 @@ def run(args) -> int:
         retries=args.retries,
         keep=args.keep,
         label=args.label,
+        run_args=tuple(identity.run_args()) if identity else (),
     )
     t0 = time.monotonic()
 

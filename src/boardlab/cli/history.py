@@ -7,13 +7,16 @@ import sys
 
 HELP = "a plan's campaigns over time per board: each cell per campaign, what changed, regressions"
 DESCRIPTION = (
-    "Show a plan's campaigns on one board (or on every board of a store) in time order: each cell's median "
+    "Show a plan's campaigns on one board (or on every board of a store) in the order they ran (their arrival "
+    "in the store, not the board's clock, which is flagged where it went back): each cell's median "
     "with its 95% CI per campaign, what changed in the environment between campaigns (kernel, boardlab, "
     "compiler and flags, governor, firmware, and the campaign's `run --label`), and every step between "
     "consecutive campaigns judged as `boardlab compare` judges two campaigns (90% decision interval against "
     "each workload's threshold, p adjusted over every step of the history). A slowdown step is a regression."
 )
-EXIT_REGRESSION = 1
+# A status of its own: 1 is every command's internal or runtime failure and 2 its bad input (a damaged store
+# among them), so a nightly job that reads 3 as "regression found" is never misled by a crash.
+EXIT_REGRESSION = 3
 
 
 def add_arguments(parser) -> None:
@@ -29,7 +32,20 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--last", type=int, default=10, metavar="N", help="the last N campaigns per board (default 10)"
     )
-    parser.add_argument("--format", choices=("text", "md", "html"), default="text", help="default text")
+    parser.add_argument(
+        "--format",
+        choices=("text", "md", "html", "junit", "github"),
+        default="text",
+        help="default text; junit: the latest step of each board as JUnit XML (a test case per cell, a "
+        "regression a <failure> naming the cell, B/A, its interval and the commit); github: that step as "
+        "GitHub Actions annotations (::error per regression, ::notice per improvement); docs/lab.md",
+    )
+    parser.add_argument(
+        "--bisect",
+        action="store_true",
+        help="per cell slower in the last campaign than in the first shown, the first campaign (and its "
+        "commit) from which it is slower, found by bisection as `asv find` does",
+    )
     parser.add_argument("-o", "--output", help="file to write (required for html; default stdout)")
     parser.add_argument(
         "--json", action="store_true", help="print the JSON document (`schema` is its version)"
@@ -37,7 +53,8 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--fail-on",
         choices=("regression",),
-        help="exit 1 when a step is a regression (for a nightly job); the report is written either way",
+        help=f"exit {EXIT_REGRESSION} when a step is a regression (for a nightly job; 0 none, 1 a failure, 2 bad "
+        "input or a damaged store); the report is written either way",
     )
 
 
@@ -61,8 +78,16 @@ def run(args) -> int:
             on = f" on a board labelled {args.board!r}" if args.board else ""
             raise InputError(f"{store.path}: no campaign of a plan named {args.plan!r}{on}")
         d = build_history(per_board, args.plan, step=lambda a, b: summary.step(store, a, b))
+        if args.bisect:
+            from boardlab.analysis.history import bisect
+
+            d["bisect"] = bisect(per_board)
     if args.json:
         text = json.dumps(d, indent=1, allow_nan=False) + "\n"
+    elif args.format in ("junit", "github"):
+        from boardlab.report.ci import github_annotations, junit_xml
+
+        text = junit_xml(d) if args.format == "junit" else github_annotations(d)
     else:
         boards = ", ".join(b["board"] for b in d["boards"])
         document = history_document(d, f"boardlab history: {args.plan} on {boards}")

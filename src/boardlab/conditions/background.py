@@ -212,6 +212,17 @@ def _killpg(pgid: int) -> None:
         pass
 
 
+def describe_exit(code: int) -> str:
+    """A process's end as Popen.returncode gives it: `exit 3`, or `killed by signal 9 (SIGKILL)`."""
+    if code >= 0:
+        return f"exit {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        return f"killed by signal {-code}"
+    return f"killed by signal {-code} ({name})"
+
+
 def _spawn(argv: Sequence[str], cpus: tuple[int, ...], log, cwd: Path | None) -> subprocess.Popen:
     from boardlab.platform.spawn import spawn
 
@@ -228,9 +239,11 @@ def running_load(
     warmup_s: float,
     stop_first_to: Literal["leader", "group"],
     cwd: Path | None = None,
+    how_ended: Callable[[int], str] = describe_exit,
 ) -> Iterator[Load]:
     """Starts `argv` as a journaled background load on `cpus`, lets it warm up, yields it while the workload
-    runs, then stops it; `load.usage` holds what it did once the block has ended."""
+    runs, then stops it; `load.usage` holds what it did once the block has ended. `how_ended(leader's
+    code)` says how a load that ended during its warm-up ended (a supervisor: how what it ran ended)."""
     log_path = scratch_path(ctx, "load", ".log")
     with open(log_path, "wb") as log:
         proc = _spawn(argv, cpus, log, cwd)
@@ -248,8 +261,8 @@ def running_load(
             code = load.proc.wait()
             stopped = True
             raise MeasurementError(
-                f"{what} ended during its {warmup_s:g} s warm-up (exit {code}) instead of running beside the "
-                f"workload: {load.log_tail() or 'no output'}"
+                f"{what} ended during its {warmup_s:g} s warm-up ({how_ended(code)}) instead of running "
+                f"beside the workload: {load.log_tail() or 'no output'}"
             )
         j0, _ = load.cpu_jiffies()
         t0 = time.monotonic()
@@ -304,7 +317,15 @@ def program_load(
     argv = [sys.executable, "-m", "boardlab.conditions.programs", program, json.dumps(config)]
     state.update(placement=placement, cpus=format_cpulist(cpus), warmup_s=warmup_s)
     # every member handles SIGINT (and the program waits for its children): the group gets it at once
-    with running_load(argv, ctx=ctx, cpus=cpus, what=what, warmup_s=warmup_s, stop_first_to="group") as load:
+    with running_load(
+        argv,
+        ctx=ctx,
+        cpus=cpus,
+        what=what,
+        warmup_s=warmup_s,
+        stop_first_to="group",
+        how_ended=lambda code: _program_ended(status, code),
+    ) as load:
         yield state
     if load.usage is not None:
         state.update(load.usage.to_state())
@@ -318,6 +339,21 @@ def program_load(
         except OSError:
             pass
     record_health(state, health(state))
+
+
+def _program_ended(status: Path, code: int) -> str:
+    """How a program that ended during its warm-up ended: what it ran (its status's `last_exit`, as
+    Popen.returncode; or the `error` that kept it from starting), else its own exit."""
+    try:
+        doc = json.loads(status.read_text())
+    except (OSError, ValueError):
+        doc = None
+    if isinstance(doc, dict) and isinstance(doc.get("error"), str):
+        return doc["error"]
+    last = doc.get("last_exit") if isinstance(doc, dict) else None
+    if isinstance(last, int) and not isinstance(last, bool):
+        return describe_exit(last)
+    return describe_exit(code)
 
 
 def record_health(state: dict[str, Any], failure: str | None) -> None:

@@ -120,10 +120,16 @@ class Ddgzip:
 
 
 def ddgzip_health(state: dict) -> str | None:
-    """Why the loop did not load the run: no cycle finished and at least one failed (a full disk)."""
-    if state.get("cycles") == 0 and state.get("errors"):
-        return f"0 cycles, {state['errors']} failed: {state.get('last_error') or 'no message'}"
-    return None
+    """Why the loop did not load the run: more of its cycles failed than finished (a full disk). A failed
+    cycle is followed by a 0.5 s pause, so a loop that mostly fails mostly sleeps: one cycle that fit before
+    the disk filled does not make the run one under load."""
+    cycles, errors = state.get("cycles"), state.get("errors")
+    if not isinstance(cycles, int) or not isinstance(errors, int) or errors <= cycles:
+        return None
+    return (
+        f"{cycles} cycles, {errors} failed ({errors} of {cycles + errors}): "
+        f"{state.get('last_error') or 'no message'}"
+    )
 
 
 KIND = Ddgzip()

@@ -43,6 +43,16 @@ def _pid_start_ticks(pid: int) -> int | None:
     return pid_start_ticks(pid)
 
 
+def _pid_running(pid: object, start_ticks: object) -> bool:
+    """Whether the boardlab a journal or lock file names still runs (a zombie, killed but not yet reaped by
+    its parent, does not: it holds no lock and changes nothing)."""
+    from boardlab.platform.sampling import pid_running
+
+    if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        return False
+    return pid_running(pid, start_ticks if isinstance(start_ticks, int) else None)
+
+
 @dataclass(frozen=True)
 class Restored:
     what: str
@@ -299,8 +309,7 @@ class RestoreJournal:
         alive = {
             e["owner_pid"]
             for e in entries
-            if e["owner_pid"] != os.getpid()
-            and _pid_start_ticks(e["owner_pid"]) == e.get("owner_start_ticks")
+            if e["owner_pid"] != os.getpid() and _pid_running(e["owner_pid"], e.get("owner_start_ticks"))
         }
         if alive:
             raise InputError(
@@ -374,8 +383,8 @@ class SystemLock:
             doc = json.loads(self.path.read_text() or "{}")
         except (OSError, json.JSONDecodeError):
             doc = {}
-        if not isinstance(doc, dict) or not doc.get("pid"):
-            return "another boardlab"
+        if not isinstance(doc, dict) or not _pid_running(doc.get("pid"), doc.get("start_ticks")):
+            return "another boardlab"  # the file names none, or one that has ended: not who holds it now
         since = time.strftime("%H:%M:%S", time.localtime(doc.get("since_unix_s", time.time())))
         return f"boardlab pid {doc['pid']} ({doc.get('what', '?')}, since {since})"
 
@@ -398,7 +407,13 @@ class SystemLock:
             return False
         except OSError as exc:
             raise self._unlockable(fd, exc) from None
-        doc = {"schema": JOURNAL_SCHEMA, "pid": os.getpid(), "what": self.what, "since_unix_s": time.time()}
+        doc = {
+            "schema": JOURNAL_SCHEMA,
+            "pid": os.getpid(),
+            "start_ticks": _pid_start_ticks(os.getpid()),  # with the pid, this process and no later one
+            "what": self.what,
+            "since_unix_s": time.time(),
+        }
         # who holds it is for the waiter's message only: a full disk may lose it, the lock still holds
         with contextlib.suppress(OSError):
             os.ftruncate(fd, 0)

@@ -79,7 +79,7 @@ QUICK_FAILURE_S = 1.0  # a command ending sooner than this has not shown that it
 def command(cfg: dict) -> int:
     argv, restart = cfg["argv"], cfg["restart"]
     deadline = time.monotonic() + cfg["max_s"]
-    starts, quick_failures = 0, 0
+    starts, quick_failures, last = 0, 0, None
     codes: Counter[str] = Counter()
     tail, error = b"", None
     proc, t0, stopped_running_s = None, 0.0, None
@@ -95,7 +95,7 @@ def command(cfg: dict) -> int:
             assert proc.stderr is not None
             while chunk := proc.stderr.read1(65536):
                 tail = (tail + chunk)[-2000:]
-            code = proc.wait()
+            code = last = proc.wait()
             codes[str(code)] += 1
             if not restart or time.monotonic() >= deadline:
                 break
@@ -116,6 +116,7 @@ def command(cfg: dict) -> int:
         {
             "starts": starts,
             "exit_codes": dict(codes),
+            "last_exit": last,  # the last start's, as Popen.returncode (negative: killed by that signal)
             "stopped_running_s": stopped_running_s,
             "stderr_tail": tail.decode(errors="replace")[-500:],
             "error": error,

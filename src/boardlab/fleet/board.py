@@ -51,6 +51,10 @@ start)
 campaign)
   # the user's --label, from a file: a command line sent over labgrid's SSH is split on whitespace
   if [ -s "$here/label.txt" ]; then set -- "--label=$(cat "$here/label.txt")"; else set --; fi
+  # more arguments (the commit measured), one a line, each checked by boardlab before it was written
+  if [ -s "$here/run-args.txt" ]; then
+    while IFS= read -r a; do set -- "$@" "$a"; done < "$here/run-args.txt"
+  fi
   "$bl" run "$here/plan.toml" --db "$here/results.db" --json "$@" >"$here/run.json" 2>"$here/run.log" &
   echo $! > "$here/boardlab.pid"
   wait $!
@@ -74,14 +78,8 @@ files)
 esac
 """
 
-_SAFE = re.compile(r"[^A-Za-z0-9._-]")
-
-
-def place_dir(remote_root: str, place: str) -> str:
-    """The place's directory on the board: no whitespace or shell metacharacters (the command is split on
-    spaces and read by the board's shell)."""
-    return f"{remote_root.rstrip('/')}/{_SAFE.sub('_', place)}"
-
+# What `fleet.sh files` may answer: the only names the worker copies back from a board.
+RESULT_FILES = ("results.db", "results.db-wal")
 
 _PROGRESS = re.compile(r"\[(\d+)/(\d+)\]")
 

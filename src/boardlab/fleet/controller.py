@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from boardlab.fleet.names import UnsafeName, path_name
+
 FLEET_SCHEMA = 1
 STOP_GRACE_S = 150.0  # a worker stops its board's campaign (30 s + SSH) and releases its place
 
@@ -32,6 +34,7 @@ class BoardResult:
     valid_runs: int | None = None
     unfinished: dict[str, list[int]] = field(default_factory=dict)  # cell key -> repetitions not done
     ingest: dict | None = None
+    dir: str | None = None  # its directory's name in --keep and under --remote-dir (fleet/names.py)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -55,6 +58,7 @@ class FleetSpec:
     retries: int
     keep: str | None
     label: str | None = None  # `run --label` on every board: what changed since the last campaign
+    run_args: tuple[str, ...] = ()  # more `boardlab run` arguments for every board (--commit, --branch)
 
 
 def _worker_spec(spec: FleetSpec, place: str, workdir: Path) -> dict:
@@ -74,13 +78,14 @@ def _worker_spec(spec: FleetSpec, place: str, workdir: Path) -> dict:
         "reserve_timeout_s": spec.reserve_timeout_s,
         "retries": spec.retries,
         "label": spec.label,
+        "run_args": list(spec.run_args),
         "workdir": str(workdir),
     }
 
 
 class _Running:
-    def __init__(self, place: str, proc: subprocess.Popen, events, log: Path):
-        self.place, self.proc, self.events, self.log = place, proc, events, log
+    def __init__(self, place: str, proc: subprocess.Popen, events, log: Path, name: str):
+        self.place, self.proc, self.events, self.log, self.name = place, proc, events, log, name
         self.buf = b""
         self.result: dict | None = None
 
@@ -95,8 +100,14 @@ def run_fleet(spec: FleetSpec, places: list[str], say, ingest) -> tuple[list[Boa
     sel = selectors.DefaultSelector()
     try:
         for place in places:
-            work = base / place
-            work.mkdir(parents=True, exist_ok=True)
+            try:
+                name = path_name(place, "place")
+            except UnsafeName as exc:  # a hostile or mistaken place: never touched; the others go on
+                results[place] = BoardResult(place, "failed", str(exc))
+                say(place, f"FAILED: {exc}")
+                continue
+            work = base / name
+            work.mkdir(exist_ok=True)
             (work / "worker.json").write_text(json.dumps(_worker_spec(spec, place, work)))
             r, w = os.pipe()
             log = work / "worker.log"
@@ -110,7 +121,7 @@ def run_fleet(spec: FleetSpec, places: list[str], say, ingest) -> tuple[list[Boa
                     start_new_session=True,  # Ctrl-C reaches the controller only; it stops them in order
                 )
             os.close(w)
-            run = _Running(place, proc, os.fdopen(r, "rb", buffering=0), log)
+            run = _Running(place, proc, os.fdopen(r, "rb", buffering=0), log, name)
             sel.register(run.events, selectors.EVENT_READ, run)
             running.append(run)
         try:
@@ -162,7 +173,10 @@ def _pump(sel, running, results, say, ingest, deadline) -> None:
             if run.place not in results:
                 tail = run.log.read_text(errors="replace").strip().splitlines()[-3:]
                 results[run.place] = BoardResult(
-                    run.place, "failed", f"worker exited {run.proc.returncode}: {' | '.join(tail)[:300]}"
+                    run.place,
+                    "failed",
+                    f"worker exited {run.proc.returncode}: {' | '.join(tail)[:300]}",
+                    dir=run.name,
                 )
                 say(run.place, f"FAILED: {results[run.place].reason}")
 
@@ -182,6 +196,7 @@ def _event(doc: dict, run: _Running, results, say, ingest) -> None:
         runs=v.get("runs"),
         valid_runs=v.get("valid_runs"),
         unfinished=v.get("unfinished") or {},
+        dir=run.name,
     )
     if doc.get("db") and ingest is not None:
         try:

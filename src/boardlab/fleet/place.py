@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -21,7 +22,8 @@ import time
 from pathlib import Path
 
 from boardlab.bundle import MACHINE_ARCH
-from boardlab.fleet.board import BOARD_SH, SCRIPT_NAME, parse_poll, place_dir
+from boardlab.fleet.board import BOARD_SH, RESULT_FILES, SCRIPT_NAME, parse_poll
+from boardlab.fleet.names import path_name, remote_place_dir
 
 
 class Stop(BaseException):
@@ -61,7 +63,7 @@ class Worker:
         self.spec = spec
         self.place = spec["place"]
         self.emit = emit
-        self.dir = place_dir(spec["remote_root"], self.place)
+        self.dir = remote_place_dir(spec["remote_root"], self.place)
         self.work = Path(spec["workdir"])
         self.parent = os.getppid()
         self.ssh = None
@@ -82,7 +84,8 @@ class Worker:
 
     def run(self, verb: str, arg: str = "", timeout_s: float = 60.0) -> tuple[list[str], list[str], int]:
         """One verb of the board script: (stdout lines, stderr lines, exit code)."""
-        return self._ssh(f"sh {self.dir}/{SCRIPT_NAME} {verb}" + (f" {arg}" if arg else ""), timeout_s)
+        script = shlex.quote(f"{self.dir}/{SCRIPT_NAME}")
+        return self._ssh(f"sh {script} {verb}" + (f" {shlex.quote(arg)}" if arg else ""), timeout_s)
 
     def raw(self, cmd: str, timeout_s: float = 60.0) -> tuple[list[str], int]:
         out, err, rc = self._ssh(cmd, timeout_s)
@@ -145,7 +148,7 @@ class Worker:
                 final=True,
             )
         self.arch = arch
-        self.raw(f"mkdir -p {self.dir}")
+        self.raw(f"mkdir -p {shlex.quote(self.dir)}")
         local_sh = self.work / SCRIPT_NAME
         local_sh.write_text(BOARD_SH)
         plan = self.work / "plan.toml"
@@ -155,6 +158,9 @@ class Worker:
         label = self.work / "label.txt"  # empty: no --label (and none left from an earlier fleet run)
         label.write_text(self.spec.get("label") or "")
         self.ssh.put(str(label), f"{self.dir}/label.txt")
+        args = self.work / "run-args.txt"  # one argument a line (--commit=SHA ...), as label.txt never split
+        args.write_text("".join(f"{a}\n" for a in self.spec.get("run_args") or ()))
+        self.ssh.put(str(args), f"{self.dir}/run-args.txt")
         bundle = Path(bundles[arch])
         sha = _sha256(bundle)
         _, _, rc = self.run("installed", sha)
@@ -194,17 +200,22 @@ class Worker:
                 time.sleep(min(0.5, self.spec["poll_s"]))
 
     def fetch(self) -> Path | None:
-        """The board's results database (and its -wal file, if a killed campaign left one), checkpointed."""
+        """The board's results database (and its -wal file, if a killed campaign left one), checkpointed.
+        Only the files the protocol names are copied: a board that lists any other name is not trusted."""
         from boardlab.fleet.verify import checkpoint
 
         out, _, _ = self.run("files")
-        if "results.db" not in out:
+        names = result_files(out)
+        if "results.db" not in names:
             return None
         local = self.work / "fetched"
         shutil.rmtree(local, ignore_errors=True)
         local.mkdir()
-        for name in out:
-            self.ssh.get(f"{self.dir}/{name}", str(local / name))
+        for name in names:
+            target = local / path_name(name, "result file")
+            self.ssh.get(f"{self.dir}/{name}", str(target))
+            if target.is_symlink() or not target.is_file():  # scp -r copies a directory whole
+                raise AttemptFailed(f"the board's {name} is not a regular file", final=True)
         db = local / "results.db"
         checkpoint(db)
         return db
@@ -226,10 +237,10 @@ class Worker:
         self.started = False
         db = self.fetch()
         if code == "2":  # boardlab run refused its input on this board: the same again would be refused too
-            log, _ = self.raw(f"tail -n 2 {self.dir}/run.log")
+            log, _ = self.raw(f"tail -n 2 {shlex.quote(self.dir + '/run.log')}")
             raise AttemptFailed(f"the board refused the plan (exit 2): {' '.join(log)[:300]}", final=True)
         if db is None:
-            log, _ = self.raw(f"tail -n 3 {self.dir}/run.log")
+            log, _ = self.raw(f"tail -n 3 {shlex.quote(self.dir + '/run.log')}")
             raise AttemptFailed(f"campaign exited {code} without a results database: {' '.join(log)[:300]}")
         return db
 
@@ -359,6 +370,19 @@ class Worker:
                 "verified": _verified_dict(verified),
             }
         return {"status": "done", "reason": None, "db": str(db), "verified": _verified_dict(verified)}
+
+
+def result_files(listed: list[str]) -> list[str]:
+    """The protocol's names among what `fleet.sh files` printed, as our own strings; any other line is a
+    board that lists what it should not (`../../etc/x`): the attempt fails naming it, nothing is copied."""
+    unknown = [line for line in listed if line not in RESULT_FILES]
+    if unknown:
+        raise AttemptFailed(
+            f"the board listed a file the fleet protocol does not name: {unknown[0][:100]!r} (only "
+            f"{', '.join(RESULT_FILES)} are fetched); nothing was copied: check what runs on the board",
+            final=True,
+        )
+    return [name for name in RESULT_FILES if name in listed]
 
 
 def _verified_dict(v) -> dict | None:

@@ -58,6 +58,7 @@ void svc_http_respond(mconn *c, int status, const char *ctype, const char *body,
     memcpy(c->out + c->out_n + hn, body, blen);
     c->out_n += need;
     c->close_after |= close_after;
+    c->linger |= close_after && status >= 400; /* its request may not be read whole: linger before the close */
 }
 
 void svc_soap_fault(svc_mgmt *m, mconn *c, int status, const char *code, const char *why, int close_after)

@@ -25,6 +25,7 @@ typedef struct {
     char *out;
     size_t out_n, out_off, out_cap; /* out[out_off, out_n) is unsent */
     int close_after;
+    int linger;        /* ended by us after an error answer its peer may still send to: a lingering close */
     uint32_t events;   /* what epoll watches now: a MOD only when this changes */
     uint64_t t_req;    /* when the current request was complete */
     uint64_t t_start;  /* first byte of the request being read (0: none) */

@@ -120,8 +120,10 @@ static void serve_requests(svc_mgmt *m, svc_shared *sh, mconn *c)
 
 static void conn_close(int ep, mconn *c)
 {
-    epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
-    close(c->fd);
+    if (c->fd >= 0) {
+        epoll_ctl(ep, EPOLL_CTL_DEL, c->fd, NULL);
+        close(c->fd);
+    }
     free(c->in);
     free(c->out);
     free(c);
@@ -153,6 +155,8 @@ static int flush_out(svc_mgmt *m, mconn *c)
 {
     while (c->out_off < c->out_n) {
         ssize_t w = send(c->fd, c->out + c->out_off, c->out_n - c->out_off, MSG_NOSIGNAL);
+        if (w < 0 && errno != EAGAIN)
+            c->linger = 0; /* broken: nobody is left to read an answer */
         if (w < 0)
             return errno == EAGAIN ? 0 : -1;
         c->out_off += (size_t)w;
@@ -197,6 +201,8 @@ static int read_in(svc_mgmt *m, mconn *c)
     }
     size_t room = c->in_cap - c->in_n < limit - unread ? c->in_cap - c->in_n : limit - unread;
     ssize_t r = recv(c->fd, c->in + c->in_n, room, 0);
+    if (r <= 0 && (r == 0 || errno != EAGAIN))
+        c->linger = 0; /* the peer closed (or broke): it sends nothing more */
     if (r <= 0)
         return r == 0 || errno != EAGAIN ? -1 : 0;
     uint64_t now = svc_now();
@@ -209,9 +215,65 @@ static int read_in(svc_mgmt *m, mconn *c)
     return 0;
 }
 
-/* A connection over the cap, or one accepted with the spare descriptor: a clear 503 and close, without
- * keeping anything. What the client sent already is read first, so the close does not reset the 503. */
-static void refuse(svc_mgmt *m, int fd, const char *why)
+/* A lingering close (as Apache's and nginx's): a socket closed with input it has not read answers with a
+ * reset, and a reset fails the client's send and can discard the answer before its client reads it. So a
+ * connection ended after an answer its client may still be sending to (a 503, a 4xx that closes) is shut
+ * for writing and kept: what its peer still sends is read and dropped until it closes too or LINGER_NS
+ * pass. At most LINGER_MAX at once (past it the oldest is closed at once), read at each sweep: within the
+ * 32 descriptors connection_limit keeps free. */
+#define LINGER_MAX 16
+#define LINGER_NS 2000000000ULL
+#define LINGER_READ_BYTES (1 << 20) /* per socket and sweep: a peer sending without end costs bounded CPU */
+
+typedef struct {
+    int fd;
+    uint64_t until;
+} mlinger;
+
+typedef struct {
+    int ep, lfd, spare; /* spare: a descriptor held back to accept and refuse when none are left */
+    mconn **all;        /* every open connection (at most m->conn_limit) */
+    size_t nall;
+    uint64_t accept_resume;     /* accepting paused until then (0: accepting) */
+    mlinger linger[LINGER_MAX]; /* shut for writing, waiting for their peers' close; oldest first */
+    size_t nlinger;
+} mserver;
+
+static void linger_start(mserver *sv, int fd)
+{
+    shutdown(fd, SHUT_WR);
+    if (sv->nlinger == LINGER_MAX) {
+        close(sv->linger[0].fd);
+        memmove(sv->linger, sv->linger + 1, (LINGER_MAX - 1) * sizeof *sv->linger);
+        sv->nlinger--;
+    }
+    sv->linger[sv->nlinger++] = (mlinger){.fd = fd, .until = svc_now() + LINGER_NS};
+}
+
+/* Reads and drops what each lingering peer sent; closes those whose peer closed or broke, or whose time
+ * is up. */
+static void linger_sweep(mserver *sv, uint64_t now)
+{
+    char sink[16384];
+    size_t kept = 0;
+    for (size_t k = 0; k < sv->nlinger; k++) {
+        mlinger l = sv->linger[k];
+        ssize_t r = 0;
+        for (size_t got = 0; got < LINGER_READ_BYTES && (r = recv(l.fd, sink, sizeof sink, MSG_DONTWAIT)) > 0;)
+            got += (size_t)r;
+        int open = r > 0 || (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR));
+        if (open && now < l.until)
+            sv->linger[kept++] = l;
+        else
+            close(l.fd);
+    }
+    sv->nlinger = kept;
+}
+
+/* A connection over the cap, or one accepted with the spare descriptor: a clear 503 and a lingering close
+ * (sv), without keeping anything else; out of descriptors (sv NULL), closed at once to give the spare
+ * back. What the client sent already is read first. */
+static void refuse(svc_mgmt *m, mserver *sv, int fd, const char *why)
 {
     char sink[4096], body[512], msg[1024];
     for (int i = 0; i < 16 && recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0; i++)
@@ -228,17 +290,14 @@ static void refuse(svc_mgmt *m, int fd, const char *why)
     if (send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
         /* nothing more to do: the peer is gone or its buffer is full */
     }
-    shutdown(fd, SHUT_WR);
-    close(fd);
+    if (sv) {
+        linger_start(sv, fd);
+    } else {
+        shutdown(fd, SHUT_WR);
+        close(fd);
+    }
     m->refused++;
 }
-
-typedef struct {
-    int ep, lfd, spare; /* spare: a descriptor held back to accept and refuse when none are left */
-    mconn **all;        /* every open connection (at most m->conn_limit) */
-    size_t nall;
-    uint64_t accept_resume; /* accepting paused until then (0: accepting) */
-} mserver;
 
 static void server_drop(mserver *sv, mconn *c)
 {
@@ -247,6 +306,11 @@ static void server_drop(mserver *sv, mconn *c)
             sv->all[k] = sv->all[--sv->nall];
             break;
         }
+    if (c->linger) { /* out of epoll before its mconn is freed: the socket stays open a while */
+        epoll_ctl(sv->ep, EPOLL_CTL_DEL, c->fd, NULL);
+        linger_start(sv, c->fd);
+        c->fd = -1;
+    }
     conn_close(sv->ep, c);
 }
 
@@ -293,7 +357,7 @@ static void accept_all(svc_mgmt *m, mserver *sv)
                 fd = accept4(sv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
                 int accept_errno = errno;
                 if (fd >= 0)
-                    refuse(m, fd, "the server is out of file descriptors; try again later");
+                    refuse(m, NULL, fd, "the server is out of file descriptors; try again later");
                 sv->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
                 if (fd >= 0)
                     continue;
@@ -306,7 +370,7 @@ static void accept_all(svc_mgmt *m, mserver *sv)
             return;
         }
         if ((int64_t)sv->nall >= m->conn_limit && !evict_idle(m, sv)) {
-            refuse(m, fd, "too many connections; try again later");
+            refuse(m, sv, fd, "too many connections; try again later");
             continue;
         }
         mconn *nc = calloc(1, sizeof *nc);
@@ -315,7 +379,7 @@ static void accept_all(svc_mgmt *m, mserver *sv)
             sv->all = na;
         if (!nc || !na) {
             free(nc);
-            refuse(m, fd, "the server is out of memory; try again later");
+            refuse(m, sv, fd, "the server is out of memory; try again later");
             continue;
         }
         if (m->nodelay)
@@ -433,6 +497,7 @@ int svc_mgmt_loop(svc_mgmt *m, svc_shared *sh, volatile int *stop_also)
         }
         if (now >= next_sweep) { /* deadlines are checked every 50 ms, not per event */
             sweep(m, sh, &sv, now);
+            linger_sweep(&sv, now);
             next_sweep = now + 50000000ULL;
         }
         if (sv.accept_resume && now >= sv.accept_resume) {
@@ -475,6 +540,8 @@ int svc_mgmt_loop(svc_mgmt *m, svc_shared *sh, volatile int *stop_also)
     }
     for (size_t k = 0; k < sv.nall; k++)
         conn_close(sv.ep, sv.all[k]);
+    for (size_t k = 0; k < sv.nlinger; k++)
+        close(sv.linger[k].fd);
     free(sv.all);
     close(sv.ep);
     close(sv.lfd);

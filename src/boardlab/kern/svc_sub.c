@@ -50,7 +50,7 @@ typedef struct {
     int rcvbuf_actual;
     uint64_t t0, t_end, checksum;
     /* parse state */
-    int kind;
+    int kind, seq_ok; /* seq_ok: this message carried a valid seq */
     uint64_t seq, sent_ns;
     char field[32];
     char text[64];
@@ -158,8 +158,28 @@ static int track(seq_track *t, uint64_t seq, uint64_t *dup, uint64_t *reord)
     return 0;
 }
 
+/* A number as the publisher writes it (seq, sentNs): n > 0 ASCII digits, within 64 bits. strtoull alone
+ * skips spaces, takes a sign ("-1" is 2^64-1), stops at the first non-digit ("abc" is 0) and saturates on
+ * overflow: a message with any of those would count as valid. Returns 0 when p[0, n) is not such a number. */
+static int parse_u64(const char *p, size_t n, uint64_t *out)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (p[i] < '0' || p[i] > '9')
+            return 0;
+        uint64_t d = (uint64_t)(p[i] - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            return 0;
+        v = v * 10 + d;
+    }
+    if (!n)
+        return 0;
+    *out = v;
+    return 1;
+}
+
 /* What both parsers (expat, libxml2) report, in our namespace: an attribute of DataMessage, an element's
- * start and end with its text. */
+ * start and end with its text. A seq or sentNs that is not a number leaves the message invalid (bad). */
 static void on_data_attr(sub_state *s, const char *name, const char *value)
 {
     if (strcmp(name, "kind") == 0)
@@ -167,9 +187,30 @@ static void on_data_attr(sub_state *s, const char *name, const char *value)
             if (strcmp(value, svc_kind_names[k]) == 0)
                 s->kind = k;
     if (strcmp(name, "seq") == 0)
-        s->seq = strtoull(value, NULL, 10);
-    if (strcmp(name, "sentNs") == 0)
-        s->sent_ns = strtoull(value, NULL, 10);
+        s->seq_ok = parse_u64(value, strlen(value), &s->seq);
+    if (strcmp(name, "sentNs") == 0 && !parse_u64(value, strlen(value), &s->sent_ns))
+        s->sent_ns = 0;
+}
+
+/* The raw 64-byte datagram: "R SEQ STAMP" padded with spaces, both numbers as parse_u64 reads them. */
+static int parse_raw(sub_state *s, const char *buf, size_t n)
+{
+    const char *end = buf + n, *seq = buf + 2;
+    if (n != 64 || buf[0] != 'R' || buf[1] != ' ')
+        return 0;
+    const char *sp = memchr(seq, ' ', (size_t)(end - seq));
+    if (!sp || !parse_u64(seq, (size_t)(sp - seq), &s->seq))
+        return 0;
+    const char *stamp = sp + 1, *pad = memchr(stamp, ' ', (size_t)(end - stamp));
+    if (!pad)
+        pad = end;
+    for (const char *q = pad; q < end; q++)
+        if (*q != ' ')
+            return 0;
+    if (!parse_u64(stamp, (size_t)(pad - stamp), &s->sent_ns))
+        return 0;
+    s->seq_ok = 1;
+    return 1;
 }
 
 static void on_text(sub_state *s, const char *t, int len)
@@ -260,8 +301,8 @@ static void lx_start(void *ud, const xmlChar *local, const xmlChar *prefix, cons
         const xmlChar **a = attrs + 5 * i;
         char v[32];
         size_t n = (size_t)(a[4] - a[3]);
-        if (n >= sizeof v)
-            n = sizeof v - 1;
+        if (n >= sizeof v) /* longer than any valid value: cut, it could read as another one ("0000...5") */
+            n = 0;
         memcpy(v, a[3], n);
         v[n] = 0;
         on_data_attr(s, (const char *)a[0], v);
@@ -411,14 +452,11 @@ static int sub_serve(bk_ctx *ctx, void *state)
         s->received++;
         buf[r] = 0;
         s->kind = -1;
+        s->seq_ok = 0;
         s->sent_ns = 0;
         if (s->parser == 1) {
-            unsigned long long seq, ns;
-            if (r == 64 && sscanf(buf, "R %llu %llu", &seq, &ns) == 2) {
+            if (parse_raw(s, buf, (size_t)r))
                 s->kind = SVC_RAW;
-                s->seq = seq;
-                s->sent_ns = ns;
-            }
         }
 #if BK_HAVE_LIBXML2
         else if (s->parser == 2) {
@@ -441,7 +479,7 @@ static int sub_serve(bk_ctx *ctx, void *state)
         }
 #endif
         uint64_t parsed = svc_now();
-        if (s->kind < 0 || !s->sent_ns) {
+        if (s->kind < 0 || !s->seq_ok || !s->sent_ns) {
             s->bad++;
             continue;
         }

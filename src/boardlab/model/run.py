@@ -9,6 +9,28 @@ from typing import Any
 # how a run's invalid_reason begins when its condition's load did not run (the runner writes it, the report
 # counts it per condition)
 LOAD_DID_NOT_RUN = "the load did not run"
+# how each reason of a run's invalid_reason (the runner joins several with "; ") begins, and the kind a report
+# counts it under
+INVALID_KINDS = (
+    ("throttled", "throttled"),
+    ("swapped", "swapped"),
+    ("the cpufreq governor changed", "governor changed"),
+    (LOAD_DID_NOT_RUN, "load did not run"),
+)
+
+
+def invalid_kinds(reason: str) -> tuple[str, ...]:
+    """The kind of each reason in a run's invalid_reason: "throttled", "swapped", "governor changed", "load did
+    not run", "over the temperature limit", "load ended early", else the reason itself."""
+    out = []
+    for part in reason.split("; "):
+        kind = next((k for prefix, k in INVALID_KINDS if part.startswith(prefix)), None)
+        if kind is None and ", over the limit " in part:
+            kind = "over the temperature limit"
+        elif kind is None and part.endswith(" ended before the workload did"):
+            kind = "load ended early"
+        out.append(kind or part)
+    return tuple(out)
 
 
 @dataclass(frozen=True)

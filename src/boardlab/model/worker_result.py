@@ -3,7 +3,9 @@ versioned JSON object, read here into one typed record (docs/architecture.md "Th
 
 Schema history (an older document still loads, upgraded on read):
   1  boardlab-kern named its workload in "kernel", the Python worker in "workload".
-  2  both name it in "workload" (boardlab-kern's src/boardlab/kern/core.h BK_RESULT_SCHEMA).
+  2  both name it in "workload" (boardlab-kern's src/boardlab/kern/core.h BK_RESULT_SCHEMA); an optional
+     "warnings" list of strings was added later, ignored by readers that predate it; so was "launched",
+     what the program a launcher started took (LaunchedTimes).
 """
 
 from __future__ import annotations
@@ -18,6 +20,12 @@ from boardlab.model.run import Histogram, MetricResult
 
 WORKER_SCHEMA = 2
 READABLE_SCHEMAS = (1, 2)
+# Every number a result may hold is bounded, so that storing and analysing it cannot fail: a count (times in
+# ns, iterations, histogram and hardware counts) fits the store's 64-bit INTEGER columns, and a measured
+# value is at most this large, so that any run's sums and squares stay finite floats (10**400 was an
+# OverflowError that stopped the campaign; a warm-up of 2**64 iterations failed the store's insert).
+INT64_MAX = 2**63 - 1
+MAX_MAGNITUDE = 1e100
 
 
 class WorkerResultError(ValueError):
@@ -32,6 +40,20 @@ class SeriesSamples:
     label: str
     unit: str
     points: tuple[tuple[float, float | None], ...]  # (seconds since the run started, value or None)
+
+
+@dataclass(frozen=True)
+class LaunchedTimes:
+    """What the program(s) a launcher worker started took, summed over its executions, measured by the
+    launcher from each spawn to its exit and with wait4 on the program alone (`python -m boardlab.pyrun
+    program`): the run's time columns, without the launcher's own interpreter start-up and its reading of
+    the output."""
+
+    wall_ns: int
+    utime_us: int
+    stime_us: int
+    maxrss_kib: int  # the largest of the executions'
+    executions: int
 
 
 @dataclass(frozen=True)
@@ -51,6 +73,9 @@ class WorkerResult:
     histograms: tuple[Histogram, ...]
     counters: Mapping[str, Any]  # boardlab-kern's raw counter readings ({} without --counters)
     wall_ns: int | None = None  # boardlab-kern's whole run: set-up, calibration, warm-up, measure, verify
+    # what the worker says about its result that does not fail it (a program's output searched in part)
+    warnings: tuple[str, ...] = ()
+    launched: LaunchedTimes | None = None  # a launcher's program's own times (the `program` workload)
     # the whole object at WORKER_SCHEMA, for what only a study reads (its `info`, the timer, ...)
     document: Mapping[str, Any] = field(compare=False, repr=False, default_factory=dict)
 
@@ -85,6 +110,8 @@ def _fail(where: str, value: Any, expected: str) -> WorkerResultError:
 
 def _short(value: Any) -> str:
     """A bounded repr: a hostile value must not make the message huge (nor recurse: depth is checked first)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**50:
+        return f"of {value.bit_length()} bits"  # Python refuses to print an integer of over 4300 digits
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -102,21 +129,29 @@ def _tuple(types) -> tuple:
     return types if isinstance(types, tuple) else (types,)
 
 
+def finite_value(value: Any) -> bool:
+    """Whether `value` is a number a result may hold as a measured value: finite, at most MAX_MAGNITUDE in
+    size (JSON has no NaN or infinity; Python's json reads them all the same). No conversion is made, so
+    an integer of any size is compared exactly, never overflowing."""
+    return not isinstance(value, bool) and isinstance(value, int | float) and abs(value) <= MAX_MAGNITUDE
+
+
 def _number(value: Any, where: str) -> float | None:
-    """A finite number or None (JSON has no NaN or infinity; Python's json reads them all the same)."""
+    """A measured value (finite_value) or None."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise _fail(where, value, "a finite number")
+    if not finite_value(value):
+        raise _fail(where, value, f"a finite number of at most {MAX_MAGNITUDE:g} in size")
     return value
 
 
 def _count(value: Any, where: str) -> int:
-    """A non-negative integer (a float that is one, as some JSON writers print it, is accepted)."""
+    """A non-negative integer that the store's 64-bit columns hold (a float that is one, as some JSON
+    writers print it, is accepted)."""
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _fail(where, value, "a non-negative integer")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= INT64_MAX:
+        raise _fail(where, value, "a non-negative integer below 2**63")
     return value
 
 
@@ -162,15 +197,11 @@ def _series(e: Any) -> SeriesSamples | None:
     if not (isinstance(metric, str) and isinstance(label, str) and isinstance(unit, str)):
         return None
     points = tuple(
-        (float(p[0]), float(p[1]) if _finite(p[1]) else None)
+        (float(p[0]), float(p[1]) if finite_value(p[1]) else None)
         for p in _list_or_empty(e.get("points"))
-        if isinstance(p, list | tuple) and len(p) == 2 and _finite(p[0])
+        if isinstance(p, list | tuple) and len(p) == 2 and finite_value(p[0])
     )
     return SeriesSamples(metric, label, unit, points) if points else None
-
-
-def _finite(v: Any) -> bool:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
 _SCALARS = (str, int, float, type(None))  # bool is an int
@@ -290,8 +321,24 @@ def parse_worker_result(doc: Any) -> WorkerResult:
         histograms=tuple(_histogram(name, h) for name, h in histograms.items()),
         counters=_counters(full.get("counters")),
         wall_ns=_optional_count(full.get("wall_ns"), "wall_ns"),
+        warnings=tuple(
+            w[:1000]
+            for i, x in enumerate(_list(full.get("warnings"), "warnings"))
+            if (w := _optional(x, str, f"warnings[{i}]"))
+        ),
+        launched=_launched(full.get("launched")),
         document=full,
     )
+
+
+def _launched(value: Any) -> LaunchedTimes | None:
+    if value is None:
+        return None
+    t = _object(value, "launched")
+    return LaunchedTimes(
+        **{k: _count(_need(t, k, (int, float), "launched."), f"launched.{k}")
+           for k in ("wall_ns", "utime_us", "stime_us", "maxrss_kib", "executions")}
+    )  # fmt: skip
 
 
 def read_worker_result(text: str) -> WorkerResult:

@@ -64,6 +64,21 @@ def pid_start_ticks(pid: int, root: RootLike = "/") -> int | None:
         return None
 
 
+def pid_running(pid: int, start_ticks: int | None, root: RootLike = "/") -> bool:
+    """Whether the process `pid` that started at `start_ticks` (None: any start) still runs: not gone, not
+    a reused PID, and not a zombie (killed, its /proc entry kept with its start time until its parent
+    reaps it: it holds no lock and changes nothing)."""
+    raw = _read(str(SysRoot.of(root).path(f"proc/{pid}/stat")))
+    if not raw:
+        return False
+    try:
+        fields = raw[raw.rindex(b")") + 2 :].split()
+        state, started = fields[0], int(fields[19])
+    except (ValueError, IndexError):
+        return False
+    return state not in (b"Z", b"X", b"x") and (start_ticks is None or started == start_ticks)
+
+
 def status_kib(raw: bytes, keys: tuple[bytes, ...]) -> dict[str, int]:
     out = {}
     for line in raw.split(b"\n"):

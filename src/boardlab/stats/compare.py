@@ -3,7 +3,8 @@
 Inputs are per-run values, one number per run (`summary.run_values` turns each run's iterations into its
 median); nested sequences are rejected, so iterations cannot be pooled through this API.
 
-Direction. `ratio` = median(condition) / median(baseline), whatever the metric. `cost_ratio` is the factor
+Direction. `ratio` = condition / baseline of the arms' estimates (20%-trimmed geometric means of the runs with
+the default test, medians with the rank test), whatever the metric. `cost_ratio` is the factor
 by which the condition is *worse*: `ratio` for lower-is-better metrics (times, latencies), 1 / `ratio` for
 higher-is-better ones (MB/s, ops/s). So cost_ratio > 1 always means slower: 1.10 is a 10% slowdown for a
 time (100 -> 110 ns) and for a rate (110 -> 100 MB/s). The verdict thresholds 1 +- delta apply to
@@ -26,9 +27,17 @@ from boardlab.stats.bootstrap import bootstrap_ratio_draws, percentile_interval
 from boardlab.stats.flags import bimodality
 from boardlab.stats.hypothesis import RankTest, TestMethod, mann_whitney_u, wilcoxon_signed_rank
 from boardlab.stats.multiple import benjamini_hochberg, holm
+from boardlab.stats.permutation import PermutationP, band, draws_for, sign_flip_p, split_p, two_arms
 from boardlab.stats.summary import DEFAULT_RESAMPLES, Interval
 from boardlab.stats.threshold import family_method
-from boardlab.stats.trimmed import TRIM, TrimmedT, trimmed_one_sample, yuen_welch
+from boardlab.stats.trimmed import (
+    TRIM,
+    TrimmedT,
+    one_sample_statistic,
+    trimmed_one_sample,
+    yuen_statistic,
+    yuen_welch,
+)
 from boardlab.stats.verdict import ALPHA, Confounding, RunEnvironment, Verdict, check_confounders, decide
 
 ITERATIONS_SUSPECT_N = 500  # more values per arm than any plan has runs: probably pooled iterations
@@ -85,6 +94,7 @@ class Comparison:
     resamples: int
     warnings: tuple[str, ...]
     statistic: str = "median of the runs' medians"  # what was compared (tails: per-run or pooled p99)
+    permutations: int = 0  # splits (or sign flips) the permutation p-value was counted over; 0: none drawn
 
 
 def _paired_log_ratios(
@@ -128,6 +138,8 @@ def compare(
     alpha: float = ALPHA,
     test_method: TestMethod = "auto",
     test_kind: TestKind = "trimmed",
+    family_size: int = 1,
+    calibrate: bool = True,
 ) -> Comparison:
     """Compare per-run values of a condition with its baseline; deterministic for a given `seed`.
 
@@ -147,6 +159,11 @@ def compare(
     - verdict by `verdict.decide`: the (1 - 2 alpha) interval `decision_ci` against 1 +- `delta` (a one-sided
       test at level alpha per side, TOST for "no change"), with the unadjusted p until `adjust` is applied;
     - the `confounded` tag from `verdict.check_confounders` when both per-run environments are given.
+
+    `family_size` is the size of the correction family the report will apply (`adjust`): where the trimmed
+    test's t approximation gives a p in `permutation.band`, the p is the permutation p of the same statistic
+    (`_calibrated`), drawn until it can pass that family's correction. `calibrate=False` keeps the t
+    approximation's p everywhere (the power simulation's shortcut, `power.simulated_power`).
     """
     check_level(confidence, "confidence")
     check_level(alpha, "alpha")
@@ -157,6 +174,7 @@ def compare(
     if not base or not cond:
         raise ValueError(f"each arm needs at least one run (baseline {len(base)}, condition {len(cond)})")
     warnings: list[str] = []
+    permutations = 0
     for arm, vals in (("baseline", base), ("condition", cond)):
         if len(vals) > ITERATIONS_SUSPECT_N:
             warnings.append(
@@ -169,12 +187,17 @@ def compare(
         bimodal = _bimodal_arm(base, cond)
         if bimodal is not None:
             test_kind = "rank"
+            if test_method == "auto" and len(set(base) | set(cond)) == len(base) + len(cond):
+                test_method = "exact"  # the exact distribution of U: no normal approximation in the tail
             warnings.append(
                 f"the {bimodal} runs fall into two groups: the exact rank test decides this comparison, not "
                 "the trimmed t, whose variance estimate understates a trimmed mean's spread over two groups"
             )
     if test_kind == "trimmed":
         e = _trimmed_effect(base, cond, paired_blocks, higher_is_better, confidence, alpha, warnings)
+        if calibrate:
+            test, permutations = _calibrated(e[5], base, cond, paired_blocks, family_size, alpha, seed)
+            e = (*e[:5], test, *e[6:])
     elif test_kind == "rank":
         e = _rank_effect(
             base,
@@ -228,6 +251,7 @@ def compare(
         seed=seed,
         resamples=drawn,
         warnings=tuple(warnings),
+        permutations=permutations,
     )
 
 
@@ -245,6 +269,54 @@ def _bimodal_arm(base: list[float], cond: list[float]) -> str | None:
         if b is not None and b.flagged:
             return arm
     return None
+
+
+def _calibrated(
+    test: RankTest,
+    base: list[float],
+    cond: list[float],
+    paired_blocks: tuple[Sequence[Hashable], Sequence[Hashable]] | None,
+    family_size: int,
+    alpha: float,
+    seed: int,
+) -> tuple[RankTest, int]:
+    """The trimmed test with its p-value taken from the permutation distribution of the same statistic
+    where the t approximation's p lies in `permutation.band` (where a correction over `family_size`
+    comparisons reads it), with the draws made; elsewhere the test as it is and 0 draws."""
+    low, high = band(family_size, alpha)
+    if not low <= test.p_value < high:
+        return test, 0
+    if paired_blocks is None:
+        perm = yuen_split_p(list(map(math.log, base)), list(map(math.log, cond)), family_size, alpha, seed)
+    else:
+        log_ratios, _unpaired = _paired_log_ratios(base, cond, paired_blocks)
+        observed = one_sample_statistic(log_ratios)
+        rng, limit = random.Random(seed), draws_for(family_size, alpha)
+        perm = sign_flip_p(one_sample_statistic, log_ratios, observed, rng=rng, limit=limit)
+    return dataclasses.replace(test, p_value=perm.p_value, method="permutation"), perm.draws
+
+
+def yuen_split_p(
+    logs_base: list[float],
+    logs_cond: list[float],
+    family_size: int,
+    alpha: float,
+    seed: int,
+    give_up_at: float | None = None,
+) -> PermutationP:
+    """The permutation p of Yuen's statistic on two arms of log values, as `compare` draws it for a family of
+    `family_size` (`power.simulated_power` decides its small arms by it too). `give_up_at`: only whether p
+    is below it is wanted (`permutation.split_p`)."""
+    pooled = sorted(logs_base + logs_cond)
+
+    def statistic(split: Sequence[int]) -> float:
+        return yuen_statistic(*two_arms(pooled, split))
+
+    observed = yuen_statistic(sorted(logs_base), sorted(logs_cond))
+    rng, limit = random.Random(seed), draws_for(family_size, alpha)
+    return split_p(
+        statistic, len(pooled), len(logs_cond), observed, rng=rng, limit=limit, give_up_at=give_up_at
+    )
 
 
 _Effect = tuple[float, Interval | None, float, Interval | None, Interval | None, RankTest, int | None, int]

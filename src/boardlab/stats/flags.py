@@ -123,16 +123,21 @@ def _bimodality(values: Sequence[float]) -> Bimodality | None:
     return Bimodality(r2, bimodal_threshold(len(logs)), low / len(logs), gap)
 
 
-def cell_flags(arm: str, values: Sequence[float], order: Sequence[float] | None = None) -> tuple[str, ...]:
+def cell_flags(
+    arm: str, values: Sequence[float], order: Sequence[float] | None = None, *, higher_is_better: bool = False
+) -> tuple[str, ...]:
     """The flags of one arm's runs (`arm` names it in the text: "baseline", "condition"), values in run
-    order unless `order` gives each run's position."""
+    order unless `order` gives each run's position; `higher_is_better` says whether the low group is the
+    slower (a rate) or the faster (a time)."""
     out = []
     b = bimodality(values)
     if b is not None and b.flagged:
+        pace = "slower" if higher_is_better else "faster"
         out.append(
-            f"bimodal {arm}: its runs fall into two groups ({b.low_share:.0%} of them {b.gap_ratio - 1:.1%} "
-            f"faster than the rest; split R^2 {b.r2:.2f} > {b.threshold:.2f}): two states of the board, e.g. "
-            "frequency or cache placement; fix the frequency and pin the worker, then re-run"
+            f"bimodal {arm}: its runs fall into two groups ({b.low_share:.0%} of them {pace} than the rest, "
+            f"which are {b.gap_ratio - 1:.1%} {'higher' if higher_is_better else 'longer'}; split R^2 "
+            f"{b.r2:.2f} > {b.threshold:.2f}): two states of the board, e.g. frequency or cache placement; fix "
+            "the frequency and pin the worker, then re-run"
         )
     if len(values) >= 3:
         d = drift_check(values, order)
@@ -148,11 +153,12 @@ def comparison_flags(
     baseline_order: Sequence[float] | None = None,
     condition_order: Sequence[float] | None = None,
     confounding: Confounding | None = None,
+    higher_is_better: bool = False,
 ) -> tuple[str, ...]:
     """Every flag of a comparison: each arm's (`cell_flags`) and the arms' environment (`confounding`)."""
-    flags = cell_flags("baseline", baseline, baseline_order) + cell_flags(
-        "condition", condition, condition_order
-    )
+    hib = higher_is_better
+    flags = cell_flags("baseline", baseline, baseline_order, higher_is_better=hib)
+    flags += cell_flags("condition", condition, condition_order, higher_is_better=hib)
     if confounding is not None and confounding.confounded:
         flags += tuple(f"different environment than the reference: {r}" for r in confounding.reasons)
     return flags

@@ -27,15 +27,16 @@ class RankTest:
 
     `statistic` is the test's own statistic (U of the first sample for Mann-Whitney, min(R+, R-) for
     Wilcoxon, as scipy reports them); `method` says how the p-value was computed: "exact" (the exact null
-    distribution), "asymptotic" (normal approximation), "bootstrap" (a bootstrap's own p) or "student-t"
-    (Yuen's trimmed t, `stats.trimmed`; `statistic` is then t). `n_used` counts the observations that entered the
-    test (for Wilcoxon, the non-zero differences).
+    distribution), "asymptotic" (normal approximation), "bootstrap" (a bootstrap's own p), "student-t"
+    (Yuen's trimmed t referred to Student's t, `stats.trimmed`; `statistic` is then t) or "permutation"
+    (the same statistic referred to its permutation distribution, `stats.permutation`). `n_used` counts the
+    observations that entered the test (for Wilcoxon, the non-zero differences).
     """
 
     name: str
     statistic: float
     p_value: float
-    method: Literal["exact", "asymptotic", "bootstrap", "student-t"]
+    method: Literal["exact", "asymptotic", "bootstrap", "student-t", "permutation"]
     n_used: int
 
 

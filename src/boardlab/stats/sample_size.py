@@ -147,6 +147,7 @@ def should_stop(
                 delta=delta or 0.0,
                 seed=seed,
                 resamples=resamples,
+                calibrate=False,  # only the intervals decide a stop, never a p-value: no permutation drawn
             )
             ci, decision, center = c.cost_ratio_ci, c.decision_ci, c.cost_ratio
     elif cond:

@@ -517,12 +517,15 @@ class Store:
         kern_version: str | None,
         root: str,
         environment: dict,
+        uid: str | None = None,
     ) -> int:
+        """A new campaign, running; `uid` its identity across stores (a random one unless given: a campaign
+        made from an imported file takes one from the file, so importing it twice adds it once)."""
         cur = self.conn.execute(
             "INSERT INTO campaigns(uid, name, plan_hash, plan_source, plan_text, board_id, boardlab_version,"
             " kern_version, root, status, started_unix_s, environment_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (
-                uuid.uuid4().hex,
+                uid or uuid.uuid4().hex,
                 name,
                 plan_hash,
                 plan_source,
@@ -574,7 +577,7 @@ class Store:
         """The latest campaign of the board with this label (or fingerprint) in a store of many boards."""
         row = self.conn.execute(
             "SELECT c.id FROM campaigns c JOIN boards b ON b.id = c.board_id"
-            " WHERE b.label=? OR b.fingerprint=? ORDER BY c.started_unix_s DESC, c.id DESC LIMIT 1",
+            " WHERE b.label=? OR b.fingerprint=? ORDER BY c.id DESC LIMIT 1",
             (label, label),
         ).fetchone()
         return None if row is None else int(row[0])
@@ -897,6 +900,44 @@ class Store:
         ).fetchone()
         return None if row is None else bytes(row["data"])
 
+    # ---- a campaign's commit and branch (`run --commit`, store schema 11) ----
+
+    def set_campaign_identity(
+        self, campaign_id: int, sha: str | None, describe: str | None, branch: str | None
+    ) -> None:
+        """The commit, its `git describe` name and the branch the campaign measured."""
+        with self.conn:
+            self.conn.execute(
+                "UPDATE campaigns SET commit_sha=?, commit_describe=?, branch=? WHERE id=?",
+                (sha, describe, branch, campaign_id),
+            )
+
+    def campaign_identities(
+        self, campaign_ids: list[int]
+    ) -> dict[int, tuple[str | None, str | None, str | None]]:
+        """(commit hash, describe name, branch) of each of these campaigns that has one (none in a store from
+        before schema 11)."""
+        if not campaign_ids or self._schema() < 11:
+            return {}
+        marks = ",".join("?" * len(campaign_ids))
+        rows = self.conn.execute(
+            f"SELECT id, commit_sha, commit_describe, branch FROM campaigns WHERE id IN ({marks})"
+            " AND (commit_sha IS NOT NULL OR commit_describe IS NOT NULL OR branch IS NOT NULL)",
+            tuple(campaign_ids),
+        ).fetchall()
+        return {int(r[0]): (r[1], r[2], r[3]) for r in rows}
+
+    def iter_export_metrics(self, campaign_id: int) -> Iterator[tuple]:
+        """Every metric stored of each run of a campaign, in run order (seq, attempt) and metric name: (run id,
+        cell id, repetition, attempt, seq, valid, metric, value, unit, higher is better), `value` the run's
+        value of the metric (the median of its iterations), one tuple at a time: `export --table metrics`."""
+        sql = (
+            "SELECT r.id, r.cell_id, r.repetition, r.attempt, r.seq, r.valid, m.metric, m.median, m.unit,"
+            " m.higher_is_better FROM runs r JOIN run_metrics m ON m.run_id = r.id WHERE r.campaign_id=?"
+            " ORDER BY r.seq, r.attempt, r.id, m.metric"
+        )
+        return self.iter_rows(sql, (campaign_id,))
+
     # ---- history and the lab's web view (boardlab history, boardlab serve): bounded reads ----
 
     def set_campaign_context(
@@ -919,13 +960,17 @@ class Store:
     def campaigns_of_plan(
         self, plan: str, board: str | None = None, *, limit: int = 1000
     ) -> list[sqlite3.Row]:
-        """The campaigns of a plan (its name or plan hash), on one board (label or fingerprint) or all, in time
-        order; the latest `limit` of each board."""
+        """The campaigns of a plan (its name or plan hash), on one board (label or fingerprint) or all, in the
+        order they arrived; the latest `limit` of each board. Arrival, not the board's wall clock: a board
+        without a battery-backed clock starts campaigns "in 2000" until NTP answers. A board's own store
+        numbers its campaigns as they start, and an ingest copies a file's campaigns in that order, so the
+        ids of a board's campaigns follow the order it ran them (analysis.history flags a clock that went
+        back against it)."""
         on_board = "" if board is None else " AND (b.label=? OR b.fingerprint=?)"
         rows = self.conn.execute(
             f"SELECT {self._CAMPAIGN_COLUMNS}, c.environment_json, c.inventory_json, b.inventory_json AS"
             " board_inventory_json FROM campaigns c JOIN boards b ON b.id = c.board_id"
-            f" WHERE (c.name=? OR c.plan_hash=?){on_board} ORDER BY b.label, c.started_unix_s DESC, c.id DESC",
+            f" WHERE (c.name=? OR c.plan_hash=?){on_board} ORDER BY b.label, c.id DESC",
             (plan, plan) + (() if board is None else (board, board)),
         ).fetchall()
         kept: dict[str, list] = {}
@@ -935,11 +980,11 @@ class Store:
         return [r for label in sorted(kept) for r in reversed(kept[label])]
 
     def campaign_page(self, *, limit: int, offset: int = 0, board_id: int | None = None) -> list[sqlite3.Row]:
-        """Campaigns newest first, one page."""
+        """Campaigns, the latest to arrive first, one page."""
         on_board = "" if board_id is None else " WHERE c.board_id=?"
         return self.conn.execute(
             f"SELECT {self._CAMPAIGN_COLUMNS} FROM campaigns c JOIN boards b ON b.id = c.board_id{on_board}"
-            " ORDER BY c.started_unix_s DESC, c.id DESC LIMIT ? OFFSET ?",
+            " ORDER BY c.id DESC LIMIT ? OFFSET ?",
             (() if board_id is None else (board_id,)) + (limit, offset),
         ).fetchall()
 
@@ -948,7 +993,7 @@ class Store:
         return self.conn.execute(
             "SELECT b.id, b.label, b.fingerprint, b.inventory_json, b.first_seen_unix_s,"
             " (SELECT count(*) FROM campaigns c WHERE c.board_id = b.id) AS n_campaigns,"
-            " (SELECT c.id FROM campaigns c WHERE c.board_id = b.id ORDER BY c.started_unix_s DESC, c.id DESC"
+            " (SELECT c.id FROM campaigns c WHERE c.board_id = b.id ORDER BY c.id DESC"
             " LIMIT 1) AS last_campaign_id FROM boards b ORDER BY b.label, b.id LIMIT ? OFFSET ?",
             (limit, offset),
         ).fetchall()
@@ -956,7 +1001,7 @@ class Store:
     def campaigns_with_status(self, status: str, *, limit: int) -> list[sqlite3.Row]:
         return self.conn.execute(
             f"SELECT {self._CAMPAIGN_COLUMNS} FROM campaigns c JOIN boards b ON b.id = c.board_id"
-            " WHERE c.status=? ORDER BY c.started_unix_s DESC, c.id DESC LIMIT ?",
+            " WHERE c.status=? ORDER BY c.id DESC LIMIT ?",
             (status, limit),
         ).fetchall()
 
@@ -1027,10 +1072,10 @@ class Store:
         )
 
     def campaign_summary(self, campaign_id: int, *, with_document: bool = False) -> sqlite3.Row | None:
-        """The campaign's stored summary (schema, runs_stored, status, cells_json; the document's JSON and
-        HTML only when asked: they are the large part), or None (none stored, or a store before migration 8)."""
+        """The campaign's stored summary (schema, runs_stored, status, cells_json; the document's JSON only
+        when asked: it is the large part), or None (none stored, or a store before migration 8)."""
         cols = "campaign_id, schema, runs_stored, status, computed_unix_s, cells_json" + (
-            ", document_json, document_html" if with_document else ""
+            ", document_json" if with_document else ""
         )
         return self.conn.execute(
             f"SELECT {cols} FROM campaign_summaries WHERE campaign_id=?", (campaign_id,)
@@ -1038,9 +1083,11 @@ class Store:
 
     def put_campaign_summary(
         self, campaign_id: int, *, schema: int, runs_stored: int, status: str, cells_json: str,
-        document_json: str, document_html: str,
+        document_json: str, document_html: str = "",
     ) -> None:  # fmt: skip
-        """Stores (replaces) a campaign's summary, in one transaction."""
+        """Stores (replaces) a campaign's summary, in one transaction. `schema` is the fingerprint of the code
+        that computed it (boardlab.summary.code_fingerprint); `document_html` is no longer written (pages
+        render the document), the column stays for older readers."""
         with self.conn:
             self.conn.execute("DELETE FROM campaign_summaries WHERE campaign_id=?", (campaign_id,))
             self.conn.execute(
@@ -1128,11 +1175,11 @@ class Store:
             )
 
     def previous_campaign(self, campaign_id: int) -> int | None:
-        """The campaign of the same plan (name) on the same board started just before this one, or None."""
+        """The campaign of the same plan (name) on the same board that arrived just before this one, or None
+        (arrival, not the board's wall clock: `campaigns_of_plan`)."""
         row = self.conn.execute(
             "SELECT p.id FROM campaigns c JOIN campaigns p ON p.name = c.name AND p.board_id = c.board_id"
-            " AND (p.started_unix_s < c.started_unix_s OR (p.started_unix_s = c.started_unix_s AND p.id < c.id))"
-            " WHERE c.id=? ORDER BY p.started_unix_s DESC, p.id DESC LIMIT 1",
+            " AND p.id < c.id WHERE c.id=? ORDER BY p.id DESC LIMIT 1",
             (campaign_id,),
         ).fetchone()
         return None if row is None else int(row[0])

@@ -94,6 +94,9 @@ def campaigns(store, page: int = 0, board_id: int | None = None) -> tuple[doc.Do
 
     got = store.campaign_page(limit=PAGE_SIZE + 1, offset=page * PAGE_SIZE, board_id=board_id)
     rows, more, nxt = _more(got, page, "/campaigns", board=board_id)
+    from boardlab.analysis.history import commit_words, identity_doc
+
+    commits = {k: identity_doc(*v) for k, v in store.campaign_identities([r["id"] for r in rows]).items()}
     table = tuple(
         (
             str(r["id"]),
@@ -102,6 +105,7 @@ def campaigns(store, page: int = 0, board_id: int | None = None) -> tuple[doc.Do
             r["status"],
             fmt_time(r["started_unix_s"]),
             r["label"] or "",
+            commit_words({"commit": commits.get(r["id"])}),
         )
         for r in rows
     )
@@ -113,12 +117,12 @@ def campaigns(store, page: int = 0, board_id: int | None = None) -> tuple[doc.Do
         (doc.section(
             "Campaigns",
             doc.Table((doc.Column("campaign"), doc.Column("plan"), doc.Column("board"), doc.Column("status"),
-                       doc.Column("started"), doc.Column("label")), table, links=links),
+                       doc.Column("started"), doc.Column("label"), doc.Column("commit")), table, links=links),
             more,
         ),),
     )  # fmt: skip
-    return document, {"schema": WEB_SCHEMA, "page": page, "next_page": nxt,
-                      "campaigns": [_campaign_entry(r) for r in rows]}  # fmt: skip
+    entries = [{**_campaign_entry(r), "commit": commits.get(r["id"])} for r in rows]  # `run --commit`
+    return document, {"schema": WEB_SCHEMA, "page": page, "next_page": nxt, "campaigns": entries}
 
 
 class Rendered:
@@ -130,8 +134,8 @@ class Rendered:
 
 def campaign(store, campaign_id: int) -> Rendered:
     """The campaign's report document, as `boardlab report` builds it, from the campaign's stored summary
-    (boardlab.summary): rendered when the campaign ended; computed now, and kept by this server, when the
-    summary is missing or stale (the monitor plots stay in the report file: their series are the one read
+    (boardlab.summary): its document computed when the campaign ended, rendered here; computed now, and kept
+    by this server, when the summary is missing or stale (the monitor plots stay in the report file: their series are the one read
     here not bounded by the campaign's cells)."""
     import boardlab.summary as summary
 
@@ -139,8 +143,12 @@ def campaign(store, campaign_id: int) -> Rendered:
     title = f"boardlab report: {row['name']}"
 
     def render(s) -> Rendered:
+        from boardlab.report.render import render_document
+
+        # rendered here, through the renderer that escapes every word, never from stored HTML
+        html = render_document(summary.document_of(s), "html")
         twin = f'{{"schema": {WEB_SCHEMA}, "campaign_id": {campaign_id}, "document": {s.document_json}}}'
-        return Rendered(title, s.document_html, twin)
+        return Rendered(title, html, twin)
 
     got = summary.stored(store, campaign_id, with_document=True)
     if got is not None:
