@@ -17,6 +17,11 @@ class InputError(BoardlabError):
     exit_code = EXIT_USAGE
 
 
+class NotFound(InputError):
+    """What the user named is not in the store (a campaign id, a plan, a board): exit 2, and `serve`'s 404
+    (the web tells it from a bad request by its type, never by its message)."""
+
+
 class MeasurementError(BoardlabError):
     """A measurement could not be made or produced an invalid result."""
 

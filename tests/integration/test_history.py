@@ -119,7 +119,7 @@ def clock_set_back_db(tmp_path_factory) -> Path:
     import time
     import types
 
-    import boardlab.store.db as db
+    import boardlab.store.campaigns as db  # where a campaign takes its start time
 
     path = tmp_path_factory.mktemp("clock") / "lab.db"
     real = db.time

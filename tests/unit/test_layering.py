@@ -116,6 +116,33 @@ def test_report_never_imports_the_store():
     assert not {m: d for m, d in offenders.items() if d}
 
 
+def _driver_imports(tree: ast.Module) -> set[str]:
+    """Database drivers a module imports anywhere (sqlite3, psycopg and its parts)."""
+    found = set()
+    for node in ast.walk(tree):
+        names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+        if isinstance(node, ast.ImportFrom) and not node.level:
+            names = [node.module or ""]
+        found |= {n for n in names if n.split(".")[0] in ("sqlite3", "psycopg", "psycopg_pool")}
+    return found
+
+
+def test_the_web_reads_the_store_only_through_its_package_and_imports_no_driver():
+    """serve tells a missing campaign from a bad request by the error's type (`errors.NotFound`) and a
+    driver's error through `boardlab.store.driver_error`: no module under web/ imports a database driver or
+    a module inside the store package (store/pg.py classified psycopg's errors for it)."""
+    trees = _trees()
+    web = {m: t for m, t in trees.items() if m.startswith("boardlab.web")}
+    assert web
+    drivers = {m: _driver_imports(t) for m, t in web.items()}
+    inside = {m: sorted(d for d in _imports(m, t, top_level_only=False) if d.startswith("boardlab.store."))
+              for m, t in web.items()}  # fmt: skip
+    assert not {m: d for m, d in drivers.items() if d}
+    assert not {m: d for m, d in inside.items() if d}
+    store_drivers = {m for m, t in trees.items() if m.startswith("boardlab.store") and _driver_imports(t)}
+    assert store_drivers  # the scan sees a driver where there is one
+
+
 def _workload_names() -> set[str]:
     from boardlab.workloads import all_workloads
 

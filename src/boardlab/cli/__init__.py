@@ -191,20 +191,13 @@ def _one_line(text: str) -> str:
 
 
 def _as_boardlab_error(exc: Exception, args) -> BoardlabError | None:
-    """Maps what the operating system or SQLite raised to a BoardlabError; None for a bug."""
+    """Maps what the operating system or a database driver raised to a BoardlabError; None for a bug."""
     if isinstance(exc, BoardlabError):
         return exc
     if isinstance(exc, OSError):
         from boardlab.errors import os_error
 
         return os_error(exc)
-    if type(exc).__module__.startswith("psycopg"):  # the PostgreSQL store (boardlab.store.pg)
-        from boardlab.store.pg import database_error as pg_error
-        from boardlab.store.pg import display_url
+    from boardlab.store import driver_error  # a database driver's error, named by the store
 
-        return pg_error(exc, display_url(str(getattr(args, "db", None) or "the PostgreSQL store")))
-    if type(exc).__module__ == "sqlite3":
-        from boardlab.errors import database_error
-
-        return database_error(exc, getattr(args, "db", None) or "the results database")
-    return None
+    return driver_error(exc, str(getattr(args, "db", None) or "the results database"))

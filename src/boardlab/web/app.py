@@ -79,7 +79,7 @@ def create_app(db: str, *, token: str | None = None, verify: bool = True, thread
     from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
     from starlette.routing import Route
 
-    from boardlab.errors import BoardlabError, InputError
+    from boardlab.errors import BoardlabError, InputError, NotFound
     from boardlab.report.render import esc, render_document
     from boardlab.web import pages
 
@@ -94,26 +94,28 @@ def create_app(db: str, *, token: str | None = None, verify: bool = True, thread
 
     def read(build, request, *, html_extra=lambda store: ""):
         """Runs `build(store)` in one snapshot; (document, json twin) -> the response the URL asks for."""
-        from boardlab.store import Store
+        from boardlab.store import Store, driver_error
 
         as_json = request.url.path.endswith(".json")
         try:
             store = Store.open(db, create=False, verify=verify)
         except Exception as exc:  # the store cannot be read at all: 503, naming it and why
-            error = exc if isinstance(exc, BoardlabError) else _database_error(exc, db)
+            error = exc if isinstance(exc, BoardlabError) else driver_error(exc, db)
             return problem(503, str(error) if error else f"{db}: cannot open the store", as_json)
         try:
             with store, store.snapshot():
                 built = build(store)
                 extra = html_extra(store) if not as_json else ""
-        except InputError as exc:  # what the request asked for is not there (or not a valid pick)
-            return problem(404 if "no campaign" in str(exc) else 400, str(exc), as_json)
+        except NotFound as exc:  # what the request asked for is not there
+            return problem(404, str(exc), as_json)
+        except InputError as exc:  # not a valid pick
+            return problem(400, str(exc), as_json)
         except BoardlabError as exc:
             return problem(503, str(exc), as_json)
         except (
             Exception
         ) as exc:  # the store's driver: a database error is a page naming it, never a traceback
-            error = _database_error(exc, db)
+            error = driver_error(exc, db)
             if error is None:
                 return problem(
                     500, f"internal error: {type(exc).__name__} (run with BOARDLAB_DEBUG=1)", as_json
@@ -258,19 +260,6 @@ def _empty(title: str, text: str):
     from boardlab.analysis import document as doc
 
     return doc.Document(title, (doc.section("", doc.Prose(text, small=True)),))
-
-
-def _database_error(exc: Exception, db: str):
-    """The store driver's error as a BoardlabError naming the store (None for anything else: a bug)."""
-    if type(exc).__module__.startswith("psycopg"):
-        from boardlab.store.pg import database_error, display_url
-
-        return database_error(exc, display_url(db))
-    if type(exc).__module__ == "sqlite3":
-        from boardlab.errors import database_error
-
-        return database_error(exc, db)
-    return None
 
 
 def _plain(status: int, text: str):

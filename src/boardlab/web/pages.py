@@ -13,7 +13,7 @@ import time
 import urllib.parse
 
 from boardlab.analysis import document as doc
-from boardlab.errors import InputError
+from boardlab.errors import InputError, NotFound
 from boardlab.report.escape import visible
 
 MAX_ID = 2**63 - 1  # a store's ids are signed 64-bit integers (SQLite's INTEGER, PostgreSQL's BIGINT)
@@ -205,7 +205,7 @@ def _side(store, pick: str):
     if kind == "b":
         got = store.campaign_page(limit=1, board_id=got_id)
         if not got:
-            raise InputError(f"compare: no campaign of board {got_id}")
+            raise NotFound(f"compare: no campaign of board {got_id}")
         got_id = got[0]["id"]
     return analyzed(store, got_id)
 
@@ -243,7 +243,7 @@ def history(store, plan: str, board: str | None) -> tuple[doc.Document, dict]:
             raise InputError(f"{what} {name!r}: a name holds no NUL character")
     per_board = load_history(store, plan, board or None, analyze=analyzed)
     if not per_board:
-        raise InputError(f"no campaign of a plan named {plan!r}" + (f" on board {board!r}" if board else ""))
+        raise NotFound(f"no campaign of a plan named {plan!r}" + (f" on board {board!r}" if board else ""))
     key = (
         "history",
         plan,

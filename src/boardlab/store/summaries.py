@@ -1,0 +1,134 @@
+"""Each campaign's stored summary and history steps (boardlab.summary), for serve and history."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterable
+
+from boardlab.store.base import Connected
+
+
+class SummaryRows(Connected):
+    """Each campaign's stored summary and history steps (boardlab.summary), for serve and history. (a part of `Store`, store/db.py)."""
+
+    # ---- campaign summaries for serve and history on a large store (issue 26, migration 8) ----
+
+    def count_runs(self, campaign_id: int) -> int:
+        """Runs stored of a campaign: a count over the runs' (campaign_id, ...) unique index, not the table."""
+        return int(
+            self.conn.execute("SELECT count(*) FROM runs WHERE campaign_id=?", (campaign_id,)).fetchone()[0]
+        )
+
+    def campaign_summary(self, campaign_id: int, *, with_document: bool = False) -> sqlite3.Row | None:
+        """The campaign's stored summary (schema, runs_stored, status, cells_json; the document's JSON only
+        when asked: it is the large part), or None (none stored, or a store before migration 8)."""
+        cols = "campaign_id, schema, runs_stored, status, computed_unix_s, cells_json" + (
+            ", document_json" if with_document else ""
+        )
+        return self.conn.execute(
+            f"SELECT {cols} FROM campaign_summaries WHERE campaign_id=?", (campaign_id,)
+        ).fetchone()
+
+    def put_campaign_summary(
+        self, campaign_id: int, *, schema: int, runs_stored: int, status: str, cells_json: str,
+        document_json: str, document_html: str = "",
+    ) -> None:  # fmt: skip
+        """Stores (replaces) a campaign's summary, in one transaction. `schema` is the fingerprint of the code
+        that computed it (boardlab.summary.code_fingerprint); `document_html` is no longer written (pages
+        render the document), the column stays for older readers."""
+        with self.conn:
+            self.conn.execute("DELETE FROM campaign_summaries WHERE campaign_id=?", (campaign_id,))
+            self.conn.execute(
+                "INSERT INTO campaign_summaries(campaign_id, schema, runs_stored, status, computed_unix_s,"
+                " cells_json, document_json, document_html) VALUES (?,?,?,?,?,?,?,?)",
+                (campaign_id, schema, runs_stored, status, time.time(), cells_json, document_json,
+                 document_html),
+            )  # fmt: skip
+
+    def campaigns_without_fresh_summary(self, schema: int, *, limit: int) -> list[int]:
+        """Ids of campaigns that are not running and have no summary of this schema, or one computed at
+        another status or run count (a campaign resumed since), oldest first."""
+        return [
+            int(r[0])
+            for r in self.conn.execute(
+                "SELECT c.id FROM campaigns c LEFT JOIN campaign_summaries s ON s.campaign_id = c.id"
+                " WHERE c.status <> 'running' AND (s.campaign_id IS NULL OR s.schema <> ? OR s.status <> c.status"
+                " OR s.runs_stored <> (SELECT count(*) FROM runs r WHERE r.campaign_id = c.id))"
+                " ORDER BY c.id LIMIT ?",
+                (schema, limit),
+            )
+        ]
+
+    def record_value_runs(
+        self, campaign_id: int, metric: tuple[str, str, bool], runs: Iterable[tuple]
+    ) -> int:
+        """Bulk insert of one-value runs (a benchmark's synthetic store, a converted archive): each
+        (cell_id, repetition, seq, started_unix_s, wall_ns, value, aa_arm) becomes a valid first attempt
+        with its metric row, its value as the run's one iteration and its wall time as that iteration's
+        time, in one transaction. `metric` is
+        (name, unit, higher_is_better). Returns the runs inserted. Far faster than `record_run` per run."""
+        name, unit, hib = metric
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            first = self.conn.execute("SELECT coalesce(max(id), 0) FROM runs").fetchone()[0]
+            self.conn.executemany(
+                "INSERT INTO runs(campaign_id, cell_id, repetition, attempt, seq, started_unix_s, wall_ns, cpu,"
+                " exit_code, ok, valid, value, warmup_iterations, warmup_capped, rusage_json, gate_waited_s,"
+                " gate_timed_out, gate_detail, condition_state_json, monitor_json, aa_arm)"
+                " VALUES (?,?,?,1,?,?,?,NULL,0,1,1,?,0,0,'{}',0,0,'',  '{}','{}',?)",
+                ((campaign_id, *r) for r in runs),
+            )
+            self.conn.execute(
+                "INSERT INTO run_metrics(run_id, metric, unit, higher_is_better, median, min, p90, p99)"
+                " SELECT id, ?, ?, ?, value, value, value, value FROM runs WHERE id > ? AND campaign_id=?",
+                (name, unit, int(hib), first, campaign_id),
+            )
+            for metric_name in ("iteration_ns", name):
+                self.conn.execute(
+                    "INSERT INTO run_values(run_id, metric, iteration, value)"
+                    " SELECT id, ?, 0, CASE WHEN ? THEN wall_ns ELSE value END FROM runs"
+                    " WHERE id > ? AND campaign_id=?",
+                    (metric_name, metric_name == "iteration_ns", first, campaign_id),
+                )
+            count = self.conn.execute(
+                "SELECT count(*) FROM runs WHERE id > ? AND campaign_id=?", (first, campaign_id)
+            ).fetchone()[0]
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self._rollback()
+            raise
+        return int(count)
+
+    def step_summary(self, from_id: int, to_id: int) -> sqlite3.Row | None:
+        """The stored step from campaign `from_id` to `to_id` (schema, runs_from, runs_to, rows_json,
+        comparisons_json), or None."""
+        return self.conn.execute(
+            "SELECT schema, runs_from, runs_to, rows_json, comparisons_json FROM step_summaries"
+            " WHERE from_campaign_id=? AND to_campaign_id=?",
+            (from_id, to_id),
+        ).fetchone()
+
+    def put_step_summary(
+        self, from_id: int, to_id: int, *, schema: int, runs_from: int, runs_to: int, rows_json: str,
+        comparisons_json: str,
+    ) -> None:  # fmt: skip
+        with self.conn:
+            self.conn.execute(
+                "DELETE FROM step_summaries WHERE from_campaign_id=? AND to_campaign_id=?", (from_id, to_id)
+            )
+            self.conn.execute(
+                "INSERT INTO step_summaries(from_campaign_id, to_campaign_id, schema, runs_from, runs_to,"
+                " rows_json, comparisons_json) VALUES (?,?,?,?,?,?,?)",
+                (from_id, to_id, schema, runs_from, runs_to, rows_json, comparisons_json),
+            )
+
+    def previous_campaign(self, campaign_id: int) -> int | None:
+        """The campaign of the same plan (name) on the same board that arrived just before this one, or None
+        (arrival, not the board's wall clock: `campaigns_of_plan`)."""
+        row = self.conn.execute(
+            "SELECT p.id FROM campaigns c JOIN campaigns p ON p.name = c.name AND p.board_id = c.board_id"
+            " AND p.id < c.id WHERE c.id=? ORDER BY p.id DESC LIMIT 1",
+            (campaign_id,),
+        ).fetchone()
+        return None if row is None else int(row[0])
