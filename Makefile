@@ -125,9 +125,12 @@ fuzz: setup
 bench: setup
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
-# ruff for Python; the C built on its own with -Wall -Wextra -Werror.
+# ruff and mypy for Python, at the versions the test extra pins (pre-commit runs the same from the venv: one
+# version everywhere, so a new release's rules never fail a commit that passed); the C built on its own with
+# -Wall -Wextra -Werror.
+LINT_PINS = $(shell $(BIN)/python -c 'import tomllib; t = tomllib.load(open("pyproject.toml", "rb")); print(" ".join(r for r in t["project"]["optional-dependencies"]["test"] if r.split("=")[0] in ("ruff", "mypy")))')
 lint: venv
-	@$(PIP) install ruff mypy
+	@$(PIP) install $(LINT_PINS)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	rm -rf build-lint
