@@ -295,3 +295,42 @@ def test_a_resample_quantile_from_the_runs_top_samples_is_the_sorted_pools():
         for _ in range(5):
             pooled = sorted(chain.from_iterable(runs[again.randrange(n)] for _ in range(n)))
             assert resampler.draw(drawn) == percentile_sorted(pooled, q)
+
+
+# --- the permutation p's draws -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n_condition", [2, 4])  # 4 of 6: the complement of a drawn pair
+def test_drawn_splits_are_uniform_over_every_subset(n_condition):
+    """Each of the C(6, k) condition arms is drawn equally often (chi-square over 15 cells, 15,000 draws:
+    the 0.999 quantile at 14 df is 36.1), in ascending order; a draw that favoured low indices (int(u x n)
+    rounding, a repeat kept) fails it."""
+    import itertools
+
+    from boardlab.stats.permutation import _drawn_splits
+
+    draws = 15_000
+    counts = dict.fromkeys(itertools.combinations(range(6), n_condition), 0)
+    for split in _drawn_splits(6, n_condition, random.Random(11), draws):
+        assert split == sorted(set(split)) and len(split) == n_condition
+        counts[tuple(split)] += 1
+    expected = draws / len(counts)
+    chi2 = sum((c - expected) ** 2 / expected for c in counts.values())
+    assert chi2 < 36.1, counts
+
+
+def test_a_permutation_p_asked_only_below_a_level_stops_once_it_cannot_be():
+    """`give_up_at`: the draws stop as soon as the p is certain to be at least the level, and the p given
+    is then that bound; a p below the level is the same as without it."""
+    from boardlab.stats.compare import yuen_split_p
+
+    rng = random.Random(3)
+    base = [rng.gauss(0.0, 0.02) for _ in range(14)]
+    same = [rng.gauss(0.0, 0.02) for _ in range(5)]
+    far = [0.3 + rng.gauss(0.0, 0.02) for _ in range(5)]
+    full = yuen_split_p(base, same, 26, 0.05, seed=1)
+    cut = yuen_split_p(base, same, 26, 0.05, seed=1, give_up_at=0.05 / 26)
+    assert cut.draws < full.draws and cut.p_value >= 0.05 / 26 and full.p_value >= 0.05 / 26
+    assert yuen_split_p(base, far, 26, 0.05, seed=1, give_up_at=0.05 / 26) == yuen_split_p(
+        base, far, 26, 0.05, seed=1
+    )
