@@ -136,9 +136,10 @@ def unit_label(unit: str) -> str:
 
 
 def fmt_p(p: float | None) -> str:
-    if p is None or math.isnan(p):
-        return "–"
-    return f"{p:.3f}" if p >= 0.001 else fmt_num(p, 2)
+    """A p-value as every report writes it (`stats.text.p_text`: "0.042", "0.0007", "< 0.0001")."""
+    from boardlab.stats.text import p_text
+
+    return p_text(p)
 
 
 def fmt_ratio(r: float | None) -> str:

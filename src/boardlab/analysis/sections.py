@@ -48,6 +48,7 @@ from boardlab.analysis.tables import (
     verdict_lines,
 )
 from boardlab.analysis.verdicts import aa_note, aa_summary, aa_table, build_note, method_note
+from boardlab.stats.text import p_is
 
 if TYPE_CHECKING:
     from boardlab.analysis.core import CampaignAnalysis, CellAnalysis
@@ -500,7 +501,7 @@ def heatmap(a: CampaignAnalysis) -> doc.Section | None:
         tip = (
             f"{r}: {ca.condition} vs {ca.baseline}; cost ratio {fmt_num(comp.cost_ratio, 4)}"
             + (f" [{fmt_num(ci.low, 4)}, {fmt_num(ci.high, 4)}]" if ci else "")
-            + f"; adjusted p {fmt_p(comp.p_adjusted)}; {comp.verdict.reasons[0] if comp.verdict.reasons else ''}"
+            + f"; adjusted p {p_is(comp.p_adjusted)}; {comp.verdict.reasons[0] if comp.verdict.reasons else ''}"
         )
         cells[key] = doc.HeatCell(comp.cost_ratio, comp.verdict.kind, comp.verdict.confounded, tip)
     figure = doc.Figure(
@@ -564,7 +565,7 @@ def drift(a: CampaignAnalysis) -> doc.Section | None:
                 {
                     "lines": lines,
                     "title": short,
-                    "subtitle": f"ρ = {d.rho:+.2f}, p = {fmt_p(d.p_value)}{flag} · {c.condition}",
+                    "subtitle": f"ρ = {d.rho:+.2f}, p {p_is(d.p_value)}{flag} · {c.condition}",
                     "x_label": "run sequence in the campaign",
                     "y_label": unit,
                     "width": 272,

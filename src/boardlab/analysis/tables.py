@@ -25,6 +25,7 @@ from boardlab.analysis.format import (
     verdict_text,
 )
 from boardlab.analysis.runs import MEASURED
+from boardlab.stats.text import p_is
 
 if TYPE_CHECKING:
     from boardlab.analysis.core import CampaignAnalysis, CellAnalysis, ComparisonAnalysis
@@ -325,7 +326,7 @@ def verdict_lines(analysis: CampaignAnalysis) -> list[str]:
             f"{verdict_text(c.verdict.kind, c.verdict.confounded)}"
             + (" [UNSTABLE: see the A/A control]" if ca.unstable else "")
             + f" — {what}: cost ratio {fmt_ratio(c.cost_ratio)}×{di}{ci}, delta {c.delta:.1%}, "
-            f"adjusted p = {fmt_p(c.p_adjusted)}"
+            f"adjusted p {p_is(c.p_adjusted)}"
         )
         items.append((rank.get(c.verdict.kind, 5), line))
     return [line for _, line in sorted(items, key=lambda t: t[0])]
