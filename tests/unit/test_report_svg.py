@@ -38,13 +38,13 @@ def texts(root: ET.Element) -> list[str]:
         (1234.7, 3, "1235"),
         (12.345, 3, "12.3"),
         (0.012345, 3, "0.0123"),
-        (2.5e7, 3, "2.50e7"),
-        (3.7e-5, 2, "3.7e-5"),
+        (2.5e7, 3, "25,000,000"),  # never an exponent: a count the caller did not scale is grouped
+        (3.7e-5, 2, "0.000037"),
         (-4.56, 3, "-4.56"),
         (None, 3, "–"),
     ],
 )
-def test_numbers_keep_significant_digits_without_exponents_in_the_usual_range(x, sig, expected):
+def test_numbers_keep_significant_digits_and_never_an_exponent(x, sig, expected):
     assert svg.fmt_num(x, sig) == expected
 
 

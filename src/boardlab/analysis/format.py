@@ -27,7 +27,10 @@ VERDICT_RANK = {"slowdown": 0, "speedup": 1, "inconclusive": 2, "no_change": 3, 
 
 
 def fmt_num(x: float | None, sig: int = 3) -> str:
-    """`x` with `sig` significant digits, no exponent between 1e-3 and 1e6 (tables and tick labels)."""
+    """`x` with `sig` significant digits and never an exponent (tables, tick labels, progress): from a
+    million on, digits grouped by thousands (12,345,678: a unit the caller did not scale, such as a count);
+    below one, as many decimals as the digits need (0.000012). A table picks its column's unit
+    (`display_unit`) so that its numbers have 1-3 integer digits."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "–"
     if math.isinf(x):
@@ -35,9 +38,8 @@ def fmt_num(x: float | None, sig: int = 3) -> str:
     if x == 0:
         return "0"
     a = abs(x)
-    if a >= 1e6 or a < 1e-3:
-        mantissa, exp = f"{x:.{sig - 1}e}".split("e")
-        return f"{mantissa}e{int(exp)}"
+    if a >= 1e6:
+        return f"{x:,.0f}"
     if a >= 10 ** (sig - 1):
         return f"{x:.0f}"
     decimals = sig - 1 - math.floor(math.log10(a))
@@ -98,8 +100,9 @@ _PREFIX = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 
 
 def _si_base(unit: str) -> tuple[float, str] | None:
-    """(factor to the base unit, base unit) of a unit shown with SI prefixes, else None."""
-    if unit in _SI_UNITS:
+    """(factor to the base unit, base unit) of a unit shown with SI prefixes, else None: the listed units
+    and any rate per second (samples/s, paths/s, lookups/s, inserts/s)."""
+    if unit in _SI_UNITS or (unit.endswith("/s") and unit[:1].islower() and unit[:1] not in _PREFIX):
         return 1.0, unit
     if len(unit) > 1 and unit[0] in _PREFIX and unit[1:] in _SI_UNITS:
         return _PREFIX[unit[0]], unit[1:]
@@ -129,6 +132,14 @@ def display_unit(unit: str, reference: float | None) -> tuple[float, str]:
         if in_base >= f:
             factor, label = f, lab
     return factor / ladder_base, label
+
+
+def fmt_scaled(value: float | None, unit: str, sig: int = 4) -> str:
+    """One value in the unit that gives it 1-3 integer digits: 14.23 Msamples/s, 4.311 ms, 64 MiB."""
+    if value is None:
+        return "no value"
+    div, label = display_unit(unit, value)
+    return f"{fmt_num(value / div, sig)} {unit_label(label)}".rstrip()
 
 
 def unit_label(unit: str) -> str:

@@ -6,6 +6,7 @@ import shutil
 import sys
 import time
 
+from boardlab.analysis.format import fmt_scaled
 from boardlab.report.escape import term
 
 
@@ -52,7 +53,7 @@ class TerminalProgress:
         new = done - self.done0
         eta = elapsed / new * (total - done) if new > 0 else 0.0
         unit = next((m.unit for m in result.metrics if m.name == run.cell.metric), "")
-        value = f"{result.value:.4g} {unit}" if result.value is not None else "no value"
+        value = fmt_scaled(result.value, unit)
         status = (
             "ok"
             if result.valid
