@@ -1044,6 +1044,13 @@ RUN_COLUMN_CASES = [
 ]  # fmt: skip
 
 
+CAMPAIGN_COLUMNS_11 = (
+    "commit_sha",
+    "commit_describe",
+    "branch",
+)  # what store schema 11 added (`run --commit`)
+
+
 def to_schema_8(src, dest, monitors: dict[int, tuple[dict, dict]] = {}):  # noqa: B006 (read only)
     """A copy of `src` as boardlab wrote it at store schema 8 (no run or monitor-row summaries), with some runs' JSON
     replaced by the given (monitor, rusage)."""
@@ -1060,6 +1067,8 @@ def to_schema_8(src, dest, monitors: dict[int, tuple[dict, dict]] = {}):  # noqa
         for column in ("t_first_ns", "t_last_ns", "t_sum_ns", "value_sum"):
             conn.execute(f"ALTER TABLE run_series DROP COLUMN {column}")
         conn.execute("DROP INDEX IF EXISTS runs_by_campaign_start")
+        for column in CAMPAIGN_COLUMNS_11:  # and without schema 11's campaign commit
+            conn.execute(f"ALTER TABLE campaigns DROP COLUMN {column}")
         conn.execute("UPDATE meta SET value='8' WHERE key='schema_version'")
     conn.close()
     return dest

@@ -126,6 +126,57 @@ def iter_run_rows(store: Store, campaign_ids: list[int] | None = None, *, text=_
             )  # fmt: skip
 
 
+# `export --table metrics`: every metric each run stored (a program's maxrss_kib and parser fields, 7-Zip's
+# per-dictionary ratings, an AI run's frame figures), one row per run and metric, as a long table
+METRIC_FIELDS = (
+    "campaign",
+    "campaign_id",
+    "run_id",
+    "cell_id",
+    "cell",
+    "workload",
+    "params",
+    "condition",
+    "repetition",
+    "attempt",
+    "seq",
+    "valid",
+    "metric",
+    "value",
+    "unit",
+    "higher_is_better",
+    "board",
+)
+
+
+def iter_metric_rows(store: Store, campaign_ids: list[int] | None = None, *, text=_same) -> Iterator[tuple]:
+    """One tuple per run and stored metric in METRIC_FIELDS order (params as JSON with sorted keys), read from
+    the store a row at a time; `text` applied to every string, as in iter_run_rows."""
+    for camp in store.campaigns():
+        if campaign_ids and camp["id"] not in campaign_ids:
+            continue
+        name, cid = text(camp["name"]), camp["id"]
+        board = text(store.board(camp["board_id"])["label"])
+        cells = {
+            c["id"]: (text(c["key"]), text(c["workload"]),
+                      text(json.dumps(json.loads(c["params_json"]), sort_keys=True)), text(c["condition"]))
+            for c in store.cells(cid)
+        }  # fmt: skip
+        for run_id, cell_id, rep, attempt, seq, valid, metric, value, unit, hib in store.iter_export_metrics(
+            cid
+        ):
+            key, workload, params, condition = cells[cell_id]
+            yield (name, cid, run_id, cell_id, key, workload, params, condition, rep, attempt, seq, bool(valid),
+                   text(metric), value, text(unit), bool(hib), board)  # fmt: skip
+
+
+def iter_metric_records(store: Store, campaign_ids: list[int] | None = None) -> Iterator[dict]:
+    """One record per run and metric (METRIC_FIELDS, params as its object)."""
+    i = METRIC_FIELDS.index("params")
+    for row in iter_metric_rows(store, campaign_ids):
+        yield {**dict(zip(METRIC_FIELDS, row, strict=True)), "params": json.loads(row[i])}
+
+
 def iter_run_records(store: Store, campaign_ids: list[int] | None = None) -> Iterator[dict]:
     """One record per run (FIELDS, params as its object), read from the store as they are written out."""
     params_of: dict[str, dict] = {}
@@ -145,9 +196,10 @@ def run_records(store: Store, campaign_ids: list[int] | None = None) -> list[dic
 ENERGY_FIELDS = FIELDS[FIELDS.index("energy_source") : FIELDS.index("energy_reason") + 1]
 
 
-def write_json(records: Iterable[dict], out: BinaryIO) -> None:
-    """{"schema": N, "runs": [...]} written a record at a time, laid out as json.dumps(indent=1) would."""
-    out.write(f'{{\n "schema": {EXPORT_SCHEMA},\n "runs": ['.encode())
+def write_json(records: Iterable[dict], out: BinaryIO, table: str = "runs") -> None:
+    """{"schema": N, "runs": [...]} (or "metrics": the long table) written a record at a time, laid out as
+    json.dumps(indent=1) would."""
+    out.write(f'{{\n "schema": {EXPORT_SCHEMA},\n "{table}": ['.encode())
     first = True
     for r in records:
         out.write((("\n  " if first else ",\n  ") + json.dumps(r, indent=1).replace("\n", "\n  ")).encode())
@@ -168,13 +220,14 @@ def write_csv(records: Iterable[dict], out: BinaryIO, *, formulas: bool = False)
     write_csv_rows(rows if formulas else (tuple(csv_cell(v) for v in row) for row in rows), out)
 
 
-def write_csv_rows(rows: Iterable[tuple], out: BinaryIO) -> None:
-    """The CSV of rows in FIELDS order (iter_run_rows, with text=csv_cell unless formulas are wanted)."""
+def write_csv_rows(rows: Iterable[tuple], out: BinaryIO, fields: tuple[str, ...] = FIELDS) -> None:
+    """The CSV of rows in `fields` order (iter_run_rows or iter_metric_rows, with text=csv_cell unless formulas
+    are wanted)."""
     text = io.TextIOWrapper(out, encoding="utf-8", newline="", write_through=False)
     try:
         text.write(f"# boardlab export schema {EXPORT_SCHEMA}\n")
         w = csv.writer(text)
-        w.writerow(FIELDS)
+        w.writerow(fields)
         w.writerows(rows)
         text.flush()
     finally:
@@ -197,7 +250,7 @@ def _pyarrow():
 
 # Each column's Parquet type, fixed up front: the file is written a row group at a time, so a column that
 # is empty in the first group must not take another type than in the next
-_INTS = {"campaign_id", "cell_id", "repetition", "attempt", "seq", "wall_ns", "user_time_us", "system_time_us",
+_INTS = {"campaign_id", "run_id", "cell_id", "repetition", "attempt", "seq", "wall_ns", "user_time_us", "system_time_us",
          "cpu", "warmup_iterations"}  # fmt: skip
 _BOOLS = {"higher_is_better", "valid", "ok", "warmup_capped"}
 _FLOATS = {"value", "started_unix_s", "energy_j", "energy_quantization_j", "power_avg_w", "power_idle_w",
@@ -261,9 +314,10 @@ def write_parquet(records: Iterable[dict], out: BinaryIO) -> None:
     write_parquet_rows((_row_of(r) for r in records), out)
 
 
-def write_parquet_rows(rows: Iterable[tuple], out: BinaryIO) -> None:
-    """Rows in FIELDS order (iter_run_rows) as one Parquet file of ROW_GROUP_RUNS rows per row group."""
-    sink = _ParquetSink(out)
+def write_parquet_rows(rows: Iterable[tuple], out: BinaryIO, fields: tuple[str, ...] = FIELDS) -> None:
+    """Rows in `fields` order (iter_run_rows, iter_metric_rows) as one Parquet file of ROW_GROUP_RUNS rows
+    per row group."""
+    sink = _ParquetSink(out, fields)
     for row in rows:
         sink.add(row)
     sink.close()

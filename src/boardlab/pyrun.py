@@ -25,6 +25,12 @@ def _parse(argv: list[str]) -> argparse.Namespace:
         "--iterations", type=int, default=None, help="measured iterations, if the workload has them"
     )
     p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="only the workload's setup check (its `check` hook: what a run sets up before it measures), "
+        "exit 0 or the error's code with its message; nothing is measured or printed on stdout",
+    )
     return p.parse_args(argv)
 
 
@@ -46,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"boardlab.pyrun: {args.workload}: {exc}", file=sys.stderr)
         return 2
     reason = module.supported() if hasattr(module, "supported") else None
+    if args.check:
+        return _check(module, args.workload, params, reason)
     if reason:
         result = {"ok": False, "supported": False, "reason": reason, "errors": [], "metrics": {}}
     else:
@@ -68,6 +76,20 @@ def main(argv: list[str] | None = None) -> int:
         for e in doc.errors:
             print(f"  error: {e}")
     return 0 if doc.ok else 1
+
+
+def _check(module, workload: str, params: dict, unsupported: str | None) -> int:
+    """`--check`: the setup a run makes before it measures (an AI runtime's delegate loaded, its session
+    opened), in this fresh process as a run would make it; an unsupported workload has nothing to check."""
+    check = getattr(module, "check", None)
+    if unsupported or check is None:
+        return 0
+    try:
+        check(params)
+    except BoardlabError as exc:
+        print(f"boardlab.pyrun: {workload}: {exc}", file=sys.stderr)
+        return exc.exit_code
+    return 0
 
 
 if __name__ == "__main__":

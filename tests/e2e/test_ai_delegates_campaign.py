@@ -57,3 +57,21 @@ def test_delegate_xnnpack_and_none_are_two_cells_of_the_report(tmp_path):
         assert "delegate=xnnpack" in md and "delegate=none" in md
     finally:
         shutil.rmtree(models, ignore_errors=True)
+
+
+def test_a_delegate_that_cannot_load_stops_the_campaign_before_any_run_with_exit_2(tmp_path):
+    # docs/ai.md: the library is checked before anything is stored, not found failing in each of the runs
+    models = shared_tmp_dir()
+    try:
+        build_models(models, ["mobilenet_v1"])
+        junk = tmp_path / "libjunk.so"
+        junk.write_bytes(b"\x7fELF junk")
+        plan = tmp_path / "junk.toml"
+        plan.write_text(PLAN.format(models=models).replace('["xnnpack", "none"]', f'"{junk}"'))
+        db = tmp_path / "d.db"
+        p = run_cli("run", str(plan), "--db", str(db), timeout=600)
+        assert p.returncode == 2, p.stderr
+        assert f"delegate {junk}: cannot be loaded" in p.stderr and "before any run" in p.stderr
+        assert "Traceback" not in p.stderr and not db.exists()  # nothing stored, no empty file left
+    finally:
+        shutil.rmtree(models, ignore_errors=True)

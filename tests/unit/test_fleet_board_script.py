@@ -20,7 +20,7 @@ echo '{"schema": 1}'
 """
 
 
-def _campaign(place: Path, label: str | None) -> list[str]:
+def _campaign(place: Path, label: str | None, run_args: list[str] | None = None) -> list[str]:
     """Runs `fleet.sh start` in `place` and waits for `done`; the arguments the stand-in boardlab got."""
     (place / "venv" / "bin").mkdir(parents=True, exist_ok=True)
     bl = place / "venv" / "bin" / "boardlab"
@@ -30,6 +30,8 @@ def _campaign(place: Path, label: str | None) -> list[str]:
     (place / "plan.toml").write_text('name = "p"\n')
     if label is not None:
         (place / "label.txt").write_text(label)
+    if run_args is not None:  # as fleet/place.py writes them
+        (place / "run-args.txt").write_text("".join(f"{a}\n" for a in run_args))
     out = subprocess.run(
         ["sh", str(place / SCRIPT_NAME), "start"], capture_output=True, text=True, timeout=30
     )
@@ -65,3 +67,19 @@ def test_the_label_reaches_boardlab_run_whole(tmp_path, label):
 def test_no_label_file_or_an_empty_one_gives_no_label(tmp_path, label):
     args = _campaign(tmp_path / "p", label)
     assert not any(a.startswith("--label") for a in args) and args[-1] == "--json"
+
+
+@pytest.mark.skipif(shutil.which("setsid") is None, reason="fleet.sh needs setsid (util-linux)")
+def test_the_commit_and_branch_reach_boardlab_run_one_argument_a_line(tmp_path):
+    from boardlab.model.campaign import CommitIdentity
+
+    identity = CommitIdentity(
+        "0123456789abcdef0123456789abcdef01234567", "v1.4-3-g0123456-dirty", "feature/x"
+    )
+    args = _campaign(tmp_path / "p", "kernel 6.12", identity.run_args())
+    assert args[-4:] == [
+        "--label=kernel 6.12",
+        "--commit=0123456789abcdef0123456789abcdef01234567",
+        "--commit-describe=v1.4-3-g0123456-dirty",
+        "--branch=feature/x",
+    ]

@@ -415,3 +415,48 @@ def test_a_stream_kept_in_part_keeps_whole_lines_and_a_failed_read_is_said():
     )
     ex = program.Execution(0, {}, "", "", None, {"stderr": "stderr could not be read whole (EIO)"})
     assert ex.stderr_tail() == "(none read: stderr could not be read whole (EIO))"
+
+
+def test_a_command_string_is_split_after_its_placeholders_are_filled_and_runs_without_a_shell(tmp_path):
+    plan, catalog = _plan(
+        'name = "words"\ncommand = "{cmd}"\nparams = { cmd = ["printf \'%s|\' \'a b\' c", "printf \'$HOME\'"] }\n'
+        'metric = { regex = "(?P<v>.*)", name = "v", unit = "text", better = "higher" }\n',
+        tmp_path,
+    )
+    spec = catalog["words"]
+    argv = spec.measured_argv({"cmd": "printf '%s|' 'a b' c"}, LaunchOptions(iterations=1))
+    decl = json.loads(argv[argv.index("--param") + 1].split("=", 1)[1])
+    assert decl["argv"] == ["printf", "%s|", "a b", "c"]  # quoted words kept whole, as a shell splits them
+    decl = json.loads(
+        spec.measured_argv({"cmd": "printf '$HOME'"}, LaunchOptions(iterations=1))[5].split("=", 1)[1]
+    )
+    assert decl["argv"] == ["printf", "$HOME"]  # no shell: nothing is expanded
+    with pytest.raises(InputError, match=r"command: .*cannot be split into words .*balance its quotes"):
+        _plan('name = "bad"\ncommand = "{cmd}"\nparams = { cmd = ["echo \'unbalanced"] }\n', tmp_path)
+    with pytest.raises(InputError, match="give argv .* or command .*, not both"):
+        _plan('name = "both"\ncommand = "true"\nargv = ["true"]\n', tmp_path)
+
+
+def test_prepare_each_runs_before_every_execution_outside_its_time(tmp_path):
+    flag = tmp_path / "flag"
+    plan, catalog = _plan(
+        f'name = "each"\nargv = ["rm", "{flag}"]\nprepare_each = ["sh", "-c", "sleep 0.3; touch {flag}"]\n'
+        "iterations = 3\n",
+        tmp_path,
+    )
+    doc = _run_once(catalog["each"], {})
+    assert doc["ok"], doc["errors"]  # each rm found the flag: made again before each of the three
+    assert (
+        len(doc["iterations_ns"]) == 3 and max(doc["iterations_ns"]) < 0.25e9
+    )  # the 0.3 s sleep is not timed
+    assert doc["launched"]["executions"] == 3 and doc["launched"]["wall_ns"] == sum(doc["iterations_ns"])
+
+
+def test_a_plan_pins_the_worker_to_a_set_of_cpus(tmp_path):
+    path = tmp_path / "set.toml"
+    path.write_text('name = "s"\n[runs]\ncpu = [3, 1]\n[[workloads]]\nname = "noop"\n')
+    plan = parse_plan(path.read_text(), str(path), {w.name: w for w in all_workloads()})
+    assert plan.runs.cpu_set == (1, 3) and plan.runs.cpu == 3  # the set's last is the measured CPU
+    path.write_text('name = "s"\n[runs]\ncpu = [1, 1]\n[[workloads]]\nname = "noop"\n')
+    with pytest.raises(InputError, match=r"runs.cpu.*expected a list of distinct CPU numbers"):
+        parse_plan(path.read_text(), str(path), {w.name: w for w in all_workloads()})

@@ -17,7 +17,13 @@ from boardlab.stats.flags import (
     comparison_flags,
     simulated_threshold,
 )
-from boardlab.stats.power import ASSUMED_CV, observed_cv, repetitions_for_power, simulated_power
+from boardlab.stats.power import (
+    ASSUMED_CV,
+    cv_upper_bound,
+    observed_cv,
+    repetitions_for_power,
+    simulated_power,
+)
 from boardlab.stats.trimmed import trimmed_one_sample, yuen_welch
 from boardlab.stats.verdict import RunEnvironment, check_confounders
 
@@ -116,6 +122,14 @@ def test_the_observed_cv_is_robust_to_a_stray_run():
     assert observed_cv(runs) == pytest.approx(0.02, rel=0.5)
     assert observed_cv(runs + [300.0]) == pytest.approx(observed_cv(runs), rel=0.2)
     assert observed_cv([1.0, 2.0]) is None and ASSUMED_CV == 0.02
+
+
+def test_a_wide_spread_from_three_runs_bounds_the_cv_without_overflow():
+    # three runs of a 6 ns kernel (5.8, 0.9, 40 ns): one cell, nu at its floor, a log spread exp() cannot hold
+    bound = cv_upper_bound([[5.8, 0.9, 40.0]])
+    assert bound is not None and math.isfinite(bound[0]) and bound[0] > 10 and bound[1] == 3
+    advice = repetitions_for_power(cv=bound[0], delta=0.02, family_size=1, cv_source="measured")
+    assert advice.exceeds_cap
 
 
 # --- flags -----------------------------------------------------------------------------------------------------

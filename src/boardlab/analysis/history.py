@@ -18,8 +18,11 @@ import json
 
 from boardlab.analysis import document as doc
 from boardlab.analysis.compare import DECISION_WORDS, RATIO_WORDS, _interval, _key, finish_rows, pair_rows
+from boardlab.model.campaign import CommitIdentity
 
-HISTORY_SCHEMA = 2  # 2: campaigns by arrival, clock_went_back, cells keyed by metric
+HISTORY_SCHEMA = (
+    3  # 2: campaigns by arrival, clock_went_back, cells keyed by metric; 3: each campaign's commit
+)
 DEFAULT_LAST = 10  # campaigns per board: bounds the family (and so keeps its power) and the reading time
 
 
@@ -48,7 +51,13 @@ def environment_facts(row) -> dict[str, str | None]:
         "governor": "; ".join(governors) or None,
         "board model": inv.get("model"),
         "firmware (device tree)": ", ".join(inv.get("compatible") or ()) or None,
+        "commit": commit_of(row).words() or None,
     }
+
+
+def commit_of(row) -> CommitIdentity:
+    """The commit and branch a campaign row measured (`run --commit`; `load_history` adds them to its rows)."""
+    return CommitIdentity(row.get("commit_sha"), row.get("commit_describe"), row.get("branch"))
 
 
 def changes(before: dict | None, after: dict) -> list[str]:
@@ -65,10 +74,22 @@ def _campaign(row, facts: dict, prev: dict | None, prev_row) -> dict:
         "status": row["status"],
         "boardlab_version": row["boardlab_version"],
         "label": row["label"],
+        "commit": _commit_doc(commit_of(row)),
         "environment": facts,
         "changed": changes(prev, facts),
         "clock_went_back": clock_went_back(row, prev_row),
     }
+
+
+def _commit_doc(identity: CommitIdentity) -> dict | None:
+    return identity_doc(identity.sha, identity.describe, identity.branch)
+
+
+def identity_doc(sha: str | None, describe: str | None, branch: str | None) -> dict | None:
+    """A campaign's commit in a JSON document (history, serve's pages), None where none was given."""
+    if not (sha or describe or branch):
+        return None
+    return {"sha": sha, "describe": describe, "branch": branch}
 
 
 def _clock(row) -> dict:
@@ -210,6 +231,64 @@ def found(boards: list[dict], verdict: str) -> list[dict]:
     return out
 
 
+def bisect(per_board: list[tuple[list, list]]) -> list[dict]:
+    """`history --bisect`: per board, each cell slower in the last campaign shown than in the first (their
+    comparison as `boardlab compare` makes it: B/A, 90% decision interval against the cell's threshold, p
+    corrected over the cells the two share), and the first campaign from which it is slower than in that first
+    one, found as `asv find` finds it: by bisection, assuming a cell that became slower stays slower (log2 N
+    comparisons, each corrected over its cells). The campaign before it is the last one not slower: its commit
+    and the found one's bound the change."""
+    return [
+        entry for rows, analyses in per_board if len(analyses) > 1 for entry in _bisect_board(rows, analyses)
+    ]
+
+
+def _bisect_board(rows: list, analyses: list) -> list[dict]:
+    from boardlab.analysis.compare import compare_campaigns
+
+    memo: dict[int, dict[tuple, dict]] = {}
+
+    def rows_at(k: int) -> dict[tuple, dict]:  # campaign k against the first, each cell by its series key
+        if k not in memo:
+            memo[k] = {_series_key(c): c for c in compare_campaigns(analyses[0], analyses[k])["cells"]}
+        return memo[k]
+
+    last = len(analyses) - 1
+    out = []
+    for key, row in rows_at(last).items():
+        if row["verdict"] == "slowdown":
+            lo, hi = _bisected(lambda k, key=key: rows_at(k).get(key, {}).get("verdict") == "slowdown", last)
+            out.append(_bisect_entry(rows, row, rows_at(hi)[key], lo, hi))
+    return out
+
+
+def _bisected(slower, last: int) -> tuple[int, int]:
+    """(the last campaign index not slower, the first slower) between 0 (the reference) and `last` (slower)."""
+    lo, hi = 0, last
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if slower(mid) else (mid, hi)
+    return lo, hi
+
+
+def _bisect_entry(rows, at_last: dict, at_found: dict, lo: int, hi: int) -> dict:
+    def campaign(k: int) -> dict:
+        return {"campaign_id": int(rows[k]["id"]), "label": rows[k]["label"],
+                "commit": _commit_doc(commit_of(rows[k]))}  # fmt: skip
+
+    return {
+        "board": rows[0]["board_label"],
+        **{k: at_last[k] for k in ("workload", "params", "condition", "metric")},
+        "against": campaign(0),
+        "first_slower": campaign(hi),
+        "last_not_slower": campaign(lo),
+        "ratio": at_found["ratio"],
+        "decision_ci": at_found["decision_ci"],
+        "p_adjusted": at_found["p_adjusted"],
+        "ratio_last": at_last["ratio"],
+    }
+
+
 def load_history(
     store, plan: str, board: str | None, *, analyze, last: int = DEFAULT_LAST
 ) -> list[tuple[list, list]]:
@@ -217,9 +296,17 @@ def load_history(
     `analyze(store, campaign_id)` gives each campaign's summary (`boardlab.summary.analysis_view`: the stored
     one when fresh, else computed from its runs; boardlab serve passes a caching reader of them)."""
     rows = store.campaigns_of_plan(plan, board, limit=last)
+    ids = store.campaign_identities([int(r["id"]) for r in rows])
     by_board: dict[str, list] = {}
     for r in rows:
-        by_board.setdefault(r["board_label"], []).append(r)
+        sha, describe, branch = ids.get(int(r["id"]), (None, None, None))
+        row = {
+            **{k: r[k] for k in r.keys()},
+            "commit_sha": sha,
+            "commit_describe": describe,
+            "branch": branch,
+        }
+        by_board.setdefault(r["board_label"], []).append(row)
     return [(rs, [analyze(store, int(r["id"])) for r in rs]) for rs in by_board.values()]
 
 
@@ -231,13 +318,19 @@ def _campaign_table(board: dict) -> doc.Table:
 
     return doc.Table(
         (doc.Column("#"), doc.Column("campaign"), doc.Column("started"), doc.Column("status"),
-         doc.Column("label"), doc.Column("what changed")),
+         doc.Column("label"), doc.Column("commit"), doc.Column("what changed")),
         tuple(
             (str(i + 1), str(c["campaign_id"]), fmt_time(c["started_unix_s"]), c["status"], c["label"] or "",
-             _what_changed(c, i))
+             commit_words(c), _what_changed(c, i))
             for i, c in enumerate(board["campaigns"])
         ),
     )  # fmt: skip
+
+
+def commit_words(campaign: dict) -> str:
+    """A history campaign's commit as the tables show it ('v1.4-3-gabc1234 (main)'), '' where none."""
+    c = campaign.get("commit") or {}
+    return CommitIdentity(c.get("sha"), c.get("describe"), c.get("branch")).words()
 
 
 def _series_key(c: dict) -> tuple:
@@ -334,6 +427,35 @@ def _steps_table(d: dict) -> doc.Table | None:
     )  # fmt: skip
 
 
+def _bisect_section(d: dict) -> doc.Section | None:
+    from boardlab.analysis.format import cell_label, fmt_interval, fmt_ratio
+
+    if "bisect" not in d:
+        return None
+    rows = []
+    for b in d["bisect"]:
+
+        def said(c: dict) -> str:
+            return f"{c['campaign_id']} {commit_words(c)}".strip()
+
+        rows.append((b["board"], cell_label(b["workload"], b["params"]), b["condition"], said(b["against"]),
+                     said(b["first_slower"]), said(b["last_not_slower"]), fmt_ratio(b["ratio"]),
+                     fmt_interval(*b["decision_ci"])))  # fmt: skip
+    return doc.section(
+        "Bisect: where each slowed cell became slower",
+        doc.Prose(f"{len(rows)} cell(s) slower in the last campaign shown than in the first." if rows else
+                  "No cell is slower in the last campaign shown than in the first.", strong=bool(rows)),
+        doc.Table((doc.Column("board"), doc.Column("workload"), doc.Column("condition"), doc.Column("against"),
+                   doc.Column("first slower"), doc.Column("last not slower"),
+                   doc.Column("B / A", numeric=True), doc.Column("90% decision interval", numeric=True)),
+                  tuple(rows)) if rows else None,
+        doc.Prose("Each cell of the last campaign is compared with the first campaign shown (as `boardlab compare` "
+                  "compares two campaigns); a slower one is bisected, as `asv find` does, for the first campaign "
+                  "slower than that first one, assuming it stays slower once it is. B / A is that campaign's "
+                  "against the first.", small=True),
+    )  # fmt: skip
+
+
 def history_document(d: dict, title: str) -> doc.Document:
     """The history report: the steps found first, then per board its campaigns and each cell over time."""
     method = {"holm": "Holm", "bh": "Benjamini-Hochberg"}.get(d["adjustment"], d["adjustment"])
@@ -358,6 +480,9 @@ def history_document(d: dict, title: str) -> doc.Document:
         ),
     )
     sections = [summary]
+    bisected = _bisect_section(d)
+    if bisected is not None:
+        sections.append(bisected)
     for b in d["boards"]:
         sections.append(doc.section(f"Board {b['board']}", _campaign_table(b), anchor=f"board-{b['board']}"))
         sections.append(
@@ -373,4 +498,4 @@ def history_document(d: dict, title: str) -> doc.Document:
     return doc.Document(title, tuple(sections))
 
 
-__all__ = ["HISTORY_SCHEMA", "build_history", "history_document", "load_history"]
+__all__ = ["HISTORY_SCHEMA", "bisect", "build_history", "history_document", "load_history"]

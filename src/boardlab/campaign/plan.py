@@ -159,7 +159,7 @@ def _workload(
         where,
         path,
         "name, params, metric, compare, threshold, tail_threshold, precision, repetitions "
-        '(kind = "program" adds argv, inputs, prepare, timeout_s, iterations)',
+        '(kind = "program" adds argv or command, inputs, prepare, prepare_each, timeout_s, iterations)',
     )
     if compare_param is not None and not (
         isinstance(params.get(compare_param), list) and len(params[compare_param]) >= 2
@@ -433,9 +433,14 @@ def _runs(doc: dict, where: _Where) -> tuple[RunPolicy, int | str | None]:
     cap = _take(runs_t, "cap", int, 50, where, p, lo=2, hi=10000)
     if cap < pilot:
         raise where.error(p + ("cap",), f"the cap ({cap}) must be at least the pilot count ({pilot})")
-    cpu = _take(runs_t, "cpu", (int, str), "auto", where, p)
+    cpu = _take(runs_t, "cpu", (int, str, list), "auto", where, p)
+    cpu_set = _cpu_set(cpu, where, p)
+    if cpu_set is not None:
+        cpu = cpu_set[-1]  # the set's last is the measured CPU: a "same" load goes there, the monitor's own
     if isinstance(cpu, str) and cpu not in ("auto", "none"):
-        raise where.error(p + ("cpu",), f"expected a CPU number, 'auto' or 'none', found {cpu!r}")
+        raise where.error(
+            p + ("cpu",), f"expected a CPU number, a list of them, 'auto' or 'none', found {cpu!r}"
+        )
     runs = RunPolicy(
         repetitions=repetitions if repetitions is not None or precision is not None else 5,
         precision=None if precision is None else (0.0 if precision_auto else float(precision)),
@@ -448,6 +453,8 @@ def _runs(doc: dict, where: _Where) -> tuple[RunPolicy, int | str | None]:
         warmup_cv=float(_take(runs_t, "warmup_cv", (float, int), 0.02, where, p, lo=0, hi=10)),
         order=_take(runs_t, "order", str, "interleave", where, p, choices=ORDERS),
         cpu=cpu if isinstance(cpu, int) else (-1 if cpu == "auto" else None),
+        cpu_set=cpu_set,
+        measure_clock=_take(runs_t, "measure_clock", bool, False, where, p),
         drop_caches=_take(runs_t, "drop_caches", bool, False, where, p),
         max_reruns=_take(runs_t, "max_reruns", int, 3, where, p, lo=0, hi=100),
         unsupported=_take(runs_t, "unsupported", str, "fail", where, p, choices=("fail", "skip")),
@@ -461,10 +468,23 @@ def _runs(doc: dict, where: _Where) -> tuple[RunPolicy, int | str | None]:
         where,
         p,
         "repetitions, precision, pilot, cap, iterations, warmup_max_iterations, warmup_max_ms, warmup_cv, "
-        "order, cpu, drop_caches, max_reruns, unsupported, counters, max_temp_c, timeout_s, baseline_allocation",
+        "order, cpu, drop_caches, max_reruns, unsupported, counters, max_temp_c, timeout_s, baseline_allocation, "
+        "measure_clock",
     )
 
     return runs, cpu_given
+
+
+def _cpu_set(cpu, where: _Where, p: tuple) -> tuple[int, ...] | None:
+    """`cpu = [2, 3]`: the worker pinned to a set of CPUs (a program running that many threads)."""
+    if not isinstance(cpu, list):
+        return None
+    if not cpu or len(cpu) > 4096 or not all(isinstance(c, int) and not isinstance(c, bool) and 0 <= c < 4096
+                                            for c in cpu) or len(set(cpu)) != len(cpu):  # fmt: skip
+        raise where.error(
+            p + ("cpu",), f"expected a list of distinct CPU numbers such as [2, 3], found {cpu!r}"
+        )
+    return tuple(sorted(cpu))
 
 
 def _gates(doc: dict, where: _Where) -> Gates:
@@ -753,6 +773,20 @@ def apply_overrides(
         return plan
     source = plan.source.rstrip("\n") + "\n# command-line overrides: " + ", ".join(notes) + "\n"
     return dataclasses.replace(plan, runs=runs, workloads=tuple(workloads), source=source)
+
+
+def with_gate_timeout(plan: Plan, seconds: float | None) -> Plan:
+    """`run --gate-timeout SECONDS`: the plan's [gates] timeout_s for this invocation. Not added to the stored
+    plan text, unlike apply_overrides: how long a run may wait for an idle, cool board changes no measured
+    value's meaning (each run records its own wait and whether the gate gave up), so a campaign stopped
+    because its gate waited too long resumes under a shorter one."""
+    if seconds is None:
+        return plan
+    if not 0 <= seconds <= 86400:
+        raise InputError(
+            f"--gate-timeout {seconds:g}: expected 0 to 86400 seconds (what [gates] timeout_s takes)"
+        )
+    return dataclasses.replace(plan, gates=dataclasses.replace(plan.gates, timeout_s=float(seconds)))
 
 
 NET_SINK_PORT = 7300  # where `boardlab-kern net-sink` listens on a peer unless --peer names a port

@@ -11,8 +11,8 @@ import dataclasses
 import statistics
 from dataclasses import dataclass
 
-from boardlab.campaign.schedule import build_cells, cell_repetitions, compared_with
-from boardlab.model.campaign import Cell, Plan
+from boardlab.campaign.schedule import build_cells, cell_repetitions, compared_with, entry_of
+from boardlab.model.campaign import Cell, Gates, Plan
 from boardlab.model.workload import WorkloadSpec
 from boardlab.stats.reach import Reachability, reachability
 
@@ -80,31 +80,84 @@ def _compared_keys(plan: Plan, cells: list[Cell]) -> set[str]:
     return out
 
 
-def _estimate(db: str | None, cells: list[Cell], runs_per_cell: dict[str, int]) -> tuple[float | None, str]:
-    """Median wall time (plus the gate's wait) of earlier valid runs of the same cell keys, per cell."""
+def gate_wait_bounds(gates: Gates) -> tuple[float, float]:
+    """(least, most) seconds the runner's gate (campaign.runner `_gate`) waits before a run under `gates`:
+    the cooldown, then an idle window at least when the idle gate is on; at most the timeout past the start
+    plus the window (idle) or the half-second poll (temperature) that was running when it ran out."""
+    least = gates.cooldown_s + (gates.idle_window_s if gates.idle else 0.0)
+    if not (gates.idle or gates.temperature):
+        return least, least
+    tail = max(gates.idle_window_s if gates.idle else 0.0, 0.5 if gates.temperature else 0.0)
+    return least, max(least, gates.cooldown_s + gates.timeout_s + tail)
+
+
+def _estimate(
+    db: str | None, cells: list[Cell], runs_per_cell: dict[str, int], gates: Gates
+) -> tuple[float | None, str]:
+    """Median wall time plus the gate's wait of earlier valid runs of the same cell keys, per cell; each
+    earlier wait taken within what this plan's gate can wait (`gate_wait_bounds`), not as long as a gate with
+    another timeout made it wait (`run --gate-timeout`)."""
     from boardlab.campaign.advice import read_earlier
 
     earlier, why = read_earlier(db)
     if earlier is None:
         return None, why or ""
     rows = earlier.run_times
+    least, most = gate_wait_bounds(gates)
     by_key: dict[str, list[float]] = {}
     for key, wall_ns, gate_s in rows:
-        by_key.setdefault(key, []).append(wall_ns / 1e9 + (gate_s or 0.0))
+        by_key.setdefault(key, []).append(wall_ns / 1e9 + min(max(gate_s or 0.0, least), most))
     known = [c for c in cells if c.key in by_key]
     if not known:
         return None, "no earlier runs of these cells in the database"
     per_cell = {c.key: statistics.median(by_key[c.key]) for c in known}
     mean_known = statistics.mean(per_cell.values())
     total = sum(per_cell.get(c.key, mean_known) * runs_per_cell[c.key] for c in cells)
-    basis = f"median run time of earlier runs of {len(known)} of {len(cells)} cells in {db}"
+    waits = (
+        f"each gate's wait taken at most {most:g} s ([gates] timeout_s {gates.timeout_s:g})"
+        if most > least
+        else f"each gate's wait taken as {least:g} s (no idle or temperature gate)"
+    )
+    basis = f"median run time of earlier runs of {len(known)} of {len(cells)} cells in {db}, {waits}"
     if len(known) < len(cells):
         basis += " (the others at their mean)"
     return total, basis
 
 
+def repetitions_fix(plan: Plan, cells: list[Cell], n: int, flag: int | None = None) -> str:
+    """How the user gets `n` runs per arm in every compared cell, for the dry-run's advice: `--repetitions n`
+    sets [runs] repetitions, but a plan entry's own `repetitions` decides its cells' runs and no flag changes
+    it, so the entries that give fewer are named to be edited; `flag` is the --repetitions the user gave."""
+    if plan.runs.precision is not None:
+        return f"--repetitions {n}"
+    compared = _compared_keys(plan, cells)
+    own: dict[str, int] = {}
+    short = False
+    for cell in cells:
+        entry = entry_of(plan, cell) if cell.key in compared else None
+        if entry is not None and entry.repetitions is not None:
+            if entry.repetitions < n:
+                own[cell.workload] = entry.repetitions
+        elif cell.key in compared and (plan.runs.repetitions or 0) < n:
+            short = True
+    parts = []
+    if short:
+        parts.append(f"--repetitions {n}" + (f" instead of the {flag} given" if flag is not None else ""))
+    if own:
+        names = ", ".join(f"{w} (repetitions = {r})" for w, r in own.items())
+        parts.append(
+            f"repetitions = {n} in the plan's [[workloads]] entries of {names}, which --repetitions does not change"
+        )
+    return " and ".join(parts) or f"the plan already gives {n} runs per arm"
+
+
 def summarize_plan(
-    plan: Plan, catalog: dict[str, WorkloadSpec], *, db: str | None = None, root: str = "/"
+    plan: Plan,
+    catalog: dict[str, WorkloadSpec],
+    *,
+    db: str | None = None,
+    root: str = "/",
+    repetitions_flag: int | None = None,
 ) -> PlanSummary:
     from boardlab.campaign.support import board_context, board_support
     from boardlab.conditions import condition_kinds
@@ -126,11 +179,15 @@ def summarize_plan(
         runs, runs_max = len(cells) * policy.pilot, len(cells) * policy.cap
     comparisons = count_comparisons(plan, cells, catalog)
     planned = policy.cap if policy.precision is not None else per_arm
-    reach = reachability(planned, comparisons, paired=policy.order == "abba")
-    reach = _tails_reach(plan, cells, catalog, planned, comparisons, reach)
+
+    def fix(n: int) -> str:
+        return repetitions_fix(plan, cells, n, repetitions_flag)
+
+    reach = reachability(planned, comparisons, paired=policy.order == "abba", fix=fix)
+    reach = _tails_reach(plan, cells, catalog, planned, comparisons, reach, fix)
     reach = _none_runnable(reach, comparisons, count_comparisons(plan, all_cells, catalog), support)
-    duration, basis = _estimate(db, cells, per_cell)
-    allocation, power = _advice(plan, cells, comparisons, db)
+    duration, basis = _estimate(db, cells, per_cell, plan.gates)
+    allocation, power = _advice(plan, cells, comparisons, db, fix)
     return PlanSummary(
         cells=len(cells),
         runs=runs,
@@ -156,6 +213,7 @@ def _tails_reach(
     per_arm: int,
     family: int,
     reach: Reachability,
+    fix,
 ) -> Reachability:
     """The medians' reachability, or the pooled tails' where theirs is worse: a workload whose tail comes
     from its runs' samples (`tail_samples` without a worker-computed `tail_metric`, e.g. 90 frames of AI
@@ -174,6 +232,7 @@ def _tails_reach(
         test_kind="pooled-tail",
         baseline_runs=lambda n: reference_runs(n, k),
         what="pooled-p99 comparison (runs of fewer than 100 samples)",
+        fix=fix,
     )
     return reach if tails.reachable else tails
 
@@ -199,18 +258,26 @@ def _none_runnable(reach: Reachability, runnable: int, planned: int, support) ->
     return dataclasses.replace(reach, reachable=False, message=f"no verdict is reachable here: {why}")
 
 
-def _advice(plan: Plan, cells: list[Cell], comparisons: int, db: str | None) -> tuple[dict, dict]:
-    """The allocation and the repetitions for 80% power with the plan's duration at that count."""
+def _advice(plan: Plan, cells: list[Cell], comparisons: int, db: str | None, fix) -> tuple[dict, dict]:
+    """The allocation and the repetitions for 80% power with the plan's duration at that count and how to
+    get there (`repetitions_fix`)."""
     from boardlab.campaign import advice
 
     reps = plan.runs.repetitions or plan.runs.pilot  # under the precision rule: the pilot's
     fixed = dataclasses.replace(plan, runs=dataclasses.replace(plan.runs, repetitions=reps, precision=None))
     alloc = advice.allocation(plan, cells, cell_repetitions(fixed, cells))
-    pairs = advice.power_advice(
-        plan, cells, _compared_keys(plan, cells), comparisons, advice.earlier_values(db)
-    )
+    compared = _compared_keys(plan, cells)
+    pairs = advice.power_advice(plan, cells, compared, comparisons, advice.earlier_values(db))
     if not pairs:
         return alloc, advice.advice_dict(pairs, (None, ""))
     n = pairs[0][1].runs_per_arm
-    at_n = dataclasses.replace(plan, runs=dataclasses.replace(plan.runs, repetitions=n, precision=None))
-    return alloc, advice.advice_dict(pairs, _estimate(db, cells, cell_repetitions(at_n, cells)))
+    # every compared cell at n runs per arm (an entry's own repetitions included), the others as planned
+    at_n = dataclasses.replace(
+        plan,
+        runs=dataclasses.replace(plan.runs, repetitions=n, precision=None),
+        workloads=tuple(dataclasses.replace(w, repetitions=None) for w in plan.workloads),
+    )
+    runs_at_n, planned = cell_repetitions(at_n, cells), cell_repetitions(fixed, cells)
+    per_cell = {k: runs_at_n[k] if k in compared else planned[k] for k in planned}
+    out = advice.advice_dict(pairs, _estimate(db, cells, per_cell, plan.gates))
+    return alloc, {**out, "repetitions_for_power_how": fix(n)}

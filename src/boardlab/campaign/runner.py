@@ -24,7 +24,7 @@ from boardlab.conditions import condition_kinds
 from boardlab.conditions.base import ApplyContext
 from boardlab.conditions.journal import RestoreJournal, failures, not_restored
 from boardlab.errors import InputError, MeasurementError
-from boardlab.model.campaign import Cell, Plan, ScheduledRun
+from boardlab.model.campaign import Cell, CommitIdentity, Plan, ScheduledRun
 from boardlab.model.run import LOAD_DID_NOT_RUN, GateResult, MetricResult, RunResult
 from boardlab.model.worker_result import WorkerResult, WorkerResultError, read_worker_result
 from boardlab.model.workload import LaunchOptions, WorkloadSpec
@@ -146,6 +146,27 @@ def temperature_limits_mc(zones) -> dict[str, int]:
     return limits
 
 
+def _own_times(w: _Worker, doc: WorkerResult | None) -> tuple[int, dict[str, int]]:
+    """A launcher workload's time columns (the run's wall_ns, and utime_us, stime_us, maxrss_kib of its
+    rusage): its program's own (`WorkerResult.launched`), so that a run of `sleep 1` reads 1.0 s and not the
+    launcher's interpreter start-up besides. The launcher's share is kept beside them (`launcher_*`); a
+    result without them (the launcher failed before the program ran) keeps the worker's."""
+    if doc is None or doc.launched is None:
+        return w.wall_ns, w.rusage
+    own = doc.launched
+    rusage = {
+        **w.rusage,
+        "utime_us": own.utime_us,
+        "stime_us": own.stime_us,
+        "maxrss_kib": own.maxrss_kib,
+        "launcher_wall_ns": max(0, w.wall_ns - own.wall_ns),
+        "launcher_utime_us": max(0, w.rusage.get("utime_us", 0) - own.utime_us),
+        "launcher_stime_us": max(0, w.rusage.get("stime_us", 0) - own.stime_us),
+        "worker_maxrss_kib": w.rusage.get("maxrss_kib", 0),  # the launcher's and its program's, the larger
+    }
+    return own.wall_ns, rusage
+
+
 def run_timeout_s(planned_s: float | None, params: dict, longest_run_s: float) -> float:
     """runs.timeout_s, else a generous default from the workload's own duration: 30 min (a slow board's
     longest kernel run is minutes), 4x a timed workload's duration_s plus 2 min, or 20x the longest run
@@ -170,8 +191,10 @@ class Runner:
         fresh: bool = False,
         lock_wait_s: float | None = None,
         label: str | None = None,
+        identity: CommitIdentity | None = None,
     ):
         self.label = label  # the user's name for what changed since the last campaign (`run --label`)
+        self.identity = identity  # the commit and branch measured (`run --commit`, campaign.identity)
         self.plan = plan
         self.lock_wait_s = lock_wait_s  # how long to wait for another boardlab's system lock (None: no limit)
         self.catalog = catalog
@@ -346,10 +369,13 @@ class Runner:
         with contextlib.ExitStack() as stack:
             part_states, worker_cpus = self._apply_condition(stack, condition, cpu)
             cpufreq0 = self._cpufreq()
+            clock = self._clock(cpu, cpufreq0) if self.plan.runs.measure_clock else None
             w = self._measure(cell, cpu, worker_cpus, monitor)
             cpufreq1 = self._cpufreq()
         # the condition may add to its state on exit (a stressor's achieved rate), so read it afterwards
         state = self._run_state(condition, part_states, worker_cpus, cache, cpufreq0, cpufreq1)
+        if clock is not None:
+            state = {**state, "clock": clock}
         result = self._result(sr_run, attempt, cpu, w, gate, state)
         if w.killed:
             why = f"timed out after {w.timeout_s:g} s (runs.timeout_s): killed with its process group"
@@ -362,7 +388,7 @@ class Runner:
     def _apply_condition(self, stack: contextlib.ExitStack, condition, cpu: int | None):
         """Each part of the run's condition applied in order (undone in reverse by `stack`): their states,
         and the worker's CPUs (a part may move the worker, e.g. onto an isolated CPU)."""
-        worker_cpus = {cpu} if cpu is not None else None
+        worker_cpus = self._pinned(cpu)
         part_states = []
         if condition.parts:  # journaled as one restore unit, which `boardlab restore` undoes whole
             stack.enter_context(self.ctx.journal.unit(f"combined condition {condition.name}"))
@@ -373,6 +399,35 @@ class Runner:
                 wanted = kind.worker_cpus(params, self.ctx)
                 worker_cpus = wanted if wanted is not None else worker_cpus
         return part_states, worker_cpus
+
+    def _clock(self, cpu: int | None, cpufreq: dict[str, dict]) -> dict:
+        """[runs] measure_clock: the worker CPU's clock measured under the run's condition, just before the
+        worker starts, beside the frequency its policy claims (campaign.clocks). A failed measurement is
+        recorded, not the run's failure."""
+        from boardlab.campaign.clocks import GAP, measure_cpu
+
+        if cpu is None:
+            return {
+                "measured_mhz": None,
+                "reason": "the worker is not pinned (runs.cpu = 'none'): no CPU to measure",
+            }
+        claimed = next((p["cur_khz"] for name, p in cpufreq.items() if cpu in self._policy_cpus(name)), None)
+        try:
+            fastest, median = measure_cpu(cpu, iterations=5, warmup_ms=20)
+        except MeasurementError as exc:
+            return {"measured_mhz": None, "scaling_cur_khz": claimed, "reason": str(exc)}
+        gap = fastest / (claimed / 1000) - 1 if claimed else None
+        return {"cpu": cpu, "measured_mhz": fastest, "median_mhz": median, "scaling_cur_khz": claimed,
+                "gap": gap, "flagged": gap is not None and abs(gap) > GAP}  # fmt: skip
+
+    def _policy_cpus(self, policy: str) -> tuple[int, ...]:
+        return next((p.cpus for p in self.ctx.info.cpufreq_policies if p.name == policy), ())
+
+    def _pinned(self, cpu: int | None) -> set[int] | None:
+        """The worker's CPUs: the plan's set (`cpu = [2, 3]`), else its one CPU, else None (not pinned)."""
+        if self.plan.runs.cpu_set:
+            return set(self.plan.runs.cpu_set)
+        return {cpu} if cpu is not None else None
 
     def _measure(
         self, cell: Cell, cpu: int | None, worker_cpus: set[int] | None, monitor: Monitor
@@ -469,13 +524,16 @@ class Runner:
         reasons += self._over_temperature(mon.summary)
         reasons += load_problems(state)
         valid = ok and not reasons
+        wall_ns, rusage = (
+            _own_times(w, doc) if self.catalog[cell.workload].launcher else (w.wall_ns, w.rusage)
+        )
         return RunResult(
             cell_key=cell.key,
             repetition=sr_run.repetition,
             attempt=attempt,
             seq=sr_run.seq,
             started_unix_s=w.started_unix_s,
-            wall_ns=w.wall_ns,
+            wall_ns=wall_ns,
             cpu=cpu,
             exit_code=code,
             ok=ok,
@@ -486,7 +544,7 @@ class Runner:
             iterations_ns=doc.iterations_ns if doc else (),
             warmup_iterations=doc.warmup_iterations if doc else None,
             warmup_capped=doc.warmup_capped if doc else None,
-            rusage=w.rusage,
+            rusage=rusage,
             gate=gate,
             condition_state=state,
             monitor=mon.summary,
@@ -502,14 +560,17 @@ class Runner:
     def run(self) -> Outcome:
         """The campaign, under the system lock of its tree (docs/safety.md): a second campaign on the same
         board waits here for the first to finish and restore what it changed."""
+        from boardlab.campaign.holder import with_progress, withdraw
         from boardlab.conditions.journal import SystemLock
 
         lock = SystemLock(self.sr, f"campaign {self.plan.name}")
-        self.lock_waited_s = lock.acquire(self.lock_wait_s, self.progress.note)
+        self._lock_path = lock.path  # where _run names its campaign for a waiter (campaign.holder)
+        self.lock_waited_s = lock.acquire(self.lock_wait_s, with_progress(lock.path, self.progress.note))
         try:
             return self._run()
         finally:
             self._undo_leftovers()
+            withdraw(lock.path)
             lock.release()
 
     def _undo_leftovers(self) -> None:
@@ -527,6 +588,8 @@ class Runner:
 
         info = inventory(self.root)
         cpu = resolve_cpu(self.plan.runs.cpu, tuple(info.online_cpus))
+        for other in self.plan.runs.cpu_set or ():  # each CPU of a set is checked as the one CPU is
+            resolve_cpu(other, tuple(info.online_cpus))
         self.temp_limits_mc = temperature_limits_mc(info.thermal_zones)
         journal = self._recover()
         self.kinds = condition_kinds()
@@ -546,12 +609,27 @@ class Runner:
                 f"(id {existing['id']}); use --fresh to run it again"
             )
             return Outcome(existing["id"], "complete", 0, 0, 0, True, None)
+        if existing is not None:
+            self._same_commit(existing["id"])
         environment = self._environment(info, info_dict, cpu, support)
         campaign_id = self._open_campaign(existing, board_id, phash, environment)
+        from boardlab.campaign.holder import announce
+
+        announce(self._lock_path, self.store.path, campaign_id)  # a waiting campaign reads its progress
         cell_ids = self.store.ensure_cells(campaign_id, cells, self.conditions, self._units(cells))
         self._store_facts(campaign_id, cells)
         c = _Campaign(campaign_id, cell_ids, cells, cpu, existing is not None, info_dict, support)
         return self._campaign(c, set(info.online_cpus))
+
+    def _same_commit(self, campaign_id: int) -> None:
+        """A campaign measures one commit: resuming it with another would mix two builds in its cells."""
+        stored = self.store.campaign_identities([campaign_id]).get(campaign_id)
+        given = self.identity.sha if self.identity else None
+        if stored and stored[0] and given and stored[0] != given:
+            raise InputError(
+                f"campaign {campaign_id} in {self.store.path} measured commit {stored[0][:12]}, not "
+                f"{given[:12]}: a resume would mix two builds; give --fresh to start a campaign of this commit"
+            )
 
     def _store_facts(self, campaign_id: int, cells: list[Cell]) -> None:
         """What the report needs to know of the workloads and cells, kept with the campaign so any host can
@@ -621,6 +699,7 @@ class Runner:
             "capabilities": info_dict.get("capabilities"),
             "checks": info_dict.get("checks"),
             "worker_cpu": cpu,
+            "worker_cpus": sorted(self._pinned(cpu) or ()) or None,  # a set (`cpu = [2, 3]`), or the one CPU
             "skipped_conditions": support.conditions,
             "skipped_workloads": support.workloads,
             "skipped_cells": support.cells,
@@ -628,6 +707,8 @@ class Runner:
             "kern_build": kernel_catalog().get("build"),
             # the boot and the monotonic clock, which a board's history trusts where its wall clock went back
             "clock": start_evidence("/"),
+            # the gates this start ran under: `run --gate-timeout` changes them without changing the plan
+            "gates": dataclasses.asdict(self.plan.gates),
         }
         self.energy = EnergyMeter(self.plan.energy, self.root, tuple(info.compatible))
         environment["energy"] = self.energy.environment()
@@ -657,7 +738,8 @@ class Runner:
         """The run loop, with the orchestrator off the measured CPU when there is another one; whatever
         happens, the campaign's status and monitor cost are stored and every setting restored."""
         own_before = os.sched_getaffinity(0)
-        others = (online - {c.cpu}) & own_before if c.cpu is not None else set()
+        pinned = self._pinned(c.cpu)
+        others = (online - pinned) & own_before if pinned is not None else set()
         if (
             others
         ):  # the loop and what it starts (loads, the energy meter's commands) stay off the worker's CPU
@@ -697,6 +779,9 @@ class Runner:
         self.store.set_campaign_context(
             c.campaign_id, label=self.label, inventory=c.info_dict, runs_planned=c.total
         )
+        if self.identity is not None:
+            i = self.identity
+            self.store.set_campaign_identity(c.campaign_id, i.sha, i.describe, i.branch)
         c.done = sum(1 for r in planned if c.settled(r, policy.max_reruns))
         self.progress.start(self.plan.name, c.total, c.done, c.resumed)
         return planned, rounds, references

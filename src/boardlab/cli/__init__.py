@@ -21,6 +21,10 @@ from boardlab.errors import EXIT_FAILURE, EXIT_USAGE, BoardlabError
 COMMANDS: dict[str, tuple[str, str]] = {
     "info": ("boardlab.cli.info", "inventory this board and check its environment for measurement"),
     "run": ("boardlab.cli.run", "run a campaign (a plan file or --preset NAME) into a results database"),
+    "bench": (
+        "boardlab.cli.bench",
+        "benchmark commands head to head, under conditions (hyperfine's spelling), as a stored campaign",
+    ),
     "list": ("boardlab.cli.list", "list workloads with their support status, parameters and metrics"),
     "restore": (
         "boardlab.cli.restore",

@@ -15,6 +15,14 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "-o", "--output", help="file to write; - for stdout (the default; parquet needs a file)"
     )
+    parser.add_argument(
+        "--table",
+        choices=("runs", "metrics"),
+        default="runs",
+        help="runs (default): one row per run, its primary metric's value and time columns; metrics: every "
+        "metric each run stored, one row per run and metric (run_id, metric, value, unit, ...), a long table "
+        "(docs/results.md)",
+    )
     parser.add_argument("--campaign", type=int, action="append", help="only this campaign id (repeatable)")
     parser.add_argument(
         "--partition",
@@ -39,6 +47,8 @@ def run(args) -> int:
     if args.format == "parquet" and (not args.output or args.output == "-"):
         raise InputError("--format parquet writes binary: give -o FILE (or -o DIR with --partition)")
     if args.partition:
+        if args.table != "runs":
+            raise InputError("--partition writes the runs table: drop --table metrics, or --partition")
         if args.format != "parquet":
             raise InputError("--partition writes Parquet: add --format parquet")
         ex._pyarrow()  # refused before the store is read when pyarrow is missing
@@ -61,13 +71,16 @@ def run(args) -> int:
         store.snapshot(),
         ex.open_output(output, [args.db]) as out,
     ):
+        long = args.table == "metrics"
+        rows, fields = (ex.iter_metric_rows, ex.METRIC_FIELDS) if long else (ex.iter_run_rows, ex.FIELDS)
         if args.format == "json":
-            ex.write_json(ex.iter_run_records(store, args.campaign), out)
+            records = ex.iter_metric_records if long else ex.iter_run_records
+            ex.write_json(records(store, args.campaign), out, args.table)
         elif args.format == "csv":  # each string neutralized as it is read (csv_cell), unless kept as is
             text = (lambda s: s) if args.csv_formulas else csv_cell
-            ex.write_csv_rows(ex.iter_run_rows(store, args.campaign, text=text), out)
+            ex.write_csv_rows(rows(store, args.campaign, text=text), out, fields)
         else:
-            ex.write_parquet_rows(ex.iter_run_rows(store, args.campaign), out)
+            ex.write_parquet_rows(rows(store, args.campaign), out, fields)
     if output != "-":
         print(f"wrote {term(output)}", file=sys.stderr)
     return 0

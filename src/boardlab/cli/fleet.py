@@ -92,6 +92,16 @@ def add_arguments(parser) -> None:
         help="name what changed since the last campaign (e.g. 'kernel 6.6 -> 6.12'), given to every board's "
         "`boardlab run --label`; `boardlab history` shows it",
     )
+    p.add_argument(
+        "--commit",
+        metavar="auto|SHA",
+        help="the commit every board's campaign measures (auto: git in --source-dir, here, before any board "
+        "is touched), given to each board's `boardlab run --commit`; `history` and `serve` show it",
+    )
+    p.add_argument("--source-dir", metavar="DIR", help="the checkout --commit auto reads (default: .)")
+    p.add_argument(
+        "--branch", metavar="NAME", help="the branch measured (default with --commit auto: HEAD's)"
+    )
     p.add_argument("--json", action="store_true", help="print the summary as JSON on stdout")
 
 
@@ -171,6 +181,9 @@ def run(args) -> int:
     address = parse_address(args.coordinator)
     tags = parse_tags(args.places)
     remote_root(args.remote_dir)  # it reaches the boards' shell: refused here, before any board is touched
+    from boardlab.campaign.identity import resolve
+
+    identity = resolve(args.commit, args.branch, args.source_dir)  # git asked here, not on the boards
     catalog = {w.name: w for w in all_workloads()}
     try:  # checked here before any board is touched; a [sweep] expands on each board
         plan = load_plan(args.plan, args.preset, catalog, None)
@@ -237,6 +250,7 @@ def run(args) -> int:
         retries=args.retries,
         keep=args.keep,
         label=args.label,
+        run_args=tuple(identity.run_args()) if identity else (),
     )
     t0 = time.monotonic()
 

@@ -32,7 +32,20 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--last", type=int, default=10, metavar="N", help="the last N campaigns per board (default 10)"
     )
-    parser.add_argument("--format", choices=("text", "md", "html"), default="text", help="default text")
+    parser.add_argument(
+        "--format",
+        choices=("text", "md", "html", "junit", "github"),
+        default="text",
+        help="default text; junit: the latest step of each board as JUnit XML (a test case per cell, a "
+        "regression a <failure> naming the cell, B/A, its interval and the commit); github: that step as "
+        "GitHub Actions annotations (::error per regression, ::notice per improvement); docs/lab.md",
+    )
+    parser.add_argument(
+        "--bisect",
+        action="store_true",
+        help="per cell slower in the last campaign than in the first shown, the first campaign (and its "
+        "commit) from which it is slower, found by bisection as `asv find` does",
+    )
     parser.add_argument("-o", "--output", help="file to write (required for html; default stdout)")
     parser.add_argument(
         "--json", action="store_true", help="print the JSON document (`schema` is its version)"
@@ -65,8 +78,16 @@ def run(args) -> int:
             on = f" on a board labelled {args.board!r}" if args.board else ""
             raise InputError(f"{store.path}: no campaign of a plan named {args.plan!r}{on}")
         d = build_history(per_board, args.plan, step=lambda a, b: summary.step(store, a, b))
+        if args.bisect:
+            from boardlab.analysis.history import bisect
+
+            d["bisect"] = bisect(per_board)
     if args.json:
         text = json.dumps(d, indent=1, allow_nan=False) + "\n"
+    elif args.format in ("junit", "github"):
+        from boardlab.report.ci import github_annotations, junit_xml
+
+        text = junit_xml(d) if args.format == "junit" else github_annotations(d)
     else:
         boards = ", ".join(b["board"] for b in d["boards"])
         document = history_document(d, f"boardlab history: {args.plan} on {boards}")

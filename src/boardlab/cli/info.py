@@ -22,6 +22,75 @@ def add_arguments(parser) -> None:
         help="read /proc and /sys below DIR instead of / (a copied tree)",
     )
     parser.add_argument("--json", action="store_true", help="print a versioned JSON document")
+    parser.add_argument(
+        "--clocks",
+        action="store_true",
+        help="measure each online CPU's clock (boardlab-kern clock.chain pinned to it, about a second each) "
+        "against the one the kernel claims (cpufreq's current frequency, else /proc/cpuinfo), flag a gap over "
+        "5%%, and list each policy's operating points; on a --root tree, the claimed points only",
+    )
+
+
+def _flavor(info, root: str) -> dict:
+    """Whether the kernel looks like a vendor BSP or mainline, and why (platform.kernel.kernel_flavor)."""
+    from boardlab.platform.kernel import kernel_config, kernel_flavor
+
+    flavor, evidence = kernel_flavor(info.kernel, tuple(info.compatible), kernel_config(root))
+    return {"flavor": flavor, "evidence": evidence}
+
+
+def _clocks(root: str) -> dict:
+    """The claimed operating points and, on this machine (not a --root tree), each CPU's measured clock."""
+    from boardlab.campaign.clocks import GAP, clock_points, opps
+
+    here = root in ("/", "")
+    points = clock_points(root, measure=here)
+    return {
+        "measured": here,
+        "reason": None if here else f"not measured here: {root} is another board's tree",
+        "gap_flagged_above": GAP,
+        "opps_khz": opps(root),
+        "cpus": [p.to_dict() for p in points],
+    }
+
+
+def render_clocks(c: dict) -> str:
+    out = [
+        "",
+        "Clocks: claimed against measured (boardlab-kern clock.chain, one-cycle dependent adds, pinned)",
+    ]
+    rows = []
+    for p in c["cpus"]:
+        claimed = (
+            f"{p['claimed_mhz']:.0f} ({p['claimed_source']})" if p["claimed_mhz"] else p["claimed_source"]
+        )
+        if p["measured_mhz"] is None:
+            measured, gap = "not measured here", "-"
+        else:
+            measured = f"{p['measured_mhz']:.0f} (median {p['median_mhz']:.0f})"
+            gap = "-" if p["gap"] is None else f"{p['gap']:+.1%}" + (" GAP > 5%" if p["flagged"] else "")
+        rows.append(
+            [
+                str(p["cpu"]),
+                _dash(p["policy"]),
+                claimed,
+                measured,
+                gap + (f"; {p['note']}" if p["note"] else ""),
+            ]
+        )
+    out += _table(["cpu", "policy", "claimed MHz", "measured MHz", "gap"], rows)
+    for policy, khz in c["opps_khz"].items():
+        where = "the current one measured above" if c["measured"] else "not measured here"
+        points = ", ".join(f"{k / 1000:g}" for k in khz) or "none listed"
+        out.append(f"  {policy} operating points (MHz): {points} ({where})")
+    if c["reason"]:
+        out.append(f"  {c['reason']}")
+    if any(p["flagged"] for p in c["cpus"]):
+        out.append(
+            "  a gap over 5%: firmware capping the clock below what the kernel claims, throttling it does not "
+            "show, or (a virtual machine) a host boosting past its nominal rate"
+        )
+    return "\n".join(out)
 
 
 def run(args) -> int:
@@ -29,6 +98,8 @@ def run(args) -> int:
     from boardlab.platform import inventory
 
     info = inventory(args.root)
+    flavor = _flavor(info, args.root)
+    clocks = _clocks(args.root) if args.clocks else None
     # sources are only described here: a meter command is not started, vcgencmd runs once on a Pi 5
     power = discover(args.root, tuple(info.compatible))
     kern = kern_binary()
@@ -47,11 +118,16 @@ def run(args) -> int:
         doc["power_rails"] = [s.to_dict() for s in power.rails]
         doc["power_sources_unavailable"] = [u.to_dict() for u in power.unavailable]
         doc["energy"] = {"supported": primary is not None, "reason": None if primary else power.reason}
+        doc["kernel_flavor"] = flavor
+        if clocks is not None:
+            doc["clocks"] = clocks
         json.dump(doc, sys.stdout, indent=2)
         print()
     else:
-        print(render(info, power))
+        print(render(info, power, flavor))
         print(render_kern(kern))
+        if clocks is not None:
+            print(render_clocks(clocks))
     return 0
 
 
@@ -230,7 +306,7 @@ def _pcie(links) -> list[str]:
     return _table(["device", "id", "driver", "link", "max", "data per direction"], rows)
 
 
-def render(info, power=None) -> str:
+def render(info, power=None, flavor: dict | None = None) -> str:
     width = shutil.get_terminal_size((110, 24)).columns
     out: list[str] = [f"boardlab info (root {info.root})", ""]
 
@@ -320,6 +396,7 @@ def render(info, power=None) -> str:
         [
             ("release", _dash(k.release)),
             ("version", _dash(k.version)),
+            *([("looks like", f"{flavor['flavor']}: {'; '.join(flavor['evidence'])}")] if flavor else []),
             (
                 "preemption",
                 f"{_dash(k.preempt_model)}" + (f" ({k.preempt_rt_evidence})" if k.preempt_rt else ""),

@@ -12,12 +12,19 @@ DESCRIPTION = (
     "schema this boardlab knows) and ingested in one transaction: all its new runs or none. Ingesting a file "
     "again, or again after its campaign was resumed on the board, adds only the runs not yet there (a run is "
     "identified by campaign, board, cell, repetition and attempt). A SQLite store in use by another ingest or "
-    "a campaign is waited for. See docs/results.md."
+    "a campaign is waited for. A hyperfine --export-json file is read too: it becomes a campaign of the plan "
+    "`boardlab bench` writes for the same commands (attributed to this board), so `history` shows it beside "
+    "later bench campaigns. See docs/results.md."
 )
 
 
 def add_arguments(parser) -> None:
-    parser.add_argument("files", metavar="BOARD.db", nargs="+", help="a board's results file (SQLite)")
+    parser.add_argument(
+        "files",
+        metavar="BOARD.db",
+        nargs="+",
+        help="a board's results file (SQLite), or a hyperfine JSON export",
+    )
     parser.add_argument(
         "--db",
         required=True,
@@ -43,6 +50,33 @@ def _warn(text: str) -> None:
 
 
 def run(args) -> int:
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="boardlab-ingest-") as scratch:
+        return _ingest(args, scratch)
+
+
+def _converted(files: list[str], scratch: str) -> list:
+    """Each file as ingest reads it: a results database as it is, a hyperfine export written as one
+    (campaign.hyperfine) into `scratch`."""
+    from pathlib import Path
+
+    from boardlab.campaign import hyperfine
+    from boardlab.report.escape import term
+
+    out = []
+    for i, name in enumerate(files):
+        path = Path(name)
+        if hyperfine.looks_like_hyperfine(path):
+            dest = Path(scratch) / f"{i}-hyperfine.db"
+            runs = hyperfine.write_campaign_file(path, dest)
+            print(f"{term(name)}: hyperfine export: {runs} runs as a campaign of this board", file=sys.stderr)
+            path = dest
+        out.append(path)
+    return out
+
+
+def _ingest(args, scratch: str) -> int:
     from pathlib import Path
 
     from boardlab.report.escape import term
@@ -68,7 +102,7 @@ def run(args) -> int:
     # among several writes nothing at all.
     try:
         results = ingest_files(
-            [Path(p) for p in args.files],
+            _converted(args.files, scratch),
             args.db,
             wait=lambda who: _say_waiting(args.db, who),
             progress=progress,

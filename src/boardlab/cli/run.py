@@ -35,6 +35,28 @@ def add_arguments(parser) -> None:
         help="name what changed since the last campaign (e.g. 'kernel 6.6 -> 6.12'); `boardlab history` shows it",
     )
     parser.add_argument(
+        "--commit",
+        metavar="auto|SHA",
+        help="the commit this campaign measures, stored with it for `history` (its JUnit and annotation "
+        "outputs, --bisect) and `serve`: auto asks git in --source-dir (`git rev-parse HEAD` and `git describe "
+        "--always --dirty`); a resume under another commit is refused",
+    )
+    parser.add_argument(
+        "--source-dir",
+        metavar="DIR",
+        help="the git checkout --commit auto reads (default: the current directory)",
+    )
+    parser.add_argument(
+        "--branch",
+        metavar="NAME",
+        help="the branch measured (default with --commit auto: the one checked out)",
+    )
+    parser.add_argument(
+        "--commit-describe",
+        metavar="NAME",
+        help="with --commit SHA: its `git describe` name (what a fleet run passes to each board)",
+    )
+    parser.add_argument(
         "--monitor-hz", type=float, default=10.0, help="monitor sampling rate (default 10 Hz)"
     )
     parser.add_argument("--quiet", action="store_true", help="print only failures and the summary")
@@ -63,6 +85,14 @@ def add_arguments(parser) -> None:
         action="store_true",
         help="load and check the plan (and the overrides), print its cells, runs, comparisons, an estimated "
         "duration (from earlier runs in --db) and whether a verdict is reachable; run and write nothing",
+    )
+    parser.add_argument(
+        "--gate-timeout",
+        type=float,
+        metavar="SECONDS",
+        help="how long each run may wait for an idle, cool board before it starts anyway (the plan's [gates] "
+        "timeout_s, 30 s unless it says; the wait and whether it gave up are stored with each run). A resumed "
+        "campaign takes it too; the dry-run's estimate uses it",
     )
     add_wait_arguments(parser)
     parser.add_argument(
@@ -96,8 +126,11 @@ def take_system_lock(sr, what: str, args):
 
     if args.wait is not None and not 0 <= args.wait <= 30 * 86400:
         raise InputError(f"--wait {args.wait:g}: expected 0 to 2592000 seconds (30 days)")
+    from boardlab.campaign.holder import with_progress
+
     lock = SystemLock(sr, what)
-    lock.acquire(0.0 if args.no_wait else args.wait, lambda line: print(line, file=sys.stderr, flush=True))
+    say = with_progress(lock.path, lambda line: print(line, file=sys.stderr, flush=True))
+    lock.acquire(0.0 if args.no_wait else args.wait, say)
     return lock
 
 
@@ -211,74 +244,25 @@ def _power_lines(d: dict) -> list[str]:
     if d["repetitions_for_power"] is not None:
         seconds = d["repetitions_for_power_duration_s"]
         when = f"about {seconds / 60:.1f} min" if seconds is not None else "duration unknown"
-        lines.append(f"repetitions for 80% power: {d['repetitions_for_power']} ({when} at that count)")
+        lines.append(
+            f"repetitions for 80% power: {d['repetitions_for_power']} ({when} at that count): "
+            f"{d['repetitions_for_power_how']}"
+        )
         lines += [f"  {p['workload']}: {p['advice']}" for p in d["power"]]
     return lines
 
 
-def run(args) -> int:
-    import json
-
-    from boardlab.campaign.plan import PlanUnsupported, apply_overrides, load_plan
+def execute_plan(plan, catalog, args, identity, *, fresh: bool):
+    """The campaign of a checked plan into `args.db` (the runner, the summary kept for serve and history):
+    (outcome, runner, progress), or the exit code when it was stopped before it ended (130). `args` holds
+    db, root, quiet, monitor_hz, wait, no_wait and label, as `run` and `bench` parse them."""
     from boardlab.campaign.runner import Runner
     from boardlab.cli.progress import TerminalProgress
     from boardlab.conditions.journal import LockWaitInterrupted
     from boardlab.errors import InputError
-    from boardlab.platform.sysroot import SysRoot
     from boardlab.report.escape import term
     from boardlab.store import Store
-    from boardlab.workloads import all_workloads
 
-    if bool(args.plan) == bool(args.preset):
-        raise InputError("give a plan file or --preset NAME (one of them)")
-    if args.db.startswith(("postgresql://", "postgres://")):  # the board's own file, copied later
-        raise InputError(
-            f"--db {args.db.split('@')[-1]}: a campaign writes a SQLite file on the board it measures; "
-            "give a file path, then `boardlab ingest FILE --db postgresql://...` copies it into the shared store"
-        )
-    if args.wait is not None and not 0 <= args.wait <= 30 * 86400:
-        raise InputError(f"--wait {args.wait:g}: expected 0 to 2592000 seconds (30 days)")
-    if not 0.1 <= args.monitor_hz <= 1000:
-        raise InputError(f"--monitor-hz {args.monitor_hz}: expected a rate in [0.1, 1000] Hz")
-    SysRoot(args.root).require_board_tree()
-    catalog = {w.name: w for w in all_workloads()}
-    try:  # validated (and a [sweep] expanded from the board under --root) before anything is written
-        plan = load_plan(args.plan, args.preset, catalog, args.root)
-    except PlanUnsupported as exc:
-        print(f"boardlab run: unsupported: {exc}", file=sys.stderr)
-        return 1
-    if not args.quiet:
-        for note in plan.notes:
-            print(note, file=sys.stderr)
-    if args.soak is not None:
-        if args.duration is not None or args.repetitions is not None:
-            raise InputError("--soak sets the duration and the repetitions: drop --duration/--repetitions")
-        args.duration, args.repetitions = _soak_s(args.soak), 1
-    plan = apply_overrides(
-        plan,
-        catalog,
-        repetitions=args.repetitions,
-        duration_s=args.duration,
-        scale=args.scale,
-        only_workloads=args.workload,
-        peer=args.peer,
-    )
-    from boardlab.campaign.reach import summarize_plan
-
-    summary = summarize_plan(plan, catalog, db=args.db, root=args.root)
-    if args.dry_run:
-        from boardlab.campaign.checks import plan_listing
-
-        listing = plan_listing(plan, catalog, summary.to_dict())  # what runs here, and why not
-        if args.json:
-            print(json.dumps({**summary.to_dict(), **listing}))
-        else:
-            print(_dry_run_text(plan, summary) + "\n" + _listing_text(listing))
-        return _dry_run_exit(plan, summary)
-    if (
-        summary.reach.message and not summary.refused
-    ):  # said before the first run; the plan still runs (docs/method.md)
-        print(f"warning: {plan.source_name}: {summary.reach.message}", file=sys.stderr)
     signal.signal(signal.SIGTERM, _on_sigterm)
     signal.signal(signal.SIGHUP, _on_sigterm)
     progress = TerminalProgress(quiet=args.quiet)
@@ -290,9 +274,10 @@ def run(args) -> int:
             root=args.root,
             progress=progress,
             monitor_interval_s=1.0 / args.monitor_hz,
-            fresh=args.fresh,
+            fresh=fresh,
             lock_wait_s=0.0 if args.no_wait else args.wait,
             label=args.label,
+            identity=identity,
         )
         try:
             outcome = runner.run()
@@ -320,6 +305,77 @@ def run(args) -> int:
                     file=sys.stderr,
                 )
             return 130
+    return outcome, runner, progress
+
+
+def run(args) -> int:
+    import json
+
+    from boardlab.campaign.plan import PlanUnsupported, apply_overrides, load_plan, with_gate_timeout
+    from boardlab.errors import InputError
+    from boardlab.platform.sysroot import SysRoot
+    from boardlab.report.escape import term
+    from boardlab.store import Store
+    from boardlab.workloads import all_workloads
+
+    if bool(args.plan) == bool(args.preset):
+        raise InputError("give a plan file or --preset NAME (one of them)")
+    if args.db.startswith(("postgresql://", "postgres://")):  # the board's own file, copied later
+        raise InputError(
+            f"--db {args.db.split('@')[-1]}: a campaign writes a SQLite file on the board it measures; "
+            "give a file path, then `boardlab ingest FILE --db postgresql://...` copies it into the shared store"
+        )
+    if args.wait is not None and not 0 <= args.wait <= 30 * 86400:
+        raise InputError(f"--wait {args.wait:g}: expected 0 to 2592000 seconds (30 days)")
+    if not 0.1 <= args.monitor_hz <= 1000:
+        raise InputError(f"--monitor-hz {args.monitor_hz}: expected a rate in [0.1, 1000] Hz")
+    from boardlab.campaign.identity import resolve
+
+    identity = resolve(args.commit, args.branch, args.source_dir, args.commit_describe)
+    SysRoot(args.root).require_board_tree()
+    catalog = {w.name: w for w in all_workloads()}
+    try:  # validated (and a [sweep] expanded from the board under --root) before anything is written
+        plan = load_plan(args.plan, args.preset, catalog, args.root)
+    except PlanUnsupported as exc:
+        print(f"boardlab run: unsupported: {exc}", file=sys.stderr)
+        return 1
+    if not args.quiet:
+        for note in plan.notes:
+            print(note, file=sys.stderr)
+    if args.soak is not None:
+        if args.duration is not None or args.repetitions is not None:
+            raise InputError("--soak sets the duration and the repetitions: drop --duration/--repetitions")
+        args.duration, args.repetitions = _soak_s(args.soak), 1
+    plan = apply_overrides(
+        plan,
+        catalog,
+        repetitions=args.repetitions,
+        duration_s=args.duration,
+        scale=args.scale,
+        only_workloads=args.workload,
+        peer=args.peer,
+    )
+    plan = with_gate_timeout(plan, args.gate_timeout)
+    from boardlab.campaign.reach import summarize_plan
+
+    summary = summarize_plan(plan, catalog, db=args.db, root=args.root, repetitions_flag=args.repetitions)
+    if args.dry_run:
+        from boardlab.campaign.checks import plan_listing
+
+        listing = plan_listing(plan, catalog, summary.to_dict())  # what runs here, and why not
+        if args.json:
+            print(json.dumps({**summary.to_dict(), **listing}))
+        else:
+            print(_dry_run_text(plan, summary) + "\n" + _listing_text(listing))
+        return _dry_run_exit(plan, summary)
+    if (
+        summary.reach.message and not summary.refused
+    ):  # said before the first run; the plan still runs (docs/method.md)
+        print(f"warning: {plan.source_name}: {summary.reach.message}", file=sys.stderr)
+    got = execute_plan(plan, catalog, args, identity, fresh=args.fresh)
+    if isinstance(got, int):
+        return got
+    outcome, runner, progress = got
     if args.json:
         print(
             json.dumps(

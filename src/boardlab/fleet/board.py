@@ -51,6 +51,10 @@ start)
 campaign)
   # the user's --label, from a file: a command line sent over labgrid's SSH is split on whitespace
   if [ -s "$here/label.txt" ]; then set -- "--label=$(cat "$here/label.txt")"; else set --; fi
+  # more arguments (the commit measured), one a line, each checked by boardlab before it was written
+  if [ -s "$here/run-args.txt" ]; then
+    while IFS= read -r a; do set -- "$@" "$a"; done < "$here/run-args.txt"
+  fi
   "$bl" run "$here/plan.toml" --db "$here/results.db" --json "$@" >"$here/run.json" 2>"$here/run.log" &
   echo $! > "$here/boardlab.pid"
   wait $!

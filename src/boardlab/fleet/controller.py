@@ -58,6 +58,7 @@ class FleetSpec:
     retries: int
     keep: str | None
     label: str | None = None  # `run --label` on every board: what changed since the last campaign
+    run_args: tuple[str, ...] = ()  # more `boardlab run` arguments for every board (--commit, --branch)
 
 
 def _worker_spec(spec: FleetSpec, place: str, workdir: Path) -> dict:
@@ -77,6 +78,7 @@ def _worker_spec(spec: FleetSpec, place: str, workdir: Path) -> dict:
         "reserve_timeout_s": spec.reserve_timeout_s,
         "retries": spec.retries,
         "label": spec.label,
+        "run_args": list(spec.run_args),
         "workdir": str(workdir),
     }
 

@@ -158,6 +158,9 @@ class Worker:
         label = self.work / "label.txt"  # empty: no --label (and none left from an earlier fleet run)
         label.write_text(self.spec.get("label") or "")
         self.ssh.put(str(label), f"{self.dir}/label.txt")
+        args = self.work / "run-args.txt"  # one argument a line (--commit=SHA ...), as label.txt never split
+        args.write_text("".join(f"{a}\n" for a in self.spec.get("run_args") or ()))
+        self.ssh.put(str(args), f"{self.dir}/run-args.txt")
         bundle = Path(bundles[arch])
         sha = _sha256(bundle)
         _, _, rc = self.run("installed", sha)

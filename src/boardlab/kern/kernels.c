@@ -35,6 +35,7 @@ extern const bk_kernel bk_svc_sub;
 extern const bk_kernel bk_svc_mgmt;
 extern const bk_kernel bk_svc_nmea;
 extern const bk_kernel bk_svc_load;
+extern const bk_kernel bk_clock_chain;
 
 const bk_kernel *const bk_kernels[] = {
     &bk_noop,
@@ -71,5 +72,6 @@ const bk_kernel *const bk_kernels[] = {
     &bk_svc_mgmt,
     &bk_svc_nmea,
     &bk_svc_load,
+    &bk_clock_chain,
     NULL,
 };

@@ -34,6 +34,12 @@ class RunPolicy:
     warmup_cv: float = 0.02
     order: Order = "interleave"
     cpu: int | None = None  # the worker's CPU; None = no pinning
+    # `cpu = [2, 3]`: the worker pinned to this set (`cpu` is then its last: the measured CPU of a "same" load
+    # and the monitor); None: pinned to `cpu` alone
+    cpu_set: tuple[int, ...] | None = None
+    # measure the worker CPU's clock (boardlab-kern clock.chain) before each run, under its condition, and
+    # record it beside scaling_cur_freq in the run's state (campaign.clocks)
+    measure_clock: bool = False
     drop_caches: bool = False
     max_reruns: int = 3  # re-runs of an invalid run (throttled, swapped, policy changed)
     unsupported: str = "fail"  # a condition this board cannot do: "fail" the plan, or "skip" it and say so
@@ -155,3 +161,24 @@ class ScheduledRun:
     repetition: int  # 1-based, per cell
     block: int  # the round (interleave) or block (abba) it belongs to
     aa_arm: str | None = None  # "A1" / "A2" for a reference cell's runs (the A/A control), else None
+
+
+@dataclass(frozen=True)
+class CommitIdentity:
+    """What a campaign measured, for CI (`run --commit auto|SHA --branch NAME`): the source's commit hash,
+    its `git describe --always --dirty` name and the branch; each may be unknown (None)."""
+
+    sha: str | None
+    describe: str | None = None
+    branch: str | None = None
+
+    def words(self) -> str:
+        """'v1.4-3-gabc1234 (main)', or the hash's first 12 digits where no describe name is known."""
+        name = self.describe or (self.sha[:12] if self.sha else "")
+        return f"{name} ({self.branch})" if self.branch and name else name or self.branch or ""
+
+    def run_args(self) -> list[str]:
+        """The `boardlab run` arguments that give a campaign on a board this identity (a fleet run)."""
+        out = [f"--commit={self.sha}"] if self.sha else []
+        out += [f"--commit-describe={self.describe}"] if self.describe and self.sha else []
+        return out + ([f"--branch={self.branch}"] if self.branch else [])

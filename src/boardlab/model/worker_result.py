@@ -4,7 +4,8 @@ versioned JSON object, read here into one typed record (docs/architecture.md "Th
 Schema history (an older document still loads, upgraded on read):
   1  boardlab-kern named its workload in "kernel", the Python worker in "workload".
   2  both name it in "workload" (boardlab-kern's src/boardlab/kern/core.h BK_RESULT_SCHEMA); an optional
-     "warnings" list of strings was added later, ignored by readers that predate it.
+     "warnings" list of strings was added later, ignored by readers that predate it; so was "launched",
+     what the program a launcher started took (LaunchedTimes).
 """
 
 from __future__ import annotations
@@ -42,6 +43,20 @@ class SeriesSamples:
 
 
 @dataclass(frozen=True)
+class LaunchedTimes:
+    """What the program(s) a launcher worker started took, summed over its executions, measured by the
+    launcher from each spawn to its exit and with wait4 on the program alone (`python -m boardlab.pyrun
+    program`): the run's time columns, without the launcher's own interpreter start-up and its reading of
+    the output."""
+
+    wall_ns: int
+    utime_us: int
+    stime_us: int
+    maxrss_kib: int  # the largest of the executions'
+    executions: int
+
+
+@dataclass(frozen=True)
 class WorkerResult:
     schema: int  # as written by the worker (an older one is upgraded in `document`)
     tool: str  # boardlab-kern | boardlab.pyrun (`boardlab.worker` in results from before its rename)
@@ -60,6 +75,7 @@ class WorkerResult:
     wall_ns: int | None = None  # boardlab-kern's whole run: set-up, calibration, warm-up, measure, verify
     # what the worker says about its result that does not fail it (a program's output searched in part)
     warnings: tuple[str, ...] = ()
+    launched: LaunchedTimes | None = None  # a launcher's program's own times (the `program` workload)
     # the whole object at WORKER_SCHEMA, for what only a study reads (its `info`, the timer, ...)
     document: Mapping[str, Any] = field(compare=False, repr=False, default_factory=dict)
 
@@ -310,8 +326,19 @@ def parse_worker_result(doc: Any) -> WorkerResult:
             for i, x in enumerate(_list(full.get("warnings"), "warnings"))
             if (w := _optional(x, str, f"warnings[{i}]"))
         ),
+        launched=_launched(full.get("launched")),
         document=full,
     )
+
+
+def _launched(value: Any) -> LaunchedTimes | None:
+    if value is None:
+        return None
+    t = _object(value, "launched")
+    return LaunchedTimes(
+        **{k: _count(_need(t, k, (int, float), "launched."), f"launched.{k}")
+           for k in ("wall_ns", "utime_us", "stime_us", "maxrss_kib", "executions")}
+    )  # fmt: skip
 
 
 def read_worker_result(text: str) -> WorkerResult:

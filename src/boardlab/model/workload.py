@@ -167,8 +167,10 @@ class PythonWorkload(Protocol):
     a native kernel is described by boardlab-kern's catalog instead). `python -m boardlab.pyrun` calls `run`
     in a fresh process per run.
 
-    Optional, read with `getattr`: `supported() -> str | None` (why it cannot run on this machine) and
-    `from_plan(entry, error, base, catalog)` for the plan entries of its own kind (`kind = "program"`)."""
+    Optional, read with `getattr`: `supported() -> str | None` (why it cannot run on this machine),
+    `from_plan(entry, error, base, catalog)` for the plan entries of its own kind (`kind = "program"`) and
+    `check(params)`, the setup a run makes before it measures, raising InputError where it cannot be made
+    (`python -m boardlab.pyrun NAME --check`, which a `prepare` hook runs before the campaign)."""
 
     SPEC: WorkloadSpec  # its declaration, runner "python"; its hooks (load, preparation) are in it too
 

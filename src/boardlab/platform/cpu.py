@@ -167,6 +167,20 @@ def read_cpuinfo(root: RootLike) -> tuple[dict[int, dict[str, str]], dict[str, s
     return parse_cpuinfo(text) if text is not None else ({}, {})
 
 
+def cpuinfo_mhz(root: RootLike) -> dict[int, float]:
+    """Each CPU's "cpu MHz" line of /proc/cpuinfo (x86; ARM kernels print none): what the kernel says the
+    clock is where no cpufreq policy does (a virtual machine's is the host's nominal TSC rate)."""
+    out = {}
+    for cpu, fields in read_cpuinfo(root)[0].items():
+        try:
+            mhz = float(fields.get("cpu MHz", ""))
+        except ValueError:
+            continue
+        if mhz > 0:
+            out[cpu] = mhz
+    return out
+
+
 def _hex_field(sr: SysRoot, fields: dict[str, str], key: str) -> int | None:
     value = fields.get(key)
     if value is None:

@@ -137,3 +137,47 @@ def read_isolation(root: RootLike, *, last_cpu: int | None = None) -> Isolation:
         rcu_nocbs=cmdline_cpus("rcu_nocbs"),
         irqaffinity=cmdline_cpus("irqaffinity"),
     )
+
+
+# Release suffixes of vendor and board kernels (BSPs, and the board kernels built from them): TI's
+# ti-linux-kernel (5.10.168-ti-r71), Rockchip's (4.4.194-rk3399), NVIDIA's L4T (4.9.253-tegra), Raspberry Pi OS
+# (6.6.31+rpt-rpi-v8, 5.15.84-v7l+), Hardkernel's and Armbian's vendor branches (5.4.58-odroidxu4), Allwinner,
+# NXP, Amlogic, Qualcomm, Xilinx, Android.
+VENDOR_TAGS = re.compile(
+    r"(?:^|[-+_.])(ti|rk\d*|rockchip|tegra|l4t|rpi|rpt|v7l?\+|v8\+|bcm\d+|sunxi|allwinner|imx\w*|odroid\w*|"
+    r"meson\w*|amlogic|qcom|msm\w*|xilinx|zynq\w*|exynos\w*|android\w*|bsp|vendor|legacy)(?=$|[-+_.])",
+    re.I,
+)
+DISTRIBUTIONS = re.compile(r"\b(Debian|Ubuntu|Fedora|Arch Linux|Alpine|openSUSE|Red Hat|Yocto|Buildroot)\b")
+MAINLINE_RELEASE = re.compile(r"\d+\.\d+(\.\d+)?(-rc\d+)?")
+
+
+def kernel_flavor(
+    kernel: Kernel, compatible: tuple[str, ...], config: dict[str, str]
+) -> tuple[str, list[str]]:
+    """Whether the kernel looks like a vendor BSP, a distribution's mainline build or a plain mainline one,
+    and why: ("vendor BSP" | "distribution (mainline)" | "mainline" | "unknown", the evidence). A vendor
+    kernel can lag mainline by years and carry its own drivers and governors, so a figure measured on it may
+    not hold on mainline (sbc-bench's first question)."""
+    release, version = kernel.release or "", kernel.version or ""
+    if not release:
+        return "unknown", ["no kernel release was read (/proc/sys/kernel/osrelease, /proc/version)"]
+    why: list[str] = []
+    tag = VENDOR_TAGS.search(release.partition("-")[2] or release.partition("+")[2])
+    vendors = {c.split(",")[0] for c in compatible if "," in c}
+    local = (config.get("CONFIG_LOCALVERSION") or "").strip('"')
+    if tag:
+        why.append(f"the release {release} carries the vendor or board tag {tag.group(1)!r}")
+        if vendors:
+            why.append(f"the device tree names {', '.join(sorted(vendors))} ({compatible[0]})")
+        if local:
+            why.append(f"CONFIG_LOCALVERSION={local!r}")
+        return "vendor BSP", why
+    distro = DISTRIBUTIONS.search(version) or DISTRIBUTIONS.search(kernel.proc_version or "")
+    if distro:
+        return "distribution (mainline)", [f"the version string names {distro.group(1)}: {version}"]
+    if MAINLINE_RELEASE.fullmatch(release):
+        return "mainline", [f"the release {release} carries no vendor or distribution suffix"]
+    suffix = release[len(m.group(0)) :] if (m := MAINLINE_RELEASE.match(release)) else release
+    return "unknown", [f"the release {release or '?'} carries the suffix {suffix!r}, which names no vendor, board or "
+                       "distribution boardlab knows: a custom build"]  # fmt: skip

@@ -107,10 +107,12 @@ def reachability(
     test_kind: TestKind = "trimmed",
     baseline_runs: Callable[[int], int] = lambda n: n,
     what: str = "comparison",
+    fix: Callable[[int], str] = lambda n: f"--repetitions {n}",
 ) -> Reachability:
     """Whether `runs_per_arm` runs per arm (the reference `baseline_runs(n)`) can reach p < alpha after the
     correction of a `family_size` family with the test `test_kind`, and the smallest runs per arm that can
-    (module docstring). `what` names the comparisons in the message ("pooled-p99 comparison")."""
+    (module docstring). `what` names the comparisons in the message ("pooled-p99 comparison"); `fix(n)` says
+    how the user gets n runs per arm (the caller knows whether a flag or a plan entry decides)."""
     method = family_method(family_size)
     name = TEST_NAMES[test_kind]
     if family_size == 0:
@@ -137,6 +139,6 @@ def reachability(
         where = "" if what == "comparison" else f" for a {what}"
         message = (
             f"no verdict is reachable{where}: {why}; none can be called slowdown or speedup. "
-            f"{needed} repetitions per cell would suffice (--repetitions {needed}), or compare fewer cells"
+            f"{needed} repetitions per cell would suffice ({fix(needed)}), or compare fewer cells"
         )
     return Reachability(runs_per_arm, family_size, method, p, reachable, needed, message, name)

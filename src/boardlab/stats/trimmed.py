@@ -68,7 +68,7 @@ def _trimmed_parts(values: Sequence[float], trim: float) -> tuple[float, float, 
     return sorted_parts(xs, math.floor(trim * len(xs)))
 
 
-def sorted_parts(xs: Sequence[float], g: int) -> tuple[float, float, int]:
+def sorted_parts(xs: list[float], g: int) -> tuple[float, float, int]:
     """`_trimmed_parts` of values already sorted ascending with `g` trimmed at each end (the permutation
     test computes its statistic this way for every split of the pooled, sorted values)."""
     n = len(xs)
@@ -82,9 +82,7 @@ def sorted_parts(xs: Sequence[float], g: int) -> tuple[float, float, int]:
     return mean_t, var_w, h
 
 
-def yuen_statistic(
-    baseline_sorted: Sequence[float], condition_sorted: Sequence[float], trim: float = TRIM
-) -> float:
+def yuen_statistic(baseline_sorted: list[float], condition_sorted: list[float], trim: float = TRIM) -> float:
     """Yuen's t = (condition - baseline trimmed mean) / se of two arms sorted ascending: the statistic the
     permutation test (`stats.permutation`) recomputes for each split; 0 or +-inf when se is 0."""
     nb, nc = len(baseline_sorted), len(condition_sorted)

@@ -486,12 +486,15 @@ class Store:
         kern_version: str | None,
         root: str,
         environment: dict,
+        uid: str | None = None,
     ) -> int:
+        """A new campaign, running; `uid` its identity across stores (a random one unless given: a campaign
+        made from an imported file takes one from the file, so importing it twice adds it once)."""
         cur = self.conn.execute(
             "INSERT INTO campaigns(uid, name, plan_hash, plan_source, plan_text, board_id, boardlab_version,"
             " kern_version, root, status, started_unix_s, environment_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (
-                uuid.uuid4().hex,
+                uid or uuid.uuid4().hex,
                 name,
                 plan_hash,
                 plan_source,
@@ -865,6 +868,44 @@ class Store:
             (campaign_id, name),
         ).fetchone()
         return None if row is None else bytes(row["data"])
+
+    # ---- a campaign's commit and branch (`run --commit`, store schema 11) ----
+
+    def set_campaign_identity(
+        self, campaign_id: int, sha: str | None, describe: str | None, branch: str | None
+    ) -> None:
+        """The commit, its `git describe` name and the branch the campaign measured."""
+        with self.conn:
+            self.conn.execute(
+                "UPDATE campaigns SET commit_sha=?, commit_describe=?, branch=? WHERE id=?",
+                (sha, describe, branch, campaign_id),
+            )
+
+    def campaign_identities(
+        self, campaign_ids: list[int]
+    ) -> dict[int, tuple[str | None, str | None, str | None]]:
+        """(commit hash, describe name, branch) of each of these campaigns that has one (none in a store from
+        before schema 11)."""
+        if not campaign_ids or self._schema() < 11:
+            return {}
+        marks = ",".join("?" * len(campaign_ids))
+        rows = self.conn.execute(
+            f"SELECT id, commit_sha, commit_describe, branch FROM campaigns WHERE id IN ({marks})"
+            " AND (commit_sha IS NOT NULL OR commit_describe IS NOT NULL OR branch IS NOT NULL)",
+            tuple(campaign_ids),
+        ).fetchall()
+        return {int(r[0]): (r[1], r[2], r[3]) for r in rows}
+
+    def iter_export_metrics(self, campaign_id: int) -> Iterator[tuple]:
+        """Every metric stored of each run of a campaign, in run order (seq, attempt) and metric name: (run id,
+        cell id, repetition, attempt, seq, valid, metric, value, unit, higher is better), `value` the run's
+        value of the metric (the median of its iterations), one tuple at a time: `export --table metrics`."""
+        sql = (
+            "SELECT r.id, r.cell_id, r.repetition, r.attempt, r.seq, r.valid, m.metric, m.median, m.unit,"
+            " m.higher_is_better FROM runs r JOIN run_metrics m ON m.run_id = r.id WHERE r.campaign_id=?"
+            " ORDER BY r.seq, r.attempt, r.id, m.metric"
+        )
+        return self.iter_rows(sql, (campaign_id,))
 
     # ---- history and the lab's web view (boardlab history, boardlab serve): bounded reads ----
 

@@ -283,6 +283,16 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX runs_by_campaign_start ON runs(campaign_id, started_unix_s);
         """,
     ),
+    (
+        11,
+        """
+        -- what a campaign measured, for CI (`run --commit auto|SHA --branch NAME`): the source's commit hash,
+        -- its `git describe --always --dirty` name and the branch; NULL where not given
+        ALTER TABLE campaigns ADD COLUMN commit_sha TEXT;
+        ALTER TABLE campaigns ADD COLUMN commit_describe TEXT;
+        ALTER TABLE campaigns ADD COLUMN branch TEXT;
+        """,
+    ),
 ]
 
 RUN_COLUMNS = ("mean_freq_khz", "max_temp_mc", "throttled", "worker_cpu_pct", "user_us", "system_us")

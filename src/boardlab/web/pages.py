@@ -80,6 +80,9 @@ def campaigns(store, page: int = 0, board_id: int | None = None) -> tuple[doc.Do
 
     got = store.campaign_page(limit=PAGE_SIZE + 1, offset=page * PAGE_SIZE, board_id=board_id)
     rows, more, nxt = _more(got, page, "/campaigns", board=board_id)
+    from boardlab.analysis.history import commit_words, identity_doc
+
+    commits = {k: identity_doc(*v) for k, v in store.campaign_identities([r["id"] for r in rows]).items()}
     table = tuple(
         (
             str(r["id"]),
@@ -88,6 +91,7 @@ def campaigns(store, page: int = 0, board_id: int | None = None) -> tuple[doc.Do
             r["status"],
             fmt_time(r["started_unix_s"]),
             r["label"] or "",
+            commit_words({"commit": commits.get(r["id"])}),
         )
         for r in rows
     )
@@ -99,12 +103,12 @@ def campaigns(store, page: int = 0, board_id: int | None = None) -> tuple[doc.Do
         (doc.section(
             "Campaigns",
             doc.Table((doc.Column("campaign"), doc.Column("plan"), doc.Column("board"), doc.Column("status"),
-                       doc.Column("started"), doc.Column("label")), table, links=links),
+                       doc.Column("started"), doc.Column("label"), doc.Column("commit")), table, links=links),
             more,
         ),),
     )  # fmt: skip
-    return document, {"schema": WEB_SCHEMA, "page": page, "next_page": nxt,
-                      "campaigns": [_campaign_entry(r) for r in rows]}  # fmt: skip
+    entries = [{**_campaign_entry(r), "commit": commits.get(r["id"])} for r in rows]  # `run --commit`
+    return document, {"schema": WEB_SCHEMA, "page": page, "next_page": nxt, "campaigns": entries}
 
 
 class Rendered:

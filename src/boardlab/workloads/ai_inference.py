@@ -15,7 +15,7 @@ import dataclasses
 import os
 import sys
 
-from boardlab.errors import InputError
+from boardlab.errors import InputError, MeasurementError
 from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
 
 DEFAULT_FRAMES = 90  # the interference study's frames per run
@@ -120,7 +120,14 @@ def supported() -> str | None:
 
 def prepare(params: dict, note) -> None:
     """Before a campaign starts (in boardlab, not in a measured worker): build a generated model that is not
-    there yet, so that no run pays for it and a missing package fails before anything is stored."""
+    there yet, so that no run pays for it and a missing package fails before anything is stored; then the
+    setup check (`check`) in a fresh process, so that a delegate that cannot load stops the campaign with
+    exit 2 before its first run (docs/ai.md) instead of failing every run."""
+    _build_missing_model(params, note)
+    _setup_check(params)
+
+
+def _build_missing_model(params: dict, note) -> None:
     from boardlab.ai import MODEL_NAMES, RUNTIME_FORMAT, default_models_dir, model_filename, resolve_model
 
     if params["model"] not in MODEL_NAMES:
@@ -135,6 +142,38 @@ def prepare(params: dict, note) -> None:
 
     note(f"building model {params['model']} ({params['precision']}) into {directory}")
     build_models(directory, [params["model"]], int8=params["precision"] == "int8", progress=note)
+
+
+def _setup_check(params: dict) -> None:
+    """`python -m boardlab.pyrun ai.inference --check`: a vendor's delegate is loaded (its constructors run)
+    in a process of its own, never in the orchestrator, as each run loads it."""
+    import subprocess
+
+    given = [f"--param={k}={v}" for k, v in params.items() if v is not None]  # None: the default
+    argv = [sys.executable, "-m", "boardlab.pyrun", SPEC.name, *given, "--check"]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        said = proc.stderr.strip().removeprefix(f"boardlab.pyrun: {SPEC.name}: ")[-800:]
+        error = InputError if proc.returncode == 2 else MeasurementError
+        raise error(f"{SPEC.name} {_cell_words(params)}: the setup check failed before any run: {said}")
+
+
+def _cell_words(params: dict) -> str:
+    keys = ("runtime", "model", "delegate", "provider")
+    return ", ".join(f"{k}={params[k]}" for k in keys if params.get(k))
+
+
+def check(params: dict) -> None:
+    """The setup every run makes before its first frame: the model resolved, the runtime's session opened
+    with its delegate or execution provider (rt.open_session); InputError naming what cannot load."""
+    from boardlab.ai import resolve_model
+    from boardlab.ai import runtime as rt
+
+    if rt.missing_runtime(params["runtime"]):
+        return  # unsupported here: the spec says why, nothing to check
+    path, _generated = resolve_model(params)
+    options = rt.options_from(params["runtime"], **{k: params[k] for k in rt.OPTION_PARAMS})
+    rt.open_session(params["runtime"], path, options)
 
 
 def _summary(values: list[float], unit: str, higher_is_better: bool) -> dict:

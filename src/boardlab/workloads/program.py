@@ -41,7 +41,18 @@ PLACEHOLDER_RE = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
 SOURCES = ("wall", "rusage", "regex", "json", "parser")
 RUSAGE_FIELDS = {"user_s": "s", "sys_s": "s", "cpu_s": "s", "maxrss_kib": "KiB"}
 STREAMS = ("stdout", "stderr")
-PLAN_KEYS = ("kind", "argv", "inputs", "prepare", "metric", "timeout_s", "iterations")
+PLAN_KEYS = (
+    "kind",
+    "argv",
+    "command",
+    "inputs",
+    "prepare",
+    "prepare_each",
+    "metric",
+    "timeout_s",
+    "iterations",
+)
+MAX_COMMANDS_CHECKED = 10000  # a `command` template's parameter combinations split and checked at load
 STDERR_TAIL_CHARS = 600
 DEFAULT_TIMEOUT_S = 600.0
 
@@ -90,6 +101,10 @@ class Program:
     iterations: int
     inputs: tuple[tuple[str, str], ...] = ()  # name -> absolute path
     prepare: tuple[str, ...] = ()
+    # `command`: one string, split as a POSIX shell splits words (shlex) once its placeholders are filled, and
+    # run without a shell; `argv` is then (). How `boardlab bench` makes its commands one workload's parameter
+    command: str | None = None
+    prepare_each: tuple[str, ...] = ()  # run before each execution, outside its timing (bench --prepare)
 
 
 # ---- the declaration in a plan ----
@@ -237,8 +252,10 @@ def from_plan(entry: dict, err: PlanError, base_dir: Path, taken: Mapping[str, A
     if name in taken:
         raise err(("name",), f"{name!r} is already a workload; give the program another name")
     entry.pop("kind")
-    argv = _strings(entry.pop("argv", None), "argv", err)
+    command = _command(entry, err)
+    argv = () if command is not None else _strings(entry.pop("argv", None), "argv", err)
     prepare = _strings(entry.pop("prepare"), "prepare", err) if "prepare" in entry else ()
+    each = _strings(entry.pop("prepare_each"), "prepare_each", err) if "prepare_each" in entry else ()
     inputs = _inputs(entry.pop("inputs", {}), base_dir, err)
     figure = _figure(entry.pop("metric", None), err)
     timeout_s = entry.pop("timeout_s", DEFAULT_TIMEOUT_S)
@@ -253,7 +270,9 @@ def from_plan(entry: dict, err: PlanError, base_dir: Path, taken: Mapping[str, A
         raise err(("iterations",), f"expected executions per run in [1, 10000], found {iterations!r}")
     params = _declared_params(entry.get("params", {}), err)
     known = {p.name for p in params} | {k for k, _ in inputs} | {"scratch"}
-    for key, words in (("argv", argv), ("prepare", prepare)):
+    spelled = (command,) if command is not None else argv
+    for key, words in (("command" if command is not None else "argv", spelled), ("prepare", prepare),
+                       ("prepare_each", each)):  # fmt: skip
         unknown = sorted(_placeholders(words) - known)
         if unknown:
             raise err(
@@ -261,16 +280,52 @@ def from_plan(entry: dict, err: PlanError, base_dir: Path, taken: Mapping[str, A
                 f"{{{unknown[0]}}} is neither a parameter, an input nor {{scratch}}; "
                 f"declared: {', '.join(sorted(known))} (write {{{{ and }}}} for literal braces)",
             )
-    unused = sorted({p.name for p in params} - _placeholders(argv + prepare))
+    unused = sorted({p.name for p in params} - _placeholders(spelled + prepare + each))
     if unused:
         raise err(("params", unused[0]), f"not used in argv or prepare: write {{{unused[0]}}} where it goes")
-    program = Program(name, argv, figure, float(timeout_s), iterations, inputs, prepare)
+    if command is not None:
+        _split_every(command, entry.get("params", {}), dict(inputs), err)
+    program = Program(name, argv, figure, float(timeout_s), iterations, inputs, prepare, command, each)
     return spec_of(program, params)
+
+
+def _command(entry: dict, err: PlanError) -> str | None:
+    """`command = "prog --flag {param}"`, the alternative to `argv` (one of the two)."""
+    if "command" not in entry:
+        return None
+    if "argv" in entry:
+        raise err(("command",), "give argv (a list) or command (a string), not both")
+    command = entry.pop("command")
+    if not isinstance(command, str) or not command.strip():
+        raise err(("command",), f'expected a command line such as "xz -6 -c {{input}}", found {command!r}')
+    return command
+
+
+def _split_every(command: str, params: dict, inputs: dict, err: PlanError) -> None:
+    """Every parameter combination of a `command` template splits into words (balanced quotes): checked when
+    the plan is loaded, not found by the run that would fail."""
+    import itertools
+    import shlex
+
+    names = sorted(params)
+    lists = [params[n] if isinstance(params[n], list) else [params[n]] for n in names]
+    for combo in itertools.islice(itertools.product(*lists), MAX_COMMANDS_CHECKED):
+        line = substitute(
+            (command,), {**inputs, "scratch": "/scratch", **dict(zip(names, combo, strict=True))}
+        )[0]
+        try:
+            words = shlex.split(line)
+        except ValueError as exc:
+            raise err(
+                ("command",), f"{line!r} cannot be split into words ({exc}): balance its quotes"
+            ) from None
+        if not words:
+            raise err(("command",), f"{line!r} names no program")
 
 
 def spec_of(program: Program, params: tuple[ParamSpec, ...] = ()) -> WorkloadSpec:
     primary = MetricSpec(program.figure.name, program.figure.unit, program.figure.higher_is_better, "value",
-                         help=f"{program.figure.source} of {program.argv[0]}")  # fmt: skip
+                         help=f"{program.figure.source} of {(program.argv or (program.command,))[0]}")  # fmt: skip
     extra = tuple(m for m in ALWAYS if m.name != primary.name)
     if program.figure.parser:
         parser = PARSERS[program.figure.parser]
@@ -279,7 +334,7 @@ def spec_of(program: Program, params: tuple[ParamSpec, ...] = ()) -> WorkloadSpe
     return WorkloadSpec(
         name=program.name,
         family="program",
-        summary=" ".join(program.argv)[:100],
+        summary=(program.command or " ".join(program.argv))[:100],
         runner="python",
         params=params + inputs,  # inputs as defaults: runs.drop_caches evicts them before each run
         metrics=(primary, *extra),
@@ -292,8 +347,15 @@ def spec_of(program: Program, params: tuple[ParamSpec, ...] = ()) -> WorkloadSpe
 
 
 def missing_program(program: Program) -> str | None:
-    """Why the program (or its prepare step) cannot start here: not installed, with Debian's package."""
-    for argv in (program.argv, program.prepare):
+    """Why the program (or its prepare step) cannot start here: not installed, with Debian's package. A
+    `command` template's program is checked when it names one itself (not a {placeholder})."""
+    import shlex
+
+    try:
+        first = shlex.split(program.command)[:1] if program.command is not None else program.argv
+    except ValueError:  # quotes balanced only once filled: each filled command was split at load
+        first = ()
+    for argv in (first, program.prepare, program.prepare_each):
         if argv and not PLACEHOLDER_RE.search(argv[0]) and shutil.which(argv[0]) is None:
             parser = PARSERS.get(program.figure.parser or "")
             hint = f" (Debian: apt-get install {parser.debian_package})" if parser else ""
@@ -326,29 +388,48 @@ def substitute(words: tuple[str, ...], values: Mapping[str, Any]) -> list[str]:
 
 def _values(program: Program, params: Mapping) -> dict:
     values = {**dict(program.inputs), **params}
-    if "scratch" in _placeholders(program.argv + program.prepare):
+    words = (
+        program.argv
+        + program.prepare
+        + program.prepare_each
+        + ((program.command,) if program.command else ())
+    )
+    if "scratch" in _placeholders(words):
         values["scratch"] = scratch_dir(program.name)
     return values
 
 
 def measured_argv(program: Program, params: Mapping, options: LaunchOptions) -> list[str]:
     """One run: `python -m boardlab.pyrun program` with the substituted declaration."""
+    values = _values(program, params)
     decl = {
         "name": program.name,
-        "argv": substitute(program.argv, _values(program, params)),
+        "argv": command_argv(program, values),
         "figure": program.figure.to_dict(),
         "timeout_s": program.timeout_s,
     }
+    if program.prepare_each:
+        decl["prepare_each"] = substitute(program.prepare_each, values)
     spec = json.dumps(decl, separators=(",", ":"))
     return [sys.executable, "-m", "boardlab.pyrun", "program", "--param", f"spec={spec}",
             "--iterations", str(program.iterations), "--json"]  # fmt: skip
+
+
+def command_argv(program: Program, values: Mapping) -> list[str]:
+    """The argv of one execution: `argv` with its placeholders filled, or `command` filled and split into
+    words (shlex, as a POSIX shell splits them; no shell runs it)."""
+    import shlex
+
+    if program.command is None:
+        return substitute(program.argv, values)
+    return shlex.split(substitute((program.command,), values)[0])
 
 
 def prepare(program: Program, params: Mapping, note: Callable[[str], None]) -> None:
     """The `prepare` argv, once per parameter set before the campaign stores anything."""
     argv = substitute(program.prepare, _values(program, params))
     note(f"{program.name}: preparing: {' '.join(argv)}")
-    ex = execute(argv, program.timeout_s)
+    ex = execute(argv, program.timeout_s, stdout=False)
     if ex.error:
         raise MeasurementError(f"{program.name}: prepare failed: {ex.error}")
 
@@ -372,14 +453,18 @@ class Execution:
         return tail or "(no stderr)"
 
 
-def execute(argv: list[str], timeout_s: float) -> Execution:
+def execute(argv: list[str], timeout_s: float, *, stdout: bool = True) -> Execution:
     """One execution in its own process group (killed with it at the timeout), its output read through
-    pipes (program_output), reaped with wait4."""
+    pipes (program_output), reaped with wait4. `stdout=False`: its stdout goes to /dev/null, as hyperfine
+    sends it, where no figure is read from it: the launcher, on the program's CPU, then reads no pipe while
+    the program runs but its stderr (kept for the error of a failed run)."""
+    import subprocess
+
     from boardlab.platform.spawn import Deadline, spawn, stop_group, wait_rusage
 
     t0 = time.monotonic_ns()
     try:
-        proc = spawn(argv)  # stdout and stderr piped
+        proc = spawn(argv, stdout=subprocess.PIPE if stdout else subprocess.DEVNULL)
     except OSError as exc:
         return Execution(0, {}, "", "", f"cannot start {argv[0]}: {exc.strerror}")
     out, err = Kept("stdout"), Kept("stderr")
@@ -477,8 +562,17 @@ def run(params: dict, iterations: int | None = None) -> dict:
     series: dict[str, list[float]] = {}
     units: dict[str, tuple[str, bool]] = {}
     times, errors, cuts = [], [], []
+    done: list[Execution] = []  # every execution that ran, failed ones included: their time was spent
+    each = decl.get("prepare_each")
+    reads_stdout = figure.source in ("regex", "json", "parser") and figure.stream == "stdout"
     for _ in range(iterations or 1):
-        ex = execute(decl["argv"], decl["timeout_s"])
+        if each:  # outside the execution's timing (bench --prepare: a cache dropped, a file restored)
+            before = execute(each, decl["timeout_s"], stdout=False)
+            if before.error:
+                errors.append(f"prepare_each failed: {before.error}")
+                break
+        ex = execute(decl["argv"], decl["timeout_s"], stdout=reads_stdout)
+        done.append(ex)
         if ex.error:
             errors.append(ex.error)
             break
@@ -500,6 +594,19 @@ def run(params: dict, iterations: int | None = None) -> dict:
         "iterations_ns": times,
         "info": {"argv": decl["argv"], "figure": figure.to_dict()},
         "warnings": _searched_in_part(figure, cuts, len(times)),
+        "launched": _launched(done),
+    }
+
+
+def _launched(done: list[Execution]) -> dict:
+    """The programs' own times (model.worker_result.LaunchedTimes): the run's time columns, the launcher's
+    start-up and output reading left out."""
+    return {
+        "wall_ns": sum(ex.wall_ns for ex in done),
+        "utime_us": sum(ex.rusage.get("utime_us", 0) for ex in done),
+        "stime_us": sum(ex.rusage.get("stime_us", 0) for ex in done),
+        "maxrss_kib": max((ex.rusage.get("maxrss_kib", 0) for ex in done), default=0),
+        "executions": len(done),
     }
 
 
