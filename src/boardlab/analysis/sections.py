@@ -20,12 +20,14 @@ from boardlab.analysis.format import (
     cell_label,
     display_unit,
     fmt_duration,
+    fmt_in,
     fmt_interval,
     fmt_num,
     fmt_p,
     fmt_pct,
     fmt_ratio,
     fmt_time,
+    metric_words,
     params_text,
     section_labels,
     varying_keys,
@@ -37,13 +39,16 @@ from boardlab.analysis.monitor import MonitorSeries
 from boardlab.analysis.runs import INVALID_VALUE, MEASURED
 from boardlab.analysis.specs import spec_of
 from boardlab.analysis.tables import (
+    Units,
     cell_table,
     comparison_labels,
     comparison_table,
     drift_text,
     invalid_text,
+    metric_units,
     run_counts,
     times_text,
+    unit_of,
     varying_by_workload,
     verdict_lines,
 )
@@ -173,14 +178,20 @@ def load_failures(a: CampaignAnalysis) -> list[str]:
 # ---- the summary card -------------------------------------------------------------------------------------------
 
 
-def _figure(h: Headline) -> str:
-    """'median unit [95% CI]' of a headline figure, in a unit scaled to its median."""
-    div, unit = display_unit(h.unit, h.median)
+def _figure(h: Headline, units: Units) -> str:
+    """'median unit [95% CI]' of a headline figure, in the unit its workload's cells are shown in elsewhere
+    (the cell table's), else one scaled to its median."""
+    workload = h.label.split(" ", 1)[0]
+    div, unit = unit_of(units, workload, h.metric, h.unit, h.median)
     if h.ci_low is None or h.ci_high is None:
-        return f"{fmt_num(h.median / div, 4)} {unit} (no CI: {_count(h.n_runs, 'run')})"
-    return (
-        f"{fmt_num(h.median / div, 4)} {unit} [{fmt_num(h.ci_low / div, 4)}, {fmt_num(h.ci_high / div, 4)}]"
-    )
+        return f"{fmt_in(h.median, div)} {unit} (no CI: {_count(h.n_runs, 'run')})"
+    return f"{fmt_in(h.median, div)} {unit} [{fmt_in(h.ci_low, div)}, {fmt_in(h.ci_high, div)}]"
+
+
+def _card_label(h: Headline) -> str:
+    """A figure's label: the workload and its metric in words, unless the name only repeats the unit."""
+    words = metric_words(h.metric, h.unit)
+    return f"{h.label}: {words}" if words else h.label
 
 
 def summary_card(a: CampaignAnalysis) -> doc.Section | None:
@@ -190,9 +201,10 @@ def summary_card(a: CampaignAnalysis) -> doc.Section | None:
     shown = figures[:MAX_CARDS]
     more = len(figures) - len(shown)
     cond = shown[0].condition
+    units = metric_units(a.cells)
     groups: dict[str, list[tuple[str, str]]] = {}
     for h in shown:
-        groups.setdefault(_study_of(a, h), []).append((f"{h.label}: {h.metric}", _figure(h)))
+        groups.setdefault(_study_of(a, h), []).append((_card_label(h), _figure(h, units)))
     return doc.section(
         "Summary",
         doc.Prose(
@@ -647,6 +659,7 @@ def _text_cells(a: CampaignAnalysis) -> doc.Table:
 
     rows = []
     varying = varying_by_workload(a.cells)
+    units = metric_units(a.cells)
     for c in a.cells:
         s = c.summary
         name = f"{cell_label(c.workload, c.params, varying[c.workload])} @ {c.condition}"
@@ -665,13 +678,13 @@ def _text_cells(a: CampaignAnalysis) -> doc.Table:
                 )
             )
             continue
-        div, unit = display_unit(c.unit, s.median)
-        ci = fmt_interval(s.median_ci.low, s.median_ci.high, div) if s.median_ci else "–"
+        div, unit = unit_of(units, c.workload, c.metric, c.unit, s.median)
+        ci = fmt_interval(s.median_ci.low, s.median_ci.high, div, whole=True) if s.median_ci else "–"
         rows.append(
             (
                 name,
                 str(s.n),
-                fmt_num(s.median / div, 4),
+                fmt_in(s.median, div),
                 unit,
                 times_text(c),
                 ci,
