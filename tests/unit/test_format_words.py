@@ -83,3 +83,24 @@ def test_values_shown_together_share_one_unit_from_the_smallest():
 def test_sizes_sort_as_numbers_and_words_after_them():
     values = [1048576, 16384, "auto", 262144, 4096, 16777216]
     assert sorted(values, key=param_sort_key) == [4096, 16384, 262144, 1048576, 16777216, "auto"]
+
+
+def test_a_progress_line_names_the_cell_as_reports_do():
+    import io
+    from types import SimpleNamespace
+
+    from boardlab.cli.progress import TerminalProgress
+    from boardlab.model.campaign import Cell
+
+    out = io.StringIO()
+    progress = TerminalProgress(out)
+    result = SimpleNamespace(
+        ok=True, valid=True, value=1.423e7, metrics=(SimpleNamespace(name="rate", unit="samples/s"),)
+    )
+    for params in ((), (("pattern", "random"), ("size_bytes", 4096))):
+        run = SimpleNamespace(cell=Cell("mem.latency", params, "baseline", "rate"), repetition=1)
+        progress.finished(run, result, 1, 2)
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("[1/2] mem.latency @ baseline rep 1: 14.23 Msamples/s (ok)"), lines
+    assert lines[1].startswith("[1/2] mem.latency (pattern=random, size 4 KiB) @ baseline rep 1:"), lines
+    assert "[]" not in out.getvalue() and "e+" not in out.getvalue()
