@@ -171,10 +171,11 @@ def unit_label(unit: str) -> str:
 
 # A field name in words (`cpu_pct_one_cpu` -> "CPU [% of one CPU]", `rss_MiB` -> "RSS [MiB]", `build_p50_us` ->
 # "build p50 [µs]"): its unit is the end of the name, as for parameters; these words are set in capitals.
-_NAME_UNITS = (("_bit_s", "bit/s"), ("_mb_s", "MB/s"), ("_b_s", "B/s"), ("_bytes", "B"), ("_kib", "KiB"),
+_NAME_UNITS = (("_bit_s", "bit/s"), ("_mb_s", "MB/s"), ("_b_s", "B/s"), ("_j_s", "J·s"), ("_bytes", "B"), ("_kib", "KiB"),
                ("_mib", "MiB"), ("_mb", "MB"), ("_khz", "kHz"), ("_hz", "Hz"), ("_ns", "ns"), ("_us", "µs"),
-               ("_ms", "ms"), ("_s", "s"), ("_pct", "%"), ("_percent", "%"), ("_js2", "J·s²"), ("_j_s", "J·s"),
-               ("_js", "J·s"), ("_j", "J"), ("_w", "W"), ("_mc", "m°C"))  # fmt: skip
+               ("_ms", "ms"), ("_s", "s"), ("_pct", "%"), ("_percent", "%"), ("_js2", "J·s²"),
+               ("_js", "J·s"), ("_mj", "mJ"), ("_uj", "µJ"), ("_j", "J"), ("_mw", "mW"), ("_w", "W"),
+               ("_mc", "m°C"))  # fmt: skip
 _CAPITALS = {"cpu": "CPU", "cpus": "CPUs", "rss": "RSS", "pss": "PSS", "udp": "UDP", "tcp": "TCP", "ddr": "DDR",
              "edp": "EDP", "ed2p": "ED²P", "io": "I/O", "tidl": "TIDL", "mflops": "MFLOPS", "gflops": "GFLOPS",
              "iops": "IOPS", "fps": "FPS", "dma": "DMA", "mb": "MB", "ai": "AI", "cv": "CV"}  # fmt: skip
@@ -199,6 +200,9 @@ def field_words(name: str) -> str:
     "lookups per s"; a name that is no field name (has no underscore) as it is, a one-word one in capitals
     where it is an abbreviation."""
     if not FIELD_NAME.fullmatch(name):
+        head, space, rest = name.partition(" ")
+        if space and FIELD_NAME.fullmatch(head):  # a field name with words after it: "power_delta_w (median)"
+            return f"{field_words(head)} {rest}"
         return _CAPITALS.get(name, name)
     whole = next((u for suffix, u in _NAME_UNITS if name.lower() == suffix[1:]), None)
     if whole is not None:  # a name that is its unit: mb_s
