@@ -81,7 +81,7 @@ def test_every_table_is_there_with_units_in_the_headers():
     assert t["Throughput against block size"][1][1][3] == "6.40 Gbit/s"
     assert t["CPU memcpy against DMA"][1] == [(f"unsupported: {study().dma_unsupported}",)]
     (row,) = t["Balance (compute instructions per I/O bit; about 1 is balanced)"][1]
-    assert row[-1] == "0.2"
+    assert row[-1] == "0.200"
 
 
 def test_a_dma_table_when_measured():

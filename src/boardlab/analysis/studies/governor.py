@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from boardlab.analysis import document as doc
 from boardlab.analysis.format import fmt_size as _size
-from boardlab.analysis.format import fmt_spec
+from boardlab.analysis.format import fmt_spec, fmt_value
 
 TITLE = "Governor study"
 POLICY_KINDS = ("governor", "governor-daemon")
@@ -140,7 +140,7 @@ def _policies(store, campaign_id: int, cells) -> tuple[tuple[PolicyRow, ...], bo
 
 
 def _mhz(khz: int | None) -> str:
-    return "-" if khz is None else f"{khz / 1000:g}"
+    return "-" if khz is None else fmt_value(khz / 1000)
 
 
 def sweep_lines(s: SweepMap) -> str:
@@ -160,7 +160,7 @@ def sweep_lines(s: SweepMap) -> str:
 def tree_lines(node: dict, pad: str = "") -> list[str]:
     if "leaf" in node:
         return [f"{pad}-> {node['leaf'].replace('_', ' ')}"]
-    return ([f"{pad}if {node['feature']} <= {node['threshold_value']:g} ({node['unit']}):"]
+    return ([f"{pad}if {node['feature']} <= {fmt_value(node['threshold_value'])} ({node['unit']}):"]
             + tree_lines(node["le"], pad + "  ") + [f"{pad}else:"] + tree_lines(node["gt"], pad + "  "))  # fmt: skip
 
 
