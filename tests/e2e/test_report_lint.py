@@ -92,10 +92,21 @@ def stores(tmp_path_factory) -> dict[str, Path]:
     proc = run_cli("governor", "sweep", "--sim", "am335x", "--db", str(sweep), "--runs", "3")
     assert proc.returncode == 0, proc.stderr
     dbs["governor sweep"] = sweep
+    # two clusters, each at its lowest and highest frequency, every size: the worst-cell list has rows
+    from boardlab.campaign import simulated
+    from boardlab.governor.sweep import SIZES_BYTES
+    from boardlab.store import Store
+
+    from e2e.test_governor_sim_campaign import small_exynos
+
+    with Store.open(d / "two.db", create=True) as store:
+        simulated.write(store, small_exynos(), this_policy=None, sizes=SIZES_BYTES, repetitions=3)
+    dbs["two-cluster sweep"] = d / "two.db"
     return dbs
 
 
-STUDIES = ("demo", "rt", "ai", "services", "stream", "satellite", "entries", "history", "governor sweep")
+STUDIES = ("demo", "rt", "ai", "services", "stream", "satellite", "entries", "history", "governor sweep",
+           "two-cluster sweep")  # fmt: skip
 
 
 @pytest.mark.parametrize("study", STUDIES)
@@ -139,3 +150,31 @@ def test_the_proof_reader_sees_each_fault():
     assert len(found) == 5, found  # the style's 1e3 is no text
     assert faults("| p |\n|---|\n| p &lt; 0.05 |\n", "md") == ["an HTML entity in Markdown: '&lt;'"]
     assert faults("<p>14.23 Msamples/s, threads=4, link 1 Gbit/s [1.2, 3.4]</p>", "html") == []
+
+
+def _section(page: str, heading: str) -> str:
+    return page.split(f"<h2>{heading}</h2>")[1].split("<h2>")[0]
+
+
+def test_an_empty_part_says_why_once_and_sizes_sort_as_numbers(stores, tmp_path):
+    out = tmp_path / "sweep.html"
+    proc = run_cli("report", "--db", str(stores["governor sweep"]), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    page = out.read_text()
+    # no comparison: "Verdicts" says so in words, and no A/A control repeats it
+    assert "No comparisons in this campaign" in visible(_section(page, "Verdicts"))
+    assert "<h2>A/A control</h2>" not in page
+    # no energy: the reason once, and no table of no sources under it
+    energy = _section(page, "Energy")
+    assert visible(energy).count("energy was not measured") == 1 and "<table" not in energy
+    # the sweep's conditions in hertz, not in bare kHz
+    assert "policy0@" not in visible(page.split("<h2>Plan</h2>")[0])
+    assert "policy0 1 GHz" in visible(page)
+    # the worst cells of each pattern in the order of their sizes, 4 KiB before 16 KiB before 1 MiB
+    proc = run_cli("report", "--db", str(stores["two-cluster sweep"]), "--format", "md", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    worst = re.findall(r"policy0 random (\d+ [KMG]iB): worst", out.read_text())
+    sizes = [
+        int(s.split()[0]) * {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[s.split()[1]] for s in worst
+    ]
+    assert len(sizes) > 3 and sizes == sorted(sizes), worst

@@ -104,3 +104,25 @@ def test_a_progress_line_names_the_cell_as_reports_do():
     assert lines[0].startswith("[1/2] mem.latency @ baseline rep 1: 14.23 Msamples/s (ok)"), lines
     assert lines[1].startswith("[1/2] mem.latency (pattern=random, size 4 KiB) @ baseline rep 1:"), lines
     assert "[]" not in out.getvalue() and "e+" not in out.getvalue()
+
+
+def test_a_sweep_condition_reads_in_hertz():
+    from boardlab.analysis.format import condition_text
+
+    assert condition_text("policy0@1400000+policy4@200000") == "policy0 1.4 GHz + policy4 200 MHz"
+    assert condition_text("cpu-stress") == "cpu-stress"
+    assert condition_text("load@1000") == "load@1000"  # only a cpufreq policy's setting is in kHz
+
+
+def test_a_report_without_a_comparison_with_data_adjusted_no_p():
+    from types import SimpleNamespace
+
+    from boardlab.analysis.records import CampaignAnalysis
+
+    def text(size):
+        a = SimpleNamespace(family_size=size, family_adjustment="holm")
+        a.family_text = CampaignAnalysis.family_text.fget(a)
+        return CampaignAnalysis.adjusted_text.fget(a)
+
+    assert text(0) == "no p adjusted: no comparison has valid runs on both sides"  # never "over all 0"
+    assert text(18).startswith("p adjusted by Holm") and "over all 18 comparisons" in text(18)

@@ -395,6 +395,20 @@ def params_text(params: dict) -> str:
     return ", ".join(param_text(k, v) for k, v in params.items() if v is not None)
 
 
+_POLICY_KHZ = re.compile(
+    r"\b(policy\d+)@(\d+)\b"
+)  # a sweep's condition: a cpufreq policy at a frequency in kHz
+
+
+def condition_text(name: str) -> str:
+    """A condition's name as a reader reads it: a governor sweep's fixed frequencies in their unit
+    ("policy0@1400000+policy4@200000" -> "policy0 1.4 GHz + policy4 200 MHz"); any other name as it is."""
+    if not _POLICY_KHZ.search(name):
+        return name
+    text = _POLICY_KHZ.sub(lambda m: f"{m.group(1)} {_quantity(int(m.group(2)), 'kHz')}", name)
+    return text.replace("+", " + ")
+
+
 def param_sort_key(value) -> tuple:
     """Sorts a parameter's values as numbers where they are numbers (4 KiB before 16 KiB before 1 MiB), the
     rest after them as text."""

@@ -18,6 +18,7 @@ from boardlab.analysis import document as doc
 from boardlab.analysis.format import (
     VERDICT_RANK,
     cell_label,
+    condition_text,
     display_unit,
     fmt_duration,
     fmt_in,
@@ -236,7 +237,11 @@ def _study_of(a: CampaignAnalysis, h: Headline) -> str:
 def verdicts(a: CampaignAnalysis) -> doc.Section | None:
     everything = tuple(a.comparisons) + tuple(a.tail_comparisons)
     if not everything:
-        return doc.section("Verdicts", doc.Prose("No comparisons in this campaign.", formats=MD))
+        # said once, in every format: no heading is left without its reason, and the A/A control is left out
+        return doc.section(
+            "Verdicts",
+            doc.Prose("No comparisons in this campaign: no cell has a baseline cell to be compared with."),
+        )
     ordered = sorted(
         everything, key=lambda ca: VERDICT_RANK.get(ca.comparison.verdict.kind, 5) if ca.comparison else 6
     )
@@ -253,7 +258,7 @@ def verdicts(a: CampaignAnalysis) -> doc.Section | None:
     labels = section_labels((ca.workload, ca.params) for ca in ordered)
     for ca, label in zip(ordered, labels, strict=True):
         c = ca.comparison
-        what = f"{ca.condition} vs {ca.baseline}"
+        what = f"{condition_text(ca.condition)} vs {condition_text(ca.baseline)}"
         if c is None:
             rows.append(("no verdict", label, what, ca.reason or "", "", "", "", ""))
             classes.append("v-none")
@@ -293,7 +298,7 @@ def verdicts(a: CampaignAnalysis) -> doc.Section | None:
     text_rows = []
     for ca, label in zip(a.comparisons, comparison_labels(a.comparisons), strict=True):
         c = ca.comparison
-        name = f"{label}: {ca.condition} vs {ca.baseline}"  # whole: a label is never cut
+        name = f"{label}: {condition_text(ca.condition)} vs {condition_text(ca.baseline)}"  # whole: a label is never cut
         if c is None:
             text_rows.append((name, "–", "–", "–", "–", "–", f"no verdict: {ca.reason}"))
             continue
@@ -346,7 +351,7 @@ def verdicts(a: CampaignAnalysis) -> doc.Section | None:
         text_table if text_rows else None,
         doc.Prose(
             "verdicts are decided on the 90% decision interval against delta; the 95% CI is shown, not decided "
-            f"on; p adjusted by {a.family_text}; cost ratio > 1 means the condition is worse",
+            f"on; {a.adjusted_text}; cost ratio > 1 means the condition is worse",
             formats=TEXT,
         )
         if text_rows
@@ -414,7 +419,10 @@ def environment(a: CampaignAnalysis) -> list[doc.Section]:
     return out
 
 
-def aa_control(a: CampaignAnalysis) -> doc.Section:
+def aa_control(a: CampaignAnalysis) -> doc.Section | None:
+    """The A/A control; none without a comparison, where "Verdicts" already says there is nothing to judge."""
+    if not a.aa_controls and not a.comparisons and not a.tail_comparisons:
+        return None
     t = aa_table(a)
     unstable = tuple(f"  {r[0]} @{r[1]}: {r[-1]}" for r in t.rows if r[-1].startswith("UNSTABLE"))
     return doc.section(
@@ -433,7 +441,7 @@ def aa_control(a: CampaignAnalysis) -> doc.Section:
 def _box_label(cell: CellAnalysis, varying: Sequence[str], multi_condition: bool) -> str:
     params = params_text({k: cell.params.get(k) for k in varying})
     if multi_condition or not params:
-        return f"{params} @ {cell.condition}" if params else cell.condition
+        return f"{params} @ {condition_text(cell.condition)}" if params else condition_text(cell.condition)
     return params
 
 
@@ -511,7 +519,7 @@ def heatmap(a: CampaignAnalysis) -> doc.Section | None:
             continue
         ci = comp.cost_ratio_ci
         tip = (
-            f"{r}: {ca.condition} vs {ca.baseline}; cost ratio {fmt_num(comp.cost_ratio, 4)}"
+            f"{r}: {condition_text(ca.condition)} vs {condition_text(ca.baseline)}; cost ratio {fmt_num(comp.cost_ratio, 4)}"
             + (f" [{fmt_num(ci.low, 4)}, {fmt_num(ci.high, 4)}]" if ci else "")
             + f"; adjusted p {p_is(comp.p_adjusted)}; {comp.verdict.reasons[0] if comp.verdict.reasons else ''}"
         )
@@ -577,7 +585,7 @@ def drift(a: CampaignAnalysis) -> doc.Section | None:
                 {
                     "lines": lines,
                     "title": short,
-                    "subtitle": f"ρ = {d.rho:+.2f}, p {p_is(d.p_value)}{flag} · {c.condition}",
+                    "subtitle": f"ρ = {d.rho:+.2f}, p {p_is(d.p_value)}{flag} · {condition_text(c.condition)}",
                     "x_label": "run sequence in the campaign",
                     "y_label": unit,
                     "width": 272,
@@ -662,7 +670,7 @@ def _text_cells(a: CampaignAnalysis) -> doc.Table:
     units = metric_units(a.cells)
     for c in a.cells:
         s = c.summary
-        name = f"{cell_label(c.workload, c.params, varying[c.workload])} @ {c.condition}"
+        name = f"{cell_label(c.workload, c.params, varying[c.workload])} @ {condition_text(c.condition)}"
         if s is None:
             rows.append(
                 (
@@ -736,7 +744,6 @@ def _fields(t: doc.Table) -> dict:
 def comparisons(a: CampaignAnalysis) -> doc.Section | None:
     if not a.comparisons:
         return None
-    family = next((ca.comparison.family_size for ca in a.comparisons if ca.comparison), 0)
     return doc.section(
         "Comparisons",
         doc.Prose(
@@ -745,15 +752,15 @@ def comparisons(a: CampaignAnalysis) -> doc.Section | None:
             "interval of the cost ratio (decided on), both t intervals of that statistic. The p-value is the "
             "permutation p of the same statistic where a correction could use it, else Student's t's; a row "
             "says when another test decided (the exact rank test and median ratios for runs in two groups, a "
-            "permutation over whole runs for pooled tails). The medians are shown for reading. p adjusted by "
-            f"{a.family_text} ({family} comparisons).",
+            "permutation over whole runs for pooled tails). The medians are shown for reading. "
+            f"{a.adjusted_text[0].upper()}{a.adjusted_text[1:]}.",
             small=True,
             formats=doc.HTML,
         ),
         doc.Table(**{**_fields(comparison_table(a)), "formats": HTML_MD}),
         doc.Prose(
             "Cost ratio > 1 means the condition is worse (slower, or lower throughput). Verdicts are decided on "
-            f"the 90% decision interval; the 95% CI is shown, not decided on; p adjusted by {a.family_text}.",
+            f"the 90% decision interval; the 95% CI is shown, not decided on; {a.adjusted_text}.",
             formats=MD,
         ),
         formats=HTML_MD,

@@ -12,6 +12,7 @@ from boardlab.analysis import document as doc
 from boardlab.analysis.format import (
     VERDICT_RANK,
     common_unit,
+    condition_text,
     display_unit,
     estimator_words,
     fmt_in,
@@ -150,7 +151,7 @@ def cell_row(cell: CellAnalysis, varying=None, units: Units | None = None) -> tu
         return (
             cell.workload,
             params,
-            cell.condition,
+            condition_text(cell.condition),
             str(len(cell.values)),
             bad,
             cell.unit,
@@ -177,7 +178,7 @@ def cell_row(cell: CellAnalysis, varying=None, units: Units | None = None) -> tu
     return (
         cell.workload,
         params,
-        cell.condition,
+        condition_text(cell.condition),
         str(s.n),
         bad,
         unit,
@@ -252,8 +253,8 @@ def comparison_row(
     if c is None:
         return (
             label,
-            ca.condition,
-            ca.baseline,
+            condition_text(ca.condition),
+            condition_text(ca.baseline),
             "–",
             "–",
             "–",
@@ -299,8 +300,8 @@ def comparison_cells(
             cost += f" {fmt_interval(c.cost_ratio_ci.low, c.cost_ratio_ci.high, sig=4)}"
     return (
         label + (f" [{ca.metric}]" if "p99" in ca.metric else ""),
-        ca.condition,
-        ca.baseline,
+        condition_text(ca.condition),
+        condition_text(ca.baseline),
         f"{c.n_baseline}/{c.n_condition}",
         f"{fmt_in(c.baseline_median, div)} → {fmt_in(c.condition_median, div)} {unit}",
         ratio,
@@ -344,7 +345,7 @@ def verdict_lines(analysis: CampaignAnalysis) -> list[str]:
     for ca, label in zip(everything, comparison_labels(everything), strict=True):
         c = ca.comparison
         metric = f" [{ca.metric}]" if ca in analysis.tail_comparisons else ""
-        what = f"{label}{metric}: {ca.condition} vs {ca.baseline}"
+        what = f"{label}{metric}: {condition_text(ca.condition)} vs {condition_text(ca.baseline)}"
         if c is None:
             items.append((5, f"no verdict — {what}: {ca.reason}"))
             continue

@@ -26,7 +26,7 @@ def method_note(a: CampaignAnalysis) -> str:
         "adjusted p < 0.05 and the decision interval above 1 + delta; speedup: the mirror; no change: the "
         "decision interval inside [1 - delta, 1 + delta] (equivalence, TOST); otherwise inconclusive. A 95% "
         "CI is shown beside it for reading, labelled; it does not decide. "
-        f"Threshold delta per plan entry: {thresholds}. p adjusted by {a.family_text}."
+        f"Threshold delta per plan entry: {thresholds}. {a.adjusted_text[0].upper()}{a.adjusted_text[1:]}."
         + (f" {a.pairing_source}" if a.pairing_source else "")
     )
 

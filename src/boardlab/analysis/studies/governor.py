@@ -93,7 +93,10 @@ def collect(store, campaign_id: int, cells, simulated: str | None = None) -> Gov
                 if (this, other, pattern, size, t, o) in slow
             },
         )  # fmt: skip
-        for (this, other, pattern, size), m in sorted(maps.items(), key=lambda kv: repr(kv[0]))
+        # sizes as numbers (4 KiB, 16 KiB, ... 1 MiB), not as text: the order a reader scans the heatmaps in
+        for (this, other, pattern, size), m in sorted(
+            maps.items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2], kv[0][3])
+        )
     )
     policies, energy_seen = _policies(store, campaign_id, cells)
     tree = store_io.load_artifact(store, campaign_id, store_io.TREE)
