@@ -396,7 +396,7 @@ def test_the_stream_report_shows_rates_with_si_prefixes(look, tmp_path):
     assert "Gbit/s" in text and not re.search(r"\d\.\d+e\d+ ?bit/s", text)
     assert re.search(r"\b11\.0\d* Gbit/s", text), [t for t in labels if "Gbit/s" in t][:8]
     table = verdict_table(layout)
-    assert "io.net (msg 64 KiB)" in table and "slowdown" in table
+    assert "io.net (msg 64 kib)" in table and "slowdown" in table  # the table text is lowercased
     assert_drawn(browser, section_figures(layout, r"run values|per workload"), "the run values")
 
 

@@ -234,14 +234,13 @@ def _study_of(a: CampaignAnalysis, h: Headline) -> str:
 # ---- verdicts ----------------------------------------------------------------------------------------------------
 
 
+NO_COMPARISON = "No comparisons in this campaign: no cell has a baseline cell to be compared with."
+
+
 def verdicts(a: CampaignAnalysis) -> doc.Section | None:
     everything = tuple(a.comparisons) + tuple(a.tail_comparisons)
-    if not everything:
-        # said once, in every format: no heading is left without its reason, and the A/A control is left out
-        return doc.section(
-            "Verdicts",
-            doc.Prose("No comparisons in this campaign: no cell has a baseline cell to be compared with."),
-        )
+    if not everything:  # said in every format, so no heading is left bare; no A/A control repeats it
+        return doc.section("Verdicts", doc.Prose(NO_COMPARISON))
     ordered = sorted(
         everything, key=lambda ca: VERDICT_RANK.get(ca.comparison.verdict.kind, 5) if ca.comparison else 6
     )
