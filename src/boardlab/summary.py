@@ -188,7 +188,28 @@ def cells_doc(a) -> dict:
                      "plan_text": a.plan_text},
         "cells": [_cell_doc(c) for c in a.cells],
         "aa_controls": [_control_doc(ctl) for ctl in a.aa_controls],
+        **({"verdicts": _tally(a)} if hasattr(a, "comparisons") else {}),  # a StoredAnalysis has none
     }  # fmt: skip
+
+
+def _tally(a) -> dict:
+    from boardlab.analysis.verdicts import verdict_tally
+
+    return verdict_tally(a)
+
+
+def stored_tally(store, campaign_id: int) -> dict | None:
+    """The verdict tally of the campaign's stored summary (`analysis.verdicts.verdict_tally`), or None: no
+    summary stored, one from before tallies were kept, or one that does not read. Never computed here: a list
+    of campaigns reads one row per campaign, it analyses none."""
+    if store.schema_version() < FIRST_SUMMARY_STORE:
+        return None
+    row = store.campaign_summary(campaign_id)
+    try:
+        got = json.loads(row["cells_json"]).get("verdicts") if row is not None else None
+    except (ValueError, TypeError, AttributeError):
+        return None
+    return got if isinstance(got, dict) else None
 
 
 def _stored_cell(d: dict) -> StoredCell:

@@ -94,7 +94,7 @@ def test_rt_percentiles_are_nearest_rank_of_the_merged_histogram(rt_db):
     assert "p99.99 from 5000 samples, fewer than 10000" in iso["note"]
     shared = next(r for k, r in rows.items() if k.startswith("mobilenet_v1/shared"))
     assert shared["overflow [samples]"] == "30" and shared["samples [samples]"] == "50000"
-    assert shared["p99.99 [µs]"] == "&gt;= 1000"  # censored: only the bound, never a number
+    assert shared["p99.99 [µs]"] == ">= 1000"  # censored: only the bound, never a number
     assert re.fullmatch(r"\d+", shared["p99.9 [µs]"])  # rank 49950 of 49970 in range: measured
     assert "p99.99 in the overflow" in shared["note"]
     assert int(shared["max [µs]"]) >= 1000
@@ -172,7 +172,7 @@ def test_the_p99_verdict_finds_a_tail_slowdown_that_the_median_does_not(ai_db, a
     assert base["n [runs]"] == "12" and base["frames per run [frames]"] == "89"
     assert "Runs of 89 frames: a per-run p99 needs at least 100" in md.split("## AI inference")[1]
     assert "pooled" in md.split("## AI inference")[1]
-    unchanged = rows["mobilenet_v1 | memcpy&lt;script&gt;alert(1)&lt;/script&gt;"]  # escaped in Markdown too
+    unchanged = rows["mobilenet_v1 | memcpy\\<script>alert(1)\\</script>"]  # escaped in Markdown too
     assert "no change" in unchanged["median verdict"] and "no change" in unchanged["p99 verdict"]
     # HTML: both verdict columns, colored per cell
     table = ai_html.split("<h2>AI inference</h2>")[1].split("<h2>")[0]

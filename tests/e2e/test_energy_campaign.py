@@ -230,7 +230,7 @@ def test_every_report_format_has_the_energy_section_with_cis_per_cell_and_govern
         "hwmon:rails",
         "GFLOPS/W",
         "nJ/bit",
-        "edp_js",
+        "EDP [J·s]",  # edp_js in words
         "95% CI",
         "@ performance",
         "@ baseline",

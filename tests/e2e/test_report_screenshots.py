@@ -367,8 +367,8 @@ def test_the_services_report_reads_at_a_glance_and_draws_cpu_over_time(look, tmp
     # The two cells differ in source and read_mode only: the card and the verdicts name just those
     assert "Vehicle services" in labels  # the summary card's group is the study
     cards = [t for t in labels if t.startswith("svc.scenario")]
-    assert "svc.scenario (source=synthetic): cpu_pct_one_cpu" in cards, cards
-    assert "svc.scenario (read_mode=canonical, source=nmea): cpu_pct_one_cpu" in cards, cards
+    assert "svc.scenario (source=synthetic): CPU (% of one CPU)" in cards, cards
+    assert "svc.scenario (read_mode=canonical, source=nmea): CPU (% of one CPU)" in cards, cards
     table = verdict_table(layout)
     assert "slowdown" in table and "svc.scenario (read_mode=canonical, source=nmea)" in table
     # CPU over time: one figure per cell, one line per service, with the PSS figure beside the RSS one
@@ -396,7 +396,7 @@ def test_the_stream_report_shows_rates_with_si_prefixes(look, tmp_path):
     assert "Gbit/s" in text and not re.search(r"\d\.\d+e\d+ ?bit/s", text)
     assert re.search(r"\b11\.0\d* Gbit/s", text), [t for t in labels if "Gbit/s" in t][:8]
     table = verdict_table(layout)
-    assert "io.net (msg_bytes=65536)" in table and "slowdown" in table
+    assert "io.net (msg 64 kib)" in table and "slowdown" in table  # the table text is lowercased
     assert_drawn(browser, section_figures(layout, r"run values|per workload"), "the run values")
 
 

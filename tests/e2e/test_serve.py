@@ -340,3 +340,33 @@ def test_slow_clients_under_ulimit_n_128_do_not_lock_out_a_legitimate_one(lab_db
     probe.check(max(w for w, _ in waits) < 2.0, f"every answer within 2 s ({figures})", tolerance_ms=200)
     assert cpu < 0.20, figures
     assert log.stat().st_size < 64 * 1024 and "Traceback" not in log.read_text(), log.read_text()[:2000]
+
+
+def test_the_lists_carry_each_campaigns_verdicts_and_the_history_its_steps(tmp_path):
+    import re
+
+    import boardlab.summary as summary
+    from boardlab.store import Store
+
+    db = make_history_db(tmp_path / "lab.db")
+    with Store.open(db) as store:
+        for cid in (1, 2, 3, 4):  # the fifth stays without a summary, as a campaign still running would
+            summary.keep(store, cid)
+    with Served(db) as s:
+        listed = {c["id"]: c["verdicts"] for c in s.json("/campaigns.json")["campaigns"]}
+        assert (
+            listed[5] is None and listed[3]["counts"] and listed[3]["aa"] in ("ok", "unstable", "not judged")
+        )
+        _, _, page = s.get("/campaigns")
+        assert "not summarized" in page and len(set(re.findall(r'<a href="/campaign/(\d+)">', page))) == 5
+        assert re.search(r"\d+ (slowdowns?|speedups?|inconclusive|no change)[^<]*; A/A", page), page[-3000:]
+        board = s.json("/boards.json")["boards"][0]["last_campaign"]
+        assert board["campaign_id"] == 5 and board["verdicts"] is None
+        _, _, history = s.get("/history?plan=nightly")
+        # every step listed with its verdicts, the planted slowdown's step among them
+        assert "Every step" in history and "in 4 step(s)" in history
+        assert re.search(r"2 → 3</td><td[^>]*>\d+</td><td>1 slowdown", history), history[:4000]
+        for path in ("/boards", "/campaigns", "/compare", "/compare?a=c:2&b=c:3", "/history",
+                     "/history?plan=nightly", "/running", "/campaign/3"):  # fmt: skip
+            _, _, body = s.get(path)
+            assert body.count("<h1") == 1, (path, re.findall(r"<h1[^>]*>.*?</h1>", body))

@@ -580,7 +580,9 @@ def document(gen: Gen) -> doc.Document:
     return doc.Document(h(), (doc.Section(h(), tuple(blocks), anchor=h()),))
 
 
-_TAG_START = re.compile(r"<[A-Za-z/!?]")
+# a tag, comment or autolink that starts: a "<" not taken by a backslash escape (after an even run of backslashes,
+# each pair one literal backslash)
+_TAG_START = re.compile(r"(?<!\\)(?:\\\\)*<[A-Za-z/!?]")
 
 
 def _outside_fences(md: str) -> str:

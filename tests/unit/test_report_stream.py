@@ -81,7 +81,7 @@ def test_every_table_is_there_with_units_in_the_headers():
     assert t["Throughput against block size"][1][1][3] == "6.40 Gbit/s"
     assert t["CPU memcpy against DMA"][1] == [(f"unsupported: {study().dma_unsupported}",)]
     (row,) = t["Balance (compute instructions per I/O bit; about 1 is balanced)"][1]
-    assert row[-1] == "0.2"
+    assert row[-1] == "0.200"
 
 
 def test_a_dma_table_when_measured():
@@ -190,9 +190,9 @@ def test_tcp_rr_latency_table_in_every_format():
         "runs",
     )
     # The cell's medians over its three runs.
-    assert body == [("msg_bytes=64", "42000", "21000", "63000", "189000", "3")]
+    assert body == [("msg 64 B", "42000", "21000", "63000", "189000", "3")]
     for text in ("\n".join(terminal_lines(s)), "\n".join(markdown_lines(s)), "".join(html_parts(s))):
-        assert "TCP request/response" in text and "latency_p999_ns" in text and "189000" in text
+        assert "TCP request/response" in text and "latency p999 [ns]" in text and "189000" in text
 
 
 def test_goodput_against_the_declared_link_rate_in_every_format():
@@ -210,8 +210,8 @@ def test_goodput_against_the_declared_link_rate_in_every_format():
     assert headers[1:4] == ("goodput_bit_s", "link_bit_s", "link_efficiency_percent")
     # Only the cells that declared a link; a run without the metric gets the same ratio from its goodput.
     assert sorted(body) == [
-        ("block_bytes=16384", "2.88 Gbit/s", "4.00 Gbit/s", "72.0", "1"),
-        ("block_bytes=4096", "1.00 Gbit/s", "4.00 Gbit/s", "25.0", "1"),
+        ("block 16 KiB", "2.88 Gbit/s", "4.00 Gbit/s", "72.0", "1"),
+        ("block 4 KiB", "1.00 Gbit/s", "4.00 Gbit/s", "25.0", "1"),
     ]
     for text in ("\n".join(terminal_lines(s)), "\n".join(markdown_lines(s)), "".join(html_parts(s))):
         assert "declared link rate" in text and "72.0" in text

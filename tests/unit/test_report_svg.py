@@ -38,13 +38,13 @@ def texts(root: ET.Element) -> list[str]:
         (1234.7, 3, "1235"),
         (12.345, 3, "12.3"),
         (0.012345, 3, "0.0123"),
-        (2.5e7, 3, "2.50e7"),
-        (3.7e-5, 2, "3.7e-5"),
+        (2.5e7, 3, "25,000,000"),  # never an exponent: a count the caller did not scale is grouped
+        (3.7e-5, 2, "0.000037"),
         (-4.56, 3, "-4.56"),
         (None, 3, "–"),
     ],
 )
-def test_numbers_keep_significant_digits_without_exponents_in_the_usual_range(x, sig, expected):
+def test_numbers_keep_significant_digits_and_never_an_exponent(x, sig, expected):
     assert svg.fmt_num(x, sig) == expected
 
 
@@ -298,3 +298,24 @@ def test_heatmap_row_labels_wrap_and_columns_stay_whole():
     labels = texts(parse(svg.heatmap([row], [col], cells, title="Q")))
     assert col in labels and not any(t.endswith("…") for t in labels)
     assert " ".join(t for t in labels if t in row).split() == row.split()
+
+
+def test_x_tick_labels_never_run_together_and_counts_have_whole_ticks():
+    import re
+
+    from boardlab.analysis.document import Line
+    from boardlab.report.plot import line_plot
+    from boardlab.report.plot.axes import CHAR_W, fmt_bytes
+
+    sizes = [4096 * 2**k for k in range(17)]  # 4 KiB ... 256 MiB
+    svg = line_plot([Line("a", [(s, 1.0 + k) for k, s in enumerate(sizes)])], title="t", x_label="size",
+                    y_label="ns", x_kind="log2", x_format=fmt_bytes, width=380)  # fmt: skip
+    ticks = [(float(x), t) for x, t in re.findall(r'<text x="([\d.]+)" y="[\d.]+" font-size="10" fill="#666666" '
+                                                  r'text-anchor="middle">([^<]+)</text>', svg)]  # fmt: skip
+    assert len(ticks) >= 2
+    for (x0, a), (x1, b) in zip(ticks, ticks[1:], strict=False):
+        assert x1 - x0 >= (len(a) + len(b)) * 10 * CHAR_W / 2, (a, b)
+    campaigns = line_plot([Line("c", [(1.0, 5.0), (2.0, 5.1), (3.0, 5.0)])], title="t", x_label="campaign #",
+                          y_label="ms", width=380, x_integer=True)  # fmt: skip
+    labels = re.findall(r'text-anchor="middle">([^<]+)</text>', campaigns)
+    assert {"1", "2", "3"} <= set(labels) and not any(re.fullmatch(r"\d+\.\d+", t) for t in labels[:3])

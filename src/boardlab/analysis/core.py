@@ -515,7 +515,9 @@ def aa_controls(cells: tuple[CellAnalysis, ...]) -> tuple[AAControl, ...]:
         a1, a2 = arms["A1"], arms["A2"]
         delta, _ = threshold_of(base.facts, base.metric)
         comp, reason = None, None
-        if not a1 and not a2:
+        if not base.runs.values():
+            reason = "it has no valid run to split into A1 and A2"
+        elif not a1 and not a2:
             reason = "its runs carry no A1/A2 labels (recorded before boardlab labelled them)"
         else:
             try:

@@ -21,6 +21,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, overload
 
+from boardlab.analysis.format import field_words
+
 ALL = frozenset({"html", "md", "text"})
 RICH = frozenset({"html", "md"})  # the text report is a compact summary: long notes stay out of it
 HTML = frozenset({"html"})
@@ -36,7 +38,15 @@ class Column:
 
     @property
     def header(self) -> str:
-        return f"{self.name} [{self.unit}]" if self.unit else self.name
+        """`name [unit]`; a name that is a field name (`rss_MiB`, `cpu_pct_one_cpu`) in words, with the unit
+        its end declares unless the column names one (analysis.format.field_words)."""
+        words = field_words(self.name)
+        if not self.unit or words == self.name:
+            return f"{words} [{self.unit}]" if self.unit else words
+        name, _, said = words.partition(" [")
+        if said.startswith("% "):  # "% of one CPU" says more than the column's "%"
+            return words
+        return f"{name} [{self.unit}]"
 
 
 @dataclass(frozen=True)

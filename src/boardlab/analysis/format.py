@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 from fractions import Fraction
 
@@ -27,7 +28,10 @@ VERDICT_RANK = {"slowdown": 0, "speedup": 1, "inconclusive": 2, "no_change": 3, 
 
 
 def fmt_num(x: float | None, sig: int = 3) -> str:
-    """`x` with `sig` significant digits, no exponent between 1e-3 and 1e6 (tables and tick labels)."""
+    """`x` with `sig` significant digits and never an exponent (tables, tick labels, progress): from a
+    million on, digits grouped by thousands (12,345,678: a unit the caller did not scale, such as a count);
+    below one, as many decimals as the digits need (0.000012). A table picks its column's unit
+    (`display_unit`) so that its numbers have 1-3 integer digits."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "–"
     if math.isinf(x):
@@ -35,9 +39,8 @@ def fmt_num(x: float | None, sig: int = 3) -> str:
     if x == 0:
         return "0"
     a = abs(x)
-    if a >= 1e6 or a < 1e-3:
-        mantissa, exp = f"{x:.{sig - 1}e}".split("e")
-        return f"{mantissa}e{int(exp)}"
+    if a >= 1e6:
+        return f"{x:,.0f}"
     if a >= 10 ** (sig - 1):
         return f"{x:.0f}"
     decimals = sig - 1 - math.floor(math.log10(a))
@@ -98,8 +101,9 @@ _PREFIX = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
 
 
 def _si_base(unit: str) -> tuple[float, str] | None:
-    """(factor to the base unit, base unit) of a unit shown with SI prefixes, else None."""
-    if unit in _SI_UNITS:
+    """(factor to the base unit, base unit) of a unit shown with SI prefixes, else None: the listed units
+    and any rate per second (samples/s, paths/s, lookups/s, inserts/s)."""
+    if unit in _SI_UNITS or (unit.endswith("/s") and unit[:1].islower() and unit[:1] not in _PREFIX):
         return 1.0, unit
     if len(unit) > 1 and unit[0] in _PREFIX and unit[1:] in _SI_UNITS:
         return _PREFIX[unit[0]], unit[1:]
@@ -131,21 +135,122 @@ def display_unit(unit: str, reference: float | None) -> tuple[float, str]:
     return factor / ladder_base, label
 
 
+def common_unit(unit: str, values) -> tuple[float, str]:
+    """(divisor, label) of the one unit values shown together are written in (a workload's cells in a table,
+    a column): the unit that gives the smallest of them 1-3 integer digits, so no row of the group switches
+    unit (1563 µs beside 70 µs, never 1.563 ms); the median's when the largest would then need more than six
+    integer digits."""
+    vals = sorted(abs(v) for v in values if v is not None and math.isfinite(v) and v != 0)
+    if not vals:
+        return display_unit(unit, None)
+    div, label = display_unit(unit, vals[0])
+    if vals[-1] / div >= 1e6:
+        div, label = display_unit(unit, vals[len(vals) // 2])
+    return div, label
+
+
+def fmt_in(value: float | None, div: float, sig: int = 4) -> str:
+    """`value` in a unit of divisor `div`; a whole number in its own unit (cyclictest's integer µs, a count)
+    as an integer: 70, not 70.00."""
+    if value is not None and div == 1.0 and float(value).is_integer() and abs(value) < 1e15:
+        return f"{int(value)}"
+    return fmt_num(None if value is None else value / div, sig)
+
+
+def fmt_scaled(value: float | None, unit: str, sig: int = 4) -> str:
+    """One value in the unit that gives it 1-3 integer digits: 14.23 Msamples/s, 4.311 ms, 64 MiB."""
+    if value is None:
+        return "no value"
+    div, label = display_unit(unit, value)
+    return f"{fmt_num(value / div, sig)} {unit_label(label)}".rstrip()
+
+
 def unit_label(unit: str) -> str:
     return "µs" if unit == "us" else unit
 
 
+# A field name in words (`cpu_pct_one_cpu` -> "CPU [% of one CPU]", `rss_MiB` -> "RSS [MiB]", `build_p50_us` ->
+# "build p50 [µs]"): its unit is the end of the name, as for parameters; these words are set in capitals.
+_NAME_UNITS = (("_bit_s", "bit/s"), ("_mb_s", "MB/s"), ("_b_s", "B/s"), ("_j_s", "J·s"), ("_bytes", "B"), ("_kib", "KiB"),
+               ("_mib", "MiB"), ("_mb", "MB"), ("_khz", "kHz"), ("_hz", "Hz"), ("_ns", "ns"), ("_us", "µs"),
+               ("_ms", "ms"), ("_s", "s"), ("_pct", "%"), ("_percent", "%"), ("_js2", "J·s²"),
+               ("_js", "J·s"), ("_mj", "mJ"), ("_uj", "µJ"), ("_j", "J"), ("_mw", "mW"), ("_w", "W"),
+               ("_mc", "m°C"))  # fmt: skip
+_CAPITALS = {"cpu": "CPU", "cpus": "CPUs", "rss": "RSS", "pss": "PSS", "udp": "UDP", "tcp": "TCP", "ddr": "DDR",
+             "edp": "EDP", "ed2p": "ED²P", "io": "I/O", "tidl": "TIDL", "mflops": "MFLOPS", "gflops": "GFLOPS",
+             "iops": "IOPS", "fps": "FPS", "dma": "DMA", "mb": "MB", "ai": "AI", "cv": "CV"}  # fmt: skip
+FIELD_NAME = re.compile(r"[a-z][a-z0-9]*(?:_[A-Za-z0-9]+)+")
+
+
+def _words(tokens) -> str:
+    return " ".join(_CAPITALS.get(t.lower(), t) for t in tokens if t)
+
+
+def field_unit(name: str) -> tuple[str, str | None]:
+    """(the name without its unit, the unit its end declares or None): ("rss", "MiB") of `rss_MiB`."""
+    low = name.lower()
+    for suffix, unit in _NAME_UNITS:
+        if low.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)], unit
+    return name, None
+
+
+def field_words(name: str) -> str:
+    """A field name as a reader reads it, its unit in brackets: "RSS [MiB]", "CPU [% of one CPU]",
+    "lookups per s"; a name that is no field name (has no underscore) as it is, a one-word one in capitals
+    where it is an abbreviation."""
+    if not FIELD_NAME.fullmatch(name):
+        head, space, rest = name.partition(" ")
+        if space and FIELD_NAME.fullmatch(head):  # a field name with words after it: "power_delta_w (median)"
+            return f"{field_words(head)} {rest}"
+        return _CAPITALS.get(name, name)
+    whole = next((u for suffix, u in _NAME_UNITS if name.lower() == suffix[1:]), None)
+    if whole is not None:  # a name that is its unit: mb_s
+        return whole
+    rest, unit = field_unit(name)
+    tokens = rest.split("_")
+    if unit == "s" and tokens[-1] == "per":  # a rate: lookups_per_s, reader_cpu_ms_per_s
+        time_unit = {"ns": "ns", "us": "µs", "ms": "ms"}.get(tokens[-2]) if len(tokens) > 2 else None
+        if time_unit:
+            return f"{_words(tokens[:-2])} [{time_unit}/s]"
+        return f"{_words(tokens)} second"
+    if unit == "s" and tokens[-1].endswith("s") and tokens[-1] not in ("ns", "us", "ms"):
+        return f"{_words(tokens)} per second"  # a count per second: transactions_s, not a time in seconds
+    for mark in ("pct", "percent"):  # a share in the middle of a name: cpu_pct_one_cpu
+        if mark in tokens[1:-1] or (unit is None and mark in tokens[1:]):
+            at = tokens.index(mark)
+            share = _words(tokens[at + 1 :])
+            of = "of " if tokens[at + 1 : at + 2] in (["one"], ["all"]) else ""
+            return f"{_words(tokens[:at])} [% {of}{share}]".replace(" ]", "]")
+    words = _words(tokens)
+    return f"{words} [{unit}]" if unit else words
+
+
+def metric_words(name: str, unit: str = "") -> str:
+    """A metric's name in words without its unit (the figure beside it carries the unit); "" for a name that
+    only repeats its unit (`mflops` in MFLOPS, `mb_s` in MB/s): the figure says it."""
+    squash = name.lower().replace("_", "")
+    if unit and squash == unit.lower().replace("/", "").replace(" ", ""):
+        return ""
+    words, _, unit_part = field_words(name).partition(" [")
+    return f"{words} ({unit_part[:-1]})" if unit_part.startswith("% ") else words  # a share says of what
+
+
 def fmt_p(p: float | None) -> str:
-    if p is None or math.isnan(p):
-        return "–"
-    return f"{p:.3f}" if p >= 0.001 else fmt_num(p, 2)
+    """A p-value as every report writes it (`stats.text.p_text`: "0.042", "0.0007", "< 0.0001")."""
+    from boardlab.stats.text import p_text
+
+    return p_text(p)
 
 
 def fmt_ratio(r: float | None) -> str:
     return "–" if r is None else fmt_num(r, 4 if 0.1 <= r < 10 else 3)
 
 
-def fmt_interval(lo: float, hi: float, divisor: float = 1.0, sig: int = 4) -> str:
+def fmt_interval(lo: float, hi: float, divisor: float = 1.0, sig: int = 4, whole: bool = False) -> str:
+    """`[lo, hi]` in a unit of `divisor`; `whole`: measured values, whole numbers as integers (`fmt_in`)."""
+    if whole:
+        return f"[{fmt_in(lo, divisor, sig)}, {fmt_in(hi, divisor, sig)}]"
     return f"[{fmt_num(lo / divisor, sig)}, {fmt_num(hi / divisor, sig)}]"
 
 
@@ -249,9 +354,67 @@ def samples_needed(q: float) -> int:
     return -(-100 // rest) if rest > 0 else 1  # ceil(100 / rest)
 
 
+# A parameter's unit is the end of its name (docs/architecture.md: units in names): size_bytes, link_bit_s,
+# msg_rate_hz, freq_khz, duration_s. Longest first: "_bit_s" before "_s", "_khz" before "_hz".
+_PARAM_UNITS = (("_bit_s", "bit/s"), ("_bytes", "B"), ("_khz", "kHz"), ("_hz", "Hz"), ("_ms", "ms"),
+                ("_us", "µs"), ("_ns", "ns"), ("_s", "s"), ("_percent", "%"), ("_pct", "%"))  # fmt: skip
+
+
+def _plain(x: float) -> str:
+    """A set value as written, without a float's ".0" or an exponent: 12, 0.5, 1500."""
+    return fmt_value(x).replace(",", "")
+
+
+def _quantity(v: float, unit: str) -> str:
+    """A parameter's value in its unit: binary sizes as a plan states them, rates and frequencies with an SI
+    prefix (digits kept that the value has: 1.5 Gbit/s, 1.4 GHz), times and percents as set."""
+    if unit == "B":
+        return fmt_size(int(v)) if float(v).is_integer() and v >= 0 else f"{_plain(v)} B"
+    if unit in ("bit/s", "Hz", "kHz"):
+        hz = v * 1e3 if unit == "kHz" else v
+        f, p = si_scale(hz)
+        base = "Hz" if unit == "kHz" else unit
+        return f"{_plain(round(hz / f, 6))} {p}{base}"
+    return f"{_plain(v)}%" if unit == "%" else f"{_plain(v)} {unit}"
+
+
+def param_text(name: str, value) -> str:
+    """One parameter as a reader reads it: a quantity as its name's words and its value in the unit the name
+    declares ("size 4 KiB", "link 1 Gbit/s", "duration 12 s"); any other as `name=value`, a whole number
+    without ".0"."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    for suffix, unit in _PARAM_UNITS:
+        if number and name.endswith(suffix) and len(name) > len(suffix):
+            return f"{name[: -len(suffix)].replace('_', ' ')} {_quantity(value, unit)}"
+    return f"{name}={_plain(value) if number else value}"
+
+
 def params_text(params: dict) -> str:
-    """`k=v, ...` of the parameters that are set: a parameter a cell does not use (None) is left out."""
-    return ", ".join(f"{k}={v}" for k, v in params.items() if v is not None)
+    """The parameters that are set, each as `param_text` writes it: a parameter a cell does not use (None)
+    is left out."""
+    return ", ".join(param_text(k, v) for k, v in params.items() if v is not None)
+
+
+_POLICY_KHZ = re.compile(
+    r"\b(policy\d+)@(\d+)\b"
+)  # a sweep's condition: a cpufreq policy at a frequency in kHz
+
+
+def condition_text(name: str) -> str:
+    """A condition's name as a reader reads it: a governor sweep's fixed frequencies in their unit
+    ("policy0@1400000+policy4@200000" -> "policy0 1.4 GHz + policy4 200 MHz"); any other name as it is."""
+    if not _POLICY_KHZ.search(name):
+        return name
+    text = _POLICY_KHZ.sub(lambda m: f"{m.group(1)} {_quantity(int(m.group(2)), 'kHz')}", name)
+    return text.replace("+", " + ")
+
+
+def param_sort_key(value) -> tuple:
+    """Sorts a parameter's values as numbers where they are numbers (4 KiB before 16 KiB before 1 MiB), the
+    rest after them as text."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return (0, float(value), "")
+    return (1, 0.0, str(value))
 
 
 def cell_label(workload: str, params: dict, varying=None) -> str:

@@ -395,7 +395,7 @@ def _figures(board: dict) -> doc.Multiples | None:
         figures.append(
             doc.Figure("line_plot", {
                 "lines": [doc.Line(c["condition"], pts, errs)], "title": f"{name} @ {c['condition']}",
-                "x_label": "campaign #", "y_label": f"{c['metric']} [{unit_label(c['unit'])}]",
+                "x_label": "campaign #", "y_label": f"{c['metric']} [{unit_label(c['unit'])}]", "x_integer": True,
                 "width": 380, "height": 220, "legend": False, "title_size": 12,
             })
         )  # fmt: skip
@@ -425,6 +425,36 @@ def _steps_table(d: dict) -> doc.Table | None:
         row_classes=tuple(classes),
         emphasis_column="verdict",
     )  # fmt: skip
+
+
+def _step_list(d: dict) -> doc.Table | None:
+    """Every step of every board with its verdicts counted, so a history with no regression still shows
+    what it compared."""
+    from boardlab.analysis.verdicts import tally_words
+
+    rows, classes = [], []
+    for b in d["boards"]:
+        for s in b["steps"]:
+            counts: dict[str, int] = {}
+            for c in s["cells"]:
+                kind = c.get("verdict") or "none"
+                counts[kind] = counts.get(kind, 0) + 1
+            rows.append((b["board"], f"{s['from']} → {s['to']}", str(len(s["cells"])),
+                         tally_words({"counts": counts})))  # fmt: skip
+            classes.append("v-slowdown" if counts.get("slowdown") else "")
+    if not rows:
+        return None
+    return doc.Table(
+        (
+            doc.Column("board"),
+            doc.Column("campaigns"),
+            doc.Column("cells", numeric=True),
+            doc.Column("verdicts"),
+        ),
+        tuple(rows),
+        title="Every step",
+        row_classes=tuple(classes),
+    )
 
 
 def _bisect_section(d: dict) -> doc.Section | None:
@@ -460,14 +490,16 @@ def history_document(d: dict, title: str) -> doc.Document:
     """The history report: the steps found first, then per board its campaigns and each cell over time."""
     method = {"holm": "Holm", "bh": "Benjamini-Hochberg"}.get(d["adjustment"], d["adjustment"])
     n_reg, n_imp = len(d["regressions"]), len(d["improvements"])
+    n_steps = sum(len(b["steps"]) for b in d["boards"])
     summary = doc.section(
         "Steps between campaigns",
         doc.Prose(
-            f"{n_reg} regression(s) and {n_imp} improvement(s) in {d['family_size']} steps (cells compared between "
-            "consecutive campaigns of one board).",
+            f"{n_reg} regression(s) and {n_imp} improvement(s) in {n_steps} step(s) between consecutive "
+            f"campaigns of one board ({d['family_size']} cells compared).",
             strong=bool(n_reg),
         ),
         *(doc.Prose(why, strong=True) for why in d.get("clock_went_back", ())),
+        _step_list(d),
         _steps_table(d),
         doc.Prose(
             "Each step is campaign B against the campaign A before it, cell by cell: B / A with its 90% decision "

@@ -180,6 +180,14 @@ class CampaignAnalysis:
         )
 
     @property
+    def adjusted_text(self) -> str:
+        """How the p-values were adjusted, as a clause; a report where no comparison had runs on both sides
+        adjusted none, and says so rather than "over all 0 comparisons"."""
+        if self.family_size == 0:
+            return "no p adjusted: no comparison has valid runs on both sides"
+        return f"p adjusted by {self.family_text}"
+
+    @property
     def unstable_workloads(self) -> list[AAControl]:
         return [c for c in self.aa_controls if c.unstable]
 

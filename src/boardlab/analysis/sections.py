@@ -18,14 +18,17 @@ from boardlab.analysis import document as doc
 from boardlab.analysis.format import (
     VERDICT_RANK,
     cell_label,
+    condition_text,
     display_unit,
     fmt_duration,
+    fmt_in,
     fmt_interval,
     fmt_num,
     fmt_p,
     fmt_pct,
     fmt_ratio,
     fmt_time,
+    metric_words,
     params_text,
     section_labels,
     varying_keys,
@@ -37,17 +40,21 @@ from boardlab.analysis.monitor import MonitorSeries
 from boardlab.analysis.runs import INVALID_VALUE, MEASURED
 from boardlab.analysis.specs import spec_of
 from boardlab.analysis.tables import (
+    Units,
     cell_table,
     comparison_labels,
     comparison_table,
     drift_text,
     invalid_text,
+    metric_units,
     run_counts,
     times_text,
+    unit_of,
     varying_by_workload,
     verdict_lines,
 )
 from boardlab.analysis.verdicts import aa_note, aa_summary, aa_table, build_note, method_note
+from boardlab.stats.text import p_is
 
 if TYPE_CHECKING:
     from boardlab.analysis.core import CampaignAnalysis, CellAnalysis
@@ -172,14 +179,20 @@ def load_failures(a: CampaignAnalysis) -> list[str]:
 # ---- the summary card -------------------------------------------------------------------------------------------
 
 
-def _figure(h: Headline) -> str:
-    """'median unit [95% CI]' of a headline figure, in a unit scaled to its median."""
-    div, unit = display_unit(h.unit, h.median)
+def _figure(h: Headline, units: Units) -> str:
+    """'median unit [95% CI]' of a headline figure, in the unit its workload's cells are shown in elsewhere
+    (the cell table's), else one scaled to its median."""
+    workload = h.label.split(" ", 1)[0]
+    div, unit = unit_of(units, workload, h.metric, h.unit, h.median)
     if h.ci_low is None or h.ci_high is None:
-        return f"{fmt_num(h.median / div, 4)} {unit} (no CI: {_count(h.n_runs, 'run')})"
-    return (
-        f"{fmt_num(h.median / div, 4)} {unit} [{fmt_num(h.ci_low / div, 4)}, {fmt_num(h.ci_high / div, 4)}]"
-    )
+        return f"{fmt_in(h.median, div)} {unit} (no CI: {_count(h.n_runs, 'run')})"
+    return f"{fmt_in(h.median, div)} {unit} [{fmt_in(h.ci_low, div)}, {fmt_in(h.ci_high, div)}]"
+
+
+def _card_label(h: Headline) -> str:
+    """A figure's label: the workload and its metric in words, unless the name only repeats the unit."""
+    words = metric_words(h.metric, h.unit)
+    return f"{h.label}: {words}" if words else h.label
 
 
 def summary_card(a: CampaignAnalysis) -> doc.Section | None:
@@ -189,9 +202,10 @@ def summary_card(a: CampaignAnalysis) -> doc.Section | None:
     shown = figures[:MAX_CARDS]
     more = len(figures) - len(shown)
     cond = shown[0].condition
+    units = metric_units(a.cells)
     groups: dict[str, list[tuple[str, str]]] = {}
     for h in shown:
-        groups.setdefault(_study_of(a, h), []).append((f"{h.label}: {h.metric}", _figure(h)))
+        groups.setdefault(_study_of(a, h), []).append((_card_label(h), _figure(h, units)))
     return doc.section(
         "Summary",
         doc.Prose(
@@ -220,10 +234,13 @@ def _study_of(a: CampaignAnalysis, h: Headline) -> str:
 # ---- verdicts ----------------------------------------------------------------------------------------------------
 
 
+NO_COMPARISON = "No comparisons in this campaign: no cell has a baseline cell to be compared with."
+
+
 def verdicts(a: CampaignAnalysis) -> doc.Section | None:
     everything = tuple(a.comparisons) + tuple(a.tail_comparisons)
-    if not everything:
-        return doc.section("Verdicts", doc.Prose("No comparisons in this campaign.", formats=MD))
+    if not everything:  # said in every format, so no heading is left bare; no A/A control repeats it
+        return doc.section("Verdicts", doc.Prose(NO_COMPARISON))
     ordered = sorted(
         everything, key=lambda ca: VERDICT_RANK.get(ca.comparison.verdict.kind, 5) if ca.comparison else 6
     )
@@ -240,7 +257,7 @@ def verdicts(a: CampaignAnalysis) -> doc.Section | None:
     labels = section_labels((ca.workload, ca.params) for ca in ordered)
     for ca, label in zip(ordered, labels, strict=True):
         c = ca.comparison
-        what = f"{ca.condition} vs {ca.baseline}"
+        what = f"{condition_text(ca.condition)} vs {condition_text(ca.baseline)}"
         if c is None:
             rows.append(("no verdict", label, what, ca.reason or "", "", "", "", ""))
             classes.append("v-none")
@@ -280,7 +297,7 @@ def verdicts(a: CampaignAnalysis) -> doc.Section | None:
     text_rows = []
     for ca, label in zip(a.comparisons, comparison_labels(a.comparisons), strict=True):
         c = ca.comparison
-        name = f"{label}: {ca.condition} vs {ca.baseline}"  # whole: a label is never cut
+        name = f"{label}: {condition_text(ca.condition)} vs {condition_text(ca.baseline)}"  # whole: a label is never cut
         if c is None:
             text_rows.append((name, "–", "–", "–", "–", "–", f"no verdict: {ca.reason}"))
             continue
@@ -333,7 +350,7 @@ def verdicts(a: CampaignAnalysis) -> doc.Section | None:
         text_table if text_rows else None,
         doc.Prose(
             "verdicts are decided on the 90% decision interval against delta; the 95% CI is shown, not decided "
-            f"on; p adjusted by {a.family_text}; cost ratio > 1 means the condition is worse",
+            f"on; {a.adjusted_text}; cost ratio > 1 means the condition is worse",
             formats=TEXT,
         )
         if text_rows
@@ -401,7 +418,10 @@ def environment(a: CampaignAnalysis) -> list[doc.Section]:
     return out
 
 
-def aa_control(a: CampaignAnalysis) -> doc.Section:
+def aa_control(a: CampaignAnalysis) -> doc.Section | None:
+    """The A/A control; none without a comparison, where "Verdicts" already says there is nothing to judge."""
+    if not a.aa_controls and not a.comparisons and not a.tail_comparisons:
+        return None
     t = aa_table(a)
     unstable = tuple(f"  {r[0]} @{r[1]}: {r[-1]}" for r in t.rows if r[-1].startswith("UNSTABLE"))
     return doc.section(
@@ -420,7 +440,7 @@ def aa_control(a: CampaignAnalysis) -> doc.Section:
 def _box_label(cell: CellAnalysis, varying: Sequence[str], multi_condition: bool) -> str:
     params = params_text({k: cell.params.get(k) for k in varying})
     if multi_condition or not params:
-        return f"{params} @ {cell.condition}" if params else cell.condition
+        return f"{params} @ {condition_text(cell.condition)}" if params else condition_text(cell.condition)
     return params
 
 
@@ -498,9 +518,9 @@ def heatmap(a: CampaignAnalysis) -> doc.Section | None:
             continue
         ci = comp.cost_ratio_ci
         tip = (
-            f"{r}: {ca.condition} vs {ca.baseline}; cost ratio {fmt_num(comp.cost_ratio, 4)}"
+            f"{r}: {condition_text(ca.condition)} vs {condition_text(ca.baseline)}; cost ratio {fmt_num(comp.cost_ratio, 4)}"
             + (f" [{fmt_num(ci.low, 4)}, {fmt_num(ci.high, 4)}]" if ci else "")
-            + f"; adjusted p {fmt_p(comp.p_adjusted)}; {comp.verdict.reasons[0] if comp.verdict.reasons else ''}"
+            + f"; adjusted p {p_is(comp.p_adjusted)}; {comp.verdict.reasons[0] if comp.verdict.reasons else ''}"
         )
         cells[key] = doc.HeatCell(comp.cost_ratio, comp.verdict.kind, comp.verdict.confounded, tip)
     figure = doc.Figure(
@@ -564,7 +584,7 @@ def drift(a: CampaignAnalysis) -> doc.Section | None:
                 {
                     "lines": lines,
                     "title": short,
-                    "subtitle": f"ρ = {d.rho:+.2f}, p = {fmt_p(d.p_value)}{flag} · {c.condition}",
+                    "subtitle": f"ρ = {d.rho:+.2f}, p {p_is(d.p_value)}{flag} · {condition_text(c.condition)}",
                     "x_label": "run sequence in the campaign",
                     "y_label": unit,
                     "width": 272,
@@ -646,9 +666,10 @@ def _text_cells(a: CampaignAnalysis) -> doc.Table:
 
     rows = []
     varying = varying_by_workload(a.cells)
+    units = metric_units(a.cells)
     for c in a.cells:
         s = c.summary
-        name = f"{cell_label(c.workload, c.params, varying[c.workload])} @ {c.condition}"
+        name = f"{cell_label(c.workload, c.params, varying[c.workload])} @ {condition_text(c.condition)}"
         if s is None:
             rows.append(
                 (
@@ -664,13 +685,13 @@ def _text_cells(a: CampaignAnalysis) -> doc.Table:
                 )
             )
             continue
-        div, unit = display_unit(c.unit, s.median)
-        ci = fmt_interval(s.median_ci.low, s.median_ci.high, div) if s.median_ci else "–"
+        div, unit = unit_of(units, c.workload, c.metric, c.unit, s.median)
+        ci = fmt_interval(s.median_ci.low, s.median_ci.high, div, whole=True) if s.median_ci else "–"
         rows.append(
             (
                 name,
                 str(s.n),
-                fmt_num(s.median / div, 4),
+                fmt_in(s.median, div),
                 unit,
                 times_text(c),
                 ci,
@@ -722,7 +743,6 @@ def _fields(t: doc.Table) -> dict:
 def comparisons(a: CampaignAnalysis) -> doc.Section | None:
     if not a.comparisons:
         return None
-    family = next((ca.comparison.family_size for ca in a.comparisons if ca.comparison), 0)
     return doc.section(
         "Comparisons",
         doc.Prose(
@@ -731,15 +751,15 @@ def comparisons(a: CampaignAnalysis) -> doc.Section | None:
             "interval of the cost ratio (decided on), both t intervals of that statistic. The p-value is the "
             "permutation p of the same statistic where a correction could use it, else Student's t's; a row "
             "says when another test decided (the exact rank test and median ratios for runs in two groups, a "
-            "permutation over whole runs for pooled tails). The medians are shown for reading. p adjusted by "
-            f"{a.family_text} ({family} comparisons).",
+            "permutation over whole runs for pooled tails). The medians are shown for reading. "
+            f"{a.adjusted_text[0].upper()}{a.adjusted_text[1:]}.",
             small=True,
             formats=doc.HTML,
         ),
         doc.Table(**{**_fields(comparison_table(a)), "formats": HTML_MD}),
         doc.Prose(
             "Cost ratio > 1 means the condition is worse (slower, or lower throughput). Verdicts are decided on "
-            f"the 90% decision interval; the 95% CI is shown, not decided on; p adjusted by {a.family_text}.",
+            f"the 90% decision interval; the 95% CI is shown, not decided on; {a.adjusted_text}.",
             formats=MD,
         ),
         formats=HTML_MD,

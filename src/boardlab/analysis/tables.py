@@ -11,8 +11,11 @@ from typing import TYPE_CHECKING
 from boardlab.analysis import document as doc
 from boardlab.analysis.format import (
     VERDICT_RANK,
+    common_unit,
+    condition_text,
     display_unit,
     estimator_words,
+    fmt_in,
     fmt_interval,
     fmt_num,
     fmt_p,
@@ -25,6 +28,7 @@ from boardlab.analysis.format import (
     verdict_text,
 )
 from boardlab.analysis.runs import MEASURED
+from boardlab.stats.text import p_is
 
 if TYPE_CHECKING:
     from boardlab.analysis.core import CampaignAnalysis, CellAnalysis, ComparisonAnalysis
@@ -66,6 +70,28 @@ def varying_by_workload(cells) -> dict[str, list[str]]:
     for c in cells:
         by.setdefault(c.workload, []).append(c.params)
     return {w: varying_keys(ps) for w, ps in by.items()}
+
+
+Units = dict[tuple[str, str], tuple[float, str]]  # (workload, metric) -> (divisor, unit label)
+
+
+def metric_units(cells) -> Units:
+    """The one unit each workload's metric is shown in, wherever its cells appear together (the cell and
+    comparison tables, the summary card): chosen from the range of its cells' medians (`common_unit`)."""
+    medians: dict[tuple[str, str], list[float]] = {}
+    units: dict[tuple[str, str], str] = {}
+    for c in cells:
+        units[(c.workload, c.metric)] = c.unit
+        if c.summary is not None:
+            medians.setdefault((c.workload, c.metric), []).append(c.summary.median)
+    return {k: common_unit(u, medians.get(k, ())) for k, u in units.items()}
+
+
+def unit_of(
+    units: Units, workload: str, metric: str, unit: str, reference: float | None
+) -> tuple[float, str]:
+    """A value's (divisor, label): its workload's metric's unit, else one scaled to `reference`."""
+    return units.get((workload, metric)) or display_unit(unit, reference)
 
 
 def run_times(cell: CellAnalysis) -> tuple[float | None, float | None, float] | None:
@@ -115,8 +141,9 @@ CELL_HEADERS = (
 )
 
 
-def cell_row(cell: CellAnalysis, varying=None) -> tuple[str, ...]:
-    """`varying`: the parameters shown (those that vary among the workload's cells); None shows all set."""
+def cell_row(cell: CellAnalysis, varying=None, units: Units | None = None) -> tuple[str, ...]:
+    """`varying`: the parameters shown (those that vary among the workload's cells); None shows all set.
+    `units`: each workload's metric's unit (`metric_units`); None scales the row to its own median."""
     s = cell.summary
     params = params_text(cell.params if varying is None else {k: cell.params.get(k) for k in varying})
     bad = f"{cell.n_invalid}/{cell.n_failed}"
@@ -124,7 +151,7 @@ def cell_row(cell: CellAnalysis, varying=None) -> tuple[str, ...]:
         return (
             cell.workload,
             params,
-            cell.condition,
+            condition_text(cell.condition),
             str(len(cell.values)),
             bad,
             cell.unit,
@@ -139,10 +166,10 @@ def cell_row(cell: CellAnalysis, varying=None) -> tuple[str, ...]:
             "–",
             cell.summary_reason or "",
         )
-    div, unit = display_unit(cell.unit, s.median)
-    ci = fmt_interval(s.median_ci.low, s.median_ci.high, div) if s.median_ci else "–"
+    div, unit = unit_of(units or {}, cell.workload, cell.metric, cell.unit, s.median)
+    ci = fmt_interval(s.median_ci.low, s.median_ci.high, div, whole=True) if s.median_ci else "–"
     boot = (
-        fmt_interval(s.median_bootstrap_ci.low, s.median_bootstrap_ci.high, div)
+        fmt_interval(s.median_bootstrap_ci.low, s.median_bootstrap_ci.high, div, whole=True)
         if s.median_bootstrap_ci
         else "–"
     )
@@ -151,17 +178,17 @@ def cell_row(cell: CellAnalysis, varying=None) -> tuple[str, ...]:
     return (
         cell.workload,
         params,
-        cell.condition,
+        condition_text(cell.condition),
         str(s.n),
         bad,
         unit,
-        fmt_num(s.median / div, 4),
+        fmt_in(s.median, div),
         times_text(cell),
         ci,
         boot,
         fmt_pct(s.cv),
-        fmt_num(s.mad / div, 3),
-        f"{fmt_num(s.p5 / div, 4)} – {fmt_num(s.p95 / div, 4)}",
+        fmt_in(s.mad, div, 3),
+        f"{fmt_in(s.p5, div)} – {fmt_in(s.p95, div)}",
         outliers,
         drift_text(cell),
         "; ".join(s.warnings),
@@ -191,8 +218,9 @@ def cell_table(analysis: CampaignAnalysis) -> doc.Table:
         ),
     )
     varying = varying_by_workload(analysis.cells)
+    units = metric_units(analysis.cells)
     for c in analysis.cells:
-        t.rows.append(cell_row(c, varying[c.workload]))
+        t.rows.append(cell_row(c, varying[c.workload], units))
         flagged = c.summary is not None and c.summary.drift is not None and c.summary.drift.flagged
         t.row_classes.append("flagged" if flagged else ("nodata" if c.summary is None else ""))
     return t.done(note_column="warnings")
@@ -215,15 +243,18 @@ COMPARISON_HEADERS = (
 )
 
 
-def comparison_row(ca: ComparisonAnalysis, label: str | None = None) -> tuple[str, ...]:
-    """`label`: the workload as the table shows it (only the parameters that vary among its rows)."""
+def comparison_row(
+    ca: ComparisonAnalysis, label: str | None = None, units: Units | None = None
+) -> tuple[str, ...]:
+    """`label`: the workload as the table shows it (only the parameters that vary among its rows); `units`:
+    as `cell_row`'s."""
     c = ca.comparison
     label = ca.label if label is None else label
     if c is None:
         return (
             label,
-            ca.condition,
-            ca.baseline,
+            condition_text(ca.condition),
+            condition_text(ca.baseline),
             "–",
             "–",
             "–",
@@ -235,7 +266,7 @@ def comparison_row(ca: ComparisonAnalysis, label: str | None = None) -> tuple[st
             "no verdict",
             ca.reason or "",
         )
-    return comparison_cells(ca, c, label, "; ".join(comparison_why(ca)))
+    return comparison_cells(ca, c, label, "; ".join(comparison_why(ca)), units)
 
 
 def comparison_why(ca: ComparisonAnalysis) -> list[str]:
@@ -255,8 +286,10 @@ def comparison_why(ca: ComparisonAnalysis) -> list[str]:
     return why
 
 
-def comparison_cells(ca: ComparisonAnalysis, c, label: str, why: str) -> tuple[str, ...]:
-    div, unit = display_unit(ca.unit, c.baseline_median)
+def comparison_cells(
+    ca: ComparisonAnalysis, c, label: str, why: str, units: Units | None = None
+) -> tuple[str, ...]:
+    div, unit = unit_of(units or {}, ca.workload, ca.metric, ca.unit, c.baseline_median)
     ratio = fmt_ratio(c.ratio)
     if c.ratio_ci:
         ratio += f" {fmt_interval(c.ratio_ci.low, c.ratio_ci.high, sig=4)}"
@@ -267,10 +300,10 @@ def comparison_cells(ca: ComparisonAnalysis, c, label: str, why: str) -> tuple[s
             cost += f" {fmt_interval(c.cost_ratio_ci.low, c.cost_ratio_ci.high, sig=4)}"
     return (
         label + (f" [{ca.metric}]" if "p99" in ca.metric else ""),
-        ca.condition,
-        ca.baseline,
+        condition_text(ca.condition),
+        condition_text(ca.baseline),
         f"{c.n_baseline}/{c.n_condition}",
-        f"{fmt_num(c.baseline_median / div, 4)} → {fmt_num(c.condition_median / div, 4)} {unit}",
+        f"{fmt_in(c.baseline_median, div)} → {fmt_in(c.condition_median, div)} {unit}",
         ratio,
         cost,
         fmt_interval(c.decision_ci.low, c.decision_ci.high, sig=4) if c.decision_ci else "–",
@@ -289,8 +322,9 @@ def comparison_table(analysis: CampaignAnalysis) -> doc.Table:
     )
     rows = tuple(analysis.comparisons) + tuple(analysis.tail_comparisons)
     whys, notes = doc.table_notes([comparison_why(ca) for ca in rows])
+    units = metric_units(analysis.cells)
     for ca, label, why in zip(rows, comparison_labels(rows), whys, strict=True):
-        row = comparison_row(ca, label)
+        row = comparison_row(ca, label, units)
         t.rows.append((*row[:-1], why))
         kind = ca.comparison.verdict.kind if ca.comparison else "none"
         confounded = " confounded" if ca.comparison and ca.comparison.verdict.confounded else ""
@@ -311,7 +345,7 @@ def verdict_lines(analysis: CampaignAnalysis) -> list[str]:
     for ca, label in zip(everything, comparison_labels(everything), strict=True):
         c = ca.comparison
         metric = f" [{ca.metric}]" if ca in analysis.tail_comparisons else ""
-        what = f"{label}{metric}: {ca.condition} vs {ca.baseline}"
+        what = f"{label}{metric}: {condition_text(ca.condition)} vs {condition_text(ca.baseline)}"
         if c is None:
             items.append((5, f"no verdict — {what}: {ca.reason}"))
             continue
@@ -325,7 +359,7 @@ def verdict_lines(analysis: CampaignAnalysis) -> list[str]:
             f"{verdict_text(c.verdict.kind, c.verdict.confounded)}"
             + (" [UNSTABLE: see the A/A control]" if ca.unstable else "")
             + f" — {what}: cost ratio {fmt_ratio(c.cost_ratio)}×{di}{ci}, delta {c.delta:.1%}, "
-            f"adjusted p = {fmt_p(c.p_adjusted)}"
+            f"adjusted p {p_is(c.p_adjusted)}"
         )
         items.append((rank.get(c.verdict.kind, 5), line))
     return [line for _, line in sorted(items, key=lambda t: t[0])]

@@ -26,7 +26,7 @@ def method_note(a: CampaignAnalysis) -> str:
         "adjusted p < 0.05 and the decision interval above 1 + delta; speedup: the mirror; no change: the "
         "decision interval inside [1 - delta, 1 + delta] (equivalence, TOST); otherwise inconclusive. A 95% "
         "CI is shown beside it for reading, labelled; it does not decide. "
-        f"Threshold delta per plan entry: {thresholds}. p adjusted by {a.family_text}."
+        f"Threshold delta per plan entry: {thresholds}. {a.adjusted_text[0].upper()}{a.adjusted_text[1:]}."
         + (f" {a.pairing_source}" if a.pairing_source else "")
     )
 
@@ -117,3 +117,41 @@ def build_note(a: CampaignAnalysis) -> str | None:
     if not isinstance(build, dict) or not build.get("compiler"):
         return None
     return f"native kernels built with {build['compiler']} {build.get('flags') or build.get('cflags', '')}".rstrip()
+
+
+# ---- a campaign's verdicts at a glance (serve's lists read them from the stored summary) -----------------------
+
+TALLY_WORDS = (("slowdown", "slowdown", "slowdowns"), ("speedup", "speedup", "speedups"),
+               ("inconclusive", "inconclusive", "inconclusive"), ("no_change", "no change", "no change"),
+               ("insufficient", "insufficient", "insufficient"), ("none", "no verdict", "no verdict"))  # fmt: skip
+
+
+def verdict_tally(a: CampaignAnalysis) -> dict:
+    """How many comparisons (medians and tails) ended in each verdict, and the A/A control's state ("ok",
+    "unstable", "not judged", "none"): what a list of campaigns shows without opening one."""
+    counts: dict[str, int] = {}
+    for ca in (*a.comparisons, *a.tail_comparisons):
+        kind = ca.comparison.verdict.kind if ca.comparison else "none"
+        counts[kind] = counts.get(kind, 0) + 1
+    judged = [c for c in a.aa_controls if c.comparison is not None and not c.reason]
+    aa = (
+        "none"
+        if not a.aa_controls
+        else "unstable"
+        if a.unstable_workloads
+        else "ok"
+        if judged
+        else "not judged"
+    )
+    return {"counts": counts, "aa": aa}
+
+
+def tally_words(tally: dict | None) -> str:
+    """A tally as a list cell reads it: "1 slowdown, 3 no change; A/A ok"; a campaign whose summary is not
+    stored (still running, or from before summaries were kept) says so rather than being analysed for a list."""
+    if not tally:
+        return "not summarized"
+    counts = tally.get("counts") or {}
+    said = [f"{n} {one if n == 1 else many}" for kind, one, many in TALLY_WORDS if (n := counts.get(kind))]
+    aa = {"ok": "A/A ok", "unstable": "A/A UNSTABLE", "not judged": "A/A not judged"}.get(tally.get("aa", ""))
+    return "; ".join(x for x in (", ".join(said) or "no comparison", aa) if x)

@@ -456,11 +456,13 @@ def _train(args) -> int:
 
 
 def _describe_tree(node: dict, pad: str) -> str:
+    from boardlab.analysis.format import fmt_value
+
     if "leaf" in node:
         return f"{pad}-> {node['leaf'].replace('_', ' ')}"
     return "\n".join(
         [
-            f"{pad}if {node['feature']} <= {node['threshold_value']:g}:",
+            f"{pad}if {node['feature']} <= {fmt_value(node['threshold_value'])}:",
             _describe_tree(node["le"], pad + "  "),
             f"{pad}else:",
             _describe_tree(node["gt"], pad + "  "),

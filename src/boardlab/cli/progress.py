@@ -6,7 +6,15 @@ import shutil
 import sys
 import time
 
+from boardlab.analysis.format import cell_label, fmt_scaled
 from boardlab.report.escape import term
+
+
+def _name(cell) -> str:
+    """A run's cell as reports name it: the workload with the parameters it sets, in their units, and the
+    condition ("mibench.sha1 @ baseline", "mem.latency (pattern=random, size 4 KiB) @ baseline"); the
+    store's key (`mibench.sha1[]@baseline`) is for the store."""
+    return f"{cell_label(cell.workload, cell.params_dict)} @ {cell.condition}"
 
 
 def _fmt_s(seconds: float) -> str:
@@ -52,7 +60,7 @@ class TerminalProgress:
         new = done - self.done0
         eta = elapsed / new * (total - done) if new > 0 else 0.0
         unit = next((m.unit for m in result.metrics if m.name == run.cell.metric), "")
-        value = f"{result.value:.4g} {unit}" if result.value is not None else "no value"
+        value = fmt_scaled(result.value, unit)
         status = (
             "ok"
             if result.valid
@@ -65,15 +73,15 @@ class TerminalProgress:
             filled = int(width * done / total) if total else width
             bar = "#" * filled + "-" * (width - filled)
             if not result.valid:
-                self._print(f"  {run.cell.key} rep {run.repetition}: {status}")
+                self._print(f"  {_name(run.cell)} rep {run.repetition}: {status}")
             self.stream.write(
                 f"\r\x1b[K[{bar}] {done}/{total} {_fmt_s(elapsed)} ETA {_fmt_s(eta)}  "
-                f"{term(run.cell.key[:40])} {value}"
+                f"{term(_name(run.cell)[:40])} {value}"
             )
             self.stream.flush()
             if done == total:
                 self.stream.write("\n")
         elif not self.quiet or not result.valid:
             self._print(
-                f"[{done}/{total}] {run.cell.key} rep {run.repetition}: {value} ({status}) ETA {_fmt_s(eta)}"
+                f"[{done}/{total}] {_name(run.cell)} rep {run.repetition}: {value} ({status}) ETA {_fmt_s(eta)}"
             )

@@ -710,6 +710,17 @@ static void emit_json(bk_run *r, const bk_ctx *ctx, const bk_options *opt)
     fputc('\n', stdout);
 }
 
+/* Decimals that give `v` six significant digits written without an exponent (11008100 paths/s, never
+ * 1.10081e+07): a reader compares the human summary with the reports, which never use one. */
+static int plain_decimals(double v)
+{
+    double a = fabs(v);
+    if (!isfinite(a) || a == 0)
+        return 0;
+    int d = 5 - (int)floor(log10(a));
+    return d < 0 ? 0 : d > 12 ? 12 : d;
+}
+
 /* The same result for a person: the verdict, the timer, and each metric's median with its range. */
 static void emit_text(bk_run *r, const bk_ctx *ctx, const bk_options *opt)
 {
@@ -728,7 +739,8 @@ static void emit_text(bk_run *r, const bk_ctx *ctx, const bk_options *opt)
         if (ctx->skipped[m])
             continue;
         if (spec->kind == BK_VALUE) {
-            printf("  %-28s %14.6g %s\n", spec->name, metric_value(ctx, m, 0, r->reps), spec->unit);
+            double v = metric_value(ctx, m, 0, r->reps);
+            printf("  %-28s %14.*f %s\n", spec->name, plain_decimals(v), v, spec->unit);
             continue;
         }
         double *vals = r->vals;
@@ -736,8 +748,9 @@ static void emit_text(bk_run *r, const bk_ctx *ctx, const bk_options *opt)
         for (int i = 0; i < r->done; i++)
             vals[c++] = iteration_value(ctx, m, r->iter_ns, r->phase_ns, i, r->reps);
         qsort(vals, (size_t)c, sizeof(double), cmp_double);
-        printf("  %-28s %14.6g %s (median of %d; min %.6g, max %.6g)\n", spec->name, c ? median_sorted(vals, c) : NAN,
-               spec->unit, c, c ? vals[0] : NAN, c ? vals[c - 1] : NAN);
+        double med = c ? median_sorted(vals, c) : NAN, lo = c ? vals[0] : NAN, hi = c ? vals[c - 1] : NAN;
+        printf("  %-28s %14.*f %s (median of %d; min %.*f, max %.*f)\n", spec->name, plain_decimals(med), med,
+               spec->unit, c, plain_decimals(lo), lo, plain_decimals(hi), hi);
     }
     if (opt->counters)
         bk_counters_print(&r->counters, stdout);

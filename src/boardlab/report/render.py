@@ -117,11 +117,16 @@ def html_sections(sections: Iterable[doc.Section]) -> list[str]:
 
 
 def md_escape(s: object) -> str:
-    """Plan and board strings are data: no table breaks, no raw HTML, no code spans, no links."""
+    """Plan and board strings are data: no table breaks, no raw HTML, no code spans, no links. Only what
+    would start a tag, an autolink or an entity takes CommonMark's backslash escape (`\\<script`, `\\&amp;`),
+    never an HTML entity: the file reads "p < 0.0001" and ">= 1000" as its reader wrote them."""
     text = str(s).replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
     text = term(text.replace("](", "]\\(").replace("][", "]\\["))  # no [x](url) link; controls shown
-    text = text.replace("<", "&lt;").replace(">", "&gt;")
+    text = _MD_TAG.sub(r"\\\g<0>", text)
     return " ".join(text.splitlines())
+
+
+_MD_TAG = re.compile(r"<(?=[A-Za-z/!?])|&(?=#?\w+;)")  # a tag, comment, autolink or entity starts here
 
 
 def md_table(headers: Iterable[str], rows: Iterable[Iterable[str]], numeric: Iterable[bool]) -> list[str]:
@@ -140,7 +145,8 @@ def md_block(b: doc.Block) -> list[str]:
         head = [f"**{md_escape(b.title)}**", ""] if b.title else []
         return head + md_table(b.headers, b.rows, b.numeric) + notes
     if isinstance(b, doc.Prose):
-        return [f"**{md_escape(b.text)}**" if b.strong else _bold(b.text, b.bold, md_escape, "**", "**")]
+        line = f"**{md_escape(b.text)}**" if b.strong else _bold(b.text, b.bold, md_escape, "**", "**")
+        return ["\\" + line if line.startswith(">") else line]  # a line's first ">" would open a quote
     if isinstance(b, doc.Items):
         return [f"- {md_escape(x)}" for x in b.items]
     if isinstance(b, doc.Preformatted):

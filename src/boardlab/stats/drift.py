@@ -10,6 +10,7 @@ from boardlab.stats._memo import digest, remembered
 from boardlab.stats._special import rank_average
 from boardlab.stats._validate import as_values
 from boardlab.stats.hypothesis import Ranking, spearman, spearman_of_ranks
+from boardlab.stats.text import p_is
 
 DRIFT_ALPHA = 0.01  # research/anchors-methodology.md section 9.3: flag at p < 0.01
 
@@ -80,7 +81,7 @@ def _drift_check(
     if flagged:
         trend = "rise" if result.rho > 0 else "fall"
         message = (
-            f"values {trend} with run order (Spearman rho = {result.rho:+.2f}, p = {result.p_value:.2g}): "
+            f"values {trend} with run order (Spearman rho = {result.rho:+.2f}, p {p_is(result.p_value)}): "
             "the board drifted during the session. Interleave the arms (ABBA blocks or a seeded shuffle), "
             "keep the idle/thermal gate on, and check the per-run frequency and temperature records."
         )

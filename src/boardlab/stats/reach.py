@@ -24,6 +24,7 @@ from typing import Literal
 
 from boardlab.stats.hypothesis import mann_whitney_u, wilcoxon_signed_rank
 from boardlab.stats.permutation import smallest_p as permutation_floor
+from boardlab.stats.text import p_text
 from boardlab.stats.threshold import family_method
 from boardlab.stats.verdict import ALPHA, MIN_RUNS_PER_ARM
 
@@ -133,7 +134,7 @@ def reachability(
             f"{runs_per_arm} runs per arm: a verdict needs at least {MIN_RUNS_PER_ARM}"
             if runs_per_arm < MIN_RUNS_PER_ARM
             else f"with {runs_per_arm} runs per arm the smallest p-value the {name} test can give, times the "
-            f"{family_size} comparisons of the report, is {p:.3g}, not below {alpha}"
+            f"{family_size} comparisons of the report, is {p_text(p)}, not below {alpha}"
         )
         where = "" if what == "comparison" else f" for a {what}"
         message = (

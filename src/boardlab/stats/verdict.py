@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from boardlab.stats.summary import Interval
+from boardlab.stats.text import p_is
 
 MIN_RUNS_PER_ARM = 5
 ALPHA = 0.05
@@ -146,7 +147,7 @@ def _why_not_significant(p_value: float | None, p_adjusted: float, family_size: 
     the test is corrected for the whole report (docs/method.md "Verdict")."""
     if family_size > 1 and p_value is not None and p_value < alpha <= p_adjusted:
         return (
-            f"the decision interval is this comparison's own; the test against a ratio of 1 (p = {p_value:.3g}) "
+            f"the decision interval is this comparison's own; the test against a ratio of 1 (p {p_is(p_value)}) "
             f"is corrected for the report's {family_size} comparisons, and after that correction it is not "
             f"below {alpha}: the evidence is not strong enough for all {family_size} together. Add runs to "
             "this cell, or compare fewer cells"
@@ -198,11 +199,11 @@ def decide(
     ci = f"the {level} decision interval [{lo:.4f}, {hi:.4f}] of the cost ratio"
     upper, lower = 1.0 + delta, 1.0 - delta
     significant = p_adjusted < alpha
-    p_text = f"adjusted p = {p_adjusted:.3g}"
+    p_text = f"adjusted p {p_is(p_adjusted)}"
     if lo > upper and significant:
-        return verdict("slowdown", f"{ci} lies above 1 + delta = {upper:.4f} and {p_text} < {alpha}")
+        return verdict("slowdown", f"{ci} lies above 1 + delta = {upper:.4f} and {p_text}, below {alpha}")
     if hi < lower and significant:
-        return verdict("speedup", f"{ci} lies below 1 - delta = {lower:.4f} and {p_text} < {alpha}")
+        return verdict("speedup", f"{ci} lies below 1 - delta = {lower:.4f} and {p_text}, below {alpha}")
     if lower <= lo and hi <= upper:
         return verdict("no_change", f"{ci} lies inside [1 - delta, 1 + delta] = [{lower:.4f}, {upper:.4f}]")
     if lo > upper or hi < lower:

@@ -124,11 +124,11 @@ def create_app(db: str, *, token: str | None = None, verify: bool = True, thread
         if isinstance(built, pages.Rendered):  # a campaign's report, rendered when its summary was stored
             if as_json:
                 return Response(built.twin_json, media_type="application/json")
-            return HTMLResponse(_page(built.title, extra + built.html))
+            return HTMLResponse(_page(built.title, _under_heading(built.html, extra)))
         document, twin = built
         if as_json:
             return Response(json.dumps(twin, allow_nan=False, default=str), media_type="application/json")
-        return HTMLResponse(_page(document.title, extra + render_document(document, "html")))
+        return HTMLResponse(_page(document.title, _under_heading(render_document(document, "html"), extra)))
 
     def page_no(request) -> int:
         return pages.parse_id(request.query_params.get("page", "0"), "page", "a page number", most=10**6)
@@ -163,7 +163,7 @@ def create_app(db: str, *, token: str | None = None, verify: bool = True, thread
 
         def form(store) -> str:
             choices = pages.compare_choices(store)
-            return "<h1>Compare</h1>" + _form(
+            return _form(
                 "/compare", [_select("a", "A (reference)", choices, a), _select("b", "B", choices, b)]
             )
 
@@ -182,7 +182,7 @@ def create_app(db: str, *, token: str | None = None, verify: bool = True, thread
                 ("", "every board"),
                 *((r["label"], r["label"]) for r in store.board_page(limit=pages.PICK_LIMIT)),
             ]
-            return "<h1>History</h1>" + _form(
+            return _form(
                 "/history",
                 [_select("plan", "plan", plans, plan), _select("board", "board", boards, board or "")],
             )
@@ -254,6 +254,12 @@ def local_target(path: str, query: str) -> str:
     kept = [(k, v) for k, v in urllib.parse.parse_qsl(query, keep_blank_values=True) if k != "token"]
     target = urllib.parse.quote(path, safe="/:@!$&'()*+,;=-._~")
     return target + ("?" + urllib.parse.urlencode(kept) if kept else "")
+
+
+def _under_heading(body: str, extra: str) -> str:
+    """The page's own part (a form, the live block) under the document's one <h1>: one heading per page."""
+    head, end, rest = body.partition("</h1>")
+    return head + end + extra + rest if end else extra + body
 
 
 def _empty(title: str, text: str):

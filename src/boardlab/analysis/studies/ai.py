@@ -291,7 +291,7 @@ def sections(analysis: CampaignAnalysis, study: AiStudy) -> list[doc.Section]:
     tail = (
         "The p99 verdict: per-run p99s when every run has at least 100 frames, otherwise the p99 of all runs' "
         "frames pooled with a cluster bootstrap over runs; decided on its 90% decision interval against the "
-        f"tail threshold, in the report's one correction family ({analysis.family_text})."
+        f"tail threshold, in the report's one correction family ({analysis.adjusted_text})."
     )
     return [
         doc.section(

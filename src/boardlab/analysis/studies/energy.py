@@ -376,8 +376,9 @@ def _plots(study: EnergyStudy) -> list[doc.Block]:
 def sections(analysis, study: EnergyStudy) -> list[doc.Section]:
     head: list[doc.Block | None] = [
         doc.Prose(f"Energy: {study.reason}", strong=True, formats=doc.RICH) if study.reason else None,
-        _table(*source_rows(study), formats=doc.RICH),
     ]
+    sources = _table(*source_rows(study), formats=doc.RICH)
+    head.append(sources if sources.rows else None)  # no table of no sources: the reason above says why
     if study.primary is None:
         head.append(doc.Prose(f"energy: {study.reason}", formats=TEXT_ONLY))
         return [doc.section(TITLE, *head, anchor="energy")]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from boardlab.analysis import document as doc
 from boardlab.analysis.format import fmt_size as _size
-from boardlab.analysis.format import fmt_spec
+from boardlab.analysis.format import fmt_spec, fmt_value
 
 TITLE = "Governor study"
 POLICY_KINDS = ("governor", "governor-daemon")
@@ -93,7 +93,10 @@ def collect(store, campaign_id: int, cells, simulated: str | None = None) -> Gov
                 if (this, other, pattern, size, t, o) in slow
             },
         )  # fmt: skip
-        for (this, other, pattern, size), m in sorted(maps.items(), key=lambda kv: repr(kv[0]))
+        # sizes as numbers (4 KiB, 16 KiB, ... 1 MiB), not as text: the order a reader scans the heatmaps in
+        for (this, other, pattern, size), m in sorted(
+            maps.items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2], kv[0][3])
+        )
     )
     policies, energy_seen = _policies(store, campaign_id, cells)
     tree = store_io.load_artifact(store, campaign_id, store_io.TREE)
@@ -140,7 +143,7 @@ def _policies(store, campaign_id: int, cells) -> tuple[tuple[PolicyRow, ...], bo
 
 
 def _mhz(khz: int | None) -> str:
-    return "-" if khz is None else f"{khz / 1000:g}"
+    return "-" if khz is None else fmt_value(khz / 1000)
 
 
 def sweep_lines(s: SweepMap) -> str:
@@ -160,7 +163,7 @@ def sweep_lines(s: SweepMap) -> str:
 def tree_lines(node: dict, pad: str = "") -> list[str]:
     if "leaf" in node:
         return [f"{pad}-> {node['leaf'].replace('_', ' ')}"]
-    return ([f"{pad}if {node['feature']} <= {node['threshold_value']:g} ({node['unit']}):"]
+    return ([f"{pad}if {node['feature']} <= {fmt_value(node['threshold_value'])} ({node['unit']}):"]
             + tree_lines(node["le"], pad + "  ") + [f"{pad}else:"] + tree_lines(node["gt"], pad + "  "))  # fmt: skip
 
 

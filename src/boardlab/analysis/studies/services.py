@@ -253,7 +253,7 @@ def _data_table(cells: Sequence[ServiceCell]) -> list[ServicesTable]:
                     "reader_cpu_ms_per_s",
                     "lost",
                     "udp_rcvbuf_errors",
-                    "cpu_pct_one_cpu per service",
+                    "CPU per service [% of one CPU]",
                 ),
                 rows,
             )
@@ -354,6 +354,9 @@ def _saturation_tables(cells: Sequence[ServiceCell]) -> list[ServicesTable]:
     return out
 
 
+POWER_TITLE = "Power at rest vs operating"
+
+
 def _power_table(cells: Sequence[ServiceCell]) -> list[ServicesTable]:
     """Power at rest against operating, and the energy per message above rest."""
     out: list[ServicesTable] = []
@@ -361,7 +364,7 @@ def _power_table(cells: Sequence[ServiceCell]) -> list[ServicesTable]:
     if power:
         out.append(
             (
-                "Power at rest vs operating",
+                POWER_TITLE,
                 (
                     "scenario",
                     "runs",
@@ -416,16 +419,14 @@ def sections(analysis, study: ServicesStudy | Sequence[ServiceCell]) -> list[doc
     cells = study.cells if isinstance(study, ServicesStudy) else tuple(study)
     if not cells:
         return []
-    out = [doc.section(TITLE, doc.Prose(PROSE, small=True, formats=doc.RICH), anchor="services")]
-    for title, headers, rows in tables(cells):
+    parts = tables(cells)
+    intro: list[doc.Block] = [doc.Prose(PROSE, small=True, formats=doc.RICH)]
+    if not any(
+        title == POWER_TITLE for title, _, _ in parts
+    ):  # why there is none, said once, under no heading
+        reason = study.energy_reason if isinstance(study, ServicesStudy) else None
+        intro.append(doc.Prose(energy_note(reason), small=True))
+    out = [doc.section(TITLE, *intro, anchor="services")]
+    for title, headers, rows in parts:
         out.append(doc.section(title, doc.Table(tuple(doc.Column(h) for h in headers), tuple(rows)), level=3))
-    out.append(
-        doc.section(
-            "Energy per message",
-            doc.Prose(
-                energy_note(study.energy_reason if isinstance(study, ServicesStudy) else None), small=True
-            ),
-            level=3,
-        )
-    )
     return out

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from boardlab.analysis import document as doc
+from boardlab.analysis.format import fmt_num, params_text
 from boardlab.analysis.format import fmt_si as _si
-from boardlab.analysis.format import params_text
 from boardlab.analysis.specs import has_role, spec_of
 from boardlab.model.worker_result import stored_worker_result
 
@@ -599,7 +599,7 @@ def tables(s: StreamStudy) -> list[tuple[str, tuple[str, ...], list[tuple[str, .
         out.append((
             "CPU per pipeline stage (ns per delivered input byte)",
             ("pipeline", *STAGES, "stages / rusage"),
-            [(st.label, *(f"{dict(st.ns_per_byte).get(x, 0):.3g}" for x in STAGES),
+            [(st.label, *(fmt_num(dict(st.ns_per_byte).get(x, 0), 3) for x in STAGES),
               f"{st.cpu_over_rusage:.3f}" if st.cpu_over_rusage else "-") for st in s.stages],
         ))  # fmt: skip
     if s.gflops:
@@ -607,7 +607,7 @@ def tables(s: StreamStudy) -> list[tuple[str, tuple[str, ...], list[tuple[str, .
             (
                 "GFLOPS",
                 ("kernel", "gflops", "runs"),
-                [(g.label, f"{g.gflops:.3g}", str(g.runs)) for g in s.gflops],
+                [(g.label, fmt_num(g.gflops, 3), str(g.runs)) for g in s.gflops],
             )
         )
     if s.searches:
@@ -646,7 +646,7 @@ def tables(s: StreamStudy) -> list[tuple[str, tuple[str, ...], list[tuple[str, .
         out.append((
             "Instructions per bit",
             ("workload", "per_bit", "kind", "why not counters"),
-            [(b.label, f"{b.per_bit:.3g}", b.kind, b.reason or "-") for b in s.bit_costs],
+            [(b.label, fmt_num(b.per_bit, 3), b.kind, b.reason or "-") for b in s.bit_costs],
         ))  # fmt: skip
     if s.balance:
         b = s.balance
@@ -654,7 +654,7 @@ def tables(s: StreamStudy) -> list[tuple[str, tuple[str, ...], list[tuple[str, .
             "Balance (compute instructions per I/O bit; about 1 is balanced)",
             ("compute_per_s", "compute source", "io_bit_s", "io source", "io kind", "balance"),
             [(_si(b.compute_per_s, "/s"), b.compute_source, _si(b.io_bit_s, "bit/s"), b.io_source, b.io_kind,
-              f"{b.ratio:.3g}" + (" (upper bound)" if b.io_kind == "loopback" else ""))],
+              fmt_num(b.ratio, 3) + (" (upper bound)" if b.io_kind == "loopback" else ""))],
         ))  # fmt: skip
     return out
 

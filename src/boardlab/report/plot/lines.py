@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Sequence
 
@@ -83,9 +84,11 @@ def line_plot(
     frame: str | None = None,
     title_size: int = 14,
     subtitle: str | None = None,
+    x_integer: bool = False,
 ) -> str:
     """Lines (with optional markers and error bars) on linear, log10 or log2 axes, and a legend below.
-    A `subtitle` line under the title is never truncated away (it carries e.g. a test's result)."""
+    A `subtitle` line under the title is never truncated away (it carries e.g. a test's result).
+    `x_integer`: x counts things (campaign 1, 2, 3): its ticks are whole numbers only."""
     small = width < 400
     pts = [(x, y) for ln in lines for x, y in ln.points if y is not None]
     ys = [y for _, y in pts] + [e for ln in lines for pair in (ln.errors or ()) if pair for e in pair]
@@ -128,12 +131,20 @@ def line_plot(
     ylo, yhi = padded_domain(ys, y_kind, 0.06)
     if y_zero and y_kind == "linear":
         ylo = min(0.0, ylo) if min(ys) >= 0 else ylo
+    yfmt_early = y_format or _tick_formatter(y_kind)
+    ylabels_early = tick_labels(Scale(ylo, yhi, 1, 0, y_kind).ticks(4 if small else 5), yfmt_early)
+    widest = max((_text_width(t, 10 if small else 11) for t in ylabels_early), default=0)
+    left = max(left, int(widest + (30 if small else 34)))  # the y title, a gap, the widest tick label
     sx = Scale(xlo, xhi, left, width - right, x_kind)
     sy = Scale(ylo, yhi, plot_bottom, top, y_kind)
     xfmt = x_format or _tick_formatter(x_kind)
     yfmt = y_format or _tick_formatter(y_kind)
     xticks = sx.ticks(4 if small else 7)
-    for t, label in zip(xticks, tick_labels(xticks, xfmt), strict=True):
+    if x_integer:
+        xticks = integer_ticks(xlo, xhi, 4 if small else 7)
+    xlabels = tick_labels(xticks, xfmt)
+    xticks, xlabels = spaced_ticks(xticks, xlabels, sx, 10 if small else 11)
+    for t, label in zip(xticks, xlabels, strict=True):
         p = sx(t)
         body.append(_line(p, top, p, plot_bottom, stroke=GRID))
         body.append(_text(p, plot_bottom + 14, label, anchor="middle", size=10 if small else 11, fill=AXIS))
@@ -212,3 +223,24 @@ def with_gaps(points: Sequence[tuple[float, float | None]]) -> list[tuple[float,
             out.append(((a[0] + b[0]) / 2, None))
         out.append(b)
     return out
+
+
+def integer_ticks(lo: float, hi: float, target: int) -> list[float]:
+    """Whole-number ticks within [lo, hi], about `target` of them, never a fraction (campaign 1.5 is none)."""
+    first, last = math.ceil(lo), math.floor(hi)
+    if last < first:
+        return [float(round((lo + hi) / 2))]
+    step = max(1, math.ceil((last - first + 1) / max(target, 1)))
+    return [float(v) for v in range(first, last + 1, step)]
+
+
+def spaced_ticks(ticks: Sequence[float], labels: Sequence[str], scale: Scale, size: float):
+    """Every k-th tick, the smallest k at which no two labels (centred on their ticks, widths estimated per
+    character) touch: "64 KiB128 KiB" never prints."""
+    for k in range(1, max(len(ticks), 1) + 1):
+        kept = list(range(0, len(ticks), k))
+        px = [scale(ticks[i]) for i in kept]
+        ws = [_text_width(labels[i], size) for i in kept]
+        if all(px[j + 1] - px[j] >= (ws[j] + ws[j + 1]) / 2 + 6 for j in range(len(kept) - 1)):
+            return [ticks[i] for i in kept], [labels[i] for i in kept]
+    return list(ticks[:1]), list(labels[:1])
