@@ -307,30 +307,53 @@ def _pcie(links) -> list[str]:
 
 
 def render(info, power=None, flavor: dict | None = None) -> str:
+    """The inventory as the terminal shows it: one part per section, each a list of lines."""
     width = shutil.get_terminal_size((110, 24)).columns
     out: list[str] = [f"boardlab info (root {info.root})", ""]
-
-    v = info.virtualization
-    k = info.kernel
-    out += ["Identity"]
+    out += _identity(info, width)
+    out += ["", "Clusters", *_clusters(info, width)]
+    out += ["", "Memory", *_memory(info, width)]
+    out += ["", "Kernel and isolation", *_kernel(info, flavor, width)]
+    out += ["", "Thermal", *_thermal(info, width)]
+    out += ["", "PCIe"]
+    out += (
+        _pcie(info.pcie_links) if info.pcie_links else ["  no PCIe link (no /sys/bus/pci device reports one)"]
+    )
+    out += ["", "Power", *_power(info)]
+    if power is not None:
+        out += _power_sources(power)
+    out += ["", "Capabilities"]
     out += _pairs(
-        [
-            ("model", _dash(info.model)),
-            ("compatible", " ".join(info.compatible) or "-"),
-            ("machine", _dash(info.machine)),
-            ("hostname", _dash(info.hostname)),
-            ("CPUs", f"{len(info.online_cpus)} online ({_cpus(info.online_cpus)}) of {len(info.cpus)}"),
-            (
-                "virtualized",
-                f"yes ({v.hypervisor or 'hypervisor unnamed'}): {'; '.join(v.evidence)}"
-                if v.virtualized
-                else "no",
-            ),
-        ],
+        [(name, "yes" if cap.supported else f"no: {cap.reason}") for name, cap in info.capabilities.items()],
         width,
     )
+    out += ["", "Checks", *_checks(info, width)]
+    return "\n".join(out)
 
-    out += ["", "Clusters"]
+
+def _identity(info, width: int) -> list[str]:
+    v = info.virtualization
+    virtualized = (
+        f"yes ({v.hypervisor or 'hypervisor unnamed'}): {'; '.join(v.evidence)}" if v.virtualized else "no"
+    )
+    return [
+        "Identity",
+        *_pairs(
+            [
+                ("model", _dash(info.model)),
+                ("compatible", " ".join(info.compatible) or "-"),
+                ("machine", _dash(info.machine)),
+                ("hostname", _dash(info.hostname)),
+                ("CPUs", f"{len(info.online_cpus)} online ({_cpus(info.online_cpus)}) of {len(info.cpus)}"),
+                ("virtualized", virtualized),
+            ],
+            width,
+        ),
+    ]
+
+
+def _clusters(info, width: int) -> list[str]:
+    out: list[str] = []
     rows = []
     for c in info.clusters:
         core = c.name + (f" ({c.midr_part})" if c.midr_part else "")
@@ -373,14 +396,16 @@ def render(info, power=None, flavor: dict | None = None) -> str:
                 for d in info.devfreq
             ],
         )
+    return out
 
+
+def _memory(info, width: int) -> list[str]:
     m = info.memory
     s = info.system
-    out += ["", "Memory"]
     swap = "none"
     if m.swap_total_kib:
         swap = f"{_size(m.swap_total_kib)} ({', '.join(d.name for d in m.swap_devices) or 'unnamed'})"
-    out += _pairs(
+    return _pairs(
         [
             ("total", _size(m.mem_total_kib)),
             ("available", _size(m.mem_available_kib)),
@@ -390,9 +415,12 @@ def render(info, power=None, flavor: dict | None = None) -> str:
         width,
     )
 
+
+def _kernel(info, flavor: dict | None, width: int) -> list[str]:
+    k = info.kernel
+    s = info.system
     iso = info.isolation
-    out += ["", "Kernel and isolation"]
-    out += _pairs(
+    return _pairs(
         [
             ("release", _dash(k.release)),
             ("version", _dash(k.version)),
@@ -425,47 +453,36 @@ def render(info, power=None, flavor: dict | None = None) -> str:
         width,
     )
 
-    out += ["", "Thermal"]
-    if info.thermal_zones:
-        rows = []
-        for z in info.thermal_zones:
-            trips = " ".join(f"{t.type}@{t.temp_mc / 1000:g}" for t in z.trips if t.temp_mc is not None)
-            temp = "-" if z.temp_mc is None else f"{z.temp_mc / 1000:.1f} C"
-            rows.append([z.name, _dash(z.type), temp, trips or "-"])
-        out += _table(["zone", "type", "temp", "trip points (C)"], rows)
-        cooling = [f"{d.type} {d.cur_state}/{d.max_state}" for d in info.cooling_devices]
-        if cooling:
-            out += _pairs([("cooling", ", ".join(cooling))], width)
-    else:
-        out.append("  no thermal zone")
 
-    out += ["", "PCIe"]
-    out += (
-        _pcie(info.pcie_links) if info.pcie_links else ["  no PCIe link (no /sys/bus/pci device reports one)"]
-    )
+def _thermal(info, width: int) -> list[str]:
+    if not info.thermal_zones:
+        return ["  no thermal zone"]
+    rows = []
+    for z in info.thermal_zones:
+        trips = " ".join(f"{t.type}@{t.temp_mc / 1000:g}" for t in z.trips if t.temp_mc is not None)
+        temp = "-" if z.temp_mc is None else f"{z.temp_mc / 1000:.1f} C"
+        rows.append([z.name, _dash(z.type), temp, trips or "-"])
+    out = _table(["zone", "type", "temp", "trip points (C)"], rows)
+    cooling = [f"{d.type} {d.cur_state}/{d.max_state}" for d in info.cooling_devices]
+    if cooling:
+        out += _pairs([("cooling", ", ".join(cooling))], width)
+    return out
 
-    out += ["", "Power"]
-    if info.power_sensors or info.powercap:
-        rows = []
-        for p in info.power_sensors:
-            values = ", ".join(f"{i.attribute} {_dash(i.value)} {i.unit}" for i in p.inputs)
-            rows.append([p.name, _dash(p.chip), _dash(p.device), _dash(p.label), values])
-        for z in info.powercap:
-            rows.append([z.name, "powercap", "-", _dash(z.zone), f"energy_uj {_dash(z.energy_uj)} uJ"])
-        out += _table(["sensor", "chip", "device", "measures", "inputs"], rows)
-    else:
-        out.append("  no power or energy sensor")
 
-    if power is not None:
-        out += _power_sources(power)
+def _power(info) -> list[str]:
+    if not (info.power_sensors or info.powercap):
+        return ["  no power or energy sensor"]
+    rows = []
+    for p in info.power_sensors:
+        values = ", ".join(f"{i.attribute} {_dash(i.value)} {i.unit}" for i in p.inputs)
+        rows.append([p.name, _dash(p.chip), _dash(p.device), _dash(p.label), values])
+    for z in info.powercap:
+        rows.append([z.name, "powercap", "-", _dash(z.zone), f"energy_uj {_dash(z.energy_uj)} uJ"])
+    return _table(["sensor", "chip", "device", "measures", "inputs"], rows)
 
-    out += ["", "Capabilities"]
-    out += _pairs(
-        [(name, "yes" if cap.supported else f"no: {cap.reason}") for name, cap in info.capabilities.items()],
-        width,
-    )
 
-    out += ["", "Checks"]
+def _checks(info, width: int) -> list[str]:
+    out: list[str] = []
     name_w = max((len(c.name) for c in info.checks), default=8)
     text_w = max(40, width - name_w - 10)
     for c in info.checks:
@@ -477,4 +494,4 @@ def render(info, power=None, flavor: dict | None = None) -> str:
             out.extend(f"  {'':<4}  {'':<{name_w}}  {line}" for line in fix)
     counts = {s: sum(1 for c in info.checks if c.status == s) for s in ("OK", "WARN", "FAIL")}
     out += ["", f"  {counts['OK']} OK, {counts['WARN']} WARN, {counts['FAIL']} FAIL"]
-    return "\n".join(out)
+    return out

@@ -321,6 +321,16 @@ def discover(
         compatible = tuple(c for c in (compat or "").split("\0") if c)
     d = Discovery()
 
+    _hwmon_sources(sr, compatible, d)
+    _rapl_sources(sr, d)
+    _pmic_source(sr, pmic_reader, d)
+    _meter_sources(meters or MeterConfig(), d)
+    return d
+
+
+def _hwmon_sources(sr: SysRoot, compatible: tuple[str, ...], d: Discovery) -> None:
+    """hwmon and INA3221 iio channels: each board input a source, the rails one summed source, every channel
+    a rail of its own in `d.rails`."""
     chans = power.hwmon_channels(sr, compatible) + power.iio_channels(sr)
     inputs = [c for c in chans if (c.label or "") in power.INPUT_RAIL_LABELS]
     rails = [c for c in chans if c not in inputs]
@@ -363,6 +373,9 @@ def discover(
             )
         )
 
+
+def _rapl_sources(sr: SysRoot, d: Discovery) -> None:
+    """One energy-counter source per readable powercap (RAPL) zone."""
     zones = power.rapl_zones(sr)
     for z in zones:
         if z.unreadable:
@@ -392,6 +405,9 @@ def discover(
             Unavailable("rapl", f"unsupported: no powercap zone under {sr.show(power.POWERCAP_DIR)}")
         )
 
+
+def _pmic_source(sr: SysRoot, pmic_reader: Callable[[], str | None] | None, d: Discovery) -> None:
+    """A Raspberry Pi 5's PMIC rails through vcgencmd (or the reader a test gives)."""
     vcgencmd = power.vcgencmd_path(sr)
     reader = pmic_reader
     if reader is None and vcgencmd:
@@ -426,7 +442,9 @@ def discover(
     elif vcgencmd is None and sr.live:
         d.unavailable.append(Unavailable("rpi-pmic", "unsupported: no vcgencmd (not a Raspberry Pi)"))
 
-    m = meters or MeterConfig()
+
+def _meter_sources(m: MeterConfig, d: Discovery) -> None:
+    """The configured external meters: a command that prints watts, a USB meter on a serial port."""
     if m.command:
         d.sources.append(
             CommandMeter(
@@ -471,4 +489,3 @@ def discover(
                     m.serial_baud,
                 )
             )
-    return d
