@@ -17,82 +17,17 @@ IR_VERSION = 8
 
 
 def to_onnx(net: Net):
+    """The network as an ONNX model: one node (and its activation) per op of `net.ops` (the emitters
+    below), then the SSD post-processing where the net has anchors; checked by onnx's checker."""
     import onnx
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper
 
-    nodes, inits = [], []
-
-    def const(name: str, arr: np.ndarray) -> str:
-        inits.append(numpy_helper.from_array(np.asarray(arr), name))
-        return name
-
+    g = _Nodes()
     if any(o.get("act") == "relu6" for o in net.ops):
-        const("relu6_min", np.array(0, np.float32))
-        const("relu6_max", np.array(6, np.float32))
-
-    def activation(y: str, act: str | None, name: str) -> None:
-        if act is None:
-            return
-        pre = y + "_pre"
-        nodes[-1].output[0] = pre
-        if act == "relu":
-            nodes.append(helper.make_node("Relu", [pre], [y], name=name + "_relu"))
-        else:
-            nodes.append(helper.make_node("Clip", [pre, "relu6_min", "relu6_max"], [y], name=name + "_relu6"))
-
+        g.const("relu6_min", np.array(0, np.float32))
+        g.const("relu6_max", np.array(6, np.float32))
     for i, o in enumerate(net.ops):
-        nm = f"{o['op']}_{i}"
-        if o["op"] == "conv":
-            w, b = const(nm + "_W", o["W"]), const(nm + "_B", o["B"])
-            top, left, bottom, right = o["pads"]
-            nodes.append(
-                helper.make_node(
-                    "Conv",
-                    [o["x"], w, b],
-                    [o["y"]],
-                    name=nm,
-                    kernel_shape=[o["k"]] * 2,
-                    strides=[o["s"]] * 2,
-                    pads=[top, left, bottom, right],
-                    group=o["groups"],
-                )
-            )
-            activation(o["y"], o["act"], nm)
-        elif o["op"] == "add":
-            nodes.append(helper.make_node("Add", [o["a"], o["b"]], [o["y"]], name=nm))
-            activation(o["y"], o["act"], nm)
-        elif o["op"] == "maxpool":
-            top, left, bottom, right = o["pads"]
-            nodes.append(
-                helper.make_node(
-                    "MaxPool",
-                    [o["x"]],
-                    [o["y"]],
-                    name=nm,
-                    kernel_shape=[o["k"]] * 2,
-                    strides=[o["s"]] * 2,
-                    pads=[top, left, bottom, right],
-                )
-            )
-        elif o["op"] == "gap_fc":
-            nodes.append(helper.make_node("GlobalAveragePool", [o["x"]], [nm + "_gap"], name=nm + "_gap"))
-            nodes.append(helper.make_node("Flatten", [nm + "_gap"], [nm + "_flat"], name=nm + "_flat"))
-            w, b = const(nm + "_W", o["W"]), const(nm + "_B", o["B"])
-            out = nm + "_logits" if o["softmax"] else o["y"]
-            nodes.append(helper.make_node("Gemm", [nm + "_flat", w, b], [out], name=nm, transB=1))
-            if o["softmax"]:
-                nodes.append(helper.make_node("Softmax", [out], [o["y"]], name=nm + "_softmax", axis=-1))
-        elif o["op"] == "flat":
-            shape = const(nm + "_shape", np.array([1, -1, o["last"]], np.int64))
-            nodes.append(
-                helper.make_node("Transpose", [o["x"]], [nm + "_nhwc"], name=nm + "_nhwc", perm=[0, 2, 3, 1])
-            )
-            nodes.append(helper.make_node("Reshape", [nm + "_nhwc", shape], [o["y"]], name=nm))
-        elif o["op"] == "concat":
-            out = nm + "_cat" if o["sigmoid"] else o["y"]
-            nodes.append(helper.make_node("Concat", o["xs"], [out], name=nm, axis=1))
-            if o["sigmoid"]:
-                nodes.append(helper.make_node("Sigmoid", [out], [o["y"]], name=nm + "_sigmoid"))
+        _EMITTERS[o["op"]](g, o, f"{o['op']}_{i}")
 
     def value_info(name: str, shape, elem=TensorProto.FLOAT):
         return helper.make_tensor_value_info(name, elem, list(shape))
@@ -101,8 +36,8 @@ def to_onnx(net: Net):
     if net.anchors is None:
         outputs = [value_info(t, [1, *net.shapes[t]]) for t in net.outputs]
     else:
-        outputs = _ssd_postprocess(net, nodes, const, helper)
-    graph = helper.make_graph(nodes, net.name, inputs, outputs, inits)
+        outputs = _ssd_postprocess(net, g.nodes, g.const, helper)
+    graph = helper.make_graph(g.nodes, net.name, inputs, outputs, g.inits)
     model = helper.make_model(
         graph, opset_imports=[helper.make_opsetid("", OPSET)], producer_name="boardlab", producer_version="1"
     )
@@ -110,6 +45,88 @@ def to_onnx(net: Net):
     model.doc_string = f"boardlab generated {net.name}: architecture-faithful, seeded random weights"
     onnx.checker.check_model(skeleton(model))
     return model
+
+
+class _Nodes:
+    """The graph's nodes and initializers as the emitters add them."""
+
+    def __init__(self) -> None:
+        self.nodes: list = []
+        self.inits: list = []
+
+    def const(self, name: str, arr: np.ndarray) -> str:
+        from onnx import numpy_helper
+
+        self.inits.append(numpy_helper.from_array(np.asarray(arr), name))
+        return name
+
+    def node(self, *args, **kwargs) -> None:
+        from onnx import helper
+
+        self.nodes.append(helper.make_node(*args, **kwargs))
+
+    def activation(self, y: str, act: str | None, name: str) -> None:
+        """The op's activation as a node of its own after the last one, which then writes `y`_pre."""
+        if act is None:
+            return
+        pre = y + "_pre"
+        self.nodes[-1].output[0] = pre
+        if act == "relu":
+            self.node("Relu", [pre], [y], name=name + "_relu")
+        else:
+            self.node("Clip", [pre, "relu6_min", "relu6_max"], [y], name=name + "_relu6")
+
+
+def _conv(g: _Nodes, o: dict, nm: str) -> None:
+    w, b = g.const(nm + "_W", o["W"]), g.const(nm + "_B", o["B"])
+    top, left, bottom, right = o["pads"]
+    g.node("Conv", [o["x"], w, b], [o["y"]], name=nm, kernel_shape=[o["k"]] * 2, strides=[o["s"]] * 2,
+           pads=[top, left, bottom, right], group=o["groups"])  # fmt: skip
+    g.activation(o["y"], o["act"], nm)
+
+
+def _add(g: _Nodes, o: dict, nm: str) -> None:
+    g.node("Add", [o["a"], o["b"]], [o["y"]], name=nm)
+    g.activation(o["y"], o["act"], nm)
+
+
+def _maxpool(g: _Nodes, o: dict, nm: str) -> None:
+    top, left, bottom, right = o["pads"]
+    g.node("MaxPool", [o["x"]], [o["y"]], name=nm, kernel_shape=[o["k"]] * 2, strides=[o["s"]] * 2,
+           pads=[top, left, bottom, right])  # fmt: skip
+
+
+def _gap_fc(g: _Nodes, o: dict, nm: str) -> None:
+    g.node("GlobalAveragePool", [o["x"]], [nm + "_gap"], name=nm + "_gap")
+    g.node("Flatten", [nm + "_gap"], [nm + "_flat"], name=nm + "_flat")
+    w, b = g.const(nm + "_W", o["W"]), g.const(nm + "_B", o["B"])
+    out = nm + "_logits" if o["softmax"] else o["y"]
+    g.node("Gemm", [nm + "_flat", w, b], [out], name=nm, transB=1)
+    if o["softmax"]:
+        g.node("Softmax", [out], [o["y"]], name=nm + "_softmax", axis=-1)
+
+
+def _flat(g: _Nodes, o: dict, nm: str) -> None:
+    shape = g.const(nm + "_shape", np.array([1, -1, o["last"]], np.int64))
+    g.node("Transpose", [o["x"]], [nm + "_nhwc"], name=nm + "_nhwc", perm=[0, 2, 3, 1])
+    g.node("Reshape", [nm + "_nhwc", shape], [o["y"]], name=nm)
+
+
+def _concat(g: _Nodes, o: dict, nm: str) -> None:
+    out = nm + "_cat" if o["sigmoid"] else o["y"]
+    g.node("Concat", o["xs"], [out], name=nm, axis=1)
+    if o["sigmoid"]:
+        g.node("Sigmoid", [out], [o["y"]], name=nm + "_sigmoid")
+
+
+_EMITTERS = {
+    "conv": _conv,
+    "add": _add,
+    "maxpool": _maxpool,
+    "gap_fc": _gap_fc,
+    "flat": _flat,
+    "concat": _concat,
+}
 
 
 def skeleton(model):
