@@ -158,61 +158,22 @@ def _lg_drivers(path: str | None, places: list[str]) -> dict[str, list]:
 
 
 def run(args) -> int:
-    from boardlab.campaign.plan import PlanUnsupported, load_plan
     from boardlab.errors import InputError, MeasurementError
     from boardlab.fleet.controller import FleetSpec, run_fleet, summary
     from boardlab.fleet.coordinator import Coordinator, need_labgrid, parse_address, parse_tags
     from boardlab.fleet.names import remote_root
     from boardlab.report.escape import term
-    from boardlab.workloads import all_workloads
 
-    if bool(args.plan) == bool(args.preset):
-        raise InputError("give a plan file or --preset NAME (one of them)")
-    for name, value, low in (
-        ("--board-timeout", args.board_timeout, 1),
-        ("--poll", args.poll, 0.2),
-        ("--boot-timeout", args.boot_timeout, 1),
-        ("--reserve-timeout", args.reserve_timeout, 1),
-    ):
-        if not value >= low:
-            raise InputError(f"{name} {value:g}: expected at least {low:g} s")
-    if not 0 <= args.retries <= 100:
-        raise InputError(f"--retries {args.retries}: expected 0 to 100")
+    _check_options(args)
     address = parse_address(args.coordinator)
     tags = parse_tags(args.places)
     remote_root(args.remote_dir)  # it reaches the boards' shell: refused here, before any board is touched
     from boardlab.campaign.identity import resolve
 
     identity = resolve(args.commit, args.branch, args.source_dir)  # git asked here, not on the boards
-    catalog = {w.name: w for w in all_workloads()}
-    try:  # checked here before any board is touched; a [sweep] expands on each board
-        plan = load_plan(args.plan, args.preset, catalog, None)
-    except PlanUnsupported as exc:
-        raise InputError(str(exc)) from None
-    except InputError as exc:
-        if "[sweep]" not in str(exc):
-            raise
-        raise InputError(
-            f"{exc}; a fleet plan may not use [sweep] (each board would expand its own)"
-        ) from None
+    plan = _fleet_plan(args)
     bundles = _bundles(args.bundle)
-    if args.ssh_key:
-        try:
-            open(args.ssh_key).close()
-        except OSError as exc:
-            raise InputError(f"--ssh-key {args.ssh_key}: {exc.strerror}") from None
-    if args.keep:
-        from pathlib import Path
-
-        if not Path(args.keep).is_dir():
-            raise InputError(f"--keep {args.keep}: no such directory")
-    from boardlab.store import pg
-
-    if not pg.is_url(args.db):
-        from pathlib import Path
-
-        if not Path(args.db).resolve().parent.is_dir():
-            raise InputError(f"--db {args.db}: the directory {Path(args.db).parent} does not exist")
+    _check_paths(args)
     need_labgrid()
     try:
         from boardlab.store.ingest import ingest_file
@@ -272,18 +233,80 @@ def run(args) -> int:
     if args.json:
         print(json.dumps(doc))
     else:
-        for r in results:
-            runs = f"{r.runs} runs ({r.valid_runs} valid)" if r.runs is not None else "no results fetched"
-            tries = len(r.attempts)
-            line = f"{r.place}: {r.status}, {runs}, {tries} attempt{'s' if tries != 1 else ''}"
-            if r.power_cycles:
-                line += f", {r.power_cycles} power cycle{'s' if r.power_cycles != 1 else ''}"
-            if r.reason:
-                line += f": {r.reason}"
-            print(term(line))
-            for key, reps in sorted(r.unfinished.items()):
-                print(term(f"  unfinished: {key} repetitions {', '.join(map(str, reps))}"))
-        print(f"{doc['done']} of {len(results)} boards done; results in {term(args.db)}")
+        _print_results(results, doc, args.db)
     if interrupted:
         return 130
     return 0 if doc["failed"] == 0 else 1
+
+
+def _check_options(args) -> None:
+    """The plan choice and the numeric options, refused before anything is contacted."""
+    from boardlab.errors import InputError
+
+    if bool(args.plan) == bool(args.preset):
+        raise InputError("give a plan file or --preset NAME (one of them)")
+    for name, value, low in (
+        ("--board-timeout", args.board_timeout, 1),
+        ("--poll", args.poll, 0.2),
+        ("--boot-timeout", args.boot_timeout, 1),
+        ("--reserve-timeout", args.reserve_timeout, 1),
+    ):
+        if not value >= low:
+            raise InputError(f"{name} {value:g}: expected at least {low:g} s")
+    if not 0 <= args.retries <= 100:
+        raise InputError(f"--retries {args.retries}: expected 0 to 100")
+
+
+def _fleet_plan(args):
+    """The plan, checked here before any board is touched; a [sweep] would expand on each board."""
+    from boardlab.campaign.plan import PlanUnsupported, load_plan
+    from boardlab.errors import InputError
+    from boardlab.workloads import all_workloads
+
+    catalog = {w.name: w for w in all_workloads()}
+    try:
+        return load_plan(args.plan, args.preset, catalog, None)
+    except PlanUnsupported as exc:
+        raise InputError(str(exc)) from None
+    except InputError as exc:
+        if "[sweep]" not in str(exc):
+            raise
+        raise InputError(
+            f"{exc}; a fleet plan may not use [sweep] (each board would expand its own)"
+        ) from None
+
+
+def _check_paths(args) -> None:
+    """The SSH key, the --keep directory and the store's directory exist."""
+    from pathlib import Path
+
+    from boardlab.errors import InputError
+    from boardlab.store import pg
+
+    if args.ssh_key:
+        try:
+            open(args.ssh_key).close()
+        except OSError as exc:
+            raise InputError(f"--ssh-key {args.ssh_key}: {exc.strerror}") from None
+    if args.keep and not Path(args.keep).is_dir():
+        raise InputError(f"--keep {args.keep}: no such directory")
+    if not pg.is_url(args.db) and not Path(args.db).resolve().parent.is_dir():
+        raise InputError(f"--db {args.db}: the directory {Path(args.db).parent} does not exist")
+
+
+def _print_results(results, doc: dict, db: str) -> None:
+    """One line per board (status, runs, attempts, power cycles, reason) and what is unfinished."""
+    from boardlab.report.escape import term
+
+    for r in results:
+        runs = f"{r.runs} runs ({r.valid_runs} valid)" if r.runs is not None else "no results fetched"
+        tries = len(r.attempts)
+        line = f"{r.place}: {r.status}, {runs}, {tries} attempt{'s' if tries != 1 else ''}"
+        if r.power_cycles:
+            line += f", {r.power_cycles} power cycle{'s' if r.power_cycles != 1 else ''}"
+        if r.reason:
+            line += f": {r.reason}"
+        print(term(line))
+        for key, reps in sorted(r.unfinished.items()):
+            print(term(f"  unfinished: {key} repetitions {', '.join(map(str, reps))}"))
+    print(f"{doc['done']} of {len(results)} boards done; results in {term(db)}")

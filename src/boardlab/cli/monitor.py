@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
 import os
 import sys
@@ -59,21 +60,9 @@ def run(args) -> int:
     from boardlab.platform.spawn import spawn, stop_group
 
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
-    if bool(cmd) == bool(args.pid):
-        raise InputError("give either --pid PID or -- CMD ARGS... (not both, not neither)")
-    if not 0.01 <= args.interval_s <= 3600:
-        raise InputError(f"--interval-s {args.interval_s:g}: expected 0.01 to 3600 seconds")
-    if args.duration_s is not None and args.duration_s <= 0:
-        raise InputError("--duration-s must be positive")
-    if args.csv:
-        d = os.path.dirname(os.path.abspath(args.csv))
-        if not os.path.isdir(d):
-            raise InputError(f"--csv {args.csv}: directory {d} does not exist")
+    _check(args, cmd)
     proc = None
     pids = list(args.pid)
-    for pid in pids:
-        if not os.path.exists(f"/proc/{pid}/stat"):
-            raise InputError(f"--pid {pid}: no such process")
     if cmd:
         try:
             proc = spawn(cmd, stdout=sys.stderr if args.json else None, stderr=None)
@@ -82,39 +71,13 @@ def run(args) -> int:
         pids = [proc.pid]
     mon = Monitor(pids=pids, interval_s=args.interval_s, threads=not args.no_threads)
     out = sys.stderr if args.json else sys.stdout
-    header = (
-        f"{'t_s':>7} {'pid':>7} {'comm':<15} {'cpu%1cpu':>8} {'cpu%all':>7} {'jiffy%1':>7} {'rss_MiB':>8} "
-        f"{'pss_MiB':>8} {'mem%':>6} {'vcsw/s':>7} {'ivcsw/s':>7} {'sockdrop':>8}"
-    )
     if not args.json:
-        print(header, file=out, flush=True)
-
-    def show(batch, net) -> None:
-        if args.json:
-            return
-        for r in batch:
-            print(
-                f"{r.t_s:>7.1f} {r.pid:>7} {r.comm[:15]:<15} {_fmt(r.cpu_pct_one_cpu):>8} "
-                f"{_fmt(r.cpu_pct_all_cpus):>7} {_fmt(r.cpu_jiffies_pct_one_cpu, digits=0):>7} "
-                f"{_fmt(r.rss_bytes, 2**20, 1):>8} {_fmt(r.pss_bytes, 2**20, 1):>8} {_fmt(r.mem_pct):>6} "
-                f"{_fmt(r.ctxsw_vol_per_s, digits=0):>7} {_fmt(r.ctxsw_invol_per_s, digits=0):>7} "
-                f"{r.socket_drops if r.socket_drops is not None else '-':>8}",
-                file=out,
-                flush=True,
-            )
-        moved = {k: v for k, v in net.items() if k != "t_s" and v}
-        if moved:
-            print(
-                "        net: " + ", ".join(f"{k} +{v}" for k, v in sorted(moved.items())),
-                file=out,
-                flush=True,
-            )
-
+        print(HEADER, file=out, flush=True)
     interrupted = False
     try:
         mon.run(
             duration_s=args.duration_s,
-            on_interval=show,
+            on_interval=(lambda batch, net: None) if args.json else functools.partial(_show, out=out),
             should_stop=(lambda: proc.poll() is not None) if proc else (lambda: False),
         )
     except KeyboardInterrupt:
@@ -140,6 +103,54 @@ def run(args) -> int:
     if not doc["processes"]:
         print("no complete interval was sampled (the process ended first)", file=out)
         return 1
+    _print_summary(doc, out)
+    return 0
+
+
+HEADER = (
+    f"{'t_s':>7} {'pid':>7} {'comm':<15} {'cpu%1cpu':>8} {'cpu%all':>7} {'jiffy%1':>7} {'rss_MiB':>8} "
+    f"{'pss_MiB':>8} {'mem%':>6} {'vcsw/s':>7} {'ivcsw/s':>7} {'sockdrop':>8}"
+)
+
+
+def _check(args, cmd: list[str]) -> None:
+    """What to watch and how, refused before anything starts."""
+    if bool(cmd) == bool(args.pid):
+        raise InputError("give either --pid PID or -- CMD ARGS... (not both, not neither)")
+    if not 0.01 <= args.interval_s <= 3600:
+        raise InputError(f"--interval-s {args.interval_s:g}: expected 0.01 to 3600 seconds")
+    if args.duration_s is not None and args.duration_s <= 0:
+        raise InputError("--duration-s must be positive")
+    if args.csv:
+        d = os.path.dirname(os.path.abspath(args.csv))
+        if not os.path.isdir(d):
+            raise InputError(f"--csv {args.csv}: directory {d} does not exist")
+    for pid in args.pid:
+        if not os.path.exists(f"/proc/{pid}/stat"):
+            raise InputError(f"--pid {pid}: no such process")
+
+
+def _show(batch, net, *, out) -> None:
+    """One interval: a line per process, then the network counters that moved."""
+    for r in batch:
+        print(
+            f"{r.t_s:>7.1f} {r.pid:>7} {r.comm[:15]:<15} {_fmt(r.cpu_pct_one_cpu):>8} "
+            f"{_fmt(r.cpu_pct_all_cpus):>7} {_fmt(r.cpu_jiffies_pct_one_cpu, digits=0):>7} "
+            f"{_fmt(r.rss_bytes, 2**20, 1):>8} {_fmt(r.pss_bytes, 2**20, 1):>8} {_fmt(r.mem_pct):>6} "
+            f"{_fmt(r.ctxsw_vol_per_s, digits=0):>7} {_fmt(r.ctxsw_invol_per_s, digits=0):>7} "
+            f"{r.socket_drops if r.socket_drops is not None else '-':>8}",
+            file=out,
+            flush=True,
+        )
+    moved = {k: v for k, v in net.items() if k != "t_s" and v}
+    if moved:
+        print(
+            "        net: " + ", ".join(f"{k} +{v}" for k, v in sorted(moved.items())), file=out, flush=True
+        )
+
+
+def _print_summary(doc: dict, out) -> None:
+    """Min / avg / max per interval of each process, and the namespace's network deltas."""
     print("\nsummary (min / avg / max per interval)", file=out)
     for p in doc["processes"]:
         c, j, r = p["cpu_pct_one_cpu"], p["cpu_jiffies_pct_one_cpu"], p["rss_bytes"]
@@ -158,4 +169,3 @@ def run(args) -> int:
     moved = {k: v for k, v in doc["net_totals"].items() if v}
     summary = ", ".join(f"{k} {v}" for k, v in sorted(moved.items())) or "none"
     print(f"  net (namespace-wide deltas): {summary}", file=out)
-    return 0

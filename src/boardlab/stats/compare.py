@@ -169,30 +169,11 @@ def compare(
     check_level(alpha, "alpha")
     if resamples < 100:
         raise ValueError(f"resamples must be at least 100, got {resamples}")
-    base = as_values(baseline, what="baseline", positive=True)
-    cond = as_values(condition, what="condition", positive=True)
-    if not base or not cond:
-        raise ValueError(f"each arm needs at least one run (baseline {len(base)}, condition {len(cond)})")
-    warnings: list[str] = []
+    base, cond, warnings = _arms(baseline, condition)
     permutations = 0
-    for arm, vals in (("baseline", base), ("condition", cond)):
-        if len(vals) > ITERATIONS_SUSPECT_N:
-            warnings.append(
-                f"{len(vals)} {arm} values: more than any plan has runs. Pass one value per run (the median of "
-                "its iterations, see run_values), never pooled iterations"
-            )
-
     base_median, cond_median = statistics.median(base), statistics.median(cond)
     if test_kind == "trimmed" and paired_blocks is None:
-        bimodal = _bimodal_arm(base, cond)
-        if bimodal is not None:
-            test_kind = "rank"
-            if test_method == "auto" and len(set(base) | set(cond)) == len(base) + len(cond):
-                test_method = "exact"  # the exact distribution of U: no normal approximation in the tail
-            warnings.append(
-                f"the {bimodal} runs fall into two groups: the exact rank test decides this comparison, not "
-                "the trimmed t, whose variance estimate understates a trimmed mean's spread over two groups"
-            )
+        test_kind, test_method = _bimodal_switch(base, cond, test_method, warnings)
     if test_kind == "trimmed":
         e = _trimmed_effect(base, cond, paired_blocks, higher_is_better, confidence, alpha, warnings)
         if calibrate:
@@ -253,6 +234,42 @@ def compare(
         warnings=tuple(warnings),
         permutations=permutations,
     )
+
+
+def _arms(
+    baseline: Sequence[float], condition: Sequence[float]
+) -> tuple[list[float], list[float], list[str]]:
+    """The two arms' values (positive, finite, at least one each) and the warnings they already earn: more
+    values than any plan has runs are pooled iterations, not one value per run."""
+    base = as_values(baseline, what="baseline", positive=True)
+    cond = as_values(condition, what="condition", positive=True)
+    if not base or not cond:
+        raise ValueError(f"each arm needs at least one run (baseline {len(base)}, condition {len(cond)})")
+    warnings: list[str] = []
+    for arm, vals in (("baseline", base), ("condition", cond)):
+        if len(vals) > ITERATIONS_SUSPECT_N:
+            warnings.append(
+                f"{len(vals)} {arm} values: more than any plan has runs. Pass one value per run (the median of "
+                "its iterations, see run_values), never pooled iterations"
+            )
+    return base, cond, warnings
+
+
+def _bimodal_switch(
+    base: list[float], cond: list[float], test_method: TestMethod, warnings: list[str]
+) -> tuple[TestKind, TestMethod]:
+    """("rank", its method) when an arm's runs fall into two groups (and says so in `warnings`), else the
+    trimmed test as asked."""
+    bimodal = _bimodal_arm(base, cond)
+    if bimodal is None:
+        return "trimmed", test_method
+    if test_method == "auto" and len(set(base) | set(cond)) == len(base) + len(cond):
+        test_method = "exact"  # the exact distribution of U: no normal approximation in the tail
+    warnings.append(
+        f"the {bimodal} runs fall into two groups: the exact rank test decides this comparison, not "
+        "the trimmed t, whose variance estimate understates a trimmed mean's spread over two groups"
+    )
+    return "rank", test_method
 
 
 def _bimodal_arm(base: list[float], cond: list[float]) -> str | None:

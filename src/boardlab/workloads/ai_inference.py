@@ -258,66 +258,15 @@ def run(params: dict, iterations: int | None = None) -> dict:
         import onnxruntime  # noqa: F401  (import time is kept apart from load time)
     else:
         rt.litert_module()
-    import numpy as np
+    import numpy  # noqa: F401  (the frames' arrays: its import counts in import_ms, not in load_ms)
 
     import_ms = (rt.now_ns() - t0) / 1e6
     session = rt.open_session(runtime, path, options)
     pool = rt.synthetic_frames(session.inputs, min(frames, DISTINCT_FRAMES), params["seed"])
     names = session.output_names
-    each_frame_outputs = rt.has_detection_outputs(names)  # counted per frame, outside the timed call
-    latencies: list[int] = []
-    detections: list[int] = []
-    ti_frames: list[dict] = []
-    checksum = None
-    errors: list[str] = []
-    loop_start = 0
-    try:
-        for i in range(frames):
-            session.prepare(pool[i % len(pool)])
-            a = rt.now_ns()
-            session.invoke()
-            b = rt.now_ns()
-            latencies.append(b - a)
-            if i == 0:
-                loop_start = b
-            if session.ti_offered:
-                ti_frames.append(rt.ti_frame_figures(session.ti_benchmark() or {}))
-            if i == 0 or each_frame_outputs:
-                outputs = session.outputs()
-                if i == 0:
-                    import hashlib
-
-                    digest = hashlib.sha256()
-                    for o in outputs:
-                        digest.update(np.ascontiguousarray(o).tobytes())
-                    checksum = digest.hexdigest()[:16]
-                count = rt.detection_count(names, outputs, DETECTION_SCORE)
-                if count is not None:
-                    detections.append(count)
-        loop_ns = rt.now_ns() - loop_start
-    except Exception as exc:  # a runtime failing mid-run: a failed measurement, not bad input
-        errors.append(f"frame {len(latencies)}: {type(exc).__name__}: {str(exc).strip()[:400]}")
-        loop_ns = 0
-    peak = process.peak_rss_kib()
-    steady = [v / 1e6 for v in latencies[1:]]
-    metrics: dict = {}
-    if len(steady) >= 1 and not errors:
-        metrics["latency_ms"] = _summary(steady, "ms", False)
-        metrics["first_inference_ms"] = _value(latencies[0] / 1e6, "ms", False)
-        metrics["load_ms"] = _value(session.load_ms, "ms", False)
-        metrics["fps"] = _value(len(steady) / (loop_ns / 1e9) if loop_ns > 0 else None, "frames/s", True)
-        metrics["peak_rss_kib"] = _value(peak, "KiB", False)
-        if detections:
-            metrics["detections"] = _summary([float(d) for d in detections], "count", False)
-        for key, unit in (
-            ("tidl_proc_ms", "ms"),
-            ("tidl_copy_ms", "ms"),
-            ("ddr_read_mb", "MB"),
-            ("ddr_write_mb", "MB"),
-        ):
-            vals = [f[key] for f in ti_frames if key in f]
-            if vals:
-                metrics[key] = _summary(vals, unit, False)
+    loop = _timed_frames(session, pool, frames)
+    metrics = _metrics(loop, session.load_ms, process.peak_rss_kib()) if not loop.errors else {}
+    latencies, detections, errors = loop.latencies_ns, loop.detections, loop.errors
     info = {
         "model": path,
         "model_generated": generated,
@@ -348,8 +297,92 @@ def run(params: dict, iterations: int | None = None) -> dict:
         "iterations_ns": latencies,
         "metrics": metrics,
         "info": info,
-        "checksum": checksum,
+        "checksum": loop.checksum,
     }
+
+
+@dataclasses.dataclass
+class _Loop:
+    """What the timed frames gave: each frame's inference time, the detections counted, TI's per-frame
+    figures, frame 0's output checksum, the wall time of frames 1.. and the error that stopped them."""
+
+    latencies_ns: list[int] = dataclasses.field(default_factory=list)
+    detections: list[int] = dataclasses.field(default_factory=list)
+    ti_frames: list[dict] = dataclasses.field(default_factory=list)
+    checksum: str | None = None
+    loop_ns: int = 0
+    errors: list[str] = dataclasses.field(default_factory=list)
+
+
+def _timed_frames(session, pool: list, frames: int) -> _Loop:
+    """`frames` inferences, only the call timed; outputs read outside the timing (frame 0's for its
+    checksum, every frame's where the model outputs detections)."""
+    from boardlab.ai import runtime as rt
+
+    names = session.output_names
+    each_frame_outputs = rt.has_detection_outputs(names)  # counted per frame, outside the timed call
+    loop = _Loop()
+    loop_start = 0
+    try:
+        for i in range(frames):
+            session.prepare(pool[i % len(pool)])
+            a = rt.now_ns()
+            session.invoke()
+            b = rt.now_ns()
+            loop.latencies_ns.append(b - a)
+            if i == 0:
+                loop_start = b
+            if session.ti_offered:
+                loop.ti_frames.append(rt.ti_frame_figures(session.ti_benchmark() or {}))
+            if i == 0 or each_frame_outputs:
+                outputs = session.outputs()
+                if i == 0:
+                    loop.checksum = _checksum(outputs)
+                count = rt.detection_count(names, outputs, DETECTION_SCORE)
+                if count is not None:
+                    loop.detections.append(count)
+        loop.loop_ns = rt.now_ns() - loop_start
+    except Exception as exc:  # a runtime failing mid-run: a failed measurement, not bad input
+        loop.errors.append(f"frame {len(loop.latencies_ns)}: {type(exc).__name__}: {str(exc).strip()[:400]}")
+        loop.loop_ns = 0
+    return loop
+
+
+def _checksum(outputs) -> str:
+    import hashlib
+
+    import numpy as np
+
+    digest = hashlib.sha256()
+    for o in outputs:
+        digest.update(np.ascontiguousarray(o).tobytes())
+    return digest.hexdigest()[:16]
+
+
+def _metrics(loop: _Loop, load_ms: float, peak_kib: int | None) -> dict:
+    """The run's metrics from frames 1.. (frame 0 is first_inference_ms); none without a steady frame."""
+    steady = [v / 1e6 for v in loop.latencies_ns[1:]]
+    if not steady:
+        return {}
+    metrics: dict = {
+        "latency_ms": _summary(steady, "ms", False),
+        "first_inference_ms": _value(loop.latencies_ns[0] / 1e6, "ms", False),
+        "load_ms": _value(load_ms, "ms", False),
+        "fps": _value(len(steady) / (loop.loop_ns / 1e9) if loop.loop_ns > 0 else None, "frames/s", True),
+        "peak_rss_kib": _value(peak_kib, "KiB", False),
+    }
+    if loop.detections:
+        metrics["detections"] = _summary([float(d) for d in loop.detections], "count", False)
+    for key, unit in (
+        ("tidl_proc_ms", "ms"),
+        ("tidl_copy_ms", "ms"),
+        ("ddr_read_mb", "MB"),
+        ("ddr_write_mb", "MB"),
+    ):
+        vals = [f[key] for f in loop.ti_frames if key in f]
+        if vals:
+            metrics[key] = _summary(vals, unit, False)
+    return metrics
 
 
 def _manifest_facts(path: str, name: str, sha: str) -> dict:

@@ -32,46 +32,65 @@ def _range(spec: ParamSpec) -> str:
 
 
 def check_param_value(spec: ParamSpec, value: Any) -> str | None:
-    """Why `value` does not fit the parameter `spec`, or None when it does."""
+    """Why `value` does not fit the parameter `spec`, or None when it does (one checker per type)."""
     if spec.words and isinstance(value, str) and value in spec.words:
         return None
-    ranged = spec.min is not None or spec.max is not None
-    if spec.type == "int":
-        if isinstance(value, bool) or not isinstance(value, int):
-            if isinstance(value, str) and not spec.words and re.fullmatch(r"\d+[kKMG]?", value):
-                return None  # boardlab-kern accepts size suffixes; it checks the range
-            return f"expected an integer{_or_words(spec)}, found {_type_name(value)} {value!r}"
-        if spec.min is not None and value < spec.min or spec.max is not None and value > spec.max:
-            return f"expected an integer{_range(spec)}{_or_words(spec)}, found {value}"
-    elif spec.type == "float":
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            return f"expected a number{_or_words(spec)}, found {_type_name(value)} {value!r}"
-        if ranged and (
-            spec.min is not None and value < spec.min or spec.max is not None and value > spec.max
-        ):
-            return f"expected a number{_range(spec)}{_or_words(spec)}, found {value}"
-    elif spec.type == "enum":
-        if value not in spec.choices:
-            return f"expected one of {', '.join(spec.choices)}, found {value!r}"
-    elif spec.type == "bool":
-        if not isinstance(value, bool):
-            return f"expected true or false, found {_type_name(value)} {value!r}"
-    elif spec.type == "list":
-        if not isinstance(value, list):
-            either = "".join(f"{w!r} or " for w in spec.words)
-            return f"expected {either}a list of strings, found {_type_name(value)} {value!r}"
-        bad = next(
-            (v for v in value if not isinstance(v, str) or spec.choices and v not in spec.choices), None
-        )
-        if bad is not None:
-            valid = f" from {', '.join(spec.choices)}" if spec.choices else ""
-            return f"expected a list of strings{valid}, found {_type_name(bad)} {bad!r} in it"
-    elif spec.type == "table":
-        if not isinstance(value, dict):
-            return f"expected a table{_or_words(spec)}, found {_type_name(value)} {value!r}"
-    elif not isinstance(value, str):
-        return f"expected a string, found {_type_name(value)} {value!r}"
+    return _CHECKERS.get(spec.type, _check_str)(spec, value)
+
+
+def _out_of_range(spec: ParamSpec, value) -> bool:
+    return spec.min is not None and value < spec.min or spec.max is not None and value > spec.max
+
+
+def _check_int(spec: ParamSpec, value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, str) and not spec.words and re.fullmatch(r"\d+[kKMG]?", value):
+            return None  # boardlab-kern accepts size suffixes; it checks the range
+        return f"expected an integer{_or_words(spec)}, found {_type_name(value)} {value!r}"
+    if _out_of_range(spec, value):
+        return f"expected an integer{_range(spec)}{_or_words(spec)}, found {value}"
     return None
+
+
+def _check_float(spec: ParamSpec, value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return f"expected a number{_or_words(spec)}, found {_type_name(value)} {value!r}"
+    if _out_of_range(spec, value):
+        return f"expected a number{_range(spec)}{_or_words(spec)}, found {value}"
+    return None
+
+
+def _check_enum(spec: ParamSpec, value: Any) -> str | None:
+    return None if value in spec.choices else f"expected one of {', '.join(spec.choices)}, found {value!r}"
+
+
+def _check_bool(spec: ParamSpec, value: Any) -> str | None:
+    return None if isinstance(value, bool) else f"expected true or false, found {_type_name(value)} {value!r}"
+
+
+def _check_list(spec: ParamSpec, value: Any) -> str | None:
+    if not isinstance(value, list):
+        either = "".join(f"{w!r} or " for w in spec.words)
+        return f"expected {either}a list of strings, found {_type_name(value)} {value!r}"
+    bad = next((v for v in value if not isinstance(v, str) or spec.choices and v not in spec.choices), None)
+    if bad is not None:
+        valid = f" from {', '.join(spec.choices)}" if spec.choices else ""
+        return f"expected a list of strings{valid}, found {_type_name(bad)} {bad!r} in it"
+    return None
+
+
+def _check_table(spec: ParamSpec, value: Any) -> str | None:
+    if isinstance(value, dict):
+        return None
+    return f"expected a table{_or_words(spec)}, found {_type_name(value)} {value!r}"
+
+
+def _check_str(spec: ParamSpec, value: Any) -> str | None:
+    return None if isinstance(value, str) else f"expected a string, found {_type_name(value)} {value!r}"
+
+
+_CHECKERS = {"int": _check_int, "float": _check_float, "enum": _check_enum, "bool": _check_bool,
+             "list": _check_list, "table": _check_table}  # fmt: skip
 
 
 def coerce_params(spec: WorkloadSpec, assignments: list[str]) -> dict:
