@@ -715,36 +715,10 @@ def apply_overrides(
     notes = []
     runs, workloads = plan.runs, list(plan.workloads)
     if only_workloads:  # one row of a matrix: the same conditions, fewer workloads
-        unknown = sorted(set(only_workloads) - {w.name for w in workloads})
-        if unknown:
-            raise InputError(
-                f"--workload {', '.join(unknown)}: not in plan {plan.name!r}; its workloads: "
-                f"{', '.join(dict.fromkeys(w.name for w in workloads))}"
-            )
-        workloads = [w for w in workloads if w.name in only_workloads]
+        workloads = _only(plan, workloads, only_workloads)
         notes.append(f"workloads = {', '.join(dict.fromkeys(w.name for w in workloads))}")
     if scale is not None:
-        if not 0 < scale <= 10:
-            raise InputError(f"--scale {scale}: expected a factor in (0, 10]")
-        if runs.precision is None:
-            assert runs.repetitions is not None  # a plan without precision has repetitions (or 5)
-            runs = dataclasses.replace(runs, repetitions=max(5, round(runs.repetitions * scale)))
-        else:
-            runs = dataclasses.replace(
-                runs, pilot=max(5, round(runs.pilot * scale)), cap=max(5, round(runs.cap * scale))
-            )
-        runs = dataclasses.replace(runs, iterations=max(2, round(runs.iterations * scale)))
-        for i, w in enumerate(workloads):  # per-run work (AI frames) shrinks with the scale too
-            if "frames" in w.params and isinstance(w.params["frames"], int):
-                workloads[i] = dataclasses.replace(
-                    w, params={**w.params, "frames": max(10, round(w.params["frames"] * scale))}
-                )
-            # ... and so does a timed run's length (a service scenario of 60 s runs 6 s at 0.1), >= 1 s
-            d = workloads[i].params.get("duration_s")
-            if isinstance(d, float) and catalog[w.name].param("duration_s") is not None:
-                workloads[i] = dataclasses.replace(
-                    workloads[i], params={**workloads[i].params, "duration_s": max(1.0, d * scale)}
-                )
+        runs, workloads = _scaled(runs, workloads, catalog, scale)
         notes.append(f"scale = {scale:g}")
     if repetitions is not None:
         if not 1 <= repetitions <= 10000:
@@ -752,19 +726,7 @@ def apply_overrides(
         runs = dataclasses.replace(runs, repetitions=repetitions, precision=None)
         notes.append(f"repetitions = {repetitions}")
     if duration_s is not None:
-        touched = False
-        for i, w in enumerate(workloads):
-            spec = catalog[w.name].param("duration_s")
-            if spec is None:
-                continue
-            reason = check_param_value(spec, duration_s if spec.type == "float" else int(duration_s))
-            if reason:
-                raise InputError(f"--duration {duration_s:g}: {w.name}: {reason}")
-            value = duration_s if spec.type == "float" else int(duration_s)
-            workloads[i] = dataclasses.replace(w, params={**w.params, "duration_s": value})
-            touched = True
-        if not touched:
-            raise InputError(f"--duration: no workload of {plan.name!r} has a duration_s parameter")
+        workloads = _with_duration(plan, workloads, catalog, duration_s)
         notes.append(f"duration_s = {duration_s:g}")
     if peer is not None:
         workloads = _with_peer(workloads, catalog, peer)
@@ -773,6 +735,62 @@ def apply_overrides(
         return plan
     source = plan.source.rstrip("\n") + "\n# command-line overrides: " + ", ".join(notes) + "\n"
     return dataclasses.replace(plan, runs=runs, workloads=tuple(workloads), source=source)
+
+
+def _only(plan: Plan, workloads: list, names: list[str]) -> list:
+    """The plan's entries of the named workloads (`--workload`); a name the plan lacks is refused."""
+    unknown = sorted(set(names) - {w.name for w in workloads})
+    if unknown:
+        raise InputError(
+            f"--workload {', '.join(unknown)}: not in plan {plan.name!r}; its workloads: "
+            f"{', '.join(dict.fromkeys(w.name for w in workloads))}"
+        )
+    return [w for w in workloads if w.name in names]
+
+
+def _scaled(runs, workloads: list, catalog: dict[str, WorkloadSpec], scale: float) -> tuple:
+    """`--scale`: repetitions (or the precision rule's pilot and cap), iterations, AI frames and timed runs'
+    lengths multiplied by `scale`, each kept at its floor."""
+    if not 0 < scale <= 10:
+        raise InputError(f"--scale {scale}: expected a factor in (0, 10]")
+    if runs.precision is None:
+        assert runs.repetitions is not None  # a plan without precision has repetitions (or 5)
+        runs = dataclasses.replace(runs, repetitions=max(5, round(runs.repetitions * scale)))
+    else:
+        runs = dataclasses.replace(
+            runs, pilot=max(5, round(runs.pilot * scale)), cap=max(5, round(runs.cap * scale))
+        )
+    runs = dataclasses.replace(runs, iterations=max(2, round(runs.iterations * scale)))
+    out = []
+    for w in workloads:  # per-run work (AI frames) shrinks with the scale too
+        params = dict(w.params)
+        if "frames" in params and isinstance(params["frames"], int):
+            params["frames"] = max(10, round(params["frames"] * scale))
+        # ... and so does a timed run's length (a service scenario of 60 s runs 6 s at 0.1), >= 1 s
+        d = params.get("duration_s")
+        if isinstance(d, float) and catalog[w.name].param("duration_s") is not None:
+            params["duration_s"] = max(1.0, d * scale)
+        out.append(dataclasses.replace(w, params=params) if params != w.params else w)
+    return runs, out
+
+
+def _with_duration(plan: Plan, workloads: list, catalog: dict[str, WorkloadSpec], duration_s: float) -> list:
+    """`--duration`: every workload with a duration_s parameter runs that long; none having one is refused."""
+    out, touched = [], False
+    for w in workloads:
+        spec = catalog[w.name].param("duration_s")
+        if spec is None:
+            out.append(w)
+            continue
+        value = duration_s if spec.type == "float" else int(duration_s)
+        reason = check_param_value(spec, value)
+        if reason:
+            raise InputError(f"--duration {duration_s:g}: {w.name}: {reason}")
+        out.append(dataclasses.replace(w, params={**w.params, "duration_s": value}))
+        touched = True
+    if not touched:
+        raise InputError(f"--duration: no workload of {plan.name!r} has a duration_s parameter")
+    return out
 
 
 def with_gate_timeout(plan: Plan, seconds: float | None) -> Plan:

@@ -179,53 +179,7 @@ def _sweep(args) -> int:
     from boardlab.governor import sweep
 
     if args.sim:
-        if args.runs < 2:
-            raise InputError("--runs: a t-test needs at least 2 runs per cell")
-        soc = _soc(args.sim)
-        if args.cluster is not None and args.cluster not in [c.policy for c in soc.clusters]:
-            raise InputError(
-                f"--cluster: the {soc.name} simulator has {', '.join(c.policy for c in soc.clusters)}"
-            )
-        sizes = sweep.SIZES_BYTES[::2] if args.quick else sweep.SIZES_BYTES
-        runs = 6 if args.quick else args.runs
-        if args.db:
-            return _sweep_campaign(args, soc, sizes, runs)
-        print(f"simulating the snoop sweep on {soc.model}: {len(sizes)} sizes x 2 patterns x OPP grid, "
-              f"{runs} runs per cell", file=sys.stderr)  # fmt: skip
-        cells = sweep.simulate(soc, sizes=sizes, repetitions=runs, this_policy=args.cluster)
-        doc = {
-            "schema": sweep.SWEEP_SCHEMA,
-            "source": f"simulator {soc.name} (model, not a measurement of a board)",
-            "soc": soc.name,
-            "cells": [c.to_json() for c in cells],
-        }
-        if args.out:
-            _write(args.out, json.dumps(doc), args)
-        summary = _sweep_summary(cells)
-        if args.json:
-            print(
-                json.dumps(
-                    {
-                        "schema": 1,
-                        "source": doc["source"],
-                        "out": args.out,
-                        "cells": len(cells),
-                        "by_size": summary,
-                    }
-                )
-            )
-        else:
-            print(
-                f"{len(cells)} cells"
-                + (f" written to {args.out}" if args.out else " (not written: give --out)")
-            )
-            for row in summary:
-                print(
-                    f"  {row['this_policy']} {row['pattern']:6} {row['size_bytes']:>10} B: ns/access "
-                    f"{row['min_ns']:.1f}..{row['max_ns']:.1f}; worst slowdown vs other at max "
-                    f"{100 * (row['worst_ratio'] - 1):.0f}%"
-                )
-        return 0
+        return _simulated_sweep(args)
     if args.db:
         raise InputError("--db: the sweep is stored as a campaign with --sim; on a board run its plan "
                          "(`boardlab run --preset snoop-sweep --db FILE`)")  # fmt: skip
@@ -243,16 +197,7 @@ def _sweep(args) -> int:
     except ValueError as exc:
         raise InputError(f"--cluster: {exc}") from None
     if args.plan_out:
-        if len(grids) > 1:
-            raise InputError(
-                f"--plan-out: this board has {len(grids)} clusters; choose the task's with --cluster "
-                f"({', '.join(g.this_policy for g in grids)}) and write one plan per cluster"
-            )
-        bus: int | str = int(args.bus_hz) if args.bus_hz.isdigit() else args.bus_hz
-        reason = sweep.check_bus(grids[0], bus)
-        if reason:
-            raise InputError(f"--bus-hz: {reason}")
-        _write(args.plan_out, sweep.plan_toml(grids[0], bus_hz=bus), args)
+        _write_sweep_plan(args, grids)
     out = [
         {
             "this_policy": g.this_policy,
@@ -277,6 +222,75 @@ def _sweep(args) -> int:
         if args.plan_out:
             print(f"plan written to {args.plan_out}; run it with `boardlab run {args.plan_out} --db FILE`")
     return 0
+
+
+def _simulated_sweep(args) -> int:
+    """`governor sweep --sim`: the snoop sweep on a simulated SoC, stored as a campaign (--db) or written as
+    cells (--out), with its per-size summary."""
+    from boardlab.governor import sweep
+
+    if args.runs < 2:
+        raise InputError("--runs: a t-test needs at least 2 runs per cell")
+    soc = _soc(args.sim)
+    if args.cluster is not None and args.cluster not in [c.policy for c in soc.clusters]:
+        raise InputError(
+            f"--cluster: the {soc.name} simulator has {', '.join(c.policy for c in soc.clusters)}"
+        )
+    sizes = sweep.SIZES_BYTES[::2] if args.quick else sweep.SIZES_BYTES
+    runs = 6 if args.quick else args.runs
+    if args.db:
+        return _sweep_campaign(args, soc, sizes, runs)
+    print(f"simulating the snoop sweep on {soc.model}: {len(sizes)} sizes x 2 patterns x OPP grid, "
+          f"{runs} runs per cell", file=sys.stderr)  # fmt: skip
+    cells = sweep.simulate(soc, sizes=sizes, repetitions=runs, this_policy=args.cluster)
+    doc = {
+        "schema": sweep.SWEEP_SCHEMA,
+        "source": f"simulator {soc.name} (model, not a measurement of a board)",
+        "soc": soc.name,
+        "cells": [c.to_json() for c in cells],
+    }
+    if args.out:
+        _write(args.out, json.dumps(doc), args)
+    summary = _sweep_summary(cells)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "schema": 1,
+                    "source": doc["source"],
+                    "out": args.out,
+                    "cells": len(cells),
+                    "by_size": summary,
+                }
+            )
+        )
+    else:
+        print(
+            f"{len(cells)} cells" + (f" written to {args.out}" if args.out else " (not written: give --out)")
+        )
+        for row in summary:
+            print(
+                f"  {row['this_policy']} {row['pattern']:6} {row['size_bytes']:>10} B: ns/access "
+                f"{row['min_ns']:.1f}..{row['max_ns']:.1f}; worst slowdown vs other at max "
+                f"{100 * (row['worst_ratio'] - 1):.0f}%"
+            )
+    return 0
+
+
+def _write_sweep_plan(args, grids) -> None:
+    """`--plan-out`: the sweep of one cluster as a plan file (the bus frequency checked against the board)."""
+    from boardlab.governor import sweep
+
+    if len(grids) > 1:
+        raise InputError(
+            f"--plan-out: this board has {len(grids)} clusters; choose the task's with --cluster "
+            f"({', '.join(g.this_policy for g in grids)}) and write one plan per cluster"
+        )
+    bus: int | str = int(args.bus_hz) if args.bus_hz.isdigit() else args.bus_hz
+    reason = sweep.check_bus(grids[0], bus)
+    if reason:
+        raise InputError(f"--bus-hz: {reason}")
+    _write(args.plan_out, sweep.plan_toml(grids[0], bus_hz=bus), args)
 
 
 def _sweep_campaign(args, soc, sizes, runs: int) -> int:

@@ -314,21 +314,9 @@ def run(args) -> int:
     from boardlab.campaign.plan import PlanUnsupported, apply_overrides, load_plan, with_gate_timeout
     from boardlab.errors import InputError
     from boardlab.platform.sysroot import SysRoot
-    from boardlab.report.escape import term
-    from boardlab.store import Store
     from boardlab.workloads import all_workloads
 
-    if bool(args.plan) == bool(args.preset):
-        raise InputError("give a plan file or --preset NAME (one of them)")
-    if args.db.startswith(("postgresql://", "postgres://")):  # the board's own file, copied later
-        raise InputError(
-            f"--db {args.db.split('@')[-1]}: a campaign writes a SQLite file on the board it measures; "
-            "give a file path, then `boardlab ingest FILE --db postgresql://...` copies it into the shared store"
-        )
-    if args.wait is not None and not 0 <= args.wait <= 30 * 86400:
-        raise InputError(f"--wait {args.wait:g}: expected 0 to 2592000 seconds (30 days)")
-    if not 0.1 <= args.monitor_hz <= 1000:
-        raise InputError(f"--monitor-hz {args.monitor_hz}: expected a rate in [0.1, 1000] Hz")
+    _check_run_options(args)
     from boardlab.campaign.identity import resolve
 
     identity = resolve(args.commit, args.branch, args.source_dir, args.commit_describe)
@@ -376,6 +364,35 @@ def run(args) -> int:
     if isinstance(got, int):
         return got
     outcome, runner, progress = got
+    _print_outcome(args, plan, summary, outcome, runner)
+    failed = progress.failures
+    return 1 if failed and outcome.runs_done == 0 else 0
+
+
+def _check_run_options(args) -> None:
+    """The plan choice, the store (a board's own file) and the numeric options, before anything is read."""
+    from boardlab.errors import InputError
+
+    if bool(args.plan) == bool(args.preset):
+        raise InputError("give a plan file or --preset NAME (one of them)")
+    if args.db.startswith(("postgresql://", "postgres://")):  # the board's own file, copied later
+        raise InputError(
+            f"--db {args.db.split('@')[-1]}: a campaign writes a SQLite file on the board it measures; "
+            "give a file path, then `boardlab ingest FILE --db postgresql://...` copies it into the shared store"
+        )
+    if args.wait is not None and not 0 <= args.wait <= 30 * 86400:
+        raise InputError(f"--wait {args.wait:g}: expected 0 to 2592000 seconds (30 days)")
+    if not 0.1 <= args.monitor_hz <= 1000:
+        raise InputError(f"--monitor-hz {args.monitor_hz}: expected a rate in [0.1, 1000] Hz")
+
+
+def _print_outcome(args, plan, summary, outcome, runner) -> None:
+    """The campaign's end: its JSON record, or the cells and verdicts, where the runs are and what next."""
+    import json
+
+    from boardlab.report.escape import term
+    from boardlab.store import Store
+
     if args.json:
         print(
             json.dumps(
@@ -413,5 +430,3 @@ def run(args) -> int:
                 f"monitor cost: {outcome.monitor_cost_pct_of_core:.2f}% of one core at {args.monitor_hz:g} Hz"
             )
         print(f"next: boardlab report --db {shlex.quote(term(args.db))} -o report.html")
-    failed = progress.failures
-    return 1 if failed and outcome.runs_done == 0 else 0

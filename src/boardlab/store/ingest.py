@@ -186,12 +186,7 @@ def ingest_files(
     the last file's `then`, or when a file fails after others were committed (not on Ctrl-C), the store
     still open and locked."""
     files = [Path(f) for f in files]
-    for src in files:  # each is a boardlab file of a known schema, and not the store itself
-        _open_file(src).close()
-        if not pg.is_url(db):
-            with contextlib.suppress(OSError):
-                if os.path.samefile(src, db):
-                    raise InputError(f"{src}: is the target store itself; give --db another store")
+    _check_sources(files, db)
     stamps: dict[Path, tuple] = {}
     cores = len(os.sched_getaffinity(0))  # the CPUs it may run on (taskset, a cpuset), not the board's
 
@@ -230,17 +225,33 @@ def ingest_files(
     except pg.LostServer as exc:  # a runtime failure, and what of the files is in the store is said
         raise pg.LostServer(f"{exc}; {_kept(files, results)}") from None
     except BaseException as exc:
-        if target.dialect == "sqlite" and target.created:  # a store this ingest created stays absent
-            target.close()
-            for suffix in ("", "-wal", "-shm"):
-                with contextlib.suppress(OSError):
-                    os.unlink(f"{db}{suffix}")
-        elif last is not None and isinstance(exc, Exception) and not target.conn.in_transaction:
-            with contextlib.suppress(Exception):  # the files committed before this one keep what follows them
-                last(target)
+        _after_failure(target, db, exc, last)
         raise
     finally:
         target.close()
+
+
+def _check_sources(files: list[Path], db: str) -> None:
+    """Each file is a boardlab file of a known schema, and not the store itself."""
+    for src in files:
+        _open_file(src).close()
+        if not pg.is_url(db):
+            with contextlib.suppress(OSError):
+                if os.path.samefile(src, db):
+                    raise InputError(f"{src}: is the target store itself; give --db another store")
+
+
+def _after_failure(target: Store, db: str, exc: BaseException, last: Callable[[Store], None] | None) -> None:
+    """A store this ingest created stays absent; otherwise the files committed before the failing one keep
+    what follows them (`last`), except after Ctrl-C or inside an open transaction."""
+    if target.dialect == "sqlite" and target.created:
+        target.close()
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                os.unlink(f"{db}{suffix}")
+    elif last is not None and isinstance(exc, Exception) and not target.conn.in_transaction:
+        with contextlib.suppress(Exception):
+            last(target)
 
 
 def _kept(files: list[Path], results: list[IngestResult]) -> str:
