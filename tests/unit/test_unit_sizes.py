@@ -1,5 +1,6 @@
 """Functions short enough to hold in one look, files short enough to find one's way in: no function longer than
-MAX_FUNCTION_LINES in campaign/, analysis/ and kern/core.c, no file there longer than MAX_FILE_LINES. Python is
+MAX_FUNCTION_LINES in any Python module of boardlab or in kern/core.c, no file there longer than
+MAX_FILE_LINES, but for the few EXEMPT functions, each with its reason. Python is
 measured with ast (from `def` to the function's last line); C by matching the braces of top-level functions
 outside comments and strings (from the line of the opening brace to the closing one)."""
 
@@ -15,8 +16,14 @@ REPO = Path(__file__).resolve().parents[2]
 SRC = REPO / "src" / "boardlab"
 MAX_FUNCTION_LINES = 120
 MAX_FILE_LINES = 1000
-PY_DIRS = ("campaign", "analysis")
 C_FILES = ("kern/core.c",)
+# At most five, each with why it is still long. Complexity is ruff's C901 (pyproject.toml), the same files.
+EXEMPT: dict[str, str] = {
+    "report/plot/boxplot.py:grouped_boxplot": "the plot builders are being reworked for many series (issue 41)",
+    "report/plot/histogram.py:histogram_plot": "the plot builders are being reworked for many series (issue 41)",
+    "report/plot/lines.py:line_plot": "the plot builders are being reworked for many series (issue 41)",
+    "web/app.py:create_app": "serve's routes table: split once the pages' work of issue 41 has landed",
+}
 pytestmark = pytest.mark.skipif(not SRC.is_dir(), reason="needs the source tree (src/boardlab)")
 
 
@@ -79,7 +86,7 @@ def test_the_python_scan_measures_methods_and_nested_functions():
 
 
 def _sources() -> list[tuple[str, str]]:
-    files = [p for d in PY_DIRS for p in sorted((SRC / d).rglob("*.py"))] + [SRC / f for f in C_FILES]
+    files = sorted(SRC.rglob("*.py")) + [SRC / f for f in C_FILES]
     return [(p.relative_to(SRC).as_posix(), p.read_text()) for p in files]
 
 
@@ -87,7 +94,12 @@ def test_no_function_is_longer_than_one_can_hold():
     long = []
     for rel, text in _sources():
         found = c_functions(text) if rel.endswith(".c") else python_functions(text)
-        long += [f"{rel}:{line} {name} ({n} lines)" for name, line, n in found if n > MAX_FUNCTION_LINES]
+        long += [
+            f"{rel}:{line} {name} ({n} lines)"
+            for name, line, n in found
+            if n > MAX_FUNCTION_LINES and f"{rel}:{name}" not in EXEMPT
+        ]
+    assert len(EXEMPT) <= 5 and all(EXEMPT.values()), "at most five exemptions, each with its reason"
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines (split them into named steps): {long}"
 
 
