@@ -21,6 +21,7 @@ import time
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from boardlab.errors import InputError
 
@@ -293,7 +294,7 @@ def make_bundle(arch: str, out: Path, kern: Path, version: str, progress=lambda 
     debs = " ".join(RUNTIME_LIBS[lib] for lib in libraries) or "libc6"
     install = INSTALL_SH.replace("@ARCH@", arch).replace("@MACHINES@", " ".join(machines))
     install = install.replace("@DEBS@", debs)
-    manifest = {
+    manifest: dict[str, Any] = {
         "schema": BUNDLE_SCHEMA,
         "boardlab_version": version,
         "arch": arch,

@@ -250,7 +250,7 @@ def view_of(analysis) -> StoredAnalysis:
 def plain(value):
     """A document as JSON-safe data: records as objects, tuple keys as text, sets as sorted lists, a
     non-finite number as null."""
-    kind = type(value)
+    kind: Any = type(value)  # a class is hashable: the record names are cached per class
     if kind is str or kind is int or kind is bool or value is None:  # most of a document: checked first
         return value
     if kind is float:
@@ -274,7 +274,7 @@ def plain(value):
 
 
 @functools.cache
-def _record_names(kind: type) -> tuple[str, ...] | None:
+def _record_names(kind: Any) -> tuple[str, ...] | None:
     """The field names of a record class, None for any other type (asked once per class)."""
     return tuple(f.name for f in dataclasses.fields(kind)) if dataclasses.is_dataclass(kind) else None
 
@@ -388,10 +388,11 @@ def keep(store, campaign_id: int) -> Summary:
 def _record_fields(cls) -> tuple[tuple[str, type | None], ...]:
     """(field name, the record type it may hold or None) of a frozen record class (type hints are slow)."""
     hints = typing.get_type_hints(cls)
-    out = []
+    out: list[tuple[str, type | None]] = []
     for f in dataclasses.fields(cls):
-        kinds = [k for k in (hints[f.name], *typing.get_args(hints[f.name])) if dataclasses.is_dataclass(k)]
-        out.append((f.name, kinds[0] if kinds else None))
+        kinds = [k for k in (hints[f.name], *typing.get_args(hints[f.name])) if isinstance(k, type)]
+        records = [k for k in kinds if dataclasses.is_dataclass(k)]
+        out.append((f.name, records[0] if records else None))
     return tuple(out)
 
 

@@ -278,7 +278,7 @@ def plan_text(args, commands: list[tuple[str, str]], conditions: list[dict], cpu
     from boardlab.campaign.benchplan import BenchPlan
     from boardlab.campaign.benchplan import plan_text as text
 
-    prepare = ()
+    prepare: tuple[str, ...] = ()
     if args.prepare:
         prepare = (args.shell, "-c", args.prepare) if args.shell else tuple(_words(args.prepare, "--prepare"))
     return text(

@@ -110,8 +110,10 @@ def render_text(doc: dict) -> str:
         def med(side, div=div):
             return "–" if side["median"] is None else fmt_num(side["median"] / div, 4)
 
-        ci = fmt_interval(*r["decision_ci"], sig=3) if r["decision_ci"] else "–"
-        ci95 = fmt_interval(*r["cost_ratio_ci"], sig=3) if r["cost_ratio_ci"] else "–"
+        ci = fmt_interval(r["decision_ci"][0], r["decision_ci"][1], sig=3) if r["decision_ci"] else "–"
+        ci95 = (
+            fmt_interval(r["cost_ratio_ci"][0], r["cost_ratio_ci"][1], sig=3) if r["cost_ratio_ci"] else "–"
+        )
         verdict = verdict_text(r["verdict"], bool(r["confounded"])) if r["verdict"] else (r["reason"] or "–")
         if r["unstable"]:
             verdict += " (unstable: A/A control failed)"

@@ -116,7 +116,8 @@ def _bundles(paths: list[str]) -> dict[str, str]:
         try:
             with tarfile.open(path, "r:gz") as tar:
                 member = next((m for m in tar.getmembers() if m.name.endswith("/bundle.json")), None)
-                doc = json.load(tar.extractfile(member)) if member else None
+                raw = tar.extractfile(member) if member else None
+                doc = json.load(raw) if raw is not None else None
         except (OSError, tarfile.TarError, json.JSONDecodeError) as exc:
             raise InputError(f"--bundle {path}: not a readable board bundle ({exc})") from None
         if not doc or doc.get("schema") != 1 or "arch" not in doc:

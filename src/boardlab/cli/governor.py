@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
+from typing import Any
 
 from boardlab.errors import InputError, MeasurementError
 
@@ -198,7 +199,7 @@ def _sweep(args) -> int:
         raise InputError(f"--cluster: {exc}") from None
     if args.plan_out:
         _write_sweep_plan(args, grids)
-    out = [
+    out: list[dict[str, Any]] = [
         {
             "this_policy": g.this_policy,
             "this_cpus": list(g.this_cpus),
@@ -325,7 +326,7 @@ def _sweep_summary(cells) -> list[dict]:
     out = []
     for (pol, pattern, size), cs in groups.items():
         means = {(c.this_khz, c.other_khz): sum(c.ns_per_access) / len(c.ns_per_access) for c in cs}
-        tops = {}
+        tops: dict[int, tuple[int, float]] = {}
         for (t, o), m in means.items():
             if o is not None and (t not in tops or o > tops[t][0]):
                 tops[t] = (o, m)

@@ -227,7 +227,7 @@ class Monitor:
                 break
 
     def document(self, extra: dict | None = None) -> dict:
-        procs = {}
+        procs: dict[int, list] = {}
         for r in self.rows:
             procs.setdefault(r.pid, []).append(r)
         out_procs = []

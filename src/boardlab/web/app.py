@@ -338,7 +338,7 @@ class _Guard:
                 from starlette.responses import RedirectResponse
 
                 target = local_target(scope["path"], scope.get("query_string", b"").decode("latin-1"))
-                response = RedirectResponse(target, status_code=303)
-                response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict", path="/")
-                return await response(scope, receive, send_with_headers)
+                redirect = RedirectResponse(target, status_code=303)
+                redirect.set_cookie(COOKIE, self.token, httponly=True, samesite="strict", path="/")
+                return await redirect(scope, receive, send_with_headers)
         return await self.app(scope, receive, send_with_headers)

@@ -123,7 +123,7 @@ class PairedRatios:
         }
 
 
-def paired_ratios(pairs: Iterable[tuple[float, str]]) -> PairedRatios:
+def paired_ratios(pairs: Iterable[tuple[float | None, str]]) -> PairedRatios:
     """PairedRatios of (ratio A/B, order) items; ratios that are not finite and positive are left out."""
     kept = [(r, o) for r, o in pairs if r is not None and math.isfinite(r) and r > 0]
     ratios = tuple(r for r, _ in kept)
@@ -162,9 +162,7 @@ class CrossCheck:
 
     def by_order(self, metric: str) -> PairedRatios:
         return paired_ratios(
-            (p.boardlab[metric] / p.reference[metric], p.order)
-            for p in self.pairs
-            if p.boardlab.get(metric) is not None and (p.reference.get(metric) or 0) > 0
+            (_ratio(p.boardlab.get(metric), p.reference.get(metric)), p.order) for p in self.pairs
         )
 
     def ratios(self, metric: str) -> list[float]:
@@ -245,3 +243,8 @@ def interleave(
         n, run_boardlab, run_reference, (lambda i, a, b, o: on_pair(i, Pair(a, b, o))) if on_pair else None
     )
     return [Pair(a, b, order) for a, b, order in done]
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    """a / b where both were measured and b is positive (a pair missing a figure has no ratio)."""
+    return a / b if a is not None and b is not None and b > 0 else None
