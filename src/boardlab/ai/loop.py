@@ -46,7 +46,7 @@ def _parse(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parse(sys.argv[1:] if argv is None else argv)
-    stop = {"signal": None}
+    stop: dict[str, str | None] = {"signal": None}
 
     def handler(signum, _frame) -> None:
         stop["signal"] = signal.Signals(signum).name
@@ -100,7 +100,7 @@ def run_loop(args: argparse.Namespace, stop: dict) -> dict:
     wall_s = (t_end - t_loop) / 1e9
     s = sorted(latencies)
 
-    def rank(q: float) -> float | None:  # nearest rank, as boardlab-kern
+    def rank(q: int) -> float | None:  # nearest rank, as boardlab-kern (a percent: 90, 99)
         return s[max(0, min(len(s) - 1, -(-q * len(s) // 100) - 1))] / 1e6 if s else None
 
     median = (s[(len(s) - 1) // 2] + s[len(s) // 2]) / 2e6 if s else None

@@ -135,7 +135,8 @@ def skeleton(model):
     from onnx import helper
 
     g = model.graph
-    small, big = [], []
+    small: list = []
+    big: list = []
     for init in g.initializer:
         (small if init.ByteSize() <= 1024 else big).append(init)
     inputs = list(g.input) + [helper.make_tensor_value_info(i.name, i.data_type, list(i.dims)) for i in big]
@@ -156,6 +157,7 @@ def _ssd_postprocess(net: Net, nodes: list, const, helper) -> list:
     pp = SSD_POSTPROCESS
     raw_boxes, scores = net.outputs
     a = net.anchors
+    assert a is not None  # called only for a net with anchors
     yx, hw = a[None, :, :2], a[None, :, 2:]
     scale_yx = np.array([1 / pp["y_scale"], 1 / pp["x_scale"]], np.float32)
     scale_hw = np.array([1 / pp["h_scale"], 1 / pp["w_scale"]], np.float32)

@@ -16,6 +16,7 @@ import importlib.util
 import os
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from boardlab.errors import InputError
 
@@ -188,15 +189,20 @@ class Session:
     """A loaded model: bind a frame (`prepare`), run it (`invoke`, the timed call), read `outputs()`."""
 
     runtime = ""
-    _handle: object  # the runtime's session or interpreter
+    _handle: Any  # the runtime's session or interpreter (their modules have no types)
     inputs: list[TensorSpec]
     output_names: list[str]
     load_ms: float
     info: dict
 
-    def prepare(self, arrays: list) -> None: ...
-    def invoke(self) -> None: ...
-    def outputs(self) -> list: ...
+    def prepare(self, arrays: list) -> None:
+        raise NotImplementedError
+
+    def invoke(self) -> None:
+        raise NotImplementedError
+
+    def outputs(self) -> list:
+        raise NotImplementedError
 
     def ti_benchmark(self) -> dict | None:
         """TI's counters of the last frame (TIDL builds), or None where the runtime does not offer them."""

@@ -103,7 +103,7 @@ class Command:
 
     @contextmanager
     def _apply(self, p: CommandParams, ctx: ApplyContext):
-        state = {"argv": list(p.argv), "restart": p.restart}
+        state: dict[str, Any] = {"argv": list(p.argv), "restart": p.restart}
         config = {"argv": [_executable(p.argv[0]) or p.argv[0], *p.argv[1:]], "restart": p.restart}
         with background.program_load(
             "command",

@@ -347,6 +347,7 @@ class Governor:
             )
         d = cpufreq.tunables_dir(ctx.root, p.name, setting.governor) if values else None
         for key in values if d is not None else ():
+            assert d is not None  # the loop runs only then
             rel = f"{d}/{key}"
             if not ctx.root.exists(rel):
                 valid = ", ".join(ctx.root.listdir(d)) or "(none)"
@@ -382,10 +383,7 @@ class Governor:
                 name: {khz: ms - stats0[name][0].get(khz, 0) for khz, ms in tis.items()}
                 for name, (tis, _) in stats1.items()
             }
-            state["transitions"] = {
-                name: None if n is None or stats0[name][1] is None else n - stats0[name][1]
-                for name, (_, n) in stats1.items()
-            }
+            state["transitions"] = {name: _delta(n, stats0[name][1]) for name, (_, n) in stats1.items()}
         finally:
             _undo_all(ctx, tokens)
 
@@ -424,6 +422,11 @@ def _set_policy(
         entry["tunables_dir"] = sr.show(tdir)
         entry["tunables"] = {k: sr.read_str(f"{tdir}/{k}") for k, _ in setting.tunables}
     return entry
+
+
+def _delta(after: int | None, before: int | None) -> int | None:
+    """A counter's change over the run; None where either reading is missing."""
+    return None if after is None or before is None else after - before
 
 
 def _stats(sr, policy: str) -> tuple[dict[int, int], int | None]:

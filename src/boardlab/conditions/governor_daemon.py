@@ -146,9 +146,7 @@ def _wait_started(ctx: ApplyContext, proc: subprocess.Popen) -> None:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise MeasurementError(
-                f"the governor daemon exited at start: {proc.stderr.read().strip()[-300:]}"
-            )
+            raise MeasurementError(f"the governor daemon exited at start: {_stderr_end(proc)}")
         if all(ctx.root.read_str(f"{cpufreq.policy_dir(n)}/scaling_governor") == "userspace" for n in names):
             return
         time.sleep(0.02)
@@ -156,3 +154,8 @@ def _wait_started(ctx: ApplyContext, proc: subprocess.Popen) -> None:
 
 
 KIND = GovernorDaemon()
+
+
+def _stderr_end(proc: subprocess.Popen) -> str:
+    """The last 300 characters the daemon wrote to its stderr (a pipe), for the error that names its exit."""
+    return proc.stderr.read().strip()[-300:] if proc.stderr is not None else "(no stderr)"

@@ -191,7 +191,7 @@ class Netns:
                 ns = new_ns("local")
                 # a fresh namespace has no multicast route: send it through loopback
                 _ip("-n", ns, "route", "add", "224.0.0.0/4", "dev", "lo")
-                state = {
+                state: dict[str, Any] = {
                     "mode": "private",
                     "netns": ns,
                     "peer_netns": ns,

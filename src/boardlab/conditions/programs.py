@@ -16,6 +16,7 @@ its counters as JSON to the `status` path of its configuration. Every program en
 from __future__ import annotations
 
 import ctypes
+import io
 import json
 import mmap
 import os
@@ -27,6 +28,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from typing import cast
 
 PR_SET_PDEATHSIG = 1
 LOOPBACK = "127.0.0.1"  # bursty traffic never leaves the board
@@ -93,7 +95,10 @@ def command(cfg: dict) -> int:
                 break
             starts += 1
             assert proc.stderr is not None
-            while chunk := proc.stderr.read1(65536):
+            stderr = cast(
+                io.BufferedReader, proc.stderr
+            )  # a pipe, opened in binary: read1 takes what is there
+            while chunk := stderr.read1(65536):
                 tail = (tail + chunk)[-2000:]
             code = last = proc.wait()
             codes[str(code)] += 1

@@ -66,7 +66,7 @@ class EnergyMeter:
 
     def start(self, store, campaign_id: int, cpus: set[int] | None) -> None:
         self.store, self.campaign_id = store, campaign_id
-        rows = [
+        rows: list[tuple[str, dict, bool, str | None, bool]] = [
             (s.spec.name, s.spec.to_dict(), True, None, s is self.primary) for s in self.discovery.sources
         ] + [(u.name, {}, False, u.reason, False) for u in self.discovery.unavailable]
         if not self.active and self.reason():
@@ -99,7 +99,7 @@ class EnergyMeter:
         started = time.time()
         time.sleep(self.policy.idle_window_s)
         t1 = time.monotonic_ns()
-        assert self.sampler is not None
+        assert self.sampler is not None and self.store is not None  # started: `start` set both
         self.sampler.wait_past(t1)
         for s in self.discovery.sources:
             w, _, _why = self.sampler.window(s, t0, t1)

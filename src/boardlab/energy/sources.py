@@ -15,10 +15,12 @@ from __future__ import annotations
 import collections
 import dataclasses
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from boardlab.platform import power
 from boardlab.platform.sysroot import RootLike, SysRoot
@@ -83,7 +85,7 @@ class HwmonSource(Source):
         self.channels = channels
 
     def read(self) -> float | None:
-        total = 0
+        total = 0.0
         for ch in self.channels:
             if ch.method == "vi":
                 mv = power.read_raw_int(ch.paths[0])
@@ -146,14 +148,12 @@ class CommandMeter(Source):
     def __init__(self, spec: PowerSourceSpec, argv: list[str]):
         self.spec = spec
         self.argv = argv
-        self.proc = None
+        self.proc: subprocess.Popen | None = None
         self._q: collections.deque = collections.deque()
         self._thread: threading.Thread | None = None
         self.skipped_lines = 0
 
     def open(self) -> None:
-        import subprocess
-
         from boardlab.platform.spawn import spawn
 
         # its own process group, killed with boardlab (PR_SET_PDEATHSIG), stopped by its PID in close()
@@ -203,8 +203,8 @@ class SerialMeter(Source):
         self.spec = spec
         self.port = port
         self.baud = baud
-        self.ser = None
-        self.last_record = None
+        self.ser: Any = None  # a serial.Serial once open (pyserial is imported only then)
+        self.last_record: Any = None  # the meter's last um25c.Record
 
     def open(self) -> None:
         import serial  # pyserial
@@ -298,7 +298,7 @@ def _hwmon_spec(name: str, chs, scope: str, label: str | None, note: str | None 
         scope=scope,
         unit="+".join(sorted({units[c.method] for c in chs})),
         update_interval_s=_hwmon_interval(chs),
-        resolution=(1e-6 if counter else (sum(res) if all(r is not None for r in res) else None)),
+        resolution=(1e-6 if counter else _sum_or_none(res)),
         resolution_unit="J" if counter else "W",
         measured=True,
         label=label,
@@ -343,7 +343,9 @@ def _hwmon_sources(sr: SysRoot, compatible: tuple[str, ...], d: Discovery) -> No
                 HwmonSource(_hwmon_spec(f"hwmon:{c.label or c.hwmon}", (c,), "rail", c.label), (c,))
             )
         rails = [
-            dataclasses.replace(c, method=c.power_method, paths=c.power_paths) if c.method == "energy" else c
+            dataclasses.replace(c, method=c.power_method or c.method, paths=c.power_paths)
+            if c.method == "energy"
+            else c
             for c in rails
         ]
     for c in chans:
@@ -489,3 +491,8 @@ def _meter_sources(m: MeterConfig, d: Discovery) -> None:
                     m.serial_baud,
                 )
             )
+
+
+def _sum_or_none(values: list[float | None]) -> float | None:
+    """The sum of the channels' resolutions, None when any is unknown."""
+    return None if any(v is None for v in values) else sum(v for v in values if v is not None)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+from typing import Any
 
 REQUEST = b"\xf0"  # "send one record"
 RECORD_BYTES = 130
@@ -84,8 +85,15 @@ def decode(data: bytes) -> Record:
     t = _TAIL.unpack_from(data, 96)
     if t[-1] != END_MARKER:
         raise ValueError(f"record end marker 0x{t[-1]:04x}, expected 0x{END_MARKER:04x}: out of step")
+    start, volts_raw, amps_raw, power_mw, temp_c, temp_f, data_group = head
     return Record(
-        *head,
+        start=start,
+        volts_raw=volts_raw,
+        amps_raw=amps_raw,
+        power_mw=power_mw,
+        temp_c=temp_c,
+        temp_f=temp_f,
+        data_group=data_group,
         groups=tuple((g[i], g[i + 1]) for i in range(0, 20, 2)),
         data_plus_cv=t[0],
         data_minus_cv=t[1],
@@ -128,7 +136,7 @@ def encode(r: Record) -> bytes:
 
 def um25c_record(voltage_v: float, current_a: float, **fields) -> Record:
     """A UM25C record for a reading (volts in mV, amps in 0.1 mA, watts in mW, as the meter rounds)."""
-    base = dict(
+    base: dict[str, Any] = dict(
         start=0x09C9,
         volts_raw=round(voltage_v * 1000),
         amps_raw=round(current_a * 10000),

@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from boardlab.bundle import MACHINE_ARCH
 from boardlab.fleet.board import BOARD_SH, RESULT_FILES, SCRIPT_NAME, parse_poll
@@ -66,12 +67,12 @@ class Worker:
         self.dir = remote_place_dir(spec["remote_root"], self.place)
         self.work = Path(spec["workdir"])
         self.parent = os.getppid()
-        self.ssh = None
-        self.target = None
+        self.ssh: Any = None  # labgrid's SSHDriver, once connected (labgrid has no types)
+        self.target: Any = None
         self.started = False  # a campaign of ours may be running on the board
         self.attempts: list[dict] = []
         self.power_cycles = 0
-        self.arch = None
+        self.arch: str | None = None
 
     def say(self, message: str) -> None:
         self.emit({"kind": "progress", "place": self.place, "message": message})
@@ -323,7 +324,7 @@ class Worker:
         verified = None
         for n in range(1, budget + 1):
             self.check_stop()
-            outcome = {"attempt": n}
+            outcome: dict[str, Any] = {"attempt": n}
             try:
                 if self.ssh is None or n > 1:
                     self.connect(self.spec["boot_timeout_s"] if n > 1 else 30.0)

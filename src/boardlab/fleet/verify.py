@@ -70,6 +70,7 @@ def verify(db: Path, plan: Plan, expected: set[str] | None) -> Verified:
         store.close()
     policy = plan.runs
     reps = policy.repetitions if policy.precision is None else policy.pilot
+    assert reps is not None  # a plan without the precision rule has its repetitions (or the default)
     unfinished: dict[str, list[int]] = {}
     keys = set(cells)
     if expected is not None:
