@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from boardlab.conditions.journal import RestoreJournal, not_restored
 from boardlab.governor import policies, sim
@@ -125,9 +126,9 @@ class Daemon:
         self.slow = slow
         self.stats = Stats()
         self.tokens: list[str] = []
-        self.gov = {}
+        self.gov: dict[str, Any] = {}
         self.prev_jiffies: dict[int, tuple[int, int]] | None = None
-        self.info = {}
+        self.info: dict[str, Any] = {}
 
     def check(self, *, counters: bool = True) -> None:
         """Raises Unsupported with the reason this tree cannot run the daemon (cpufreq first, then, with

@@ -12,6 +12,7 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from boardlab.conditions.journal import RestoreJournal
 from boardlab.governor import daemon, policies, sim
@@ -66,7 +67,7 @@ def compare(
     unknown = [n for n in names if n not in all_traces]
     if unknown:
         raise ValueError(f"unknown trace {unknown[0]!r}; traces for {soc.name}: {', '.join(all_traces)}")
-    rows = []
+    rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="boardlab-govsim-") as tmp:
         for tn in names:
             for pol in policy_names:

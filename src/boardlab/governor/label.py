@@ -81,9 +81,9 @@ def label(cells: Sequence[SweepCell], *, alpha: float = ALPHA, min_effect: float
     refs: dict[tuple, SweepCell] = {}
     for c in cells:
         k = (c.pattern, c.size_bytes, c.this_policy, c.this_khz)
-        if c.other_khz is not None and (k not in refs or c.other_khz > refs[k].other_khz):
+        if c.other_khz is not None and (k not in refs or c.other_khz > (refs[k].other_khz or 0)):
             refs[k] = c
-    tests = []
+    tests: list[tuple[SweepCell, SweepCell | None, tuple[float, float, float] | None]] = []
     for c in cells:
         ref = refs.get((c.pattern, c.size_bytes, c.this_policy, c.this_khz))
         if ref is None or ref is c:

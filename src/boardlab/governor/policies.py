@@ -121,7 +121,13 @@ class AntiSnoop:
 
 def thresholds_rule(t1: float, t2: float) -> Callable[[Sample], bool]:
     """The study's rule: cci_congestion > T1 and memory_access > T2."""
-    return lambda s: s.cci_congestion > t1 and s.memory_access > t2
+    # a sample without the counters (None) is not congested: the rule cannot fire without its evidence
+    return lambda s: (
+        s.cci_congestion is not None
+        and s.cci_congestion > t1
+        and s.memory_access is not None
+        and s.memory_access > t2
+    )
 
 
 def make(name: str, slow: Callable[[Sample], bool] | None = None):

@@ -17,6 +17,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from boardlab.governor import model, policies
 from boardlab.governor.opp import ClusterSpec, SocSpec
@@ -80,7 +81,7 @@ class _Cluster:
     bus_access: float = 0.0
     cci_reads: float = 0.0
     cci_stall: float = 0.0
-    gov_state: object | None = None
+    gov_state: Any = None  # the in-kernel governor's policies.Policy, made at its first decision
     last_sample_s: float = 0.0
     window_busy: float = 0.0
     window_s: float = 0.0
@@ -177,7 +178,7 @@ class SimBoard:
         tot_busy = sum(sum(c.busy_s) for c in self.clusters.values())
         tot_idle = sum(sum(c.idle_s) for c in self.clusters.values())
         stat_lines.append(f"cpu  {int(tot_busy * USER_HZ)} 0 0 {int(tot_idle * USER_HZ)} 0 0 0 0 0 0")
-        counters = {"schema": 1, "t_s": self.t_s, "clusters": {}}
+        counters: dict[str, Any] = {"schema": 1, "t_s": self.t_s, "clusters": {}}
         for c in self.clusters.values():
             d = f"{cpu}/{c.spec.policy}"
             self._w(f"{d}/scaling_cur_freq", f"{c.cur_khz}\n")
@@ -267,6 +268,7 @@ class SimBoard:
             c.cycles += ghz * 1e9 * dt_s * load
             power_w += c.spec.cluster_power_w(c.cur_khz, load)
             if runs_task:
+                assert phase is not None  # a cluster runs the task only while a phase is running
                 other = self._other(c)
                 wait = model.snoop_ns(
                     other.spec if other and self.soc.cci else None, other.cur_khz if other else None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from boardlab.governor.sweep import SweepCell
 
@@ -24,7 +25,7 @@ def parse_cell_name(condition: str) -> tuple[str, int, str | None, int | None] |
 def sweep_from_store(store, campaign_id: int) -> list[SweepCell]:
     """Valid mem.latency runs under the sweep's conditions, one summary ns/access per run, with the counters
     the plan asked for ([runs] counters) where this board counted them."""
-    groups: dict[tuple, dict[str, list]] = {}
+    groups: dict[tuple, dict[str, Any]] = {}  # ns, cci, mem: per-run lists; bus: the bus frequencies seen
     for r in store.runs(campaign_id):
         parsed = parse_cell_name(r["condition"])
         if parsed is None or not r["valid"] or r["value"] is None:
@@ -33,7 +34,7 @@ def sweep_from_store(store, campaign_id: int) -> list[SweepCell]:
             continue
         params = json.loads(r["params_json"])
         key = (params.get("pattern", "random"), int(params.get("size_bytes", 65536)), *parsed)
-        g = groups.setdefault(key, {"ns": [], "cci": [], "mem": [], "bus": set()})
+        g: dict[str, Any] = groups.setdefault(key, {"ns": [], "cci": [], "mem": [], "bus": set()})
         state = json.loads(r["condition_state_json"] or "{}")
         for part in state.get("parts") or [state]:
             if part.get("kind") == "devfreq" and part.get("cur_hz") is not None:

@@ -12,6 +12,7 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from boardlab.governor import model
 from boardlab.governor.opp import SocSpec
@@ -112,9 +113,9 @@ def condition_tables(grid: Grid, bus_hz: int | str = "record") -> list[dict]:
     writes and what a plan's `[sweep]` table expands to. Per-policy userspace frequencies through the
     governor condition; where the board has a memory-controller devfreq, a devfreq part fixes it at `bus_hz`
     (or records it)."""
-    tables = []
+    tables: list[dict[str, Any]] = []
     for this_khz, other_khz in grid.pairs():
-        freqs = {grid.this_policy: this_khz}
+        freqs: dict[str, int | None] = {grid.this_policy: this_khz}
         if grid.other_policy:
             freqs[grid.other_policy] = other_khz
         gov = {"governor": "userspace", "policies": list(freqs), "frequencies_khz": freqs}
@@ -212,7 +213,8 @@ class SweepCell:
 
     @classmethod
     def from_json(cls, d: dict) -> SweepCell:
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+        fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
+        return cls(**fields)
 
 
 def simulate(

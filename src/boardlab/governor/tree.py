@@ -38,14 +38,20 @@ class Node:
     label: int  # majority class (leaf), 1 = slow
     counts: tuple[int, int]  # training rows (not slow, slow)
 
+    def kids(self) -> tuple[Node, Node]:
+        """An inner node's (left, right): both are set wherever `feature` is."""
+        assert self.left is not None and self.right is not None, "a leaf has no children"
+        return self.left, self.right
+
     def predict(self, x: Sequence[int]) -> int:
         node = self
         while node.feature is not None:
-            node = node.left if x[node.feature] <= node.threshold else node.right
+            left, right = node.kids()
+            node = left if x[node.feature] <= node.threshold else right
         return node.label
 
     def depth(self) -> int:
-        return 0 if self.feature is None else 1 + max(self.left.depth(), self.right.depth())
+        return 0 if self.feature is None else 1 + max(kid.depth() for kid in self.kids())
 
 
 def _gini(n0: int, n1: int) -> float:
@@ -161,8 +167,8 @@ def to_json(tree: Node) -> dict:
             "threshold": n.threshold,
             "threshold_value": n.threshold / scale,
             "unit": unit,
-            "le": node(n.left),
-            "gt": node(n.right),
+            "le": node(n.kids()[0]),
+            "gt": node(n.kids()[1]),
         }
 
     return {
@@ -206,9 +212,9 @@ def to_c(tree: Node, name: str = "boardlab_snoop_slow") -> str:
             lines.append(f"{pad}return {n.label};")
             return
         lines.append(f"{pad}if ({FEATURE_NAMES[n.feature]} <= {n.threshold}LL) {{")
-        emit(n.left, indent + 1)
+        emit(n.kids()[0], indent + 1)
         lines.append(f"{pad}}} else {{")
-        emit(n.right, indent + 1)
+        emit(n.kids()[1], indent + 1)
         lines.append(f"{pad}}}")
 
     emit(tree, 1)
@@ -220,7 +226,7 @@ def to_c(tree: Node, name: str = "boardlab_snoop_slow") -> str:
 
 
 def _uses(n: Node, i: int) -> bool:
-    return n.feature is not None and (n.feature == i or _uses(n.left, i) or _uses(n.right, i))
+    return n.feature is not None and (n.feature == i or any(_uses(kid, i) for kid in n.kids()))
 
 
 def predict_json(doc: dict, rows: Sequence[Sequence[int]]) -> list[int]:
