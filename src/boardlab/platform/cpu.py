@@ -298,9 +298,9 @@ def group_clusters(cores: tuple[CpuCore, ...], policies: tuple[CpufreqPolicy, ..
     by_cpu = {c.cpu: c for c in cores}
     groups: list[tuple[tuple[int, ...], CpufreqPolicy | None]] = []
     covered: set[int] = set()
-    for pol in policies:
-        cpus = pol.related_cpus or pol.cpus
-        groups.append((cpus, pol))
+    for policy in policies:
+        cpus = policy.related_cpus or policy.cpus
+        groups.append((cpus, policy))
         covered.update(cpus)
     by_type: dict[tuple, list[int]] = {}
     for core in cores:

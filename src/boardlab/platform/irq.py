@@ -73,7 +73,7 @@ def parse_interrupts(text: str) -> tuple[InterruptLine, ...]:
         if not sep or not label.strip():
             continue
         fields = rest.split()
-        counts = []
+        counts: list[int] = []
         while fields and len(counts) < len(cpus) and fields[0].isdigit():
             counts.append(int(fields.pop(0)))
         if not counts:

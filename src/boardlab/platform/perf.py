@@ -122,7 +122,7 @@ def core_pmu_for_cpu(root: RootLike, cpu: int) -> tuple[str, int] | None:
         if not is_core_pmu(Pmu(pmu.name, pmu.type)):
             continue
         cpus = sr.read_cpulist(f"{EVENT_SOURCE_DIR}/{pmu.name}/cpus")
-        if cpus is None or cpu in cpus:
+        if (cpus is None or cpu in cpus) and pmu.type is not None:  # no type: perf_event_open cannot name it
             return pmu.name, pmu.type
     return None
 
@@ -208,7 +208,8 @@ def derive_counters(names: tuple[str, ...], counted: Mapping) -> tuple[dict[str,
             if bus is not None and cyc:
                 values[current] = bus / cyc
         elif current == "cci_congestion":
-            parts = [get(f"cci_{k}_s{s}") for k in ("rrq", "stall") for s in (3, 4)]
-            if None not in parts and parts[0] + parts[1] > 0:
-                values[current] = (parts[2] + parts[3]) / (parts[0] + parts[1])
+            rrq3, rrq4, stall3, stall4 = (get(f"cci_{k}_s{s}") for k in ("rrq", "stall") for s in (3, 4))
+            if rrq3 is not None and rrq4 is not None and stall3 is not None and stall4 is not None:
+                if rrq3 + rrq4 > 0:
+                    values[current] = (stall3 + stall4) / (rrq3 + rrq4)
     return values, reasons

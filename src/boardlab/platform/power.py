@@ -213,6 +213,8 @@ def hwmon_channels(root: RootLike, compatible: tuple[str, ...] = ()) -> tuple[Hw
             )
             if label in UNUSED_LABELS:
                 continue
+            rel: tuple[str, ...]
+            prel: tuple[str, ...]
             if f"energy{n}_input" in attrs:
                 method, rel = "energy", (f"{d}/energy{n}_input",)
             elif f"power{n}_input" in attrs:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+from collections.abc import Mapping
 
 from boardlab.errors import InputError, MeasurementError
 from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
@@ -118,11 +119,12 @@ def supported() -> str | None:
     return None
 
 
-def prepare(params: dict, note) -> None:
+def prepare(params: Mapping, note) -> None:
     """Before a campaign starts (in boardlab, not in a measured worker): build a generated model that is not
     there yet, so that no run pays for it and a missing package fails before anything is stored; then the
     setup check (`check`) in a fresh process, so that a delegate that cannot load stops the campaign with
     exit 2 before its first run (docs/ai.md) instead of failing every run."""
+    params = dict(params)  # the plan gives a read-only mapping
     _build_missing_model(params, note)
     _setup_check(params)
 
@@ -180,7 +182,7 @@ def _summary(values: list[float], unit: str, higher_is_better: bool) -> dict:
     s = sorted(values)
     n = len(s)
 
-    def rank(q: float) -> float:  # nearest rank, as boardlab-kern
+    def rank(q: int) -> float:  # nearest rank, as boardlab-kern (a percent: 90, 99)
         return s[max(0, min(n - 1, -(-q * n // 100) - 1))]
 
     median = (s[(n - 1) // 2] + s[n // 2]) / 2

@@ -96,22 +96,23 @@ _CHECKERS = {"int": _check_int, "float": _check_float, "enum": _check_enum, "boo
 def coerce_params(spec: WorkloadSpec, assignments: list[str]) -> dict:
     """Defaults, overridden by NAME=VALUE assignments; each value checked against its declared type and range."""
     values: dict = {}
-    given = {}
+    given: dict[str, str] = {}
     for a in assignments:
         if "=" not in a:
             raise InputError(f"--param expects NAME=VALUE, got {a!r}")
-        k, v = a.split("=", 1)
-        given[k] = v
+        k, value = a.split("=", 1)
+        given[k] = value
     for k in given:
         if spec.param(k) is None:
             raise InputError(
                 f"unknown parameter {k!r}; valid: {', '.join(p.name for p in spec.params) or '(none)'}"
             )
     for p in spec.params:
-        text = given.get(p.name, p.default)
+        text: Any = given.get(p.name, p.default)
         if text is None:
             values[p.name] = None
             continue
+        v: Any
         if p.type == "int":
             try:
                 v = int(text, 0) if isinstance(text, str) else int(text)

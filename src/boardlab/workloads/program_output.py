@@ -108,7 +108,9 @@ def read_until_exit(proc: subprocess.Popen, out: Kept, err: Kept) -> int | None:
     open_fds, ended_ns, drain_end = set(kept), None, None
     try:
         while open_fds:
-            wait_ms = None if drain_end is None else max(0.0, drain_end - time.monotonic()) * 1000
+            wait_ms: float | None = (
+                None if drain_end is None else max(0.0, drain_end - time.monotonic()) * 1000
+            )
             if wait_ms == 0:
                 for fd in open_fds:
                     kept[

@@ -184,6 +184,7 @@ def run(params: dict, iterations: int | None = None) -> dict:
         reason = _timerlat_refusal(rtla)
         if reason:
             return _unsupported(reason)
+        assert rtla is not None  # _timerlat_refusal refuses a missing rtla
         return _run_timerlat(params, plan, rtla)
     cyclictest = shutil.which("cyclictest")
     if cyclictest is None:

@@ -27,6 +27,7 @@ import os
 import sys
 import threading
 import time
+from typing import Any
 
 from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
 
@@ -237,10 +238,10 @@ class _Services:
         self.netns = os.environ.get("BOARDLAB_NETNS") or ""
         self.addr = os.environ.get("BOARDLAB_MCAST_IFACE_ADDR") or "127.0.0.1"
         self.prefix = ["ip", "netns", "exec", self.netns] if self.netns else []
-        self.roles: dict[str, object] = {}
+        self.roles: dict[str, tuple[Any, bool]] = {}  # name -> (its running role, counted in the figures)
         self.extra: list = []  # helper processes (INS feed)
-        self.monitor = None
-        self._mon_thread = None
+        self.monitor: Any = None  # a monitor.process.Monitor of the counted roles, from watch()
+        self._mon_thread: threading.Thread | None = None
         self._stop = threading.Event()
 
     def start(self, name: str, role: str, params: dict, *, account: bool = True, wait_ready: bool = True):
