@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -26,12 +27,26 @@ from boardlab.conditions.journal import RestoreJournal, failures, not_restored
 from boardlab.errors import InputError, MeasurementError
 from boardlab.model.campaign import Cell, CommitIdentity, Plan, ScheduledRun
 from boardlab.model.run import LOAD_DID_NOT_RUN, GateResult, MetricResult, RunResult
-from boardlab.model.worker_result import WorkerResult, WorkerResultError, read_worker_result
-from boardlab.model.workload import LaunchOptions, WorkloadSpec
+from boardlab.model.worker_result import (
+    WorkerResult,
+    WorkerResultError,
+    build_worker_result,
+    read_worker_result,
+)
+from boardlab.model.workload import DirectExecution, DirectLaunch, LaunchOptions, WorkloadSpec
 from boardlab.monitor.sampler import Monitor, MonitorOutput
 from boardlab.platform import sampling
 from boardlab.platform.clock import start_evidence
-from boardlab.platform.spawn import collect, spawn, stop_group
+from boardlab.platform.spawn import (
+    OrphanGuard,
+    collect,
+    direct_spawn_reason,
+    spawn,
+    spawn_program,
+    stop_group,
+    stop_program,
+    wait_program,
+)
 from boardlab.platform.sysroot import SysRoot
 from boardlab.store import Store
 
@@ -71,6 +86,7 @@ class _Worker:
     rusage: dict[str, int]
     killed: bool  # at its timeout
     monitor: MonitorOutput
+    result: WorkerResult | None = None  # made by the runner (a direct run): `out` holds its JSON, not re-read
 
 
 @dataclass
@@ -209,6 +225,8 @@ class Runner:
             set()
         )  # cells whose worker warning was said (each run's result keeps its own)
         self._argvs: dict[str, list[str]] = {}  # per cell: its worker's command line, built once
+        self._directs: dict[str, DirectLaunch | None] = {}  # per cell: a run the runner makes itself
+        self._guard: OrphanGuard | None = None  # kills a direct run's program if boardlab dies (_campaign)
 
     # ---- pieces of one run ----
 
@@ -292,6 +310,19 @@ class Runner:
         if cell.key not in self._argvs:
             self._argvs[cell.key] = self._build_argv(cell)
         return self._argvs[cell.key]
+
+    def _direct(self, cell: Cell) -> DirectLaunch | None:
+        """The workload's `direct` hook, once per cell: the program the runner starts itself, with no worker
+        between them (no interpreter start-up per run), where the workload allows it and this system can."""
+        if cell.key not in self._directs:
+            hook = self.catalog[cell.workload].direct
+            usable = hook is not None and self._direct_reason is None
+            self._directs[cell.key] = hook(cell.params_dict) if usable and hook is not None else None
+        return self._directs[cell.key]
+
+    @functools.cached_property
+    def _direct_reason(self) -> str | None:
+        return direct_spawn_reason()
 
     def _build_argv(self, cell: Cell) -> list[str]:
         runs = self.plan.runs
@@ -434,6 +465,9 @@ class Runner:
     ) -> _Worker:
         """The worker, spawned fresh, monitored, read to its end and reaped (a hung one is killed at its
         timeout with its group)."""
+        direct = self._direct(cell)
+        if direct is not None and self._guard is not None:
+            return self._measure_direct(cell, direct, cpu, worker_cpus, monitor, self._guard)
         started = time.time()
         t0 = time.monotonic_ns()
         timeout_s = self._timeout_s(cell)
@@ -455,6 +489,48 @@ class Runner:
                     pipe.close()
         wall_ns = time.monotonic_ns() - t0
         return _Worker(started, t0, wall_ns, timeout_s, code, out, err, rusage, killed, monitor.stop())
+
+    def _measure_direct(
+        self,
+        cell: Cell,
+        launch: DirectLaunch,
+        cpu: int | None,
+        worker_cpus: set[int] | None,
+        monitor: Monitor,
+        guard: OrphanGuard,
+    ) -> _Worker:
+        """A run with no worker: the program spawned here, monitored as the worker, reaped with wait4, and its
+        worker result made from that (the workload's `result`), as its launcher would have printed it. The
+        earlier of the run's timeout and the program's own ends it; the program's own is its error."""
+        started = time.time()
+        timeout_s = self._timeout_s(cell)
+        try:
+            p = spawn_program(launch.argv, cpus=worker_cpus)
+        except OSError as exc:
+            ex = DirectExecution(0, 127, {}, "", False, exc.strerror or str(exc))
+            return self._direct_worker(launch, started, time.monotonic_ns(), 0, timeout_s, ex, None)
+        guard.watch(p.pid)
+        monitored = False
+        try:  # from the spawn on, a stop (Ctrl-C, SIGTERM, SIGHUP) at any point stops the program
+            monitor.start(p.pid, cpu)
+            monitored = True
+            ex = wait_program(p, min(timeout_s, launch.timeout_s), before_reap=guard.clear)
+        except BaseException:
+            stop_program(p)
+            guard.clear()
+            if monitored:
+                monitor.stop()
+            raise
+        wall_ns = time.monotonic_ns() - p.t0_ns
+        killed = ex.timed_out and timeout_s < launch.timeout_s  # the run's timeout, not the program's
+        return self._direct_worker(launch, started, p.t0_ns, wall_ns, timeout_s, ex, monitor.stop(), killed)
+
+    @staticmethod
+    def _direct_worker(launch, started, t0_ns, wall_ns, timeout_s, ex, mon, killed=False) -> _Worker:
+        doc = build_worker_result("boardlab.runner", launch.workload, launch.params, launch.result(ex))
+        mon = mon or MonitorOutput(series=[], summary={}, cpu_s=0.0, wall_s=0.0)  # it never started
+        return _Worker(started, t0_ns, wall_ns, timeout_s, 0 if doc.ok else 1, doc.to_json().encode(), b"",
+                       dict(ex.rusage), killed, mon, doc)  # fmt: skip
 
     def _run_state(self, condition, part_states, worker_cpus, cache, cpufreq0, cpufreq1) -> dict:
         """What the run ran under: the condition's state, the page cache, governors and frequencies."""
@@ -489,7 +565,9 @@ class Runner:
         out, err = w.out.decode(errors="replace"), w.err.decode(errors="replace")
         error = None
         doc: WorkerResult | None = None
-        if not out.strip():
+        if w.result is not None:
+            doc = w.result
+        elif not out.strip():
             error = f"worker exited {code} without a result: {err.strip()[:500]}"
         else:
             try:
@@ -751,6 +829,8 @@ class Runner:
         c.gate = lambda: self._gate(monitor.src, start_temps)
         c.execute = lambda sr_run, attempt: self._execute(sr_run, attempt, c.cpu, monitor, start_temps)
         status = "interrupted"
+        if any(self._direct(cell) is not None for cell in c.cells):
+            self._guard = OrphanGuard()  # started off the measured CPU, like the loop
         try:
             planned, rounds, references = self._plan_rounds(c)
             monitor.ready()  # its thread, off the measured CPU, exists before the first worker does
@@ -762,6 +842,9 @@ class Runner:
         finally:
             self.energy.stop()
             monitor.close()
+            if self._guard is not None:
+                self._guard.close()
+                self._guard = None
             os.sched_setaffinity(0, own_before)
             self.ctx.cleanup()
             cost = self._close_campaign(c, status)
