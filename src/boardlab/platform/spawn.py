@@ -22,10 +22,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+from boardlab.errors import MeasurementError
 from boardlab.model.workload import DirectExecution
 
 PR_SET_PDEATHSIG = 1
@@ -260,12 +261,17 @@ class Started:
     t0_ns: int
 
 
-def spawn_program(argv: Sequence[str], *, cpus: set[int] | None = None) -> Started:
+def spawn_program(
+    argv: Sequence[str], *, cpus: set[int] | None = None, env: Mapping[bytes, bytes] | None = None
+) -> Started:
     """Starts `argv` (searched on PATH) with posix_spawn, which glibc makes a vfork: nothing of the runner's
     memory is copied, so the start costs what hyperfine's does. Its own process group, in boardlab's session
     (see the module's docstring); stdin and stdout /dev/null, as hyperfine -N gives them; stderr a pipe; the
     signals Python ignores back at their defaults; pinned through the calling thread (Linux affinity is
-    per thread, inherited). OSError when it cannot start (glibc reports the exec's error)."""
+    per thread, inherited). `env`: this process's environment, as `dict(os.environb)` (the default) makes
+    it; a caller that spawns often converts it once. OSError when it cannot start (glibc reports the exec's
+    error)."""
+    env = dict(os.environb) if env is None else env
     r, w = os.pipe()  # both close-on-exec; dup2 onto 2 gives the child its end
     actions = [
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
@@ -276,7 +282,7 @@ def spawn_program(argv: Sequence[str], *, cpus: set[int] | None = None) -> Start
         with _spawn_lock, thread_affinity(cpus):
             t0 = time.monotonic_ns()
             pid = os.posix_spawnp(
-                argv[0], list(argv), os.environ, file_actions=actions, setpgroup=0, setsigdef=_DEFAULT_SIGNALS
+                argv[0], list(argv), env, file_actions=actions, setpgroup=0, setsigdef=_DEFAULT_SIGNALS
             )
     except BaseException:
         os.close(r)
@@ -383,6 +389,7 @@ _GUARD_SOURCE = """\
 import mmap, os, signal, sys
 r, m = int(sys.argv[1]), int(sys.argv[2])
 page = mmap.mmap(m, 8, prot=mmap.PROT_READ)
+os.write(1, b"watching\\n")
 while os.read(r, 64):
     pass
 pgid = int.from_bytes(page[:8], "little")
@@ -415,11 +422,18 @@ class OrphanGuard:
                 [sys.executable, "-I", "-S", "-c", _GUARD_SOURCE, str(r), str(self._fd)],
                 pass_fds=(r, self._fd),
                 stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
                 process_group=0,  # Ctrl-C is boardlab's to handle: the guard ends when the runner closes it
             )
         finally:
             os.close(r)
+        assert self._proc.stdout is not None
+        # Its word that it watches, before any program starts: and its start-up (an interpreter's, some 20 ms
+        # of CPU) is over before the first run, which it once slowed by 2 to 3 ms on the runner's CPU.
+        ready = self._proc.stdout.readline()
+        self._proc.stdout.close()
+        if ready != b"watching\n":
+            raise MeasurementError(f"boardlab's guard process did not start (exit {self._proc.wait()})")
 
     def watch(self, pgid: int) -> None:
         """The group to kill should boardlab die now (0: none)."""
