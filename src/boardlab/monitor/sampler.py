@@ -288,7 +288,10 @@ class _Job:
         psi1 = sampling.read_psi(src)
         energy1 = sampling.read_values(src.energy)
         return {
-            "swap_pages": swap1 - swap0 if swap0 is not None and swap1 is not None else None,
+            # counters since boot only grow; less at the end means a swap device went off during the run
+            "swap_pages": swap1 - swap0
+            if swap0 is not None and swap1 is not None and swap1 >= swap0
+            else None,
             "psi_some_us": {
                 r: b - a for r, b in psi1.items() if b is not None and (a := psi0.get(r)) is not None
             },
