@@ -391,7 +391,7 @@ class Runner:
         }
 
     @functools.cached_property
-    def _policies(self) -> list[str]:
+    def _policies(self) -> tuple[str, ...]:
         """The cpufreq policies, listed once: a policy's directory stays while its CPUs are offline, and the
         listing cost 14 us twice a run."""
         from boardlab.platform import cpufreq
