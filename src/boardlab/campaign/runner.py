@@ -19,6 +19,7 @@ from typing import Protocol
 
 from boardlab import __version__
 from boardlab.campaign import pagecache
+from boardlab.campaign.direct import DirectRuns
 from boardlab.campaign.schedule import build_cells, cell_repetitions, entry_of, reference_keys, schedule
 from boardlab.campaign.support import BoardSupport, board_support, resolve_cpu
 from boardlab.conditions import condition_kinds
@@ -27,26 +28,12 @@ from boardlab.conditions.journal import RestoreJournal, failures, not_restored
 from boardlab.errors import InputError, MeasurementError
 from boardlab.model.campaign import Cell, CommitIdentity, Plan, ScheduledRun
 from boardlab.model.run import LOAD_DID_NOT_RUN, GateResult, MetricResult, RunResult
-from boardlab.model.worker_result import (
-    WorkerResult,
-    WorkerResultError,
-    build_worker_result,
-    read_worker_result,
-)
-from boardlab.model.workload import DirectExecution, DirectLaunch, LaunchOptions, WorkloadSpec
+from boardlab.model.worker_result import WorkerResult, WorkerResultError, read_worker_result
+from boardlab.model.workload import LaunchOptions, WorkloadSpec
 from boardlab.monitor.sampler import Monitor, MonitorOutput
 from boardlab.platform import sampling
 from boardlab.platform.clock import start_evidence
-from boardlab.platform.spawn import (
-    OrphanGuard,
-    collect,
-    direct_spawn_reason,
-    spawn,
-    spawn_program,
-    stop_group,
-    stop_program,
-    wait_program,
-)
+from boardlab.platform.spawn import collect, spawn, stop_group
 from boardlab.platform.sysroot import SysRoot
 from boardlab.store import Store
 
@@ -225,8 +212,7 @@ class Runner:
             set()
         )  # cells whose worker warning was said (each run's result keeps its own)
         self._argvs: dict[str, list[str]] = {}  # per cell: its worker's command line, built once
-        self._directs: dict[str, DirectLaunch | None] = {}  # per cell: a run the runner makes itself
-        self._guard: OrphanGuard | None = None  # kills a direct run's program if boardlab dies (_campaign)
+        self._direct = DirectRuns()  # the runs it makes itself, with no worker (campaign.direct)
 
     # ---- pieces of one run ----
 
@@ -310,25 +296,6 @@ class Runner:
         if cell.key not in self._argvs:
             self._argvs[cell.key] = self._build_argv(cell)
         return self._argvs[cell.key]
-
-    def _direct(self, cell: Cell) -> DirectLaunch | None:
-        """The workload's `direct` hook, once per cell: the program the runner starts itself, with no worker
-        between them (no interpreter start-up per run), where the workload allows it and this system can."""
-        if cell.key not in self._directs:
-            hook = self.catalog[cell.workload].direct
-            usable = hook is not None and self._direct_reason is None
-            self._directs[cell.key] = hook(cell.params_dict) if usable and hook is not None else None
-        return self._directs[cell.key]
-
-    @functools.cached_property
-    def _direct_reason(self) -> str | None:
-        return direct_spawn_reason()
-
-    @functools.cached_property
-    def _program_env(self) -> dict[bytes, bytes]:
-        """The environment of the programs the runner starts, converted once: converting os.environ (a
-        mapping of Python code) took 40 us per spawn, inside the program's timed start."""
-        return dict(os.environb)
 
     def _build_argv(self, cell: Cell) -> list[str]:
         runs = self.plan.runs
@@ -479,9 +446,13 @@ class Runner:
     ) -> _Worker:
         """The worker, spawned fresh, monitored, read to its end and reaped (a hung one is killed at its
         timeout with its group)."""
-        direct = self._direct(cell)
-        if direct is not None and self._guard is not None:
-            return self._measure_direct(cell, direct, cpu, worker_cpus, monitor, self._guard)
+        launch = self._direct.launch(cell, self.catalog[cell.workload])
+        if launch is not None and self._direct.ready:  # no worker: the runner starts the program itself
+            timeout_s = self._timeout_s(cell)
+            d = self._direct.measure(launch, cpu, worker_cpus, monitor, timeout_s)
+            return _Worker(d.started_unix_s, d.t0_ns, d.wall_ns, timeout_s, 0 if d.result.ok else 1,
+                           d.result.to_json().encode(), b"", dict(d.execution.rusage), d.killed, d.monitor,
+                           d.result)  # fmt: skip
         started = time.time()
         t0 = time.monotonic_ns()
         timeout_s = self._timeout_s(cell)
@@ -503,49 +474,6 @@ class Runner:
                     pipe.close()
         wall_ns = time.monotonic_ns() - t0
         return _Worker(started, t0, wall_ns, timeout_s, code, out, err, rusage, killed, monitor.stop())
-
-    def _measure_direct(
-        self,
-        cell: Cell,
-        launch: DirectLaunch,
-        cpu: int | None,
-        worker_cpus: set[int] | None,
-        monitor: Monitor,
-        guard: OrphanGuard,
-    ) -> _Worker:
-        """A run with no worker: the program spawned here, monitored as the worker, reaped with wait4, and its
-        worker result made from that (the workload's `result`), as its launcher would have printed it. The
-        earlier of the run's timeout and the program's own ends it; the program's own is its error."""
-        started = time.time()
-        timeout_s = self._timeout_s(cell)
-        monitor.prepare(cpu)
-        try:
-            p = spawn_program(launch.argv, cpus=worker_cpus, env=self._program_env)
-        except OSError as exc:
-            ex = DirectExecution(0, 127, {}, "", False, exc.strerror or str(exc))
-            t0 = time.monotonic_ns()
-            return self._direct_worker(launch, started, t0, 0, timeout_s, ex, monitor.stop())
-        guard.watch(p.pid)
-        try:  # from the spawn on, a stop (Ctrl-C, SIGTERM, SIGHUP) at any point stops the program
-            monitor.start(p.pid, cpu)
-            # Waited for here, off its CPU: staying there until its end, as hyperfine's loop does, cost a
-            # 0.5 ms program 0.05-0.1 ms more (this thread's Python between its spawn and the wait ran beside
-            # it) than the wake-up from another CPU does.
-            ex = wait_program(p, min(timeout_s, launch.timeout_s), before_reap=guard.clear)
-        except BaseException:
-            stop_program(p)
-            guard.clear()
-            monitor.stop()
-            raise
-        wall_ns = time.monotonic_ns() - p.t0_ns
-        killed = ex.timed_out and timeout_s < launch.timeout_s  # the run's timeout, not the program's
-        return self._direct_worker(launch, started, p.t0_ns, wall_ns, timeout_s, ex, monitor.stop(), killed)
-
-    @staticmethod
-    def _direct_worker(launch, started, t0_ns, wall_ns, timeout_s, ex, mon, killed=False) -> _Worker:
-        doc = build_worker_result("boardlab.runner", launch.workload, launch.params, launch.result(ex))
-        return _Worker(started, t0_ns, wall_ns, timeout_s, 0 if doc.ok else 1, doc.to_json().encode(), b"",
-                       dict(ex.rusage), killed, mon, doc)  # fmt: skip
 
     def _run_state(self, condition, part_states, worker_cpus, cache, cpufreq0, cpufreq1) -> dict:
         """What the run ran under: the condition's state, the page cache, governors and frequencies."""
@@ -844,8 +772,8 @@ class Runner:
         c.gate = lambda: self._gate(monitor.src, start_temps)
         c.execute = lambda sr_run, attempt: self._execute(sr_run, attempt, c.cpu, monitor, start_temps)
         status = "interrupted"
-        if any(self._direct(cell) is not None for cell in c.cells):
-            self._guard = OrphanGuard()  # started off the measured CPU, like the loop
+        if any(self._direct.launch(cell, self.catalog[cell.workload]) for cell in c.cells):
+            self._direct.open()  # its guard, started off the measured CPU like the loop
         try:
             planned, rounds, references = self._plan_rounds(c)
             monitor.ready()  # its thread, off the measured CPU, exists before the first worker does
@@ -857,9 +785,7 @@ class Runner:
         finally:
             self.energy.stop()
             monitor.close()
-            if self._guard is not None:
-                self._guard.close()
-                self._guard = None
+            self._direct.close()
             os.sched_setaffinity(0, own_before)
             self.ctx.cleanup()
             cost = self._close_campaign(c, status)
