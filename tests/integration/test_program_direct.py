@@ -186,13 +186,13 @@ def test_a_sigkilled_boardlab_leaves_no_program_running(tmp_path):
         ('argv = ["true"]\n', True),
         ('argv = ["true"]\nmetric = { rusage = "maxrss_kib" }\n', True),
         ('argv = ["true"]\niterations = 2\n', False),
-        ('argv = ["true"]\nprepare_each = ["true"]\n', False),
+        ('argv = ["true"]\nprepare_each = ["true"]\n', True),
         ('argv = ["echo", "1"]\nmetric = { regex = "(?P<v>1)", unit = "n", better = "higher" }\n', False),
         ('argv = ["true"]\nmetric = { parser = "sysbench" }\n', False),
     ],
 )
 def test_the_runner_starts_it_itself_only_when_no_launcher_is_needed(tmp_path, body, direct):
-    """Output read for the figure, several executions a run and a prepare_each are the launcher worker's."""
+    """Output read for the figure and several executions a run are the launcher worker's."""
     path = tmp_path / "plan.toml"
     path.write_text(
         f'name = "p"\n[runs]\nunsupported = "skip"\n[[workloads]]\nkind = "program"\nname = "x"\n{body}'
@@ -201,3 +201,30 @@ def test_the_runner_starts_it_itself_only_when_no_launcher_is_needed(tmp_path, b
     parse_plan(path.read_text(), str(path), catalog)
     spec = catalog["x"]
     assert spec.direct is not None and (spec.direct({}) is not None) == direct
+
+
+def test_prepare_each_runs_before_the_program_outside_its_time_and_its_failure_fails_the_run(tmp_path):
+    flag = tmp_path / "flag"
+    (tmp_path / "plan.toml").write_text(
+        'name = "each"\n[runs]\nrepetitions = 2\nmax_reruns = 0\n[gates]\nidle = false\ntemperature = false\n'
+        f'[[workloads]]\nkind = "program"\nname = "each"\nargv = ["rm", "{flag}"]\n'
+        f'prepare_each = ["sh", "-c", "sleep 0.3; touch {flag}"]\n'
+        f'[[workloads]]\nkind = "program"\nname = "broken"\nargv = ["true"]\n'
+        'prepare_each = ["sh", "-c", "echo no cache to drop >&2; exit 2"]\n'
+    )
+    db = tmp_path / "r.db"
+    env = tagged_env(f"each-{os.getpid()}", BOARDLAB_STATE_DIR=str(tmp_path / "state"))
+    subprocess.run(
+        [sys.executable, "-m", "boardlab", "run", str(tmp_path / "plan.toml"), "--db", str(db)],
+        capture_output=True, timeout=300, env=env,
+    )  # fmt: skip
+    each = _runs(db, "each")
+    assert len(each) == 2 and all(ok for ok, *_ in each), each  # each rm found the flag made before it
+    for _, _, wall_ns, _, worker_json in each:
+        assert (
+            json.loads(worker_json)["tool"] == "boardlab.runner" and wall_ns < 0.25e9
+        )  # the sleep is not timed
+    broken = _runs(db, "broken")
+    assert [(ok, error) for ok, error, *_ in broken] == [
+        (0, "prepare_each failed: sh exited 2; stderr: no cache to drop")
+    ] * 2

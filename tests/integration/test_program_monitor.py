@@ -1,7 +1,7 @@
 """The monitor of a program run measures the program, not the Python worker that launches it: a shell one-liner
 whose child process holds 96 MiB and spins for 0.8 s of CPU, run as a campaign's `program` workload, started
-by the runner itself (no worker: its figure is a rusage one) and, the same with a `prepare_each`, by the
-launcher worker. The stored worker.cpu_pct series adds up to the program's CPU time (wait4's user + sys of
+by the runner itself (no worker: its figure is a rusage one) and, the same with a figure read from its
+output, by the launcher worker. The stored worker.cpu_pct series adds up to the program's CPU time (wait4's user + sys of
 the same run), and the stored worker.rss_kib peak to the child's memory, without the launcher's own."""
 
 from __future__ import annotations
@@ -39,9 +39,9 @@ timeout_s = 120
 [[workloads]]
 kind = "program"
 name = "sh.child.launched"
-argv = ["sh", "-c", "{shlex.quote(sys.executable)} -c \\"{CHILD}\\" & wait"]
-prepare_each = ["true"]  # which only the launcher worker runs
-metric = {{ rusage = "cpu_s" }}
+argv = ["sh", "-c", "{shlex.quote(sys.executable)} -c \\"{CHILD}\\" & wait; echo done=1"]
+# a figure read from the output: only the launcher worker reads it
+metric = {{ regex = "done=(?P<done>1)", name = "done", unit = "count", better = "higher" }}
 timeout_s = 120
 """
 

@@ -87,12 +87,15 @@ class DirectRuns:
         guard = self._guard
         assert guard is not None, "measure() before open()"
         started = time.time()
+        before = (self._before(launch.before, worker_cpus, launch.timeout_s, guard),) if launch.before else ()
         monitor.prepare(cpu)
+        if before and not _succeeded(before[0]):  # the program is not run
+            return _run(launch, started, time.monotonic_ns(), 0, before, monitor.stop())
         try:
             p = spawn_program(launch.argv, cpus=worker_cpus, env=self._env)
         except OSError as exc:
             ex = DirectExecution(0, 127, {}, "", False, exc.strerror or str(exc))
-            return _run(launch, started, time.monotonic_ns(), 0, ex, monitor.stop())
+            return _run(launch, started, time.monotonic_ns(), 0, (*before, ex), monitor.stop())
         guard.watch(p.pid)
         try:  # from the spawn on, a stop (Ctrl-C, SIGTERM, SIGHUP) at any point stops the program
             monitor.start(p.pid, cpu)
@@ -107,9 +110,29 @@ class DirectRuns:
             raise
         wall_ns = time.monotonic_ns() - p.t0_ns
         killed = ex.timed_out and timeout_s < launch.timeout_s
-        return _run(launch, started, p.t0_ns, wall_ns, ex, monitor.stop(), killed)
+        return _run(launch, started, p.t0_ns, wall_ns, (*before, ex), monitor.stop(), killed)
+
+    def _before(self, argv, worker_cpus, timeout_s: float, guard: OrphanGuard) -> DirectExecution:
+        """A launch's `before` (a prepare_each), started and pinned as the program is, before its timing and
+        monitoring begin."""
+        try:
+            p = spawn_program(argv, cpus=worker_cpus, env=self._env)
+        except OSError as exc:
+            return DirectExecution(0, 127, {}, "", False, exc.strerror or str(exc))
+        guard.watch(p.pid)
+        try:
+            return wait_program(p, timeout_s, before_reap=guard.clear)
+        except BaseException:
+            stop_program(p)
+            guard.clear()
+            raise
 
 
-def _run(launch, started, t0_ns, wall_ns, ex, mon, killed=False) -> DirectRun:
-    doc = build_worker_result("boardlab.runner", launch.workload, launch.params, launch.result(ex))
-    return DirectRun(started, t0_ns, wall_ns, ex, mon, killed, doc)
+def _succeeded(ex: DirectExecution) -> bool:
+    return ex.start_error is None and not ex.timed_out and ex.exit_code == 0
+
+
+def _run(launch, started, t0_ns, wall_ns, done, mon, killed=False) -> DirectRun:
+    """The run's record; `done`: the executions made, the program's last (if it started)."""
+    doc = build_worker_result("boardlab.runner", launch.workload, launch.params, launch.result(done))
+    return DirectRun(started, t0_ns, wall_ns, done[-1], mon, killed, doc)

@@ -89,14 +89,17 @@ class DirectExecution:
 class DirectLaunch:
     """A run the runner may make itself, with no worker process between it and the program: one execution of
     `argv` (its own process group, pinned, stdout to /dev/null, stderr's end kept), killed with its group
-    after `timeout_s`. `result` turns the execution into the body of the worker result that the workload's
-    worker would have printed for it, under `workload` with `params`."""
+    after `timeout_s`; `before`, if given, is executed the same way first, outside the run's timing and
+    monitoring, and the program only if it succeeds (a prepare_each). `result` turns the executions made, in
+    that order, into the body of the worker result that the workload's worker would have printed for them,
+    under `workload` with `params`."""
 
     workload: str
     argv: tuple[str, ...]
     timeout_s: float
     params: Mapping[str, Any]
-    result: Callable[[DirectExecution], dict] = field(compare=False, repr=False)
+    result: Callable[[tuple[DirectExecution, ...]], dict] = field(compare=False, repr=False)
+    before: tuple[str, ...] = ()
 
 
 # A workload's hooks take its coerced parameters (name -> value, as its spec declares them).

@@ -431,8 +431,9 @@ def measured_argv(program: Program, params: Mapping, options: LaunchOptions) -> 
 def direct(program: Program, params: Mapping) -> DirectLaunch | None:
     """The run as the runner makes it itself, with no launcher worker (no interpreter start-up per run), when
     nothing but the launcher can do what the run needs: the figure is its time or rusage (no output is read
-    for it), one execution per run, no prepare_each. Else None: the launcher runs it (`measured_argv`)."""
-    if program.figure.source not in ("wall", "rusage") or program.iterations != 1 or program.prepare_each:
+    for it) and one execution per run (a prepare_each runs before it, as the launcher runs it). Else None:
+    the launcher runs it (`measured_argv`)."""
+    if program.figure.source not in ("wall", "rusage") or program.iterations != 1:
         return None
     decl = _declaration(program, params)
     return DirectLaunch(
@@ -441,17 +442,23 @@ def direct(program: Program, params: Mapping) -> DirectLaunch | None:
         timeout_s=program.timeout_s,
         params={"spec": json.dumps(decl, separators=(",", ":"))},
         result=functools.partial(direct_result, decl),
+        before=tuple(decl.get("prepare_each", ())),
     )
 
 
-def direct_result(decl: dict, ex: DirectExecution) -> dict:
-    """The worker result's body for one execution the runner made (`direct`): what `run` returns for it."""
+def direct_result(decl: dict, executions: tuple[DirectExecution, ...]) -> dict:
+    """The worker result's body for the executions the runner made (`direct`: the prepare_each, if any, then
+    the program, unless the prepare_each failed): what `run` returns for them."""
+    argvs = ([decl["prepare_each"]] if "prepare_each" in decl else []) + [decl["argv"]]
+    made = iter([_execution(a, ex, decl["timeout_s"]) for a, ex in zip(argvs, executions, strict=False)])
+    return _run_declared(decl, 1, lambda *_, **__: next(made))
+
+
+def _execution(argv: list[str], ex: DirectExecution, timeout_s: float) -> Execution:
     if ex.start_error is not None:
-        execution = Execution(0, {}, "", "", f"cannot start {decl['argv'][0]}: {ex.start_error}")
-    else:
-        execution = Execution(ex.wall_ns, dict(ex.rusage), "", ex.stderr, None)
-        execution = _judged(execution, decl["argv"], ex.exit_code, ex.timed_out, decl["timeout_s"])
-    return _run_declared(decl, 1, lambda *_, **__: execution)
+        return Execution(0, {}, "", "", f"cannot start {argv[0]}: {ex.start_error}")
+    execution = Execution(ex.wall_ns, dict(ex.rusage), "", ex.stderr, None)
+    return _judged(execution, argv, ex.exit_code, ex.timed_out, timeout_s)
 
 
 def command_argv(program: Program, values: Mapping) -> list[str]:
