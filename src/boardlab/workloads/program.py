@@ -7,8 +7,10 @@ program_parsers), its unit and direction, a per-execution timeout and an optiona
 before the campaign (a clip encoded into `{scratch}`). The runner treats it as any workload: one fresh,
 pinned `python -m boardlab.pyrun program` per run, which spawns the program `iterations` times in its own
 process group, times each execution and reads its rusage with wait4; gates, monitor, energy, conditions
-and interleaving are the runner's. A failed exit, a timeout or a missing figure fails that run with the
-program's stderr tail. docs/extending.md shows a plan.
+and interleaving are the runner's. Where that launcher is not needed (a time or rusage figure, one execution
+a run: `direct`), the runner spawns the program itself and `direct_result` makes the same result of it. A
+failed exit, a timeout or a missing figure fails that run with the program's stderr tail. docs/extending.md
+shows a plan.
 """
 
 from __future__ import annotations
