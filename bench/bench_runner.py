@@ -208,8 +208,9 @@ argv = [{json.dumps(path)}]
 """
 
 
-def program_boardlab(tmp: Path, i: int, path: str) -> tuple[float, float, float, float]:
-    """(the loop's s per run, the whole command's s per run, the stored wall time's mean in s, load)."""
+def program_boardlab(tmp: Path, i: int, path: str) -> tuple[float, float, float, float, float]:
+    """(the loop's s per run, the whole command's s per run, the stored wall time's mean in s, load, the
+    stored wall time's median in s)."""
     from boardlab.store import Store
 
     plan, db = tmp / "program.toml", tmp / f"program-{i}.db"
@@ -225,11 +226,12 @@ def program_boardlab(tmp: Path, i: int, path: str) -> tuple[float, float, float,
     with Store.open(db, create=False) as store:
         walls = [r["wall_ns"] for r in store.runs(doc["campaign_id"]) if r["valid"]]
     assert len(walls) == PROGRAM_RUNS, f"{PROGRAM_RUNS - len(walls)} runs invalid"
-    return doc["loop_s"] / PROGRAM_RUNS, whole / PROGRAM_RUNS, statistics.mean(walls) / 1e9, load()
+    mean_s, median_s = statistics.mean(walls) / 1e9, statistics.median(walls) / 1e9
+    return doc["loop_s"] / PROGRAM_RUNS, whole / PROGRAM_RUNS, mean_s, load(), median_s
 
 
-def program_hyperfine(tmp: Path, path: str) -> tuple[float, float, float]:
-    """(hyperfine's mean s per run, its whole command's s per run, load)."""
+def program_hyperfine(tmp: Path, path: str) -> tuple[float, float, float, float]:
+    """(hyperfine's mean s per run, its whole command's s per run, load, its median s)."""
     export = tmp / "hf-program.json"
     t0 = time.perf_counter()
     subprocess.run(
@@ -238,7 +240,8 @@ def program_hyperfine(tmp: Path, path: str) -> tuple[float, float, float]:
         capture_output=True, check=True,
     )  # fmt: skip
     whole = time.perf_counter() - t0
-    return json.loads(export.read_text())["results"][0]["mean"], whole / PROGRAM_RUNS, load()
+    result = json.loads(export.read_text())["results"][0]
+    return result["mean"], whole / PROGRAM_RUNS, load(), result["median"]
 
 
 def program(path: str) -> int:
@@ -277,6 +280,10 @@ def program(path: str) -> int:
     print(f"stored wall time / hyperfine's mean: median of {len(stored.ratios)} pairwise ratios {ratio:.3f} "
           f"(stored mean {statistics.median(a[2] for a, _, _ in done) * ms:.3f} ms), target within "
           f"{STORED_WITHIN:.0%} -> {'PASS' if abs(ratio - 1) <= STORED_WITHIN else 'FAIL'}; {at}")  # fmt: skip
+    medians = ratios_of(done, lambda a, b: a[4] / b[3])  # what a loaded machine's slow outliers do not move
+    print(f"  the same of the medians (not the target; beside it for a loaded machine): "
+          f"{statistics.median(medians.ratios):.3f} (stored {statistics.median(a[4] for a, _, _ in done) * ms:.3f} ms, "
+          f"hyperfine {statistics.median(b[3] for _, b, _ in done) * ms:.3f} ms); {at}")  # fmt: skip
     return 0
 
 
