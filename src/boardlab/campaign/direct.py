@@ -102,7 +102,12 @@ class DirectRuns:
             # Waited for here, off its CPU: staying there until its end, as hyperfine's loop does, cost a
             # 0.5 ms program 0.05-0.1 ms more (this thread's Python between its spawn and the wait ran beside
             # it) than the wake-up from another CPU does.
-            ex = wait_program(p, min(timeout_s, launch.timeout_s), before_reap=guard.clear)
+            ex = wait_program(
+                p,
+                min(timeout_s, launch.timeout_s),
+                before_reap=guard.clear,
+                running_after=(monitor.interval_s, monitor.follow),  # a program of a millisecond: never
+            )
         except BaseException:
             stop_program(p)
             guard.clear()

@@ -67,19 +67,25 @@ class Monitor:
         if job is not None and job.pid is None and not job.done:  # prepare()d: begun before the process
             job.pid, job.processes_max = pid, 1
             job.tree_reader()  # while it lives: a reaped process has no children file to tell they exist
-        else:
-            self._job = job = _Job(self, pid, worker_cpu, launcher)
+            return  # the sampling thread gets it from follow(), if the process outlives its first interval
+        self._job = job = _Job(self, pid, worker_cpu, launcher)
         self._jobs.put(job)
 
     def prepare(self, worker_cpu: int | None) -> None:
         """Takes the next run's start values now, in the caller's thread, before its process exists; start()
-        then only names it, counting its CPU time from zero (a new process has none). For a program the
-        runner starts itself: the sampling thread has nothing to do until its first interval, so a program
-        of a millisecond ends with no thread of boardlab's busy beside the one that times its end (their
-        reads of /proc, a fifth of a millisecond, once delayed that end by as much)."""
+        then only names it, counting its CPU time from zero (a new process has none), and the sampling thread
+        is handed it by follow() once the process has lived one interval (its first sample is due then).
+        For a program the runner starts itself: one of a millisecond ends with no thread of boardlab's woken
+        beside the one that times its end (their reads of /proc, a fifth of a millisecond, once delayed that
+        end by as much)."""
         self.ready()
         self._job = _Job(self, None, worker_cpu, False)
         self._job.begin()
+
+    def follow(self) -> None:
+        """The prepare()d job to the sampling thread, which samples it at once and every interval after."""
+        if self._job is not None and not self._job.done:
+            self._jobs.put(self._job)
 
     def ready(self) -> None:
         """Starts the sampling thread if it is not running: the runner calls it before the first run, whose
@@ -121,11 +127,14 @@ class Monitor:
                 if job.done:
                     continue
                 job.begin()
-            while not job.stopping.wait(self.interval_s):
+            # a job handed over late (follow()) is due its first sample now
+            wait_s = max(0.0, self.interval_s - (time.monotonic_ns() - job.t0) / 1e9)
+            while not job.stopping.wait(wait_s):
                 with job.lock:
                     if job.done:
                         break
                     job.sample()
+                wait_s = self.interval_s
 
 
 class _Job:

@@ -293,23 +293,31 @@ def spawn_program(
 
 
 def wait_program(
-    p: Started, timeout_s: float, *, before_reap: Callable[[], None] = lambda: None
+    p: Started,
+    timeout_s: float,
+    *,
+    before_reap: Callable[[], None] = lambda: None,
+    running_after: tuple[float, Callable[[], None]] | None = None,
 ) -> DirectExecution:
     """Waits for the program's end in one poll on its pidfd and its stderr, killing its group with SIGKILL if
     `timeout_s` passes first. The moment it exits is its end (wall time from the spawn, as hyperfine's);
     whatever it left running in its group is killed then (its zombie keeps the group's id ours), its stderr
     read to its end for at most DRAIN_S more, `before_reap` called, and it is reaped with wait4 (its own
-    rusage)."""
+    rusage). `running_after` (s, call): `call` once, if the program still runs `s` after its spawn."""
     tail = bytearray()
     poller = select.poll()
     for fd in (p.pidfd, p.stderr_fd):
         poller.register(fd, select.POLLIN)
     end_ns = p.t0_ns + int(timeout_s * 1e9)
+    due = (p.t0_ns + int(running_after[0] * 1e9), running_after[1]) if running_after else None
     exited_ns = drain_end_ns = None
     reading, fired = True, False
     try:
         while reading or exited_ns is None:
             now = time.monotonic_ns()
+            if due is not None and exited_ns is None and now >= due[0]:
+                due[1]()
+                due = None
             until = drain_end_ns if exited_ns is not None else (None if fired else end_ns)
             if until is not None and now >= until:
                 if exited_ns is not None:  # its stderr is held open by something outside its group
@@ -317,6 +325,8 @@ def wait_program(
                 fired = True
                 _kill_group(p.pid)
                 continue
+            if due is not None and exited_ns is None:
+                until = due[0] if until is None else min(until, due[0])
             events = poller.poll(None if until is None else (until - now) / 1e6 + 1)
             for fd, _ in events:
                 if fd == p.pidfd:
