@@ -1,15 +1,15 @@
 """Per-run cost of `boardlab bench` against `hyperfine -N` benchmarking the same two commands.
 
 A = `boardlab bench 'xz -6 -c F' 'xz -9 -c F' --runs N` (pinned to one CPU, as boardlab pins; no idle gate):
-each run is the program spawned by the program workload's launcher (`python -m boardlab.pyrun program`), the
-monitor, wait4, the JSON and the SQLite commit. B = `hyperfine -N --runs N` of the same two commands under
+each run is the program spawned by the runner itself (no launcher worker: campaign/direct.py), the monitor,
+wait4, the worker result and the SQLite commit. B = `hyperfine -N --runs N` of the same two commands under
 `taskset` on the same CPU. Two figures per side, per run: the run loop (boardlab's `loop_s`, the runs
 alone) and the whole command (interpreter start-up, inventory, the power advice skipped by --runs, analysis
 and output spread over the runs), each against hyperfine's whole command per run. Alternated A B, B A (the
 machine drifts); the figure is the median of the pairwise ratios, with the machine's 1-minute load average
-beside every pair and each median. Target: 1.1x. The launcher's interpreter start-up (tens of ms here, more
-on a board) is in A and not in B: it is what makes short commands miss the target (a separate issue makes the
-launcher itself faster), so the commands here take a few hundred ms each.
+beside every pair and each median. Target: 1.1x. The commands take a few hundred ms each; a command of a
+millisecond is `bench_runner.py --program`'s, held to 1.1x plus 1 ms a run (the runner's own cost, about a
+millisecond a run, is a large share of so short a command).
 """
 
 from __future__ import annotations

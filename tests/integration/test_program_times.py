@@ -1,5 +1,6 @@
 """A program run's time columns are the program's own (its spawn to its exit, its wait4 rusage), never the
-launcher's interpreter start-up besides, and `export --table metrics` holds every metric each run stored."""
+launcher's interpreter start-up besides, nor the runner's when it starts the program itself, and `export
+--table metrics` holds every metric each run stored."""
 
 from __future__ import annotations
 
@@ -76,3 +77,16 @@ def test_export_table_metrics_is_the_long_table_of_every_stored_metric(nap_db):
     assert table[0][:4] == ["campaign", "campaign_id", "run_id", "cell_id"] and len(table) == 1 + 8
     bad = run_cli("export", "--db", str(nap_db), "--table", "metrics", "--partition", "board")
     assert bad.returncode == 2 and "--partition writes the runs table" in bad.stderr
+
+
+def test_a_program_the_runner_starts_itself_is_timed_from_its_spawn_to_its_exit(tmp_path):
+    (tmp_path / "plan.toml").write_text(PLAN.replace("iterations = 2\n", "").replace('"nap"', '"nap1"'))
+    db = tmp_path / "nap1.db"
+    p = run_cli("run", str(tmp_path / "plan.toml"), "--db", str(db), timeout=300)
+    assert p.returncode == 0, p.stderr
+    for wall_ns, rusage_json, worker_json in rows(db, "SELECT wall_ns, rusage_json, worker_json FROM runs"):
+        assert json.loads(worker_json)["tool"] == "boardlab.runner"
+        assert 0.2 <= wall_ns / 1e9 < 0.2 + 0.1  # a sleep 0.2 and its spawn, nothing of boardlab's
+        rusage = json.loads(rusage_json)
+        assert rusage["launcher_utime_us"] == rusage["launcher_stime_us"] == 0  # no launcher process
+        assert 0 <= rusage["launcher_wall_ns"] < 0.05e9  # the program's end to its reap

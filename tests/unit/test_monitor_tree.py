@@ -201,3 +201,15 @@ def test_swap_pages_sum_pswpin_and_pswpout_and_no_other_line(tmp_path):
     assert sampling.read_swap_pages(src) == 42
     vmstat.write_bytes(b"nr_free_pages 1\n")  # a kernel without swap accounting
     assert sampling.read_swap_pages(src) == 0
+
+
+def test_no_active_swap_device_means_no_swapped_page_without_reading_vmstat(tmp_path):
+    """/proc/vmstat costs 50 us a read (twice a run); /proc/swaps, which says whether anything can swap, 5 us."""
+    (tmp_path / "proc").mkdir()
+    swaps, vmstat = tmp_path / "proc" / "swaps", tmp_path / "proc" / "vmstat"
+    vmstat.write_bytes(b"pswpin 12\npswpout 30\n")  # swapped before the device went off
+    swaps.write_bytes(b"Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n")
+    src = sampling.resolve_sources(str(tmp_path))
+    assert sampling.read_swap_pages(src) == 0
+    swaps.write_bytes(swaps.read_bytes() + b"/dev/zram0 partition\t1048572\t0\t100\n")
+    assert sampling.read_swap_pages(src) == 42

@@ -38,7 +38,7 @@ def test_every_catalog_workload_comes_back_from_its_stored_facts_as_analysis_rea
     stored = set(facts.spec_facts(catalog[0]))
     analysis_block = {f.name for f in dataclasses.fields(catalog[0])} - {
         "summary", "runner", "params", "unsupported_reason", "phases", "measured_argv", "load_argv",
-        "load_params", "prepare", "cell_unsupported", "run_timeout_s", "launcher",
+        "load_params", "prepare", "cell_unsupported", "run_timeout_s", "launcher", "direct",
     }  # fmt: skip
     assert analysis_block <= stored
 

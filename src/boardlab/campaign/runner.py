@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -18,6 +19,7 @@ from typing import Protocol
 
 from boardlab import __version__
 from boardlab.campaign import pagecache
+from boardlab.campaign.direct import DirectRuns
 from boardlab.campaign.schedule import build_cells, cell_repetitions, entry_of, reference_keys, schedule
 from boardlab.campaign.support import BoardSupport, board_support, resolve_cpu
 from boardlab.conditions import condition_kinds
@@ -71,6 +73,7 @@ class _Worker:
     rusage: dict[str, int]
     killed: bool  # at its timeout
     monitor: MonitorOutput
+    result: WorkerResult | None = None  # made by the runner (a direct run): `out` holds its JSON, not re-read
 
 
 @dataclass
@@ -210,6 +213,7 @@ class Runner:
             set()
         )  # cells whose worker warning was said (each run's result keeps its own)
         self._argvs: dict[str, list[str]] = {}  # per cell: its worker's command line, built once
+        self._direct = DirectRuns()  # the runs it makes itself, with no worker (campaign.direct)
 
     # ---- pieces of one run ----
 
@@ -351,8 +355,16 @@ class Runner:
                 "governor": self.sr.read_str(f"{cpufreq.policy_dir(p)}/scaling_governor"),
                 "cur_khz": cpufreq.current_frequency_khz(self.sr, p),
             }
-            for p in cpufreq.list_policies(self.sr)
+            for p in self._policies
         }
+
+    @functools.cached_property
+    def _policies(self) -> tuple[str, ...]:
+        """The cpufreq policies, listed once: a policy's directory stays while its CPUs are offline, and the
+        listing cost 14 us twice a run."""
+        from boardlab.platform import cpufreq
+
+        return cpufreq.list_policies(self.sr)
 
     def _execute(
         self,
@@ -435,6 +447,13 @@ class Runner:
     ) -> _Worker:
         """The worker, spawned fresh, monitored, read to its end and reaped (a hung one is killed at its
         timeout with its group)."""
+        launch = self._direct.launch(cell, self.catalog[cell.workload])
+        if launch is not None and self._direct.ready:  # no worker: the runner starts the program itself
+            timeout_s = self._timeout_s(cell)
+            d = self._direct.measure(launch, cpu, worker_cpus, monitor, timeout_s)
+            return _Worker(d.started_unix_s, d.t0_ns, d.wall_ns, timeout_s, 0 if d.result.ok else 1,
+                           d.result.to_json().encode(), b"", dict(d.execution.rusage), d.killed, d.monitor,
+                           d.result)  # fmt: skip
         started = time.time()
         t0 = time.monotonic_ns()
         timeout_s = self._timeout_s(cell)
@@ -490,7 +509,9 @@ class Runner:
         out, err = w.out.decode(errors="replace"), w.err.decode(errors="replace")
         error = None
         doc: WorkerResult | None = None
-        if not out.strip():
+        if w.result is not None:
+            doc = w.result
+        elif not out.strip():
             error = f"worker exited {code} without a result: {err.strip()[:500]}"
         else:
             try:
@@ -760,6 +781,8 @@ class Runner:
         c.gate = lambda: self._gate(monitor.src, start_temps)
         c.execute = lambda sr_run, attempt: self._execute(sr_run, attempt, c.cpu, monitor, start_temps)
         status = "interrupted"
+        if any(self._direct.launch(cell, self.catalog[cell.workload]) for cell in c.cells):
+            self._direct.open()  # its guard, started off the measured CPU like the loop
         try:
             planned, rounds, references = self._plan_rounds(c)
             monitor.ready()  # its thread, off the measured CPU, exists before the first worker does
@@ -772,6 +795,7 @@ class Runner:
         finally:
             self.energy.stop()
             monitor.close()
+            self._direct.close()
             os.sched_setaffinity(0, own_before)
             self.ctx.cleanup()
             cost = self._close_campaign(c, status)

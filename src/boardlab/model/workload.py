@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 # "list" is a list of strings (a command's argv); "table" a TOML table checked by its owner (stress-ng options)
 ParamType = Literal["int", "float", "str", "enum", "bool", "list", "table"]
@@ -72,8 +72,39 @@ class LaunchOptions:
     counters: tuple[str, ...] = ()  # boardlab-kern counter items; a Python worker has none
 
 
+@dataclass(frozen=True)
+class DirectExecution:
+    """One execution of a program the runner started itself (a `DirectLaunch`): what a launcher worker would
+    have measured of it, without the launcher."""
+
+    wall_ns: int  # from just before its spawn to the moment it exited (its pidfd became readable)
+    exit_code: int  # negative: the signal that ended it (as subprocess reports it)
+    rusage: Mapping[str, int]  # wait4's, of the program alone: utime_us, stime_us, maxrss_kib, ...
+    stderr: str  # the end of its stderr (its last bytes kept), for the error of a failed run
+    timed_out: bool  # killed with its process group at the timeout
+    start_error: str | None = None  # why it could not be started (then nothing else is set)
+
+
+@dataclass(frozen=True)
+class DirectLaunch:
+    """A run the runner may make itself, with no worker process between it and the program: one execution of
+    `argv` (its own process group, pinned, stdout to /dev/null, stderr's end kept), killed with its group
+    after `timeout_s`; `before`, if given, is executed the same way first, outside the run's timing and
+    monitoring, and the program only if it succeeds (a prepare_each). `result` turns the executions made, in
+    that order, into the body of the worker result that the workload's worker would have printed for them,
+    under `workload` with `params`."""
+
+    workload: str
+    argv: tuple[str, ...]
+    timeout_s: float
+    params: Mapping[str, Any]
+    result: Callable[[tuple[DirectExecution, ...]], dict] = field(compare=False, repr=False)
+    before: tuple[str, ...] = ()
+
+
 # A workload's hooks take its coerced parameters (name -> value, as its spec declares them).
 MeasuredArgv = Callable[[Mapping, LaunchOptions], list[str]]
+Direct = Callable[[Mapping], "DirectLaunch | None"]
 LoadArgv = Callable[[Mapping], list[str]]
 Prepare = Callable[[Mapping, Callable[[str], None]], None]
 CellUnsupported = Callable[[Mapping], "str | None"]
@@ -89,6 +120,8 @@ class WorkloadSpec:
 
     Hooks, declared by the workload's own module so that no other module names it (docs/extending.md):
     `measured_argv` launches one measured run (the worker process the runner spawns and pins);
+    `direct`, where it gives a `DirectLaunch` for a cell's parameters, lets the runner start the measured
+    program itself instead (no worker, so no interpreter start-up per run): the `program` workload's;
     `load_argv` launches it as a continuous load beside another workload (the `workload` condition kind;
     None = it cannot be a load) and `load_params` names the parameters it takes there (None = all);
     `prepare` runs once in boardlab before the campaign stores anything (build a model, check a file).
@@ -106,6 +139,7 @@ class WorkloadSpec:
     unsupported_reason: str | None = None
     phases: tuple[str, ...] = field(default=())
     measured_argv: MeasuredArgv | None = _hook()
+    direct: Direct | None = _hook()
     load_argv: LoadArgv | None = _hook()
     load_params: tuple[str, ...] | None = None
     prepare: Prepare | None = _hook()

@@ -63,8 +63,29 @@ class Monitor:
         every run of a campaign: starting a thread per run costs a scheduler wake-up before the worker
         (milliseconds on a busy board); handing it a job does not."""
         self.ready()
-        self._job = _Job(self, pid, worker_cpu, launcher)
-        self._jobs.put(self._job)
+        job = self._job
+        if job is not None and job.pid is None and not job.done:  # prepare()d: begun before the process
+            job.pid, job.processes_max = pid, 1
+            job.tree_reader()  # while it lives: a reaped process has no children file to tell they exist
+            return  # the sampling thread gets it from follow(), if the process outlives its first interval
+        self._job = job = _Job(self, pid, worker_cpu, launcher)
+        self._jobs.put(job)
+
+    def prepare(self, worker_cpu: int | None) -> None:
+        """Takes the next run's start values now, in the caller's thread, before its process exists; start()
+        then only names it, counting its CPU time from zero (a new process has none), and the sampling thread
+        is handed it by follow() once the process has lived one interval (its first sample is due then).
+        For a program the runner starts itself: one of a millisecond ends with no thread of boardlab's woken
+        beside the one that times its end (their reads of /proc, a fifth of a millisecond, once delayed that
+        end by as much)."""
+        self.ready()
+        self._job = _Job(self, None, worker_cpu, False)
+        self._job.begin()
+
+    def follow(self) -> None:
+        """The prepare()d job to the sampling thread, which samples it at once and every interval after."""
+        if self._job is not None and not self._job.done:
+            self._jobs.put(self._job)
 
     def ready(self) -> None:
         """Starts the sampling thread if it is not running: the runner calls it before the first run, whose
@@ -106,18 +127,21 @@ class Monitor:
                 if job.done:
                     continue
                 job.begin()
-            while not job.stopping.wait(self.interval_s):
+            # a job handed over late (follow()) is due its first sample now
+            wait_s = max(0.0, self.interval_s - (time.monotonic_ns() - job.t0) / 1e9)
+            while not job.stopping.wait(wait_s):
                 with job.lock:
                     if job.done:
                         break
                     job.sample()
+                wait_s = self.interval_s
 
 
 class _Job:
     """One run's sampling: its start values, then one sample per interval (the sampling thread's) and a last
     one at stop (the caller's). The lock keeps the two threads' samples apart; each adds its CPU time."""
 
-    def __init__(self, monitor: Monitor, pid: int, worker_cpu: int | None, launcher: bool):
+    def __init__(self, monitor: Monitor, pid: int | None, worker_cpu: int | None, launcher: bool):
         self.keep_series = monitor.keep_series
         self.interval_s = monitor.interval_s
         self.src = monitor.src
@@ -134,6 +158,8 @@ class _Job:
         self.last_cpu: int | None = None
         self.threads: int | None = None
         self.samples = 0
+        self.reader: sampling.TreeReader | None = None
+        self.children_files = False
 
     def begin(self) -> None:
         if self.begun:
@@ -143,18 +169,32 @@ class _Job:
         self.t0 = time.monotonic_ns()
         src = self.src
         self.prev_cpu = sampling.read_cpu_jiffies(src)
-        self.children_files = sampling.has_children_files(src.proc, self.pid)
-        self.reader = sampling.TreeReader(
-            src, self.pid, count_root=not self.launcher, children_files=self.children_files
-        )
-        tree = self.reader.read()
-        self.prev_worker, self.prev_t = tree.cpu_jiffies if tree else None, self.t0
-        self.processes_max = tree.processes if tree else 0
+        self.prev_t = self.t0
+        if self.pid is None:  # prepare(): the process does not exist yet
+            self.prev_worker, self.processes_max = 0, 0
+        else:
+            tree = self._tree()
+            self.prev_worker = tree.cpu_jiffies if tree else None
+            self.processes_max = tree.processes if tree else 0
         self.swap0 = sampling.read_swap_pages(src)
         self.psi0 = sampling.read_psi(src)
         self.energy0 = sampling.read_values(src.energy)
         self.temps0 = {k: v for k, v in sampling.read_values(src.temps).items() if v is not None}
         self.cpu_s += time.thread_time() - cpu0
+
+    def tree_reader(self) -> sampling.TreeReader:
+        """The reader of the process and its descendants, made once (the process must still be alive: where
+        the kernel has no children files, each sample scans /proc instead, a millisecond or more)."""
+        if self.reader is None:
+            assert self.pid is not None
+            self.children_files = sampling.has_children_files(self.src.proc, self.pid)
+            self.reader = sampling.TreeReader(
+                self.src, self.pid, count_root=not self.launcher, children_files=self.children_files
+            )
+        return self.reader
+
+    def _tree(self) -> sampling.TreeSample | None:
+        return self.tree_reader().read()
 
     def _add(self, key: str, t: int, value: float, acc: bool = True) -> None:
         if acc:
@@ -199,7 +239,9 @@ class _Job:
         self.prev_cpu = cpu
 
     def _sample_tree(self, t: int, dt_s: float) -> None:
-        tree = self.reader.read()
+        if self.pid is None:  # prepare()d for a process that could not be started
+            return
+        tree = self._tree()
         if tree is None:
             return
         self.last_cpu, self.threads = tree.last_cpu, tree.threads
@@ -213,7 +255,7 @@ class _Job:
             self.acc.add("worker.rss_kib", tree.rss_kib)
             if self.keep_series:
                 self.series.append(("worker.rss_kib", t, float(tree.rss_kib)))
-        if not self.launcher:
+        if not self.launcher and self.pid is not None:
             self.status = sampling.read_status(self.src, self.pid) or self.status
 
     def output(self) -> MonitorOutput:
@@ -255,7 +297,10 @@ class _Job:
         psi1 = sampling.read_psi(src)
         energy1 = sampling.read_values(src.energy)
         return {
-            "swap_pages": swap1 - swap0 if swap0 is not None and swap1 is not None else None,
+            # counters since boot only grow; less at the end means a swap device went off during the run
+            "swap_pages": swap1 - swap0
+            if swap0 is not None and swap1 is not None and swap1 >= swap0
+            else None,
             "psi_some_us": {
                 r: b - a for r, b in psi1.items() if b is not None and (a := psi0.get(r)) is not None
             },

@@ -14,14 +14,20 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import mmap
 import os
 import select
 import signal
 import subprocess
+import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
+
+from boardlab.errors import MeasurementError
+from boardlab.model.workload import DirectExecution
 
 PR_SET_PDEATHSIG = 1
 _spawn_lock = threading.Lock()
@@ -126,7 +132,11 @@ def wait_rusage(proc: subprocess.Popen, deadline: Deadline | None = None) -> tup
     _, status, ru = os.wait4(proc.pid, 0)
     code = os.waitstatus_to_exitcode(status)
     proc.returncode = code
-    return code, {
+    return code, _rusage(ru)
+
+
+def _rusage(ru) -> dict[str, int]:
+    return {
         "utime_us": int(ru.ru_utime * 1e6),
         "stime_us": int(ru.ru_stime * 1e6),
         "maxrss_kib": ru.ru_maxrss,
@@ -218,3 +228,233 @@ def stop_group(proc: subprocess.Popen, *, grace_s: float = 2.0, first: int = sig
             break
     if proc.returncode is None:
         proc.wait()
+
+
+# ---- a program started by the runner itself (a workload's DirectLaunch): no worker process between them ----
+
+STDERR_KEEP_BYTES = 64 << 10  # of a directly started program's stderr, the end kept for a failed run's error
+DRAIN_S = 1.0  # after its end, how long its stderr is read for what is left (a process outside its group may hold it)
+# what Python ignores and a program expects at their defaults (subprocess's restore_signals; SIGXFZ is not Linux's)
+_DEFAULT_SIGNALS = tuple(getattr(signal, n) for n in ("SIGPIPE", "SIGXFSZ") if hasattr(signal, n))
+
+
+def direct_spawn_reason() -> str | None:
+    """Why this system cannot start a program without a worker: a pidfd (Linux 5.3) is how its end is awaited
+    beside its stderr and its timeout, in one poll, with no thread; posix_spawn (Python 3.8) how it starts."""
+    if not hasattr(os, "posix_spawnp") or not hasattr(os, "pidfd_open"):
+        return "this Python has no os.posix_spawnp or os.pidfd_open"
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except OSError as exc:
+        return f"pidfd_open: {exc.strerror} (Linux before 5.3)"
+    return None
+
+
+@dataclass(frozen=True)
+class Started:
+    """A program spawn_program started: its pid (the leader of its own process group), its pidfd, the read
+    end of its stderr and the monotonic time just before its spawn."""
+
+    pid: int
+    pidfd: int
+    stderr_fd: int
+    t0_ns: int
+
+
+def spawn_program(
+    argv: Sequence[str], *, cpus: set[int] | None = None, env: Mapping[bytes, bytes] | None = None
+) -> Started:
+    """Starts `argv` (searched on PATH) with posix_spawn, which glibc makes a vfork: nothing of the runner's
+    memory is copied, so the start costs what hyperfine's does. Its own process group, in boardlab's session
+    (see the module's docstring); stdin and stdout /dev/null, as hyperfine -N gives them; stderr a pipe; the
+    signals Python ignores back at their defaults; pinned through the calling thread (Linux affinity is
+    per thread, inherited). `env`: this process's environment, as `dict(os.environb)` (the default) makes
+    it; a caller that spawns often converts it once. OSError when it cannot start (glibc reports the exec's
+    error)."""
+    env = dict(os.environb) if env is None else env
+    r, w = os.pipe()  # both close-on-exec; dup2 onto 2 gives the child its end
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+        (os.POSIX_SPAWN_DUP2, w, 2),
+    ]
+    try:
+        with _spawn_lock, thread_affinity(cpus):
+            t0 = time.monotonic_ns()
+            pid = os.posix_spawnp(
+                argv[0], list(argv), env, file_actions=actions, setpgroup=0, setsigdef=_DEFAULT_SIGNALS
+            )
+    except BaseException:
+        os.close(r)
+        raise
+    finally:
+        os.close(w)
+    return Started(pid, os.pidfd_open(pid), r, t0)
+
+
+def wait_program(
+    p: Started,
+    timeout_s: float,
+    *,
+    before_reap: Callable[[], None] = lambda: None,
+    running_after: tuple[float, Callable[[], None]] | None = None,
+) -> DirectExecution:
+    """Waits for the program's end in one poll on its pidfd and its stderr, killing its group with SIGKILL if
+    `timeout_s` passes first. The moment it exits is its end (wall time from the spawn, as hyperfine's);
+    whatever it left running in its group is killed then (its zombie keeps the group's id ours), its stderr
+    read to its end for at most DRAIN_S more, `before_reap` called, and it is reaped with wait4 (its own
+    rusage). `running_after` (s, call): `call` once, if the program still runs `s` after its spawn."""
+    tail = bytearray()
+    poller = select.poll()
+    for fd in (p.pidfd, p.stderr_fd):
+        poller.register(fd, select.POLLIN)
+    end_ns = p.t0_ns + int(timeout_s * 1e9)
+    due = (p.t0_ns + int(running_after[0] * 1e9), running_after[1]) if running_after else None
+    exited_ns = drain_end_ns = None
+    reading, fired = True, False
+    try:
+        while reading or exited_ns is None:
+            now = time.monotonic_ns()
+            if due is not None and exited_ns is None and now >= due[0]:
+                due[1]()
+                due = None
+            until = drain_end_ns if exited_ns is not None else (None if fired else end_ns)
+            if until is not None and now >= until:
+                if exited_ns is not None:  # its stderr is held open by something outside its group
+                    break
+                fired = True
+                _kill_group(p.pid)
+                continue
+            if due is not None and exited_ns is None:
+                until = due[0] if until is None else min(until, due[0])
+            events = poller.poll(None if until is None else (until - now) / 1e6 + 1)
+            for fd, _ in events:
+                if fd == p.pidfd:
+                    exited_ns = time.monotonic_ns()
+                    drain_end_ns = exited_ns + int(DRAIN_S * 1e9)
+                    poller.unregister(fd)
+                    _kill_group(p.pid)  # what it left running in its group (a daemon, a background job)
+                elif not _read_tail(fd, tail):
+                    reading = False
+                    poller.unregister(fd)
+    finally:
+        os.close(p.pidfd)
+        os.close(p.stderr_fd)
+    before_reap()
+    _, status, ru = os.wait4(p.pid, 0)
+    return DirectExecution(
+        wall_ns=exited_ns - p.t0_ns,
+        exit_code=os.waitstatus_to_exitcode(status),
+        rusage=_rusage(ru),
+        stderr=tail.decode(errors="replace"),
+        timed_out=fired,
+    )
+
+
+def _kill_group(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _read_tail(fd: int, tail: bytearray) -> bool:
+    """One read of a pipe into the end of `tail` (at most STDERR_KEEP_BYTES kept); False at its end."""
+    try:
+        chunk = os.read(fd, 1 << 16)
+    except OSError:
+        return False
+    tail += chunk
+    del tail[: max(0, len(tail) - STDERR_KEEP_BYTES)]
+    return bool(chunk)
+
+
+def stop_program(p: Started, *, grace_s: float = 2.0) -> None:
+    """stop_group for a program spawn_program started (Ctrl-C or SIGTERM reached boardlab while it ran):
+    SIGINT to its group, SIGKILL after the grace period, then reaped. Its descriptors are closed already."""
+    for sig in (signal.SIGINT, signal.SIGKILL):
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            break
+        if _ends_within(p.pid, grace_s):
+            _kill_group(p.pid)  # the leader is gone; no member of its group lingers
+            break
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(p.pid, 0)
+
+
+def _ends_within(pid: int, grace_s: float) -> bool:
+    """Whether the child `pid` has ended within `grace_s` (left unreaped)."""
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+# The guard: one small process per campaign, blocked reading a pipe that only the runner can write. When the
+# runner ends in any way, SIGKILL included, the kernel closes that pipe, and the guard kills the process group
+# named in the page the two share (0: none), then exits.
+_GUARD_SOURCE = """\
+import mmap, os, signal, sys
+r, m = int(sys.argv[1]), int(sys.argv[2])
+page = mmap.mmap(m, 8, prot=mmap.PROT_READ)
+os.write(1, b"watching\\n")
+while os.read(r, 64):
+    pass
+pgid = int.from_bytes(page[:8], "little")
+if pgid > 0:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+"""
+
+
+class OrphanGuard:
+    """For programs the runner starts itself, what PR_SET_PDEATHSIG is for a worker: a SIGKILLed boardlab
+    leaves no program running. posix_spawn runs no code of ours in the child, so the child cannot ask for its
+    parent's death signal; a guard process does it instead, started once per campaign (not per run), and the
+    runner tells it which group to kill by writing 8 bytes into a shared page: no system call, no wake-up."""
+
+    def __init__(self) -> None:
+        try:
+            self._fd = os.memfd_create("boardlab-guard")
+        except (AttributeError, OSError):  # Linux before 3.17: an unlinked temporary file serves the same
+            import tempfile
+
+            self._fd = os.dup(tempfile.TemporaryFile().fileno())
+        os.ftruncate(self._fd, 8)
+        self._page = mmap.mmap(self._fd, 8)
+        r, self._w = os.pipe()
+        try:
+            self._proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _GUARD_SOURCE, str(r), str(self._fd)],
+                pass_fds=(r, self._fd),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                process_group=0,  # Ctrl-C is boardlab's to handle: the guard ends when the runner closes it
+            )
+        finally:
+            os.close(r)
+        assert self._proc.stdout is not None
+        # Its word that it watches, before any program starts: and its start-up (an interpreter's, some 20 ms
+        # of CPU) is over before the first run, which it once slowed by 2 to 3 ms on the runner's CPU.
+        ready = self._proc.stdout.readline()
+        self._proc.stdout.close()
+        if ready != b"watching\n":
+            raise MeasurementError(f"boardlab's guard process did not start (exit {self._proc.wait()})")
+
+    def watch(self, pgid: int) -> None:
+        """The group to kill should boardlab die now (0: none)."""
+        self._page[:8] = pgid.to_bytes(8, "little")
+
+    def clear(self) -> None:
+        self.watch(0)
+
+    def close(self) -> None:
+        self.clear()
+        os.close(self._w)  # the guard reads its end, finds no group and exits
+        self._proc.wait()
+        self._page.close()
+        os.close(self._fd)

@@ -7,8 +7,10 @@ program_parsers), its unit and direction, a per-execution timeout and an optiona
 before the campaign (a clip encoded into `{scratch}`). The runner treats it as any workload: one fresh,
 pinned `python -m boardlab.pyrun program` per run, which spawns the program `iterations` times in its own
 process group, times each execution and reads its rusage with wait4; gates, monitor, energy, conditions
-and interleaving are the runner's. A failed exit, a timeout or a missing figure fails that run with the
-program's stderr tail. docs/extending.md shows a plan.
+and interleaving are the runner's. Where that launcher is not needed (a time or rusage figure, one execution
+a run: `direct`), the runner spawns the program itself and `direct_result` makes the same result of it. A
+failed exit, a timeout or a missing figure fails that run with the program's stderr tail. docs/extending.md
+shows a plan.
 """
 
 from __future__ import annotations
@@ -32,7 +34,14 @@ from typing import Any
 
 from boardlab.errors import InputError, MeasurementError
 from boardlab.model.worker_result import MAX_MAGNITUDE, finite_value
-from boardlab.model.workload import LaunchOptions, MetricSpec, ParamSpec, WorkloadSpec
+from boardlab.model.workload import (
+    DirectExecution,
+    DirectLaunch,
+    LaunchOptions,
+    MetricSpec,
+    ParamSpec,
+    WorkloadSpec,
+)
 from boardlab.workloads.program_output import Kept, read_until_exit
 from boardlab.workloads.program_parsers import PARSERS
 
@@ -340,6 +349,7 @@ def spec_of(program: Program, params: tuple[ParamSpec, ...] = ()) -> WorkloadSpe
         metrics=(primary, *extra),
         unsupported_reason=missing_program(program),
         measured_argv=functools.partial(measured_argv, program),
+        direct=functools.partial(direct, program),
         prepare=functools.partial(prepare, program) if program.prepare else None,
         run_timeout_s=program.timeout_s * program.iterations,
         launcher=True,
@@ -399,8 +409,8 @@ def _values(program: Program, params: Mapping) -> dict:
     return values
 
 
-def measured_argv(program: Program, params: Mapping, options: LaunchOptions) -> list[str]:
-    """One run: `python -m boardlab.pyrun program` with the substituted declaration."""
+def _declaration(program: Program, params: Mapping) -> dict:
+    """One run's declaration, its placeholders filled: what the launcher worker is given (`--param spec=`)."""
     values = _values(program, params)
     decl = {
         "name": program.name,
@@ -410,9 +420,47 @@ def measured_argv(program: Program, params: Mapping, options: LaunchOptions) -> 
     }
     if program.prepare_each:
         decl["prepare_each"] = substitute(program.prepare_each, values)
-    spec = json.dumps(decl, separators=(",", ":"))
+    return decl
+
+
+def measured_argv(program: Program, params: Mapping, options: LaunchOptions) -> list[str]:
+    """One run: `python -m boardlab.pyrun program` with the substituted declaration."""
+    spec = json.dumps(_declaration(program, params), separators=(",", ":"))
     return [sys.executable, "-m", "boardlab.pyrun", "program", "--param", f"spec={spec}",
             "--iterations", str(program.iterations), "--json"]  # fmt: skip
+
+
+def direct(program: Program, params: Mapping) -> DirectLaunch | None:
+    """The run as the runner makes it itself, with no launcher worker (no interpreter start-up per run), when
+    nothing but the launcher can do what the run needs: the figure is its time or rusage (no output is read
+    for it) and one execution per run (a prepare_each runs before it, as the launcher runs it). Else None:
+    the launcher runs it (`measured_argv`)."""
+    if program.figure.source not in ("wall", "rusage") or program.iterations != 1:
+        return None
+    decl = _declaration(program, params)
+    return DirectLaunch(
+        workload=SPEC.name,
+        argv=tuple(decl["argv"]),
+        timeout_s=program.timeout_s,
+        params={"spec": json.dumps(decl, separators=(",", ":"))},
+        result=functools.partial(direct_result, decl),
+        before=tuple(decl.get("prepare_each", ())),
+    )
+
+
+def direct_result(decl: dict, executions: tuple[DirectExecution, ...]) -> dict:
+    """The worker result's body for the executions the runner made (`direct`: the prepare_each, if any, then
+    the program, unless the prepare_each failed): what `run` returns for them."""
+    argvs = ([decl["prepare_each"]] if "prepare_each" in decl else []) + [decl["argv"]]
+    made = iter([_execution(a, ex, decl["timeout_s"]) for a, ex in zip(argvs, executions, strict=False)])
+    return _run_declared(decl, 1, lambda *_, **__: next(made))
+
+
+def _execution(argv: list[str], ex: DirectExecution, timeout_s: float) -> Execution:
+    if ex.start_error is not None:
+        return Execution(0, {}, "", "", f"cannot start {argv[0]}: {ex.start_error}")
+    execution = Execution(ex.wall_ns, dict(ex.rusage), "", ex.stderr, None)
+    return _judged(execution, argv, ex.exit_code, ex.timed_out, timeout_s)
 
 
 def command_argv(program: Program, values: Mapping) -> list[str]:
@@ -485,7 +533,12 @@ def execute(argv: list[str], timeout_s: float, *, stdout: bool = True) -> Execut
         os.killpg(proc.pid, signal.SIGKILL)
     (stdout, out_cut), (stderr, err_cut) = out.text(), err.text()
     ex = Execution(wall_ns, rusage, stdout, stderr, None, {"stdout": out_cut, "stderr": err_cut})
-    if deadline.fired:
+    return _judged(ex, argv, code, deadline.fired, timeout_s)
+
+
+def _judged(ex: Execution, argv: list[str], code: int, timed_out: bool, timeout_s: float) -> Execution:
+    """The execution with its error: a timeout, else a failed exit, each with the stderr tail."""
+    if timed_out:
         why = f"timed out after {timeout_s:g} s (timeout_s): killed with its process group"
         return dataclasses.replace(ex, error=f"{why}; stderr: {ex.stderr_tail()}")
     if code != 0:
@@ -555,9 +608,14 @@ def _read_figure(figure: Figure, text: str) -> tuple[dict[str, tuple[Any, str, b
 
 def run(params: dict, iterations: int | None = None) -> dict:
     """The body of one worker result: the program executed `iterations` times, each time and figure kept."""
+    return _run_declared(json.loads(params["spec"]), iterations or 1, execute)
+
+
+def _run_declared(decl: dict, iterations: int, execute: Callable[..., Execution]) -> dict:
+    """`run`'s body, each execution made by `execute` (argv, timeout_s, stdout=...): by this launcher, or
+    the one the runner made itself (`direct_result`)."""
     from boardlab.workloads.ai_inference import _summary  # the one per-iteration summary of Python workloads
 
-    decl = json.loads(params["spec"])
     figure = Figure(**decl["figure"])
     series: dict[str, list[float]] = {}
     units: dict[str, tuple[str, bool]] = {}
@@ -565,7 +623,7 @@ def run(params: dict, iterations: int | None = None) -> dict:
     done: list[Execution] = []  # every execution that ran, failed ones included: their time was spent
     each = decl.get("prepare_each")
     reads_stdout = figure.source in ("regex", "json", "parser") and figure.stream == "stdout"
-    for _ in range(iterations or 1):
+    for _ in range(iterations):
         if each:  # outside the execution's timing (bench --prepare: a cache dropped, a file restored)
             before = execute(each, decl["timeout_s"], stdout=False)
             if before.error:

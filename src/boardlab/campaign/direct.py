@@ -1,0 +1,143 @@
+"""The runs the runner makes itself: a program started with no worker process between the runner and it (a
+workload's `direct` hook, the `program` workload's when it needs no launcher), so no interpreter starts per
+run. The runner asks `DirectRuns.launch` per cell; `measure` is its `_measure` for those cells.
+
+Per campaign it holds what each such run shares: the cells' launches, the environment converted once (os.environ,
+a mapping of Python code, took 40 us to convert inside each timed spawn) and the guard that kills a program if
+boardlab dies (platform.spawn.OrphanGuard).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from dataclasses import dataclass
+
+from boardlab.model.campaign import Cell
+from boardlab.model.worker_result import WorkerResult, build_worker_result
+from boardlab.model.workload import DirectExecution, DirectLaunch, WorkloadSpec
+from boardlab.monitor.sampler import Monitor, MonitorOutput
+from boardlab.platform.spawn import (
+    OrphanGuard,
+    direct_spawn_reason,
+    spawn_program,
+    stop_program,
+    wait_program,
+)
+
+
+@dataclass(frozen=True)
+class DirectRun:
+    """One run the runner made itself, as its `_Worker` needs it."""
+
+    started_unix_s: float
+    t0_ns: int  # monotonic, just before the spawn
+    wall_ns: int  # the spawn to the reap
+    execution: DirectExecution
+    monitor: MonitorOutput
+    killed: bool  # at the run's timeout (not the program's own, which is its result's error)
+    result: WorkerResult  # what the workload's worker would have printed for it
+
+
+class DirectRuns:
+    def __init__(self) -> None:
+        self._launches: dict[str, DirectLaunch | None] = {}
+        self._guard: OrphanGuard | None = None
+
+    @functools.cached_property
+    def reason(self) -> str | None:
+        """Why this system cannot make them (then every run has its worker)."""
+        return direct_spawn_reason()
+
+    @functools.cached_property
+    def _env(self) -> dict[bytes, bytes]:
+        return dict(os.environb)
+
+    def launch(self, cell: Cell, spec: WorkloadSpec) -> DirectLaunch | None:
+        """The cell's run as the runner makes it itself, or None (its worker runs it); asked once per cell."""
+        if cell.key not in self._launches:
+            usable = spec.direct is not None and self.reason is None
+            self._launches[cell.key] = spec.direct(cell.params_dict) if usable and spec.direct else None
+        return self._launches[cell.key]
+
+    def open(self) -> None:
+        """Before the campaign's first run (off the measured CPU, like the loop): the guard."""
+        self._guard = OrphanGuard()
+
+    def close(self) -> None:
+        if self._guard is not None:
+            self._guard.close()
+            self._guard = None
+
+    @property
+    def ready(self) -> bool:
+        return self._guard is not None
+
+    def measure(
+        self,
+        launch: DirectLaunch,
+        cpu: int | None,
+        worker_cpus: set[int] | None,
+        monitor: Monitor,
+        timeout_s: float,
+    ) -> DirectRun:
+        """The program spawned here, monitored as the worker, reaped with wait4, and its worker result made from
+        that (the workload's `result`). The earlier of the run's timeout and the program's own ends it."""
+        guard = self._guard
+        assert guard is not None, "measure() before open()"
+        started = time.time()
+        before = (self._before(launch.before, worker_cpus, launch.timeout_s, guard),) if launch.before else ()
+        monitor.prepare(cpu)
+        if before and not _succeeded(before[0]):  # the program is not run
+            return _run(launch, started, time.monotonic_ns(), 0, before, monitor.stop())
+        try:
+            p = spawn_program(launch.argv, cpus=worker_cpus, env=self._env)
+        except OSError as exc:
+            ex = DirectExecution(0, 127, {}, "", False, exc.strerror or str(exc))
+            return _run(launch, started, time.monotonic_ns(), 0, (*before, ex), monitor.stop())
+        guard.watch(p.pid)
+        try:  # from the spawn on, a stop (Ctrl-C, SIGTERM, SIGHUP) at any point stops the program
+            monitor.start(p.pid, cpu)
+            # Waited for here, off its CPU: staying there until its end, as hyperfine's loop does, cost a
+            # 0.5 ms program 0.05-0.1 ms more (this thread's Python between its spawn and the wait ran beside
+            # it) than the wake-up from another CPU does.
+            ex = wait_program(
+                p,
+                min(timeout_s, launch.timeout_s),
+                before_reap=guard.clear,
+                running_after=(monitor.interval_s, monitor.follow),  # a program of a millisecond: never
+            )
+        except BaseException:
+            stop_program(p)
+            guard.clear()
+            monitor.stop()
+            raise
+        wall_ns = time.monotonic_ns() - p.t0_ns
+        killed = ex.timed_out and timeout_s < launch.timeout_s
+        return _run(launch, started, p.t0_ns, wall_ns, (*before, ex), monitor.stop(), killed)
+
+    def _before(self, argv, worker_cpus, timeout_s: float, guard: OrphanGuard) -> DirectExecution:
+        """A launch's `before` (a prepare_each), started and pinned as the program is, before its timing and
+        monitoring begin."""
+        try:
+            p = spawn_program(argv, cpus=worker_cpus, env=self._env)
+        except OSError as exc:
+            return DirectExecution(0, 127, {}, "", False, exc.strerror or str(exc))
+        guard.watch(p.pid)
+        try:
+            return wait_program(p, timeout_s, before_reap=guard.clear)
+        except BaseException:
+            stop_program(p)
+            guard.clear()
+            raise
+
+
+def _succeeded(ex: DirectExecution) -> bool:
+    return ex.start_error is None and not ex.timed_out and ex.exit_code == 0
+
+
+def _run(launch, started, t0_ns, wall_ns, done, mon, killed=False) -> DirectRun:
+    """The run's record; `done`: the executions made, the program's last (if it started)."""
+    doc = build_worker_result("boardlab.runner", launch.workload, launch.params, launch.result(done))
+    return DirectRun(started, t0_ns, wall_ns, done[-1], mon, killed, doc)
