@@ -171,7 +171,8 @@ class _Job:
         self.prev_cpu = sampling.read_cpu_jiffies(src)
         self.prev_t = self.t0
         if self.pid is None:  # prepare(): the process does not exist yet
-            self.prev_worker, self.processes_max = 0, 0
+            self.prev_worker: int | None = 0
+            self.processes_max = 0
         else:
             tree = self._tree()
             self.prev_worker = tree.cpu_jiffies if tree else None

@@ -40,6 +40,7 @@ from boardlab.model.workload import (
     LaunchOptions,
     MetricSpec,
     ParamSpec,
+    ParamType,
     WorkloadSpec,
 )
 from boardlab.workloads.program_output import Kept, read_until_exit
@@ -134,7 +135,7 @@ def _declared_params(params: Any, err: PlanError) -> tuple[ParamSpec, ...]:
     """Each key of `params` is a parameter of the program, typed by its value(s): int, float, str or bool."""
     if not isinstance(params, dict):
         raise err(("params",), f"expected a table, found {params!r}")
-    names = {bool: "bool", int: "int", float: "float", str: "str"}
+    names: dict[type, ParamType] = {bool: "bool", int: "int", float: "float", str: "str"}
     out = []
     for key, value in params.items():
         values = value if isinstance(value, list) else [value]
@@ -531,8 +532,8 @@ def execute(argv: list[str], timeout_s: float, *, stdout: bool = True) -> Execut
     wall_ns = (ended_ns or time.monotonic_ns()) - t0
     with contextlib.suppress(ProcessLookupError):  # what the program left running in its group
         os.killpg(proc.pid, signal.SIGKILL)
-    (stdout, out_cut), (stderr, err_cut) = out.text(), err.text()
-    ex = Execution(wall_ns, rusage, stdout, stderr, None, {"stdout": out_cut, "stderr": err_cut})
+    (out_text, out_cut), (err_text, err_cut) = out.text(), err.text()
+    ex = Execution(wall_ns, rusage, out_text, err_text, None, {"stdout": out_cut, "stderr": err_cut})
     return _judged(ex, argv, code, deadline.fired, timeout_s)
 
 
@@ -592,11 +593,12 @@ def _read_figure(figure: Figure, text: str) -> tuple[dict[str, tuple[Any, str, b
     if figure.source == "regex":
         m = re.search(figure.arg, text, re.MULTILINE)
         group = next(iter(re.compile(figure.arg).groupindex))
+        if m is None:
+            return {}, f"regex {figure.arg!r} on {figure.stream}: no match"
         try:
             return {figure.name: (float(m.group(group)), figure.unit, figure.higher_is_better)}, None
-        except (AttributeError, TypeError, ValueError):
-            found = "no match" if m is None else f"{m.group(group)!r} is not a number"
-            return {}, f"regex {figure.arg!r} on {figure.stream}: {found}"
+        except (TypeError, ValueError):
+            return {}, f"regex {figure.arg!r} on {figure.stream}: {m.group(group)!r} is not a number"
     try:
         value = json_pointer(json.loads(text), figure.arg)
     except (ValueError, KeyError, IndexError, TypeError) as exc:
@@ -619,7 +621,9 @@ def _run_declared(decl: dict, iterations: int, execute: Callable[..., Execution]
     figure = Figure(**decl["figure"])
     series: dict[str, list[float]] = {}
     units: dict[str, tuple[str, bool]] = {}
-    times, errors, cuts = [], [], []
+    times: list[int] = []
+    errors: list[str] = []
+    cuts: list[str] = []
     done: list[Execution] = []  # every execution that ran, failed ones included: their time was spent
     each = decl.get("prepare_each")
     reads_stdout = figure.source in ("regex", "json", "parser") and figure.stream == "stdout"
@@ -639,8 +643,9 @@ def _run_declared(decl: dict, iterations: int, execute: Callable[..., Execution]
             errors.append(missing)
             break
         times.append(ex.wall_ns)
-        if figure.source not in ("wall", "rusage") and ex.cut.get(figure.stream):
-            cuts.append(ex.cut[figure.stream])
+        cut = ex.cut.get(figure.stream) if figure.source not in ("wall", "rusage") else None
+        if cut:
+            cuts.append(cut)
         for key, (value, unit, hib) in found.items():
             series.setdefault(key, []).append(value)
             units[key] = (unit, hib)
