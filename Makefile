@@ -50,7 +50,7 @@ DEB_PACKAGES += libxml2-dev
 DEB_PACKAGES += valgrind
 PIP := $(BIN)/python -m pip --disable-pip-version-check -q
 
-.PHONY: setup deb venv install demo test fuzz bench lint clean deb-arm cross test-arm test-arm-kern test-arm-rootfs test-fresh bundle
+.PHONY: setup deb venv install demo test test-unit fuzz bench lint clean deb-arm cross test-arm test-arm-kern test-arm-rootfs test-fresh bundle
 
 setup: deb install
 
@@ -101,6 +101,12 @@ demo: setup
 # (or TEST_WORKERS=0): everything in one process. The slowest tests close each part's output: the suite must
 # stay within CI's 20 minutes.
 TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(2 if len(os.sched_getaffinity(0)) > 1 else 0)' 2>/dev/null || echo 0)
+# The quick tier: tests/unit without the files marked `spawns` and the tests marked `slow`, in one process that
+# starts none (conftest.py makes any fork or exec fail, after it read boardlab-kern's catalog once). For the
+# edit-test loop; `make test` runs everything.
+test-unit: install
+	@BOARDLAB_TEST_UNIT=1 $(BIN)/python -m pytest -q -p no:cacheprovider --durations=10 -m "not spawns and not quiet and not slow" tests/unit
+
 test: setup
 	@rc=0; \
 	$(BIN)/python -m pytest -q --durations=30 -n $(TEST_WORKERS) --dist loadfile -m "not quiet" || rc=$$?; \

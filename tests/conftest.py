@@ -20,6 +20,42 @@ def pytest_configure(config):
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     private_state_dirs(config)
+    if os.environ.get("BOARDLAB_TEST_UNIT") == "1":
+        warm_kernel_catalog()
+        no_processes()
+
+
+def warm_kernel_catalog() -> None:
+    """The unit tier's one process, before any test: boardlab-kern's catalog (`--list --json`), which the
+    workloads' specs are made from, read once and kept in this process (native.kernel_catalog's cache)."""
+    from boardlab.errors import BoardlabError
+    from boardlab.native import kernel_catalog
+
+    try:
+        kernel_catalog()
+    except BoardlabError:  # no native part: the tests that need it fail and say why
+        pass
+
+
+class SpawnedInUnitTier(AssertionError):
+    """A test of the unit tier started a process (`make test-unit`): mark its file `spawns`."""
+
+
+def no_processes() -> None:
+    """`make test-unit` (BOARDLAB_TEST_UNIT=1, run with -m "not spawns"): every way the standard library forks
+    or executes fails, from the first fixture on, so the quick tier stays quick and the `spawns` marks stay
+    true (a test that starts a process and is not marked fails here)."""
+    import _posixsubprocess
+    import subprocess
+
+    def refuse(*_args, **_kwargs):
+        raise SpawnedInUnitTier("a test of the unit tier starts a process: mark its file `spawns`")
+
+    for owner, name in ((os, "fork"), (os, "forkpty"), (os, "posix_spawn"), (os, "posix_spawnp"),
+                        (_posixsubprocess, "fork_exec"), (subprocess, "_fork_exec"),
+                        (subprocess.Popen, "_execute_child")):  # fmt: skip
+        if hasattr(owner, name):
+            setattr(owner, name, refuse)
 
 
 def private_state_dirs(config) -> None:

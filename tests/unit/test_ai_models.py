@@ -19,6 +19,8 @@ from boardlab.errors import InputError
 
 from helpers import run_cli
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 pytest.importorskip("onnx", reason="the ai extra is not installed (pip install 'boardlab[ai]')")
 pytest.importorskip("onnxruntime", reason="the ai extra is not installed")
 pytest.importorskip("ai_edge_litert", reason="the ai extra is not installed")

@@ -13,6 +13,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import bench_scimark  # noqa: E402
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 STOPWATCH = """#include <stdlib.h>
 #include "Stopwatch.h"
 

@@ -35,6 +35,7 @@ def test_the_designs_are_the_products_plans_with_the_reference_allocated_more_ru
     assert len(seventy.compared) == 70  # the interference preset itself
 
 
+@pytest.mark.slow
 def test_a_family_of_one_at_cv2_and_ten_runs_no_false_verdicts_and_finds_the_effect(work):
     d = bench_verdicts.design(bench_verdicts.PLAN, "test")
     s = scenario("lognormal_cv2")
@@ -58,6 +59,7 @@ def test_a_planted_effect_is_counted_as_an_effect_and_never_as_a_false_verdict(w
     assert c["effect:n"] >= 2 and c["null:slowdown"] + c["null:speedup"] == 0, c
 
 
+@pytest.mark.slow
 def test_the_interference_preset_at_its_defaults_finds_a_five_percent_effect_in_ten_percent_of_its_comparisons(
     work,
 ):
@@ -67,6 +69,7 @@ def test_the_interference_preset_at_its_defaults_finds_a_five_percent_effect_in_
     assert c["effect:slowdown"] >= 11 and c["null:slowdown"] + c["null:speedup"] == 0, c
 
 
+@pytest.mark.slow
 def test_bimodal_runs_are_flagged_and_steady_runs_rarely(work):
     d = bench_verdicts.family_design(10)
     flagged = {}
@@ -89,6 +92,7 @@ def test_the_judge_fails_only_an_interval_wholly_outside_its_goal():
     assert doc["interval"]["gated_rates"] == 2
 
 
+@pytest.mark.slow
 def test_the_pooled_tail_test_rejects_few_true_nulls_and_its_interval_covers_most():
     t = bench_verdicts.tail_job(5, 20, 0.7, 60, seed=3)  # autocorrelated samples within a run
     assert t["reject_at_5pct"]["k"] <= 8 and t["coverage_90"]["k"] >= 48, t

@@ -14,6 +14,8 @@ from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
 
 from helpers import SYSFS, as_nobody, shared_tmp_dir
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 COMPRESS = WorkloadSpec(
     name="compress.demo",
     family="compression",

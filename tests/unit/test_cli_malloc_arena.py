@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 CHILD = r"""
 import ctypes, resource, sqlite3, sys, threading
 if sys.argv[1] == "limited":  # far above what the child uses: only the limit's presence matters

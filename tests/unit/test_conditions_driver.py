@@ -20,6 +20,8 @@ from boardlab.platform.sysroot import SysRoot
 
 from helpers import copy_board, run_cli
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 KIND = condition_kinds()["driver"]
 DRIVERS = "sys/bus/platform/drivers"
 PARAMS = {"drivers": ["omap-aes", "omap-sham"]}

@@ -18,6 +18,8 @@ from boardlab.platform.sysroot import SysRoot
 
 from helpers import as_nobody, copy_board, shared_tmp_dir
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 KIND = condition_kinds()["governor"]
 CPUFREQ = "sys/devices/system/cpu/cpufreq"
 

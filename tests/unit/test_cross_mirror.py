@@ -7,6 +7,10 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 MIRROR_SH = Path(__file__).resolve().parents[2] / "cross" / "mirror.sh"
 
 

@@ -119,6 +119,7 @@ def test_this_vm_has_no_source_and_says_why():
 # ---- counters across wraps -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "max_range_uj, offset_uj",
     [(3_000_000, 0), (262143328850, 262143328850 - 10_000_000)],  # many small wraps; the real range's top
@@ -163,6 +164,7 @@ def _odroid_trace_root(tmp_path, trace: Trace, interval_s: float):
     return root, files
 
 
+@pytest.mark.slow
 def test_square_wave_2_02_5_03_w_sampled_at_10_hz_integrates_within_1_percent(tmp_path):
     trace = square(2.02, 5.03, 2.0, 2.0)
     root, files = _odroid_trace_root(tmp_path, trace, 0.002)
@@ -177,6 +179,7 @@ def test_square_wave_2_02_5_03_w_sampled_at_10_hz_integrates_within_1_percent(tm
     assert not [x for x in w.warnings if "aliased" in x]  # a 4 s square wave is followed, not aliased
 
 
+@pytest.mark.slow
 def test_idle_subtraction_gives_3_01_w_dynamic_and_0_80_gflops_per_w(tmp_path):
     # idle 2.02 W, a 10 s run of a 2.40 GFLOPS kernel at 5.03 W, idle again (RAPL-style counter)
     root = copy_tree("intel-rapl", tmp_path)
@@ -251,6 +254,7 @@ def test_nj_per_bit_and_j_per_op():
 # ---- aliasing -------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_50_ms_burst_every_500_ms_sampled_at_1_hz_is_flagged_aliased_while_its_counter_is_exact(tmp_path):
     burst = Trace(((0.05, 5.03), (0.45, 2.02)))
     root, files = _odroid_trace_root(tmp_path / "p", burst, 0.002)

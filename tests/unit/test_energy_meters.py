@@ -12,6 +12,8 @@ from boardlab.energy import um25c
 from boardlab.energy.sampler import EnergySampler
 from boardlab.energy.sources import MeterConfig, discover
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 FIXTURE_VM = __import__("pathlib").Path(__file__).parent.parent / "fixtures/sysfs/vm"
 
 

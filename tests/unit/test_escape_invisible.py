@@ -12,6 +12,8 @@ from boardlab.report.render import render_sections
 
 from helpers import run_cli
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 INVISIBLE = [
     "\u202a", "\u202b", "\u202c", "\u202d", "\u202e",  # embeddings and overrides
     "\u2066", "\u2067", "\u2068", "\u2069",  # isolates

@@ -16,6 +16,8 @@ from boardlab.store import Store
 
 from helpers import make_campaign_db, make_campaign_db_bulk, run_cli
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 
 @pytest.fixture(scope="module")
 def bulk(tmp_path_factory):

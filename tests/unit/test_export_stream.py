@@ -13,6 +13,8 @@ from boardlab.store import Store
 
 from helpers import make_campaign_db, run_cli
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 
 @pytest.fixture(scope="module")
 def records(tmp_path_factory):

@@ -14,6 +14,8 @@ import pytest
 
 from boardlab.fleet.board import BOARD_SH, SCRIPT_NAME, parse_poll
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 STAND_IN = """#!/bin/sh
 for a in "$@"; do printf '%s\\0' "$a"; done > "$(dirname "$0")/../../args"
 echo '{"schema": 1}'

@@ -15,6 +15,8 @@ from boardlab.workloads import all_workloads
 
 from helpers import run_cli
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 PLAN = """
 name = "verify-tiny"
 [runs]

@@ -255,6 +255,7 @@ def shown(what: str, value):
         raise
 
 
+@pytest.mark.slow
 @budget(1500)
 @given(seed=SEEDS)
 def test_fuzz_worker_reader_raises_only_its_error(seed):
@@ -491,6 +492,7 @@ def scratch(tmp_path_factory):
         yield tmp_path_factory.mktemp("fuzz damaged")
 
 
+@pytest.mark.slow
 @budget(30)
 @given(seed=SEEDS)
 def test_fuzz_store_readers_over_a_damaged_database(pristine, scratch, seed):
@@ -800,6 +802,7 @@ def served_apps(tmp_path_factory):
     return {None: create_app(str(db), verify=False), token: create_app(str(db), token=token, verify=False)}
 
 
+@pytest.mark.slow
 @budget(300)
 @given(seed=SEEDS)
 def test_fuzz_serve_routes_answer_only_declared_statuses(served_apps, seed):

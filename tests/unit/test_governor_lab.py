@@ -27,6 +27,8 @@ from boardlab.workloads import all_workloads
 
 from helpers import SYSFS, copy_board, run_cli
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 SOC = opp.EXYNOS5422
 CPUFREQ = "sys/devices/system/cpu/cpufreq"
 MiB = 1 << 20

@@ -22,6 +22,8 @@ from boardlab.workloads import all_workloads
 
 from helpers import SYSFS, copy_board, run_cli
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 CATALOG = {w.name: w for w in all_workloads()}
 XU3_A7 = (200000, 300000, 400000, 500000, 600000, 700000, 800000, 900000, 1000000, 1100000, 1200000,
           1300000, 1400000)  # fmt: skip

@@ -13,6 +13,8 @@ from boardlab.workloads.ratesearch import Trial, search, search_steps
 
 from helpers import SYSFS
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 SUMMARY = (
     "6,1234,5678,-;dmatest: dma0chan0-copy0: summary 1000 tests, 0 failures 2341.59 iops 149862 KB/s (0)\n"
 )

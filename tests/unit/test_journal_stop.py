@@ -18,6 +18,8 @@ from boardlab.platform.sysroot import SysRoot
 
 from helpers import copy_board
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 GOVERNOR = "sys/devices/system/cpu/cpufreq/policy0/scaling_governor"
 SHAM = ("platform", "omap-sham", "53100000.sham")
 

@@ -11,6 +11,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 import boardlab
 
 REPO = Path(__file__).resolve().parents[2]
@@ -94,11 +96,13 @@ def import_cycles(*, top_level_only: bool) -> list[list[str]]:
     return cycles
 
 
+@pytest.mark.slow
 def test_there_is_no_import_cycle_among_module_level_imports():
     cycles = import_cycles(top_level_only=True)
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
 
 
+@pytest.mark.slow
 def test_there_is_no_import_cycle_even_through_imports_inside_functions():
     """Lazy and TYPE_CHECKING imports included: a cycle hidden inside a function is still a cycle. Where two
     sides share records, they live in a contract module both import (analysis/records.py for the studies)."""
@@ -106,6 +110,7 @@ def test_there_is_no_import_cycle_even_through_imports_inside_functions():
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
 
 
+@pytest.mark.slow
 def test_report_never_imports_the_store():
     trees = _trees()
     offenders = {
@@ -127,6 +132,7 @@ def _driver_imports(tree: ast.Module) -> set[str]:
     return found
 
 
+@pytest.mark.slow
 def test_the_web_reads_the_store_only_through_its_package_and_imports_no_driver():
     """serve tells a missing campaign from a bad request by the error's type (`errors.NotFound`) and a
     driver's error through `boardlab.store.driver_error`: no module under web/ imports a database driver or
@@ -199,6 +205,7 @@ def test_the_name_scan_finds_what_it_looks_for():
     ]
 
 
+@pytest.mark.slow
 def test_no_module_outside_a_workloads_own_tests_its_name():
     names = _workload_names()
     offenders = {}
@@ -310,6 +317,7 @@ def test_the_lazy_import_scan_sees_imports_inside_functions_and_type_checking():
     assert not {"boardlab.store", "boardlab.cli"} & _imports(module, tree, top_level_only=True)
 
 
+@pytest.mark.slow
 def test_every_import_between_packages_is_one_the_table_allows():
     table = parse_import_table(ARCHITECTURE.read_text())
     imports = {m: _imports(m, t, top_level_only=False) for m, t in _trees().items()}
@@ -377,6 +385,7 @@ def test_the_sql_scan_finds_statements_and_leaves_prose():
     assert [line for line, _ in sql_strings(tree)] == [1, 2, 3]
 
 
+@pytest.mark.slow
 def test_no_sql_outside_the_store():
     offenders = {}
     for path in MODULES.values():

@@ -11,6 +11,8 @@ from boardlab.services.load import LoadStep, knee, parse_rates, parse_target, sa
 
 from helpers import run_cli
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 
 def step(target, achieved, errors=0, timeouts=0, p99_ms=1.0) -> LoadStep:
     return LoadStep(

@@ -15,6 +15,8 @@ from boardlab.platform import procacct
 
 from helpers import SYSFS, run_cli
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 VM = SYSFS / "vm"
 
 

@@ -17,6 +17,8 @@ import pytest
 
 from boardlab.platform import sampling
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 PAGE_KIB = 4
 
 

@@ -8,6 +8,8 @@ import pytest
 
 from boardlab.platform.pcitest import parse_pcitest, pcitest_rows
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 LOG = Path(__file__).parent.parent / "fixtures" / "pcitest" / "ep_and_rc.log"
 
 

@@ -13,6 +13,8 @@ from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
 
 from helpers import SYSFS
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 CATALOG = {
     "demo.kernel": WorkloadSpec(
         name="demo.kernel",

@@ -12,6 +12,8 @@ from boardlab.platform import cpu, inventory
 
 from helpers import SYSFS, run_cli
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 
 def test_beaglebone_black_is_one_cortex_a8_with_neon_and_no_crypto_extensions():
     info = inventory(SYSFS / "bbb")

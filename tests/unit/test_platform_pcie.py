@@ -13,6 +13,8 @@ from boardlab.platform.pcie import read_links
 
 from helpers import SYSFS, copy_board, run_cli
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 
 def test_the_rk3399_nvme_link_is_read_as_trained_and_as_allowed():
     root, nvme = read_links(SYSFS / "rk3399-armhf")

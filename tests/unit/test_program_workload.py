@@ -23,6 +23,8 @@ from boardlab.workloads.program_parsers import PARSERS
 
 from helpers import rows, run_cli, tagged_env
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 OUTPUTS = Path(__file__).parent.parent / "fixtures" / "programs"
 
 

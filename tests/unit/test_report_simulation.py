@@ -12,6 +12,8 @@ from boardlab.report.simulation import simulation_document, simulation_html, sim
 
 from helpers import run_cli
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 
 @pytest.fixture(scope="module")
 def res() -> dict:

@@ -14,6 +14,8 @@ import pytest
 from boardlab.monitor.sampler import Monitor, _Job
 from boardlab.platform.spawn import collect, spawn
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 
 def closed(proc: subprocess.Popen) -> None:
     for pipe in (proc.stdout, proc.stderr):

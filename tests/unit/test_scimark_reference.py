@@ -19,6 +19,8 @@ import pytest
 
 from helpers import kern_json
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 FAST = ("--iterations", "1", "--warmup-max-iterations", "0")
 
 SCIMARK2 = {

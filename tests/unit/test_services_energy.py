@@ -15,6 +15,8 @@ from energy_sim import copy_tree
 
 from boardlab.workloads import services
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 PSYS = "sys/class/powercap/intel-rapl:1/energy_uj"  # the primary source of the intel-rapl tree
 

@@ -18,7 +18,10 @@ from boardlab.platform.spawn import (
     wait_program,
 )
 
-pytestmark = pytest.mark.skipif(direct_spawn_reason() is not None, reason=str(direct_spawn_reason()))
+pytestmark = [
+    pytest.mark.skipif(direct_spawn_reason() is not None, reason=str(direct_spawn_reason())),
+    pytest.mark.spawns,
+]
 
 
 def test_its_time_is_its_own_and_its_rusage_is_wait4s():

@@ -12,6 +12,8 @@ import pytest
 
 import boardlab.stats as stats
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 
 def test_importing_stats_loads_neither_numpy_nor_scipy():
     code = "import sys, boardlab.stats; print(sorted(m for m in ('numpy', 'scipy') if m in sys.modules))"

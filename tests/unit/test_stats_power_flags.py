@@ -73,6 +73,7 @@ def test_constant_arms_give_a_degenerate_but_defined_test():
 # --- repetitions for power ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("n", "n_baseline", "effect", "delta", "m"),
     [(8, 8, 1.05, 0.02, 14), (5, 14, 1.25, 0.10, 26)],  # the second: rt-isolation's arms, 5 runs against 14
@@ -102,6 +103,7 @@ def test_the_simulated_power_is_the_shipped_tests_slowdown_rate(n, n_baseline, e
         assert simulated < 0.8  # what the t approximation alone advised against
 
 
+@pytest.mark.slow
 def test_small_arms_are_advised_by_the_permutation_tests_power():
     """rt-isolation's design (the reference sqrt(6) x the condition's runs, 26 comparisons, delta 10%): the
     t approximation advised 5 runs, at which the report's verdicts reached 66% power; the permutation p
@@ -113,6 +115,7 @@ def test_small_arms_are_advised_by_the_permutation_tests_power():
     assert a.runs_per_arm == 6 and a.baseline_runs == 15 and a.power >= 0.9
 
 
+@pytest.mark.slow
 def test_more_comparisons_and_more_noise_need_more_runs_and_allocation_needs_fewer():
     one = repetitions_for_power(cv=0.02, delta=0.02, family_size=1, cv_source="assumed")
     seventy = repetitions_for_power(cv=0.02, delta=0.02, family_size=70, cv_source="assumed")
@@ -269,6 +272,7 @@ def test_true_nulls_on_bimodal_runs_are_rejected_at_the_level_the_test_claims():
     assert sum(v < 0.01 for v in p) / trials <= 0.015  # Yuen alone: 2.7%
 
 
+@pytest.mark.slow
 def test_above_the_simulated_run_count_the_threshold_is_the_stricter_one_of_that_count():
     cap = BIMODAL_SIMULATED_RUNS_MAX
     assert bimodal_threshold(3000) == bimodal_threshold(cap) == simulated_threshold(cap)

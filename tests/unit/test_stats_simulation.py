@@ -53,6 +53,7 @@ def test_the_rank_test_alone_holds_its_nominal_five_percent():
     assert 0.03 <= rejections / 2000 <= 0.07
 
 
+@pytest.mark.slow
 def test_a_true_5pct_slowdown_at_10_runs_is_detected_in_80_percent_of_cells(slowdown_5pct_at_10_runs):
     """(b) as stated in the issue."""
     assert slowdown_5pct_at_10_runs.rate("slowdown") >= 0.80

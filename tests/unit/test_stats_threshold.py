@@ -129,6 +129,7 @@ def test_the_runners_stopping_rule_decides_each_cell_against_its_own_entrys_thre
     assert stop == {"small": True, "large": False}  # decided at 2%; at 10% the interval crosses 1.10
 
 
+@pytest.mark.slow
 def test_the_power_advice_is_given_per_threshold_when_one_workloads_entries_set_two():
     from boardlab.campaign.advice import power_advice
     from boardlab.campaign.reach import _compared_keys

@@ -8,6 +8,8 @@ from boardlab.store import pg
 from boardlab.store.db import _statements
 from boardlab.store.migrations import MIGRATIONS
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 
 def test_placeholders_and_percent():
     sql, returning = pg.translate("SELECT * FROM runs WHERE id=? AND gate_detail LIKE '5%'")

@@ -47,6 +47,7 @@ def pristine(tmp_path_factory):
     return path, schema
 
 
+@pytest.mark.slow
 def test_the_fast_scan_refuses_what_the_full_checks_refuse(pristine, tmp_path):
     path, schema = pristine
     db = tmp_path / "copy.db"

@@ -15,6 +15,8 @@ import pytest
 
 from boardlab.workloads.stream_knee import BAUDS, WIRE_HEADER_BYTES, offered_payload_bit_s
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 RECORD_HEADER_BYTES = 16  # stream.pipeline's rec_hdr ahead of each record on the downlink
 TAG_BYTES = 16
 

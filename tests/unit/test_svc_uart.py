@@ -17,7 +17,10 @@ from boardlab.services.launch import run_role, start_role
 
 from helpers import under_qemu_user
 
-pytestmark = pytest.mark.skipif(under_qemu_user(), reason="qemu-user: the roles are tested natively")
+pytestmark = [
+    pytest.mark.skipif(under_qemu_user(), reason="qemu-user: the roles are tested natively"),
+    pytest.mark.spawns,
+]
 
 # the NMEA 0183 examples everyone quotes (valid checksums): 48 deg 07.038' N, 11 deg 31.000' E
 GGA = b"$GPGGA,123519,4807.038,N,01131.000,E,1,08,0.9,545.4,M,46.9,M,,*47\r\n"

@@ -15,6 +15,8 @@ from boardlab.platform.sysroot import SysRoot
 
 from helpers import SYSFS
 
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
+
 
 def lock(what: str, root=SYSFS / "bbb") -> SystemLock:
     return SystemLock(SysRoot(str(root)), what)  # the state dir is the test's own (conftest)

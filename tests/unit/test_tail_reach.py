@@ -12,12 +12,16 @@ import statistics
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 import bench_verdicts  # noqa: E402
 
 from boardlab.analysis.core import analyze  # noqa: E402
 from boardlab.campaign.plan import preset_text  # noqa: E402
 from boardlab.store import Store  # noqa: E402
+
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
 
 FRAMES = 90
 

@@ -90,6 +90,7 @@ def _sources() -> list[tuple[str, str]]:
     return [(p.relative_to(SRC).as_posix(), p.read_text()) for p in files]
 
 
+@pytest.mark.slow
 def test_no_function_is_longer_than_one_can_hold():
     long = []
     for rel, text in _sources():
