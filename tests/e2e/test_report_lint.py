@@ -178,3 +178,31 @@ def test_an_empty_part_says_why_once_and_sizes_sort_as_numbers(stores, tmp_path)
         int(s.split()[0]) * {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[s.split()[1]] for s in worst
     ]
     assert len(sizes) > 3 and sizes == sorted(sizes), worst
+
+
+def test_the_full_simulated_sweep_draws_its_744_curves_as_one_bounded_heatmap(tmp_path):
+    """The issue's 6,696-cell sweep (every OPP pair of the Exynos 5422, 3 patterns x 9 sizes): its 744
+    latency curves were 744 lines in a 1.2 MB SVG under a legend taller than the plot; the figure builder
+    draws them as the rows of one heatmap, sorted by frequency, with a colour scale."""
+    db = tmp_path / "sweep.db"
+    proc = run_cli("governor", "sweep", "--sim", "exynos5422", "--db", str(db), "--runs", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert "6696 cells" in proc.stdout + proc.stderr
+    out = tmp_path / "sweep.html"
+    proc = run_cli("report", "--db", str(db), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    curves = _section(out.read_text(), "Memory-latency curves")
+    svg = re.search(r"(?s)<svg\b.*?</svg>", curves).group(0)
+    assert "<polyline" not in svg and "744 series, too many to tell apart as lines" in visible(svg)
+    assert len(svg) < 400_000, len(svg)
+    rows = re.findall(r'fill-opacity="0"><title>([^:<]*):', svg)  # each row's tooltip, in row order
+    assert len(rows) == 744 and rows[0] == "pattern=random @ baseline"
+    # the A15 (policy4) rises through 200 MHz ... 900 MHz, 1 GHz ... 2 GHz within the A7's 200 MHz
+    assert [r.rsplit("policy4 ", 1)[1] for r in rows[1:20]][7:11] == [
+        "900 MHz",
+        "1 GHz",
+        "1.1 GHz",
+        "1.2 GHz",
+    ]
+    assert "ns per access [ns]" in visible(svg) and "ns_per_access" not in visible(curves)
+    assert not faults(curves, "html")

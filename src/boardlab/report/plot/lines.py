@@ -26,6 +26,7 @@ from boardlab.report.plot.axes import (
     text_lines,
     tick_labels,
     title_block,
+    truncate,
     wrap,
 )
 
@@ -96,17 +97,20 @@ def line_plot(
     right = 12 if small else 20
     top = (30 if small else 36) + (14 if subtitle else 0)
     legend_rows = 0
-    legend_items: list[tuple[str, str, float, int]] = []  # label, color, x, row
+    legend_items: list[tuple[str, str, float, int, str]] = []  # shown label, color, x, row, whole label
     if legend and len(lines) > 0:
         x: float = left
         row = 0
+        fits = int((width - left - right - 40) / (11 * 0.62))  # a label wider than the figure is cut
         for i, ln in enumerate(lines):
-            w = 26 + _text_width(ln.label, 11) + 14
+            shown = truncate(ln.label, fits)
+            w = 26 + _text_width(shown, 11) + 14
             if x + w > width - right and x > left:
                 x, row = left, row + 1
-            legend_items.append((ln.label, line_color(ln, i), x, row))
+            legend_items.append((shown, line_color(ln, i), x, row, ln.label))
             x += w
         legend_rows = row + 1
+    height += legend_rows * 18  # the legend below the plot, outside it: the plot keeps its height
     # a long title or subtitle wraps: the figure grows by its further lines
     head, extra = title_block(title, width, title_size, 8 if small else 10, 18 if small else 20)
     sub = wrap(subtitle, int((width - 16) / (11 * 0.55))) if subtitle else []  # digits, spaces: narrow
@@ -202,10 +206,10 @@ def line_plot(
                     )
                 )
     ly0 = plot_bottom + (34 if small else 44)
-    for label, color, x, row in legend_items:
+    for label, color, x, row, whole in legend_items:
         y = ly0 + row * 18
         body.append(_line(x, y - 4, x + 20, y - 4, stroke=color, width=2.5))
-        body.append(_text(x + 26, y, label, size=11))
+        body.append(_text(x + 26, y, label, size=11, title=whole if whole != label else None))
     return _svg(width, height, title, body)
 
 
