@@ -77,7 +77,11 @@ def faults(text: str, fmt: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory) -> dict[str, Path]:
-    d = tmp_path_factory.mktemp("lint")
+    return build_stores(tmp_path_factory.mktemp("lint"))
+
+
+def build_stores(d: Path) -> dict[str, Path]:
+    """Every study's campaign in a store of its own under `d`, by name (also test_report_geometry's pages)."""
     dbs = {
         "demo": make_campaign_db(d / "demo.db", name="quick"),
         "rt": make_rt_db(d / "rt.db"),
@@ -105,6 +109,9 @@ def stores(tmp_path_factory) -> dict[str, Path]:
     return dbs
 
 
+# every page of `boardlab serve` over the history store
+SERVE_PAGES = ("/boards", "/campaigns", "/campaign/1", "/campaign/3", "/compare", "/compare?a=c:2&b=c:3",
+               "/history", "/history?plan=nightly", "/running")  # fmt: skip
 STUDIES = ("demo", "rt", "ai", "services", "stream", "satellite", "entries", "history", "governor sweep",
            "two-cluster sweep")  # fmt: skip
 
@@ -128,11 +135,9 @@ def test_every_serve_page_reads_clean(stores):
     pytest.importorskip("uvicorn", reason="boardlab serve needs the web extra: pip install 'boardlab[web]'")
     from serve_helpers import Served
 
-    pages = ("/boards", "/campaigns", "/campaign/1", "/campaign/3", "/compare", "/compare?a=c:2&b=c:3",
-             "/history", "/history?plan=nightly", "/running")  # fmt: skip
     problems = {}
     with Served(stores["history"]) as served:
-        for page in pages:
+        for page in SERVE_PAGES:
             status, _, body = served.get(page)
             assert status == 200, (page, body[:300])
             if found := faults(body, "html"):

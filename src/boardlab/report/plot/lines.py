@@ -156,7 +156,8 @@ def line_plot(
     for t, label in zip(yticks, tick_labels(yticks, yfmt), strict=True):
         p = sy(t)
         body.append(_line(left, p, width - right, p, stroke=GRID))
-        body.append(_text(left - 6, p + 4, label, anchor="end", size=10 if small else 11, fill=AXIS))
+        if p <= plot_bottom - 4:  # a label lower than this prints into the first x tick's label
+            body.append(_text(left - 6, p + 4, label, anchor="end", size=10 if small else 11, fill=AXIS))
     body.append(_line(left, plot_bottom, width - right, plot_bottom))
     body.append(_line(left, top, left, plot_bottom))
     body.append(
@@ -205,7 +206,7 @@ def line_plot(
                         title=f"{ln.label}: {xfmt(x)}, {fmt_num(y, 4)}",
                     )
                 )
-    ly0 = plot_bottom + (34 if small else 44)
+    ly0 = plot_bottom + 44  # below the x axis' title (at +28 small, +32 wide), never on it
     for label, color, x, row, whole in legend_items:
         y = ly0 + row * 18
         body.append(_line(x, y - 4, x + 20, y - 4, stroke=color, width=2.5))
