@@ -197,3 +197,28 @@ def test_the_full_sweep_reads_as_heatmaps_without_overprint(browser, full_sweep,
     found = measure(browser, full_sweep.as_uri(), width, shot)
     check(found, f"report of the 6,696-cell sweep at {width} px", shot, capsys)
     assert found["width"] <= width  # nothing makes the page itself scroll sideways
+
+
+def test_the_measure_sees_each_fault(browser, tmp_path, capsys):
+    """The checks themselves: a text over another, a label out of its figure, a turned label over a
+    neighbour, and a wide table cut by a box that hides it are found; a table that scrolls in its box is not."""
+    page = tmp_path / "faults.html"
+    page.write_text(
+        '<!doctype html><html><body style="margin:0;font:14px sans-serif">'
+        '<p style="position:absolute;top:0;left:0;margin:0">first text</p>'
+        '<p style="position:absolute;top:4px;left:10px;margin:0">second text</p>'
+        '<svg width="200" height="100" style="position:absolute;top:100px;left:0">'
+        '<text x="150" y="50" font-size="14">runs off the right edge</text>'
+        '<text x="20" y="90" font-size="12" transform="rotate(-35 20 90)">turned one</text>'
+        '<text x="30" y="90" font-size="12" transform="rotate(-35 30 90)">turned two</text></svg>'
+        '<div style="position:absolute;top:300px;width:100px;overflow:hidden"><table><tr>'
+        "<td>a&nbsp;cell&nbsp;far&nbsp;wider&nbsp;than&nbsp;its&nbsp;box</td></tr></table></div>"
+        '<div style="position:absolute;top:400px;width:100px;overflow-x:auto"><table><tr>'
+        "<td>scrolls&nbsp;inside&nbsp;its&nbsp;own&nbsp;box&nbsp;instead</td></tr></table></div>"
+        "</body></html>"
+    )
+    found = measure(browser, page.as_uri(), 800, tmp_path / "faults.png")
+    assert len(found["overlaps"]) == 2, found["overlaps"]  # the two paragraphs, the two turned labels
+    assert '"first text"' in found["overlaps"][0] and '"turned one"' in " ".join(found["overlaps"])
+    cut = sorted(o.split(" (")[0].replace("\xa0", " ") for o in found["overflows"])
+    assert cut == ['"a cell far wider than its box"', '"runs off the right edge"'], found["overflows"]
