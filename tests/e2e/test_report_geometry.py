@@ -222,3 +222,15 @@ def test_the_measure_sees_each_fault(browser, tmp_path, capsys):
     assert '"first text"' in found["overlaps"][0] and '"turned one"' in " ".join(found["overlaps"])
     cut = sorted(o.split(" (")[0].replace("\xa0", " ") for o in found["overflows"])
     assert cut == ['"a cell far wider than its box"', '"runs off the right edge"'], found["overflows"]
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_governor_simulator_page_keeps_every_policy_whole(browser, width, tmp_path, capsys):
+    """`governor simulate --html`: its heatmaps' policy columns (`daemon:anti-snoop`) stay inside the figure."""
+    page = tmp_path / "simulate.html"
+    proc = run_cli("governor", "simulate", "--trace", "memory-bound", "--trace", "mixed", "--html", str(page))
+    assert proc.returncode == 0, proc.stderr
+    shot = tmp_path / f"simulate-{width}.png"
+    check(
+        measure(browser, page.as_uri(), width, shot), f"governor simulate --html at {width} px", shot, capsys
+    )

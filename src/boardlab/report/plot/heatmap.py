@@ -76,10 +76,15 @@ def heatmap(
     cell_w = max(64.0, min(140.0, (width - left - 16) / n_cols))
     longest_col = max((_text_width(c, 11) for c in cols), default=0)
     rotate = longest_col > cell_w - 6
+    # a turned label reaches right of its column by cos(35°) of its length: the last one needs that room
+    # inside the figure, or `daemon:anti-snoop` is cut at the edge
+    tail = max(0.0, _text_width(cols[-1], 11) * 0.82 - cell_w / 2 - 4) if rotate and cols else 0.0
+    if tail:
+        cell_w = max(64.0, min(140.0, (width - left - 16 - tail) / n_cols))
     head = 40 + (longest_col * 0.7 if rotate else 18)
     cell_h = max(34, LABEL_LINE_H * max((len(w) for w in wrapped), default=1) + 8)
     grid_w = cell_w * n_cols
-    width = max(width, int(left + grid_w + 16))
+    width = max(width, int(left + grid_w + tail + 16))
     height = head + cell_h * len(rows) + 84
     body = [_text(10, 20, title, size=14, weight="bold")]
     for j, c in enumerate(cols):
