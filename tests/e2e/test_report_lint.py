@@ -86,6 +86,7 @@ def build_stores(d: Path) -> dict[str, Path]:
         "demo": make_campaign_db(d / "demo.db", name="quick"),
         "rt": make_rt_db(d / "rt.db"),
         "ai": make_ai_db(d / "ai.db"),
+        "ai delegates": make_ai_db(d / "ai-delegates.db", n=6, delegates=("xnnpack", "none")),
         "services": make_services_db(d / "services.db"),
         "stream": make_stream_db(d / "stream.db"),
         "satellite": make_satellite_db(d / "satellite.db"),
@@ -112,7 +113,7 @@ def build_stores(d: Path) -> dict[str, Path]:
 # every page of `boardlab serve` over the history store
 SERVE_PAGES = ("/boards", "/campaigns", "/campaign/1", "/campaign/3", "/compare", "/compare?a=c:2&b=c:3",
                "/history", "/history?plan=nightly", "/running")  # fmt: skip
-STUDIES = ("demo", "rt", "ai", "services", "stream", "satellite", "entries", "history", "governor sweep",
+STUDIES = ("demo", "rt", "ai", "ai delegates", "services", "stream", "satellite", "entries", "history", "governor sweep",
            "two-cluster sweep")  # fmt: skip
 
 
@@ -211,3 +212,13 @@ def test_the_full_simulated_sweep_draws_its_744_curves_as_one_bounded_heatmap(tm
     ]
     assert "ns per access [ns]" in visible(svg) and "ns_per_access" not in visible(curves)
     assert not faults(curves, "html")
+
+
+def test_ai_panels_are_named_by_their_model_then_what_else_varies(stores, tmp_path):
+    """Two delegates of two models: each panel says its model first, never `delegate=xnnpack` alone."""
+    out = tmp_path / "ai.html"
+    proc = run_cli("report", "--db", str(stores["ai delegates"]), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    panels = set(re.findall(r'<svg[^>]*aria-label="([^"]*\(delegate=[^"]*)"', out.read_text()))
+    assert {"mobilenet_v1 (delegate=xnnpack)", "resnet18 (delegate=none)"} <= panels, panels
+    assert not {"delegate=xnnpack", "delegate=none"} & panels
