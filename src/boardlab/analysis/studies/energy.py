@@ -112,7 +112,9 @@ def energy_study(store, campaign_id: int, cells) -> EnergyStudy:
             same = [n for n in per if scopes.get(n) == scopes.get(ce.primary)]
             spread = integrate.agreement({n: per[n] for n in same})
             if len(same) > 1 and spread is not None:
-                agree.append((f"{out[-1].label} @ {condition_text(cell.condition)}", {n: per[n] for n in same}, spread))
+                agree.append(
+                    (f"{out[-1].label} @ {condition_text(cell.condition)}", {n: per[n] for n in same}, spread)
+                )
     return EnergyStudy(
         ce.reason, ce.primary, ce.sources, idle, tuple(out), traces, tuple(agree), _by_condition(out)
     )
@@ -338,7 +340,9 @@ def _plots(study: EnergyStudy) -> list[doc.Block]:
                 "boxplot",
                 {
                     "boxes": [
-                        doc.Box(f"{c.label} @ {condition_text(c.condition)}", c.energies_j, note=f"n={c.n_runs}")
+                        doc.Box(
+                            f"{c.label} @ {condition_text(c.condition)}", c.energies_j, note=f"n={c.n_runs}"
+                        )
                         for c in study.cells
                     ],
                     "title": f"Energy per run ({study.primary})",
