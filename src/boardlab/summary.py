@@ -212,6 +212,30 @@ def stored_tally(store, campaign_id: int) -> dict | None:
     return got if isinstance(got, dict) else None
 
 
+NOT_SUMMARIZED = "not summarized (still running, or stored before summaries were kept): see its page"
+
+
+def listed_tally(store, campaign_id: int) -> tuple[dict | None, dict | None, str]:
+    """What a list of campaigns shows of one campaign's verdicts, from its stored summary alone (a list
+    analyses nothing): (the tally or None, the summary's run counts {"runs", "runs_now"} or None, the words of
+    its cell). A summary of fewer runs than the campaign now stores is said to be stale, with both counts; one
+    from before tallies were kept says so. The campaign's own page analyses it whenever its summary is not
+    fresh, so that is where each of these sends the reader."""
+    from boardlab.analysis.verdicts import tally_words
+
+    row = store.campaign_summary(campaign_id) if store.schema_version() >= FIRST_SUMMARY_STORE else None
+    if row is None:
+        return None, None, NOT_SUMMARIZED
+    runs = {"runs": row["runs_stored"], "runs_now": store.count_runs(campaign_id)}
+    tally = stored_tally(store, campaign_id)
+    if tally is None:
+        return None, runs, "summarized before verdict counts were kept: see its page"
+    words = tally_words(tally)
+    if runs["runs"] != runs["runs_now"]:
+        words += f" (summary of {runs['runs']} runs; {runs['runs_now']} now)"
+    return tally, runs, words
+
+
 def _stored_cell(d: dict) -> StoredCell:
     s = d["summary"]
     return StoredCell(
