@@ -222,3 +222,12 @@ def test_ai_panels_are_named_by_their_model_then_what_else_varies(stores, tmp_pa
     panels = set(re.findall(r'<svg[^>]*aria-label="([^"]*\(delegate=[^"]*)"', out.read_text()))
     assert {"mobilenet_v1 (delegate=xnnpack)", "resnet18 (delegate=none)"} <= panels, panels
     assert not {"delegate=xnnpack", "delegate=none"} & panels
+
+
+def test_the_governor_simulator_page_reads_clean(tmp_path):
+    """`governor simulate --html`, and the text it prints, read like any report."""
+    page = tmp_path / "simulate.html"
+    proc = run_cli("governor", "simulate", "--trace", "memory-bound", "--html", str(page))
+    assert proc.returncode == 0, proc.stderr
+    assert faults(page.read_text(), "html") == [] and faults(proc.stdout, "text") == []
+    assert "daemon:anti-snoop" in visible(page.read_text())
