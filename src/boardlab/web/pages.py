@@ -45,16 +45,24 @@ def _more(rows: list, page: int, path: str, **params) -> tuple[list, doc.Items |
     return rows[:PAGE_SIZE], doc.Items((f"more: {nxt}",)) if nxt else None, page + 1 if has_more else None
 
 
+def list_notes(keys) -> tuple[str, ...]:
+    """The notes under a list of campaigns, each said once, for the cells that need one (`listed_tally`)."""
+    from boardlab.summary import LIST_NOTES
+
+    return tuple(note for key, note in LIST_NOTES.items() if key in keys)
+
+
 def boards(store, page: int = 0) -> tuple[doc.Document, dict]:
     from boardlab.analysis.format import fmt_time
     from boardlab.summary import listed_tally
 
     rows, more, nxt = _more(store.board_page(limit=PAGE_SIZE + 1, offset=page * PAGE_SIZE), page, "/boards")
-    out, table, links = [], [], []
+    out, table, links, notes = [], [], [], set()
     for r in rows:
         inv = json.loads(r["inventory_json"] or "{}")
         last = store.campaign(r["last_campaign_id"]) if r["last_campaign_id"] is not None else None
-        tally, summary, words = listed_tally(store, last["id"]) if last is not None else (None, None, "")
+        tally, summary, words, note = listed_tally(store, last["id"]) if last else (None, None, "", None)
+        notes.add(note)
         entry = {
             "board_id": r["id"], "label": r["label"], "model": inv.get("model"), "machine": inv.get("machine"),
             "kernel": (inv.get("kernel") or {}).get("release"), "campaigns": r["n_campaigns"],
@@ -78,7 +86,7 @@ def boards(store, page: int = 0) -> tuple[doc.Document, dict]:
                 (doc.Column("board"), doc.Column("model"), doc.Column("machine"), doc.Column("kernel"),
                  doc.Column("campaigns", numeric=True), doc.Column("last campaign"), doc.Column("status"),
                  doc.Column("started"), doc.Column("its verdicts")),
-                tuple(table), links=tuple(links),
+                tuple(table), links=tuple(links), notes=list_notes(notes),
             ),
             doc.Prose("No board in this store yet.") if not rows and page == 0 else None,
             more,
@@ -123,7 +131,8 @@ def campaigns(store, page: int = 0, board_id: int | None = None) -> tuple[doc.Do
         (doc.section(
             "Campaigns",
             doc.Table((doc.Column("campaign"), doc.Column("plan"), doc.Column("board"), doc.Column("status"),
-                       doc.Column("verdicts"), doc.Column("started"), doc.Column("label"), doc.Column("commit")), table, links=links),
+                       doc.Column("verdicts"), doc.Column("started"), doc.Column("label"), doc.Column("commit")), table, links=links,
+                      notes=list_notes({t[3] for t in tallies.values()})),
             more,
         ),),
     )  # fmt: skip
