@@ -615,11 +615,13 @@ def _frame_summary(frames: list[float]) -> MetricResult:
     )
 
 
-def make_ai_db(path: Path, n: int = 12, seed: int = 3) -> Path:
+def make_ai_db(path: Path, n: int = 12, seed: int = 3, delegates: tuple[str, ...] = ()) -> Path:
+    """`delegates`: each model's cells once per delegate (`delegate = [...]` in a plan), else without one."""
     rng = random.Random(seed)
     cells = [
-        (Cell("ai.inference", (("model", m), ("runtime", "litert")), c, "latency_ms"), "ms", False)
+        (Cell("ai.inference", (("model", m), ("runtime", "litert"), *d), c, "latency_ms"), "ms", False)
         for m in AI_MODELS
+        for d in ([(("delegate", name),) for name in delegates] or [()])
         for c in AI_CONDITIONS
     ]
     runs, seq = [], 0

@@ -212,6 +212,43 @@ def stored_tally(store, campaign_id: int) -> dict | None:
     return got if isinstance(got, dict) else None
 
 
+# what a list's verdicts cell says of a summary it cannot show as current, and the note under the list that
+# says why once (however many rows it applies to)
+LIST_NOTES = {
+    "not summarized": "not summarized: the campaign is still running, or was stored before summaries were "
+    "kept; its page has its verdicts.",
+    "summarized before verdict counts": "summarized before verdict counts: its summary was kept by a boardlab "
+    "from before verdict counts were kept; its page has its verdicts.",
+    "stale": "summary of N runs; M now: the verdicts of a summary computed before the campaign's last runs "
+    "were stored; its page analyses every run.",
+}
+
+
+def listed_tally(store, campaign_id: int) -> tuple[dict | None, dict | None, str, str | None]:
+    """What a list of campaigns shows of one campaign's verdicts, from its stored summary alone (a list
+    analyses nothing): (the tally or None, the summary's run counts {"runs", "runs_now"} or None, the words of
+    its cell, the key of its note in LIST_NOTES or None). A summary of fewer runs than the campaign now stores
+    is said to be stale, with both counts; one from before tallies were kept says so. The campaign's own page
+    analyses it whenever its summary is not fresh, so that is where each note sends the reader."""
+    from boardlab.analysis.verdicts import tally_words
+
+    row = store.campaign_summary(campaign_id) if store.schema_version() >= FIRST_SUMMARY_STORE else None
+    if row is None:
+        return None, None, "not summarized", "not summarized"
+    runs = {"runs": row["runs_stored"], "runs_now": store.count_runs(campaign_id)}
+    tally = stored_tally(store, campaign_id)
+    if tally is None:
+        return None, runs, "summarized before verdict counts", "summarized before verdict counts"
+    if runs["runs"] != runs["runs_now"]:
+        return (
+            tally,
+            runs,
+            f"{tally_words(tally)} (summary of {runs['runs']} runs; {runs['runs_now']} now)",
+            "stale",
+        )
+    return tally, runs, tally_words(tally), None
+
+
 def _stored_cell(d: dict) -> StoredCell:
     s = d["summary"]
     return StoredCell(

@@ -77,11 +77,16 @@ def faults(text: str, fmt: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def stores(tmp_path_factory) -> dict[str, Path]:
-    d = tmp_path_factory.mktemp("lint")
+    return build_stores(tmp_path_factory.mktemp("lint"))
+
+
+def build_stores(d: Path) -> dict[str, Path]:
+    """Every study's campaign in a store of its own under `d`, by name (also test_report_geometry's pages)."""
     dbs = {
         "demo": make_campaign_db(d / "demo.db", name="quick"),
         "rt": make_rt_db(d / "rt.db"),
         "ai": make_ai_db(d / "ai.db"),
+        "ai delegates": make_ai_db(d / "ai-delegates.db", n=6, delegates=("xnnpack", "none")),
         "services": make_services_db(d / "services.db"),
         "stream": make_stream_db(d / "stream.db"),
         "satellite": make_satellite_db(d / "satellite.db"),
@@ -105,7 +110,10 @@ def stores(tmp_path_factory) -> dict[str, Path]:
     return dbs
 
 
-STUDIES = ("demo", "rt", "ai", "services", "stream", "satellite", "entries", "history", "governor sweep",
+# every page of `boardlab serve` over the history store
+SERVE_PAGES = ("/boards", "/campaigns", "/campaign/1", "/campaign/3", "/compare", "/compare?a=c:2&b=c:3",
+               "/history", "/history?plan=nightly", "/running")  # fmt: skip
+STUDIES = ("demo", "rt", "ai", "ai delegates", "services", "stream", "satellite", "entries", "history", "governor sweep",
            "two-cluster sweep")  # fmt: skip
 
 
@@ -128,11 +136,9 @@ def test_every_serve_page_reads_clean(stores):
     pytest.importorskip("uvicorn", reason="boardlab serve needs the web extra: pip install 'boardlab[web]'")
     from serve_helpers import Served
 
-    pages = ("/boards", "/campaigns", "/campaign/1", "/campaign/3", "/compare", "/compare?a=c:2&b=c:3",
-             "/history", "/history?plan=nightly", "/running")  # fmt: skip
     problems = {}
     with Served(stores["history"]) as served:
-        for page in pages:
+        for page in SERVE_PAGES:
             status, _, body = served.get(page)
             assert status == 200, (page, body[:300])
             if found := faults(body, "html"):
@@ -178,3 +184,50 @@ def test_an_empty_part_says_why_once_and_sizes_sort_as_numbers(stores, tmp_path)
         int(s.split()[0]) * {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[s.split()[1]] for s in worst
     ]
     assert len(sizes) > 3 and sizes == sorted(sizes), worst
+
+
+def test_the_full_simulated_sweep_draws_its_744_curves_as_one_bounded_heatmap(tmp_path):
+    """The issue's 6,696-cell sweep (every OPP pair of the Exynos 5422, 3 patterns x 9 sizes): its 744
+    latency curves were 744 lines in a 1.2 MB SVG under a legend taller than the plot; the figure builder
+    draws them as the rows of one heatmap, sorted by frequency, with a colour scale."""
+    db = tmp_path / "sweep.db"
+    proc = run_cli("governor", "sweep", "--sim", "exynos5422", "--db", str(db), "--runs", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert "6696 cells" in proc.stdout + proc.stderr
+    out = tmp_path / "sweep.html"
+    proc = run_cli("report", "--db", str(db), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    curves = _section(out.read_text(), "Memory-latency curves")
+    svg = re.search(r"(?s)<svg\b.*?</svg>", curves).group(0)
+    assert "<polyline" not in svg and "744 series, too many to tell apart as lines" in visible(svg)
+    assert len(svg) < 400_000, len(svg)
+    rows = re.findall(r'fill-opacity="0"><title>([^:<]*):', svg)  # each row's tooltip, in row order
+    assert len(rows) == 744 and rows[0] == "pattern=random @ baseline"
+    # the A15 (policy4) rises through 200 MHz ... 900 MHz, 1 GHz ... 2 GHz within the A7's 200 MHz
+    assert [r.rsplit("policy4 ", 1)[1] for r in rows[1:20]][7:11] == [
+        "900 MHz",
+        "1 GHz",
+        "1.1 GHz",
+        "1.2 GHz",
+    ]
+    assert "ns per access [ns]" in visible(svg) and "ns_per_access" not in visible(curves)
+    assert not faults(curves, "html")
+
+
+def test_ai_panels_are_named_by_their_model_then_what_else_varies(stores, tmp_path):
+    """Two delegates of two models: each panel says its model first, never `delegate=xnnpack` alone."""
+    out = tmp_path / "ai.html"
+    proc = run_cli("report", "--db", str(stores["ai delegates"]), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    panels = set(re.findall(r'<svg[^>]*aria-label="([^"]*\(delegate=[^"]*)"', out.read_text()))
+    assert {"mobilenet_v1 (delegate=xnnpack)", "resnet18 (delegate=none)"} <= panels, panels
+    assert not {"delegate=xnnpack", "delegate=none"} & panels
+
+
+def test_the_governor_simulator_page_reads_clean(tmp_path):
+    """`governor simulate --html`, and the text it prints, read like any report."""
+    page = tmp_path / "simulate.html"
+    proc = run_cli("governor", "simulate", "--trace", "memory-bound", "--html", str(page))
+    assert proc.returncode == 0, proc.stderr
+    assert faults(page.read_text(), "html") == [] and faults(proc.stdout, "text") == []
+    assert "daemon:anti-snoop" in visible(page.read_text())

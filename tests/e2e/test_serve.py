@@ -370,3 +370,44 @@ def test_the_lists_carry_each_campaigns_verdicts_and_the_history_its_steps(tmp_p
                      "/history?plan=nightly", "/running", "/campaign/3"):  # fmt: skip
             _, _, body = s.get(path)
             assert body.count("<h1") == 1, (path, re.findall(r"<h1[^>]*>.*?</h1>", body))
+
+
+def test_a_stale_or_old_summary_is_said_so_on_the_lists_not_shown_as_current(tmp_path):
+    """A summary computed when the campaign had fewer runs says both counts; one kept by a boardlab from
+    before verdict counts were kept says that, and where the verdicts are (the campaign's page)."""
+    import html
+    import json as _json
+    import re
+
+    import boardlab.summary as summary
+    from boardlab.store import Store
+
+    db = make_history_db(tmp_path / "lab.db")
+    with Store.open(db) as store:
+        for cid in (2, 3, 4):
+            summary.keep(store, cid)
+        now = store.count_runs(3)
+        for cid, runs, drop_tally in ((3, now - 7, False), (4, store.count_runs(4), True)):
+            row = store.campaign_summary(cid, with_document=True)
+            cells = _json.loads(row["cells_json"])
+            if drop_tally:
+                cells.pop("verdicts")
+            store.put_campaign_summary(cid, schema=row["schema"], runs_stored=runs, status=row["status"],
+                                       cells_json=_json.dumps(cells), document_json=row["document_json"])  # fmt: skip
+    with Served(db) as s:
+        listed = {c["id"]: c for c in s.json("/campaigns.json")["campaigns"]}
+        assert listed[3]["summary"] == {"runs": now - 7, "runs_now": now} and listed[3]["verdicts"]["counts"]
+        assert listed[2]["summary"]["runs"] == listed[2]["summary"]["runs_now"]
+        assert listed[4]["verdicts"] is None and listed[5]["summary"] is None
+        _, _, page = s.get("/campaigns")
+        cells = dict(
+            re.findall(
+                r'<a href="/campaign/(\d+)">\d+</a></td>(?:<td[^>]*>.*?</td>){3}<td[^>]*>(.*?)</td>', page
+            )
+        )
+        assert cells["3"].endswith(f"(summary of {now - 7} runs; {now} now)"), cells
+        assert "summary of" not in cells["2"] and cells["4"] == "summarized before verdict counts"
+        assert cells["5"] == "not summarized"
+        # why, said once under the list whatever the number of rows it applies to
+        for note in summary.LIST_NOTES.values():
+            assert html.unescape(page).count(note) == 1, note

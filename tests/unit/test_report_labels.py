@@ -138,6 +138,30 @@ def test_per_second_series_are_binned_per_second_across_runs():
     assert band.median == (3.0, 4.5, 1.0) and band.low == (2.0, 4.0, 1.0) and band.high == (6.0, 5.0, 1.0)
 
 
+def test_a_service_that_stopped_ends_its_line_and_says_so_instead_of_falling_to_zero():
+    """A stopped process still reads 0% CPU until it is reaped, but has no memory any more: its CPU line
+    ends where its RSS does, and its legend says when it stopped; a service that ran on is unchanged."""
+    from boardlab.model.worker_result import SeriesSamples
+
+    def run(stop_s):
+        gps_cpu = tuple((float(t), 5.0 if t <= stop_s else 0.0) for t in range(1, 13))
+        gps_rss = tuple((float(t), 1e6) for t in range(1, stop_s + 1))
+        app = tuple((float(t), 3.0) for t in range(1, 13))
+        return [SeriesSamples("cpu_pct_one_cpu", "gps", "%", gps_cpu),
+                SeriesSamples("rss_bytes", "gps", "bytes", gps_rss),
+                SeriesSamples("cpu_pct_one_cpu", "app", "%", app)]  # fmt: skip
+
+    bands = {(b.metric, b.label): b for b in series_study.bands([run(5), run(6), run(7)])}
+    gps = bands[("cpu_pct_one_cpu", "gps")]
+    assert gps.stopped_s == 6 and max(gps.seconds) == 8 and 0.0 not in gps.median[:-1]
+    assert (
+        bands[("cpu_pct_one_cpu", "app")].stopped_s is None
+        and max(bands[("cpu_pct_one_cpu", "app")].seconds) == 12
+    )
+    fig = series_study._figure("t", [gps, bands[("cpu_pct_one_cpu", "app")]], 800)
+    assert [ln.label for ln in fig.data["lines"]] == ["gps (stopped at 6 s)", "app"]
+
+
 def test_the_series_section_draws_a_line_per_service_and_pss_beside_rss(tmp_path):
     from boardlab.analysis.core import analyze
     from boardlab.store import Store

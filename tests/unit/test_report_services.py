@@ -121,3 +121,21 @@ def test_the_sensors_share_of_each_service_with_a_sensor():
     title, headers, rows = tables(cells)[0]
     assert title == "The sensor's share of each service's CPU" and headers[-1] == "sensor_share_percent"
     assert sensor_shares(cells[:2]) == []  # no canonical GPS run: no pair, no row
+
+
+def test_a_governor_sweeps_conditions_read_in_hertz_in_the_services_and_energy_labels():
+    """`policy0@1400000` (kHz without a unit) as a reader reads it, in the services study's rows and in the
+    energy study's per-condition table and power-trace titles."""
+    from boardlab.analysis.studies.energy import EnergyStudy, _plots, condition_rows
+    from boardlab.analysis.studies.services import ServiceCell, sensor_shares
+
+    def cell(source, cpu):
+        return ServiceCell(f"position {source}", "position", {"scenario": "position", "source": source},
+                           "policy0@1400000", 5, per_service_cpu_pct={"position": cpu})  # fmt: skip
+
+    assert sensor_shares([cell("synthetic", 0.2), cell("nmea", 0.8)])[0][0] == "Position [policy0 1.4 GHz]"
+    study = EnergyStudy(None, "rapl", (), (), traces={"policy0@200000+policy4@2000000": [("w", [(0.0, 1.0), (1.0, 2.0)])]},
+                        by_condition=(("policy0@200000+policy4@2000000", "baseline", 2, 1.1, 1.2),))  # fmt: skip
+    assert condition_rows(study)[1][0][:2] == ("policy0 200 MHz + policy4 2 GHz", "baseline")
+    titles = [b.data["title"] for b in _plots(study) if hasattr(b, "data")]
+    assert "Power during a median run: policy0 200 MHz + policy4 2 GHz" in titles

@@ -70,3 +70,15 @@ def test_the_command_prints_the_documents_text(res):
     p = run_cli("governor", "simulate", "--soc", "am335x", "--trace", "compute-bound")
     assert p.returncode == 0, p.stderr
     assert p.stdout == simulation_text(res)  # the simulator is deterministic: the same document
+
+
+def test_every_format_points_to_where_the_model_disagrees_with_the_study(res):
+    """The simulator's figures are read beside its documented limit: the section of docs/governor.md that
+    says where and why the model ranks the policies unlike the study."""
+    from pathlib import Path
+
+    heading = "Where the model disagrees with the study"
+    assert f"### {heading}\n" in (Path(__file__).parents[2] / "docs" / "governor.md").read_text()
+    for fmt in ("html", "md", "text"):
+        out = render_document(simulation_document(res), fmt).replace("&quot;", '"').replace("&#x27;", "'")
+        assert f'docs/governor.md, "{heading}"' in " ".join(out.split()), fmt

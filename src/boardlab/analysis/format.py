@@ -417,6 +417,23 @@ def param_sort_key(value) -> tuple:
     return (1, 0.0, str(value))
 
 
+_QUANTITY = re.compile(r"(\d+(?:\.\d+)?)(?: ?(Ki|Mi|Gi|Ti|k|K|M|G|T)(?=[A-Za-z]))?")
+_LABEL_PREFIX = {"Ki": 1024.0, "Mi": 1024.0**2, "Gi": 1024.0**3, "Ti": 1024.0**4, **_PREFIX}
+
+
+def label_sort_key(label: str) -> tuple:
+    """Sorts labels as a reader counts: the numbers in them as quantities with their prefix ("policy4 200
+    MHz" before "policy4 1.1 GHz", "64 KiB" before "1 MiB", "cpu2" before "cpu10"), the rest as text."""
+    key: list[tuple[int, float, str]] = []
+    end = 0
+    for m in _QUANTITY.finditer(label):
+        key.append((0, 0.0, label[end : m.start()]))
+        key.append((1, float(m.group(1)) * _LABEL_PREFIX.get(m.group(2) or "", 1.0), ""))
+        end = m.end()
+    key.append((0, 0.0, label[end:]))
+    return tuple(key)
+
+
 def cell_label(workload: str, params: dict, varying=None) -> str:
     """A cell's label: the workload and its parameters, never one that is unset (None); with `varying`, only
     those that vary where the label is shown (a table, a figure), so a label tells its rows apart and no

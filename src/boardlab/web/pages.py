@@ -45,29 +45,36 @@ def _more(rows: list, page: int, path: str, **params) -> tuple[list, doc.Items |
     return rows[:PAGE_SIZE], doc.Items((f"more: {nxt}",)) if nxt else None, page + 1 if has_more else None
 
 
+def list_notes(keys) -> tuple[str, ...]:
+    """The notes under a list of campaigns, each said once, for the cells that need one (`listed_tally`)."""
+    from boardlab.summary import LIST_NOTES
+
+    return tuple(note for key, note in LIST_NOTES.items() if key in keys)
+
+
 def boards(store, page: int = 0) -> tuple[doc.Document, dict]:
     from boardlab.analysis.format import fmt_time
-    from boardlab.analysis.verdicts import tally_words
-    from boardlab.summary import stored_tally
+    from boardlab.summary import listed_tally
 
     rows, more, nxt = _more(store.board_page(limit=PAGE_SIZE + 1, offset=page * PAGE_SIZE), page, "/boards")
-    out, table, links = [], [], []
+    out, table, links, notes = [], [], [], set()
     for r in rows:
         inv = json.loads(r["inventory_json"] or "{}")
         last = store.campaign(r["last_campaign_id"]) if r["last_campaign_id"] is not None else None
-        tally = stored_tally(store, last["id"]) if last is not None else None
+        tally, summary, words, note = listed_tally(store, last["id"]) if last else (None, None, "", None)
+        notes.add(note)
         entry = {
             "board_id": r["id"], "label": r["label"], "model": inv.get("model"), "machine": inv.get("machine"),
             "kernel": (inv.get("kernel") or {}).get("release"), "campaigns": r["n_campaigns"],
             "last_campaign": None if last is None else {
                 "campaign_id": last["id"], "name": last["name"], "status": last["status"],
-                "started_unix_s": last["started_unix_s"], "verdicts": tally},
+                "started_unix_s": last["started_unix_s"], "verdicts": tally, "summary": summary},
         }  # fmt: skip
         out.append(entry)
         table.append((r["label"], entry["model"] or "", entry["machine"] or "", entry["kernel"] or "",
                       str(r["n_campaigns"]), "" if last is None else f"{last['id']} {last['name']}",
                       "" if last is None else last["status"], "" if last is None else fmt_time(last["started_unix_s"]),
-                      "" if last is None else tally_words(tally)))  # fmt: skip
+                      words))  # fmt: skip
         links.append(
             {0: f"/campaigns?{_q(board=r['id'])}", **({5: f"/campaign/{last['id']}"} if last else {})}
         )
@@ -79,7 +86,7 @@ def boards(store, page: int = 0) -> tuple[doc.Document, dict]:
                 (doc.Column("board"), doc.Column("model"), doc.Column("machine"), doc.Column("kernel"),
                  doc.Column("campaigns", numeric=True), doc.Column("last campaign"), doc.Column("status"),
                  doc.Column("started"), doc.Column("its verdicts")),
-                tuple(table), links=tuple(links),
+                tuple(table), links=tuple(links), notes=list_notes(notes),
             ),
             doc.Prose("No board in this store yet.") if not rows and page == 0 else None,
             more,
@@ -99,18 +106,17 @@ def campaigns(store, page: int = 0, board_id: int | None = None) -> tuple[doc.Do
     got = store.campaign_page(limit=PAGE_SIZE + 1, offset=page * PAGE_SIZE, board_id=board_id)
     rows, more, nxt = _more(got, page, "/campaigns", board=board_id)
     from boardlab.analysis.history import commit_words, identity_doc
-    from boardlab.analysis.verdicts import tally_words
-    from boardlab.summary import stored_tally
+    from boardlab.summary import listed_tally
 
     commits = {k: identity_doc(*v) for k, v in store.campaign_identities([r["id"] for r in rows]).items()}
-    tallies = {r["id"]: stored_tally(store, r["id"]) for r in rows}  # one summary row each, no analysis
+    tallies = {r["id"]: listed_tally(store, r["id"]) for r in rows}  # one summary row each, no analysis
     table = tuple(
         (
             str(r["id"]),
             r["name"],
             r["board_label"],
             r["status"],
-            tally_words(tallies[r["id"]]),
+            tallies[r["id"]][2],
             fmt_time(r["started_unix_s"]),
             r["label"] or "",
             commit_words({"commit": commits.get(r["id"])}),
@@ -125,12 +131,14 @@ def campaigns(store, page: int = 0, board_id: int | None = None) -> tuple[doc.Do
         (doc.section(
             "Campaigns",
             doc.Table((doc.Column("campaign"), doc.Column("plan"), doc.Column("board"), doc.Column("status"),
-                       doc.Column("verdicts"), doc.Column("started"), doc.Column("label"), doc.Column("commit")), table, links=links),
+                       doc.Column("verdicts"), doc.Column("started"), doc.Column("label"), doc.Column("commit")), table, links=links,
+                      notes=list_notes({t[3] for t in tallies.values()})),
             more,
         ),),
     )  # fmt: skip
-    entries = [{**_campaign_entry(r), "commit": commits.get(r["id"]), "verdicts": tallies[r["id"]]}
-               for r in rows]  # `run --commit`; the tally of the stored summary, null where none  # fmt: skip
+    # `run --commit`; the tally of the stored summary (null where none) and the runs it and the campaign count
+    entries = [{**_campaign_entry(r), "commit": commits.get(r["id"]), "verdicts": tallies[r["id"]][0],
+                "summary": tallies[r["id"]][1]} for r in rows]  # fmt: skip
     return document, {"schema": WEB_SCHEMA, "page": page, "next_page": nxt, "campaigns": entries}
 
 

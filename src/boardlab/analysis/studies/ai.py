@@ -159,10 +159,10 @@ def groups(analysis: CampaignAnalysis, study: AiStudy) -> list[tuple[str, list[A
     for c in study.cells:
         key = json.dumps(c.params, sort_keys=True)
         by.setdefault(key, []).append(c)
-        if varying == ["model"] or not varying:
-            titles[key] = c.model
-        else:
-            titles[key] = params_text({k: c.params.get(k) for k in varying})
+        # a panel is named by its model, and by what else varies between panels after it in brackets
+        # ("mobilenet_v1 (delegate=xnnpack)"), never by a varying parameter alone
+        others = params_text({k: c.params.get(k) for k in varying if k != "model"})
+        titles[key] = f"{c.model} ({others})" if others else c.model
     return [
         (titles[k], sorted(cells, key=lambda c: order.get(c.condition, len(order))))
         for k, cells in by.items()

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from boardlab.analysis import document as doc
-from boardlab.analysis.format import condition_text, params_text
+from boardlab.analysis.format import condition_text, metric_words, params_text
 
 if TYPE_CHECKING:
     from boardlab.analysis.records import CampaignAnalysis, CellAnalysis, StudyContext
@@ -103,6 +103,7 @@ def shows(study: CurvesStudy) -> list[int]:
 def sections(analysis: CampaignAnalysis, study: CurvesStudy) -> list[doc.Section]:
     figures = []
     for g in study.groups:
+        metric = metric_words(g.metric, g.unit) or g.metric
         lines = [
             doc.Line(
                 c.label,
@@ -119,9 +120,9 @@ def sections(analysis: CampaignAnalysis, study: CurvesStudy) -> list[doc.Section
                 "line_plot",
                 {
                     "lines": lines,
-                    "title": f"{g.workload}: {g.metric} by working-set size",
+                    "title": f"{g.workload}: {metric} by working-set size",
                     "x_label": "working-set size (log2 scale)",
-                    "y_label": f"{g.metric} [{g.unit}]",
+                    "y_label": f"{metric} [{g.unit}]",
                     "x_kind": "log2",
                     "y_kind": "auto",
                     "x_format": "bytes",

@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from boardlab.analysis import document as doc
-from boardlab.analysis.format import cell_label, fmt_num
+from boardlab.analysis.format import cell_label, condition_text, fmt_num
 from boardlab.analysis.runs import VALID
 from boardlab.analysis.tables import varying_by_workload
 from boardlab.energy import integrate
@@ -112,7 +112,9 @@ def energy_study(store, campaign_id: int, cells) -> EnergyStudy:
             same = [n for n in per if scopes.get(n) == scopes.get(ce.primary)]
             spread = integrate.agreement({n: per[n] for n in same})
             if len(same) > 1 and spread is not None:
-                agree.append((f"{out[-1].label} @ {cell.condition}", {n: per[n] for n in same}, spread))
+                agree.append(
+                    (f"{out[-1].label} @ {condition_text(cell.condition)}", {n: per[n] for n in same}, spread)
+                )
     return EnergyStudy(
         ce.reason, ce.primary, ce.sources, idle, tuple(out), traces, tuple(agree), _by_condition(out)
     )
@@ -144,7 +146,8 @@ def _by_condition(cells: list[EnergyCell]) -> tuple[tuple[str, str, int, float, 
 def condition_rows(study: EnergyStudy) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     headers = ("condition", "against", "workloads", "energy ratio", "EDP ratio")
     rows: list[tuple[str, ...]] = [
-        (c, b, str(n), f"{fmt_num(e, 3)}x", f"{fmt_num(d, 3)}x") for c, b, n, e, d in study.by_condition
+        (condition_text(c), condition_text(b), str(n), f"{fmt_num(e, 3)}x", f"{fmt_num(d, 3)}x")
+        for c, b, n, e, d in study.by_condition
     ]
     return headers, rows
 
@@ -185,7 +188,7 @@ def efficiency_rows(study: EnergyStudy) -> tuple[tuple[str, ...], list[tuple[str
         e = c.estimates
         rows.append(
             (
-                f"{c.label} @ {c.condition}",
+                f"{c.label} @ {condition_text(c.condition)}",
                 str(c.n_runs),
                 _est(e["energy_j"]),
                 _ci(e["energy_j"]),
@@ -291,7 +294,7 @@ def _text_table(study: EnergyStudy) -> doc.Table:
         + (doc.Column("efficiency"),),
         tuple(
             (
-                f"{c.label} @ {c.condition}",
+                f"{c.label} @ {condition_text(c.condition)}",
                 str(c.n_runs),
                 f"{_est(c.estimates['energy_j'])} {_ci(c.estimates['energy_j'])}",
                 _est(c.estimates["power_avg_w"]),
@@ -337,7 +340,9 @@ def _plots(study: EnergyStudy) -> list[doc.Block]:
                 "boxplot",
                 {
                     "boxes": [
-                        doc.Box(f"{c.label} @ {c.condition}", c.energies_j, note=f"n={c.n_runs}")
+                        doc.Box(
+                            f"{c.label} @ {condition_text(c.condition)}", c.energies_j, note=f"n={c.n_runs}"
+                        )
                         for c in study.cells
                     ],
                     "title": f"Energy per run ({study.primary})",
@@ -348,7 +353,7 @@ def _plots(study: EnergyStudy) -> list[doc.Block]:
                 "boxplot",
                 {
                     "boxes": [
-                        doc.Box(f"{c.label} @ {c.condition}", c.edps_js, note=f"n={c.n_runs}")
+                        doc.Box(f"{c.label} @ {condition_text(c.condition)}", c.edps_js, note=f"n={c.n_runs}")
                         for c in study.cells
                     ],
                     "title": "Energy-delay product per run",
@@ -362,7 +367,7 @@ def _plots(study: EnergyStudy) -> list[doc.Block]:
                 "line_plot",
                 {
                     "lines": [doc.Line(label, pts, markers=False) for label, pts in lines],
-                    "title": f"Power during a median run: {cond}",
+                    "title": f"Power during a median run: {condition_text(cond)}",
                     "x_label": "time since the worker started [s]",
                     "y_label": f"power [W] ({study.primary})",
                     "y_zero": True,
@@ -413,7 +418,7 @@ def sections(analysis, study: EnergyStudy) -> list[doc.Section]:
                 formats=doc.RICH,
             )
         )
-    warns = [f"{c.label} @ {c.condition}: {w}" for c in study.cells for w in c.warnings]
+    warns = [f"{c.label} @ {condition_text(c.condition)}: {w}" for c in study.cells for w in c.warnings]
     if warns:
         out.append(doc.section("Energy warnings", doc.Items(tuple(warns)), level=3, formats=doc.RICH))
         out[0] = doc.Section(

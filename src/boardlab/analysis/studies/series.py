@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from boardlab.analysis import document as doc
-from boardlab.analysis.format import cell_label, condition_text, display_unit, varying_keys
+from boardlab.analysis.format import cell_label, condition_text, display_unit, fmt_value, varying_keys
 from boardlab.model.worker_result import SeriesSamples, stored_worker_result
 
 TITLE = "Per-second series"
@@ -33,6 +33,7 @@ class Band:
     low: tuple[float, ...]
     high: tuple[float, ...]
     n_runs: int
+    stopped_s: float | None = None  # the median second its label stopped at, in the runs where it stopped
 
 
 @dataclass(frozen=True)
@@ -56,17 +57,41 @@ def _run_series(worker_json: str | None) -> tuple[SeriesSamples, ...]:
     return result.series if result else ()
 
 
+MEMORY = ("rss_bytes", "pss_bytes")  # read only while a process lives: where they end, it has stopped
+
+
+def _stops(series: Sequence[SeriesSamples]) -> dict[str, float]:
+    """The second each label of one run stopped at, for a label that stopped more than a second before the
+    run's last sample: the end of its memory series where it has one (a stopped process's CPU still reads
+    as 0 until it is reaped: a drop that is no drop), else the end of its samples."""
+    ends: dict[str, float] = {}
+    memory: dict[str, float] = {}
+    for s in series:
+        last = max((t for t, v in s.points if v is not None), default=None)
+        if last is not None:
+            ends[s.label] = max(ends.get(s.label, last), last)
+            if s.metric in MEMORY:
+                memory[s.label] = max(memory.get(s.label, last), last)
+    run_end = max(ends.values(), default=0.0)
+    return {k: t for k, t in {**ends, **memory}.items() if t < run_end - 1}
+
+
 def bands(runs: Sequence[Sequence[SeriesSamples]]) -> tuple[Band, ...]:
-    """Per (metric, label): each run's samples binned to whole seconds, then across runs per second."""
+    """Per (metric, label): each run's samples binned to whole seconds, then across runs per second. A label
+    that stopped in a run (`_stops`) has no samples after its stop there."""
     per: dict[tuple[str, str], dict] = {}
     for series in runs:
+        stops = _stops(series)
         for s in series:
-            e = per.setdefault((s.metric, s.label), {"unit": s.unit, "runs": []})
+            e = per.setdefault((s.metric, s.label), {"unit": s.unit, "runs": [], "stops": []})
+            stop = stops.get(s.label)
             by_second: dict[int, float] = {}
             for t, v in s.points:
-                if v is not None:
+                if v is not None and (stop is None or t <= stop + 1):  # the interval it stopped in counts
                     by_second[round(t)] = v
             e["runs"].append(by_second)
+            if stop is not None:
+                e["stops"].append(stop)
     out = []
     for (metric, label), e in per.items():
         seconds = sorted({t for r in e["runs"] for t in r})
@@ -81,6 +106,7 @@ def bands(runs: Sequence[Sequence[SeriesSamples]]) -> tuple[Band, ...]:
                 tuple(min(v) for v in at),
                 tuple(max(v) for v in at),
                 len(e["runs"]),
+                statistics.median(e["stops"]) if e["stops"] else None,
             )  # fmt: skip
         )
     return tuple(out)
@@ -108,7 +134,7 @@ def _figure(title: str, group: list[Band], width: int) -> doc.Figure:
     div, unit = display_unit(group[0].unit, max((max(b.median) for b in group if b.median), default=None))
     lines = [
         doc.Line(
-            b.label,
+            b.label if b.stopped_s is None else f"{b.label} (stopped at {fmt_value(b.stopped_s)} s)",
             [(t, m / div) for t, m in zip(b.seconds, b.median, strict=True)],
             errors=[(lo / div, hi / div) for lo, hi in zip(b.low, b.high, strict=True)],
             markers=len(b.seconds) <= 60,
@@ -158,7 +184,8 @@ def sections(analysis, study: SeriesStudy) -> list[doc.Section]:
     blocks: list[doc.Block] = [
         doc.Prose(
             "Samples a workload takes every second of a run, per cell: the line is the median across the "
-            "cell's valid runs at each second, the whiskers the smallest and largest run there.",
+            "cell's valid runs at each second, the whiskers the smallest and largest run there. A line that "
+            "ends early is a process that stopped (its legend says when), not a fall to zero.",
             small=True,
         )
     ]

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from boardlab.analysis import document as doc
 from boardlab.analysis import specs
+from boardlab.analysis.format import condition_text
 from boardlab.analysis.specs import has_role
 from boardlab.model.worker_result import stored_worker_result
 
@@ -186,7 +187,7 @@ def sensor_shares(cells: Sequence[ServiceCell]) -> list[tuple[str, ...]]:
             if a is None or b is None:
                 continue
             share = "–" if b <= 0 else f"{100 * (b - a) / b:.1f}"
-            where = "" if syn.condition in ("baseline", "") else f" [{syn.condition}]"
+            where = "" if syn.condition in ("baseline", "") else f" [{condition_text(syn.condition)}]"
             rows.append((f"{scenario.capitalize()}{where}", sensor, _f(a), _f(b), share))
     return rows
 

@@ -25,6 +25,7 @@ from boardlab.report.plot.boxplot import box_stats, boxplot, grouped_boxplot
 from boardlab.report.plot.heatmap import diverging_color, heatmap
 from boardlab.report.plot.histogram import LOG_BARS_PER_DECADE, histogram_bars, histogram_plot
 from boardlab.report.plot.lines import downsample, line_plot, with_gaps
+from boardlab.report.plot.seriesmap import MAX_LINES, series_heatmap
 
 __all__ = [
     "LOG_BARS_PER_DECADE",
@@ -48,6 +49,7 @@ __all__ = [
     "histogram_plot",
     "line_plot",
     "log_ticks",
+    "series_heatmap",
     "nice_ticks",
     "tick_labels",
     "wants_log",
@@ -59,6 +61,8 @@ HISTOGRAM_MAX_BARS = 160  # more buckets than this in the shown range: a log val
 
 
 def _line_plot(data: dict) -> str:
+    """A line figure; with more lines than a reader tells apart (`MAX_LINES`), a heatmap of one row per line:
+    decided here, for every study's figures alike."""
     data = dict(data)
     for key in ("x_format", "y_format"):
         if isinstance(data.get(key), str):
@@ -66,6 +70,8 @@ def _line_plot(data: dict) -> str:
     if data.get("y_kind") == "auto":
         ys = [y for ln in data["lines"] for _, y in ln.points if y is not None]
         data["y_kind"] = "log10" if wants_log(ys, 10) else "linear"
+    if len(data["lines"]) > MAX_LINES:
+        return series_heatmap(**data)
     return line_plot(**data)
 
 
@@ -73,7 +79,10 @@ MAX_SERIES_POINTS = 700  # per line: about one point per pixel at 800 px
 
 
 def _series_plot(data: dict) -> str:
-    """Monitor series: each line downsampled to about a point per pixel and broken at the gaps between runs."""
+    """Monitor series: each line downsampled to about a point per pixel and broken at the gaps between runs;
+    more lines than a reader tells apart, a heatmap whose columns bin the time axis."""
+    if len(data["lines"]) > MAX_LINES:
+        return series_heatmap(**data)
     lines = [
         Line(ln.label, with_gaps(downsample(ln.points, MAX_SERIES_POINTS)), ln.errors, ln.markers, ln.color)
         for ln in data["lines"]

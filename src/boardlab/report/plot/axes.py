@@ -26,6 +26,9 @@ INK = "#222222"
 GRID = "#e3e3e3"
 AXIS = "#666666"
 CHAR_W = 0.62  # average glyph width as a fraction of the font size, to size label margins
+# the line pitch of a 12 px label that wraps: DejaVu's ascent and descent are 1.16 em, so 14 px lines never
+# touch (at 13 px a wrapped label's two lines overlapped by a pixel in the browser)
+LABEL_LINE_H = 14
 
 
 # --- numbers -----------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from boardlab.report.plot.axes import (
     CHAR_W,
     GRID,
     INK,
+    LABEL_LINE_H,
     PALETTE,
     Scale,
     _circle,
@@ -99,7 +100,7 @@ def boxplot(
         log = False
     kind = "log10" if log else "linear"
     wrapped = [wrap(b.label, 44) for b in boxes]  # a long label wraps onto more lines, never cut
-    row_h, top = max(30, 13 * max((len(w) for w in wrapped), default=1) + 6), 34
+    row_h, top = max(30, LABEL_LINE_H * max((len(w) for w in wrapped), default=1) + 6), 34
     label_chars = min(max((len(b.label) for b in boxes), default=4), 44)
     left = 16 + _text_width("M" * label_chars, 12)
     right = 64
@@ -120,7 +121,9 @@ def boxplot(
         color = PALETTE[i % len(PALETTE)]
         cy = top + row_h * i + row_h / 2
         lines = wrapped[i]
-        body += text_lines(left - 10, cy + 4 - 6.5 * (len(lines) - 1), lines, 13, anchor="end", size=12)
+        body += text_lines(
+            left - 10, cy + 4 - 7 * (len(lines) - 1), lines, LABEL_LINE_H, anchor="end", size=12
+        )
         vals = [v for v in b.values if v is not None and math.isfinite(v)]
         if vals:
             lo, q1, med, q3, hi = box_stats(vals)

@@ -11,6 +11,7 @@ from boardlab.report.plot.axes import (
     AXIS,
     GRID,
     INK,
+    LABEL_LINE_H,
     _line,
     _rect,
     _svg,
@@ -75,10 +76,15 @@ def heatmap(
     cell_w = max(64.0, min(140.0, (width - left - 16) / n_cols))
     longest_col = max((_text_width(c, 11) for c in cols), default=0)
     rotate = longest_col > cell_w - 6
+    # a turned label reaches right of its column by cos(35°) of its length: the last one needs that room
+    # inside the figure, or `daemon:anti-snoop` is cut at the edge
+    tail = max(0.0, _text_width(cols[-1], 11) * 0.82 - cell_w / 2 - 4) if rotate and cols else 0.0
+    if tail:
+        cell_w = max(64.0, min(140.0, (width - left - 16 - tail) / n_cols))
     head = 40 + (longest_col * 0.7 if rotate else 18)
-    cell_h = max(34, 13 * max((len(w) for w in wrapped), default=1) + 8)
+    cell_h = max(34, LABEL_LINE_H * max((len(w) for w in wrapped), default=1) + 8)
     grid_w = cell_w * n_cols
-    width = max(width, int(left + grid_w + 16))
+    width = max(width, int(left + grid_w + tail + 16))
     height = head + cell_h * len(rows) + 84
     body = [_text(10, 20, title, size=14, weight="bold")]
     for j, c in enumerate(cols):
@@ -89,8 +95,8 @@ def heatmap(
             body.append(_text(cx, head - 8, c, anchor="middle", size=11))
     for i, lines in enumerate(wrapped):
         cy = head + cell_h * i
-        y0 = cy + cell_h / 2 + 4 - 6.5 * (len(lines) - 1)
-        body += text_lines(left - 8, y0, lines, 13, anchor="end", size=12)
+        y0 = cy + cell_h / 2 + 4 - 7 * (len(lines) - 1)
+        body += text_lines(left - 8, y0, lines, LABEL_LINE_H, anchor="end", size=12)
         for j in range(len(cols)):
             x = left + cell_w * j
             cell = cells.get((i, j))

@@ -26,6 +26,7 @@ from boardlab.report.plot.axes import (
     text_lines,
     tick_labels,
     title_block,
+    truncate,
     wrap,
 )
 
@@ -95,18 +96,9 @@ def line_plot(
     left = 50 if small else 66
     right = 12 if small else 20
     top = (30 if small else 36) + (14 if subtitle else 0)
-    legend_rows = 0
-    legend_items: list[tuple[str, str, float, int]] = []  # label, color, x, row
-    if legend and len(lines) > 0:
-        x: float = left
-        row = 0
-        for i, ln in enumerate(lines):
-            w = 26 + _text_width(ln.label, 11) + 14
-            if x + w > width - right and x > left:
-                x, row = left, row + 1
-            legend_items.append((ln.label, line_color(ln, i), x, row))
-            x += w
-        legend_rows = row + 1
+    legend_items = legend_layout(lines, width, left, right) if legend else []
+    legend_rows = max((row for *_, row, _ in legend_items), default=-1) + 1
+    height += legend_rows * 18  # the legend below the plot, outside it: the plot keeps its height
     # a long title or subtitle wraps: the figure grows by its further lines
     head, extra = title_block(title, width, title_size, 8 if small else 10, 18 if small else 20)
     sub = wrap(subtitle, int((width - 16) / (11 * 0.55))) if subtitle else []  # digits, spaces: narrow
@@ -152,7 +144,8 @@ def line_plot(
     for t, label in zip(yticks, tick_labels(yticks, yfmt), strict=True):
         p = sy(t)
         body.append(_line(left, p, width - right, p, stroke=GRID))
-        body.append(_text(left - 6, p + 4, label, anchor="end", size=10 if small else 11, fill=AXIS))
+        if p <= plot_bottom - 4:  # a label lower than this prints into the first x tick's label
+            body.append(_text(left - 6, p + 4, label, anchor="end", size=10 if small else 11, fill=AXIS))
     body.append(_line(left, plot_bottom, width - right, plot_bottom))
     body.append(_line(left, top, left, plot_bottom))
     body.append(
@@ -201,12 +194,28 @@ def line_plot(
                         title=f"{ln.label}: {xfmt(x)}, {fmt_num(y, 4)}",
                     )
                 )
-    ly0 = plot_bottom + (34 if small else 44)
-    for label, color, x, row in legend_items:
+    ly0 = plot_bottom + 44  # below the x axis' title (at +28 small, +32 wide), never on it
+    for label, color, x, row, whole in legend_items:
         y = ly0 + row * 18
         body.append(_line(x, y - 4, x + 20, y - 4, stroke=color, width=2.5))
-        body.append(_text(x + 26, y, label, size=11))
+        body.append(_text(x + 26, y, label, size=11, title=whole if whole != label else None))
     return _svg(width, height, title, body)
+
+
+def legend_layout(lines: Sequence[Line], width: int, left: float, right: float) -> list[tuple]:
+    """Where each line's legend entry goes, in rows under the plot: (shown label, color, x, row, whole
+    label). A label wider than the figure is cut, its whole text in a tooltip."""
+    items: list[tuple[str, str, float, int, str]] = []
+    x, row = left, 0
+    fits = int((width - left - right - 40) / (11 * 0.62))
+    for i, ln in enumerate(lines):
+        shown = truncate(ln.label, fits)
+        w = 26 + _text_width(shown, 11) + 14
+        if x + w > width - right and x > left:
+            x, row = left, row + 1
+        items.append((shown, line_color(ln, i), x, row, ln.label))
+        x += w
+    return items
 
 
 def with_gaps(points: Sequence[tuple[float, float | None]]) -> list[tuple[float, float | None]]:
