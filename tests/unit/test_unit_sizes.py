@@ -18,12 +18,7 @@ MAX_FUNCTION_LINES = 120
 MAX_FILE_LINES = 1000
 C_FILES = ("kern/core.c",)
 # At most five, each with why it is still long. Complexity is ruff's C901 (pyproject.toml), the same files.
-EXEMPT: dict[str, str] = {
-    "report/plot/boxplot.py:grouped_boxplot": "the plot builders are being reworked for many series (issue 41)",
-    "report/plot/histogram.py:histogram_plot": "the plot builders are being reworked for many series (issue 41)",
-    "report/plot/lines.py:line_plot": "the plot builders are being reworked for many series (issue 41)",
-    "web/app.py:create_app": "serve's routes table: split once the pages' work of issue 41 has landed",
-}
+EXEMPT: dict[str, str] = {}
 pytestmark = pytest.mark.skipif(not SRC.is_dir(), reason="needs the source tree (src/boardlab)")
 
 

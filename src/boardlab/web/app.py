@@ -17,6 +17,9 @@ import json
 import urllib.parse
 from importlib import resources
 
+from boardlab.errors import BoardlabError, InputError, NotFound
+from boardlab.web import pages
+
 COOKIE = "boardlab_token"
 LIVE_JS = resources.files("boardlab.web").joinpath("live.js").read_bytes()
 NAV = (("/boards", "boards"), ("/campaigns", "campaigns"), ("/compare", "compare"), ("/history", "history"),
@@ -76,89 +79,88 @@ def create_app(db: str, *, token: str | None = None, verify: bool = True, thread
     store: `boardlab serve` derives it from the descriptors it may open, web/guard.py); None keeps anyio's."""
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
-    from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-    from starlette.routing import Route
 
-    from boardlab.errors import BoardlabError, InputError, NotFound
-    from boardlab.report.render import esc, render_document
-    from boardlab.web import pages
+    return Starlette(
+        routes=_Site(db, verify).routes(),
+        middleware=[Middleware(_Guard, token=token, csp=_csp())],
+        exception_handlers={404: _not_found, 405: _not_allowed, 500: _internal},
+        lifespan=None if threads is None else _threads(threads),
+    )
 
-    csp = _csp()
 
-    def problem(status: int, text: str, as_json: bool) -> Response:
-        if as_json:
-            return JSONResponse({"schema": pages.WEB_SCHEMA, "error": text}, status_code=status)
-        return HTMLResponse(
-            _page("boardlab: error", f'<h1>Error</h1><p class="problem">{esc(text)}</p>'), status
-        )
+def _problem(status: int, text: str, as_json: bool):
+    """An error page (or its JSON twin) naming what went wrong, never a traceback."""
+    from starlette.responses import HTMLResponse, JSONResponse
 
-    def read(build, request, *, html_extra=lambda store: ""):
+    from boardlab.report.render import esc
+
+    if as_json:
+        return JSONResponse({"schema": pages.WEB_SCHEMA, "error": text}, status_code=status)
+    return HTMLResponse(_page("boardlab: error", f'<h1>Error</h1><p class="problem">{esc(text)}</p>'), status)
+
+
+def _wants_json(request) -> bool:
+    return request.url.path.endswith(".json")
+
+
+class _Site:
+    """serve's pages over one store: each request opens it read-only, builds its document in one snapshot
+    and answers in the format its address asks for."""
+
+    def __init__(self, db: str, verify: bool) -> None:
+        self.db, self.verify = db, verify
+
+    def read(self, build, request, *, html_extra=lambda store: ""):
         """Runs `build(store)` in one snapshot; (document, json twin) -> the response the URL asks for."""
         from boardlab.store import Store, driver_error
 
-        as_json = request.url.path.endswith(".json")
+        as_json = _wants_json(request)
         try:
-            store = Store.open(db, create=False, verify=verify)
+            store = Store.open(self.db, create=False, verify=self.verify)
         except Exception as exc:  # the store cannot be read at all: 503, naming it and why
-            error = exc if isinstance(exc, BoardlabError) else driver_error(exc, db)
-            return problem(503, str(error) if error else f"{db}: cannot open the store", as_json)
+            error = exc if isinstance(exc, BoardlabError) else driver_error(exc, self.db)
+            return _problem(503, str(error) if error else f"{self.db}: cannot open the store", as_json)
         try:
             with store, store.snapshot():
                 built = build(store)
                 extra = html_extra(store) if not as_json else ""
-        except NotFound as exc:  # what the request asked for is not there
-            return problem(404, str(exc), as_json)
-        except InputError as exc:  # not a valid pick
-            return problem(400, str(exc), as_json)
-        except BoardlabError as exc:
-            return problem(503, str(exc), as_json)
-        except (
-            Exception
-        ) as exc:  # the store's driver: a database error is a page naming it, never a traceback
-            error = driver_error(exc, db)
-            if error is None:
-                return problem(
-                    500, f"internal error: {type(exc).__name__} (run with BOARDLAB_DEBUG=1)", as_json
-                )
-            return problem(503, str(error), as_json)
-        if isinstance(built, pages.Rendered):  # a campaign's report, rendered when its summary was stored
-            if as_json:
-                return Response(built.twin_json, media_type="application/json")
-            return HTMLResponse(_page(built.title, _under_heading(built.html, extra)))
-        document, twin = built
-        if as_json:
-            return Response(json.dumps(twin, allow_nan=False, default=str), media_type="application/json")
-        return HTMLResponse(_page(document.title, _under_heading(render_document(document, "html"), extra)))
+        except Exception as exc:
+            return self._failed(exc, as_json)
+        return _respond(built, extra, as_json)
 
-    def page_no(request) -> int:
-        return pages.parse_id(request.query_params.get("page", "0"), "page", "a page number", most=10**6)
+    def _failed(self, exc: Exception, as_json: bool):
+        """What a page that could not be built answers: 404 for what is not there, 400 for a bad pick, 503
+        for a store that failed (a database error named), 500 for a bug (no traceback)."""
+        from boardlab.store import driver_error
 
-    def guarded(fn):
-        def endpoint(request):
-            try:
-                return fn(request)
-            except InputError as exc:
-                return problem(400, str(exc), request.url.path.endswith(".json"))
+        if isinstance(exc, NotFound):
+            return _problem(404, str(exc), as_json)
+        if isinstance(exc, InputError):
+            return _problem(400, str(exc), as_json)
+        if isinstance(exc, BoardlabError):
+            return _problem(503, str(exc), as_json)
+        error = driver_error(exc, self.db)
+        if error is None:
+            return _problem(500, f"internal error: {type(exc).__name__} (run with BOARDLAB_DEBUG=1)", as_json)
+        return _problem(503, str(error), as_json)
 
-        return endpoint
+    def boards(self, request):
+        n = _page_no(request)
+        return self.read(lambda s: pages.boards(s, n), request)
 
-    def boards(request):
-        n = page_no(request)
-        return read(lambda s: pages.boards(s, n), request)
-
-    def campaigns(request):
-        n = page_no(request)
+    def campaigns(self, request):
+        n = _page_no(request)
         board = request.query_params.get("board", "")
         board_id = pages.parse_id(board, "board", "a board id") if board else None
-        return read(lambda s: pages.campaigns(s, n, board_id), request)
+        return self.read(lambda s: pages.campaigns(s, n, board_id), request)
 
-    def campaign(request):
+    def campaign(self, request):
         cid = request.path_params["cid"]  # ASCII digits (the route's int), but of any length
         if cid > pages.MAX_ID:
-            return problem(404, f"no campaign with id {cid}", request.url.path.endswith(".json"))
-        return read(lambda s: pages.campaign(s, cid), request)
+            return _problem(404, f"no campaign with id {cid}", _wants_json(request))
+        return self.read(lambda s: pages.campaign(s, cid), request)
 
-    def compare(request):
+    def compare(self, request):
         a, b = request.query_params.get("a"), request.query_params.get("b")
 
         def form(store) -> str:
@@ -168,12 +170,12 @@ def create_app(db: str, *, token: str | None = None, verify: bool = True, thread
             )
 
         if not a or not b:
-            return read(lambda s: (_empty("boardlab: compare", "Pick A and B, then show."),
-                        {"schema": pages.WEB_SCHEMA, "choices": [{"value": v, "label": t} for v, t in pages.compare_choices(s)]}), request,
-                        html_extra=form)  # fmt: skip
-        return read(lambda s: pages.compare(s, a, b), request, html_extra=form)
+            return self.read(lambda s: (_empty("boardlab: compare", "Pick A and B, then show."),
+                             {"schema": pages.WEB_SCHEMA, "choices": [{"value": v, "label": t} for v, t in pages.compare_choices(s)]}), request,
+                             html_extra=form)  # fmt: skip
+        return self.read(lambda s: pages.compare(s, a, b), request, html_extra=form)
 
-    def history(request):
+    def history(self, request):
         plan, board = request.query_params.get("plan"), request.query_params.get("board")
 
         def form(store) -> str:
@@ -188,47 +190,76 @@ def create_app(db: str, *, token: str | None = None, verify: bool = True, thread
             )
 
         if not plan:
-            return read(lambda s: (_empty("boardlab: history", "Pick a plan, then show."),
-                        {"schema": pages.WEB_SCHEMA, "plans": pages.plan_choices(s)}), request,
-                        html_extra=form)  # fmt: skip
-        return read(lambda s: pages.history(s, plan, board), request, html_extra=form)
+            return self.read(lambda s: (_empty("boardlab: history", "Pick a plan, then show."),
+                             {"schema": pages.WEB_SCHEMA, "plans": pages.plan_choices(s)}), request,
+                             html_extra=form)  # fmt: skip
+        return self.read(lambda s: pages.history(s, plan, board), request, html_extra=form)
 
-    def running(request):
+    def running(self, request):
         live = (
             '<div id="live" data-source="/running.json"></div><script src="/static/live.js" defer></script>'
         )
-        return read(pages.running, request, html_extra=lambda store: live)
+        return self.read(pages.running, request, html_extra=lambda store: live)
 
-    def live_js(request):
-        return Response(LIVE_JS, media_type="text/javascript")
+    def routes(self) -> list:
+        """Every page with its .json twin, the live script, and the answers browsers ask for."""
+        from starlette.responses import RedirectResponse, Response
+        from starlette.routing import Route
 
-    def home(request):
-        return RedirectResponse("/boards", status_code=303)
+        def both(path: str, fn) -> list:
+            return [
+                Route(path, _guarded(fn), methods=["GET"]),
+                Route(path + ".json", _guarded(fn), methods=["GET"]),
+            ]
 
-    def both(path: str, fn, **kw):
         return [
-            Route(path, guarded(fn), methods=["GET"], **kw),
-            Route(path + ".json", guarded(fn), methods=["GET"]),
+            Route("/", lambda request: RedirectResponse("/boards", status_code=303), methods=["GET"]),
+            *both("/boards", self.boards),
+            *both("/campaigns", self.campaigns),
+            Route("/campaign/{cid:int}", _guarded(self.campaign), methods=["GET"]),
+            Route("/campaign/{cid:int}.json", _guarded(self.campaign), methods=["GET"]),
+            *both("/compare", self.compare),
+            *both("/history", self.history),
+            *both("/running", self.running),
+            Route(
+                "/static/live.js",
+                lambda request: Response(LIVE_JS, media_type="text/javascript"),
+                methods=["GET"],
+            ),
+            Route("/favicon.ico", lambda request: Response(status_code=204), methods=["GET"]),  # browsers ask
         ]
 
-    routes = [
-        Route("/", home, methods=["GET"]),
-        *both("/boards", boards),
-        *both("/campaigns", campaigns),
-        Route("/campaign/{cid:int}", guarded(campaign), methods=["GET"]),
-        Route("/campaign/{cid:int}.json", guarded(campaign), methods=["GET"]),
-        *both("/compare", compare),
-        *both("/history", history),
-        *both("/running", running),
-        Route("/static/live.js", live_js, methods=["GET"]),
-        Route("/favicon.ico", lambda request: Response(status_code=204), methods=["GET"]),  # browsers ask
-    ]
-    return Starlette(
-        routes=routes,
-        middleware=[Middleware(_Guard, token=token, csp=csp)],
-        exception_handlers={404: _not_found, 405: _not_allowed, 500: _internal},
-        lifespan=None if threads is None else _threads(threads),
-    )
+
+def _respond(built, extra: str, as_json: bool):
+    """A built page as HTML (the page's own part under its one heading) or its JSON twin."""
+    from starlette.responses import HTMLResponse, Response
+
+    from boardlab.report.render import render_document
+
+    if isinstance(built, pages.Rendered):  # a campaign's report, rendered when its summary was stored
+        if as_json:
+            return Response(built.twin_json, media_type="application/json")
+        return HTMLResponse(_page(built.title, _under_heading(built.html, extra)))
+    document, twin = built
+    if as_json:
+        return Response(json.dumps(twin, allow_nan=False, default=str), media_type="application/json")
+    return HTMLResponse(_page(document.title, _under_heading(render_document(document, "html"), extra)))
+
+
+def _page_no(request) -> int:
+    return pages.parse_id(request.query_params.get("page", "0"), "page", "a page number", most=10**6)
+
+
+def _guarded(fn):
+    """The endpoint of a page: a bad query parameter (InputError) is its 400 page."""
+
+    def endpoint(request):
+        try:
+            return fn(request)
+        except InputError as exc:
+            return _problem(400, str(exc), _wants_json(request))
+
+    return endpoint
 
 
 def _threads(n: int):

@@ -143,21 +143,7 @@ def _rt_cell(store: Store, cell: CellAnalysis) -> RtCell:
         notes.append("no latency histogram stored for a valid run")
     if runs_merged < len(maxima):
         notes.append(f"{len(maxima) - runs_merged} valid run(s) without a histogram")
-    n = sum(counts) + overflow
-    censored = [pct_name(p.q) for p in percentiles if p.censored]
-    if censored:
-        shown = "µs" if unit == "us" else unit
-        notes.append(
-            f"{', '.join(censored)} in the overflow: only '>= {limit:g} {shown}' is known (raise histogram_us)"
-        )
-    short = [p.q for p in percentiles if p.n and p.n < samples_needed(p.q)]
-    if short:
-        names = ", ".join(pct_name(q) for q in short)
-        needs = " and ".join(str(samples_needed(q)) for q in short)
-        notes.append(
-            f"{names} from {n} samples, fewer than {needs}: nearest rank gives the largest sample "
-            "(lengthen duration_s)"
-        )
+    notes += _percentile_notes(percentiles, unit, limit, sum(counts) + overflow)
     total_w = sum(w for _, w in weighted)
     load, mode = split_condition(cell.condition)
     return RtCell(
@@ -181,6 +167,29 @@ def _rt_cell(store: Store, cell: CellAnalysis) -> RtCell:
         max_value=max(maxima) if maxima else None,
         notes=tuple(notes),
     )
+
+
+def _percentile_notes(
+    percentiles: tuple[HistogramPercentile, ...], unit: str, limit: float | None, n: int
+) -> list[str]:
+    """What a reader must know of the merged histogram's percentiles: those in the overflow (only a bound is
+    known), those from too few samples (nearest rank gives the largest)."""
+    notes = []
+    censored = [pct_name(p.q) for p in percentiles if p.censored]
+    if censored:
+        shown = "µs" if unit == "us" else unit
+        notes.append(
+            f"{', '.join(censored)} in the overflow: only '>= {limit:g} {shown}' is known (raise histogram_us)"
+        )
+    short = [p.q for p in percentiles if p.n and p.n < samples_needed(p.q)]
+    if short:
+        names = ", ".join(pct_name(q) for q in short)
+        needs = " and ".join(str(samples_needed(q)) for q in short)
+        notes.append(
+            f"{names} from {n} samples, fewer than {needs}: nearest rank gives the largest sample "
+            "(lengthen duration_s)"
+        )
+    return notes
 
 
 def _is_rt(cell: CellAnalysis) -> bool:

@@ -208,21 +208,7 @@ def grouped_boxplot(
     body, extra = title_block(title, width, 14)
     top += extra
     if legend:
-        x: float = left
-        for k, name in enumerate(series):
-            body.append(
-                _rect(
-                    x,
-                    29,
-                    12,
-                    12,
-                    fill=PALETTE[k % len(PALETTE)],
-                    opacity=0.35,
-                    stroke=PALETTE[k % len(PALETTE)],
-                )
-            )
-            body.append(_text(x + 17, 39, name or "–", size=11))
-            x += 30 + _text_width(name or "–", 11)
+        body += _series_legend(series, left)
     if not everything:
         body.append(_text(left, top + 30, "no run values to plot", fill=AXIS))
         return _svg(width, height, title, body)
@@ -252,45 +238,52 @@ def grouped_boxplot(
                 continue
             color = PALETTE[(si if n_series > 1 else gi) % len(PALETTE)]
             cx = x0 + slot_w / 2 + (si - (n_series - 1) / 2) * box_w
-            half = box_w * 0.36
-            vals = [v for v in b.values if v is not None and math.isfinite(v)]
-            if vals:
-                lo, q1, med, q3, hi = box_stats(vals)
-                body.append(_line(cx, scale(lo), cx, scale(q1), stroke=INK))
-                body.append(_line(cx, scale(q3), cx, scale(hi), stroke=INK))
-                for w in (lo, hi):
-                    body.append(_line(cx - half * 0.6, scale(w), cx + half * 0.6, scale(w), stroke=INK))
-                tip = (
-                    f"{b.label}: median {fmt_num(med, 4)} {unit}, IQR {fmt_num(q1, 4)}–{fmt_num(q3, 4)}, "
-                    f"n={len(vals)}"
-                )
-                body.append(
-                    _rect(
-                        cx - half,
-                        scale(q3),
-                        2 * half,
-                        scale(q1) - scale(q3),
-                        fill=color,
-                        opacity=0.18,
-                        stroke=color,
-                        width=1.2,
-                        title=tip,
-                    )
-                )
-                body.append(_line(cx - half, scale(med), cx + half, scale(med), stroke=INK, width=2.5))
-                thinned = thinned or len(vals) > MAX_DOTS
-            for v in dots(vals, lo, hi) if vals else ():
-                body.append(
-                    _circle(cx + rng.uniform(-0.3, 0.3) * box_w, scale(v), 2.3, fill=color, opacity=0.7)
-                )
-            thinned = thinned or len(b.excluded) > MAX_DOTS
-            for e in excluded_dots(b.excluded):
-                if e is not None and math.isfinite(e):
-                    jitter = rng.uniform(-0.3, 0.3) * box_w
-                    body.append(
-                        _circle(cx + jitter, scale(e), 2.5, fill="white", stroke=color, title="invalid run")
-                    )
+            drawn, many = _one_box(b, color, cx, box_w, scale, unit, rng)
+            body += drawn
+            thinned = thinned or many
     if thinned:
         body.append(_text(10, height + 8, THINNED.format(MAX_DOTS), size=11, fill=AXIS))
         height += 16
     return _svg(width, height, title, body)
+
+
+def _series_legend(series: Sequence[str], left: float) -> list[str]:
+    """A swatch and name per series, in a row above the plot."""
+    out = []
+    x: float = left
+    for k, name in enumerate(series):
+        color = PALETTE[k % len(PALETTE)]
+        out.append(_rect(x, 29, 12, 12, fill=color, opacity=0.35, stroke=color))
+        out.append(_text(x + 17, 39, name or "–", size=11))
+        x += 30 + _text_width(name or "–", 11)
+    return out
+
+
+def _one_box(
+    b: Box, color: str, cx: float, box_w: float, scale: Scale, unit: str, rng
+) -> tuple[list[str], bool]:
+    """One box at `cx`: whiskers, quartile box, median, a jittered dot per counted run and a hollow one per
+    run that did not count; and whether its dots were thinned."""
+    out = []
+    half = box_w * 0.36
+    vals = [v for v in b.values if v is not None and math.isfinite(v)]
+    thinned = False
+    if vals:
+        lo, q1, med, q3, hi = box_stats(vals)
+        out.append(_line(cx, scale(lo), cx, scale(q1), stroke=INK))
+        out.append(_line(cx, scale(q3), cx, scale(hi), stroke=INK))
+        for w in (lo, hi):
+            out.append(_line(cx - half * 0.6, scale(w), cx + half * 0.6, scale(w), stroke=INK))
+        tip = f"{b.label}: median {fmt_num(med, 4)} {unit}, IQR {fmt_num(q1, 4)}–{fmt_num(q3, 4)}, n={len(vals)}"
+        out.append(_rect(cx - half, scale(q3), 2 * half, scale(q1) - scale(q3), fill=color, opacity=0.18,
+                         stroke=color, width=1.2, title=tip))  # fmt: skip
+        out.append(_line(cx - half, scale(med), cx + half, scale(med), stroke=INK, width=2.5))
+        thinned = len(vals) > MAX_DOTS
+        for v in dots(vals, lo, hi):
+            out.append(_circle(cx + rng.uniform(-0.3, 0.3) * box_w, scale(v), 2.3, fill=color, opacity=0.7))
+    thinned = thinned or len(b.excluded) > MAX_DOTS
+    for e in excluded_dots(b.excluded):
+        if e is not None and math.isfinite(e):
+            jitter = rng.uniform(-0.3, 0.3) * box_w
+            out.append(_circle(cx + jitter, scale(e), 2.5, fill="white", stroke=color, title="invalid run"))
+    return out, thinned

@@ -144,14 +144,10 @@ def histogram_plot(
         body.append(_text(left - 6, p + 4, label, anchor="end", size=10, fill=AXIS))
     body.append(_line(left, plot_bottom, plot_right, plot_bottom))
     body.append(_line(left, top, left, plot_bottom))
-    widths = {b - a for a, b, _ in bars}
-    if x_log:
-        per_bar = "samples per bar"
-    elif widths and max(widths) * bucket_width != 1:
-        per_bar = f"samples per {fmt_tick(max(widths) * bucket_width)} {unit}"
-    else:
-        per_bar = "samples"
-    body.append(_text(12, (top + plot_bottom) / 2, f"{per_bar} (log)", anchor="middle", size=10, rotate=-90))
+    body.append(
+        _text(12, (top + plot_bottom) / 2, f"{_per_bar(bars, bucket_width, unit, x_log)} (log)", anchor="middle",
+              size=10, rotate=-90)
+    )  # fmt: skip
     x_label = f"latency [{unit}]" + (" (log scale)" if x_log else "")
     body.append(_text((left + plot_right) / 2, plot_bottom + 30, x_label, anchor="middle", size=11))
     if not bars and not overflow:
@@ -161,52 +157,51 @@ def histogram_plot(
         x0, x1 = at(lo_v), at(hi_v)
         y = sy(total)
         body.append(
-            _rect(
-                x0,
-                y,
-                max(x1 - x0 - (0.4 if x1 - x0 > 2 else 0), 0.8),
-                plot_bottom - y,
-                fill=color,
-                opacity=0.85,
-                title=f"[{fmt_tick(lo_v)}, {fmt_tick(hi_v)}) {unit}: {total} samples",
-            )
-        )
+            _rect(x0, y, max(x1 - x0 - (0.4 if x1 - x0 > 2 else 0), 0.8), plot_bottom - y, fill=color,
+                  opacity=0.85, title=f"[{fmt_tick(lo_v)}, {fmt_tick(hi_v)}) {unit}: {total} samples")
+        )  # fmt: skip
+    body += _markers(markers, at, x_end, top, plot_bottom, plot_right)
+    if show_overflow:
+        body += _overflow_bar(overflow, limit, unit, sy, width - right - over_w, over_w, top, plot_bottom)
+    return _svg(width, height, title, body)
+
+
+def _per_bar(bars, bucket_width: float, unit: str, x_log: bool) -> str:
+    """What one bar counts, for the y title: a log axis' bars, or a linear one's bucket width."""
+    widths = {b - a for a, b, _ in bars}
+    if x_log:
+        return "samples per bar"
+    if widths and max(widths) * bucket_width != 1:
+        return f"samples per {fmt_tick(max(widths) * bucket_width)} {unit}"
+    return "samples"
+
+
+def _markers(markers, at, x_end: float, top: float, bottom: float, plot_right: float) -> list[str]:
+    """Dashed vertical lines at `markers` (label, value), each label beside its line, kept inside the plot."""
+    out = []
     for k, (label, v) in enumerate(markers):
         if v is None or not 0 <= v <= x_end:
             continue
         p = at(v)
         mark = PALETTE[1 + k % 3]
-        body.append(_line(p, top, p, plot_bottom, stroke=mark, width=1.2, dash="4 3"))
+        out.append(_line(p, top, p, bottom, stroke=mark, width=1.2, dash="4 3"))
         near_end = p > plot_right - _text_width(label, 10) - 4
-        body.append(
-            _text(
-                p - 3 if near_end else p + 3,
-                top + 10 + 11 * k,
-                label,
-                size=10,
-                fill=mark,
-                anchor="end" if near_end else "start",
-            )
-        )
-    if show_overflow:
-        ox = width - right - over_w
-        body.append(_line(ox - 4, top, ox - 4, plot_bottom, stroke=AXIS, dash="2 3"))
-        text = f">= {fmt_tick(limit)}"
-        if overflow:
-            y = sy(overflow)
-            body.append(
-                _rect(
-                    ox + 6,
-                    y,
-                    over_w - 12,
-                    plot_bottom - y,
-                    fill=PALETTE[1],
-                    opacity=0.85,
-                    title=f"overflow: {overflow} samples at or beyond {fmt_tick(limit)} {unit} (values unknown)",
-                )
-            )
-            body.append(_text(ox + over_w / 2, y - 4, str(overflow), anchor="middle", size=10, fill=INK))
-        else:
-            body.append(_text(ox + over_w / 2, plot_bottom - 4, "0", anchor="middle", size=10, fill=AXIS))
-        body.append(_text(ox + over_w / 2, plot_bottom + 14, text, anchor="middle", size=10, fill=INK))
-    return _svg(width, height, title, body)
+        out.append(_text(p - 3 if near_end else p + 3, top + 10 + 11 * k, label, size=10, fill=mark,
+                         anchor="end" if near_end else "start"))  # fmt: skip
+    return out
+
+
+def _overflow_bar(overflow: int, limit: float, unit: str, sy, ox: float, over_w: float, top: float,
+                  bottom: float) -> list[str]:  # fmt: skip
+    """The samples at or beyond the histogram's limit: a bar of its own past a dashed line, its values unknown."""
+    out = [_line(ox - 4, top, ox - 4, bottom, stroke=AXIS, dash="2 3")]
+    text = f">= {fmt_tick(limit)}"
+    if overflow:
+        y = sy(overflow)
+        title = f"overflow: {overflow} samples at or beyond {fmt_tick(limit)} {unit} (values unknown)"
+        out.append(_rect(ox + 6, y, over_w - 12, bottom - y, fill=PALETTE[1], opacity=0.85, title=title))
+        out.append(_text(ox + over_w / 2, y - 4, str(overflow), anchor="middle", size=10, fill=INK))
+    else:
+        out.append(_text(ox + over_w / 2, bottom - 4, "0", anchor="middle", size=10, fill=AXIS))
+    out.append(_text(ox + over_w / 2, bottom + 14, text, anchor="middle", size=10, fill=INK))
+    return out

@@ -131,75 +131,76 @@ def line_plot(
     sy = Scale(ylo, yhi, plot_bottom, top, y_kind)
     xfmt = x_format or _tick_formatter(x_kind)
     yfmt = y_format or _tick_formatter(y_kind)
-    xticks = sx.ticks(4 if small else 7)
-    if x_integer:
-        xticks = integer_ticks(xlo, xhi, 4 if small else 7)
-    xlabels = tick_labels(xticks, xfmt)
-    xticks, xlabels = spaced_ticks(xticks, xlabels, sx, 10 if small else 11)
-    for t, label in zip(xticks, xlabels, strict=True):
-        p = sx(t)
-        body.append(_line(p, top, p, plot_bottom, stroke=GRID))
-        body.append(_text(p, plot_bottom + 14, label, anchor="middle", size=10 if small else 11, fill=AXIS))
-    yticks = sy.ticks(4 if small else 5)
-    for t, label in zip(yticks, tick_labels(yticks, yfmt), strict=True):
-        p = sy(t)
-        body.append(_line(left, p, width - right, p, stroke=GRID))
-        if p <= plot_bottom - 4:  # a label lower than this prints into the first x tick's label
-            body.append(_text(left - 6, p + 4, label, anchor="end", size=10 if small else 11, fill=AXIS))
-    body.append(_line(left, plot_bottom, width - right, plot_bottom))
-    body.append(_line(left, top, left, plot_bottom))
-    body.append(
-        _text(
-            (left + width - right) / 2,
-            plot_bottom + (28 if small else 32),
-            x_label,
-            anchor="middle",
-            size=10 if small else 12,
-        )
-    )
-    ymid = (top + plot_bottom) / 2
-    body.append(
-        _text(12 if small else 14, ymid, y_label, anchor="middle", size=10 if small else 12, rotate=-90)
-    )
+    xticks = integer_ticks(xlo, xhi, 4 if small else 7) if x_integer else sx.ticks(4 if small else 7)
+    body += _grid(sx, sy, xticks, xfmt, yfmt, small)
+    body += _axis_titles(sx, sy, x_label, y_label, small)
     for i, ln in enumerate(lines):
-        color = line_color(ln, i)
-        # each point's pixels, computed once for its line, error bar and marker (None: a break)
-        pixels = [None if y is None else (sx(x), sy(y)) for x, y in ln.points]
-        segments: list[list[tuple[float, float]]] = [[]]
-        for px in pixels:
-            if px is None:
-                segments.append([])
-            else:
-                segments[-1].append(px)
-        for seg in segments:
-            if len(seg) > 1:
-                d = " ".join(f"{_f(x)},{_f(y)}" for x, y in seg)
-                body.append(
-                    f'<polyline points="{d}" fill="none" stroke="{color}" stroke-width="1.6" '
-                    'stroke-linejoin="round"/>'
-                )
-        for k, ((x, y), px) in enumerate(zip(ln.points, pixels, strict=True)):
-            if px is None:
-                continue
-            err = ln.errors[k] if ln.errors and k < len(ln.errors) else None
-            if err:
-                body.append(_line(px[0], sy(err[0]), px[0], sy(err[1]), stroke=color, width=1.2))
-            if ln.markers:
-                body.append(
-                    _circle(
-                        px[0],
-                        px[1],
-                        2.6 if small else 3.2,
-                        fill=color,
-                        title=f"{ln.label}: {xfmt(x)}, {fmt_num(y, 4)}",
-                    )
-                )
-    ly0 = plot_bottom + 44  # below the x axis' title (at +28 small, +32 wide), never on it
+        body += _drawn_line(ln, line_color(ln, i), sx, sy, xfmt, small)
+    ly0 = sy.px0 + 44  # below the x axis' title (at +28 small, +32 wide), never on it
     for label, color, x, row, whole in legend_items:
         y = ly0 + row * 18
         body.append(_line(x, y - 4, x + 20, y - 4, stroke=color, width=2.5))
         body.append(_text(x + 26, y, label, size=11, title=whole if whole != label else None))
     return _svg(width, height, title, body)
+
+
+def _grid(sx: Scale, sy: Scale, xticks, xfmt, yfmt, small: bool) -> list[str]:
+    """Grid lines and tick labels of both axes (x labels thinned until none touch), and the two axes."""
+    left, right, top, bottom = sx.px0, sx.px1, sy.px1, sy.px0
+    out = []
+    xticks, xlabels = spaced_ticks(xticks, tick_labels(xticks, xfmt), sx, 10 if small else 11)
+    for t, label in zip(xticks, xlabels, strict=True):
+        p = sx(t)
+        out.append(_line(p, top, p, bottom, stroke=GRID))
+        out.append(_text(p, bottom + 14, label, anchor="middle", size=10 if small else 11, fill=AXIS))
+    yticks = sy.ticks(4 if small else 5)
+    for t, label in zip(yticks, tick_labels(yticks, yfmt), strict=True):
+        p = sy(t)
+        out.append(_line(left, p, right, p, stroke=GRID))
+        if p <= bottom - 4:  # a label lower than this prints into the first x tick's label
+            out.append(_text(left - 6, p + 4, label, anchor="end", size=10 if small else 11, fill=AXIS))
+    out.append(_line(left, bottom, right, bottom))
+    out.append(_line(left, top, left, bottom))
+    return out
+
+
+def _axis_titles(sx: Scale, sy: Scale, x_label: str, y_label: str, small: bool) -> list[str]:
+    """The x title under the tick labels, the y title turned along the left edge."""
+    bottom, ymid = sy.px0, (sy.px1 + sy.px0) / 2
+    size = 10 if small else 12
+    return [
+        _text((sx.px0 + sx.px1) / 2, bottom + (28 if small else 32), x_label, anchor="middle", size=size),
+        _text(12 if small else 14, ymid, y_label, anchor="middle", size=size, rotate=-90),
+    ]
+
+
+def _drawn_line(ln: Line, color: str, sx: Scale, sy: Scale, xfmt, small: bool) -> list[str]:
+    """One series: its polyline broken where a point is missing, error bars, and markers with tooltips."""
+    out = []
+    # each point's pixels, computed once for its line, error bar and marker (None: a break)
+    pixels = [None if y is None else (sx(x), sy(y)) for x, y in ln.points]
+    segments: list[list[tuple[float, float]]] = [[]]
+    for px in pixels:
+        if px is None:
+            segments.append([])
+        else:
+            segments[-1].append(px)
+    for seg in segments:
+        if len(seg) > 1:
+            d = " ".join(f"{_f(x)},{_f(y)}" for x, y in seg)
+            out.append(
+                f'<polyline points="{d}" fill="none" stroke="{color}" stroke-width="1.6" stroke-linejoin="round"/>'
+            )
+    for k, ((x, y), px) in enumerate(zip(ln.points, pixels, strict=True)):
+        if px is None:
+            continue
+        err = ln.errors[k] if ln.errors and k < len(ln.errors) else None
+        if err:
+            out.append(_line(px[0], sy(err[0]), px[0], sy(err[1]), stroke=color, width=1.2))
+        if ln.markers:
+            tip = f"{ln.label}: {xfmt(x)}, {fmt_num(y, 4)}"
+            out.append(_circle(px[0], px[1], 2.6 if small else 3.2, fill=color, title=tip))
+    return out
 
 
 def legend_layout(lines: Sequence[Line], width: int, left: float, right: float) -> list[tuple]:
