@@ -258,16 +258,38 @@ def test_more_threads_than_elements_still_verifies(kern):
     assert rc == 0 and res["verified"] is True
 
 
-def test_auto_size_is_four_times_the_last_level_cache_and_at_least_32_mib(kern):
+def test_auto_size_is_four_times_the_last_level_cache_and_at_least_32_mib_within_what_fits(kern):
     rc, res = bandwidth(
         kern, "op=memset", "array_bytes=0", extra=("--iterations", "1", "--warmup-max-iterations", "0")
     )
     assert rc == 0, res.get("errors")
     info = res["info"]
-    assert info["array_bytes"] == max(4 * info["llc_bytes"], 32 * MIB)
+    wanted = max(4 * info["llc_bytes"], 32 * MIB)
+    assert info["array_bytes"] == min(wanted, info["array_bytes_limit"])
     assert info["array_bytes_source"].startswith("auto")
     if info["llc_bytes"]:
         assert str(int(info["llc_bytes"])) in info["array_bytes_source"]
+    assert ("clamped" in info["array_bytes_source"]) == (wanted > info["array_bytes_limit"])
+
+
+def test_the_auto_size_of_three_arrays_fits_a_quarter_of_the_address_space_and_half_the_available_memory(kern):
+    """triad maps three arrays: on a 32-bit build (armhf) 4x a large host LLC would not fit, and on a board
+    with little free memory it would swap; the automatic size is clamped and says why."""
+    rc, res = bandwidth(kern, "op=triad", "array_bytes=0", extra=("--iterations", "1", "--warmup-max-iterations", "0"))
+    assert rc == 0, res.get("errors")
+    info = res["info"]
+    space = (2 ** (8 * pointer_bytes(kern)) - 1) // 4
+    assert 3 * info["array_bytes"] <= space
+    if info["mem_available_bytes"]:
+        assert 3 * info["array_bytes"] <= info["mem_available_bytes"] // 2 or info["array_bytes"] == MIB
+    if "clamped" in info["array_bytes_source"]:
+        assert str(int(info["array_bytes_limit"])) in info["array_bytes_source"]
+
+
+def test_an_explicit_array_size_is_not_clamped(kern):
+    rc, res = bandwidth(kern, "op=memset", "array_bytes=4M", extra=("--iterations", "1"))
+    assert rc == 0 and res["info"]["array_bytes"] == 4 * MIB
+    assert res["info"]["array_bytes_source"] == "array_bytes parameter"
 
 
 @pytest.mark.parametrize(

@@ -155,3 +155,22 @@ def test_the_live_cycles_probe_answers_as_this_machine_allows():
         assert error is None
     else:  # a core PMU exists: the only refusal is a permission one (perf_event_paranoid, a container)
         assert error.split()[0] in ("EACCES", "EPERM"), error
+
+
+def test_each_probed_hardware_event_opens_or_says_why():
+    live = perf.read_perf(Path("/"))
+    assert [e.name for e in live.events] == ["cycles", "instructions"]
+    for event in live.events:
+        assert event.opened is True and event.reason is None or event.opened is False and event.reason
+    if not live.core_pmus:  # a VM such as this one: nothing to count with, and the reason says so
+        assert all("no CPU PMU is registered" in e.reason for e in live.events)
+    # a tree is not probed, and says so per event; the record loads back
+    odroid = perf.read_perf(SYSFS / "odroid-xu3")
+    assert all(e.opened is None and "not the live system" in e.reason for e in odroid.events)
+    assert type(odroid).from_dict(odroid.to_dict()) == odroid
+
+
+def test_the_reason_of_a_failed_event_names_the_pmu_that_cannot_count_it():
+    reason = perf.event_reason("ENOENT (No such file or directory)", ("armv7_cortex_a15",))
+    assert "armv7_cortex_a15" in reason and "does not map this generic event" in reason
+    assert "perf_event_paranoid" in perf.event_reason("EACCES (Permission denied)", ())

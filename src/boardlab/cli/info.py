@@ -449,9 +449,20 @@ def _kernel(info, flavor: dict | None, width: int) -> list[str]:
                 "-" if s.load_1min is None else f"{s.load_1min:.2f} {s.load_5min:.2f} {s.load_15min:.2f}",
             ),
             ("cpuidle", _idle(info.cpuidle)),
+            ("perf", _perf(info.perf)),
         ],
         width,
     )
+
+
+def _perf(p) -> str:
+    """The CPU PMUs and, per probed hardware event, whether it opened here or why not."""
+    pmus = ", ".join(p.core_pmus) or "no CPU PMU"
+    events = [
+        f"{e.name} " + ("counts" if e.opened else "not tried" if e.opened is None else f"no: {e.reason}")
+        for e in p.events
+    ]
+    return "; ".join([pmus, *events]) if p.events and any(e.opened is not None for e in p.events) else pmus
 
 
 def _thermal(info, width: int) -> list[str]:

@@ -130,6 +130,22 @@ static uint64_t llc_bytes(char *source, size_t len)
     return 0;
 }
 
+/* MemAvailable of /proc/meminfo in bytes (the kernel's estimate of what can be allocated without swapping);
+ * 0 when unknown (before Linux 3.14, or no /proc). */
+static uint64_t mem_available_bytes(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (!f)
+        return 0;
+    char line[128];
+    unsigned long long kib = 0;
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f))
+        found = sscanf(line, "MemAvailable: %llu kB", &kib) == 1;
+    fclose(f);
+    return found ? (uint64_t)kib * 1024 : 0;
+}
+
 /* ================================================================================================
  * mem.latency
  * ================================================================================================ */
@@ -540,7 +556,7 @@ static const bk_param bw_params[] = {
      "copy c=a, scale b=q*c, add c=a+b, triad a=b+q*c (STREAM, q=3); memcpy c<-a and memset c (libc)"},
     {"array_bytes", BK_INT, 0, 68719476736.0, "0", NULL, "bytes",
      "bytes of each array (rounded down to whole doubles); 0 = auto: 4x the last-level cache, at least 32 MiB "
-     "(STREAM's rule)"},
+     "(STREAM's rule), clamped so that the arrays fit a quarter of the address space and half of MemAvailable"},
     {"threads", BK_INT, 1, 256, "1", NULL, NULL,
      "threads, pinned round-robin to the CPUs this process may use, each owning a contiguous slice"},
     {"stores", BK_ENUM, 0, 0, "normal", "normal,nontemporal", NULL,
@@ -776,9 +792,12 @@ static int bw_init(bk_ctx *ctx, void **state)
         return bk_unsupported(ctx, "stores=nontemporal needs x86 streaming stores or AArch64 STNP; this "
                                    "architecture (e.g. 32-bit ARM) has no non-temporal store; use stores=normal");
 
-    char src[64], how[160];
+    char src[64], how[320];
     uint64_t llc = llc_bytes(src, sizeof src);
     uint64_t bytes = (uint64_t)bk_arg_int(ctx, "array_bytes");
+    int use = bw_uses[s->op];
+    int mapped = ((use & USE_A) != 0) + ((use & USE_B) != 0) + ((use & USE_C) != 0);
+    uint64_t avail = 0, limit = 0;
     if (bytes == 0) {
         bytes = 4 * llc;
         if (llc == 0)
@@ -790,6 +809,26 @@ static int bw_init(bk_ctx *ctx, void **state)
             snprintf(how, sizeof how, "auto: 4 x LLC %llu B (%s)", (unsigned long long)llc, src);
         if (bytes < 32 * MIB)
             bytes = 32 * MIB;
+        /* The arrays together stay within a quarter of the address space (a 32-bit process has 3 GiB or
+         * less, shared with its libraries and stacks: a host's 300 MiB LLC would ask 3.6 GiB for triad) and
+         * within half of MemAvailable (the rest is the system's; a swapping run measures the disk), in whole
+         * MiB. An explicit array_bytes is taken as given. */
+        uint64_t space = (uint64_t)(SIZE_MAX / 4) / (uint64_t)mapped;
+        avail = mem_available_bytes();
+        uint64_t mem = avail ? avail / 2 / (uint64_t)mapped : UINT64_MAX;
+        limit = (space < mem ? space : mem) / MIB * MIB;
+        if (limit < MIB)
+            limit = MIB;
+        if (bytes > limit) {
+            size_t n = strlen(how);
+            if (space <= mem)
+                snprintf(how + n, sizeof how - n, ", clamped to %llu B: %d arrays within a quarter of this %d-bit "
+                         "address space", (unsigned long long)limit, mapped, (int)(sizeof(size_t) * 8));
+            else
+                snprintf(how + n, sizeof how - n, ", clamped to %llu B: %d arrays within half of MemAvailable "
+                         "%llu B", (unsigned long long)limit, mapped, (unsigned long long)avail);
+            bytes = limit;
+        }
     } else {
         snprintf(how, sizeof how, "array_bytes parameter");
     }
@@ -800,7 +839,6 @@ static int bw_init(bk_ctx *ctx, void **state)
     if (s->n == 0)
         return bk_fail(ctx, "array_bytes=%llu holds no double; use 0 (auto) or at least 8", (unsigned long long)bytes);
     s->map_bytes = s->n * sizeof(double);
-    int use = bw_uses[s->op];
     if (((use & USE_A) && !(s->a = bw_map(s->map_bytes))) || ((use & USE_B) && !(s->b = bw_map(s->map_bytes))) ||
         ((use & USE_C) && !(s->c = bw_map(s->map_bytes))))
         return bk_fail(ctx, "cannot map %d arrays of %zu bytes: %s; lower array_bytes", bw_arrays_counted[s->op],
@@ -859,6 +897,10 @@ static int bw_init(bk_ctx *ctx, void **state)
     bk_info_num(ctx, "threads", s->nthreads);
     bk_info_num(ctx, "array_bytes", (double)s->map_bytes);
     bk_info_str(ctx, "array_bytes_source", how);
+    if (limit) { /* auto: the most each array could have been given here */
+        bk_info_num(ctx, "array_bytes_limit", (double)limit);
+        bk_info_num(ctx, "mem_available_bytes", (double)avail);
+    }
     bk_info_num(ctx, "llc_bytes", (double)llc);
     bk_info_str(ctx, "llc_source", src);
     bk_info_num(ctx, "arrays_counted", bw_arrays_counted[s->op]);

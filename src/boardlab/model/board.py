@@ -312,12 +312,22 @@ class Pmu(Record):
 
 
 @dataclass(frozen=True)
+class PerfEvent(Record):
+    """One generic hardware event (PERF_TYPE_HARDWARE) tried with perf_event_open for this process."""
+
+    name: str  # "cycles", "instructions"
+    opened: bool | None  # None: not tried (root is not the live system)
+    reason: str | None = None  # why it did not open: the errno and what it means here
+
+
+@dataclass(frozen=True)
 class Perf(Record):
     paranoid: int | None  # kernel.perf_event_paranoid
     pmus: tuple[Pmu, ...]
     core_pmus: tuple[str, ...]  # PMUs that count CPU cycles
     cycles_opened: bool | None  # None: not tried (root is not the live system)
     cycles_error: str | None  # errno text when the open failed
+    events: tuple[PerfEvent, ...] = ()  # cycles and instructions, each opened or with its reason
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,15 @@ import os
 import struct
 from collections.abc import Mapping
 
-from boardlab.model.board import Perf, Pmu
+from boardlab.model.board import Perf, PerfEvent, Pmu
 from boardlab.platform.sysroot import RootLike, SysRoot
 
 EVENT_SOURCE_DIR = "sys/bus/event_source/devices"
 PERF_TYPE_HARDWARE = 0
 PERF_COUNT_HW_CPU_CYCLES = 0
+PERF_COUNT_HW_INSTRUCTIONS = 1
+# the generic hardware events `boardlab info` tries, as perf names them
+PROBED_EVENTS = (("cycles", PERF_COUNT_HW_CPU_CYCLES), ("instructions", PERF_COUNT_HW_INSTRUCTIONS))
 PERF_TYPE_RAW = 4
 PERF_ATTR_SIZE_VER0 = 64  # the oldest perf_event_attr layout, accepted by every kernel since 2.6.31
 PERF_FLAG_FD_CLOEXEC = 1 << 3
@@ -53,13 +56,14 @@ def read_pmus(root: RootLike) -> tuple[Pmu, ...]:
     )
 
 
-def open_cycles_counter() -> tuple[bool, str | None]:
-    """Opens (and closes) PERF_COUNT_HW_CPU_CYCLES for this process; (False, "ENOENT (...)") on failure."""
+def open_hardware_counter(config: int = PERF_COUNT_HW_CPU_CYCLES) -> tuple[bool, str | None]:
+    """Opens (and closes) the generic hardware event `config` (PERF_TYPE_HARDWARE) for this process;
+    (False, "ENOENT (...)") on failure."""
     nr = SYSCALL_NUMBERS.get(os.uname().machine)
     if nr is None:
         return False, f"perf_event_open syscall number unknown for {os.uname().machine}"
     attr = bytearray(PERF_ATTR_SIZE_VER0)
-    struct.pack_into("=IIQ", attr, 0, PERF_TYPE_HARDWARE, PERF_ATTR_SIZE_VER0, PERF_COUNT_HW_CPU_CYCLES)
+    struct.pack_into("=IIQ", attr, 0, PERF_TYPE_HARDWARE, PERF_ATTR_SIZE_VER0, config)
     struct.pack_into("=Q", attr, 40, _ATTR_FLAGS)
     buf = (ctypes.c_char * len(attr)).from_buffer(attr)
     libc = ctypes.CDLL(None, use_errno=True)
@@ -79,16 +83,52 @@ def open_cycles_counter() -> tuple[bool, str | None]:
     return True, None
 
 
+def open_cycles_counter() -> tuple[bool, str | None]:
+    """Opens (and closes) PERF_COUNT_HW_CPU_CYCLES for this process; (False, "ENOENT (...)") on failure."""
+    return open_hardware_counter(PERF_COUNT_HW_CPU_CYCLES)
+
+
+def event_reason(error: str, core_pmus: tuple[str, ...]) -> str:
+    """What a failed open of a generic hardware event means, from its errno text."""
+    if error.startswith("ENOENT"):
+        if core_pmus:
+            return f"{error}: the CPU PMU ({', '.join(core_pmus)}) does not map this generic event"
+        return f"{error}: no CPU PMU is registered (no PMU in the device tree, or a VM without a virtual PMU)"
+    if error.startswith(("EACCES", "EPERM")):
+        return f"{error}: kernel.perf_event_paranoid (or a seccomp/container policy) forbids it for this user"
+    if error.startswith(("EOPNOTSUPP", "ENODEV")):
+        return f"{error}: the PMU cannot count this event for one process"
+    if error.startswith("ENOSYS"):
+        return f"{error}: the kernel is built without CONFIG_PERF_EVENTS"
+    return error
+
+
+def probe_events(core_pmus: tuple[str, ...]) -> tuple[PerfEvent, ...]:
+    """Each of PROBED_EVENTS opened for this process, or the reason it did not open."""
+    events = []
+    for name, config in PROBED_EVENTS:
+        opened, error = open_hardware_counter(config)
+        events.append(PerfEvent(name, opened, None if opened else event_reason(error or "unknown error", core_pmus)))
+    return tuple(events)
+
+
 def read_perf(root: RootLike) -> Perf:
     sr = SysRoot.of(root)
     pmus = read_pmus(sr)
+    core = tuple(p.name for p in pmus if is_core_pmu(p))
     opened, error = open_cycles_counter() if sr.live else (None, None)
+    events = (
+        probe_events(core)
+        if sr.live
+        else tuple(PerfEvent(name, None, "not tried: the tree is not the live system") for name, _ in PROBED_EVENTS)
+    )
     return Perf(
         paranoid=sr.read_int("proc/sys/kernel/perf_event_paranoid"),
         pmus=pmus,
-        core_pmus=tuple(p.name for p in pmus if is_core_pmu(p)),
+        core_pmus=core,
         cycles_opened=opened,
         cycles_error=error,
+        events=events,
     )
 
 
