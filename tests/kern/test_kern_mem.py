@@ -272,10 +272,14 @@ def test_auto_size_is_four_times_the_last_level_cache_and_at_least_32_mib_within
     assert ("clamped" in info["array_bytes_source"]) == (wanted > info["array_bytes_limit"])
 
 
-def test_the_auto_size_of_three_arrays_fits_a_quarter_of_the_address_space_and_half_the_available_memory(kern):
+def test_the_auto_size_of_three_arrays_fits_a_quarter_of_the_address_space_and_half_the_available_memory(
+    kern,
+):
     """triad maps three arrays: on a 32-bit build (armhf) 4x a large host LLC would not fit, and on a board
     with little free memory it would swap; the automatic size is clamped and says why."""
-    rc, res = bandwidth(kern, "op=triad", "array_bytes=0", extra=("--iterations", "1", "--warmup-max-iterations", "0"))
+    rc, res = bandwidth(
+        kern, "op=triad", "array_bytes=0", extra=("--iterations", "1", "--warmup-max-iterations", "0")
+    )
     assert rc == 0, res.get("errors")
     info = res["info"]
     space = (2 ** (8 * pointer_bytes(kern)) - 1) // 4

@@ -108,7 +108,9 @@ def probe_events(core_pmus: tuple[str, ...]) -> tuple[PerfEvent, ...]:
     events = []
     for name, config in PROBED_EVENTS:
         opened, error = open_hardware_counter(config)
-        events.append(PerfEvent(name, opened, None if opened else event_reason(error or "unknown error", core_pmus)))
+        events.append(
+            PerfEvent(name, opened, None if opened else event_reason(error or "unknown error", core_pmus))
+        )
     return tuple(events)
 
 
@@ -120,7 +122,9 @@ def read_perf(root: RootLike) -> Perf:
     events = (
         probe_events(core)
         if sr.live
-        else tuple(PerfEvent(name, None, "not tried: the tree is not the live system") for name, _ in PROBED_EVENTS)
+        else tuple(
+            PerfEvent(name, None, "not tried: the tree is not the live system") for name, _ in PROBED_EVENTS
+        )
     )
     return Perf(
         paranoid=sr.read_int("proc/sys/kernel/perf_event_paranoid"),
