@@ -32,7 +32,7 @@ PEAK_RSS = (
 
 
 def _plan(out: Path, marker: str) -> str:
-    words = f'printf "%s|" "$0" "$@" > {out}/words.$$; tr "\\\\0" " " < /proc/$PPID/cmdline > {out}/parent.$$'
+    words = f'printf "%s|" "$0" "$@" > {out}/words.$$; cat /proc/$PPID/cmdline > {out}/parent.$$'
     pinned = f"grep Cpus_allowed_list /proc/self/status > {out}/cpus.$$"
     loud = "head -c 104857600 /dev/zero | tr '\\\\0' x >&2; echo >&2; echo the end >&2; exit 1"
     return f"""\
@@ -114,7 +114,8 @@ def test_the_runner_starts_the_program_itself_with_its_argv_unchanged_and_pinned
     for words in out.glob("words.*"):  # no shell between: "$HOME" and the doubled braces as written
         assert words.read_text() == "a b|$HOME|{x}|"  # sh -c SCRIPT: the next word is $0
     parents = [p.read_text() for p in out.glob("parent.*")]
-    assert len(parents) == 2 and all(p.split()[1:3] == ["-m", "boardlab"] for p in parents), parents
+    # the parent's argv as the kernel keeps it, NUL-separated: a path with spaces stays one word
+    assert len(parents) == 2 and all(p.split("\0")[1:3] == ["-m", "boardlab"] for p in parents), parents
     cpus = {p.read_text().split()[-1] for p in out.glob("cpus.*")}
     assert cpus == {str(max(os.sched_getaffinity(0)))}
 
