@@ -111,9 +111,10 @@ def _count(
         down += s <= low
         if not exhaustive and min(up, down) >= EXCEEDANCES:
             break
-        if give_up_at is not None and _certain_floor(min(up, down), exhaustive, total, limit) >= give_up_at:
-            return PermutationP(_certain_floor(min(up, down), exhaustive, total, limit), b, min(up, down),
-                                exhaustive)  # fmt: skip
+        if give_up_at is not None:
+            floor = _certain_floor(min(up, down), exhaustive, total, limit)
+            if floor >= give_up_at:
+                return PermutationP(floor, b, min(up, down), exhaustive)
     x = min(up, down)
     if exhaustive:
         p = 2.0 * x / total
