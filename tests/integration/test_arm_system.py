@@ -133,9 +133,15 @@ def test_info_names_the_core_its_cluster_and_the_pmu_events(guest):
     assert set(events) == {"cycles", "instructions"}
     for name, ev in events.items():
         assert ev["opened"] or ev["reason"], f"{arch}: {name} neither opened nor explained"
-    if arch == "arm64":  # pmu=on: the emulated PMUv3
-        assert perf["core_pmus"] == ["armv8_pmuv3_0"]
-        assert events["cycles"]["opened"] and events["instructions"]["opened"]
+    if (
+        arch == "arm64"
+    ):  # pmu=on: the emulated PMUv3 counts cycles; QEMU offers INST_RETIRED only with -icount
+        assert perf["core_pmus"] == ["armv8_pmuv3"]
+        assert events["cycles"]["opened"]
+        assert (
+            events["instructions"]["opened"]
+            or "does not map this generic event" in events["instructions"]["reason"]
+        )
 
 
 def test_every_kernel_run_was_verified(guest):
