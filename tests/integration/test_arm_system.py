@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_cli
+from helpers import FLAGS, chromium, run_cli
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -163,6 +163,20 @@ def test_the_report_rendered_in_the_guest(guest):
     for w in workloads:
         assert w in html and w in text, f"{arch}: {w}"
     assert "<svg" in html
+
+
+def test_the_guest_s_report_renders_in_chromium_on_the_host_without_a_page_error(guest, tmp_path):
+    arch, out = guest
+    shot = tmp_path / "report.png"
+    proc = subprocess.run(
+        [chromium(), *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}",
+         "--window-size=1200,3000", "--enable-logging=stderr", "--v=0", (out / "report.html").as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )  # fmt: skip
+    assert shot.is_file() and shot.stat().st_size > 50_000, f"{arch}: {proc.stderr[-2000:]}"
+    assert [line for line in proc.stderr.splitlines() if "CONSOLE" in line or "Uncaught" in line] == []
 
 
 def test_restore_found_nothing_left_to_undo(guest):
