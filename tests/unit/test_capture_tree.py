@@ -9,7 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from helpers import run_cli
+
+pytestmark = pytest.mark.spawns  # starts the tool and the CLI: not in make test-unit
 
 TOOL = Path(__file__).resolve().parents[1] / "capture_tree.py"
 

@@ -14,7 +14,7 @@ from boardlab.model import BoardInfo
 from boardlab.platform import inventory, irq, procacct, sampling
 from boardlab.platform.checks import run_checks
 
-from helpers import SYSFS, run_cli
+from helpers import SYSFS
 
 TREES = {
     # tree: (uname -m, core, MIDR part, kernel flavour in the release, pointer bits of the kernel)
@@ -75,16 +75,6 @@ def test_the_pmu_is_listed_but_a_tree_is_not_probed(tree):
         assert perf.core_pmus == () and "software" in [p.name for p in perf.pmus]
         assert not inventory(root).capabilities["perf"].supported
     assert [(e.name, e.opened) for e in perf.events] == [("cycles", None), ("instructions", None)]
-
-
-def test_info_reads_the_tree_from_the_command_line(tree):
-    name, root = tree
-    proc = run_cli("info", "--root", str(root), "--json")
-    assert proc.returncode == 0, proc.stderr
-    doc = json.loads(proc.stdout)
-    assert doc["clusters"][0]["name"] == TREES[name][1]
-    text = run_cli("info", "--root", str(root)).stdout
-    assert f"{TREES[name][1]} ({TREES[name][2]})" in text
 
 
 def test_the_monitor_reads_the_arm_kernel_s_proc(tree):
