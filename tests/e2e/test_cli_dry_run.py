@@ -61,6 +61,26 @@ def test_the_quick_preset_runs_its_interference_pair_more_often_than_the_rest(tm
     assert doc["verdict_reachable"] is True and doc["correction"] == "holm"
 
 
+def test_the_quick_preset_on_a_board_without_stress_ng_skips_its_comparison_and_says_why(tmp_path):
+    """A board with only the bundle installed (the booted ARM guests of make test-arm-system) has no
+    stress-ng: the main job still runs, the memcpy-same cells are skipped with the reason and the fix."""
+    import os
+    import sys
+
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable)}  # the venv's bin: no stress-ng on it
+    proc = run_cli(
+        "run", "--preset", "quick", "--dry-run", "--json", "--db", str(tmp_path / "none.db"), env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert (doc["cells"], doc["comparisons"], doc["verdict_reachable"]) == (17, 0, False)
+    text = run_cli("run", "--preset", "quick", "--dry-run", "--db", str(tmp_path / "none.db"), env=env).stdout
+    assert (
+        "skipped here: condition memcpy-same: unsupported: stress-ng is not installed: apt-get install stress-ng"
+        in text
+    )
+
+
 def test_the_interference_preset_at_four_repetitions_says_no_verdict_and_names_the_fix(tmp_path):
     args = (
         "run",

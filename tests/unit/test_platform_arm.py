@@ -62,6 +62,8 @@ def test_x86_names_its_own_extensions():
         ("bbb", "TI AM335x BeagleBone Black", "armv7l", ["Cortex-A8"], "NEON"),
         ("rpi4", "Raspberry Pi 4 Model B Rev 1.1", "aarch64", ["Cortex-A72"], "ASIMD"),
         ("rk3399-armhf", None, "armv8l", ["Cortex-A53", "Cortex-A72"], "AES"),
+        ("qemu-virt-arm64", "linux,dummy-virt", "aarch64", ["Cortex-A72"], "AES"),
+        ("qemu-virt-armhf", "linux,dummy-virt", "armv7l", ["Cortex-A15"], "VFPv4"),
     ],
 )
 def test_boardlab_info_root_reads_the_board_tree(tree, model, machine, cores, extension):

@@ -27,7 +27,7 @@ def checks_by_name(info) -> dict[str, Check]:
     return {c.name: c for c in info.checks}
 
 
-@pytest.mark.parametrize("board", ["bbb", "odroid-xu3", "vm"])
+@pytest.mark.parametrize("board", ["bbb", "odroid-xu3", "vm", "qemu-virt-arm64", "qemu-virt-armhf"])
 def test_every_board_reports_the_required_capabilities_with_reasons_when_unsupported(board):
     info = inventory(SYSFS / board)
     assert REQUIRED_CAPABILITIES <= set(info.capabilities)
@@ -35,7 +35,7 @@ def test_every_board_reports_the_required_capabilities_with_reasons_when_unsuppo
         assert cap.supported or cap.reason, f"{name} unsupported without a reason"
 
 
-@pytest.mark.parametrize("board", ["bbb", "odroid-xu3", "vm"])
+@pytest.mark.parametrize("board", ["bbb", "odroid-xu3", "vm", "qemu-virt-arm64", "qemu-virt-armhf"])
 def test_the_inventory_round_trips_through_json(board):
     info = inventory(SYSFS / board)
     doc = json.loads(json.dumps(info.to_dict()))

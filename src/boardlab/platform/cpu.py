@@ -290,10 +290,13 @@ def read_caches(root: RootLike) -> tuple[Cache, ...]:
 
 
 def group_clusters(cores: tuple[CpuCore, ...], policies: tuple[CpufreqPolicy, ...]) -> tuple[Cluster, ...]:
-    """Clusters = CPUs of one cpufreq policy (related_cpus); without cpufreq, CPUs of one core type.
+    """Clusters = CPUs of one cpufreq policy (related_cpus); without cpufreq, CPUs of one core type and, on
+    ARM, of one topology cluster.
 
     The second rule keeps a big.LITTLE board without a cpufreq driver split by core type (MIDR part and
-    capacity), and gives a VM one cluster with empty frequency lists.
+    capacity), and gives a VM one cluster with empty frequency lists. On ARM the kernel fills
+    topology/cluster_id from the device tree's cpu-map (and 32-bit kernels physical_package_id from the
+    MPIDR cluster), so two clusters of one core type stay apart; x86's cluster_id is an L2 id and is not used.
     """
     by_cpu = {c.cpu: c for c in cores}
     groups: list[tuple[tuple[int, ...], CpufreqPolicy | None]] = []
@@ -305,7 +308,9 @@ def group_clusters(cores: tuple[CpuCore, ...], policies: tuple[CpufreqPolicy, ..
     by_type: dict[tuple, list[int]] = {}
     for core in cores:
         if core.cpu not in covered:
-            key = (core.midr_implementer, core.midr_part, core.model_name, core.capacity)
+            key: tuple = (core.midr_implementer, core.midr_part, core.model_name, core.capacity)
+            if core.midr_implementer is not None:
+                key += (core.cluster_id, core.package_id)
             by_type.setdefault(key, []).append(core.cpu)
     groups.extend((tuple(cpus), None) for cpus in by_type.values())
     groups.sort(key=lambda g: min(g[0]) if g[0] else -1)
