@@ -201,12 +201,17 @@ ARM_SYSTEM_ROOTFS ?= /var/cache/boardlab-test/system
 ARM_SYSTEM_OUT ?= $(CROSS_BUILD)/system
 ARM_SYSTEM_RUN_ARGS ?= --repetitions 1 --scale 0.2
 ARM_SYSTEM_DEADLINE_S ?= 1800
+# what the virt machine's root disk needs before the root is mounted (cross/rootfs.sh INITRAMFS_MODULES)
+ARM_SYSTEM_INITRAMFS ?= virtio_mmio virtio_blk ext4 crc32c_generic virtio_rng
 test-arm-system: install cross
 	@if [ "$$(id -u)" != 0 ]; then echo "test-arm-system: needs root (debootstrap, binfmt_misc, the root filesystem's files)"; exit 1; fi
 	@$(MAKE) --no-print-directory deb DEB_PACKAGES="qemu-system-arm e2fsprogs"
 	@echo "== Debian 12 booted in qemu-system (TCG): checking correctness only; timings under emulation mean nothing"
-	cross/rootfs.sh arm64 $(ARM_SYSTEM_ROOTFS)-arm64 linux-image-arm64
-	cross/rootfs.sh armhf $(ARM_SYSTEM_ROOTFS)-armhf linux-image-armmp-lpae
+	@# the two trees side by side: each second stage is one emulated process at a time, and there are two cores
+	@export INITRAMFS_MODULES="$(ARM_SYSTEM_INITRAMFS)"; \
+	cross/rootfs.sh arm64 $(ARM_SYSTEM_ROOTFS)-arm64 linux-image-arm64 & a=$$!; \
+	cross/rootfs.sh armhf $(ARM_SYSTEM_ROOTFS)-armhf linux-image-armmp-lpae & b=$$!; \
+	rc=0; wait $$a || rc=1; wait $$b || rc=1; exit $$rc
 	BOARDLAB_ARM_SYSTEM_ROOTFS=$(ARM_SYSTEM_ROOTFS) BOARDLAB_ARM_SYSTEM_KERN="$(abspath $(CROSS_BUILD))" \
 	BOARDLAB_ARM_SYSTEM_OUT="$(abspath $(ARM_SYSTEM_OUT))" BOARDLAB_ARM_SYSTEM_RUN_ARGS="$(ARM_SYSTEM_RUN_ARGS)" \
 	BOARDLAB_ARM_SYSTEM_DEADLINE_S=$(ARM_SYSTEM_DEADLINE_S) \
