@@ -9,9 +9,10 @@ import math
 
 import pytest
 
-from boardlab.analysis.core import is_tail_metric, named_thresholds, threshold_of
+from boardlab.analysis.core import named_thresholds
 from boardlab.model.facts import CellFacts
 from boardlab.stats import DEFAULT_DELTA, DEFAULT_TAIL_DELTA, family_method, reachability, smallest_p
+from boardlab.stats.threshold import is_tail_metric, threshold_of
 
 from helpers import CRC, ENTRIES, PAIRS, make_entries_db
 from helpers import entries_plan as _entries_plan

@@ -61,8 +61,8 @@ def pair_rows(a, b, *, seed: int = 0, family_size: int | None = None) -> tuple[l
     cells when None): how far a permutation p-value must reach to pass its correction."""
     import statistics
 
-    from boardlab.analysis.core import threshold_of
     from boardlab.stats import compare
+    from boardlab.stats.threshold import threshold_of
 
     b_cells = {_key(c): c for c in b.cells}
     matched = [(ca, b_cells[_key(ca)]) for ca in a.cells if _key(ca) in b_cells]

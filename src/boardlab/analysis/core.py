@@ -26,8 +26,6 @@ from boardlab.errors import InputError
 from boardlab.model import facts
 from boardlab.model.facts import CellFacts
 from boardlab.stats import (
-    DEFAULT_DELTA,
-    DEFAULT_TAIL_DELTA,
     Comparison,
     RunEnvironment,
     adjust,
@@ -36,6 +34,7 @@ from boardlab.stats import (
     family_method,
     summarize,
 )
+from boardlab.stats.threshold import threshold_of
 from boardlab.store import Store
 
 MIN_RUNS_FOR_SUMMARY = 2
@@ -45,29 +44,6 @@ MIN_RUNS_FOR_SUMMARY = 2
 TAIL_SEED_OFFSET = 100_000  # bootstrap seeds of the tail comparisons, apart from the medians'
 AA_SEED_OFFSET = 200_000  # and of the A/A controls
 AA_ARMS = ("A1", "A2")
-
-
-def is_tail_metric(metric: str) -> bool:
-    """p99 and above (and maxima): the metrics whose default threshold is 10%, not 2% (docs/method.md)."""
-    m = metric.lower()
-    return m.startswith("max") or "_max" in m or "p99" in m
-
-
-def threshold_of(cell: CellFacts, metric: str, *, tail: bool = False) -> tuple[float, str]:
-    """The practical threshold delta of a cell's metric and where it comes from: the `threshold`
-    (`tail_threshold` for tails) of the plan entry that produced the cell, else the default (2%, tails 10%)."""
-    tail = tail or is_tail_metric(metric)
-    key = "tail_threshold" if tail else "threshold"
-    value = cell.tail_threshold if tail else cell.threshold
-    if value is not None:
-        how = (
-            " of the workload's first entry that sets one: the campaign was stored without its cells' thresholds"
-            if cell.derived
-            else ""
-        )
-        return value, f"plan: {key} = {value:g}{how}"
-    default = DEFAULT_TAIL_DELTA if tail else DEFAULT_DELTA
-    return default, f"default for {'tail metrics' if tail else 'run-time and throughput'}"
 
 
 def named_thresholds(plan: dict, workload: str) -> CellFacts:

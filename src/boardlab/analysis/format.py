@@ -14,6 +14,7 @@ import time
 from fractions import Fraction
 
 # the levels reports show, defined once beside the percentile method
+from boardlab.model.units import fmt_duration as fmt_duration
 from boardlab.stats.histogram import PERCENTILE_LEVELS as PERCENTILE_LEVELS
 
 VERDICT_MARKS = {
@@ -262,16 +263,6 @@ def fmt_time(unix_s: float | None) -> str:
     if unix_s is None:
         return "–"
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(unix_s))
-
-
-def fmt_duration(seconds: float | None) -> str:
-    if seconds is None or seconds < 0:
-        return "–"
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def fmt_spec(x: float | None, spec: str = ".4g") -> str:

@@ -92,8 +92,8 @@ def power_advice(
     and sharing share one simulation."""
     from collections import Counter
 
-    from boardlab.analysis.core import threshold_of
     from boardlab.campaign.facts import cell_facts
+    from boardlab.stats.threshold import threshold_of
 
     groups: dict[tuple[str, float], list[Cell]] = {}
     for c in cells:

@@ -1,6 +1,6 @@
 """Who the system lock's holder is, beyond its pid: a campaign that holds the lock names its results database
 and campaign id in a file beside the lock, so a campaign waiting for it says how far along it is and when it
-should end (the pace so far, as `boardlab serve`'s /running page computes it: analysis.progress).
+should end (the pace so far, as `boardlab serve`'s /running page computes it: Store.campaign_progress).
 
 The lock itself (conditions.journal.SystemLock) names the holder's pid, what it is and since when; this file
 adds the store. It is written once the holder's campaign exists and removed before the lock is released; a
@@ -56,13 +56,12 @@ def holder_progress(lock_path: Path, now_s: float | None = None) -> str | None:
     pid, db, cid = campaign.get("pid"), campaign.get("db"), campaign.get("campaign_id")
     if pid is None or pid != holder.get("pid") or not isinstance(db, str) or not isinstance(cid, int):
         return None
-    from boardlab.analysis.progress import campaign_progress
     from boardlab.errors import BoardlabError
     from boardlab.store import Store
 
     try:  # a campaign writes a SQLite file (`run` refuses a PostgreSQL URL); read without the full scan
         with Store.open(db, create=False, verify=False) as store:
-            progress = campaign_progress(store, store.campaign(cid), time.time() if now_s is None else now_s)
+            progress = store.campaign_progress(store.campaign(cid), time.time() if now_s is None else now_s)
     except (BoardlabError, OSError, sqlite3.Error) as exc:  # only the waiter's detail is lost
         return f"its campaign {cid} in {db} cannot be read now ({exc})"
     return f"its campaign {cid} in {db}: {progress.sentence()}"

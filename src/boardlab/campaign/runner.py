@@ -960,9 +960,9 @@ class Runner:
         """The precision rule of docs/method.md: stop a cell when its CI half-width is at most its class's
         target, or (a compared cell) when the 90% decision interval already decides against its threshold
         delta, or at the cap; never on a p-value."""
-        from boardlab.analysis.core import threshold_of
         from boardlab.campaign.facts import cell_facts
         from boardlab.stats import should_stop
+        from boardlab.stats.threshold import threshold_of
 
         values = self._valid_values(campaign_id)
         target = self._half_width(cell)

@@ -37,3 +37,14 @@ def size_text(n: int) -> str:
 def plain_number(x: float) -> str:
     """A number as the user would write it: 4096, not 4096.0; 0.25, 2.0689 with every digit kept."""
     return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+def fmt_duration(seconds: float | None) -> str:
+    """A duration as a person reads it: "45 s", "3.5 min", "2.1 h"; "–" when unknown."""
+    if seconds is None or seconds < 0:
+        return "–"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"

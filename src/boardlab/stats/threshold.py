@@ -8,13 +8,25 @@ the confidence interval, and counting it twice made real effects read as "no cha
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, Protocol
 
 DEFAULT_DELTA = 0.02  # run-time and throughput
 DEFAULT_TAIL_DELTA = 0.10  # p99 and above
 HOLM_MAX_FAMILY = 50  # above this many comparisons, Benjamini-Hochberg (a sweep, exploratory)
 
 FamilyMethod = Literal["holm", "bh"]
+
+
+class Thresholds(Protocol):
+    """What a cell's plan entry says of its thresholds (`model.facts.CellFacts`): fractions, None = default;
+    `derived`: read from the stored plan by workload name, not stored with the cell."""
+
+    @property
+    def threshold(self) -> float | None: ...
+    @property
+    def tail_threshold(self) -> float | None: ...
+    @property
+    def derived(self) -> bool: ...
 
 
 def family_method(size: int) -> FamilyMethod:
@@ -24,3 +36,26 @@ def family_method(size: int) -> FamilyMethod:
 
 def family_method_name(method: str) -> str:
     return {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no correction"}.get(method, method)
+
+
+def is_tail_metric(metric: str) -> bool:
+    """p99 and above (and maxima): the metrics whose default threshold is 10%, not 2% (docs/method.md)."""
+    m = metric.lower()
+    return m.startswith("max") or "_max" in m or "p99" in m
+
+
+def threshold_of(cell: Thresholds, metric: str, *, tail: bool = False) -> tuple[float, str]:
+    """The practical threshold delta of a cell's metric and where it comes from: the `threshold`
+    (`tail_threshold` for tails) of the plan entry that produced the cell, else the default (2%, tails 10%)."""
+    tail = tail or is_tail_metric(metric)
+    key = "tail_threshold" if tail else "threshold"
+    value = cell.tail_threshold if tail else cell.threshold
+    if value is not None:
+        how = (
+            " of the workload's first entry that sets one: the campaign was stored without its cells' thresholds"
+            if cell.derived
+            else ""
+        )
+        return value, f"plan: {key} = {value:g}{how}"
+    default = DEFAULT_TAIL_DELTA if tail else DEFAULT_DELTA
+    return default, f"default for {'tail metrics' if tail else 'run-time and throughput'}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import time
 
+from boardlab.model.progress import CampaignProgress, progress_of
 from boardlab.store.base import Connected, _json
 
 
@@ -85,6 +86,11 @@ class LabPages(Connected):
             (campaign_id,),
         ).fetchone()
         return int(row[0]), int(row[1]), float(row[2]) / 1e9
+
+    def campaign_progress(self, row, now_s: float) -> CampaignProgress:
+        """The progress of the campaign `row` (a campaigns row) at `now_s` from its stored runs."""
+        done, valid, _ = self.run_progress(row["id"])
+        return progress_of(row, done, valid, now_s)
 
     def plan_names(self, *, limit: int) -> list[sqlite3.Row]:
         """The plans of the store's campaigns (name, campaigns, latest start), most recently run first."""

@@ -297,17 +297,14 @@ def running(store, now_s: float | None = None) -> tuple[doc.Document, dict]:
     now_s = time.time() if now_s is None else now_s
     out, table, links = [], [], []
     for r in store.campaigns_with_status("running", limit=PAGE_SIZE):
-        done, valid, _ = store.run_progress(r["id"])
-        planned = r["runs_planned"]
-        beat = r["heartbeat_unix_s"]
-        pace = (beat - r["started_unix_s"]) / done if done and beat else None
-        eta = pace * max(planned - done, 0) if pace is not None and planned else None
-        entry = {**_campaign_entry(r), "runs_done": done, "runs_valid": valid, "eta_s": eta,
-                 "heartbeat_age_s": None if beat is None else max(now_s - beat, 0.0)}  # fmt: skip
+        p = store.campaign_progress(r, now_s)
+        eta, age = p.eta_s, p.heartbeat_age_s
+        entry = {**_campaign_entry(r), "runs_done": p.runs_done, "runs_valid": p.runs_valid, "eta_s": eta,
+                 "heartbeat_age_s": age}  # fmt: skip
         out.append(entry)
-        table.append((str(r["id"]), r["name"], r["board_label"], f"{done} of {planned if planned else '?'}",
+        table.append((str(r["id"]), r["name"], r["board_label"], f"{p.runs_done} of {p.runs_planned or '?'}",
                       fmt_duration(eta) if eta is not None else "unknown",
-                      "never" if beat is None else f"{fmt_time(beat)} ({fmt_duration(entry['heartbeat_age_s'])} ago)"))  # fmt: skip
+                      "never" if age is None else f"{fmt_time(r['heartbeat_unix_s'])} ({fmt_duration(age)} ago)"))  # fmt: skip
         links.append({0: f"/campaign/{r['id']}"})
     document = doc.Document(
         "boardlab: running campaigns",

@@ -1,10 +1,13 @@
-"""A running campaign's progress as `boardlab serve`'s /running page gives it: runs stored of planned, the ETA
-from the pace so far (the time since the start over the runs stored, times the runs left), the age of the
-last heartbeat (the runner's last stored run). Also what `boardlab run` says of the campaign it waits for."""
+"""A running campaign's progress as `boardlab serve`'s /running page and a waiting `boardlab run` give it: runs
+stored of planned, the ETA from the pace so far (the time since the start over the runs stored, times the
+runs left), the age of the last heartbeat (the runner's last stored run). The store computes it
+(`Store.campaign_progress`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from boardlab.model.units import fmt_duration
 
 
 @dataclass(frozen=True)
@@ -18,8 +21,6 @@ class CampaignProgress:
 
     def sentence(self) -> str:
         """'37 of 150 runs stored (35 valid), ETA 12.0 min at its pace so far, last heartbeat 3 s ago'."""
-        from boardlab.analysis.format import fmt_duration
-
         planned = self.runs_planned if self.runs_planned else "?"
         eta = (
             f"ETA {fmt_duration(self.eta_s)} at its pace so far" if self.eta_s is not None else "ETA unknown"
@@ -32,12 +33,11 @@ class CampaignProgress:
         return f"{self.runs_done} of {planned} runs stored ({self.runs_valid} valid), {eta}, {beat}"
 
 
-def campaign_progress(store, row, now_s: float) -> CampaignProgress:
+def progress_of(row, runs_done: int, runs_valid: int, now_s: float) -> CampaignProgress:
     """The progress of the campaign `row` (a campaigns row: id, started_unix_s, runs_planned,
-    heartbeat_unix_s) from its stored runs."""
-    done, valid, _ = store.run_progress(row["id"])
+    heartbeat_unix_s) with `runs_done` of its runs stored, `runs_valid` of them valid."""
     planned, beat = row["runs_planned"], row["heartbeat_unix_s"]
-    pace = (beat - row["started_unix_s"]) / done if done and beat else None
-    eta = pace * max(planned - done, 0) if pace is not None and planned else None
+    pace = (beat - row["started_unix_s"]) / runs_done if runs_done and beat else None
+    eta = pace * max(planned - runs_done, 0) if pace is not None and planned else None
     age = None if beat is None else max(now_s - beat, 0.0)
-    return CampaignProgress(int(row["id"]), done, valid, planned, eta, age)
+    return CampaignProgress(int(row["id"]), runs_done, runs_valid, planned, eta, age)
