@@ -34,7 +34,7 @@ class Served:
         )  # fmt: skip
         self.lines = []
         self.started_s = time.monotonic()
-        deadline = self.started_s + start_timeout_s  # serve checks the whole store before it listens
+        deadline = self.started_s + start_timeout_s  # serve opens the store (its full check runs after)
         while not self.lines or not self.lines[0].startswith("serving "):
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([self.proc.stdout], [], [], left)[0]:

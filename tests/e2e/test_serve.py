@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -411,3 +412,42 @@ def test_a_stale_or_old_summary_is_said_so_on_the_lists_not_shown_as_current(tmp
         # why, said once under the list whatever the number of rows it applies to
         for note in summary.LIST_NOTES.values():
             assert html.unescape(page).count(note) == 1, note
+
+
+def _check_state(s, want: str, timeout_s: float = 60.0) -> dict:
+    """/check.json once the store's check has reached `want` (it runs beside the pages)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        got = s.json("/check.json")["store_check"]
+        if got["state"] == want or time.monotonic() > deadline:
+            return got
+        time.sleep(0.1)
+
+
+def test_the_store_check_runs_beside_the_pages_and_its_end_is_said(served):
+    got = _check_state(served, "passed")
+    assert got["state"] == "passed" and got["problem"] is None and got["took_s"] >= 0, got
+    status, _, body = served.get("/check")
+    assert status == 200 and "Passed: every value of every table" in body
+    status, _, body = served.get("/boards")
+    assert status == 200 and "full check is still running" not in body
+
+
+def test_a_damage_the_check_finds_after_the_start_turns_every_page_into_a_503_naming_it(lab_db, tmp_path):
+    """serve listens before its check reads the whole store (minutes at ten million runs); a wrongly typed
+    value it then finds is what every page says, as a damaged store at start was."""
+    db = tmp_path / "damaged.db"
+    shutil.copy(lab_db, db)
+    with sqlite3.connect(db) as conn:
+        rowid = conn.execute("SELECT max(rowid) FROM runs").fetchone()[0]
+        conn.execute("UPDATE runs SET value='fast' WHERE rowid=?", (rowid,))
+    conn.close()
+    with Served(db) as s:
+        got = _check_state(s, "damaged")
+        where = f"damaged results database (runs.value, row id {rowid})"
+        assert got["state"] == "damaged" and where in got["problem"], got
+        for page in ("/boards", "/campaign/1", "/running.json", "/history?plan=nightly"):
+            status, _, body = s.get(page)
+            assert status == 503 and where in body and "Traceback" not in body, (page, status, body[:300])
+        status, _, body = s.get("/check")
+        assert status == 200 and "Failed after" in body and where in body

@@ -102,13 +102,16 @@ def run(args) -> int:
 
     token = _token(args)  # a bad token is refused before the store is read
     lim = limits()
-    # a bad --db is refused here, before anything listens; the store is verified once, here (`Store.verify`: a
-    # full scan), and each request opens it without that scan
-    with Store.open(args.db, create=False):
+    # a bad --db (not a store, a newer schema) is refused here, before anything listens; the full check of every
+    # value (`Store.verify`, minutes on a store of millions of runs) runs beside the pages (web/check.py), and
+    # each request opens the store without it
+    with Store.open(args.db, create=False, verify=False):
         pass
     from boardlab.web.app import create_app
+    from boardlab.web.check import StoreCheck
 
-    app = create_app(args.db, token=token, verify=False, threads=lim.threads)
+    check = StoreCheck(args.db, on_done=_say_checked)
+    app = create_app(args.db, token=token, verify=False, threads=lim.threads, check=check)
     sock = _listen(
         args.host, args.port, lim.backlog
     )  # bound here: a refused address is one line, --port 0 known
@@ -123,8 +126,18 @@ def run(args) -> int:
     if token is not None:
         print(f"token required on every request (Authorization: Bearer TOKEN, or open {url}?token={token} once)",
               flush=True)  # fmt: skip
+    check.start()
+    print("checking every value of the store beside the pages (its state: /check)", flush=True)
     uvicorn.Server(config).run(sockets=[sock])
     return 0
+
+
+def _say_checked(state) -> None:
+    """The check's end, on serve's output (from the check's thread): passed, or the damage every page now names."""
+    if state.problem is None:
+        print(f"store check passed in {state.took_s:.1f} s", flush=True)
+    else:
+        print(f"store check FAILED: {state.problem}; every page answers 503 naming it", flush=True)
 
 
 def _listen(host: str, port: int, backlog: int):

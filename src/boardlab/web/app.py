@@ -70,18 +70,22 @@ def _form(action: str, fields: list[str]) -> str:
             + '<button type="submit" id="go">show</button></form>')  # fmt: skip
 
 
-def create_app(db: str, *, token: str | None = None, verify: bool = True, threads: int | None = None):
+def create_app(
+    db: str, *, token: str | None = None, verify: bool = True, threads: int | None = None, check=None
+):
     """The application over the store at `db` (a SQLite path or a postgresql:// URL), opened read-only per
     request, so a campaign writing to it is never blocked and every page is one consistent snapshot.
     `verify=False`: the caller verified the store once (`boardlab serve` at its start); each request then
     skips the full scan of every table, which takes seconds on a store of millions of runs (the runs written
     since come from boardlab's own writers). `threads`: how many pages are built at once (each opens the
-    store: `boardlab serve` derives it from the descriptors it may open, web/guard.py); None keeps anyio's."""
+    store: `boardlab serve` derives it from the descriptors it may open, web/guard.py); None keeps anyio's.
+    `check`: the store's full check running beside the pages (web/check.py `StoreCheck`, with verify=False):
+    while it runs every page says so; once it found a damage every page is the 503 naming it."""
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
 
     return Starlette(
-        routes=_Site(db, verify).routes(),
+        routes=_Site(db, verify, check).routes(),
         middleware=[Middleware(_Guard, token=token, csp=_csp())],
         exception_handlers={404: _not_found, 405: _not_allowed, 500: _internal},
         lifespan=None if threads is None else _threads(threads),
@@ -107,14 +111,19 @@ class _Site:
     """serve's pages over one store: each request opens it read-only, builds its document in one snapshot
     and answers in the format its address asks for."""
 
-    def __init__(self, db: str, verify: bool) -> None:
-        self.db, self.verify = db, verify
+    def __init__(self, db: str, verify: bool, check=None) -> None:
+        self.db, self.verify, self.check = db, verify, check
 
     def read(self, build, request, *, html_extra=lambda store: ""):
         """Runs `build(store)` in one snapshot; (document, json twin) -> the response the URL asks for."""
         from boardlab.store import Store, driver_error
 
         as_json = _wants_json(request)
+        checked = self.check.state() if self.check is not None else None
+        if checked is not None and checked.problem is not None:
+            return _problem(503, checked.problem, as_json)
+        if checked is not None and checked.state == "checking":
+            html_extra = _with_banner(html_extra, checked.started_unix_s)
         try:
             store = Store.open(self.db, create=False, verify=self.verify)
         except Exception as exc:  # the store cannot be read at all: 503, naming it and why
@@ -201,6 +210,19 @@ class _Site:
         )
         return self.read(pages.running, request, html_extra=lambda store: live)
 
+    def store_check(self, request):
+        """/check: what the store's full check has found (its state, when it started, how long it took)."""
+        from starlette.responses import HTMLResponse, JSONResponse
+
+        from boardlab.report.render import esc
+
+        checked = self.check.state() if self.check is not None else None
+        if _wants_json(request):
+            return JSONResponse({"schema": pages.WEB_SCHEMA, "store_check": checked and checked.as_json()})
+        return HTMLResponse(
+            _page("boardlab: store check", f"<h1>Store check</h1><p>{esc(_check_text(checked))}</p>")
+        )
+
     def routes(self) -> list:
         """Every page with its .json twin, the live script, and the answers browsers ask for."""
         from starlette.responses import RedirectResponse, Response
@@ -221,6 +243,7 @@ class _Site:
             *both("/compare", self.compare),
             *both("/history", self.history),
             *both("/running", self.running),
+            *both("/check", self.store_check),
             Route(
                 "/static/live.js",
                 lambda request: Response(LIVE_JS, media_type="text/javascript"),
@@ -373,3 +396,31 @@ class _Guard:
                 redirect.set_cookie(COOKIE, self.token, httponly=True, samesite="strict", path="/")
                 return await redirect(scope, receive, send_with_headers)
         return await self.app(scope, receive, send_with_headers)
+
+
+def _check_text(checked) -> str:
+    if checked is None:
+        return "Not run here: each page checks the store as it opens it."
+    if checked.state == "checking":
+        return f"Running since {_ago(checked.started_unix_s)}: every value of every table is read once."
+    if checked.state == "passed":
+        return f"Passed: every value of every table has the type boardlab writes (checked in {checked.took_s:.1f} s)."
+    return f"Failed after {checked.took_s:.1f} s: {checked.problem}"
+
+
+def _ago(unix_s: float) -> str:
+    import time
+
+    from boardlab.model.units import fmt_duration
+
+    return f"{fmt_duration(max(time.time() - unix_s, 0.0))} ago"
+
+
+def _with_banner(html_extra, started_unix_s: float):
+    """`html_extra` with the note that the store's full check is still running above it."""
+    note = (
+        '<p class="problem">The store\'s full check is still running (started '
+        f"{_ago(started_unix_s)}): a damaged value it has not reached yet may show on this page. "
+        '<a href="/check">its state</a></p>'
+    )
+    return lambda store: note + html_extra(store)
