@@ -57,8 +57,9 @@ class StoreCheck:
         t0 = time.monotonic()
         problem = None
         try:
-            with Store.open(self._db, create=False, verify=True):
-                pass
+            # one connection, one core: the pages keep the other (Store.verify's second scanner would take it)
+            with Store.open(self._db, create=False, verify=False) as store:
+                store.verify(beside=False)
         except BoardlabError as exc:
             problem = str(exc)
         except Exception as exc:  # a driver's error: named as the store names it, never a traceback
