@@ -61,21 +61,30 @@ def test_a_damage_found_is_every_pages_503(db):
     assert "Failed after 2.0 s" in site.store_check(_request("/check")).body.decode()
 
 
-def test_the_real_check_passes_a_good_store_and_says_so_once(db):
-    said: list[CheckState] = []
-    got = StoreCheck(db, on_done=said.append).start().wait(60)
-    assert got.state == "passed" and got.problem is None and said == [got]
+def test_a_check_that_did_not_finish_is_said_and_the_pages_still_served(db):
+    response, site = _boards(
+        db, CheckState("unfinished", 0.0, 3.0, "the check's process ended with exit code -9")
+    )
+    body = response.body.decode()
+    assert (
+        response.status_code == 200
+        and "did not finish (the check&#x27;s process ended with exit code -9)" in body
+    )
+    assert "Did not finish" in site.store_check(_request("/check")).body.decode()
 
 
-def test_the_real_check_names_a_damaged_value(tmp_path, db):
+def test_the_check_in_process_passes_a_good_store_and_names_a_damaged_value(tmp_path, db):
+    """check_store is what the check's process runs (the process itself: tests/e2e/test_serve.py)."""
     import shutil
     import sqlite3
 
+    from boardlab.web.check import check_store
+
+    assert check_store(db) is None
     bad = tmp_path / "bad.db"
     shutil.copy(db, bad)
     with sqlite3.connect(bad) as conn:
         rowid = conn.execute("SELECT max(rowid) FROM runs").fetchone()[0]
         conn.execute("UPDATE runs SET value='fast' WHERE rowid=?", (rowid,))
     conn.close()
-    got = StoreCheck(str(bad)).start().wait(60)
-    assert got.state == "damaged" and f"(runs.value, row id {rowid})" in (got.problem or ""), got
+    assert f"(runs.value, row id {rowid})" in (check_store(str(bad)) or "")

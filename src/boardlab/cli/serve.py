@@ -134,8 +134,10 @@ def run(args) -> int:
 
 def _say_checked(state) -> None:
     """The check's end, on serve's output (from the check's thread): passed, or the damage every page now names."""
-    if state.problem is None:
+    if state.state == "passed":
         print(f"store check passed in {state.took_s:.1f} s", flush=True)
+    elif state.state == "unfinished":
+        print(f"store check did not finish: {state.problem}; the pages are served unchecked", flush=True)
     else:
         print(f"store check FAILED: {state.problem}; every page answers 503 naming it", flush=True)
 

@@ -120,10 +120,10 @@ class _Site:
 
         as_json = _wants_json(request)
         checked = self.check.state() if self.check is not None else None
-        if checked is not None and checked.problem is not None:
-            return _problem(503, checked.problem, as_json)
-        if checked is not None and checked.state == "checking":
-            html_extra = _with_banner(html_extra, checked.started_unix_s)
+        if checked is not None and checked.state == "damaged":
+            return _problem(503, checked.problem or "the store is damaged", as_json)
+        if checked is not None and checked.state in ("checking", "unfinished"):
+            html_extra = _with_banner(html_extra, checked)
         try:
             store = Store.open(self.db, create=False, verify=self.verify)
         except Exception as exc:  # the store cannot be read at all: 503, naming it and why
@@ -405,6 +405,8 @@ def _check_text(checked) -> str:
         return f"Running since {_ago(checked.started_unix_s)}: every value of every table is read once."
     if checked.state == "passed":
         return f"Passed: every value of every table has the type boardlab writes (checked in {checked.took_s:.1f} s)."
+    if checked.state == "unfinished":
+        return f"Did not finish ({checked.problem}): the pages are served unchecked."
     return f"Failed after {checked.took_s:.1f} s: {checked.problem}"
 
 
@@ -416,11 +418,13 @@ def _ago(unix_s: float) -> str:
     return f"{fmt_duration(max(time.time() - unix_s, 0.0))} ago"
 
 
-def _with_banner(html_extra, started_unix_s: float):
-    """`html_extra` with the note that the store's full check is still running above it."""
-    note = (
-        '<p class="problem">The store\'s full check is still running (started '
-        f"{_ago(started_unix_s)}): a damaged value it has not reached yet may show on this page. "
-        '<a href="/check">its state</a></p>'
-    )
+def _with_banner(html_extra, checked):
+    """`html_extra` with the note, above it, that the store's full check is still running or did not finish."""
+    from boardlab.report.render import esc
+
+    if checked.state == "checking":
+        what = f"is still running (started {_ago(checked.started_unix_s)}): a damaged value it has not reached yet may show on this page"
+    else:
+        what = f"did not finish ({checked.problem}): this page comes from a store not checked"
+    note = f'<p class="problem">The store\'s full check {esc(what)}. <a href="/check">Its state</a></p>'
     return lambda store: note + html_extra(store)
