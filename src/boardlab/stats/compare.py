@@ -97,6 +97,22 @@ class Comparison:
     permutations: int = 0  # splits (or sign flips) the permutation p-value was counted over; 0: none drawn
 
 
+def _paired_or_raise(
+    baseline: list[float],
+    condition: list[float],
+    blocks: tuple[Sequence[Hashable], Sequence[Hashable]],
+    warnings: list[str],
+) -> list[float]:
+    """The blocks' log ratios for a paired test; the blocks with runs of one arm only said in `warnings`;
+    ValueError when no block has runs of both."""
+    log_ratios, unpaired = _paired_log_ratios(baseline, condition, blocks)
+    if unpaired:
+        warnings.append(f"{unpaired} blocks had runs of only one arm and were left out of the paired test")
+    if not log_ratios:
+        raise ValueError("paired_blocks: no block has runs of both arms")
+    return log_ratios
+
+
 def _paired_log_ratios(
     baseline: list[float],
     condition: list[float],
@@ -350,14 +366,8 @@ def _trimmed_effect(base, cond, paired_blocks, hib, confidence, alpha, warnings)
     n_blocks = None
     logs_b, logs_c = list(map(math.log, base)), list(map(math.log, cond))
     if paired_blocks is not None:
-        log_ratios, unpaired = _paired_log_ratios(base, cond, paired_blocks)
+        log_ratios = _paired_or_raise(base, cond, paired_blocks, warnings)
         n_blocks = len(log_ratios)
-        if unpaired:
-            warnings.append(
-                f"{unpaired} blocks had runs of only one arm and were left out of the paired test"
-            )
-        if not log_ratios:
-            raise ValueError("paired_blocks: no block has runs of both arms")
     try:
         t: TrimmedT | None = (
             trimmed_one_sample(log_ratios) if paired_blocks is not None else yuen_welch(logs_b, logs_c)
@@ -412,14 +422,8 @@ def _rank_effect(
     if paired_blocks is None:
         test = mann_whitney_u(cond, base, method=test_method)
     else:
-        log_ratios, unpaired = _paired_log_ratios(base, cond, paired_blocks)
+        log_ratios = _paired_or_raise(base, cond, paired_blocks, warnings)
         n_blocks = len(log_ratios)
-        if unpaired:
-            warnings.append(
-                f"{unpaired} blocks had runs of only one arm and were left out of the paired test"
-            )
-        if not log_ratios:
-            raise ValueError("paired_blocks: no block has runs of both arms")
         test = wilcoxon_signed_rank(log_ratios, method=test_method)
         if n_blocks < 6:
             warnings.append(

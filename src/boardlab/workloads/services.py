@@ -537,21 +537,22 @@ def _room(params: dict) -> dict:
     return {"max_connections": max(256, params["connections"] + 16)}
 
 
-def _soap(svc: _Services, params: dict, d: float) -> dict:
+def _start_mgmt(svc: _Services, params: dict, duration_s: float) -> int:
+    """svc.mgmt (the SOAP management service) on a free port of the scenario's address; its port."""
     from boardlab.services.launch import free_port
 
     port = free_port()
     svc.start(
         "mgmt",
         "svc.mgmt",
-        {
-            "bind_addr": svc.addr,
-            "port": port,
-            "duration_s": d + 10,
-            "keepalive": params["keepalive"],
-            **_room(params),
-        },
+        {"bind_addr": svc.addr, "port": port, "duration_s": duration_s, "keepalive": params["keepalive"]}
+        | _room(params),
     )
+    return port
+
+
+def _soap(svc: _Services, params: dict, d: float) -> dict:
+    port = _start_mgmt(svc, params, d + 10)
     svc.watch()
     load = svc.start(
         "load",
@@ -577,20 +578,8 @@ def _soap(svc: _Services, params: dict, d: float) -> dict:
 
 def _saturation(svc: _Services, params: dict, d: float) -> dict:
     from boardlab.services import load as loadmod
-    from boardlab.services.launch import free_port
 
-    port = free_port()
-    svc.start(
-        "mgmt",
-        "svc.mgmt",
-        {
-            "bind_addr": svc.addr,
-            "port": port,
-            "duration_s": 3 * d + 60,
-            "keepalive": params["keepalive"],
-            **_room(params),
-        },
-    )
+    port = _start_mgmt(svc, params, 3 * d + 60)
     svc.watch()
     rates = loadmod.ramp(100.0, 200_000.0)
     step_s = max(0.5, d / 8)

@@ -93,12 +93,7 @@ def boxplot(
     `log` None picks a log axis when the values span more than 20x. Hollow dots are runs that did not
     count (invalid): shown so nothing is hidden, left out of the box.
     """
-    everything = [v for b in boxes for v in (*b.values, *b.excluded) if v is not None and math.isfinite(v)]
-    if log is None:
-        log = wants_log(everything)
-    if log and any(v <= 0 for v in everything):
-        log = False
-    kind = "log10" if log else "linear"
+    everything, kind = _values_and_axis(boxes, log)
     wrapped = [wrap(b.label, 44) for b in boxes]  # a long label wraps onto more lines, never cut
     row_h, top = max(30, LABEL_LINE_H * max((len(w) for w in wrapped), default=1) + 6), 34
     label_chars = min(max((len(b.label) for b in boxes), default=4), 44)
@@ -113,7 +108,7 @@ def boxplot(
     scale = Scale(*padded_domain(everything, kind), left, width - right, kind)
     body += _value_axis(scale, bottom_axis, top - 4, _tick_formatter(kind), horizontal=True)
     body.append(_line(left, bottom_axis, width - right, bottom_axis))
-    axis_label = f"{unit} (log scale)" if log else unit
+    axis_label = f"{unit} (log scale)" if kind == "log10" else unit
     body.append(_text((left + width - right) / 2, bottom_axis + 33, axis_label, anchor="middle", size=12))
     rng = random.Random(seed)
     thinned = False
@@ -189,12 +184,7 @@ def grouped_boxplot(
     own color. A None slot is a combination without data. Every run is a jittered dot, hollow when it did
     not count; box = quartiles, thick line = median, whiskers = 1.5 IQR (as `boxplot`)."""
     boxes = [b for _, slots in groups for b in slots if b is not None]
-    everything = [v for b in boxes for v in (*b.values, *b.excluded) if v is not None and math.isfinite(v)]
-    if log is None:
-        log = wants_log(everything)
-    if log and any(v <= 0 for v in everything):
-        log = False
-    kind = "log10" if log else "linear"
+    everything, kind = _values_and_axis(boxes, log)
     n_series = max(len(series), 1)
     legend = n_series > 1 or bool(series and series[0])
     left, right = 70, 14
@@ -216,7 +206,7 @@ def grouped_boxplot(
     body += _value_axis(scale, left, width - right, _tick_formatter(kind), horizontal=False)
     body.append(_line(left, plot_bottom, width - right, plot_bottom))
     body.append(_line(left, top, left, plot_bottom))
-    axis_label = f"{unit} (log scale)" if log else unit
+    axis_label = f"{unit} (log scale)" if kind == "log10" else unit
     size = min(12.0, max(7.0, (plot_bottom - top) / max(len(axis_label), 1) / CHAR_W))  # fits, smaller
     body.append(_text(14, (top + plot_bottom) / 2, axis_label, anchor="middle", size=size, rotate=-90))
     if x_label:
@@ -287,3 +277,14 @@ def _one_box(
             jitter = rng.uniform(-0.3, 0.3) * box_w
             out.append(_circle(cx + jitter, scale(e), 2.5, fill="white", stroke=color, title="invalid run"))
     return out, thinned
+
+
+def _values_and_axis(boxes, log: bool | None) -> tuple[list[float], str]:
+    """Every finite value the boxes show (kept and excluded) and the axis they take: log10 when asked or (None)
+    when they span widely, never with a value <= 0."""
+    everything = [v for b in boxes for v in (*b.values, *b.excluded) if v is not None and math.isfinite(v)]
+    if log is None:
+        log = wants_log(everything)
+    if log and any(v <= 0 for v in everything):
+        log = False
+    return everything, "log10" if log else "linear"
