@@ -156,6 +156,15 @@ int bk_bad_input(bk_ctx *ctx, const char *fmt, ...)
     return -1;
 }
 
+int bk_record_kat(bk_ctx *ctx, int vectors)
+{
+    bk_info_str(ctx, "kat", vectors > 0 ? "pass" : "fail");
+    if (vectors < 0)
+        return -1;
+    bk_info_num(ctx, "kat_vectors", vectors);
+    return 0;
+}
+
 int bk_allowed_cpus(int *cpus, int max)
 {
     cpu_set_t set;
@@ -205,6 +214,47 @@ void *bk_alloc(size_t bytes)
         return NULL;
     memset(p, 0, bytes);
     return p;
+}
+
+void *bk_run_alloc(bk_ctx *ctx, size_t bytes, const char *what)
+{
+    if (ctx->nowned == ctx->owned_cap) {
+        size_t cap = ctx->owned_cap ? 2 * ctx->owned_cap : 16;
+        void **grown = realloc(ctx->owned, cap * sizeof *grown);
+        if (!grown) {
+            bk_fail(ctx, "out of memory for %s (%zu bytes)", what, bytes);
+            return NULL;
+        }
+        ctx->owned = grown;
+        ctx->owned_cap = cap;
+    }
+    void *p = bk_alloc(bytes);
+    if (!p) {
+        bk_fail(ctx, "out of memory for %s (%zu bytes)", what, bytes);
+        return NULL;
+    }
+    ctx->owned[ctx->nowned++] = p;
+    return p;
+}
+
+void *bk_run_state(bk_ctx *ctx, void **state, size_t bytes)
+{
+    *state = bk_run_alloc(ctx, bytes, "the kernel's state");
+    return *state;
+}
+
+void bk_rand_bytes(void *dst, size_t n, uint64_t seed)
+{
+    unsigned char *p = dst;
+    for (size_t i = 0; i < n; i++)
+        p[i] = (unsigned char)bk_rand_next(&seed);
+}
+
+static void free_owned(bk_ctx *ctx)
+{
+    for (size_t i = 0; i < ctx->nowned; i++)
+        free(ctx->owned[i]);
+    free(ctx->owned);
 }
 
 /* ---- statistics used by the loop ---- */
@@ -822,6 +872,7 @@ int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_
     fflush(stdout);
     if (k->fini && r.state)
         k->fini(r.state);
+    free_owned(ctx);
     run_free(&r);
     if (ctx->unsupported[0] && !opt->json)
         fprintf(stderr, "boardlab-kern: %s is unsupported here: %s\n", k->name, ctx->unsupported);

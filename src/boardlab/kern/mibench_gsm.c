@@ -906,19 +906,6 @@ static const bk_metric gsm_metrics[] = {
 
 static const char *const gsm_phases[] = {"encode", "decode", NULL};
 
-static void gsm_fini(void *state)
-{
-    gsm_state *s = state;
-    if (!s)
-        return;
-    free(s->pcm);
-    free(s->stream);
-    free(s->out);
-    free(s->stream2);
-    free(s->out2);
-    free(s);
-}
-
 /* Reads a raw s16le file into s->pcm; returns 0 or a bk_fail. */
 static int read_input(bk_ctx *ctx, gsm_state *s, const char *path, int64_t max_frames)
 {
@@ -963,9 +950,9 @@ static int read_input(bk_ctx *ctx, gsm_state *s, const char *path, int64_t max_f
     if (rc == 0) {
         size_t n = len / 2;
         s->frames = (n + GSM_N - 1) / GSM_N;
-        s->pcm = calloc(s->frames * GSM_N, sizeof *s->pcm);
+        s->pcm = bk_run_alloc(ctx, s->frames * GSM_N * sizeof *s->pcm, "the input's frames");
         if (!s->pcm)
-            rc = bk_fail(ctx, "out of memory for %zu frames", s->frames);
+            rc = -1;
         for (size_t i = 0; rc == 0 && i < n; i++)
             s->pcm[i] = (int16_t)(uint16_t)(bytes[2 * i] | bytes[2 * i + 1] << 8);
     }
@@ -975,10 +962,9 @@ static int read_input(bk_ctx *ctx, gsm_state *s, const char *path, int64_t max_f
 
 static int gsm_init(bk_ctx *ctx, void **state)
 {
-    gsm_state *s = calloc(1, sizeof *s);
+    gsm_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
-    *state = s;
+        return -1;
     const char *path = bk_arg_str(ctx, "input_path");
     if (path && *path) {
         if (read_input(ctx, s, path, (int64_t)gsm_kparams[0].max) != 0)
@@ -987,18 +973,18 @@ static int gsm_init(bk_ctx *ctx, void **state)
     } else {
         s->synthetic = true;
         s->frames = (size_t)bk_arg_int(ctx, "frames");
-        s->pcm = bk_alloc(s->frames * GSM_N * sizeof *s->pcm);
+        s->pcm = bk_run_alloc(ctx, s->frames * GSM_N * sizeof *s->pcm, "the frames");
         if (!s->pcm)
-            return bk_fail(ctx, "out of memory for %zu frames", s->frames);
+            return -1;
         gen_speech(s->pcm, s->frames * GSM_N, (uint64_t)bk_arg_int(ctx, "seed"));
         bk_info_str(ctx, "input", "synthetic speech-like signal (formants, pitch pulses, fricatives, pauses)");
     }
-    s->stream = bk_alloc(s->frames * GSM_BYTES);
-    s->stream2 = bk_alloc(s->frames * GSM_BYTES);
-    s->out = bk_alloc(s->frames * GSM_N * sizeof *s->out);
-    s->out2 = bk_alloc(s->frames * GSM_N * sizeof *s->out2);
+    s->stream = bk_run_alloc(ctx, s->frames * GSM_BYTES, "the encoded stream");
+    s->stream2 = bk_run_alloc(ctx, s->frames * GSM_BYTES, "the encoded stream");
+    s->out = bk_run_alloc(ctx, s->frames * GSM_N * sizeof *s->out, "the decoded frames");
+    s->out2 = bk_run_alloc(ctx, s->frames * GSM_N * sizeof *s->out2, "the decoded frames");
     if (!s->stream || !s->stream2 || !s->out || !s->out2)
-        return bk_fail(ctx, "out of memory for %zu frames", s->frames);
+        return -1;
     bk_info_num(ctx, "frames", (double)s->frames);
     bk_info_num(ctx, "audio_seconds", (double)s->frames * 0.02);
     bk_info_num(ctx, "stream_bytes", (double)(s->frames * GSM_BYTES));
@@ -1176,5 +1162,4 @@ const bk_kernel bk_mibench_gsm = {
     .run = gsm_run,
     .corrupt = gsm_corrupt,
     .verify = gsm_verify,
-    .fini = gsm_fini,
 };

@@ -534,17 +534,6 @@ static const bk_metric bf_metrics[] = {
     {0},
 };
 
-static void bf_free(void *state)
-{
-    bf_state *s = state;
-    if (!s)
-        return;
-    free(s->plain);
-    free(s->cipher);
-    free(s->back);
-    free(s);
-}
-
 static int bf_init(bk_ctx *ctx, void **state)
 {
     size_t n = (size_t)bk_arg_int(ctx, "bytes");
@@ -552,18 +541,16 @@ static int bf_init(bk_ctx *ctx, void **state)
     if (cbc && n % 8 != 0)
         return bk_fail(ctx, "parameter 'bytes'=%zu is not a multiple of the 8-byte block that cbc needs: use %zu",
                        n, (n + 7) / 8 * 8);
-    bf_state *s = calloc(1, sizeof *s);
+    bf_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
+        return -1;
     s->n = n;
     s->cbc = cbc;
-    s->plain = bk_alloc(n);
-    s->cipher = bk_alloc(n);
-    s->back = bk_alloc(n);
-    if (!s->plain || !s->cipher || !s->back) {
-        bf_free(s);
-        return bk_fail(ctx, "out of memory for %zu-byte buffers", n);
-    }
+    s->plain = bk_run_alloc(ctx, n, "the plaintext");
+    s->cipher = bk_run_alloc(ctx, n, "the ciphertext");
+    s->back = bk_run_alloc(ctx, n, "the decrypted text");
+    if (!s->plain || !s->cipher || !s->back)
+        return -1;
     /* MiBench runs bf on English text with the key 1234567890abcdeffedcba0987654321; the IV here is zero. */
     static const char letters[] = "etaoinshrdlucmfwypvbgkjqxz   \n.,";
     uint64_t rng = (uint64_t)bk_arg_int(ctx, "seed");
@@ -576,7 +563,6 @@ static int bf_init(bk_ctx *ctx, void **state)
     bk_set_amount(ctx, "encrypt_mb_s", (double)n);
     bk_set_amount(ctx, "decrypt_mb_s", (double)n);
     bk_info_str(ctx, "cipher_mode", cbc ? "cbc" : "cfb64");
-    *state = s;
     return 0;
 }
 
@@ -609,11 +595,8 @@ static void bf_corrupt(void *state)
 static int bf_verify(bk_ctx *ctx, void *state)
 {
     bf_state *s = state;
-    int kat = bf_known_answers(ctx);
-    bk_info_str(ctx, "kat", kat > 0 ? "pass" : "fail");
-    if (kat < 0)
+    if (bk_record_kat(ctx, bf_known_answers(ctx)) != 0)
         return -1;
-    bk_info_num(ctx, "kat_vectors", kat);
     uint8_t *ref = malloc(s->n);
     if (!ref)
         return bk_fail(ctx, "out of memory in verification");
@@ -639,7 +622,6 @@ const bk_kernel bk_mibench_blowfish = {
     .run = bf_run,
     .corrupt = bf_corrupt,
     .verify = bf_verify,
-    .fini = bf_free,
 };
 
 /* ================================ sha1 ================================ */
@@ -797,30 +779,17 @@ static const bk_metric sha1_metrics[] = {
     {0},
 };
 
-static void sha1_free(void *state)
-{
-    sha1_state *s = state;
-    if (s)
-        free(s->data);
-    free(s);
-}
-
 static int sha1_kinit(bk_ctx *ctx, void **state)
 {
-    sha1_state *s = calloc(1, sizeof *s);
+    sha1_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
-    size_t n = s->n = (size_t)bk_arg_int(ctx, "bytes");
-    s->data = bk_alloc(n);
-    if (!s->data) {
-        sha1_free(s);
-        return bk_fail(ctx, "out of memory for a %zu-byte message", n);
-    }
-    uint64_t rng = (uint64_t)bk_arg_int(ctx, "seed");
-    for (size_t i = 0; i < s->n; i++)
-        s->data[i] = (uint8_t)bk_rand_next(&rng);
+        return -1;
+    s->n = (size_t)bk_arg_int(ctx, "bytes");
+    s->data = bk_run_alloc(ctx, s->n, "the message");
+    if (!s->data)
+        return -1;
+    bk_rand_bytes(s->data, s->n, (uint64_t)bk_arg_int(ctx, "seed"));
     bk_set_amount(ctx, "mb_s", (double)s->n);
-    *state = s;
     return 0;
 }
 
@@ -838,11 +807,8 @@ static void sha1_corrupt(void *state) { ((sha1_state *)state)->digest[7] ^= 0x01
 static int sha1_verify(bk_ctx *ctx, void *state)
 {
     sha1_state *s = state;
-    int kat = sha1_known_answers(ctx);
-    bk_info_str(ctx, "kat", kat > 0 ? "pass" : "fail");
-    if (kat < 0)
+    if (bk_record_kat(ctx, sha1_known_answers(ctx)) != 0)
         return -1;
-    bk_info_num(ctx, "kat_vectors", kat);
     char got[41], want[41];
     to_hex(s->digest, 20, got);
     bk_set_checksum_hex(ctx, got);
@@ -881,5 +847,4 @@ const bk_kernel bk_mibench_sha1 = {
     .run = sha1_run,
     .corrupt = sha1_corrupt,
     .verify = sha1_verify,
-    .fini = sha1_free,
 };
