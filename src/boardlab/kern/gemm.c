@@ -220,22 +220,31 @@ static double elem(const gemm_state *s, const void *p, size_t i)
     return s->dp ? ((const double *)p)[i] : (double)((const float *)p)[i];
 }
 
-static int common_init(bk_ctx *ctx, gemm_state *s)
+/* The state both kernels start from, in run-owned memory: the parameters read and the implementation chosen.
+ * NULL after bk_fail or bk_unsupported. */
+static gemm_state *common_init(bk_ctx *ctx, void **state)
 {
+    gemm_state *s = bk_run_state(ctx, state, sizeof *s);
+    if (!s)
+        return NULL;
     s->n = (int)bk_arg_int(ctx, "n");
     s->dp = strcmp(bk_arg_str(ctx, "precision"), "double") == 0;
     s->blas = strcmp(bk_arg_str(ctx, "impl"), "blas") == 0;
     s->threads = (int)bk_arg_int(ctx, "threads");
     s->ncpus = bk_allowed_cpus(s->cpus, 256);
-    if (s->blas && blas_reason())
-        return bk_unsupported(ctx, "impl=blas: %s", blas_reason());
+    if (s->blas && blas_reason()) {
+        bk_unsupported(ctx, "impl=blas: %s", blas_reason());
+        return NULL;
+    }
 #if BK_HAVE_CBLAS
     if (s->blas) {
         if (p_set_threads)
             p_set_threads(s->threads);
-        else if (s->threads != 1)
-            return bk_unsupported(ctx, "threads=%d: %s has no thread-count call (OpenBLAS's is missing)",
-                                  s->threads, blas_library);
+        else if (s->threads != 1) {
+            bk_unsupported(ctx, "threads=%d: %s has no thread-count call (OpenBLAS's is missing)", s->threads,
+                           blas_library);
+            return NULL;
+        }
         bk_info_str(ctx, "blas_library", blas_library);
         if (p_get_config)
             bk_info_str(ctx, "blas_config", p_get_config());
@@ -243,7 +252,7 @@ static int common_init(bk_ctx *ctx, gemm_state *s)
 #endif
     bk_info_str(ctx, "impl_used", s->blas ? "cblas" : "native");
     bk_info_num(ctx, "threads", s->threads);
-    return 0;
+    return s;
 }
 
 /* C = alpha A B + C for row-major matrices with leading dimensions, by the chosen implementation. */
@@ -262,36 +271,19 @@ static void gemm_any(gemm_state *s, int m, int n, int k, double alpha, const voi
     native_gemm(s->dp, s->threads, s->cpus, s->ncpus, m, n, k, alpha, a, lda, b, ldb, c, ldc);
 }
 
-static void state_free(void *p)
-{
-    gemm_state *s = p;
-    if (!s)
-        return;
-    free(s->a);
-    free(s->b);
-    free(s->c);
-    free(s->lu);
-    free(s->x);
-    free(s->piv);
-    free(s);
-}
-
 /* ================================================================================================
  * compute.gemm
  * ================================================================================================ */
 
 static int gemm_init(bk_ctx *ctx, void **state)
 {
-    gemm_state *s = calloc(1, sizeof *s);
+    gemm_state *s = common_init(ctx, state);
     if (!s)
-        return bk_fail(ctx, "out of memory");
-    *state = s;
-    if (common_init(ctx, s) != 0)
         return -1;
     size_t nn = (size_t)s->n * (size_t)s->n, esz = s->dp ? sizeof(double) : sizeof(float);
-    s->a = bk_alloc(nn * esz);
-    s->b = bk_alloc(nn * esz);
-    s->c = bk_alloc(nn * esz);
+    s->a = bk_run_alloc(ctx, nn * esz, "matrix A");
+    s->b = bk_run_alloc(ctx, nn * esz, "matrix B");
+    s->c = bk_run_alloc(ctx, nn * esz, "matrix C");
     if (!s->a || !s->b || !s->c)
         return bk_fail(ctx, "cannot allocate three %dx%d matrices; lower n", s->n, s->n);
     fill(s, s->a, nn, GEMM_SEED);
@@ -392,7 +384,6 @@ const bk_kernel bk_compute_gemm = {
     .run = gemm_run,
     .corrupt = gemm_corrupt,
     .verify = gemm_verify,
-    .fini = state_free,
 };
 
 /* ================================================================================================
@@ -490,18 +481,15 @@ DEFINE_LU(float, s)
 
 static int lin_init(bk_ctx *ctx, void **state)
 {
-    gemm_state *s = calloc(1, sizeof *s);
+    gemm_state *s = common_init(ctx, state);
     if (!s)
-        return bk_fail(ctx, "out of memory");
-    *state = s;
-    if (common_init(ctx, s) != 0)
         return -1;
     size_t n = (size_t)s->n, esz = s->dp ? sizeof(double) : sizeof(float);
-    s->a = bk_alloc(n * n * esz);
-    s->lu = bk_alloc(n * n * esz);
-    s->b = bk_alloc(n * esz);
-    s->x = bk_alloc(n * esz);
-    s->piv = calloc(n, sizeof(int));
+    s->a = bk_run_alloc(ctx, n * n * esz, "matrix A");
+    s->lu = bk_run_alloc(ctx, n * n * esz, "the LU factors");
+    s->b = bk_run_alloc(ctx, n * esz, "vector b");
+    s->x = bk_run_alloc(ctx, n * esz, "the solution");
+    s->piv = bk_run_alloc(ctx, n * sizeof(int), "the pivots");
     if (!s->a || !s->lu || !s->b || !s->x || !s->piv)
         return bk_fail(ctx, "cannot allocate a %dx%d system; lower n", s->n, s->n);
     fill(s, s->a, n * n, GEMM_SEED ^ 0x4c50ULL);
@@ -598,5 +586,4 @@ const bk_kernel bk_compute_linpack = {
     .run = lin_run,
     .corrupt = lin_corrupt,
     .verify = lin_verify,
-    .fini = state_free,
 };
