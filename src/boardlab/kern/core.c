@@ -581,18 +581,12 @@ static void verify_run(bk_run *r, bk_ctx *ctx, const bk_options *opt)
 static void json_identity(bk_json *j, const bk_run *r, const bk_ctx *ctx)
 {
     const bk_kernel *k = ctx->k;
-    bk_json_key(j, "schema");
-    bk_json_int(j, BK_RESULT_SCHEMA);
-    bk_json_key(j, "tool");
-    bk_json_str(j, "boardlab-kern");
-    bk_json_key(j, "version");
-    bk_json_str(j, BK_VERSION);
-    bk_json_key(j, "workload");
-    bk_json_str(j, k->name);
-    bk_json_key(j, "family");
-    bk_json_str(j, k->family);
-    bk_json_key(j, "params");
-    bk_json_begin_object(j);
+    bk_json_kv_int(j, "schema", BK_RESULT_SCHEMA);
+    bk_json_kv_str(j, "tool", "boardlab-kern");
+    bk_json_kv_str(j, "version", BK_VERSION);
+    bk_json_kv_str(j, "workload", k->name);
+    bk_json_kv_str(j, "family", k->family);
+    bk_json_key_object(j, "params");
     for (int i = 0; i < ctx->nparams; i++) {
         bk_json_key(j, k->params[i].name);
         if (k->params[i].type == BK_INT)
@@ -603,16 +597,11 @@ static void json_identity(bk_json *j, const bk_run *r, const bk_ctx *ctx)
             bk_json_str(j, ctx->text[i]);
     }
     bk_json_end_object(j);
-    bk_json_key(j, "ok");
-    bk_json_bool(j, r->ok);
-    bk_json_key(j, "supported");
-    bk_json_bool(j, !ctx->unsupported[0]);
-    bk_json_key(j, "reason");
-    bk_json_str(j, ctx->unsupported[0] ? ctx->unsupported : NULL);
-    bk_json_key(j, "verified");
-    bk_json_bool(j, r->verified);
-    bk_json_key(j, "errors");
-    bk_json_begin_array(j);
+    bk_json_kv_bool(j, "ok", r->ok);
+    bk_json_kv_bool(j, "supported", !ctx->unsupported[0]);
+    bk_json_kv_str(j, "reason", ctx->unsupported[0] ? ctx->unsupported : NULL);
+    bk_json_kv_bool(j, "verified", r->verified);
+    bk_json_key_array(j, "errors");
     for (int i = 0; i < ctx->nerrors; i++)
         bk_json_str(j, ctx->errors[i]);
     bk_json_end_array(j);
@@ -620,46 +609,29 @@ static void json_identity(bk_json *j, const bk_run *r, const bk_ctx *ctx)
 
 static void json_timing(bk_json *j, const bk_run *r, const bk_ctx *ctx, const bk_options *opt)
 {
-    bk_json_key(j, "timer");
-    bk_json_begin_object(j);
-    bk_json_key(j, "clock");
-    bk_json_str(j, "CLOCK_MONOTONIC_RAW");
-    bk_json_key(j, "resolution_ns");
-    bk_json_num(j, r->timer.resolution_ns);
-    bk_json_key(j, "measured_resolution_ns");
-    bk_json_num(j, r->timer.measured_resolution_ns);
-    bk_json_key(j, "overhead_ns");
-    bk_json_num(j, r->timer.overhead_ns);
+    bk_json_key_object(j, "timer");
+    bk_json_kv_str(j, "clock", "CLOCK_MONOTONIC_RAW");
+    bk_json_kv_num(j, "resolution_ns", r->timer.resolution_ns);
+    bk_json_kv_num(j, "measured_resolution_ns", r->timer.measured_resolution_ns);
+    bk_json_kv_num(j, "overhead_ns", r->timer.overhead_ns);
     bk_json_end_object(j);
-    bk_json_key(j, "iteration_target_ns");
-    bk_json_num(j, r->target_ns);
-    bk_json_key(j, "reps_per_iteration");
-    bk_json_uint(j, r->reps);
-    bk_json_key(j, "calibration_ns");
-    bk_json_uint(j, r->calibration_ns);
-    bk_json_key(j, "warmup");
-    bk_json_begin_object(j);
-    bk_json_key(j, "iterations");
-    bk_json_int(j, r->warm);
-    bk_json_key(j, "capped");
-    bk_json_bool(j, r->capped);
-    bk_json_key(j, "cv");
-    bk_json_num(j, r->warm_cv);
-    bk_json_key(j, "cv_target");
-    bk_json_num(j, opt->warmup_cv);
-    bk_json_key(j, "duration_ns");
-    bk_json_uint(j, r->warm_ns);
+    bk_json_kv_num(j, "iteration_target_ns", r->target_ns);
+    bk_json_kv_uint(j, "reps_per_iteration", r->reps);
+    bk_json_kv_uint(j, "calibration_ns", r->calibration_ns);
+    bk_json_key_object(j, "warmup");
+    bk_json_kv_int(j, "iterations", r->warm);
+    bk_json_kv_bool(j, "capped", r->capped);
+    bk_json_kv_num(j, "cv", r->warm_cv);
+    bk_json_kv_num(j, "cv_target", opt->warmup_cv);
+    bk_json_kv_uint(j, "duration_ns", r->warm_ns);
     bk_json_end_object(j);
-    bk_json_key(j, "iterations_ns");
-    bk_json_begin_array(j);
+    bk_json_key_array(j, "iterations_ns");
     for (int i = 0; i < r->done; i++)
         bk_json_uint(j, r->iter_ns[i]);
     bk_json_end_array(j);
-    bk_json_key(j, "phases_ns");
-    bk_json_begin_object(j);
+    bk_json_key_object(j, "phases_ns");
     for (int p = 0; p < ctx->nphases; p++) {
-        bk_json_key(j, ctx->k->phases[p]);
-        bk_json_begin_array(j);
+        bk_json_key_array(j, ctx->k->phases[p]);
         for (int i = 0; i < r->done; i++)
             bk_json_uint(j, r->phase_ns[(size_t)i * (size_t)ctx->nphases + (size_t)p]);
         bk_json_end_array(j);
@@ -669,24 +641,18 @@ static void json_timing(bk_json *j, const bk_run *r, const bk_ctx *ctx, const bk
 
 static void json_metrics(bk_json *j, const bk_run *r, const bk_ctx *ctx)
 {
-    bk_json_key(j, "metrics");
-    bk_json_begin_object(j);
+    bk_json_key_object(j, "metrics");
     for (int m = 0; m < ctx->nmetrics && r->ok; m++) {
         const bk_metric *spec = &ctx->k->metrics[m];
         if (ctx->skipped[m])
             continue;
-        bk_json_key(j, spec->name);
-        bk_json_begin_object(j);
-        bk_json_key(j, "unit");
-        bk_json_str(j, spec->unit);
-        bk_json_key(j, "higher_is_better");
-        bk_json_bool(j, spec->higher_is_better);
+        bk_json_key_object(j, spec->name);
+        bk_json_kv_str(j, "unit", spec->unit);
+        bk_json_kv_bool(j, "higher_is_better", spec->higher_is_better);
         if (spec->kind == BK_VALUE) {
-            bk_json_key(j, "value");
-            bk_json_num(j, metric_value(ctx, m, 0, r->reps));
+            bk_json_kv_num(j, "value", metric_value(ctx, m, 0, r->reps));
         } else {
-            bk_json_key(j, "values");
-            bk_json_begin_array(j);
+            bk_json_key_array(j, "values");
             for (int i = 0; i < r->done; i++) {
                 r->vals[i] = iteration_value(ctx, m, r->iter_ns, r->phase_ns, i, r->reps);
                 bk_json_num(j, r->vals[i]);
@@ -702,24 +668,15 @@ static void json_metrics(bk_json *j, const bk_run *r, const bk_ctx *ctx)
 static void json_rusage(bk_json *j, const bk_run *r)
 {
     const struct rusage *ru = &r->ru;
-    bk_json_key(j, "rusage");
-    bk_json_begin_object(j);
-    bk_json_key(j, "utime_us");
-    bk_json_int(j, (int64_t)ru->ru_utime.tv_sec * 1000000 + ru->ru_utime.tv_usec);
-    bk_json_key(j, "stime_us");
-    bk_json_int(j, (int64_t)ru->ru_stime.tv_sec * 1000000 + ru->ru_stime.tv_usec);
-    bk_json_key(j, "maxrss_kib");
-    bk_json_int(j, ru->ru_maxrss);
-    bk_json_key(j, "vm_hwm_kib");
-    bk_json_int(j, r->hwm);
-    bk_json_key(j, "minflt");
-    bk_json_int(j, ru->ru_minflt);
-    bk_json_key(j, "majflt");
-    bk_json_int(j, ru->ru_majflt);
-    bk_json_key(j, "nvcsw");
-    bk_json_int(j, ru->ru_nvcsw);
-    bk_json_key(j, "nivcsw");
-    bk_json_int(j, ru->ru_nivcsw);
+    bk_json_key_object(j, "rusage");
+    bk_json_kv_int(j, "utime_us", (int64_t)ru->ru_utime.tv_sec * 1000000 + ru->ru_utime.tv_usec);
+    bk_json_kv_int(j, "stime_us", (int64_t)ru->ru_stime.tv_sec * 1000000 + ru->ru_stime.tv_usec);
+    bk_json_kv_int(j, "maxrss_kib", ru->ru_maxrss);
+    bk_json_kv_int(j, "vm_hwm_kib", r->hwm);
+    bk_json_kv_int(j, "minflt", ru->ru_minflt);
+    bk_json_kv_int(j, "majflt", ru->ru_majflt);
+    bk_json_kv_int(j, "nvcsw", ru->ru_nvcsw);
+    bk_json_kv_int(j, "nivcsw", ru->ru_nivcsw);
     bk_json_end_object(j);
 }
 
@@ -737,14 +694,12 @@ static void emit_json(bk_run *r, const bk_ctx *ctx, const bk_options *opt)
         bk_json_key(&j, "counters");
         bk_counters_json(&r->counters, &j);
     }
-    bk_json_key(&j, "checksum");
-    bk_json_str(&j, ctx->checksum[0] ? ctx->checksum : NULL);
+    bk_json_kv_str(&j, "checksum", ctx->checksum[0] ? ctx->checksum : NULL);
     if (k->serve_json && r->state) {
         bk_json_key(&j, "service");
         k->serve_json(r->state, &j);
     }
-    bk_json_key(&j, "info");
-    bk_json_begin_object(&j);
+    bk_json_key_object(&j, "info");
     for (int i = 0; i < ctx->ninfo; i++) {
         bk_json_key(&j, ctx->info[i].key);
         if (ctx->info[i].is_num)
@@ -754,8 +709,7 @@ static void emit_json(bk_run *r, const bk_ctx *ctx, const bk_options *opt)
     }
     bk_json_end_object(&j);
     json_rusage(&j, r);
-    bk_json_key(&j, "wall_ns");
-    bk_json_uint(&j, r->wall_ns);
+    bk_json_kv_uint(&j, "wall_ns", r->wall_ns);
     bk_json_end_object(&j);
     fputc('\n', stdout);
 }

@@ -245,18 +245,13 @@ void bk_counters_json(const bk_counters *cs, bk_json *j)
     bk_json_begin_object(j);
     for (int i = 0; i < cs->n; i++) {
         const bk_counter *c = &cs->c[i];
-        bk_json_key(j, c->name);
-        bk_json_begin_object(j);
+        bk_json_key_object(j, c->name);
         if (c->unsupported[0] || !c->read_ok) {
-            bk_json_key(j, "unsupported");
-            bk_json_str(j, c->unsupported[0] ? c->unsupported : "not read: the measured iterations did not run");
+            bk_json_kv_str(j, "unsupported", c->unsupported[0] ? c->unsupported : "not read: the measured iterations did not run");
         } else {
-            bk_json_key(j, "count");
-            bk_json_uint(j, c->count);
-            bk_json_key(j, "time_enabled_ns");
-            bk_json_uint(j, c->time_enabled_ns);
-            bk_json_key(j, "time_running_ns");
-            bk_json_uint(j, c->time_running_ns);
+            bk_json_kv_uint(j, "count", c->count);
+            bk_json_kv_uint(j, "time_enabled_ns", c->time_enabled_ns);
+            bk_json_kv_uint(j, "time_running_ns", c->time_running_ns);
         }
         bk_json_end_object(j);
     }

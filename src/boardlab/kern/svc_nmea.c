@@ -192,26 +192,16 @@ static void nmea_json(void *state, bk_json *j)
 {
     nmea_state *s = state;
     bk_json_begin_object(j);
-    bk_json_key(j, "schema");
-    bk_json_int(j, SVC_SCHEMA);
-    bk_json_key(j, "role");
-    bk_json_str(j, "nmea");
-    bk_json_key(j, "pty");
-    bk_json_str(j, s->slave);
-    bk_json_key(j, "baud");
-    bk_json_int(j, s->baud);
-    bk_json_key(j, "nominal_bytes_per_s");
-    bk_json_num(j, s->baud / 10.0);
-    bk_json_key(j, "bytes");
-    bk_json_uint(j, s->bytes);
-    bk_json_key(j, "dropped_bytes");
-    bk_json_uint(j, s->dropped);
-    bk_json_key(j, "bursts");
-    bk_json_uint(j, s->bursts);
-    bk_json_key(j, "sentences");
-    bk_json_uint(j, s->sentences);
-    bk_json_key(j, "duration_ns");
-    bk_json_uint(j, s->t_end > s->t0 ? s->t_end - s->t0 : 0);
+    bk_json_kv_int(j, "schema", SVC_SCHEMA);
+    bk_json_kv_str(j, "role", "nmea");
+    bk_json_kv_str(j, "pty", s->slave);
+    bk_json_kv_int(j, "baud", s->baud);
+    bk_json_kv_num(j, "nominal_bytes_per_s", s->baud / 10.0);
+    bk_json_kv_uint(j, "bytes", s->bytes);
+    bk_json_kv_uint(j, "dropped_bytes", s->dropped);
+    bk_json_kv_uint(j, "bursts", s->bursts);
+    bk_json_kv_uint(j, "sentences", s->sentences);
+    bk_json_kv_uint(j, "duration_ns", s->t_end > s->t0 ? s->t_end - s->t0 : 0);
     svc_json_summary(j, "byte_lag_ns", &s->lag_ns);
     bk_json_end_object(j);
 }

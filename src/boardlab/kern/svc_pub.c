@@ -421,24 +421,15 @@ static void pub_json(void *state, bk_json *j)
 {
     pub_state *s = state;
     bk_json_begin_object(j);
-    bk_json_key(j, "schema");
-    bk_json_int(j, SVC_SCHEMA);
-    bk_json_key(j, "role");
-    bk_json_str(j, "pub");
-    bk_json_key(j, "message_kind");
-    bk_json_str(j, svc_kind_names[s->kind]);
-    bk_json_key(j, "target_rate_hz");
-    bk_json_num(j, s->rate_hz);
-    bk_json_key(j, "duration_ns");
-    bk_json_uint(j, s->t_end - s->t0);
-    bk_json_key(j, "sent");
-    bk_json_uint(j, s->sent);
-    bk_json_key(j, "send_errors");
-    bk_json_uint(j, s->send_errors);
-    bk_json_key(j, "skipped_disabled");
-    bk_json_uint(j, s->skipped_disabled);
-    bk_json_key(j, "payload_bytes");
-    bk_json_uint(j, s->payload_bytes);
+    bk_json_kv_int(j, "schema", SVC_SCHEMA);
+    bk_json_kv_str(j, "role", "pub");
+    bk_json_kv_str(j, "message_kind", svc_kind_names[s->kind]);
+    bk_json_kv_num(j, "target_rate_hz", s->rate_hz);
+    bk_json_kv_uint(j, "duration_ns", s->t_end - s->t0);
+    bk_json_kv_uint(j, "sent", s->sent);
+    bk_json_kv_uint(j, "send_errors", s->send_errors);
+    bk_json_kv_uint(j, "skipped_disabled", s->skipped_disabled);
+    bk_json_kv_uint(j, "payload_bytes", s->payload_bytes);
     svc_json_summary(j, "build_ns", &s->build_ns);
     svc_json_summary(j, "send_ns", &s->send_ns);
     svc_json_summary(j, "schedule_lag_ns", &s->lag_ns);
@@ -447,12 +438,9 @@ static void pub_json(void *state, bk_json *j)
         bk_json_null(j);
     else {
         bk_json_begin_object(j);
-        bk_json_key(j, "supported");
-        bk_json_bool(j, !s->tx_unsupported[0]);
-        bk_json_key(j, "reason");
-        bk_json_str(j, s->tx_unsupported[0] ? s->tx_unsupported : NULL);
-        bk_json_key(j, "stamps");
-        bk_json_uint(j, s->tx_stamps);
+        bk_json_kv_bool(j, "supported", !s->tx_unsupported[0]);
+        bk_json_kv_str(j, "reason", s->tx_unsupported[0] ? s->tx_unsupported : NULL);
+        bk_json_kv_uint(j, "stamps", s->tx_stamps);
         svc_json_summary(j, "built_to_tx_ns", &s->tx_ns);
         bk_json_end_object(j);
     }
@@ -461,32 +449,20 @@ static void pub_json(void *state, bk_json *j)
         bk_json_null(j);
     else {
         bk_json_begin_object(j);
-        bk_json_key(j, "source");
-        bk_json_str(j, s->source == SRC_NMEA ? "nmea" : "ins");
-        bk_json_key(j, "read_mode");
-        bk_json_str(j, s->source == SRC_NMEA ? (const char *[]){"canonical", "byte", "block"}[s->read_mode] : NULL);
-        bk_json_key(j, "reads");
-        bk_json_uint(j, s->reader_reads);
-        bk_json_key(j, "bytes");
-        bk_json_uint(j, s->reader_bytes);
-        bk_json_key(j, "cpu_ns");
-        bk_json_uint(j, s->reader_cpu_ns);
-        bk_json_key(j, "sentences_ok");
-        bk_json_uint(j, s->sentences_ok);
-        bk_json_key(j, "sentences_bad");
-        bk_json_uint(j, s->sentences_bad);
-        bk_json_key(j, "ins_datagrams");
-        bk_json_uint(j, s->ins_datagrams);
+        bk_json_kv_str(j, "source", s->source == SRC_NMEA ? "nmea" : "ins");
+        bk_json_kv_str(j, "read_mode", s->source == SRC_NMEA ? (const char *[]){"canonical", "byte", "block"}[s->read_mode] : NULL);
+        bk_json_kv_uint(j, "reads", s->reader_reads);
+        bk_json_kv_uint(j, "bytes", s->reader_bytes);
+        bk_json_kv_uint(j, "cpu_ns", s->reader_cpu_ns);
+        bk_json_kv_uint(j, "sentences_ok", s->sentences_ok);
+        bk_json_kv_uint(j, "sentences_bad", s->sentences_bad);
+        bk_json_kv_uint(j, "ins_datagrams", s->ins_datagrams);
         bk_json_end_object(j);
     }
-    bk_json_key(j, "last_fix");
-    bk_json_begin_object(j);
-    bk_json_key(j, "latitude_deg");
-    bk_json_num(j, s->sh.fix.lat_deg);
-    bk_json_key(j, "longitude_deg");
-    bk_json_num(j, s->sh.fix.lon_deg);
-    bk_json_key(j, "heading_deg");
-    bk_json_num(j, s->sh.fix.heading_deg);
+    bk_json_key_object(j, "last_fix");
+    bk_json_kv_num(j, "latitude_deg", s->sh.fix.lat_deg);
+    bk_json_kv_num(j, "longitude_deg", s->sh.fix.lon_deg);
+    bk_json_kv_num(j, "heading_deg", s->sh.fix.heading_deg);
     bk_json_end_object(j);
     bk_json_key(j, "mgmt");
     if (s->mgmt_on)
