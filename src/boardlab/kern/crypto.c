@@ -434,6 +434,31 @@ static int afalg_exchange(crypto_impl *im, struct msghdr *msg, struct iovec *tx,
     return 0;
 }
 
+/* One cipher request either way. The kernel's AEAD takes AAD || text (|| tag, to decrypt) and returns
+ * AAD || text (|| tag, from encrypting); the returned AAD copy lands in a scratch buffer. A decryption whose tag
+ * does not authenticate the message fails with EBADMSG. */
+static int afalg_cipher(crypto_impl *im, uint32_t op, const uint8_t *iv, const uint8_t *aad, size_t aad_len,
+                        const uint8_t *in, size_t len, uint8_t *out, uint8_t *tag)
+{
+    struct msghdr msg = {0};
+    afalg_cbuf cb;
+    afalg_controls(im, &msg, &cb, op, iv, aad_len);
+    uint8_t aad_out[32];
+    struct iovec tx[3], rx[3];
+    int ntx = 0, nrx = 0;
+    if (aad_len) {
+        tx[ntx++] = (struct iovec){(void *)(uintptr_t)aad, aad_len};
+        rx[nrx++] = (struct iovec){aad_out, aad_len};
+    }
+    tx[ntx++] = (struct iovec){(void *)(uintptr_t)in, len};
+    if (im->alg->kind == KIND_AEAD && op == ALG_OP_DECRYPT)
+        tx[ntx++] = (struct iovec){tag, TAG_BYTES};
+    rx[nrx++] = (struct iovec){out, len};
+    if (im->alg->kind == KIND_AEAD && op == ALG_OP_ENCRYPT)
+        rx[nrx++] = (struct iovec){tag, TAG_BYTES};
+    return afalg_exchange(im, &msg, tx, ntx, rx, nrx);
+}
+
 static int afalg_enc(crypto_impl *im, const uint8_t *iv, const uint8_t *aad, size_t aad_len, const uint8_t *in,
                      size_t len, uint8_t *out, uint8_t *tag)
 {
@@ -456,43 +481,13 @@ static int afalg_enc(crypto_impl *im, const uint8_t *iv, const uint8_t *aad, siz
         }
         return 0;
     }
-    struct msghdr msg = {0};
-    afalg_cbuf cb;
-    afalg_controls(im, &msg, &cb, ALG_OP_ENCRYPT, iv, aad_len);
-    /* The kernel's AEAD output is AAD || ciphertext || tag; the AAD copy lands in a scratch buffer. */
-    uint8_t aad_out[32];
-    struct iovec tx[2], rx[3];
-    int ntx = 0, nrx = 0;
-    if (aad_len) {
-        tx[ntx++] = (struct iovec){(void *)(uintptr_t)aad, aad_len};
-        rx[nrx++] = (struct iovec){aad_out, aad_len};
-    }
-    tx[ntx++] = (struct iovec){(void *)(uintptr_t)in, len};
-    rx[nrx++] = (struct iovec){out, len};
-    if (im->alg->kind == KIND_AEAD)
-        rx[nrx++] = (struct iovec){tag, TAG_BYTES};
-    return afalg_exchange(im, &msg, tx, ntx, rx, nrx);
+    return afalg_cipher(im, ALG_OP_ENCRYPT, iv, aad, aad_len, in, len, out, tag);
 }
 
 static int afalg_dec(crypto_impl *im, const uint8_t *iv, const uint8_t *aad, size_t aad_len, const uint8_t *in,
                      size_t len, uint8_t *out, const uint8_t *tag)
 {
-    struct msghdr msg = {0};
-    afalg_cbuf cb;
-    afalg_controls(im, &msg, &cb, ALG_OP_DECRYPT, iv, aad_len);
-    /* Input AAD || ciphertext || tag; output AAD || plaintext, or EBADMSG when the tag does not match. */
-    uint8_t aad_out[32];
-    struct iovec tx[3], rx[2];
-    int ntx = 0, nrx = 0;
-    if (aad_len) {
-        tx[ntx++] = (struct iovec){(void *)(uintptr_t)aad, aad_len};
-        rx[nrx++] = (struct iovec){aad_out, aad_len};
-    }
-    tx[ntx++] = (struct iovec){(void *)(uintptr_t)in, len};
-    if (im->alg->kind == KIND_AEAD)
-        tx[ntx++] = (struct iovec){(void *)(uintptr_t)tag, TAG_BYTES};
-    rx[nrx++] = (struct iovec){out, len};
-    int rc = afalg_exchange(im, &msg, tx, ntx, rx, nrx);
+    int rc = afalg_cipher(im, ALG_OP_DECRYPT, iv, aad, aad_len, in, len, out, (uint8_t *)(uintptr_t)tag);
     if (rc != 0 && im->sys_errno == EBADMSG)
         snprintf(im->err, sizeof im->err, "the kernel refused the message (EBADMSG: the tag does not authenticate it)");
     return rc;
