@@ -15,7 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
 /* ---- helpers offered to kernels ---- */
 
 uint64_t bk_now_ns(void)
@@ -94,10 +93,7 @@ void bk_set_checksum(bk_ctx *ctx, uint64_t checksum)
     snprintf(ctx->checksum, sizeof ctx->checksum, "%016" PRIx64, checksum);
 }
 
-void bk_set_checksum_hex(bk_ctx *ctx, const char *hex)
-{
-    snprintf(ctx->checksum, sizeof ctx->checksum, "%s", hex);
-}
+void bk_set_checksum_hex(bk_ctx *ctx, const char *hex) { snprintf(ctx->checksum, sizeof ctx->checksum, "%s", hex); }
 
 static int info_slot(bk_ctx *ctx, const char *key)
 {
@@ -290,10 +286,7 @@ static double nearest_rank(const double *sorted, int n, double q)
     return sorted[rank - 1];
 }
 
-static double median_sorted(const double *s, int n)
-{
-    return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-}
+static double median_sorted(const double *s, int n) { return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]); }
 
 /* ---- timer self-test ---- */
 
@@ -364,14 +357,10 @@ static double metric_value(const bk_ctx *ctx, int m, uint64_t ns, uint64_t reps)
     const bk_metric *spec = &ctx->k->metrics[m];
     double seconds = (double)ns * 1e-9;
     switch (spec->kind) {
-    case BK_RATE:
-        return seconds > 0 ? ctx->amount[m] * (double)reps * spec->scale / seconds : NAN;
-    case BK_TIME:
-        return ctx->amount[m] > 0 ? (double)ns * spec->scale / ((double)reps * ctx->amount[m]) : NAN;
-    case BK_VALUE:
-        return ctx->value_set[m] ? ctx->value[m] : NAN;
-    case BK_MEAN:
-        return NAN; /* needs every rate of the iteration: see mean_of_rates */
+    case BK_RATE: return seconds > 0 ? ctx->amount[m] * (double)reps * spec->scale / seconds : NAN;
+    case BK_TIME: return ctx->amount[m] > 0 ? (double)ns * spec->scale / ((double)reps * ctx->amount[m]) : NAN;
+    case BK_VALUE: return ctx->value_set[m] ? ctx->value[m] : NAN;
+    case BK_MEAN: return NAN; /* needs every rate of the iteration: see mean_of_rates */
     }
     return NAN;
 }
@@ -429,7 +418,10 @@ static void json_summary(bk_json *j, const double *vals, int n, double *scratch)
             continue;
         }
         const double *s = scratch;
-        double v = i == 0 ? median_sorted(s, m) : i == 1 ? s[0] : i == 2 ? s[m - 1] : nearest_rank(s, m, i == 3 ? 90 : 99);
+        double v = i == 0   ? median_sorted(s, m)
+                   : i == 1 ? s[0]
+                   : i == 2 ? s[m - 1]
+                            : nearest_rank(s, m, i == 3 ? 90 : 99);
         bk_json_num(j, v);
     }
 }
@@ -456,7 +448,8 @@ typedef struct {
 static double iteration_target_ns(const bk_timer *timer, const bk_options *opt)
 {
     double target_ns = opt->min_iteration_ms * 1e6;
-    double res = timer->measured_resolution_ns > timer->resolution_ns ? timer->measured_resolution_ns : timer->resolution_ns;
+    double res = timer->measured_resolution_ns > timer->resolution_ns ? timer->measured_resolution_ns
+                                                                      : timer->resolution_ns;
     if (100 * res > target_ns)
         target_ns = 100 * res;
     if (2 * timer->overhead_ns * 20 > target_ns)

@@ -247,7 +247,8 @@ void bk_counters_json(const bk_counters *cs, bk_json *j)
         const bk_counter *c = &cs->c[i];
         bk_json_key_object(j, c->name);
         if (c->unsupported[0] || !c->read_ok) {
-            bk_json_kv_str(j, "unsupported", c->unsupported[0] ? c->unsupported : "not read: the measured iterations did not run");
+            bk_json_kv_str(j, "unsupported",
+                           c->unsupported[0] ? c->unsupported : "not read: the measured iterations did not run");
         } else {
             bk_json_kv_uint(j, "count", c->count);
             bk_json_kv_uint(j, "time_enabled_ns", c->time_enabled_ns);
@@ -263,8 +264,7 @@ void bk_counters_print(const bk_counters *cs, FILE *out)
     for (int i = 0; i < cs->n; i++) {
         const bk_counter *c = &cs->c[i];
         if (c->unsupported[0] || !c->read_ok)
-            fprintf(out, "  counter %-22s unsupported: %s\n", c->name,
-                    c->unsupported[0] ? c->unsupported : "not read");
+            fprintf(out, "  counter %-22s unsupported: %s\n", c->name, c->unsupported[0] ? c->unsupported : "not read");
         else
             fprintf(out, "  counter %-22s %" PRIu64 " (running %.0f%% of the time)\n", c->name, c->count,
                     c->time_enabled_ns ? 100.0 * (double)c->time_running_ns / (double)c->time_enabled_ns : 0.0);

@@ -115,11 +115,11 @@ void bk_json_null(bk_json *j)
 }
 
 /* The five key-and-value writers: the key, then the value's own writer. */
-#define BK_JSON_KV(kind, type)                                                                                  \
-    void bk_json_kv_##kind(bk_json *j, const char *key, type v)                                                 \
-    {                                                                                                           \
-        bk_json_key(j, key);                                                                                    \
-        bk_json_##kind(j, v);                                                                                   \
+#define BK_JSON_KV(kind, type)                                                                                         \
+    void bk_json_kv_##kind(bk_json *j, const char *key, type v)                                                        \
+    {                                                                                                                  \
+        bk_json_key(j, key);                                                                                           \
+        bk_json_##kind(j, v);                                                                                          \
     }
 BK_JSON_KV(str, const char *)
 BK_JSON_KV(num, double)

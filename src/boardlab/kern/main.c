@@ -72,8 +72,12 @@ static void json_build(bk_json *j)
     static const struct {
         const char *name;
         int have;
-    } libs[] = {{"lzma", BK_HAVE_LZMA},   {"bzip2", BK_HAVE_BZIP2},          {"zstd", BK_HAVE_ZSTD},
-                {"zlib", BK_HAVE_ZLIB},   {"crypto", BK_HAVE_CRYPTO},        {"af_alg", BK_HAVE_AF_ALG},
+    } libs[] = {{"lzma", BK_HAVE_LZMA},
+                {"bzip2", BK_HAVE_BZIP2},
+                {"zstd", BK_HAVE_ZSTD},
+                {"zlib", BK_HAVE_ZLIB},
+                {"crypto", BK_HAVE_CRYPTO},
+                {"af_alg", BK_HAVE_AF_ALG},
                 {"perf_event", BK_HAVE_PERF_EVENT}};
     bk_json_key_object(j, "build");
     bk_json_kv_str(j, "compiler", BK_BUILD_COMPILER);
@@ -190,8 +194,8 @@ static int corpus_main(int argc, char **argv)
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (strncmp(a, "--", 2) != 0 || !val) {
             bool option = strncmp(a, "--", 2) == 0;
-            fprintf(stderr, "boardlab-kern corpus: %s '%s'\n", option ? "a value is missing after" : "unexpected argument",
-                    a);
+            fprintf(stderr, "boardlab-kern corpus: %s '%s'\n",
+                    option ? "a value is missing after" : "unexpected argument", a);
             fprintf(stderr, "usage: boardlab-kern corpus --bytes N --out FILE [--mix SPEC] [--seed S]\n");
             return 2;
         }

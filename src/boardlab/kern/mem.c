@@ -462,8 +462,8 @@ static const char *const bw_op_names[] = {"copy", "scale", "add", "triad", "memc
 
 /* Arrays each op reads or writes, which is also what STREAM counts as moved per element. */
 enum { USE_A = 1, USE_B = 2, USE_C = 4 };
-static const int bw_uses[] = {USE_A | USE_C, USE_B | USE_C, USE_A | USE_B | USE_C, USE_A | USE_B | USE_C,
-                              USE_A | USE_C, USE_C};
+static const int bw_uses[] = {USE_A | USE_C,         USE_B | USE_C, USE_A | USE_B | USE_C,
+                              USE_A | USE_B | USE_C, USE_A | USE_C, USE_C};
 static const int bw_arrays_counted[] = {2, 2, 3, 3, 2, 1};
 
 /* A reusable barrier whose size can shrink (when a thread could not be created). */
@@ -791,8 +791,8 @@ static int bw_init(bk_ctx *ctx, void **state)
         if (llc == 0)
             snprintf(how, sizeof how, "auto: 32 MiB floor (last-level cache size unknown)");
         else if (bytes < 32 * MIB)
-            snprintf(how, sizeof how, "auto: 32 MiB floor (4 x LLC %llu B from %s is smaller)",
-                     (unsigned long long)llc, src);
+            snprintf(how, sizeof how, "auto: 32 MiB floor (4 x LLC %llu B from %s is smaller)", (unsigned long long)llc,
+                     src);
         else
             snprintf(how, sizeof how, "auto: 4 x LLC %llu B (%s)", (unsigned long long)llc, src);
         if (bytes < 32 * MIB)
@@ -810,11 +810,15 @@ static int bw_init(bk_ctx *ctx, void **state)
         if (bytes > limit) {
             size_t n = strlen(how);
             if (space <= mem)
-                snprintf(how + n, sizeof how - n, ", clamped to %llu B: %d arrays within a quarter of this %d-bit "
-                         "address space", (unsigned long long)limit, mapped, (int)(sizeof(size_t) * 8));
+                snprintf(how + n, sizeof how - n,
+                         ", clamped to %llu B: %d arrays within a quarter of this %d-bit "
+                         "address space",
+                         (unsigned long long)limit, mapped, (int)(sizeof(size_t) * 8));
             else
-                snprintf(how + n, sizeof how - n, ", clamped to %llu B: %d arrays within half of MemAvailable "
-                         "%llu B", (unsigned long long)limit, mapped, (unsigned long long)avail);
+                snprintf(how + n, sizeof how - n,
+                         ", clamped to %llu B: %d arrays within half of MemAvailable "
+                         "%llu B",
+                         (unsigned long long)limit, mapped, (unsigned long long)avail);
             bytes = limit;
         }
     } else {
@@ -960,8 +964,8 @@ static int bw_verify(bk_ctx *ctx, void *state)
         if (!good) {
             bk_set_checksum(ctx, bk_fnv1a(BK_FNV_OFFSET, &fold, sizeof fold));
             if (s->op == OP_MEMCPY)
-                return bk_fail(ctx, "memcpy: element %zu of the destination (%.17g) differs from the source (%.17g)",
-                               j, out[j], s->a[j]);
+                return bk_fail(ctx, "memcpy: element %zu of the destination (%.17g) differs from the source (%.17g)", j,
+                               out[j], s->a[j]);
             if (s->op == OP_MEMSET)
                 return bk_fail(ctx, "memset: word %zu is 0x%016llx, expected 0x%016llx", j, (unsigned long long)bits,
                                (unsigned long long)memset_word);

@@ -49,8 +49,8 @@ static int dj_init(bk_ctx *ctx, void **state)
     if (sources == 0)
         sources = n;
     if (sources > n)
-        return bk_fail(ctx, "parameter 'sources'=%u exceeds 'nodes'=%u: give at most nodes sources (0 = all)",
-                       sources, n);
+        return bk_fail(ctx, "parameter 'sources'=%u exceeds 'nodes'=%u: give at most nodes sources (0 = all)", sources,
+                       n);
     dj_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
         return -1;
@@ -251,9 +251,9 @@ static inline uint32_t pt_bit(uint32_t key, uint32_t i) { return (key >> (31 - i
 /* Prefix lengths of a BGP table, per mille: /24 dominates, then /22 and /23, /16 stands out among the
  * short ones, and a few longer-than-/24 routes appear as in an operator's internal table. */
 static const uint16_t pt_len_permille[33] = {
-    [8] = 1,  [9] = 1,  [10] = 1,  [11] = 1,  [12] = 2,  [13] = 3,   [14] = 5,   [15] = 5,   [16] = 20,
+    [8] = 1,  [9] = 1,   [10] = 1,  [11] = 1,  [12] = 2,  [13] = 3,   [14] = 5,   [15] = 5,   [16] = 20,
     [17] = 8, [18] = 12, [19] = 25, [20] = 40, [21] = 50, [22] = 110, [23] = 100, [24] = 580, [25] = 8,
-    [26] = 6, [27] = 5, [28] = 5,  [29] = 4,  [30] = 4,  [31] = 1,   [32] = 3,
+    [26] = 6, [27] = 5,  [28] = 5,  [29] = 4,  [30] = 4,  [31] = 1,   [32] = 3,
 };
 
 static uint32_t pt_draw_len(uint64_t *rng)
@@ -479,8 +479,8 @@ static int pt_verify(bk_ctx *ctx, void *state)
         for (uint32_t i = 0; i < m && rc == 0; i++) {
             uint32_t want = pt_search_sorted(e, n, s->addr[i]);
             if (s->result[i] != want)
-                rc = bk_fail(ctx, "patricia: lookup %u of %08x gave route %d, a sorted search gives %d", i,
-                             s->addr[i], (int)s->result[i], (int)want);
+                rc = bk_fail(ctx, "patricia: lookup %u of %08x gave route %d, a sorted search gives %d", i, s->addr[i],
+                             (int)s->result[i], (int)want);
         }
         free(e);
     }

@@ -112,8 +112,8 @@ static int crc_verify(bk_ctx *ctx, void *state)
         uint32_t t = crc32_table(s->table, m, strlen(v[i].msg)), b = crc32_bitwise(m, strlen(v[i].msg));
         if (t != v[i].crc || b != v[i].crc) {
             bk_info_str(ctx, "kat", "fail");
-            return bk_fail(ctx, "crc32 known answer \"%s\": table gives %08x, bitwise %08x, expected %08x", v[i].msg,
-                           t, b, v[i].crc);
+            return bk_fail(ctx, "crc32 known answer \"%s\": table gives %08x, bitwise %08x, expected %08x", v[i].msg, t,
+                           b, v[i].crc);
         }
     }
     bk_info_str(ctx, "kat", "pass");
@@ -143,12 +143,12 @@ const bk_kernel bk_mibench_crc32 = {
 
 /* The IMA step sizes (89, about 10% apart) and the index change for each 3-bit magnitude. */
 static const int16_t ima_step[89] = {
-    7,     8,     9,     10,    11,    12,    13,    14,    16,    17,    19,    21,    23,    25,    28,
-    31,    34,    37,    41,    45,    50,    55,    60,    66,    73,    80,    88,    97,    107,   118,
-    130,   143,   157,   173,   190,   209,   230,   253,   279,   307,   337,   371,   408,   449,   494,
-    544,   598,   658,   724,   796,   876,   963,   1060,  1166,  1282,  1411,  1552,  1707,  1878,  2066,
-    2272,  2499,  2749,  3024,  3327,  3660,  4026,  4428,  4871,  5358,  5894,  6484,  7132,  7845,  8630,
-    9493,  10442, 11487, 12635, 13899, 15289, 16818, 18500, 20350, 22385, 24623, 27086, 29794, 32767,
+    7,    8,     9,     10,    11,    12,    13,    14,    16,    17,    19,    21,    23,    25,    28,
+    31,   34,    37,    41,    45,    50,    55,    60,    66,    73,    80,    88,    97,    107,   118,
+    130,  143,   157,   173,   190,   209,   230,   253,   279,   307,   337,   371,   408,   449,   494,
+    544,  598,   658,   724,   796,   876,   963,   1060,  1166,  1282,  1411,  1552,  1707,  1878,  2066,
+    2272, 2499,  2749,  3024,  3327,  3660,  4026,  4428,  4871,  5358,  5894,  6484,  7132,  7845,  8630,
+    9493, 10442, 11487, 12635, 13899, 15289, 16818, 18500, 20350, 22385, 24623, 27086, 29794, 32767,
 };
 static const int8_t ima_index[16] = {-1, -1, -1, -1, 2, 4, 6, 8, -1, -1, -1, -1, 2, 4, 6, 8};
 
@@ -287,7 +287,7 @@ static const bk_metric adpcm_metrics[] = {
 static int64_t adpcm_voice_pass(int16_t *x, size_t n, int fs, uint64_t seed, int64_t peak, int64_t target)
 {
     static const int formants[7][3] = {
-        {730, 1090, 2440}, {270, 2290, 3010}, {300, 870, 2240}, {530, 1840, 2480},
+        {730, 1090, 2440}, {270, 2290, 3010}, {300, 870, 2240},  {530, 1840, 2480},
         {570, 840, 2410},  {660, 1720, 2410}, {490, 1350, 1690},
     };
     static const int bandwidth[3] = {70, 100, 140};

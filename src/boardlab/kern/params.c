@@ -115,13 +115,13 @@ static bool set_param(bk_ctx *ctx, int i, const char *text)
         errno = 0;
         double v = strtod(text, &end);
         if (end == text || *end || errno || !isfinite(v)) {
-            fprintf(stderr, "boardlab-kern: %s: parameter '%s' expects a number, got '%s'\n", ctx->k->name,
-                    p->name, text);
+            fprintf(stderr, "boardlab-kern: %s: parameter '%s' expects a number, got '%s'\n", ctx->k->name, p->name,
+                    text);
             return false;
         }
         if (v < p->min || v > p->max) {
-            fprintf(stderr, "boardlab-kern: %s: parameter '%s'=%g is out of range [%g, %g]\n", ctx->k->name,
-                    p->name, v, p->min, p->max);
+            fprintf(stderr, "boardlab-kern: %s: parameter '%s'=%g is out of range [%g, %g]\n", ctx->k->name, p->name, v,
+                    p->min, p->max);
             return false;
         }
         ctx->fval[i] = v;
@@ -130,13 +130,12 @@ static bool set_param(bk_ctx *ctx, int i, const char *text)
     }
     case BK_ENUM:
         if (!enum_has(p->choices, text)) {
-            fprintf(stderr, "boardlab-kern: %s: parameter '%s' must be one of %s, got '%s'\n", ctx->k->name,
-                    p->name, p->choices, text);
+            fprintf(stderr, "boardlab-kern: %s: parameter '%s' must be one of %s, got '%s'\n", ctx->k->name, p->name,
+                    p->choices, text);
             return false;
         }
         return true;
-    case BK_STR:
-        return true;
+    case BK_STR: return true;
     }
     return false;
 }

@@ -379,8 +379,9 @@ static int sor_verify(bk_ctx *ctx, sm_sor *s, const char *prefix, uint64_t *chec
     for (uint64_t p = 0; p < s->sweeps; p++)
         for (size_t i = 1; i + 1 < n; i++)
             for (size_t j = 1; j + 1 < n; j++)
-                ref[i * n + j] = omega * 0.25 * (ref[(i - 1) * n + j] + ref[(i + 1) * n + j] + ref[i * n + j - 1] +
-                                                 ref[i * n + j + 1]) +
+                ref[i * n + j] = omega * 0.25 *
+                                     (ref[(i - 1) * n + j] + ref[(i + 1) * n + j] + ref[i * n + j - 1] +
+                                      ref[i * n + j + 1]) +
                                  (1.0 - omega) * ref[i * n + j];
     const double diff = sm_max_abs_diff(s->g, ref, nn);
     free(ref);
@@ -711,7 +712,8 @@ static const bk_param size_params[] = {
 static const bk_param no_params[] = {{0}};
 
 static const bk_metric mflops_metric[] = {
-    {"mflops", "MFLOPS", true, BK_RATE, -1, 1e-6, "millions of floating-point operations per second, as SciMark counts them"},
+    {"mflops", "MFLOPS", true, BK_RATE, -1, 1e-6,
+     "millions of floating-point operations per second, as SciMark counts them"},
     {0},
 };
 
@@ -896,17 +898,17 @@ static int k_sparse_init(bk_ctx *ctx, void **state) { return sm_start(ctx, state
 static int k_lu_init(bk_ctx *ctx, void **state) { return sm_start(ctx, state, SM_LU, SM_LU); }
 static int k_composite_init(bk_ctx *ctx, void **state) { return sm_start(ctx, state, SM_FFT, SM_LU); }
 
-#define SM_KERNEL(var, kname, ksummary, kparams, kmetrics, kphases, kinit)                                       \
-    const bk_kernel var = {.name = kname,                                                                         \
-                           .family = "scimark",                                                                   \
-                           .summary = ksummary,                                                                   \
-                           .params = kparams,                                                                     \
-                           .metrics = kmetrics,                                                                   \
-                           .phases = kphases,                                                                     \
-                           .init = kinit,                                                                         \
-                           .run = sm_run,                                                                         \
-                           .corrupt = sm_corrupt,                                                                 \
-                           .verify = sm_verify,                                                                   \
+#define SM_KERNEL(var, kname, ksummary, kparams, kmetrics, kphases, kinit)                                             \
+    const bk_kernel var = {.name = kname,                                                                              \
+                           .family = "scimark",                                                                        \
+                           .summary = ksummary,                                                                        \
+                           .params = kparams,                                                                          \
+                           .metrics = kmetrics,                                                                        \
+                           .phases = kphases,                                                                          \
+                           .init = kinit,                                                                              \
+                           .run = sm_run,                                                                              \
+                           .corrupt = sm_corrupt,                                                                      \
+                           .verify = sm_verify,                                                                        \
                            .fini = sm_fini}
 
 SM_KERNEL(bk_scimark_fft, "scimark.fft", "SciMark 2.0 FFT: complex radix-2 transform, forward and inverse, of N points",

@@ -171,9 +171,9 @@ static void write_samples(load_state *s)
           f);
     for (size_t i = 0; i < s->nreq; i++) {
         const lreq *q = &s->reqs[i];
-        const char *outcome = q->status == 200 ? "ok"
-                              : q->status > 0  ? "http_error"
-                              : q->status == LREQ_ERROR ? "error"
+        const char *outcome = q->status == 200            ? "ok"
+                              : q->status > 0             ? "http_error"
+                              : q->status == LREQ_ERROR   ? "error"
                               : q->status == LREQ_TIMEOUT ? "timeout"
                                                           : "not_started";
         fprintf(f, "%zu,%lld", i, (long long)(q->intended - s->t0));
@@ -350,8 +350,8 @@ static void arm(load_state *s, uint64_t t)
 /* One run's schedule: the open loop's intended starts that have come but not started (a FIFO) and the
  * generator of the next one, the closed loop's period per connection, and the connections awaiting a response. */
 typedef struct {
-    uint64_t rng;    /* open loop: the Poisson arrivals' generator */
-    uint64_t next;   /* open loop: intended start of the next request */
+    uint64_t rng; /* open loop: the Poisson arrivals' generator */
+    uint64_t next; /* open loop: intended start of the next request */
     uint64_t *queue; /* open loop: intended starts come and not started, FIFO queue[qh, qt) */
     size_t qh, qt, qcap;
     double per_conn_period;

@@ -43,11 +43,11 @@ typedef struct {
     uint64_t t0, t_end;
     uint64_t checksum;
     /* software TX timestamps (SO_TIMESTAMPING): when the kernel handed each message to the device */
-    int tx_on;                 /* asked for */
-    char tx_unsupported[256];  /* why there are none (empty: the kernel gave them) */
+    int tx_on; /* asked for */
+    char tx_unsupported[256]; /* why there are none (empty: the kernel gave them) */
     uint64_t tx_id, tx_stamps; /* messages sent on the stamped socket; stamps read back */
-    uint64_t tx_built[256];    /* built time of message id % 256, to pair a stamp with its message */
-    svc_samples tx_ns;         /* built -> software TX stamp */
+    uint64_t tx_built[256]; /* built time of message id % 256, to pair a stamp with its message */
+    svc_samples tx_ns; /* built -> software TX stamp */
 } pub_state;
 
 static const bk_param pub_params[] = {
@@ -224,8 +224,15 @@ static int pub_init(bk_ctx *ctx, void **state)
     pthread_mutex_init(&s->sh.mu, NULL);
     s->sh.enabled = 1;
     /* The study's hard-coded values: a fixed position, heading and course. */
-    s->sh.fix = (svc_fix){.lat_deg = 42.5133, .lon_deg = -83.0261, .alt_m = 190.0, .heading_deg = 87.5,
-                          .pitch_deg = 1.25, .roll_deg = -0.5, .course_deg = 87.0, .speed_mps = 12.5, .fix = 1};
+    s->sh.fix = (svc_fix){.lat_deg = 42.5133,
+                          .lon_deg = -83.0261,
+                          .alt_m = 190.0,
+                          .heading_deg = 87.5,
+                          .pitch_deg = 1.25,
+                          .roll_deg = -0.5,
+                          .course_deg = 87.0,
+                          .speed_mps = 12.5,
+                          .fix = 1};
     struct sockaddr_in probe;
     if (svc_dest_addr(s->group, s->port, &probe) != 0 || !IN_MULTICAST(ntohl(probe.sin_addr.s_addr)))
         return bk_fail(ctx, "group '%s' is not an IPv4 multicast address (224.0.0.0/4)", s->group);
@@ -384,7 +391,8 @@ static int pub_serve(bk_ctx *ctx, void *state)
         if (s->tx_id && !s->tx_stamps)
             snprintf(s->tx_unsupported, sizeof s->tx_unsupported,
                      "the kernel gave no software TX timestamp for %llu messages on %s (driver without "
-                     "skb_tx_timestamp)", (unsigned long long)s->tx_id, s->iface);
+                     "skb_tx_timestamp)",
+                     (unsigned long long)s->tx_id, s->iface);
     }
     s->reader_stop = 1;
     if (s->reader_on) {
@@ -450,7 +458,8 @@ static void pub_json(void *state, bk_json *j)
     else {
         bk_json_begin_object(j);
         bk_json_kv_str(j, "source", s->source == SRC_NMEA ? "nmea" : "ins");
-        bk_json_kv_str(j, "read_mode", s->source == SRC_NMEA ? (const char *[]){"canonical", "byte", "block"}[s->read_mode] : NULL);
+        bk_json_kv_str(j, "read_mode",
+                       s->source == SRC_NMEA ? (const char *[]){"canonical", "byte", "block"}[s->read_mode] : NULL);
         bk_json_kv_uint(j, "reads", s->reader_reads);
         bk_json_kv_uint(j, "bytes", s->reader_bytes);
         bk_json_kv_uint(j, "cpu_ns", s->reader_cpu_ns);

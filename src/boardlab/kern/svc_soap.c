@@ -163,8 +163,9 @@ static void parse_soap(const char *body, size_t n, soap_req *r)
     XML_SetStartDoctypeDeclHandler(p, s_doctype);
     if (XML_Parse(p, body, (int)n, 1) != XML_STATUS_OK && !r->bad) {
         r->bad = 1;
-        snprintf(r->why, sizeof r->why, "malformed XML: %s at line %lu column %lu", XML_ErrorString(XML_GetErrorCode(p)),
-                 (unsigned long)XML_GetCurrentLineNumber(p), (unsigned long)XML_GetCurrentColumnNumber(p));
+        snprintf(r->why, sizeof r->why, "malformed XML: %s at line %lu column %lu",
+                 XML_ErrorString(XML_GetErrorCode(p)), (unsigned long)XML_GetCurrentLineNumber(p),
+                 (unsigned long)XML_GetCurrentColumnNumber(p));
     }
     XML_ParserFree(p);
     if (!r->bad && r->op < 0) {
@@ -242,7 +243,8 @@ void svc_soap_serve(svc_mgmt *m, svc_shared *sh, mconn *c, size_t hlen, size_t b
             m->responses_ok++;
             svc_http_respond(c, 200, "text/xml; charset=utf-8", w, (size_t)wn, close_after);
         } else
-            svc_soap_fault(m, c, 404, "Client", "not found: GET serves only ?wsdl; POST SOAP requests to /vdm", close_after);
+            svc_soap_fault(m, c, 404, "Client", "not found: GET serves only ?wsdl; POST SOAP requests to /vdm",
+                           close_after);
     } else if (strncmp(p, "POST ", 5) == 0)
         soap_call(m, sh, c, p + hlen, blen, close_after);
     else

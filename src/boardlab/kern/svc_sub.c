@@ -30,9 +30,9 @@
 
 typedef struct {
     uint64_t first, max, unique; /* of the current segment (since the start or the last resync) */
-    uint64_t lost_before;        /* lost in earlier segments */
-    uint64_t jumps, resyncs;     /* datagrams beyond the window; jumps the next message confirmed */
-    uint64_t candidate;          /* seq of the last jump, a resync if the next message follows it */
+    uint64_t lost_before; /* lost in earlier segments */
+    uint64_t jumps, resyncs; /* datagrams beyond the window; jumps the next message confirmed */
+    uint64_t candidate; /* seq of the last jump, a resync if the next message follows it */
     int any, have_candidate;
     uint8_t *seen; /* SEQ_WINDOW bits, bit seq % SEQ_WINDOW */
 } seq_track;
@@ -115,7 +115,10 @@ static void seq_restart(seq_track *t, uint64_t seq)
     t->unique = 0;
 }
 
-static uint64_t seq_lost(const seq_track *t) { return t->lost_before + (t->any ? t->max - t->first + 1 - t->unique : 0); }
+static uint64_t seq_lost(const seq_track *t)
+{
+    return t->lost_before + (t->any ? t->max - t->first + 1 - t->unique : 0);
+}
 
 static int track(seq_track *t, uint64_t seq, uint64_t *dup, uint64_t *reord)
 {
@@ -525,7 +528,8 @@ static int sub_verify(bk_ctx *ctx, void *state)
     bk_set_value(ctx, "lost", (double)sub_lost(s));
     bk_set_checksum(ctx, s->checksum);
     if (!s->latency_ns.n)
-        bk_skip_metric(ctx, "latency_p50_ns", "no message received"), bk_skip_metric(ctx, "latency_p99_ns", "no message received");
+        bk_skip_metric(ctx, "latency_p50_ns", "no message received"),
+            bk_skip_metric(ctx, "latency_p99_ns", "no message received");
     return 0;
 }
 
