@@ -131,14 +131,17 @@ fuzz: setup
 bench: setup
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
-# ruff and mypy for Python, at the versions the test extra pins (pre-commit runs the same from the venv: one
-# version everywhere, so a new release's rules never fail a commit that passed); the C built on its own with
-# -Wall -Wextra -Werror.
-LINT_PINS = $(shell $(BIN)/python -c 'import tomllib; t = tomllib.load(open("pyproject.toml", "rb")); print(" ".join(r for r in t["project"]["optional-dependencies"]["test"] if r.split("=")[0] in ("ruff", "mypy")))')
+# ruff and mypy for Python and clang-format for the C (.clang-format), at the versions the test extra pins
+# (pre-commit runs the same from the venv: one version everywhere, so a new release's rules never fail a commit
+# that passed); the C built on its own with -Wall -Wextra -Werror. Offline once `make install` has put the test
+# extra in the venv: pip finds the pins already satisfied.
+LINT_PINS = $(shell $(BIN)/python -c 'import tomllib; t = tomllib.load(open("pyproject.toml", "rb")); print(" ".join("\x27" + r + "\x27" for r in t["project"]["optional-dependencies"]["test"] if r.split("=")[0] in ("ruff", "mypy", "clang-format")))')
+C_SOURCES = $(wildcard src/boardlab/kern/*.c src/boardlab/kern/*.h)
 lint: venv
 	@$(PIP) install $(LINT_PINS)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	$(BIN)/clang-format --dry-run --Werror $(C_SOURCES)
 	rm -rf build-lint
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/meson setup build-lint -Dwerror=true -Dwarning_level=2 >/dev/null
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/ninja -C build-lint

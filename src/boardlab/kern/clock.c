@@ -44,28 +44,28 @@ static int clock_init(bk_ctx *ctx, void **state)
     return 0;
 }
 
-#define ADD1                                                                                          \
-    do {                                                                                              \
-        x += c;                                                                                       \
-        __asm__ volatile("" : "+r"(x));                                                               \
+#define ADD1                                                                                                           \
+    do {                                                                                                               \
+        x += c;                                                                                                        \
+        __asm__ volatile("" : "+r"(x));                                                                                \
     } while (0)
-#define ADD8                                                                                          \
-    ADD1;                                                                                             \
-    ADD1;                                                                                             \
-    ADD1;                                                                                             \
-    ADD1;                                                                                             \
-    ADD1;                                                                                             \
-    ADD1;                                                                                             \
-    ADD1;                                                                                             \
+#define ADD8                                                                                                           \
+    ADD1;                                                                                                              \
+    ADD1;                                                                                                              \
+    ADD1;                                                                                                              \
+    ADD1;                                                                                                              \
+    ADD1;                                                                                                              \
+    ADD1;                                                                                                              \
+    ADD1;                                                                                                              \
     ADD1
-#define ADD64                                                                                         \
-    ADD8;                                                                                             \
-    ADD8;                                                                                             \
-    ADD8;                                                                                             \
-    ADD8;                                                                                             \
-    ADD8;                                                                                             \
-    ADD8;                                                                                             \
-    ADD8;                                                                                             \
+#define ADD64                                                                                                          \
+    ADD8;                                                                                                              \
+    ADD8;                                                                                                              \
+    ADD8;                                                                                                              \
+    ADD8;                                                                                                              \
+    ADD8;                                                                                                              \
+    ADD8;                                                                                                              \
+    ADD8;                                                                                                              \
     ADD8
 
 static int clock_run(bk_ctx *ctx, void *state, uint64_t reps)
@@ -89,9 +89,10 @@ static int clock_verify(bk_ctx *ctx, void *state)
     clock_state *s = state;
     uint64_t expected = s->total * STEP; /* the chain started at 0: n adds of STEP, mod 2^64 */
     bk_set_checksum(ctx, s->x);
-    return s->x == expected ? 0 : bk_fail(ctx, "the add chain ended at %llx after %llu adds, expected %llx",
-                                             (unsigned long long)s->x, (unsigned long long)s->total,
-                                             (unsigned long long)expected);
+    return s->x == expected
+               ? 0
+               : bk_fail(ctx, "the add chain ended at %llx after %llu adds, expected %llx", (unsigned long long)s->x,
+                         (unsigned long long)s->total, (unsigned long long)expected);
 }
 
 const bk_kernel bk_clock_chain = {

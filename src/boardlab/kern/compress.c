@@ -40,8 +40,7 @@ static const char *const cz_phases[] = {"compress", "decompress", NULL};
 
 static const bk_metric cz_metrics[] = {
     {"compress_mb_s", "MB/s", true, BK_RATE, PH_COMPRESS, 1e-6, "uncompressed bytes compressed per second, 10^6 B/s"},
-    {"decompress_mb_s", "MB/s", true, BK_RATE, PH_DECOMPRESS, 1e-6,
-     "uncompressed bytes restored per second, 10^6 B/s"},
+    {"decompress_mb_s", "MB/s", true, BK_RATE, PH_DECOMPRESS, 1e-6, "uncompressed bytes restored per second, 10^6 B/s"},
     {"ratio", "x", true, BK_VALUE, -1, 1.0, "uncompressed size / compressed size"},
     {0},
 };
@@ -280,8 +279,8 @@ static int bz_parallel(cz_state *s, bool decompress)
         pthread_join(tid[t], NULL);
     for (size_t i = 0; i < s->nblocks; i++)
         if (s->blocks[i].rc != BZ_OK)
-            return cz_errf(s, "bzip2 %s of stream %zu failed: %s (%d)", decompress ? "decompression" : "compression",
-                           i, bz_msg(s->blocks[i].rc), s->blocks[i].rc);
+            return cz_errf(s, "bzip2 %s of stream %zu failed: %s (%d)", decompress ? "decompression" : "compression", i,
+                           bz_msg(s->blocks[i].rc), s->blocks[i].rc);
     return 0;
 }
 
@@ -361,8 +360,10 @@ static int bz_verify_stream(cz_state *s)
         in_pos = s->comp_len - st.avail_in;
         if (got > s->n - done || memcmp(buf, s->in + done, got) != 0) {
             ok = false;
-            snprintf(s->err, sizeof s->err, "the concatenated bzip2 streams decode to other bytes than the input "
-                     "near offset %zu", done);
+            snprintf(s->err, sizeof s->err,
+                     "the concatenated bzip2 streams decode to other bytes than the input "
+                     "near offset %zu",
+                     done);
             break;
         }
         done += got;
@@ -383,8 +384,8 @@ static int bz_verify_stream(cz_state *s)
     }
     free(buf);
     if (ok && (done != s->n || streams != s->nblocks)) {
-        snprintf(s->err, sizeof s->err, "single-pass decoding gave %zu bytes in %zu streams, expected %zu in %zu",
-                 done, streams, s->n, s->nblocks);
+        snprintf(s->err, sizeof s->err, "single-pass decoding gave %zu bytes in %zu streams, expected %zu in %zu", done,
+                 streams, s->n, s->nblocks);
         ok = false;
     }
     return ok ? 0 : -1;
@@ -510,8 +511,9 @@ __attribute__((unused)) static int cz_init(bk_ctx *ctx, void **state, const cz_c
     s->comp = bk_alloc(s->comp_cap);
     s->out = bk_alloc(s->n);
     if (!s->comp || !s->out)
-        return bk_fail(ctx, "out of memory: %zu bytes of input need about %zu more for the compressed and "
-                            "restored copies (lower 'bytes')",
+        return bk_fail(ctx,
+                       "out of memory: %zu bytes of input need about %zu more for the compressed and "
+                       "restored copies (lower 'bytes')",
                        s->n, s->comp_cap + s->n);
     s->in_fnv = bk_fnv1a(BK_FNV_OFFSET, s->in, s->n);
     bk_set_amount(ctx, "compress_mb_s", (double)s->n);
@@ -570,21 +572,21 @@ static int cz_verify(bk_ctx *ctx, void *state)
     return 0;
 }
 
-#define CZ_KERNEL(ident, kname, summ, params_, why, init_)                                                            \
-    const bk_kernel ident = {                                                                                         \
-        .name = kname,                                                                                                \
-        .family = "compress",                                                                                         \
-        .summary = summ,                                                                                              \
-        .params = params_,                                                                                            \
-        .metrics = cz_metrics,                                                                                        \
-        .phases = cz_phases,                                                                                          \
-        .supported = why,                                                                                             \
-        .init = init_,                                                                                                \
-        .run = cz_run,                                                                                                \
-        .corrupt = cz_corrupt,                                                                                        \
-        .verify = cz_verify,                                                                                          \
-        .fini = cz_fini,                                                                                              \
-        .fixed_reps = 1, /* one rep compresses and restores the whole corpus: already long */                        \
+#define CZ_KERNEL(ident, kname, summ, params_, why, init_)                                                             \
+    const bk_kernel ident = {                                                                                          \
+        .name = kname,                                                                                                 \
+        .family = "compress",                                                                                          \
+        .summary = summ,                                                                                               \
+        .params = params_,                                                                                             \
+        .metrics = cz_metrics,                                                                                         \
+        .phases = cz_phases,                                                                                           \
+        .supported = why,                                                                                              \
+        .init = init_,                                                                                                 \
+        .run = cz_run,                                                                                                 \
+        .corrupt = cz_corrupt,                                                                                         \
+        .verify = cz_verify,                                                                                           \
+        .fini = cz_fini,                                                                                               \
+        .fixed_reps = 1, /* one rep compresses and restores the whole corpus: already long */                          \
     }
 
 /* ---- the kernels ---- */

@@ -15,7 +15,6 @@
 #include <time.h>
 #include <unistd.h>
 
-
 /* ---- helpers offered to kernels ---- */
 
 uint64_t bk_now_ns(void)
@@ -94,10 +93,7 @@ void bk_set_checksum(bk_ctx *ctx, uint64_t checksum)
     snprintf(ctx->checksum, sizeof ctx->checksum, "%016" PRIx64, checksum);
 }
 
-void bk_set_checksum_hex(bk_ctx *ctx, const char *hex)
-{
-    snprintf(ctx->checksum, sizeof ctx->checksum, "%s", hex);
-}
+void bk_set_checksum_hex(bk_ctx *ctx, const char *hex) { snprintf(ctx->checksum, sizeof ctx->checksum, "%s", hex); }
 
 static int info_slot(bk_ctx *ctx, const char *key)
 {
@@ -156,6 +152,15 @@ int bk_bad_input(bk_ctx *ctx, const char *fmt, ...)
     return -1;
 }
 
+int bk_record_kat(bk_ctx *ctx, int vectors)
+{
+    bk_info_str(ctx, "kat", vectors > 0 ? "pass" : "fail");
+    if (vectors < 0)
+        return -1;
+    bk_info_num(ctx, "kat_vectors", vectors);
+    return 0;
+}
+
 int bk_allowed_cpus(int *cpus, int max)
 {
     cpu_set_t set;
@@ -207,6 +212,47 @@ void *bk_alloc(size_t bytes)
     return p;
 }
 
+void *bk_run_alloc(bk_ctx *ctx, size_t bytes, const char *what)
+{
+    if (ctx->nowned == ctx->owned_cap) {
+        size_t cap = ctx->owned_cap ? 2 * ctx->owned_cap : 16;
+        void **grown = realloc(ctx->owned, cap * sizeof *grown);
+        if (!grown) {
+            bk_fail(ctx, "out of memory for %s (%zu bytes)", what, bytes);
+            return NULL;
+        }
+        ctx->owned = grown;
+        ctx->owned_cap = cap;
+    }
+    void *p = bk_alloc(bytes);
+    if (!p) {
+        bk_fail(ctx, "out of memory for %s (%zu bytes)", what, bytes);
+        return NULL;
+    }
+    ctx->owned[ctx->nowned++] = p;
+    return p;
+}
+
+void *bk_run_state(bk_ctx *ctx, void **state, size_t bytes)
+{
+    *state = bk_run_alloc(ctx, bytes, "the kernel's state");
+    return *state;
+}
+
+void bk_rand_bytes(void *dst, size_t n, uint64_t seed)
+{
+    unsigned char *p = dst;
+    for (size_t i = 0; i < n; i++)
+        p[i] = (unsigned char)bk_rand_next(&seed);
+}
+
+static void free_owned(bk_ctx *ctx)
+{
+    for (size_t i = 0; i < ctx->nowned; i++)
+        free(ctx->owned[i]);
+    free(ctx->owned);
+}
+
 /* ---- statistics used by the loop ---- */
 
 static double cv_of(const uint64_t *x, int n)
@@ -240,10 +286,7 @@ static double nearest_rank(const double *sorted, int n, double q)
     return sorted[rank - 1];
 }
 
-static double median_sorted(const double *s, int n)
-{
-    return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-}
+static double median_sorted(const double *s, int n) { return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]); }
 
 /* ---- timer self-test ---- */
 
@@ -314,14 +357,10 @@ static double metric_value(const bk_ctx *ctx, int m, uint64_t ns, uint64_t reps)
     const bk_metric *spec = &ctx->k->metrics[m];
     double seconds = (double)ns * 1e-9;
     switch (spec->kind) {
-    case BK_RATE:
-        return seconds > 0 ? ctx->amount[m] * (double)reps * spec->scale / seconds : NAN;
-    case BK_TIME:
-        return ctx->amount[m] > 0 ? (double)ns * spec->scale / ((double)reps * ctx->amount[m]) : NAN;
-    case BK_VALUE:
-        return ctx->value_set[m] ? ctx->value[m] : NAN;
-    case BK_MEAN:
-        return NAN; /* needs every rate of the iteration: see mean_of_rates */
+    case BK_RATE: return seconds > 0 ? ctx->amount[m] * (double)reps * spec->scale / seconds : NAN;
+    case BK_TIME: return ctx->amount[m] > 0 ? (double)ns * spec->scale / ((double)reps * ctx->amount[m]) : NAN;
+    case BK_VALUE: return ctx->value_set[m] ? ctx->value[m] : NAN;
+    case BK_MEAN: return NAN; /* needs every rate of the iteration: see mean_of_rates */
     }
     return NAN;
 }
@@ -379,7 +418,10 @@ static void json_summary(bk_json *j, const double *vals, int n, double *scratch)
             continue;
         }
         const double *s = scratch;
-        double v = i == 0 ? median_sorted(s, m) : i == 1 ? s[0] : i == 2 ? s[m - 1] : nearest_rank(s, m, i == 3 ? 90 : 99);
+        double v = i == 0   ? median_sorted(s, m)
+                   : i == 1 ? s[0]
+                   : i == 2 ? s[m - 1]
+                            : nearest_rank(s, m, i == 3 ? 90 : 99);
         bk_json_num(j, v);
     }
 }
@@ -406,7 +448,8 @@ typedef struct {
 static double iteration_target_ns(const bk_timer *timer, const bk_options *opt)
 {
     double target_ns = opt->min_iteration_ms * 1e6;
-    double res = timer->measured_resolution_ns > timer->resolution_ns ? timer->measured_resolution_ns : timer->resolution_ns;
+    double res = timer->measured_resolution_ns > timer->resolution_ns ? timer->measured_resolution_ns
+                                                                      : timer->resolution_ns;
     if (100 * res > target_ns)
         target_ns = 100 * res;
     if (2 * timer->overhead_ns * 20 > target_ns)
@@ -531,18 +574,12 @@ static void verify_run(bk_run *r, bk_ctx *ctx, const bk_options *opt)
 static void json_identity(bk_json *j, const bk_run *r, const bk_ctx *ctx)
 {
     const bk_kernel *k = ctx->k;
-    bk_json_key(j, "schema");
-    bk_json_int(j, BK_RESULT_SCHEMA);
-    bk_json_key(j, "tool");
-    bk_json_str(j, "boardlab-kern");
-    bk_json_key(j, "version");
-    bk_json_str(j, BK_VERSION);
-    bk_json_key(j, "workload");
-    bk_json_str(j, k->name);
-    bk_json_key(j, "family");
-    bk_json_str(j, k->family);
-    bk_json_key(j, "params");
-    bk_json_begin_object(j);
+    bk_json_kv_int(j, "schema", BK_RESULT_SCHEMA);
+    bk_json_kv_str(j, "tool", "boardlab-kern");
+    bk_json_kv_str(j, "version", BK_VERSION);
+    bk_json_kv_str(j, "workload", k->name);
+    bk_json_kv_str(j, "family", k->family);
+    bk_json_key_object(j, "params");
     for (int i = 0; i < ctx->nparams; i++) {
         bk_json_key(j, k->params[i].name);
         if (k->params[i].type == BK_INT)
@@ -553,16 +590,11 @@ static void json_identity(bk_json *j, const bk_run *r, const bk_ctx *ctx)
             bk_json_str(j, ctx->text[i]);
     }
     bk_json_end_object(j);
-    bk_json_key(j, "ok");
-    bk_json_bool(j, r->ok);
-    bk_json_key(j, "supported");
-    bk_json_bool(j, !ctx->unsupported[0]);
-    bk_json_key(j, "reason");
-    bk_json_str(j, ctx->unsupported[0] ? ctx->unsupported : NULL);
-    bk_json_key(j, "verified");
-    bk_json_bool(j, r->verified);
-    bk_json_key(j, "errors");
-    bk_json_begin_array(j);
+    bk_json_kv_bool(j, "ok", r->ok);
+    bk_json_kv_bool(j, "supported", !ctx->unsupported[0]);
+    bk_json_kv_str(j, "reason", ctx->unsupported[0] ? ctx->unsupported : NULL);
+    bk_json_kv_bool(j, "verified", r->verified);
+    bk_json_key_array(j, "errors");
     for (int i = 0; i < ctx->nerrors; i++)
         bk_json_str(j, ctx->errors[i]);
     bk_json_end_array(j);
@@ -570,46 +602,29 @@ static void json_identity(bk_json *j, const bk_run *r, const bk_ctx *ctx)
 
 static void json_timing(bk_json *j, const bk_run *r, const bk_ctx *ctx, const bk_options *opt)
 {
-    bk_json_key(j, "timer");
-    bk_json_begin_object(j);
-    bk_json_key(j, "clock");
-    bk_json_str(j, "CLOCK_MONOTONIC_RAW");
-    bk_json_key(j, "resolution_ns");
-    bk_json_num(j, r->timer.resolution_ns);
-    bk_json_key(j, "measured_resolution_ns");
-    bk_json_num(j, r->timer.measured_resolution_ns);
-    bk_json_key(j, "overhead_ns");
-    bk_json_num(j, r->timer.overhead_ns);
+    bk_json_key_object(j, "timer");
+    bk_json_kv_str(j, "clock", "CLOCK_MONOTONIC_RAW");
+    bk_json_kv_num(j, "resolution_ns", r->timer.resolution_ns);
+    bk_json_kv_num(j, "measured_resolution_ns", r->timer.measured_resolution_ns);
+    bk_json_kv_num(j, "overhead_ns", r->timer.overhead_ns);
     bk_json_end_object(j);
-    bk_json_key(j, "iteration_target_ns");
-    bk_json_num(j, r->target_ns);
-    bk_json_key(j, "reps_per_iteration");
-    bk_json_uint(j, r->reps);
-    bk_json_key(j, "calibration_ns");
-    bk_json_uint(j, r->calibration_ns);
-    bk_json_key(j, "warmup");
-    bk_json_begin_object(j);
-    bk_json_key(j, "iterations");
-    bk_json_int(j, r->warm);
-    bk_json_key(j, "capped");
-    bk_json_bool(j, r->capped);
-    bk_json_key(j, "cv");
-    bk_json_num(j, r->warm_cv);
-    bk_json_key(j, "cv_target");
-    bk_json_num(j, opt->warmup_cv);
-    bk_json_key(j, "duration_ns");
-    bk_json_uint(j, r->warm_ns);
+    bk_json_kv_num(j, "iteration_target_ns", r->target_ns);
+    bk_json_kv_uint(j, "reps_per_iteration", r->reps);
+    bk_json_kv_uint(j, "calibration_ns", r->calibration_ns);
+    bk_json_key_object(j, "warmup");
+    bk_json_kv_int(j, "iterations", r->warm);
+    bk_json_kv_bool(j, "capped", r->capped);
+    bk_json_kv_num(j, "cv", r->warm_cv);
+    bk_json_kv_num(j, "cv_target", opt->warmup_cv);
+    bk_json_kv_uint(j, "duration_ns", r->warm_ns);
     bk_json_end_object(j);
-    bk_json_key(j, "iterations_ns");
-    bk_json_begin_array(j);
+    bk_json_key_array(j, "iterations_ns");
     for (int i = 0; i < r->done; i++)
         bk_json_uint(j, r->iter_ns[i]);
     bk_json_end_array(j);
-    bk_json_key(j, "phases_ns");
-    bk_json_begin_object(j);
+    bk_json_key_object(j, "phases_ns");
     for (int p = 0; p < ctx->nphases; p++) {
-        bk_json_key(j, ctx->k->phases[p]);
-        bk_json_begin_array(j);
+        bk_json_key_array(j, ctx->k->phases[p]);
         for (int i = 0; i < r->done; i++)
             bk_json_uint(j, r->phase_ns[(size_t)i * (size_t)ctx->nphases + (size_t)p]);
         bk_json_end_array(j);
@@ -619,24 +634,18 @@ static void json_timing(bk_json *j, const bk_run *r, const bk_ctx *ctx, const bk
 
 static void json_metrics(bk_json *j, const bk_run *r, const bk_ctx *ctx)
 {
-    bk_json_key(j, "metrics");
-    bk_json_begin_object(j);
+    bk_json_key_object(j, "metrics");
     for (int m = 0; m < ctx->nmetrics && r->ok; m++) {
         const bk_metric *spec = &ctx->k->metrics[m];
         if (ctx->skipped[m])
             continue;
-        bk_json_key(j, spec->name);
-        bk_json_begin_object(j);
-        bk_json_key(j, "unit");
-        bk_json_str(j, spec->unit);
-        bk_json_key(j, "higher_is_better");
-        bk_json_bool(j, spec->higher_is_better);
+        bk_json_key_object(j, spec->name);
+        bk_json_kv_str(j, "unit", spec->unit);
+        bk_json_kv_bool(j, "higher_is_better", spec->higher_is_better);
         if (spec->kind == BK_VALUE) {
-            bk_json_key(j, "value");
-            bk_json_num(j, metric_value(ctx, m, 0, r->reps));
+            bk_json_kv_num(j, "value", metric_value(ctx, m, 0, r->reps));
         } else {
-            bk_json_key(j, "values");
-            bk_json_begin_array(j);
+            bk_json_key_array(j, "values");
             for (int i = 0; i < r->done; i++) {
                 r->vals[i] = iteration_value(ctx, m, r->iter_ns, r->phase_ns, i, r->reps);
                 bk_json_num(j, r->vals[i]);
@@ -652,24 +661,15 @@ static void json_metrics(bk_json *j, const bk_run *r, const bk_ctx *ctx)
 static void json_rusage(bk_json *j, const bk_run *r)
 {
     const struct rusage *ru = &r->ru;
-    bk_json_key(j, "rusage");
-    bk_json_begin_object(j);
-    bk_json_key(j, "utime_us");
-    bk_json_int(j, (int64_t)ru->ru_utime.tv_sec * 1000000 + ru->ru_utime.tv_usec);
-    bk_json_key(j, "stime_us");
-    bk_json_int(j, (int64_t)ru->ru_stime.tv_sec * 1000000 + ru->ru_stime.tv_usec);
-    bk_json_key(j, "maxrss_kib");
-    bk_json_int(j, ru->ru_maxrss);
-    bk_json_key(j, "vm_hwm_kib");
-    bk_json_int(j, r->hwm);
-    bk_json_key(j, "minflt");
-    bk_json_int(j, ru->ru_minflt);
-    bk_json_key(j, "majflt");
-    bk_json_int(j, ru->ru_majflt);
-    bk_json_key(j, "nvcsw");
-    bk_json_int(j, ru->ru_nvcsw);
-    bk_json_key(j, "nivcsw");
-    bk_json_int(j, ru->ru_nivcsw);
+    bk_json_key_object(j, "rusage");
+    bk_json_kv_int(j, "utime_us", (int64_t)ru->ru_utime.tv_sec * 1000000 + ru->ru_utime.tv_usec);
+    bk_json_kv_int(j, "stime_us", (int64_t)ru->ru_stime.tv_sec * 1000000 + ru->ru_stime.tv_usec);
+    bk_json_kv_int(j, "maxrss_kib", ru->ru_maxrss);
+    bk_json_kv_int(j, "vm_hwm_kib", r->hwm);
+    bk_json_kv_int(j, "minflt", ru->ru_minflt);
+    bk_json_kv_int(j, "majflt", ru->ru_majflt);
+    bk_json_kv_int(j, "nvcsw", ru->ru_nvcsw);
+    bk_json_kv_int(j, "nivcsw", ru->ru_nivcsw);
     bk_json_end_object(j);
 }
 
@@ -687,14 +687,12 @@ static void emit_json(bk_run *r, const bk_ctx *ctx, const bk_options *opt)
         bk_json_key(&j, "counters");
         bk_counters_json(&r->counters, &j);
     }
-    bk_json_key(&j, "checksum");
-    bk_json_str(&j, ctx->checksum[0] ? ctx->checksum : NULL);
+    bk_json_kv_str(&j, "checksum", ctx->checksum[0] ? ctx->checksum : NULL);
     if (k->serve_json && r->state) {
         bk_json_key(&j, "service");
         k->serve_json(r->state, &j);
     }
-    bk_json_key(&j, "info");
-    bk_json_begin_object(&j);
+    bk_json_key_object(&j, "info");
     for (int i = 0; i < ctx->ninfo; i++) {
         bk_json_key(&j, ctx->info[i].key);
         if (ctx->info[i].is_num)
@@ -704,8 +702,7 @@ static void emit_json(bk_run *r, const bk_ctx *ctx, const bk_options *opt)
     }
     bk_json_end_object(&j);
     json_rusage(&j, r);
-    bk_json_key(&j, "wall_ns");
-    bk_json_uint(&j, r->wall_ns);
+    bk_json_kv_uint(&j, "wall_ns", r->wall_ns);
     bk_json_end_object(&j);
     fputc('\n', stdout);
 }
@@ -822,6 +819,7 @@ int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_
     fflush(stdout);
     if (k->fini && r.state)
         k->fini(r.state);
+    free_owned(ctx);
     run_free(&r);
     if (ctx->unsupported[0] && !opt->json)
         fprintf(stderr, "boardlab-kern: %s is unsupported here: %s\n", k->name, ctx->unsupported);

@@ -100,6 +100,11 @@ BK_HIDDEN int bk_fail(bk_ctx *ctx, const char *fmt, ...) __attribute__((format(p
  * parameter does, not 1 (a failure while running). */
 BK_HIDDEN int bk_bad_input(bk_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* A known-answer test's outcome under "info": "kat" pass (`vectors` > 0) or fail and, unless it failed,
+ * "kat_vectors". `vectors`: how many known answers held, < 0 when one did not (its error already recorded).
+ * Returns -1 when it failed, else 0. */
+BK_HIDDEN int bk_record_kat(bk_ctx *ctx, int vectors);
+
 /* Time. CLOCK_MONOTONIC_RAW: not slewed by NTP. */
 BK_HIDDEN uint64_t bk_now_ns(void);
 BK_HIDDEN void bk_phase_begin(bk_ctx *ctx, int phase);
@@ -119,6 +124,16 @@ BK_HIDDEN uint64_t bk_fnv1a(uint64_t h, const void *data, size_t n);
 
 /* Memory aligned to a page, zeroed; NULL on failure. */
 BK_HIDDEN void *bk_alloc(size_t bytes);
+
+/* Memory owned by the run, for init: aligned to a page and zeroed as bk_alloc's, freed by the core after fini, so
+ * a kernel whose state is only memory needs no fini and an init that fails half-way leaks nothing. NULL after
+ * bk_fail(ctx, "out of memory for <what> (<bytes> bytes)"). Not thread-safe: call it from init only. */
+BK_HIDDEN void *bk_run_alloc(bk_ctx *ctx, size_t bytes, const char *what);
+/* The kernel's state, `bytes` of run-owned memory, already stored in *state (fini sees even the state of an init
+ * that failed); NULL after bk_fail(ctx, "out of memory"). */
+BK_HIDDEN void *bk_run_state(bk_ctx *ctx, void **state, size_t bytes);
+/* n deterministic pseudo-random bytes from `seed`: the same input on every board. */
+BK_HIDDEN void bk_rand_bytes(void *dst, size_t n, uint64_t seed);
 
 /* Keep the compiler from eliding a computation whose result is otherwise unused. */
 #define BK_KEEP(x) __asm__ volatile("" : : "g"(x) : "memory")

@@ -50,6 +50,8 @@ struct bk_ctx {
     int nerrors;
     char errors[BK_MAX_ERRORS][512];
     bool bad_input; /* an error came from bk_bad_input: exit 2 */
+    void **owned; /* bk_run_alloc's blocks, freed after fini */
+    size_t nowned, owned_cap;
 };
 
 BK_HIDDEN extern const bk_kernel *const bk_kernels[];

@@ -192,8 +192,8 @@ static size_t tm_record(tm_gen *g, const int16_t *sine, unsigned char *out)
                 int32_t noise = ch->noise ? (int32_t)((r >> (8 * c)) & 255) % (int32_t)m +
                                                 (int32_t)((r2 >> (8 * c)) & 255) % (int32_t)m - 2 * (int32_t)ch->noise
                                           : 0;
-                v = clamp((int32_t)(ch->offset + shr_floor(acc, 14) + shr_floor(ch->drift_q16, 16) + noise / 2),
-                          -32768, 32767);
+                v = clamp((int32_t)(ch->offset + shr_floor(acc, 14) + shr_floor(ch->drift_q16, 16) + noise / 2), -32768,
+                          32767);
             }
             uint16_t u = (uint16_t)v;
             *p++ = (unsigned char)(u & 255);
@@ -250,8 +250,9 @@ static void civil_from_days(int64_t z, int *y, unsigned *m, unsigned *d)
 }
 
 /* A signed fixed-point number with 3 decimals, as "%s%d.%03d" arguments (evaluates v several times). */
-#define FX3(v) ((v) < 0 ? "-" : ""), (int)(((v) < 0 ? -(int64_t)(v) : (int64_t)(v)) / 1000), \
-               (int)(((v) < 0 ? -(int64_t)(v) : (int64_t)(v)) % 1000)
+#define FX3(v)                                                                                                         \
+    ((v) < 0 ? "-" : ""), (int)(((v) < 0 ? -(int64_t)(v) : (int64_t)(v)) / 1000),                                      \
+        (int)(((v) < 0 ? -(int64_t)(v) : (int64_t)(v)) % 1000)
 
 static size_t log_line(log_gen *g, char *out, size_t cap)
 {
@@ -587,18 +588,22 @@ static int load_file(bk_ctx *ctx, const char *path, unsigned char **data, size_t
      * it changes nothing for the regular file read afterwards. */
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
-        return bk_bad_input(ctx, "parameter 'input': cannot open '%s': %s (give an existing, readable file, or leave "
-                            "input empty for the generated corpus)", path, strerror(errno));
+        return bk_bad_input(ctx,
+                            "parameter 'input': cannot open '%s': %s (give an existing, readable file, or leave "
+                            "input empty for the generated corpus)",
+                            path, strerror(errno));
     struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
         close(fd);
-        return bk_bad_input(ctx, "parameter 'input': '%s' is not a regular file (a FIFO, device or directory); give a "
-                            "regular file", path);
+        return bk_bad_input(ctx,
+                            "parameter 'input': '%s' is not a regular file (a FIFO, device or directory); give a "
+                            "regular file",
+                            path);
     }
     if (st.st_size == 0 || (double)st.st_size > BK_CORPUS_MAX_BYTES) {
         close(fd);
         return bk_bad_input(ctx, "parameter 'input': '%s' has %lld bytes; it needs 1 byte to 1 GiB", path,
-                       (long long)st.st_size);
+                            (long long)st.st_size);
     }
     size_t size = (size_t)st.st_size, got = 0;
     unsigned char *buf = bk_alloc(size);
@@ -636,8 +641,9 @@ int bk_corpus_load(bk_ctx *ctx, unsigned char **data, size_t *n)
     unsigned pct[BK_CORPUS_PARTS];
     char why[160];
     if (bk_corpus_parse_mix(mix, pct, why, sizeof why) != 0)
-        return bk_fail(ctx, "parameter 'mix'='%s': %s; expected NAME=PERCENT,... with NAME in " BK_CORPUS_PART_NAMES
-                            " and integer percentages summing to 100, e.g. '" BK_CORPUS_DEFAULT_MIX "'",
+        return bk_fail(ctx,
+                       "parameter 'mix'='%s': %s; expected NAME=PERCENT,... with NAME in " BK_CORPUS_PART_NAMES
+                       " and integer percentages summing to 100, e.g. '" BK_CORPUS_DEFAULT_MIX "'",
                        mix, why);
     size_t size = (size_t)bk_arg_int(ctx, "bytes");
     uint64_t seed = (uint64_t)bk_arg_int(ctx, "seed");

@@ -24,12 +24,18 @@ enum { BK_CORPUS_TELEMETRY, BK_CORPUS_LOGS, BK_CORPUS_IMAGE, BK_CORPUS_RANDOM, B
 
 /* The four parameters of every kernel that works on the corpus; `def_bytes` is the kernel's default size,
  * chosen so that a default run stays short. bk_corpus_load() reads them. */
-#define BK_CORPUS_PARAMS(def_bytes)                                                                                   \
-    {"bytes", BK_INT, 1, BK_CORPUS_MAX_BYTES, def_bytes, NULL, "B",                                                   \
-     "size of the generated corpus (k/M/G suffixes; ignored with input=)"},                                           \
-        {"mix", BK_STR, 0, 0, BK_CORPUS_DEFAULT_MIX, NULL, NULL,                                                      \
-         "share of each corpus stream in percent, NAME=PERCENT,... over " BK_CORPUS_PART_NAMES ", summing to 100"},   \
-        {"seed", BK_INT, 0, 4294967295.0, BK_CORPUS_DEFAULT_SEED, NULL, NULL, "seed of the generated corpus"},        \
+#define BK_CORPUS_PARAMS(def_bytes)                                                                                    \
+    {"bytes",   BK_INT, 1,   BK_CORPUS_MAX_BYTES,                                                                      \
+     def_bytes, NULL,   "B", "size of the generated corpus (k/M/G suffixes; ignored with input=)"},                    \
+        {"mix",                                                                                                        \
+         BK_STR,                                                                                                       \
+         0,                                                                                                            \
+         0,                                                                                                            \
+         BK_CORPUS_DEFAULT_MIX,                                                                                        \
+         NULL,                                                                                                         \
+         NULL,                                                                                                         \
+         "share of each corpus stream in percent, NAME=PERCENT,... over " BK_CORPUS_PART_NAMES ", summing to 100"},    \
+        {"seed", BK_INT, 0, 4294967295.0, BK_CORPUS_DEFAULT_SEED, NULL, NULL, "seed of the generated corpus"},         \
         {"input", BK_STR, 0, 0, "", NULL, NULL, "a file to use instead of the generated corpus (read fully)"}
 
 /* Parses "telemetry=40,logs=30,image=20,random=10" (any subset, any order, each name at most once, integer

@@ -245,18 +245,14 @@ void bk_counters_json(const bk_counters *cs, bk_json *j)
     bk_json_begin_object(j);
     for (int i = 0; i < cs->n; i++) {
         const bk_counter *c = &cs->c[i];
-        bk_json_key(j, c->name);
-        bk_json_begin_object(j);
+        bk_json_key_object(j, c->name);
         if (c->unsupported[0] || !c->read_ok) {
-            bk_json_key(j, "unsupported");
-            bk_json_str(j, c->unsupported[0] ? c->unsupported : "not read: the measured iterations did not run");
+            bk_json_kv_str(j, "unsupported",
+                           c->unsupported[0] ? c->unsupported : "not read: the measured iterations did not run");
         } else {
-            bk_json_key(j, "count");
-            bk_json_uint(j, c->count);
-            bk_json_key(j, "time_enabled_ns");
-            bk_json_uint(j, c->time_enabled_ns);
-            bk_json_key(j, "time_running_ns");
-            bk_json_uint(j, c->time_running_ns);
+            bk_json_kv_uint(j, "count", c->count);
+            bk_json_kv_uint(j, "time_enabled_ns", c->time_enabled_ns);
+            bk_json_kv_uint(j, "time_running_ns", c->time_running_ns);
         }
         bk_json_end_object(j);
     }
@@ -268,8 +264,7 @@ void bk_counters_print(const bk_counters *cs, FILE *out)
     for (int i = 0; i < cs->n; i++) {
         const bk_counter *c = &cs->c[i];
         if (c->unsupported[0] || !c->read_ok)
-            fprintf(out, "  counter %-22s unsupported: %s\n", c->name,
-                    c->unsupported[0] ? c->unsupported : "not read");
+            fprintf(out, "  counter %-22s unsupported: %s\n", c->name, c->unsupported[0] ? c->unsupported : "not read");
         else
             fprintf(out, "  counter %-22s %" PRIu64 " (running %.0f%% of the time)\n", c->name, c->count,
                     c->time_enabled_ns ? 100.0 * (double)c->time_running_ns / (double)c->time_enabled_ns : 0.0);

@@ -114,8 +114,8 @@ typedef struct {
  * ones NIST's GCM page publishes); CBC is SP 800-38A F.2.1; ChaCha20-Poly1305 is RFC 8439 section 2.8.2;
  * SHA-1/SHA-256 are FIPS 180 (Appendix examples "abc" and the 448-bit two-block message); MD5 is RFC 1321's
  * test suite. */
-#define GCM_P60                                                                                                  \
-    "d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a721c3c0c95956809532fcf0e2449a6b525b16aedf5aa0d" \
+#define GCM_P60                                                                                                        \
+    "d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a721c3c0c95956809532fcf0e2449a6b525b16aedf5aa0d"     \
     "e657ba637b39"
 #define GCM_K128 "feffe9928665731c6d6a8f9467308308"
 #define GCM_IV "cafebabefacedbaddecaf888"
@@ -168,8 +168,8 @@ static const crypto_kat crypto_kats[] = {
     {"sha256", "FIPS 180 two-block message", NULL, NULL, NULL, NULL, SHA_448,
      "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1", NULL},
     {"md5", "RFC 1321 \"abc\"", NULL, NULL, NULL, NULL, "abc", "900150983cd24fb0d6963f7d28e17f72", NULL},
-    {"md5", "RFC 1321 \"message digest\"", NULL, NULL, NULL, NULL, "message digest",
-     "f96b697d7cb7938d525a2f31aaf161d0", NULL},
+    {"md5", "RFC 1321 \"message digest\"", NULL, NULL, NULL, NULL, "message digest", "f96b697d7cb7938d525a2f31aaf161d0",
+     NULL},
 };
 
 static int hexval(char c)
@@ -434,6 +434,31 @@ static int afalg_exchange(crypto_impl *im, struct msghdr *msg, struct iovec *tx,
     return 0;
 }
 
+/* One cipher request either way. The kernel's AEAD takes AAD || text (|| tag, to decrypt) and returns
+ * AAD || text (|| tag, from encrypting); the returned AAD copy lands in a scratch buffer. A decryption whose tag
+ * does not authenticate the message fails with EBADMSG. */
+static int afalg_cipher(crypto_impl *im, uint32_t op, const uint8_t *iv, const uint8_t *aad, size_t aad_len,
+                        const uint8_t *in, size_t len, uint8_t *out, uint8_t *tag)
+{
+    struct msghdr msg = {0};
+    afalg_cbuf cb;
+    afalg_controls(im, &msg, &cb, op, iv, aad_len);
+    uint8_t aad_out[32];
+    struct iovec tx[3], rx[3];
+    int ntx = 0, nrx = 0;
+    if (aad_len) {
+        tx[ntx++] = (struct iovec){(void *)(uintptr_t)aad, aad_len};
+        rx[nrx++] = (struct iovec){aad_out, aad_len};
+    }
+    tx[ntx++] = (struct iovec){(void *)(uintptr_t)in, len};
+    if (im->alg->kind == KIND_AEAD && op == ALG_OP_DECRYPT)
+        tx[ntx++] = (struct iovec){tag, TAG_BYTES};
+    rx[nrx++] = (struct iovec){out, len};
+    if (im->alg->kind == KIND_AEAD && op == ALG_OP_ENCRYPT)
+        rx[nrx++] = (struct iovec){tag, TAG_BYTES};
+    return afalg_exchange(im, &msg, tx, ntx, rx, nrx);
+}
+
 static int afalg_enc(crypto_impl *im, const uint8_t *iv, const uint8_t *aad, size_t aad_len, const uint8_t *in,
                      size_t len, uint8_t *out, uint8_t *tag)
 {
@@ -450,49 +475,18 @@ static int afalg_enc(crypto_impl *im, const uint8_t *iv, const uint8_t *aad, siz
         if (n < 0)
             return afalg_error(im, "read digest");
         if ((size_t)n != im->alg->out_len) {
-            snprintf(im->err, sizeof im->err, "AF_ALG returned a %zd-byte digest, expected %zu", n,
-                     im->alg->out_len);
+            snprintf(im->err, sizeof im->err, "AF_ALG returned a %zd-byte digest, expected %zu", n, im->alg->out_len);
             return -1;
         }
         return 0;
     }
-    struct msghdr msg = {0};
-    afalg_cbuf cb;
-    afalg_controls(im, &msg, &cb, ALG_OP_ENCRYPT, iv, aad_len);
-    /* The kernel's AEAD output is AAD || ciphertext || tag; the AAD copy lands in a scratch buffer. */
-    uint8_t aad_out[32];
-    struct iovec tx[2], rx[3];
-    int ntx = 0, nrx = 0;
-    if (aad_len) {
-        tx[ntx++] = (struct iovec){(void *)(uintptr_t)aad, aad_len};
-        rx[nrx++] = (struct iovec){aad_out, aad_len};
-    }
-    tx[ntx++] = (struct iovec){(void *)(uintptr_t)in, len};
-    rx[nrx++] = (struct iovec){out, len};
-    if (im->alg->kind == KIND_AEAD)
-        rx[nrx++] = (struct iovec){tag, TAG_BYTES};
-    return afalg_exchange(im, &msg, tx, ntx, rx, nrx);
+    return afalg_cipher(im, ALG_OP_ENCRYPT, iv, aad, aad_len, in, len, out, tag);
 }
 
 static int afalg_dec(crypto_impl *im, const uint8_t *iv, const uint8_t *aad, size_t aad_len, const uint8_t *in,
                      size_t len, uint8_t *out, const uint8_t *tag)
 {
-    struct msghdr msg = {0};
-    afalg_cbuf cb;
-    afalg_controls(im, &msg, &cb, ALG_OP_DECRYPT, iv, aad_len);
-    /* Input AAD || ciphertext || tag; output AAD || plaintext, or EBADMSG when the tag does not match. */
-    uint8_t aad_out[32];
-    struct iovec tx[3], rx[2];
-    int ntx = 0, nrx = 0;
-    if (aad_len) {
-        tx[ntx++] = (struct iovec){(void *)(uintptr_t)aad, aad_len};
-        rx[nrx++] = (struct iovec){aad_out, aad_len};
-    }
-    tx[ntx++] = (struct iovec){(void *)(uintptr_t)in, len};
-    if (im->alg->kind == KIND_AEAD)
-        tx[ntx++] = (struct iovec){(void *)(uintptr_t)tag, TAG_BYTES};
-    rx[nrx++] = (struct iovec){out, len};
-    int rc = afalg_exchange(im, &msg, tx, ntx, rx, nrx);
+    int rc = afalg_cipher(im, ALG_OP_DECRYPT, iv, aad, aad_len, in, len, out, (uint8_t *)(uintptr_t)tag);
     if (rc != 0 && im->sys_errno == EBADMSG)
         snprintf(im->err, sizeof im->err, "the kernel refused the message (EBADMSG: the tag does not authenticate it)");
     return rc;
@@ -975,13 +969,14 @@ static bool ends_with(const char *s, const char *suffix)
 
 static impl_kind classify_leaf(const char *d)
 {
-    static const char *const engines[] = {"sun8i-ce", "sun8i-ss", "sun4i-ss", "omap", "atmel", "caam", "talitos",
-                                          "mv-", "marvell", "safexcel", "stm32", "rk-", "rockchip", "exynos", "s5p",
-                                          "virtio", "ccree", "ccp", "qat", "hisi", "starfive", "sa2ul", "keembay"};
-    static const char *const cpus[] = {"aesni", "aes-ni", "clmulni", "-neon", "neonbs", "-avx", "avx2", "avx512",
-                                       "-ssse3", "-sse2", "x86_64", "-x86", "-simd", "-intel", "-ni", "-arm",
-                                       "-asm", "-p8", "-vmx", "-ppc", "s390", "riscv", "zvk", "-mips", "octeon",
-                                       "padlock", "sparc64", "vaes"};
+    static const char *const engines[] = {"sun8i-ce", "sun8i-ss", "sun4i-ss", "omap",     "atmel",  "caam",
+                                          "talitos",  "mv-",      "marvell",  "safexcel", "stm32",  "rk-",
+                                          "rockchip", "exynos",   "s5p",      "virtio",   "ccree",  "ccp",
+                                          "qat",      "hisi",     "starfive", "sa2ul",    "keembay"};
+    static const char *const cpus[] = {"aesni",  "aes-ni", "clmulni", "-neon",  "neonbs",  "-avx",    "avx2",
+                                       "avx512", "-ssse3", "-sse2",   "x86_64", "-x86",    "-simd",   "-intel",
+                                       "-ni",    "-arm",   "-asm",    "-p8",    "-vmx",    "-ppc",    "s390",
+                                       "riscv",  "zvk",    "-mips",   "octeon", "padlock", "sparc64", "vaes"};
     for (size_t i = 0; i < sizeof engines / sizeof engines[0]; i++)
         if (strstr(d, engines[i]))
             return IMPL_ENGINE;

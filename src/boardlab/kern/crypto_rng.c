@@ -120,13 +120,15 @@ static int rng_init(bk_ctx *ctx, void **state)
             int e = errno;
             rng_free(s);
             if (e == ENOENT)
-                return bk_unsupported(ctx, "no /dev/hwrng: the kernel has no hardware RNG driver%s (CONFIG_HW_RANDOM "
-                                           "and the SoC's driver, e.g. omap-rng on AM335x, bcm2835-rng on Raspberry "
-                                           "Pi, virtio-rng in a VM)",
+                return bk_unsupported(ctx,
+                                      "no /dev/hwrng: the kernel has no hardware RNG driver%s (CONFIG_HW_RANDOM "
+                                      "and the SoC's driver, e.g. omap-rng on AM335x, bcm2835-rng on Raspberry "
+                                      "Pi, virtio-rng in a VM)",
                                       have_sysfs ? " bound" : "");
             if (e == EACCES || e == EPERM)
-                return bk_unsupported(ctx, "/dev/hwrng is not readable by this user (%s): run as root or grant "
-                                           "read access to the device",
+                return bk_unsupported(ctx,
+                                      "/dev/hwrng is not readable by this user (%s): run as root or grant "
+                                      "read access to the device",
                                       strerror(e));
             return bk_unsupported(ctx, "/dev/hwrng cannot be opened: %s", strerror(e));
         }

@@ -80,42 +80,42 @@ static const char *blas_reason(void)
 #define NB_K 128 /* a B panel of NB_K x NB_J stays in L2 while 4 rows of C stream over it */
 #define NB_J 512
 
-#define DEFINE_NATIVE(T, SUF)                                                                                  \
-    static void native_rows_##SUF(int m0, int m1, int n, int k, T alpha, const T *a, int lda, const T *b,     \
-                                  int ldb, T *c, int ldc)                                                      \
-    {                                                                                                          \
-        for (int kk = 0; kk < k; kk += NB_K) {                                                                 \
-            int ke = kk + NB_K < k ? kk + NB_K : k;                                                            \
-            for (int jj = 0; jj < n; jj += NB_J) {                                                             \
-                int je = jj + NB_J < n ? jj + NB_J : n;                                                        \
-                int i = m0;                                                                                    \
-                for (; i + 4 <= m1; i += 4) {                                                                  \
-                    T *restrict c0 = c + (size_t)i * ldc, *restrict c1 = c0 + ldc;                              \
-                    T *restrict c2 = c1 + ldc, *restrict c3 = c2 + ldc;                                        \
-                    for (int p = kk; p < ke; p++) {                                                            \
-                        const T *restrict bp = b + (size_t)p * ldb;                                            \
-                        T a0 = alpha * a[(size_t)i * lda + p], a1 = alpha * a[(size_t)(i + 1) * lda + p];       \
-                        T a2 = alpha * a[(size_t)(i + 2) * lda + p], a3 = alpha * a[(size_t)(i + 3) * lda + p]; \
-                        for (int j = jj; j < je; j++) {                                                        \
-                            T bv = bp[j];                                                                      \
-                            c0[j] += a0 * bv;                                                                  \
-                            c1[j] += a1 * bv;                                                                  \
-                            c2[j] += a2 * bv;                                                                  \
-                            c3[j] += a3 * bv;                                                                  \
-                        }                                                                                      \
-                    }                                                                                          \
-                }                                                                                              \
-                for (; i < m1; i++) {                                                                          \
-                    T *ci = c + (size_t)i * ldc;                                                               \
-                    for (int p = kk; p < ke; p++) {                                                            \
-                        const T *bp = b + (size_t)p * ldb;                                                     \
-                        T ai = alpha * a[(size_t)i * lda + p];                                                 \
-                        for (int j = jj; j < je; j++)                                                          \
-                            ci[j] += ai * bp[j];                                                               \
-                    }                                                                                          \
-                }                                                                                              \
-            }                                                                                                  \
-        }                                                                                                      \
+#define DEFINE_NATIVE(T, SUF)                                                                                          \
+    static void native_rows_##SUF(int m0, int m1, int n, int k, T alpha, const T *a, int lda, const T *b, int ldb,     \
+                                  T *c, int ldc)                                                                       \
+    {                                                                                                                  \
+        for (int kk = 0; kk < k; kk += NB_K) {                                                                         \
+            int ke = kk + NB_K < k ? kk + NB_K : k;                                                                    \
+            for (int jj = 0; jj < n; jj += NB_J) {                                                                     \
+                int je = jj + NB_J < n ? jj + NB_J : n;                                                                \
+                int i = m0;                                                                                            \
+                for (; i + 4 <= m1; i += 4) {                                                                          \
+                    T *restrict c0 = c + (size_t)i * ldc, *restrict c1 = c0 + ldc;                                     \
+                    T *restrict c2 = c1 + ldc, *restrict c3 = c2 + ldc;                                                \
+                    for (int p = kk; p < ke; p++) {                                                                    \
+                        const T *restrict bp = b + (size_t)p * ldb;                                                    \
+                        T a0 = alpha * a[(size_t)i * lda + p], a1 = alpha * a[(size_t)(i + 1) * lda + p];              \
+                        T a2 = alpha * a[(size_t)(i + 2) * lda + p], a3 = alpha * a[(size_t)(i + 3) * lda + p];        \
+                        for (int j = jj; j < je; j++) {                                                                \
+                            T bv = bp[j];                                                                              \
+                            c0[j] += a0 * bv;                                                                          \
+                            c1[j] += a1 * bv;                                                                          \
+                            c2[j] += a2 * bv;                                                                          \
+                            c3[j] += a3 * bv;                                                                          \
+                        }                                                                                              \
+                    }                                                                                                  \
+                }                                                                                                      \
+                for (; i < m1; i++) {                                                                                  \
+                    T *ci = c + (size_t)i * ldc;                                                                       \
+                    for (int p = kk; p < ke; p++) {                                                                    \
+                        const T *bp = b + (size_t)p * ldb;                                                             \
+                        T ai = alpha * a[(size_t)i * lda + p];                                                         \
+                        for (int j = jj; j < je; j++)                                                                  \
+                            ci[j] += ai * bp[j];                                                                       \
+                    }                                                                                                  \
+                }                                                                                                      \
+            }                                                                                                          \
+        }                                                                                                              \
     }
 
 DEFINE_NATIVE(double, d)
@@ -158,8 +158,8 @@ static int native_gemm(bool dp, int threads, const int *cpus, int ncpus, int m, 
     int per = (m + threads - 1) / threads, started = 0, rc = 0;
     for (int t = 0; t < threads; t++) {
         native_job *j = &jobs[t];
-        *j = (native_job){dp, t * per, (t + 1) * per < m ? (t + 1) * per : m, n, k, lda, ldb, ldc, alpha, a, b, c,
-                          ncpus ? cpus[t % ncpus] : -1};
+        *j = (native_job){dp, t * per, (t + 1) * per < m ? (t + 1) * per : m, n, k, lda, ldb, ldc, alpha, a,
+                          b,  c,       ncpus ? cpus[t % ncpus] : -1};
         if (t == threads - 1 || threads == 1)
             break;
         if (pthread_create(&tids[t], NULL, native_thread, j) != 0) {
@@ -220,22 +220,31 @@ static double elem(const gemm_state *s, const void *p, size_t i)
     return s->dp ? ((const double *)p)[i] : (double)((const float *)p)[i];
 }
 
-static int common_init(bk_ctx *ctx, gemm_state *s)
+/* The state both kernels start from, in run-owned memory: the parameters read and the implementation chosen.
+ * NULL after bk_fail or bk_unsupported. */
+static gemm_state *common_init(bk_ctx *ctx, void **state)
 {
+    gemm_state *s = bk_run_state(ctx, state, sizeof *s);
+    if (!s)
+        return NULL;
     s->n = (int)bk_arg_int(ctx, "n");
     s->dp = strcmp(bk_arg_str(ctx, "precision"), "double") == 0;
     s->blas = strcmp(bk_arg_str(ctx, "impl"), "blas") == 0;
     s->threads = (int)bk_arg_int(ctx, "threads");
     s->ncpus = bk_allowed_cpus(s->cpus, 256);
-    if (s->blas && blas_reason())
-        return bk_unsupported(ctx, "impl=blas: %s", blas_reason());
+    if (s->blas && blas_reason()) {
+        bk_unsupported(ctx, "impl=blas: %s", blas_reason());
+        return NULL;
+    }
 #if BK_HAVE_CBLAS
     if (s->blas) {
         if (p_set_threads)
             p_set_threads(s->threads);
-        else if (s->threads != 1)
-            return bk_unsupported(ctx, "threads=%d: %s has no thread-count call (OpenBLAS's is missing)",
-                                  s->threads, blas_library);
+        else if (s->threads != 1) {
+            bk_unsupported(ctx, "threads=%d: %s has no thread-count call (OpenBLAS's is missing)", s->threads,
+                           blas_library);
+            return NULL;
+        }
         bk_info_str(ctx, "blas_library", blas_library);
         if (p_get_config)
             bk_info_str(ctx, "blas_config", p_get_config());
@@ -243,12 +252,12 @@ static int common_init(bk_ctx *ctx, gemm_state *s)
 #endif
     bk_info_str(ctx, "impl_used", s->blas ? "cblas" : "native");
     bk_info_num(ctx, "threads", s->threads);
-    return 0;
+    return s;
 }
 
 /* C = alpha A B + C for row-major matrices with leading dimensions, by the chosen implementation. */
-static void gemm_any(gemm_state *s, int m, int n, int k, double alpha, const void *a, int lda, const void *b,
-                     int ldb, void *c, int ldc)
+static void gemm_any(gemm_state *s, int m, int n, int k, double alpha, const void *a, int lda, const void *b, int ldb,
+                     void *c, int ldc)
 {
 #if BK_HAVE_CBLAS
     if (s->blas) {
@@ -262,36 +271,19 @@ static void gemm_any(gemm_state *s, int m, int n, int k, double alpha, const voi
     native_gemm(s->dp, s->threads, s->cpus, s->ncpus, m, n, k, alpha, a, lda, b, ldb, c, ldc);
 }
 
-static void state_free(void *p)
-{
-    gemm_state *s = p;
-    if (!s)
-        return;
-    free(s->a);
-    free(s->b);
-    free(s->c);
-    free(s->lu);
-    free(s->x);
-    free(s->piv);
-    free(s);
-}
-
 /* ================================================================================================
  * compute.gemm
  * ================================================================================================ */
 
 static int gemm_init(bk_ctx *ctx, void **state)
 {
-    gemm_state *s = calloc(1, sizeof *s);
+    gemm_state *s = common_init(ctx, state);
     if (!s)
-        return bk_fail(ctx, "out of memory");
-    *state = s;
-    if (common_init(ctx, s) != 0)
         return -1;
     size_t nn = (size_t)s->n * (size_t)s->n, esz = s->dp ? sizeof(double) : sizeof(float);
-    s->a = bk_alloc(nn * esz);
-    s->b = bk_alloc(nn * esz);
-    s->c = bk_alloc(nn * esz);
+    s->a = bk_run_alloc(ctx, nn * esz, "matrix A");
+    s->b = bk_run_alloc(ctx, nn * esz, "matrix B");
+    s->c = bk_run_alloc(ctx, nn * esz, "matrix C");
     if (!s->a || !s->b || !s->c)
         return bk_fail(ctx, "cannot allocate three %dx%d matrices; lower n", s->n, s->n);
     fill(s, s->a, nn, GEMM_SEED);
@@ -376,8 +368,9 @@ static int gemm_verify(bk_ctx *ctx, void *state)
     uint64_t h = bk_fnv1a(BK_FNV_OFFSET, s->c, (size_t)n * (size_t)n * (s->dp ? sizeof(double) : sizeof(float)));
     bk_set_checksum(ctx, h);
     if (bad_row >= 0)
-        return bk_fail(ctx, "row %d of C = A B differs from the reference product beyond the rounding bound "
-                            "(%.3g times the bound)",
+        return bk_fail(ctx,
+                       "row %d of C = A B differs from the reference product beyond the rounding bound "
+                       "(%.3g times the bound)",
                        bad_row, worst);
     return 0;
 }
@@ -392,7 +385,6 @@ const bk_kernel bk_compute_gemm = {
     .run = gemm_run,
     .corrupt = gemm_corrupt,
     .verify = gemm_verify,
-    .fini = state_free,
 };
 
 /* ================================================================================================
@@ -417,72 +409,72 @@ static const bk_metric lin_metrics[] = {
 };
 
 /* The panel, unblocked: columns k0..k0+nb of rows k0..n, pivots swapped across whole rows. */
-#define DEFINE_LU(T, SUF)                                                                                     \
-    static int lu_panel_##SUF(T *a, int n, int k0, int nb, int *piv)                                          \
-    {                                                                                                         \
-        for (int k = k0; k < k0 + nb; k++) {                                                                  \
-            int p = k;                                                                                        \
-            T best = (T)fabs((double)a[(size_t)k * n + k]);                                                   \
-            for (int i = k + 1; i < n; i++) {                                                                 \
-                T v = (T)fabs((double)a[(size_t)i * n + k]);                                                  \
-                if (v > best)                                                                                 \
-                    best = v, p = i;                                                                          \
-            }                                                                                                 \
-            piv[k] = p;                                                                                       \
-            if (best == 0)                                                                                    \
-                return -1;                                                                                    \
-            if (p != k)                                                                                       \
-                for (int j = 0; j < n; j++) {                                                                 \
-                    T t = a[(size_t)k * n + j];                                                               \
-                    a[(size_t)k * n + j] = a[(size_t)p * n + j];                                              \
-                    a[(size_t)p * n + j] = t;                                                                 \
-                }                                                                                             \
-            T inv = (T)1 / a[(size_t)k * n + k];                                                              \
-            for (int i = k + 1; i < n; i++) {                                                                 \
-                T l = a[(size_t)i * n + k] *= inv;                                                            \
-                T *ri = a + (size_t)i * n, *rk = a + (size_t)k * n;                                           \
-                for (int j = k + 1; j < k0 + nb; j++)                                                         \
-                    ri[j] -= l * rk[j];                                                                       \
-            }                                                                                                 \
-        }                                                                                                     \
-        return 0;                                                                                             \
-    }                                                                                                         \
-    /* U12 = L11^-1 A12: forward substitution with the unit lower triangle of the panel. */                  \
-    static void lu_trsm_##SUF(T *a, int n, int k0, int nb)                                                    \
-    {                                                                                                         \
-        for (int i = k0 + 1; i < k0 + nb; i++) {                                                              \
-            T *ri = a + (size_t)i * n;                                                                        \
-            for (int k = k0; k < i; k++) {                                                                    \
-                T l = ri[k];                                                                                  \
-                const T *rk = a + (size_t)k * n;                                                              \
-                for (int j = k0 + nb; j < n; j++)                                                             \
-                    ri[j] -= l * rk[j];                                                                       \
-            }                                                                                                 \
-        }                                                                                                     \
-    }                                                                                                         \
-    /* L y = P b, then U x = y. */                                                                            \
-    static void lu_solve_##SUF(const T *a, int n, const int *piv, const T *b, T *x)                           \
-    {                                                                                                         \
-        for (int i = 0; i < n; i++)                                                                           \
-            x[i] = b[i];                                                                                      \
-        for (int k = 0; k < n; k++)                                                                           \
-            if (piv[k] != k) {                                                                                \
-                T t = x[k];                                                                                   \
-                x[k] = x[piv[k]];                                                                             \
-                x[piv[k]] = t;                                                                                \
-            }                                                                                                 \
-        for (int i = 1; i < n; i++) {                                                                         \
-            T acc = x[i];                                                                                     \
-            for (int k = 0; k < i; k++)                                                                       \
-                acc -= a[(size_t)i * n + k] * x[k];                                                           \
-            x[i] = acc;                                                                                       \
-        }                                                                                                     \
-        for (int i = n - 1; i >= 0; i--) {                                                                    \
-            T acc = x[i];                                                                                     \
-            for (int k = i + 1; k < n; k++)                                                                   \
-                acc -= a[(size_t)i * n + k] * x[k];                                                           \
-            x[i] = acc / a[(size_t)i * n + i];                                                                \
-        }                                                                                                     \
+#define DEFINE_LU(T, SUF)                                                                                              \
+    static int lu_panel_##SUF(T *a, int n, int k0, int nb, int *piv)                                                   \
+    {                                                                                                                  \
+        for (int k = k0; k < k0 + nb; k++) {                                                                           \
+            int p = k;                                                                                                 \
+            T best = (T)fabs((double)a[(size_t)k * n + k]);                                                            \
+            for (int i = k + 1; i < n; i++) {                                                                          \
+                T v = (T)fabs((double)a[(size_t)i * n + k]);                                                           \
+                if (v > best)                                                                                          \
+                    best = v, p = i;                                                                                   \
+            }                                                                                                          \
+            piv[k] = p;                                                                                                \
+            if (best == 0)                                                                                             \
+                return -1;                                                                                             \
+            if (p != k)                                                                                                \
+                for (int j = 0; j < n; j++) {                                                                          \
+                    T t = a[(size_t)k * n + j];                                                                        \
+                    a[(size_t)k * n + j] = a[(size_t)p * n + j];                                                       \
+                    a[(size_t)p * n + j] = t;                                                                          \
+                }                                                                                                      \
+            T inv = (T)1 / a[(size_t)k * n + k];                                                                       \
+            for (int i = k + 1; i < n; i++) {                                                                          \
+                T l = a[(size_t)i * n + k] *= inv;                                                                     \
+                T *ri = a + (size_t)i * n, *rk = a + (size_t)k * n;                                                    \
+                for (int j = k + 1; j < k0 + nb; j++)                                                                  \
+                    ri[j] -= l * rk[j];                                                                                \
+            }                                                                                                          \
+        }                                                                                                              \
+        return 0;                                                                                                      \
+    }                                                                                                                  \
+    /* U12 = L11^-1 A12: forward substitution with the unit lower triangle of the panel. */                            \
+    static void lu_trsm_##SUF(T *a, int n, int k0, int nb)                                                             \
+    {                                                                                                                  \
+        for (int i = k0 + 1; i < k0 + nb; i++) {                                                                       \
+            T *ri = a + (size_t)i * n;                                                                                 \
+            for (int k = k0; k < i; k++) {                                                                             \
+                T l = ri[k];                                                                                           \
+                const T *rk = a + (size_t)k * n;                                                                       \
+                for (int j = k0 + nb; j < n; j++)                                                                      \
+                    ri[j] -= l * rk[j];                                                                                \
+            }                                                                                                          \
+        }                                                                                                              \
+    }                                                                                                                  \
+    /* L y = P b, then U x = y. */                                                                                     \
+    static void lu_solve_##SUF(const T *a, int n, const int *piv, const T *b, T *x)                                    \
+    {                                                                                                                  \
+        for (int i = 0; i < n; i++)                                                                                    \
+            x[i] = b[i];                                                                                               \
+        for (int k = 0; k < n; k++)                                                                                    \
+            if (piv[k] != k) {                                                                                         \
+                T t = x[k];                                                                                            \
+                x[k] = x[piv[k]];                                                                                      \
+                x[piv[k]] = t;                                                                                         \
+            }                                                                                                          \
+        for (int i = 1; i < n; i++) {                                                                                  \
+            T acc = x[i];                                                                                              \
+            for (int k = 0; k < i; k++)                                                                                \
+                acc -= a[(size_t)i * n + k] * x[k];                                                                    \
+            x[i] = acc;                                                                                                \
+        }                                                                                                              \
+        for (int i = n - 1; i >= 0; i--) {                                                                             \
+            T acc = x[i];                                                                                              \
+            for (int k = i + 1; k < n; k++)                                                                            \
+                acc -= a[(size_t)i * n + k] * x[k];                                                                    \
+            x[i] = acc / a[(size_t)i * n + i];                                                                         \
+        }                                                                                                              \
     }
 
 DEFINE_LU(double, d)
@@ -490,18 +482,15 @@ DEFINE_LU(float, s)
 
 static int lin_init(bk_ctx *ctx, void **state)
 {
-    gemm_state *s = calloc(1, sizeof *s);
+    gemm_state *s = common_init(ctx, state);
     if (!s)
-        return bk_fail(ctx, "out of memory");
-    *state = s;
-    if (common_init(ctx, s) != 0)
         return -1;
     size_t n = (size_t)s->n, esz = s->dp ? sizeof(double) : sizeof(float);
-    s->a = bk_alloc(n * n * esz);
-    s->lu = bk_alloc(n * n * esz);
-    s->b = bk_alloc(n * esz);
-    s->x = bk_alloc(n * esz);
-    s->piv = calloc(n, sizeof(int));
+    s->a = bk_run_alloc(ctx, n * n * esz, "matrix A");
+    s->lu = bk_run_alloc(ctx, n * n * esz, "the LU factors");
+    s->b = bk_run_alloc(ctx, n * esz, "vector b");
+    s->x = bk_run_alloc(ctx, n * esz, "the solution");
+    s->piv = bk_run_alloc(ctx, n * sizeof(int), "the pivots");
     if (!s->a || !s->lu || !s->b || !s->x || !s->piv)
         return bk_fail(ctx, "cannot allocate a %dx%d system; lower n", s->n, s->n);
     fill(s, s->a, n * n, GEMM_SEED ^ 0x4c50ULL);
@@ -582,8 +571,9 @@ static int lin_verify(bk_ctx *ctx, void *state)
     bk_info_num(ctx, "residual_threshold", 16.0);
     bk_set_checksum(ctx, bk_fnv1a(BK_FNV_OFFSET, s->x, (size_t)n * (s->dp ? sizeof(double) : sizeof(float))));
     if (!(resid < 16.0))
-        return bk_fail(ctx, "HPL's scaled residual ||Ax-b|| / (eps (||A|| ||x|| + ||b||) n) is %.3g, above 16: "
-                            "the solution is wrong",
+        return bk_fail(ctx,
+                       "HPL's scaled residual ||Ax-b|| / (eps (||A|| ||x|| + ||b||) n) is %.3g, above 16: "
+                       "the solution is wrong",
                        resid);
     return 0;
 }
@@ -598,5 +588,4 @@ const bk_kernel bk_compute_linpack = {
     .run = lin_run,
     .corrupt = lin_corrupt,
     .verify = lin_verify,
-    .fini = state_free,
 };

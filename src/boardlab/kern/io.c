@@ -65,7 +65,8 @@ static const bk_param io_params[] = {
     {"path", BK_STR, 0, 0, "", NULL, NULL,
      "file (created if missing, removed afterwards if boardlab created it), block device, or a directory "
      "(a temporary file in it, removed afterwards)"},
-    {"op", BK_ENUM, 0, 0, "read", "read,write,randrw", NULL, "read, write, or randrw (random, half reads, half writes)"},
+    {"op", BK_ENUM, 0, 0, "read", "read,write,randrw", NULL,
+     "read, write, or randrw (random, half reads, half writes)"},
     {"pattern", BK_ENUM, 0, 0, "seq", "seq,rand", NULL, "sequential (wrapping) or uniformly random bs-aligned offsets"},
     {"bs", BK_INT, 4096, 4194304, "128k", NULL, "bytes", "block size: bytes per I/O (4 KiB - 4 MiB)"},
     {"size_bytes", BK_INT, 4096, 1099511627776.0, "64M", NULL, "bytes", "region of the file or device used"},
@@ -236,7 +237,8 @@ static int io_init(bk_ctx *ctx, void **state)
     bk_hist_init(&s->hist);
     const char *path = bk_arg_str(ctx, "path");
     if (!path[0])
-        return bk_fail(ctx, "io.storage needs path=FILE or path=/dev/BLOCKDEVICE (nothing is written anywhere unnamed)");
+        return bk_fail(ctx,
+                       "io.storage needs path=FILE or path=/dev/BLOCKDEVICE (nothing is written anywhere unnamed)");
     snprintf(s->path, sizeof s->path, "%s", path);
     const char *op = bk_arg_str(ctx, "op");
     s->op = strcmp(op, "read") == 0 ? OP_READ : strcmp(op, "write") == 0 ? OP_WRITE : OP_RANDRW;
@@ -296,8 +298,8 @@ static int io_init(bk_ctx *ctx, void **state)
     if (s->fd < 0 && errno == EINVAL && s->direct) {
         char fsn[64];
         fs_describe(path, fsn, sizeof fsn);
-        return bk_unsupported(ctx, "O_DIRECT rejected by %s (open %s: %s); use direct=0 or a file elsewhere", fsn,
-                              path, strerror(EINVAL));
+        return bk_unsupported(ctx, "O_DIRECT rejected by %s (open %s: %s); use direct=0 or a file elsewhere", fsn, path,
+                              strerror(EINVAL));
     }
     if (s->fd < 0)
         return bk_fail(ctx, "cannot open %s: %s", path, strerror(errno));
@@ -336,8 +338,9 @@ static int io_init(bk_ctx *ctx, void **state)
     if (s->uring) {
         int rc = io_uring_queue_init((unsigned)s->iodepth, &s->ring, 0);
         if (rc == -EPERM || rc == -EACCES)
-            return bk_unsupported(ctx, "io_uring denied (io_uring_setup: %s): kernel.io_uring_disabled or a "
-                                       "seccomp filter forbids it",
+            return bk_unsupported(ctx,
+                                  "io_uring denied (io_uring_setup: %s): kernel.io_uring_disabled or a "
+                                  "seccomp filter forbids it",
                                   strerror(-rc));
         if (rc == -ENOSYS)
             return bk_unsupported(ctx, "io_uring absent: this kernel has no io_uring_setup");

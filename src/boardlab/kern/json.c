@@ -113,3 +113,28 @@ void bk_json_null(bk_json *j)
     sep(j);
     fputs("null", j->out);
 }
+
+/* The five key-and-value writers: the key, then the value's own writer. */
+#define BK_JSON_KV(kind, type)                                                                                         \
+    void bk_json_kv_##kind(bk_json *j, const char *key, type v)                                                        \
+    {                                                                                                                  \
+        bk_json_key(j, key);                                                                                           \
+        bk_json_##kind(j, v);                                                                                          \
+    }
+BK_JSON_KV(str, const char *)
+BK_JSON_KV(num, double)
+BK_JSON_KV(int, int64_t)
+BK_JSON_KV(uint, uint64_t)
+BK_JSON_KV(bool, bool)
+
+void bk_json_key_object(bk_json *j, const char *key)
+{
+    bk_json_key(j, key);
+    bk_json_begin_object(j);
+}
+
+void bk_json_key_array(bk_json *j, const char *key)
+{
+    bk_json_key(j, key);
+    bk_json_begin_array(j);
+}

@@ -27,5 +27,14 @@ __attribute__((visibility("hidden"))) void bk_json_int(bk_json *j, int64_t v);
 __attribute__((visibility("hidden"))) void bk_json_uint(bk_json *j, uint64_t v);
 __attribute__((visibility("hidden"))) void bk_json_bool(bk_json *j, bool v);
 __attribute__((visibility("hidden"))) void bk_json_null(bk_json *j);
+/* A key and its value in one call, the way nearly every member is written. */
+__attribute__((visibility("hidden"))) void bk_json_kv_str(bk_json *j, const char *key, const char *s);
+__attribute__((visibility("hidden"))) void bk_json_kv_num(bk_json *j, const char *key, double v);
+__attribute__((visibility("hidden"))) void bk_json_kv_int(bk_json *j, const char *key, int64_t v);
+__attribute__((visibility("hidden"))) void bk_json_kv_uint(bk_json *j, const char *key, uint64_t v);
+__attribute__((visibility("hidden"))) void bk_json_kv_bool(bk_json *j, const char *key, bool v);
+/* A key whose value is an object or array, opened here and closed by the caller. */
+__attribute__((visibility("hidden"))) void bk_json_key_object(bk_json *j, const char *key);
+__attribute__((visibility("hidden"))) void bk_json_key_array(bk_json *j, const char *key);
 
 #endif

@@ -72,28 +72,24 @@ static void json_build(bk_json *j)
     static const struct {
         const char *name;
         int have;
-    } libs[] = {{"lzma", BK_HAVE_LZMA},   {"bzip2", BK_HAVE_BZIP2},          {"zstd", BK_HAVE_ZSTD},
-                {"zlib", BK_HAVE_ZLIB},   {"crypto", BK_HAVE_CRYPTO},        {"af_alg", BK_HAVE_AF_ALG},
+    } libs[] = {{"lzma", BK_HAVE_LZMA},
+                {"bzip2", BK_HAVE_BZIP2},
+                {"zstd", BK_HAVE_ZSTD},
+                {"zlib", BK_HAVE_ZLIB},
+                {"crypto", BK_HAVE_CRYPTO},
+                {"af_alg", BK_HAVE_AF_ALG},
                 {"perf_event", BK_HAVE_PERF_EVENT}};
-    bk_json_key(j, "build");
-    bk_json_begin_object(j);
-    bk_json_key(j, "compiler");
-    bk_json_str(j, BK_BUILD_COMPILER);
-    bk_json_key(j, "flags");
-    bk_json_str(j, BK_BUILD_FLAGS);
-    bk_json_key(j, "arch");
-    bk_json_str(j, BK_BUILD_ARCH);
-    bk_json_key(j, "cross");
-    bk_json_bool(j, strcmp(BK_BUILD_CROSS, "cross") == 0);
-    bk_json_key(j, "pointer_bits");
-    bk_json_int(j, (int64_t)(sizeof(void *) * 8));
-    bk_json_key(j, "simd");
-    bk_json_begin_array(j);
+    bk_json_key_object(j, "build");
+    bk_json_kv_str(j, "compiler", BK_BUILD_COMPILER);
+    bk_json_kv_str(j, "flags", BK_BUILD_FLAGS);
+    bk_json_kv_str(j, "arch", BK_BUILD_ARCH);
+    bk_json_kv_bool(j, "cross", strcmp(BK_BUILD_CROSS, "cross") == 0);
+    bk_json_kv_int(j, "pointer_bits", (int64_t)(sizeof(void *) * 8));
+    bk_json_key_array(j, "simd");
     for (int i = 0; simd[i]; i++)
         bk_json_str(j, simd[i]);
     bk_json_end_array(j);
-    bk_json_key(j, "libraries");
-    bk_json_begin_array(j);
+    bk_json_key_array(j, "libraries");
     for (size_t i = 0; i < sizeof libs / sizeof libs[0]; i++)
         if (libs[i].have)
             bk_json_str(j, libs[i].name);
@@ -107,15 +103,11 @@ static void list(bool json)
         bk_json j;
         bk_json_init(&j, stdout);
         bk_json_begin_object(&j);
-        bk_json_key(&j, "schema");
-        bk_json_int(&j, BK_SCHEMA);
-        bk_json_key(&j, "tool");
-        bk_json_str(&j, "boardlab-kern");
-        bk_json_key(&j, "version");
-        bk_json_str(&j, BK_VERSION);
+        bk_json_kv_int(&j, "schema", BK_SCHEMA);
+        bk_json_kv_str(&j, "tool", "boardlab-kern");
+        bk_json_kv_str(&j, "version", BK_VERSION);
         json_build(&j);
-        bk_json_key(&j, "kernels");
-        bk_json_begin_array(&j);
+        bk_json_key_array(&j, "kernels");
         for (int i = 0; bk_kernels[i]; i++)
             bk_json_kernel_spec(&j, bk_kernels[i]);
         bk_json_end_array(&j);
@@ -202,8 +194,8 @@ static int corpus_main(int argc, char **argv)
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (strncmp(a, "--", 2) != 0 || !val) {
             bool option = strncmp(a, "--", 2) == 0;
-            fprintf(stderr, "boardlab-kern corpus: %s '%s'\n", option ? "a value is missing after" : "unexpected argument",
-                    a);
+            fprintf(stderr, "boardlab-kern corpus: %s '%s'\n",
+                    option ? "a value is missing after" : "unexpected argument", a);
             fprintf(stderr, "usage: boardlab-kern corpus --bytes N --out FILE [--mix SPEC] [--seed S]\n");
             return 2;
         }

@@ -265,10 +265,9 @@ static int lat_init(bk_ctx *ctx, void **state)
         return bk_fail(ctx, "size_bytes=%lld does not fit this address space; use a smaller size_bytes",
                        (long long)size);
 
-    lat_state *s = calloc(1, sizeof *s);
+    lat_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
-    *state = s;
+        return -1;
     s->pat = strcmp(pat, "seq") == 0      ? PAT_SEQ
              : strcmp(pat, "stride") == 0 ? PAT_STRIDE
              : strcmp(pat, "random") == 0 ? PAT_RANDOM
@@ -302,9 +301,9 @@ static int lat_init(bk_ctx *ctx, void **state)
     if ((uint64_t)s->nslots > UINT32_MAX)
         return bk_fail(ctx, "size_bytes=%lld makes more than 2^32 slots; raise line_bytes", (long long)size);
 #endif
-    s->base = bk_alloc(s->nslots * s->spacing);
+    s->base = bk_run_alloc(ctx, s->nslots * s->spacing, "the chain (lower size_bytes)");
     if (!s->base)
-        return bk_fail(ctx, "cannot allocate %zu bytes for the chain; lower size_bytes", s->nslots * s->spacing);
+        return -1;
 
     /* Link the slots in the pattern's order; the last links back to the first: one cycle. */
     lat_order o;
@@ -436,13 +435,6 @@ out:
     return rc;
 }
 
-static void lat_fini(void *state)
-{
-    lat_state *s = state;
-    free(s->base);
-    free(s);
-}
-
 const bk_kernel bk_mem_latency = {
     .name = "mem.latency",
     .family = "mem",
@@ -453,7 +445,6 @@ const bk_kernel bk_mem_latency = {
     .run = lat_run,
     .corrupt = lat_corrupt,
     .verify = lat_verify,
-    .fini = lat_fini,
 };
 
 /* ================================================================================================
@@ -471,8 +462,8 @@ static const char *const bw_op_names[] = {"copy", "scale", "add", "triad", "memc
 
 /* Arrays each op reads or writes, which is also what STREAM counts as moved per element. */
 enum { USE_A = 1, USE_B = 2, USE_C = 4 };
-static const int bw_uses[] = {USE_A | USE_C, USE_B | USE_C, USE_A | USE_B | USE_C, USE_A | USE_B | USE_C,
-                              USE_A | USE_C, USE_C};
+static const int bw_uses[] = {USE_A | USE_C,         USE_B | USE_C, USE_A | USE_B | USE_C,
+                              USE_A | USE_B | USE_C, USE_A | USE_C, USE_C};
 static const int bw_arrays_counted[] = {2, 2, 3, 3, 2, 1};
 
 /* A reusable barrier whose size can shrink (when a thread could not be created). */
@@ -769,16 +760,13 @@ static void bw_fini(void *state)
     for (int i = 0; i < 3; i++)
         if (arrays[i])
             munmap(arrays[i], s->map_bytes);
-    free(s->w);
-    free(s);
 }
 
 static int bw_init(bk_ctx *ctx, void **state)
 {
-    bw_state *s = calloc(1, sizeof *s);
+    bw_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
-    *state = s;
+        return -1;
     const char *op = bk_arg_str(ctx, "op");
     for (int i = 0; i < 6; i++)
         if (strcmp(op, bw_op_names[i]) == 0)
@@ -803,8 +791,8 @@ static int bw_init(bk_ctx *ctx, void **state)
         if (llc == 0)
             snprintf(how, sizeof how, "auto: 32 MiB floor (last-level cache size unknown)");
         else if (bytes < 32 * MIB)
-            snprintf(how, sizeof how, "auto: 32 MiB floor (4 x LLC %llu B from %s is smaller)",
-                     (unsigned long long)llc, src);
+            snprintf(how, sizeof how, "auto: 32 MiB floor (4 x LLC %llu B from %s is smaller)", (unsigned long long)llc,
+                     src);
         else
             snprintf(how, sizeof how, "auto: 4 x LLC %llu B (%s)", (unsigned long long)llc, src);
         if (bytes < 32 * MIB)
@@ -822,11 +810,15 @@ static int bw_init(bk_ctx *ctx, void **state)
         if (bytes > limit) {
             size_t n = strlen(how);
             if (space <= mem)
-                snprintf(how + n, sizeof how - n, ", clamped to %llu B: %d arrays within a quarter of this %d-bit "
-                         "address space", (unsigned long long)limit, mapped, (int)(sizeof(size_t) * 8));
+                snprintf(how + n, sizeof how - n,
+                         ", clamped to %llu B: %d arrays within a quarter of this %d-bit "
+                         "address space",
+                         (unsigned long long)limit, mapped, (int)(sizeof(size_t) * 8));
             else
-                snprintf(how + n, sizeof how - n, ", clamped to %llu B: %d arrays within half of MemAvailable "
-                         "%llu B", (unsigned long long)limit, mapped, (unsigned long long)avail);
+                snprintf(how + n, sizeof how - n,
+                         ", clamped to %llu B: %d arrays within half of MemAvailable "
+                         "%llu B",
+                         (unsigned long long)limit, mapped, (unsigned long long)avail);
             bytes = limit;
         }
     } else {
@@ -849,9 +841,9 @@ static int bw_init(bk_ctx *ctx, void **state)
     if (ncpu <= 0)
         return bk_fail(ctx, "cannot read this process's CPU affinity");
     s->nthreads = (int)bk_arg_int(ctx, "threads");
-    s->w = calloc((size_t)s->nthreads, sizeof *s->w);
+    s->w = bk_run_alloc(ctx, (size_t)s->nthreads * sizeof *s->w, "the threads' state");
     if (!s->w)
-        return bk_fail(ctx, "out of memory");
+        return -1;
     size_t per = (s->n + (size_t)s->nthreads - 1) / (size_t)s->nthreads;
     per = (per + BW_SLICE_ALIGN - 1) / BW_SLICE_ALIGN * BW_SLICE_ALIGN;
     for (int t = 0; t < s->nthreads; t++) {
@@ -972,8 +964,8 @@ static int bw_verify(bk_ctx *ctx, void *state)
         if (!good) {
             bk_set_checksum(ctx, bk_fnv1a(BK_FNV_OFFSET, &fold, sizeof fold));
             if (s->op == OP_MEMCPY)
-                return bk_fail(ctx, "memcpy: element %zu of the destination (%.17g) differs from the source (%.17g)",
-                               j, out[j], s->a[j]);
+                return bk_fail(ctx, "memcpy: element %zu of the destination (%.17g) differs from the source (%.17g)", j,
+                               out[j], s->a[j]);
             if (s->op == OP_MEMSET)
                 return bk_fail(ctx, "memset: word %zu is 0x%016llx, expected 0x%016llx", j, (unsigned long long)bits,
                                (unsigned long long)memset_word);

@@ -37,10 +37,7 @@
 
 static inline int16_t sat16(int32_t x) { return x > INT16_MAX ? INT16_MAX : x < INT16_MIN ? INT16_MIN : (int16_t)x; }
 
-static inline int32_t sat32(int64_t x)
-{
-    return x > INT32_MAX ? INT32_MAX : x < INT32_MIN ? INT32_MIN : (int32_t)x;
-}
+static inline int32_t sat32(int64_t x) { return x > INT32_MAX ? INT32_MAX : x < INT32_MIN ? INT32_MIN : (int32_t)x; }
 
 static inline int16_t add(int16_t a, int16_t b) { return sat16((int32_t)a + b); }
 static inline int16_t sub(int16_t a, int16_t b) { return sat16((int32_t)a - b); }
@@ -136,17 +133,10 @@ static void interpolate_lar(int seg, const int16_t *prev, const int16_t *cur, in
 {
     for (int i = 0; i < 8; i++) {
         switch (seg) {
-        case 0:
-            LARp[i] = add(add(prev[i] >> 2, cur[i] >> 2), prev[i] >> 1);
-            break;
-        case 1:
-            LARp[i] = add(prev[i] >> 1, cur[i] >> 1);
-            break;
-        case 2:
-            LARp[i] = add(add(prev[i] >> 2, cur[i] >> 2), cur[i] >> 1);
-            break;
-        default:
-            LARp[i] = cur[i];
+        case 0: LARp[i] = add(add(prev[i] >> 2, cur[i] >> 2), prev[i] >> 1); break;
+        case 1: LARp[i] = add(prev[i] >> 1, cur[i] >> 1); break;
+        case 2: LARp[i] = add(add(prev[i] >> 2, cur[i] >> 2), cur[i] >> 1); break;
+        default: LARp[i] = cur[i];
         }
     }
 }
@@ -679,10 +669,8 @@ static inline int64_t reso_step(reso *r, const reso_coef *c, int64_t x)
  * i 270/60 2290/120 3010/200, u 300/60 870/90 2240/150, e 530/70 1840/110 2480/160, o 570/70 840/90
  * 2410/160. Precomputed so that no libm rounding can make two boards' inputs differ. */
 static const reso_coef VOWELS[5][3] = {
-    {{26572, -15266}, {20568, -15028}, {-10424, -14449}},
-    {{31288, -15630}, {-7058, -14910}, {-21588, -14002}},
-    {{31121, -15630}, {24529, -15266}, {-5789, -14563}},
-    {{29157, -15508}, {3933, -15028}, {-11328, -14449}},
+    {{26572, -15266}, {20568, -15028}, {-10424, -14449}}, {{31288, -15630}, {-7058, -14910}, {-21588, -14002}},
+    {{31121, -15630}, {24529, -15266}, {-5789, -14563}},  {{29157, -15508}, {3933, -15028}, {-11328, -14449}},
     {{28738, -15508}, {24993, -15266}, {-9739, -14449}},
 };
 /* Fricative noise colouring: "s" 3300/700 Hz and "sh" 2300/500 Hz. */
@@ -906,19 +894,6 @@ static const bk_metric gsm_metrics[] = {
 
 static const char *const gsm_phases[] = {"encode", "decode", NULL};
 
-static void gsm_fini(void *state)
-{
-    gsm_state *s = state;
-    if (!s)
-        return;
-    free(s->pcm);
-    free(s->stream);
-    free(s->out);
-    free(s->stream2);
-    free(s->out2);
-    free(s);
-}
-
 /* Reads a raw s16le file into s->pcm; returns 0 or a bk_fail. */
 static int read_input(bk_ctx *ctx, gsm_state *s, const char *path, int64_t max_frames)
 {
@@ -931,8 +906,10 @@ static int read_input(bk_ctx *ctx, gsm_state *s, const char *path, int64_t max_f
     FILE *f = NULL;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || !(f = fdopen(fd, "rb"))) {
         close(fd);
-        return bk_bad_input(ctx, "input_path '%s' is not a regular file (a FIFO, device or directory): give a raw "
-                                 "16-bit PCM file", path);
+        return bk_bad_input(ctx,
+                            "input_path '%s' is not a regular file (a FIFO, device or directory): give a raw "
+                            "16-bit PCM file",
+                            path);
     }
     int rc = 0;
     uint8_t *bytes = NULL;
@@ -959,13 +936,13 @@ static int read_input(bk_ctx *ctx, gsm_state *s, const char *path, int64_t max_f
         rc = bk_bad_input(ctx, "input_path '%s' has an odd size (%zu bytes): it must be raw 16-bit PCM", path, len);
     else if (rc == 0 && len > (size_t)max_frames * GSM_N * 2)
         rc = bk_bad_input(ctx, "input_path '%s' holds more than %" PRId64 " frames: give a shorter file", path,
-                     max_frames);
+                          max_frames);
     if (rc == 0) {
         size_t n = len / 2;
         s->frames = (n + GSM_N - 1) / GSM_N;
-        s->pcm = calloc(s->frames * GSM_N, sizeof *s->pcm);
+        s->pcm = bk_run_alloc(ctx, s->frames * GSM_N * sizeof *s->pcm, "the input's frames");
         if (!s->pcm)
-            rc = bk_fail(ctx, "out of memory for %zu frames", s->frames);
+            rc = -1;
         for (size_t i = 0; rc == 0 && i < n; i++)
             s->pcm[i] = (int16_t)(uint16_t)(bytes[2 * i] | bytes[2 * i + 1] << 8);
     }
@@ -975,10 +952,9 @@ static int read_input(bk_ctx *ctx, gsm_state *s, const char *path, int64_t max_f
 
 static int gsm_init(bk_ctx *ctx, void **state)
 {
-    gsm_state *s = calloc(1, sizeof *s);
+    gsm_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
-    *state = s;
+        return -1;
     const char *path = bk_arg_str(ctx, "input_path");
     if (path && *path) {
         if (read_input(ctx, s, path, (int64_t)gsm_kparams[0].max) != 0)
@@ -987,18 +963,18 @@ static int gsm_init(bk_ctx *ctx, void **state)
     } else {
         s->synthetic = true;
         s->frames = (size_t)bk_arg_int(ctx, "frames");
-        s->pcm = bk_alloc(s->frames * GSM_N * sizeof *s->pcm);
+        s->pcm = bk_run_alloc(ctx, s->frames * GSM_N * sizeof *s->pcm, "the frames");
         if (!s->pcm)
-            return bk_fail(ctx, "out of memory for %zu frames", s->frames);
+            return -1;
         gen_speech(s->pcm, s->frames * GSM_N, (uint64_t)bk_arg_int(ctx, "seed"));
         bk_info_str(ctx, "input", "synthetic speech-like signal (formants, pitch pulses, fricatives, pauses)");
     }
-    s->stream = bk_alloc(s->frames * GSM_BYTES);
-    s->stream2 = bk_alloc(s->frames * GSM_BYTES);
-    s->out = bk_alloc(s->frames * GSM_N * sizeof *s->out);
-    s->out2 = bk_alloc(s->frames * GSM_N * sizeof *s->out2);
+    s->stream = bk_run_alloc(ctx, s->frames * GSM_BYTES, "the encoded stream");
+    s->stream2 = bk_run_alloc(ctx, s->frames * GSM_BYTES, "the encoded stream");
+    s->out = bk_run_alloc(ctx, s->frames * GSM_N * sizeof *s->out, "the decoded frames");
+    s->out2 = bk_run_alloc(ctx, s->frames * GSM_N * sizeof *s->out2, "the decoded frames");
     if (!s->stream || !s->stream2 || !s->out || !s->out2)
-        return bk_fail(ctx, "out of memory for %zu frames", s->frames);
+        return -1;
     bk_info_num(ctx, "frames", (double)s->frames);
     bk_info_num(ctx, "audio_seconds", (double)s->frames * 0.02);
     bk_info_num(ctx, "stream_bytes", (double)(s->frames * GSM_BYTES));
@@ -1055,7 +1031,8 @@ static int check_known_answers(bk_ctx *ctx)
     }
     if (!ok) {
         bad++;
-        bk_fail(ctx, "known answer: a silent frame codes as LARc %d,%d,%d,%d,%d,%d,%d,%d Nc %d bc %d Mc %d xmaxc %d, "
+        bk_fail(ctx,
+                "known answer: a silent frame codes as LARc %d,%d,%d,%d,%d,%d,%d,%d Nc %d bc %d Mc %d xmaxc %d, "
                 "expected LARc 32,32,20,11,8,5,3,2 Nc 40 bc 0 Mc 0 xmaxc 0 and every xMc 4",
                 f.LARc[0], f.LARc[1], f.LARc[2], f.LARc[3], f.LARc[4], f.LARc[5], f.LARc[6], f.LARc[7], f.Nc[0],
                 f.bc[0], f.Mc[0], f.xmaxc[0]);
@@ -1076,13 +1053,16 @@ static int check_known_answers(bk_ctx *ctx)
     uint64_t hd = fnv_pcm(BK_FNV_OFFSET, x + KAT_FRAMES * GSM_N, KAT_FRAMES * GSM_N);
     if (hs != KAT_STREAM_FNV) {
         bad++;
-        bk_fail(ctx, "known answer: the %d-frame test input encodes to stream FNV %016" PRIx64
-                ", libgsm gives %016" PRIx64, KAT_FRAMES, hs, (uint64_t)KAT_STREAM_FNV);
+        bk_fail(ctx,
+                "known answer: the %d-frame test input encodes to stream FNV %016" PRIx64 ", libgsm gives %016" PRIx64,
+                KAT_FRAMES, hs, (uint64_t)KAT_STREAM_FNV);
     }
     if (hd != KAT_DECODED_FNV) {
         bad++;
-        bk_fail(ctx, "known answer: the %d-frame test stream decodes to samples FNV %016" PRIx64
-                ", libgsm gives %016" PRIx64, KAT_FRAMES, hd, (uint64_t)KAT_DECODED_FNV);
+        bk_fail(ctx,
+                "known answer: the %d-frame test stream decodes to samples FNV %016" PRIx64
+                ", libgsm gives %016" PRIx64,
+                KAT_FRAMES, hd, (uint64_t)KAT_DECODED_FNV);
     }
     free(x);
     free(st);
@@ -1176,5 +1156,4 @@ const bk_kernel bk_mibench_gsm = {
     .run = gsm_run,
     .corrupt = gsm_corrupt,
     .verify = gsm_verify,
-    .fini = gsm_fini,
 };

@@ -42,17 +42,6 @@ static const bk_metric dj_metrics[] = {
     {0},
 };
 
-static void dj_free(void *state)
-{
-    dj_state *s = state;
-    if (!s)
-        return;
-    free(s->w);
-    free(s->dist);
-    free(s->unsettled);
-    free(s);
-}
-
 static int dj_init(bk_ctx *ctx, void **state)
 {
     uint32_t n = (uint32_t)bk_arg_int(ctx, "nodes");
@@ -60,20 +49,18 @@ static int dj_init(bk_ctx *ctx, void **state)
     if (sources == 0)
         sources = n;
     if (sources > n)
-        return bk_fail(ctx, "parameter 'sources'=%u exceeds 'nodes'=%u: give at most nodes sources (0 = all)",
-                       sources, n);
-    dj_state *s = calloc(1, sizeof *s);
+        return bk_fail(ctx, "parameter 'sources'=%u exceeds 'nodes'=%u: give at most nodes sources (0 = all)", sources,
+                       n);
+    dj_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
+        return -1;
     s->n = n;
     s->sources = sources;
-    s->w = bk_alloc((size_t)n * n * sizeof *s->w);
-    s->dist = bk_alloc((size_t)sources * n * sizeof *s->dist);
-    s->unsettled = bk_alloc((size_t)n * sizeof *s->unsettled);
-    if (!s->w || !s->dist || !s->unsettled) {
-        dj_free(s);
-        return bk_fail(ctx, "out of memory for a %u-node graph", n);
-    }
+    s->w = bk_run_alloc(ctx, (size_t)n * n * sizeof *s->w, "the graph");
+    s->dist = bk_run_alloc(ctx, (size_t)sources * n * sizeof *s->dist, "the distances");
+    s->unsettled = bk_run_alloc(ctx, (size_t)n * sizeof *s->unsettled, "the unsettled nodes");
+    if (!s->w || !s->dist || !s->unsettled)
+        return -1;
     uint64_t rng = (uint64_t)bk_arg_int(ctx, "seed");
     uint64_t maxw = (uint64_t)bk_arg_int(ctx, "max_weight");
     for (uint32_t u = 0; u < n; u++)
@@ -82,7 +69,6 @@ static int dj_init(bk_ctx *ctx, void **state)
     bk_set_amount(ctx, "paths_per_s", (double)sources * (n - 1));
     bk_set_amount(ctx, "us_per_source", (double)sources);
     bk_info_num(ctx, "edges", (double)n * (n - 1));
-    *state = s;
     return 0;
 }
 
@@ -215,7 +201,6 @@ const bk_kernel bk_mibench_dijkstra = {
     .run = dj_run,
     .corrupt = dj_corrupt,
     .verify = dj_verify,
-    .fini = dj_free,
 };
 
 /* ================================ patricia ================================ */
@@ -263,25 +248,12 @@ static const bk_metric pt_metrics[] = {
 static inline uint32_t pt_mask(uint32_t len) { return len == 0 ? 0 : 0xffffffffu << (32 - len); }
 static inline uint32_t pt_bit(uint32_t key, uint32_t i) { return (key >> (31 - i)) & 1; }
 
-static void pt_free(void *state)
-{
-    pt_state *s = state;
-    if (!s)
-        return;
-    free(s->pkey);
-    free(s->plen);
-    free(s->addr);
-    free(s->result);
-    free(s->pool);
-    free(s);
-}
-
 /* Prefix lengths of a BGP table, per mille: /24 dominates, then /22 and /23, /16 stands out among the
  * short ones, and a few longer-than-/24 routes appear as in an operator's internal table. */
 static const uint16_t pt_len_permille[33] = {
-    [8] = 1,  [9] = 1,  [10] = 1,  [11] = 1,  [12] = 2,  [13] = 3,   [14] = 5,   [15] = 5,   [16] = 20,
+    [8] = 1,  [9] = 1,   [10] = 1,  [11] = 1,  [12] = 2,  [13] = 3,   [14] = 5,   [15] = 5,   [16] = 20,
     [17] = 8, [18] = 12, [19] = 25, [20] = 40, [21] = 50, [22] = 110, [23] = 100, [24] = 580, [25] = 8,
-    [26] = 6, [27] = 5, [28] = 5,  [29] = 4,  [30] = 4,  [31] = 1,   [32] = 3,
+    [26] = 6, [27] = 5,  [28] = 5,  [29] = 4,  [30] = 4,  [31] = 1,   [32] = 3,
 };
 
 static uint32_t pt_draw_len(uint64_t *rng)
@@ -297,20 +269,18 @@ static uint32_t pt_draw_len(uint64_t *rng)
 
 static int pt_init(bk_ctx *ctx, void **state)
 {
-    pt_state *s = calloc(1, sizeof *s);
+    pt_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
+        return -1;
     uint32_t n = s->nprefixes = (uint32_t)bk_arg_int(ctx, "prefixes");
     uint32_t m = s->nlookups = (uint32_t)bk_arg_int(ctx, "lookups");
-    s->pkey = malloc((size_t)n * sizeof *s->pkey);
-    s->plen = malloc(n);
-    s->addr = malloc((size_t)m * sizeof *s->addr);
-    s->result = bk_alloc((size_t)m * sizeof *s->result);
-    s->pool = bk_alloc(2 * (size_t)n * sizeof *s->pool);
-    if (!s->pkey || !s->plen || !s->addr || !s->result || !s->pool) {
-        pt_free(s);
-        return bk_fail(ctx, "out of memory for %u prefixes and %u lookups", n, m);
-    }
+    s->pkey = bk_run_alloc(ctx, (size_t)n * sizeof *s->pkey, "the prefixes");
+    s->plen = bk_run_alloc(ctx, n, "the prefix lengths");
+    s->addr = bk_run_alloc(ctx, (size_t)m * sizeof *s->addr, "the addresses");
+    s->result = bk_run_alloc(ctx, (size_t)m * sizeof *s->result, "the results");
+    s->pool = bk_run_alloc(ctx, 2 * (size_t)n * sizeof *s->pool, "the trie");
+    if (!s->pkey || !s->plen || !s->addr || !s->result || !s->pool)
+        return -1;
     uint64_t rng = (uint64_t)bk_arg_int(ctx, "seed");
     for (uint32_t i = 0; i < n; i++) {
         uint32_t len = pt_draw_len(&rng);
@@ -335,7 +305,6 @@ static int pt_init(bk_ctx *ctx, void **state)
     }
     bk_set_amount(ctx, "lookups_per_s", m);
     bk_set_amount(ctx, "inserts_per_s", n);
-    *state = s;
     return 0;
 }
 
@@ -510,8 +479,8 @@ static int pt_verify(bk_ctx *ctx, void *state)
         for (uint32_t i = 0; i < m && rc == 0; i++) {
             uint32_t want = pt_search_sorted(e, n, s->addr[i]);
             if (s->result[i] != want)
-                rc = bk_fail(ctx, "patricia: lookup %u of %08x gave route %d, a sorted search gives %d", i,
-                             s->addr[i], (int)s->result[i], (int)want);
+                rc = bk_fail(ctx, "patricia: lookup %u of %08x gave route %d, a sorted search gives %d", i, s->addr[i],
+                             (int)s->result[i], (int)want);
         }
         free(e);
     }
@@ -536,5 +505,4 @@ const bk_kernel bk_mibench_patricia = {
     .run = pt_run,
     .corrupt = pt_corrupt,
     .verify = pt_verify,
-    .fini = pt_free,
 };

@@ -66,31 +66,18 @@ static uint32_t crc32_bitwise(const uint8_t *p, size_t n)
     return ~crc;
 }
 
-static void crc_free(void *state)
-{
-    crc_state *s = state;
-    if (s)
-        free(s->data);
-    free(s);
-}
-
 static int crc_init(bk_ctx *ctx, void **state)
 {
-    crc_state *s = calloc(1, sizeof *s);
+    crc_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
-    size_t n = s->n = (size_t)bk_arg_int(ctx, "bytes");
-    s->data = bk_alloc(n);
-    if (!s->data) {
-        crc_free(s);
-        return bk_fail(ctx, "out of memory for a %zu-byte buffer", n);
-    }
-    uint64_t rng = (uint64_t)bk_arg_int(ctx, "seed");
-    for (size_t i = 0; i < s->n; i++)
-        s->data[i] = (uint8_t)bk_rand_next(&rng);
+        return -1;
+    s->n = (size_t)bk_arg_int(ctx, "bytes");
+    s->data = bk_run_alloc(ctx, s->n, "the buffer");
+    if (!s->data)
+        return -1;
+    bk_rand_bytes(s->data, s->n, (uint64_t)bk_arg_int(ctx, "seed"));
     crc32_make_table(s->table);
     bk_set_amount(ctx, "mb_s", (double)s->n);
-    *state = s;
     return 0;
 }
 
@@ -125,8 +112,8 @@ static int crc_verify(bk_ctx *ctx, void *state)
         uint32_t t = crc32_table(s->table, m, strlen(v[i].msg)), b = crc32_bitwise(m, strlen(v[i].msg));
         if (t != v[i].crc || b != v[i].crc) {
             bk_info_str(ctx, "kat", "fail");
-            return bk_fail(ctx, "crc32 known answer \"%s\": table gives %08x, bitwise %08x, expected %08x", v[i].msg,
-                           t, b, v[i].crc);
+            return bk_fail(ctx, "crc32 known answer \"%s\": table gives %08x, bitwise %08x, expected %08x", v[i].msg, t,
+                           b, v[i].crc);
         }
     }
     bk_info_str(ctx, "kat", "pass");
@@ -150,19 +137,18 @@ const bk_kernel bk_mibench_crc32 = {
     .run = crc_run,
     .corrupt = crc_corrupt,
     .verify = crc_verify,
-    .fini = crc_free,
 };
 
 /* ================================ adpcm ================================ */
 
 /* The IMA step sizes (89, about 10% apart) and the index change for each 3-bit magnitude. */
 static const int16_t ima_step[89] = {
-    7,     8,     9,     10,    11,    12,    13,    14,    16,    17,    19,    21,    23,    25,    28,
-    31,    34,    37,    41,    45,    50,    55,    60,    66,    73,    80,    88,    97,    107,   118,
-    130,   143,   157,   173,   190,   209,   230,   253,   279,   307,   337,   371,   408,   449,   494,
-    544,   598,   658,   724,   796,   876,   963,   1060,  1166,  1282,  1411,  1552,  1707,  1878,  2066,
-    2272,  2499,  2749,  3024,  3327,  3660,  4026,  4428,  4871,  5358,  5894,  6484,  7132,  7845,  8630,
-    9493,  10442, 11487, 12635, 13899, 15289, 16818, 18500, 20350, 22385, 24623, 27086, 29794, 32767,
+    7,    8,     9,     10,    11,    12,    13,    14,    16,    17,    19,    21,    23,    25,    28,
+    31,   34,    37,    41,    45,    50,    55,    60,    66,    73,    80,    88,    97,    107,   118,
+    130,  143,   157,   173,   190,   209,   230,   253,   279,   307,   337,   371,   408,   449,   494,
+    544,  598,   658,   724,   796,   876,   963,   1060,  1166,  1282,  1411,  1552,  1707,  1878,  2066,
+    2272, 2499,  2749,  3024,  3327,  3660,  4026,  4428,  4871,  5358,  5894,  6484,  7132,  7845,  8630,
+    9493, 10442, 11487, 12635, 13899, 15289, 16818, 18500, 20350, 22385, 24623, 27086, 29794, 32767,
 };
 static const int8_t ima_index[16] = {-1, -1, -1, -1, 2, 4, 6, 8, -1, -1, -1, -1, 2, 4, 6, 8};
 
@@ -301,7 +287,7 @@ static const bk_metric adpcm_metrics[] = {
 static int64_t adpcm_voice_pass(int16_t *x, size_t n, int fs, uint64_t seed, int64_t peak, int64_t target)
 {
     static const int formants[7][3] = {
-        {730, 1090, 2440}, {270, 2290, 3010}, {300, 870, 2240}, {530, 1840, 2480},
+        {730, 1090, 2440}, {270, 2290, 3010}, {300, 870, 2240},  {530, 1840, 2480},
         {570, 840, 2410},  {660, 1720, 2410}, {490, 1350, 1690},
     };
     static const int bandwidth[3] = {70, 100, 140};
@@ -368,35 +354,21 @@ static void adpcm_make_voice(int16_t *x, size_t n, int fs, uint64_t seed)
     adpcm_voice_pass(x, n, fs, seed, peak, 23000);
 }
 
-static void adpcm_free(void *state)
-{
-    adpcm_state *s = state;
-    if (!s)
-        return;
-    free(s->pcm);
-    free(s->code);
-    free(s->out);
-    free(s);
-}
-
 static int adpcm_init(bk_ctx *ctx, void **state)
 {
-    adpcm_state *s = calloc(1, sizeof *s);
+    adpcm_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
+        return -1;
     size_t n = s->n = (size_t)bk_arg_int(ctx, "samples");
-    s->pcm = bk_alloc(n * sizeof *s->pcm);
-    s->code = bk_alloc((n + 1) / 2);
-    s->out = bk_alloc(n * sizeof *s->out);
-    if (!s->pcm || !s->code || !s->out) {
-        adpcm_free(s);
-        return bk_fail(ctx, "out of memory for %zu samples", n);
-    }
+    s->pcm = bk_run_alloc(ctx, n * sizeof *s->pcm, "the samples");
+    s->code = bk_run_alloc(ctx, (n + 1) / 2, "the codes");
+    s->out = bk_run_alloc(ctx, n * sizeof *s->out, "the decoded samples");
+    if (!s->pcm || !s->code || !s->out)
+        return -1;
     adpcm_make_voice(s->pcm, n, (int)bk_arg_int(ctx, "sample_rate_hz"), (uint64_t)bk_arg_int(ctx, "seed"));
     bk_set_amount(ctx, "samples_per_s", (double)s->n);
     bk_set_amount(ctx, "encode_samples_per_s", (double)s->n);
     bk_set_amount(ctx, "decode_samples_per_s", (double)s->n);
-    *state = s;
     return 0;
 }
 
@@ -476,7 +448,6 @@ const bk_kernel bk_mibench_adpcm = {
     .run = adpcm_run,
     .corrupt = adpcm_corrupt,
     .verify = adpcm_verify,
-    .fini = adpcm_free,
 };
 
 /* ================================ fft ================================ */
@@ -543,32 +514,14 @@ static void fft_transform(const fft_state *s, const double *inr, const double *i
     }
 }
 
-static void fft_free(void *state)
-{
-    fft_state *s = state;
-    if (!s)
-        return;
-    free(s->xr);
-    free(s->xi);
-    free(s->fr);
-    free(s->fi);
-    free(s->yr);
-    free(s->yi);
-    free(s->cosw);
-    free(s->sinw);
-    free(s->rev);
-    free(s->freq);
-    free(s);
-}
-
 static int fft_init(bk_ctx *ctx, void **state)
 {
     size_t n = (size_t)bk_arg_int(ctx, "points");
     if (n & (n - 1))
         return bk_fail(ctx, "parameter 'points'=%zu is not a power of two: use e.g. 4096 or 32768", n);
-    fft_state *s = calloc(1, sizeof *s);
+    fft_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
+        return -1;
     s->n = n;
     while (((size_t)1 << s->logn) < n)
         s->logn++;
@@ -576,15 +529,13 @@ static int fft_init(bk_ctx *ctx, void **state)
     double **arrays[] = {&s->xr, &s->xi, &s->fr, &s->fi, &s->yr, &s->yi};
     bool ok = true;
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++)
-        ok = ok && (*arrays[i] = bk_alloc(n * sizeof(double))) != NULL;
-    s->cosw = bk_alloc(n / 2 * sizeof(double));
-    s->sinw = bk_alloc(n / 2 * sizeof(double));
-    s->rev = bk_alloc(n * sizeof *s->rev);
-    s->freq = calloc((size_t)s->waves, sizeof *s->freq);
-    if (!ok || !s->cosw || !s->sinw || !s->rev || !s->freq) {
-        fft_free(s);
-        return bk_fail(ctx, "out of memory for %zu points", n);
-    }
+        ok = ok && (*arrays[i] = bk_run_alloc(ctx, n * sizeof(double), "the points")) != NULL;
+    s->cosw = bk_run_alloc(ctx, n / 2 * sizeof(double), "the twiddles");
+    s->sinw = bk_run_alloc(ctx, n / 2 * sizeof(double), "the twiddles");
+    s->rev = bk_run_alloc(ctx, n * sizeof *s->rev, "the bit reversal");
+    s->freq = bk_run_alloc(ctx, (size_t)s->waves * sizeof *s->freq, "the waves");
+    if (!ok || !s->cosw || !s->sinw || !s->rev || !s->freq)
+        return -1;
     for (size_t k = 0; k < n / 2; k++) {
         s->cosw[k] = cos(2 * M_PI * (double)k / (double)n);
         s->sinw[k] = sin(2 * M_PI * (double)k / (double)n);
@@ -610,7 +561,6 @@ static int fft_init(bk_ctx *ctx, void **state)
     bk_set_amount(ctx, "mflops", 2 * flops);
     bk_set_amount(ctx, "forward_mflops", flops);
     bk_set_amount(ctx, "inverse_mflops", flops);
-    *state = s;
     return 0;
 }
 
@@ -727,5 +677,4 @@ const bk_kernel bk_mibench_fft = {
     .run = fft_run,
     .corrupt = fft_corrupt,
     .verify = fft_verify,
-    .fini = fft_free,
 };

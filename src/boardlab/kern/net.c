@@ -301,8 +301,9 @@ int bk_net_sink_main(int argc, char **argv)
         else if (strcmp(argv[i], "--rcvbuf") == 0 && i + 1 < argc)
             rcvbuf = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: boardlab-kern net-sink --listen HOST:PORT [--once] [--cpu N] [--rcvbuf BYTES]\n"
-                            "  serves io.net sessions (TCP and UDP on the same port) until killed, or one with --once\n");
+            fprintf(stderr,
+                    "usage: boardlab-kern net-sink --listen HOST:PORT [--once] [--cpu N] [--rcvbuf BYTES]\n"
+                    "  serves io.net sessions (TCP and UDP on the same port) until killed, or one with --once\n");
             return 2;
         }
     }
@@ -623,7 +624,10 @@ static int net_init(bk_ctx *ctx, void **state)
         setsockopt(s->ctl, SOL_SOCKET, SO_SNDBUF, &sockbuf, sizeof sockbuf);
         setsockopt(s->ctl, SOL_SOCKET, SO_RCVBUF, &sockbuf, sizeof sockbuf);
     }
-    hello_msg hello = {NET_MAGIC, s->mode == M_TCP ? KIND_STREAM : s->mode == M_RR ? KIND_RR : KIND_UDP,
+    hello_msg hello = {NET_MAGIC,
+                       s->mode == M_TCP  ? KIND_STREAM
+                       : s->mode == M_RR ? KIND_RR
+                                         : KIND_UDP,
                        (uint32_t)s->msg};
     if (write_full(s->ctl, &hello, sizeof hello) != 0)
         return bk_fail(ctx, "the sink at %s closed the session: %s", peer, strerror(errno));
@@ -654,8 +658,9 @@ static int net_init(bk_ctx *ctx, void **state)
     if (s->path == P_URING_ZC) {
         int rc = io_uring_queue_init(8, &s->ring, 0);
         if (rc == -EPERM || rc == -EACCES)
-            return bk_unsupported(ctx, "io_uring denied (io_uring_setup: %s): kernel.io_uring_disabled or a "
-                                       "seccomp filter forbids it",
+            return bk_unsupported(ctx,
+                                  "io_uring denied (io_uring_setup: %s): kernel.io_uring_disabled or a "
+                                  "seccomp filter forbids it",
                                   strerror(-rc));
         if (rc < 0)
             return bk_unsupported(ctx, "io_uring unavailable: %s", strerror(-rc));
@@ -786,10 +791,10 @@ static int net_verify(bk_ctx *ctx, void *state)
             bk_info_num(ctx, "zerocopy_completions", (double)s->zc_completions);
             bk_info_num(ctx, "zerocopy_copied", (double)s->zc_copied);
             bk_info_str(ctx, "kernel_copied",
-                        s->zc_completions == 0 ? "unknown (no completion reported)"
+                        s->zc_completions == 0              ? "unknown (no completion reported)"
                         : s->zc_copied == s->zc_completions ? "yes: every send was copied (loopback/veth always copy)"
-                        : s->zc_copied ? "partly"
-                                       : "no");
+                        : s->zc_copied                      ? "partly"
+                                                            : "no");
         } else
             bk_info_str(ctx, "kernel_copied",
                         s->path == P_WRITE ? "yes: write copies by design" : "not reported by sendfile/splice");

@@ -15,7 +15,8 @@ typedef struct {
 } noop_state;
 
 static const bk_param noop_params[] = {
-    {"steps", BK_INT, 1, 1e6, "1", NULL, "steps", "dependent multiply-add steps per rep (more steps, proportionally more time)"},
+    {"steps", BK_INT, 1, 1e6, "1", NULL, "steps",
+     "dependent multiply-add steps per rep (more steps, proportionally more time)"},
     {0},
 };
 static const bk_metric noop_metrics[] = {
@@ -69,9 +70,10 @@ static int noop_verify(bk_ctx *ctx, void *state)
     noop_state *s = state;
     uint64_t expected = lcg_jump(s->total);
     bk_set_checksum(ctx, s->x);
-    return s->x == expected ? 0 : bk_fail(ctx, "noop's chain ended at %llx after %llu steps, expected %llx",
-                                             (unsigned long long)s->x, (unsigned long long)s->total,
-                                             (unsigned long long)expected);
+    return s->x == expected
+               ? 0
+               : bk_fail(ctx, "noop's chain ended at %llx after %llu steps, expected %llx", (unsigned long long)s->x,
+                         (unsigned long long)s->total, (unsigned long long)expected);
 }
 
 const bk_kernel bk_noop = {

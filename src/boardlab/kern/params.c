@@ -115,13 +115,13 @@ static bool set_param(bk_ctx *ctx, int i, const char *text)
         errno = 0;
         double v = strtod(text, &end);
         if (end == text || *end || errno || !isfinite(v)) {
-            fprintf(stderr, "boardlab-kern: %s: parameter '%s' expects a number, got '%s'\n", ctx->k->name,
-                    p->name, text);
+            fprintf(stderr, "boardlab-kern: %s: parameter '%s' expects a number, got '%s'\n", ctx->k->name, p->name,
+                    text);
             return false;
         }
         if (v < p->min || v > p->max) {
-            fprintf(stderr, "boardlab-kern: %s: parameter '%s'=%g is out of range [%g, %g]\n", ctx->k->name,
-                    p->name, v, p->min, p->max);
+            fprintf(stderr, "boardlab-kern: %s: parameter '%s'=%g is out of range [%g, %g]\n", ctx->k->name, p->name, v,
+                    p->min, p->max);
             return false;
         }
         ctx->fval[i] = v;
@@ -130,13 +130,12 @@ static bool set_param(bk_ctx *ctx, int i, const char *text)
     }
     case BK_ENUM:
         if (!enum_has(p->choices, text)) {
-            fprintf(stderr, "boardlab-kern: %s: parameter '%s' must be one of %s, got '%s'\n", ctx->k->name,
-                    p->name, p->choices, text);
+            fprintf(stderr, "boardlab-kern: %s: parameter '%s' must be one of %s, got '%s'\n", ctx->k->name, p->name,
+                    p->choices, text);
             return false;
         }
         return true;
-    case BK_STR:
-        return true;
+    case BK_STR: return true;
     }
     return false;
 }
@@ -177,72 +176,50 @@ void bk_json_kernel_spec(bk_json *j, const bk_kernel *k)
 {
     const char *reason = k->supported ? k->supported() : NULL;
     bk_json_begin_object(j);
-    bk_json_key(j, "name");
-    bk_json_str(j, k->name);
-    bk_json_key(j, "family");
-    bk_json_str(j, k->family);
-    bk_json_key(j, "summary");
-    bk_json_str(j, k->summary);
-    bk_json_key(j, "supported");
-    bk_json_bool(j, reason == NULL);
-    bk_json_key(j, "reason");
-    bk_json_str(j, reason);
-    bk_json_key(j, "params");
-    bk_json_begin_array(j);
+    bk_json_kv_str(j, "name", k->name);
+    bk_json_kv_str(j, "family", k->family);
+    bk_json_kv_str(j, "summary", k->summary);
+    bk_json_kv_bool(j, "supported", reason == NULL);
+    bk_json_kv_str(j, "reason", reason);
+    bk_json_key_array(j, "params");
     for (int i = 0; k->params && k->params[i].name; i++) {
         const bk_param *p = &k->params[i];
         bk_json_begin_object(j);
-        bk_json_key(j, "name");
-        bk_json_str(j, p->name);
-        bk_json_key(j, "type");
-        bk_json_str(j, type_name(p->type));
-        bk_json_key(j, "default");
-        bk_json_str(j, p->def);
+        bk_json_kv_str(j, "name", p->name);
+        bk_json_kv_str(j, "type", type_name(p->type));
+        bk_json_kv_str(j, "default", p->def);
         if (p->type == BK_INT || p->type == BK_FLOAT) {
-            bk_json_key(j, "min");
-            bk_json_num(j, p->min);
-            bk_json_key(j, "max");
-            bk_json_num(j, p->max);
+            bk_json_kv_num(j, "min", p->min);
+            bk_json_kv_num(j, "max", p->max);
         }
         if (p->type == BK_ENUM) {
-            bk_json_key(j, "choices");
-            bk_json_begin_array(j);
+            bk_json_key_array(j, "choices");
             char buf[512];
             snprintf(buf, sizeof buf, "%s", p->choices);
             for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
                 bk_json_str(j, tok);
             bk_json_end_array(j);
         }
-        bk_json_key(j, "unit");
-        bk_json_str(j, p->unit);
-        bk_json_key(j, "help");
-        bk_json_str(j, p->help);
+        bk_json_kv_str(j, "unit", p->unit);
+        bk_json_kv_str(j, "help", p->help);
         bk_json_end_object(j);
     }
     bk_json_end_array(j);
-    bk_json_key(j, "metrics");
-    bk_json_begin_array(j);
+    bk_json_key_array(j, "metrics");
     for (int i = 0; k->metrics && k->metrics[i].name; i++) {
         const bk_metric *m = &k->metrics[i];
         static const char *kinds[] = {"rate", "time", "value", "mean"};
         bk_json_begin_object(j);
-        bk_json_key(j, "name");
-        bk_json_str(j, m->name);
-        bk_json_key(j, "unit");
-        bk_json_str(j, m->unit);
-        bk_json_key(j, "higher_is_better");
-        bk_json_bool(j, m->higher_is_better);
-        bk_json_key(j, "kind");
-        bk_json_str(j, kinds[m->kind]);
-        bk_json_key(j, "phase");
-        bk_json_str(j, m->phase >= 0 ? k->phases[m->phase] : NULL);
-        bk_json_key(j, "help");
-        bk_json_str(j, m->help);
+        bk_json_kv_str(j, "name", m->name);
+        bk_json_kv_str(j, "unit", m->unit);
+        bk_json_kv_bool(j, "higher_is_better", m->higher_is_better);
+        bk_json_kv_str(j, "kind", kinds[m->kind]);
+        bk_json_kv_str(j, "phase", m->phase >= 0 ? k->phases[m->phase] : NULL);
+        bk_json_kv_str(j, "help", m->help);
         bk_json_end_object(j);
     }
     bk_json_end_array(j);
-    bk_json_key(j, "phases");
-    bk_json_begin_array(j);
+    bk_json_key_array(j, "phases");
     for (int i = 0; k->phases && k->phases[i]; i++)
         bk_json_str(j, k->phases[i]);
     bk_json_end_array(j);

@@ -379,8 +379,9 @@ static int sor_verify(bk_ctx *ctx, sm_sor *s, const char *prefix, uint64_t *chec
     for (uint64_t p = 0; p < s->sweeps; p++)
         for (size_t i = 1; i + 1 < n; i++)
             for (size_t j = 1; j + 1 < n; j++)
-                ref[i * n + j] = omega * 0.25 * (ref[(i - 1) * n + j] + ref[(i + 1) * n + j] + ref[i * n + j - 1] +
-                                                 ref[i * n + j + 1]) +
+                ref[i * n + j] = omega * 0.25 *
+                                     (ref[(i - 1) * n + j] + ref[(i + 1) * n + j] + ref[i * n + j - 1] +
+                                      ref[i * n + j + 1]) +
                                  (1.0 - omega) * ref[i * n + j];
     const double diff = sm_max_abs_diff(s->g, ref, nn);
     free(ref);
@@ -711,287 +712,19 @@ static const bk_param size_params[] = {
 static const bk_param no_params[] = {{0}};
 
 static const bk_metric mflops_metric[] = {
-    {"mflops", "MFLOPS", true, BK_RATE, -1, 1e-6, "millions of floating-point operations per second, as SciMark counts them"},
+    {"mflops", "MFLOPS", true, BK_RATE, -1, 1e-6,
+     "millions of floating-point operations per second, as SciMark counts them"},
     {0},
 };
 
-/* Generator draws of the kernels SciMark runs before each one (Monte Carlo draws from its own). */
-static uint64_t draws_fft(const sm_size *sz) { return 2 * (uint64_t)sz->fft_n; }
-static uint64_t draws_sor(const sm_size *sz) { return (uint64_t)sz->sor_n * (uint64_t)sz->sor_n; }
-static uint64_t draws_sparse(const sm_size *sz)
-{
-    return (uint64_t)sz->sparse_n + (uint64_t)(sz->sparse_nz / sz->sparse_n) * (uint64_t)sz->sparse_n;
-}
+/* -- the five parts, each driven alone by its kernel or all five by scimark.composite -- */
 
-static void seeded(sm_rng *r, uint64_t skip)
-{
-    sm_rng_seed(r, SM_SEED);
-    sm_rng_skip(r, skip);
-}
-
-/* -- scimark.fft -- */
-
-static int k_fft_init(bk_ctx *ctx, void **state)
-{
-    sm_fft *f = calloc(1, sizeof *f);
-    if (!f)
-        return bk_fail(ctx, "out of memory");
-    *state = f;
-    const sm_size *sz = sm_size_of(ctx);
-    sm_rng r;
-    seeded(&r, 0);
-    if (fft_init(ctx, f, sz, &r, "") != 0)
-        return -1;
-    bk_set_amount(ctx, "mflops", (double)f->pairs * fft_flops(f));
-    return 0;
-}
-
-static int k_fft_run(bk_ctx *ctx, void *state, uint64_t reps)
-{
-    (void)ctx;
-    for (uint64_t i = 0; i < reps; i++)
-        fft_rep(state);
-    return 0;
-}
-
-static void k_fft_corrupt(void *state) { fft_corrupt(state); }
-
-static int k_fft_verify(bk_ctx *ctx, void *state)
-{
-    uint64_t h = 0;
-    int rc = fft_verify(ctx, state, "", &h);
-    bk_set_checksum(ctx, h);
-    return rc;
-}
-
-static void k_fft_fini(void *state)
-{
-    fft_free(state);
-    free(state);
-}
-
-const bk_kernel bk_scimark_fft = {
-    .name = "scimark.fft",
-    .family = "scimark",
-    .summary = "SciMark 2.0 FFT: complex radix-2 transform, forward and inverse, of N points",
-    .params = size_params,
-    .metrics = mflops_metric,
-    .init = k_fft_init,
-    .run = k_fft_run,
-    .corrupt = k_fft_corrupt,
-    .verify = k_fft_verify,
-    .fini = k_fft_fini,
-};
-
-/* -- scimark.sor -- */
-
-static int k_sor_init(bk_ctx *ctx, void **state)
-{
-    sm_sor *s = calloc(1, sizeof *s);
-    if (!s)
-        return bk_fail(ctx, "out of memory");
-    *state = s;
-    const sm_size *sz = sm_size_of(ctx);
-    sm_rng r;
-    seeded(&r, draws_fft(sz));
-    if (sor_init(ctx, s, sz, &r, "") != 0)
-        return -1;
-    bk_set_amount(ctx, "mflops", (double)s->sweeps * sor_flops(s));
-    return 0;
-}
-
-static int k_sor_run(bk_ctx *ctx, void *state, uint64_t reps)
-{
-    (void)ctx;
-    for (uint64_t i = 0; i < reps; i++)
-        sor_rep(state);
-    return 0;
-}
-
-static void k_sor_corrupt(void *state) { sor_corrupt(state); }
-
-static int k_sor_verify(bk_ctx *ctx, void *state)
-{
-    uint64_t h = 0;
-    int rc = sor_verify(ctx, state, "", &h);
-    bk_set_checksum(ctx, h);
-    return rc;
-}
-
-static void k_sor_fini(void *state)
-{
-    sor_free(state);
-    free(state);
-}
-
-const bk_kernel bk_scimark_sor = {
-    .name = "scimark.sor",
-    .family = "scimark",
-    .summary = "SciMark 2.0 SOR: successive over-relaxation sweeps (omega 1.25) of an N x N grid",
-    .params = size_params,
-    .metrics = mflops_metric,
-    .init = k_sor_init,
-    .run = k_sor_run,
-    .corrupt = k_sor_corrupt,
-    .verify = k_sor_verify,
-    .fini = k_sor_fini,
-};
-
-/* -- scimark.mc -- */
-
-static int k_mc_init(bk_ctx *ctx, void **state)
-{
-    sm_mc *m = calloc(1, sizeof *m);
-    if (!m)
-        return bk_fail(ctx, "out of memory");
-    *state = m;
-    mc_init(ctx, m, "");
-    bk_set_amount(ctx, "mflops", 4.0 * m->samples);
-    return 0;
-}
-
-static int k_mc_run(bk_ctx *ctx, void *state, uint64_t reps)
-{
-    (void)ctx;
-    for (uint64_t i = 0; i < reps; i++)
-        mc_rep(state);
-    return 0;
-}
-
-static void k_mc_corrupt(void *state) { mc_corrupt(state); }
-
-static int k_mc_verify(bk_ctx *ctx, void *state)
-{
-    uint64_t h = 0;
-    int rc = mc_verify(ctx, state, "", &h);
-    bk_set_checksum(ctx, h);
-    return rc;
-}
-
-const bk_kernel bk_scimark_mc = {
-    .name = "scimark.mc",
-    .family = "scimark",
-    .summary = "SciMark 2.0 Monte Carlo: pi from 2^20 random points of the unit square per rep",
-    .params = no_params,
-    .metrics = mflops_metric,
-    .init = k_mc_init,
-    .run = k_mc_run,
-    .corrupt = k_mc_corrupt,
-    .verify = k_mc_verify,
-    .fini = free,
-};
-
-/* -- scimark.sparse -- */
-
-static int k_sparse_init(bk_ctx *ctx, void **state)
-{
-    sm_sparse *sp = calloc(1, sizeof *sp);
-    if (!sp)
-        return bk_fail(ctx, "out of memory");
-    *state = sp;
-    const sm_size *sz = sm_size_of(ctx);
-    sm_rng r;
-    seeded(&r, draws_fft(sz) + draws_sor(sz));
-    if (sparse_init(ctx, sp, sz, &r, "") != 0)
-        return -1;
-    bk_set_amount(ctx, "mflops", (double)sp->multiplies * sparse_flops(sp));
-    return 0;
-}
-
-static int k_sparse_run(bk_ctx *ctx, void *state, uint64_t reps)
-{
-    (void)ctx;
-    for (uint64_t i = 0; i < reps; i++)
-        sparse_rep(state);
-    return 0;
-}
-
-static void k_sparse_corrupt(void *state) { sparse_corrupt(state); }
-
-static int k_sparse_verify(bk_ctx *ctx, void *state)
-{
-    uint64_t h = 0;
-    int rc = sparse_verify(ctx, state, "", &h);
-    bk_set_checksum(ctx, h);
-    return rc;
-}
-
-static void k_sparse_fini(void *state)
-{
-    sparse_free(state);
-    free(state);
-}
-
-const bk_kernel bk_scimark_sparse = {
-    .name = "scimark.sparse",
-    .family = "scimark",
-    .summary = "SciMark 2.0 sparse matmult: y = A x, A in compressed-row storage",
-    .params = size_params,
-    .metrics = mflops_metric,
-    .init = k_sparse_init,
-    .run = k_sparse_run,
-    .corrupt = k_sparse_corrupt,
-    .verify = k_sparse_verify,
-    .fini = k_sparse_fini,
-};
-
-/* -- scimark.lu -- */
-
-static int k_lu_init(bk_ctx *ctx, void **state)
-{
-    sm_lu *l = calloc(1, sizeof *l);
-    if (!l)
-        return bk_fail(ctx, "out of memory");
-    *state = l;
-    const sm_size *sz = sm_size_of(ctx);
-    sm_rng r;
-    seeded(&r, draws_fft(sz) + draws_sor(sz) + draws_sparse(sz));
-    if (lu_init(ctx, l, sz, &r, "") != 0)
-        return -1;
-    bk_set_amount(ctx, "mflops", (double)l->factors * lu_flops(l));
-    return 0;
-}
-
-static int k_lu_run(bk_ctx *ctx, void *state, uint64_t reps)
-{
-    for (uint64_t i = 0; i < reps; i++)
-        if (lu_rep(ctx, state) != 0)
-            return -1;
-    return 0;
-}
-
-static void k_lu_corrupt(void *state) { lu_corrupt(state); }
-
-static int k_lu_verify(bk_ctx *ctx, void *state)
-{
-    uint64_t h = 0;
-    int rc = lu_verify(ctx, state, "", &h);
-    bk_set_checksum(ctx, h);
-    return rc;
-}
-
-static void k_lu_fini(void *state)
-{
-    lu_free(state);
-    free(state);
-}
-
-const bk_kernel bk_scimark_lu = {
-    .name = "scimark.lu",
-    .family = "scimark",
-    .summary = "SciMark 2.0 LU: factorization with partial pivoting of an N x N matrix",
-    .params = size_params,
-    .metrics = mflops_metric,
-    .init = k_lu_init,
-    .run = k_lu_run,
-    .corrupt = k_lu_corrupt,
-    .verify = k_lu_verify,
-    .fini = k_lu_fini,
-};
-
-/* -- scimark.composite: the five in one iteration, each timed as a phase; the score is their mean -- */
+typedef enum { SM_FFT, SM_SOR, SM_MC, SM_SPARSE, SM_LU, SM_PARTS } sm_part;
+/* The prefix of a part's info keys and metric in the composite; a kernel of one part uses none. */
+static const char *const sm_prefix[SM_PARTS] = {"fft_", "sor_", "mc_", "sparse_", "lu_"};
 
 typedef struct {
+    sm_part first, last; /* the parts this kernel runs, in SciMark's order */
     sm_fft fft;
     sm_sor sor;
     sm_mc mc;
@@ -999,113 +732,210 @@ typedef struct {
     sm_lu lu;
 } sm_all;
 
-enum { PH_FFT, PH_SOR, PH_MC, PH_SPARSE, PH_LU };
-static const char *const composite_phases[] = {"fft", "sor", "mc", "sparse", "lu", NULL};
+/* Generator draws of the parts SciMark runs before `part` (Monte Carlo draws from its own generator). */
+static uint64_t draws_before(const sm_size *sz, sm_part part)
+{
+    uint64_t fft = 2 * (uint64_t)sz->fft_n, sor = (uint64_t)sz->sor_n * (uint64_t)sz->sor_n;
+    uint64_t sparse = (uint64_t)sz->sparse_n + (uint64_t)(sz->sparse_nz / sz->sparse_n) * (uint64_t)sz->sparse_n;
+    return (part > SM_FFT ? fft : 0) + (part > SM_SOR ? sor : 0) + (part > SM_SPARSE ? sparse : 0);
+}
 
-static const bk_metric composite_metrics[] = {
-    {"composite_mflops", "MFLOPS", true, BK_MEAN, -1, 1.0, "SciMark's composite score: the mean of the five rates"},
-    {"fft_mflops", "MFLOPS", true, BK_RATE, PH_FFT, 1e-6, "FFT phase, as SciMark counts its flops"},
-    {"sor_mflops", "MFLOPS", true, BK_RATE, PH_SOR, 1e-6, "SOR phase, as SciMark counts its flops"},
-    {"mc_mflops", "MFLOPS", true, BK_RATE, PH_MC, 1e-6, "Monte Carlo phase, as SciMark counts its flops"},
-    {"sparse_mflops", "MFLOPS", true, BK_RATE, PH_SPARSE, 1e-6, "sparse matmult phase, as SciMark counts its flops"},
-    {"lu_mflops", "MFLOPS", true, BK_RATE, PH_LU, 1e-6, "LU phase, as SciMark counts its flops"},
-    {0},
-};
+/* Sets up one part from the shared generator and sets its metric's amount (flops per rep). */
+static int part_init(bk_ctx *ctx, sm_all *s, sm_part part, const sm_size *sz, sm_rng *r, const char *prefix)
+{
+    double flops = 0;
+    int rc = 0;
+    switch (part) {
+    case SM_FFT:
+        rc = fft_init(ctx, &s->fft, sz, r, prefix);
+        flops = (double)s->fft.pairs * fft_flops(&s->fft);
+        break;
+    case SM_SOR:
+        rc = sor_init(ctx, &s->sor, sz, r, prefix);
+        flops = (double)s->sor.sweeps * sor_flops(&s->sor);
+        break;
+    case SM_MC:
+        mc_init(ctx, &s->mc, prefix);
+        flops = 4.0 * s->mc.samples;
+        break;
+    case SM_SPARSE:
+        rc = sparse_init(ctx, &s->sparse, sz, r, prefix);
+        flops = (double)s->sparse.multiplies * sparse_flops(&s->sparse);
+        break;
+    case SM_LU:
+        rc = lu_init(ctx, &s->lu, sz, r, prefix);
+        flops = (double)s->lu.factors * lu_flops(&s->lu);
+        break;
+    case SM_PARTS: break;
+    }
+    if (rc != 0)
+        return -1;
+    char metric[32];
+    snprintf(metric, sizeof metric, "%smflops", prefix);
+    bk_set_amount(ctx, metric, flops);
+    return 0;
+}
 
-static void composite_fini(void *state)
+/* reps of one part, the loop inside each case so that a rep costs no dispatch. */
+static int part_run(bk_ctx *ctx, sm_all *s, sm_part part, uint64_t reps)
+{
+    switch (part) {
+    case SM_FFT:
+        for (uint64_t i = 0; i < reps; i++)
+            fft_rep(&s->fft);
+        break;
+    case SM_SOR:
+        for (uint64_t i = 0; i < reps; i++)
+            sor_rep(&s->sor);
+        break;
+    case SM_MC:
+        for (uint64_t i = 0; i < reps; i++)
+            mc_rep(&s->mc);
+        break;
+    case SM_SPARSE:
+        for (uint64_t i = 0; i < reps; i++)
+            sparse_rep(&s->sparse);
+        break;
+    case SM_LU:
+        for (uint64_t i = 0; i < reps; i++)
+            if (lu_rep(ctx, &s->lu) != 0)
+                return -1;
+        break;
+    case SM_PARTS: break;
+    }
+    return 0;
+}
+
+static int part_verify(bk_ctx *ctx, sm_all *s, sm_part part, const char *prefix, uint64_t *h)
+{
+    switch (part) {
+    case SM_FFT: return fft_verify(ctx, &s->fft, prefix, h);
+    case SM_SOR: return sor_verify(ctx, &s->sor, prefix, h);
+    case SM_MC: return mc_verify(ctx, &s->mc, prefix, h);
+    case SM_SPARSE: return sparse_verify(ctx, &s->sparse, prefix, h);
+    case SM_LU: return lu_verify(ctx, &s->lu, prefix, h);
+    case SM_PARTS: break;
+    }
+    return -1;
+}
+
+static const char *part_prefix(const sm_all *s, sm_part part) { return s->first == s->last ? "" : sm_prefix[part]; }
+
+/* The state of a kernel running parts first..last, seeded as SciMark seeds them: the generator skips the draws
+ * of the parts before `first`, then runs through all of them in order. */
+static int sm_start(bk_ctx *ctx, void **state, sm_part first, sm_part last)
+{
+    sm_all *s = bk_run_state(ctx, state, sizeof *s);
+    if (!s)
+        return -1;
+    s->first = first;
+    s->last = last;
+    /* scimark.mc has no size parameter: it draws from its own generator */
+    const sm_size *sz = first == SM_MC && last == SM_MC ? NULL : sm_size_of(ctx);
+    sm_rng r;
+    sm_rng_seed(&r, SM_SEED);
+    if (sz)
+        sm_rng_skip(&r, draws_before(sz, first));
+    for (sm_part p = first; p <= last; p++)
+        if (part_init(ctx, s, p, sz, &r, part_prefix(s, p)) != 0)
+            return -1;
+    return 0;
+}
+
+/* Each part is one phase of the composite; a kernel of one part declares no phases, so those calls do nothing. */
+static int sm_run(bk_ctx *ctx, void *state, uint64_t reps)
+{
+    sm_all *s = state;
+    for (sm_part p = s->first; p <= s->last; p++) {
+        bk_phase_begin(ctx, (int)p);
+        if (part_run(ctx, s, p, reps) != 0)
+            return -1;
+        bk_phase_end(ctx, (int)p);
+    }
+    return 0;
+}
+
+/* Damages every part's result, so that a test of the composite sees each verification catch its own. */
+static void sm_corrupt(void *state)
+{
+    sm_all *s = state;
+    for (sm_part p = s->first; p <= s->last; p++)
+        switch (p) {
+        case SM_FFT: fft_corrupt(&s->fft); break;
+        case SM_SOR: sor_corrupt(&s->sor); break;
+        case SM_MC: mc_corrupt(&s->mc); break;
+        case SM_SPARSE: sparse_corrupt(&s->sparse); break;
+        case SM_LU: lu_corrupt(&s->lu); break;
+        case SM_PARTS: break;
+        }
+}
+
+/* Every part is verified even after one failed; the checksum is the part's, or the composite's over all five. */
+static int sm_verify(bk_ctx *ctx, void *state)
+{
+    sm_all *s = state;
+    uint64_t h[SM_PARTS] = {0};
+    int bad = 0;
+    for (sm_part p = s->first; p <= s->last; p++)
+        bad |= part_verify(ctx, s, p, part_prefix(s, p), &h[p]);
+    bk_set_checksum(ctx, s->first == s->last ? h[s->first] : bk_fnv1a(BK_FNV_OFFSET, h, sizeof h));
+    return bad ? -1 : 0;
+}
+
+static void sm_fini(void *state)
 {
     sm_all *s = state;
     fft_free(&s->fft);
     sor_free(&s->sor);
     sparse_free(&s->sparse);
     lu_free(&s->lu);
-    free(s);
 }
 
-static int composite_init(bk_ctx *ctx, void **state)
-{
-    sm_all *s = calloc(1, sizeof *s);
-    if (!s)
-        return bk_fail(ctx, "out of memory");
-    *state = s;
-    const sm_size *sz = sm_size_of(ctx);
-    sm_rng r;
-    seeded(&r, 0); /* one generator through all five, in SciMark's order */
-    if (fft_init(ctx, &s->fft, sz, &r, "fft_") != 0 || sor_init(ctx, &s->sor, sz, &r, "sor_") != 0)
-        return -1;
-    mc_init(ctx, &s->mc, "mc_");
-    if (sparse_init(ctx, &s->sparse, sz, &r, "sparse_") != 0 || lu_init(ctx, &s->lu, sz, &r, "lu_") != 0)
-        return -1;
-    bk_set_amount(ctx, "fft_mflops", (double)s->fft.pairs * fft_flops(&s->fft));
-    bk_set_amount(ctx, "sor_mflops", (double)s->sor.sweeps * sor_flops(&s->sor));
-    bk_set_amount(ctx, "mc_mflops", 4.0 * s->mc.samples);
-    bk_set_amount(ctx, "sparse_mflops", (double)s->sparse.multiplies * sparse_flops(&s->sparse));
-    bk_set_amount(ctx, "lu_mflops", (double)s->lu.factors * lu_flops(&s->lu));
-    return 0;
-}
+static int k_fft_init(bk_ctx *ctx, void **state) { return sm_start(ctx, state, SM_FFT, SM_FFT); }
+static int k_sor_init(bk_ctx *ctx, void **state) { return sm_start(ctx, state, SM_SOR, SM_SOR); }
+static int k_mc_init(bk_ctx *ctx, void **state) { return sm_start(ctx, state, SM_MC, SM_MC); }
+static int k_sparse_init(bk_ctx *ctx, void **state) { return sm_start(ctx, state, SM_SPARSE, SM_SPARSE); }
+static int k_lu_init(bk_ctx *ctx, void **state) { return sm_start(ctx, state, SM_LU, SM_LU); }
+static int k_composite_init(bk_ctx *ctx, void **state) { return sm_start(ctx, state, SM_FFT, SM_LU); }
 
-static int composite_run(bk_ctx *ctx, void *state, uint64_t reps)
-{
-    sm_all *s = state;
-    bk_phase_begin(ctx, PH_FFT);
-    for (uint64_t i = 0; i < reps; i++)
-        fft_rep(&s->fft);
-    bk_phase_end(ctx, PH_FFT);
-    bk_phase_begin(ctx, PH_SOR);
-    for (uint64_t i = 0; i < reps; i++)
-        sor_rep(&s->sor);
-    bk_phase_end(ctx, PH_SOR);
-    bk_phase_begin(ctx, PH_MC);
-    for (uint64_t i = 0; i < reps; i++)
-        mc_rep(&s->mc);
-    bk_phase_end(ctx, PH_MC);
-    bk_phase_begin(ctx, PH_SPARSE);
-    for (uint64_t i = 0; i < reps; i++)
-        sparse_rep(&s->sparse);
-    bk_phase_end(ctx, PH_SPARSE);
-    bk_phase_begin(ctx, PH_LU);
-    for (uint64_t i = 0; i < reps; i++)
-        if (lu_rep(ctx, &s->lu) != 0)
-            return -1;
-    bk_phase_end(ctx, PH_LU);
-    return 0;
-}
+#define SM_KERNEL(var, kname, ksummary, kparams, kmetrics, kphases, kinit)                                             \
+    const bk_kernel var = {.name = kname,                                                                              \
+                           .family = "scimark",                                                                        \
+                           .summary = ksummary,                                                                        \
+                           .params = kparams,                                                                          \
+                           .metrics = kmetrics,                                                                        \
+                           .phases = kphases,                                                                          \
+                           .init = kinit,                                                                              \
+                           .run = sm_run,                                                                              \
+                           .corrupt = sm_corrupt,                                                                      \
+                           .verify = sm_verify,                                                                        \
+                           .fini = sm_fini}
 
-/* Damages all five results, so that a test sees each verification catch its own. */
-static void composite_corrupt(void *state)
-{
-    sm_all *s = state;
-    fft_corrupt(&s->fft);
-    sor_corrupt(&s->sor);
-    mc_corrupt(&s->mc);
-    sparse_corrupt(&s->sparse);
-    lu_corrupt(&s->lu);
-}
+SM_KERNEL(bk_scimark_fft, "scimark.fft", "SciMark 2.0 FFT: complex radix-2 transform, forward and inverse, of N points",
+          size_params, mflops_metric, NULL, k_fft_init);
+SM_KERNEL(bk_scimark_sor, "scimark.sor",
+          "SciMark 2.0 SOR: successive over-relaxation sweeps (omega 1.25) of an N x N grid", size_params,
+          mflops_metric, NULL, k_sor_init);
+SM_KERNEL(bk_scimark_mc, "scimark.mc", "SciMark 2.0 Monte Carlo: pi from 2^20 random points of the unit square per rep",
+          no_params, mflops_metric, NULL, k_mc_init);
+SM_KERNEL(bk_scimark_sparse, "scimark.sparse", "SciMark 2.0 sparse matmult: y = A x, A in compressed-row storage",
+          size_params, mflops_metric, NULL, k_sparse_init);
+SM_KERNEL(bk_scimark_lu, "scimark.lu", "SciMark 2.0 LU: factorization with partial pivoting of an N x N matrix",
+          size_params, mflops_metric, NULL, k_lu_init);
 
-static int composite_verify(bk_ctx *ctx, void *state)
-{
-    sm_all *s = state;
-    uint64_t h[5] = {0};
-    int bad = 0;
-    bad |= fft_verify(ctx, &s->fft, "fft_", &h[0]);
-    bad |= sor_verify(ctx, &s->sor, "sor_", &h[1]);
-    bad |= mc_verify(ctx, &s->mc, "mc_", &h[2]);
-    bad |= sparse_verify(ctx, &s->sparse, "sparse_", &h[3]);
-    bad |= lu_verify(ctx, &s->lu, "lu_", &h[4]);
-    bk_set_checksum(ctx, bk_fnv1a(BK_FNV_OFFSET, h, sizeof h));
-    return bad ? -1 : 0;
-}
+/* scimark.composite: the five in one iteration, each timed as a phase; the score is their mean */
+static const char *const composite_phases[] = {"fft", "sor", "mc", "sparse", "lu", NULL};
 
-const bk_kernel bk_scimark_composite = {
-    .name = "scimark.composite",
-    .family = "scimark",
-    .summary = "SciMark 2.0 composite: FFT, SOR, Monte Carlo, sparse matmult and LU in one iteration",
-    .params = size_params,
-    .metrics = composite_metrics,
-    .phases = composite_phases,
-    .init = composite_init,
-    .run = composite_run,
-    .corrupt = composite_corrupt,
-    .verify = composite_verify,
-    .fini = composite_fini,
+static const bk_metric composite_metrics[] = {
+    {"composite_mflops", "MFLOPS", true, BK_MEAN, -1, 1.0, "SciMark's composite score: the mean of the five rates"},
+    {"fft_mflops", "MFLOPS", true, BK_RATE, SM_FFT, 1e-6, "FFT phase, as SciMark counts its flops"},
+    {"sor_mflops", "MFLOPS", true, BK_RATE, SM_SOR, 1e-6, "SOR phase, as SciMark counts its flops"},
+    {"mc_mflops", "MFLOPS", true, BK_RATE, SM_MC, 1e-6, "Monte Carlo phase, as SciMark counts its flops"},
+    {"sparse_mflops", "MFLOPS", true, BK_RATE, SM_SPARSE, 1e-6, "sparse matmult phase, as SciMark counts its flops"},
+    {"lu_mflops", "MFLOPS", true, BK_RATE, SM_LU, 1e-6, "LU phase, as SciMark counts its flops"},
+    {0},
 };
+
+SM_KERNEL(bk_scimark_composite, "scimark.composite",
+          "SciMark 2.0 composite: FFT, SOR, Monte Carlo, sparse matmult and LU in one iteration", size_params,
+          composite_metrics, composite_phases, k_composite_init);

@@ -403,8 +403,8 @@ static int do_compress(pipeline *p, record *r, unsigned char *tmp)
 #if BK_HAVE_LZMA
     if (strcmp(p->codec, "lzma") == 0) {
         size_t pos = 0;
-        if (lzma_easy_buffer_encode((uint32_t)p->level, LZMA_CHECK_CRC32, NULL, r->data, r->h.len, tmp, &pos,
-                                    p->cap) != LZMA_OK) {
+        if (lzma_easy_buffer_encode((uint32_t)p->level, LZMA_CHECK_CRC32, NULL, r->data, r->h.len, tmp, &pos, p->cap) !=
+            LZMA_OK) {
             fail(p, "lzma encode failed", NULL);
             return -1;
         }
@@ -609,14 +609,16 @@ static const bk_param sp_params[] = {
      "numbers over loopback udp or tcp, or into a pty at baud"},
     {"rcvbuf_bytes", BK_INT, 4096, 268435456, "4M", NULL, "bytes",
      "source=udp: the receive socket's buffer (SO_RCVBUF; the kernel caps it at net.core.rmem_max)"},
-    {"baud", BK_INT, 50, 4000000, "115200", NULL, "bit/s", "source=pty: line rate; the feeder writes baud/10 B/s (8N1)"},
+    {"baud", BK_INT, 50, 4000000, "115200", NULL, "bit/s",
+     "source=pty: line rate; the feeder writes baud/10 B/s (8N1)"},
     {"schedule", BK_ENUM, 0, 0, "threads", "threads,rtc", NULL,
      "threads: one thread per stage with rings between; rtc: run-to-completion on one thread"},
     {"flow", BK_ENUM, 0, 0, "pull", "pull,push", NULL,
      "pull: stages wait for room (sink-credited, no drops); push: source-paced, a full ring drops the record"},
     {"rate_bit_s", BK_FLOAT, 0, 1e12, "0", NULL, "bit/s",
      "offered input rate: the generator's in push mode, the udp/tcp feeder's in any mode (0 = as fast as possible)"},
-    {"cap_bit_s", BK_FLOAT, 0, 1e12, "0", NULL, "bit/s", "transmit rate cap on the wire (e.g. 9600 for a downlink); 0 = none"},
+    {"cap_bit_s", BK_FLOAT, 0, 1e12, "0", NULL, "bit/s",
+     "transmit rate cap on the wire (e.g. 9600 for a downlink); 0 = none"},
     {"link_bit_s", BK_FLOAT, 0, 1e12, "0", NULL, "bit/s",
      "the declared rate of the link the stream is for (e.g. 4e9 for a 500 MB/s PCIe lane): goodput is reported "
      "as a percent of it; 0 = none declared"},
@@ -957,9 +959,10 @@ static int sp_init(bk_ctx *ctx, void **state)
         if (!p->kenc)
             return unsup ? bk_unsupported(ctx, "crypto_api=afalg: %s", why) : bk_fail(ctx, "crypto_api=afalg: %s", why);
     }
-    bk_info_str(ctx, "crypto_api", strcmp(p->cipher, "none") == 0 ? "none"
-                                   : p->afalg                      ? "AF_ALG (kernel crypto API)"
-                                                                   : "libcrypto EVP");
+    bk_info_str(ctx, "crypto_api",
+                strcmp(p->cipher, "none") == 0 ? "none"
+                : p->afalg                     ? "AF_ALG (kernel crypto API)"
+                                               : "libcrypto EVP");
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, p->sock) != 0)
         return bk_fail(ctx, "socketpair: %s", strerror(errno));
     int sb = (int)(p->cap + sizeof(rec_hdr)) * 16;
@@ -1198,7 +1201,8 @@ static int sp_verify(bk_ctx *ctx, void *state)
     bk_set_value(ctx, "goodput_bit_s", secs > 0 ? (double)in_bytes * 8 / secs : 0);
     bk_set_value(ctx, "goodput_b_s", secs > 0 ? (double)in_bytes / secs : 0);
     if (p->link_bit_s > 0) {
-        bk_set_value(ctx, "link_efficiency_percent", secs > 0 ? 100.0 * (double)in_bytes * 8 / secs / p->link_bit_s : 0);
+        bk_set_value(ctx, "link_efficiency_percent",
+                     secs > 0 ? 100.0 * (double)in_bytes * 8 / secs / p->link_bit_s : 0);
         bk_info_num(ctx, "link_bit_s", p->link_bit_s);
     }
     bk_set_value(ctx, "drop_percent", emitted ? 100.0 * (double)dropped / (double)emitted : 0);
@@ -1215,18 +1219,23 @@ static int sp_verify(bk_ctx *ctx, void *state)
                            (unsigned long long)in, (unsigned long long)out, (unsigned long long)dr);
         if (out != next_in + (i < ST_TRANSMIT ? dr : 0) && i < ST_TRANSMIT)
             return bk_fail(ctx, "stage %s passed %llu records but the next took %llu with %llu dropped between",
-                           stage_names[i], (unsigned long long)out, (unsigned long long)next_in, (unsigned long long)dr);
+                           stage_names[i], (unsigned long long)out, (unsigned long long)next_in,
+                           (unsigned long long)dr);
     }
     if (bytes_received != in_bytes + drop_bytes)
         return bk_fail(ctx, "byte conservation: %llu bytes received, %llu delivered, %llu counted as dropped",
-                       (unsigned long long)bytes_received, (unsigned long long)in_bytes, (unsigned long long)drop_bytes);
+                       (unsigned long long)bytes_received, (unsigned long long)in_bytes,
+                       (unsigned long long)drop_bytes);
     if (atomic_load(&p->bad_order))
-        return bk_fail(ctx, "%llu records reached the sink out of order", (unsigned long long)atomic_load(&p->bad_order));
+        return bk_fail(ctx, "%llu records reached the sink out of order",
+                       (unsigned long long)atomic_load(&p->bad_order));
     if (atomic_load(&p->bad_tag))
-        return bk_fail(ctx, "%llu records failed their AEAD tag at the sink", (unsigned long long)atomic_load(&p->bad_tag));
+        return bk_fail(ctx, "%llu records failed their AEAD tag at the sink",
+                       (unsigned long long)atomic_load(&p->bad_tag));
     if (delivered + dropped != emitted || gaps + tail != dropped)
-        return bk_fail(ctx, "sequence check: %llu offered, %llu delivered, %llu counted as dropped, but the sink saw "
-                            "%llu missing sequence numbers",
+        return bk_fail(ctx,
+                       "sequence check: %llu offered, %llu delivered, %llu counted as dropped, but the sink saw "
+                       "%llu missing sequence numbers",
                        (unsigned long long)emitted, (unsigned long long)delivered, (unsigned long long)dropped,
                        (unsigned long long)(gaps + tail));
     return 0;
@@ -1281,7 +1290,8 @@ static void sp_fini(void *state)
 const bk_kernel bk_stream_pipeline = {
     .name = "stream.pipeline",
     .family = "stream",
-    .summary = "receive -> filter -> compress -> encrypt -> transmit over the sensor corpus: goodput, drops, CPU per stage",
+    .summary =
+        "receive -> filter -> compress -> encrypt -> transmit over the sensor corpus: goodput, drops, CPU per stage",
     .supported = sp_supported,
     .params = sp_params,
     .metrics = sp_metrics,

@@ -109,15 +109,15 @@ typedef struct {
     int keepalive, nodelay;
     int64_t max_request_bytes;
     /* Limits of a server on an open network (svc_mgmt_defaults sets them; docs/services.md states them). */
-    int64_t max_connections;   /* more are answered 503 and closed (lowered to fit RLIMIT_NOFILE) */
-    int64_t max_output_bytes;  /* a connection with more unsent is not read until its peer reads */
+    int64_t max_connections; /* more are answered 503 and closed (lowered to fit RLIMIT_NOFILE) */
+    int64_t max_output_bytes; /* a connection with more unsent is not read until its peer reads */
     int64_t header_timeout_ms; /* from a request's first byte to its complete header */
-    int64_t body_timeout_ms;   /* from a complete header to the complete body */
-    int64_t idle_timeout_ms;   /* a connection with nothing to do, or whose peer reads nothing, closes */
+    int64_t body_timeout_ms; /* from a complete header to the complete body */
+    int64_t idle_timeout_ms; /* a connection with nothing to do, or whose peer reads nothing, closes */
     double duration_s;
     int64_t stall_every_ms, stall_ms; /* fault injection: the server blocks stall_ms every stall_every_ms */
-    int rt_priority;                  /* SCHED_FIFO priority asked for (0: normal scheduling) */
-    int rt_errno;                     /* why it was refused (0: granted or not asked) */
+    int rt_priority; /* SCHED_FIFO priority asked for (0: normal scheduling) */
+    int rt_errno; /* why it was refused (0: granted or not asked) */
     /* results */
     uint64_t requests, responses_ok, faults, too_large, malformed, connections, stalls;
     uint64_t refused, timeouts, idle_closed, output_stalls, accept_backoffs;

@@ -105,23 +105,17 @@ double svc_percentile(svc_samples *s, double q)
 
 void svc_json_summary(bk_json *j, const char *key, svc_samples *s)
 {
-    bk_json_key(j, key);
-    bk_json_begin_object(j);
-    bk_json_key(j, "count");
-    bk_json_uint(j, s->total);
-    bk_json_key(j, "mean");
-    bk_json_num(j, s->total ? s->sum / (double)s->total : NAN);
+    bk_json_key_object(j, key);
+    bk_json_kv_uint(j, "count", s->total);
+    bk_json_kv_num(j, "mean", s->total ? s->sum / (double)s->total : NAN);
     static const char *keys[] = {"p50", "p90", "p99", "p999"};
     static const double qs[] = {50, 90, 99, 99.9};
     for (int i = 0; i < 4; i++) {
-        bk_json_key(j, keys[i]);
-        bk_json_num(j, svc_percentile(s, qs[i]));
+        bk_json_kv_num(j, keys[i], svc_percentile(s, qs[i]));
     }
-    bk_json_key(j, "max");
-    bk_json_num(j, s->total ? (double)s->max_seen : NAN);
+    bk_json_kv_num(j, "max", s->total ? (double)s->max_seen : NAN);
     if (s->total > s->n) { /* the percentiles come from a reservoir of this many samples */
-        bk_json_key(j, "kept");
-        bk_json_uint(j, s->n);
+        bk_json_kv_uint(j, "kept", s->n);
     }
     bk_json_end_object(j);
 }
@@ -172,26 +166,27 @@ void svc_patch_stamp(char *buf, size_t stamp_at, uint64_t ns)
     memcpy(buf + stamp_at, d, 20);
 }
 
+/* Closes a socket that could not be set up and returns -1 with errno `err`, the cause (close may change errno). */
+static int close_failed(int fd, int err)
+{
+    close(fd);
+    errno = err;
+    return -1;
+}
+
 int svc_mcast_sender(const char *iface_addr, int ttl)
 {
     int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
     struct in_addr ifa;
-    if (inet_pton(AF_INET, iface_addr, &ifa) != 1) {
-        close(fd);
-        errno = EINVAL;
-        return -1;
-    }
+    if (inet_pton(AF_INET, iface_addr, &ifa) != 1)
+        return close_failed(fd, EINVAL);
     unsigned char t = (unsigned char)ttl, loop = 1;
     if (setsockopt(fd, IPPROTO_IP, IP_MULTICAST_IF, &ifa, sizeof ifa) < 0 ||
         setsockopt(fd, IPPROTO_IP, IP_MULTICAST_TTL, &t, sizeof t) < 0 ||
-        setsockopt(fd, IPPROTO_IP, IP_MULTICAST_LOOP, &loop, sizeof loop) < 0) {
-        int e = errno;
-        close(fd);
-        errno = e;
-        return -1;
-    }
+        setsockopt(fd, IPPROTO_IP, IP_MULTICAST_LOOP, &loop, sizeof loop) < 0)
+        return close_failed(fd, errno);
     return fd;
 }
 
@@ -203,22 +198,15 @@ int svc_mcast_receiver(const char *group, int port, const char *iface_addr, int 
     int one = 1;
     struct ip_mreq mreq;
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    if (inet_pton(AF_INET, group, &mreq.imr_multiaddr) != 1 || inet_pton(AF_INET, iface_addr, &mreq.imr_interface) != 1) {
-        close(fd);
-        errno = EINVAL;
-        return -1;
-    }
+    if (inet_pton(AF_INET, group, &mreq.imr_multiaddr) != 1 || inet_pton(AF_INET, iface_addr, &mreq.imr_interface) != 1)
+        return close_failed(fd, EINVAL);
     sa.sin_addr = mreq.imr_multiaddr;
     if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0 ||
         setsockopt(fd, SOL_SOCKET, SO_RXQ_OVFL, &one, sizeof one) < 0 ||
         (rcvbuf_bytes > 0 && setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf_bytes, sizeof rcvbuf_bytes) < 0) ||
         bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 ||
-        setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mreq, sizeof mreq) < 0) {
-        int e = errno;
-        close(fd);
-        errno = e;
-        return -1;
-    }
+        setsockopt(fd, IPPROTO_IP, IP_ADD_MEMBERSHIP, &mreq, sizeof mreq) < 0)
+        return close_failed(fd, errno);
     return fd;
 }
 

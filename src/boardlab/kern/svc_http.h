@@ -19,17 +19,17 @@ typedef struct {
     int fd;
     char *in;
     size_t in_off, in_n, in_cap; /* in[in_off, in_n) is unread by the parser */
-    size_t scanned;              /* of that, bytes already searched for the header's end without finding it */
-    size_t hlen, blen;           /* the current request's header and body length, once its header is whole */
-    int want_in;                 /* the parser waits for bytes (0: a whole request waits for output room) */
+    size_t scanned; /* of that, bytes already searched for the header's end without finding it */
+    size_t hlen, blen; /* the current request's header and body length, once its header is whole */
+    int want_in; /* the parser waits for bytes (0: a whole request waits for output room) */
     char *out;
     size_t out_n, out_off, out_cap; /* out[out_off, out_n) is unsent */
     int close_after;
-    int linger;        /* ended by us after an error answer its peer may still send to: a lingering close */
-    uint32_t events;   /* what epoll watches now: a MOD only when this changes */
-    uint64_t t_req;    /* when the current request was complete */
-    uint64_t t_start;  /* first byte of the request being read (0: none) */
-    uint64_t t_head;   /* its header complete, its body not yet (0: not there) */
+    int linger; /* ended by us after an error answer its peer may still send to: a lingering close */
+    uint32_t events; /* what epoll watches now: a MOD only when this changes */
+    uint64_t t_req; /* when the current request was complete */
+    uint64_t t_start; /* first byte of the request being read (0: none) */
+    uint64_t t_head; /* its header complete, its body not yet (0: not there) */
     uint64_t t_active; /* last byte read or written */
 } mconn;
 

@@ -171,9 +171,9 @@ static void write_samples(load_state *s)
           f);
     for (size_t i = 0; i < s->nreq; i++) {
         const lreq *q = &s->reqs[i];
-        const char *outcome = q->status == 200 ? "ok"
-                              : q->status > 0  ? "http_error"
-                              : q->status == LREQ_ERROR ? "error"
+        const char *outcome = q->status == 200            ? "ok"
+                              : q->status > 0             ? "http_error"
+                              : q->status == LREQ_ERROR   ? "error"
                               : q->status == LREQ_TIMEOUT ? "timeout"
                                                           : "not_started";
         fprintf(f, "%zu,%lld", i, (long long)(q->intended - s->t0));
@@ -350,8 +350,8 @@ static void arm(load_state *s, uint64_t t)
 /* One run's schedule: the open loop's intended starts that have come but not started (a FIFO) and the
  * generator of the next one, the closed loop's period per connection, and the connections awaiting a response. */
 typedef struct {
-    uint64_t rng;    /* open loop: the Poisson arrivals' generator */
-    uint64_t next;   /* open loop: intended start of the next request */
+    uint64_t rng; /* open loop: the Poisson arrivals' generator */
+    uint64_t next; /* open loop: intended start of the next request */
     uint64_t *queue; /* open loop: intended starts come and not started, FIFO queue[qh, qt) */
     size_t qh, qt, qcap;
     double per_conn_period;
@@ -581,45 +581,26 @@ static void load_json(void *state, bk_json *j)
 {
     load_state *s = state;
     bk_json_begin_object(j);
-    bk_json_key(j, "schema");
-    bk_json_int(j, SVC_SCHEMA);
-    bk_json_key(j, "role");
-    bk_json_str(j, "load");
-    bk_json_key(j, "mode");
-    bk_json_str(j, s->open_loop ? "open" : "closed");
-    bk_json_key(j, "arrival");
-    bk_json_str(j, s->open_loop ? (s->poisson ? "poisson" : "constant") : NULL);
-    bk_json_key(j, "target_rate_hz");
-    bk_json_num(j, s->rate_hz);
-    bk_json_key(j, "connections");
-    bk_json_int(j, s->conns);
-    bk_json_key(j, "keepalive");
-    bk_json_bool(j, s->keepalive);
-    bk_json_key(j, "duration_ns");
-    bk_json_uint(j, s->t_sched_end - s->t0);
-    bk_json_key(j, "scheduled");
-    bk_json_uint(j, s->scheduled);
-    bk_json_key(j, "sent");
-    bk_json_uint(j, s->sent);
-    bk_json_key(j, "ok");
-    bk_json_uint(j, s->ok);
-    bk_json_key(j, "errors");
-    bk_json_uint(j, s->errors);
-    bk_json_key(j, "timeouts");
-    bk_json_uint(j, s->timeouts);
-    bk_json_key(j, "late_starts");
-    bk_json_uint(j, s->late);
-    bk_json_key(j, "late_threshold_ns");
-    bk_json_uint(j, (uint64_t)s->late_us * 1000ULL);
-    bk_json_key(j, "connects");
-    bk_json_uint(j, s->connects);
-    bk_json_key(j, "rt_priority");
-    bk_json_int(j, s->rt_errno ? 0 : s->rt_priority);
-    bk_json_key(j, "rt_priority_error");
-    bk_json_str(j, s->rt_errno ? strerror(s->rt_errno) : NULL);
+    bk_json_kv_int(j, "schema", SVC_SCHEMA);
+    bk_json_kv_str(j, "role", "load");
+    bk_json_kv_str(j, "mode", s->open_loop ? "open" : "closed");
+    bk_json_kv_str(j, "arrival", s->open_loop ? (s->poisson ? "poisson" : "constant") : NULL);
+    bk_json_kv_num(j, "target_rate_hz", s->rate_hz);
+    bk_json_kv_int(j, "connections", s->conns);
+    bk_json_kv_bool(j, "keepalive", s->keepalive);
+    bk_json_kv_uint(j, "duration_ns", s->t_sched_end - s->t0);
+    bk_json_kv_uint(j, "scheduled", s->scheduled);
+    bk_json_kv_uint(j, "sent", s->sent);
+    bk_json_kv_uint(j, "ok", s->ok);
+    bk_json_kv_uint(j, "errors", s->errors);
+    bk_json_kv_uint(j, "timeouts", s->timeouts);
+    bk_json_kv_uint(j, "late_starts", s->late);
+    bk_json_kv_uint(j, "late_threshold_ns", (uint64_t)s->late_us * 1000ULL);
+    bk_json_kv_uint(j, "connects", s->connects);
+    bk_json_kv_int(j, "rt_priority", s->rt_errno ? 0 : s->rt_priority);
+    bk_json_kv_str(j, "rt_priority_error", s->rt_errno ? strerror(s->rt_errno) : NULL);
     double span = fmax(s->duration_s, s->t_last > s->t0 ? (double)(s->t_last - s->t0) / 1e9 : 0);
-    bk_json_key(j, "achieved_rate_hz");
-    bk_json_num(j, span > 0 ? (double)s->ok / span : 0);
+    bk_json_kv_num(j, "achieved_rate_hz", span > 0 ? (double)s->ok / span : 0);
     /* requests sent per second between the first and the last send: how well the starts kept the rate */
     bk_json_key(j, "start_rate_hz");
     bk_json_num(j, s->sent > 1 && s->last_start > s->first_start
@@ -628,12 +609,9 @@ static void load_json(void *state, bk_json *j)
     svc_json_summary(j, "corrected_ns", &s->corrected_ns);
     svc_json_summary(j, "service_ns", &s->service_ns);
     svc_json_summary(j, "start_lag_ns", &s->start_lag_ns);
-    bk_json_key(j, "first_error");
-    bk_json_str(j, s->first_error[0] ? s->first_error : NULL);
-    bk_json_key(j, "samples_path");
-    bk_json_str(j, s->samples_path[0] && !s->samples_error[0] ? s->samples_path : NULL);
-    bk_json_key(j, "samples_error");
-    bk_json_str(j, s->samples_error[0] ? s->samples_error : NULL);
+    bk_json_kv_str(j, "first_error", s->first_error[0] ? s->first_error : NULL);
+    bk_json_kv_str(j, "samples_path", s->samples_path[0] && !s->samples_error[0] ? s->samples_path : NULL);
+    bk_json_kv_str(j, "samples_error", s->samples_error[0] ? s->samples_error : NULL);
     bk_json_end_object(j);
 }
 

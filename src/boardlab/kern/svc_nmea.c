@@ -68,7 +68,8 @@ static int nmea_init(bk_ctx *ctx, void **state)
         return 0;
     }
     s->master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-    if (s->master < 0 || grantpt(s->master) != 0 || unlockpt(s->master) != 0 || ptsname_r(s->master, s->slave, sizeof s->slave) != 0)
+    if (s->master < 0 || grantpt(s->master) != 0 || unlockpt(s->master) != 0 ||
+        ptsname_r(s->master, s->slave, sizeof s->slave) != 0)
         return bk_unsupported(ctx, "no pseudo-terminal available: %s", strerror(errno));
     /* Keep the slave open ourselves, echo off: a reader that comes and goes does not hang the line up,
      * and nothing is echoed back into the master. */
@@ -108,7 +109,8 @@ static void fmt_coord(char *out, size_t cap, double deg, int lon)
 {
     double a = fabs(deg);
     int d = (int)a;
-    snprintf(out, cap, lon ? "%03d%07.4f,%c" : "%02d%07.4f,%c", d, (a - d) * 60.0, lon ? (deg < 0 ? 'W' : 'E') : (deg < 0 ? 'S' : 'N'));
+    snprintf(out, cap, lon ? "%03d%07.4f,%c" : "%02d%07.4f,%c", d, (a - d) * 60.0,
+             lon ? (deg < 0 ? 'W' : 'E') : (deg < 0 ? 'S' : 'N'));
 }
 
 /* One second's burst, as a Garmin GPS 16x sends by default: GGA, RMC, GSA and three GSV sentences. */
@@ -125,9 +127,12 @@ static size_t nmea_burst(char *out, size_t cap, uint64_t k)
     snprintf(body, sizeof body, "GPRMC,%02u%02u%02u.00,A,%s,%s,024.3,087.0,241126,007.1,W", hh, mm, ss, la, lo);
     n += (size_t)svc_nmea_sentence(out + n, cap - n, body);
     n += (size_t)svc_nmea_sentence(out + n, cap - n, "GPGSA,A,3,04,05,09,12,17,20,24,25,,,,,1.6,0.9,1.3");
-    n += (size_t)svc_nmea_sentence(out + n, cap - n, "GPGSV,3,1,12,04,45,098,42,05,32,274,39,09,18,041,36,12,67,181,45");
-    n += (size_t)svc_nmea_sentence(out + n, cap - n, "GPGSV,3,2,12,17,12,312,31,20,54,133,44,24,08,205,28,25,71,030,46");
-    n += (size_t)svc_nmea_sentence(out + n, cap - n, "GPGSV,3,3,12,28,22,250,33,29,05,088,25,31,39,158,40,32,15,345,30");
+    n += (size_t)svc_nmea_sentence(out + n, cap - n,
+                                   "GPGSV,3,1,12,04,45,098,42,05,32,274,39,09,18,041,36,12,67,181,45");
+    n += (size_t)svc_nmea_sentence(out + n, cap - n,
+                                   "GPGSV,3,2,12,17,12,312,31,20,54,133,44,24,08,205,28,25,71,030,46");
+    n += (size_t)svc_nmea_sentence(out + n, cap - n,
+                                   "GPGSV,3,3,12,28,22,250,33,29,05,088,25,31,39,158,40,32,15,345,30");
     return n;
 }
 
@@ -192,26 +197,16 @@ static void nmea_json(void *state, bk_json *j)
 {
     nmea_state *s = state;
     bk_json_begin_object(j);
-    bk_json_key(j, "schema");
-    bk_json_int(j, SVC_SCHEMA);
-    bk_json_key(j, "role");
-    bk_json_str(j, "nmea");
-    bk_json_key(j, "pty");
-    bk_json_str(j, s->slave);
-    bk_json_key(j, "baud");
-    bk_json_int(j, s->baud);
-    bk_json_key(j, "nominal_bytes_per_s");
-    bk_json_num(j, s->baud / 10.0);
-    bk_json_key(j, "bytes");
-    bk_json_uint(j, s->bytes);
-    bk_json_key(j, "dropped_bytes");
-    bk_json_uint(j, s->dropped);
-    bk_json_key(j, "bursts");
-    bk_json_uint(j, s->bursts);
-    bk_json_key(j, "sentences");
-    bk_json_uint(j, s->sentences);
-    bk_json_key(j, "duration_ns");
-    bk_json_uint(j, s->t_end > s->t0 ? s->t_end - s->t0 : 0);
+    bk_json_kv_int(j, "schema", SVC_SCHEMA);
+    bk_json_kv_str(j, "role", "nmea");
+    bk_json_kv_str(j, "pty", s->slave);
+    bk_json_kv_int(j, "baud", s->baud);
+    bk_json_kv_num(j, "nominal_bytes_per_s", s->baud / 10.0);
+    bk_json_kv_uint(j, "bytes", s->bytes);
+    bk_json_kv_uint(j, "dropped_bytes", s->dropped);
+    bk_json_kv_uint(j, "bursts", s->bursts);
+    bk_json_kv_uint(j, "sentences", s->sentences);
+    bk_json_kv_uint(j, "duration_ns", s->t_end > s->t0 ? s->t_end - s->t0 : 0);
     svc_json_summary(j, "byte_lag_ns", &s->lag_ns);
     bk_json_end_object(j);
 }

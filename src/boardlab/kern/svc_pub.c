@@ -43,11 +43,11 @@ typedef struct {
     uint64_t t0, t_end;
     uint64_t checksum;
     /* software TX timestamps (SO_TIMESTAMPING): when the kernel handed each message to the device */
-    int tx_on;                 /* asked for */
-    char tx_unsupported[256];  /* why there are none (empty: the kernel gave them) */
+    int tx_on; /* asked for */
+    char tx_unsupported[256]; /* why there are none (empty: the kernel gave them) */
     uint64_t tx_id, tx_stamps; /* messages sent on the stamped socket; stamps read back */
-    uint64_t tx_built[256];    /* built time of message id % 256, to pair a stamp with its message */
-    svc_samples tx_ns;         /* built -> software TX stamp */
+    uint64_t tx_built[256]; /* built time of message id % 256, to pair a stamp with its message */
+    svc_samples tx_ns; /* built -> software TX stamp */
 } pub_state;
 
 static const bk_param pub_params[] = {
@@ -224,8 +224,15 @@ static int pub_init(bk_ctx *ctx, void **state)
     pthread_mutex_init(&s->sh.mu, NULL);
     s->sh.enabled = 1;
     /* The study's hard-coded values: a fixed position, heading and course. */
-    s->sh.fix = (svc_fix){.lat_deg = 42.5133, .lon_deg = -83.0261, .alt_m = 190.0, .heading_deg = 87.5,
-                          .pitch_deg = 1.25, .roll_deg = -0.5, .course_deg = 87.0, .speed_mps = 12.5, .fix = 1};
+    s->sh.fix = (svc_fix){.lat_deg = 42.5133,
+                          .lon_deg = -83.0261,
+                          .alt_m = 190.0,
+                          .heading_deg = 87.5,
+                          .pitch_deg = 1.25,
+                          .roll_deg = -0.5,
+                          .course_deg = 87.0,
+                          .speed_mps = 12.5,
+                          .fix = 1};
     struct sockaddr_in probe;
     if (svc_dest_addr(s->group, s->port, &probe) != 0 || !IN_MULTICAST(ntohl(probe.sin_addr.s_addr)))
         return bk_fail(ctx, "group '%s' is not an IPv4 multicast address (224.0.0.0/4)", s->group);
@@ -384,7 +391,8 @@ static int pub_serve(bk_ctx *ctx, void *state)
         if (s->tx_id && !s->tx_stamps)
             snprintf(s->tx_unsupported, sizeof s->tx_unsupported,
                      "the kernel gave no software TX timestamp for %llu messages on %s (driver without "
-                     "skb_tx_timestamp)", (unsigned long long)s->tx_id, s->iface);
+                     "skb_tx_timestamp)",
+                     (unsigned long long)s->tx_id, s->iface);
     }
     s->reader_stop = 1;
     if (s->reader_on) {
@@ -421,24 +429,15 @@ static void pub_json(void *state, bk_json *j)
 {
     pub_state *s = state;
     bk_json_begin_object(j);
-    bk_json_key(j, "schema");
-    bk_json_int(j, SVC_SCHEMA);
-    bk_json_key(j, "role");
-    bk_json_str(j, "pub");
-    bk_json_key(j, "message_kind");
-    bk_json_str(j, svc_kind_names[s->kind]);
-    bk_json_key(j, "target_rate_hz");
-    bk_json_num(j, s->rate_hz);
-    bk_json_key(j, "duration_ns");
-    bk_json_uint(j, s->t_end - s->t0);
-    bk_json_key(j, "sent");
-    bk_json_uint(j, s->sent);
-    bk_json_key(j, "send_errors");
-    bk_json_uint(j, s->send_errors);
-    bk_json_key(j, "skipped_disabled");
-    bk_json_uint(j, s->skipped_disabled);
-    bk_json_key(j, "payload_bytes");
-    bk_json_uint(j, s->payload_bytes);
+    bk_json_kv_int(j, "schema", SVC_SCHEMA);
+    bk_json_kv_str(j, "role", "pub");
+    bk_json_kv_str(j, "message_kind", svc_kind_names[s->kind]);
+    bk_json_kv_num(j, "target_rate_hz", s->rate_hz);
+    bk_json_kv_uint(j, "duration_ns", s->t_end - s->t0);
+    bk_json_kv_uint(j, "sent", s->sent);
+    bk_json_kv_uint(j, "send_errors", s->send_errors);
+    bk_json_kv_uint(j, "skipped_disabled", s->skipped_disabled);
+    bk_json_kv_uint(j, "payload_bytes", s->payload_bytes);
     svc_json_summary(j, "build_ns", &s->build_ns);
     svc_json_summary(j, "send_ns", &s->send_ns);
     svc_json_summary(j, "schedule_lag_ns", &s->lag_ns);
@@ -447,12 +446,9 @@ static void pub_json(void *state, bk_json *j)
         bk_json_null(j);
     else {
         bk_json_begin_object(j);
-        bk_json_key(j, "supported");
-        bk_json_bool(j, !s->tx_unsupported[0]);
-        bk_json_key(j, "reason");
-        bk_json_str(j, s->tx_unsupported[0] ? s->tx_unsupported : NULL);
-        bk_json_key(j, "stamps");
-        bk_json_uint(j, s->tx_stamps);
+        bk_json_kv_bool(j, "supported", !s->tx_unsupported[0]);
+        bk_json_kv_str(j, "reason", s->tx_unsupported[0] ? s->tx_unsupported : NULL);
+        bk_json_kv_uint(j, "stamps", s->tx_stamps);
         svc_json_summary(j, "built_to_tx_ns", &s->tx_ns);
         bk_json_end_object(j);
     }
@@ -461,32 +457,21 @@ static void pub_json(void *state, bk_json *j)
         bk_json_null(j);
     else {
         bk_json_begin_object(j);
-        bk_json_key(j, "source");
-        bk_json_str(j, s->source == SRC_NMEA ? "nmea" : "ins");
-        bk_json_key(j, "read_mode");
-        bk_json_str(j, s->source == SRC_NMEA ? (const char *[]){"canonical", "byte", "block"}[s->read_mode] : NULL);
-        bk_json_key(j, "reads");
-        bk_json_uint(j, s->reader_reads);
-        bk_json_key(j, "bytes");
-        bk_json_uint(j, s->reader_bytes);
-        bk_json_key(j, "cpu_ns");
-        bk_json_uint(j, s->reader_cpu_ns);
-        bk_json_key(j, "sentences_ok");
-        bk_json_uint(j, s->sentences_ok);
-        bk_json_key(j, "sentences_bad");
-        bk_json_uint(j, s->sentences_bad);
-        bk_json_key(j, "ins_datagrams");
-        bk_json_uint(j, s->ins_datagrams);
+        bk_json_kv_str(j, "source", s->source == SRC_NMEA ? "nmea" : "ins");
+        bk_json_kv_str(j, "read_mode",
+                       s->source == SRC_NMEA ? (const char *[]){"canonical", "byte", "block"}[s->read_mode] : NULL);
+        bk_json_kv_uint(j, "reads", s->reader_reads);
+        bk_json_kv_uint(j, "bytes", s->reader_bytes);
+        bk_json_kv_uint(j, "cpu_ns", s->reader_cpu_ns);
+        bk_json_kv_uint(j, "sentences_ok", s->sentences_ok);
+        bk_json_kv_uint(j, "sentences_bad", s->sentences_bad);
+        bk_json_kv_uint(j, "ins_datagrams", s->ins_datagrams);
         bk_json_end_object(j);
     }
-    bk_json_key(j, "last_fix");
-    bk_json_begin_object(j);
-    bk_json_key(j, "latitude_deg");
-    bk_json_num(j, s->sh.fix.lat_deg);
-    bk_json_key(j, "longitude_deg");
-    bk_json_num(j, s->sh.fix.lon_deg);
-    bk_json_key(j, "heading_deg");
-    bk_json_num(j, s->sh.fix.heading_deg);
+    bk_json_key_object(j, "last_fix");
+    bk_json_kv_num(j, "latitude_deg", s->sh.fix.lat_deg);
+    bk_json_kv_num(j, "longitude_deg", s->sh.fix.lon_deg);
+    bk_json_kv_num(j, "heading_deg", s->sh.fix.heading_deg);
     bk_json_end_object(j);
     bk_json_key(j, "mgmt");
     if (s->mgmt_on)

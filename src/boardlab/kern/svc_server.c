@@ -104,7 +104,7 @@ static void serve_requests(svc_mgmt *m, svc_shared *sh, mconn *c)
         if (c->in_n - c->in_off < hlen + c->blen) {
             if (!c->t_head)
                 c->t_head = svc_now(); /* the body deadline runs from here */
-            c->want_in = 1;            /* the body is still coming */
+            c->want_in = 1; /* the body is still coming */
             return;
         }
         c->t_req = svc_now();
@@ -232,9 +232,9 @@ typedef struct {
 
 typedef struct {
     int ep, lfd, spare; /* spare: a descriptor held back to accept and refuse when none are left */
-    mconn **all;        /* every open connection (at most m->conn_limit) */
+    mconn **all; /* every open connection (at most m->conn_limit) */
     size_t nall;
-    uint64_t accept_resume;     /* accepting paused until then (0: accepting) */
+    uint64_t accept_resume; /* accepting paused until then (0: accepting) */
     mlinger linger[LINGER_MAX]; /* shut for writing, waiting for their peers' close; oldest first */
     size_t nlinger;
 } mserver;
@@ -416,9 +416,9 @@ static void sweep(svc_mgmt *m, svc_shared *sh, mserver *sv, uint64_t now)
             idle = now - c->t_active > idle_ns;
         if (late) {
             m->timeouts++;
-            svc_soap_fault(m, c, 408, "Client",
-                  c->t_head ? "the request body did not arrive in time" : "the request header did not arrive in time",
-                  1);
+            svc_soap_fault(
+                m, c, 408, "Client",
+                c->t_head ? "the request body did not arrive in time" : "the request header did not arrive in time", 1);
             if (flush_out(m, c) < 0) {
                 server_drop(sv, c); /* the last slot moved into k */
                 continue;

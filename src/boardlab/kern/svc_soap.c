@@ -163,8 +163,9 @@ static void parse_soap(const char *body, size_t n, soap_req *r)
     XML_SetStartDoctypeDeclHandler(p, s_doctype);
     if (XML_Parse(p, body, (int)n, 1) != XML_STATUS_OK && !r->bad) {
         r->bad = 1;
-        snprintf(r->why, sizeof r->why, "malformed XML: %s at line %lu column %lu", XML_ErrorString(XML_GetErrorCode(p)),
-                 (unsigned long)XML_GetCurrentLineNumber(p), (unsigned long)XML_GetCurrentColumnNumber(p));
+        snprintf(r->why, sizeof r->why, "malformed XML: %s at line %lu column %lu",
+                 XML_ErrorString(XML_GetErrorCode(p)), (unsigned long)XML_GetCurrentLineNumber(p),
+                 (unsigned long)XML_GetCurrentColumnNumber(p));
     }
     XML_ParserFree(p);
     if (!r->bad && r->op < 0) {
@@ -242,7 +243,8 @@ void svc_soap_serve(svc_mgmt *m, svc_shared *sh, mconn *c, size_t hlen, size_t b
             m->responses_ok++;
             svc_http_respond(c, 200, "text/xml; charset=utf-8", w, (size_t)wn, close_after);
         } else
-            svc_soap_fault(m, c, 404, "Client", "not found: GET serves only ?wsdl; POST SOAP requests to /vdm", close_after);
+            svc_soap_fault(m, c, 404, "Client", "not found: GET serves only ?wsdl; POST SOAP requests to /vdm",
+                           close_after);
     } else if (strncmp(p, "POST ", 5) == 0)
         soap_call(m, sh, c, p + hlen, blen, close_after);
     else
@@ -253,66 +255,41 @@ void svc_mgmt_json(const svc_mgmt *mc, bk_json *j)
 {
     svc_mgmt *m = (svc_mgmt *)mc; /* the summary sorts the samples in place */
     bk_json_begin_object(j);
-    bk_json_key(j, "schema");
-    bk_json_int(j, SVC_SCHEMA);
-    bk_json_key(j, "role");
-    bk_json_str(j, "mgmt");
-    bk_json_key(j, "keepalive");
-    bk_json_bool(j, m->keepalive);
-    bk_json_key(j, "nodelay");
-    bk_json_bool(j, m->nodelay);
-    bk_json_key(j, "connections");
-    bk_json_uint(j, m->connections);
-    bk_json_key(j, "requests");
-    bk_json_uint(j, m->requests);
-    bk_json_key(j, "responses_ok");
-    bk_json_uint(j, m->responses_ok);
-    bk_json_key(j, "faults");
-    bk_json_uint(j, m->faults);
-    bk_json_key(j, "malformed");
-    bk_json_uint(j, m->malformed);
-    bk_json_key(j, "too_large");
-    bk_json_uint(j, m->too_large);
-    bk_json_key(j, "stalls");
-    bk_json_uint(j, m->stalls);
-    bk_json_key(j, "refused"); /* 503: over the connection limit or out of descriptors */
-    bk_json_uint(j, m->refused);
-    bk_json_key(j, "timeouts"); /* 408: a header or body not in time */
-    bk_json_uint(j, m->timeouts);
-    bk_json_key(j, "idle_closed");
-    bk_json_uint(j, m->idle_closed);
-    bk_json_key(j, "output_stalls"); /* serving paused: a peer not reading its responses */
-    bk_json_uint(j, m->output_stalls);
-    bk_json_key(j, "accept_backoffs");
-    bk_json_uint(j, m->accept_backoffs);
-    bk_json_key(j, "limits");
-    bk_json_begin_object(j);
-    bk_json_key(j, "max_connections");
-    bk_json_int(j, m->conn_limit);
-    bk_json_key(j, "max_request_bytes");
-    bk_json_int(j, m->max_request_bytes);
-    bk_json_key(j, "max_output_bytes");
-    bk_json_int(j, m->max_output_bytes);
-    bk_json_key(j, "header_timeout_ms");
-    bk_json_int(j, m->header_timeout_ms);
-    bk_json_key(j, "body_timeout_ms");
-    bk_json_int(j, m->body_timeout_ms);
-    bk_json_key(j, "idle_timeout_ms");
-    bk_json_int(j, m->idle_timeout_ms);
+    bk_json_kv_int(j, "schema", SVC_SCHEMA);
+    bk_json_kv_str(j, "role", "mgmt");
+    bk_json_kv_bool(j, "keepalive", m->keepalive);
+    bk_json_kv_bool(j, "nodelay", m->nodelay);
+    bk_json_kv_uint(j, "connections", m->connections);
+    bk_json_kv_uint(j, "requests", m->requests);
+    bk_json_kv_uint(j, "responses_ok", m->responses_ok);
+    bk_json_kv_uint(j, "faults", m->faults);
+    bk_json_kv_uint(j, "malformed", m->malformed);
+    bk_json_kv_uint(j, "too_large", m->too_large);
+    bk_json_kv_uint(j, "stalls", m->stalls);
+    /* 503: over the connection limit or out of descriptors */
+    bk_json_kv_uint(j, "refused", m->refused);
+    /* 408: a header or body not in time */
+    bk_json_kv_uint(j, "timeouts", m->timeouts);
+    bk_json_kv_uint(j, "idle_closed", m->idle_closed);
+    /* serving paused: a peer not reading its responses */
+    bk_json_kv_uint(j, "output_stalls", m->output_stalls);
+    bk_json_kv_uint(j, "accept_backoffs", m->accept_backoffs);
+    bk_json_key_object(j, "limits");
+    bk_json_kv_int(j, "max_connections", m->conn_limit);
+    bk_json_kv_int(j, "max_request_bytes", m->max_request_bytes);
+    bk_json_kv_int(j, "max_output_bytes", m->max_output_bytes);
+    bk_json_kv_int(j, "header_timeout_ms", m->header_timeout_ms);
+    bk_json_kv_int(j, "body_timeout_ms", m->body_timeout_ms);
+    bk_json_kv_int(j, "idle_timeout_ms", m->idle_timeout_ms);
     bk_json_end_object(j);
-    bk_json_key(j, "rt_priority");
-    bk_json_int(j, m->rt_errno ? 0 : m->rt_priority);
-    bk_json_key(j, "rt_priority_error");
-    bk_json_str(j, m->rt_errno ? strerror(m->rt_errno) : NULL);
-    bk_json_key(j, "operations");
-    bk_json_begin_object(j);
+    bk_json_kv_int(j, "rt_priority", m->rt_errno ? 0 : m->rt_priority);
+    bk_json_kv_str(j, "rt_priority_error", m->rt_errno ? strerror(m->rt_errno) : NULL);
+    bk_json_key_object(j, "operations");
     for (int i = 0; i < 3; i++) {
-        bk_json_key(j, op_names[i]);
-        bk_json_uint(j, m->ops[i]);
+        bk_json_kv_uint(j, op_names[i], m->ops[i]);
     }
     bk_json_end_object(j);
     svc_json_summary(j, "service_ns", &m->service_ns);
-    bk_json_key(j, "error");
-    bk_json_str(j, m->error[0] ? m->error : NULL);
+    bk_json_kv_str(j, "error", m->error[0] ? m->error : NULL);
     bk_json_end_object(j);
 }

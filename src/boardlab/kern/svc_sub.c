@@ -30,9 +30,9 @@
 
 typedef struct {
     uint64_t first, max, unique; /* of the current segment (since the start or the last resync) */
-    uint64_t lost_before;        /* lost in earlier segments */
-    uint64_t jumps, resyncs;     /* datagrams beyond the window; jumps the next message confirmed */
-    uint64_t candidate;          /* seq of the last jump, a resync if the next message follows it */
+    uint64_t lost_before; /* lost in earlier segments */
+    uint64_t jumps, resyncs; /* datagrams beyond the window; jumps the next message confirmed */
+    uint64_t candidate; /* seq of the last jump, a resync if the next message follows it */
     int any, have_candidate;
     uint8_t *seen; /* SEQ_WINDOW bits, bit seq % SEQ_WINDOW */
 } seq_track;
@@ -115,7 +115,10 @@ static void seq_restart(seq_track *t, uint64_t seq)
     t->unique = 0;
 }
 
-static uint64_t seq_lost(const seq_track *t) { return t->lost_before + (t->any ? t->max - t->first + 1 - t->unique : 0); }
+static uint64_t seq_lost(const seq_track *t)
+{
+    return t->lost_before + (t->any ? t->max - t->first + 1 - t->unique : 0);
+}
 
 static int track(seq_track *t, uint64_t seq, uint64_t *dup, uint64_t *reord)
 {
@@ -525,7 +528,8 @@ static int sub_verify(bk_ctx *ctx, void *state)
     bk_set_value(ctx, "lost", (double)sub_lost(s));
     bk_set_checksum(ctx, s->checksum);
     if (!s->latency_ns.n)
-        bk_skip_metric(ctx, "latency_p50_ns", "no message received"), bk_skip_metric(ctx, "latency_p99_ns", "no message received");
+        bk_skip_metric(ctx, "latency_p50_ns", "no message received"),
+            bk_skip_metric(ctx, "latency_p99_ns", "no message received");
     return 0;
 }
 
@@ -533,67 +537,43 @@ static void sub_json(void *state, bk_json *j)
 {
     sub_state *s = state;
     bk_json_begin_object(j);
-    bk_json_key(j, "schema");
-    bk_json_int(j, SVC_SCHEMA);
-    bk_json_key(j, "role");
-    bk_json_str(j, s->publish_dot ? "dot" : "sub");
-    bk_json_key(j, "duration_ns");
-    bk_json_uint(j, s->t_end - s->t0);
-    bk_json_key(j, "received");
-    bk_json_uint(j, s->received);
-    bk_json_key(j, "bad");
-    bk_json_uint(j, s->bad);
-    bk_json_key(j, "lost");
-    bk_json_uint(j, sub_lost(s));
-    bk_json_key(j, "duplicates");
-    bk_json_uint(j, s->duplicates);
-    bk_json_key(j, "reordered");
-    bk_json_uint(j, s->reordered);
+    bk_json_kv_int(j, "schema", SVC_SCHEMA);
+    bk_json_kv_str(j, "role", s->publish_dot ? "dot" : "sub");
+    bk_json_kv_uint(j, "duration_ns", s->t_end - s->t0);
+    bk_json_kv_uint(j, "received", s->received);
+    bk_json_kv_uint(j, "bad", s->bad);
+    bk_json_kv_uint(j, "lost", sub_lost(s));
+    bk_json_kv_uint(j, "duplicates", s->duplicates);
+    bk_json_kv_uint(j, "reordered", s->reordered);
     uint64_t jumps = 0, resyncs = 0;
     for (int k = 0; k < SVC_KINDS; k++)
         jumps += s->trk[k].jumps, resyncs += s->trk[k].resyncs;
-    bk_json_key(j, "seq_jumps"); /* datagrams whose seq lay beyond the tracking window: anomalies */
-    bk_json_uint(j, jumps);
-    bk_json_key(j, "seq_resyncs");
-    bk_json_uint(j, resyncs);
-    bk_json_key(j, "seq_window");
-    bk_json_uint(j, SEQ_WINDOW);
-    bk_json_key(j, "socket_overflow_drops");
-    bk_json_uint(j, s->ovfl_drops);
-    bk_json_key(j, "parser");
-    bk_json_str(j, s->parser == 0 ? "expat" : s->parser == 1 ? "raw" : "libxml2");
-    bk_json_key(j, "last_fix"); /* what the parser read last: its values, not only its stamps */
-    bk_json_begin_object(j);
-    bk_json_key(j, "latitude_deg");
-    bk_json_num(j, s->fix.lat_deg);
-    bk_json_key(j, "longitude_deg");
-    bk_json_num(j, s->fix.lon_deg);
-    bk_json_key(j, "altitude_m");
-    bk_json_num(j, s->fix.alt_m);
+    /* datagrams whose seq lay beyond the tracking window: anomalies */
+    bk_json_kv_uint(j, "seq_jumps", jumps);
+    bk_json_kv_uint(j, "seq_resyncs", resyncs);
+    bk_json_kv_uint(j, "seq_window", SEQ_WINDOW);
+    bk_json_kv_uint(j, "socket_overflow_drops", s->ovfl_drops);
+    bk_json_kv_str(j, "parser", s->parser == 0 ? "expat" : s->parser == 1 ? "raw" : "libxml2");
+    /* what the parser read last: its values, not only its stamps */
+    bk_json_key_object(j, "last_fix");
+    bk_json_kv_num(j, "latitude_deg", s->fix.lat_deg);
+    bk_json_kv_num(j, "longitude_deg", s->fix.lon_deg);
+    bk_json_kv_num(j, "altitude_m", s->fix.alt_m);
     bk_json_end_object(j);
-    bk_json_key(j, "rcvbuf_bytes");
-    bk_json_int(j, s->rcvbuf_actual);
-    bk_json_key(j, "by_kind");
-    bk_json_begin_object(j);
+    bk_json_kv_int(j, "rcvbuf_bytes", s->rcvbuf_actual);
+    bk_json_key_object(j, "by_kind");
     for (int k = 0; k < SVC_KINDS; k++)
         if (s->trk[k].any) {
-            bk_json_key(j, svc_kind_names[k]);
-            bk_json_begin_object(j);
-            bk_json_key(j, "unique");
-            bk_json_uint(j, s->trk[k].unique);
-            bk_json_key(j, "first_seq");
-            bk_json_uint(j, s->trk[k].first);
-            bk_json_key(j, "max_seq");
-            bk_json_uint(j, s->trk[k].max);
-            bk_json_key(j, "seq_jumps");
-            bk_json_uint(j, s->trk[k].jumps);
-            bk_json_key(j, "seq_resyncs");
-            bk_json_uint(j, s->trk[k].resyncs);
+            bk_json_key_object(j, svc_kind_names[k]);
+            bk_json_kv_uint(j, "unique", s->trk[k].unique);
+            bk_json_kv_uint(j, "first_seq", s->trk[k].first);
+            bk_json_kv_uint(j, "max_seq", s->trk[k].max);
+            bk_json_kv_uint(j, "seq_jumps", s->trk[k].jumps);
+            bk_json_kv_uint(j, "seq_resyncs", s->trk[k].resyncs);
             bk_json_end_object(j);
         }
     bk_json_end_object(j);
-    bk_json_key(j, "dot_sent");
-    bk_json_uint(j, s->dot_sent);
+    bk_json_kv_uint(j, "dot_sent", s->dot_sent);
     svc_json_summary(j, "oneway_latency_ns", &s->latency_ns);
     svc_json_summary(j, "parse_ns", &s->parse_ns);
     bk_json_end_object(j);
