@@ -83,6 +83,7 @@ def _checked(raw: str, source: str) -> str:
 def run(args) -> int:
     import os
 
+    from boardlab.cli.workload_facts import store_missing_facts
     from boardlab.errors import InputError
     from boardlab.store import Store
     from boardlab.store.pg import display_url, is_url
@@ -104,6 +105,7 @@ def run(args) -> int:
     lim = limits()
     # a bad --db is refused here, before anything listens; the store is verified once, here (`Store.verify`: a
     # full scan), and each request opens it without that scan
+    store_missing_facts(args.db)  # campaigns stored before their workloads' facts were: stored once, here
     with Store.open(args.db, create=False):
         pass
     from boardlab.web.app import create_app
