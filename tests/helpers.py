@@ -11,7 +11,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 from boardlab.model.campaign import Cell, ConditionSpec
@@ -282,26 +282,17 @@ def store_facts(store, campaign_id: int) -> None:
     as the runner stores them: a synthetic campaign reports like a real one."""
     from boardlab.campaign import facts
 
-    facts.save(store, campaign_id, facts.host_facts(store.path, campaign_id))
+    facts.save(store, campaign_id, facts.host_facts())
 
 
-class _HostFacts:
-    """A store holding only this host's workload facts, as a campaign stores them."""
-
-    path = "this host"
-
-    def campaign_artifact(self, _campaign_id: int, _name: str) -> bytes:
-        from boardlab.campaign.facts import host_facts
-
-        return json.dumps(host_facts(self.path, 0)).encode()
-
-
-def remember_host_facts() -> None:
+@cache
+def host_workload_facts():
     """Analysis knows a workload only from the facts its campaign stored (analysis/specs.py); a test that
-    calls a study on a stand-in store gives it this host's catalog's, as a campaign run here would."""
-    from boardlab.analysis import specs
+    calls a study on a stand-in store hands it this host's catalog's, as a campaign run here stores them."""
+    from boardlab.campaign.facts import host_facts
+    from boardlab.model.facts import read_facts_document
 
-    specs.remember_campaign(_HostFacts(), 0)
+    return read_facts_document(json.loads(json.dumps(host_facts())))
 
 
 def make_campaign_db(

@@ -57,6 +57,8 @@ def test_io_dma_reports_a_board_log_as_the_study_table(tmp_path):
     from boardlab.report.render import render_sections
     from boardlab.workloads.io_dma import from_pcitest_log
 
+    from helpers import host_workload_facts
+
     res = from_pcitest_log(str(LOG))
     assert res["ok"] and res["info"]["metrics_row"] == "READ 1024000 B"
     assert res["metrics"]["dma_over_memcpy"]["value"] == pytest.approx(
@@ -81,7 +83,7 @@ def test_io_dma_reports_a_board_log_as_the_study_table(tmp_path):
         def campaign(self, _cid):
             return {"environment_json": "{}"}
 
-    s = stream_study(Store(), 1, {"hostname": "elsewhere"})
+    s = stream_study(Store(), 1, {"hostname": "elsewhere"}, host_workload_facts())
     title, headers, rows = next(t for t in tables(s) if t[0].startswith("PCIe endpoint test"))
     assert headers[:5] == ("op", "size_bytes", "memcpy_mb_s", "dma_ep_mb_s", "dma_rc_mb_s")
     assert rows[0][:4] == ("read", "1024", "0.1", "-") and rows[1][:2] == ("read", "1024000")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from boardlab.analysis.studies.stream import (
     Balance,
     BitCost,
@@ -17,12 +15,10 @@ from boardlab.analysis.studies.stream import (
 )
 from boardlab.report.render import render_sections
 
-from helpers import remember_host_facts
+from helpers import host_workload_facts
 
-
-@pytest.fixture(autouse=True)
-def _facts():
-    remember_host_facts()  # the stand-in stores below hold runs, not the facts a campaign stores
+# the stand-in stores below hold runs, not the facts a campaign stores: this host's, as a campaign run here
+HOST = host_workload_facts()
 
 
 def terminal_lines(s):
@@ -131,7 +127,7 @@ def test_a_cell_without_the_curve_metric_draws_no_point(tmp_path):
         def campaign(self, _cid):
             return {"environment_json": "{}"}
 
-    s = stream_study(FakeStore(), 1, {"hostname": "elsewhere"})
+    s = stream_study(FakeStore(), 1, {"hostname": "elsewhere"}, HOST)
     assert s is not None and s.curves == ()
 
 
@@ -179,7 +175,7 @@ def test_tcp_rr_latency_table_in_every_format():
         )  # fmt: skip
         for t, p50 in ((40000.0, 20000.0), (42000.0, 21000.0), (44000.0, 22000.0))
     ]
-    s = stream_study(_Store(rows), 1, {"hostname": "elsewhere"})
+    s = stream_study(_Store(rows), 1, {"hostname": "elsewhere"}, HOST)
     (_, headers, body) = next(x for x in tables(s) if x[0] == "TCP request/response (io.net tcp_rr)")
     assert headers == (
         "parameters",
@@ -205,7 +201,7 @@ def test_goodput_against_the_declared_link_rate_in_every_format():
         _row("stream.pipeline", {"block_bytes": 4096, "link_bit_s": 4e9}, {"goodput_bit_s": {"value": 1e9}}),
         _row("stream.pipeline", {"block_bytes": 1024}, {"goodput_bit_s": {"value": 5e8}}),
     ]  # fmt: skip
-    s = stream_study(_Store(rows), 1, {"hostname": "elsewhere"})
+    s = stream_study(_Store(rows), 1, {"hostname": "elsewhere"}, HOST)
     (_, headers, body) = next(x for x in tables(s) if x[0] == "Goodput against the declared link rate")
     assert headers[1:4] == ("goodput_bit_s", "link_bit_s", "link_efficiency_percent")
     # Only the cells that declared a link; a run without the metric gets the same ratio from its goodput.
@@ -253,7 +249,9 @@ def test_a_knee_says_where_the_rate_broke_from_the_first_failing_trial_above_it(
 def _balance_of(rows, inventory=None):
     from boardlab.analysis.studies.stream import stream_study
 
-    return stream_study(_Store(rows), 1, {"cpufreq_policies": [{"max_khz": 2000000}], **(inventory or {})})
+    return stream_study(
+        _Store(rows), 1, {"cpufreq_policies": [{"max_khz": 2000000}], **(inventory or {})}, HOST
+    )
 
 
 NET = {"mode": "tcp_stream", "msg_bytes": 65536}

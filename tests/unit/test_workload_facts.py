@@ -29,11 +29,11 @@ def _analysis_view(spec) -> dict:
 def test_every_catalog_workload_comes_back_from_its_stored_facts_as_analysis_reads_it():
     catalog = all_workloads()
     doc = json.loads(json.dumps(facts.facts_document(catalog, energy_reason="energy unsupported: none")))
-    back, energy = facts.read_facts_document(doc)
-    assert energy == "energy unsupported: none"
-    assert set(back) == {s.name for s in catalog}
+    back = facts.read_facts_document(doc)
+    assert back.energy_reason == "energy unsupported: none" and back.stored
+    assert set(back.specs) == {s.name for s in catalog}
     for spec in catalog:
-        assert _analysis_view(back[spec.name]) == _analysis_view(spec), spec.name
+        assert _analysis_view(back.specs[spec.name]) == _analysis_view(spec), spec.name
     # the fields are all there is to analysis: a new analysis field must be stored too (spec_facts)
     stored = set(facts.spec_facts(catalog[0]))
     analysis_block = {f.name for f in dataclasses.fields(catalog[0])} - {
@@ -63,17 +63,23 @@ class _Store:
 
 def test_a_report_names_the_campaign_whose_stored_facts_it_cannot_read():
     with pytest.raises(InputError, match=r"board.db: campaign 3: its stored workload-facts cannot be read"):
-        specs.remember_campaign(_Store(b"{not json"), 3)
+        specs.workload_facts(_Store(b"{not json"), 3)
     with pytest.raises(InputError, match="schema 9"):
-        specs.remember_campaign(_Store(json.dumps({"schema": 9}).encode()), 3)
+        specs.workload_facts(_Store(json.dumps({"schema": 9}).encode()), 3)
 
 
 def test_analysis_knows_a_workload_from_the_stored_facts_alone():
     made_up = dataclasses.replace(all_workloads()[0], name="made.up", roles=("compute",), composite="Made up")
     doc = facts.facts_document([made_up], energy_reason=None)
-    specs.remember_campaign(_Store(json.dumps(doc).encode()), 1)
-    assert specs.has_role("made.up", "compute") and specs.spec_of("made.up").composite == "Made up"
-    assert specs.energy_reason(_Store(json.dumps(doc).encode()), 1) is None
+    got = specs.workload_facts(_Store(json.dumps(doc).encode()), 1)
+    assert got.has_role("made.up", "compute") and got.spec_of("made.up").composite == "Made up"
+    assert got.energy_reason is None and got.catalog() == {"made.up": got.spec_of("made.up")}
+    # none stored: plain workloads, no roles, tails or composites
+    plain = specs.workload_facts(_Store(None), 1)
+    assert not plain.stored and plain.spec_of("made.up") is None and not plain.has_role("made.up", "compute")
+    # the facts one analysis reads cannot be changed under it
+    with pytest.raises(TypeError):
+        got.specs["other"] = made_up  # type: ignore[index]
 
 
 def test_cell_facts_come_back_as_stored_and_a_document_this_boardlab_cannot_read_is_refused():

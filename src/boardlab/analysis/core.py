@@ -20,11 +20,11 @@ from boardlab.analysis.records import (
     StudyContext,
 )
 from boardlab.analysis.runs import VALID, RunTable
-from boardlab.analysis.specs import remember_campaign, spec_of, tail_samples
+from boardlab.analysis.specs import workload_facts
 from boardlab.analysis.studies import run_studies
 from boardlab.errors import InputError
 from boardlab.model import facts
-from boardlab.model.facts import CellFacts
+from boardlab.model.facts import CellFacts, WorkloadFacts
 from boardlab.stats import (
     Comparison,
     RunEnvironment,
@@ -242,11 +242,11 @@ def is_sample_histogram(name: str, histogram: str | None) -> bool:
     return histogram is not None and (name == histogram or name.startswith(histogram + "."))
 
 
-def _histogram_samples(store: Store, cell: CellAnalysis) -> dict[int, list[float]]:
+def _histogram_samples(store: Store, cell: CellAnalysis, workloads: WorkloadFacts) -> dict[int, list[float]]:
     """run id -> the samples of a valid run, rebuilt from the histograms its spec names (each sample at its
     bucket's lower edge; overflow at the limit). Only used when runs are short (< 100 samples), so the lists
     stay small."""
-    spec = spec_of(cell.workload)
+    spec = workloads.spec_of(cell.workload)
     histogram = spec.sample_histogram if spec else None
     out: dict[int, list[float]] = {}
     stored = store.cell_histograms(cell.cell_id)  # one query for the cell
@@ -276,21 +276,21 @@ def _median(metrics: dict[str, dict], metric: str) -> float | None:
     return None if m is None else m["median"]
 
 
-def tail_metric_name(cell: CellAnalysis) -> str:
+def tail_metric_name(cell: CellAnalysis, workloads: WorkloadFacts) -> str:
     """The metric a tail comparison of this cell is about: the worker's own p99 metric, or 'metric p99'."""
-    spec = spec_of(cell.workload)
+    spec = workloads.spec_of(cell.workload)
     return spec.tail_metric if spec and spec.tail_metric else cell.metric + " p99"
 
 
 def _tail_arm(
-    store: Store, cell: CellAnalysis
+    store: Store, cell: CellAnalysis, workloads: WorkloadFacts
 ) -> tuple[list[RunEnvironment], list[list[float]] | list[float]]:
     """The runs of a tail arm (their environments, their tails): when the worker computes its own p99 (`tail_metric`, e.g. from a histogram),
     each run's p99 when it has >= 100 samples (a float per run), else its samples rebuilt from the
     histograms; otherwise every stored sample of the primary metric per run (e.g. each frame's latency)."""
     from boardlab.stats import TAIL_MIN_SAMPLES
 
-    spec = spec_of(cell.workload)
+    spec = workloads.spec_of(cell.workload)
     valid = list(zip(cell.runs.select(cell.runs.run_id, VALID), cell.runs.environments(VALID), strict=True))
     if spec is not None and spec.tail_metric:
         envs, p99s = [], []
@@ -304,7 +304,7 @@ def _tail_arm(
             p99s.append(float(v))
         else:
             return envs, p99s
-        samples = _histogram_samples(store, cell)
+        samples = _histogram_samples(store, cell, workloads)
     else:
         samples = _metric_samples(store, cell, cell.metric)
     return [env for run_id, env in valid if run_id in samples], list(samples.values())
@@ -313,6 +313,7 @@ def _tail_arm(
 def tail_comparisons(
     store: Store,
     cells: tuple[CellAnalysis, ...],
+    workloads: WorkloadFacts,
     *,
     family_size: int,
     seed_offset: int = TAIL_SEED_OFFSET,
@@ -323,21 +324,21 @@ def tail_comparisons(
     permutation p must reach)."""
     from boardlab.stats import TAIL_MIN_SAMPLES
 
-    tail_cells = tuple(c for c in cells if tail_samples(c.workload))
+    tail_cells = tuple(c for c in cells if workloads.tail_samples(c.workload))
     arms: dict[int, tuple[list[RunEnvironment], list]] = {}
     results: list[ComparisonAnalysis] = []
     pairs = list(_pairs(tail_cells))
     # an arm's samples are dropped after its last comparison, so a campaign's samples are never all held
     uses = Counter(c.cell_id for cond, base, *_, missing in pairs if missing is None for c in (base, cond))
     for cond, base, cond_label, base_label, missing in pairs:
-        spec = spec_of(cond.workload)
+        spec = workloads.spec_of(cond.workload)
         metric = spec.tail_metric if spec and spec.tail_metric else cond.metric
         delta, source = threshold_of(cond.facts, metric, tail=True)
         comp, reason = None, missing
         if reason is None:
             for c in (base, cond):
                 if c.cell_id not in arms:
-                    arms[c.cell_id] = _tail_arm(store, c)
+                    arms[c.cell_id] = _tail_arm(store, c, workloads)
             (bp, bv), (cp, cv) = arms[base.cell_id], arms[cond.cell_id]
             if not bv or not cv:
                 reason = "no valid run with tail samples under " + ("the baseline" if not bv else cond_label)
@@ -361,11 +362,11 @@ def tail_comparisons(
                         if isinstance(bv[0], float) or isinstance(cv[0], float):
                             bp, bv = (
                                 base.runs.environments(VALID),
-                                list(_histogram_samples(store, base).values()),
+                                list(_histogram_samples(store, base, workloads).values()),
                             )
                             cp, cv = (
                                 cond.runs.environments(VALID),
-                                list(_histogram_samples(store, cond).values()),
+                                list(_histogram_samples(store, cond, workloads).values()),
                             )
                         comp = compare_tail(
                             bv,
@@ -391,7 +392,7 @@ def tail_comparisons(
                 label=cond.label,
                 condition=cond_label,
                 baseline=base_label,
-                metric=tail_metric_name(cond),
+                metric=tail_metric_name(cond, workloads),
                 unit=cond.unit,
                 comparison=comp,
                 reason=reason,
@@ -552,11 +553,11 @@ def _mark_unstable(
     return tuple(out)
 
 
-def planned_family(cells: tuple[CellAnalysis, ...]) -> int:
+def planned_family(cells: tuple[CellAnalysis, ...], workloads: WorkloadFacts) -> int:
     """How many comparisons the report's correction family will hold: every pair with both sides present,
     medians and tails (the permutation p-values are drawn far enough to pass its correction)."""
     family = sum(1 for *_, missing in _pairs(cells) if missing is None)
-    tail_cells = tuple(c for c in cells if tail_samples(c.workload))
+    tail_cells = tuple(c for c in cells if workloads.tail_samples(c.workload))
     return family + sum(1 for *_, missing in _pairs(tail_cells) if missing is None)
 
 
@@ -578,24 +579,24 @@ def correct_family(
 
 def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
     camp = store.campaign(campaign_id)
-    remember_campaign(store, campaign_id)  # what its workloads are, as stored with it (analysis/specs.py)
+    workloads = workload_facts(store, campaign_id)  # what its workloads are, as stored with it
     board = store.board(camp["board_id"])
     rows = store.cells(campaign_id)
     known, plan_order, pairing = cell_facts(store, campaign_id, camp["plan_text"], rows)
     # one query per cell: the rows of one cell at a time, never the campaign's
     cells = tuple(_cell(row, run_table(store.cell_runs(row["id"])), known[row["key"]]) for row in rows)
 
-    family = planned_family(cells)
+    family = planned_family(cells, workloads)
     medians = median_comparisons(cells, plan_order, family_size=family)
-    tails = tail_comparisons(store, cells, family_size=family)
+    tails = tail_comparisons(store, cells, workloads, family_size=family)
     (medians, tails), size, method = correct_family(medians, tails)
     controls = aa_controls(cells)
     by_cell = {c.cell_id: c for c in controls}
     medians = _mark_unstable(medians, cells, by_cell)
-    tails = _mark_unstable(tails, tuple(c for c in cells if tail_samples(c.workload)), by_cell)
+    tails = _mark_unstable(tails, tuple(c for c in cells if workloads.tail_samples(c.workload)), by_cell)
     inventory = json.loads(board["inventory_json"])
     environment = json.loads(camp["environment_json"])
-    ctx = StudyContext(store, campaign_id, cells, inventory, environment)
+    ctx = StudyContext(store, campaign_id, cells, inventory, environment, workloads)
 
     return CampaignAnalysis(
         campaign_id=campaign_id,
@@ -620,6 +621,7 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
         family_adjustment=method,
         studies=run_studies(ctx),
         pairing_source=pairing,
+        workloads=workloads,
     )
 
 

@@ -3,7 +3,8 @@
 Every workload's primary metric under the reference condition (the one others are compared against), one
 figure per parameter set, with the 95% order-statistic CI of its median; a working-set sweep gives one figure
 per cache level of the board (the largest size that fits it) and one for DRAM (the largest size measured); and
-composites that workloads declare (`WorkloadSpec.composite`, e.g. SciMark's) when every member was measured,
+composites that workloads declare (`WorkloadSpec.composite`, e.g. SciMark's, as the campaign stored them:
+`CampaignAnalysis.workloads`) when every member was measured,
 with a bootstrap CI resampling each member's runs.
 """
 
@@ -16,7 +17,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from boardlab.analysis.format import fmt_size, params_text, varying_keys
-from boardlab.analysis.specs import catalog, spec_of
 
 if TYPE_CHECKING:
     from boardlab.analysis.core import CampaignAnalysis, CellAnalysis
@@ -137,7 +137,7 @@ def headlines(a: CampaignAnalysis) -> list[Headline]:
     out: list[Headline] = []
     # composites first: one per declared composite and parameter set, when every member was measured
     members_of: dict[str, set[str]] = {}
-    for spec in catalog().values():
+    for spec in a.workloads.catalog().values():
         if spec.composite:
             members_of.setdefault(spec.composite, set()).add(spec.name)
     for name, members in sorted(members_of.items()):
@@ -166,4 +166,4 @@ def headlines(a: CampaignAnalysis) -> list[Headline]:
     return out
 
 
-__all__ = ["Headline", "composite", "headlines", "spec_of"]
+__all__ = ["Headline", "composite", "headlines"]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from boardlab.analysis.format import cell_label
 from boardlab.analysis.runs import OK, VALID, RunTable
-from boardlab.model.facts import CellFacts
+from boardlab.model.facts import CellFacts, WorkloadFacts
 from boardlab.stats import CellSummary, Comparison, RunEnvironment
 from boardlab.stats.threshold import family_method_name
 
@@ -158,6 +158,8 @@ class CampaignAnalysis:
     # "" when each cell's compare pairing was stored with the campaign; else how it was derived (by workload
     # name from the stored plan: a campaign stored by an older boardlab), which the report says.
     pairing_source: str = ""
+    # what the campaign stored of its workloads (analysis/specs.py): what its document reads of them
+    workloads: WorkloadFacts = field(default_factory=WorkloadFacts)
 
     def study_sections(self) -> list[Section]:
         """Every applying study's sections of the document, in the registry's order."""
@@ -206,13 +208,15 @@ class CampaignAnalysis:
 
 @dataclass(frozen=True)
 class StudyContext:
-    """What a study may read: the store (through its methods only), the campaign and its analysed cells."""
+    """What a study may read: the store (through its methods only), the campaign, its analysed cells and what
+    the campaign stored of its workloads (`workloads`: their roles, tails, curves, histograms)."""
 
     store: Store
     campaign_id: int
     cells: tuple[CellAnalysis, ...]
     inventory: dict
     environment: dict
+    workloads: WorkloadFacts = field(default_factory=WorkloadFacts)
 
 
 @dataclass(frozen=True)
@@ -244,7 +248,7 @@ class Study(Protocol):
 
     def applies(self, ctx: StudyContext) -> bool:
         """Whether the campaign has what the study reads, from the stored data or the workloads' stored
-        facts (`analysis.specs`), never from a workload's name."""
+        facts (`ctx.workloads`), never from a workload's name."""
         ...
 
     def analyze(self, ctx: StudyContext) -> Any:

@@ -38,7 +38,6 @@ from boardlab.analysis.headline import Headline, headlines
 from boardlab.analysis.monitor import GROUPS as MONITOR_GROUPS
 from boardlab.analysis.monitor import MonitorSeries
 from boardlab.analysis.runs import INVALID_VALUE, MEASURED
-from boardlab.analysis.specs import spec_of
 from boardlab.analysis.tables import (
     Units,
     cell_table,
@@ -227,7 +226,7 @@ def _study_of(a: CampaignAnalysis, h: Headline) -> str:
     if study is not None:
         return study
     workloads = {c.workload for c in a.cells if c.cell_id in ids}
-    families = {(spec.family if (spec := spec_of(w)) else w.split(".")[0]) for w in workloads}
+    families = {(spec.family if (spec := a.workloads.spec_of(w)) else w.split(".")[0]) for w in workloads}
     return f"{' + '.join(sorted(families))} workloads" if families else "workloads"
 
 

@@ -72,8 +72,24 @@ def store_cell_facts(store: Store, campaign_id: int, plan: Plan, cells: Iterable
     store.save_campaign_artifact(campaign_id, facts.CELL_FACTS, json.dumps(doc, sort_keys=True).encode())
 
 
-def host_facts(_where: str, _campaign_id: int) -> dict:
-    """This host's catalog as a facts document: what a reader offers for a campaign stored without facts."""
+def derive_missing(store: Store, campaign_ids: Iterable[int] | None = None) -> list[int]:
+    """The data step of a store about to be analysed (`store` opened to write): every campaign (of
+    `campaign_ids`, or of the store) stored without workload facts, by a boardlab that did not store them,
+    gets this host's catalog's, stored as the runner stores them, once. Returns their ids, for the caller
+    to say: a report of them may differ from one made where another boardlab-kern is installed."""
+    missing = store.campaigns_without_artifact(facts.WORKLOAD_FACTS)
+    if campaign_ids is not None:
+        wanted = set(campaign_ids)
+        missing = [c for c in missing if c in wanted]
+    if missing:
+        doc = host_facts()
+        for campaign_id in missing:
+            save(store, campaign_id, doc)
+    return missing
+
+
+def host_facts() -> dict:
+    """This host's catalog as a facts document: what a campaign stored without facts is given."""
     from boardlab.workloads import all_workloads
 
     try:

@@ -129,19 +129,6 @@ def _stop_signal_default() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def _host_facts(where: str, campaign_id: int) -> dict:
-    """A campaign stored before boardlab stored its workloads' facts gets this host's catalog's, and the
-    user is told: a report of it may differ from one made where another boardlab-kern is installed."""
-    from boardlab.campaign.facts import host_facts
-
-    print(
-        f"boardlab: {where}: campaign {campaign_id} was stored without its workloads' facts (an older "
-        "boardlab); they are taken from this host's catalog",
-        file=sys.stderr,
-    )
-    return host_facts(where, campaign_id)
-
-
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _stop_signal_default()
@@ -156,9 +143,6 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "_module", None) is None:
         parser.print_help()
         return EXIT_USAGE
-    from boardlab.model import facts  # after --help, which stays instant
-
-    facts.HOST_FACTS = _host_facts  # campaigns of older databases (analysis/specs.py)
     debug = os.environ.get("BOARDLAB_DEBUG", "") not in ("", "0")
     try:
         return int(args._module.run(args) or 0)

@@ -40,9 +40,11 @@ def add_arguments(parser) -> None:
 
 def _load(path: str, campaign_id: int | None, board: str | None = None):
     from boardlab.analysis import analyze, latest_campaign_id
+    from boardlab.cli.workload_facts import store_missing_facts
     from boardlab.errors import InputError
     from boardlab.store import Store
 
+    store_missing_facts(path)  # campaigns stored before their workloads' facts were: stored once
     with Store.open(path, create=False) as store:
         if campaign_id is not None and board is not None:
             raise InputError("give a campaign id or a board for each side, not both")

@@ -61,6 +61,7 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     import boardlab.summary as summary
     from boardlab.analysis.history import build_history, history_document, load_history
+    from boardlab.cli.workload_facts import store_missing_facts
     from boardlab.errors import InputError
     from boardlab.export import check_output, write_output
     from boardlab.report.render import render_document
@@ -72,6 +73,7 @@ def run(args) -> int:
         raise InputError("--format html writes a file: give -o history.html (or -o - for stdout)")
     if args.output and args.output != "-":
         check_output(args.output, protect=[args.db])
+    store_missing_facts(args.db)  # campaigns stored before their workloads' facts were: stored once
     with Store.open(args.db, create=False) as store, store.snapshot():
         per_board = load_history(store, args.plan, args.board, last=args.last, analyze=summary.analysis_view)
         if not per_board:

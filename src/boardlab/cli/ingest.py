@@ -79,6 +79,8 @@ def _converted(files: list[str], scratch: str) -> list:
 def _ingest(args, scratch: str) -> int:
     from pathlib import Path
 
+    from boardlab.campaign.facts import derive_missing
+    from boardlab.cli.workload_facts import say_derived
     from boardlab.report.escape import term
     from boardlab.store.ingest import INGEST_SCHEMA, ingest_files
 
@@ -92,6 +94,9 @@ def _ingest(args, scratch: str) -> int:
 
     def then(store, result) -> None:
         nonlocal summaries
+        # campaigns copied from a board's file stored before their workloads' facts were: stored once, before
+        # their summaries are computed from them
+        say_derived(store.path, derive_missing(store, result.campaign_ids))
         if summaries is None:
             from boardlab.summary import KeepBehind
 

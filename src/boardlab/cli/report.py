@@ -49,6 +49,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from boardlab.analysis import analyze, latest_campaign_id, monitor_series
+    from boardlab.cli.workload_facts import store_missing_facts
     from boardlab.errors import InputError
     from boardlab.export import check_output, write_output
     from boardlab.report.escape import term
@@ -62,6 +63,7 @@ def run(args) -> int:
         check_output(args.output, protect=[args.db])  # refused before the analysis, not after
     # the store's content check runs beside the analysis (a third of a report's time before): nothing is shown
     # before it passed (the store's close waits for it), and a damage it finds is the error said
+    store_missing_facts(args.db)  # campaigns stored before their workloads' facts were: stored once
     with Store.open(args.db, create=False, verify="beside") as store:
         if args.board is not None:
             if args.campaign is not None:

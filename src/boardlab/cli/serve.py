@@ -83,6 +83,7 @@ def _checked(raw: str, source: str) -> str:
 def run(args) -> int:
     import os
 
+    from boardlab.cli.workload_facts import store_missing_facts
     from boardlab.errors import InputError
     from boardlab.store import Store
     from boardlab.store.pg import display_url, is_url
@@ -105,6 +106,7 @@ def run(args) -> int:
     # a bad --db (not a store, a newer schema) is refused here, before anything listens; the full check of every
     # value (`Store.verify`, minutes on a store of millions of runs) runs beside the pages (web/check.py), and
     # each request opens the store without it
+    store_missing_facts(args.db)  # campaigns stored before their workloads' facts were: stored once, here
     with Store.open(args.db, create=False, verify=False):
         pass
     from boardlab.web.app import create_app

@@ -17,7 +17,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -39,16 +38,6 @@ class AttemptFailed(Exception):
     def __init__(self, message: str, *, final: bool = False):
         super().__init__(message)
         self.final = final  # retrying cannot help (no bundle for the board, the board refused the plan)
-
-
-_stopping = False
-
-
-def _on_signal(signum, frame):
-    global _stopping
-    if not _stopping:  # the first one stops; cleanup is not interrupted by a second
-        _stopping = True
-        raise Stop
 
 
 def _sha256(path: Path) -> str:
@@ -73,12 +62,19 @@ class Worker:
         self.attempts: list[dict] = []
         self.power_cycles = 0
         self.arch: str | None = None
+        self.stopping = False  # a signal asked this place to stop (on_signal)
+
+    def on_signal(self, signum, frame) -> None:
+        """SIGTERM, SIGINT, SIGHUP: the first one stops; cleanup is not interrupted by a second."""
+        if not self.stopping:
+            self.stopping = True
+            raise Stop
 
     def say(self, message: str) -> None:
         self.emit({"kind": "progress", "place": self.place, "message": message})
 
     def check_stop(self) -> None:
-        if _stopping or os.getppid() != self.parent:
+        if self.stopping or os.getppid() != self.parent:
             raise Stop
 
     # ---- ssh ----
@@ -408,14 +404,12 @@ def main(argv: list[str]) -> int:
         with contextlib.suppress(OSError):
             events.write(json.dumps(doc) + "\n")
 
-    signal.signal(signal.SIGTERM, _on_signal)
-    signal.signal(signal.SIGINT, _on_signal)
-    signal.signal(signal.SIGHUP, _on_signal)
     worker = Worker(spec, emit)
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, worker.on_signal)
     emit(worker.main())
     return 0
 
 
 if __name__ == "__main__":
-    tempfile.tempdir = None
     sys.exit(main(sys.argv[1:]))

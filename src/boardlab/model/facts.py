@@ -10,12 +10,19 @@ its members were measured, which needs the whole membership.
 What belongs to a cell rather than to its workload (the practical thresholds its plan entry sets: two entries
 of one workload may set two; the cell its entry's `compare` parameter compares it with) is stored per cell key,
 with the campaign's run order, as the campaign artifact `CELL_FACTS`.
+
+What one analysis reads is a `WorkloadFacts`, made from one campaign's artifact and handed to whatever needs
+it (the analysis's studies through their context, the document through the analysis): nothing of it is kept
+in the process, so one process analysing campaigns of two builds gives each its own facts. A campaign stored
+before the runner stored facts gets them written once by the program that opens its store
+(`boardlab.campaign.facts.derive_missing`); where that cannot write, its workloads read as plain ones.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from boardlab.model.workload import MetricSpec, WorkloadSpec
@@ -25,9 +32,34 @@ WORKLOAD_FACTS_SCHEMA = 1
 CELL_FACTS = "cell-facts"  # the campaign artifact of each cell's facts, by cell key
 CELL_FACTS_SCHEMA = 2  # 2 adds each cell's compare pairing and the run order; 1 (thresholds only) still reads
 
-# A campaign stored before these facts were has none. The program reading it may offer this host's catalog
-# in their place (the CLI does, and says so): (store path, campaign id) -> a facts document, or None.
-HOST_FACTS: Callable[[str, int], dict | None] | None = None
+
+@dataclass(frozen=True)
+class WorkloadFacts:
+    """What one campaign stored of its workloads (the artifact `WORKLOAD_FACTS`, read): each workload's spec
+    as analysis reads it, by name, and the services scenario's energy statement. Empty (`stored` False) for
+    a campaign stored without them: its workloads are plain ones (no roles, tails or composites)."""
+
+    specs: Mapping[str, WorkloadSpec] = field(default_factory=lambda: MappingProxyType({}))
+    energy_reason: str | None = None
+    stored: bool = False
+
+    def __post_init__(self) -> None:  # a read-only view of a copy: nobody changes another's facts
+        object.__setattr__(self, "specs", MappingProxyType(dict(self.specs)))
+
+    def spec_of(self, workload: str) -> WorkloadSpec | None:
+        return self.specs.get(workload)
+
+    def has_role(self, workload: str, role: str) -> bool:
+        spec = self.specs.get(workload)
+        return spec is not None and role in spec.roles
+
+    def tail_samples(self, workload: str) -> bool:
+        spec = self.specs.get(workload)
+        return spec is not None and spec.tail_samples
+
+    def catalog(self) -> dict[str, WorkloadSpec]:
+        """Every workload whose facts the campaign stored (the whole catalog of the boardlab that ran it)."""
+        return dict(self.specs)
 
 
 def _metric(m: dict) -> MetricSpec:
@@ -92,8 +124,8 @@ def facts_document(specs: Iterable[WorkloadSpec], *, energy_reason: str | None) 
     }
 
 
-def read_facts_document(doc: dict) -> tuple[dict[str, WorkloadSpec], str | None]:
-    """(workload name -> spec, the energy statement); ValueError for a document this boardlab cannot read."""
+def read_facts_document(doc: dict) -> WorkloadFacts:
+    """The stored facts; ValueError for a document this boardlab cannot read."""
     if not isinstance(doc, dict) or doc.get("schema") != WORKLOAD_FACTS_SCHEMA:
         got = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
         raise ValueError(
@@ -103,7 +135,7 @@ def read_facts_document(doc: dict) -> tuple[dict[str, WorkloadSpec], str | None]
         specs = {name: spec_from_facts(d) for name, d in doc["workloads"].items()}
     except (KeyError, TypeError, IndexError, ValueError) as exc:
         raise ValueError(f"workload facts are malformed ({type(exc).__name__}: {exc})") from None
-    return specs, doc.get("energy_reason")
+    return WorkloadFacts(specs, doc.get("energy_reason"), stored=True)
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import mmap
 import os
 import select
@@ -31,14 +32,15 @@ from boardlab.model.workload import DirectExecution
 
 PR_SET_PDEATHSIG = 1
 _spawn_lock = threading.Lock()
-_libc = None
 
 
-def _die_with_parent(parent_pid: int) -> None:  # runs in the child between fork and exec
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+@functools.cache  # the C library of this process: loaded once, never changes
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _die_with_parent(parent_pid: int, libc: ctypes.CDLL) -> None:  # in the child between fork and exec
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent_pid:  # the parent died before prctl took effect
         os._exit(1)
 
@@ -71,6 +73,7 @@ def spawn(
     """`self_reaping`: the program sets its own death signal from BOARDLAB_PARENT_PID (boardlab-kern does),
     so no preexec hook is needed and Python can spawn with vfork, a few ms cheaper per run."""
     parent = os.getpid()
+    libc = None if self_reaping else _libc()  # loaded here: the child between fork and exec loads nothing
     if self_reaping:
         env = {**(os.environ if env is None else env), "BOARDLAB_PARENT_PID": str(parent)}
     with _spawn_lock, thread_affinity(cpus):
@@ -83,7 +86,7 @@ def spawn(
             cwd=cwd,
             pass_fds=pass_fds,
             process_group=0,  # setpgid(0, 0): its own group, in boardlab's session (see above)
-            preexec_fn=None if self_reaping else (lambda: _die_with_parent(parent)),
+            preexec_fn=None if libc is None else (lambda: _die_with_parent(parent, libc)),
         )
 
 

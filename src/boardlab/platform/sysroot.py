@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import re
 import stat
@@ -325,14 +326,24 @@ class SysRoot:
 _RESOLVE_NO_MAGICLINKS = 0x02
 _RESOLVE_BENEATH = 0x08
 _SYS_OPENAT2 = 437  # the same number on every architecture (the unified syscall table)
-_openat2_missing = False
+
+
+@functools.cache  # the running kernel's answer: it does not change while this process runs
+def _openat2_missing() -> bool:
+    """Whether openat2 is missing (ENOSYS: an older kernel, or a seccomp filter): then the fallback checks."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.syscall(ctypes.c_long(_SYS_OPENAT2), ctypes.c_int(-1), None, None, ctypes.c_size_t(0))
+    if fd >= 0:
+        os.close(fd)
+    return fd < 0 and ctypes.get_errno() == errno.ENOSYS
 
 
 def _openat2_beneath(base: Path, rel: str, flags: int) -> int | None:
     """openat2(dirfd=base, rel, RESOLVE_BENEATH): the kernel refuses (EXDEV) any resolution that leaves
     base, symlinks and ".." included. Returns the fd, -1 when it would leave base, None without openat2."""
-    global _openat2_missing
-    if _openat2_missing:
+    if _openat2_missing():
         return None
     import ctypes
 
@@ -354,7 +365,6 @@ def _openat2_beneath(base: Path, rel: str, flags: int) -> int | None:
             return fd
         err = ctypes.get_errno()
         if err == errno.ENOSYS:  # an older kernel (or a seccomp filter): the fallback checks instead
-            _openat2_missing = True
             return None
         if err == errno.EPERM:  # some container filters answer EPERM to an unknown syscall: let the
             return None  # fallback open the file, which then reports the file's own error if any

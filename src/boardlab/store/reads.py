@@ -83,6 +83,18 @@ class AnalysisReads(Connected):
         ).fetchone()
         return None if row is None else bytes(row["data"])
 
+    def campaigns_without_artifact(self, name: str) -> list[int]:
+        """The ids of the campaigns that store no artifact `name` (e.g. the workload facts of a campaign
+        stored before boardlab stored them), in id order."""
+        return [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT id FROM campaigns WHERE id NOT IN"
+                " (SELECT campaign_id FROM artifacts WHERE name=? AND campaign_id IS NOT NULL) ORDER BY id",
+                (name,),
+            )
+        ]
+
     # ---- streaming reads (issue 27: the analysis reads a cell in one query, the monitor series and the
     # exported runs in bounded batches; memory follows the largest cell, never the campaign) ----
 

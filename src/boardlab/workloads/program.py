@@ -376,15 +376,13 @@ def missing_program(program: Program) -> str | None:
 
 # ---- the measured run ----
 
-_scratch: dict[str, str] = {}
 
-
+@functools.cache  # one directory per name and process: the cache is what makes it one
 def scratch_dir(name: str) -> str:
     """A private directory per program and boardlab process (its prepared inputs), removed at exit."""
-    if name not in _scratch:
-        _scratch[name] = tempfile.mkdtemp(prefix=f"boardlab-{name}-")
-        atexit.register(shutil.rmtree, _scratch[name], True)
-    return _scratch[name]
+    path = tempfile.mkdtemp(prefix=f"boardlab-{name}-")
+    atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 def substitute(words: tuple[str, ...], values: Mapping[str, Any]) -> list[str]:

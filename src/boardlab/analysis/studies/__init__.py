@@ -5,7 +5,7 @@ studies share; it imports neither):
 
 - `TITLE`: its section title ("Real-time latency");
 - `applies(ctx: StudyContext) -> bool`: whether the campaign has what it reads, decided from the stored data
-  or the workloads' specs (`analysis.specs`), never from a workload's name;
+  or the workloads' specs as the campaign stored them (`ctx.workloads`), never from a workload's name;
 - `analyze(ctx) -> record`: reads the store through `ctx.store`'s methods and returns a typed frozen record;
 - `sections(analysis: CampaignAnalysis, record) -> Iterable[document.Section]`: what the report shows;
 - optionally `shows(record) -> Iterable[int]`: the ids of the cells its section shows, which the generic

@@ -26,11 +26,11 @@ from boardlab.analysis.format import (
     varying_keys,
     verdict_text,
 )
-from boardlab.analysis.specs import spec_of
 from boardlab.stats.tails import TAIL_MIN_SAMPLES
 
 if TYPE_CHECKING:
     from boardlab.analysis.records import CampaignAnalysis, CellAnalysis, ComparisonAnalysis, StudyContext
+    from boardlab.model.facts import WorkloadFacts
     from boardlab.store import Store
 
 TITLE = "AI inference"
@@ -125,8 +125,8 @@ def _ai_cell(store: Store, cell: CellAnalysis) -> AiCell:
     )
 
 
-def _is_frames(cell: CellAnalysis) -> bool:
-    spec = spec_of(cell.workload)
+def _is_frames(cell: CellAnalysis, workloads: WorkloadFacts) -> bool:
+    spec = workloads.spec_of(cell.workload)
     return spec is not None and spec.tail_samples and spec.sample_histogram is None
 
 
@@ -136,11 +136,11 @@ class AiStudy:
 
 
 def applies(ctx: StudyContext) -> bool:
-    return any(_is_frames(c) for c in ctx.cells)
+    return any(_is_frames(c, ctx.workloads) for c in ctx.cells)
 
 
 def analyze(ctx: StudyContext) -> AiStudy:
-    return AiStudy(tuple(_ai_cell(ctx.store, c) for c in ctx.cells if _is_frames(c)))
+    return AiStudy(tuple(_ai_cell(ctx.store, c) for c in ctx.cells if _is_frames(c, ctx.workloads)))
 
 
 def shows(study: AiStudy) -> list[int]:

@@ -29,7 +29,6 @@ from boardlab.analysis.format import (
     unit_label,
     varying_keys,
 )
-from boardlab.analysis.specs import spec_of
 from boardlab.stats.histogram import (
     HistogramPercentile,
     histogram_limit,
@@ -39,6 +38,7 @@ from boardlab.stats.histogram import (
 
 if TYPE_CHECKING:
     from boardlab.analysis.records import CampaignAnalysis, CellAnalysis, StudyContext
+    from boardlab.model.facts import WorkloadFacts
     from boardlab.store import Store
 
 TITLE = "Real-time latency"
@@ -84,8 +84,8 @@ class RtCell:
         return cell_label(self.workload, self.params)
 
 
-def _rt_cell(store: Store, cell: CellAnalysis) -> RtCell:
-    histogram = spec_of(cell.workload).sample_histogram  # type: ignore[union-attr]
+def _rt_cell(store: Store, cell: CellAnalysis, workloads: WorkloadFacts) -> RtCell:
+    histogram = workloads.spec_of(cell.workload).sample_histogram  # type: ignore[union-attr]
     notes: list[str] = []
     maxima: list[float] = []
     invalid: list[float] = []
@@ -192,13 +192,13 @@ def _percentile_notes(
     return notes
 
 
-def _is_rt(cell: CellAnalysis) -> bool:
-    spec = spec_of(cell.workload)
+def _is_rt(cell: CellAnalysis, workloads: WorkloadFacts) -> bool:
+    spec = workloads.spec_of(cell.workload)
     return spec is not None and spec.sample_histogram is not None
 
 
-def rt_cells(store: Store, cells: Sequence[CellAnalysis]) -> tuple[RtCell, ...]:
-    return tuple(_rt_cell(store, c) for c in cells if _is_rt(c))
+def rt_cells(store: Store, cells: Sequence[CellAnalysis], workloads: WorkloadFacts) -> tuple[RtCell, ...]:
+    return tuple(_rt_cell(store, c, workloads) for c in cells if _is_rt(c, workloads))
 
 
 @dataclass(frozen=True)
@@ -207,11 +207,11 @@ class RtStudy:
 
 
 def applies(ctx: StudyContext) -> bool:
-    return any(_is_rt(c) for c in ctx.cells)
+    return any(_is_rt(c, ctx.workloads) for c in ctx.cells)
 
 
 def analyze(ctx: StudyContext) -> RtStudy:
-    return RtStudy(rt_cells(ctx.store, ctx.cells))
+    return RtStudy(rt_cells(ctx.store, ctx.cells, ctx.workloads))
 
 
 def shows(study: RtStudy) -> list[int]:

@@ -16,13 +16,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from boardlab.analysis import document as doc
-from boardlab.analysis import specs
 from boardlab.analysis.format import condition_text
-from boardlab.analysis.specs import has_role
 from boardlab.model.worker_result import stored_worker_result
 
 if TYPE_CHECKING:
     from boardlab.analysis.records import CellAnalysis
+    from boardlab.model.facts import WorkloadFacts
     from boardlab.store import Store
 
 TITLE = "Vehicle services"
@@ -111,8 +110,10 @@ def _cell(runs: dict, cell: CellAnalysis) -> ServiceCell:
     )
 
 
-def services_cells(store: Store, campaign_id: int, cells: Sequence[CellAnalysis]) -> tuple[ServiceCell, ...]:
-    mine = [c for c in cells if has_role(c.workload, ROLE)]
+def services_cells(
+    store: Store, campaign_id: int, cells: Sequence[CellAnalysis], workloads: WorkloadFacts
+) -> tuple[ServiceCell, ...]:
+    mine = [c for c in cells if workloads.has_role(c.workload, ROLE)]
     if not mine:
         return ()
     by_cell: dict[int, dict] = {c.cell_id: {} for c in mine}  # its cells' runs only, not the campaign's
@@ -130,12 +131,12 @@ class ServicesStudy:
 
 
 def applies(ctx) -> bool:
-    return any(has_role(c.workload, ROLE) for c in ctx.cells)
+    return any(ctx.workloads.has_role(c.workload, ROLE) for c in ctx.cells)
 
 
 def analyze(ctx) -> ServicesStudy:
     return ServicesStudy(
-        services_cells(ctx.store, ctx.campaign_id, ctx.cells), specs.energy_reason(ctx.store, ctx.campaign_id)
+        services_cells(ctx.store, ctx.campaign_id, ctx.cells, ctx.workloads), ctx.workloads.energy_reason
     )
 
 

@@ -2,7 +2,7 @@
 GFLOPS, instructions per bit and the compute/I-O balance.
 
 The study asks whether a board is a balanced processing unit: about one compute instruction per bit of I/O
-(Szalay et al. 2010, after Amdahl). `stream_study(store, analysis)` reads what the data-stream workloads'
+(Szalay et al. 2010, after Amdahl). `stream_study(store, campaign_id, inventory, workloads)` reads what the data-stream workloads'
 valid runs stored (their worker JSON) and returns a frozen record; `sections` lays it out. Which workloads
 it reads is decided by their specs' `roles` and `throughput_curve`, never by name.
 
@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING
 from boardlab.analysis import document as doc
 from boardlab.analysis.format import fmt_num, params_text
 from boardlab.analysis.format import fmt_si as _si
-from boardlab.analysis.specs import has_role, spec_of
 from boardlab.model.worker_result import stored_worker_result
 
 if TYPE_CHECKING:
+    from boardlab.model.facts import WorkloadFacts
     from boardlab.model.worker_result import WorkerResult
     from boardlab.model.workload import WorkloadSpec
     from boardlab.store import Store
@@ -39,8 +39,8 @@ ROLES = frozenset({"io-throughput", "network", "pipeline", "dma", "compute", "ra
 STAGES = ("receive", "filter", "compress", "encrypt", "transmit", "sink")
 
 
-def _is_stream(workload: str) -> bool:
-    spec = spec_of(workload)
+def _is_stream(workload: str, workloads: WorkloadFacts) -> bool:
+    spec = workloads.spec_of(workload)
     return spec is not None and bool(ROLES & set(spec.roles))
 
 
@@ -308,13 +308,13 @@ class _StreamCell:
 
 
 def _stream_runs(
-    store: Store, campaign_id: int
+    store: Store, campaign_id: int, workloads: WorkloadFacts
 ) -> tuple[dict[tuple[str, str, str], list[WorkerResult]], dict[str, str]]:
     """(workload, params, condition) -> the valid runs' worker results, and workload -> why it is unsupported."""
     by_cell: dict[tuple[str, str, str], list[WorkerResult]] = defaultdict(list)
     unsupported: dict[str, str] = {}
     for row in store.runs(campaign_id):
-        if not _is_stream(row["workload"]):
+        if not _is_stream(row["workload"], workloads):
             continue
         doc = stored_worker_result(row["worker_json"])
         if doc is not None and not doc.supported:
@@ -326,7 +326,7 @@ def _stream_runs(
     camp = store.campaign(campaign_id)
     env = json.loads(camp["environment_json"] or "{}") if camp else {}
     for name, reason in (env.get("skipped_workloads") or {}).items():
-        if _is_stream(name):
+        if _is_stream(name, workloads):
             unsupported[name] = reason
     return by_cell, unsupported
 
@@ -446,8 +446,7 @@ def _gather_bit_cost(g: _Gathered, c: _StreamCell, hz: float | None) -> None:
         g.bit_costs.append(BitCost(c.name, statistics.median(costs), kind, reason))
 
 
-def _gather_cell(g: _Gathered, c: _StreamCell, hz: float | None) -> None:
-    spec = spec_of(c.workload)
+def _gather_cell(g: _Gathered, c: _StreamCell, hz: float | None, spec: WorkloadSpec | None) -> None:
     if spec is not None and spec.throughput_curve is not None:
         _gather_curve(g, c, spec.throughput_curve)
     _gather_links(g, c)
@@ -465,13 +464,16 @@ def _gather_cell(g: _Gathered, c: _StreamCell, hz: float | None) -> None:
 
 
 def _balance(
-    g: _Gathered, by_cell: dict[tuple[str, str, str], list[WorkerResult]], hz: float | None
+    g: _Gathered,
+    by_cell: dict[tuple[str, str, str], list[WorkerResult]],
+    hz: float | None,
+    workloads: WorkloadFacts,
 ) -> Balance | None:
     """Compute against I/O: the best instruction rate measured (else the clock's estimate) and the I/O rate
     the balance uses (measured links, declared links, storage, loopback; `_io_for_balance`)."""
     if not g.compute_ips and hz:
         threads = max(
-            [int(json.loads(p)["threads"]) for (w, p, _c) in by_cell if has_role(w, "compute") and "threads" in json.loads(p)]
+            [int(json.loads(p)["threads"]) for (w, p, _c) in by_cell if workloads.has_role(w, "compute") and "threads" in json.loads(p)]
             or [1]
         )  # fmt: skip
         g.compute_ips.append(
@@ -499,18 +501,20 @@ def _dma_rows(g: _Gathered) -> tuple[DmaRow, ...]:
     return tuple(rows)
 
 
-def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy | None:
-    by_cell, unsupported = _stream_runs(store, campaign_id)
+def stream_study(
+    store: Store, campaign_id: int, inventory: dict, workloads: WorkloadFacts
+) -> StreamStudy | None:
+    by_cell, unsupported = _stream_runs(store, campaign_id, workloads)
     if not by_cell and not unsupported:
         return None
     hz, hz_source = clock_of(inventory)
     g = _Gathered()
     for (workload, params_json, condition), docs in sorted(by_cell.items()):
-        spec = spec_of(workload)
+        spec = workloads.spec_of(workload)
         cond = "" if condition in ("baseline", "") else f" [{condition}]"
         roles = frozenset(spec.roles) if spec else frozenset()
-        _gather_cell(g, _StreamCell(workload, json.loads(params_json), cond, docs, roles), hz)
-    balance = _balance(g, by_cell, hz)
+        _gather_cell(g, _StreamCell(workload, json.loads(params_json), cond, docs, roles), hz, spec)
+    balance = _balance(g, by_cell, hz, workloads)
     ceiling = max(g.net_ceiling) if g.net_ceiling else None
     return StreamStudy(
         curves=tuple(
@@ -524,7 +528,9 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
             for (w, label), pts in sorted(g.curves.items())
         ),
         dma=_dma_rows(g),
-        dma_unsupported=next((r for w, r in sorted(unsupported.items()) if has_role(w, "dma")), None),
+        dma_unsupported=next(
+            (r for w, r in sorted(unsupported.items()) if workloads.has_role(w, "dma")), None
+        ),
         stages=tuple(sorted(g.stages, key=lambda st: (st.block_bytes, st.label))),
         gflops=tuple(g.gflops),
         bit_costs=tuple(g.bit_costs),
@@ -542,7 +548,9 @@ def stream_study(store: Store, campaign_id: int, inventory: dict) -> StreamStudy
         clock_hz=hz,
         clock_source=hz_source,
         notes=tuple(
-            f"{w}: unsupported here: {r}" for w, r in sorted(unsupported.items()) if not has_role(w, "dma")
+            f"{w}: unsupported here: {r}"
+            for w, r in sorted(unsupported.items())
+            if not workloads.has_role(w, "dma")
         ),
     )
 
@@ -669,11 +677,13 @@ INTRO = (
 
 def applies(ctx) -> bool:
     skipped = ctx.environment.get("skipped_workloads") or {}
-    return any(_is_stream(c.workload) for c in ctx.cells) or any(_is_stream(w) for w in skipped)
+    return any(_is_stream(c.workload, ctx.workloads) for c in ctx.cells) or any(
+        _is_stream(w, ctx.workloads) for w in skipped
+    )
 
 
 def analyze(ctx) -> StreamStudy | None:
-    return stream_study(ctx.store, ctx.campaign_id, ctx.inventory)
+    return stream_study(ctx.store, ctx.campaign_id, ctx.inventory, ctx.workloads)
 
 
 def _curve_figure(c: Curve) -> doc.Figure | None:

@@ -1,0 +1,62 @@
+"""The data step before a store is analysed (`report`, `compare`, `history`, `serve`; `ingest` for what it
+copies): a campaign stored before boardlab stored its workloads' facts gets them once, from this host's
+catalog, written into the store as the runner writes them (`campaign.facts.derive_missing`), and the user is
+told. Then the analysis has one read path: the facts stored with the campaign.
+
+A store this boardlab cannot write (a read-only file or directory, a read-only database role, a store a
+campaign holds) is said so, and its campaigns without facts are analysed as plain workloads (no roles, tails
+or composites)."""
+
+from __future__ import annotations
+
+import sys
+
+from boardlab.errors import BoardlabError
+
+
+def _say(text: str) -> None:
+    from boardlab.report.escape import term
+
+    print(f"boardlab: {term(text)}", file=sys.stderr)
+
+
+def say_derived(where: str, campaign_ids: list[int]) -> None:
+    for campaign_id in campaign_ids:
+        _say(f"{where}: campaign {campaign_id}: workload facts derived from this host's catalog and stored")
+
+
+def _why(exc: Exception, where: str) -> str:
+    from boardlab.store import driver_error
+
+    error = exc if isinstance(exc, BoardlabError) else driver_error(exc, where)
+    if error is None and isinstance(exc, OSError):
+        from boardlab.errors import os_error
+
+        error = os_error(exc, where, "results database")
+    if error is None:
+        raise exc  # a bug: the CLI's one line says so
+    return " ".join(str(error).split())
+
+
+def store_missing_facts(db: str) -> None:
+    """Writes the workload facts of every campaign of the store at `db` that has none; says which, or why
+    it could not. Errors of reading the store are left to the analysis's own open, which says them."""
+    from boardlab.campaign.facts import derive_missing
+    from boardlab.model.facts import WORKLOAD_FACTS
+    from boardlab.store import Store
+
+    with Store.open(db, create=False, verify=False) as store:
+        missing = store.campaigns_without_artifact(WORKLOAD_FACTS)
+        where = store.path
+    if not missing:
+        return
+    try:
+        with Store.open(db) as writer:  # as a campaign opens it: locked, and migrated to this schema
+            say_derived(where, derive_missing(writer, missing))
+    except Exception as exc:  # noqa: BLE001 (a store that cannot be written is said, not fatal)
+        ids = ", ".join(map(str, missing))
+        _say(
+            f"{where}: campaign{'s' if len(missing) > 1 else ''} {ids}: stored without workload facts, and "
+            f"this store cannot be written to store them ({_why(exc, where)}); their workloads are analysed "
+            "as plain workloads (no roles, tails or composites). Report a writable copy to have them"
+        )

@@ -1,0 +1,280 @@
+"""No process-wide mutable state in boardlab's modules: what one call computes must not change what the next
+computes, or a long-lived `serve` reading campaigns of two builds mixes them. Checked on the source, every
+module of src/boardlab:
+
+- no `global` statement;
+- no module-level name bound to a mutable container (a dict, list or set display or comprehension, or a
+  dict()/list()/set()/defaultdict()/OrderedDict() call) that a function anywhere in the tree mutates
+  (assigns an item or attribute of it, deletes one, or calls .update/.append/... on it);
+- no assignment from one module to another module's attribute (`facts.HOST_FACTS = ...`): a hook one
+  program sets for everything else in the process.
+
+A cache of a pure function is `functools.cache`/`lru_cache` on it, not a module dict; what a call needs is
+passed to it."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import boardlab
+
+REPO = Path(__file__).resolve().parents[2]
+SRC = (
+    REPO / "src" / "boardlab"
+    if (REPO / "src" / "boardlab").is_dir()
+    else Path(boardlab.__file__).resolve().parent
+)
+MUTABLE_CALLS = {"dict", "list", "set", "defaultdict", "OrderedDict", "bytearray", "deque"}
+MUTATORS = {
+    "update", "append", "extend", "add", "setdefault", "pop", "popitem", "clear", "remove", "insert",
+    "discard", "appendleft", "extendleft", "sort", "reverse",
+}  # fmt: skip
+# (module, name): why its mutation is the module's own business. At most 5, each with its reason.
+ALLOWED: dict[tuple[str, str], str] = {
+    (
+        "boardlab.stats._memo",
+        "_answers",
+    ): "answers of pure statistics keyed by a SHA-256 of every input, bounded "
+    "(MAX_ANSWERS): an answer cannot differ from what the call computes; functools.lru_cache would keep the "
+    "inputs themselves as keys, memory growing with the runs",
+    (
+        "boardlab.web.pages",
+        "_CACHE",
+    ): "serve's last CACHE_SIZE pages, each keyed by the store, the campaign and "
+    "what its analysis depends on (status, runs stored); facts are stored before serve starts, never during",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    where: str  # path:line
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.what}"
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(SRC.rglob("*.py")):
+        parts = ["boardlab", *path.relative_to(SRC).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+TREES = {m: ast.parse(p.read_text(), str(p)) for m, p in MODULES.items()}
+
+
+def _where(module: str, node: ast.AST) -> str:
+    return f"{MODULES[module].relative_to(SRC.parent)}:{getattr(node, 'lineno', 0)}"
+
+
+def _is_mutable(value: ast.expr | None) -> bool:
+    if isinstance(value, ast.Dict | ast.List | ast.Set | ast.DictComp | ast.ListComp | ast.SetComp):
+        return True
+    if isinstance(value, ast.Call):
+        f = value.func
+        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+        return name in MUTABLE_CALLS
+    return False
+
+
+def _mutable_globals(tree: ast.Module) -> dict[str, ast.AST]:
+    """Module-level names bound to a mutable container (top level, and inside module-level if/try)."""
+    out: dict[str, ast.AST] = {}
+    stack: list[ast.stmt] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.If | ast.Try):
+            stack += [
+                *node.body,
+                *node.orelse,
+                *getattr(node, "finalbody", []),
+                *getattr(node, "handlers", []),
+            ]
+        elif isinstance(node, ast.ExceptHandler):
+            stack += node.body
+        elif isinstance(node, ast.Assign) and _is_mutable(node.value):
+            out.update({t.id: node for t in node.targets if isinstance(t, ast.Name)})
+        elif (
+            isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and _is_mutable(node.value)
+        ):
+            out[node.target.id] = node
+    return out
+
+
+def _resolve(module: str, node: ast.ImportFrom) -> str:
+    if not node.level:
+        return node.module or ""
+    package = module if MODULES[module].name == "__init__.py" else module.rpartition(".")[0]
+    for _ in range(node.level - 1):
+        package = package.rpartition(".")[0]
+    return f"{package}.{node.module}" if node.module else package
+
+
+def _imported(module: str, tree: ast.Module) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
+    """Names this module binds by import anywhere: (alias -> a module; alias -> (module, name) of a name
+    imported from a boardlab module). Modules outside boardlab count too (`sys.x = ...` is the same hook)."""
+    modules: dict[str, str] = {}
+    names: dict[str, tuple[str, str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    modules[a.asname] = a.name
+                else:
+                    modules[a.name.partition(".")[0]] = a.name.partition(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(module, node)
+            for a in node.names:
+                full = f"{base}.{a.name}"
+                if full in MODULES:
+                    modules[a.asname or a.name] = full
+                elif base in MODULES:
+                    names[a.asname or a.name] = (base, a.name)
+    return modules, names
+
+
+def _locals(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
+    """Names a function binds itself (parameters, assignments, loops, imports, nested defs), not those it
+    declares global; a nested function's own names are its own."""
+    a = fn.args
+    out = {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x is not None}
+    declared: set[str] = set()
+    body = fn.body if isinstance(fn.body, list) else [fn.body]
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Global | ast.Nonlocal):
+            declared.update(node.names)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            out.add(node.id)
+        elif isinstance(node, ast.alias):
+            out.add((node.asname or node.name).partition(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            out.add(node.name)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            out.add(node.name)
+            stack += getattr(node, "decorator_list", [])
+            continue  # its body is its own scope
+        if isinstance(node, ast.Lambda):
+            continue
+        stack += ast.iter_child_nodes(node)
+    return out - declared
+
+
+def _functions(tree: ast.AST, outer: frozenset[str] = frozenset()) -> Iterator[tuple[ast.AST, frozenset]]:
+    """Every function with the names local to it or to a function it is nested in."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            local = outer | _locals(node)
+            yield node, local
+            yield from _functions(node, local)
+        else:
+            yield from _functions(node, outer)
+
+
+def _mutated(node: ast.AST) -> ast.expr | None:
+    """What a statement or call changes in place: the container of an item or attribute assigned or deleted,
+    or the object a mutating method is called on."""
+    if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
+        targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
+        for t in targets:
+            if isinstance(t, ast.Subscript | ast.Attribute):
+                return t.value
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS:
+        return node.func.value
+    return None
+
+
+def _own_body(fn: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a function, without those of the functions nested in it (they are walked on their own)."""
+    stack = list(ast.iter_child_nodes(fn))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            continue
+        yield node
+        stack += ast.iter_child_nodes(node)
+
+
+def _target(expr: ast.expr, module: str, local: frozenset, imported) -> tuple[str, str] | None:
+    """(module, name) of the module-level name `expr` is: `NAME` of this module or imported from another,
+    or `mod.NAME`."""
+    modules, names = imported
+    if isinstance(expr, ast.Name) and expr.id not in local:
+        return names.get(expr.id, (module, expr.id))
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id not in local:
+        other = modules.get(expr.value.id)
+        return None if other is None else (other, expr.attr)
+    return None
+
+
+def findings(scan: list[str] | None = None) -> list[Finding]:
+    """What the modules `scan` (default: every module) do to process-wide state."""
+    state = {m: _mutable_globals(t) for m, t in TREES.items()}
+    out: list[Finding] = []
+    for module in TREES if scan is None else scan:
+        tree = TREES[module]
+        imported = _imported(module, tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Global):
+                out.append(Finding(_where(module, node), f"`global {', '.join(node.names)}`"))
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign | ast.AugAssign) else []  # fmt: skip
+            for t in targets:
+                if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
+                    other = imported[0].get(t.value.id)
+                    if other is not None and other != module:
+                        out.append(Finding(_where(module, node), f"assigns {other}.{t.attr} from {module}"))
+        for fn, local in _functions(tree):
+            for node in _own_body(fn):
+                changed = _mutated(node)
+                got = None if changed is None else _target(changed, module, local, imported)
+                if got is not None and got[1] in state.get(got[0], {}) and got not in ALLOWED:
+                    out.append(Finding(_where(module, node), f"mutates the module-level {got[0]}.{got[1]}"))
+    return sorted(set(out), key=str)
+
+
+def test_no_module_keeps_mutable_state_or_sets_another_modules_attribute():
+    found = findings()
+    assert not found, "process-wide state (pass it, or cache a pure function):\n" + "\n".join(map(str, found))
+
+
+def test_the_allow_list_is_short_and_every_entry_is_still_there():
+    assert len(ALLOWED) <= 5 and all(ALLOWED.values())
+    for module, name in ALLOWED:
+        assert name in _mutable_globals(TREES[module]), f"{module}.{name}: allowed but gone; drop the entry"
+
+
+def test_the_checker_sees_each_kind_of_state():
+    src = """
+import os
+from boardlab.model import facts
+CACHE = {}
+SEEN: list = list()
+def f(x):
+    global N
+    CACHE[x] = 1
+    SEEN.append(x)
+    facts.HOST_FACTS = x
+def g(CACHE):
+    CACHE[1] = 2  # a parameter, not the module's
+"""
+    TREES["boardlab._probe"] = ast.parse(src)
+    MODULES["boardlab._probe"] = SRC / "_probe.py"
+    try:
+        got = [f.what for f in findings(["boardlab._probe"])]
+    finally:
+        del TREES["boardlab._probe"], MODULES["boardlab._probe"]
+    assert sorted(got) == [
+        "`global N`",
+        "assigns boardlab.model.facts.HOST_FACTS from boardlab._probe",
+        "mutates the module-level boardlab._probe.CACHE",
+        "mutates the module-level boardlab._probe.SEEN",
+    ]
