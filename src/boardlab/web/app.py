@@ -413,7 +413,7 @@ def _check_text(checked) -> str:
 def _ago(unix_s: float) -> str:
     import time
 
-    from boardlab.model.units import fmt_duration
+    from boardlab.analysis.format import fmt_duration
 
     return f"{fmt_duration(max(time.time() - unix_s, 0.0))} ago"
 
