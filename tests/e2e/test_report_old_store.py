@@ -13,7 +13,7 @@ import pytest
 
 from boardlab.model.facts import WORKLOAD_FACTS
 
-from helpers import make_campaign_db, run_cli
+from helpers import make_campaign_db, run_cli, to_schema_8
 
 NOTICE = "workload facts derived from this host's catalog and stored"
 
@@ -46,6 +46,18 @@ def test_an_old_store_gets_its_facts_written_once_and_the_cli_says_so(old_db, tm
     assert NOTICE not in q.stderr  # once: the store has them now
     assert (tmp_path / "first.md").read_bytes() == (tmp_path / "again.md").read_bytes()
     assert "scimark.fft" in (tmp_path / "first.md").read_text()
+
+
+def test_a_store_of_an_older_schema_is_said_to_be_migrated_when_its_facts_are_stored(old_db, tmp_path):
+    """Storing the facts opens the store as a campaign does, which migrates it: an older boardlab cannot open
+    it after, so the CLI says so."""
+    from boardlab.store import STORE_SCHEMA
+
+    db = to_schema_8(old_db, tmp_path / "schema8.db")
+    p = run_cli("report", "--db", str(db), "--format", "md", "-o", str(tmp_path / "r.md"))
+    assert p.returncode == 0, p.stderr
+    assert f"store migrated from schema 8 to {STORE_SCHEMA} to store them" in p.stderr
+    assert f"campaign 1: {NOTICE}" in p.stderr and _stored(db) == 1
 
 
 def test_compare_stores_them_once_for_two_sides_of_one_store(old_db, tmp_path):

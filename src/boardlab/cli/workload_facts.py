@@ -43,15 +43,17 @@ def store_missing_facts(db: str) -> None:
     it could not. Errors of reading the store are left to the analysis's own open, which says them."""
     from boardlab.campaign.facts import derive_missing
     from boardlab.model.facts import WORKLOAD_FACTS
-    from boardlab.store import Store
+    from boardlab.store import STORE_SCHEMA, Store
 
     with Store.open(db, create=False, verify=False) as store:
         missing = store.campaigns_without_artifact(WORKLOAD_FACTS)
-        where = store.path
+        where, schema = store.path, store.schema_version()
     if not missing:
         return
     try:
         with Store.open(db) as writer:  # as a campaign opens it: locked, and migrated to this schema
+            if schema < STORE_SCHEMA:  # a boardlab older than the one that wrote schema N cannot open it then
+                _say(f"{where}: store migrated from schema {schema} to {STORE_SCHEMA} to store them")
             say_derived(where, derive_missing(writer, missing))
     except Exception as exc:  # noqa: BLE001 (a store that cannot be written is said, not fatal)
         ids = ", ".join(map(str, missing))
