@@ -386,19 +386,8 @@ def tail_comparisons(
                 if not uses[c.cell_id]:
                     del arms[c.cell_id]
         results.append(
-            ComparisonAnalysis(
-                workload=cond.workload,
-                params=cond.params,
-                label=cond.label,
-                condition=cond_label,
-                baseline=base_label,
-                metric=tail_metric_name(cond, workloads),
-                unit=cond.unit,
-                comparison=comp,
-                reason=reason,
-                delta_source=source,
-                cell_key=cond.key,
-                baseline_key=base.key if base is not None else "",
+            _comparison(
+                cond, base, cond_label, base_label, tail_metric_name(cond, workloads), comp, reason, source
             )
         )
     return tuple(results)
@@ -439,23 +428,35 @@ def median_comparisons(
                     comp = _with_flags(comp, base, cond)
                 except ValueError as exc:  # e.g. a metric that is zero or negative has no ratio
                     reason = f"not comparable: {exc}"
-        results.append(
-            ComparisonAnalysis(
-                workload=cond.workload,
-                params=cond.params,
-                label=cond.label,
-                condition=cond_label,
-                baseline=base_label,
-                metric=cond.metric,
-                unit=cond.unit,
-                comparison=comp,
-                reason=reason,
-                delta_source=source,
-                cell_key=cond.key,
-                baseline_key=base.key if base is not None else "",
-            )
-        )
+        results.append(_comparison(cond, base, cond_label, base_label, cond.metric, comp, reason, source))
     return tuple(results)
+
+
+def _comparison(
+    cond: CellAnalysis,
+    base: CellAnalysis | None,
+    cond_label: str,
+    base_label: str,
+    metric: str,
+    comp: Comparison | None,
+    reason: str | None,
+    source: str,
+) -> ComparisonAnalysis:
+    """The record of one (condition, baseline) pair: its verdict, or why it has none."""
+    return ComparisonAnalysis(
+        workload=cond.workload,
+        params=cond.params,
+        label=cond.label,
+        condition=cond_label,
+        baseline=base_label,
+        metric=metric,
+        unit=cond.unit,
+        comparison=comp,
+        reason=reason,
+        delta_source=source,
+        cell_key=cond.key,
+        baseline_key=base.key if base is not None else "",
+    )
 
 
 def _with_flags(comp: Comparison, base: CellAnalysis, cond: CellAnalysis) -> Comparison:

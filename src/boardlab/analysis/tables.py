@@ -157,13 +157,7 @@ def cell_row(cell: CellAnalysis, varying=None, units: Units | None = None) -> tu
             cell.unit,
             "–",
             times_text(cell),
-            "–",
-            "–",
-            "–",
-            "–",
-            "–",
-            "–",
-            "–",
+            *(("–",) * 7),  # no summary: no median, CIs, CV or spread
             cell.summary_reason or "",
         )
     div, unit = unit_of(units or {}, cell.workload, cell.metric, cell.unit, s.median)
@@ -255,14 +249,7 @@ def comparison_row(
             label,
             condition_text(ca.condition),
             condition_text(ca.baseline),
-            "–",
-            "–",
-            "–",
-            "–",
-            "–",
-            "–",
-            "–",
-            "–",
+            *(("–",) * 8),  # no comparison: no ratio, CIs, p or threshold
             "no verdict",
             ca.reason or "",
         )
