@@ -214,6 +214,9 @@ class Runner:
         )  # cells whose worker warning was said (each run's result keeps its own)
         self._argvs: dict[str, list[str]] = {}  # per cell: its worker's command line, built once
         self._direct = DirectRuns()  # the runs it makes itself, with no worker (campaign.direct)
+        # the plan's counters as boardlab-kern items and the reasons of those the board cannot count (read once)
+        self._counters_req: tuple[list[str], dict[str, str]] | None = None
+        self._cells_by_key: dict[str, Cell] = {}  # the cells this board runs, known when the campaign starts
 
     # ---- pieces of one run ----
 
@@ -313,11 +316,14 @@ class Runner:
 
     def _counter_items(self) -> list[str]:
         """The plan's [runs] counters as boardlab-kern items (PMU types read once from sysfs)."""
-        if not hasattr(self, "_counters_req"):
+        return self._counter_request()[0]
+
+    def _counter_request(self) -> tuple[list[str], dict[str, str]]:
+        if self._counters_req is None:
             from boardlab.platform import perf
 
             self._counters_req = perf.counter_request(self.sr, self.plan.runs.counters)
-        return self._counters_req[0]
+        return self._counters_req
 
     def _counter_metrics(self, counters: Mapping) -> tuple[list[MetricResult], dict[str, str]]:
         """Counters of one run as metrics (one value per run, like the other metrics), and the reasons of
@@ -326,9 +332,8 @@ class Runner:
             return [], {}
         from boardlab.platform import perf
 
-        self._counter_items()
         values, reasons = perf.derive_counters(self.plan.runs.counters, counters)
-        reasons = {**self._counters_req[1], **reasons}
+        reasons = {**self._counter_request()[1], **reasons}
         units = {"instructions": "count", "cycles": "count", "memory_access": "bus accesses per cycle",
                  "cci_congestion": "stall cycles per read"}  # fmt: skip
         metrics = [
@@ -967,11 +972,7 @@ class Runner:
         values = self._valid_values(campaign_id)
         target = self._half_width(cell)
         cap = self.plan.runs.cap
-        ref = (
-            self._reference(cell, list(self._cells_by_key.values()))
-            if hasattr(self, "_cells_by_key")
-            else None
-        )
+        ref = self._reference(cell, list(self._cells_by_key.values())) if self._cells_by_key else None
         if ref is not None and len(values.get(ref.key, [])) >= 2 and len(values.get(cell.key, [])) >= 2:
             delta, _ = threshold_of(cell_facts(self.plan, cell), cell.metric)  # its own entry's
             spec = self.catalog[cell.workload]
