@@ -118,12 +118,22 @@ def pages(ids: dict) -> list[str]:
 
 
 def timed(served, page: str) -> float:
+    """Seconds to the page's answer: the page, or (202) that its analysis is being computed in serve's worker."""
     t0 = time.perf_counter()
-    status, _, _ = served.get(page)
+    status, _, _ = served.get(page, wait_computed=False)
     elapsed = time.perf_counter() - t0
-    if status != 200:
+    if status not in (200, 202):
         raise RuntimeError(f"{page}: HTTP {status}")
     return elapsed
+
+
+def ready(served, page: str) -> float:
+    """Seconds until the page itself is there (asked again as a browser asks on 202)."""
+    t0 = time.perf_counter()
+    status, _, _ = served.get(page, timeout=3600)
+    if status != 200:
+        raise RuntimeError(f"{page}: HTTP {status}")
+    return time.perf_counter() - t0
 
 
 def measure(s_small, s_large, small: dict, large: dict, rounds: int) -> dict:
@@ -191,6 +201,7 @@ def main() -> int:
             during = s_large.json("/check.json")["store_check"]["state"]  # the pages' first views beside it
             results = measure(s_small, s_large, small, large, args.rounds)
             old_first = timed(s_large, f"/campaign/{no_summary}")
+            old_ready = ready(s_large, f"/campaign/{no_summary}")
             old_again = timed(s_large, f"/campaign/{no_summary}")
             check = wait_checked(s_large)
     finally:
@@ -199,7 +210,7 @@ def main() -> int:
     n_small = sum(len(v) for v in small.values()) * RUNS_PER_CAMPAIGN - RUNS_PER_CAMPAIGN // 2
     doc = {"runs_large": n_large, "runs_small": n_small, "campaigns_large": sum(len(v) for v in large.values()),
            "large_db_bytes": size, "build_s": built_s, "summaries_s": summary_s, "pages": results,
-           "campaign_without_summary": {"first_s": old_first, "again_s": old_again}, "serve_start_s": start_s,
+           "campaign_without_summary": {"first_s": old_first, "ready_s": old_ready, "again_s": old_again}, "serve_start_s": start_s,
            "serve_start_load": start_load, "check_at_first_views": during, "store_check": check,
            "all_under_1s": all(max(r["first_large_s"], r["median_large_s"]) < 1.0 for r in results.values())}  # fmt: skip
     if args.json:
@@ -212,8 +223,9 @@ def main() -> int:
     for name, r in results.items():
         print(f"{name:28} {r['first_large_s']:11.3f}s {r['median_large_s']:12.3f}s {r['median_small_s']:12.3f}s "
               f"{r['ratio_large_over_small']:12.2f}")  # fmt: skip
-    print(f"a campaign without a stored summary (a store from before summaries): first view {old_first:.2f} s "
-          f"(computed from its runs), then {old_again:.3f} s (kept by the server)")  # fmt: skip
+    print(f"a campaign without a stored summary (a store from before summaries): first answer {old_first:.2f} s "
+          f"(202: being computed in serve's worker), the page itself {old_ready:.2f} s later, then "
+          f"{old_again:.3f} s (kept by the server)")  # fmt: skip
     print(f"boardlab serve started in {start_s:.2f} s on the large store (load {start_load:.2f}); its check of "
           f"every value, beside the pages: {check['state']} after {check['took_s'] or 0:.0f} s (the pages' first "
           f"views were taken while it was {during})")  # fmt: skip

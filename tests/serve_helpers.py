@@ -55,8 +55,25 @@ class Served:
         fields = open(f"/proc/{self.proc.pid}/stat").read().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def get(self, path: str, headers: dict | None = None, method: str = "GET", timeout: float = 60):
-        """(status, headers, body text) of one request; no redirect followed."""
+    def get(
+        self,
+        path: str,
+        headers: dict | None = None,
+        method: str = "GET",
+        timeout: float = 60,
+        wait_computed: bool = True,
+    ):
+        """(status, headers, body text) of the page; no redirect followed. A page whose analysis serve is
+        computing answers 202 with a Refresh header: asked again, as a browser does, until it is ready (or
+        `timeout`), unless `wait_computed` is False."""
+        deadline = time.monotonic() + timeout
+        while True:
+            got = self._get_once(path, headers, method, timeout)
+            if not wait_computed or got[0] != 202 or time.monotonic() > deadline:
+                return got
+            time.sleep(0.2)
+
+    def _get_once(self, path: str, headers: dict | None, method: str, timeout: float):
 
         class NoRedirect(urllib.request.HTTPRedirectHandler):
             def redirect_request(self, *a, **kw):

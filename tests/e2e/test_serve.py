@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -451,3 +452,44 @@ def test_a_damage_the_check_finds_after_the_start_turns_every_page_into_a_503_na
             assert status == 503 and where in body and "Traceback" not in body, (page, status, body[:300])
         status, _, body = s.get("/check")
         assert status == 200 and "Failed after" in body and where in body
+
+
+def _children(pid: int) -> list[int]:
+    """Every child of `pid`, whichever of its threads started it (each thread lists its own)."""
+    out = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            out += [int(p) for p in f.read().split()]
+    return out
+
+
+def test_a_page_whose_analysis_is_not_stored_answers_at_once_and_the_worker_dies_with_serve(tmp_path):
+    """A campaign stored without a summary: its page says at once that it is being computed (202, Refresh)
+    and is the report's document once serve's worker process has analysed it; that process is serve's child
+    and ends when serve is killed."""
+    db = make_campaign_db(tmp_path / "nosummary.db", n=4, with_latency=False)
+    s = Served(db)
+    try:
+        t0 = time.monotonic()
+        status, headers, body = s.get("/campaign/1", wait_computed=False)
+        first_s = time.monotonic() - t0
+        assert status == 202 and headers["Refresh"] and "being computed" in body, (status, body[:300])
+        assert first_s < 5.0, first_s  # a hang guard, not a timing check: the page did not wait for it
+        status, _, body = s.get("/campaign/1.json")
+        assert status == 200 and '"document"' in body, body[:300]
+        workers = _children(s.proc.pid)
+        assert workers, "no worker process under serve"
+        status, _, body = s.get("/compare?a=c:1&b=c:1")
+        assert status == 200 and "Traceback" not in body
+    finally:
+        os.kill(s.proc.pid, signal.SIGKILL)
+        s.proc.wait()
+    deadline = time.monotonic() + 10
+    while any(os.path.exists(f"/proc/{w}") for w in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [
+        w
+        for w in workers
+        if os.path.exists(f"/proc/{w}") and open(f"/proc/{w}/stat").read().split()[2] != "Z"
+    ]
+    assert not left, f"serve's worker outlived it: {left}"

@@ -40,6 +40,16 @@ def _goto(browser: Browser, url: str) -> None:
     browser.wait_event("Page.loadEventFired")
 
 
+def _settled(browser: Browser) -> None:
+    """A page whose analysis serve computes first says so and reloads itself (its Refresh header): waited for,
+    as a user waits, until the page itself is there."""
+    for _ in range(60):
+        if browser.evaluate("document.title") != "boardlab: computing":
+            return
+        browser.wait_event("Page.loadEventFired")
+    raise AssertionError("the page was still being computed after 60 reloads")
+
+
 def _shoot(browser: Browser, tmp_path, name: str) -> None:
     height = browser.evaluate("document.documentElement.scrollHeight")
     png = browser.screenshot({"x": 0, "y": 0, "width": WIDTH, "height": min(height, 12000)})
@@ -71,6 +81,7 @@ def test_boards_campaign_compare_and_history_in_a_browser(lab, tmp_path):
 
     browser.evaluate("document.querySelector('table a[href^=\"/campaign/\"]').click(); true")
     browser.wait_event("Page.loadEventFired")
+    _settled(browser)
     assert browser.evaluate("location.pathname") == "/campaign/5"
     headings = browser.evaluate("[...document.querySelectorAll('h2')].map(h => h.innerText)")
     assert "Verdicts" in headings and browser.evaluate("document.querySelectorAll('svg.plot').length") > 0
@@ -80,6 +91,7 @@ def test_boards_campaign_compare_and_history_in_a_browser(lab, tmp_path):
     browser.evaluate("document.getElementById('a').value = 'c:2'; document.getElementById('b').value = 'c:3'; "
                      "document.getElementById('go').click(); true")  # fmt: skip
     browser.wait_event("Page.loadEventFired")
+    _settled(browser)
     assert browser.evaluate("location.search") == "?a=c%3A2&b=c%3A3"
     rows = browser.evaluate("[...document.querySelectorAll('tr.v-slowdown')].map(r => r.innerText)")
     assert len(rows) == 1 and PLANTED in rows[0] and "slowdown" in rows[0]
@@ -90,6 +102,7 @@ def test_boards_campaign_compare_and_history_in_a_browser(lab, tmp_path):
         "document.getElementById('plan').value = 'nightly'; document.getElementById('go').click(); true"
     )
     browser.wait_event("Page.loadEventFired")
+    _settled(browser)
     text = _text(browser)
     assert "1 regression(s) and 1 improvement(s)" in text and "kernel 6.6 -> 6.12" in text
     marked = browser.evaluate("[...document.querySelectorAll('td.v-slowdown')].map(td => td.innerText)")

@@ -19,6 +19,9 @@ from importlib import resources
 
 from boardlab.errors import BoardlabError, InputError, NotFound
 from boardlab.web import pages
+from boardlab.web.background import Computing
+
+REFRESH_S = 2  # how soon a page being computed asks again (the Refresh header: no script needed)
 
 COOKIE = "boardlab_token"
 LIVE_JS = resources.files("boardlab.web").joinpath("live.js").read_bytes()
@@ -112,7 +115,10 @@ class _Site:
     and answers in the format its address asks for."""
 
     def __init__(self, db: str, verify: bool, check=None) -> None:
+        from boardlab.web.background import Background
+
         self.db, self.verify, self.check = db, verify, check
+        self.background = Background(db)  # the analyses the store does not hold, in a worker process
 
     def read(self, build, request, *, html_extra=lambda store: ""):
         """Runs `build(store)` in one snapshot; (document, json twin) -> the response the URL asks for."""
@@ -133,6 +139,8 @@ class _Site:
             with store, store.snapshot():
                 built = build(store)
                 extra = html_extra(store) if not as_json else ""
+        except Computing as exc:  # an analysis this page needs runs in the worker: said at once
+            return _computing(exc, as_json)
         except Exception as exc:
             return self._failed(exc, as_json)
         return _respond(built, extra, as_json)
@@ -167,7 +175,7 @@ class _Site:
         cid = request.path_params["cid"]  # ASCII digits (the route's int), but of any length
         if cid > pages.MAX_ID:
             return _problem(404, f"no campaign with id {cid}", _wants_json(request))
-        return self.read(lambda s: pages.campaign(s, cid), request)
+        return self.read(lambda s: pages.campaign(s, cid, self.background), request)
 
     def compare(self, request):
         a, b = request.query_params.get("a"), request.query_params.get("b")
@@ -182,7 +190,7 @@ class _Site:
             return self.read(lambda s: (_empty("boardlab: compare", "Pick A and B, then show."),
                              {"schema": pages.WEB_SCHEMA, "choices": [{"value": v, "label": t} for v, t in pages.compare_choices(s)]}), request,
                              html_extra=form)  # fmt: skip
-        return self.read(lambda s: pages.compare(s, a, b), request, html_extra=form)
+        return self.read(lambda s: pages.compare(s, a, b, self.background), request, html_extra=form)
 
     def history(self, request):
         plan, board = request.query_params.get("plan"), request.query_params.get("board")
@@ -202,7 +210,7 @@ class _Site:
             return self.read(lambda s: (_empty("boardlab: history", "Pick a plan, then show."),
                              {"schema": pages.WEB_SCHEMA, "plans": pages.plan_choices(s)}), request,
                              html_extra=form)  # fmt: skip
-        return self.read(lambda s: pages.history(s, plan, board), request, html_extra=form)
+        return self.read(lambda s: pages.history(s, plan, board, self.background), request, html_extra=form)
 
     def running(self, request):
         live = (
@@ -260,9 +268,10 @@ def _respond(built, extra: str, as_json: bool):
     from boardlab.report.render import render_document
 
     if isinstance(built, pages.Rendered):  # a campaign's report, rendered when its summary was stored
+        refresh = {"Refresh": str(REFRESH_S)} if built.refresh else None
         if as_json:
-            return Response(built.twin_json, media_type="application/json")
-        return HTMLResponse(_page(built.title, _under_heading(built.html, extra)))
+            return Response(built.twin_json, media_type="application/json", headers=refresh)
+        return HTMLResponse(_page(built.title, _under_heading(built.html, extra)), headers=refresh)
     document, twin = built
     if as_json:
         return Response(json.dumps(twin, allow_nan=False, default=str), media_type="application/json")
@@ -428,3 +437,19 @@ def _with_banner(html_extra, checked):
         what = f"did not finish ({checked.problem}): this page comes from a store not checked"
     note = f'<p class="problem">The store\'s full check {esc(what)}. <a href="/check">Its state</a></p>'
     return lambda store: note + html_extra(store)
+
+
+def _computing(exc: Computing, as_json: bool):
+    """202: what the page needs is being computed in serve's worker; the browser asks again (Refresh)."""
+    from starlette.responses import HTMLResponse, JSONResponse
+
+    from boardlab.report.render import esc
+
+    headers = {"Refresh": str(REFRESH_S)}
+    if as_json:
+        body = {"schema": pages.WEB_SCHEMA, "computing": exc.what, "since_unix_s": exc.since_unix_s}
+        return JSONResponse(body, status_code=202, headers=headers)
+    text = f"{exc.what} is being computed (started {_ago(exc.since_unix_s)}); this page reloads when it is ready."
+    return HTMLResponse(
+        _page("boardlab: computing", f"<h1>Computing</h1><p>{esc(text)}</p>"), 202, headers=headers
+    )

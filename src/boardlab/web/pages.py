@@ -7,6 +7,7 @@ renders them with the report's HTML renderer. Nothing here writes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -15,6 +16,7 @@ import urllib.parse
 from boardlab.analysis import document as doc
 from boardlab.errors import InputError, NotFound
 from boardlab.report.escape import visible
+from boardlab.web.background import Computing, Stale
 
 MAX_ID = 2**63 - 1  # a store's ids are signed 64-bit integers (SQLite's INTEGER, PostgreSQL's BIGINT)
 PAGE_SIZE = 50  # rows per list page: every list query is bounded by it
@@ -143,13 +145,14 @@ def campaigns(store, page: int = 0, board_id: int | None = None) -> tuple[doc.Do
 
 
 class Rendered:
-    """A page already rendered (a campaign's stored report): its title, HTML body and JSON twin as text."""
+    """A page already rendered (a campaign's stored report): its title, HTML body and JSON twin as text;
+    `refresh`: shown while a newer analysis is computed (the browser asks again)."""
 
-    def __init__(self, title: str, html: str, twin_json: str):
-        self.title, self.html, self.twin_json = title, html, twin_json
+    def __init__(self, title: str, html: str, twin_json: str, refresh: bool = False):
+        self.title, self.html, self.twin_json, self.refresh = title, html, twin_json, refresh
 
 
-def campaign(store, campaign_id: int) -> Rendered:
+def campaign(store, campaign_id: int, background=None) -> Rendered:
     """The campaign's report document, as `boardlab report` builds it, from the campaign's stored summary
     (boardlab.summary): its document computed when the campaign ended, rendered here; computed now, and kept
     by this server, when the summary is missing or stale (the monitor plots stay in the report file: their series are the one read
@@ -170,7 +173,17 @@ def campaign(store, campaign_id: int) -> Rendered:
     got = summary.stored(store, campaign_id, with_document=True)
     if got is not None:
         return render(got)
-    return _memo(("page", *version(store, campaign_id)), lambda: render(summary.compute(store, campaign_id)))
+    v = version(store, campaign_id)
+    if background is None:
+        return _memo(("page", *v), lambda: render(summary.compute(store, campaign_id)))
+    # computed in serve's worker process (web/background.py); a running campaign shows its last analysis meanwhile
+    got = background.get("summary", campaign_id, v, v[-1], stale_ok=row["status"] == "running")
+    if isinstance(got, Stale):
+        page = render(got.value)
+        note = (f'<p class="problem">Runs stored since this analysis ({got.runs_then} runs): the analysis of all '
+                f"{v[-1]} is being computed; this page updates when it is ready.</p>")  # fmt: skip
+        return Rendered(title, note + page.html, page.twin_json, refresh=True)
+    return _memo(("page", *v), lambda: render(got))
 
 
 def plain(value):
@@ -204,15 +217,22 @@ def version(store, campaign_id: int) -> tuple:
     return store.path, campaign_id, row["status"], store.count_runs(campaign_id)
 
 
-def analyzed(store, campaign_id: int):
+def analyzed(store, campaign_id: int, background=None):
     """What compare and history read of a campaign (`summary.StoredAnalysis`): from its stored summary, or
-    computed from its runs when that is missing or stale; kept while its runs and status are unchanged."""
+    computed from its runs when that is missing or stale (in serve's worker process with `background`, which
+    raises Computing until it is ready); kept while its runs and status are unchanged."""
     import boardlab.summary as summary
 
-    return _memo(("view", *version(store, campaign_id)), lambda: summary.analysis_view(store, campaign_id))
+    v = version(store, campaign_id)
+    if background is not None:
+        got = summary.stored(store, campaign_id)
+        if got is None:
+            return background.get("view", campaign_id, v, v[-1])
+        return _memo(("view", *v), got.view)
+    return _memo(("view", *v), lambda: summary.analysis_view(store, campaign_id))
 
 
-def _side(store, pick: str):
+def _side(store, pick: str, background=None):
     """A compare form's pick: 'c:ID' a campaign, 'b:ID' a board's latest campaign."""
 
     kind, _, number = pick.partition(":")
@@ -224,14 +244,14 @@ def _side(store, pick: str):
         if not got:
             raise NotFound(f"compare: no campaign of board {got_id}")
         got_id = got[0]["id"]
-    return analyzed(store, got_id)
+    return analyzed(store, got_id, background)
 
 
-def compare(store, a: str, b: str) -> tuple[doc.Document, dict]:
+def compare(store, a: str, b: str, background=None) -> tuple[doc.Document, dict]:
     from boardlab.analysis import compare_campaigns
     from boardlab.analysis.comparedoc import compare_document
 
-    left, right = _side(store, a), _side(store, b)
+    left, right = _pair_of_sides(store, a, b, background)
     key = ("compare", version(store, left.campaign_id), version(store, right.campaign_id))
     d = _memo(key, lambda: compare_campaigns(left, right, path_a=store.path, path_b=store.path))
     title = (
@@ -252,13 +272,26 @@ def compare_choices(store) -> list[tuple[str, str]]:
     return out
 
 
-def history(store, plan: str, board: str | None) -> tuple[doc.Document, dict]:
+def _pair_of_sides(store, a: str, b: str, background):
+    """Both sides of a comparison; with `background`, both started before one that is not ready is said."""
+    try:
+        left = _side(store, a, background)
+    except Computing:
+        with contextlib.suppress(Computing):
+            _side(store, b, background)
+        raise
+    return left, _side(store, b, background)
+
+
+def history(store, plan: str, board: str | None, background=None) -> tuple[doc.Document, dict]:
     from boardlab.analysis.history import build_history, history_document, load_history
 
     for what, name in (("plan", plan), ("board", board or "")):
         if "\x00" in name:  # no stored name holds one, and PostgreSQL refuses it in a query's text
             raise InputError(f"{what} {name!r}: a name holds no NUL character")
-    per_board = load_history(store, plan, board or None, analyze=analyzed)
+    if background is not None:  # every campaign the history shows started at once; said until all are ready
+        _all_started(store, plan, board, background)
+    per_board = load_history(store, plan, board or None, analyze=lambda s, cid: analyzed(s, cid, background))
     if not per_board:
         raise NotFound(f"no campaign of a plan named {plan!r}" + (f" on board {board!r}" if board else ""))
     key = (
@@ -269,6 +302,20 @@ def history(store, plan: str, board: str | None) -> tuple[doc.Document, dict]:
     d = _memo(key, lambda: build_history(per_board, plan, step=lambda a, b: _step(store, a, b)))
     names = ", ".join(b["board"] for b in d["boards"])
     return history_document(d, f"boardlab history: {plan} on {names}"), d
+
+
+def _all_started(store, plan: str, board: str | None, background) -> None:
+    from boardlab.analysis.history import DEFAULT_LAST
+
+    waiting: list[Computing] = []
+    for row in store.campaigns_of_plan(plan, board or None, limit=DEFAULT_LAST):
+        try:
+            analyzed(store, int(row["id"]), background)
+        except Computing as exc:
+            waiting.append(exc)
+    if waiting:
+        since = min(w.since_unix_s for w in waiting)
+        raise Computing(f"the analyses of {len(waiting)} campaigns of the history", since)
 
 
 def _step(store, a, b):

@@ -1,0 +1,136 @@
+"""The analyses serve's pages need and the store does not hold, computed in a process of their own, so no page
+waits for one.
+
+A campaign stored without a summary (a store written before summaries, a campaign still running, a summary of
+another build) is analysed from its runs: seconds at 10^5 runs, more at 10^6. A page that needs it asks here:
+it gets the result when it is ready, else the page answers at once that it is being computed (202, with a
+Refresh header) and the analysis runs in one worker process (`concurrent.futures`, one at a time, so a lab's
+pages never take both cores from a campaign running beside them). A running campaign's page shows its last
+analysis while the next one, with the runs stored since, is computed. The worker dies with serve
+(platform.spawn's parent-death signal, set in the worker as it starts).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
+KEPT = 64  # results kept by the server process (the pages show at most a history's ten campaigns at once)
+
+
+class Computing(Exception):
+    """What a page needs is being computed in the background: `what` names it, `since_unix_s` when it began."""
+
+    def __init__(self, what: str, since_unix_s: float):
+        super().__init__(what)
+        self.what, self.since_unix_s = what, since_unix_s
+
+
+@dataclass(frozen=True)
+class Stale:
+    """A running campaign's last analysis while the one of its runs since is computed."""
+
+    value: object
+    runs_then: int
+
+
+@dataclass(frozen=True)
+class _Failed:
+    error: BaseException
+
+
+def _watch_parent(parent_pid: int) -> None:  # the worker's initializer: it dies with serve
+    from boardlab.platform.spawn import _die_with_parent, _libc
+
+    _die_with_parent(parent_pid, _libc())
+
+
+def _summary(db: str, campaign_id: int):
+    import boardlab.summary as summary
+    from boardlab.store import Store
+
+    with Store.open(db, create=False, verify=False) as store, store.snapshot():
+        return summary.compute(store, campaign_id)
+
+
+def _view(db: str, campaign_id: int):
+    import boardlab.summary as summary
+    from boardlab.store import Store
+
+    with Store.open(db, create=False, verify=False) as store, store.snapshot():
+        return summary.analysis_view(store, campaign_id)
+
+
+WORKERS = {"summary": _summary, "view": _view}
+
+
+class Background:
+    """One server's analyses: `get(kind, campaign_id, version)` -> the value, or raises Computing (having
+    started it); a version a page saw before stays until KEPT newer ones pushed it out."""
+
+    def __init__(self, db: str) -> None:
+        self._db = db
+        self._lock = threading.Lock()
+        self._pool: ProcessPoolExecutor | None = None  # started at the first analysis: a server of summarized stores never starts it
+        self._done: OrderedDict[tuple, object] = OrderedDict()
+        self._pending: dict[tuple, tuple[object, float]] = {}  # key -> (future, since)
+        self._latest: dict[tuple[str, int], tuple[object, int]] = {}  # (kind, campaign) -> (value, runs)
+
+    def get(self, kind: str, campaign_id: int, version: tuple, runs: int, *, stale_ok: bool = False):
+        key = (kind, *version)
+        with self._lock:
+            if key in self._done:
+                self._done.move_to_end(key)
+                got = self._done[key]
+                if isinstance(got, _Failed):
+                    del self._done[key]  # said once; the next view tries again
+                    raise got.error
+                return got
+            since = self._start(key, kind, campaign_id, runs)
+            latest = self._latest.get((kind, campaign_id))
+        if stale_ok and latest is not None:
+            return Stale(latest[0], latest[1])
+        raise Computing(f"the analysis of campaign {campaign_id} ({runs} runs stored)", since)
+
+    def _start(self, key: tuple, kind: str, campaign_id: int, runs: int) -> float:
+        """The future of `key`, submitted if it is not running yet (under the lock); when it began."""
+        if key in self._pending:
+            return self._pending[key][1]
+        future = self._executor().submit(WORKERS[kind], self._db, campaign_id)
+        since = time.time()
+        self._pending[key] = (future, since)
+        future.add_done_callback(lambda f: self._finish(key, kind, campaign_id, runs, f))
+        return since
+
+    def _finish(self, key: tuple, kind: str, campaign_id: int, runs: int, future) -> None:
+        with self._lock:
+            self._pending.pop(key, None)
+            error = future.exception()
+            if error is not None:  # the page that asks next says it (a damaged store's 503, a bug's 500)
+                self._done[key] = _Failed(error)
+            else:
+                self._done[key] = future.result()
+                self._latest[(kind, campaign_id)] = (future.result(), runs)
+            while len(self._done) > KEPT:
+                self._done.popitem(last=False)
+
+    def _executor(self):
+        if self._pool is None:
+            import multiprocessing
+            import os
+            from concurrent.futures import ProcessPoolExecutor
+
+            # spawn, not fork: the server has threads, and a forked child would inherit their locks
+            self._pool = ProcessPoolExecutor(
+                max_workers=1,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_watch_parent,
+                initargs=(os.getpid(),),
+            )
+        return self._pool
