@@ -77,7 +77,9 @@ class Background:
     def __init__(self, db: str) -> None:
         self._db = db
         self._lock = threading.Lock()
-        self._pool: ProcessPoolExecutor | None = None  # started at the first analysis: a server of summarized stores never starts it
+        self._pool: ProcessPoolExecutor | None = (
+            None  # started at the first analysis: a server of summarized stores never starts it
+        )
         self._done: OrderedDict[tuple, object] = OrderedDict()
         self._pending: dict[tuple, tuple[object, float]] = {}  # key -> (future, since)
         self._latest: dict[tuple[str, int], tuple[object, int]] = {}  # (kind, campaign) -> (value, runs)
