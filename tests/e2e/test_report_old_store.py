@@ -100,3 +100,16 @@ def test_a_read_only_copy_is_analysed_without_writing_and_says_why(old_db, tmp_p
     assert p.returncode == 0, p.stderr
     assert "stored without workload facts" in p.stderr and "cannot be written" in p.stderr
     assert NOTICE not in p.stderr and _stored(copy) == 0 and "Traceback" not in p.stderr
+
+
+def test_many_campaigns_without_facts_are_said_in_one_line(tmp_path):
+    db = tmp_path / "lab.db"
+    for k in range(7):
+        make_campaign_db(db, name=f"p{k}", seed=k, n=1, with_latency=False, conditions=("baseline",))
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM artifacts WHERE name=?", (WORKLOAD_FACTS,))
+    conn.close()
+    p = run_cli("history", "--db", str(db), "--plan", "p0")
+    assert p.returncode == 0, p.stderr
+    assert p.stderr.count(NOTICE) == 1 and f"campaigns 1 to 7 (7 campaigns): {NOTICE}" in p.stderr, p.stderr
+    assert _stored(db) == 7

@@ -21,8 +21,18 @@ def _say(text: str) -> None:
 
 
 def say_derived(where: str, campaign_ids: list[int]) -> None:
-    for campaign_id in campaign_ids:
-        _say(f"{where}: campaign {campaign_id}: workload facts derived from this host's catalog and stored")
+    """One line, however many campaigns: a lab's old store may hold hundreds."""
+    if not campaign_ids:
+        return
+    what = f"campaign {campaign_ids[0]}" if len(campaign_ids) == 1 else f"campaigns {_ids_text(campaign_ids)}"
+    _say(f"{where}: {what}: workload facts derived from this host's catalog and stored")
+
+
+def _ids_text(ids: list[int]) -> str:
+    """'1, 4, 7' for a few; '1 to 1000 (980 campaigns)' for many."""
+    if len(ids) <= 5:
+        return ", ".join(map(str, ids))
+    return f"{min(ids)} to {max(ids)} ({len(ids)} campaigns)"
 
 
 def _why(exc: Exception, where: str) -> str:
@@ -56,7 +66,7 @@ def store_missing_facts(db: str) -> None:
                 _say(f"{where}: store migrated from schema {schema} to {STORE_SCHEMA} to store them")
             say_derived(where, derive_missing(writer, missing))
     except Exception as exc:  # noqa: BLE001 (a store that cannot be written is said, not fatal)
-        ids = ", ".join(map(str, missing))
+        ids = _ids_text(missing)
         _say(
             f"{where}: campaign{'s' if len(missing) > 1 else ''} {ids}: stored without workload facts, and "
             f"this store cannot be written to store them ({_why(exc, where)}); their workloads are analysed "
