@@ -6,9 +6,12 @@ with a clock around each part, to say which part to work on:
   CPU is that of the threads doing it;
 - copy: the bulk copy of the new runs, one transaction per file (store/ingest.py `_ingest`);
 - summaries: each campaign's summary (boardlab.summary.KeepBehind: the analysis, the report's document and its
-  HTML, the history step), computed in a thread beside the next file's copy; of it, the analysis (`analyze`)
-  and the rest;
-- the ingest's wall time and runs per second, and the process's CPU time; into PostgreSQL also the server's
+  HTML, the history step), computed beside the next file's copy: in a child process of its own on more than
+  one core (`_ChildKeeper`), whose CPU is counted there (the bench runs that child with clocks around the same
+  parts, which it writes to a file when it exits), else in a thread of this process; of it, the analysis
+  (`analyze`) and the rest; and the summaries' process's whole CPU time (its start and imports included);
+- the ingest's wall time and runs per second, and the process's CPU time (the summaries' process apart); into
+  PostgreSQL also the server's
   (its processes' CPU time from /proc: the postmaster's own and its exited children's, and its live
   children's).
 Into a SQLite store, and into PostgreSQL when a server can be started (tests/pg.py, as bench_scale does), or
@@ -20,6 +23,7 @@ ingest that many times (alternating SQLite and PostgreSQL), printing the median 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -33,6 +37,30 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_scale import board_files, build_campaign  # noqa: E402
 
 PARTS = ("verify", "copy", "summaries", "  analysis", "  the rest")
+
+# The summaries' child process (boardlab.summary._CHILD_CODE) with the same clocks as `Clocks`: the CPU of
+# `keep` and of `analyze` there, and the process's, written as JSON to the file named by CLOCKS_ENV at its end.
+CLOCKS_ENV = "BOARDLAB_BENCH_CHILD_CLOCKS"
+_CLOCKED_CHILD = """import json, os, time
+from boardlab import summary
+from boardlab.analysis import core
+clocks = {"summaries": 0.0, "  analysis": 0.0}
+def wrap(part, fn):
+    def timed(*args, **kw):
+        t0 = time.thread_time()
+        try:
+            return fn(*args, **kw)
+        finally:
+            clocks[part] += time.thread_time() - t0
+    return timed
+summary.keep = wrap("summaries", summary.keep)
+core.analyze = wrap("  analysis", core.analyze)
+try:
+    summary._child()
+finally:
+    with open(os.environ["CLOCKS_ENV"], "w") as f:
+        json.dump({**clocks, "process": time.process_time()}, f)
+""".replace("CLOCKS_ENV", CLOCKS_ENV)
 
 
 class Clocks:
@@ -85,7 +113,10 @@ def ingest_once(files: list[Path], db: str, server_pid: int | None = None) -> di
     from boardlab.store import ingest
 
     clocks = Clocks()
-    saved = ingest.verify_source, ingest._ingest, summary.keep, core.analyze
+    child_clocks = Path(tempfile.mkstemp(prefix="boardlab-child-clocks-")[1])
+    os.environ[CLOCKS_ENV] = str(child_clocks)  # the child's environment is this process's
+    saved = ingest.verify_source, ingest._ingest, summary.keep, core.analyze, summary._CHILD_CODE
+    summary._CHILD_CODE = _CLOCKED_CHILD
     ingest.verify_source = clocks.wrap("verify", ingest.verify_source)
     ingest._ingest = clocks.wrap("copy", ingest._ingest)
     summary.keep = clocks.wrap("summaries", summary.keep)
@@ -106,11 +137,18 @@ def ingest_once(files: list[Path], db: str, server_pid: int | None = None) -> di
         time.sleep(0.2)  # the last backend's exit, for its CPU to reach its parent's account
         server = server_cpu_s(server_pid) - server0
     finally:
-        ingest.verify_source, ingest._ingest, summary.keep, core.analyze = saved
+        ingest.verify_source, ingest._ingest, summary.keep, core.analyze, summary._CHILD_CODE = saved
+        del os.environ[CLOCKS_ENV]
+    # the child's clocks: written when it exited (finish waits for it); empty when the summaries ran here
+    text = child_clocks.read_text()
+    child_clocks.unlink()
+    child = json.loads(text) if text else {}
+    for part in ("summaries", "  analysis"):
+        clocks.cpu[part] += child.get(part, 0.0)
     runs = sum(r.runs_added for r in results)
     clocks.cpu["  the rest"] = clocks.cpu["summaries"] - clocks.cpu["  analysis"]
     return {"runs": runs, "wall_s": wall, "cpu_s": cpu, "server_cpu_s": server, "runs_per_s": runs / wall,
-            **clocks.cpu}  # fmt: skip
+            "child_cpu_s": child.get("process", 0.0), **clocks.cpu}  # fmt: skip
 
 
 def _pg_server():
@@ -140,9 +178,11 @@ def _pg_server():
 def _print(name: str, rounds: list[dict]) -> None:
     med = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
     server = f", the server's {med['server_cpu_s']:.2f} s" if med["server_cpu_s"] else ""
+    child = f", the summaries' process's {med['child_cpu_s']:.2f} s" if med["child_cpu_s"] else ""
     print(
         f"{name}: {med['runs']:.0f} runs in {med['wall_s']:.2f} s wall, {med['runs_per_s']:,.0f} runs/s; "
-        f"process CPU {med['cpu_s']:.2f} s{server} (median of {len(rounds)})"
+        f"process CPU {med['cpu_s']:.2f} s{child}{server} (median of {len(rounds)}; load average "
+        f"{statistics.median(r['load'] for r in rounds):.1f})"
     )
     for part in PARTS:
         print(f"  {part:<12} {med[part]:6.2f} s CPU")
@@ -167,9 +207,11 @@ def main() -> int:
         for _ in range(args.repeat):
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{work / 'lab.db'}{suffix}").unlink(missing_ok=True)
-            lite.append(ingest_once(files, str(work / "lab.db")))
+            lite.append({**ingest_once(files, str(work / "lab.db")), "load": os.getloadavg()[0]})
             if server is not None:
-                pg.append(ingest_once(files, server.new_database(), server.pid))
+                pg.append(
+                    {**ingest_once(files, server.new_database(), server.pid), "load": os.getloadavg()[0]}
+                )
     finally:
         if server is not None:
             server.stop()
