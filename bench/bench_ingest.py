@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_scale import board_files, build_campaign  # noqa: E402
+from bench_scale import board_files, build_campaign, server_cpu_s  # noqa: E402
 
 PARTS = ("verify", "copy", "summaries", "  analysis", "  the rest")
 
@@ -80,30 +80,6 @@ class Clocks:
                     self.cpu[part] += time.thread_time() - t0
 
         return timed
-
-
-def server_cpu_s(pid: int | None) -> float:
-    """CPU seconds of a PostgreSQL server so far: its postmaster's, with its children that exited (their
-    backends, waited for by it), and its live children's; 0 without a server."""
-    if pid is None:
-        return 0.0
-
-    def times(p: int | str) -> list[int]:
-        """[parent's pid, utime, stime, cutime, cstime] in ticks (read after the name: it may hold spaces)"""
-        with open(f"/proc/{p}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return [int(fields[1])] + [int(x) for x in fields[11:15]]
-
-    ticks = sum(times(pid)[1:])
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                t = times(entry)
-            except (OSError, IndexError, ValueError):  # gone meanwhile
-                continue
-            if t[0] == pid:
-                ticks += t[1] + t[2]
-    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def ingest_once(files: list[Path], db: str, server_pid: int | None = None) -> dict:
