@@ -23,7 +23,8 @@ children's) is added, and shown apart:
   that store: ten boards of N/10 runs;
 - into one PostgreSQL store (a private server started as the tests start theirs, tests/pg.py) at the largest
   size <= `--pg-max` (default 1e5): the ingest as the cluster's superuser and as an ordinary role that owns its
-  database (what a lab gives boardlab: no superuser, no SET ON PARAMETER grant), alternately, each into a new
+  database (what a lab gives boardlab: no superuser, no SET ON PARAMETER grant), and as an owner granted SET ON
+  PARAMETER session_replication_role (what `boardlab ingest` tells a lab to grant), in turn, each into a new
   database; the re-ingest and the cross-board report; or "skipped: reason".
 Sizes are measured alternately, command by command (n1, n2, n2, n1, ...: `--repeat` rounds, default 3), so the
 two figures of each pair come from the same minutes of the machine's load; printed per size: the median
@@ -36,7 +37,7 @@ board's 100k-run campaign to a lab's ten million runs"):
 - report md of 10^5 runs <= 3 s, report html of 10^5 runs <= 5 s;
 - peak RSS of the reports and exports <= 150 MB at 10^6 runs;
 - ingest >= 20,000 runs/s into SQLite (a new store and the full one), >= 10,000 runs/s into PostgreSQL (as
-  the superuser and as the database's owner);
+  the superuser, as the database's owner and as the granted owner);
 - re-ingest of unchanged files <= 1 s per 10^5 runs (of the ten files' runs);
 - growth exponents (wall) <= 1.05 from 10^5 to 10^6.
 A target whose size was not measured is listed as not checked. Exit 1 when a measured target is missed (each
@@ -410,6 +411,10 @@ def _runs_of(path: Path) -> int:
 
 
 OWNER = "boardlab_owner"  # the ordinary role of the PostgreSQL owner's ingest
+GRANTED = "boardlab_granted"  # an owner granted SET ON PARAMETER session_replication_role (PostgreSQL 15)
+PG_INGESTS = {"pg ingest": None, "pg ingest, owner": OWNER, "pg ingest, granted owner": GRANTED}
+LABELS = {"pg ingest": "ingest (superuser)", "pg ingest, owner": "ingest (owner)",
+          "pg ingest, granted owner": "ingest (owner, granted)"}  # fmt: skip
 
 
 def measure_pg(b: Built, repeat: int) -> dict:
@@ -441,12 +446,18 @@ def measure_pg(b: Built, repeat: int) -> dict:
 
 
 def _pg_ingest(files: list[str], server, runs: int, repeat: int) -> dict:
-    """Each ingest into a new empty database, the superuser's and the owner's alternately."""
-    by: dict[str, list[Measure]] = {"pg ingest": [], "pg ingest, owner": []}
+    """Each ingest into a new empty database: the superuser's, the owner's, the granted owner's, in turn (the
+    order reversed every other round)."""
+    import psycopg
+
+    server.new_database(owner=GRANTED)  # the role, made
+    with psycopg.connect(server.url(), autocommit=True) as admin:
+        admin.execute(f"GRANT SET ON PARAMETER session_replication_role TO {GRANTED}")
+    by: dict[str, list[Measure]] = {name: [] for name in PG_INGESTS}
     url = ""
     for r in range(repeat):
-        for name in ("pg ingest", "pg ingest, owner") if r % 2 == 0 else ("pg ingest, owner", "pg ingest"):
-            db = server.new_database(owner=OWNER if name.endswith("owner") else None)
+        for name in list(PG_INGESTS) if r % 2 == 0 else list(PG_INGESTS)[::-1]:
+            db = server.new_database(owner=PG_INGESTS[name])
             by[name].append(measure(["ingest", *files, "--db", db], server_pid=server.pid))
             if name == "pg ingest":
                 url = db
@@ -539,7 +550,7 @@ def _check_ingest(results: dict[int, dict], pg: dict, missed: list[str], uncheck
     elif pg["runs"] < 100_000:
         unchecked.append("ingest into PostgreSQL: checked from 10^5 runs on (--pg-max)")
     else:
-        for cmd in ("pg ingest", "pg ingest, owner"):
+        for cmd in PG_INGESTS:
             if pg[cmd]["runs_per_s"] < 10_000:
                 missed.append(f"{cmd[3:]} into PostgreSQL: {pg[cmd]['runs_per_s']:.0f} runs/s < 10000")
         if pg["pg re-ingest"]["s"] > pg["runs"] / 1e5:
@@ -580,11 +591,9 @@ def print_table(results: dict[int, dict], pg: dict, exps: dict, full_runs: int |
     print(
         f"PostgreSQL store, {pg['runs']} runs from {BOARDS} board files (CPU: the client's and the server's):"
     )
-    for cmd in ("pg ingest", "pg ingest, owner", "pg re-ingest", "pg cross-board report"):
+    for cmd in (*PG_INGESTS, "pg re-ingest", "pg cross-board report"):
         r = pg[cmd]
-        label = {"pg ingest": "ingest (superuser)", "pg ingest, owner": f"ingest (owner {OWNER})"}.get(
-            cmd, cmd[3:]
-        )
+        label = LABELS.get(cmd, cmd[3:])
         rounds = ", ".join(f"{s:.2f}s@{ld:.1f}" for s, _, ld in r["rounds"])
         print(
             f"  {label:<28} {r['s']:.2f} s (CPU {r['cpu_s']:.2f} s, the server's {r['server_cpu_s']:.2f} s), "
