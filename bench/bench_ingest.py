@@ -1,17 +1,25 @@
-"""Where `boardlab ingest`'s time goes: ten board files of N/10 runs into a new store, the CPU time of each part.
+"""Where `boardlab ingest`'s time goes: ten board files of N/10 runs into a store, the CPU time of each part.
 
 bench_scale.py times the whole command (runs/s, re-ingest); this bench runs the same ingest in its own process,
 with a clock around each part, to say which part to work on:
 - verify: each file's integrity check and content scan (store/verify.py), several files side by side, so its
   CPU is that of the threads doing it;
+- open: the writer's open of the store (its flock, its `PRAGMA quick_check`, which reads every page of a
+  SQLite store, and its migration check);
 - copy: the bulk copy of the new runs, one transaction per file (store/ingest.py `_ingest`);
 - summaries: each campaign's summary (boardlab.summary.KeepBehind: the analysis, the report's document and its
-  HTML, the history step), computed in a thread beside the next file's copy; of it, the analysis (`analyze`)
-  and the rest;
-- the ingest's wall time and runs per second, and the process's CPU time; into PostgreSQL also the server's
+  HTML, the history step), computed beside the next file's copy: in a child process of its own on more than
+  one core (`_ChildKeeper`), whose CPU is counted there (the bench runs that child with clocks around the same
+  parts, which it writes to a file when it exits), else in a thread of this process; of it, the analysis
+  (`analyze`), the history step against the board's previous campaign of the plan (`summary.step`: none in a
+  new store) and the rest; and the summaries' process's whole CPU time (its start and imports included);
+- the ingest's wall time and runs per second, and the process's CPU time (the summaries' process apart); into
+  PostgreSQL also the server's
   (its processes' CPU time from /proc: the postmaster's own and its exited children's, and its live
   children's).
-Into a SQLite store, and into PostgreSQL when a server can be started (tests/pg.py, as bench_scale does), or
+Into a new SQLite store, or with `--into STORE` into a copy of that store (bench_scale's `--keep DIR`'s
+full.db: a store already holding runs of the same boards and plan), and into PostgreSQL when a server can be
+started (tests/pg.py, as bench_scale does; `--pg-owner`: as an ordinary role owning its database), or
 "skipped" with the reason. `--files` takes board files already built (bench_scale's `--keep DIR`'s
 board-*.db); otherwise they are built (bench_scale's `build_campaign` and `board_files`). `--repeat` runs each
 ingest that many times (alternating SQLite and PostgreSQL), printing the median of each figure.
@@ -20,7 +28,9 @@ ingest that many times (alternating SQLite and PostgreSQL), printing the median 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -30,52 +40,58 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_scale import board_files, build_campaign  # noqa: E402
+from bench_scale import board_files, build_campaign, server_cpu_s  # noqa: E402
 
-PARTS = ("verify", "copy", "summaries", "  analysis", "  the rest")
+PARTS = ("verify", "open", "copy", "summaries", "  analysis", "  history step", "  the rest")
+
+# The summaries' child process (boardlab.summary._CHILD_CODE) with the same clocks as `Clocks`: the CPU of
+# `keep` and of `analyze` there, and the process's, written as JSON to the file named by CLOCKS_ENV at its end.
+CLOCKS_ENV = "BOARDLAB_BENCH_CHILD_CLOCKS"
+_CLOCKED_CHILD = """import json, os, time
+from boardlab import summary
+from boardlab.analysis import core
+clocks = {"summaries": 0.0, "  analysis": 0.0, "  history step": 0.0}
+walls = dict.fromkeys(clocks, 0.0)
+def wrap(part, fn):
+    def timed(*args, **kw):
+        t0, w0 = time.thread_time(), time.perf_counter()
+        try:
+            return fn(*args, **kw)
+        finally:
+            clocks[part] += time.thread_time() - t0
+            walls[part] += time.perf_counter() - w0
+    return timed
+summary.keep = wrap("summaries", summary.keep)
+core.analyze = wrap("  analysis", core.analyze)
+summary.step = wrap("  history step", summary.step)
+try:
+    summary._child()
+finally:
+    with open(os.environ["CLOCKS_ENV"], "a") as f:  # a line per process that ran summaries
+        f.write(json.dumps({"cpu": clocks, "wall": walls, "process": time.process_time()}) + "\\n")
+""".replace("CLOCKS_ENV", CLOCKS_ENV)
 
 
 class Clocks:
-    """CPU seconds of each part, per thread (a part runs in one thread at a time, or in several for verify)."""
+    """CPU seconds of each part, per thread (a part runs in one thread at a time, or in several for verify),
+    and its wall seconds (summed over the threads: verify's exceed its span)."""
 
     def __init__(self) -> None:
         self.cpu = dict.fromkeys(PARTS, 0.0)
+        self.wall = dict.fromkeys(PARTS, 0.0)
         self._lock = threading.Lock()
 
     def wrap(self, part: str, fn):
         def timed(*args, **kw):
-            t0 = time.thread_time()
+            t0, w0 = time.thread_time(), time.perf_counter()
             try:
                 return fn(*args, **kw)
             finally:
                 with self._lock:
                     self.cpu[part] += time.thread_time() - t0
+                    self.wall[part] += time.perf_counter() - w0
 
         return timed
-
-
-def server_cpu_s(pid: int | None) -> float:
-    """CPU seconds of a PostgreSQL server so far: its postmaster's, with its children that exited (their
-    backends, waited for by it), and its live children's; 0 without a server."""
-    if pid is None:
-        return 0.0
-
-    def times(p: int | str) -> list[int]:
-        """[parent's pid, utime, stime, cutime, cstime] in ticks (read after the name: it may hold spaces)"""
-        with open(f"/proc/{p}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return [int(fields[1])] + [int(x) for x in fields[11:15]]
-
-    ticks = sum(times(pid)[1:])
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                t = times(entry)
-            except (OSError, IndexError, ValueError):  # gone meanwhile
-                continue
-            if t[0] == pid:
-                ticks += t[1] + t[2]
-    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def ingest_once(files: list[Path], db: str, server_pid: int | None = None) -> dict:
@@ -83,9 +99,23 @@ def ingest_once(files: list[Path], db: str, server_pid: int | None = None) -> di
     from boardlab import summary
     from boardlab.analysis import core
     from boardlab.store import ingest
+    from boardlab.store.db import Store
 
     clocks = Clocks()
-    saved = ingest.verify_source, ingest._ingest, summary.keep, core.analyze
+    child_clocks = Path(tempfile.mkstemp(prefix="boardlab-child-clocks-")[1])
+    os.environ[CLOCKS_ENV] = str(child_clocks)  # the child's environment is this process's
+    saved = (
+        ingest.verify_source,
+        ingest._ingest,
+        summary.keep,
+        core.analyze,
+        summary._CHILD_CODE,
+        summary.step,
+    )
+    open_writer = Store.__dict__["_open_writer"]
+    Store._open_writer = classmethod(clocks.wrap("open", open_writer.__func__))  # type: ignore[method-assign]
+    summary._CHILD_CODE = _CLOCKED_CHILD
+    summary.step = clocks.wrap("  history step", summary.step)
     ingest.verify_source = clocks.wrap("verify", ingest.verify_source)
     ingest._ingest = clocks.wrap("copy", ingest._ingest)
     summary.keep = clocks.wrap("summaries", summary.keep)
@@ -106,11 +136,30 @@ def ingest_once(files: list[Path], db: str, server_pid: int | None = None) -> di
         time.sleep(0.2)  # the last backend's exit, for its CPU to reach its parent's account
         server = server_cpu_s(server_pid) - server0
     finally:
-        ingest.verify_source, ingest._ingest, summary.keep, core.analyze = saved
+        (
+            ingest.verify_source,
+            ingest._ingest,
+            summary.keep,
+            core.analyze,
+            summary._CHILD_CODE,
+            summary.step,
+        ) = saved
+        Store._open_writer = open_writer  # type: ignore[method-assign]
+        del os.environ[CLOCKS_ENV]
+    # the child's clocks: written when it exited (finish waits for it); empty when the summaries ran here
+    text = child_clocks.read_text()
+    child_clocks.unlink()
+    children = [json.loads(line) for line in text.splitlines()]
+    for child in children:
+        for part in ("summaries", "  analysis", "  history step"):
+            clocks.cpu[part] += child["cpu"][part]
+            clocks.wall[part] += child["wall"][part]
     runs = sum(r.runs_added for r in results)
-    clocks.cpu["  the rest"] = clocks.cpu["summaries"] - clocks.cpu["  analysis"]
+    for kind in (clocks.cpu, clocks.wall):
+        kind["  the rest"] = kind["summaries"] - kind["  analysis"] - kind["  history step"]
     return {"runs": runs, "wall_s": wall, "cpu_s": cpu, "server_cpu_s": server, "runs_per_s": runs / wall,
-            **clocks.cpu}  # fmt: skip
+            "child_cpu_s": sum(c["process"] for c in children), "children": len(children), **clocks.cpu,
+            **{f"{part} wall": s for part, s in clocks.wall.items()}}  # fmt: skip
 
 
 def _pg_server():
@@ -140,12 +189,15 @@ def _pg_server():
 def _print(name: str, rounds: list[dict]) -> None:
     med = {k: statistics.median(r[k] for r in rounds) for k in rounds[0]}
     server = f", the server's {med['server_cpu_s']:.2f} s" if med["server_cpu_s"] else ""
+    child = (f", the summaries' {med['children']:.0f} process(es)' {med['child_cpu_s']:.2f} s"
+             if med["child_cpu_s"] else "")  # fmt: skip
     print(
         f"{name}: {med['runs']:.0f} runs in {med['wall_s']:.2f} s wall, {med['runs_per_s']:,.0f} runs/s; "
-        f"process CPU {med['cpu_s']:.2f} s{server} (median of {len(rounds)})"
+        f"process CPU {med['cpu_s']:.2f} s{child}{server} (median of {len(rounds)}; load average "
+        f"{statistics.median(r['load'] for r in rounds):.1f})"
     )
     for part in PARTS:
-        print(f"  {part:<12} {med[part]:6.2f} s CPU")
+        print(f"  {part:<14} {med[part]:6.2f} s CPU {med[part + ' wall']:7.2f} s wall")
 
 
 def main() -> int:
@@ -154,6 +206,10 @@ def main() -> int:
     ap.add_argument("--files", type=Path, nargs="*", help="board files already built (instead of --runs)")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--no-pg", action="store_true", help="SQLite only")
+    ap.add_argument(
+        "--into", type=Path, help="a SQLite store to ingest into a copy of (default: a new store)"
+    )
+    ap.add_argument("--pg-owner", action="store_true", help="into PostgreSQL as an ordinary database owner")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="boardlab-ingest-"))
     files = args.files
@@ -167,18 +223,30 @@ def main() -> int:
         for _ in range(args.repeat):
             for suffix in ("", "-wal", "-shm"):
                 Path(f"{work / 'lab.db'}{suffix}").unlink(missing_ok=True)
-            lite.append(ingest_once(files, str(work / "lab.db")))
+            if args.into is not None:  # on disk before the ingest starts: its first commit would wait for it
+                shutil.copyfile(args.into, work / "lab.db")
+                os.sync()
+            lite.append({**ingest_once(files, str(work / "lab.db")), "load": os.getloadavg()[0]})
             if server is not None:
-                pg.append(ingest_once(files, server.new_database(), server.pid))
+                pg.append(
+                    {
+                        **ingest_once(
+                            files,
+                            server.new_database(owner="boardlab_owner" if args.pg_owner else None),
+                            server.pid,
+                        ),
+                        "load": os.getloadavg()[0],
+                    }  # fmt: skip
+                )
     finally:
         if server is not None:
             server.stop()
         for p in work.iterdir():
             p.unlink()
         work.rmdir()
-    _print("into SQLite", lite)
+    _print("into SQLite" + (f" (a copy of {args.into})" if args.into else ""), lite)
     if pg:
-        _print("into PostgreSQL", pg)
+        _print("into PostgreSQL" + (" as the database's owner" if args.pg_owner else ""), pg)
     else:
         print(f"PostgreSQL: skipped: {why}")
     return 0

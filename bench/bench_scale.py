@@ -1,4 +1,4 @@
-"""boardlab at lab scale: time, peak memory and store size of reports, exports and ingest at 10^4..10^6 runs.
+"""boardlab at lab scale: time, CPU, peak memory and store size of reports, exports and ingest at 10^4..10^6 runs.
 
 For each size N (`--sizes`, default 1e4,1e5,1e6) it builds, in a scratch directory:
 - one board's results file holding one campaign of N runs (34 cells: scimark, crc32 and 14 memory-latency
@@ -7,21 +7,39 @@ For each size N (`--sizes`, default 1e4,1e5,1e6) it builds, in a scratch directo
   not hours; what is stored is exactly what a campaign stores);
 - ten board files of N/10 runs each: the same plan on ten boards (copies of one file given ten board
   fingerprints, labels and campaign uids).
-Then each command below runs as its own process (`python -m boardlab ...`), its wall time and its peak RSS
-(ru_maxrss from wait4 of that process) measured, median of `--repeat` runs (default 3):
+And once, a full lab store of `--full-runs` runs (default: the largest size): the ten board files of that size
+ingested by `boardlab ingest` (summaries included), so it holds earlier campaigns of the same plan on the same
+ten boards, as a lab's store of nightly campaigns does.
+Then each command below runs as its own process (`python -m boardlab ...`), its wall time, its CPU time and its
+peak RSS measured from wait4 of that process. wait4's usage counts the process and every descendant it waited
+for: the summaries' child process of an ingest (boardlab.summary `_ChildKeeper`, waited for at its end) is in
+the CPU time; into PostgreSQL the server's processes' CPU (/proc: the postmaster's own and its exited and live
+children's) is added, and shown apart:
 - report md and report html of the N-run campaign; export csv and export parquet of it;
-- ingest of the ten files into a new SQLite store (runs/s), re-ingest of the same files (nothing new: s per
-  10^5 runs), and the cross-board report (md) of that store: ten boards of N/10 runs;
-- the same ingest, re-ingest and cross-board report into one PostgreSQL store (a private server started as
-  the tests start theirs, tests/pg.py) at the largest size <= `--pg-max` (default 1e5), or "skipped: reason".
-Printed per size: seconds, peak MB and the store's bytes per run; between consecutive sizes, the growth
-exponent log(t2/t1)/log(n2/n1) of each command's time (1.0: linear). Each result is checked against its
-target (issue "From a board's 100k-run campaign to a lab's ten million runs"):
+- ingest of the ten files into a new SQLite store (runs/s), and into a copy of the full store (runs/s: what a
+  lab's ingest costs; each new campaign's history step against its board's previous campaign is computed
+  there, and the writer's quick_check reads the whole store); re-ingest of the same files into the first
+  (nothing new: seconds per file, a near-constant per file whatever its runs); the cross-board report (md) of
+  that store: ten boards of N/10 runs;
+- into one PostgreSQL store (a private server started as the tests start theirs, tests/pg.py) at the largest
+  size <= `--pg-max` (default 1e5): the ingest as the cluster's superuser and as an ordinary role that owns its
+  database (what a lab gives boardlab: no superuser, no SET ON PARAMETER grant), and as an owner granted SET ON
+  PARAMETER session_replication_role (what `boardlab ingest` tells a lab to grant), in turn, each into a new
+  database; the re-ingest and the cross-board report; or "skipped: reason".
+Sizes are measured alternately, command by command (n1, n2, n2, n1, ...: `--repeat` rounds, default 3), so the
+two figures of each pair come from the same minutes of the machine's load; printed per size: the median
+seconds, CPU seconds, largest peak MB and the store's bytes per run. Between consecutive sizes, each command's
+growth exponent log(r)/log(n2/n1), r the median of the paired ratios t2/t1 (1.0: linear), of the wall and of
+the CPU time, with each pair and the 1-minute load average as each was taken. The machine's load is printed
+with every figure: on a loaded machine wall times grow with it and CPU times much less; none of these are
+quiet-machine figures unless the load says so. Each result is checked against its target (issue "From a
+board's 100k-run campaign to a lab's ten million runs"):
 - report md of 10^5 runs <= 3 s, report html of 10^5 runs <= 5 s;
 - peak RSS of the reports and exports <= 150 MB at 10^6 runs;
-- ingest >= 20,000 runs/s into SQLite, >= 10,000 runs/s into PostgreSQL;
-- re-ingest of unchanged files <= 1 s per 10^5 runs;
-- growth exponents <= 1.05 from 10^5 to 10^6.
+- ingest >= 20,000 runs/s into SQLite (a new store and the full one), >= 10,000 runs/s into PostgreSQL (as
+  the superuser, as the database's owner and as the granted owner);
+- re-ingest of unchanged files <= 1 s per 10^5 runs (of the ten files' runs);
+- growth exponents (wall) <= 1.05 from 10^5 to 10^6.
 A target whose size was not measured is listed as not checked. Exit 1 when a measured target is missed (each
 is named), 0 otherwise. `--json` prints one object. `--keep DIR` builds there and keeps the stores.
 """
@@ -180,32 +198,59 @@ def board_files(one: Path, out: Path) -> list[Path]:
 @dataclass(frozen=True)
 class Measure:
     seconds: float  # wall time
-    cpu_s: float  # the process's own user + system time: what a loaded machine's wall time hides
+    cpu_s: float  # user + system time of the process and the children it waited for, + the server's
     peak_mb: float
+    load: float  # the 1-minute load average as it ended
+    server_cpu_s: float = 0.0  # of cpu_s, a PostgreSQL server's
 
 
-def measure(args: list[str], repeat: int, *, before=None) -> Measure:
-    """Median wall time and largest peak RSS of `python -m boardlab ARGS`, each run its own process; `before`
-    runs (unmeasured) before each, to reset what the command changes."""
-    times, cpus, peaks = [], [], []
-    for _ in range(repeat):
-        if before is not None:
-            before()
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "boardlab", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-        )
-        err = proc.stderr.read() if proc.stderr else b""
-        _, status, usage = os.wait4(proc.pid, 0)
-        times.append(time.perf_counter() - t0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode != 0:
-            raise RuntimeError(
-                f"boardlab {' '.join(args)} failed ({proc.returncode}): {err.decode()[-2000:]}"
-            )
-        cpus.append(usage.ru_utime + usage.ru_stime)
-        peaks.append(usage.ru_maxrss / 1024)  # KiB on Linux
-    return Measure(statistics.median(times), statistics.median(cpus), max(peaks))
+def server_cpu_s(pid: int | None) -> float:
+    """CPU seconds of a PostgreSQL server so far: its postmaster's, with its children that exited (their
+    backends, waited for by it), and its live children's; 0 without a server."""
+    if pid is None:
+        return 0.0
+
+    def times(p: int | str) -> list[int]:
+        """[parent's pid, utime, stime, cutime, cstime] in ticks (read after the name: it may hold spaces)"""
+        with open(f"/proc/{p}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return [int(fields[1])] + [int(x) for x in fields[11:15]]
+
+    ticks = sum(times(pid)[1:])
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                t = times(entry)
+            except (OSError, IndexError, ValueError):  # gone meanwhile
+                continue
+            if t[0] == pid:
+                ticks += t[1] + t[2]
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def measure(args: list[str], *, before=None, server_pid: int | None = None) -> Measure:
+    """One run of `python -m boardlab ARGS` as its own process; `before` runs (unmeasured) first, to reset
+    what the command changes. wait4 gives the usage of the process and of the descendants it waited for (the
+    summaries' process of an ingest); `server_pid`: a PostgreSQL server whose CPU meanwhile is added."""
+    if before is not None:
+        before()
+    server0 = server_cpu_s(server_pid)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "boardlab", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    err = proc.stderr.read() if proc.stderr else b""
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"boardlab {' '.join(args)} failed ({proc.returncode}): {err.decode()[-2000:]}")
+    server = 0.0
+    if server_pid is not None:
+        time.sleep(0.2)  # the last backend's exit, for its CPU to reach the postmaster's account
+        server = server_cpu_s(server_pid) - server0
+    cpu = usage.ru_utime + usage.ru_stime + server
+    return Measure(seconds, cpu, usage.ru_maxrss / 1024, os.getloadavg()[0], server)  # ru_maxrss: KiB
 
 
 def _size(path: Path) -> int:
@@ -217,8 +262,29 @@ def _remove(path: Path) -> None:
         Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
-def measure_size(n: int, work: Path, repeat: int) -> dict:
-    """Every command at one size: {command: {"s": seconds, "peak_mb": MB, ...}} and the stores' sizes."""
+def _copy_store(template: Path, dst: Path) -> None:
+    """A copy of a store, on disk before the measured command starts (its first commit would otherwise
+    wait for the copy's dirty pages)."""
+    _remove(dst)
+    shutil.copyfile(template, dst)
+    os.sync()
+
+
+@dataclass(frozen=True)
+class Built:
+    """What one size's commands run on."""
+
+    n: int
+    work: Path
+    campaign: Path  # one campaign of `runs` runs
+    files: list[str]  # BOARDS board files of board_runs / BOARDS runs each
+    runs: int
+    board_runs: int
+    build_s: float
+    bytes_per_run: float
+
+
+def build_size(n: int, work: Path) -> Built:
     work.mkdir(parents=True, exist_ok=True)
     one, small = work / "campaign.db", work / "board.db"
     t0 = time.perf_counter()
@@ -229,43 +295,114 @@ def measure_size(n: int, work: Path, repeat: int) -> dict:
         pool.apply(build_campaign, (small, n // BOARDS), {"seed": 2})
     files = [str(f) for f in board_files(small, work)]
     board_runs = BOARDS * _runs_of(small)
-    built_s = time.perf_counter() - t0
-    out: dict = {"runs": runs, "board_runs": board_runs, "build_s": built_s,
-                 "bytes_per_run": _size(one) / runs}  # fmt: skip
-    db = str(one)
-    for name, args in (
-        ("report md", ["report", "--db", db, "--format", "md", "-o", str(work / "r.md")]),
-        ("report html", ["report", "--db", db, "--format", "html", "-o", str(work / "r.html")]),
-        ("export csv", ["export", "--db", db, "--format", "csv", "-o", str(work / "e.csv")]),
-        ("export parquet", ["export", "--db", db, "--format", "parquet", "-o", str(work / "e.parquet")]),
-    ):
-        out[name] = _record(measure(args, repeat), runs)
-    lab = work / "lab.db"
-    out.update(ingest_rounds(files, str(lab), board_runs, repeat, reset=lambda: _remove(lab)))
-    out["lab_bytes_per_run"] = _size(lab) / board_runs
+    return Built(n, work, one, files, runs, board_runs, time.perf_counter() - t0, _size(one) / runs)
+
+
+def build_full(full_runs: int, root: Path, built: dict[int, Built]) -> tuple[Path, int]:
+    """The full store: ten boards' campaigns of full_runs/10 runs, ingested by `boardlab ingest`; returns its
+    path and its runs. Its campaigns are other campaigns (uids) of the same plan on the same boards than those
+    of the measured files: a board file of that size is reused when that size is measured, else built."""
+    work = root / "full-files"
+    work.mkdir(parents=True, exist_ok=True)
+    if full_runs in built:
+        board = built[full_runs].work / "board.db"
+    else:
+        board = work / "board.db"
+        with multiprocessing.get_context("spawn").Pool(1) as pool:
+            pool.apply(build_campaign, (board, full_runs // BOARDS), {"seed": 3})
+    files = [str(f) for f in board_files(board, work)]
+    full = root / "full.db"
+    _remove(full)
+    measure(["ingest", *files, "--db", str(full)])
+    shutil.rmtree(work)
+    with Store.open(full, create=False, verify=False) as s:
+        runs = int(s.conn.execute("SELECT count(*) FROM runs").fetchone()[0])
+    return full, runs
+
+
+def commands(b: Built, full: Path | None) -> dict[str, tuple[list[str], object, int]]:
+    """command -> (boardlab's arguments, what runs before each measurement or None, the runs it handles)."""
+    db, lab, lab_full = str(b.campaign), b.work / "lab.db", b.work / "lab-full.db"
+    w = b.work
+    out: dict[str, tuple[list[str], object, int]] = {
+        "report md": (["report", "--db", db, "--format", "md", "-o", str(w / "r.md")], None, b.runs),
+        "report html": (["report", "--db", db, "--format", "html", "-o", str(w / "r.html")], None, b.runs),
+        "export csv": (["export", "--db", db, "--format", "csv", "-o", str(w / "e.csv")], None, b.runs),
+        "export parquet": (["export", "--db", db, "--format", "parquet", "-o", str(w / "e.parquet")], None,
+                           b.runs),
+        "ingest": (["ingest", *b.files, "--db", str(lab)], lambda: _remove(lab), b.board_runs),
+    }  # fmt: skip
+    if full is not None:
+        out["ingest, full store"] = (
+            ["ingest", *b.files, "--db", str(lab_full)],
+            lambda: _copy_store(full, lab_full),
+            b.board_runs,
+        )
+    # after "ingest": its last round left the store holding the files
+    out["re-ingest"] = (["ingest", *b.files, "--db", str(lab)], None, b.board_runs)
+    out["cross-board report"] = (
+        ["report", "--db", str(lab), "--across-boards", "--board", "board-0", "--format", "md", "-o", "-"],
+        None,
+        b.board_runs,
+    )
     return out
 
 
-def ingest_rounds(files: list[str], db: str, runs: int, repeat: int, *, reset, prefix: str = "") -> dict:
-    """Ingest of the board files into a new store, re-ingest (nothing new), the cross-board report."""
-    out = {}
-    ingest = measure(["ingest", *files, "--db", db], repeat, before=reset)
-    out[prefix + "ingest"] = {**_record(ingest, runs), "runs_per_s": runs / ingest.seconds}
-    return {**out, **_reingest_and_across(files, db, runs, repeat, prefix)}
+def alternate(sizes: list[int], run, repeat: int) -> dict[int, list[Measure]]:
+    """`run(n)` for every size, `repeat` rounds, each round in the other order (n1 n2, n2 n1, ...): a size's
+    k-th measurement and the next size's are taken minutes apart at most, under the same load."""
+    per: dict[int, list[Measure]] = {n: [] for n in sizes}
+    for r in range(repeat):
+        for n in sizes if r % 2 == 0 else sizes[::-1]:
+            per[n].append(run(n))
+    return per
 
 
-def _reingest_and_across(files: list[str], db: str, runs: int, repeat: int, prefix: str) -> dict:
-    """Re-ingest of the same files (nothing new) into the store `db`, then its cross-board report."""
-    again = measure(["ingest", *files, "--db", db], repeat)
-    across = ["report", "--db", db, "--across-boards", "--board", "board-0", "--format", "md", "-o", "-"]
+def _record(ms: list[Measure], runs: int) -> dict:
+    """Medians of wall, CPU and load, the largest peak, and every round (wall, CPU, load)."""
     return {
-        prefix + "re-ingest": {**_record(again, runs), "s_per_1e5_runs": again.seconds * 1e5 / runs},
-        prefix + "cross-board report": _record(measure(across, repeat), runs),
+        "s": statistics.median(m.seconds for m in ms),
+        "cpu_s": statistics.median(m.cpu_s for m in ms),
+        "server_cpu_s": statistics.median(m.server_cpu_s for m in ms),
+        "peak_mb": max(m.peak_mb for m in ms),
+        "load": statistics.median(m.load for m in ms),
+        "runs": runs,
+        "rounds": [(m.seconds, m.cpu_s, m.load) for m in ms],
     }
 
 
-def _record(m: Measure, runs: int) -> dict:
-    return {"s": m.seconds, "cpu_s": m.cpu_s, "peak_mb": m.peak_mb, "runs": runs}
+def measure_all(built: dict[int, Built], full: Path | None, repeat: int) -> dict[int, dict]:
+    sizes = sorted(built)
+    results: dict[int, dict] = {
+        n: {
+            "runs": b.runs,
+            "board_runs": b.board_runs,
+            "build_s": b.build_s,
+            "bytes_per_run": b.bytes_per_run,
+        }
+        for n, b in built.items()
+    }
+    cmds = {n: commands(b, full) for n, b in built.items()}
+    for name in cmds[sizes[0]]:
+        print(f"== {name}", file=sys.stderr, flush=True)
+
+        def run(n: int, name: str = name) -> Measure:
+            args, before, _ = cmds[n][name]
+            return measure(args, before=before)
+
+        for n, ms in alternate(sizes, run, repeat).items():
+            rec = _record(ms, cmds[n][name][2])
+            if name.startswith("ingest"):
+                rec["runs_per_s"] = rec["runs"] / rec["s"]
+            if name == "re-ingest":
+                rec["s_per_file"] = rec["s"] / BOARDS
+            results[n][name] = rec
+        if name == "ingest, full store":
+            for n in sizes:
+                _remove(built[n].work / "lab-full.db")  # a copy of the full store per size: space
+    for n, b in built.items():
+        results[n]["lab_bytes_per_run"] = _size(b.work / "lab.db") / b.board_runs
+    return results
 
 
 def _runs_of(path: Path) -> int:
@@ -273,8 +410,16 @@ def _runs_of(path: Path) -> int:
         return s.run_progress(s.campaigns()[0]["id"])[0]
 
 
-def measure_pg(n: int, work: Path, repeat: int) -> dict:
-    """Ingest, re-ingest and the cross-board report with a PostgreSQL store, or {"skipped": reason}."""
+OWNER = "boardlab_owner"  # the ordinary role of the PostgreSQL owner's ingest
+GRANTED = "boardlab_granted"  # an owner granted SET ON PARAMETER session_replication_role (PostgreSQL 15)
+PG_INGESTS = {"pg ingest": None, "pg ingest, owner": OWNER, "pg ingest, granted owner": GRANTED}
+LABELS = {"pg ingest": "ingest (superuser)", "pg ingest, owner": "ingest (owner)",
+          "pg ingest, granted owner": "ingest (owner, granted)"}  # fmt: skip
+
+
+def measure_pg(b: Built, repeat: int) -> dict:
+    """Ingest as the superuser and as the database's owner, re-ingest and the cross-board report with a
+    PostgreSQL store, or {"skipped": reason}."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     try:
         import psycopg  # noqa: F401
@@ -295,46 +440,67 @@ def measure_pg(n: int, work: Path, repeat: int) -> dict:
         server.stop()
         return {"skipped": f"the server did not start: {exc}"}
     try:
-        files = sorted(str(p) for p in work.glob("board-*.db"))
-        runs = BOARDS * _runs_of(Path(files[0]))
-        return {"runs": runs, **_pg_ingest(files, server, runs, repeat)}
+        return {"runs": b.board_runs, **_pg_ingest(b.files, server, b.board_runs, repeat)}
     finally:
         server.stop()
 
 
 def _pg_ingest(files: list[str], server, runs: int, repeat: int) -> dict:
-    urls, ms = [], []
-    for _ in range(repeat):  # each ingest into a new empty database
-        urls.append(server.new_database())
-        ms.append(measure(["ingest", *files, "--db", urls[-1]], 1))
-    ingest = Measure(
-        statistics.median(m.seconds for m in ms),
-        statistics.median(m.cpu_s for m in ms),
-        max(m.peak_mb for m in ms),
+    """Each ingest into a new empty database: the superuser's, the owner's, the granted owner's, in turn (the
+    order reversed every other round)."""
+    import psycopg
+
+    server.new_database(owner=GRANTED)  # the role, made
+    with psycopg.connect(server.url(), autocommit=True) as admin:
+        admin.execute(f"GRANT SET ON PARAMETER session_replication_role TO {GRANTED}")
+    by: dict[str, list[Measure]] = {name: [] for name in PG_INGESTS}
+    url = ""
+    for r in range(repeat):
+        for name in list(PG_INGESTS) if r % 2 == 0 else list(PG_INGESTS)[::-1]:
+            db = server.new_database(owner=PG_INGESTS[name])
+            by[name].append(measure(["ingest", *files, "--db", db], server_pid=server.pid))
+            if name == "pg ingest":
+                url = db
+    out = {name: {**_record(ms, runs), "runs_per_s": runs / statistics.median(m.seconds for m in ms)}
+           for name, ms in by.items()}  # fmt: skip
+    again = [measure(["ingest", *files, "--db", url], server_pid=server.pid) for _ in range(repeat)]
+    out["pg re-ingest"] = {
+        **_record(again, runs),
+        "s_per_file": statistics.median(m.seconds for m in again) / BOARDS,
+    }
+    across = ["report", "--db", url, "--across-boards", "--board", "board-0", "--format", "md", "-o", "-"]
+    out["pg cross-board report"] = _record(
+        [measure(across, server_pid=server.pid) for _ in range(repeat)], runs
     )
-    out = {"pg ingest": {**_record(ingest, runs), "runs_per_s": runs / ingest.seconds}}
-    out.update(_reingest_and_across(files, urls[-1], runs, repeat, "pg "))
     return out
 
 
 # ---- targets ----
 
-COMMANDS = ("report md", "report html", "export csv", "export parquet", "ingest", "re-ingest",
-            "cross-board report")  # fmt: skip
 
-
-def growth(results: dict[int, dict], field: str = "s") -> dict[str, dict[str, float]]:
-    """{"n1->n2": {command: log(t2/t1)/log(n2/n1)}} between consecutive sizes (runs of each command), of
-    the wall time (`field` "s") or the CPU time ("cpu_s")."""
+def growth(results: dict[int, dict]) -> dict[str, dict[str, dict]]:
+    """{"n1->n2": {command: {"wall", "cpu": exponent, "pairs": [(t1, t2, load1, load2)]}}} between consecutive
+    sizes: log(median of the paired ratios t2/t1) / log(runs2/runs1), of the wall and of the CPU times, the
+    pairs being each round's two measurements (taken one after the other, `alternate`)."""
     out = {}
     sizes = sorted(results)
     for a, b in zip(sizes, sizes[1:], strict=False):
-        ra, rb = results[a], results[b]
-        out[f"{a:.0e}->{b:.0e}"] = {
-            c: math.log(max(rb[c][field], 1e-3) / max(ra[c][field], 1e-3))
-            / math.log(rb[c]["runs"] / ra[c]["runs"])
-            for c in COMMANDS
-        }
+        span = {}
+        for c in results[a]:
+            ra, rb = results[a][c], results[b].get(c)
+            if not isinstance(ra, dict) or rb is None:
+                continue
+            scale = math.log(rb["runs"] / ra["runs"])
+            pairs = list(zip(ra["rounds"], rb["rounds"], strict=False))
+
+            def exponent(i: int, pairs=pairs, scale=scale) -> float:
+                return (
+                    math.log(statistics.median(max(q[i], 1e-3) / max(p[i], 1e-3) for p, q in pairs)) / scale
+                )
+
+            span[c] = {"wall": exponent(0), "cpu": exponent(1),
+                       "pairs": [(p[0], q[0], p[2], q[2]) for p, q in pairs]}  # fmt: skip
+        out[f"{a:.0e}->{b:.0e}"] = span
     return out
 
 
@@ -355,14 +521,14 @@ def check(results: dict[int, dict], pg: dict, exps: dict) -> tuple[list[str], li
                 missed.append(f"{cmd} of 10^5 runs: {r5[cmd]['s']:.2f} s > {limit:.0f} s")
     r6 = at(1_000_000, "peak RSS of reports and exports <= 150 MB at 10^6 runs")
     if r6:
-        for cmd in COMMANDS[:4]:
+        for cmd in ("report md", "report html", "export csv", "export parquet"):
             if r6[cmd]["peak_mb"] > 150:
                 missed.append(f"{cmd} of 10^6 runs: peak RSS {r6[cmd]['peak_mb']:.0f} MB > 150 MB")
     _check_ingest(results, pg, missed, unchecked)
     if "1e+05->1e+06" in exps:
         for cmd, e in exps["1e+05->1e+06"].items():
-            if e > 1.05:
-                missed.append(f"growth exponent of {cmd} from 10^5 to 10^6: {e:.2f} > 1.05")
+            if e["wall"] > 1.05:
+                missed.append(f"growth exponent of {cmd} from 10^5 to 10^6: {e['wall']:.2f} > 1.05")
     else:
         unchecked.append("growth exponents <= 1.05 from 10^5 to 10^6: both sizes not measured")
     return missed, unchecked
@@ -374,60 +540,65 @@ def _check_ingest(results: dict[int, dict], pg: dict, missed: list[str], uncheck
         if r["board_runs"] < 100_000:  # the command's fixed start-up dominates a smaller ingest
             unchecked.append(f"ingest and re-ingest targets at {n:.0e}: checked from 10^5 runs on")
             continue
-        if r["ingest"]["runs_per_s"] < 20_000:
-            missed.append(f"ingest into SQLite at {n:.0e}: {r['ingest']['runs_per_s']:.0f} runs/s < 20000")
-        if r["re-ingest"]["s_per_1e5_runs"] > 1.0:
-            missed.append(
-                f"re-ingest at {n:.0e}: {r['re-ingest']['s_per_1e5_runs']:.2f} s per 10^5 runs > 1 s"
-            )
+        for cmd in ("ingest", "ingest, full store"):
+            if cmd in r and r[cmd]["runs_per_s"] < 20_000:
+                missed.append(f"{cmd} into SQLite at {n:.0e}: {r[cmd]['runs_per_s']:.0f} runs/s < 20000")
+        if r["re-ingest"]["s"] > r["board_runs"] / 1e5:
+            missed.append(f"re-ingest at {n:.0e}: {r['re-ingest']['s']:.2f} s > 1 s per 10^5 runs")
     if "skipped" in pg:
         unchecked.append(f"ingest into PostgreSQL >= 10000 runs/s: {pg['skipped']}")
     elif pg["runs"] < 100_000:
         unchecked.append("ingest into PostgreSQL: checked from 10^5 runs on (--pg-max)")
     else:
-        if pg["pg ingest"]["runs_per_s"] < 10_000:
-            missed.append(f"ingest into PostgreSQL: {pg['pg ingest']['runs_per_s']:.0f} runs/s < 10000")
-        if pg["pg re-ingest"]["s_per_1e5_runs"] > 1.0:
-            missed.append(
-                f"re-ingest into PostgreSQL: {pg['pg re-ingest']['s_per_1e5_runs']:.2f} s per 10^5 runs"
-            )
+        for cmd in PG_INGESTS:
+            if pg[cmd]["runs_per_s"] < 10_000:
+                missed.append(f"{cmd[3:]} into PostgreSQL: {pg[cmd]['runs_per_s']:.0f} runs/s < 10000")
+        if pg["pg re-ingest"]["s"] > pg["runs"] / 1e5:
+            missed.append(f"re-ingest into PostgreSQL: {pg['pg re-ingest']['s']:.2f} s > 1 s per 10^5 runs")
 
 
-def print_table(results: dict[int, dict], pg: dict, exps: dict, cpu_exps: dict) -> None:
-    print(
-        f"{'command':<22}" + "".join(f"{f'{n:.0e} runs: wall, CPU, peak RSS':>40}" for n in sorted(results))
-    )
-    for cmd in COMMANDS:
+def _extra(r: dict) -> str:
+    return (f" {r['runs_per_s']:,.0f}/s" if "runs_per_s" in r else
+            f" {r['s_per_file']:.2f}s/file" if "s_per_file" in r else "")  # fmt: skip
+
+
+def print_table(results: dict[int, dict], pg: dict, exps: dict, full_runs: int | None) -> None:
+    sizes = sorted(results)
+    print(f"{'command':<20}" + "".join(f"{f'{n:.0e} runs: wall, CPU, peak RSS @load':>46}" for n in sizes))
+    names = [c for c in results[sizes[0]] if isinstance(results[sizes[0]][c], dict)]
+    for cmd in names:
         cells = []
-        for n in sorted(results):
+        for n in sizes:
             r = results[n][cmd]
-            extra = (f" {r['runs_per_s']:,.0f}/s" if "runs_per_s" in r else
-                     f" {r['s_per_1e5_runs']:.2f}s/1e5" if "s_per_1e5_runs" in r else "")  # fmt: skip
-            cells.append(f"{r['s']:.2f}s {r['cpu_s']:.2f}s {r['peak_mb']:.0f}MB{extra}")
-        print(f"{cmd:<22}" + "".join(f"{c:>40}" for c in cells))
-    print(
-        f"{'bytes per run':<22}" + "".join(f"{results[n]['bytes_per_run']:>40,.0f}" for n in sorted(results))
-    )
-    print(
-        f"{'lab store bytes/run':<22}"
-        + "".join(f"{results[n]['lab_bytes_per_run']:>40,.0f}" for n in sorted(results))
-    )
-    print(f"{'(build s)':<22}" + "".join(f"{results[n]['build_s']:>40.1f}" for n in sorted(results)))
+            cells.append(f"{r['s']:.2f}s {r['cpu_s']:.2f}s {r['peak_mb']:.0f}MB{_extra(r)} @{r['load']:.1f}")
+        print(f"{cmd:<20}" + "".join(f"{c:>46}" for c in cells))
+    for key, label in (("bytes_per_run", "bytes per run"), ("lab_bytes_per_run", "lab store bytes/run")):
+        print(f"{label:<20}" + "".join(f"{results[n][key]:>46,.0f}" for n in sizes))
+    print(f"{'(build s)':<20}" + "".join(f"{results[n]['build_s']:>46.1f}" for n in sizes))
+    if full_runs is not None:
+        print(
+            f"(ingest, full store: into a store already holding {full_runs:,} runs of the same plan on the same "
+            f"{BOARDS} boards: each new campaign's history step is computed)"
+        )
     for span, by_cmd in exps.items():
-        print(f"growth exponent {span} (wall, CPU):")
+        print(f"growth exponent {span}: wall, CPU, from the median of paired ratios; pairs (wall s) @load:")
         for c, e in by_cmd.items():
-            print(f"  {c:<20} {e:5.2f} {cpu_exps[span][c]:5.2f}")
+            pairs = "; ".join(f"{p:.2f}/{q:.2f} @{lp:.1f},{lq:.1f}" for p, q, lp, lq in e["pairs"])
+            print(f"  {c:<20} {e['wall']:5.2f} {e['cpu']:5.2f}   {pairs}")
     if "skipped" in pg:
         print(f"PostgreSQL: skipped: {pg['skipped']}")
-    else:
-        print(f"PostgreSQL store, {pg['runs']} runs from {BOARDS} board files:")
-        for cmd in ("pg ingest", "pg re-ingest", "pg cross-board report"):
-            r = pg[cmd]
-            extra = (f", {r['runs_per_s']:,.0f} runs/s" if "runs_per_s" in r else
-                     f", {r['s_per_1e5_runs']:.2f} s per 10^5 runs" if "s_per_1e5_runs" in r else "")  # fmt: skip
-            print(
-                f"  {cmd[3:]:<20} {r['s']:.2f} s (CPU {r['cpu_s']:.2f} s), peak {r['peak_mb']:.0f} MB{extra}"
-            )
+        return
+    print(
+        f"PostgreSQL store, {pg['runs']} runs from {BOARDS} board files (CPU: the client's and the server's):"
+    )
+    for cmd in (*PG_INGESTS, "pg re-ingest", "pg cross-board report"):
+        r = pg[cmd]
+        label = LABELS.get(cmd, cmd[3:])
+        rounds = ", ".join(f"{s:.2f}s@{ld:.1f}" for s, _, ld in r["rounds"])
+        print(
+            f"  {label:<28} {r['s']:.2f} s (CPU {r['cpu_s']:.2f} s, the server's {r['server_cpu_s']:.2f} s), "
+            f"peak {r['peak_mb']:.0f} MB{_extra(r)}; rounds {rounds}"
+        )
 
 
 def _sizes(text: str) -> list[int]:
@@ -444,38 +615,53 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--sizes", type=_sizes, default=[10_000, 100_000, 1_000_000], help="default 1e4,1e5,1e6")
     # three by default: one sample of a command flipped the ingest targets from one run of the bench to the next
-    ap.add_argument("--repeat", type=int, default=3, help="runs of each command, the median kept (default 3)")
+    ap.add_argument(
+        "--repeat", type=int, default=3, help="rounds of each command, the median kept (default 3)"
+    )
+    ap.add_argument(
+        "--full-runs",
+        type=float,
+        help="runs of the full store ingested into (default: the largest size; 0: none)",
+    )
     ap.add_argument("--pg-max", type=float, default=1e5, help="PostgreSQL at the largest size <= this")
     ap.add_argument("--keep", type=Path, help="build the stores in this directory and keep them")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="boardlab-scale-"))
+    full_runs = int(args.full_runs) if args.full_runs is not None else args.sizes[-1]
     load_before = os.getloadavg()
-    results: dict[int, dict] = {}
+    built: dict[int, Built] = {}
     pg: dict = {"skipped": f"no size <= --pg-max {args.pg_max:.0e}"}
+    full_held = None
     try:
         for n in args.sizes:
-            print(f"== {n:.0e} runs", file=sys.stderr, flush=True)
-            results[n] = measure_size(n, root / f"n{n}", args.repeat)
+            print(f"== building {n:.0e} runs", file=sys.stderr, flush=True)
+            built[n] = build_size(n, root / f"n{n}")
+        full = None
+        if full_runs:
+            print(f"== building the full store: {full_runs:.0e} runs", file=sys.stderr, flush=True)
+            full, full_held = build_full(full_runs, root, built)
+        results = measure_all(built, full, args.repeat)
         pg_sizes = [n for n in args.sizes if n <= args.pg_max]
         if pg_sizes:
             print(f"== PostgreSQL at {pg_sizes[-1]:.0e} runs", file=sys.stderr, flush=True)
-            pg = measure_pg(pg_sizes[-1], root / f"n{pg_sizes[-1]}", args.repeat)
+            pg = measure_pg(built[pg_sizes[-1]], args.repeat)
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)
     load = {"before": load_before, "after": os.getloadavg(), "cpus": os.cpu_count()}
-    exps, cpu_exps = growth(results), growth(results, "cpu_s")
+    exps = growth(results)
     missed, unchecked = check(results, pg, exps)
     if args.json:
-        print(json.dumps({"load_average": load, "sizes": results, "postgresql": pg, "growth": exps, "growth_cpu": cpu_exps,
-                          "missed": missed, "not_checked": unchecked}, indent=1))  # fmt: skip
+        print(json.dumps({"load_average": load, "full_store_runs": full_held, "sizes": results, "postgresql": pg,
+                          "growth": exps, "missed": missed, "not_checked": unchecked}, indent=1))  # fmt: skip
     else:
         print(
             f"load average (1 min) {load['before'][0]:.1f} before, {load['after'][0]:.1f} after, on "
-            f"{load['cpus']} CPUs: wall times grow with it, CPU times much less"
+            f"{load['cpus']} CPUs (@ beside each figure: as it was taken); wall times grow with it, CPU times "
+            "much less"
         )
-        print_table(results, pg, exps, cpu_exps)
+        print_table(results, pg, exps, full_held)
         for line in unchecked:
             print(f"not checked: {line}")
         print("targets: " + ("all met" if not missed else f"{len(missed)} missed"))

@@ -8,7 +8,10 @@ running, half done.
 
 Both stores are real SQLite files written through the product's store API: boards, campaigns and cells as a
 campaign writes them, the runs in bulk (`Store.record_value_runs`, one transaction per campaign: at the
-runner's pace, 10^7 runs would take hours). Only the run values are synthetic (lognormal, 2% CV). The
+runner's pace, 10^7 runs would take hours), each run with its monitor series packed as a campaign stores them
+(`record_run`): 30 samples, SERIES_SOURCES sources at 10 Hz, so that a run takes the bytes of a real campaign's
+(about 1,250 on disk; without series it was 280, and the store a fifth of its real size). Only the run values
+and the samples are synthetic (lognormal values, 2% CV; samples from a few templates). The
 summaries the pages read (`boardlab.summary`) are stored for the campaigns the pages show, as `boardlab run`
 stores them when a campaign ends (computing all 1000 would take an hour here); the other campaigns have none,
 as in a store written before summaries existed, and one such campaign's first view is printed separately.
@@ -19,8 +22,8 @@ each page and its .json twin. Printed per page: the large store's first answer (
 median answer, the small store's median, and the median of the pairwise ratios large / small. The target: every
 page under 1 s on the large store, first view included.
 
-`--runs N` sets the large store's size (default 10^7: a 2.4 GB file, built in about 15 minutes on a loaded
-2-core VM; `boardlab serve` listens at once and checks every value beside the pages, for minutes: the
+`--runs N` sets the large store's size (default 10^7: about 11 GB with the runs' series; without them it was a
+2.4 GB file built in about 15 minutes on a loaded 2-core VM, and the series add to that time; `boardlab serve` listens at once and checks every value beside the pages, for minutes: the
 pages' first views are taken while it runs, and its end is waited for and printed). `--dir` builds the stores there instead of a temporary directory (removed at the end either
 way). `--json` prints one object.
 """
@@ -28,6 +31,7 @@ way). `--json` prints one object.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -46,6 +50,17 @@ RUNS_PER_CAMPAIGN = POINTS * 2 * REPETITIONS
 PLAN = 'name = "bench-serve"\n[runs]\nrepetitions = 250\n'
 SMALL_CAMPAIGNS_PER_BOARD = 2  # the reference: 2 x 10 x 10^4 = 2 x 10^5 runs
 HISTORY_BOARD = "board-01"
+# a run's monitor series: 30 samples at 10 Hz of these sources (bench_scale's build and a board's monitor
+# record the same kinds), as `record_run` packs them
+SERIES_SOURCES = (
+    "cpu0.busy_pct",
+    "cpu1.busy_pct",
+    "worker.cpu_pct",
+    "worker.rss_kib",
+    "freq.policy0_khz",
+    "temp.zone0_mc",
+)
+SERIES_TEMPLATES = 64  # distinct series, taken in turn
 SUMMARIZED = 10  # the history's campaigns (history.DEFAULT_LAST) of HISTORY_BOARD get summaries
 
 
@@ -62,9 +77,29 @@ def _runs(cell_ids: dict, rng: random.Random, slow: str | None, stop_at: int | N
             seq += 1
 
 
+def _series(rng: random.Random) -> list[tuple]:
+    """SERIES_TEMPLATES runs' monitor samples ((source, t_ns, value), ...): 30 per run over the sources."""
+    per = 30 // len(SERIES_SOURCES)
+    bases = {
+        "cpu0.busy_pct": 3.0,
+        "cpu1.busy_pct": 99.0,
+        "worker.cpu_pct": 99.5,
+        "worker.rss_kib": 2048.0,
+        "freq.policy0_khz": 1_200_000.0,
+        "temp.zone0_mc": 52_000.0,
+    }
+    return [
+        tuple((src, k * 100_000_000, bases[src] * (1 + rng.gauss(0, 0.01))) for src in SERIES_SOURCES
+              for k in range(per))
+        for _ in range(SERIES_TEMPLATES)
+    ]  # fmt: skip
+
+
 def build(path: Path, campaigns_per_board: int, seed: int = 1) -> dict:
     """The store; returns its campaign ids by board label, in time order."""
+    from boardlab.campaign.facts import save as save_facts
     from boardlab.model.campaign import Cell, ConditionSpec
+    from boardlab.model.facts import facts_document
     from boardlab.store import Store
 
     rng = random.Random(seed)
@@ -75,6 +110,7 @@ def build(path: Path, campaigns_per_board: int, seed: int = 1) -> dict:
         c.key: (1.0 + 0.05 * int(c.workload[-2:])) * (1.2 if c.condition == "stress" else 1.0) for c in cells
     }
     slow_cell = cells[2].key  # bench.w01 at baseline
+    series = _series(rng)
     ids: dict[str, list[int]] = {}
     with Store.open(path) as store:
         for k in range(campaigns_per_board):  # night by night, every board: the start times interleave
@@ -86,13 +122,17 @@ def build(path: Path, campaigns_per_board: int, seed: int = 1) -> dict:
                                             kern_version="0.1.0", root="/", environment={})  # fmt: skip
                 store.set_campaign_context(cid, label=f"night {k}", inventory={"kernel": {"release": f"6.1.{k}"}},
                                            runs_planned=RUNS_PER_CAMPAIGN)  # fmt: skip
+                # what the runner stores with every campaign: its workloads' facts (these synthetic ones have
+                # none), so serve's start has no older campaign to store them for
+                save_facts(store, cid, facts_document((), energy_reason=None))
                 cell_ids = store.ensure_cells(cid, cells, specs, {c.key: ("s", False) for c in cells})
                 by_key = {c.key: (cell_ids[c.key], bases[c.key], c.condition == "baseline") for c in cells}
                 last = k == campaigns_per_board - 1
                 running = last and b == 0
                 slow = slow_cell if label == HISTORY_BOARD and k >= campaigns_per_board - 4 else None
                 store.record_value_runs(cid, ("seconds", "s", False),
-                                        _runs(by_key, rng, slow, RUNS_PER_CAMPAIGN // 2 if running else None))  # fmt: skip
+                                        _runs(by_key, rng, slow, RUNS_PER_CAMPAIGN // 2 if running else None),
+                                        series=itertools.cycle(series))  # fmt: skip
                 store.set_campaign_status(cid, "running" if running else "complete")
                 ids.setdefault(label, []).append(cid)
     return ids
@@ -209,14 +249,15 @@ def main() -> int:
     n_large = sum(len(v) for v in large.values()) * RUNS_PER_CAMPAIGN - RUNS_PER_CAMPAIGN // 2
     n_small = sum(len(v) for v in small.values()) * RUNS_PER_CAMPAIGN - RUNS_PER_CAMPAIGN // 2
     doc = {"runs_large": n_large, "runs_small": n_small, "campaigns_large": sum(len(v) for v in large.values()),
-           "large_db_bytes": size, "build_s": built_s, "summaries_s": summary_s, "pages": results,
+           "large_db_bytes": size, "bytes_per_run": size / n_large, "build_s": built_s, "summaries_s": summary_s, "pages": results,
            "campaign_without_summary": {"first_s": old_first, "ready_s": old_ready, "again_s": old_again}, "serve_start_s": start_s,
            "serve_start_load": start_load, "check_at_first_views": during, "store_check": check,
            "all_under_1s": all(max(r["first_large_s"], r["median_large_s"]) < 1.0 for r in results.values())}  # fmt: skip
     if args.json:
         print(json.dumps(doc, indent=1))
         return 0
-    print(f"large store: {n_large} runs in {doc['campaigns_large']} campaigns ({size / 1e9:.2f} GB on disk); "
+    print(f"large store: {n_large} runs in {doc['campaigns_large']} campaigns ({size / 1e9:.2f} GB on disk, "
+          f"{size / n_large:,.0f} bytes per run); "
           f"small store (the reference): {n_small} runs; built in {built_s:.0f} s, "
           f"the summaries of the campaigns the pages show stored in {summary_s:.0f} s")  # fmt: skip
     print(f"{'page':28} {'first large':>12} {'median large':>13} {'median small':>13} {'large/small':>12}")

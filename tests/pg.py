@@ -126,16 +126,24 @@ class PgServer:
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)
 
-    def url(self, dbname: str = "postgres") -> str:
-        return f"postgresql://{self.USER}@127.0.0.1:{self.port}/{dbname}"
+    def url(self, dbname: str = "postgres", user: str | None = None) -> str:
+        return f"postgresql://{user or self.USER}@127.0.0.1:{self.port}/{dbname}"
 
-    def new_database(self) -> str:
+    def new_database(self, *, owner: str | None = None) -> str:
+        """A new empty database, as a URL; with `owner`, owned by that role (an ordinary one: LOGIN, no
+        superuser, made when missing), the URL logging in as it: what a lab gives boardlab."""
         import psycopg
 
         name = f"t{os.getpid()}_{next(self._names)}"
         with psycopg.connect(self.url(), autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {name}")
-        return self.url(name)
+            if owner is not None:
+                exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (owner,)).fetchone()
+                if not exists:
+                    conn.execute(f"CREATE ROLE {owner} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE")
+                conn.execute(f"CREATE DATABASE {name} OWNER {owner}")
+            else:
+                conn.execute(f"CREATE DATABASE {name}")
+        return self.url(name, owner)
 
 
 @pytest.fixture(scope="session")

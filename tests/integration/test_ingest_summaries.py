@@ -96,10 +96,10 @@ def test_the_files_committed_before_a_failing_one_keep_their_summaries(tmp_path,
     shutil.copyfile(make_campaign_db(tmp_path / "seed.db", board="board-c", n=2, with_latency=False), lab)
     ingest_one = store_ingest._ingest
 
-    def second_fails(source, target, src, fail_after_runs):
+    def second_fails(source, target, src, *rest):
         if src == second:
             raise sqlite3.OperationalError("disk I/O error (injected by the test)")
-        return ingest_one(source, target, src, fail_after_runs)
+        return ingest_one(source, target, src, *rest)
 
     monkeypatch.setattr(store_ingest, "_ingest", second_fails)
     warnings: list[str] = []

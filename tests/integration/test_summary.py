@@ -162,6 +162,29 @@ def test_the_bulk_insert_is_what_record_run_stores(tmp_path):
         pass
 
 
+def test_the_bulk_insert_stores_each_runs_monitor_series_as_record_run_packs_them(tmp_path):
+    db = make_history_db(tmp_path / "one.db", campaigns=1)
+    series = [(("cpu0.busy_pct", 0, 3.5), ("temp.zone0_mc", 0, 45000.0), ("cpu0.busy_pct", 10**8, 4.0)),
+              (("cpu0.busy_pct", 0, 7.0),)]  # fmt: skip
+    with Store.open(db) as store:
+        cid = int(store.campaigns()[0]["id"])
+        cell = store.cells(cid)[0]
+        runs = [(cell["id"], 50 + k, 500 + k, 1.7e9 + k, 10**9, 1.0, None) for k in range(3)]
+        # series taken as long as there are runs (an endless cycle of templates is fine), in the runs' order
+        assert store.record_value_runs(cid, ("ops", "ops/s", True), runs, series=iter(series * 5)) == 3
+        ids = [r["id"] for r in store.runs(cid) if r["repetition"] >= 50]
+        got = {(run_id, src): (list(t), list(v)) for run_id, src, t, v in store.run_series(ids)}
+    assert got == {
+        (ids[0], "cpu0.busy_pct"): ([0, 10**8], [3.5, 4.0]), (ids[0], "temp.zone0_mc"): ([0], [45000.0]),
+        (ids[1], "cpu0.busy_pct"): ([0], [7.0]),
+        (ids[2], "cpu0.busy_pct"): ([0, 10**8], [3.5, 4.0]), (ids[2], "temp.zone0_mc"): ([0], [45000.0]),
+    }  # fmt: skip
+    with Store.open(
+        db, create=False
+    ):  # the reader's verification accepts the packed rows and their summaries
+        pass
+
+
 NOOP_PLAN = """\
 name = "noop-summary"
 [runs]

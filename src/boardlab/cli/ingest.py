@@ -49,6 +49,12 @@ def _warn(text: str) -> None:
     print(f"warning: {term(text)}", file=sys.stderr)
 
 
+def _note(text: str) -> None:
+    from boardlab.report.escape import term
+
+    print(f"note: {term(text)}", file=sys.stderr)
+
+
 def run(args) -> int:
     import tempfile
 
@@ -113,6 +119,7 @@ def _ingest(args, scratch: str) -> int:
             progress=progress,
             then=then,
             last=lambda store: summaries.finish(store) if summaries is not None else None,
+            note=_note,
         )
     finally:  # an ingest that failed or was interrupted: the summaries' process ends with it
         if summaries is not None:

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, cast
 
 from boardlab.errors import BoardlabError, InputError, database_error
+from boardlab.store import packed
 
 
 def _json(value: Any) -> str:
@@ -103,6 +104,20 @@ class Connected:
         ROLLBACK would fail and hide the error that matters."""
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
+
+    def _insert_series_of(self, runs: Iterable[tuple[int, Any]]) -> None:
+        """`_insert_series` of each (run id, its samples), in one statement."""
+        if self._schema() >= 10:
+            self.conn.executemany(
+                "INSERT INTO run_series(run_id, source, packing, samples, t_ns, value, t_first_ns, t_last_ns,"
+                " t_sum_ns, value_sum) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                ((run_id, *row) for run_id, series in runs for row in packed.pack_summarized(series)),
+            )
+            return
+        self.conn.executemany(
+            "INSERT INTO run_series(run_id, source, packing, samples, t_ns, value) VALUES (?,?,?,?,?,?)",
+            ((run_id, *row) for run_id, series in runs for row in packed.pack(series)),
+        )
 
     def _schema(self) -> int:
         if not hasattr(self, "_schema_cached"):

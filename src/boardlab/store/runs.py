@@ -9,7 +9,6 @@ from collections.abc import Iterable
 
 from boardlab.model.campaign import Cell, ConditionSpec
 from boardlab.model.run import RunResult, run_columns
-from boardlab.store import packed
 from boardlab.store.base import Connected, _json
 from boardlab.store.migrations import (
     RUN_COLUMNS,
@@ -88,17 +87,7 @@ class RunRecords(Connected):
     def _insert_series(self, run_id: int, series) -> None:
         """A run's monitor rows, packed, with each row's summary (store schema 10) unless a test stands in
         for an older boardlab's store (as record_run's summary columns)."""
-        if self._schema() >= 10:
-            self.conn.executemany(
-                "INSERT INTO run_series(run_id, source, packing, samples, t_ns, value, t_first_ns, t_last_ns,"
-                " t_sum_ns, value_sum) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                [(run_id, *row) for row in packed.pack_summarized(series)],
-            )
-            return
-        self.conn.executemany(
-            "INSERT INTO run_series(run_id, source, packing, samples, t_ns, value) VALUES (?,?,?,?,?,?)",
-            [(run_id, *row) for row in packed.pack(series)],
-        )
+        self._insert_series_of([(run_id, series)])
 
     def record_run(self, campaign_id: int, cell_id: int, run: RunResult) -> int:
         """One transaction per run: the run, its metrics, every iteration, its histograms, the monitor's series."""

@@ -61,13 +61,21 @@ class SummaryRows(Connected):
         ]
 
     def record_value_runs(
-        self, campaign_id: int, metric: tuple[str, str, bool], runs: Iterable[tuple]
+        self,
+        campaign_id: int,
+        metric: tuple[str, str, bool],
+        runs: Iterable[tuple],
+        *,
+        series: Iterable[Iterable[tuple[str, int, float]]] | None = None,
     ) -> int:
         """Bulk insert of one-value runs (a benchmark's synthetic store, a converted archive): each
         (cell_id, repetition, seq, started_unix_s, wall_ns, value, aa_arm) becomes a valid first attempt
         with its metric row, its value as the run's one iteration and its wall time as that iteration's
         time, in one transaction. `metric` is
-        (name, unit, higher_is_better). Returns the runs inserted. Far faster than `record_run` per run."""
+        (name, unit, higher_is_better). `series`: each run's monitor samples ((source, t_ns, value), ...), in
+        the order of `runs` (taken as long as there are runs), stored packed as `record_run` stores them: a
+        synthetic store as large per run as a campaign's. Returns the runs inserted. Far faster than
+        `record_run` per run."""
         name, unit, hib = metric
         self.conn.execute("BEGIN IMMEDIATE")
         try:
@@ -91,6 +99,11 @@ class SummaryRows(Connected):
                     " WHERE id > ? AND campaign_id=?",
                     (metric_name, metric_name == "iteration_ns", first, campaign_id),
                 )
+            if series is not None:
+                ids = [int(r[0]) for r in self.conn.execute(
+                    "SELECT id FROM runs WHERE id > ? AND campaign_id=? ORDER BY id", (first, campaign_id)
+                )]  # fmt: skip
+                self._insert_series_of(zip(ids, series, strict=False))
             count = self.conn.execute(
                 "SELECT count(*) FROM runs WHERE id > ? AND campaign_id=?", (first, campaign_id)
             ).fetchone()[0]
