@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import signal
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -18,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import EVIL, make_campaign_db, run_cli
+from helpers import EVIL, damaged_copy, make_campaign_db, run_cli
 from history_store import PLANTED, make_history_db
 from serve_helpers import Served
 
@@ -438,11 +437,7 @@ def test_a_damage_the_check_finds_after_the_start_turns_every_page_into_a_503_na
     """serve listens before its check reads the whole store (minutes at ten million runs); a wrongly typed
     value it then finds is what every page says, as a damaged store at start was."""
     db = tmp_path / "damaged.db"
-    shutil.copy(lab_db, db)
-    with sqlite3.connect(db) as conn:
-        rowid = conn.execute("SELECT max(rowid) FROM runs").fetchone()[0]
-        conn.execute("UPDATE runs SET value='fast' WHERE rowid=?", (rowid,))
-    conn.close()
+    rowid = damaged_copy(lab_db, db)
     with Served(db) as s:
         got = _check_state(s, "damaged")
         where = f"damaged results database (runs.value, row id {rowid})"

@@ -7,7 +7,7 @@ import pytest
 
 from boardlab.web.check import CheckState, StoreCheck
 
-from helpers import make_campaign_db
+from helpers import damaged_copy, make_campaign_db
 
 pytest.importorskip("starlette", reason="boardlab serve needs the web extra: pip install 'boardlab[web]'")
 
@@ -75,16 +75,9 @@ def test_a_check_that_did_not_finish_is_said_and_the_pages_still_served(db):
 
 def test_the_check_in_process_passes_a_good_store_and_names_a_damaged_value(tmp_path, db):
     """check_store is what the check's process runs (the process itself: tests/e2e/test_serve.py)."""
-    import shutil
-    import sqlite3
-
     from boardlab.web.check import check_store
 
     assert check_store(db) is None
     bad = tmp_path / "bad.db"
-    shutil.copy(db, bad)
-    with sqlite3.connect(bad) as conn:
-        rowid = conn.execute("SELECT max(rowid) FROM runs").fetchone()[0]
-        conn.execute("UPDATE runs SET value='fast' WHERE rowid=?", (rowid,))
-    conn.close()
+    rowid = damaged_copy(db, bad)
     assert f"(runs.value, row id {rowid})" in (check_store(str(bad)) or "")
