@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 import urllib.parse
 from pathlib import Path
@@ -488,3 +489,23 @@ def test_a_page_whose_analysis_is_not_stored_answers_at_once_and_the_worker_dies
         if os.path.exists(f"/proc/{w}") and open(f"/proc/{w}/stat").read().split()[2] != "Z"
     ]
     assert not left, f"serve's worker outlived it: {left}"
+
+
+@pytest.mark.slow
+def test_the_analysis_worker_outlives_the_request_thread_that_started_it(tmp_path):
+    """The worker's parent-death signal fires when the thread that forked it ends; the server's request
+    threads end after 10 s idle (anyio), which killed a worker forked by one and failed every later analysis."""
+    db = tmp_path / "lab.db"
+    for k in range(2):
+        make_campaign_db(db, name=f"p{k}", seed=k, n=3, with_latency=False)
+    with Served(db) as s:
+        assert s.get("/campaign/1")[0] == 200
+        for _ in range(2):  # idle past anyio's 10 s, then enough requests to prune the idle threads
+            time.sleep(11)
+            threads = [threading.Thread(target=s.get, args=("/boards",)) for _ in range(8)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        status, _, body = s.get("/campaign/2", timeout=60)
+        assert status == 200 and "Traceback" not in body, (status, body[:300])

@@ -104,7 +104,13 @@ class Background:
         """The future of `key`, submitted if it is not running yet (under the lock); when it began."""
         if key in self._pending:
             return self._pending[key][1]
-        future = self._executor().submit(WORKERS[kind], self._db, campaign_id)
+        from concurrent.futures.process import BrokenProcessPool
+
+        try:
+            future = self._executor().submit(WORKERS[kind], self._db, campaign_id)
+        except BrokenProcessPool:  # its worker was killed (out of memory, by hand): a new one
+            self._pool = None
+            future = self._executor().submit(WORKERS[kind], self._db, campaign_id)
         since = time.time()
         self._pending[key] = (future, since)
         future.add_done_callback(lambda f: self._finish(key, kind, campaign_id, runs, f))
@@ -123,16 +129,34 @@ class Background:
                 self._done.popitem(last=False)
 
     def _executor(self):
+        """The worker pool, started on a thread of its own that lives as long as serve: the worker's
+        parent-death signal fires when the thread that forked it ends, and the server's request threads end
+        when idle (a worker forked by one died with it, and every later analysis failed)."""
         if self._pool is None:
-            import multiprocessing
-            import os
-            from concurrent.futures import ProcessPoolExecutor
+            started = threading.Event()
+            threading.Thread(
+                target=self._keep_pool, args=(started,), name="boardlab-analyses", daemon=True
+            ).start()
+            started.wait()
+            if self._pool is None:
+                raise RuntimeError("serve's analysis worker could not start")
+        return self._pool
 
+    def _keep_pool(self, started: threading.Event) -> None:
+        import multiprocessing
+        import os
+        from concurrent.futures import ProcessPoolExecutor
+
+        try:
             # spawn, not fork: the server has threads, and a forked child would inherit their locks
-            self._pool = ProcessPoolExecutor(
+            pool = ProcessPoolExecutor(
                 max_workers=1,
                 mp_context=multiprocessing.get_context("spawn"),
                 initializer=_watch_parent,
                 initargs=(os.getpid(),),
             )
-        return self._pool
+            pool.submit(int).result()  # the worker is forked now, by this thread
+            self._pool = pool
+        finally:
+            started.set()
+        threading.Event().wait()  # this thread is the worker's parent for as long as serve runs
