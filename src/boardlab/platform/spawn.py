@@ -2,7 +2,10 @@
 
 A worker inherits the CPU affinity of the thread that forks it, so the runner pins only itself for the
 instant of the spawn; the child gets PR_SET_PDEATHSIG so that a SIGKILLed boardlab leaves no process
-behind, and its own process group so that Ctrl-C reaches boardlab, which then stops it cleanly.
+behind, and its own process group so that Ctrl-C reaches boardlab, which then stops it cleanly. The signal
+follows the *thread* that forked the child, not the process: spawn from a thread that lives as long as the
+child must (the main thread, or one that waits for it); a pool's worker thread may end first and take the
+child with it (web/background.py starts its worker from a thread of its own for that reason).
 
 A process group, not a session: the scheduler's autogroups (CONFIG_SCHED_AUTOGROUP, on in Debian's kernels)
 share CPU time per session, so a worker and a stressor each in a session of its own would split a CPU 50/50
