@@ -651,14 +651,11 @@ class _ChildKeeper:
         import os
         import sys
 
-        from boardlab.platform.spawn import spawn
+        from boardlab.platform.spawn import boardlab_child_env, spawn
 
         cmd_r, self._cmd = os.pipe()
         self._res, res_w = os.pipe()
-        # the child imports the boardlab this one runs, whatever the directory or PYTHONPATH (-P: not the cwd)
-        home = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        path = os.pathsep.join(filter(None, (home, os.environ.get("PYTHONPATH"))))
-        env = {**os.environ, "PYTHONPATH": path}
+        env = boardlab_child_env()  # the boardlab this one runs, whatever the directory (-P: not the cwd)
         try:
             self._proc = spawn(
                 [sys.executable, "-P", "-c", _CHILD_CODE, db, str(cmd_r), str(res_w)],

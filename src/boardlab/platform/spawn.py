@@ -62,6 +62,13 @@ def thread_affinity(cpus: set[int] | None):
         os.sched_setaffinity(0, before)
 
 
+def boardlab_child_env() -> dict[str, str]:
+    """This process's environment for a Python child (`python -P ...`) that must import the boardlab this one
+    runs, whatever the current directory or PYTHONPATH: the package's parent directory first on its path."""
+    home = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (home, os.environ.get("PYTHONPATH"))))}
+
+
 def spawn(
     argv: Sequence[str],
     *,

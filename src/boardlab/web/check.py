@@ -68,15 +68,12 @@ class StoreCheck:
 def _checked_in_child(db: str) -> tuple[CheckStateName, str | None]:
     """("passed", None), ("damaged", what), or ("unfinished", why) from `python -m boardlab.web.check DB`."""
     import json
-    import os
     import sys
 
-    from boardlab.platform.spawn import spawn
+    from boardlab.platform.spawn import boardlab_child_env, spawn
 
-    home = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (home, os.environ.get("PYTHONPATH"))))}
     try:  # -P: the boardlab this serve runs, never one in the current directory
-        proc = spawn([sys.executable, "-P", "-m", "boardlab.web.check", db], env=env)
+        proc = spawn([sys.executable, "-P", "-m", "boardlab.web.check", db], env=boardlab_child_env())
         out, err = proc.communicate()
     except OSError as exc:
         return "unfinished", f"the check could not start: {exc}"
