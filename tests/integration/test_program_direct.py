@@ -229,3 +229,30 @@ def test_prepare_each_runs_before_the_program_outside_its_time_and_its_failure_f
     assert [(ok, error) for ok, error, *_ in broken] == [
         (0, "prepare_each failed: sh exited 2; stderr: no cache to drop")
     ] * 2
+
+
+def test_short_runs_are_stored_a_few_at_a_time_and_a_stop_stores_those_that_ended(tmp_path):
+    """Runs shorter than WRITE_EVERY_S share a commit (one cost a 0.5 ms program as much as its run); a Ctrl-C
+    stores every run that ended before it: as many runs stored as the progress said finished."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(
+        'name = "short"\n[runs]\nrepetitions = 10000\n[gates]\nidle = false\ntemperature = false\n'
+        '[[workloads]]\nkind = "program"\nname = "true"\nargv = ["true"]\n'
+    )
+    db = tmp_path / "r.db"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "boardlab", "run", str(plan), "--db", str(db)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    finished = 0
+    for line in proc.stderr:  # one line a finished run (stderr is not a terminal)
+        finished += line.startswith("[")
+        if finished == 300:
+            proc.send_signal(signal.SIGINT)
+            break
+    rest = proc.communicate(timeout=60)[1]
+    finished += sum(line.startswith("[") for line in rest.splitlines())
+    assert proc.returncode == 130, rest
+    assert rows(db, "SELECT count(*) FROM runs") == [(finished,)] and finished >= 300
+    assert rows(db, "SELECT status FROM campaigns") == [("interrupted",)]

@@ -112,21 +112,20 @@ def test_comparing_two_campaigns_judges_each_cell_by_its_entrys_threshold(tmp_pa
 def test_the_runners_stopping_rule_decides_each_cell_against_its_own_entrys_threshold():
     import random
 
-    from boardlab.campaign.runner import Runner
+    from boardlab.campaign.precision import PrecisionRule
     from boardlab.campaign.schedule import build_cells
 
     plan = _entries_plan(ENTRIES.replace("repetitions = 10", "precision = 0.001"))  # never precise enough
     cells = build_cells(plan, {"crc32": CRC})
-    runner = Runner(plan, {"crc32": CRC}, store=None, progress=None)  # type: ignore[arg-type]
-    runner.conditions = {c.name: c for c in plan.conditions}
-    runner._cells_by_key = {c.key: c for c in cells}
+    rule = PrecisionRule(plan, {"crc32": CRC}, {c.name: c for c in plan.conditions}, tuple(cells))
     rng = random.Random(1)
     values = {}
     for c in cells:  # 10% slower under the stressor: beyond 2%, on the edge of 10% (12 runs, 1.5% noise)
         slower = 1.10 if c.condition == "cpu-stress" else 1.0
         values[c.key] = [100.0 / slower * (1 + rng.gauss(0, 0.015)) for _ in range(12)]
-    runner._valid_values = lambda _cid: values  # type: ignore[method-assign]
-    stop = {c.params_dict["size"]: runner._precise_enough(1, c) for c in cells if c.condition == "cpu-stress"}
+    stop = {
+        c.params_dict["size"]: rule.precise_enough(values, c) for c in cells if c.condition == "cpu-stress"
+    }
     assert stop == {"small": True, "large": False}  # decided at 2%; at 10% the interval crosses 1.10
 
 

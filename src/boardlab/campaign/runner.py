@@ -1,7 +1,8 @@
-"""The campaign runner: gate, fresh pinned worker, monitor, collect, one transaction per run.
+"""The campaign runner: gate, fresh pinned worker, monitor, collect, store.
 
 Resumable by construction: the schedule is a pure function of the plan and its seed, and every finished
-run is committed at once, so running the same plan on the same database again skips what is stored.
+run is committed as it ends (runs shorter than WRITE_EVERY_S a few at a time), so running the same plan on
+the same database again skips what is stored.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from typing import Protocol
 from boardlab import __version__
 from boardlab.campaign import pagecache
 from boardlab.campaign.direct import DirectRuns
-from boardlab.campaign.schedule import build_cells, cell_repetitions, entry_of, reference_keys, schedule
+from boardlab.campaign.precision import PrecisionRule
+from boardlab.campaign.schedule import build_cells, cell_repetitions, reference_keys, schedule
 from boardlab.campaign.support import BoardSupport, board_support, resolve_cpu
 from boardlab.conditions import condition_kinds
 from boardlab.conditions.base import ApplyContext
@@ -36,6 +38,11 @@ from boardlab.platform.clock import start_evidence
 from boardlab.platform.spawn import collect, spawn, stop_group
 from boardlab.platform.sysroot import SysRoot
 from boardlab.store import Store
+
+# Runs that end within this of the last store of runs are stored with the next ones: a commit (0.4 ms on a
+# VM's disk) cost a 0.5 ms program as much as its own run. A boardlab killed with SIGKILL loses at most this
+# much of runs, which the campaign's resume runs again; a stop or an error stores them first.
+WRITE_EVERY_S = 0.5
 
 
 class Progress(Protocol):
@@ -95,6 +102,9 @@ class _Campaign:
     reruns: int = 0
     mon_cpu: float = 0.0  # the monitor's own CPU time and wall time, summed over the runs
     mon_wall: float = 0.0
+    values: dict[str, list[float]] = field(default_factory=dict)  # each cell's valid values, as runs settle
+    unwritten: list[tuple[int, RunResult]] = field(default_factory=list)  # (cell id, run) not yet stored
+    written_at_s: float = 0.0  # monotonic, the last store of runs
 
     def settled(self, run: ScheduledRun, max_reruns: int) -> bool:
         """A valid run is stored, or every allowed rerun is used."""
@@ -216,7 +226,6 @@ class Runner:
         self._direct = DirectRuns()  # the runs it makes itself, with no worker (campaign.direct)
         # the plan's counters as boardlab-kern items and the reasons of those the board cannot count (read once)
         self._counters_req: tuple[list[str], dict[str, str]] | None = None
-        self._cells_by_key: dict[str, Cell] = {}  # the cells this board runs, known when the campaign starts
 
     # ---- pieces of one run ----
 
@@ -714,7 +723,6 @@ class Runner:
         cells = [c for c in cells if c.workload not in support.workloads]
         if not cells:
             raise InputError(f"{self.plan.source_name}: no workload of this plan is supported here")
-        self._cells_by_key = {c.key: c for c in cells}
         self._prepare_workloads(cells)
         return support, cells
 
@@ -783,6 +791,7 @@ class Runner:
         self.energy.start(self.store, c.campaign_id, others or None)
         start_temps = {k: v for k, v in sampling.read_values(monitor.src.temps).items() if v is not None}
         c.attempts = self.store.attempts(c.campaign_id)
+        c.values = self._valid_values(c.campaign_id)  # a resumed campaign's; then kept as runs settle
         c.gate = lambda: self._gate(monitor.src, start_temps)
         c.execute = lambda sr_run, attempt: self._execute(sr_run, attempt, c.cpu, monitor, start_temps)
         status = "interrupted"
@@ -798,6 +807,7 @@ class Runner:
             self._check_held()
             status = "complete"
         finally:
+            self._write_runs(c)  # the runs that ended before a stop too
             self.energy.stop()
             monitor.close()
             self._direct.close()
@@ -835,9 +845,11 @@ class Runner:
                 self._settle(c, sr_run)
             if policy.precision is None or extra_round > policy.cap:
                 return
+            rule = PrecisionRule(self.plan, self.catalog, self.conditions, tuple(c.cells))
             if extra_round == rounds.stop:  # the pilot is complete: predict, and warn over the cap
-                self._predict_after_pilot(c.campaign_id, c.cells)
-            pending = [cell for cell in c.cells if not self._precise_enough(c.campaign_id, cell)]
+                for note in rule.after_pilot(c.values):
+                    self.progress.note(note)
+            pending = [cell for cell in c.cells if not rule.precise_enough(c.values, cell)]
             if not pending:
                 return
             planned = schedule(pending, policy.order, self.plan.seed, [extra_round], references)
@@ -846,7 +858,7 @@ class Runner:
 
     def _settle(self, c: _Campaign, sr_run: ScheduledRun) -> None:
         """Runs one scheduled run until it has a valid result or has used its reruns; each run is stored
-        (committed) as soon as it ends."""
+        as it ends, or with the next ones within WRITE_EVERY_S (_keep)."""
         assert c.gate is not None and c.execute is not None  # set by _campaign, which calls this
         max_reruns = self.plan.runs.max_reruns
         tries = c.attempts.setdefault((sr_run.cell.key, sr_run.repetition), [])
@@ -854,7 +866,7 @@ class Runner:
             self._check_held()
             self.energy.before_run(sr_run.seq, sr_run.block, c.gate)
             result = c.execute(sr_run, len(tries) + 1)
-            self.store.record_run(c.campaign_id, c.cell_ids[sr_run.cell.key], result)
+            self._keep(c, sr_run.cell.key, result)
             tries.append(result.valid)
             c.mon_cpu += result.monitor.get("monitor_cpu_s", 0.0)
             c.mon_wall += result.monitor.get("monitor_wall_s", 0.0)
@@ -863,6 +875,21 @@ class Runner:
                 tries += [False] * max_reruns
             c.done += c.settled(sr_run, max_reruns)
             self.progress.finished(sr_run, result, c.done, c.total)
+
+    def _keep(self, c: _Campaign, key: str, result: RunResult) -> None:
+        """The run among the campaign's: its value kept for the precision rule, and stored with the runs
+        before it once WRITE_EVERY_S has passed since the last store (a run that long is stored as it ends)."""
+        c.unwritten.append((c.cell_ids[key], result))
+        if result.valid and result.value is not None:
+            c.values.setdefault(key, []).append(result.value)
+        if time.monotonic() - c.written_at_s >= WRITE_EVERY_S:
+            self._write_runs(c)
+
+    def _write_runs(self, c: _Campaign) -> None:
+        if c.unwritten:
+            self.store.record_runs(c.campaign_id, c.unwritten)
+            c.unwritten.clear()
+        c.written_at_s = time.monotonic()
 
     def _close_campaign(self, c: _Campaign, status: str) -> float | None:
         """The campaign's status, the monitor's measured cost and what was skipped; the cost is returned."""
@@ -905,87 +932,3 @@ class Runner:
             if r["valid"] and r["value"] is not None:
                 out.setdefault(r["cell_key"], []).append(r["value"])
         return out
-
-    def _half_width(self, cell: Cell) -> float:
-        """The cell's target CI half-width: its plan entry's `precision`, else the plan's, else (precision =
-        "auto") its class's (docs/method.md: 1% compute, 2-3% memory, I/O, compression, AI)."""
-        from boardlab.stats.sample_size import CLASS_HALF_WIDTH, workload_class
-
-        entry = entry_of(self.plan, cell)
-        if entry is not None and entry.precision is not None:
-            return entry.precision
-        if self.plan.runs.precision and not self.plan.runs.precision_auto:
-            return self.plan.runs.precision
-        return CLASS_HALF_WIDTH[workload_class(cell.workload)]
-
-    def _reference(self, cell: Cell, cells: list[Cell]) -> Cell | None:
-        """The cell this one is compared with (its condition's baseline), if the plan has it."""
-        base = self.conditions[cell.condition].baseline if cell.condition in self.conditions else None
-        if not base:
-            return None
-        return next(
-            (
-                c
-                for c in cells
-                if c.workload == cell.workload and c.params == cell.params and c.condition == base
-            ),
-            None,
-        )
-
-    def _predict_after_pilot(self, campaign_id: int, cells: list[Cell]) -> None:
-        """docs/method.md: predict n = 2 (1.96 x 1.2533 x CV / h)^2 from the pilot and say so when it exceeds
-        the cap, before the campaign goes on."""
-        import statistics
-
-        from boardlab.stats import predict_runs
-
-        values = self._valid_values(campaign_id)
-        for cell in cells:
-            v = values.get(cell.key, [])
-            if len(v) < 2 or statistics.mean(v) <= 0:
-                continue
-            cv = statistics.stdev(v) / statistics.mean(v)
-            pred = predict_runs(cv, self._half_width(cell), cap=self.plan.runs.cap)
-            if pred.exceeds_cap:
-                self.progress.note(f"{cell.key}: {pred.warning}")
-        self._power_after_pilot(cells, values)
-
-    def _power_after_pilot(self, cells: list[Cell], values: dict[str, list[float]]) -> None:
-        """The pilot's advice that means detection (docs/method.md "How many runs to detect an effect"): the
-        runs per arm for 80% power at the CV the pilot measured, per compared workload."""
-        from boardlab.campaign.advice import power_advice
-        from boardlab.campaign.reach import _compared_keys, count_comparisons
-
-        compared = _compared_keys(self.plan, cells)
-        family = count_comparisons(self.plan, cells, self.catalog)
-        for workload, advice in power_advice(self.plan, cells, compared, family, values):
-            self.progress.note(f"pilot: {workload}: {advice.sentence()}")
-
-    def _precise_enough(self, campaign_id: int, cell: Cell) -> bool:
-        """The precision rule of docs/method.md: stop a cell when its CI half-width is at most its class's
-        target, or (a compared cell) when the 90% decision interval already decides against its threshold
-        delta, or at the cap; never on a p-value."""
-        from boardlab.campaign.facts import cell_facts
-        from boardlab.stats import should_stop
-        from boardlab.stats.threshold import threshold_of
-
-        values = self._valid_values(campaign_id)
-        target = self._half_width(cell)
-        cap = self.plan.runs.cap
-        ref = self._reference(cell, list(self._cells_by_key.values())) if self._cells_by_key else None
-        if ref is not None and len(values.get(ref.key, [])) >= 2 and len(values.get(cell.key, [])) >= 2:
-            delta, _ = threshold_of(cell_facts(self.plan, cell), cell.metric)  # its own entry's
-            spec = self.catalog[cell.workload]
-            hib = next((m.higher_is_better for m in spec.metrics if m.name == cell.metric), False)
-            decision = should_stop(
-                values[cell.key],
-                target,
-                delta=delta,
-                cap=cap,
-                baseline=values[ref.key],
-                higher_is_better=hib,
-                min_runs=self.plan.runs.pilot,
-            )
-            return bool(decision.stop)
-        decision = should_stop(values.get(cell.key, []), target, cap=cap, min_runs=self.plan.runs.pilot)
-        return bool(decision.stop)

@@ -11,7 +11,7 @@ import sys
 HELP = "run a campaign (a plan file or --preset NAME) into a results database"
 DESCRIPTION = (
     "Run a campaign: every cell (workload x parameters x condition) repeated as the plan says, each run a "
-    "fresh pinned worker, monitored, and committed at once. Running the same plan on the same database "
+    "fresh pinned worker, monitored, and stored as it ends (short runs half a second at a time). Running the same plan on the same database "
     "again resumes it: finished runs are kept and none is done twice."
 )
 DEFAULT_DB = "boardlab.db"
