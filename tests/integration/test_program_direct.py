@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from boardlab.campaign.plan import parse_plan
+from boardlab.campaign.plan import parse_plan, plan_catalog
 from boardlab.workloads import all_workloads
 
 from helpers import rows, tagged_env, tagged_processes
@@ -199,8 +199,9 @@ def test_the_runner_starts_it_itself_only_when_no_launcher_is_needed(tmp_path, b
         f'name = "p"\n[runs]\nunsupported = "skip"\n[[workloads]]\nkind = "program"\nname = "x"\n{body}'
     )
     catalog = {w.name: w for w in all_workloads() if w.runner == "python"}
-    parse_plan(path.read_text(), str(path), catalog)
-    spec = catalog["x"]
+    plan = parse_plan(path.read_text(), str(path), catalog)
+    assert "x" not in catalog  # the plan's own, not added to the catalog it was given
+    spec = plan_catalog(plan, catalog)["x"]
     assert spec.direct is not None and (spec.direct({}) is not None) == direct
 
 

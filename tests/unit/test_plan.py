@@ -302,29 +302,23 @@ def test_the_schedule_labels_reference_runs_a1_a2_alternately_before_the_first_r
 
 
 def test_a_run_over_the_temperature_limit_is_invalid():
-    from boardlab.campaign.runner import Runner
-
-    plan = parse_plan(
-        'name = "t"\n[runs]\nmax_temp_c = 70\n[[workloads]]\nname = "demo.kernel"\n', "p", CATALOG
-    )
-    runner = Runner(plan, CATALOG, store=None, progress=None)  # type: ignore[arg-type]
-    assert runner._over_temperature({"temp.thermal_zone0_mc_max": 69000.0}) == []
-    (why,) = runner._over_temperature({"temp.thermal_zone0_mc_max": 71500.0})
-    assert "71.5 C, over the limit 70.0 C (max_temp_c)" in why
-    plan = parse_plan('name = "t"\n[[workloads]]\nname = "demo.kernel"\n', "p", CATALOG)
-    runner = Runner(plan, CATALOG, store=None, progress=None)  # type: ignore[arg-type]
-    from boardlab.campaign.runner import temperature_limits_mc
+    from boardlab.campaign.session import over_temperature, temperature_limits_mc
     from boardlab.platform.inventory import inventory
 
+    assert over_temperature({"temp.thermal_zone0_mc_max": 69000.0}, 70, {}) == []
+    (why,) = over_temperature({"temp.thermal_zone0_mc_max": 71500.0}, 70, {})
+    assert "71.5 C, over the limit 70.0 C (max_temp_c)" in why
     # keyed as the monitor names zones (zone:type): the bbb's critical trip at 125 C, minus 5 C
-    runner.temp_limits_mc = temperature_limits_mc(inventory(SYSFS / "bbb").thermal_zones)
-    assert runner.temp_limits_mc == {"thermal_zone0:cpu_thermal": 120000}
-    (why,) = runner._over_temperature({"temp.thermal_zone0:cpu_thermal_mc_max": 121000.0})
+    limits = temperature_limits_mc(inventory(SYSFS / "bbb").thermal_zones)
+    assert limits == {"thermal_zone0:cpu_thermal": 120000}
+    (why,) = over_temperature({"temp.thermal_zone0:cpu_thermal_mc_max": 121000.0}, None, limits)
     assert (
         why == "thermal_zone0:cpu_thermal reached 121.0 C, over the limit 120.0 C (lowest trip point - 5 C)"
     )
-    assert not runner._over_temperature({"temp.thermal_zone0:cpu_thermal_mc_max": 119000.0})
-    assert not runner._over_temperature({"temp.thermal_zone1:gpu_mc_max": 99000.0})  # no trip known there
+    assert not over_temperature({"temp.thermal_zone0:cpu_thermal_mc_max": 119000.0}, None, limits)
+    assert not over_temperature(
+        {"temp.thermal_zone1:gpu_mc_max": 99000.0}, None, limits
+    )  # no trip known there
 
 
 def test_an_unsupported_workload_fails_the_plan_unless_it_says_skip():

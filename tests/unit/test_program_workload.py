@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from boardlab.campaign.plan import parse_plan
+from boardlab.campaign.plan import parse_plan, plan_catalog
 from boardlab.errors import InputError
 from boardlab.model.workload import LaunchOptions
 from boardlab.workloads import all_workloads, program
@@ -35,8 +35,8 @@ def _catalog() -> dict:
 def _plan(body: str, tmp_path: Path, catalog: dict | None = None):
     path = tmp_path / "plan.toml"
     path.write_text('name = "p"\n[[workloads]]\nkind = "program"\n' + body)
-    catalog = _catalog() if catalog is None else catalog
-    return parse_plan(path.read_text(), str(path), catalog), catalog
+    plan = parse_plan(path.read_text(), str(path), _catalog() if catalog is None else catalog)
+    return plan, plan_catalog(plan, _catalog() if catalog is None else catalog)
 
 
 def _run_once(spec, params: dict) -> dict:
@@ -148,9 +148,8 @@ def test_a_missing_program_is_unsupported_with_the_debian_package(tmp_path):
     assert str(exc.value).endswith(why)
     path = tmp_path / "skip.toml"  # under runs.unsupported = "skip" the runner skips it and says why
     path.write_text(f'name = "p"\n[runs]\nunsupported = "skip"\n[[workloads]]\nkind = "program"\n{body}')
-    catalog = _catalog()
-    parse_plan(path.read_text(), str(path), catalog)
-    assert catalog["x"].unsupported_reason == why
+    plan = parse_plan(path.read_text(), str(path), _catalog())
+    assert plan_catalog(plan, _catalog())["x"].unsupported_reason == why
 
 
 def test_a_failed_exit_a_missing_figure_and_a_timeout_fail_the_run_with_the_stderr_tail(tmp_path):
@@ -265,10 +264,9 @@ def test_the_decode_example_of_the_docs_is_a_valid_plan(tmp_path):
     example = next(b for b in blocks if 'name = "decode.h264"' in b)
     path = tmp_path / "decode.toml"
     path.write_text('name = "decode"\n[runs]\nunsupported = "skip"\n' + example)
-    catalog = _catalog()
-    plan = parse_plan(path.read_text(), str(path), catalog)
+    plan = parse_plan(path.read_text(), str(path), _catalog())
     assert [w.name for w in plan.workloads] == ["decode.h264"] and plan.conditions[-1].kind == "ddgzip"
-    spec = catalog["decode.h264"]
+    (spec,) = plan.declared
     assert spec.primary_metric.name == "decode_fps" and spec.prepare is not None
 
 

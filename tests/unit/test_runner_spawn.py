@@ -183,6 +183,7 @@ def test_only_the_worker_runs_on_its_cpu_the_loop_monitor_and_conditions_stay_of
     if len(allowed) < 2:
         pytest.skip("needs two CPUs: the worker's and another")
     import boardlab.campaign.runner as runner_mod
+    import boardlab.campaign.session as session_mod
     import boardlab.conditions as conditions
     from boardlab.campaign.plan import parse_plan
     from boardlab.cli.progress import TerminalProgress
@@ -191,7 +192,7 @@ def test_only_the_worker_runs_on_its_cpu_the_loop_monitor_and_conditions_stay_of
 
     kinds = {**conditions.condition_kinds(), "pinprobe": _PinProbe()}
     monkeypatch.setattr(conditions, "condition_kinds", lambda: kinds)
-    monkeypatch.setattr(runner_mod, "condition_kinds", lambda: kinds)
+    monkeypatch.setattr(session_mod, "condition_kinds", lambda: kinds)
     worker_cpu, others = allowed[-1], set(allowed[:-1])
     during: list[tuple[set[int], set[int], set[int]]] = []
     real_collect = runner_mod.collect

@@ -85,7 +85,7 @@ def write_campaign_file(source: Path, dest: Path) -> int:
     from boardlab import __version__
     from boardlab.campaign.benchplan import BenchPlan, plan_text
     from boardlab.campaign.facts import store_cell_facts, store_facts
-    from boardlab.campaign.plan import parse_plan
+    from boardlab.campaign.plan import parse_plan, plan_catalog
     from boardlab.campaign.runner import board_fingerprint, plan_hash
     from boardlab.campaign.schedule import build_cells
     from boardlab.platform.inventory import inventory
@@ -99,6 +99,7 @@ def write_campaign_file(source: Path, dest: Path) -> int:
                                comment=f"imported from hyperfine's export {source.name}: not run by boardlab"))  # fmt: skip
     catalog = {w.name: w for w in all_workloads()}
     plan = parse_plan(text, f"hyperfine:{source.name}", catalog)
+    catalog = plan_catalog(plan, catalog)
     cells = {c.params_dict["command"]: c for c in build_cells(plan, catalog)}
     info = inventory("/").to_dict()
     uid = hashlib.sha256(Path(source).read_bytes() + board_fingerprint(info).encode()).hexdigest()[:32]

@@ -11,6 +11,7 @@ import os
 import re
 import stat
 import tomllib
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -135,7 +136,7 @@ def _workload(
     if not isinstance(entry, dict):
         raise where.error(path, f"expected a table, found {_type_name(entry)}")
     entry = dict(entry)
-    if "kind" in entry:  # a workload declared in the plan (kind = "program"): it joins the catalog
+    if "kind" in entry:  # a workload declared in the plan (kind = "program"): it joins the plan's catalog
         declared = _declared_workload(entry, catalog, where, path)
         catalog[declared.name] = declared
     name = _take(entry, "name", str, None, where, path)
@@ -577,7 +578,9 @@ def parse_plan(
 ) -> Plan:
     """Parses and validates a plan; raises InputError naming the place and the fix. `root` is the board's
     tree, which a [sweep] table expands from (PlanUnsupported where the board cannot run it). A workload
-    the plan declares itself (kind = "program") is added to `catalog`, which the runner then reads."""
+    the plan declares itself (kind = "program") is the plan's (`Plan.declared`, `plan_catalog`), not added
+    to `catalog`."""
+    known = dict(catalog)  # the catalog and what the plan has declared so far
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -601,7 +604,7 @@ def parse_plan(
         )
     skip = runs.unsupported == "skip"
     workloads = tuple(
-        _workload(w, i, catalog, where, skip_unsupported=skip) for i, w in enumerate(raw_workloads)
+        _workload(w, i, known, where, skip_unsupported=skip) for i, w in enumerate(raw_workloads)
     )
     conditions, runs, expansion = _conditions(doc, where, root, cpu_given, runs)
     resolved = _resolve_baselines(conditions, where)
@@ -631,7 +634,13 @@ def parse_plan(
         source=text,
         source_name=source,
         notes=expansion.notes if expansion else (),
+        declared=tuple(spec for name, spec in known.items() if name not in catalog),
     )
+
+
+def plan_catalog(plan: Plan, catalog: Mapping[str, WorkloadSpec]) -> dict[str, WorkloadSpec]:
+    """The catalog a plan runs with: `catalog` and the workloads the plan declares itself."""
+    return {**catalog, **{spec.name: spec for spec in plan.declared}}
 
 
 def _check_condition_workloads(conditions: list[ConditionSpec], workloads, where: _Where) -> None:
@@ -712,6 +721,7 @@ def apply_overrides(
     """Command-line overrides that shrink or stretch a plan (a preset written for hours on a board, run in a
     minute here). They are appended to the stored plan text, so the campaign records them and a resume
     matches only the same overrides."""
+    catalog = plan_catalog(plan, catalog)
     notes = []
     runs, workloads = plan.runs, list(plan.workloads)
     if only_workloads:  # one row of a matrix: the same conditions, fewer workloads
@@ -839,6 +849,7 @@ def _with_peer(workloads: list, catalog: dict[str, WorkloadSpec], peer: str) -> 
 
 def unsupported_workloads(plan: Plan, catalog: dict[str, WorkloadSpec]) -> dict[str, str]:
     """Workloads of a plan this board cannot run (kept only under runs.unsupported = "skip"): name -> why."""
+    catalog = plan_catalog(plan, catalog)
     return {
         w.name: catalog[w.name].unsupported_reason or "unsupported here"
         for w in plan.workloads

@@ -21,12 +21,11 @@ from typing import Protocol
 from boardlab import __version__
 from boardlab.campaign import pagecache
 from boardlab.campaign.direct import DirectRuns
+from boardlab.campaign.plan import plan_catalog
 from boardlab.campaign.precision import PrecisionRule
-from boardlab.campaign.schedule import build_cells, cell_repetitions, reference_keys, schedule
-from boardlab.campaign.support import BoardSupport, board_support, resolve_cpu
-from boardlab.conditions import condition_kinds
-from boardlab.conditions.base import ApplyContext
-from boardlab.conditions.journal import RestoreJournal, SystemLock, failures, not_restored
+from boardlab.campaign.schedule import cell_repetitions, reference_keys, schedule
+from boardlab.campaign.session import Session, over_temperature, prepare
+from boardlab.conditions.journal import RestoreJournal, SystemLock, not_restored
 from boardlab.errors import InputError, MeasurementError
 from boardlab.model.campaign import Cell, CommitIdentity, Plan, ScheduledRun
 from boardlab.model.run import LOAD_DID_NOT_RUN, GateResult, MetricResult, RunResult
@@ -64,6 +63,7 @@ class Outcome:
     loop_s: float = (
         0.0  # wall time of the run loop (gates, workers, monitor, commits): not its set-up or close
     )
+    lock_waited_s: float = 0.0  # for another boardlab's system settings
 
 
 @dataclass(frozen=True)
@@ -87,13 +87,11 @@ class _Worker:
 class _Campaign:
     """A campaign while it runs: what it runs, what each run needs, and its tally so far."""
 
+    session: Session
     campaign_id: int
     cell_ids: dict[str, int]
-    cells: list[Cell]
-    cpu: int | None
     resumed: bool
     info_dict: dict
-    support: BoardSupport
     attempts: dict[tuple[str, int], list[bool]] = field(default_factory=dict)  # validity of each try
     gate: Callable[[], GateResult] | None = None
     execute: Callable[[ScheduledRun, int], RunResult] | None = None
@@ -105,6 +103,14 @@ class _Campaign:
     values: dict[str, list[float]] = field(default_factory=dict)  # each cell's valid values, as runs settle
     unwritten: list[tuple[int, RunResult]] = field(default_factory=list)  # (cell id, run) not yet stored
     written_at_s: float = 0.0  # monotonic, the last store of runs
+
+    @property
+    def cells(self) -> list[Cell]:
+        return list(self.session.cells)
+
+    @property
+    def cpu(self) -> int | None:
+        return self.session.cpu
 
     def settled(self, run: ScheduledRun, max_reruns: int) -> bool:
         """A valid run is stored, or every allowed rerun is used."""
@@ -144,19 +150,6 @@ def load_problems(state: dict) -> list[str]:
         for part in parts
         if part.get("load_ran") is False
     ]
-
-
-def temperature_limits_mc(zones) -> dict[str, int]:
-    """Each thermal zone's lowest throttling trip point minus the margin (docs/method.md "Invalid runs"),
-    keyed the way the monitor names the zone in its summary (temp.<key>_mc_max), so the two meet."""
-    from boardlab.platform.checks import THROTTLING_TRIPS, TRIP_MARGIN_MC
-
-    limits = {}
-    for zone in zones:
-        trips = [t.temp_mc for t in zone.trips if t.type in THROTTLING_TRIPS and t.temp_mc is not None]
-        if trips:
-            limits[sampling.zone_key(zone.name, zone.type)] = min(trips) - TRIP_MARGIN_MC
-    return limits
 
 
 def _own_times(w: _Worker, doc: WorkerResult | None) -> tuple[int, dict[str, int]]:
@@ -210,14 +203,13 @@ class Runner:
         self.identity = identity  # the commit and branch measured (`run --commit`, campaign.identity)
         self.plan = plan
         self.lock_wait_s = lock_wait_s  # how long to wait for another boardlab's system lock (None: no limit)
-        self.catalog = catalog
+        self.catalog = plan_catalog(plan, catalog)  # and the workloads the plan declares
         self.store = store
         self.root = root
         self.sr = SysRoot(root)
         self.progress = progress
         self.monitor_interval_s = monitor_interval_s
         self.fresh = fresh
-        self._system_lock: SystemLock | None = None  # held by run(), checked before each run
         self._longest_ns: dict[str, int] = {}  # per cell: the longest run so far, for the default timeout
         self._warned: set[str] = (
             set()
@@ -277,24 +269,6 @@ class Runner:
                         break
                     time.sleep(0.5)
         return GateResult(waited_s=time.monotonic() - t0, timed_out=timed_out, detail="; ".join(details))
-
-    def _over_temperature(self, summary: dict) -> list[str]:
-        """docs/method.md: a run above the temperature limit (the plan's max_temp_c, else the zone's lowest
-        throttling trip point minus 5 C) is invalid and re-run."""
-        out = []
-        limits = getattr(self, "temp_limits_mc", {})
-        cap = self.plan.runs.max_temp_c
-        for key, value in summary.items():
-            if not (key.startswith("temp.") and key.endswith("_mc_max")) or value is None:
-                continue
-            zone = key[len("temp.") : -len("_mc_max")]
-            limit = cap * 1000 if cap is not None else limits.get(zone)
-            if limit is not None and value > limit:
-                source = "max_temp_c" if cap is not None else "lowest trip point - 5 C"
-                out.append(
-                    f"{zone} reached {value / 1000:.1f} C, over the limit {limit / 1000:.1f} C ({source})"
-                )
-        return out
 
     def _page_cache(self, cell: Cell) -> dict:
         """runs.drop_caches: drop the page cache (root) or evict the workload's files; records which."""
@@ -381,64 +355,61 @@ class Runner:
         return cpufreq.list_policies(self.sr)
 
     def _execute(
-        self,
-        sr_run: ScheduledRun,
-        attempt: int,
-        cpu: int | None,
-        monitor: Monitor,
-        start_temps: dict[str, int],
+        self, s: Session, sr_run: ScheduledRun, attempt: int, monitor: Monitor, start_temps: dict[str, int]
     ) -> RunResult:
-        cell = sr_run.cell
+        cell, cpu = sr_run.cell, s.cpu
         cache = self._page_cache(cell)  # before the gate, so that write-back and reclaim settle first
         gate = self._gate(monitor.src, start_temps)
         self.progress.gate(sr_run, gate.detail)
-        condition = self.conditions[cell.condition]
+        condition = s.conditions[cell.condition]
         with contextlib.ExitStack() as stack:
-            part_states, worker_cpus = self._apply_condition(stack, condition, cpu)
+            part_states, worker_cpus = self._apply_condition(s, stack, condition)
             cpufreq0 = self._cpufreq()
-            clock = self._clock(cpu, cpufreq0) if self.plan.runs.measure_clock else None
+            clock = self._clock(s, cpufreq0) if self.plan.runs.measure_clock else None
             w = self._measure(cell, cpu, worker_cpus, monitor)
             cpufreq1 = self._cpufreq()
         # the condition may add to its state on exit (a stressor's achieved rate), so read it afterwards
         state = self._run_state(condition, part_states, worker_cpus, cache, cpufreq0, cpufreq1)
         if clock is not None:
             state = {**state, "clock": clock}
-        result = self._result(sr_run, attempt, cpu, w, gate, state)
+        result = self._result(s, sr_run, attempt, w, gate, state)
         if w.killed:
             why = f"timed out after {w.timeout_s:g} s (runs.timeout_s): killed with its process group"
             return dataclasses.replace(
                 result, ok=False, valid=False, value=None, invalid_reason="failed", error=why
             )
         self._longest_ns[cell.key] = max(self._longest_ns.get(cell.key, 0), w.wall_ns)
-        return self.energy.attach(result, w.t0_ns, w.t0_ns + w.wall_ns)  # the worker's exact life, clipped
+        return s.energy.attach(result, w.t0_ns, w.t0_ns + w.wall_ns)  # the worker's exact life, clipped
 
-    def _apply_condition(self, stack: contextlib.ExitStack, condition, cpu: int | None):
+    def _apply_condition(self, s: Session, stack: contextlib.ExitStack, condition):
         """Each part of the run's condition applied in order (undone in reverse by `stack`): their states,
         and the worker's CPUs (a part may move the worker, e.g. onto an isolated CPU)."""
-        worker_cpus = self._pinned(cpu)
+        worker_cpus = self._pinned(s.cpu)
         part_states = []
         if condition.parts:  # journaled as one restore unit, which `boardlab restore` undoes whole
-            stack.enter_context(self.ctx.journal.unit(f"combined condition {condition.name}"))
+            stack.enter_context(s.ctx.journal.unit(f"combined condition {condition.name}"))
         for kind_name, params in condition.all_parts:
-            kind = self.kinds[kind_name]
-            part_states.append((kind_name, stack.enter_context(kind.apply(params, self.ctx))))
+            kind = s.kinds[kind_name]
+            part_states.append((kind_name, stack.enter_context(kind.apply(params, s.ctx))))
             if hasattr(kind, "worker_cpus"):
-                wanted = kind.worker_cpus(params, self.ctx)
+                wanted = kind.worker_cpus(params, s.ctx)
                 worker_cpus = wanted if wanted is not None else worker_cpus
         return part_states, worker_cpus
 
-    def _clock(self, cpu: int | None, cpufreq: dict[str, dict]) -> dict:
+    def _clock(self, s: Session, cpufreq: dict[str, dict]) -> dict:
         """[runs] measure_clock: the worker CPU's clock measured under the run's condition, just before the
         worker starts, beside the frequency its policy claims (campaign.clocks). A failed measurement is
         recorded, not the run's failure."""
         from boardlab.campaign.clocks import GAP, measure_cpu
 
+        cpu = s.cpu
         if cpu is None:
             return {
                 "measured_mhz": None,
                 "reason": "the worker is not pinned (runs.cpu = 'none'): no CPU to measure",
             }
-        claimed = next((p["cur_khz"] for name, p in cpufreq.items() if cpu in self._policy_cpus(name)), None)
+        policies = {p.name: p.cpus for p in s.info.cpufreq_policies}
+        claimed = next((p["cur_khz"] for name, p in cpufreq.items() if cpu in policies.get(name, ())), None)
         try:
             fastest, median = measure_cpu(cpu, iterations=5, warmup_ms=20)
         except MeasurementError as exc:
@@ -446,9 +417,6 @@ class Runner:
         gap = fastest / (claimed / 1000) - 1 if claimed else None
         return {"cpu": cpu, "measured_mhz": fastest, "median_mhz": median, "scaling_cur_khz": claimed,
                 "gap": gap, "flagged": gap is not None and abs(gap) > GAP}  # fmt: skip
-
-    def _policy_cpus(self, policy: str) -> tuple[int, ...]:
-        return next((p.cpus for p in self.ctx.info.cpufreq_policies if p.name == policy), ())
 
     def _pinned(self, cpu: int | None) -> set[int] | None:
         """The worker's CPUs: the plan's set (`cpu = [2, 3]`), else its one CPU, else None (not pinned)."""
@@ -517,7 +485,7 @@ class Runner:
         own = self.catalog[cell.workload].run_timeout_s  # a program's own timeout_s x iterations
         return default if own is None or self.plan.runs.timeout_s is not None else max(default, own + 120)
 
-    def _result(self, sr_run, attempt, cpu, w: _Worker, gate, state) -> RunResult:
+    def _result(self, s: Session, sr_run, attempt, w: _Worker, gate, state) -> RunResult:
         cell = sr_run.cell
         code, mon = w.code, w.monitor
         out, err = w.out.decode(errors="replace"), w.err.decode(errors="replace")
@@ -557,7 +525,7 @@ class Runner:
             reasons.append(f"swapped ({mon.summary['swap_pages']} pages in/out)")
         if state.get("governors_changed"):
             reasons.append("the cpufreq governor changed during the run")
-        reasons += self._over_temperature(mon.summary)
+        reasons += over_temperature(mon.summary, self.plan.runs.max_temp_c, s.temp_limits_mc)
         reasons += load_problems(state)
         valid = ok and not reasons
         wall_ns, rusage = (
@@ -570,7 +538,7 @@ class Runner:
             seq=sr_run.seq,
             started_unix_s=w.started_unix_s,
             wall_ns=wall_ns,
-            cpu=cpu,
+            cpu=s.cpu,
             exit_code=code,
             ok=ok,
             valid=valid,
@@ -599,22 +567,20 @@ class Runner:
         from boardlab.campaign.holder import with_progress, withdraw
 
         lock = SystemLock(self.sr, f"campaign {self.plan.name}")
-        self._lock_path = lock.path  # where _run names its campaign for a waiter (campaign.holder)
-        self.lock_waited_s = lock.acquire(self.lock_wait_s, with_progress(lock.path, self.progress.note))
-        self._system_lock = lock
+        waited_s = lock.acquire(self.lock_wait_s, with_progress(lock.path, self.progress.note))
         try:
-            return self._run()
+            s = prepare(self.plan, self.catalog, self.root, self.progress.note, lock, waited_s)
+            return dataclasses.replace(self._run(s), lock_waited_s=waited_s)
         finally:
             self._undo_leftovers()
             withdraw(lock.path)
             lock.release()
 
-    def _check_held(self) -> None:
+    def _check_held(self, s: Session) -> None:
         """The system lock and the database are still the files at their paths (before each run, and before
         the campaign is called complete): a lock file removed under a campaign let a second one run beside
         it, a database removed under it took its runs where nobody would read them."""
-        if self._system_lock is not None:
-            self._system_lock.check()
+        s.lock.check()
         self.store.check_file()
 
     def _undo_leftovers(self) -> None:
@@ -627,23 +593,13 @@ class Runner:
             else:
                 self.progress.note(f"restored {r.what}: {r.detail}")
 
-    def _run(self) -> Outcome:
-        from boardlab.platform.inventory import inventory
+    def _run(self, s: Session) -> Outcome:
+        """The campaign stored (or found: a resume) and run."""
+        from boardlab.campaign.holder import announce
 
-        info = inventory(self.root)
-        cpu = resolve_cpu(self.plan.runs.cpu, tuple(info.online_cpus))
-        for other in self.plan.runs.cpu_set or ():  # each CPU of a set is checked as the one CPU is
-            resolve_cpu(other, tuple(info.online_cpus))
-        self.temp_limits_mc = temperature_limits_mc(info.thermal_zones)
-        journal = self._recover()
-        self.kinds = condition_kinds()
-        self.ctx = ApplyContext(
-            root=self.sr, journal=journal, info=info, worker_cpu=cpu, online_cpus=tuple(info.online_cpus)
-        )
-        support, cells = self._runnable_cells()
-        info_dict = info.to_dict()
+        info_dict = s.info.to_dict()
         board_id = self.store.upsert_board(
-            board_fingerprint(info_dict), info.model or info.hostname or "unknown board", info_dict
+            board_fingerprint(info_dict), s.info.model or s.info.hostname or "unknown board", info_dict
         )
         phash = plan_hash(self.plan)
         existing = None if self.fresh else self.store.find_campaign(phash, board_id)
@@ -655,15 +611,14 @@ class Runner:
             return Outcome(existing["id"], "complete", 0, 0, 0, True, None)
         if existing is not None:
             self._same_commit(existing["id"])
-        environment = self._environment(info, info_dict, cpu, support)
+        environment = self._environment(s, info_dict)
         campaign_id = self._open_campaign(existing, board_id, phash, environment)
-        from boardlab.campaign.holder import announce
-
-        announce(self._lock_path, self.store.path, campaign_id)  # a waiting campaign reads its progress
-        cell_ids = self.store.ensure_cells(campaign_id, cells, self.conditions, self._units(cells))
-        self._store_facts(campaign_id, cells)
-        c = _Campaign(campaign_id, cell_ids, cells, cpu, existing is not None, info_dict, support)
-        return self._campaign(c, set(info.online_cpus))
+        announce(s.lock.path, self.store.path, campaign_id)  # a waiting campaign reads its progress
+        cells = list(s.cells)
+        cell_ids = self.store.ensure_cells(campaign_id, cells, s.conditions, self._units(cells))
+        self._store_facts(s, campaign_id)
+        c = _Campaign(s, campaign_id, cell_ids, existing is not None, info_dict)
+        return self._campaign(c, set(s.info.online_cpus))
 
     def _same_commit(self, campaign_id: int) -> None:
         """A campaign measures one commit: resuming it with another would mix two builds in its cells."""
@@ -675,56 +630,16 @@ class Runner:
                 f"{given[:12]}: a resume would mix two builds; give --fresh to start a campaign of this commit"
             )
 
-    def _store_facts(self, campaign_id: int, cells: list[Cell]) -> None:
+    def _store_facts(self, s: Session, campaign_id: int) -> None:
         """What the report needs to know of the workloads and cells, kept with the campaign so any host can
         report it."""
         from boardlab.campaign.facts import store_cell_facts, store_facts
 
-        store_cell_facts(self.store, campaign_id, self.plan, cells)
+        store_cell_facts(self.store, campaign_id, s.plan, list(s.cells))
         if store_facts(self.store, campaign_id, self.catalog, self.root):
             self.progress.note(
                 "this campaign was stored without its workloads' facts: derived from this catalog"
             )
-
-    def _recover(self) -> RestoreJournal:
-        """What a killed run left changed is undone before anything else (the restore journal)."""
-        journal = RestoreJournal(self.sr)
-        recovered = journal.recover()
-        for restored in recovered:
-            if not restored.failed:
-                self.progress.note(f"restored {restored.what}: {restored.detail}")
-        if failures(recovered):  # a board left in an unknown state is not measured
-            raise MeasurementError(
-                "a killed run left settings that could not be restored: "
-                + "; ".join(f"{r.what} ({r.detail}): {r.failed}" for r in failures(recovered))
-            )
-        return journal
-
-    def _runnable_cells(self):
-        """What of the plan this board can run (said and skipped, or refused under unsupported = "fail");
-        the plan loses the conditions it cannot apply. Each workload is prepared once."""
-        self.conditions = {c.name: c for c in self.plan.conditions}
-        support = board_support(
-            self.plan, self.catalog, build_cells(self.plan, self.catalog), self.kinds, self.ctx
-        )
-        if support.refusal:  # runs.unsupported = "fail": refused before anything is written
-            raise InputError(support.refusal)
-        for name, reason in support.conditions.items():  # the board lacks it: said, stored, not run
-            self.progress.note(f"skipping condition {name!r}: {reason}")
-        for name, reason in support.workloads.items():
-            self.progress.note(f"skipping workload {name!r}: unsupported: {reason}")
-        for key, reason in support.cells.items():
-            self.progress.note(f"skipping {key}: unsupported: {reason}")
-        if support.conditions:
-            kept = tuple(c for c in self.plan.conditions if c.name not in support.conditions)
-            self.plan = dataclasses.replace(self.plan, conditions=kept)
-            self.conditions = {c.name: c for c in self.plan.conditions}
-        cells = [c for c in build_cells(self.plan, self.catalog) if c.key not in support.cells]
-        cells = [c for c in cells if c.workload not in support.workloads]
-        if not cells:
-            raise InputError(f"{self.plan.source_name}: no workload of this plan is supported here")
-        self._prepare_workloads(cells)
-        return support, cells
 
     def _units(self, cells: list[Cell]) -> dict[str, tuple[str, bool]]:
         units = {}
@@ -733,10 +648,11 @@ class Runner:
             units[cell.key] = (metric.unit, metric.higher_is_better)
         return units
 
-    def _environment(self, info, info_dict: dict, cpu: int | None, support) -> dict:
-        """What the campaign ran with, stored with it; sets up the energy meter."""
-        from boardlab.energy.meter import EnergyMeter
+    def _environment(self, s: Session, info_dict: dict) -> dict:
+        """What the campaign ran with, stored with it; the energy meter's reason said when it has none."""
         from boardlab.native import kernel_catalog
+
+        cpu, support = s.cpu, s.support
 
         environment = {
             "capabilities": info_dict.get("capabilities"),
@@ -753,10 +669,9 @@ class Runner:
             # the gates this start ran under: `run --gate-timeout` changes them without changing the plan
             "gates": dataclasses.asdict(self.plan.gates),
         }
-        self.energy = EnergyMeter(self.plan.energy, self.root, tuple(info.compatible))
-        environment["energy"] = self.energy.environment()
-        if self.energy.reason():
-            self.progress.note(f"energy: {self.energy.reason()}")
+        environment["energy"] = s.energy.environment()
+        if s.energy.reason():
+            self.progress.note(f"energy: {s.energy.reason()}")
         return environment
 
     def _open_campaign(self, existing, board_id: int, phash: str, environment: dict) -> int:
@@ -788,12 +703,13 @@ class Runner:
         ):  # the loop and what it starts (loads, the energy meter's commands) stay off the worker's CPU
             os.sched_setaffinity(0, others)
         monitor = Monitor(self.root, interval_s=self.monitor_interval_s, cpus=others or None)
-        self.energy.start(self.store, c.campaign_id, others or None)
+        s = c.session
+        s.energy.start(self.store, c.campaign_id, others or None)
         start_temps = {k: v for k, v in sampling.read_values(monitor.src.temps).items() if v is not None}
         c.attempts = self.store.attempts(c.campaign_id)
         c.values = self._valid_values(c.campaign_id)  # a resumed campaign's; then kept as runs settle
         c.gate = lambda: self._gate(monitor.src, start_temps)
-        c.execute = lambda sr_run, attempt: self._execute(sr_run, attempt, c.cpu, monitor, start_temps)
+        c.execute = lambda sr_run, attempt: self._execute(s, sr_run, attempt, monitor, start_temps)
         status = "interrupted"
         if any(self._direct.launch(cell, self.catalog[cell.workload]) for cell in c.cells):
             self._direct.open()  # its guard, started off the measured CPU like the loop
@@ -802,28 +718,29 @@ class Runner:
             monitor.ready()  # its thread, off the measured CPU, exists before the first worker does
             loop_t0 = time.monotonic()
             self._rounds(c, planned, rounds, references)
-            self.energy.finish(c.gate)
+            s.energy.finish(c.gate)
             loop_s = time.monotonic() - loop_t0  # the runs, not the campaign's closing below
-            self._check_held()
+            self._check_held(s)
             status = "complete"
         finally:
             self._write_runs(c)  # the runs that ended before a stop too
-            self.energy.stop()
+            s.energy.stop()
             monitor.close()
             self._direct.close()
             os.sched_setaffinity(0, own_before)
-            self.ctx.cleanup()
+            s.ctx.cleanup()
             cost = self._close_campaign(c, status)
         return Outcome(c.campaign_id, status, c.done, c.total, c.reruns, c.resumed, cost, loop_s)
 
     def _plan_rounds(self, c: _Campaign):
         """The schedule of the planned rounds (fixed repetitions, or the precision rule's pilot), stored as
         the campaign's planned run count; what a resumed campaign already has is counted done."""
-        policy = self.plan.runs
-        per_cell = cell_repetitions(self.plan, c.cells) if policy.precision is None else None
+        plan = c.session.plan
+        policy = plan.runs
+        per_cell = cell_repetitions(plan, c.cells) if policy.precision is None else None
         rounds = range(1, (max(per_cell.values()) if per_cell else policy.pilot) + 1)
-        references = reference_keys(self.plan, c.cells)
-        planned = schedule(c.cells, policy.order, self.plan.seed, rounds, references, per_cell)
+        references = reference_keys(plan, c.cells)
+        planned = schedule(c.cells, policy.order, plan.seed, rounds, references, per_cell)
         c.total = len(planned)
         self.store.set_campaign_context(
             c.campaign_id, label=self.label, inventory=c.info_dict, runs_planned=c.total
@@ -845,7 +762,7 @@ class Runner:
                 self._settle(c, sr_run)
             if policy.precision is None or extra_round > policy.cap:
                 return
-            rule = PrecisionRule(self.plan, self.catalog, self.conditions, tuple(c.cells))
+            rule = PrecisionRule(c.session.plan, self.catalog, c.session.conditions, c.session.cells)
             if extra_round == rounds.stop:  # the pilot is complete: predict, and warn over the cap
                 for note in rule.after_pilot(c.values):
                     self.progress.note(note)
@@ -863,8 +780,8 @@ class Runner:
         max_reruns = self.plan.runs.max_reruns
         tries = c.attempts.setdefault((sr_run.cell.key, sr_run.repetition), [])
         while not c.settled(sr_run, max_reruns):
-            self._check_held()
-            self.energy.before_run(sr_run.seq, sr_run.block, c.gate)
+            self._check_held(c.session)
+            c.session.energy.before_run(sr_run.seq, sr_run.block, c.gate)
             result = c.execute(sr_run, len(tries) + 1)
             self._keep(c, sr_run.cell.key, result)
             tries.append(result.valid)
@@ -902,29 +819,16 @@ class Runner:
                 "cpu_s": c.mon_cpu,
                 "wall_s": c.mon_wall,
                 "cost_pct_of_core": cost,
-                **self.energy.cost(),
+                **c.session.energy.cost(),
             },
             notes={
                 "reruns": c.reruns,
-                "skipped_conditions": c.support.conditions,
-                "skipped_workloads": c.support.workloads,
-                "skipped_cells": c.support.cells,
+                "skipped_conditions": c.session.support.conditions,
+                "skipped_workloads": c.session.support.workloads,
+                "skipped_cells": c.session.support.cells,
             },
         )
         return cost
-
-    def _prepare_workloads(self, cells: list[Cell]) -> None:
-        """A workload's `prepare` hook runs once per parameter set, here, before anything is stored (e.g. build
-        a model)."""
-        from boardlab.workloads.params import coerce_params
-
-        seen = set()
-        for cell in cells:
-            spec = self.catalog[cell.workload]
-            if spec.prepare is None or (cell.workload, cell.params) in seen:
-                continue
-            seen.add((cell.workload, cell.params))
-            spec.prepare(coerce_params(spec, [f"{k}={v}" for k, v in cell.params]), self.progress.note)
 
     def _valid_values(self, campaign_id: int) -> dict[str, list[float]]:
         out: dict[str, list[float]] = {}

@@ -311,6 +311,7 @@ def _plan(args, text: str, catalog: dict):
 def _repetitions(args, commands, conditions, cpu, catalog) -> tuple[int, str]:
     """--runs, else the power advice for this plan (campaign.reach: 80% power to detect 2.5 x the 2%
     threshold at the CV of earlier runs of these cells in --db, else an assumed one)."""
+    from boardlab.campaign.plan import plan_catalog
     from boardlab.campaign.reach import summarize_plan
     from boardlab.errors import InputError
 
@@ -318,9 +319,8 @@ def _repetitions(args, commands, conditions, cpu, catalog) -> tuple[int, str]:
         if not 2 <= args.runs <= 10000:
             raise InputError(f"--runs {args.runs}: expected 2 to 10000")
         return args.runs, "--runs"
-    catalog = dict(catalog)  # the plan's program is added to it (campaign.plan.parse_plan)
     plan = _plan(args, plan_text(args, commands, conditions, cpu, 5), catalog)
-    d = summarize_plan(plan, catalog, db=args.db, root="/").to_dict()
+    d = summarize_plan(plan, plan_catalog(plan, catalog), db=args.db, root="/").to_dict()
     if not d["power"]:
         return 10, "one command under the baseline alone: no comparison, 10 runs"
     return d["repetitions_for_power"], f"the power advice: {d['power'][0]['advice']}"
@@ -328,6 +328,7 @@ def _repetitions(args, commands, conditions, cpu, catalog) -> tuple[int, str]:
 
 def run(args) -> int:
     from boardlab.campaign.identity import resolve
+    from boardlab.campaign.plan import plan_catalog
     from boardlab.cli.run import execute_plan
     from boardlab.platform.cpu import online_cpus
     from boardlab.workloads import all_workloads
@@ -345,6 +346,7 @@ def run(args) -> int:
     n, basis = _repetitions(args, commands, conditions, cpu, catalog)
     text = plan_text(args, commands, conditions, cpu, n)
     plan = _plan(args, text, catalog)
+    catalog = plan_catalog(plan, catalog)  # and the command's program
     if args.plan_out:
         from boardlab.export import write_output
 
@@ -356,7 +358,7 @@ def run(args) -> int:
     got = execute_plan(plan, catalog, args, identity, fresh=True)
     if isinstance(got, int):
         return got
-    outcome, _, progress = got
+    outcome, progress = got
     return _report(args, outcome, dict(commands), n, basis, pinned, progress)
 
 

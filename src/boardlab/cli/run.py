@@ -254,7 +254,7 @@ def _power_lines(d: dict) -> list[str]:
 
 def execute_plan(plan, catalog, args, identity, *, fresh: bool):
     """The campaign of a checked plan into `args.db` (the runner, the summary kept for serve and history):
-    (outcome, runner, progress), or the exit code when it was stopped before it ended (130). `args` holds
+    (outcome, progress), or the exit code when it was stopped before it ended (130). `args` holds
     db, root, quiet, monitor_hz, wait, no_wait and label, as `run` and `bench` parse them."""
     from boardlab.campaign.runner import Runner
     from boardlab.cli.progress import TerminalProgress
@@ -305,13 +305,19 @@ def execute_plan(plan, catalog, args, identity, *, fresh: bool):
                     file=sys.stderr,
                 )
             return 130
-    return outcome, runner, progress
+    return outcome, progress
 
 
 def run(args) -> int:
     import json
 
-    from boardlab.campaign.plan import PlanUnsupported, apply_overrides, load_plan, with_gate_timeout
+    from boardlab.campaign.plan import (
+        PlanUnsupported,
+        apply_overrides,
+        load_plan,
+        plan_catalog,
+        with_gate_timeout,
+    )
     from boardlab.errors import InputError
     from boardlab.platform.sysroot import SysRoot
     from boardlab.workloads import all_workloads
@@ -327,6 +333,7 @@ def run(args) -> int:
     except PlanUnsupported as exc:
         print(f"boardlab run: unsupported: {exc}", file=sys.stderr)
         return 1
+    catalog = plan_catalog(plan, catalog)  # and the workloads the plan declares
     if not args.quiet:
         for note in plan.notes:
             print(note, file=sys.stderr)
@@ -363,8 +370,8 @@ def run(args) -> int:
     got = execute_plan(plan, catalog, args, identity, fresh=args.fresh)
     if isinstance(got, int):
         return got
-    outcome, runner, progress = got
-    _print_outcome(args, plan, summary, outcome, runner)
+    outcome, progress = got
+    _print_outcome(args, plan, summary, outcome)
     failed = progress.failures
     return 1 if failed and outcome.runs_done == 0 else 0
 
@@ -386,7 +393,7 @@ def _check_run_options(args) -> None:
         raise InputError(f"--monitor-hz {args.monitor_hz}: expected a rate in [0.1, 1000] Hz")
 
 
-def _print_outcome(args, plan, summary, outcome, runner) -> None:
+def _print_outcome(args, plan, summary, outcome) -> None:
     """The campaign's end: its JSON record, or the cells and verdicts, where the runs are and what next."""
     import json
 
@@ -407,7 +414,7 @@ def _print_outcome(args, plan, summary, outcome, runner) -> None:
                     "db": args.db,
                     "monitor_cost_pct_of_core": outcome.monitor_cost_pct_of_core,
                     "loop_s": outcome.loop_s,
-                    "lock_waited_s": runner.lock_waited_s,  # for another boardlab's system settings
+                    "lock_waited_s": outcome.lock_waited_s,  # for another boardlab's system settings
                     "verdict_reachable": summary.reach.reachable,
                     "repetitions_needed": summary.reach.repetitions_needed,
                     "reachability": summary.reach.message,

@@ -308,12 +308,13 @@ class Worker:
         return Environment(config_file=str(path)).get_target(self.place)
 
     def _attempts(self) -> dict:
-        from boardlab.campaign.plan import parse_plan
+        from boardlab.campaign.plan import parse_plan, plan_catalog
         from boardlab.fleet.verify import expected_cells, verify
         from boardlab.workloads import all_workloads
 
         catalog = {w.name: w for w in all_workloads()}
         plan = parse_plan(self.spec["plan_text"], self.spec["plan_source"], catalog, None)
+        catalog = plan_catalog(plan, catalog)
         expected = expected_cells(plan, catalog)
         budget = 1 + self.spec["retries"]
         db = None

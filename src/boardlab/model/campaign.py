@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from boardlab.model.workload import WorkloadSpec
 
 Order = Literal["interleave", "abba", "sequential"]
 
@@ -129,6 +132,7 @@ class Plan:
     source_name: str  # file path or "preset:NAME"
     energy: EnergyPolicy = field(default_factory=EnergyPolicy)
     notes: tuple[str, ...] = ()  # what loading did with the board (a [sweep]'s grid), for the CLI to say
+    declared: tuple[WorkloadSpec, ...] = ()  # the workloads it declares itself (kind = "program")
 
 
 @dataclass(frozen=True)
