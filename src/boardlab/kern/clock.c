@@ -33,14 +33,13 @@ static const bk_metric clock_metrics[] = {
 
 static int clock_init(bk_ctx *ctx, void **state)
 {
-    clock_state *s = calloc(1, sizeof *s);
+    clock_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
+        return -1;
     s->blocks = (uint64_t)bk_arg_int(ctx, "adds") / UNROLL;
     bk_set_amount(ctx, "mhz", (double)(s->blocks * UNROLL));
     bk_set_amount(ctx, "ns_per_add", (double)(s->blocks * UNROLL));
     bk_info_num(ctx, "add_latency_cycles", 1);
-    *state = s;
     return 0;
 }
 
@@ -105,5 +104,4 @@ const bk_kernel bk_clock_chain = {
     .run = clock_run,
     .corrupt = clock_corrupt,
     .verify = clock_verify,
-    .fini = free,
 };

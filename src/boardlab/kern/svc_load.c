@@ -281,10 +281,9 @@ static int load_read(load_state *s, lconn *c, int *status)
 
 static int load_init(bk_ctx *ctx, void **state)
 {
-    load_state *s = calloc(1, sizeof *s);
+    load_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
-    *state = s;
+        return -1;
     s->ep = s->tfd = -1;
     snprintf(s->host, sizeof s->host, "%s", bk_arg_str(ctx, "host"));
     snprintf(s->path, sizeof s->path, "%s", bk_arg_str(ctx, "path"));
@@ -629,7 +628,6 @@ static void load_fini(void *state)
     svc_samples_free(&s->corrected_ns);
     svc_samples_free(&s->service_ns);
     svc_samples_free(&s->start_lag_ns);
-    free(s);
 }
 
 const bk_kernel bk_svc_load = {

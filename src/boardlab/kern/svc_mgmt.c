@@ -44,10 +44,9 @@ static const bk_metric mgmt_metrics[] = {
 
 static int mgmt_init(bk_ctx *ctx, void **state)
 {
-    mgmt_state *s = calloc(1, sizeof *s);
+    mgmt_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
-    *state = s;
+        return -1;
     snprintf(s->m.bind_addr, sizeof s->m.bind_addr, "%s", bk_arg_str(ctx, "bind_addr"));
     s->m.port = (int)bk_arg_int(ctx, "port");
     s->m.duration_s = bk_arg_float(ctx, "duration_s");
@@ -100,7 +99,6 @@ static void mgmt_fini(void *state)
     mgmt_state *s = state;
     if (s)
         svc_samples_free(&s->m.service_ns);
-    free(s);
 }
 
 const bk_kernel bk_svc_mgmt = {

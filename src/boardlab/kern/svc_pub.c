@@ -197,15 +197,13 @@ static void pub_fini(void *state)
     svc_samples_free(&s->lag_ns);
     svc_samples_free(&s->tx_ns);
     svc_samples_free(&s->mgmt.service_ns);
-    free(s);
 }
 
 static int pub_init(bk_ctx *ctx, void **state)
 {
-    pub_state *s = calloc(1, sizeof *s);
+    pub_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
-    *state = s;
+        return -1;
     s->fd = s->in_fd = -1;
     snprintf(s->group, sizeof s->group, "%s", bk_arg_str(ctx, "group"));
     snprintf(s->iface, sizeof s->iface, "%s", bk_arg_str(ctx, "iface_addr"));

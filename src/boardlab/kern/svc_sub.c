@@ -332,10 +332,9 @@ static void lx_doctype(void *ud, const xmlChar *name, const xmlChar *ext, const 
 
 static int sub_init(bk_ctx *ctx, void **state)
 {
-    sub_state *s = calloc(1, sizeof *s);
+    sub_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
-    *state = s;
+        return -1;
     s->fd = s->out_fd = -1;
     snprintf(s->group, sizeof s->group, "%s", bk_arg_str(ctx, "group"));
     snprintf(s->iface, sizeof s->iface, "%s", bk_arg_str(ctx, "iface_addr"));
@@ -375,7 +374,6 @@ static void sub_fini(void *state)
         free(s->trk[k].seen);
     svc_samples_free(&s->latency_ns);
     svc_samples_free(&s->parse_ns);
-    free(s);
 }
 
 /* The DirectionOfTravel service: course over ground from consecutive positions when the vehicle moves,
