@@ -50,6 +50,8 @@ typedef struct {
 
 BK_HIDDEN void svc_push(svc_samples *s, uint64_t x);
 BK_HIDDEN void svc_samples_free(svc_samples *s);
+/* Opens a role's "service" object with what every role's starts with: the schema and the role's name. */
+BK_HIDDEN void svc_json_begin(bk_json *j, const char *role);
 /* {"count", "mean", "p50", "p90", "p99", "p999", "max"} of the samples (sorted in place). */
 BK_HIDDEN void svc_json_summary(bk_json *j, const char *key, svc_samples *s);
 BK_HIDDEN double svc_percentile(svc_samples *s, double q); /* sorts; NAN when empty */

@@ -579,9 +579,7 @@ static int load_verify(bk_ctx *ctx, void *state)
 static void load_json(void *state, bk_json *j)
 {
     load_state *s = state;
-    bk_json_begin_object(j);
-    bk_json_kv_int(j, "schema", SVC_SCHEMA);
-    bk_json_kv_str(j, "role", "load");
+    svc_json_begin(j, "load");
     bk_json_kv_str(j, "mode", s->open_loop ? "open" : "closed");
     bk_json_kv_str(j, "arrival", s->open_loop ? (s->poisson ? "poisson" : "constant") : NULL);
     bk_json_kv_num(j, "target_rate_hz", s->rate_hz);

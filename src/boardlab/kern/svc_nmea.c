@@ -194,9 +194,7 @@ static int nmea_verify(bk_ctx *ctx, void *state)
 static void nmea_json(void *state, bk_json *j)
 {
     nmea_state *s = state;
-    bk_json_begin_object(j);
-    bk_json_kv_int(j, "schema", SVC_SCHEMA);
-    bk_json_kv_str(j, "role", "nmea");
+    svc_json_begin(j, "nmea");
     bk_json_kv_str(j, "pty", s->slave);
     bk_json_kv_int(j, "baud", s->baud);
     bk_json_kv_num(j, "nominal_bytes_per_s", s->baud / 10.0);

@@ -426,9 +426,7 @@ static int pub_verify(bk_ctx *ctx, void *state)
 static void pub_json(void *state, bk_json *j)
 {
     pub_state *s = state;
-    bk_json_begin_object(j);
-    bk_json_kv_int(j, "schema", SVC_SCHEMA);
-    bk_json_kv_str(j, "role", "pub");
+    svc_json_begin(j, "pub");
     bk_json_kv_str(j, "message_kind", svc_kind_names[s->kind]);
     bk_json_kv_num(j, "target_rate_hz", s->rate_hz);
     bk_json_kv_uint(j, "duration_ns", s->t_end - s->t0);

@@ -534,9 +534,7 @@ static int sub_verify(bk_ctx *ctx, void *state)
 static void sub_json(void *state, bk_json *j)
 {
     sub_state *s = state;
-    bk_json_begin_object(j);
-    bk_json_kv_int(j, "schema", SVC_SCHEMA);
-    bk_json_kv_str(j, "role", s->publish_dot ? "dot" : "sub");
+    svc_json_begin(j, s->publish_dot ? "dot" : "sub");
     bk_json_kv_uint(j, "duration_ns", s->t_end - s->t0);
     bk_json_kv_uint(j, "received", s->received);
     bk_json_kv_uint(j, "bad", s->bad);
