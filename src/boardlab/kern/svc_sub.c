@@ -222,29 +222,27 @@ static void on_text(sub_state *s, const char *t, int len)
         s->text[s->text_n++] = t[i];
 }
 
+/* The elements that carry one of the fix's numbers, and which. */
+static const struct {
+    const char *element;
+    size_t offset;
+} fix_fields[] = {
+    {"LatitudeDeg", offsetof(svc_fix, lat_deg)},  {"LongitudeDeg", offsetof(svc_fix, lon_deg)},
+    {"AltitudeM", offsetof(svc_fix, alt_m)},      {"HeadingDeg", offsetof(svc_fix, heading_deg)},
+    {"PitchDeg", offsetof(svc_fix, pitch_deg)},   {"RollDeg", offsetof(svc_fix, roll_deg)},
+    {"CourseDeg", offsetof(svc_fix, course_deg)}, {"SpeedMps", offsetof(svc_fix, speed_mps)},
+};
+
 static void on_end(sub_state *s, const char *l)
 {
     if (!s->text_n)
         return;
     s->text[s->text_n] = 0;
-    double v = atof(s->text);
-    svc_fix *f = &s->fix;
-    if (!strcmp(l, "LatitudeDeg"))
-        f->lat_deg = v;
-    else if (!strcmp(l, "LongitudeDeg"))
-        f->lon_deg = v;
-    else if (!strcmp(l, "AltitudeM"))
-        f->alt_m = v;
-    else if (!strcmp(l, "HeadingDeg"))
-        f->heading_deg = v;
-    else if (!strcmp(l, "PitchDeg"))
-        f->pitch_deg = v;
-    else if (!strcmp(l, "RollDeg"))
-        f->roll_deg = v;
-    else if (!strcmp(l, "CourseDeg"))
-        f->course_deg = v;
-    else if (!strcmp(l, "SpeedMps"))
-        f->speed_mps = v;
+    for (size_t i = 0; i < sizeof fix_fields / sizeof fix_fields[0]; i++)
+        if (!strcmp(l, fix_fields[i].element)) {
+            *(double *)((char *)&s->fix + fix_fields[i].offset) = atof(s->text);
+            break;
+        }
     s->text_n = 0;
 }
 
