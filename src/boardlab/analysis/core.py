@@ -144,6 +144,11 @@ def stored_plan(plan_text: str) -> dict:
         return {}
 
 
+# The campaign's stored columns that `CampaignAnalysis` keeps under the same name.
+_CAMPAIGN_COLUMNS = (
+    "name", "status", "plan_source", "plan_text", "boardlab_version", "started_unix_s", "finished_unix_s",
+)  # fmt: skip
+
 # The runs' stored columns that `RunTable.of` takes under the same name.
 _RUN_COLUMNS = (
     "seq", "repetition", "value", "valid", "ok", "invalid_reason", "error", "wall_ns", "mean_freq_khz",
@@ -595,13 +600,7 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
 
     return CampaignAnalysis(
         campaign_id=campaign_id,
-        name=camp["name"],
-        status=camp["status"],
-        plan_source=camp["plan_source"],
-        plan_text=camp["plan_text"],
-        boardlab_version=camp["boardlab_version"],
-        started_unix_s=camp["started_unix_s"],
-        finished_unix_s=camp["finished_unix_s"],
+        **{name: camp[name] for name in _CAMPAIGN_COLUMNS},
         board_label=board["label"],
         inventory=inventory,
         environment=environment,
