@@ -31,8 +31,7 @@ static const bk_param mgmt_params[] = {
      "a connection idle this long, or whose peer reads none of its responses for this long, closes"},
     {"stall_every_ms", BK_INT, 0, 3600000, "0", NULL, "ms", "fault injection: freeze the server this often (0: never)"},
     {"stall_ms", BK_INT, 0, 60000, "200", NULL, "ms", "how long each injected freeze lasts"},
-    {"rt_priority", BK_INT, 0, 99, "0", NULL, NULL,
-     "SCHED_FIFO priority (needs root or RLIMIT_RTPRIO): wake-ups not queued behind busy tasks; 0: normal"},
+    SVC_RT_PRIORITY_PARAM,
     {0},
 };
 
