@@ -10,8 +10,6 @@
  * verify: the chain's end is start + n c (mod 2^64), computed by one multiply; --corrupt flips a bit. */
 #include "core.h"
 
-#include <stdlib.h>
-
 #define STEP 0x9E3779B97F4A7C15ULL /* an odd constant: the chain's value changes at every add */
 #define UNROLL 64
 

@@ -3,8 +3,6 @@
  * depend on memory layout, so a parameter that adds 5% steps adds 5% time (tests of the statistics). */
 #include "core.h"
 
-#include <stdlib.h>
-
 #define LCG_A 6364136223846793005ULL /* Knuth's MMIX multiplier */
 #define LCG_C 1442695040888963407ULL
 
