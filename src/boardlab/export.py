@@ -22,17 +22,12 @@ from boardlab.store import Store
 # 3: user_time_us and system_time_us, the worker's own CPU time per run (wait4 rusage); readers of schema 2
 #    see the same columns plus these two (an older store's runs without rusage give them empty)
 EXPORT_SCHEMA = 3
+# which run of which cell a row is about: the same columns in both tables
+_RUN_KEY = ("cell_id", "cell", "workload", "params", "condition", "repetition", "attempt", "seq")
 FIELDS = (
     "campaign",
     "campaign_id",
-    "cell_id",
-    "cell",
-    "workload",
-    "params",
-    "condition",
-    "repetition",
-    "attempt",
-    "seq",
+    *_RUN_KEY,
     "metric",
     "value",
     "unit",
@@ -132,14 +127,7 @@ METRIC_FIELDS = (
     "campaign",
     "campaign_id",
     "run_id",
-    "cell_id",
-    "cell",
-    "workload",
-    "params",
-    "condition",
-    "repetition",
-    "attempt",
-    "seq",
+    *_RUN_KEY,
     "valid",
     "metric",
     "value",

@@ -144,27 +144,26 @@ def stored_plan(plan_text: str) -> dict:
         return {}
 
 
+# The campaign's stored columns that `CampaignAnalysis` keeps under the same name.
+_CAMPAIGN_COLUMNS = (
+    "name", "status", "plan_source", "plan_text", "boardlab_version", "started_unix_s", "finished_unix_s",
+)  # fmt: skip
+
+# The runs' stored columns that `RunTable.of` takes under the same name.
+_RUN_COLUMNS = (
+    "seq", "repetition", "value", "valid", "ok", "invalid_reason", "error", "wall_ns", "mean_freq_khz",
+    "max_temp_mc", "throttled", "warmup_capped", "user_us", "system_us",
+)  # fmt: skip
+
+
 def run_table(rows) -> RunTable:
     """A cell's stored runs (`Store.cell_runs`, in run order) as the analysis keeps them."""
     col = _columns(list(rows))
     n = len(col.get("id", ()))
     return RunTable.of(
         run_id=col.get("id", ()),
-        seq=col.get("seq", ()),
-        repetition=col.get("repetition", ()),
-        value=col.get("value", ()),
-        valid=col.get("valid", ()),
-        ok=col.get("ok", ()),
-        invalid_reason=col.get("invalid_reason", ()),
-        error=col.get("error", ()),
-        wall_ns=col.get("wall_ns", ()),
-        mean_freq_khz=col.get("mean_freq_khz", ()),
-        max_temp_mc=col.get("max_temp_mc", ()),
-        throttled=col.get("throttled", ()),
-        warmup_capped=col.get("warmup_capped", ()),
         aa_arm=col.get("aa_arm", (None,) * n),
-        user_us=col.get("user_us", ()),
-        system_us=col.get("system_us", ()),
+        **{name: col.get(name, ()) for name in _RUN_COLUMNS},
     )
 
 
@@ -601,13 +600,7 @@ def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
 
     return CampaignAnalysis(
         campaign_id=campaign_id,
-        name=camp["name"],
-        status=camp["status"],
-        plan_source=camp["plan_source"],
-        plan_text=camp["plan_text"],
-        boardlab_version=camp["boardlab_version"],
-        started_unix_s=camp["started_unix_s"],
-        finished_unix_s=camp["finished_unix_s"],
+        **{name: camp[name] for name in _CAMPAIGN_COLUMNS},
         board_label=board["label"],
         inventory=inventory,
         environment=environment,

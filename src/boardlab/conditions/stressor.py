@@ -36,6 +36,7 @@ from typing import Any
 from boardlab.conditions import background
 from boardlab.conditions.base import ApplyContext, resolve_params, validate_params
 from boardlab.model.workload import ParamSpec
+from boardlab.platform.process import tool_answer
 from boardlab.platform.sysroot import format_cpulist
 
 # boardlab name -> the stress-ng stressor that does it (research/stressors-rt.md section 1.1)
@@ -148,11 +149,7 @@ def _validate_option(real: str, name: Any, value: Any) -> str | None:
 @lru_cache(maxsize=4)
 def stress_ng_version(exe: str) -> str | None:
     """`stress-ng, version 0.15.06 (gcc 12.2.0, ...)` -> "0.15.06"."""
-    try:
-        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    m = re.search(r"version\s+(\S+)", out.stdout + out.stderr)
+    m = re.search(r"version\s+(\S+)", tool_answer([exe, "--version"], timeout_s=30) or "")
     return m.group(1) if m else None
 
 

@@ -95,23 +95,13 @@ def counter_window(
     e0 = interpolate(ts, cum, start_ns)
     e1 = interpolate(ts, cum, end_ns)
     energy_j = (e1 - e0) / 1e6
-    dur = (end_ns - start_ns) / 1e9
     # peak power: the steepest growth between two samples that touch the window
     peak = 0.0
     for i in range(1, len(ts)):
         if ts[i] >= start_ns and ts[i - 1] <= end_ns and ts[i] > ts[i - 1]:
             peak = max(peak, (cum[i] - cum[i - 1]) / 1e6 / ((ts[i] - ts[i - 1]) / 1e9))
     inside = sum(1 for t in ts if start_ns <= t <= end_ns)
-    ui = update_interval_s or 0.0
-    return Window(
-        energy_j=energy_j,
-        duration_s=dur,
-        power_avg_w=energy_j / dur,
-        power_peak_w=peak,
-        quantization_j=ui * peak,  # 2 edges x 1/2 update interval x peak power
-        samples=inside,
-        warnings=tuple(_edge_warnings(ts, start_ns, end_ns)),
-    )
+    return _window(ts, start_ns, end_ns, energy_j, peak, inside, update_interval_s)
 
 
 def power_window(
@@ -133,16 +123,29 @@ def power_window(
     energy = 0.0
     for (t0, p0), (t1, p1) in zip(pts, pts[1:], strict=False):
         energy += (p0 + p1) / 2 * (t1 - t0) / 1e9
-    dur = (end_ns - start_ns) / 1e9
     peak = max(p for _, p in pts)
-    ui = update_interval_s or 0.0
+    return _window(ts, start_ns, end_ns, energy, peak, len(pts) - 2, update_interval_s)
+
+
+def _window(
+    ts: Sequence[int],
+    start_ns: int,
+    end_ns: int,
+    energy_j: float,
+    peak_w: float,
+    samples: int,
+    update_interval_s: float | None,
+) -> Window:
+    """A window from its energy and peak power, however they were read: the mean power over its duration,
+    the quantization bound and the warnings about samples far from its edges."""
+    dur = (end_ns - start_ns) / 1e9
     return Window(
-        energy_j=energy,
+        energy_j=energy_j,
         duration_s=dur,
-        power_avg_w=energy / dur,
-        power_peak_w=peak,
-        quantization_j=ui * peak,
-        samples=len(pts) - 2,
+        power_avg_w=energy_j / dur,
+        power_peak_w=peak_w,
+        quantization_j=(update_interval_s or 0.0) * peak_w,  # 2 edges x 1/2 update interval x peak power
+        samples=samples,
         warnings=tuple(_edge_warnings(ts, start_ns, end_ns)),
     )
 

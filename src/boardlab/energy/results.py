@@ -88,6 +88,13 @@ def campaign_energy(store, campaign_id: int, *, runs: bool = True) -> CampaignEn
     return CampaignEnergy(sources, reason, {k: tuple(v) for k, v in idle.items()}, by_run)
 
 
+# The RunEnergyRow fields that a run_energy row holds under the same name.
+_STORED_FIELDS = (
+    "run_id", "source", "method", "energy_j", "power_avg_w", "power_peak_w", "quantization_j", "samples",
+    "update_interval_s",
+)  # fmt: skip
+
+
 def run_energy_row(e, started_unix_s: float, value, unit: str, higher_is_better: bool, idle) -> RunEnergyRow:
     """A run's stored energy row `e` (a run_energy row) with its figures: idle power from the source's idle
     windows (`idle`) at the middle of the run."""
@@ -101,15 +108,7 @@ def run_energy_row(e, started_unix_s: float, value, unit: str, higher_is_better:
         higher_is_better=higher_is_better,
     )
     return RunEnergyRow(
-        run_id=e["run_id"],
-        source=e["source"],
-        method=e["method"],
-        energy_j=e["energy_j"],
-        power_avg_w=e["power_avg_w"],
-        power_peak_w=e["power_peak_w"],
-        quantization_j=e["quantization_j"],
-        samples=e["samples"],
-        update_interval_s=e["update_interval_s"],
+        **{name: e[name] for name in _STORED_FIELDS},
         warnings=tuple(json.loads(e["warnings_json"])),
         figures=fig,
     )

@@ -425,16 +425,12 @@ def _pmic_source(sr: SysRoot, pmic_reader: Callable[[], str | None] | None, d: D
         rails_w = power.pmic_rails_power_w(power.parse_pmic_adc(sample))
         d.sources.append(
             PmicSource(
-                PowerSourceSpec(
-                    name="rpi-pmic",
-                    kind="power-reading",
-                    scope="rail",
-                    unit="W",
-                    update_interval_s=None,  # converts on request; a sample costs a process spawn
-                    resolution=None,
-                    resolution_unit="W",
-                    measured=True,
-                    label=f"sum of {len(rails_w)} PMIC rails",
+                _watts(
+                    "rpi-pmic",
+                    "rail",
+                    None,  # converts on request; a sample costs a process spawn
+                    None,
+                    f"sum of {len(rails_w)} PMIC rails",
                     rails=tuple(rails_w),
                     note=power.PMIC_EXCLUDES,
                 ),
@@ -448,22 +444,8 @@ def _pmic_source(sr: SysRoot, pmic_reader: Callable[[], str | None] | None, d: D
 def _meter_sources(m: MeterConfig, d: Discovery) -> None:
     """The configured external meters: a command that prints watts, a USB meter on a serial port."""
     if m.command:
-        d.sources.append(
-            CommandMeter(
-                PowerSourceSpec(
-                    name="meter-cmd",
-                    kind="power-reading",
-                    scope=m.command_scope,
-                    unit="W",
-                    update_interval_s=m.command_interval_s,
-                    resolution=None,
-                    resolution_unit="W",
-                    measured=True,
-                    label=" ".join(m.command),
-                ),
-                list(m.command),
-            )
-        )
+        spec = _watts("meter-cmd", m.command_scope, m.command_interval_s, None, " ".join(m.command))
+        d.sources.append(CommandMeter(spec, list(m.command)))
     if m.serial:
         try:
             import serial  # noqa: F401
@@ -474,23 +456,35 @@ def _meter_sources(m: MeterConfig, d: Discovery) -> None:
                 )
             )
         else:
-            d.sources.append(
-                SerialMeter(
-                    PowerSourceSpec(
-                        name="meter-serial",
-                        kind="power-reading",
-                        scope=m.serial_scope,
-                        unit="W",
-                        update_interval_s=m.serial_interval_s,
-                        resolution=0.001,
-                        resolution_unit="W",
-                        measured=True,
-                        label=f"UM-class USB meter on {m.serial}",
-                    ),
-                    m.serial,
-                    m.serial_baud,
-                )
-            )
+            label = f"UM-class USB meter on {m.serial}"
+            spec = _watts("meter-serial", m.serial_scope, m.serial_interval_s, 0.001, label)
+            d.sources.append(SerialMeter(spec, m.serial, m.serial_baud))
+
+
+def _watts(
+    name: str,
+    scope: str,
+    update_interval_s: float | None,
+    resolution_w: float | None,
+    label: str,
+    *,
+    rails: tuple[str, ...] = (),
+    note: str | None = None,
+) -> PowerSourceSpec:
+    """A measured power reading that comes in watts: the Pi's PMIC sum, an external meter."""
+    return PowerSourceSpec(
+        name=name,
+        kind="power-reading",
+        scope=scope,
+        unit="W",
+        update_interval_s=update_interval_s,
+        resolution=resolution_w,
+        resolution_unit="W",
+        measured=True,
+        label=label,
+        rails=rails,
+        note=note,
+    )
 
 
 def _sum_or_none(values: list[float | None]) -> float | None:

@@ -12,7 +12,7 @@ Decoding keeps the raw integers, so `encode(decode(b)) == b` for every well-form
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 REQUEST = b"\xf0"  # "send one record"
@@ -85,51 +85,15 @@ def decode(data: bytes) -> Record:
     t = _TAIL.unpack_from(data, 96)
     if t[-1] != END_MARKER:
         raise ValueError(f"record end marker 0x{t[-1]:04x}, expected 0x{END_MARKER:04x}: out of step")
-    start, volts_raw, amps_raw, power_mw, temp_c, temp_f, data_group = head
-    return Record(
-        start=start,
-        volts_raw=volts_raw,
-        amps_raw=amps_raw,
-        power_mw=power_mw,
-        temp_c=temp_c,
-        temp_f=temp_f,
-        data_group=data_group,
-        groups=tuple((g[i], g[i + 1]) for i in range(0, 20, 2)),
-        data_plus_cv=t[0],
-        data_minus_cv=t[1],
-        charging_mode=t[2],
-        record_mah=t[3],
-        record_mwh=t[4],
-        record_threshold_ca=t[5],
-        record_s=t[6],
-        recording=t[7],
-        screen_timeout_min=t[8],
-        brightness=t[9],
-        resistance_dohm=t[10],
-        screen=t[11],
-        end=t[12],
-    )
+    wire = (*head, tuple((g[i], g[i + 1]) for i in range(0, 20, 2)), *t)
+    return Record(*wire)  # Record declares its fields in the record's byte order
 
 
 def encode(r: Record) -> bytes:
     """The bytes a meter sends for `r` (the meter simulator in the tests speaks through this)."""
-    out = _HEAD.pack(r.start, r.volts_raw, r.amps_raw, r.power_mw, r.temp_c, r.temp_f, r.data_group)
-    out += _GROUPS.pack(*(x for pair in r.groups for x in pair))
-    out += _TAIL.pack(
-        r.data_plus_cv,
-        r.data_minus_cv,
-        r.charging_mode,
-        r.record_mah,
-        r.record_mwh,
-        r.record_threshold_ca,
-        r.record_s,
-        r.recording,
-        r.screen_timeout_min,
-        r.brightness,
-        r.resistance_dohm,
-        r.screen,
-        r.end,
-    )
+    wire = [getattr(r, f.name) for f in fields(Record)]  # in the record's byte order
+    head, groups, tail = wire[:7], wire[7], wire[8:]
+    out = _HEAD.pack(*head) + _GROUPS.pack(*(x for pair in groups for x in pair)) + _TAIL.pack(*tail)
     assert len(out) == RECORD_BYTES
     return out
 

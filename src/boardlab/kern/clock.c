@@ -10,8 +10,6 @@
  * verify: the chain's end is start + n c (mod 2^64), computed by one multiply; --corrupt flips a bit. */
 #include "core.h"
 
-#include <stdlib.h>
-
 #define STEP 0x9E3779B97F4A7C15ULL /* an odd constant: the chain's value changes at every add */
 #define UNROLL 64
 
@@ -33,14 +31,13 @@ static const bk_metric clock_metrics[] = {
 
 static int clock_init(bk_ctx *ctx, void **state)
 {
-    clock_state *s = calloc(1, sizeof *s);
+    clock_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
+        return -1;
     s->blocks = (uint64_t)bk_arg_int(ctx, "adds") / UNROLL;
     bk_set_amount(ctx, "mhz", (double)(s->blocks * UNROLL));
     bk_set_amount(ctx, "ns_per_add", (double)(s->blocks * UNROLL));
     bk_info_num(ctx, "add_latency_cycles", 1);
-    *state = s;
     return 0;
 }
 
@@ -105,5 +102,4 @@ const bk_kernel bk_clock_chain = {
     .run = clock_run,
     .corrupt = clock_corrupt,
     .verify = clock_verify,
-    .fini = free,
 };

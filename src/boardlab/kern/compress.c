@@ -493,15 +493,13 @@ static void cz_fini(void *state)
     free(s->in);
     free(s->comp);
     free(s->out);
-    free(s);
 }
 
 __attribute__((unused)) static int cz_init(bk_ctx *ctx, void **state, const cz_codec *codec, const char *level_param)
 {
-    cz_state *s = calloc(1, sizeof *s);
+    cz_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
-    *state = s; /* from here on the core calls cz_fini, even when init fails */
+        return -1;
     if (bk_corpus_load(ctx, &s->in, &s->n) != 0)
         return -1;
     s->level = (int)bk_arg_int(ctx, level_param);

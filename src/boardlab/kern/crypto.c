@@ -619,18 +619,11 @@ typedef struct {
     uint8_t *scratch; /* one block, for verification */
 } crypto_state;
 
-static void crypto_free(void *state)
+static void crypto_fini(void *state)
 {
     crypto_state *s = state;
-    if (!s)
-        return;
     if (s->im_open)
         s->im.close(&s->im);
-    free(s->in);
-    free(s->out);
-    free(s->tags);
-    free(s->scratch);
-    free(s);
 }
 
 /* IV of block b: the fixed salt, then b as a 64-bit big-endian counter (the deterministic construction of
@@ -676,8 +669,9 @@ static void fill_input(uint8_t *p, size_t n, uint64_t seed)
         p[n - 1] = (uint8_t)bk_rand_next(&seed);
 }
 
-/* Validates parameters, allocates and fills the input; the caller then opens the implementation. */
-static int crypto_prepare(bk_ctx *ctx, crypto_state **out)
+/* Validates parameters, allocates the state (*state) and fills the input; the caller then opens the
+ * implementation. */
+static int crypto_prepare(bk_ctx *ctx, void **state)
 {
     const char *name = bk_arg_str(ctx, "algorithm");
     const crypto_alg *a = find_alg(name);
@@ -692,9 +686,9 @@ static int crypto_prepare(bk_ctx *ctx, crypto_state **out)
                        "%s encrypts whole 16-byte AES blocks without padding: block_bytes=%zu and bytes=%zu must "
                        "both be multiples of 16",
                        a->name, block, bytes);
-    crypto_state *s = calloc(1, sizeof *s);
+    crypto_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
+        return -1;
     s->alg = a;
     s->bytes = bytes;
     s->block = block;
@@ -704,14 +698,12 @@ static int crypto_prepare(bk_ctx *ctx, crypto_state **out)
         s->key[i] = (uint8_t)bk_rand_next(&seed);
     for (size_t i = 0; i < sizeof s->salt; i++)
         s->salt[i] = (uint8_t)bk_rand_next(&seed);
-    s->in = bk_alloc(bytes);
-    s->out = bk_alloc(a->kind == KIND_HASH ? s->nblocks * a->out_len : bytes);
-    s->tags = a->kind == KIND_AEAD ? bk_alloc(s->nblocks * TAG_BYTES) : NULL;
-    s->scratch = bk_alloc(block);
-    if (!s->in || !s->out || !s->scratch || (a->kind == KIND_AEAD && !s->tags)) {
-        crypto_free(s);
-        return bk_fail(ctx, "out of memory for bytes=%zu (about twice that is needed): lower bytes", bytes);
-    }
+    s->in = bk_run_alloc(ctx, bytes, "the input (lower bytes)");
+    s->out = bk_run_alloc(ctx, a->kind == KIND_HASH ? s->nblocks * a->out_len : bytes, "the output (lower bytes)");
+    s->tags = a->kind == KIND_AEAD ? bk_run_alloc(ctx, s->nblocks * TAG_BYTES, "the tags (lower bytes)") : NULL;
+    s->scratch = bk_run_alloc(ctx, block, "a block");
+    if (!s->in || !s->out || !s->scratch || (a->kind == KIND_AEAD && !s->tags))
+        return -1;
     fill_input(s->in, bytes, seed);
     bk_set_amount(ctx, "mb_s", (double)bytes);
     bk_info_num(ctx, "blocks_per_rep", (double)s->nblocks);
@@ -721,7 +713,6 @@ static int crypto_prepare(bk_ctx *ctx, crypto_state **out)
         bk_info_str(ctx, "message", "CBC message per block with its own IV, no padding");
     else
         bk_info_str(ctx, "message", "one digest per block");
-    *out = s;
     return 0;
 }
 
@@ -825,21 +816,17 @@ static int crypto_verify(bk_ctx *ctx, void *state)
 
 static int evp_init(bk_ctx *ctx, void **state)
 {
-    crypto_state *s = NULL;
-    if (crypto_prepare(ctx, &s) != 0)
+    if (crypto_prepare(ctx, state) != 0)
         return -1;
+    crypto_state *s = *state;
     s->open_impl = evp_open;
-    if (evp_open(&s->im, s->alg, s->key) != 0) {
-        int rc = bk_fail(ctx, "%s: %s", s->alg->name, s->im.err);
-        crypto_free(s);
-        return rc;
-    }
+    if (evp_open(&s->im, s->alg, s->key) != 0)
+        return bk_fail(ctx, "%s: %s", s->alg->name, s->im.err);
     s->im_open = true;
     bk_info_str(ctx, "openssl_version", OpenSSL_version(OPENSSL_VERSION));
     const OSSL_PROVIDER *prov = s->im.cipher ? EVP_CIPHER_get0_provider(s->im.cipher) : EVP_MD_get0_provider(s->im.md);
     bk_info_str(ctx, "provider", prov ? OSSL_PROVIDER_get0_name(prov) : "unknown");
     bk_info_str(ctx, "evp_name", s->im.cipher ? EVP_CIPHER_get0_name(s->im.cipher) : EVP_MD_get0_name(s->im.md));
-    *state = s;
     return 0;
 }
 
@@ -848,7 +835,7 @@ static int evp_init(bk_ctx *ctx, void **state)
 #define EVP_RUN crypto_run
 #define EVP_CORRUPT crypto_corrupt
 #define EVP_VERIFY crypto_verify
-#define EVP_FINI crypto_free
+#define EVP_FINI crypto_fini
 
 #else
 
@@ -1073,9 +1060,9 @@ static bool afalg_why_unsupported(const crypto_impl *im, const crypto_alg *a, ch
 
 static int afalg_init(bk_ctx *ctx, void **state)
 {
-    crypto_state *s = NULL;
-    if (crypto_prepare(ctx, &s) != 0)
+    if (crypto_prepare(ctx, state) != 0)
         return -1;
+    crypto_state *s = *state;
     const crypto_alg *a = s->alg;
     s->open_impl = afalg_open;
     bk_info_str(ctx, "kernel_algorithm", a->kname);
@@ -1083,10 +1070,8 @@ static int afalg_init(bk_ctx *ctx, void **state)
     if (afalg_open(&s->im, a, s->key) != 0) {
         report_proc_crypto(ctx, a);
         char why[512];
-        int rc = afalg_why_unsupported(&s->im, a, why, sizeof why) ? bk_unsupported(ctx, "%s", why)
-                                                                   : bk_fail(ctx, "%s", why);
-        crypto_free(s);
-        return rc;
+        return afalg_why_unsupported(&s->im, a, why, sizeof why) ? bk_unsupported(ctx, "%s", why)
+                                                                 : bk_fail(ctx, "%s", why);
     }
     s->im_open = true;
     /* After the bind: a template instance such as gcm(aes) exists only once something asked for it. */
@@ -1096,7 +1081,6 @@ static int afalg_init(bk_ctx *ctx, void **state)
 #else
     bk_info_str(ctx, "reference", "another AF_ALG instance (built without libcrypto)");
 #endif
-    *state = s;
     return 0;
 }
 
@@ -1122,7 +1106,7 @@ static const char *afalg_available(void)
 #define AFALG_RUN crypto_run
 #define AFALG_CORRUPT crypto_corrupt
 #define AFALG_VERIFY crypto_verify
-#define AFALG_FINI crypto_free
+#define AFALG_FINI crypto_fini
 
 #else
 

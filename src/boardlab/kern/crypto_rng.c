@@ -47,15 +47,11 @@ typedef struct {
     char err[160];
 } rng_state;
 
-static void rng_free(void *state)
+static void rng_fini(void *state)
 {
     rng_state *s = state;
-    if (!s)
-        return;
     if (s->fd >= 0)
         close(s->fd);
-    free(s->ring);
-    free(s);
 }
 
 /* Fills p with n random bytes from the source; -1 with s->err set on failure. */
@@ -95,18 +91,16 @@ static int read_sysfs(const char *path, char *buf, size_t cap)
 static int rng_init(bk_ctx *ctx, void **state)
 {
     const char *src = bk_arg_str(ctx, "source");
-    rng_state *s = calloc(1, sizeof *s);
+    rng_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
+        return -1;
     s->fd = -1;
     s->source = strcmp(src, "urandom") == 0 ? SRC_URANDOM : strcmp(src, "hwrng") == 0 ? SRC_HWRNG : SRC_GETRANDOM;
     s->block = (size_t)bk_arg_int(ctx, "block_bytes");
     s->nslots = (SAMPLE_BYTES + s->block - 1) / s->block;
-    s->ring = bk_alloc(s->nslots * s->block);
-    if (!s->ring) {
-        rng_free(s);
-        return bk_fail(ctx, "out of memory for block_bytes=%lld", (long long)bk_arg_int(ctx, "block_bytes"));
-    }
+    s->ring = bk_run_alloc(ctx, s->nslots * s->block, "the blocks (lower block_bytes)");
+    if (!s->ring)
+        return -1;
     if (s->source == SRC_HWRNG) {
         char cur[128];
         bool have_sysfs = read_sysfs("/sys/class/misc/hw_random/rng_current", cur, sizeof cur) == 0;
@@ -118,7 +112,6 @@ static int rng_init(bk_ctx *ctx, void **state)
         s->fd = open("/dev/hwrng", O_RDONLY | O_CLOEXEC);
         if (s->fd < 0) {
             int e = errno;
-            rng_free(s);
             if (e == ENOENT)
                 return bk_unsupported(ctx,
                                       "no /dev/hwrng: the kernel has no hardware RNG driver%s (CONFIG_HW_RANDOM "
@@ -134,34 +127,22 @@ static int rng_init(bk_ctx *ctx, void **state)
         }
         /* With no device selected (rng_current "none") a read fails with ENODEV: find out now. */
         uint8_t probe;
-        if (rng_fill(s, &probe, 1) != 0) {
-            char why[200];
-            snprintf(why, sizeof why, "%s", s->err);
-            rng_free(s);
-            return bk_unsupported(ctx, "/dev/hwrng gives no data (%s); rng_current is '%s'", why,
+        if (rng_fill(s, &probe, 1) != 0)
+            return bk_unsupported(ctx, "/dev/hwrng gives no data (%s); rng_current is '%s'", s->err,
                                   have_sysfs ? cur : "unknown");
-        }
         bk_info_str(ctx, "device", "/dev/hwrng");
     } else if (s->source == SRC_URANDOM) {
         s->fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-        if (s->fd < 0) {
-            int e = errno;
-            rng_free(s);
-            return bk_unsupported(ctx, "/dev/urandom cannot be opened: %s", strerror(e));
-        }
+        if (s->fd < 0)
+            return bk_unsupported(ctx, "/dev/urandom cannot be opened: %s", strerror(errno));
         bk_info_str(ctx, "device", "/dev/urandom");
     } else {
         uint8_t probe;
-        if (rng_fill(s, &probe, 1) != 0) {
-            char why[200];
-            snprintf(why, sizeof why, "%s", s->err);
-            rng_free(s);
-            return bk_unsupported(ctx, "getrandom(2) is unavailable (%s): it needs Linux 3.17", why);
-        }
+        if (rng_fill(s, &probe, 1) != 0)
+            return bk_unsupported(ctx, "getrandom(2) is unavailable (%s): it needs Linux 3.17", s->err);
         bk_info_str(ctx, "device", "getrandom(2)");
     }
     bk_set_amount(ctx, "mb_s", (double)s->block);
-    *state = s;
     return 0;
 }
 
@@ -235,5 +216,5 @@ const bk_kernel bk_crypto_rng = {
     .run = rng_run,
     .corrupt = rng_corrupt,
     .verify = rng_verify,
-    .fini = rng_free,
+    .fini = rng_fini,
 };

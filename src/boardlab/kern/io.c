@@ -229,10 +229,9 @@ static size_t dio_alignment(bk_ctx *ctx, io_state *s)
 
 static int io_init(bk_ctx *ctx, void **state)
 {
-    io_state *s = calloc(1, sizeof *s);
+    io_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
-    *state = s;
+        return -1;
     s->fd = -1;
     bk_hist_init(&s->hist);
     const char *path = bk_arg_str(ctx, "path");
@@ -552,7 +551,6 @@ static void io_fini(void *state)
         unlink(s->path);
     free(s->buf);
     free(s->body);
-    free(s);
 }
 
 const bk_kernel bk_io_storage = {

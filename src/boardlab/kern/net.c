@@ -553,10 +553,9 @@ static const char *net_supported_path(send_path p)
 
 static int net_init(bk_ctx *ctx, void **state)
 {
-    net_state *s = calloc(1, sizeof *s);
+    net_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
-    *state = s;
+        return -1;
     s->ctl = s->udp = s->memfd = s->pipefd[0] = s->pipefd[1] = -1;
     s->sink_pid = -1;
     bk_hist_init(&s->hist);
@@ -852,7 +851,6 @@ static void net_fini(void *state)
         }
     }
     free(s->buf);
-    free(s);
 }
 
 const bk_kernel bk_io_net = {

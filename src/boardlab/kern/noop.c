@@ -3,8 +3,6 @@
  * depend on memory layout, so a parameter that adds 5% steps adds 5% time (tests of the statistics). */
 #include "core.h"
 
-#include <stdlib.h>
-
 #define LCG_A 6364136223846793005ULL /* Knuth's MMIX multiplier */
 #define LCG_C 1442695040888963407ULL
 
@@ -26,12 +24,11 @@ static const bk_metric noop_metrics[] = {
 
 static int noop_init(bk_ctx *ctx, void **state)
 {
-    noop_state *s = calloc(1, sizeof *s);
+    noop_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
+        return -1;
     bk_set_amount(ctx, "ns_per_rep", 1.0);
     s->steps = (uint64_t)bk_arg_int(ctx, "steps");
-    *state = s;
     return 0;
 }
 
@@ -86,5 +83,4 @@ const bk_kernel bk_noop = {
     .run = noop_run,
     .corrupt = noop_corrupt,
     .verify = noop_verify,
-    .fini = free,
 };

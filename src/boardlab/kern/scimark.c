@@ -224,10 +224,10 @@ static int fft_init(bk_ctx *ctx, sm_fft *f, const sm_size *sz, sm_rng *r, const 
     f->n = sz->fft_n;
     while ((1 << f->log2n) < f->n)
         f->log2n++;
-    f->x = bk_alloc(sizeof(double) * 2 * (size_t)f->n);
-    f->x0 = bk_alloc(sizeof(double) * 2 * (size_t)f->n);
+    f->x = bk_run_alloc(ctx, sizeof(double) * 2 * (size_t)f->n, "fft: the points");
+    f->x0 = bk_run_alloc(ctx, sizeof(double) * 2 * (size_t)f->n, "fft: the input");
     if (!f->x || !f->x0)
-        return bk_fail(ctx, "fft: out of memory for %d complex points", f->n);
+        return -1;
     sm_info(ctx, prefix, "input_sum", sm_fill(r, f->x0, 2 * (size_t)f->n));
     memcpy(f->x, f->x0, sizeof(double) * 2 * (size_t)f->n);
     f->pairs = sm_cycles(sz->rep_flops, fft_flops(f));
@@ -313,12 +313,6 @@ static int fft_verify(bk_ctx *ctx, sm_fft *f, const char *prefix, uint64_t *chec
     return rc;
 }
 
-static void fft_free(sm_fft *f)
-{
-    free(f->x);
-    free(f->x0);
-}
-
 /* ==== SOR: successive over-relaxation on an N x N grid ==== */
 
 typedef struct {
@@ -335,11 +329,11 @@ static int sor_init(bk_ctx *ctx, sm_sor *s, const sm_size *sz, sm_rng *r, const 
 {
     s->n = sz->sor_n;
     size_t nn = (size_t)s->n * (size_t)s->n;
-    s->g0 = bk_alloc(sizeof(double) * nn);
-    s->g = bk_alloc(sizeof(double) * nn);
-    s->rows = malloc(sizeof(double *) * (size_t)s->n);
+    s->g0 = bk_run_alloc(ctx, sizeof(double) * nn, "sor: the input grid");
+    s->g = bk_run_alloc(ctx, sizeof(double) * nn, "sor: the grid");
+    s->rows = bk_run_alloc(ctx, sizeof(double *) * (size_t)s->n, "sor: the row pointers");
     if (!s->g0 || !s->g || !s->rows)
-        return bk_fail(ctx, "sor: out of memory for a %dx%d grid", s->n, s->n);
+        return -1;
     for (int i = 0; i < s->n; i++)
         s->rows[i] = s->g + (size_t)i * (size_t)s->n;
     sm_info(ctx, prefix, "input_sum", sm_fill(r, s->g0, nn));
@@ -391,13 +385,6 @@ static int sor_verify(bk_ctx *ctx, sm_sor *s, const char *prefix, uint64_t *chec
     if (!(diff <= 1e-12))
         return bk_fail(ctx, "sor: grid differs from a direct recomputation by %.3g (more than 1e-12)", diff);
     return 0;
-}
-
-static void sor_free(sm_sor *s)
-{
-    free(s->g0);
-    free(s->g);
-    free(s->rows);
 }
 
 /* ==== Monte Carlo integration of pi: the fraction of random points of the unit square in the circle ==== */
@@ -475,13 +462,13 @@ static int sparse_init(bk_ctx *ctx, sm_sparse *sp, const sm_size *sz, sm_rng *r,
     sp->n = sz->sparse_n;
     sp->nr = sz->sparse_nz / sz->sparse_n;
     sp->anz = sp->nr * sp->n;
-    sp->x = bk_alloc(sizeof(double) * (size_t)sp->n);
-    sp->y = bk_alloc(sizeof(double) * (size_t)sp->n);
-    sp->val = bk_alloc(sizeof(double) * (size_t)sp->anz);
-    sp->col = bk_alloc(sizeof(int) * (size_t)sz->sparse_nz);
-    sp->row = bk_alloc(sizeof(int) * ((size_t)sp->n + 1));
+    sp->x = bk_run_alloc(ctx, sizeof(double) * (size_t)sp->n, "sparse: x");
+    sp->y = bk_run_alloc(ctx, sizeof(double) * (size_t)sp->n, "sparse: y");
+    sp->val = bk_run_alloc(ctx, sizeof(double) * (size_t)sp->anz, "sparse: the nonzeros");
+    sp->col = bk_run_alloc(ctx, sizeof(int) * (size_t)sz->sparse_nz, "sparse: the column indices");
+    sp->row = bk_run_alloc(ctx, sizeof(int) * ((size_t)sp->n + 1), "sparse: the row starts");
     if (!sp->x || !sp->y || !sp->val || !sp->col || !sp->row)
-        return bk_fail(ctx, "sparse: out of memory for N=%d nz=%d", sp->n, sz->sparse_nz);
+        return -1;
     double sum = sm_fill(r, sp->x, (size_t)sp->n);
     sum += sm_fill(r, sp->val, (size_t)sp->anz);
     sm_info(ctx, prefix, "input_sum", sum);
@@ -540,15 +527,6 @@ static int sparse_verify(bk_ctx *ctx, sm_sparse *sp, const char *prefix, uint64_
     return 0;
 }
 
-static void sparse_free(sm_sparse *sp)
-{
-    free(sp->x);
-    free(sp->y);
-    free(sp->val);
-    free(sp->col);
-    free(sp->row);
-}
-
 /* ==== LU factorization with partial pivoting ==== */
 
 typedef struct {
@@ -572,13 +550,13 @@ static int lu_init(bk_ctx *ctx, sm_lu *l, const sm_size *sz, sm_rng *r, const ch
 {
     l->n = sz->lu_n;
     size_t n = (size_t)l->n;
-    l->a = bk_alloc(sizeof(double) * n * n);
-    l->mem = bk_alloc(sizeof(double) * n * n);
-    l->lu = malloc(sizeof(double *) * n);
-    l->pivot = malloc(sizeof(int) * n);
-    l->b = malloc(sizeof(double) * n);
+    l->a = bk_run_alloc(ctx, sizeof(double) * n * n, "lu: the matrix");
+    l->mem = bk_run_alloc(ctx, sizeof(double) * n * n, "lu: the factors");
+    l->lu = bk_run_alloc(ctx, sizeof(double *) * n, "lu: the row pointers");
+    l->pivot = bk_run_alloc(ctx, sizeof(int) * n, "lu: the pivots");
+    l->b = bk_run_alloc(ctx, sizeof(double) * n, "lu: the right-hand side");
     if (!l->a || !l->mem || !l->lu || !l->pivot || !l->b)
-        return bk_fail(ctx, "lu: out of memory for a %dx%d matrix", l->n, l->n);
+        return -1;
     for (size_t i = 0; i < n; i++)
         l->lu[i] = l->mem + i * n;
     sm_info(ctx, prefix, "input_sum", sm_fill(r, l->a, n * n));
@@ -690,15 +668,6 @@ static int lu_verify(bk_ctx *ctx, sm_lu *l, const char *prefix, uint64_t *checks
     if (!(scaled <= 30.0))
         return bk_fail(ctx, "lu: solving with the factors leaves a scaled residual of %.3g (more than 30)", scaled);
     return 0;
-}
-
-static void lu_free(sm_lu *l)
-{
-    free(l->a);
-    free(l->mem);
-    free(l->lu);
-    free(l->pivot);
-    free(l->b);
 }
 
 /* ==== the kernels ==== */
@@ -882,15 +851,6 @@ static int sm_verify(bk_ctx *ctx, void *state)
     return bad ? -1 : 0;
 }
 
-static void sm_fini(void *state)
-{
-    sm_all *s = state;
-    fft_free(&s->fft);
-    sor_free(&s->sor);
-    sparse_free(&s->sparse);
-    lu_free(&s->lu);
-}
-
 static int k_fft_init(bk_ctx *ctx, void **state) { return sm_start(ctx, state, SM_FFT, SM_FFT); }
 static int k_sor_init(bk_ctx *ctx, void **state) { return sm_start(ctx, state, SM_SOR, SM_SOR); }
 static int k_mc_init(bk_ctx *ctx, void **state) { return sm_start(ctx, state, SM_MC, SM_MC); }
@@ -908,8 +868,7 @@ static int k_composite_init(bk_ctx *ctx, void **state) { return sm_start(ctx, st
                            .init = kinit,                                                                              \
                            .run = sm_run,                                                                              \
                            .corrupt = sm_corrupt,                                                                      \
-                           .verify = sm_verify,                                                                        \
-                           .fini = sm_fini}
+                           .verify = sm_verify}
 
 SM_KERNEL(bk_scimark_fft, "scimark.fft", "SciMark 2.0 FFT: complex radix-2 transform, forward and inverse, of N points",
           size_params, mflops_metric, NULL, k_fft_init);

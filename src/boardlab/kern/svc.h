@@ -35,6 +35,16 @@ BK_HIDDEN void svc_tight_timers(void);
  * up as service time. The role blocks between events, so it does not starve the CPU. 0, or an errno
  * (EPERM without root or RLIMIT_RTPRIO). */
 BK_HIDDEN int svc_rt_priority(int priority);
+/* The parameter of a role that takes it, for its bk_param table. */
+#define SVC_RT_PRIORITY_PARAM                                                                                          \
+    {"rt_priority",                                                                                                    \
+     BK_INT,                                                                                                           \
+     0,                                                                                                                \
+     99,                                                                                                               \
+     "0",                                                                                                              \
+     NULL,                                                                                                             \
+     NULL,                                                                                                             \
+     "SCHED_FIFO priority (needs root or RLIMIT_RTPRIO): wake-ups not queued behind busy tasks; 0: normal"}
 
 /* At most SVC_SAMPLES_MAX samples are kept (8 MiB): beyond that a uniform reservoir (Algorithm R) replaces
  * kept ones, so a role's memory stays bounded however long it runs or however fast it is fed. The count,
@@ -50,6 +60,8 @@ typedef struct {
 
 BK_HIDDEN void svc_push(svc_samples *s, uint64_t x);
 BK_HIDDEN void svc_samples_free(svc_samples *s);
+/* Opens a role's "service" object with what every role's starts with: the schema and the role's name. */
+BK_HIDDEN void svc_json_begin(bk_json *j, const char *role);
 /* {"count", "mean", "p50", "p90", "p99", "p999", "max"} of the samples (sorted in place). */
 BK_HIDDEN void svc_json_summary(bk_json *j, const char *key, svc_samples *s);
 BK_HIDDEN double svc_percentile(svc_samples *s, double q); /* sorts; NAN when empty */

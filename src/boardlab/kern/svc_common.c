@@ -103,6 +103,13 @@ double svc_percentile(svc_samples *s, double q)
     return (double)s->v[rank ? rank - 1 : 0];
 }
 
+void svc_json_begin(bk_json *j, const char *role)
+{
+    bk_json_begin_object(j);
+    bk_json_kv_int(j, "schema", SVC_SCHEMA);
+    bk_json_kv_str(j, "role", role);
+}
+
 void svc_json_summary(bk_json *j, const char *key, svc_samples *s)
 {
     bk_json_key_object(j, key);

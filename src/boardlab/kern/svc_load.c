@@ -75,8 +75,7 @@ static const bk_param load_params[] = {
     {"timeout_ms", BK_INT, 1, 600000, "2000", NULL, "ms", "a request without its response after this is a timeout"},
     {"late_us", BK_INT, 0, 1e9, "1000", NULL, "us", "a start later than this behind its intended time counts as late"},
     {"seed", BK_INT, 0, 4294967295.0, "1", NULL, NULL, "seed of the Poisson arrivals"},
-    {"rt_priority", BK_INT, 0, 99, "0", NULL, NULL,
-     "SCHED_FIFO priority (needs root or RLIMIT_RTPRIO): wake-ups not queued behind busy tasks; 0: normal"},
+    SVC_RT_PRIORITY_PARAM,
     {"samples_path", BK_STR, 0, 0, "", NULL, NULL,
      "write every request (intended start, actual start, end, status) to this CSV file (docs/services.md)"},
     {0},
@@ -281,10 +280,9 @@ static int load_read(load_state *s, lconn *c, int *status)
 
 static int load_init(bk_ctx *ctx, void **state)
 {
-    load_state *s = calloc(1, sizeof *s);
+    load_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
-    *state = s;
+        return -1;
     s->ep = s->tfd = -1;
     snprintf(s->host, sizeof s->host, "%s", bk_arg_str(ctx, "host"));
     snprintf(s->path, sizeof s->path, "%s", bk_arg_str(ctx, "path"));
@@ -580,9 +578,7 @@ static int load_verify(bk_ctx *ctx, void *state)
 static void load_json(void *state, bk_json *j)
 {
     load_state *s = state;
-    bk_json_begin_object(j);
-    bk_json_kv_int(j, "schema", SVC_SCHEMA);
-    bk_json_kv_str(j, "role", "load");
+    svc_json_begin(j, "load");
     bk_json_kv_str(j, "mode", s->open_loop ? "open" : "closed");
     bk_json_kv_str(j, "arrival", s->open_loop ? (s->poisson ? "poisson" : "constant") : NULL);
     bk_json_kv_num(j, "target_rate_hz", s->rate_hz);
@@ -629,7 +625,6 @@ static void load_fini(void *state)
     svc_samples_free(&s->corrected_ns);
     svc_samples_free(&s->service_ns);
     svc_samples_free(&s->start_lag_ns);
-    free(s);
 }
 
 const bk_kernel bk_svc_load = {

@@ -31,8 +31,7 @@ static const bk_param mgmt_params[] = {
      "a connection idle this long, or whose peer reads none of its responses for this long, closes"},
     {"stall_every_ms", BK_INT, 0, 3600000, "0", NULL, "ms", "fault injection: freeze the server this often (0: never)"},
     {"stall_ms", BK_INT, 0, 60000, "200", NULL, "ms", "how long each injected freeze lasts"},
-    {"rt_priority", BK_INT, 0, 99, "0", NULL, NULL,
-     "SCHED_FIFO priority (needs root or RLIMIT_RTPRIO): wake-ups not queued behind busy tasks; 0: normal"},
+    SVC_RT_PRIORITY_PARAM,
     {0},
 };
 
@@ -44,10 +43,9 @@ static const bk_metric mgmt_metrics[] = {
 
 static int mgmt_init(bk_ctx *ctx, void **state)
 {
-    mgmt_state *s = calloc(1, sizeof *s);
+    mgmt_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
-    *state = s;
+        return -1;
     snprintf(s->m.bind_addr, sizeof s->m.bind_addr, "%s", bk_arg_str(ctx, "bind_addr"));
     s->m.port = (int)bk_arg_int(ctx, "port");
     s->m.duration_s = bk_arg_float(ctx, "duration_s");
@@ -100,7 +98,6 @@ static void mgmt_fini(void *state)
     mgmt_state *s = state;
     if (s)
         svc_samples_free(&s->m.service_ns);
-    free(s);
 }
 
 const bk_kernel bk_svc_mgmt = {

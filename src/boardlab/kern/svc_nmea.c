@@ -39,10 +39,9 @@ static const bk_metric nmea_metrics[] = {
 
 static int nmea_init(bk_ctx *ctx, void **state)
 {
-    nmea_state *s = calloc(1, sizeof *s);
+    nmea_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
-    *state = s;
+        return -1;
     s->master = s->slave_fd = -1;
     s->baud = (int)bk_arg_int(ctx, "baud");
     s->duration_s = bk_arg_float(ctx, "duration_s");
@@ -102,7 +101,6 @@ static void nmea_fini(void *state)
     if (s->slave_fd >= 0)
         close(s->slave_fd);
     svc_samples_free(&s->lag_ns);
-    free(s);
 }
 
 static void fmt_coord(char *out, size_t cap, double deg, int lon)
@@ -196,9 +194,7 @@ static int nmea_verify(bk_ctx *ctx, void *state)
 static void nmea_json(void *state, bk_json *j)
 {
     nmea_state *s = state;
-    bk_json_begin_object(j);
-    bk_json_kv_int(j, "schema", SVC_SCHEMA);
-    bk_json_kv_str(j, "role", "nmea");
+    svc_json_begin(j, "nmea");
     bk_json_kv_str(j, "pty", s->slave);
     bk_json_kv_int(j, "baud", s->baud);
     bk_json_kv_num(j, "nominal_bytes_per_s", s->baud / 10.0);

@@ -197,15 +197,13 @@ static void pub_fini(void *state)
     svc_samples_free(&s->lag_ns);
     svc_samples_free(&s->tx_ns);
     svc_samples_free(&s->mgmt.service_ns);
-    free(s);
 }
 
 static int pub_init(bk_ctx *ctx, void **state)
 {
-    pub_state *s = calloc(1, sizeof *s);
+    pub_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
-    *state = s;
+        return -1;
     s->fd = s->in_fd = -1;
     snprintf(s->group, sizeof s->group, "%s", bk_arg_str(ctx, "group"));
     snprintf(s->iface, sizeof s->iface, "%s", bk_arg_str(ctx, "iface_addr"));
@@ -428,9 +426,7 @@ static int pub_verify(bk_ctx *ctx, void *state)
 static void pub_json(void *state, bk_json *j)
 {
     pub_state *s = state;
-    bk_json_begin_object(j);
-    bk_json_kv_int(j, "schema", SVC_SCHEMA);
-    bk_json_kv_str(j, "role", "pub");
+    svc_json_begin(j, "pub");
     bk_json_kv_str(j, "message_kind", svc_kind_names[s->kind]);
     bk_json_kv_num(j, "target_rate_hz", s->rate_hz);
     bk_json_kv_uint(j, "duration_ns", s->t_end - s->t0);

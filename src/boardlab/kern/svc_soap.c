@@ -254,9 +254,7 @@ void svc_soap_serve(svc_mgmt *m, svc_shared *sh, mconn *c, size_t hlen, size_t b
 void svc_mgmt_json(const svc_mgmt *mc, bk_json *j)
 {
     svc_mgmt *m = (svc_mgmt *)mc; /* the summary sorts the samples in place */
-    bk_json_begin_object(j);
-    bk_json_kv_int(j, "schema", SVC_SCHEMA);
-    bk_json_kv_str(j, "role", "mgmt");
+    svc_json_begin(j, "mgmt");
     bk_json_kv_bool(j, "keepalive", m->keepalive);
     bk_json_kv_bool(j, "nodelay", m->nodelay);
     bk_json_kv_uint(j, "connections", m->connections);

@@ -222,29 +222,27 @@ static void on_text(sub_state *s, const char *t, int len)
         s->text[s->text_n++] = t[i];
 }
 
+/* The elements that carry one of the fix's numbers, and which. */
+static const struct {
+    const char *element;
+    size_t offset;
+} fix_fields[] = {
+    {"LatitudeDeg", offsetof(svc_fix, lat_deg)},  {"LongitudeDeg", offsetof(svc_fix, lon_deg)},
+    {"AltitudeM", offsetof(svc_fix, alt_m)},      {"HeadingDeg", offsetof(svc_fix, heading_deg)},
+    {"PitchDeg", offsetof(svc_fix, pitch_deg)},   {"RollDeg", offsetof(svc_fix, roll_deg)},
+    {"CourseDeg", offsetof(svc_fix, course_deg)}, {"SpeedMps", offsetof(svc_fix, speed_mps)},
+};
+
 static void on_end(sub_state *s, const char *l)
 {
     if (!s->text_n)
         return;
     s->text[s->text_n] = 0;
-    double v = atof(s->text);
-    svc_fix *f = &s->fix;
-    if (!strcmp(l, "LatitudeDeg"))
-        f->lat_deg = v;
-    else if (!strcmp(l, "LongitudeDeg"))
-        f->lon_deg = v;
-    else if (!strcmp(l, "AltitudeM"))
-        f->alt_m = v;
-    else if (!strcmp(l, "HeadingDeg"))
-        f->heading_deg = v;
-    else if (!strcmp(l, "PitchDeg"))
-        f->pitch_deg = v;
-    else if (!strcmp(l, "RollDeg"))
-        f->roll_deg = v;
-    else if (!strcmp(l, "CourseDeg"))
-        f->course_deg = v;
-    else if (!strcmp(l, "SpeedMps"))
-        f->speed_mps = v;
+    for (size_t i = 0; i < sizeof fix_fields / sizeof fix_fields[0]; i++)
+        if (!strcmp(l, fix_fields[i].element)) {
+            *(double *)((char *)&s->fix + fix_fields[i].offset) = atof(s->text);
+            break;
+        }
     s->text_n = 0;
 }
 
@@ -332,10 +330,9 @@ static void lx_doctype(void *ud, const xmlChar *name, const xmlChar *ext, const 
 
 static int sub_init(bk_ctx *ctx, void **state)
 {
-    sub_state *s = calloc(1, sizeof *s);
+    sub_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
-        return bk_fail(ctx, "out of memory");
-    *state = s;
+        return -1;
     s->fd = s->out_fd = -1;
     snprintf(s->group, sizeof s->group, "%s", bk_arg_str(ctx, "group"));
     snprintf(s->iface, sizeof s->iface, "%s", bk_arg_str(ctx, "iface_addr"));
@@ -375,7 +372,6 @@ static void sub_fini(void *state)
         free(s->trk[k].seen);
     svc_samples_free(&s->latency_ns);
     svc_samples_free(&s->parse_ns);
-    free(s);
 }
 
 /* The DirectionOfTravel service: course over ground from consecutive positions when the vehicle moves,
@@ -536,9 +532,7 @@ static int sub_verify(bk_ctx *ctx, void *state)
 static void sub_json(void *state, bk_json *j)
 {
     sub_state *s = state;
-    bk_json_begin_object(j);
-    bk_json_kv_int(j, "schema", SVC_SCHEMA);
-    bk_json_kv_str(j, "role", s->publish_dot ? "dot" : "sub");
+    svc_json_begin(j, s->publish_dot ? "dot" : "sub");
     bk_json_kv_uint(j, "duration_ns", s->t_end - s->t0);
     bk_json_kv_uint(j, "received", s->received);
     bk_json_kv_uint(j, "bad", s->bad);

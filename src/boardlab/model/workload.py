@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 # "list" is a list of strings (a command's argv); "table" a TOML table checked by its owner (stress-ng options)
@@ -27,18 +27,7 @@ class ParamSpec:
     required: bool = False
 
     def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "type": self.type,
-            "default": self.default,
-            "min": self.min,
-            "max": self.max,
-            "choices": list(self.choices),
-            "unit": self.unit,
-            "help": self.help,
-            "words": list(self.words),
-            "required": self.required,
-        }
+        return {**asdict(self), "choices": list(self.choices), "words": list(self.words)}
 
 
 @dataclass(frozen=True)
@@ -51,14 +40,7 @@ class MetricSpec:
     help: str = ""
 
     def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "unit": self.unit,
-            "higher_is_better": self.higher_is_better,
-            "kind": self.kind,
-            "phase": self.phase,
-            "help": self.help,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)

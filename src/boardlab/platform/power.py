@@ -90,13 +90,17 @@ def read_power_sensors(root: RootLike, compatible: tuple[str, ...] = ()) -> tupl
     return tuple(s for s in sensors if s.inputs)
 
 
+def _counter_zones(sr: SysRoot) -> list[str]:
+    """The powercap zones that carry an energy counter, by directory name (control-type directories such as
+    "intel-rapl" carry none)."""
+    return [name for name in sr.listdir(POWERCAP_DIR) if sr.exists(f"{POWERCAP_DIR}/{name}/energy_uj")]
+
+
 def read_powercap(root: RootLike) -> tuple[PowercapZone, ...]:
     sr = SysRoot.of(root)
     zones = []
-    for name in sr.listdir(POWERCAP_DIR):
+    for name in _counter_zones(sr):
         d = f"{POWERCAP_DIR}/{name}"
-        if not sr.exists(f"{d}/energy_uj"):
-            continue  # control-type directories ("intel-rapl") carry no counter
         enabled = sr.read_int(f"{d}/enabled", "0 or 1")
         zones.append(
             PowercapZone(
@@ -265,10 +269,8 @@ class RaplZone:
 def rapl_zones(root: RootLike) -> tuple[RaplZone, ...]:
     sr = SysRoot.of(root)
     out = []
-    for name in sr.listdir(POWERCAP_DIR):
+    for name in _counter_zones(sr):
         d = f"{POWERCAP_DIR}/{name}"
-        if not sr.exists(f"{d}/energy_uj"):
-            continue
         path = str(sr.path(f"{d}/energy_uj"))
         err = read_errno(path)
         reason = None

@@ -1,5 +1,5 @@
 """What a worker process reads about itself: its peak resident memory (docs/method.md: peak memory comes from
-the worker's own VmHWM, not from the parent's ru_maxrss)."""
+the worker's own VmHWM, not from the parent's ru_maxrss); and what an installed tool answers when asked."""
 
 from __future__ import annotations
 
@@ -16,3 +16,15 @@ def peak_rss_kib(root: RootLike = "/") -> int | None:
             except (IndexError, ValueError):
                 return None
     return None
+
+
+def tool_answer(argv: list[str], timeout_s: float) -> str | None:
+    """What a tool prints (stdout, then stderr) to a short question such as --version or --help, whatever its
+    exit status; None when it cannot be run or does not answer within `timeout_s`."""
+    import subprocess
+
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return p.stdout + p.stderr

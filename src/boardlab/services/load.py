@@ -87,29 +87,25 @@ class LoadStep:
     saturated_reason: str | None
 
 
+# The LoadStep fields that svc.load's "service" object holds under the same name.
+_SERVICE_FIELDS = (
+    "target_rate_hz", "mode", "arrival", "connections", "keepalive", "scheduled", "ok", "errors", "timeouts",
+    "late_starts", "achieved_rate_hz", "first_error",
+)  # fmt: skip
+
+
 def step_from_result(res: dict, duration_s: float, slo_p99_ms: float | None) -> LoadStep:
     s = res["service"]
     c, v, lag = s["corrected_ns"], s["service_ns"], s["start_lag_ns"]
     step = LoadStep(
-        target_rate_hz=s["target_rate_hz"],
-        mode=s["mode"],
-        arrival=s["arrival"],
-        connections=s["connections"],
-        keepalive=s["keepalive"],
+        **{name: s[name] for name in _SERVICE_FIELDS},
         duration_s=duration_s,
-        scheduled=s["scheduled"],
-        ok=s["ok"],
-        errors=s["errors"],
-        timeouts=s["timeouts"],
-        late_starts=s["late_starts"],
-        achieved_rate_hz=s["achieved_rate_hz"],
         corrected_p50_ns=c["p50"],
         corrected_p99_ns=c["p99"],
         corrected_max_ns=c["max"],
         service_p50_ns=v["p50"],
         service_p99_ns=v["p99"],
         start_lag_p99_ns=lag["p99"],
-        first_error=s["first_error"],
         saturated_reason=None,
     )
     from dataclasses import replace

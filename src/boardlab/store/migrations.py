@@ -8,7 +8,7 @@ import json
 from functools import lru_cache
 
 from boardlab.model.run import RunColumns, run_columns
-from boardlab.store.packed import convert_series, summarize_series
+from boardlab.store.packed import convert_series, keyset_batches, summarize_series
 
 MIGRATIONS: list[tuple[int, str]] = [
     (
@@ -328,14 +328,8 @@ def fill_run_columns(conn, *, campaign_id: int | None = None, after_id: int = 0)
     """Migration 9's data step (and an ingest's of a file from before it): RUN_COLUMNS of every run with an
     id past `after_id` (of one campaign when given) computed from its JSON, a bounded batch at a time."""
     where = "" if campaign_id is None else f" AND campaign_id={int(campaign_id)}"
-    last = after_id
-    while True:
-        rows = conn.execute(
-            f"SELECT id, monitor_json, rusage_json FROM runs WHERE id > ?{where} ORDER BY id LIMIT ?",
-            (last, _FILL_BATCH),
-        ).fetchall()
-        if not rows:
-            return
+    sql = f"SELECT id, monitor_json, rusage_json FROM runs WHERE id > ?{where} ORDER BY id LIMIT ?"
+    for rows in keyset_batches(conn, sql, after_id, _FILL_BATCH):
         updates = []
         for run_id, mon, ru in rows:
             try:
@@ -345,7 +339,6 @@ def fill_run_columns(conn, *, campaign_id: int | None = None, after_id: int = 0)
             if values != (None,) * len(RUN_COLUMNS):  # NULL already: the new columns' default
                 updates.append((*values, run_id))
         conn.executemany(f"UPDATE runs SET {', '.join(f'{c}=?' for c in RUN_COLUMNS)} WHERE id=?", updates)
-        last = int(rows[-1][0])
 
 
 # migration number -> its data step, run after that migration's SQL

@@ -135,13 +135,19 @@ def _run_batches(conn, table: str, after_id: int = -1) -> Iterator[tuple[int, in
     """(first, last) run id of each batch of _BATCH_RUNS runs with ids past `after_id` with rows in `table` (a
     migration's step reads a bounded batch at a time: a store of a million runs holds tens of millions of
     samples)."""
-    last = after_id
-    while True:
-        ids = conn.execute(
-            f"SELECT DISTINCT run_id FROM {table} WHERE run_id > ? ORDER BY run_id LIMIT ?",
-            (last, _BATCH_RUNS),
-        ).fetchall()
-        if not ids:
-            return
+    sql = f"SELECT DISTINCT run_id FROM {table} WHERE run_id > ? ORDER BY run_id LIMIT ?"
+    for ids in keyset_batches(conn, sql, after_id, _BATCH_RUNS):
         yield int(ids[0][0]), int(ids[-1][0])
-        last = int(ids[-1][0])
+
+
+def keyset_batches(conn, sql: str, after: int, size: int) -> Iterator[list]:
+    """The rows of `sql` a batch of at most `size` at a time, from the first key past `after` on: `sql` selects
+    the key first, takes `key > ?` and `LIMIT ?` and orders by the key, so each batch starts past the last
+    one's (the rows of a batch may be changed before the next is read)."""
+    last = after
+    while True:
+        rows = conn.execute(sql, (last, size)).fetchall()
+        if not rows:
+            return
+        yield rows
+        last = int(rows[-1][0])

@@ -205,11 +205,8 @@ def _value(v, unit: str, higher_is_better: bool) -> dict:
 def _sha256(path: str) -> str:
     import hashlib
 
-    h = hashlib.sha256()
     with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def _cold_start(mode: str, path: str, delegate_options: dict) -> str | None:

@@ -421,24 +421,17 @@ def _run_probe(
 
 
 def _rtla_help(rtla: str) -> str:
-    import subprocess
+    from boardlab.platform.process import tool_answer
 
-    try:
-        p = subprocess.run([rtla, "timerlat", "hist", "--help"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return p.stdout + p.stderr
+    return tool_answer([rtla, "timerlat", "hist", "--help"], timeout_s=10) or ""
 
 
 def _rtla_version(rtla: str) -> str | None:
     import re
-    import subprocess
 
-    try:
-        p = subprocess.run([rtla, "--version"], capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    m = re.search(r"rtla version (\S+)", p.stdout + p.stderr)
+    from boardlab.platform.process import tool_answer
+
+    m = re.search(r"rtla version (\S+)", tool_answer([rtla, "--version"], timeout_s=10) or "")
     return m.group(1) if m else None
 
 
