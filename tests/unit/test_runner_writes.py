@@ -7,8 +7,7 @@ from __future__ import annotations
 import time
 
 from boardlab.campaign import runner as runner_module
-from boardlab.campaign.runner import Runner, _Campaign
-from boardlab.campaign.support import BoardSupport
+from boardlab.campaign.runner import _Campaign
 from boardlab.model.run import GateResult, RunResult
 
 
@@ -31,20 +30,19 @@ def _run(value: float | None, valid: bool = True) -> RunResult:
 
 
 def _campaign() -> _Campaign:
-    return _Campaign(1, {"a": 10, "b": 20}, [], None, False, {}, BoardSupport())
+    return _Campaign(None, 1, {"a": 10, "b": 20}, False, {})  # type: ignore[arg-type]  # no session is read
 
 
 def test_runs_within_write_every_s_share_one_store_and_the_values_are_kept_per_cell():
     store = _Store()
-    runner = Runner(None, {}, store, progress=None)  # type: ignore[arg-type]  # only _keep is asked here
     c = _campaign()
     c.written_at_s = time.monotonic()  # just stored: the next runs wait for WRITE_EVERY_S
     for key, value, valid in (("a", 1.0, True), ("b", 2.0, True), ("a", 3.0, False), ("a", 4.0, True)):
-        runner._keep(c, key, _run(value, valid))
+        c.keep(store, key, _run(value, valid))
     assert store.writes == []
     assert c.values == {"a": [1.0, 4.0], "b": [2.0]}  # the invalid run's value is not one
     c.written_at_s -= runner_module.WRITE_EVERY_S  # as if that much time had passed
-    runner._keep(c, "b", _run(5.0))
+    c.keep(store, "b", _run(5.0))
     assert [[(cell_id, r.value) for cell_id, r in w] for w in store.writes] == [
         [(10, 1.0), (20, 2.0), (10, 3.0), (10, 4.0), (20, 5.0)]
     ]
@@ -53,11 +51,10 @@ def test_runs_within_write_every_s_share_one_store_and_the_values_are_kept_per_c
 
 def test_a_run_as_long_as_write_every_s_is_stored_as_it_ends_and_the_rest_at_the_close():
     store = _Store()
-    runner = Runner(None, {}, store, progress=None)  # type: ignore[arg-type]
     c = _campaign()  # never stored yet: the first run is stored at once
-    runner._keep(c, "a", _run(1.0))
-    runner._keep(c, "a", _run(2.0))
+    c.keep(store, "a", _run(1.0))
+    c.keep(store, "a", _run(2.0))
     assert [len(w) for w in store.writes] == [1]
-    runner._write_runs(c)  # what _campaign does before closing, whatever ended it
-    runner._write_runs(c)  # nothing held: no empty transaction
+    c.write_runs(store)  # what _campaign does before closing, whatever ended it
+    c.write_runs(store)  # nothing held: no empty transaction
     assert [len(w) for w in store.writes] == [1, 1]

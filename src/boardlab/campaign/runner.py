@@ -112,6 +112,21 @@ class _Campaign:
     def cpu(self) -> int | None:
         return self.session.cpu
 
+    def keep(self, store: Store, key: str, result: RunResult) -> None:
+        """The run among the campaign's: its value kept for the precision rule, and stored with the runs
+        before it once WRITE_EVERY_S has passed since the last store (a run that long is stored as it ends)."""
+        self.unwritten.append((self.cell_ids[key], result))
+        if result.valid and result.value is not None:
+            self.values.setdefault(key, []).append(result.value)
+        if time.monotonic() - self.written_at_s >= WRITE_EVERY_S:
+            self.write_runs(store)
+
+    def write_runs(self, store: Store) -> None:
+        if self.unwritten:
+            store.record_runs(self.campaign_id, self.unwritten)
+            self.unwritten.clear()
+        self.written_at_s = time.monotonic()
+
     def settled(self, run: ScheduledRun, max_reruns: int) -> bool:
         """A valid run is stored, or every allowed rerun is used."""
         tries = self.attempts.get((run.cell.key, run.repetition), [])
@@ -723,7 +738,7 @@ class Runner:
             self._check_held(s)
             status = "complete"
         finally:
-            self._write_runs(c)  # the runs that ended before a stop too
+            c.write_runs(self.store)  # the runs that ended before a stop too
             s.energy.stop()
             monitor.close()
             self._direct.close()
@@ -775,7 +790,7 @@ class Runner:
 
     def _settle(self, c: _Campaign, sr_run: ScheduledRun) -> None:
         """Runs one scheduled run until it has a valid result or has used its reruns; each run is stored
-        as it ends, or with the next ones within WRITE_EVERY_S (_keep)."""
+        as it ends, or with the next ones within WRITE_EVERY_S (_Campaign.keep)."""
         assert c.gate is not None and c.execute is not None  # set by _campaign, which calls this
         max_reruns = self.plan.runs.max_reruns
         tries = c.attempts.setdefault((sr_run.cell.key, sr_run.repetition), [])
@@ -783,7 +798,7 @@ class Runner:
             self._check_held(c.session)
             c.session.energy.before_run(sr_run.seq, sr_run.block, c.gate)
             result = c.execute(sr_run, len(tries) + 1)
-            self._keep(c, sr_run.cell.key, result)
+            c.keep(self.store, sr_run.cell.key, result)
             tries.append(result.valid)
             c.mon_cpu += result.monitor.get("monitor_cpu_s", 0.0)
             c.mon_wall += result.monitor.get("monitor_wall_s", 0.0)
@@ -792,21 +807,6 @@ class Runner:
                 tries += [False] * max_reruns
             c.done += c.settled(sr_run, max_reruns)
             self.progress.finished(sr_run, result, c.done, c.total)
-
-    def _keep(self, c: _Campaign, key: str, result: RunResult) -> None:
-        """The run among the campaign's: its value kept for the precision rule, and stored with the runs
-        before it once WRITE_EVERY_S has passed since the last store (a run that long is stored as it ends)."""
-        c.unwritten.append((c.cell_ids[key], result))
-        if result.valid and result.value is not None:
-            c.values.setdefault(key, []).append(result.value)
-        if time.monotonic() - c.written_at_s >= WRITE_EVERY_S:
-            self._write_runs(c)
-
-    def _write_runs(self, c: _Campaign) -> None:
-        if c.unwritten:
-            self.store.record_runs(c.campaign_id, c.unwritten)
-            c.unwritten.clear()
-        c.written_at_s = time.monotonic()
 
     def _close_campaign(self, c: _Campaign, status: str) -> float | None:
         """The campaign's status, the monitor's measured cost and what was skipped; the cost is returned."""
