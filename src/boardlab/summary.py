@@ -30,13 +30,17 @@ import functools
 import json
 import math
 import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boardlab.model.facts import CellFacts
 from boardlab.stats.summary import Interval
 from boardlab.stats.verdict import RunEnvironment
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing.process import BaseProcess
 
 # 2: each cell carries its thresholds (the plan entry's, or derived by name and said so), which a step
 # between two campaigns is judged by; a schema-1 summary is computed again from the runs
@@ -354,6 +358,12 @@ def document_of(s: Summary):
     return from_plain(json.loads(s.document_json))
 
 
+def _current(store, s: Summary) -> bool:
+    """Whether a summary was computed at the campaign's status and run count as stored now."""
+    row = store.campaign(s.campaign_id)
+    return s.status == row["status"] and s.runs_stored == store.count_runs(s.campaign_id)
+
+
 def stored(store, campaign_id: int, *, with_document: bool = False) -> Summary | None:
     """The campaign's stored summary if it is fresh (same runs, same status, computed by this code) and reads
     back, else None: a damaged row is a cache to compute again, not an error of the campaign."""
@@ -362,15 +372,11 @@ def stored(store, campaign_id: int, *, with_document: bool = False) -> Summary |
     row = store.campaign_summary(campaign_id, with_document=with_document)
     if row is None or row["schema"] != code_fingerprint():
         return None
-    if row["status"] != store.campaign(campaign_id)["status"] or row["runs_stored"] != store.count_runs(
-        campaign_id
-    ):
-        return None
     s = Summary(
         campaign_id, row["runs_stored"], row["status"], row["cells_json"],
         row["document_json"] if with_document else None, stored=True,
     )  # fmt: skip
-    return s if _reads_back(s) else None
+    return s if _current(store, s) and _reads_back(s) else None
 
 
 def _reads_back(s: Summary) -> bool:
@@ -396,29 +402,19 @@ def analysis_view(store, campaign_id: int) -> StoredAnalysis:
     return summary_of(store, campaign_id).view()
 
 
-def _keep_one(store, campaign_id: int) -> Summary:
-    got = stored(store, campaign_id)
-    if got is not None:
-        return got
-    s = compute(store, campaign_id)
-    store.put_campaign_summary(
-        campaign_id, schema=code_fingerprint(), runs_stored=s.runs_stored, status=s.status,
-        cells_json=s.cells_json, document_json=s.document_json or "",
-    )  # fmt: skip
-    return s
-
-
-def keep(store, campaign_id: int) -> Summary:
-    """Computes and stores the campaign's summary unless a fresh one is stored, and its history step from the
-    campaign of its plan and board before it (a writer's store)."""
-    s = _keep_one(store, campaign_id)
-    before = store.previous_campaign(campaign_id)
-    if before is not None:
-        step(store, _keep_one(store, before).view(), s.view(), write=True)
-    return s
-
-
 # ---- a history's steps ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepRow:
+    """A history step as the store keeps it (`put_step_summary`): campaign `to_id` against `from_id`."""
+
+    from_id: int
+    to_id: int
+    runs_from: int  # the campaigns' runs when it was computed: a step of other counts is computed again
+    runs_to: int
+    rows_json: str
+    comparisons_json: str
 
 
 @functools.cache
@@ -454,30 +450,102 @@ def _step_from_row(row) -> tuple[list, list, list]:
     return rows, [_revive(Comparison, c) for c in comps["comparisons"]], comps["slots"]
 
 
-def step(store, a: StoredAnalysis, b: StoredAnalysis, *, write: bool = False) -> tuple[list, list, list]:
-    """Campaign b against the campaign a before it: `compare.pair_rows`' (rows, comparisons, slots), not yet
-    corrected. Read from the store when stored for these run counts; else computed (and stored when `write`)."""
+def _runs_of(store, a: StoredAnalysis) -> int:
+    # a view's run count is current (it is read fresh, or computed, in this snapshot); else count them
+    return a.runs_stored if a.runs_stored >= 0 else store.count_runs(a.campaign_id)
+
+
+def _stored_step(store, a: StoredAnalysis, b: StoredAnalysis, runs: tuple[int, int]) -> tuple | None:
+    """The step stored for these campaigns at these run counts by this code, or None."""
+    if store.schema_version() < FIRST_SUMMARY_STORE:
+        return None
+    row = store.step_summary(a.campaign_id, b.campaign_id)
+    if row is None or row["schema"] != code_fingerprint() or (row["runs_from"], row["runs_to"]) != runs:
+        return None
+    with contextlib.suppress(ValueError, TypeError, KeyError):  # a damaged row: computed again
+        return _step_from_row(row)
+    return None
+
+
+def _computed_step(a: StoredAnalysis, b: StoredAnalysis, runs: tuple[int, int]) -> tuple[StepRow, list, list]:
+    """The step computed now: its row to store, and its comparisons and slots as computed."""
     from boardlab.analysis.history import step_pair
 
-    # a view's run count is current (it is read fresh, or computed, in this snapshot); else count them
-    runs_a = a.runs_stored if a.runs_stored >= 0 else store.count_runs(a.campaign_id)
-    runs_b = b.runs_stored if b.runs_stored >= 0 else store.count_runs(b.campaign_id)
-    if store.schema_version() >= FIRST_SUMMARY_STORE:
-        row = store.step_summary(a.campaign_id, b.campaign_id)
-        if (
-            row is not None
-            and row["schema"] == code_fingerprint()
-            and (row["runs_from"], row["runs_to"]) == (runs_a, runs_b)
-        ):
-            with contextlib.suppress(ValueError, TypeError, KeyError):  # a damaged row: computed again
-                return _step_from_row(row)
     rows, comps, slots = step_pair(a, b)
-    rows_json = json.dumps(rows)
     comps_json = json.dumps({"comparisons": [dataclasses.asdict(c) for c in comps], "slots": slots})
-    if write:
-        store.put_step_summary(a.campaign_id, b.campaign_id, schema=code_fingerprint(), runs_from=runs_a,
-                               runs_to=runs_b, rows_json=rows_json, comparisons_json=comps_json)  # fmt: skip
-    return json.loads(rows_json), comps, slots
+    return StepRow(a.campaign_id, b.campaign_id, *runs, json.dumps(rows), comps_json), comps, slots
+
+
+def step(store, a: StoredAnalysis, b: StoredAnalysis) -> tuple[list, list, list]:
+    """Campaign b against the campaign a before it: `compare.pair_rows`' (rows, comparisons, slots), not yet
+    corrected. Read from the store when stored for these run counts, else computed (a reader does not write
+    it: `keep` does)."""
+    runs = (_runs_of(store, a), _runs_of(store, b))
+    got = _stored_step(store, a, b, runs)
+    if got is not None:
+        return got
+    row, comps, slots = _computed_step(a, b, runs)
+    return json.loads(row.rows_json), comps, slots
+
+
+# ---- keeping them ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What keeping one campaign's summary writes: the summaries computed now (its own, and that of the
+    campaign before it when none was fresh) and the step between the two when none was stored. Plain data:
+    computed on any connection (a worker process's reader too) and written by the writer (`write`)."""
+
+    summary: Summary  # the campaign's, stored or computed now
+    summaries: tuple[Summary, ...]  # to write
+    steps: tuple[StepRow, ...]  # to write
+
+    def write(self, store) -> None:
+        schema = code_fingerprint()
+        for s in self.summaries:
+            store.put_campaign_summary(
+                s.campaign_id, schema=schema, runs_stored=s.runs_stored, status=s.status,
+                cells_json=s.cells_json, document_json=s.document_json or "",
+            )  # fmt: skip
+        for r in self.steps:
+            store.put_step_summary(r.from_id, r.to_id, schema=schema, runs_from=r.runs_from, runs_to=r.runs_to,
+                                   rows_json=r.rows_json, comparisons_json=r.comparisons_json)  # fmt: skip
+
+
+def to_keep(store, campaign_id: int, held: Mapping[int, Summary] | None = None) -> Kept:
+    """What `keep` writes for the campaign: its summary and its history step from the campaign of its plan and
+    board before it, each unless stored fresh. `held`: summaries this keeper computed before and the writer
+    has not written yet, read as stored ones (a campaign after its predecessor in one ingest)."""
+    new: list[Summary] = []
+
+    def summary(cid: int) -> Summary:
+        got = (held or {}).get(cid)
+        if got is not None and _current(store, got):
+            return got
+        got = stored(store, cid)
+        if got is None:
+            got = compute(store, cid)
+            new.append(got)
+        return got
+
+    s = summary(campaign_id)
+    before = store.previous_campaign(campaign_id)
+    steps: tuple[StepRow, ...] = ()
+    if before is not None:
+        a, b = summary(before).view(), s.view()
+        runs = (_runs_of(store, a), _runs_of(store, b))
+        if _stored_step(store, a, b, runs) is None:
+            steps = (_computed_step(a, b, runs)[0],)
+    return Kept(s, tuple(new), steps)
+
+
+def keep(store, campaign_id: int) -> Summary:
+    """Computes and stores the campaign's summary unless a fresh one is stored, and its history step from the
+    campaign of its plan and board before it (a writer's store)."""
+    kept = to_keep(store, campaign_id)
+    kept.write(store)
+    return kept.summary
 
 
 def keep_missing(store, *, limit: int = 1000) -> list[int]:
@@ -499,40 +567,13 @@ __all__ = [
 ]
 
 
-class _Deferred:
-    """A reader's store whose summary writes are held for a writer to make (`KeepBehind`): what it holds
-    reads back as stored, so a campaign after it in the same ingest finds its summary (a history step)."""
+def _kept(db: str, campaign_id: int, held: dict[int, Summary]) -> Kept:
+    """`to_keep` on a reader's connection of its own, in one snapshot: a `KeepBehind`'s task, run in its
+    worker process (or its thread)."""
+    from boardlab.store import Store
 
-    def __init__(self, store):
-        self._store = store
-        self.writes: list[tuple[str, tuple, dict]] = []
-        self._summaries: dict[int, dict] = {}
-        self._steps: dict[tuple[int, int], dict] = {}
-
-    def __getattr__(self, name: str):
-        return getattr(self._store, name)
-
-    def put_campaign_summary(self, campaign_id: int, **row) -> None:
-        self.writes.append(("put_campaign_summary", (campaign_id,), row))
-        self._summaries[campaign_id] = {"campaign_id": campaign_id, **row}
-
-    def campaign_summary(self, campaign_id: int, *, with_document: bool = False):
-        if campaign_id in self._summaries:
-            return self._summaries[campaign_id]
-        return self._store.campaign_summary(campaign_id, with_document=with_document)
-
-    def put_step_summary(self, from_id: int, to_id: int, **row) -> None:
-        self.writes.append(("put_step_summary", (from_id, to_id), row))
-        self._steps[(from_id, to_id)] = row
-
-    def step_summary(self, from_id: int, to_id: int):
-        if (from_id, to_id) in self._steps:
-            return self._steps[(from_id, to_id)]
-        return self._store.step_summary(from_id, to_id)
-
-    def take(self) -> list[tuple[str, tuple, dict]]:
-        writes, self.writes = self.writes, []
-        return writes
+    with Store.open(db, create=False, verify=False) as store, store.snapshot():
+        return to_keep(store, campaign_id, held)
 
 
 class KeepBehind:
@@ -540,13 +581,16 @@ class KeepBehind:
     computed beside the writer, on a reader's connection to the same store, while the writer copies the next
     file, and written by the writer between its files and at the end (`finish`).
 
-    Where: in a process of its own when this process may run on more than one core, else in a thread. The
-    analysis is Python, and a thread of it holds Python's one lock against the writer's own Python (the rows
-    it hands to PostgreSQL's COPY): into PostgreSQL, ten files of 10^4 runs took 9.5 s with the summaries in a
-    thread against 6.8 s without them; in a process they overlap. On one core a process would only add its
-    start. The reader sees what the writer committed (SQLite's WAL, or PostgreSQL); each campaign is read in one
-    snapshot. Ctrl-C does not wait for an analysis (the thread is a daemon, the process dies with this one),
-    and a summary not written is computed by readers."""
+    Where: in a worker process (`concurrent.futures`, one worker) when this process may run on more than one
+    core, else in a thread. The analysis is Python, and a thread of it holds Python's one lock against the
+    writer's own Python (the rows it hands to PostgreSQL's COPY): into PostgreSQL, ten files of 10^4 runs took
+    9.5 s with the summaries in a thread against 6.8 s without them; in a process they overlap. On one core a
+    process would only add its start. The reader sees what the writer committed (SQLite's WAL, or
+    PostgreSQL); each campaign is read in one snapshot. A thread of this object feeds the campaigns one at a
+    time and keeps what came back until the writer wrote it (`held`), so the next campaign's step finds its
+    predecessor's summary. Ctrl-C does not wait for an analysis (the thread is a daemon, the worker is killed
+    by `close` and dies with this process however it ends), and a summary not written is computed by
+    readers."""
 
     def __init__(self, db: str, warn, *, process: bool | None = None):
         import os
@@ -555,28 +599,81 @@ class KeepBehind:
 
         if process is None:
             process = len(os.sched_getaffinity(0)) > 1
-        self._warn = warn
-        self._keeper: _LocalKeeper | _ChildKeeper = _LocalKeeper(db)
-        if process:
-            try:
-                self._keeper = _ChildKeeper(db)
-            except OSError as exc:  # no process to be had (fds, memory): a thread computes them
-                warn(f"the campaign summaries are computed beside the copy in a thread ({exc})")
+        self._db, self._warn = db, warn
+        self._pool: ProcessPoolExecutor | None = None
+        self.worker: BaseProcess | None = None  # the worker process, None in a thread
+        self._held: dict[int, Summary] = {}  # computed, not yet written (under _lock)
+        self._lock = threading.Lock()
         self._todo: queue.Queue = queue.Queue()
         self._done: queue.Queue = queue.Queue()
         self._pending = 0
-        self._thread = threading.Thread(target=self._work, name="boardlab-summaries", daemon=True)
+        started = threading.Event()
+        failed: list[Exception] = []
+        self._thread = threading.Thread(
+            target=self._work, args=(process, started, failed), name="boardlab-summaries", daemon=True
+        )
         self._thread.start()
+        started.wait()
+        if failed:  # no worker to be had (fds, memory, one that could not start): this thread computes them
+            warn(f"the campaign summaries are computed beside the copy in a thread ({failed[0]})")
 
-    def _work(self) -> None:
+    def _start_pool(self) -> None:
+        """The worker, started by this object's thread: its death signal follows the thread that started it,
+        and this one lives as long as the pool."""
+        import multiprocessing
+        import os
+        from concurrent.futures import ProcessPoolExecutor
+
+        from boardlab.platform.spawn import pool_worker_setup
+
+        # spawn, not fork: the writer has threads, and a forked child would inherit their locks
+        pool = ProcessPoolExecutor(
+            max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+            initializer=pool_worker_setup, initargs=(os.getpid(),),
+        )  # fmt: skip
+        try:
+            pool.submit(int).result()  # started now, by this thread
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        self._pool, self.worker = pool, next(iter(pool._processes.values()))
+
+    def _work(self, process: bool, started, failed: list[Exception]) -> None:
+        try:
+            if process:
+                self._start_pool()
+        except Exception as exc:  # noqa: BLE001 - said by __init__; the summaries are computed here instead
+            failed.append(exc)
+        finally:
+            started.set()
         try:
             while (cid := self._todo.get()) is not None:
                 try:
-                    self._done.put((cid, self._keeper.keep(cid), None))
+                    self._done.put((cid, self._keep(cid), None))
                 except Exception as exc:  # noqa: BLE001 - said by the writer's thread, as keep_after does
-                    self._done.put((cid, [], exc))
+                    self._done.put((cid, None, exc))
         finally:
-            self._keeper.close()
+            if self._pool is not None:
+                self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def _keep(self, cid: int) -> Kept:
+        from concurrent.futures.process import BrokenProcessPool
+
+        with self._lock:
+            held = dict(self._held)
+        if self._pool is None:
+            kept = _kept(self._db, cid, held)
+        else:
+            try:
+                kept = self._pool.submit(_kept, self._db, cid, held).result()
+            except BrokenProcessPool:  # killed (out of memory, by hand, by close): every later one says so
+                code = None if self.worker is None else self.worker.exitcode
+                raise RuntimeError(f"the summaries' process ended (exit code {code})") from None
+        with self._lock:  # without their documents: the held are read for the steps after them
+            self._held.update(
+                (s.campaign_id, dataclasses.replace(s, document_json=None)) for s in kept.summaries
+            )
+        return kept
 
     def submit(self, store, campaign_ids) -> None:
         """After a file's commit: writes the summaries ready by now and queues these campaigns'."""
@@ -586,175 +683,39 @@ class KeepBehind:
             self._todo.put(cid)
 
     def finish(self, store) -> None:
-        """Waits for the queued summaries and writes them; ends the thread, its reader closed before the
-        writer closes: the writer, the store's last connection, then checkpoints SQLite's WAL into the file
-        and removes it (a reader closing last cannot, and a copy of the .db alone would lack the ingest)."""
+        """Waits for the queued summaries and writes them; ends the thread and the worker, whose readers
+        closed before the writer closes: the writer, the store's last connection, then checkpoints SQLite's
+        WAL into the file and removes it (a reader closing last cannot, and a copy of the .db alone would
+        lack the ingest)."""
         self._todo.put(None)
         self._write(store, block=True)
         self._thread.join()
 
     def close(self) -> None:
-        """Ends the summaries' process now, done or not (an ingest that failed or was interrupted)."""
-        self._keeper.kill()
+        """Ends the summaries' worker now, done or not (an ingest that failed or was interrupted)."""
+        if self.worker is not None and self.worker.exitcode is None:
+            self.worker.kill()
+            self.worker.join()
 
     def _write(self, store, *, block: bool) -> None:
         import queue
 
         while self._pending:
             try:
-                cid, writes, exc = self._done.get(block=block)
+                cid, kept, exc = self._done.get(block=block)
             except queue.Empty:
                 return
             self._pending -= 1
             try:
                 if exc is not None:
                     raise exc
-                for method, args, row in writes:
-                    getattr(store, method)(*args, **row)
+                kept.write(store)
             except Exception as err:  # noqa: BLE001 - the runs are stored; only the shortcut is missing
                 _warn_unkept(self._warn, cid, err)
-
-
-class _LocalKeeper:
-    """A campaign's summary writes, computed here on a reader's connection (opened at the first campaign)."""
-
-    def __init__(self, db: str):
-        self._db = db
-        self._reader: _Deferred | None = None
-
-    def keep(self, cid: int) -> list[tuple[str, tuple, dict]]:
-        from boardlab.store import Store
-
-        if self._reader is None:
-            self._reader = _Deferred(Store.open(self._db, create=False, verify=False))
-        try:
-            with self._reader.snapshot():
-                keep(self._reader, cid)
-        finally:
-            writes = self._reader.take()
-        return writes
-
-    def close(self) -> None:
-        if self._reader is not None:
-            self._reader.close()
-
-    def kill(self) -> None:
-        pass  # the daemon thread is abandoned at exit
-
-
-class _ChildKeeper:
-    """The same, computed by a child process (`_child`): a campaign id goes down one pipe, its writes (or the
-    error's text) come back pickled up another. The child is in a process group of its own (Ctrl-C is this
-    process's to handle) and dies with this process (PR_SET_PDEATHSIG, platform.spawn)."""
-
-    def __init__(self, db: str):
-        import os
-        import sys
-
-        from boardlab.platform.spawn import boardlab_child_env, spawn
-
-        cmd_r, self._cmd = os.pipe()
-        self._res, res_w = os.pipe()
-        env = boardlab_child_env()  # the boardlab this one runs, whatever the directory (-P: not the cwd)
-        try:
-            self._proc = spawn(
-                [sys.executable, "-P", "-c", _CHILD_CODE, db, str(cmd_r), str(res_w)],
-                env=env, stdout=2, stderr=None, pass_fds=(cmd_r, res_w),
-            )  # fmt: skip
-        except BaseException:
-            os.close(self._cmd)
-            os.close(self._res)
-            raise
-        finally:
-            os.close(cmd_r)
-            os.close(res_w)
-
-    def keep(self, cid: int) -> list[tuple[str, tuple, dict]]:
-        import os
-
-        try:
-            os.write(self._cmd, f"{cid}\n".encode())
-            writes, error = _receive(self._res)
-        except (OSError, EOFError):
-            raise RuntimeError(f"the summaries' process ended (exit code {self._proc.poll()})") from None
-        if error is not None:
-            raise RuntimeError(error)
-        return writes
-
-    def close(self) -> None:
-        """No more campaigns: the child closes its reader and exits, waited for."""
-        import os
-
-        os.close(self._cmd)
-        self._proc.wait()
-        os.close(self._res)
-
-    def kill(self) -> None:
-        if self._proc.poll() is None:
-            self._proc.kill()
-            self._proc.wait()
-
-
-def _receive(fd: int) -> Any:
-    """One message of `_frame` from the pipe `fd` (EOFError when the writer is gone)."""
-    import os
-    import pickle
-
-    def exactly(n: int) -> bytes:
-        parts = []
-        while n:
-            part = os.read(fd, n)
-            if not part:
-                raise EOFError
-            parts.append(part)
-            n -= len(part)
-        return b"".join(parts)
-
-    return pickle.loads(exactly(int.from_bytes(exactly(8), "little")))
-
-
-def _frame(message: Any) -> bytes:
-    """`message` pickled behind its length, as `_receive` reads it."""
-    import pickle
-
-    data = pickle.dumps(message)
-    return len(data).to_bytes(8, "little") + data
-
-
-# The child's command line: a boardlab that cannot be imported there is said in one line, not a traceback.
-_CHILD_CODE = """import sys
-try:
-    from boardlab.summary import _child
-except Exception as exc:
-    sys.exit(f"boardlab: the campaign summaries' process cannot start: {exc}")
-_child()
-"""
-
-
-def _child() -> None:
-    """The summaries' process of a `_ChildKeeper`: argv is the store, the pipe of campaign ids (one per line)
-    and the pipe of results; it ends when the first pipe closes (or with its parent)."""
-    import os
-    import sys
-
-    db, commands, results = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    keeper = _LocalKeeper(db)
-    try:
-        with os.fdopen(commands, "rb") as lines:
-            for line in lines:
-                try:  # pickled here, so that a result pickle refuses is said like any other failure
-                    data = _frame((keeper.keep(int(line)), None))
-                except Exception as exc:  # noqa: BLE001 - said by the parent, as in a thread
-                    data = _frame(([], str(exc) or type(exc).__name__))
-                while data:
-                    data = data[os.write(results, data) :]
-    except BrokenPipeError:  # the parent is gone: nothing to say to
-        pass
-    finally:
-        try:
-            keeper.close()
-        except Exception:  # noqa: BLE001 - a reader's close: nothing of the ingest depends on it
-            pass
+            else:
+                with self._lock:  # committed: a reader finds them in the store now
+                    for s in kept.summaries:
+                        self._held.pop(s.campaign_id, None)
 
 
 def _warn_unkept(warn, cid: int, exc: Exception) -> None:
