@@ -8,7 +8,7 @@ What a summary holds:
   (`compare.pair_rows`) compares between two campaigns, so a history's steps and a comparison are judged
   exactly as from the analysis;
 - the A/A control of each reference cell (its verdict, and the remedy when it failed);
-- the campaign report's document as JSON (`plain`), which `boardlab serve` renders through the same escaping
+- the campaign report's document as JSON (`model.records.to_plain`), which `boardlab serve` renders through the same escaping
   renderer as `boardlab report` (`document.from_plain`); no rendered HTML is kept or served.
 
 When: `boardlab run` stores it when the campaign ends, `boardlab ingest` for each campaign it copies. A summary
@@ -29,8 +29,7 @@ import dataclasses
 import functools
 import json
 import math
-import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -288,38 +287,6 @@ def view_of(analysis) -> StoredAnalysis:
     return view_from_doc(json.loads(json.dumps(cells_doc(analysis))))
 
 
-def plain(value):
-    """A document as JSON-safe data: records as objects, tuple keys as text, sets as sorted lists, a
-    non-finite number as null."""
-    kind: Any = type(value)  # a class is hashable: the record names are cached per class
-    if kind is str or kind is int or kind is bool or value is None:  # most of a document: checked first
-        return value
-    if kind is float:
-        return value if math.isfinite(value) else None
-    if kind is list or kind is tuple:
-        return [plain(v) for v in value]
-    names = _record_names(kind)
-    if names is not None:
-        return {"type": kind.__name__, **{name: plain(getattr(value, name)) for name in names}}
-    if isinstance(value, dict):
-        return {(k if isinstance(k, str) else json.dumps(plain(k))): plain(v) for k, v in value.items()}
-    if isinstance(value, frozenset | set):
-        return sorted(plain(v) for v in value)
-    if isinstance(value, Sequence) and not isinstance(value, str | bytes):  # tuples, lists, arrays, Points
-        return [plain(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return str(value)
-
-
-@functools.cache
-def _record_names(kind: Any) -> tuple[str, ...] | None:
-    """The field names of a record class, None for any other type (asked once per class)."""
-    return tuple(f.name for f in dataclasses.fields(kind)) if dataclasses.is_dataclass(kind) else None
-
-
 @dataclass(frozen=True)
 class Summary:
     """A campaign's summary, stored or just computed."""
@@ -339,13 +306,14 @@ def compute(store, campaign_id: int) -> Summary:
     """The summary from the campaign's runs (the analysis and the report's document)."""
     from boardlab.analysis.core import analyze
     from boardlab.analysis.sections import build_document
+    from boardlab.model.records import to_plain
 
     runs = store.count_runs(campaign_id)
     analysis = analyze(store, campaign_id)
     document = build_document(analysis, None)
     return Summary(
         campaign_id, runs, analysis.status, json.dumps(cells_doc(analysis), allow_nan=False),
-        json.dumps(plain(document), allow_nan=False), stored=False,
+        json.dumps(to_plain(document), allow_nan=False), stored=False,
     )  # fmt: skip
 
 
@@ -417,37 +385,13 @@ class StepRow:
     comparisons_json: str
 
 
-@functools.cache
-def _record_fields(cls) -> tuple[tuple[str, type | None], ...]:
-    """(field name, the record type it may hold or None) of a frozen record class (type hints are slow)."""
-    hints = typing.get_type_hints(cls)
-    out: list[tuple[str, type | None]] = []
-    for f in dataclasses.fields(cls):
-        kinds = [k for k in (hints[f.name], *typing.get_args(hints[f.name])) if isinstance(k, type)]
-        records = [k for k in kinds if dataclasses.is_dataclass(k)]
-        out.append((f.name, records[0] if records else None))
-    return tuple(out)
-
-
-def _revive(cls, data):
-    """A frozen record of `cls` (Comparison and the records in it) from its `dataclasses.asdict` JSON."""
-    out = {}
-    for name, kind in _record_fields(cls):
-        value = data[name]
-        if isinstance(value, dict) and kind is not None:
-            value = _revive(kind, value)
-        elif isinstance(value, list):
-            value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
-        out[name] = value
-    return cls(**out)
-
-
 def _step_from_row(row) -> tuple[list, list, list]:
+    from boardlab.model.records import from_plain
     from boardlab.stats.compare import Comparison
 
     rows = json.loads(row["rows_json"])
     comps = json.loads(row["comparisons_json"])
-    return rows, [_revive(Comparison, c) for c in comps["comparisons"]], comps["slots"]
+    return rows, from_plain(list[Comparison], comps["comparisons"]), comps["slots"]
 
 
 def _runs_of(store, a: StoredAnalysis) -> int:
@@ -470,9 +414,10 @@ def _stored_step(store, a: StoredAnalysis, b: StoredAnalysis, runs: tuple[int, i
 def _computed_step(a: StoredAnalysis, b: StoredAnalysis, runs: tuple[int, int]) -> tuple[StepRow, list, list]:
     """The step computed now: its row to store, and its comparisons and slots as computed."""
     from boardlab.analysis.history import step_pair
+    from boardlab.model.records import to_plain
 
     rows, comps, slots = step_pair(a, b)
-    comps_json = json.dumps({"comparisons": [dataclasses.asdict(c) for c in comps], "slots": slots})
+    comps_json = json.dumps({"comparisons": to_plain(comps), "slots": slots}, allow_nan=False)
     return StepRow(a.campaign_id, b.campaign_id, *runs, json.dumps(rows), comps_json), comps, slots
 
 

@@ -278,6 +278,7 @@ def test_a_stored_document_renders_as_the_document_it_was_in_every_format(tmp_pa
     from boardlab.analysis.core import analyze
     from boardlab.analysis.document import from_plain
     from boardlab.analysis.sections import build_document
+    from boardlab.model.records import to_plain
     from boardlab.report.render import render_document
 
     from helpers import make_campaign_db
@@ -285,7 +286,7 @@ def test_a_stored_document_renders_as_the_document_it_was_in_every_format(tmp_pa
     db = make_campaign_db(tmp_path / "c.db")  # latencies, tails, a drifting cell, an invalid and a failed run
     with Store.open(db, create=False) as store:
         document = build_document(analyze(store, store.campaigns()[-1]["id"]), None)
-    back = from_plain(json.loads(json.dumps(summary.plain(document))))
+    back = from_plain(json.loads(json.dumps(to_plain(document))))
     for fmt in ("html", "md", "text"):
         assert render_document(back, fmt) == render_document(document, fmt)
     with pytest.raises(ValueError, match="unknown type 'Script'"):

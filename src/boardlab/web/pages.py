@@ -186,12 +186,6 @@ def campaign(store, campaign_id: int, background=None) -> Rendered:
     return _memo(("page", *v), lambda: render(got))
 
 
-def plain(value):
-    from boardlab.summary import plain as _plain
-
-    return _plain(value)
-
-
 _CACHE: dict[tuple, object] = {}
 _CACHE_LOCK = threading.Lock()  # pages are built on the server's worker threads
 CACHE_SIZE = 32  # analyses kept by the server process: a page seen once opens at once the next time
