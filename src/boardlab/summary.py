@@ -2,24 +2,22 @@
 from its runs and kept in the store (table campaign_summaries), so that a page of a store of millions of runs
 reads one row instead of analysing a campaign.
 
-What a summary holds:
-- per cell: its identity, n, median and the median's 95% CI (the history's points), and the valid runs'
-  values with their confounders (frequency, temperature, throttling): what the verdict machinery
-  (`compare.pair_rows`) compares between two campaigns, so a history's steps and a comparison are judged
-  exactly as from the analysis;
-- the A/A control of each reference cell (its verdict, and the remedy when it failed);
-- the campaign report's document as JSON (`model.records.to_plain`), which `boardlab serve` renders through the same escaping
-  renderer as `boardlab report` (`document.from_plain`); no rendered HTML is kept or served.
+What a summary holds (cells_json and document_json, both written by the record codec of `model.records`):
+- what compare and the history read of the campaign's analysis (`analysis.records.KeptAnalysis`, a
+  `CampaignView` as the live `CampaignAnalysis` is): its identity, its cells as the analysis made them (every
+  run, column by column, and each cell's summary and thresholds), its A/A controls, and its verdict tally for
+  the lists of campaigns; so a history's steps and a comparison are judged by the verdict machinery
+  (`compare.pair_rows`) exactly as from the analysis, reading the same records;
+- the campaign report's document, which `boardlab serve` renders through the same escaping renderer as
+  `boardlab report` (`document.from_plain`); no rendered HTML is kept or served.
 
-When: `boardlab run` stores it when the campaign ends, `boardlab ingest` for each campaign it copies. A summary
+When: `boardlab run` stores it when the campaign ends, `boardlab ingest` for each campaign it copies (its
+`KeepBehind` computes them in a worker process while the ingest copies the next file). A summary
 is fresh while the campaign has the runs and the status it was computed at, and it was computed by this code
 (`code_fingerprint`: the layout, the verdict rules and boardlab's version); otherwise (a resumed campaign, a
 store written before summaries existed, a summary of another build, a damaged row) a reader computes it again
 from the runs, as `analyze` does, and does not write it (readers never write). So `boardlab serve` and
 `boardlab report` give the same verdicts after an upgrade that changed a rule.
-
-`view_of(analysis)` and `view_from_json(text)` give the same `StoredAnalysis`, so a page built from a stored
-summary and one built from a fresh analysis are the same page.
 """
 
 from __future__ import annotations
@@ -28,22 +26,23 @@ import contextlib
 import dataclasses
 import functools
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from boardlab.model.facts import CellFacts
-from boardlab.stats.summary import Interval
-from boardlab.stats.verdict import RunEnvironment
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing.process import BaseProcess
 
+    from boardlab.analysis.records import KeptAnalysis
+
 # 2: each cell carries its thresholds (the plan entry's, or derived by name and said so), which a step
 # between two campaigns is judged by; a schema-1 summary is computed again from the runs
-SUMMARY_SCHEMA = 3  # 3: the document is stored as JSON only, rendered when read
+# 3: the document is stored as JSON only, rendered when read
+# 4: cells_json is the analysis' own records (`KeptAnalysis`, model.records): a schema-3 document (StoredCell's
+# fields) is computed again from the runs, never read as one; its "verdicts" tally, read by the lists of
+# campaigns whatever the schema, is where and what it was
+SUMMARY_SCHEMA = 4
 FIRST_SUMMARY_STORE = 8  # the store migration that added campaign_summaries
 # what decides a summary's contents: the layout here, the statistics, the analysis and its records
 CODE_PACKAGES = ("stats", "analysis", "model")
@@ -68,137 +67,6 @@ def code_fingerprint() -> int:
     for path in sources:
         h.update(path.relative_to(here).as_posix().encode() + b"\0" + path.read_bytes())
     return int.from_bytes(h.digest()[:8], "big") >> 2
-
-
-@dataclass(frozen=True)
-class StoredCellSummary:
-    n: int
-    median: float
-    median_ci: Interval | None
-
-
-@dataclass(frozen=True)
-class StoredCell:
-    workload: str
-    params: dict[str, Any]
-    condition: str
-    metric: str
-    unit: str
-    higher_is_better: bool
-    values: tuple[float, ...]  # the valid runs' values, in run order
-    confounders: tuple[list, list, list]  # their frequency, temperature and throttling
-    summary: StoredCellSummary | None
-    summary_reason: str | None
-    facts: CellFacts  # its thresholds, as the analysis judged the cell by (compare.pair_rows reads them)
-
-    def environments(self) -> list[RunEnvironment]:
-        """The confounders of the runs of `values`, as `compare.pair_rows` reads them (built on use)."""
-        return [RunEnvironment(f, t, th) for f, t, th in zip(*self.confounders, strict=True)]
-
-
-@dataclass(frozen=True)
-class StoredVerdict:
-    kind: str
-
-
-@dataclass(frozen=True)
-class StoredControlComparison:
-    verdict: StoredVerdict
-    cost_ratio: float
-    decision_ci: Interval | None
-
-
-@dataclass(frozen=True)
-class StoredControl:
-    """A reference cell's A/A control as the comparison and history read it."""
-
-    workload: str
-    params: dict[str, Any]
-    condition: str
-    n_a1: int
-    n_a2: int
-    comparison: StoredControlComparison | None
-    unstable: bool
-    remedy: str | None
-    reason: str | None
-
-
-@dataclass(frozen=True)
-class StoredAnalysis:
-    """What `compare.pair_rows`, `compare_campaigns` and the history read of a `CampaignAnalysis`."""
-
-    campaign_id: int
-    name: str
-    status: str
-    board_label: str
-    boardlab_version: str
-    started_unix_s: float
-    plan_text: str
-    cells: tuple[StoredCell, ...]
-    aa_controls: tuple[StoredControl, ...]
-    runs_stored: int = -1  # the campaign's runs when the summary was computed (-1: unknown)
-
-
-def _num(x: float | None) -> float | None:
-    return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
-
-
-def _interval_doc(ci) -> dict | None:
-    return (
-        None
-        if ci is None
-        else {"low": ci.low, "high": ci.high, "confidence": ci.confidence, "method": ci.method}
-    )
-
-
-def _interval(d: dict | None) -> Interval | None:
-    return None if d is None else Interval(d["low"], d["high"], d["confidence"], d["method"])
-
-
-def _cell_doc(c) -> dict:
-    envs = c.environments()
-    s = c.summary
-    return {
-        "workload": c.workload, "params": c.params, "condition": c.condition, "metric": c.metric,
-        "unit": c.unit, "higher_is_better": c.higher_is_better,
-        "summary": None if s is None else {"n": s.n, "median": s.median, "median_ci": _interval_doc(s.median_ci)},
-        "summary_reason": c.summary_reason,
-        "values": list(c.values),
-        "freq_khz": [e.mean_freq_khz for e in envs],
-        "max_temp_mc": [e.max_temp_mc for e in envs],
-        "throttled": [e.throttled for e in envs],
-        "threshold": c.facts.threshold, "tail_threshold": c.facts.tail_threshold,
-        "thresholds_derived": c.facts.derived,
-    }  # fmt: skip
-
-
-def _control_doc(ctl) -> dict:
-    c = ctl.comparison
-    return {
-        "workload": ctl.workload, "params": ctl.params, "condition": ctl.condition, "n_a1": ctl.n_a1,
-        "n_a2": ctl.n_a2, "unstable": ctl.unstable, "remedy": ctl.remedy, "reason": ctl.reason,
-        "comparison": None if c is None else {"verdict": c.verdict.kind, "cost_ratio": _num(c.cost_ratio),
-                                              "decision_ci": _interval_doc(c.decision_ci)},
-    }  # fmt: skip
-
-
-def cells_doc(a) -> dict:
-    """The comparable part of a summary (cells_json) of a `CampaignAnalysis` or a `StoredAnalysis`."""
-    return {
-        "schema": SUMMARY_SCHEMA,
-        "campaign": {"campaign_id": a.campaign_id, "name": a.name, "status": a.status, "board": a.board_label,
-                     "boardlab_version": a.boardlab_version, "started_unix_s": a.started_unix_s,
-                     "plan_text": a.plan_text},
-        "cells": [_cell_doc(c) for c in a.cells],
-        "aa_controls": [_control_doc(ctl) for ctl in a.aa_controls],
-        **({"verdicts": _tally(a)} if hasattr(a, "comparisons") else {}),  # a StoredAnalysis has none
-    }  # fmt: skip
-
-
-def _tally(a) -> dict:
-    from boardlab.analysis.verdicts import verdict_tally
-
-    return verdict_tally(a)
 
 
 def stored_tally(store, campaign_id: int) -> dict | None:
@@ -252,41 +120,6 @@ def listed_tally(store, campaign_id: int) -> tuple[dict | None, dict | None, str
     return tally, runs, tally_words(tally), None
 
 
-def _stored_cell(d: dict) -> StoredCell:
-    s = d["summary"]
-    return StoredCell(
-        d["workload"], d["params"], d["condition"], d["metric"], d["unit"], bool(d["higher_is_better"]),
-        tuple(d["values"]), (d["freq_khz"], d["max_temp_mc"], d["throttled"]),
-        None if s is None else StoredCellSummary(s["n"], s["median"], _interval(s["median_ci"])),
-        d["summary_reason"],
-        CellFacts(d["threshold"], d["tail_threshold"], bool(d["thresholds_derived"])),
-    )  # fmt: skip
-
-
-def _stored_control(d: dict) -> StoredControl:
-    c = d["comparison"]
-    comp = None
-    if c is not None:
-        cost = math.nan if c["cost_ratio"] is None else c["cost_ratio"]
-        comp = StoredControlComparison(StoredVerdict(c["verdict"]), cost, _interval(c["decision_ci"]))
-    return StoredControl(d["workload"], d["params"], d["condition"], d["n_a1"], d["n_a2"], comp,
-                         bool(d["unstable"]), d["remedy"], d["reason"])  # fmt: skip
-
-
-def view_from_doc(d: dict, runs_stored: int = -1) -> StoredAnalysis:
-    c = d["campaign"]
-    return StoredAnalysis(
-        c["campaign_id"], c["name"], c["status"], c["board"], c["boardlab_version"], c["started_unix_s"],
-        c["plan_text"], tuple(_stored_cell(x) for x in d["cells"]),
-        tuple(_stored_control(x) for x in d["aa_controls"]), runs_stored,
-    )  # fmt: skip
-
-
-def view_of(analysis) -> StoredAnalysis:
-    """A `CampaignAnalysis` as its summary would read back (a round trip through JSON: the same floats)."""
-    return view_from_doc(json.loads(json.dumps(cells_doc(analysis))))
-
-
 @dataclass(frozen=True)
 class Summary:
     """A campaign's summary, stored or just computed."""
@@ -298,21 +131,27 @@ class Summary:
     document_json: str | None  # None when read without the document
     stored: bool  # read from the store (False: computed now from the runs)
 
-    def view(self) -> StoredAnalysis:
-        return view_from_doc(json.loads(self.cells_json), self.runs_stored)
+    def view(self) -> KeptAnalysis:
+        """What compare and history read of the campaign: its analysis as the summary keeps it."""
+        from boardlab.analysis.records import KeptAnalysis
+        from boardlab.model.records import from_plain
+
+        return from_plain(KeptAnalysis, json.loads(self.cells_json))
 
 
 def compute(store, campaign_id: int) -> Summary:
     """The summary from the campaign's runs (the analysis and the report's document)."""
     from boardlab.analysis.core import analyze
     from boardlab.analysis.sections import build_document
+    from boardlab.analysis.verdicts import verdict_tally
     from boardlab.model.records import to_plain
 
     runs = store.count_runs(campaign_id)
     analysis = analyze(store, campaign_id)
     document = build_document(analysis, None)
+    kept = analysis.kept(runs, verdict_tally(analysis))
     return Summary(
-        campaign_id, runs, analysis.status, json.dumps(cells_doc(analysis), allow_nan=False),
+        campaign_id, runs, analysis.status, json.dumps(to_plain(kept), allow_nan=False),
         json.dumps(to_plain(document), allow_nan=False), stored=False,
     )  # fmt: skip
 
@@ -365,7 +204,7 @@ def summary_of(store, campaign_id: int, *, with_document: bool = False) -> Summa
     return got if got is not None else compute(store, campaign_id)
 
 
-def analysis_view(store, campaign_id: int) -> StoredAnalysis:
+def analysis_view(store, campaign_id: int) -> KeptAnalysis:
     """What history and compare read of a campaign, from its summary (stored or computed now)."""
     return summary_of(store, campaign_id).view()
 
@@ -394,12 +233,7 @@ def _step_from_row(row) -> tuple[list, list, list]:
     return rows, from_plain(list[Comparison], comps["comparisons"]), comps["slots"]
 
 
-def _runs_of(store, a: StoredAnalysis) -> int:
-    # a view's run count is current (it is read fresh, or computed, in this snapshot); else count them
-    return a.runs_stored if a.runs_stored >= 0 else store.count_runs(a.campaign_id)
-
-
-def _stored_step(store, a: StoredAnalysis, b: StoredAnalysis, runs: tuple[int, int]) -> tuple | None:
+def _stored_step(store, a: KeptAnalysis, b: KeptAnalysis, runs: tuple[int, int]) -> tuple | None:
     """The step stored for these campaigns at these run counts by this code, or None."""
     if store.schema_version() < FIRST_SUMMARY_STORE:
         return None
@@ -411,7 +245,7 @@ def _stored_step(store, a: StoredAnalysis, b: StoredAnalysis, runs: tuple[int, i
     return None
 
 
-def _computed_step(a: StoredAnalysis, b: StoredAnalysis, runs: tuple[int, int]) -> tuple[StepRow, list, list]:
+def _computed_step(a: KeptAnalysis, b: KeptAnalysis, runs: tuple[int, int]) -> tuple[StepRow, list, list]:
     """The step computed now: its row to store, and its comparisons and slots as computed."""
     from boardlab.analysis.history import step_pair
     from boardlab.model.records import to_plain
@@ -421,11 +255,11 @@ def _computed_step(a: StoredAnalysis, b: StoredAnalysis, runs: tuple[int, int]) 
     return StepRow(a.campaign_id, b.campaign_id, *runs, json.dumps(rows), comps_json), comps, slots
 
 
-def step(store, a: StoredAnalysis, b: StoredAnalysis) -> tuple[list, list, list]:
+def step(store, a: KeptAnalysis, b: KeptAnalysis) -> tuple[list, list, list]:
     """Campaign b against the campaign a before it: `compare.pair_rows`' (rows, comparisons, slots), not yet
     corrected. Read from the store when stored for these run counts, else computed (a reader does not write
     it: `keep` does)."""
-    runs = (_runs_of(store, a), _runs_of(store, b))
+    runs = (a.runs_stored, b.runs_stored)  # current: read fresh, or computed, in this snapshot
     got = _stored_step(store, a, b, runs)
     if got is not None:
         return got
@@ -479,7 +313,7 @@ def to_keep(store, campaign_id: int, held: Mapping[int, Summary] | None = None) 
     steps: tuple[StepRow, ...] = ()
     if before is not None:
         a, b = summary(before).view(), s.view()
-        runs = (_runs_of(store, a), _runs_of(store, b))
+        runs = (a.runs_stored, b.runs_stored)  # current: read fresh, or computed, in this snapshot
         if _stored_step(store, a, b, runs) is None:
             steps = (_computed_step(a, b, runs)[0],)
     return Kept(s, tuple(new), steps)
@@ -503,7 +337,6 @@ def keep_missing(store, *, limit: int = 1000) -> list[int]:
 
 __all__ = [
     "SUMMARY_SCHEMA",
-    "StoredAnalysis",
     "Summary",
     "analysis_view",
     "keep",

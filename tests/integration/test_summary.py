@@ -111,6 +111,26 @@ def test_a_store_from_before_summaries_gives_the_same_pages(lab, tmp_path, monke
     assert json.dumps(again[0]) == json.dumps(history) and again[1].html == campaign.html
 
 
+def test_a_kept_analysis_is_read_as_the_analysis_it_was(lab):
+    """A summary keeps the analysis' own records (`KeptAnalysis`): compare, the history's points and its steps
+    read the same cells and A/A controls from a summary read back as from the analysis computed now."""
+    from boardlab.analysis.compare import compare_campaigns
+    from boardlab.analysis.core import analyze
+    from boardlab.analysis.history import step_pair
+
+    with Store.open(lab, create=False) as store:
+        a, b = (int(c["id"]) for c in store.campaigns()[SLOW - 2 : SLOW])
+        live = analyze(store, a), analyze(store, b)
+        kept = summary.compute(store, a).view(), summary.compute(store, b).view()
+    for now, back in zip(live, kept, strict=True):
+        assert back.cells == now.cells and back.aa_controls == now.aa_controls
+        assert (back.campaign_id, back.name, back.board_label) == (now.campaign_id, now.name, now.board_label)
+    assert json.dumps(compare_campaigns(*kept), default=str) == json.dumps(
+        compare_campaigns(*live), default=str
+    )
+    assert json.dumps(step_pair(*kept)[0]) == json.dumps(step_pair(*live)[0])
+
+
 def _scans_of_runs(conn: sqlite3.Connection, sql: str) -> list[str]:
     """The plan lines of `sql` that scan the runs table (under its name or an alias), not search it."""
     aliases = {"runs", *re.findall(r"\bruns\s+(?:AS\s+)?(?!WHERE|JOIN|ORDER|ON|GROUP|LIMIT)(\w+)", sql, re.I)}
@@ -219,7 +239,7 @@ def test_run_and_ingest_store_the_summary_of_a_real_campaign(tmp_path):
         (cid,) = [int(c["id"]) for c in store.campaigns()]
         got = summary.stored(store, cid)
         assert got is not None and got.runs_stored == 3
-        assert summary.view_from_doc(json.loads(got.cells_json)).cells[0].values == cell.values
+        assert got.view().cells[0].values == cell.values
 
 
 def _verdict_words(markdown: str) -> list[str]:

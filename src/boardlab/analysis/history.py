@@ -15,10 +15,14 @@ family, as every report's comparisons are. A slowdown there is a regression, a s
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from boardlab.analysis import document as doc
 from boardlab.analysis.compare import DECISION_WORDS, RATIO_WORDS, _interval, _key, finish_rows, pair_rows
 from boardlab.model.campaign import CommitIdentity
+
+if TYPE_CHECKING:
+    from boardlab.analysis.records import CampaignView, CellAnalysis
 
 HISTORY_SCHEMA = (
     3  # 2: campaigns by arrival, clock_went_back, cells keyed by metric; 3: each campaign's commit
@@ -125,7 +129,7 @@ def clock_went_back(row, prev_row) -> str | None:
     )
 
 
-def _point(cell) -> dict:
+def _point(cell: CellAnalysis) -> dict:
     s = cell.summary
     median = s.median if s else (cell.values[0] if len(cell.values) == 1 else None)
     return {
@@ -136,12 +140,12 @@ def _point(cell) -> dict:
     }
 
 
-def step_seed(b) -> int:
+def step_seed(b: CampaignView) -> int:
     """The seed of a step's comparisons: the later campaign's, so a step is the same in every history."""
     return 1000 * b.campaign_id
 
 
-def step_pair(a, b) -> tuple[list, list, list]:
+def step_pair(a: CampaignView, b: CampaignView) -> tuple[list, list, list]:
     """Campaign b against the campaign a before it (`compare.pair_rows`), not yet corrected."""
     # a step is computed once (and stored: summary.step) for every history it enters, so the draws of its
     # permutation p-values are set for a history of DEFAULT_LAST campaigns of these cells

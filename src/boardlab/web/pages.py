@@ -212,7 +212,7 @@ def version(store, campaign_id: int) -> tuple:
 
 
 def analyzed(store, campaign_id: int, background=None):
-    """What compare and history read of a campaign (`summary.StoredAnalysis`): from its stored summary, or
+    """What compare and history read of a campaign (`analysis.records.KeptAnalysis`): from its stored summary, or
     computed from its runs when that is missing or stale (in serve's worker process with `background`, which
     raises Computing until it is ready); kept while its runs and status are unchanged."""
     import boardlab.summary as summary
