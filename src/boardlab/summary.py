@@ -25,8 +25,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import itertools
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -265,6 +266,12 @@ def step(store, a: KeptAnalysis, b: KeptAnalysis) -> tuple[list, list, list]:
         return got
     row, comps, slots = _computed_step(a, b, runs)
     return json.loads(row.rows_json), comps, slots
+
+
+def steps(store, views: Sequence[KeptAnalysis]) -> list[tuple[list, list, list]]:
+    """The steps between one board's consecutive campaigns (`step`: stored, or computed now), as
+    `analysis.history.build_history` takes them."""
+    return [step(store, a, b) for a, b in itertools.pairwise(views)]
 
 
 # ---- keeping them ---------------------------------------------------------------------------------------------
