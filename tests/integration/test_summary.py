@@ -324,3 +324,26 @@ def test_a_damaged_stored_summary_is_computed_again_not_an_error(lab):
                                        status=good.status, cells_json=cells, document_json=document or "")  # fmt: skip
             assert summary.stored(store, ids[0], with_document=True) is None
             assert summary.summary_of(store, ids[0], with_document=True).cells_json == good.cells_json
+
+
+def test_a_summary_of_the_former_layout_is_computed_again_and_its_tally_still_listed(lab):
+    """A summary stored by a boardlab of STORE_SCHEMA 11 and SUMMARY_SCHEMA 3 (cells as StoredCell's fields) is
+    never read as this layout: even under this build's fingerprint it does not read back, so it is computed
+    again; the lists of campaigns, which read its verdict tally whatever its layout, still show it."""
+    ids = _keep_all(lab)
+    with Store.open(lab) as store:
+        good = summary.stored(store, ids[0], with_document=True)
+        tally = json.loads(good.cells_json)["verdicts"]
+        cell = {"workload": "noop", "params": {}, "condition": "baseline", "metric": "ops", "unit": "ops/s",
+                "higher_is_better": True, "summary": None, "summary_reason": "one run", "values": [1.0],
+                "freq_khz": [None], "max_temp_mc": [None], "throttled": [None], "threshold": 0.02,
+                "tail_threshold": 0.1, "thresholds_derived": False}  # fmt: skip
+        former = {"schema": 3, "campaign": {"campaign_id": ids[0], "name": "nightly"}, "cells": [cell],
+                  "aa_controls": [], "verdicts": tally}  # fmt: skip
+        store.put_campaign_summary(ids[0], schema=summary.code_fingerprint(), runs_stored=good.runs_stored,
+                                   status=good.status, cells_json=json.dumps(former),
+                                   document_json=good.document_json or "")  # fmt: skip
+        assert summary.stored(store, ids[0]) is None
+        assert summary.summary_of(store, ids[0]).cells_json == good.cells_json  # computed again from the runs
+        assert summary.stored_tally(store, ids[0]) == tally
+        assert summary.listed_tally(store, ids[0])[0] == tally
