@@ -317,13 +317,13 @@ def to_keep(store, campaign_id: int, held: Mapping[int, Summary] | None = None) 
 
     s = summary(campaign_id)
     before = store.previous_campaign(campaign_id)
-    steps: tuple[StepRow, ...] = ()
+    new_steps: tuple[StepRow, ...] = ()
     if before is not None:
         a, b = summary(before).view(), s.view()
         runs = (a.runs_stored, b.runs_stored)  # current: read fresh, or computed, in this snapshot
         if _stored_step(store, a, b, runs) is None:
-            steps = (_computed_step(a, b, runs)[0],)
-    return Kept(s, tuple(new), steps)
+            new_steps = (_computed_step(a, b, runs)[0],)
+    return Kept(s, tuple(new), new_steps)
 
 
 def keep(store, campaign_id: int) -> Summary:

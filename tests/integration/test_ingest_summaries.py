@@ -194,3 +194,17 @@ def test_a_summaries_process_that_died_is_said_and_the_ingest_goes_on(tmp_path):
         behind.finish(store)
     assert len(warnings) == 1 and "campaign 1" in warnings[0] and "process ended" in warnings[0], warnings
     behind.close()
+
+
+def test_a_worker_that_cannot_start_is_said_and_a_thread_computes_the_summaries(tmp_path, monkeypatch):
+    board = make_history_db(tmp_path / "board.db", campaigns=2)
+
+    def no_worker(self) -> None:
+        raise OSError("too many open files (injected by the test)")
+
+    monkeypatch.setattr(summary.KeepBehind, "_start_pool", no_worker)
+    warnings: list[str] = []
+    lab = tmp_path / "lab.db"
+    (result,) = _ingest_with_summaries([board], str(lab), warnings, process=True)
+    assert len(warnings) == 1 and "in a thread (too many open files" in warnings[0], warnings
+    _check_summaries(lab, list(result.campaign_ids))
