@@ -8,11 +8,11 @@ with a clock around each part, to say which part to work on:
   SQLite store, and its migration check);
 - copy: the bulk copy of the new runs, one transaction per file (store/ingest.py `_ingest`);
 - summaries: each campaign's summary (boardlab.summary.KeepBehind: the analysis, the report's document and its
-  HTML, the history step), computed beside the next file's copy: in a child process of its own on more than
-  one core (`_ChildKeeper`), whose CPU is counted there (the bench runs that child with clocks around the same
-  parts, which it writes to a file when it exits), else in a thread of this process; of it, the analysis
-  (`analyze`), the history step against the board's previous campaign of the plan (`summary.step`: none in a
-  new store) and the rest; and the summaries' process's whole CPU time (its start and imports included);
+  HTML, the history step), computed beside the next file's copy: in a worker process on more than one core,
+  whose CPU is counted there (the bench gives the worker its task with clocks around the same parts, written
+  to a file after each task), else in a thread of this process; of it, the analysis (`analyze`), the history
+  step against the board's previous campaign of the plan (none in a new store) and the rest; and the
+  summaries' process's whole CPU time (its start and imports included);
 - the ingest's wall time and runs per second, and the process's CPU time (the summaries' process apart); into
   PostgreSQL also the server's
   (its processes' CPU time from /proc: the postmaster's own and its exited children's, and its live
@@ -44,32 +44,36 @@ from bench_scale import board_files, build_campaign, server_cpu_s  # noqa: E402
 
 PARTS = ("verify", "open", "copy", "summaries", "  analysis", "  history step", "  the rest")
 
-# The summaries' child process (boardlab.summary._CHILD_CODE) with the same clocks as `Clocks`: the CPU of
-# `keep` and of `analyze` there, and the process's, written as JSON to the file named by CLOCKS_ENV at its end.
+# Each summary's task (boardlab.summary's `_kept`, in KeepBehind's worker process or its thread) with the same
+# clocks as `Clocks`: the CPU of the task, of `analyze` and of the history step in it, and its process's CPU so
+# far, a JSON line per task appended to the file named by CLOCKS_ENV (inherited by the worker).
 CLOCKS_ENV = "BOARDLAB_BENCH_CHILD_CLOCKS"
-_CLOCKED_CHILD = """import json, os, time
-from boardlab import summary
-from boardlab.analysis import core
-clocks = {"summaries": 0.0, "  analysis": 0.0, "  history step": 0.0}
-walls = dict.fromkeys(clocks, 0.0)
-def wrap(part, fn):
-    def timed(*args, **kw):
-        t0, w0 = time.thread_time(), time.perf_counter()
-        try:
-            return fn(*args, **kw)
-        finally:
-            clocks[part] += time.thread_time() - t0
-            walls[part] += time.perf_counter() - w0
-    return timed
-summary.keep = wrap("summaries", summary.keep)
-core.analyze = wrap("  analysis", core.analyze)
-summary.step = wrap("  history step", summary.step)
-try:
-    summary._child()
-finally:
-    with open(os.environ["CLOCKS_ENV"], "a") as f:  # a line per process that ran summaries
-        f.write(json.dumps({"cpu": clocks, "wall": walls, "process": time.process_time()}) + "\\n")
-""".replace("CLOCKS_ENV", CLOCKS_ENV)
+CHILD_PARTS = ("summaries", "  analysis", "  history step")
+
+
+def _clocked_kept(db: str, campaign_id: int, held: dict):
+    """`summary._kept` with its clocks, found by the worker as this module's (multiprocessing's spawn gives it
+    this process's sys.path)."""
+    from boardlab import summary
+    from boardlab.analysis import core
+    from boardlab.store import Store
+
+    clocks = Clocks()
+    saved = core.analyze, summary._computed_step
+    core.analyze = clocks.wrap("  analysis", core.analyze)
+    summary._computed_step = clocks.wrap("  history step", summary._computed_step)
+
+    def kept():
+        with Store.open(db, create=False, verify=False) as store, store.snapshot():
+            return summary.to_keep(store, campaign_id, held)
+
+    try:
+        return clocks.wrap("summaries", kept)()
+    finally:
+        core.analyze, summary._computed_step = saved
+        line = {"pid": os.getpid(), "cpu": clocks.cpu, "wall": clocks.wall, "process": time.process_time()}
+        with open(os.environ[CLOCKS_ENV], "a") as f:
+            f.write(json.dumps(line) + "\n")
 
 
 class Clocks:
@@ -97,29 +101,18 @@ class Clocks:
 def ingest_once(files: list[Path], db: str, server_pid: int | None = None) -> dict:
     """One ingest of `files` into `db` with the CLI's summaries, its parts clocked."""
     from boardlab import summary
-    from boardlab.analysis import core
     from boardlab.store import ingest
     from boardlab.store.db import Store
 
     clocks = Clocks()
     child_clocks = Path(tempfile.mkstemp(prefix="boardlab-child-clocks-")[1])
-    os.environ[CLOCKS_ENV] = str(child_clocks)  # the child's environment is this process's
-    saved = (
-        ingest.verify_source,
-        ingest._ingest,
-        summary.keep,
-        core.analyze,
-        summary._CHILD_CODE,
-        summary.step,
-    )
+    os.environ[CLOCKS_ENV] = str(child_clocks)  # the worker's environment is this process's
+    saved = (ingest.verify_source, ingest._ingest, summary._kept)
     open_writer = Store.__dict__["_open_writer"]
     Store._open_writer = classmethod(clocks.wrap("open", open_writer.__func__))  # type: ignore[method-assign]
-    summary._CHILD_CODE = _CLOCKED_CHILD
-    summary.step = clocks.wrap("  history step", summary.step)
+    summary._kept = _clocked_kept  # type: ignore[assignment]
     ingest.verify_source = clocks.wrap("verify", ingest.verify_source)
     ingest._ingest = clocks.wrap("copy", ingest._ingest)
-    summary.keep = clocks.wrap("summaries", summary.keep)
-    core.analyze = clocks.wrap("  analysis", core.analyze)
     behind: list = []
 
     def then(store, result) -> None:
@@ -136,29 +129,23 @@ def ingest_once(files: list[Path], db: str, server_pid: int | None = None) -> di
         time.sleep(0.2)  # the last backend's exit, for its CPU to reach its parent's account
         server = server_cpu_s(server_pid) - server0
     finally:
-        (
-            ingest.verify_source,
-            ingest._ingest,
-            summary.keep,
-            core.analyze,
-            summary._CHILD_CODE,
-            summary.step,
-        ) = saved
+        ingest.verify_source, ingest._ingest, summary._kept = saved
         Store._open_writer = open_writer  # type: ignore[method-assign]
         del os.environ[CLOCKS_ENV]
-    # the child's clocks: written when it exited (finish waits for it); empty when the summaries ran here
+    # the tasks' clocks, a line each (finish waited for the worker); the worker's process CPU is its last line's
     text = child_clocks.read_text()
     child_clocks.unlink()
-    children = [json.loads(line) for line in text.splitlines()]
-    for child in children:
-        for part in ("summaries", "  analysis", "  history step"):
-            clocks.cpu[part] += child["cpu"][part]
-            clocks.wall[part] += child["wall"][part]
+    tasks = [json.loads(line) for line in text.splitlines()]
+    for task in tasks:
+        for part in CHILD_PARTS:
+            clocks.cpu[part] += task["cpu"][part]
+            clocks.wall[part] += task["wall"][part]
+    children = {t["pid"]: t["process"] for t in tasks if t["pid"] != os.getpid()}  # the last line per pid
     runs = sum(r.runs_added for r in results)
     for kind in (clocks.cpu, clocks.wall):
         kind["  the rest"] = kind["summaries"] - kind["  analysis"] - kind["  history step"]
     return {"runs": runs, "wall_s": wall, "cpu_s": cpu, "server_cpu_s": server, "runs_per_s": runs / wall,
-            "child_cpu_s": sum(c["process"] for c in children), "children": len(children), **clocks.cpu,
+            "child_cpu_s": sum(children.values()), "children": len(children), **clocks.cpu,
             **{f"{part} wall": s for part, s in clocks.wall.items()}}  # fmt: skip
 
 

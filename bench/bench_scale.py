@@ -12,7 +12,7 @@ ingested by `boardlab ingest` (summaries included), so it holds earlier campaign
 ten boards, as a lab's store of nightly campaigns does.
 Then each command below runs as its own process (`python -m boardlab ...`), its wall time, its CPU time and its
 peak RSS measured from wait4 of that process. wait4's usage counts the process and every descendant it waited
-for: the summaries' child process of an ingest (boardlab.summary `_ChildKeeper`, waited for at its end) is in
+for: the summaries' worker process of an ingest (boardlab.summary `KeepBehind`, waited for at its end) is in
 the CPU time; into PostgreSQL the server's processes' CPU (/proc: the postmaster's own and its exited and live
 children's) is added, and shown apart:
 - report md and report html of the N-run campaign; export csv and export parquet of it;

@@ -2,24 +2,22 @@
 from its runs and kept in the store (table campaign_summaries), so that a page of a store of millions of runs
 reads one row instead of analysing a campaign.
 
-What a summary holds:
-- per cell: its identity, n, median and the median's 95% CI (the history's points), and the valid runs'
-  values with their confounders (frequency, temperature, throttling): what the verdict machinery
-  (`compare.pair_rows`) compares between two campaigns, so a history's steps and a comparison are judged
-  exactly as from the analysis;
-- the A/A control of each reference cell (its verdict, and the remedy when it failed);
-- the campaign report's document as JSON (`plain`), which `boardlab serve` renders through the same escaping
-  renderer as `boardlab report` (`document.from_plain`); no rendered HTML is kept or served.
+What a summary holds (cells_json and document_json, both written by the record codec of `model.records`):
+- what compare and the history read of the campaign's analysis (`analysis.records.KeptAnalysis`, a
+  `CampaignView` as the live `CampaignAnalysis` is): its identity, its cells as the analysis made them (every
+  run, column by column, and each cell's summary and thresholds), its A/A controls, and its verdict tally for
+  the lists of campaigns; so a history's steps and a comparison are judged by the verdict machinery
+  (`compare.pair_rows`) exactly as from the analysis, reading the same records;
+- the campaign report's document, which `boardlab serve` renders through the same escaping renderer as
+  `boardlab report` (`document.from_plain`); no rendered HTML is kept or served.
 
-When: `boardlab run` stores it when the campaign ends, `boardlab ingest` for each campaign it copies. A summary
+When: `boardlab run` stores it when the campaign ends, `boardlab ingest` for each campaign it copies (its
+`KeepBehind` computes them in a worker process while the ingest copies the next file). A summary
 is fresh while the campaign has the runs and the status it was computed at, and it was computed by this code
 (`code_fingerprint`: the layout, the verdict rules and boardlab's version); otherwise (a resumed campaign, a
 store written before summaries existed, a summary of another build, a damaged row) a reader computes it again
 from the runs, as `analyze` does, and does not write it (readers never write). So `boardlab serve` and
 `boardlab report` give the same verdicts after an upgrade that changed a rule.
-
-`view_of(analysis)` and `view_from_json(text)` give the same `StoredAnalysis`, so a page built from a stored
-summary and one built from a fresh analysis are the same page.
 """
 
 from __future__ import annotations
@@ -27,20 +25,25 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import itertools
 import json
-import math
-import typing
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
-from boardlab.model.facts import CellFacts
-from boardlab.stats.summary import Interval
-from boardlab.stats.verdict import RunEnvironment
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing.process import BaseProcess
+
+    from boardlab.analysis.records import KeptAnalysis
 
 # 2: each cell carries its thresholds (the plan entry's, or derived by name and said so), which a step
 # between two campaigns is judged by; a schema-1 summary is computed again from the runs
-SUMMARY_SCHEMA = 3  # 3: the document is stored as JSON only, rendered when read
+# 3: the document is stored as JSON only, rendered when read
+# 4: cells_json is the analysis' own records (`KeptAnalysis`, model.records): a schema-3 document (StoredCell's
+# fields) is computed again from the runs, never read as one; its "verdicts" tally, read by the lists of
+# campaigns whatever the schema, is where and what it was
+SUMMARY_SCHEMA = 4
 FIRST_SUMMARY_STORE = 8  # the store migration that added campaign_summaries
 # what decides a summary's contents: the layout here, the statistics, the analysis and its records
 CODE_PACKAGES = ("stats", "analysis", "model")
@@ -65,137 +68,6 @@ def code_fingerprint() -> int:
     for path in sources:
         h.update(path.relative_to(here).as_posix().encode() + b"\0" + path.read_bytes())
     return int.from_bytes(h.digest()[:8], "big") >> 2
-
-
-@dataclass(frozen=True)
-class StoredCellSummary:
-    n: int
-    median: float
-    median_ci: Interval | None
-
-
-@dataclass(frozen=True)
-class StoredCell:
-    workload: str
-    params: dict[str, Any]
-    condition: str
-    metric: str
-    unit: str
-    higher_is_better: bool
-    values: tuple[float, ...]  # the valid runs' values, in run order
-    confounders: tuple[list, list, list]  # their frequency, temperature and throttling
-    summary: StoredCellSummary | None
-    summary_reason: str | None
-    facts: CellFacts  # its thresholds, as the analysis judged the cell by (compare.pair_rows reads them)
-
-    def environments(self) -> list[RunEnvironment]:
-        """The confounders of the runs of `values`, as `compare.pair_rows` reads them (built on use)."""
-        return [RunEnvironment(f, t, th) for f, t, th in zip(*self.confounders, strict=True)]
-
-
-@dataclass(frozen=True)
-class StoredVerdict:
-    kind: str
-
-
-@dataclass(frozen=True)
-class StoredControlComparison:
-    verdict: StoredVerdict
-    cost_ratio: float
-    decision_ci: Interval | None
-
-
-@dataclass(frozen=True)
-class StoredControl:
-    """A reference cell's A/A control as the comparison and history read it."""
-
-    workload: str
-    params: dict[str, Any]
-    condition: str
-    n_a1: int
-    n_a2: int
-    comparison: StoredControlComparison | None
-    unstable: bool
-    remedy: str | None
-    reason: str | None
-
-
-@dataclass(frozen=True)
-class StoredAnalysis:
-    """What `compare.pair_rows`, `compare_campaigns` and the history read of a `CampaignAnalysis`."""
-
-    campaign_id: int
-    name: str
-    status: str
-    board_label: str
-    boardlab_version: str
-    started_unix_s: float
-    plan_text: str
-    cells: tuple[StoredCell, ...]
-    aa_controls: tuple[StoredControl, ...]
-    runs_stored: int = -1  # the campaign's runs when the summary was computed (-1: unknown)
-
-
-def _num(x: float | None) -> float | None:
-    return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
-
-
-def _interval_doc(ci) -> dict | None:
-    return (
-        None
-        if ci is None
-        else {"low": ci.low, "high": ci.high, "confidence": ci.confidence, "method": ci.method}
-    )
-
-
-def _interval(d: dict | None) -> Interval | None:
-    return None if d is None else Interval(d["low"], d["high"], d["confidence"], d["method"])
-
-
-def _cell_doc(c) -> dict:
-    envs = c.environments()
-    s = c.summary
-    return {
-        "workload": c.workload, "params": c.params, "condition": c.condition, "metric": c.metric,
-        "unit": c.unit, "higher_is_better": c.higher_is_better,
-        "summary": None if s is None else {"n": s.n, "median": s.median, "median_ci": _interval_doc(s.median_ci)},
-        "summary_reason": c.summary_reason,
-        "values": list(c.values),
-        "freq_khz": [e.mean_freq_khz for e in envs],
-        "max_temp_mc": [e.max_temp_mc for e in envs],
-        "throttled": [e.throttled for e in envs],
-        "threshold": c.facts.threshold, "tail_threshold": c.facts.tail_threshold,
-        "thresholds_derived": c.facts.derived,
-    }  # fmt: skip
-
-
-def _control_doc(ctl) -> dict:
-    c = ctl.comparison
-    return {
-        "workload": ctl.workload, "params": ctl.params, "condition": ctl.condition, "n_a1": ctl.n_a1,
-        "n_a2": ctl.n_a2, "unstable": ctl.unstable, "remedy": ctl.remedy, "reason": ctl.reason,
-        "comparison": None if c is None else {"verdict": c.verdict.kind, "cost_ratio": _num(c.cost_ratio),
-                                              "decision_ci": _interval_doc(c.decision_ci)},
-    }  # fmt: skip
-
-
-def cells_doc(a) -> dict:
-    """The comparable part of a summary (cells_json) of a `CampaignAnalysis` or a `StoredAnalysis`."""
-    return {
-        "schema": SUMMARY_SCHEMA,
-        "campaign": {"campaign_id": a.campaign_id, "name": a.name, "status": a.status, "board": a.board_label,
-                     "boardlab_version": a.boardlab_version, "started_unix_s": a.started_unix_s,
-                     "plan_text": a.plan_text},
-        "cells": [_cell_doc(c) for c in a.cells],
-        "aa_controls": [_control_doc(ctl) for ctl in a.aa_controls],
-        **({"verdicts": _tally(a)} if hasattr(a, "comparisons") else {}),  # a StoredAnalysis has none
-    }  # fmt: skip
-
-
-def _tally(a) -> dict:
-    from boardlab.analysis.verdicts import verdict_tally
-
-    return verdict_tally(a)
 
 
 def stored_tally(store, campaign_id: int) -> dict | None:
@@ -249,73 +121,6 @@ def listed_tally(store, campaign_id: int) -> tuple[dict | None, dict | None, str
     return tally, runs, tally_words(tally), None
 
 
-def _stored_cell(d: dict) -> StoredCell:
-    s = d["summary"]
-    return StoredCell(
-        d["workload"], d["params"], d["condition"], d["metric"], d["unit"], bool(d["higher_is_better"]),
-        tuple(d["values"]), (d["freq_khz"], d["max_temp_mc"], d["throttled"]),
-        None if s is None else StoredCellSummary(s["n"], s["median"], _interval(s["median_ci"])),
-        d["summary_reason"],
-        CellFacts(d["threshold"], d["tail_threshold"], bool(d["thresholds_derived"])),
-    )  # fmt: skip
-
-
-def _stored_control(d: dict) -> StoredControl:
-    c = d["comparison"]
-    comp = None
-    if c is not None:
-        cost = math.nan if c["cost_ratio"] is None else c["cost_ratio"]
-        comp = StoredControlComparison(StoredVerdict(c["verdict"]), cost, _interval(c["decision_ci"]))
-    return StoredControl(d["workload"], d["params"], d["condition"], d["n_a1"], d["n_a2"], comp,
-                         bool(d["unstable"]), d["remedy"], d["reason"])  # fmt: skip
-
-
-def view_from_doc(d: dict, runs_stored: int = -1) -> StoredAnalysis:
-    c = d["campaign"]
-    return StoredAnalysis(
-        c["campaign_id"], c["name"], c["status"], c["board"], c["boardlab_version"], c["started_unix_s"],
-        c["plan_text"], tuple(_stored_cell(x) for x in d["cells"]),
-        tuple(_stored_control(x) for x in d["aa_controls"]), runs_stored,
-    )  # fmt: skip
-
-
-def view_of(analysis) -> StoredAnalysis:
-    """A `CampaignAnalysis` as its summary would read back (a round trip through JSON: the same floats)."""
-    return view_from_doc(json.loads(json.dumps(cells_doc(analysis))))
-
-
-def plain(value):
-    """A document as JSON-safe data: records as objects, tuple keys as text, sets as sorted lists, a
-    non-finite number as null."""
-    kind: Any = type(value)  # a class is hashable: the record names are cached per class
-    if kind is str or kind is int or kind is bool or value is None:  # most of a document: checked first
-        return value
-    if kind is float:
-        return value if math.isfinite(value) else None
-    if kind is list or kind is tuple:
-        return [plain(v) for v in value]
-    names = _record_names(kind)
-    if names is not None:
-        return {"type": kind.__name__, **{name: plain(getattr(value, name)) for name in names}}
-    if isinstance(value, dict):
-        return {(k if isinstance(k, str) else json.dumps(plain(k))): plain(v) for k, v in value.items()}
-    if isinstance(value, frozenset | set):
-        return sorted(plain(v) for v in value)
-    if isinstance(value, Sequence) and not isinstance(value, str | bytes):  # tuples, lists, arrays, Points
-        return [plain(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return str(value)
-
-
-@functools.cache
-def _record_names(kind: Any) -> tuple[str, ...] | None:
-    """The field names of a record class, None for any other type (asked once per class)."""
-    return tuple(f.name for f in dataclasses.fields(kind)) if dataclasses.is_dataclass(kind) else None
-
-
 @dataclass(frozen=True)
 class Summary:
     """A campaign's summary, stored or just computed."""
@@ -327,21 +132,28 @@ class Summary:
     document_json: str | None  # None when read without the document
     stored: bool  # read from the store (False: computed now from the runs)
 
-    def view(self) -> StoredAnalysis:
-        return view_from_doc(json.loads(self.cells_json), self.runs_stored)
+    def view(self) -> KeptAnalysis:
+        """What compare and history read of the campaign: its analysis as the summary keeps it."""
+        from boardlab.analysis.records import KeptAnalysis
+        from boardlab.model.records import from_plain
+
+        return from_plain(KeptAnalysis, json.loads(self.cells_json))
 
 
 def compute(store, campaign_id: int) -> Summary:
     """The summary from the campaign's runs (the analysis and the report's document)."""
     from boardlab.analysis.core import analyze
     from boardlab.analysis.sections import build_document
+    from boardlab.analysis.verdicts import verdict_tally
+    from boardlab.model.records import to_plain
 
     runs = store.count_runs(campaign_id)
     analysis = analyze(store, campaign_id)
     document = build_document(analysis, None)
+    kept = analysis.kept(runs, verdict_tally(analysis))
     return Summary(
-        campaign_id, runs, analysis.status, json.dumps(cells_doc(analysis), allow_nan=False),
-        json.dumps(plain(document), allow_nan=False), stored=False,
+        campaign_id, runs, analysis.status, json.dumps(to_plain(kept), allow_nan=False),
+        json.dumps(to_plain(document), allow_nan=False), stored=False,
     )  # fmt: skip
 
 
@@ -354,6 +166,12 @@ def document_of(s: Summary):
     return from_plain(json.loads(s.document_json))
 
 
+def _current(store, s: Summary) -> bool:
+    """Whether a summary was computed at the campaign's status and run count as stored now."""
+    row = store.campaign(s.campaign_id)
+    return s.status == row["status"] and s.runs_stored == store.count_runs(s.campaign_id)
+
+
 def stored(store, campaign_id: int, *, with_document: bool = False) -> Summary | None:
     """The campaign's stored summary if it is fresh (same runs, same status, computed by this code) and reads
     back, else None: a damaged row is a cache to compute again, not an error of the campaign."""
@@ -362,15 +180,11 @@ def stored(store, campaign_id: int, *, with_document: bool = False) -> Summary |
     row = store.campaign_summary(campaign_id, with_document=with_document)
     if row is None or row["schema"] != code_fingerprint():
         return None
-    if row["status"] != store.campaign(campaign_id)["status"] or row["runs_stored"] != store.count_runs(
-        campaign_id
-    ):
-        return None
     s = Summary(
         campaign_id, row["runs_stored"], row["status"], row["cells_json"],
         row["document_json"] if with_document else None, stored=True,
     )  # fmt: skip
-    return s if _reads_back(s) else None
+    return s if _current(store, s) and _reads_back(s) else None
 
 
 def _reads_back(s: Summary) -> bool:
@@ -391,93 +205,133 @@ def summary_of(store, campaign_id: int, *, with_document: bool = False) -> Summa
     return got if got is not None else compute(store, campaign_id)
 
 
-def analysis_view(store, campaign_id: int) -> StoredAnalysis:
+def analysis_view(store, campaign_id: int) -> KeptAnalysis:
     """What history and compare read of a campaign, from its summary (stored or computed now)."""
     return summary_of(store, campaign_id).view()
-
-
-def _keep_one(store, campaign_id: int) -> Summary:
-    got = stored(store, campaign_id)
-    if got is not None:
-        return got
-    s = compute(store, campaign_id)
-    store.put_campaign_summary(
-        campaign_id, schema=code_fingerprint(), runs_stored=s.runs_stored, status=s.status,
-        cells_json=s.cells_json, document_json=s.document_json or "",
-    )  # fmt: skip
-    return s
-
-
-def keep(store, campaign_id: int) -> Summary:
-    """Computes and stores the campaign's summary unless a fresh one is stored, and its history step from the
-    campaign of its plan and board before it (a writer's store)."""
-    s = _keep_one(store, campaign_id)
-    before = store.previous_campaign(campaign_id)
-    if before is not None:
-        step(store, _keep_one(store, before).view(), s.view(), write=True)
-    return s
 
 
 # ---- a history's steps ----------------------------------------------------------------------------------------
 
 
-@functools.cache
-def _record_fields(cls) -> tuple[tuple[str, type | None], ...]:
-    """(field name, the record type it may hold or None) of a frozen record class (type hints are slow)."""
-    hints = typing.get_type_hints(cls)
-    out: list[tuple[str, type | None]] = []
-    for f in dataclasses.fields(cls):
-        kinds = [k for k in (hints[f.name], *typing.get_args(hints[f.name])) if isinstance(k, type)]
-        records = [k for k in kinds if dataclasses.is_dataclass(k)]
-        out.append((f.name, records[0] if records else None))
-    return tuple(out)
+@dataclass(frozen=True)
+class StepRow:
+    """A history step as the store keeps it (`put_step_summary`): campaign `to_id` against `from_id`."""
 
-
-def _revive(cls, data):
-    """A frozen record of `cls` (Comparison and the records in it) from its `dataclasses.asdict` JSON."""
-    out = {}
-    for name, kind in _record_fields(cls):
-        value = data[name]
-        if isinstance(value, dict) and kind is not None:
-            value = _revive(kind, value)
-        elif isinstance(value, list):
-            value = tuple(tuple(v) if isinstance(v, list) else v for v in value)
-        out[name] = value
-    return cls(**out)
+    from_id: int
+    to_id: int
+    runs_from: int  # the campaigns' runs when it was computed: a step of other counts is computed again
+    runs_to: int
+    rows_json: str
+    comparisons_json: str
 
 
 def _step_from_row(row) -> tuple[list, list, list]:
+    from boardlab.model.records import from_plain
     from boardlab.stats.compare import Comparison
 
     rows = json.loads(row["rows_json"])
     comps = json.loads(row["comparisons_json"])
-    return rows, [_revive(Comparison, c) for c in comps["comparisons"]], comps["slots"]
+    return rows, from_plain(list[Comparison], comps["comparisons"]), comps["slots"]
 
 
-def step(store, a: StoredAnalysis, b: StoredAnalysis, *, write: bool = False) -> tuple[list, list, list]:
-    """Campaign b against the campaign a before it: `compare.pair_rows`' (rows, comparisons, slots), not yet
-    corrected. Read from the store when stored for these run counts; else computed (and stored when `write`)."""
+def _stored_step(store, a: KeptAnalysis, b: KeptAnalysis, runs: tuple[int, int]) -> tuple | None:
+    """The step stored for these campaigns at these run counts by this code, or None."""
+    if store.schema_version() < FIRST_SUMMARY_STORE:
+        return None
+    row = store.step_summary(a.campaign_id, b.campaign_id)
+    if row is None or row["schema"] != code_fingerprint() or (row["runs_from"], row["runs_to"]) != runs:
+        return None
+    with contextlib.suppress(ValueError, TypeError, KeyError):  # a damaged row: computed again
+        return _step_from_row(row)
+    return None
+
+
+def _computed_step(a: KeptAnalysis, b: KeptAnalysis, runs: tuple[int, int]) -> tuple[StepRow, list, list]:
+    """The step computed now: its row to store, and its comparisons and slots as computed."""
     from boardlab.analysis.history import step_pair
+    from boardlab.model.records import to_plain
 
-    # a view's run count is current (it is read fresh, or computed, in this snapshot); else count them
-    runs_a = a.runs_stored if a.runs_stored >= 0 else store.count_runs(a.campaign_id)
-    runs_b = b.runs_stored if b.runs_stored >= 0 else store.count_runs(b.campaign_id)
-    if store.schema_version() >= FIRST_SUMMARY_STORE:
-        row = store.step_summary(a.campaign_id, b.campaign_id)
-        if (
-            row is not None
-            and row["schema"] == code_fingerprint()
-            and (row["runs_from"], row["runs_to"]) == (runs_a, runs_b)
-        ):
-            with contextlib.suppress(ValueError, TypeError, KeyError):  # a damaged row: computed again
-                return _step_from_row(row)
     rows, comps, slots = step_pair(a, b)
-    rows_json = json.dumps(rows)
-    comps_json = json.dumps({"comparisons": [dataclasses.asdict(c) for c in comps], "slots": slots})
-    if write:
-        store.put_step_summary(a.campaign_id, b.campaign_id, schema=code_fingerprint(), runs_from=runs_a,
-                               runs_to=runs_b, rows_json=rows_json, comparisons_json=comps_json)  # fmt: skip
-    return json.loads(rows_json), comps, slots
+    comps_json = json.dumps({"comparisons": to_plain(comps), "slots": slots}, allow_nan=False)
+    return StepRow(a.campaign_id, b.campaign_id, *runs, json.dumps(rows), comps_json), comps, slots
+
+
+def step(store, a: KeptAnalysis, b: KeptAnalysis) -> tuple[list, list, list]:
+    """Campaign b against the campaign a before it: `compare.pair_rows`' (rows, comparisons, slots), not yet
+    corrected. Read from the store when stored for these run counts, else computed (a reader does not write
+    it: `keep` does)."""
+    runs = (a.runs_stored, b.runs_stored)  # current: read fresh, or computed, in this snapshot
+    got = _stored_step(store, a, b, runs)
+    if got is not None:
+        return got
+    row, comps, slots = _computed_step(a, b, runs)
+    return json.loads(row.rows_json), comps, slots
+
+
+def steps(store, views: Sequence[KeptAnalysis]) -> list[tuple[list, list, list]]:
+    """The steps between one board's consecutive campaigns (`step`: stored, or computed now), as
+    `analysis.history.build_history` takes them."""
+    return [step(store, a, b) for a, b in itertools.pairwise(views)]
+
+
+# ---- keeping them ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Kept:
+    """What keeping one campaign's summary writes: the summaries computed now (its own, and that of the
+    campaign before it when none was fresh) and the step between the two when none was stored. Plain data:
+    computed on any connection (a worker process's reader too) and written by the writer (`write`)."""
+
+    summary: Summary  # the campaign's, stored or computed now
+    summaries: tuple[Summary, ...]  # to write
+    steps: tuple[StepRow, ...]  # to write
+
+    def write(self, store) -> None:
+        schema = code_fingerprint()
+        for s in self.summaries:
+            store.put_campaign_summary(
+                s.campaign_id, schema=schema, runs_stored=s.runs_stored, status=s.status,
+                cells_json=s.cells_json, document_json=s.document_json or "",
+            )  # fmt: skip
+        for r in self.steps:
+            store.put_step_summary(r.from_id, r.to_id, schema=schema, runs_from=r.runs_from, runs_to=r.runs_to,
+                                   rows_json=r.rows_json, comparisons_json=r.comparisons_json)  # fmt: skip
+
+
+def to_keep(store, campaign_id: int, held: Mapping[int, Summary] | None = None) -> Kept:
+    """What `keep` writes for the campaign: its summary and its history step from the campaign of its plan and
+    board before it, each unless stored fresh. `held`: summaries this keeper computed before and the writer
+    has not written yet, read as stored ones (a campaign after its predecessor in one ingest)."""
+    new: list[Summary] = []
+
+    def summary(cid: int) -> Summary:
+        got = (held or {}).get(cid)
+        if got is not None and _current(store, got):
+            return got
+        got = stored(store, cid)
+        if got is None:
+            got = compute(store, cid)
+            new.append(got)
+        return got
+
+    s = summary(campaign_id)
+    before = store.previous_campaign(campaign_id)
+    new_steps: tuple[StepRow, ...] = ()
+    if before is not None:
+        a, b = summary(before).view(), s.view()
+        runs = (a.runs_stored, b.runs_stored)  # current: read fresh, or computed, in this snapshot
+        if _stored_step(store, a, b, runs) is None:
+            new_steps = (_computed_step(a, b, runs)[0],)
+    return Kept(s, tuple(new), new_steps)
+
+
+def keep(store, campaign_id: int) -> Summary:
+    """Computes and stores the campaign's summary unless a fresh one is stored, and its history step from the
+    campaign of its plan and board before it (a writer's store)."""
+    kept = to_keep(store, campaign_id)
+    kept.write(store)
+    return kept.summary
 
 
 def keep_missing(store, *, limit: int = 1000) -> list[int]:
@@ -490,7 +344,6 @@ def keep_missing(store, *, limit: int = 1000) -> list[int]:
 
 __all__ = [
     "SUMMARY_SCHEMA",
-    "StoredAnalysis",
     "Summary",
     "analysis_view",
     "keep",
@@ -499,40 +352,13 @@ __all__ = [
 ]
 
 
-class _Deferred:
-    """A reader's store whose summary writes are held for a writer to make (`KeepBehind`): what it holds
-    reads back as stored, so a campaign after it in the same ingest finds its summary (a history step)."""
+def _kept(db: str, campaign_id: int, held: dict[int, Summary]) -> Kept:
+    """`to_keep` on a reader's connection of its own, in one snapshot: a `KeepBehind`'s task, run in its
+    worker process (or its thread)."""
+    from boardlab.store import Store
 
-    def __init__(self, store):
-        self._store = store
-        self.writes: list[tuple[str, tuple, dict]] = []
-        self._summaries: dict[int, dict] = {}
-        self._steps: dict[tuple[int, int], dict] = {}
-
-    def __getattr__(self, name: str):
-        return getattr(self._store, name)
-
-    def put_campaign_summary(self, campaign_id: int, **row) -> None:
-        self.writes.append(("put_campaign_summary", (campaign_id,), row))
-        self._summaries[campaign_id] = {"campaign_id": campaign_id, **row}
-
-    def campaign_summary(self, campaign_id: int, *, with_document: bool = False):
-        if campaign_id in self._summaries:
-            return self._summaries[campaign_id]
-        return self._store.campaign_summary(campaign_id, with_document=with_document)
-
-    def put_step_summary(self, from_id: int, to_id: int, **row) -> None:
-        self.writes.append(("put_step_summary", (from_id, to_id), row))
-        self._steps[(from_id, to_id)] = row
-
-    def step_summary(self, from_id: int, to_id: int):
-        if (from_id, to_id) in self._steps:
-            return self._steps[(from_id, to_id)]
-        return self._store.step_summary(from_id, to_id)
-
-    def take(self) -> list[tuple[str, tuple, dict]]:
-        writes, self.writes = self.writes, []
-        return writes
+    with Store.open(db, create=False, verify=False) as store, store.snapshot():
+        return to_keep(store, campaign_id, held)
 
 
 class KeepBehind:
@@ -540,13 +366,16 @@ class KeepBehind:
     computed beside the writer, on a reader's connection to the same store, while the writer copies the next
     file, and written by the writer between its files and at the end (`finish`).
 
-    Where: in a process of its own when this process may run on more than one core, else in a thread. The
-    analysis is Python, and a thread of it holds Python's one lock against the writer's own Python (the rows
-    it hands to PostgreSQL's COPY): into PostgreSQL, ten files of 10^4 runs took 9.5 s with the summaries in a
-    thread against 6.8 s without them; in a process they overlap. On one core a process would only add its
-    start. The reader sees what the writer committed (SQLite's WAL, or PostgreSQL); each campaign is read in one
-    snapshot. Ctrl-C does not wait for an analysis (the thread is a daemon, the process dies with this one),
-    and a summary not written is computed by readers."""
+    Where: in a worker process (`concurrent.futures`, one worker) when this process may run on more than one
+    core, else in a thread. The analysis is Python, and a thread of it holds Python's one lock against the
+    writer's own Python (the rows it hands to PostgreSQL's COPY): into PostgreSQL, ten files of 10^4 runs took
+    9.5 s with the summaries in a thread against 6.8 s without them; in a process they overlap. On one core a
+    process would only add its start. The reader sees what the writer committed (SQLite's WAL, or
+    PostgreSQL); each campaign is read in one snapshot. A thread of this object feeds the campaigns one at a
+    time and keeps what came back until the writer wrote it (`held`), so the next campaign's step finds its
+    predecessor's summary. Ctrl-C does not wait for an analysis (the thread is a daemon, the worker is killed
+    by `close` and dies with this process however it ends), and a summary not written is computed by
+    readers."""
 
     def __init__(self, db: str, warn, *, process: bool | None = None):
         import os
@@ -555,28 +384,81 @@ class KeepBehind:
 
         if process is None:
             process = len(os.sched_getaffinity(0)) > 1
-        self._warn = warn
-        self._keeper: _LocalKeeper | _ChildKeeper = _LocalKeeper(db)
-        if process:
-            try:
-                self._keeper = _ChildKeeper(db)
-            except OSError as exc:  # no process to be had (fds, memory): a thread computes them
-                warn(f"the campaign summaries are computed beside the copy in a thread ({exc})")
+        self._db, self._warn = db, warn
+        self._pool: ProcessPoolExecutor | None = None
+        self.worker: BaseProcess | None = None  # the worker process, None in a thread
+        self._held: dict[int, Summary] = {}  # computed, not yet written (under _lock)
+        self._lock = threading.Lock()
         self._todo: queue.Queue = queue.Queue()
         self._done: queue.Queue = queue.Queue()
         self._pending = 0
-        self._thread = threading.Thread(target=self._work, name="boardlab-summaries", daemon=True)
+        started = threading.Event()
+        failed: list[Exception] = []
+        self._thread = threading.Thread(
+            target=self._work, args=(process, started, failed), name="boardlab-summaries", daemon=True
+        )
         self._thread.start()
+        started.wait()
+        if failed:  # no worker to be had (fds, memory, one that could not start): this thread computes them
+            warn(f"the campaign summaries are computed beside the copy in a thread ({failed[0]})")
 
-    def _work(self) -> None:
+    def _start_pool(self) -> None:
+        """The worker, started by this object's thread: its death signal follows the thread that started it,
+        and this one lives as long as the pool."""
+        import multiprocessing
+        import os
+        from concurrent.futures import ProcessPoolExecutor
+
+        from boardlab.platform.spawn import pool_worker_setup
+
+        # spawn, not fork: the writer has threads, and a forked child would inherit their locks
+        pool = ProcessPoolExecutor(
+            max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+            initializer=pool_worker_setup, initargs=(os.getpid(),),
+        )  # fmt: skip
+        try:
+            pool.submit(int).result()  # started now, by this thread
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        self._pool, self.worker = pool, next(iter(pool._processes.values()))
+
+    def _work(self, process: bool, started, failed: list[Exception]) -> None:
+        try:
+            if process:
+                self._start_pool()
+        except Exception as exc:  # noqa: BLE001 - said by __init__; the summaries are computed here instead
+            failed.append(exc)
+        finally:
+            started.set()
         try:
             while (cid := self._todo.get()) is not None:
                 try:
-                    self._done.put((cid, self._keeper.keep(cid), None))
+                    self._done.put((cid, self._keep(cid), None))
                 except Exception as exc:  # noqa: BLE001 - said by the writer's thread, as keep_after does
-                    self._done.put((cid, [], exc))
+                    self._done.put((cid, None, exc))
         finally:
-            self._keeper.close()
+            if self._pool is not None:
+                self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def _keep(self, cid: int) -> Kept:
+        from concurrent.futures.process import BrokenProcessPool
+
+        with self._lock:
+            held = dict(self._held)
+        if self._pool is None:
+            kept = _kept(self._db, cid, held)
+        else:
+            try:
+                kept = self._pool.submit(_kept, self._db, cid, held).result()
+            except BrokenProcessPool:  # killed (out of memory, by hand, by close): every later one says so
+                code = None if self.worker is None else self.worker.exitcode
+                raise RuntimeError(f"the summaries' process ended (exit code {code})") from None
+        with self._lock:  # without their documents: the held are read for the steps after them
+            self._held.update(
+                (s.campaign_id, dataclasses.replace(s, document_json=None)) for s in kept.summaries
+            )
+        return kept
 
     def submit(self, store, campaign_ids) -> None:
         """After a file's commit: writes the summaries ready by now and queues these campaigns'."""
@@ -586,175 +468,39 @@ class KeepBehind:
             self._todo.put(cid)
 
     def finish(self, store) -> None:
-        """Waits for the queued summaries and writes them; ends the thread, its reader closed before the
-        writer closes: the writer, the store's last connection, then checkpoints SQLite's WAL into the file
-        and removes it (a reader closing last cannot, and a copy of the .db alone would lack the ingest)."""
+        """Waits for the queued summaries and writes them; ends the thread and the worker, whose readers
+        closed before the writer closes: the writer, the store's last connection, then checkpoints SQLite's
+        WAL into the file and removes it (a reader closing last cannot, and a copy of the .db alone would
+        lack the ingest)."""
         self._todo.put(None)
         self._write(store, block=True)
         self._thread.join()
 
     def close(self) -> None:
-        """Ends the summaries' process now, done or not (an ingest that failed or was interrupted)."""
-        self._keeper.kill()
+        """Ends the summaries' worker now, done or not (an ingest that failed or was interrupted)."""
+        if self.worker is not None and self.worker.exitcode is None:
+            self.worker.kill()
+            self.worker.join()
 
     def _write(self, store, *, block: bool) -> None:
         import queue
 
         while self._pending:
             try:
-                cid, writes, exc = self._done.get(block=block)
+                cid, kept, exc = self._done.get(block=block)
             except queue.Empty:
                 return
             self._pending -= 1
             try:
                 if exc is not None:
                     raise exc
-                for method, args, row in writes:
-                    getattr(store, method)(*args, **row)
+                kept.write(store)
             except Exception as err:  # noqa: BLE001 - the runs are stored; only the shortcut is missing
                 _warn_unkept(self._warn, cid, err)
-
-
-class _LocalKeeper:
-    """A campaign's summary writes, computed here on a reader's connection (opened at the first campaign)."""
-
-    def __init__(self, db: str):
-        self._db = db
-        self._reader: _Deferred | None = None
-
-    def keep(self, cid: int) -> list[tuple[str, tuple, dict]]:
-        from boardlab.store import Store
-
-        if self._reader is None:
-            self._reader = _Deferred(Store.open(self._db, create=False, verify=False))
-        try:
-            with self._reader.snapshot():
-                keep(self._reader, cid)
-        finally:
-            writes = self._reader.take()
-        return writes
-
-    def close(self) -> None:
-        if self._reader is not None:
-            self._reader.close()
-
-    def kill(self) -> None:
-        pass  # the daemon thread is abandoned at exit
-
-
-class _ChildKeeper:
-    """The same, computed by a child process (`_child`): a campaign id goes down one pipe, its writes (or the
-    error's text) come back pickled up another. The child is in a process group of its own (Ctrl-C is this
-    process's to handle) and dies with this process (PR_SET_PDEATHSIG, platform.spawn)."""
-
-    def __init__(self, db: str):
-        import os
-        import sys
-
-        from boardlab.platform.spawn import boardlab_child_env, spawn
-
-        cmd_r, self._cmd = os.pipe()
-        self._res, res_w = os.pipe()
-        env = boardlab_child_env()  # the boardlab this one runs, whatever the directory (-P: not the cwd)
-        try:
-            self._proc = spawn(
-                [sys.executable, "-P", "-c", _CHILD_CODE, db, str(cmd_r), str(res_w)],
-                env=env, stdout=2, stderr=None, pass_fds=(cmd_r, res_w),
-            )  # fmt: skip
-        except BaseException:
-            os.close(self._cmd)
-            os.close(self._res)
-            raise
-        finally:
-            os.close(cmd_r)
-            os.close(res_w)
-
-    def keep(self, cid: int) -> list[tuple[str, tuple, dict]]:
-        import os
-
-        try:
-            os.write(self._cmd, f"{cid}\n".encode())
-            writes, error = _receive(self._res)
-        except (OSError, EOFError):
-            raise RuntimeError(f"the summaries' process ended (exit code {self._proc.poll()})") from None
-        if error is not None:
-            raise RuntimeError(error)
-        return writes
-
-    def close(self) -> None:
-        """No more campaigns: the child closes its reader and exits, waited for."""
-        import os
-
-        os.close(self._cmd)
-        self._proc.wait()
-        os.close(self._res)
-
-    def kill(self) -> None:
-        if self._proc.poll() is None:
-            self._proc.kill()
-            self._proc.wait()
-
-
-def _receive(fd: int) -> Any:
-    """One message of `_frame` from the pipe `fd` (EOFError when the writer is gone)."""
-    import os
-    import pickle
-
-    def exactly(n: int) -> bytes:
-        parts = []
-        while n:
-            part = os.read(fd, n)
-            if not part:
-                raise EOFError
-            parts.append(part)
-            n -= len(part)
-        return b"".join(parts)
-
-    return pickle.loads(exactly(int.from_bytes(exactly(8), "little")))
-
-
-def _frame(message: Any) -> bytes:
-    """`message` pickled behind its length, as `_receive` reads it."""
-    import pickle
-
-    data = pickle.dumps(message)
-    return len(data).to_bytes(8, "little") + data
-
-
-# The child's command line: a boardlab that cannot be imported there is said in one line, not a traceback.
-_CHILD_CODE = """import sys
-try:
-    from boardlab.summary import _child
-except Exception as exc:
-    sys.exit(f"boardlab: the campaign summaries' process cannot start: {exc}")
-_child()
-"""
-
-
-def _child() -> None:
-    """The summaries' process of a `_ChildKeeper`: argv is the store, the pipe of campaign ids (one per line)
-    and the pipe of results; it ends when the first pipe closes (or with its parent)."""
-    import os
-    import sys
-
-    db, commands, results = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    keeper = _LocalKeeper(db)
-    try:
-        with os.fdopen(commands, "rb") as lines:
-            for line in lines:
-                try:  # pickled here, so that a result pickle refuses is said like any other failure
-                    data = _frame((keeper.keep(int(line)), None))
-                except Exception as exc:  # noqa: BLE001 - said by the parent, as in a thread
-                    data = _frame(([], str(exc) or type(exc).__name__))
-                while data:
-                    data = data[os.write(results, data) :]
-    except BrokenPipeError:  # the parent is gone: nothing to say to
-        pass
-    finally:
-        try:
-            keeper.close()
-        except Exception:  # noqa: BLE001 - a reader's close: nothing of the ingest depends on it
-            pass
+            else:
+                with self._lock:  # committed: a reader finds them in the store now
+                    for s in kept.summaries:
+                        self._held.pop(s.campaign_id, None)
 
 
 def _warn_unkept(warn, cid: int, exc: Exception) -> None:

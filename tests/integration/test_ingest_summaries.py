@@ -133,32 +133,33 @@ def test_the_process_says_what_failed_and_ends_when_closed(tmp_path):
     lab = make_campaign_db(tmp_path / "lab.db", board="b1", n=4, with_latency=False)
     warnings: list[str] = []
     behind = summary.KeepBehind(str(lab), warnings.append, process=True)
-    pid = behind._keeper._proc.pid
+    worker = behind.worker
+    assert worker is not None and _alive(worker.pid)
     with Store.open(lab, create=False) as store:
-        behind.submit(store, [9999])  # no such campaign: its summary fails in the child
+        behind.submit(store, [9999])  # no such campaign: its summary fails in the worker
         behind.finish(store)
     assert len(warnings) == 1 and "campaign 9999" in warnings[0], warnings
-    assert behind._keeper._proc.returncode == 0  # it closed its reader and exited when told there was no more
+    assert worker.exitcode == 0  # it closed its reader and exited when told there was no more
     behind.close()
-    assert not _alive(pid)
+    assert not _alive(worker.pid)
 
 
 def test_the_process_dies_with_a_killed_ingest(tmp_path):
     lab = make_campaign_db(tmp_path / "lab.db", board="b1", n=4, with_latency=False)
-    # a `sleep` holds the pipe of campaign ids open: the child never reads its end, so only its death signal
-    # (PR_SET_PDEATHSIG) can end it when the ingest is SIGKILLed
+    # the worker is kept busy (a minute's sleep), so only its death signal (PR_SET_PDEATHSIG) can end it when
+    # the ingest is SIGKILLed
     code = (
-        "import subprocess, time\n"
+        "import time\n"
         "from boardlab.summary import KeepBehind\n"
         f"b = KeepBehind({str(lab)!r}, print, process=True)\n"
-        "s = subprocess.Popen(['sleep', '60'], pass_fds=(b._keeper._cmd,))\n"
-        "print(b._keeper._proc.pid, s.pid, flush=True)\n"
+        "b._pool.submit(time.sleep, 60)\n"
+        "print(b.worker.pid, flush=True)\n"
         "time.sleep(60)\n"
     )
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-    child = holder = 0
+    child = 0
     try:
-        child, holder = map(int, parent.stdout.readline().split())
+        child = int(parent.stdout.readline())
         assert _alive(child)
     finally:
         parent.send_signal(signal.SIGKILL)
@@ -169,8 +170,8 @@ def test_the_process_dies_with_a_killed_ingest(tmp_path):
             time.sleep(0.05)
         assert not _alive(child)
     finally:
-        if holder:
-            os.kill(holder, signal.SIGKILL)
+        if child and _alive(child):
+            os.kill(child, signal.SIGKILL)
 
 
 def _alive(pid: int) -> bool:
@@ -186,7 +187,8 @@ def test_a_summaries_process_that_died_is_said_and_the_ingest_goes_on(tmp_path):
     lab = make_campaign_db(tmp_path / "lab.db", board="b1", n=4, with_latency=False)
     warnings: list[str] = []
     behind = summary.KeepBehind(str(lab), warnings.append, process=True)
-    behind._keeper._proc.kill()  # as the kernel's OOM killer would
+    assert behind.worker is not None
+    behind.worker.kill()  # as the kernel's OOM killer would
     with Store.open(lab, create=False) as store:
         behind.submit(store, [1])
         behind.finish(store)
@@ -194,12 +196,15 @@ def test_a_summaries_process_that_died_is_said_and_the_ingest_goes_on(tmp_path):
     behind.close()
 
 
-def test_a_child_that_cannot_import_boardlab_says_so_in_one_line(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    # -S: no site-packages, so no boardlab to import (run from a directory that has none either)
-    proc = subprocess.run(
-        [sys.executable, "-S", "-P", "-c", summary._CHILD_CODE, "x.db", "0", "1"],
-        capture_output=True, text=True, env=env, cwd=tmp_path,
-    )  # fmt: skip
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert proc.stderr.startswith("boardlab: the campaign summaries' process cannot start:"), proc.stderr
+def test_a_worker_that_cannot_start_is_said_and_a_thread_computes_the_summaries(tmp_path, monkeypatch):
+    board = make_history_db(tmp_path / "board.db", campaigns=2)
+
+    def no_worker(self) -> None:
+        raise OSError("too many open files (injected by the test)")
+
+    monkeypatch.setattr(summary.KeepBehind, "_start_pool", no_worker)
+    warnings: list[str] = []
+    lab = tmp_path / "lab.db"
+    (result,) = _ingest_with_summaries([board], str(lab), warnings, process=True)
+    assert len(warnings) == 1 and "in a thread (too many open files" in warnings[0], warnings
+    _check_summaries(lab, list(result.campaign_ids))

@@ -111,6 +111,26 @@ def test_a_store_from_before_summaries_gives_the_same_pages(lab, tmp_path, monke
     assert json.dumps(again[0]) == json.dumps(history) and again[1].html == campaign.html
 
 
+def test_a_kept_analysis_is_read_as_the_analysis_it_was(lab):
+    """A summary keeps the analysis' own records (`KeptAnalysis`): compare, the history's points and its steps
+    read the same cells and A/A controls from a summary read back as from the analysis computed now."""
+    from boardlab.analysis.compare import compare_campaigns
+    from boardlab.analysis.core import analyze
+    from boardlab.analysis.history import step_pair
+
+    with Store.open(lab, create=False) as store:
+        a, b = (int(c["id"]) for c in store.campaigns()[SLOW - 2 : SLOW])
+        live = analyze(store, a), analyze(store, b)
+        kept = summary.compute(store, a).view(), summary.compute(store, b).view()
+    for now, back in zip(live, kept, strict=True):
+        assert back.cells == now.cells and back.aa_controls == now.aa_controls
+        assert (back.campaign_id, back.name, back.board_label) == (now.campaign_id, now.name, now.board_label)
+    assert json.dumps(compare_campaigns(*kept), default=str) == json.dumps(
+        compare_campaigns(*live), default=str
+    )
+    assert json.dumps(step_pair(*kept)[0]) == json.dumps(step_pair(*live)[0])
+
+
 def _scans_of_runs(conn: sqlite3.Connection, sql: str) -> list[str]:
     """The plan lines of `sql` that scan the runs table (under its name or an alias), not search it."""
     aliases = {"runs", *re.findall(r"\bruns\s+(?:AS\s+)?(?!WHERE|JOIN|ORDER|ON|GROUP|LIMIT)(\w+)", sql, re.I)}
@@ -219,7 +239,7 @@ def test_run_and_ingest_store_the_summary_of_a_real_campaign(tmp_path):
         (cid,) = [int(c["id"]) for c in store.campaigns()]
         got = summary.stored(store, cid)
         assert got is not None and got.runs_stored == 3
-        assert summary.view_from_doc(json.loads(got.cells_json)).cells[0].values == cell.values
+        assert got.view().cells[0].values == cell.values
 
 
 def _verdict_words(markdown: str) -> list[str]:
@@ -278,6 +298,7 @@ def test_a_stored_document_renders_as_the_document_it_was_in_every_format(tmp_pa
     from boardlab.analysis.core import analyze
     from boardlab.analysis.document import from_plain
     from boardlab.analysis.sections import build_document
+    from boardlab.model.records import to_plain
     from boardlab.report.render import render_document
 
     from helpers import make_campaign_db
@@ -285,7 +306,7 @@ def test_a_stored_document_renders_as_the_document_it_was_in_every_format(tmp_pa
     db = make_campaign_db(tmp_path / "c.db")  # latencies, tails, a drifting cell, an invalid and a failed run
     with Store.open(db, create=False) as store:
         document = build_document(analyze(store, store.campaigns()[-1]["id"]), None)
-    back = from_plain(json.loads(json.dumps(summary.plain(document))))
+    back = from_plain(json.loads(json.dumps(to_plain(document))))
     for fmt in ("html", "md", "text"):
         assert render_document(back, fmt) == render_document(document, fmt)
     with pytest.raises(ValueError, match="unknown type 'Script'"):
@@ -303,3 +324,26 @@ def test_a_damaged_stored_summary_is_computed_again_not_an_error(lab):
                                        status=good.status, cells_json=cells, document_json=document or "")  # fmt: skip
             assert summary.stored(store, ids[0], with_document=True) is None
             assert summary.summary_of(store, ids[0], with_document=True).cells_json == good.cells_json
+
+
+def test_a_summary_of_the_former_layout_is_computed_again_and_its_tally_still_listed(lab):
+    """A summary stored by a boardlab of STORE_SCHEMA 11 and SUMMARY_SCHEMA 3 (cells as StoredCell's fields) is
+    never read as this layout: even under this build's fingerprint it does not read back, so it is computed
+    again; the lists of campaigns, which read its verdict tally whatever its layout, still show it."""
+    ids = _keep_all(lab)
+    with Store.open(lab) as store:
+        good = summary.stored(store, ids[0], with_document=True)
+        tally = json.loads(good.cells_json)["verdicts"]
+        cell = {"workload": "noop", "params": {}, "condition": "baseline", "metric": "ops", "unit": "ops/s",
+                "higher_is_better": True, "summary": None, "summary_reason": "one run", "values": [1.0],
+                "freq_khz": [None], "max_temp_mc": [None], "throttled": [None], "threshold": 0.02,
+                "tail_threshold": 0.1, "thresholds_derived": False}  # fmt: skip
+        former = {"schema": 3, "campaign": {"campaign_id": ids[0], "name": "nightly"}, "cells": [cell],
+                  "aa_controls": [], "verdicts": tally}  # fmt: skip
+        store.put_campaign_summary(ids[0], schema=summary.code_fingerprint(), runs_stored=good.runs_stored,
+                                   status=good.status, cells_json=json.dumps(former),
+                                   document_json=good.document_json or "")  # fmt: skip
+        assert summary.stored(store, ids[0]) is None
+        assert summary.summary_of(store, ids[0]).cells_json == good.cells_json  # computed again from the runs
+        assert summary.stored_tally(store, ids[0]) == tally
+        assert summary.listed_tally(store, ids[0])[0] == tally

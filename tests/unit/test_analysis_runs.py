@@ -113,7 +113,7 @@ def test_a_typical_run_costs_under_64_bytes():
 
 
 def test_points_read_as_the_tuples_they_hold():
-    from boardlab.summary import plain
+    from boardlab.model.records import to_plain as plain
 
     pts = Points([1, 2, 3], [0.5, 0.25, 0.125])
     assert list(pts) == [(1.0, 0.5), (2.0, 0.25), (3.0, 0.125)] and len(pts) == 3 and pts[-1] == (3.0, 0.125)

@@ -528,7 +528,7 @@ def test_fuzz_store_readers_over_a_damaged_database(pristine, scratch, seed):
                 analysis = analyze(store, cid)
                 monitor_series(store, cid)
                 # the rows as history reads them (load_history adds each campaign's commit identity)
-                for rows, _ in load_history(store, analysis.name, None, analyze=lambda *_: None, last=10):
+                for rows in load_history(store, analysis.name, None, last=10):
                     for row in rows:
                         environment_facts(row)
                 boards(store)

@@ -1,15 +1,19 @@
 """Two campaigns side by side, cell by cell (two boards, or two sessions of one): the comparison document.
 
-Works on any two `CampaignAnalysis` (from one store or two): cells matched by workload, parameters and
-condition; B/A per cell with its 90% decision interval, corrected over the matched cells, and each side's
+Works on any two `CampaignView`s (`analysis.records`: a `CampaignAnalysis` computed now or the `KeptAnalysis` of a
+stored summary, from one store or two): cells matched by workload, parameters and condition; B/A per cell with its 90% decision interval, corrected over the matched cells, and each side's
 A/A control (docs/method.md "Comparing a condition with its baseline").
 """
 
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from boardlab.analysis.format import estimator_words, test_words
+
+if TYPE_CHECKING:
+    from boardlab.analysis.records import CampaignView, CellAnalysis
 
 COMPARE_SCHEMA = 2  # 2: each cell says its test, how its p was found and what its ratio is of
 RATIO_WORDS = (
@@ -23,11 +27,11 @@ DECISION_WORDS = (
 )
 
 
-def _key(cell) -> tuple[str, str, str]:
+def _key(cell: CellAnalysis) -> tuple[str, str, str]:
     return cell.workload, json.dumps(cell.params, sort_keys=True), cell.condition
 
 
-def _side(path: str, a) -> dict:
+def _side(path: str, a: CampaignView) -> dict:
     return {
         "db": path,
         "campaign_id": a.campaign_id,
@@ -43,7 +47,7 @@ def _interval(ci) -> list[float] | None:
     return None if ci is None else [ci.low, ci.high]
 
 
-def _cell_id(cell) -> dict:
+def _cell_id(cell: CellAnalysis) -> dict:
     return {
         "workload": cell.workload,
         "params": cell.params,
@@ -52,7 +56,9 @@ def _cell_id(cell) -> dict:
     }
 
 
-def pair_rows(a, b, *, seed: int = 0, family_size: int | None = None) -> tuple[list[dict], list, list[int]]:
+def pair_rows(
+    a: CampaignView, b: CampaignView, *, seed: int = 0, family_size: int | None = None
+) -> tuple[list[dict], list, list[int]]:
     """B/A for every cell of A matched in B, not yet corrected: (rows, comparisons, the row of each comparison).
 
     `finish_rows` fills the rows once the comparisons are corrected, over this pair alone (`compare_campaigns`)
@@ -154,7 +160,7 @@ def finish_rows(rows: list[dict], slots: list[int], adjusted) -> None:
         )
 
 
-def unmatched(a, b) -> dict:
+def unmatched(a: CampaignView, b: CampaignView) -> dict:
     a_keys, b_keys = {_key(c) for c in a.cells}, {_key(c) for c in b.cells}
     return {
         "a_only": [_cell_id(c) for c in a.cells if _key(c) not in b_keys],
@@ -162,7 +168,7 @@ def unmatched(a, b) -> dict:
     }
 
 
-def compare_campaigns(a, b, *, path_a: str = "A", path_b: str = "B") -> dict:
+def compare_campaigns(a: CampaignView, b: CampaignView, *, path_a: str = "A", path_b: str = "B") -> dict:
     """The comparison document: every cell of A matched in B, B/A per cell (docs/method.md "Comparing ...")."""
     from boardlab.stats import adjust, family_method
 
@@ -183,7 +189,7 @@ def compare_campaigns(a, b, *, path_a: str = "A", path_b: str = "B") -> dict:
     }
 
 
-def _aa_doc(analysis) -> list[dict]:
+def _aa_doc(analysis: CampaignView) -> list[dict]:
     out = []
     for ctl in analysis.aa_controls:
         c = ctl.comparison

@@ -11,11 +11,7 @@ are already-formatted strings (`analysis.format`), so the three formats print th
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import json
-import types
-import typing
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -265,54 +261,23 @@ def section(title: str, *blocks: Block | None, level: int = 2, anchor: str = "",
     return Section(title, tuple(b for b in blocks if b is not None), level=level, anchor=anchor, **kw)
 
 
-# ---- a document kept as JSON (boardlab.summary stores `summary.plain(document)`), read back ----------------------
+# ---- a document kept as JSON (boardlab.summary stores `model.records.to_plain(document)`), read back ----------
 
 RECORDS = (Document, Section, Prose, Items, Preformatted, Figure, Multiples, Facts, Table, Column, Box, HeatCell,
            Line, Histogram)  # fmt: skip
 
 
 def from_plain(value: Any) -> Any:
-    """A document (or any part of one) from its plain JSON (`summary.plain`: each record an object with its
-    class name under "type", sequences as lists), with the records, tuples, frozensets and integer keys its
-    fields declare: what `boardlab serve` renders a stored report from, through the same escaping renderers
-    as `boardlab report`, never from stored HTML. A "type" this model does not know raises ValueError."""
-    if isinstance(value, list):
-        return tuple(from_plain(v) for v in value)
-    if not isinstance(value, dict):
-        return value
-    if "type" not in value:  # a figure's data: `plain` wrote a tuple key (a heatmap's cell) as JSON text
-        return {_key(k): from_plain(v) for k, v in value.items()}
-    kind = _record_kinds().get(value["type"])
-    if kind is None:
-        raise ValueError(f"a stored document holds a record of unknown type {value['type']!r}")
-    hints = _record_hints(kind)
-    return kind(**{k: _typed(hints[k], from_plain(v)) for k, v in value.items() if k in hints})
+    """A document (or any part of one) from its plain JSON (`model.records.to_plain`: each record an object with
+    its class name under "type", sequences as lists), with the records, tuples, frozensets and integer keys its
+    fields declare (`model.records.from_plain`): what `boardlab serve` renders a stored report from, through the
+    same escaping renderers as `boardlab report`, never from stored HTML. A "type" that is not one of RECORDS
+    raises ValueError."""
+    from boardlab.model.records import from_plain as decode
 
-
-def _key(key: str) -> Any:
-    return tuple(from_plain(json.loads(key))) if key.startswith("[") else key
+    return decode(Any, value, _record_kinds())
 
 
 @functools.cache
 def _record_kinds() -> dict[str, type]:
     return {kind.__name__: kind for kind in RECORDS}
-
-
-@functools.cache
-def _record_hints(kind: type) -> dict[str, Any]:
-    return {f.name: typing.get_type_hints(kind)[f.name] for f in dataclasses.fields(kind)}
-
-
-def _typed(hint: Any, value: Any) -> Any:
-    """`value` as `hint` asks where JSON lost it: a frozenset, a dict with int keys (in a tuple or not)."""
-    origin = typing.get_origin(hint)
-    if origin in (types.UnionType, typing.Union):
-        return value
-    if origin is frozenset:
-        return frozenset(value)
-    if origin is dict and typing.get_args(hint)[0] is int and isinstance(value, dict):
-        return {int(k): v for k, v in value.items()}
-    if origin is tuple and isinstance(value, tuple):
-        args = typing.get_args(hint)
-        return tuple(_typed(args[0], v) for v in value) if args and args[-1] is Ellipsis else value
-    return value

@@ -14,11 +14,17 @@ family, as every report's comparisons are. A slowdown there is a regression, a s
 
 from __future__ import annotations
 
+import itertools
 import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from boardlab.analysis import document as doc
 from boardlab.analysis.compare import DECISION_WORDS, RATIO_WORDS, _interval, _key, finish_rows, pair_rows
 from boardlab.model.campaign import CommitIdentity
+
+if TYPE_CHECKING:
+    from boardlab.analysis.records import CampaignView, CellAnalysis
 
 HISTORY_SCHEMA = (
     3  # 2: campaigns by arrival, clock_went_back, cells keyed by metric; 3: each campaign's commit
@@ -125,7 +131,7 @@ def clock_went_back(row, prev_row) -> str | None:
     )
 
 
-def _point(cell) -> dict:
+def _point(cell: CellAnalysis) -> dict:
     s = cell.summary
     median = s.median if s else (cell.values[0] if len(cell.values) == 1 else None)
     return {
@@ -136,21 +142,27 @@ def _point(cell) -> dict:
     }
 
 
-def step_seed(b) -> int:
+def step_seed(b: CampaignView) -> int:
     """The seed of a step's comparisons: the later campaign's, so a step is the same in every history."""
     return 1000 * b.campaign_id
 
 
-def step_pair(a, b) -> tuple[list, list, list]:
+def step_pair(a: CampaignView, b: CampaignView) -> tuple[list, list, list]:
     """Campaign b against the campaign a before it (`compare.pair_rows`), not yet corrected."""
     # a step is computed once (and stored: summary.step) for every history it enters, so the draws of its
     # permutation p-values are set for a history of DEFAULT_LAST campaigns of these cells
     return pair_rows(a, b, seed=step_seed(b), family_size=(DEFAULT_LAST - 1) * max(1, len(a.cells)))
 
 
-def board_history(rows, analyses, step=step_pair) -> tuple[dict, list, list]:
+def steps_of(analyses: Sequence[CampaignView]) -> list[tuple[list, list, list]]:
+    """The steps between one board's consecutive campaigns, computed now (`step_pair`); `summary.steps` reads
+    the stored ones instead."""
+    return [step_pair(a, b) for a, b in itertools.pairwise(analyses)]
+
+
+def board_history(rows, analyses, steps: Sequence[tuple[list, list, list]]) -> tuple[dict, list, list]:
     """One board's series and its steps, not yet corrected: (board entry, comparisons, slots per step).
-    `step(a, b)` gives a step's `pair_rows` (`summary.step` reads a stored one)."""
+    `steps`: each step's `pair_rows`, between consecutive `analyses` (`steps_of`, `summary.steps`)."""
     campaigns, prev, prev_row = [], None, None
     for row in rows:
         facts = environment_facts(row)
@@ -165,29 +177,33 @@ def board_history(rows, analyses, step=step_pair) -> tuple[dict, list, list]:
                  "unit": c.unit, "higher_is_better": c.higher_is_better, "points": [None] * len(analyses)},
             )  # fmt: skip
             entry["points"][k] = _point(c)
-    steps, comps, slots = [], [], []
-    for k in range(1, len(analyses)):
-        rows_k, ck, sk = step(analyses[k - 1], analyses[k])
-        steps.append({"from": analyses[k - 1].campaign_id, "to": analyses[k].campaign_id, "cells": rows_k})
+    entries, comps, slots = [], [], []
+    for (a, b), (rows_k, ck, sk) in zip(itertools.pairwise(analyses), steps, strict=True):
+        entries.append({"from": a.campaign_id, "to": b.campaign_id, "cells": rows_k})
         comps += ck
         slots.append(sk)
     entry = {
         "board": rows[0]["board_label"],
         "campaigns": campaigns,
         "cells": list(cells.values()),
-        "steps": steps,
+        "steps": entries,
     }
     return entry, comps, slots
 
 
-def build_history(per_board: list[tuple[list, list]], plan: str, step=step_pair) -> dict:
+def build_history(
+    per_board: list[tuple[list, list]], plan: str, steps: list[list[tuple[list, list, list]]] | None = None
+) -> dict:
     """The history document (JSON-ready) of `per_board`: (campaign rows in time order, their analyses or
-    summaries) per board. Every step of every board is one correction family."""
+    summaries) per board, with each board's `steps` (stored ones from `summary.steps`; computed now when
+    None). Every step of every board is one correction family."""
     from boardlab.stats import adjust, family_method
 
+    if steps is None:
+        steps = [steps_of(analyses) for _, analyses in per_board]
     boards, comps, slots = [], [], []
-    for rows, analyses in per_board:
-        entry, c, s = board_history(rows, analyses, step)
+    for (rows, analyses), board_steps in zip(per_board, steps, strict=True):
+        entry, c, s = board_history(rows, analyses, board_steps)
         boards.append(entry)
         comps += c
         slots.append(s)
@@ -289,12 +305,10 @@ def _bisect_entry(rows, at_last: dict, at_found: dict, lo: int, hi: int) -> dict
     }
 
 
-def load_history(
-    store, plan: str, board: str | None, *, analyze, last: int = DEFAULT_LAST
-) -> list[tuple[list, list]]:
-    """(campaign rows, what the history reads of each campaign) per board of the plan's last `last` campaigns:
-    `analyze(store, campaign_id)` gives each campaign's summary (`boardlab.summary.analysis_view`: the stored
-    one when fresh, else computed from its runs; boardlab serve passes a caching reader of them)."""
+def load_history(store, plan: str, board: str | None, *, last: int = DEFAULT_LAST) -> list[list[dict]]:
+    """The rows of the plan's last `last` campaigns per board, in arrival order, each with its commit: the
+    caller reads each campaign's summary (`boardlab.summary.analysis_view`, serve's cached reader of them)
+    and gives them to `build_history` beside these rows."""
     rows = store.campaigns_of_plan(plan, board, limit=last)
     ids = store.campaign_identities([int(r["id"]) for r in rows])
     by_board: dict[str, list] = {}
@@ -307,7 +321,7 @@ def load_history(
             "branch": branch,
         }
         by_board.setdefault(r["board_label"], []).append(row)
-    return [(rs, [analyze(store, int(r["id"])) for r in rs]) for rs in by_board.values()]
+    return list(by_board.values())
 
 
 # ---- the document -------------------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The analysis records and the study contract: what `analysis.core` computes from a stored campaign (a run,
-a cell, a comparison, the A/A control, the campaign), what a study reads (`StudyContext`), what it provides
-(`Study`, the protocol of a module in `analysis.studies.STUDIES`) and how its result is carried
-(`StudyResult`).
+a cell, a comparison, the A/A control, the campaign), what a campaign's stored summary keeps of it
+(`KeptAnalysis`) and what compare, history and serve read of either (`CampaignView`), what a study reads
+(`StudyContext`), what it provides (`Study`, the protocol of a module in `analysis.studies.STUDIES`) and how
+its result is carried (`StudyResult`).
 
 This module is the contract between the analysis and its study plugins: `analysis.core` and the registry
 (`analysis.studies`) import it, and it imports neither of them, nor any study, so there is no import cycle
@@ -11,7 +12,7 @@ between the analysis and its plugins (tests/unit/test_layering.py).
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
@@ -204,6 +205,60 @@ class CampaignAnalysis:
     @property
     def warnings(self) -> list[dict]:
         return [c for c in self.environment.get("checks") or [] if c.get("status") != "OK"]
+
+    def kept(self, runs_stored: int, verdicts: dict[str, Any]) -> KeptAnalysis:
+        """What the campaign's summary keeps of this analysis, computed from its `runs_stored` runs, with the
+        tally of its `verdicts` (`analysis.verdicts.verdict_tally`, which reads this module)."""
+        return KeptAnalysis(
+            self.campaign_id, self.name, self.status, self.board_label, self.boardlab_version,
+            self.started_unix_s, self.plan_text, self.cells, self.aa_controls, verdicts, runs_stored,
+        )  # fmt: skip
+
+
+class CampaignView(Protocol):
+    """What compare (`compare.pair_rows`, `compare_campaigns`), the history and serve's pages read of a
+    campaign: a `CampaignAnalysis` computed now and the `KeptAnalysis` of its stored summary alike, with the
+    same cell and A/A control records."""
+
+    @property
+    def campaign_id(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def board_label(self) -> str: ...
+    @property
+    def boardlab_version(self) -> str: ...
+    @property
+    def started_unix_s(self) -> float: ...
+    @property
+    def plan_text(self) -> str: ...
+    @property
+    def cells(self) -> Sequence[CellAnalysis]: ...
+    @property
+    def aa_controls(self) -> Sequence[AAControl]: ...
+
+
+@dataclass(frozen=True)
+class KeptAnalysis:
+    """What a campaign's stored summary keeps of its analysis (boardlab.summary, through the record codec of
+    `model.records`): the campaign's identity, its cells with every run and their summaries, its A/A controls,
+    and the tally of its verdicts that a list of campaigns shows (`analysis.verdicts.verdict_tally`). Not kept:
+    the comparisons, studies and environment, which only the report reads, and the report's document is kept
+    beside it. A `CampaignView`."""
+
+    campaign_id: int
+    name: str
+    status: str
+    board_label: str
+    boardlab_version: str
+    started_unix_s: float
+    plan_text: str
+    cells: tuple[CellAnalysis, ...]
+    aa_controls: tuple[AAControl, ...]
+    verdicts: dict[str, Any]
+    runs_stored: int  # the campaign's runs when it was computed: a step between two is kept for these counts
 
 
 @dataclass(frozen=True)

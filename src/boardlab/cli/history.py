@@ -75,11 +75,14 @@ def run(args) -> int:
         check_output(args.output, protect=[args.db])
     store_missing_facts(args.db)  # campaigns stored before their workloads' facts were: stored once
     with Store.open(args.db, create=False) as store, store.snapshot():
-        per_board = load_history(store, args.plan, args.board, last=args.last, analyze=summary.analysis_view)
+        per_board = [
+            (rows, [summary.analysis_view(store, int(r["id"])) for r in rows])
+            for rows in load_history(store, args.plan, args.board, last=args.last)
+        ]
         if not per_board:
             on = f" on a board labelled {args.board!r}" if args.board else ""
             raise InputError(f"{store.path}: no campaign of a plan named {args.plan!r}{on}")
-        d = build_history(per_board, args.plan, step=lambda a, b: summary.step(store, a, b))
+        d = build_history(per_board, args.plan, [summary.steps(store, views) for _, views in per_board])
         if args.bisect:
             from boardlab.analysis.history import bisect
 

@@ -48,6 +48,15 @@ def _die_with_parent(parent_pid: int, libc: ctypes.CDLL) -> None:  # in the chil
         os._exit(1)
 
 
+def pool_worker_setup(parent_pid: int) -> None:
+    """The initializer of a `concurrent.futures` worker process (serve's analyses, an ingest's summaries):
+    it dies with boardlab, even SIGKILLed, and sits in a process group of its own, so that Ctrl-C is
+    boardlab's to handle (a worker interrupted between tasks would print a traceback). The death signal
+    follows the thread that started the worker: start it from one that lives as long as the pool."""
+    _die_with_parent(parent_pid, _libc())
+    os.setpgid(0, 0)
+
+
 @contextmanager
 def thread_affinity(cpus: set[int] | None):
     """Pins the calling thread (Linux affinity is per thread) for the duration, then restores it."""

@@ -45,12 +45,6 @@ class _Failed:
     error: BaseException
 
 
-def _watch_parent(parent_pid: int) -> None:  # the worker's initializer: it dies with serve
-    from boardlab.platform.spawn import _die_with_parent, _libc
-
-    _die_with_parent(parent_pid, _libc())
-
-
 def _summary(db: str, campaign_id: int):
     import boardlab.summary as summary
     from boardlab.store import Store
@@ -147,12 +141,14 @@ class Background:
         import os
         from concurrent.futures import ProcessPoolExecutor
 
+        from boardlab.platform.spawn import pool_worker_setup
+
         try:
             # spawn, not fork: the server has threads, and a forked child would inherit their locks
             pool = ProcessPoolExecutor(
                 max_workers=1,
                 mp_context=multiprocessing.get_context("spawn"),
-                initializer=_watch_parent,
+                initializer=pool_worker_setup,  # it dies with serve
                 initargs=(os.getpid(),),
             )
             pool.submit(int).result()  # the worker is forked now, by this thread

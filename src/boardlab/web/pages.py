@@ -8,6 +8,7 @@ renders them with the report's HTML renderer. Nothing here writes.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import threading
 import time
@@ -186,12 +187,6 @@ def campaign(store, campaign_id: int, background=None) -> Rendered:
     return _memo(("page", *v), lambda: render(got))
 
 
-def plain(value):
-    from boardlab.summary import plain as _plain
-
-    return _plain(value)
-
-
 _CACHE: dict[tuple, object] = {}
 _CACHE_LOCK = threading.Lock()  # pages are built on the server's worker threads
 CACHE_SIZE = 32  # analyses kept by the server process: a page seen once opens at once the next time
@@ -218,7 +213,7 @@ def version(store, campaign_id: int) -> tuple:
 
 
 def analyzed(store, campaign_id: int, background=None):
-    """What compare and history read of a campaign (`summary.StoredAnalysis`): from its stored summary, or
+    """What compare and history read of a campaign (`analysis.records.KeptAnalysis`): from its stored summary, or
     computed from its runs when that is missing or stale (in serve's worker process with `background`, which
     raises Computing until it is ready); kept while its runs and status are unchanged."""
     import boardlab.summary as summary
@@ -291,7 +286,10 @@ def history(store, plan: str, board: str | None, background=None) -> tuple[doc.D
             raise InputError(f"{what} {name!r}: a name holds no NUL character")
     if background is not None:  # every campaign the history shows started at once; said until all are ready
         _all_started(store, plan, board, background)
-    per_board = load_history(store, plan, board or None, analyze=lambda s, cid: analyzed(s, cid, background))
+    per_board = [
+        (rows, [analyzed(store, int(r["id"]), background) for r in rows])
+        for rows in load_history(store, plan, board or None)
+    ]
     if not per_board:
         raise NotFound(f"no campaign of a plan named {plan!r}" + (f" on board {board!r}" if board else ""))
     key = (
@@ -299,7 +297,7 @@ def history(store, plan: str, board: str | None, background=None) -> tuple[doc.D
         plan,
         tuple(version(store, a.campaign_id) for _, analyses in per_board for a in analyses),
     )
-    d = _memo(key, lambda: build_history(per_board, plan, step=lambda a, b: _step(store, a, b)))
+    d = _memo(key, lambda: build_history(per_board, plan, _steps(store, per_board)))
     names = ", ".join(b["board"] for b in d["boards"])
     return history_document(d, f"boardlab history: {plan} on {names}"), d
 
@@ -316,6 +314,11 @@ def _all_started(store, plan: str, board: str | None, background) -> None:
     if waiting:
         since = min(w.since_unix_s for w in waiting)
         raise Computing(f"the analyses of {len(waiting)} campaigns of the history", since)
+
+
+def _steps(store, per_board: list[tuple[list, list]]) -> list[list[tuple[list, list, list]]]:
+    """Each board's steps between its consecutive campaigns, as `build_history` takes them."""
+    return [[_step(store, a, b) for a, b in itertools.pairwise(views)] for _, views in per_board]
 
 
 def _step(store, a, b):
