@@ -53,6 +53,7 @@ class Monitor:
         self.interval_s = interval_s
         self.keep_series = keep_series
         self.src = sampling.resolve_sources(root)
+        self.files = sampling.HeldFiles()  # /proc/stat, PSI and /proc/swaps, read twice a run
         self._thread: threading.Thread | None = None
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._job: _Job | None = None
@@ -117,6 +118,7 @@ class Monitor:
             self._jobs.put(None)
             self._thread.join()
         self._thread = None
+        self.files.close()
 
     def _serve(self) -> None:
         if self.cpus:
@@ -144,7 +146,7 @@ class _Job:
     def __init__(self, monitor: Monitor, pid: int | None, worker_cpu: int | None, launcher: bool):
         self.keep_series = monitor.keep_series
         self.interval_s = monitor.interval_s
-        self.src = monitor.src
+        self.src, self.files = monitor.src, monitor.files
         self.pid, self.worker_cpu, self.launcher = pid, worker_cpu, launcher
         self.lock = threading.Lock()
         self.stopping = threading.Event()
@@ -168,7 +170,7 @@ class _Job:
         cpu0 = time.thread_time()
         self.t0 = time.monotonic_ns()
         src = self.src
-        self.prev_cpu = sampling.read_cpu_jiffies(src)
+        self.prev_cpu = sampling.read_cpu_jiffies(src, self.files)
         self.prev_t = self.t0
         if self.pid is None:  # prepare(): the process does not exist yet
             self.prev_worker: int | None = 0
@@ -177,8 +179,8 @@ class _Job:
             tree = self._tree()
             self.prev_worker = tree.cpu_jiffies if tree else None
             self.processes_max = tree.processes if tree else 0
-        self.swap0 = sampling.read_swap_pages(src)
-        self.psi0 = sampling.read_psi(src)
+        self.swap0 = sampling.read_swap_pages(src, self.files)
+        self.psi0 = sampling.read_psi(src, self.files)
         self.energy0 = sampling.read_values(src.energy)
         self.temps0 = {k: v for k, v in sampling.read_values(src.temps).items() if v is not None}
         self.cpu_s += time.thread_time() - cpu0
@@ -229,7 +231,7 @@ class _Job:
         self.cpu_s += time.thread_time() - cpu0
 
     def _sample_cpus(self, t: int) -> None:
-        cpu = sampling.read_cpu_jiffies(self.src)
+        cpu = sampling.read_cpu_jiffies(self.src, self.files)
         for c, (busy, total) in cpu.items():
             prev = self.prev_cpu.get(c)
             if prev is not None and total > prev[1]:
@@ -294,8 +296,8 @@ class _Job:
         """Swap pages, PSI stall time and energy counters: their increase since begin()."""
         src = self.src
         swap0, psi0, energy0 = self.swap0, self.psi0, self.energy0
-        swap1 = sampling.read_swap_pages(src)
-        psi1 = sampling.read_psi(src)
+        swap1 = sampling.read_swap_pages(src, self.files)
+        psi1 = sampling.read_psi(src, self.files)
         energy1 = sampling.read_values(src.energy)
         return {
             # counters since boot only grow; less at the end means a swap device went off during the run
