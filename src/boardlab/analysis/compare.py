@@ -163,11 +163,12 @@ def finish_rows(rows: Sequence[ComparisonRow], slots: list[int], adjusted) -> li
 
 
 def plain(document: Any) -> Any:
-    """A comparison, cross-board or history document as its JSON has it: each `ComparisonRow` in it as its
-    `plain` dict (the documents hold the records; their JSON outputs convert here, and only here)."""
-    from boardlab.analysis.records import ComparisonRow
+    """A comparison, cross-board or history document as its JSON has it: each `ComparisonRow` and
+    `HistoryStep` in it as its `plain` dict (the documents hold the records; their JSON outputs convert here,
+    and only here)."""
+    from boardlab.analysis.records import ComparisonRow, HistoryStep
 
-    if isinstance(document, ComparisonRow):
+    if isinstance(document, ComparisonRow | HistoryStep):
         return document.plain()
     if isinstance(document, dict):
         return {k: plain(v) for k, v in document.items()}

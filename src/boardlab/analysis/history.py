@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from boardlab.analysis import document as doc
@@ -177,9 +178,11 @@ def board_history(rows, analyses, steps: Sequence[tuple[list, list, list]]) -> t
                  "unit": c.unit, "higher_is_better": c.higher_is_better, "points": [None] * len(analyses)},
             )  # fmt: skip
             entry["points"][k] = _point(c)
+    from boardlab.analysis.records import HistoryStep
+
     entries, comps, slots = [], [], []
     for (a, b), (rows_k, ck, sk) in zip(itertools.pairwise(analyses), steps, strict=True):
-        entries.append({"from": a.campaign_id, "to": b.campaign_id, "cells": rows_k})
+        entries.append(HistoryStep(a.campaign_id, b.campaign_id, tuple(rows_k)))
         comps += ck
         slots.append(sk)
     entry = {
@@ -194,9 +197,10 @@ def board_history(rows, analyses, steps: Sequence[tuple[list, list, list]]) -> t
 def build_history(
     per_board: list[tuple[list, list]], plan: str, steps: list[list[tuple[list, list, list]]] | None = None
 ) -> dict:
-    """The history document of `per_board` (its steps' rows are `ComparisonRow`s: JSON by `compare.plain`): (campaign rows in time order, their analyses or
-    summaries) per board, with each board's `steps` (stored ones from `summary.steps`; computed now when
-    None). Every step of every board is one correction family."""
+    """The history document of `per_board`: (campaign rows in time order, their analyses or summaries) per
+    board, with each board's `steps` (stored ones from `summary.steps`; computed now when None), kept as
+    `HistoryStep`s of `ComparisonRow`s (its JSON: `compare.plain`). Every step of every board is one
+    correction family."""
     from boardlab.stats import adjust, family_method
 
     if steps is None:
@@ -210,8 +214,10 @@ def build_history(
     method = family_method(len(comps))
     adjusted = iter(adjust(comps, method) if comps else ())
     for entry, board_slots in zip(boards, slots, strict=True):
-        for step, ps in zip(entry["steps"], board_slots, strict=True):
-            step["cells"] = finish_rows(step["cells"], ps, [next(adjusted) for _ in ps])
+        entry["steps"] = [
+            replace(step, cells=tuple(finish_rows(step.cells, ps, [next(adjusted) for _ in ps])))
+            for step, ps in zip(entry["steps"], board_slots, strict=True)
+        ]
     return {
         "schema": HISTORY_SCHEMA,
         "plan": plan,
@@ -236,10 +242,10 @@ def found(boards: list[dict], verdict: str) -> list[dict]:
     out = []
     for b in boards:
         for step in b["steps"]:
-            for c in step["cells"]:
+            for c in step.cells:
                 if c.verdict == verdict:
                     out.append(
-                        {"board": b["board"], "from": step["from"], "to": step["to"], "workload": c.workload,
+                        {"board": b["board"], "from": step.from_id, "to": step.to_id, "workload": c.workload,
                          "params": c.params, "condition": c.condition, "metric": c.metric,
                          "ratio": c.ratio, "decision_ci": _listed(c.decision_ci), "p_adjusted": c.p_adjusted,
                          "confounded": c.confounded, "unstable": _listed(c.unstable)}
@@ -378,7 +384,7 @@ def _step_marks(board: dict) -> dict[tuple, dict[int, str]]:
     """cell key -> {campaign index: 'slowdown' | 'speedup'} for the steps into that campaign."""
     marks: dict[tuple, dict[int, str]] = {}
     for k, step in enumerate(board["steps"], start=1):
-        for c in step["cells"]:
+        for c in step.cells:
             if c.verdict in ("slowdown", "speedup"):
                 marks.setdefault(_row_key(c), {})[k] = c.verdict
     return marks
@@ -468,10 +474,10 @@ def _step_list(d: dict) -> doc.Table | None:
     for b in d["boards"]:
         for s in b["steps"]:
             counts: dict[str, int] = {}
-            for c in s["cells"]:
+            for c in s.cells:
                 kind = c.verdict or "none"
                 counts[kind] = counts.get(kind, 0) + 1
-            rows.append((b["board"], f"{s['from']} → {s['to']}", str(len(s["cells"])),
+            rows.append((b["board"], f"{s.from_id} → {s.to_id}", str(len(s.cells)),
                          tally_words({"counts": counts})))  # fmt: skip
             classes.append("v-slowdown" if counts.get("slowdown") else "")
     if not rows:

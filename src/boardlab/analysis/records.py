@@ -145,6 +145,20 @@ class ComparisonRow:
 
 
 @dataclass(frozen=True)
+class HistoryStep:
+    """One step of a history (`analysis.history`): campaign `to_id` against the campaign `from_id` before it
+    on the same board, its cells compared as `compare.pair_rows` compares two campaigns."""
+
+    from_id: int
+    to_id: int
+    cells: tuple[ComparisonRow, ...]
+
+    def plain(self) -> dict[str, Any]:
+        """The step in `history --json` and serve's history twin: {"from", "to", "cells"}."""
+        return {"from": self.from_id, "to": self.to_id, "cells": [c.plain() for c in self.cells]}
+
+
+@dataclass(frozen=True)
 class AAControl:
     """The A/A control of one reference cell: its baseline runs labelled A1 and A2 alternately by the
     schedule before the first run, compared with each other by the same rule as every comparison.

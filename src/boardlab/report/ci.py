@@ -16,17 +16,17 @@ from boardlab.analysis.history import commit_words
 from boardlab.report.escape import term
 
 if TYPE_CHECKING:
-    from boardlab.analysis.records import ComparisonRow
+    from boardlab.analysis.records import ComparisonRow, HistoryStep
 
 
-def latest_steps(d: dict) -> list[tuple[dict, dict | None, dict | None, dict | None]]:
+def latest_steps(d: dict) -> list[tuple[dict, HistoryStep | None, dict | None, dict | None]]:
     """(board, its latest step or None, the step's earlier campaign, its later one) per board of `d`."""
     out = []
     for board in d["boards"]:
         step = board["steps"][-1] if board["steps"] else None
         by_id = {c["campaign_id"]: c for c in board["campaigns"]}
         out.append(
-            (board, step, by_id.get(step["from"]) if step else None, by_id.get(step["to"]) if step else None)
+            (board, step, by_id.get(step.from_id) if step else None, by_id.get(step.to_id) if step else None)
         )
     return out
 
@@ -78,7 +78,7 @@ def junit_xml(d: dict) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _cases(suite: ET.Element, board: dict, step: dict | None, a, b, plan: str) -> tuple[int, int, int]:
+def _cases(suite: ET.Element, board: dict, step: HistoryStep | None, a, b, plan: str) -> tuple[int, int, int]:
     """The suite's test cases: (tests, failures, skipped)."""
     if step is None:
         ET.SubElement(suite, "system-out").text = term(
@@ -86,7 +86,7 @@ def _cases(suite: ET.Element, board: dict, step: dict | None, a, b, plan: str) -
         )
         return 0, 0, 0
     tests = failed = skipped = 0
-    for row in step["cells"]:
+    for row in step.cells:
         case = ET.SubElement(suite, "testcase", classname=term(f"boardlab.{plan}.{board['board']}"),
                              name=term(cell_name(row)), time="0")  # fmt: skip
         tests += 1
@@ -117,7 +117,7 @@ def github_annotations(d: dict) -> str:
     `::notice` per improvement, and one `::notice` when there is neither."""
     lines = []
     for board, step, a, b in latest_steps(d):
-        for row in step["cells"] if step else ():
+        for row in step.cells if step else ():
             level = {"slowdown": "error", "speedup": "notice"}.get(row.verdict or "")
             if level is not None:
                 title = f"boardlab {'regression' if level == 'error' else 'improvement'}: {cell_name(row)}"
