@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing.process import BaseProcess
 
-    from boardlab.analysis.records import KeptAnalysis
+    from boardlab.analysis.records import ComparisonRow, KeptAnalysis
 
 # 2: each cell carries its thresholds (the plan entry's, or derived by name and said so), which a step
 # between two campaigns is judged by; a schema-1 summary is computed again from the runs
@@ -43,7 +43,9 @@ if TYPE_CHECKING:
 # 4: cells_json is the analysis' own records (`KeptAnalysis`, model.records): a schema-3 document (StoredCell's
 # fields) is computed again from the runs, never read as one; its "verdicts" tally, read by the lists of
 # campaigns whatever the schema, is where and what it was
-SUMMARY_SCHEMA = 4
+# 5: a step's rows_json is its `ComparisonRow` records (model.records), not dicts: a schema-4 step is computed
+# again from the runs, never read as records
+SUMMARY_SCHEMA = 5
 FIRST_SUMMARY_STORE = 8  # the store migration that added campaign_summaries
 # what decides a summary's contents: the layout here, the statistics, the analysis and its records
 CODE_PACKAGES = ("stats", "analysis", "model")
@@ -225,13 +227,20 @@ class StepRow:
     comparisons_json: str
 
 
-def _step_from_row(row) -> tuple[list, list, list]:
+def _rows(rows_json: str) -> list[ComparisonRow]:
+    """A step's rows as stored (`_computed_step`)."""
+    from boardlab.analysis.records import ComparisonRow
+    from boardlab.model.records import from_plain
+
+    return from_plain(list[ComparisonRow], json.loads(rows_json))
+
+
+def _step_from_row(row) -> tuple[list[ComparisonRow], list, list]:
     from boardlab.model.records import from_plain
     from boardlab.stats.compare import Comparison
 
-    rows = json.loads(row["rows_json"])
     comps = json.loads(row["comparisons_json"])
-    return rows, from_plain(list[Comparison], comps["comparisons"]), comps["slots"]
+    return _rows(row["rows_json"]), from_plain(list[Comparison], comps["comparisons"]), comps["slots"]
 
 
 def _stored_step(store, a: KeptAnalysis, b: KeptAnalysis, runs: tuple[int, int]) -> tuple | None:
@@ -253,10 +262,11 @@ def _computed_step(a: KeptAnalysis, b: KeptAnalysis, runs: tuple[int, int]) -> t
 
     rows, comps, slots = step_pair(a, b)
     comps_json = json.dumps({"comparisons": to_plain(comps), "slots": slots}, allow_nan=False)
-    return StepRow(a.campaign_id, b.campaign_id, *runs, json.dumps(rows), comps_json), comps, slots
+    rows_json = json.dumps(to_plain(rows), allow_nan=False)
+    return StepRow(a.campaign_id, b.campaign_id, *runs, rows_json, comps_json), comps, slots
 
 
-def step(store, a: KeptAnalysis, b: KeptAnalysis) -> tuple[list, list, list]:
+def step(store, a: KeptAnalysis, b: KeptAnalysis) -> tuple[list[ComparisonRow], list, list]:
     """Campaign b against the campaign a before it: `compare.pair_rows`' (rows, comparisons, slots), not yet
     corrected. Read from the store when stored for these run counts, else computed (a reader does not write
     it: `keep` does)."""
@@ -265,7 +275,7 @@ def step(store, a: KeptAnalysis, b: KeptAnalysis) -> tuple[list, list, list]:
     if got is not None:
         return got
     row, comps, slots = _computed_step(a, b, runs)
-    return json.loads(row.rows_json), comps, slots
+    return _rows(row.rows_json), comps, slots  # read back as stored: the same rows whichever way it came
 
 
 def steps(store, views: Sequence[KeptAnalysis]) -> list[tuple[list, list, list]]:

@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from boardlab import summary
+from boardlab.analysis.records import ComparisonRow
+from boardlab.model.records import from_plain
 from boardlab.store import Store
 from boardlab.store import ingest as store_ingest
 
@@ -86,7 +88,7 @@ def _check_summaries(lab: Path, ids: list[int]) -> None:
             rows, _comps, _slots = summary.step(
                 store, summary.analysis_view(store, a), summary.analysis_view(store, b)
             )
-            assert json.loads(row["rows_json"]) == rows
+            assert from_plain(list[ComparisonRow], json.loads(row["rows_json"])) == rows
 
 
 def test_the_files_committed_before_a_failing_one_keep_their_summaries(tmp_path, monkeypatch):

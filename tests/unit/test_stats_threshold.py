@@ -101,12 +101,12 @@ def test_comparing_two_campaigns_judges_each_cell_by_its_entrys_threshold(tmp_pa
     b_db = make_entries_db(tmp_path / "b.db", plan, slower=1.0 / 1.05)
     with Store.open(a_db, create=False) as sa, Store.open(b_db, create=False) as sb:
         doc = compare_campaigns(analyze(sa, 1), analyze(sb, 1))
-    rows = {r["params"]["size"]: r for r in doc["cells"] if r["condition"] == "cpu-stress"}
-    assert (rows["small"]["delta"], rows["small"]["delta_source"]) == (0.02, "plan: threshold = 0.02")
-    assert (rows["large"]["delta"], rows["large"]["delta_source"]) == (0.10, "plan: threshold = 0.1")
+    rows = {r.params["size"]: r for r in doc["cells"] if r.condition == "cpu-stress"}
+    assert (rows["small"].delta, rows["small"].delta_source) == (0.02, "plan: threshold = 0.02")
+    assert (rows["large"].delta, rows["large"].delta_source) == (0.10, "plan: threshold = 0.1")
     # B's stressed cells run 5% faster than A's (cost ratio about 0.95): a speedup at 2%, no change at 10%
-    assert 0.945 < rows["small"]["cost_ratio"] < 0.955
-    assert rows["small"]["verdict"] == "speedup" and rows["large"]["verdict"] == "no_change"
+    assert rows["small"].cost_ratio is not None and 0.945 < rows["small"].cost_ratio < 0.955
+    assert rows["small"].verdict == "speedup" and rows["large"].verdict == "no_change"
 
 
 def test_the_runners_stopping_rule_decides_each_cell_against_its_own_entrys_threshold():

@@ -119,7 +119,7 @@ def compare_boards(
     method = family_method(len(comps))
     adjusted = iter(adjust(comps, method) if comps else ())
     for pair, ps in zip(pairs, slots, strict=True):
-        finish_rows(pair["cells"], ps, [next(adjusted) for _ in ps])
+        pair["cells"] = finish_rows(pair["cells"], ps, [next(adjusted) for _ in ps])
     return {
         "schema": BOARDS_SCHEMA,
         "boards": sides,
@@ -216,19 +216,19 @@ def _pair_rows(pair: dict) -> list[tuple]:
     from boardlab.analysis.format import fmt_interval, fmt_p, fmt_ratio, section_labels, verdict_text
 
     rows = []
-    names = section_labels((c["workload"], c["params"]) for c in pair["cells"])
+    names = section_labels((c.workload, c.params) for c in pair["cells"])
     for name, c in zip(names, pair["cells"], strict=True):
-        verdict = verdict_text(c["verdict"], bool(c["confounded"])) if c["verdict"] else (c["reason"] or "")
-        if c["unstable"]:
-            verdict += " (UNSTABLE: " + "; ".join(c["unstable"]) + ")"
+        verdict = verdict_text(c.verdict, bool(c.confounded)) if c.verdict else (c.reason or "")
+        if c.unstable:
+            verdict += " (UNSTABLE: " + "; ".join(c.unstable) + ")"
         rows.append(
             (
                 f"{pair['b']} / {pair['a']}",
                 name,
-                c["condition"],
-                fmt_ratio(c["ratio"]),
-                fmt_interval(*c["decision_ci"]) if c["decision_ci"] else "",
-                fmt_p(c["p_adjusted"]),
+                c.condition,
+                fmt_ratio(c.ratio),
+                fmt_interval(*c.decision_ci) if c.decision_ci else "",
+                fmt_p(c.p_adjusted),
                 verdict,
             )
         )

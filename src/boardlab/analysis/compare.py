@@ -8,12 +8,14 @@ A/A control (docs/method.md "Comparing a condition with its baseline").
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from boardlab.analysis.format import estimator_words, test_words
 
 if TYPE_CHECKING:
-    from boardlab.analysis.records import CampaignView, CellAnalysis
+    from boardlab.analysis.records import CampaignView, CellAnalysis, ComparisonRow
 
 COMPARE_SCHEMA = 2  # 2: each cell says its test, how its p was found and what its ratio is of
 RATIO_WORDS = (
@@ -47,6 +49,10 @@ def _interval(ci) -> list[float] | None:
     return None if ci is None else [ci.low, ci.high]
 
 
+def _pair(ci) -> tuple[float, float] | None:
+    return None if ci is None else (ci.low, ci.high)
+
+
 def _cell_id(cell: CellAnalysis) -> dict:
     return {
         "workload": cell.workload,
@@ -58,17 +64,14 @@ def _cell_id(cell: CellAnalysis) -> dict:
 
 def pair_rows(
     a: CampaignView, b: CampaignView, *, seed: int = 0, family_size: int | None = None
-) -> tuple[list[dict], list, list[int]]:
+) -> tuple[list[ComparisonRow], list, list[int]]:
     """B/A for every cell of A matched in B, not yet corrected: (rows, comparisons, the row of each comparison).
 
     `finish_rows` fills the rows once the comparisons are corrected, over this pair alone (`compare_campaigns`)
     or over every pair of a report (`analysis.boards`, `analysis.history`): one family per report
     (docs/method.md). `family_size` is that family's size as far as it is known before (this pair's matched
     cells when None): how far a permutation p-value must reach to pass its correction."""
-    import statistics
-
     from boardlab.stats import compare
-    from boardlab.stats.threshold import threshold_of
 
     b_cells = {_key(c): c for c in b.cells}
     matched = [(ca, b_cells[_key(ca)]) for ca in a.cells if _key(ca) in b_cells]
@@ -80,53 +83,19 @@ def pair_rows(
                 key = (ctl.workload, json.dumps(ctl.params, sort_keys=True), ctl.condition)
                 unstable.setdefault(key, []).append(f"{side}: {ctl.remedy}")
 
-    rows: list[dict] = []
+    rows: list[ComparisonRow] = []
     comps = []
     slots = []
     family = family_size if family_size is not None else len(matched)
     for i, (ca, cb) in enumerate(matched):
-        row = {
-            **_cell_id(ca),
-            "unit": ca.unit,
-            "higher_is_better": ca.higher_is_better,
-            "a": {"n": len(ca.values), "median": ca.summary.median if ca.summary else None},
-            "b": {"n": len(cb.values), "median": cb.summary.median if cb.summary else None},
-            "ratio": None,
-            "ratio_ci": None,
-            "cost_ratio": None,
-            "cost_ratio_ci": None,
-            "decision_ci": None,
-            "delta": None,
-            "delta_source": None,
-            "test": None,
-            "test_method": None,
-            "test_words": None,
-            "estimator": None,
-            "p_value": None,
-            "p_adjusted": None,
-            "verdict": None,
-            "confounded": None,
-            "reasons": [],
-            "flags": [],
-            "reason": None,
-            "unstable": unstable.get(_key(ca)),
-        }
-        if ca.metric != cb.metric or ca.unit != cb.unit:
-            row["reason"] = f"different metrics: {ca.metric} [{ca.unit}] in A, {cb.metric} [{cb.unit}] in B"
-        elif not ca.values or not cb.values:
-            row["reason"] = f"no valid runs in {'A' if not ca.values else 'B'}"
-        else:
-            if row["a"]["median"] is None or row["b"]["median"] is None:  # one run: its value is the median
-                row["a"]["median"] = statistics.median(ca.values)
-                row["b"]["median"] = statistics.median(cb.values)
-            delta, source = threshold_of(ca.facts, ca.metric)  # A's cell: its plan entry's threshold
-            row.update(delta=delta, delta_source=source)
+        row = _row(ca, cb, unstable.get(_key(ca)))
+        if row.delta is not None:  # both sides have valid runs of one metric: `_row` found its threshold
             comps.append(
                 compare(
                     list(ca.values),
                     list(cb.values),
                     higher_is_better=ca.higher_is_better,
-                    delta=delta,
+                    delta=row.delta,
                     seed=seed + i,
                     baseline_env=ca.environments(),
                     condition_env=cb.environments(),
@@ -138,15 +107,47 @@ def pair_rows(
     return rows, comps, slots
 
 
-def finish_rows(rows: list[dict], slots: list[int], adjusted) -> None:
-    """Fill the rows of `pair_rows` from their corrected comparisons (`stats.adjust`), in slot order."""
+def _row(ca: CellAnalysis, cb: CellAnalysis, unstable: list[str] | None) -> ComparisonRow:
+    """A's cell against B's before any comparison: who, each side's median, and the threshold, or why there is
+    no comparison (`reason`, and no `delta`)."""
+    import statistics
+
+    from boardlab.analysis.records import ComparisonRow, PairSide
+    from boardlab.stats.threshold import threshold_of
+
+    row = ComparisonRow(
+        ca.workload, ca.params, ca.condition, ca.metric, ca.unit, ca.higher_is_better,
+        PairSide(len(ca.values), ca.summary.median if ca.summary else None),
+        PairSide(len(cb.values), cb.summary.median if cb.summary else None),
+        unstable=None if unstable is None else tuple(unstable),
+    )  # fmt: skip
+    if ca.metric != cb.metric or ca.unit != cb.unit:
+        return replace(
+            row, reason=f"different metrics: {ca.metric} [{ca.unit}] in A, {cb.metric} [{cb.unit}] in B"
+        )
+    if not ca.values or not cb.values:
+        return replace(row, reason=f"no valid runs in {'A' if not ca.values else 'B'}")
+    if row.a.median is None or row.b.median is None:  # one run: its value is the median
+        row = replace(
+            row,
+            a=PairSide(row.a.n, statistics.median(ca.values)),
+            b=PairSide(row.b.n, statistics.median(cb.values)),
+        )
+    delta, source = threshold_of(ca.facts, ca.metric)  # A's cell: its plan entry's threshold
+    return replace(row, delta=delta, delta_source=source)
+
+
+def finish_rows(rows: Sequence[ComparisonRow], slots: list[int], adjusted) -> list[ComparisonRow]:
+    """The rows of `pair_rows` filled from their corrected comparisons (`stats.adjust`), in slot order."""
+    out = list(rows)
     for slot, c in zip(slots, adjusted, strict=True):
-        rows[slot].update(
+        out[slot] = replace(
+            out[slot],
             ratio=c.ratio,
-            ratio_ci=_interval(c.ratio_ci),
+            ratio_ci=_pair(c.ratio_ci),
             cost_ratio=c.cost_ratio,
-            cost_ratio_ci=_interval(c.cost_ratio_ci),
-            decision_ci=_interval(c.decision_ci),
+            cost_ratio_ci=_pair(c.cost_ratio_ci),
+            decision_ci=_pair(c.decision_ci),
             test=c.test.name,
             test_method=c.test.method,
             test_words=test_words(c),
@@ -155,9 +156,25 @@ def finish_rows(rows: list[dict], slots: list[int], adjusted) -> None:
             p_adjusted=c.p_adjusted,
             verdict=c.verdict.kind,
             confounded=c.verdict.confounded,
-            reasons=list(c.verdict.reasons),
-            flags=list(c.verdict.flags),
+            reasons=tuple(c.verdict.reasons),
+            flags=tuple(c.verdict.flags),
         )
+    return out
+
+
+def plain(document: Any) -> Any:
+    """A comparison, cross-board or history document as its JSON has it: each `ComparisonRow` and
+    `HistoryStep` in it as its `plain` dict (the documents hold the records; their JSON outputs convert here,
+    and only here)."""
+    from boardlab.analysis.records import ComparisonRow, HistoryStep
+
+    if isinstance(document, ComparisonRow | HistoryStep):
+        return document.plain()
+    if isinstance(document, dict):
+        return {k: plain(v) for k, v in document.items()}
+    if isinstance(document, list):
+        return [plain(v) for v in document]
+    return document
 
 
 def unmatched(a: CampaignView, b: CampaignView) -> dict:
@@ -174,7 +191,7 @@ def compare_campaigns(a: CampaignView, b: CampaignView, *, path_a: str = "A", pa
 
     rows, comps, slots = pair_rows(a, b)
     method = family_method(len(comps))
-    finish_rows(rows, slots, adjust(comps, method) if comps else ())
+    rows = finish_rows(rows, slots, adjust(comps, method) if comps else ())
     return {
         "schema": COMPARE_SCHEMA,
         "a": _side(path_a, a),

@@ -1,4 +1,4 @@
-"""The document of a comparison of two campaigns (`compare_campaigns`'s dict), for `boardlab serve`'s compare
+"""The document of a comparison of two campaigns (`compare_campaigns`'s dict, its cells `ComparisonRow`s), for `boardlab serve`'s compare
 page: who was compared, each cell's B / A with its 90% decision interval and verdict, the cells on one side only."""
 
 from __future__ import annotations
@@ -26,14 +26,14 @@ def compare_document(d: dict, title: str) -> doc.Document:
                fmt_time(d[side]["started_unix_s"]), d[side]["boardlab_version"]) for side in ("a", "b")),
     )  # fmt: skip
     rows, classes = [], []
-    for c in d["cells"]:
-        verdict = verdict_text(c["verdict"], bool(c["confounded"])) if c["verdict"] else (c["reason"] or "")
-        if c["unstable"]:
-            verdict += " (UNSTABLE: " + "; ".join(c["unstable"]) + ")"
-        rows.append((cell_label(c["workload"], c["params"]), c["condition"], f"{c['metric']} [{unit_label(c['unit'])}]",
-                     fmt_num(c["a"]["median"]), fmt_num(c["b"]["median"]), fmt_ratio(c["ratio"]),
-                     fmt_interval(*c["decision_ci"]) if c["decision_ci"] else "", fmt_p(c["p_adjusted"]), verdict))  # fmt: skip
-        classes.append(f"v-{c['verdict']}" if c["verdict"] in ("slowdown", "speedup") else "")
+    for c in d["cells"]:  # each a ComparisonRow
+        verdict = verdict_text(c.verdict, bool(c.confounded)) if c.verdict else (c.reason or "")
+        if c.unstable:
+            verdict += " (UNSTABLE: " + "; ".join(c.unstable) + ")"
+        rows.append((cell_label(c.workload, c.params), c.condition, f"{c.metric} [{unit_label(c.unit)}]",
+                     fmt_num(c.a.median), fmt_num(c.b.median), fmt_ratio(c.ratio),
+                     fmt_interval(*c.decision_ci) if c.decision_ci else "", fmt_p(c.p_adjusted), verdict))  # fmt: skip
+        classes.append(f"v-{c.verdict}" if c.verdict in ("slowdown", "speedup") else "")
     cells = doc.Table(
         (doc.Column("workload"), doc.Column("condition"), doc.Column("metric"), doc.Column("A median", numeric=True),
          doc.Column("B median", numeric=True), doc.Column("B / A", numeric=True),

@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from boardlab.analysis import document as doc
@@ -24,7 +25,7 @@ from boardlab.analysis.compare import DECISION_WORDS, RATIO_WORDS, _interval, _k
 from boardlab.model.campaign import CommitIdentity
 
 if TYPE_CHECKING:
-    from boardlab.analysis.records import CampaignView, CellAnalysis
+    from boardlab.analysis.records import CampaignView, CellAnalysis, ComparisonRow
 
 HISTORY_SCHEMA = (
     3  # 2: campaigns by arrival, clock_went_back, cells keyed by metric; 3: each campaign's commit
@@ -177,9 +178,11 @@ def board_history(rows, analyses, steps: Sequence[tuple[list, list, list]]) -> t
                  "unit": c.unit, "higher_is_better": c.higher_is_better, "points": [None] * len(analyses)},
             )  # fmt: skip
             entry["points"][k] = _point(c)
+    from boardlab.analysis.records import HistoryStep
+
     entries, comps, slots = [], [], []
     for (a, b), (rows_k, ck, sk) in zip(itertools.pairwise(analyses), steps, strict=True):
-        entries.append({"from": a.campaign_id, "to": b.campaign_id, "cells": rows_k})
+        entries.append(HistoryStep(a.campaign_id, b.campaign_id, tuple(rows_k)))
         comps += ck
         slots.append(sk)
     entry = {
@@ -194,9 +197,10 @@ def board_history(rows, analyses, steps: Sequence[tuple[list, list, list]]) -> t
 def build_history(
     per_board: list[tuple[list, list]], plan: str, steps: list[list[tuple[list, list, list]]] | None = None
 ) -> dict:
-    """The history document (JSON-ready) of `per_board`: (campaign rows in time order, their analyses or
-    summaries) per board, with each board's `steps` (stored ones from `summary.steps`; computed now when
-    None). Every step of every board is one correction family."""
+    """The history document of `per_board`: (campaign rows in time order, their analyses or summaries) per
+    board, with each board's `steps` (stored ones from `summary.steps`; computed now when None), kept as
+    `HistoryStep`s of `ComparisonRow`s (its JSON: `compare.plain`). Every step of every board is one
+    correction family."""
     from boardlab.stats import adjust, family_method
 
     if steps is None:
@@ -210,8 +214,10 @@ def build_history(
     method = family_method(len(comps))
     adjusted = iter(adjust(comps, method) if comps else ())
     for entry, board_slots in zip(boards, slots, strict=True):
-        for step, ps in zip(entry["steps"], board_slots, strict=True):
-            finish_rows(step["cells"], ps, [next(adjusted) for _ in ps])
+        entry["steps"] = [
+            replace(step, cells=tuple(finish_rows(step.cells, ps, [next(adjusted) for _ in ps])))
+            for step, ps in zip(entry["steps"], board_slots, strict=True)
+        ]
     return {
         "schema": HISTORY_SCHEMA,
         "plan": plan,
@@ -236,15 +242,20 @@ def found(boards: list[dict], verdict: str) -> list[dict]:
     out = []
     for b in boards:
         for step in b["steps"]:
-            for c in step["cells"]:
-                if c["verdict"] == verdict:
+            for c in step.cells:
+                if c.verdict == verdict:
                     out.append(
-                        {"board": b["board"], "from": step["from"], "to": step["to"], "workload": c["workload"],
-                         "params": c["params"], "condition": c["condition"], "metric": c["metric"],
-                         "ratio": c["ratio"], "decision_ci": c["decision_ci"], "p_adjusted": c["p_adjusted"],
-                         "confounded": c["confounded"], "unstable": c["unstable"]}
+                        {"board": b["board"], "from": step.from_id, "to": step.to_id, "workload": c.workload,
+                         "params": c.params, "condition": c.condition, "metric": c.metric,
+                         "ratio": c.ratio, "decision_ci": _listed(c.decision_ci), "p_adjusted": c.p_adjusted,
+                         "confounded": c.confounded, "unstable": _listed(c.unstable)}
                     )  # fmt: skip
     return out
+
+
+def _listed(values: tuple | None) -> list | None:
+    """A row's tuple as its JSON list (a history's own entries are plain data, as its JSON has them)."""
+    return None if values is None else list(values)
 
 
 def bisect(per_board: list[tuple[list, list]]) -> list[dict]:
@@ -262,18 +273,22 @@ def bisect(per_board: list[tuple[list, list]]) -> list[dict]:
 def _bisect_board(rows: list, analyses: list) -> list[dict]:
     from boardlab.analysis.compare import compare_campaigns
 
-    memo: dict[int, dict[tuple, dict]] = {}
+    memo: dict[int, dict[tuple, ComparisonRow]] = {}
 
-    def rows_at(k: int) -> dict[tuple, dict]:  # campaign k against the first, each cell by its series key
+    def rows_at(k: int) -> dict[tuple, ComparisonRow]:  # campaign k against the first, by series key
         if k not in memo:
-            memo[k] = {_series_key(c): c for c in compare_campaigns(analyses[0], analyses[k])["cells"]}
+            memo[k] = {_row_key(c): c for c in compare_campaigns(analyses[0], analyses[k])["cells"]}
         return memo[k]
+
+    def slower(k: int, key: tuple) -> bool:
+        row = rows_at(k).get(key)
+        return row is not None and row.verdict == "slowdown"
 
     last = len(analyses) - 1
     out = []
     for key, row in rows_at(last).items():
-        if row["verdict"] == "slowdown":
-            lo, hi = _bisected(lambda k, key=key: rows_at(k).get(key, {}).get("verdict") == "slowdown", last)
+        if row.verdict == "slowdown":
+            lo, hi = _bisected(lambda k, key=key: slower(k, key), last)
             out.append(_bisect_entry(rows, row, rows_at(hi)[key], lo, hi))
     return out
 
@@ -287,21 +302,24 @@ def _bisected(slower, last: int) -> tuple[int, int]:
     return lo, hi
 
 
-def _bisect_entry(rows, at_last: dict, at_found: dict, lo: int, hi: int) -> dict:
+def _bisect_entry(rows, at_last: ComparisonRow, at_found: ComparisonRow, lo: int, hi: int) -> dict:
     def campaign(k: int) -> dict:
         return {"campaign_id": int(rows[k]["id"]), "label": rows[k]["label"],
                 "commit": _commit_doc(commit_of(rows[k]))}  # fmt: skip
 
     return {
         "board": rows[0]["board_label"],
-        **{k: at_last[k] for k in ("workload", "params", "condition", "metric")},
+        "workload": at_last.workload,
+        "params": at_last.params,
+        "condition": at_last.condition,
+        "metric": at_last.metric,
         "against": campaign(0),
         "first_slower": campaign(hi),
         "last_not_slower": campaign(lo),
-        "ratio": at_found["ratio"],
-        "decision_ci": at_found["decision_ci"],
-        "p_adjusted": at_found["p_adjusted"],
-        "ratio_last": at_last["ratio"],
+        "ratio": at_found.ratio,
+        "decision_ci": _listed(at_found.decision_ci),
+        "p_adjusted": at_found.p_adjusted,
+        "ratio_last": at_last.ratio,
     }
 
 
@@ -348,7 +366,13 @@ def commit_words(campaign: dict) -> str:
 
 
 def _series_key(c: dict) -> tuple:
+    """A series' key (a history's "cells" entry): its cell and metric."""
     return c["workload"], json.dumps(c["params"], sort_keys=True), c["condition"], c["metric"]
+
+
+def _row_key(r: ComparisonRow) -> tuple:
+    """A step's row by the key of its series (`_series_key`)."""
+    return r.workload, json.dumps(r.params, sort_keys=True), r.condition, r.metric
 
 
 def _what_changed(c: dict, i: int) -> str:
@@ -360,9 +384,9 @@ def _step_marks(board: dict) -> dict[tuple, dict[int, str]]:
     """cell key -> {campaign index: 'slowdown' | 'speedup'} for the steps into that campaign."""
     marks: dict[tuple, dict[int, str]] = {}
     for k, step in enumerate(board["steps"], start=1):
-        for c in step["cells"]:
-            if c["verdict"] in ("slowdown", "speedup"):
-                marks.setdefault(_series_key(c), {})[k] = c["verdict"]
+        for c in step.cells:
+            if c.verdict in ("slowdown", "speedup"):
+                marks.setdefault(_row_key(c), {})[k] = c.verdict
     return marks
 
 
@@ -450,10 +474,10 @@ def _step_list(d: dict) -> doc.Table | None:
     for b in d["boards"]:
         for s in b["steps"]:
             counts: dict[str, int] = {}
-            for c in s["cells"]:
-                kind = c.get("verdict") or "none"
+            for c in s.cells:
+                kind = c.verdict or "none"
                 counts[kind] = counts.get(kind, 0) + 1
-            rows.append((b["board"], f"{s['from']} → {s['to']}", str(len(s["cells"])),
+            rows.append((b["board"], f"{s.from_id} → {s.to_id}", str(len(s.cells)),
                          tally_words({"counts": counts})))  # fmt: skip
             classes.append("v-slowdown" if counts.get("slowdown") else "")
     if not rows:

@@ -1,6 +1,6 @@
 """The analysis records and the study contract: what `analysis.core` computes from a stored campaign (a run,
 a cell, a comparison, the A/A control, the campaign), what a campaign's stored summary keeps of it
-(`KeptAnalysis`) and what compare, history and serve read of either (`CampaignView`), what a study reads
+(`KeptAnalysis`) and what compare, history and serve read of either (`CampaignView`) and make of two (`ComparisonRow`), what a study reads
 (`StudyContext`), what it provides (`Study`, the protocol of a module in `analysis.studies.STUDIES`) and how
 its result is carried (`StudyResult`).
 
@@ -11,6 +11,7 @@ between the analysis and its plugins (tests/unit/test_layering.py).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -82,6 +83,79 @@ class ComparisonAnalysis:
     delta_source: str = ""  # where the threshold came from (the plan, or the default)
     cell_key: str = ""  # the compared cell's key and its reference's: which two cells, without parsing labels
     baseline_key: str = ""
+
+
+@dataclass(frozen=True)
+class PairSide:
+    """One side of a compared pair of cells (`ComparisonRow.a`, `.b`): its valid runs and their median, in
+    the cell's unit (None where it has no valid run)."""
+
+    n: int
+    median: float | None
+
+
+@dataclass(frozen=True)
+class ComparisonRow:
+    """One cell of campaign A matched in campaign B (`compare.pair_rows`): which cell, each side's runs and
+    median, and B/A with its intervals, test and verdict once the comparisons are corrected (`finish_rows`;
+    None until then, and where the pair has no comparison, `reason` says why). What `boardlab compare`, the
+    cross-board report and a history's steps show, and what a stored step keeps (`summary.step`, through
+    `model.records`). The fields are named and ordered as the JSON documents' keys (`plain`)."""
+
+    workload: str
+    params: dict[str, Any]
+    condition: str
+    metric: str
+    unit: str
+    higher_is_better: bool
+    a: PairSide
+    b: PairSide
+    ratio: float | None = None
+    ratio_ci: tuple[float, float] | None = None  # 95%, of B/A
+    cost_ratio: float | None = None  # > 1: B is worse
+    cost_ratio_ci: tuple[float, float] | None = None  # 95%, shown
+    decision_ci: tuple[float, float] | None = None  # 90%, decided on
+    delta: float | None = None  # the threshold, a fraction of the ratio (A's cell's)
+    delta_source: str | None = None
+    test: str | None = None
+    test_method: str | None = None
+    test_words: str | None = None
+    estimator: str | None = None
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    verdict: str | None = None
+    confounded: bool | None = None
+    reasons: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()
+    reason: str | None = None  # why there is no comparison
+    unstable: tuple[str, ...] | None = None  # each side's failed A/A control, "A: remedy"
+
+    def plain(self) -> dict[str, Any]:
+        """The row in the JSON documents (`compare --json`, `history --json`, serve's .json twins): its fields
+        by name in order, each side {"n", "median"}, intervals and lists as JSON lists."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, PairSide):
+                value = {"n": value.n, "median": value.median}
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[f.name] = value
+        return out
+
+
+@dataclass(frozen=True)
+class HistoryStep:
+    """One step of a history (`analysis.history`): campaign `to_id` against the campaign `from_id` before it
+    on the same board, its cells compared as `compare.pair_rows` compares two campaigns."""
+
+    from_id: int
+    to_id: int
+    cells: tuple[ComparisonRow, ...]
+
+    def plain(self) -> dict[str, Any]:
+        """The step in `history --json` and serve's history twin: {"from", "to", "cells"}."""
+        return {"from": self.from_id, "to": self.to_id, "cells": [c.plain() for c in self.cells]}
 
 
 @dataclass(frozen=True)

@@ -104,34 +104,32 @@ def render_text(doc: dict) -> str:
             )
     out.append("")
     rows = []
-    for r in doc["cells"]:
-        params = ", ".join(f"{k}={v}" for k, v in r["params"].items())
-        name = f"{r['workload']}" + (f" ({params})" if params else "") + f" @ {r['condition']}"
-        div, unit = display_unit(r["unit"], r["a"]["median"])
+    for r in doc["cells"]:  # each a ComparisonRow
+        params = ", ".join(f"{k}={v}" for k, v in r.params.items())
+        name = f"{r.workload}" + (f" ({params})" if params else "") + f" @ {r.condition}"
+        div, unit = display_unit(r.unit, r.a.median)
 
         def med(side, div=div):
-            return "–" if side["median"] is None else fmt_num(side["median"] / div, 4)
+            return "–" if side.median is None else fmt_num(side.median / div, 4)
 
-        ci = fmt_interval(r["decision_ci"][0], r["decision_ci"][1], sig=3) if r["decision_ci"] else "–"
-        ci95 = (
-            fmt_interval(r["cost_ratio_ci"][0], r["cost_ratio_ci"][1], sig=3) if r["cost_ratio_ci"] else "–"
-        )
-        verdict = verdict_text(r["verdict"], bool(r["confounded"])) if r["verdict"] else (r["reason"] or "–")
-        if r["unstable"]:
+        ci = fmt_interval(r.decision_ci[0], r.decision_ci[1], sig=3) if r.decision_ci else "–"
+        ci95 = fmt_interval(r.cost_ratio_ci[0], r.cost_ratio_ci[1], sig=3) if r.cost_ratio_ci else "–"
+        verdict = verdict_text(r.verdict, bool(r.confounded)) if r.verdict else (r.reason or "–")
+        if r.unstable:
             verdict += " (unstable: A/A control failed)"
         rows.append(
             (
                 name,
-                med(r["a"]),
-                str(r["a"]["n"]),
-                med(r["b"]),
-                str(r["b"]["n"]),
+                med(r.a),
+                str(r.a.n),
+                med(r.b),
+                str(r.b.n),
                 unit,
-                fmt_ratio(r["ratio"]),
+                fmt_ratio(r.ratio),
                 ci,
                 ci95,
-                "–" if r["delta"] is None else f"{r['delta']:.0%}",
-                fmt_p(r["p_adjusted"]),
+                "–" if r.delta is None else f"{r.delta:.0%}",
+                fmt_p(r.p_adjusted),
                 verdict,
             )
         )
@@ -154,8 +152,8 @@ def render_text(doc: dict) -> str:
         (False, True, True, True, True, False, True, True, True, True, True, False),
     )
     out.append("")
-    estimators = sorted({r["estimator"] for r in doc["cells"] if r["estimator"]})
-    tests = sorted({r["test_words"].split(", p ")[0] for r in doc["cells"] if r["test_words"]})
+    estimators = sorted({r.estimator for r in doc["cells"] if r.estimator})
+    tests = sorted({r.test_words.split(", p ")[0] for r in doc["cells"] if r.test_words})
     out.append(
         f"B/A is the ratio of the {' or the '.join(estimators) or 'runs’ estimates'} (the medians are shown for "
         f"reading); test: {'; '.join(tests) or 'none'}. The intervals are of the cost ratio (> 1 = B worse); a "
@@ -175,6 +173,7 @@ def render_text(doc: dict) -> str:
 
 def run(args) -> int:
     from boardlab.analysis import compare_campaigns
+    from boardlab.analysis.compare import plain
     from boardlab.store.pg import display_url, is_url
 
     a = _load(args.a, args.campaign_a, args.board_a)
@@ -182,7 +181,7 @@ def run(args) -> int:
     shown = [display_url(p) if is_url(p) else p for p in (args.a, args.b)]  # never a password in output
     doc = compare_campaigns(a, b, path_a=shown[0], path_b=shown[1])
     if args.json:
-        sys.stdout.write(json.dumps(doc, indent=1, allow_nan=False) + "\n")
+        sys.stdout.write(json.dumps(plain(doc), indent=1, allow_nan=False) + "\n")
     else:
         sys.stdout.write(render_text(doc))
     return 0

@@ -88,7 +88,9 @@ def run(args) -> int:
 
             d["bisect"] = bisect(per_board)
     if args.json:
-        text = json.dumps(d, indent=1, allow_nan=False) + "\n"
+        from boardlab.analysis.compare import plain
+
+        text = json.dumps(plain(d), indent=1, allow_nan=False) + "\n"
     elif args.format in ("junit", "github"):
         from boardlab.report.ci import github_annotations, junit_xml
 

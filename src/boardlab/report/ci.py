@@ -9,26 +9,30 @@ Jenkins read it through their JUnit plugins. docs/lab.md has a nightly job for e
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from typing import TYPE_CHECKING
 
 from boardlab.analysis.format import cell_label, fmt_interval, fmt_p, fmt_ratio
 from boardlab.analysis.history import commit_words
 from boardlab.report.escape import term
 
+if TYPE_CHECKING:
+    from boardlab.analysis.records import ComparisonRow, HistoryStep
 
-def latest_steps(d: dict) -> list[tuple[dict, dict | None, dict | None, dict | None]]:
+
+def latest_steps(d: dict) -> list[tuple[dict, HistoryStep | None, dict | None, dict | None]]:
     """(board, its latest step or None, the step's earlier campaign, its later one) per board of `d`."""
     out = []
     for board in d["boards"]:
         step = board["steps"][-1] if board["steps"] else None
         by_id = {c["campaign_id"]: c for c in board["campaigns"]}
         out.append(
-            (board, step, by_id.get(step["from"]) if step else None, by_id.get(step["to"]) if step else None)
+            (board, step, by_id.get(step.from_id) if step else None, by_id.get(step.to_id) if step else None)
         )
     return out
 
 
-def cell_name(c: dict) -> str:
-    return f"{cell_label(c['workload'], c['params'])} @ {c['condition']}: {c['metric']}"
+def cell_name(c: ComparisonRow) -> str:
+    return f"{cell_label(c.workload, c.params)} @ {c.condition}: {c.metric}"
 
 
 def _campaign_words(c: dict | None) -> str:
@@ -38,15 +42,15 @@ def _campaign_words(c: dict | None) -> str:
     return f"campaign {c['campaign_id']}" + (f" (commit {commit})" if commit else "")
 
 
-def step_sentence(board: dict, row: dict, a: dict | None, b: dict | None) -> str:
+def step_sentence(board: dict, row: ComparisonRow, a: dict | None, b: dict | None) -> str:
     """'regression on board X: CELL: B / A 0.9038 (90% decision interval ...) from campaign 2 (commit ...) to
     campaign 3 (commit ...)'."""
     words = {"slowdown": "regression", "speedup": "improvement", None: "no verdict"}
-    kind = words.get(row["verdict"]) or str(row["verdict"]).replace("_", " ")
-    ci = fmt_interval(*row["decision_ci"]) if row["decision_ci"] else "–"
+    kind = words.get(row.verdict) or str(row.verdict).replace("_", " ")
+    ci = fmt_interval(*row.decision_ci) if row.decision_ci else "–"
     return (
-        f"{kind} on board {board['board']}: {cell_name(row)}: B / A {fmt_ratio(row['ratio'])} (90% decision "
-        f"interval of the cost ratio {ci}, p adjusted {fmt_p(row['p_adjusted'])}) from {_campaign_words(a)} to "
+        f"{kind} on board {board['board']}: {cell_name(row)}: B / A {fmt_ratio(row.ratio)} (90% decision "
+        f"interval of the cost ratio {ci}, p adjusted {fmt_p(row.p_adjusted)}) from {_campaign_words(a)} to "
         f"{_campaign_words(b)}"
     )
 
@@ -74,7 +78,7 @@ def junit_xml(d: dict) -> str:
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
-def _cases(suite: ET.Element, board: dict, step: dict | None, a, b, plan: str) -> tuple[int, int, int]:
+def _cases(suite: ET.Element, board: dict, step: HistoryStep | None, a, b, plan: str) -> tuple[int, int, int]:
     """The suite's test cases: (tests, failures, skipped)."""
     if step is None:
         ET.SubElement(suite, "system-out").text = term(
@@ -82,19 +86,17 @@ def _cases(suite: ET.Element, board: dict, step: dict | None, a, b, plan: str) -
         )
         return 0, 0, 0
     tests = failed = skipped = 0
-    for row in step["cells"]:
+    for row in step.cells:
         case = ET.SubElement(suite, "testcase", classname=term(f"boardlab.{plan}.{board['board']}"),
                              name=term(cell_name(row)), time="0")  # fmt: skip
         tests += 1
         said = term(step_sentence(board, row, a, b))
-        if row["verdict"] == "slowdown":
+        if row.verdict == "slowdown":
             failure = ET.SubElement(case, "failure", type="regression", message=said)
-            failure.text = said + (
-                f"; unstable: {term('; '.join(row['unstable']))}" if row["unstable"] else ""
-            )
+            failure.text = said + (f"; unstable: {term('; '.join(row.unstable))}" if row.unstable else "")
             failed += 1
-        elif row["verdict"] is None:
-            ET.SubElement(case, "skipped", message=term(f"not judged: {row['reason'] or 'no comparison'}"))
+        elif row.verdict is None:
+            ET.SubElement(case, "skipped", message=term(f"not judged: {row.reason or 'no comparison'}"))
             skipped += 1
         else:
             ET.SubElement(case, "system-out").text = said
@@ -115,8 +117,8 @@ def github_annotations(d: dict) -> str:
     `::notice` per improvement, and one `::notice` when there is neither."""
     lines = []
     for board, step, a, b in latest_steps(d):
-        for row in step["cells"] if step else ():
-            level = {"slowdown": "error", "speedup": "notice"}.get(row["verdict"] or "")
+        for row in step.cells if step else ():
+            level = {"slowdown": "error", "speedup": "notice"}.get(row.verdict or "")
             if level is not None:
                 title = f"boardlab {'regression' if level == 'error' else 'improvement'}: {cell_name(row)}"
                 lines.append(f"::{level} title={_property(title)}::{_data(step_sentence(board, row, a, b))}")

@@ -244,6 +244,7 @@ def _side(store, pick: str, background=None):
 
 def compare(store, a: str, b: str, background=None) -> tuple[doc.Document, dict]:
     from boardlab.analysis import compare_campaigns
+    from boardlab.analysis.compare import plain
     from boardlab.analysis.comparedoc import compare_document
 
     left, right = _pair_of_sides(store, a, b, background)
@@ -252,7 +253,7 @@ def compare(store, a: str, b: str, background=None) -> tuple[doc.Document, dict]
     title = (
         f"boardlab compare: {left.name} on {left.board_label} (A) and {right.name} on {right.board_label} (B)"
     )
-    return compare_document(d, title), d
+    return compare_document(d, title), plain(d)
 
 
 def compare_choices(store) -> list[tuple[str, str]]:
@@ -279,6 +280,7 @@ def _pair_of_sides(store, a: str, b: str, background):
 
 
 def history(store, plan: str, board: str | None, background=None) -> tuple[doc.Document, dict]:
+    from boardlab.analysis.compare import plain
     from boardlab.analysis.history import build_history, history_document, load_history
 
     for what, name in (("plan", plan), ("board", board or "")):
@@ -299,7 +301,7 @@ def history(store, plan: str, board: str | None, background=None) -> tuple[doc.D
     )
     d = _memo(key, lambda: build_history(per_board, plan, _steps(store, per_board)))
     names = ", ".join(b["board"] for b in d["boards"])
-    return history_document(d, f"boardlab history: {plan} on {names}"), d
+    return history_document(d, f"boardlab history: {plan} on {names}"), plain(d)
 
 
 def _all_started(store, plan: str, board: str | None, background) -> None:
@@ -322,18 +324,13 @@ def _steps(store, per_board: list[tuple[list, list]]) -> list[list[tuple[list, l
 
 
 def _step(store, a, b):
-    """A history's step, read from the store or computed and kept by this server (fresh rows each time:
-    the history fills them)."""
+    """A history's step, read from the store or computed and kept by this server (its rows are frozen
+    records: the history fills copies of them, so one kept step serves every request)."""
     import boardlab.summary as summary
-
-    def compute():
-        rows, comps, slots = summary.step(store, a, b)
-        return json.dumps(rows), comps, slots
 
     # the views' run counts are current (`analyzed` keys them by the campaign's version)
     key = ("step", store.path, a.campaign_id, a.runs_stored, b.campaign_id, b.runs_stored)
-    rows_json, comps, slots = _memo(key, compute)
-    return json.loads(rows_json), comps, slots
+    return _memo(key, lambda: summary.step(store, a, b))
 
 
 def plan_choices(store) -> list[str]:
