@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from boardlab.conditions import background, condition_kinds
-from boardlab.conditions.base import resolve_params
+from boardlab.conditions.base import params_of, resolve_params
 from boardlab.conditions.command import CommandParams
 from boardlab.conditions.ddgzip import DdgzipParams
 from boardlab.errors import EXIT_USAGE, InputError
@@ -59,8 +59,7 @@ def test_given_values_win_typed_and_the_record_is_read_only():
     [({}, 16 << 20), ({"size": "512K"}, 512 << 10), ({"size": "1.5M"}, 3 << 19), ({"size": 8192}, 8192)],
 )
 def test_a_size_in_bytes_is_read_from_its_text_and_the_default_is_the_declarations(given, size_bytes):
-    ctx = SimpleNamespace(warmup_s=1.0)
-    assert DdgzipParams.of(resolve_params(KINDS["ddgzip"], given), ctx).size_bytes == size_bytes
+    assert params_of(DdgzipParams, KINDS["ddgzip"], given).size_bytes == size_bytes
 
 
 @pytest.mark.parametrize("size", ["16X", "1K", "5G", "-1M"])
@@ -86,17 +85,16 @@ def test_bad_parameters_raise_an_input_error_naming_the_kind_the_key_and_the_fix
 
 
 def test_the_warm_up_left_out_is_the_campaigns():
-    v = resolve_params(KINDS["command"], {"argv": ["true"]})
-    assert background.warmup_of(v, SimpleNamespace(warmup_s=2.5)) == 2.5
-    v = resolve_params(KINDS["command"], {"argv": ["true"], "warmup_s": 0})
-    assert background.warmup_of(v, SimpleNamespace(warmup_s=2.5)) == 0.0
+    p = params_of(CommandParams, KINDS["command"], {"argv": ["true"]})
+    assert p.warmup_s is None and background.warmup_of(p, SimpleNamespace(warmup_s=2.5)) == 2.5
+    p = params_of(CommandParams, KINDS["command"], {"argv": ["true"], "warmup_s": 0})
+    assert background.warmup_of(p, SimpleNamespace(warmup_s=2.5)) == 0.0
 
 
 def test_a_command_restarts_by_default_as_its_declaration_and_its_documentation_say():
     spec = next(s for s in KINDS["command"].params if s.name == "restart")
-    ctx = SimpleNamespace(warmup_s=1.0)
     assert spec.default is True
-    assert CommandParams.of(resolve_params(KINDS["command"], {"argv": ["true"]}), ctx).restart is True
+    assert params_of(CommandParams, KINDS["command"], {"argv": ["true"]}).restart is True
 
 
 def test_sizes_and_plain_numbers_have_one_reader_and_one_writer():
