@@ -182,7 +182,8 @@ def declared_params(declared: type) -> tuple[ParamSpec, ...]:
     come before those it inherits (a background kind's own, then `placement` and `warmup_s`), the order
     `boardlab list` and the "valid: ..." of a message show."""
     inherited = {f.name for base in declared.__mro__[1:] for f in _declared_fields(base)}
-    ordered = sorted(_declared_fields(declared), key=lambda f: f.name in inherited)  # stable
+    # sorted() is stable: own and inherited parameters each keep their declared order
+    ordered = sorted(_declared_fields(declared), key=lambda f: f.name in inherited)
     return tuple(replace(f.metadata[_SPEC], name=f.metadata[_SPEC].name or f.name) for f in ordered)
 
 
