@@ -4,12 +4,15 @@ sizes and plain numbers are read and written by `model.units` alone."""
 
 from __future__ import annotations
 
+import dataclasses
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from boardlab.conditions import background, condition_kinds
-from boardlab.conditions.base import params_of, resolve_params
+from boardlab.conditions.base import declared_params, params_of, resolve_params
 from boardlab.conditions.command import CommandParams
 from boardlab.conditions.ddgzip import DdgzipParams
 from boardlab.errors import EXIT_USAGE, InputError
@@ -26,6 +29,47 @@ REQUIRED = {
     "devfreq": {"device": "dmc"},
     "driver": {"drivers": ["omap-aes"]},
 }
+
+
+CONDITIONS_SRC = Path(__file__).parents[2] / "src" / "boardlab" / "conditions"
+
+
+def _declaring_class(kind) -> type:
+    """The one frozen dataclass of the kind's module whose fields declare the kind's parameters."""
+    module = sys.modules[type(kind).__module__]
+    found = [
+        c
+        for c in vars(module).values()
+        if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == module.__name__
+        and c is not type(kind) and declared_params(c) == kind.params
+    ]  # fmt: skip
+    assert len(found) == 1, f"{kind.name}: {found}"
+    return found[0]
+
+
+@pytest.mark.parametrize("name", sorted(set(KINDS) - {"baseline"}))
+def test_each_kind_declares_its_parameters_once_as_the_typed_object_its_code_reads(name):
+    kind = KINDS[name]
+    declared = _declaring_class(kind)
+    assert declared.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    p = params_of(declared, kind, REQUIRED.get(name, {}))
+    v = resolve_params(kind, REQUIRED.get(name, {}))
+    fields = {f.name for f in dataclasses.fields(declared)}
+    assert len(fields) == len(kind.params)
+    for spec in kind.params:
+        # the plan's key, or the key with its unit where the plan's key has none (ddgzip's size_bytes)
+        field = spec.name if spec.name in fields else f"{spec.name}_{spec.unit}"
+        value = v[spec.name]
+        assert getattr(p, field) == (tuple(value) if isinstance(value, list) else value), spec.name
+
+
+def test_no_kind_writes_a_parameter_spec_or_reads_an_untyped_mapping_of_its_parameters():
+    offenders = {
+        path.name: [call for call in ("ParamSpec(", "resolve_params(") if call in path.read_text()]
+        for path in sorted(CONDITIONS_SRC.glob("*.py"))
+        if path.name != "base.py"
+    }
+    assert not {name: calls for name, calls in offenders.items() if calls}
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))
