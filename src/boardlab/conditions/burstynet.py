@@ -42,16 +42,13 @@ class BurstynetParams(background.BackgroundParams):
     message_bytes: int = param("int", 514, min=1, max=MAX_UDP_PAYLOAD, unit="bytes", help="bytes per send")
 
 
-PARAMS = declared_params(BurstynetParams)
-
-
 @dataclass(frozen=True)
 class Burstynet:
     name: str = "burstynet"
     summary: str = (
         "bursty loopback TCP/UDP traffic between two processes, like a Tor relay, at a mean CPU share"
     )
-    params: tuple[ParamSpec, ...] = PARAMS
+    params: tuple[ParamSpec, ...] = declared_params(BurstynetParams)
 
     def validate(self, params: dict) -> tuple[str | None, str] | None:
         bad = validate_params(self.params, params)

@@ -44,9 +44,6 @@ class CommandParams(background.BackgroundParams):
     restart: bool = param("bool", True, help="start the command again whenever it ends")
 
 
-PARAMS = declared_params(CommandParams)
-
-
 def _executable(name: str) -> str | None:
     if "/" in name:
         return name if os.path.isfile(name) and os.access(name, os.X_OK) else None
@@ -59,7 +56,7 @@ class Command:
     summary: str = (
         "a command of yours (an argv list, no shell) running beside the workload, restarted if it ends"
     )
-    params: tuple[ParamSpec, ...] = PARAMS
+    params: tuple[ParamSpec, ...] = declared_params(CommandParams)
 
     def validate(self, params: dict) -> tuple[str | None, str] | None:
         bad = validate_params(self.params, params)

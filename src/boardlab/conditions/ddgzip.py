@@ -44,16 +44,13 @@ class DdgzipParams(background.BackgroundParams):
     pause_s: float = param("float", 0.0, min=0, max=3600, unit="s", help="idle time between rounds")
 
 
-PARAMS = declared_params(DdgzipParams)
-
-
 @dataclass(frozen=True)
 class Ddgzip:
     name: str = "ddgzip"
     summary: str = (
         "the satellite study's loop: dd a file from /dev/urandom or /dev/zero, gzip it, delete both, repeat"
     )
-    params: tuple[ParamSpec, ...] = PARAMS
+    params: tuple[ParamSpec, ...] = declared_params(DdgzipParams)
 
     def support(self, info) -> tuple[str | None, tuple[str, ...]]:
         missing = [tool for tool in ("dd", "gzip") if shutil.which(tool) is None]

@@ -42,9 +42,6 @@ class DevfreqParams:
     )
 
 
-PARAMS = declared_params(DevfreqParams)
-
-
 def _target(frequency, freqs: tuple[int, ...]) -> int | None:
     if frequency == "record":
         return None
@@ -61,7 +58,7 @@ class Devfreq:
     summary: str = (
         "a devfreq device (memory controller, bus) fixed at one frequency, or its frequency recorded"
     )
-    params: tuple[ParamSpec, ...] = PARAMS
+    params: tuple[ParamSpec, ...] = declared_params(DevfreqParams)
 
     def support(self, info) -> tuple[str | None, tuple[str, ...]]:
         if not info.devfreq:

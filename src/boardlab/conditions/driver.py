@@ -36,16 +36,13 @@ class DriverParams:
     bus: str = param("str", "platform", help="the bus the drivers are on (/sys/bus/BUS/drivers)")
 
 
-PARAMS = declared_params(DriverParams)
-
-
 @dataclass(frozen=True)
 class Driver:
     name: str = "driver"
     summary: str = (
         "the devices of kernel drivers unbound for the run (a hardware engine off), bound again after"
     )
-    params: tuple[ParamSpec, ...] = PARAMS
+    params: tuple[ParamSpec, ...] = declared_params(DriverParams)
 
     def validate(self, params: dict) -> tuple[str | None, str] | None:
         reason = validate_params(self.params, params)

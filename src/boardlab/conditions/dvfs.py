@@ -128,9 +128,6 @@ class GovernorSetting:
         return int(frequency)
 
 
-PARAMS = declared_params(GovernorSetting)
-
-
 def _valid_frequencies(p: CpufreqPolicy) -> str:
     return f"{', '.join(map(str, p.frequencies_khz))} kHz, or 'min' / 'max'"
 
@@ -144,7 +141,7 @@ class Governor:
     name: str = "governor"
     summary: str = "a cpufreq governor, a fixed frequency (userspace) or frequency limits, per policy"
 
-    params: tuple[ParamSpec, ...] = PARAMS
+    params: tuple[ParamSpec, ...] = declared_params(GovernorSetting)
 
     # ---- at plan load: shape only ----
     def support(self, info) -> tuple[str | None, tuple[str, ...]]:

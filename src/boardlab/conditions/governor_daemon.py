@@ -45,14 +45,11 @@ class DaemonParams:
     t2: float = param("float", 0.02, help="anti-snoop without tree: memory_access threshold")
 
 
-PARAMS = declared_params(DaemonParams)
-
-
 @dataclass(frozen=True)
 class GovernorDaemon:
     name: str = "governor-daemon"
     summary: str = "boardlab's userspace governor daemon (ondemand, conservative, schedutil-like, anti-snoop)"
-    params: tuple[ParamSpec, ...] = PARAMS
+    params: tuple[ParamSpec, ...] = declared_params(DaemonParams)
 
     def support(self, info) -> tuple[str | None, tuple[str, ...]]:
         if not info.cpufreq_policies:

@@ -52,9 +52,6 @@ class IsolationSetting:
     )
 
 
-PARAMS = declared_params(IsolationSetting)
-
-
 def boot_parameters(cpu: int) -> str:
     """The kernel command line that isolates `cpu` from the scheduler, the tick and RCU callbacks."""
     return f"isolcpus={cpu} nohz_full={cpu} rcu_nocbs={cpu}"
@@ -66,7 +63,7 @@ class Isolation:
     summary: str = (
         "the worker's CPU isolated (isolcpus) or just pinned; optional cpu_dma_latency; IRQs recorded"
     )
-    params: tuple[ParamSpec, ...] = PARAMS
+    params: tuple[ParamSpec, ...] = declared_params(IsolationSetting)
 
     def support(self, info) -> tuple[str | None, tuple[str, ...]]:
         limits = []

@@ -98,9 +98,6 @@ class NetnsParams:
     peer_addr: str | None = param("str", None, help="iface: the other board's IPv4 address")
 
 
-PARAMS = declared_params(NetnsParams)
-
-
 @dataclass(frozen=True)
 class Netns:
     name: str = "netns"
@@ -108,7 +105,7 @@ class Netns:
         "network placement: a private namespace, a veth pair shaped to 10/100 Mbit/s, or a real interface"
     )
 
-    params: tuple[ParamSpec, ...] = PARAMS
+    params: tuple[ParamSpec, ...] = declared_params(NetnsParams)
 
     def support(self, info) -> tuple[str | None, tuple[str, ...]]:
         if not shutil.which("ip"):

@@ -109,9 +109,6 @@ class StressorParams(background.BackgroundParams):
         ]
 
 
-PARAMS = declared_params(StressorParams)
-
-
 def _validate_option(real: str, name: Any, value: Any) -> str | None:
     if not isinstance(name, str) or not _OPTION_NAME.fullmatch(name) or not name.startswith(f"{real}-"):
         return (
@@ -200,7 +197,7 @@ class Stressor:
         "a stress-ng stressor beside the workload: cpu, vm, memcpy, interrupt, open, fork, udp, ..."
     )
 
-    params: tuple[ParamSpec, ...] = PARAMS
+    params: tuple[ParamSpec, ...] = declared_params(StressorParams)
 
     def support(self, info) -> tuple[str | None, tuple[str, ...]]:
         """Why no stressor can run here (None: they can), and limits on parameter values."""

@@ -46,9 +46,6 @@ class WorkloadParams(background.BackgroundParams):
     )
 
 
-PARAMS = declared_params(WorkloadParams)
-
-
 def _spec(name: str):
     from boardlab.workloads import find_workload
 
@@ -70,7 +67,7 @@ class Workload:
     summary: str = (
         "a catalog workload (a kernel, or the AI inference loop) running continuously beside the workload"
     )
-    params: tuple[ParamSpec, ...] = PARAMS
+    params: tuple[ParamSpec, ...] = declared_params(WorkloadParams)
 
     def validate(self, params: dict) -> tuple[str | None, str] | None:
         bad = validate_params(self.params, params)
