@@ -4,12 +4,15 @@ sizes and plain numbers are read and written by `model.units` alone."""
 
 from __future__ import annotations
 
+import dataclasses
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from boardlab.conditions import background, condition_kinds
-from boardlab.conditions.base import resolve_params
+from boardlab.conditions.base import declared_params, params_of, resolve_params
 from boardlab.conditions.command import CommandParams
 from boardlab.conditions.ddgzip import DdgzipParams
 from boardlab.errors import EXIT_USAGE, InputError
@@ -26,6 +29,47 @@ REQUIRED = {
     "devfreq": {"device": "dmc"},
     "driver": {"drivers": ["omap-aes"]},
 }
+
+
+CONDITIONS_SRC = Path(__file__).parents[2] / "src" / "boardlab" / "conditions"
+
+
+def _declaring_class(kind) -> type:
+    """The one frozen dataclass of the kind's module whose fields declare the kind's parameters."""
+    module = sys.modules[type(kind).__module__]
+    found = [
+        c
+        for c in vars(module).values()
+        if isinstance(c, type) and dataclasses.is_dataclass(c) and c.__module__ == module.__name__
+        and c is not type(kind) and declared_params(c) == kind.params
+    ]  # fmt: skip
+    assert len(found) == 1, f"{kind.name}: {found}"
+    return found[0]
+
+
+@pytest.mark.parametrize("name", sorted(set(KINDS) - {"baseline"}))
+def test_each_kind_declares_its_parameters_once_as_the_typed_object_its_code_reads(name):
+    kind = KINDS[name]
+    declared = _declaring_class(kind)
+    assert declared.__dataclass_params__.frozen  # type: ignore[attr-defined]
+    p = params_of(declared, kind, REQUIRED.get(name, {}))
+    v = resolve_params(kind, REQUIRED.get(name, {}))
+    fields = {f.name for f in dataclasses.fields(declared)}
+    assert len(fields) == len(kind.params)
+    for spec in kind.params:
+        # the plan's key, or the key with its unit where the plan's key has none (ddgzip's size_bytes)
+        field = spec.name if spec.name in fields else f"{spec.name}_{spec.unit}"
+        value = v[spec.name]
+        assert getattr(p, field) == (tuple(value) if isinstance(value, list) else value), spec.name
+
+
+def test_no_kind_writes_a_parameter_spec_or_reads_an_untyped_mapping_of_its_parameters():
+    offenders = {
+        path.name: [call for call in ("ParamSpec(", "resolve_params(") if call in path.read_text()]
+        for path in sorted(CONDITIONS_SRC.glob("*.py"))
+        if path.name != "base.py"
+    }
+    assert not {name: calls for name, calls in offenders.items() if calls}
 
 
 @pytest.mark.parametrize("name", sorted(KINDS))
@@ -59,8 +103,7 @@ def test_given_values_win_typed_and_the_record_is_read_only():
     [({}, 16 << 20), ({"size": "512K"}, 512 << 10), ({"size": "1.5M"}, 3 << 19), ({"size": 8192}, 8192)],
 )
 def test_a_size_in_bytes_is_read_from_its_text_and_the_default_is_the_declarations(given, size_bytes):
-    ctx = SimpleNamespace(warmup_s=1.0)
-    assert DdgzipParams.of(resolve_params(KINDS["ddgzip"], given), ctx).size_bytes == size_bytes
+    assert params_of(DdgzipParams, KINDS["ddgzip"], given).size_bytes == size_bytes
 
 
 @pytest.mark.parametrize("size", ["16X", "1K", "5G", "-1M"])
@@ -86,17 +129,16 @@ def test_bad_parameters_raise_an_input_error_naming_the_kind_the_key_and_the_fix
 
 
 def test_the_warm_up_left_out_is_the_campaigns():
-    v = resolve_params(KINDS["command"], {"argv": ["true"]})
-    assert background.warmup_of(v, SimpleNamespace(warmup_s=2.5)) == 2.5
-    v = resolve_params(KINDS["command"], {"argv": ["true"], "warmup_s": 0})
-    assert background.warmup_of(v, SimpleNamespace(warmup_s=2.5)) == 0.0
+    p = params_of(CommandParams, KINDS["command"], {"argv": ["true"]})
+    assert p.warmup_s is None and background.warmup_of(p, SimpleNamespace(warmup_s=2.5)) == 2.5
+    p = params_of(CommandParams, KINDS["command"], {"argv": ["true"], "warmup_s": 0})
+    assert background.warmup_of(p, SimpleNamespace(warmup_s=2.5)) == 0.0
 
 
 def test_a_command_restarts_by_default_as_its_declaration_and_its_documentation_say():
     spec = next(s for s in KINDS["command"].params if s.name == "restart")
-    ctx = SimpleNamespace(warmup_s=1.0)
     assert spec.default is True
-    assert CommandParams.of(resolve_params(KINDS["command"], {"argv": ["true"]}), ctx).restart is True
+    assert params_of(CommandParams, KINDS["command"], {"argv": ["true"]}).restart is True
 
 
 def test_sizes_and_plain_numbers_have_one_reader_and_one_writer():

@@ -29,15 +29,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from boardlab.conditions.base import ApplyContext
+from boardlab.conditions.base import ApplyContext, param
 from boardlab.errors import MeasurementError
-from boardlab.model.workload import ParamSpec
 from boardlab.platform import sampling
 from boardlab.platform.sysroot import format_cpulist
 
@@ -55,26 +54,26 @@ _names = itertools.count(1)
 # ---- parameters shared by every background kind ----
 
 
-# `placement` and `warmup_s`: the parameters every background kind takes, appended to its own
-COMMON_PARAMS = (
-    ParamSpec(
-        "placement",
+@dataclass(frozen=True)
+class BackgroundParams:
+    """`placement` and `warmup_s`, the parameters every background kind takes: a kind's parameters class
+    inherits them, and `declared_params` lists them after the kind's own."""
+
+    placement: str = param(
         "enum",
         DEFAULT_PLACEMENT,
         choices=PLACEMENTS,
         help="where the load runs: same (the worker's CPU), other (every CPU but the worker's), "
         "all (every online CPU)",
-    ),
-    ParamSpec(
-        "warmup_s",
+    )
+    warmup_s: float | None = param(
         "float",
         None,
         min=0,
         max=MAX_WARMUP_S,
         unit="s",
         help="how long the load runs before the workload starts (default: the campaign's warm-up)",
-    ),
-)
+    )
 
 
 def placement_reason(placement: str, ctx: ApplyContext) -> str | None:
@@ -365,7 +364,7 @@ def record_health(state: dict[str, Any], failure: str | None) -> None:
         state["load_failure"] = failure
 
 
-def warmup_of(v: Mapping[str, Any], ctx: ApplyContext) -> float:
-    """The plan's `warmup_s` (of a kind's resolved parameters), else the campaign's default for loads
-    (ApplyContext.warmup_s, 1 s): the declaration's default is None, "the campaign's"."""
-    return float(ctx.warmup_s if v["warmup_s"] is None else v["warmup_s"])
+def warmup_of(p: BackgroundParams, ctx: ApplyContext) -> float:
+    """The plan's `warmup_s`, else the campaign's default for loads (ApplyContext.warmup_s, 1 s): the
+    declaration's default is None, "the campaign's", known only once the campaign runs."""
+    return float(ctx.warmup_s if p.warmup_s is None else p.warmup_s)

@@ -7,10 +7,11 @@ around one run: it changes what it must through `ctx.journal` (so every change c
 crash), yields a dict that is stored with the run, may add to that dict on exit (e.g. a stressor's achieved
 rate), and undoes everything on every exit path.
 
-A kind declares each parameter once, as a `ParamSpec` in its `params` (name, type, unit, default, range or
-choices, help): `validate_params` checks a plan's table against those declarations, and `resolve_params`
-turns it into the values a kind uses (defaults filled in, numbers typed, sizes in bytes). No kind repeats a
-default in its code.
+A kind declares each parameter once, as a field of a frozen dataclass whose `param(...)` carries the
+`ParamSpec` data (type, default, range or choices, unit, help): `declared_params` turns that class into the
+kind's `params` (what `validate_params` checks a plan's table against and `boardlab list` shows), and
+`params_of` turns a plan's table into an instance of it (`resolve_params`: defaults filled in, numbers typed,
+sizes in bytes), the typed object `check` and `apply` read. No kind repeats a parameter or a default.
 """
 
 from __future__ import annotations
@@ -19,17 +20,20 @@ import shutil
 import tempfile
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from boardlab.conditions.journal import RestoreJournal
 from boardlab.errors import InputError
 from boardlab.model.board import BoardInfo
 from boardlab.model.units import parse_size, size_text
-from boardlab.model.workload import ParamSpec
+from boardlab.model.workload import ParamSpec, ParamType
 from boardlab.platform.sysroot import SysRoot
+
+P = TypeVar("P")
+_SPEC = "boardlab.param"  # the metadata key of a declared field's ParamSpec
 
 
 @dataclass
@@ -163,3 +167,42 @@ def _typed(spec: ParamSpec, value: Any) -> Any:
     if spec.type == "int" and spec.unit == "bytes":
         return parse_size(value)
     return value
+
+
+def param(type: ParamType, default: Any = None, *, key: str = "", **spec: Any) -> Any:
+    """One parameter, declared as a field of a kind's frozen parameters dataclass: `ParamSpec`'s type,
+    default and keywords (min, max, choices, unit, help, words, required). The plan's key is the field's name,
+    or `key` where the field's name carries a unit the plan's key does not (ddgzip's `size` read as
+    `size_bytes`). The field has no dataclass default: `params_of` gives every field its resolved value."""
+    return field(metadata={_SPEC: ParamSpec(key, type, default, **spec)})
+
+
+def declared_params(declared: type) -> tuple[ParamSpec, ...]:
+    """The `ParamSpec`s of a parameters dataclass, in field order except that a class's own parameters
+    come before those it inherits (a background kind's own, then `placement` and `warmup_s`), the order
+    `boardlab list` and the "valid: ..." of a message show."""
+    inherited = {f.name for base in declared.__mro__[1:] for f in _declared_fields(base)}
+    # sorted() is stable: own and inherited parameters each keep their declared order
+    ordered = sorted(_declared_fields(declared), key=lambda f: f.name in inherited)
+    return tuple(replace(f.metadata[_SPEC], name=f.metadata[_SPEC].name or f.name) for f in ordered)
+
+
+def _declared_fields(cls: type) -> tuple:
+    return tuple(f for f in fields(cls) if _SPEC in f.metadata) if "__dataclass_fields__" in vars(cls) else ()
+
+
+def params_of(declared: type[P], kind: DeclaresParams, params: Mapping[str, Any]) -> P:
+    """`params` as an instance of the kind's parameters dataclass: every field the plan's value, else the
+    declared default, typed as `resolve_params` types it; a list as a tuple and a table as a read-only
+    mapping, so the object is as frozen as its class."""
+    v = resolve_params(kind, params)
+    values = {}
+    for f in _declared_fields(declared):
+        spec = f.metadata[_SPEC]
+        value = v[spec.name or f.name]
+        if isinstance(value, list):
+            value = tuple(value)
+        elif isinstance(value, dict):
+            value = MappingProxyType(dict(value))
+        values[f.name] = value
+    return declared(**values)

@@ -20,43 +20,26 @@ measured for itself besides the CPU use boardlab measures from /proc (`load_cpu_
 from __future__ import annotations
 
 import socket
-from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 from boardlab.conditions import background
-from boardlab.conditions.base import ApplyContext, resolve_params, validate_params
+from boardlab.conditions.base import ApplyContext, declared_params, param, params_of, validate_params
 from boardlab.model.workload import ParamSpec
 
 PROTOCOLS = ("tcp", "udp")
 MAX_UDP_PAYLOAD = 65507
-PARAMS = (
-    ParamSpec("protocol", "enum", "tcp", choices=PROTOCOLS, help="the loopback traffic's transport"),
-    ParamSpec(
-        "cpu_share", "float", 0.25, min=0, max=1, help="the sender's mean share of one core, in (0, 1]"
-    ),
-    ParamSpec("seed", "int", 1, help="seed of the burst and gap lengths (the same seed, the same traffic)"),
-    ParamSpec("burst_ms", "float", 50.0, min=1, max=10000, unit="ms", help="mean length of a burst"),
-    ParamSpec("message_bytes", "int", 514, min=1, max=MAX_UDP_PAYLOAD, unit="bytes", help="bytes per send"),
-    *background.COMMON_PARAMS,
-)
 
 
 @dataclass(frozen=True)
-class BurstynetParams:
-    protocol: str
-    cpu_share: float
-    seed: int
-    burst_ms: float
-    message_bytes: int
-    placement: str
-    warmup_s: float
-
-    @classmethod
-    def of(cls, v: Mapping[str, Any], ctx: ApplyContext) -> BurstynetParams:
-        """From the kind's resolved parameters (`resolve_params`): a field per declared parameter."""
-        return cls(**{**v, "warmup_s": background.warmup_of(v, ctx)})
+class BurstynetParams(background.BackgroundParams):
+    protocol: str = param("enum", "tcp", choices=PROTOCOLS, help="the loopback traffic's transport")
+    cpu_share: float = param(
+        "float", 0.25, min=0, max=1, help="the sender's mean share of one core, in (0, 1]"
+    )
+    seed: int = param("int", 1, help="seed of the burst and gap lengths (the same seed, the same traffic)")
+    burst_ms: float = param("float", 50.0, min=1, max=10000, unit="ms", help="mean length of a burst")
+    message_bytes: int = param("int", 514, min=1, max=MAX_UDP_PAYLOAD, unit="bytes", help="bytes per send")
 
 
 @dataclass(frozen=True)
@@ -65,18 +48,18 @@ class Burstynet:
     summary: str = (
         "bursty loopback TCP/UDP traffic between two processes, like a Tor relay, at a mean CPU share"
     )
-    params: tuple[ParamSpec, ...] = PARAMS
+    params: tuple[ParamSpec, ...] = declared_params(BurstynetParams)
 
     def validate(self, params: dict) -> tuple[str | None, str] | None:
         bad = validate_params(self.params, params)
         if bad:
             return bad
-        if resolve_params(self, params)["cpu_share"] <= 0:  # the declaration's range includes 0
+        if params_of(BurstynetParams, self, params).cpu_share <= 0:  # the declaration's range includes 0
             return "cpu_share", f"expected a share of one core in (0, 1], found {params['cpu_share']!r}"
         return None
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
-        p = BurstynetParams.of(resolve_params(self, params), ctx)
+        p = params_of(BurstynetParams, self, params)
         kind = socket.SOCK_STREAM if p.protocol == "tcp" else socket.SOCK_DGRAM
         try:
             with socket.socket(socket.AF_INET, kind) as s:
@@ -86,7 +69,7 @@ class Burstynet:
         return background.placement_reason(p.placement, ctx)
 
     def apply(self, params: dict, ctx: ApplyContext):
-        return self._apply(BurstynetParams.of(resolve_params(self, params), ctx), ctx)
+        return self._apply(params_of(BurstynetParams, self, params), ctx)
 
     @contextmanager
     def _apply(self, p: BurstynetParams, ctx: ApplyContext):
@@ -103,7 +86,7 @@ class Burstynet:
             config,
             ctx=ctx,
             placement=p.placement,
-            warmup_s=p.warmup_s,
+            warmup_s=background.warmup_of(p, ctx),
             what=f"burstynet ({p.protocol} on 127.0.0.1)",
             state=state,
             health=burstynet_health,

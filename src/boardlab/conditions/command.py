@@ -21,46 +21,27 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from boardlab.conditions import background
-from boardlab.conditions.base import ApplyContext, resolve_params, validate_params
+from boardlab.conditions.base import ApplyContext, declared_params, param, params_of, validate_params
 from boardlab.conditions.programs import QUICK_FAILURE_S
 from boardlab.model.workload import ParamSpec
 
 _EXAMPLE = 'e.g. argv = ["gzip", "-c", "/usr/share/dict/words"]'
-PARAMS = (
-    ParamSpec(
-        "argv",
+
+
+@dataclass(frozen=True)
+class CommandParams(background.BackgroundParams):
+    argv: tuple[str, ...] = param(
         "list",
         None,
         required=True,
         help="the program, then its arguments, run as they are (no shell), " + _EXAMPLE,
-    ),
-    ParamSpec("restart", "bool", True, help="start the command again whenever it ends"),
-    *background.COMMON_PARAMS,
-)
-
-
-@dataclass(frozen=True)
-class CommandParams:
-    argv: tuple[str, ...]
-    restart: bool
-    placement: str
-    warmup_s: float
-
-    @classmethod
-    def of(cls, v: Mapping[str, Any], ctx: ApplyContext) -> CommandParams:
-        """From the kind's resolved parameters (`resolve_params`)."""
-        return cls(
-            argv=tuple(v["argv"]),
-            restart=v["restart"],
-            placement=v["placement"],
-            warmup_s=background.warmup_of(v, ctx),
-        )
+    )
+    restart: bool = param("bool", True, help="start the command again whenever it ends")
 
 
 def _executable(name: str) -> str | None:
@@ -75,7 +56,7 @@ class Command:
     summary: str = (
         "a command of yours (an argv list, no shell) running beside the workload, restarted if it ends"
     )
-    params: tuple[ParamSpec, ...] = PARAMS
+    params: tuple[ParamSpec, ...] = declared_params(CommandParams)
 
     def validate(self, params: dict) -> tuple[str | None, str] | None:
         bad = validate_params(self.params, params)
@@ -92,17 +73,21 @@ class Command:
         return None
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
-        p = CommandParams.of(resolve_params(self, params), ctx)
+        return self.check_params(params_of(CommandParams, self, params), ctx)
+
+    def check_params(self, p: CommandParams, ctx: ApplyContext) -> str | None:
+        """`check` of typed parameters (the workload kind's command comes from its own)."""
         if _executable(p.argv[0]) is None:
             where = "is not an executable file" if "/" in p.argv[0] else "is not found on PATH"
             return f"unsupported: command {p.argv[0]!r} {where}; install it (argv runs as it is, no shell)"
         return background.placement_reason(p.placement, ctx)
 
     def apply(self, params: dict, ctx: ApplyContext):
-        return self._apply(CommandParams.of(resolve_params(self, params), ctx), ctx)
+        return self.apply_params(params_of(CommandParams, self, params), ctx)
 
     @contextmanager
-    def _apply(self, p: CommandParams, ctx: ApplyContext):
+    def apply_params(self, p: CommandParams, ctx: ApplyContext):
+        """`apply` of typed parameters (the workload kind's command comes from its own)."""
         state: dict[str, Any] = {"argv": list(p.argv), "restart": p.restart}
         config = {"argv": [_executable(p.argv[0]) or p.argv[0], *p.argv[1:]], "restart": p.restart}
         with background.program_load(
@@ -110,7 +95,7 @@ class Command:
             config,
             ctx=ctx,
             placement=p.placement,
-            warmup_s=p.warmup_s,
+            warmup_s=background.warmup_of(p, ctx),
             what=f"background command {p.argv[0]}",
             state=state,
             health=command_health,

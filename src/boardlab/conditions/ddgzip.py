@@ -17,54 +17,31 @@ compressed, and failures (a full disk is retried every 0.5 s, not in a busy loop
 from __future__ import annotations
 
 import shutil
-from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 from boardlab.conditions import background
-from boardlab.conditions.base import ApplyContext, resolve_params, validate_params
+from boardlab.conditions.base import ApplyContext, declared_params, param, params_of, validate_params
 from boardlab.model.workload import ParamSpec
 
 SOURCES = {"urandom": "/dev/urandom", "zero": "/dev/zero"}
 MIN_SIZE, MAX_SIZE = 4096, 4 << 30
-PARAMS = (
-    ParamSpec("source", "enum", "urandom", choices=tuple(SOURCES), help="what dd reads"),
-    ParamSpec(
-        "size",
+
+
+@dataclass(frozen=True)
+class DdgzipParams(background.BackgroundParams):
+    source: str = param("enum", "urandom", choices=tuple(SOURCES), help="what dd reads")
+    size_bytes: int = param(
         "int",
         "16M",
+        key="size",
         min=MIN_SIZE,
         max=MAX_SIZE,
         unit="bytes",
         help='bytes per round, an integer or like "16M" (K, M, G: powers of 1024)',
-    ),
-    ParamSpec("level", "int", 6, min=1, max=9, help="gzip's compression level"),
-    ParamSpec("pause_s", "float", 0.0, min=0, max=3600, unit="s", help="idle time between rounds"),
-    *background.COMMON_PARAMS,
-)
-
-
-@dataclass(frozen=True)
-class DdgzipParams:
-    source: str
-    size_bytes: int
-    level: int
-    pause_s: float
-    placement: str
-    warmup_s: float
-
-    @classmethod
-    def of(cls, v: Mapping[str, Any], ctx: ApplyContext) -> DdgzipParams:
-        """From the kind's resolved parameters (`resolve_params`: the size is in bytes there)."""
-        return cls(
-            source=v["source"],
-            size_bytes=v["size"],
-            level=v["level"],
-            pause_s=v["pause_s"],
-            placement=v["placement"],
-            warmup_s=background.warmup_of(v, ctx),
-        )
+    )
+    level: int = param("int", 6, min=1, max=9, help="gzip's compression level")
+    pause_s: float = param("float", 0.0, min=0, max=3600, unit="s", help="idle time between rounds")
 
 
 @dataclass(frozen=True)
@@ -73,7 +50,7 @@ class Ddgzip:
     summary: str = (
         "the satellite study's loop: dd a file from /dev/urandom or /dev/zero, gzip it, delete both, repeat"
     )
-    params: tuple[ParamSpec, ...] = PARAMS
+    params: tuple[ParamSpec, ...] = declared_params(DdgzipParams)
 
     def support(self, info) -> tuple[str | None, tuple[str, ...]]:
         missing = [tool for tool in ("dd", "gzip") if shutil.which(tool) is None]
@@ -89,10 +66,10 @@ class Ddgzip:
         missing = [tool for tool in ("dd", "gzip") if shutil.which(tool) is None]
         if missing:
             return f"unsupported: {' and '.join(missing)} not found on PATH: apt-get install coreutils gzip"
-        return background.placement_reason(DdgzipParams.of(resolve_params(self, params), ctx).placement, ctx)
+        return background.placement_reason(params_of(DdgzipParams, self, params).placement, ctx)
 
     def apply(self, params: dict, ctx: ApplyContext):
-        return self._apply(DdgzipParams.of(resolve_params(self, params), ctx), ctx)
+        return self._apply(params_of(DdgzipParams, self, params), ctx)
 
     @contextmanager
     def _apply(self, p: DdgzipParams, ctx: ApplyContext):
@@ -111,7 +88,7 @@ class Ddgzip:
             config,
             ctx=ctx,
             placement=p.placement,
-            warmup_s=p.warmup_s,
+            warmup_s=background.warmup_of(p, ctx),
             what="ddgzip loop (dd + gzip)",
             state=state,
             health=ddgzip_health,

@@ -19,28 +19,27 @@ import contextlib
 import os
 from dataclasses import dataclass
 
-from boardlab.conditions.base import ApplyContext, resolve_params, validate_params
+from boardlab.conditions.base import ApplyContext, declared_params, param, params_of, validate_params
 from boardlab.model.workload import ParamSpec
 from boardlab.platform import devfreq
 
-PARAMS = (
-    ParamSpec(
-        "device",
+
+@dataclass(frozen=True)
+class DevfreqParams:
+    device: str = param(
         "str",
         None,
         required=True,
         help="a name under /sys/class/devfreq (see `boardlab info`)",
-    ),
-    ParamSpec(
-        "frequency_hz",
+    )
+    frequency_hz: int | str = param(  # Hz, or "max", "min", "record"
         "int",
         "record",
         min=1,
         unit="Hz",
         words=("max", "min", "record"),
         help="a frequency the device offers, its max or min, or record (only record it)",
-    ),
-)
+    )
 
 
 def _target(frequency, freqs: tuple[int, ...]) -> int | None:
@@ -59,7 +58,7 @@ class Devfreq:
     summary: str = (
         "a devfreq device (memory controller, bus) fixed at one frequency, or its frequency recorded"
     )
-    params: tuple[ParamSpec, ...] = PARAMS
+    params: tuple[ParamSpec, ...] = declared_params(DevfreqParams)
 
     def support(self, info) -> tuple[str | None, tuple[str, ...]]:
         if not info.devfreq:
@@ -73,13 +72,13 @@ class Devfreq:
         return validate_params(self.params, params)
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
-        v = resolve_params(self, params)
+        p = params_of(DevfreqParams, self, params)
         names = devfreq.list_devices(ctx.root)
-        if v["device"] not in names:
-            return (f"unsupported: no devfreq device {v['device']!r}; devices here: "
+        if p.device not in names:
+            return (f"unsupported: no devfreq device {p.device!r}; devices here: "
                     f"{', '.join(names) or '(none: the kernel exposes no devfreq)'}")  # fmt: skip
-        dev = devfreq.read_device(ctx.root, v["device"])
-        f = v["frequency_hz"]
+        dev = devfreq.read_device(ctx.root, p.device)
+        f = p.frequency_hz
         if f == "record":
             return None
         if not dev.frequencies_hz:
@@ -95,11 +94,11 @@ class Devfreq:
 
     @contextlib.contextmanager
     def apply(self, params: dict, ctx: ApplyContext):
-        v = resolve_params(self, params)
-        dev = devfreq.read_device(ctx.root, v["device"])
+        p = params_of(DevfreqParams, self, params)
+        dev = devfreq.read_device(ctx.root, p.device)
         d = f"{devfreq.DEVFREQ_DIR}/{dev.name}"
         state = {"device": dev.name, "governor": dev.governor, "cur_hz_before": dev.cur_hz}
-        target = _target(v["frequency_hz"], dev.frequencies_hz)
+        target = _target(p.frequency_hz, dev.frequencies_hz)
         tokens: list[str] = []
         try:
             if target is not None:

@@ -19,21 +19,21 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from boardlab.conditions.base import ApplyContext, resolve_params, validate_params
+from boardlab.conditions.base import ApplyContext, declared_params, param, params_of, validate_params
 from boardlab.errors import BoardlabError
 from boardlab.model.workload import ParamSpec
 from boardlab.platform import drivers
 
-PARAMS = (
-    ParamSpec(
-        "drivers",
+
+@dataclass(frozen=True)
+class DriverParams:
+    drivers: tuple[str, ...] = param(
         "list",
         None,
         required=True,
         help="kernel drivers whose devices are unbound for the run (e.g. omap-aes, omap-sham)",
-    ),
-    ParamSpec("bus", "str", "platform", help="the bus the drivers are on (/sys/bus/BUS/drivers)"),
-)
+    )
+    bus: str = param("str", "platform", help="the bus the drivers are on (/sys/bus/BUS/drivers)")
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class Driver:
     summary: str = (
         "the devices of kernel drivers unbound for the run (a hardware engine off), bound again after"
     )
-    params: tuple[ParamSpec, ...] = PARAMS
+    params: tuple[ParamSpec, ...] = declared_params(DriverParams)
 
     def validate(self, params: dict) -> tuple[str | None, str] | None:
         reason = validate_params(self.params, params)
@@ -51,10 +51,10 @@ class Driver:
         return reason
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
-        v = resolve_params(self, params)
-        bus = v["bus"]
+        p = params_of(DriverParams, self, params)
+        bus = p.bus
         present = drivers.list_drivers(ctx.root, bus)
-        for name in v["drivers"]:
+        for name in p.drivers:
             d = drivers.driver_dir(bus, name)
             if name not in present:
                 return (f"unsupported: no kernel driver {name!r} on the {bus} bus ({ctx.root.show(d)}): "
@@ -67,12 +67,12 @@ class Driver:
 
     @contextlib.contextmanager
     def apply(self, params: dict, ctx: ApplyContext):
-        v = resolve_params(self, params)
-        bus = v["bus"]
+        p = params_of(DriverParams, self, params)
+        bus = p.bus
         tokens: list[str] = []
         state: dict = {"bus": bus, "unbound": []}
         try:
-            for name in v["drivers"]:
+            for name in p.drivers:
                 for device in drivers.bound_devices(ctx.root, bus, name):
                     tokens.append(ctx.journal.unbound(bus, name, device, what=f"{device} bound to {name}"))
                     state["unbound"].append({"driver": name, "device": device})

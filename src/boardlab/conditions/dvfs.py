@@ -40,9 +40,10 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
-from boardlab.conditions.base import ApplyContext, resolve_params, validate_params
+from boardlab.conditions.base import ApplyContext, declared_params, param, params_of, validate_params
 from boardlab.model.board import CpufreqPolicy
 from boardlab.model.workload import ParamSpec
 from boardlab.platform import cpufreq
@@ -51,71 +52,49 @@ from boardlab.platform.sysroot import format_cpulist
 _POLICY = re.compile(r"policy\d+")
 ROLES = ("active", "idle")  # frequencies_khz keys resolved against the worker's CPU
 
-PARAMS = (
-    ParamSpec(
-        "governor", "enum", None, choices=cpufreq.GOVERNORS, required=True, help="the cpufreq governor"
-    ),
-    ParamSpec(
-        "policies",
+
+@dataclass(frozen=True)
+class GovernorSetting:
+    """The parameters of one `governor` condition, declared once (checked for shape by `Governor.validate`)."""
+
+    governor: str = param("enum", None, choices=cpufreq.GOVERNORS, required=True, help="the cpufreq governor")
+    policies: tuple[str, ...] | str = param(  # "all": see policy_names
         "list",
         "all",
         words=("all",),
         help="the cpufreq policies it applies to, e.g. ['policy0'] (see `boardlab info`), or all",
-    ),
-    ParamSpec(
-        "frequency_khz",
+    )
+    frequency_khz: int | str | None = param(  # kHz, "min" or "max"; userspace only
         "int",
         None,
         min=1,
         unit="kHz",
         words=("min", "max"),
         help="userspace only: a frequency every listed policy offers, or its min or max",
-    ),
-    ParamSpec(
-        "frequencies_khz",
+    )
+    frequencies_khz: Mapping[str, int | str] = param(  # by policy name, or by role until `resolved`
         "table",
         None,
         help='userspace only: one frequency per policy, e.g. { policy0 = 600000, policy4 = "max" }, or by '
         'role: { active = "max", idle = "min" } (active: the policy of the pinned worker CPU; idle: the others)',
-    ),
-    ParamSpec("tunables", "table", None, help="the governor's tunables, e.g. { up_threshold = 95 }"),
-    ParamSpec("min_khz", "int", None, min=1, unit="kHz", help="lower bound of the policy's frequency"),
-    ParamSpec("max_khz", "int", None, min=1, unit="kHz", help="upper bound of the policy's frequency"),
-)
+    )
+    tunables: Mapping[str, int] = param(
+        "table", None, help="the governor's tunables, e.g. { up_threshold = 95 }"
+    )
+    min_khz: int | None = param("int", None, min=1, unit="kHz", help="lower bound of the policy's frequency")
+    max_khz: int | None = param("int", None, min=1, unit="kHz", help="upper bound of the policy's frequency")
 
-
-@dataclass(frozen=True)
-class GovernorSetting:
-    """The parameters of one `governor` condition, checked for shape (`Governor.validate`)."""
-
-    governor: str
-    policies: tuple[str, ...] | None  # None: every policy of the board
-    frequency: int | str | None  # kHz, "min" or "max"; userspace only
-    tunables: tuple[tuple[str, int], ...]
-    min_khz: int | None
-    max_khz: int | None
-    per_policy: tuple[tuple[str, int | str], ...] = ()  # frequencies_khz: a frequency per policy (userspace)
-
-    @classmethod
-    def of(cls, v: Mapping[str, Any]) -> GovernorSetting:
-        """From the kind's resolved parameters (`resolve_params`)."""
-        policies = v["policies"]
-        per_policy = tuple(v["frequencies_khz"].items())
-        if per_policy and policies == "all":
-            policies = [name for name, _ in per_policy]
-        return cls(
-            governor=v["governor"],
-            policies=None if policies == "all" else tuple(policies),
-            frequency=v["frequency_khz"],
-            tunables=tuple(v["tunables"].items()),
-            min_khz=v["min_khz"],
-            max_khz=v["max_khz"],
-            per_policy=per_policy,
-        )
+    @property
+    def policy_names(self) -> tuple[str, ...] | None:
+        """The policies it applies to (those of frequencies_khz when policies is left out); None: every
+        policy of the board."""
+        if self.policies != "all":
+            return tuple(self.policies)
+        return tuple(self.frequencies_khz) or None
 
     @property
     def by_role(self) -> bool:
-        return any(name in ROLES for name, _ in self.per_policy)
+        return any(name in ROLES for name in self.frequencies_khz)
 
     def resolved(self, info, worker_cpu: int | None) -> GovernorSetting | str:
         """The setting with `active` / `idle` replaced by the board's policy names, or why it cannot be."""
@@ -126,15 +105,17 @@ class GovernorSetting:
         active = next((p for p in info.cpufreq_policies if worker_cpu in (p.related_cpus or p.cpus)), None)
         if active is None:
             return f"no cpufreq policy holds CPU {worker_cpu}, the workload's: frequencies_khz cannot name it active"
-        roles = dict(self.per_policy)
+        roles = self.frequencies_khz
         per = [(active.name, roles["active"])] if "active" in roles else []
         if "idle" in roles:
             per += [(p.name, roles["idle"]) for p in info.cpufreq_policies if p.name != active.name]
-        return dataclasses.replace(self, policies=tuple(name for name, _ in per), per_policy=tuple(per))
+        return dataclasses.replace(
+            self, policies=tuple(name for name, _ in per), frequencies_khz=MappingProxyType(dict(per))
+        )
 
     def speed_khz(self, policy: CpufreqPolicy) -> int | None:
         """The userspace frequency for this policy ("min"/"max" resolved against its table)."""
-        frequency = dict(self.per_policy).get(policy.name, self.frequency)
+        frequency = self.frequencies_khz.get(policy.name, self.frequency_khz)
         if frequency is None:
             return None
         table = policy.frequencies_khz or tuple(
@@ -160,7 +141,7 @@ class Governor:
     name: str = "governor"
     summary: str = "a cpufreq governor, a fixed frequency (userspace) or frequency limits, per policy"
 
-    params: tuple[ParamSpec, ...] = PARAMS
+    params: tuple[ParamSpec, ...] = declared_params(GovernorSetting)
 
     # ---- at plan load: shape only ----
     def support(self, info) -> tuple[str | None, tuple[str, ...]]:
@@ -177,10 +158,10 @@ class Governor:
         bad = validate_params(self.params, params)
         if bad:
             return bad
-        v = resolve_params(self, params)
-        gov = v["governor"]
-        policies = v["policies"]
-        if isinstance(policies, list):
+        setting = params_of(GovernorSetting, self, params)
+        gov = setting.governor
+        policies = setting.policies
+        if isinstance(policies, tuple):
             if not policies:
                 return "policies", "an empty list selects no policy; leave it out (or 'all') for every policy"
             for p in policies:
@@ -192,10 +173,10 @@ class Governor:
             if len(set(policies)) != len(policies):
                 return "policies", "a policy is listed twice"
         if "frequencies_khz" in params:
-            bad = self._validate_per_policy(gov, v["frequencies_khz"], params)
+            bad = self._validate_per_policy(setting, params)
             if bad:
                 return bad
-        freq = v["frequency_khz"]
+        freq = setting.frequency_khz
         if gov == "userspace" and freq is None and "frequencies_khz" not in params:
             return (
                 None,
@@ -206,15 +187,16 @@ class Governor:
                 return "frequency_khz", (
                     f"a fixed frequency needs governor = 'userspace'; to bound {gov}, use min_khz / max_khz"
                 )
-        lo, hi = v["min_khz"], v["max_khz"]
+        lo, hi = setting.min_khz, setting.max_khz
         if lo is not None and hi is not None and lo > hi:
             return "min_khz", f"min_khz {lo} is above max_khz {hi}"
         if isinstance(freq, int) and (lo is not None and freq < lo or hi is not None and freq > hi):
             return "frequency_khz", f"{freq} kHz lies outside min_khz..max_khz; the kernel would clamp it"
-        return self._validate_tunables(gov, v["tunables"])
+        return self._validate_tunables(gov, setting.tunables)
 
-    def _validate_per_policy(self, gov: str, per: dict, params: dict) -> tuple[str | None, str] | None:
+    def _validate_per_policy(self, setting: GovernorSetting, params: dict) -> tuple[str | None, str] | None:
         """frequencies_khz = { policy0 = 1400000, policy4 = "min" }: one userspace frequency per policy."""
+        gov, per = setting.governor, setting.frequencies_khz
         if gov != "userspace":
             return "frequencies_khz", "per-policy frequencies need governor = 'userspace'"
         if "frequency_khz" in params:
@@ -241,12 +223,11 @@ class Governor:
                     "frequencies_khz",
                     f"{name}: expected a frequency in kHz, 'min' or 'max', found {value!r}",
                 )
-        listed = params["policies"] if "policies" in params else None
-        if isinstance(listed, list) and set(listed) != set(per):
+        if isinstance(setting.policies, tuple) and set(setting.policies) != set(per):
             return "policies", "with frequencies_khz, list the same policies (or leave policies out)"
         return None
 
-    def _validate_tunables(self, gov: str, tunables: dict) -> tuple[str | None, str] | None:
+    def _validate_tunables(self, gov: str, tunables: Mapping[str, Any]) -> tuple[str | None, str] | None:
         if not tunables:
             return None
         known = cpufreq.GOVERNOR_TUNABLES.get(gov)
@@ -267,19 +248,20 @@ class Governor:
     # ---- before the campaign starts: against the board ----
 
     def _policies(self, setting: GovernorSetting, ctx: ApplyContext) -> list[CpufreqPolicy]:
-        if setting.policies is None:
+        names = setting.policy_names
+        if names is None:
             return list(ctx.info.cpufreq_policies)
-        return [p for name in setting.policies if (p := ctx.info.policy(name)) is not None]
+        return [p for name in names if (p := ctx.info.policy(name)) is not None]
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
         info = ctx.info
         if not info.cpufreq_policies:
             cap = info.capabilities.get("cpufreq")
             return f"unsupported: {cap.reason if cap and cap.reason else 'no cpufreq policy on this board'}"
-        setting = GovernorSetting.of(resolve_params(self, params)).resolved(info, ctx.worker_cpu)
+        setting = params_of(GovernorSetting, self, params).resolved(info, ctx.worker_cpu)
         if isinstance(setting, str):
             return setting
-        for name in setting.policies or ():
+        for name in setting.policy_names or ():
             if info.policy(name) is None:
                 valid = ", ".join(_describe(p) for p in info.cpufreq_policies)
                 return f"no cpufreq policy {name!r} on this board; policies: {valid}"
@@ -314,7 +296,7 @@ class Governor:
         files = ["scaling_governor"]
         files += ["scaling_min_freq"] if setting.min_khz is not None else []
         files += ["scaling_max_freq"] if setting.max_khz is not None else []
-        frequency = dict(setting.per_policy).get(p.name, setting.frequency)
+        frequency = setting.frequencies_khz.get(p.name, setting.frequency_khz)
         if frequency is not None:
             files.append("scaling_setspeed")
             if not p.frequencies_khz and isinstance(frequency, int):
@@ -359,7 +341,7 @@ class Governor:
     # ---- around one run ----
 
     def apply(self, params: dict, ctx: ApplyContext):
-        setting = GovernorSetting.of(resolve_params(self, params)).resolved(ctx.info, ctx.worker_cpu)
+        setting = params_of(GovernorSetting, self, params).resolved(ctx.info, ctx.worker_cpu)
         assert not isinstance(setting, str), setting  # `check` refused it before the campaign started
         return self._applied(setting, ctx)
 
@@ -420,7 +402,7 @@ def _set_policy(
             tdir = cpufreq.set_tunables(sr, policy, setting.governor, dict(setting.tunables), write=write)
             tunables_written.add(tdir)
         entry["tunables_dir"] = sr.show(tdir)
-        entry["tunables"] = {k: sr.read_str(f"{tdir}/{k}") for k, _ in setting.tunables}
+        entry["tunables"] = {k: sr.read_str(f"{tdir}/{k}") for k in setting.tunables}
     return entry
 
 

@@ -24,7 +24,7 @@ import sys
 import time
 from dataclasses import dataclass
 
-from boardlab.conditions.base import ApplyContext, resolve_params, validate_params
+from boardlab.conditions.base import ApplyContext, declared_params, param, params_of, validate_params
 from boardlab.errors import MeasurementError
 from boardlab.model.units import plain_number
 from boardlab.model.workload import ParamSpec
@@ -32,20 +32,24 @@ from boardlab.platform import cpufreq, perf
 
 POLICIES = ("ondemand", "conservative", "schedutil-like", "anti-snoop")
 START_TIMEOUT_S = 10.0
-PARAMS = (
-    ParamSpec("policy", "enum", None, choices=POLICIES, required=True, help="the daemon's frequency policy"),
-    ParamSpec("sampling_ms", "float", 120, min=1, max=10_000, unit="ms", help="the daemon's sampling period"),
-    ParamSpec("tree", "str", None, help="anti-snoop: a tree JSON from `boardlab governor train`"),
-    ParamSpec("t1", "float", 2.0689, help="anti-snoop without tree: cci_congestion threshold"),
-    ParamSpec("t2", "float", 0.02, help="anti-snoop without tree: memory_access threshold"),
-)
+
+
+@dataclass(frozen=True)
+class DaemonParams:
+    policy: str = param("enum", None, choices=POLICIES, required=True, help="the daemon's frequency policy")
+    sampling_ms: float = param(
+        "float", 120, min=1, max=10_000, unit="ms", help="the daemon's sampling period"
+    )
+    tree: str | None = param("str", None, help="anti-snoop: a tree JSON from `boardlab governor train`")
+    t1: float = param("float", 2.0689, help="anti-snoop without tree: cci_congestion threshold")
+    t2: float = param("float", 0.02, help="anti-snoop without tree: memory_access threshold")
 
 
 @dataclass(frozen=True)
 class GovernorDaemon:
     name: str = "governor-daemon"
     summary: str = "boardlab's userspace governor daemon (ondemand, conservative, schedutil-like, anti-snoop)"
-    params: tuple[ParamSpec, ...] = PARAMS
+    params: tuple[ParamSpec, ...] = declared_params(DaemonParams)
 
     def support(self, info) -> tuple[str | None, tuple[str, ...]]:
         if not info.cpufreq_policies:
@@ -80,15 +84,15 @@ class GovernorDaemon:
                 rel = f"{cpufreq.policy_dir(p.name)}/{attr}"
                 if not ctx.root.writable(rel):
                     return f"{ctx.root.show(rel)} is not writable by this user: run boardlab as root"
-        v = resolve_params(self, params)
-        if v["policy"] == "anti-snoop":
+        daemon = params_of(DaemonParams, self, params)
+        if daemon.policy == "anti-snoop":
             if len(info.cpufreq_policies) < 2:
                 return "unsupported: anti-snoop needs two clusters (big.LITTLE); this board has one cpufreq policy"
             from boardlab.platform.sysroot import is_sim_root
 
             if not is_sim_root(ctx.root.root) and perf.cci_pmu(ctx.root) is None:
                 return "unsupported: anti-snoop needs the CCI-400 PMU, and /sys/bus/event_source/devices has none"
-        tree = v["tree"]
+        tree = daemon.tree
         if tree and not os.path.isfile(tree):
             return f"tree {tree!r} does not exist: write one with `boardlab governor train`"
         # what the daemon's own start checks (governor/daemon.py Daemon.check), caught here before any run
@@ -101,18 +105,20 @@ class GovernorDaemon:
 
     @contextlib.contextmanager
     def apply(self, params: dict, ctx: ApplyContext):
-        v = resolve_params(self, params)
+        p = params_of(DaemonParams, self, params)
         argv = [sys.executable, "-m", "boardlab", "governor", "run", "--root", str(ctx.root.root),
-                "--policy", v["policy"], "--sampling-ms", plain_number(v["sampling_ms"]), "--json",
+                "--policy", p.policy, "--sampling-ms", plain_number(p.sampling_ms), "--json",
                 "--no-recover"]  # fmt: skip
-        for key in ("tree", "t1", "t2"):
-            if key in params:  # left out, the daemon's own default (the same the declaration shows)
-                argv += [f"--{key}", str(params[key])]
-        state: dict = {"policy": v["policy"], "argv": argv[3:]}
+        # a flag left out is the daemon's own default (the same the declaration shows), so argv records
+        # only what the plan gave
+        argv += ["--tree", p.tree] if "tree" in params and p.tree is not None else []
+        for key, value in (("t1", p.t1), ("t2", p.t2)):
+            argv += [f"--{key}", plain_number(value)] if key in params else []
+        state: dict = {"policy": p.policy, "argv": argv[3:]}
         env = {**os.environ, "BOARDLAB_PARENT_PID": str(os.getpid())}
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                                 start_new_session=True)  # fmt: skip
-        token = ctx.journal.started(proc.pid, argv, what=f"governor daemon ({v['policy']})")
+        token = ctx.journal.started(proc.pid, argv, what=f"governor daemon ({p.policy})")
         try:
             if ctx.other_cpus:
                 with contextlib.suppress(OSError):

@@ -22,47 +22,34 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from boardlab.conditions.base import ApplyContext, resolve_params, validate_params
+from boardlab.conditions.base import ApplyContext, declared_params, param, params_of, validate_params
 from boardlab.model.workload import ParamSpec
 from boardlab.platform import cpuidle, irq
 from boardlab.platform.sysroot import format_cpulist
 
 MODES = ("shared", "pinned", "isolated")
 _MAX_LATENCY_US = cpuidle.NO_LATENCY_CONSTRAINT_US
-PARAMS = (
-    ParamSpec(
-        "mode",
+
+
+@dataclass(frozen=True)
+class IsolationSetting:
+    mode: str = param(
         "enum",
         "pinned",
         choices=MODES,
         help="shared (the worker may run on any CPU), pinned (on its CPU), isolated (on a CPU the kernel "
         "isolates: isolcpus)",
-    ),
-    ParamSpec(
-        "cpu_dma_latency_us",
+    )
+    cpu_dma_latency_us: int | None = param(
         "int",
         None,
         min=0,
         max=_MAX_LATENCY_US,
         unit="us",
         help="hold /dev/cpu_dma_latency at this bound during the run, as root (0: no C-state exits)",
-    ),
-)
-
-
-@dataclass(frozen=True)
-class IsolationSetting:
-    mode: str
-    cpu_dma_latency_us: int | None
-
-    @classmethod
-    def of(cls, v: Mapping[str, Any]) -> IsolationSetting:
-        """From the kind's resolved parameters (`resolve_params`)."""
-        return cls(v["mode"], v["cpu_dma_latency_us"])
+    )
 
 
 def boot_parameters(cpu: int) -> str:
@@ -76,7 +63,7 @@ class Isolation:
     summary: str = (
         "the worker's CPU isolated (isolcpus) or just pinned; optional cpu_dma_latency; IRQs recorded"
     )
-    params: tuple[ParamSpec, ...] = PARAMS
+    params: tuple[ParamSpec, ...] = declared_params(IsolationSetting)
 
     def support(self, info) -> tuple[str | None, tuple[str, ...]]:
         limits = []
@@ -92,7 +79,7 @@ class Isolation:
         return validate_params(self.params, params)
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
-        setting = IsolationSetting.of(resolve_params(self, params))
+        setting = params_of(IsolationSetting, self, params)
         cpu = ctx.worker_cpu
         if cpu is None:
             return (
@@ -127,14 +114,10 @@ class Isolation:
 
     def worker_cpus(self, params: dict, ctx: ApplyContext) -> set[int] | None:
         """The worker's affinity under this mode: every online CPU for "shared"; None keeps the runner's pin."""
-        return (
-            set(ctx.online_cpus)
-            if IsolationSetting.of(resolve_params(self, params)).mode == "shared"
-            else None
-        )
+        return set(ctx.online_cpus) if params_of(IsolationSetting, self, params).mode == "shared" else None
 
     def apply(self, params: dict, ctx: ApplyContext):
-        return self._applied(IsolationSetting.of(resolve_params(self, params)), ctx)
+        return self._applied(params_of(IsolationSetting, self, params), ctx)
 
     @contextlib.contextmanager
     def _applied(self, setting: IsolationSetting, ctx: ApplyContext):

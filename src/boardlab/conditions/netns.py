@@ -21,12 +21,11 @@ import itertools
 import os
 import shutil
 import subprocess
-from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from boardlab.conditions.base import ApplyContext, resolve_params, validate_params
+from boardlab.conditions.base import ApplyContext, declared_params, param, params_of, validate_params
 from boardlab.model.units import plain_number
 from boardlab.model.workload import ParamSpec
 
@@ -40,14 +39,6 @@ ENV_KEYS = (
     "BOARDLAB_MCAST_IFACE_ADDR",
 )
 _seq = itertools.count()
-PARAMS = (
-    ParamSpec("mode", "enum", "private", choices=MODES, help="where the traffic flows"),
-    ParamSpec("rate_mbit", "float", None, min=0.01, max=100000, unit="Mbit/s", help="veth: tbf rate"),
-    ParamSpec("delay_ms", "float", None, min=0, max=60000, unit="ms", help="veth: netem delay"),
-    ParamSpec("loss_pct", "float", None, min=0, max=100, unit="%", help="veth: netem loss"),
-    ParamSpec("iface", "str", None, help="iface: the real interface between the boards"),
-    ParamSpec("peer_addr", "str", None, help="iface: the other board's IPv4 address"),
-)
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -97,17 +88,14 @@ def _first_line(text: str) -> str:
 
 @dataclass(frozen=True)
 class NetnsParams:
-    mode: str
-    rate_mbit: float | None  # veth: tbf rate (10 or 100 for the Ethernet the study used)
-    delay_ms: float | None  # veth: netem delay
-    loss_pct: float | None  # veth: netem loss
-    iface: str | None  # iface: the real interface
-    peer_addr: str | None  # iface: the other board
-
-    @classmethod
-    def of(cls, v: Mapping[str, Any]) -> NetnsParams:
-        """From the kind's resolved parameters (`resolve_params`): one field per declared parameter."""
-        return cls(**v)
+    mode: str = param("enum", "private", choices=MODES, help="where the traffic flows")
+    rate_mbit: float | None = param(  # veth: tbf rate (10 or 100 for the Ethernet the study used)
+        "float", None, min=0.01, max=100000, unit="Mbit/s", help="veth: tbf rate"
+    )
+    delay_ms: float | None = param("float", None, min=0, max=60000, unit="ms", help="veth: netem delay")
+    loss_pct: float | None = param("float", None, min=0, max=100, unit="%", help="veth: netem loss")
+    iface: str | None = param("str", None, help="iface: the real interface between the boards")
+    peer_addr: str | None = param("str", None, help="iface: the other board's IPv4 address")
 
 
 @dataclass(frozen=True)
@@ -117,7 +105,7 @@ class Netns:
         "network placement: a private namespace, a veth pair shaped to 10/100 Mbit/s, or a real interface"
     )
 
-    params: tuple[ParamSpec, ...] = PARAMS
+    params: tuple[ParamSpec, ...] = declared_params(NetnsParams)
 
     def support(self, info) -> tuple[str | None, tuple[str, ...]]:
         if not shutil.which("ip"):
@@ -128,7 +116,7 @@ class Netns:
         bad = validate_params(self.params, params)
         if bad:
             return bad
-        p = NetnsParams.of(resolve_params(self, params))
+        p = params_of(NetnsParams, self, params)
         if p.mode != "veth" and any(x is not None for x in (p.rate_mbit, p.delay_ms, p.loss_pct)):
             return "mode", 'rate_mbit, delay_ms and loss_pct shape a veth pair: use mode = "veth"'
         if p.mode == "iface":
@@ -143,7 +131,7 @@ class Netns:
         return None
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
-        p = NetnsParams.of(resolve_params(self, params))
+        p = params_of(NetnsParams, self, params)
         if p.mode == "iface":
             if not ctx.root.path(f"sys/class/net/{p.iface}").exists():
                 present = (
@@ -171,7 +159,7 @@ class Netns:
         return f"unsupported: {why}" if why else None
 
     def apply(self, params: dict, ctx: ApplyContext):
-        return self._apply(NetnsParams.of(resolve_params(self, params)), ctx)
+        return self._apply(params_of(NetnsParams, self, params), ctx)
 
     @contextmanager
     def _apply(self, p: NetnsParams, ctx: ApplyContext):

@@ -34,7 +34,7 @@ from functools import lru_cache
 from typing import Any
 
 from boardlab.conditions import background
-from boardlab.conditions.base import ApplyContext, resolve_params, validate_params
+from boardlab.conditions.base import ApplyContext, declared_params, param, params_of, validate_params
 from boardlab.model.workload import ParamSpec
 from boardlab.platform.process import tool_answer
 from boardlab.platform.sysroot import format_cpulist
@@ -59,52 +59,35 @@ INSTALL = "apt-get install stress-ng"
 _OPTION_NAME = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)+")
 _OPTION_VALUE = re.compile(r"[A-Za-z0-9._%+/:,][A-Za-z0-9._%+/:,-]*")
 
-PARAMS = (
-    ParamSpec(
-        "stressor",
+
+@dataclass(frozen=True)
+class StressorParams(background.BackgroundParams):
+    stressor: str = param(  # boardlab's name
         "enum",
         None,
         choices=tuple(STRESSORS),
         required=True,
         help="the load, by what it stresses (each runs a stress-ng stressor: interrupt is timer, io is iomix)",
-    ),
-    ParamSpec("workers", "int", 1, min=1, max=MAX_WORKERS, help="stress-ng workers (processes)"),
-    ParamSpec(
-        "options",
+    )
+    workers: int = param("int", 1, min=1, max=MAX_WORKERS, help="stress-ng workers (processes)")
+    options: Mapping[str, str | int | float | bool] = param(  # the plan's; see stress_ng_options
         "table",
         None,
         help='stress-ng options of that stressor, named <stressor>-..., e.g. { vm-bytes = "64M" }',
-    ),
-    *background.COMMON_PARAMS,
-)
+    )
 
+    @property
+    def stress_ng_stressor(self) -> str:
+        return STRESSORS[self.stressor]
 
-@dataclass(frozen=True)
-class StressorParams:
-    stressor: str  # boardlab's name
-    stress_ng_stressor: str  # stress-ng's
-    workers: int
-    placement: str
-    options: tuple[tuple[str, str | int | float | bool], ...]
-    warmup_s: float
-
-    @classmethod
-    def of(cls, v: Mapping[str, Any], ctx: ApplyContext) -> StressorParams:
-        """From the kind's resolved parameters (`resolve_params`)."""
-        real = STRESSORS[v["stressor"]]
-        options = {**DEFAULT_OPTIONS.get(real, {}), **v["options"]}
-        return cls(
-            stressor=v["stressor"],
-            stress_ng_stressor=real,
-            workers=v["workers"],
-            placement=v["placement"],
-            options=tuple(options.items()),
-            warmup_s=background.warmup_of(v, ctx),
-        )
+    @property
+    def stress_ng_options(self) -> dict[str, str | int | float | bool]:
+        """The plan's options over boardlab's defaults for this stressor (DEFAULT_OPTIONS)."""
+        return {**DEFAULT_OPTIONS.get(self.stress_ng_stressor, {}), **self.options}
 
     def option_argv(self) -> list[str]:
         argv: list[str] = []
-        for name, value in self.options:
+        for name, value in self.stress_ng_options.items():
             if value is True:
                 argv.append(f"--{name}")
             elif value is not False:
@@ -214,7 +197,7 @@ class Stressor:
         "a stress-ng stressor beside the workload: cpu, vm, memcpy, interrupt, open, fork, udp, ..."
     )
 
-    params: tuple[ParamSpec, ...] = PARAMS
+    params: tuple[ParamSpec, ...] = declared_params(StressorParams)
 
     def support(self, info) -> tuple[str | None, tuple[str, ...]]:
         """Why no stressor can run here (None: they can), and limits on parameter values."""
@@ -224,10 +207,9 @@ class Stressor:
         bad = validate_params(self.params, params)
         if bad:
             return bad
-        v = resolve_params(self, params)
-        real = STRESSORS[v["stressor"]]
-        for name, value in v["options"].items():
-            reason = _validate_option(real, name, value)
+        p = params_of(StressorParams, self, params)
+        for name, value in p.options.items():
+            reason = _validate_option(p.stress_ng_stressor, name, value)
             if reason:
                 return "options", reason
         return None
@@ -236,7 +218,7 @@ class Stressor:
         exe = shutil.which("stress-ng")
         if exe is None:
             return f"unsupported: stress-ng is not installed: {INSTALL}"
-        p = StressorParams.of(resolve_params(self, params), ctx)
+        p = params_of(StressorParams, self, params)
         reason = background.placement_reason(p.placement, ctx)
         if reason:
             return reason
@@ -257,11 +239,12 @@ class Stressor:
         return None
 
     def apply(self, params: dict, ctx: ApplyContext):
-        return self._apply(StressorParams.of(resolve_params(self, params), ctx), ctx)
+        return self._apply(params_of(StressorParams, self, params), ctx)
 
     @contextmanager
     def _apply(self, p: StressorParams, ctx: ApplyContext):
         cpus = background.placement_cpus(p.placement, ctx)
+        warmup_s = background.warmup_of(p, ctx)
         yaml_path = background.scratch_path(ctx, f"stress-ng-{p.stress_ng_stressor}", ".yaml")
         argv = p.argv(cpus) + ["--metrics-brief", "--yaml", str(yaml_path), "--temp-path", str(ctx.temp_dir)]
         state: dict[str, Any] = {
@@ -270,15 +253,15 @@ class Stressor:
             "workers": p.workers,
             "placement": p.placement,
             "cpus": format_cpulist(cpus),
-            "options": dict(p.options),
-            "warmup_s": p.warmup_s,
+            "options": p.stress_ng_options,
+            "warmup_s": warmup_s,
             "stress_ng_version": stress_ng_version(shutil.which("stress-ng") or "stress-ng"),
         }
         what = f"stressor {p.stressor} (stress-ng --{p.stress_ng_stressor} {p.workers})"
         # SIGINT to stress-ng's parent stops every worker in 5-40 ms; SIGINT to the whole group took up to
         # 0.5 s for vm (research/stressors-rt.md 1.6 and bench/bench_stressors.py).
         with background.running_load(
-            argv, ctx=ctx, cpus=cpus, what=what, warmup_s=p.warmup_s, stop_first_to="leader", cwd=ctx.temp_dir
+            argv, ctx=ctx, cpus=cpus, what=what, warmup_s=warmup_s, stop_first_to="leader", cwd=ctx.temp_dir
         ) as load:
             yield state
         state.update(load.usage.to_state() if load.usage else {})

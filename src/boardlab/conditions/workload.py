@@ -22,24 +22,28 @@ is the `command` kind's: this kind only turns a catalog workload into that comma
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from boardlab.conditions import background
-from boardlab.conditions.base import ApplyContext, resolve_params, validate_params
+from boardlab.conditions.base import ApplyContext, declared_params, param, params_of, validate_params
 from boardlab.conditions.command import KIND as COMMAND
+from boardlab.conditions.command import CommandParams
 from boardlab.model.workload import ParamSpec
 
-PARAMS = (
-    ParamSpec(
-        "workload",
+
+@dataclass(frozen=True)
+class WorkloadParams(background.BackgroundParams):
+    workload: str = param(
         "str",
         None,
         required=True,
         help="the catalog workload to run as a load: a kernel, or one that declares a load (ai.inference)",
-    ),
-    ParamSpec("params", "table", None, help="that workload's parameters, checked against its own spec"),
-    *background.COMMON_PARAMS,
-)
+    )
+    params: Mapping[str, Any] = param(
+        "table", None, help="that workload's parameters, checked against its own spec"
+    )
 
 
 def _spec(name: str):
@@ -63,16 +67,16 @@ class Workload:
     summary: str = (
         "a catalog workload (a kernel, or the AI inference loop) running continuously beside the workload"
     )
-    params: tuple[ParamSpec, ...] = PARAMS
+    params: tuple[ParamSpec, ...] = declared_params(WorkloadParams)
 
     def validate(self, params: dict) -> tuple[str | None, str] | None:
         bad = validate_params(self.params, params)
         if bad:
             return bad
-        v = resolve_params(self, params)
-        spec = _spec(v["workload"])
+        p = params_of(WorkloadParams, self, params)
+        spec = _spec(p.workload)
         if spec is None:
-            return "workload", f"unknown workload {v['workload']!r}; see `boardlab list`"
+            return "workload", f"unknown workload {p.workload!r}; see `boardlab list`"
         if spec.load_argv is None:
             from boardlab.workloads import all_workloads
 
@@ -82,7 +86,7 @@ class Workload:
                 f"{spec.name} cannot run as a continuous load; kernels and {', '.join(can)} can",
             )
         valid = _load_params(spec)
-        for key, value in v["params"].items():
+        for key, value in p.params.items():
             if spec.param(key) is None or key not in valid:
                 return "params", f"{spec.name} as a load has no parameter {key!r}; valid: {', '.join(valid)}"
             from boardlab.workloads.params import check_param_value
@@ -93,27 +97,25 @@ class Workload:
         return None
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
-        v = resolve_params(self, params)
-        spec = _spec(v["workload"])
+        p = params_of(WorkloadParams, self, params)
+        spec = _spec(p.workload)
         if not spec.supported:
             return f"unsupported: {spec.name}: {spec.unsupported_reason}"
         if spec.prepare is not None:  # e.g. build a generated model that is missing
             from boardlab.workloads.params import coerce_params
 
-            full = coerce_params(spec, [f"{k}={value}" for k, value in v["params"].items()])
+            full = coerce_params(spec, [f"{k}={value}" for k, value in p.params.items()])
             spec.prepare(full, lambda message: None)
-        return COMMAND.check(self._command(params), ctx)
-
-    def _command(self, params: dict) -> dict:
-        v = resolve_params(self, params)
-        command = {"argv": load_argv(v["workload"], v["params"]), "restart": True}
-        for key in ("placement", "warmup_s"):
-            if key in params:
-                command[key] = params[key]
-        return command
+        return COMMAND.check_params(_command(p), ctx)
 
     def apply(self, params: dict, ctx: ApplyContext):
-        return COMMAND.apply(self._command(params), ctx)
+        return COMMAND.apply_params(_command(params_of(WorkloadParams, self, params)), ctx)
+
+
+def _command(p: WorkloadParams) -> CommandParams:
+    """The `command` kind's parameters that keep the workload running, placed and warmed up as asked."""
+    argv = load_argv(p.workload, dict(p.params))
+    return CommandParams(argv=tuple(argv), restart=True, placement=p.placement, warmup_s=p.warmup_s)
 
 
 KIND = Workload()
