@@ -103,9 +103,10 @@ demo: setup
 TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(2 if len(os.sched_getaffinity(0)) > 1 else 0)' 2>/dev/null || echo 0)
 # The quick tier: tests/unit without the files marked `spawns` and the tests marked `slow`, in one process that
 # starts none (conftest.py makes any fork or exec fail, after it read boardlab-kern's catalog once). For the
-# edit-test loop; `make test` runs everything.
+# edit-test loop; `make test` runs everything. The labgrid and anyio plugins (1.5 s to load) serve no unit test.
 test-unit: install
-	@BOARDLAB_TEST_UNIT=1 $(BIN)/python -m pytest -q -p no:cacheprovider --durations=10 -m "not spawns and not quiet and not slow" tests/unit
+	@BOARDLAB_TEST_UNIT=1 $(BIN)/python -m pytest -q -p no:cacheprovider -p no:labgrid -p no:anyio \
+		--durations=10 -m "not spawns and not quiet and not slow" tests/unit
 
 test: setup
 	@rc=0; \

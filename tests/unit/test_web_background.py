@@ -39,6 +39,16 @@ class _InThread(bg.Background):
         return _Held()
 
 
+@pytest.fixture
+def b():
+    """An _InThread whose held work is let go at the end: work left waiting kept the test process from
+    exiting (its thread pool is joined at exit) for the rest of the 10 s wait."""
+    held = _InThread()
+    yield held
+    held.go.set()
+    held._threads.shutdown(wait=True)
+
+
 def _settle(b: _InThread) -> None:
     b.go.set()
     b._threads.shutdown(wait=True)
@@ -46,8 +56,7 @@ def _settle(b: _InThread) -> None:
     b.go.clear()
 
 
-def test_computing_then_the_result_and_one_analysis_for_two_asks():
-    b = _InThread()
+def test_computing_then_the_result_and_one_analysis_for_two_asks(b):
     version = ("x.db", 7, "complete", 100)
     with pytest.raises(bg.Computing) as first:
         b.get("summary", 7, version, 100)
@@ -59,8 +68,7 @@ def test_computing_then_the_result_and_one_analysis_for_two_asks():
     assert b.get("summary", 7, version, 100) == "analysis of 7"
 
 
-def test_a_running_campaign_shows_its_last_analysis_while_the_next_is_computed():
-    b = _InThread()
+def test_a_running_campaign_shows_its_last_analysis_while_the_next_is_computed(b):
     with pytest.raises(bg.Computing):
         b.get("summary", 3, ("x.db", 3, "running", 40), 40, stale_ok=True)  # nothing computed yet
     _settle(b)
@@ -70,8 +78,7 @@ def test_a_running_campaign_shows_its_last_analysis_while_the_next_is_computed()
     assert b.get("summary", 3, ("x.db", 3, "running", 55), 55, stale_ok=True) == "analysis of 3"
 
 
-def test_a_failed_analysis_is_raised_to_the_page_once_then_tried_again():
-    b = _InThread()
+def test_a_failed_analysis_is_raised_to_the_page_once_then_tried_again(b):
     version = ("x.db", -1, "complete", 5)
     with pytest.raises(bg.Computing):
         b.get("view", -1, version, 5)
