@@ -43,6 +43,10 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_scale import MONITOR  # noqa: E402
+
 BOARDS = 10
 POINTS = 20  # workload points (bench.w00 .. bench.w19), each under a baseline and a stress condition
 REPETITIONS = 250
@@ -50,16 +54,9 @@ RUNS_PER_CAMPAIGN = POINTS * 2 * REPETITIONS
 PLAN = 'name = "bench-serve"\n[runs]\nrepetitions = 250\n'
 SMALL_CAMPAIGNS_PER_BOARD = 2  # the reference: 2 x 10 x 10^4 = 2 x 10^5 runs
 HISTORY_BOARD = "board-01"
-# a run's monitor series: 30 samples at 10 Hz of these sources (bench_scale's build and a board's monitor
-# record the same kinds), as `record_run` packs them
-SERIES_SOURCES = (
-    "cpu0.busy_pct",
-    "cpu1.busy_pct",
-    "worker.cpu_pct",
-    "worker.rss_kib",
-    "freq.policy0_khz",
-    "temp.zone0_mc",
-)
+# a run's monitor series: 30 samples at 10 Hz of the sources bench_scale's build records (a board's monitor
+# records the same kinds), as `record_run` packs them
+SERIES_SOURCES = MONITOR
 SERIES_TEMPLATES = 64  # distinct series, taken in turn
 SUMMARIZED = 10  # the history's campaigns (history.DEFAULT_LAST) of HISTORY_BOARD get summaries
 
