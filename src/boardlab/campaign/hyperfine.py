@@ -18,8 +18,12 @@ import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from boardlab.errors import InputError
+
+if TYPE_CHECKING:
+    from boardlab.model.run import RunResult
 
 MAX_BYTES = 256 * 1024 * 1024
 MAX_TIMES = 1_000_000
@@ -116,15 +120,18 @@ def write_campaign_file(source: Path, dest: Path) -> int:
         store_facts(store, cid, catalog, "/")
         units = {c.key: ("s", False) for c in cells.values()}
         ids = store.ensure_cells(cid, list(cells.values()), {c.name: c for c in plan.conditions}, units)
-        seq = 0
+        made: list[
+            tuple[int, RunResult]
+        ] = []  # (cell id, run), stored in one transaction rather than a commit per run
         for r in results:
             cell = cells[r.command]
             for rep, (t, code) in enumerate(zip(r.times_s, r.exit_codes, strict=True), start=1):
-                seq += 1
-                store.record_run(cid, ids[cell.key], _run(cell.key, rep, seq, started + seq * 1e-3, t, code))
-        store.set_campaign_context(cid, label=None, inventory=info, runs_planned=seq)
+                seq = len(made) + 1
+                made.append((ids[cell.key], _run(cell.key, rep, seq, started + seq * 1e-3, t, code)))
+        store.record_runs(cid, made)
+        store.set_campaign_context(cid, label=None, inventory=info, runs_planned=len(made))
         store.set_campaign_status(cid, "complete", notes={"imported": "hyperfine"})
-    return seq
+    return len(made)
 
 
 def _run(key: str, rep: int, seq: int, started: float, t: float, code: int | None):

@@ -17,9 +17,13 @@ import random
 import tempfile
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from boardlab.governor import model, policies, sweep
 from boardlab.governor.opp import ClusterSpec, SocSpec
+
+if TYPE_CHECKING:
+    from boardlab.model.run import RunResult
 
 ITERATIONS = 5  # per run, as the snoop-sweep preset's
 ACCESSES_PER_ITERATION = 1_000_000  # what a simulated iteration "runs": its time is this many accesses
@@ -92,13 +96,17 @@ def write(store, soc: SocSpec, *, this_policy: str | None, sizes, repetitions: i
     conditions = {c.name: c for c in plan.conditions}
     ids = store.ensure_cells(campaign_id, cells, conditions, units)
     rng = random.Random(seed)
-    runs = 0
+    made: list[
+        tuple[int, RunResult]
+    ] = []  # (cell id, run), stored in one transaction: a commit per simulated run was its cost
     t0 = time.time()
     for rep in range(1, repetitions + 1):  # interleaved, as the preset orders its runs
         for cell in cells:
-            run = _run(soc, grid, cell, conditions[cell.condition], rep, runs + 1, t0 + runs * 1e-3, rng)
-            store.record_run(campaign_id, ids[cell.key], run)
-            runs += 1
+            n = len(made)
+            run = _run(soc, grid, cell, conditions[cell.condition], rep, n + 1, t0 + n * 1e-3, rng)
+            made.append((ids[cell.key], run))
+    store.record_runs(campaign_id, made)
+    runs = len(made)
     store.set_campaign_status(campaign_id, "complete", notes={"simulated": note})
     return Written(campaign_id, len(plan.conditions), len(cells), runs, grid)
 
