@@ -772,12 +772,12 @@ class Runner:
         until none is left or the cap is reached."""
         policy = self.plan.runs
         extra_round = rounds.stop
+        rule = PrecisionRule(c.session.plan, self.catalog, c.session.conditions, c.session.cells)
         while True:
             for sr_run in planned:
                 self._settle(c, sr_run)
             if policy.precision is None or extra_round > policy.cap:
                 return
-            rule = PrecisionRule(c.session.plan, self.catalog, c.session.conditions, c.session.cells)
             if extra_round == rounds.stop:  # the pilot is complete: predict, and warn over the cap
                 for note in rule.after_pilot(c.values):
                     self.progress.note(note)

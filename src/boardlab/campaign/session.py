@@ -58,10 +58,11 @@ def prepare(
     for other in plan.runs.cpu_set or ():  # each CPU of a set is checked as the one CPU is
         resolve_cpu(other, tuple(info.online_cpus))
     limits = temperature_limits_mc(info.thermal_zones)
-    journal = _recover(SysRoot(root), note)
+    sr = SysRoot(root)
+    journal = _recover(sr, note)
     kinds = condition_kinds()
     online = tuple(info.online_cpus)
-    ctx = ApplyContext(root=SysRoot(root), journal=journal, info=info, worker_cpu=cpu, online_cpus=online)
+    ctx = ApplyContext(root=sr, journal=journal, info=info, worker_cpu=cpu, online_cpus=online)
     plan, support, cells = _runnable(plan, catalog, kinds, ctx, note)
     _prepare_workloads(catalog, cells, note)
     energy = EnergyMeter(plan.energy, root, tuple(info.compatible))
