@@ -1,7 +1,8 @@
-"""A program whose figure is its time or rusage, one execution a run, is started by the runner itself: no launcher
-worker, so no interpreter start-up per run. What a launcher guaranteed still holds: its argv unchanged, pinned
-to the run's CPU, what it leaves running in its group killed at its end, a hang killed at its timeout, a
-failure stored with its stderr's tail (kept bounded), and a SIGKILLed boardlab leaves none of it running."""
+"""A program whose figure is its time or rusage, one execution a run, is started by the runner itself,
+through boardlab-kern's launcher (one process per campaign): no launcher worker, so no interpreter start-up
+per run. What a launcher guaranteed still holds: its argv unchanged, pinned to the run's CPU, what it leaves
+running in its group killed at its end, a hang killed at its timeout, a failure stored with its stderr's
+tail (kept bounded), and a SIGKILLed boardlab leaves none of it running."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from boardlab.campaign.plan import parse_plan, plan_catalog
+from boardlab.native import kern_path
 from boardlab.workloads import all_workloads
 
 from helpers import rows, tagged_env, tagged_processes
@@ -32,7 +34,7 @@ PEAK_RSS = (
 
 
 def _plan(out: Path, marker: str) -> str:
-    words = f'printf "%s|" "$0" "$@" > {out}/words.$$; cat /proc/$PPID/cmdline > {out}/parent.$$'
+    words = f'printf "%s|" "$0" "$@" > {out}/words.$$; cat /proc/$PPID/cmdline > {out}/parent.$$.$PPID'
     pinned = f"grep Cpus_allowed_list /proc/self/status > {out}/cpus.$$"
     loud = "head -c 104857600 /dev/zero | tr '\\\\0' x >&2; echo >&2; echo the end >&2; exit 1"
     return f"""\
@@ -113,9 +115,12 @@ def test_the_runner_starts_the_program_itself_with_its_argv_unchanged_and_pinned
     out = tmp / "out"
     for words in out.glob("words.*"):  # no shell between: "$HOME" and the doubled braces as written
         assert words.read_text() == "a b|$HOME|{x}|"  # sh -c SCRIPT: the next word is $0
-    parents = [p.read_text() for p in out.glob("parent.*")]
-    # the parent's argv as the kernel keeps it, NUL-separated: a path with spaces stays one word
-    assert len(parents) == 2 and all(p.split("\0")[1:3] == ["-m", "boardlab"] for p in parents), parents
+    parents = {p.name.rsplit(".", 1)[1]: p.read_text().split("\0") for p in out.glob("parent.*")}
+    # one parent for both runs, boardlab-kern's launcher (the argv the kernel keeps, NUL-separated): no
+    # process started per run between the runner and the program
+    assert len(list(out.glob("parent.*"))) == 2 and len(parents) == 1, parents
+    (argv,) = parents.values()
+    assert Path(argv[0]).name == "boardlab-kern" and argv[1:] == ["launch", ""], argv
     cpus = {p.read_text().split()[-1] for p in out.glob("cpus.*")}
     assert cpus == {str(max(os.sched_getaffinity(0)))}
 
@@ -148,7 +153,7 @@ def test_a_program_s_100_mib_of_stderr_is_kept_bounded(campaign):
 
 def test_a_sigkilled_boardlab_leaves_no_program_running(tmp_path):
     """A program the runner started has no death signal (posix_spawn runs nothing in the child to ask for
-    one): the campaign's guard process kills its group when the runner dies."""
+    one): the campaign's launcher, whose stdin closes with the runner, kills its group and exits."""
     marker = f"58.{os.getpid()}"
     (tmp_path / "plan.toml").write_text(
         'name = "killed"\n[runs]\nrepetitions = 3\n[gates]\nidle = false\ntemperature = false\n'
@@ -178,7 +183,38 @@ def test_a_sigkilled_boardlab_leaves_no_program_running(tmp_path):
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and tagged_processes(tag):
         time.sleep(0.05)
-    assert tagged_processes(tag) == {}, "the program or the guard outlived the killed runner"
+    assert tagged_processes(tag) == {}, "the program or the launcher outlived the killed runner"
+
+
+def test_without_the_launcher_programs_are_started_by_boardlab_itself_and_it_says_so(tmp_path):
+    """A boardlab-kern that does not serve `launch` (an older build named by BOARDLAB_KERN): the runner
+    starts the programs from Python, with its guard, and notes why once."""
+    kern = tmp_path / "kern-without-launch"
+    real = kern_path()
+    kern.write_text(f'#!/bin/sh\n[ "$1" = launch ] && {{ echo "no launcher in this build" >&2; exit 2; }}\n'
+                    f'exec "{real}" "$@"\n')  # fmt: skip
+    kern.chmod(0o755)
+    out = tmp_path / "out"
+    out.mkdir()
+    (tmp_path / "plan.toml").write_text(
+        'name = "fallback"\n[runs]\nrepetitions = 2\n[gates]\nidle = false\ntemperature = false\n'
+        f'[[workloads]]\nkind = "program"\nname = "parent"\n'
+        f'argv = ["sh", "-c", "cat /proc/$PPID/cmdline > {out}/parent.$$"]\n'
+    )
+    db = tmp_path / "r.db"
+    env = tagged_env(
+        f"fallback-{os.getpid()}", BOARDLAB_STATE_DIR=str(tmp_path / "state"), BOARDLAB_KERN=str(kern)
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "boardlab", "run", str(tmp_path / "plan.toml"), "--db", str(db)],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("not by boardlab-kern's launcher") == 1, proc.stderr
+    assert "no launcher in this build" in proc.stderr
+    assert all(ok for ok, *_ in _runs(db, "parent"))
+    parents = [p.read_text().split("\0") for p in out.glob("parent.*")]
+    assert len(parents) == 2 and all(p[1:3] == ["-m", "boardlab"] for p in parents), parents
 
 
 @pytest.mark.parametrize(

@@ -2,9 +2,12 @@
 workload's `direct` hook, the `program` workload's when it needs no launcher), so no interpreter starts per
 run. The runner asks `DirectRuns.launch` per cell; `measure` is its `_measure` for those cells.
 
-Per campaign it holds what each such run shares: the cells' launches, the environment converted once (os.environ,
-a mapping of Python code, took 40 us to convert inside each timed spawn) and the guard that kills a program if
-boardlab dies (platform.spawn.OrphanGuard).
+The programs are started and timed by boardlab-kern's launcher (platform.launcher): one process per campaign,
+on the programs' CPU, that spawns, waits and reads the clock in C, and kills a program if boardlab dies. Where
+it cannot serve (a boardlab-kern without it, a wrapper that does not pass it through), they are started from
+this process instead (platform.spawn.InProcessStarter, with its guard), and `open` says why. Per campaign this
+holds what the runs share: the cells' launches, the environment converted once (os.environ, a mapping of
+Python code, took 40 us to convert inside each timed spawn) and the starter.
 """
 
 from __future__ import annotations
@@ -12,19 +15,34 @@ from __future__ import annotations
 import functools
 import os
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
+from boardlab.errors import BoardlabError
 from boardlab.model.campaign import Cell
 from boardlab.model.worker_result import WorkerResult, build_worker_result
 from boardlab.model.workload import DirectExecution, DirectLaunch, WorkloadSpec
 from boardlab.monitor.sampler import Monitor, MonitorOutput
-from boardlab.platform.spawn import (
-    OrphanGuard,
-    direct_spawn_reason,
-    spawn_program,
-    stop_program,
-    wait_program,
-)
+from boardlab.native import kern_path
+from boardlab.platform.launcher import Launcher, LauncherUnavailable
+from boardlab.platform.spawn import InProcessStarter, direct_spawn_reason
+
+
+class Starter(Protocol):
+    """What starts, awaits and stops the programs (platform.launcher.Launcher, or
+    platform.spawn.InProcessStarter): `spawn` gives the program (its `pid`, and `t0_ns`: the monotonic clock
+    just before its spawn) or why it could not start; `wait` is called once the monitor has its pid."""
+
+    def spawn(self, argv: Sequence[str], cpus: set[int] | None, timeout_s: float) -> Any: ...
+
+    def wait(
+        self, p: Any, running_after: tuple[float, Callable[[], None]] | None = None
+    ) -> DirectExecution: ...
+
+    def stop(self, p: Any) -> None: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -43,7 +61,7 @@ class DirectRun:
 class DirectRuns:
     def __init__(self) -> None:
         self._launches: dict[str, DirectLaunch | None] = {}
-        self._guard: OrphanGuard | None = None
+        self._starter: Starter | None = None
 
     @functools.cached_property
     def reason(self) -> str | None:
@@ -61,18 +79,25 @@ class DirectRuns:
             self._launches[cell.key] = spec.direct(cell.params_dict) if usable and spec.direct else None
         return self._launches[cell.key]
 
-    def open(self) -> None:
-        """Before the campaign's first run (off the measured CPU, like the loop): the guard."""
-        self._guard = OrphanGuard()
+    def open(self) -> str | None:
+        """Before the campaign's first run (off the measured CPU, like the loop): the starter. None, or why
+        the programs are started from Python rather than by the launcher (their times then include about a
+        fifth of a millisecond of it)."""
+        try:
+            self._starter = Launcher(kern_path(), self._env)
+            return None
+        except (LauncherUnavailable, BoardlabError) as exc:
+            self._starter = InProcessStarter(self._env)
+            return f"programs are started by boardlab itself, not by boardlab-kern's launcher: {exc}"
 
     def close(self) -> None:
-        if self._guard is not None:
-            self._guard.close()
-            self._guard = None
+        if self._starter is not None:
+            self._starter.close()
+            self._starter = None
 
     @property
     def ready(self) -> bool:
-        return self._guard is not None
+        return self._starter is not None
 
     def measure(
         self,
@@ -82,54 +107,45 @@ class DirectRuns:
         monitor: Monitor,
         timeout_s: float,
     ) -> DirectRun:
-        """The program spawned here, monitored as the worker, reaped with wait4, and its worker result made from
+        """The program spawned, monitored as the worker, reaped with wait4, and its worker result made from
         that (the workload's `result`). The earlier of the run's timeout and the program's own ends it."""
-        guard = self._guard
-        assert guard is not None, "measure() before open()"
+        starter = self._starter
+        assert starter is not None, "measure() before open()"
         started = time.time()
-        before = (self._before(launch.before, worker_cpus, launch.timeout_s, guard),) if launch.before else ()
+        before = (
+            (self._before(launch.before, worker_cpus, launch.timeout_s, starter),) if launch.before else ()
+        )
         monitor.prepare(cpu)
         if before and not _succeeded(before[0]):  # the program is not run
             return _run(launch, started, time.monotonic_ns(), 0, before, monitor.stop())
-        try:
-            p = spawn_program(launch.argv, cpus=worker_cpus, env=self._env)
-        except OSError as exc:
-            ex = DirectExecution(0, 127, {}, "", False, exc.strerror or str(exc))
+        p = starter.spawn(launch.argv, worker_cpus, min(timeout_s, launch.timeout_s))
+        if isinstance(p, str):
+            ex = DirectExecution(0, 127, {}, "", False, p)
             return _run(launch, started, time.monotonic_ns(), 0, (*before, ex), monitor.stop())
-        guard.watch(p.pid)
         try:  # from the spawn on, a stop (Ctrl-C, SIGTERM, SIGHUP) at any point stops the program
             monitor.start(p.pid, cpu)
             # Waited for here, off its CPU: staying there until its end, as hyperfine's loop does, cost a
             # 0.5 ms program 0.05-0.1 ms more (this thread's Python between its spawn and the wait ran beside
             # it) than the wake-up from another CPU does.
-            ex = wait_program(
-                p,
-                min(timeout_s, launch.timeout_s),
-                before_reap=guard.clear,
-                running_after=(monitor.interval_s, monitor.follow),  # a program of a millisecond: never
-            )
+            ex = starter.wait(p, running_after=(monitor.interval_s, monitor.follow))  # a 1 ms program: never
         except BaseException:
-            stop_program(p)
-            guard.clear()
+            starter.stop(p)
             monitor.stop()
             raise
         wall_ns = time.monotonic_ns() - p.t0_ns
         killed = ex.timed_out and timeout_s < launch.timeout_s
         return _run(launch, started, p.t0_ns, wall_ns, (*before, ex), monitor.stop(), killed)
 
-    def _before(self, argv, worker_cpus, timeout_s: float, guard: OrphanGuard) -> DirectExecution:
+    def _before(self, argv, worker_cpus, timeout_s: float, starter: Starter) -> DirectExecution:
         """A launch's `before` (a prepare_each), started and pinned as the program is, before its timing and
         monitoring begin."""
+        p = starter.spawn(argv, worker_cpus, timeout_s)
+        if isinstance(p, str):
+            return DirectExecution(0, 127, {}, "", False, p)
         try:
-            p = spawn_program(argv, cpus=worker_cpus, env=self._env)
-        except OSError as exc:
-            return DirectExecution(0, 127, {}, "", False, exc.strerror or str(exc))
-        guard.watch(p.pid)
-        try:
-            return wait_program(p, timeout_s, before_reap=guard.clear)
+            return starter.wait(p)
         except BaseException:
-            stop_program(p)
-            guard.clear()
+            starter.stop(p)
             raise
 
 

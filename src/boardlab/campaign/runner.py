@@ -727,7 +727,9 @@ class Runner:
         c.execute = lambda sr_run, attempt: self._execute(s, sr_run, attempt, monitor, start_temps)
         status = "interrupted"
         if any(self._direct.launch(cell, self.catalog[cell.workload]) for cell in c.cells):
-            self._direct.open()  # its guard, started off the measured CPU like the loop
+            fallback = self._direct.open()  # its launcher, started off the measured CPU like the loop
+            if fallback:
+                self.progress.note(fallback)
         try:
             planned, rounds, references = self._plan_rounds(c)
             monitor.ready()  # its thread, off the measured CPU, exists before the first worker does

@@ -8,6 +8,7 @@
  * Exit codes: 0 ok, 1 a runtime or verification failure, 2 bad usage. */
 #include "core_internal.h"
 #include "corpus.h"
+#include "launch.h"
 #include "net.h"
 
 #include <errno.h>
@@ -27,6 +28,7 @@ static void usage(FILE *out)
             "       boardlab-kern NAME [--param NAME=VALUE]... [options]\n"
             "       boardlab-kern corpus --bytes N --out FILE [--mix SPEC] [--seed S]\n"
             "       boardlab-kern net-sink --listen HOST:PORT [--once] [--cpu N] [--rcvbuf BYTES]\n"
+            "       boardlab-kern launch   (the campaign runner's program launcher; started by boardlab)\n"
             "\n"
             "Runs one kernel once: calibrates reps so an iteration lasts >= --min-iteration-ms, warms up until\n"
             "the CV of the last 10 iterations is <= --warmup-cv (capped), times --iterations iterations with\n"
@@ -283,6 +285,9 @@ static int corpus_main(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* The launcher is its programs' orphan guard: it must outlive the runner to kill them (stdin's end). */
+    if (argc >= 2 && strcmp(argv[1], "launch") == 0)
+        return bk_launch_main(argc - 2, argv + 2);
     die_with_parent();
     if (argc < 2) {
         usage(stderr);

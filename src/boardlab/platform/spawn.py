@@ -9,8 +9,9 @@ child with it (web/background.py starts its worker from a thread of its own for 
 
 A process group, not a session: the scheduler's autogroups (CONFIG_SCHED_AUTOGROUP, on in Debian's kernels)
 share CPU time per session, so a worker and a stressor each in a session of its own would split a CPU 50/50
-however many stressor workers there are. In boardlab's session they share it per task, as in the interference study's
-script, and as on kernels without autogroups (bench/bench_stressors.py and test_conditions_stressor.py).
+however many stressor workers there are. In boardlab's session they share it per task, as in the
+interference study's script, and as on kernels without autogroups (bench/bench_stressors.py and
+test_conditions_stressor.py).
 """
 
 from __future__ import annotations
@@ -171,11 +172,13 @@ def _rusage(ru) -> dict[str, int]:
 
 def collect(proc: subprocess.Popen, timeout_s: float) -> tuple[bytes, bytes, int, dict[str, int], bool]:
     """Reads the child's stdout and stderr to their end and reaps it with wait4 (its own rusage), killing its
-    group with SIGKILL if `timeout_s` passes first: (stdout, stderr, exit code, rusage, whether it was killed).
+    group with SIGKILL if `timeout_s` passes first: (stdout, stderr, exit code, rusage, whether it was
+    killed).
 
     One thread waits on both pipes and the child's pidfd: no timer thread is started per run, which on a busy
     board costs a scheduler wake-up (milliseconds) before each worker. As with Deadline, the kill can only
-    happen before the reap, so it never reaches a recycled PID. Without pidfd (Linux < 5.3), Deadline does it."""
+    happen before the reap, so it never reaches a recycled PID. Without pidfd (Linux < 5.3), Deadline does
+    it."""
     assert proc.stdout is not None and proc.stderr is not None  # spawn pipes both
     try:
         pidfd = os.pidfd_open(proc.pid)
@@ -255,8 +258,10 @@ def stop_group(proc: subprocess.Popen, *, grace_s: float = 2.0, first: int = sig
 # ---- a program started by the runner itself (a workload's DirectLaunch): no worker process between them ----
 
 STDERR_KEEP_BYTES = 64 << 10  # of a directly started program's stderr, the end kept for a failed run's error
-DRAIN_S = 1.0  # after its end, how long its stderr is read for what is left (a process outside its group may hold it)
-# what Python ignores and a program expects at their defaults (subprocess's restore_signals; SIGXFZ is not Linux's)
+# after its end, how long its stderr is read for what is left (a process outside its group may hold it)
+DRAIN_S = 1.0
+# what Python ignores and a program expects at their defaults (subprocess's restore_signals; SIGXFZ is not
+# Linux's)
 _DEFAULT_SIGNALS = tuple(getattr(signal, n) for n in ("SIGPIPE", "SIGXFSZ") if hasattr(signal, n))
 
 
@@ -412,6 +417,54 @@ def _ends_within(pid: int, grace_s: float) -> bool:
             return True
         time.sleep(0.02)
     return False
+
+
+@dataclass(frozen=True)
+class Guarded:
+    """A program InProcessStarter started, with the timeout its wait applies."""
+
+    started: Started
+    timeout_s: float
+
+    @property
+    def pid(self) -> int:
+        return self.started.pid
+
+    @property
+    def t0_ns(self) -> int:
+        return self.started.t0_ns
+
+
+class InProcessStarter:
+    """Programs started from this process (spawn_program), the guard watching each: what the runner uses
+    where boardlab-kern's launcher cannot serve (platform.launcher). The same calls as the launcher's."""
+
+    def __init__(self, env: Mapping[bytes, bytes]):
+        self._env = env
+        self._guard = OrphanGuard()
+
+    def spawn(self, argv: Sequence[str], cpus: set[int] | None, timeout_s: float) -> Guarded | str:
+        """The program, or why it could not start (as strerror says it)."""
+        try:
+            p = spawn_program(argv, cpus=cpus, env=self._env)
+        except OSError as exc:
+            return exc.strerror or str(exc)
+        self._guard.watch(p.pid)
+        return Guarded(p, timeout_s)
+
+    def wait(
+        self, p: Guarded, running_after: tuple[float, Callable[[], None]] | None = None
+    ) -> DirectExecution:
+        return wait_program(
+            p.started, p.timeout_s, before_reap=self._guard.clear, running_after=running_after
+        )
+
+    def stop(self, p: Guarded) -> None:
+        stop_program(p.started)
+        self._guard.clear()
+
+    def close(self) -> None:
+        self._guard.close()
 
 
 # The guard: one small process per campaign, blocked reading a pipe that only the runner can write. When the
