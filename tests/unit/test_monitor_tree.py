@@ -98,6 +98,17 @@ def test_the_tree_is_the_root_and_every_descendant_and_nothing_else(tmp_path, ch
 
 
 @pytest.mark.parametrize("children_files", [True, False], ids=["children files", "scan of /proc"])
+def test_a_process_reaped_before_the_monitor_is_told_of_it_reads_empty_without_a_scan(
+    tmp_path, children_files
+):
+    """A short program's pid reaches the monitor after its end (the launcher reaps it as it ends): the
+    children files are then taken as there, whatever the kernel, so its empty tree costs no scan of /proc."""
+    src = write_proc(tmp_path, tree(), children_files=children_files)
+    assert sampling.has_children_files(src.proc, 999) is True  # no such process
+    assert sampling.read_tree(src, 999, count_root=True, children_files=True) is None
+
+
+@pytest.mark.parametrize("children_files", [True, False], ids=["children files", "scan of /proc"])
 def test_a_launcher_is_left_out_but_not_the_time_of_the_children_it_reaped(tmp_path, children_files):
     src = write_proc(tmp_path, tree(), children_files=children_files)
     t = sampling.read_tree(src, 100, count_root=False, children_files=children_files)

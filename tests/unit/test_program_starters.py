@@ -3,7 +3,7 @@ one process per campaign that spawns, waits and times in C) and the in-process s
 (platform.spawn.InProcessStarter). Each: wall time from the spawn to the exit, wait4's rusage, pinned to the
 CPUs asked for, the end of its stderr kept, its group killed at its end and at its timeout, a start error
 told by strerror, the monitor's first sample asked for only when the program outlives it. Then what is the
-launcher's alone: the program stays unreaped until the runner has named it to its monitor, the runner's end
+launcher's alone: the program reaped as it ends with no exchange in the middle of a run, the runner's end
 kills the program, and a boardlab-kern without the launcher is refused with its reason."""
 
 from __future__ import annotations
@@ -103,14 +103,16 @@ def test_a_stop_interrupts_the_program_s_group(starter, tmp_path):
     assert not _alive(p.pid)
 
 
-def test_the_launcher_reaps_the_program_only_once_the_runner_named_it_to_its_monitor():
+def test_the_launcher_reaps_the_program_as_it_ends_and_its_reply_waits_for_the_runner():
+    """No exchange in the middle of a run: the launcher never waits for the runner to read its replies."""
     launcher = Launcher(kern_path(), dict(os.environb))
     try:
         p = launcher.spawn(["true"], None, 5)
-        time.sleep(0.2)  # `true` has ended: its process is kept, a zombie, until wait() says it may go
-        assert _state(p.pid) == "Z"
-        assert launcher.wait(p).exit_code == 0
+        time.sleep(0.2)  # `true` has ended, and been reaped, before the runner asks for its end
         assert _state(p.pid) is None
+        t0 = time.monotonic()
+        ex = launcher.wait(p)
+        assert ex.exit_code == 0 and 0 < ex.wall_ns < 0.2e9 and time.monotonic() - t0 < 0.05
     finally:
         launcher.close()
 

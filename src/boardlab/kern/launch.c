@@ -12,13 +12,12 @@
      'R' u32 length, then: i64 timeout_ns, u32 ncpus, u32 cpu[ncpus], u32 argc, argc NUL-ended strings
                 -> 'S' i32 pid, i64 t0_ns (CLOCK_MONOTONIC, just before the spawn)
                    or 'E' i32 errno (it could not start; nothing else follows)
-     'A'        (the runner has named the pid to its monitor: the program may be reaped)
                 -> 'F' i64 wall_ns, i32 wait status, u8 timed_out, i64 x7 rusage, u32 n, n bytes of stderr's end
    The program: its own process group, stdin and stdout /dev/null, stderr a pipe whose last 64 KiB are kept,
    SIGPIPE and SIGXFSZ at their defaults. Its wall time runs from just before the spawn to the moment its
    pidfd is readable (it exited), as hyperfine's does; what it left running in its group is killed then; at
-   `timeout_ns` the whole group is killed. It is reaped only after 'A': the monitor reads the program's
-   children files while the process exists. stdin's end (the runner died, SIGKILL included) kills the program's
+   `timeout_ns` the whole group is killed; it is reaped at once (the runner's monitor may be told its pid
+   after that: a short program ends before the runner has read 'S'). stdin's end (the runner died, SIGKILL included) kills the program's
    group at once: this process is the runner's orphan guard for the programs it starts. */
 #include <errno.h>
 #include <fcntl.h>
@@ -312,8 +311,7 @@ static bool serve(const request *rq, const cpu_set_t *initial, tail *t)
     bool alive = reply_started(pid, s.t0) && await_end(pid, pidfd, err[0], rq->timeout_ns, &s, t);
     close(pidfd);
     close(err[0]);
-    char ack;
-    if (!alive || read_full(0, &ack, 1) != 1 || ack != 'A') {
+    if (!alive) { /* its group is killed; this process's exit leaves its zombie to init */
         killpg(pid, SIGKILL);
         return false;
     }

@@ -67,7 +67,7 @@ class Monitor:
         job = self._job
         if job is not None and job.pid is None and not job.done:  # prepare()d: begun before the process
             job.pid, job.processes_max = pid, 1
-            job.tree_reader()  # while it lives: a reaped process has no children file to tell they exist
+            job.tree_reader()  # made now: a process reaped already reads as an empty tree
             return  # the sampling thread gets it from follow(), if the process outlives its first interval
         self._job = job = _Job(self, pid, worker_cpu, launcher)
         self._jobs.put(job)

@@ -5,9 +5,9 @@ cost 0.4 ms of interpreter work and two migrations of the runner's thread, and t
 program came out a fifth longer than hyperfine's.
 
 One run: `spawn` (the launcher answers with the pid and its clock's start), the monitor is told the pid,
-then `wait`, which first tells the launcher that the program may be reaped once it ends (the monitor reads
-its children files while it exists), then reads its wall time, exit status, rusage and the end of its
-stderr. The launcher kills the program's group at the timeout, and at once if the runner dies (its stdin
+then `wait` reads its wall time, exit status, rusage and the end of its stderr. The launcher reaps the
+program as it ends, and its reply waits in the pipe: the runner is woken twice a run, and the launcher
+never waits for the runner. The launcher kills the program's group at the timeout, and at once if the runner dies (its stdin
 closes): it is the guard of its programs. The wire format is launch.c's (native byte order: both ends are
 this machine).
 """
@@ -102,10 +102,8 @@ class Launcher:
     def wait(
         self, p: Launched, running_after: tuple[float, Callable[[], None]] | None = None
     ) -> DirectExecution:
-        """The program's end as the launcher saw it. Called once the monitor has its pid: it tells the
-        launcher that the program may be reaped once it ends. `running_after` (s, call): `call` once, if the
-        program still runs `s` after its spawn (the monitor's first sample is due)."""
-        self._send(b"A")
+        """The program's end as the launcher saw it. `running_after` (s, call): `call` once, if the program
+        still runs `s` after its spawn (the monitor's first sample is due)."""
         deadline = p.t0_ns + int((p.timeout_s + DRAIN_S + SPARE_S) * 1e9)
         if running_after is not None:
             due = p.t0_ns + int(running_after[0] * 1e9)
@@ -188,8 +186,8 @@ class Launcher:
 
 
 def _ends_within(pid: int, grace_s: float) -> bool:
-    """Whether process `pid` (the launcher's child, unreaped until released) has exited within `grace_s`:
-    a pidfd, which any process may open, is readable from its exit on."""
+    """Whether process `pid` (the launcher's child) has exited within `grace_s`: a pidfd, which any process
+    may open, is readable from its exit on."""
     try:
         fd = os.pidfd_open(pid)
     except ProcessLookupError:

@@ -295,8 +295,10 @@ class TreeSample:
 
 
 def has_children_files(proc: str, pid: int) -> bool:
-    """Whether the kernel lists each task's children (/proc/PID/task/TID/children, CONFIG_PROC_CHILDREN)."""
-    return os.path.exists(f"{proc}/{pid}/task/{pid}/children")
+    """Whether the kernel lists each task's children (/proc/PID/task/TID/children, CONFIG_PROC_CHILDREN), as
+    process `pid` shows it. A process already reaped shows nothing: True then, since its tree reads empty
+    either way, and a scan of /proc (a millisecond or more) would be spent finding that out."""
+    return os.path.exists(f"{proc}/{pid}/task/{pid}/children") or not os.path.exists(f"{proc}/{pid}")
 
 
 def _stat_fields(raw: bytes) -> list[bytes]:
