@@ -12,7 +12,7 @@ core at 10 Hz. `--phases` instead runs one campaign in this process and prints e
 monitor, collect, JSON, commit) in wall and CPU time of the loop's thread: where the runner's cost goes.
 
 `--program [PATH]` (default /bin/true) measures a program workload instead: A = `boardlab run` of a plan of
-PROGRAM_RUNS runs of `argv = [PATH]` (the runner starts it itself: no launcher), B = `hyperfine -N --runs
+PROGRAM_RUNS runs of `argv = [PATH]` (the runner has boardlab-kern's launcher start it: no worker), B = `hyperfine -N --runs
 PROGRAM_RUNS PATH` under `taskset` on the same CPU, alternated. It prints each side's cost per run (A: the
 run loop's time per run, the whole command's beside it; B: hyperfine's mean), the median of the pairwise
 ratios, the check "A per run within 1.1x B + 1 ms" on the median pair, and the stored wall time (read back
@@ -221,6 +221,8 @@ def program_boardlab(tmp: Path, i: int, path: str) -> tuple[float, float, float,
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     whole = time.perf_counter() - t0
+    # the runner says so when boardlab-kern's launcher cannot serve: this figure would be another path's
+    assert "launcher:" not in out.stderr, out.stderr
     doc = json.loads(out.stdout)
     assert doc["runs_done"] == PROGRAM_RUNS, doc
     with Store.open(db, create=False) as store:
