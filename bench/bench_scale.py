@@ -614,7 +614,8 @@ def _sizes(text: str) -> list[int]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--sizes", type=_sizes, default=[10_000, 100_000, 1_000_000], help="default 1e4,1e5,1e6")
-    # three by default: one sample of a command flipped the ingest targets from one run of the bench to the next
+    # three by default: one sample of a command flipped the ingest targets from one run of the bench to the
+    # next
     ap.add_argument(
         "--repeat", type=int, default=3, help="rounds of each command, the median kept (default 3)"
     )

@@ -441,7 +441,8 @@ def make_campaign_db(
     return path
 
 
-# --- the real-time latency and AI inference studies' campaigns (rt.cyclictest, ai.inference), as they store them
+# --- the real-time latency and AI inference studies' campaigns (rt.cyclictest, ai.inference),
+# as they store them
 
 LIMIT_US = 1000  # histogram_us: buckets 0..999, the overflow beyond
 RT_CONDITIONS = {  # name -> (kind, baseline)
@@ -527,7 +528,7 @@ def _store_study_campaign(
         store.set_campaign_status(cid, "complete", monitor={}, notes={})
 
 
-# --- real-time latency ----------------------------------------------------------------------------------------
+# --- real-time latency --------------------------------------------------------------------------------------
 
 
 def _rt_histogram(condition: str, rep: int, rng: random.Random) -> tuple[list[int], int, float]:
@@ -635,7 +636,7 @@ def make_ai_db(path: Path, n: int = 12, seed: int = 3, delegates: tuple[str, ...
 
 # --- headless Chromium, for the reports as a reader sees them
 
-# --- the services, data-stream and satellite-computer studies' campaigns, as `boardlab run` stores them ----------
+# --- the services, data-stream and satellite-computer studies' campaigns, as `boardlab run` stores them -----
 
 STUDY_CONDITIONS = {"baseline": ("baseline", None), "cpu-stress": ("stressor", "baseline")}
 

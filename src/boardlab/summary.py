@@ -40,9 +40,9 @@ if TYPE_CHECKING:
 # 2: each cell carries its thresholds (the plan entry's, or derived by name and said so), which a step
 # between two campaigns is judged by; a schema-1 summary is computed again from the runs
 # 3: the document is stored as JSON only, rendered when read
-# 4: cells_json is the analysis' own records (`KeptAnalysis`, model.records): a schema-3 document (StoredCell's
-# fields) is computed again from the runs, never read as one; its "verdicts" tally, read by the lists of
-# campaigns whatever the schema, is where and what it was
+# 4: cells_json is the analysis' own records (`KeptAnalysis`, model.records): a schema-3 document
+# (StoredCell's fields) is computed again from the runs, never read as one; its "verdicts" tally, read by the
+# lists of campaigns whatever the schema, is where and what it was
 # 5: a step's rows_json is its `ComparisonRow` records (model.records), not dicts: a schema-4 step is computed
 # again from the runs, never read as records
 SUMMARY_SCHEMA = 5
@@ -212,7 +212,7 @@ def analysis_view(store, campaign_id: int) -> KeptAnalysis:
     return summary_of(store, campaign_id).view()
 
 
-# ---- a history's steps ----------------------------------------------------------------------------------------
+# ---- a history's steps -------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -284,7 +284,7 @@ def steps(store, views: Sequence[KeptAnalysis]) -> list[tuple[list, list, list]]
     return [step(store, a, b) for a, b in itertools.pairwise(views)]
 
 
-# ---- keeping them ---------------------------------------------------------------------------------------------
+# ---- keeping them ------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)

@@ -35,8 +35,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.quiet]  # q
 
 WARMUP = "warmup_max_ms = 500\n"  # see the docstring: the measured runs are the preset's, the warm-up shorter
 # above this run-to-run spread a cell's runs say more about the machine than the condition: with two test
-# suites sharing the 2-core VM, baseline at CV 31% and hog at CV 26% made the hog's slowdown 1.45x, not 2x, and
-# 15 against 10 runs left it at adjusted p 0.058 (inconclusive), so 40% was too lenient a bound
+# suites sharing the 2-core VM, baseline at CV 31% and hog at CV 26% made the hog's slowdown 1.45x, not 2x,
+# and 15 against 10 runs left it at adjusted p 0.058 (inconclusive), so 40% was too lenient a bound
 USABLE_CV = 0.25
 
 TRIMMED = """\

@@ -57,8 +57,8 @@ def _scans_of_stored_runs(lab: Path, src: Path, statements: list[str]) -> list[t
         main |= {f"main.{t}" for t in main}
         for line in (row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql)):
             words = line.split()
-            # a SCAN, or a SEARCH of an index with no constraint on it (a WITHOUT ROWID table's primary key read
-            # whole); "SEARCH t" alone is min()/max() of its rowid, one seek
+            # a SCAN, or a SEARCH of an index with no constraint on it (a WITHOUT ROWID table's primary key
+            # read whole); "SEARCH t" alone is min()/max() of its rowid, one seek
             whole = words[0] == "SCAN" or (words[0] == "SEARCH" and "USING" in words and "(" not in line)
             if whole and words[1] in main:
                 found.append((sql[:200], line))

@@ -8,7 +8,8 @@ import pytest
 
 from helpers import run_cli
 
-# quiet: the measured cost ratio must land within 3-8%; beside another test suite it needed seven times the runs
+# quiet: the measured cost ratio must land within 3-8%; beside another test suite it needed seven times the
+# runs
 pytestmark = [pytest.mark.integration, pytest.mark.quiet]
 
 PLAN = """\

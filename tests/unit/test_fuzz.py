@@ -582,8 +582,8 @@ def document(gen: Gen) -> doc.Document:
     return doc.Document(h(), (doc.Section(h(), tuple(blocks), anchor=h()),))
 
 
-# a tag, comment or autolink that starts: a "<" not taken by a backslash escape (after an even run of backslashes,
-# each pair one literal backslash)
+# a tag, comment or autolink that starts: a "<" not taken by a backslash escape (after an even run of
+# backslashes, each pair one literal backslash)
 _TAG_START = re.compile(r"(?<!\\)(?:\\\\)*<[A-Za-z/!?]")
 
 

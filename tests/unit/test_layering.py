@@ -219,7 +219,7 @@ def test_no_module_outside_a_workloads_own_tests_its_name():
     assert not offenders, offenders
 
 
-# ---- the import table of docs/architecture.md ----------------------------------------------------------------
+# ---- the import table of docs/architecture.md --------------------------------------------------------------
 
 
 def _cell_entries(cell: str) -> list[str]:
@@ -347,7 +347,7 @@ def test_the_table_has_no_circle_and_a_row_for_every_package():
     )
 
 
-# ---- SQL only in the store ----------------------------------------------------------------------------------
+# ---- SQL only in the store ---------------------------------------------------------------------------------
 
 SQL = re.compile(
     r"^\s*(SELECT\s.+\sFROM\s|INSERT\s+(OR\s+\w+\s+)?INTO\s|UPDATE\s+\w+\s+SET\s|DELETE\s+FROM\s|"

@@ -28,7 +28,7 @@ def texts(root: ET.Element) -> list[str]:
     return [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text")]
 
 
-# --- numbers and axes ----------------------------------------------------------------------------------------
+# --- numbers and axes ---------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -83,7 +83,7 @@ def test_scales_map_the_domain_onto_pixels():
         svg.Scale(0, 10, 0, 100, "log10")
 
 
-# --- boxplots ---------------------------------------------------------------------------------------------------
+# --- boxplots -----------------------------------------------------------------------------------------------
 
 
 def test_box_statistics_match_the_stats_quartiles_and_tukey_whiskers():
@@ -153,7 +153,7 @@ def test_every_text_is_escaped():
     assert root.find(".//s:script", NS) is None
 
 
-# --- heatmap ---------------------------------------------------------------------------------------------------
+# --- heatmap ------------------------------------------------------------------------------------------------
 
 
 def test_the_diverging_scale_is_white_at_one_red_above_and_blue_below():
@@ -195,7 +195,7 @@ def test_a_wide_heatmap_rotates_its_column_labels_and_grows():
     assert float(root.get("width")) >= 800
 
 
-# --- line plots -----------------------------------------------------------------------------------------------
+# --- line plots ---------------------------------------------------------------------------------------------
 
 
 def test_a_none_breaks_a_line_into_segments():

@@ -175,7 +175,7 @@ def test_blocks_missing_an_arm_are_left_out_with_a_warning():
         compare(base, cond, higher_is_better=False, delta=0.02, seed=1, paired_blocks=(["a"], ["a"]))
 
 
-# --- the verdict rule ----------------------------------------------------------------------------------------
+# --- the verdict rule ---------------------------------------------------------------------------------------
 
 
 def ci(low: float, high: float) -> Interval:

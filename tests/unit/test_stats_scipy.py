@@ -202,7 +202,7 @@ def test_spearman_exact_matches_scipy_permutation_test(seed):
     assert ours.p_value == pytest.approx(ref.pvalue, rel=1e-9)
 
 
-# --- multiple testing -----------------------------------------------------------------------------------------
+# --- multiple testing ---------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("seed", range(10))

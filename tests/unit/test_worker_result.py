@@ -16,7 +16,8 @@ from boardlab.model.worker_result import (
     stored_worker_result,
 )
 
-# boardlab-kern's schema-1 result as release 0.1.0 printed it (trimmed to what is read): "kernel", not "workload"
+# boardlab-kern's schema-1 result as release 0.1.0 printed it (trimmed to what is read): "kernel", not
+# "workload"
 KERN_V1 = {
     "schema": 1, "tool": "boardlab-kern", "version": "0.1.0", "kernel": "scimark.sor", "family": "scimark",
     "params": {"size": "small"}, "ok": True, "supported": True, "reason": None, "verified": True, "errors": [],

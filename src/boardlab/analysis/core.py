@@ -38,8 +38,8 @@ from boardlab.stats.threshold import threshold_of
 from boardlab.store import Store
 
 MIN_RUNS_FOR_SUMMARY = 2
-# Workloads whose spec says `tail_samples` get a comparison of their tail of its own (`tail_comparisons`), with
-# the rule of `stats.tails`: per-run p99 when every run has >= 100 samples, else the pooled p99 with a
+# Workloads whose spec says `tail_samples` get a comparison of their tail of its own (`tail_comparisons`),
+# with the rule of `stats.tails`: per-run p99 when every run has >= 100 samples, else the pooled p99 with a
 # cluster bootstrap.
 TAIL_SEED_OFFSET = 100_000  # bootstrap seeds of the tail comparisons, apart from the medians'
 AA_SEED_OFFSET = 200_000  # and of the A/A controls

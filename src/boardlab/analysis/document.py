@@ -152,7 +152,7 @@ class Document:
     sections: tuple[Section, ...] = field(default_factory=tuple)
 
 
-# ---- plot data: what a figure's `data` may hold, besides numbers and strings -----------------------------------
+# ---- plot data: what a figure's `data` may hold, besides numbers and strings -------------------------------
 
 
 @dataclass(frozen=True)
@@ -261,7 +261,7 @@ def section(title: str, *blocks: Block | None, level: int = 2, anchor: str = "",
     return Section(title, tuple(b for b in blocks if b is not None), level=level, anchor=anchor, **kw)
 
 
-# ---- a document kept as JSON (boardlab.summary stores `model.records.to_plain(document)`), read back ----------
+# ---- a document kept as JSON (boardlab.summary stores `model.records.to_plain(document)`), read back -------
 
 RECORDS = (Document, Section, Prose, Items, Preformatted, Figure, Multiples, Facts, Table, Column, Box, HeatCell,
            Line, Histogram)  # fmt: skip

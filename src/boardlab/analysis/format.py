@@ -170,8 +170,9 @@ def unit_label(unit: str) -> str:
     return "µs" if unit == "us" else unit
 
 
-# A field name in words (`cpu_pct_one_cpu` -> "CPU [% of one CPU]", `rss_MiB` -> "RSS [MiB]", `build_p50_us` ->
-# "build p50 [µs]"): its unit is the end of the name, as for parameters; these words are set in capitals.
+# A field name in words (`cpu_pct_one_cpu` -> "CPU [% of one CPU]", `rss_MiB` -> "RSS [MiB]",
+# `build_p50_us` -> "build p50 [µs]"): its unit is the end of the name, as for parameters; these words are set
+# in capitals.
 _NAME_UNITS = (("_bit_s", "bit/s"), ("_mb_s", "MB/s"), ("_b_s", "B/s"), ("_j_s", "J·s"), ("_bytes", "B"), ("_kib", "KiB"),
                ("_mib", "MiB"), ("_mb", "MB"), ("_khz", "kHz"), ("_hz", "Hz"), ("_ns", "ns"), ("_us", "µs"),
                ("_ms", "ms"), ("_s", "s"), ("_pct", "%"), ("_percent", "%"), ("_js2", "J·s²"),

@@ -342,7 +342,7 @@ def load_history(store, plan: str, board: str | None, *, last: int = DEFAULT_LAS
     return list(by_board.values())
 
 
-# ---- the document -------------------------------------------------------------------------------------------------
+# ---- the document ------------------------------------------------------------------------------------------
 
 
 def _campaign_table(board: dict) -> doc.Table:

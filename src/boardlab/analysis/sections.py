@@ -77,7 +77,7 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-# ---- header ---------------------------------------------------------------------------------------------------
+# ---- header ------------------------------------------------------------------------------------------------
 
 
 def header(a: CampaignAnalysis) -> doc.Section:
@@ -175,7 +175,7 @@ def load_failures(a: CampaignAnalysis) -> list[str]:
     ]
 
 
-# ---- the summary card -------------------------------------------------------------------------------------------
+# ---- the summary card --------------------------------------------------------------------------------------
 
 
 def _figure(h: Headline, units: Units) -> str:
@@ -230,7 +230,7 @@ def _study_of(a: CampaignAnalysis, h: Headline) -> str:
     return f"{' + '.join(sorted(families))} workloads" if families else "workloads"
 
 
-# ---- verdicts ----------------------------------------------------------------------------------------------------
+# ---- verdicts ----------------------------------------------------------------------------------------------
 
 
 NO_COMPARISON = "No comparisons in this campaign: no cell has a baseline cell to be compared with."
@@ -358,7 +358,7 @@ def verdicts(a: CampaignAnalysis) -> doc.Section | None:
     )
 
 
-# ---- environment and the A/A control --------------------------------------------------------------------------
+# ---- environment and the A/A control -----------------------------------------------------------------------
 
 
 def _pairs_table(pairs, **kw) -> doc.Table:
@@ -433,7 +433,7 @@ def aa_control(a: CampaignAnalysis) -> doc.Section | None:
     )
 
 
-# ---- run values, heatmap, drift, monitor (figures) -------------------------------------------------------------
+# ---- run values, heatmap, drift, monitor (figures) ---------------------------------------------------------
 
 
 def _box_label(cell: CellAnalysis, varying: Sequence[str], multi_condition: bool) -> str:
@@ -656,7 +656,7 @@ def monitor(series: Series | None) -> doc.Section | None:
     )
 
 
-# ---- tables and the plan -----------------------------------------------------------------------------------------
+# ---- tables and the plan -----------------------------------------------------------------------------------
 
 
 def _text_cells(a: CampaignAnalysis) -> doc.Table:

@@ -119,7 +119,7 @@ def build_note(a: CampaignAnalysis) -> str | None:
     return f"native kernels built with {build['compiler']} {build.get('flags') or build.get('cflags', '')}".rstrip()
 
 
-# ---- a campaign's verdicts at a glance (serve's lists read them from the stored summary) -----------------------
+# ---- a campaign's verdicts at a glance (serve's lists read them from the stored summary) -------------------
 
 TALLY_WORDS = (("slowdown", "slowdown", "slowdowns"), ("speedup", "speedup", "speedups"),
                ("inconclusive", "inconclusive", "inconclusive"), ("no_change", "no change", "no change"),

@@ -103,9 +103,9 @@ def run(args) -> int:
 
     token = _token(args)  # a bad token is refused before the store is read
     lim = limits()
-    # a bad --db (not a store, a newer schema) is refused here, before anything listens; the full check of every
-    # value (`Store.verify`, minutes on a store of millions of runs) runs beside the pages (web/check.py), and
-    # each request opens the store without it
+    # a bad --db (not a store, a newer schema) is refused here, before anything listens; the full check of
+    # every value (`Store.verify`, minutes on a store of millions of runs) runs beside the pages
+    # (web/check.py), and each request opens the store without it
     store_missing_facts(args.db)  # campaigns stored before their workloads' facts were: stored once, here
     with Store.open(args.db, create=False, verify=False):
         pass

@@ -191,8 +191,8 @@ def check_preempt_rt(info: BoardInfo) -> Check:
 
 
 def check_aslr(info: BoardInfo) -> Check:
-    # docs/method.md repeats fresh processes so that runs sample memory layouts; with ASLR off every run gets the
-    # same layout, and one lucky or unlucky layout biases all of them (Kalibera & Jones; pyperf's advice).
+    # docs/method.md repeats fresh processes so that runs sample memory layouts; with ASLR off every run gets
+    # the same layout, and one lucky or unlucky layout biases all of them (Kalibera & Jones; pyperf's advice).
     aslr = info.system.aslr
     if aslr is None:
         return Check("aslr", "OK", "randomize_va_space not exposed")

@@ -38,8 +38,8 @@ NEAREST_RANK_METHOD = (
     "nearest rank (Hyndman-Fan 1, inverse empirical CDF) on histogram buckets: the lower edge of the bucket "
     "holding the ceil(q/100*n)-th smallest sample; in the overflow only 'at least the histogram limit'"
 )
-# The percentile levels boardlab reports of a latency distribution: cyclictest's runs and the rt study's merged
-# histograms, in every report format (docs/method.md). The one place they are listed.
+# The percentile levels boardlab reports of a latency distribution: cyclictest's runs and the rt study's
+# merged histograms, in every report format (docs/method.md). The one place they are listed.
 PERCENTILE_LEVELS = (50, 90, 99, 99.9, 99.99)
 
 

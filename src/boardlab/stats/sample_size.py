@@ -139,7 +139,8 @@ def should_stop(
     center = None
     if base is not None:
         if len(base) >= 2 and len(cond) >= 2:
-            # the verdict's own intervals (compare: Yuen's trimmed t), so "decided" means what the verdict says
+            # the verdict's own intervals (compare: Yuen's trimmed t), so "decided" means what the verdict
+            # says
             c = compare(
                 base,
                 cond,

@@ -274,10 +274,10 @@ def _kept(files: list[Path], results: list[IngestResult]) -> str:
     )  # fmt: skip
 
 
-# A lab's SQLite store, which ingest creates, is written a whole campaign at a time: with 16 KB pages instead of
-# SQLite's 4 KB, the copy of ten files of 10^4 runs took a fifth less time and half the system time (a quarter
-# as many pages to write to the log and then into the file). A board's own store keeps SQLite's default: it
-# is written a run at a time, and a larger page is more to write per run.
+# A lab's SQLite store, which ingest creates, is written a whole campaign at a time: with 16 KB pages instead
+# of SQLite's 4 KB, the copy of ten files of 10^4 runs took a fifth less time and half the system time (a
+# quarter as many pages to write to the log and then into the file). A board's own store keeps SQLite's
+# default: it is written a run at a time, and a larger page is more to write per run.
 LAB_PAGE_BYTES = 16384
 
 
@@ -639,9 +639,9 @@ class _Copier:
     def copy_runs(self, tid: int, run_map: Mapping[int, int]) -> None:
         """The runs in the run map and every child row of theirs."""
         rcols = self.columns("runs", skip=("id", "campaign_id", "cell_id"))
-        # in the store's id order, which the run map gives in the file's (`map_new_runs`, `_new_runs`): ordered
-        # by the file's id, as the scan of its runs reads them, SQLite needs no sort of the wide rows (ORDER BY
-        # the new id sorted them: a fifth of this copy's CPU)
+        # in the store's id order, which the run map gives in the file's (`map_new_runs`, `_new_runs`):
+        # ordered by the file's id, as the scan of its runs reads them, SQLite needs no sort of the wide rows
+        # (ORDER BY the new id sorted them: a fifth of this copy's CPU)
         self.copy_select(
             "runs",
             ["id", "campaign_id", "cell_id", *rcols],

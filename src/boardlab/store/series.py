@@ -15,8 +15,9 @@ from boardlab.store.verify import DamagedStore
 class MonitorPlots(AnalysisReads):
     """The HTML report's monitor plots (a part of `Store`, store/db.py)."""
 
-    # ---- the HTML report's monitor plots (issue 27, HTML report): the database sums whole rows per time bucket
-    # from their summaries (store schema 10, boardlab.store.packed.summarize); Python reads only the rest ----
+    # ---- the HTML report's monitor plots (issue 27, HTML report): the database sums whole rows per time
+    # bucket from their summaries (store schema 10, boardlab.store.packed.summarize); Python reads only the
+    # rest ----
 
     _SERIES_JOIN = (
         "FROM runs r CROSS JOIN run_series s WHERE s.run_id = r.id AND r.campaign_id=? AND s.samples > 0"

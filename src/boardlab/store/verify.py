@@ -33,11 +33,11 @@ JSON_SHAPES = {
     ("energy_sources", "spec_json"): "object",
     ("run_energy", "warnings_json"): "array",
 }
-# What the readers take from inside a JSON column beyond its own type: (path, the json_type()s a value there may
-# have, whether it must be there). "a[*]" is each element of the array `a`, "a[*].b" the member `b` of each
-# element that is an object; a number here is at most MEASURED_MAX in size (JSON's 1e400 reads as infinity).
-# Each entry is there for a reader that would fail on anything else (named in its comment). The caches
-# (campaign_summaries, step_summaries) are not verified: their reader recomputes what it cannot use.
+# What the readers take from inside a JSON column beyond its own type: (path, the json_type()s a value there
+# may have, whether it must be there). "a[*]" is each element of the array `a`, "a[*].b" the member `b` of
+# each element that is an object; a number here is at most MEASURED_MAX in size (JSON's 1e400 reads as
+# infinity). Each entry is there for a reader that would fail on anything else (named in its comment). The
+# caches (campaign_summaries, step_summaries) are not verified: their reader recomputes what it cannot use.
 NUMBER, NUMBER_OR_NULL = ("integer", "real"), ("integer", "real", "null")
 OBJECT_OR_NULL, ARRAY_OR_NULL, TEXT_OR_NULL = ("object", "null"), ("array", "null"), ("text", "null")
 _INVENTORY = (
@@ -86,8 +86,8 @@ JSON_MEMBERS: dict[tuple[str, str], tuple[tuple[str, tuple[str, ...], bool], ...
 # SQLite's typeof() that each declared kind accepts (an integer is a fine REAL: SQLite may store 2.0 as 2)
 TYPES = {"integer": ("integer",), "real": ("real", "integer"), "text": ("text",), "blob": ("blob",)}
 # measured values: a worker's result is read as numbers of at most MEASURED_MAX in size (the worker reader's
-# bound), and analysis needs them so: sums and squares of any campaign's values stay finite floats (two runs of
-# 1e308 overflowed math.fsum); so are a run's summary columns (migration 9, model.run.run_columns) and the
+# bound), and analysis needs them so: sums and squares of any campaign's values stay finite floats (two runs
+# of 1e308 overflowed math.fsum); so are a run's summary columns (migration 9, model.run.run_columns) and the
 # energy figures the energy tables sum
 MEASURED = {("runs", "value"), ("run_values", "value"), ("run_metrics", "median"), ("run_metrics", "min"),
             ("run_metrics", "p90"), ("run_metrics", "p99"), ("runs", "mean_freq_khz"), ("runs", "max_temp_mc"),
@@ -96,8 +96,9 @@ MEASURED = {("runs", "value"), ("run_values", "value"), ("run_metrics", "median"
             ("energy_idle", "power_w"), ("energy_idle", "quantization_j"), ("energy_idle", "duration_s"),
             ("run_histograms", "bucket_width")}  # fmt: skip
 MEASURED_MAX = 1e100
-# finite, of any size: a monitor row's sum of its samples (a sample is a reading of /proc or /sys, not a measured
-# value; packed.summarize keeps a sum that does not fit a double as NULL, and the plot's reader sums these)
+# finite, of any size: a monitor row's sum of its samples (a sample is a reading of /proc or /sys, not a
+# measured value; packed.summarize keeps a sum that does not fit a double as NULL, and the plot's reader sums
+# these)
 FINITE_ONLY = {("run_series", "value_sum")}
 # integer columns that hold a bool: 0 or 1 (or NULL where nullable)
 FLAGS = {("runs", "throttled")}
@@ -212,8 +213,8 @@ def _of_kind(type_sql: str, value_sql: str, kinds: tuple[str, ...], required: bo
     return f"({ok})"
 
 
-# SQLite orders values NULL < numbers < text < blobs, so comparisons with '' and x'' (the least text, the least
-# blob) tell a value's type apart without a typeof() call per value. kind -> that condition
+# SQLite orders values NULL < numbers < text < blobs, so comparisons with '' and x'' (the least text, the
+# least blob) tell a value's type apart without a typeof() call per value. kind -> that condition
 _FAST_TYPE = {
     "integer": "{c} < ''",
     "real": "{c} < ''",

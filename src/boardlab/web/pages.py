@@ -177,7 +177,8 @@ def campaign(store, campaign_id: int, background=None) -> Rendered:
     v = version(store, campaign_id)
     if background is None:
         return _memo(("page", *v), lambda: render(summary.compute(store, campaign_id)))
-    # computed in serve's worker process (web/background.py); a running campaign shows its last analysis meanwhile
+    # computed in serve's worker process (web/background.py); a running campaign shows its last analysis
+    # meanwhile
     got = background.get("summary", campaign_id, v, v[-1], stale_ok=row["status"] == "running")
     if isinstance(got, Stale):
         page = render(got.value)

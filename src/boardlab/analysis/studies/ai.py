@@ -54,8 +54,8 @@ class AiCell:
     n_runs: int  # valid runs with the latency summary
     frames_min: int | None  # steady-state frames per run (latency_ms values), fewest and most
     frames_max: int | None
-    # How `p99` was obtained: per-run p99s need >= 100 frames in every run (docs/method.md), else the p99 of all
-    # runs' frames pooled (the cluster-bootstrap rule of `stats.tails`).
+    # How `p99` was obtained: per-run p99s need >= 100 frames in every run (docs/method.md), else the p99 of
+    # all runs' frames pooled (the cluster-bootstrap rule of `stats.tails`).
     p99_rule: str = "per-run"
 
     @property

@@ -139,7 +139,7 @@ def _policies(store, campaign_id: int, cells) -> tuple[tuple[PolicyRow, ...], bo
     return tuple(rows), bool(energy)
 
 
-# ---- words shared by the renderers ---------------------------------------------------------------------------
+# ---- words shared by the renderers -------------------------------------------------------------------------
 
 
 def _mhz(khz: int | None) -> str:
@@ -199,7 +199,7 @@ def _labels_summary(g: GovernorStudy) -> list[str]:
             f"maximum, {s['correction']}-corrected alpha {s['alpha']}, minimum effect {100 * s['min_effect']:g}%)"]  # fmt: skip
 
 
-# ---- the section ---------------------------------------------------------------------------------------------
+# ---- the section -------------------------------------------------------------------------------------------
 
 
 def applies(ctx) -> bool:

@@ -32,7 +32,7 @@ from boardlab.report.plot.axes import (
     wrap,
 )
 
-# --- boxplots --------------------------------------------------------------------------------------------------
+# --- boxplots -----------------------------------------------------------------------------------------------
 
 # Dots per box: a box of more runs draws this many at evenly spaced ranks of the runs inside its whiskers, and
 # up to as many of those beyond (the extremes always): the same shape, and a report of a million runs that a
@@ -164,7 +164,7 @@ def boxplot(
     return _svg(width, height, title, body)
 
 
-# --- grouped (vertical) boxplots ---------------------------------------------------------------------------------
+# --- grouped (vertical) boxplots ----------------------------------------------------------------------------
 
 
 def grouped_boxplot(

@@ -34,7 +34,8 @@ MAX_LINES = 8  # more lines than the palette has colours: a reader can no longer
 MAX_COLUMNS = 48  # more distinct x values than this (a time series): binned along the x scale
 LABEL_CHARS = 46  # a longer row label loses its middle, its whole text in the row's tooltip
 LEVELS = 32  # colours drawn: one <path> per colour keeps thousands of cells a small SVG
-# viridis (van der Walt & Smith 2015): perceptually uniform, readable with colour-vision deficiencies and in gray
+# viridis (van der Walt & Smith 2015): perceptually uniform, readable with colour-vision deficiencies and in
+# gray
 _VIRIDIS = ((0.0, (68, 1, 84)), (0.25, (59, 82, 139)), (0.5, (33, 145, 140)), (0.75, (94, 201, 98)),
             (1.0, (253, 231, 37)))  # fmt: skip
 
