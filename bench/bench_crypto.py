@@ -1,4 +1,5 @@
-"""crypto.evp against `openssl speed -evp` on the same algorithm and block size, alternated A B, B A in one run.
+"""crypto.evp against `openssl speed -evp` on the same algorithm and block size, alternated A B, B A in one
+run.
 
 Target: boardlab's MB/s at least 0.9x openssl speed's (median of the pairwise ratios). openssl divides by its
 own user CPU time (its default), the closest match to boardlab's figure, the median of ~1 ms iterations: both

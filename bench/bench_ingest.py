@@ -1,7 +1,7 @@
 """Where `boardlab ingest`'s time goes: ten board files of N/10 runs into a store, the CPU time of each part.
 
-bench_scale.py times the whole command (runs/s, re-ingest); this bench runs the same ingest in its own process,
-with a clock around each part, to say which part to work on:
+bench_scale.py times the whole command (runs/s, re-ingest); this bench runs the same ingest in its own
+process, with a clock around each part, to say which part to work on:
 - verify: each file's integrity check and content scan (store/verify.py), several files side by side, so its
   CPU is that of the threads doing it;
 - open: the writer's open of the store (its flock, its `PRAGMA quick_check`, which reads every page of a

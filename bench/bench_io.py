@@ -12,7 +12,8 @@ first: A B, B A, ...; each ratio also per order).
    zero-loss UDP rate by the same RFC 2544 search on both sides (within 15%; 6 pairs, each a pair of
    searches of about ten one-second trials).
 
-`--quick` runs 4 pairs instead of 10 (2 zero-loss pairs instead of 6). Exits 0 whatever the figures; prints PASS or FAIL per target.
+`--quick` runs 4 pairs instead of 10 (2 zero-loss pairs instead of 6). Exits 0 whatever the figures; prints
+PASS or FAIL per target.
 """
 
 from __future__ import annotations

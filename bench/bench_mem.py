@@ -1,9 +1,10 @@
 """mem family against reference tools in the same run, alternated A B, B A (the VM drifts).
 
-1. mem.bandwidth op=memcpy against mbw's memcpy test on the same array size, median against median. In Debian's mbw 1.2.2 the test
-   that calls libc memcpy is -t1 (printed as "DUMB"); -t0 ("MEMCPY") is the element loop (checked with
-   perf: research/anchors-board-bench.md warns of the swap). mbw counts the array once in MiB; STREAM
-   counts memcpy as 2 arrays in MB (1e6 bytes), so mbw's figure is converted before the ratio.
+1. mem.bandwidth op=memcpy against mbw's memcpy test on the same array size, median against median. In
+   Debian's mbw 1.2.2 the test that calls libc memcpy is -t1 (printed as "DUMB"); -t0 ("MEMCPY") is the
+   element loop (checked with perf: research/anchors-board-bench.md warns of the swap). mbw counts the array
+   once in MiB; STREAM counts memcpy as 2 arrays in MB (1e6 bytes), so mbw's figure is converted before the
+   ratio.
 2. mem.bandwidth copy+scale+add+triad against stress-ng's stream stressor on the same array size
    (--stream-l3-size = array / 4, since stress-ng sizes each array at 4x that). One stress-ng bogo-op runs
    the four STREAM ops in turn and it reports read and write MiB/s over the whole run; boardlab's
@@ -198,7 +199,8 @@ def find_steps(
 
 def monotone(ns: list[float]) -> list[float]:
     """Suffix minimum: interference (other tasks sharing the CPU and its caches) only adds time, and a working
-    set is never faster than a larger one, so each size keeps the least of its own and every larger latency."""
+    set is never faster than a larger one, so each size keeps the least of its own and every larger
+    latency."""
     out, low = [], math.inf
     for v in reversed(ns):
         low = min(low, v)

@@ -1,4 +1,5 @@
-"""Speed of boardlab's scimark kernels against SciMark 2.0's own C code, built with the same compiler and flags.
+"""Speed of boardlab's scimark kernels against SciMark 2.0's own C code, built with the same compiler and
+flags.
 
 SciMark 2.0's C sources are not shipped with boardlab: give their directory (FFT.c, SOR.c, LU.c,
 MonteCarlo.c, Random.c, SparseCompRow.c, Stopwatch.c, array.c, kernel.c and their headers, as distributed by
@@ -233,7 +234,7 @@ def instructions_per_cycle(kernel: str, counter: Path, work: Path) -> tuple[floa
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
+        description=" ".join(__doc__.split("\n\n")[0].split()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__,
     )

@@ -48,10 +48,11 @@ def netns_unavailable(how: str = "ip") -> str | None:
 
 
 class LatenessProbe:
-    """How late this machine wakes a sleeper while a timing test runs: a thread sleeps 1 ms again and again and
-    records by how much each wake-up overshot. A timing assertion that fails while the probe saw the machine
-    itself late by more than the test's tolerance is skipped with the measured figure as the reason (issue: the
-    suite passes on loaded machines); on a machine that wakes sleepers on time it fails as before."""
+    """How late this machine wakes a sleeper while a timing test runs: a thread sleeps 1 ms again and again
+    and records by how much each wake-up overshot. A timing assertion that fails while the probe saw the
+    machine itself late by more than the test's tolerance is skipped with the measured figure as the reason
+    (issue: the suite passes on loaded machines); on a machine that wakes sleepers on time it fails as
+    before."""
 
     PERIOD_S = 0.001
 
@@ -126,7 +127,8 @@ QEMU_HANG_FACTOR = 5  # a hang guard, not a timing check: translated code beside
 
 def run_kern(kern: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     """`timeout` only stops a hung binary. Under qemu-user it is QEMU_HANG_FACTOR times longer: scimark.lu at
-    size large took over 120 s there beside `stress-ng --cpu 2` on a loaded two-core machine, and ran right."""
+    size large took over 120 s there beside `stress-ng --cpu 2` on a loaded two-core machine, and ran
+    right."""
     if under_qemu_user():
         timeout *= QEMU_HANG_FACTOR
     return subprocess.run([str(kern), *args], capture_output=True, text=True, timeout=timeout)
@@ -880,7 +882,8 @@ FLAGS = (  # headless, offline, no state beyond the profile directory given
 
 
 def chromium() -> str:
-    """The browser, installed from Debian when missing and we may (root with apt-get, as `make setup` does)."""
+    """The browser, installed from Debian when missing and we may (root with apt-get, as `make setup`
+    does)."""
     import pytest
 
     for name in ("chromium", "chromium-browser"):
@@ -1046,8 +1049,8 @@ CAMPAIGN_COLUMNS_11 = (
 
 
 def to_schema_8(src, dest, monitors: dict[int, tuple[dict, dict]] = {}):  # noqa: B006 (read only)
-    """A copy of `src` as boardlab wrote it at store schema 8 (no run or monitor-row summaries), with some runs' JSON
-    replaced by the given (monitor, rusage)."""
+    """A copy of `src` as boardlab wrote it at store schema 8 (no run or monitor-row summaries), with some
+    runs' JSON replaced by the given (monitor, rusage)."""
     shutil.copy(src, dest)
     with sqlite3.connect(dest) as conn:
         for run_id, (mon, ru) in monitors.items():

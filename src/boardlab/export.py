@@ -1,5 +1,5 @@
-"""Exports, above the store: one record per run (JSON, CSV, Parquet), each document carrying its schema version
-and read through `Store` methods only."""
+"""Exports, above the store: one record per run (JSON, CSV, Parquet), each document carrying its schema
+version and read through `Store` methods only."""
 
 from __future__ import annotations
 
@@ -209,8 +209,8 @@ def write_csv(records: Iterable[dict], out: BinaryIO, *, formulas: bool = False)
 
 
 def write_csv_rows(rows: Iterable[tuple], out: BinaryIO, fields: tuple[str, ...] = FIELDS) -> None:
-    """The CSV of rows in `fields` order (iter_run_rows or iter_metric_rows, with text=csv_cell unless formulas
-    are wanted)."""
+    """The CSV of rows in `fields` order (iter_run_rows or iter_metric_rows, with text=csv_cell unless
+    formulas are wanted)."""
     text = io.TextIOWrapper(out, encoding="utf-8", newline="", write_through=False)
     try:
         text.write(f"# boardlab export schema {EXPORT_SCHEMA}\n")

@@ -1,6 +1,6 @@
-"""A campaign's summary: what `boardlab serve`'s pages and `boardlab history` need of a campaign, computed once
-from its runs and kept in the store (table campaign_summaries), so that a page of a store of millions of runs
-reads one row instead of analysing a campaign.
+"""A campaign's summary: what `boardlab serve`'s pages and `boardlab history` need of a campaign, computed
+once from its runs and kept in the store (table campaign_summaries), so that a page of a store of millions of
+runs reads one row instead of analysing a campaign.
 
 What a summary holds (cells_json and document_json, both written by the record codec of `model.records`):
 - what compare and the history read of the campaign's analysis (`analysis.records.KeptAnalysis`, a

@@ -1,5 +1,5 @@
-"""ai.inference with `delegate = ["xnnpack", "none"]` in a plan: two cells that run (LiteRT with and without its
-XNNPACK delegate, the delegates this machine has), stored with what each run delegated, and shown apart in
+"""ai.inference with `delegate = ["xnnpack", "none"]` in a plan: two cells that run (LiteRT with and without
+its XNNPACK delegate, the delegates this machine has), stored with what each run delegated, and shown apart in
 the report."""
 
 from __future__ import annotations

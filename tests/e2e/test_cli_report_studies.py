@@ -1,4 +1,5 @@
-"""`boardlab report` for the interference study's two parts: real-time latency (rt.cyclictest) and AI inference.
+"""`boardlab report` for the interference study's two parts: real-time latency (rt.cyclictest) and AI
+inference.
 
 The campaigns are built through the Store (tests/helpers.py make_rt_db, make_ai_db) with known histograms and
 per-frame latencies, shaped as the two workloads store them, so the percentiles, the censored tail and the

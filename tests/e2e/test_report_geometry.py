@@ -2,8 +2,8 @@
 DevTools pipe of test_report_screenshots) at 1280 and at 800 px wide, measured the way a reader would find
 faults: no text runs out of its figure (an SVG's box) or out of the box that holds it (a clipping box, or
 the page itself: a table that does not fit scrolls inside its own box), and no two texts print over each other
-(by more than 1 px). DOM geometry, not a pixel diff: each HTML text's line boxes (a Range's client rects), each
-SVG <text>'s box turned by its transform (getBBox through getScreenCTM, so rotated labels are measured as
+(by more than 1 px). DOM geometry, not a pixel diff: each HTML text's line boxes (a Range's client rects),
+each SVG <text>'s box turned by its transform (getBBox through getScreenCTM, so rotated labels are measured as
 drawn). The whole page's screenshot is kept under the test's directory; its path is printed.
 
 The pages are those of test_report_lint (every study's fixture campaign, the demo's, the simulated sweeps, the
@@ -206,7 +206,8 @@ def test_the_full_sweep_reads_as_heatmaps_without_overprint(browser, full_sweep,
 
 def test_the_measure_sees_each_fault(browser, tmp_path, capsys):
     """The checks themselves: a text over another, a label out of its figure, a turned label over a
-    neighbour, and a wide table cut by a box that hides it are found; a table that scrolls in its box is not."""
+    neighbour, and a wide table cut by a box that hides it are found; a table that scrolls in its box is
+    not."""
     page = tmp_path / "faults.html"
     page.write_text(
         '<!doctype html><html><body style="margin:0;font:14px sans-serif">'
@@ -231,7 +232,8 @@ def test_the_measure_sees_each_fault(browser, tmp_path, capsys):
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_the_governor_simulator_page_keeps_every_policy_whole(browser, width, tmp_path, capsys):
-    """`governor simulate --html`: its heatmaps' policy columns (`daemon:anti-snoop`) stay inside the figure."""
+    """`governor simulate --html`: its heatmaps' policy columns (`daemon:anti-snoop`) stay inside the
+    figure."""
     page = tmp_path / "simulate.html"
     proc = run_cli("governor", "simulate", "--trace", "memory-bound", "--trace", "mixed", "--html", str(page))
     assert proc.returncode == 0, proc.stderr

@@ -494,7 +494,8 @@ def test_a_page_whose_analysis_is_not_stored_answers_at_once_and_the_worker_dies
 @pytest.mark.slow
 def test_the_analysis_worker_outlives_the_request_thread_that_started_it(tmp_path):
     """The worker's parent-death signal fires when the thread that forked it ends; the server's request
-    threads end after 10 s idle (anyio), which killed a worker forked by one and failed every later analysis."""
+    threads end after 10 s idle (anyio), which killed a worker forked by one and failed every later
+    analysis."""
     db = tmp_path / "lab.db"
     for k in range(2):
         make_campaign_db(db, name=f"p{k}", seed=k, n=3, with_latency=False)

@@ -13,12 +13,12 @@ slices, so each iteration sees the hog's half share and the planted 2x is steady
 matmult behaves alike and would double the test's minutes): with the dd-gzip condition beside the hog, the
 baseline still gets the product's shared-baseline allocation.
 
-The warm-up alone is shortened (WARMUP): the preset leaves it at the default, at most 2 s, and SOR large seldom
-reaches its 2% CV target (never beside the hog; on a loaded machine, in none of the 35 runs), so the runs spent
-the whole 2 s there before their measured iterations: over half the test's minutes. Half a second still runs
-at least one whole iteration (several at 50-350 ms each), which leaves the cold first one (page faults, cold
-caches) out of the measurement; the measured iterations, the repetitions and the allocation the verdict rests
-on are the preset's."""
+The warm-up alone is shortened (WARMUP): the preset leaves it at the default, at most 2 s, and SOR large
+seldom reaches its 2% CV target (never beside the hog; on a loaded machine, in none of the 35 runs), so the
+runs spent the whole 2 s there before their measured iterations: over half the test's minutes. Half a second
+still runs at least one whole iteration (several at 50-350 ms each), which leaves the cold first one (page
+faults, cold caches) out of the measurement; the measured iterations, the repetitions and the allocation the
+verdict rests on are the preset's."""
 
 from __future__ import annotations
 

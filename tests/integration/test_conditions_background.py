@@ -1,5 +1,6 @@
-"""Background loads beside the workload: a command of the user's, the satellite study's dd + gzip loop and bursty
-loopback traffic. Each records its own CPU use with the run, and none outlives Ctrl-C or a killed runner."""
+"""Background loads beside the workload: a command of the user's, the satellite study's dd + gzip loop and
+bursty loopback traffic. Each records its own CPU use with the run, and none outlives Ctrl-C or a killed
+runner."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """What an ingest asks of a store that already holds runs: every statement it runs on the store reads the
 stored runs and their rows (runs, run_metrics, run_values, run_series, run_histograms, run_energy) through an
 index, never by a scan, so an ingest into a store of 10^6 runs copies as fast as into a new one (measured by
-bench/bench_scale.py's "ingest, full store" and bench_ingest.py --into). Each statement is taken as the store's
-connection ran it (sqlite3's trace, its values bound) and its plan read back (EXPLAIN QUERY PLAN) with the
-board's file attached and the ingest's temporary maps made, as during the ingest."""
+bench/bench_scale.py's "ingest, full store" and bench_ingest.py --into). Each statement is taken as the
+store's connection ran it (sqlite3's trace, its values bound) and its plan read back (EXPLAIN QUERY PLAN) with
+the board's file attached and the ingest's temporary maps made, as during the ingest."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""A program whose figure is its time or rusage, one execution a run, is started by the runner itself: no launcher
-worker, so no interpreter start-up per run. What a launcher guaranteed still holds: its argv unchanged, pinned
-to the run's CPU, what it leaves running in its group killed at its end, a hang killed at its timeout, a
-failure stored with its stderr's tail (kept bounded), and a SIGKILLed boardlab leaves none of it running."""
+"""A program whose figure is its time or rusage, one execution a run, is started by the runner itself: no
+launcher worker, so no interpreter start-up per run. What a launcher guaranteed still holds: its argv
+unchanged, pinned to the run's CPU, what it leaves running in its group killed at its end, a hang killed at
+its timeout, a failure stored with its stderr's tail (kept bounded), and a SIGKILLed boardlab leaves none of
+it running."""
 
 from __future__ import annotations
 

@@ -688,8 +688,9 @@ def test_a_store_with_triggers_of_its_own_keeps_every_trigger_during_ingest(pg_u
 
 
 def test_the_monitor_series_over_postgresql_are_the_ones_of_the_board_file(pg_url, tmp_path):
-    """The database's sums per time bucket (trunc, LEAST, float8 arithmetic on PostgreSQL) give the same points
-    and the same monitor plots as SQLite; so do rows without a summary, read sample by sample on both."""
+    """The database's sums per time bucket (trunc, LEAST, float8 arithmetic on PostgreSQL) give the same
+    points and the same monitor plots as SQLite; so do rows without a summary, read sample by sample on
+    both."""
     from boardlab.analysis import monitor_series, sections
     from boardlab.report.render import render_sections
 

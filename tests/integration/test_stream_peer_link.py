@@ -1,9 +1,9 @@
 """The stream preset over a real link: two network namespaces the test makes, joined by a veth pair whose
 sending side `tc tbf` limits to 200 Mbit/s. `boardlab-kern net-sink` listens in the second (what the same
-bundle starts on a peer board); `boardlab run --preset stream --workload io.net --peer ADDR` runs in the first.
-The report's balance must be computed against that link (measured over it, about 200 Mbit/s), not against
-a loopback figure, and must not call itself an upper bound. Both namespaces and the sink are removed at the
-end, the sink by its PID.
+bundle starts on a peer board); `boardlab run --preset stream --workload io.net --peer ADDR` runs in the
+first. The report's balance must be computed against that link (measured over it, about 200 Mbit/s), not
+against a loopback figure, and must not call itself an upper bound. Both namespaces and the sink are removed
+at the end, the sink by its PID.
 
 A sender's goodput is the rate its send() calls return, so whatever the path buffers between the sender and
 the shaped wire is taken at memory speed: the TCP send buffer (autotuned up to 4 MiB) and tbf's burst. After

@@ -1,7 +1,7 @@
-"""Campaign summaries (store migration 8, `boardlab.summary`): what `boardlab serve` and `boardlab history` read
-instead of a campaign's runs. A page built from stored summaries is the page built from the runs; a summary
-stale against its campaign (more runs since) is not used; a store without summaries (written before them)
-still gives the same pages; and no page's query scans the runs table (EXPLAIN QUERY PLAN)."""
+"""Campaign summaries (store migration 8, `boardlab.summary`): what `boardlab serve` and `boardlab history`
+read instead of a campaign's runs. A page built from stored summaries is the page built from the runs; a
+summary stale against its campaign (more runs since) is not used; a store without summaries (written before
+them) still gives the same pages; and no page's query scans the runs table (EXPLAIN QUERY PLAN)."""
 
 from __future__ import annotations
 
@@ -246,9 +246,9 @@ def _verdict_words(markdown: str) -> list[str]:
 
 
 def test_a_summary_of_another_build_is_recomputed_so_serve_and_report_agree(lab, monkeypatch):
-    """A summary stored by a build whose verdict rule differed (here: every comparison "inconclusive", with its
-    own code fingerprint) is stale for this build: `boardlab serve` (a server of this build) shows the verdicts
-    `boardlab report` computes from the runs, not the stored ones."""
+    """A summary stored by a build whose verdict rule differed (here: every comparison "inconclusive", with
+    its own code fingerprint) is stale for this build: `boardlab serve` (a server of this build) shows the
+    verdicts `boardlab report` computes from the runs, not the stored ones."""
     import dataclasses
     import importlib
 
@@ -325,8 +325,8 @@ def test_a_damaged_stored_summary_is_computed_again_not_an_error(lab):
 
 
 def test_a_summary_of_the_former_layout_is_computed_again_and_its_tally_still_listed(lab):
-    """A summary stored by a boardlab of STORE_SCHEMA 11 and SUMMARY_SCHEMA 3 (cells as StoredCell's fields) is
-    never read as this layout: even under this build's fingerprint it does not read back, so it is computed
+    """A summary stored by a boardlab of STORE_SCHEMA 11 and SUMMARY_SCHEMA 3 (cells as StoredCell's fields)
+    is never read as this layout: even under this build's fingerprint it does not read back, so it is computed
     again; the lists of campaigns, which read its verdict tally whatever its layout, still show it."""
     ids = _keep_all(lab)
     with Store.open(lab) as store:

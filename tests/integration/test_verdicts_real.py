@@ -1,4 +1,5 @@
-"""Verdicts on real measurements: a parameter that adds 5% work is called a slowdown (issue: campaign engine)."""
+"""Verdicts on real measurements: a parameter that adds 5% work is called a slowdown (issue: campaign
+engine)."""
 
 from __future__ import annotations
 

@@ -168,8 +168,9 @@ def _constants(node: ast.AST) -> list[str]:
 
 
 def name_tests(tree: ast.Module, names: set[str]) -> list[tuple[int, str]]:
-    """(line, name) of every comparison with a workload name: `x == "rt.cyclictest"`, `x in ("ai.inference",)`,
-    `x.startswith("compute.")`, or a module constant holding such names that a comparison uses."""
+    """(line, name) of every comparison with a workload name: `x == "rt.cyclictest"`,
+    `x in ("ai.inference",)`, `x.startswith("compute.")`, or a module constant holding such names that a
+    comparison uses."""
     consts = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):

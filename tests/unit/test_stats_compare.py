@@ -1,4 +1,5 @@
-"""Comparing a condition with its baseline (docs/method.md): effect, test, verdict, confounders, corrections."""
+"""Comparing a condition with its baseline (docs/method.md): effect, test, verdict, confounders,
+corrections."""
 
 from __future__ import annotations
 
@@ -123,7 +124,8 @@ def test_the_same_seed_gives_the_same_comparison():
 
 
 def test_iterations_cannot_be_pooled_through_compare():
-    """Pooling iterations as samples inflated false positives to 16-65% (docs/method.md): the API refuses them."""
+    """Pooling iterations as samples inflated false positives to 16-65% (docs/method.md): the API refuses
+    them."""
     iterations = [[100.1, 99.9, 100.3], [100.2, 100.0, 99.8]]
     with pytest.raises(TypeError, match="one number per run"):
         compare(iterations, iterations, higher_is_better=False, delta=0.02, seed=1)

@@ -115,8 +115,8 @@ def order_statistic_ranks_ref(n, confidence):
 
 
 def binomial_tail_ref(k, n, a):
-    """P(Binomial(n, a/n) >= k) as an exact rational, rounded once: sum_{j>=k} C(n, j) a^j (n - a)^(n-j) / n^n,
-    each term from the one before in exact integers."""
+    """P(Binomial(n, a/n) >= k) as an exact rational, rounded once: sum_{j>=k} C(n, j) a^j
+    (n - a)^(n-j) / n^n, each term from the one before in exact integers."""
     b = n - a
     term = math.comb(n, k) * a**k * b ** (n - k)
     total = 0

@@ -126,9 +126,9 @@ def _old_monitor_series(store, campaign_id):
 
 
 def _reference_series(store, campaign_id) -> MonitorSeries:
-    """The monitor points as analysis.monitor defines them, from every sample in memory: MAX_POINTS buckets over
-    one range for all sources, from 0 (or an earlier sample) to the last run's start plus the latest sample time
-    of any run; per bucket the exact means (fmean) of its samples' times and values."""
+    """The monitor points as analysis.monitor defines them, from every sample in memory: MAX_POINTS buckets
+    over one range for all sources, from 0 (or an earlier sample) to the last run's start plus the latest
+    sample time of any run; per bucket the exact means (fmean) of its samples' times and values."""
     t0, raw = _every_sample(store, campaign_id)
     last_start = max(r["started_unix_s"] for r in store.runs(campaign_id)) - t0
     t_ns = [row["t_ns"] for r in store.runs(campaign_id) for row in store.series(r["id"])]
@@ -246,7 +246,8 @@ def _summaries(path) -> list[tuple]:
 def test_the_database_sums_whole_rows_and_python_reads_the_rest_with_the_same_points(tmp_path, monkeypatch):
     """Rows whose samples fall in one bucket are summed by the database from their summaries (schema 10);
     rows that span buckets, or have no summary (an ingested older file, a NaN, a sum out of range), are read
-    sample by sample; a store before schema 10 is read sample by sample throughout. The points are the same."""
+    sample by sample; a store before schema 10 is read sample by sample throughout. The points are the
+    same."""
     db = make_campaign_db(tmp_path / "c.db", n=12)
     with Store.open(db, create=False) as store:
         want = monitor_series(store, 1)

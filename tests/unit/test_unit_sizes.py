@@ -1,5 +1,5 @@
-"""Functions short enough to hold in one look, files short enough to find one's way in: no function longer than
-MAX_FUNCTION_LINES in any Python module of boardlab or in kern/core.c, no file there longer than
+"""Functions short enough to hold in one look, files short enough to find one's way in: no function longer
+than MAX_FUNCTION_LINES in any Python module of boardlab or in kern/core.c, no file there longer than
 MAX_FILE_LINES, but for the few EXEMPT functions, each with its reason. Python is
 measured with ast (from `def` to the function's last line); C by matching the braces of top-level functions
 outside comments and strings (from the line of the opening brace to the closing one)."""

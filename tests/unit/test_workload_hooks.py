@@ -98,7 +98,8 @@ params = { stressor = "cpu" }
 
 
 def _name_comparisons(path: Path, names: set[str]) -> list[str]:
-    """`x == "ai.inference"`, `x in ("rt.cyclictest", ...)` and the like: a module testing a workload's name."""
+    """`x == "ai.inference"`, `x in ("rt.cyclictest", ...)` and the like: a module testing a workload's
+    name."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if not isinstance(node, ast.Compare):

@@ -1,5 +1,6 @@
-"""The document of a comparison of two campaigns (`compare_campaigns`'s dict, its cells `ComparisonRow`s), for `boardlab serve`'s compare
-page: who was compared, each cell's B / A with its 90% decision interval and verdict, the cells on one side only."""
+"""The document of a comparison of two campaigns (`compare_campaigns`'s dict, its cells `ComparisonRow`s), for
+`boardlab serve`'s compare page: who was compared, each cell's B / A with its 90% decision interval and
+verdict, the cells on one side only."""
 
 from __future__ import annotations
 

@@ -272,7 +272,8 @@ def fmt_spec(x: float | None, spec: str = ".4g") -> str:
 
 
 def fmt_value(x: float | None) -> str:
-    """A measured value: whole numbers as they are (cyclictest's integer microseconds), others with 4 digits."""
+    """A measured value: whole numbers as they are (cyclictest's integer microseconds), others with 4
+    digits."""
     if x is None:
         return "–"
     if float(x).is_integer() and abs(x) < 1e15:

@@ -63,7 +63,8 @@ def environment_facts(row) -> dict[str, str | None]:
 
 
 def commit_of(row) -> CommitIdentity:
-    """The commit and branch a campaign row measured (`run --commit`; `load_history` adds them to its rows)."""
+    """The commit and branch a campaign row measured (`run --commit`; `load_history` adds them to its
+    rows)."""
     return CommitIdentity(row.get("commit_sha"), row.get("commit_describe"), row.get("branch"))
 
 
@@ -294,7 +295,8 @@ def _bisect_board(rows: list, analyses: list) -> list[dict]:
 
 
 def _bisected(slower, last: int) -> tuple[int, int]:
-    """(the last campaign index not slower, the first slower) between 0 (the reference) and `last` (slower)."""
+    """(the last campaign index not slower, the first slower) between 0 (the reference) and `last`
+    (slower)."""
     lo, hi = 0, last
     while hi - lo > 1:
         mid = (lo + hi) // 2

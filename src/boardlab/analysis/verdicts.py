@@ -148,7 +148,8 @@ def verdict_tally(a: CampaignAnalysis) -> dict:
 
 def tally_words(tally: dict | None) -> str:
     """A tally as a list cell reads it: "1 slowdown, 3 no change; A/A ok"; a campaign whose summary is not
-    stored (still running, or from before summaries were kept) says so rather than being analysed for a list."""
+    stored (still running, or from before summaries were kept) says so rather than being analysed for a
+    list."""
     if not tally:
         return "not summarized"
     counts = tally.get("counts") or {}

@@ -3,8 +3,8 @@ user's old results come along: each file becomes one campaign of the plan `board
 same commands (campaign.benchplan: same plan name, same cells), so `history` sets it beside later bench
 campaigns of those commands. Each of a command's `times` is a run (its value in seconds, valid when its exit
 code was 0); hyperfine ran each command's runs one after the other, unpinned, so the plan says
-`order = "sequential"` and `cpu = "none"`, and its analysis says what that costs. The campaign is attributed to
-the board that ingests it (hyperfine's file names no machine) and dated by the file's modification time.
+`order = "sequential"` and `cpu = "none"`, and its analysis says what that costs. The campaign is attributed
+to the board that ingests it (hyperfine's file names no machine) and dated by the file's modification time.
 
 The campaign is written into a results file of its own (`write_campaign_file`), which `ingest` then copies
 as it copies a board's; its identity is the file's content hash, so importing the same file twice adds it

@@ -1,4 +1,5 @@
-"""`boardlab compare A.db B.db`: two campaigns (two boards, or two sessions of one) side by side, cell by cell."""
+"""`boardlab compare A.db B.db`: two campaigns (two boards, or two sessions of one) side by side, cell by
+cell."""
 
 from __future__ import annotations
 

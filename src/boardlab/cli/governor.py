@@ -295,7 +295,8 @@ def _write_sweep_plan(args, grids) -> None:
 
 
 def _sweep_campaign(args, soc, sizes, runs: int) -> int:
-    """--sim --db: the simulated sweep as a campaign `boardlab report` renders (heatmaps, labelled simulated)."""
+    """--sim --db: the simulated sweep as a campaign `boardlab report` renders (heatmaps, labelled
+    simulated)."""
     from boardlab.campaign import simulated as sim_campaign
     from boardlab.governor import sweep
     from boardlab.store import Store

@@ -1,4 +1,5 @@
-"""`boardlab history`: one plan's campaigns on a board (or every board) in time order, and the steps between them."""
+"""`boardlab history`: one plan's campaigns on a board (or every board) in time order, and the steps between
+them."""
 
 from __future__ import annotations
 

@@ -135,7 +135,8 @@ def run(args) -> int:
 
 
 def _say_checked(state) -> None:
-    """The check's end, on serve's output (from the check's thread): passed, or the damage every page now names."""
+    """The check's end, on serve's output (from the check's thread): passed, or the damage every page now
+    names."""
     if state.state == "passed":
         print(f"store check passed in {state.took_s:.1f} s", flush=True)
     elif state.state == "unfinished":

@@ -55,7 +55,8 @@ ROLES = ("active", "idle")  # frequencies_khz keys resolved against the worker's
 
 @dataclass(frozen=True)
 class GovernorSetting:
-    """The parameters of one `governor` condition, declared once (checked for shape by `Governor.validate`)."""
+    """The parameters of one `governor` condition, declared once (checked for shape by
+    `Governor.validate`)."""
 
     governor: str = param("enum", None, choices=cpufreq.GOVERNORS, required=True, help="the cpufreq governor")
     policies: tuple[str, ...] | str = param(  # "all": see policy_names

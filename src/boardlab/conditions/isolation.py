@@ -113,7 +113,8 @@ class Isolation:
         return None
 
     def worker_cpus(self, params: dict, ctx: ApplyContext) -> set[int] | None:
-        """The worker's affinity under this mode: every online CPU for "shared"; None keeps the runner's pin."""
+        """The worker's affinity under this mode: every online CPU for "shared"; None keeps the runner's
+        pin."""
         return set(ctx.online_cpus) if params_of(IsolationSetting, self, params).mode == "shared" else None
 
     def apply(self, params: dict, ctx: ApplyContext):

@@ -1,4 +1,5 @@
-"""A stress-ng stressor beside the workload (the interference study: cpu, vm, memcpy, interrupt, open, fork, udp).
+"""A stress-ng stressor beside the workload (the interference study: cpu, vm, memcpy, interrupt, open, fork,
+udp).
 
 Plan syntax:
 

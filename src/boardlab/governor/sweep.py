@@ -1,5 +1,5 @@
-"""The snoop sweep (preset `snoop-sweep`): mem.latency (random, sequential and stride 64 B; 4 KiB - 256 MiB) pinned to
-one cluster, at every OPP of that cluster crossed with every OPP of the other.
+"""The snoop sweep (preset `snoop-sweep`): mem.latency (random, sequential and stride 64 B; 4 KiB - 256 MiB)
+pinned to one cluster, at every OPP of that cluster crossed with every OPP of the other.
 
 `expand` turns a board's cpufreq policies into the grid; `plan_toml` writes it as a campaign plan (one
 `governor` condition per frequency pair, per-policy userspace frequencies); `simulate` measures the same
@@ -227,7 +227,8 @@ def simulate(
     seed: int = 1,
     this_policy: str | None = None,
 ) -> list[SweepCell]:
-    """The sweep on the simulator: each run's ns/access and counters with run-to-run noise (lognormal, `cv`)."""
+    """The sweep on the simulator: each run's ns/access and counters with run-to-run noise (lognormal,
+    `cv`)."""
     rng = random.Random(seed)
     bus = max(soc.devfreq_hz) if soc.devfreq_hz else None
     cells = []

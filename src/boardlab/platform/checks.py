@@ -1,5 +1,5 @@
-"""Environment checks (docs/method.md "Environment checks"): one small function per check, each a pure function
-of the inventory returning OK, WARN or FAIL with the value read and a one-line fix.
+"""Environment checks (docs/method.md "Environment checks"): one small function per check, each a pure
+function of the inventory returning OK, WARN or FAIL with the value read and a one-line fix.
 
 WARN means "results are still valid but noisier or less comparable"; FAIL means "a run now would be
 invalid" (the runner invalidates throttled runs). Neither changes the exit code of `boardlab info`.

@@ -59,6 +59,7 @@ def page(title: str, body: str) -> str:
 
 
 def render_html(analysis: CampaignAnalysis, series: Series | None = None) -> str:
-    """The whole report as one HTML document. `series` (from `analysis.monitor_series`) adds the monitor plots."""
+    """The whole report as one HTML document. `series` (from `analysis.monitor_series`) adds the monitor
+    plots."""
     document = build_document(analysis, series)
     return page(document.title, render_document(document, "html"))

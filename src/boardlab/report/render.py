@@ -237,7 +237,8 @@ def text_sections(sections: Iterable[doc.Section]) -> list[str]:
 
 
 def render_document(document: doc.Document, fmt: str) -> str:
-    """The body of a document in one format (HTML: the elements inside <body>, without the page around them)."""
+    """The body of a document in one format (HTML: the elements inside <body>, without the page around
+    them)."""
     if fmt == "html":
         return "\n".join([f"<h1>{esc(document.title)}</h1>", *html_sections(document.sections)])
     if fmt == "md":

@@ -1,4 +1,5 @@
-"""Verdict of a comparison and the confounder guard (docs/method.md "Comparing a condition with its baseline").
+"""Verdict of a comparison and the confounder guard (docs/method.md "Comparing a condition with its
+baseline").
 
 The verdict works on the *cost ratio* (`compare.Comparison.cost_ratio`): how many times worse the condition
 is than the baseline, > 1 meaning worse whatever the metric's direction. The interval it is decided on is the
@@ -88,7 +89,8 @@ def check_confounders(
     freq_tolerance: float = FREQ_TOLERANCE,
     temp_tolerance_mc: float = TEMP_TOLERANCE_MC,
 ) -> Confounding:
-    """Compare the arms' per-run environments (research/anchors-methodology.md section 9.4, "attribution guard").
+    """Compare the arms' per-run environments (research/anchors-methodology.md section 9.4, "attribution
+    guard").
 
     Confounded when the median of the runs' mean frequency differs by more than `freq_tolerance` (2%) of the
     baseline's, when the median of the runs' maximum temperature differs by more than `temp_tolerance_mc`
@@ -174,8 +176,8 @@ def decide(
     """The verdict from the decision interval (the 90% CI) of the cost ratio, the adjusted p-value and the
     practical threshold delta.
 
-    Method: the rule in this module's docstring (docs/method.md; criterion.rs `compare_to_threshold`; Hoefler &
-    Belli 2015 rule 7). `p_adjusted` is the comparison's p-value after the report's multiple-testing
+    Method: the rule in this module's docstring (docs/method.md; criterion.rs `compare_to_threshold`;
+    Hoefler & Belli 2015 rule 7). `p_adjusted` is the comparison's p-value after the report's multiple-testing
     correction (Holm, or Benjamini-Hochberg for sweeps). Never decided on the p-value alone.
     """
     if delta < 0:

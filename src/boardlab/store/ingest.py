@@ -186,7 +186,8 @@ def ingest_files(
     `progress(i, path)` is called before the i-th file (from 1) is ingested. `last(store)` runs once after
     the last file's `then`, or when a file fails after others were committed (not on Ctrl-C), the store
     still open and locked. `note(text)` is called once with what slows the copy that the user can change
-    (a PostgreSQL role that may not skip the per-row reference checks: `_Copier._skip_pg_reference_checks`)."""
+    (a PostgreSQL role that may not skip the per-row reference checks:
+    `_Copier._skip_pg_reference_checks`)."""
     files = [Path(f) for f in files]
     noted: set[str] = set()
 

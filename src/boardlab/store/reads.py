@@ -1,4 +1,5 @@
-"""What the analysis, the reports and the exports read: a cell in one query, monitor series and exported runs in bounded batches."""
+"""What the analysis, the reports and the exports read: a cell in one query, monitor series and exported runs
+in bounded batches."""
 
 from __future__ import annotations
 
@@ -130,7 +131,8 @@ class AnalysisReads(Connected):
         return out | dict(zip(RUN_COLUMNS, values, strict=True))
 
     def cell_metrics(self, cell_id: int) -> dict[int, dict[str, dict]]:
-        """run id -> metric -> its stored row (median, min, p90, p99, unit ...), for the valid runs of a cell."""
+        """run id -> metric -> its stored row (median, min, p90, p99, unit ...), for the valid runs of a
+        cell."""
         out: dict[int, dict[str, dict]] = {}
         for row in self.conn.execute(
             "SELECT m.* FROM run_metrics m JOIN runs r ON r.id = m.run_id WHERE r.cell_id=? AND r.valid=1",

@@ -27,8 +27,8 @@ class MonitorPlots(AnalysisReads):
 
     def series_grid(self, campaign_id: int) -> tuple[float, float, float] | None:
         """(t0, lo, hi): the campaign's first run start (unix s), and a time range in s since t0 that holds
-        every monitor sample: from 0 (or the earliest sample, if one precedes its run's start) to the last run's
-        start plus the latest sample time of any run. None when the campaign has no samples."""
+        every monitor sample: from 0 (or the earliest sample, if one precedes its run's start) to the last
+        run's start plus the latest sample time of any run. None when the campaign has no samples."""
         starts = self.run_start_range(campaign_id)
         if starts is None:
             return None

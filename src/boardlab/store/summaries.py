@@ -10,12 +10,14 @@ from boardlab.store.base import Connected
 
 
 class SummaryRows(Connected):
-    """Each campaign's stored summary and history steps (boardlab.summary), for serve and history. (a part of `Store`, store/db.py)."""
+    """Each campaign's stored summary and history steps (boardlab.summary), for serve and history. (a part of
+    `Store`, store/db.py)."""
 
     # ---- campaign summaries for serve and history on a large store (issue 26, migration 8) ----
 
     def count_runs(self, campaign_id: int) -> int:
-        """Runs stored of a campaign: a count over the runs' (campaign_id, ...) unique index, not the table."""
+        """Runs stored of a campaign: a count over the runs' (campaign_id, ...) unique index, not the
+        table."""
         return int(
             self.conn.execute("SELECT count(*) FROM runs WHERE campaign_id=?", (campaign_id,)).fetchone()[0]
         )

@@ -428,7 +428,8 @@ def _ago(unix_s: float) -> str:
 
 
 def _with_banner(html_extra, checked):
-    """`html_extra` with the note, above it, that the store's full check is still running or did not finish."""
+    """`html_extra` with the note, above it, that the store's full check is still running or did not
+    finish."""
     from boardlab.report.render import esc
 
     if checked.state == "checking":

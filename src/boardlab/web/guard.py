@@ -15,7 +15,8 @@ no legitimate client got in. Here:
 - the server's log says each kind of problem at most once a minute, with how many more there were, and no
   traceback unless BOARDLAB_DEBUG is set (`LogLimiter`).
 
-The HTTP protocol itself stays uvicorn's: `Guard.factory` wraps it, watching only where each request head ends.
+The HTTP protocol itself stays uvicorn's: `Guard.factory` wraps it, watching only where each request head
+ends.
 """
 
 from __future__ import annotations

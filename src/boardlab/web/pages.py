@@ -156,8 +156,8 @@ class Rendered:
 def campaign(store, campaign_id: int, background=None) -> Rendered:
     """The campaign's report document, as `boardlab report` builds it, from the campaign's stored summary
     (boardlab.summary): its document computed when the campaign ended, rendered here; computed now, and kept
-    by this server, when the summary is missing or stale (the monitor plots stay in the report file: their series are the one read
-    here not bounded by the campaign's cells)."""
+    by this server, when the summary is missing or stale (the monitor plots stay in the report file: their
+    series are the one read here not bounded by the campaign's cells)."""
     import boardlab.summary as summary
 
     row = store.campaign(campaign_id)  # 404 for an unknown campaign
@@ -214,9 +214,9 @@ def version(store, campaign_id: int) -> tuple:
 
 
 def analyzed(store, campaign_id: int, background=None):
-    """What compare and history read of a campaign (`analysis.records.KeptAnalysis`): from its stored summary, or
-    computed from its runs when that is missing or stale (in serve's worker process with `background`, which
-    raises Computing until it is ready); kept while its runs and status are unchanged."""
+    """What compare and history read of a campaign (`analysis.records.KeptAnalysis`): from its stored summary,
+    or computed from its runs when that is missing or stale (in serve's worker process with `background`,
+    which raises Computing until it is ready); kept while its runs and status are unchanged."""
     import boardlab.summary as summary
 
     v = version(store, campaign_id)
@@ -258,7 +258,8 @@ def compare(store, a: str, b: str, background=None) -> tuple[doc.Document, dict]
 
 
 def compare_choices(store) -> list[tuple[str, str]]:
-    """(value, label) of every pick the compare form offers: boards (their latest campaign), then campaigns."""
+    """(value, label) of every pick the compare form offers: boards (their latest campaign), then
+    campaigns."""
     out = [
         (f"b:{r['id']}", f"board {r['label']} (latest campaign)") for r in store.board_page(limit=PICK_LIMIT)
     ]

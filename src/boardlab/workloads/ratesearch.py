@@ -40,7 +40,8 @@ class Trial:
 
 
 def kern_trial(kernel: str, params: dict, iterations: int = 5, min_iteration_ms: float = 50) -> WorkerResult:
-    """One boardlab-kern run of `kernel` with `params`, read by the worker reader (RuntimeError on failure)."""
+    """One boardlab-kern run of `kernel` with `params`, read by the worker reader (RuntimeError on
+    failure)."""
     from boardlab.workloads.kern import kern_argv
 
     args = kern_argv(kernel, params, "--json", "--iterations", str(iterations), "--warmup-max-iterations", "2",

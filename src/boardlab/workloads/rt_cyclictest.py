@@ -740,7 +740,8 @@ def _samples_needed(q: float) -> int:
 
 
 def _latency_result(threads: list[ThreadLatency], params: dict, info: dict) -> dict:
-    """Metrics (us, lower is better), histograms per thread and the percentile table, all from the histograms."""
+    """Metrics (us, lower is better), histograms per thread and the percentile table, all from the
+    histograms."""
     from boardlab.stats.histogram import (
         NEAREST_RANK_METHOD,
         histogram_limit,

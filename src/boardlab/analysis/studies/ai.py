@@ -174,7 +174,8 @@ def _key(workload: str, params: dict, condition: str) -> str:
 
 
 def _verdict_cells(ca: ComparisonAnalysis | None) -> tuple[str, str, str, str]:
-    """(cost ratio with its decision interval, verdict text, verdict kind for a CSS class, why there is none)."""
+    """(cost ratio with its decision interval, verdict text, verdict kind for a CSS class, why there is
+    none)."""
     if ca is None:
         return "–", "–", "", ""
     c = ca.comparison
@@ -202,7 +203,8 @@ def frames_note(study: AiStudy) -> str | None:
 
 def table(analysis: CampaignAnalysis, study: AiStudy) -> doc.Table:
     """Per model and condition: the median over runs of each run's per-frame p50/p90/p99, and the verdicts of
-    the run medians (the primary comparison) and of the run p99s (the tail comparison) against the baseline."""
+    the run medians (the primary comparison) and of the run p99s (the tail comparison) against the
+    baseline."""
     units = {c.unit for c in study.cells}
     u = units.pop() if len(units) == 1 else None
     columns = (

@@ -2,9 +2,9 @@
 GFLOPS, instructions per bit and the compute/I-O balance.
 
 The study asks whether a board is a balanced processing unit: about one compute instruction per bit of I/O
-(Szalay et al. 2010, after Amdahl). `stream_study(store, campaign_id, inventory, workloads)` reads what the data-stream workloads'
-valid runs stored (their worker JSON) and returns a frozen record; `sections` lays it out. Which workloads
-it reads is decided by their specs' `roles` and `throughput_curve`, never by name.
+(Szalay et al. 2010, after Amdahl). `stream_study(store, campaign_id, inventory, workloads)` reads what the
+data-stream workloads' valid runs stored (their worker JSON) and returns a frozen record; `sections` lays it
+out. Which workloads it reads is decided by their specs' `roles` and `throughput_curve`, never by name.
 
 Instructions per bit: retired instructions (the run's `counters.instructions.count`, from perf_event_open
 where the board has counters) over the payload bits; without counters, cycle-equivalents per bit = CPU time
@@ -310,7 +310,8 @@ class _StreamCell:
 def _stream_runs(
     store: Store, campaign_id: int, workloads: WorkloadFacts
 ) -> tuple[dict[tuple[str, str, str], list[WorkerResult]], dict[str, str]]:
-    """(workload, params, condition) -> the valid runs' worker results, and workload -> why it is unsupported."""
+    """(workload, params, condition) -> the valid runs' worker results, and workload -> why it is
+    unsupported."""
     by_cell: dict[tuple[str, str, str], list[WorkerResult]] = defaultdict(list)
     unsupported: dict[str, str] = {}
     for row in store.runs(campaign_id):

@@ -73,7 +73,8 @@ def dots(vals: Sequence[float], lo: float, hi: float) -> Sequence[float]:
 
 
 def excluded_dots(excluded: Sequence[float | None]) -> Sequence[float | None]:
-    """The invalid runs a box draws as hollow dots: all up to MAX_DOTS, else MAX_DOTS at evenly spaced ranks."""
+    """The invalid runs a box draws as hollow dots: all up to MAX_DOTS, else MAX_DOTS at evenly spaced
+    ranks."""
     if len(excluded) <= MAX_DOTS:
         return excluded
     return _ranks(sorted(v for v in excluded if v is not None and math.isfinite(v)), MAX_DOTS)
@@ -280,8 +281,8 @@ def _one_box(
 
 
 def _values_and_axis(boxes, log: bool | None) -> tuple[list[float], str]:
-    """Every finite value the boxes show (kept and excluded) and the axis they take: log10 when asked or (None)
-    when they span widely, never with a value <= 0."""
+    """Every finite value the boxes show (kept and excluded) and the axis they take: log10 when asked or
+    (None) when they span widely, never with a value <= 0."""
     everything = [v for b in boxes for v in (*b.values, *b.excluded) if v is not None and math.isfinite(v)]
     if log is None:
         log = wants_log(everything)

@@ -193,7 +193,8 @@ def _markers(markers, at, x_end: float, top: float, bottom: float, plot_right: f
 
 def _overflow_bar(overflow: int, limit: float, unit: str, sy, ox: float, over_w: float, top: float,
                   bottom: float) -> list[str]:  # fmt: skip
-    """The samples at or beyond the histogram's limit: a bar of its own past a dashed line, its values unknown."""
+    """The samples at or beyond the histogram's limit: a bar of its own past a dashed line, its values
+    unknown."""
     out = [_line(ox - 4, top, ox - 4, bottom, stroke=AXIS, dash="2 3")]
     text = f">= {fmt_tick(limit)}"
     if overflow:
