@@ -109,7 +109,8 @@ def main() -> int:
         tmp = Path(d)
         build_models(tmp, MODELS)
         print(
-            f"built {', '.join(MODELS)} in {time.monotonic() - t0:.1f} s; {FRAMES} frames, {THREADS} thread(s)"
+            f"built {', '.join(MODELS)} in {time.monotonic() - t0:.1f} s; {FRAMES} frames, "
+            f"{THREADS} thread(s)"
         )
         for model in MODELS:
             compare(

@@ -110,7 +110,8 @@ def main() -> int:
 
         def show(i, a, b, order):
             print(
-                f"  pair {i + 1} ({order}): boardlab blas {a[0]:.2f} native {a[1]:.2f}  openblas {b:.2f} GFLOPS"
+                f"  pair {i + 1} ({order}): boardlab blas {a[0]:.2f} native {a[1]:.2f}  openblas "
+                f"{b:.2f} GFLOPS"
             )
 
         # A B, B A, ...: boardlab's two runs (blas, native) against OpenBLAS, alternating which goes first

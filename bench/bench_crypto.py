@@ -75,9 +75,9 @@ def main() -> int:
         ours, theirs = [a for a, _, _ in done], [b for _, b, _ in done]
         verdict = "PASS" if pr.median >= TARGET else "FAIL"
         print(
-            f"{algorithm:18s} boardlab {statistics.median(ours):8.1f} MB/s  openssl {statistics.median(theirs):8.1f} "
-            f"MB/s  {pr.describe('boardlab', 'openssl')} (pairs {', '.join(f'{r:.2f}' for r in pr.ratios)})  "
-            f"target >= {TARGET} {verdict}"
+            f"{algorithm:18s} boardlab {statistics.median(ours):8.1f} MB/s  openssl "
+            f"{statistics.median(theirs):8.1f} MB/s  {pr.describe('boardlab', 'openssl')} (pairs "
+            f"{', '.join(f'{r:.2f}' for r in pr.ratios)})  target >= {TARGET} {verdict}"
         )
         sys.stdout.flush()
     load, cpus = os.getloadavg()[0], os.cpu_count() or 1

@@ -147,7 +147,8 @@ def print_pairs(label: str, done: list[tuple[float, float | None, str]]) -> None
     )
     print(f"  pairwise ratios: {' '.join(f'{x:.3f}' for x in r.ratios)}")
     print(
-        f"  boardlab/reference: {r.describe('boardlab', 'reference')} (target >= {TARGET}) -> {verdict(r.median)}"
+        f"  boardlab/reference: {r.describe('boardlab', 'reference')} "
+        f"(target >= {TARGET}) -> {verdict(r.median)}"
     )
 
 
@@ -260,7 +261,8 @@ def report_steps(sizes: list[int], ns: list[float], llc: int) -> None:
             else "inside the reported last-level cache (a VM often gets only part of its host's L3)"
         )
         print(
-            f"  step {n} ({human(sizes[i])} .. {human(sizes[i + 1])}) matches no reported size; it lies {where}"
+            f"  step {n} ({human(sizes[i])} .. {human(sizes[i + 1])}) matches no reported size; it "
+            f"lies {where}"
         )
 
 
@@ -280,7 +282,8 @@ def main() -> int:
     array_mib = math.ceil(auto / MIB)
     array_bytes = array_mib * MIB
     print(
-        f"array size: {array_mib} MiB per array ({probe['info']['array_bytes_source']}); all runs on CPU {cpu}"
+        f"array size: {array_mib} MiB per array ({probe['info']['array_bytes_source']}); all runs "
+        f"on CPU {cpu}"
     )
 
     print(f"\n== mem.bandwidth op=memcpy vs mbw -t1 (libc memcpy), {PAIRS} pairs A B, B A, ...")
@@ -290,7 +293,8 @@ def main() -> int:
     print_pairs("memcpy vs mbw", done)
 
     print(
-        f"\n== mem.bandwidth copy+scale+add+triad stores={STORES} vs stress-ng --stream 1, {PAIRS} pairs A B, B A, ..."
+        f"\n== mem.bandwidth copy+scale+add+triad stores={STORES} vs stress-ng --stream 1, {PAIRS} pairs "
+        "A B, B A, ..."
     )
 
     def stream() -> float:

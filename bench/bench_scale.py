@@ -579,8 +579,8 @@ def print_table(results: dict[int, dict], pg: dict, exps: dict, full_runs: int |
     print(f"{'(build s)':<20}" + "".join(f"{results[n]['build_s']:>46.1f}" for n in sizes))
     if full_runs is not None:
         print(
-            f"(ingest, full store: into a store already holding {full_runs:,} runs of the same plan on the same "
-            f"{BOARDS} boards: each new campaign's history step is computed)"
+            f"(ingest, full store: into a store already holding {full_runs:,} runs of the same plan on the "
+            f"same {BOARDS} boards: each new campaign's history step is computed)"
         )
     for span, by_cmd in exps.items():
         print(f"growth exponent {span}: wall, CPU, from the median of paired ratios; pairs (wall s) @load:")
@@ -661,8 +661,8 @@ def main() -> int:
     else:
         print(
             f"load average (1 min) {load['before'][0]:.1f} before, {load['after'][0]:.1f} after, on "
-            f"{load['cpus']} CPUs (@ beside each figure: as it was taken); wall times grow with it, CPU times "
-            "much less"
+            f"{load['cpus']} CPUs (@ beside each figure: as it was taken); wall times grow with it, CPU "
+            "times much less"
         )
         print_table(results, pg, exps, full_held)
         for line in unchecked:

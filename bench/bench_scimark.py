@@ -333,12 +333,14 @@ def main(argv: list[str] | None = None) -> int:
         f"boardlab scimark kernels vs SciMark 2.0 C, both {build['compiler']} {build['flags']}, small sizes"
     )
     print(
-        f"time: {clock}, ~{min_time:g} s each, median of {args.pairs} pairs alternating A B, B A (per order below)"
+        f"time: {clock}, ~{min_time:g} s each, median of {args.pairs} pairs alternating A B, B A (per "
+        "order below)"
     )
     if count:
         print("instructions: callgrind, per SciMark cycle, SciMark / boardlab")
     print(
-        f"  {'kernel':<7} {'time_ratio':>10} {'instr_ratio':>11} {'bl_instr_per_cycle':>19} {'sm_instr_per_cycle':>19}"
+        f"  {'kernel':<7} {'time_ratio':>10} {'instr_ratio':>11} {'bl_instr_per_cycle':>19} "
+        f"{'sm_instr_per_cycle':>19}"
     )
     for k, r in results.items():
         flag = "" if r["time_ratio_median"] >= TARGET else f"  (below the {TARGET} target)"

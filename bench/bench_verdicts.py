@@ -64,9 +64,9 @@ def plan_text(workloads: int, conditions: int, runs_per_arm: int) -> str:
         for j in range(conditions)
     )
     return (
-        f'name = "bench-verdicts"\nseed = 7\n[runs]\nrepetitions = {runs_per_arm}\niterations = {ITERATIONS}\n'
-        f'order = "interleave"\n[[workloads]]\nname = "noop"\nparams = {{ steps = [{steps}] }}\n'
-        f'[[conditions]]\nname = "baseline"\nkind = "baseline"\n{conds}'
+        f'name = "bench-verdicts"\nseed = 7\n[runs]\nrepetitions = {runs_per_arm}\n'
+        f'iterations = {ITERATIONS}\norder = "interleave"\n[[workloads]]\nname = "noop"\n'
+        f'params = {{ steps = [{steps}] }}\n[[conditions]]\nname = "baseline"\nkind = "baseline"\n{conds}'
     )
 
 

@@ -93,8 +93,8 @@ class LatenessProbe:
         p99 = self.quantile_ms(0.99)
         if p99 > tolerance_ms:
             pytest.skip(
-                f"{what} did not hold, but the machine was late itself: 1 ms sleeps woke up to {p99:.1f} ms late "
-                f"(p99 of {len(self.late_ms)}, load average {os.getloadavg()[0]:.1f}), over the "
+                f"{what} did not hold, but the machine was late itself: 1 ms sleeps woke up to {p99:.1f} ms "
+                f"late (p99 of {len(self.late_ms)}, load average {os.getloadavg()[0]:.1f}), over the "
                 f"{tolerance_ms:g} ms this check tolerates"
             )
         raise AssertionError(
@@ -1005,10 +1005,11 @@ def make_campaign_db_bulk(path: Path, runs: int, *, seed: int = 1, board: str = 
                     ("temp.thermal_zone0:cpu_thermal_mc", float(temp + 50 * k)))]  # fmt: skip
                 series_rows += [(run_id, *row) for row in packed.pack_summarized(samples)]
             conn.executemany(
-                "INSERT INTO runs(id, campaign_id, cell_id, repetition, attempt, seq, started_unix_s, wall_ns, cpu,"
-                " exit_code, ok, valid, invalid_reason, value, warmup_iterations, warmup_capped, rusage_json,"
-                " gate_waited_s, gate_timed_out, gate_detail, condition_state_json, monitor_json, error)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO runs(id, campaign_id, cell_id, repetition, attempt, seq, started_unix_s,"
+                " wall_ns, cpu, exit_code, ok, valid, invalid_reason, value, warmup_iterations,"
+                " warmup_capped, rusage_json, gate_waited_s, gate_timed_out, gate_detail,"
+                " condition_state_json, monitor_json, error) VALUES"
+                " (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 run_rows,
             )
             conn.executemany("INSERT INTO run_metrics VALUES (?,?,?,?,?,?,?,?)", metric_rows)

@@ -231,7 +231,10 @@ def _pyarrow():
         if machine in ("x86_64", "aarch64", "arm64"):
             fix = "pip install 'boardlab[analysis]' (or pyarrow)"
         else:  # no armv7 wheel on PyPI, no python3-pyarrow in Debian 12
-            fix = f"PyPI has no pyarrow wheel for {machine}: export --format csv or json here, or convert elsewhere"
+            fix = (
+                f"PyPI has no pyarrow wheel for {machine}: export --format csv or json here, or "
+                "convert elsewhere"
+            )
         raise InputError(f"--format parquet needs pyarrow: {fix}") from None
     return pa, pq
 

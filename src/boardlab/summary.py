@@ -91,8 +91,8 @@ def stored_tally(store, campaign_id: int) -> dict | None:
 LIST_NOTES = {
     "not summarized": "not summarized: the campaign is still running, or was stored before summaries were "
     "kept; its page has its verdicts.",
-    "summarized before verdict counts": "summarized before verdict counts: its summary was kept by a boardlab "
-    "from before verdict counts were kept; its page has its verdicts.",
+    "summarized before verdict counts": "summarized before verdict counts: its summary was kept by a "
+    "boardlab from before verdict counts were kept; its page has its verdicts.",
     "stale": "summary of N runs; M now: the verdicts of a summary computed before the campaign's last runs "
     "were stored; its page analyses every run.",
 }

@@ -90,8 +90,8 @@ def _skip_if_too_noisy(db) -> None:
     )
     if share is not None and share < USABLE_CPU_PCT:
         pytest.skip(
-            f"this machine is too busy to test the claim: before the hog the worker had {share:.0f}% of its CPU "
-            f"(other jobs shared it), so the hog took one share among many ({said})"
+            f"this machine is too busy to test the claim: before the hog the worker had {share:.0f}% of its "
+            f"CPU (other jobs shared it), so the hog took one share among many ({said})"
         )
 
 

@@ -96,8 +96,8 @@ def test_a_2x_slowdown_through_a_real_condition_is_a_verdict_at_the_andesite_def
     noisiest = max(compared, key=lambda c: c.summary.cv)
     if noisiest.summary.cv > USABLE_CV:
         pytest.skip(
-            f"this machine is too busy to test the claim: {noisiest.label}@{noisiest.condition} runs spread by "
-            f"CV {noisiest.summary.cv:.0%} ({cvs})"
+            f"this machine is too busy to test the claim: {noisiest.label}@{noisiest.condition} runs spread "
+            f"by CV {noisiest.summary.cv:.0%} ({cvs})"
         )
     for ca in hog:
         c = ca.comparison

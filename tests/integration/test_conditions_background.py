@@ -214,7 +214,8 @@ def test_bursty_traffic_parameters_are_checked_at_plan_load(tmp_path):
     proc = run(tmp_path, write(tmp_path, condition("t", "burstynet", "{ cpu_share = 1.5 }")))
     assert (
         proc.returncode == 2
-        and "cpu_share: expected a number in [0, 1], found 1.5; cpu_share: the sender's mean share of one core, in (0, 1]"
+        and "cpu_share: expected a number in [0, 1], found 1.5; cpu_share: the sender's mean share of one "
+        "core, in (0, 1]"
         in proc.stderr
     )
     proc = run(tmp_path, write(tmp_path, condition("t", "burstynet", '{ protocol = "sctp" }')))

@@ -104,8 +104,8 @@ def store_runs(url: str) -> dict[str, list[tuple]]:
 
     with psycopg.connect(url) as conn:
         rows = conn.execute(
-            "SELECT b.inventory_json, c.key, r.repetition, r.attempt FROM runs r JOIN cells c ON c.id = r.cell_id"
-            " JOIN campaigns k ON k.id = r.campaign_id JOIN boards b ON b.id = k.board_id"
+            "SELECT b.inventory_json, c.key, r.repetition, r.attempt FROM runs r JOIN cells c ON"
+            " c.id = r.cell_id JOIN campaigns k ON k.id = r.campaign_id JOIN boards b ON b.id = k.board_id"
         ).fetchall()
     out: dict[str, list[tuple]] = {}
     for inv, key, rep, attempt in rows:

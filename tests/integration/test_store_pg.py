@@ -278,7 +278,8 @@ def test_a_killed_ingest_leaves_nothing(pg_server, pg_url, tmp_path):
             deadline = time.monotonic() + 20  # the server notices the closed connection and rolls back
             while time.monotonic() < deadline:
                 busy = watch.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> "
+                    "pg_backend_pid()"
                 ).fetchone()[0]
                 if not busy:
                     break
@@ -316,8 +317,8 @@ def test_a_server_lost_mid_ingest_is_exit_1_saying_what_was_kept(pg_server, pg_u
                         )
                     continue
                 row = watch.execute(  # then the copy of the big board's runs
-                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
-                    " AND (query LIKE 'INSERT INTO runs %' OR query LIKE 'COPY %')"
+                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <>"
+                    " pg_backend_pid() AND (query LIKE 'INSERT INTO runs %' OR query LIKE 'COPY %')"
                 ).fetchone()
                 pid = row[0] if row else None
                 time.sleep(0.002)

@@ -415,8 +415,9 @@ def pristine(tmp_path_factory):
             " VALUES (1, 'rapl', 'counter', 0, 10, 1.0, 1.0, 1.0, 0.1, 2, 0.1, '[]')"
         )
         conn.execute(
-            "INSERT INTO energy_idle(campaign_id, source, block, started_unix_s, duration_s, energy_j, power_w,"
-            " quantization_j, samples, gate_detail) VALUES (1, 'rapl', 1, 1.7e9, 1.0, 1.0, 1.0, 0.1, 2, 'idle')"
+            "INSERT INTO energy_idle(campaign_id, source, block, started_unix_s, duration_s, energy_j, "
+            "power_w, quantization_j, samples, gate_detail) VALUES (1, 'rapl', 1, 1.7e9, 1.0, 1.0, 1.0, "
+            "0.1, 2, 'idle')"
         )
         cols = {
             t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})") if not r[5] or t in NO_ROWID]

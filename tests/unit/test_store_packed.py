@@ -49,7 +49,8 @@ def _schema_6_store(path) -> None:
         conn.execute(
             "INSERT INTO runs(id, campaign_id, cell_id, repetition, attempt, seq, started_unix_s, wall_ns,"
             " exit_code, ok, valid, rusage_json, gate_waited_s, gate_timed_out, gate_detail,"
-            " condition_state_json, monitor_json) VALUES (?, 1, 1, ?, 1, ?, ?, 1, 0, 1, 1, '{}', 0, 0, '', '{}', '{}')",
+            " condition_state_json, monitor_json) VALUES (?, 1, 1, ?, 1, ?, ?, 1, 0, 1, 1, '{}', 0, 0, '',"
+            " '{}', '{}')",
             (run_id, run_id, run_id, 1000.0 + run_id),
         )
     conn.executemany("INSERT INTO series(run_id, source, t_ns, value) VALUES (1, ?, ?, ?)", SAMPLES)

@@ -141,7 +141,8 @@ MALFORMED = {
     "iteration 2**63": _doc(f'"iterations_ns": [{2**63}]'),
     "wall_ns 2**64": _doc(f'"wall_ns": {2**64}'),
     "histogram count 2**64": _doc(
-        f'"histograms": {{"h": {{"counts": [{2**64}], "bucket_width": 1, "unit": "us", "overflow": 0, "total": 1}}}}'
+        f'"histograms": {{"h": {{"counts": [{2**64}], "bucket_width": 1, "unit": "us", "overflow": 0, '
+        '"total": 1}}'
     ),
     "counter count 2**64": _doc(f'"counters": {{"cycles": {{"count": {2**64}}}}}'),
     "warnings not text": _doc('"warnings": [3]'),

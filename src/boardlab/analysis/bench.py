@@ -81,7 +81,8 @@ def bench_result(analysis: CampaignAnalysis, names: dict[str, str], facts: dict)
         "plan": analysis.name,
         **facts,
         "ratio": "B / A of the costs (the runs' 20%-trimmed geometric means; > 1: B is slower), its 95% CI, "
-        "and the verdict from the 90% decision interval against a 2% threshold, p adjusted over every comparison",
+        "and the verdict from the 90% decision interval against a 2% threshold, p adjusted over "
+        "every comparison",
         "cells": cells,
         "comparisons": comparisons,
         "results": [_hyperfine(c) for c in cells],

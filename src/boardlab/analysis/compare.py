@@ -20,13 +20,13 @@ if TYPE_CHECKING:
 
 COMPARE_SCHEMA = 2  # 2: each cell says its test, how its p was found and what its ratio is of
 RATIO_WORDS = (
-    "B / A of each cell's estimate (`estimator`: the runs' 20%-trimmed geometric means, or their medians where "
-    "the rank test decided); cost_ratio > 1 means B is worse; the a/b medians are shown for reading"
+    "B / A of each cell's estimate (`estimator`: the runs' 20%-trimmed geometric means, or their medians "
+    "where the rank test decided); cost_ratio > 1 means B is worse; the a/b medians are shown for reading"
 )
 DECISION_WORDS = (
-    "verdicts are decided on decision_ci, the 90% interval of the cost ratio from the cell's test (`test_words`: "
-    "Yuen's trimmed t on log runs, its p by permutation where a correction could use it), against each cell's "
-    "delta, with p adjusted over every cell; cost_ratio_ci (95%) is shown, not decided on"
+    "verdicts are decided on decision_ci, the 90% interval of the cost ratio from the cell's test "
+    "(`test_words`: Yuen's trimmed t on log runs, its p by permutation where a correction could use it), "
+    "against each cell's delta, with p adjusted over every cell; cost_ratio_ci (95%) is shown, not decided on"
 )
 
 

@@ -56,10 +56,10 @@ def compare_document(d: dict, title: str) -> doc.Document:
             doc.section(
                 "Cells",
                 doc.Prose(
-                    "B / A is median(B) / median(A) for the same cell; verdicts are decided on the 90% decision "
-                    "interval of the cost ratio against each workload's threshold, p adjusted by "
-                    f"{method} over {d['family_size']} cells. A cell whose A/A control failed on either side is "
-                    "marked unstable.",
+                    "B / A is median(B) / median(A) for the same cell; verdicts are decided on the 90% "
+                    "decision interval of the cost ratio against each workload's threshold, p adjusted by "
+                    f"{method} over {d['family_size']} cells. A cell whose A/A control failed on either side "
+                    "is marked unstable.",
                     small=True,
                 ),
                 cells,

@@ -127,8 +127,8 @@ def clock_went_back(row, prev_row) -> str | None:
     else:
         evidence = "it arrived later in this store"
     return (
-        f"board clock went back: campaign {int(row['id'])} started at {fmt_time(row['started_unix_s'])} by the "
-        f"board's clock, before campaign {int(prev_row['id'])} ({fmt_time(before)}), which it followed "
+        f"board clock went back: campaign {int(row['id'])} started at {fmt_time(row['started_unix_s'])} by "
+        f"the board's clock, before campaign {int(prev_row['id'])} ({fmt_time(before)}), which it followed "
         f"({evidence}); it is placed after it"
     )
 
@@ -224,8 +224,8 @@ def build_history(
         "plan": plan,
         "ratio": "each step is campaign B over the campaign A before it on the same board, cell by cell: "
         + RATIO_WORDS,
-        "decision": "a step is a regression (slowdown) or an improvement (speedup) when its 90% decision interval "
-        "lies beyond 1 +- delta and its p, adjusted over every step of this history, is below 0.05: "
+        "decision": "a step is a regression (slowdown) or an improvement (speedup) when its 90% decision "
+        "interval lies beyond 1 +- delta and its p, adjusted over every step of this history, is below 0.05: "
         + DECISION_WORDS,
         "adjustment": method,
         "family_size": len(comps),
@@ -542,12 +542,12 @@ def history_document(d: dict, title: str) -> doc.Document:
         _step_list(d),
         _steps_table(d),
         doc.Prose(
-            "Each step is campaign B against the campaign A before it, cell by cell: B / A with its 90% decision "
-            "interval against the workload's threshold (the plan's `threshold`, default 2%), p adjusted by "
-            f"{method} over every step of this history. Campaigns run on different days were not interleaved: a "
-            "step includes whatever changed between them (the board, its temperature, the environment), and each "
-            "campaign's A/A control bounds how much its board drifted within it; a step whose A/A control failed "
-            "on either side is marked unstable.",
+            "Each step is campaign B against the campaign A before it, cell by cell: B / A with its 90% "
+            "decision interval against the workload's threshold (the plan's `threshold`, default 2%), p "
+            f"adjusted by {method} over every step of this history. Campaigns run on different days were not "
+            "interleaved: a step includes whatever changed between them (the board, its temperature, the "
+            "environment), and each campaign's A/A control bounds how much its board drifted within it; a "
+            "step whose A/A control failed on either side is marked unstable.",
             small=True,
         ),
     )

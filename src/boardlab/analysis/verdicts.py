@@ -86,10 +86,10 @@ def aa_table(a: CampaignAnalysis) -> doc.Table:
 
 def aa_note(a: CampaignAnalysis) -> str:
     return (
-        "A/A control: the schedule labelled each reference cell's runs A1 and A2 alternately before the first "
-        "run; A2 is compared with A1 by the same rule as every comparison (uncorrected, so it errs towards "
-        "calling a workload unstable). Expected: no change or inconclusive. A slowdown or speedup marks that "
-        "workload's verdicts UNSTABLE."
+        "A/A control: the schedule labelled each reference cell's runs A1 and A2 alternately before the "
+        "first run; A2 is compared with A1 by the same rule as every comparison (uncorrected, so it errs "
+        "towards calling a workload unstable). Expected: no change or inconclusive. A slowdown or speedup "
+        "marks that workload's verdicts UNSTABLE."
     )
 
 
@@ -116,7 +116,9 @@ def build_note(a: CampaignAnalysis) -> str | None:
     build = a.environment.get("kern_build")
     if not isinstance(build, dict) or not build.get("compiler"):
         return None
-    return f"native kernels built with {build['compiler']} {build.get('flags') or build.get('cflags', '')}".rstrip()
+    return (
+        f"native kernels built with {build['compiler']} {build.get('flags') or build.get('cflags', '')}"
+    ).rstrip()
 
 
 # ---- a campaign's verdicts at a glance (serve's lists read them from the stored summary) -------------------

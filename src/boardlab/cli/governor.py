@@ -24,7 +24,8 @@ def add_arguments(parser) -> None:
 
     p = sub.add_parser(
         "sweep",
-        help="the snoop sweep: expand the OPP grid, write its plan (the snoop-sweep preset's), or simulate it",
+        help="the snoop sweep: expand the OPP grid, write its plan (the snoop-sweep preset's), or "
+        "simulate it",
     )
     p.add_argument("--root", default="/", help="the board tree to read cpufreq from (default /)")
     p.add_argument(
@@ -420,7 +421,8 @@ def _train(args) -> int:
     y = [int(c["label"] == "slow") for c in rows]
     if len(set(y)) < 2:
         raise MeasurementError(
-            f"{args.labels}: every cell has the same label ({'slow' if y[0] else 'not slow'}); nothing to learn"
+            f"{args.labels}: every cell has the same label ({'slow' if y[0] else 'not slow'}); "
+            "nothing to learn"
         )
     groups = [(c["pattern"], c["size_bytes"], c["this_policy"], c["this_khz"], c["other_khz"]) for c in rows]
     if args.folds < 2:

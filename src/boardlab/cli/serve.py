@@ -6,10 +6,10 @@ HELP = (
     "serve a store's boards, campaigns, comparisons, histories and running campaigns as read-only web pages"
 )
 DESCRIPTION = (
-    "Serve a results store (a SQLite file or a postgresql:// URL) read-only on the web: boards, campaigns (the "
-    "report's document), comparisons of any two campaigns or boards, a plan's history per board with its "
-    "steps marked, and running campaigns refreshed live. Every page has a .json twin. Binds 127.0.0.1 unless "
-    "--host is given; any other address requires a token (docs/lab.md)."
+    "Serve a results store (a SQLite file or a postgresql:// URL) read-only on the web: boards, campaigns "
+    "(the report's document), comparisons of any two campaigns or boards, a plan's history per board with "
+    "its steps marked, and running campaigns refreshed live. Every page has a .json twin. Binds 127.0.0.1 "
+    "unless --host is given; any other address requires a token (docs/lab.md)."
 )
 TOKEN_ENV = "BOARDLAB_SERVE_TOKEN"
 

@@ -92,9 +92,10 @@ class Isolation:
                 if len(ctx.online_cpus) < 2:
                     return "unsupported: only one CPU is online, and isolating a CPU needs at least two"
                 return (
-                    f"unsupported: the kernel isolates no CPU (no isolcpus in {ctx.root.show('proc/cmdline')}, "
-                    f"{ctx.root.show('sys/devices/system/cpu/isolated')} empty): boot with "
-                    f"`{boot_parameters(cpu)}` to isolate the worker's CPU {cpu}, or use mode = 'pinned'"
+                    "unsupported: the kernel isolates no CPU (no isolcpus in "
+                    f"{ctx.root.show('proc/cmdline')}, {ctx.root.show('sys/devices/system/cpu/isolated')} "
+                    f"empty): boot with `{boot_parameters(cpu)}` to isolate the worker's CPU {cpu}, or use "
+                    "mode = 'pinned'"
                 )
             if cpu not in iso:
                 return (

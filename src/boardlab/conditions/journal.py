@@ -301,7 +301,10 @@ class RestoreJournal:
 
     def _place(self, entry: dict) -> str:
         if entry.get("kind") == "setting":
-            return f"{self.root.show(entry.get('rel', '?'))} = {entry.get('old')!r} (set to {entry.get('new')!r})"
+            return (
+                f"{self.root.show(entry.get('rel', '?'))} = {entry.get('old')!r} (set to "
+                f"{entry.get('new')!r})"
+            )
         return str(entry.get("path") or entry.get("name") or entry.get("pid") or "?")
 
     def recover(self) -> list[Restored]:
@@ -445,9 +448,9 @@ class SystemLock:
         if self._fd is not None and not same_file(self._fd, self.path):
             raise MeasurementError(
                 f"the system lock {self.path} was removed or replaced while this boardlab held it: another "
-                f"boardlab may be changing the settings of {self.root.root} beside it now; stopped here (what "
-                "this one changed is restored, finished runs are kept). Leave the state directory alone while "
-                "boardlab runs, then run again"
+                f"boardlab may be changing the settings of {self.root.root} beside it now; stopped here "
+                "(what this one changed is restored, finished runs are kept). Leave the state directory "
+                "alone while boardlab runs, then run again"
             )
 
     def acquire(self, wait_s: float | None, say, *, poll_s: float = 0.2, every_s: float = 30.0) -> float:

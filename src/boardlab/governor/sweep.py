@@ -160,8 +160,9 @@ def plan_toml(
     cpu = worker_cpu(grid)
     lines = [
         f'name = "snoop-sweep-{grid.this_policy}"',
-        f"description = \"The governor study's snoop sweep: mem.latency pinned to CPU {cpu} ({grid.this_policy}) "
-        f'at every OPP of {grid.this_policy} x every OPP of {grid.other_policy or "(no other cluster)"}"',
+        f"description = \"The governor study's snoop sweep: mem.latency pinned to CPU {cpu} "
+        f"({grid.this_policy}) at every OPP of {grid.this_policy} x every OPP of "
+        f'{grid.other_policy or "(no other cluster)"}"',
         "seed = 1",
         "",
         "[runs]",

@@ -103,7 +103,8 @@ def tracer_support(root: RootLike, tracer: str = "timerlat") -> TracerSupport:
     return TracerSupport(
         tracer,
         None,
-        "tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing) and no kernel config is readable",
+        "tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing) and no kernel config "
+        "is readable",
     )
 
 

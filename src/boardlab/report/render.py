@@ -90,7 +90,8 @@ def html_block(b: doc.Block) -> str:
     if isinstance(b, doc.Facts):
         if b.cards:
             tiles = "".join(
-                f'<div class="card"><div class="card-label">{esc(k)}</div><div class="card-value">{esc(v)}</div></div>'
+                f'<div class="card"><div class="card-label">{esc(k)}</div><div '
+                f'class="card-value">{esc(v)}</div></div>'
                 for k, v in b.pairs
             )
             head = f'<div class="card-group">{esc(b.title)}</div>' if b.title else ""

@@ -265,8 +265,8 @@ def _arms(
     for arm, vals in (("baseline", base), ("condition", cond)):
         if len(vals) > ITERATIONS_SUSPECT_N:
             warnings.append(
-                f"{len(vals)} {arm} values: more than any plan has runs. Pass one value per run (the median of "
-                "its iterations, see run_values), never pooled iterations"
+                f"{len(vals)} {arm} values: more than any plan has runs. Pass one value per run (the median "
+                "of its iterations, see run_values), never pooled iterations"
             )
     return base, cond, warnings
 

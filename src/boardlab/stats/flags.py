@@ -136,8 +136,8 @@ def cell_flags(
         out.append(
             f"bimodal {arm}: its runs fall into two groups ({b.low_share:.0%} of them {pace} than the rest, "
             f"which are {b.gap_ratio - 1:.1%} {'higher' if higher_is_better else 'longer'}; split R^2 "
-            f"{b.r2:.2f} > {b.threshold:.2f}): two states of the board, e.g. frequency or cache placement; fix "
-            "the frequency and pin the worker, then re-run"
+            f"{b.r2:.2f} > {b.threshold:.2f}): two states of the board, e.g. frequency or cache placement; "
+            "fix the frequency and pin the worker, then re-run"
         )
     if len(values) >= 3:
         d = drift_check(values, order)

@@ -81,9 +81,9 @@ def predict_runs(
     warning = None
     if exceeds:
         warning = (
-            f"a +-{half_width:.1%} CI at CV {cv:.1%} needs about {runs} runs per arm, more than the cap of {cap}: "
-            f"accept a wider target (+-{Z_95 * MEDIAN_SE_FACTOR * cv * math.sqrt(factor / cap):.1%} at {cap} "
-            "runs), reduce the noise (isolate the CPU, fix the frequency), or raise the cap"
+            f"a +-{half_width:.1%} CI at CV {cv:.1%} needs about {runs} runs per arm, more than the cap of "
+            f"{cap}: accept a wider target (+-{Z_95 * MEDIAN_SE_FACTOR * cv * math.sqrt(factor / cap):.1%} "
+            f"at {cap} runs), reduce the noise (isolate the CPU, fix the frequency), or raise the cap"
         )
     return RunPrediction(runs, cv, half_width, cap, exceeds, warning)
 

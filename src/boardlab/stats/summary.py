@@ -371,8 +371,8 @@ def summarize(
         warnings.append(ci_reason)
     if outliers.total > OUTLIER_WARN_FRACTION * n:
         warnings.append(
-            f"{outliers.total} of {n} runs lie beyond Tukey's fences (> {OUTLIER_WARN_FRACTION:.0%}); they are "
-            "kept. Check those runs' load, frequency and temperature records for interference."
+            f"{outliers.total} of {n} runs lie beyond Tukey's fences (> {OUTLIER_WARN_FRACTION:.0%}); they "
+            "are kept. Check those runs' load, frequency and temperature records for interference."
         )
     if drift is not None and drift.message:
         warnings.append(drift.message)

@@ -54,7 +54,8 @@ def threshold_of(cell: Thresholds, metric: str, *, tail: bool = False) -> tuple[
     value = cell.tail_threshold if tail else cell.threshold
     if value is not None:
         how = (
-            " of the workload's first entry that sets one: the campaign was stored without its cells' thresholds"
+            " of the workload's first entry that sets one: the campaign was stored without its "
+            "cells' thresholds"
             if cell.derived
             else ""
         )

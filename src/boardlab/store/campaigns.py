@@ -222,7 +222,8 @@ class CampaignRecords(Connected):
         try:
             self.conn.execute("DELETE FROM artifacts WHERE campaign_id=? AND name=?", (campaign_id, name))
             self.conn.execute(
-                "INSERT INTO artifacts (campaign_id, run_id, name, media_type, data) VALUES (?, NULL, ?, ?, ?)",
+                "INSERT INTO artifacts (campaign_id, run_id, name, media_type, data) VALUES (?, "
+                "NULL, ?, ?, ?)",
                 (campaign_id, name, media_type, data),
             )
             self.conn.execute("COMMIT")

@@ -647,7 +647,8 @@ class _Copier:
             "runs",
             ["id", "campaign_id", "cell_id", *rcols],
             f"SELECT m.new, ?, c.new, {', '.join(f'r.{x}' for x in rcols)} FROM {{src}}.runs r"
-            " JOIN temp.ingest_runs m ON m.old = r.id JOIN temp.ingest_cells c ON c.old = r.cell_id ORDER BY r.id",
+            " JOIN temp.ingest_runs m ON m.old = r.id JOIN temp.ingest_cells c ON c.old = r.cell_id"
+            " ORDER BY r.id",
             (tid,),
         )
         for table in RUN_TABLES:
@@ -736,8 +737,8 @@ def _same_campaign(conn, uid: str, fingerprint: str, src: Path, camp) -> tuple |
     new. A uid the store holds under another board, or for another plan, is refused: merging would mix that
     campaign's runs with runs of another board or of other cells."""
     row = conn.execute(
-        "SELECT c.id, b.fingerprint, b.label, c.name, c.plan_hash FROM campaigns c JOIN boards b ON b.id = c.board_id"
-        " WHERE c.uid=?",
+        "SELECT c.id, b.fingerprint, b.label, c.name, c.plan_hash FROM campaigns c JOIN boards b ON"
+        " b.id = c.board_id WHERE c.uid=?",
         (uid,),
     ).fetchone()
     if row is None or (row[1] == fingerprint and row[4] == camp["plan_hash"]):
@@ -750,9 +751,9 @@ def _same_campaign(conn, uid: str, fingerprint: str, src: Path, camp) -> tuple |
             "copy of another board's)"
         )
     raise InputError(
-        f"{src}: campaign {camp['name']!r} (uid {uid}, plan hash {camp['plan_hash']}) has the uid of campaign "
-        f"{row[3]!r} of plan hash {row[4]} in the store; a campaign runs one plan, so nothing was ingested; "
-        "check that the file is the board's own results database (not an edited copy)"
+        f"{src}: campaign {camp['name']!r} (uid {uid}, plan hash {camp['plan_hash']}) has the uid of "
+        f"campaign {row[3]!r} of plan hash {row[4]} in the store; a campaign runs one plan, so nothing was "
+        "ingested; check that the file is the board's own results database (not an edited copy)"
     )
 
 

@@ -88,14 +88,16 @@ def summarize_series(conn, *, after_id: int = -1) -> None:
     for first, last in _run_batches(conn, "run_series", after_id):
         updates = []
         for run_id, source, packing, samples, t_ns, value in conn.execute(
-            "SELECT run_id, source, packing, samples, t_ns, value FROM run_series WHERE run_id BETWEEN ? AND ?",
+            "SELECT run_id, source, packing, samples, t_ns, value FROM run_series WHERE run_id "
+            "BETWEEN ? AND ?",
             (first, last),
         ).fetchall():
             got = unpack(packing, samples, t_ns, value)
             if got is not None:  # a damaged row keeps no summary: reading its samples names the damage
                 updates.append((*summarize(*got), run_id, source))
         conn.executemany(
-            "UPDATE run_series SET t_first_ns=?, t_last_ns=?, t_sum_ns=?, value_sum=? WHERE run_id=? AND source=?",
+            "UPDATE run_series SET t_first_ns=?, t_last_ns=?, t_sum_ns=?, value_sum=? WHERE run_id=? "
+            "AND source=?",
             updates,
         )
 

@@ -169,8 +169,8 @@ class Connection:
         if getattr(self._raw, "broken", False) or self._raw.closed:  # the server went away (or was stopped)
             text = mask_secrets(" ".join(str(exc).split())) or type(exc).__name__
             return LostServer(
-                f"{self.where}: the connection to the PostgreSQL store was lost ({text}); the server rolled back "
-                "the transaction that was open"
+                f"{self.where}: the connection to the PostgreSQL store was lost ({text}); the server rolled "
+                "back the transaction that was open"
             )
         return database_error(exc, self.where, connecting=False)
 
@@ -263,7 +263,8 @@ def connect(url: str) -> Connection:
         import psycopg
     except ImportError:
         raise InputError(
-            f"{where}: a PostgreSQL store needs psycopg 3: pip install 'boardlab[fleet]' (or 'psycopg[binary]')"
+            f"{where}: a PostgreSQL store needs psycopg 3: pip install 'boardlab[fleet]' (or "
+            "'psycopg[binary]')"
         ) from None
     try:
         raw = psycopg.connect(url, autocommit=True, row_factory=_row_factory, connect_timeout=15)

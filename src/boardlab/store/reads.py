@@ -179,8 +179,9 @@ class AnalysisReads(Connected):
                 arrays = packed.unpack(packing, samples, t_ns, value)
                 if arrays is None:
                     raise DamagedStore(
-                        f"{self.path}: damaged results database (run_series of run {run_id}, source {source!r}): "
-                        "its packed samples are not what boardlab wrote; restore the file from a copy"
+                        f"{self.path}: damaged results database (run_series of run {run_id}, source "
+                        f"{source!r}): its packed samples are not what boardlab wrote; restore the "
+                        "file from a copy"
                     )
                 by_run.setdefault(int(run_id), []).append((source, *arrays))
         else:
@@ -299,7 +300,10 @@ class AnalysisReads(Connected):
             cols += [f"e.{c}" for c in self.EXPORT_ENERGY_COLUMNS]
             join = " LEFT JOIN run_energy e ON e.run_id = r.id AND e.source = ?"
             params = (energy_source, campaign_id)
-        sql = f"SELECT {', '.join(cols)} FROM runs r{join} WHERE r.campaign_id=? ORDER BY r.seq, r.attempt, r.id"
+        sql = (
+            f"SELECT {', '.join(cols)} FROM runs r{join} WHERE r.campaign_id=? ORDER BY r.seq, "
+            "r.attempt, r.id"
+        )
         if self.dialect == "postgresql":
             return self.iter_rows(sql, params)
         cur = self.conn.cursor()

@@ -145,7 +145,8 @@ class MonitorPlots(AnalysisReads):
                 arrays = packed.unpack(packing, samples, t_ns, value)
                 if arrays is None:
                     raise DamagedStore(
-                        f"{self.path}: damaged results database (run_series of run {run_id}, source {source!r}): "
-                        "its packed samples are not what boardlab wrote; restore the file from a copy"
+                        f"{self.path}: damaged results database (run_series of run {run_id}, source "
+                        f"{source!r}): its packed samples are not what boardlab wrote; restore the "
+                        "file from a copy"
                     )
                 yield float(started), source, *arrays, bool(summarized)

@@ -55,8 +55,8 @@ class SummaryRows(Connected):
             int(r[0])
             for r in self.conn.execute(
                 "SELECT c.id FROM campaigns c LEFT JOIN campaign_summaries s ON s.campaign_id = c.id"
-                " WHERE c.status <> 'running' AND (s.campaign_id IS NULL OR s.schema <> ? OR s.status <> c.status"
-                " OR s.runs_stored <> (SELECT count(*) FROM runs r WHERE r.campaign_id = c.id))"
+                " WHERE c.status <> 'running' AND (s.campaign_id IS NULL OR s.schema <> ? OR s.status <>"
+                " c.status OR s.runs_stored <> (SELECT count(*) FROM runs r WHERE r.campaign_id = c.id))"
                 " ORDER BY c.id LIMIT ?",
                 (schema, limit),
             )
@@ -83,9 +83,9 @@ class SummaryRows(Connected):
         try:
             first = self.conn.execute("SELECT coalesce(max(id), 0) FROM runs").fetchone()[0]
             self.conn.executemany(
-                "INSERT INTO runs(campaign_id, cell_id, repetition, attempt, seq, started_unix_s, wall_ns, cpu,"
-                " exit_code, ok, valid, value, warmup_iterations, warmup_capped, rusage_json, gate_waited_s,"
-                " gate_timed_out, gate_detail, condition_state_json, monitor_json, aa_arm)"
+                "INSERT INTO runs(campaign_id, cell_id, repetition, attempt, seq, started_unix_s, wall_ns,"
+                " cpu, exit_code, ok, valid, value, warmup_iterations, warmup_capped, rusage_json,"
+                " gate_waited_s, gate_timed_out, gate_detail, condition_state_json, monitor_json, aa_arm)"
                 " VALUES (?,?,?,1,?,?,?,NULL,0,1,1,?,0,0,'{}',0,0,'',  '{}','{}',?)",
                 ((campaign_id, *r) for r in runs),
             )

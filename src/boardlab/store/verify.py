@@ -149,7 +149,10 @@ def _column_checks(table: str, column: str, kind: str, notnull: bool) -> list[tu
     if table == "run_series" and column == "packing":
         checks.append((column, f"({col} IS NOT 1) IS 0", "a packing this boardlab does not know"))
     if (table, column) in MEASURED:  # SQLite keeps an infinity (a NaN becomes NULL)
-        good = f"(typeof({col}) NOT IN ('real', 'integer') OR {col} BETWEEN {-MEASURED_MAX!r} AND {MEASURED_MAX!r})"
+        good = (
+            f"(typeof({col}) NOT IN ('real', 'integer') OR {col} BETWEEN {-MEASURED_MAX!r} AND "
+            f"{MEASURED_MAX!r})"
+        )
         checks.append((column, good, _NOT_FINITE))
     if table == "run_energy" and column == "end_ns":  # the energy results divide by the run's duration
         good = "(typeof(start_ns) <> 'integer' OR typeof(end_ns) <> 'integer' OR end_ns > start_ns)"

@@ -101,7 +101,8 @@ class Guard:
                 return False
             oldest = next(iter(self.waiting))
             self.log.warning(
-                "connection cap reached (%d open): closed the oldest connection still sending its request head",
+                "connection cap reached (%d open): closed the oldest connection still sending its "
+                "request head",
                 len(self.open),
             )
             oldest.drop(b"")

@@ -23,8 +23,8 @@ SPEC = WorkloadSpec(
             "pcitest_log",
             "str",
             "",
-            help="a saved PCIe endpoint test log (the endpoint's dmesg with pci-epf-test's timed transfers, with "
-            "or without pcitest's output): its memcpy vs DMA table instead of a dmatest run",
+            help="a saved PCIe endpoint test log (the endpoint's dmesg with pci-epf-test's timed transfers, "
+            "with or without pcitest's output): its memcpy vs DMA table instead of a dmatest run",
         ),
     ),
     metrics=(

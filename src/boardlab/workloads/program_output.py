@@ -113,9 +113,10 @@ def read_until_exit(proc: subprocess.Popen, out: Kept, err: Kept) -> int | None:
             )
             if wait_ms == 0:
                 for fd in open_fds:
-                    kept[
-                        fd
-                    ].error = f"still open {DRAIN_S:g} s after the program ended (a process outside its group holds it)"
+                    kept[fd].error = (
+                        f"still open {DRAIN_S:g} s after the program ended (a process outside its "
+                        "group holds it)"
+                    )
                 break
             for fd, _ in poller.poll(wait_ms):
                 if fd == ended_fd:

@@ -113,7 +113,8 @@ SPEC = WorkloadSpec(
             "periods",
             False,
             kind="value",
-            help="cyclictest: duration/interval minus cycles, per thread, summed (a late wake-up skips periods)",
+            help="cyclictest: duration/interval minus cycles, per thread, summed (a late wake-up "
+            "skips periods)",
         ),
         MetricSpec("irq_max_latency_us", "us", False, kind="value", help="timerlat only: timer IRQ latency"),
         MetricSpec("irq_avg_latency_us", "us", False, kind="mean", help="timerlat only: timer IRQ latency"),
@@ -553,7 +554,8 @@ def _environment(measured: tuple[int, ...]) -> dict:
         "measured_cpus_rcu_nocbs": bool(measured) and all(c in iso.rcu_nocbs for c in measured),
         "cpu_dma_latency_us": dma.value_us,
         "cpu_dma_latency": dma.describe(),
-        "cpu_dma_latency_during_run": "held at 0 us by the probe (cyclictest's default, rtla --dma-latency=0)",
+        "cpu_dma_latency_during_run": "held at 0 us by the probe (cyclictest's default, rtla "
+        "--dma-latency=0)",
         "virtualized": virt.virtualized,
         "hypervisor": virt.hypervisor,
     }

@@ -291,25 +291,25 @@ def sections(analysis: CampaignAnalysis, study: AiStudy) -> list[doc.Section]:
     )
     note = frames_note(study)
     tail = (
-        "The p99 verdict: per-run p99s when every run has at least 100 frames, otherwise the p99 of all runs' "
-        "frames pooled with a cluster bootstrap over runs; decided on its 90% decision interval against the "
-        f"tail threshold, in the report's one correction family ({analysis.adjusted_text})."
+        "The p99 verdict: per-run p99s when every run has at least 100 frames, otherwise the p99 of all "
+        "runs' frames pooled with a cluster bootstrap over runs; decided on its 90% decision interval "
+        f"against the tail threshold, in the report's one correction family ({analysis.adjusted_text})."
     )
     return [
         doc.section(
             TITLE,
             doc.Prose(
-                "ai.inference cells (the interference study): one panel per model, one box per condition; each "
-                "dot is a run (a fresh process) at its median per-frame latency, hollow when the run did not "
-                "count. Frame 0, the first inference, is not in these figures.",
+                "ai.inference cells (the interference study): one panel per model, one box per condition; "
+                "each dot is a run (a fresh process) at its median per-frame latency, hollow when the run "
+                "did not count. Frame 0, the first inference, is not in these figures.",
                 small=True,
                 formats=doc.HTML,
             ),
             doc.Multiples(panels),
             doc.Prose(
-                "p50, p90, p99: the median over the valid runs of each run's own per-frame percentile. Median "
-                "verdict: the runs' median latencies against the baseline (the primary comparison, as in the "
-                f"Verdicts table). {tail} Cost ratio > 1 = slower than the baseline."
+                "p50, p90, p99: the median over the valid runs of each run's own per-frame percentile. "
+                "Median verdict: the runs' median latencies against the baseline (the primary comparison, as "
+                f"in the Verdicts table). {tail} Cost ratio > 1 = slower than the baseline."
                 + (f" {note}" if note else ""),
                 small=True,
                 formats=doc.RICH,

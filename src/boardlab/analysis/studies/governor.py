@@ -18,8 +18,8 @@ from boardlab.analysis.format import fmt_spec, fmt_value
 TITLE = "Governor study"
 POLICY_KINDS = ("governor", "governor-daemon")
 NO_ENERGY = (
-    "energy unsupported in this campaign: no energy_j per run (the board has no power sensors boardlab reads, "
-    "or energy was not measured); EDP needs it"
+    "energy unsupported in this campaign: no energy_j per run (the board has no power sensors boardlab "
+    "reads, or energy was not measured); EDP needs it"
 )
 
 
@@ -236,9 +236,9 @@ def sections(analysis, g: GovernorStudy) -> list[doc.Section]:
     if g.sweeps:
         blocks.append(
             doc.Prose(
-                "The snoop sweep: median ns/access of mem.latency pinned to one cluster, at each frequency of "
-                "that cluster (rows) x each of the other cluster (columns), as a ratio to the same row with the "
-                "other cluster at its maximum; ▲ marks a cell labelled slow.",
+                "The snoop sweep: median ns/access of mem.latency pinned to one cluster, at each frequency "
+                "of that cluster (rows) x each of the other cluster (columns), as a ratio to the same row "
+                "with the other cluster at its maximum; ▲ marks a cell labelled slow.",
                 small=True,
                 formats=doc.HTML,
             )

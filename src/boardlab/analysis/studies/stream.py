@@ -671,8 +671,8 @@ def tables(s: StreamStudy) -> list[tuple[str, tuple[str, ...], list[tuple[str, .
 INTRO = (
     "Is this board a balanced data-stream processor? About one compute instruction per bit of I/O is the "
     "yardstick (Szalay et al. 2010). Throughput by block size, CPU memcpy against a DMA engine, the CPU each "
-    "stage of receive -> filter -> compress -> encrypt -> transmit costs, GFLOPS, instructions per bit and the "
-    "balance. Clock for estimates: "
+    "stage of receive -> filter -> compress -> encrypt -> transmit costs, GFLOPS, instructions per bit and "
+    "the balance. Clock for estimates: "
 )
 
 

@@ -38,7 +38,10 @@ from boardlab.report.plot.axes import (
 # up to as many of those beyond (the extremes always): the same shape, and a report of a million runs that a
 # browser opens. A caption under the plot says so.
 MAX_DOTS = 200
-THINNED = "Over {0} runs in a box: {0} dots at evenly spaced ranks, at most {0} beyond the whiskers and {0} invalid."
+THINNED = (
+    "Over {0} runs in a box: {0} dots at evenly spaced ranks, at most {0} beyond the whiskers and "
+    "{0} invalid."
+)
 
 
 def box_stats(values: Sequence[float]) -> tuple[float, float, float, float, float]:
@@ -265,7 +268,10 @@ def _one_box(
         out.append(_line(cx, scale(q3), cx, scale(hi), stroke=INK))
         for w in (lo, hi):
             out.append(_line(cx - half * 0.6, scale(w), cx + half * 0.6, scale(w), stroke=INK))
-        tip = f"{b.label}: median {fmt_num(med, 4)} {unit}, IQR {fmt_num(q1, 4)}–{fmt_num(q3, 4)}, n={len(vals)}"
+        tip = (
+            f"{b.label}: median {fmt_num(med, 4)} {unit}, IQR {fmt_num(q1, 4)}–{fmt_num(q3, 4)}, "
+            f"n={len(vals)}"
+        )
         out.append(_rect(cx - half, scale(q3), 2 * half, scale(q1) - scale(q3), fill=color, opacity=0.18,
                          stroke=color, width=1.2, title=tip))  # fmt: skip
         out.append(_line(cx - half, scale(med), cx + half, scale(med), stroke=INK, width=2.5))
