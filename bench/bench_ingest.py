@@ -224,7 +224,7 @@ def main() -> int:
                             server.pid,
                         ),
                         "load": os.getloadavg()[0],
-                    }  # fmt: skip
+                    }
                 )
     finally:
         if server is not None:

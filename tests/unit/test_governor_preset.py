@@ -113,7 +113,7 @@ def test_on_the_beaglebone_black_the_sweep_is_its_one_clusters_opps(tmp_path):
             {"cluster": '"policy9"'},
             r"sweep.toml:\d+: sweep.cluster: no cpufreq policy 'policy9' .*policy0, "
             r"policy4, or auto",
-        ),  # fmt: skip
+        ),
         (
             {"bus_hz": "800000000"},
             r"sweep.toml:\d+: sweep.bus_hz: 10c20000.memory-controller offers .*825000000",

@@ -49,7 +49,7 @@ def study(**kw) -> StreamStudy:
                 "cycle-equivalents (estimate: CPU time x clock)",
                 "this run has no counters (boardlab-kern without the counters option)",
             ),
-        ),  # fmt: skip
+        ),
         balance=Balance(
             2.4e9, "estimate: clock x 1 thread(s), one instruction per cycle", 1.2e10, "io.net (...)"
         ),
@@ -172,7 +172,7 @@ def test_tcp_rr_latency_table_in_every_format():
                 "latency_p99_ns": m(p50 * 3),
                 "latency_p999_ns": m(p50 * 9),
             },
-        )  # fmt: skip
+        )
         for t, p50 in ((40000.0, 20000.0), (42000.0, 21000.0), (44000.0, 22000.0))
     ]
     s = stream_study(_Store(rows), 1, {"hostname": "elsewhere"}, HOST)
@@ -236,7 +236,7 @@ def test_a_knee_says_where_the_rate_broke_from_the_first_failing_trial_above_it(
                 trial(2e8, 0.0),
                 trial(1e8, 0.0),
             ],
-        ),  # fmt: skip
+        ),
         # a lossless transport: no drops, the receiver held the sender back
         run(1e8, [trial(2e8, 0.0, sustained=False, short=25.0), trial(1e8, 0.0)]),
         run(5e8, [trial(5e8, 0.0)]),  # the top of the range passed: nothing broke

@@ -84,7 +84,7 @@ def spec_facts(spec: WorkloadSpec) -> dict:
                 "phase": m.phase,
             }
             for m in spec.metrics
-        ],  # fmt: skip
+        ],
         "tail_samples": spec.tail_samples,
         "tail_metric": spec.tail_metric,
         "tail_count_metric": spec.tail_count_metric,

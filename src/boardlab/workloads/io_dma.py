@@ -100,7 +100,7 @@ def from_pcitest_log(path: str) -> dict:
                     "rc_failed": r.rc_failed,
                 }
                 for r in rows
-            ],  # fmt: skip
+            ],
         },
     }
 
@@ -172,5 +172,5 @@ def run(params: dict, iterations: int | None = None) -> dict:
             "tests": s.tests,
             "iops": s.iops,
             "kb_unit_bytes": _kb_unit_bytes(),
-        },  # fmt: skip
+        },
     }

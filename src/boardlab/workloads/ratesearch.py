@@ -144,7 +144,7 @@ def result(metric: str, value: float | None, trials: list[Trial], info: dict) ->
         "metrics": {
             metric: {"unit": "bit/s", "higher_is_better": True, "value": value},
             "trials": {"unit": "runs", "higher_is_better": False, "value": len(trials)},
-        },  # fmt: skip
+        },
         "info": {
             **info,
             "trials": [t.__dict__ for t in trials],

@@ -106,7 +106,7 @@ def run(params: dict, iterations: int | None = None) -> dict:
                 "cipher": params["cipher"],
                 "cap_bit_s": params["cap_bit_s"],
                 "ring_slots": params["ring_slots"],
-            },  # fmt: skip
+            },
             iterations=iterations or 5,
         )
         offered = offered_payload_bit_s(source, rate, params["block_bytes"])

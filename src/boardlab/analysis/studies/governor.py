@@ -92,7 +92,7 @@ def collect(store, campaign_id: int, cells, simulated: str | None = None) -> Gov
                 for t, o in m
                 if (this, other, pattern, size, t, o) in slow
             },
-        )  # fmt: skip
+        )
         # sizes as numbers (4 KiB, 16 KiB, ... 1 MiB), not as text: the order a reader scans the heatmaps in
         for (this, other, pattern, size), m in sorted(
             maps.items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2], kv[0][3])
