@@ -237,8 +237,11 @@ def main() -> int:
         no_summary = large["board-02"][-2]  # a campaign without a stored summary: an old store's first view
         with Served(d / "small.db") as s_small, Served(d / "large.db", start_timeout_s=3600) as s_large:
             start_s, start_load = s_large.started_s, os.getloadavg()[0]
-            print(f"servers started (the large one in {start_s:.2f} s, load {start_load:.2f})", file=sys.stderr,
-                  flush=True)  # fmt: skip
+            print(
+                f"servers started (the large one in {start_s:.2f} s, load {start_load:.2f})",
+                file=sys.stderr,
+                flush=True,
+            )
             during = s_large.json("/check.json")["store_check"]["state"]  # the pages' first views beside it
             results = measure(s_small, s_large, small, large, args.rounds)
             old_first = timed(s_large, f"/campaign/{no_summary}")
@@ -263,14 +266,20 @@ def main() -> int:
           f"the summaries of the campaigns the pages show stored in {summary_s:.0f} s")  # fmt: skip
     print(f"{'page':28} {'first large':>12} {'median large':>13} {'median small':>13} {'large/small':>12}")
     for name, r in results.items():
-        print(f"{name:28} {r['first_large_s']:11.3f}s {r['median_large_s']:12.3f}s {r['median_small_s']:12.3f}s "
-              f"{r['ratio_large_over_small']:12.2f}")  # fmt: skip
-    print(f"a campaign without a stored summary (a store from before summaries): first answer {old_first:.2f} s "
-          f"(202: being computed in serve's worker), the page itself {old_ready:.2f} s later, then "
-          f"{old_again:.3f} s (kept by the server)")  # fmt: skip
-    print(f"boardlab serve started in {start_s:.2f} s on the large store (load {start_load:.2f}); its check of "
-          f"every value, beside the pages: {check['state']} after {check['took_s'] or 0:.0f} s (the pages' first "
-          f"views were taken while it was {during})")  # fmt: skip
+        print(
+            f"{name:28} {r['first_large_s']:11.3f}s {r['median_large_s']:12.3f}s "
+            f"{r['median_small_s']:12.3f}s {r['ratio_large_over_small']:12.2f}"
+        )
+    print(
+        f"a campaign without a stored summary (a store from before summaries): first answer "
+        f"{old_first:.2f} s (202: being computed in serve's worker), the page itself {old_ready:.2f} s "
+        f"later, then {old_again:.3f} s (kept by the server)"
+    )
+    print(
+        f"boardlab serve started in {start_s:.2f} s on the large store (load {start_load:.2f}); its check of "
+        f"every value, beside the pages: {check['state']} after {check['took_s'] or 0:.0f} s (the pages' "
+        f"first views were taken while it was {during})"
+    )
     print(
         "every page under 1 s on the large store, first view included: "
         + ("yes" if doc["all_under_1s"] else "NO")

@@ -88,8 +88,10 @@ def test_boards_campaign_compare_and_history_in_a_browser(lab, tmp_path):
     _shoot(browser, tmp_path, "campaign")
 
     _goto(browser, served.url + "/compare")
-    browser.evaluate("document.getElementById('a').value = 'c:2'; document.getElementById('b').value = 'c:3'; "
-                     "document.getElementById('go').click(); true")  # fmt: skip
+    browser.evaluate(
+        "document.getElementById('a').value = 'c:2'; document.getElementById('b').value = 'c:3'; "
+        "document.getElementById('go').click(); true"
+    )
     browser.wait_event("Page.loadEventFired")
     _settled(browser)
     assert browser.evaluate("location.search") == "?a=c%3A2&b=c%3A3"

@@ -215,8 +215,9 @@ def boardlab(env, *args: str) -> subprocess.Popen:
 
 
 def daemon(root, env, *extra: str) -> subprocess.Popen:
-    return boardlab(env, "governor", "run", "--root", str(root), "--policy", "ondemand", "--sampling-ms", "20",
-                    *extra)  # fmt: skip
+    return boardlab(
+        env, "governor", "run", "--root", str(root), "--policy", "ondemand", "--sampling-ms", "20", *extra
+    )
 
 
 def held_by_us(root):

@@ -227,8 +227,11 @@ def test_anti_snoop_beats_ondemand_on_the_memory_bound_trace_and_not_loses_on_th
     from boardlab.cli.governor import tree_rule
 
     res = evaluate.compare(
-        SOC, ["memory-bound", "compute-bound"], ["ondemand", "daemon:ondemand", "daemon:anti-snoop"], slow=tree_rule(t)
-    )  # fmt: skip
+        SOC,
+        ["memory-bound", "compute-bound"],
+        ["ondemand", "daemon:ondemand", "daemon:anti-snoop"],
+        slow=tree_rule(t),
+    )
     r = {(x["trace"], x["policy"]): x for x in res["rows"]}
     for trace in ("memory-bound", "compute-bound"):
         for pol in ("ondemand", "daemon:ondemand", "daemon:anti-snoop"):

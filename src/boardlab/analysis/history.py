@@ -560,13 +560,16 @@ def history_document(d: dict, title: str) -> doc.Document:
         sections.append(
             doc.section(
                 "Each cell over time",
-                doc.Prose("Median per campaign with its 95% confidence interval and the valid runs; a step into a "
-                          "campaign is marked where it is a regression or an improvement.", small=True),
+                doc.Prose(
+                    "Median per campaign with its 95% confidence interval and the valid runs; a step into a "
+                    "campaign is marked where it is a regression or an improvement.",
+                    small=True,
+                ),
                 _series_table(b),
                 _figures(b),
                 level=3,
             )
-        )  # fmt: skip
+        )
     return doc.Document(title, tuple(sections))
 
 

@@ -842,8 +842,10 @@ def _with_peer(workloads: list, catalog: dict[str, WorkloadSpec], peer: str) -> 
     """Every workload that takes a `peer` (io.net) sends to `boardlab-kern net-sink` on that host instead of a
     sink forked on loopback; InputError when the plan has none."""
     address = peer_address(peer)
-    out = [dataclasses.replace(w, params={**w.params, "peer": address}) if catalog[w.name].param("peer") else w
-           for w in workloads]  # fmt: skip
+    out = [
+        dataclasses.replace(w, params={**w.params, "peer": address}) if catalog[w.name].param("peer") else w
+        for w in workloads
+    ]
     if out == workloads:
         raise InputError("--peer: no workload of this plan sends to a network peer (io.net takes one)")
     return out

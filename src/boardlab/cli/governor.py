@@ -218,9 +218,11 @@ def _sweep(args) -> int:
     else:
         for g in out:
             other = f" x {g['other_policy']} {len(g['other_khz'])} OPPs" if g["other_policy"] else ""
-            print(f"{g['this_policy']} (CPUs {g['this_cpus']}): {len(g['this_khz'])} OPPs{other} = "
-                  f"{g['cells_per_workload']} frequency pairs x {len(sweep.PATTERNS) * len(sweep.SIZES_BYTES)} "
-                  "mem.latency cells")  # fmt: skip
+            print(
+                f"{g['this_policy']} (CPUs {g['this_cpus']}): {len(g['this_khz'])} OPPs{other} = "
+                f"{g['cells_per_workload']} frequency pairs x {len(sweep.PATTERNS) * len(sweep.SIZES_BYTES)} "
+                "mem.latency cells"
+            )
         if args.plan_out:
             print(f"plan written to {args.plan_out}; run it with `boardlab run {args.plan_out} --db FILE`")
     return 0
@@ -315,9 +317,11 @@ def _sweep_campaign(args, soc, sizes, runs: int) -> int:
         print(json.dumps({"schema": 1, "db": args.db, "campaign": w.campaign_id, "simulated": soc.name,
                           "conditions": w.conditions, "cells": w.cells, "runs": w.runs}))  # fmt: skip
     else:
-        print(f"campaign {w.campaign_id} (simulated {soc.name}, the task on {w.grid.this_policy}): "
-              f"{w.conditions} conditions, {w.cells} cells, {w.runs} runs written to {args.db}; "
-              f"`boardlab governor label --db {args.db}` labels it, `boardlab report --db {args.db}` shows it")  # fmt: skip
+        print(
+            f"campaign {w.campaign_id} (simulated {soc.name}, the task on {w.grid.this_policy}): "
+            f"{w.conditions} conditions, {w.cells} cells, {w.runs} runs written to {args.db}; "
+            f"`boardlab governor label --db {args.db}` labels it, `boardlab report --db {args.db}` shows it"
+        )
     return 0
 
 
@@ -372,8 +376,10 @@ def _label(args) -> int:
         store, campaign_id = _open_campaign(args.db, args.campaign, write=True)
         cells = store_io.sweep_from_store(store, campaign_id)
         if not cells:
-            raise InputError(f"{args.db}: campaign {campaign_id} has no valid mem.latency runs under snoop-sweep "
-                             "conditions (names like policy0@1400000+policy4@200000)")  # fmt: skip
+            raise InputError(
+                f"{args.db}: campaign {campaign_id} has no valid mem.latency runs under snoop-sweep "
+                "conditions (names like policy0@1400000+policy4@200000)"
+            )
         doc = {"source": f"campaign {campaign_id} of {args.db}"}
     else:
         doc, cells = _load_cells(args.sweep)
@@ -465,9 +471,11 @@ def _train(args) -> int:
         c = cv["confusion"]
         print(f"tree of depth {t.depth()} on {len(rows)} cells ({sum(y)} slow); {cv['k']}-fold CV accuracy "
               f"{100 * cv['accuracy']:.1f}%")  # fmt: skip
-        print(f"  confusion (held out): slow predicted slow {c['true_slow']}, not slow predicted slow "
-              f"{c['false_slow']}, slow predicted not slow {c['false_not_slow']}, not slow predicted not slow "
-              f"{c['true_not_slow']}")  # fmt: skip
+        print(
+            f"  confusion (held out): slow predicted slow {c['true_slow']}, not slow predicted slow "
+            f"{c['false_slow']}, slow predicted not slow {c['false_not_slow']}, not slow predicted not slow "
+            f"{c['true_not_slow']}"
+        )
         print(_describe_tree(out["tree"], "  "))
         print(f"written to {args.out}" + (f" and {args.c_out}" if args.c_out else ""))
     return 0

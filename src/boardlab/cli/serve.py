@@ -126,8 +126,11 @@ def run(args) -> int:
     url = f"http://{'[' + bound[0] + ']' if ':' in bound[0] else bound[0]}:{bound[1]}/"
     print(f"serving {display_url(args.db) if is_url(args.db) else args.db} read-only at {url}", flush=True)
     if token is not None:
-        print(f"token required on every request (Authorization: Bearer TOKEN, or open {url}?token={token} once)",
-              flush=True)  # fmt: skip
+        print(
+            "token required on every request (Authorization: Bearer TOKEN, or open "
+            f"{url}?token={token} once)",
+            flush=True,
+        )
     check.start()
     print("checking every value of the store beside the pages (its state: /check)", flush=True)
     uvicorn.Server(config).run(sockets=[sock])

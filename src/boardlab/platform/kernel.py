@@ -179,5 +179,7 @@ def kernel_flavor(
     if MAINLINE_RELEASE.fullmatch(release):
         return "mainline", [f"the release {release} carries no vendor or distribution suffix"]
     suffix = release[len(m.group(0)) :] if (m := MAINLINE_RELEASE.match(release)) else release
-    return "unknown", [f"the release {release or '?'} carries the suffix {suffix!r}, which names no vendor, board or "
-                       "distribution boardlab knows: a custom build"]  # fmt: skip
+    return "unknown", [
+        f"the release {release or '?'} carries the suffix {suffix!r}, which names no vendor, board or "
+        "distribution boardlab knows: a custom build"
+    ]

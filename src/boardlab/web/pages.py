@@ -182,8 +182,10 @@ def campaign(store, campaign_id: int, background=None) -> Rendered:
     got = background.get("summary", campaign_id, v, v[-1], stale_ok=row["status"] == "running")
     if isinstance(got, Stale):
         page = render(got.value)
-        note = (f'<p class="problem">Runs stored since this analysis ({got.runs_then} runs): the analysis of all '
-                f"{v[-1]} is being computed; this page updates when it is ready.</p>")  # fmt: skip
+        note = (
+            f'<p class="problem">Runs stored since this analysis ({got.runs_then} runs): the analysis of all '
+            f"{v[-1]} is being computed; this page updates when it is ready.</p>"
+        )
         return Rendered(title, note + page.html, page.twin_json, refresh=True)
     return _memo(("page", *v), lambda: render(got))
 

@@ -81,8 +81,11 @@ def from_pcitest_log(path: str) -> dict:
     for name, v in (("dma_mb_s", head.dma_mb_s), ("memcpy_mb_s", head.memcpy_mb_s),
                     ("dma_over_memcpy", head.dma_over_memcpy)):  # fmt: skip
         if v is not None:
-            metrics[name] = {"unit": "ratio" if name == "dma_over_memcpy" else "MB/s", "higher_is_better": True,
-                             "value": v}  # fmt: skip
+            metrics[name] = {
+                "unit": "ratio" if name == "dma_over_memcpy" else "MB/s",
+                "higher_is_better": True,
+                "value": v,
+            }
     return {
         "ok": True,
         "errors": [],

@@ -195,8 +195,10 @@ def _labels_summary(g: GovernorStudy) -> list[str]:
             else []
         )
     s = g.labels
-    return [f"labels: {s['slow']} of {s['tests']} cells slow (one-sided Welch t-test vs the other cluster at its "
-            f"maximum, {s['correction']}-corrected alpha {s['alpha']}, minimum effect {100 * s['min_effect']:g}%)"]  # fmt: skip
+    return [
+        f"labels: {s['slow']} of {s['tests']} cells slow (one-sided Welch t-test vs the other cluster at its "
+        f"maximum, {s['correction']}-corrected alpha {s['alpha']}, minimum effect {100 * s['min_effect']:g}%)"
+    ]
 
 
 # ---- the section -------------------------------------------------------------------------------------------

@@ -151,8 +151,10 @@ def _energy_measured(store: Store, campaign_id: int) -> bool:
 def _no_gflops_per_watt(inventory: dict) -> str:
     """What GFLOPS/W lacks when no energy was measured: a sensor, or only the plan asking for it."""
     if inventory.get("power_sensors") or inventory.get("powercap"):
-        return ("GFLOPS/W: missing: the board has a power sensor but this campaign measured no energy; run the "
-                "plan with an [energy] table (docs/energy.md) for watts beside the GFLOPS.")  # fmt: skip
+        return (
+            "GFLOPS/W: missing: the board has a power sensor but this campaign measured no energy; run the "
+            "plan with an [energy] table (docs/energy.md) for watts beside the GFLOPS."
+        )
     return (
         "GFLOPS/W: missing: no power sensor. The board exposes no hwmon power or energy input and no "
         "powercap zone that boardlab reads, and the plan named no external meter (an INA219/INA231 on I2C, "
