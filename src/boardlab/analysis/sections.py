@@ -296,7 +296,7 @@ def verdicts(a: CampaignAnalysis) -> doc.Section | None:
     text_rows = []
     for ca, label in zip(a.comparisons, comparison_labels(a.comparisons), strict=True):
         c = ca.comparison
-        name = f"{label}: {condition_text(ca.condition)} vs {condition_text(ca.baseline)}"  # whole: a label is never cut
+        name = f"{label}: {condition_text(ca.condition)} vs {condition_text(ca.baseline)}"  # whole: a label is never cut  # noqa: E501
         if c is None:
             text_rows.append((name, "–", "–", "–", "–", "–", f"no verdict: {ca.reason}"))
             continue
