@@ -154,8 +154,8 @@ def iter_metric_rows(store: Store, campaign_ids: list[int] | None = None, *, tex
             cid
         ):
             key, workload, params, condition = cells[cell_id]
-            yield (name, cid, run_id, cell_id, key, workload, params, condition, rep, attempt, seq, bool(valid),
-                   text(metric), value, text(unit), bool(hib), board)  # fmt: skip
+            yield (name, cid, run_id, cell_id, key, workload, params, condition, rep, attempt, seq,
+                   bool(valid), text(metric), value, text(unit), bool(hib), board)  # fmt: skip
 
 
 def iter_metric_records(store: Store, campaign_ids: list[int] | None = None) -> Iterator[dict]:
@@ -241,8 +241,8 @@ def _pyarrow():
 
 # Each column's Parquet type, fixed up front: the file is written a row group at a time, so a column that
 # is empty in the first group must not take another type than in the next
-_INTS = {"campaign_id", "run_id", "cell_id", "repetition", "attempt", "seq", "wall_ns", "user_time_us", "system_time_us",
-         "cpu", "warmup_iterations"}  # fmt: skip
+_INTS = {"campaign_id", "run_id", "cell_id", "repetition", "attempt", "seq", "wall_ns", "user_time_us",
+         "system_time_us", "cpu", "warmup_iterations"}  # fmt: skip
 _BOOLS = {"higher_is_better", "valid", "ok", "warmup_capped"}
 _FLOATS = {"value", "started_unix_s", "energy_j", "energy_quantization_j", "power_avg_w", "power_idle_w",
            "energy_dynamic_j", "edp_js", "ed2p_js2", "efficiency_total", "efficiency_dynamic"}  # fmt: skip

@@ -305,8 +305,9 @@ class Kept:
                 cells_json=s.cells_json, document_json=s.document_json or "",
             )  # fmt: skip
         for r in self.steps:
-            store.put_step_summary(r.from_id, r.to_id, schema=schema, runs_from=r.runs_from, runs_to=r.runs_to,
-                                   rows_json=r.rows_json, comparisons_json=r.comparisons_json)  # fmt: skip
+            store.put_step_summary(r.from_id, r.to_id, schema=schema, runs_from=r.runs_from,
+                                   runs_to=r.runs_to, rows_json=r.rows_json,
+                                   comparisons_json=r.comparisons_json)  # fmt: skip
 
 
 def to_keep(store, campaign_id: int, held: Mapping[int, Summary] | None = None) -> Kept:

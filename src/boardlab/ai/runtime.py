@@ -142,7 +142,8 @@ def options_from(
         )
     if provider is not None and runtime != "onnxruntime":
         raise InputError(
-            f"provider={provider}: an execution provider applies to runtime=onnxruntime; LiteRT takes delegate="
+            f"provider={provider}: an execution provider applies to runtime=onnxruntime; LiteRT "
+            "takes delegate="
         )
     if delegate_options and (delegate is None or delegate in DELEGATE_WORDS):
         raise InputError("delegate_options: options go to an external delegate; give delegate=PATH.so too")

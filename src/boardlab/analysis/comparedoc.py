@@ -23,8 +23,9 @@ def compare_document(d: dict, title: str) -> doc.Document:
     who = doc.Table(
         (doc.Column("side"), doc.Column("campaign"), doc.Column("name"), doc.Column("board"),
          doc.Column("status"), doc.Column("started"), doc.Column("boardlab")),
-        tuple((side.upper(), str(d[side]["campaign_id"]), d[side]["name"], d[side]["board"], d[side]["status"],
-               fmt_time(d[side]["started_unix_s"]), d[side]["boardlab_version"]) for side in ("a", "b")),
+        tuple((side.upper(), str(d[side]["campaign_id"]), d[side]["name"], d[side]["board"],
+               d[side]["status"], fmt_time(d[side]["started_unix_s"]), d[side]["boardlab_version"])
+              for side in ("a", "b")),
     )  # fmt: skip
     rows, classes = [], []
     for c in d["cells"]:  # each a ComparisonRow
@@ -33,13 +34,14 @@ def compare_document(d: dict, title: str) -> doc.Document:
             verdict += " (UNSTABLE: " + "; ".join(c.unstable) + ")"
         rows.append((cell_label(c.workload, c.params), c.condition, f"{c.metric} [{unit_label(c.unit)}]",
                      fmt_num(c.a.median), fmt_num(c.b.median), fmt_ratio(c.ratio),
-                     fmt_interval(*c.decision_ci) if c.decision_ci else "", fmt_p(c.p_adjusted), verdict))  # fmt: skip
+                     fmt_interval(*c.decision_ci) if c.decision_ci else "", fmt_p(c.p_adjusted),
+                     verdict))  # fmt: skip
         classes.append(f"v-{c.verdict}" if c.verdict in ("slowdown", "speedup") else "")
     cells = doc.Table(
-        (doc.Column("workload"), doc.Column("condition"), doc.Column("metric"), doc.Column("A median", numeric=True),
-         doc.Column("B median", numeric=True), doc.Column("B / A", numeric=True),
-         doc.Column("90% decision interval", numeric=True), doc.Column("p (adjusted)", numeric=True),
-         doc.Column("verdict")),
+        (doc.Column("workload"), doc.Column("condition"), doc.Column("metric"),
+         doc.Column("A median", numeric=True), doc.Column("B median", numeric=True),
+         doc.Column("B / A", numeric=True), doc.Column("90% decision interval", numeric=True),
+         doc.Column("p (adjusted)", numeric=True), doc.Column("verdict")),
         tuple(rows),
         row_classes=tuple(classes),
         emphasis_column="verdict",

@@ -266,8 +266,8 @@ def section(title: str, *blocks: Block | None, level: int = 2, anchor: str = "",
 
 # ---- a document kept as JSON (boardlab.summary stores `model.records.to_plain(document)`), read back -------
 
-RECORDS = (Document, Section, Prose, Items, Preformatted, Figure, Multiples, Facts, Table, Column, Box, HeatCell,
-           Line, Histogram)  # fmt: skip
+RECORDS = (Document, Section, Prose, Items, Preformatted, Figure, Multiples, Facts, Table, Column, Box,
+           HeatCell, Line, Histogram)  # fmt: skip
 
 
 def from_plain(value: Any) -> Any:

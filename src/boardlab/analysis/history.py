@@ -435,8 +435,8 @@ def _figures(board: dict) -> doc.Multiples | None:
         figures.append(
             doc.Figure("line_plot", {
                 "lines": [doc.Line(c["condition"], pts, errs)], "title": f"{name} @ {c['condition']}",
-                "x_label": "campaign #", "y_label": f"{c['metric']} [{unit_label(c['unit'])}]", "x_integer": True,
-                "width": 380, "height": 220, "legend": False, "title_size": 12,
+                "x_label": "campaign #", "y_label": f"{c['metric']} [{unit_label(c['unit'])}]",
+                "x_integer": True, "width": 380, "height": 220, "legend": False, "title_size": 12,
             })
         )  # fmt: skip
     return doc.Multiples(tuple(figures)) if figures else None
@@ -515,14 +515,14 @@ def _bisect_section(d: dict) -> doc.Section | None:
         "Bisect: where each slowed cell became slower",
         doc.Prose(f"{len(rows)} cell(s) slower in the last campaign shown than in the first." if rows else
                   "No cell is slower in the last campaign shown than in the first.", strong=bool(rows)),
-        doc.Table((doc.Column("board"), doc.Column("workload"), doc.Column("condition"), doc.Column("against"),
-                   doc.Column("first slower"), doc.Column("last not slower"),
+        doc.Table((doc.Column("board"), doc.Column("workload"), doc.Column("condition"),
+                   doc.Column("against"), doc.Column("first slower"), doc.Column("last not slower"),
                    doc.Column("B / A", numeric=True), doc.Column("90% decision interval", numeric=True)),
                   tuple(rows)) if rows else None,
-        doc.Prose("Each cell of the last campaign is compared with the first campaign shown (as `boardlab compare` "
-                  "compares two campaigns); a slower one is bisected, as `asv find` does, for the first campaign "
-                  "slower than that first one, assuming it stays slower once it is. B / A is that campaign's "
-                  "against the first.", small=True),
+        doc.Prose("Each cell of the last campaign is compared with the first campaign shown (as "
+                  "`boardlab compare` compares two campaigns); a slower one is bisected, as `asv find` does, "
+                  "for the first campaign slower than that first one, assuming it stays slower once it is. "
+                  "B / A is that campaign's against the first.", small=True),
     )  # fmt: skip
 
 

@@ -123,9 +123,14 @@ def build_note(a: CampaignAnalysis) -> str | None:
 
 # ---- a campaign's verdicts at a glance (serve's lists read them from the stored summary) -------------------
 
-TALLY_WORDS = (("slowdown", "slowdown", "slowdowns"), ("speedup", "speedup", "speedups"),
-               ("inconclusive", "inconclusive", "inconclusive"), ("no_change", "no change", "no change"),
-               ("insufficient", "insufficient", "insufficient"), ("none", "no verdict", "no verdict"))  # fmt: skip
+TALLY_WORDS = (
+    ("slowdown", "slowdown", "slowdowns"),
+    ("speedup", "speedup", "speedups"),
+    ("inconclusive", "inconclusive", "inconclusive"),
+    ("no_change", "no change", "no change"),
+    ("insufficient", "insufficient", "insufficient"),
+    ("none", "no verdict", "no verdict"),
+)
 
 
 def verdict_tally(a: CampaignAnalysis) -> dict:

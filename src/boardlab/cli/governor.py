@@ -36,14 +36,21 @@ def add_arguments(parser) -> None:
         metavar="FILE",
         help="write the campaign plan of the grid (run it with `boardlab run FILE`)",
     )
-    p.add_argument("--bus-hz", default="record", metavar="HZ|max|min|record",
-                   help="with --plan-out: fix the memory-controller devfreq at this frequency (default: record it)")  # fmt: skip
+    p.add_argument(
+        "--bus-hz",
+        default="record",
+        metavar="HZ|max|min|record",
+        help="with --plan-out: fix the memory-controller devfreq at this frequency (default: record it)",
+    )
     p.add_argument("--sim", choices=SOC_NAMES, help="measure the grid on the simulator instead of a board")
     p.add_argument(
         "--out", metavar="FILE", help="with --sim: write the sweep (every run of every cell) as JSON"
     )
-    p.add_argument("--db", metavar="FILE",
-                   help="with --sim: store the sweep as a campaign (marked simulated) for `boardlab report`")  # fmt: skip
+    p.add_argument(
+        "--db",
+        metavar="FILE",
+        help="with --sim: store the sweep as a campaign (marked simulated) for `boardlab report`",
+    )
     p.add_argument("--runs", type=int, default=10, help="runs per cell with --sim (default 10)")
     p.add_argument("--quick", action="store_true", help="with --sim: every other size, 6 runs per cell")
     p.add_argument("--json", action="store_true", help="print the grid or the sweep summary as JSON")
@@ -95,8 +102,11 @@ def add_arguments(parser) -> None:
     p.add_argument(
         "--t2", type=float, default=0.02, help="anti-snoop without --tree: memory_access threshold"
     )
-    p.add_argument("--cci-source", default="policy0=3,policy4=4",
-                   help="CCI-400 slave interface per policy (default Exynos 5422: policy0=3,policy4=4)")  # fmt: skip
+    p.add_argument(
+        "--cci-source",
+        default="policy0=3,policy4=4",
+        help="CCI-400 slave interface per policy (default Exynos 5422: policy0=3,policy4=4)",
+    )
     p.add_argument("--json", action="store_true", help="print the daemon's summary as JSON when it stops")
     p.add_argument("--no-recover", action="store_true", help=argparse_suppress())
     from boardlab.cli.run import add_wait_arguments
@@ -309,7 +319,8 @@ def _sweep_campaign(args, soc, sizes, runs: int) -> int:
     store = Store.open(args.db, create=True)
     try:
         print(f"simulating the snoop sweep on {soc.model} into {args.db}: {len(sizes)} sizes x "
-              f"{len(sweep.PATTERNS)} patterns x OPP grid, {runs} runs per cell", file=sys.stderr)  # fmt: skip
+              f"{len(sweep.PATTERNS)} patterns x OPP grid, {runs} runs per cell",
+              file=sys.stderr)  # fmt: skip
         w = sim_campaign.write(store, soc, this_policy=args.cluster, sizes=sizes, repetitions=runs)
     finally:
         store.close()
@@ -400,8 +411,8 @@ def _label(args) -> int:
         store_io.save_artifact(store, campaign_id, store_io.LABELS, out)
     n_slow = sum(lab.slow for lab in labels)
     if args.json:
-        print(json.dumps({"schema": 1, "out": args.out, "cells": len(labels), "tests": n_tests, "slow": n_slow,
-                          "correction": out["correction"]}))  # fmt: skip
+        print(json.dumps({"schema": 1, "out": args.out, "cells": len(labels), "tests": n_tests,
+                          "slow": n_slow, "correction": out["correction"]}))  # fmt: skip
     else:
         print(f"{n_slow} of {n_tests} tested cells slow ({out['correction']}-corrected alpha {args.alpha}, "
               f"minimum effect {100 * args.min_effect:g}%); labels written to {args.out}")  # fmt: skip

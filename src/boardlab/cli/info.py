@@ -301,7 +301,8 @@ def _pcie(links) -> list[str]:
         maximum = f"{_gts(link.max_speed_gts)} x{link.max_width or '-'}"
         rate = f"{link.data_bit_s / 1e9:.1f} Gbit/s" if link.data_bit_s else "-"
         ident = f"{_dash(link.vendor)}:{_dash(link.device)} class {_dash(link.class_code)}"
-        rows.append([link.address, ident, _dash(link.driver), f"{_gts(link.current_speed_gts)} {width} ({gen})",
+        rows.append([link.address, ident, _dash(link.driver),
+                     f"{_gts(link.current_speed_gts)} {width} ({gen})",
                      maximum + (" (trained below)" if link.degraded else ""), rate])  # fmt: skip
     return _table(["device", "id", "driver", "link", "max", "data per direction"], rows)
 

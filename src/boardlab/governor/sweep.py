@@ -175,11 +175,20 @@ def plan_toml(
     ]
     chained = [p for p in patterns if p != "stride"]
     if chained:
-        lines += ["", "[[workloads]]", f'name = "{WORKLOAD}"',
-                  f"params = {_inline({'pattern': chained, 'size_bytes': list(sizes)})}"]  # fmt: skip
+        lines += [
+            "",
+            "[[workloads]]",
+            f'name = "{WORKLOAD}"',
+            f"params = {_inline({'pattern': chained, 'size_bytes': list(sizes)})}",
+        ]
     if "stride" in patterns:  # its own entry: stride_bytes means nothing to the other patterns
-        lines += ["", "[[workloads]]", f'name = "{WORKLOAD}"',
-                  f"params = {_inline({'pattern': 'stride', 'stride_bytes': STRIDE_BYTES, 'size_bytes': list(sizes)})}"]  # fmt: skip
+        lines += [
+            "",
+            "[[workloads]]",
+            f'name = "{WORKLOAD}"',
+            "params = "
+            f"{_inline({'pattern': 'stride', 'stride_bytes': STRIDE_BYTES, 'size_bytes': list(sizes)})}",
+        ]
     for table in condition_tables(grid, bus_hz):
         lines += ["", "[[conditions]]"] + [f"{k} = {_inline(v)}" for k, v in table.items()]
         lines += [] if compare else ['baseline = ""']

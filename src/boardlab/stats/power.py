@@ -277,8 +277,8 @@ def repetitions_for_power(
     def power(n: int, scale: int = 1) -> float:
         """Screening (scale 1): only whether the target is reached; confirming: the power itself."""
         screen = scale == 1
-        return simulated_power(n, baseline_runs(n), cv=cv, effect=effect, delta=delta, family_size=family_size,
-                               replicates=reps * scale, seed=seed, shape=shape,
+        return simulated_power(n, baseline_runs(n), cv=cv, effect=effect, delta=delta,
+                               family_size=family_size, replicates=reps * scale, seed=seed, shape=shape,
                                at_least=target_power if screen else None,
                                checks=PERMUTATION_CHECKS if screen else CONFIRM_CHECKS)  # fmt: skip
 

@@ -270,9 +270,9 @@ class AnalysisReads(Connected):
 
     # ---- export (issue 27: the columns an export writes, a run at a time, in run order) ----
 
-    EXPORT_RUN_COLUMNS = ("id", "cell_id", "repetition", "attempt", "seq", "value", "valid", "ok", "invalid_reason",
-                          "error", "started_unix_s", "wall_ns", "utime_us", "stime_us", "cpu", "warmup_iterations",
-                          "warmup_capped", "aa_arm")  # fmt: skip
+    EXPORT_RUN_COLUMNS = ("id", "cell_id", "repetition", "attempt", "seq", "value", "valid", "ok",
+                          "invalid_reason", "error", "started_unix_s", "wall_ns", "utime_us", "stime_us",
+                          "cpu", "warmup_iterations", "warmup_capped", "aa_arm")  # fmt: skip
 
     EXPORT_ENERGY_COLUMNS = ("method", "start_ns", "end_ns", "energy_j", "power_avg_w", "power_peak_w",
                              "quantization_j", "samples", "update_interval_s", "warnings_json")  # fmt: skip

@@ -90,11 +90,11 @@ TYPES = {"integer": ("integer",), "real": ("real", "integer"), "text": ("text",)
 # of 1e308 overflowed math.fsum); so are a run's summary columns (migration 9, model.run.run_columns) and the
 # energy figures the energy tables sum
 MEASURED = {("runs", "value"), ("run_values", "value"), ("run_metrics", "median"), ("run_metrics", "min"),
-            ("run_metrics", "p90"), ("run_metrics", "p99"), ("runs", "mean_freq_khz"), ("runs", "max_temp_mc"),
-            ("runs", "worker_cpu_pct"), ("run_energy", "energy_j"), ("run_energy", "power_avg_w"),
-            ("run_energy", "power_peak_w"), ("run_energy", "quantization_j"), ("energy_idle", "energy_j"),
-            ("energy_idle", "power_w"), ("energy_idle", "quantization_j"), ("energy_idle", "duration_s"),
-            ("run_histograms", "bucket_width")}  # fmt: skip
+            ("run_metrics", "p90"), ("run_metrics", "p99"), ("runs", "mean_freq_khz"),
+            ("runs", "max_temp_mc"), ("runs", "worker_cpu_pct"), ("run_energy", "energy_j"),
+            ("run_energy", "power_avg_w"), ("run_energy", "power_peak_w"), ("run_energy", "quantization_j"),
+            ("energy_idle", "energy_j"), ("energy_idle", "power_w"), ("energy_idle", "quantization_j"),
+            ("energy_idle", "duration_s"), ("run_histograms", "bucket_width")}  # fmt: skip
 MEASURED_MAX = 1e100
 # finite, of any size: a monitor row's sum of its samples (a sample is a reading of /proc or /sys, not a
 # measured value; packed.summarize keeps a sum that does not fit a double as NULL, and the plot's reader sums

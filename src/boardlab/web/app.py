@@ -189,8 +189,10 @@ class _Site:
 
         if not a or not b:
             return self.read(lambda s: (_empty("boardlab: compare", "Pick A and B, then show."),
-                             {"schema": pages.WEB_SCHEMA, "choices": [{"value": v, "label": t} for v, t in pages.compare_choices(s)]}), request,
-                             html_extra=form)  # fmt: skip
+                                        {"schema": pages.WEB_SCHEMA,
+                                         "choices": [{"value": v, "label": t}
+                                                     for v, t in pages.compare_choices(s)]}),
+                             request, html_extra=form)  # fmt: skip
         return self.read(lambda s: pages.compare(s, a, b, self.background), request, html_extra=form)
 
     def history(self, request):

@@ -67,8 +67,9 @@ def boards(store, page: int = 0) -> tuple[doc.Document, dict]:
         tally, summary, words, note = listed_tally(store, last["id"]) if last else (None, None, "", None)
         notes.add(note)
         entry = {
-            "board_id": r["id"], "label": r["label"], "model": inv.get("model"), "machine": inv.get("machine"),
-            "kernel": (inv.get("kernel") or {}).get("release"), "campaigns": r["n_campaigns"],
+            "board_id": r["id"], "label": r["label"], "model": inv.get("model"),
+            "machine": inv.get("machine"), "kernel": (inv.get("kernel") or {}).get("release"),
+            "campaigns": r["n_campaigns"],
             "last_campaign": None if last is None else {
                 "campaign_id": last["id"], "name": last["name"], "status": last["status"],
                 "started_unix_s": last["started_unix_s"], "verdicts": tally, "summary": summary},
@@ -76,8 +77,8 @@ def boards(store, page: int = 0) -> tuple[doc.Document, dict]:
         out.append(entry)
         table.append((r["label"], entry["model"] or "", entry["machine"] or "", entry["kernel"] or "",
                       str(r["n_campaigns"]), "" if last is None else f"{last['id']} {last['name']}",
-                      "" if last is None else last["status"], "" if last is None else fmt_time(last["started_unix_s"]),
-                      words))  # fmt: skip
+                      "" if last is None else last["status"],
+                      "" if last is None else fmt_time(last["started_unix_s"]), words))  # fmt: skip
         links.append(
             {0: f"/campaigns?{_q(board=r['id'])}", **({5: f"/campaign/{last['id']}"} if last else {})}
         )
@@ -134,8 +135,9 @@ def campaigns(store, page: int = 0, board_id: int | None = None) -> tuple[doc.Do
         (doc.section(
             "Campaigns",
             doc.Table((doc.Column("campaign"), doc.Column("plan"), doc.Column("board"), doc.Column("status"),
-                       doc.Column("verdicts"), doc.Column("started"), doc.Column("label"), doc.Column("commit")), table, links=links,
-                      notes=list_notes({t[3] for t in tallies.values()})),
+                       doc.Column("verdicts"), doc.Column("started"), doc.Column("label"),
+                       doc.Column("commit")),
+                      table, links=links, notes=list_notes({t[3] for t in tallies.values()})),
             more,
         ),),
     )  # fmt: skip
@@ -355,7 +357,8 @@ def running(store, now_s: float | None = None) -> tuple[doc.Document, dict]:
         out.append(entry)
         table.append((str(r["id"]), r["name"], r["board_label"], f"{p.runs_done} of {p.runs_planned or '?'}",
                       fmt_duration(eta) if eta is not None else "unknown",
-                      "never" if age is None else f"{fmt_time(r['heartbeat_unix_s'])} ({fmt_duration(age)} ago)"))  # fmt: skip
+                      "never" if age is None
+                      else f"{fmt_time(r['heartbeat_unix_s'])} ({fmt_duration(age)} ago)"))  # fmt: skip
         links.append({0: f"/campaign/{r['id']}"})
     document = doc.Document(
         "boardlab: running campaigns",
@@ -363,8 +366,8 @@ def running(store, now_s: float | None = None) -> tuple[doc.Document, dict]:
             "Running campaigns",
             doc.Table((doc.Column("campaign"), doc.Column("plan"), doc.Column("board"), doc.Column("runs"),
                        doc.Column("ETA"), doc.Column("last heartbeat")), tuple(table), links=tuple(links)),
-            doc.Prose("Refreshed every 2 s. The ETA is the pace so far (the time since the start over the runs "
-                      "stored) times the runs left.", small=True),
+            doc.Prose("Refreshed every 2 s. The ETA is the pace so far (the time since the start over the "
+                      "runs stored) times the runs left.", small=True),
         ),),
     )  # fmt: skip
     # the rows live.js writes into the page as text: shown as the page shows them (report.escape.visible)

@@ -74,7 +74,8 @@ def from_pcitest_log(path: str) -> dict:
     rows = pcitest_rows(parse_pcitest(text))
     if not rows:
         return {"ok": False, "metrics": {},
-                "errors": [f"pcitest_log={path}: no pci-epf-test transfer lines ('READ => Size: ... Rate: ... KB/s')"]}  # fmt: skip
+                "errors": [f"pcitest_log={path}: no pci-epf-test transfer lines "
+                           "('READ => Size: ... Rate: ... KB/s')"]}  # fmt: skip
     both = [r for r in rows if r.dma_mb_s and r.memcpy_mb_s]
     head = max(both or rows, key=lambda r: (r.op == "READ", r.size_bytes))
     metrics = {}
@@ -152,8 +153,8 @@ def run(params: dict, iterations: int | None = None) -> dict:
         if loaded_here:
             subprocess.run(["modprobe", "-r", "dmatest"], capture_output=True)
     if not summaries:
-        return {"ok": False, "errors": [f"dmatest printed no summary within {params['timeout_s']} s"], "metrics": {},
-                "info": {"kmsg": lines[-20:]}}  # fmt: skip
+        return {"ok": False, "errors": [f"dmatest printed no summary within {params['timeout_s']} s"],
+                "metrics": {}, "info": {"kmsg": lines[-20:]}}  # fmt: skip
     s = summaries[0]
     if s.failures:
         return {"ok": False, "errors": [f"dmatest: {s.failures} of {s.tests} copies failed"], "metrics": {}}

@@ -44,7 +44,8 @@ def kern_trial(kernel: str, params: dict, iterations: int = 5, min_iteration_ms:
     failure)."""
     from boardlab.workloads.kern import kern_argv
 
-    args = kern_argv(kernel, params, "--json", "--iterations", str(iterations), "--warmup-max-iterations", "2",
+    args = kern_argv(kernel, params, "--json", "--iterations", str(iterations),
+                     "--warmup-max-iterations", "2",
                      "--min-iteration-ms", f"{min_iteration_ms:g}")  # fmt: skip
     proc = subprocess.run(args, capture_output=True, text=True, timeout=600)
     try:

@@ -459,8 +459,8 @@ def _ins_feed(svc: _Services, port: int, d: float) -> None:
 
     from boardlab.platform.spawn import spawn
 
-    argv = [*svc.prefix, sys.executable, "-m", "boardlab.services.ins", svc.addr, str(port), str(ORIENTATION_HZ),
-            str(d)]  # fmt: skip
+    argv = [*svc.prefix, sys.executable, "-m", "boardlab.services.ins", svc.addr, str(port),
+            str(ORIENTATION_HZ), str(d)]  # fmt: skip
     svc.extra.append(spawn(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
 
 

@@ -105,8 +105,9 @@ def collect(store, campaign_id: int, cells, simulated: str | None = None) -> Gov
     summary = None
     if labels:
         n = [x for x in labels.get("cells", ()) if x.get("p_one_sided") is not None]
-        summary = {"tests": len(n), "slow": sum(x["label"] == "slow" for x in n), "alpha": labels.get("alpha"),
-                   "min_effect": labels.get("min_effect"), "correction": labels.get("correction")}  # fmt: skip
+        summary = {"tests": len(n), "slow": sum(x["label"] == "slow" for x in n),
+                   "alpha": labels.get("alpha"), "min_effect": labels.get("min_effect"),
+                   "correction": labels.get("correction")}  # fmt: skip
     return GovernorStudy(sweeps, tree, summary, policies, None if energy_seen or not policies else NO_ENERGY,
                          simulated)  # fmt: skip
 
@@ -134,8 +135,8 @@ def _policies(store, campaign_id: int, cells) -> tuple[tuple[PolicyRow, ...], bo
             continue  # a sweep cell (fixed frequencies) is in the heatmaps, not among the policies
         e = statistics.median(energy[c.key]) if energy.get(c.key) else None
         t = statistics.median(wall[c.key]) if wall.get(c.key) else None
-        rows.append(PolicyRow(c.label, c.condition, c.metric, c.unit, c.summary.median if c.summary else None, e,
-                              e * t if e is not None and t is not None else None))  # fmt: skip
+        rows.append(PolicyRow(c.label, c.condition, c.metric, c.unit, c.summary.median if c.summary else None,
+                              e, e * t if e is not None and t is not None else None))  # fmt: skip
     return tuple(rows), bool(energy)
 
 
@@ -164,7 +165,8 @@ def tree_lines(node: dict, pad: str = "") -> list[str]:
     if "leaf" in node:
         return [f"{pad}-> {node['leaf'].replace('_', ' ')}"]
     return ([f"{pad}if {node['feature']} <= {fmt_value(node['threshold_value'])} ({node['unit']}):"]
-            + tree_lines(node["le"], pad + "  ") + [f"{pad}else:"] + tree_lines(node["gt"], pad + "  "))  # fmt: skip
+            + tree_lines(node["le"], pad + "  ") + [f"{pad}else:"]
+            + tree_lines(node["gt"], pad + "  "))  # fmt: skip
 
 
 def policy_table(g: GovernorStudy) -> tuple[list[str], list[list[str]]]:

@@ -476,7 +476,8 @@ def _balance(
     the balance uses (measured links, declared links, storage, loopback; `_io_for_balance`)."""
     if not g.compute_ips and hz:
         threads = max(
-            [int(json.loads(p)["threads"]) for (w, p, _c) in by_cell if workloads.has_role(w, "compute") and "threads" in json.loads(p)]
+            [int(json.loads(p)["threads"]) for (w, p, _c) in by_cell
+             if workloads.has_role(w, "compute") and "threads" in json.loads(p)]
             or [1]
         )  # fmt: skip
         g.compute_ips.append(
@@ -585,8 +586,9 @@ def tables(s: StreamStudy) -> list[tuple[str, tuple[str, ...], list[tuple[str, .
         out.append((
             "CPU memcpy against DMA",
             ("size_bytes", "memcpy_mb_s", "dma_mb_s", "dma / memcpy", "runs"),
-            [(str(r.size_bytes), f"{r.memcpy_mb_s:.1f}" if r.memcpy_mb_s else "-", f"{r.dma_mb_s:.1f}" if r.dma_mb_s else "-",
-              f"{r.ratio:.2f}" if r.ratio else "-", str(r.runs)) for r in s.dma],
+            [(str(r.size_bytes), f"{r.memcpy_mb_s:.1f}" if r.memcpy_mb_s else "-",
+              f"{r.dma_mb_s:.1f}" if r.dma_mb_s else "-", f"{r.ratio:.2f}" if r.ratio else "-", str(r.runs))
+             for r in s.dma],
         ))  # fmt: skip
     elif s.dma_unsupported:
         out.append(("CPU memcpy against DMA", ("io.dma",), [(f"unsupported: {s.dma_unsupported}",)]))
@@ -603,7 +605,8 @@ def tables(s: StreamStudy) -> list[tuple[str, tuple[str, ...], list[tuple[str, .
              "pcitest"),
             [(r["op"].lower(), str(r["size_bytes"]), mb(r.get("memcpy_mb_s")), mb(r.get("dma_mb_s")),
               "- (not in the endpoint test's logs)",
-              f"{r['dma_mb_s'] / r['memcpy_mb_s']:.2f}" if r.get("dma_mb_s") and r.get("memcpy_mb_s") else "-",
+              f"{r['dma_mb_s'] / r['memcpy_mb_s']:.2f}"
+              if r.get("dma_mb_s") and r.get("memcpy_mb_s") else "-",
               str(r.get("samples", 0)), "NOT OKAY" if r.get("rc_failed") else "ok") for r in s.pcie],
         ))  # fmt: skip
     if s.stages:
@@ -639,8 +642,8 @@ def tables(s: StreamStudy) -> list[tuple[str, tuple[str, ...], list[tuple[str, .
         out.append((
             "Goodput against the declared link rate",
             ("pipeline", "goodput_bit_s", "link_bit_s", "link_efficiency_percent", "runs"),
-            [(r.label, _si(r.goodput_bit_s, "bit/s"), _si(r.link_bit_s, "bit/s"), f"{r.efficiency_percent:.1f}",
-              str(r.runs)) for r in s.link],
+            [(r.label, _si(r.goodput_bit_s, "bit/s"), _si(r.link_bit_s, "bit/s"),
+              f"{r.efficiency_percent:.1f}", str(r.runs)) for r in s.link],
         ))  # fmt: skip
     if s.rr:
 

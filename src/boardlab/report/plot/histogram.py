@@ -145,8 +145,8 @@ def histogram_plot(
     body.append(_line(left, plot_bottom, plot_right, plot_bottom))
     body.append(_line(left, top, left, plot_bottom))
     body.append(
-        _text(12, (top + plot_bottom) / 2, f"{_per_bar(bars, bucket_width, unit, x_log)} (log)", anchor="middle",
-              size=10, rotate=-90)
+        _text(12, (top + plot_bottom) / 2, f"{_per_bar(bars, bucket_width, unit, x_log)} (log)",
+              anchor="middle", size=10, rotate=-90)
     )  # fmt: skip
     x_label = f"latency [{unit}]" + (" (log scale)" if x_log else "")
     body.append(_text((left + plot_right) / 2, plot_bottom + 30, x_label, anchor="middle", size=11))
