@@ -656,8 +656,9 @@ def main() -> int:
     exps = growth(results)
     missed, unchecked = check(results, pg, exps)
     if args.json:
-        print(json.dumps({"load_average": load, "full_store_runs": full_held, "sizes": results, "postgresql": pg,
-                          "growth": exps, "missed": missed, "not_checked": unchecked}, indent=1))  # fmt: skip
+        print(json.dumps({"load_average": load, "full_store_runs": full_held, "sizes": results,
+                          "postgresql": pg, "growth": exps, "missed": missed, "not_checked": unchecked},
+                         indent=1))  # fmt: skip
     else:
         print(
             f"load average (1 min) {load['before'][0]:.1f} before, {load['after'][0]:.1f} after, on "

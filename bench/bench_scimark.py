@@ -96,7 +96,8 @@ __attribute__((noinline)) void bench_work(const char *k, int cycles) {
     if (!strcmp(k, "mc")) sink = MonteCarlo_integrate(cycles);
     if (!strcmp(k, "sparse")) SparseCompRow_matmult(SPARSE_SIZE_M, y, val, row, col, x, cycles);
     if (!strcmp(k, "lu"))
-        for (i = 0; i < cycles; i++) { Array2D_double_copy(LU_SIZE, LU_SIZE, lu, A); LU_factor(LU_SIZE, LU_SIZE, lu, pivot); }
+        for (i = 0; i < cycles; i++) {
+            Array2D_double_copy(LU_SIZE, LU_SIZE, lu, A); LU_factor(LU_SIZE, LU_SIZE, lu, pivot); }
 }
 int main(int argc, char **argv) {
     const char *k = argv[1];
@@ -105,7 +106,9 @@ int main(int argc, char **argv) {
     (void)argc;
     if (!strcmp(k, "fft")) x = RandomVector(2 * FFT_SIZE, R);
     if (!strcmp(k, "sor")) G = RandomMatrix(SOR_SIZE, SOR_SIZE, R);
-    if (!strcmp(k, "lu")) { A = RandomMatrix(LU_SIZE, LU_SIZE, R); lu = new_Array2D_double(LU_SIZE, LU_SIZE); pivot = malloc(sizeof(int) * LU_SIZE); }
+    if (!strcmp(k, "lu")) {
+        A = RandomMatrix(LU_SIZE, LU_SIZE, R); lu = new_Array2D_double(LU_SIZE, LU_SIZE);
+        pivot = malloc(sizeof(int) * LU_SIZE); }
     if (!strcmp(k, "sparse")) {  /* kernel_measureSparseMatMult's inputs */
         x = RandomVector(N, R); y = malloc(sizeof(double) * N); val = RandomVector(nr * N, R);
         col = malloc(sizeof(int) * nz); row = malloc(sizeof(int) * (N + 1)); row[0] = 0;

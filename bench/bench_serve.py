@@ -120,7 +120,8 @@ def build(path: Path, campaigns_per_board: int, seed: int = 1) -> dict:
                 cid = store.create_campaign(name="bench-serve", plan_hash="h", plan_source="bench.toml",
                                             plan_text=PLAN, board_id=board_id, boardlab_version="0.1.0",
                                             kern_version="0.1.0", root="/", environment={})  # fmt: skip
-                store.set_campaign_context(cid, label=f"night {k}", inventory={"kernel": {"release": f"6.1.{k}"}},
+                store.set_campaign_context(cid, label=f"night {k}",
+                                           inventory={"kernel": {"release": f"6.1.{k}"}},
                                            runs_planned=RUNS_PER_CAMPAIGN)  # fmt: skip
                 # what the runner stores with every campaign: its workloads' facts (these synthetic ones have
                 # none), so serve's start has no older campaign to store them for
@@ -252,11 +253,14 @@ def main() -> int:
         shutil.rmtree(d, ignore_errors=True)
     n_large = sum(len(v) for v in large.values()) * RUNS_PER_CAMPAIGN - RUNS_PER_CAMPAIGN // 2
     n_small = sum(len(v) for v in small.values()) * RUNS_PER_CAMPAIGN - RUNS_PER_CAMPAIGN // 2
-    doc = {"runs_large": n_large, "runs_small": n_small, "campaigns_large": sum(len(v) for v in large.values()),
-           "large_db_bytes": size, "bytes_per_run": size / n_large, "build_s": built_s, "summaries_s": summary_s, "pages": results,
-           "campaign_without_summary": {"first_s": old_first, "ready_s": old_ready, "again_s": old_again}, "serve_start_s": start_s,
-           "serve_start_load": start_load, "check_at_first_views": during, "store_check": check,
-           "all_under_1s": all(max(r["first_large_s"], r["median_large_s"]) < 1.0 for r in results.values())}  # fmt: skip
+    doc = {"runs_large": n_large, "runs_small": n_small,
+           "campaigns_large": sum(len(v) for v in large.values()), "large_db_bytes": size,
+           "bytes_per_run": size / n_large, "build_s": built_s, "summaries_s": summary_s, "pages": results,
+           "campaign_without_summary": {"first_s": old_first, "ready_s": old_ready, "again_s": old_again},
+           "serve_start_s": start_s, "serve_start_load": start_load, "check_at_first_views": during,
+           "store_check": check,
+           "all_under_1s": all(max(r["first_large_s"], r["median_large_s"]) < 1.0
+                               for r in results.values())}  # fmt: skip
     if args.json:
         print(json.dumps(doc, indent=1))
         return 0

@@ -291,7 +291,9 @@ def part_rates(quick: bool) -> None:
 
 
 LUA = """wrk.method = "POST"
-wrk.body = '<?xml version="1.0" encoding="UTF-8"?>\\n<soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"><soap:Body><m:getStatus xmlns:m="urn:boardlab:vdm:mgmt:1"/></soap:Body></soap:Envelope>\\n'
+wrk.body = '<?xml version="1.0" encoding="UTF-8"?>\\n'
+  .. '<soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"><soap:Body>'
+  .. '<m:getStatus xmlns:m="urn:boardlab:vdm:mgmt:1"/></soap:Body></soap:Envelope>\\n'
 wrk.headers["Content-Type"] = "text/xml; charset=utf-8"
 wrk.headers["SOAPAction"] = '"urn:boardlab:vdm:mgmt:1#getStatus"'
 """
