@@ -73,7 +73,8 @@ GEOMETRY_JS = r"""
     if (!label) continue;
     const bb = t.getBBox(), m = t.getScreenCTM();
     if (!m || bb.width < 0.5) continue;
-    const q = [[bb.x, bb.y], [bb.x + bb.width, bb.y], [bb.x + bb.width, bb.y + bb.height], [bb.x, bb.y + bb.height]]
+    const q = [[bb.x, bb.y], [bb.x + bb.width, bb.y], [bb.x + bb.width, bb.y + bb.height],
+               [bb.x, bb.y + bb.height]]
       .map(([x, y]) => [m.a * x + m.c * y + m.e + sx, m.b * x + m.d * y + m.f + sy]);
     const b = {l: Math.min(...q.map(p => p[0])), r: Math.max(...q.map(p => p[0])),
                t: Math.min(...q.map(p => p[1])), b: Math.max(...q.map(p => p[1]))};
@@ -89,7 +90,8 @@ GEOMETRY_JS = r"""
       const [x1, y1] = poly[i], [x2, y2] = poly[(i + 1) % 4];
       const len = Math.hypot(x2 - x1, y2 - y1) || 1, ax = -(y2 - y1) / len, ay = (x2 - x1) / len;
       const pp = p.map(([x, y]) => x * ax + y * ay), qq = q.map(([x, y]) => x * ax + y * ay);
-      if (Math.min(Math.max(...pp), Math.max(...qq)) - Math.max(Math.min(...pp), Math.min(...qq)) <= TOL) return true;
+      if (Math.min(Math.max(...pp), Math.max(...qq)) - Math.max(Math.min(...pp), Math.min(...qq)) <= TOL)
+        return true;
     }
     return false;
   };
@@ -100,8 +102,9 @@ GEOMETRY_JS = r"""
     for (let j = i + 1; j < items.length && items[j].b.t < a.b.b - TOL; j++) {
       const c = items[j];
       if (Math.min(a.b.r, c.b.r) - Math.max(a.b.l, c.b.l) <= TOL) continue;
-      if (!apart(a.q, c.q)) overlaps.push(`${JSON.stringify(a.text)} (${a.where}) over `
-                                          + `${JSON.stringify(c.text)} (${c.where}) at y=${a.b.t.toFixed(0)}`);
+      if (!apart(a.q, c.q))
+        overlaps.push(`${JSON.stringify(a.text)} (${a.where}) over `
+                      + `${JSON.stringify(c.text)} (${c.where}) at y=${a.b.t.toFixed(0)}`);
     }
   }
   return {texts: items.length, overflows, overlaps,
@@ -132,13 +135,15 @@ def measure(browser: Browser, url: str, width: int, shot: Path, timeout_s: float
     try:
         browser.call("Page.enable", session=True)
         browser.call("Emulation.setDeviceMetricsOverride",
-                     {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False}, session=True)  # fmt: skip
+                     {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+                     session=True)  # fmt: skip
         browser.call("Page.navigate", {"url": url}, session=True)
         browser.wait_event("Page.loadEventFired", timeout_s=timeout_s)
         found = browser.call("Runtime.evaluate", {"expression": GEOMETRY_JS, "returnByValue": True},
                              session=True, timeout_s=timeout_s)["result"]["value"]  # fmt: skip
         clip = {"x": 0, "y": 0, "width": width, "height": min(found["height"], 16000), "scale": 1}
-        png = browser.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "clip": clip},
+        png = browser.call("Page.captureScreenshot",
+                           {"format": "png", "captureBeyondViewport": True, "clip": clip},
                            session=True, timeout_s=timeout_s)["data"]  # fmt: skip
         shot.write_bytes(base64.b64decode(png))
         return found

@@ -156,7 +156,8 @@ NETNS_SCRIPT = textwrap.dedent(
     import json, subprocess, sys
     sys.path.insert(0, sys.argv[2])
     from serve_helpers import Served
-    for cmd in (["ip", "link", "set", "lo", "up"], ["ip", "link", "add", "v0", "type", "veth", "peer", "name", "v1"],
+    for cmd in (["ip", "link", "set", "lo", "up"],
+                ["ip", "link", "add", "v0", "type", "veth", "peer", "name", "v1"],
                 ["ip", "addr", "add", "192.0.2.1/24", "dev", "v0"], ["ip", "link", "set", "v0", "up"],
                 ["ip", "link", "set", "v1", "up"]):
         subprocess.run(cmd, check=True)
@@ -165,7 +166,8 @@ NETNS_SCRIPT = textwrap.dedent(
         with Served(sys.argv[1], "--host", host) as s:
             if reach:
                 s.url = s.url.replace(host, reach)
-            s.lines.append(s.proc.stdout.readline().strip())  # the token line, printed right after the address
+            # the token line, printed right after the address
+            s.lines.append(s.proc.stdout.readline().strip())
             token = s.lines[1].split("?token=")[1].split()[0]
             bare = s.get("/boards")
             wrong = s.get("/boards", {"Authorization": "Bearer " + "x" * len(token)})
@@ -395,7 +397,8 @@ def test_a_stale_or_old_summary_is_said_so_on_the_lists_not_shown_as_current(tmp
             if drop_tally:
                 cells.pop("verdicts")
             store.put_campaign_summary(cid, schema=row["schema"], runs_stored=runs, status=row["status"],
-                                       cells_json=_json.dumps(cells), document_json=row["document_json"])  # fmt: skip
+                                       cells_json=_json.dumps(cells),
+                                       document_json=row["document_json"])  # fmt: skip
     with Served(db) as s:
         listed = {c["id"]: c for c in s.json("/campaigns.json")["campaigns"]}
         assert listed[3]["summary"] == {"runs": now - 7, "runs_now": now} and listed[3]["verdicts"]["counts"]

@@ -42,7 +42,8 @@ typedef struct StubDelegate {  /* TfLiteDelegate's layout (tensorflow/lite/core/
     char pad[128];
 } StubDelegate;
 static int prepare(void *context, StubDelegate *delegate) { (void)context; (void)delegate; return 0; }
-StubDelegate *tflite_plugin_create_delegate(char **keys, char **values, size_t n, void (*report)(const char *)) {
+StubDelegate *tflite_plugin_create_delegate(char **keys, char **values, size_t n,
+                                            void (*report)(const char *)) {
     (void)report;
     for (size_t i = 0; i < n; i++) fprintf(stderr, "stub delegate option %s=%s\n", keys[i], values[i]);
     StubDelegate *d = calloc(1, sizeof *d);

@@ -281,7 +281,7 @@ def test_a_confounded_comparison_keeps_its_verdict_and_carries_the_reasons():
 # --- speed --------------------------------------------------------------------------------------------------
 
 
-def test_a_comparison_of_fifty_runs_per_arm_with_ten_thousand_resamples_takes_well_under_a_tenth_of_a_second():
+def test_a_comparison_of_fifty_runs_per_arm_with_ten_thousand_resamples_takes_well_under_a_tenth_of_a_second():  # noqa: E501
     base, cond = lognormal(13, 50, 100.0), lognormal(14, 50, 103.0)
     compare(base, cond, higher_is_better=False, delta=0.02, seed=0)  # warm caches and imports
     start = time.process_time()

@@ -38,11 +38,13 @@ def _schema_6_store(path) -> None:
     conn.executescript(
         """
         INSERT INTO meta VALUES ('schema_version', '6');
-        INSERT INTO boards(id, fingerprint, label, inventory_json, first_seen_unix_s) VALUES (1, 'f', 'b', '{}', 0);
+        INSERT INTO boards(id, fingerprint, label, inventory_json, first_seen_unix_s)
+            VALUES (1, 'f', 'b', '{}', 0);
         INSERT INTO campaigns(id, name, plan_hash, plan_source, plan_text, board_id, boardlab_version, root,
-            status, started_unix_s, environment_json) VALUES (1, 'c', 'h', 'p', '', 1, '0', '/', 'complete', 1, '{}');
-        INSERT INTO cells(id, campaign_id, key, workload, params_json, condition, condition_json, metric, unit,
-            higher_is_better) VALUES (1, 1, 'k', 'crc32', '{}', 'baseline', '{}', 'ns', 'ns', 0);
+            status, started_unix_s, environment_json)
+            VALUES (1, 'c', 'h', 'p', '', 1, '0', '/', 'complete', 1, '{}');
+        INSERT INTO cells(id, campaign_id, key, workload, params_json, condition, condition_json, metric,
+            unit, higher_is_better) VALUES (1, 1, 'k', 'crc32', '{}', 'baseline', '{}', 'ns', 'ns', 0);
         """
     )
     for run_id in (1, 2):
@@ -221,7 +223,8 @@ def test_the_series_extents_are_each_rows_first_and_last_time_as_the_samples_say
     with Store.open(old, create=False) as reader:
         assert reader.schema_version() == 6
         assert list(reader.campaign_series_extents(1)) == [(1, 1001.0, *e) for e in (
-            ("cpu0.busy_pct", 3, 0, 100), ("temp.zone0_mc", 2, 0, 200), ("worker.rss_kib", 1, 2**40, 2**40))]  # fmt: skip
+            ("cpu0.busy_pct", 3, 0, 100), ("temp.zone0_mc", 2, 0, 200),
+            ("worker.rss_kib", 1, 2**40, 2**40))]  # fmt: skip
     with Store.open(old):  # a writer packs them (migration 7)
         pass
     db = make_campaign_db(tmp_path / "e.db", n=2)
