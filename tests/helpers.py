@@ -648,7 +648,8 @@ def _worker_doc(workload: str, params: dict, metrics: dict, **extra) -> str:
     body = {name: {"unit": unit, "higher_is_better": hib, "value": v, "median": v}
             for name, (unit, hib, v) in metrics.items()}  # fmt: skip
     return json.dumps({"schema": 2, "tool": "boardlab.pyrun", "workload": workload, "params": params,
-                       "ok": True, "supported": True, "reason": None, "errors": [], "metrics": body, **extra})  # fmt: skip
+                       "ok": True, "supported": True, "reason": None, "errors": [], "metrics": body,
+                       **extra})  # fmt: skip
 
 
 def _make_study_db(path: Path, name: str, cells, n: int, seed: int, *, plan=None, cell_facts=True) -> Path:
@@ -670,8 +671,9 @@ def _make_study_db(path: Path, name: str, cells, n: int, seed: int, *, plan=None
         )
         cid = store.create_campaign(
             name=name, plan_hash=f"h-{name}", plan_source=f"{name}.toml",
-            plan_text=plan.source if plan else f'name = "{name}"\n[runs]\nrepetitions = {n}\n', board_id=board_id,
-            boardlab_version="0.1.0", kern_version="0.1.0", root="/", environment={"checks": []},
+            plan_text=plan.source if plan else f'name = "{name}"\n[runs]\nrepetitions = {n}\n',
+            board_id=board_id, boardlab_version="0.1.0", kern_version="0.1.0", root="/",
+            environment={"checks": []},
         )  # fmt: skip
         store_facts(store, cid)
         ids = store.ensure_cells(cid, [k[0] for k in keyed], specs, {k[0].key: (k[3], k[4]) for k in keyed})
@@ -685,9 +687,10 @@ def _make_study_db(path: Path, name: str, cells, n: int, seed: int, *, plan=None
                 v = value(cell.condition, rep, rng)
                 wall_s = 0.5 + rng.random() * 0.05
                 run = RunResult(
-                    cell_key=cell.key, repetition=rep, attempt=1, seq=seq, started_unix_s=1_700_000_000.0 + seq * 2,
-                    wall_ns=int(wall_s * 1e9), cpu=1, exit_code=0, ok=True, valid=True, invalid_reason=None,
-                    value=v, metrics=(MetricResult(cell.metric, unit, hib, (v,), v),), iterations_ns=(),
+                    cell_key=cell.key, repetition=rep, attempt=1, seq=seq,
+                    started_unix_s=1_700_000_000.0 + seq * 2, wall_ns=int(wall_s * 1e9), cpu=1, exit_code=0,
+                    ok=True, valid=True, invalid_reason=None, value=v,
+                    metrics=(MetricResult(cell.metric, unit, hib, (v,), v),), iterations_ns=(),
                     warmup_iterations=None, warmup_capped=None,
                     rusage={"utime_us": int(wall_s * 0.9e6), "stime_us": int(wall_s * 0.05e6)},
                     gate=GateResult(0.0, False, "idle"), condition_state={}, monitor=_study_monitor(),
@@ -716,8 +719,8 @@ def _services_doc(params: dict):
                 series.append({"metric": metric, "label": svc, "unit": unit,
                                "points": [[float(t + 1), y] for t, y in enumerate(ys)]})  # fmt: skip
             avg = lambda ys: {"avg": sum(ys) / len(ys), "min": min(ys), "max": max(ys)}  # noqa: E731
-            per[svc] = {"cpu_pct_one_cpu": avg(cpu), "cpu_jiffies_pct_one_cpu": avg(cpu), "rss_bytes": avg(rss),
-                        "pss_bytes": avg(pss)}  # fmt: skip
+            per[svc] = {"cpu_pct_one_cpu": avg(cpu), "cpu_jiffies_pct_one_cpu": avg(cpu),
+                        "rss_bytes": avg(rss), "pss_bytes": avg(pss)}  # fmt: skip
         metrics = {"cpu_pct_one_cpu": ("%", False, v), "rss_bytes": ("bytes", False, 3 * 10 * 2**20),
                    "pss_bytes": ("bytes", False, 3 * 6 * 2**20)}  # fmt: skip
         info = {"scenario": params["scenario"], "accounting": {"per_service": per}}
@@ -973,8 +976,9 @@ def make_campaign_db_bulk(path: Path, runs: int, *, seed: int = 1, board: str = 
             f"fp-{board}", board, {"model": "bulk test board", "online_cpus": [0, 1]}
         )
         cid = store.create_campaign(name="bulk", plan_hash=f"h-bulk-{seed}", plan_source="bulk.toml",
-                                    plan_text=f'name = "bulk"\n[runs]\nrepetitions = {n}\n', board_id=board_id,
-                                    boardlab_version="0.1.0", kern_version="0.1.0", root="/", environment={})  # fmt: skip
+                                    plan_text=f'name = "bulk"\n[runs]\nrepetitions = {n}\n',
+                                    board_id=board_id, boardlab_version="0.1.0", kern_version="0.1.0",
+                                    root="/", environment={})  # fmt: skip
         ids = store.ensure_cells(cid, [c for c, *_ in cells], specs, {c.key: (u, h) for c, u, h, _ in cells})
         conn = store.conn
         next_id = (conn.execute("SELECT coalesce(max(id), 0) FROM runs").fetchone()[0] or 0) + 1
@@ -992,8 +996,9 @@ def make_campaign_db_bulk(path: Path, runs: int, *, seed: int = 1, board: str = 
                 monitor = {"freq.policy0_khz_mean": float(freq), "temp.thermal_zone0_mc_max": float(temp),
                            "throttled": invalid, "worker.cpu_pct_mean": 99.5}  # fmt: skip
                 run_rows.append((run_id, cid, ids[cell.key], rep, 1, seq, 1_700_000_000.0 + seq * 1.5,
-                                 500_000_000, 1, int(failed), int(not failed), int(not failed and not invalid),
-                                 "throttled" if invalid else None, None if failed else value, 3, 0,
+                                 500_000_000, 1, int(failed), int(not failed),
+                                 int(not failed and not invalid), "throttled" if invalid else None,
+                                 None if failed else value, 3, 0,
                                  '{"utime_us": 1}', 0.0, 0, "idle", "{}", json.dumps(monitor, sort_keys=True),
                                  "worker crashed" if failed else None))  # fmt: skip
                 if not failed:

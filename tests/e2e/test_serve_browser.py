@@ -118,7 +118,8 @@ def test_a_running_campaign_advances_without_a_reload(lab, tmp_path):
     served, browser, db = lab
     plan = tmp_path / "live.toml"
     plan.write_text(LIVE_PLAN)
-    run = subprocess.Popen([sys.executable, "-m", "boardlab", "run", str(plan), "--db", str(db), "--quiet", "--label", "live test"],
+    run = subprocess.Popen([sys.executable, "-m", "boardlab", "run", str(plan), "--db", str(db), "--quiet",
+                            "--label", "live test"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
     try:
         deadline = time.monotonic() + 120

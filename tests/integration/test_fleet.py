@@ -91,7 +91,8 @@ def fleet_cmd(
     return [
         str(BIN / "boardlab"), "fleet", "run", str(plan),
         "--coordinator", lab.coordinator, "--places", f"fleet={lab.tag}", "--db", db,
-        "--bundle", str(bundle), "--ssh-key", str(lab.key), "--lg-env", str(lab.lg_env(keep.parent / "env.yaml")),
+        "--bundle", str(bundle), "--ssh-key", str(lab.key),
+        "--lg-env", str(lab.lg_env(keep.parent / "env.yaml")),
         "--remote-dir", str(remote or lab.remote_root), "--poll", "1",
         "--boot-timeout", str(boot_timeout_s),
         *(extra if "--retries" in extra else ("--retries", "2", *extra)), "--keep", str(keep),

@@ -105,7 +105,8 @@ def decorate(path: Path) -> None:
         run = RunResult(
             cell_key=cell["key"], repetition=99, attempt=1, seq=10_000, started_unix_s=1_700_100_000.25,
             wall_ns=4_000_000_000, cpu=0, exit_code=0, ok=True, valid=True, invalid_reason=None, value=7.5,
-            metrics=(MetricResult(cell["metric"], cell["unit"], bool(cell["higher_is_better"]), (7.0, 7.5, 8.0), 7.5),),
+            metrics=(MetricResult(cell["metric"], cell["unit"], bool(cell["higher_is_better"]),
+                                  (7.0, 7.5, 8.0), 7.5),),
             iterations_ns=(10, 20, 30), warmup_iterations=1, warmup_capped=False, rusage={"utime_us": 5},
             gate=GateResult(0.5, False, "idle"), condition_state={"x": 1}, monitor={"m": 2},
             series=(("cpu0.busy_pct", 0, 1.0), ("cpu0.busy_pct", 100, 2.0)),

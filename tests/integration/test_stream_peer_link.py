@@ -127,7 +127,8 @@ def test_the_stream_preset_over_a_veth_peer_reports_a_balance_against_that_link(
     # every run at the shaped link's rate, not loopback's tens of Gbit/s nor a buffer's memory speed
     assert all(0.3 * RATE_BIT_S <= v < 1.25 * RATE_BIT_S for v in tcp), tcp
     rep = subprocess.run([sys.executable, "-m", "boardlab", "report", "--db", str(db), "--format", "md",
-                          "-o", str(tmp_path / "r.md")], capture_output=True, text=True, timeout=300)  # fmt: skip
+                          "-o", str(tmp_path / "r.md")],
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
     assert rep.returncode == 0, rep.stderr
     md = (tmp_path / "r.md").read_text()
     row = next(line for line in md.splitlines() if f"measured over the link to {B_ADDR}" in line)

@@ -167,7 +167,8 @@ def test_the_bulk_insert_is_what_record_run_stores(tmp_path):
         cid = int(store.campaigns()[0]["id"])
         cell = store.cells(cid)[0]
         n = store.record_value_runs(cid, ("ops", "ops/s", True), [
-            (cell["id"], 50 + k, 500 + k, 1.7e9 + k, 2 * 10**9, 10.0 + k, "A1" if k % 2 else None) for k in range(3)
+            (cell["id"], 50 + k, 500 + k, 1.7e9 + k, 2 * 10**9, 10.0 + k, "A1" if k % 2 else None)
+            for k in range(3)
         ])  # fmt: skip
         assert n == 3
         runs = [r for r in store.runs(cid) if r["repetition"] >= 50]
@@ -271,7 +272,8 @@ def test_a_summary_of_another_build_is_recomputed_so_serve_and_report_agree(lab,
     with Store.open(lab) as store:
         stale = summary.compute(store, slowed)
         store.put_campaign_summary(slowed, schema=12345, runs_stored=stale.runs_stored, status=stale.status,
-                                   cells_json=stale.cells_json, document_json=stale.document_json or "")  # fmt: skip
+                                   cells_json=stale.cells_json,
+                                   document_json=stale.document_json or "")  # fmt: skip
         assert summary.stored(store, slowed, with_document=True) is not None  # fresh for that build
     monkeypatch.undo()
     with Store.open(lab, create=False) as store:
@@ -318,8 +320,9 @@ def test_a_damaged_stored_summary_is_computed_again_not_an_error(lab):
         assert good is not None
         for cells, document in (("{not json", good.document_json), (good.cells_json, '{"type": "Nope"}'),
                                 ("[]", good.document_json)):  # fmt: skip
-            store.put_campaign_summary(ids[0], schema=summary.code_fingerprint(), runs_stored=good.runs_stored,
-                                       status=good.status, cells_json=cells, document_json=document or "")  # fmt: skip
+            store.put_campaign_summary(ids[0], schema=summary.code_fingerprint(),
+                                       runs_stored=good.runs_stored, status=good.status, cells_json=cells,
+                                       document_json=document or "")  # fmt: skip
             assert summary.stored(store, ids[0], with_document=True) is None
             assert summary.summary_of(store, ids[0], with_document=True).cells_json == good.cells_json
 

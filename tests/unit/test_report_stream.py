@@ -122,7 +122,8 @@ def test_a_cell_without_the_curve_metric_draws_no_point(tmp_path):
             body = {"ok": True, "metrics": {"transactions_s": metric}, "info": {"sent_bytes": 0}}
             doc = build_worker_result("boardlab-kern", "io.net", {"mode": "tcp_rr"}, body).to_json()
             return [{"workload": "io.net", "worker_json": doc, "valid": 1,
-                     "params_json": json.dumps({"mode": "tcp_rr", "msg_bytes": 64}), "condition": "baseline"}]  # fmt: skip
+                     "params_json": json.dumps({"mode": "tcp_rr", "msg_bytes": 64}),
+                     "condition": "baseline"}]  # fmt: skip
 
         def campaign(self, _cid):
             return {"environment_json": "{}"}
@@ -275,8 +276,8 @@ def test_the_balance_uses_the_measured_link_then_the_declared_one_never_loopback
     loop = _row("io.net", NET, {"goodput_bit_s": {"value": 3.89e10}}, {"peer": "127.0.0.1:40000"})
     link = _row("io.net", {**NET, "peer": "10.77.0.2:7300"}, {"goodput_bit_s": {"value": 4.7e7}},
                 {"peer": "10.77.0.2:7300"})  # fmt: skip
-    declared = _row("stream.pipeline", {"block_bytes": 16384, "link_bit_s": 1e9}, {"goodput_bit_s": {"value": 5e8}},
-                    {"peer": "127.0.0.1:1"})  # fmt: skip
+    declared = _row("stream.pipeline", {"block_bytes": 16384, "link_bit_s": 1e9},
+                    {"goodput_bit_s": {"value": 5e8}}, {"peer": "127.0.0.1:1"})  # fmt: skip
     s = _balance_of([_row(*GEMM), loop, link, declared])
     assert s.balance.io_kind == "link" and s.balance.io_bit_s == 4.7e7
     assert "measured over the link to 10.77.0.2" in s.balance.io_source and s.balance.caveat is None

@@ -310,8 +310,9 @@ def test_x_tick_labels_never_run_together_and_counts_have_whole_ticks():
     sizes = [4096 * 2**k for k in range(17)]  # 4 KiB ... 256 MiB
     svg = line_plot([Line("a", [(s, 1.0 + k) for k, s in enumerate(sizes)])], title="t", x_label="size",
                     y_label="ns", x_kind="log2", x_format=fmt_bytes, width=380)  # fmt: skip
-    ticks = [(float(x), t) for x, t in re.findall(r'<text x="([\d.]+)" y="[\d.]+" font-size="10" fill="#666666" '
-                                                  r'text-anchor="middle">([^<]+)</text>', svg)]  # fmt: skip
+    ticks = [(float(x), t) for x, t in re.findall(r'<text x="([\d.]+)" y="[\d.]+" font-size="10" '
+                                                  r'fill="#666666" text-anchor="middle">([^<]+)</text>',
+                                                  svg)]  # fmt: skip
     assert len(ticks) >= 2
     for (x0, a), (x1, b) in zip(ticks, ticks[1:], strict=False):
         assert x1 - x0 >= (len(a) + len(b)) * 10 * CHAR_W / 2, (a, b)

@@ -20,8 +20,8 @@ from boardlab.model.worker_result import (
 # "workload"
 KERN_V1 = {
     "schema": 1, "tool": "boardlab-kern", "version": "0.1.0", "kernel": "scimark.sor", "family": "scimark",
-    "params": {"size": "small"}, "ok": True, "supported": True, "reason": None, "verified": True, "errors": [],
-    "warmup": {"iterations": 12, "capped": False, "cv": 0.004},
+    "params": {"size": "small"}, "ok": True, "supported": True, "reason": None, "verified": True,
+    "errors": [], "warmup": {"iterations": 12, "capped": False, "cv": 0.004},
     "iterations_ns": [1000, 1010, 990],
     "metrics": {"mflops": {"unit": "Mflop/s", "higher_is_better": True, "kind": "rate",
                            "values": [410.0, 405.9, 414.1], "median": 410.0, "min": 405.9, "p90": 414.1,
@@ -81,8 +81,10 @@ def test_a_single_value_metric_and_a_histogram_are_read():
         ('{"schema": 3, "ok": true}', "schema 3: this boardlab reads schemas 1, 2"),
         ('{"ok": true}', "schema None"),
         ('{"schema": 2, "ok": "yes"}', "ok is str"),
-        ('{"schema": 2, "ok": true, "metrics": {"x": {"unit": "s"}}}', "metrics.x.higher_is_better is missing"),
-        ('{"schema": 2, "ok": true, "metrics": {"x": {"unit": "s", "higher_is_better": true, "median": "1"}}}',
+        ('{"schema": 2, "ok": true, "metrics": {"x": {"unit": "s"}}}',
+         "metrics.x.higher_is_better is missing"),
+        ('{"schema": 2, "ok": true, "metrics": {"x": {"unit": "s", "higher_is_better": true, '
+         '"median": "1"}}}',
          "metrics.x.median is str"),
     ],
 )  # fmt: skip
