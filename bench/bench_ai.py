@@ -4,8 +4,8 @@ LiteRT: A = `python -m boardlab.pyrun ai.inference` (Interpreter API, invoke() t
 benchmark tool shipped in the wheel (`python -m ai_edge_litert.tools.benchmark_litert_model`, CompiledModel
 API, its "median_ms"), same model, same threads, same number of measured frames. ONNX Runtime: B = a
 minimal loop in a fresh interpreter (a few lines calling session.run, timed with perf_counter). Each A and
-B is a fresh process; pairs alternate A B, B A (the VM drifts; an order effect cancels); the figure is the median of the pairwise
-ratios of medians. Target: within 10%.
+B is a fresh process; pairs alternate A B, B A (the VM drifts; an order effect cancels); the figure is the
+median of the pairwise ratios of medians. Target: within 10%.
 """
 
 from __future__ import annotations
@@ -109,7 +109,8 @@ def main() -> int:
         tmp = Path(d)
         build_models(tmp, MODELS)
         print(
-            f"built {', '.join(MODELS)} in {time.monotonic() - t0:.1f} s; {FRAMES} frames, {THREADS} thread(s)"
+            f"built {', '.join(MODELS)} in {time.monotonic() - t0:.1f} s; {FRAMES} frames, "
+            f"{THREADS} thread(s)"
         )
         for model in MODELS:
             compare(

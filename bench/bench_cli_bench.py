@@ -90,9 +90,12 @@ def main() -> int:
         count = iter(range(10**6))
 
         def said(i, a, b, order) -> None:
-            print(f"pair {i + 1} ({order}): boardlab loop {a[0] * 1e3:.1f} ms/run, whole {a[1] * 1e3:.1f} ms/run "
-                  f"(load {a[2]:.2f}); hyperfine {b[0] * 1e3:.1f} ms/run (load {b[1]:.2f}); "
-                  f"loop/hyperfine {a[0] / b[0]:.3f}", flush=True)  # fmt: skip
+            print(
+                f"pair {i + 1} ({order}): boardlab loop {a[0] * 1e3:.1f} ms/run, "
+                f"whole {a[1] * 1e3:.1f} ms/run (load {a[2]:.2f}); hyperfine {b[0] * 1e3:.1f} ms/run "
+                f"(load {b[1]:.2f}); loop/hyperfine {a[0] / b[0]:.3f}",
+                flush=True,
+            )
 
         done = alternate(PAIRS, lambda: boardlab_side(tmp, next(count)), lambda: hyperfine_side(tmp), said)
     loop = ratios_of(done, lambda a, b: a[0] / b[0])
@@ -105,8 +108,10 @@ def main() -> int:
           f"{statistics.median(loop.ratios):.3f} (load {statistics.median(loads):.2f}); "
           f"{loop.describe('boardlab', 'hyperfine')}  target <= {TARGET}x -> "
           f"{'PASS' if statistics.median(loop.ratios) <= TARGET else 'FAIL'}")  # fmt: skip
-    print(f"boardlab bench whole command / hyperfine -N per run: median {statistics.median(whole.ratios):.3f} "
-          f"(load {statistics.median(loads):.2f}); {whole.describe('boardlab', 'hyperfine')}")  # fmt: skip
+    print(
+        f"boardlab bench whole command / hyperfine -N per run: median {statistics.median(whole.ratios):.3f} "
+        f"(load {statistics.median(loads):.2f}); {whole.describe('boardlab', 'hyperfine')}"
+    )
     return 0
 
 

@@ -2,12 +2,13 @@
 
 Seed 000 measured 7-Zip's LZMA, bzip2 and pbzip2 on a satellite computer. Here each kernel compresses the
 sensor-like corpus (written once with `boardlab-kern corpus`, passed with input=FILE) and the matching tool
-compresses the same file to /dev/null; the tool's rate is file bytes / its wall time. Pairs alternate their order, kernel tool,
-tool kernel, ... (these VMs drift by up to a third within an hour) and each line prints the median of the pairwise
-ratios kernel/tool. Target: compression at least 0.9x the tool -> PASS, else FAIL. Decompression ratios against
-`xz -d`, `bzip2 -d`, `pbzip2 -d` and `zstd -d` are printed for information. Files are sized per codec so that the
-whole script takes about three minutes on a 2-core VM; the kernel times 2 iterations after 1 warm-up iteration
-(its median is the kernel's figure), the tool runs once per pair, as a user runs it.
+compresses the same file to /dev/null; the tool's rate is file bytes / its wall time. Pairs alternate their
+order, kernel tool, tool kernel, ... (these VMs drift by up to a third within an hour) and each line prints
+the median of the pairwise ratios kernel/tool. Target: compression at least 0.9x the tool -> PASS, else FAIL.
+Decompression ratios against `xz -d`, `bzip2 -d`, `pbzip2 -d` and `zstd -d` are printed for information. Files
+are sized per codec so that the whole script takes about three minutes on a 2-core VM; the kernel times 2
+iterations after 1 warm-up iteration (its median is the kernel's figure), the tool runs once per pair, as a
+user runs it.
 
 Also printed: the kernel's compressed size over the tool's (1.000 when the streams are the same; xz, bzip2 and
 pbzip2 write byte-identical streams, the zstd tool cuts a large input into blocks a little differently)."""

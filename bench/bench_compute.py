@@ -30,14 +30,18 @@ REF_C = r"""
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC_RAW, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
-static int cmp(const void *a, const void *b) { double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y); }
+static double now(void) {
+    struct timespec t; clock_gettime(CLOCK_MONOTONIC_RAW, &t); return t.tv_sec + t.tv_nsec * 1e-9; }
+static int cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b; return (x > y) - (x < y); }
 int main(int argc, char **argv) {
     int n = atoi(argv[1]), reps = atoi(argv[2]), threads = atoi(argv[3]);
     openblas_set_num_threads(threads);
-    double *a = malloc(sizeof(double) * n * n), *b = malloc(sizeof(double) * n * n), *c = malloc(sizeof(double) * n * n);
+    double *a = malloc(sizeof(double) * n * n), *b = malloc(sizeof(double) * n * n),
+           *c = malloc(sizeof(double) * n * n);
     srand(1);
-    for (long i = 0; i < (long)n * n; i++) { a[i] = rand() / (RAND_MAX + 1.0) - 0.5; b[i] = rand() / (RAND_MAX + 1.0) - 0.5; }
+    for (long i = 0; i < (long)n * n; i++) {
+        a[i] = rand() / (RAND_MAX + 1.0) - 0.5; b[i] = rand() / (RAND_MAX + 1.0) - 0.5; }
     double *g = malloc(sizeof(double) * reps);
     for (int w = 0; w < 3; w++)
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0, a, n, b, n, 0.0, c, n);
@@ -110,7 +114,8 @@ def main() -> int:
 
         def show(i, a, b, order):
             print(
-                f"  pair {i + 1} ({order}): boardlab blas {a[0]:.2f} native {a[1]:.2f}  openblas {b:.2f} GFLOPS"
+                f"  pair {i + 1} ({order}): boardlab blas {a[0]:.2f} native {a[1]:.2f}  openblas "
+                f"{b:.2f} GFLOPS"
             )
 
         # A B, B A, ...: boardlab's two runs (blas, native) against OpenBLAS, alternating which goes first

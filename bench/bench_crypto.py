@@ -1,4 +1,5 @@
-"""crypto.evp against `openssl speed -evp` on the same algorithm and block size, alternated A B, B A in one run.
+"""crypto.evp against `openssl speed -evp` on the same algorithm and block size, alternated A B, B A in one
+run.
 
 Target: boardlab's MB/s at least 0.9x openssl speed's (median of the pairwise ratios). openssl divides by its
 own user CPU time (its default), the closest match to boardlab's figure, the median of ~1 ms iterations: both
@@ -74,9 +75,9 @@ def main() -> int:
         ours, theirs = [a for a, _, _ in done], [b for _, b, _ in done]
         verdict = "PASS" if pr.median >= TARGET else "FAIL"
         print(
-            f"{algorithm:18s} boardlab {statistics.median(ours):8.1f} MB/s  openssl {statistics.median(theirs):8.1f} "
-            f"MB/s  {pr.describe('boardlab', 'openssl')} (pairs {', '.join(f'{r:.2f}' for r in pr.ratios)})  "
-            f"target >= {TARGET} {verdict}"
+            f"{algorithm:18s} boardlab {statistics.median(ours):8.1f} MB/s  openssl "
+            f"{statistics.median(theirs):8.1f} MB/s  {pr.describe('boardlab', 'openssl')} (pairs "
+            f"{', '.join(f'{r:.2f}' for r in pr.ratios)})  target >= {TARGET} {verdict}"
         )
         sys.stdout.flush()
     load, cpus = os.getloadavg()[0], os.cpu_count() or 1

@@ -31,11 +31,13 @@ def main() -> int:
     a, b = [x for x, _, _ in done], [y for _, y, _ in done]
     med = statistics.median(a)
     print(
-        f"boardlab --help: median {med * 1000:.1f} ms; python -c pass: median {statistics.median(b) * 1000:.1f} ms"
+        f"boardlab --help: median {med * 1000:.1f} ms; python -c pass: median "
+        f"{statistics.median(b) * 1000:.1f} ms"
     )
     print(f"ratio boardlab/python: {ratios_of(done, lambda x, y: x / y).describe('boardlab', 'python')}")
     print(
-        f"extra over the interpreter: {statistics.median(x - y for x, y in zip(a, b, strict=True)) * 1000:.1f} ms"
+        "extra over the interpreter: "
+        f"{statistics.median(x - y for x, y in zip(a, b, strict=True)) * 1000:.1f} ms"
     )
     print(f"target: under {TARGET_S:.1f} s -> {'PASS' if med < TARGET_S else 'FAIL'}")
     return 0 if med < TARGET_S else 1

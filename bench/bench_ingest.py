@@ -1,7 +1,7 @@
 """Where `boardlab ingest`'s time goes: ten board files of N/10 runs into a store, the CPU time of each part.
 
-bench_scale.py times the whole command (runs/s, re-ingest); this bench runs the same ingest in its own process,
-with a clock around each part, to say which part to work on:
+bench_scale.py times the whole command (runs/s, re-ingest); this bench runs the same ingest in its own
+process, with a clock around each part, to say which part to work on:
 - verify: each file's integrity check and content scan (store/verify.py), several files side by side, so its
   CPU is that of the threads doing it;
 - open: the writer's open of the store (its flock, its `PRAGMA quick_check`, which reads every page of a
@@ -45,8 +45,8 @@ from bench_scale import board_files, build_campaign, server_cpu_s  # noqa: E402
 PARTS = ("verify", "open", "copy", "summaries", "  analysis", "  history step", "  the rest")
 
 # Each summary's task (boardlab.summary's `_kept`, in KeepBehind's worker process or its thread) with the same
-# clocks as `Clocks`: the CPU of the task, of `analyze` and of the history step in it, and its process's CPU so
-# far, a JSON line per task appended to the file named by CLOCKS_ENV (inherited by the worker).
+# clocks as `Clocks`: the CPU of the task, of `analyze` and of the history step in it, and its process's CPU
+# so far, a JSON line per task appended to the file named by CLOCKS_ENV (inherited by the worker).
 CLOCKS_ENV = "BOARDLAB_BENCH_CHILD_CLOCKS"
 CHILD_PARTS = ("summaries", "  analysis", "  history step")
 
@@ -132,7 +132,8 @@ def ingest_once(files: list[Path], db: str, server_pid: int | None = None) -> di
         ingest.verify_source, ingest._ingest, summary._kept = saved
         Store._open_writer = open_writer  # type: ignore[method-assign]
         del os.environ[CLOCKS_ENV]
-    # the tasks' clocks, a line each (finish waited for the worker); the worker's process CPU is its last line's
+    # the tasks' clocks, a line each (finish waited for the worker); the worker's process CPU is its last
+    # line's
     text = child_clocks.read_text()
     child_clocks.unlink()
     tasks = [json.loads(line) for line in text.splitlines()]
@@ -223,7 +224,7 @@ def main() -> int:
                             server.pid,
                         ),
                         "load": os.getloadavg()[0],
-                    }  # fmt: skip
+                    }
                 )
     finally:
         if server is not None:

@@ -12,7 +12,8 @@ first: A B, B A, ...; each ratio also per order).
    zero-loss UDP rate by the same RFC 2544 search on both sides (within 15%; 6 pairs, each a pair of
    searches of about ten one-second trials).
 
-`--quick` runs 4 pairs instead of 10 (2 zero-loss pairs instead of 6). Exits 0 whatever the figures; prints PASS or FAIL per target.
+`--quick` runs 4 pairs instead of 10 (2 zero-loss pairs instead of 6). Exits 0 whatever the figures; prints
+PASS or FAIL per target.
 """
 
 from __future__ import annotations
@@ -147,8 +148,8 @@ def main() -> int:
         worst_i = max((p["reference"]["loss_percent"] or 0) for p in udp["pairs"])
         ok = bl is not None and ip is not None and bl < 1 and ip < 1
         print(
-            f"io.net vs iperf3, UDP 100 Mb/s loss: boardlab median {bl:.3f}% (worst {worst_b:.3f}%) iperf3 median "
-            f"{ip if ip is None else round(ip, 3)}% (worst {worst_i:.3f}%) {'PASS' if ok else 'FAIL'}"
+            f"io.net vs iperf3, UDP 100 Mb/s loss: boardlab median {bl:.3f}% (worst {worst_b:.3f}%) iperf3 "
+            f"median {ip if ip is None else round(ip, 3)}% (worst {worst_i:.3f}%) {'PASS' if ok else 'FAIL'}"
         )
         g = udp["metrics"]["goodput_bit_s"]
         print(f"io.net vs iperf3, UDP offered rate: median ratio {g['median_ratio']:.3f}{orders(g)}")

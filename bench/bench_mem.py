@@ -1,9 +1,10 @@
 """mem family against reference tools in the same run, alternated A B, B A (the VM drifts).
 
-1. mem.bandwidth op=memcpy against mbw's memcpy test on the same array size, median against median. In Debian's mbw 1.2.2 the test
-   that calls libc memcpy is -t1 (printed as "DUMB"); -t0 ("MEMCPY") is the element loop (checked with
-   perf: research/anchors-board-bench.md warns of the swap). mbw counts the array once in MiB; STREAM
-   counts memcpy as 2 arrays in MB (1e6 bytes), so mbw's figure is converted before the ratio.
+1. mem.bandwidth op=memcpy against mbw's memcpy test on the same array size, median against median. In
+   Debian's mbw 1.2.2 the test that calls libc memcpy is -t1 (printed as "DUMB"); -t0 ("MEMCPY") is the
+   element loop (checked with perf: research/anchors-board-bench.md warns of the swap). mbw counts the array
+   once in MiB; STREAM counts memcpy as 2 arrays in MB (1e6 bytes), so mbw's figure is converted before the
+   ratio.
 2. mem.bandwidth copy+scale+add+triad against stress-ng's stream stressor on the same array size
    (--stream-l3-size = array / 4, since stress-ng sizes each array at 4x that). One stress-ng bogo-op runs
    the four STREAM ops in turn and it reports read and write MiB/s over the whole run; boardlab's
@@ -146,7 +147,8 @@ def print_pairs(label: str, done: list[tuple[float, float | None, str]]) -> None
     )
     print(f"  pairwise ratios: {' '.join(f'{x:.3f}' for x in r.ratios)}")
     print(
-        f"  boardlab/reference: {r.describe('boardlab', 'reference')} (target >= {TARGET}) -> {verdict(r.median)}"
+        f"  boardlab/reference: {r.describe('boardlab', 'reference')} "
+        f"(target >= {TARGET}) -> {verdict(r.median)}"
     )
 
 
@@ -198,7 +200,8 @@ def find_steps(
 
 def monotone(ns: list[float]) -> list[float]:
     """Suffix minimum: interference (other tasks sharing the CPU and its caches) only adds time, and a working
-    set is never faster than a larger one, so each size keeps the least of its own and every larger latency."""
+    set is never faster than a larger one, so each size keeps the least of its own and every larger
+    latency."""
     out, low = [], math.inf
     for v in reversed(ns):
         low = min(low, v)
@@ -258,7 +261,8 @@ def report_steps(sizes: list[int], ns: list[float], llc: int) -> None:
             else "inside the reported last-level cache (a VM often gets only part of its host's L3)"
         )
         print(
-            f"  step {n} ({human(sizes[i])} .. {human(sizes[i + 1])}) matches no reported size; it lies {where}"
+            f"  step {n} ({human(sizes[i])} .. {human(sizes[i + 1])}) matches no reported size; it "
+            f"lies {where}"
         )
 
 
@@ -278,7 +282,8 @@ def main() -> int:
     array_mib = math.ceil(auto / MIB)
     array_bytes = array_mib * MIB
     print(
-        f"array size: {array_mib} MiB per array ({probe['info']['array_bytes_source']}); all runs on CPU {cpu}"
+        f"array size: {array_mib} MiB per array ({probe['info']['array_bytes_source']}); all runs "
+        f"on CPU {cpu}"
     )
 
     print(f"\n== mem.bandwidth op=memcpy vs mbw -t1 (libc memcpy), {PAIRS} pairs A B, B A, ...")
@@ -288,7 +293,8 @@ def main() -> int:
     print_pairs("memcpy vs mbw", done)
 
     print(
-        f"\n== mem.bandwidth copy+scale+add+triad stores={STORES} vs stress-ng --stream 1, {PAIRS} pairs A B, B A, ..."
+        f"\n== mem.bandwidth copy+scale+add+triad stores={STORES} vs stress-ng --stream 1, {PAIRS} pairs "
+        "A B, B A, ..."
     )
 
     def stream() -> float:

@@ -12,12 +12,12 @@ core at 10 Hz. `--phases` instead runs one campaign in this process and prints e
 monitor, collect, JSON, commit) in wall and CPU time of the loop's thread: where the runner's cost goes.
 
 `--program [PATH]` (default /bin/true) measures a program workload instead: A = `boardlab run` of a plan of
-PROGRAM_RUNS runs of `argv = [PATH]` (the runner has boardlab-kern's launcher start it: no worker), B = `hyperfine -N --runs
-PROGRAM_RUNS PATH` under `taskset` on the same CPU, alternated. It prints each side's cost per run (A: the
-run loop's time per run, the whole command's beside it; B: hyperfine's mean), the median of the pairwise
-ratios, the check "A per run within 1.1x B + 1 ms" on the median pair, and the stored wall time (read back
-from the store: the mean of the campaign's runs) against hyperfine's mean (target: within 10%), with the
-1-minute load average beside every figure.
+PROGRAM_RUNS runs of `argv = [PATH]` (the runner has boardlab-kern's launcher start it: no worker), B =
+`hyperfine -N --runs PROGRAM_RUNS PATH` under `taskset` on the same CPU, alternated. It prints each side's
+cost per run (A: the run loop's time per run, the whole command's beside it; B: hyperfine's mean), the median
+of the pairwise ratios, the check "A per run within 1.1x B + 1 ms" on the median pair, and the stored wall
+time (read back from the store: the mean of the campaign's runs) against hyperfine's mean (target: within
+10%), with the 1-minute load average beside every figure.
 """
 
 from __future__ import annotations
@@ -216,8 +216,9 @@ def program_boardlab(tmp: Path, i: int, path: str) -> tuple[float, float, float,
     plan, db = tmp / "program.toml", tmp / f"program-{i}.db"
     plan.write_text(program_plan(path))
     t0 = time.perf_counter()
+    boardlab = str(Path(sys.executable).parent / "boardlab")
     out = subprocess.run(
-        [str(Path(sys.executable).parent / "boardlab"), "run", str(plan), "--db", str(db), "--json", "--quiet"],
+        [boardlab, "run", str(plan), "--db", str(db), "--json", "--quiet"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     whole = time.perf_counter() - t0
@@ -268,24 +269,32 @@ def program(path: str) -> int:
     cost = ratios_of(done, lambda a, b: a[0] / b[0])
     excess = statistics.median(a[0] - 1.1 * b[0] for a, b, _ in done)  # what is beyond 1.1x hyperfine's
     stored = ratios_of(done, lambda a, b: a[2] / b[0])
+
+    def a_ms(i: int) -> float:  # the median over the pairs of boardlab's figure i, in ms
+        return statistics.median(a[i] for a, _, _ in done) * ms
+
+    def b_ms(i: int) -> float:
+        return statistics.median(b[i] for _, b, _ in done) * ms
+
     print(f"program {path}, {PROGRAM_RUNS} runs a side, {PROGRAM_PAIRS} pairs, CPU {CPU}")
-    print(f"boardlab run loop per run: median {statistics.median(a[0] for a, _, _ in done) * ms:.3f} ms "
-          f"(whole command {statistics.median(a[1] for a, _, _ in done) * ms:.2f} ms, interpreter start-up "
-          f"and inventory spread over the runs); {at}")  # fmt: skip
-    print(f"hyperfine -N per run (its mean): median {statistics.median(b[0] for _, b, _ in done) * ms:.3f} ms "
-          f"(whole command {statistics.median(b[1] for _, b, _ in done) * ms:.2f} ms); {at}")  # fmt: skip
+    print(f"boardlab run loop per run: median {a_ms(0):.3f} ms (whole command {a_ms(1):.2f} ms, interpreter "
+          f"start-up and inventory spread over the runs); {at}")  # fmt: skip
+    print(f"hyperfine -N per run (its mean): median {b_ms(0):.3f} ms (whole command {b_ms(1):.2f} ms); {at}")
     print(f"boardlab/hyperfine per run: median of {len(cost.ratios)} pairwise ratios "
-          f"{statistics.median(cost.ratios):.3f}; {cost.describe('boardlab', 'hyperfine')}; {at}")  # fmt: skip
+          f"{statistics.median(cost.ratios):.3f}; {cost.describe('boardlab', 'hyperfine')}; "
+          f"{at}")  # fmt: skip
+    verdict = "PASS" if excess <= PROGRAM_EXTRA_S else "FAIL"
     print(f"beyond 1.1x hyperfine per run: median of the pairs {excess * ms:.3f} ms, target <= "
-          f"{PROGRAM_EXTRA_S * ms:g} ms -> {'PASS' if excess <= PROGRAM_EXTRA_S else 'FAIL'}; {at}")  # fmt: skip
+          f"{PROGRAM_EXTRA_S * ms:g} ms -> {verdict}; {at}")  # fmt: skip
     ratio = statistics.median(stored.ratios)
+    verdict = "PASS" if abs(ratio - 1) <= STORED_WITHIN else "FAIL"
     print(f"stored wall time / hyperfine's mean: median of {len(stored.ratios)} pairwise ratios {ratio:.3f} "
-          f"(stored mean {statistics.median(a[2] for a, _, _ in done) * ms:.3f} ms), target within "
-          f"{STORED_WITHIN:.0%} -> {'PASS' if abs(ratio - 1) <= STORED_WITHIN else 'FAIL'}; {at}")  # fmt: skip
+          f"(stored mean {a_ms(2):.3f} ms), target within {STORED_WITHIN:.0%} -> {verdict}; "
+          f"{at}")  # fmt: skip
     medians = ratios_of(done, lambda a, b: a[4] / b[3])  # what a loaded machine's slow outliers do not move
     print(f"  the same of the medians (not the target; beside it for a loaded machine): "
-          f"{statistics.median(medians.ratios):.3f} (stored {statistics.median(a[4] for a, _, _ in done) * ms:.3f} ms, "
-          f"hyperfine {statistics.median(b[3] for _, b, _ in done) * ms:.3f} ms); {at}")  # fmt: skip
+          f"{statistics.median(medians.ratios):.3f} (stored {a_ms(4):.3f} ms, hyperfine {b_ms(3):.3f} ms); "
+          f"{at}")  # fmt: skip
     return 0
 
 
@@ -314,11 +323,12 @@ def main() -> int:
     whole_ratio = ratios_of(done, lambda a, b: a[1] / b).median
     ratio = statistics.median(per_run.ratios)  # the median of the pairwise ratios
     print(
-        f"runner per run (spawn, monitor, collect, commit; {RUNS} noop runs): median {statistics.median(a_s) * 1000:.1f} ms"
+        f"runner per run (spawn, monitor, collect, commit; {RUNS} noop runs): "
+        f"median {statistics.median(a_s) * 1000:.1f} ms"
     )
     print(
-        f"  with the interpreter start-up and inventory spread over the runs: median {statistics.median(w_s) * 1000:.1f} ms"
-        f" ({whole_ratio:.3f}x hyperfine)"
+        "  with the interpreter start-up and inventory spread over the runs: "
+        f"median {statistics.median(w_s) * 1000:.1f} ms ({whole_ratio:.3f}x hyperfine)"
     )
     print(
         f"hyperfine -N per run (same boardlab-kern command, on CPU {CPU}): "

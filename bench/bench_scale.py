@@ -1,4 +1,5 @@
-"""boardlab at lab scale: time, CPU, peak memory and store size of reports, exports and ingest at 10^4..10^6 runs.
+"""boardlab at lab scale: time, CPU, peak memory and store size of reports, exports and ingest at 10^4..10^6
+runs.
 
 For each size N (`--sizes`, default 1e4,1e5,1e6) it builds, in a scratch directory:
 - one board's results file holding one campaign of N runs (34 cells: scimark, crc32 and 14 memory-latency
@@ -10,11 +11,11 @@ For each size N (`--sizes`, default 1e4,1e5,1e6) it builds, in a scratch directo
 And once, a full lab store of `--full-runs` runs (default: the largest size): the ten board files of that size
 ingested by `boardlab ingest` (summaries included), so it holds earlier campaigns of the same plan on the same
 ten boards, as a lab's store of nightly campaigns does.
-Then each command below runs as its own process (`python -m boardlab ...`), its wall time, its CPU time and its
-peak RSS measured from wait4 of that process. wait4's usage counts the process and every descendant it waited
-for: the summaries' worker process of an ingest (boardlab.summary `KeepBehind`, waited for at its end) is in
-the CPU time; into PostgreSQL the server's processes' CPU (/proc: the postmaster's own and its exited and live
-children's) is added, and shown apart:
+Then each command below runs as its own process (`python -m boardlab ...`), its wall time, its CPU time and
+its peak RSS measured from wait4 of that process. wait4's usage counts the process and every descendant it
+waited for: the summaries' worker process of an ingest (boardlab.summary `KeepBehind`, waited for at its end)
+is in the CPU time; into PostgreSQL the server's processes' CPU (/proc: the postmaster's own and its exited
+and live children's) is added, and shown apart:
 - report md and report html of the N-run campaign; export csv and export parquet of it;
 - ingest of the ten files into a new SQLite store (runs/s), and into a copy of the full store (runs/s: what a
   lab's ingest costs; each new campaign's history step against its board's previous campaign is computed
@@ -22,10 +23,10 @@ children's) is added, and shown apart:
   (nothing new: seconds per file, a near-constant per file whatever its runs); the cross-board report (md) of
   that store: ten boards of N/10 runs;
 - into one PostgreSQL store (a private server started as the tests start theirs, tests/pg.py) at the largest
-  size <= `--pg-max` (default 1e5): the ingest as the cluster's superuser and as an ordinary role that owns its
-  database (what a lab gives boardlab: no superuser, no SET ON PARAMETER grant), and as an owner granted SET ON
-  PARAMETER session_replication_role (what `boardlab ingest` tells a lab to grant), in turn, each into a new
-  database; the re-ingest and the cross-board report; or "skipped: reason".
+  size <= `--pg-max` (default 1e5): the ingest as the cluster's superuser and as an ordinary role that owns
+  its database (what a lab gives boardlab: no superuser, no SET ON PARAMETER grant), and as an owner granted
+  SET ON PARAMETER session_replication_role (what `boardlab ingest` tells a lab to grant), in turn, each into
+  a new database; the re-ingest and the cross-board report; or "skipped: reason".
 Sizes are measured alternately, command by command (n1, n2, n2, n1, ...: `--repeat` rounds, default 3), so the
 two figures of each pair come from the same minutes of the machine's load; printed per size: the median
 seconds, CPU seconds, largest peak MB and the store's bytes per run. Between consecutive sizes, each command's
@@ -142,7 +143,8 @@ def _run(cell: Cell, unit: str, hib: bool, value: float, rep: int, seq: int, rng
 
 
 def build_campaign(path: Path, runs: int, *, board: str = "board-0", seed: int = 1) -> int:
-    """One campaign of at least `runs` runs (whole repetitions of every cell) in a new file; returns the runs."""
+    """One campaign of at least `runs` runs (whole repetitions of every cell) in a new file; returns the
+    runs."""
     rng = random.Random(seed)
     cells = _cells()
     reps = max(1, math.ceil(runs / len(cells)))
@@ -577,8 +579,8 @@ def print_table(results: dict[int, dict], pg: dict, exps: dict, full_runs: int |
     print(f"{'(build s)':<20}" + "".join(f"{results[n]['build_s']:>46.1f}" for n in sizes))
     if full_runs is not None:
         print(
-            f"(ingest, full store: into a store already holding {full_runs:,} runs of the same plan on the same "
-            f"{BOARDS} boards: each new campaign's history step is computed)"
+            f"(ingest, full store: into a store already holding {full_runs:,} runs of the same plan on the "
+            f"same {BOARDS} boards: each new campaign's history step is computed)"
         )
     for span, by_cmd in exps.items():
         print(f"growth exponent {span}: wall, CPU, from the median of paired ratios; pairs (wall s) @load:")
@@ -612,9 +614,10 @@ def _sizes(text: str) -> list[int]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=_sizes, default=[10_000, 100_000, 1_000_000], help="default 1e4,1e5,1e6")
-    # three by default: one sample of a command flipped the ingest targets from one run of the bench to the next
+    # three by default: one sample of a command flipped the ingest targets from one run of the bench to the
+    # next
     ap.add_argument(
         "--repeat", type=int, default=3, help="rounds of each command, the median kept (default 3)"
     )
@@ -653,13 +656,14 @@ def main() -> int:
     exps = growth(results)
     missed, unchecked = check(results, pg, exps)
     if args.json:
-        print(json.dumps({"load_average": load, "full_store_runs": full_held, "sizes": results, "postgresql": pg,
-                          "growth": exps, "missed": missed, "not_checked": unchecked}, indent=1))  # fmt: skip
+        print(json.dumps({"load_average": load, "full_store_runs": full_held, "sizes": results,
+                          "postgresql": pg, "growth": exps, "missed": missed, "not_checked": unchecked},
+                         indent=1))  # fmt: skip
     else:
         print(
             f"load average (1 min) {load['before'][0]:.1f} before, {load['after'][0]:.1f} after, on "
-            f"{load['cpus']} CPUs (@ beside each figure: as it was taken); wall times grow with it, CPU times "
-            "much less"
+            f"{load['cpus']} CPUs (@ beside each figure: as it was taken); wall times grow with it, CPU "
+            "times much less"
         )
         print_table(results, pg, exps, full_held)
         for line in unchecked:

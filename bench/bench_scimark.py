@@ -1,4 +1,5 @@
-"""Speed of boardlab's scimark kernels against SciMark 2.0's own C code, built with the same compiler and flags.
+"""Speed of boardlab's scimark kernels against SciMark 2.0's own C code, built with the same compiler and
+flags.
 
 SciMark 2.0's C sources are not shipped with boardlab: give their directory (FFT.c, SOR.c, LU.c,
 MonteCarlo.c, Random.c, SparseCompRow.c, Stopwatch.c, array.c, kernel.c and their headers, as distributed by
@@ -95,7 +96,8 @@ __attribute__((noinline)) void bench_work(const char *k, int cycles) {
     if (!strcmp(k, "mc")) sink = MonteCarlo_integrate(cycles);
     if (!strcmp(k, "sparse")) SparseCompRow_matmult(SPARSE_SIZE_M, y, val, row, col, x, cycles);
     if (!strcmp(k, "lu"))
-        for (i = 0; i < cycles; i++) { Array2D_double_copy(LU_SIZE, LU_SIZE, lu, A); LU_factor(LU_SIZE, LU_SIZE, lu, pivot); }
+        for (i = 0; i < cycles; i++) {
+            Array2D_double_copy(LU_SIZE, LU_SIZE, lu, A); LU_factor(LU_SIZE, LU_SIZE, lu, pivot); }
 }
 int main(int argc, char **argv) {
     const char *k = argv[1];
@@ -104,7 +106,9 @@ int main(int argc, char **argv) {
     (void)argc;
     if (!strcmp(k, "fft")) x = RandomVector(2 * FFT_SIZE, R);
     if (!strcmp(k, "sor")) G = RandomMatrix(SOR_SIZE, SOR_SIZE, R);
-    if (!strcmp(k, "lu")) { A = RandomMatrix(LU_SIZE, LU_SIZE, R); lu = new_Array2D_double(LU_SIZE, LU_SIZE); pivot = malloc(sizeof(int) * LU_SIZE); }
+    if (!strcmp(k, "lu")) {
+        A = RandomMatrix(LU_SIZE, LU_SIZE, R); lu = new_Array2D_double(LU_SIZE, LU_SIZE);
+        pivot = malloc(sizeof(int) * LU_SIZE); }
     if (!strcmp(k, "sparse")) {  /* kernel_measureSparseMatMult's inputs */
         x = RandomVector(N, R); y = malloc(sizeof(double) * N); val = RandomVector(nr * N, R);
         col = malloc(sizeof(int) * nz); row = malloc(sizeof(int) * (N + 1)); row[0] = 0;
@@ -233,7 +237,7 @@ def instructions_per_cycle(kernel: str, counter: Path, work: Path) -> tuple[floa
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        description=__doc__.splitlines()[0],
+        description=" ".join(__doc__.split("\n\n")[0].split()),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__,
     )
@@ -332,12 +336,14 @@ def main(argv: list[str] | None = None) -> int:
         f"boardlab scimark kernels vs SciMark 2.0 C, both {build['compiler']} {build['flags']}, small sizes"
     )
     print(
-        f"time: {clock}, ~{min_time:g} s each, median of {args.pairs} pairs alternating A B, B A (per order below)"
+        f"time: {clock}, ~{min_time:g} s each, median of {args.pairs} pairs alternating A B, B A (per "
+        "order below)"
     )
     if count:
         print("instructions: callgrind, per SciMark cycle, SciMark / boardlab")
     print(
-        f"  {'kernel':<7} {'time_ratio':>10} {'instr_ratio':>11} {'bl_instr_per_cycle':>19} {'sm_instr_per_cycle':>19}"
+        f"  {'kernel':<7} {'time_ratio':>10} {'instr_ratio':>11} {'bl_instr_per_cycle':>19} "
+        f"{'sm_instr_per_cycle':>19}"
     )
     for k, r in results.items():
         flag = "" if r["time_ratio_median"] >= TARGET else f"  (below the {TARGET} target)"

@@ -1,17 +1,18 @@
-"""How long `boardlab serve`'s pages take on a store of ten million runs, against a small store (the reference).
+"""How long `boardlab serve`'s pages take on a store of ten million runs, against a small store (the
+reference).
 
-The shape is a lab's nightly job: BOARDS boards, each running one plan every night; a campaign is RUNS_PER_CAMPAIGN
-runs (40 cells: 20 workload points under 2 conditions, 250 runs each, about 3 hours of 1 s runs: a night). At
-10^7 runs that is 1000 campaigns, 100 nights of 10 boards. Board board-01 has a planted 10% slowdown of one cell
-in its fourth-latest campaign, so its history page has a step to mark; the latest campaign of board-00 is still
-running, half done.
+The shape is a lab's nightly job: BOARDS boards, each running one plan every night; a campaign is
+RUNS_PER_CAMPAIGN runs (40 cells: 20 workload points under 2 conditions, 250 runs each, about 3 hours of 1 s
+runs: a night). At 10^7 runs that is 1000 campaigns, 100 nights of 10 boards. Board board-01 has a planted 10%
+slowdown of one cell in its fourth-latest campaign, so its history page has a step to mark; the latest
+campaign of board-00 is still running, half done.
 
 Both stores are real SQLite files written through the product's store API: boards, campaigns and cells as a
 campaign writes them, the runs in bulk (`Store.record_value_runs`, one transaction per campaign: at the
 runner's pace, 10^7 runs would take hours), each run with its monitor series packed as a campaign stores them
-(`record_run`): 30 samples, SERIES_SOURCES sources at 10 Hz, so that a run takes the bytes of a real campaign's
-(about 1,250 on disk; without series it was 280, and the store a fifth of its real size). Only the run values
-and the samples are synthetic (lognormal values, 2% CV; samples from a few templates). The
+(`record_run`): 30 samples, SERIES_SOURCES sources at 10 Hz, so that a run takes the bytes of a real
+campaign's (about 1,250 on disk; without series it was 280, and the store a fifth of its real size). Only the
+run values and the samples are synthetic (lognormal values, 2% CV; samples from a few templates). The
 summaries the pages read (`boardlab.summary`) are stored for the campaigns the pages show, as `boardlab run`
 stores them when a campaign ends (computing all 1000 would take an hour here); the other campaigns have none,
 as in a store written before summaries existed, and one such campaign's first view is printed separately.
@@ -19,13 +20,14 @@ as in a store written before summaries existed, and one such campaign's first vi
 Two `boardlab serve` processes (one per store) answer the same pages, requested alternately (A B, B A, ...):
 boards, campaigns, one campaign's report, a comparison, a history of the plan on one board, running campaigns,
 each page and its .json twin. Printed per page: the large store's first answer (the server's cache empty), its
-median answer, the small store's median, and the median of the pairwise ratios large / small. The target: every
-page under 1 s on the large store, first view included.
+median answer, the small store's median, and the median of the pairwise ratios large / small. The target:
+every page under 1 s on the large store, first view included.
 
 `--runs N` sets the large store's size (default 10^7: about 11 GB with the runs' series; without them it was a
-2.4 GB file built in about 15 minutes on a loaded 2-core VM, and the series add to that time; `boardlab serve` listens at once and checks every value beside the pages, for minutes: the
-pages' first views are taken while it runs, and its end is waited for and printed). `--dir` builds the stores there instead of a temporary directory (removed at the end either
-way). `--json` prints one object.
+2.4 GB file built in about 15 minutes on a loaded 2-core VM, and the series add to that time; `boardlab serve`
+listens at once and checks every value beside the pages, for minutes: the pages' first views are taken while
+it runs, and its end is waited for and printed). `--dir` builds the stores there instead of a temporary
+directory (removed at the end either way). `--json` prints one object.
 """
 
 from __future__ import annotations
@@ -62,7 +64,8 @@ SUMMARIZED = 10  # the history's campaigns (history.DEFAULT_LAST) of HISTORY_BOA
 
 
 def _runs(cell_ids: dict, rng: random.Random, slow: str | None, stop_at: int | None):
-    """(cell_id, repetition, seq, started_unix_s, wall_ns, value, aa_arm) of one campaign's runs, interleaved."""
+    """(cell_id, repetition, seq, started_unix_s, wall_ns, value, aa_arm) of one campaign's runs,
+    interleaved."""
     seq = 0
     for rep in range(1, REPETITIONS + 1):
         for key, (cid, base, baseline) in cell_ids.items():
@@ -117,7 +120,8 @@ def build(path: Path, campaigns_per_board: int, seed: int = 1) -> dict:
                 cid = store.create_campaign(name="bench-serve", plan_hash="h", plan_source="bench.toml",
                                             plan_text=PLAN, board_id=board_id, boardlab_version="0.1.0",
                                             kern_version="0.1.0", root="/", environment={})  # fmt: skip
-                store.set_campaign_context(cid, label=f"night {k}", inventory={"kernel": {"release": f"6.1.{k}"}},
+                store.set_campaign_context(cid, label=f"night {k}",
+                                           inventory={"kernel": {"release": f"6.1.{k}"}},
                                            runs_planned=RUNS_PER_CAMPAIGN)  # fmt: skip
                 # what the runner stores with every campaign: its workloads' facts (these synthetic ones have
                 # none), so serve's start has no older campaign to store them for
@@ -155,7 +159,8 @@ def pages(ids: dict) -> list[str]:
 
 
 def timed(served, page: str) -> float:
-    """Seconds to the page's answer: the page, or (202) that its analysis is being computed in serve's worker."""
+    """Seconds to the page's answer: the page, or (202) that its analysis is being computed in serve's
+    worker."""
     t0 = time.perf_counter()
     status, _, _ = served.get(page, wait_computed=False)
     elapsed = time.perf_counter() - t0
@@ -210,7 +215,7 @@ def wait_checked(served, timeout_s: float = 3600.0) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=10**7, help="runs in the large store (default 10^7)")
     parser.add_argument("--rounds", type=int, default=5, help="A B / B A rounds per page (default 5)")
     parser.add_argument("--dir", help="build the stores in this directory (default: a temporary one)")
@@ -233,8 +238,11 @@ def main() -> int:
         no_summary = large["board-02"][-2]  # a campaign without a stored summary: an old store's first view
         with Served(d / "small.db") as s_small, Served(d / "large.db", start_timeout_s=3600) as s_large:
             start_s, start_load = s_large.started_s, os.getloadavg()[0]
-            print(f"servers started (the large one in {start_s:.2f} s, load {start_load:.2f})", file=sys.stderr,
-                  flush=True)  # fmt: skip
+            print(
+                f"servers started (the large one in {start_s:.2f} s, load {start_load:.2f})",
+                file=sys.stderr,
+                flush=True,
+            )
             during = s_large.json("/check.json")["store_check"]["state"]  # the pages' first views beside it
             results = measure(s_small, s_large, small, large, args.rounds)
             old_first = timed(s_large, f"/campaign/{no_summary}")
@@ -245,11 +253,14 @@ def main() -> int:
         shutil.rmtree(d, ignore_errors=True)
     n_large = sum(len(v) for v in large.values()) * RUNS_PER_CAMPAIGN - RUNS_PER_CAMPAIGN // 2
     n_small = sum(len(v) for v in small.values()) * RUNS_PER_CAMPAIGN - RUNS_PER_CAMPAIGN // 2
-    doc = {"runs_large": n_large, "runs_small": n_small, "campaigns_large": sum(len(v) for v in large.values()),
-           "large_db_bytes": size, "bytes_per_run": size / n_large, "build_s": built_s, "summaries_s": summary_s, "pages": results,
-           "campaign_without_summary": {"first_s": old_first, "ready_s": old_ready, "again_s": old_again}, "serve_start_s": start_s,
-           "serve_start_load": start_load, "check_at_first_views": during, "store_check": check,
-           "all_under_1s": all(max(r["first_large_s"], r["median_large_s"]) < 1.0 for r in results.values())}  # fmt: skip
+    doc = {"runs_large": n_large, "runs_small": n_small,
+           "campaigns_large": sum(len(v) for v in large.values()), "large_db_bytes": size,
+           "bytes_per_run": size / n_large, "build_s": built_s, "summaries_s": summary_s, "pages": results,
+           "campaign_without_summary": {"first_s": old_first, "ready_s": old_ready, "again_s": old_again},
+           "serve_start_s": start_s, "serve_start_load": start_load, "check_at_first_views": during,
+           "store_check": check,
+           "all_under_1s": all(max(r["first_large_s"], r["median_large_s"]) < 1.0
+                               for r in results.values())}  # fmt: skip
     if args.json:
         print(json.dumps(doc, indent=1))
         return 0
@@ -259,14 +270,20 @@ def main() -> int:
           f"the summaries of the campaigns the pages show stored in {summary_s:.0f} s")  # fmt: skip
     print(f"{'page':28} {'first large':>12} {'median large':>13} {'median small':>13} {'large/small':>12}")
     for name, r in results.items():
-        print(f"{name:28} {r['first_large_s']:11.3f}s {r['median_large_s']:12.3f}s {r['median_small_s']:12.3f}s "
-              f"{r['ratio_large_over_small']:12.2f}")  # fmt: skip
-    print(f"a campaign without a stored summary (a store from before summaries): first answer {old_first:.2f} s "
-          f"(202: being computed in serve's worker), the page itself {old_ready:.2f} s later, then "
-          f"{old_again:.3f} s (kept by the server)")  # fmt: skip
-    print(f"boardlab serve started in {start_s:.2f} s on the large store (load {start_load:.2f}); its check of "
-          f"every value, beside the pages: {check['state']} after {check['took_s'] or 0:.0f} s (the pages' first "
-          f"views were taken while it was {during})")  # fmt: skip
+        print(
+            f"{name:28} {r['first_large_s']:11.3f}s {r['median_large_s']:12.3f}s "
+            f"{r['median_small_s']:12.3f}s {r['ratio_large_over_small']:12.2f}"
+        )
+    print(
+        f"a campaign without a stored summary (a store from before summaries): first answer "
+        f"{old_first:.2f} s (202: being computed in serve's worker), the page itself {old_ready:.2f} s "
+        f"later, then {old_again:.3f} s (kept by the server)"
+    )
+    print(
+        f"boardlab serve started in {start_s:.2f} s on the large store (load {start_load:.2f}); its check of "
+        f"every value, beside the pages: {check['state']} after {check['took_s'] or 0:.0f} s (the pages' "
+        f"first views were taken while it was {during})"
+    )
     print(
         "every page under 1 s on the large store, first view included: "
         + ("yes" if doc["all_under_1s"] else "NO")

@@ -167,7 +167,8 @@ def part_multicast(pairs: int, seconds: float) -> None:
     verdict(
         "raw multicast p50",
         ma <= max(1.2 * mb, mb + 5),
-        f"boardlab {ma:.2f} us vs sockperf {mb:.2f} us (target <= max(1.2x, +5 us) = {max(1.2 * mb, mb + 5):.2f})",
+        f"boardlab {ma:.2f} us vs sockperf {mb:.2f} us (target <= max(1.2x, +5 "
+        f"us) = {max(1.2 * mb, mb + 5):.2f})",
     )
 
 
@@ -183,8 +184,8 @@ def part_xml(pairs: int, seconds: float) -> None:
         pr = ratios_of(done, lambda x, y: x / y)
         r = pr.median
         print(
-            f"  {rate} Hz: boardlab p50 {[round(x, 2) for x in a]} us, ddsperf p50 {[round(x, 2) for x in b]} us; "
-            f"{pr.describe('boardlab', 'ddsperf')}",
+            f"  {rate} Hz: boardlab p50 {[round(x, 2) for x in a]} us, ddsperf p50 "
+            f"{[round(x, 2) for x in b]} us; {pr.describe('boardlab', 'ddsperf')}",
             flush=True,
         )
         verdict(f"XML pub/sub p50 at {rate} Hz", r <= 1.1, f"ratio {r:.3f}x (target <= 1.1x)")
@@ -215,8 +216,8 @@ def part_drops() -> None:
     snmp = after["udp_rcvbuf_errors"] - before["udp_rcvbuf_errors"]
     sock = sum(r.socket_drops or 0 for r in mon.rows)
     print(
-        f"  sent {n}, received {s['received']}, SO_RXQ_OVFL drops {s['socket_overflow_drops']}, namespace Udp "
-        f"RcvbufErrors +{snmp}, monitor per-socket drops {sock}",
+        f"  sent {n}, received {s['received']}, SO_RXQ_OVFL drops {s['socket_overflow_drops']}, namespace "
+        f"Udp RcvbufErrors +{snmp}, monitor per-socket drops {sock}",
         flush=True,
     )
     verdict(
@@ -252,8 +253,9 @@ def part_stall(seconds: float) -> None:
         srv.stop()
     c, v = s["corrected_ns"]["p99"] / 1e6, s["service_ns"]["p99"] / 1e6
     print(
-        f"  {s['ok']} requests, late starts {s['late_starts']} ({100 * s['late_starts'] / max(1, s['sent']):.1f} %); "
-        f"corrected p99 {c:.2f} ms, service p99 {v:.3f} ms; SCHED_FIFO {s['rt_priority']}"
+        f"  {s['ok']} requests, late starts {s['late_starts']} "
+        f"({100 * s['late_starts'] / max(1, s['sent']):.1f} %); corrected p99 {c:.2f} ms, service p99 "
+        f"{v:.3f} ms; SCHED_FIFO {s['rt_priority']}"
         + (f" (refused: {s['rt_priority_error']})" if s["rt_priority_error"] else ""),
         flush=True,
     )
@@ -276,8 +278,8 @@ def part_rates(quick: bool) -> None:
             serr = s["start_rate_hz"] / rate - 1 if s["start_rate_hz"] else float("nan")
             print(
                 f"  target {rate} Hz: achieved {s['achieved_rate_hz']:.3f} Hz ({err:+.3%}), sends spaced at "
-                f"{s['start_rate_hz']:.3f} Hz ({serr:+.3%}), {s['ok']} ok, {s['errors']} errors, {s['late_starts']} "
-                f"late, start lag p99 {s['start_lag_ns']['p99'] / 1e3:.1f} us",
+                f"{s['start_rate_hz']:.3f} Hz ({serr:+.3%}), {s['ok']} ok, {s['errors']} errors, "
+                f"{s['late_starts']} late, start lag p99 {s['start_lag_ns']['p99'] / 1e3:.1f} us",
                 flush=True,
             )
             ok = abs(err) <= 0.01 and abs(serr) <= 0.01
@@ -289,7 +291,9 @@ def part_rates(quick: bool) -> None:
 
 
 LUA = """wrk.method = "POST"
-wrk.body = '<?xml version="1.0" encoding="UTF-8"?>\\n<soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"><soap:Body><m:getStatus xmlns:m="urn:boardlab:vdm:mgmt:1"/></soap:Body></soap:Envelope>\\n'
+wrk.body = '<?xml version="1.0" encoding="UTF-8"?>\\n'
+  .. '<soap:Envelope xmlns:soap="http://schemas.xmlsoap.org/soap/envelope/"><soap:Body>'
+  .. '<m:getStatus xmlns:m="urn:boardlab:vdm:mgmt:1"/></soap:Body></soap:Envelope>\\n'
 wrk.headers["Content-Type"] = "text/xml; charset=utf-8"
 wrk.headers["SOAPAction"] = '"urn:boardlab:vdm:mgmt:1#getStatus"'
 """
@@ -339,7 +343,8 @@ def part_wrk(pairs: int, seconds: float, conns: int = 4) -> None:
     pr = ratios_of(done, lambda x, y: x / y)
     r = pr.median
     print(
-        f"  svc.load {[round(x) for x in a]} req/s, wrk {[round(x) for x in b]} req/s; {pr.describe('svc.load', 'wrk')}",
+        f"  svc.load {[round(x) for x in a]} req/s, wrk {[round(x) for x in b]} req/s; "
+        f"{pr.describe('svc.load', 'wrk')}",
         flush=True,
     )
     verdict("closed-loop max req/s vs wrk", abs(r - 1) <= 0.10, f"ratio {r:.3f} (target within 10 %)")
@@ -382,8 +387,8 @@ def part_monitor(seconds: int) -> None:
     theirs = float(avg_line[0].split()[col])
     print(
         f"  boardlab monitor (schedstat ns): avg {ours:.3f} %, min {doc['cpu_pct_one_cpu']['min']:.3f}, max "
-        f"{doc['cpu_pct_one_cpu']['max']:.3f}; jiffies: avg {jif['avg']:.3f}, min {jif['min']:.0f}, max {jif['max']:.0f}; "
-        f"pidstat -u: avg {theirs:.2f} %",
+        f"{doc['cpu_pct_one_cpu']['max']:.3f}; jiffies: avg {jif['avg']:.3f}, min {jif['min']:.0f}, max "
+        f"{jif['max']:.0f}; pidstat -u: avg {theirs:.2f} %",
         flush=True,
     )
     print(f"  the monitor's own CPU at 1 Hz: {100 * cost['cpu_s'] / seconds:.3f} % of one CPU", flush=True)
@@ -420,9 +425,9 @@ def part_nmea(seconds: float) -> None:
             cost[mode] = rd["cpu_ns"]
             rate = f["metrics"]["paced_bytes_per_s"]["value"]
             print(
-                f"  {mode}: feeder {f['service']['bytes']} B in {f['service']['bursts']} bursts, paced {rate:.2f} B/s; "
-                f"reader {rd['reads']} reads, {rd['bytes']} B, CPU {rd['cpu_ns'] / 1e6:.3f} ms, "
-                f"{rd['sentences_ok']} sentences ok, {rd['sentences_bad']} bad",
+                f"  {mode}: feeder {f['service']['bytes']} B in {f['service']['bursts']} bursts, paced "
+                f"{rate:.2f} B/s; reader {rd['reads']} reads, {rd['bytes']} B, CPU {rd['cpu_ns'] / 1e6:.3f} "
+                f"ms, {rd['sentences_ok']} sentences ok, {rd['sentences_bad']} bad",
                 flush=True,
             )
             if mode == "canonical":

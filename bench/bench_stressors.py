@@ -213,8 +213,8 @@ def main() -> int:
         base_ms, load_ms, ratio, stop_ms = runner_cost(tmp)
     print(
         f"runner per run, noop, {CAMPAIGNS} x {BLOCKS} ABBA blocks: baseline {base_ms:.1f} ms, with a cpu "
-        f"stressor on the other CPU (warmup_s = 0) {load_ms:.1f} ms; {ratio.describe('stressor', 'baseline')} "
-        f"(stressor stop {stop_ms:.1f} ms)"
+        f"stressor on the other CPU (warmup_s = 0) {load_ms:.1f} ms; "
+        f"{ratio.describe('stressor', 'baseline')} (stressor stop {stop_ms:.1f} ms)"
     )
     print(f"bench time {time.perf_counter() - t_start:.0f} s")
     return 0

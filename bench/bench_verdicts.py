@@ -64,9 +64,9 @@ def plan_text(workloads: int, conditions: int, runs_per_arm: int) -> str:
         for j in range(conditions)
     )
     return (
-        f'name = "bench-verdicts"\nseed = 7\n[runs]\nrepetitions = {runs_per_arm}\niterations = {ITERATIONS}\n'
-        f'order = "interleave"\n[[workloads]]\nname = "noop"\nparams = {{ steps = [{steps}] }}\n'
-        f'[[conditions]]\nname = "baseline"\nkind = "baseline"\n{conds}'
+        f'name = "bench-verdicts"\nseed = 7\n[runs]\nrepetitions = {runs_per_arm}\n'
+        f'iterations = {ITERATIONS}\norder = "interleave"\n[[workloads]]\nname = "noop"\n'
+        f'params = {{ steps = [{steps}] }}\n[[conditions]]\nname = "baseline"\nkind = "baseline"\n{conds}'
     )
 
 
@@ -546,11 +546,14 @@ def _r(r: dict) -> str:
 def text_lines(doc: dict) -> list[str]:
     load = ", ".join(f"{x:.2f}" for x in doc["load_average"])
     iv = doc["interval"]
-    out = [f"verdicts through store -> analysis -> verdict ({doc['elapsed_s']} s; load {load}; replicates "
-           f"{doc['replicates']})",
-           f"rates with Wilson intervals at {iv['confidence_each']:.4%} each (z = {iv['z']:.2f}): 95% for all "
-           f"{iv['gated_rates']} gated rates together",
-           "", "1. campaigns with any false verdict (A/A campaigns; goal <= 5% where gated)"]  # fmt: skip
+    out = [
+        f"verdicts through store -> analysis -> verdict ({doc['elapsed_s']} s; load {load}; replicates "
+        f"{doc['replicates']})",
+        f"rates with Wilson intervals at {iv['confidence_each']:.4%} each (z = {iv['z']:.2f}): 95% for all "
+        f"{iv['gated_rates']} gated rates together",
+        "",
+        "1. campaigns with any false verdict (A/A campaigns; goal <= 5% where gated)",
+    ]
     out.append(
         f"{'family':>7} {'scenario':<16}{'any false verdict':>30}{'per comparison':>31}{'A/A alarms':>30}"
     )
@@ -558,13 +561,21 @@ def text_lines(doc: dict) -> list[str]:
         gated = "" if r["campaigns_with_false_verdict"]["goal"] else "  (reported)"
         out.append(f"{r['family']:>7} {r['scenario']:<16}{_r(r['campaigns_with_false_verdict']):>30}"
                    f"{_r(r['false_verdicts']):>31}{_r(r['aa_control_alarms']):>30}{gated}")  # fmt: skip
-    out += ["", "2. power at the dry-run's advice (assumed CV 2%; true CV 2%, 10% of comparisons 2.5 x delta slower; "
-            "goal >= 80%)"]  # fmt: skip
+    out += [
+        "",
+        "2. power at the dry-run's advice (assumed CV 2%; true CV 2%, 10% of comparisons 2.5 x delta slower; "
+        "goal >= 80%)",
+    ]
     for r in doc["power"]:
-        out.append(f"  {r['preset']:<14} {r['advised_runs']:>3} runs per arm, {r['comparisons']:>3} comparisons: "
-                   f"power {_r(r['power'])}; false verdicts {_r(r['false_verdicts'])}")  # fmt: skip
-    out += ["", f"3. advice read off an earlier interference campaign (true CV {EARLIER_CV:.0%}; goal: >= 80% or "
-            "its interval covering 80%)"]  # fmt: skip
+        out.append(
+            f"  {r['preset']:<14} {r['advised_runs']:>3} runs per arm, {r['comparisons']:>3} comparisons: "
+            f"power {_r(r['power'])}; false verdicts {_r(r['false_verdicts'])}"
+        )
+    out += [
+        "",
+        f"3. advice read off an earlier interference campaign (true CV {EARLIER_CV:.0%}; goal: >= 80% or "
+        "its interval covering 80%)",
+    ]
     for r in doc["earlier"]:
         out.append(f"  earlier {r['earlier']}: {r['advised_runs']:>3} runs per arm: power {_r(r['power'])}")
     out += [

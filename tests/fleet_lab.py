@@ -133,7 +133,8 @@ class Lab:
         power = d / "power.sh"  # the fake power switch: "off" kills everything on the board
         power.write_text(
             "#!/bin/sh\n"
-            f"off() {{ ip netns pids {ns} | xargs -r kill -KILL; rm -f {shlex.quote(str(d / 'sshd.pid'))}; }}\n"
+            f"off() {{ ip netns pids {ns} | xargs -r kill -KILL; "
+            f"rm -f {shlex.quote(str(d / 'sshd.pid'))}; }}\n"
             f"on() {{ ip netns exec {ns} unshare --uts --mount sh -c "
             f'\'hostname {b}-{self.tag} && mount --bind "$3" "$4" && exec /usr/sbin/sshd -f "$1" -E "$2"\' '
             f"sh {shlex.quote(str(d / 'sshd_config'))} {shlex.quote(str(d / 'sshd.log'))} "

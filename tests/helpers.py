@@ -48,10 +48,11 @@ def netns_unavailable(how: str = "ip") -> str | None:
 
 
 class LatenessProbe:
-    """How late this machine wakes a sleeper while a timing test runs: a thread sleeps 1 ms again and again and
-    records by how much each wake-up overshot. A timing assertion that fails while the probe saw the machine
-    itself late by more than the test's tolerance is skipped with the measured figure as the reason (issue: the
-    suite passes on loaded machines); on a machine that wakes sleepers on time it fails as before."""
+    """How late this machine wakes a sleeper while a timing test runs: a thread sleeps 1 ms again and again
+    and records by how much each wake-up overshot. A timing assertion that fails while the probe saw the
+    machine itself late by more than the test's tolerance is skipped with the measured figure as the reason
+    (issue: the suite passes on loaded machines); on a machine that wakes sleepers on time it fails as
+    before."""
 
     PERIOD_S = 0.001
 
@@ -92,8 +93,8 @@ class LatenessProbe:
         p99 = self.quantile_ms(0.99)
         if p99 > tolerance_ms:
             pytest.skip(
-                f"{what} did not hold, but the machine was late itself: 1 ms sleeps woke up to {p99:.1f} ms late "
-                f"(p99 of {len(self.late_ms)}, load average {os.getloadavg()[0]:.1f}), over the "
+                f"{what} did not hold, but the machine was late itself: 1 ms sleeps woke up to {p99:.1f} ms "
+                f"late (p99 of {len(self.late_ms)}, load average {os.getloadavg()[0]:.1f}), over the "
                 f"{tolerance_ms:g} ms this check tolerates"
             )
         raise AssertionError(
@@ -126,7 +127,8 @@ QEMU_HANG_FACTOR = 5  # a hang guard, not a timing check: translated code beside
 
 def run_kern(kern: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     """`timeout` only stops a hung binary. Under qemu-user it is QEMU_HANG_FACTOR times longer: scimark.lu at
-    size large took over 120 s there beside `stress-ng --cpu 2` on a loaded two-core machine, and ran right."""
+    size large took over 120 s there beside `stress-ng --cpu 2` on a loaded two-core machine, and ran
+    right."""
     if under_qemu_user():
         timeout *= QEMU_HANG_FACTOR
     return subprocess.run([str(kern), *args], capture_output=True, text=True, timeout=timeout)
@@ -441,7 +443,8 @@ def make_campaign_db(
     return path
 
 
-# --- the real-time latency and AI inference studies' campaigns (rt.cyclictest, ai.inference), as they store them
+# --- the real-time latency and AI inference studies' campaigns (rt.cyclictest, ai.inference),
+# as they store them
 
 LIMIT_US = 1000  # histogram_us: buckets 0..999, the overflow beyond
 RT_CONDITIONS = {  # name -> (kind, baseline)
@@ -527,7 +530,7 @@ def _store_study_campaign(
         store.set_campaign_status(cid, "complete", monitor={}, notes={})
 
 
-# --- real-time latency ----------------------------------------------------------------------------------------
+# --- real-time latency --------------------------------------------------------------------------------------
 
 
 def _rt_histogram(condition: str, rep: int, rng: random.Random) -> tuple[list[int], int, float]:
@@ -635,7 +638,7 @@ def make_ai_db(path: Path, n: int = 12, seed: int = 3, delegates: tuple[str, ...
 
 # --- headless Chromium, for the reports as a reader sees them
 
-# --- the services, data-stream and satellite-computer studies' campaigns, as `boardlab run` stores them ----------
+# --- the services, data-stream and satellite-computer studies' campaigns, as `boardlab run` stores them -----
 
 STUDY_CONDITIONS = {"baseline": ("baseline", None), "cpu-stress": ("stressor", "baseline")}
 
@@ -645,7 +648,8 @@ def _worker_doc(workload: str, params: dict, metrics: dict, **extra) -> str:
     body = {name: {"unit": unit, "higher_is_better": hib, "value": v, "median": v}
             for name, (unit, hib, v) in metrics.items()}  # fmt: skip
     return json.dumps({"schema": 2, "tool": "boardlab.pyrun", "workload": workload, "params": params,
-                       "ok": True, "supported": True, "reason": None, "errors": [], "metrics": body, **extra})  # fmt: skip
+                       "ok": True, "supported": True, "reason": None, "errors": [], "metrics": body,
+                       **extra})  # fmt: skip
 
 
 def _make_study_db(path: Path, name: str, cells, n: int, seed: int, *, plan=None, cell_facts=True) -> Path:
@@ -667,8 +671,9 @@ def _make_study_db(path: Path, name: str, cells, n: int, seed: int, *, plan=None
         )
         cid = store.create_campaign(
             name=name, plan_hash=f"h-{name}", plan_source=f"{name}.toml",
-            plan_text=plan.source if plan else f'name = "{name}"\n[runs]\nrepetitions = {n}\n', board_id=board_id,
-            boardlab_version="0.1.0", kern_version="0.1.0", root="/", environment={"checks": []},
+            plan_text=plan.source if plan else f'name = "{name}"\n[runs]\nrepetitions = {n}\n',
+            board_id=board_id, boardlab_version="0.1.0", kern_version="0.1.0", root="/",
+            environment={"checks": []},
         )  # fmt: skip
         store_facts(store, cid)
         ids = store.ensure_cells(cid, [k[0] for k in keyed], specs, {k[0].key: (k[3], k[4]) for k in keyed})
@@ -682,9 +687,10 @@ def _make_study_db(path: Path, name: str, cells, n: int, seed: int, *, plan=None
                 v = value(cell.condition, rep, rng)
                 wall_s = 0.5 + rng.random() * 0.05
                 run = RunResult(
-                    cell_key=cell.key, repetition=rep, attempt=1, seq=seq, started_unix_s=1_700_000_000.0 + seq * 2,
-                    wall_ns=int(wall_s * 1e9), cpu=1, exit_code=0, ok=True, valid=True, invalid_reason=None,
-                    value=v, metrics=(MetricResult(cell.metric, unit, hib, (v,), v),), iterations_ns=(),
+                    cell_key=cell.key, repetition=rep, attempt=1, seq=seq,
+                    started_unix_s=1_700_000_000.0 + seq * 2, wall_ns=int(wall_s * 1e9), cpu=1, exit_code=0,
+                    ok=True, valid=True, invalid_reason=None, value=v,
+                    metrics=(MetricResult(cell.metric, unit, hib, (v,), v),), iterations_ns=(),
                     warmup_iterations=None, warmup_capped=None,
                     rusage={"utime_us": int(wall_s * 0.9e6), "stime_us": int(wall_s * 0.05e6)},
                     gate=GateResult(0.0, False, "idle"), condition_state={}, monitor=_study_monitor(),
@@ -713,8 +719,8 @@ def _services_doc(params: dict):
                 series.append({"metric": metric, "label": svc, "unit": unit,
                                "points": [[float(t + 1), y] for t, y in enumerate(ys)]})  # fmt: skip
             avg = lambda ys: {"avg": sum(ys) / len(ys), "min": min(ys), "max": max(ys)}  # noqa: E731
-            per[svc] = {"cpu_pct_one_cpu": avg(cpu), "cpu_jiffies_pct_one_cpu": avg(cpu), "rss_bytes": avg(rss),
-                        "pss_bytes": avg(pss)}  # fmt: skip
+            per[svc] = {"cpu_pct_one_cpu": avg(cpu), "cpu_jiffies_pct_one_cpu": avg(cpu),
+                        "rss_bytes": avg(rss), "pss_bytes": avg(pss)}  # fmt: skip
         metrics = {"cpu_pct_one_cpu": ("%", False, v), "rss_bytes": ("bytes", False, 3 * 10 * 2**20),
                    "pss_bytes": ("bytes", False, 3 * 6 * 2**20)}  # fmt: skip
         info = {"scenario": params["scenario"], "accounting": {"per_service": per}}
@@ -879,7 +885,8 @@ FLAGS = (  # headless, offline, no state beyond the profile directory given
 
 
 def chromium() -> str:
-    """The browser, installed from Debian when missing and we may (root with apt-get, as `make setup` does)."""
+    """The browser, installed from Debian when missing and we may (root with apt-get, as `make setup`
+    does)."""
     import pytest
 
     for name in ("chromium", "chromium-browser"):
@@ -969,8 +976,9 @@ def make_campaign_db_bulk(path: Path, runs: int, *, seed: int = 1, board: str = 
             f"fp-{board}", board, {"model": "bulk test board", "online_cpus": [0, 1]}
         )
         cid = store.create_campaign(name="bulk", plan_hash=f"h-bulk-{seed}", plan_source="bulk.toml",
-                                    plan_text=f'name = "bulk"\n[runs]\nrepetitions = {n}\n', board_id=board_id,
-                                    boardlab_version="0.1.0", kern_version="0.1.0", root="/", environment={})  # fmt: skip
+                                    plan_text=f'name = "bulk"\n[runs]\nrepetitions = {n}\n',
+                                    board_id=board_id, boardlab_version="0.1.0", kern_version="0.1.0",
+                                    root="/", environment={})  # fmt: skip
         ids = store.ensure_cells(cid, [c for c, *_ in cells], specs, {c.key: (u, h) for c, u, h, _ in cells})
         conn = store.conn
         next_id = (conn.execute("SELECT coalesce(max(id), 0) FROM runs").fetchone()[0] or 0) + 1
@@ -988,8 +996,9 @@ def make_campaign_db_bulk(path: Path, runs: int, *, seed: int = 1, board: str = 
                 monitor = {"freq.policy0_khz_mean": float(freq), "temp.thermal_zone0_mc_max": float(temp),
                            "throttled": invalid, "worker.cpu_pct_mean": 99.5}  # fmt: skip
                 run_rows.append((run_id, cid, ids[cell.key], rep, 1, seq, 1_700_000_000.0 + seq * 1.5,
-                                 500_000_000, 1, int(failed), int(not failed), int(not failed and not invalid),
-                                 "throttled" if invalid else None, None if failed else value, 3, 0,
+                                 500_000_000, 1, int(failed), int(not failed),
+                                 int(not failed and not invalid), "throttled" if invalid else None,
+                                 None if failed else value, 3, 0,
                                  '{"utime_us": 1}', 0.0, 0, "idle", "{}", json.dumps(monitor, sort_keys=True),
                                  "worker crashed" if failed else None))  # fmt: skip
                 if not failed:
@@ -1001,10 +1010,11 @@ def make_campaign_db_bulk(path: Path, runs: int, *, seed: int = 1, board: str = 
                     ("temp.thermal_zone0:cpu_thermal_mc", float(temp + 50 * k)))]  # fmt: skip
                 series_rows += [(run_id, *row) for row in packed.pack_summarized(samples)]
             conn.executemany(
-                "INSERT INTO runs(id, campaign_id, cell_id, repetition, attempt, seq, started_unix_s, wall_ns, cpu,"
-                " exit_code, ok, valid, invalid_reason, value, warmup_iterations, warmup_capped, rusage_json,"
-                " gate_waited_s, gate_timed_out, gate_detail, condition_state_json, monitor_json, error)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO runs(id, campaign_id, cell_id, repetition, attempt, seq, started_unix_s,"
+                " wall_ns, cpu, exit_code, ok, valid, invalid_reason, value, warmup_iterations,"
+                " warmup_capped, rusage_json, gate_waited_s, gate_timed_out, gate_detail,"
+                " condition_state_json, monitor_json, error) VALUES"
+                " (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 run_rows,
             )
             conn.executemany("INSERT INTO run_metrics VALUES (?,?,?,?,?,?,?,?)", metric_rows)
@@ -1045,8 +1055,8 @@ CAMPAIGN_COLUMNS_11 = (
 
 
 def to_schema_8(src, dest, monitors: dict[int, tuple[dict, dict]] = {}):  # noqa: B006 (read only)
-    """A copy of `src` as boardlab wrote it at store schema 8 (no run or monitor-row summaries), with some runs' JSON
-    replaced by the given (monitor, rusage)."""
+    """A copy of `src` as boardlab wrote it at store schema 8 (no run or monitor-row summaries), with some
+    runs' JSON replaced by the given (monitor, rusage)."""
     shutil.copy(src, dest)
     with sqlite3.connect(dest) as conn:
         for run_id, (mon, ru) in monitors.items():

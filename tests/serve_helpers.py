@@ -30,8 +30,10 @@ class Served:
             stderr=subprocess.PIPE if stderr is None else stderr,
             text=True,
             env={**os.environ, **(env or {})},
-            preexec_fn=None if nofile is None else lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile)),
-        )  # fmt: skip
+            preexec_fn=None
+            if nofile is None
+            else lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile)),
+        )
         self.lines = []
         self.started_s = time.monotonic()
         deadline = self.started_s + start_timeout_s  # serve opens the store (its full check runs after)

@@ -152,7 +152,8 @@ def _build_config(version: str, libraries: tuple[str, ...]) -> str:
         "CRYPTO": "libcrypto.so.3",
     }
     lines = [
-        '"""Written by `boardlab bundle`: what the bundled boardlab-kern was built with (the libraries it links)."""',
+        '"""Written by `boardlab bundle`: what the bundled boardlab-kern was built with (the libraries '
+        'it links)."""',
         "",
         f'VERSION = "{version}"',
     ]

@@ -1,5 +1,5 @@
-"""Exports, above the store: one record per run (JSON, CSV, Parquet), each document carrying its schema version
-and read through `Store` methods only."""
+"""Exports, above the store: one record per run (JSON, CSV, Parquet), each document carrying its schema
+version and read through `Store` methods only."""
 
 from __future__ import annotations
 
@@ -154,8 +154,8 @@ def iter_metric_rows(store: Store, campaign_ids: list[int] | None = None, *, tex
             cid
         ):
             key, workload, params, condition = cells[cell_id]
-            yield (name, cid, run_id, cell_id, key, workload, params, condition, rep, attempt, seq, bool(valid),
-                   text(metric), value, text(unit), bool(hib), board)  # fmt: skip
+            yield (name, cid, run_id, cell_id, key, workload, params, condition, rep, attempt, seq,
+                   bool(valid), text(metric), value, text(unit), bool(hib), board)  # fmt: skip
 
 
 def iter_metric_records(store: Store, campaign_ids: list[int] | None = None) -> Iterator[dict]:
@@ -209,8 +209,8 @@ def write_csv(records: Iterable[dict], out: BinaryIO, *, formulas: bool = False)
 
 
 def write_csv_rows(rows: Iterable[tuple], out: BinaryIO, fields: tuple[str, ...] = FIELDS) -> None:
-    """The CSV of rows in `fields` order (iter_run_rows or iter_metric_rows, with text=csv_cell unless formulas
-    are wanted)."""
+    """The CSV of rows in `fields` order (iter_run_rows or iter_metric_rows, with text=csv_cell unless
+    formulas are wanted)."""
     text = io.TextIOWrapper(out, encoding="utf-8", newline="", write_through=False)
     try:
         text.write(f"# boardlab export schema {EXPORT_SCHEMA}\n")
@@ -231,15 +231,18 @@ def _pyarrow():
         if machine in ("x86_64", "aarch64", "arm64"):
             fix = "pip install 'boardlab[analysis]' (or pyarrow)"
         else:  # no armv7 wheel on PyPI, no python3-pyarrow in Debian 12
-            fix = f"PyPI has no pyarrow wheel for {machine}: export --format csv or json here, or convert elsewhere"
+            fix = (
+                f"PyPI has no pyarrow wheel for {machine}: export --format csv or json here, or "
+                "convert elsewhere"
+            )
         raise InputError(f"--format parquet needs pyarrow: {fix}") from None
     return pa, pq
 
 
 # Each column's Parquet type, fixed up front: the file is written a row group at a time, so a column that
 # is empty in the first group must not take another type than in the next
-_INTS = {"campaign_id", "run_id", "cell_id", "repetition", "attempt", "seq", "wall_ns", "user_time_us", "system_time_us",
-         "cpu", "warmup_iterations"}  # fmt: skip
+_INTS = {"campaign_id", "run_id", "cell_id", "repetition", "attempt", "seq", "wall_ns", "user_time_us",
+         "system_time_us", "cpu", "warmup_iterations"}  # fmt: skip
 _BOOLS = {"higher_is_better", "valid", "ok", "warmup_capped"}
 _FLOATS = {"value", "started_unix_s", "energy_j", "energy_quantization_j", "power_avg_w", "power_idle_w",
            "energy_dynamic_j", "edp_js", "ed2p_js2", "efficiency_total", "efficiency_dynamic"}  # fmt: skip

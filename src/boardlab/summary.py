@@ -1,6 +1,6 @@
-"""A campaign's summary: what `boardlab serve`'s pages and `boardlab history` need of a campaign, computed once
-from its runs and kept in the store (table campaign_summaries), so that a page of a store of millions of runs
-reads one row instead of analysing a campaign.
+"""A campaign's summary: what `boardlab serve`'s pages and `boardlab history` need of a campaign, computed
+once from its runs and kept in the store (table campaign_summaries), so that a page of a store of millions of
+runs reads one row instead of analysing a campaign.
 
 What a summary holds (cells_json and document_json, both written by the record codec of `model.records`):
 - what compare and the history read of the campaign's analysis (`analysis.records.KeptAnalysis`, a
@@ -40,9 +40,9 @@ if TYPE_CHECKING:
 # 2: each cell carries its thresholds (the plan entry's, or derived by name and said so), which a step
 # between two campaigns is judged by; a schema-1 summary is computed again from the runs
 # 3: the document is stored as JSON only, rendered when read
-# 4: cells_json is the analysis' own records (`KeptAnalysis`, model.records): a schema-3 document (StoredCell's
-# fields) is computed again from the runs, never read as one; its "verdicts" tally, read by the lists of
-# campaigns whatever the schema, is where and what it was
+# 4: cells_json is the analysis' own records (`KeptAnalysis`, model.records): a schema-3 document
+# (StoredCell's fields) is computed again from the runs, never read as one; its "verdicts" tally, read by the
+# lists of campaigns whatever the schema, is where and what it was
 # 5: a step's rows_json is its `ComparisonRow` records (model.records), not dicts: a schema-4 step is computed
 # again from the runs, never read as records
 SUMMARY_SCHEMA = 5
@@ -91,8 +91,8 @@ def stored_tally(store, campaign_id: int) -> dict | None:
 LIST_NOTES = {
     "not summarized": "not summarized: the campaign is still running, or was stored before summaries were "
     "kept; its page has its verdicts.",
-    "summarized before verdict counts": "summarized before verdict counts: its summary was kept by a boardlab "
-    "from before verdict counts were kept; its page has its verdicts.",
+    "summarized before verdict counts": "summarized before verdict counts: its summary was kept by a "
+    "boardlab from before verdict counts were kept; its page has its verdicts.",
     "stale": "summary of N runs; M now: the verdicts of a summary computed before the campaign's last runs "
     "were stored; its page analyses every run.",
 }
@@ -212,7 +212,7 @@ def analysis_view(store, campaign_id: int) -> KeptAnalysis:
     return summary_of(store, campaign_id).view()
 
 
-# ---- a history's steps ----------------------------------------------------------------------------------------
+# ---- a history's steps -------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -284,7 +284,7 @@ def steps(store, views: Sequence[KeptAnalysis]) -> list[tuple[list, list, list]]
     return [step(store, a, b) for a, b in itertools.pairwise(views)]
 
 
-# ---- keeping them ---------------------------------------------------------------------------------------------
+# ---- keeping them ------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -305,8 +305,9 @@ class Kept:
                 cells_json=s.cells_json, document_json=s.document_json or "",
             )  # fmt: skip
         for r in self.steps:
-            store.put_step_summary(r.from_id, r.to_id, schema=schema, runs_from=r.runs_from, runs_to=r.runs_to,
-                                   rows_json=r.rows_json, comparisons_json=r.comparisons_json)  # fmt: skip
+            store.put_step_summary(r.from_id, r.to_id, schema=schema, runs_from=r.runs_from,
+                                   runs_to=r.runs_to, rows_json=r.rows_json,
+                                   comparisons_json=r.comparisons_json)  # fmt: skip
 
 
 def to_keep(store, campaign_id: int, held: Mapping[int, Summary] | None = None) -> Kept:

@@ -1,5 +1,5 @@
-"""ai.inference with `delegate = ["xnnpack", "none"]` in a plan: two cells that run (LiteRT with and without its
-XNNPACK delegate, the delegates this machine has), stored with what each run delegated, and shown apart in
+"""ai.inference with `delegate = ["xnnpack", "none"]` in a plan: two cells that run (LiteRT with and without
+its XNNPACK delegate, the delegates this machine has), stored with what each run delegated, and shown apart in
 the report."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ idle = false
 [[workloads]]
 name = "ai.inference"
 params = {{ runtime = "litert", model = "mobilenet_v1", frames = 5, delegate = ["xnnpack", "none"], models_dir = "{models}" }}
-"""
+"""  # noqa: E501 (an inline TOML table is one line)
 
 
 def test_delegate_xnnpack_and_none_are_two_cells_of_the_report(tmp_path):

@@ -34,9 +34,9 @@ def data(tmp_path):
 @pytest.mark.skipif(shutil.which("stress-ng") is None, reason="stress-ng is not installed")
 def test_two_commands_under_a_stressor_give_medians_ratios_verdicts_and_a_campaign_report_renders(data):
     db = data / "bench.db"
-    p = run_cli("bench", "xz -6 -c F", "xz -9 -c F", "--under", "stressor:cpu", "--runs", "6", "--db", str(db),
-                "--export-json", str(data / "b.json"), "--export-markdown", str(data / "b.md"),
-                cwd=data, timeout=600)  # fmt: skip
+    p = run_cli("bench", "xz -6 -c F", "xz -9 -c F", "--under", "stressor:cpu", "--runs", "6",
+                "--db", str(db), "--export-json", str(data / "b.json"),
+                "--export-markdown", str(data / "b.md"), cwd=data, timeout=600)  # fmt: skip
     assert p.returncode == 0, p.stderr
     out = p.stdout
     for name in ("xz -6 -c F", "xz -9 -c F"):
@@ -64,7 +64,8 @@ def test_two_commands_under_a_stressor_give_medians_ratios_verdicts_and_a_campai
 def test_prepare_runs_before_each_execution_and_parameters_expand_as_hyperfine_spells_them(data):
     db = data / "p.db"
     p = run_cli("bench", "rm flag{n}", "--prepare", "touch flag1 flag2", "--parameter-list", "n", "1,2",
-                "--runs", "3", "--threads", "none", "--db", str(db), "--json", cwd=data, timeout=300)  # fmt: skip
+                "--runs", "3", "--threads", "none", "--db", str(db), "--json",
+                cwd=data, timeout=300)  # fmt: skip
     assert p.returncode == 0, p.stderr
     d = json.loads(p.stdout)
     # each `rm` needs its flag made again by --prepare before it: every run succeeded

@@ -191,7 +191,8 @@ def _extracted(native_bundle, tmp_path: Path) -> tuple[Path, dict]:
 
 
 def _newer_wheel(top: Path) -> Path:
-    """A real, installable wheel of a higher version, as a copy of the bundle with an added file would hold."""
+    """A real, installable wheel of a higher version, as a copy of the bundle with an added file would
+    hold."""
     from boardlab.bundle import build_wheel
 
     name, data = build_wheel("0.1.1", ())

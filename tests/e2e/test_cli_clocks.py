@@ -1,5 +1,5 @@
-"""`boardlab info --clocks`: each CPU's clock measured by boardlab-kern's clock.chain against the one the kernel
-claims, a gap over 5% flagged; on a board's copied tree the claimed operating points with "not measured
+"""`boardlab info --clocks`: each CPU's clock measured by boardlab-kern's clock.chain against the one the
+kernel claims, a gap over 5% flagged; on a board's copied tree the claimed operating points with "not measured
 here"; and `info` says whether the kernel looks like a vendor BSP or mainline, and why."""
 
 from __future__ import annotations

@@ -76,8 +76,8 @@ def test_the_quick_preset_on_a_board_without_stress_ng_skips_its_comparison_and_
     assert (doc["cells"], doc["comparisons"], doc["verdict_reachable"]) == (17, 0, False)
     text = run_cli("run", "--preset", "quick", "--dry-run", "--db", str(tmp_path / "none.db"), env=env).stdout
     assert (
-        "skipped here: condition memcpy-same: unsupported: stress-ng is not installed: apt-get install stress-ng"
-        in text
+        "skipped here: condition memcpy-same: unsupported: stress-ng is not installed: apt-get install "
+        "stress-ng" in text
     )
 
 
@@ -186,8 +186,9 @@ def test_an_unsupported_workload_is_skipped_and_said_under_unsupported_skip(tmp_
         pytest.skip("this kernel offers AF_ALG sockets: crypto.afalg runs, nothing to skip")
     plan = tmp_path / "plan.toml"
     plan.write_text(
-        'name = "skip"\n[runs]\nrepetitions = 2\niterations = 2\nwarmup_max_iterations = 0\nunsupported = "skip"\n'
-        '[gates]\nidle = false\ntemperature = false\n[[workloads]]\nname = "noop"\n[[workloads]]\nname = "crypto.afalg"\n'
+        'name = "skip"\n[runs]\nrepetitions = 2\niterations = 2\nwarmup_max_iterations = 0\n'
+        'unsupported = "skip"\n[gates]\nidle = false\ntemperature = false\n[[workloads]]\nname = "noop"\n'
+        '[[workloads]]\nname = "crypto.afalg"\n'
     )
     db = tmp_path / "r.db"
     dry = json.loads(run_cli("run", str(plan), "--dry-run", "--json", "--db", str(db)).stdout)
@@ -246,8 +247,8 @@ def test_conditions_the_board_lacks_are_listed_with_their_reason_and_their_runs_
     assert doc["verdict_reachable"] is True
     text = run_cli(*args).stdout
     assert (
-        f"skipped here: condition ondemand: unsupported: no {SYSFS / 'vm'}/sys/devices/system/cpu/cpufreq/policy*"
-        in text
+        "skipped here: condition ondemand: unsupported: no "
+        f"{SYSFS / 'vm'}/sys/devices/system/cpu/cpufreq/policy*" in text
     )
     assert f"runs: {doc['runs']}\n" in text
 

@@ -1,4 +1,5 @@
-"""`boardlab report` for the interference study's two parts: real-time latency (rt.cyclictest) and AI inference.
+"""`boardlab report` for the interference study's two parts: real-time latency (rt.cyclictest) and AI
+inference.
 
 The campaigns are built through the Store (tests/helpers.py make_rt_db, make_ai_db) with known histograms and
 per-frame latencies, shaped as the two workloads store them, so the percentiles, the censored tail and the
@@ -15,7 +16,7 @@ import pytest
 
 from helpers import EVIL, make_ai_db, make_rt_db, run_cli
 
-# --- fixtures --------------------------------------------------------------------------------------------------
+# --- fixtures -----------------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +59,7 @@ def md_rows(md: str, section: str) -> dict[str, dict[str, str]]:
     return keyed
 
 
-# --- real-time latency --------------------------------------------------------------------------------------------
+# --- real-time latency --------------------------------------------------------------------------------------
 
 
 def test_rt_section_shows_boxplots_by_load_and_mode_and_log_histograms(rt_html):
@@ -138,7 +139,7 @@ def test_a_campaign_without_the_studies_has_no_study_sections(tmp_path):
     assert "## Real-time latency" not in md and "## AI inference" not in md
 
 
-# --- AI inference -----------------------------------------------------------------------------------------------
+# --- AI inference -------------------------------------------------------------------------------------------
 
 
 def test_ai_section_has_one_panel_per_model_with_a_box_per_condition(ai_html):

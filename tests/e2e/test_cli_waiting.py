@@ -1,6 +1,6 @@
-"""The time a user waits, explained: `run --gate-timeout` (and a dry-run estimate from the gate it will use), a
-campaign waiting for the system lock told the holder's progress and ETA, and the dry-run's advice naming what
-decides the runs (a plan entry's own `repetitions`, not the --repetitions the user already gave)."""
+"""The time a user waits, explained: `run --gate-timeout` (and a dry-run estimate from the gate it will use),
+a campaign waiting for the system lock told the holder's progress and ETA, and the dry-run's advice naming
+what decides the runs (a plan entry's own `repetitions`, not the --repetitions the user already gave)."""
 
 from __future__ import annotations
 

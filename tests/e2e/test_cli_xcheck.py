@@ -38,8 +38,8 @@ def test_storage_against_fio_gives_pairs_and_median_ratios(tmp_path):
         pytest.skip("fio is not installed")
     target = tmp_path / "dir with space" / "data.bin"
     target.parent.mkdir()
-    proc = run_cli("xcheck", "io.storage", "--path", str(target), "--size", "4M", "--pairs", "2", "--runtime-s", "1",
-                   "--json", timeout=300)  # fmt: skip
+    proc = run_cli("xcheck", "io.storage", "--path", str(target), "--size", "4M", "--pairs", "2",
+                   "--runtime-s", "1", "--json", timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert len(doc["pairs"]) == 2 and doc["reference_tool"] == "fio"
@@ -58,8 +58,9 @@ def test_net_against_iperf3_on_loopback(tmp_path):
     if shutil.which("iperf3") is None:
         pytest.skip("iperf3 is not installed")
     cpus = sorted(os.sched_getaffinity(0))
-    proc = run_cli("xcheck", "io.net", "--mode", "udp", "--rate-bit-s", "20e6", "--duration-s", "1", "--pairs", "1",
-                   "--client-cpu", str(cpus[0]), "--server-cpu", str(cpus[-1]), "--json", timeout=300)  # fmt: skip
+    proc = run_cli("xcheck", "io.net", "--mode", "udp", "--rate-bit-s", "20e6", "--duration-s", "1",
+                   "--pairs", "1", "--client-cpu", str(cpus[0]), "--server-cpu", str(cpus[-1]), "--json",
+                   timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     pair = doc["pairs"][0]
@@ -80,7 +81,8 @@ def test_sendfile_against_iperf3_z_with_cpu_per_byte_on_both_sides():
         pytest.skip("iperf3 is not installed")
     cpus = sorted(os.sched_getaffinity(0))
     proc = run_cli("xcheck", "io.net", "--send-path", "sendfile", "--duration-s", "1", "--pairs", "1",
-                   "--client-cpu", str(cpus[0]), "--server-cpu", str(cpus[-1]), "--json", timeout=300)  # fmt: skip
+                   "--client-cpu", str(cpus[0]), "--server-cpu", str(cpus[-1]), "--json",
+                   timeout=300)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert "-Z" in doc["reference_command"] and "send_path=sendfile" in doc["boardlab_command"]

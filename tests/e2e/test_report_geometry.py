@@ -2,8 +2,8 @@
 DevTools pipe of test_report_screenshots) at 1280 and at 800 px wide, measured the way a reader would find
 faults: no text runs out of its figure (an SVG's box) or out of the box that holds it (a clipping box, or
 the page itself: a table that does not fit scrolls inside its own box), and no two texts print over each other
-(by more than 1 px). DOM geometry, not a pixel diff: each HTML text's line boxes (a Range's client rects), each
-SVG <text>'s box turned by its transform (getBBox through getScreenCTM, so rotated labels are measured as
+(by more than 1 px). DOM geometry, not a pixel diff: each HTML text's line boxes (a Range's client rects),
+each SVG <text>'s box turned by its transform (getBBox through getScreenCTM, so rotated labels are measured as
 drawn). The whole page's screenshot is kept under the test's directory; its path is printed.
 
 The pages are those of test_report_lint (every study's fixture campaign, the demo's, the simulated sweeps, the
@@ -73,7 +73,8 @@ GEOMETRY_JS = r"""
     if (!label) continue;
     const bb = t.getBBox(), m = t.getScreenCTM();
     if (!m || bb.width < 0.5) continue;
-    const q = [[bb.x, bb.y], [bb.x + bb.width, bb.y], [bb.x + bb.width, bb.y + bb.height], [bb.x, bb.y + bb.height]]
+    const q = [[bb.x, bb.y], [bb.x + bb.width, bb.y], [bb.x + bb.width, bb.y + bb.height],
+               [bb.x, bb.y + bb.height]]
       .map(([x, y]) => [m.a * x + m.c * y + m.e + sx, m.b * x + m.d * y + m.f + sy]);
     const b = {l: Math.min(...q.map(p => p[0])), r: Math.max(...q.map(p => p[0])),
                t: Math.min(...q.map(p => p[1])), b: Math.max(...q.map(p => p[1]))};
@@ -89,7 +90,8 @@ GEOMETRY_JS = r"""
       const [x1, y1] = poly[i], [x2, y2] = poly[(i + 1) % 4];
       const len = Math.hypot(x2 - x1, y2 - y1) || 1, ax = -(y2 - y1) / len, ay = (x2 - x1) / len;
       const pp = p.map(([x, y]) => x * ax + y * ay), qq = q.map(([x, y]) => x * ax + y * ay);
-      if (Math.min(Math.max(...pp), Math.max(...qq)) - Math.max(Math.min(...pp), Math.min(...qq)) <= TOL) return true;
+      if (Math.min(Math.max(...pp), Math.max(...qq)) - Math.max(Math.min(...pp), Math.min(...qq)) <= TOL)
+        return true;
     }
     return false;
   };
@@ -100,8 +102,9 @@ GEOMETRY_JS = r"""
     for (let j = i + 1; j < items.length && items[j].b.t < a.b.b - TOL; j++) {
       const c = items[j];
       if (Math.min(a.b.r, c.b.r) - Math.max(a.b.l, c.b.l) <= TOL) continue;
-      if (!apart(a.q, c.q)) overlaps.push(`${JSON.stringify(a.text)} (${a.where}) over `
-                                          + `${JSON.stringify(c.text)} (${c.where}) at y=${a.b.t.toFixed(0)}`);
+      if (!apart(a.q, c.q))
+        overlaps.push(`${JSON.stringify(a.text)} (${a.where}) over `
+                      + `${JSON.stringify(c.text)} (${c.where}) at y=${a.b.t.toFixed(0)}`);
     }
   }
   return {texts: items.length, overflows, overlaps,
@@ -132,13 +135,15 @@ def measure(browser: Browser, url: str, width: int, shot: Path, timeout_s: float
     try:
         browser.call("Page.enable", session=True)
         browser.call("Emulation.setDeviceMetricsOverride",
-                     {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False}, session=True)  # fmt: skip
+                     {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+                     session=True)  # fmt: skip
         browser.call("Page.navigate", {"url": url}, session=True)
         browser.wait_event("Page.loadEventFired", timeout_s=timeout_s)
         found = browser.call("Runtime.evaluate", {"expression": GEOMETRY_JS, "returnByValue": True},
                              session=True, timeout_s=timeout_s)["result"]["value"]  # fmt: skip
         clip = {"x": 0, "y": 0, "width": width, "height": min(found["height"], 16000), "scale": 1}
-        png = browser.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True, "clip": clip},
+        png = browser.call("Page.captureScreenshot",
+                           {"format": "png", "captureBeyondViewport": True, "clip": clip},
                            session=True, timeout_s=timeout_s)["data"]  # fmt: skip
         shot.write_bytes(base64.b64decode(png))
         return found
@@ -206,7 +211,8 @@ def test_the_full_sweep_reads_as_heatmaps_without_overprint(browser, full_sweep,
 
 def test_the_measure_sees_each_fault(browser, tmp_path, capsys):
     """The checks themselves: a text over another, a label out of its figure, a turned label over a
-    neighbour, and a wide table cut by a box that hides it are found; a table that scrolls in its box is not."""
+    neighbour, and a wide table cut by a box that hides it are found; a table that scrolls in its box is
+    not."""
     page = tmp_path / "faults.html"
     page.write_text(
         '<!doctype html><html><body style="margin:0;font:14px sans-serif">'
@@ -231,7 +237,8 @@ def test_the_measure_sees_each_fault(browser, tmp_path, capsys):
 
 @pytest.mark.parametrize("width", WIDTHS)
 def test_the_governor_simulator_page_keeps_every_policy_whole(browser, width, tmp_path, capsys):
-    """`governor simulate --html`: its heatmaps' policy columns (`daemon:anti-snoop`) stay inside the figure."""
+    """`governor simulate --html`: its heatmaps' policy columns (`daemon:anti-snoop`) stay inside the
+    figure."""
     page = tmp_path / "simulate.html"
     proc = run_cli("governor", "simulate", "--trace", "memory-bound", "--trace", "mixed", "--html", str(page))
     assert proc.returncode == 0, proc.stderr

@@ -7,8 +7,9 @@ does), and `boardlab report` renders it as Markdown, text and HTML in a fresh pr
 Markdown and text are kept whole under tests/fixtures/reports/ (a change reads as a diff); HTML, ~600 KB for
 the six, by its SHA-256 in tests/fixtures/reports/html.sha256.
 
-A change that is meant to change a report: `BOARDLAB_UPDATE_GOLDEN=1 python -m pytest tests/e2e/test_report_golden.py`
-rewrites the files; the diff of tests/fixtures/reports/ then belongs in the commit that changed the report.
+A change that is meant to change a report:
+`BOARDLAB_UPDATE_GOLDEN=1 python -m pytest tests/e2e/test_report_golden.py` rewrites the files; the diff of
+tests/fixtures/reports/ then belongs in the commit that changed the report.
 """
 
 from __future__ import annotations

@@ -113,8 +113,8 @@ def build_stores(d: Path) -> dict[str, Path]:
 # every page of `boardlab serve` over the history store
 SERVE_PAGES = ("/boards", "/campaigns", "/campaign/1", "/campaign/3", "/compare", "/compare?a=c:2&b=c:3",
                "/history", "/history?plan=nightly", "/running")  # fmt: skip
-STUDIES = ("demo", "rt", "ai", "ai delegates", "services", "stream", "satellite", "entries", "history", "governor sweep",
-           "two-cluster sweep")  # fmt: skip
+STUDIES = ("demo", "rt", "ai", "ai delegates", "services", "stream", "satellite", "entries", "history",
+           "governor sweep", "two-cluster sweep")  # fmt: skip
 
 
 @pytest.mark.parametrize("study", STUDIES)

@@ -1,6 +1,6 @@
-"""A store whose campaigns were stored before boardlab stored their workloads' facts: the CLI that opens it for
-analysis writes them once, from this host's catalog, and says so; a store it cannot write is analysed without
-writing, its workloads as plain ones, and the CLI says why."""
+"""A store whose campaigns were stored before boardlab stored their workloads' facts: the CLI that opens it
+for analysis writes them once, from this host's catalog, and says so; a store it cannot write is analysed
+without writing, its workloads as plain ones, and the CLI says why."""
 
 from __future__ import annotations
 

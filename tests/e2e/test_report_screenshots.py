@@ -125,7 +125,8 @@ class Browser:
         for domain in ("Page", "Runtime", "Log"):
             self.call(f"{domain}.enable", session=True)
         self.call("Emulation.setDeviceMetricsOverride",
-                  {"width": WIDTH, "height": 900, "deviceScaleFactor": 1, "mobile": False}, session=True)  # fmt: skip
+                  {"width": WIDTH, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+                  session=True)  # fmt: skip
         self.call("Page.navigate", {"url": url}, session=True)
         self.wait_event("Page.loadEventFired")
 

@@ -1,6 +1,6 @@
-"""One database, one report, on any host: a campaign run here is reported byte for byte the same by a host where
-boardlab-kern does not run and the workload catalog cannot be imported, because analysis reads what a workload
-is (roles, curves, composites, tails) from the facts the runner stored with the campaign.
+"""One database, one report, on any host: a campaign run here is reported byte for byte the same by a host
+where boardlab-kern does not run and the workload catalog cannot be imported, because analysis reads what a
+workload is (roles, curves, composites, tails) from the facts the runner stored with the campaign.
 
 The other host is this one in a subprocess whose import system refuses `boardlab.workloads` and whose
 BOARDLAB_KERN names a file that does not exist."""

@@ -156,7 +156,8 @@ NETNS_SCRIPT = textwrap.dedent(
     import json, subprocess, sys
     sys.path.insert(0, sys.argv[2])
     from serve_helpers import Served
-    for cmd in (["ip", "link", "set", "lo", "up"], ["ip", "link", "add", "v0", "type", "veth", "peer", "name", "v1"],
+    for cmd in (["ip", "link", "set", "lo", "up"],
+                ["ip", "link", "add", "v0", "type", "veth", "peer", "name", "v1"],
                 ["ip", "addr", "add", "192.0.2.1/24", "dev", "v0"], ["ip", "link", "set", "v0", "up"],
                 ["ip", "link", "set", "v1", "up"]):
         subprocess.run(cmd, check=True)
@@ -165,7 +166,8 @@ NETNS_SCRIPT = textwrap.dedent(
         with Served(sys.argv[1], "--host", host) as s:
             if reach:
                 s.url = s.url.replace(host, reach)
-            s.lines.append(s.proc.stdout.readline().strip())  # the token line, printed right after the address
+            # the token line, printed right after the address
+            s.lines.append(s.proc.stdout.readline().strip())
             token = s.lines[1].split("?token=")[1].split()[0]
             bare = s.get("/boards")
             wrong = s.get("/boards", {"Authorization": "Bearer " + "x" * len(token)})
@@ -395,7 +397,8 @@ def test_a_stale_or_old_summary_is_said_so_on_the_lists_not_shown_as_current(tmp
             if drop_tally:
                 cells.pop("verdicts")
             store.put_campaign_summary(cid, schema=row["schema"], runs_stored=runs, status=row["status"],
-                                       cells_json=_json.dumps(cells), document_json=row["document_json"])  # fmt: skip
+                                       cells_json=_json.dumps(cells),
+                                       document_json=row["document_json"])  # fmt: skip
     with Served(db) as s:
         listed = {c["id"]: c for c in s.json("/campaigns.json")["campaigns"]}
         assert listed[3]["summary"] == {"runs": now - 7, "runs_now": now} and listed[3]["verdicts"]["counts"]
@@ -494,7 +497,8 @@ def test_a_page_whose_analysis_is_not_stored_answers_at_once_and_the_worker_dies
 @pytest.mark.slow
 def test_the_analysis_worker_outlives_the_request_thread_that_started_it(tmp_path):
     """The worker's parent-death signal fires when the thread that forked it ends; the server's request
-    threads end after 10 s idle (anyio), which killed a worker forked by one and failed every later analysis."""
+    threads end after 10 s idle (anyio), which killed a worker forked by one and failed every later
+    analysis."""
     db = tmp_path / "lab.db"
     for k in range(2):
         make_campaign_db(db, name=f"p{k}", seed=k, n=3, with_latency=False)

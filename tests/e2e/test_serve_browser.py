@@ -88,8 +88,10 @@ def test_boards_campaign_compare_and_history_in_a_browser(lab, tmp_path):
     _shoot(browser, tmp_path, "campaign")
 
     _goto(browser, served.url + "/compare")
-    browser.evaluate("document.getElementById('a').value = 'c:2'; document.getElementById('b').value = 'c:3'; "
-                     "document.getElementById('go').click(); true")  # fmt: skip
+    browser.evaluate(
+        "document.getElementById('a').value = 'c:2'; document.getElementById('b').value = 'c:3'; "
+        "document.getElementById('go').click(); true"
+    )
     browser.wait_event("Page.loadEventFired")
     _settled(browser)
     assert browser.evaluate("location.search") == "?a=c%3A2&b=c%3A3"
@@ -116,7 +118,8 @@ def test_a_running_campaign_advances_without_a_reload(lab, tmp_path):
     served, browser, db = lab
     plan = tmp_path / "live.toml"
     plan.write_text(LIVE_PLAN)
-    run = subprocess.Popen([sys.executable, "-m", "boardlab", "run", str(plan), "--db", str(db), "--quiet", "--label", "live test"],
+    run = subprocess.Popen([sys.executable, "-m", "boardlab", "run", str(plan), "--db", str(db), "--quiet",
+                            "--label", "live test"],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
     try:
         deadline = time.monotonic() + 120

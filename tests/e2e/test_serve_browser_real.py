@@ -1,8 +1,8 @@
-"""`boardlab serve`'s history in a real browser over campaigns the runner really ran: four campaigns of one plan,
-the third run while a CPU hog shares the worker's CPU (a real condition of the board, started by the test and
-stopped by its PID). The history page names that campaign's step a regression and marks its cell, and the
-page has no error. The synthetic store of test_serve_browser.py checks the rest of the page; this checks that
-what the runner stores of real runs carries a step through the summaries to the page."""
+"""`boardlab serve`'s history in a real browser over campaigns the runner really ran: four campaigns of one
+plan, the third run while a CPU hog shares the worker's CPU (a real condition of the board, started by the
+test and stopped by its PID). The history page names that campaign's step a regression and marks its cell, and
+the page has no error. The synthetic store of test_serve_browser.py checks the rest of the page; this checks
+that what the runner stores of real runs carries a step through the summaries to the page."""
 
 from __future__ import annotations
 
@@ -90,8 +90,8 @@ def _skip_if_too_noisy(db) -> None:
     )
     if share is not None and share < USABLE_CPU_PCT:
         pytest.skip(
-            f"this machine is too busy to test the claim: before the hog the worker had {share:.0f}% of its CPU "
-            f"(other jobs shared it), so the hog took one share among many ({said})"
+            f"this machine is too busy to test the claim: before the hog the worker had {share:.0f}% of its "
+            f"CPU (other jobs shared it), so the hog took one share among many ({said})"
         )
 
 

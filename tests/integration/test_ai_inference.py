@@ -42,7 +42,8 @@ typedef struct StubDelegate {  /* TfLiteDelegate's layout (tensorflow/lite/core/
     char pad[128];
 } StubDelegate;
 static int prepare(void *context, StubDelegate *delegate) { (void)context; (void)delegate; return 0; }
-StubDelegate *tflite_plugin_create_delegate(char **keys, char **values, size_t n, void (*report)(const char *)) {
+StubDelegate *tflite_plugin_create_delegate(char **keys, char **values, size_t n,
+                                            void (*report)(const char *)) {
     (void)report;
     for (size_t i = 0; i < n; i++) fprintf(stderr, "stub delegate option %s=%s\n", keys[i], values[i]);
     StubDelegate *d = calloc(1, sizeof *d);
@@ -226,7 +227,7 @@ def test_cold_drop_is_unsupported_for_an_unprivileged_user_with_the_reason(model
     assert "needs root" in doc["reason"] and "cold=evict" in doc["reason"]
 
 
-# -- bad input: exit 2, the file named, nothing printed as a result -------------------------------------------
+# -- bad input: exit 2, the file named, nothing printed as a result ------------------------------------------
 
 
 def test_a_missing_model_file_exits_2_naming_the_file_and_how_to_build_it(tmp_path):
@@ -308,7 +309,7 @@ def test_an_external_delegate_is_loaded_with_its_options(models_dir, tmp_path):
     assert info["delegate_load_ms"] > 0
 
 
-# -- the continuous loop: a background load for the real-time study --------------------------------------------
+# -- the continuous loop: a background load for the real-time study ------------------------------------------
 
 
 def loop(models_dir: Path, *extra: str) -> subprocess.Popen:

@@ -13,12 +13,12 @@ slices, so each iteration sees the hog's half share and the planted 2x is steady
 matmult behaves alike and would double the test's minutes): with the dd-gzip condition beside the hog, the
 baseline still gets the product's shared-baseline allocation.
 
-The warm-up alone is shortened (WARMUP): the preset leaves it at the default, at most 2 s, and SOR large seldom
-reaches its 2% CV target (never beside the hog; on a loaded machine, in none of the 35 runs), so the runs spent
-the whole 2 s there before their measured iterations: over half the test's minutes. Half a second still runs
-at least one whole iteration (several at 50-350 ms each), which leaves the cold first one (page faults, cold
-caches) out of the measurement; the measured iterations, the repetitions and the allocation the verdict rests
-on are the preset's."""
+The warm-up alone is shortened (WARMUP): the preset leaves it at the default, at most 2 s, and SOR large
+seldom reaches its 2% CV target (never beside the hog; on a loaded machine, in none of the 35 runs), so the
+runs spent the whole 2 s there before their measured iterations: over half the test's minutes. Half a second
+still runs at least one whole iteration (several at 50-350 ms each), which leaves the cold first one (page
+faults, cold caches) out of the measurement; the measured iterations, the repetitions and the allocation the
+verdict rests on are the preset's."""
 
 from __future__ import annotations
 
@@ -35,8 +35,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.quiet]  # q
 
 WARMUP = "warmup_max_ms = 500\n"  # see the docstring: the measured runs are the preset's, the warm-up shorter
 # above this run-to-run spread a cell's runs say more about the machine than the condition: with two test
-# suites sharing the 2-core VM, baseline at CV 31% and hog at CV 26% made the hog's slowdown 1.45x, not 2x, and
-# 15 against 10 runs left it at adjusted p 0.058 (inconclusive), so 40% was too lenient a bound
+# suites sharing the 2-core VM, baseline at CV 31% and hog at CV 26% made the hog's slowdown 1.45x, not 2x,
+# and 15 against 10 runs left it at adjusted p 0.058 (inconclusive), so 40% was too lenient a bound
 USABLE_CV = 0.25
 
 TRIMMED = """\
@@ -96,8 +96,8 @@ def test_a_2x_slowdown_through_a_real_condition_is_a_verdict_at_the_andesite_def
     noisiest = max(compared, key=lambda c: c.summary.cv)
     if noisiest.summary.cv > USABLE_CV:
         pytest.skip(
-            f"this machine is too busy to test the claim: {noisiest.label}@{noisiest.condition} runs spread by "
-            f"CV {noisiest.summary.cv:.0%} ({cvs})"
+            f"this machine is too busy to test the claim: {noisiest.label}@{noisiest.condition} runs spread "
+            f"by CV {noisiest.summary.cv:.0%} ({cvs})"
         )
     for ca in hog:
         c = ca.comparison

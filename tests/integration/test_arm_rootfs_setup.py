@@ -28,7 +28,8 @@ make install
 .venv/bin/python -c "import numpy, scipy; print('numpy from', numpy.__file__)"
 .venv/bin/boardlab info > /root/info.txt
 .venv/bin/boardlab list > /root/list.txt
-.venv/bin/boardlab kern mibench.crc32 --param bytes=4096 --iterations 2 --warmup-max-iterations 0 --json > /root/crc32.json
+.venv/bin/boardlab kern mibench.crc32 --param bytes=4096 --iterations 2 --warmup-max-iterations 0 --json \\
+  > /root/crc32.json
 echo "== inside: done"
 """
 

@@ -38,7 +38,8 @@ QEMU = {"arm64": "qemu-system-aarch64", "armhf": "qemu-system-arm"}
 CORE = {"arm64": "Cortex-A72", "armhf": "Cortex-A15"}
 MACHINE = {"arm64": "aarch64", "armhf": "armv7l"}
 STEPS = (
-    "no_compiler unpack install help_cold help info info_json list run report report_text export restore capture"
+    "no_compiler unpack install help_cold help info info_json list run report report_text export "
+    "restore capture"
 ).split()
 
 
@@ -203,8 +204,10 @@ def test_help_and_info_times_in_the_guest(guest):
     arch, out = guest
     done = steps(out)
     print(
-        f"{arch} guest: --help {done['help'][1]:.2f} s (cold {done['help_cold'][1]:.2f} s), info {done['info'][1]:.2f} s"
+        f"{arch} guest: --help {done['help'][1]:.2f} s (cold {done['help_cold'][1]:.2f} s), info "
+        f"{done['info'][1]:.2f} s"
     )
     print(
-        f"{arch} guest: install {done['install'][1]:.0f} s, run {done['run'][1]:.0f} s, report {done['report'][1]:.0f} s"
+        f"{arch} guest: install {done['install'][1]:.0f} s, run {done['run'][1]:.0f} s, report "
+        f"{done['report'][1]:.0f} s"
     )

@@ -1,5 +1,6 @@
-"""Background loads beside the workload: a command of the user's, the satellite study's dd + gzip loop and bursty
-loopback traffic. Each records its own CPU use with the run, and none outlives Ctrl-C or a killed runner."""
+"""Background loads beside the workload: a command of the user's, the satellite study's dd + gzip loop and
+bursty loopback traffic. Each records its own CPU use with the run, and none outlives Ctrl-C or a killed
+runner."""
 
 from __future__ import annotations
 
@@ -201,8 +202,8 @@ def test_bursty_loopback_traffic_stays_near_its_cpu_share_and_records_what_it_se
         if protocol == "tcp":  # UDP may drop datagrams on a full receive buffer; TCP delivers them all
             assert s["bytes_received"] <= s["bytes_sent"]
         # The share is held over the load's life (closed loop): that is what it reports. A run's short window
-        # may catch a burst, when the sender and the receiver both run flat out, each on a core of its own: the
-        # load controls no more than that, so the window's use is bounded by its two busy processes on the
+        # may catch a burst, when the sender and the receiver both run flat out, each on a core of its own:
+        # the load controls no more than that, so the window's use is bounded by its two busy processes on the
         # CPUs it may use (a busy machine stretches bursts in wall time, never beyond this bound).
         assert s["cpu_share"] < share * 1.5 + 0.05, s
         busy_cores = min(2, len(os.sched_getaffinity(0)))
@@ -213,7 +214,8 @@ def test_bursty_traffic_parameters_are_checked_at_plan_load(tmp_path):
     proc = run(tmp_path, write(tmp_path, condition("t", "burstynet", "{ cpu_share = 1.5 }")))
     assert (
         proc.returncode == 2
-        and "cpu_share: expected a number in [0, 1], found 1.5; cpu_share: the sender's mean share of one core, in (0, 1]"
+        and "cpu_share: expected a number in [0, 1], found 1.5; cpu_share: the sender's mean share of one "
+        "core, in (0, 1]"
         in proc.stderr
     )
     proc = run(tmp_path, write(tmp_path, condition("t", "burstynet", '{ protocol = "sctp" }')))

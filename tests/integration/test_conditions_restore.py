@@ -329,7 +329,7 @@ def test_a_condition_the_board_cannot_honour_is_refused_before_anything_starts(
     assert journal_entries(state) == []
 
 
-# ---- a combined condition killed mid-run: one restore unit ----------------------------------------------------
+# ---- a combined condition killed mid-run: one restore unit -------------------------------------------------
 
 DRIVERS = "sys/bus/platform/drivers"
 

@@ -89,7 +89,8 @@ def test_an_unknown_stressor_is_refused_at_plan_load_with_the_valid_choices(tmp_
     [
         (
             '{ stressor = "cpu", placement = "cpu3" }',
-            "expected one of same, other, all, found 'cpu3'; placement: where the load runs: same (the worker's CPU)",
+            "expected one of same, other, all, found 'cpu3'; placement: where the load runs: same (the "
+            "worker's CPU)",
         ),
         ('{ stressor = "cpu", workers = 0 }', "workers: expected an integer in [1, 1024], found 0"),
         (

@@ -91,7 +91,8 @@ def fleet_cmd(
     return [
         str(BIN / "boardlab"), "fleet", "run", str(plan),
         "--coordinator", lab.coordinator, "--places", f"fleet={lab.tag}", "--db", db,
-        "--bundle", str(bundle), "--ssh-key", str(lab.key), "--lg-env", str(lab.lg_env(keep.parent / "env.yaml")),
+        "--bundle", str(bundle), "--ssh-key", str(lab.key),
+        "--lg-env", str(lab.lg_env(keep.parent / "env.yaml")),
         "--remote-dir", str(remote or lab.remote_root), "--poll", "1",
         "--boot-timeout", str(boot_timeout_s),
         *(extra if "--retries" in extra else ("--retries", "2", *extra)), "--keep", str(keep),
@@ -104,8 +105,8 @@ def store_runs(url: str) -> dict[str, list[tuple]]:
 
     with psycopg.connect(url) as conn:
         rows = conn.execute(
-            "SELECT b.inventory_json, c.key, r.repetition, r.attempt FROM runs r JOIN cells c ON c.id = r.cell_id"
-            " JOIN campaigns k ON k.id = r.campaign_id JOIN boards b ON b.id = k.board_id"
+            "SELECT b.inventory_json, c.key, r.repetition, r.attempt FROM runs r JOIN cells c ON"
+            " c.id = r.cell_id JOIN campaigns k ON k.id = r.campaign_id JOIN boards b ON b.id = k.board_id"
         ).fetchall()
     out: dict[str, list[tuple]] = {}
     for inv, key, rep, attempt in rows:

@@ -1,6 +1,7 @@
-"""`boardlab history` for CI: each campaign's commit shown (text, JSON, serve's campaign list), the latest step
-as JUnit XML that a JUnit parser reads with one failure naming the cell and the commit, as GitHub annotations,
-and `--bisect` naming the first campaign (and commit) from which a cell that stayed slower is slower."""
+"""`boardlab history` for CI: each campaign's commit shown (text, JSON, serve's campaign list), the latest
+step as JUnit XML that a JUnit parser reads with one failure naming the cell and the commit, as GitHub
+annotations, and `--bisect` naming the first campaign (and commit) from which a cell that stayed slower is
+slower."""
 
 from __future__ import annotations
 

@@ -64,8 +64,8 @@ def test_an_unchanged_file_is_skipped_without_verifying_it_or_opening_the_store_
 def test_the_files_are_verified_side_by_side_only_on_the_cpus_the_ingest_may_use(
     tmp_path, monkeypatch, allowed, scans
 ):
-    """Each file's second scan (`beside`) only competes where the files already have a CPU each: what counts is
-    the CPUs this process may use (taskset, a cpuset), not how many the board has."""
+    """Each file's second scan (`beside`) only competes where the files already have a CPU each: what counts
+    is the CPUs this process may use (taskset, a cpuset), not how many the board has."""
     files = [
         make_campaign_db(tmp_path / f"{b}.db", board=b, n=2, seed=i) for i, b in enumerate(("bbb", "xu3"))
     ]

@@ -1,8 +1,8 @@
-"""`boardlab ingest` of a board file from before the store's derived columns: the monitor rows' summaries (store
-schema 10: first and last time, sums of times and values) are computed for the runs it copies, as migration 10
-computes them for a store's own rows, so that its runs read as a schema-10 record of the same samples would
-hold them, whether the file's monitor rows are packed (schema 7 to 9) or per sample (before schema 7); into
-a SQLite store and a PostgreSQL one (a server the test starts, tests/pg.py)."""
+"""`boardlab ingest` of a board file from before the store's derived columns: the monitor rows' summaries
+(store schema 10: first and last time, sums of times and values) are computed for the runs it copies, as
+migration 10 computes them for a store's own rows, so that its runs read as a schema-10 record of the same
+samples would hold them, whether the file's monitor rows are packed (schema 7 to 9) or per sample (before
+schema 7); into a SQLite store and a PostgreSQL one (a server the test starts, tests/pg.py)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ def _summaries(db: str) -> list[tuple]:
 
 
 def _as_recorded(path) -> list[tuple]:
-    """The summaries a schema-10 record of the file's samples holds (`packed.summarize`, as record_run does)."""
+    """The summaries a schema-10 record of the file's samples holds (`packed.summarize`, as record_run
+    does)."""
     conn = sqlite3.connect(path)
     try:
         rows = conn.execute(BY_IDENTITY.format(cols="s.packing, s.samples, s.t_ns, s.value")).fetchall()

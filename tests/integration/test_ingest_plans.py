@@ -1,9 +1,9 @@
 """What an ingest asks of a store that already holds runs: every statement it runs on the store reads the
 stored runs and their rows (runs, run_metrics, run_values, run_series, run_histograms, run_energy) through an
 index, never by a scan, so an ingest into a store of 10^6 runs copies as fast as into a new one (measured by
-bench/bench_scale.py's "ingest, full store" and bench_ingest.py --into). Each statement is taken as the store's
-connection ran it (sqlite3's trace, its values bound) and its plan read back (EXPLAIN QUERY PLAN) with the
-board's file attached and the ingest's temporary maps made, as during the ingest."""
+bench/bench_scale.py's "ingest, full store" and bench_ingest.py --into). Each statement is taken as the
+store's connection ran it (sqlite3's trace, its values bound) and its plan read back (EXPLAIN QUERY PLAN) with
+the board's file attached and the ingest's temporary maps made, as during the ingest."""
 
 from __future__ import annotations
 
@@ -57,8 +57,8 @@ def _scans_of_stored_runs(lab: Path, src: Path, statements: list[str]) -> list[t
         main |= {f"main.{t}" for t in main}
         for line in (row[3] for row in conn.execute("EXPLAIN QUERY PLAN " + sql)):
             words = line.split()
-            # a SCAN, or a SEARCH of an index with no constraint on it (a WITHOUT ROWID table's primary key read
-            # whole); "SEARCH t" alone is min()/max() of its rowid, one seek
+            # a SCAN, or a SEARCH of an index with no constraint on it (a WITHOUT ROWID table's primary key
+            # read whole); "SEARCH t" alone is min()/max() of its rowid, one seek
             whole = words[0] == "SCAN" or (words[0] == "SEARCH" and "USING" in words and "(" not in line)
             if whole and words[1] in main:
                 found.append((sql[:200], line))

@@ -1,8 +1,8 @@
 """The summaries `boardlab ingest` stores (boardlab.summary.KeepBehind): computed beside the copy of the next
-file (in a process of their own, or a thread on one core), on a reader's connection, and written by the ingest.
-Every campaign copied gets its summary and every step of its history, each computed once; they are what `keep`
-computes from the runs, in a process as in a thread; the files committed before a failing one keep theirs; the
-process says what failed, and it ends with the ingest however that ends."""
+file (in a process of their own, or a thread on one core), on a reader's connection, and written by the
+ingest. Every campaign copied gets its summary and every step of its history, each computed once; they are
+what `keep` computes from the runs, in a process as in a thread; the files committed before a failing one keep
+theirs; the process says what failed, and it ends with the ingest however that ends."""
 
 from __future__ import annotations
 

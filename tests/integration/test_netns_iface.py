@@ -43,8 +43,10 @@ BOARD_A = textwrap.dedent(
     out = {"check": KIND.check(params, ctx), "check_missing": KIND.check({**params, "iface": "nope0"}, ctx)}
     with KIND.apply(params, ctx) as state:
         out["state"] = state
-        out["env"] = {k: os.environ.get(k) for k in ("BOARDLAB_NETNS", "BOARDLAB_MCAST_IFACE_ADDR", "BOARDLAB_PEER_ADDR")}
-        out["pub"] = run_role("svc.pub", {"group": group, "port": int(port), "iface_addr": state["mcast_iface_addr"],
+        out["env"] = {k: os.environ.get(k)
+                      for k in ("BOARDLAB_NETNS", "BOARDLAB_MCAST_IFACE_ADDR", "BOARDLAB_PEER_ADDR")}
+        out["pub"] = run_role("svc.pub", {"group": group, "port": int(port),
+                                          "iface_addr": state["mcast_iface_addr"],
                                           "rate_hz": 100, "duration_s": 0.5}, timeout_s=30)
     out["env_after"] = os.environ.get("BOARDLAB_MCAST_IFACE_ADDR")
     print(json.dumps(out))
@@ -123,9 +125,11 @@ def test_iface_placement_sends_through_the_interface_to_the_other_board(kern, tm
         chk = subprocess.run(
             ["ip", "netns", "exec", a_ns, sys.executable, "-c",
              "import sys; from boardlab.conditions.base import ApplyContext; "
-             "from boardlab.conditions.journal import RestoreJournal; from boardlab.conditions.netns import KIND; "
+             "from boardlab.conditions.journal import RestoreJournal; "
+             "from boardlab.conditions.netns import KIND; "
              "from boardlab.platform.sysroot import SysRoot; from pathlib import Path; sr = SysRoot('/'); "
-             "ctx = ApplyContext(sr, RestoreJournal(sr, Path(sys.argv[2]) / 'j2.json'), None, None, frozenset()); "
+             "ctx = ApplyContext(sr, RestoreJournal(sr, Path(sys.argv[2]) / 'j2.json'), "
+             "None, None, frozenset()); "
              "print(KIND.check({'mode': 'iface', 'iface': sys.argv[1], 'peer_addr': '10.213.0.2'}, ctx))",
              f"{tag}x", str(tmp_path)],
             capture_output=True, text=True, timeout=60,

@@ -15,8 +15,8 @@ import pytest
 
 from helpers import rows, run_cli, tagged_env
 
-# quiet: the stressor must slow the program's wall time by over 1.3x; beside another test file it measured 1.24x
-# (the module's tests share one campaign, so all of them run in the quiet part)
+# quiet: the stressor must slow the program's wall time by over 1.3x; beside another test file it measured
+# 1.24x (the module's tests share one campaign, so all of them run in the quiet part)
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.quiet,

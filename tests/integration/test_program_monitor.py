@@ -1,8 +1,9 @@
-"""The monitor of a program run measures the program, not the Python worker that launches it: a shell one-liner
-whose child process holds 96 MiB and spins for 0.8 s of CPU, run as a campaign's `program` workload, started
-by the runner itself (no worker: its figure is a rusage one) and, the same with a figure read from its
-output, by the launcher worker. The stored worker.cpu_pct series adds up to the program's CPU time (wait4's user + sys of
-the same run), and the stored worker.rss_kib peak to the child's memory, without the launcher's own."""
+"""The monitor of a program run measures the program, not the Python worker that launches it: a shell
+one-liner whose child process holds 96 MiB and spins for 0.8 s of CPU, run as a campaign's `program` workload,
+started by the runner itself (no worker: its figure is a rusage one) and, the same with a figure read from its
+output, by the launcher worker. The stored worker.cpu_pct series adds up to the program's CPU time (wait4's
+user + sys of the same run), and the stored worker.rss_kib peak to the child's memory, without the launcher's
+own."""
 
 from __future__ import annotations
 

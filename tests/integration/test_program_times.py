@@ -49,7 +49,8 @@ def test_the_time_columns_are_the_programs_own_and_the_launchers_share_is_kept_a
             0.4 <= wall_ns / 1e9 < 0.4 + 0.2
         )  # however slow the machine, not an interpreter's start-up more
         rusage = json.loads(rusage_json)
-        # the launcher (python -m boardlab.pyrun) imported Python and boardlab: its own CPU time is kept beside
+        # the launcher (python -m boardlab.pyrun) imported Python and boardlab: its own CPU time is kept
+        # beside
         assert (
             rusage["launcher_wall_ns"] > 0 and rusage["launcher_utime_us"] + rusage["launcher_stime_us"] > 0
         )

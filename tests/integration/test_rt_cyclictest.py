@@ -347,7 +347,7 @@ def test_the_timerlat_probe_runs_or_says_exactly_why_not():
             assert "CONFIG_TIMERLAT_TRACER" in doc["reason"]
 
 
-# ---- parsing (no tool needed) -------------------------------------------------------------------------------
+# ---- parsing (no tool needed) ------------------------------------------------------------------------------
 
 # research/stressors-rt.md 2.2: a real --json file, trimmed; note the keys ending in ':'
 CYCLICTEST_JSON = """{
@@ -421,7 +421,7 @@ def test_rtla_timerlat_hist_is_read_per_cpu_and_context():
     assert t.total == 1000 and t.overflow == 5
 
 
-# ---- the platform readers, on fixture trees (no tool needed) ------------------------------------------------
+# ---- the platform readers, on fixture trees (no tool needed) -----------------------------------------------
 
 
 def tree(tmp_path: Path, files: dict[str, bytes | str]) -> Path:

@@ -68,6 +68,7 @@ def test_schema_rejects_what_the_endpoint_must_not_send():
         rp.stop()
     schema = etree.XMLSchema(wsdl.find(f"{{{WSDL_NS}}}types/{{{XSD_NS}}}schema"))
     bad = etree.fromstring(
-        '<m:getStatusResponse xmlns:m="urn:boardlab:vdm:mgmt:1"><m:enabled>true</m:enabled></m:getStatusResponse>'
+        "<m:getStatusResponse "
+        'xmlns:m="urn:boardlab:vdm:mgmt:1"><m:enabled>true</m:enabled></m:getStatusResponse>'
     )
     assert not schema.validate(bad)

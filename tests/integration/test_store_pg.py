@@ -105,7 +105,8 @@ def decorate(path: Path) -> None:
         run = RunResult(
             cell_key=cell["key"], repetition=99, attempt=1, seq=10_000, started_unix_s=1_700_100_000.25,
             wall_ns=4_000_000_000, cpu=0, exit_code=0, ok=True, valid=True, invalid_reason=None, value=7.5,
-            metrics=(MetricResult(cell["metric"], cell["unit"], bool(cell["higher_is_better"]), (7.0, 7.5, 8.0), 7.5),),
+            metrics=(MetricResult(cell["metric"], cell["unit"], bool(cell["higher_is_better"]),
+                                  (7.0, 7.5, 8.0), 7.5),),
             iterations_ns=(10, 20, 30), warmup_iterations=1, warmup_capped=False, rusage={"utime_us": 5},
             gate=GateResult(0.5, False, "idle"), condition_state={"x": 1}, monitor={"m": 2},
             series=(("cpu0.busy_pct", 0, 1.0), ("cpu0.busy_pct", 100, 2.0)),
@@ -278,7 +279,8 @@ def test_a_killed_ingest_leaves_nothing(pg_server, pg_url, tmp_path):
             deadline = time.monotonic() + 20  # the server notices the closed connection and rolls back
             while time.monotonic() < deadline:
                 busy = watch.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> "
+                    "pg_backend_pid()"
                 ).fetchone()[0]
                 if not busy:
                     break
@@ -316,8 +318,8 @@ def test_a_server_lost_mid_ingest_is_exit_1_saying_what_was_kept(pg_server, pg_u
                         )
                     continue
                 row = watch.execute(  # then the copy of the big board's runs
-                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
-                    " AND (query LIKE 'INSERT INTO runs %' OR query LIKE 'COPY %')"
+                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <>"
+                    " pg_backend_pid() AND (query LIKE 'INSERT INTO runs %' OR query LIKE 'COPY %')"
                 ).fetchone()
                 pid = row[0] if row else None
                 time.sleep(0.002)
@@ -688,8 +690,9 @@ def test_a_store_with_triggers_of_its_own_keeps_every_trigger_during_ingest(pg_u
 
 
 def test_the_monitor_series_over_postgresql_are_the_ones_of_the_board_file(pg_url, tmp_path):
-    """The database's sums per time bucket (trunc, LEAST, float8 arithmetic on PostgreSQL) give the same points
-    and the same monitor plots as SQLite; so do rows without a summary, read sample by sample on both."""
+    """The database's sums per time bucket (trunc, LEAST, float8 arithmetic on PostgreSQL) give the same
+    points and the same monitor plots as SQLite; so do rows without a summary, read sample by sample on
+    both."""
     from boardlab.analysis import monitor_series, sections
     from boardlab.report.render import render_sections
 

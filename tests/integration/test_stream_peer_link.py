@@ -1,9 +1,9 @@
 """The stream preset over a real link: two network namespaces the test makes, joined by a veth pair whose
 sending side `tc tbf` limits to 200 Mbit/s. `boardlab-kern net-sink` listens in the second (what the same
-bundle starts on a peer board); `boardlab run --preset stream --workload io.net --peer ADDR` runs in the first.
-The report's balance must be computed against that link (measured over it, about 200 Mbit/s), not against
-a loopback figure, and must not call itself an upper bound. Both namespaces and the sink are removed at the
-end, the sink by its PID.
+bundle starts on a peer board); `boardlab run --preset stream --workload io.net --peer ADDR` runs in the
+first. The report's balance must be computed against that link (measured over it, about 200 Mbit/s), not
+against a loopback figure, and must not call itself an upper bound. Both namespaces and the sink are removed
+at the end, the sink by its PID.
 
 A sender's goodput is the rate its send() calls return, so whatever the path buffers between the sender and
 the shaped wire is taken at memory speed: the TCP send buffer (autotuned up to 4 MiB) and tbf's burst. After
@@ -127,7 +127,8 @@ def test_the_stream_preset_over_a_veth_peer_reports_a_balance_against_that_link(
     # every run at the shaped link's rate, not loopback's tens of Gbit/s nor a buffer's memory speed
     assert all(0.3 * RATE_BIT_S <= v < 1.25 * RATE_BIT_S for v in tcp), tcp
     rep = subprocess.run([sys.executable, "-m", "boardlab", "report", "--db", str(db), "--format", "md",
-                          "-o", str(tmp_path / "r.md")], capture_output=True, text=True, timeout=300)  # fmt: skip
+                          "-o", str(tmp_path / "r.md")],
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
     assert rep.returncode == 0, rep.stderr
     md = (tmp_path / "r.md").read_text()
     row = next(line for line in md.splitlines() if f"measured over the link to {B_ADDR}" in line)

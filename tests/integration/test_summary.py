@@ -1,7 +1,7 @@
-"""Campaign summaries (store migration 8, `boardlab.summary`): what `boardlab serve` and `boardlab history` read
-instead of a campaign's runs. A page built from stored summaries is the page built from the runs; a summary
-stale against its campaign (more runs since) is not used; a store without summaries (written before them)
-still gives the same pages; and no page's query scans the runs table (EXPLAIN QUERY PLAN)."""
+"""Campaign summaries (store migration 8, `boardlab.summary`): what `boardlab serve` and `boardlab history`
+read instead of a campaign's runs. A page built from stored summaries is the page built from the runs; a
+summary stale against its campaign (more runs since) is not used; a store without summaries (written before
+them) still gives the same pages; and no page's query scans the runs table (EXPLAIN QUERY PLAN)."""
 
 from __future__ import annotations
 
@@ -167,7 +167,8 @@ def test_the_bulk_insert_is_what_record_run_stores(tmp_path):
         cid = int(store.campaigns()[0]["id"])
         cell = store.cells(cid)[0]
         n = store.record_value_runs(cid, ("ops", "ops/s", True), [
-            (cell["id"], 50 + k, 500 + k, 1.7e9 + k, 2 * 10**9, 10.0 + k, "A1" if k % 2 else None) for k in range(3)
+            (cell["id"], 50 + k, 500 + k, 1.7e9 + k, 2 * 10**9, 10.0 + k, "A1" if k % 2 else None)
+            for k in range(3)
         ])  # fmt: skip
         assert n == 3
         runs = [r for r in store.runs(cid) if r["repetition"] >= 50]
@@ -246,9 +247,9 @@ def _verdict_words(markdown: str) -> list[str]:
 
 
 def test_a_summary_of_another_build_is_recomputed_so_serve_and_report_agree(lab, monkeypatch):
-    """A summary stored by a build whose verdict rule differed (here: every comparison "inconclusive", with its
-    own code fingerprint) is stale for this build: `boardlab serve` (a server of this build) shows the verdicts
-    `boardlab report` computes from the runs, not the stored ones."""
+    """A summary stored by a build whose verdict rule differed (here: every comparison "inconclusive", with
+    its own code fingerprint) is stale for this build: `boardlab serve` (a server of this build) shows the
+    verdicts `boardlab report` computes from the runs, not the stored ones."""
     import dataclasses
     import importlib
 
@@ -271,7 +272,8 @@ def test_a_summary_of_another_build_is_recomputed_so_serve_and_report_agree(lab,
     with Store.open(lab) as store:
         stale = summary.compute(store, slowed)
         store.put_campaign_summary(slowed, schema=12345, runs_stored=stale.runs_stored, status=stale.status,
-                                   cells_json=stale.cells_json, document_json=stale.document_json or "")  # fmt: skip
+                                   cells_json=stale.cells_json,
+                                   document_json=stale.document_json or "")  # fmt: skip
         assert summary.stored(store, slowed, with_document=True) is not None  # fresh for that build
     monkeypatch.undo()
     with Store.open(lab, create=False) as store:
@@ -318,15 +320,16 @@ def test_a_damaged_stored_summary_is_computed_again_not_an_error(lab):
         assert good is not None
         for cells, document in (("{not json", good.document_json), (good.cells_json, '{"type": "Nope"}'),
                                 ("[]", good.document_json)):  # fmt: skip
-            store.put_campaign_summary(ids[0], schema=summary.code_fingerprint(), runs_stored=good.runs_stored,
-                                       status=good.status, cells_json=cells, document_json=document or "")  # fmt: skip
+            store.put_campaign_summary(ids[0], schema=summary.code_fingerprint(),
+                                       runs_stored=good.runs_stored, status=good.status, cells_json=cells,
+                                       document_json=document or "")  # fmt: skip
             assert summary.stored(store, ids[0], with_document=True) is None
             assert summary.summary_of(store, ids[0], with_document=True).cells_json == good.cells_json
 
 
 def test_a_summary_of_the_former_layout_is_computed_again_and_its_tally_still_listed(lab):
-    """A summary stored by a boardlab of STORE_SCHEMA 11 and SUMMARY_SCHEMA 3 (cells as StoredCell's fields) is
-    never read as this layout: even under this build's fingerprint it does not read back, so it is computed
+    """A summary stored by a boardlab of STORE_SCHEMA 11 and SUMMARY_SCHEMA 3 (cells as StoredCell's fields)
+    is never read as this layout: even under this build's fingerprint it does not read back, so it is computed
     again; the lists of campaigns, which read its verdict tally whatever its layout, still show it."""
     ids = _keep_all(lab)
     with Store.open(lab) as store:

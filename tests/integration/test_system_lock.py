@@ -144,7 +144,8 @@ def test_ctrl_c_while_waiting_exits_130_without_a_traceback(lab, held, tmp_path)
 
 
 def test_the_lock_is_free_again_when_its_holder_dies(lab, tmp_path):
-    """flock dies with its holder: after a SIGKILL the next campaign runs at once (and restores the journal)."""
+    """flock dies with its holder: after a SIGKILL the next campaign runs at once (and restores the
+    journal)."""
     root, state, env = lab
     first = start(tmp_path, root, env, "first")
     wait_for_holder(state, first.pid)
@@ -159,9 +160,9 @@ def test_the_lock_is_free_again_when_its_holder_dies(lab, tmp_path):
 
 
 def test_a_lock_file_removed_under_a_campaign_stops_it_and_never_a_later_holder(lab, tmp_path):
-    """Issue 39: the state directory cleaned while campaign A runs let campaign B lock a new file and run beside
-    A. Now B still gets the board at once (nothing can tell it A lives), but A stops before its next run, and
-    its release leaves B's lock file in place."""
+    """Issue 39: the state directory cleaned while campaign A runs let campaign B lock a new file and run
+    beside A. Now B still gets the board at once (nothing can tell it A lives), but A stops before its next
+    run, and its release leaves B's lock file in place."""
     root, state, env = lab
     first = start(tmp_path, root, env, "first")
     wait_for_holder(state, first.pid)
@@ -214,8 +215,9 @@ def boardlab(env, *args: str) -> subprocess.Popen:
 
 
 def daemon(root, env, *extra: str) -> subprocess.Popen:
-    return boardlab(env, "governor", "run", "--root", str(root), "--policy", "ondemand", "--sampling-ms", "20",
-                    *extra)  # fmt: skip
+    return boardlab(
+        env, "governor", "run", "--root", str(root), "--policy", "ondemand", "--sampling-ms", "20", *extra
+    )
 
 
 def held_by_us(root):
@@ -298,8 +300,8 @@ def test_a_campaign_and_restore_wait_for_a_running_governor_daemon(xu3, tmp_path
 
 def test_restore_right_after_a_sigkill_undoes_what_the_dead_daemon_left(xu3):
     """The daemon is killed and its parent has not reaped it yet (a zombie: its /proc entry stays, with its
-    start time): restore takes the free lock and undoes the daemon's writes. It once called the zombie "another
-    boardlab" still changing the tree, exit 2, until the parent's wait."""
+    start time): restore takes the free lock and undoes the daemon's writes. It once called the zombie
+    "another boardlab" still changing the tree, exit 2, until the parent's wait."""
     root, state, env = xu3
     before = (root / GOVERNOR).read_text().strip()
     gov = daemon(root, env)

@@ -1,4 +1,5 @@
-"""Verdicts on real measurements: a parameter that adds 5% work is called a slowdown (issue: campaign engine)."""
+"""Verdicts on real measurements: a parameter that adds 5% work is called a slowdown (issue: campaign
+engine)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import pytest
 
 from helpers import run_cli
 
-# quiet: the measured cost ratio must land within 3-8%; beside another test suite it needed seven times the runs
+# quiet: the measured cost ratio must land within 3-8%; beside another test suite it needed seven times the
+# runs
 pytestmark = [pytest.mark.integration, pytest.mark.quiet]
 
 PLAN = """\

@@ -156,8 +156,9 @@ def test_zstd_stream_is_the_zstd_tools_frame(kern, corpus_file):
 
 @pytest.mark.skipif(not (shutil.which("pbzip2") and shutil.which("bzip2")), reason="pbzip2 or bzip2 missing")
 def test_parallel_bzip2_writes_pbzip2s_concatenated_streams_that_bzip2_reads(kern, tmp_path):
-    # pbzip2 cuts its input into blocks of -b x 100 kB and compresses each at -LEVEL as its own stream; the kernel
-    # cuts at level x 100 kB, so it matches pbzip2 -L -bL (at the default level 9 that is plain pbzip2 -9).
+    # pbzip2 cuts its input into blocks of -b x 100 kB and compresses each at -LEVEL as its own stream; the
+    # kernel cuts at level x 100 kB, so it matches pbzip2 -L -bL (at the default level 9 that is plain pbzip2
+    # -9).
     path = tmp_path / "c.bin"
     data = write_corpus(kern, path, 350 * 1024)
     res = ok_run(kern, "compress.bzip2", f"input={path}", "level=1", "threads=2")
@@ -296,8 +297,8 @@ def test_corpus_subcommand_writes_exactly_n_bytes_the_same_every_time(kern, tmp_
 
 
 def test_kernels_compress_exactly_the_bytes_the_corpus_subcommand_writes(kern, tmp_path):
-    # More than the subcommand's 1 MiB write chunk, and not a multiple of anything: the kernel generates its corpus
-    # in one piece, the subcommand in chunks, and the bytes must not depend on that.
+    # More than the subcommand's 1 MiB write chunk, and not a multiple of anything: the kernel generates its
+    # corpus in one piece, the subcommand in chunks, and the bytes must not depend on that.
     mix, n = "telemetry=25,logs=25,image=25,random=25", 1_500_001
     data = write_corpus(kern, tmp_path / "c", n, "--mix", mix, "--seed", "7")
     generated = ok_run(kern, "compress.zstd", f"bytes={n}", f"mix={mix}", "seed=7")

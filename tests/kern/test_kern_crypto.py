@@ -1,4 +1,5 @@
-"""The crypto family of boardlab-kern: libcrypto's EVP API, the kernel crypto API (AF_ALG) and random sources."""
+"""The crypto family of boardlab-kern: libcrypto's EVP API, the kernel crypto API (AF_ALG) and random
+sources."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from helpers import kern_json, run_kern
 FAST = ("--iterations", "2", "--warmup-max-iterations", "0")
 SMALL = ("--param", "bytes=64k")
 
-# Each algorithm: its AF_ALG socket type and kernel name, and the standard vectors its known-answer test must name.
+# Each algorithm: its AF_ALG socket type and kernel name, and the standard vectors its known-answer test must
+# name.
 ALGORITHMS = {
     "aes-128-gcm": ("aead", "gcm(aes)", ["GCM test case 2", "GCM test case 3", "GCM test case 4"]),
     "aes-256-gcm": ("aead", "gcm(aes)", ["GCM test case 14", "GCM test case 15", "GCM test case 16"]),
@@ -148,7 +150,8 @@ def af_alg_family_error() -> OSError | None:
 
 
 def proc_crypto_best(name: str, types: set[str]) -> dict | None:
-    """The /proc/crypto entry the kernel picks for `name`: the highest priority among those of a usable type."""
+    """The /proc/crypto entry the kernel picks for `name`: the highest priority among those of a usable
+    type."""
     best = None
     for block in Path("/proc/crypto").read_text().split("\n\n"):
         entry = {}

@@ -107,8 +107,9 @@ def test_push_beyond_the_downlink_drops_and_counts_every_drop(kern):
 
 def test_push_beyond_ring_capacity_drops_and_counts_every_drop(kern):
     """A source that never waits, one ring slot, lzma at level 6: the source outruns the compressor and full
-    rings drop. That is a race the scheduler decides, so where this machine (an emulator, a loaded core) lets the
-    pipeline drain between offers, the test measures it and skips saying so; conservation is checked always."""
+    rings drop. That is a race the scheduler decides, so where this machine (an emulator, a loaded core) lets
+    the pipeline drain between offers, the test measures it and skips saying so; conservation is checked
+    always."""
     # Iterations of >= 200 ms, so that many records are offered before the pipeline drains.
     long = ("--iterations", "3", "--warmup-max-iterations", "0", "--min-iteration-ms", "200")
     info, m = ok(

@@ -23,7 +23,8 @@ from helpers import LatenessProbe, under_qemu_user
 
 pytestmark = pytest.mark.skipif(
     under_qemu_user(),
-    reason="qemu-user does not emulate the multicast, overflow-count and timestamp socket options: the roles are tested natively",
+    reason="qemu-user does not emulate the multicast, overflow-count and timestamp socket options: the roles "
+    "are tested natively",
 )
 
 SOAP = "http://schemas.xmlsoap.org/soap/envelope/"

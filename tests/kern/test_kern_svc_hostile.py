@@ -316,7 +316,8 @@ def test_with_100_descriptors_150_silent_connections_neither_spin_nor_lock_out(k
 def _datagram(seq: int, kind: str = "Position") -> bytes:
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
-        f'<vdm:DataMessage xmlns:vdm="urn:boardlab:vdm:1" kind="{kind}" seq="{seq}" sentNs="{time.monotonic_ns():020d}">'
+        f'<vdm:DataMessage xmlns:vdm="urn:boardlab:vdm:1" kind="{kind}" seq="{seq}" '
+        f'sentNs="{time.monotonic_ns():020d}">'
         "<vdm:Position><vdm:LatitudeDeg>1</vdm:LatitudeDeg></vdm:Position></vdm:DataMessage>\n"
     ).encode()
 

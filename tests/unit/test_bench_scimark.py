@@ -54,7 +54,8 @@ def test_callgrind_counts_instructions_and_calls_of_one_function(tmp_path):
         "#include <stdlib.h>\n"
         "volatile double s;\n"
         "__attribute__((noinline)) void work(int n) { for (int i = 0; i < n; i++) s += i; }\n"
-        "int main(int c, char **v) { int k = atoi(v[1]); for (int i = 0; i < k; i++) work(1000); return 0; }\n"
+        "int main(int c, char **v) { int k = atoi(v[1]); for (int i = 0; i < k; i++) work(1000); "
+        "return 0; }\n"
     )
     exe = tmp_path / "t"
     subprocess.run(["cc", "-O2", "-o", str(exe), str(src)], check=True)

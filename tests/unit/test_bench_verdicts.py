@@ -60,7 +60,7 @@ def test_a_planted_effect_is_counted_as_an_effect_and_never_as_a_false_verdict(w
 
 
 @pytest.mark.slow
-def test_the_interference_preset_at_its_defaults_finds_a_five_percent_effect_in_ten_percent_of_its_comparisons(
+def test_the_interference_preset_at_its_defaults_finds_a_five_percent_effect_in_ten_percent_of_its_comparisons(  # noqa: E501
     work,
 ):
     d = bench_verdicts.family_design(70)

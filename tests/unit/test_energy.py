@@ -116,7 +116,7 @@ def test_this_vm_has_no_source_and_says_why():
     assert "powercap" in d.reason and "hwmon" in d.reason
 
 
-# ---- counters across wraps -----------------------------------------------------------------------------------
+# ---- counters across wraps ---------------------------------------------------------------------------------
 
 
 @pytest.mark.slow
@@ -151,7 +151,7 @@ def test_unwrap_counter_without_a_range_refuses_a_reset():
         integrate.unwrap_counter([5, 9, 2], None)
 
 
-# ---- power readings: trapezoid, idle, efficiency ---------------------------------------------------------------
+# ---- power readings: trapezoid, idle, efficiency -----------------------------------------------------------
 
 
 def _odroid_trace_root(tmp_path, trace: Trace, interval_s: float):
@@ -251,7 +251,7 @@ def test_nj_per_bit_and_j_per_op():
     assert classify_unit("KiB/s").to_base == 8 * 1024
 
 
-# ---- aliasing -------------------------------------------------------------------------------------------------
+# ---- aliasing ----------------------------------------------------------------------------------------------
 
 
 @pytest.mark.slow
@@ -295,7 +295,7 @@ def test_jetson_vi_channels_follow_a_trace(tmp_path):
     assert w.energy_j == pytest.approx(trace.energy(21.0) - trace.energy(1.0), rel=0.01)
 
 
-# ---- UM25C ----------------------------------------------------------------------------------------------------
+# ---- UM25C -------------------------------------------------------------------------------------------------
 
 
 def test_um25c_records_parse_byte_exact():

@@ -46,8 +46,8 @@ def test_a_mapped_name_never_meets_a_plain_one():
     assert path_name(mapped, "place") != mapped
 
 
-@pytest.mark.parametrize("raw", ["/tmp/x;id", "/tmp/$(id)", "/tmp/`id`", "/tmp/a\nb", "/tmp/a b", "/tmp/../etc",
-                                 "/tmp/./x", "tmp/x", "", "/tmp/*", " /tmp/x"])  # fmt: skip
+@pytest.mark.parametrize("raw", ["/tmp/x;id", "/tmp/$(id)", "/tmp/`id`", "/tmp/a\nb", "/tmp/a b",
+                                 "/tmp/../etc", "/tmp/./x", "tmp/x", "", "/tmp/*", " /tmp/x"])  # fmt: skip
 def test_a_remote_dir_the_board_shell_would_read_is_refused(raw):
     with pytest.raises(InputError) as err:
         remote_root(raw)

@@ -117,12 +117,13 @@ SEEDS = st.integers(min_value=0, max_value=2**64 - 1)
 # what the readers look up inside the store's JSON columns (store/verify.py JSON_MEMBERS and the readers'
 # own checks), and words their values are compared with
 READER_KEYS = ("kernel", "release", "version", "cmdline", "preempt_model", "cpufreq_policies", "max_khz",
-               "governor", "name", "compatible", "online_cpus", "clusters", "caches", "level", "type", "size_kib",
-               "virtualization", "virtualized", "hypervisor", "model", "machine", "checks", "status", "simulated",
-               "note", "soc", "capabilities", "supported", "reason", "skipped_workloads", "skipped_conditions",
-               "skipped_cells", "energy", "kern_build", "compiler", "flags", "interval_s", "cost_pct_of_core",
-               "reruns", "power_sensors", "powercap", "hostname", "threads", "link_bit_s", "kind", "scope", "unit",
-               "label", "resolution", "resolution_unit", "update_interval_s", "measured")  # fmt: skip
+               "governor", "name", "compatible", "online_cpus", "clusters", "caches", "level", "type",
+               "size_kib", "virtualization", "virtualized", "hypervisor", "model", "machine", "checks",
+               "status", "simulated", "note", "soc", "capabilities", "supported", "reason",
+               "skipped_workloads", "skipped_conditions", "skipped_cells", "energy", "kern_build", "compiler",
+               "flags", "interval_s", "cost_pct_of_core", "reruns", "power_sensors", "powercap", "hostname",
+               "threads", "link_bit_s", "kind", "scope", "unit", "label", "resolution", "resolution_unit",
+               "update_interval_s", "measured")  # fmt: skip
 READER_WORDS = ("Data", "Unified", "OK", "WARN", "FAIL", "performance", "")
 
 
@@ -322,7 +323,8 @@ def toml_value(gen: Gen):
 
 
 RUN_KEYS = ["repetitions", "iterations", "cpu", "order", "timeout_s", "max_reruns", "warmup_max_ms",
-            "warmup_max_iterations", "warmup_cv", "precision", "cap", "pilot", "unsupported", "counters"]  # fmt: skip
+            "warmup_max_iterations", "warmup_cv", "precision", "cap", "pilot", "unsupported",
+            "counters"]  # fmt: skip
 KINDS = ["baseline", "stressor", "command", "ddgzip", "burstynet", "governor", "isolation", "workload",
          "governor-daemon", "netns", "dvfs", "devfreq-bus", "bogus"]  # fmt: skip
 WORKLOADS = ["noop", "scimark.sor", "mem.latency", "compress.zstd", "rt.cyclictest", "bogus"]
@@ -415,8 +417,9 @@ def pristine(tmp_path_factory):
             " VALUES (1, 'rapl', 'counter', 0, 10, 1.0, 1.0, 1.0, 0.1, 2, 0.1, '[]')"
         )
         conn.execute(
-            "INSERT INTO energy_idle(campaign_id, source, block, started_unix_s, duration_s, energy_j, power_w,"
-            " quantization_j, samples, gate_detail) VALUES (1, 'rapl', 1, 1.7e9, 1.0, 1.0, 1.0, 0.1, 2, 'idle')"
+            "INSERT INTO energy_idle(campaign_id, source, block, started_unix_s, duration_s, energy_j, "
+            "power_w, quantization_j, samples, gate_detail) VALUES (1, 'rapl', 1, 1.7e9, 1.0, 1.0, 1.0, "
+            "0.1, 2, 'idle')"
         )
         cols = {
             t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})") if not r[5] or t in NO_ROWID]
@@ -541,8 +544,8 @@ def test_fuzz_store_readers_over_a_damaged_database(pristine, scratch, seed):
 # ---- every renderer over hostile strings ----
 
 HTML_TAGS = {"h1", "h2", "h3", "h4", "p", "table", "thead", "tbody", "tr", "td", "th", "ul", "li", "pre",
-             "details", "summary", "div", "span", "strong", "b", "em", "code", "small", "section", "a",
-             "svg", "g", "rect", "line", "text", "path", "circle", "polyline", "title", "dl", "dt", "dd", "br",
+             "details", "summary", "div", "span", "strong", "b", "em", "code", "small", "section", "a", "svg",
+             "g", "rect", "line", "text", "path", "circle", "polyline", "title", "dl", "dt", "dd", "br",
              "caption", "figure", "figcaption", "tspan", "polygon", "defs", "style"}  # fmt: skip
 
 
@@ -582,8 +585,8 @@ def document(gen: Gen) -> doc.Document:
     return doc.Document(h(), (doc.Section(h(), tuple(blocks), anchor=h()),))
 
 
-# a tag, comment or autolink that starts: a "<" not taken by a backslash escape (after an even run of backslashes,
-# each pair one literal backslash)
+# a tag, comment or autolink that starts: a "<" not taken by a backslash escape (after an even run of
+# backslashes, each pair one literal backslash)
 _TAG_START = re.compile(r"(?<!\\)(?:\\\\)*<[A-Za-z/!?]")
 
 
@@ -720,8 +723,9 @@ def test_a_ratio_interval_from_zero_to_infinity_is_turned_into_a_cost_interval(p
 
 # ---- boardlab serve's routes ----
 
-ROUTES = ("/", "/boards", "/campaigns", "/campaign/{id}", "/compare", "/history", "/running", "/static/live.js",
-          "/favicon.ico", "/{text}", "/campaign/{text}", "//{text}", "/\\{text}")  # fmt: skip
+ROUTES = ("/", "/boards", "/campaigns", "/campaign/{id}", "/compare", "/history", "/running",
+          "/static/live.js", "/favicon.ico", "/{text}", "/campaign/{text}", "//{text}",
+          "/\\{text}")  # fmt: skip
 QUERY_KEYS = ("page", "board", "a", "b", "plan", "token", "x")
 UNICODE_DIGITS = ("²", "٣", "۴", "५", "১", "๑", "１", "𝟘", "Ⅻ", "½")
 # what a page may answer: found, redirected, the request's fault, no token, not allowed; never 500, and
@@ -771,8 +775,9 @@ def _asgi(app, method: str, path: str, query: bytes, headers: list) -> tuple[int
     import asyncio
 
     scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
-             "scheme": "http", "path": path, "raw_path": path.encode("utf-8", "replace"), "query_string": query,
-             "root_path": "", "headers": headers, "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 8080)}  # fmt: skip
+             "scheme": "http", "path": path, "raw_path": path.encode("utf-8", "replace"),
+             "query_string": query, "root_path": "", "headers": headers, "client": ("127.0.0.1", 1),
+             "server": ("127.0.0.1", 8080)}  # fmt: skip
     sent: list[dict] = []
 
     async def receive():

@@ -148,8 +148,8 @@ def test_the_simulated_sweep_shows_the_snoop_penalty(labelled):
 
 
 def test_labels_mark_the_slow_region_and_spare_cache_resident_cells(labelled):
-    by = {(lab.cell.pattern, lab.cell.size_bytes, lab.cell.this_policy, lab.cell.this_khz, lab.cell.other_khz): lab
-          for lab in labelled}  # fmt: skip
+    by = {(lab.cell.pattern, lab.cell.size_bytes, lab.cell.this_policy, lab.cell.this_khz,
+           lab.cell.other_khz): lab for lab in labelled}  # fmt: skip
     assert by[("random", 16 * MiB, "policy0", 1400000, 200000)].slow
     assert not by[("random", 4096, "policy0", 1400000, 200000)].slow
     ref = by[("random", 16 * MiB, "policy0", 1400000, 2000000)]
@@ -227,8 +227,11 @@ def test_anti_snoop_beats_ondemand_on_the_memory_bound_trace_and_not_loses_on_th
     from boardlab.cli.governor import tree_rule
 
     res = evaluate.compare(
-        SOC, ["memory-bound", "compute-bound"], ["ondemand", "daemon:ondemand", "daemon:anti-snoop"], slow=tree_rule(t)
-    )  # fmt: skip
+        SOC,
+        ["memory-bound", "compute-bound"],
+        ["ondemand", "daemon:ondemand", "daemon:anti-snoop"],
+        slow=tree_rule(t),
+    )
     r = {(x["trace"], x["policy"]): x for x in res["rows"]}
     for trace in ("memory-bound", "compute-bound"):
         for pol in ("ondemand", "daemon:ondemand", "daemon:anti-snoop"):
@@ -476,13 +479,14 @@ def test_a_governor_eval_campaign_reports_policies_side_by_side(tmp_path):
     text = preset_text("governor-eval")
     head, _, rest = text.partition("[[workloads]]")
     conditions = rest[rest.index("[[conditions]]") :]
-    plan = (head.replace("repetitions = 10", "repetitions = 2").replace("iterations = 5", "iterations = 3\ncpu = 0\n"
-            "warmup_max_iterations = 5") + '[gates]\nidle = false\n\n[[workloads]]\nname = "noop"\n\n' + conditions)  # fmt: skip
+    plan = (head.replace("repetitions = 10", "repetitions = 2")
+            .replace("iterations = 5", "iterations = 3\ncpu = 0\nwarmup_max_iterations = 5")
+            + '[gates]\nidle = false\n\n[[workloads]]\nname = "noop"\n\n' + conditions)  # fmt: skip
     (tmp_path / "plan.toml").write_text(plan)
     db = tmp_path / "e.db"
     env = {**os.environ, "BOARDLAB_STATE_DIR": str(tmp_path / "state")}
-    p = run_cli("run", str(tmp_path / "plan.toml"), "--db", str(db), "--root", str(tmp_path / "simroot"), "--quiet",
-                env=env)  # fmt: skip
+    p = run_cli("run", str(tmp_path / "plan.toml"), "--db", str(db), "--root", str(tmp_path / "simroot"),
+                "--quiet", env=env)  # fmt: skip
     assert p.returncode == 0, p.stderr
     p = run_cli("report", "--db", str(db), "--format", "text", env=env)
     assert p.returncode == 0, p.stderr
@@ -506,8 +510,8 @@ def test_ctrl_c_stops_the_daemon_and_restores_at_once(tmp_path, sigint):
     write_stat(root, 8, [0] * 8, [0] * 8)
     before = snapshot(root)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "boardlab", "governor", "run", "--root", str(root), "--policy", "schedutil-like",
-         "--sampling-ms", "20", "--json"],
+        [sys.executable, "-m", "boardlab", "governor", "run", "--root", str(root),
+         "--policy", "schedutil-like", "--sampling-ms", "20", "--json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=state_env(tmp_path),
         preexec_fn=_ignore_sigint if sigint == "inherited-ignored" else None,
     )  # fmt: skip

@@ -113,7 +113,7 @@ def test_on_the_beaglebone_black_the_sweep_is_its_one_clusters_opps(tmp_path):
             {"cluster": '"policy9"'},
             r"sweep.toml:\d+: sweep.cluster: no cpufreq policy 'policy9' .*policy0, "
             r"policy4, or auto",
-        ),  # fmt: skip
+        ),
         (
             {"bus_hz": "800000000"},
             r"sweep.toml:\d+: sweep.bus_hz: 10c20000.memory-controller offers .*825000000",
@@ -209,8 +209,9 @@ def test_a_short_run_of_the_preset_on_the_simulator_is_labelled_from_the_store(t
     }  # fmt: skip
     assert all(c["runs"] == 3 and c["ci95_ns_per_access"] for c in cells)
     # the devfreq part recorded the simulated memory bus frequency of every run
-    assert {c["bus_hz"] for c in cells} == {int((simroot / "sys/class/devfreq/10c20000.memory-controller/cur_freq")
-                                                .read_text())}  # fmt: skip
+    assert {c["bus_hz"] for c in cells} == {
+        int((simroot / "sys/class/devfreq/10c20000.memory-controller/cur_freq").read_text())
+    }
     # every write was undone: the tree is back under its own governor
     gov = simroot / "sys/devices/system/cpu/cpufreq/policy0/scaling_governor"
     assert gov.read_text().strip() == "ondemand"

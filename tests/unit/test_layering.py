@@ -168,8 +168,9 @@ def _constants(node: ast.AST) -> list[str]:
 
 
 def name_tests(tree: ast.Module, names: set[str]) -> list[tuple[int, str]]:
-    """(line, name) of every comparison with a workload name: `x == "rt.cyclictest"`, `x in ("ai.inference",)`,
-    `x.startswith("compute.")`, or a module constant holding such names that a comparison uses."""
+    """(line, name) of every comparison with a workload name: `x == "rt.cyclictest"`,
+    `x in ("ai.inference",)`, `x.startswith("compute.")`, or a module constant holding such names that a
+    comparison uses."""
     consts = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -196,7 +197,8 @@ def name_tests(tree: ast.Module, names: set[str]) -> list[tuple[int, str]]:
 
 def test_the_name_scan_finds_what_it_looks_for():
     tree = ast.parse(
-        'RT = "rt.cyclictest"\nif w == "ai.inference": pass\nif w in RT: pass\nif w.startswith("compute."): pass'
+        'RT = "rt.cyclictest"\nif w == "ai.inference": pass\nif w in RT: pass\n'
+        'if w.startswith("compute."): pass'
     )
     assert [n for _, n in name_tests(tree, {"ai.inference", "rt.cyclictest", "compute.gemm"})] == [
         "ai.inference",
@@ -219,7 +221,7 @@ def test_no_module_outside_a_workloads_own_tests_its_name():
     assert not offenders, offenders
 
 
-# ---- the import table of docs/architecture.md ----------------------------------------------------------------
+# ---- the import table of docs/architecture.md --------------------------------------------------------------
 
 
 def _cell_entries(cell: str) -> list[str]:
@@ -347,7 +349,7 @@ def test_the_table_has_no_circle_and_a_row_for_every_package():
     )
 
 
-# ---- SQL only in the store ----------------------------------------------------------------------------------
+# ---- SQL only in the store ---------------------------------------------------------------------------------
 
 SQL = re.compile(
     r"^\s*(SELECT\s.+\sFROM\s|INSERT\s+(OR\s+\w+\s+)?INTO\s|UPDATE\s+\w+\s+SET\s|DELETE\s+FROM\s|"

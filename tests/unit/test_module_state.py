@@ -226,7 +226,9 @@ def findings(scan: list[str] | None = None) -> list[Finding]:
         for node in ast.walk(tree):
             if isinstance(node, ast.Global):
                 out.append(Finding(_where(module, node), f"`global {', '.join(node.names)}`"))
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign | ast.AugAssign) else []  # fmt: skip
+            targets = (node.targets if isinstance(node, ast.Assign)
+                       else [node.target] if isinstance(node, ast.AnnAssign | ast.AugAssign)
+                       else [])  # fmt: skip
             for t in targets:
                 if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name):
                     other = imported[0].get(t.value.id)

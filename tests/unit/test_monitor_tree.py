@@ -217,7 +217,8 @@ def test_swap_pages_sum_pswpin_and_pswpout_and_no_other_line(tmp_path):
 
 
 def test_no_active_swap_device_means_no_swapped_page_without_reading_vmstat(tmp_path):
-    """/proc/vmstat costs 50 us a read (twice a run); /proc/swaps, which says whether anything can swap, 5 us."""
+    """/proc/vmstat costs 50 us a read (twice a run); /proc/swaps, which says whether anything can swap, 5
+    us."""
     (tmp_path / "proc").mkdir()
     swaps, vmstat = tmp_path / "proc" / "swaps", tmp_path / "proc" / "vmstat"
     vmstat.write_bytes(b"pswpin 12\npswpout 30\n")  # swapped before the device went off

@@ -114,7 +114,8 @@ def test_interleaving_is_seeded_and_reproducible():
         ),
         (
             GOOD.replace('name = "demo.kernel"\nmetric', 'name = "demo.kernal"\nmetric'),
-            "plan.toml:10: workloads[1].name: unknown workload 'demo.kernal'; valid: demo.kernel, demo.missing",
+            "plan.toml:10: workloads[1].name: unknown workload 'demo.kernal'; valid: demo.kernel, "
+            "demo.missing",
         ),
         (
             GOOD.replace('size = ["small", "large"]', 'size = ["small", "huge"]'),
@@ -126,7 +127,8 @@ def test_interleaving_is_seeded_and_reproducible():
         ),
         (
             GOOD.replace("bytes = 4096", "colour = 3"),
-            "plan.toml:8: workloads[0].params.colour: demo.kernel has no parameter 'colour'; valid: size, bytes",
+            "plan.toml:8: workloads[0].params.colour: demo.kernel has no parameter 'colour'; valid: "
+            "size, bytes",
         ),
         (
             GOOD.replace('metric = "ns_per_op"', 'metric = "mflops"'),
@@ -322,7 +324,10 @@ def test_a_run_over_the_temperature_limit_is_invalid():
 
 
 def test_an_unsupported_workload_fails_the_plan_unless_it_says_skip():
-    text = 'name = "t"\n[runs]\nunsupported = "{}"\n[[workloads]]\nname = "demo.kernel"\n[[workloads]]\nname = "demo.missing"\n'
+    text = (
+        'name = "t"\n[runs]\nunsupported = "{}"\n[[workloads]]\nname = "demo.kernel"\n[[workloads]]\n'
+        'name = "demo.missing"\n'
+    )
     with pytest.raises(InputError, match="demo.missing is unsupported here: built without libdemo"):
         parse_plan(text.format("fail"), "p.toml", CATALOG)
     from boardlab.campaign.plan import unsupported_workloads
@@ -381,7 +386,8 @@ def test_a_condition_may_apply_to_some_workloads_and_a_workload_may_run_more_oft
         (('workloads = ["demo.kernel"]', 'workloads = ["demo.nope"]'),
          r"p.toml:\d+: conditions\[1\].workloads: 'demo.nope' is not a workload of this plan"),
         (("repetitions = 10", 'repetitions = "ten"'), r"workloads\[0\].repetitions: expected"),
-        (('[runs]\nrepetitions = 4', "[runs]\nprecision = 0.02"), r"workloads\[0\].repetitions: a workload's "),
+        (('[runs]\nrepetitions = 4', "[runs]\nprecision = 0.02"),
+         r"workloads\[0\].repetitions: a workload's "),
         (('kind = "baseline"', 'kind = "baseline"\nworkloads = ["demo.other"]'),
          r"conditions\[1\].workloads: its baseline 'baseline' does not run demo.kernel"),
     ],

@@ -1,6 +1,7 @@
-"""The platform layer on what a real ARM kernel exposes: the qemu-virt-arm64 and qemu-virt-armhf trees, captured
-inside Debian 12 booted under qemu-system (make test-arm-system; tests/fixtures/sysfs/README.md) with Debian's
-own kernels. Unlike the written board trees, nothing here was typed: each file is what that kernel gave."""
+"""The platform layer on what a real ARM kernel exposes: the qemu-virt-arm64 and qemu-virt-armhf trees,
+captured inside Debian 12 booted under qemu-system (make test-arm-system; tests/fixtures/sysfs/README.md) with
+Debian's own kernels. Unlike the written board trees, nothing here was typed: each file is what that kernel
+gave."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""SysRoot: the single door to /proc and /sys. Absent means None; malformed means InputError naming the file."""
+"""SysRoot: the single door to /proc and /sys. Absent means None; malformed means InputError naming the
+file."""
 
 from __future__ import annotations
 

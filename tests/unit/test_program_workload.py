@@ -337,7 +337,10 @@ def test_a_program_s_figure_is_read_with_tmpdir_full(tmp_path):
     prefix = namespace_prefix()
     if prefix is None:
         pytest.skip("a tiny tmpfs as TMPDIR needs a private mount namespace (root, or user namespaces)")
-    body = 'name = "t"\nargv = ["sh", "-c", "head -c 200000 /dev/zero | tr \\"\\\\\\\\0\\" x; echo; echo rate=3"]\n'
+    body = (
+        'name = "t"\nargv = ["sh", "-c", "head -c 200000 /dev/zero | tr \\"\\\\\\\\0\\" x; echo; '
+        'echo rate=3"]\n'
+    )
     _, catalog = _plan(body + RATE, tmp_path)
     argv = catalog["t"].measured_argv({}, LaunchOptions(iterations=1))
     (tmp_path / "full").mkdir()
@@ -419,7 +422,8 @@ def test_a_stream_kept_in_part_keeps_whole_lines_and_a_failed_read_is_said():
 
 def test_a_command_string_is_split_after_its_placeholders_are_filled_and_runs_without_a_shell(tmp_path):
     plan, catalog = _plan(
-        'name = "words"\ncommand = "{cmd}"\nparams = { cmd = ["printf \'%s|\' \'a b\' c", "printf \'$HOME\'"] }\n'
+        'name = "words"\ncommand = "{cmd}"\n'
+        "params = { cmd = [\"printf '%s|' 'a b' c\", \"printf '$HOME'\"] }\n"
         'metric = { regex = "(?P<v>.*)", name = "v", unit = "text", better = "higher" }\n',
         tmp_path,
     )

@@ -134,8 +134,10 @@ def test_a_governor_sweeps_conditions_read_in_hertz_in_the_services_and_energy_l
                            "policy0@1400000", 5, per_service_cpu_pct={"position": cpu})  # fmt: skip
 
     assert sensor_shares([cell("synthetic", 0.2), cell("nmea", 0.8)])[0][0] == "Position [policy0 1.4 GHz]"
-    study = EnergyStudy(None, "rapl", (), (), traces={"policy0@200000+policy4@2000000": [("w", [(0.0, 1.0), (1.0, 2.0)])]},
-                        by_condition=(("policy0@200000+policy4@2000000", "baseline", 2, 1.1, 1.2),))  # fmt: skip
+    study = EnergyStudy(None, "rapl", (), (),
+                        traces={"policy0@200000+policy4@2000000": [("w", [(0.0, 1.0), (1.0, 2.0)])]},
+                        by_condition=(("policy0@200000+policy4@2000000", "baseline", 2, 1.1, 1.2),),
+                        )  # fmt: skip
     assert condition_rows(study)[1][0][:2] == ("policy0 200 MHz + policy4 2 GHz", "baseline")
     titles = [b.data["title"] for b in _plots(study) if hasattr(b, "data")]
     assert "Power during a median run: policy0 200 MHz + policy4 2 GHz" in titles

@@ -49,7 +49,7 @@ def study(**kw) -> StreamStudy:
                 "cycle-equivalents (estimate: CPU time x clock)",
                 "this run has no counters (boardlab-kern without the counters option)",
             ),
-        ),  # fmt: skip
+        ),
         balance=Balance(
             2.4e9, "estimate: clock x 1 thread(s), one instruction per cycle", 1.2e10, "io.net (...)"
         ),
@@ -122,7 +122,8 @@ def test_a_cell_without_the_curve_metric_draws_no_point(tmp_path):
             body = {"ok": True, "metrics": {"transactions_s": metric}, "info": {"sent_bytes": 0}}
             doc = build_worker_result("boardlab-kern", "io.net", {"mode": "tcp_rr"}, body).to_json()
             return [{"workload": "io.net", "worker_json": doc, "valid": 1,
-                     "params_json": json.dumps({"mode": "tcp_rr", "msg_bytes": 64}), "condition": "baseline"}]  # fmt: skip
+                     "params_json": json.dumps({"mode": "tcp_rr", "msg_bytes": 64}),
+                     "condition": "baseline"}]  # fmt: skip
 
         def campaign(self, _cid):
             return {"environment_json": "{}"}
@@ -172,7 +173,7 @@ def test_tcp_rr_latency_table_in_every_format():
                 "latency_p99_ns": m(p50 * 3),
                 "latency_p999_ns": m(p50 * 9),
             },
-        )  # fmt: skip
+        )
         for t, p50 in ((40000.0, 20000.0), (42000.0, 21000.0), (44000.0, 22000.0))
     ]
     s = stream_study(_Store(rows), 1, {"hostname": "elsewhere"}, HOST)
@@ -236,7 +237,7 @@ def test_a_knee_says_where_the_rate_broke_from_the_first_failing_trial_above_it(
                 trial(2e8, 0.0),
                 trial(1e8, 0.0),
             ],
-        ),  # fmt: skip
+        ),
         # a lossless transport: no drops, the receiver held the sender back
         run(1e8, [trial(2e8, 0.0, sustained=False, short=25.0), trial(1e8, 0.0)]),
         run(5e8, [trial(5e8, 0.0)]),  # the top of the range passed: nothing broke
@@ -275,8 +276,8 @@ def test_the_balance_uses_the_measured_link_then_the_declared_one_never_loopback
     loop = _row("io.net", NET, {"goodput_bit_s": {"value": 3.89e10}}, {"peer": "127.0.0.1:40000"})
     link = _row("io.net", {**NET, "peer": "10.77.0.2:7300"}, {"goodput_bit_s": {"value": 4.7e7}},
                 {"peer": "10.77.0.2:7300"})  # fmt: skip
-    declared = _row("stream.pipeline", {"block_bytes": 16384, "link_bit_s": 1e9}, {"goodput_bit_s": {"value": 5e8}},
-                    {"peer": "127.0.0.1:1"})  # fmt: skip
+    declared = _row("stream.pipeline", {"block_bytes": 16384, "link_bit_s": 1e9},
+                    {"goodput_bit_s": {"value": 5e8}}, {"peer": "127.0.0.1:1"})  # fmt: skip
     s = _balance_of([_row(*GEMM), loop, link, declared])
     assert s.balance.io_kind == "link" and s.balance.io_bit_s == 4.7e7
     assert "measured over the link to 10.77.0.2" in s.balance.io_source and s.balance.caveat is None

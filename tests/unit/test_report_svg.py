@@ -28,7 +28,7 @@ def texts(root: ET.Element) -> list[str]:
     return [t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text")]
 
 
-# --- numbers and axes ----------------------------------------------------------------------------------------
+# --- numbers and axes ---------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -83,7 +83,7 @@ def test_scales_map_the_domain_onto_pixels():
         svg.Scale(0, 10, 0, 100, "log10")
 
 
-# --- boxplots ---------------------------------------------------------------------------------------------------
+# --- boxplots -----------------------------------------------------------------------------------------------
 
 
 def test_box_statistics_match_the_stats_quartiles_and_tukey_whiskers():
@@ -153,7 +153,7 @@ def test_every_text_is_escaped():
     assert root.find(".//s:script", NS) is None
 
 
-# --- heatmap ---------------------------------------------------------------------------------------------------
+# --- heatmap ------------------------------------------------------------------------------------------------
 
 
 def test_the_diverging_scale_is_white_at_one_red_above_and_blue_below():
@@ -195,7 +195,7 @@ def test_a_wide_heatmap_rotates_its_column_labels_and_grows():
     assert float(root.get("width")) >= 800
 
 
-# --- line plots -----------------------------------------------------------------------------------------------
+# --- line plots ---------------------------------------------------------------------------------------------
 
 
 def test_a_none_breaks_a_line_into_segments():
@@ -310,8 +310,9 @@ def test_x_tick_labels_never_run_together_and_counts_have_whole_ticks():
     sizes = [4096 * 2**k for k in range(17)]  # 4 KiB ... 256 MiB
     svg = line_plot([Line("a", [(s, 1.0 + k) for k, s in enumerate(sizes)])], title="t", x_label="size",
                     y_label="ns", x_kind="log2", x_format=fmt_bytes, width=380)  # fmt: skip
-    ticks = [(float(x), t) for x, t in re.findall(r'<text x="([\d.]+)" y="[\d.]+" font-size="10" fill="#666666" '
-                                                  r'text-anchor="middle">([^<]+)</text>', svg)]  # fmt: skip
+    ticks = [(float(x), t) for x, t in re.findall(r'<text x="([\d.]+)" y="[\d.]+" font-size="10" '
+                                                  r'fill="#666666" text-anchor="middle">([^<]+)</text>',
+                                                  svg)]  # fmt: skip
     assert len(ticks) >= 2
     for (x0, a), (x1, b) in zip(ticks, ticks[1:], strict=False):
         assert x1 - x0 >= (len(a) + len(b)) * 10 * CHAR_W / 2, (a, b)

@@ -211,8 +211,8 @@ def test_only_the_worker_runs_on_its_cpu_the_loop_monitor_and_conditions_stay_of
     catalog = {w.name: w for w in all_workloads()}
     text = (
         f'name = "pins"\n[runs]\nrepetitions = 2\niterations = 2\ncpu = {worker_cpu}\n[gates]\nidle = false\n'
-        'temperature = false\n[[workloads]]\nname = "noop"\n[[conditions]]\nname = "base"\nkind = "baseline"\n'
-        '[[conditions]]\nname = "probe"\nkind = "pinprobe"\nbaseline = "base"\n'
+        'temperature = false\n[[workloads]]\nname = "noop"\n[[conditions]]\nname = "base"\n'
+        'kind = "baseline"\n[[conditions]]\nname = "probe"\nkind = "pinprobe"\nbaseline = "base"\n'
     )
     plan = parse_plan(text, "pins.toml", catalog)
     _PinProbe.seen.clear()

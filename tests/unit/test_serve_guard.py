@@ -1,6 +1,6 @@
-"""What `boardlab serve` holds for a client (web/guard.py): a request head must arrive within its deadline, the
-open connections are capped below RLIMIT_NOFILE with the oldest unfinished head giving way to a newcomer, and
-the log says each kind of problem once a minute without tracebacks. Over real sockets on loopback, with
+"""What `boardlab serve` holds for a client (web/guard.py): a request head must arrive within its deadline,
+the open connections are capped below RLIMIT_NOFILE with the oldest unfinished head giving way to a newcomer,
+and the log says each kind of problem once a minute without tracebacks. Over real sockets on loopback, with
 uvicorn's own HTTP protocol inside the guard and a short deadline so the test takes a second."""
 
 from __future__ import annotations

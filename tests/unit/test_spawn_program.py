@@ -1,6 +1,6 @@
-"""A program the runner starts itself (platform.spawn.spawn_program / wait_program): timed from its spawn to its
-exit, reaped with its own rusage, its group killed at its end and at its timeout, its stderr's end kept, and
-a stderr held open by a process outside its group read for a bounded time."""
+"""A program the runner starts itself (platform.spawn.spawn_program / wait_program): timed from its spawn to
+its exit, reaped with its own rusage, its group killed at its end and at its timeout, its stderr's end kept,
+and a stderr held open by a process outside its group read for a bounded time."""
 
 from __future__ import annotations
 
@@ -52,7 +52,8 @@ def test_a_hang_is_killed_with_its_group_at_the_timeout():
 
 
 def test_a_stderr_held_by_a_process_outside_its_group_is_read_for_drain_s_at_most(tmp_path):
-    # the background sleep leaves the program's group (setsid, given 0.2 s to) and keeps its stderr open for 30 s
+    # the background sleep leaves the program's group (setsid, given 0.2 s to) and keeps its stderr open for
+    # 30 s
     holder = tmp_path / "holder.pid"
     script = f"setsid sh -c 'echo $$ > {holder}; exec sleep 30' & sleep 0.2; echo started >&2"
     p = spawn_program(["sh", "-c", script])

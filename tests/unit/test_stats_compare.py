@@ -1,4 +1,5 @@
-"""Comparing a condition with its baseline (docs/method.md): effect, test, verdict, confounders, corrections."""
+"""Comparing a condition with its baseline (docs/method.md): effect, test, verdict, confounders,
+corrections."""
 
 from __future__ import annotations
 
@@ -123,7 +124,8 @@ def test_the_same_seed_gives_the_same_comparison():
 
 
 def test_iterations_cannot_be_pooled_through_compare():
-    """Pooling iterations as samples inflated false positives to 16-65% (docs/method.md): the API refuses them."""
+    """Pooling iterations as samples inflated false positives to 16-65% (docs/method.md): the API refuses
+    them."""
     iterations = [[100.1, 99.9, 100.3], [100.2, 100.0, 99.8]]
     with pytest.raises(TypeError, match="one number per run"):
         compare(iterations, iterations, higher_is_better=False, delta=0.02, seed=1)
@@ -175,7 +177,7 @@ def test_blocks_missing_an_arm_are_left_out_with_a_warning():
         compare(base, cond, higher_is_better=False, delta=0.02, seed=1, paired_blocks=(["a"], ["a"]))
 
 
-# --- the verdict rule ----------------------------------------------------------------------------------------
+# --- the verdict rule ---------------------------------------------------------------------------------------
 
 
 def ci(low: float, high: float) -> Interval:
@@ -279,7 +281,7 @@ def test_a_confounded_comparison_keeps_its_verdict_and_carries_the_reasons():
 # --- speed --------------------------------------------------------------------------------------------------
 
 
-def test_a_comparison_of_fifty_runs_per_arm_with_ten_thousand_resamples_takes_well_under_a_tenth_of_a_second():
+def test_a_comparison_of_fifty_runs_per_arm_with_ten_thousand_resamples_takes_well_under_a_tenth_of_a_second():  # noqa: E501
     base, cond = lognormal(13, 50, 100.0), lognormal(14, 50, 103.0)
     compare(base, cond, higher_is_better=False, delta=0.02, seed=0)  # warm caches and imports
     start = time.process_time()

@@ -115,8 +115,8 @@ def order_statistic_ranks_ref(n, confidence):
 
 
 def binomial_tail_ref(k, n, a):
-    """P(Binomial(n, a/n) >= k) as an exact rational, rounded once: sum_{j>=k} C(n, j) a^j (n - a)^(n-j) / n^n,
-    each term from the one before in exact integers."""
+    """P(Binomial(n, a/n) >= k) as an exact rational, rounded once: sum_{j>=k} C(n, j) a^j
+    (n - a)^(n-j) / n^n, each term from the one before in exact integers."""
     b = n - a
     term = math.comb(n, k) * a**k * b ** (n - k)
     total = 0
@@ -254,7 +254,7 @@ def test_the_cell_summary_uses_the_exact_bootstrap_and_keeps_the_seeded_one_on_r
     assert "2000 resamples" in drawn.method and "seed 4" in drawn.method
 
 
-# --- the loops replaced, equal floats -------------------------------------------------------------------------
+# --- the loops replaced, equal floats -----------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -333,7 +333,7 @@ def test_the_galloping_search_finds_the_first_true_from_any_guess():
                 assert all(0 <= i < n for i in seen)
 
 
-# --- the memo -------------------------------------------------------------------------------------------------
+# --- the memo -----------------------------------------------------------------------------------------------
 
 
 def test_the_memo_answers_equal_inputs_alike_and_never_mixes_different_ones():

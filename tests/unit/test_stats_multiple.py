@@ -28,7 +28,8 @@ def test_holm_of_one_test_is_the_test():
 
 
 def test_benjamini_hochberg_by_hand():
-    # sorted: 0.005 x4/1 = 0.02, 0.01 x4/2 = 0.02, 0.03 x4/3 = 0.04, 0.04 x4/4 = 0.04 -> running min from the top
+    # sorted: 0.005 x4/1 = 0.02, 0.01 x4/2 = 0.02, 0.03 x4/3 = 0.04, 0.04 x4/4 = 0.04 -> running min from the
+    # top
     assert benjamini_hochberg(P) == pytest.approx((0.02, 0.04, 0.04, 0.02))
 
 

@@ -156,7 +156,7 @@ def test_a_wide_spread_from_three_runs_bounds_the_cv_without_overflow():
     assert advice.exceeds_cap
 
 
-# --- flags -----------------------------------------------------------------------------------------------------
+# --- flags --------------------------------------------------------------------------------------------------
 
 
 def test_two_modes_are_flagged_and_steady_runs_are_not():
@@ -205,7 +205,7 @@ def test_flags_ride_on_the_verdict_through_the_correction():
     assert adjusted.verdict.flags == ("bimodal baseline: x",)
 
 
-# --- pooled tails ---------------------------------------------------------------------------------------------
+# --- pooled tails -------------------------------------------------------------------------------------------
 
 
 def test_the_pooled_tail_p_counts_every_split_of_whole_runs_and_its_interval_is_expanded():
@@ -301,7 +301,7 @@ def test_a_resample_quantile_from_the_runs_top_samples_is_the_sorted_pools():
             assert resampler.draw(drawn) == percentile_sorted(pooled, q)
 
 
-# --- the permutation p's draws -----------------------------------------------------------------------------------
+# --- the permutation p's draws ------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("n_condition", [2, 4])  # 4 of 6: the complement of a drawn pair

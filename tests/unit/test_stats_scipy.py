@@ -202,7 +202,7 @@ def test_spearman_exact_matches_scipy_permutation_test(seed):
     assert ours.p_value == pytest.approx(ref.pvalue, rel=1e-9)
 
 
-# --- multiple testing -----------------------------------------------------------------------------------------
+# --- multiple testing ---------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("seed", range(10))
@@ -218,7 +218,8 @@ def test_benjamini_hochberg_matches_scipy_false_discovery_control(seed):
 
 def test_yuen_welch_matches_scipy_trimmed_ttest_ind_at_the_smaller_of_its_df_and_the_designs():
     """The statistic, its standard error and Welch's df are scipy's; the df used is the smaller of Welch's
-    and its value at equal variances (trimmed.yuen_welch says why), and p and interval are Student's t there."""
+    and its value at equal variances (trimmed.yuen_welch says why), and p and interval are Student's t
+    there."""
     from boardlab.stats.trimmed import equal_variance_df, yuen_welch
 
     rng = random.Random(41)

@@ -158,7 +158,7 @@ def test_the_smallest_mann_whitney_p_is_two_over_2n_choose_n_where_exact():
     assert smallest_p(6, 6, paired=True) == pytest.approx(2 / 2**6)
 
 
-def test_with_the_rank_test_five_runs_per_arm_cannot_decide_seventy_comparisons_and_the_message_names_the_fix():
+def test_with_the_rank_test_five_runs_per_arm_cannot_decide_seventy_comparisons_and_the_message_names_the_fix():  # noqa: E501
     r = reachability(5, 70, test_kind="rank")
     assert not r.reachable and r.method == "bh"
     assert r.smallest_adjusted_p == pytest.approx(70 * 2 / math.comb(10, 5))

@@ -1,4 +1,5 @@
-"""The PostgreSQL dialect layer's rewrites, without a server (the server tests: integration/test_store_pg.py)."""
+"""The PostgreSQL dialect layer's rewrites, without a server (the server tests:
+integration/test_store_pg.py)."""
 
 from __future__ import annotations
 

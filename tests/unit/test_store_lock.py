@@ -29,8 +29,8 @@ name = "mibench.crc32"
 
 @pytest.fixture
 def lockless(monkeypatch, tmp_path):
-    """flock(2) fails with ENOLCK on the files of tmp_path/nfs, as on an NFS mount without lockd; elsewhere (the
-    system lock in the state directory) it works."""
+    """flock(2) fails with ENOLCK on the files of tmp_path/nfs, as on an NFS mount without lockd; elsewhere
+    (the system lock in the state directory) it works."""
     real = fcntl.flock
     nfs = tmp_path / "nfs"
     nfs.mkdir()

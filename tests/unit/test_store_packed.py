@@ -38,18 +38,21 @@ def _schema_6_store(path) -> None:
     conn.executescript(
         """
         INSERT INTO meta VALUES ('schema_version', '6');
-        INSERT INTO boards(id, fingerprint, label, inventory_json, first_seen_unix_s) VALUES (1, 'f', 'b', '{}', 0);
+        INSERT INTO boards(id, fingerprint, label, inventory_json, first_seen_unix_s)
+            VALUES (1, 'f', 'b', '{}', 0);
         INSERT INTO campaigns(id, name, plan_hash, plan_source, plan_text, board_id, boardlab_version, root,
-            status, started_unix_s, environment_json) VALUES (1, 'c', 'h', 'p', '', 1, '0', '/', 'complete', 1, '{}');
-        INSERT INTO cells(id, campaign_id, key, workload, params_json, condition, condition_json, metric, unit,
-            higher_is_better) VALUES (1, 1, 'k', 'crc32', '{}', 'baseline', '{}', 'ns', 'ns', 0);
+            status, started_unix_s, environment_json)
+            VALUES (1, 'c', 'h', 'p', '', 1, '0', '/', 'complete', 1, '{}');
+        INSERT INTO cells(id, campaign_id, key, workload, params_json, condition, condition_json, metric,
+            unit, higher_is_better) VALUES (1, 1, 'k', 'crc32', '{}', 'baseline', '{}', 'ns', 'ns', 0);
         """
     )
     for run_id in (1, 2):
         conn.execute(
             "INSERT INTO runs(id, campaign_id, cell_id, repetition, attempt, seq, started_unix_s, wall_ns,"
             " exit_code, ok, valid, rusage_json, gate_waited_s, gate_timed_out, gate_detail,"
-            " condition_state_json, monitor_json) VALUES (?, 1, 1, ?, 1, ?, ?, 1, 0, 1, 1, '{}', 0, 0, '', '{}', '{}')",
+            " condition_state_json, monitor_json) VALUES (?, 1, 1, ?, 1, ?, ?, 1, 0, 1, 1, '{}', 0, 0, '',"
+            " '{}', '{}')",
             (run_id, run_id, run_id, 1000.0 + run_id),
         )
     conn.executemany("INSERT INTO series(run_id, source, t_ns, value) VALUES (1, ?, ?, ?)", SAMPLES)
@@ -126,9 +129,9 @@ def _old_monitor_series(store, campaign_id):
 
 
 def _reference_series(store, campaign_id) -> MonitorSeries:
-    """The monitor points as analysis.monitor defines them, from every sample in memory: MAX_POINTS buckets over
-    one range for all sources, from 0 (or an earlier sample) to the last run's start plus the latest sample time
-    of any run; per bucket the exact means (fmean) of its samples' times and values."""
+    """The monitor points as analysis.monitor defines them, from every sample in memory: MAX_POINTS buckets
+    over one range for all sources, from 0 (or an earlier sample) to the last run's start plus the latest
+    sample time of any run; per bucket the exact means (fmean) of its samples' times and values."""
     t0, raw = _every_sample(store, campaign_id)
     last_start = max(r["started_unix_s"] for r in store.runs(campaign_id)) - t0
     t_ns = [row["t_ns"] for r in store.runs(campaign_id) for row in store.series(r["id"])]
@@ -220,7 +223,8 @@ def test_the_series_extents_are_each_rows_first_and_last_time_as_the_samples_say
     with Store.open(old, create=False) as reader:
         assert reader.schema_version() == 6
         assert list(reader.campaign_series_extents(1)) == [(1, 1001.0, *e) for e in (
-            ("cpu0.busy_pct", 3, 0, 100), ("temp.zone0_mc", 2, 0, 200), ("worker.rss_kib", 1, 2**40, 2**40))]  # fmt: skip
+            ("cpu0.busy_pct", 3, 0, 100), ("temp.zone0_mc", 2, 0, 200),
+            ("worker.rss_kib", 1, 2**40, 2**40))]  # fmt: skip
     with Store.open(old):  # a writer packs them (migration 7)
         pass
     db = make_campaign_db(tmp_path / "e.db", n=2)
@@ -246,7 +250,8 @@ def _summaries(path) -> list[tuple]:
 def test_the_database_sums_whole_rows_and_python_reads_the_rest_with_the_same_points(tmp_path, monkeypatch):
     """Rows whose samples fall in one bucket are summed by the database from their summaries (schema 10);
     rows that span buckets, or have no summary (an ingested older file, a NaN, a sum out of range), are read
-    sample by sample; a store before schema 10 is read sample by sample throughout. The points are the same."""
+    sample by sample; a store before schema 10 is read sample by sample throughout. The points are the
+    same."""
     db = make_campaign_db(tmp_path / "c.db", n=12)
     with Store.open(db, create=False) as store:
         want = monitor_series(store, 1)

@@ -52,7 +52,8 @@ def assert_failures_are_the_caps(doc, knee_rate):
             assert t["info"]["shortfall_percent"] <= 10
 
 
-@pytest.mark.quiet  # a feeder descheduled beside a busy suite fails a trial below the knee, then a later one passes
+# a feeder descheduled beside a busy suite fails a trial below the knee, then a later one passes
+@pytest.mark.quiet
 @pytest.mark.parametrize("source", ["udp", "tcp"])
 def test_feeder_knee_sits_at_the_downlink_cap(source):
     block, cap = 16384, 2e6

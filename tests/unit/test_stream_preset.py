@@ -14,7 +14,8 @@ def test_the_stream_preset_names_every_data_stream_workload():
     assert plan.runs.unsupported == "skip"  # io.dma without a DMA engine is skipped with its reason
     storage = next(w for w in plan.workloads if w.name == "io.storage")
     assert len(storage.params["bs"]) >= 3  # a throughput-by-block-size curve
-    # Instructions per bit from retired instructions; without counters each run says why (the report's reason).
+    # Instructions per bit from retired instructions; without counters each run says why (the report's
+    # reason).
     assert plan.runs.counters == ("instructions",)
     knee = next(w for w in plan.workloads if w.name == "stream.knee")
     assert "udp" in knee.params["source"]  # the knee from a real source, not only the generator

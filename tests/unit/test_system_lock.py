@@ -1,5 +1,5 @@
-"""The system lock's own rules (docs/safety.md): one holder per tree, named to the waiter; a wait that says how
-long it has waited, gives up after its seconds with exit 2, and takes the lock the moment it is free."""
+"""The system lock's own rules (docs/safety.md): one holder per tree, named to the waiter; a wait that says
+how long it has waited, gives up after its seconds with exit 2, and takes the lock the moment it is free."""
 
 from __future__ import annotations
 

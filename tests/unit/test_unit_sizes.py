@@ -1,5 +1,5 @@
-"""Functions short enough to hold in one look, files short enough to find one's way in: no function longer than
-MAX_FUNCTION_LINES in any Python module of boardlab or in kern/core.c, no file there longer than
+"""Functions short enough to hold in one look, files short enough to find one's way in: no function longer
+than MAX_FUNCTION_LINES in any Python module of boardlab or in kern/core.c, no file there longer than
 MAX_FILE_LINES, but for the few EXEMPT functions, each with its reason. Python is
 measured with ast (from `def` to the function's last line); C by matching the braces of top-level functions
 outside comments and strings (from the line of the opening brace to the closing one)."""
@@ -69,8 +69,8 @@ def c_functions(text: str) -> list[tuple[str, int, int]]:
 def test_the_c_scan_finds_functions_and_skips_braces_in_strings_comments_and_structs():
     text = (
         "struct s { int a; };\nstatic const int t[] = {1, 2};\n"
-        "static int f(int x)\n{\n    /* } */\n    const char *c = \"}{\";\n    if (x) {\n        return '}';\n"
-        "    }\n    return 0;\n}\nint g(void) { return 1; }\n"
+        'static int f(int x)\n{\n    /* } */\n    const char *c = "}{";\n    if (x) {\n'
+        "        return '}';\n    }\n    return 0;\n}\nint g(void) { return 1; }\n"
     )
     assert c_functions(text) == [("f", 4, 8), ("g", 12, 1)]
 
@@ -154,7 +154,8 @@ def find_circle(graph: dict[str, set[str]]) -> list[str]:
 def test_the_file_graph_sees_calls_and_pointers_across_files_and_finds_a_circle():
     files = {
         "a.c": "static int h(void) { return 0; }\nint f(void) { return g() + h(); }\n",
-        "b.c": '/* f() */\nstatic const char *s = "f()";\nint g(void) { return 1; }\nstatic int h(void) { return 2; }\n',
+        "b.c": '/* f() */\nstatic const char *s = "f()";\nint g(void) { return 1; }\n'
+        "static int h(void) { return 2; }\n",
         "c.c": "int k(void) { return 0; }\nconst struct t x = {.fn = f};\n",
     }
     assert c_file_graph(files) == {"a.c": {"b.c"}, "b.c": set(), "c.c": {"a.c"}}

@@ -16,11 +16,12 @@ from boardlab.model.worker_result import (
     stored_worker_result,
 )
 
-# boardlab-kern's schema-1 result as release 0.1.0 printed it (trimmed to what is read): "kernel", not "workload"
+# boardlab-kern's schema-1 result as release 0.1.0 printed it (trimmed to what is read): "kernel", not
+# "workload"
 KERN_V1 = {
     "schema": 1, "tool": "boardlab-kern", "version": "0.1.0", "kernel": "scimark.sor", "family": "scimark",
-    "params": {"size": "small"}, "ok": True, "supported": True, "reason": None, "verified": True, "errors": [],
-    "warmup": {"iterations": 12, "capped": False, "cv": 0.004},
+    "params": {"size": "small"}, "ok": True, "supported": True, "reason": None, "verified": True,
+    "errors": [], "warmup": {"iterations": 12, "capped": False, "cv": 0.004},
     "iterations_ns": [1000, 1010, 990],
     "metrics": {"mflops": {"unit": "Mflop/s", "higher_is_better": True, "kind": "rate",
                            "values": [410.0, 405.9, 414.1], "median": 410.0, "min": 405.9, "p90": 414.1,
@@ -80,8 +81,10 @@ def test_a_single_value_metric_and_a_histogram_are_read():
         ('{"schema": 3, "ok": true}', "schema 3: this boardlab reads schemas 1, 2"),
         ('{"ok": true}', "schema None"),
         ('{"schema": 2, "ok": "yes"}', "ok is str"),
-        ('{"schema": 2, "ok": true, "metrics": {"x": {"unit": "s"}}}', "metrics.x.higher_is_better is missing"),
-        ('{"schema": 2, "ok": true, "metrics": {"x": {"unit": "s", "higher_is_better": true, "median": "1"}}}',
+        ('{"schema": 2, "ok": true, "metrics": {"x": {"unit": "s"}}}',
+         "metrics.x.higher_is_better is missing"),
+        ('{"schema": 2, "ok": true, "metrics": {"x": {"unit": "s", "higher_is_better": true, '
+         '"median": "1"}}}',
          "metrics.x.median is str"),
     ],
 )  # fmt: skip
@@ -140,7 +143,8 @@ MALFORMED = {
     "iteration 2**63": _doc(f'"iterations_ns": [{2**63}]'),
     "wall_ns 2**64": _doc(f'"wall_ns": {2**64}'),
     "histogram count 2**64": _doc(
-        f'"histograms": {{"h": {{"counts": [{2**64}], "bucket_width": 1, "unit": "us", "overflow": 0, "total": 1}}}}'
+        f'"histograms": {{"h": {{"counts": [{2**64}], "bucket_width": 1, "unit": "us", "overflow": 0, '
+        '"total": 1}}'
     ),
     "counter count 2**64": _doc(f'"counters": {{"cycles": {{"count": {2**64}}}}}'),
     "warnings not text": _doc('"warnings": [3]'),

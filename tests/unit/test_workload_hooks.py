@@ -42,7 +42,8 @@ def test_a_kernel_runs_in_boardlab_kern_with_the_plans_warmup_and_counters(kern)
                         "--warmup-max-iterations", "2", "--warmup-max-ms", "100", "--warmup-cv", "0.01",
                         "--json"]  # fmt: skip
     assert spec.load_argv({"size": "large"}) == [str(kern), "scimark.sor", "--param", "size=large",
-                                                "--iterations", "100000", "--warmup-max-iterations", "0"]  # fmt: skip
+                                                "--iterations", "100000",
+                                                "--warmup-max-iterations", "0"]  # fmt: skip
 
 
 def test_a_python_workload_runs_in_a_fresh_worker_unless_it_declares_otherwise():
@@ -74,7 +75,8 @@ def test_the_workload_condition_asks_the_spec_which_workload_can_be_a_load():
 
 def _catalog(tail: bool) -> dict[str, WorkloadSpec]:
     spec = WorkloadSpec("demo.lat", "demo", "a latency workload", "python",
-                        metrics=(MetricSpec("latency_ms", "ms", False, kind="time"),), tail_samples=tail)  # fmt: skip
+                        metrics=(MetricSpec("latency_ms", "ms", False, kind="time"),),
+                        tail_samples=tail)  # fmt: skip
     return {spec.name: spec}
 
 
@@ -98,7 +100,8 @@ params = { stressor = "cpu" }
 
 
 def _name_comparisons(path: Path, names: set[str]) -> list[str]:
-    """`x == "ai.inference"`, `x in ("rt.cyclictest", ...)` and the like: a module testing a workload's name."""
+    """`x == "ai.inference"`, `x in ("rt.cyclictest", ...)` and the like: a module testing a workload's
+    name."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if not isinstance(node, ast.Compare):

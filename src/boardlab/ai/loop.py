@@ -1,4 +1,5 @@
-"""`python -m boardlab.ai.loop --model M --runtime R --threads N [--duration S]`: inference as a background load.
+"""`python -m boardlab.ai.loop --model M --runtime R --threads N [--duration S]`: inference as a background
+load.
 
 The interference study's real-time part runs an AI workload beside cyclictest. This loop runs one model's
 inference back to back until SIGINT or SIGTERM (or `--duration` seconds), then prints one JSON summary

@@ -9,8 +9,8 @@ deployed graph; `params_trainable` also counts the BN pair per channel (the torc
 
 Shapes are (C, H, W), batch 1. Padding is TensorFlow's SAME (asymmetric where the total is odd), in both
 emitters, so the ONNX and TFLite files of one model compute the same function on the same weights.
-Weights are He-scaled (uniform, variance 2/fan_in), so activations neither explode nor decay into denormals; the SSD class
-head is biased to a prior of 0.01 (logit -4.6) so random weights do not fake a crowded scene.
+Weights are He-scaled (uniform, variance 2/fan_in), so activations neither explode nor decay into denormals;
+the SSD class head is biased to a prior of 0.01 (logit -4.6) so random weights do not fake a crowded scene.
 """
 
 from __future__ import annotations

@@ -59,13 +59,14 @@ def install_hint(package: str, machine: str) -> str:
         )
     if package == "numpy":
         return (
-            f"PyPI has no numpy wheel for {machine}: apt-get install python3-numpy and make boardlab's venv with "
-            "--system-site-packages (`make setup` and the board bundle's install.sh do)"
+            f"PyPI has no numpy wheel for {machine}: apt-get install python3-numpy and make boardlab's venv "
+            "with --system-site-packages (`make setup` and the board bundle's install.sh do)"
         )
     vendor = " (on a TI board: the SDK's tflite_runtime)" if package == "litert" else ""
     return (
-        f"{'onnxruntime' if package == 'onnxruntime' else 'ai-edge-litert'} publishes no wheel for {machine}: "
-        f"install a build for this board{vendor}, or run the AI workload on an aarch64 or x86-64 machine"
+        f"{'onnxruntime' if package == 'onnxruntime' else 'ai-edge-litert'} publishes no wheel for "
+        f"{machine}: install a build for this board{vendor}, or run the AI workload on an aarch64 or "
+        "x86-64 machine"
     )
 
 
@@ -141,7 +142,8 @@ def options_from(
         )
     if provider is not None and runtime != "onnxruntime":
         raise InputError(
-            f"provider={provider}: an execution provider applies to runtime=onnxruntime; LiteRT takes delegate="
+            f"provider={provider}: an execution provider applies to runtime=onnxruntime; LiteRT "
+            "takes delegate="
         )
     if delegate_options and (delegate is None or delegate in DELEGATE_WORDS):
         raise InputError("delegate_options: options go to an external delegate; give delegate=PATH.so too")

@@ -81,7 +81,8 @@ def bench_result(analysis: CampaignAnalysis, names: dict[str, str], facts: dict)
         "plan": analysis.name,
         **facts,
         "ratio": "B / A of the costs (the runs' 20%-trimmed geometric means; > 1: B is slower), its 95% CI, "
-        "and the verdict from the 90% decision interval against a 2% threshold, p adjusted over every comparison",
+        "and the verdict from the 90% decision interval against a 2% threshold, p adjusted over "
+        "every comparison",
         "cells": cells,
         "comparisons": comparisons,
         "results": [_hyperfine(c) for c in cells],
@@ -104,15 +105,15 @@ def bench_document(d: dict) -> doc.Document:
         return fmt_interval(*x) if x else "–"
 
     cells = doc.Table(
-        (doc.Column("command"), doc.Column("condition"), doc.Column("median", d["cells"][0]["unit"] if d["cells"]
-                                                                     else None, numeric=True),
+        (doc.Column("command"), doc.Column("condition"),
+         doc.Column("median", d["cells"][0]["unit"] if d["cells"] else None, numeric=True),
          doc.Column("95% CI", numeric=True), doc.Column("runs", numeric=True), doc.Column("warnings")),
         tuple((c["name"], c["condition"], fmt_num(c["median"]), ci(c["median_ci"]), str(c["n"]),
                "; ".join(c["warnings"])) for c in d["cells"]),
     )  # fmt: skip
     comps = doc.Table(
-        (doc.Column("B"), doc.Column("A"), doc.Column("B / A", numeric=True), doc.Column("95% CI", numeric=True),
-         doc.Column("verdict")),
+        (doc.Column("B"), doc.Column("A"), doc.Column("B / A", numeric=True),
+         doc.Column("95% CI", numeric=True), doc.Column("verdict")),
         tuple((f"{x['b']} @ {x['b_condition']}", f"{x['a']} @ {x['a_condition']}", fmt_ratio(x["ratio"]),
                ci(x["ratio_ci"]), verdict_text(x["verdict"]) if x["verdict"] else (x["reason"] or ""))
               for x in d["comparisons"]),

@@ -151,8 +151,9 @@ def _who(d: dict) -> doc.Section:
     return doc.section(
         "Boards",
         doc.Prose(
-            f"{len(d['boards'])} boards ran the same plan; each board's latest campaign of it is shown. B / A is "
-            f"board B's median over board A's for the same cell (workload, parameters, condition); {against}."
+            f"{len(d['boards'])} boards ran the same plan; each board's latest campaign of it is shown. "
+            "B / A is board B's median over board A's for the same cell (workload, parameters, "
+            f"condition); {against}."
         ),
         doc.Table(
             tuple(doc.Column(c) for c in ("board", "campaign", "status", "started", "boardlab")),
@@ -252,10 +253,10 @@ def _verdicts(d: dict) -> doc.Section:
     return doc.section(
         "Verdicts per board pair",
         doc.Prose(
-            "Verdicts are decided on the 90% decision interval of B / A against each workload's threshold (the "
-            f"plan's `threshold`, default 2%, tails 10%); p adjusted by {method} over all {d['family_size']} "
-            f"comparisons of this report ({which}). A cell whose A/A control failed on either board "
-            "is marked unstable.",
+            "Verdicts are decided on the 90% decision interval of B / A against each workload's threshold "
+            f"(the plan's `threshold`, default 2%, tails 10%); p adjusted by {method} over all "
+            f"{d['family_size']} comparisons of this report ({which}). A cell whose A/A control failed on "
+            "either board is marked unstable.",
             small=True,
         ),
         doc.Table(

@@ -1,8 +1,9 @@
 """Two campaigns side by side, cell by cell (two boards, or two sessions of one): the comparison document.
 
-Works on any two `CampaignView`s (`analysis.records`: a `CampaignAnalysis` computed now or the `KeptAnalysis` of a
-stored summary, from one store or two): cells matched by workload, parameters and condition; B/A per cell with its 90% decision interval, corrected over the matched cells, and each side's
-A/A control (docs/method.md "Comparing a condition with its baseline").
+Works on any two `CampaignView`s (`analysis.records`: a `CampaignAnalysis` computed now or the `KeptAnalysis`
+of a stored summary, from one store or two): cells matched by workload, parameters and condition; B/A per cell
+with its 90% decision interval, corrected over the matched cells, and each side's A/A control (docs/method.md
+"Comparing a condition with its baseline").
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ if TYPE_CHECKING:
 
 COMPARE_SCHEMA = 2  # 2: each cell says its test, how its p was found and what its ratio is of
 RATIO_WORDS = (
-    "B / A of each cell's estimate (`estimator`: the runs' 20%-trimmed geometric means, or their medians where "
-    "the rank test decided); cost_ratio > 1 means B is worse; the a/b medians are shown for reading"
+    "B / A of each cell's estimate (`estimator`: the runs' 20%-trimmed geometric means, or their medians "
+    "where the rank test decided); cost_ratio > 1 means B is worse; the a/b medians are shown for reading"
 )
 DECISION_WORDS = (
-    "verdicts are decided on decision_ci, the 90% interval of the cost ratio from the cell's test (`test_words`: "
-    "Yuen's trimmed t on log runs, its p by permutation where a correction could use it), against each cell's "
-    "delta, with p adjusted over every cell; cost_ratio_ci (95%) is shown, not decided on"
+    "verdicts are decided on decision_ci, the 90% interval of the cost ratio from the cell's test "
+    "(`test_words`: Yuen's trimmed t on log runs, its p by permutation where a correction could use it), "
+    "against each cell's delta, with p adjusted over every cell; cost_ratio_ci (95%) is shown, not decided on"
 )
 
 
@@ -65,12 +66,13 @@ def _cell_id(cell: CellAnalysis) -> dict:
 def pair_rows(
     a: CampaignView, b: CampaignView, *, seed: int = 0, family_size: int | None = None
 ) -> tuple[list[ComparisonRow], list, list[int]]:
-    """B/A for every cell of A matched in B, not yet corrected: (rows, comparisons, the row of each comparison).
+    """B/A for every cell of A matched in B, not yet corrected: (rows, comparisons, the row of each
+    comparison).
 
-    `finish_rows` fills the rows once the comparisons are corrected, over this pair alone (`compare_campaigns`)
-    or over every pair of a report (`analysis.boards`, `analysis.history`): one family per report
-    (docs/method.md). `family_size` is that family's size as far as it is known before (this pair's matched
-    cells when None): how far a permutation p-value must reach to pass its correction."""
+    `finish_rows` fills the rows once the comparisons are corrected, over this pair alone
+    (`compare_campaigns`) or over every pair of a report (`analysis.boards`, `analysis.history`): one family
+    per report (docs/method.md). `family_size` is that family's size as far as it is known before (this pair's
+    matched cells when None): how far a permutation p-value must reach to pass its correction."""
     from boardlab.stats import compare
 
     b_cells = {_key(c): c for c in b.cells}
@@ -186,7 +188,8 @@ def unmatched(a: CampaignView, b: CampaignView) -> dict:
 
 
 def compare_campaigns(a: CampaignView, b: CampaignView, *, path_a: str = "A", path_b: str = "B") -> dict:
-    """The comparison document: every cell of A matched in B, B/A per cell (docs/method.md "Comparing ...")."""
+    """The comparison document: every cell of A matched in B, B/A per cell (docs/method.md "Comparing
+    ...")."""
     from boardlab.stats import adjust, family_method
 
     rows, comps, slots = pair_rows(a, b)

@@ -1,5 +1,6 @@
-"""The document of a comparison of two campaigns (`compare_campaigns`'s dict, its cells `ComparisonRow`s), for `boardlab serve`'s compare
-page: who was compared, each cell's B / A with its 90% decision interval and verdict, the cells on one side only."""
+"""The document of a comparison of two campaigns (`compare_campaigns`'s dict, its cells `ComparisonRow`s), for
+`boardlab serve`'s compare page: who was compared, each cell's B / A with its 90% decision interval and
+verdict, the cells on one side only."""
 
 from __future__ import annotations
 
@@ -22,8 +23,9 @@ def compare_document(d: dict, title: str) -> doc.Document:
     who = doc.Table(
         (doc.Column("side"), doc.Column("campaign"), doc.Column("name"), doc.Column("board"),
          doc.Column("status"), doc.Column("started"), doc.Column("boardlab")),
-        tuple((side.upper(), str(d[side]["campaign_id"]), d[side]["name"], d[side]["board"], d[side]["status"],
-               fmt_time(d[side]["started_unix_s"]), d[side]["boardlab_version"]) for side in ("a", "b")),
+        tuple((side.upper(), str(d[side]["campaign_id"]), d[side]["name"], d[side]["board"],
+               d[side]["status"], fmt_time(d[side]["started_unix_s"]), d[side]["boardlab_version"])
+              for side in ("a", "b")),
     )  # fmt: skip
     rows, classes = [], []
     for c in d["cells"]:  # each a ComparisonRow
@@ -32,13 +34,14 @@ def compare_document(d: dict, title: str) -> doc.Document:
             verdict += " (UNSTABLE: " + "; ".join(c.unstable) + ")"
         rows.append((cell_label(c.workload, c.params), c.condition, f"{c.metric} [{unit_label(c.unit)}]",
                      fmt_num(c.a.median), fmt_num(c.b.median), fmt_ratio(c.ratio),
-                     fmt_interval(*c.decision_ci) if c.decision_ci else "", fmt_p(c.p_adjusted), verdict))  # fmt: skip
+                     fmt_interval(*c.decision_ci) if c.decision_ci else "", fmt_p(c.p_adjusted),
+                     verdict))  # fmt: skip
         classes.append(f"v-{c.verdict}" if c.verdict in ("slowdown", "speedup") else "")
     cells = doc.Table(
-        (doc.Column("workload"), doc.Column("condition"), doc.Column("metric"), doc.Column("A median", numeric=True),
-         doc.Column("B median", numeric=True), doc.Column("B / A", numeric=True),
-         doc.Column("90% decision interval", numeric=True), doc.Column("p (adjusted)", numeric=True),
-         doc.Column("verdict")),
+        (doc.Column("workload"), doc.Column("condition"), doc.Column("metric"),
+         doc.Column("A median", numeric=True), doc.Column("B median", numeric=True),
+         doc.Column("B / A", numeric=True), doc.Column("90% decision interval", numeric=True),
+         doc.Column("p (adjusted)", numeric=True), doc.Column("verdict")),
         tuple(rows),
         row_classes=tuple(classes),
         emphasis_column="verdict",
@@ -55,10 +58,10 @@ def compare_document(d: dict, title: str) -> doc.Document:
             doc.section(
                 "Cells",
                 doc.Prose(
-                    "B / A is median(B) / median(A) for the same cell; verdicts are decided on the 90% decision "
-                    "interval of the cost ratio against each workload's threshold, p adjusted by "
-                    f"{method} over {d['family_size']} cells. A cell whose A/A control failed on either side is "
-                    "marked unstable.",
+                    "B / A is median(B) / median(A) for the same cell; verdicts are decided on the 90% "
+                    "decision interval of the cost ratio against each workload's threshold, p adjusted by "
+                    f"{method} over {d['family_size']} cells. A cell whose A/A control failed on either side "
+                    "is marked unstable.",
                     small=True,
                 ),
                 cells,

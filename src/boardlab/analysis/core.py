@@ -38,8 +38,8 @@ from boardlab.stats.threshold import threshold_of
 from boardlab.store import Store
 
 MIN_RUNS_FOR_SUMMARY = 2
-# Workloads whose spec says `tail_samples` get a comparison of their tail of its own (`tail_comparisons`), with
-# the rule of `stats.tails`: per-run p99 when every run has >= 100 samples, else the pooled p99 with a
+# Workloads whose spec says `tail_samples` get a comparison of their tail of its own (`tail_comparisons`),
+# with the rule of `stats.tails`: per-run p99 when every run has >= 100 samples, else the pooled p99 with a
 # cluster bootstrap.
 TAIL_SEED_OFFSET = 100_000  # bootstrap seeds of the tail comparisons, apart from the medians'
 AA_SEED_OFFSET = 200_000  # and of the A/A controls
@@ -237,7 +237,8 @@ def _metric_samples(store: Store, cell: CellAnalysis, metric: str) -> dict[int, 
 
 
 def is_sample_histogram(name: str, histogram: str | None) -> bool:
-    """Whether a stored histogram holds the samples the spec names (`latency_us` or `latency_us.cpuN[.tK]`)."""
+    """Whether a stored histogram holds the samples the spec names (`latency_us` or
+    `latency_us.cpuN[.tK]`)."""
     return histogram is not None and (name == histogram or name.startswith(histogram + "."))
 
 
@@ -284,9 +285,10 @@ def tail_metric_name(cell: CellAnalysis, workloads: WorkloadFacts) -> str:
 def _tail_arm(
     store: Store, cell: CellAnalysis, workloads: WorkloadFacts
 ) -> tuple[list[RunEnvironment], list[list[float]] | list[float]]:
-    """The runs of a tail arm (their environments, their tails): when the worker computes its own p99 (`tail_metric`, e.g. from a histogram),
-    each run's p99 when it has >= 100 samples (a float per run), else its samples rebuilt from the
-    histograms; otherwise every stored sample of the primary metric per run (e.g. each frame's latency)."""
+    """The runs of a tail arm (their environments, their tails): when the worker computes its own p99
+    (`tail_metric`, e.g. from a histogram), each run's p99 when it has >= 100 samples (a float per run), else
+    its samples rebuilt from the histograms; otherwise every stored sample of the primary metric per run (e.g.
+    each frame's latency)."""
     from boardlab.stats import TAIL_MIN_SAMPLES
 
     spec = workloads.spec_of(cell.workload)
@@ -317,10 +319,10 @@ def tail_comparisons(
     family_size: int,
     seed_offset: int = TAIL_SEED_OFFSET,
 ) -> tuple[ComparisonAnalysis, ...]:
-    """Each condition against its baseline on the p99 (workloads with `tail_samples`) by `stats.tails`: per-run p99s
-    when every run has >= 100 samples, else the pooled p99 with a permutation test over whole runs. Unadjusted
-    here: `analyze` corrects them together with the medians (`family_size` comparisons, which set how far a
-    permutation p must reach)."""
+    """Each condition against its baseline on the p99 (workloads with `tail_samples`) by `stats.tails`:
+    per-run p99s when every run has >= 100 samples, else the pooled p99 with a permutation test over whole
+    runs. Unadjusted here: `analyze` corrects them together with the medians (`family_size` comparisons, which
+    set how far a permutation p must reach)."""
     from boardlab.stats import TAIL_MIN_SAMPLES
 
     tail_cells = tuple(c for c in cells if workloads.tail_samples(c.workload))
@@ -565,7 +567,8 @@ def correct_family(
     *families: tuple[ComparisonAnalysis, ...],
 ) -> tuple[tuple[tuple[ComparisonAnalysis, ...], ...], int, str]:
     """One correction family per report (docs/method.md): every comparison with a verdict, medians and tails
-    together, Holm up to 50 comparisons and Benjamini-Hochberg above; verdicts re-decided on the adjusted p."""
+    together, Holm up to 50 comparisons and Benjamini-Hochberg above; verdicts re-decided on the adjusted
+    p."""
     slots = [(i, j) for i, fam in enumerate(families) for j, r in enumerate(fam) if r.comparison is not None]
     size = len(slots)
     method = family_method(size)

@@ -26,7 +26,8 @@ HTML = frozenset({"html"})
 
 @dataclass(frozen=True)
 class Column:
-    """A table column: its name, its unit (shown as `name [unit]`), and whether it is numeric (right-aligned)."""
+    """A table column: its name, its unit (shown as `name [unit]`), and whether it is numeric
+    (right-aligned)."""
 
     name: str
     unit: str | None = None
@@ -79,7 +80,8 @@ class Table:
 
 @dataclass(frozen=True)
 class Prose:
-    """A paragraph. `small`: explanatory text (HTML sets it smaller). `strong`: a warning that must stand out."""
+    """A paragraph. `small`: explanatory text (HTML sets it smaller). `strong`: a warning that must stand
+    out."""
 
     text: str
     small: bool = False
@@ -152,7 +154,7 @@ class Document:
     sections: tuple[Section, ...] = field(default_factory=tuple)
 
 
-# ---- plot data: what a figure's `data` may hold, besides numbers and strings -----------------------------------
+# ---- plot data: what a figure's `data` may hold, besides numbers and strings -------------------------------
 
 
 @dataclass(frozen=True)
@@ -238,7 +240,8 @@ class Histogram:
 
 def table_notes(whys: Sequence[Sequence[str]]) -> tuple[list[str], tuple[str, ...]]:
     """Explanations that repeat on several rows said once: (each row's own text, the table's notes). A
-    sentence on every row becomes a note of the whole table; one on some rows a numbered note the row cites."""
+    sentence on every row becomes a note of the whole table; one on some rows a numbered note the row
+    cites."""
     count: dict[str, int] = {}
     for why in whys:
         for w in dict.fromkeys(why):
@@ -261,18 +264,18 @@ def section(title: str, *blocks: Block | None, level: int = 2, anchor: str = "",
     return Section(title, tuple(b for b in blocks if b is not None), level=level, anchor=anchor, **kw)
 
 
-# ---- a document kept as JSON (boardlab.summary stores `model.records.to_plain(document)`), read back ----------
+# ---- a document kept as JSON (boardlab.summary stores `model.records.to_plain(document)`), read back -------
 
-RECORDS = (Document, Section, Prose, Items, Preformatted, Figure, Multiples, Facts, Table, Column, Box, HeatCell,
-           Line, Histogram)  # fmt: skip
+RECORDS = (Document, Section, Prose, Items, Preformatted, Figure, Multiples, Facts, Table, Column, Box,
+           HeatCell, Line, Histogram)  # fmt: skip
 
 
 def from_plain(value: Any) -> Any:
-    """A document (or any part of one) from its plain JSON (`model.records.to_plain`: each record an object with
-    its class name under "type", sequences as lists), with the records, tuples, frozensets and integer keys its
-    fields declare (`model.records.from_plain`): what `boardlab serve` renders a stored report from, through the
-    same escaping renderers as `boardlab report`, never from stored HTML. A "type" that is not one of RECORDS
-    raises ValueError."""
+    """A document (or any part of one) from its plain JSON (`model.records.to_plain`: each record an object
+    with its class name under "type", sequences as lists), with the records, tuples, frozensets and integer
+    keys its fields declare (`model.records.from_plain`): what `boardlab serve` renders a stored report from,
+    through the same escaping renderers as `boardlab report`, never from stored HTML. A "type" that is not one
+    of RECORDS raises ValueError."""
     from boardlab.model.records import from_plain as decode
 
     return decode(Any, value, _record_kinds())

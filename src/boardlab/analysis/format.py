@@ -170,16 +170,18 @@ def unit_label(unit: str) -> str:
     return "µs" if unit == "us" else unit
 
 
-# A field name in words (`cpu_pct_one_cpu` -> "CPU [% of one CPU]", `rss_MiB` -> "RSS [MiB]", `build_p50_us` ->
-# "build p50 [µs]"): its unit is the end of the name, as for parameters; these words are set in capitals.
-_NAME_UNITS = (("_bit_s", "bit/s"), ("_mb_s", "MB/s"), ("_b_s", "B/s"), ("_j_s", "J·s"), ("_bytes", "B"), ("_kib", "KiB"),
-               ("_mib", "MiB"), ("_mb", "MB"), ("_khz", "kHz"), ("_hz", "Hz"), ("_ns", "ns"), ("_us", "µs"),
-               ("_ms", "ms"), ("_s", "s"), ("_pct", "%"), ("_percent", "%"), ("_js2", "J·s²"),
+# A field name in words (`cpu_pct_one_cpu` -> "CPU [% of one CPU]", `rss_MiB` -> "RSS [MiB]",
+# `build_p50_us` -> "build p50 [µs]"): its unit is the end of the name, as for parameters; these words are set
+# in capitals.
+_NAME_UNITS = (("_bit_s", "bit/s"), ("_mb_s", "MB/s"), ("_b_s", "B/s"), ("_j_s", "J·s"), ("_bytes", "B"),
+               ("_kib", "KiB"), ("_mib", "MiB"), ("_mb", "MB"), ("_khz", "kHz"), ("_hz", "Hz"), ("_ns", "ns"),
+               ("_us", "µs"), ("_ms", "ms"), ("_s", "s"), ("_pct", "%"), ("_percent", "%"), ("_js2", "J·s²"),
                ("_js", "J·s"), ("_mj", "mJ"), ("_uj", "µJ"), ("_j", "J"), ("_mw", "mW"), ("_w", "W"),
                ("_mc", "m°C"))  # fmt: skip
-_CAPITALS = {"cpu": "CPU", "cpus": "CPUs", "rss": "RSS", "pss": "PSS", "udp": "UDP", "tcp": "TCP", "ddr": "DDR",
-             "edp": "EDP", "ed2p": "ED²P", "io": "I/O", "tidl": "TIDL", "mflops": "MFLOPS", "gflops": "GFLOPS",
-             "iops": "IOPS", "fps": "FPS", "dma": "DMA", "mb": "MB", "ai": "AI", "cv": "CV"}  # fmt: skip
+_CAPITALS = {"cpu": "CPU", "cpus": "CPUs", "rss": "RSS", "pss": "PSS", "udp": "UDP", "tcp": "TCP",
+             "ddr": "DDR", "edp": "EDP", "ed2p": "ED²P", "io": "I/O", "tidl": "TIDL", "mflops": "MFLOPS",
+             "gflops": "GFLOPS", "iops": "IOPS", "fps": "FPS", "dma": "DMA", "mb": "MB", "ai": "AI",
+             "cv": "CV"}  # fmt: skip
 FIELD_NAME = re.compile(r"[a-z][a-z0-9]*(?:_[A-Za-z0-9]+)+")
 
 
@@ -271,7 +273,8 @@ def fmt_spec(x: float | None, spec: str = ".4g") -> str:
 
 
 def fmt_value(x: float | None) -> str:
-    """A measured value: whole numbers as they are (cyclictest's integer microseconds), others with 4 digits."""
+    """A measured value: whole numbers as they are (cyclictest's integer microseconds), others with 4
+    digits."""
     if x is None:
         return "–"
     if float(x).is_integer() and abs(x) < 1e15:

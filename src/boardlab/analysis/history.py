@@ -63,7 +63,8 @@ def environment_facts(row) -> dict[str, str | None]:
 
 
 def commit_of(row) -> CommitIdentity:
-    """The commit and branch a campaign row measured (`run --commit`; `load_history` adds them to its rows)."""
+    """The commit and branch a campaign row measured (`run --commit`; `load_history` adds them to its
+    rows)."""
     return CommitIdentity(row.get("commit_sha"), row.get("commit_describe"), row.get("branch"))
 
 
@@ -126,8 +127,8 @@ def clock_went_back(row, prev_row) -> str | None:
     else:
         evidence = "it arrived later in this store"
     return (
-        f"board clock went back: campaign {int(row['id'])} started at {fmt_time(row['started_unix_s'])} by the "
-        f"board's clock, before campaign {int(prev_row['id'])} ({fmt_time(before)}), which it followed "
+        f"board clock went back: campaign {int(row['id'])} started at {fmt_time(row['started_unix_s'])} by "
+        f"the board's clock, before campaign {int(prev_row['id'])} ({fmt_time(before)}), which it followed "
         f"({evidence}); it is placed after it"
     )
 
@@ -223,8 +224,8 @@ def build_history(
         "plan": plan,
         "ratio": "each step is campaign B over the campaign A before it on the same board, cell by cell: "
         + RATIO_WORDS,
-        "decision": "a step is a regression (slowdown) or an improvement (speedup) when its 90% decision interval "
-        "lies beyond 1 +- delta and its p, adjusted over every step of this history, is below 0.05: "
+        "decision": "a step is a regression (slowdown) or an improvement (speedup) when its 90% decision "
+        "interval lies beyond 1 +- delta and its p, adjusted over every step of this history, is below 0.05: "
         + DECISION_WORDS,
         "adjustment": method,
         "family_size": len(comps),
@@ -294,7 +295,8 @@ def _bisect_board(rows: list, analyses: list) -> list[dict]:
 
 
 def _bisected(slower, last: int) -> tuple[int, int]:
-    """(the last campaign index not slower, the first slower) between 0 (the reference) and `last` (slower)."""
+    """(the last campaign index not slower, the first slower) between 0 (the reference) and `last`
+    (slower)."""
     lo, hi = 0, last
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -342,7 +344,7 @@ def load_history(store, plan: str, board: str | None, *, last: int = DEFAULT_LAS
     return list(by_board.values())
 
 
-# ---- the document -------------------------------------------------------------------------------------------------
+# ---- the document ------------------------------------------------------------------------------------------
 
 
 def _campaign_table(board: dict) -> doc.Table:
@@ -433,8 +435,8 @@ def _figures(board: dict) -> doc.Multiples | None:
         figures.append(
             doc.Figure("line_plot", {
                 "lines": [doc.Line(c["condition"], pts, errs)], "title": f"{name} @ {c['condition']}",
-                "x_label": "campaign #", "y_label": f"{c['metric']} [{unit_label(c['unit'])}]", "x_integer": True,
-                "width": 380, "height": 220, "legend": False, "title_size": 12,
+                "x_label": "campaign #", "y_label": f"{c['metric']} [{unit_label(c['unit'])}]",
+                "x_integer": True, "width": 380, "height": 220, "legend": False, "title_size": 12,
             })
         )  # fmt: skip
     return doc.Multiples(tuple(figures)) if figures else None
@@ -513,14 +515,14 @@ def _bisect_section(d: dict) -> doc.Section | None:
         "Bisect: where each slowed cell became slower",
         doc.Prose(f"{len(rows)} cell(s) slower in the last campaign shown than in the first." if rows else
                   "No cell is slower in the last campaign shown than in the first.", strong=bool(rows)),
-        doc.Table((doc.Column("board"), doc.Column("workload"), doc.Column("condition"), doc.Column("against"),
-                   doc.Column("first slower"), doc.Column("last not slower"),
+        doc.Table((doc.Column("board"), doc.Column("workload"), doc.Column("condition"),
+                   doc.Column("against"), doc.Column("first slower"), doc.Column("last not slower"),
                    doc.Column("B / A", numeric=True), doc.Column("90% decision interval", numeric=True)),
                   tuple(rows)) if rows else None,
-        doc.Prose("Each cell of the last campaign is compared with the first campaign shown (as `boardlab compare` "
-                  "compares two campaigns); a slower one is bisected, as `asv find` does, for the first campaign "
-                  "slower than that first one, assuming it stays slower once it is. B / A is that campaign's "
-                  "against the first.", small=True),
+        doc.Prose("Each cell of the last campaign is compared with the first campaign shown (as "
+                  "`boardlab compare` compares two campaigns); a slower one is bisected, as `asv find` does, "
+                  "for the first campaign slower than that first one, assuming it stays slower once it is. "
+                  "B / A is that campaign's against the first.", small=True),
     )  # fmt: skip
 
 
@@ -540,12 +542,12 @@ def history_document(d: dict, title: str) -> doc.Document:
         _step_list(d),
         _steps_table(d),
         doc.Prose(
-            "Each step is campaign B against the campaign A before it, cell by cell: B / A with its 90% decision "
-            "interval against the workload's threshold (the plan's `threshold`, default 2%), p adjusted by "
-            f"{method} over every step of this history. Campaigns run on different days were not interleaved: a "
-            "step includes whatever changed between them (the board, its temperature, the environment), and each "
-            "campaign's A/A control bounds how much its board drifted within it; a step whose A/A control failed "
-            "on either side is marked unstable.",
+            "Each step is campaign B against the campaign A before it, cell by cell: B / A with its 90% "
+            "decision interval against the workload's threshold (the plan's `threshold`, default 2%), p "
+            f"adjusted by {method} over every step of this history. Campaigns run on different days were not "
+            "interleaved: a step includes whatever changed between them (the board, its temperature, the "
+            "environment), and each campaign's A/A control bounds how much its board drifted within it; a "
+            "step whose A/A control failed on either side is marked unstable.",
             small=True,
         ),
     )
@@ -558,13 +560,16 @@ def history_document(d: dict, title: str) -> doc.Document:
         sections.append(
             doc.section(
                 "Each cell over time",
-                doc.Prose("Median per campaign with its 95% confidence interval and the valid runs; a step into a "
-                          "campaign is marked where it is a regression or an improvement.", small=True),
+                doc.Prose(
+                    "Median per campaign with its 95% confidence interval and the valid runs; a step into a "
+                    "campaign is marked where it is a regression or an improvement.",
+                    small=True,
+                ),
                 _series_table(b),
                 _figures(b),
                 level=3,
             )
-        )  # fmt: skip
+        )
     return doc.Document(title, tuple(sections))
 
 

@@ -2,13 +2,13 @@
 
 A campaign of a million runs holds thirty million samples; a plot shows about a point per pixel. So each
 plotted source is reduced here, once, to what the plot draws: the mean of time and of value per time bucket,
-or every sample when the source has no more than MAX_POINTS. The buckets are MAX_POINTS equal parts of one time
-range shared by every source, from the first run's start to the last run's start plus the latest sample time of
-any run (store.series_grid). The database sums, per source and bucket, the rows (a run's samples of a source)
-that lie in one bucket, from each row's summary (store schema 10); the few rows that span two buckets or have
-no summary are read sample by sample here. Memory holds the buckets, never the campaign. The points are the
-means of all samples per bucket (report.plot.lines.downsample over the same range), up to the rounding of sums
-taken in another order.
+or every sample when the source has no more than MAX_POINTS. The buckets are MAX_POINTS equal parts of one
+time range shared by every source, from the first run's start to the last run's start plus the latest sample
+time of any run (store.series_grid). The database sums, per source and bucket, the rows (a run's samples of a
+source) that lie in one bucket, from each row's summary (store schema 10); the few rows that span two buckets
+or have no summary are read sample by sample here. Memory holds the buckets, never the campaign. The points
+are the means of all samples per bucket (report.plot.lines.downsample over the same range), up to the rounding
+of sums taken in another order.
 
 Every step is the standard library and SQL: the board that made the campaign can draw its report."""
 

@@ -1,8 +1,8 @@
 """The analysis records and the study contract: what `analysis.core` computes from a stored campaign (a run,
 a cell, a comparison, the A/A control, the campaign), what a campaign's stored summary keeps of it
-(`KeptAnalysis`) and what compare, history and serve read of either (`CampaignView`) and make of two (`ComparisonRow`), what a study reads
-(`StudyContext`), what it provides (`Study`, the protocol of a module in `analysis.studies.STUDIES`) and how
-its result is carried (`StudyResult`).
+(`KeptAnalysis`) and what compare, history and serve read of either (`CampaignView`) and make of two
+(`ComparisonRow`), what a study reads (`StudyContext`), what it provides (`Study`, the protocol of a module in
+`analysis.studies.STUDIES`) and how its result is carried (`StudyResult`).
 
 This module is the contract between the analysis and its study plugins: `analysis.core` and the registry
 (`analysis.studies`) import it, and it imports neither of them, nor any study, so there is no import cycle
@@ -318,9 +318,9 @@ class CampaignView(Protocol):
 class KeptAnalysis:
     """What a campaign's stored summary keeps of its analysis (boardlab.summary, through the record codec of
     `model.records`): the campaign's identity, its cells with every run and their summaries, its A/A controls,
-    and the tally of its verdicts that a list of campaigns shows (`analysis.verdicts.verdict_tally`). Not kept:
-    the comparisons, studies and environment, which only the report reads, and the report's document is kept
-    beside it. A `CampaignView`."""
+    and the tally of its verdicts that a list of campaigns shows (`analysis.verdicts.verdict_tally`). Not
+    kept: the comparisons, studies and environment, which only the report reads, and the report's document is
+    kept beside it. A `CampaignView`."""
 
     campaign_id: int
     name: str

@@ -77,7 +77,7 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-# ---- header ---------------------------------------------------------------------------------------------------
+# ---- header ------------------------------------------------------------------------------------------------
 
 
 def header(a: CampaignAnalysis) -> doc.Section:
@@ -175,7 +175,7 @@ def load_failures(a: CampaignAnalysis) -> list[str]:
     ]
 
 
-# ---- the summary card -------------------------------------------------------------------------------------------
+# ---- the summary card --------------------------------------------------------------------------------------
 
 
 def _figure(h: Headline, units: Units) -> str:
@@ -208,9 +208,9 @@ def summary_card(a: CampaignAnalysis) -> doc.Section | None:
     return doc.section(
         "Summary",
         doc.Prose(
-            f"Headline figures under {cond}, by study: the median over runs of each workload's primary metric, "
-            "with its 95% order-statistic CI (a composite: the mean of its members' medians, with a bootstrap "
-            "CI over their runs)" + (f"; {more} more in the cell table" if more > 0 else "") + ".",
+            f"Headline figures under {cond}, by study: the median over runs of each workload's primary "
+            "metric, with its 95% order-statistic CI (a composite: the mean of its members' medians, with a "
+            "bootstrap CI over their runs)" + (f"; {more} more in the cell table" if more > 0 else "") + ".",
             small=True,
         ),
         *(doc.Facts(tuple(pairs), cards=True, title=title) for title, pairs in groups.items()),
@@ -230,7 +230,7 @@ def _study_of(a: CampaignAnalysis, h: Headline) -> str:
     return f"{' + '.join(sorted(families))} workloads" if families else "workloads"
 
 
-# ---- verdicts ----------------------------------------------------------------------------------------------------
+# ---- verdicts ----------------------------------------------------------------------------------------------
 
 
 NO_COMPARISON = "No comparisons in this campaign: no cell has a baseline cell to be compared with."
@@ -296,7 +296,7 @@ def verdicts(a: CampaignAnalysis) -> doc.Section | None:
     text_rows = []
     for ca, label in zip(a.comparisons, comparison_labels(a.comparisons), strict=True):
         c = ca.comparison
-        name = f"{label}: {condition_text(ca.condition)} vs {condition_text(ca.baseline)}"  # whole: a label is never cut
+        name = f"{label}: {condition_text(ca.condition)} vs {condition_text(ca.baseline)}"  # whole: a label is never cut  # noqa: E501
         if c is None:
             text_rows.append((name, "–", "–", "–", "–", "–", f"no verdict: {ca.reason}"))
             continue
@@ -341,15 +341,15 @@ def verdicts(a: CampaignAnalysis) -> doc.Section | None:
         doc.Items(tuple(verdict_lines(a)), formats=MD),
         doc.Prose(method_note(a), formats=MD),
         doc.Prose(
-            f"{method_note(a)} ⚠ marks arms that ran at a different frequency or temperature (see the comparison "
-            "table for why); (unstable) marks a workload whose A/A control failed (see below).",
+            f"{method_note(a)} ⚠ marks arms that ran at a different frequency or temperature (see the "
+            "comparison table for why); (unstable) marks a workload whose A/A control failed (see below).",
             small=True,
             formats=doc.HTML,
         ),
         text_table if text_rows else None,
         doc.Prose(
-            "verdicts are decided on the 90% decision interval against delta; the 95% CI is shown, not decided "
-            f"on; {a.adjusted_text}; cost ratio > 1 means the condition is worse",
+            "verdicts are decided on the 90% decision interval against delta; the 95% CI is shown, not "
+            f"decided on; {a.adjusted_text}; cost ratio > 1 means the condition is worse",
             formats=TEXT,
         )
         if text_rows
@@ -358,7 +358,7 @@ def verdicts(a: CampaignAnalysis) -> doc.Section | None:
     )
 
 
-# ---- environment and the A/A control --------------------------------------------------------------------------
+# ---- environment and the A/A control -----------------------------------------------------------------------
 
 
 def _pairs_table(pairs, **kw) -> doc.Table:
@@ -433,7 +433,7 @@ def aa_control(a: CampaignAnalysis) -> doc.Section | None:
     )
 
 
-# ---- run values, heatmap, drift, monitor (figures) -------------------------------------------------------------
+# ---- run values, heatmap, drift, monitor (figures) ---------------------------------------------------------
 
 
 def _box_label(cell: CellAnalysis, varying: Sequence[str], multi_condition: bool) -> str:
@@ -452,8 +452,8 @@ def run_values(a: CampaignAnalysis) -> doc.Section | None:
     shown = a.shown_by_studies
     blocks: list[doc.Block] = [
         doc.Prose(
-            "One row per condition or parameter value; every run is a dot (hollow: invalid, not counted), box = "
-            "quartiles, thick line = median, whiskers = 1.5 IQR.",
+            "One row per condition or parameter value; every run is a dot (hollow: invalid, not counted), "
+            "box = quartiles, thick line = median, whiskers = 1.5 IQR.",
             small=True,
         )
     ]
@@ -517,9 +517,11 @@ def heatmap(a: CampaignAnalysis) -> doc.Section | None:
             continue
         ci = comp.cost_ratio_ci
         tip = (
-            f"{r}: {condition_text(ca.condition)} vs {condition_text(ca.baseline)}; cost ratio {fmt_num(comp.cost_ratio, 4)}"
+            f"{r}: {condition_text(ca.condition)} vs {condition_text(ca.baseline)}; cost ratio "
+            f"{fmt_num(comp.cost_ratio, 4)}"
             + (f" [{fmt_num(ci.low, 4)}, {fmt_num(ci.high, 4)}]" if ci else "")
-            + f"; adjusted p {p_is(comp.p_adjusted)}; {comp.verdict.reasons[0] if comp.verdict.reasons else ''}"
+            + f"; adjusted p {p_is(comp.p_adjusted)}; "
+            f"{comp.verdict.reasons[0] if comp.verdict.reasons else ''}"
         )
         cells[key] = doc.HeatCell(comp.cost_ratio, comp.verdict.kind, comp.verdict.confounded, tip)
     figure = doc.Figure(
@@ -583,7 +585,8 @@ def drift(a: CampaignAnalysis) -> doc.Section | None:
                 {
                     "lines": lines,
                     "title": short,
-                    "subtitle": f"ρ = {d.rho:+.2f}, p {p_is(d.p_value)}{flag} · {condition_text(c.condition)}",
+                    "subtitle": f"ρ = {d.rho:+.2f}, p "
+                    f"{p_is(d.p_value)}{flag} · {condition_text(c.condition)}",
                     "x_label": "run sequence in the campaign",
                     "y_label": unit,
                     "width": 272,
@@ -602,8 +605,8 @@ def drift(a: CampaignAnalysis) -> doc.Section | None:
             + (f"; the {len(shown)} lowest p-values shown" if len(shown) < len(checked) else "")
             + "."
             + (
-                f" A cell of more than {MAX_DRIFT_POINTS} runs is drawn as {DRIFT_BINS} bins of consecutive runs: "
-                "the line joins the bins' medians, a bar spans each bin's lowest to highest value."
+                f" A cell of more than {MAX_DRIFT_POINTS} runs is drawn as {DRIFT_BINS} bins of consecutive "
+                "runs: the line joins the bins' medians, a bar spans each bin's lowest to highest value."
                 if binned
                 else ""
             ),
@@ -645,9 +648,9 @@ def monitor(series: Series | None) -> doc.Section | None:
     return doc.section(
         "Monitor",
         doc.Prose(
-            "Samples of every run on one time axis (runs placed at their start times; gaps are gates and set-up "
-            "between runs). worker.cpu_pct is the CPU use of the workload's processes (the worker and its children; "
-            "a program's launcher left out); cpuN.busy_pct the load of each CPU.",
+            "Samples of every run on one time axis (runs placed at their start times; gaps are gates and "
+            "set-up between runs). worker.cpu_pct is the CPU use of the workload's processes (the worker and "
+            "its children; a program's launcher left out); cpuN.busy_pct the load of each CPU.",
             small=True,
         ),
         *figures,
@@ -656,7 +659,7 @@ def monitor(series: Series | None) -> doc.Section | None:
     )
 
 
-# ---- tables and the plan -----------------------------------------------------------------------------------------
+# ---- tables and the plan -----------------------------------------------------------------------------------
 
 
 def _text_cells(a: CampaignAnalysis) -> doc.Table:
@@ -720,10 +723,10 @@ def cells(a: CampaignAnalysis) -> doc.Section:
     return doc.section(
         "Cells",
         doc.Prose(
-            "Per cell, over its valid runs (one value per run: the median of its iterations). Values in the unit "
-            "of the row. CI: 95% distribution-free order-statistic CI of the median, and a percentile bootstrap CI "
-            "resampling runs. Outliers beyond Tukey's fences are counted, never dropped. Red rows: drift with run "
-            "order.",
+            "Per cell, over its valid runs (one value per run: the median of its iterations). Values in the "
+            "unit of the row. CI: 95% distribution-free order-statistic CI of the median, and a percentile "
+            "bootstrap CI resampling runs. Outliers beyond Tukey's fences are counted, never dropped. Red "
+            "rows: drift with run order.",
             small=True,
             formats=doc.HTML,
         ),
@@ -745,20 +748,20 @@ def comparisons(a: CampaignAnalysis) -> doc.Section | None:
     return doc.section(
         "Comparisons",
         doc.Prose(
-            "Ratio = condition / baseline of the runs' 20%-trimmed geometric means, tested by Yuen's trimmed t on "
-            "log runs (per-block log ratios for ABBA blocks), with its 95% CI (shown) and the 90% decision "
-            "interval of the cost ratio (decided on), both t intervals of that statistic. The p-value is the "
-            "permutation p of the same statistic where a correction could use it, else Student's t's; a row "
-            "says when another test decided (the exact rank test and median ratios for runs in two groups, a "
-            "permutation over whole runs for pooled tails). The medians are shown for reading. "
-            f"{a.adjusted_text[0].upper()}{a.adjusted_text[1:]}.",
+            "Ratio = condition / baseline of the runs' 20%-trimmed geometric means, tested by Yuen's trimmed "
+            "t on log runs (per-block log ratios for ABBA blocks), with its 95% CI (shown) and the 90% "
+            "decision interval of the cost ratio (decided on), both t intervals of that statistic. The "
+            "p-value is the permutation p of the same statistic where a correction could use it, else "
+            "Student's t's; a row says when another test decided (the exact rank test and median ratios for "
+            "runs in two groups, a permutation over whole runs for pooled tails). The medians are shown for "
+            f"reading. {a.adjusted_text[0].upper()}{a.adjusted_text[1:]}.",
             small=True,
             formats=doc.HTML,
         ),
         doc.Table(**{**_fields(comparison_table(a)), "formats": HTML_MD}),
         doc.Prose(
-            "Cost ratio > 1 means the condition is worse (slower, or lower throughput). Verdicts are decided on "
-            f"the 90% decision interval; the 95% CI is shown, not decided on; {a.adjusted_text}.",
+            "Cost ratio > 1 means the condition is worse (slower, or lower throughput). Verdicts are decided "
+            f"on the 90% decision interval; the 95% CI is shown, not decided on; {a.adjusted_text}.",
             formats=MD,
         ),
         formats=HTML_MD,
@@ -773,8 +776,8 @@ def footer(a: CampaignAnalysis) -> doc.Section:
         doc.Prose(f"{note}.", small=True, formats=doc.HTML) if note else None,
         doc.Preformatted(a.plan_text, summary=f"plan as stored ({a.plan_source})", formats=doc.HTML),
         doc.Prose(
-            f"boardlab {a.boardlab_version}; method: docs/method.md in the boardlab repository (one run = one "
-            "fresh worker process; iterations are never pooled).",
+            f"boardlab {a.boardlab_version}; method: docs/method.md in the boardlab repository (one "
+            "run = one fresh worker process; iterations are never pooled).",
             small=True,
             formats=doc.HTML,
         ),

@@ -32,6 +32,6 @@ def workload_facts(store, campaign_id: int) -> WorkloadFacts:
         return facts.read_facts_document(json.loads(data))
     except ValueError as exc:  # JSONDecodeError too
         raise InputError(
-            f"{store.path}: campaign {campaign_id}: its stored {facts.WORKLOAD_FACTS} cannot be read ({exc}); "
-            "a newer boardlab wrote it, or the database is damaged"
+            f"{store.path}: campaign {campaign_id}: its stored {facts.WORKLOAD_FACTS} cannot be read "
+            f"({exc}); a newer boardlab wrote it, or the database is damaged"
         ) from None

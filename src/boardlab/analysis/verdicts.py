@@ -86,10 +86,10 @@ def aa_table(a: CampaignAnalysis) -> doc.Table:
 
 def aa_note(a: CampaignAnalysis) -> str:
     return (
-        "A/A control: the schedule labelled each reference cell's runs A1 and A2 alternately before the first "
-        "run; A2 is compared with A1 by the same rule as every comparison (uncorrected, so it errs towards "
-        "calling a workload unstable). Expected: no change or inconclusive. A slowdown or speedup marks that "
-        "workload's verdicts UNSTABLE."
+        "A/A control: the schedule labelled each reference cell's runs A1 and A2 alternately before the "
+        "first run; A2 is compared with A1 by the same rule as every comparison (uncorrected, so it errs "
+        "towards calling a workload unstable). Expected: no change or inconclusive. A slowdown or speedup "
+        "marks that workload's verdicts UNSTABLE."
     )
 
 
@@ -116,14 +116,21 @@ def build_note(a: CampaignAnalysis) -> str | None:
     build = a.environment.get("kern_build")
     if not isinstance(build, dict) or not build.get("compiler"):
         return None
-    return f"native kernels built with {build['compiler']} {build.get('flags') or build.get('cflags', '')}".rstrip()
+    return (
+        f"native kernels built with {build['compiler']} {build.get('flags') or build.get('cflags', '')}"
+    ).rstrip()
 
 
-# ---- a campaign's verdicts at a glance (serve's lists read them from the stored summary) -----------------------
+# ---- a campaign's verdicts at a glance (serve's lists read them from the stored summary) -------------------
 
-TALLY_WORDS = (("slowdown", "slowdown", "slowdowns"), ("speedup", "speedup", "speedups"),
-               ("inconclusive", "inconclusive", "inconclusive"), ("no_change", "no change", "no change"),
-               ("insufficient", "insufficient", "insufficient"), ("none", "no verdict", "no verdict"))  # fmt: skip
+TALLY_WORDS = (
+    ("slowdown", "slowdown", "slowdowns"),
+    ("speedup", "speedup", "speedups"),
+    ("inconclusive", "inconclusive", "inconclusive"),
+    ("no_change", "no change", "no change"),
+    ("insufficient", "insufficient", "insufficient"),
+    ("none", "no verdict", "no verdict"),
+)
 
 
 def verdict_tally(a: CampaignAnalysis) -> dict:
@@ -148,7 +155,8 @@ def verdict_tally(a: CampaignAnalysis) -> dict:
 
 def tally_words(tally: dict | None) -> str:
     """A tally as a list cell reads it: "1 slowdown, 3 no change; A/A ok"; a campaign whose summary is not
-    stored (still running, or from before summaries were kept) says so rather than being analysed for a list."""
+    stored (still running, or from before summaries were kept) says so rather than being analysed for a
+    list."""
     if not tally:
         return "not summarized"
     counts = tally.get("counts") or {}

@@ -1,5 +1,5 @@
-"""The plan `boardlab bench` writes (and `boardlab ingest` writes for a hyperfine export of the same commands):
-one program workload named "bench" whose `command` parameter lists the command lines (the first the
+"""The plan `boardlab bench` writes (and `boardlab ingest` writes for a hyperfine export of the same
+commands): one program workload named "bench" whose `command` parameter lists the command lines (the first the
 reference of the others), the baseline and each condition. The same commands and conditions give the same
 plan name, so `history` sets a bench's campaigns (and imported hyperfine results) side by side."""
 

@@ -3,8 +3,8 @@ user's old results come along: each file becomes one campaign of the plan `board
 same commands (campaign.benchplan: same plan name, same cells), so `history` sets it beside later bench
 campaigns of those commands. Each of a command's `times` is a run (its value in seconds, valid when its exit
 code was 0); hyperfine ran each command's runs one after the other, unpinned, so the plan says
-`order = "sequential"` and `cpu = "none"`, and its analysis says what that costs. The campaign is attributed to
-the board that ingests it (hyperfine's file names no machine) and dated by the file's modification time.
+`order = "sequential"` and `cpu = "none"`, and its analysis says what that costs. The campaign is attributed
+to the board that ingests it (hyperfine's file names no machine) and dated by the file's modification time.
 
 The campaign is written into a results file of its own (`write_campaign_file`), which `ingest` then copies
 as it copies a board's; its identity is the file's content hash, so importing the same file twice adds it
@@ -78,7 +78,8 @@ def read_results(path: Path) -> list[Result]:
         if not isinstance(codes, list) or len(codes) != len(times):
             raise InputError(f"{where}.exit_codes: expected one per time")
         out.append(Result(r["command"], tuple(float(t) for t in times),
-                          tuple(c if isinstance(c, int) and not isinstance(c, bool) else None for c in codes)))  # fmt: skip
+                          tuple(c if isinstance(c, int) and not isinstance(c, bool) else None
+                                for c in codes)))  # fmt: skip
     if len({r.command for r in out}) != len(out):
         raise InputError(f"{path}: the same command twice in `results`")
     return out
@@ -98,9 +99,11 @@ def write_campaign_file(source: Path, dest: Path) -> int:
 
     results = read_results(source)
     started = os.path.getmtime(source)
-    text = plan_text(BenchPlan(commands=tuple(r.command for r in results), repetitions=max(len(r.times_s) for r in results),
+    text = plan_text(BenchPlan(commands=tuple(r.command for r in results),
+                               repetitions=max(len(r.times_s) for r in results),
                                cpu="none", order="sequential", allocation="equal",
-                               comment=f"imported from hyperfine's export {source.name}: not run by boardlab"))  # fmt: skip
+                               comment=f"imported from hyperfine's export {source.name}: "
+                                       "not run by boardlab"))  # fmt: skip
     catalog = {w.name: w for w in all_workloads()}
     plan = parse_plan(text, f"hyperfine:{source.name}", catalog)
     catalog = plan_catalog(plan, catalog)
@@ -144,6 +147,7 @@ def _run(key: str, rep: int, seq: int, started: float, t: float, code: int | Non
         cpu=None, exit_code=code if code is not None else -1, ok=ok, valid=ok,
         invalid_reason=None if ok else "failed", value=t if ok else None, metrics=(metric,) if ok else (),
         iterations_ns=(round(t * 1e9),), warmup_iterations=None, warmup_capped=None, rusage={},
-        gate=GateResult(0.0, False, "imported from hyperfine: no gate"), condition_state={"condition": "baseline"},
-        monitor={}, error=None if ok else f"exited {code}", worker_json=None,
+        gate=GateResult(0.0, False, "imported from hyperfine: no gate"),
+        condition_state={"condition": "baseline"}, monitor={}, error=None if ok else f"exited {code}",
+        worker_json=None,
     )  # fmt: skip

@@ -383,8 +383,8 @@ def _sweep(t: dict, where: _Where, root, cpu_given: int | str | None) -> _Expans
         if cpu_given not in grid.this_cpus:
             raise where.error(
                 ("runs", "cpu"),
-                f"the sweep pins the task to {grid.this_policy} (CPUs {', '.join(map(str, grid.this_cpus))}); "
-                f"give one of them, or leave cpu out for CPU {cpu}",
+                f"the sweep pins the task to {grid.this_policy} (CPUs "
+                f"{', '.join(map(str, grid.this_cpus))}); give one of them, or leave cpu out for CPU {cpu}",
             )
         cpu = cpu_given
     n = len(grid.pairs())
@@ -469,8 +469,8 @@ def _runs(doc: dict, where: _Where) -> tuple[RunPolicy, int | str | None]:
         where,
         p,
         "repetitions, precision, pilot, cap, iterations, warmup_max_iterations, warmup_max_ms, warmup_cv, "
-        "order, cpu, drop_caches, max_reruns, unsupported, counters, max_temp_c, timeout_s, baseline_allocation, "
-        "measure_clock",
+        "order, cpu, drop_caches, max_reruns, unsupported, counters, max_temp_c, timeout_s, "
+        "baseline_allocation, measure_clock",
     )
 
     return runs, cpu_given
@@ -614,7 +614,8 @@ def parse_plan(
             i = workloads.index(w)
             raise where.error(
                 ("workloads", i, "repetitions"),
-                "a workload's repetitions is a fixed count: give it without [runs] precision, or use precision",
+                "a workload's repetitions is a fixed count: give it without [runs] precision, or "
+                "use precision",
             )
     energy = _energy(dict(_take(doc, "energy", dict, {}, where, ())), where)
     _no_leftovers(
@@ -653,7 +654,8 @@ def _check_condition_workloads(conditions: list[ConditionSpec], workloads, where
             if w not in in_plan:
                 raise where.error(
                     ("conditions", c.index, "workloads"),
-                    f"{w!r} is not a workload of this plan; its workloads: {', '.join(dict.fromkeys(in_plan))}",
+                    f"{w!r} is not a workload of this plan; its workloads: "
+                    f"{', '.join(dict.fromkeys(in_plan))}",
                 )
         base = by_name.get(c.baseline) if c.baseline else None
         if base is not None and base.workloads:
@@ -840,8 +842,10 @@ def _with_peer(workloads: list, catalog: dict[str, WorkloadSpec], peer: str) -> 
     """Every workload that takes a `peer` (io.net) sends to `boardlab-kern net-sink` on that host instead of a
     sink forked on loopback; InputError when the plan has none."""
     address = peer_address(peer)
-    out = [dataclasses.replace(w, params={**w.params, "peer": address}) if catalog[w.name].param("peer") else w
-           for w in workloads]  # fmt: skip
+    out = [
+        dataclasses.replace(w, params={**w.params, "peer": address}) if catalog[w.name].param("peer") else w
+        for w in workloads
+    ]
     if out == workloads:
         raise InputError("--peer: no workload of this plan sends to a network peer (io.net takes one)")
     return out

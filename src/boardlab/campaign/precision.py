@@ -69,8 +69,8 @@ class PrecisionRule:
         return notes + [f"pilot: {workload}: {a.sentence()}" for workload, a in advice]
 
     def precise_enough(self, values: Values, cell: Cell) -> bool:
-        """Stop a cell when its CI half-width is at most its target, or (a compared cell) when the 90% decision
-        interval already decides against its threshold delta, or at the cap; never on a p-value."""
+        """Stop a cell when its CI half-width is at most its target, or (a compared cell) when the 90%
+        decision interval already decides against its threshold delta, or at the cap; never on a p-value."""
         from boardlab.campaign.facts import cell_facts
         from boardlab.stats import should_stop
         from boardlab.stats.threshold import threshold_of

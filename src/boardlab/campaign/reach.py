@@ -146,7 +146,8 @@ def repetitions_fix(plan: Plan, cells: list[Cell], n: int, flag: int | None = No
     if own:
         names = ", ".join(f"{w} (repetitions = {r})" for w, r in own.items())
         parts.append(
-            f"repetitions = {n} in the plan's [[workloads]] entries of {names}, which --repetitions does not change"
+            f"repetitions = {n} in the plan's [[workloads]] entries of {names}, which --repetitions "
+            "does not change"
         )
     return " and ".join(parts) or f"the plan already gives {n} runs per arm"
 

@@ -114,7 +114,8 @@ class _Campaign:
 
     def keep(self, store: Store, key: str, result: RunResult) -> None:
         """The run among the campaign's: its value kept for the precision rule, and stored with the runs
-        before it once WRITE_EVERY_S has passed since the last store (a run that long is stored as it ends)."""
+        before it once WRITE_EVERY_S has passed since the last store (a run that long is stored as it
+        ends)."""
         self.unwritten.append((self.cell_ids[key], result))
         if result.valid and result.value is not None:
             self.values.setdefault(key, []).append(result.value)
@@ -151,10 +152,10 @@ def board_fingerprint(info_dict: dict) -> str:
 
 def load_problems(state: dict) -> list[str]:
     """Why a condition's load was not there for the whole run (it ended before the workload did): such a run
-    is invalid and re-run, not a measurement under load; so is one whose load did not run at all (its state's
-    `load_ran` is false: every start of a command failed, ddgzip finished no cycle). A load that needed SIGKILL
-    at the end, or whose achieved rate could not be read, still loaded the run: that is recorded in its
-    state, not invalidating."""
+    is invalid and re-run, not a measurement under load; so is one whose load did not run at all (its
+    state's `load_ran` is false: every start of a command failed, ddgzip finished no cycle). A load that
+    needed SIGKILL at the end, or whose achieved rate could not be read, still loaded the run: that is
+    recorded in its state, not invalidating."""
     parts = state.get("parts") or [state]
     return [
         f"{part.get('stressor') or part.get('kind') or 'the load'} ended before the workload did"
@@ -231,7 +232,8 @@ class Runner:
         )  # cells whose worker warning was said (each run's result keeps its own)
         self._argvs: dict[str, list[str]] = {}  # per cell: its worker's command line, built once
         self._direct = DirectRuns()  # the runs it makes itself, with no worker (campaign.direct)
-        # the plan's counters as boardlab-kern items and the reasons of those the board cannot count (read once)
+        # the plan's counters as boardlab-kern items and the reasons of those the board cannot count (read
+        # once)
         self._counters_req: tuple[list[str], dict[str, str]] | None = None
 
     # ---- pieces of one run ----
@@ -293,8 +295,8 @@ class Runner:
         return pagecache.make_cold(self.sr, files)
 
     def _argv(self, cell: Cell) -> list[str]:
-        """The workload's own `measured_argv` hook (boardlab-kern, `python -m boardlab.pyrun`, ...), called once
-        per cell: the command line is a function of the cell's parameters and the plan's [runs]."""
+        """The workload's own `measured_argv` hook (boardlab-kern, `python -m boardlab.pyrun`, ...), called
+        once per cell: the command line is a function of the cell's parameters and the plan's [runs]."""
         if cell.key not in self._argvs:
             self._argvs[cell.key] = self._build_argv(cell)
         return self._argvs[cell.key]
@@ -642,7 +644,8 @@ class Runner:
         if stored and stored[0] and given and stored[0] != given:
             raise InputError(
                 f"campaign {campaign_id} in {self.store.path} measured commit {stored[0][:12]}, not "
-                f"{given[:12]}: a resume would mix two builds; give --fresh to start a campaign of this commit"
+                f"{given[:12]}: a resume would mix two builds; give --fresh to start a campaign of this "
+                "commit"
             )
 
     def _store_facts(self, s: Session, campaign_id: int) -> None:

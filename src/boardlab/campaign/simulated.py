@@ -166,9 +166,10 @@ def _run(soc: SocSpec, grid: sweep.Grid, cell, condition, rep: int, seq: int, st
         state = {"parts": [dict(state, kind="governor"), {"kind": "devfreq", "device": grid.bus_device,
                                                             "cur_hz": bus}]}  # fmt: skip
     return RunResult(
-        cell_key=cell.key, repetition=rep, attempt=1, seq=seq, started_unix_s=started, wall_ns=sum(iterations),
-        cpu=sweep.worker_cpu(grid), exit_code=0, ok=True, valid=True, invalid_reason=None, value=median,
-        metrics=tuple(metrics), iterations_ns=iterations, warmup_iterations=0, warmup_capped=False, rusage={},
+        cell_key=cell.key, repetition=rep, attempt=1, seq=seq, started_unix_s=started,
+        wall_ns=sum(iterations), cpu=sweep.worker_cpu(grid), exit_code=0, ok=True, valid=True,
+        invalid_reason=None, value=median, metrics=tuple(metrics), iterations_ns=iterations,
+        warmup_iterations=0, warmup_capped=False, rusage={},
         gate=GateResult(0.0, False, "simulated: no gate"), condition_state=state, monitor={},
         worker_json=json.dumps({"simulated": soc.name}),
     )  # fmt: skip

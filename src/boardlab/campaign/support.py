@@ -39,7 +39,8 @@ class BoardSupport:
 
 def check_conditions(plan: Plan, kinds: dict, ctx) -> tuple[dict[str, str], str | None]:
     """(condition -> why this board lacks it, the refusal under unsupported = "fail"). A check that fails for
-    another reason (a CPU that does not exist, a governor the policy does not offer) is a plan error: raised."""
+    another reason (a CPU that does not exist, a governor the policy does not offer) is a plan error:
+    raised."""
     skipped: dict[str, str] = {}
     refusal = None
     for c in plan.conditions:

@@ -58,8 +58,8 @@ def add_arguments(parser) -> None:
     )  # fmt: skip
     parser.add_argument(
         "--threads", default="1", metavar="1|N|none",
-        help="the CPUs each execution may use: 1 (default: pinned to one CPU, as boardlab pins), N (pinned to "
-        "the last N online CPUs, for a program of N threads), none (not pinned)",
+        help="the CPUs each execution may use: 1 (default: pinned to one CPU, as boardlab pins), N (pinned "
+        "to the last N online CPUs, for a program of N threads), none (not pinned)",
     )  # fmt: skip
     parser.add_argument(
         "--runs", type=int, metavar="N", help="runs per command and condition (default: the power advice)"

@@ -1,4 +1,5 @@
-"""`boardlab compare A.db B.db`: two campaigns (two boards, or two sessions of one) side by side, cell by cell."""
+"""`boardlab compare A.db B.db`: two campaigns (two boards, or two sessions of one) side by side, cell by
+cell."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ DESCRIPTION = (
     "Compare two campaigns cell by cell (cells matched by workload, parameters and condition): each side's "
     "median and run count, the ratio B/A of the runs' 20%-trimmed geometric means (of their medians where "
     "runs in two groups make the rank test decide) with its 90% decision interval (and a 95% CI, shown), "
-    "Yuen's trimmed t on log runs (its p by permutation where the correction could use it) corrected over all "
-    "matched cells (Holm up to 50, Benjamini-Hochberg above), and a verdict against each workload's "
+    "Yuen's trimmed t on log runs (its p by permutation where the correction could use it) corrected over "
+    "all matched cells (Holm up to 50, Benjamini-Hochberg above), and a verdict against each workload's "
     "threshold (the plan's `threshold`, default 2%, tails 10%). Each side's "
     "A/A control is shown, and a cell whose A/A control failed on either side is marked unstable. Cells "
     "found on one side only are listed."
@@ -68,7 +69,10 @@ def render_text(doc: dict) -> str:
     from boardlab.report.render import aligned
 
     def who(side: dict) -> str:
-        return f"{side['db']} campaign {side['campaign_id']} {side['name']!r} on {side['board']} ({side['status']})"
+        return (
+            f"{side['db']} campaign {side['campaign_id']} {side['name']!r} on {side['board']} "
+            f"({side['status']})"
+        )
 
     out = [f"A: {who(doc['a'])}", f"B: {who(doc['b'])}"]
     method = {"holm": "Holm", "bh": "Benjamini-Hochberg"}.get(doc["adjustment"], doc["adjustment"])
@@ -86,7 +90,10 @@ def render_text(doc: dict) -> str:
             text = "UNSTABLE for " + ", ".join(f"{c['workload']} @{c['condition']}" for c in bad)
         elif judged:
             stable = sum(1 for c in judged if c["verdict"] == "no_change")
-            text = f"no alarm in {len(judged)} reference cells judged ({stable} shown stable, the others too noisy to tell)"
+            text = (
+                f"no alarm in {len(judged)} reference cells judged ({stable} shown stable, the others too "
+                "noisy to tell)"
+            )
         else:
             text = "no A/A verdict (too few labelled baseline runs)"
         out.append(f"A/A control of {side.upper()}: {text}")
@@ -99,8 +106,8 @@ def render_text(doc: dict) -> str:
             lo, hi = c["decision_ci"] or (float("nan"), float("nan"))
             mark = f" UNSTABLE: {c['remedy']}" if c["unstable"] else ""
             out.append(
-                f"  {name}: {verdict_text(c['verdict'])} (A2/A1 cost {fmt_ratio(c['cost_ratio'])}, 90% decision "
-                f"interval {fmt_interval(lo, hi, sig=3)}){mark}"
+                f"  {name}: {verdict_text(c['verdict'])} (A2/A1 cost {fmt_ratio(c['cost_ratio'])}, 90% "
+                f"decision interval {fmt_interval(lo, hi, sig=3)}){mark}"
             )
     out.append("")
     rows = []
@@ -155,9 +162,9 @@ def render_text(doc: dict) -> str:
     estimators = sorted({r.estimator for r in doc["cells"] if r.estimator})
     tests = sorted({r.test_words.split(", p ")[0] for r in doc["cells"] if r.test_words})
     out.append(
-        f"B/A is the ratio of the {' or the '.join(estimators) or 'runs’ estimates'} (the medians are shown for "
-        f"reading); test: {'; '.join(tests) or 'none'}. The intervals are of the cost ratio (> 1 = B worse); a "
-        "slowdown means B is worse (slower, or lower throughput)."
+        f"B/A is the ratio of the {' or the '.join(estimators) or 'runs’ estimates'} (the medians are shown "
+        f"for reading); test: {'; '.join(tests) or 'none'}. The intervals are of the cost ratio (> 1 = B "
+        "worse); a slowdown means B is worse (slower, or lower throughput)."
     )
     for side, label in (("a_only", "only in A"), ("b_only", "only in B")):
         cells = doc["unmatched"][side]

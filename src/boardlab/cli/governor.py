@@ -24,7 +24,8 @@ def add_arguments(parser) -> None:
 
     p = sub.add_parser(
         "sweep",
-        help="the snoop sweep: expand the OPP grid, write its plan (the snoop-sweep preset's), or simulate it",
+        help="the snoop sweep: expand the OPP grid, write its plan (the snoop-sweep preset's), or "
+        "simulate it",
     )
     p.add_argument("--root", default="/", help="the board tree to read cpufreq from (default /)")
     p.add_argument(
@@ -35,14 +36,21 @@ def add_arguments(parser) -> None:
         metavar="FILE",
         help="write the campaign plan of the grid (run it with `boardlab run FILE`)",
     )
-    p.add_argument("--bus-hz", default="record", metavar="HZ|max|min|record",
-                   help="with --plan-out: fix the memory-controller devfreq at this frequency (default: record it)")  # fmt: skip
+    p.add_argument(
+        "--bus-hz",
+        default="record",
+        metavar="HZ|max|min|record",
+        help="with --plan-out: fix the memory-controller devfreq at this frequency (default: record it)",
+    )
     p.add_argument("--sim", choices=SOC_NAMES, help="measure the grid on the simulator instead of a board")
     p.add_argument(
         "--out", metavar="FILE", help="with --sim: write the sweep (every run of every cell) as JSON"
     )
-    p.add_argument("--db", metavar="FILE",
-                   help="with --sim: store the sweep as a campaign (marked simulated) for `boardlab report`")  # fmt: skip
+    p.add_argument(
+        "--db",
+        metavar="FILE",
+        help="with --sim: store the sweep as a campaign (marked simulated) for `boardlab report`",
+    )
     p.add_argument("--runs", type=int, default=10, help="runs per cell with --sim (default 10)")
     p.add_argument("--quick", action="store_true", help="with --sim: every other size, 6 runs per cell")
     p.add_argument("--json", action="store_true", help="print the grid or the sweep summary as JSON")
@@ -94,8 +102,11 @@ def add_arguments(parser) -> None:
     p.add_argument(
         "--t2", type=float, default=0.02, help="anti-snoop without --tree: memory_access threshold"
     )
-    p.add_argument("--cci-source", default="policy0=3,policy4=4",
-                   help="CCI-400 slave interface per policy (default Exynos 5422: policy0=3,policy4=4)")  # fmt: skip
+    p.add_argument(
+        "--cci-source",
+        default="policy0=3,policy4=4",
+        help="CCI-400 slave interface per policy (default Exynos 5422: policy0=3,policy4=4)",
+    )
     p.add_argument("--json", action="store_true", help="print the daemon's summary as JSON when it stops")
     p.add_argument("--no-recover", action="store_true", help=argparse_suppress())
     from boardlab.cli.run import add_wait_arguments
@@ -217,9 +228,11 @@ def _sweep(args) -> int:
     else:
         for g in out:
             other = f" x {g['other_policy']} {len(g['other_khz'])} OPPs" if g["other_policy"] else ""
-            print(f"{g['this_policy']} (CPUs {g['this_cpus']}): {len(g['this_khz'])} OPPs{other} = "
-                  f"{g['cells_per_workload']} frequency pairs x {len(sweep.PATTERNS) * len(sweep.SIZES_BYTES)} "
-                  "mem.latency cells")  # fmt: skip
+            print(
+                f"{g['this_policy']} (CPUs {g['this_cpus']}): {len(g['this_khz'])} OPPs{other} = "
+                f"{g['cells_per_workload']} frequency pairs x {len(sweep.PATTERNS) * len(sweep.SIZES_BYTES)} "
+                "mem.latency cells"
+            )
         if args.plan_out:
             print(f"plan written to {args.plan_out}; run it with `boardlab run {args.plan_out} --db FILE`")
     return 0
@@ -295,7 +308,8 @@ def _write_sweep_plan(args, grids) -> None:
 
 
 def _sweep_campaign(args, soc, sizes, runs: int) -> int:
-    """--sim --db: the simulated sweep as a campaign `boardlab report` renders (heatmaps, labelled simulated)."""
+    """--sim --db: the simulated sweep as a campaign `boardlab report` renders (heatmaps, labelled
+    simulated)."""
     from boardlab.campaign import simulated as sim_campaign
     from boardlab.governor import sweep
     from boardlab.store import Store
@@ -305,7 +319,8 @@ def _sweep_campaign(args, soc, sizes, runs: int) -> int:
     store = Store.open(args.db, create=True)
     try:
         print(f"simulating the snoop sweep on {soc.model} into {args.db}: {len(sizes)} sizes x "
-              f"{len(sweep.PATTERNS)} patterns x OPP grid, {runs} runs per cell", file=sys.stderr)  # fmt: skip
+              f"{len(sweep.PATTERNS)} patterns x OPP grid, {runs} runs per cell",
+              file=sys.stderr)  # fmt: skip
         w = sim_campaign.write(store, soc, this_policy=args.cluster, sizes=sizes, repetitions=runs)
     finally:
         store.close()
@@ -313,9 +328,11 @@ def _sweep_campaign(args, soc, sizes, runs: int) -> int:
         print(json.dumps({"schema": 1, "db": args.db, "campaign": w.campaign_id, "simulated": soc.name,
                           "conditions": w.conditions, "cells": w.cells, "runs": w.runs}))  # fmt: skip
     else:
-        print(f"campaign {w.campaign_id} (simulated {soc.name}, the task on {w.grid.this_policy}): "
-              f"{w.conditions} conditions, {w.cells} cells, {w.runs} runs written to {args.db}; "
-              f"`boardlab governor label --db {args.db}` labels it, `boardlab report --db {args.db}` shows it")  # fmt: skip
+        print(
+            f"campaign {w.campaign_id} (simulated {soc.name}, the task on {w.grid.this_policy}): "
+            f"{w.conditions} conditions, {w.cells} cells, {w.runs} runs written to {args.db}; "
+            f"`boardlab governor label --db {args.db}` labels it, `boardlab report --db {args.db}` shows it"
+        )
     return 0
 
 
@@ -370,8 +387,10 @@ def _label(args) -> int:
         store, campaign_id = _open_campaign(args.db, args.campaign, write=True)
         cells = store_io.sweep_from_store(store, campaign_id)
         if not cells:
-            raise InputError(f"{args.db}: campaign {campaign_id} has no valid mem.latency runs under snoop-sweep "
-                             "conditions (names like policy0@1400000+policy4@200000)")  # fmt: skip
+            raise InputError(
+                f"{args.db}: campaign {campaign_id} has no valid mem.latency runs under snoop-sweep "
+                "conditions (names like policy0@1400000+policy4@200000)"
+            )
         doc = {"source": f"campaign {campaign_id} of {args.db}"}
     else:
         doc, cells = _load_cells(args.sweep)
@@ -392,8 +411,8 @@ def _label(args) -> int:
         store_io.save_artifact(store, campaign_id, store_io.LABELS, out)
     n_slow = sum(lab.slow for lab in labels)
     if args.json:
-        print(json.dumps({"schema": 1, "out": args.out, "cells": len(labels), "tests": n_tests, "slow": n_slow,
-                          "correction": out["correction"]}))  # fmt: skip
+        print(json.dumps({"schema": 1, "out": args.out, "cells": len(labels), "tests": n_tests,
+                          "slow": n_slow, "correction": out["correction"]}))  # fmt: skip
     else:
         print(f"{n_slow} of {n_tests} tested cells slow ({out['correction']}-corrected alpha {args.alpha}, "
               f"minimum effect {100 * args.min_effect:g}%); labels written to {args.out}")  # fmt: skip
@@ -419,7 +438,8 @@ def _train(args) -> int:
     y = [int(c["label"] == "slow") for c in rows]
     if len(set(y)) < 2:
         raise MeasurementError(
-            f"{args.labels}: every cell has the same label ({'slow' if y[0] else 'not slow'}); nothing to learn"
+            f"{args.labels}: every cell has the same label ({'slow' if y[0] else 'not slow'}); "
+            "nothing to learn"
         )
     groups = [(c["pattern"], c["size_bytes"], c["this_policy"], c["this_khz"], c["other_khz"]) for c in rows]
     if args.folds < 2:
@@ -462,9 +482,11 @@ def _train(args) -> int:
         c = cv["confusion"]
         print(f"tree of depth {t.depth()} on {len(rows)} cells ({sum(y)} slow); {cv['k']}-fold CV accuracy "
               f"{100 * cv['accuracy']:.1f}%")  # fmt: skip
-        print(f"  confusion (held out): slow predicted slow {c['true_slow']}, not slow predicted slow "
-              f"{c['false_slow']}, slow predicted not slow {c['false_not_slow']}, not slow predicted not slow "
-              f"{c['true_not_slow']}")  # fmt: skip
+        print(
+            f"  confusion (held out): slow predicted slow {c['true_slow']}, not slow predicted slow "
+            f"{c['false_slow']}, slow predicted not slow {c['false_not_slow']}, not slow predicted not slow "
+            f"{c['true_not_slow']}"
+        )
         print(_describe_tree(out["tree"], "  "))
         print(f"written to {args.out}" + (f" and {args.c_out}" if args.c_out else ""))
     return 0

@@ -1,4 +1,5 @@
-"""`boardlab history`: one plan's campaigns on a board (or every board) in time order, and the steps between them."""
+"""`boardlab history`: one plan's campaigns on a board (or every board) in time order, and the steps between
+them."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import sys
 
 HELP = "a plan's campaigns over time per board: each cell per campaign, what changed, regressions"
 DESCRIPTION = (
-    "Show a plan's campaigns on one board (or on every board of a store) in the order they ran (their arrival "
-    "in the store, not the board's clock, which is flagged where it went back): each cell's median "
+    "Show a plan's campaigns on one board (or on every board of a store) in the order they ran (their "
+    "arrival in the store, not the board's clock, which is flagged where it went back): each cell's median "
     "with its 95% CI per campaign, what changed in the environment between campaigns (kernel, boardlab, "
     "compiler and flags, governor, firmware, and the campaign's `run --label`), and every step between "
     "consecutive campaigns judged as `boardlab compare` judges two campaigns (90% decision interval against "
@@ -53,8 +54,8 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--fail-on",
         choices=("regression",),
-        help=f"exit {EXIT_REGRESSION} when a step is a regression (for a nightly job; 0 none, 1 a failure, 2 bad "
-        "input or a damaged store); the report is written either way",
+        help=f"exit {EXIT_REGRESSION} when a step is a regression (for a nightly job; 0 none, 1 a failure, 2 "
+        "bad input or a damaged store); the report is written either way",
     )
 
 
@@ -108,7 +109,8 @@ def run(args) -> int:
     else:
         write_output(args.output, text.encode(), protect=[args.db])
         print(
-            f"history: {args.output} ({len(d['regressions'])} regressions, {len(d['improvements'])} improvements)"
+            f"history: {args.output} ({len(d['regressions'])} regressions, {len(d['improvements'])} "
+            "improvements)"
         )
     if args.fail_on == "regression" and d["regressions"]:
         return EXIT_REGRESSION

@@ -26,8 +26,8 @@ def add_arguments(parser) -> None:
         "--clocks",
         action="store_true",
         help="measure each online CPU's clock (boardlab-kern clock.chain pinned to it, about a second each) "
-        "against the one the kernel claims (cpufreq's current frequency, else /proc/cpuinfo), flag a gap over "
-        "5%%, and list each policy's operating points; on a --root tree, the claimed points only",
+        "against the one the kernel claims (cpufreq's current frequency, else /proc/cpuinfo), flag a gap "
+        "over 5%%, and list each policy's operating points; on a --root tree, the claimed points only",
     )
 
 
@@ -87,8 +87,8 @@ def render_clocks(c: dict) -> str:
         out.append(f"  {c['reason']}")
     if any(p["flagged"] for p in c["cpus"]):
         out.append(
-            "  a gap over 5%: firmware capping the clock below what the kernel claims, throttling it does not "
-            "show, or (a virtual machine) a host boosting past its nominal rate"
+            "  a gap over 5%: firmware capping the clock below what the kernel claims, throttling it does "
+            "not show, or (a virtual machine) a host boosting past its nominal rate"
         )
     return "\n".join(out)
 
@@ -301,7 +301,8 @@ def _pcie(links) -> list[str]:
         maximum = f"{_gts(link.max_speed_gts)} x{link.max_width or '-'}"
         rate = f"{link.data_bit_s / 1e9:.1f} Gbit/s" if link.data_bit_s else "-"
         ident = f"{_dash(link.vendor)}:{_dash(link.device)} class {_dash(link.class_code)}"
-        rows.append([link.address, ident, _dash(link.driver), f"{_gts(link.current_speed_gts)} {width} ({gen})",
+        rows.append([link.address, ident, _dash(link.driver),
+                     f"{_gts(link.current_speed_gts)} {width} ({gen})",
                      maximum + (" (trained below)" if link.degraded else ""), rate])  # fmt: skip
     return _table(["device", "id", "driver", "link", "max", "data per direction"], rows)
 

@@ -8,13 +8,13 @@ import sys
 HELP = "copy boards' results files into a shared store (PostgreSQL or SQLite), idempotently"
 DESCRIPTION = (
     "Copy every campaign of each board's results file (boardlab run's SQLite database) into a shared store: "
-    "a postgresql:// URL or another SQLite file. Each file is verified first (SQLite integrity check, a store "
-    "schema this boardlab knows) and ingested in one transaction: all its new runs or none. Ingesting a file "
-    "again, or again after its campaign was resumed on the board, adds only the runs not yet there (a run is "
-    "identified by campaign, board, cell, repetition and attempt). A SQLite store in use by another ingest or "
-    "a campaign is waited for. A hyperfine --export-json file is read too: it becomes a campaign of the plan "
-    "`boardlab bench` writes for the same commands (attributed to this board), so `history` shows it beside "
-    "later bench campaigns. See docs/results.md."
+    "a postgresql:// URL or another SQLite file. Each file is verified first (SQLite integrity check, a "
+    "store schema this boardlab knows) and ingested in one transaction: all its new runs or none. Ingesting "
+    "a file again, or again after its campaign was resumed on the board, adds only the runs not yet there (a "
+    "run is identified by campaign, board, cell, repetition and attempt). A SQLite store in use by another "
+    "ingest or a campaign is waited for. A hyperfine --export-json file is read too: it becomes a campaign "
+    "of the plan `boardlab bench` writes for the same commands (attributed to this board), so `history` "
+    "shows it beside later bench campaigns. See docs/results.md."
 )
 
 

@@ -130,9 +130,10 @@ def run(args) -> int:
 
     def show(st) -> None:
         line = (
-            f"{st.target_rate_hz:>10g} {st.achieved_rate_hz:>11.2f} {st.ok:>8} {st.errors:>5} {st.timeouts:>5} "
-            f"{st.late_starts:>6} {_ms(st.corrected_p50_ns):>11} {_ms(st.corrected_p99_ns):>11} "
-            f"{_ms(st.service_p50_ns):>10} {_ms(st.service_p99_ns):>10}  {st.saturated_reason or 'no'}"
+            f"{st.target_rate_hz:>10g} {st.achieved_rate_hz:>11.2f} {st.ok:>8} {st.errors:>5} "
+            f"{st.timeouts:>5} {st.late_starts:>6} {_ms(st.corrected_p50_ns):>11} "
+            f"{_ms(st.corrected_p99_ns):>11} {_ms(st.service_p50_ns):>10} {_ms(st.service_p99_ns):>10}  "
+            f"{st.saturated_reason or 'no'}"
         )
         print(line, file=sys.stderr if args.json else sys.stdout, flush=True)
 

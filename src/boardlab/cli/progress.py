@@ -83,5 +83,6 @@ class TerminalProgress:
                 self.stream.write("\n")
         elif not self.quiet or not result.valid:
             self._print(
-                f"[{done}/{total}] {_name(run.cell)} rep {run.repetition}: {value} ({status}) ETA {_fmt_s(eta)}"
+                f"[{done}/{total}] {_name(run.cell)} rep {run.repetition}: {value} ({status}) ETA "
+                f"{_fmt_s(eta)}"
             )

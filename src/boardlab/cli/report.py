@@ -31,8 +31,8 @@ def add_arguments(parser) -> None:
         "--across-boards",
         action="store_true",
         help="the campaign's plan on every board of the store (a fleet run, or board files ingested into one "
-        "store): each board's latest campaign of that plan, the same cells side by side and verdicts of every "
-        "board against the reference board (the campaign's board, or --reference-board)",
+        "store): each board's latest campaign of that plan, the same cells side by side and verdicts of "
+        "every board against the reference board (the campaign's board, or --reference-board)",
     )
     parser.add_argument(
         "--reference-board",
@@ -98,8 +98,8 @@ def run(args) -> int:
         return 0
     write_output(args.output, text.encode(), protect=[args.db])
     print(
-        f"report: {Path(args.output).resolve()} (campaign {campaign_id} {term(repr(analysis.name))}, {analysis.status}, "
-        f"{sum(len(c.runs) for c in analysis.cells)} runs)"
+        f"report: {Path(args.output).resolve()} (campaign {campaign_id} {term(repr(analysis.name))}, "
+        f"{analysis.status}, {sum(len(c.runs) for c in analysis.cells)} runs)"
     )
     return 0
 

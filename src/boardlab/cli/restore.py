@@ -9,8 +9,8 @@ HELP = "undo settings a killed boardlab left changed (governors, limits, loads) 
 DESCRIPTION = (
     "Before boardlab changes a system setting it writes the old value to a restore journal; every exit path "
     "restores it, and the next `boardlab run` restores what a killed run left. This command does it by hand "
-    "and says what it restored. Every entry is tried; one it cannot undo (a file that refuses the write) stays in "
-    "the journal and is listed with the fix, and the command exits 1."
+    "and says what it restored. Every entry is tried; one it cannot undo (a file that refuses the write) "
+    "stays in the journal and is listed with the fix, and the command exits 1."
 )
 
 

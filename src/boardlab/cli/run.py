@@ -11,8 +11,8 @@ import sys
 HELP = "run a campaign (a plan file or --preset NAME) into a results database"
 DESCRIPTION = (
     "Run a campaign: every cell (workload x parameters x condition) repeated as the plan says, each run a "
-    "fresh pinned worker, monitored, and stored as it ends (short runs half a second at a time). Running the same plan on the same database "
-    "again resumes it: finished runs are kept and none is done twice."
+    "fresh pinned worker, monitored, and stored as it ends (short runs half a second at a time). Running the "
+    "same plan on the same database again resumes it: finished runs are kept and none is done twice."
 )
 DEFAULT_DB = "boardlab.db"
 
@@ -32,14 +32,15 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--label",
         metavar="TEXT",
-        help="name what changed since the last campaign (e.g. 'kernel 6.6 -> 6.12'); `boardlab history` shows it",
+        help="name what changed since the last campaign (e.g. 'kernel 6.6 -> 6.12'); `boardlab "
+        "history` shows it",
     )
     parser.add_argument(
         "--commit",
         metavar="auto|SHA",
         help="the commit this campaign measures, stored with it for `history` (its JUnit and annotation "
-        "outputs, --bisect) and `serve`: auto asks git in --source-dir (`git rev-parse HEAD` and `git describe "
-        "--always --dirty`); a resume under another commit is refused",
+        "outputs, --bisect) and `serve`: auto asks git in --source-dir (`git rev-parse HEAD` and `git "
+        "describe --always --dirty`); a resume under another commit is refused",
     )
     parser.add_argument(
         "--source-dir",
@@ -91,8 +92,8 @@ def add_arguments(parser) -> None:
         type=float,
         metavar="SECONDS",
         help="how long each run may wait for an idle, cool board before it starts anyway (the plan's [gates] "
-        "timeout_s, 30 s unless it says; the wait and whether it gave up are stored with each run). A resumed "
-        "campaign takes it too; the dry-run's estimate uses it",
+        "timeout_s, 30 s unless it says; the wait and whether it gave up are stored with each run). A "
+        "resumed campaign takes it too; the dry-run's estimate uses it",
     )
     add_wait_arguments(parser)
     parser.add_argument(
@@ -176,8 +177,8 @@ def _dry_run_text(plan, summary) -> str:
         lines.append("verdict reachable: no comparison in this plan (baselines only), so no verdict to reach")
     else:
         lines.append(
-            f"verdict reachable: yes ({d['runs_per_arm']} runs per arm; the test's p-value is not floored by n: "
-            f"{d['repetitions_needed']} per arm is the verdict rule's minimum)"
+            f"verdict reachable: yes ({d['runs_per_arm']} runs per arm; the test's p-value is not floored by "
+            f"n: {d['repetitions_needed']} per arm is the verdict rule's minimum)"
         )
     return "\n".join(lines + _power_lines(d))
 
@@ -385,7 +386,8 @@ def _check_run_options(args) -> None:
     if args.db.startswith(("postgresql://", "postgres://")):  # the board's own file, copied later
         raise InputError(
             f"--db {args.db.split('@')[-1]}: a campaign writes a SQLite file on the board it measures; "
-            "give a file path, then `boardlab ingest FILE --db postgresql://...` copies it into the shared store"
+            "give a file path, then `boardlab ingest FILE --db postgresql://...` copies it into the "
+            "shared store"
         )
     if args.wait is not None and not 0 <= args.wait <= 30 * 86400:
         raise InputError(f"--wait {args.wait:g}: expected 0 to 2592000 seconds (30 days)")

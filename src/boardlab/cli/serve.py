@@ -6,10 +6,10 @@ HELP = (
     "serve a store's boards, campaigns, comparisons, histories and running campaigns as read-only web pages"
 )
 DESCRIPTION = (
-    "Serve a results store (a SQLite file or a postgresql:// URL) read-only on the web: boards, campaigns (the "
-    "report's document), comparisons of any two campaigns or boards, a plan's history per board with its "
-    "steps marked, and running campaigns refreshed live. Every page has a .json twin. Binds 127.0.0.1 unless "
-    "--host is given; any other address requires a token (docs/lab.md)."
+    "Serve a results store (a SQLite file or a postgresql:// URL) read-only on the web: boards, campaigns "
+    "(the report's document), comparisons of any two campaigns or boards, a plan's history per board with "
+    "its steps marked, and running campaigns refreshed live. Every page has a .json twin. Binds 127.0.0.1 "
+    "unless --host is given; any other address requires a token (docs/lab.md)."
 )
 TOKEN_ENV = "BOARDLAB_SERVE_TOKEN"
 
@@ -103,9 +103,9 @@ def run(args) -> int:
 
     token = _token(args)  # a bad token is refused before the store is read
     lim = limits()
-    # a bad --db (not a store, a newer schema) is refused here, before anything listens; the full check of every
-    # value (`Store.verify`, minutes on a store of millions of runs) runs beside the pages (web/check.py), and
-    # each request opens the store without it
+    # a bad --db (not a store, a newer schema) is refused here, before anything listens; the full check of
+    # every value (`Store.verify`, minutes on a store of millions of runs) runs beside the pages
+    # (web/check.py), and each request opens the store without it
     store_missing_facts(args.db)  # campaigns stored before their workloads' facts were: stored once, here
     with Store.open(args.db, create=False, verify=False):
         pass
@@ -126,8 +126,11 @@ def run(args) -> int:
     url = f"http://{'[' + bound[0] + ']' if ':' in bound[0] else bound[0]}:{bound[1]}/"
     print(f"serving {display_url(args.db) if is_url(args.db) else args.db} read-only at {url}", flush=True)
     if token is not None:
-        print(f"token required on every request (Authorization: Bearer TOKEN, or open {url}?token={token} once)",
-              flush=True)  # fmt: skip
+        print(
+            "token required on every request (Authorization: Bearer TOKEN, or open "
+            f"{url}?token={token} once)",
+            flush=True,
+        )
     check.start()
     print("checking every value of the store beside the pages (its state: /check)", flush=True)
     uvicorn.Server(config).run(sockets=[sock])
@@ -135,7 +138,8 @@ def run(args) -> int:
 
 
 def _say_checked(state) -> None:
-    """The check's end, on serve's output (from the check's thread): passed, or the damage every page now names."""
+    """The check's end, on serve's output (from the check's thread): passed, or the damage every page now
+    names."""
     if state.state == "passed":
         print(f"store check passed in {state.took_s:.1f} s", flush=True)
     elif state.state == "unfinished":

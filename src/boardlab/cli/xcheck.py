@@ -15,8 +15,8 @@ HELP = "cross-check io.storage against fio or io.net against iperf3 (alternating
 DESCRIPTION = (
     "Runs boardlab's workload and the reference tool on the same job in pairs of alternating order (A B, "
     "B A, ...) with the same CPU pinning, and prints per metric the median of the pairwise ratios boardlab / "
-    "reference, and the ratio per order (an order effect cancels in the median and shows there). io.storage is "
-    "compared with fio (the equivalent job file is printed), io.net with iperf3 on loopback or the given "
+    "reference, and the ratio per order (an order effect cancels in the median and shows there). io.storage "
+    "is compared with fio (the equivalent job file is printed), io.net with iperf3 on loopback or the given "
     "host (the equivalent command is printed)."
 )
 
@@ -173,7 +173,8 @@ def _storage(args, kern: Path):
                 path.unlink()  # fio leaves the file it laid out; boardlab removes what it created
     check.notes.append("bandwidth and IOPS: bytes and I/Os over the whole timed run on both sides")
     check.notes.append(
-        "latency: boardlab times each pread/pwrite (or io_uring submit to completion); fio's clat_ns percentiles"
+        "latency: boardlab times each pread/pwrite (or io_uring submit to completion); fio's "
+        "clat_ns percentiles"
     )
     return check
 
@@ -243,7 +244,8 @@ def run(args) -> int:
         print(json.dumps(doc, indent=2))
         return 0
     print(
-        f"{check.job}: boardlab vs {check.reference_tool}, {len(check.pairs)} pairs, alternating which runs first"
+        f"{check.job}: boardlab vs {check.reference_tool}, {len(check.pairs)} pairs, alternating "
+        "which runs first"
     )
     print(f"  {'metric':<26} {'boardlab median':>16} {'reference median':>17} {'median ratio':>13}")
     for name, m in doc["metrics"].items():

@@ -78,7 +78,8 @@ class ConditionKind(Protocol):
         `validate_params(self.params, params)` followed by their own cross-field checks."""
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
-        """Why this condition cannot run on this board (the message names the valid choices); None if it can."""
+        """Why this condition cannot run on this board (the message names the valid choices); None if it
+        can."""
 
     def apply(self, params: dict, ctx: ApplyContext) -> AbstractContextManager[dict]:
         """Applies the condition for one run; yields the state recorded with the run."""

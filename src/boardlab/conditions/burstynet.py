@@ -1,4 +1,5 @@
-"""Bursty loopback traffic, after the satellite study's Tor relay: the network load a relay daemon puts on a board.
+"""Bursty loopback traffic, after the satellite study's Tor relay: the network load a relay daemon puts on a
+board.
 
 Plan syntax:
 

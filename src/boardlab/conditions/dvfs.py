@@ -55,7 +55,8 @@ ROLES = ("active", "idle")  # frequencies_khz keys resolved against the worker's
 
 @dataclass(frozen=True)
 class GovernorSetting:
-    """The parameters of one `governor` condition, declared once (checked for shape by `Governor.validate`)."""
+    """The parameters of one `governor` condition, declared once (checked for shape by
+    `Governor.validate`)."""
 
     governor: str = param("enum", None, choices=cpufreq.GOVERNORS, required=True, help="the cpufreq governor")
     policies: tuple[str, ...] | str = param(  # "all": see policy_names
@@ -76,7 +77,8 @@ class GovernorSetting:
         "table",
         None,
         help='userspace only: one frequency per policy, e.g. { policy0 = 600000, policy4 = "max" }, or by '
-        'role: { active = "max", idle = "min" } (active: the policy of the pinned worker CPU; idle: the others)',
+        'role: { active = "max", idle = "min" } (active: the policy of the pinned worker CPU; idle: '
+        "the others)",
     )
     tunables: Mapping[str, int] = param(
         "table", None, help="the governor's tunables, e.g. { up_threshold = 95 }"
@@ -104,7 +106,10 @@ class GovernorSetting:
             return "frequencies_khz by role (active / idle) needs the workload pinned: set [runs] cpu"
         active = next((p for p in info.cpufreq_policies if worker_cpu in (p.related_cpus or p.cpus)), None)
         if active is None:
-            return f"no cpufreq policy holds CPU {worker_cpu}, the workload's: frequencies_khz cannot name it active"
+            return (
+                f"no cpufreq policy holds CPU {worker_cpu}, the workload's: frequencies_khz cannot "
+                "name it active"
+            )
         roles = self.frequencies_khz
         per = [(active.name, roles["active"])] if "active" in roles else []
         if "idle" in roles:

@@ -87,11 +87,17 @@ class GovernorDaemon:
         daemon = params_of(DaemonParams, self, params)
         if daemon.policy == "anti-snoop":
             if len(info.cpufreq_policies) < 2:
-                return "unsupported: anti-snoop needs two clusters (big.LITTLE); this board has one cpufreq policy"
+                return (
+                    "unsupported: anti-snoop needs two clusters (big.LITTLE); this board has one "
+                    "cpufreq policy"
+                )
             from boardlab.platform.sysroot import is_sim_root
 
             if not is_sim_root(ctx.root.root) and perf.cci_pmu(ctx.root) is None:
-                return "unsupported: anti-snoop needs the CCI-400 PMU, and /sys/bus/event_source/devices has none"
+                return (
+                    "unsupported: anti-snoop needs the CCI-400 PMU, and "
+                    "/sys/bus/event_source/devices has none"
+                )
         tree = daemon.tree
         if tree and not os.path.isfile(tree):
             return f"tree {tree!r} does not exist: write one with `boardlab governor train`"

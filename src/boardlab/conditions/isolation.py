@@ -92,9 +92,10 @@ class Isolation:
                 if len(ctx.online_cpus) < 2:
                     return "unsupported: only one CPU is online, and isolating a CPU needs at least two"
                 return (
-                    f"unsupported: the kernel isolates no CPU (no isolcpus in {ctx.root.show('proc/cmdline')}, "
-                    f"{ctx.root.show('sys/devices/system/cpu/isolated')} empty): boot with "
-                    f"`{boot_parameters(cpu)}` to isolate the worker's CPU {cpu}, or use mode = 'pinned'"
+                    "unsupported: the kernel isolates no CPU (no isolcpus in "
+                    f"{ctx.root.show('proc/cmdline')}, {ctx.root.show('sys/devices/system/cpu/isolated')} "
+                    f"empty): boot with `{boot_parameters(cpu)}` to isolate the worker's CPU {cpu}, or use "
+                    "mode = 'pinned'"
                 )
             if cpu not in iso:
                 return (
@@ -113,7 +114,8 @@ class Isolation:
         return None
 
     def worker_cpus(self, params: dict, ctx: ApplyContext) -> set[int] | None:
-        """The worker's affinity under this mode: every online CPU for "shared"; None keeps the runner's pin."""
+        """The worker's affinity under this mode: every online CPU for "shared"; None keeps the runner's
+        pin."""
         return set(ctx.online_cpus) if params_of(IsolationSetting, self, params).mode == "shared" else None
 
     def apply(self, params: dict, ctx: ApplyContext):

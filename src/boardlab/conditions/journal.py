@@ -3,8 +3,8 @@
 Every exit path undoes what it changed; a run that was killed leaves its entries behind, and the next
 start (or `boardlab restore`) undoes them. Processes boardlab started (stressors, loads) are journaled by
 PID and start time, so a restore stops exactly those and never a recycled PID. A combined condition's parts
-are journaled inside one entry of kind "unit": recovery undoes the unit's entries newest first, tries every one
-of them whatever happens to the others, and drops the unit once it is empty.
+are journaled inside one entry of kind "unit": recovery undoes the unit's entries newest first, tries every
+one of them whatever happens to the others, and drops the unit once it is empty.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ def state_dir() -> Path:
 
 
 def _pid_start_ticks(pid: int) -> int | None:
-    """Start time of a process in clock ticks since boot (field 22 of /proc/PID/stat): PID + this = identity."""
+    """Start time of a process in clock ticks since boot (field 22 of /proc/PID/stat):
+    PID + this = identity."""
     from boardlab.platform.sampling import pid_start_ticks
 
     return pid_start_ticks(pid)
@@ -300,7 +301,10 @@ class RestoreJournal:
 
     def _place(self, entry: dict) -> str:
         if entry.get("kind") == "setting":
-            return f"{self.root.show(entry.get('rel', '?'))} = {entry.get('old')!r} (set to {entry.get('new')!r})"
+            return (
+                f"{self.root.show(entry.get('rel', '?'))} = {entry.get('old')!r} (set to "
+                f"{entry.get('new')!r})"
+            )
         return str(entry.get("path") or entry.get("name") or entry.get("pid") or "?")
 
     def recover(self) -> list[Restored]:
@@ -321,7 +325,8 @@ class RestoreJournal:
     def undo_own(self) -> list[Restored]:
         """What this process still has journaled after its conditions were undone: a change whose token a
         stop (Ctrl-C, SIGTERM, SIGHUP) took away between the write and the condition's bookkeeping, or an
-        undo cut short before its entry was dropped. Each is tried; what fails stays for `boardlab restore`."""
+        undo cut short before its entry was dropped. Each is tried; what fails stays for
+        `boardlab restore`."""
         me = os.getpid()
         return self._recover_all([e for e in self.pending() if e.get("owner_pid") == me])
 
@@ -378,7 +383,8 @@ class SystemLock:
         self._fd: int | None = None
 
     def holder(self) -> str:
-        """Who holds the lock, as the waiter says it ("boardlab pid 1234 (campaign quick, since 21:50:03)")."""
+        """Who holds the lock, as the waiter says it ("boardlab pid 1234 (campaign quick, since
+        21:50:03)")."""
         try:
             doc = json.loads(self.path.read_text() or "{}")
         except (OSError, json.JSONDecodeError):
@@ -442,9 +448,9 @@ class SystemLock:
         if self._fd is not None and not same_file(self._fd, self.path):
             raise MeasurementError(
                 f"the system lock {self.path} was removed or replaced while this boardlab held it: another "
-                f"boardlab may be changing the settings of {self.root.root} beside it now; stopped here (what "
-                "this one changed is restored, finished runs are kept). Leave the state directory alone while "
-                "boardlab runs, then run again"
+                f"boardlab may be changing the settings of {self.root.root} beside it now; stopped here "
+                "(what this one changed is restored, finished runs are kept). Leave the state directory "
+                "alone while boardlab runs, then run again"
             )
 
     def acquire(self, wait_s: float | None, say, *, poll_s: float = 0.2, every_s: float = 30.0) -> float:

@@ -6,8 +6,8 @@ starts or forks dies with it (PR_SET_PDEATHSIG); SIGINT (or SIGTERM) ends it cle
 its counters as JSON to the `status` path of its configuration. Every program ends by itself after `max_s`.
 
 - `command`: runs a user command (an argv list, never a shell), restarted when it ends if `restart`;
-- `ddgzip`: the satellite study's loop: dd writes a file from /dev/urandom or /dev/zero, gzip compresses it, both are
-  deleted, again;
+- `ddgzip`: the satellite study's loop: dd writes a file from /dev/urandom or /dev/zero, gzip compresses it,
+  both are deleted, again;
 - `burstynet`: a Tor relay's traffic, roughly: bursts of fixed-size messages (a Tor cell is 514 bytes) over a
   loopback TCP connection or UDP socket between two child processes, with exponential on and off times; the
   off times adapt so that the two processes use `cpu_share` of one core on average.

@@ -1,4 +1,5 @@
-"""A stress-ng stressor beside the workload (the interference study: cpu, vm, memcpy, interrupt, open, fork, udp).
+"""A stress-ng stressor beside the workload (the interference study: cpu, vm, memcpy, interrupt, open, fork,
+udp).
 
 Plan syntax:
 
@@ -67,7 +68,8 @@ class StressorParams(background.BackgroundParams):
         None,
         choices=tuple(STRESSORS),
         required=True,
-        help="the load, by what it stresses (each runs a stress-ng stressor: interrupt is timer, io is iomix)",
+        help="the load, by what it stresses (each runs a stress-ng stressor: interrupt is timer, "
+        "io is iomix)",
     )
     workers: int = param("int", 1, min=1, max=MAX_WORKERS, help="stress-ng workers (processes)")
     options: Mapping[str, str | int | float | bool] = param(  # the plan's; see stress_ng_options

@@ -1,11 +1,15 @@
-"""A catalog workload running continuously beside the measured one (the interference study: an AI model beside cyclictest).
+"""A catalog workload running continuously beside the measured one (the interference study: an AI model beside
+cyclictest).
 
 Plan syntax:
 
     [[conditions]]
     name = "mobilenet-load"
     kind = "workload"
-    params = { workload = "ai.inference", params = { model = "mobilenet_v1", runtime = "litert" }, placement = "other" }
+    [conditions.params]
+    workload = "ai.inference"
+    params = { model = "mobilenet_v1", runtime = "litert" }
+    placement = "other"
 
     [[conditions]]
     name = "lu-load"

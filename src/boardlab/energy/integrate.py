@@ -166,7 +166,8 @@ def nyquist_warning(sample_interval_s: float, load_period_s: float | None, sourc
         return None
     return (
         f"{source}: aliased: the load repeats every {load_period_s:.3g} s but the power is read every "
-        f"{sample_interval_s:.3g} s (needs < {load_period_s / 2:.3g} s); use an energy counter or a faster meter"
+        f"{sample_interval_s:.3g} s (needs < {load_period_s / 2:.3g} s); use an energy counter or a "
+        "faster meter"
     )
 
 

@@ -52,7 +52,10 @@ class EnergyMeter:
             return "unsupported: energy measurement turned off in the plan ([energy] enabled = false)"
         if self.policy.primary and self.primary is None:
             names = ", ".join(s.spec.name for s in self.discovery.sources) or "none"
-            return f"unsupported: [energy] primary = {self.policy.primary!r} is not a source here (sources: {names})"
+            return (
+                f"unsupported: [energy] primary = {self.policy.primary!r} is not a source here "
+                f"(sources: {names})"
+            )
         return None if self.primary else self.discovery.reason
 
     def environment(self) -> dict:

@@ -140,8 +140,8 @@ def parse_meter_line(line: str) -> tuple[float | None, float] | None:
 
 
 class CommandMeter(Source):
-    """Any meter with a CLI: a command that prints one "<unix_time_s> <watts>" line per reading. The command is
-    started once, in its own process group, and stopped by its PID at the end."""
+    """Any meter with a CLI: a command that prints one "<unix_time_s> <watts>" line per reading. The command
+    is started once, in its own process group, and stopped by its PID at the end."""
 
     push = True
 

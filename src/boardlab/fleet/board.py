@@ -36,7 +36,8 @@ install)
   rm -rf "$here/unpacked" "$here/venv" "$here/bin" "$here/bundle.sha256"
   mkdir -p "$here/unpacked"
   tar xzf "$here/bundle.tar.gz" -C "$here/unpacked" || exit 1
-  if ! sh "$here"/unpacked/*/install.sh --prefix "$here/venv" --bin "$here/bin" >"$here/install.log" 2>&1; then
+  if ! sh "$here"/unpacked/*/install.sh --prefix "$here/venv" --bin "$here/bin" >"$here/install.log" 2>&1
+  then
     tail -n 5 "$here/install.log" >&2; exit 1
   fi
   rm -rf "$here/unpacked" "$here/bundle.tar.gz"

@@ -116,7 +116,8 @@ class Stats:
 
 
 class Daemon:
-    def __init__(self, root: SysRoot, policy: str, journal: RestoreJournal, *, counters: Counters | None = None,
+    def __init__(self, root: SysRoot, policy: str, journal: RestoreJournal, *,
+                 counters: Counters | None = None,
                  slow: Callable[[policies.Sample], bool] | None = None):  # fmt: skip
         self.root = root
         self.journal = journal

@@ -2,8 +2,8 @@
 
 For each (pattern, size, this frequency, other frequency): a one-sided Welch t-test of the runs' ns/access
 against the reference cell (other cluster at its highest OPP), as the governor study did with per-run
-samples. The family (every non-reference cell) is corrected like the report's verdicts (docs/method.md: Holm up
-to 50 comparisons, Benjamini-Hochberg above), and a cell is `slow` only if its adjusted p < alpha AND its
+samples. The family (every non-reference cell) is corrected like the report's verdicts (docs/method.md: Holm
+up to 50 comparisons, Benjamini-Hochberg above), and a cell is `slow` only if its adjusted p < alpha AND its
 mean is at least `min_effect` slower: significance alone would label a 0.1% difference slow given runs
 enough.
 """

@@ -1,5 +1,5 @@
-"""The snoop sweep (preset `snoop-sweep`): mem.latency (random, sequential and stride 64 B; 4 KiB - 256 MiB) pinned to
-one cluster, at every OPP of that cluster crossed with every OPP of the other.
+"""The snoop sweep (preset `snoop-sweep`): mem.latency (random, sequential and stride 64 B; 4 KiB - 256 MiB)
+pinned to one cluster, at every OPP of that cluster crossed with every OPP of the other.
 
 `expand` turns a board's cpufreq policies into the grid; `plan_toml` writes it as a campaign plan (one
 `governor` condition per frequency pair, per-policy userspace frequencies); `simulate` measures the same
@@ -160,8 +160,9 @@ def plan_toml(
     cpu = worker_cpu(grid)
     lines = [
         f'name = "snoop-sweep-{grid.this_policy}"',
-        f"description = \"The governor study's snoop sweep: mem.latency pinned to CPU {cpu} ({grid.this_policy}) "
-        f'at every OPP of {grid.this_policy} x every OPP of {grid.other_policy or "(no other cluster)"}"',
+        f"description = \"The governor study's snoop sweep: mem.latency pinned to CPU {cpu} "
+        f"({grid.this_policy}) at every OPP of {grid.this_policy} x every OPP of "
+        f'{grid.other_policy or "(no other cluster)"}"',
         "seed = 1",
         "",
         "[runs]",
@@ -174,11 +175,20 @@ def plan_toml(
     ]
     chained = [p for p in patterns if p != "stride"]
     if chained:
-        lines += ["", "[[workloads]]", f'name = "{WORKLOAD}"',
-                  f"params = {_inline({'pattern': chained, 'size_bytes': list(sizes)})}"]  # fmt: skip
+        lines += [
+            "",
+            "[[workloads]]",
+            f'name = "{WORKLOAD}"',
+            f"params = {_inline({'pattern': chained, 'size_bytes': list(sizes)})}",
+        ]
     if "stride" in patterns:  # its own entry: stride_bytes means nothing to the other patterns
-        lines += ["", "[[workloads]]", f'name = "{WORKLOAD}"',
-                  f"params = {_inline({'pattern': 'stride', 'stride_bytes': STRIDE_BYTES, 'size_bytes': list(sizes)})}"]  # fmt: skip
+        lines += [
+            "",
+            "[[workloads]]",
+            f'name = "{WORKLOAD}"',
+            "params = "
+            f"{_inline({'pattern': 'stride', 'stride_bytes': STRIDE_BYTES, 'size_bytes': list(sizes)})}",
+        ]
     for table in condition_tables(grid, bus_hz):
         lines += ["", "[[conditions]]"] + [f"{k} = {_inline(v)}" for k, v in table.items()]
         lines += [] if compare else ['baseline = ""']
@@ -227,7 +237,8 @@ def simulate(
     seed: int = 1,
     this_policy: str | None = None,
 ) -> list[SweepCell]:
-    """The sweep on the simulator: each run's ns/access and counters with run-to-run noise (lognormal, `cv`)."""
+    """The sweep on the simulator: each run's ns/access and counters with run-to-run noise (lognormal,
+    `cv`)."""
     rng = random.Random(seed)
     bus = max(soc.devfreq_hz) if soc.devfreq_hz else None
     cells = []

@@ -72,7 +72,8 @@ class Capability(Record):
 
 @dataclass(frozen=True)
 class Check(Record):
-    """One environment check (docs/method.md "Environment checks"); `fix` is one line telling the user what to do."""
+    """One environment check (docs/method.md "Environment checks"); `fix` is one line telling the user what to
+    do."""
 
     name: str
     status: CheckStatus

@@ -8,8 +8,8 @@ that. Every workload of the catalog is stored, not only the campaign's: a compos
 its members were measured, which needs the whole membership.
 
 What belongs to a cell rather than to its workload (the practical thresholds its plan entry sets: two entries
-of one workload may set two; the cell its entry's `compare` parameter compares it with) is stored per cell key,
-with the campaign's run order, as the campaign artifact `CELL_FACTS`.
+of one workload may set two; the cell its entry's `compare` parameter compares it with) is stored per cell
+key, with the campaign's run order, as the campaign artifact `CELL_FACTS`.
 
 What one analysis reads is a `WorkloadFacts`, made from one campaign's artifact and handed to whatever needs
 it (the analysis's studies through their context, the document through the analysis): nothing of it is kept
@@ -84,7 +84,7 @@ def spec_facts(spec: WorkloadSpec) -> dict:
                 "phase": m.phase,
             }
             for m in spec.metrics
-        ],  # fmt: skip
+        ],
         "tail_samples": spec.tail_samples,
         "tail_metric": spec.tail_metric,
         "tail_count_metric": spec.tail_count_metric,

@@ -1,5 +1,5 @@
-"""A running campaign's progress as `boardlab serve`'s /running page and a waiting `boardlab run` give it: runs
-stored of planned, the ETA from the pace so far (the time since the start over the runs stored, times the
+"""A running campaign's progress as `boardlab serve`'s /running page and a waiting `boardlab run` give it:
+runs stored of planned, the ETA from the pace so far (the time since the start over the runs stored, times the
 runs left), the age of the last heartbeat (the runner's last stored run). The store computes it
 (`Store.campaign_progress`)."""
 

@@ -20,8 +20,8 @@ INVALID_KINDS = (
 
 
 def invalid_kinds(reason: str) -> tuple[str, ...]:
-    """The kind of each reason in a run's invalid_reason: "throttled", "swapped", "governor changed", "load did
-    not run", "over the temperature limit", "load ended early", else the reason itself."""
+    """The kind of each reason in a run's invalid_reason: "throttled", "swapped", "governor changed", "load
+    did not run", "over the temperature limit", "load ended early", else the reason itself."""
     out = []
     for part in reason.split("; "):
         kind = next((k for prefix, k in INVALID_KINDS if part.startswith(prefix)), None)

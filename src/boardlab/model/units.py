@@ -26,7 +26,8 @@ def parse_size(value: object) -> int | None:
 
 
 def size_text(n: int) -> str:
-    """Bytes as a plan may write them, the inverse of parse_size: 4096 -> "4K", 4 << 30 -> "4G", 1000 -> "1000"."""
+    """Bytes as a plan may write them, the inverse of parse_size: 4096 -> "4K", 4 << 30 -> "4G",
+    1000 -> "1000"."""
     for suffix in ("G", "M", "K"):
         shift = _SIZE_SHIFT[suffix]
         if n and n % (1 << shift) == 0:

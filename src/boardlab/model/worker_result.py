@@ -109,7 +109,8 @@ def _fail(where: str, value: Any, expected: str) -> WorkerResultError:
 
 
 def _short(value: Any) -> str:
-    """A bounded repr: a hostile value must not make the message huge (nor recurse: depth is checked first)."""
+    """A bounded repr: a hostile value must not make the message huge (nor recurse: depth is checked
+    first)."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**50:
         return f"of {value.bit_length()} bits"  # Python refuses to print an integer of over 4300 digits
     text = repr(value)

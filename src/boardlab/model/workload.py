@@ -6,7 +6,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-# "list" is a list of strings (a command's argv); "table" a TOML table checked by its owner (stress-ng options)
+# "list" is a list of strings (a command's argv); "table" a TOML table checked by its owner (stress-ng
+# options)
 ParamType = Literal["int", "float", "str", "enum", "bool", "list", "table"]
 
 

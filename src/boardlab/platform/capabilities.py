@@ -106,7 +106,8 @@ def rt_priority(sr: SysRoot, info: BoardInfo) -> Capability:
     if runtime == 0:
         return Capability(
             False,
-            "kernel.sched_rt_runtime_us = 0 gives real-time tasks no CPU time: `sysctl kernel.sched_rt_runtime_us=950000`",
+            "kernel.sched_rt_runtime_us = 0 gives real-time tasks no CPU time: `sysctl "
+            "kernel.sched_rt_runtime_us=950000`",
         )
     if runtime is None:
         return Capability(

@@ -1,5 +1,5 @@
-"""Environment checks (docs/method.md "Environment checks"): one small function per check, each a pure function
-of the inventory returning OK, WARN or FAIL with the value read and a one-line fix.
+"""Environment checks (docs/method.md "Environment checks"): one small function per check, each a pure
+function of the inventory returning OK, WARN or FAIL with the value read and a one-line fix.
 
 WARN means "results are still valid but noisier or less comparable"; FAIL means "a run now would be
 invalid" (the runner invalidates throttled runs). Neither changes the exit code of `boardlab info`.
@@ -43,8 +43,8 @@ def check_virtualization(info: BoardInfo) -> Check:
     return Check(
         "virtualization",
         "WARN",
-        f"running under a hypervisor ({v.hypervisor or 'unnamed'}): {v.evidence[0]}; steal time and the host's "
-        "frequency decisions move timings",
+        f"running under a hypervisor ({v.hypervisor or 'unnamed'}): {v.evidence[0]}; steal time and the "
+        "host's frequency decisions move timings",
         "measure on the board itself; in a VM compare only interleaved runs of one session",
     )
 
@@ -56,7 +56,8 @@ def check_governor(info: BoardInfo) -> Check:
             "governor",
             "WARN",
             "no cpufreq policy: the CPU frequency can be neither fixed nor recorded",
-            "use a board or host that exposes cpufreq; meanwhile compare only interleaved runs of one session",
+            "use a board or host that exposes cpufreq; meanwhile compare only interleaved runs of "
+            "one session",
         )
     loose = [p for p in policies if p.governor not in FIXED_FREQUENCY_GOVERNORS]
     if not loose:
@@ -85,7 +86,8 @@ def check_frequency_limits(info: BoardInfo) -> Check:
         "frequency_limits",
         "WARN",
         "; ".join(
-            f"{_label(p)}: scaling_max_freq {p.scaling_max_khz} kHz < cpuinfo_max_freq {p.cpuinfo_max_khz} kHz"
+            f"{_label(p)}: scaling_max_freq {p.scaling_max_khz} kHz < cpuinfo_max_freq "
+            f"{p.cpuinfo_max_khz} kHz"
             for p in capped
         ),
         "; ".join(f"echo {p.cpuinfo_max_khz} > {_sysfs_policy(p, 'scaling_max_freq')}" for p in capped),
@@ -146,11 +148,13 @@ def check_cpuidle(info: BoardInfo) -> Check:
         "cpuidle",
         "WARN",
         "; ".join(
-            f"{s.name} (exit {s.exit_latency_us} us) enabled on CPUs {format_cpulist(set(s.cpus) - set(s.disabled_cpus))}"
+            f"{s.name} (exit {s.exit_latency_us} us) enabled on CPUs "
+            f"{format_cpulist(set(s.cpus) - set(s.disabled_cpus))}"
             for s in deep
         )
         + ": wake-up latency adds to short timings",
-        f"cpupower idle-set -D {DEEP_IDLE_EXIT_LATENCY_US - 1}, or hold /dev/cpu_dma_latency at 0 during runs",
+        f"cpupower idle-set -D {DEEP_IDLE_EXIT_LATENCY_US - 1}, or hold /dev/cpu_dma_latency at 0 "
+        "during runs",
     )
 
 
@@ -191,8 +195,8 @@ def check_preempt_rt(info: BoardInfo) -> Check:
 
 
 def check_aslr(info: BoardInfo) -> Check:
-    # docs/method.md repeats fresh processes so that runs sample memory layouts; with ASLR off every run gets the
-    # same layout, and one lucky or unlucky layout biases all of them (Kalibera & Jones; pyperf's advice).
+    # docs/method.md repeats fresh processes so that runs sample memory layouts; with ASLR off every run gets
+    # the same layout, and one lucky or unlucky layout biases all of them (Kalibera & Jones; pyperf's advice).
     aslr = info.system.aslr
     if aslr is None:
         return Check("aslr", "OK", "randomize_va_space not exposed")
@@ -253,13 +257,14 @@ def check_clocksource(info: BoardInfo) -> Check:
         fix = "boot with clocksource=tsc tsc=reliable if the TSC is stable on this machine"
     else:
         fix = (
-            f"none better available ({' '.join(s.clocksources) or s.clocksource}); boardlab measures the timer's "
-            "resolution and overhead and sizes iterations to them"
+            f"none better available ({' '.join(s.clocksources) or s.clocksource}); boardlab measures the "
+            "timer's resolution and overhead and sizes iterations to them"
         )
     return Check(
         "clocksource",
         "WARN",
-        f"clocksource {s.clocksource}: not {' or '.join(GOOD_CLOCKSOURCES)}, timer reads may be slower or coarser",
+        f"clocksource {s.clocksource}: not {' or '.join(GOOD_CLOCKSOURCES)}, timer reads may be "
+        "slower or coarser",
         fix,
     )
 
@@ -315,7 +320,10 @@ def check_load(info: BoardInfo) -> Check:
     if s.load_1min is None:
         return Check("load", "OK", "load average not exposed")
     limit = max(LOAD_FLOOR, LOAD_PER_CPU * len(info.online_cpus))
-    detail = f"load average {s.load_1min:.2f} (1 min), {s.runnable} runnable, online CPUs {format_cpulist(info.online_cpus)}"
+    detail = (
+        f"load average {s.load_1min:.2f} (1 min), {s.runnable} runnable, online CPUs "
+        f"{format_cpulist(info.online_cpus)}"
+    )
     if s.load_1min <= limit:
         return Check("load", "OK", detail)
     return Check(

@@ -126,7 +126,8 @@ def read_policies(root: RootLike) -> tuple[CpufreqPolicy, ...]:
 
 
 def global_boost(root: RootLike) -> bool | None:
-    """cpufreq/boost (acpi-cpufreq, cpufreq-dt with boost OPPs) or not intel_pstate/no_turbo; None if absent."""
+    """cpufreq/boost (acpi-cpufreq, cpufreq-dt with boost OPPs) or not intel_pstate/no_turbo; None if
+    absent."""
     sr = SysRoot.of(root)
     boost = sr.read_int(f"{CPUFREQ_DIR}/boost", "0 or 1")
     if boost is not None:

@@ -62,7 +62,8 @@ def dmatest_loaded(root: RootLike) -> bool:
 
 
 def dmatest_configure(root: RootLike, channel: str, size_bytes: int, iterations: int) -> None:
-    """One copy thread on `channel`, `iterations` tests of exactly `size_bytes` (noverify), not yet started."""
+    """One copy thread on `channel`, `iterations` tests of exactly `size_bytes` (noverify), not yet
+    started."""
     sr = SysRoot.of(root)
     for name, value in (
         ("noverify", "1"),

@@ -1,4 +1,5 @@
-"""Kernel drivers on a bus and the devices bound to them: /sys/bus/<bus>/drivers/<driver>/{bind,unbind,<device>}.
+"""Kernel drivers on a bus and the devices bound to them:
+/sys/bus/<bus>/drivers/<driver>/{bind,unbind,<device>}.
 
 A device bound to a driver appears as a symlink named after it in the driver's directory (to the device under
 /sys/devices); writing the device's name to `unbind` detaches it, to `bind` attaches it again. The driver

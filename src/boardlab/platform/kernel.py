@@ -140,9 +140,9 @@ def read_isolation(root: RootLike, *, last_cpu: int | None = None) -> Isolation:
 
 
 # Release suffixes of vendor and board kernels (BSPs, and the board kernels built from them): TI's
-# ti-linux-kernel (5.10.168-ti-r71), Rockchip's (4.4.194-rk3399), NVIDIA's L4T (4.9.253-tegra), Raspberry Pi OS
-# (6.6.31+rpt-rpi-v8, 5.15.84-v7l+), Hardkernel's and Armbian's vendor branches (5.4.58-odroidxu4), Allwinner,
-# NXP, Amlogic, Qualcomm, Xilinx, Android.
+# ti-linux-kernel (5.10.168-ti-r71), Rockchip's (4.4.194-rk3399), NVIDIA's L4T (4.9.253-tegra), Raspberry Pi
+# OS (6.6.31+rpt-rpi-v8, 5.15.84-v7l+), Hardkernel's and Armbian's vendor branches (5.4.58-odroidxu4),
+# Allwinner, NXP, Amlogic, Qualcomm, Xilinx, Android.
 VENDOR_TAGS = re.compile(
     r"(?:^|[-+_.])(ti|rk\d*|rockchip|tegra|l4t|rpi|rpt|v7l?\+|v8\+|bcm\d+|sunxi|allwinner|imx\w*|odroid\w*|"
     r"meson\w*|amlogic|qcom|msm\w*|xilinx|zynq\w*|exynos\w*|android\w*|bsp|vendor|legacy)(?=$|[-+_.])",
@@ -179,5 +179,7 @@ def kernel_flavor(
     if MAINLINE_RELEASE.fullmatch(release):
         return "mainline", [f"the release {release} carries no vendor or distribution suffix"]
     suffix = release[len(m.group(0)) :] if (m := MAINLINE_RELEASE.match(release)) else release
-    return "unknown", [f"the release {release or '?'} carries the suffix {suffix!r}, which names no vendor, board or "
-                       "distribution boardlab knows: a custom build"]  # fmt: skip
+    return "unknown", [
+        f"the release {release or '?'} carries the suffix {suffix!r}, which names no vendor, board or "
+        "distribution boardlab knows: a custom build"
+    ]

@@ -7,9 +7,9 @@ program came out a fifth longer than hyperfine's.
 One run: `spawn` (the launcher answers with the pid and its clock's start), the monitor is told the pid,
 then `wait` reads its wall time, exit status, rusage and the end of its stderr. The launcher reaps the
 program as it ends, and its reply waits in the pipe: the runner is woken twice a run, and the launcher
-never waits for the runner. The launcher kills the program's group at the timeout, and at once if the runner dies (its stdin
-closes): it is the guard of its programs. The wire format is launch.c's (native byte order: both ends are
-this machine).
+never waits for the runner. The launcher kills the program's group at the timeout, and at once if the
+runner dies (its stdin closes): it is the guard of its programs. The wire format is launch.c's (native byte
+order: both ends are this machine).
 """
 
 from __future__ import annotations

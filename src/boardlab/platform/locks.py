@@ -84,7 +84,8 @@ def lock_unsupported(exc: OSError, path: str | os.PathLike[str], what: str) -> I
     fs = filesystem_type("/", path)
     on = f"a {fs} filesystem" if fs else "this filesystem"
     return InputError(
-        f"{what} {path}: cannot be locked on {on} (flock: {exc.strerror or errno.errorcode.get(exc.errno, '?')}); "
-        "boardlab locks it so that no two campaigns use it at once: put it on a local filesystem, or enable "
-        "file locking there (NFS: the lock daemon, rpc.statd/lockd)"
+        f"{what} {path}: cannot be locked on {on} (flock: "
+        f"{exc.strerror or errno.errorcode.get(exc.errno, '?')}); boardlab locks it so that no two campaigns "
+        "use it at once: put it on a local filesystem, or enable file locking there (NFS: the lock daemon, "
+        "rpc.statd/lockd)"
     )

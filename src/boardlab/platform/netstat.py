@@ -56,7 +56,10 @@ class UdpLossExplanation:
             )
         hint = ""
         if self.rcvbuf_errors:
-            hint = "; the receiving socket's buffer overflowed: raise sockbuf_bytes (net.core.rmem_max) or pin the sink"
+            hint = (
+                "; the receiving socket's buffer overflowed: raise sockbuf_bytes (net.core.rmem_max) or "
+                "pin the sink"
+            )
         return f"{lost_datagrams} lost; kernel counted " + ", ".join(causes) + hint
 
 

@@ -2,12 +2,13 @@
 
 The kernel's endpoint test (Documentation/PCI/endpoint/pci-test-howto.rst) has two halves. On the root
 complex (RC), `pcitest` (tools/pci) drives the pci_endpoint_test driver and prints one status line per
-transfer, e.g. ``READ (1024000 bytes):		OKAY``; `pcitest -d` asks the endpoint to use its DMA engine. On the
-endpoint (EP), the pci-epf-test function driver times each transfer and logs it:
+transfer, e.g. ``READ (1024000 bytes):		OKAY``; `pcitest -d` asks the endpoint to use its DMA engine.
+On the endpoint (EP), the pci-epf-test function driver times each transfer and logs it:
 
     pci_epf_test pci_epf_test.0: READ => Size: 1024000 B, DMA: YES, Time: 0.004123456 s, Rate: 248363 KB/s
 
-(kernels before 5.19 printed ``READ => Size: 1024000 bytes	 DMA: YES	 Time: 0.004123456 seconds	Rate: 242542 KB/s``
+(kernels before 5.19 printed
+``READ => Size: 1024000 bytes	 DMA: YES	 Time: 0.004123456 seconds	Rate: 242542 KB/s``
 with KB = 1024 bytes; from 5.19 KB = 1000 bytes). READ is the endpoint reading RC memory, WRITE the endpoint
 writing it, COPY both; DMA: NO is the endpoint CPU's memcpy over the same mapping. MB/s here is recomputed
 from size and time (1e6 B/s), so the KB unit of the kernel's rate does not matter except when the time

@@ -220,7 +220,8 @@ def counter_request(root: RootLike, names: tuple[str, ...]) -> tuple[list[str], 
             cci = cci_pmu(root)
             if cci is None:
                 unsupported[name] = (
-                    "no CCI-400 PMU in /sys/bus/event_source/devices (needs an arm,cci-400-pmu device-tree node)"
+                    "no CCI-400 PMU in /sys/bus/event_source/devices (needs an arm,cci-400-pmu "
+                    "device-tree node)"
                 )
                 continue
             codes = CCI_EVENTS[cci[0]]

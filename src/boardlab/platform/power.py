@@ -114,7 +114,7 @@ def read_powercap(root: RootLike) -> tuple[PowercapZone, ...]:
     return tuple(zones)
 
 
-# ---- power sources for per-run energy (boardlab.energy) -----------------------------------------------------
+# ---- power sources for per-run energy (boardlab.energy) ----------------------------------------------------
 # Everything the energy sampler reads goes through here: the channel files are resolved once (paths), then
 # read raw at each tick by `read_raw_int`, as platform/sampling.py does for the monitor.
 

@@ -49,7 +49,8 @@ class DmaLatency(Record):
 
 def read_cpu_dma_latency(root: RootLike) -> DmaLatency:
     """Reads the s32 little-endian target. Opening the device adds a no-constraint request, so reading changes
-    nothing; writing (holding a value) is the conditions' business, and cyclictest's (it holds 0 by default)."""
+    nothing; writing (holding a value) is the conditions' business, and cyclictest's (it holds 0 by
+    default)."""
     sr = SysRoot.of(root)
     if not sr.exists(CPU_DMA_LATENCY):
         return DmaLatency(None, f"no {sr.show(CPU_DMA_LATENCY)} (kernel without PM QoS)")
@@ -102,7 +103,8 @@ def tracer_support(root: RootLike, tracer: str = "timerlat") -> TracerSupport:
     return TracerSupport(
         tracer,
         None,
-        "tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing) and no kernel config is readable",
+        "tracefs is not mounted (mount -t tracefs nodev /sys/kernel/tracing) and no kernel config "
+        "is readable",
     )
 
 
@@ -138,9 +140,10 @@ def preempt_dynamic_mode(root: RootLike) -> tuple[str | None, str]:
 def rt_scheduling_refusal(root: RootLike = "/", policy: str = "fifo", priority: int = 1) -> str | None:
     """Why this process may not run a SCHED_FIFO/SCHED_RR thread, or None when it may.
 
-    kernel.sched_rt_runtime_us = 0 leaves real-time tasks no CPU time at all. Otherwise asks the kernel directly, as cyclictest's check_privs() does, from a throw-away thread (the policy is per
-    thread on Linux), so root, CAP_SYS_NICE, RLIMIT_RTPRIO, cgroup RT budgets and seccomp are all judged as
-    they are. The thread ends right after; nothing else changes.
+    kernel.sched_rt_runtime_us = 0 leaves real-time tasks no CPU time at all. Otherwise asks the kernel
+    directly, as cyclictest's check_privs() does, from a throw-away thread (the policy is per thread on
+    Linux), so root, CAP_SYS_NICE, RLIMIT_RTPRIO, cgroup RT budgets and seccomp are all judged as they are.
+    The thread ends right after; nothing else changes.
     """
     sr = SysRoot.of(root)
     if sr.read_int("proc/sys/kernel/sched_rt_runtime_us") == 0:

@@ -94,7 +94,8 @@ def format_cpulist(cpus: Iterable[int]) -> str:
 
 
 def parse_bracketed(text: str) -> tuple[str | None, tuple[str, ...]]:
-    """Parses a kernel choice list: "always [madvise] never" -> ("madvise", ("always", "madvise", "never"))."""
+    """Parses a kernel choice list: "always [madvise] never" -> ("madvise", ("always", "madvise",
+    "never"))."""
     chosen = None
     options = []
     for word in text.split():
@@ -166,7 +167,8 @@ class SysRoot:
         return sorted(names, key=natural_key)
 
     def read_text(self, rel: str) -> str | None:
-        """The file's text, or None when it is absent or the kernel refuses the read (EACCES, EIO, ENODATA)."""
+        """The file's text, or None when it is absent or the kernel refuses the read (EACCES, EIO,
+        ENODATA)."""
         try:
             with open(self.path(rel), encoding="utf-8", errors="replace") as fh:
                 return fh.read()
@@ -308,8 +310,8 @@ class SysRoot:
         )
 
     def write_text(self, rel: str, text: str) -> None:
-        """Writes a kernel attribute in one write(2), as the kernel expects; raises MeasurementError on refusal
-        and InputError when a symlink would take the write outside the tree."""
+        """Writes a kernel attribute in one write(2), as the kernel expects; raises MeasurementError on
+        refusal and InputError when a symlink would take the write outside the tree."""
         target = self.path(rel)
         try:
             fd = self.open_for_write(rel)

@@ -40,7 +40,8 @@ svg.plot{max-width:100%;height:auto;display:block;margin:6px 0}
 .multiples{display:flex;flex-wrap:wrap;gap:8px}.multiples svg.plot{margin:0}
 pre{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:12px}
 details{margin:6px 0}summary{cursor:pointer;color:#333}
-.cards{display:flex;flex-wrap:wrap;gap:8px;margin:6px 0}.card{border:1px solid #ddd;border-radius:4px;padding:6px 10px;
+.cards{display:flex;flex-wrap:wrap;gap:8px;margin:6px 0}\
+.card{border:1px solid #ddd;border-radius:4px;padding:6px 10px;
  min-width:170px}.card-label{color:#555;font-size:12px}.card-value{font-size:16px;font-weight:600;
  font-variant-numeric:tabular-nums}.card-group{font-weight:600;margin-top:10px;color:#333}
 @media print{body{max-width:none;padding:0;font-size:11px}h2{break-after:avoid}svg.plot,tr{break-inside:avoid}
@@ -59,6 +60,7 @@ def page(title: str, body: str) -> str:
 
 
 def render_html(analysis: CampaignAnalysis, series: Series | None = None) -> str:
-    """The whole report as one HTML document. `series` (from `analysis.monitor_series`) adds the monitor plots."""
+    """The whole report as one HTML document. `series` (from `analysis.monitor_series`) adds the monitor
+    plots."""
     document = build_document(analysis, series)
     return page(document.title, render_document(document, "html"))

@@ -1,4 +1,5 @@
-"""Markdown report (`boardlab report --format md`): the document's sections, tables and verdicts, without images."""
+"""Markdown report (`boardlab report --format md`): the document's sections, tables and verdicts, without
+images."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ def esc(s: object) -> str:
     return html.escape(visible("" if s is None else s), quote=True)
 
 
-# ---- HTML ------------------------------------------------------------------------------------------------------
+# ---- HTML --------------------------------------------------------------------------------------------------
 
 
 def html_table(t: doc.Table) -> str:
@@ -90,7 +90,8 @@ def html_block(b: doc.Block) -> str:
     if isinstance(b, doc.Facts):
         if b.cards:
             tiles = "".join(
-                f'<div class="card"><div class="card-label">{esc(k)}</div><div class="card-value">{esc(v)}</div></div>'
+                f'<div class="card"><div class="card-label">{esc(k)}</div><div '
+                f'class="card-value">{esc(v)}</div></div>'
                 for k, v in b.pairs
             )
             head = f'<div class="card-group">{esc(b.title)}</div>' if b.title else ""
@@ -113,7 +114,7 @@ def html_sections(sections: Iterable[doc.Section]) -> list[str]:
     return out
 
 
-# ---- Markdown ----------------------------------------------------------------------------------------------------
+# ---- Markdown ----------------------------------------------------------------------------------------------
 
 
 def md_escape(s: object) -> str:
@@ -175,7 +176,7 @@ def md_sections(sections: Iterable[doc.Section]) -> list[str]:
     return out
 
 
-# ---- text ----------------------------------------------------------------------------------------------------
+# ---- text --------------------------------------------------------------------------------------------------
 
 
 def aligned(headers, rows, numeric) -> list[str]:
@@ -237,7 +238,8 @@ def text_sections(sections: Iterable[doc.Section]) -> list[str]:
 
 
 def render_document(document: doc.Document, fmt: str) -> str:
-    """The body of a document in one format (HTML: the elements inside <body>, without the page around them)."""
+    """The body of a document in one format (HTML: the elements inside <body>, without the page around
+    them)."""
     if fmt == "html":
         return "\n".join([f"<h1>{esc(document.title)}</h1>", *html_sections(document.sections)])
     if fmt == "md":

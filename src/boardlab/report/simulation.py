@@ -60,8 +60,8 @@ def simulation_document(res: dict) -> doc.Document:
     # the model's known limit, said where its figures are read: docs/governor.md documents it with the figures
     disagreement = doc.Prose(
         "Where the model disagrees with the study: for memory-bound work on the big cluster it ranks "
-        "performance above anti-snoop on EDP, the study found the opposite; the model leaves out what an idle "
-        'cluster held at its top OPP costs. See docs/governor.md, "Where the model disagrees with the '
+        "performance above anti-snoop on EDP, the study found the opposite; the model leaves out what an "
+        'idle cluster held at its top OPP costs. See docs/governor.md, "Where the model disagrees with the '
         'study", in the boardlab repository.',
         small=True,
     )

@@ -1,4 +1,5 @@
-"""Statistics for boardlab: pure functions that cite their method (docs/method.md; research/anchors-methodology.md).
+"""Statistics for boardlab: pure functions that cite their method (docs/method.md;
+research/anchors-methodology.md).
 
 Standard library only (the on-board path has no numpy or scipy). Every function is pure: no I/O, no
 printing, no global state but a bounded memo of pure answers (`_memo`: a cell's drift check and bimodality,

@@ -265,7 +265,8 @@ def percentile_sorted(xs: Sequence[float], q: float) -> float:
     """The q-quantile (0 <= q <= 1) of already sorted values by linear interpolation between closest ranks.
 
     Hyndman & Fan (1996) definition 7, the default of numpy.percentile, R's quantile() and Excel's
-    PERCENTILE.INC: position h = (n - 1) q (0-based), value x[floor h] + (h - floor h)(x[floor h + 1] - x[floor h]).
+    PERCENTILE.INC: position h = (n - 1) q (0-based),
+    value x[floor h] + (h - floor h)(x[floor h + 1] - x[floor h]).
     """
     n = len(xs)
     if n == 0:

@@ -86,7 +86,8 @@ class MedianSampler:
             self._cum = g[1:]
             return
         # Even n: per index i (1-based), P(same) = P(X*_(k) = x_(i)) - P(split at i), where
-        # P(split at i) = C(n,k) ((n-i)/n)^m (i/n)^k [1 - ((i-1)/i)^k], in logs so that large n cannot overflow.
+        # P(split at i) = C(n,k) ((n-i)/n)^m (i/n)^k [1 - ((i-1)/i)^k], in logs so that large n cannot
+        # overflow.
         m = self._m
         log_comb = math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(m + 1)
         same = [0.0] * n

@@ -265,8 +265,8 @@ def _arms(
     for arm, vals in (("baseline", base), ("condition", cond)):
         if len(vals) > ITERATIONS_SUSPECT_N:
             warnings.append(
-                f"{len(vals)} {arm} values: more than any plan has runs. Pass one value per run (the median of "
-                "its iterations, see run_values), never pooled iterations"
+                f"{len(vals)} {arm} values: more than any plan has runs. Pass one value per run (the median "
+                "of its iterations, see run_values), never pooled iterations"
             )
     return base, cond, warnings
 
@@ -436,10 +436,10 @@ def _rank_effect(
 def adjust(comparisons: Sequence[Comparison], method: Adjustment = "holm") -> tuple[Comparison, ...]:
     """The comparisons of one report with adjusted p-values and verdicts re-decided on them.
 
-    Method: Holm (1979) over the report's family (docs/method.md), or Benjamini & Hochberg (1995) (`method="bh"`)
-    for large exploratory sweeps (`multiple.holm`, `multiple.benjamini_hochberg`). `"none"` restores the
-    unadjusted p-values; `"auto"` is the report's rule: Holm up to 50 comparisons, Benjamini-Hochberg above
-    (`threshold.family_method`). The family is exactly the comparisons passed in.
+    Method: Holm (1979) over the report's family (docs/method.md), or Benjamini & Hochberg (1995)
+    (`method="bh"`) for large exploratory sweeps (`multiple.holm`, `multiple.benjamini_hochberg`). `"none"`
+    restores the unadjusted p-values; `"auto"` is the report's rule: Holm up to 50 comparisons,
+    Benjamini-Hochberg above (`threshold.family_method`). The family is exactly the comparisons passed in.
     """
     if method == "auto":
         method = family_method(len(comparisons))

@@ -32,9 +32,9 @@ from boardlab.stats.verdict import Confounding
 BIMODAL_FALSE_FLAG = 0.005
 BIMODAL_MIN_RUNS = 8  # below this, two groups of >= 2 runs are too easy to find by chance
 _SIMULATIONS = 4000
-# The threshold falls with the run count toward 2/pi (the best split of a normal sample at its median), slowly:
-# 0.70 at 200 runs, 0.67 at 1000. Simulating n runs costs 4000 n draws (seconds at thousands of runs, for
-# each distinct count in a report), so above this count the threshold simulated at it is used: stricter
+# The threshold falls with the run count toward 2/pi (the best split of a normal sample at its median),
+# slowly: 0.70 at 200 runs, 0.67 at 1000. Simulating n runs costs 4000 n draws (seconds at thousands of runs,
+# for each distinct count in a report), so above this count the threshold simulated at it is used: stricter
 # than the exact one, so a steady cell is still flagged at most 1 time in 200.
 BIMODAL_SIMULATED_RUNS_MAX = 200
 # simulated_threshold(BIMODAL_SIMULATED_RUNS_MAX), the threshold of every cell of 200 runs or more: a table
@@ -136,8 +136,8 @@ def cell_flags(
         out.append(
             f"bimodal {arm}: its runs fall into two groups ({b.low_share:.0%} of them {pace} than the rest, "
             f"which are {b.gap_ratio - 1:.1%} {'higher' if higher_is_better else 'longer'}; split R^2 "
-            f"{b.r2:.2f} > {b.threshold:.2f}): two states of the board, e.g. frequency or cache placement; fix "
-            "the frequency and pin the worker, then re-run"
+            f"{b.r2:.2f} > {b.threshold:.2f}): two states of the board, e.g. frequency or cache placement; "
+            "fix the frequency and pin the worker, then re-run"
         )
     if len(values) >= 3:
         d = drift_check(values, order)

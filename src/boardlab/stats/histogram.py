@@ -4,10 +4,10 @@ Method: the nearest-rank percentile (Hyndman & Fan 1996, definition 1: the inver
 distribution function). For n samples and a level q (percent), the rank is r = ceil(q/100 * n), at least 1,
 and the q-th percentile is the r-th smallest sample. A histogram does not keep the samples, only how many fell
 into each bucket: bucket i of width w counts values in [i*w, (i+1)*w), and `overflow` counts the samples at or
-beyond the limit L = len(counts) * w. Walking the cumulative counts, the r-th smallest sample lies in the first
-bucket whose cumulative count reaches r (a rank equal to a bucket's cumulative count belongs to that bucket,
-not the next); the percentile is reported as that bucket's lower edge i*w. For cyclictest's 1-us buckets of
-integer microsecond latencies that edge *is* the sample's value; otherwise the true value lies in
+beyond the limit L = len(counts) * w. Walking the cumulative counts, the r-th smallest sample lies in the
+first bucket whose cumulative count reaches r (a rank equal to a bucket's cumulative count belongs to that
+bucket, not the next); the percentile is reported as that bucket's lower edge i*w. For cyclictest's 1-us
+buckets of integer microsecond latencies that edge *is* the sample's value; otherwise the true value lies in
 [value, value + w).
 
 When r exceeds the in-range total, the r-th sample is in the overflow and only a lower bound is known: the
@@ -38,8 +38,8 @@ NEAREST_RANK_METHOD = (
     "nearest rank (Hyndman-Fan 1, inverse empirical CDF) on histogram buckets: the lower edge of the bucket "
     "holding the ceil(q/100*n)-th smallest sample; in the overflow only 'at least the histogram limit'"
 )
-# The percentile levels boardlab reports of a latency distribution: cyclictest's runs and the rt study's merged
-# histograms, in every report format (docs/method.md). The one place they are listed.
+# The percentile levels boardlab reports of a latency distribution: cyclictest's runs and the rt study's
+# merged histograms, in every report format (docs/method.md). The one place they are listed.
 PERCENTILE_LEVELS = (50, 90, 99, 99.9, 99.99)
 
 
@@ -118,7 +118,8 @@ def histogram_percentiles(
 
 
 def merge_histograms(histograms: Iterable[tuple[Sequence[int], int]]) -> tuple[list[int], int]:
-    """Bucket-wise sum of (counts, overflow) pairs of equal width and length, e.g. one per CPU -> the system."""
+    """Bucket-wise sum of (counts, overflow) pairs of equal width and length, e.g. one per CPU -> the
+    system."""
     merged: list[int] | None = None
     overflow = 0
     for counts, over in histograms:

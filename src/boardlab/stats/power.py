@@ -52,9 +52,9 @@ MAD_EFFICIENCY = 0.37  # the MAD's efficiency against the standard deviation for
 # few runs per arm, trimming makes many splits as extreme as the observed one (5 runs against 14: 65 splits
 # that swap the trimmed run), so the permutation p stays above the t approximation's, and the t approximation
 # gave 90% power where the report's verdicts reached 66%. Up to PERMUTATION_CHECKS replicates are drawn
-# through it (each up to `permutation.draws_for` splits: 5,200 in a family of 26), the rest of the band counted
-# at their pass rate: PERMUTATION_CHECKS while the search screens each n, CONFIRM_CHECKS for the power it
-# states.
+# through it (each up to `permutation.draws_for` splits: 5,200 in a family of 26), the rest of the band
+# counted at their pass rate: PERMUTATION_CHECKS while the search screens each n, CONFIRM_CHECKS for the power
+# it states.
 CHECKED_SPLITS = 1_000_000
 PERMUTATION_CHECKS = 20
 CONFIRM_CHECKS = 40
@@ -277,8 +277,8 @@ def repetitions_for_power(
     def power(n: int, scale: int = 1) -> float:
         """Screening (scale 1): only whether the target is reached; confirming: the power itself."""
         screen = scale == 1
-        return simulated_power(n, baseline_runs(n), cv=cv, effect=effect, delta=delta, family_size=family_size,
-                               replicates=reps * scale, seed=seed, shape=shape,
+        return simulated_power(n, baseline_runs(n), cv=cv, effect=effect, delta=delta,
+                               family_size=family_size, replicates=reps * scale, seed=seed, shape=shape,
                                at_least=target_power if screen else None,
                                checks=PERMUTATION_CHECKS if screen else CONFIRM_CHECKS)  # fmt: skip
 

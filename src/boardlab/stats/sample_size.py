@@ -67,9 +67,9 @@ def predict_runs(
     """n = ceil(2 (1.96 x 1.2533 x CV / h)^2) runs per arm for a ratio of two medians (without the factor 2
     for a single cell's median).
 
-    Method: docs/method.md; the median's asymptotic standard error 1.2533 sigma / sqrt(n) (Kendall & Stuart vol. 1,
-    10.10) at 95%; a ratio of two independent medians has twice the variance of one. `cv` and `half_width`
-    are fractions (0.02 = 2%). Warns, naming the choices, when the prediction exceeds `cap`.
+    Method: docs/method.md; the median's asymptotic standard error 1.2533 sigma / sqrt(n) (Kendall & Stuart
+    vol. 1, 10.10) at 95%; a ratio of two independent medians has twice the variance of one. `cv` and
+    `half_width` are fractions (0.02 = 2%). Warns, naming the choices, when the prediction exceeds `cap`.
     """
     if cv < 0 or half_width <= 0:
         raise ValueError(f"need cv >= 0 and half_width > 0, got cv={cv}, half_width={half_width}")
@@ -81,9 +81,9 @@ def predict_runs(
     warning = None
     if exceeds:
         warning = (
-            f"a +-{half_width:.1%} CI at CV {cv:.1%} needs about {runs} runs per arm, more than the cap of {cap}: "
-            f"accept a wider target (+-{Z_95 * MEDIAN_SE_FACTOR * cv * math.sqrt(factor / cap):.1%} at {cap} "
-            "runs), reduce the noise (isolate the CPU, fix the frequency), or raise the cap"
+            f"a +-{half_width:.1%} CI at CV {cv:.1%} needs about {runs} runs per arm, more than the cap of "
+            f"{cap}: accept a wider target (+-{Z_95 * MEDIAN_SE_FACTOR * cv * math.sqrt(factor / cap):.1%} "
+            f"at {cap} runs), reduce the noise (isolate the CPU, fix the frequency), or raise the cap"
         )
     return RunPrediction(runs, cv, half_width, cap, exceeds, warning)
 
@@ -118,13 +118,13 @@ def should_stop(
     """Stop when the CI's relative half-width is at most `half_width_target`, when the CI already decides the
     verdict against `delta`, or at `cap` runs; never on a p-value.
 
-    Method: docs/method.md "How many runs"; Hoefler & Belli (2015) 4.2.2. For one cell (`values` only) the CI is
-    the order-statistic CI of the median, and its half-width is taken relative to the median. For a
+    Method: docs/method.md "How many runs"; Hoefler & Belli (2015) 4.2.2. For one cell (`values` only) the CI
+    is the order-statistic CI of the median, and its half-width is taken relative to the median. For a
     comparison, pass the baseline runs as `baseline` (and `values` are the condition's runs): the CI is the
     verdict's 95% CI of the cost ratio (`compare.compare`), half-width relative to the cost ratio, and with
     `delta` the 90% decision interval (the verdict's) "decides" when it lies wholly
-    above 1 + delta, wholly below 1 - delta, or wholly inside [1 - delta, 1 + delta]. Never stops before `min_runs` (the 10-run pilot) unless `cap` is smaller;
-    `n` is the smaller arm.
+    above 1 + delta, wholly below 1 - delta, or wholly inside [1 - delta, 1 + delta]. Never stops before
+    `min_runs` (the 10-run pilot) unless `cap` is smaller; `n` is the smaller arm.
     """
     cond = as_values(values, what="values", positive=baseline is not None)
     if half_width_target <= 0:
@@ -139,7 +139,8 @@ def should_stop(
     center = None
     if base is not None:
         if len(base) >= 2 and len(cond) >= 2:
-            # the verdict's own intervals (compare: Yuen's trimmed t), so "decided" means what the verdict says
+            # the verdict's own intervals (compare: Yuen's trimmed t), so "decided" means what the verdict
+            # says
             c = compare(
                 base,
                 cond,

@@ -124,7 +124,8 @@ class CellSummary:
 
 
 def percentile(values: Iterable[float], q: float) -> float:
-    """The q-th percentile (0 <= q <= 100) by linear interpolation (Hyndman & Fan 1996 def. 7, numpy's default)."""
+    """The q-th percentile (0 <= q <= 100) by linear interpolation (Hyndman & Fan 1996 def. 7, numpy's
+    default)."""
     xs = sorted(as_values(values))
     return percentile_sorted(xs, q / 100.0)
 
@@ -281,7 +282,8 @@ def _median_sorted(xs: Sequence[float]) -> float:
 
 
 def mad(values: Iterable[float]) -> float:
-    """Median absolute deviation from the median (raw; multiply by 1.4826 to estimate sigma for normal data)."""
+    """Median absolute deviation from the median (raw; multiply by 1.4826 to estimate sigma for normal
+    data)."""
     return _mad_sorted(sorted(as_values(values)))
 
 
@@ -369,8 +371,8 @@ def summarize(
         warnings.append(ci_reason)
     if outliers.total > OUTLIER_WARN_FRACTION * n:
         warnings.append(
-            f"{outliers.total} of {n} runs lie beyond Tukey's fences (> {OUTLIER_WARN_FRACTION:.0%}); they are "
-            "kept. Check those runs' load, frequency and temperature records for interference."
+            f"{outliers.total} of {n} runs lie beyond Tukey's fences (> {OUTLIER_WARN_FRACTION:.0%}); they "
+            "are kept. Check those runs' load, frequency and temperature records for interference."
         )
     if drift is not None and drift.message:
         warnings.append(drift.message)

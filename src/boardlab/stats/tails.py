@@ -36,7 +36,8 @@ TAIL_RESAMPLES = 2000
 
 
 def pooled_quantile(runs: Sequence[Sequence[float]], q: float) -> float:
-    """The q-quantile (0 < q < 1) of every run's samples pooled (linear interpolation, Hyndman & Fan def. 7)."""
+    """The q-quantile (0 < q < 1) of every run's samples pooled (linear interpolation, Hyndman & Fan
+    def. 7)."""
     pooled = sorted(v for run in runs for v in run)
     return percentile_sorted(pooled, q)
 
@@ -214,8 +215,9 @@ class _PooledQuantiles:
 def _permutation(
     base: list[list[float]], cond: list[list[float]], q: float, family_size: int, alpha: float, seed: int
 ):
-    """The permutation p of the pooled quantiles' log ratio over the splits of whole runs (`stats.permutation`):
-    exact when the two arms' runs are exchangeable, whatever their samples' distribution or dependence."""
+    """The permutation p of the pooled quantiles' log ratio over the splits of whole runs
+    (`stats.permutation`): exact when the two arms' runs are exchangeable, whatever their samples'
+    distribution or dependence."""
     runs = base + cond
     quantiles = _PooledQuantiles(runs, q)
 

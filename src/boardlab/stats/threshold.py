@@ -30,7 +30,8 @@ class Thresholds(Protocol):
 
 
 def family_method(size: int) -> FamilyMethod:
-    """Holm (1979) for a family of up to 50 comparisons, Benjamini & Hochberg (1995) above (docs/method.md)."""
+    """Holm (1979) for a family of up to 50 comparisons, Benjamini & Hochberg (1995) above
+    (docs/method.md)."""
     return "holm" if size <= HOLM_MAX_FAMILY else "bh"
 
 
@@ -46,13 +47,15 @@ def is_tail_metric(metric: str) -> bool:
 
 def threshold_of(cell: Thresholds, metric: str, *, tail: bool = False) -> tuple[float, str]:
     """The practical threshold delta of a cell's metric and where it comes from: the `threshold`
-    (`tail_threshold` for tails) of the plan entry that produced the cell, else the default (2%, tails 10%)."""
+    (`tail_threshold` for tails) of the plan entry that produced the cell, else the default (2%, tails
+    10%)."""
     tail = tail or is_tail_metric(metric)
     key = "tail_threshold" if tail else "threshold"
     value = cell.tail_threshold if tail else cell.threshold
     if value is not None:
         how = (
-            " of the workload's first entry that sets one: the campaign was stored without its cells' thresholds"
+            " of the workload's first entry that sets one: the campaign was stored without its "
+            "cells' thresholds"
             if cell.derived
             else ""
         )

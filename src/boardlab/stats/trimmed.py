@@ -8,8 +8,8 @@ where a correction over many comparisons reads it, Student's t is only an approx
 distribution (`yuen_welch` says how far off Welch's df was); there the comparison takes the permutation p
 of the same statistic (`compare._calibrated`, `stats.permutation`). Trimming 20% of each tail keeps the rank
 test's robustness to a stray run (an outlier moves a trimmed mean no more than a median-like estimator;
-Wilcox 2012 ch. 5), and the log scale makes the effect a ratio. The interval comes from the same statistic, so the interval a report shows is the one the
-test uses.
+Wilcox 2012 ch. 5), and the log scale makes the effect a ratio. The interval comes from the same statistic, so
+the interval a report shows is the one the test uses.
 
 Method: Yuen (1974), "The two-sample trimmed t for unequal population variances", Biometrika 61(1); Wilcox,
 *Introduction to Robust Estimation and Hypothesis Testing* 3rd ed. (2012), sections 5.3 (two samples) and

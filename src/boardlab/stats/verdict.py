@@ -1,4 +1,5 @@
-"""Verdict of a comparison and the confounder guard (docs/method.md "Comparing a condition with its baseline").
+"""Verdict of a comparison and the confounder guard (docs/method.md "Comparing a condition with its
+baseline").
 
 The verdict works on the *cost ratio* (`compare.Comparison.cost_ratio`): how many times worse the condition
 is than the baseline, > 1 meaning worse whatever the metric's direction. The interval it is decided on is the
@@ -88,7 +89,8 @@ def check_confounders(
     freq_tolerance: float = FREQ_TOLERANCE,
     temp_tolerance_mc: float = TEMP_TOLERANCE_MC,
 ) -> Confounding:
-    """Compare the arms' per-run environments (research/anchors-methodology.md section 9.4, "attribution guard").
+    """Compare the arms' per-run environments (research/anchors-methodology.md section 9.4, "attribution
+    guard").
 
     Confounded when the median of the runs' mean frequency differs by more than `freq_tolerance` (2%) of the
     baseline's, when the median of the runs' maximum temperature differs by more than `temp_tolerance_mc`
@@ -103,9 +105,10 @@ def check_confounders(
         notes.append("CPU frequency was not recorded for both arms: a DVFS confounder cannot be ruled out")
     elif bf > 0 and abs(cf - bf) / bf > freq_tolerance:
         reasons.append(
-            f"the CPU ran at a different frequency: median {bf / 1000:.0f} MHz in the baseline, {cf / 1000:.0f} MHz "
-            f"under the condition ({(cf - bf) / bf:+.1%}). Part of the difference may be DVFS, not the condition "
-            "itself: repeat with a fixed frequency (userspace governor at a sustainable frequency) to separate them"
+            f"the CPU ran at a different frequency: median {bf / 1000:.0f} MHz in the baseline, "
+            f"{cf / 1000:.0f} MHz under the condition ({(cf - bf) / bf:+.1%}). Part of the difference may be "
+            "DVFS, not the condition itself: repeat with a fixed frequency (userspace governor at a "
+            "sustainable frequency) to separate them"
         )
     bt = _median_of([e.max_temp_mc for e in baseline])
     ct = _median_of([e.max_temp_mc for e in condition])
@@ -114,8 +117,8 @@ def check_confounders(
     elif abs(ct - bt) > temp_tolerance_mc:
         reasons.append(
             f"the board was at a different temperature: median maximum {bt / 1000:.1f} C in the baseline, "
-            f"{ct / 1000:.1f} C under the condition. Heat can slow the board by itself: lengthen the cool-down "
-            "gate, improve cooling, or check for throttling trip points near these temperatures"
+            f"{ct / 1000:.1f} C under the condition. Heat can slow the board by itself: lengthen the "
+            "cool-down gate, improve cooling, or check for throttling trip points near these temperatures"
         )
     b_thr = sum(1 for e in baseline if e.throttled)
     c_thr = sum(1 for e in condition if e.throttled)
@@ -126,8 +129,8 @@ def check_confounders(
             ("baseline", b_thr, len(baseline)) if b_thr else ("condition", c_thr, len(condition))
         )
         reasons.append(
-            f"{count} of {total} {arm} runs throttled and none of the other arm's did. Throttled runs should be "
-            "invalidated and re-run: check the cooling and the thermal gate, then re-run those runs"
+            f"{count} of {total} {arm} runs throttled and none of the other arm's did. Throttled runs should "
+            "be invalidated and re-run: check the cooling and the thermal gate, then re-run those runs"
         )
     return Confounding(
         confounded=bool(reasons),
@@ -147,10 +150,10 @@ def _why_not_significant(p_value: float | None, p_adjusted: float, family_size: 
     the test is corrected for the whole report (docs/method.md "Verdict")."""
     if family_size > 1 and p_value is not None and p_value < alpha <= p_adjusted:
         return (
-            f"the decision interval is this comparison's own; the test against a ratio of 1 (p {p_is(p_value)}) "
-            f"is corrected for the report's {family_size} comparisons, and after that correction it is not "
-            f"below {alpha}: the evidence is not strong enough for all {family_size} together. Add runs to "
-            "this cell, or compare fewer cells"
+            "the decision interval is this comparison's own; the test against a ratio of 1 (p "
+            f"{p_is(p_value)}) is corrected for the report's {family_size} comparisons, and after that "
+            f"correction it is not below {alpha}: the evidence is not strong enough for all {family_size} "
+            "together. Add runs to this cell, or compare fewer cells"
         )
     return (
         "the decision interval is one-sided at 5% per side, the test against a ratio of 1 is two-sided: "
@@ -174,8 +177,8 @@ def decide(
     """The verdict from the decision interval (the 90% CI) of the cost ratio, the adjusted p-value and the
     practical threshold delta.
 
-    Method: the rule in this module's docstring (docs/method.md; criterion.rs `compare_to_threshold`; Hoefler &
-    Belli 2015 rule 7). `p_adjusted` is the comparison's p-value after the report's multiple-testing
+    Method: the rule in this module's docstring (docs/method.md; criterion.rs `compare_to_threshold`;
+    Hoefler & Belli 2015 rule 7). `p_adjusted` is the comparison's p-value after the report's multiple-testing
     correction (Holm, or Benjamini-Hochberg for sweeps). Never decided on the p-value alone.
     """
     if delta < 0:
@@ -189,7 +192,8 @@ def decide(
     if n_baseline < min_runs or n_condition < min_runs:
         return verdict(
             "insufficient",
-            f"{n_baseline} baseline and {n_condition} condition runs: a verdict needs at least {min_runs} per arm",
+            f"{n_baseline} baseline and {n_condition} condition runs: a verdict needs at least "
+            f"{min_runs} per arm",
             "run more (the pilot is 10 runs per arm)",
         )
     if cost_ratio_ci is None or p_adjusted is None:

@@ -177,9 +177,10 @@ class CampaignRecords(Connected):
         return {int(r[0]): (r[1], r[2], r[3]) for r in rows}
 
     def iter_export_metrics(self, campaign_id: int) -> Iterator[tuple]:
-        """Every metric stored of each run of a campaign, in run order (seq, attempt) and metric name: (run id,
-        cell id, repetition, attempt, seq, valid, metric, value, unit, higher is better), `value` the run's
-        value of the metric (the median of its iterations), one tuple at a time: `export --table metrics`."""
+        """Every metric stored of each run of a campaign, in run order (seq, attempt) and metric name: (run
+        id, cell id, repetition, attempt, seq, valid, metric, value, unit, higher is better), `value` the
+        run's value of the metric (the median of its iterations), one tuple at a time:
+        `export --table metrics`."""
         sql = (
             "SELECT r.id, r.cell_id, r.repetition, r.attempt, r.seq, r.valid, m.metric, m.median, m.unit,"
             " m.higher_is_better FROM runs r JOIN run_metrics m ON m.run_id = r.id WHERE r.campaign_id=?"
@@ -221,7 +222,8 @@ class CampaignRecords(Connected):
         try:
             self.conn.execute("DELETE FROM artifacts WHERE campaign_id=? AND name=?", (campaign_id, name))
             self.conn.execute(
-                "INSERT INTO artifacts (campaign_id, run_id, name, media_type, data) VALUES (?, NULL, ?, ?, ?)",
+                "INSERT INTO artifacts (campaign_id, run_id, name, media_type, data) VALUES (?, "
+                "NULL, ?, ?, ?)",
                 (campaign_id, name, media_type, data),
             )
             self.conn.execute("COMMIT")

@@ -129,8 +129,8 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
                 conn.execute("SET default_transaction_read_only = on")
             if not create and current == 0:
                 raise InputError(
-                    f"{store.path}: no boardlab store in this database yet; `boardlab ingest BOARD.db --db URL` "
-                    "creates it"
+                    f"{store.path}: no boardlab store in this database yet; `boardlab ingest BOARD.db --db "
+                    "URL` creates it"
                 )
         except BaseException:
             store.close()

@@ -186,7 +186,8 @@ def ingest_files(
     `progress(i, path)` is called before the i-th file (from 1) is ingested. `last(store)` runs once after
     the last file's `then`, or when a file fails after others were committed (not on Ctrl-C), the store
     still open and locked. `note(text)` is called once with what slows the copy that the user can change
-    (a PostgreSQL role that may not skip the per-row reference checks: `_Copier._skip_pg_reference_checks`)."""
+    (a PostgreSQL role that may not skip the per-row reference checks:
+    `_Copier._skip_pg_reference_checks`)."""
     files = [Path(f) for f in files]
     noted: set[str] = set()
 
@@ -274,10 +275,10 @@ def _kept(files: list[Path], results: list[IngestResult]) -> str:
     )  # fmt: skip
 
 
-# A lab's SQLite store, which ingest creates, is written a whole campaign at a time: with 16 KB pages instead of
-# SQLite's 4 KB, the copy of ten files of 10^4 runs took a fifth less time and half the system time (a quarter
-# as many pages to write to the log and then into the file). A board's own store keeps SQLite's default: it
-# is written a run at a time, and a larger page is more to write per run.
+# A lab's SQLite store, which ingest creates, is written a whole campaign at a time: with 16 KB pages instead
+# of SQLite's 4 KB, the copy of ten files of 10^4 runs took a fifth less time and half the system time (a
+# quarter as many pages to write to the log and then into the file). A board's own store keeps SQLite's
+# default: it is written a run at a time, and a larger page is more to write per run.
 LAB_PAGE_BYTES = 16384
 
 
@@ -639,14 +640,15 @@ class _Copier:
     def copy_runs(self, tid: int, run_map: Mapping[int, int]) -> None:
         """The runs in the run map and every child row of theirs."""
         rcols = self.columns("runs", skip=("id", "campaign_id", "cell_id"))
-        # in the store's id order, which the run map gives in the file's (`map_new_runs`, `_new_runs`): ordered
-        # by the file's id, as the scan of its runs reads them, SQLite needs no sort of the wide rows (ORDER BY
-        # the new id sorted them: a fifth of this copy's CPU)
+        # in the store's id order, which the run map gives in the file's (`map_new_runs`, `_new_runs`):
+        # ordered by the file's id, as the scan of its runs reads them, SQLite needs no sort of the wide rows
+        # (ORDER BY the new id sorted them: a fifth of this copy's CPU)
         self.copy_select(
             "runs",
             ["id", "campaign_id", "cell_id", *rcols],
             f"SELECT m.new, ?, c.new, {', '.join(f'r.{x}' for x in rcols)} FROM {{src}}.runs r"
-            " JOIN temp.ingest_runs m ON m.old = r.id JOIN temp.ingest_cells c ON c.old = r.cell_id ORDER BY r.id",
+            " JOIN temp.ingest_runs m ON m.old = r.id JOIN temp.ingest_cells c ON c.old = r.cell_id"
+            " ORDER BY r.id",
             (tid,),
         )
         for table in RUN_TABLES:
@@ -735,8 +737,8 @@ def _same_campaign(conn, uid: str, fingerprint: str, src: Path, camp) -> tuple |
     new. A uid the store holds under another board, or for another plan, is refused: merging would mix that
     campaign's runs with runs of another board or of other cells."""
     row = conn.execute(
-        "SELECT c.id, b.fingerprint, b.label, c.name, c.plan_hash FROM campaigns c JOIN boards b ON b.id = c.board_id"
-        " WHERE c.uid=?",
+        "SELECT c.id, b.fingerprint, b.label, c.name, c.plan_hash FROM campaigns c JOIN boards b ON"
+        " b.id = c.board_id WHERE c.uid=?",
         (uid,),
     ).fetchone()
     if row is None or (row[1] == fingerprint and row[4] == camp["plan_hash"]):
@@ -749,9 +751,9 @@ def _same_campaign(conn, uid: str, fingerprint: str, src: Path, camp) -> tuple |
             "copy of another board's)"
         )
     raise InputError(
-        f"{src}: campaign {camp['name']!r} (uid {uid}, plan hash {camp['plan_hash']}) has the uid of campaign "
-        f"{row[3]!r} of plan hash {row[4]} in the store; a campaign runs one plan, so nothing was ingested; "
-        "check that the file is the board's own results database (not an edited copy)"
+        f"{src}: campaign {camp['name']!r} (uid {uid}, plan hash {camp['plan_hash']}) has the uid of "
+        f"campaign {row[3]!r} of plan hash {row[4]} in the store; a campaign runs one plan, so nothing was "
+        "ingested; check that the file is the board's own results database (not an edited copy)"
     )
 
 

@@ -6,9 +6,9 @@ with its index, 2.4 KB for a run of 30 samples). A row of `run_series` holds a s
 as little-endian IEEE 754 doubles, `samples` their count, and `packing` the layout's version (1: this one).
 Values read back bit for bit; a reader of an older store reads its `series` rows instead (Store.run_series).
 
-Store schema 10 adds each row's summary (`summarize`): its first and last time, the sum of its times and of its
-values. A row whose samples all fall in one bucket of the report's monitor plots needs no more than that, so
-the database sums those rows per bucket itself instead of handing every sample to Python; a row without a
+Store schema 10 adds each row's summary (`summarize`): its first and last time, the sum of its times and of
+its values. A row whose samples all fall in one bucket of the report's monitor plots needs no more than that,
+so the database sums those rows per bucket itself instead of handing every sample to Python; a row without a
 summary (NULL: written before schema 10 by an ingest of an older file, a NaN among its values, a sum out of
 range) is read sample by sample, as before.
 """
@@ -53,9 +53,9 @@ _INT64 = range(-(2**63), 2**63)
 
 
 def summarize(times: array, values: array) -> tuple[int | None, int | None, int | None, float | None]:
-    """(first t_ns, last t_ns, sum of t_ns, sum of values) of one row's samples (times ascending), as schema 10
-    stores them beside the packed arrays. The value sum is math.fsum's (correctly rounded); a sum that does not
-    fit (int64, a finite double: an infinity is kept) or is NaN is None, and readers then read that row's
+    """(first t_ns, last t_ns, sum of t_ns, sum of values) of one row's samples (times ascending), as schema
+    10 stores them beside the packed arrays. The value sum is math.fsum's (correctly rounded); a sum that does
+    not fit (int64, a finite double: an infinity is kept) or is NaN is None, and readers then read that row's
     samples. A row without samples has neither time."""
     if not times:
         return None, None, 0, 0.0
@@ -70,7 +70,8 @@ def summarize(times: array, values: array) -> tuple[int | None, int | None, int 
 
 
 def pack_summarized(samples: Iterable[tuple[str, int, float]]) -> list[tuple]:
-    """`pack`'s rows, each followed by its `summarize` columns (SUMMARY_COLUMNS): what store schema 10 inserts."""
+    """`pack`'s rows, each followed by its `summarize` columns (SUMMARY_COLUMNS): what store schema 10
+    inserts."""
     out = []
     for source, t, v in arrays(samples):
         summary = summarize(t, v)
@@ -87,14 +88,16 @@ def summarize_series(conn, *, after_id: int = -1) -> None:
     for first, last in _run_batches(conn, "run_series", after_id):
         updates = []
         for run_id, source, packing, samples, t_ns, value in conn.execute(
-            "SELECT run_id, source, packing, samples, t_ns, value FROM run_series WHERE run_id BETWEEN ? AND ?",
+            "SELECT run_id, source, packing, samples, t_ns, value FROM run_series WHERE run_id "
+            "BETWEEN ? AND ?",
             (first, last),
         ).fetchall():
             got = unpack(packing, samples, t_ns, value)
             if got is not None:  # a damaged row keeps no summary: reading its samples names the damage
                 updates.append((*summarize(*got), run_id, source))
         conn.executemany(
-            "UPDATE run_series SET t_first_ns=?, t_last_ns=?, t_sum_ns=?, value_sum=? WHERE run_id=? AND source=?",
+            "UPDATE run_series SET t_first_ns=?, t_last_ns=?, t_sum_ns=?, value_sum=? WHERE run_id=? "
+            "AND source=?",
             updates,
         )
 
@@ -141,9 +144,9 @@ def _run_batches(conn, table: str, after_id: int = -1) -> Iterator[tuple[int, in
 
 
 def keyset_batches(conn, sql: str, after: int, size: int) -> Iterator[list]:
-    """The rows of `sql` a batch of at most `size` at a time, from the first key past `after` on: `sql` selects
-    the key first, takes `key > ?` and `LIMIT ?` and orders by the key, so each batch starts past the last
-    one's (the rows of a batch may be changed before the next is read)."""
+    """The rows of `sql` a batch of at most `size` at a time, from the first key past `after` on: `sql`
+    selects the key first, takes `key > ?` and `LIMIT ?` and orders by the key, so each batch starts past the
+    last one's (the rows of a batch may be changed before the next is read)."""
     last = after
     while True:
         rows = conn.execute(sql, (last, size)).fetchall()

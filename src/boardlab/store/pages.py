@@ -27,8 +27,9 @@ class LabPages(Connected):
             )
 
     _CAMPAIGN_COLUMNS = (
-        "c.id, c.name, c.plan_hash, c.board_id, c.boardlab_version, c.kern_version, c.status, c.started_unix_s,"
-        " c.finished_unix_s, c.label, c.runs_planned, c.heartbeat_unix_s, b.label AS board_label"
+        "c.id, c.name, c.plan_hash, c.board_id, c.boardlab_version, c.kern_version, c.status,"
+        " c.started_unix_s, c.finished_unix_s, c.label, c.runs_planned, c.heartbeat_unix_s, b.label AS"
+        " board_label"
     )
 
     def campaigns_of_plan(
@@ -82,7 +83,8 @@ class LabPages(Connected):
     def run_progress(self, campaign_id: int) -> tuple[int, int, float]:
         """(runs stored, of them valid, total wall seconds of the stored runs) of a campaign."""
         row = self.conn.execute(
-            "SELECT count(*), coalesce(sum(valid), 0), coalesce(sum(wall_ns), 0) FROM runs WHERE campaign_id=?",
+            "SELECT count(*), coalesce(sum(valid), 0), coalesce(sum(wall_ns), 0) FROM runs WHERE "
+            "campaign_id=?",
             (campaign_id,),
         ).fetchone()
         return int(row[0]), int(row[1]), float(row[2]) / 1e9

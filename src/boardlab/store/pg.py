@@ -169,8 +169,8 @@ class Connection:
         if getattr(self._raw, "broken", False) or self._raw.closed:  # the server went away (or was stopped)
             text = mask_secrets(" ".join(str(exc).split())) or type(exc).__name__
             return LostServer(
-                f"{self.where}: the connection to the PostgreSQL store was lost ({text}); the server rolled back "
-                "the transaction that was open"
+                f"{self.where}: the connection to the PostgreSQL store was lost ({text}); the server rolled "
+                "back the transaction that was open"
             )
         return database_error(exc, self.where, connecting=False)
 
@@ -263,7 +263,8 @@ def connect(url: str) -> Connection:
         import psycopg
     except ImportError:
         raise InputError(
-            f"{where}: a PostgreSQL store needs psycopg 3: pip install 'boardlab[fleet]' (or 'psycopg[binary]')"
+            f"{where}: a PostgreSQL store needs psycopg 3: pip install 'boardlab[fleet]' (or "
+            "'psycopg[binary]')"
         ) from None
     try:
         raw = psycopg.connect(url, autocommit=True, row_factory=_row_factory, connect_timeout=15)
@@ -277,8 +278,8 @@ def _c_bytea_dumper(raw) -> None:
     """bytes to bytea in COPY's binary format by psycopg's own dumper for bytes. A COPY typed by name
     (`copy_rows`' types) takes the dumper registered last for bytea, which is psycopg's DB-API `Binary`
     wrapper's, written in Python: a call per value, half the client's CPU of a COPY of rows of two 240-byte
-    blobs (300,000 rows: 0.26 s, 0.12 s with this). Registering the dumper of bytes again (C, with psycopg's binary build) makes it the
-    last; values of the `Binary` class keep theirs (looked up by class)."""
+    blobs (300,000 rows: 0.26 s, 0.12 s with this). Registering the dumper of bytes again (C, with psycopg's
+    binary build) makes it the last; values of the `Binary` class keep theirs (looked up by class)."""
     from psycopg.adapt import PyFormat
 
     raw.adapters.register_dumper(bytes, raw.adapters.get_dumper(bytes, PyFormat.BINARY))

@@ -1,4 +1,5 @@
-"""What the analysis, the reports and the exports read: a cell in one query, monitor series and exported runs in bounded batches."""
+"""What the analysis, the reports and the exports read: a cell in one query, monitor series and exported runs
+in bounded batches."""
 
 from __future__ import annotations
 
@@ -130,7 +131,8 @@ class AnalysisReads(Connected):
         return out | dict(zip(RUN_COLUMNS, values, strict=True))
 
     def cell_metrics(self, cell_id: int) -> dict[int, dict[str, dict]]:
-        """run id -> metric -> its stored row (median, min, p90, p99, unit ...), for the valid runs of a cell."""
+        """run id -> metric -> its stored row (median, min, p90, p99, unit ...), for the valid runs of a
+        cell."""
         out: dict[int, dict[str, dict]] = {}
         for row in self.conn.execute(
             "SELECT m.* FROM run_metrics m JOIN runs r ON r.id = m.run_id WHERE r.cell_id=? AND r.valid=1",
@@ -177,8 +179,9 @@ class AnalysisReads(Connected):
                 arrays = packed.unpack(packing, samples, t_ns, value)
                 if arrays is None:
                     raise DamagedStore(
-                        f"{self.path}: damaged results database (run_series of run {run_id}, source {source!r}): "
-                        "its packed samples are not what boardlab wrote; restore the file from a copy"
+                        f"{self.path}: damaged results database (run_series of run {run_id}, source "
+                        f"{source!r}): its packed samples are not what boardlab wrote; restore the "
+                        "file from a copy"
                     )
                 by_run.setdefault(int(run_id), []).append((source, *arrays))
         else:
@@ -267,9 +270,9 @@ class AnalysisReads(Connected):
 
     # ---- export (issue 27: the columns an export writes, a run at a time, in run order) ----
 
-    EXPORT_RUN_COLUMNS = ("id", "cell_id", "repetition", "attempt", "seq", "value", "valid", "ok", "invalid_reason",
-                          "error", "started_unix_s", "wall_ns", "utime_us", "stime_us", "cpu", "warmup_iterations",
-                          "warmup_capped", "aa_arm")  # fmt: skip
+    EXPORT_RUN_COLUMNS = ("id", "cell_id", "repetition", "attempt", "seq", "value", "valid", "ok",
+                          "invalid_reason", "error", "started_unix_s", "wall_ns", "utime_us", "stime_us",
+                          "cpu", "warmup_iterations", "warmup_capped", "aa_arm")  # fmt: skip
 
     EXPORT_ENERGY_COLUMNS = ("method", "start_ns", "end_ns", "energy_j", "power_avg_w", "power_peak_w",
                              "quantization_j", "samples", "update_interval_s", "warnings_json")  # fmt: skip
@@ -297,7 +300,10 @@ class AnalysisReads(Connected):
             cols += [f"e.{c}" for c in self.EXPORT_ENERGY_COLUMNS]
             join = " LEFT JOIN run_energy e ON e.run_id = r.id AND e.source = ?"
             params = (energy_source, campaign_id)
-        sql = f"SELECT {', '.join(cols)} FROM runs r{join} WHERE r.campaign_id=? ORDER BY r.seq, r.attempt, r.id"
+        sql = (
+            f"SELECT {', '.join(cols)} FROM runs r{join} WHERE r.campaign_id=? ORDER BY r.seq, "
+            "r.attempt, r.id"
+        )
         if self.dialect == "postgresql":
             return self.iter_rows(sql, params)
         cur = self.conn.cursor()

@@ -28,7 +28,8 @@ class RunRecords(Connected):
         conditions: dict[str, ConditionSpec],
         units: dict[str, tuple[str, bool]],
     ) -> dict[str, int]:
-        """Inserts missing cells; returns cell key -> id. `units` maps a cell key to (unit, higher_is_better)."""
+        """Inserts missing cells; returns cell key -> id. `units` maps a cell key to (unit,
+        higher_is_better)."""
         ids: dict[str, int] = {}
         self.conn.execute("BEGIN IMMEDIATE")
         try:
@@ -192,7 +193,8 @@ class RunRecords(Connected):
     def record_energy_sources(
         self, campaign_id: int, rows: list[tuple[str, dict, bool, str | None, bool]]
     ) -> None:
-        """(name, spec, supported, reason, is_primary) of every source considered; replaces a resumed run's."""
+        """(name, spec, supported, reason, is_primary) of every source considered; replaces a resumed
+        run's."""
         with self.conn:
             self.conn.execute("DELETE FROM energy_sources WHERE campaign_id=?", (campaign_id,))
             self.conn.executemany(

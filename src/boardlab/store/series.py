@@ -15,8 +15,9 @@ from boardlab.store.verify import DamagedStore
 class MonitorPlots(AnalysisReads):
     """The HTML report's monitor plots (a part of `Store`, store/db.py)."""
 
-    # ---- the HTML report's monitor plots (issue 27, HTML report): the database sums whole rows per time bucket
-    # from their summaries (store schema 10, boardlab.store.packed.summarize); Python reads only the rest ----
+    # ---- the HTML report's monitor plots (issue 27, HTML report): the database sums whole rows per time
+    # bucket from their summaries (store schema 10, boardlab.store.packed.summarize); Python reads only the
+    # rest ----
 
     _SERIES_JOIN = (
         "FROM runs r CROSS JOIN run_series s WHERE s.run_id = r.id AND r.campaign_id=? AND s.samples > 0"
@@ -26,8 +27,8 @@ class MonitorPlots(AnalysisReads):
 
     def series_grid(self, campaign_id: int) -> tuple[float, float, float] | None:
         """(t0, lo, hi): the campaign's first run start (unix s), and a time range in s since t0 that holds
-        every monitor sample: from 0 (or the earliest sample, if one precedes its run's start) to the last run's
-        start plus the latest sample time of any run. None when the campaign has no samples."""
+        every monitor sample: from 0 (or the earliest sample, if one precedes its run's start) to the last
+        run's start plus the latest sample time of any run. None when the campaign has no samples."""
         starts = self.run_start_range(campaign_id)
         if starts is None:
             return None
@@ -144,7 +145,8 @@ class MonitorPlots(AnalysisReads):
                 arrays = packed.unpack(packing, samples, t_ns, value)
                 if arrays is None:
                     raise DamagedStore(
-                        f"{self.path}: damaged results database (run_series of run {run_id}, source {source!r}): "
-                        "its packed samples are not what boardlab wrote; restore the file from a copy"
+                        f"{self.path}: damaged results database (run_series of run {run_id}, source "
+                        f"{source!r}): its packed samples are not what boardlab wrote; restore the "
+                        "file from a copy"
                     )
                 yield float(started), source, *arrays, bool(summarized)

@@ -10,12 +10,14 @@ from boardlab.store.base import Connected
 
 
 class SummaryRows(Connected):
-    """Each campaign's stored summary and history steps (boardlab.summary), for serve and history. (a part of `Store`, store/db.py)."""
+    """Each campaign's stored summary and history steps (boardlab.summary), for serve and history. (a part of
+    `Store`, store/db.py)."""
 
     # ---- campaign summaries for serve and history on a large store (issue 26, migration 8) ----
 
     def count_runs(self, campaign_id: int) -> int:
-        """Runs stored of a campaign: a count over the runs' (campaign_id, ...) unique index, not the table."""
+        """Runs stored of a campaign: a count over the runs' (campaign_id, ...) unique index, not the
+        table."""
         return int(
             self.conn.execute("SELECT count(*) FROM runs WHERE campaign_id=?", (campaign_id,)).fetchone()[0]
         )
@@ -53,8 +55,8 @@ class SummaryRows(Connected):
             int(r[0])
             for r in self.conn.execute(
                 "SELECT c.id FROM campaigns c LEFT JOIN campaign_summaries s ON s.campaign_id = c.id"
-                " WHERE c.status <> 'running' AND (s.campaign_id IS NULL OR s.schema <> ? OR s.status <> c.status"
-                " OR s.runs_stored <> (SELECT count(*) FROM runs r WHERE r.campaign_id = c.id))"
+                " WHERE c.status <> 'running' AND (s.campaign_id IS NULL OR s.schema <> ? OR s.status <>"
+                " c.status OR s.runs_stored <> (SELECT count(*) FROM runs r WHERE r.campaign_id = c.id))"
                 " ORDER BY c.id LIMIT ?",
                 (schema, limit),
             )
@@ -81,9 +83,9 @@ class SummaryRows(Connected):
         try:
             first = self.conn.execute("SELECT coalesce(max(id), 0) FROM runs").fetchone()[0]
             self.conn.executemany(
-                "INSERT INTO runs(campaign_id, cell_id, repetition, attempt, seq, started_unix_s, wall_ns, cpu,"
-                " exit_code, ok, valid, value, warmup_iterations, warmup_capped, rusage_json, gate_waited_s,"
-                " gate_timed_out, gate_detail, condition_state_json, monitor_json, aa_arm)"
+                "INSERT INTO runs(campaign_id, cell_id, repetition, attempt, seq, started_unix_s, wall_ns,"
+                " cpu, exit_code, ok, valid, value, warmup_iterations, warmup_capped, rusage_json,"
+                " gate_waited_s, gate_timed_out, gate_detail, condition_state_json, monitor_json, aa_arm)"
                 " VALUES (?,?,?,1,?,?,?,NULL,0,1,1,?,0,0,'{}',0,0,'',  '{}','{}',?)",
                 ((campaign_id, *r) for r in runs),
             )

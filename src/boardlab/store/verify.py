@@ -33,11 +33,11 @@ JSON_SHAPES = {
     ("energy_sources", "spec_json"): "object",
     ("run_energy", "warnings_json"): "array",
 }
-# What the readers take from inside a JSON column beyond its own type: (path, the json_type()s a value there may
-# have, whether it must be there). "a[*]" is each element of the array `a`, "a[*].b" the member `b` of each
-# element that is an object; a number here is at most MEASURED_MAX in size (JSON's 1e400 reads as infinity).
-# Each entry is there for a reader that would fail on anything else (named in its comment). The caches
-# (campaign_summaries, step_summaries) are not verified: their reader recomputes what it cannot use.
+# What the readers take from inside a JSON column beyond its own type: (path, the json_type()s a value there
+# may have, whether it must be there). "a[*]" is each element of the array `a`, "a[*].b" the member `b` of
+# each element that is an object; a number here is at most MEASURED_MAX in size (JSON's 1e400 reads as
+# infinity). Each entry is there for a reader that would fail on anything else (named in its comment). The
+# caches (campaign_summaries, step_summaries) are not verified: their reader recomputes what it cannot use.
 NUMBER, NUMBER_OR_NULL = ("integer", "real"), ("integer", "real", "null")
 OBJECT_OR_NULL, ARRAY_OR_NULL, TEXT_OR_NULL = ("object", "null"), ("array", "null"), ("text", "null")
 _INVENTORY = (
@@ -86,18 +86,19 @@ JSON_MEMBERS: dict[tuple[str, str], tuple[tuple[str, tuple[str, ...], bool], ...
 # SQLite's typeof() that each declared kind accepts (an integer is a fine REAL: SQLite may store 2.0 as 2)
 TYPES = {"integer": ("integer",), "real": ("real", "integer"), "text": ("text",), "blob": ("blob",)}
 # measured values: a worker's result is read as numbers of at most MEASURED_MAX in size (the worker reader's
-# bound), and analysis needs them so: sums and squares of any campaign's values stay finite floats (two runs of
-# 1e308 overflowed math.fsum); so are a run's summary columns (migration 9, model.run.run_columns) and the
+# bound), and analysis needs them so: sums and squares of any campaign's values stay finite floats (two runs
+# of 1e308 overflowed math.fsum); so are a run's summary columns (migration 9, model.run.run_columns) and the
 # energy figures the energy tables sum
 MEASURED = {("runs", "value"), ("run_values", "value"), ("run_metrics", "median"), ("run_metrics", "min"),
-            ("run_metrics", "p90"), ("run_metrics", "p99"), ("runs", "mean_freq_khz"), ("runs", "max_temp_mc"),
-            ("runs", "worker_cpu_pct"), ("run_energy", "energy_j"), ("run_energy", "power_avg_w"),
-            ("run_energy", "power_peak_w"), ("run_energy", "quantization_j"), ("energy_idle", "energy_j"),
-            ("energy_idle", "power_w"), ("energy_idle", "quantization_j"), ("energy_idle", "duration_s"),
-            ("run_histograms", "bucket_width")}  # fmt: skip
+            ("run_metrics", "p90"), ("run_metrics", "p99"), ("runs", "mean_freq_khz"),
+            ("runs", "max_temp_mc"), ("runs", "worker_cpu_pct"), ("run_energy", "energy_j"),
+            ("run_energy", "power_avg_w"), ("run_energy", "power_peak_w"), ("run_energy", "quantization_j"),
+            ("energy_idle", "energy_j"), ("energy_idle", "power_w"), ("energy_idle", "quantization_j"),
+            ("energy_idle", "duration_s"), ("run_histograms", "bucket_width")}  # fmt: skip
 MEASURED_MAX = 1e100
-# finite, of any size: a monitor row's sum of its samples (a sample is a reading of /proc or /sys, not a measured
-# value; packed.summarize keeps a sum that does not fit a double as NULL, and the plot's reader sums these)
+# finite, of any size: a monitor row's sum of its samples (a sample is a reading of /proc or /sys, not a
+# measured value; packed.summarize keeps a sum that does not fit a double as NULL, and the plot's reader sums
+# these)
 FINITE_ONLY = {("run_series", "value_sum")}
 # integer columns that hold a bool: 0 or 1 (or NULL where nullable)
 FLAGS = {("runs", "throttled")}
@@ -148,7 +149,10 @@ def _column_checks(table: str, column: str, kind: str, notnull: bool) -> list[tu
     if table == "run_series" and column == "packing":
         checks.append((column, f"({col} IS NOT 1) IS 0", "a packing this boardlab does not know"))
     if (table, column) in MEASURED:  # SQLite keeps an infinity (a NaN becomes NULL)
-        good = f"(typeof({col}) NOT IN ('real', 'integer') OR {col} BETWEEN {-MEASURED_MAX!r} AND {MEASURED_MAX!r})"
+        good = (
+            f"(typeof({col}) NOT IN ('real', 'integer') OR {col} BETWEEN {-MEASURED_MAX!r} AND "
+            f"{MEASURED_MAX!r})"
+        )
         checks.append((column, good, _NOT_FINITE))
     if table == "run_energy" and column == "end_ns":  # the energy results divide by the run's duration
         good = "(typeof(start_ns) <> 'integer' OR typeof(end_ns) <> 'integer' OR end_ns > start_ns)"
@@ -212,8 +216,8 @@ def _of_kind(type_sql: str, value_sql: str, kinds: tuple[str, ...], required: bo
     return f"({ok})"
 
 
-# SQLite orders values NULL < numbers < text < blobs, so comparisons with '' and x'' (the least text, the least
-# blob) tell a value's type apart without a typeof() call per value. kind -> that condition
+# SQLite orders values NULL < numbers < text < blobs, so comparisons with '' and x'' (the least text, the
+# least blob) tell a value's type apart without a typeof() call per value. kind -> that condition
 _FAST_TYPE = {
     "integer": "{c} < ''",
     "real": "{c} < ''",

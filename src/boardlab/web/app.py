@@ -54,7 +54,8 @@ def _page(title: str, body: str) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{esc(title)}</title><style>{CSS + WEB_CSS}</style></head>\n<body>\n{nav}\n{body}\n</body></html>\n"
+        f"<title>{esc(title)}</title><style>{CSS + WEB_CSS}</style></head>\n<body>\n{nav}\n{body}\n"
+        "</body></html>\n"
     )
 
 
@@ -188,8 +189,10 @@ class _Site:
 
         if not a or not b:
             return self.read(lambda s: (_empty("boardlab: compare", "Pick A and B, then show."),
-                             {"schema": pages.WEB_SCHEMA, "choices": [{"value": v, "label": t} for v, t in pages.compare_choices(s)]}), request,
-                             html_extra=form)  # fmt: skip
+                                        {"schema": pages.WEB_SCHEMA,
+                                         "choices": [{"value": v, "label": t}
+                                                     for v, t in pages.compare_choices(s)]}),
+                             request, html_extra=form)  # fmt: skip
         return self.read(lambda s: pages.compare(s, a, b, self.background), request, html_extra=form)
 
     def history(self, request):
@@ -394,7 +397,10 @@ class _Guard:
             if given is None or not hmac.compare_digest(given.encode(), self.token.encode()):
                 from starlette.responses import PlainTextResponse
 
-                text = "401: this boardlab serve needs its token (Authorization: Bearer TOKEN, or open /?token=TOKEN once)\n"
+                text = (
+                    "401: this boardlab serve needs its token (Authorization: Bearer TOKEN, or open "
+                    "/?token=TOKEN once)\n"
+                )
                 response = PlainTextResponse(text, status_code=401, headers={"WWW-Authenticate": "Bearer"})
                 return await response(scope, receive, send_with_headers)
             if in_query:  # first visit: the token goes into a cookie and out of the address bar and history
@@ -413,7 +419,10 @@ def _check_text(checked) -> str:
     if checked.state == "checking":
         return f"Running since {_ago(checked.started_unix_s)}: every value of every table is read once."
     if checked.state == "passed":
-        return f"Passed: every value of every table has the type boardlab writes (checked in {checked.took_s:.1f} s)."
+        return (
+            "Passed: every value of every table has the type boardlab writes (checked in "
+            f"{checked.took_s:.1f} s)."
+        )
     if checked.state == "unfinished":
         return f"Did not finish ({checked.problem}): the pages are served unchecked."
     return f"Failed after {checked.took_s:.1f} s: {checked.problem}"
@@ -428,11 +437,15 @@ def _ago(unix_s: float) -> str:
 
 
 def _with_banner(html_extra, checked):
-    """`html_extra` with the note, above it, that the store's full check is still running or did not finish."""
+    """`html_extra` with the note, above it, that the store's full check is still running or did not
+    finish."""
     from boardlab.report.render import esc
 
     if checked.state == "checking":
-        what = f"is still running (started {_ago(checked.started_unix_s)}): a damaged value it has not reached yet may show on this page"
+        what = (
+            f"is still running (started {_ago(checked.started_unix_s)}): a damaged value it has not reached "
+            "yet may show on this page"
+        )
     else:
         what = f"did not finish ({checked.problem}): this page comes from a store not checked"
     note = f'<p class="problem">The store\'s full check {esc(what)}. <a href="/check">Its state</a></p>'
@@ -449,7 +462,10 @@ def _computing(exc: Computing, as_json: bool):
     if as_json:
         body = {"schema": pages.WEB_SCHEMA, "computing": exc.what, "since_unix_s": exc.since_unix_s}
         return JSONResponse(body, status_code=202, headers=headers)
-    text = f"{exc.what} is being computed (started {_ago(exc.since_unix_s)}); this page reloads when it is ready."
+    text = (
+        f"{exc.what} is being computed (started {_ago(exc.since_unix_s)}); this page reloads when "
+        "it is ready."
+    )
     return HTMLResponse(
         _page("boardlab: computing", f"<h1>Computing</h1><p>{esc(text)}</p>"), 202, headers=headers
     )

@@ -25,7 +25,8 @@ KEPT = 64  # results kept by the server process (the pages show at most a histor
 
 
 class Computing(Exception):
-    """What a page needs is being computed in the background: `what` names it, `since_unix_s` when it began."""
+    """What a page needs is being computed in the background: `what` names it, `since_unix_s` when it
+    began."""
 
     def __init__(self, what: str, since_unix_s: float):
         super().__init__(what)

@@ -1,10 +1,11 @@
 """The store's full check for `boardlab serve`, run once in a thread of its own after the server listens.
 
-The check (`Store.verify`: every value of every table has the type boardlab writes) reads the whole file: about
-4 minutes for ten million runs with monitor series on a loaded two-core VM. Run before listening, it kept a
-lab's pages away for that long; run beside the pages, the server answers at once, every page says the check
-is still running, and a damage it finds turns every page into the 503 naming the table, column and row (as a
-damaged store did at start before). Until then a page may show what a damaged row holds: the banner says so.
+The check (`Store.verify`: every value of every table has the type boardlab writes) reads the whole file:
+about 4 minutes for ten million runs with monitor series on a loaded two-core VM. Run before listening, it
+kept a lab's pages away for that long; run beside the pages, the server answers at once, every page says the
+check is still running, and a damage it finds turns every page into the 503 naming the table, column and row
+(as a damaged store did at start before). Until then a page may show what a damaged row holds: the banner says
+so.
 
 The check runs in a process of its own (`python -m boardlab.web.check DB`, which prints one JSON line): in a
 thread it held the interpreter's lock through its row-by-row Python, and a page that took 0.9 s alone took

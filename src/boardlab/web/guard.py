@@ -15,7 +15,8 @@ no legitimate client got in. Here:
 - the server's log says each kind of problem at most once a minute, with how many more there were, and no
   traceback unless BOARDLAB_DEBUG is set (`LogLimiter`).
 
-The HTTP protocol itself stays uvicorn's: `Guard.factory` wraps it, watching only where each request head ends.
+The HTTP protocol itself stays uvicorn's: `Guard.factory` wraps it, watching only where each request head
+ends.
 """
 
 from __future__ import annotations
@@ -100,7 +101,8 @@ class Guard:
                 return False
             oldest = next(iter(self.waiting))
             self.log.warning(
-                "connection cap reached (%d open): closed the oldest connection still sending its request head",
+                "connection cap reached (%d open): closed the oldest connection still sending its "
+                "request head",
                 len(self.open),
             )
             oldest.drop(b"")

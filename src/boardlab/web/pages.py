@@ -67,8 +67,9 @@ def boards(store, page: int = 0) -> tuple[doc.Document, dict]:
         tally, summary, words, note = listed_tally(store, last["id"]) if last else (None, None, "", None)
         notes.add(note)
         entry = {
-            "board_id": r["id"], "label": r["label"], "model": inv.get("model"), "machine": inv.get("machine"),
-            "kernel": (inv.get("kernel") or {}).get("release"), "campaigns": r["n_campaigns"],
+            "board_id": r["id"], "label": r["label"], "model": inv.get("model"),
+            "machine": inv.get("machine"), "kernel": (inv.get("kernel") or {}).get("release"),
+            "campaigns": r["n_campaigns"],
             "last_campaign": None if last is None else {
                 "campaign_id": last["id"], "name": last["name"], "status": last["status"],
                 "started_unix_s": last["started_unix_s"], "verdicts": tally, "summary": summary},
@@ -76,8 +77,8 @@ def boards(store, page: int = 0) -> tuple[doc.Document, dict]:
         out.append(entry)
         table.append((r["label"], entry["model"] or "", entry["machine"] or "", entry["kernel"] or "",
                       str(r["n_campaigns"]), "" if last is None else f"{last['id']} {last['name']}",
-                      "" if last is None else last["status"], "" if last is None else fmt_time(last["started_unix_s"]),
-                      words))  # fmt: skip
+                      "" if last is None else last["status"],
+                      "" if last is None else fmt_time(last["started_unix_s"]), words))  # fmt: skip
         links.append(
             {0: f"/campaigns?{_q(board=r['id'])}", **({5: f"/campaign/{last['id']}"} if last else {})}
         )
@@ -134,8 +135,9 @@ def campaigns(store, page: int = 0, board_id: int | None = None) -> tuple[doc.Do
         (doc.section(
             "Campaigns",
             doc.Table((doc.Column("campaign"), doc.Column("plan"), doc.Column("board"), doc.Column("status"),
-                       doc.Column("verdicts"), doc.Column("started"), doc.Column("label"), doc.Column("commit")), table, links=links,
-                      notes=list_notes({t[3] for t in tallies.values()})),
+                       doc.Column("verdicts"), doc.Column("started"), doc.Column("label"),
+                       doc.Column("commit")),
+                      table, links=links, notes=list_notes({t[3] for t in tallies.values()})),
             more,
         ),),
     )  # fmt: skip
@@ -156,8 +158,8 @@ class Rendered:
 def campaign(store, campaign_id: int, background=None) -> Rendered:
     """The campaign's report document, as `boardlab report` builds it, from the campaign's stored summary
     (boardlab.summary): its document computed when the campaign ended, rendered here; computed now, and kept
-    by this server, when the summary is missing or stale (the monitor plots stay in the report file: their series are the one read
-    here not bounded by the campaign's cells)."""
+    by this server, when the summary is missing or stale (the monitor plots stay in the report file: their
+    series are the one read here not bounded by the campaign's cells)."""
     import boardlab.summary as summary
 
     row = store.campaign(campaign_id)  # 404 for an unknown campaign
@@ -177,12 +179,15 @@ def campaign(store, campaign_id: int, background=None) -> Rendered:
     v = version(store, campaign_id)
     if background is None:
         return _memo(("page", *v), lambda: render(summary.compute(store, campaign_id)))
-    # computed in serve's worker process (web/background.py); a running campaign shows its last analysis meanwhile
+    # computed in serve's worker process (web/background.py); a running campaign shows its last analysis
+    # meanwhile
     got = background.get("summary", campaign_id, v, v[-1], stale_ok=row["status"] == "running")
     if isinstance(got, Stale):
         page = render(got.value)
-        note = (f'<p class="problem">Runs stored since this analysis ({got.runs_then} runs): the analysis of all '
-                f"{v[-1]} is being computed; this page updates when it is ready.</p>")  # fmt: skip
+        note = (
+            f'<p class="problem">Runs stored since this analysis ({got.runs_then} runs): the analysis of all '
+            f"{v[-1]} is being computed; this page updates when it is ready.</p>"
+        )
         return Rendered(title, note + page.html, page.twin_json, refresh=True)
     return _memo(("page", *v), lambda: render(got))
 
@@ -213,9 +218,9 @@ def version(store, campaign_id: int) -> tuple:
 
 
 def analyzed(store, campaign_id: int, background=None):
-    """What compare and history read of a campaign (`analysis.records.KeptAnalysis`): from its stored summary, or
-    computed from its runs when that is missing or stale (in serve's worker process with `background`, which
-    raises Computing until it is ready); kept while its runs and status are unchanged."""
+    """What compare and history read of a campaign (`analysis.records.KeptAnalysis`): from its stored summary,
+    or computed from its runs when that is missing or stale (in serve's worker process with `background`,
+    which raises Computing until it is ready); kept while its runs and status are unchanged."""
     import boardlab.summary as summary
 
     v = version(store, campaign_id)
@@ -257,7 +262,8 @@ def compare(store, a: str, b: str, background=None) -> tuple[doc.Document, dict]
 
 
 def compare_choices(store) -> list[tuple[str, str]]:
-    """(value, label) of every pick the compare form offers: boards (their latest campaign), then campaigns."""
+    """(value, label) of every pick the compare form offers: boards (their latest campaign), then
+    campaigns."""
     out = [
         (f"b:{r['id']}", f"board {r['label']} (latest campaign)") for r in store.board_page(limit=PICK_LIMIT)
     ]
@@ -351,7 +357,8 @@ def running(store, now_s: float | None = None) -> tuple[doc.Document, dict]:
         out.append(entry)
         table.append((str(r["id"]), r["name"], r["board_label"], f"{p.runs_done} of {p.runs_planned or '?'}",
                       fmt_duration(eta) if eta is not None else "unknown",
-                      "never" if age is None else f"{fmt_time(r['heartbeat_unix_s'])} ({fmt_duration(age)} ago)"))  # fmt: skip
+                      "never" if age is None
+                      else f"{fmt_time(r['heartbeat_unix_s'])} ({fmt_duration(age)} ago)"))  # fmt: skip
         links.append({0: f"/campaign/{r['id']}"})
     document = doc.Document(
         "boardlab: running campaigns",
@@ -359,8 +366,8 @@ def running(store, now_s: float | None = None) -> tuple[doc.Document, dict]:
             "Running campaigns",
             doc.Table((doc.Column("campaign"), doc.Column("plan"), doc.Column("board"), doc.Column("runs"),
                        doc.Column("ETA"), doc.Column("last heartbeat")), tuple(table), links=tuple(links)),
-            doc.Prose("Refreshed every 2 s. The ETA is the pace so far (the time since the start over the runs "
-                      "stored) times the runs left.", small=True),
+            doc.Prose("Refreshed every 2 s. The ETA is the pace so far (the time since the start over the "
+                      "runs stored) times the runs left.", small=True),
         ),),
     )  # fmt: skip
     # the rows live.js writes into the page as text: shown as the page shows them (report.escape.visible)

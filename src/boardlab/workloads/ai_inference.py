@@ -26,7 +26,8 @@ DETECTION_SCORE = 0.5
 SPEC = WorkloadSpec(
     name="ai.inference",
     family="ai",
-    summary="per-frame inference latency of a CNN (MobileNet, SSD, ResNet or a user model) in ONNX Runtime or LiteRT",
+    summary="per-frame inference latency of a CNN (MobileNet, SSD, ResNet or a user model) in ONNX "
+    "Runtime or LiteRT",
     runner="python",
     tail_samples=True,  # a frame's p99 latency is a verdict metric beside the median (the interference study)
     params=(
@@ -35,8 +36,8 @@ SPEC = WorkloadSpec(
             "model",
             "str",
             "mobilenet_v1",
-            help="a generated model (mobilenet_v1, mobilenet_v2, ssd_mobilenet_v1, ssd_mobilenet_v2, resnet18, "
-            "resnet50) or a path to an .onnx / .tflite file",
+            help="a generated model (mobilenet_v1, mobilenet_v2, ssd_mobilenet_v1, ssd_mobilenet_v2, "
+            "resnet18, resnet50) or a path to an .onnx / .tflite file",
         ),
         ParamSpec(
             "precision", "enum", "float", choices=("float", "int8"), help="variant of a generated model"

@@ -23,8 +23,8 @@ SPEC = WorkloadSpec(
             "pcitest_log",
             "str",
             "",
-            help="a saved PCIe endpoint test log (the endpoint's dmesg with pci-epf-test's timed transfers, with "
-            "or without pcitest's output): its memcpy vs DMA table instead of a dmatest run",
+            help="a saved PCIe endpoint test log (the endpoint's dmesg with pci-epf-test's timed transfers, "
+            "with or without pcitest's output): its memcpy vs DMA table instead of a dmatest run",
         ),
     ),
     metrics=(
@@ -74,15 +74,19 @@ def from_pcitest_log(path: str) -> dict:
     rows = pcitest_rows(parse_pcitest(text))
     if not rows:
         return {"ok": False, "metrics": {},
-                "errors": [f"pcitest_log={path}: no pci-epf-test transfer lines ('READ => Size: ... Rate: ... KB/s')"]}  # fmt: skip
+                "errors": [f"pcitest_log={path}: no pci-epf-test transfer lines "
+                           "('READ => Size: ... Rate: ... KB/s')"]}  # fmt: skip
     both = [r for r in rows if r.dma_mb_s and r.memcpy_mb_s]
     head = max(both or rows, key=lambda r: (r.op == "READ", r.size_bytes))
     metrics = {}
     for name, v in (("dma_mb_s", head.dma_mb_s), ("memcpy_mb_s", head.memcpy_mb_s),
                     ("dma_over_memcpy", head.dma_over_memcpy)):  # fmt: skip
         if v is not None:
-            metrics[name] = {"unit": "ratio" if name == "dma_over_memcpy" else "MB/s", "higher_is_better": True,
-                             "value": v}  # fmt: skip
+            metrics[name] = {
+                "unit": "ratio" if name == "dma_over_memcpy" else "MB/s",
+                "higher_is_better": True,
+                "value": v,
+            }
     return {
         "ok": True,
         "errors": [],
@@ -100,7 +104,7 @@ def from_pcitest_log(path: str) -> dict:
                     "rc_failed": r.rc_failed,
                 }
                 for r in rows
-            ],  # fmt: skip
+            ],
         },
     }
 
@@ -149,8 +153,8 @@ def run(params: dict, iterations: int | None = None) -> dict:
         if loaded_here:
             subprocess.run(["modprobe", "-r", "dmatest"], capture_output=True)
     if not summaries:
-        return {"ok": False, "errors": [f"dmatest printed no summary within {params['timeout_s']} s"], "metrics": {},
-                "info": {"kmsg": lines[-20:]}}  # fmt: skip
+        return {"ok": False, "errors": [f"dmatest printed no summary within {params['timeout_s']} s"],
+                "metrics": {}, "info": {"kmsg": lines[-20:]}}  # fmt: skip
     s = summaries[0]
     if s.failures:
         return {"ok": False, "errors": [f"dmatest: {s.failures} of {s.tests} copies failed"], "metrics": {}}
@@ -172,5 +176,5 @@ def run(params: dict, iterations: int | None = None) -> dict:
             "tests": s.tests,
             "iops": s.iops,
             "kb_unit_bytes": _kb_unit_bytes(),
-        },  # fmt: skip
+        },
     }

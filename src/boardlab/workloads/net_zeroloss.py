@@ -45,7 +45,7 @@ def run(params: dict, iterations: int | None = None) -> dict:
                 "sink_cpu": params["sink_cpu"],
                 "sink_addr": params["sink_addr"],
                 "sockbuf_bytes": params["sockbuf_bytes"],
-            },  # fmt: skip
+            },
             iterations=iterations or 5,
         )
         why = udp_loss_between(before, read_snmp("/"))

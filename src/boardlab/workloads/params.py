@@ -94,7 +94,8 @@ _CHECKERS = {"int": _check_int, "float": _check_float, "enum": _check_enum, "boo
 
 
 def coerce_params(spec: WorkloadSpec, assignments: list[str]) -> dict:
-    """Defaults, overridden by NAME=VALUE assignments; each value checked against its declared type and range."""
+    """Defaults, overridden by NAME=VALUE assignments; each value checked against its declared type and
+    range."""
     values: dict = {}
     given: dict[str, str] = {}
     for a in assignments:

@@ -182,7 +182,8 @@ def _figure(table: Any, err: PlanError) -> Figure:
     if not isinstance(table, dict):
         raise err(
             ("metric",),
-            "expected a table such as { regex = 'rate: (?P<value>[0-9.]+)', unit = 'MB/s', better = 'higher' }",
+            "expected a table such as { regex = 'rate: (?P<value>[0-9.]+)', unit = 'MB/s', "
+            "better = 'higher' }",
         )
     t = dict(table)
     given = [s for s in SOURCES if s in t]
@@ -334,8 +335,10 @@ def _split_every(command: str, params: dict, inputs: dict, err: PlanError) -> No
 
 
 def spec_of(program: Program, params: tuple[ParamSpec, ...] = ()) -> WorkloadSpec:
-    primary = MetricSpec(program.figure.name, program.figure.unit, program.figure.higher_is_better, "value",
-                         help=f"{program.figure.source} of {(program.argv or (program.command,))[0]}")  # fmt: skip
+    source = f"{program.figure.source} of {(program.argv or (program.command,))[0]}"
+    primary = MetricSpec(
+        program.figure.name, program.figure.unit, program.figure.higher_is_better, "value", help=source
+    )
     extra = tuple(m for m in ALWAYS if m.name != primary.name)
     if program.figure.parser:
         parser = PARSERS[program.figure.parser]

@@ -95,9 +95,9 @@ def exit_fd(pid: int) -> int:
 
 
 def read_until_exit(proc: subprocess.Popen, out: Kept, err: Kept) -> int | None:
-    """Reads the program's stdout (when piped) and stderr into `out` and `err` until both are closed: the moment the
-    program ends, what it left running in its process group is killed (which closes the pipes it held),
-    and what is left is read for at most DRAIN_S (a process that left the group may hold them open).
+    """Reads the program's stdout (when piped) and stderr into `out` and `err` until both are closed: the
+    moment the program ends, what it left running in its process group is killed (which closes the pipes it
+    held), and what is left is read for at most DRAIN_S (a process that left the group may hold them open).
     Returns monotonic_ns at the program's end, or None if both pipes closed before it ended."""
     assert proc.stderr is not None  # spawned with stderr piped (stdout too, unless it goes to /dev/null)
     kept = {pipe.fileno(): k for pipe, k in ((proc.stdout, out), (proc.stderr, err)) if pipe is not None}
@@ -113,9 +113,10 @@ def read_until_exit(proc: subprocess.Popen, out: Kept, err: Kept) -> int | None:
             )
             if wait_ms == 0:
                 for fd in open_fds:
-                    kept[
-                        fd
-                    ].error = f"still open {DRAIN_S:g} s after the program ended (a process outside its group holds it)"
+                    kept[fd].error = (
+                        f"still open {DRAIN_S:g} s after the program ended (a process outside its "
+                        "group holds it)"
+                    )
                 break
             for fd, _ in poller.poll(wait_ms):
                 if fd == ended_fd:

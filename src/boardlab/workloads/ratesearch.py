@@ -40,10 +40,12 @@ class Trial:
 
 
 def kern_trial(kernel: str, params: dict, iterations: int = 5, min_iteration_ms: float = 50) -> WorkerResult:
-    """One boardlab-kern run of `kernel` with `params`, read by the worker reader (RuntimeError on failure)."""
+    """One boardlab-kern run of `kernel` with `params`, read by the worker reader (RuntimeError on
+    failure)."""
     from boardlab.workloads.kern import kern_argv
 
-    args = kern_argv(kernel, params, "--json", "--iterations", str(iterations), "--warmup-max-iterations", "2",
+    args = kern_argv(kernel, params, "--json", "--iterations", str(iterations),
+                     "--warmup-max-iterations", "2",
                      "--min-iteration-ms", f"{min_iteration_ms:g}")  # fmt: skip
     proc = subprocess.run(args, capture_output=True, text=True, timeout=600)
     try:
@@ -143,7 +145,7 @@ def result(metric: str, value: float | None, trials: list[Trial], info: dict) ->
         "metrics": {
             metric: {"unit": "bit/s", "higher_is_better": True, "value": value},
             "trials": {"unit": "runs", "higher_is_better": False, "value": len(trials)},
-        },  # fmt: skip
+        },
         "info": {
             **info,
             "trials": [t.__dict__ for t in trials],

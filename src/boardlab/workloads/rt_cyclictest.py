@@ -113,7 +113,8 @@ SPEC = WorkloadSpec(
             "periods",
             False,
             kind="value",
-            help="cyclictest: duration/interval minus cycles, per thread, summed (a late wake-up skips periods)",
+            help="cyclictest: duration/interval minus cycles, per thread, summed (a late wake-up "
+            "skips periods)",
         ),
         MetricSpec("irq_max_latency_us", "us", False, kind="value", help="timerlat only: timer IRQ latency"),
         MetricSpec("irq_avg_latency_us", "us", False, kind="mean", help="timerlat only: timer IRQ latency"),
@@ -435,7 +436,7 @@ def _rtla_version(rtla: str) -> str | None:
     return m.group(1) if m else None
 
 
-# ---- CPUs ----------------------------------------------------------------------------------------------------
+# ---- CPUs --------------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -553,13 +554,14 @@ def _environment(measured: tuple[int, ...]) -> dict:
         "measured_cpus_rcu_nocbs": bool(measured) and all(c in iso.rcu_nocbs for c in measured),
         "cpu_dma_latency_us": dma.value_us,
         "cpu_dma_latency": dma.describe(),
-        "cpu_dma_latency_during_run": "held at 0 us by the probe (cyclictest's default, rtla --dma-latency=0)",
+        "cpu_dma_latency_during_run": "held at 0 us by the probe (cyclictest's default, rtla "
+        "--dma-latency=0)",
         "virtualized": virt.virtualized,
         "hypervisor": virt.hypervisor,
     }
 
 
-# ---- parsing -------------------------------------------------------------------------------------------------
+# ---- parsing -----------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -717,7 +719,7 @@ def _hist_name(prefix: str, columns: list[TimerlatColumn], col: TimerlatColumn, 
     return prefix if len(same) == 1 else f"{prefix}.cpu{col.cpu}"
 
 
-# ---- the result ----------------------------------------------------------------------------------------------
+# ---- the result --------------------------------------------------------------------------------------------
 
 
 def _value(unit: str, higher_is_better: bool, value) -> dict:
@@ -740,7 +742,8 @@ def _samples_needed(q: float) -> int:
 
 
 def _latency_result(threads: list[ThreadLatency], params: dict, info: dict) -> dict:
-    """Metrics (us, lower is better), histograms per thread and the percentile table, all from the histograms."""
+    """Metrics (us, lower is better), histograms per thread and the percentile table, all from the
+    histograms."""
     from boardlab.stats.histogram import (
         NEAREST_RANK_METHOD,
         histogram_limit,

@@ -51,8 +51,8 @@ def power_unsupported(params, root="/") -> str | None:
 SPEC = WorkloadSpec(
     name="svc.scenario",
     family="svc",
-    summary="Vehicle-services study: VICTORY-like services (pub/sub over multicast, SOAP management, GPS on a "
-    "paced serial line) run together and accounted per process",
+    summary="Vehicle-services study: VICTORY-like services (pub/sub over multicast, SOAP management, GPS on "
+    "a paced serial line) run together and accounted per process",
     runner="python",
     params=(
         ParamSpec("scenario", "enum", "position", choices=SCENARIOS, help="what runs (see the module doc)"),
@@ -136,8 +136,8 @@ def energy_reason(root="/") -> str:
     if src is None:
         return f"energy {why}"
     return (
-        f"measured by the rest and operating scenarios from {src.spec.name} ({src.spec.scope} scope): power at "
-        "rest, operating, their difference and the energy per message above rest"
+        f"measured by the rest and operating scenarios from {src.spec.name} ({src.spec.scope} scope): power "
+        "at rest, operating, their difference and the energy per message above rest"
     )
 
 
@@ -350,7 +350,8 @@ def run(params: dict, iterations: int | None = None) -> dict:
         from boardlab.errors import InputError
 
         raise InputError(
-            f"source={params['source']}: the {scenario} scenario takes source {' or '.join(SOURCES[scenario])}"
+            f"source={params['source']}: the {scenario} scenario takes source "
+            f"{' or '.join(SOURCES[scenario])}"
         )
     svc = _Services(duration)
     try:
@@ -458,8 +459,8 @@ def _ins_feed(svc: _Services, port: int, d: float) -> None:
 
     from boardlab.platform.spawn import spawn
 
-    argv = [*svc.prefix, sys.executable, "-m", "boardlab.services.ins", svc.addr, str(port), str(ORIENTATION_HZ),
-            str(d)]  # fmt: skip
+    argv = [*svc.prefix, sys.executable, "-m", "boardlab.services.ins", svc.addr, str(port),
+            str(ORIENTATION_HZ), str(d)]  # fmt: skip
     svc.extra.append(spawn(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
 
 

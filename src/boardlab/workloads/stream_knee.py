@@ -106,7 +106,7 @@ def run(params: dict, iterations: int | None = None) -> dict:
                 "cipher": params["cipher"],
                 "cap_bit_s": params["cap_bit_s"],
                 "ring_slots": params["ring_slots"],
-            },  # fmt: skip
+            },
             iterations=iterations or 5,
         )
         offered = offered_payload_bit_s(source, rate, params["block_bytes"])
@@ -132,6 +132,7 @@ def run(params: dict, iterations: int | None = None) -> dict:
         if not rates:
             return {"ok": False, "metrics": {},
                     "errors": [f"source=pty: no standard baud ({', '.join(map(str, BAUDS))}) lies in "
-                               f"[lo_bit_s, hi_bit_s] = [{params['lo_bit_s']:g}, {params['hi_bit_s']:g}]"]}  # fmt: skip
+                               f"[lo_bit_s, hi_bit_s] = [{params['lo_bit_s']:g}, "
+                               f"{params['hi_bit_s']:g}]"]}  # fmt: skip
         info["rates"] = "standard bauds"
     return search_result(trial, params, "knee_bit_s", info, rates)

@@ -224,8 +224,8 @@ class CrossCheck:
 
 
 def whole_run_rate(res: dict, amount_per_rep: float) -> float | None:
-    """amount per second over all timed iterations of a boardlab-kern result (total over total, the way fio and
-    iperf3 report a run), rather than the median of per-iteration rates."""
+    """amount per second over all timed iterations of a boardlab-kern result (total over total, the way fio
+    and iperf3 report a run), rather than the median of per-iteration rates."""
     ns = res.get("iterations_ns") or []
     total = sum(ns)
     return amount_per_rep * res["reps_per_iteration"] * len(ns) / (total * 1e-9) if total else None

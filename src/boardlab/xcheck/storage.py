@@ -94,11 +94,12 @@ def run_boardlab(kern: Path, job: StorageJob) -> dict[str, float | None]:
 
 
 def layout(kern: Path, job: StorageJob) -> None:
-    """Writes the region once with boardlab's pattern and keeps the file, as fio lays out a missing file before
-    its job: then neither side's timed run follows a fresh write of the whole region."""
+    """Writes the region once with boardlab's pattern and keeps the file, as fio lays out a missing file
+    before its job: then neither side's timed run follows a fresh write of the whole region."""
     cmd = [str(kern), "io.storage", "--json", "--iterations", "1", "--warmup-max-iterations", "0",
-           "--param", f"path={job.path}", "--param", f"size_bytes={job.size_bytes}", "--param", f"bs={job.bs_bytes}",
-           "--param", "op=write", "--param", "keep_file=1", "--param", f"direct={int(job.direct)}"]  # fmt: skip
+           "--param", f"path={job.path}", "--param", f"size_bytes={job.size_bytes}",
+           "--param", f"bs={job.bs_bytes}", "--param", "op=write", "--param", "keep_file=1",
+           "--param", f"direct={int(job.direct)}"]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     res = parse(proc.stdout, "boardlab-kern io.storage") if proc.stdout.strip() else {}
     if res.get("supported") is False:

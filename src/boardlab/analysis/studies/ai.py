@@ -54,8 +54,8 @@ class AiCell:
     n_runs: int  # valid runs with the latency summary
     frames_min: int | None  # steady-state frames per run (latency_ms values), fewest and most
     frames_max: int | None
-    # How `p99` was obtained: per-run p99s need >= 100 frames in every run (docs/method.md), else the p99 of all
-    # runs' frames pooled (the cluster-bootstrap rule of `stats.tails`).
+    # How `p99` was obtained: per-run p99s need >= 100 frames in every run (docs/method.md), else the p99 of
+    # all runs' frames pooled (the cluster-bootstrap rule of `stats.tails`).
     p99_rule: str = "per-run"
 
     @property
@@ -174,7 +174,8 @@ def _key(workload: str, params: dict, condition: str) -> str:
 
 
 def _verdict_cells(ca: ComparisonAnalysis | None) -> tuple[str, str, str, str]:
-    """(cost ratio with its decision interval, verdict text, verdict kind for a CSS class, why there is none)."""
+    """(cost ratio with its decision interval, verdict text, verdict kind for a CSS class, why there is
+    none)."""
     if ca is None:
         return "–", "–", "", ""
     c = ca.comparison
@@ -202,7 +203,8 @@ def frames_note(study: AiStudy) -> str | None:
 
 def table(analysis: CampaignAnalysis, study: AiStudy) -> doc.Table:
     """Per model and condition: the median over runs of each run's per-frame p50/p90/p99, and the verdicts of
-    the run medians (the primary comparison) and of the run p99s (the tail comparison) against the baseline."""
+    the run medians (the primary comparison) and of the run p99s (the tail comparison) against the
+    baseline."""
     units = {c.unit for c in study.cells}
     u = units.pop() if len(units) == 1 else None
     columns = (
@@ -289,25 +291,25 @@ def sections(analysis: CampaignAnalysis, study: AiStudy) -> list[doc.Section]:
     )
     note = frames_note(study)
     tail = (
-        "The p99 verdict: per-run p99s when every run has at least 100 frames, otherwise the p99 of all runs' "
-        "frames pooled with a cluster bootstrap over runs; decided on its 90% decision interval against the "
-        f"tail threshold, in the report's one correction family ({analysis.adjusted_text})."
+        "The p99 verdict: per-run p99s when every run has at least 100 frames, otherwise the p99 of all "
+        "runs' frames pooled with a cluster bootstrap over runs; decided on its 90% decision interval "
+        f"against the tail threshold, in the report's one correction family ({analysis.adjusted_text})."
     )
     return [
         doc.section(
             TITLE,
             doc.Prose(
-                "ai.inference cells (the interference study): one panel per model, one box per condition; each "
-                "dot is a run (a fresh process) at its median per-frame latency, hollow when the run did not "
-                "count. Frame 0, the first inference, is not in these figures.",
+                "ai.inference cells (the interference study): one panel per model, one box per condition; "
+                "each dot is a run (a fresh process) at its median per-frame latency, hollow when the run "
+                "did not count. Frame 0, the first inference, is not in these figures.",
                 small=True,
                 formats=doc.HTML,
             ),
             doc.Multiples(panels),
             doc.Prose(
-                "p50, p90, p99: the median over the valid runs of each run's own per-frame percentile. Median "
-                "verdict: the runs' median latencies against the baseline (the primary comparison, as in the "
-                f"Verdicts table). {tail} Cost ratio > 1 = slower than the baseline."
+                "p50, p90, p99: the median over the valid runs of each run's own per-frame percentile. "
+                "Median verdict: the runs' median latencies against the baseline (the primary comparison, as "
+                f"in the Verdicts table). {tail} Cost ratio > 1 = slower than the baseline."
                 + (f" {note}" if note else ""),
                 small=True,
                 formats=doc.RICH,

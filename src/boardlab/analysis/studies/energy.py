@@ -392,7 +392,8 @@ def sections(analysis, study: EnergyStudy) -> list[doc.Section]:
         doc.Prose(METHOD, small=True, formats=doc.RICH),
         doc.Prose(idle, formats=doc.RICH) if idle else None,
         doc.Prose(
-            f"energy ({study.primary}): median over runs [95% bootstrap CI]; efficiency with total / dynamic W",
+            f"energy ({study.primary}): median over runs [95% bootstrap CI]; efficiency with "
+            "total / dynamic W",
             formats=TEXT_ONLY,
         ),
         doc.Prose(f"idle power: {_idle_text(study)}", formats=TEXT_ONLY) if study.idle else None,

@@ -18,8 +18,8 @@ from boardlab.analysis.format import fmt_spec, fmt_value
 TITLE = "Governor study"
 POLICY_KINDS = ("governor", "governor-daemon")
 NO_ENERGY = (
-    "energy unsupported in this campaign: no energy_j per run (the board has no power sensors boardlab reads, "
-    "or energy was not measured); EDP needs it"
+    "energy unsupported in this campaign: no energy_j per run (the board has no power sensors boardlab "
+    "reads, or energy was not measured); EDP needs it"
 )
 
 
@@ -92,7 +92,7 @@ def collect(store, campaign_id: int, cells, simulated: str | None = None) -> Gov
                 for t, o in m
                 if (this, other, pattern, size, t, o) in slow
             },
-        )  # fmt: skip
+        )
         # sizes as numbers (4 KiB, 16 KiB, ... 1 MiB), not as text: the order a reader scans the heatmaps in
         for (this, other, pattern, size), m in sorted(
             maps.items(), key=lambda kv: (kv[0][0], kv[0][1] or "", kv[0][2], kv[0][3])
@@ -105,8 +105,9 @@ def collect(store, campaign_id: int, cells, simulated: str | None = None) -> Gov
     summary = None
     if labels:
         n = [x for x in labels.get("cells", ()) if x.get("p_one_sided") is not None]
-        summary = {"tests": len(n), "slow": sum(x["label"] == "slow" for x in n), "alpha": labels.get("alpha"),
-                   "min_effect": labels.get("min_effect"), "correction": labels.get("correction")}  # fmt: skip
+        summary = {"tests": len(n), "slow": sum(x["label"] == "slow" for x in n),
+                   "alpha": labels.get("alpha"), "min_effect": labels.get("min_effect"),
+                   "correction": labels.get("correction")}  # fmt: skip
     return GovernorStudy(sweeps, tree, summary, policies, None if energy_seen or not policies else NO_ENERGY,
                          simulated)  # fmt: skip
 
@@ -134,12 +135,12 @@ def _policies(store, campaign_id: int, cells) -> tuple[tuple[PolicyRow, ...], bo
             continue  # a sweep cell (fixed frequencies) is in the heatmaps, not among the policies
         e = statistics.median(energy[c.key]) if energy.get(c.key) else None
         t = statistics.median(wall[c.key]) if wall.get(c.key) else None
-        rows.append(PolicyRow(c.label, c.condition, c.metric, c.unit, c.summary.median if c.summary else None, e,
-                              e * t if e is not None and t is not None else None))  # fmt: skip
+        rows.append(PolicyRow(c.label, c.condition, c.metric, c.unit, c.summary.median if c.summary else None,
+                              e, e * t if e is not None and t is not None else None))  # fmt: skip
     return tuple(rows), bool(energy)
 
 
-# ---- words shared by the renderers ---------------------------------------------------------------------------
+# ---- words shared by the renderers -------------------------------------------------------------------------
 
 
 def _mhz(khz: int | None) -> str:
@@ -164,7 +165,8 @@ def tree_lines(node: dict, pad: str = "") -> list[str]:
     if "leaf" in node:
         return [f"{pad}-> {node['leaf'].replace('_', ' ')}"]
     return ([f"{pad}if {node['feature']} <= {fmt_value(node['threshold_value'])} ({node['unit']}):"]
-            + tree_lines(node["le"], pad + "  ") + [f"{pad}else:"] + tree_lines(node["gt"], pad + "  "))  # fmt: skip
+            + tree_lines(node["le"], pad + "  ") + [f"{pad}else:"]
+            + tree_lines(node["gt"], pad + "  "))  # fmt: skip
 
 
 def policy_table(g: GovernorStudy) -> tuple[list[str], list[list[str]]]:
@@ -195,11 +197,13 @@ def _labels_summary(g: GovernorStudy) -> list[str]:
             else []
         )
     s = g.labels
-    return [f"labels: {s['slow']} of {s['tests']} cells slow (one-sided Welch t-test vs the other cluster at its "
-            f"maximum, {s['correction']}-corrected alpha {s['alpha']}, minimum effect {100 * s['min_effect']:g}%)"]  # fmt: skip
+    return [
+        f"labels: {s['slow']} of {s['tests']} cells slow (one-sided Welch t-test vs the other cluster at its "
+        f"maximum, {s['correction']}-corrected alpha {s['alpha']}, minimum effect {100 * s['min_effect']:g}%)"
+    ]
 
 
-# ---- the section ---------------------------------------------------------------------------------------------
+# ---- the section -------------------------------------------------------------------------------------------
 
 
 def applies(ctx) -> bool:
@@ -236,9 +240,9 @@ def sections(analysis, g: GovernorStudy) -> list[doc.Section]:
     if g.sweeps:
         blocks.append(
             doc.Prose(
-                "The snoop sweep: median ns/access of mem.latency pinned to one cluster, at each frequency of "
-                "that cluster (rows) x each of the other cluster (columns), as a ratio to the same row with the "
-                "other cluster at its maximum; ▲ marks a cell labelled slow.",
+                "The snoop sweep: median ns/access of mem.latency pinned to one cluster, at each frequency "
+                "of that cluster (rows) x each of the other cluster (columns), as a ratio to the same row "
+                "with the other cluster at its maximum; ▲ marks a cell labelled slow.",
                 small=True,
                 formats=doc.HTML,
             )

@@ -179,7 +179,8 @@ def _percentile_notes(
     if censored:
         shown = "µs" if unit == "us" else unit
         notes.append(
-            f"{', '.join(censored)} in the overflow: only '>= {limit:g} {shown}' is known (raise histogram_us)"
+            f"{', '.join(censored)} in the overflow: only '>= {limit:g} {shown}' is known (raise "
+            "histogram_us)"
         )
     short = [p.q for p in percentiles if p.n and p.n < samples_needed(p.q)]
     if short:
@@ -415,10 +416,10 @@ def sections(analysis: CampaignAnalysis, study: RtStudy) -> list[doc.Section]:
         doc.section(
             "Percentiles",
             doc.Prose(
-                "Nearest rank (Hyndman & Fan definition 1) on the merged histogram: the lower edge of the bucket "
-                "that holds the ceil(q/100 × n)-th smallest sample. A percentile that falls into the overflow is "
-                "shown as ≥ the limit: only that bound is known. min, avg and max are the probe's own, over every "
-                "sample including the overflow." + (f" {short}" if short else ""),
+                "Nearest rank (Hyndman & Fan definition 1) on the merged histogram: the lower edge of the "
+                "bucket that holds the ceil(q/100 × n)-th smallest sample. A percentile that falls into the "
+                "overflow is shown as ≥ the limit: only that bound is known. min, avg and max are the "
+                "probe's own, over every sample including the overflow." + (f" {short}" if short else ""),
                 small=True,
                 formats=doc.HTML,
             ),

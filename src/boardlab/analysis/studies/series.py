@@ -107,7 +107,7 @@ def bands(runs: Sequence[Sequence[SeriesSamples]]) -> tuple[Band, ...]:
                 tuple(max(v) for v in at),
                 len(e["runs"]),
                 statistics.median(e["stops"]) if e["stops"] else None,
-            )  # fmt: skip
+            )
         )
     return tuple(out)
 

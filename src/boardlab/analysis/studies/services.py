@@ -3,9 +3,9 @@ schedstat ns and by jiffies, the study's method), message build/send times and o
 sweep's latency per rate (corrected from the intended start, and service time), the saturation knee,
 drops, and energy per message (or why it is unsupported here).
 
-Each value is the median over the cell's valid runs of the run's own figure (runs are the unit, docs/method.md).
-Applies to cells whose workload spec has the "services" role; `services_cells` reads the store once and
-`sections` lays the tables out.
+Each value is the median over the cell's valid runs of the run's own figure (runs are the unit,
+docs/method.md). Applies to cells whose workload spec has the "services" role; `services_cells` reads the
+store once and `sections` lays the tables out.
 """
 
 from __future__ import annotations

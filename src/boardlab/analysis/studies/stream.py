@@ -2,9 +2,9 @@
 GFLOPS, instructions per bit and the compute/I-O balance.
 
 The study asks whether a board is a balanced processing unit: about one compute instruction per bit of I/O
-(Szalay et al. 2010, after Amdahl). `stream_study(store, campaign_id, inventory, workloads)` reads what the data-stream workloads'
-valid runs stored (their worker JSON) and returns a frozen record; `sections` lays it out. Which workloads
-it reads is decided by their specs' `roles` and `throughput_curve`, never by name.
+(Szalay et al. 2010, after Amdahl). `stream_study(store, campaign_id, inventory, workloads)` reads what the
+data-stream workloads' valid runs stored (their worker JSON) and returns a frozen record; `sections` lays it
+out. Which workloads it reads is decided by their specs' `roles` and `throughput_curve`, never by name.
 
 Instructions per bit: retired instructions (the run's `counters.instructions.count`, from perf_event_open
 where the board has counters) over the payload bits; without counters, cycle-equivalents per bit = CPU time
@@ -151,8 +151,10 @@ def _energy_measured(store: Store, campaign_id: int) -> bool:
 def _no_gflops_per_watt(inventory: dict) -> str:
     """What GFLOPS/W lacks when no energy was measured: a sensor, or only the plan asking for it."""
     if inventory.get("power_sensors") or inventory.get("powercap"):
-        return ("GFLOPS/W: missing: the board has a power sensor but this campaign measured no energy; run the "
-                "plan with an [energy] table (docs/energy.md) for watts beside the GFLOPS.")  # fmt: skip
+        return (
+            "GFLOPS/W: missing: the board has a power sensor but this campaign measured no energy; run the "
+            "plan with an [energy] table (docs/energy.md) for watts beside the GFLOPS."
+        )
     return (
         "GFLOPS/W: missing: no power sensor. The board exposes no hwmon power or energy input and no "
         "powercap zone that boardlab reads, and the plan named no external meter (an INA219/INA231 on I2C, "
@@ -310,7 +312,8 @@ class _StreamCell:
 def _stream_runs(
     store: Store, campaign_id: int, workloads: WorkloadFacts
 ) -> tuple[dict[tuple[str, str, str], list[WorkerResult]], dict[str, str]]:
-    """(workload, params, condition) -> the valid runs' worker results, and workload -> why it is unsupported."""
+    """(workload, params, condition) -> the valid runs' worker results, and workload -> why it is
+    unsupported."""
     by_cell: dict[tuple[str, str, str], list[WorkerResult]] = defaultdict(list)
     unsupported: dict[str, str] = {}
     for row in store.runs(campaign_id):
@@ -473,7 +476,8 @@ def _balance(
     the balance uses (measured links, declared links, storage, loopback; `_io_for_balance`)."""
     if not g.compute_ips and hz:
         threads = max(
-            [int(json.loads(p)["threads"]) for (w, p, _c) in by_cell if workloads.has_role(w, "compute") and "threads" in json.loads(p)]
+            [int(json.loads(p)["threads"]) for (w, p, _c) in by_cell
+             if workloads.has_role(w, "compute") and "threads" in json.loads(p)]
             or [1]
         )  # fmt: skip
         g.compute_ips.append(
@@ -582,8 +586,9 @@ def tables(s: StreamStudy) -> list[tuple[str, tuple[str, ...], list[tuple[str, .
         out.append((
             "CPU memcpy against DMA",
             ("size_bytes", "memcpy_mb_s", "dma_mb_s", "dma / memcpy", "runs"),
-            [(str(r.size_bytes), f"{r.memcpy_mb_s:.1f}" if r.memcpy_mb_s else "-", f"{r.dma_mb_s:.1f}" if r.dma_mb_s else "-",
-              f"{r.ratio:.2f}" if r.ratio else "-", str(r.runs)) for r in s.dma],
+            [(str(r.size_bytes), f"{r.memcpy_mb_s:.1f}" if r.memcpy_mb_s else "-",
+              f"{r.dma_mb_s:.1f}" if r.dma_mb_s else "-", f"{r.ratio:.2f}" if r.ratio else "-", str(r.runs))
+             for r in s.dma],
         ))  # fmt: skip
     elif s.dma_unsupported:
         out.append(("CPU memcpy against DMA", ("io.dma",), [(f"unsupported: {s.dma_unsupported}",)]))
@@ -600,7 +605,8 @@ def tables(s: StreamStudy) -> list[tuple[str, tuple[str, ...], list[tuple[str, .
              "pcitest"),
             [(r["op"].lower(), str(r["size_bytes"]), mb(r.get("memcpy_mb_s")), mb(r.get("dma_mb_s")),
               "- (not in the endpoint test's logs)",
-              f"{r['dma_mb_s'] / r['memcpy_mb_s']:.2f}" if r.get("dma_mb_s") and r.get("memcpy_mb_s") else "-",
+              f"{r['dma_mb_s'] / r['memcpy_mb_s']:.2f}"
+              if r.get("dma_mb_s") and r.get("memcpy_mb_s") else "-",
               str(r.get("samples", 0)), "NOT OKAY" if r.get("rc_failed") else "ok") for r in s.pcie],
         ))  # fmt: skip
     if s.stages:
@@ -636,8 +642,8 @@ def tables(s: StreamStudy) -> list[tuple[str, tuple[str, ...], list[tuple[str, .
         out.append((
             "Goodput against the declared link rate",
             ("pipeline", "goodput_bit_s", "link_bit_s", "link_efficiency_percent", "runs"),
-            [(r.label, _si(r.goodput_bit_s, "bit/s"), _si(r.link_bit_s, "bit/s"), f"{r.efficiency_percent:.1f}",
-              str(r.runs)) for r in s.link],
+            [(r.label, _si(r.goodput_bit_s, "bit/s"), _si(r.link_bit_s, "bit/s"),
+              f"{r.efficiency_percent:.1f}", str(r.runs)) for r in s.link],
         ))  # fmt: skip
     if s.rr:
 
@@ -670,8 +676,8 @@ def tables(s: StreamStudy) -> list[tuple[str, tuple[str, ...], list[tuple[str, .
 INTRO = (
     "Is this board a balanced data-stream processor? About one compute instruction per bit of I/O is the "
     "yardstick (Szalay et al. 2010). Throughput by block size, CPU memcpy against a DMA engine, the CPU each "
-    "stage of receive -> filter -> compress -> encrypt -> transmit costs, GFLOPS, instructions per bit and the "
-    "balance. Clock for estimates: "
+    "stage of receive -> filter -> compress -> encrypt -> transmit costs, GFLOPS, instructions per bit and "
+    "the balance. Clock for estimates: "
 )
 
 

@@ -91,7 +91,8 @@ def _series_plot(data: dict) -> str:
 
 
 def histograms(panels: list[Histogram], unit: str) -> str:
-    """One histogram per panel on shared axes so the panels compare, with a caption saying how to read them."""
+    """One histogram per panel on shared axes so the panels compare, with a caption saying how to read
+    them."""
     drawn = [h for h in panels if h.counts and h.bucket_width]
     x_max = max(
         (max((i for i, n in enumerate(h.counts) if n), default=0) + 1) * h.bucket_width for h in drawn

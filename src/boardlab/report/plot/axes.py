@@ -153,7 +153,7 @@ def wants_log(values: Sequence[float], spread: float = 20.0) -> bool:
     return bool(vs) and min(vs) > 0 and max(vs) / min(vs) > spread
 
 
-# --- SVG building blocks -------------------------------------------------------------------------------------
+# --- SVG building blocks ------------------------------------------------------------------------------------
 
 
 def esc(s: object) -> str:

@@ -32,13 +32,16 @@ from boardlab.report.plot.axes import (
     wrap,
 )
 
-# --- boxplots --------------------------------------------------------------------------------------------------
+# --- boxplots -----------------------------------------------------------------------------------------------
 
 # Dots per box: a box of more runs draws this many at evenly spaced ranks of the runs inside its whiskers, and
 # up to as many of those beyond (the extremes always): the same shape, and a report of a million runs that a
 # browser opens. A caption under the plot says so.
 MAX_DOTS = 200
-THINNED = "Over {0} runs in a box: {0} dots at evenly spaced ranks, at most {0} beyond the whiskers and {0} invalid."
+THINNED = (
+    "Over {0} runs in a box: {0} dots at evenly spaced ranks, at most {0} beyond the whiskers and "
+    "{0} invalid."
+)
 
 
 def box_stats(values: Sequence[float]) -> tuple[float, float, float, float, float]:
@@ -73,7 +76,8 @@ def dots(vals: Sequence[float], lo: float, hi: float) -> Sequence[float]:
 
 
 def excluded_dots(excluded: Sequence[float | None]) -> Sequence[float | None]:
-    """The invalid runs a box draws as hollow dots: all up to MAX_DOTS, else MAX_DOTS at evenly spaced ranks."""
+    """The invalid runs a box draws as hollow dots: all up to MAX_DOTS, else MAX_DOTS at evenly spaced
+    ranks."""
     if len(excluded) <= MAX_DOTS:
         return excluded
     return _ranks(sorted(v for v in excluded if v is not None and math.isfinite(v)), MAX_DOTS)
@@ -164,7 +168,7 @@ def boxplot(
     return _svg(width, height, title, body)
 
 
-# --- grouped (vertical) boxplots ---------------------------------------------------------------------------------
+# --- grouped (vertical) boxplots ----------------------------------------------------------------------------
 
 
 def grouped_boxplot(
@@ -264,7 +268,10 @@ def _one_box(
         out.append(_line(cx, scale(q3), cx, scale(hi), stroke=INK))
         for w in (lo, hi):
             out.append(_line(cx - half * 0.6, scale(w), cx + half * 0.6, scale(w), stroke=INK))
-        tip = f"{b.label}: median {fmt_num(med, 4)} {unit}, IQR {fmt_num(q1, 4)}–{fmt_num(q3, 4)}, n={len(vals)}"
+        tip = (
+            f"{b.label}: median {fmt_num(med, 4)} {unit}, IQR {fmt_num(q1, 4)}–{fmt_num(q3, 4)}, "
+            f"n={len(vals)}"
+        )
         out.append(_rect(cx - half, scale(q3), 2 * half, scale(q1) - scale(q3), fill=color, opacity=0.18,
                          stroke=color, width=1.2, title=tip))  # fmt: skip
         out.append(_line(cx - half, scale(med), cx + half, scale(med), stroke=INK, width=2.5))
@@ -280,8 +287,8 @@ def _one_box(
 
 
 def _values_and_axis(boxes, log: bool | None) -> tuple[list[float], str]:
-    """Every finite value the boxes show (kept and excluded) and the axis they take: log10 when asked or (None)
-    when they span widely, never with a value <= 0."""
+    """Every finite value the boxes show (kept and excluded) and the axis they take: log10 when asked or
+    (None) when they span widely, never with a value <= 0."""
     everything = [v for b in boxes for v in (*b.values, *b.excluded) if v is not None and math.isfinite(v)]
     if log is None:
         log = wants_log(everything)

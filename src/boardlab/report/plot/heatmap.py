@@ -23,7 +23,7 @@ from boardlab.report.plot.axes import (
     wrap,
 )
 
-# --- heatmap ---------------------------------------------------------------------------------------------------
+# --- heatmap ------------------------------------------------------------------------------------------------
 
 # ColorBrewer RdBu (Brewer 2003), diverging around 1.0: blue = faster (cheaper), red = slower.
 _DIVERGING = (

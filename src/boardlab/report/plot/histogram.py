@@ -26,7 +26,7 @@ from boardlab.report.plot.axes import (
     wrap,
 )
 
-# --- histograms ----------------------------------------------------------------------------------------------
+# --- histograms ---------------------------------------------------------------------------------------------
 
 
 def bin_factor(n_buckets: int, max_bars: int) -> int:
@@ -145,8 +145,8 @@ def histogram_plot(
     body.append(_line(left, plot_bottom, plot_right, plot_bottom))
     body.append(_line(left, top, left, plot_bottom))
     body.append(
-        _text(12, (top + plot_bottom) / 2, f"{_per_bar(bars, bucket_width, unit, x_log)} (log)", anchor="middle",
-              size=10, rotate=-90)
+        _text(12, (top + plot_bottom) / 2, f"{_per_bar(bars, bucket_width, unit, x_log)} (log)",
+              anchor="middle", size=10, rotate=-90)
     )  # fmt: skip
     x_label = f"latency [{unit}]" + (" (log scale)" if x_log else "")
     body.append(_text((left + plot_right) / 2, plot_bottom + 30, x_label, anchor="middle", size=11))
@@ -193,7 +193,8 @@ def _markers(markers, at, x_end: float, top: float, bottom: float, plot_right: f
 
 def _overflow_bar(overflow: int, limit: float, unit: str, sy, ox: float, over_w: float, top: float,
                   bottom: float) -> list[str]:  # fmt: skip
-    """The samples at or beyond the histogram's limit: a bar of its own past a dashed line, its values unknown."""
+    """The samples at or beyond the histogram's limit: a bar of its own past a dashed line, its values
+    unknown."""
     out = [_line(ox - 4, top, ox - 4, bottom, stroke=AXIS, dash="2 3")]
     text = f">= {fmt_tick(limit)}"
     if overflow:

@@ -30,7 +30,7 @@ from boardlab.report.plot.axes import (
     wrap,
 )
 
-# --- line plots ------------------------------------------------------------------------------------------------
+# --- line plots ---------------------------------------------------------------------------------------------
 
 
 def line_color(ln: Line, i: int) -> str:
@@ -189,7 +189,8 @@ def _drawn_line(ln: Line, color: str, sx: Scale, sy: Scale, xfmt, small: bool) -
         if len(seg) > 1:
             d = " ".join(f"{_f(x)},{_f(y)}" for x, y in seg)
             out.append(
-                f'<polyline points="{d}" fill="none" stroke="{color}" stroke-width="1.6" stroke-linejoin="round"/>'
+                f'<polyline points="{d}" fill="none" stroke="{color}" stroke-width="1.6" '
+                'stroke-linejoin="round"/>'
             )
     for k, ((x, y), px) in enumerate(zip(ln.points, pixels, strict=True)):
         if px is None:

@@ -34,7 +34,8 @@ MAX_LINES = 8  # more lines than the palette has colours: a reader can no longer
 MAX_COLUMNS = 48  # more distinct x values than this (a time series): binned along the x scale
 LABEL_CHARS = 46  # a longer row label loses its middle, its whole text in the row's tooltip
 LEVELS = 32  # colours drawn: one <path> per colour keeps thousands of cells a small SVG
-# viridis (van der Walt & Smith 2015): perceptually uniform, readable with colour-vision deficiencies and in gray
+# viridis (van der Walt & Smith 2015): perceptually uniform, readable with colour-vision deficiencies and in
+# gray
 _VIRIDIS = ((0.0, (68, 1, 84)), (0.25, (59, 82, 139)), (0.5, (33, 145, 140)), (0.75, (94, 201, 98)),
             (1.0, (253, 231, 37)))  # fmt: skip
 
@@ -118,8 +119,11 @@ def series_heatmap(
     lo, hi = min(values), max(values)
     shade = Scale(lo, hi, 0.0, 1.0, "log10" if log else "linear")
     head, extra = title_block(title, width, 14)
-    note = wrap(f"{len(rows)} series, too many to tell apart as lines: one row each, its colour the {y_label}; "
-                "a row's tooltip lists its values.", int((width - 16) / (11 * 0.6)))  # fmt: skip
+    note = wrap(
+        f"{len(rows)} series, too many to tell apart as lines: one row each, its colour the {y_label}; "
+        "a row's tooltip lists its values.",
+        int((width - 16) / (11 * 0.6)),
+    )
     body = head + text_lines(10, 40 + extra, note, 14, size=11, fill=AXIS)
     top = 40 + extra + 14 * len(note) + 4
     shown = [abbreviated(label, LABEL_CHARS) for label, _ in rows]
@@ -136,8 +140,9 @@ def series_heatmap(
         for j, v in enumerate(vs):
             if v is not None:
                 level = min(LEVELS - 1, int(shade(v) * LEVELS))
-                paths.setdefault(level, []).append(f"M{_f(left + cell_w * j)} {_f(y)}h{_f(cell_w)}v{_f(row_h)}"
-                                                   f"h-{_f(cell_w)}z")  # fmt: skip
+                paths.setdefault(level, []).append(
+                    f"M{_f(left + cell_w * j)} {_f(y)}h{_f(cell_w)}v{_f(row_h)}h-{_f(cell_w)}z"
+                )
         tip = f"{label}: " + ", ".join(
             f"{xfmt(x)} {yfmt(v)}" for x, v in zip(centres, vs, strict=True) if v is not None
         )
