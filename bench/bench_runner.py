@@ -17,7 +17,8 @@ PROGRAM_RUNS runs of `argv = [PATH]` (the runner has boardlab-kern's launcher st
 cost per run (A: the run loop's time per run, the whole command's beside it; B: hyperfine's mean), the median
 of the pairwise ratios, the check "A per run within 1.1x B + 1 ms" on the median pair, and the stored wall
 time (read back from the store: the mean of the campaign's runs) against hyperfine's mean (target: within
-10%), with the 1-minute load average beside every figure.
+10%), with the 1-minute load average beside every figure. `--program --in-process` measures the same with
+the programs started from Python, the fallback where boardlab-kern lacks `launch`.
 """
 
 from __future__ import annotations
@@ -208,7 +209,18 @@ argv = [{json.dumps(path)}]
 """
 
 
-def program_boardlab(tmp: Path, i: int, path: str) -> tuple[float, float, float, float, float]:
+def in_process_kern(tmp: Path) -> Path:
+    """A boardlab-kern that refuses `launch`, as one built before it does: the runner then starts the
+    programs from Python (the fallback, `--in-process`)."""
+    wrapper = tmp / "kern-without-launch"
+    wrapper.write_text(f'#!/bin/sh\n[ "$1" = launch ] && exit 2\nexec "{kern_path()}" "$@"\n')
+    wrapper.chmod(0o755)
+    return wrapper
+
+
+def program_boardlab(
+    tmp: Path, i: int, path: str, in_process: bool
+) -> tuple[float, float, float, float, float]:
     """(the loop's s per run, the whole command's s per run, the stored wall time's mean in s, load, the
     stored wall time's median in s)."""
     from boardlab.store import Store
@@ -217,13 +229,14 @@ def program_boardlab(tmp: Path, i: int, path: str) -> tuple[float, float, float,
     plan.write_text(program_plan(path))
     t0 = time.perf_counter()
     boardlab = str(Path(sys.executable).parent / "boardlab")
+    env = {**os.environ, "BOARDLAB_KERN": str(in_process_kern(tmp))} if in_process else None
     out = subprocess.run(
         [boardlab, "run", str(plan), "--db", str(db), "--json", "--quiet"],
-        capture_output=True, text=True, check=True,
+        capture_output=True, text=True, check=True, env=env,
     )  # fmt: skip
     whole = time.perf_counter() - t0
-    # the runner says so when boardlab-kern's launcher cannot serve: this figure would be another path's
-    assert "launcher:" not in out.stderr, out.stderr
+    # the runner says so when boardlab-kern's launcher does not serve: the figure must be the path asked for
+    assert ("launcher:" in out.stderr) == in_process, out.stderr
     doc = json.loads(out.stdout)
     assert doc["runs_done"] == PROGRAM_RUNS, doc
     with Store.open(db, create=False) as store:
@@ -247,7 +260,7 @@ def program_hyperfine(tmp: Path, path: str) -> tuple[float, float, float, float]
     return result["mean"], whole / PROGRAM_RUNS, load(), result["median"]
 
 
-def program(path: str) -> int:
+def program(path: str, in_process: bool) -> int:
     """`--program PATH`: the program workload's cost per run and stored wall time against hyperfine -N."""
     ms = 1e3
 
@@ -260,7 +273,7 @@ def program(path: str) -> int:
         tmp, n = Path(d), itertools.count()
         done = alternate(
             PROGRAM_PAIRS,
-            lambda: program_boardlab(tmp, next(n), path),
+            lambda: program_boardlab(tmp, next(n), path, in_process),
             lambda: program_hyperfine(tmp, path),
             said,
         )
@@ -276,7 +289,8 @@ def program(path: str) -> int:
     def b_ms(i: int) -> float:
         return statistics.median(b[i] for _, b, _ in done) * ms
 
-    print(f"program {path}, {PROGRAM_RUNS} runs a side, {PROGRAM_PAIRS} pairs, CPU {CPU}")
+    starter = "from Python (--in-process)" if in_process else "by boardlab-kern launch"
+    print(f"program {path} started {starter}, {PROGRAM_RUNS} runs a side, {PROGRAM_PAIRS} pairs, CPU {CPU}")
     print(f"boardlab run loop per run: median {a_ms(0):.3f} ms (whole command {a_ms(1):.2f} ms, interpreter "
           f"start-up and inventory spread over the runs); {at}")  # fmt: skip
     print(f"hyperfine -N per run (its mean): median {b_ms(0):.3f} ms (whole command {b_ms(1):.2f} ms); {at}")
@@ -308,8 +322,8 @@ def main() -> int:
             print(f"{tool} is not installed (apt-get install {package}): the reference cannot be measured")
             return 1
     if "--program" in sys.argv[1:]:
-        rest = sys.argv[sys.argv.index("--program") + 1 :]
-        return program(rest[0] if rest else "/bin/true")
+        rest = [a for a in sys.argv[sys.argv.index("--program") + 1 :] if a != "--in-process"]
+        return program(rest[0] if rest else "/bin/true", "--in-process" in sys.argv[1:])
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         n = itertools.count()  # each boardlab campaign in its own database
