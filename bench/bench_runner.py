@@ -185,6 +185,7 @@ def phases(tmp: Path, runs: int = 100) -> None:
 
 PROGRAM_RUNS = 100
 PROGRAM_PAIRS = 10  # even: as many pairs in each order
+GAP_S = 0.001  # the idle gap hyperfine is given before each run for comparison (about the runner's own work)
 PROGRAM_EXTRA_S = 0.001  # the issue's allowance per run beyond 1.1x hyperfine's
 STORED_WITHIN = 0.10
 
@@ -246,18 +247,22 @@ def program_boardlab(
     return doc["loop_s"] / PROGRAM_RUNS, whole / PROGRAM_RUNS, mean_s, load(), median_s
 
 
-def program_hyperfine(tmp: Path, path: str) -> tuple[float, float, float, float]:
-    """(hyperfine's mean s per run, its whole command's s per run, load, its median s)."""
+def program_hyperfine(tmp: Path, path: str) -> tuple[float, float, float, float, float]:
+    """(hyperfine's mean s per run, its whole command's s per run, load, its median s, its mean s with an
+    idle gap before each run). The last is not the target: hyperfine's runs follow each other within
+    microseconds on a CPU that never idles, a runner's after its own work of a millisecond, during which
+    the program's CPU idles; `--prepare "sleep GAP_S"` gives hyperfine's runs such a gap, so that the part of
+    the stored time that is the CPU's state after a gap, not the harness, shows."""
     export = tmp / "hf-program.json"
     t0 = time.perf_counter()
-    subprocess.run(
-        ["taskset", "-c", str(CPU), "hyperfine", "-N", "--runs", str(PROGRAM_RUNS), "--style", "none",
-         "--export-json", str(export), path],
-        capture_output=True, check=True,
-    )  # fmt: skip
+    hyperfine = ["taskset", "-c", str(CPU), "hyperfine", "-N", "--runs", str(PROGRAM_RUNS), "--style", "none"]
+    subprocess.run([*hyperfine, "--export-json", str(export), path], capture_output=True, check=True)
     whole = time.perf_counter() - t0
     result = json.loads(export.read_text())["results"][0]
-    return result["mean"], whole / PROGRAM_RUNS, load(), result["median"]
+    gapped = [*hyperfine, "--prepare", f"sleep {GAP_S}", "--export-json", str(export), path]
+    subprocess.run(gapped, capture_output=True, check=True)
+    gapped_mean = json.loads(export.read_text())["results"][0]["mean"]
+    return result["mean"], whole / PROGRAM_RUNS, load(), result["median"], gapped_mean
 
 
 def program(path: str, in_process: bool) -> int:
@@ -304,6 +309,11 @@ def program(path: str, in_process: bool) -> int:
     verdict = "PASS" if abs(ratio - 1) <= STORED_WITHIN else "FAIL"
     print(f"stored wall time / hyperfine's mean: median of {len(stored.ratios)} pairwise ratios {ratio:.3f} "
           f"(stored mean {a_ms(2):.3f} ms), target within {STORED_WITHIN:.0%} -> {verdict}; "
+          f"{at}")  # fmt: skip
+    gapped = ratios_of(done, lambda a, b: a[2] / b[4])
+    print(f"  stored wall time / hyperfine's mean with a {GAP_S * ms:g} ms idle gap before each run "
+          f"(--prepare sleep; not the target: how much of the difference is the CPU's state after a gap): "
+          f"median ratio {statistics.median(gapped.ratios):.3f} (hyperfine {b_ms(4):.3f} ms); "
           f"{at}")  # fmt: skip
     medians = ratios_of(done, lambda a, b: a[4] / b[3])  # what a loaded machine's slow outliers do not move
     print(f"  the same of the medians (not the target; beside it for a loaded machine): "
