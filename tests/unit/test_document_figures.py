@@ -127,3 +127,33 @@ def test_a_figure_stored_in_the_old_shape_is_not_read_as_a_new_one():
         doc.from_plain(old)
     with pytest.raises(ValueError, match="unknown type 'Nonsense'"):
         doc.from_plain({"type": "Figure", "spec": {"type": "Nonsense"}, "formats": ["html"]})
+
+
+def test_the_campaign_pages_json_twin_keeps_the_figures_shape_of_old():
+    """serve's .json twin of a campaign page says a figure as it did when it was a kind and a dict: the old
+    key names and values, the arguments the figure left at their defaults added; the rest as stored."""
+    from boardlab.web.pages import figure_twin
+
+    figures = tuple(doc.Figure(s) for s in EVERY_KIND)
+    prose = doc.Prose("p")
+    document = doc.Document("t", (doc.section("s", prose, *figures, doc.Multiples(figures[-1:])),))
+    plain = json.loads(json.dumps(to_plain(document), allow_nan=False))
+    stored = json.dumps(plain)
+    twin = figure_twin(plain)
+    assert json.dumps(plain) == stored, "the stored document is read, not changed"
+    blocks = twin["sections"][0]["blocks"]
+    assert blocks[0] == to_plain(prose) and twin["title"] == "t"
+    assert [b["kind"] for b in blocks[1:-1]] == [
+        "boxplot", "grouped_boxplot", "heatmap", "line_plot", "series_plot", "histograms", "bars"
+    ]  # fmt: skip
+    # the stream study's stage bars as their dict was: {"bars", "unit", "title"}
+    old = {"bars": [["decode", 1.5], ["copy", 0.25]], "unit": "ns/B", "title": "bars"}
+    assert blocks[-2] == {
+        "type": "Figure",
+        "kind": "bars",
+        "data": {**old, "width": 420},
+        "formats": ["html"],
+    }
+    assert blocks[-1]["figures"] == [blocks[-2]] and blocks[-1]["type"] == "Multiples"
+    heat = blocks[3]["data"]
+    assert heat["cells"]["[0, 0]"] == to_plain(doc.HeatCell(1.2, "slowdown", True, "t"))

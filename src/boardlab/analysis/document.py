@@ -13,10 +13,11 @@ are already-formatted strings (`analysis.format`), so the three formats print th
 from __future__ import annotations
 
 import functools
+import typing
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, ClassVar, overload
 
 from boardlab.analysis.format import field_words
 
@@ -241,12 +242,15 @@ class Histogram:
 
 # ---- plot specifications: one record per kind of plot, its fields the plot function's arguments ----------
 # The names and defaults are the plot functions' own (report.plot): `draw` calls the plot with the fields.
+# `kind` is what a figure was called when it was a kind and a dict of arguments: serve's .json twin of a
+# report still says it (web.pages.figure_twin), so what a reader of the twin gets does not change.
 
 
 @dataclass(frozen=True)
 class BoxplotSpec:
     """Horizontal boxplots sharing a value axis (`report.plot.boxplot`); `log` None: decided by the span."""
 
+    kind: ClassVar[str] = "boxplot"  # the plot's name in JSON (serve's .json twin): not a field
     boxes: Sequence[Box]
     title: str
     unit: str
@@ -260,6 +264,7 @@ class GroupedBoxplotSpec:
     """Vertical boxplots, one category per group and one box per series in each (`report.plot
     .grouped_boxplot`); a None slot is a combination without data."""
 
+    kind: ClassVar[str] = "grouped_boxplot"
     groups: Sequence[tuple[str, Sequence[Box | None]]]
     series: Sequence[str]
     title: str
@@ -275,6 +280,7 @@ class GroupedBoxplotSpec:
 class HeatmapSpec:
     """Rows x columns colored by a cost ratio (`report.plot.heatmap`); `cells` keyed by (row, column)."""
 
+    kind: ClassVar[str] = "heatmap"
     rows: Sequence[str]
     cols: Sequence[str]
     cells: dict[tuple[int, int], HeatCell]
@@ -289,6 +295,7 @@ class LinePlotSpec:
     heatmap of a row per line). `y_kind` "auto": log10 when the values span enough. `x_format`/`y_format`
     name a tick formatter of `report.plot.FORMATS` ("bytes", "si"): a name, so the spec stays plain data."""
 
+    kind: ClassVar[str] = "line_plot"
     lines: Sequence[Line]
     title: str
     x_label: str
@@ -312,6 +319,7 @@ class SeriesPlotSpec:
     """Monitor series over time: a line plot whose lines `draw` downsamples to about a point per pixel and
     breaks at the gaps between runs. The line plot's arguments, less the tick formatters it does not use."""
 
+    kind: ClassVar[str] = "series_plot"
     lines: Sequence[Line]
     title: str
     x_label: str
@@ -332,6 +340,7 @@ class SeriesPlotSpec:
 class HistogramsSpec:
     """One histogram per panel on shared axes (`report.plot.histograms`); `unit` of the value axis."""
 
+    kind: ClassVar[str] = "histograms"
     panels: Sequence[Histogram]
     unit: str
 
@@ -340,6 +349,7 @@ class HistogramsSpec:
 class BarsSpec:
     """Horizontal bars with their values (`report.plot.bars`): (name, value) in `unit`."""
 
+    kind: ClassVar[str] = "bars"
     bars: Sequence[tuple[str, float]]
     unit: str
     title: str
@@ -349,8 +359,7 @@ class BarsSpec:
 PlotSpec = (
     BoxplotSpec | GroupedBoxplotSpec | HeatmapSpec | LinePlotSpec | SeriesPlotSpec | HistogramsSpec | BarsSpec
 )
-PLOT_SPECS: tuple[type, ...] = (BoxplotSpec, GroupedBoxplotSpec, HeatmapSpec, LinePlotSpec, SeriesPlotSpec,
-                                HistogramsSpec, BarsSpec)  # fmt: skip
+PLOT_SPECS: tuple[type[PlotSpec], ...] = typing.get_args(PlotSpec)  # every kind, in the union's order
 
 
 def table_notes(whys: Sequence[Sequence[str]]) -> tuple[list[str], tuple[str, ...]]:
