@@ -45,7 +45,9 @@ if TYPE_CHECKING:
 # lists of campaigns whatever the schema, is where and what it was
 # 5: a step's rows_json is its `ComparisonRow` records (model.records), not dicts: a schema-4 step is computed
 # again from the runs, never read as records
-SUMMARY_SCHEMA = 5
+# 6: the document's figures are typed plot specifications (`Figure.spec`, analysis.document.PlotSpec), no
+# longer a kind and a dict of arguments: a schema-5 document is computed again from the runs, never misread
+SUMMARY_SCHEMA = 6
 FIRST_SUMMARY_STORE = 8  # the store migration that added campaign_summaries
 # what decides a summary's contents: the layout here, the statistics, the analysis and its records
 CODE_PACKAGES = ("stats", "analysis", "model")

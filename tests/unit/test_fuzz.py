@@ -581,7 +581,7 @@ def document(gen: Gen) -> doc.Document:
     ]
     if gen.randrange(10) == 0:
         boxes = [doc.Box(h(), [1.0, 2.0, 3.0], note=h()) for _ in range(2)]
-        blocks.append(doc.Figure("boxplot", {"boxes": boxes, "title": h(), "unit": h()}))
+        blocks.append(doc.Figure(doc.BoxplotSpec(boxes=boxes, title=h(), unit=h())))
     return doc.Document(h(), (doc.Section(h(), tuple(blocks), anchor=h()),))
 
 

@@ -159,7 +159,7 @@ def test_a_service_that_stopped_ends_its_line_and_says_so_instead_of_falling_to_
         and max(bands[("cpu_pct_one_cpu", "app")].seconds) == 12
     )
     fig = series_study._figure("t", [gps, bands[("cpu_pct_one_cpu", "app")]], 800)
-    assert [ln.label for ln in fig.data["lines"]] == ["gps (stopped at 6 s)", "app"]
+    assert [ln.label for ln in fig.spec.lines] == ["gps (stopped at 6 s)", "app"]
 
 
 def test_the_series_section_draws_a_line_per_service_and_pss_beside_rss(tmp_path):
@@ -174,14 +174,14 @@ def test_the_series_section_draws_a_line_per_service_and_pss_beside_rss(tmp_path
     (section,) = series_study.sections(a, record)
     figures = [b for b in section.blocks if isinstance(b, doc.Figure)]
     pairs = [b for b in section.blocks if isinstance(b, doc.Multiples)]
-    cpu = [f for f in figures if f.data["y_label"].startswith("cpu_pct_one_cpu")]
-    assert len(cpu) == 4 and [ln.label for ln in cpu[0].data["lines"]] == ["position", "orientation", "dot"]
-    assert all(ln.errors and len(ln.errors) == 12 for ln in cpu[0].data["lines"])  # min-max per second
-    assert len(pairs) == 4 and [f.data["y_label"].split(" ")[0] for f in pairs[0].figures] == [
+    cpu = [f for f in figures if f.spec.y_label.startswith("cpu_pct_one_cpu")]
+    assert len(cpu) == 4 and [ln.label for ln in cpu[0].spec.lines] == ["position", "orientation", "dot"]
+    assert all(ln.errors and len(ln.errors) == 12 for ln in cpu[0].spec.lines)  # min-max per second
+    assert len(pairs) == 4 and [f.spec.y_label.split(" ")[0] for f in pairs[0].figures] == [
         "rss_bytes",
         "pss_bytes",
     ]
-    assert "MiB" in pairs[0].figures[0].data["y_label"]
+    assert "MiB" in pairs[0].figures[0].spec.y_label
     # the summary card groups the services' headline figures under their study
     from boardlab.analysis.sections import summary_card
 

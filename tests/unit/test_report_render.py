@@ -38,7 +38,7 @@ def test_blocks_appear_only_in_their_formats():
             doc.Prose("everywhere"),
             doc.Prose("rich only", formats=doc.RICH),
             doc.Prose("text only", formats=frozenset({"text"})),
-            doc.Figure("bars", {"bars": [("a", 1.0)], "unit": "ns/B", "title": "bars"}),
+            doc.Figure(doc.BarsSpec(bars=[("a", 1.0)], unit="ns/B", title="bars")),
         )
     ]
     out = _all(sections)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from boardlab.analysis.document import Figure, Line
+from boardlab.analysis.document import Figure, Line, LinePlotSpec
 from boardlab.analysis.format import label_sort_key
 from boardlab.report.plot import draw
 from boardlab.report.plot.seriesmap import MAX_LINES, abbreviated
@@ -23,9 +23,9 @@ def mhz(i: int) -> str:
 def figure(n_lines: int, label=mhz) -> Figure:
     """n lines given highest first, so that the heatmap's order is its own."""
     lines = [Line(label(i), [(x, 2.0 + i + x / 4096) for x in SIZES]) for i in reversed(range(n_lines))]
-    return Figure("line_plot", {"lines": lines, "title": "mem.latency: ns per access by working-set size",
-                                "x_label": "working-set size", "y_label": "ns per access [ns]",
-                                "x_kind": "log2", "y_kind": "auto", "x_format": "bytes"})  # fmt: skip
+    return Figure(LinePlotSpec(lines=lines, title="mem.latency: ns per access by working-set size",
+                               x_label="working-set size", y_label="ns per access [ns]",
+                               x_kind="log2", y_kind="auto", x_format="bytes"))  # fmt: skip
 
 
 def test_labels_sort_by_the_quantities_they_name():

@@ -126,6 +126,7 @@ def test_the_sensors_share_of_each_service_with_a_sensor():
 def test_a_governor_sweeps_conditions_read_in_hertz_in_the_services_and_energy_labels():
     """`policy0@1400000` (kHz without a unit) as a reader reads it, in the services study's rows and in the
     energy study's per-condition table and power-trace titles."""
+    from boardlab.analysis import document as doc
     from boardlab.analysis.studies.energy import EnergyStudy, _plots, condition_rows
     from boardlab.analysis.studies.services import ServiceCell, sensor_shares
 
@@ -139,5 +140,5 @@ def test_a_governor_sweeps_conditions_read_in_hertz_in_the_services_and_energy_l
                         by_condition=(("policy0@200000+policy4@2000000", "baseline", 2, 1.1, 1.2),),
                         )  # fmt: skip
     assert condition_rows(study)[1][0][:2] == ("policy0 200 MHz + policy4 2 GHz", "baseline")
-    titles = [b.data["title"] for b in _plots(study) if hasattr(b, "data")]
+    titles = [b.spec.title for b in _plots(study) if isinstance(b, doc.Figure)]
     assert "Power during a median run: policy0 200 MHz + policy4 2 GHz" in titles

@@ -3,7 +3,8 @@ and laid out by each renderer of `boardlab.report` (HTML with inline SVG, Markdo
 
 A renderer supplies only the markup (headings, paragraphs, rows and dividers, a plot for a figure), the way
 hyperfine's markup exporter does; every word and number is decided here, once, for all formats. A figure is a
-plot specification (a kind and its data), never SVG: `report.plot` draws it, text and Markdown leave it out.
+plot specification (a record per kind of plot holding its arguments), never SVG: `report.plot` draws it, text
+and Markdown leave it out.
 
 `formats` on a block says where it appears ("html", "md", "text"); most blocks appear everywhere. Table cells
 are already-formatted strings (`analysis.format`), so the three formats print the same digits.
@@ -12,10 +13,11 @@ are already-formatted strings (`analysis.format`), so the three formats print th
 from __future__ import annotations
 
 import functools
+import typing
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any, ClassVar, overload
 
 from boardlab.analysis.format import field_words
 
@@ -108,11 +110,11 @@ class Preformatted:
 
 @dataclass(frozen=True)
 class Figure:
-    """A plot specification: `kind` names a plot of `report.plot` and `data` holds its arguments (plain data:
-    numbers, strings and the records below). Only HTML draws figures."""
+    """A plot: `spec` is one of the plot specifications below (PlotSpec), a record per kind of plot of
+    `report.plot` holding exactly that plot's arguments, so a wrong or missing argument fails where the figure
+    is built, not when a report is drawn. Only HTML draws figures."""
 
-    kind: str
-    data: dict[str, Any]
+    spec: PlotSpec
     formats: frozenset[str] = HTML
 
 
@@ -154,7 +156,7 @@ class Document:
     sections: tuple[Section, ...] = field(default_factory=tuple)
 
 
-# ---- plot data: what a figure's `data` may hold, besides numbers and strings -------------------------------
+# ---- plot data: the records a plot specification holds, besides numbers and strings ------------------------
 
 
 @dataclass(frozen=True)
@@ -238,6 +240,128 @@ class Histogram:
     missing: str | None = None  # why there is no histogram to draw
 
 
+# ---- plot specifications: one record per kind of plot, its fields the plot function's arguments ----------
+# The names and defaults are the plot functions' own (report.plot): `draw` calls the plot with the fields.
+# `kind` is what a figure was called when it was a kind and a dict of arguments: serve's .json twin of a
+# report still says it (web.pages.figure_twin), so what a reader of the twin gets does not change.
+
+
+@dataclass(frozen=True)
+class BoxplotSpec:
+    """Horizontal boxplots sharing a value axis (`report.plot.boxplot`); `log` None: decided by the span."""
+
+    kind: ClassVar[str] = "boxplot"  # the plot's name in JSON (serve's .json twin): not a field
+    boxes: Sequence[Box]
+    title: str
+    unit: str
+    log: bool | None = None
+    width: int = 800
+    seed: int = 0  # of the jitter of the dots: a figure draws the same every time
+
+
+@dataclass(frozen=True)
+class GroupedBoxplotSpec:
+    """Vertical boxplots, one category per group and one box per series in each (`report.plot
+    .grouped_boxplot`); a None slot is a combination without data."""
+
+    kind: ClassVar[str] = "grouped_boxplot"
+    groups: Sequence[tuple[str, Sequence[Box | None]]]
+    series: Sequence[str]
+    title: str
+    unit: str
+    x_label: str = ""
+    log: bool | None = None
+    width: int = 800
+    height: int = 340
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class HeatmapSpec:
+    """Rows x columns colored by a cost ratio (`report.plot.heatmap`); `cells` keyed by (row, column)."""
+
+    kind: ClassVar[str] = "heatmap"
+    rows: Sequence[str]
+    cols: Sequence[str]
+    cells: dict[tuple[int, int], HeatCell]
+    title: str
+    width: int = 800
+    limit: float = 2.0  # the ratio where the colors saturate (and 1/limit)
+
+
+@dataclass(frozen=True)
+class LinePlotSpec:
+    """Lines on linear, log10 or log2 axes (`report.plot.line_plot`; more lines than a reader tells apart, a
+    heatmap of a row per line). `y_kind` "auto": log10 when the values span enough. `x_format`/`y_format`
+    name a tick formatter of `report.plot.FORMATS` ("bytes", "si"): a name, so the spec stays plain data."""
+
+    kind: ClassVar[str] = "line_plot"
+    lines: Sequence[Line]
+    title: str
+    x_label: str
+    y_label: str
+    x_kind: str = "linear"
+    y_kind: str = "linear"
+    x_format: str | None = None
+    y_format: str | None = None
+    y_zero: bool = False
+    width: int = 800
+    height: int = 300
+    legend: bool = True
+    frame: str | None = None  # a border color
+    title_size: int = 14
+    subtitle: str | None = None
+    x_integer: bool = False
+
+
+@dataclass(frozen=True)
+class SeriesPlotSpec:
+    """Monitor series over time: a line plot whose lines `draw` downsamples to about a point per pixel and
+    breaks at the gaps between runs. The line plot's arguments, less the tick formatters it does not use."""
+
+    kind: ClassVar[str] = "series_plot"
+    lines: Sequence[Line]
+    title: str
+    x_label: str
+    y_label: str
+    x_kind: str = "linear"
+    y_kind: str = "linear"
+    y_zero: bool = False
+    width: int = 800
+    height: int = 300
+    legend: bool = True
+    frame: str | None = None
+    title_size: int = 14
+    subtitle: str | None = None
+    x_integer: bool = False
+
+
+@dataclass(frozen=True)
+class HistogramsSpec:
+    """One histogram per panel on shared axes (`report.plot.histograms`); `unit` of the value axis."""
+
+    kind: ClassVar[str] = "histograms"
+    panels: Sequence[Histogram]
+    unit: str
+
+
+@dataclass(frozen=True)
+class BarsSpec:
+    """Horizontal bars with their values (`report.plot.bars`): (name, value) in `unit`."""
+
+    kind: ClassVar[str] = "bars"
+    bars: Sequence[tuple[str, float]]
+    unit: str
+    title: str
+    width: int = 420
+
+
+PlotSpec = (
+    BoxplotSpec | GroupedBoxplotSpec | HeatmapSpec | LinePlotSpec | SeriesPlotSpec | HistogramsSpec | BarsSpec
+)
+PLOT_SPECS: tuple[type[PlotSpec], ...] = typing.get_args(PlotSpec)  # every kind, in the union's order
+
+
 def table_notes(whys: Sequence[Sequence[str]]) -> tuple[list[str], tuple[str, ...]]:
     """Explanations that repeat on several rows said once: (each row's own text, the table's notes). A
     sentence on every row becomes a note of the whole table; one on some rows a numbered note the row
@@ -267,7 +391,7 @@ def section(title: str, *blocks: Block | None, level: int = 2, anchor: str = "",
 # ---- a document kept as JSON (boardlab.summary stores `model.records.to_plain(document)`), read back -------
 
 RECORDS = (Document, Section, Prose, Items, Preformatted, Figure, Multiples, Facts, Table, Column, Box,
-           HeatCell, Line, Histogram)  # fmt: skip
+           HeatCell, Line, Histogram, *PLOT_SPECS)  # fmt: skip
 
 
 def from_plain(value: Any) -> Any:

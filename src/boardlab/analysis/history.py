@@ -433,11 +433,11 @@ def _figures(board: dict) -> doc.Multiples | None:
         if sum(1 for _, y in pts if y is not None) < 2:
             continue
         figures.append(
-            doc.Figure("line_plot", {
-                "lines": [doc.Line(c["condition"], pts, errs)], "title": f"{name} @ {c['condition']}",
-                "x_label": "campaign #", "y_label": f"{c['metric']} [{unit_label(c['unit'])}]",
-                "x_integer": True, "width": 380, "height": 220, "legend": False, "title_size": 12,
-            })
+            doc.Figure(doc.LinePlotSpec(
+                lines=[doc.Line(c["condition"], pts, errs)], title=f"{name} @ {c['condition']}",
+                x_label="campaign #", y_label=f"{c['metric']} [{unit_label(c['unit'])}]",
+                x_integer=True, width=380, height=220, legend=False, title_size=12,
+            ))
         )  # fmt: skip
     return doc.Multiples(tuple(figures)) if figures else None
 

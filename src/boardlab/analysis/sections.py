@@ -480,9 +480,7 @@ def run_values(a: CampaignAnalysis) -> doc.Section | None:
         fixed = {k: v for k, v in cells[0].params.items() if k not in varying}
         title = f"{workload}" + (f" ({params_text(fixed)})" if fixed else "") + f": {metric}, {direction}"
         blocks.append(
-            doc.Figure(
-                "boxplot", {"boxes": boxes, "title": title, "unit": f"{metric} [{cells[0].unit}]", "seed": i}
-            )
+            doc.Figure(doc.BoxplotSpec(boxes=boxes, title=title, unit=f"{metric} [{cells[0].unit}]", seed=i))
         )
     return doc.section("Run values per workload", *blocks, formats=doc.HTML, anchor="run-values")
 
@@ -525,13 +523,9 @@ def heatmap(a: CampaignAnalysis) -> doc.Section | None:
         )
         cells[key] = doc.HeatCell(comp.cost_ratio, comp.verdict.kind, comp.verdict.confounded, tip)
     figure = doc.Figure(
-        "heatmap",
-        {
-            "rows": rows,
-            "cols": cols,
-            "cells": cells,
-            "title": "Cost ratio against the baseline (workload × condition)",
-        },
+        doc.HeatmapSpec(
+            rows=rows, cols=cols, cells=cells, title="Cost ratio against the baseline (workload × condition)"
+        )
     )
     return doc.section("Slowdown heatmap", figure, formats=doc.HTML, anchor="heatmap")
 
@@ -581,20 +575,18 @@ def drift(a: CampaignAnalysis) -> doc.Section | None:
         short = cell_label(c.workload, c.params, varying[c.workload])
         figures.append(
             doc.Figure(
-                "line_plot",
-                {
-                    "lines": lines,
-                    "title": short,
-                    "subtitle": f"ρ = {d.rho:+.2f}, p "
-                    f"{p_is(d.p_value)}{flag} · {condition_text(c.condition)}",
-                    "x_label": "run sequence in the campaign",
-                    "y_label": unit,
-                    "width": 272,
-                    "height": 190,
-                    "legend": False,
-                    "frame": "#b2182b" if d.flagged else "#dddddd",
-                    "title_size": 11,
-                },
+                doc.LinePlotSpec(
+                    lines=lines,
+                    title=short,
+                    subtitle=f"ρ = {d.rho:+.2f}, p {p_is(d.p_value)}{flag} · {condition_text(c.condition)}",
+                    x_label="run sequence in the campaign",
+                    y_label=unit,
+                    width=272,
+                    height=190,
+                    legend=False,
+                    frame="#b2182b" if d.flagged else "#dddddd",
+                    title_size=11,
+                )
             )
         )
     return doc.section(
@@ -634,15 +626,14 @@ def monitor(series: Series | None) -> doc.Section | None:
         lines = [doc.Line(source, list(series.lines[source]), markers=False) for source in sources]
         figures.append(
             doc.Figure(
-                "series_plot",
-                {
-                    "lines": lines,
-                    "title": title,
-                    "x_label": f"time since the first run started [{series.time_unit}]",
-                    "y_label": y_label,
-                    "y_zero": title == "CPU load",
-                    "height": 260,
-                },
+                doc.SeriesPlotSpec(
+                    lines=lines,
+                    title=title,
+                    x_label=f"time since the first run started [{series.time_unit}]",
+                    y_label=y_label,
+                    y_zero=title == "CPU load",
+                    height=260,
+                )
             )
         )
     return doc.section(

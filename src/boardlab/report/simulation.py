@@ -33,8 +33,16 @@ def _heatmap(rows: list[dict], traces: list[str], policies: list[str], key: str,
                 else (f"{what} x{ratio:.3f}" if ratio else "")
             )
             cells[(i, j)] = HeatCell(ratio, None, False, tip or "")
-    data = {"rows": traces, "cols": policies, "cells": cells, "title": f"{what} relative to ondemand"}
-    return doc.Figure("heatmap", {**data, "width": 1000, "limit": 2.0})
+    return doc.Figure(
+        doc.HeatmapSpec(
+            rows=traces,
+            cols=policies,
+            cells=cells,
+            title=f"{what} relative to ondemand",
+            width=1000,
+            limit=2.0,
+        )
+    )
 
 
 def _row(r: dict) -> tuple[str, ...]:

@@ -155,6 +155,30 @@ class Rendered:
         self.title, self.html, self.twin_json, self.refresh = title, html, twin_json, refresh
 
 
+def figure_twin(plain: dict) -> dict:
+    """A stored report document (`model.records.to_plain`) as the campaign page's .json twin says it: as
+    stored, but for its figures, which keep the shape they had before they were typed plot specifications
+    (analysis.document.PlotSpec), so a reader of the twin is not broken by a change of the code's shape:
+    `{"type": "Figure", "kind": <the plot's name>, "data": {argument: value}, "formats": [...]}`, `data` every
+    field of the spec (a superset of the old dict, which held only the arguments a figure set). Figures are
+    blocks of a section or of a Multiples, nowhere else; everything else is the stored JSON as it was."""
+    kinds = {spec.__name__: spec.kind for spec in doc.PLOT_SPECS}
+
+    def figure(f: dict) -> dict:
+        data = dict(f["spec"])
+        return {"type": "Figure", "kind": kinds[data.pop("type")], "data": data, "formats": f["formats"]}
+
+    def block(b: dict) -> dict:
+        if b.get("type") == "Figure":
+            return figure(b)
+        if b.get("type") == "Multiples":
+            return {**b, "figures": [figure(f) for f in b["figures"]]}
+        return b
+
+    sections = [{**s, "blocks": [block(b) for b in s["blocks"]]} for s in plain["sections"]]
+    return {**plain, "sections": sections}
+
+
 def campaign(store, campaign_id: int, background=None) -> Rendered:
     """The campaign's report document, as `boardlab report` builds it, from the campaign's stored summary
     (boardlab.summary): its document computed when the campaign ended, rendered here; computed now, and kept
@@ -168,10 +192,12 @@ def campaign(store, campaign_id: int, background=None) -> Rendered:
     def render(s) -> Rendered:
         from boardlab.report.render import render_document
 
+        assert s.document_json is not None, "read the summary with_document=True"
+        plain = json.loads(s.document_json)  # read once, for the page and its twin
         # rendered here, through the renderer that escapes every word, never from stored HTML
-        html = render_document(summary.document_of(s), "html")
-        twin = f'{{"schema": {WEB_SCHEMA}, "campaign_id": {campaign_id}, "document": {s.document_json}}}'
-        return Rendered(title, html, twin)
+        html = render_document(doc.from_plain(plain), "html")
+        twin = {"schema": WEB_SCHEMA, "campaign_id": campaign_id, "document": figure_twin(plain)}
+        return Rendered(title, html, json.dumps(twin, allow_nan=False))
 
     got = summary.stored(store, campaign_id, with_document=True)
     if got is not None:

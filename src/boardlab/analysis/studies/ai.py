@@ -275,17 +275,16 @@ def sections(analysis: CampaignAnalysis, study: AiStudy) -> list[doc.Section]:
     u = units.pop() if len(units) == 1 else "unit"
     panels = tuple(
         doc.Figure(
-            "grouped_boxplot",
-            {
-                "groups": [(c.condition, [doc.Box(c.condition, c.values, c.invalid_values)]) for c in cells],
-                "series": [""],
-                "title": title,
-                "unit": f"per-frame latency [{u}]",
-                "x_label": "condition",
-                "width": 600,
-                "height": 360,
-                "seed": i,
-            },
+            doc.GroupedBoxplotSpec(
+                groups=[(c.condition, [doc.Box(c.condition, c.values, c.invalid_values)]) for c in cells],
+                series=[""],
+                title=title,
+                unit=f"per-frame latency [{u}]",
+                x_label="condition",
+                width=600,
+                height=360,
+                seed=i,
+            )
         )
         for i, (title, cells) in enumerate(groups(analysis, study))
     )

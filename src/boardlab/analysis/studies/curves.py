@@ -117,17 +117,16 @@ def sections(analysis: CampaignAnalysis, study: CurvesStudy) -> list[doc.Section
         ]
         figures.append(
             doc.Figure(
-                "line_plot",
-                {
-                    "lines": lines,
-                    "title": f"{g.workload}: {metric} by working-set size",
-                    "x_label": "working-set size (log2 scale)",
-                    "y_label": f"{metric} [{g.unit}]",
-                    "x_kind": "log2",
-                    "y_kind": "auto",
-                    "x_format": "bytes",
-                    "height": 360,
-                },
+                doc.LinePlotSpec(
+                    lines=lines,
+                    title=f"{g.workload}: {metric} by working-set size",
+                    x_label="working-set size (log2 scale)",
+                    y_label=f"{metric} [{g.unit}]",
+                    x_kind="log2",
+                    y_kind="auto",
+                    x_format="bytes",
+                    height=360,
+                )
             )
         )
     return [

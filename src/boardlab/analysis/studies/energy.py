@@ -337,42 +337,39 @@ def _plots(study: EnergyStudy) -> list[doc.Block]:
     if study.cells:
         figures += [
             doc.Figure(
-                "boxplot",
-                {
-                    "boxes": [
+                doc.BoxplotSpec(
+                    boxes=[
                         doc.Box(
                             f"{c.label} @ {condition_text(c.condition)}", c.energies_j, note=f"n={c.n_runs}"
                         )
                         for c in study.cells
                     ],
-                    "title": f"Energy per run ({study.primary})",
-                    "unit": "J",
-                },
+                    title=f"Energy per run ({study.primary})",
+                    unit="J",
+                )
             ),
             doc.Figure(
-                "boxplot",
-                {
-                    "boxes": [
+                doc.BoxplotSpec(
+                    boxes=[
                         doc.Box(f"{c.label} @ {condition_text(c.condition)}", c.edps_js, note=f"n={c.n_runs}")
                         for c in study.cells
                     ],
-                    "title": "Energy-delay product per run",
-                    "unit": "J*s",
-                },
+                    title="Energy-delay product per run",
+                    unit="J*s",
+                )
             ),
         ]
     for cond, lines in study.traces.items():
         figures.append(
             doc.Figure(
-                "line_plot",
-                {
-                    "lines": [doc.Line(label, pts, markers=False) for label, pts in lines],
-                    "title": f"Power during a median run: {condition_text(cond)}",
-                    "x_label": "time since the worker started [s]",
-                    "y_label": f"power [W] ({study.primary})",
-                    "y_zero": True,
-                    "height": 260,
-                },
+                doc.LinePlotSpec(
+                    lines=[doc.Line(label, pts, markers=False) for label, pts in lines],
+                    title=f"Power during a median run: {condition_text(cond)}",
+                    x_label="time since the worker started [s]",
+                    y_label=f"power [W] ({study.primary})",
+                    y_zero=True,
+                    height=260,
+                )
             )
         )
     return figures

@@ -229,7 +229,7 @@ def _heatmap(s: SweepMap, simulated: str | None) -> doc.Figure:
     title = f"{s.this_policy} {s.pattern} {_size(s.size_bytes)} (columns: {s.other_policy or '-'} MHz)"
     if simulated:
         title = f"simulated {simulated}: {title}"
-    return doc.Figure("heatmap", {"rows": rows, "cols": cols, "cells": cells, "title": title, "limit": 2.0})
+    return doc.Figure(doc.HeatmapSpec(rows=rows, cols=cols, cells=cells, title=title, limit=2.0))
 
 
 def sections(analysis, g: GovernorStudy) -> list[doc.Section]:

@@ -337,16 +337,15 @@ def _boxplots(analysis: CampaignAnalysis, study: RtStudy) -> list[doc.Block]:
         )
         out.append(
             doc.Figure(
-                "grouped_boxplot",
-                {
-                    "groups": groups,
-                    "series": modes,
-                    "title": f"{title}: max latency per run, lower is better",
-                    "unit": f"max latency [{u}]",
-                    "x_label": x_label,
-                    "height": 400,
-                    "seed": i,
-                },
+                doc.GroupedBoxplotSpec(
+                    groups=groups,
+                    series=modes,
+                    title=f"{title}: max latency per run, lower is better",
+                    unit=f"max latency [{u}]",
+                    x_label=x_label,
+                    height=400,
+                    seed=i,
+                )
             )
         )
     return out
@@ -381,7 +380,7 @@ def _histograms(analysis: CampaignAnalysis, study: RtStudy) -> doc.Figure | None
                 markers=tuple(markers),
             )
         )
-    return doc.Figure("histograms", {"panels": panels, "unit": unit_label(cells[0].unit)})
+    return doc.Figure(doc.HistogramsSpec(panels=panels, unit=unit_label(cells[0].unit)))
 
 
 def sections(analysis: CampaignAnalysis, study: RtStudy) -> list[doc.Section]:

@@ -142,16 +142,15 @@ def _figure(title: str, group: list[Band], width: int) -> doc.Figure:
         for b in group
     ]
     return doc.Figure(
-        "line_plot",
-        {
-            "lines": lines,
-            "title": title,
-            "x_label": "seconds since the run started",
-            "y_label": f"{group[0].metric} [{unit}]",
-            "y_zero": True,
-            "width": width,
-            "height": 280,
-        },
+        doc.LinePlotSpec(
+            lines=lines,
+            title=title,
+            x_label="seconds since the run started",
+            y_label=f"{group[0].metric} [{unit}]",
+            y_zero=True,
+            width=width,
+            height=280,
+        )
     )
 
 

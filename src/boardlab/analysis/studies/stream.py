@@ -698,21 +698,20 @@ def _curve_figure(c: Curve) -> doc.Figure | None:
     if len(pts) < 2:
         return None
     return doc.Figure(
-        "line_plot",
-        {
-            "lines": [doc.Line(c.label, pts)],
-            "title": f"{c.workload} ({c.label})",
-            "x_label": "block size (bytes, log2 scale)",
-            "y_label": "throughput [bit/s] (log)",
-            "x_kind": "log2",
-            "y_kind": "log10",
-            "x_format": "bytes",
-            "y_format": "si",
-            "width": 420,
-            "height": 220,
-            "legend": False,
-            "title_size": 11,
-        },
+        doc.LinePlotSpec(
+            lines=[doc.Line(c.label, pts)],
+            title=f"{c.workload} ({c.label})",
+            x_label="block size (bytes, log2 scale)",
+            y_label="throughput [bit/s] (log)",
+            x_kind="log2",
+            y_kind="log10",
+            x_format="bytes",
+            y_format="si",
+            width=420,
+            height=220,
+            legend=False,
+            title_size=11,
+        )
     )
 
 
@@ -721,12 +720,11 @@ def _stage_figure(st: StageCpu) -> doc.Figure | None:
     if max(vals.values(), default=0) <= 0:
         return None
     return doc.Figure(
-        "bars",
-        {
-            "bars": [(name, vals.get(name, 0.0)) for name in STAGES],
-            "unit": "ns/B",
-            "title": f"CPU per stage: {st.label}",
-        },
+        doc.BarsSpec(
+            bars=[(name, vals.get(name, 0.0)) for name in STAGES],
+            unit="ns/B",
+            title=f"CPU per stage: {st.label}",
+        )
     )
 
 

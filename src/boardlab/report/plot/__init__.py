@@ -1,11 +1,15 @@
 """Tiny, dependency-free SVG plots for the HTML report, one module per kind (axes, boxplot, heatmap, lines,
-histogram, bars), and `draw`, which turns a document figure (`analysis.document.Figure`: a kind and its data)
-into one of them. Figures are plot specifications; only this package knows SVG."""
+histogram, bars), and `draw`, which turns a document figure (`analysis.document.Figure`: a plot specification,
+a record per kind of plot) into one of them. Figures are plot specifications; only this package knows SVG."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from collections.abc import Callable, Sequence
+from typing import Any
 
+from boardlab.analysis import document as doc
 from boardlab.analysis.document import Box, Figure, HeatCell, Histogram, Line
 from boardlab.report.plot.axes import (
     PALETTE,
@@ -60,37 +64,38 @@ HISTOGRAM_PANEL_WIDTH = 440  # three histograms side by side on a wide page, one
 HISTOGRAM_MAX_BARS = 160  # more buckets than this in the shown range: a log value axis
 
 
-def _line_plot(data: dict) -> str:
+def _line_plot(spec: doc.LinePlotSpec) -> str:
     """A line figure; with more lines than a reader tells apart (`MAX_LINES`), a heatmap of one row per line:
     decided here, for every study's figures alike."""
-    data = dict(data)
+    args = _arguments(spec)
     for key in ("x_format", "y_format"):
-        if isinstance(data.get(key), str):
-            data[key] = FORMATS[data[key]]
-    if data.get("y_kind") == "auto":
-        ys = [y for ln in data["lines"] for _, y in ln.points if y is not None]
-        data["y_kind"] = "log10" if wants_log(ys, 10) else "linear"
-    if len(data["lines"]) > MAX_LINES:
-        return series_heatmap(**data)
-    return line_plot(**data)
+        if isinstance(args[key], str):
+            args[key] = FORMATS[args[key]]
+    if spec.y_kind == "auto":
+        ys = [y for ln in spec.lines for _, y in ln.points if y is not None]
+        args["y_kind"] = "log10" if wants_log(ys, 10) else "linear"
+    if len(spec.lines) > MAX_LINES:
+        return series_heatmap(**args)
+    return line_plot(**args)
 
 
 MAX_SERIES_POINTS = 700  # per line: about one point per pixel at 800 px
 
 
-def _series_plot(data: dict) -> str:
+def _series_plot(spec: doc.SeriesPlotSpec) -> str:
     """Monitor series: each line downsampled to about a point per pixel and broken at the gaps between runs;
     more lines than a reader tells apart, a heatmap whose columns bin the time axis."""
-    if len(data["lines"]) > MAX_LINES:
-        return series_heatmap(**data)
-    lines = [
+    args = _arguments(spec)
+    if len(spec.lines) > MAX_LINES:
+        return series_heatmap(**args)
+    args["lines"] = [
         Line(ln.label, with_gaps(downsample(ln.points, MAX_SERIES_POINTS)), ln.errors, ln.markers, ln.color)
-        for ln in data["lines"]
+        for ln in spec.lines
     ]
-    return line_plot(**{**data, "lines": lines})
+    return line_plot(**args)
 
 
-def histograms(panels: list[Histogram], unit: str) -> str:
+def histograms(panels: Sequence[Histogram], unit: str) -> str:
     """One histogram per panel on shared axes so the panels compare, with a caption saying how to read
     them."""
     drawn = [h for h in panels if h.counts and h.bucket_width]
@@ -145,21 +150,28 @@ def histograms(panels: list[Histogram], unit: str) -> str:
     return "".join(out)
 
 
-PLOTS = {
-    "boxplot": lambda d: boxplot(**d),
-    "grouped_boxplot": lambda d: grouped_boxplot(**d),
-    "heatmap": lambda d: heatmap(**d),
-    "line_plot": _line_plot,
-    "series_plot": _series_plot,
-    "histograms": lambda d: histograms(**d),
-    "bars": lambda d: bars(**d),
+def _arguments(spec: doc.PlotSpec) -> dict[str, Any]:
+    """A spec's fields by name: the keyword arguments of its plot function (a shallow copy, so that the
+    values stay the spec's own records and arrays)."""
+    return {f.name: getattr(spec, f.name) for f in dataclasses.fields(spec)}
+
+
+# Each kind of plot specification with its drawer: one line per kind (a test checks none is missing).
+PLOTS: dict[type, Callable[[Any], str]] = {
+    doc.BoxplotSpec: lambda s: boxplot(**_arguments(s)),
+    doc.GroupedBoxplotSpec: lambda s: grouped_boxplot(**_arguments(s)),
+    doc.HeatmapSpec: lambda s: heatmap(**_arguments(s)),
+    doc.LinePlotSpec: _line_plot,
+    doc.SeriesPlotSpec: _series_plot,
+    doc.HistogramsSpec: lambda s: histograms(**_arguments(s)),
+    doc.BarsSpec: lambda s: bars(**_arguments(s)),
 }
 
 
 def draw(figure: Figure) -> str:
     """The SVG (or a small block of them) of a document figure."""
     try:
-        plot = PLOTS[figure.kind]
+        plot = PLOTS[type(figure.spec)]
     except KeyError:
-        raise ValueError(f"no plot of kind {figure.kind!r}") from None
-    return plot(figure.data)
+        raise ValueError(f"no plot for a {type(figure.spec).__name__}") from None
+    return plot(figure.spec)
