@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import select
-import signal
 import struct
 import subprocess
 import time
@@ -26,6 +25,7 @@ from pathlib import Path
 
 from boardlab.errors import MeasurementError
 from boardlab.model.workload import DirectExecution
+from boardlab.platform.spawn import interrupt_group
 
 PROTOCOL = 1
 # the launcher's start: an exec of a small binary (seconds under qemu-user or from a slow SD card)
@@ -127,13 +127,7 @@ class Launcher:
         """Ctrl-C or SIGTERM reached boardlab while `p` ran: SIGINT to its group, SIGKILL after the grace
         period. The launcher is ended with it (its protocol may have been cut mid-message): it kills whatever
         is left of the group as its stdin closes, and reaps the program."""
-        for sig in (signal.SIGINT, signal.SIGKILL):
-            try:
-                os.killpg(p.pid, sig)
-            except ProcessLookupError:
-                break
-            if _ends_within(p.pid, grace_s):
-                break
+        interrupt_group(p.pid, _ends_within, grace_s)
         self._end()
 
     def close(self) -> None:

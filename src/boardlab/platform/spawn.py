@@ -394,17 +394,23 @@ def _read_tail(fd: int, tail: bytearray) -> bool:
     return bool(chunk)
 
 
+def interrupt_group(pgid: int, ends_within: Callable[[int, float], bool], grace_s: float) -> None:
+    """SIGINT to the group that `pgid` leads, SIGKILL if its leader has not ended within `grace_s`;
+    `ends_within(pid, s)` tells the leader's end (a child's by waitid, any process's by its pidfd)."""
+    for sig in (signal.SIGINT, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        if ends_within(pgid, grace_s):
+            _kill_group(pgid)  # the leader is gone; no member of its group lingers
+            break
+
+
 def stop_program(p: Started, *, grace_s: float = 2.0) -> None:
     """stop_group for a program spawn_program started (Ctrl-C or SIGTERM reached boardlab while it ran):
     SIGINT to its group, SIGKILL after the grace period, then reaped. Its descriptors are closed already."""
-    for sig in (signal.SIGINT, signal.SIGKILL):
-        try:
-            os.killpg(p.pid, sig)
-        except ProcessLookupError:
-            break
-        if _ends_within(p.pid, grace_s):
-            _kill_group(p.pid)  # the leader is gone; no member of its group lingers
-            break
+    interrupt_group(p.pid, _ends_within, grace_s)
     with contextlib.suppress(ChildProcessError):
         os.waitpid(p.pid, 0)
 
