@@ -11,6 +11,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 from functools import cache, lru_cache
 from pathlib import Path
 
@@ -225,6 +226,15 @@ def tagged_processes(tag: str) -> dict[int, str]:
             except OSError:
                 continue
     return found
+
+
+def wait_until(done, timeout_s: float, step_s: float = 0.05) -> None:
+    """Polls `done()` until it is true or `timeout_s` has passed; the caller then asserts what it checks.
+    For a test allowing something up to `timeout_s` (processes ending after a Ctrl-C): a fixed sleep of
+    `timeout_s` before the same assertion proved no more, and always waited all of it."""
+    end = time.monotonic() + timeout_s
+    while not done() and time.monotonic() < end:
+        time.sleep(step_s)
 
 
 def group_members(pgids) -> dict[int, str]:

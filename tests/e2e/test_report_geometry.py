@@ -107,7 +107,7 @@ GEOMETRY_JS = r"""
                       + `${JSON.stringify(c.text)} (${c.where}) at y=${a.b.t.toFixed(0)}`);
     }
   }
-  return {texts: items.length, overflows, overlaps,
+  return {texts: items.length, overflows, overlaps, viewport: innerWidth,
           height: document.documentElement.scrollHeight, width: document.documentElement.scrollWidth};
 })()
 """
@@ -129,27 +129,38 @@ def stores(tmp_path_factory) -> dict[str, Path]:
 def measure(browser: Browser, url: str, width: int, shot: Path, timeout_s: float = 60) -> dict:
     """The page at `url` in a fresh tab `width` px wide: its geometry, and its whole screenshot in `shot`."""
     target = browser.call("Target.createTarget", {"url": "about:blank"})["targetId"]
-    browser.session = browser.call("Target.attachToTarget", {"targetId": target, "flatten": True})[
-        "sessionId"
-    ]
     try:
-        browser.call("Page.enable", session=True)
-        browser.call("Emulation.setDeviceMetricsOverride",
-                     {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False},
-                     session=True)  # fmt: skip
-        browser.call("Page.navigate", {"url": url}, session=True)
-        browser.wait_event("Page.loadEventFired", timeout_s=timeout_s)
-        found = browser.call("Runtime.evaluate", {"expression": GEOMETRY_JS, "returnByValue": True},
-                             session=True, timeout_s=timeout_s)["result"]["value"]  # fmt: skip
-        clip = {"x": 0, "y": 0, "width": width, "height": min(found["height"], 16000), "scale": 1}
-        png = browser.call("Page.captureScreenshot",
-                           {"format": "png", "captureBeyondViewport": True, "clip": clip},
-                           session=True, timeout_s=timeout_s)["data"]  # fmt: skip
-        shot.write_bytes(base64.b64decode(png))
-        return found
+        _load(browser, target, url, width, timeout_s)
+        return _geometry(browser, width, shot, timeout_s)
     finally:
         browser.call("Target.closeTarget", {"targetId": target})
         browser.events.clear()
+
+
+def _load(browser: Browser, target: str, url: str, width: int, timeout_s: float) -> None:
+    browser.session = browser.call("Target.attachToTarget", {"targetId": target, "flatten": True})[
+        "sessionId"
+    ]
+    browser.call("Page.enable", session=True)
+    _set_width(browser, width)
+    browser.call("Page.navigate", {"url": url}, session=True)
+    browser.wait_event("Page.loadEventFired", timeout_s=timeout_s)
+
+
+def _set_width(browser: Browser, width: int) -> None:
+    metrics = {"width": width, "height": 900, "deviceScaleFactor": 1, "mobile": False}
+    browser.call("Emulation.setDeviceMetricsOverride", metrics, session=True)
+
+
+def _geometry(browser: Browser, width: int, shot: Path, timeout_s: float) -> dict:
+    """The loaded page's geometry at `width`, and its whole screenshot in `shot`."""
+    found = browser.call("Runtime.evaluate", {"expression": GEOMETRY_JS, "returnByValue": True},
+                         session=True, timeout_s=timeout_s)["result"]["value"]  # fmt: skip
+    clip = {"x": 0, "y": 0, "width": width, "height": min(found["height"], 16000), "scale": 1}
+    png = browser.call("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True,
+                       "clip": clip}, session=True, timeout_s=timeout_s)["data"]  # fmt: skip
+    shot.write_bytes(base64.b64decode(png))
+    return found
 
 
 def check(found: dict, what: str, shot: Path, capsys) -> None:
@@ -160,14 +171,34 @@ def check(found: dict, what: str, shot: Path, capsys) -> None:
     assert not faults, f"{what} ({shot}):\n" + "\n".join(faults)
 
 
+@pytest.fixture(scope="module")
+def reports(stores, tmp_path_factory):
+    """study -> its HTML report, made by `boardlab report` when a test first asks for it and read at every
+    width: the file does not depend on the width it is read at (one CLI run per study, not one per width)."""
+    d = tmp_path_factory.mktemp("geometry-reports")
+    made: dict[str, Path] = {}
+
+    def report(study: str) -> Path:
+        if study not in made:
+            out = d / f"{study.replace(' ', '-')}.html"
+            proc = run_cli("report", "--db", str(stores[study]), "-o", str(out))
+            assert proc.returncode == 0, proc.stderr
+            made[study] = out
+        return made[study]
+
+    return report
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 @pytest.mark.parametrize("study", STUDIES)
-def test_no_text_of_a_report_overflows_or_overprints(browser, stores, study, width, tmp_path, capsys):
-    report = tmp_path / "report.html"
-    proc = run_cli("report", "--db", str(stores[study]), "-o", str(report))
-    assert proc.returncode == 0, proc.stderr
+def test_no_text_of_a_report_overflows_or_overprints(browser, reports, study, width, tmp_path, capsys):
     shot = tmp_path / f"{study.replace(' ', '-')}-{width}.png"
-    check(measure(browser, report.as_uri(), width, shot), f"report of {study} at {width} px", shot, capsys)
+    check(
+        measure(browser, reports(study).as_uri(), width, shot),
+        f"report of {study} at {width} px",
+        shot,
+        capsys,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -199,12 +230,32 @@ def full_sweep(tmp_path_factory) -> Path:
     return d / "report.html"
 
 
+@pytest.fixture(scope="module")
+def full_sweep_measured(browser, full_sweep, tmp_path_factory) -> dict[int, tuple[dict, Path]]:
+    """width -> (geometry, screenshot) of the sweep's report, measured at every width in one tab: the 6 MB
+    page (28 figures, 140,000 texts) is loaded once, at the first width, then laid out again at each next
+    one. A load was most of a measure (10 s alone, a minute beside the rest of the suite) and the page has no
+    script: its layout at a width is the same after the resize as after a load there (the same page height
+    and text count at 1280 and 800 px as two loads gave)."""
+    d = tmp_path_factory.mktemp("full-sweep-shots")
+    target = browser.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+    try:
+        _load(browser, target, full_sweep.as_uri(), WIDTHS[0], timeout_s=600)
+        out = {}
+        for width in WIDTHS:
+            _set_width(browser, width)
+            shot = d / f"full-sweep-{width}.png"
+            out[width] = (_geometry(browser, width, shot, timeout_s=600), shot)
+        return out
+    finally:
+        browser.call("Target.closeTarget", {"targetId": target})
+        browser.events.clear()
+
+
 @pytest.mark.parametrize("width", WIDTHS)
-def test_the_full_sweep_reads_as_heatmaps_without_overprint(browser, full_sweep, width, tmp_path, capsys):
-    shot = tmp_path / f"full-sweep-{width}.png"
-    # a 6 MB page of 28 figures and 140,000 texts: alone it loads and is measured in 15 s, beside the rest of
-    # a parallel suite on two CPUs it took more than a minute
-    found = measure(browser, full_sweep.as_uri(), width, shot, timeout_s=600)
+def test_the_full_sweep_reads_as_heatmaps_without_overprint(full_sweep_measured, width, capsys):
+    found, shot = full_sweep_measured[width]
+    assert found["viewport"] == width  # laid out at this width
     check(found, f"report of the 6,696-cell sweep at {width} px", shot, capsys)
     assert found["width"] <= width  # nothing makes the page itself scroll sideways
 
@@ -235,13 +286,22 @@ def test_the_measure_sees_each_fault(browser, tmp_path, capsys):
     assert cut == ['"a cell far wider than its box"', '"runs off the right edge"'], found["overflows"]
 
 
-@pytest.mark.parametrize("width", WIDTHS)
-def test_the_governor_simulator_page_keeps_every_policy_whole(browser, width, tmp_path, capsys):
-    """`governor simulate --html`: its heatmaps' policy columns (`daemon:anti-snoop`) stay inside the
-    figure."""
-    page = tmp_path / "simulate.html"
+@pytest.fixture(scope="module")
+def simulate_page(tmp_path_factory) -> Path:
+    """`governor simulate --html` of two traces, made once for both widths."""
+    page = tmp_path_factory.mktemp("simulate") / "simulate.html"
     proc = run_cli("governor", "simulate", "--trace", "memory-bound", "--trace", "mixed", "--html", str(page))
     assert proc.returncode == 0, proc.stderr
+    return page
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_governor_simulator_page_keeps_every_policy_whole(
+    browser, simulate_page, width, tmp_path, capsys
+):
+    """`governor simulate --html`: its heatmaps' policy columns (`daemon:anti-snoop`) stay inside the
+    figure."""
+    page = simulate_page
     shot = tmp_path / f"simulate-{width}.png"
     check(
         measure(browser, page.as_uri(), width, shot), f"governor simulate --html at {width} px", shot, capsys

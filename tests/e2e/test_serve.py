@@ -494,22 +494,56 @@ def test_a_page_whose_analysis_is_not_stored_answers_at_once_and_the_worker_dies
     assert not left, f"serve's worker outlived it: {left}"
 
 
+# anyio's worker threads end after WorkerThread.MAX_IDLE_TIME (10 s) idle; the server of the test below has
+# them end after IDLE_S, set by a sitecustomize on its PYTHONPATH: the same pruning, 20 times sooner, so the
+# test prunes five times (a round keeps the thread that went idle last) in a quarter of the 22 s it slept
+IDLE_S = 0.5
+SHORT_IDLE = f"""from anyio._backends import _asyncio
+if getattr(_asyncio.WorkerThread, "MAX_IDLE_TIME", None) != 10:
+    raise SystemExit("anyio has no WorkerThread.MAX_IDLE_TIME = 10 to shorten: see tests/e2e/test_serve.py")
+_asyncio.WorkerThread.MAX_IDLE_TIME = {IDLE_S}
+"""
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _tids(pid: int) -> set[int]:
+    return {int(t) for t in os.listdir(f"/proc/{pid}/task")}
+
+
 @pytest.mark.slow
 def test_the_analysis_worker_outlives_the_request_thread_that_started_it(tmp_path):
     """The worker's parent-death signal fires when the thread that forked it ends; the server's request
-    threads end after 10 s idle (anyio), which killed a worker forked by one and failed every later
-    analysis."""
+    threads end when idle (anyio), which killed a worker forked by one and failed every later analysis."""
     db = tmp_path / "lab.db"
     for k in range(2):
         make_campaign_db(db, name=f"p{k}", seed=k, n=3, with_latency=False)
-    with Served(db) as s:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SHORT_IDLE)
+    path = os.pathsep.join(filter(None, (str(site), os.environ.get("PYTHONPATH"))))
+    with Served(db, env={"PYTHONPATH": path}) as s:
         assert s.get("/campaign/1")[0] == 200
-        for _ in range(2):  # idle past anyio's 10 s, then enough requests to prune the idle threads
-            time.sleep(11)
+        workers = _children(s.proc.pid)
+        assert workers, "no worker process under serve"
+        pruned = set()
+        for _ in range(5):  # idle past IDLE_S, then enough requests to prune the idle threads
+            before = _tids(s.proc.pid)
+            time.sleep(IDLE_S + 0.5)
             threads = [threading.Thread(target=s.get, args=("/boards",)) for _ in range(8)]
             for t in threads:
                 t.start()
             for t in threads:
                 t.join()
+            pruned |= before - _tids(s.proc.pid)
+        assert pruned, "no request thread of the server ended: the test did not prune any"
+        alive = [w for w in workers if _alive(w)]
+        assert alive == workers, f"the worker died with a request thread: {workers} -> {alive}"
         status, _, body = s.get("/campaign/2", timeout=60)
         assert status == 200 and "Traceback" not in body, (status, body[:300])

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import group_members, run_cli, tagged_env, tagged_processes
+from helpers import group_members, run_cli, tagged_env, tagged_processes, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -272,7 +272,7 @@ def test_no_background_load_outlives_ctrl_c_or_a_killed_runner(tmp_path, kind, s
     proc.send_signal(sig)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == (130 if sig == signal.SIGINT else -signal.SIGKILL), err
-    time.sleep(5)
+    wait_until(lambda: not group_members(groups) and not tagged_processes(tag), 5)  # 5 s allowed
     assert not group_members(groups), f"the {kind} load outlived the runner"
     assert not tagged_processes(tag)
     if sig == signal.SIGINT:

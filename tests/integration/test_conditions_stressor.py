@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import SYSFS, group_members, run_cli, tagged_env, tagged_processes
+from helpers import SYSFS, group_members, run_cli, tagged_env, tagged_processes, wait_until
 
 pytestmark = [
     pytest.mark.integration,
@@ -339,7 +339,7 @@ def test_ctrl_c_while_a_stressor_runs_leaves_no_stress_ng_process(tmp_path):
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
-    time.sleep(5)
+    wait_until(lambda: not group_members(groups) and not tagged_processes(tag), 5)  # 5 s allowed
     assert not group_members(groups), "stress-ng outlived Ctrl-C"
     assert not tagged_processes(tag)
     assert not list((tmp_path / "state").glob("restore-*.json")), "a clean stop leaves nothing to restore"
@@ -354,7 +354,9 @@ def test_sigkill_of_the_runner_leaves_no_stress_ng_process(tmp_path):
     (journal,) = (tmp_path / "state").glob("restore-*.json")
     journaled = {e["pid"] for e in json.loads(journal.read_text())["entries"] if e["kind"] == "process"}
     assert journaled & groups, "the running stress-ng was journaled before the workload started"
-    time.sleep(5)
+    # 5 s allowed, and for the journaled processes to be reaped (by init: restore is to find them gone)
+    gone = lambda: not any(os.path.exists(f"/proc/{p}") for p in groups | journaled)  # noqa: E731
+    wait_until(lambda: not group_members(groups | journaled) and not tagged_processes(tag) and gone(), 5)
     assert not group_members(groups | journaled), "stress-ng outlived the killed runner"
     assert not tagged_processes(tag)
     restore = run_cli("restore", env=env(tmp_path))  # the leftover entry is cleared (the load is long gone)

@@ -8,7 +8,9 @@ and no module outside a workload's own module tests a workload's name."""
 from __future__ import annotations
 
 import ast
+import gc
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -72,8 +74,23 @@ def _trees() -> dict[str, ast.Module]:
     return {m: ast.parse(p.read_text(), str(p)) for m, p in MODULES.items()}
 
 
-def import_cycles(*, top_level_only: bool) -> list[list[str]]:
-    trees = _trees()
+@pytest.fixture(scope="module")
+def trees() -> Iterator[dict[str, ast.Module]]:
+    """Every module's tree, parsed once for this file's checks (seven of them parsed the whole source again,
+    3 s each) and dropped after them; the cyclic collector is off meanwhile, as in test_module_state: an AST
+    has no reference cycle, and the collector's passes over its nodes were most of a parse."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        got = _trees()
+        yield got
+        got.clear()
+    finally:
+        if was_on:
+            gc.enable()
+
+
+def import_cycles(trees: dict[str, ast.Module], *, top_level_only: bool) -> list[list[str]]:
     graph = {m: _imports(m, t, top_level_only=top_level_only) for m, t in trees.items()}
     # a package's __init__ importing its own submodules is how Python packages work, not a cycle
     for m, deps in graph.items():
@@ -97,22 +114,21 @@ def import_cycles(*, top_level_only: bool) -> list[list[str]]:
 
 
 @pytest.mark.slow
-def test_there_is_no_import_cycle_among_module_level_imports():
-    cycles = import_cycles(top_level_only=True)
+def test_there_is_no_import_cycle_among_module_level_imports(trees):
+    cycles = import_cycles(trees, top_level_only=True)
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
 
 
 @pytest.mark.slow
-def test_there_is_no_import_cycle_even_through_imports_inside_functions():
+def test_there_is_no_import_cycle_even_through_imports_inside_functions(trees):
     """Lazy and TYPE_CHECKING imports included: a cycle hidden inside a function is still a cycle. Where two
     sides share records, they live in a contract module both import (analysis/records.py for the studies)."""
-    cycles = import_cycles(top_level_only=False)
+    cycles = import_cycles(trees, top_level_only=False)
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
 
 
 @pytest.mark.slow
-def test_report_never_imports_the_store():
-    trees = _trees()
+def test_report_never_imports_the_store(trees):
     offenders = {
         m: sorted(d for d in _imports(m, t, top_level_only=False) if d.startswith("boardlab.store"))
         for m, t in trees.items()
@@ -133,11 +149,10 @@ def _driver_imports(tree: ast.Module) -> set[str]:
 
 
 @pytest.mark.slow
-def test_the_web_reads_the_store_only_through_its_package_and_imports_no_driver():
+def test_the_web_reads_the_store_only_through_its_package_and_imports_no_driver(trees):
     """serve tells a missing campaign from a bad request by the error's type (`errors.NotFound`) and a
     driver's error through `boardlab.store.driver_error`: no module under web/ imports a database driver or
     a module inside the store package (store/pg.py classified psycopg's errors for it)."""
-    trees = _trees()
     web = {m: t for m, t in trees.items() if m.startswith("boardlab.web")}
     assert web
     drivers = {m: _driver_imports(t) for m, t in web.items()}
@@ -208,14 +223,14 @@ def test_the_name_scan_finds_what_it_looks_for():
 
 
 @pytest.mark.slow
-def test_no_module_outside_a_workloads_own_tests_its_name():
+def test_no_module_outside_a_workloads_own_tests_its_name(trees):
     names = _workload_names()
     offenders = {}
-    for path in MODULES.values():
+    for module, path in MODULES.items():
         rel = path.relative_to(SRC).as_posix()
         if rel.startswith("workloads/") or rel in NAME_TEST_ALLOWED:
             continue
-        hits = name_tests(ast.parse(path.read_text(), str(path)), names)
+        hits = name_tests(trees[module], names)
         if hits:
             offenders[rel] = hits
     assert not offenders, offenders
@@ -320,9 +335,9 @@ def test_the_lazy_import_scan_sees_imports_inside_functions_and_type_checking():
 
 
 @pytest.mark.slow
-def test_every_import_between_packages_is_one_the_table_allows():
+def test_every_import_between_packages_is_one_the_table_allows(trees):
     table = parse_import_table(ARCHITECTURE.read_text())
-    imports = {m: _imports(m, t, top_level_only=False) for m, t in _trees().items()}
+    imports = {m: _imports(m, t, top_level_only=False) for m, t in trees.items()}
     assert not import_violations(table, imports), "\n".join(import_violations(table, imports))
 
 
@@ -388,11 +403,11 @@ def test_the_sql_scan_finds_statements_and_leaves_prose():
 
 
 @pytest.mark.slow
-def test_no_sql_outside_the_store():
+def test_no_sql_outside_the_store(trees):
     offenders = {}
-    for path in MODULES.values():
+    for module, path in MODULES.items():
         rel = path.relative_to(SRC).as_posix()
-        if not rel.startswith("store/") and (hits := sql_strings(ast.parse(path.read_text(), str(path)))):
+        if not rel.startswith("store/") and (hits := sql_strings(trees[module])):
             offenders[rel] = hits
     assert not offenders, f"SQL outside store/ (add a Store method instead): {offenders}"
 

@@ -15,9 +15,12 @@ passed to it."""
 from __future__ import annotations
 
 import ast
+import gc
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+import pytest
 
 import boardlab
 
@@ -68,7 +71,44 @@ def _modules() -> dict[str, Path]:
 
 
 MODULES = _modules()
-TREES = {m: ast.parse(p.read_text(), str(p)) for m, p in MODULES.items()}
+
+
+@pytest.fixture(scope="module")
+def trees() -> Iterator[dict[str, ast.Module]]:
+    """Every module's tree, parsed when this file's tests run (not when any test is collected) and dropped
+    after them. The cyclic collector is off meanwhile: an AST has no reference cycle, and with it on, its
+    passes over the million nodes took most of the 4 s the parse took and a second or more of the check's
+    time; kept for the session, the trees also slowed every later full pass of the unit tier."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        got = {m: ast.parse(p.read_text(), str(p)) for m, p in MODULES.items()}
+        yield got
+        got.clear()  # freed by their reference counts, never seen by the collector
+    finally:
+        if was_on:
+            gc.enable()
+
+
+def _children(node: ast.AST) -> list[ast.AST]:
+    """ast.iter_child_nodes as a list, without its generator of (name, value) pairs: the check visits each
+    node four times, and that generator was half of its time."""
+    out: list[ast.AST] = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            out.append(value)
+        elif isinstance(value, list):
+            out += [v for v in value if isinstance(v, ast.AST)]
+    return out
+
+
+def _walk(tree: ast.AST) -> list[ast.AST]:
+    """Every node of `tree`, in the order ast.walk gives them."""
+    out = [tree]
+    for node in out:
+        out += _children(node)
+    return out
 
 
 def _where(module: str, node: ast.AST) -> str:
@@ -118,12 +158,13 @@ def _resolve(module: str, node: ast.ImportFrom) -> str:
     return f"{package}.{node.module}" if node.module else package
 
 
-def _imported(module: str, tree: ast.Module) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
-    """Names this module binds by import anywhere: (alias -> a module; alias -> (module, name) of a name
-    imported from a boardlab module). Modules outside boardlab count too (`sys.x = ...` is the same hook)."""
+def _imported(module: str, nodes: list[ast.AST]) -> tuple[dict[str, str], dict[str, tuple[str, str]]]:
+    """Names this module binds by import anywhere (`nodes`: all of its tree): (alias -> a module; alias ->
+    (module, name) of a name imported from a boardlab module). Modules outside boardlab count too (`sys.x =
+    ...` is the same hook)."""
     modules: dict[str, str] = {}
     names: dict[str, tuple[str, str]] = {}
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.asname:
@@ -165,13 +206,13 @@ def _locals(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]
             continue  # its body is its own scope
         if isinstance(node, ast.Lambda):
             continue
-        stack += ast.iter_child_nodes(node)
+        stack += _children(node)
     return out - declared
 
 
 def _functions(tree: ast.AST, outer: frozenset[str] = frozenset()) -> Iterator[tuple[ast.AST, frozenset]]:
     """Every function with the names local to it or to a function it is nested in."""
-    for node in ast.iter_child_nodes(tree):
+    for node in _children(tree):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
             local = outer | _locals(node)
             yield node, local
@@ -195,13 +236,13 @@ def _mutated(node: ast.AST) -> ast.expr | None:
 
 def _own_body(fn: ast.AST) -> Iterator[ast.AST]:
     """The nodes of a function, without those of the functions nested in it (they are walked on their own)."""
-    stack = list(ast.iter_child_nodes(fn))
+    stack = list(_children(fn))
     while stack:
         node = stack.pop()
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
             continue
         yield node
-        stack += ast.iter_child_nodes(node)
+        stack += _children(node)
 
 
 def _target(expr: ast.expr, module: str, local: frozenset, imported) -> tuple[str, str] | None:
@@ -216,14 +257,15 @@ def _target(expr: ast.expr, module: str, local: frozenset, imported) -> tuple[st
     return None
 
 
-def findings(scan: list[str] | None = None) -> list[Finding]:
-    """What the modules `scan` (default: every module) do to process-wide state."""
-    state = {m: _mutable_globals(t) for m, t in TREES.items()}
+def findings(trees: dict[str, ast.Module], scan: list[str] | None = None) -> list[Finding]:
+    """What the modules `scan` (default: every module of `trees`) do to process-wide state."""
+    state = {m: _mutable_globals(t) for m, t in trees.items()}
     out: list[Finding] = []
-    for module in TREES if scan is None else scan:
-        tree = TREES[module]
-        imported = _imported(module, tree)
-        for node in ast.walk(tree):
+    for module in trees if scan is None else scan:
+        tree = trees[module]
+        nodes = _walk(tree)
+        imported = _imported(module, nodes)
+        for node in nodes:
             if isinstance(node, ast.Global):
                 out.append(Finding(_where(module, node), f"`global {', '.join(node.names)}`"))
             targets = (node.targets if isinstance(node, ast.Assign)
@@ -243,18 +285,18 @@ def findings(scan: list[str] | None = None) -> list[Finding]:
     return sorted(set(out), key=str)
 
 
-def test_no_module_keeps_mutable_state_or_sets_another_modules_attribute():
-    found = findings()
+def test_no_module_keeps_mutable_state_or_sets_another_modules_attribute(trees):
+    found = findings(trees)
     assert not found, "process-wide state (pass it, or cache a pure function):\n" + "\n".join(map(str, found))
 
 
-def test_the_allow_list_is_short_and_every_entry_is_still_there():
+def test_the_allow_list_is_short_and_every_entry_is_still_there(trees):
     assert len(ALLOWED) <= 5 and all(ALLOWED.values())
     for module, name in ALLOWED:
-        assert name in _mutable_globals(TREES[module]), f"{module}.{name}: allowed but gone; drop the entry"
+        assert name in _mutable_globals(trees[module]), f"{module}.{name}: allowed but gone; drop the entry"
 
 
-def test_the_checker_sees_each_kind_of_state():
+def test_the_checker_sees_each_kind_of_state(trees):
     src = """
 import os
 from boardlab.model import facts
@@ -268,12 +310,12 @@ def f(x):
 def g(CACHE):
     CACHE[1] = 2  # a parameter, not the module's
 """
-    TREES["boardlab._probe"] = ast.parse(src)
+    probed = {**trees, "boardlab._probe": ast.parse(src)}
     MODULES["boardlab._probe"] = SRC / "_probe.py"
     try:
-        got = [f.what for f in findings(["boardlab._probe"])]
+        got = [f.what for f in findings(probed, ["boardlab._probe"])]
     finally:
-        del TREES["boardlab._probe"], MODULES["boardlab._probe"]
+        del MODULES["boardlab._probe"]
     assert sorted(got) == [
         "`global N`",
         "assigns boardlab.model.facts.HOST_FACTS from boardlab._probe",

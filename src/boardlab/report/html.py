@@ -29,7 +29,7 @@ td.num{text-align:right;white-space:nowrap;font-variant-numeric:tabular-nums}
 .st-OK{background:#e3f1e6;color:#1b5e20}.st-WARN{background:#fff1c7;color:#7a4f00}
 .st-FAIL{background:#b2182b;color:#fff}
 tr.flagged td{background:#fdecea}tr.note td{color:#555;font-size:12px;border-bottom:1px solid #e4e4e4}
-tr:has(+ tr.note) td{border-bottom:none}tr.nodata td{color:#888}
+tr.note td{border-top:hidden}tr.nodata td{color:#888}
 td.verdict{white-space:nowrap}tr.v-slowdown td.verdict{color:#b2182b;font-weight:700}
 tr.v-speedup td.verdict{color:#2166ac;font-weight:700}
 tr.confounded td.verdict{text-decoration:underline wavy #e69f00}
