@@ -34,9 +34,9 @@ name = "noop"
 """
 
 
-def write_plan(tmp_path: Path, name="noop-campaign", reps=3) -> Path:
+def write_plan(tmp_path: Path, name="noop-campaign", reps=3, iterations=3) -> Path:
     p = tmp_path / "plan.toml"
-    p.write_text(PLAN.format(name=name, reps=reps))
+    p.write_text(PLAN.format(name=name, reps=reps).replace("iterations = 3", f"iterations = {iterations}"))
     return p
 
 
@@ -73,7 +73,9 @@ def test_running_a_complete_campaign_again_does_nothing_twice(tmp_path):
 @pytest.mark.slow
 def test_sigkill_mid_campaign_then_rerun_completes_without_duplicates(tmp_path):
     db = tmp_path / "r.db"
-    plan = write_plan(tmp_path, reps=12)
+    # runs of 200 iterations of at least 1 ms, 2.4 s or more in all: the kill lands mid-campaign (runs of a
+    # few ms are stored half a second at a time, WRITE_EVERY_S, and all 12 could be stored before it)
+    plan = write_plan(tmp_path, reps=12, iterations=200)
     tag = f"sigkill-{os.getpid()}-{time.time()}"
     proc = subprocess.Popen(
         [sys.executable, "-m", "boardlab", "run", str(plan), "--db", str(db), "--quiet"],
