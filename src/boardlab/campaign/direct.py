@@ -32,7 +32,7 @@ from boardlab.platform.spawn import InProcessStarter, direct_spawn_reason
 class Starter(Protocol):
     """What starts, awaits and stops the programs (platform.launcher.Launcher, or
     platform.spawn.InProcessStarter): `spawn` gives the program (its `pid`, and `t0_ns`: the monotonic clock
-    just before its spawn) or why it could not start; `wait` is called once the monitor has its pid."""
+    just before its spawn) or why it could not start; `wait` gives its end."""
 
     def spawn(self, argv: Sequence[str], cpus: set[int] | None, timeout_s: float) -> Any: ...
 
@@ -81,8 +81,8 @@ class DirectRuns:
 
     def open(self) -> str | None:
         """Before the campaign's first run (off the measured CPU, like the loop): the starter. None, or why
-        the programs are started from Python rather than by the launcher (their times then include about a
-        fifth of a millisecond of it)."""
+        the programs are started from Python rather than by the launcher (their stored times then include
+        Python's wake-ups: bench/README.md has the two compared)."""
         try:
             self._starter = Launcher(kern_path(), self._env)
             return None

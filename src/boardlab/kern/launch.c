@@ -204,7 +204,7 @@ typedef struct {
 static bool await_end(pid_t pid, int pidfd, int err_r, int64_t timeout_ns, span *s, tail *t)
 {
     bool err_open = true;
-    /* stdin with no events: its hang-up (the runner gone) wakes this poll; a request or 'A' does not */
+    /* stdin with no events: its hang-up (the runner gone) wakes this poll; a request does not */
     struct pollfd fds[3] = {{pidfd, POLLIN, 0}, {err_r, POLLIN, 0}, {0, 0, 0}};
     while (!s->exited || err_open) {
         int64_t now = now_ns();

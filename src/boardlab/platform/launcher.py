@@ -25,19 +25,17 @@ from pathlib import Path
 
 from boardlab.errors import MeasurementError
 from boardlab.model.workload import DirectExecution
-from boardlab.platform.spawn import interrupt_group
+from boardlab.platform.spawn import DRAIN_S, interrupt_group  # DRAIN_S: launch.c's DRAIN_NS too
 
 PROTOCOL = 1
 # the launcher's start: an exec of a small binary (seconds under qemu-user or from a slow SD card)
 HELLO_TIMEOUT_S = 10.0
 SPARE_S = 10.0  # beyond a run's timeout and stderr's drain, how long the launcher's reply may take
 _HELLO = struct.Struct("=cI")
-_STARTED = struct.Struct("=ciq")
-_ERROR = struct.Struct("=ci")
+_STARTED = struct.Struct("=iq")  # after its kind byte 'S': the pid and the clock before the spawn
+_ERROR = struct.Struct("=i")  # after 'E': the errno
 _FINISHED = struct.Struct("=cqiB7qI")
-_REQUEST = struct.Struct("=cIqI")
 RUSAGE_KEYS = ("utime_us", "stime_us", "maxrss_kib", "minflt", "majflt", "nvcsw", "nivcsw")
-DRAIN_S = 1.0  # launch.c's DRAIN_NS
 
 
 class LauncherUnavailable(Exception):
@@ -92,11 +90,11 @@ class Launcher:
         self._send(struct.pack("=cI", b"R", len(body)) + body)
         kind = self._reply(1, time.monotonic_ns() + int(SPARE_S * 1e9))
         if kind == b"E":
-            (err,) = struct.unpack("=i", self._must(_ERROR.size - 1))
+            (err,) = _ERROR.unpack(self._must(_ERROR.size))
             return os.strerror(err)
         if kind != b"S":
             raise MeasurementError(f"boardlab-kern launch answered {kind!r} to a start: {self._end()}")
-        pid, t0_ns = struct.unpack("=iq", self._must(_STARTED.size - 1))
+        pid, t0_ns = _STARTED.unpack(self._must(_STARTED.size))
         return Launched(pid, t0_ns, timeout_s)
 
     def wait(
@@ -127,7 +125,7 @@ class Launcher:
         """Ctrl-C or SIGTERM reached boardlab while `p` ran: SIGINT to its group, SIGKILL after the grace
         period. The launcher is ended with it (its protocol may have been cut mid-message): it kills whatever
         is left of the group as its stdin closes, and reaps the program."""
-        interrupt_group(p.pid, _ends_within, grace_s)
+        interrupt_group(p.pid, grace_s)
         self._end()
 
     def close(self) -> None:
@@ -177,16 +175,3 @@ class Launcher:
             proc.stderr.close()
             self._ended = err or f"exit {proc.returncode}"
         return self._ended
-
-
-def _ends_within(pid: int, grace_s: float) -> bool:
-    """Whether process `pid` (the launcher's child) has exited within `grace_s`: a pidfd, which any process
-    may open, is readable from its exit on."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return True
-    try:
-        return bool(select.select([fd], [], [], grace_s)[0])
-    finally:
-        os.close(fd)

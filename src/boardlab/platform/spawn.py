@@ -394,15 +394,14 @@ def _read_tail(fd: int, tail: bytearray) -> bool:
     return bool(chunk)
 
 
-def interrupt_group(pgid: int, ends_within: Callable[[int, float], bool], grace_s: float) -> None:
-    """SIGINT to the group that `pgid` leads, SIGKILL if its leader has not ended within `grace_s`;
-    `ends_within(pid, s)` tells the leader's end (a child's by waitid, any process's by its pidfd)."""
+def interrupt_group(pgid: int, grace_s: float) -> None:
+    """SIGINT to the group that `pgid` leads, SIGKILL if its leader has not ended within `grace_s`."""
     for sig in (signal.SIGINT, signal.SIGKILL):
         try:
             os.killpg(pgid, sig)
         except ProcessLookupError:
             break
-        if ends_within(pgid, grace_s):
+        if _ends_within(pgid, grace_s):
             _kill_group(pgid)  # the leader is gone; no member of its group lingers
             break
 
@@ -410,19 +409,23 @@ def interrupt_group(pgid: int, ends_within: Callable[[int, float], bool], grace_
 def stop_program(p: Started, *, grace_s: float = 2.0) -> None:
     """stop_group for a program spawn_program started (Ctrl-C or SIGTERM reached boardlab while it ran):
     SIGINT to its group, SIGKILL after the grace period, then reaped. Its descriptors are closed already."""
-    interrupt_group(p.pid, _ends_within, grace_s)
+    interrupt_group(p.pid, grace_s)
     with contextlib.suppress(ChildProcessError):
         os.waitpid(p.pid, 0)
 
 
 def _ends_within(pid: int, grace_s: float) -> bool:
-    """Whether the child `pid` has ended within `grace_s` (left unreaped)."""
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-            return True
-        time.sleep(0.02)
-    return False
+    """Whether process `pid` has exited within `grace_s`: its pidfd, which any process may open (this one's
+    child, left unreaped, or the launcher's), is readable from its exit on; a process gone already has
+    ended."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        return bool(select.select([fd], [], [], grace_s)[0])
+    finally:
+        os.close(fd)
 
 
 @dataclass(frozen=True)
