@@ -214,6 +214,19 @@ def tagged_env(tag: str, **extra: str) -> dict:
     return {**os.environ, "BOARDLAB_TEST_TAG": tag, **extra}
 
 
+def sleeping(marker: str) -> list[str]:
+    """The PIDs of the live processes running `sleep MARKER` (a marker no other process's argv has)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if f.read().split(b"\0")[:2] == [b"sleep", marker.encode()]:
+                    found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
 def tagged_processes(tag: str) -> dict[int, str]:
     """{pid: command name} of every live process carrying the tag (zombies have no environment left)."""
     needle = f"BOARDLAB_TEST_TAG={tag}".encode()

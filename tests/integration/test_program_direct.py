@@ -20,7 +20,7 @@ from boardlab.campaign.plan import parse_plan, plan_catalog
 from boardlab.native import kern_path
 from boardlab.workloads import all_workloads
 
-from helpers import rows, tagged_env, tagged_processes
+from helpers import rows, sleeping, tagged_env, tagged_processes
 
 pytestmark = pytest.mark.integration
 
@@ -84,15 +84,8 @@ def campaign(tmp_path_factory):
         [sys.executable, "-c", PEAK_RSS, *boardlab], capture_output=True, text=True, timeout=600, env=env
     )
     time.sleep(0.2)
-    left = [p for p in os.listdir("/proc") if p.isdigit() and _argv(p)[:2] == ["sleep", marker]]
+    left = sleeping(marker)
     return tmp, db, int(proc.stderr.split()[-1]), left
-
-
-def _argv(pid: str) -> list[str]:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-    except OSError:
-        return []
 
 
 def _runs(db: Path, workload: str) -> list[tuple]:

@@ -21,6 +21,8 @@ from boardlab.native import kern_path
 from boardlab.platform.launcher import Launcher, LauncherUnavailable
 from boardlab.platform.spawn import STDERR_KEEP_BYTES, InProcessStarter, direct_spawn_reason
 
+from helpers import sleeping
+
 pytestmark = [
     pytest.mark.skipif(direct_spawn_reason() is not None, reason=str(direct_spawn_reason())),
     pytest.mark.spawns,
@@ -69,7 +71,7 @@ def test_a_hang_is_killed_with_its_group_at_the_timeout(starter):
     assert ex.timed_out and ex.exit_code == -signal.SIGKILL
     assert 0.5 <= ex.wall_ns / 1e9 < 1.5 and time.monotonic() - t0 < 1.5
     time.sleep(0.1)
-    assert _sleeping(marker) == []
+    assert sleeping(marker) == []
 
 
 def test_what_it_leaves_running_in_its_group_is_killed_at_its_end(starter):
@@ -77,7 +79,7 @@ def test_what_it_leaves_running_in_its_group_is_killed_at_its_end(starter):
     ex = _run(starter, ["sh", "-c", f"sleep {marker} & echo started"])
     assert ex.exit_code == 0 and not ex.timed_out and ex.wall_ns < 5e9
     time.sleep(0.1)
-    assert _sleeping(marker) == []
+    assert sleeping(marker) == []
 
 
 def test_a_program_that_cannot_start_is_told_by_strerror(starter):
@@ -133,15 +135,15 @@ def test_a_sigkilled_runner_s_launcher_kills_its_program_and_exits():
     assert proc.stdout is not None
     launcher_pid = int(proc.stdout.readline())
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and len(_sleeping(marker)) < 2:
+    while time.monotonic() < deadline and len(sleeping(marker)) < 2:
         time.sleep(0.05)
-    assert len(_sleeping(marker)) == 2
+    assert len(sleeping(marker)) == 2
     proc.kill()
     proc.wait()
     deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and (_sleeping(marker) or _alive(launcher_pid)):
+    while time.monotonic() < deadline and (sleeping(marker) or _alive(launcher_pid)):
         time.sleep(0.05)
-    assert _sleeping(marker) == [] and not _alive(launcher_pid)
+    assert sleeping(marker) == [] and not _alive(launcher_pid)
 
 
 def test_a_malformed_request_ends_the_launcher_with_its_reason():
@@ -183,15 +185,3 @@ def _state(pid: int) -> str | None:
 
 def _alive(pid: int) -> bool:
     return _state(pid) not in (None, "Z")
-
-
-def _sleeping(marker: str) -> list[str]:
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if f.read().split(b"\0")[:2] == [b"sleep", marker.encode()]:
-                    found.append(pid)
-        except OSError:
-            pass
-    return found

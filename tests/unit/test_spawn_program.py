@@ -18,6 +18,8 @@ from boardlab.platform.spawn import (
     wait_program,
 )
 
+from helpers import sleeping
+
 pytestmark = [
     pytest.mark.skipif(direct_spawn_reason() is not None, reason=str(direct_spawn_reason())),
     pytest.mark.spawns,
@@ -48,7 +50,7 @@ def test_a_hang_is_killed_with_its_group_at_the_timeout():
     assert ex.timed_out and ex.exit_code == -signal.SIGKILL
     assert 0.5 <= ex.wall_ns / 1e9 < 0.5 + DRAIN_S and time.monotonic() - t0 < 0.5 + DRAIN_S
     time.sleep(0.1)
-    assert not [p for p in os.listdir("/proc") if p.isdigit() and _argv(p)[:2] == ["sleep", marker]]
+    assert sleeping(marker) == []
 
 
 def test_a_stderr_held_by_a_process_outside_its_group_is_read_for_drain_s_at_most(tmp_path):
@@ -70,11 +72,3 @@ def test_a_stderr_held_by_a_process_outside_its_group_is_read_for_drain_s_at_mos
 def test_a_program_that_cannot_start_raises_the_exec_s_error():
     with pytest.raises(FileNotFoundError):
         spawn_program(["/nonexistent/boardlab-program"])
-
-
-def _argv(pid: str) -> list[str]:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().decode(errors="replace").split("\0")
-    except OSError:
-        return []
