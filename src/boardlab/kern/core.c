@@ -64,6 +64,11 @@ void bk_set_amount(bk_ctx *ctx, const char *metric, double amount_per_rep)
     ctx->amount[metric_index(ctx, metric)] = amount_per_rep;
 }
 
+void bk_set_iteration_amount(bk_ctx *ctx, const char *metric, double amount)
+{
+    ctx->iter_amount[metric_index(ctx, metric)] = amount;
+}
+
 void bk_set_value(bk_ctx *ctx, const char *metric, double value)
 {
     int i = metric_index(ctx, metric);
@@ -329,6 +334,14 @@ static uint64_t process_cpu_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* What a kernel accumulates during one iteration starts from nothing: its phases, its own amounts. */
+static void start_iteration(bk_ctx *ctx)
+{
+    memset(ctx->phase_acc, 0, sizeof ctx->phase_acc);
+    for (int m = 0; m < ctx->nmetrics; m++)
+        ctx->iter_amount[m] = NAN;
+}
+
 /* For calibration: the shorter of wall time and process CPU time. A CPU shared with other processes
  * stretches wall time but not CPU time, so this does not pick too few reps on a busy board; a
  * multi-threaded kernel uses more CPU time than wall time, so there wall time decides. */
@@ -336,7 +349,7 @@ static uint64_t time_iteration_undisturbed(bk_ctx *ctx, void *state, uint64_t re
 {
     uint64_t c0 = process_cpu_ns();
     uint64_t wall = 0;
-    memset(ctx->phase_acc, 0, sizeof ctx->phase_acc);
+    start_iteration(ctx);
     uint64_t t0 = bk_now_ns();
     *rc = ctx->k->run(ctx, state, reps);
     wall = bk_now_ns() - t0;
@@ -346,19 +359,21 @@ static uint64_t time_iteration_undisturbed(bk_ctx *ctx, void *state, uint64_t re
 
 static uint64_t time_iteration(bk_ctx *ctx, void *state, uint64_t reps, int *rc)
 {
-    memset(ctx->phase_acc, 0, sizeof ctx->phase_acc);
+    start_iteration(ctx);
     uint64_t t0 = bk_now_ns();
     *rc = ctx->k->run(ctx, state, reps);
     return bk_now_ns() - t0;
 }
 
-static double metric_value(const bk_ctx *ctx, int m, uint64_t ns, uint64_t reps)
+/* A metric's value from an iteration's time; `total` is the iteration's own amount (NAN: amount x reps). */
+static double metric_value(const bk_ctx *ctx, int m, uint64_t ns, uint64_t reps, double total)
 {
     const bk_metric *spec = &ctx->k->metrics[m];
     double seconds = (double)ns * 1e-9;
+    double amount = isnan(total) ? ctx->amount[m] * (double)reps : total;
     switch (spec->kind) {
-    case BK_RATE: return seconds > 0 ? ctx->amount[m] * (double)reps * spec->scale / seconds : NAN;
-    case BK_TIME: return ctx->amount[m] > 0 ? (double)ns * spec->scale / ((double)reps * ctx->amount[m]) : NAN;
+    case BK_RATE: return seconds > 0 ? amount * spec->scale / seconds : NAN;
+    case BK_TIME: return amount > 0 ? (double)ns * spec->scale / amount : NAN;
     case BK_VALUE: return ctx->value_set[m] ? ctx->value[m] : NAN;
     case BK_MEAN: return NAN; /* needs every rate of the iteration: see mean_of_rates */
     }
@@ -371,18 +386,20 @@ static uint64_t metric_ns(const bk_ctx *ctx, const bk_metric *spec, const uint64
     return spec->phase >= 0 ? phase_ns[(size_t)i * (size_t)ctx->nphases + (size_t)spec->phase] : iter_ns[i];
 }
 
-/* Value of metric m in iteration i, for every kind. */
-static double iteration_value(const bk_ctx *ctx, int m, const uint64_t *iter_ns, const uint64_t *phase_ns, int i,
-                              uint64_t reps)
+/* Value of metric m in iteration i, for every kind; amounts holds each iteration's own amounts (NAN: none). */
+static double iteration_value(const bk_ctx *ctx, int m, const uint64_t *iter_ns, const uint64_t *phase_ns,
+                              const double *amounts, int i, uint64_t reps)
 {
     const bk_metric *spec = &ctx->k->metrics[m];
     if (spec->kind != BK_MEAN)
-        return metric_value(ctx, m, metric_ns(ctx, spec, iter_ns, phase_ns, i), reps);
+        return metric_value(ctx, m, metric_ns(ctx, spec, iter_ns, phase_ns, i), reps,
+                            amounts[(size_t)i * BK_MAX_METRICS + (size_t)m]);
     double sum = 0;
     int n = 0;
     for (int r = 0; r < ctx->nmetrics; r++)
         if (ctx->k->metrics[r].kind == BK_RATE && !ctx->skipped[r]) {
-            sum += metric_value(ctx, r, metric_ns(ctx, &ctx->k->metrics[r], iter_ns, phase_ns, i), reps);
+            sum += metric_value(ctx, r, metric_ns(ctx, &ctx->k->metrics[r], iter_ns, phase_ns, i), reps,
+                                amounts[(size_t)i * BK_MAX_METRICS + (size_t)r]);
             n++;
         }
     return n ? sum / n : NAN;
@@ -438,16 +455,18 @@ typedef struct {
     double warm_cv;
     uint64_t *iter_ns, *phase_ns;
     double *vals, *scratch; /* one metric's value per iteration, and room to sort them */
+    double *amounts; /* BK_MAX_METRICS per iteration: what bk_set_iteration_amount set, else NAN */
     bk_counters counters;
     struct rusage ru;
     long hwm;
 } bk_run;
 
-/* The shortest iteration worth timing: the option's, at least 100 timer resolutions, and long enough that the
- * two clock reads of an iteration stay under 5% of it. */
-static double iteration_target_ns(const bk_timer *timer, const bk_options *opt)
+/* The shortest iteration worth timing: the option's or the kernel's own floor, at least 100 timer resolutions,
+ * and long enough that the two clock reads of an iteration stay under 5% of it. */
+static double iteration_target_ns(const bk_timer *timer, const bk_options *opt, const bk_kernel *k)
 {
-    double target_ns = opt->min_iteration_ms * 1e6;
+    double floor_ms = opt->min_iteration_ms > k->min_iteration_ms ? opt->min_iteration_ms : k->min_iteration_ms;
+    double target_ns = floor_ms * 1e6;
     double res = timer->measured_resolution_ns > timer->resolution_ns ? timer->measured_resolution_ns
                                                                       : timer->resolution_ns;
     if (100 * res > target_ns)
@@ -465,7 +484,8 @@ static bool run_alloc(bk_run *r, const bk_ctx *ctx)
     r->phase_ns = calloc(n * (size_t)(ctx->nphases ? ctx->nphases : 1), sizeof(uint64_t));
     r->vals = calloc(n, sizeof(double));
     r->scratch = calloc(n, sizeof(double));
-    return r->iter_ns && r->phase_ns && r->vals && r->scratch;
+    r->amounts = calloc(n * BK_MAX_METRICS, sizeof(double));
+    return r->iter_ns && r->phase_ns && r->vals && r->scratch && r->amounts;
 }
 
 static void run_free(bk_run *r)
@@ -474,6 +494,7 @@ static void run_free(bk_run *r)
     free(r->phase_ns);
     free(r->vals);
     free(r->scratch);
+    free(r->amounts);
 }
 
 /* Grow the repetitions until one iteration lasts at least the target. */
@@ -539,6 +560,7 @@ static void measure(bk_run *r, bk_ctx *ctx, const bk_options *opt)
         r->iter_ns[r->done] = time_iteration(ctx, r->state, r->reps, &r->rc);
         for (int p = 0; p < ctx->nphases; p++)
             r->phase_ns[(size_t)r->done * (size_t)ctx->nphases + (size_t)p] = ctx->phase_acc[p];
+        memcpy(r->amounts + (size_t)r->done * BK_MAX_METRICS, ctx->iter_amount, sizeof ctx->iter_amount);
     }
     if (opt->counters) {
         if (r->done > 0)
@@ -643,11 +665,11 @@ static void json_metrics(bk_json *j, const bk_run *r, const bk_ctx *ctx)
         bk_json_kv_str(j, "unit", spec->unit);
         bk_json_kv_bool(j, "higher_is_better", spec->higher_is_better);
         if (spec->kind == BK_VALUE) {
-            bk_json_kv_num(j, "value", metric_value(ctx, m, 0, r->reps));
+            bk_json_kv_num(j, "value", metric_value(ctx, m, 0, r->reps, NAN));
         } else {
             bk_json_key_array(j, "values");
             for (int i = 0; i < r->done; i++) {
-                r->vals[i] = iteration_value(ctx, m, r->iter_ns, r->phase_ns, i, r->reps);
+                r->vals[i] = iteration_value(ctx, m, r->iter_ns, r->phase_ns, r->amounts, i, r->reps);
                 bk_json_num(j, r->vals[i]);
             }
             bk_json_end_array(j);
@@ -736,14 +758,14 @@ static void emit_text(bk_run *r, const bk_ctx *ctx, const bk_options *opt)
         if (ctx->skipped[m])
             continue;
         if (spec->kind == BK_VALUE) {
-            double v = metric_value(ctx, m, 0, r->reps);
+            double v = metric_value(ctx, m, 0, r->reps, NAN);
             printf("  %-28s %14.*f %s\n", spec->name, plain_decimals(v), v, spec->unit);
             continue;
         }
         double *vals = r->vals;
         int c = 0;
         for (int i = 0; i < r->done; i++)
-            vals[c++] = iteration_value(ctx, m, r->iter_ns, r->phase_ns, i, r->reps);
+            vals[c++] = iteration_value(ctx, m, r->iter_ns, r->phase_ns, r->amounts, i, r->reps);
         qsort(vals, (size_t)c, sizeof(double), cmp_double);
         double med = c ? median_sorted(vals, c) : NAN, lo = c ? vals[0] : NAN, hi = c ? vals[c - 1] : NAN;
         printf("  %-28s %14.*f %s (median of %d; min %.*f, max %.*f)\n", spec->name, plain_decimals(med), med,
@@ -794,7 +816,7 @@ int bk_run_kernel(const bk_kernel *k, char **assignments, int nassign, const bk_
     bk_run r = {.n = opt->iterations, .reps = k->fixed_reps ? k->fixed_reps : 1, .warm_cv = NAN};
     r.wall0 = bk_now_ns();
     r.timer = timer_selftest();
-    r.target_ns = iteration_target_ns(&r.timer, opt);
+    r.target_ns = iteration_target_ns(&r.timer, opt, k);
     if (!run_alloc(&r, ctx))
         r.rc = bk_fail(ctx, "out of memory for %d iterations of %s", r.n, k->name);
     else

@@ -68,6 +68,7 @@ typedef struct bk_kernel {
     void (*fini)(void *state);
     uint64_t fixed_reps; /* 0: calibrate; otherwise this many reps per iteration */
     bool calibrate_on_wall; /* the kernel sleeps or waits for I/O: calibrate on wall time, not CPU time */
+    double min_iteration_ms; /* 0, or the shortest iteration this kernel can time well (raises --min-iteration-ms) */
     /* A service role (svc.*) is not a timed loop: when `serve` is set the core skips calibration, warm-up
      * and iterations, calls serve() once (it runs its own loop until its duration ends or SIGTERM/SIGINT),
      * then verify(); serve_json() writes the role's own versioned "service" object into the result. */
@@ -82,6 +83,9 @@ BK_HIDDEN const char *bk_arg_str(const bk_ctx *ctx, const char *name);
 
 /* Metrics and results. */
 BK_HIDDEN void bk_set_amount(bk_ctx *ctx, const char *metric, double amount_per_rep);
+/* Inside run(): the whole amount of this iteration, for a metric whose amount the kernel learns only as it
+ * goes (the bytes a TCP peer acknowledged). It replaces amount_per_rep * reps for this iteration alone. */
+BK_HIDDEN void bk_set_iteration_amount(bk_ctx *ctx, const char *metric, double amount);
 BK_HIDDEN void bk_set_value(bk_ctx *ctx, const char *metric, double value);
 BK_HIDDEN void bk_set_checksum(bk_ctx *ctx, uint64_t checksum);
 BK_HIDDEN void bk_set_checksum_hex(bk_ctx *ctx, const char *hex);

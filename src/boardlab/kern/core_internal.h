@@ -32,6 +32,7 @@ struct bk_ctx {
     double fval[BK_MAX_PARAMS];
     int nmetrics;
     double amount[BK_MAX_METRICS];
+    double iter_amount[BK_MAX_METRICS]; /* the running iteration's whole amount; NAN: amount x reps */
     double value[BK_MAX_METRICS];
     bool value_set[BK_MAX_METRICS];
     bool skipped[BK_MAX_METRICS];

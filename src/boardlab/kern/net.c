@@ -6,7 +6,8 @@
  * control connection (hello: kind and message size) and ends with the sink's report (bytes and datagrams
  * received, UDP jitter and reordering, its CPU time), which the client checks against what it sent.
  *
- *   tcp_stream: one rep is one send of msg_bytes through the chosen send path:
+ *   tcp_stream: one rep is one send of msg_bytes through the chosen send path (its goodput counts the bytes
+ *       the sink acknowledged during the iteration, so what the socket's buffer took is not taken for the link):
  *       write, sendfile (from a memfd), splice (memfd -> pipe -> socket), msg_zerocopy (SO_ZEROCOPY, with
  *       SO_EE_CODE_ZEROCOPY_COPIED counted from the error queue), uring_zc (io_uring send_zc with
  *       IORING_SEND_ZC_REPORT_USAGE). Whether the kernel copied anyway is recorded: on loopback and veth
@@ -35,8 +36,10 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/sendfile.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <linux/sockios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -380,7 +383,8 @@ static const bk_param net_params[] = {
 };
 
 static const bk_metric net_metrics[] = {
-    {"goodput_bit_s", "bit/s", true, BK_RATE, -1, 8.0, "payload bits sent per second (tcp_stream, udp_stream)"},
+    {"goodput_bit_s", "bit/s", true, BK_RATE, -1, 8.0,
+     "payload bits per second: the sink acknowledged (tcp_stream), sent (udp_stream)"},
     {"transactions_s", "1/s", true, BK_RATE, -1, 1.0, "tcp_rr: request/response pairs per second"},
     {"received_bit_s", "bit/s", true, BK_VALUE, -1, 1.0, "payload bits the sink received per second of sending"},
     {"loss_percent", "%", false, BK_VALUE, -1, 1.0, "udp_stream: datagrams sent but never received, percent"},
@@ -714,9 +718,17 @@ static void pace(net_state *s)
     s->pace_bytes += s->msg;
 }
 
+/* Bytes written to the TCP socket that the sink has not acknowledged yet (SIOCOUTQ: write_seq - snd_una). */
+static int unacked_bytes(const net_state *s)
+{
+    int n = 0;
+    return ioctl(s->ctl, SIOCOUTQ, &n) == 0 ? n : -1;
+}
+
 static int net_run(bk_ctx *ctx, void *state, uint64_t reps)
 {
     net_state *s = state;
+    int unacked0 = s->mode == M_TCP ? unacked_bytes(s) : -1;
     if (reps != s->last_reps) {
         bk_hist_init(&s->hist);
         s->last_reps = reps;
@@ -754,6 +766,13 @@ static int net_run(bk_ctx *ctx, void *state, uint64_t reps)
         s->sent_bytes += s->msg;
     }
     s->cpu_ns_run += cpu_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+    /* A send() returns once the data is in the socket's buffer, and the buffer frees in steps of up to half
+     * its size: a short iteration would be timed by those steps (alternately a free buffer at memory speed
+     * and a whole step at the link's), and a path drained by a pause takes an iteration at memory speed.
+     * What the sink acknowledged during the iteration is what crossed the link in its time. */
+    int unacked1 = s->mode == M_TCP ? unacked_bytes(s) : -1;
+    if (unacked0 >= 0 && unacked1 >= 0)
+        bk_set_iteration_amount(ctx, "goodput_bit_s", (double)(reps * s->msg) + unacked0 - unacked1);
     s->last_run_end_ns = bk_now_ns();
     return 0;
 }
@@ -865,4 +884,7 @@ const bk_kernel bk_io_net = {
     .verify = net_verify,
     .fini = net_fini,
     .calibrate_on_wall = true,
+    /* A TCP iteration must span many acknowledgements and more than the buffer's release steps (see net_run):
+     * one calibrated during slow start at the 1 ms default could be a single 64 KiB send. */
+    .min_iteration_ms = 10,
 };
