@@ -2,9 +2,10 @@
 one process per campaign that spawns, waits and times in C) and the in-process starter it falls back to
 (platform.spawn.InProcessStarter). Each: wall time from the spawn to the exit, wait4's rusage, pinned to the
 CPUs asked for, the end of its stderr kept, its group killed at its end and at its timeout, a start error
-told by strerror, the monitor's first sample asked for only when the program outlives it. Then what is the
-launcher's alone: the program reaped as it ends with no exchange in the middle of a run, the runner's end
-kills the program, and a boardlab-kern without the launcher is refused with its reason."""
+told by strerror, the monitor's first sample asked for only when the program outlives it, a stop's SIGINT to
+its group. Then what is the launcher's alone: the program reaped as it ends with no exchange in the middle of
+a run, a short program's pid told with its end (one wake-up of the runner), the runner's end kills the
+program, and a boardlab-kern without the launcher is refused with its reason."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import time
 import pytest
 
 from boardlab.native import kern_path
-from boardlab.platform.launcher import Launcher, LauncherUnavailable
+from boardlab.platform.launcher import PROTOCOL, Launcher, LauncherUnavailable
 from boardlab.platform.spawn import STDERR_KEEP_BYTES, InProcessStarter, direct_spawn_reason
 
 from helpers import sleeping
@@ -38,10 +39,10 @@ def starter(request):
     s.close()
 
 
-def _run(starter, argv, timeout_s=60.0, cpus=None, running_after=None):
-    p = starter.spawn(argv, cpus, timeout_s)
+def _run(starter, argv, timeout_s=60.0, cpus=None, running_after=None, on_start=None):
+    p = starter.spawn(argv, cpus, timeout_s, running_after[0] if running_after else None)
     assert not isinstance(p, str), p
-    return starter.wait(p, running_after=running_after)
+    return starter.wait(p, on_start=on_start, running_after=running_after)
 
 
 def test_its_time_is_its_own_its_rusage_wait4s_and_it_runs_on_the_cpus_asked_for(starter, tmp_path):
@@ -83,7 +84,14 @@ def test_what_it_leaves_running_in_its_group_is_killed_at_its_end(starter):
 
 
 def test_a_program_that_cannot_start_is_told_by_strerror(starter):
-    assert starter.spawn(["/nonexistent/boardlab-program"], None, 5) == os.strerror(2)
+    p = starter.spawn(["/nonexistent/boardlab-program"], None, 5)  # the launcher tells it in its wait
+    assert (p if isinstance(p, str) else starter.wait(p).start_error) == os.strerror(2)
+
+
+def test_its_pid_is_told_once_and_is_the_program_s(starter, tmp_path):
+    out, pids = tmp_path / "pid", []
+    ex = _run(starter, ["sh", "-c", f"echo $$ > '{out}'"], on_start=pids.append)
+    assert ex.exit_code == 0 and pids == [int(out.read_text())]
 
 
 def test_the_monitor_s_first_sample_is_asked_for_only_when_the_program_outlives_it(starter):
@@ -96,13 +104,16 @@ def test_the_monitor_s_first_sample_is_asked_for_only_when_the_program_outlives_
 
 
 def test_a_stop_interrupts_the_program_s_group(starter, tmp_path):
-    got = tmp_path / "got"
-    p = starter.spawn(["sh", "-c", f"trap 'echo INT > {got}; exit 5' INT; sleep 30 & wait"], None, 60)
+    """SIGINT reaches the program (the launcher is asked: its pid is not told yet); its group goes."""
+    got, marker = tmp_path / "got", _marker(53)
+    script = f"trap 'echo INT > {got}; exit 5' INT; sleep {marker} & wait"
+    p = starter.spawn(["sh", "-c", script], None, 60, 10.0)
     time.sleep(0.3)  # the trap is set
     t0 = time.monotonic()
     starter.stop(p)
     assert time.monotonic() - t0 < 2 and got.read_text() == "INT\n"
-    assert not _alive(p.pid)
+    time.sleep(0.1)
+    assert sleeping(marker) == []
 
 
 def test_the_launcher_reaps_the_program_as_it_ends_and_its_reply_waits_for_the_runner():
@@ -111,12 +122,57 @@ def test_the_launcher_reaps_the_program_as_it_ends_and_its_reply_waits_for_the_r
     try:
         p = launcher.spawn(["true"], None, 5)
         time.sleep(0.2)  # `true` has ended, and been reaped, before the runner asks for its end
-        assert _state(p.pid) is None
         t0 = time.monotonic()
         ex = launcher.wait(p)
         assert ex.exit_code == 0 and 0 < ex.wall_ns < 0.2e9 and time.monotonic() - t0 < 0.05
+        assert p.pid is not None and _state(p.pid) is None
     finally:
         launcher.close()
+
+
+def _launch(tell_after_ns: int, *argv: bytes) -> subprocess.Popen:
+    """`boardlab-kern launch` asked, by hand, for one program; its hello read."""
+    proc = subprocess.Popen([str(kern_path()), "launch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    assert os.read(proc.stdout.fileno(), 5) == b"L" + struct.pack("=I", PROTOCOL)
+    body = struct.pack("=qqII", int(60e9), tell_after_ns, 0, len(argv)) + b"".join(a + b"\0" for a in argv)
+    proc.stdin.write(b"R" + struct.pack("=I", len(body)) + body)
+    proc.stdin.flush()
+    return proc
+
+
+def test_a_short_program_s_pid_comes_with_its_end_in_one_write():
+    """The runner is woken once for it: 'S' and 'F' come in one read, never 'S' alone."""
+    proc = _launch(int(10e9), b"true")
+    try:
+        assert proc.stdout is not None
+        first = os.read(proc.stdout.fileno(), 4096)
+        assert first[:1] == b"S" and first[13:14] == b"F" and len(first) == 13 + 74
+    finally:
+        proc.communicate(timeout=10)
+    assert proc.returncode == 0
+
+
+def test_a_running_program_s_pid_comes_when_it_is_due():
+    proc = _launch(int(0.2e9), b"sleep", b"0.6")
+    try:
+        assert proc.stdout is not None
+        t0 = time.monotonic()
+        started = os.read(proc.stdout.fileno(), 4096)
+        told_s = time.monotonic() - t0
+        assert started[:1] == b"S" and len(started) == 13 and 0.15 <= told_s < 0.5
+        assert _alive(struct.unpack("=i", started[1:5])[0])
+        assert os.read(proc.stdout.fileno(), 4096)[:1] == b"F"
+    finally:
+        proc.communicate(timeout=10)
+
+
+def test_a_stop_between_runs_ends_the_launcher_quietly():
+    launcher = Launcher(kern_path(), dict(os.environb))
+    p = launcher.spawn(["true"], None, 5)
+    assert launcher.wait(p).exit_code == 0
+    launcher.stop(p)
+    assert launcher._proc.returncode == 0 and launcher._end() == "exit 0"
 
 
 def test_a_sigkilled_runner_s_launcher_kills_its_program_and_exits():
@@ -151,7 +207,7 @@ def test_a_malformed_request_ends_the_launcher_with_its_reason():
         [str(kern_path()), "launch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     out, err = proc.communicate(b"R" + struct.pack("=I", 8) + b"\0" * 8, timeout=10)
-    assert out == b"L" + struct.pack("=I", 1)
+    assert out == b"L" + struct.pack("=I", PROTOCOL)
     assert proc.returncode == 2 and b"malformed request" in err
 
 

@@ -31,13 +31,19 @@ from boardlab.platform.spawn import InProcessStarter, direct_spawn_reason
 
 class Starter(Protocol):
     """What starts, awaits and stops the programs (platform.launcher.Launcher, or
-    platform.spawn.InProcessStarter): `spawn` gives the program (its `pid`, and `t0_ns`: the monotonic clock
-    just before its spawn) or why it could not start; `wait` gives its end."""
+    platform.spawn.InProcessStarter): `spawn` gives the program or why it could not start; `wait` gives its
+    end (or why it could not start), its `pid` and `t0_ns` (the monotonic clock just before its spawn) known
+    from `on_start`'s call on."""
 
-    def spawn(self, argv: Sequence[str], cpus: set[int] | None, timeout_s: float) -> Any: ...
+    def spawn(
+        self, argv: Sequence[str], cpus: set[int] | None, timeout_s: float, tell_after_s: float | None = None
+    ) -> Any: ...
 
     def wait(
-        self, p: Any, running_after: tuple[float, Callable[[], None]] | None = None
+        self,
+        p: Any,
+        on_start: Callable[[int], None] | None = None,
+        running_after: tuple[float, Callable[[], None]] | None = None,
     ) -> DirectExecution: ...
 
     def stop(self, p: Any) -> None: ...
@@ -118,20 +124,26 @@ class DirectRuns:
         monitor.prepare(cpu)
         if before and not _succeeded(before[0]):  # the program is not run
             return _run(launch, started, time.monotonic_ns(), 0, before, monitor.stop())
-        p = starter.spawn(launch.argv, worker_cpus, min(timeout_s, launch.timeout_s))
+        p = starter.spawn(launch.argv, worker_cpus, min(timeout_s, launch.timeout_s), monitor.interval_s)
         if isinstance(p, str):
             ex = DirectExecution(0, 127, {}, "", False, p)
             return _run(launch, started, time.monotonic_ns(), 0, (*before, ex), monitor.stop())
         try:  # from the spawn on, a stop (Ctrl-C, SIGTERM, SIGHUP) at any point stops the program
-            monitor.start(p.pid, cpu)
             # Waited for here, off its CPU: staying there until its end, as hyperfine's loop does, cost a
             # 0.5 ms program 0.05-0.1 ms more (this thread's Python between its spawn and the wait ran beside
-            # it) than the wake-up from another CPU does.
-            ex = starter.wait(p, running_after=(monitor.interval_s, monitor.follow))  # a 1 ms program: never
+            # it) than the wake-up from another CPU does. A 1 ms program is named to the monitor after its
+            # end, and never followed.
+            ex = starter.wait(
+                p,
+                on_start=functools.partial(monitor.start, worker_cpu=cpu),
+                running_after=(monitor.interval_s, monitor.follow),
+            )
         except BaseException:
             starter.stop(p)
             monitor.stop()
             raise
+        if ex.start_error is not None:
+            return _run(launch, started, time.monotonic_ns(), 0, (*before, ex), monitor.stop())
         wall_ns = time.monotonic_ns() - p.t0_ns
         killed = ex.timed_out and timeout_s < launch.timeout_s
         return _run(launch, started, p.t0_ns, wall_ns, (*before, ex), monitor.stop(), killed)

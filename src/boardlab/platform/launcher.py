@@ -4,16 +4,19 @@ a wait on the program's pidfd, the clock, all in C on the program's CPU. Started
 cost 0.4 ms of interpreter work and two migrations of the runner's thread, and the wall time of a 0.5 ms
 program came out a fifth longer than hyperfine's.
 
-One run: `spawn` (the launcher answers with the pid and its clock's start), the monitor is told the pid,
-then `wait` reads its wall time, exit status, rusage and the end of its stderr. The launcher reaps the
-program as it ends, and its reply waits in the pipe: the runner is woken twice a run, and the launcher
-never waits for the runner. The launcher kills the program's group at the timeout, and at once if the
-runner dies (its stdin closes): it is the guard of its programs. The wire format is launch.c's (native byte
-order: both ends are this machine).
+One run: `spawn` writes the request; `wait` reads the pid and its clock's start (then the monitor is told
+the pid), and its wall time, exit status, rusage and the end of its stderr. The launcher tells the pid only
+once the program has run as long as the monitor's first interval, or with its end: the runner sleeps through
+a short program and is woken once (woken at the spawn, it ran beside the program and lengthened a 0.7 ms
+`/bin/true` by a third). The launcher reaps the program as it ends, and never waits for the runner. It kills
+the program's group at the timeout, and at once if the runner dies (its stdin closes): it is the guard of
+its programs. A stop (Ctrl-C) is asked of it, since the runner may not know the pid yet. The wire format is
+launch.c's (native byte order: both ends are this machine).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import struct
@@ -25,9 +28,9 @@ from pathlib import Path
 
 from boardlab.errors import MeasurementError
 from boardlab.model.workload import DirectExecution
-from boardlab.platform.spawn import DRAIN_S, interrupt_group  # DRAIN_S: launch.c's DRAIN_NS too
+from boardlab.platform.spawn import DRAIN_S  # launch.c's DRAIN_NS too
 
-PROTOCOL = 1
+PROTOCOL = 2
 # the launcher's start: an exec of a small binary (seconds under qemu-user or from a slow SD card)
 HELLO_TIMEOUT_S = 10.0
 SPARE_S = 10.0  # beyond a run's timeout and stderr's drain, how long the launcher's reply may take
@@ -42,14 +45,16 @@ class LauncherUnavailable(Exception):
     """The launcher cannot serve this campaign (missing, too old, or this kernel lacks pidfd): the reason."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class Launched:
-    """A program the launcher started: its pid (the leader of its own group) and the launcher's clock
-    (CLOCK_MONOTONIC, Python's time.monotonic_ns) just before its spawn; its timeout, for the reply's wait."""
+    """A program asked of the launcher: its timeout and when it was asked (for the replies' deadlines); once
+    `wait` has read the launcher's 'S', its pid (the leader of its own group) and the launcher's clock
+    (CLOCK_MONOTONIC, Python's time.monotonic_ns) just before its spawn."""
 
-    pid: int
-    t0_ns: int
     timeout_s: float
+    asked_ns: int
+    pid: int | None = None
+    t0_ns: int | None = None
 
 
 class Launcher:
@@ -80,34 +85,43 @@ class Launcher:
             why = self._end()
             raise LauncherUnavailable(f"{kern} launch did not start as protocol {PROTOCOL}'s launcher: {why}")
 
-    def spawn(self, argv: Sequence[str], cpus: set[int] | None, timeout_s: float) -> Launched | str:
-        """Starts `argv` (searched on PATH) pinned to `cpus` (None: the launcher's own affinity), to be killed
-        with its group after `timeout_s`: the program, or why it could not start (as strerror says it)."""
+    def spawn(
+        self, argv: Sequence[str], cpus: set[int] | None, timeout_s: float, tell_after_s: float | None = None
+    ) -> Launched:
+        """Asks for `argv` (searched on PATH) pinned to `cpus` (None: the launcher's own affinity), to be
+        killed with its group after `timeout_s`; its pid is told once it has run `tell_after_s` (None: with
+        its end). Whether it started is `wait`'s to say."""
         words = b"".join(os.fsencode(a) + b"\0" for a in argv)
         pins = sorted(cpus) if cpus else []
-        body = struct.pack(f"=qI{len(pins)}I", int(timeout_s * 1e9), len(pins), *pins)
+        tell_ns = -1 if tell_after_s is None else int(tell_after_s * 1e9)
+        body = struct.pack(f"=qqI{len(pins)}I", int(timeout_s * 1e9), tell_ns, len(pins), *pins)
         body += struct.pack("=I", len(argv)) + words
+        asked = time.monotonic_ns()
         self._send(struct.pack("=cI", b"R", len(body)) + body)
-        kind = self._reply(1, time.monotonic_ns() + int(SPARE_S * 1e9))
-        if kind == b"E":
-            (err,) = _ERROR.unpack(self._must(_ERROR.size))
-            return os.strerror(err)
-        if kind != b"S":
-            raise MeasurementError(f"boardlab-kern launch answered {kind!r} to a start: {self._end()}")
-        pid, t0_ns = _STARTED.unpack(self._must(_STARTED.size))
-        return Launched(pid, t0_ns, timeout_s)
+        return Launched(timeout_s, asked)
 
     def wait(
-        self, p: Launched, running_after: tuple[float, Callable[[], None]] | None = None
+        self,
+        p: Launched,
+        on_start: Callable[[int], None] | None = None,
+        running_after: tuple[float, Callable[[], None]] | None = None,
     ) -> DirectExecution:
-        """The program's end as the launcher saw it. `running_after` (s, call): `call` once, if the program
-        still runs `s` after its spawn (the monitor's first sample is due)."""
-        deadline = p.t0_ns + int((p.timeout_s + DRAIN_S + SPARE_S) * 1e9)
-        if running_after is not None:
-            due = p.t0_ns + int(running_after[0] * 1e9)
-            if self._reply(0, due) is None:  # still running at its first sample's time
-                running_after[1]()
-        head = self._reply(_FINISHED.size, deadline)
+        """The program's end as the launcher saw it (a start error as its `start_error`). `on_start(pid)`
+        once the pid is known; `running_after` (s, call): `call` once, if the program still ran `s` after its
+        spawn (the monitor's first sample is due then: spawn's `tell_after_s`)."""
+        limit_ns = int((p.timeout_s + DRAIN_S + SPARE_S) * 1e9)
+        kind = self._reply(1, p.asked_ns + limit_ns)
+        if kind == b"E":
+            (err,) = _ERROR.unpack(self._must(_ERROR.size))
+            return DirectExecution(0, 127, {}, "", False, os.strerror(err))
+        if kind != b"S":
+            raise MeasurementError(f"boardlab-kern launch answered {kind!r} to a start: {self._end()}")
+        p.pid, p.t0_ns = _STARTED.unpack(self._must(_STARTED.size))
+        if on_start is not None:
+            on_start(p.pid)
+        if running_after is not None and self._reply(0, 0) is None:  # 'S' alone: it runs on
+            running_after[1]()
+        head = self._reply(_FINISHED.size, p.t0_ns + limit_ns)
         if head is None:
             raise MeasurementError(f"boardlab-kern launch gave no end of pid {p.pid}: {self._end()}")
         kind, wall_ns, status, timed_out, *usage, n = _FINISHED.unpack(head)
@@ -122,10 +136,13 @@ class Launcher:
         )
 
     def stop(self, p: Launched, grace_s: float = 2.0) -> None:
-        """Ctrl-C or SIGTERM reached boardlab while `p` ran: SIGINT to its group, SIGKILL after the grace
-        period. The launcher is ended with it (its protocol may have been cut mid-message): it kills whatever
-        is left of the group as its stdin closes, and reaps the program."""
-        interrupt_group(p.pid, grace_s)
+        """Ctrl-C or SIGTERM reached boardlab while `p` ran: the launcher sends SIGINT to its group and
+        SIGKILL after the grace period, reaps it and ends (its replies may have been cut mid-message, so it
+        is not used again). If it is not gone by then, its stdin's end makes it kill the group at once."""
+        with contextlib.suppress(MeasurementError):  # gone already: _end says how
+            self._send(b"I" + struct.pack("=q", int(grace_s * 1e9)))
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._proc.wait(grace_s + SPARE_S)
         self._end()
 
     def close(self) -> None:
@@ -140,10 +157,10 @@ class Launcher:
 
     def _reply(self, n: int, deadline_ns: int) -> bytes | None:
         """`n` bytes of the launcher's reply once it starts within the deadline, else None (n = 0: whether
-        any has come)."""
+        any has come; deadline 0: without waiting)."""
         poller = select.poll()
         poller.register(self._out, select.POLLIN)
-        while not poller.poll(max(0, (deadline_ns - time.monotonic_ns()) // 1_000_000 + 1)):
+        while not poller.poll(max(0, -((time.monotonic_ns() - deadline_ns) // 1_000_000))):
             if time.monotonic_ns() >= deadline_ns:
                 return None
         return self._must(n) if n else b""

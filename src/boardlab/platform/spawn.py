@@ -452,8 +452,11 @@ class InProcessStarter:
         self._env = env
         self._guard = OrphanGuard()
 
-    def spawn(self, argv: Sequence[str], cpus: set[int] | None, timeout_s: float) -> Guarded | str:
-        """The program, or why it could not start (as strerror says it)."""
+    def spawn(
+        self, argv: Sequence[str], cpus: set[int] | None, timeout_s: float, tell_after_s: float | None = None
+    ) -> Guarded | str:
+        """The program, or why it could not start (as strerror says it). Its pid is known at once here: so
+        `tell_after_s`, the launcher's, does not apply."""
         try:
             p = spawn_program(argv, cpus=cpus, env=self._env)
         except OSError as exc:
@@ -462,8 +465,13 @@ class InProcessStarter:
         return Guarded(p, timeout_s)
 
     def wait(
-        self, p: Guarded, running_after: tuple[float, Callable[[], None]] | None = None
+        self,
+        p: Guarded,
+        on_start: Callable[[int], None] | None = None,
+        running_after: tuple[float, Callable[[], None]] | None = None,
     ) -> DirectExecution:
+        if on_start is not None:
+            on_start(p.started.pid)
         return wait_program(
             p.started, p.timeout_s, before_reap=self._guard.clear, running_after=running_after
         )
