@@ -126,7 +126,7 @@ class DirectRuns:
             return _run(launch, started, time.monotonic_ns(), 0, before, monitor.stop())
         p = starter.spawn(launch.argv, worker_cpus, min(timeout_s, launch.timeout_s), monitor.interval_s)
         if isinstance(p, str):
-            ex = DirectExecution(0, 127, {}, "", False, p)
+            ex = DirectExecution.not_started(p)
             return _run(launch, started, time.monotonic_ns(), 0, (*before, ex), monitor.stop())
         try:  # from the spawn on, a stop (Ctrl-C, SIGTERM, SIGHUP) at any point stops the program
             # Waited for here, off its CPU: staying there until its end, as hyperfine's loop does, cost a
@@ -153,7 +153,7 @@ class DirectRuns:
         monitoring begin."""
         p = starter.spawn(argv, worker_cpus, timeout_s)
         if isinstance(p, str):
-            return DirectExecution(0, 127, {}, "", False, p)
+            return DirectExecution.not_started(p)
         try:
             return starter.wait(p)
         except BaseException:

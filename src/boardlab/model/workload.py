@@ -67,6 +67,11 @@ class DirectExecution:
     timed_out: bool  # killed with its process group at the timeout
     start_error: str | None = None  # why it could not be started (then nothing else is set)
 
+    @classmethod
+    def not_started(cls, why: str) -> DirectExecution:
+        """A program that could not be started (`why` as strerror says it): exit code 127, as a shell's."""
+        return cls(0, 127, {}, "", False, why)
+
 
 @dataclass(frozen=True)
 class DirectLaunch:

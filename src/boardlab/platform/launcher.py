@@ -113,7 +113,7 @@ class Launcher:
         kind = self._reply(1, p.asked_ns + limit_ns)
         if kind == b"E":
             (err,) = _ERROR.unpack(self._must(_ERROR.size))
-            return DirectExecution(0, 127, {}, "", False, os.strerror(err))
+            return DirectExecution.not_started(os.strerror(err))
         if kind != b"S":
             raise MeasurementError(f"boardlab-kern launch answered {kind!r} to a start: {self._end()}")
         p.pid, p.t0_ns = _STARTED.unpack(self._must(_STARTED.size))
