@@ -146,7 +146,8 @@ class _Artifacts:
 def test_a_report_names_the_campaign_whose_stored_cell_facts_it_cannot_read():
     from boardlab.analysis.core import cell_facts
 
-    rows = [{"key": "k", "workload": "w", "params_json": "{}", "condition": "baseline", "metric": "mb_s"}]
+    rows = [{"key": "k", "workload": "w", "params_json": "{}", "condition": "baseline", "metric": "mb_s",
+             "condition_json": '{"kind": "baseline", "params": {}}'}]  # fmt: skip
     with pytest.raises(InputError, match=r"board.db: campaign 3: its stored cell-facts cannot be read"):
         cell_facts(_Artifacts(cell_facts=b"{not json"), 3, "", rows)
     with pytest.raises(InputError, match="schema 9"):
@@ -154,7 +155,9 @@ def test_a_report_names_the_campaign_whose_stored_cell_facts_it_cannot_read():
     # none stored (an older campaign): derived from the stored plan by workload name, once per workload
     plan = '[runs]\norder = "abba"\n[[workloads]]\nname = "w"\nthreshold = 0.05\n'
     got = cell_facts(_Artifacts(), 3, plan, rows + [{**rows[0], "key": "k2"}])
-    derived = facts.CellFacts(0.05, None, derived=True, tail=False)
+    derived = facts.CellFacts(
+        0.05, None, derived=True, tail=False, condition=(facts.ConditionPart("baseline"),)
+    )
     assert got == ({"k": derived, "k2": derived}, "abba", "")  # no compare in the plan: nothing to say
 
 
@@ -209,8 +212,15 @@ def test_a_cell_stored_without_its_tail_ness_gets_it_from_its_metrics_name_once_
     from boardlab.analysis.core import cell_facts
 
     rows = [
-        {"key": k, "workload": "w", "params_json": "{}", "condition": "baseline", "metric": m}
-        for k, m in (("a", "max_latency_us"), ("b", "mb_s"), ("c", "slowest_block_ms"))
+        {
+            "key": k,
+            "workload": "w",
+            "params_json": "{}",
+            "condition": "baseline",
+            "metric": m,
+            "condition_json": '{"kind": "baseline", "params": {}}',
+        }
+        for k, m in (("a", "max_latency_us"), ("b", "mb_s"), ("c", "slowest_block_ms"))  # fmt: skip
     ]
     cells = {r["key"]: {"threshold": None, "tail_threshold": None, "compare": None} for r in rows}
     two = {"schema": 2, "order": "interleave", "cells": cells}  # a boardlab before tail-ness was stored
@@ -254,3 +264,36 @@ def test_every_catalog_metric_declares_the_tail_ness_its_name_gave_it():
     metrics = [(w.name, m) for w in all_workloads() for m in w.metrics] + [("program", m) for m in ALWAYS]
     assert [(w, m.name) for w, m in metrics if m.tail != named_tail(m.name)] == []
     assert any(m.tail for _, m in metrics)
+
+
+def test_each_cells_condition_parts_are_those_the_store_keeps_with_it():
+    from boardlab.analysis.core import cell_facts
+    from boardlab.campaign.facts import cell_facts as plan_cell_facts
+    from boardlab.campaign.schedule import build_cells
+    from boardlab.model.campaign import ConditionSpec
+
+    from helpers import CRC, entries_plan
+
+    parts = (("isolation", {"mode": "isolated"}), ("workload", {"workload": "ai.inference"}))
+    two = ConditionSpec("two", "isolation+workload", parts=parts)
+    plan = entries_plan()
+    plan = dataclasses.replace(plan, conditions=(*plan.conditions, two))
+    cells = build_cells(plan, {"crc32": CRC})
+    stored = {c.name: c.to_dict() for c in plan.conditions}
+    stored["cpu-stress"].pop("parts")  # as a store whose conditions had no parts yet keeps it
+    rows = [
+        {"key": c.key, "workload": c.workload, "params_json": c.params_json, "condition": c.condition,
+         "metric": c.metric, "condition_json": json.dumps(stored[c.condition])}
+        for c in cells
+    ]  # fmt: skip
+    got, _, _ = cell_facts(_Artifacts(), 1, "", rows)
+    want = {
+        "cpu-stress": (facts.ConditionPart("stressor", {"stressor": "cpu"}),),  # its own one part
+        "two": tuple(facts.ConditionPart(k, p) for k, p in parts),
+    }
+    for c in cells:
+        assert got[c.key].condition == plan_cell_facts(plan, c).condition, c.key  # read back as planned
+        if c.condition in want:
+            assert got[c.key].condition == want[c.condition]
+    with pytest.raises(TypeError):
+        got[cells[0].key].condition[0].params["x"] = 1  # type: ignore[index]

@@ -96,18 +96,18 @@ def cell_facts(store: Store, campaign_id: int, plan_text: str, rows) -> tuple[di
     """(cell key -> its facts, the run order, what was derived) as stored with the campaign. A campaign
     stored without them gets them derived once from its stored plan (`named_thresholds`, `named_pairing`) and
     the third item says so (PAIRING_DERIVED when a pairing was derived, else ""); a cell stored without its
-    metric's tail-ness gets it from the metric's name (`named_tail`). InputError for stored facts this
-    boardlab cannot read."""
+    metric's tail-ness gets it from the metric's name (`named_tail`). Each cell's condition parts are those
+    the store keeps with it. InputError for stored facts this boardlab cannot read."""
     known, order, said = _cell_facts(store, campaign_id, plan_text, rows)
-    metric = {row["key"]: row["metric"] for row in rows}
-    return (
-        {
-            key: f if f.tail is not None else dataclasses.replace(f, tail=named_tail(metric[key]))
-            for key, f in known.items()
-        },
-        order,
-        said,
-    )
+    out = {}
+    for row in rows:
+        f = known[row["key"]]
+        out[row["key"]] = dataclasses.replace(
+            f,
+            tail=named_tail(row["metric"]) if f.tail is None else f.tail,
+            condition=facts.condition_parts(json.loads(row["condition_json"])),
+        )
+    return out, order, said
 
 
 def _cell_facts(

@@ -41,14 +41,18 @@ def cell_facts(plan: Plan, cell: Cell) -> facts.CellFacts:
     """The thresholds of the entry that produced the cell (`schedule.entry_of`), not of the first entry of
     its workload: two entries of one workload judge their cells each by its own; the cell its entry's
     `compare` parameter pairs it with (`schedule.compare_baseline`); and whether its metric is a tail, as the
-    metric's spec declared it when the cell was built."""
+    metric's spec declared it when the cell was built; and its condition's parts."""
     entry = entry_of(plan, cell)
     pair = compare_baseline(plan, cell)
+    condition = next((c for c in plan.conditions if c.name == cell.condition), None)
     return facts.CellFacts(
         entry.threshold if entry else None,
         entry.tail_threshold if entry else None,
         compare=None if pair is None else facts.ComparePair(pair[0], pair[2].key, pair[1]),
         tail=cell.tail,
+        condition=()
+        if condition is None
+        else tuple(facts.ConditionPart(k, p) for k, p in condition.all_parts),
     )
 
 

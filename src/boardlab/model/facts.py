@@ -152,6 +152,25 @@ class ComparePair:
 
 
 @dataclass(frozen=True)
+class ConditionPart:
+    """One part of a cell's condition as its plan declared it: a kind ("governor", "isolation", "workload",
+    ...) and its params. What a study reads of a condition's structure, in place of its name."""
+
+    kind: str
+    params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:  # read-only: a study reads the plan's params, never changes them
+        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+
+
+def condition_parts(condition: Mapping[str, Any]) -> tuple[ConditionPart, ...]:
+    """A condition as the store keeps it with each cell (`ConditionSpec.to_dict`, the cells' condition_json)
+    as its parts; one stored without `parts` is its own single part."""
+    parts = condition.get("parts") or [{"kind": condition.get("kind"), "params": condition.get("params")}]
+    return tuple(ConditionPart(str(p["kind"]), p.get("params") or {}) for p in parts)
+
+
+@dataclass(frozen=True)
 class CellFacts:
     """What the plan entry that produced a cell says of it for analysis: its practical threshold and tail
     threshold (fractions, 0.02 = 2%; None = the default for its metric) and its compare pairing (None: the
@@ -159,13 +178,16 @@ class CellFacts:
     with the campaign but read from its stored plan by workload name (a campaign stored before cells carried
     them), which cannot tell two entries of one workload apart. `tail`: the cell's metric is a tail (p99 and
     above, or a maximum), as its spec declares; None in a document stored before cells carried it, until the
-    analysis derives it (`analysis.core.cell_facts`)."""
+    analysis derives it (`analysis.core.cell_facts`). `condition`: the parts of its condition as the plan
+    declared them; not in the `CELL_FACTS` document, since the store keeps them with every cell (its
+    condition_json) and has since its first schema."""
 
     threshold: float | None = None
     tail_threshold: float | None = None
     derived: bool = False
     compare: ComparePair | None = None
     tail: bool | None = None
+    condition: tuple[ConditionPart, ...] = ()
 
 
 @dataclass(frozen=True)
