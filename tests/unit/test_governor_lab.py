@@ -566,3 +566,5 @@ def test_a_sweep_cells_frequencies_are_read_from_its_conditions_governor_part_no
         for table in tables:
             this, this_khz, other, other_khz = of(table)  # type: ignore[misc]
             assert table["name"] == sweep.cell_name(this, this_khz, other, other_khz)
+    for odd in ({"policies": "all"}, {"policies": [["policy0"]]}, {"policies": ["policy0", "policy4", "x"]}):
+        assert of({"kind": "governor", "params": {**gov, **odd}}) is None

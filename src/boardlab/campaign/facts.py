@@ -40,8 +40,8 @@ def save(store: Store, campaign_id: int, doc: dict) -> None:
 def cell_facts(plan: Plan, cell: Cell) -> facts.CellFacts:
     """The thresholds of the entry that produced the cell (`schedule.entry_of`), not of the first entry of
     its workload: two entries of one workload judge their cells each by its own; the cell its entry's
-    `compare` parameter pairs it with (`schedule.compare_baseline`); and whether its metric is a tail, as the
-    metric's spec declared it when the cell was built; and its condition's parts."""
+    `compare` parameter pairs it with (`schedule.compare_baseline`); whether its metric is a tail, as the
+    metric's spec declared it when the cell was built; its condition's parts."""
     entry = entry_of(plan, cell)
     pair = compare_baseline(plan, cell)
     condition = next((c for c in plan.conditions if c.name == cell.condition), None)

@@ -25,6 +25,8 @@ def sweep_frequencies(parts: Iterable[ConditionPart]) -> tuple[str, int, str | N
         if part.kind != "governor" or p.get("governor") != "userspace":
             continue
         if not isinstance(policies, list) or not 1 <= len(policies) <= 2 or not isinstance(khz, dict):
+            return None  # policies = "all", or frequencies by role ("active", "idle"): not a sweep cell
+        if not all(isinstance(q, str) for q in policies):
             return None
         if set(khz) != set(policies) or not all(type(khz[q]) is int for q in policies):
             return None
