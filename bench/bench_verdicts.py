@@ -257,7 +257,7 @@ def campaign(
     store_cell_facts(store, cid, d.plan, d.cells)  # and each cell's thresholds and pairing
     factor = {}
     for c in d.cells:
-        delta, _ = threshold_of(cell_facts(d.plan, c), c.metric)
+        delta, _ = threshold_of(cell_facts(d.plan, c))
         slower = 1.0 + 2.5 * delta if c.key in effect_keys else 1.0
         factor[c.key] = 1.0 / slower if d.metrics[c.key].higher_is_better else slower
     total = len(d.schedule)

@@ -531,3 +531,40 @@ def test_ctrl_c_stops_the_daemon_and_restores_at_once(tmp_path, sigint):
     assert s["interrupted"] is True and len(s["restored"]) == 4  # two governors, two setspeeds
     assert snapshot(root) == before
     assert not list((tmp_path / "state").glob("restore-*.json"))  # nothing left for `boardlab restore`
+
+
+def test_a_sweep_cells_frequencies_are_read_from_its_conditions_governor_part_not_its_name():
+    from boardlab.governor.store_io import sweep_frequencies
+    from boardlab.model.facts import ConditionPart, condition_parts
+
+    def of(table: dict) -> tuple | None:
+        return sweep_frequencies(condition_parts(table))
+
+    gov = {"governor": "userspace", "policies": ["policy4", "policy0"],
+           "frequencies_khz": {"policy0": 200000, "policy4": 1400000}}  # fmt: skip
+    bus = {"device": "10c20000.memory-controller", "frequency_hz": "record"}
+    swept = {"kind": "governor+devfreq", "parts": [{"kind": "governor", "params": gov},
+                                                   {"kind": "devfreq", "params": bus}]}  # fmt: skip
+    assert of(swept) == ("policy4", 1400000, "policy0", 200000)  # this policy first, as the table lists
+    alone = {
+        "kind": "governor",
+        "params": {**gov, "policies": ["policy0"], "frequencies_khz": {"policy0": 5}},
+    }
+    assert of(alone) == ("policy0", 5, None, None)  # one cluster: a condition stored without parts
+    # governor-eval's policies, a frequency given as a word: not sweep cells, whatever their names
+    words = {"governor": "userspace", "frequencies_khz": {"active": "max", "idle": "min"}}
+    assert of({"kind": "governor", "params": words, "name": "policy0@1400000"}) is None
+    assert of({"kind": "governor", "params": {"governor": "ondemand"}}) is None
+    assert sweep_frequencies([ConditionPart("baseline")]) is None
+    # the conditions the sweep writes are read back as the frequencies it swept
+    for grid in (
+        sweep.Grid("policy0", (0, 1), (200000, 1400000), "policy4", (200000, 2000000), "dmc", (165000000,)),
+        sweep.Grid("policy0", (0, 1), (200000, 1400000), None, ()),
+    ):
+        tables = sweep.condition_tables(grid)
+        assert len(tables) == len(grid.pairs())
+        for table in tables:
+            this, this_khz, other, other_khz = of(table)  # type: ignore[misc]
+            assert table["name"] == sweep.cell_name(this, this_khz, other, other_khz)
+    for odd in ({"policies": "all"}, {"policies": [["policy0"]]}, {"policies": ["policy0", "policy4", "x"]}):
+        assert of({"kind": "governor", "params": {**gov, **odd}}) is None

@@ -122,6 +122,11 @@ def test_a_program_entry_becomes_a_workload_with_its_params_metric_and_inputs(tm
             "metric.better: expected",
         ),
         (
+            'name = "x"\nargv = ["echo"]\nmetric = { regex = "(?P<v>1)", unit = "s", better = "lower", '
+            "tail = 1 }\n",
+            "metric.tail: expected true or false",
+        ),
+        (
             'name = "x"\nargv = ["echo"]\nmetric = { parser = "7z", field = "speed" }\n',
             "7z has no field 'speed'",
         ),
@@ -170,6 +175,15 @@ def test_a_failed_exit_a_missing_figure_and_a_timeout_fail_the_run_with_the_stde
     assert "started" in hung["errors"][0]
     ok = _run_once(spec, {"script": "echo rate=12.5"})
     assert ok["ok"] and ok["metrics"]["rate"]["median"] == 12.5
+
+
+def test_a_figure_is_a_tail_when_the_plan_says_so_not_because_of_its_name(tmp_path):
+    figure = 'metric = {{ regex = "(?P<v>\\\\d+)", name = "{}", unit = "ms", better = "lower"{} }}\n'
+    for name, extra, tail in (("p99_ms", "", False), ("slowest_ms", ", tail = true", True)):
+        _, catalog = _plan('name = "t"\nargv = ["echo", "1"]\n' + figure.format(name, extra), tmp_path)
+        assert catalog["t"].primary_metric.tail is tail, name
+    _, catalog = _plan('name = "m"\nargv = ["true"]\nmetric = { rusage = "maxrss_kib" }\n', tmp_path)
+    assert catalog["m"].primary_metric.tail  # a maximum
 
 
 def test_a_json_pointer_and_rusage_are_figures_too(tmp_path):

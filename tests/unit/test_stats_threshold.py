@@ -9,10 +9,10 @@ import math
 
 import pytest
 
-from boardlab.analysis.core import named_thresholds
+from boardlab.analysis.core import named_tail, named_thresholds
 from boardlab.model.facts import CellFacts
 from boardlab.stats import DEFAULT_DELTA, DEFAULT_TAIL_DELTA, family_method, reachability, smallest_p
-from boardlab.stats.threshold import is_tail_metric, threshold_of
+from boardlab.stats.threshold import threshold_of
 
 from helpers import CRC, ENTRIES, PAIRS, make_entries_db
 from helpers import entries_plan as _entries_plan
@@ -20,25 +20,26 @@ from helpers import entries_plan as _entries_plan
 
 def test_defaults_are_two_percent_and_ten_percent_for_tails():
     assert DEFAULT_DELTA == 0.02 and DEFAULT_TAIL_DELTA == 0.10
-    assert threshold_of(CellFacts(), "mflops") == (0.02, "default for run-time and throughput")
-    assert threshold_of(CellFacts(), "max_latency_us")[0] == 0.10
-    tail = threshold_of(CellFacts(threshold=0.05), "latency_ms", tail=True)
+    assert threshold_of(CellFacts(tail=False)) == (0.02, "default for run-time and throughput")
+    assert threshold_of(CellFacts(tail=True))[0] == 0.10  # the cell's metric is a tail, as its spec declared
+    tail = threshold_of(CellFacts(threshold=0.05, tail=False), tail=True)  # a tail comparison of the cell
     assert tail == (0.10, "default for tail metrics")
-    assert is_tail_metric("p99_latency_us") and not is_tail_metric("latency_ms")
+    # a cell stored before its facts said so: the name rule, read once by the analysis
+    assert named_tail("p99_latency_us") and named_tail("max_latency_us") and not named_tail("latency_ms")
 
 
 def test_the_cells_entry_threshold_wins_and_a_stored_plan_without_cell_facts_is_read_by_workload_name():
-    assert threshold_of(CellFacts(0.05, 0.2), "bandwidth_mb_s") == (0.05, "plan: threshold = 0.05")
-    assert threshold_of(CellFacts(0.05, 0.2), "x", tail=True) == (0.2, "plan: tail_threshold = 0.2")
+    assert threshold_of(CellFacts(0.05, 0.2)) == (0.05, "plan: threshold = 0.05")
+    assert threshold_of(CellFacts(0.05, 0.2), tail=True) == (0.2, "plan: tail_threshold = 0.2")
     plan = {"workloads": [{"name": "mem.bandwidth", "params": {"n": 1}},
                           {"name": "mem.bandwidth", "threshold": 0.05, "tail_threshold": True},
                           {"name": "mem.bandwidth", "threshold": 0.3, "tail_threshold": 0.2}]}  # fmt: skip
     # an old store: the first entry of the workload that sets each, whichever entry made the cell
     assert named_thresholds(plan, "mem.bandwidth") == CellFacts(0.05, 0.2, derived=True)
-    delta, source = threshold_of(named_thresholds(plan, "mem.bandwidth"), "bandwidth_mb_s")
+    delta, source = threshold_of(named_thresholds(plan, "mem.bandwidth"))
     assert delta == 0.05 and "the campaign was stored without its cells' thresholds" in source
     assert named_thresholds(plan, "scimark.fft") == CellFacts(derived=True)  # another workload: the default
-    assert threshold_of(named_thresholds(plan, "scimark.fft"), "mflops")[0] == 0.02
+    assert threshold_of(named_thresholds(plan, "scimark.fft"))[0] == 0.02
 
 
 def _by_size(comparisons) -> dict:

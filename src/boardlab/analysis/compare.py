@@ -135,7 +135,7 @@ def _row(ca: CellAnalysis, cb: CellAnalysis, unstable: list[str] | None) -> Comp
             a=PairSide(row.a.n, statistics.median(ca.values)),
             b=PairSide(row.b.n, statistics.median(cb.values)),
         )
-    delta, source = threshold_of(ca.facts, ca.metric)  # A's cell: its plan entry's threshold
+    delta, source = threshold_of(ca.facts)  # A's cell: its plan entry's threshold
     return replace(row, delta=delta, delta_source=source)
 
 

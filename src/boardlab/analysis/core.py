@@ -83,11 +83,36 @@ PAIRING_DERIVED = (
 )
 
 
+def named_tail(metric: str) -> bool:
+    """A metric's tail-ness from its name alone (p99 and above, maxima): how a cell stored before cells
+    carried their metric's declared tail-ness is read. The one place a name is read for it: the rule the
+    specs' declarations (`MetricSpec.tail`) replaced, which gave the same answer for every metric of the
+    catalog, so an older campaign's report is what it was."""
+    m = metric.lower()
+    return m.startswith("max") or "_max" in m or "p99" in m
+
+
 def cell_facts(store: Store, campaign_id: int, plan_text: str, rows) -> tuple[dict[str, CellFacts], str, str]:
     """(cell key -> its facts, the run order, what was derived) as stored with the campaign. A campaign
     stored without them gets them derived once from its stored plan (`named_thresholds`, `named_pairing`) and
-    the third item says so (PAIRING_DERIVED when a pairing was derived, else ""). InputError for stored facts
-    this boardlab cannot read."""
+    the third item says so (PAIRING_DERIVED when a pairing was derived, else ""); a cell stored without its
+    metric's tail-ness gets it from the metric's name (`named_tail`). Each cell's condition parts are those
+    the store keeps with it. InputError for stored facts this boardlab cannot read."""
+    known, order, said = _cell_facts(store, campaign_id, plan_text, rows)
+    out = {}
+    for row in rows:
+        f = known[row["key"]]
+        out[row["key"]] = dataclasses.replace(
+            f,
+            tail=named_tail(row["metric"]) if f.tail is None else f.tail,
+            condition=facts.condition_parts(json.loads(row["condition_json"])),
+        )
+    return out, order, said
+
+
+def _cell_facts(
+    store: Store, campaign_id: int, plan_text: str, rows
+) -> tuple[dict[str, CellFacts], str, str]:
     data = store.campaign_artifact(campaign_id, facts.CELL_FACTS)
     try:
         stored = None if data is None else facts.read_cell_facts_document(json.loads(data))
@@ -332,9 +357,7 @@ def tail_comparisons(
     # an arm's samples are dropped after its last comparison, so a campaign's samples are never all held
     uses = Counter(c.cell_id for cond, base, *_, missing in pairs if missing is None for c in (base, cond))
     for cond, base, cond_label, base_label, missing in pairs:
-        spec = workloads.spec_of(cond.workload)
-        metric = spec.tail_metric if spec and spec.tail_metric else cond.metric
-        delta, source = threshold_of(cond.facts, metric, tail=True)
+        delta, source = threshold_of(cond.facts, tail=True)
         comp, reason = None, missing
         if reason is None:
             for c in (base, cond):
@@ -402,7 +425,7 @@ def median_comparisons(
     `family_size` comparisons, which sets how far a permutation p must reach)."""
     results: list[ComparisonAnalysis] = []
     for cond, base, cond_label, base_label, missing in _pairs(cells):
-        delta, source = threshold_of(cond.facts, cond.metric)
+        delta, source = threshold_of(cond.facts)
         comp, reason = None, missing
         if reason is None:
             bv, cv = base.runs.values(), cond.runs.values()
@@ -492,7 +515,7 @@ def aa_controls(cells: tuple[CellAnalysis, ...]) -> tuple[AAControl, ...]:
             if arm in arms:
                 arms[arm].append(value)
         a1, a2 = arms["A1"], arms["A2"]
-        delta, _ = threshold_of(base.facts, base.metric)
+        delta, _ = threshold_of(base.facts)
         comp, reason = None, None
         if not base.runs.values():
             reason = "it has no valid run to split into A1 and A2"

@@ -98,7 +98,7 @@ def power_advice(
     groups: dict[tuple[str, float], list[Cell]] = {}
     for c in cells:
         if c.key in compared:  # each cell judged by its own entry's threshold
-            groups.setdefault((c.workload, threshold_of(cell_facts(plan, c), c.metric)[0]), []).append(c)
+            groups.setdefault((c.workload, threshold_of(cell_facts(plan, c))[0]), []).append(c)
     split = Counter(workload for workload, _ in groups)
     shares = comparisons_per_reference(plan, cells)
     pairs = compared_with(plan, cells)

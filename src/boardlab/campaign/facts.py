@@ -39,22 +39,29 @@ def save(store: Store, campaign_id: int, doc: dict) -> None:
 
 def cell_facts(plan: Plan, cell: Cell) -> facts.CellFacts:
     """The thresholds of the entry that produced the cell (`schedule.entry_of`), not of the first entry of
-    its workload: two entries of one workload judge their cells each by its own; and the cell its entry's
-    `compare` parameter pairs it with (`schedule.compare_baseline`)."""
+    its workload: two entries of one workload judge their cells each by its own; the cell its entry's
+    `compare` parameter pairs it with (`schedule.compare_baseline`); whether its metric is a tail, as the
+    metric's spec declared it when the cell was built; its condition's parts."""
     entry = entry_of(plan, cell)
     pair = compare_baseline(plan, cell)
+    condition = next((c for c in plan.conditions if c.name == cell.condition), None)
     return facts.CellFacts(
         entry.threshold if entry else None,
         entry.tail_threshold if entry else None,
         compare=None if pair is None else facts.ComparePair(pair[0], pair[2].key, pair[1]),
+        tail=cell.tail,
+        condition=()
+        if condition is None
+        else tuple(facts.ConditionPart(k, p) for k, p in condition.all_parts),
     )
 
 
 def store_cell_facts(store: Store, campaign_id: int, plan: Plan, cells: Iterable[Cell]) -> None:
     """Stores each cell's facts and the run order with the campaign. A resumed campaign has the plan of its
     start (the same plan hash), so its cells' facts are the same: cells it did not have before are added. One
-    stored by an older boardlab (schema 1: thresholds only) is rewritten with this plan's pairing and order;
-    a cell it has that this run does not keeps its thresholds, without a pairing."""
+    stored by an older boardlab (schema 1: thresholds only; 2: no tail-ness) is rewritten with this plan's
+    facts and order; a cell it has that this run does not keeps what it stored (the analysis derives the
+    rest)."""
     data = store.campaign_artifact(campaign_id, facts.CELL_FACTS)
     try:
         stored = facts.read_cell_facts_document(json.loads(data)) if data is not None else None
@@ -64,10 +71,11 @@ def store_cell_facts(store: Store, campaign_id: int, plan: Plan, cells: Iterable
             "a newer boardlab wrote it, or the database is damaged"
         ) from None
     mine = {c.key: cell_facts(plan, c) for c in cells}
-    if stored is not None and stored.order is not None and stored.cells.keys() >= mine.keys():
-        return
     kept = {} if stored is None else stored.cells
-    merged = {**kept, **mine} if stored is None or stored.order is None else {**mine, **kept}
+    current = stored is not None and stored.schema == facts.CELL_FACTS_SCHEMA
+    if current and kept.keys() >= mine.keys():
+        return
+    merged = {**mine, **kept} if current else {**kept, **mine}
     doc = facts.cell_facts_document(merged, plan.runs.order)
     store.save_campaign_artifact(campaign_id, facts.CELL_FACTS, json.dumps(doc, sort_keys=True).encode())
 

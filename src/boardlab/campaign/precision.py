@@ -80,7 +80,7 @@ class PrecisionRule:
         ref = self.reference(cell)
         if ref is None or len(values.get(ref.key, [])) < 2 or len(own) < 2:
             return bool(should_stop(own, target, cap=runs.cap, min_runs=runs.pilot).stop)
-        delta, _ = threshold_of(cell_facts(self.plan, cell), cell.metric)  # its own entry's
+        delta, _ = threshold_of(cell_facts(self.plan, cell))  # its own entry's
         metrics = self.catalog[cell.workload].metrics
         hib = next((m.higher_is_better for m in metrics if m.name == cell.metric), False)
         decision = should_stop(

@@ -39,12 +39,15 @@ def build_cells(plan: Plan, catalog: dict[str, WorkloadSpec]) -> list[Cell]:
         keys = sorted(entry.params)
         values = [v if isinstance(v, list) else [v] for v in (entry.params[k] for k in keys)]
         metric = entry.metric or spec.primary_metric.name
+        tail = next((m.tail for m in spec.metrics if m.name == metric), False)  # as its spec declares
         for combo in itertools.product(*values):
             params = tuple(zip(keys, combo, strict=True))
             for cond in plan.conditions:
                 if _applies(cond, entry.name):
                     cells.setdefault(
-                        Cell(workload=entry.name, params=params, condition=cond.name, metric=metric)
+                        Cell(
+                            workload=entry.name, params=params, condition=cond.name, metric=metric, tail=tail
+                        )
                     )
     return list(cells)
 
@@ -74,7 +77,7 @@ def compare_baseline(plan: Plan, cell: Cell) -> tuple[str, Any, Cell] | None:
     if cell.params_dict.get(param) not in values[1:]:
         return None
     params = tuple((k, values[0] if k == param else v) for k, v in cell.params)
-    return param, values[0], Cell(cell.workload, params, cell.condition, cell.metric)
+    return param, values[0], Cell(cell.workload, params, cell.condition, cell.metric, cell.tail)
 
 
 def _applies(condition, workload: str) -> bool:

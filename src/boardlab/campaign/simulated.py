@@ -122,9 +122,10 @@ def _plan_text(soc: SocSpec, grid: sweep.Grid, sizes, repetitions: int) -> str:
 def _frequencies(soc: SocSpec, grid: sweep.Grid, condition) -> tuple[int, int | None]:
     """(this cluster's, other cluster's) kHz under a sweep condition, or under the implied baseline: the
     simulator's stock ondemand, which runs the busy cluster at its top and the idle one at its load target."""
-    from boardlab.governor.store_io import parse_cell_name
+    from boardlab.governor.store_io import sweep_frequencies
+    from boardlab.model.facts import ConditionPart
 
-    parsed = parse_cell_name(condition.name)
+    parsed = sweep_frequencies(ConditionPart(kind, params) for kind, params in condition.all_parts)
     if parsed is not None:
         return parsed[1], parsed[3]
     this = soc.cluster(grid.this_policy)

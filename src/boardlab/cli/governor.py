@@ -389,7 +389,8 @@ def _label(args) -> int:
         if not cells:
             raise InputError(
                 f"{args.db}: campaign {campaign_id} has no valid mem.latency runs under snoop-sweep "
-                "conditions (names like policy0@1400000+policy4@200000)"
+                "conditions (userspace frequencies fixed per policy in kHz, as `governor sweep --plan-out` "
+                "writes them)"
             )
         doc = {"source": f"campaign {campaign_id} of {args.db}"}
     else:

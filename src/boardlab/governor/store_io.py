@@ -4,36 +4,55 @@ labels and tree stored with the campaign (table `artifacts`) so that its report 
 from __future__ import annotations
 
 import json
-import re
+from collections.abc import Iterable
 from typing import Any
 
 from boardlab.governor.sweep import SweepCell
+from boardlab.model.facts import ConditionPart, condition_parts
 
-CELL_NAME = re.compile(r"(policy\d+)@(\d+)(?:\+(policy\d+)@(\d+))?")
 LABELS = "governor-labels"
 TREE = "governor-tree"
 
 
-def parse_cell_name(condition: str) -> tuple[str, int, str | None, int | None] | None:
-    """ "policy0@1400000+policy4@200000" (the names `sweep.plan_toml` gives) -> its frequencies."""
-    m = CELL_NAME.fullmatch(condition)
-    if m is None:
-        return None
-    return m[1], int(m[2]), m[3], int(m[4]) if m[4] else None
+def sweep_frequencies(parts: Iterable[ConditionPart]) -> tuple[str, int, str | None, int | None] | None:
+    """(this policy, its kHz, the other policy or None, its kHz or None) of a sweep cell's condition: a
+    `governor` part fixing the userspace frequency of one or two listed policies, this one first, in kHz
+    (as `sweep.condition_tables` writes it). None for any other condition (a governor policy, a frequency
+    given as a word such as "max")."""
+    for part in parts:
+        p = part.params
+        policies, khz = p.get("policies"), p.get("frequencies_khz")
+        if part.kind != "governor" or p.get("governor") != "userspace":
+            continue
+        if not isinstance(policies, list) or not 1 <= len(policies) <= 2 or not isinstance(khz, dict):
+            return None  # policies = "all", or frequencies by role ("active", "idle"): not a sweep cell
+        if not all(isinstance(q, str) for q in policies):
+            return None
+        if set(khz) != set(policies) or not all(type(khz[q]) is int for q in policies):
+            return None
+        other = policies[1] if len(policies) == 2 else None
+        return policies[0], khz[policies[0]], other, None if other is None else khz[other]
+    return None
 
 
 def sweep_from_store(store, campaign_id: int) -> list[SweepCell]:
-    """Valid mem.latency runs under the sweep's conditions, one summary ns/access per run, with the counters
-    the plan asked for ([runs] counters) where this board counted them."""
+    """Valid mem.latency runs under the sweep's conditions (`sweep_frequencies` of the condition the store
+    keeps with each cell), one summary ns/access per run, with the counters the plan asked for ([runs]
+    counters) where this board counted them. A cell whose plan left `size_bytes` to the kernel's default is
+    not a sweep cell, as in the report's heatmaps (`analysis.studies.governor.collect`)."""
+    sweeps = {
+        c["condition"]: sweep_frequencies(condition_parts(json.loads(c["condition_json"])))
+        for c in store.cells(campaign_id)
+    }
     groups: dict[tuple, dict[str, Any]] = {}  # ns, cci, mem: per-run lists; bus: the bus frequencies seen
     for r in store.runs(campaign_id):
-        parsed = parse_cell_name(r["condition"])
+        parsed = sweeps.get(r["condition"])
         if parsed is None or not r["valid"] or r["value"] is None:
             continue
-        if r["metric"] != "ns_per_access":
-            continue
         params = json.loads(r["params_json"])
-        key = (params.get("pattern", "random"), int(params.get("size_bytes", 65536)), *parsed)
+        if r["metric"] != "ns_per_access" or "size_bytes" not in params:
+            continue
+        key = (params.get("pattern", "random"), int(params["size_bytes"]), *parsed)
         g: dict[str, Any] = groups.setdefault(key, {"ns": [], "cci": [], "mem": [], "bus": set()})
         state = json.loads(r["condition_state_json"] or "{}")
         for part in state.get("parts") or [state]:

@@ -137,12 +137,14 @@ class Plan:
 
 @dataclass(frozen=True)
 class Cell:
-    """One workload with fixed parameters under one condition."""
+    """One workload with fixed parameters under one condition, judged on `metric`; `tail`: its metric spec
+    declares it a tail (`MetricSpec.tail`), which its cell facts keep for analysis."""
 
     workload: str
     params: tuple[tuple[str, Any], ...]  # sorted, so that equal cells compare equal
     condition: str
     metric: str
+    tail: bool = field(default=False, compare=False)  # follows from `metric`: not part of the identity
 
     @property
     def key(self) -> str:

@@ -8,8 +8,9 @@ that. Every workload of the catalog is stored, not only the campaign's: a compos
 its members were measured, which needs the whole membership.
 
 What belongs to a cell rather than to its workload (the practical thresholds its plan entry sets: two entries
-of one workload may set two; the cell its entry's `compare` parameter compares it with) is stored per cell
-key, with the campaign's run order, as the campaign artifact `CELL_FACTS`.
+of one workload may set two; the cell its entry's `compare` parameter compares it with; whether the metric
+it is judged on is a tail, as the metric's spec declares) is stored per cell key, with the campaign's run
+order, as the campaign artifact `CELL_FACTS`.
 
 What one analysis reads is a `WorkloadFacts`, made from one campaign's artifact and handed to whatever needs
 it (the analysis's studies through their context, the document through the analysis): nothing of it is kept
@@ -30,7 +31,9 @@ from boardlab.model.workload import MetricSpec, WorkloadSpec
 WORKLOAD_FACTS = "workload-facts"  # the campaign artifact's name
 WORKLOAD_FACTS_SCHEMA = 1
 CELL_FACTS = "cell-facts"  # the campaign artifact of each cell's facts, by cell key
-CELL_FACTS_SCHEMA = 2  # 2 adds each cell's compare pairing and the run order; 1 (thresholds only) still reads
+# 2 adds each cell's compare pairing and the run order, 3 its metric's tail-ness; 1 (thresholds only) and 2
+# still read, their cells' tail-ness unknown (None) for the reader to derive
+CELL_FACTS_SCHEMA = 3
 
 
 @dataclass(frozen=True)
@@ -149,26 +152,53 @@ class ComparePair:
 
 
 @dataclass(frozen=True)
+class ConditionPart:
+    """One part of a cell's condition as its plan declared it: a kind ("governor", "isolation", "workload",
+    ...) and its params. What a study reads of a condition's structure, in place of its name."""
+
+    kind: str
+    params: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    def __post_init__(self) -> None:  # read-only: a study reads the plan's params, never changes them
+        object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+
+
+def condition_parts(condition: Mapping[str, Any]) -> tuple[ConditionPart, ...]:
+    """A condition as the store keeps it with each cell (`ConditionSpec.to_dict`, the cells' condition_json)
+    as its parts; one stored without `parts` is its own single part."""
+    parts = condition.get("parts") or [{"kind": condition.get("kind"), "params": condition.get("params")}]
+    return tuple(ConditionPart(str(p["kind"]), p.get("params") or {}) for p in parts)
+
+
+@dataclass(frozen=True)
 class CellFacts:
     """What the plan entry that produced a cell says of it for analysis: its practical threshold and tail
     threshold (fractions, 0.02 = 2%; None = the default for its metric) and its compare pairing (None: the
     entry compares no parameter, or the cell is at its first value). `derived`: the thresholds were not stored
     with the campaign but read from its stored plan by workload name (a campaign stored before cells carried
-    them), which cannot tell two entries of one workload apart."""
+    them), which cannot tell two entries of one workload apart. `tail`: the cell's metric is a tail (p99 and
+    above, or a maximum), as its spec declares; None in a document stored before cells carried it, until the
+    analysis derives it (`analysis.core.cell_facts`). `condition`: the parts of its condition as the plan
+    declared them; not in the `CELL_FACTS` document, since the store keeps them with every cell (its
+    condition_json) and has since its first schema."""
 
     threshold: float | None = None
     tail_threshold: float | None = None
     derived: bool = False
     compare: ComparePair | None = None
+    tail: bool | None = None
+    condition: tuple[ConditionPart, ...] = ()
 
 
 @dataclass(frozen=True)
 class StoredCellFacts:
     """The artifact read: each cell's facts by key, and the campaign's run order. `order` None: a schema-1
-    document, which stored the thresholds alone (no pairing, no order: the reader derives them)."""
+    document, which stored the thresholds alone (no pairing, no order: the reader derives them). `schema`:
+    the document's; below CELL_FACTS_SCHEMA its cells' `tail` is None."""
 
     cells: dict[str, CellFacts]
     order: str | None
+    schema: int = CELL_FACTS_SCHEMA
 
 
 def _pair_doc(pair: ComparePair | None) -> dict | None:
@@ -187,6 +217,7 @@ def cell_facts_document(cells: Mapping[str, CellFacts], order: str) -> dict:
                 "threshold": f.threshold,
                 "tail_threshold": f.tail_threshold,
                 "compare": _pair_doc(f.compare),
+                "tail": f.tail,
             }
             for key, f in sorted(cells.items())
         },
@@ -194,9 +225,9 @@ def cell_facts_document(cells: Mapping[str, CellFacts], order: str) -> dict:
 
 
 def read_cell_facts_document(doc: dict) -> StoredCellFacts:
-    """The stored cell facts (schema 1 or 2); ValueError for a document this boardlab cannot read."""
+    """The stored cell facts (schema 1 to 3); ValueError for a document this boardlab cannot read."""
     schema = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
-    if schema not in (1, CELL_FACTS_SCHEMA):
+    if schema not in (1, 2, CELL_FACTS_SCHEMA):
         raise ValueError(
             f"cell facts of schema {schema!r}; this boardlab reads schema 1 to {CELL_FACTS_SCHEMA}"
         )
@@ -205,7 +236,8 @@ def read_cell_facts_document(doc: dict) -> StoredCellFacts:
             key: CellFacts(
                 _fraction(d["threshold"]),
                 _fraction(d["tail_threshold"]),
-                compare=_read_pair(d["compare"]) if schema == 2 else None,
+                compare=_read_pair(d["compare"]) if schema >= 2 else None,
+                tail=_read_tail(d["tail"]) if schema >= 3 else None,
             )
             for key, d in doc["cells"].items()
         }
@@ -214,7 +246,14 @@ def read_cell_facts_document(doc: dict) -> StoredCellFacts:
             raise ValueError(f"the run order must be a name, not {order!r}")
     except (KeyError, TypeError, AttributeError, ValueError) as exc:
         raise ValueError(f"cell facts are malformed ({type(exc).__name__}: {exc})") from None
-    return StoredCellFacts(cells, order)
+    return StoredCellFacts(cells, order, schema)
+
+
+def _read_tail(value) -> bool | None:
+    """A cell's tail-ness; null for a cell kept from an older document that the run rewriting it lacked."""
+    if value is not None and not isinstance(value, bool):
+        raise ValueError(f"a cell's tail is true, false or null, not {value!r}")
+    return value
 
 
 def _read_pair(d) -> ComparePair | None:

@@ -39,6 +39,9 @@ class MetricSpec:
     kind: str = "rate"  # rate | time | value | mean, as boardlab-kern declares them
     phase: str | None = None
     help: str = ""
+    # p99 and above, or a maximum: a verdict on it is held to the tail threshold (docs/method.md), declared
+    # here because a name ("p99", "max") says it only by convention
+    tail: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -2,8 +2,9 @@
 
 delta is the smallest effect worth a verdict: a statement of what matters, set per workload by the plan's
 `threshold` (and `tail_threshold` for p99 and above), with defaults of 2% for run-time and throughput and
-10% for tail metrics. It is never estimated from the runs being compared: their sampling noise is already in
-the confidence interval, and counting it twice made real effects read as "no change".
+10% for tail metrics (those the metric's spec declares a tail: `MetricSpec.tail`, kept in the cell's
+facts). It is never estimated from the runs being compared: their sampling noise is already in the
+confidence interval, and counting it twice made real effects read as "no change".
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ FamilyMethod = Literal["holm", "bh"]
 
 class Thresholds(Protocol):
     """What a cell's plan entry says of its thresholds (`model.facts.CellFacts`): fractions, None = default;
-    `derived`: read from the stored plan by workload name, not stored with the cell."""
+    `derived`: read from the stored plan by workload name, not stored with the cell; `tail`: its metric is a
+    tail (None: not known, read as not a tail; the analysis resolves it before judging)."""
 
     @property
     def threshold(self) -> float | None: ...
@@ -27,6 +29,8 @@ class Thresholds(Protocol):
     def tail_threshold(self) -> float | None: ...
     @property
     def derived(self) -> bool: ...
+    @property
+    def tail(self) -> bool | None: ...
 
 
 def family_method(size: int) -> FamilyMethod:
@@ -39,17 +43,11 @@ def family_method_name(method: str) -> str:
     return {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no correction"}.get(method, method)
 
 
-def is_tail_metric(metric: str) -> bool:
-    """p99 and above (and maxima): the metrics whose default threshold is 10%, not 2% (docs/method.md)."""
-    m = metric.lower()
-    return m.startswith("max") or "_max" in m or "p99" in m
-
-
-def threshold_of(cell: Thresholds, metric: str, *, tail: bool = False) -> tuple[float, str]:
-    """The practical threshold delta of a cell's metric and where it comes from: the `threshold`
-    (`tail_threshold` for tails) of the plan entry that produced the cell, else the default (2%, tails
-    10%)."""
-    tail = tail or is_tail_metric(metric)
+def threshold_of(cell: Thresholds, *, tail: bool = False) -> tuple[float, str]:
+    """The practical threshold delta of a cell's metric, or of its tail (`tail`: a tail comparison), and where
+    it comes from: the `threshold` (`tail_threshold` for tails) of the plan entry that produced the cell, else
+    the default (2%, tails 10%)."""
+    tail = tail or bool(cell.tail)
     key = "tail_threshold" if tail else "threshold"
     value = cell.tail_threshold if tail else cell.threshold
     if value is not None:

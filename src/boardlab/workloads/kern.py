@@ -56,6 +56,17 @@ ANALYSIS_FIELDS: dict[str, dict] = {
     "compute.linpack": {"roles": ("compute",)},
 }
 
+# The kernels' tail metrics (p99 and above: `MetricSpec.tail`), declared beside their analysis fields for the
+# same reason: the C descriptor says how a metric is measured, not which threshold judges it.
+TAIL_METRICS: dict[str, tuple[str, ...]] = {
+    "io.storage": ("latency_p99_ns", "latency_p999_ns"),
+    "io.net": ("latency_p99_ns", "latency_p999_ns"),
+    "svc.pub": ("lag_p99_ns",),
+    "svc.sub": ("latency_p99_ns",),
+    "svc.nmea": ("lag_p99_ns",),
+    "svc.load": ("corrected_p99_ns", "service_p99_ns"),
+}
+
 
 def _spec(entry: dict) -> WorkloadSpec:
     params = tuple(
@@ -79,6 +90,7 @@ def _spec(entry: dict) -> WorkloadSpec:
             kind=m["kind"],
             phase=m.get("phase"),
             help=m.get("help") or "",
+            tail=m["name"] in TAIL_METRICS.get(entry["name"], ()),
         )
         for m in entry["metrics"]
     )

@@ -71,7 +71,9 @@ ALWAYS = (
     MetricSpec("wall_s", "s", False, "time", help="wall time of one execution"),
     MetricSpec("user_s", "s", False, "time", help="user CPU time of one execution (wait4)"),
     MetricSpec("sys_s", "s", False, "time", help="system CPU time of one execution (wait4)"),
-    MetricSpec("maxrss_kib", "KiB", False, "value", help="peak resident set of the program (wait4)"),
+    MetricSpec(
+        "maxrss_kib", "KiB", False, "value", help="peak resident set of the program (wait4)", tail=True
+    ),
 )
 
 SPEC = WorkloadSpec(
@@ -97,6 +99,7 @@ class Figure:
     arg: str = ""
     stream: str = "stdout"
     parser: str | None = None
+    tail: bool = False  # the plan's `tail = true`, or maxrss_kib (a maximum): judged by the tail threshold
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -200,7 +203,7 @@ def _figure(table: Any, err: PlanError) -> Figure:
     elif source == "rusage":
         if arg not in RUSAGE_FIELDS:
             raise err(("metric", "rusage"), f"expected one of {', '.join(RUSAGE_FIELDS)}, found {arg!r}")
-        fig = Figure("rusage", arg, RUSAGE_FIELDS[arg], False, arg)
+        fig = Figure("rusage", arg, RUSAGE_FIELDS[arg], False, arg, tail=arg == "maxrss_kib")
     elif source == "parser":
         fig = _parser_figure(arg, t, err)
     else:
@@ -247,7 +250,10 @@ def _output_figure(source: str, arg: Any, t: dict, stream: str, err: PlanError) 
         raise err(
             ("metric", "json"), f"expected a JSON pointer (RFC 6901) such as /results/0/rate, found {arg!r}"
         )
-    return Figure(source, name, unit, _better(t, err), arg, stream)
+    tail = t.pop("tail", False)
+    if not isinstance(tail, bool):
+        raise err(("metric", "tail"), f"expected true or false (p99 and above, or a maximum), found {tail!r}")
+    return Figure(source, name, unit, _better(t, err), arg, stream, tail=tail)
 
 
 def _placeholders(argv: tuple[str, ...]) -> set[str]:
@@ -337,7 +343,12 @@ def _split_every(command: str, params: dict, inputs: dict, err: PlanError) -> No
 def spec_of(program: Program, params: tuple[ParamSpec, ...] = ()) -> WorkloadSpec:
     source = f"{program.figure.source} of {(program.argv or (program.command,))[0]}"
     primary = MetricSpec(
-        program.figure.name, program.figure.unit, program.figure.higher_is_better, "value", help=source
+        program.figure.name,
+        program.figure.unit,
+        program.figure.higher_is_better,
+        "value",
+        help=source,
+        tail=program.figure.tail,
     )
     extra = tuple(m for m in ALWAYS if m.name != primary.name)
     if program.figure.parser:

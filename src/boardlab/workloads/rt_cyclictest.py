@@ -30,13 +30,14 @@ from boardlab.stats.histogram import PERCENTILE_LEVELS
 DEFAULT_HISTOGRAM_US = 10_000
 
 
-def _pct_metric(q: str, name: str) -> MetricSpec:
+def _pct_metric(q: str, name: str, *, tail: bool = False) -> MetricSpec:
     return MetricSpec(
         name,
         "us",
         False,
         kind="value",
         help=f"{q} wake-up latency by nearest rank from the histogram; null with at_least when censored",
+        tail=tail,
     )
 
 
@@ -96,12 +97,19 @@ SPEC = WorkloadSpec(
         ),
     ),
     metrics=(
-        MetricSpec("max_latency_us", "us", False, kind="value", help="largest wake-up latency, every sample"),
+        MetricSpec(
+            "max_latency_us",
+            "us",
+            False,
+            kind="value",
+            help="largest wake-up latency, every sample",
+            tail=True,
+        ),
         _pct_metric("median", "p50_latency_us"),
         _pct_metric("90th percentile", "p90_latency_us"),
-        _pct_metric("99th percentile", "p99_latency_us"),
-        _pct_metric("99.9th percentile", "p99_9_latency_us"),
-        _pct_metric("99.99th percentile", "p99_99_latency_us"),
+        _pct_metric("99th percentile", "p99_latency_us", tail=True),
+        _pct_metric("99.9th percentile", "p99_9_latency_us", tail=True),
+        _pct_metric("99.99th percentile", "p99_99_latency_us", tail=True),
         MetricSpec("avg_latency_us", "us", False, kind="mean", help="mean latency as the probe computed it"),
         MetricSpec("min_latency_us", "us", False, kind="value", help="smallest wake-up latency"),
         MetricSpec("samples", "samples", True, kind="value", help="wake-ups measured (all threads)"),
@@ -116,7 +124,14 @@ SPEC = WorkloadSpec(
             help="cyclictest: duration/interval minus cycles, per thread, summed (a late wake-up "
             "skips periods)",
         ),
-        MetricSpec("irq_max_latency_us", "us", False, kind="value", help="timerlat only: timer IRQ latency"),
+        MetricSpec(
+            "irq_max_latency_us",
+            "us",
+            False,
+            kind="value",
+            help="timerlat only: timer IRQ latency",
+            tail=True,
+        ),
         MetricSpec("irq_avg_latency_us", "us", False, kind="mean", help="timerlat only: timer IRQ latency"),
     ),
     tail_samples=True,  # the p99 wake-up latency: a verdict of its own

@@ -35,8 +35,8 @@ SCENARIOS = ("position", "orientation", "three", "soap", "soap-saturation", "res
 SOURCES = {"position": ("synthetic", "nmea"), "orientation": ("synthetic", "ins")}  # each service's sensor
 
 
-def _m(name: str, unit: str, hib: bool, help: str) -> MetricSpec:
-    return MetricSpec(name, unit, hib, kind="value", help=help)
+def _m(name: str, unit: str, hib: bool, help: str, *, tail: bool = False) -> MetricSpec:
+    return MetricSpec(name, unit, hib, kind="value", help=help, tail=tail)
 
 
 def power_unsupported(params, root="/") -> str | None:
@@ -91,14 +91,14 @@ SPEC = WorkloadSpec(
         _m("send_p50_ns", "ns", False, "median sendto time"),
         _m("tx_p50_ns", "ns", False, "median time from message built to the kernel's software TX stamp"),
         _m("oneway_p50_ns", "ns", False, "median one-way latency publisher -> subscriber"),
-        _m("oneway_p99_ns", "ns", False, "99th percentile one-way latency"),
+        _m("oneway_p99_ns", "ns", False, "99th percentile one-way latency", tail=True),
         _m("lost", "messages", False, "messages the subscriber never received"),
         _m("reader_cpu_ns_per_s", "ns/s", False, "CPU of the GPS reader thread per second"),
         _m("achieved_rate_hz", "Hz", True, "soap: responses per second"),
         _m("corrected_p50_ns", "ns", False, "soap: median latency from the intended start"),
-        _m("corrected_p99_ns", "ns", False, "soap: p99 latency from the intended start"),
+        _m("corrected_p99_ns", "ns", False, "soap: p99 latency from the intended start", tail=True),
         _m("service_p50_ns", "ns", False, "soap: median latency from the actual send"),
-        _m("service_p99_ns", "ns", False, "soap: p99 latency from the actual send"),
+        _m("service_p99_ns", "ns", False, "soap: p99 latency from the actual send", tail=True),
         _m("errors", "requests", False, "soap: errors and timeouts"),
         _m("knee_rate_hz", "Hz", True, "soap-saturation: the highest open-loop rate that held"),
         _m("power_rest_w", "W", False, "rest/operating: mean power with nothing of the study running"),

@@ -2,12 +2,12 @@
 one per pattern and size, colored by the slowdown against the other cluster at its maximum, marked where
 the stored labels say slow), the stored decision tree, and the policies' time / energy / EDP side by side
 (a governor-eval campaign). Collected from the store once (`collect`); `sections` lays it out. Applies when
-a cell's condition is a sweep cell of the governor lab (`governor.store_io.parse_cell_name`) or a policy.
+a cell's condition is a sweep cell of the governor lab (`governor.store_io.sweep_frequencies` of its
+condition's parts) or a policy.
 """
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import dataclass
 
@@ -67,7 +67,7 @@ def collect(store, campaign_id: int, cells, simulated: str | None = None) -> Gov
 
     maps: dict[tuple, dict] = {}
     for c in cells:
-        parsed = store_io.parse_cell_name(c.condition)
+        parsed = store_io.sweep_frequencies(c.facts.condition)
         if parsed is None or c.summary is None or "size_bytes" not in c.params:
             continue
         this, tk, other, ok = parsed
@@ -113,11 +113,16 @@ def collect(store, campaign_id: int, cells, simulated: str | None = None) -> Gov
 
 
 def _policies(store, campaign_id: int, cells) -> tuple[tuple[PolicyRow, ...], bool]:
-    kinds = {r["condition"]: json.loads(r["condition_json"]).get("kind") for r in store.cells(campaign_id)}
+    from boardlab.governor.store_io import sweep_frequencies
+
+    # a condition of one part, of a policy kind
+    governed = {
+        c.key for c in cells if len(c.facts.condition) == 1 and c.facts.condition[0].kind in POLICY_KINDS
+    }
     energy: dict[str, list[float]] = {}
     wall: dict[str, list[float]] = {}
     for c in cells:  # only the policy cells' runs are read: a campaign without them reads none
-        if kinds.get(c.condition) not in POLICY_KINDS:
+        if c.key not in governed:
             continue  # (sweep cells too are collected here, and left out below)
         metrics = store.cell_metrics(c.cell_id)  # the valid runs' metrics, one query for the cell
         for p in c.runs:
@@ -127,11 +132,9 @@ def _policies(store, campaign_id: int, cells) -> tuple[tuple[PolicyRow, ...], bo
             if joules is not None:
                 energy.setdefault(c.key, []).append(float(joules))
             wall.setdefault(c.key, []).append(p.wall_ns / 1e9)
-    from boardlab.governor.store_io import parse_cell_name
-
     rows = []
     for c in cells:
-        if kinds.get(c.condition) not in POLICY_KINDS or parse_cell_name(c.condition) is not None:
+        if c.key not in governed or sweep_frequencies(c.facts.condition) is not None:
             continue  # a sweep cell (fixed frequencies) is in the heatmaps, not among the policies
         e = statistics.median(energy[c.key]) if energy.get(c.key) else None
         t = statistics.median(wall[c.key]) if wall.get(c.key) else None
