@@ -111,10 +111,13 @@ def command(cfg: dict) -> int:
                 quick_failures = 0
     except KeyboardInterrupt:
         _stopping()
-        if (
-            proc is not None and proc.poll() is None
-        ):  # the stop ended a running start: for how long had it run
+        if proc is not None and proc.poll() is None:  # the stop ended a running start: how long had it run
             stopped_running_s = round(time.monotonic() - t0, 3)
+        elif proc is not None and sum(codes.values()) < starts:
+            # it had ended, but the stop came before its exit was counted (reading its stderr, in its wait):
+            # uncounted, a start that failed like every other read as one the stop ended, and the load as run
+            codes[str(proc.returncode)] += 1
+            last = proc.returncode
         _end_child(proc)
     _write_status(
         cfg["status"],
