@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import pickle
 
 import pytest
 
@@ -297,3 +298,5 @@ def test_each_cells_condition_parts_are_those_the_store_keeps_with_it():
             assert got[c.key].condition == want[c.condition]
     with pytest.raises(TypeError):
         got[cells[0].key].condition[0].params["x"] = 1  # type: ignore[index]
+    # an analysis crosses to serve's and ingest's worker processes and back, pickled
+    assert pickle.loads(pickle.dumps(got)) == got

@@ -162,6 +162,11 @@ class ConditionPart:
     def __post_init__(self) -> None:  # read-only: a study reads the plan's params, never changes them
         object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
 
+    def __reduce__(self):
+        """Pickled as a dict (a mappingproxy cannot be): analyses cross to and from serve's and ingest's
+        worker processes."""
+        return (ConditionPart, (self.kind, dict(self.params)))
+
 
 def condition_parts(condition: Mapping[str, Any]) -> tuple[ConditionPart, ...]:
     """A condition as the store keeps it with each cell (`ConditionSpec.to_dict`, the cells' condition_json)
