@@ -41,18 +41,15 @@ def cell_facts(plan: Plan, cell: Cell) -> facts.CellFacts:
     """The thresholds of the entry that produced the cell (`schedule.entry_of`), not of the first entry of
     its workload: two entries of one workload judge their cells each by its own; the cell its entry's
     `compare` parameter pairs it with (`schedule.compare_baseline`); whether its metric is a tail, as the
-    metric's spec declared it when the cell was built; its condition's parts."""
+    metric's spec declared it when the cell was built. Not its condition's parts: the store keeps them with
+    the cell, and the analysis reads them there (`analysis.core.cell_facts`)."""
     entry = entry_of(plan, cell)
     pair = compare_baseline(plan, cell)
-    condition = next((c for c in plan.conditions if c.name == cell.condition), None)
     return facts.CellFacts(
         entry.threshold if entry else None,
         entry.tail_threshold if entry else None,
         compare=None if pair is None else facts.ComparePair(pair[0], pair[2].key, pair[1]),
         tail=cell.tail,
-        condition=()
-        if condition is None
-        else tuple(facts.ConditionPart(k, p) for k, p in condition.all_parts),
     )
 
 
