@@ -202,15 +202,6 @@ def test_a_sigkilled_runner_s_launcher_kills_its_program_and_exits():
     assert sleeping(marker) == [] and not _alive(launcher_pid)
 
 
-def test_a_malformed_request_ends_the_launcher_with_its_reason():
-    proc = subprocess.Popen(
-        [str(kern_path()), "launch"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
-    out, err = proc.communicate(b"R" + struct.pack("=I", 8) + b"\0" * 8, timeout=10)
-    assert out == b"L" + struct.pack("=I", PROTOCOL)
-    assert proc.returncode == 2 and b"malformed request" in err
-
-
 def test_a_boardlab_kern_without_the_launcher_is_refused_with_its_reason(tmp_path):
     old = tmp_path / "old-kern"
     old.write_text("#!/bin/sh\necho \"boardlab-kern: unknown kernel '$1'\" >&2\nexit 2\n")
