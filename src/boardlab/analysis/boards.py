@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from boardlab.analysis import document as doc
 from boardlab.analysis.compare import _cell_id, _interval, _key, _side, finish_rows, pair_rows, unmatched
+from boardlab.analysis.comparedoc import verdict_table
 from boardlab.analysis.records import CampaignAnalysis
 
 BOARDS_SCHEMA = 2  # 2: "comparisons" and "reference"; by default each board against the reference only
@@ -259,19 +260,7 @@ def _verdicts(d: dict) -> doc.Section:
             "either board is marked unstable.",
             small=True,
         ),
-        doc.Table(
-            (
-                doc.Column("pair (B / A)"),
-                doc.Column("workload"),
-                doc.Column("condition"),
-                doc.Column("B / A", numeric=True),
-                doc.Column("90% decision interval", numeric=True),
-                doc.Column("p (adjusted)", numeric=True),
-                doc.Column("verdict"),
-            ),
-            tuple(rows),
-            emphasis_column="verdict",
-        ),
+        verdict_table(("pair (B / A)", "workload", "condition"), rows),
         doc.Items(tuple(missing)) if missing else None,
     )
 

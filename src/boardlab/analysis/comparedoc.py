@@ -4,7 +4,27 @@ verdict, the cells on one side only."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from boardlab.analysis import document as doc
+
+# What every verdict table ends with: the ratio, the interval the verdict is decided on, the test, the verdict
+VERDICT_COLUMNS = (
+    doc.Column("B / A", numeric=True),
+    doc.Column("90% decision interval", numeric=True),
+    doc.Column("p (adjusted)", numeric=True),
+    doc.Column("verdict"),
+)
+
+
+def verdict_table(names: Sequence[str], rows: Sequence[tuple], row_classes: Sequence[str] = ()) -> doc.Table:
+    """A table of verdicts: a column per name of `names` (what a row compares) and then `VERDICT_COLUMNS`."""
+    return doc.Table(
+        tuple(doc.Column(n) for n in names) + VERDICT_COLUMNS,
+        tuple(rows),
+        row_classes=tuple(row_classes),
+        emphasis_column="verdict",
+    )
 
 
 def compare_document(d: dict, title: str) -> doc.Document:
@@ -39,9 +59,7 @@ def compare_document(d: dict, title: str) -> doc.Document:
         classes.append(f"v-{c.verdict}" if c.verdict in ("slowdown", "speedup") else "")
     cells = doc.Table(
         (doc.Column("workload"), doc.Column("condition"), doc.Column("metric"),
-         doc.Column("A median", numeric=True), doc.Column("B median", numeric=True),
-         doc.Column("B / A", numeric=True), doc.Column("90% decision interval", numeric=True),
-         doc.Column("p (adjusted)", numeric=True), doc.Column("verdict")),
+         doc.Column("A median", numeric=True), doc.Column("B median", numeric=True), *VERDICT_COLUMNS),
         tuple(rows),
         row_classes=tuple(classes),
         emphasis_column="verdict",

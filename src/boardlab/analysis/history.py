@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from boardlab.analysis import document as doc
 from boardlab.analysis.compare import DECISION_WORDS, RATIO_WORDS, _interval, _key, finish_rows, pair_rows
+from boardlab.analysis.comparedoc import verdict_table
 from boardlab.model.campaign import CommitIdentity
 
 if TYPE_CHECKING:
@@ -457,14 +458,7 @@ def _steps_table(d: dict) -> doc.Table | None:
             classes.append("v-slowdown" if kind == "regressions" else "v-speedup")
     if not rows:
         return None
-    return doc.Table(
-        (doc.Column("board"), doc.Column("campaigns"), doc.Column("workload"), doc.Column("condition"),
-         doc.Column("B / A", numeric=True), doc.Column("90% decision interval", numeric=True),
-         doc.Column("p (adjusted)", numeric=True), doc.Column("verdict")),
-        tuple(rows),
-        row_classes=tuple(classes),
-        emphasis_column="verdict",
-    )  # fmt: skip
+    return verdict_table(("board", "campaigns", "workload", "condition"), rows, classes)
 
 
 def _step_list(d: dict) -> doc.Table | None:

@@ -20,6 +20,8 @@ import sys
 from array import array
 from collections.abc import Iterable, Iterator
 
+from boardlab.store.verify import DamagedStore
+
 PACKING = 1  # t_ns: int64 LE, value: float64 LE
 _BATCH_RUNS = 2000  # runs converted per step of migration 7: memory bounded, whatever the store's size
 
@@ -114,6 +116,20 @@ def unpack(packing: int, samples: int, t_ns: bytes, value: bytes) -> tuple[array
         t.byteswap()
         v.byteswap()
     return t, v
+
+
+def unpack_row(
+    path: str, run_id: int, source: str, packing: int, samples: int, t_ns: bytes, value: bytes
+) -> tuple[array, array]:
+    """(times, values) of one stored row, for a reader: DamagedStore naming the row when it is not what
+    `pack` wrote."""
+    arrays = unpack(packing, samples, t_ns, value)
+    if arrays is None:
+        raise DamagedStore(
+            f"{path}: damaged results database (run_series of run {run_id}, source {source!r}): its packed "
+            "samples are not what boardlab wrote; restore the file from a copy"
+        )
+    return arrays
 
 
 def convert_series(conn) -> None:

@@ -16,7 +16,7 @@ from boardlab.store.migrations import (
     DamagedValue,
     columns_of_json,
 )
-from boardlab.store.verify import DamagedStore, damaged
+from boardlab.store.verify import damaged
 
 
 class AnalysisReads(Connected):
@@ -176,13 +176,7 @@ class AnalysisReads(Connected):
                 f" WHERE run_id IN ({marks}) ORDER BY run_id, source",
                 tuple(run_ids),
             ):
-                arrays = packed.unpack(packing, samples, t_ns, value)
-                if arrays is None:
-                    raise DamagedStore(
-                        f"{self.path}: damaged results database (run_series of run {run_id}, source "
-                        f"{source!r}): its packed samples are not what boardlab wrote; restore the "
-                        "file from a copy"
-                    )
+                arrays = packed.unpack_row(self.path, run_id, source, packing, samples, t_ns, value)
                 by_run.setdefault(int(run_id), []).append((source, *arrays))
         else:
             rows: dict[int, list] = {}

@@ -9,7 +9,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from boardlab.store import packed
 from boardlab.store.base import _int64_le
 from boardlab.store.reads import AnalysisReads
-from boardlab.store.verify import DamagedStore
 
 
 class MonitorPlots(AnalysisReads):
@@ -142,11 +141,5 @@ class MonitorPlots(AnalysisReads):
         )
         for rows in batches:
             for run_id, started, source, packing, samples, t_ns, value, summarized in rows:
-                arrays = packed.unpack(packing, samples, t_ns, value)
-                if arrays is None:
-                    raise DamagedStore(
-                        f"{self.path}: damaged results database (run_series of run {run_id}, source "
-                        f"{source!r}): its packed samples are not what boardlab wrote; restore the "
-                        "file from a copy"
-                    )
+                arrays = packed.unpack_row(self.path, run_id, source, packing, samples, t_ns, value)
                 yield float(started), source, *arrays, bool(summarized)
