@@ -62,6 +62,12 @@ def test_plan_or_preset(tmp_path, bundle):
     one_error_line(fleet(str(tmp_path / "nope.toml"), "--bundle", str(bundle), tmp=tmp_path), "nope.toml")
 
 
+def test_a_sweep_plan_is_refused_before_any_board_is_asked(tmp_path, bundle):
+    proc = fleet("--preset", "snoop-sweep", "--bundle", str(bundle), tmp=tmp_path)
+    one_error_line(proc, "preset:snoop-sweep: [sweep]: a fleet plan may not use [sweep]", "[[conditions]]")
+    assert not list(tmp_path.glob("*.db"))
+
+
 def test_bad_tags_address_and_bundle(tmp_path, plan, bundle):
     one_error_line(
         fleet(str(plan), "--bundle", str(bundle), places=("Arch=x",), tmp=tmp_path), "--places", "Arch=x"

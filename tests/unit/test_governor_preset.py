@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from boardlab.campaign.plan import PlanUnsupported, load_plan, parse_plan, preset_text
+from boardlab.campaign.plan import PlanUnsupported, expand_sweep, load_plan, parse_plan, preset_text
 from boardlab.campaign.schedule import build_cells
 from boardlab.errors import InputError
 from boardlab.governor import opp, sim, sweep
@@ -42,7 +42,7 @@ def preset_with(**sweep_keys) -> str:
 
 def test_on_the_odroid_xu3_the_preset_is_the_a7_x_a15_grid(tmp_path):
     root = copy_board("odroid-xu3", tmp_path)
-    plan = load_plan(None, "snoop-sweep", CATALOG, root)
+    plan = expand_sweep(load_plan(None, "snoop-sweep", CATALOG), root)
     swept = [c for c in plan.conditions if not c.is_baseline]
     assert len(swept) == 13 * 19 == 247
     pairs = {tuple(map(int, NAME.fullmatch(c.name).groups())) for c in swept}
@@ -73,22 +73,26 @@ def test_on_the_odroid_xu3_the_preset_is_the_a7_x_a15_grid(tmp_path):
 def test_the_other_cluster_and_a_fixed_bus_are_keys_of_the_sweep_table(tmp_path):
     root = copy_board("odroid-xu3", tmp_path)
     text = preset_with(cluster='"policy4"', bus_hz="825000000")
-    plan = parse_plan(text, "sweep.toml", CATALOG, root)
+    plan = expand_sweep(parse_plan(text, "sweep.toml", CATALOG), root)
     swept = [c for c in plan.conditions if not c.is_baseline]
     assert len(swept) == 19 * 13 and plan.runs.cpu == 7
     assert swept[0].name == "policy4@200000+policy0@200000"
     assert all(dict(c.parts)["devfreq"]["frequency_hz"] == 825000000 for c in swept)
     assert "fixed at 825000000" in plan.notes[1]
     # a CPU of the swept cluster may be chosen; one outside it is refused with the cluster's CPUs
-    plan = parse_plan(text.replace("iterations = 5", "iterations = 5\ncpu = 5"), "sweep.toml", CATALOG, root)
+    plan = expand_sweep(
+        parse_plan(text.replace("iterations = 5", "iterations = 5\ncpu = 5"), "sweep.toml", CATALOG), root
+    )
     assert plan.runs.cpu == 5
     with pytest.raises(InputError, match=r"sweep.toml:\d+: runs.cpu: .*policy4 \(CPUs 4, 5, 6, 7\)"):
-        parse_plan(text.replace("iterations = 5", "iterations = 5\ncpu = 1"), "sweep.toml", CATALOG, root)
+        expand_sweep(
+            parse_plan(text.replace("iterations = 5", "iterations = 5\ncpu = 1"), "sweep.toml", CATALOG), root
+        )
 
 
 def test_on_the_beaglebone_black_the_sweep_is_its_one_clusters_opps(tmp_path):
     root = copy_board("bbb", tmp_path)
-    plan = load_plan(None, "snoop-sweep", CATALOG, root)
+    plan = expand_sweep(load_plan(None, "snoop-sweep", CATALOG), root)
     swept = [c for c in plan.conditions if not c.is_baseline]
     assert [c.name for c in swept] == [
         "policy0@300000",
@@ -102,7 +106,7 @@ def test_on_the_beaglebone_black_the_sweep_is_its_one_clusters_opps(tmp_path):
     assert "only cluster" in plan.notes[0] and "no other cluster to snoop" in plan.notes[0]
     assert "no memory-controller devfreq" in plan.notes[1]
     with pytest.raises(InputError, match=r"sweep.toml:\d+: sweep.bus_hz: .*no memory-controller devfreq"):
-        parse_plan(preset_with(bus_hz='"max"'), "sweep.toml", CATALOG, root)
+        expand_sweep(parse_plan(preset_with(bus_hz='"max"'), "sweep.toml", CATALOG), root)
 
 
 @pytest.mark.parametrize(
@@ -123,7 +127,7 @@ def test_on_the_beaglebone_black_the_sweep_is_its_one_clusters_opps(tmp_path):
 )
 def test_a_bad_sweep_table_is_refused_naming_the_line_and_the_valid_values(change, message):
     with pytest.raises(InputError, match=message):
-        parse_plan(preset_with(**change), "sweep.toml", CATALOG, SYSFS / "odroid-xu3")
+        expand_sweep(parse_plan(preset_with(**change), "sweep.toml", CATALOG), SYSFS / "odroid-xu3")
 
 
 def test_a_sweep_with_conditions_of_its_own_or_without_a_board_is_refused():
@@ -132,14 +136,25 @@ def test_a_sweep_with_conditions_of_its_own_or_without_a_board_is_refused():
         + '\n[[conditions]]\nname = "x"\nkind = "governor"\nparams = { governor = "ondemand" }\n'
     )
     with pytest.raises(InputError, match=r"sweep.toml:\d+: conditions\[0\]: a plan with \[sweep\] takes"):
-        parse_plan(text, "sweep.toml", CATALOG, SYSFS / "odroid-xu3")
-    with pytest.raises(InputError, match="expanded from a board"):
-        parse_plan(preset_with(), "sweep.toml", CATALOG)
+        expand_sweep(parse_plan(text, "sweep.toml", CATALOG), SYSFS / "odroid-xu3")
+    with pytest.raises(InputError, match=r"sweep.toml: sweep: a \[sweep\] is expanded from a board"):
+        expand_sweep(parse_plan(preset_with(), "sweep.toml", CATALOG), None)
+
+
+def test_parsing_reads_no_board_and_keeps_the_sweep_for_expansion():
+    plan = parse_plan(preset_with(cluster='"policy4"'), "sweep.toml", CATALOG)
+    assert plan.sweep is not None and (plan.sweep.kind, plan.sweep.cluster) == ("opp-grid", "policy4")
+    assert plan.conditions == () and plan.notes == ()
+    with pytest.raises(ValueError, match="not expanded"):  # nothing runs a plan whose conditions are unknown
+        build_cells(plan, CATALOG)
+    expanded = expand_sweep(plan, SYSFS / "odroid-xu3")
+    assert expanded.sweep is None and len(expanded.conditions) == 1 + 19 * 13
+    assert expand_sweep(expanded, None) is expanded  # a plan without [sweep] is as it was
 
 
 def test_on_this_vm_the_preset_says_unsupported_and_why(tmp_path):
     with pytest.raises(PlanUnsupported, match="cpufreq"):
-        load_plan(None, "snoop-sweep", CATALOG, SYSFS / "vm")
+        expand_sweep(load_plan(None, "snoop-sweep", CATALOG), SYSFS / "vm")
     db = tmp_path / "vm.db"
     p = run_cli("run", "--preset", "snoop-sweep", "--root", str(SYSFS / "vm"), "--db", str(db))
     assert p.returncode == 1, p.stderr

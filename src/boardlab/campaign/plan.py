@@ -17,7 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from boardlab.errors import InputError, MeasurementError, os_error
-from boardlab.model.campaign import ConditionSpec, EnergyPolicy, Gates, Plan, RunPolicy, WorkloadEntry
+from boardlab.model.campaign import (
+    ConditionSpec,
+    EnergyPolicy,
+    Gates,
+    Plan,
+    RunPolicy,
+    SweepRequest,
+    WorkloadEntry,
+)
 from boardlab.model.workload import WorkloadSpec
 from boardlab.workloads.params import _type_name, check_param_value
 
@@ -347,12 +355,9 @@ class _Expansion:
     record: str  # appended to the stored plan text: the grid this board gave
 
 
-def _sweep(t: dict, where: _Where, root, cpu_given: int | str | None) -> _Expansion:
+def _sweep_request(t: dict, where: _Where, cpu_given: int | str | None) -> SweepRequest:
     """[sweep] { kind = "opp-grid", cluster = "auto" | POLICY, bus_hz = "record" | "max" | "min" | HZ }: the
-    governor study's snoop sweep, its conditions expanded from this board's cpufreq policies by the same code
-    as `boardlab governor sweep --plan-out`."""
-    from boardlab.governor import sweep
-
+    governor study's snoop sweep, checked as written; its conditions come from the board (`expand_sweep`)."""
     s = ("sweep",)
     kind = _take(t, "kind", str, None, where, s, choices=SWEEP_KINDS)
     if kind is None:
@@ -360,8 +365,17 @@ def _sweep(t: dict, where: _Where, root, cpu_given: int | str | None) -> _Expans
     cluster = _take(t, "cluster", str, "auto", where, s)
     bus_hz = _take(t, "bus_hz", (str, int), "record", where, s)
     _no_leftovers(t, where, s, "kind, cluster, bus_hz")
-    if root is None:
-        raise where.error(s, "a [sweep] is expanded from a board: load the plan with the board's root")
+    return SweepRequest(kind, cluster, bus_hz, cpu_given)
+
+
+def _expand(req: SweepRequest, where: _Where, root: str | Path) -> _Expansion:
+    """The sweep's conditions expanded from this board's cpufreq policies by the same code as `boardlab
+    governor sweep --plan-out`, the CPU it pins the task to, what to tell the user, and the record of the
+    grid for the stored plan text."""
+    from boardlab.governor import sweep
+
+    s = ("sweep",)
+    cluster, bus_hz, cpu_given = req.cluster, req.bus_hz, req.cpu_given
     from boardlab.platform.inventory import inventory
     from boardlab.platform.sysroot import SysRoot
 
@@ -515,28 +529,36 @@ def _gates(doc: dict, where: _Where) -> Gates:
 
 
 def _conditions(
-    doc: dict, where: _Where, root: str | Path | None, cpu_given: int | str | None, runs: RunPolicy
-) -> tuple[tuple[ConditionSpec, ...], RunPolicy, _Expansion | None]:
-    """[[conditions]], or those a [sweep] expands from the board (which also fixes the CPU), with the
-    implied baseline first when the plan names none."""
+    doc: dict, where: _Where, cpu_given: int | str | None
+) -> tuple[tuple[ConditionSpec, ...], SweepRequest | None]:
+    """[[conditions]], or a [sweep] to expand them from the board later (no conditions until then)."""
     raw_conditions = _take(doc, "conditions", list, [], where, ())
     sweep_t = _take(doc, "sweep", dict, None, where, ())
-    expansion = None
-    if sweep_t is not None:
-        if raw_conditions:
-            raise where.error(
-                ("conditions", 0),
-                "a plan with [sweep] takes its conditions from the board: remove one of them",
-            )
-        expansion = _sweep(dict(sweep_t), where, root, cpu_given)
-        raw_conditions = expansion.conditions
-        runs = dataclasses.replace(runs, cpu=expansion.cpu)
-    conditions = tuple(
-        dataclasses.replace(_condition(c, i, where), index=i) for i, c in enumerate(raw_conditions)
-    )
+    if sweep_t is None:
+        return _condition_specs(raw_conditions, where), None
+    if raw_conditions:
+        raise where.error(
+            ("conditions", 0),
+            "a plan with [sweep] takes its conditions from the board: remove one of them",
+        )
+    return (), _sweep_request(dict(sweep_t), where, cpu_given)
+
+
+def _condition_specs(tables: list, where: _Where) -> tuple[ConditionSpec, ...]:
+    """The [[conditions]] tables (a plan's, or a sweep's), with the implied baseline first when they name
+    none."""
+    conditions = tuple(dataclasses.replace(_condition(c, i, where), index=i) for i, c in enumerate(tables))
     if not any(c.is_baseline for c in conditions):
         conditions = (ConditionSpec(name="baseline", kind="baseline"),) + conditions
-    return conditions, runs, expansion
+    return conditions
+
+
+def _checked_conditions(
+    conditions: tuple[ConditionSpec, ...], workloads: tuple[WorkloadEntry, ...], where: _Where
+) -> tuple[ConditionSpec, ...]:
+    resolved = _resolve_baselines(conditions, where)
+    _check_condition_workloads(resolved, workloads, where)
+    return tuple(resolved)
 
 
 def _resolve_baselines(conditions: tuple[ConditionSpec, ...], where: _Where) -> list[ConditionSpec]:
@@ -573,13 +595,10 @@ def _resolve_baselines(conditions: tuple[ConditionSpec, ...], where: _Where) -> 
     return resolved
 
 
-def parse_plan(
-    text: str, source: str, catalog: dict[str, WorkloadSpec], root: str | Path | None = None
-) -> Plan:
-    """Parses and validates a plan; raises InputError naming the place and the fix. `root` is the board's
-    tree, which a [sweep] table expands from (PlanUnsupported where the board cannot run it). A workload
-    the plan declares itself (kind = "program") is the plan's (`Plan.declared`, `plan_catalog`), not added
-    to `catalog`."""
+def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan:
+    """Parses and validates a plan; raises InputError naming the place and the fix. Reads no board: a [sweep]
+    table is kept as `Plan.sweep` for `expand_sweep`. A workload the plan declares itself (kind = "program")
+    is the plan's (`Plan.declared`, `plan_catalog`), not added to `catalog`."""
     known = dict(catalog)  # the catalog and what the plan has declared so far
     try:
         doc = tomllib.loads(text)
@@ -606,9 +625,9 @@ def parse_plan(
     workloads = tuple(
         _workload(w, i, known, where, skip_unsupported=skip) for i, w in enumerate(raw_workloads)
     )
-    conditions, runs, expansion = _conditions(doc, where, root, cpu_given, runs)
-    resolved = _resolve_baselines(conditions, where)
-    _check_condition_workloads(resolved, workloads, where)
+    conditions, sweep = _conditions(doc, where, cpu_given)
+    if sweep is None:
+        conditions = _checked_conditions(conditions, workloads, where)
     for w in workloads:
         if w.repetitions is not None and runs.precision is not None:
             i = workloads.index(w)
@@ -621,8 +640,6 @@ def parse_plan(
     _no_leftovers(
         doc, where, (), "schema, name, description, seed, runs, gates, workloads, conditions, sweep, energy"
     )
-    if expansion is not None:  # the stored text (and so the resume key) says which grid this board gave
-        text = text.rstrip("\n") + "\n" + expansion.record + "\n"
     return Plan(
         energy=energy,
         name=name,
@@ -631,11 +648,34 @@ def parse_plan(
         runs=runs,
         gates=gates,
         workloads=workloads,
-        conditions=tuple(resolved),
+        conditions=conditions,
         source=text,
         source_name=source,
-        notes=expansion.notes if expansion else (),
         declared=tuple(spec for name, spec in known.items() if name not in catalog),
+        sweep=sweep,
+    )
+
+
+def expand_sweep(plan: Plan, root: str | Path | None) -> Plan:
+    """The plan with its [sweep]'s conditions expanded from the board's tree under `root`, the CPU the sweep
+    pins the task to, the notes the CLI says, and the grid recorded in the stored text (so the resume key
+    says which grid this board gave); InputError naming the plan's line, or PlanUnsupported where the board
+    cannot run it. A plan without [sweep] comes back as it is."""
+    if plan.sweep is None:
+        return plan
+    where = _Where(plan.source, plan.source_name)
+    if root is None:
+        raise where.error(
+            ("sweep",), "a [sweep] is expanded from a board: load the plan with the board's root"
+        )
+    x = _expand(plan.sweep, where, root)
+    return dataclasses.replace(
+        plan,
+        conditions=_checked_conditions(_condition_specs(x.conditions, where), plan.workloads, where),
+        runs=dataclasses.replace(plan.runs, cpu=x.cpu),
+        source=plan.source.rstrip("\n") + "\n" + x.record + "\n",
+        notes=x.notes,
+        sweep=None,
     )
 
 
@@ -700,14 +740,12 @@ def read_plan_file(path: str) -> str:
         raise InputError(f"{path}: not UTF-8 text (byte {exc.start}); a plan is a TOML file") from None
 
 
-def load_plan(
-    path: str | None, preset: str | None, catalog: dict[str, WorkloadSpec], root: str | Path | None = None
-) -> Plan:
-    """The plan of a file or a preset; `root` is the board's tree a [sweep] table expands from."""
+def load_plan(path: str | None, preset: str | None, catalog: dict[str, WorkloadSpec]) -> Plan:
+    """The plan of a file or a preset, parsed (a [sweep] not yet expanded: `expand_sweep`)."""
     if preset:
-        return parse_plan(preset_text(preset), f"preset:{preset}", catalog, root)
+        return parse_plan(preset_text(preset), f"preset:{preset}", catalog)
     assert path is not None
-    return parse_plan(read_plan_file(path), str(path), catalog, root)
+    return parse_plan(read_plan_file(path), str(path), catalog)
 
 
 def apply_overrides(

@@ -24,6 +24,10 @@ def build_cells(plan: Plan, catalog: dict[str, WorkloadSpec]) -> list[Cell]:
     """Every workload parameter combination (lists expand) crossed with every condition that applies to it
     (a condition's `workloads`, else all), in plan order, duplicates dropped (linear time: a dict keeps the
     order). Raises InputError above MAX_CELLS."""
+    if plan.sweep is not None:  # its conditions are not known before the board expands them
+        raise ValueError(
+            f"{plan.source_name}: the plan's [sweep] is not expanded (campaign.plan.expand_sweep)"
+        )
     total = 0
     for entry in plan.workloads:
         combos = math.prod(len(v) if isinstance(v, list) else 1 for v in entry.params.values())

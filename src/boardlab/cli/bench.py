@@ -305,7 +305,7 @@ def plan_text(args, commands: list[tuple[str, str]], conditions: list[dict], cpu
 def _plan(args, text: str, catalog: dict):
     from boardlab.campaign.plan import parse_plan
 
-    return parse_plan(text, f"bench ({args.name or 'generated'})", catalog, "/")
+    return parse_plan(text, f"bench ({args.name or 'generated'})", catalog)
 
 
 def _repetitions(args, commands, conditions, cpu, catalog) -> tuple[int, str]:

@@ -260,21 +260,17 @@ def _check_options(args) -> None:
 
 def _fleet_plan(args):
     """The plan, checked here before any board is touched; a [sweep] would expand on each board."""
-    from boardlab.campaign.plan import PlanUnsupported, load_plan
+    from boardlab.campaign.plan import load_plan
     from boardlab.errors import InputError
     from boardlab.workloads import all_workloads
 
-    catalog = {w.name: w for w in all_workloads()}
-    try:
-        return load_plan(args.plan, args.preset, catalog, None)
-    except PlanUnsupported as exc:
-        raise InputError(str(exc)) from None
-    except InputError as exc:
-        if "[sweep]" not in str(exc):
-            raise
+    plan = load_plan(args.plan, args.preset, {w.name: w for w in all_workloads()})
+    if plan.sweep is not None:
         raise InputError(
-            f"{exc}; a fleet plan may not use [sweep] (each board would expand its own)"
-        ) from None
+            f"{plan.source_name}: [sweep]: a fleet plan may not use [sweep] (each board would expand its own "
+            "grid, and their campaigns would not compare); give the conditions as [[conditions]]"
+        )
+    return plan
 
 
 def _check_paths(args) -> None:

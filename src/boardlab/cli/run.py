@@ -315,6 +315,7 @@ def run(args) -> int:
     from boardlab.campaign.plan import (
         PlanUnsupported,
         apply_overrides,
+        expand_sweep,
         load_plan,
         plan_catalog,
         with_gate_timeout,
@@ -330,7 +331,7 @@ def run(args) -> int:
     SysRoot(args.root).require_board_tree()
     catalog = {w.name: w for w in all_workloads()}
     try:  # validated (and a [sweep] expanded from the board under --root) before anything is written
-        plan = load_plan(args.plan, args.preset, catalog, args.root)
+        plan = expand_sweep(load_plan(args.plan, args.preset, catalog), args.root)
     except PlanUnsupported as exc:
         print(f"boardlab run: unsupported: {exc}", file=sys.stderr)
         return 1

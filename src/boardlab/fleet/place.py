@@ -310,7 +310,7 @@ class Worker:
         from boardlab.workloads import all_workloads
 
         catalog = {w.name: w for w in all_workloads()}
-        plan = parse_plan(self.spec["plan_text"], self.spec["plan_source"], catalog, None)
+        plan = parse_plan(self.spec["plan_text"], self.spec["plan_source"], catalog)
         catalog = plan_catalog(plan, catalog)
         expected = expected_cells(plan, catalog)
         budget = 1 + self.spec["retries"]

@@ -29,10 +29,7 @@ def expected_cells(plan: Plan, catalog: dict) -> set[str] | None:
     expands them itself (a [sweep] plan)."""
     from boardlab.campaign.schedule import build_cells
 
-    try:
-        return {c.key for c in build_cells(plan, catalog)}
-    except Exception:  # noqa: BLE001 - a plan the board expands (sweep) has no local expansion
-        return None
+    return None if plan.sweep is not None else {c.key for c in build_cells(plan, catalog)}
 
 
 def checkpoint(db: Path) -> None:

@@ -120,6 +120,17 @@ class WorkloadEntry:
 
 
 @dataclass(frozen=True)
+class SweepRequest:
+    """A plan's [sweep] table as parsed: what to expand from the board (`campaign.plan.expand_sweep`), and the
+    [runs] `cpu` as the plan gave it, which the board's grid checks."""
+
+    kind: str  # "opp-grid"
+    cluster: str = "auto"  # a cpufreq policy, or auto
+    bus_hz: str | int = "record"  # "record", "max", "min" or a frequency
+    cpu_given: int | str | None = None
+
+
+@dataclass(frozen=True)
 class Plan:
     name: str
     description: str
@@ -133,6 +144,8 @@ class Plan:
     energy: EnergyPolicy = field(default_factory=EnergyPolicy)
     notes: tuple[str, ...] = ()  # what loading did with the board (a [sweep]'s grid), for the CLI to say
     declared: tuple[WorkloadSpec, ...] = ()  # the workloads it declares itself (kind = "program")
+    # a [sweep] not yet expanded from a board: `conditions` is empty until `campaign.plan.expand_sweep`
+    sweep: SweepRequest | None = None
 
 
 @dataclass(frozen=True)
