@@ -470,11 +470,28 @@ def make_campaign_db(
 # as they store them
 
 LIMIT_US = 1000  # histogram_us: buckets 0..999, the overflow beyond
-RT_CONDITIONS = {  # name -> (kind, baseline)
-    "none/shared": ("baseline", None),
-    "none/isolated": ("isolation", None),
-    "mobilenet_v1/shared": ("workload", "none/shared"),
-    "mobilenet_v1/isolated": ("workload", "none/isolated"),
+
+
+def _ai_load(placement: str) -> tuple[str, dict]:
+    return (
+        "workload",
+        {"workload": "ai.inference", "params": {"model": "mobilenet_v1"}, "placement": placement},
+    )
+
+
+RT_CONDITIONS = {  # name -> (kind, baseline, parts), as the rt-isolation preset declares them
+    "none/shared": ("isolation", None, (("isolation", {"mode": "shared"}),)),
+    "none/isolated": ("isolation", None, (("isolation", {"mode": "isolated"}),)),
+    "mobilenet_v1/shared": (
+        "isolation+workload",
+        "none/shared",
+        (("isolation", {"mode": "shared"}), _ai_load("all")),
+    ),
+    "mobilenet_v1/isolated": (
+        "isolation+workload",
+        "none/isolated",
+        (("isolation", {"mode": "isolated"}), _ai_load("other")),
+    ),
 }
 AI_MEMCPY = f"memcpy{EVIL}"
 AI_CONDITIONS = {
@@ -530,7 +547,7 @@ def _study_run(
 def _store_study_campaign(
     path: Path, name: str, conditions: dict, cells: list[tuple[Cell, str, bool]], runs
 ) -> None:
-    specs = {c: ConditionSpec(c, kind, {}, base) for c, (kind, base) in conditions.items()}
+    specs = {c: ConditionSpec(c, kind, {}, base, *parts) for c, (kind, base, *parts) in conditions.items()}
     with Store.open(path) as store:
         board_id = store.upsert_board(
             "fp-study", "study-board", {"model": "test board", "online_cpus": [0, 1]}

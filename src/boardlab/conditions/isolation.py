@@ -25,6 +25,7 @@ import os
 from dataclasses import dataclass
 
 from boardlab.conditions.base import ApplyContext, declared_params, param, params_of, validate_params
+from boardlab.model.campaign import DEFAULT_ISOLATION_MODE
 from boardlab.model.workload import ParamSpec
 from boardlab.platform import cpuidle, irq
 from boardlab.platform.sysroot import format_cpulist
@@ -37,7 +38,7 @@ _MAX_LATENCY_US = cpuidle.NO_LATENCY_CONSTRAINT_US
 class IsolationSetting:
     mode: str = param(
         "enum",
-        "pinned",
+        DEFAULT_ISOLATION_MODE,
         choices=MODES,
         help="shared (the worker may run on any CPU), pinned (on its CPU), isolated (on a CPU the kernel "
         "isolates: isolcpus)",

@@ -25,6 +25,11 @@ class Gates:
     cooldown_s: float = 0.0  # a fixed pause before each run
 
 
+# How the runner places each worker when no condition part says otherwise: on its CPU (`runs.cpu`), loads kept
+# off it. The isolation kind's default, and what the real-time study reads a condition without one as.
+DEFAULT_ISOLATION_MODE = "pinned"
+
+
 @dataclass(frozen=True)
 class RunPolicy:
     repetitions: int | None = 5  # a fixed count per cell ...

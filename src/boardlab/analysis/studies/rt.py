@@ -29,6 +29,7 @@ from boardlab.analysis.format import (
     unit_label,
     varying_keys,
 )
+from boardlab.model.campaign import DEFAULT_ISOLATION_MODE
 from boardlab.stats.histogram import (
     HistogramPercentile,
     histogram_limit,
@@ -38,17 +39,52 @@ from boardlab.stats.histogram import (
 
 if TYPE_CHECKING:
     from boardlab.analysis.records import CampaignAnalysis, CellAnalysis, StudyContext
-    from boardlab.model.facts import WorkloadFacts
+    from boardlab.model.facts import ConditionPart, WorkloadFacts
     from boardlab.store import Store
 
 TITLE = "Real-time latency"
 SHOWN_AS = "by load and mode in the Real-time latency section below"
 
 
-def split_condition(condition: str) -> tuple[str, str]:
-    """'mobilenet_v1/isolated' -> ('mobilenet_v1', 'isolated'): the rt-isolation preset's load and mode."""
-    load, sep, mode = condition.rpartition("/")
-    return (load, mode) if sep and load and mode else (condition, "")
+def _mode(parts: Sequence[ConditionPart]) -> str:
+    """The `mode` of the condition's isolation part (shared, pinned, isolated); without one, how the runner
+    places every worker (`DEFAULT_ISOLATION_MODE`)."""
+    isolation = next((p for p in parts if p.kind == "isolation"), None)
+    return str(isolation.params.get("mode", DEFAULT_ISOLATION_MODE)) if isolation else DEFAULT_ISOLATION_MODE
+
+
+def _load(parts: Sequence[ConditionPart]) -> tuple[tuple[str, dict], ...]:
+    """What the condition runs beside the measured task: each part that is not its isolation, as (what, its
+    params), a workload part as its workload and that workload's params. Where a load is placed belongs to
+    the mode (a shared CPU puts it on every CPU), so `placement` is not part of the load."""
+    load = []
+    for p in parts:
+        if p.kind in ("isolation", "baseline"):
+            continue
+        if p.kind == "workload":
+            load.append((str(p.params.get("workload")), dict(p.params.get("params") or {})))
+        else:
+            load.append((p.kind, {k: v for k, v in p.params.items() if k != "placement"}))
+    return tuple(load)
+
+
+def _load_labels(loads: Sequence[tuple[tuple[str, dict], ...]]) -> dict[str, str]:
+    """Each load's label by its key (`_key`): "none" for no load, else its parts as cell labels showing only
+    the parameters that vary between the loads of one workload (or kind) in the study, or all of them where
+    that workload runs with one set (which model ran beside it)."""
+    params_of: dict[str, list[dict]] = {}
+    for load in loads:
+        for what, params in load:
+            params_of.setdefault(what, []).append(params)
+    varying = {what: varying_keys(sets) or None for what, sets in params_of.items()}
+    return {
+        _key(load): " + ".join(cell_label(what, params, varying[what]) for what, params in load) or "none"
+        for load in loads
+    }
+
+
+def _key(load: tuple[tuple[str, dict], ...]) -> str:
+    return json.dumps(load, sort_keys=True)
 
 
 @dataclass(frozen=True)
@@ -59,8 +95,8 @@ class RtCell:
     workload: str
     params: dict
     condition: str
-    load: str
-    mode: str
+    load: str  # what ran beside it, from its condition's parts ("ai.inference (model=resnet18)"; `_layout`)
+    mode: str  # its condition's isolation mode (shared, pinned, isolated); "" when laid out by name
     max_values: tuple[float, ...]  # each valid run's max_latency_us, in run order
     invalid_max_values: tuple[float, ...]  # runs that did not count (shown hollow)
     runs_merged: int  # valid runs whose histograms are in `counts`
@@ -84,7 +120,7 @@ class RtCell:
         return cell_label(self.workload, self.params)
 
 
-def _rt_cell(store: Store, cell: CellAnalysis, workloads: WorkloadFacts) -> RtCell:
+def _rt_cell(store: Store, cell: CellAnalysis, workloads: WorkloadFacts, load: str, mode: str) -> RtCell:
     histogram = workloads.spec_of(cell.workload).sample_histogram  # type: ignore[union-attr]
     notes: list[str] = []
     maxima: list[float] = []
@@ -145,7 +181,6 @@ def _rt_cell(store: Store, cell: CellAnalysis, workloads: WorkloadFacts) -> RtCe
         notes.append(f"{len(maxima) - runs_merged} valid run(s) without a histogram")
     notes += _percentile_notes(percentiles, unit, limit, sum(counts) + overflow)
     total_w = sum(w for _, w in weighted)
-    load, mode = split_condition(cell.condition)
     return RtCell(
         cell_id=cell.cell_id,
         workload=cell.workload,
@@ -198,8 +233,25 @@ def _is_rt(cell: CellAnalysis, workloads: WorkloadFacts) -> bool:
     return spec is not None and spec.sample_histogram is not None
 
 
+def _layout(cells: Sequence[CellAnalysis]) -> list[tuple[str, str]]:
+    """Each cell's (load, mode), read from its condition's parts as its plan declared them, when the
+    campaign varies isolation and those tell its cells apart; else (its condition's name, ""): one box per
+    condition."""
+    parts = [c.facts.condition for c in cells]
+    by_name = [(c.condition, "") for c in cells]
+    if not any(p.kind == "isolation" for ps in parts for p in ps):
+        return by_name
+    labels = _load_labels([_load(ps) for ps in parts])
+    layout = [(labels[_key(_load(ps))], _mode(ps)) for ps in parts]
+    places = {(json.dumps(c.params, sort_keys=True), *lm) for c, lm in zip(cells, layout, strict=True)}
+    return layout if len(places) == len(cells) else by_name
+
+
 def rt_cells(store: Store, cells: Sequence[CellAnalysis], workloads: WorkloadFacts) -> tuple[RtCell, ...]:
-    return tuple(_rt_cell(store, c, workloads) for c in cells if _is_rt(c, workloads))
+    mine = [c for c in cells if _is_rt(c, workloads)]
+    return tuple(
+        _rt_cell(store, c, workloads, load, mode) for c, (load, mode) in zip(mine, _layout(mine), strict=True)
+    )
 
 
 @dataclass(frozen=True)
