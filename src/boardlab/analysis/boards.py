@@ -17,7 +17,15 @@ from collections.abc import Iterable
 from dataclasses import replace
 
 from boardlab.analysis import document as doc
-from boardlab.analysis.compare import _cell_id, _interval, _key, _side, finish_rows, pair_rows, unmatched
+from boardlab.analysis.compare import (
+    _cell_id,
+    _key,
+    _side,
+    finish_rows,
+    median_point,
+    pair_rows,
+    unmatched,
+)
 from boardlab.analysis.comparedoc import verdict_table
 from boardlab.analysis.records import CampaignAnalysis
 
@@ -52,17 +60,6 @@ def board_campaign_ids(store, campaign_id: int, *, reference: str | None = None)
         (r for b, r in latest.items() if b != first), key=lambda r: (labels[r["board_id"]], r["id"])
     )
     return [int(latest[first]["id"]), *(int(r["id"]) for r in others)]
-
-
-def _cell_on_board(cell) -> dict:
-    s = cell.summary
-    median = s.median if s else (cell.values[0] if len(cell.values) == 1 else None)  # one run: its value
-    return {
-        "n": len(cell.values),
-        "median": median,
-        "median_ci": _interval(s.median_ci) if s else None,
-        "reason": None if s else cell.summary_reason,
-    }
 
 
 def _compared(a: CampaignAnalysis) -> CampaignAnalysis:
@@ -109,7 +106,7 @@ def compare_boards(
         labels.append(a.board_label)
         for c in a.cells:
             entry = cells.setdefault(_key(c), {**_cell_id(c), "unit": c.unit, "boards": {}})
-            entry["boards"][a.board_label] = _cell_on_board(c)
+            entry["boards"][a.board_label] = median_point(c)
         if kept and not all_pairs:
             compare(kept[0], a)
         elif not kept or all_pairs:

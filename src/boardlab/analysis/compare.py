@@ -50,6 +50,19 @@ def _interval(ci) -> list[float] | None:
     return None if ci is None else [ci.low, ci.high]
 
 
+def median_point(cell: CellAnalysis) -> dict:
+    """A cell's median as a point of a history or a column of a board comparison (JSON): its runs, the
+    median with its CI, or why there is none (a single run's value stands as its median)."""
+    s = cell.summary
+    median = s.median if s else (cell.values[0] if len(cell.values) == 1 else None)
+    return {
+        "n": len(cell.values),
+        "median": median,
+        "median_ci": _interval(s.median_ci) if s else None,
+        "reason": None if s else cell.summary_reason,
+    }
+
+
 def _pair(ci) -> tuple[float, float] | None:
     return None if ci is None else (ci.low, ci.high)
 

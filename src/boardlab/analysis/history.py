@@ -21,12 +21,19 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from boardlab.analysis import document as doc
-from boardlab.analysis.compare import DECISION_WORDS, RATIO_WORDS, _interval, _key, finish_rows, pair_rows
+from boardlab.analysis.compare import (
+    DECISION_WORDS,
+    RATIO_WORDS,
+    _key,
+    finish_rows,
+    median_point,
+    pair_rows,
+)
 from boardlab.analysis.comparedoc import verdict_table
 from boardlab.model.campaign import CommitIdentity
 
 if TYPE_CHECKING:
-    from boardlab.analysis.records import CampaignView, CellAnalysis, ComparisonRow
+    from boardlab.analysis.records import CampaignView, ComparisonRow
 
 HISTORY_SCHEMA = (
     3  # 2: campaigns by arrival, clock_went_back, cells keyed by metric; 3: each campaign's commit
@@ -134,17 +141,6 @@ def clock_went_back(row, prev_row) -> str | None:
     )
 
 
-def _point(cell: CellAnalysis) -> dict:
-    s = cell.summary
-    median = s.median if s else (cell.values[0] if len(cell.values) == 1 else None)
-    return {
-        "n": len(cell.values),
-        "median": median,
-        "median_ci": _interval(s.median_ci) if s else None,
-        "reason": None if s else cell.summary_reason,
-    }
-
-
 def step_seed(b: CampaignView) -> int:
     """The seed of a step's comparisons: the later campaign's, so a step is the same in every history."""
     return 1000 * b.campaign_id
@@ -179,7 +175,7 @@ def board_history(rows, analyses, steps: Sequence[tuple[list, list, list]]) -> t
                 {"workload": c.workload, "params": c.params, "condition": c.condition, "metric": c.metric,
                  "unit": c.unit, "higher_is_better": c.higher_is_better, "points": [None] * len(analyses)},
             )  # fmt: skip
-            entry["points"][k] = _point(c)
+            entry["points"][k] = median_point(c)
     from boardlab.analysis.records import HistoryStep
 
     entries, comps, slots = [], [], []
