@@ -150,9 +150,9 @@ class Governor:
 
     # ---- at plan load: shape only ----
     def support(self, info) -> tuple[str | None, tuple[str, ...]]:
-        if not info.cpufreq_policies:
-            cap = info.capabilities.get("cpufreq")
-            return (cap.reason if cap and cap.reason else "no cpufreq policy on this board"), ()
+        missing = cpufreq.missing_reason(info)
+        if missing:
+            return missing, ()
         offered = sorted({g for p in info.cpufreq_policies for g in p.governors})
         limits = [f"governors offered here: {', '.join(offered)}"]
         if info.live and os.geteuid() != 0:
@@ -260,9 +260,9 @@ class Governor:
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
         info = ctx.info
-        if not info.cpufreq_policies:
-            cap = info.capabilities.get("cpufreq")
-            return f"unsupported: {cap.reason if cap and cap.reason else 'no cpufreq policy on this board'}"
+        missing = cpufreq.missing_reason(info)
+        if missing:
+            return f"unsupported: {missing}"
         setting = params_of(GovernorSetting, self, params).resolved(info, ctx.worker_cpu)
         if isinstance(setting, str):
             return setting
