@@ -319,7 +319,7 @@ class Governor:
             if not sr.exists(rel):
                 return f"no {sr.show(rel)}: the {p.driver or 'cpufreq'} driver does not expose it"
             if not sr.writable(rel):
-                return f"{sr.show(rel)} is not writable by this user: run boardlab as root"
+                return ctx.not_writable(rel)
         return None
 
     def _check_tunables(self, setting: GovernorSetting, p: CpufreqPolicy, ctx: ApplyContext) -> str | None:
@@ -340,7 +340,7 @@ class Governor:
                 valid = ", ".join(ctx.root.listdir(d)) or "(none)"
                 return f"{ctx.root.show(d)} has no tunable {key!r}; tunables here: {valid}"
             if not ctx.root.writable(rel):
-                return f"{ctx.root.show(rel)} is not writable by this user: run boardlab as root"
+                return ctx.not_writable(rel)
         return None
 
     # ---- around one run ----

@@ -83,7 +83,7 @@ class GovernorDaemon:
             for attr in ("scaling_governor", "scaling_setspeed"):
                 rel = f"{cpufreq.policy_dir(p.name)}/{attr}"
                 if not ctx.root.writable(rel):
-                    return f"{ctx.root.show(rel)} is not writable by this user: run boardlab as root"
+                    return ctx.not_writable(rel)
         daemon = params_of(DaemonParams, self, params)
         if daemon.policy == "anti-snoop":
             if len(info.cpufreq_policies) < 2:
