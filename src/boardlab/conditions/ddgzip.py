@@ -88,9 +88,8 @@ class Ddgzip:
         with background.program_load(
             "ddgzip",
             config,
+            p,
             ctx=ctx,
-            placement=p.placement,
-            warmup_s=background.warmup_of(p, ctx),
             what="ddgzip loop (dd + gzip)",
             state=state,
             health=ddgzip_health,
