@@ -299,17 +299,18 @@ def running_load(
 def program_load(
     program: str,
     config: dict[str, Any],
+    p: BackgroundParams,
     *,
     ctx: ApplyContext,
-    placement: str,
-    warmup_s: float,
     what: str,
     state: dict[str, Any],
     health: Callable[[dict[str, Any]], str | None],
 ) -> Iterator[dict[str, Any]]:
-    """Runs `python -m boardlab.conditions.programs PROGRAM CONFIG` as a background load; yields `state`
-    with the placement added, then adds the load's usage, the counters the program wrote when stopped, and
-    whether the load ran (`health` of those counters: why it did not, or None; see `record_health`)."""
+    """Runs `python -m boardlab.conditions.programs PROGRAM CONFIG` as a background load, placed and warmed
+    up as the kind's parameters `p` say; yields `state` with the placement added, then adds the load's
+    usage, the counters the program wrote when stopped, and whether the load ran (`health` of those
+    counters: why it did not, or None; see `record_health`)."""
+    placement, warmup_s = p.placement, warmup_of(p, ctx)
     cpus = placement_cpus(placement, ctx)
     status = scratch_path(ctx, program, ".json")
     config = {**config, "status": str(status), "max_s": LOAD_MAX_S}

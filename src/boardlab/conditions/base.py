@@ -67,6 +67,11 @@ class ApplyContext:
     def other_cpus(self) -> tuple[int, ...]:
         return tuple(c for c in self.online_cpus if c != self.worker_cpu)
 
+    def not_writable(self, rel: str) -> str:
+        """Why the condition cannot apply when `rel`, a file below the root it writes, refuses this user: the
+        one wording, with its fix, that every kind's `check` gives (after any prefix of its own)."""
+        return f"{self.root.show(rel)} is not writable by this user: run boardlab as root"
+
 
 class ConditionKind(Protocol):
     name: str

@@ -85,9 +85,8 @@ class Burstynet:
         with background.program_load(
             "burstynet",
             config,
+            p,
             ctx=ctx,
-            placement=p.placement,
-            warmup_s=background.warmup_of(p, ctx),
             what=f"burstynet ({p.protocol} on 127.0.0.1)",
             state=state,
             health=burstynet_health,

@@ -93,9 +93,8 @@ class Command:
         with background.program_load(
             "command",
             config,
+            p,
             ctx=ctx,
-            placement=p.placement,
-            warmup_s=background.warmup_of(p, ctx),
             what=f"background command {p.argv[0]}",
             state=state,
             health=command_health,

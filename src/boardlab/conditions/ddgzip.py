@@ -44,6 +44,12 @@ class DdgzipParams(background.BackgroundParams):
     pause_s: float = param("float", 0.0, min=0, max=3600, unit="s", help="idle time between rounds")
 
 
+def _missing_tools() -> str | None:
+    """Which of the loop's programs this machine lacks, with the fix; None when it has both."""
+    missing = [tool for tool in ("dd", "gzip") if shutil.which(tool) is None]
+    return f"{' and '.join(missing)} not found on PATH: apt-get install coreutils gzip" if missing else None
+
+
 @dataclass(frozen=True)
 class Ddgzip:
     name: str = "ddgzip"
@@ -53,19 +59,15 @@ class Ddgzip:
     params: tuple[ParamSpec, ...] = declared_params(DdgzipParams)
 
     def support(self, info) -> tuple[str | None, tuple[str, ...]]:
-        missing = [tool for tool in ("dd", "gzip") if shutil.which(tool) is None]
-        reason = (
-            f"{' and '.join(missing)} not found on PATH: apt-get install coreutils gzip" if missing else None
-        )
-        return reason, ()
+        return _missing_tools(), ()
 
     def validate(self, params: dict) -> tuple[str | None, str] | None:
         return validate_params(self.params, params)  # a size as text is read and checked there too
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
-        missing = [tool for tool in ("dd", "gzip") if shutil.which(tool) is None]
+        missing = _missing_tools()
         if missing:
-            return f"unsupported: {' and '.join(missing)} not found on PATH: apt-get install coreutils gzip"
+            return f"unsupported: {missing}"
         return background.placement_reason(params_of(DdgzipParams, self, params).placement, ctx)
 
     def apply(self, params: dict, ctx: ApplyContext):
@@ -86,9 +88,8 @@ class Ddgzip:
         with background.program_load(
             "ddgzip",
             config,
+            p,
             ctx=ctx,
-            placement=p.placement,
-            warmup_s=background.warmup_of(p, ctx),
             what="ddgzip loop (dd + gzip)",
             state=state,
             health=ddgzip_health,

@@ -89,7 +89,7 @@ class Devfreq:
         for attr in ("min_freq", "max_freq"):
             rel = f"{devfreq.DEVFREQ_DIR}/{dev.name}/{attr}"
             if not ctx.root.writable(rel):
-                return f"{ctx.root.show(rel)} is not writable by this user: run boardlab as root"
+                return ctx.not_writable(rel)
         return None
 
     @contextlib.contextmanager

@@ -62,10 +62,7 @@ class Driver:
             if not drivers.bound_devices(ctx.root, bus, name):
                 return f"unsupported: driver {name!r} has no device bound to it ({ctx.root.show(d)})"
             if not ctx.root.writable(f"{d}/unbind"):
-                return (
-                    f"unsupported: {ctx.root.show(d + '/unbind')} is not writable by this user: run "
-                    "boardlab as root"
-                )
+                return f"unsupported: {ctx.not_writable(d + '/unbind')}"
         return None
 
     @contextlib.contextmanager

@@ -150,9 +150,9 @@ class Governor:
 
     # ---- at plan load: shape only ----
     def support(self, info) -> tuple[str | None, tuple[str, ...]]:
-        if not info.cpufreq_policies:
-            cap = info.capabilities.get("cpufreq")
-            return (cap.reason if cap and cap.reason else "no cpufreq policy on this board"), ()
+        missing = cpufreq.missing_reason(info)
+        if missing:
+            return missing, ()
         offered = sorted({g for p in info.cpufreq_policies for g in p.governors})
         limits = [f"governors offered here: {', '.join(offered)}"]
         if info.live and os.geteuid() != 0:
@@ -260,9 +260,9 @@ class Governor:
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
         info = ctx.info
-        if not info.cpufreq_policies:
-            cap = info.capabilities.get("cpufreq")
-            return f"unsupported: {cap.reason if cap and cap.reason else 'no cpufreq policy on this board'}"
+        missing = cpufreq.missing_reason(info)
+        if missing:
+            return f"unsupported: {missing}"
         setting = params_of(GovernorSetting, self, params).resolved(info, ctx.worker_cpu)
         if isinstance(setting, str):
             return setting
@@ -319,7 +319,7 @@ class Governor:
             if not sr.exists(rel):
                 return f"no {sr.show(rel)}: the {p.driver or 'cpufreq'} driver does not expose it"
             if not sr.writable(rel):
-                return f"{sr.show(rel)} is not writable by this user: run boardlab as root"
+                return ctx.not_writable(rel)
         return None
 
     def _check_tunables(self, setting: GovernorSetting, p: CpufreqPolicy, ctx: ApplyContext) -> str | None:
@@ -340,7 +340,7 @@ class Governor:
                 valid = ", ".join(ctx.root.listdir(d)) or "(none)"
                 return f"{ctx.root.show(d)} has no tunable {key!r}; tunables here: {valid}"
             if not ctx.root.writable(rel):
-                return f"{ctx.root.show(rel)} is not writable by this user: run boardlab as root"
+                return ctx.not_writable(rel)
         return None
 
     # ---- around one run ----

@@ -52,9 +52,9 @@ class GovernorDaemon:
     params: tuple[ParamSpec, ...] = declared_params(DaemonParams)
 
     def support(self, info) -> tuple[str | None, tuple[str, ...]]:
-        if not info.cpufreq_policies:
-            cap = info.capabilities.get("cpufreq")
-            return (cap.reason if cap and cap.reason else "no cpufreq policy on this board"), ()
+        missing = cpufreq.missing_reason(info)
+        if missing:
+            return missing, ()
         lacking = [p.name for p in info.cpufreq_policies if "userspace" not in p.governors]
         if lacking:
             return f"{', '.join(lacking)} offer no userspace governor", ()
@@ -72,9 +72,9 @@ class GovernorDaemon:
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
         info = ctx.info
-        if not info.cpufreq_policies:
-            cap = info.capabilities.get("cpufreq")
-            return f"unsupported: {cap.reason if cap and cap.reason else 'no cpufreq policy on this board'}"
+        missing = cpufreq.missing_reason(info)
+        if missing:
+            return f"unsupported: {missing}"
         for p in info.cpufreq_policies:
             if "userspace" not in p.governors:
                 return f"unsupported: {p.name} offers no userspace governor ({', '.join(p.governors)})"
@@ -83,7 +83,7 @@ class GovernorDaemon:
             for attr in ("scaling_governor", "scaling_setspeed"):
                 rel = f"{cpufreq.policy_dir(p.name)}/{attr}"
                 if not ctx.root.writable(rel):
-                    return f"{ctx.root.show(rel)} is not writable by this user: run boardlab as root"
+                    return ctx.not_writable(rel)
         daemon = params_of(DaemonParams, self, params)
         if daemon.policy == "anti-snoop":
             if len(info.cpufreq_policies) < 2:

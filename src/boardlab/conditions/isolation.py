@@ -108,10 +108,7 @@ class Isolation:
             if cap is not None and not cap.supported:
                 return f"cpu_dma_latency_us: unsupported: {cap.reason}"
             if not ctx.root.writable(cpuidle.CPU_DMA_LATENCY):
-                return (
-                    f"cpu_dma_latency_us: {ctx.root.show(cpuidle.CPU_DMA_LATENCY)} is not writable by this "
-                    "user: run boardlab as root"
-                )
+                return f"cpu_dma_latency_us: {ctx.not_writable(cpuidle.CPU_DMA_LATENCY)}"
         return None
 
     def worker_cpus(self, params: dict, ctx: ApplyContext) -> set[int] | None:

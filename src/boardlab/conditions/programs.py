@@ -167,21 +167,13 @@ def ddgzip(cfg: dict) -> int:
                 cycles += 1
                 bytes_written += os.path.getsize(raw)
                 bytes_compressed += os.path.getsize(packed)
-            for p in (raw, packed):
-                try:
-                    os.unlink(p)
-                except FileNotFoundError:
-                    pass
+            _remove(raw, packed)
             if cfg["pause_s"]:
                 time.sleep(cfg["pause_s"])
     except KeyboardInterrupt:
         _stopping()
         _end_child(proc)
-    for p in (raw, packed):
-        try:
-            os.unlink(p)
-        except FileNotFoundError:
-            pass
+    _remove(raw, packed)  # a stop between a round's start and its clean-up leaves its files
     _write_status(
         cfg["status"],
         {
@@ -193,6 +185,15 @@ def ddgzip(cfg: dict) -> int:
         },
     )
     return 0
+
+
+def _remove(*paths: str) -> None:
+    """Deletes a round's files, those of them that exist (a failed dd or gzip leaves one or none)."""
+    for path in paths:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
 
 
 # ---- burstynet ----

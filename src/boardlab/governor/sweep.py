@@ -17,6 +17,7 @@ from typing import Any
 from boardlab.governor import model
 from boardlab.governor.opp import SocSpec
 from boardlab.model.board import BoardInfo
+from boardlab.platform import cpufreq
 
 SWEEP_SCHEMA = 1
 WORKLOAD = (
@@ -49,10 +50,10 @@ class Grid:
 
 def expand(info: BoardInfo, this_policy: str | None = None) -> list[Grid]:
     """One grid per cluster (or only `this_policy`'s); Unsupported without cpufreq or userspace."""
+    missing = cpufreq.missing_reason(info)
+    if missing:
+        raise Unsupported(missing)
     policies = info.cpufreq_policies
-    if not policies:
-        cap = info.capabilities.get("cpufreq")
-        raise Unsupported(cap.reason if cap and cap.reason else "no cpufreq policy on this board")
     names = [p.name for p in policies]
     if this_policy is not None and this_policy not in names:
         raise ValueError(f"no cpufreq policy {this_policy!r} on this board; policies: {', '.join(names)}")

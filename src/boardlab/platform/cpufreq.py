@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from boardlab.errors import InputError
-from boardlab.model.board import CpufreqPolicy, FrequencyTime
+from boardlab.model.board import BoardInfo, CpufreqPolicy, FrequencyTime
 from boardlab.platform.sysroot import RootLike, SysRoot
 
 CPUFREQ_DIR = "sys/devices/system/cpu/cpufreq"
@@ -123,6 +123,15 @@ def read_policy(root: RootLike, name: str) -> CpufreqPolicy:
 def read_policies(root: RootLike) -> tuple[CpufreqPolicy, ...]:
     sr = SysRoot.of(root)
     return tuple(read_policy(sr, name) for name in list_policies(sr))
+
+
+def missing_reason(info: BoardInfo) -> str | None:
+    """Why `info`'s board has no cpufreq policy to set or sweep (the inventory's reason where it found one);
+    None when it has a policy. The governor kinds and the sweep say the same thing of the same board."""
+    if info.cpufreq_policies:
+        return None
+    cap = info.capabilities.get("cpufreq")
+    return cap.reason if cap and cap.reason else "no cpufreq policy on this board"
 
 
 def global_boost(root: RootLike) -> bool | None:

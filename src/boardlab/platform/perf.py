@@ -56,29 +56,36 @@ def read_pmus(root: RootLike) -> tuple[Pmu, ...]:
     )
 
 
-def open_hardware_counter(config: int = PERF_COUNT_HW_CPU_CYCLES) -> tuple[bool, str | None]:
-    """Opens (and closes) the generic hardware event `config` (PERF_TYPE_HARDWARE) for this process;
-    (False, "ENOENT (...)") on failure."""
+def _perf_event_open(
+    type_: int, config: int, *, pid: int, cpu: int, read_format: int = 0, flags: int = 0
+) -> tuple[int | None, str | None]:
+    """perf_event_open(2) of one event in the oldest attr layout, `read_format` at offset 32 and the bit
+    `flags` at 40 (0: enabled, counting user and kernel); (fd, None) or (None, "ENOENT (...)")."""
     nr = SYSCALL_NUMBERS.get(os.uname().machine)
     if nr is None:
-        return False, f"perf_event_open syscall number unknown for {os.uname().machine}"
+        return None, f"perf_event_open syscall number unknown for {os.uname().machine}"
     attr = bytearray(PERF_ATTR_SIZE_VER0)
-    struct.pack_into("=IIQ", attr, 0, PERF_TYPE_HARDWARE, PERF_ATTR_SIZE_VER0, config)
-    struct.pack_into("=Q", attr, 40, _ATTR_FLAGS)
+    struct.pack_into("=IIQ", attr, 0, type_, PERF_ATTR_SIZE_VER0, config)
+    struct.pack_into("=QQ", attr, 32, read_format, flags)
     buf = (ctypes.c_char * len(attr)).from_buffer(attr)
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
     fd = libc.syscall(
-        ctypes.c_long(nr),
-        buf,
-        ctypes.c_int(0),
-        ctypes.c_int(-1),
-        ctypes.c_int(-1),
+        ctypes.c_long(nr), buf, ctypes.c_int(pid), ctypes.c_int(cpu), ctypes.c_int(-1),
         ctypes.c_ulong(PERF_FLAG_FD_CLOEXEC),
-    )
+    )  # fmt: skip
     if fd < 0:
         err = ctypes.get_errno()
-        return False, f"{errno.errorcode.get(err, str(err))} ({os.strerror(err)})"
+        return None, f"{errno.errorcode.get(err, str(err))} ({os.strerror(err)})"
+    return fd, None
+
+
+def open_hardware_counter(config: int = PERF_COUNT_HW_CPU_CYCLES) -> tuple[bool, str | None]:
+    """Opens (and closes) the generic hardware event `config` (PERF_TYPE_HARDWARE) for this process;
+    (False, "ENOENT (...)") on failure."""
+    fd, error = _perf_event_open(PERF_TYPE_HARDWARE, config, pid=0, cpu=-1, flags=_ATTR_FLAGS)
+    if fd is None:
+        return False, error
     os.close(fd)
     return True, None
 
@@ -173,23 +180,7 @@ def core_pmu_for_cpu(root: RootLike, cpu: int) -> tuple[str, int] | None:
 
 def open_event(type_: int, config: int, *, pid: int, cpu: int) -> tuple[int | None, str | None]:
     """perf_event_open (enabled, counting user and kernel); (fd, None) or (None, "ENOENT (...)")."""
-    nr = SYSCALL_NUMBERS.get(os.uname().machine)
-    if nr is None:
-        return None, f"perf_event_open syscall number unknown for {os.uname().machine}"
-    attr = bytearray(PERF_ATTR_SIZE_VER0)
-    struct.pack_into("=IIQ", attr, 0, type_, PERF_ATTR_SIZE_VER0, config)
-    struct.pack_into("=Q", attr, 32, PERF_FORMAT_TIMES)  # read_format
-    buf = (ctypes.c_char * len(attr)).from_buffer(attr)
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.syscall.restype = ctypes.c_long
-    fd = libc.syscall(
-        ctypes.c_long(nr), buf, ctypes.c_int(pid), ctypes.c_int(cpu), ctypes.c_int(-1),
-        ctypes.c_ulong(PERF_FLAG_FD_CLOEXEC),
-    )  # fmt: skip
-    if fd < 0:
-        err = ctypes.get_errno()
-        return None, f"{errno.errorcode.get(err, str(err))} ({os.strerror(err)})"
-    return fd, None
+    return _perf_event_open(type_, config, pid=pid, cpu=cpu, read_format=PERF_FORMAT_TIMES)
 
 
 def read_event(fd: int) -> int:
