@@ -1,6 +1,7 @@
 """Command-line entry point: the only layer that prints or exits.
 
-Each subcommand lives in its own module exposing `HELP`, `add_arguments(parser)` and `run(args) -> int`.
+Each subcommand lives in its own module exposing `add_arguments(parser)` and `run(args) -> int`; its one-line
+help is its line of `COMMANDS` below.
 Only the module of the chosen subcommand is imported, so `boardlab --help` stays instant.
 """
 

@@ -12,7 +12,6 @@ import json
 import shlex
 import sys
 
-HELP = "benchmark commands head to head, under conditions (hyperfine's spelling), as a stored campaign"
 DESCRIPTION = (
     "Benchmark one or more commands, each run as a fresh pinned program execution, interleaved, under the "
     "baseline and each --under condition: each command's median with its 95% CI, each command against the "

@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-HELP = "pack boardlab for a board (armhf, arm64): wheel, boardlab-kern, presets, install.sh"
 DESCRIPTION = (
     "Write FILE.tar.gz holding boardlab as a pure-Python wheel, boardlab-kern built for the board's "
     "architecture, the campaign presets and install.sh. On the board (Debian with python3-venv): "

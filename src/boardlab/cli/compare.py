@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import sys
 
-HELP = "compare two campaigns (two boards or two sessions) cell by cell"
 DESCRIPTION = (
     "Compare two campaigns cell by cell (cells matched by workload, parameters and condition): each side's "
     "median and run count, the ratio B/A of the runs' 20%-trimmed geometric means (of their medians where "

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import sys
 
-HELP = "export every run of a results database (json, csv, parquet)"
-
 
 def add_arguments(parser) -> None:
     parser.add_argument(

@@ -9,7 +9,6 @@ from typing import Any
 
 from boardlab.errors import InputError, MeasurementError
 
-HELP = "the governor lab: snoop sweep, t-test labels, decision tree to C, userspace governor, simulator"
 DESCRIPTION = (
     "Reproduce the governor study on any board with cpufreq, or on the built-in big.LITTLE simulator: sweep "
     "memory latency across both clusters' frequencies (sweep), label slow cells with one-sided Welch t-tests "

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import sys
 
-HELP = "a plan's campaigns over time per board: each cell per campaign, what changed, regressions"
 DESCRIPTION = (
     "Show a plan's campaigns on one board (or on every board of a store) in the order they ran (their "
     "arrival in the store, not the board's clock, which is flagged where it went back): each cell's median "

@@ -6,7 +6,6 @@ import shutil
 import sys
 import textwrap
 
-HELP = "inventory this board and check its environment for measurement"
 DESCRIPTION = (
     "Inventory the board (CPUs and clusters, cpufreq, memory, kernel and isolation, thermal, power sensors), "
     "list what boardlab can do here with the reason for anything it cannot, and run the environment checks "

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 
-HELP = "copy boards' results files into a shared store (PostgreSQL or SQLite), idempotently"
 DESCRIPTION = (
     "Copy every campaign of each board's results file (boardlab run's SQLite database) into a shared store: "
     "a postgresql:// URL or another SQLite file. Each file is verified first (SQLite integrity check, a "

@@ -7,8 +7,6 @@ import sys
 
 from boardlab.errors import BoardlabError
 
-HELP = "run the native kernel executable boardlab-kern (or print its --path)"
-
 
 def add_arguments(parser) -> None:  # only reached through `boardlab --help`; kern parses nothing itself
     parser.add_argument("args", nargs="*", help="arguments for boardlab-kern (try --help, --list)")

@@ -7,7 +7,6 @@ import sys
 
 from boardlab.model.units import plain_number
 
-HELP = "list workloads (with support status, parameters and metrics), condition kinds or presets"
 DESCRIPTION = (
     "List every workload boardlab can run here; unsupported ones show why. --conditions lists the condition "
     "kinds a plan may put around a workload, with their parameters and whether this board supports them."

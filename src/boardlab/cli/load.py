@@ -9,7 +9,6 @@ import sys
 
 from boardlab.errors import InputError
 
-HELP = "load a SOAP endpoint at fixed rates (open loop, coordinated-omission-correct) and find its knee"
 DESCRIPTION = (
     "Sends SOAP requests to TARGET (http://HOST:PORT/PATH) or, with --serve, to boardlab's own management "
     "endpoint started on loopback. Open loop (default): requests start on a schedule whatever the responses "

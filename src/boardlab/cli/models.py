@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 
-HELP = "generate the AI workload's models (MobileNet, SSD, ResNet) as ONNX and TFLite files"
 DESCRIPTION = (
     "Generate MobileNet v1/v2, SSD MobileNet v1/v2 (300x300, 1917 anchors, detection post-processing) and "
     "ResNet18/50 with seeded random weights, as ONNX (opset 13, IR 8) and TFLite files (float, and int8 with "

@@ -12,7 +12,6 @@ import sys
 
 from boardlab.errors import BoardlabError, InputError
 
-HELP = "account CPU (jiffies and ns), memory, context switches and drops of a process and its threads"
 DESCRIPTION = (
     "Samples a process (--pid PID, repeatable) or a command it starts (after --) every --interval-s. CPU "
     "comes from /proc/PID/schedstat in nanoseconds (cpu_pct_one_cpu, cpu_pct_all_cpus) and from "

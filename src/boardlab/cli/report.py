@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-HELP = "report a campaign (HTML with plots, Markdown, or a text table)"
 DESCRIPTION = (
     "Report one campaign of a results database: per-cell summaries with confidence intervals, comparisons "
     "with verdicts, the environment's warnings and, in HTML, plots. Works while the campaign is still "

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import sys
 
-HELP = "undo settings a killed boardlab left changed (governors, limits, loads) from the restore journal"
 DESCRIPTION = (
     "Before boardlab changes a system setting it writes the old value to a restore journal; every exit path "
     "restores it, and the next `boardlab run` restores what a killed run left. This command does it by hand "

@@ -8,7 +8,6 @@ import shlex
 import signal
 import sys
 
-HELP = "run a campaign (a plan file or --preset NAME) into a results database"
 DESCRIPTION = (
     "Run a campaign: every cell (workload x parameters x condition) repeated as the plan says, each run a "
     "fresh pinned worker, monitored, and stored as it ends (short runs half a second at a time). Running the "

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-HELP = (
-    "serve a store's boards, campaigns, comparisons, histories and running campaigns as read-only web pages"
-)
 DESCRIPTION = (
     "Serve a results store (a SQLite file or a postgresql:// URL) read-only on the web: boards, campaigns "
     "(the report's document), comparisons of any two campaigns or boards, a plan's history per board with "

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from boardlab.errors import InputError, MeasurementError
 
-HELP = "cross-check io.storage against fio or io.net against iperf3 (alternating pairs, median ratio)"
 DESCRIPTION = (
     "Runs boardlab's workload and the reference tool on the same job in pairs of alternating order (A B, "
     "B A, ...) with the same CPU pinning, and prints per metric the median of the pairwise ratios boardlab / "
