@@ -227,6 +227,11 @@ def _depth_ok(doc: Any) -> bool:
     return True
 
 
+def metric_value(unit: str, higher_is_better: bool, value: Any) -> dict:
+    """One scalar metric of a worker's result document, as a Python worker writes it (`_metric` reads it)."""
+    return {"unit": unit, "higher_is_better": higher_is_better, "value": value}
+
+
 def _metric(name: str, m: Any) -> MetricResult:
     where = f"metrics.{name}."
     m = _object(m, f"metrics.{name}")

@@ -17,6 +17,7 @@ import sys
 from collections.abc import Mapping
 
 from boardlab.errors import InputError, MeasurementError
+from boardlab.model.worker_result import metric_value
 from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
 
 DEFAULT_FRAMES = 90  # the interference study's frames per run
@@ -199,10 +200,6 @@ def _summary(values: list[float], unit: str, higher_is_better: bool) -> dict:
     }
 
 
-def _value(v, unit: str, higher_is_better: bool) -> dict:
-    return {"unit": unit, "higher_is_better": higher_is_better, "value": v}
-
-
 def _sha256(path: str) -> str:
     import hashlib
 
@@ -366,10 +363,12 @@ def _metrics(loop: _Loop, load_ms: float, peak_kib: int | None) -> dict:
         return {}
     metrics: dict = {
         "latency_ms": _summary(steady, "ms", False),
-        "first_inference_ms": _value(loop.latencies_ns[0] / 1e6, "ms", False),
-        "load_ms": _value(load_ms, "ms", False),
-        "fps": _value(len(steady) / (loop.loop_ns / 1e9) if loop.loop_ns > 0 else None, "frames/s", True),
-        "peak_rss_kib": _value(peak_kib, "KiB", False),
+        "first_inference_ms": metric_value("ms", False, loop.latencies_ns[0] / 1e6),
+        "load_ms": metric_value("ms", False, load_ms),
+        "fps": metric_value(
+            "frames/s", True, len(steady) / (loop.loop_ns / 1e9) if loop.loop_ns > 0 else None
+        ),
+        "peak_rss_kib": metric_value("KiB", False, peak_kib),
     }
     if loop.detections:
         metrics["detections"] = _summary([float(d) for d in loop.detections], "count", False)

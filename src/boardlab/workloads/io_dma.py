@@ -7,6 +7,7 @@ Needs root (module parameters, the kernel log) and a dmaengine channel able to c
 
 from __future__ import annotations
 
+from boardlab.model.worker_result import metric_value
 from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
 
 SPEC = WorkloadSpec(
@@ -166,9 +167,9 @@ def run(params: dict, iterations: int | None = None) -> dict:
         "ok": True,
         "errors": [],
         "metrics": {
-            "dma_mb_s": {"unit": "MB/s", "higher_is_better": True, "value": dma_mb_s},
-            "memcpy_mb_s": {"unit": "MB/s", "higher_is_better": True, "value": memcpy_mb_s},
-            "dma_over_memcpy": {"unit": "ratio", "higher_is_better": True, "value": dma_mb_s / memcpy_mb_s},
+            "dma_mb_s": metric_value("MB/s", True, dma_mb_s),
+            "memcpy_mb_s": metric_value("MB/s", True, memcpy_mb_s),
+            "dma_over_memcpy": metric_value("ratio", True, dma_mb_s / memcpy_mb_s),
         },
         "info": {
             "channel": channel,

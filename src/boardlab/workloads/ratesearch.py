@@ -7,7 +7,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from boardlab.model.worker_result import WorkerResult, WorkerResultError, read_worker_result
+from boardlab.model.worker_result import WorkerResult, WorkerResultError, metric_value, read_worker_result
 from boardlab.model.workload import ParamSpec
 
 # The search's own parameters (read by `search_result`), declared once for every workload that searches.
@@ -143,8 +143,8 @@ def result(metric: str, value: float | None, trials: list[Trial], info: dict) ->
         "ok": True,
         "errors": [],
         "metrics": {
-            metric: {"unit": "bit/s", "higher_is_better": True, "value": value},
-            "trials": {"unit": "runs", "higher_is_better": False, "value": len(trials)},
+            metric: metric_value("bit/s", True, value),
+            "trials": metric_value("runs", False, len(trials)),
         },
         "info": {
             **info,

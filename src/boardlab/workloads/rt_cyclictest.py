@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from boardlab.model.worker_result import metric_value
 from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
 from boardlab.stats.histogram import PERCENTILE_LEVELS
 
@@ -339,8 +340,8 @@ def _run_timerlat(params: dict, plan, rtla: str) -> dict:
     if result.get("ok") and irq:
         result["histograms"].update({t.name: t.histogram() for t in irq})
         irq_max = max((t.max_us for t in irq if t.max_us is not None), default=None)
-        result["metrics"]["irq_max_latency_us"] = _value("us", False, irq_max)
-        result["metrics"]["irq_avg_latency_us"] = _value("us", False, _weighted_avg(irq))
+        result["metrics"]["irq_max_latency_us"] = metric_value("us", False, irq_max)
+        result["metrics"]["irq_avg_latency_us"] = metric_value("us", False, _weighted_avg(irq))
     return result
 
 
@@ -737,10 +738,6 @@ def _hist_name(prefix: str, columns: list[TimerlatColumn], col: TimerlatColumn, 
 # ---- the result --------------------------------------------------------------------------------------------
 
 
-def _value(unit: str, higher_is_better: bool, value) -> dict:
-    return {"unit": unit, "higher_is_better": higher_is_better, "value": value}
-
-
 def _weighted_avg(threads: list[ThreadLatency]) -> float | None:
     pairs = [(t.avg_us, t.total) for t in threads if t.avg_us is not None and t.total]
     n = sum(w for _, w in pairs)
@@ -774,20 +771,20 @@ def _latency_result(threads: list[ThreadLatency], params: dict, info: dict) -> d
     limit = histogram_limit(counts, 1)
     pcts = histogram_percentiles(counts, 1, overflow, PERCENTILE_LEVELS)
     top = max((t.max_us for t in threads if t.max_us is not None), default=None)
-    metrics = {"max_latency_us": _value("us", False, top)}
+    metrics = {"max_latency_us": metric_value("us", False, top)}
     for p in pcts:
-        m = _value("us", False, p.value)
+        m = metric_value("us", False, p.value)
         if p.censored:
             m.update(censored=True, at_least=p.at_least)
         metrics[f"{level_name(p.q)}_latency_us"] = m
-    metrics["avg_latency_us"] = _value("us", False, _weighted_avg(threads))
+    metrics["avg_latency_us"] = metric_value("us", False, _weighted_avg(threads))
     low = min((t.min_us for t in threads if t.min_us is not None), default=None)
-    metrics["min_latency_us"] = _value("us", False, low)
-    metrics["samples"] = _value("samples", True, samples)
-    metrics["overflow_samples"] = _value("samples", False, overflow)
+    metrics["min_latency_us"] = metric_value("us", False, low)
+    metrics["samples"] = metric_value("samples", True, samples)
+    metrics["overflow_samples"] = metric_value("samples", False, overflow)
     missed = [t.missed_periods for t in threads if t.missed_periods is not None]
     if missed:
-        metrics["missed_periods"] = _value("periods", False, sum(missed))
+        metrics["missed_periods"] = metric_value("periods", False, sum(missed))
 
     warnings = []
     censored = [level_name(p.q) for p in pcts if p.censored]

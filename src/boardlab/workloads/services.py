@@ -29,6 +29,7 @@ import threading
 import time
 from typing import Any
 
+from boardlab.model.worker_result import metric_value
 from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
 
 SCENARIOS = ("position", "orientation", "three", "soap", "soap-saturation", "rest", "operating")
@@ -189,8 +190,8 @@ def rest_operating(params: dict, root="/", *, pmic_reader=None) -> dict:
         t1 = time.monotonic_ns()
         rest = _phase(sampler, src, t0, t1)
         metrics = {
-            "power_rest_w": _value("W", False, rest["power_w"]),
-            "energy_rest_j": _value("J", False, rest["energy_j"]),
+            "power_rest_w": metric_value("W", False, rest["power_w"]),
+            "energy_rest_j": metric_value("J", False, rest["energy_j"]),
         }
         info: dict = {"scenario": scenario, "power_source": src.spec.to_dict(), "rest": rest}
         if scenario == "operating":
@@ -209,13 +210,15 @@ def rest_operating(params: dict, root="/", *, pmic_reader=None) -> dict:
             messages += (blocks.get("dot") or {}).get("dot_sent", 0)
             delta = op["power_w"] - rest["power_w"]
             metrics |= {
-                "power_operating_w": _value("W", False, op["power_w"]),
-                "power_delta_w": _value("W", False, delta),
-                "energy_operating_j": _value("J", False, op["energy_j"]),
+                "power_operating_w": metric_value("W", False, op["power_w"]),
+                "power_delta_w": metric_value("W", False, delta),
+                "energy_operating_j": metric_value("J", False, op["energy_j"]),
             }
             if messages:
                 # the energy the services cost above rest, per data message they published
-                metrics["energy_per_message_j"] = _value("J", False, delta * op["duration_s"] / messages)
+                metrics["energy_per_message_j"] = metric_value(
+                    "J", False, delta * op["duration_s"] / messages
+                )
             info |= {"operating": op, "messages": messages, "services": blocks}
             errors = [
                 f"{n}: {e}" for n, r in roles.items() if isinstance(r, dict) for e in (r.get("errors") or [])
@@ -330,10 +333,6 @@ class _Services:
         return list(out.values())
 
 
-def _value(unit: str, hib: bool, v) -> dict:
-    return {"unit": unit, "higher_is_better": hib, "value": v}
-
-
 def _sum_avg(acc: dict, key: str):
     vals = [s[key]["avg"] for s in acc.get("per_service", {}).values() if s[key]["avg"] is not None]
     return sum(vals) if vals else None
@@ -372,43 +371,47 @@ def run(params: dict, iterations: int | None = None) -> dict:
     series = svc.per_second()
     errors = [f"{n}: {e}" for n, r in roles.items() if isinstance(r, dict) for e in (r.get("errors") or [])]
     metrics = {
-        "cpu_pct_one_cpu": _value("%", False, _sum_avg(acc, "cpu_pct_one_cpu")),
-        "cpu_jiffies_pct_one_cpu": _value("%", False, _sum_avg(acc, "cpu_jiffies_pct_one_cpu")),
-        "cpu_pct_all_cpus": _value("%", False, _sum_avg(acc, "cpu_pct_all_cpus")),
-        "rss_bytes": _value("bytes", False, _sum_avg(acc, "rss_bytes")),
-        "pss_bytes": _value("bytes", False, _sum_avg(acc, "pss_bytes")),
-        "mem_pct": _value("%", False, _sum_avg(acc, "mem_pct")),
-        "tcp_retrans_segs": _value("segments", False, acc.get("net_totals", {}).get("tcp_retrans_segs")),
-        "udp_rcvbuf_errors": _value("datagrams", False, acc.get("net_totals", {}).get("udp_rcvbuf_errors")),
+        "cpu_pct_one_cpu": metric_value("%", False, _sum_avg(acc, "cpu_pct_one_cpu")),
+        "cpu_jiffies_pct_one_cpu": metric_value("%", False, _sum_avg(acc, "cpu_jiffies_pct_one_cpu")),
+        "cpu_pct_all_cpus": metric_value("%", False, _sum_avg(acc, "cpu_pct_all_cpus")),
+        "rss_bytes": metric_value("bytes", False, _sum_avg(acc, "rss_bytes")),
+        "pss_bytes": metric_value("bytes", False, _sum_avg(acc, "pss_bytes")),
+        "mem_pct": metric_value("%", False, _sum_avg(acc, "mem_pct")),
+        "tcp_retrans_segs": metric_value(
+            "segments", False, acc.get("net_totals", {}).get("tcp_retrans_segs")
+        ),
+        "udp_rcvbuf_errors": metric_value(
+            "datagrams", False, acc.get("net_totals", {}).get("udp_rcvbuf_errors")
+        ),
     }
     svc_blocks = {n: r.get("service") for n, r in roles.items() if isinstance(r, dict) and "service" in r}
     pub = svc_blocks.get("position") or svc_blocks.get("orientation") or svc_blocks.get("pub")
     sub = svc_blocks.get("sub")
     if pub:
-        metrics["build_p50_ns"] = _value("ns", False, pub["build_ns"]["p50"])
-        metrics["send_p50_ns"] = _value("ns", False, pub["send_ns"]["p50"])
+        metrics["build_p50_ns"] = metric_value("ns", False, pub["build_ns"]["p50"])
+        metrics["send_p50_ns"] = metric_value("ns", False, pub["send_ns"]["p50"])
         tx = pub.get("tx_timestamp")
         if tx and tx["supported"]:
-            metrics["tx_p50_ns"] = _value("ns", False, tx["built_to_tx_ns"]["p50"])
+            metrics["tx_p50_ns"] = metric_value("ns", False, tx["built_to_tx_ns"]["p50"])
         if pub.get("reader"):
             secs = pub["duration_ns"] / 1e9
-            metrics["reader_cpu_ns_per_s"] = _value(
+            metrics["reader_cpu_ns_per_s"] = metric_value(
                 "ns/s", False, pub["reader"]["cpu_ns"] / secs if secs else None
             )
     if sub:
-        metrics["oneway_p50_ns"] = _value("ns", False, sub["oneway_latency_ns"]["p50"])
-        metrics["oneway_p99_ns"] = _value("ns", False, sub["oneway_latency_ns"]["p99"])
-        metrics["lost"] = _value("messages", False, sub["lost"])
+        metrics["oneway_p50_ns"] = metric_value("ns", False, sub["oneway_latency_ns"]["p50"])
+        metrics["oneway_p99_ns"] = metric_value("ns", False, sub["oneway_latency_ns"]["p99"])
+        metrics["lost"] = metric_value("messages", False, sub["lost"])
     load = svc_blocks.get("load")
     if load:
-        metrics["achieved_rate_hz"] = _value("Hz", True, load["achieved_rate_hz"])
-        metrics["corrected_p50_ns"] = _value("ns", False, load["corrected_ns"]["p50"])
-        metrics["corrected_p99_ns"] = _value("ns", False, load["corrected_ns"]["p99"])
-        metrics["service_p50_ns"] = _value("ns", False, load["service_ns"]["p50"])
-        metrics["service_p99_ns"] = _value("ns", False, load["service_ns"]["p99"])
-        metrics["errors"] = _value("requests", False, load["errors"] + load["timeouts"])
+        metrics["achieved_rate_hz"] = metric_value("Hz", True, load["achieved_rate_hz"])
+        metrics["corrected_p50_ns"] = metric_value("ns", False, load["corrected_ns"]["p50"])
+        metrics["corrected_p99_ns"] = metric_value("ns", False, load["corrected_ns"]["p99"])
+        metrics["service_p50_ns"] = metric_value("ns", False, load["service_ns"]["p50"])
+        metrics["service_p99_ns"] = metric_value("ns", False, load["service_ns"]["p99"])
+        metrics["errors"] = metric_value("requests", False, load["errors"] + load["timeouts"])
     if "sweep" in roles:
-        metrics["knee_rate_hz"] = _value("Hz", True, roles["sweep"]["knee_rate_hz"])
+        metrics["knee_rate_hz"] = metric_value("Hz", True, roles["sweep"]["knee_rate_hz"])
     metrics = {k: v for k, v in metrics.items() if v["value"] is not None}
     info = {
         "scenario": scenario,
