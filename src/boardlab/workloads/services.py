@@ -288,25 +288,15 @@ class _Services:
     def accounting(self) -> dict:
         if not self.monitor:
             return {}
+        from boardlab.monitor.process import SUMMARY_FIELDS
+
         doc = self.monitor.document()
         names = {rp.pid: name for name, (rp, _) in self.roles.items()}
         per = {}
+        # each service's summarized fields (involuntary switches too: a service preempted by the others)
+        fields = (*SUMMARY_FIELDS, "hourly_cpu_pct_one_cpu", "hourly_cpu_jiffies_pct_one_cpu", "threads")
         for p in doc["processes"]:
-            per[names.get(p["pid"], str(p["pid"]))] = {
-                k: p[k]
-                for k in (
-                    "cpu_pct_one_cpu",
-                    "cpu_pct_all_cpus",
-                    "cpu_jiffies_pct_one_cpu",
-                    "rss_bytes",
-                    "pss_bytes",
-                    "mem_pct",
-                    "ctxsw_vol_per_s",
-                    "hourly_cpu_pct_one_cpu",
-                    "hourly_cpu_jiffies_pct_one_cpu",
-                    "threads",
-                )
-            }
+            per[names.get(p["pid"], str(p["pid"]))] = {k: p[k] for k in fields}
         return {
             "per_service": per,
             "net_totals": doc["net_totals"],
