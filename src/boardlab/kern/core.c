@@ -251,6 +251,34 @@ void bk_rand_bytes(void *dst, size_t n, uint64_t seed)
         p[i] = (unsigned char)bk_rand_next(&seed);
 }
 
+int bk_read_full(int fd, void *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, (char *)buf + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r == 0 && got == 0 ? 0 : -1;
+        got += (size_t)r;
+    }
+    return 1;
+}
+
+int bk_write_full(int fd, const void *buf, size_t n)
+{
+    size_t put = 0;
+    while (put < n) {
+        ssize_t w = write(fd, (const char *)buf + put, n - put);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        put += (size_t)w;
+    }
+    return 0;
+}
+
 static void free_owned(bk_ctx *ctx)
 {
     for (size_t i = 0; i < ctx->nowned; i++)

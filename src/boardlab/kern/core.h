@@ -139,6 +139,12 @@ BK_HIDDEN void *bk_run_state(bk_ctx *ctx, void **state, size_t bytes);
 /* n deterministic pseudo-random bytes from `seed`: the same input on every board. */
 BK_HIDDEN void bk_rand_bytes(void *dst, size_t n, uint64_t seed);
 
+/* Exactly n bytes from or to a descriptor (a socket, a pipe), through short transfers and EINTR.
+ * bk_read_full: 1 when read; 0 when the peer closed before the first byte (a clean end); -1 on an error or an
+ * end after some bytes (a cut message). bk_write_full: 0 when written, -1 on an error. */
+BK_HIDDEN int bk_read_full(int fd, void *buf, size_t n);
+BK_HIDDEN int bk_write_full(int fd, const void *buf, size_t n);
+
 /* Keep the compiler from eliding a computation whose result is otherwise unused. */
 #define BK_KEEP(x) __asm__ volatile("" : : "g"(x) : "memory")
 
