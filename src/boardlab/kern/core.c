@@ -36,14 +36,19 @@ void bk_phase_end(bk_ctx *ctx, int phase)
         ctx->phase_acc[phase] += bk_now_ns() - ctx->phase_start[phase];
 }
 
+/* A kernel asking for a parameter or metric it did not declare is a programming error: fail loudly. */
+static _Noreturn void undeclared(const bk_ctx *ctx, const char *what, const char *name)
+{
+    fprintf(stderr, "boardlab-kern: internal error: kernel %s has no %s '%s'\n", ctx->k->name, what, name);
+    abort();
+}
+
 static int param_index(const bk_ctx *ctx, const char *name)
 {
     for (int i = 0; i < ctx->nparams; i++)
         if (strcmp(ctx->k->params[i].name, name) == 0)
             return i;
-    /* A kernel asking for a parameter it did not declare is a programming error: fail loudly. */
-    fprintf(stderr, "boardlab-kern: internal error: kernel %s has no parameter '%s'\n", ctx->k->name, name);
-    abort();
+    undeclared(ctx, "parameter", name);
 }
 
 int64_t bk_arg_int(const bk_ctx *ctx, const char *name) { return ctx->ival[param_index(ctx, name)]; }
@@ -55,8 +60,7 @@ static int metric_index(const bk_ctx *ctx, const char *name)
     for (int i = 0; i < ctx->nmetrics; i++)
         if (strcmp(ctx->k->metrics[i].name, name) == 0)
             return i;
-    fprintf(stderr, "boardlab-kern: internal error: kernel %s has no metric '%s'\n", ctx->k->name, name);
-    abort();
+    undeclared(ctx, "metric", name);
 }
 
 void bk_set_amount(bk_ctx *ctx, const char *metric, double amount_per_rep)
