@@ -17,12 +17,7 @@
 
 /* ---- helpers offered to kernels ---- */
 
-uint64_t bk_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
+uint64_t bk_now_ns(void) { return bk_clock_ns(CLOCK_MONOTONIC_RAW); }
 
 void bk_phase_begin(bk_ctx *ctx, int phase)
 {
@@ -359,13 +354,6 @@ static bk_timer timer_selftest(void)
 
 /* ---- the run ---- */
 
-static uint64_t process_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* What a kernel accumulates during one iteration starts from nothing: its phases, its own amounts. */
 static void start_iteration(bk_ctx *ctx)
 {
@@ -379,13 +367,13 @@ static void start_iteration(bk_ctx *ctx)
  * multi-threaded kernel uses more CPU time than wall time, so there wall time decides. */
 static uint64_t time_iteration_undisturbed(bk_ctx *ctx, void *state, uint64_t reps, int *rc)
 {
-    uint64_t c0 = process_cpu_ns();
+    uint64_t c0 = bk_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
     uint64_t wall = 0;
     start_iteration(ctx);
     uint64_t t0 = bk_now_ns();
     *rc = ctx->k->run(ctx, state, reps);
     wall = bk_now_ns() - t0;
-    uint64_t cpu = process_cpu_ns() - c0;
+    uint64_t cpu = bk_clock_ns(CLOCK_PROCESS_CPUTIME_ID) - c0;
     return cpu < wall && !ctx->k->calibrate_on_wall ? cpu : wall;
 }
 

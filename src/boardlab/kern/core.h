@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "config.h"
 #include "json.h"
@@ -113,6 +114,14 @@ BK_HIDDEN int bk_record_kat(bk_ctx *ctx, int vectors);
 BK_HIDDEN uint64_t bk_now_ns(void);
 BK_HIDDEN void bk_phase_begin(bk_ctx *ctx, int phase);
 BK_HIDDEN void bk_phase_end(bk_ctx *ctx, int phase);
+/* Any clock in nanoseconds (a thread's or the process's CPU time, CLOCK_MONOTONIC, ...); inline, as it is read
+ * inside timed loops. */
+static inline uint64_t bk_clock_ns(clockid_t clk)
+{
+    struct timespec ts;
+    clock_gettime(clk, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
 
 /* CPUs this process may run on (its affinity mask); threads of a kernel are pinned to these. */
 BK_HIDDEN int bk_allowed_cpus(int *cpus, int max);

@@ -68,12 +68,7 @@ typedef struct {
     size_t len;
 } tail;
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
+static int64_t now_ns(void) { return (int64_t)bk_clock_ns(CLOCK_MONOTONIC); }
 
 static void take(const char **p, void *out, size_t n)
 {

@@ -83,13 +83,6 @@ typedef struct {
     uint64_t magic, seq, send_ns;
 } udp_hdr;
 
-static uint64_t cpu_ns(clockid_t clk)
-{
-    struct timespec ts;
-    clock_gettime(clk, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* ================================================================================================
  * The sink
  * ================================================================================================ */
@@ -124,7 +117,7 @@ static void sink_session(int conn, int udp)
     if (bk_read_full(conn, &hello, sizeof hello) != 1 || hello.magic != NET_MAGIC)
         return;
     report_msg rep = {.magic = NET_MAGIC};
-    uint64_t cpu0 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+    uint64_t cpu0 = bk_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
     size_t bufsz = hello.msg_bytes > 65536 ? hello.msg_bytes : 65536;
     char *buf = malloc(bufsz);
     if (!buf)
@@ -182,7 +175,7 @@ static void sink_session(int conn, int udp)
             }
         }
     }
-    rep.cpu_ns = cpu_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+    rep.cpu_ns = bk_clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
     bk_write_full(conn, &rep, sizeof rep);
     free(buf);
 }
@@ -703,7 +696,7 @@ static int net_run(bk_ctx *ctx, void *state, uint64_t reps)
         bk_hist_init(&s->hist);
         s->last_reps = reps;
     }
-    uint64_t c0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+    uint64_t c0 = bk_clock_ns(CLOCK_THREAD_CPUTIME_ID);
     if (!s->tx_ns0)
         s->tx_ns0 = bk_now_ns();
     /* The pacing clock stops between timed iterations: the gap earns no credit for a burst. */
@@ -735,7 +728,7 @@ static int net_run(bk_ctx *ctx, void *state, uint64_t reps)
         s->sent_msgs++;
         s->sent_bytes += s->msg;
     }
-    s->cpu_ns_run += cpu_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+    s->cpu_ns_run += bk_clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
     /* A send() returns once the data is in the socket's buffer, and the buffer frees in steps of up to half
      * its size: a short iteration would be timed by those steps (alternately a free buffer at memory speed
      * and a whole step at the link's), and a path drained by a pause takes an iteration at memory speed.
