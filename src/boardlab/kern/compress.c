@@ -56,6 +56,8 @@ typedef struct {
     int (*decompress)(cz_state *s);
     int (*verify_stream)(cz_state *s); /* an extra check of the compressed stream, or NULL */
     void (*teardown)(cz_state *s);
+    /* NULL; in a build without the library, why (its kernel is unsupported: the core calls no init) */
+    const char *missing;
 } cz_codec;
 
 typedef struct {
@@ -175,7 +177,10 @@ static void lzma_teardown(cz_state *s)
     }
 }
 
-static const cz_codec lzma_codec = {"lzma", lzma_setup, lzma_compress, lzma_decompress, NULL, lzma_teardown};
+static const cz_codec lzma_codec = {"lzma", lzma_setup, lzma_compress, lzma_decompress, NULL, lzma_teardown, NULL};
+#else
+static const cz_codec lzma_codec = {.name = "lzma",
+                                    .missing = "built without liblzma (install liblzma-dev and rebuild boardlab)"};
 #endif
 
 /* ---- bzip2, and parallel bzip2 as pbzip2 does it ---- */
@@ -393,7 +398,10 @@ static int bz_verify_stream(cz_state *s)
 
 static void bz_teardown(cz_state *s) { free(s->blocks); }
 
-static const cz_codec bz_codec = {"bzip2", bz_setup, bz_compress, bz_decompress, bz_verify_stream, bz_teardown};
+static const cz_codec bz_codec = {"bzip2", bz_setup, bz_compress, bz_decompress, bz_verify_stream, bz_teardown, NULL};
+#else
+static const cz_codec bz_codec = {.name = "bzip2",
+                                  .missing = "built without libbz2 (install libbz2-dev and rebuild boardlab)"};
 #endif
 
 /* ---- zstd ---- */
@@ -440,7 +448,10 @@ static void zstd_teardown(cz_state *s)
     ZSTD_freeDCtx(s->dec);
 }
 
-static const cz_codec zstd_codec = {"zstd", zstd_setup, zstd_compress, zstd_decompress, NULL, zstd_teardown};
+static const cz_codec zstd_codec = {"zstd", zstd_setup, zstd_compress, zstd_decompress, NULL, zstd_teardown, NULL};
+#else
+static const cz_codec zstd_codec = {.name = "zstd",
+                                    .missing = "built without libzstd (install libzstd-dev and rebuild boardlab)"};
 #endif
 
 /* ---- zlib ---- */
@@ -480,7 +491,10 @@ static int zlib_decompress(cz_state *s)
     return rc == Z_OK ? 0 : cz_errf(s, "zlib decompression failed: %s (%d)", zlib_msg(rc), rc);
 }
 
-static const cz_codec zlib_codec = {"zlib", zlib_setup, zlib_compress, zlib_decompress, NULL, NULL};
+static const cz_codec zlib_codec = {"zlib", zlib_setup, zlib_compress, zlib_decompress, NULL, NULL, NULL};
+#else
+static const cz_codec zlib_codec = {.name = "zlib",
+                                    .missing = "built without zlib (install zlib1g-dev and rebuild boardlab)"};
 #endif
 
 /* ---- the common kernel ---- */
@@ -495,7 +509,7 @@ static void cz_fini(void *state)
     free(s->out);
 }
 
-__attribute__((unused)) static int cz_init(bk_ctx *ctx, void **state, const cz_codec *codec, const char *level_param)
+static int cz_init(bk_ctx *ctx, void **state, const cz_codec *codec, const char *level_param)
 {
     cz_state *s = bk_run_state(ctx, state, sizeof *s);
     if (!s)
@@ -595,15 +609,10 @@ static const bk_param lzma_params[] = {
     {"extreme", BK_INT, 0, 1, "0", NULL, NULL, "1 adds LZMA_PRESET_EXTREME (xz -e): slower, a little smaller"},
     {0},
 };
-#if BK_HAVE_LZMA
 static int lzma_init(bk_ctx *ctx, void **state) { return cz_init(ctx, state, &lzma_codec, "preset"); }
+static const char *lzma_why(void) { return lzma_codec.missing; }
 CZ_KERNEL(bk_compress_lzma, "compress.lzma", "liblzma .xz (LZMA2) compression and decompression, single-threaded",
-          lzma_params, NULL, lzma_init);
-#else
-static const char *lzma_why(void) { return "built without liblzma (install liblzma-dev and rebuild boardlab)"; }
-CZ_KERNEL(bk_compress_lzma, "compress.lzma", "liblzma .xz (LZMA2) compression and decompression, single-threaded",
-          lzma_params, lzma_why, NULL);
-#endif
+          lzma_params, lzma_why, lzma_init);
 
 static const bk_param bz_params[] = {
     BK_CORPUS_PARAMS(CZ_DEFAULT_BYTES),
@@ -612,42 +621,27 @@ static const bk_param bz_params[] = {
      "1: one bzip2 stream; more: pbzip2's layout, blocks of level x 100 kB as independent streams in parallel"},
     {0},
 };
-#if BK_HAVE_BZIP2
 static int bz_init(bk_ctx *ctx, void **state) { return cz_init(ctx, state, &bz_codec, "level"); }
+static const char *bz_why(void) { return bz_codec.missing; }
 CZ_KERNEL(bk_compress_bzip2, "compress.bzip2", "libbz2 compression and decompression, optionally parallel as pbzip2",
-          bz_params, NULL, bz_init);
-#else
-static const char *bz_why(void) { return "built without libbz2 (install libbz2-dev and rebuild boardlab)"; }
-CZ_KERNEL(bk_compress_bzip2, "compress.bzip2", "libbz2 compression and decompression, optionally parallel as pbzip2",
-          bz_params, bz_why, NULL);
-#endif
+          bz_params, bz_why, bz_init);
 
 static const bk_param zstd_params[] = {
     BK_CORPUS_PARAMS(CZ_DEFAULT_BYTES),
     {"level", BK_INT, 1, 19, "3", NULL, NULL, "zstd compression level (3 is zstd's default)"},
     {0},
 };
-#if BK_HAVE_ZSTD
 static int zstd_init(bk_ctx *ctx, void **state) { return cz_init(ctx, state, &zstd_codec, "level"); }
+static const char *zstd_why(void) { return zstd_codec.missing; }
 CZ_KERNEL(bk_compress_zstd, "compress.zstd", "libzstd compression and decompression, single-threaded", zstd_params,
-          NULL, zstd_init);
-#else
-static const char *zstd_why(void) { return "built without libzstd (install libzstd-dev and rebuild boardlab)"; }
-CZ_KERNEL(bk_compress_zstd, "compress.zstd", "libzstd compression and decompression, single-threaded", zstd_params,
-          zstd_why, NULL);
-#endif
+          zstd_why, zstd_init);
 
 static const bk_param zlib_params[] = {
     BK_CORPUS_PARAMS(CZ_DEFAULT_BYTES),
     {"level", BK_INT, 1, 9, "6", NULL, NULL, "zlib compression level (6 is zlib's default)"},
     {0},
 };
-#if BK_HAVE_ZLIB
 static int zlib_init(bk_ctx *ctx, void **state) { return cz_init(ctx, state, &zlib_codec, "level"); }
-CZ_KERNEL(bk_compress_zlib, "compress.zlib", "zlib (deflate) compression and decompression", zlib_params, NULL,
-          zlib_init);
-#else
-static const char *zlib_why(void) { return "built without zlib (install zlib1g-dev and rebuild boardlab)"; }
+static const char *zlib_why(void) { return zlib_codec.missing; }
 CZ_KERNEL(bk_compress_zlib, "compress.zlib", "zlib (deflate) compression and decompression", zlib_params, zlib_why,
-          NULL);
-#endif
+          zlib_init);

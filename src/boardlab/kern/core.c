@@ -17,12 +17,7 @@
 
 /* ---- helpers offered to kernels ---- */
 
-uint64_t bk_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
+uint64_t bk_now_ns(void) { return bk_clock_ns(CLOCK_MONOTONIC_RAW); }
 
 void bk_phase_begin(bk_ctx *ctx, int phase)
 {
@@ -36,14 +31,19 @@ void bk_phase_end(bk_ctx *ctx, int phase)
         ctx->phase_acc[phase] += bk_now_ns() - ctx->phase_start[phase];
 }
 
+/* A kernel asking for a parameter or metric it did not declare is a programming error: fail loudly. */
+static _Noreturn void undeclared(const bk_ctx *ctx, const char *what, const char *name)
+{
+    fprintf(stderr, "boardlab-kern: internal error: kernel %s has no %s '%s'\n", ctx->k->name, what, name);
+    abort();
+}
+
 static int param_index(const bk_ctx *ctx, const char *name)
 {
     for (int i = 0; i < ctx->nparams; i++)
         if (strcmp(ctx->k->params[i].name, name) == 0)
             return i;
-    /* A kernel asking for a parameter it did not declare is a programming error: fail loudly. */
-    fprintf(stderr, "boardlab-kern: internal error: kernel %s has no parameter '%s'\n", ctx->k->name, name);
-    abort();
+    undeclared(ctx, "parameter", name);
 }
 
 int64_t bk_arg_int(const bk_ctx *ctx, const char *name) { return ctx->ival[param_index(ctx, name)]; }
@@ -55,8 +55,7 @@ static int metric_index(const bk_ctx *ctx, const char *name)
     for (int i = 0; i < ctx->nmetrics; i++)
         if (strcmp(ctx->k->metrics[i].name, name) == 0)
             return i;
-    fprintf(stderr, "boardlab-kern: internal error: kernel %s has no metric '%s'\n", ctx->k->name, name);
-    abort();
+    undeclared(ctx, "metric", name);
 }
 
 void bk_set_amount(bk_ctx *ctx, const char *metric, double amount_per_rep)
@@ -251,6 +250,34 @@ void bk_rand_bytes(void *dst, size_t n, uint64_t seed)
         p[i] = (unsigned char)bk_rand_next(&seed);
 }
 
+int bk_read_full(int fd, void *buf, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        ssize_t r = read(fd, (char *)buf + got, n - got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r == 0 && got == 0 ? 0 : -1;
+        got += (size_t)r;
+    }
+    return 1;
+}
+
+int bk_write_full(int fd, const void *buf, size_t n)
+{
+    size_t put = 0;
+    while (put < n) {
+        ssize_t w = write(fd, (const char *)buf + put, n - put);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        put += (size_t)w;
+    }
+    return 0;
+}
+
 static void free_owned(bk_ctx *ctx)
 {
     for (size_t i = 0; i < ctx->nowned; i++)
@@ -327,13 +354,6 @@ static bk_timer timer_selftest(void)
 
 /* ---- the run ---- */
 
-static uint64_t process_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* What a kernel accumulates during one iteration starts from nothing: its phases, its own amounts. */
 static void start_iteration(bk_ctx *ctx)
 {
@@ -347,13 +367,13 @@ static void start_iteration(bk_ctx *ctx)
  * multi-threaded kernel uses more CPU time than wall time, so there wall time decides. */
 static uint64_t time_iteration_undisturbed(bk_ctx *ctx, void *state, uint64_t reps, int *rc)
 {
-    uint64_t c0 = process_cpu_ns();
+    uint64_t c0 = bk_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
     uint64_t wall = 0;
     start_iteration(ctx);
     uint64_t t0 = bk_now_ns();
     *rc = ctx->k->run(ctx, state, reps);
     wall = bk_now_ns() - t0;
-    uint64_t cpu = process_cpu_ns() - c0;
+    uint64_t cpu = bk_clock_ns(CLOCK_PROCESS_CPUTIME_ID) - c0;
     return cpu < wall && !ctx->k->calibrate_on_wall ? cpu : wall;
 }
 

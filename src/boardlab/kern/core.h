@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "config.h"
 #include "json.h"
@@ -113,6 +114,14 @@ BK_HIDDEN int bk_record_kat(bk_ctx *ctx, int vectors);
 BK_HIDDEN uint64_t bk_now_ns(void);
 BK_HIDDEN void bk_phase_begin(bk_ctx *ctx, int phase);
 BK_HIDDEN void bk_phase_end(bk_ctx *ctx, int phase);
+/* Any clock in nanoseconds (a thread's or the process's CPU time, CLOCK_MONOTONIC, ...); inline, as it is read
+ * inside timed loops. */
+static inline uint64_t bk_clock_ns(clockid_t clk)
+{
+    struct timespec ts;
+    clock_gettime(clk, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
 
 /* CPUs this process may run on (its affinity mask); threads of a kernel are pinned to these. */
 BK_HIDDEN int bk_allowed_cpus(int *cpus, int max);
@@ -138,6 +147,12 @@ BK_HIDDEN void *bk_run_alloc(bk_ctx *ctx, size_t bytes, const char *what);
 BK_HIDDEN void *bk_run_state(bk_ctx *ctx, void **state, size_t bytes);
 /* n deterministic pseudo-random bytes from `seed`: the same input on every board. */
 BK_HIDDEN void bk_rand_bytes(void *dst, size_t n, uint64_t seed);
+
+/* Exactly n bytes from or to a descriptor (a socket, a pipe), through short transfers and EINTR.
+ * bk_read_full: 1 when read; 0 when the peer closed before the first byte (a clean end); -1 on an error or an
+ * end after some bytes (a cut message). bk_write_full: 0 when written, -1 on an error. */
+BK_HIDDEN int bk_read_full(int fd, void *buf, size_t n);
+BK_HIDDEN int bk_write_full(int fd, const void *buf, size_t n);
 
 /* Keep the compiler from eliding a computation whose result is otherwise unused. */
 #define BK_KEEP(x) __asm__ volatile("" : : "g"(x) : "memory")

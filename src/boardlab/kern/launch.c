@@ -68,41 +68,7 @@ typedef struct {
     size_t len;
 } tail;
 
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-/* 1: read; 0: the runner closed its end (before any byte); -1: an error or a cut message. */
-static int read_full(int fd, void *buf, size_t n)
-{
-    size_t got = 0;
-    while (got < n) {
-        ssize_t r = read(fd, (char *)buf + got, n - got);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return r == 0 && got == 0 ? 0 : -1;
-        got += (size_t)r;
-    }
-    return 1;
-}
-
-static bool write_full(int fd, const void *buf, size_t n)
-{
-    size_t put = 0;
-    while (put < n) {
-        ssize_t w = write(fd, (const char *)buf + put, n - put);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        put += (size_t)w;
-    }
-    return true;
-}
+static int64_t now_ns(void) { return (int64_t)bk_clock_ns(CLOCK_MONOTONIC); }
 
 static void take(const char **p, void *out, size_t n)
 {
@@ -151,13 +117,13 @@ static int read_request(request *rq)
 {
     char kind;
     uint32_t len;
-    int r = read_full(0, &kind, 1);
+    int r = bk_read_full(0, &kind, 1);
     if (r <= 0 || kind == 'I') /* a stop between runs: nothing runs to be interrupted */
         return r <= 0 ? r : 0;
-    if (kind != 'R' || read_full(0, &len, 4) != 1 || len > REQUEST_MAX)
+    if (kind != 'R' || bk_read_full(0, &len, 4) != 1 || len > REQUEST_MAX)
         return -1;
     rq->body = malloc(len ? len : 1);
-    if (!rq->body || read_full(0, rq->body, len) != 1)
+    if (!rq->body || bk_read_full(0, rq->body, len) != 1)
         return -1;
     return parse_request(rq, len) ? 1 : -1;
 }
@@ -222,7 +188,7 @@ static bool reply_started(pid_t pid, int64_t t0)
 {
     char msg[STARTED_SIZE];
     put_started(msg, pid, t0);
-    return write_full(1, msg, sizeof msg);
+    return bk_write_full(1, msg, sizeof msg) == 0;
 }
 
 static bool reply_error(int err)
@@ -230,7 +196,7 @@ static bool reply_error(int err)
     char msg[5] = {'E'};
     int32_t e = err;
     memcpy(msg + 1, &e, 4);
-    return write_full(1, msg, sizeof msg);
+    return bk_write_full(1, msg, sizeof msg) == 0;
 }
 
 /* 'F' (after 'S' in the same write when it was not sent yet: the runner must not see 'S' alone and take the
@@ -261,7 +227,7 @@ static bool reply_finished(const span *s, pid_t pid, int status, const struct ru
     memcpy(p, &killed, 1), p += 1;
     memcpy(p, usage, sizeof usage), p += sizeof usage;
     memcpy(p, &n, 4), p += 4;
-    return write_full(1, head, (size_t)(p - head)) && write_full(1, t->buf + t->len - keep, keep);
+    return bk_write_full(1, head, (size_t)(p - head)) == 0 && bk_write_full(1, t->buf + t->len - keep, keep) == 0;
 }
 
 /* When this wait must next act: stderr's drain once the program exited; else the earliest of its timeout,
@@ -303,7 +269,7 @@ static bool runner_said(pid_t pid, span *s)
 {
     char kind = 0;
     int64_t grace_ns = 0;
-    if (s->stopped || read_full(0, &kind, 1) != 1 || kind != 'I' || read_full(0, &grace_ns, 8) != 1) {
+    if (s->stopped || bk_read_full(0, &kind, 1) != 1 || kind != 'I' || bk_read_full(0, &grace_ns, 8) != 1) {
         killpg(pid, SIGKILL);
         return false;
     }
@@ -410,7 +376,7 @@ int bk_launch_main(int argc, char **argv)
     uint32_t proto = LAUNCH_PROTOCOL;
     char hello[5] = {'L'};
     memcpy(hello + 1, &proto, 4);
-    if (!write_full(1, hello, sizeof hello))
+    if (bk_write_full(1, hello, sizeof hello) != 0)
         return 1;
     static tail t; /* 128 KiB: off the stack of a small board's thread */
     cpu_set_t initial;

@@ -83,43 +83,6 @@ typedef struct {
     uint64_t magic, seq, send_ns;
 } udp_hdr;
 
-static uint64_t cpu_ns(clockid_t clk)
-{
-    struct timespec ts;
-    clock_gettime(clk, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-static int read_full(int fd, void *buf, size_t n)
-{
-    char *p = buf;
-    while (n) {
-        ssize_t r = read(fd, p, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        p += r;
-        n -= (size_t)r;
-    }
-    return 0;
-}
-
-static int write_full(int fd, const void *buf, size_t n)
-{
-    const char *p = buf;
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* ================================================================================================
  * The sink
  * ================================================================================================ */
@@ -151,10 +114,10 @@ static void sink_udp_packet(report_msg *rep, const udp_hdr *h, ssize_t len, uint
 static void sink_session(int conn, int udp)
 {
     hello_msg hello;
-    if (read_full(conn, &hello, sizeof hello) != 0 || hello.magic != NET_MAGIC)
+    if (bk_read_full(conn, &hello, sizeof hello) != 1 || hello.magic != NET_MAGIC)
         return;
     report_msg rep = {.magic = NET_MAGIC};
-    uint64_t cpu0 = cpu_ns(CLOCK_PROCESS_CPUTIME_ID);
+    uint64_t cpu0 = bk_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
     size_t bufsz = hello.msg_bytes > 65536 ? hello.msg_bytes : 65536;
     char *buf = malloc(bufsz);
     if (!buf)
@@ -169,9 +132,9 @@ static void sink_session(int conn, int udp)
             rep.bytes += (uint64_t)r;
         }
     } else if (hello.kind == KIND_RR) {
-        while (read_full(conn, buf, hello.msg_bytes) == 0) {
+        while (bk_read_full(conn, buf, hello.msg_bytes) == 1) {
             rep.bytes += hello.msg_bytes;
-            if (write_full(conn, buf, hello.msg_bytes) != 0)
+            if (bk_write_full(conn, buf, hello.msg_bytes) != 0)
                 break;
         }
     } else if (hello.kind == KIND_UDP && udp >= 0) {
@@ -184,7 +147,7 @@ static void sink_session(int conn, int udp)
             ;
         /* Confirm readiness, so the client does not send before the socket is drained. */
         uint64_t ready = NET_MAGIC;
-        if (write_full(conn, &ready, sizeof ready) != 0) {
+        if (bk_write_full(conn, &ready, sizeof ready) != 0) {
             free(buf);
             return;
         }
@@ -204,7 +167,7 @@ static void sink_session(int conn, int udp)
                 }
             }
             if (!ended && (pf[1].revents & (POLLIN | POLLHUP))) {
-                if (read_full(conn, &end, sizeof end) != 0)
+                if (bk_read_full(conn, &end, sizeof end) != 1)
                     break;
                 ended = true;
                 if (rep.datagrams >= end.sent_datagrams)
@@ -212,8 +175,8 @@ static void sink_session(int conn, int udp)
             }
         }
     }
-    rep.cpu_ns = cpu_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
-    write_full(conn, &rep, sizeof rep);
+    rep.cpu_ns = bk_clock_ns(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
+    bk_write_full(conn, &rep, sizeof rep);
     free(buf);
 }
 
@@ -457,7 +420,7 @@ static int send_one(bk_ctx *ctx, net_state *s)
     size_t n = s->msg;
     switch (s->path) {
     case P_WRITE:
-        if (write_full(s->ctl, s->buf, n) != 0)
+        if (bk_write_full(s->ctl, s->buf, n) != 0)
             return bk_fail(ctx, "write to the sink: %s", strerror(errno));
         return 0;
     case P_SENDFILE: {
@@ -632,7 +595,7 @@ static int net_init(bk_ctx *ctx, void **state)
                        : s->mode == M_RR ? KIND_RR
                                          : KIND_UDP,
                        (uint32_t)s->msg};
-    if (write_full(s->ctl, &hello, sizeof hello) != 0)
+    if (bk_write_full(s->ctl, &hello, sizeof hello) != 0)
         return bk_fail(ctx, "the sink at %s closed the session: %s", peer, strerror(errno));
 
     size_t nbufs = s->path == P_ZEROCOPY ? ZC_BUFS : 1;
@@ -647,7 +610,7 @@ static int net_init(bk_ctx *ctx, void **state)
     if (s->path == P_SENDFILE || s->path == P_SPLICE) {
         /* The file's data lives in memory only: nothing is written where the user did not say. */
         s->memfd = memfd_create("boardlab-net", MFD_CLOEXEC);
-        if (s->memfd < 0 || write_full(s->memfd, s->buf, s->msg) != 0)
+        if (s->memfd < 0 || bk_write_full(s->memfd, s->buf, s->msg) != 0)
             return bk_fail(ctx, "memfd for %s: %s", path, strerror(errno));
         if (s->path == P_SPLICE) {
             if (pipe2(s->pipefd, O_CLOEXEC) != 0)
@@ -672,7 +635,7 @@ static int net_init(bk_ctx *ctx, void **state)
 #endif
     if (s->mode == M_UDP) {
         uint64_t ready;
-        if (read_full(s->ctl, &ready, sizeof ready) != 0 || ready != NET_MAGIC)
+        if (bk_read_full(s->ctl, &ready, sizeof ready) != 1 || ready != NET_MAGIC)
             return bk_fail(ctx, "the sink did not confirm the UDP session");
         s->udp = connect_to(ctx, peer, SOCK_DGRAM);
         if (s->udp < 0)
@@ -733,7 +696,7 @@ static int net_run(bk_ctx *ctx, void *state, uint64_t reps)
         bk_hist_init(&s->hist);
         s->last_reps = reps;
     }
-    uint64_t c0 = cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+    uint64_t c0 = bk_clock_ns(CLOCK_THREAD_CPUTIME_ID);
     if (!s->tx_ns0)
         s->tx_ns0 = bk_now_ns();
     /* The pacing clock stops between timed iterations: the gap earns no credit for a burst. */
@@ -746,7 +709,7 @@ static int net_run(bk_ctx *ctx, void *state, uint64_t reps)
         } else if (s->mode == M_RR) {
             uint64_t t0 = bk_now_ns();
             memcpy(s->buf, &s->sent_msgs, s->msg < 8 ? s->msg : 8);
-            if (write_full(s->ctl, s->buf, s->msg) != 0 || read_full(s->ctl, s->buf, s->msg) != 0)
+            if (bk_write_full(s->ctl, s->buf, s->msg) != 0 || bk_read_full(s->ctl, s->buf, s->msg) != 1)
                 return bk_fail(ctx, "transaction %llu: the sink closed the connection",
                                (unsigned long long)s->sent_msgs);
             uint64_t back = 0;
@@ -765,7 +728,7 @@ static int net_run(bk_ctx *ctx, void *state, uint64_t reps)
         s->sent_msgs++;
         s->sent_bytes += s->msg;
     }
-    s->cpu_ns_run += cpu_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+    s->cpu_ns_run += bk_clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
     /* A send() returns once the data is in the socket's buffer, and the buffer frees in steps of up to half
      * its size: a short iteration would be timed by those steps (alternately a free buffer at memory speed
      * and a whole step at the link's), and a path drained by a pause takes an iteration at memory speed.
@@ -787,12 +750,12 @@ static int net_verify(bk_ctx *ctx, void *state)
         zc_reap(ctx, s, true, s->zc_next_id - 1);
     if (s->mode == M_UDP) {
         udp_end_msg end = {NET_MAGIC, s->seq};
-        if (write_full(s->ctl, &end, sizeof end) != 0)
+        if (bk_write_full(s->ctl, &end, sizeof end) != 0)
             return bk_fail(ctx, "the sink closed the control connection early");
     } else
         shutdown(s->ctl, SHUT_WR);
     report_msg rep;
-    if (read_full(s->ctl, &rep, sizeof rep) != 0 || rep.magic != NET_MAGIC)
+    if (bk_read_full(s->ctl, &rep, sizeof rep) != 1 || rep.magic != NET_MAGIC)
         return bk_fail(ctx, "no report from the sink");
     if (s->corrupted)
         rep.bytes ^= 1; /* as if a byte had gone missing on the way */

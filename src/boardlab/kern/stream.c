@@ -168,13 +168,6 @@ static void fail(pipeline *p, const char *msg, const char *detail)
         snprintf(p->err, sizeof p->err, "%s%s%s", msg, detail ? ": " : "", detail ? detail : "");
 }
 
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 static int ring_init(ring *r, int cap)
 {
     r->slot = calloc((size_t)cap, sizeof(record *));
@@ -523,7 +516,7 @@ static void *stage_thread(void *arg)
     int i = w->stage;
     pin_stage(p, i);
     unsigned char *tmp = malloc(p->cap);
-    uint64_t c0 = thread_cpu_ns();
+    uint64_t c0 = bk_clock_ns(CLOCK_THREAD_CPUTIME_ID);
     while (!atomic_load(&p->stop)) {
         record *r = ring_get(p, &p->rings[i]);
         if (!r)
@@ -537,11 +530,11 @@ static void *stage_thread(void *arg)
             settle(p, r, -1); /* sent; the sink counts delivery */
         else
             settle(p, r, i);
-        atomic_store(&p->st[i].cpu_ns, thread_cpu_ns() - c0);
+        atomic_store(&p->st[i].cpu_ns, bk_clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0);
         atomic_store(&p->busy[i], 0);
     }
     free(tmp);
-    atomic_store(&p->st[i].cpu_ns, thread_cpu_ns() - c0);
+    atomic_store(&p->st[i].cpu_ns, bk_clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0);
     return NULL;
 }
 
@@ -550,7 +543,7 @@ static void *sink_thread(void *arg)
     worker *w = arg;
     pipeline *p = w->p;
     pin_stage(p, ST_SINK);
-    uint64_t c0 = thread_cpu_ns();
+    uint64_t c0 = bk_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 #if BK_HAVE_CRYPTO
     bool aead = strcmp(p->cipher, "none") != 0;
 #endif
@@ -590,13 +583,13 @@ static void *sink_thread(void *arg)
         atomic_fetch_add(&p->st[ST_SINK].out, 1);
         atomic_fetch_add(&p->st[ST_SINK].bytes_out, h.raw_len);
         atomic_fetch_add(&p->delivered, 1);
-        atomic_store(&p->st[ST_SINK].cpu_ns, thread_cpu_ns() - c0);
+        atomic_store(&p->st[ST_SINK].cpu_ns, bk_clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0);
         atomic_store(&p->busy[ST_SINK], 0);
         pthread_mutex_lock(&p->done_m);
         pthread_cond_broadcast(&p->done_c);
         pthread_mutex_unlock(&p->done_m);
     }
-    atomic_store(&p->st[ST_SINK].cpu_ns, thread_cpu_ns() - c0);
+    atomic_store(&p->st[ST_SINK].cpu_ns, bk_clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0);
     return NULL;
 }
 
@@ -1012,18 +1005,11 @@ static int sp_init(bk_ctx *ctx, void **state)
     return 0;
 }
 
-static uint64_t clock_ns(clockid_t c)
-{
-    struct timespec ts;
-    clock_gettime(c, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 /* A stage's CPU so far: its thread's clock when it has a thread of its own, else what the calling thread
  * charged to it. */
 static uint64_t stage_cpu(const pipeline *p, int i)
 {
-    return p->w[i].started ? clock_ns(p->w[i].clock) : atomic_load(&p->st[i].cpu_ns);
+    return p->w[i].started ? bk_clock_ns(p->w[i].clock) : atomic_load(&p->st[i].cpu_ns);
 }
 
 static uint64_t rusage_cpu_ns(void)
@@ -1043,14 +1029,14 @@ static int sp_run(bk_ctx *ctx, void *state, uint64_t reps)
         /* The CPU window starts here: init's corpus generation is no stage's work. */
         ss->window_open = true;
         ss->rusage0 = rusage_cpu_ns();
-        ss->proc0 = clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-        ss->main0 = thread_cpu_ns();
+        ss->proc0 = bk_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
+        ss->main0 = bk_clock_ns(CLOCK_THREAD_CPUTIME_ID);
         for (int i = 0; i < NSTAGES; i++)
             ss->stage0[i] = stage_cpu(p, i);
         p->src_ns0 = p->tx_ns0 = t0;
     } else if (p->last_run_end_ns)
         p->src_ns0 += t0 - p->last_run_end_ns; /* the source's clock stops between timed iterations */
-    uint64_t c0 = thread_cpu_ns(), others = 0;
+    uint64_t c0 = bk_clock_ns(CLOCK_THREAD_CPUTIME_ID), others = 0;
     if (p->gate)
         atomic_store(p->gate, 1);
     for (uint64_t r = 0; r < reps && !atomic_load(&p->failed); r++) {
@@ -1088,9 +1074,9 @@ static int sp_run(bk_ctx *ctx, void *state, uint64_t reps)
         /* Run to completion: every stage on this thread, each charged by its own clock reads. */
         int rc = 0, stage = ST_FILTER;
         for (; stage <= ST_TRANSMIT && rc == 0; stage++) {
-            uint64_t s0 = thread_cpu_ns();
+            uint64_t s0 = bk_clock_ns(CLOCK_THREAD_CPUTIME_ID);
             rc = stage_work(p, stage, rec, ss->tmp);
-            uint64_t d = thread_cpu_ns() - s0;
+            uint64_t d = bk_clock_ns(CLOCK_THREAD_CPUTIME_ID) - s0;
             atomic_fetch_add(&p->st[stage].cpu_ns, d);
             others += d;
         }
@@ -1114,7 +1100,7 @@ static int sp_run(bk_ctx *ctx, void *state, uint64_t reps)
     }
     pthread_mutex_unlock(&p->done_m);
     /* The source thread's CPU in this call, less the other stages it ran (rtc), is receive's. */
-    uint64_t used = thread_cpu_ns() - c0;
+    uint64_t used = bk_clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
     atomic_fetch_add(&p->st[ST_RECEIVE].cpu_ns, used - others);
     ss->main_in_run += used;
     p->last_run_end_ns = bk_now_ns();
@@ -1146,7 +1132,7 @@ static int sp_verify(bk_ctx *ctx, void *state)
     }
     /* The timing harness's own CPU on the calling thread between run() calls (and this wait) is no stage's:
      * it is reported, and left out of the comparison with rusage. */
-    uint64_t harness = thread_cpu_ns() - ss->main0 - ss->main_in_run;
+    uint64_t harness = bk_clock_ns(CLOCK_THREAD_CPUTIME_ID) - ss->main0 - ss->main_in_run;
     uint64_t rusage_window = rusage_cpu_ns() - ss->rusage0;
     uint64_t cpu_window = rusage_window > harness ? rusage_window - harness : 0;
     uint64_t emitted = atomic_load(&p->emitted), delivered = atomic_load(&p->delivered);
@@ -1194,7 +1180,7 @@ static int sp_verify(bk_ctx *ctx, void *state)
     bk_info_num(ctx, "cpu_ns_stages_sum", (double)sum);
     bk_info_num(ctx, "cpu_ns_rusage", (double)rusage_window);
     bk_info_num(ctx, "cpu_ns_harness", (double)harness);
-    bk_info_num(ctx, "cpu_ns_process_clock", (double)(clock_ns(CLOCK_PROCESS_CPUTIME_ID) - ss->proc0));
+    bk_info_num(ctx, "cpu_ns_process_clock", (double)(bk_clock_ns(CLOCK_PROCESS_CPUTIME_ID) - ss->proc0));
     bk_info_num(ctx, "cpu_stages_over_rusage", cpu_window ? (double)sum / (double)cpu_window : 0);
     bk_info_num(ctx, "run_ns", (double)p->run_ns);
     bk_info_str(ctx, "schedule", p->threads ? "thread per stage" : "run to completion");

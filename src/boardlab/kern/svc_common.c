@@ -19,12 +19,7 @@
 volatile sig_atomic_t svc_stop;
 const char *const svc_kind_names[SVC_KINDS] = {"Position", "Orientation", "DirectionOfTravel", "Raw"};
 
-uint64_t svc_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
+uint64_t svc_now(void) { return bk_clock_ns(CLOCK_MONOTONIC); }
 
 void svc_sleep_until(uint64_t t_ns)
 {

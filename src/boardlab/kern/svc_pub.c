@@ -145,9 +145,7 @@ static void *pub_reader(void *arg)
                 have = 0; /* overlong: not NMEA (82 chars max) */
         }
     }
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    s->reader_cpu_ns = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+    s->reader_cpu_ns = bk_clock_ns(CLOCK_THREAD_CPUTIME_ID);
     return NULL;
 }
 
