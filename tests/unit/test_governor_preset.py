@@ -137,7 +137,7 @@ def test_a_sweep_with_conditions_of_its_own_or_without_a_board_is_refused():
     )
     with pytest.raises(InputError, match=r"sweep.toml:\d+: conditions\[0\]: a plan with \[sweep\] takes"):
         expand_sweep(parse_plan(text, "sweep.toml", CATALOG), SYSFS / "odroid-xu3")
-    with pytest.raises(InputError, match=r"sweep.toml: sweep: a \[sweep\] is expanded from a board"):
+    with pytest.raises(InputError, match=r"sweep.toml:\d+: sweep: a \[sweep\] is expanded from a board"):
         expand_sweep(parse_plan(preset_with(), "sweep.toml", CATALOG), None)
 
 
@@ -150,6 +150,11 @@ def test_parsing_reads_no_board_and_keeps_the_sweep_for_expansion():
     expanded = expand_sweep(plan, SYSFS / "odroid-xu3")
     assert expanded.sweep is None and len(expanded.conditions) == 1 + 19 * 13
     assert expand_sweep(expanded, None) is expanded  # a plan without [sweep] is as it was
+    # an error of the table itself names its header's line
+    text = preset_with().replace('kind = "opp-grid"\n', "")
+    header = text.splitlines().index("[sweep]") + 1
+    with pytest.raises(InputError, match=rf"^sweep.toml:{header}: sweep: missing key 'kind'"):
+        parse_plan(text, "sweep.toml", CATALOG)
 
 
 def test_on_this_vm_the_preset_says_unsupported_and_why(tmp_path):

@@ -95,6 +95,11 @@ class _Where:
                     )
                     keys = keys[1:]
                     break
+        if len(path) == 1 and isinstance(path[0], str):  # a table itself ([sweep]): its header's line
+            header = re.compile(r"^\s*\[\s*" + re.escape(path[0]) + r"\s*\]")
+            hit = next((i for i, line in enumerate(self.lines) if header.match(line)), None)
+            if hit is not None:
+                return hit + 1
         for key in keys:
             if not isinstance(key, str):
                 continue
