@@ -48,7 +48,8 @@ SHOWN_AS = "by load and mode in the Real-time latency section below"
 
 def _mode(parts: Sequence[ConditionPart]) -> str:
     """The `mode` of the condition's isolation part (shared, pinned, isolated); without one, how the runner
-    places every worker (`DEFAULT_ISOLATION_MODE`)."""
+    places every worker (`DEFAULT_ISOLATION_MODE`; a plan with `runs.cpu = "none"` pins none, and says so of
+    a condition by giving it an isolation part)."""
     isolation = next((p for p in parts if p.kind == "isolation"), None)
     return str(isolation.params.get("mode", DEFAULT_ISOLATION_MODE)) if isolation else DEFAULT_ISOLATION_MODE
 
