@@ -68,6 +68,16 @@ def test_a_sweep_plan_is_refused_before_any_board_is_asked(tmp_path, bundle):
     assert not list(tmp_path.glob("*.db"))
 
 
+def test_a_plan_beyond_the_cell_limit_is_refused_before_any_board_is_asked(tmp_path, bundle):
+    huge = tmp_path / "huge.toml"
+    sizes = ", ".join(str(4096 + i) for i in range(10_001))  # one cell per value: MAX_CELLS is 10,000
+    huge.write_text(
+        f'name = "huge"\n[[workloads]]\nname = "mem.latency"\nparams = {{ size_bytes = [{sizes}] }}\n'
+    )
+    one_error_line(fleet(str(huge), "--bundle", str(bundle), tmp=tmp_path), "huge.toml", "10001 cells")
+    assert not list(tmp_path.glob("*.db"))
+
+
 def test_bad_tags_address_and_bundle(tmp_path, plan, bundle):
     one_error_line(
         fleet(str(plan), "--bundle", str(bundle), places=("Arch=x",), tmp=tmp_path), "--places", "Arch=x"

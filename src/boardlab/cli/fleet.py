@@ -260,16 +260,19 @@ def _check_options(args) -> None:
 
 def _fleet_plan(args):
     """The plan, checked here before any board is touched; a [sweep] would expand on each board."""
-    from boardlab.campaign.plan import load_plan
+    from boardlab.campaign.plan import load_plan, plan_catalog
+    from boardlab.campaign.schedule import build_cells
     from boardlab.errors import InputError
     from boardlab.workloads import all_workloads
 
-    plan = load_plan(args.plan, args.preset, {w.name: w for w in all_workloads()})
+    catalog = {w.name: w for w in all_workloads()}
+    plan = load_plan(args.plan, args.preset, catalog)
     if plan.sweep is not None:
         raise InputError(
             f"{plan.source_name}: [sweep]: a fleet plan may not use [sweep] (each board would expand its own "
             "grid, and their campaigns would not compare); give the conditions as [[conditions]]"
         )
+    build_cells(plan, plan_catalog(plan, catalog))  # its matrix too (MAX_CELLS): refused here, not per board
     return plan
 
 
