@@ -105,8 +105,7 @@ class Workload:
         spec = _spec(p.workload)
         if not spec.supported:
             return f"unsupported: {spec.name}: {spec.unsupported_reason}"
-        if spec.prepare is not None:  # e.g. build a generated model that is missing
-            _prepare_once(spec, p, ctx)
+        _prepare_once(spec, p, ctx)  # e.g. build a generated model that is missing
         return COMMAND.check_params(_command(p), ctx)
 
     def apply(self, params: dict, ctx: ApplyContext):
@@ -121,10 +120,13 @@ def _prepare_once(spec: WorkloadSpec, p: WorkloadParams, ctx: ApplyContext) -> N
 
     from boardlab.workloads.params import coerce_params
 
+    prepare = spec.prepare
+    if prepare is None:
+        return
     full = coerce_params(spec, [f"{k}={value}" for k, value in p.params.items()])
     key = (spec.name, json.dumps(full, sort_keys=True, default=str))
     if key not in ctx.prepared:
-        spec.prepare(full, lambda message: None)  # raises where it cannot: not marked, asked again
+        prepare(full, lambda message: None)  # raises where it cannot: not marked, asked again
         ctx.prepared.add(key)
 
 
