@@ -1,6 +1,6 @@
 """A load's preparation (a generated model built, a delegate's setup check in a process of its own) runs once
-per workload and parameters while a campaign prepares, however many conditions run that load: the real-time
-preset runs each model beside the task shared and pinned, 12 checks of 6 loads."""
+per workload and parameters while a campaign prepares, however many conditions run that load or cells measure
+it: the real-time preset runs each model beside the task shared and pinned, 12 checks of 6 loads."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from boardlab.errors import InputError
 from boardlab.model.workload import ParamSpec, WorkloadSpec
 from boardlab.platform import inventory
 from boardlab.platform.sysroot import SysRoot
+from boardlab.workloads.params import prepare_once
 
 from helpers import SYSFS
 
@@ -48,6 +49,10 @@ def test_each_load_is_prepared_once_whatever_its_placement(monkeypatch, tmp_path
             params = {"workload": "fake.load", "params": {"model": model}, "placement": placement}
             assert workload.KIND.check(params, ctx) is None
     assert prepared == [{"model": "a"}, {"model": "b"}]
+    # the campaign's cells share the set: a model measured as a cell and run as a load is prepared once
+    prepare_once(_spec(prepared), (("model", "a"),), ctx.prepared, lambda message: None)
+    prepare_once(_spec(prepared), (("model", "c"),), ctx.prepared, lambda message: None)
+    assert prepared == [{"model": "a"}, {"model": "b"}, {"model": "c"}]
     # a preparation that fails is not taken as done: the next condition asks again, and fails the same
     for _ in range(2):
         with pytest.raises(InputError, match="broken"):
@@ -55,4 +60,4 @@ def test_each_load_is_prepared_once_whatever_its_placement(monkeypatch, tmp_path
     # another context (another campaign) prepares afresh
     fresh = dataclasses.replace(ctx, prepared=set())
     workload.KIND.check({"workload": "fake.load", "params": {"model": "a"}}, fresh)
-    assert prepared[-1] == {"model": "a"} and len(prepared) == 3
+    assert prepared[-1] == {"model": "a"} and len(prepared) == 4

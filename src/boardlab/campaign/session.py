@@ -64,7 +64,7 @@ def prepare(
     online = tuple(info.online_cpus)
     ctx = ApplyContext(root=sr, journal=journal, info=info, worker_cpu=cpu, online_cpus=online)
     plan, support, cells = _runnable(plan, catalog, kinds, ctx, note)
-    _prepare_workloads(catalog, cells, note)
+    _prepare_workloads(catalog, cells, ctx, note)
     energy = EnergyMeter(plan.energy, root, tuple(info.compatible))
     return Session(lock, waited_s, info, cpu, limits, kinds, ctx, plan, support, tuple(cells), energy)
 
@@ -134,15 +134,12 @@ def _runnable(plan: Plan, catalog, kinds, ctx: ApplyContext, note: Note):
     return plan, support, cells
 
 
-def _prepare_workloads(catalog: Mapping[str, WorkloadSpec], cells: list[Cell], note: Note) -> None:
+def _prepare_workloads(
+    catalog: Mapping[str, WorkloadSpec], cells: list[Cell], ctx: ApplyContext, note: Note
+) -> None:
     """A workload's `prepare` hook runs once per parameter set, before anything is stored (e.g. build a
-    model)."""
-    from boardlab.workloads.params import coerce_params
+    model); one the conditions' check prepared as a load is not prepared again."""
+    from boardlab.workloads.params import prepare_once
 
-    seen = set()
     for cell in cells:
-        spec = catalog[cell.workload]
-        if spec.prepare is None or (cell.workload, cell.params) in seen:
-            continue
-        seen.add((cell.workload, cell.params))
-        spec.prepare(coerce_params(spec, [f"{k}={v}" for k, v in cell.params]), note)
+        prepare_once(catalog[cell.workload], cell.params, ctx.prepared, note)

@@ -45,8 +45,8 @@ class ApplyContext:
     online_cpus: tuple[int, ...]
     warmup_s: float = 1.0  # how long a load runs before the workload starts
     extra: dict[str, Any] = field(default_factory=dict)
-    # (workload, its params as JSON) of the loads prepared in this context (a model built, a delegate loaded
-    # in a process of its own): one preparation each, however many conditions run that load
+    # (workload, its params as JSON) of what this campaign prepared (`workloads.params.prepare_once`: its
+    # cells' workloads and its conditions' loads): one preparation each, however many cells or loads ask
     prepared: set[tuple[str, str]] = field(default_factory=set)
     _temp_dir: Path | None = None
     _temp_token: str = ""

@@ -34,7 +34,7 @@ from boardlab.conditions import background
 from boardlab.conditions.base import ApplyContext, declared_params, param, params_of, validate_params
 from boardlab.conditions.command import KIND as COMMAND
 from boardlab.conditions.command import CommandParams
-from boardlab.model.workload import ParamSpec, WorkloadSpec
+from boardlab.model.workload import ParamSpec
 
 
 @dataclass(frozen=True)
@@ -105,29 +105,13 @@ class Workload:
         spec = _spec(p.workload)
         if not spec.supported:
             return f"unsupported: {spec.name}: {spec.unsupported_reason}"
-        _prepare_once(spec, p, ctx)  # e.g. build a generated model that is missing
+        from boardlab.workloads.params import prepare_once
+
+        prepare_once(spec, p.params.items(), ctx.prepared, lambda message: None)  # e.g. build a missing model
         return COMMAND.check_params(_command(p), ctx)
 
     def apply(self, params: dict, ctx: ApplyContext):
         return COMMAND.apply_params(_command(params_of(WorkloadParams, self, params)), ctx)
-
-
-def _prepare_once(spec: WorkloadSpec, p: WorkloadParams, ctx: ApplyContext) -> None:
-    """The load's preparation, once per workload and parameters in this context: a plan that runs one model
-    beside the task in several modes (shared, pinned) would otherwise start its setup check in a fresh
-    process per condition (half a second here, seconds on a small board)."""
-    import json
-
-    from boardlab.workloads.params import coerce_params
-
-    prepare = spec.prepare
-    if prepare is None:
-        return
-    full = coerce_params(spec, [f"{k}={value}" for k, value in p.params.items()])
-    key = (spec.name, json.dumps(full, sort_keys=True, default=str))
-    if key not in ctx.prepared:
-        prepare(full, lambda message: None)  # raises where it cannot: not marked, asked again
-        ctx.prepared.add(key)
 
 
 def _command(p: WorkloadParams) -> CommandParams:

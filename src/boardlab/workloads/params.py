@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from boardlab.errors import InputError
@@ -138,3 +140,22 @@ def coerce_params(spec: WorkloadSpec, assignments: list[str]) -> dict:
             raise InputError(f"parameter {p.name!r}={v} is out of range [{p.min:g}, {p.max:g}]")
         values[p.name] = v
     return values
+
+
+def prepare_once(
+    spec: WorkloadSpec,
+    given: Iterable[tuple[str, Any]],
+    prepared: set[tuple[str, str]],
+    note: Callable[[str], None],
+) -> None:
+    """The spec's `prepare` hook (build a missing model, load a delegate in a process of its own) with these
+    parameters and the defaults for the rest, once per workload and parameter set in `prepared`: a campaign's
+    cells and the loads its conditions run share one set, so a model measured and run as a load, or run
+    beside the task in several modes, is prepared once. One that raises is not marked, and is asked again."""
+    if spec.prepare is None:
+        return
+    full = coerce_params(spec, [f"{k}={value}" for k, value in given])
+    key = (spec.name, json.dumps(full, sort_keys=True, default=str))
+    if key not in prepared:
+        spec.prepare(full, note)
+        prepared.add(key)
