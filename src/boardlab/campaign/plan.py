@@ -378,12 +378,11 @@ def _expand(req: SweepRequest, where: _Where, root: str | Path) -> _Expansion:
     governor sweep --plan-out`, the CPU it pins the task to, what to tell the user, and the record of the
     grid for the stored plan text."""
     from boardlab.governor import sweep
-
-    s = ("sweep",)
-    cluster, bus_hz, cpu_given = req.cluster, req.bus_hz, req.cpu_given
     from boardlab.platform.inventory import inventory
     from boardlab.platform.sysroot import SysRoot
 
+    s = ("sweep",)
+    cluster, bus_hz, cpu_given = req.cluster, req.bus_hz, req.cpu_given
     try:
         grids = sweep.expand(inventory(SysRoot(root)), None if cluster == "auto" else cluster)
     except sweep.Unsupported as exc:

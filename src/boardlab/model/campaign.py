@@ -147,7 +147,7 @@ class Plan:
     source: str  # the plan's text, stored with the campaign
     source_name: str  # file path or "preset:NAME"
     energy: EnergyPolicy = field(default_factory=EnergyPolicy)
-    notes: tuple[str, ...] = ()  # what loading did with the board (a [sweep]'s grid), for the CLI to say
+    notes: tuple[str, ...] = ()  # the grid `expand_sweep` found on the board, for the CLI to say
     declared: tuple[WorkloadSpec, ...] = ()  # the workloads it declares itself (kind = "program")
     # a [sweep] not yet expanded from a board: `conditions` is empty until `campaign.plan.expand_sweep`
     sweep: SweepRequest | None = None
