@@ -242,8 +242,9 @@ def _layout(cells: Sequence[CellAnalysis]) -> list[tuple[str, str]]:
     by_name = [(c.condition, "") for c in cells]
     if not any(p.kind == "isolation" for ps in parts for p in ps):
         return by_name
-    labels = _load_labels([_load(ps) for ps in parts])
-    layout = [(labels[_key(_load(ps))], _mode(ps)) for ps in parts]
+    loads = [_load(ps) for ps in parts]
+    labels = _load_labels(loads)
+    layout = [(labels[_key(load)], _mode(ps)) for load, ps in zip(loads, parts, strict=True)]
     places = {(json.dumps(c.params, sort_keys=True), *lm) for c, lm in zip(cells, layout, strict=True)}
     return layout if len(places) == len(cells) else by_name
 
