@@ -11,6 +11,7 @@ import dataclasses
 import json
 from collections import Counter
 
+from boardlab.analysis.cellruns import CellTables, RunDigest, StoredRuns, read_table
 from boardlab.analysis.monitor import MonitorSeries, monitor_series  # noqa: F401 (the package's API)
 from boardlab.analysis.records import (
     AAControl,
@@ -174,34 +175,10 @@ _CAMPAIGN_COLUMNS = (
     "name", "status", "plan_source", "plan_text", "boardlab_version", "started_unix_s", "finished_unix_s",
 )  # fmt: skip
 
-# The runs' stored columns that `RunTable.of` takes under the same name.
-_RUN_COLUMNS = (
-    "seq", "repetition", "value", "valid", "ok", "invalid_reason", "error", "wall_ns", "mean_freq_khz",
-    "max_temp_mc", "throttled", "warmup_capped", "user_us", "system_us",
-)  # fmt: skip
 
-
-def run_table(rows) -> RunTable:
-    """A cell's stored runs (`Store.cell_runs`, in run order) as the analysis keeps them."""
-    col = _columns(list(rows))
-    n = len(col.get("id", ()))
-    return RunTable.of(
-        run_id=col.get("id", ()),
-        aa_arm=col.get("aa_arm", (None,) * n),
-        **{name: col.get(name, ()) for name in _RUN_COLUMNS},
-    )
-
-
-def _columns(rows: list) -> dict[str, tuple]:
-    """The rows as columns by name, transposed at C speed (a row is a sequence in its keys' order: a
-    sqlite3.Row, a PostgreSQL row, or the dict of a store before migration 9)."""
-    if not rows:
-        return {}
-    seqs = [tuple(r.values()) for r in rows] if isinstance(rows[0], dict) else rows
-    return dict(zip(rows[0].keys(), zip(*seqs, strict=True), strict=True))
-
-
-def _cell(row, runs: RunTable, entry_facts: CellFacts) -> CellAnalysis:
+def _cell(row, runs: RunTable, entry_facts: CellFacts, tables: CellTables | None) -> CellAnalysis:
+    """A cell's summary from its runs; with `tables` (a report streaming its cells), the cell keeps a
+    `StoredRuns` of its counts instead of its table, which `tables` holds or reads again."""
     values = runs.values()
     summary, reason = None, None
     if len(values) >= MIN_RUNS_FOR_SUMMARY:
@@ -218,11 +195,15 @@ def _cell(row, runs: RunTable, entry_facts: CellFacts) -> CellAnalysis:
         metric=row["metric"],
         unit=row["unit"],
         higher_is_better=bool(row["higher_is_better"]),
-        runs=runs,
+        runs=runs if tables is None else StoredRuns(row["id"], tables, RunDigest.of(runs)),
         summary=summary,
         summary_reason=reason,
         facts=entry_facts,
     )
+
+
+def _first_read(store: Store, cell_id: int, tables: CellTables | None) -> RunTable:
+    return read_table(store.cell_run_batches(cell_id)) if tables is None else tables.table(cell_id)
 
 
 def _params_key(params: dict) -> str:
@@ -603,14 +584,20 @@ def correct_family(
     return tuple(tuple(f) for f in out), size, method
 
 
-def analyze(store: Store, campaign_id: int) -> CampaignAnalysis:
+def analyze(store: Store, campaign_id: int, *, runs_budget: int | None = None) -> CampaignAnalysis:
+    """The campaign's analysis. Its cells hold their runs' tables (what a summary keeps and another process
+    receives), or, with `runs_budget`, read them through `cellruns.CellTables` holding at most that many runs
+    at a time: the analysis and every section then read the store, which must stay open while they do."""
     camp = store.campaign(campaign_id)
     workloads = workload_facts(store, campaign_id)  # what its workloads are, as stored with it
     board = store.board(camp["board_id"])
     rows = store.cells(campaign_id)
     known, plan_order, pairing = cell_facts(store, campaign_id, camp["plan_text"], rows)
     # one query per cell: the rows of one cell at a time, never the campaign's
-    cells = tuple(_cell(row, run_table(store.cell_runs(row["id"])), known[row["key"]]) for row in rows)
+    tables = None if runs_budget is None else CellTables(store, runs_budget)
+    cells = tuple(
+        _cell(row, _first_read(store, row["id"], tables), known[row["key"]], tables) for row in rows
+    )
 
     family = planned_family(cells, workloads)
     medians = median_comparisons(cells, plan_order, family_size=family)

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
+from boardlab.analysis.cellruns import StoredRuns
 from boardlab.analysis.format import cell_label
 from boardlab.analysis.runs import OK, VALID, RunTable
 from boardlab.model.facts import CellFacts, WorkloadFacts
@@ -39,7 +40,9 @@ class CellAnalysis:
     metric: str
     unit: str
     higher_is_better: bool
-    runs: RunTable  # every attempt, in run order, column by column
+    # every attempt, in run order, column by column: held, or read from the store when used (a report
+    # streaming its cells: `analyze(runs_budget=...)`)
+    runs: RunTable | StoredRuns
     summary: CellSummary | None  # over valid runs; None below MIN_RUNS_FOR_SUMMARY
     summary_reason: str | None
     facts: CellFacts = CellFacts()  # what its plan entry says of it: its thresholds, its compare pairing
@@ -283,9 +286,13 @@ class CampaignAnalysis:
     def kept(self, runs_stored: int, verdicts: dict[str, Any]) -> KeptAnalysis:
         """What the campaign's summary keeps of this analysis, computed from its `runs_stored` runs, with the
         tally of its `verdicts` (`analysis.verdicts.verdict_tally`, which reads this module)."""
+        cells = tuple(  # a summary keeps every run (compare and history read them): tables, not the store's
+            c if isinstance(c.runs, RunTable) else dataclasses.replace(c, runs=c.runs.table())
+            for c in self.cells
+        )
         return KeptAnalysis(
             self.campaign_id, self.name, self.status, self.board_label, self.boardlab_version,
-            self.started_unix_s, self.plan_text, self.cells, self.aa_controls, verdicts, runs_stored,
+            self.started_unix_s, self.plan_text, cells, self.aa_controls, verdicts, runs_stored,
         )  # fmt: skip
 
 

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import compress
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from boardlab.stats import RunEnvironment
 
@@ -108,6 +108,20 @@ class Strings:
     def __getitem__(self, i: int) -> str | None:
         return self.table[self.codes[i]]
 
+    @classmethod
+    def joined(cls, parts: Sequence[Strings]) -> Strings:
+        """One column of `parts` in order: codes into the strings of all of them, in the order first seen."""
+        index: dict[str | None, int] = {None: 0}
+        for p in parts:
+            for s in p.table:
+                index.setdefault(s, len(index))
+        n = len(index)
+        codes = array("B" if n <= 1 << 8 else "H" if n <= 1 << 16 else "I")
+        for p in parts:
+            remap = [index[s] for s in p.table]
+            codes.extend(p.codes if remap == list(range(len(remap))) else map(remap.__getitem__, p.codes))
+        return cls(codes, tuple(index))
+
     def counts(self) -> list[tuple[str, int]]:
         """Each string (not None) with its runs, in the order first seen."""
         n = Counter(self.codes)
@@ -187,6 +201,23 @@ class RunTable:
             throttled=[e.throttled for e in envs],
         )
 
+    @classmethod
+    def joined(cls, parts: Sequence[RunTable]) -> RunTable:
+        """One table of `parts` in order (a cell read in batches, each made by `of`): each integer column in
+        the widest typecode of its parts, each column of strings over its parts' strings, first seen first."""
+        if len(parts) == 1:
+            return parts[0]
+        columns: dict[str, Any] = {}  # each field its own column type
+        for f in dataclasses.fields(cls):
+            got = [getattr(p, f.name) for p in parts]
+            if isinstance(got[0], Strings):
+                columns[f.name] = Strings.joined(got)
+            elif got[0].typecode in _NONE_INT:
+                columns[f.name] = _joined_ints(got)
+            else:
+                columns[f.name] = array(got[0].typecode, b"".join(a.tobytes() for a in got))
+        return cls(**columns)
+
     def __len__(self) -> int:
         return len(self.flags)
 
@@ -260,6 +291,20 @@ def _flags(value: float | None, valid: bool, ok: bool, capped: bool | None) -> i
     if capped is not None:
         f |= CAPPED_KNOWN | (CAPPED if capped else 0)
     return f
+
+
+def _joined_ints(parts: Sequence[array[int]]) -> array[int]:
+    """Integer columns end to end in the widest of their typecodes, each part's "not recorded" as the
+    result's."""
+    code = max((p.typecode for p in parts), key=list(_NONE_INT).index)
+    out = array(code)
+    for p in parts:
+        if p.typecode == code:
+            out.extend(p)
+        else:
+            none, wide = _NONE_INT[p.typecode], _NONE_INT[code]
+            out.extend(wide if x == none else x for x in p)
+    return out
 
 
 def _same(a: object, b: object) -> bool:

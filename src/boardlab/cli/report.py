@@ -48,6 +48,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from boardlab.analysis import analyze, latest_campaign_id, monitor_series
+    from boardlab.analysis.cellruns import REPORT_RUNS_BUDGET
     from boardlab.cli.workload_facts import store_missing_facts
     from boardlab.errors import InputError
     from boardlab.export import check_output, write_output
@@ -78,20 +79,10 @@ def run(args) -> int:
         with store.snapshot():
             if args.across_boards:
                 return _across_boards(args, store, campaign_id)
-            analysis = analyze(store, campaign_id)
+            # cells read a few at a time, also by the sections: rendered before the store closes
+            analysis = analyze(store, campaign_id, runs_budget=REPORT_RUNS_BUDGET)
             series = monitor_series(store, campaign_id) if args.format == "html" else None
-    if args.format == "html":
-        from boardlab.report.html import render_html
-
-        text = render_html(analysis, series=series)
-    elif args.format == "md":
-        from boardlab.report.markdown import render_markdown
-
-        text = render_markdown(analysis)
-    else:
-        from boardlab.report.terminal import render_text
-
-        text = render_text(analysis)
+            text = _render(analysis, series, args.format)
     if not args.output or args.output == "-":
         sys.stdout.write(text)
         return 0
@@ -101,6 +92,20 @@ def run(args) -> int:
         f"{analysis.status}, {sum(len(c.runs) for c in analysis.cells)} runs)"
     )
     return 0
+
+
+def _render(analysis, series, fmt: str) -> str:
+    if fmt == "html":
+        from boardlab.report.html import render_html
+
+        return render_html(analysis, series=series)
+    if fmt == "md":
+        from boardlab.report.markdown import render_markdown
+
+        return render_markdown(analysis)
+    from boardlab.report.terminal import render_text
+
+    return render_text(analysis)
 
 
 def _across_boards(args, store, campaign_id: int) -> int:

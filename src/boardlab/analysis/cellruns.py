@@ -1,0 +1,184 @@
+"""A campaign's runs read a cell at a time: a report's memory follows its largest cells, not the campaign.
+
+A `RunTable` costs about 75 bytes a run; a campaign of 10^7 runs held whole needs 700 MB, which no board has.
+`analyze(..., runs_budget=N)` gives each cell a `StoredRuns` instead: what every table of the report reads of
+the cell (its run count, its flags' counts, its invalid runs' reasons, its median CPU and wall times) is kept,
+computed once from the cell's table when it is first read; everything else (values, run order, environments,
+the columns a comparison, a plot or a study reads) comes from the table, which `CellTables` holds while the
+held tables together have at most N runs (the most recent always) and reads again from the store when it was
+let go. A report of a campaign whose runs fit the budget reads each cell once, as with held tables; a larger
+one reads a cell again where a later section needs its runs.
+
+Reading a cell goes through `Store.cell_run_batches`: its rows, 10^4 at a time, become column tables that are
+joined (`RunTable.joined`), so a cell of 10^6 runs never exists as 10^6 row objects.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, OrderedDict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+from boardlab.analysis.runs import MEASURED, RunPoint, RunTable, Strings
+
+if TYPE_CHECKING:
+    from array import array
+
+    from boardlab.stats import RunEnvironment
+    from boardlab.store import Store
+
+T = TypeVar("T", int, float)
+
+# Runs `boardlab report` holds at a time: two cells of 250,000 runs (about 35 MB of tables), so a comparison
+# reads each of its cells once, and a campaign of up to that many runs is read once, as a held one.
+REPORT_RUNS_BUDGET = 500_000
+
+# The stored columns that `RunTable.of` takes under the same name.
+_RUN_COLUMNS = (
+    "seq", "repetition", "value", "valid", "ok", "invalid_reason", "error", "wall_ns", "mean_freq_khz",
+    "max_temp_mc", "throttled", "warmup_capped", "user_us", "system_us",
+)  # fmt: skip
+
+
+def run_table(rows) -> RunTable:
+    """A batch of a cell's stored runs (`Store.cell_run_batches`, in run order) as the analysis keeps them."""
+    col = _columns(list(rows))
+    n = len(col.get("id", ()))
+    return RunTable.of(
+        run_id=col.get("id", ()),
+        aa_arm=col.get("aa_arm", (None,) * n),
+        **{name: col.get(name, ()) for name in _RUN_COLUMNS},
+    )
+
+
+def read_table(batches: Iterable[list]) -> RunTable:
+    """The table of a cell read in batches: each batch made a table and let go before the next is read."""
+    parts = [run_table(batch) for batch in batches]
+    return RunTable.joined(parts) if parts else run_table([])
+
+
+def _columns(rows: list) -> dict[str, tuple]:
+    """The rows as columns by name, transposed at C speed (a row is a sequence in its keys' order: a
+    sqlite3.Row, a PostgreSQL row, or the dict of a store before migration 9)."""
+    if not rows:
+        return {}
+    seqs = [tuple(r.values()) for r in rows] if isinstance(rows[0], dict) else rows
+    return dict(zip(rows[0].keys(), zip(*seqs, strict=True), strict=True))
+
+
+@dataclass(frozen=True)
+class ReasonCounts:
+    """A cell's invalid runs' reasons with their runs, in the order first seen (`Strings.counts`)."""
+
+    items: tuple[tuple[str, int], ...]
+
+    def counts(self) -> list[tuple[str, int]]:
+        return list(self.items)
+
+
+@dataclass(frozen=True)
+class RunDigest:
+    """What the report's tables read of a cell's runs, kept for the whole report (a few numbers a cell)."""
+
+    runs: int
+    flags: tuple[tuple[int, int], ...]  # (flags byte, runs with it)
+    invalid_reasons: ReasonCounts
+
+    @classmethod
+    def of(cls, table: RunTable) -> RunDigest:
+        reasons = ReasonCounts(tuple(table.invalid_reason.counts()))
+        return cls(len(table), tuple(Counter(table.flags).items()), reasons)
+
+
+class CellTables:
+    """The run tables of a campaign's cells, read from `store` by cell id when asked and held while the held
+    ones together have at most `budget_runs` runs (the one asked last always: a comparison reads its two
+    cells in turn, so a budget of two large cells reads each once)."""
+
+    def __init__(self, store: Store, budget_runs: int) -> None:
+        self._store, self._budget = store, budget_runs
+        self._held: OrderedDict[int, RunTable] = OrderedDict()
+        self.reads = 0  # cells read from the store (a test and the bench count them)
+
+    def table(self, cell_id: int) -> RunTable:
+        got = self._held.get(cell_id)
+        if got is not None:
+            self._held.move_to_end(cell_id)
+            return got
+        got = read_table(self._store.cell_run_batches(cell_id))
+        self.reads += 1
+        self._held[cell_id] = got
+        while len(self._held) > 1 and sum(map(len, self._held.values())) > self._budget:
+            self._held.popitem(last=False)
+        return got
+
+
+class StoredRuns:
+    """A cell's runs as a `RunTable` reads them, the table itself read through `CellTables` when used: its
+    counts from the `RunDigest` kept, every column and run from the table."""
+
+    def __init__(self, cell_id: int, tables: CellTables, digest: RunDigest) -> None:
+        self._cell_id, self._tables, self._digest = cell_id, tables, digest
+
+    def table(self) -> RunTable:
+        return self._tables.table(self._cell_id)
+
+    def __len__(self) -> int:
+        return self._digest.runs
+
+    def count(self, has: int = 0, lacks: int = 0) -> int:
+        return sum(n for f, n in self._digest.flags if f & has == has and not f & lacks)
+
+    @property
+    def invalid_reason(self) -> ReasonCounts:
+        return self._digest.invalid_reasons
+
+    # Everything else is the table's.
+    def __getitem__(self, i: int) -> RunPoint:
+        return self.table()[i]
+
+    def __iter__(self) -> Iterator[RunPoint]:
+        return iter(self.table())
+
+    def select(self, column: array[T], rows: int = MEASURED) -> list[T]:
+        return self.table().select(column, rows)
+
+    def values(self, rows: int = MEASURED) -> list[float]:
+        return self.table().values(rows)
+
+    def seqs(self, rows: int = MEASURED) -> list[int]:
+        return self.table().seqs(rows)
+
+    def known(self, column: array, rows: int = MEASURED) -> list:
+        return self.table().known(column, rows)
+
+    def strings(self, column: Strings, rows: int = MEASURED) -> list[str | None]:
+        return self.table().strings(column, rows)
+
+    def environments(self, rows: int = MEASURED) -> list[RunEnvironment]:
+        return self.table().environments(rows)
+
+    @property
+    def run_id(self) -> array[int]:
+        return self.table().run_id
+
+    @property
+    def repetition(self) -> array[int]:
+        return self.table().repetition
+
+    @property
+    def wall_ns(self) -> array[int]:
+        return self.table().wall_ns
+
+    @property
+    def user_us(self) -> array[int]:
+        return self.table().user_us
+
+    @property
+    def system_us(self) -> array[int]:
+        return self.table().system_us
+
+    @property
+    def aa_arm(self) -> Strings:
+        return self.table().aa_arm
