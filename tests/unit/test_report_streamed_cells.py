@@ -13,6 +13,7 @@ from boardlab.report.html import render_html
 from boardlab.report.markdown import render_markdown
 from boardlab.report.terminal import render_text
 from boardlab.store import Store
+
 from helpers import (
     make_ai_db,
     make_campaign_db,
