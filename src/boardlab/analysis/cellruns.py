@@ -84,11 +84,12 @@ class RunDigest:
     runs: int
     flags: tuple[tuple[int, int], ...]  # (flags byte, runs with it)
     invalid_reasons: ReasonCounts
+    time_medians: tuple[float | None, float | None, float | None]  # `RunTable.time_medians`
 
     @classmethod
     def of(cls, table: RunTable) -> RunDigest:
         reasons = ReasonCounts(tuple(table.invalid_reason.counts()))
-        return cls(len(table), tuple(Counter(table.flags).items()), reasons)
+        return cls(len(table), tuple(Counter(table.flags).items()), reasons, table.time_medians())
 
 
 class CellTables:
@@ -99,7 +100,13 @@ class CellTables:
     def __init__(self, store: Store, budget_runs: int) -> None:
         self._store, self._budget = store, budget_runs
         self._held: OrderedDict[int, RunTable] = OrderedDict()
+        self._digests: dict[int, RunDigest] = {}  # every cell read: a few numbers each
         self.reads = 0  # cells read from the store (a test and the bench count them)
+
+    def digest(self, cell_id: int) -> RunDigest:
+        if cell_id not in self._digests:
+            self.table(cell_id)
+        return self._digests[cell_id]
 
     def table(self, cell_id: int) -> RunTable:
         got = self._held.get(cell_id)
@@ -108,6 +115,7 @@ class CellTables:
             return got
         got = read_table(self._store.cell_run_batches(cell_id))
         self.reads += 1
+        self._digests.setdefault(cell_id, RunDigest.of(got))
         self._held[cell_id] = got
         while len(self._held) > 1 and sum(map(len, self._held.values())) > self._budget:
             self._held.popitem(last=False)
@@ -116,10 +124,14 @@ class CellTables:
 
 class StoredRuns:
     """A cell's runs as a `RunTable` reads them, the table itself read through `CellTables` when used: its
-    counts from the `RunDigest` kept, every column and run from the table."""
+    counts from the `RunDigest` the tables keep, every column and run from the table."""
 
-    def __init__(self, cell_id: int, tables: CellTables, digest: RunDigest) -> None:
-        self._cell_id, self._tables, self._digest = cell_id, tables, digest
+    def __init__(self, cell_id: int, tables: CellTables) -> None:
+        self._cell_id, self._tables = cell_id, tables
+
+    @property
+    def _digest(self) -> RunDigest:
+        return self._tables.digest(self._cell_id)
 
     def table(self) -> RunTable:
         return self._tables.table(self._cell_id)
@@ -129,6 +141,9 @@ class StoredRuns:
 
     def count(self, has: int = 0, lacks: int = 0) -> int:
         return sum(n for f, n in self._digest.flags if f & has == has and not f & lacks)
+
+    def time_medians(self) -> tuple[float | None, float | None, float | None]:
+        return self._digest.time_medians
 
     @property
     def invalid_reason(self) -> ReasonCounts:

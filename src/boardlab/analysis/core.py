@@ -11,7 +11,7 @@ import dataclasses
 import json
 from collections import Counter
 
-from boardlab.analysis.cellruns import CellTables, RunDigest, StoredRuns, read_table
+from boardlab.analysis.cellruns import CellTables, StoredRuns, read_table
 from boardlab.analysis.monitor import MonitorSeries, monitor_series  # noqa: F401 (the package's API)
 from boardlab.analysis.records import (
     AAControl,
@@ -20,7 +20,7 @@ from boardlab.analysis.records import (
     ComparisonAnalysis,
     StudyContext,
 )
-from boardlab.analysis.runs import VALID, RunTable
+from boardlab.analysis.runs import MEASURED, VALID, RunTable
 from boardlab.analysis.specs import workload_facts
 from boardlab.analysis.studies import run_studies
 from boardlab.errors import InputError
@@ -176,15 +176,18 @@ _CAMPAIGN_COLUMNS = (
 )  # fmt: skip
 
 
-def _cell(row, runs: RunTable, entry_facts: CellFacts, tables: CellTables | None) -> CellAnalysis:
-    """A cell's summary from its runs; with `tables` (a report streaming its cells), the cell keeps a
-    `StoredRuns` of its counts instead of its table, which `tables` holds or reads again."""
-    values = runs.values()
-    summary, reason = None, None
-    if len(values) >= MIN_RUNS_FOR_SUMMARY:
-        summary = summarize(values, order=runs.seqs(), seed=row["id"])
-    else:
-        reason = f"{len(values)} valid run(s): a summary needs at least {MIN_RUNS_FOR_SUMMARY}"
+def _summarized(cell: CellAnalysis) -> CellAnalysis:
+    """The cell with its summary over its valid runs, or why it has none."""
+    values = cell.runs.values()
+    if len(values) < MIN_RUNS_FOR_SUMMARY:
+        why = f"{len(values)} valid run(s): a summary needs at least {MIN_RUNS_FOR_SUMMARY}"
+        return dataclasses.replace(cell, summary_reason=why)
+    summary = summarize(values, order=cell.runs.seqs(), seed=cell.cell_id)
+    return dataclasses.replace(cell, summary=summary)
+
+
+def _cell(row, runs: RunTable | StoredRuns, entry_facts: CellFacts) -> CellAnalysis:
+    """A cell as stored, its runs not read yet where they are `StoredRuns`, and not summarized yet."""
     return CellAnalysis(
         cell_id=row["id"],
         key=row["key"],
@@ -195,15 +198,15 @@ def _cell(row, runs: RunTable, entry_facts: CellFacts, tables: CellTables | None
         metric=row["metric"],
         unit=row["unit"],
         higher_is_better=bool(row["higher_is_better"]),
-        runs=runs if tables is None else StoredRuns(row["id"], tables, RunDigest.of(runs)),
-        summary=summary,
-        summary_reason=reason,
+        runs=runs,
+        summary=None,
+        summary_reason=None,
         facts=entry_facts,
     )
 
 
-def _first_read(store: Store, cell_id: int, tables: CellTables | None) -> RunTable:
-    return read_table(store.cell_run_batches(cell_id)) if tables is None else tables.table(cell_id)
+def _runs_of(store: Store, cell_id: int, tables: CellTables | None) -> RunTable | StoredRuns:
+    return read_table(store.cell_run_batches(cell_id)) if tables is None else StoredRuns(cell_id, tables)
 
 
 def _params_key(params: dict) -> str:
@@ -333,11 +336,12 @@ def tail_comparisons(
 
     tail_cells = tuple(c for c in cells if workloads.tail_samples(c.workload))
     arms: dict[int, tuple[list[RunEnvironment], list]] = {}
-    results: list[ComparisonAnalysis] = []
     pairs = list(_pairs(tail_cells))
+    results: list[ComparisonAnalysis | None] = [None] * len(pairs)
     # an arm's samples are dropped after its last comparison, so a campaign's samples are never all held
     uses = Counter(c.cell_id for cond, base, *_, missing in pairs if missing is None for c in (base, cond))
-    for cond, base, cond_label, base_label, missing in pairs:
+    for i in _by_baseline(pairs):  # a baseline's runs read once for all its conditions (`cells_in_pairs`)
+        cond, base, cond_label, base_label, missing = pairs[i]
         delta, source = threshold_of(cond.facts, tail=True)
         comp, reason = None, missing
         if reason is None:
@@ -355,7 +359,7 @@ def tail_comparisons(
                             cv,
                             higher_is_better=False,
                             delta=delta,
-                            seed=seed_offset + len(results),
+                            seed=seed_offset + i,
                             baseline_env=bp,
                             condition_env=cp,
                             family_size=family_size,
@@ -380,7 +384,7 @@ def tail_comparisons(
                             family_size=family_size,
                             higher_is_better=False,
                             delta=delta,
-                            seed=seed_offset + len(results),
+                            seed=seed_offset + i,
                             baseline_env=bp[: len(bv)],
                             condition_env=cp[: len(cv)],
                         )
@@ -390,51 +394,89 @@ def tail_comparisons(
                 uses[c.cell_id] -= 1
                 if not uses[c.cell_id]:
                     del arms[c.cell_id]
-        results.append(
-            _comparison(
-                cond, base, cond_label, base_label, tail_metric_name(cond, workloads), comp, reason, source
-            )
+        results[i] = _comparison(
+            cond, base, cond_label, base_label, tail_metric_name(cond, workloads), comp, reason, source
         )
-    return tuple(results)
+    return tuple(r for r in results if r is not None)
 
 
-def median_comparisons(
+def cells_in_pairs(
     cells: tuple[CellAnalysis, ...], plan_order: str, *, family_size: int
-) -> tuple[ComparisonAnalysis, ...]:
-    """Each (condition, baseline) pair compared on the runs' medians (one value per run, never pooled
-    iterations), paired by block under ABBA; unadjusted here (`analyze` corrects the whole family of
-    `family_size` comparisons, which sets how far a permutation p must reach)."""
-    results: list[ComparisonAnalysis] = []
-    for cond, base, cond_label, base_label, missing in _pairs(cells):
-        delta, source = threshold_of(cond.facts)
-        comp, reason = None, missing
-        if reason is None:
-            bv, cv = base.runs.values(), cond.runs.values()
-            if not bv or not cv:
-                reason = "no valid run under " + ("the baseline" if not bv else cond_label)
-            else:
-                blocks = (
-                    (base.runs.select(base.runs.repetition), cond.runs.select(cond.runs.repetition))
-                    if plan_order == "abba"
-                    else None
+) -> tuple[tuple[CellAnalysis, ...], tuple[ComparisonAnalysis, ...], tuple[AAControl, ...]]:
+    """Every cell summarized, each (condition, baseline) pair compared on the runs' medians
+    (`median_comparison`) and each reference cell's A/A control, in one pass over the cells: a baseline, its
+    A/A control, then each of its conditions and their comparisons, so that a report holding two cells' runs
+    at a time (`analyze(runs_budget=...)`) reads each cell once. Results in the order of `_pairs`."""
+    pairs = list(_pairs(cells))
+    done: dict[int, CellAnalysis] = {}
+    controls: dict[int, AAControl] = {}
+
+    def read(c: CellAnalysis) -> None:
+        if c.cell_id not in done:
+            done[c.cell_id] = _summarized(c)
+
+    medians: list[ComparisonAnalysis | None] = [None] * len(pairs)
+    for i in _by_baseline(pairs):
+        cond, base = pairs[i][:2]
+        if base is not None:
+            read(base)
+            if base.cell_id not in controls:
+                controls[base.cell_id] = aa_control(base)
+        read(cond)
+        medians[i] = median_comparison(pairs[i], i, plan_order, family_size=family_size)
+    for c in cells:
+        read(c)
+    bases = dict.fromkeys(base.cell_id for _, base, *_ in pairs if base is not None)
+    return (
+        tuple(done[c.cell_id] for c in cells),
+        tuple(m for m in medians if m is not None),
+        tuple(controls[b] for b in bases),
+    )
+
+
+def _by_baseline(pairs: list) -> list[int]:
+    """The pairs' indices, those of one baseline together (baselines in the order first seen)."""
+    first: dict[int | None, int] = {}
+    for i, (_, base, *_) in enumerate(pairs):
+        first.setdefault(None if base is None else base.cell_id, i)
+    return sorted(
+        range(len(pairs)), key=lambda i: first[None if pairs[i][1] is None else pairs[i][1].cell_id]
+    )
+
+
+def median_comparison(pair: tuple, index: int, plan_order: str, *, family_size: int) -> ComparisonAnalysis:
+    """The `index`-th (condition, baseline) pair of `_pairs` compared on the runs' medians (one value per
+    run, never pooled iterations), paired by block under ABBA; unadjusted here (`analyze` corrects the whole
+    family of `family_size` comparisons, which sets how far a permutation p must reach)."""
+    cond, base, cond_label, base_label, missing = pair
+    delta, source = threshold_of(cond.facts)
+    comp, reason = None, missing
+    if reason is None:
+        bv, cv = base.runs.values(), cond.runs.values()
+        if not bv or not cv:
+            reason = "no valid run under " + ("the baseline" if not bv else cond_label)
+        else:
+            blocks = (
+                (base.runs.select(base.runs.repetition), cond.runs.select(cond.runs.repetition))
+                if plan_order == "abba"
+                else None
+            )
+            try:
+                comp = compare(
+                    bv,
+                    cv,
+                    higher_is_better=cond.higher_is_better,
+                    delta=delta,
+                    seed=index,
+                    paired_blocks=blocks,
+                    baseline_env=base.environments(),
+                    condition_env=cond.environments(),
+                    family_size=family_size,
                 )
-                try:
-                    comp = compare(
-                        bv,
-                        cv,
-                        higher_is_better=cond.higher_is_better,
-                        delta=delta,
-                        seed=len(results),
-                        paired_blocks=blocks,
-                        baseline_env=base.environments(),
-                        condition_env=cond.environments(),
-                        family_size=family_size,
-                    )
-                    comp = _with_flags(comp, base, cond)
-                except ValueError as exc:  # e.g. a metric that is zero or negative has no ratio
-                    reason = f"not comparable: {exc}"
-        results.append(_comparison(cond, base, cond_label, base_label, cond.metric, comp, reason, source))
-    return tuple(results)
+                comp = _with_flags(comp, base, cond)
+            except ValueError as exc:  # e.g. a metric that is zero or negative has no ratio
+                reason = f"not comparable: {exc}"
+    return _comparison(cond, base, cond_label, base_label, cond.metric, comp, reason, source)
 
 
 def _comparison(
@@ -483,58 +525,55 @@ def _with_flags(comp: Comparison, base: CellAnalysis, cond: CellAnalysis) -> Com
 
 
 def aa_controls(cells: tuple[CellAnalysis, ...]) -> tuple[AAControl, ...]:
-    """The A/A control of every reference cell (the baseline side of a comparison): its A1 runs against
-    its A2 runs, with the workload's threshold and the verdict rule of every comparison (unadjusted)."""
-    out: list[AAControl] = []
-    seen: set[int] = set()
-    for _, base, *_ in _pairs(cells):
-        if base is None or base.cell_id in seen:
-            continue
-        seen.add(base.cell_id)
-        arms: dict[str | None, list[float]] = {a: [] for a in AA_ARMS}
-        for value, arm in zip(base.runs.values(), base.runs.strings(base.runs.aa_arm), strict=True):
-            if arm in arms:
-                arms[arm].append(value)
-        a1, a2 = arms["A1"], arms["A2"]
-        delta, _ = threshold_of(base.facts)
-        comp, reason = None, None
-        if not base.runs.values():
-            reason = "it has no valid run to split into A1 and A2"
-        elif not a1 and not a2:
-            reason = "its runs carry no A1/A2 labels (recorded before boardlab labelled them)"
-        else:
-            try:
-                comp = compare(
-                    a1,
-                    a2,
-                    higher_is_better=base.higher_is_better,
-                    delta=delta,
-                    seed=AA_SEED_OFFSET + base.cell_id,
-                    test_kind="rank",  # a family of one at 5 + 5: the exact rank test (docs/method.md "Test")
-                )
-            except ValueError as exc:
-                reason = f"not comparable: {exc}"
-            if comp is not None and comp.verdict.kind == "insufficient":
-                reason = (
-                    f"{len(a1)} A1 and {len(a2)} A2 runs: the A/A control needs at least 5 of each "
-                    "(10 baseline runs)"
-                )
-        out.append(
-            AAControl(
-                cell_id=base.cell_id,
-                workload=base.workload,
-                params=base.params,
-                label=base.label,
-                condition=base.condition,
-                metric=base.metric,
-                unit=base.unit,
-                n_a1=len(a1),
-                n_a2=len(a2),
-                comparison=comp,
-                reason=reason,
+    """The A/A control of every reference cell (the baseline side of a comparison), in `_pairs` order."""
+    bases = {base.cell_id: base for _, base, *_ in _pairs(cells) if base is not None}
+    return tuple(aa_control(base) for base in bases.values())
+
+
+def aa_control(base: CellAnalysis) -> AAControl:
+    """A reference cell's A/A control: its A1 runs against its A2 runs, with the workload's threshold and the
+    verdict rule of every comparison (unadjusted)."""
+    arms: dict[str | None, list[float]] = {a: [] for a in AA_ARMS}
+    for value, arm in zip(base.runs.values(), base.runs.strings(base.runs.aa_arm), strict=True):
+        if arm in arms:
+            arms[arm].append(value)
+    a1, a2 = arms["A1"], arms["A2"]
+    delta, _ = threshold_of(base.facts)
+    comp, reason = None, None
+    if not base.runs.count(MEASURED):
+        reason = "it has no valid run to split into A1 and A2"
+    elif not a1 and not a2:
+        reason = "its runs carry no A1/A2 labels (recorded before boardlab labelled them)"
+    else:
+        try:
+            comp = compare(
+                a1,
+                a2,
+                higher_is_better=base.higher_is_better,
+                delta=delta,
+                seed=AA_SEED_OFFSET + base.cell_id,
+                test_kind="rank",  # a family of one at 5 + 5: the exact rank test (docs/method.md "Test")
             )
-        )
-    return tuple(out)
+        except ValueError as exc:
+            reason = f"not comparable: {exc}"
+        if comp is not None and comp.verdict.kind == "insufficient":
+            reason = (
+                f"{len(a1)} A1 and {len(a2)} A2 runs: the A/A control needs at least 5 of each "
+                "(10 baseline runs)"
+            )
+    return AAControl(
+        cell_id=base.cell_id,
+        workload=base.workload,
+        params=base.params,
+        label=base.label,
+        condition=base.condition,
+        metric=base.metric,
+        unit=base.unit,
+        n_a1=len(a1),
+        n_a2=len(a2),
+        comparison=comp,
+        reason=reason,
+    )
 
 
 def _mark_unstable(
@@ -595,15 +634,11 @@ def analyze(store: Store, campaign_id: int, *, runs_budget: int | None = None) -
     known, plan_order, pairing = cell_facts(store, campaign_id, camp["plan_text"], rows)
     # one query per cell: the rows of one cell at a time, never the campaign's
     tables = None if runs_budget is None else CellTables(store, runs_budget)
-    cells = tuple(
-        _cell(row, _first_read(store, row["id"], tables), known[row["key"]], tables) for row in rows
-    )
-
-    family = planned_family(cells, workloads)
-    medians = median_comparisons(cells, plan_order, family_size=family)
+    stored = tuple(_cell(row, _runs_of(store, row["id"], tables), known[row["key"]]) for row in rows)
+    family = planned_family(stored, workloads)
+    cells, medians, controls = cells_in_pairs(stored, plan_order, family_size=family)
     tails = tail_comparisons(store, cells, workloads, family_size=family)
     (medians, tails), size, method = correct_family(medians, tails)
-    controls = aa_controls(cells)
     by_cell = {c.cell_id: c for c in controls}
     medians = _mark_unstable(medians, cells, by_cell)
     tails = _mark_unstable(tails, tuple(c for c in cells if workloads.tail_samples(c.workload)), by_cell)

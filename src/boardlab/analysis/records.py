@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from boardlab.analysis.cellruns import StoredRuns
 from boardlab.analysis.format import cell_label
-from boardlab.analysis.runs import OK, VALID, RunTable
+from boardlab.analysis.runs import MEASURED, OK, VALID, RunTable
 from boardlab.model.facts import CellFacts, WorkloadFacts
 from boardlab.stats import CellSummary, Comparison, RunEnvironment
 from boardlab.stats.threshold import family_method_name
@@ -59,6 +59,11 @@ class CellAnalysis:
     @property
     def label(self) -> str:
         return cell_label(self.workload, self.params)
+
+    @property
+    def n_valid(self) -> int:
+        """The runs of `values` (counted, not read)."""
+        return self.runs.count(MEASURED)
 
     @property
     def n_invalid(self) -> int:

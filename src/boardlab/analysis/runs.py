@@ -279,9 +279,23 @@ class RunTable:
         shared = {k: RunEnvironment(*k) for k in set(runs)}  # NaN made None above: equal keys are equal
         return list(map(shared.__getitem__, runs))
 
+    def time_medians(self) -> tuple[float | None, float | None, float | None]:
+        """Medians over the measured runs of the worker's user and system CPU time (us) and of the wall time
+        (ns), each None where no run recorded it (a store from before rusage was kept)."""
+        return (
+            _median(self.known(self.user_us)),
+            _median(self.known(self.system_us)),
+            _median(self.select(self.wall_ns)),
+        )
+
     def count(self, has: int = 0, lacks: int = 0) -> int:
         """The runs flagged with every bit of `has` and none of `lacks`."""
         return sum(n for f, n in Counter(self.flags).items() if f & has == has and not f & lacks)
+
+
+def _median(xs: list) -> float | None:
+    xs = sorted(xs)
+    return None if not xs else (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
 
 
 def _flags(value: float | None, valid: bool, ok: bool, capped: bool | None) -> int:

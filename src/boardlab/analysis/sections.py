@@ -472,7 +472,7 @@ def run_values(a: CampaignAnalysis) -> doc.Section | None:
                 _box_label(c, varying, multi),
                 array("d", c.runs.values()),  # 8 bytes a run, not a tuple's 32
                 array("d", c.runs.values(INVALID_VALUE)),
-                note=f"n={len(c.values)}",
+                note=f"n={c.n_valid}",
             )
             for c in cells
         ]
@@ -667,7 +667,7 @@ def _text_cells(a: CampaignAnalysis) -> doc.Table:
             rows.append(
                 (
                     name,
-                    str(len(c.values)),
+                    str(c.n_valid),
                     "–",
                     "",
                     times_text(c),

@@ -27,7 +27,6 @@ from boardlab.analysis.format import (
     varying_keys,
     verdict_text,
 )
-from boardlab.analysis.runs import MEASURED
 from boardlab.stats.text import p_is
 
 if TYPE_CHECKING:
@@ -97,19 +96,13 @@ def unit_of(
 def run_times(cell: CellAnalysis) -> tuple[float | None, float | None, float] | None:
     """Medians over the valid runs of the worker's user and system CPU time and its wall time, in seconds
     (None where a run's rusage is missing: a store from before it was kept)."""
-    runs = cell.runs
-    if not runs.count(MEASURED):
+    user, system, wall = cell.runs.time_medians()
+    if wall is None:  # no measured run
         return None
-
-    def med(xs):
-        xs = sorted(xs)
-        return None if not xs else (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
-
-    user, system = med(runs.known(runs.user_us)), med(runs.known(runs.system_us))
     return (
         None if user is None else user / 1e6,
         None if system is None else system / 1e6,
-        med(runs.select(runs.wall_ns)) / 1e9,
+        wall / 1e9,
     )
 
 
@@ -152,7 +145,7 @@ def cell_row(cell: CellAnalysis, varying=None, units: Units | None = None) -> tu
             cell.workload,
             params,
             condition_text(cell.condition),
-            str(len(cell.values)),
+            str(cell.n_valid),
             bad,
             cell.unit,
             "–",
@@ -357,7 +350,7 @@ def run_counts(analysis: CampaignAnalysis) -> dict[str, int | None]:
     reruns = analysis.notes.get("reruns")
     return {
         "runs": runs,
-        "valid": sum(len(c.values) for c in analysis.cells),
+        "valid": sum(c.n_valid for c in analysis.cells),
         "invalid": sum(c.n_invalid for c in analysis.cells),
         "failed": sum(c.n_failed for c in analysis.cells),
         "reruns": int(reruns) if isinstance(reruns, int | float) else None,
