@@ -1112,6 +1112,7 @@ def to_schema_8(src, dest, monitors: dict[int, tuple[dict, dict]] = {}):  # noqa
         conn.execute("DROP INDEX IF EXISTS runs_by_campaign_start")
         for column in CAMPAIGN_COLUMNS_11:  # and without schema 11's campaign commit
             conn.execute(f"ALTER TABLE campaigns DROP COLUMN {column}")
+        conn.execute("DROP INDEX IF EXISTS artifacts_by_campaign")  # and schema 12's index
         conn.execute("UPDATE meta SET value='8' WHERE key='schema_version'")
     conn.close()
     return dest

@@ -293,6 +293,15 @@ MIGRATIONS: list[tuple[int, str]] = [
         ALTER TABLE campaigns ADD COLUMN branch TEXT;
         """,
     ),
+    (
+        12,
+        """
+        -- a campaign's artifacts found without reading the table whole: its workload facts by name (every report
+        -- and ingest, campaign_artifact), the replacement of its own at each ingest (DELETE ... WHERE campaign_id
+        -- AND run_id IS NULL) and the campaigns without a given artifact (campaigns_without_artifact) scanned it
+        CREATE INDEX artifacts_by_campaign ON artifacts(campaign_id, name);
+        """,
+    ),
 ]
 
 # The tables that grow with the runs (a row or more per run; `series` before migration 7 dropped it): a writer's
