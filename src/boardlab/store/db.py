@@ -63,8 +63,8 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
     a part of its own (store/campaigns.py, runs.py, reads.py, pages.py, summaries.py, series.py)."""
 
     # A writer's open checks the whole file (PRAGMA quick_check) up to this size: every board's own store, a
-    # second or two at most. A lab's store beyond it gets the bounded check (store/filecheck.py), which does
-    # not grow with the runs. A class attribute: a test's subclass lowers it.
+    # second or two at most. A lab's store beyond it gets the bounded check (store/filecheck.py), which leaves
+    # out the runs' tables. A class attribute: a test's subclass lowers it.
     FULL_CHECK_MAX_BYTES = 1 << 30
 
     def __init__(

@@ -306,8 +306,9 @@ MIGRATIONS: list[tuple[int, str]] = [
 
 # The tables that grow with the runs (a row or more per run; `series` before migration 7 dropped it): a writer's
 # bounded open check of a large store (store/filecheck.py) leaves them and their indexes to the full check.
-# Every other table grows with boards, campaigns or cells, and is checked at every writer's open: a new table
-# is checked there until it is named here.
+# Every other table grows with boards, campaigns or cells (campaign_summaries with the runs too, a twentieth of
+# the store: its cells keep their valid values), and is checked at every writer's open: a new table is checked
+# there until it is named here.
 RUN_TABLES = frozenset(
     {"runs", "run_metrics", "run_values", "series", "run_series", "run_histograms", "run_energy"}
 )
