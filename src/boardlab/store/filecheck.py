@@ -38,9 +38,9 @@ def can_bound() -> bool:
     return sqlite3.sqlite_version_info >= TABLE_CHECK_SQLITE
 
 
-def bounded_check(conn: sqlite3.Connection, fd: int, path: str) -> list[str]:
-    """The header check, then quick_check of every table not in RUN_TABLES (sqlite_master first); returns
-    the tables checked. Raises sqlite3.DatabaseError as `quick_check` does."""
+def bounded_check(conn: sqlite3.Connection, fd: int, path: str) -> None:
+    """The header check, then quick_check of every table not in RUN_TABLES (sqlite_master first). Raises
+    sqlite3.DatabaseError as `quick_check` does."""
     header_check(fd, path)
     names = [
         r[0]
@@ -49,7 +49,6 @@ def bounded_check(conn: sqlite3.Connection, fd: int, path: str) -> list[str]:
     ]
     for name in ["sqlite_master", *names]:
         quick_check(conn, name)
-    return names
 
 
 def header_check(fd: int, path: str) -> None:
