@@ -4,8 +4,8 @@ bench_scale.py times the whole command (runs/s, re-ingest); this bench runs the 
 process, with a clock around each part, to say which part to work on:
 - verify: each file's integrity check and content scan (store/verify.py), several files side by side, so its
   CPU is that of the threads doing it;
-- open: the writer's open of the store (its flock, its `PRAGMA quick_check`, which reads every page of a
-  SQLite store, and its migration check);
+- open: the writer's open of the store (its flock, its check of the file: `PRAGMA quick_check`, which reads
+  every page, of a SQLite store up to 1 GiB, a bounded check of a larger one; and its migration check);
 - copy: the bulk copy of the new runs, one transaction per file (store/ingest.py `_ingest`);
 - summaries: each campaign's summary (boardlab.summary.KeepBehind: the analysis, the report's document and its
   HTML, the history step), computed beside the next file's copy: in a worker process on more than one core,

@@ -19,9 +19,9 @@ and live children's) is added, and shown apart:
 - report md and report html of the N-run campaign; export csv and export parquet of it;
 - ingest of the ten files into a new SQLite store (runs/s), and into a copy of the full store (runs/s: what a
   lab's ingest costs; each new campaign's history step against its board's previous campaign is computed
-  there, and the writer's quick_check reads the whole store); re-ingest of the same files into the first
-  (nothing new: seconds per file, a near-constant per file whatever its runs); the cross-board report (md) of
-  that store: ten boards of N/10 runs;
+  there; the writer's open checks the store's header and every table but the runs' when it is over 1 GiB);
+  re-ingest of the same files into the first (nothing new: seconds per file, a near-constant per file
+  whatever its runs); the cross-board report (md) of that store: ten boards of N/10 runs;
 - into one PostgreSQL store (a private server started as the tests start theirs, tests/pg.py) at the largest
   size <= `--pg-max` (default 1e5): the ingest as the cluster's superuser and as an ordinary role that owns
   its database (what a lab gives boardlab: no superuser, no SET ON PARAMETER grant), and as an owner granted

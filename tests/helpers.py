@@ -1112,6 +1112,7 @@ def to_schema_8(src, dest, monitors: dict[int, tuple[dict, dict]] = {}):  # noqa
         conn.execute("DROP INDEX IF EXISTS runs_by_campaign_start")
         for column in CAMPAIGN_COLUMNS_11:  # and without schema 11's campaign commit
             conn.execute(f"ALTER TABLE campaigns DROP COLUMN {column}")
+        conn.execute("DROP INDEX IF EXISTS artifacts_by_campaign")  # and schema 12's index
         conn.execute("UPDATE meta SET value='8' WHERE key='schema_version'")
     conn.close()
     return dest
@@ -1126,3 +1127,42 @@ def damaged_copy(src, dest) -> int:
         conn.execute("UPDATE runs SET value='fast' WHERE rowid=?", (rowid,))
     conn.close()
     return int(rowid)
+
+
+# ---- a store's file, damaged or grown as a lab's (the writer's open check, store/filecheck.py) ----
+
+
+def smash_pages(db: Path, *names: str) -> None:
+    """Overwrites every page of the named tables and indexes with 0xff bytes, nothing else (pytest.skip
+    where this SQLite has no dbstat table to find them)."""
+    import pytest
+
+    with sqlite3.connect(db) as c:
+        try:
+            marks = ",".join("?" * len(names))
+            pages = c.execute(f"SELECT pageno FROM dbstat WHERE name IN ({marks})", names).fetchall()
+        except sqlite3.OperationalError:
+            pytest.skip("this SQLite has no dbstat table to find the pages of a table")
+        page_size = c.execute("PRAGMA page_size").fetchone()[0]
+    c.close()
+    assert pages, names
+    with open(db, "r+b") as f:
+        for (page,) in pages:
+            f.seek((page - 1) * page_size)
+            f.write(b"\xff" * page_size)
+
+
+def header_pages(db: Path) -> tuple[int, int]:
+    """(page size, page count) as the file's SQLite header gives them."""
+    with open(db, "rb") as f:
+        head = f.read(100)
+    page = int.from_bytes(head[16:18], "big")
+    return (65536 if page == 1 else page), int.from_bytes(head[28:32], "big")
+
+
+def grow_sparse(db: Path, size: int) -> None:
+    """The store's file made `size` bytes long without writing them: a sparse tail of zeros, which SQLite
+    never reads (its header counts the pages in use), as large as a lab's store at no cost in disk or time;
+    or cut to `size` when shorter."""
+    assert not os.path.exists(f"{db}-wal") or os.path.getsize(f"{db}-wal") == 0, "a store with its log folded"
+    os.truncate(db, size)

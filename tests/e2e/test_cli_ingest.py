@@ -10,7 +10,7 @@ import pytest
 from boardlab.export import EXPORT_SCHEMA
 from boardlab.store import Store
 
-from helpers import make_campaign_db, run_cli
+from helpers import grow_sparse, header_pages, make_campaign_db, run_cli, smash_pages
 
 
 def _runs(path) -> int:
@@ -180,3 +180,58 @@ def test_ingest_makes_its_store_with_lab_pages_where_there_is_none(tmp_path, emp
     before = _runs(a)
     assert run_cli("ingest", str(b), "--db", str(a)).returncode == 0  # into a store that exists: as it is
     assert _page_bytes(a) == 4096 and _runs(a) == before + _runs(b)
+
+
+# ---- the writer's open check of a large store (issue 44; unit: tests/unit/test_store_open_check.py) ----
+
+
+@pytest.fixture
+def large_lab(tmp_path):
+    """A lab store holding board a's campaign, grown past Store.FULL_CHECK_MAX_BYTES by a sparse tail (its
+    header counts the pages in use: SQLite never reads the tail), and board b's file to ingest into it."""
+    a = make_campaign_db(tmp_path / "a.db", board="bbb-1", n=2)
+    b = make_campaign_db(tmp_path / "b.db", board="odroid", n=2)
+    lab = tmp_path / "lab.db"
+    assert run_cli("ingest", str(a), "--db", str(lab)).returncode == 0
+    page_size, _ = header_pages(lab)
+    grow_sparse(lab, Store.FULL_CHECK_MAX_BYTES + page_size)
+    return lab, b
+
+
+def _refused(proc, lab) -> None:
+    """Exit 2, no traceback, one line naming the store as corrupted and the fix."""
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    line = next(ln for ln in proc.stderr.splitlines() if str(lab) in ln)
+    assert "corrupted" in line and "restore it from a copy" in line, proc.stderr
+
+
+def test_ingest_into_a_large_store_checks_it_bounded_and_says_so_once(large_lab):
+    lab, b = large_lab
+    proc = run_cli("ingest", str(b), "--db", str(lab))
+    assert proc.returncode == 0, proc.stderr
+    notes = [ln for ln in proc.stderr.splitlines() if ln.startswith("note:")]
+    assert len(notes) == 1 and str(lab) in notes[0] and "1.0 GiB" in notes[0], proc.stderr
+    assert "--full-check" in notes[0]
+    assert _runs(lab) == _runs(b) + _runs(b.with_name("a.db"))
+    again = run_cli("ingest", str(b), "--db", str(lab), "--full-check")  # the whole file: no note
+    assert again.returncode == 0 and "note:" not in again.stderr, again.stderr
+
+
+def test_a_truncated_large_store_is_refused_before_anything_is_written(large_lab):
+    lab, b = large_lab
+    grow_sparse(lab, lab.stat().st_size - 100)  # a copy cut inside its last page
+    proc = run_cli("ingest", str(b), "--db", str(lab))
+    _refused(proc, lab)
+    assert "a truncated copy" in proc.stderr
+
+
+def test_a_damaged_campaign_index_in_a_large_store_is_refused(large_lab):
+    lab, b = large_lab
+    smash_pages(lab, "campaigns_by_status")
+    _refused(run_cli("ingest", str(b), "--db", str(lab)), lab)
+
+
+def test_full_check_reads_the_runs_of_a_large_store_too(large_lab):
+    lab, b = large_lab
+    smash_pages(lab, "run_values")  # what the bounded check leaves to the full one
+    _refused(run_cli("ingest", str(b), "--db", str(lab), "--full-check"), lab)

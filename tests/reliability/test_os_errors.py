@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 from reliability.util import assert_one_line_error, in_namespace, stored_runs, write_plan
 
-from helpers import SYSFS, run_cli
+from boardlab.store import Store
+
+from helpers import SYSFS, grow_sparse, header_pages, run_cli
 
 GOVERNOR = "sys/devices/system/cpu/cpufreq/policy0/scaling_governor"
 
@@ -216,3 +218,18 @@ def test_a_non_numeric_schema_version(results_db, lab):
     for args in (("report", "--format", "text"), ("run", str(lab / "plan.toml"), "--quiet")):
         proc = run_cli(args[0], "--db", str(results_db), *args[1:])
         assert_one_line_error(proc, 2, str(results_db), "'two' is not a number")
+
+
+def test_run_into_a_large_store_says_its_bounded_check_and_full_check_reads_it_whole(results_db, lab):
+    """Issue 44: a store over 1 GiB (grown by a sparse tail) is checked bounded at run's start, said once on
+    stderr; --full-check reads it whole, and refuses damage in the runs' pages the bounded check leaves."""
+    page_size, _ = header_pages(results_db)
+    grow_sparse(results_db, Store.FULL_CHECK_MAX_BYTES + page_size)
+    plan, env = str(lab / "plan.toml"), {**os.environ, "BOARDLAB_STATE_DIR": str(lab / "state")}
+    run = run_cli("run", plan, "--db", str(results_db), "--quiet", env=env)
+    assert run.returncode == 0, run.stderr
+    notes = [ln for ln in run.stderr.splitlines() if ln.startswith("note:") and "GiB" in ln]
+    assert len(notes) == 1 and str(results_db) in notes[0] and "--full-check" in notes[0], run.stderr
+    _corrupt(results_db)
+    full = run_cli("run", plan, "--db", str(results_db), "--quiet", "--full-check", env=env)
+    assert_one_line_error(full, 2, str(results_db), "corrupted")

@@ -26,7 +26,7 @@ SHELL_TOKENS = set("|&;<>()")
 
 
 def add_arguments(parser) -> None:
-    from boardlab.cli.run import add_wait_arguments
+    from boardlab.cli.run import add_full_check_argument, add_wait_arguments
 
     parser.add_argument(
         "commands", nargs="+", metavar="CMD", help="a command line, split as a shell splits it"
@@ -88,6 +88,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--branch", metavar="NAME", help="as `run --branch`")
     parser.add_argument("--source-dir", metavar="DIR", help="as `run --source-dir`")
     add_wait_arguments(parser)
+    add_full_check_argument(parser)
 
 
 # ---- the commands, with their parameters ----

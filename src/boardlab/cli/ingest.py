@@ -18,6 +18,8 @@ DESCRIPTION = (
 
 
 def add_arguments(parser) -> None:
+    from boardlab.cli.run import add_full_check_argument
+
     parser.add_argument(
         "files",
         metavar="BOARD.db",
@@ -34,6 +36,7 @@ def add_arguments(parser) -> None:
         action="store_true",
         help="print a JSON document (schema 1): per file, its boards, campaigns and runs added and skipped",
     )
+    add_full_check_argument(parser)
 
 
 def _say_waiting(db: str, who: str) -> None:
@@ -119,6 +122,7 @@ def _ingest(args, scratch: str) -> int:
             then=then,
             last=lambda store: summaries.finish(store) if summaries is not None else None,
             note=_note,
+            full_check=args.full_check,
         )
     finally:  # an ingest that failed or was interrupted: the summaries' process ends with it
         if summaries is not None:

@@ -95,10 +95,22 @@ def add_arguments(parser) -> None:
         "resumed campaign takes it too; the dry-run's estimate uses it",
     )
     add_wait_arguments(parser)
+    add_full_check_argument(parser)
     parser.add_argument(
         "--soak",
         metavar="DURATION",
         help="one long run per cell: duration_s = DURATION (e.g. 1h, 30m, 90s) and 1 repetition",
+    )
+
+
+def add_full_check_argument(parser) -> None:
+    """--full-check: what a command that writes a SQLite store (run, bench, ingest) checks of it first."""
+    parser.add_argument(
+        "--full-check",
+        action="store_true",
+        help="check the whole SQLite store before writing (SQLite's quick_check), as is done anyway for a "
+        "store up to 1 GiB; a larger one gets a check of its header and of every table but the runs' (the "
+        "whole file takes minutes at 10^7 runs)",
     )
 
 
@@ -255,7 +267,7 @@ def _power_lines(d: dict) -> list[str]:
 def execute_plan(plan, catalog, args, identity, *, fresh: bool):
     """The campaign of a checked plan into `args.db` (the runner, the summary kept for serve and history):
     (outcome, progress), or the exit code when it was stopped before it ended (130). `args` holds
-    db, root, quiet, monitor_hz, wait, no_wait and label, as `run` and `bench` parse them."""
+    db, root, quiet, monitor_hz, wait, no_wait, label and full_check, as `run` and `bench` parse them."""
     from boardlab.campaign.runner import Runner
     from boardlab.cli.progress import TerminalProgress
     from boardlab.conditions.journal import LockWaitInterrupted
@@ -266,7 +278,12 @@ def execute_plan(plan, catalog, args, identity, *, fresh: bool):
     signal.signal(signal.SIGTERM, _on_sigterm)
     signal.signal(signal.SIGHUP, _on_sigterm)
     progress = TerminalProgress(quiet=args.quiet)
-    with Store.open(args.db) as store:  # locked for the whole campaign: a second run is refused
+
+    def note(text: str) -> None:  # the bounded check of a large store (Store.open)
+        print(f"note: {term(text)}", file=sys.stderr)
+
+    # locked for the whole campaign: a second run is refused
+    with Store.open(args.db, full_check=args.full_check, note=note) as store:
         runner = Runner(
             plan,
             catalog,

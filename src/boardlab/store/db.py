@@ -16,6 +16,7 @@ from typing import Literal, NoReturn
 
 from boardlab.errors import InputError, MeasurementError, database_error, os_error
 from boardlab.store.campaigns import CampaignRecords
+from boardlab.store.filecheck import bounded_check, can_bound, quick_check
 from boardlab.store.migrations import (
     DATA_STEPS,
     MIGRATIONS,
@@ -61,6 +62,11 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
     """One store: the connection, opening, migrating and verifying here; each aggregate's reads and writes in
     a part of its own (store/campaigns.py, runs.py, reads.py, pages.py, summaries.py, series.py)."""
 
+    # A writer's open checks the whole file (PRAGMA quick_check) up to this size: every board's own store, a
+    # second or two at most. A lab's store beyond it gets the bounded check (store/filecheck.py), which leaves
+    # out the runs' tables. A class attribute: a test's subclass lowers it.
+    FULL_CHECK_MAX_BYTES = 1 << 30
+
     def __init__(
         self, conn: sqlite3.Connection, path: str, lock_fd: int | None = None, *, dialect: str = "sqlite"
     ):
@@ -85,6 +91,8 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
         wait: Callable[[str], None] | None = None,
         verify: bool | Literal["beside"] = True,
         page_bytes: int | None = None,
+        full_check: bool = False,
+        note: Callable[[str], None] | None = None,
     ) -> Store:
         """`create=True` opens for a campaign: the file is created if missing and locked exclusively (flock)
         until close, so a second writer is refused. `create=False` opens read-only and changes nothing.
@@ -106,13 +114,19 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
         fail in any way, and the damage is what to say.
 
         `page_bytes` (a writer's open of a SQLite file): the page size of the store when this open makes it
-        (a new or empty file; an existing store keeps its own), SQLite's default (4096) when None."""
+        (a new or empty file; an existing store keeps its own), SQLite's default (4096) when None.
+
+        A writer's open of a SQLite file checks the file before it changes anything: all of it (SQLite's
+        quick_check) up to FULL_CHECK_MAX_BYTES or with `full_check`, else the bounded check, which
+        `note(text)` says once (the size, what was left unchecked and how to check it all)."""
         from boardlab.store import pg
 
         if pg.is_url(path):
             return cls._open_pg(str(path), create=create)
         path = Path(path)
-        return cls._open_writer(path, wait, page_bytes) if create else cls._open_reader(path, verify=verify)
+        if not create:
+            return cls._open_reader(path, verify=verify)
+        return cls._open_writer(path, wait, page_bytes, full_check=full_check, note=note)
 
     @classmethod
     def _open_pg(cls, url: str, *, create: bool) -> Store:
@@ -176,7 +190,13 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
 
     @classmethod
     def _open_writer(
-        cls, path: Path, wait: Callable[[str], None] | None = None, page_bytes: int | None = None
+        cls,
+        path: Path,
+        wait: Callable[[str], None] | None = None,
+        page_bytes: int | None = None,
+        *,
+        full_check: bool = False,
+        note: Callable[[str], None] | None = None,
     ) -> Store:
         if not path.parent.is_dir():
             raise InputError(f"{path}: the directory {path.parent} does not exist")
@@ -223,9 +243,7 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
         store.created = created
         try:
             store._check_schema(store.schema_version())  # recognized before anything changes in the file
-            check = conn.execute("PRAGMA quick_check").fetchone()[0]
-            if check != "ok":
-                raise sqlite3.DatabaseError(f"database disk image is malformed ({check})")
+            store._open_check(full_check, note)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
@@ -240,6 +258,21 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
                 raise database_error(exc, str(path)) from None
             raise
         return store
+
+    def _open_check(self, full: bool, note: Callable[[str], None] | None) -> None:
+        """A writer's check of its file (`open`); raises sqlite3.DatabaseError, which the open names."""
+        assert self._lock_fd is not None  # a writer's open: the file is locked and its fd kept
+        size = os.fstat(self._lock_fd).st_size
+        if full or size <= self.FULL_CHECK_MAX_BYTES or not can_bound():
+            quick_check(self.conn)
+            return
+        bounded_check(self.conn, self._lock_fd, self.path)
+        if note is not None:
+            note(
+                f"{self.path}: a store of {size / 2**30:.1f} GiB: this open checked the file's header and "
+                "every table but the runs' (the full check reads the whole file: a minute or more at this "
+                "size); add --full-check to check it all"
+            )
 
     @staticmethod
     def _unlock_failed(exc: OSError, path: Path, created: bool) -> NoReturn:

@@ -180,6 +180,7 @@ def ingest_files(
     then: Callable[[Store, IngestResult], None] | None = None,
     last: Callable[[Store], None] | None = None,
     note: Callable[[str], None] | None = None,
+    full_check: bool = False,
 ) -> list[IngestResult]:
     """`ingest_file` of several files into one store opened once. Every file is verified (or found
     unchanged since its last ingest) before any is ingested: a bad one among them writes nothing at all.
@@ -187,7 +188,8 @@ def ingest_files(
     the last file's `then`, or when a file fails after others were committed (not on Ctrl-C), the store
     still open and locked. `note(text)` is called once with what slows the copy that the user can change
     (a PostgreSQL role that may not skip the per-row reference checks:
-    `_Copier._skip_pg_reference_checks`)."""
+    `_Copier._skip_pg_reference_checks`), or the bounded check of a large SQLite store's open (`Store.open`);
+    `full_check` checks all of that store instead."""
     files = [Path(f) for f in files]
     noted: set[str] = set()
 
@@ -222,7 +224,7 @@ def ingest_files(
     each = functools.partial(verify, beside=len(todo) < cores)
     with ThreadPoolExecutor(max_workers=max(1, min(len(todo), cores))) as pool:
         list(pool.map(lambda src: _with_file(src, each), todo))  # the first bad file (in order) raises
-    target = Store.open(db, wait=wait, page_bytes=LAB_PAGE_BYTES)
+    target = Store.open(db, wait=wait, page_bytes=LAB_PAGE_BYTES, full_check=full_check, note=note_once)
     results: list[IngestResult] = []
     try:
         for i, (src, res) in enumerate(zip(files, done, strict=True), 1):

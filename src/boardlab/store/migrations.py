@@ -293,8 +293,25 @@ MIGRATIONS: list[tuple[int, str]] = [
         ALTER TABLE campaigns ADD COLUMN branch TEXT;
         """,
     ),
+    (
+        12,
+        """
+        -- a campaign's artifacts found without reading the table whole: its workload facts by name (every report
+        -- and ingest, campaign_artifact), the replacement of its own at each ingest (DELETE ... WHERE campaign_id
+        -- AND run_id IS NULL) and the campaigns without a given artifact (campaigns_without_artifact) scanned it
+        CREATE INDEX artifacts_by_campaign ON artifacts(campaign_id, name);
+        """,
+    ),
 ]
 
+# The tables that grow with the runs (a row or more per run; `series` before migration 7 dropped it): a writer's
+# bounded open check of a large store (store/filecheck.py) leaves them and their indexes to the full check.
+# Every other table grows with boards, campaigns or cells (campaign_summaries with the runs too, a twentieth of
+# the store: its cells keep their valid values), and is checked at every writer's open: a new table is checked
+# there until it is named here.
+RUN_TABLES = frozenset(
+    {"runs", "run_metrics", "run_values", "series", "run_series", "run_histograms", "run_energy"}
+)
 RUN_COLUMNS = ("mean_freq_khz", "max_temp_mc", "throttled", "worker_cpu_pct", "user_us", "system_us")
 _FILL_BATCH = 5000  # runs read at a time
 
