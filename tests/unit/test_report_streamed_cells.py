@@ -86,3 +86,21 @@ def _points(n: int, *, big: bool):
             wall_ns=(2**40 if big else 1000) + i, environment=RunEnvironment(None, None, None),
             warmup_capped=None, user_us=None if i == 1 else 5,
         )  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["campaign", "satellite"])
+def test_an_analysis_holding_two_cells_reads_each_cell_once(name, tmp_path):
+    """The summaries, the comparisons and the A/A controls are computed a baseline and then its conditions
+    at a time (`cells_in_pairs`): two cells' runs suffice to read every cell once, but for a cell compared
+    with two baselines (a condition's and a `compare` parameter's), read again for its second."""
+    db = STORES[name](tmp_path / f"{name}.db")
+    with Store.open(db, create=False, verify=False) as store, store.snapshot():
+        largest = max(len(store.cell_runs(c["id"])) for c in store.cells(1))
+        a = analyze(store, 1, runs_budget=2 * largest)
+        tables = a.cells[0].runs._tables  # type: ignore[union-attr]
+    bases: dict[str, set[str]] = {}
+    for ca in a.comparisons:
+        bases.setdefault(ca.cell_key, set()).add(ca.baseline_key)
+    again = sum(len(b) - 1 for b in bases.values())
+    assert a.comparisons and a.aa_controls
+    assert tables.reads == len(a.cells) + again

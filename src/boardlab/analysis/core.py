@@ -422,6 +422,8 @@ def cells_in_pairs(
             read(base)
             if base.cell_id not in controls:
                 controls[base.cell_id] = aa_control(base)
+            if isinstance(base.runs, StoredRuns):  # used last: the next read lets the last condition go
+                base.runs.table()
         read(cond)
         medians[i] = median_comparison(pairs[i], i, plan_order, family_size=family_size)
     for c in cells:
