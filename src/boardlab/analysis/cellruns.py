@@ -5,8 +5,8 @@ A `RunTable` costs about 75 bytes a run; a campaign of 10^7 runs held whole need
 the cell (its run count, its flags' counts, its invalid runs' reasons, its median CPU and wall times) is kept,
 computed once from the cell's table when it is first read; everything else (values, run order, environments,
 the columns a comparison, a plot or a study reads) comes from the table, which `CellTables` holds while the
-held tables together have at most N runs (the most recent always) and reads again from the store when it was
-let go. A report of a campaign whose runs fit the budget reads each cell once, as with held tables; a larger
+held tables together have at most N runs (the two most recent always) and reads again from the store when it
+was let go. A report of a campaign whose runs fit the budget reads each cell once, as with held tables; a larger
 one reads a cell again where a later section needs its runs.
 
 Reading a cell goes through `Store.cell_run_batches`: its rows, 10^4 at a time, become column tables that are
@@ -30,8 +30,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T", int, float)
 
-# Runs `boardlab report` holds at a time: two cells of 250,000 runs (about 35 MB of tables), so a comparison
-# reads each of its cells once, and a campaign of up to that many runs is read once, as a held one.
+# Runs `boardlab report` holds at a time beyond its two last cells (about 30 MB of tables): a campaign of up
+# to that many runs is read once, as a held one; a larger one reads again what a later section reads.
 REPORT_RUNS_BUDGET = 500_000
 
 # The stored columns that `RunTable.of` takes under the same name.
@@ -94,8 +94,8 @@ class RunDigest:
 
 class CellTables:
     """The run tables of a campaign's cells, read from `store` by cell id when asked and held while the held
-    ones together have at most `budget_runs` runs (the one asked last always: a comparison reads its two
-    cells in turn, so a budget of two large cells reads each once)."""
+    ones together have at most `budget_runs` runs, and the two asked last always: a comparison reads its two
+    cells in turn, and must not read them again for each column it takes."""
 
     def __init__(self, store: Store, budget_runs: int) -> None:
         self._store, self._budget = store, budget_runs
@@ -117,7 +117,7 @@ class CellTables:
         self.reads += 1
         self._digests.setdefault(cell_id, RunDigest.of(got))
         self._held[cell_id] = got
-        while len(self._held) > 1 and sum(map(len, self._held.values())) > self._budget:
+        while len(self._held) > 2 and sum(map(len, self._held.values())) > self._budget:
             self._held.popitem(last=False)
         return got
 
