@@ -284,6 +284,7 @@ def test_the_database_sums_whole_rows_and_python_reads_the_rest_with_the_same_po
         " DROP INDEX runs_by_campaign_start; UPDATE meta SET value = '8' WHERE key = 'schema_version';"
         + "".join(f" ALTER TABLE runs DROP COLUMN {c};" for c in RUN_COLUMNS)
         + "".join(f" ALTER TABLE campaigns DROP COLUMN {c};" for c in CAMPAIGN_COLUMNS_11)
+        + " DROP INDEX artifacts_by_campaign;"  # and schema 12's index
     )
     conn.close()
     with Store.open(db, create=False) as store:
