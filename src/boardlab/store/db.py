@@ -85,6 +85,7 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
         wait: Callable[[str], None] | None = None,
         verify: bool | Literal["beside"] = True,
         page_bytes: int | None = None,
+        quick_check: bool = True,
     ) -> Store:
         """`create=True` opens for a campaign: the file is created if missing and locked exclusively (flock)
         until close, so a second writer is refused. `create=False` opens read-only and changes nothing.
@@ -106,13 +107,19 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
         fail in any way, and the damage is what to say.
 
         `page_bytes` (a writer's open of a SQLite file): the page size of the store when this open makes it
-        (a new or empty file; an existing store keeps its own), SQLite's default (4096) when None."""
+        (a new or empty file; an existing store keeps its own), SQLite's default (4096) when None.
+
+        `quick_check=False` (a writer's open of a SQLite file): skip SQLite's quick check of the file (it
+        reads every page: seconds on a large store, with the writer's lock held), for a writer that writes
+        little into a store whose full check passed (`boardlab serve`'s backfill of summaries)."""
         from boardlab.store import pg
 
         if pg.is_url(path):
             return cls._open_pg(str(path), create=create)
         path = Path(path)
-        return cls._open_writer(path, wait, page_bytes) if create else cls._open_reader(path, verify=verify)
+        if not create:
+            return cls._open_reader(path, verify=verify)
+        return cls._open_writer(path, wait, page_bytes, quick_check=quick_check)
 
     @classmethod
     def _open_pg(cls, url: str, *, create: bool) -> Store:
@@ -176,8 +183,9 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
 
     @classmethod
     def _open_writer(
-        cls, path: Path, wait: Callable[[str], None] | None = None, page_bytes: int | None = None
-    ) -> Store:
+        cls, path: Path, wait: Callable[[str], None] | None = None, page_bytes: int | None = None, *,
+        quick_check: bool = True,
+    ) -> Store:  # fmt: skip
         if not path.parent.is_dir():
             raise InputError(f"{path}: the directory {path.parent} does not exist")
         # O_NONBLOCK: a FIFO given as --db must not hang the open; it is refused below. O_EXCL first, to
@@ -223,7 +231,7 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
         store.created = created
         try:
             store._check_schema(store.schema_version())  # recognized before anything changes in the file
-            check = conn.execute("PRAGMA quick_check").fetchone()[0]
+            check = conn.execute("PRAGMA quick_check").fetchone()[0] if quick_check else "ok"
             if check != "ok":
                 raise sqlite3.DatabaseError(f"database disk image is malformed ({check})")
             conn.execute("PRAGMA journal_mode=WAL")
@@ -253,6 +261,26 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
         raise lock_unsupported(exc, path, "results database") or os_error(
             exc, path, "results database"
         ) from None
+
+    @staticmethod
+    def cannot_write(path: str | Path) -> str | None:
+        """Why a writer could not write the store at `path` (a file or directory this user may not write,
+        a read-only mount), or None. A PostgreSQL store is None: its role's rights show at the first write."""
+        from boardlab.store import pg
+
+        if pg.is_url(path):
+            return None
+        path = Path(path)
+        if not os.access(path, os.W_OK):
+            return (
+                f"{path}: the store's file is not writable here (its mode, its owner, or a read-only mount)"
+            )
+        if not os.access(path.parent, os.W_OK):
+            return (
+                f"{path.parent}: the store's directory is not writable here (a writer makes SQLite's -wal "
+                "and -shm files there)"
+            )
+        return None
 
     def check_file(self) -> None:
         """A campaign's store is still the file at its path (before each run and before its status is
