@@ -529,3 +529,57 @@ def keep_after(store, campaign_ids, warn) -> None:
             keep(store, cid)
         except Exception as exc:  # noqa: BLE001 - the runs are stored; only the shortcut to them is missing
             _warn_unkept(warn, cid, exc)
+
+
+# ---- serve's backfill (web/backfill.py): each step runs in serve's worker process --------------------------
+
+BACKFILL_LIMIT = 100_000  # campaigns listed at once: a lab's years of nightly campaigns on ten boards
+
+
+def to_backfill(db: str) -> tuple[list[int], int]:
+    """(the ended campaigns of the store at `db` without a summary of this code at their status, newest first;
+    how many campaigns have ended): what `boardlab serve` computes and stores in the background. A bounded
+    number of queries over the campaigns and the summaries' keys, none over the runs (`Store.open` without
+    its full check), so it is as quick on ten million runs as on ten."""
+    from boardlab.store import Store
+
+    with Store.open(db, create=False, verify=False) as store, store.snapshot():
+        summaries = store.schema_version() >= FIRST_SUMMARY_STORE
+        return store.campaigns_to_backfill(code_fingerprint(), limit=BACKFILL_LIMIT, summaries=summaries)
+
+
+def kept_of(db: str, campaign_id: int) -> Kept:
+    """What keeping the campaign's summary writes (`to_keep`: its summary, its predecessor's, the step between
+    them, each unless stored fresh), computed on a reader's connection in one snapshot."""
+    return _kept(db, campaign_id, {})
+
+
+class _Held(Exception):
+    """Another writer holds the store: `who` (its pid and command line)."""
+
+
+def write_kept(db: str, kept: Kept, checked: bool) -> str | None:
+    """Writes `kept` into the store at `db` as `keep` does, unless another writer holds it (a campaign
+    running, an ingest): then nothing is written and who holds it is returned, at once (a campaign is never
+    kept waiting for a summary). Only what is still current is written: a campaign resumed since it was
+    computed gets its own summary from its runner when it ends, which a late write must not replace.
+    `checked`: the store's full check passed, so the writer's open skips SQLite's quick check (every page
+    read, with the lock held). Each summary and step is one transaction: a kill leaves the store valid."""
+    from boardlab.store import Store
+
+    def refuse(who: str) -> None:
+        raise _Held(who)
+
+    try:
+        store = Store.open(db, wait=refuse, quick_check=not checked)
+    except _Held as held:
+        return str(held)
+    with store:
+        current = Kept(
+            kept.summary,
+            tuple(s for s in kept.summaries if _current(store, s)),
+            tuple(r for r in kept.steps
+                  if (r.runs_from, r.runs_to) == (store.count_runs(r.from_id), store.count_runs(r.to_id))),
+        )  # fmt: skip
+        current.write(store)
+    return None

@@ -111,6 +111,28 @@ class Background:
         future.add_done_callback(lambda f: self._finish(key, kind, campaign_id, runs, f))
         return since
 
+    def run(self, fn, *args):
+        """The future of `fn(*args)` in the worker process, after the analyses asked before it: the backfill
+        (web/backfill.py) submits its steps one at a time, so a page's analysis waits for one at most."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        with self._lock:
+            try:
+                return self._executor().submit(fn, *args)
+            except BrokenProcessPool:  # its worker was killed (out of memory, by hand): a new one
+                self._pool = None
+                return self._executor().submit(fn, *args)
+
+    def close(self) -> None:
+        """Ends the worker now, mid-analysis or not (serve stopping): an exit would otherwise wait for the
+        analysis it runs, minutes on a large campaign."""
+        pool = self._pool
+        if pool is None:
+            return
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):  # no public handle on them
+            proc.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
+
     def _finish(self, key: tuple, kind: str, campaign_id: int, runs: int, future) -> None:
         with self._lock:
             self._pending.pop(key, None)
