@@ -23,6 +23,12 @@ def add_arguments(parser) -> None:
         help=f"read the access token from this file (else ${TOKEN_ENV}, else a random one printed at start); "
         "required on any address but loopback, used on loopback too when given",
     )
+    parser.add_argument(
+        "--no-backfill",
+        action="store_true",
+        help="do not compute and store, in the background, the summaries of the campaigns that lack one (a "
+        "read-only lab setup); their pages are computed when viewed",
+    )
 
 
 def is_loopback(host: str) -> bool:
@@ -107,10 +113,16 @@ def run(args) -> int:
     with Store.open(args.db, create=False, verify=False):
         pass
     from boardlab.web.app import create_app
+    from boardlab.web.backfill import Backfill, off_reason
+    from boardlab.web.background import Background
     from boardlab.web.check import StoreCheck
 
     check = StoreCheck(args.db, on_done=_say_checked)
-    app = create_app(args.db, token=token, verify=False, threads=lim.threads, check=check)
+    background = Background(args.db)  # one worker for the pages' analyses and the backfill's
+    backfill = Backfill(args.db, background, check, off=off_reason(args.db, args.no_backfill),
+                        on_done=_say_backfilled)  # fmt: skip
+    app = create_app(args.db, token=token, verify=False, threads=lim.threads, check=check,
+                     background=background, backfill=backfill)  # fmt: skip
     sock = _listen(
         args.host, args.port, lim.backlog
     )  # bound here: a refused address is one line, --port 0 known
@@ -130,8 +142,23 @@ def run(args) -> int:
         )
     check.start()
     print("checking every value of the store beside the pages (its state: /check)", flush=True)
-    uvicorn.Server(config).run(sockets=[sock])
+    backfill.start()
+    off = backfill.state().why if backfill.state().state == "off" else None
+    print(f"summaries backfill off: {off}" if off else "storing the summaries the store lacks in the "
+          "background, newest campaign first (its state: /backfill)", flush=True)  # fmt: skip
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:  # the backfill and the worker end with the server, mid-analysis or not
+        backfill.stop()
+        background.close()
     return 0
+
+
+def _say_backfilled(state) -> None:
+    """The backfill's end, on serve's output (from its thread): done, or why it turned off."""
+    from boardlab.web.backfill import status_text
+
+    print(f"summaries backfill: {status_text(state, state.started_unix_s)}", flush=True)
 
 
 def _say_checked(state) -> None:
