@@ -255,3 +255,30 @@ def test_serves_start_and_the_backfills_listing_read_no_run_at_any_size(tmp_path
         assert reading_runs == [], reading_runs
         counts[n] = len(queries)
     assert counts[6] == counts[60] <= 20, counts  # three opens of the store, each reading its schema
+
+
+def test_a_campaign_starting_while_the_backfill_writes_waits_the_instant_and_one_holding_on_refuses(tmp_path):
+    """The backfill holds the store's writer lock for one summary's write (about 0.1 s): a campaign opening it
+    then is let in once it is free, not refused; a writer that holds on (a campaign) still refuses another."""
+    from boardlab.errors import InputError
+    from boardlab.store import Store
+    from boardlab.store.db import BRIEF_HOLD_S
+
+    db = tmp_path / "lab.db"
+    Store.open(db).close()
+    held = threading.Event()
+
+    def backfill_writes() -> None:  # its writer's open, about 0.1 s of writing, its close
+        with Store.open(db):
+            held.set()
+            time.sleep(0.2)
+
+    writer = threading.Thread(target=backfill_writes)
+    writer.start()
+    held.wait(10)
+    t0 = time.monotonic()
+    with Store.open(db):  # `boardlab run`'s open: no wait asked
+        assert time.monotonic() - t0 < BRIEF_HOLD_S + 0.5
+    writer.join()
+    with Store.open(db), pytest.raises(InputError, match="in use by"):
+        Store.open(db)

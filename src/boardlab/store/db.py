@@ -9,6 +9,7 @@ import functools
 import os
 import sqlite3
 import stat
+import time
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +32,9 @@ from boardlab.store.verify import Beside, damaged, verify_store
 STORE_SCHEMA = MIGRATIONS[-1][0]
 _PG_MIGRATE_LOCK = 0x626C6162  # "blab": the advisory lock that serializes migrations on a PostgreSQL store
 _PG_INGEST_LOCK = 0x626C6169  # "blai": one ingest at a time per PostgreSQL store
+# a writer that holds a SQLite store for an instant (serve's backfill storing one summary: about 0.1 s) is
+# waited for this long before a second writer is refused or told to wait: a campaign starting then is not
+BRIEF_HOLD_S = 1.0
 
 
 def _statements(sql: str) -> list[str]:
@@ -55,6 +59,19 @@ def fold_wal(path: Path) -> None:
         conn.execute("PRAGMA journal_mode=DELETE")
     finally:
         conn.close()
+
+
+def _lock_soon(fd: int) -> None:
+    """The writer's flock once the file is free, within BRIEF_HOLD_S; else BlockingIOError."""
+    deadline = time.monotonic() + BRIEF_HOLD_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
 
 
 class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, SummaryRows):
@@ -204,7 +221,7 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise InputError(f"{path}: not a regular file; give --db a file path")
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                _lock_soon(fd)
             except BlockingIOError:
                 from boardlab.platform.locks import flock_holders
 
