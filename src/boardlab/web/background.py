@@ -62,7 +62,17 @@ def _view(db: str, campaign_id: int):
         return summary.analysis_view(store, campaign_id)
 
 
-WORKERS = {"summary": _summary, "view": _view}
+def _compare(db: str, sides: tuple):
+    """The comparison of two campaigns' views (`compare_campaigns`): its permutation p-values (up to 8,000
+    draws of Yuen's statistic over both arms' runs for each cell whose t approximation lands where the
+    correction reads it) take seconds at 10^4 runs a campaign, so they run here, not on a page's thread."""
+    from boardlab.analysis import compare_campaigns
+
+    a, b, path = sides
+    return compare_campaigns(a, b, path_a=path, path_b=path)
+
+
+WORKERS = {"summary": _summary, "view": _view, "compare": _compare}
 
 
 class Background:
@@ -79,7 +89,10 @@ class Background:
         self._pending: dict[tuple, tuple[object, float]] = {}  # key -> (future, since)
         self._latest: dict[tuple[str, int], tuple[object, int]] = {}  # (kind, campaign) -> (value, runs)
 
-    def get(self, kind: str, campaign_id: int, version: tuple, runs: int, *, stale_ok: bool = False):
+    def get(self, kind: str, campaign_id, version: tuple, runs: int, *, stale_ok: bool = False,
+            given=None, what: str | None = None):  # fmt: skip
+        """`given`: what the worker's function takes after the store's path, when not `campaign_id` (a
+        comparison's two views); `what`: the words of Computing, when not the campaign's analysis."""
         key = (kind, *version)
         with self._lock:
             if key in self._done:
@@ -89,23 +102,23 @@ class Background:
                     del self._done[key]  # said once; the next view tries again
                     raise got.error
                 return got
-            since = self._start(key, kind, campaign_id, runs)
+            since = self._start(key, kind, campaign_id, runs, campaign_id if given is None else given)
             latest = self._latest.get((kind, campaign_id))
         if stale_ok and latest is not None:
             return Stale(latest[0], latest[1])
-        raise Computing(f"the analysis of campaign {campaign_id} ({runs} runs stored)", since)
+        raise Computing(what or f"the analysis of campaign {campaign_id} ({runs} runs stored)", since)
 
-    def _start(self, key: tuple, kind: str, campaign_id: int, runs: int) -> float:
+    def _start(self, key: tuple, kind: str, campaign_id, runs: int, given) -> float:
         """The future of `key`, submitted if it is not running yet (under the lock); when it began."""
         if key in self._pending:
             return self._pending[key][1]
         from concurrent.futures.process import BrokenProcessPool
 
         try:
-            future = self._executor().submit(WORKERS[kind], self._db, campaign_id)
+            future = self._executor().submit(WORKERS[kind], self._db, given)
         except BrokenProcessPool:  # its worker was killed (out of memory, by hand): a new one
             self._pool = None
-            future = self._executor().submit(WORKERS[kind], self._db, campaign_id)
+            future = self._executor().submit(WORKERS[kind], self._db, given)
         since = time.time()
         self._pending[key] = (future, since)
         future.add_done_callback(lambda f: self._finish(key, kind, campaign_id, runs, f))

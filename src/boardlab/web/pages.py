@@ -280,7 +280,14 @@ def compare(store, a: str, b: str, background=None) -> tuple[doc.Document, dict]
 
     left, right = _pair_of_sides(store, a, b, background)
     key = ("compare", version(store, left.campaign_id), version(store, right.campaign_id))
-    d = _memo(key, lambda: compare_campaigns(left, right, path_a=store.path, path_b=store.path))
+    if background is None:
+        d = _memo(key, lambda: compare_campaigns(left, right, path_a=store.path, path_b=store.path))
+    else:  # its permutation p-values take seconds: in serve's worker, never on a page's thread
+        ids = (left.campaign_id, right.campaign_id)
+        d = _memo(key, lambda: background.get(
+            "compare", ids, key[1:], left.runs_stored + right.runs_stored, given=(left, right, store.path),
+            what=f"the comparison of campaign {ids[0]} with campaign {ids[1]}",
+        ))  # fmt: skip
     title = (
         f"boardlab compare: {left.name} on {left.board_label} (A) and {right.name} on {right.board_label} (B)"
     )
