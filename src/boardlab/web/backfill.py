@@ -27,6 +27,9 @@ from typing import Literal
 
 BackfillStateName = Literal["off", "listing", "computing", "waiting", "done"]
 RETRY_S = (1.0, 2.0, 5.0, 10.0, 30.0)  # waits for a store another writer holds: soon, then every 30 s
+# writes failed in a row that turn it off: one can be a conflict with another writer (a PostgreSQL store's
+# ingest storing the same summary), three is a store that cannot be written (a read-only role or file)
+UNWRITTEN_OFF = 3
 SHOWN_FAILURES = 20  # campaigns whose summary could not be computed, kept for /backfill (the count is exact)
 
 
@@ -101,6 +104,10 @@ class _Off(Exception):
     """The backfill cannot go on (a store it cannot write, a damaged store): why."""
 
 
+class _Unwritten(Exception):
+    """A campaign's summary could not be written: why."""
+
+
 class Backfill:
     """The backfill of the store at `db` through `background`'s worker; `check`: the store's full check
     (web/check.py `StoreCheck`) it waits for, None for none; `off`: why it does not run (`off_reason`).
@@ -172,6 +179,7 @@ class Backfill:
         except Exception as exc:  # noqa: BLE001 - said as the reason it is off
             raise _Off(f"the store's campaigns could not be listed ({_why(exc)})") from None
         self._set(state="computing", ended=ended, left=len(ids))
+        unwritten = 0  # write failures in a row
         for cid in ids:
             if self._stop.is_set():
                 return
@@ -179,14 +187,25 @@ class Backfill:
             try:
                 kept = self._compute(cid)
             except Exception as exc:  # noqa: BLE001 - one campaign that cannot be analysed: the next
-                s = self._state
-                shown = s.failures + ((cid, _why(exc)),) if len(s.failures) < SHOWN_FAILURES else s.failures
-                self._set(left=s.left - 1, failed=s.failed + 1, failures=shown)
+                self._failed(cid, exc)
                 continue
-            if not self._stored(kept):
-                return
+            try:
+                if not self._stored(kept):
+                    return
+            except _Unwritten as exc:  # a conflict with another writer, or a store that cannot be written
+                unwritten += 1
+                if unwritten >= UNWRITTEN_OFF:
+                    raise _Off(f"the summaries cannot be stored ({exc})") from None
+                self._failed(cid, exc)
+                continue
+            unwritten = 0
             self._set(left=self._state.left - 1)
         self._set(state="done", current=None, why=None, took_s=time.monotonic() - t0)
+
+    def _failed(self, cid: int, exc: Exception) -> None:
+        s = self._state
+        shown = s.failures + ((cid, _why(exc)),) if len(s.failures) < SHOWN_FAILURES else s.failures
+        self._set(left=s.left - 1, failed=s.failed + 1, failures=shown)
 
     def _stored(self, kept) -> bool:
         """Writes `kept` once the store may be written: after its full check passed, when no other writer
@@ -198,8 +217,8 @@ class Backfill:
             if why is None:
                 try:
                     holder = self._write(kept, checked)
-                except Exception as exc:  # noqa: BLE001 - a store that cannot be written: off, said why
-                    raise _Off(f"the summaries cannot be stored ({_why(exc)})") from None
+                except Exception as exc:  # noqa: BLE001 - said per campaign; in a row, the reason it is off
+                    raise _Unwritten(_why(exc)) from None
                 if holder is None:
                     return True
                 why = f"the store is held by another writer ({holder}); trying again in {wait_s:.0f} s"

@@ -6,8 +6,11 @@ another build) is analysed from its runs: seconds at 10^5 runs, more at 10^6. A 
 it gets the result when it is ready, else the page answers at once that it is being computed (202, with a
 Refresh header) and the analysis runs in one worker process (`concurrent.futures`, one at a time, so a lab's
 pages never take both cores from a campaign running beside them). A running campaign's page shows its last
-analysis while the next one, with the runs stored since, is computed. The worker dies with serve
-(platform.spawn's parent-death signal, set in the worker as it starts).
+analysis while the next one, with the runs stored since, is computed. A comparison of two campaigns is
+computed there too, even when both are summarized: its permutation p-values take seconds on large campaigns
+(`_compare`). The backfill (web/backfill.py) runs its steps in the same worker, one at a time (`run`). The
+worker dies with serve (platform.spawn's parent-death signal, set in the worker as it starts), and `close`
+ends it at serve's end.
 """
 
 from __future__ import annotations
