@@ -125,3 +125,26 @@ def test_a_serve_killed_mid_backfill_leaves_the_store_valid_and_its_worker_ends(
         assert stored, "nothing was stored before the kill"
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_a_serve_stopped_mid_backfill_ends_at_once_with_its_worker(tmp_path):
+    """SIGTERM (Ctrl-C, systemd's stop): serve does not wait for the analysis its worker is running."""
+    db = _unsummarized(tmp_path / "lab.db", 6)
+    s = Served(db, backfill=True)
+    try:
+        got = _backfill(s, lambda b: b["state"] == "computing" and b["current_campaign"] is not None)
+        assert got["state"] == "computing", got
+        worker = [int(p) for t in os.listdir(f"/proc/{s.proc.pid}/task")
+                  for p in open(f"/proc/{s.proc.pid}/task/{t}/children").read().split()]  # fmt: skip
+        t0 = time.monotonic()
+        os.kill(s.proc.pid, signal.SIGTERM)
+        code = s.proc.wait(timeout=30)
+        took_s = time.monotonic() - t0
+    finally:
+        s.stop()
+    # uvicorn ends gracefully, then raises the signal again (the exit status says it was stopped by it)
+    assert code in (0, -signal.SIGTERM) and took_s < 10.0, (code, took_s)  # a hang guard, not a timing check
+    deadline = time.monotonic() + 10
+    while any(_alive(w) for w in worker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert worker and not [w for w in worker if _alive(w)], "serve's worker outlived it"
