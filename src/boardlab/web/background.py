@@ -54,7 +54,9 @@ def _summary(db: str, campaign_id: int):
     from boardlab.store import Store
 
     with Store.open(db, create=False, verify=False) as store, store.snapshot():
-        return summary.compute(store, campaign_id)
+        # stored by the backfill since the page asked (its analysis waited behind the backfill's): read, not
+        # computed again
+        return summary.summary_of(store, campaign_id, with_document=True)
 
 
 def _view(db: str, campaign_id: int):
