@@ -85,6 +85,7 @@ def _checked(raw: str, source: str) -> str:
 
 def run(args) -> int:
     import os
+    import signal
 
     from boardlab.cli.workload_facts import store_missing_facts
     from boardlab.errors import InputError
@@ -133,7 +134,10 @@ def run(args) -> int:
     quiet_logs(debug=bool(os.environ.get("BOARDLAB_DEBUG")))  # after uvicorn.Config: it sets the loggers up
     bound = sock.getsockname()
     url = f"http://{'[' + bound[0] + ']' if ':' in bound[0] else bound[0]}:{bound[1]}/"
-    print(f"serving {display_url(args.db) if is_url(args.db) else args.db} read-only at {url}", flush=True)
+    # read-only unless the backfill stores summaries (said on its own line below)
+    writes = backfill.state().state != "off"
+    where = display_url(args.db) if is_url(args.db) else args.db
+    print(f"serving {where}{'' if writes else ' read-only'} at {url}", flush=True)
     if token is not None:
         print(
             "token required on every request (Authorization: Bearer TOKEN, or open "
@@ -146,12 +150,26 @@ def run(args) -> int:
     off = backfill.state().why if backfill.state().state == "off" else None
     print(f"summaries backfill off: {off}" if off else "storing the summaries the store lacks in the "
           "background, newest campaign first (its state: /backfill)", flush=True)  # fmt: skip
+    # uvicorn stops on SIGTERM, then raises it again under the handler it found: this one, so the worker is
+    # ended and its queues released here (the signal's default, death, left the multiprocessing resource
+    # tracker warning of "leaked semaphore objects" at every stop)
+    signal.signal(signal.SIGTERM, _stopped)
     try:
         uvicorn.Server(config).run(sockets=[sock])
+    except _Stopped:
+        pass
     finally:  # the backfill and the worker end with the server, mid-analysis or not
         backfill.stop()
         background.close()
     return 0
+
+
+class _Stopped(Exception):
+    """SIGTERM: serve stops as asked (exit 0)."""
+
+
+def _stopped(signum, frame) -> None:
+    raise _Stopped
 
 
 def _say_backfilled(state) -> None:
