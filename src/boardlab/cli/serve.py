@@ -85,7 +85,6 @@ def _checked(raw: str, source: str) -> str:
 
 def run(args) -> int:
     import os
-    import signal
 
     from boardlab.cli.workload_facts import store_missing_facts
     from boardlab.errors import InputError
@@ -113,17 +112,7 @@ def run(args) -> int:
     store_missing_facts(args.db)  # campaigns stored before their workloads' facts were: stored once, here
     with Store.open(args.db, create=False, verify=False):
         pass
-    from boardlab.web.app import create_app
-    from boardlab.web.backfill import Backfill, off_reason
-    from boardlab.web.background import Background
-    from boardlab.web.check import StoreCheck
-
-    check = StoreCheck(args.db, on_done=_say_checked)
-    background = Background(args.db)  # one worker for the pages' analyses and the backfill's
-    backfill = Backfill(args.db, background, check, off=off_reason(args.db, args.no_backfill),
-                        on_done=_say_backfilled)  # fmt: skip
-    app = create_app(args.db, token=token, verify=False, threads=lim.threads, check=check,
-                     background=background, backfill=backfill)  # fmt: skip
+    app, (check, background, backfill) = _site(args, token, lim)
     sock = _listen(
         args.host, args.port, lim.backlog
     )  # bound here: a refused address is one line, --port 0 known
@@ -150,18 +139,42 @@ def run(args) -> int:
     off = backfill.state().why if backfill.state().state == "off" else None
     print(f"summaries backfill off: {off}" if off else "storing the summaries the store lacks in the "
           "background, newest campaign first (its state: /backfill)", flush=True)  # fmt: skip
+    _serve(uvicorn.Server(config), sock, backfill, background)
+    return 0
+
+
+def _site(args, token: str | None, lim):
+    """The application and what runs beside its pages: (app, (store check, worker, backfill))."""
+    from boardlab.web.app import create_app
+    from boardlab.web.backfill import Backfill, off_reason
+    from boardlab.web.background import Background
+    from boardlab.web.check import StoreCheck
+
+    check = StoreCheck(args.db, on_done=_say_checked)
+    background = Background(args.db)  # one worker for the pages' analyses and the backfill's
+    backfill = Backfill(args.db, background, check, off=off_reason(args.db, args.no_backfill),
+                        on_done=_say_backfilled)  # fmt: skip
+    app = create_app(args.db, token=token, verify=False, threads=lim.threads, check=check,
+                     background=background, backfill=backfill)  # fmt: skip
+    return app, (check, background, backfill)
+
+
+def _serve(server, sock, backfill, background) -> None:
+    """Serves until stopped (Ctrl-C, SIGTERM); the backfill and the worker end with the server, mid-analysis
+    or not."""
+    import signal
+
     # uvicorn stops on SIGTERM, then raises it again under the handler it found: this one, so the worker is
     # ended and its queues released here (the signal's default, death, left the multiprocessing resource
     # tracker warning of "leaked semaphore objects" at every stop)
     signal.signal(signal.SIGTERM, _stopped)
     try:
-        uvicorn.Server(config).run(sockets=[sock])
+        server.run(sockets=[sock])
     except _Stopped:
         pass
-    finally:  # the backfill and the worker end with the server, mid-analysis or not
+    finally:
         backfill.stop()
         background.close()
-    return 0
 
 
 class _Stopped(Exception):
