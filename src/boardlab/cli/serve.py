@@ -136,6 +136,7 @@ def run(args) -> int:
     check.start()
     print("checking every value of the store beside the pages (its state: /check)", flush=True)
     backfill.start()
+    background.warm()  # the worker started before a page needs it
     off = backfill.state().why if backfill.state().state == "off" else None
     print(f"summaries backfill off: {off}" if off else "storing the summaries the store lacks in the "
           "background, newest campaign first (its state: /backfill)", flush=True)  # fmt: skip

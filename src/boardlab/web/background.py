@@ -15,6 +15,7 @@ ends it at serve's end.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import OrderedDict
@@ -99,7 +100,7 @@ class Background:
         self._db = db
         self._lock = threading.Lock()
         self._pool: ProcessPoolExecutor | None = (
-            None  # started at the first analysis: a server of summarized stores never starts it
+            None  # started by `warm` (serve, at its start) or at the first analysis
         )
         self._done: OrderedDict[tuple, object] = OrderedDict()
         self._pending: dict[tuple, tuple[object, float]] = {}  # key -> (future, since)
@@ -151,6 +152,15 @@ class Background:
             except BrokenProcessPool:  # its worker was killed (out of memory, by hand): a new one
                 self._pool = None
                 return self._executor().submit(fn, *args)
+
+    def warm(self) -> None:
+        """Starts the worker now, from a thread of its own: the first page that needs it (any /compare) would
+        otherwise wait for a Python process to start and import boardlab, half a second on a loaded board."""
+        threading.Thread(target=self._warm, name="boardlab-warm", daemon=True).start()
+
+    def _warm(self) -> None:
+        with self._lock, contextlib.suppress(Exception):  # one that cannot start is said by the page asking
+            self._executor()
 
     def close(self) -> None:
         """Ends the worker now, mid-analysis or not (serve stopping): an exit would otherwise wait for the
