@@ -20,12 +20,15 @@ import urllib.request
 class Served:
     """`stderr`: a file for the server's log (the default, a pipe, is read only when the server fails to
     start: a server that logs a lot would block on a full pipe); `nofile`: its RLIMIT_NOFILE (soft and hard),
-    as `ulimit -n` sets it."""
+    as `ulimit -n` sets it. `backfill`: serve's backfill of the summaries the store lacks runs (its default);
+    off unless asked (`--no-backfill`), so a test's store changes only by what the test does and a page's
+    first view is the one the test means (tests/e2e/test_serve_backfill.py tests the backfill)."""
 
     def __init__(self, db, *args: str, env: dict | None = None, start_timeout_s: float = 60.0,
-                 stderr=None, nofile: int | None = None):  # fmt: skip
+                 stderr=None, nofile: int | None = None, backfill: bool = False):  # fmt: skip
+        off = () if backfill else ("--no-backfill",)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "boardlab", "serve", "--db", str(db), "--port", "0", *args],
+            [sys.executable, "-m", "boardlab", "serve", "--db", str(db), "--port", "0", *off, *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE if stderr is None else stderr,
             text=True,

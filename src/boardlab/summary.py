@@ -179,6 +179,20 @@ def _current(store, s: Summary) -> bool:
 def stored(store, campaign_id: int, *, with_document: bool = False) -> Summary | None:
     """The campaign's stored summary if it is fresh (same runs, same status, computed by this code) and reads
     back, else None: a damaged row is a cache to compute again, not an error of the campaign."""
+    got = _fresh(store, campaign_id, with_document)
+    return None if got is None else got[0]
+
+
+def stored_view(store, campaign_id: int) -> KeptAnalysis | None:
+    """The view (`Summary.view`) of the campaign's fresh stored summary, or None: decoded once, where
+    `stored(...).view()` decodes it twice (the check that it reads back, then the view), a tenth of a second
+    each at 10^4 runs."""
+    got = _fresh(store, campaign_id, False)
+    return None if got is None else got[1]
+
+
+def _fresh(store, campaign_id: int, with_document: bool) -> tuple[Summary, KeptAnalysis] | None:
+    """`stored`'s summary and its view, as decoded to check that it reads back."""
     if store.schema_version() < FIRST_SUMMARY_STORE:
         return None
     row = store.campaign_summary(campaign_id, with_document=with_document)
@@ -188,19 +202,20 @@ def stored(store, campaign_id: int, *, with_document: bool = False) -> Summary |
         campaign_id, row["runs_stored"], row["status"], row["cells_json"],
         row["document_json"] if with_document else None, stored=True,
     )  # fmt: skip
-    return s if _current(store, s) and _reads_back(s) else None
+    view = _read_back(s) if _current(store, s) else None
+    return None if view is None else (s, view)
 
 
-def _reads_back(s: Summary) -> bool:
-    """Whether a stored summary's JSON decodes into what its readers build (a row damaged on disk, or by a
-    hand, does not)."""
+def _read_back(s: Summary) -> KeptAnalysis | None:
+    """The view of a stored summary if its JSON decodes into what its readers build (a row damaged on disk, or
+    by a hand, does not), else None."""
     try:
-        s.view()
+        view = s.view()
         if s.document_json is not None:
             document_of(s)
     except (ValueError, TypeError, KeyError, AttributeError):
-        return False
-    return True
+        return None
+    return view
 
 
 def summary_of(store, campaign_id: int, *, with_document: bool = False) -> Summary:
@@ -529,3 +544,57 @@ def keep_after(store, campaign_ids, warn) -> None:
             keep(store, cid)
         except Exception as exc:  # noqa: BLE001 - the runs are stored; only the shortcut to them is missing
             _warn_unkept(warn, cid, exc)
+
+
+# ---- serve's backfill (web/backfill.py): each step runs in serve's worker process --------------------------
+
+BACKFILL_LIMIT = 100_000  # campaigns listed at once: a lab's years of nightly campaigns on ten boards
+
+
+def to_backfill(db: str) -> tuple[list[int], int]:
+    """(the ended campaigns of the store at `db` without a summary of this code at their status, newest first;
+    how many campaigns have ended): what `boardlab serve` computes and stores in the background. A bounded
+    number of queries over the campaigns and the summaries' keys, none over the runs (`Store.open` without
+    its full check), so it is as quick on ten million runs as on ten."""
+    from boardlab.store import Store
+
+    with Store.open(db, create=False, verify=False) as store, store.snapshot():
+        summaries = store.schema_version() >= FIRST_SUMMARY_STORE
+        return store.campaigns_to_backfill(code_fingerprint(), limit=BACKFILL_LIMIT, summaries=summaries)
+
+
+def kept_of(db: str, campaign_id: int) -> Kept:
+    """What keeping the campaign's summary writes (`to_keep`: its summary, its predecessor's, the step between
+    them, each unless stored fresh), computed on a reader's connection in one snapshot."""
+    return _kept(db, campaign_id, {})
+
+
+class _Held(Exception):
+    """Another writer holds the store: `who` (its pid and command line)."""
+
+
+def write_kept(db: str, kept: Kept, checked: bool) -> str | None:
+    """Writes `kept` into the store at `db` as `keep` does, unless another writer holds it (a campaign
+    running, an ingest): then nothing is written and who holds it is returned, at once (a campaign is never
+    kept waiting for a summary). Only what is still current is written: a campaign resumed since it was
+    computed gets its own summary from its runner when it ends, which a late write must not replace.
+    `checked`: the store's full check passed, so the writer's open skips SQLite's quick check (every page
+    read, with the lock held). Each summary and step is one transaction: a kill leaves the store valid."""
+    from boardlab.store import Store
+
+    def refuse(who: str) -> None:
+        raise _Held(who)
+
+    try:
+        store = Store.open(db, wait=refuse, quick_check=not checked)
+    except _Held as held:
+        return str(held)
+    with store:
+        current = Kept(
+            kept.summary,
+            tuple(s for s in kept.summaries if _current(store, s)),
+            tuple(r for r in kept.steps
+                  if (r.runs_from, r.runs_to) == (store.count_runs(r.from_id), store.count_runs(r.to_id))),
+        )  # fmt: skip
+        current.write(store)
+    return None

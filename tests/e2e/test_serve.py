@@ -547,3 +547,23 @@ def test_the_analysis_worker_outlives_the_request_thread_that_started_it(tmp_pat
         assert alive == workers, f"the worker died with a request thread: {workers} -> {alive}"
         status, _, body = s.get("/campaign/2", timeout=60)
         assert status == 200 and "Traceback" not in body, (status, body[:300])
+
+
+def test_a_comparison_is_computed_in_the_worker_and_no_page_waits_for_it(tmp_path):
+    """Both sides summarized: their views are read from the store, but the comparison's permutation p-values
+    take seconds on large campaigns (bench/bench_serve.py); the page says at once that it is being computed
+    (202) and is the comparison once serve's worker has it, then at once from the server's memory."""
+    import boardlab.summary as summary
+    from boardlab.store import Store
+
+    db = make_history_db(tmp_path / "lab.db")
+    with Store.open(db) as store:
+        for cid in (2, 3):
+            summary.keep(store, cid)
+    with Served(db) as s:
+        status, headers, body = s.get("/compare?a=c:2&b=c:3", wait_computed=False)
+        assert status == 202 and headers["Refresh"], (status, body[:300])
+        assert "the comparison of campaign 2 with campaign 3 is being computed" in body
+        status, _, body = s.get("/compare.json?a=c:2&b=c:3")
+        assert status == 200 and json.loads(body)["cells"], body[:300]
+        assert s.get("/compare?a=c:2&b=c:3", wait_computed=False)[0] == 200

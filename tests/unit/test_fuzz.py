@@ -723,8 +723,8 @@ def test_a_ratio_interval_from_zero_to_infinity_is_turned_into_a_cost_interval(p
 
 # ---- boardlab serve's routes ----
 
-ROUTES = ("/", "/boards", "/campaigns", "/campaign/{id}", "/compare", "/history", "/running",
-          "/static/live.js", "/favicon.ico", "/{text}", "/campaign/{text}", "//{text}",
+ROUTES = ("/", "/boards", "/campaigns", "/campaign/{id}", "/compare", "/history", "/running", "/check",
+          "/backfill", "/static/live.js", "/favicon.ico", "/{text}", "/campaign/{text}", "//{text}",
           "/\\{text}")  # fmt: skip
 QUERY_KEYS = ("page", "board", "a", "b", "plan", "token", "x")
 UNICODE_DIGITS = ("²", "٣", "۴", "५", "১", "๑", "１", "𝟘", "Ⅻ", "½")

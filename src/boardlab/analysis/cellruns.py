@@ -5,9 +5,9 @@ A `RunTable` costs about 75 bytes a run; a campaign of 10^7 runs held whole need
 the cell (its run count, its flags' counts, its invalid runs' reasons, its median CPU and wall times) is kept,
 computed once from the cell's table when it is first read; everything else (values, run order, environments,
 the columns a comparison, a plot or a study reads) comes from the table, which `CellTables` holds while the
-held tables together have at most N runs (the two most recent always) and reads again from the store when it
-was let go. A report of a campaign whose runs fit the budget reads each cell once, as with held tables; a larger
-one reads a cell again where a later section needs its runs.
+held tables together have at most N runs (the two most recent always) and reads again from the store when
+it was let go. A report of a campaign whose runs fit the budget reads each cell once, as with held tables; a
+larger one reads a cell again where a later section needs its runs.
 
 Reading a cell goes through `Store.cell_run_batches`: its rows, 10^4 at a time, become column tables that are
 joined (`RunTable.joined`), so a cell of 10^6 runs never exists as 10^6 row objects.

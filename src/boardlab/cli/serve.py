@@ -23,6 +23,12 @@ def add_arguments(parser) -> None:
         help=f"read the access token from this file (else ${TOKEN_ENV}, else a random one printed at start); "
         "required on any address but loopback, used on loopback too when given",
     )
+    parser.add_argument(
+        "--no-backfill",
+        action="store_true",
+        help="do not compute and store, in the background, the summaries of the campaigns that lack one (a "
+        "read-only lab setup); their pages are computed when viewed",
+    )
 
 
 def is_loopback(host: str) -> bool:
@@ -106,11 +112,7 @@ def run(args) -> int:
     store_missing_facts(args.db)  # campaigns stored before their workloads' facts were: stored once, here
     with Store.open(args.db, create=False, verify=False):
         pass
-    from boardlab.web.app import create_app
-    from boardlab.web.check import StoreCheck
-
-    check = StoreCheck(args.db, on_done=_say_checked)
-    app = create_app(args.db, token=token, verify=False, threads=lim.threads, check=check)
+    app, (check, background, backfill) = _site(args, token, lim)
     sock = _listen(
         args.host, args.port, lim.backlog
     )  # bound here: a refused address is one line, --port 0 known
@@ -121,7 +123,10 @@ def run(args) -> int:
     quiet_logs(debug=bool(os.environ.get("BOARDLAB_DEBUG")))  # after uvicorn.Config: it sets the loggers up
     bound = sock.getsockname()
     url = f"http://{'[' + bound[0] + ']' if ':' in bound[0] else bound[0]}:{bound[1]}/"
-    print(f"serving {display_url(args.db) if is_url(args.db) else args.db} read-only at {url}", flush=True)
+    # read-only unless the backfill stores summaries (said on its own line below)
+    writes = backfill.state().state != "off"
+    where = display_url(args.db) if is_url(args.db) else args.db
+    print(f"serving {where}{'' if writes else ' read-only'} at {url}", flush=True)
     if token is not None:
         print(
             "token required on every request (Authorization: Bearer TOKEN, or open "
@@ -130,8 +135,62 @@ def run(args) -> int:
         )
     check.start()
     print("checking every value of the store beside the pages (its state: /check)", flush=True)
-    uvicorn.Server(config).run(sockets=[sock])
+    backfill.start()
+    background.warm()  # the worker started before a page needs it
+    off = backfill.state().why if backfill.state().state == "off" else None
+    print(f"summaries backfill off: {off}" if off else "storing the summaries the store lacks in the "
+          "background, newest campaign first (its state: /backfill)", flush=True)  # fmt: skip
+    _serve(uvicorn.Server(config), sock, backfill, background)
     return 0
+
+
+def _site(args, token: str | None, lim):
+    """The application and what runs beside its pages: (app, (store check, worker, backfill))."""
+    from boardlab.web.app import create_app
+    from boardlab.web.backfill import Backfill, off_reason
+    from boardlab.web.background import Background
+    from boardlab.web.check import StoreCheck
+
+    check = StoreCheck(args.db, on_done=_say_checked)
+    background = Background(args.db)  # one worker for the pages' analyses and the backfill's
+    backfill = Backfill(args.db, background, check, off=off_reason(args.db, args.no_backfill),
+                        on_done=_say_backfilled)  # fmt: skip
+    app = create_app(args.db, token=token, verify=False, threads=lim.threads, check=check,
+                     background=background, backfill=backfill)  # fmt: skip
+    return app, (check, background, backfill)
+
+
+def _serve(server, sock, backfill, background) -> None:
+    """Serves until stopped (Ctrl-C, SIGTERM); the backfill and the worker end with the server, mid-analysis
+    or not."""
+    import signal
+
+    # uvicorn stops on SIGTERM, then raises it again under the handler it found: this one, so the worker is
+    # ended and its queues released here (the signal's default, death, left the multiprocessing resource
+    # tracker warning of "leaked semaphore objects" at every stop)
+    signal.signal(signal.SIGTERM, _stopped)
+    try:
+        server.run(sockets=[sock])
+    except _Stopped:
+        pass
+    finally:
+        backfill.stop()
+        background.close()
+
+
+class _Stopped(Exception):
+    """SIGTERM: serve stops as asked (exit 0)."""
+
+
+def _stopped(signum, frame) -> None:
+    raise _Stopped
+
+
+def _say_backfilled(state) -> None:
+    """The backfill's end, on serve's output (from its thread): done, or why it turned off."""
+    from boardlab.web.backfill import status_text
+
+    print(f"summaries backfill: {status_text(state, state.started_unix_s)}", flush=True)
 
 
 def _say_checked(state) -> None:

@@ -9,6 +9,7 @@ import functools
 import os
 import sqlite3
 import stat
+import time
 import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +33,9 @@ from boardlab.store.verify import Beside, damaged, verify_store
 STORE_SCHEMA = MIGRATIONS[-1][0]
 _PG_MIGRATE_LOCK = 0x626C6162  # "blab": the advisory lock that serializes migrations on a PostgreSQL store
 _PG_INGEST_LOCK = 0x626C6169  # "blai": one ingest at a time per PostgreSQL store
+# a writer that holds a SQLite store for an instant (serve's backfill storing one summary: about 0.1 s) is
+# waited for this long before a second writer is refused or told to wait: a campaign starting then is not
+BRIEF_HOLD_S = 1.0
 
 
 def _statements(sql: str) -> list[str]:
@@ -56,6 +60,19 @@ def fold_wal(path: Path) -> None:
         conn.execute("PRAGMA journal_mode=DELETE")
     finally:
         conn.close()
+
+
+def _lock_soon(fd: int) -> None:
+    """The writer's flock once the file is free, within BRIEF_HOLD_S; else BlockingIOError."""
+    deadline = time.monotonic() + BRIEF_HOLD_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.02)
 
 
 class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, SummaryRows):
@@ -93,6 +110,7 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
         page_bytes: int | None = None,
         full_check: bool = False,
         note: Callable[[str], None] | None = None,
+        quick_check: bool = True,
     ) -> Store:
         """`create=True` opens for a campaign: the file is created if missing and locked exclusively (flock)
         until close, so a second writer is refused. `create=False` opens read-only and changes nothing.
@@ -118,7 +136,11 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
 
         A writer's open of a SQLite file checks the file before it changes anything: all of it (SQLite's
         quick_check) up to FULL_CHECK_MAX_BYTES or with `full_check`, else the bounded check, which
-        `note(text)` says once (the size, what was left unchecked and how to check it all)."""
+        `note(text)` says once (the size, what was left unchecked and how to check it all).
+
+        `quick_check=False` (a writer's open of a SQLite file): no check of the file at all, for a writer that
+        writes little into a store whose full check passed (`boardlab serve`'s backfill of summaries: the
+        check reads every page of a store up to 1 GiB, with the writer's lock held)."""
         from boardlab.store import pg
 
         if pg.is_url(path):
@@ -126,7 +148,9 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
         path = Path(path)
         if not create:
             return cls._open_reader(path, verify=verify)
-        return cls._open_writer(path, wait, page_bytes, full_check=full_check, note=note)
+        return cls._open_writer(
+            path, wait, page_bytes, full_check=full_check, note=note, quick_check=quick_check
+        )
 
     @classmethod
     def _open_pg(cls, url: str, *, create: bool) -> Store:
@@ -197,6 +221,7 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
         *,
         full_check: bool = False,
         note: Callable[[str], None] | None = None,
+        quick_check: bool = True,
     ) -> Store:
         if not path.parent.is_dir():
             raise InputError(f"{path}: the directory {path.parent} does not exist")
@@ -216,7 +241,7 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise InputError(f"{path}: not a regular file; give --db a file path")
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                _lock_soon(fd)
             except BlockingIOError:
                 from boardlab.platform.locks import flock_holders
 
@@ -243,7 +268,8 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
         store.created = created
         try:
             store._check_schema(store.schema_version())  # recognized before anything changes in the file
-            store._open_check(full_check, note)
+            if quick_check:
+                store._open_check(full_check, note)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
@@ -286,6 +312,26 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
         raise lock_unsupported(exc, path, "results database") or os_error(
             exc, path, "results database"
         ) from None
+
+    @staticmethod
+    def cannot_write(path: str | Path) -> str | None:
+        """Why a writer could not write the store at `path` (a file or directory this user may not write,
+        a read-only mount), or None. A PostgreSQL store is None: its role's rights show at the first write."""
+        from boardlab.store import pg
+
+        if pg.is_url(path):
+            return None
+        path = Path(path)
+        if not os.access(path, os.W_OK):
+            return (
+                f"{path}: the store's file is not writable here (its mode, its owner, or a read-only mount)"
+            )
+        if not os.access(path.parent, os.W_OK):
+            return (
+                f"{path.parent}: the store's directory is not writable here (a writer makes SQLite's -wal "
+                "and -shm files there)"
+            )
+        return None
 
     def check_file(self) -> None:
         """A campaign's store is still the file at its path (before each run and before its status is

@@ -62,6 +62,30 @@ class SummaryRows(Connected):
             )
         ]
 
+    def campaigns_to_backfill(
+        self, schema: int, *, limit: int, summaries: bool = True
+    ) -> tuple[list[int], int]:
+        """(ids of ended campaigns with no summary of this schema, or one computed at another status, newest
+        first, at most `limit`; how many campaigns have ended). Two queries over the campaigns and the
+        summaries' primary key, whatever the store's size: a summary's run count is not compared here (that
+        would count every run of every campaign); a page finds a stale one when it reads it.
+        `summaries=False`: a store from before summaries were kept, where every ended campaign lacks one."""
+        ended = int(
+            self.conn.execute("SELECT count(*) FROM campaigns WHERE status <> 'running'").fetchone()[0]
+        )
+        if not summaries:
+            rows = self.conn.execute(
+                "SELECT id FROM campaigns WHERE status <> 'running' ORDER BY id DESC LIMIT ?", (limit,)
+            )
+        else:
+            rows = self.conn.execute(
+                "SELECT c.id FROM campaigns c LEFT JOIN campaign_summaries s ON s.campaign_id = c.id"
+                " WHERE c.status <> 'running' AND (s.campaign_id IS NULL OR s.schema <> ? OR s.status <>"
+                " c.status) ORDER BY c.id DESC LIMIT ?",
+                (schema, limit),
+            )
+        return [int(r[0]) for r in rows], ended
+
     def record_value_runs(
         self,
         campaign_id: int,

@@ -75,8 +75,9 @@ def _form(action: str, fields: list[str]) -> str:
 
 
 def create_app(
-    db: str, *, token: str | None = None, verify: bool = True, threads: int | None = None, check=None
-):
+    db: str, *, token: str | None = None, verify: bool = True, threads: int | None = None, check=None,
+    background=None, backfill=None,
+):  # fmt: skip
     """The application over the store at `db` (a SQLite path or a postgresql:// URL), opened read-only per
     request, so a campaign writing to it is never blocked and every page is one consistent snapshot.
     `verify=False`: the caller verified the store once (`boardlab serve` at its start); each request then
@@ -84,12 +85,15 @@ def create_app(
     since come from boardlab's own writers). `threads`: how many pages are built at once (each opens the
     store: `boardlab serve` derives it from the descriptors it may open, web/guard.py); None keeps anyio's.
     `check`: the store's full check running beside the pages (web/check.py `StoreCheck`, with verify=False):
-    while it runs every page says so; once it found a damage every page is the 503 naming it."""
+    while it runs every page says so; once it found a damage every page is the 503 naming it.
+    `background`: the worker of the analyses pages need (web/background.py `Background`; one of its own when
+    None); `backfill`: the summaries computed and stored beside the pages (web/backfill.py `Backfill`, over
+    the same `background`): while campaigns are left every page says how many are summarized."""
     from starlette.applications import Starlette
     from starlette.middleware import Middleware
 
     return Starlette(
-        routes=_Site(db, verify, check).routes(),
+        routes=_Site(db, verify, check, background, backfill).routes(),
         middleware=[Middleware(_Guard, token=token, csp=_csp())],
         exception_handlers={404: _not_found, 405: _not_allowed, 500: _internal},
         lifespan=None if threads is None else _threads(threads),
@@ -115,11 +119,12 @@ class _Site:
     """serve's pages over one store: each request opens it read-only, builds its document in one snapshot
     and answers in the format its address asks for."""
 
-    def __init__(self, db: str, verify: bool, check=None) -> None:
+    def __init__(self, db: str, verify: bool, check=None, background=None, backfill=None) -> None:
         from boardlab.web.background import Background
 
-        self.db, self.verify, self.check = db, verify, check
-        self.background = Background(db)  # the analyses the store does not hold, in a worker process
+        self.db, self.verify, self.check, self.backfill = db, verify, check, backfill
+        # the analyses the store does not hold, in a worker process
+        self.background = background if background is not None else Background(db)
 
     def read(self, build, request, *, html_extra=lambda store: ""):
         """Runs `build(store)` in one snapshot; (document, json twin) -> the response the URL asks for."""
@@ -131,6 +136,7 @@ class _Site:
             return _problem(503, checked.problem or "the store is damaged", as_json)
         if checked is not None and checked.state in ("checking", "unfinished"):
             html_extra = _with_banner(html_extra, checked)
+        html_extra = _with_backfill_banner(html_extra, self.backfill)
         try:
             store = Store.open(self.db, create=False, verify=self.verify)
         except Exception as exc:  # the store cannot be read at all: 503, naming it and why
@@ -234,6 +240,22 @@ class _Site:
             _page("boardlab: store check", f"<h1>Store check</h1><p>{esc(_check_text(checked))}</p>")
         )
 
+    def backfilled(self, request):
+        """/backfill: the summaries serve computes and stores in the background (web/backfill.py)."""
+        import time
+
+        from starlette.responses import HTMLResponse, JSONResponse
+
+        from boardlab.report.render import esc
+        from boardlab.web.backfill import status_text
+
+        state = self.backfill.state() if self.backfill is not None else None
+        if _wants_json(request):
+            return JSONResponse({"schema": pages.WEB_SCHEMA, "backfill": state and state.as_json()})
+        items = "".join(f"<li>campaign {c}: {esc(w)}</li>" for c, w in (state.failures if state else ()))
+        body = f"<h1>Backfill of summaries</h1><p>{esc(status_text(state, time.time()))}</p>"
+        return HTMLResponse(_page("boardlab: backfill", body + (f"<ul>{items}</ul>" if items else "")))
+
     def routes(self) -> list:
         """Every page with its .json twin, the live script, and the answers browsers ask for."""
         from starlette.responses import RedirectResponse, Response
@@ -255,6 +277,7 @@ class _Site:
             *both("/history", self.history),
             *both("/running", self.running),
             *both("/check", self.store_check),
+            *both("/backfill", self.backfilled),
             Route(
                 "/static/live.js",
                 lambda request: Response(LIVE_JS, media_type="text/javascript"),
@@ -449,6 +472,19 @@ def _with_banner(html_extra, checked):
     else:
         what = f"did not finish ({checked.problem}): this page comes from a store not checked"
     note = f'<p class="problem">The store\'s full check {esc(what)}. <a href="/check">Its state</a></p>'
+    return lambda store: note + html_extra(store)
+
+
+def _with_backfill_banner(html_extra, backfill):
+    """`html_extra` with the note, above it, of how many campaigns are summarized while the backfill has some
+    left (`backfill` is read when the page is built: the count is the page's own)."""
+    from boardlab.report.render import esc
+    from boardlab.web.backfill import banner_text
+
+    text = banner_text(backfill.state()) if backfill is not None else None
+    if text is None:
+        return html_extra
+    note = f'<p class="problem">{esc(text)} <a href="/backfill">Its state</a></p>'
     return lambda store: note + html_extra(store)
 
 

@@ -6,12 +6,16 @@ another build) is analysed from its runs: seconds at 10^5 runs, more at 10^6. A 
 it gets the result when it is ready, else the page answers at once that it is being computed (202, with a
 Refresh header) and the analysis runs in one worker process (`concurrent.futures`, one at a time, so a lab's
 pages never take both cores from a campaign running beside them). A running campaign's page shows its last
-analysis while the next one, with the runs stored since, is computed. The worker dies with serve
-(platform.spawn's parent-death signal, set in the worker as it starts).
+analysis while the next one, with the runs stored since, is computed. A comparison of two campaigns is
+computed there too, even when both are summarized: its permutation p-values take seconds on large campaigns
+(`_compare`). The backfill (web/backfill.py) runs its steps in the same worker, one at a time (`run`). The
+worker dies with serve (platform.spawn's parent-death signal, set in the worker as it starts), and `close`
+ends it at serve's end.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections import OrderedDict
@@ -51,7 +55,9 @@ def _summary(db: str, campaign_id: int):
     from boardlab.store import Store
 
     with Store.open(db, create=False, verify=False) as store, store.snapshot():
-        return summary.compute(store, campaign_id)
+        # stored by the backfill since the page asked (its analysis waited behind the backfill's): read, not
+        # computed again
+        return summary.summary_of(store, campaign_id, with_document=True)
 
 
 def _view(db: str, campaign_id: int):
@@ -62,7 +68,28 @@ def _view(db: str, campaign_id: int):
         return summary.analysis_view(store, campaign_id)
 
 
-WORKERS = {"summary": _summary, "view": _view}
+def _compare(db: str, ids: tuple[int, int]):
+    """The comparison of two campaigns (`compare_campaigns`) from their views (stored, or computed from their
+    runs): its permutation p-values (up to 8,000 draws of Yuen's statistic over both arms' runs for each cell
+    whose t approximation lands where the correction reads it) take seconds at 10^4 runs a campaign, so
+    they run here, not on a page's thread."""
+    from boardlab.analysis import compare_campaigns
+    from boardlab.store import Store
+
+    with Store.open(db, create=False, verify=False) as store, store.snapshot():
+        a, b = (_view_of(store, cid) for cid in ids)
+        return compare_campaigns(a, b, path_a=store.path, path_b=store.path)
+
+
+def _view_of(store, campaign_id: int):
+    """The campaign's view from its stored summary, decoded once, else computed from its runs."""
+    import boardlab.summary as summary
+
+    got = summary.stored_view(store, campaign_id)
+    return got if got is not None else summary.analysis_view(store, campaign_id)
+
+
+WORKERS = {"summary": _summary, "view": _view, "compare": _compare}
 
 
 class Background:
@@ -73,13 +100,16 @@ class Background:
         self._db = db
         self._lock = threading.Lock()
         self._pool: ProcessPoolExecutor | None = (
-            None  # started at the first analysis: a server of summarized stores never starts it
+            None  # started by `warm` (serve, at its start) or at the first analysis
         )
         self._done: OrderedDict[tuple, object] = OrderedDict()
         self._pending: dict[tuple, tuple[object, float]] = {}  # key -> (future, since)
         self._latest: dict[tuple[str, int], tuple[object, int]] = {}  # (kind, campaign) -> (value, runs)
 
-    def get(self, kind: str, campaign_id: int, version: tuple, runs: int, *, stale_ok: bool = False):
+    def get(self, kind: str, campaign_id, version: tuple, runs: int, *, stale_ok: bool = False,
+            given=None, what: str | None = None):  # fmt: skip
+        """`given`: what the worker's function takes after the store's path, when not `campaign_id` (a
+        comparison's two views); `what`: the words of Computing, when not the campaign's analysis."""
         key = (kind, *version)
         with self._lock:
             if key in self._done:
@@ -89,27 +119,58 @@ class Background:
                     del self._done[key]  # said once; the next view tries again
                     raise got.error
                 return got
-            since = self._start(key, kind, campaign_id, runs)
+            since = self._start(key, kind, campaign_id, runs, campaign_id if given is None else given)
             latest = self._latest.get((kind, campaign_id))
         if stale_ok and latest is not None:
             return Stale(latest[0], latest[1])
-        raise Computing(f"the analysis of campaign {campaign_id} ({runs} runs stored)", since)
+        raise Computing(what or f"the analysis of campaign {campaign_id} ({runs} runs stored)", since)
 
-    def _start(self, key: tuple, kind: str, campaign_id: int, runs: int) -> float:
+    def _start(self, key: tuple, kind: str, campaign_id, runs: int, given) -> float:
         """The future of `key`, submitted if it is not running yet (under the lock); when it began."""
         if key in self._pending:
             return self._pending[key][1]
         from concurrent.futures.process import BrokenProcessPool
 
         try:
-            future = self._executor().submit(WORKERS[kind], self._db, campaign_id)
+            future = self._executor().submit(WORKERS[kind], self._db, given)
         except BrokenProcessPool:  # its worker was killed (out of memory, by hand): a new one
             self._pool = None
-            future = self._executor().submit(WORKERS[kind], self._db, campaign_id)
+            future = self._executor().submit(WORKERS[kind], self._db, given)
         since = time.time()
         self._pending[key] = (future, since)
         future.add_done_callback(lambda f: self._finish(key, kind, campaign_id, runs, f))
         return since
+
+    def run(self, fn, *args):
+        """The future of `fn(*args)` in the worker process, after the analyses asked before it: the backfill
+        (web/backfill.py) submits its steps one at a time, so a page's analysis waits for one at most."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        with self._lock:
+            try:
+                return self._executor().submit(fn, *args)
+            except BrokenProcessPool:  # its worker was killed (out of memory, by hand): a new one
+                self._pool = None
+                return self._executor().submit(fn, *args)
+
+    def warm(self) -> None:
+        """Starts the worker now, from a thread of its own: the first page that needs it (any /compare) would
+        otherwise wait for a Python process to start and import boardlab, half a second on a loaded board."""
+        threading.Thread(target=self._warm, name="boardlab-warm", daemon=True).start()
+
+    def _warm(self) -> None:
+        with self._lock, contextlib.suppress(Exception):  # one that cannot start is said by the page asking
+            self._executor()
+
+    def close(self) -> None:
+        """Ends the worker now, mid-analysis or not (serve stopping): an exit would otherwise wait for the
+        analysis it runs, minutes on a large campaign."""
+        pool = self._pool
+        if pool is None:
+            return
+        for proc in list((getattr(pool, "_processes", None) or {}).values()):  # no public handle on them
+            proc.kill()
+        pool.shutdown(wait=False, cancel_futures=True)
 
     def _finish(self, key: tuple, kind: str, campaign_id: int, runs: int, future) -> None:
         with self._lock:
