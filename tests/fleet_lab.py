@@ -8,6 +8,7 @@ Everything is started here and stopped by PID; the namespaces are deleted at the
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import pwd
@@ -74,6 +75,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+_LABS = itertools.count()
+
+
 def wait_for(check, timeout_s: float, what: str, step_s: float = 0.2):
     end = time.monotonic() + timeout_s
     while time.monotonic() < end:
@@ -101,9 +105,12 @@ class Lab:
         self.aliases = dict(aliases or {})
         self.file_lists = dict(file_lists or {})
         uid = os.getpid() % 100000
+        # the labs this process made: a lab shared by a module's tests (test_fleet's lab1) is up while
+        # another test starts one of its own, so the names carry the lab's number too
+        k = next(_LABS)
         self.boards = [f"board{i}" for i in range(1, boards + 1)]
-        self.ns = {b: f"bl18-{uid}-{i}" for i, b in enumerate(self.boards, 1)}
-        self.veth = {b: f"bl{i}v{uid}" for i, b in enumerate(self.boards, 1)}
+        self.ns = {b: f"bl18-{uid}-{k}-{i}" for i, b in enumerate(self.boards, 1)}
+        self.veth = {b: f"bl{i}v{k}x{uid}" for i, b in enumerate(self.boards, 1)}  # at most 15 characters
         # 198.18.0.0/15 is for test hosts (RFC 2544): a /24 per board that no link here uses yet
         used = subprocess.run(["ip", "-o", "addr"], capture_output=True, text=True).stdout
         free = (n for n in range(100 + uid % 100, 356) if f" 198.18.{n % 256}." not in used)

@@ -209,6 +209,35 @@ def shared_tmp_dir() -> Path:
     return d
 
 
+def full_sweep_report(tmp_path_factory) -> tuple[Path, str]:
+    """(the HTML report, what `governor sweep` said) of the issue's 6,696-cell sweep: every OPP pair of the
+    simulated Exynos 5422 at 2 runs, made once per test session and shared by the tests that read it
+    (test_report_lint's heatmap test, test_report_geometry's Chromium test). The sweep and its report took
+    11 s of the suite's two CPUs, made once per module before. Under pytest-xdist the two modules may run in
+    different workers: the files sit beside the workers' own temporary directories, under a lock, and the
+    first worker to ask makes them while any other waits. Read-only once made; each test still asserts on
+    them what it asserted."""
+    import fcntl
+
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # every worker's basetemp is a directory of this one
+    d = base / "full-sweep-exynos5422"
+    d.mkdir(exist_ok=True)
+    said, page = d / "sweep.said", d / "report.html"
+    with open(d / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not said.exists():
+            db = d / "sweep.db"
+            db.unlink(missing_ok=True)  # a run stopped halfway left it: made again
+            proc = run_cli("governor", "sweep", "--sim", "exynos5422", "--db", str(db), "--runs", "2")
+            assert proc.returncode == 0, proc.stderr
+            report = run_cli("report", "--db", str(db), "-o", str(page))
+            assert report.returncode == 0, report.stderr
+            said.write_text(proc.stdout + proc.stderr)  # last: its presence says both were made
+    return page, said.read_text()
+
+
 def tagged_env(tag: str, **extra: str) -> dict:
     """Every process boardlab starts inherits its environment, so a unique variable finds exactly ours."""
     return {**os.environ, "BOARDLAB_TEST_TAG": tag, **extra}

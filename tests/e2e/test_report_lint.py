@@ -17,6 +17,7 @@ import pytest
 
 from helpers import (
     entries_plan,
+    full_sweep_report,
     make_ai_db,
     make_campaign_db,
     make_entries_db,
@@ -186,17 +187,13 @@ def test_an_empty_part_says_why_once_and_sizes_sort_as_numbers(stores, tmp_path)
     assert len(sizes) > 3 and sizes == sorted(sizes), worst
 
 
-def test_the_full_simulated_sweep_draws_its_744_curves_as_one_bounded_heatmap(tmp_path):
+def test_the_full_simulated_sweep_draws_its_744_curves_as_one_bounded_heatmap(tmp_path_factory):
     """The issue's 6,696-cell sweep (every OPP pair of the Exynos 5422, 3 patterns x 9 sizes): its 744
     latency curves were 744 lines in a 1.2 MB SVG under a legend taller than the plot; the figure builder
-    draws them as the rows of one heatmap, sorted by frequency, with a colour scale."""
-    db = tmp_path / "sweep.db"
-    proc = run_cli("governor", "sweep", "--sim", "exynos5422", "--db", str(db), "--runs", "2")
-    assert proc.returncode == 0, proc.stderr
-    assert "6696 cells" in proc.stdout + proc.stderr
-    out = tmp_path / "sweep.html"
-    proc = run_cli("report", "--db", str(db), "-o", str(out))
-    assert proc.returncode == 0, proc.stderr
+    draws them as the rows of one heatmap, sorted by frequency, with a colour scale. The sweep and its report
+    are test_report_geometry's, made once for both (helpers.full_sweep_report)."""
+    out, said = full_sweep_report(tmp_path_factory)
+    assert "6696 cells" in said
     curves = _section(out.read_text(), "Memory-latency curves")
     svg = re.search(r"(?s)<svg\b.*?</svg>", curves).group(0)
     assert "<polyline" not in svg and "744 series, too many to tell apart as lines" in visible(svg)

@@ -71,9 +71,13 @@ def lab(tmp_path):
         lab.stop()
 
 
-@pytest.fixture
-def lab1(tmp_path):
-    lab = Lab(tmp_path, 1, f"u{os.getpid()}")
+@pytest.fixture(scope="module")
+def lab1(tmp_path_factory):
+    """One board, shared by the module's tests of a single board: starting a lab (namespace, sshd, labgrid's
+    coordinator, exporter and places) took 4-8 s of each test. Each test leaves it as it found it: no place
+    held (the test that locks board1 for another user releases it) and its campaigns' files in a directory of
+    its own on the board (`--remote-dir`), so no test sees another's."""
+    lab = Lab(tmp_path_factory.mktemp("lab1"), 1, f"u{os.getpid()}")
     try:
         yield lab.start()
     finally:
@@ -281,8 +285,10 @@ def test_a_board_out_of_time_after_its_retries_fails_with_its_unfinished_cells(l
     keep = tmp_path / "keep"
     keep.mkdir()
     db = tmp_path / "fleet.db"
+    remote = lab1.remote_root / tmp_path.name  # this test's own, on the shared board (lab1)
     r = subprocess.run(
-        fleet_cmd(lab1, plan, str(db), bundle, keep, "--board-timeout", "9", "--retries", "1", "--json"),
+        fleet_cmd(lab1, plan, str(db), bundle, keep, "--board-timeout", "9", "--retries", "1", "--json",
+                  remote=remote),
         capture_output=True, text=True, timeout=170,
     )  # fmt: skip
     assert r.returncode == 1, r.stderr
@@ -308,24 +314,33 @@ def test_a_board_someone_else_holds_is_waited_for_then_failed_and_never_used(lab
     """The place is locked by another user: the fleet's reservation waits for it (up to --reserve-timeout),
     then gives the board up with the reason, without touching it; the lock stays the other user's."""
     other = {**os.environ, "LG_USERNAME": "someone"}
-    subprocess.run(
-        [str(BIN / "labgrid-client"), "-x", lab1.coordinator, "-p", "board1", "acquire"],
-        env=other, check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
-    plan = tmp_path / "plan.toml"
-    plan.write_text(PLAN)
-    keep = tmp_path / "keep"
-    keep.mkdir()
-    r = subprocess.run(
-        fleet_cmd(lab1, plan, str(tmp_path / "fleet.db"), bundle, keep, "--reserve-timeout", "3", "--json"),
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert r.returncode == 1, r.stderr
-    (board,) = json.loads(r.stdout)["boards"]
-    assert board["status"] == "failed" and "not free after 3 s" in board["reason"]
-    assert board["attempts"] == [] and not (lab1.remote_root / "board1").exists()
-    who = lab1._client("who").stdout
-    assert "someone" in who and "board1" in who
+
+    def client(verb: str) -> None:
+        subprocess.run(
+            [str(BIN / "labgrid-client"), "-x", lab1.coordinator, "-p", "board1", verb],
+            env=other, check=True, capture_output=True, timeout=60,
+        )  # fmt: skip
+
+    client("acquire")
+    try:
+        plan = tmp_path / "plan.toml"
+        plan.write_text(PLAN)
+        keep = tmp_path / "keep"
+        keep.mkdir()
+        remote = lab1.remote_root / tmp_path.name  # this test's own, on the shared board (lab1)
+        db = str(tmp_path / "fleet.db")
+        r = subprocess.run(
+            fleet_cmd(lab1, plan, db, bundle, keep, "--reserve-timeout", "3", "--json", remote=remote),
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert r.returncode == 1, r.stderr
+        (board,) = json.loads(r.stdout)["boards"]
+        assert board["status"] == "failed" and "not free after 3 s" in board["reason"]
+        assert board["attempts"] == [] and not (remote / "board1").exists()
+        who = lab1._client("who").stdout
+        assert "someone" in who and "board1" in who
+    finally:
+        client("release")  # the lab is shared (lab1): the next test finds board1 free
 
 
 def test_hostile_place_names_and_a_hostile_board_write_nothing_outside_their_directories(bundle, tmp_path):
