@@ -1195,3 +1195,15 @@ def grow_sparse(db: Path, size: int) -> None:
     or cut to `size` when shorter."""
     assert not os.path.exists(f"{db}-wal") or os.path.getsize(f"{db}-wal") == 0, "a store with its log folded"
     os.truncate(db, size)
+
+
+# Every study's store of the suite, by name: the reports that must not change by one byte (the golden
+# report test) and that a streamed report must reproduce (test_report_streamed_cells).
+REPORT_STORES = {
+    "campaign": make_campaign_db,
+    "rt": make_rt_db,
+    "ai": make_ai_db,
+    "services": make_services_db,
+    "stream": make_stream_db,
+    "satellite": make_satellite_db,
+}

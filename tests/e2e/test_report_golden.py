@@ -21,29 +21,14 @@ from pathlib import Path
 
 import pytest
 
-from helpers import (
-    make_ai_db,
-    make_campaign_db,
-    make_rt_db,
-    make_satellite_db,
-    make_services_db,
-    make_stream_db,
-    run_cli,
-)
+from helpers import REPORT_STORES, run_cli
 
 pytestmark = pytest.mark.spawns
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "reports"
 HTML_DIGESTS = GOLDEN / "html.sha256"
 UPDATE = os.environ.get("BOARDLAB_UPDATE_GOLDEN") == "1"
-STORES = {
-    "campaign": make_campaign_db,
-    "rt": make_rt_db,
-    "ai": make_ai_db,
-    "services": make_services_db,
-    "stream": make_stream_db,
-    "satellite": make_satellite_db,
-}
+STORES = REPORT_STORES
 STARTED_UNIX_S = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
 FINISHED_UNIX_S = STARTED_UNIX_S + 754.0
 
@@ -96,7 +81,7 @@ def test_report_is_byte_identical_to_the_kept_one(store, tmp_path):
 
 def test_a_changed_report_fails_the_comparison(tmp_path):
     """The check can fail: one cell's stored runs 1.5x slower gives another report."""
-    db = make_satellite_db(tmp_path / "satellite.db")
+    db = STORES["satellite"](tmp_path / "satellite.db")
     _fixed_times(db)
     with sqlite3.connect(db) as conn:
         conn.execute("UPDATE runs SET value = value * 1.5 WHERE cell_id = (SELECT min(cell_id) FROM runs)")

@@ -14,23 +14,9 @@ from boardlab.report.markdown import render_markdown
 from boardlab.report.terminal import render_text
 from boardlab.store import Store
 
-from helpers import (
-    make_ai_db,
-    make_campaign_db,
-    make_rt_db,
-    make_satellite_db,
-    make_services_db,
-    make_stream_db,
-)
+from helpers import REPORT_STORES, make_campaign_db
 
-STORES = {
-    "campaign": make_campaign_db,
-    "rt": make_rt_db,
-    "ai": make_ai_db,
-    "services": make_services_db,
-    "stream": make_stream_db,
-    "satellite": make_satellite_db,
-}
+STORES = REPORT_STORES
 
 
 def _reports(store: Store, budget: int | None) -> tuple[list[str], CellTables | None]:
