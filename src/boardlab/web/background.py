@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
+CLOSE_WAIT_S = 5.0  # how long serve's end waits for the worker pool's manager thread (it takes milliseconds)
 KEPT = 64  # results kept by the server process (the pages show at most a history's ten campaigns at once)
 
 
@@ -168,9 +169,16 @@ class Background:
         pool = self._pool
         if pool is None:
             return
+        # The pool's manager thread closes its wake-up pipe as it ends; Python 3.11's exit hook writes to that
+        # pipe after checking it open, unlocked, and a close between the two printed a Traceback (EBADF) into
+        # serve's log. With its worker killed the thread ends at once: wait for it, a bounded while (taken
+        # before shutdown, which lets go of it).
+        manager = getattr(pool, "_executor_manager_thread", None)
         for proc in list((getattr(pool, "_processes", None) or {}).values()):  # no public handle on them
             proc.kill()
         pool.shutdown(wait=False, cancel_futures=True)
+        if manager is not None:
+            manager.join(timeout=CLOSE_WAIT_S)
 
     def _finish(self, key: tuple, kind: str, campaign_id: int, runs: int, future) -> None:
         with self._lock:
