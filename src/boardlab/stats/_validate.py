@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import math
+from array import array
 from collections.abc import Iterable, Sequence
+from typing import overload
 
 
-def as_values(values: Iterable[float], *, what: str = "values", positive: bool = False) -> list[float]:
-    """A list of finite floats; rejects strings, nested sequences (iterations of runs) and NaN/inf."""
+@overload
+def as_values(values: array, *, what: str = ..., positive: bool = ...) -> array[float]: ...
+@overload
+def as_values(values: Iterable[float], *, what: str = ..., positive: bool = ...) -> list[float]: ...
+def as_values(values, *, what: str = "values", positive: bool = False):
+    """A list of finite floats; rejects strings, nested sequences (iterations of runs) and NaN/inf. A column
+    (`array.array`: a run table's values) gives a column of doubles (`as_column`)."""
+    if isinstance(values, array):
+        return as_column(values, what=what, positive=positive)
     if isinstance(values, str | bytes):
         raise TypeError(f"{what}: expected a sequence of numbers, got a string")
     if isinstance(values, list | tuple) and (quick := _finite_floats(values, positive)) is not None:
@@ -31,6 +40,14 @@ def as_values(values: Iterable[float], *, what: str = "values", positive: bool =
             raise ValueError(f"{what}[{i}] = {f}: ratios need positive values (times, rates, sizes)")
         out.append(f)
     return out
+
+
+def as_column(values: array, *, what: str = "values", positive: bool = False) -> array[float]:
+    """`as_values` of a column, kept a column: a checked copy as doubles, 8 bytes a value where a list of
+    floats takes 33 (a comparison of two cells of 300,000 runs holds both arms while it runs)."""
+    if values and all(map(math.isfinite, values)) and not (positive and min(values) <= 0.0):
+        return array("d", values)
+    return array("d", as_values(values.tolist(), what=what, positive=positive))  # names the culprit
 
 
 def _finite_floats(values: list | tuple, positive: bool) -> list[float] | None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import random
+from array import array
 from bisect import bisect_right
 from collections.abc import Sequence
 
@@ -181,7 +182,8 @@ class MedianLaw:
     __slots__ = ("_xs", "_n", "_k", "_m", "_log_beta", "_log_comb", "_g", "_split")
 
     def __init__(self, sorted_values: Sequence[float]) -> None:
-        xs = list(sorted_values)
+        # a column of doubles (a cell's sorted values, `summarize`) is read as it is: 8 bytes a value
+        xs = sorted_values if isinstance(sorted_values, array) else list(sorted_values)
         n = len(xs)
         if n == 0:
             raise ValueError("bootstrap of no values")

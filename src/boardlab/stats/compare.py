@@ -17,6 +17,7 @@ import dataclasses
 import math
 import random
 import statistics
+from array import array
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -364,7 +365,8 @@ def _trimmed_effect(base, cond, paired_blocks, hib, confidence, alpha, warnings)
     """Yuen's trimmed t on log values (paired: the one-sample trimmed t of per-block log ratios): the
     ratio of trimmed geometric means, its intervals and the test from the same statistic."""
     n_blocks = None
-    logs_b, logs_c = list(map(math.log, base)), list(map(math.log, cond))
+    # columns of doubles (8 bytes a run, not a list's 33): each is sorted once, by the test
+    logs_b, logs_c = array("d", map(math.log, base)), array("d", map(math.log, cond))
     if paired_blocks is not None:
         log_ratios = _paired_or_raise(base, cond, paired_blocks, warnings)
         n_blocks = len(log_ratios)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -12,6 +13,7 @@ from boardlab.stats._validate import as_values
 from boardlab.stats.hypothesis import Ranking, spearman, spearman_of_ranks
 from boardlab.stats.text import p_is
 
+INTEGER_TYPECODES = "bBhHiIlLqQ"
 DRIFT_ALPHA = 0.01  # research/anchors-methodology.md section 9.3: flag at p < 0.01
 
 
@@ -64,16 +66,24 @@ def drift_of_ranked(
     return remembered(key, lambda: _drift_check(values, order, alpha, value_ranks))
 
 
+def _checked_order(order: Sequence[float]) -> Sequence[float]:
+    """The run order as given when it is a column of integers (a run table's seqs: finite by their type, and
+    ranked without a list of 300,000 floats made of them), else checked as any values."""
+    if isinstance(order, array) and order.typecode in INTEGER_TYPECODES:
+        return order
+    return as_values(order, what="x")
+
+
 def _drift_check(
     values: Sequence[float], order: Sequence[float] | None, alpha: float, value_ranks: Ranking | None = None
 ) -> DriftCheck | None:
-    order_values = list(range(len(values))) if order is None else order
+    order_values = array("q", range(len(values))) if order is None else order
     if len(order_values) != len(values):
         raise ValueError(f"order has {len(order_values)} entries for {len(values)} values")
     if value_ranks is None or len(values) < 3:
         result = spearman(order_values, values)
     else:
-        result = spearman_of_ranks(rank_average(as_values(order_values, what="x")), value_ranks)
+        result = spearman_of_ranks(rank_average(_checked_order(order_values)), value_ranks)
     if result is None:
         return None
     flagged = result.p_value < alpha

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -190,7 +191,7 @@ def _pearson(a: Sequence[float], b: Sequence[float]) -> float:
     (C-level iteration over the same arithmetic as a loop, so the same floats)."""
     n = len(a)
     ma, mb = sum(a) / n, sum(b) / n
-    da, db = list(map(sub, a, repeat(ma))), list(map(sub, b, repeat(mb)))
+    da, db = array("d", map(sub, a, repeat(ma))), array("d", map(sub, b, repeat(mb)))  # 8 bytes a value
     sab = sum(map(mul, da, db))
     saa = sum(map(pow, da, repeat(2)))
     sbb = sum(map(pow, db, repeat(2)))
@@ -236,7 +237,7 @@ def spearman(
     return spearman_of_ranks(rank_average(xs), rank_average(ys), method=method)
 
 
-Ranking = tuple[list[float], list[int]]  # rank_average's (average ranks, tie group sizes)
+Ranking = tuple[Sequence[float], list[int]]  # rank_average's (average ranks, tie group sizes)
 
 
 def spearman_of_ranks(x: Ranking, y: Ranking, *, method: TestMethod = "auto") -> RankCorrelation | None:
@@ -263,7 +264,7 @@ def spearman_of_ranks(x: Ranking, y: Ranking, *, method: TestMethod = "auto") ->
     return RankCorrelation(rho, p, "t-approximation", n)
 
 
-def _spearman_exact_p(rx: list[float], ry: list[float], tied: bool) -> float:
+def _spearman_exact_p(rx: Sequence[float], ry: Sequence[float], tied: bool) -> float:
     n = len(rx)
     if not tied:
         # rho is an increasing function of S = sum(rank_x * rank_y); ranks are the integers 1..n.
