@@ -71,13 +71,14 @@ def test_every_run_reads_back_as_it_went_in():
 def test_the_accessors_select_what_the_runs_say():
     table = RunTable.of_points(MIXED)
     measured = [p for p in MIXED if p.valid and p.value is not None]
-    assert table.seqs() == [p.seq for p in measured]
+    assert table.seqs().tolist() == [p.seq for p in measured] and table.seqs().typecode == table.seq.typecode
     got = table.values()
-    assert len(got) == len(measured) == 3 and math.isnan(got[1])
+    assert got.typecode == "d" and len(got) == len(measured) == 3 and math.isnan(got[1])
     assert [v for v in got if v == v] == [p.value for p in measured if p.value == p.value]
-    assert table.environments() == [p.environment for p in measured]
-    assert table.values(INVALID_VALUE) == [p.value for p in MIXED if not p.valid and p.value is not None]
-    assert table.select(table.run_id, VALID) == [p.run_id for p in MIXED if p.valid]
+    assert list(table.environments()) == [p.environment for p in measured]
+    invalid = [p.value for p in MIXED if not p.valid and p.value is not None]
+    assert list(table.values(INVALID_VALUE)) == invalid
+    assert list(table.select(table.run_id, VALID)) == [p.run_id for p in MIXED if p.valid]
     assert table.strings(table.aa_arm) == [p.aa_arm for p in measured]
     assert table.known(table.user_us) == [p.user_us for p in measured if p.user_us is not None]
     assert table.known(table.mean_freq_khz, VALID) == [
@@ -85,8 +86,15 @@ def test_the_accessors_select_what_the_runs_say():
     ]
     assert table.count(OK, VALID) == sum(p.ok and not p.valid for p in MIXED) == 3
     assert table.count(lacks=OK) == 1 and table.count(MEASURED) == 3
-    envs = RunTable.of_points([_point(i, environment=RunEnvironment(1.0, 2.0, False)) for i in range(5)])
-    assert len({id(e) for e in envs.environments()}) == 1  # equal environments share one record
+
+
+def test_environments_are_columns_read_as_records():
+    """A comparison's arms hold their confounders as three columns, each run's record built when read."""
+    envs = [RunEnvironment(1.0, 2.0, False), RunEnvironment(), RunEnvironment(3.5, None, True)]
+    got = RunTable.of_points([_point(i, environment=e) for i, e in enumerate(envs)]).environments()
+    assert [c.typecode for c in (got.mean_freq_khz, got.max_temp_mc, got.throttled)] == ["d", "d", "b"]
+    assert list(got) == envs and [got[i] for i in range(3)] == envs and got[-1] == envs[-1]
+    assert got[1:] == envs[1:] and len(got) == 3
 
 
 def test_repeated_strings_cost_a_code_per_run_and_widen_past_256():

@@ -20,12 +20,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from boardlab.analysis.runs import MEASURED, RunPoint, RunTable, Strings
+from boardlab.analysis.runs import MEASURED, Environments, RunPoint, RunTable, Strings
 
 if TYPE_CHECKING:
     from array import array
 
-    from boardlab.stats import RunEnvironment
     from boardlab.store import Store
 
 T = TypeVar("T", int, float)
@@ -116,14 +115,20 @@ class CellTables:
         if got is not None:
             self._held.move_to_end(cell_id)
             return got
+        # what the read below lets go whatever the new table's size goes first, not held while it is read
+        self._let_go(keep=1)
         got = read_table(self._store.cell_run_batches(cell_id))
         self.reads += 1
         self._digests.setdefault(cell_id, RunDigest.of(got))
         self._held[cell_id] = got
         self._held_runs += len(got)
-        while len(self._held) > 2 and self._held_runs > self._budget:
-            self._held_runs -= len(self._held.popitem(last=False)[1])
+        self._let_go(keep=2)
         return got
+
+    def _let_go(self, keep: int) -> None:
+        """The oldest tables let go while more than `keep` are held and they hold more than the budget."""
+        while len(self._held) > keep and self._held_runs > self._budget:
+            self._held_runs -= len(self._held.popitem(last=False)[1])
 
 
 class StoredRuns:
@@ -160,13 +165,13 @@ class StoredRuns:
     def __iter__(self) -> Iterator[RunPoint]:
         return iter(self.table())
 
-    def select(self, column: array[T], rows: int = MEASURED) -> list[T]:
+    def select(self, column: array[T], rows: int = MEASURED) -> array[T]:
         return self.table().select(column, rows)
 
-    def values(self, rows: int = MEASURED) -> list[float]:
+    def values(self, rows: int = MEASURED) -> array[float]:
         return self.table().values(rows)
 
-    def seqs(self, rows: int = MEASURED) -> list[int]:
+    def seqs(self, rows: int = MEASURED) -> array[int]:
         return self.table().seqs(rows)
 
     def known(self, column: array, rows: int = MEASURED) -> list:
@@ -175,7 +180,7 @@ class StoredRuns:
     def strings(self, column: Strings, rows: int = MEASURED) -> list[str | None]:
         return self.table().strings(column, rows)
 
-    def environments(self, rows: int = MEASURED) -> list[RunEnvironment]:
+    def environments(self, rows: int = MEASURED) -> Environments:
         return self.table().environments(rows)
 
     @property

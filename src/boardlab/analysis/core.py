@@ -475,7 +475,7 @@ def median_comparison(pair: tuple, index: int, plan_order: str, *, family_size: 
                     condition_env=cond.environments(),
                     family_size=family_size,
                 )
-                comp = _with_flags(comp, base, cond)
+                comp = _with_flags(comp, (bv, cv), base, cond)
             except ValueError as exc:  # e.g. a metric that is zero or negative has no ratio
                 reason = f"not comparable: {exc}"
     return _comparison(cond, base, cond_label, base_label, cond.metric, comp, reason, source)
@@ -508,14 +508,13 @@ def _comparison(
     )
 
 
-def _with_flags(comp: Comparison, base: CellAnalysis, cond: CellAnalysis) -> Comparison:
+def _with_flags(comp: Comparison, values: tuple, base: CellAnalysis, cond: CellAnalysis) -> Comparison:
     """The comparison with its cells' flags (bimodal runs, drift in run order, a different environment than
-    the reference: `stats.flags`) on its verdict record."""
+    the reference: `stats.flags`) on its verdict record; `values`: the arms' values, as compared."""
     from boardlab.stats.flags import comparison_flags
 
     flags = comparison_flags(
-        base.runs.values(),
-        cond.runs.values(),
+        *values,
         baseline_order=base.runs.seqs(),
         condition_order=cond.runs.seqs(),
         confounding=comp.confounding,

@@ -52,7 +52,7 @@ class CellAnalysis:
         """The valid runs' values, in run order (built on each call: keep it while you use it)."""
         return tuple(self.runs.values())
 
-    def environments(self) -> list[RunEnvironment]:
+    def environments(self) -> Sequence[RunEnvironment]:
         """The confounders of the runs of `values`, in the same order."""
         return self.runs.environments()
 
