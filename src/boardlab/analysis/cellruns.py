@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from boardlab.analysis.runs import MEASURED, Environments, RunPoint, RunTable, Strings
+from boardlab.platform import heap
 
 if TYPE_CHECKING:
     from array import array
@@ -126,9 +127,14 @@ class CellTables:
         return got
 
     def _let_go(self, keep: int) -> None:
-        """The oldest tables let go while more than `keep` are held and they hold more than the budget."""
+        """The oldest tables let go while more than `keep` are held and they hold more than the budget; their
+        memory given back to the kernel (`platform.heap`: else the C heap keeps it for the next cell's,
+        scattered among what the analysis keeps)."""
+        before = self._held_runs
         while len(self._held) > keep and self._held_runs > self._budget:
             self._held_runs -= len(self._held.popitem(last=False)[1])
+        if self._held_runs < before:
+            heap.give_back()
 
 
 class StoredRuns:

@@ -52,6 +52,7 @@ def run(args) -> int:
     from boardlab.cli.workload_facts import store_missing_facts
     from boardlab.errors import InputError
     from boardlab.export import check_output, write_output
+    from boardlab.platform import heap
     from boardlab.report.escape import term
     from boardlab.store import Store
 
@@ -79,7 +80,9 @@ def run(args) -> int:
         with store.snapshot():
             if args.across_boards:
                 return _across_boards(args, store, campaign_id)
-            # cells read a few at a time, also by the sections: rendered before the store closes
+            # cells read a few at a time, also by the sections: rendered before the store closes; the columns
+            # of a cell let go are given back to the kernel, not kept by the C heap (platform/heap.py)
+            heap.keep_large_blocks_mapped()
             analysis = analyze(store, campaign_id, runs_budget=REPORT_RUNS_BUDGET)
             series = monitor_series(store, campaign_id) if args.format == "html" else None
             text = _render(analysis, series, args.format)
