@@ -106,7 +106,8 @@ def test_no_backfill_is_said_and_writes_nothing(tmp_path):
 def test_a_serve_killed_mid_backfill_leaves_the_store_valid_and_its_worker_ends(tmp_path):
     from boardlab.store import Store
 
-    db = _unsummarized(tmp_path / "lab.db", 6)
+    # 24 campaigns: six were at times all summarized before the first look (of 16, up to 8 were)
+    db = _unsummarized(tmp_path / "lab.db", 24)
     s = Served(db, backfill=True)
     try:
         got = _backfill(s, lambda b: b["campaigns_summarized"] >= 1 or b["state"] in ("done", "off"))
@@ -121,7 +122,7 @@ def test_a_serve_killed_mid_backfill_leaves_the_store_valid_and_its_worker_ends(
         time.sleep(0.1)
     assert worker and not [w for w in worker if _alive(w)], "serve's worker outlived it"
     with Store.open(db, create=False) as store:  # the full check of every value
-        stored = [cid for cid in range(1, 7) if store.campaign_summary(cid) is not None]
+        stored = [cid for cid in range(1, 25) if store.campaign_summary(cid) is not None]
         assert stored, "nothing was stored before the kill"
     with sqlite3.connect(db) as conn:
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
@@ -129,7 +130,7 @@ def test_a_serve_killed_mid_backfill_leaves_the_store_valid_and_its_worker_ends(
 
 def test_a_serve_stopped_mid_backfill_ends_at_once_with_its_worker(tmp_path):
     """SIGTERM (Ctrl-C, systemd's stop): serve does not wait for the analysis its worker is running."""
-    db = _unsummarized(tmp_path / "lab.db", 6)
+    db = _unsummarized(tmp_path / "lab.db", 24)  # as the test above: the first look finds it computing
     s = Served(db, backfill=True)
     try:
         got = _backfill(s, lambda b: b["state"] == "computing" and b["current_campaign"] is not None)
