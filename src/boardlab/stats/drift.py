@@ -13,7 +13,6 @@ from boardlab.stats._validate import as_values
 from boardlab.stats.hypothesis import Ranking, spearman, spearman_of_ranks
 from boardlab.stats.text import p_is
 
-INTEGER_TYPECODES = "bBhHiIlLqQ"
 DRIFT_ALPHA = 0.01  # research/anchors-methodology.md section 9.3: flag at p < 0.01
 
 
@@ -66,14 +65,6 @@ def drift_of_ranked(
     return remembered(key, lambda: _drift_check(values, order, alpha, value_ranks))
 
 
-def _checked_order(order: Sequence[float]) -> Sequence[float]:
-    """The run order as given when it is a column of integers (a run table's seqs: finite by their type, and
-    ranked without a list of 300,000 floats made of them), else checked as any values."""
-    if isinstance(order, array) and order.typecode in INTEGER_TYPECODES:
-        return order
-    return as_values(order, what="x")
-
-
 def _drift_check(
     values: Sequence[float], order: Sequence[float] | None, alpha: float, value_ranks: Ranking | None = None
 ) -> DriftCheck | None:
@@ -83,7 +74,8 @@ def _drift_check(
     if value_ranks is None or len(values) < 3:
         result = spearman(order_values, values)
     else:
-        result = spearman_of_ranks(rank_average(_checked_order(order_values)), value_ranks)
+        # a run table's seqs (an integer column) come back a column of doubles: no list of floats made
+        result = spearman_of_ranks(rank_average(as_values(order_values, what="x")), value_ranks)
     if result is None:
         return None
     flagged = result.p_value < alpha
