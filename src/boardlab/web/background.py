@@ -130,13 +130,7 @@ class Background:
         """The future of `key`, submitted if it is not running yet (under the lock); when it began."""
         if key in self._pending:
             return self._pending[key][1]
-        from concurrent.futures.process import BrokenProcessPool
-
-        try:
-            future = self._executor().submit(WORKERS[kind], self._db, given)
-        except BrokenProcessPool:  # its worker was killed (out of memory, by hand): a new one
-            self._pool = None
-            future = self._executor().submit(WORKERS[kind], self._db, given)
+        future = self._submit(WORKERS[kind], self._db, given)
         since = time.time()
         self._pending[key] = (future, since)
         future.add_done_callback(lambda f: self._finish(key, kind, campaign_id, runs, f))
@@ -145,14 +139,18 @@ class Background:
     def run(self, fn, *args):
         """The future of `fn(*args)` in the worker process, after the analyses asked before it: the backfill
         (web/backfill.py) submits its steps one at a time, so a page's analysis waits for one at most."""
+        with self._lock:
+            return self._submit(fn, *args)
+
+    def _submit(self, fn, *args):
+        """`fn(*args)` submitted to the worker (under the lock), to a new one if it was killed."""
         from concurrent.futures.process import BrokenProcessPool
 
-        with self._lock:
-            try:
-                return self._executor().submit(fn, *args)
-            except BrokenProcessPool:  # its worker was killed (out of memory, by hand): a new one
-                self._pool = None
-                return self._executor().submit(fn, *args)
+        try:
+            return self._executor().submit(fn, *args)
+        except BrokenProcessPool:  # its worker was killed (out of memory, by hand): a new one
+            self._pool = None
+            return self._executor().submit(fn, *args)
 
     def warm(self) -> None:
         """Starts the worker now, from a thread of its own: the first page that needs it (any /compare) would
