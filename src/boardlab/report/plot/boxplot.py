@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from boardlab.analysis.document import Box
 from boardlab.report.plot.axes import (
@@ -80,7 +80,7 @@ def excluded_dots(excluded: Sequence[float | None]) -> Sequence[float | None]:
     ranks."""
     if len(excluded) <= MAX_DOTS:
         return excluded
-    return _ranks(sorted(v for v in excluded if v is not None and math.isfinite(v)), MAX_DOTS)
+    return _ranks(sorted(_finite(excluded)), MAX_DOTS)
 
 
 def boxplot(
@@ -123,7 +123,7 @@ def boxplot(
         body += text_lines(
             left - 10, cy + 4 - 7 * (len(lines) - 1), lines, LABEL_LINE_H, anchor="end", size=12
         )
-        vals = [v for v in b.values if v is not None and math.isfinite(v)]
+        vals = list(_finite(b.values))
         if vals:
             lo, q1, med, q3, hi = box_stats(vals)
             hh = row_h * 0.32
@@ -260,7 +260,7 @@ def _one_box(
     run that did not count; and whether its dots were thinned."""
     out = []
     half = box_w * 0.36
-    vals = [v for v in b.values if v is not None and math.isfinite(v)]
+    vals = list(_finite(b.values))
     thinned = False
     if vals:
         lo, q1, med, q3, hi = box_stats(vals)
@@ -286,6 +286,11 @@ def _one_box(
     return out, thinned
 
 
+def _finite(values: Iterable[float | None]) -> Iterator[float]:
+    """The values a box shows: recorded (not None) and finite."""
+    return (v for v in values if v is not None and math.isfinite(v))
+
+
 def _values_and_axis(boxes, log: bool | None) -> tuple[tuple[float, ...], str]:
     """The smallest and the largest finite value the boxes show (kept and excluded; () when none) and the
     axis they take: log10 when asked or (None) when they span widely, never with a value <= 0. The extremes
@@ -293,10 +298,10 @@ def _values_and_axis(boxes, log: bool | None) -> tuple[tuple[float, ...], str]:
     300,000 runs each was 28 MB."""
     lows, highs = [], []
     for vs in (vs for b in boxes for vs in (b.values, b.excluded)):
-        low = min((v for v in vs if v is not None and math.isfinite(v)), default=None)
+        low = min(_finite(vs), default=None)
         if low is not None:
             lows.append(low)
-            highs.append(max(v for v in vs if v is not None and math.isfinite(v)))
+            highs.append(max(_finite(vs)))
     extremes = (min(lows), max(highs)) if lows else ()
     if log is None:
         log = wants_log(extremes)
