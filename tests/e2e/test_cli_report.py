@@ -169,6 +169,18 @@ def test_the_report_is_written_atomically_over_an_old_one(synthetic_db, tmp_path
     assert [p.name for p in tmp_path.iterdir()] == ["r.md"]  # no temporary left behind
 
 
+def test_the_output_suffix_chooses_the_format_and_a_contradiction_is_refused(synthetic_db, tmp_path):
+    md, txt = tmp_path / "r.md", tmp_path / "r.txt"
+    assert run_cli("report", "--db", str(synthetic_db), "-o", str(md)).returncode == 0
+    assert md.read_text().startswith("# boardlab report: synthetic")  # Markdown, not the HTML default
+    assert run_cli("report", "--db", str(synthetic_db), "-o", str(txt)).returncode == 0
+    assert not txt.read_text().startswith(("#", "<"))
+    clash = tmp_path / "clash.html"
+    proc = run_cli("report", "--db", str(synthetic_db), "--format", "md", "-o", str(clash))
+    assert proc.returncode == 2 and "names a html file but --format is md" in proc.stderr
+    assert "Traceback" not in proc.stderr and not clash.exists()
+
+
 def test_a_missing_database_or_campaign_is_a_usage_error(synthetic_db, tmp_path):
     proc = run_cli("report", "--db", str(tmp_path / "nope.db"), "--format", "text")
     assert proc.returncode == 2 and "no such results database" in proc.stderr

@@ -9,7 +9,12 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--db", required=True, help="results database: a SQLite file or a postgresql:// URL (a shared store)"
     )
-    parser.add_argument("--format", choices=("json", "csv", "parquet"), default="json")
+    parser.add_argument(
+        "--format",
+        choices=("json", "csv", "parquet"),
+        help="default: what -o's suffix names (.json, .csv, .parquet), else parquet with --partition, "
+        "else json",
+    )
     parser.add_argument(
         "-o", "--output", help="file to write; - for stdout (the default; parquet needs a file)"
     )
@@ -38,17 +43,20 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from boardlab import export as ex
+    from boardlab.cli.output_format import EXPORT_SUFFIXES, chosen_format
     from boardlab.errors import InputError
     from boardlab.report.escape import csv_cell, term
     from boardlab.store import Store
 
+    default = "parquet" if args.partition else "json"
+    args.format = chosen_format(args.format, args.output, EXPORT_SUFFIXES, default)
+    if args.partition and args.table != "runs":
+        raise InputError("--partition writes the runs table: drop --table metrics, or --partition")
     if args.format == "parquet" and (not args.output or args.output == "-"):
         raise InputError("--format parquet writes binary: give -o FILE (or -o DIR with --partition)")
     if args.partition:
-        if args.table != "runs":
-            raise InputError("--partition writes the runs table: drop --table metrics, or --partition")
         if args.format != "parquet":
-            raise InputError("--partition writes Parquet: add --format parquet")
+            raise InputError(f"--partition writes Parquet: drop --format {args.format}, or --partition")
         ex._pyarrow()  # refused before the store is read when pyarrow is missing
         with Store.open(args.db, create=False) as store, store.snapshot():
             boards = ex.write_parquet_partitioned(ex.iter_run_rows(store, args.campaign), args.output)

@@ -35,8 +35,8 @@ def add_arguments(parser) -> None:
     parser.add_argument(
         "--format",
         choices=("text", "md", "html", "junit", "github"),
-        default="text",
-        help="default text; junit: the latest step of each board as JUnit XML (a test case per cell, a "
+        help="default: what -o's suffix names (.txt, .md, .html, .xml: junit), else text; junit: the latest "
+        "step of each board as JUnit XML (a test case per cell, a "
         "regression a <failure> naming the cell, B/A, its interval and the commit); github: that step as "
         "GitHub Actions annotations (::error per regression, ::notice per improvement); docs/lab.md",
     )
@@ -61,6 +61,7 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     import boardlab.summary as summary
     from boardlab.analysis.history import build_history, history_document, load_history
+    from boardlab.cli.output_format import HISTORY_SUFFIXES, chosen_format
     from boardlab.cli.workload_facts import store_missing_facts
     from boardlab.errors import InputError
     from boardlab.export import check_output, write_output
@@ -69,6 +70,7 @@ def run(args) -> int:
 
     if not 2 <= args.last <= 100:
         raise InputError(f"--last {args.last}: expected 2 to 100 campaigns per board")
+    args.format = chosen_format(args.format, args.output, HISTORY_SUFFIXES, "text")
     if args.format == "html" and not args.output and not args.json:
         raise InputError("--format html writes a file: give -o history.html (or -o - for stdout)")
     if args.output and args.output != "-":

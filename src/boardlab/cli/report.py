@@ -21,7 +21,11 @@ def add_arguments(parser) -> None:
         "--output",
         help="file to write; '-' for stdout (default: stdout for md and text, required for html)",
     )
-    parser.add_argument("--format", choices=("html", "md", "text"), default="html", help="default html")
+    parser.add_argument(
+        "--format",
+        choices=("html", "md", "text"),
+        help="default: what -o's suffix names (.html, .md, .txt), else html",
+    )
     parser.add_argument("--campaign", type=int, help="campaign id (default: the latest)")
     parser.add_argument(
         "--board", metavar="LABEL", help="in a store of many boards: the latest campaign of this board"
@@ -49,6 +53,7 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from boardlab.analysis import analyze, latest_campaign_id, monitor_series
     from boardlab.analysis.cellruns import REPORT_RUNS_BUDGET
+    from boardlab.cli.output_format import REPORT_SUFFIXES, chosen_format
     from boardlab.cli.workload_facts import store_missing_facts
     from boardlab.errors import InputError
     from boardlab.export import check_output, write_output
@@ -56,6 +61,7 @@ def run(args) -> int:
     from boardlab.report.escape import term
     from boardlab.store import Store
 
+    args.format = chosen_format(args.format, args.output, REPORT_SUFFIXES, "html")
     if args.format == "html" and not args.output:
         raise InputError("--format html writes a file: give -o report.html (or -o - for stdout)")
     if (args.reference_board is not None or args.all_pairs) and not args.across_boards:
