@@ -23,7 +23,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, get_args
 
 from boardlab.conditions.journal import RestoreJournal
 from boardlab.errors import InputError
@@ -82,8 +82,8 @@ class ConditionKind(Protocol):
     params: tuple[ParamSpec, ...]  # what the plan's `params` table may hold (`boardlab list --conditions`)
 
     def validate(self, params: dict) -> tuple[str | None, str] | None:
-        """(key, message) when `params` are malformed; None when they are fine. Kinds implement it as
-        `validate_params(self.params, params)` followed by their own cross-field checks."""
+        """(key, message) when `params` are malformed; None when they are fine. `DeclaredKind` implements
+        it as `validate_params(self.params, params)` followed by the kind's own cross-field checks."""
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
         """Why this condition cannot run on this board (the message names the valid choices); None if it
@@ -215,3 +215,37 @@ def params_of(declared: type[P], kind: DeclaresParams, params: Mapping[str, Any]
             value = MappingProxyType(dict(value))
         values[f.name] = value
     return declared(**values)
+
+
+@dataclass(frozen=True)
+class DeclaredKind(Generic[P]):
+    """What a kind takes from its parameters dataclass, named once as the base's argument (`class
+    Ddgzip(DeclaredKind[DdgzipParams])`): `params`, its declarations; `typed`, a plan's table as an instance
+    of it; and `validate`, the shared shape check followed by the kind's own `refuse`.
+
+    A kind holds no state of its own: its `name` and `summary` are constants of its class, and its one
+    instance (the module's `KIND`) is frozen like its base."""
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    declared: ClassVar[type]
+    params: ClassVar[tuple[ParamSpec, ...]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for base in getattr(cls, "__orig_bases__", ()):
+            if getattr(base, "__origin__", None) is DeclaredKind:
+                (cls.declared,) = get_args(base)
+                cls.params = declared_params(cls.declared)
+
+    def typed(self, params: Mapping[str, Any]) -> P:
+        return params_of(self.declared, self, params)
+
+    def validate(self, params: dict) -> tuple[str | None, str] | None:
+        return validate_params(self.params, params) or self.refuse(self.typed(params), params)
+
+    def refuse(self, p: P, params: dict) -> tuple[str | None, str] | None:
+        """(key, message) when parameters that each fit their declaration do not fit together (or a check
+        their declarations cannot state); None when they do. `params` is the plan's table, for a message
+        that quotes a value as the plan wrote it."""
+        return None

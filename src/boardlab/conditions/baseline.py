@@ -5,20 +5,17 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from boardlab.conditions.base import validate_params
-from boardlab.model.workload import ParamSpec
-
-PARAMS: tuple[ParamSpec, ...] = ()  # the workload alone: nothing to set
+from boardlab.conditions.base import DeclaredKind
 
 
 @dataclass(frozen=True)
-class Baseline:
-    name: str = "baseline"
-    summary: str = "the workload alone; what every other condition is compared with"
-    params: tuple[ParamSpec, ...] = PARAMS
+class BaselineParams:
+    """The workload alone: nothing to set."""
 
-    def validate(self, params: dict) -> tuple[str | None, str] | None:
-        return validate_params(self.params, params)
+
+class Baseline(DeclaredKind[BaselineParams]):
+    name = "baseline"
+    summary = "the workload alone; what every other condition is compared with"
 
     def check(self, params: dict, ctx) -> str | None:
         return None

@@ -25,8 +25,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from boardlab.conditions import background
-from boardlab.conditions.base import ApplyContext, declared_params, param, params_of, validate_params
-from boardlab.model.workload import ParamSpec
+from boardlab.conditions.base import ApplyContext, DeclaredKind, param
 
 PROTOCOLS = ("tcp", "udp")
 MAX_UDP_PAYLOAD = 65507
@@ -43,24 +42,17 @@ class BurstynetParams(background.BackgroundParams):
     message_bytes: int = param("int", 514, min=1, max=MAX_UDP_PAYLOAD, unit="bytes", help="bytes per send")
 
 
-@dataclass(frozen=True)
-class Burstynet:
-    name: str = "burstynet"
-    summary: str = (
-        "bursty loopback TCP/UDP traffic between two processes, like a Tor relay, at a mean CPU share"
-    )
-    params: tuple[ParamSpec, ...] = declared_params(BurstynetParams)
+class Burstynet(DeclaredKind[BurstynetParams]):
+    name = "burstynet"
+    summary = "bursty loopback TCP/UDP traffic between two processes, like a Tor relay, at a mean CPU share"
 
-    def validate(self, params: dict) -> tuple[str | None, str] | None:
-        bad = validate_params(self.params, params)
-        if bad:
-            return bad
-        if params_of(BurstynetParams, self, params).cpu_share <= 0:  # the declaration's range includes 0
+    def refuse(self, p: BurstynetParams, params: dict) -> tuple[str | None, str] | None:
+        if p.cpu_share <= 0:  # the declaration's range includes 0
             return "cpu_share", f"expected a share of one core in (0, 1], found {params['cpu_share']!r}"
         return None
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
-        p = params_of(BurstynetParams, self, params)
+        p = self.typed(params)
         kind = socket.SOCK_STREAM if p.protocol == "tcp" else socket.SOCK_DGRAM
         try:
             with socket.socket(socket.AF_INET, kind) as s:
@@ -70,7 +62,7 @@ class Burstynet:
         return background.placement_reason(p.placement, ctx)
 
     def apply(self, params: dict, ctx: ApplyContext):
-        return self._apply(params_of(BurstynetParams, self, params), ctx)
+        return self._apply(self.typed(params), ctx)
 
     @contextmanager
     def _apply(self, p: BurstynetParams, ctx: ApplyContext):

@@ -26,9 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from boardlab.conditions import background
-from boardlab.conditions.base import ApplyContext, declared_params, param, params_of, validate_params
+from boardlab.conditions.base import ApplyContext, DeclaredKind, param
 from boardlab.conditions.programs import QUICK_FAILURE_S
-from boardlab.model.workload import ParamSpec
 
 _EXAMPLE = 'e.g. argv = ["gzip", "-c", "/usr/share/dict/words"]'
 
@@ -50,19 +49,12 @@ def _executable(name: str) -> str | None:
     return shutil.which(name)
 
 
-@dataclass(frozen=True)
-class Command:
-    name: str = "command"
-    summary: str = (
-        "a command of yours (an argv list, no shell) running beside the workload, restarted if it ends"
-    )
-    params: tuple[ParamSpec, ...] = declared_params(CommandParams)
+class Command(DeclaredKind[CommandParams]):
+    name = "command"
+    summary = "a command of yours (an argv list, no shell) running beside the workload, restarted if it ends"
 
-    def validate(self, params: dict) -> tuple[str | None, str] | None:
-        bad = validate_params(self.params, params)
-        if bad:
-            return bad
-        argv = params["argv"]
+    def refuse(self, p: CommandParams, params: dict) -> tuple[str | None, str] | None:
+        argv = p.argv
         if not argv:
             return "argv", f"expected the command as a non-empty list, {_EXAMPLE}"
         if not all(a and "\0" not in a for a in argv):
@@ -73,7 +65,7 @@ class Command:
         return None
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
-        return self.check_params(params_of(CommandParams, self, params), ctx)
+        return self.check_params(self.typed(params), ctx)
 
     def check_params(self, p: CommandParams, ctx: ApplyContext) -> str | None:
         """`check` of typed parameters (the workload kind's command comes from its own)."""
@@ -83,7 +75,7 @@ class Command:
         return background.placement_reason(p.placement, ctx)
 
     def apply(self, params: dict, ctx: ApplyContext):
-        return self.apply_params(params_of(CommandParams, self, params), ctx)
+        return self.apply_params(self.typed(params), ctx)
 
     @contextmanager
     def apply_params(self, p: CommandParams, ctx: ApplyContext):

@@ -21,8 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from boardlab.conditions import background
-from boardlab.conditions.base import ApplyContext, declared_params, param, params_of, validate_params
-from boardlab.model.workload import ParamSpec
+from boardlab.conditions.base import ApplyContext, DeclaredKind, param
 
 SOURCES = {"urandom": "/dev/urandom", "zero": "/dev/zero"}
 MIN_SIZE, MAX_SIZE = 4096, 4 << 30
@@ -50,28 +49,23 @@ def _missing_tools() -> str | None:
     return f"{' and '.join(missing)} not found on PATH: apt-get install coreutils gzip" if missing else None
 
 
-@dataclass(frozen=True)
-class Ddgzip:
-    name: str = "ddgzip"
-    summary: str = (
+class Ddgzip(DeclaredKind[DdgzipParams]):
+    name = "ddgzip"
+    summary = (
         "the satellite study's loop: dd a file from /dev/urandom or /dev/zero, gzip it, delete both, repeat"
     )
-    params: tuple[ParamSpec, ...] = declared_params(DdgzipParams)
 
     def support(self, info) -> tuple[str | None, tuple[str, ...]]:
         return _missing_tools(), ()
-
-    def validate(self, params: dict) -> tuple[str | None, str] | None:
-        return validate_params(self.params, params)  # a size as text is read and checked there too
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
         missing = _missing_tools()
         if missing:
             return f"unsupported: {missing}"
-        return background.placement_reason(params_of(DdgzipParams, self, params).placement, ctx)
+        return background.placement_reason(self.typed(params).placement, ctx)
 
     def apply(self, params: dict, ctx: ApplyContext):
-        return self._apply(params_of(DdgzipParams, self, params), ctx)
+        return self._apply(self.typed(params), ctx)
 
     @contextmanager
     def _apply(self, p: DdgzipParams, ctx: ApplyContext):

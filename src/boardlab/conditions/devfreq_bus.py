@@ -19,8 +19,7 @@ import contextlib
 import os
 from dataclasses import dataclass
 
-from boardlab.conditions.base import ApplyContext, declared_params, param, params_of, validate_params
-from boardlab.model.workload import ParamSpec
+from boardlab.conditions.base import ApplyContext, DeclaredKind, param
 from boardlab.platform import devfreq
 
 
@@ -52,13 +51,9 @@ def _target(frequency, freqs: tuple[int, ...]) -> int | None:
     return int(frequency)
 
 
-@dataclass(frozen=True)
-class Devfreq:
-    name: str = "devfreq"
-    summary: str = (
-        "a devfreq device (memory controller, bus) fixed at one frequency, or its frequency recorded"
-    )
-    params: tuple[ParamSpec, ...] = declared_params(DevfreqParams)
+class Devfreq(DeclaredKind[DevfreqParams]):
+    name = "devfreq"
+    summary = "a devfreq device (memory controller, bus) fixed at one frequency, or its frequency recorded"
 
     def support(self, info) -> tuple[str | None, tuple[str, ...]]:
         if not info.devfreq:
@@ -68,11 +63,8 @@ class Devfreq:
             limits.append("a frequency_hz other than record writes min_freq/max_freq: needs root")
         return None, tuple(limits)
 
-    def validate(self, params: dict) -> tuple[str | None, str] | None:
-        return validate_params(self.params, params)
-
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
-        p = params_of(DevfreqParams, self, params)
+        p = self.typed(params)
         names = devfreq.list_devices(ctx.root)
         if p.device not in names:
             return (f"unsupported: no devfreq device {p.device!r}; devices here: "
@@ -94,7 +86,7 @@ class Devfreq:
 
     @contextlib.contextmanager
     def apply(self, params: dict, ctx: ApplyContext):
-        p = params_of(DevfreqParams, self, params)
+        p = self.typed(params)
         dev = devfreq.read_device(ctx.root, p.device)
         d = f"{devfreq.DEVFREQ_DIR}/{dev.name}"
         state = {"device": dev.name, "governor": dev.governor, "cur_hz_before": dev.cur_hz}

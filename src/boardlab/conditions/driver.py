@@ -19,9 +19,8 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
-from boardlab.conditions.base import ApplyContext, declared_params, param, params_of, validate_params
+from boardlab.conditions.base import ApplyContext, DeclaredKind, param
 from boardlab.errors import BoardlabError
-from boardlab.model.workload import ParamSpec
 from boardlab.platform import drivers
 
 
@@ -36,22 +35,15 @@ class DriverParams:
     bus: str = param("str", "platform", help="the bus the drivers are on (/sys/bus/BUS/drivers)")
 
 
-@dataclass(frozen=True)
-class Driver:
-    name: str = "driver"
-    summary: str = (
-        "the devices of kernel drivers unbound for the run (a hardware engine off), bound again after"
-    )
-    params: tuple[ParamSpec, ...] = declared_params(DriverParams)
+class Driver(DeclaredKind[DriverParams]):
+    name = "driver"
+    summary = "the devices of kernel drivers unbound for the run (a hardware engine off), bound again after"
 
-    def validate(self, params: dict) -> tuple[str | None, str] | None:
-        reason = validate_params(self.params, params)
-        if reason is None and not params["drivers"]:
-            return "drivers", "an empty list: name at least one driver"
-        return reason
+    def refuse(self, p: DriverParams, params: dict) -> tuple[str | None, str] | None:
+        return None if p.drivers else ("drivers", "an empty list: name at least one driver")
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
-        p = params_of(DriverParams, self, params)
+        p = self.typed(params)
         bus = p.bus
         present = drivers.list_drivers(ctx.root, bus)
         for name in p.drivers:
@@ -67,7 +59,7 @@ class Driver:
 
     @contextlib.contextmanager
     def apply(self, params: dict, ctx: ApplyContext):
-        p = params_of(DriverParams, self, params)
+        p = self.typed(params)
         bus = p.bus
         tokens: list[str] = []
         state: dict = {"bus": bus, "unbound": []}

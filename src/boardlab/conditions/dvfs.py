@@ -43,9 +43,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from boardlab.conditions.base import ApplyContext, declared_params, param, params_of, validate_params
+from boardlab.conditions.base import ApplyContext, DeclaredKind, param
 from boardlab.model.board import CpufreqPolicy
-from boardlab.model.workload import ParamSpec
 from boardlab.platform import cpufreq
 from boardlab.platform.sysroot import format_cpulist
 
@@ -141,12 +140,9 @@ def _describe(p: CpufreqPolicy) -> str:
     return f"{p.name} (CPUs {format_cpulist(p.related_cpus or p.cpus)})"
 
 
-@dataclass(frozen=True)
-class Governor:
-    name: str = "governor"
-    summary: str = "a cpufreq governor, a fixed frequency (userspace) or frequency limits, per policy"
-
-    params: tuple[ParamSpec, ...] = declared_params(GovernorSetting)
+class Governor(DeclaredKind[GovernorSetting]):
+    name = "governor"
+    summary = "a cpufreq governor, a fixed frequency (userspace) or frequency limits, per policy"
 
     # ---- at plan load: shape only ----
     def support(self, info) -> tuple[str | None, tuple[str, ...]]:
@@ -159,11 +155,7 @@ class Governor:
             limits.append("writing scaling_governor needs root")
         return None, tuple(limits)
 
-    def validate(self, params: dict) -> tuple[str | None, str] | None:
-        bad = validate_params(self.params, params)
-        if bad:
-            return bad
-        setting = params_of(GovernorSetting, self, params)
+    def refuse(self, setting: GovernorSetting, params: dict) -> tuple[str | None, str] | None:
         gov = setting.governor
         policies = setting.policies
         if isinstance(policies, tuple):
@@ -263,7 +255,7 @@ class Governor:
         missing = cpufreq.missing_reason(info)
         if missing:
             return f"unsupported: {missing}"
-        setting = params_of(GovernorSetting, self, params).resolved(info, ctx.worker_cpu)
+        setting = self.typed(params).resolved(info, ctx.worker_cpu)
         if isinstance(setting, str):
             return setting
         for name in setting.policy_names or ():
@@ -346,7 +338,7 @@ class Governor:
     # ---- around one run ----
 
     def apply(self, params: dict, ctx: ApplyContext):
-        setting = params_of(GovernorSetting, self, params).resolved(ctx.info, ctx.worker_cpu)
+        setting = self.typed(params).resolved(ctx.info, ctx.worker_cpu)
         assert not isinstance(setting, str), setting  # `check` refused it before the campaign started
         return self._applied(setting, ctx)
 

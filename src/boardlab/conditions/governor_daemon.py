@@ -24,10 +24,9 @@ import sys
 import time
 from dataclasses import dataclass
 
-from boardlab.conditions.base import ApplyContext, declared_params, param, params_of, validate_params
+from boardlab.conditions.base import ApplyContext, DeclaredKind, param
 from boardlab.errors import MeasurementError
 from boardlab.model.units import plain_number
-from boardlab.model.workload import ParamSpec
 from boardlab.platform import cpufreq, perf
 
 POLICIES = ("ondemand", "conservative", "schedutil-like", "anti-snoop")
@@ -45,11 +44,9 @@ class DaemonParams:
     t2: float = param("float", 0.02, help="anti-snoop without tree: memory_access threshold")
 
 
-@dataclass(frozen=True)
-class GovernorDaemon:
-    name: str = "governor-daemon"
-    summary: str = "boardlab's userspace governor daemon (ondemand, conservative, schedutil-like, anti-snoop)"
-    params: tuple[ParamSpec, ...] = declared_params(DaemonParams)
+class GovernorDaemon(DeclaredKind[DaemonParams]):
+    name = "governor-daemon"
+    summary = "boardlab's userspace governor daemon (ondemand, conservative, schedutil-like, anti-snoop)"
 
     def support(self, info) -> tuple[str | None, tuple[str, ...]]:
         missing = cpufreq.missing_reason(info)
@@ -67,9 +64,6 @@ class GovernorDaemon:
             limits.append("writing scaling_setspeed needs root")
         return None, tuple(limits)
 
-    def validate(self, params: dict) -> tuple[str | None, str] | None:
-        return validate_params(self.params, params)
-
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
         info = ctx.info
         missing = cpufreq.missing_reason(info)
@@ -84,7 +78,7 @@ class GovernorDaemon:
                 rel = f"{cpufreq.policy_dir(p.name)}/{attr}"
                 if not ctx.root.writable(rel):
                     return ctx.not_writable(rel)
-        daemon = params_of(DaemonParams, self, params)
+        daemon = self.typed(params)
         if daemon.policy == "anti-snoop":
             if len(info.cpufreq_policies) < 2:
                 return (
@@ -111,7 +105,7 @@ class GovernorDaemon:
 
     @contextlib.contextmanager
     def apply(self, params: dict, ctx: ApplyContext):
-        p = params_of(DaemonParams, self, params)
+        p = self.typed(params)
         argv = [sys.executable, "-m", "boardlab", "governor", "run", "--root", str(ctx.root.root),
                 "--policy", p.policy, "--sampling-ms", plain_number(p.sampling_ms), "--json",
                 "--no-recover"]  # fmt: skip

@@ -24,9 +24,8 @@ import contextlib
 import os
 from dataclasses import dataclass
 
-from boardlab.conditions.base import ApplyContext, declared_params, param, params_of, validate_params
+from boardlab.conditions.base import ApplyContext, DeclaredKind, param
 from boardlab.model.campaign import DEFAULT_ISOLATION_MODE
-from boardlab.model.workload import ParamSpec
 from boardlab.platform import cpuidle, irq
 from boardlab.platform.sysroot import format_cpulist
 
@@ -58,13 +57,9 @@ def boot_parameters(cpu: int) -> str:
     return f"isolcpus={cpu} nohz_full={cpu} rcu_nocbs={cpu}"
 
 
-@dataclass(frozen=True)
-class Isolation:
-    name: str = "isolation"
-    summary: str = (
-        "the worker's CPU isolated (isolcpus) or just pinned; optional cpu_dma_latency; IRQs recorded"
-    )
-    params: tuple[ParamSpec, ...] = declared_params(IsolationSetting)
+class Isolation(DeclaredKind[IsolationSetting]):
+    name = "isolation"
+    summary = "the worker's CPU isolated (isolcpus) or just pinned; optional cpu_dma_latency; IRQs recorded"
 
     def support(self, info) -> tuple[str | None, tuple[str, ...]]:
         limits = []
@@ -76,11 +71,8 @@ class Isolation:
             limits.append(f"cpu_dma_latency_us: {lat.reason}")
         return None, tuple(limits)  # pinned and shared run everywhere
 
-    def validate(self, params: dict) -> tuple[str | None, str] | None:
-        return validate_params(self.params, params)
-
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
-        setting = params_of(IsolationSetting, self, params)
+        setting = self.typed(params)
         cpu = ctx.worker_cpu
         if cpu is None:
             return (
@@ -114,10 +106,10 @@ class Isolation:
     def worker_cpus(self, params: dict, ctx: ApplyContext) -> set[int] | None:
         """The worker's affinity under this mode: every online CPU for "shared"; None keeps the runner's
         pin."""
-        return set(ctx.online_cpus) if params_of(IsolationSetting, self, params).mode == "shared" else None
+        return set(ctx.online_cpus) if self.typed(params).mode == "shared" else None
 
     def apply(self, params: dict, ctx: ApplyContext):
-        return self._applied(params_of(IsolationSetting, self, params), ctx)
+        return self._applied(self.typed(params), ctx)
 
     @contextlib.contextmanager
     def _applied(self, setting: IsolationSetting, ctx: ApplyContext):

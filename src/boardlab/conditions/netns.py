@@ -25,9 +25,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from boardlab.conditions.base import ApplyContext, declared_params, param, params_of, validate_params
+from boardlab.conditions.base import ApplyContext, DeclaredKind, param
 from boardlab.model.units import plain_number
-from boardlab.model.workload import ParamSpec
 
 MODES = ("private", "veth", "iface")
 LOCAL_VETH, PEER_VETH = "10.216.0.1", "10.216.0.2"
@@ -98,25 +97,18 @@ class NetnsParams:
     peer_addr: str | None = param("str", None, help="iface: the other board's IPv4 address")
 
 
-@dataclass(frozen=True)
-class Netns:
-    name: str = "netns"
-    summary: str = (
+class Netns(DeclaredKind[NetnsParams]):
+    name = "netns"
+    summary = (
         "network placement: a private namespace, a veth pair shaped to 10/100 Mbit/s, or a real interface"
     )
-
-    params: tuple[ParamSpec, ...] = declared_params(NetnsParams)
 
     def support(self, info) -> tuple[str | None, tuple[str, ...]]:
         if not shutil.which("ip"):
             return "the ip command (iproute2) is not installed", ()
         return None, ("private and veth need root (network namespaces)",)
 
-    def validate(self, params: dict) -> tuple[str | None, str] | None:
-        bad = validate_params(self.params, params)
-        if bad:
-            return bad
-        p = params_of(NetnsParams, self, params)
+    def refuse(self, p: NetnsParams, params: dict) -> tuple[str | None, str] | None:
         if p.mode != "veth" and any(x is not None for x in (p.rate_mbit, p.delay_ms, p.loss_pct)):
             return "mode", 'rate_mbit, delay_ms and loss_pct shape a veth pair: use mode = "veth"'
         if p.mode == "iface":
@@ -131,7 +123,7 @@ class Netns:
         return None
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
-        p = params_of(NetnsParams, self, params)
+        p = self.typed(params)
         if p.mode == "iface":
             if not ctx.root.path(f"sys/class/net/{p.iface}").exists():
                 present = (
@@ -159,7 +151,7 @@ class Netns:
         return f"unsupported: {why}" if why else None
 
     def apply(self, params: dict, ctx: ApplyContext):
-        return self._apply(params_of(NetnsParams, self, params), ctx)
+        return self._apply(self.typed(params), ctx)
 
     @contextmanager
     def _apply(self, p: NetnsParams, ctx: ApplyContext):

@@ -35,8 +35,7 @@ from functools import lru_cache
 from typing import Any
 
 from boardlab.conditions import background
-from boardlab.conditions.base import ApplyContext, declared_params, param, params_of, validate_params
-from boardlab.model.workload import ParamSpec
+from boardlab.conditions.base import ApplyContext, DeclaredKind, param
 from boardlab.platform.process import tool_answer
 from boardlab.platform.sysroot import format_cpulist
 
@@ -192,24 +191,15 @@ def parse_yaml_metrics(text: str) -> dict[str, dict[str, float | str]]:
     return out
 
 
-@dataclass(frozen=True)
-class Stressor:
-    name: str = "stressor"
-    summary: str = (
-        "a stress-ng stressor beside the workload: cpu, vm, memcpy, interrupt, open, fork, udp, ..."
-    )
-
-    params: tuple[ParamSpec, ...] = declared_params(StressorParams)
+class Stressor(DeclaredKind[StressorParams]):
+    name = "stressor"
+    summary = "a stress-ng stressor beside the workload: cpu, vm, memcpy, interrupt, open, fork, udp, ..."
 
     def support(self, info) -> tuple[str | None, tuple[str, ...]]:
         """Why no stressor can run here (None: they can), and limits on parameter values."""
         return (None if shutil.which("stress-ng") else f"stress-ng is not installed: {INSTALL}"), ()
 
-    def validate(self, params: dict) -> tuple[str | None, str] | None:
-        bad = validate_params(self.params, params)
-        if bad:
-            return bad
-        p = params_of(StressorParams, self, params)
+    def refuse(self, p: StressorParams, params: dict) -> tuple[str | None, str] | None:
         for name, value in p.options.items():
             reason = _validate_option(p.stress_ng_stressor, name, value)
             if reason:
@@ -220,7 +210,7 @@ class Stressor:
         exe = shutil.which("stress-ng")
         if exe is None:
             return f"unsupported: stress-ng is not installed: {INSTALL}"
-        p = params_of(StressorParams, self, params)
+        p = self.typed(params)
         reason = background.placement_reason(p.placement, ctx)
         if reason:
             return reason
@@ -241,7 +231,7 @@ class Stressor:
         return None
 
     def apply(self, params: dict, ctx: ApplyContext):
-        return self._apply(params_of(StressorParams, self, params), ctx)
+        return self._apply(self.typed(params), ctx)
 
     @contextmanager
     def _apply(self, p: StressorParams, ctx: ApplyContext):

@@ -31,10 +31,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from boardlab.conditions import background
-from boardlab.conditions.base import ApplyContext, declared_params, param, params_of, validate_params
+from boardlab.conditions.base import ApplyContext, DeclaredKind, param
 from boardlab.conditions.command import KIND as COMMAND
 from boardlab.conditions.command import CommandParams
-from boardlab.model.workload import ParamSpec
 
 
 @dataclass(frozen=True)
@@ -65,19 +64,13 @@ def _load_params(spec) -> tuple[str, ...]:
     return spec.load_params if spec.load_params is not None else tuple(p.name for p in spec.params)
 
 
-@dataclass(frozen=True)
-class Workload:
-    name: str = "workload"
-    summary: str = (
+class Workload(DeclaredKind[WorkloadParams]):
+    name = "workload"
+    summary = (
         "a catalog workload (a kernel, or the AI inference loop) running continuously beside the workload"
     )
-    params: tuple[ParamSpec, ...] = declared_params(WorkloadParams)
 
-    def validate(self, params: dict) -> tuple[str | None, str] | None:
-        bad = validate_params(self.params, params)
-        if bad:
-            return bad
-        p = params_of(WorkloadParams, self, params)
+    def refuse(self, p: WorkloadParams, params: dict) -> tuple[str | None, str] | None:
         spec = _spec(p.workload)
         if spec is None:
             return "workload", f"unknown workload {p.workload!r}; see `boardlab list`"
@@ -101,7 +94,7 @@ class Workload:
         return None
 
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
-        p = params_of(WorkloadParams, self, params)
+        p = self.typed(params)
         spec = _spec(p.workload)
         if not spec.supported:
             return f"unsupported: {spec.name}: {spec.unsupported_reason}"
@@ -111,7 +104,7 @@ class Workload:
         return COMMAND.check_params(_command(p), ctx)
 
     def apply(self, params: dict, ctx: ApplyContext):
-        return COMMAND.apply_params(_command(params_of(WorkloadParams, self, params)), ctx)
+        return COMMAND.apply_params(_command(self.typed(params)), ctx)
 
 
 def _command(p: WorkloadParams) -> CommandParams:
