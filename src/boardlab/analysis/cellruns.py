@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from boardlab.analysis.runs import MEASURED, Environments, RunPoint, RunTable, Strings
 from boardlab.platform import heap
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from boardlab.store import Store
 
 T = TypeVar("T", int, float)
+C = TypeVar("C")
 
 # Runs `boardlab report` holds at a time beyond its two last cells (about 30 MB of tables): a campaign of up
 # to that many runs is read once, as a held one; a larger one reads again what a later section reads.
@@ -137,6 +138,16 @@ class CellTables:
             heap.give_back()
 
 
+class _TableColumn(Generic[C]):
+    """A column of a `StoredRuns`' table by the table's name for it, the table read when the column is."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    def __get__(self, runs: StoredRuns, owner: type | None = None) -> C:
+        return getattr(runs.table(), self._name)
+
+
 class StoredRuns:
     """A cell's runs as a `RunTable` reads them, the table itself read through `CellTables` when used: its
     counts from the `RunDigest` the tables keep, every column and run from the table."""
@@ -189,26 +200,9 @@ class StoredRuns:
     def environments(self, rows: int = MEASURED) -> Environments:
         return self.table().environments(rows)
 
-    @property
-    def run_id(self) -> array[int]:
-        return self.table().run_id
-
-    @property
-    def repetition(self) -> array[int]:
-        return self.table().repetition
-
-    @property
-    def wall_ns(self) -> array[int]:
-        return self.table().wall_ns
-
-    @property
-    def user_us(self) -> array[int]:
-        return self.table().user_us
-
-    @property
-    def system_us(self) -> array[int]:
-        return self.table().system_us
-
-    @property
-    def aa_arm(self) -> Strings:
-        return self.table().aa_arm
+    run_id: _TableColumn[array[int]] = _TableColumn()
+    repetition: _TableColumn[array[int]] = _TableColumn()
+    wall_ns: _TableColumn[array[int]] = _TableColumn()
+    user_us: _TableColumn[array[int]] = _TableColumn()
+    system_us: _TableColumn[array[int]] = _TableColumn()
+    aa_arm: _TableColumn[Strings] = _TableColumn()
