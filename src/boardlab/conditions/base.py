@@ -221,7 +221,8 @@ def params_of(declared: type[P], kind: DeclaresParams, params: Mapping[str, Any]
 class DeclaredKind(Generic[P]):
     """What a kind takes from its parameters dataclass, named once as the base's argument (`class
     Ddgzip(DeclaredKind[DdgzipParams])`): `params`, its declarations; `typed`, a plan's table as an instance
-    of it; and `validate`, the shared shape check followed by the kind's own `refuse`.
+    of it; `validate`, the shared shape check followed by the kind's own `refuse`; and `apply`, the kind's
+    `applied` around one run, given the typed parameters.
 
     A kind holds no state of its own: its `name` and `summary` are constants of its class, and its one
     instance (the module's `KIND`) is frozen like its base."""
@@ -243,6 +244,14 @@ class DeclaredKind(Generic[P]):
 
     def validate(self, params: dict) -> tuple[str | None, str] | None:
         return validate_params(self.params, params) or self.refuse(self.typed(params), params)
+
+    def apply(self, params: dict, ctx: ApplyContext) -> AbstractContextManager[dict]:
+        return self.applied(self.typed(params), ctx)
+
+    def applied(self, p: P, ctx: ApplyContext) -> AbstractContextManager[dict]:
+        """`apply` of typed parameters: the kind's context manager around one run (a kind whose `apply`
+        reads more than its typed parameters defines `apply` instead)."""
+        raise NotImplementedError(f"condition kind {self.name!r} defines neither apply nor applied")
 
     def refuse(self, p: P, params: dict) -> tuple[str | None, str] | None:
         """(key, message) when parameters that each fit their declaration do not fit together (or a check

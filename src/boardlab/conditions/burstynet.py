@@ -61,11 +61,8 @@ class Burstynet(DeclaredKind[BurstynetParams]):
             return f"unsupported: no {p.protocol} socket on 127.0.0.1 ({exc}): is the loopback interface up?"
         return background.placement_reason(p.placement, ctx)
 
-    def apply(self, params: dict, ctx: ApplyContext):
-        return self._apply(self.typed(params), ctx)
-
     @contextmanager
-    def _apply(self, p: BurstynetParams, ctx: ApplyContext):
+    def applied(self, p: BurstynetParams, ctx: ApplyContext):
         config = {
             "protocol": p.protocol,
             "cpu_share": p.cpu_share,

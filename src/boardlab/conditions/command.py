@@ -74,12 +74,9 @@ class Command(DeclaredKind[CommandParams]):
             return f"unsupported: command {p.argv[0]!r} {where}; install it (argv runs as it is, no shell)"
         return background.placement_reason(p.placement, ctx)
 
-    def apply(self, params: dict, ctx: ApplyContext):
-        return self.apply_params(self.typed(params), ctx)
-
     @contextmanager
-    def apply_params(self, p: CommandParams, ctx: ApplyContext):
-        """`apply` of typed parameters (the workload kind's command comes from its own)."""
+    def applied(self, p: CommandParams, ctx: ApplyContext):
+        """(Also the workload kind's, whose command comes from its own parameters.)"""
         state: dict[str, Any] = {"argv": list(p.argv), "restart": p.restart}
         config = {"argv": [_executable(p.argv[0]) or p.argv[0], *p.argv[1:]], "restart": p.restart}
         with background.program_load(

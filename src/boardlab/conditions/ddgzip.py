@@ -64,11 +64,8 @@ class Ddgzip(DeclaredKind[DdgzipParams]):
             return f"unsupported: {missing}"
         return background.placement_reason(self.typed(params).placement, ctx)
 
-    def apply(self, params: dict, ctx: ApplyContext):
-        return self._apply(self.typed(params), ctx)
-
     @contextmanager
-    def _apply(self, p: DdgzipParams, ctx: ApplyContext):
+    def applied(self, p: DdgzipParams, ctx: ApplyContext):
         state = {"source": p.source, "size_bytes": p.size_bytes, "level": p.level, "pause_s": p.pause_s}
         config = {
             "dd": shutil.which("dd"),

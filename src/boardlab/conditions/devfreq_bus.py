@@ -85,8 +85,7 @@ class Devfreq(DeclaredKind[DevfreqParams]):
         return None
 
     @contextlib.contextmanager
-    def apply(self, params: dict, ctx: ApplyContext):
-        p = self.typed(params)
+    def applied(self, p: DevfreqParams, ctx: ApplyContext):
         dev = devfreq.read_device(ctx.root, p.device)
         d = f"{devfreq.DEVFREQ_DIR}/{dev.name}"
         state = {"device": dev.name, "governor": dev.governor, "cur_hz_before": dev.cur_hz}

@@ -58,8 +58,7 @@ class Driver(DeclaredKind[DriverParams]):
         return None
 
     @contextlib.contextmanager
-    def apply(self, params: dict, ctx: ApplyContext):
-        p = self.typed(params)
+    def applied(self, p: DriverParams, ctx: ApplyContext):
         bus = p.bus
         tokens: list[str] = []
         state: dict = {"bus": bus, "unbound": []}

@@ -108,11 +108,8 @@ class Isolation(DeclaredKind[IsolationSetting]):
         pin."""
         return set(ctx.online_cpus) if self.typed(params).mode == "shared" else None
 
-    def apply(self, params: dict, ctx: ApplyContext):
-        return self._applied(self.typed(params), ctx)
-
     @contextlib.contextmanager
-    def _applied(self, setting: IsolationSetting, ctx: ApplyContext):
+    def applied(self, setting: IsolationSetting, ctx: ApplyContext):
         sr, cpu, iso = ctx.root, ctx.worker_cpu, ctx.info.isolation
         state: dict = {
             "mode": setting.mode,

@@ -150,11 +150,8 @@ class Netns(DeclaredKind[NetnsParams]):
         )
         return f"unsupported: {why}" if why else None
 
-    def apply(self, params: dict, ctx: ApplyContext):
-        return self._apply(self.typed(params), ctx)
-
     @contextmanager
-    def _apply(self, p: NetnsParams, ctx: ApplyContext):
+    def applied(self, p: NetnsParams, ctx: ApplyContext):
         made: list[tuple[str, str]] = []  # (namespace, journal token)
 
         def new_ns(role: str) -> str:

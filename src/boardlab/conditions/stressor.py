@@ -230,11 +230,8 @@ class Stressor(DeclaredKind[StressorParams]):
             return f"stress-ng refuses `{' '.join(argv[1:-1])}`: {why}"
         return None
 
-    def apply(self, params: dict, ctx: ApplyContext):
-        return self._apply(self.typed(params), ctx)
-
     @contextmanager
-    def _apply(self, p: StressorParams, ctx: ApplyContext):
+    def applied(self, p: StressorParams, ctx: ApplyContext):
         cpus = background.placement_cpus(p.placement, ctx)
         warmup_s = background.warmup_of(p, ctx)
         yaml_path = background.scratch_path(ctx, f"stress-ng-{p.stress_ng_stressor}", ".yaml")

@@ -103,8 +103,8 @@ class Workload(DeclaredKind[WorkloadParams]):
         prepare_once(spec, p.params.items(), ctx.prepared, lambda message: None)  # e.g. build a missing model
         return COMMAND.check_params(_command(p), ctx)
 
-    def apply(self, params: dict, ctx: ApplyContext):
-        return COMMAND.apply_params(_command(self.typed(params)), ctx)
+    def applied(self, p: WorkloadParams, ctx: ApplyContext):
+        return COMMAND.applied(_command(p), ctx)
 
 
 def _command(p: WorkloadParams) -> CommandParams:
