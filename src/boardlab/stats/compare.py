@@ -18,7 +18,7 @@ import math
 import random
 import statistics
 from array import array
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -32,7 +32,9 @@ from boardlab.stats.permutation import PermutationP, band, draws_for, sign_flip_
 from boardlab.stats.summary import DEFAULT_RESAMPLES, Interval
 from boardlab.stats.threshold import family_method
 from boardlab.stats.trimmed import (
+    LARGE_ARM,
     TRIM,
+    SplitYuen,
     TrimmedT,
     one_sample_statistic,
     trimmed_one_sample,
@@ -342,15 +344,20 @@ def yuen_split_p(
     `family_size` (`power.simulated_power` decides its small arms by it too). `give_up_at`: only whether p
     is below it is wanted (`permutation.split_p`)."""
     pooled = sorted(logs_base + logs_cond)
-
-    def statistic(split: Sequence[int]) -> float:
-        return yuen_statistic(*two_arms(pooled, split))
-
+    statistic = _split_statistic(pooled, max(len(logs_base), len(logs_cond)))
     observed = yuen_statistic(sorted(logs_base), sorted(logs_cond))
     rng, limit = random.Random(seed), draws_for(family_size, alpha)
     return split_p(
         statistic, len(pooled), len(logs_cond), observed, rng=rng, limit=limit, give_up_at=give_up_at
     )
+
+
+def _split_statistic(pooled: list[float], largest_arm: int) -> Callable[[Sequence[int]], float]:
+    """Yuen's t of a split of `pooled` (the condition arm's indices): summed by `SplitYuen` where an arm is
+    large, arm by arm otherwise."""
+    if largest_arm >= LARGE_ARM:
+        return SplitYuen(pooled).statistic
+    return lambda split: yuen_statistic(*two_arms(pooled, split))
 
 
 _Effect = tuple[float, Interval | None, float, Interval | None, Interval | None, RankTest, int | None, int]

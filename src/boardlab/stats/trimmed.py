@@ -19,9 +19,10 @@ Method: Yuen (1974), "The two-sample trimmed t for unequal population variances"
 from __future__ import annotations
 
 import math
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import accumulate, compress, repeat
 from operator import sub
 
 from boardlab.stats._special import student_t_ppf, student_t_sf
@@ -86,12 +87,93 @@ def yuen_statistic(baseline_sorted: list[float], condition_sorted: list[float], 
     """Yuen's t = (condition - baseline trimmed mean) / se of two arms sorted ascending: the statistic the
     permutation test (`stats.permutation`) recomputes for each split; 0 or +-inf when se is 0."""
     nb, nc = len(baseline_sorted), len(condition_sorted)
-    mb, vb, hb = sorted_parts(baseline_sorted, math.floor(trim * nb))
-    mc, vc, hc = sorted_parts(condition_sorted, math.floor(trim * nc))
+    return _yuen_t(
+        nb, sorted_parts(baseline_sorted, math.floor(trim * nb)),
+        nc, sorted_parts(condition_sorted, math.floor(trim * nc)),
+    )  # fmt: skip
+
+
+def _yuen_t(nb: int, base: tuple[float, float, int], nc: int, cond: tuple[float, float, int]) -> float:
+    """Yuen's t of two arms' `sorted_parts` (trimmed mean, winsorized variance, kept count)."""
+    (mb, vb, hb), (mc, vc, hc) = base, cond
     se2 = (nb - 1) * vb / (hb * (hb - 1)) + (nc - 1) * vc / (hc * (hc - 1))
     if se2 > 0.0:
         return (mc - mb) / math.sqrt(se2)
     return math.copysign(math.inf, mc - mb) if mc != mb else 0.0
+
+
+LARGE_ARM = 1000  # runs: an arm at least this large is summed by `SplitYuen`, a smaller one value by value
+
+
+class SplitYuen:
+    """Yuen's t of the splits of pooled values, where one arm is large (a history step of a 10^4-run
+    campaign against a 10^6-run one: 294 runs against 29,400 in a cell).
+
+    Why. Summing the large arm value by value made each split cost the pooled size: 1,220 splits of 29,700
+    runs took 24 s of a step's 25. Here the large arm's trimmed and winsorized sums are the pooled values'
+    prefix sums between its trimming bounds, less the small arm's values there, so a split costs the small
+    arm's size. The sums are of values less the pooled median, summed outward from it (`_sums_from`), so a
+    drawn arm's winsorized mean lies near 0 and the one-pass formula of its variance loses little to
+    cancellation: the t of a split agrees with `yuen_statistic`'s to 1e-9 or better, relative, where it is not
+    near 0 (`tests/unit/test_stats_split_yuen.py`)."""
+
+    def __init__(self, pooled_sorted: Sequence[float], trim: float = TRIM):
+        middle = len(pooled_sorted) // 2
+        self.values = [x - pooled_sorted[middle] for x in pooled_sorted]
+        self.squares = [x * x for x in self.values]
+        self.sums = _sums_from(self.values, middle)
+        self.square_sums = _sums_from(self.squares, middle)
+        self.trim = trim
+
+    def statistic(self, condition: Sequence[int]) -> float:
+        """Yuen's t of the split whose condition arm is `condition` (indices into the pooled values,
+        ascending), as `yuen_statistic` of the two arms gives it."""
+        n, nc = len(self.values), len(condition)
+        if 2 * nc <= n:
+            small = self._explicit(condition)
+            return _yuen_t(n - nc, self._complement(condition), nc, small)
+        keep = bytearray(b"\x01") * n
+        for i in condition:
+            keep[i] = 0
+        baseline = list(compress(range(n), keep))
+        return _yuen_t(n - nc, self._explicit(baseline), nc, self._complement(baseline))
+
+    def _explicit(self, arm: Sequence[int]) -> tuple[float, float, int]:
+        xs = [self.values[i] for i in arm]
+        return sorted_parts(xs, math.floor(self.trim * len(xs)))
+
+    def _complement(self, small: Sequence[int]) -> tuple[float, float, int]:
+        """`sorted_parts` of the arm that is every pooled value but those at `small` (ascending)."""
+        n_arm = len(self.values) - len(small)
+        g = math.floor(self.trim * n_arm)
+        lo, hi = _rank_position(small, g), _rank_position(small, n_arm - g - 1)
+        inner = small[bisect_right(small, lo) : bisect_left(small, hi)]
+        kept = self.sums[hi + 1] - self.sums[lo] - sum(map(self.values.__getitem__, inner))
+        kept_sq = self.square_sums[hi + 1] - self.square_sums[lo] - sum(map(self.squares.__getitem__, inner))
+        x_lo, x_hi = self.values[lo], self.values[hi]
+        wins = kept + g * (x_lo + x_hi)
+        wins_sq = kept_sq + g * (self.squares[lo] + self.squares[hi])
+        var_w = max(0.0, (wins_sq - wins * wins / n_arm) / (n_arm - 1)) if n_arm > 1 else 0.0
+        return kept / (n_arm - 2 * g), var_w, n_arm - 2 * g
+
+
+def _sums_from(xs: list[float], middle: int) -> list[float]:
+    """s with s[j] - s[i] = the sum of xs[i:j], each s[k] summed outward from `middle` (s[middle] = 0): a
+    trimmed range's sum then adds no value beyond the range's ends, where a prefix sum from xs[0] would carry
+    the far tail's rounding (an outlier 1e4 times the spread) into every range."""
+    below = list(accumulate(reversed(xs[:middle]), initial=0.0))
+    return [-below[middle - k] for k in range(middle)] + list(accumulate(xs[middle:], initial=0.0))
+
+
+def _rank_position(skipped: Sequence[int], rank: int) -> int:
+    """The pooled index of the value of rank `rank` (0: the smallest) among the pooled values not at the
+    indices `skipped` (ascending)."""
+    at = rank
+    for i in skipped:
+        if i > at:
+            break
+        at += 1
+    return at
 
 
 def one_sample_statistic(logs: Sequence[float], trim: float = TRIM) -> float:
