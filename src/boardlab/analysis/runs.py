@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -22,6 +23,7 @@ from itertools import compress
 from typing import Any, TypeVar
 
 from boardlab.stats import RunEnvironment
+from boardlab.stats.verdict import ArmEnvironment
 
 T = TypeVar("T", int, float)
 
@@ -314,6 +316,24 @@ class Environments(Sequence[RunEnvironment]):
     def __iter__(self) -> Iterator[RunEnvironment]:
         columns = (map(_float, self.mean_freq_khz), map(_float, self.max_temp_mc), map(_tri, self.throttled))
         return map(RunEnvironment, *columns)
+
+    def arm_environment(self) -> ArmEnvironment:
+        """The confounder guard's view of these runs (`stats.verdict.arm_environment`), from the columns:
+        no record per run."""
+        runs = len(self.throttled)
+        return ArmEnvironment(
+            _recorded_median(self.mean_freq_khz),
+            _recorded_median(self.max_temp_mc),
+            self.throttled.count(1),
+            self.throttled.count(-1) < runs,
+            runs,
+        )
+
+
+def _recorded_median(column: array[float]) -> float | None:
+    """statistics.median of the column's recorded values (NaN: not recorded), None when none is."""
+    present = [x for x in column if x == x]
+    return statistics.median(present) if present else None
 
 
 def _joined_bytes(columns: list[array]) -> array:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol, runtime_checkable
 
 from boardlab.stats.summary import Interval
 from boardlab.stats.text import p_is
@@ -82,6 +82,39 @@ def _median_of(values: Sequence[float | None]) -> float | None:
     return statistics.median(present) if present else None
 
 
+@dataclass(frozen=True)
+class ArmEnvironment:
+    """What the confounder guard reads of one arm's runs: the medians of the runs that recorded each value
+    (None when none did), how many runs throttled, and whether any run recorded throttling at all."""
+
+    median_freq_khz: float | None
+    median_max_temp_mc: float | None
+    throttled_runs: int
+    throttle_recorded: bool
+    runs: int
+
+
+@runtime_checkable
+class SummarizesArm(Protocol):
+    """Runs' environments that summarize themselves for the guard without a record per run (a column
+    store of them: `analysis.runs.Environments`, where a 30,000-run arm's records took 0.04 s a pass)."""
+
+    def arm_environment(self) -> ArmEnvironment: ...
+
+
+def arm_environment(envs: Sequence[RunEnvironment]) -> ArmEnvironment:
+    """The guard's view of one arm's per-run environments."""
+    if isinstance(envs, SummarizesArm):
+        return envs.arm_environment()
+    return ArmEnvironment(
+        _median_of([e.mean_freq_khz for e in envs]),
+        _median_of([e.max_temp_mc for e in envs]),
+        sum(1 for e in envs if e.throttled),
+        any(e.throttled is not None for e in envs),
+        len(envs),
+    )
+
+
 def check_confounders(
     baseline: Sequence[RunEnvironment],
     condition: Sequence[RunEnvironment],
@@ -99,8 +132,8 @@ def check_confounders(
     """
     reasons: list[str] = []
     notes: list[str] = []
-    bf = _median_of([e.mean_freq_khz for e in baseline])
-    cf = _median_of([e.mean_freq_khz for e in condition])
+    b, c = arm_environment(baseline), arm_environment(condition)
+    bf, cf = b.median_freq_khz, c.median_freq_khz
     if bf is None or cf is None:
         notes.append("CPU frequency was not recorded for both arms: a DVFS confounder cannot be ruled out")
     elif bf > 0 and abs(cf - bf) / bf > freq_tolerance:
@@ -110,8 +143,7 @@ def check_confounders(
             "DVFS, not the condition itself: repeat with a fixed frequency (userspace governor at a "
             "sustainable frequency) to separate them"
         )
-    bt = _median_of([e.max_temp_mc for e in baseline])
-    ct = _median_of([e.max_temp_mc for e in condition])
+    bt, ct = b.median_max_temp_mc, c.median_max_temp_mc
     if bt is None or ct is None:
         notes.append("temperature was not recorded for both arms: a thermal confounder cannot be ruled out")
     elif abs(ct - bt) > temp_tolerance_mc:
@@ -120,14 +152,11 @@ def check_confounders(
             f"{ct / 1000:.1f} C under the condition. Heat can slow the board by itself: lengthen the "
             "cool-down gate, improve cooling, or check for throttling trip points near these temperatures"
         )
-    b_thr = sum(1 for e in baseline if e.throttled)
-    c_thr = sum(1 for e in condition if e.throttled)
-    if all(e.throttled is None for e in baseline) or all(e.throttled is None for e in condition):
+    b_thr, c_thr = b.throttled_runs, c.throttled_runs
+    if not (b.throttle_recorded and c.throttle_recorded):
         notes.append("throttling was not recorded for both arms")
     elif (b_thr > 0) != (c_thr > 0):
-        arm, count, total = (
-            ("baseline", b_thr, len(baseline)) if b_thr else ("condition", c_thr, len(condition))
-        )
+        arm, count, total = ("baseline", b_thr, b.runs) if b_thr else ("condition", c_thr, c.runs)
         reasons.append(
             f"{count} of {total} {arm} runs throttled and none of the other arm's did. Throttled runs should "
             "be invalidated and re-run: check the cooling and the thermal gate, then re-run those runs"
