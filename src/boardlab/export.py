@@ -223,6 +223,10 @@ def write_csv_rows(rows: Iterable[tuple], out: BinaryIO, fields: tuple[str, ...]
 
 
 def _pyarrow():
+    # Arrow's default allocator (mimalloc) gives freed memory back to the kernel lazily: what a row group's
+    # write used stayed resident (c3.db's export peaked at 135-141 MB with it, 103 with glibc's malloc, which
+    # unmaps a large block as it is freed). Arrow reads the variable once, at its first allocation.
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -246,7 +250,15 @@ _INTS = {"campaign_id", "run_id", "cell_id", "repetition", "attempt", "seq", "wa
 _BOOLS = {"higher_is_better", "valid", "ok", "warmup_capped"}
 _FLOATS = {"value", "started_unix_s", "energy_j", "energy_quantization_j", "power_avg_w", "power_idle_w",
            "energy_dynamic_j", "edp_js", "ed2p_js2", "efficiency_total", "efficiency_dynamic"}  # fmt: skip
-ROW_GROUP_RUNS = 10_000  # runs per Parquet row group: the records of one group (about 25 MB) in memory
+# Runs per Parquet row group. pyarrow's writer keeps every group's metadata (40 column chunks with their
+# statistics) until the file closes, about 33 KB a group and twice that as the footer is written: groups of
+# 10,000 runs took the export of 10^7 runs to 174 MB. A group waits as Arrow columns (strings as
+# dictionaries, about 120 bytes a run) and its write takes about as much again: with 50,000 runs a group
+# c3.db's export (882,354 runs) peaked at about 100 MB, with 100,000 at 110.
+ROW_GROUP_RUNS = 50_000
+# Runs held as Python tuples before they become a batch of Arrow columns: a tuple of 40 objects is several
+# times the run's Arrow columns
+CHUNK_RUNS = 2_000
 
 
 def _arrow_schema(fields: tuple[str, ...] = FIELDS):
@@ -266,38 +278,83 @@ def _arrow_schema(fields: tuple[str, ...] = FIELDS):
     return pa.schema([(f, kind(f)) for f in fields], metadata={"boardlab_export_schema": str(EXPORT_SCHEMA)})
 
 
-def _arrow_table(rows: list[tuple], schema):
-    """A table of rows (tuples in the schema's field order), turned into columns by one transpose."""
+def _buffer_schema(schema):
+    """`schema` with each string column a dictionary: a group's names, cells and parameters repeat from run
+    to run, so a run costs a 4-byte index, not its own copy of each string."""
     pa, _ = _pyarrow()
-    columns = list(zip(*rows, strict=True)) if rows else [()] * len(schema)
-    return pa.Table.from_arrays(
-        [pa.array(col, type=f.type) for col, f in zip(columns, schema, strict=True)], schema=schema
-    )
+    words = pa.dictionary(pa.int32(), pa.string())
+    return pa.schema([(f.name, words if f.type == pa.string() else f.type) for f in schema])
+
+
+def _arrow_batch(rows: list[tuple], schema, nulls: dict):
+    """Rows (tuples in the schema's field order) as one batch, turned into columns by one transpose. A column
+    empty in every row is a slice of the empty column `nulls` holds for its type (energy's, in a campaign
+    without it): no buffer of its own."""
+    pa, _ = _pyarrow()
+    n = len(rows)
+    arrays = []
+    for col, f in zip(zip(*rows, strict=True), schema, strict=True):
+        if col.count(None) == n:
+            if len(nulls.get(f.type, ())) < n:
+                nulls[f.type] = pa.nulls(n, f.type)
+            arrays.append(nulls[f.type].slice(0, n))
+        else:
+            arrays.append(pa.array(col, type=f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _declared_schema(schema) -> dict:
+    """The file's key-value metadata for `schema`, as pyarrow writes it for a file it writes from that schema
+    (its metadata and the schema under ARROW:schema, base64 of its IPC form): the columns are written as
+    dictionaries, yet a reader gets them as the strings they are."""
+    import base64
+
+    return {"ARROW:schema": base64.b64encode(schema.serialize().to_pybytes()), **schema.metadata}
 
 
 class _ParquetSink:
-    """A Parquet file written a row group at a time: the rows of one group in memory, no more."""
+    """A Parquet file written a row group at a time: CHUNK_RUNS rows as Python tuples at most, the rest of
+    the group as Arrow batches. A group's batches are written as one row group, with the same dictionary for
+    each string column (Parquet writes a column chunk whose dictionary changes as plain strings)."""
 
     def __init__(self, where, fields: tuple[str, ...] = FIELDS, group: int | None = None):
         _, pq = _pyarrow()
-        self.schema, self.group = _arrow_schema(fields), group or ROW_GROUP_RUNS
-        self.writer = pq.ParquetWriter(where, self.schema)
+        self.schema = _arrow_schema(fields)
+        self.buffer_schema = _buffer_schema(self.schema)
+        self.group = group or ROW_GROUP_RUNS
+        # the stored schema would say dictionary: the string one is added at close
+        self.writer = pq.ParquetWriter(where, self.buffer_schema, store_schema=False)
         self.rows: list[tuple] = []
+        self.batches: list = []
+        self.held = 0  # rows in self.batches
+        self.nulls: dict = {}
         self.count = 0
 
     def add(self, row: tuple) -> None:
         self.rows.append(row)
         self.count += 1
-        if len(self.rows) >= self.group:
-            self.flush()
+        if len(self.rows) >= CHUNK_RUNS or self.held + len(self.rows) >= self.group:
+            self._batch()
+            if self.held >= self.group:
+                self._write()
 
-    def flush(self) -> None:
+    def _batch(self) -> None:
         if self.rows:
-            self.writer.write_table(_arrow_table(self.rows, self.schema))
+            self.batches.append(_arrow_batch(self.rows, self.buffer_schema, self.nulls))
+            self.held += len(self.rows)
             self.rows = []
 
+    def _write(self) -> None:
+        pa, _ = _pyarrow()
+        if self.batches:
+            table = pa.Table.from_batches(self.batches, self.buffer_schema).unify_dictionaries()
+            self.batches, self.held = [], 0
+            self.writer.write_table(table, row_group_size=table.num_rows)
+
     def close(self) -> None:
-        self.flush()
+        self._batch()
+        self._write()
+        self.writer.add_key_value_metadata(_declared_schema(self.schema))
         self.writer.close()
 
 
