@@ -223,10 +223,6 @@ def write_csv_rows(rows: Iterable[tuple], out: BinaryIO, fields: tuple[str, ...]
 
 
 def _pyarrow():
-    # Arrow's default allocator (mimalloc) gives freed memory back to the kernel lazily: what a row group's
-    # write used stayed resident (c3.db's export peaked at 135-141 MB with it, 103 with glibc's malloc, which
-    # unmaps a large block as it is freed). Arrow reads the variable once, at its first allocation.
-    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
