@@ -8,9 +8,12 @@ For each size N (`--sizes`, default 1e4,1e5,1e6) it builds, in a scratch directo
   not hours; what is stored is exactly what a campaign stores);
 - ten board files of N/10 runs each: the same plan on ten boards (copies of one file given ten board
   fingerprints, labels and campaign uids).
-And once, a full lab store of `--full-runs` runs (default: the largest size): the ten board files of that size
-ingested by `boardlab ingest` (summaries included), so it holds earlier campaigns of the same plan on the same
-ten boards, as a lab's store of nightly campaigns does.
+And once, a full lab store of `--full-runs` runs (default: the largest size), ingested by `boardlab ingest`
+(summaries and history steps included), so it holds earlier campaigns of the same plan on the same ten boards:
+by default one campaign of `--full-runs`/10 runs per board; with `--full-campaign-runs M`, night after night
+of ten campaigns of M runs (one ingest per night), as a lab's store of nightly campaigns does (10^7 runs of
+10^4-run campaigns: 100 nights). A new campaign's history step reads its board's latest campaign, so the
+two shapes differ in what a step costs (against 10^4 or 10^6 runs), not only in the store's size.
 Then each command below runs as its own process (`python -m boardlab ...`), its wall time, its CPU time and
 its peak RSS measured from wait4 of that process. wait4's usage counts the process and every descendant it
 waited for: the summaries' worker process of an ingest (boardlab.summary `KeepBehind`, waited for at its end)
@@ -300,22 +303,30 @@ def build_size(n: int, work: Path) -> Built:
     return Built(n, work, one, files, runs, board_runs, time.perf_counter() - t0, _size(one) / runs)
 
 
-def build_full(full_runs: int, root: Path, built: dict[int, Built]) -> tuple[Path, int]:
-    """The full store: ten boards' campaigns of full_runs/10 runs, ingested by `boardlab ingest`; returns its
-    path and its runs. Its campaigns are other campaigns (uids) of the same plan on the same boards than those
-    of the measured files: a board file of that size is reused when that size is measured, else built."""
+def build_full(
+    full_runs: int, root: Path, built: dict[int, Built], campaign_runs: int | None = None
+) -> tuple[Path, int]:
+    """The full store: full_runs runs of the same plan on the same ten boards as the measured files, in
+    campaigns of `campaign_runs` runs (default full_runs/10: one campaign per board), ingested by `boardlab
+    ingest` one night (a campaign per board) at a time, summaries and history steps included; returns its
+    path and its runs. Its campaigns are other campaigns (uids) than those of the measured files: a board
+    file of that size is reused when that size is measured, else built."""
     work = root / "full-files"
     work.mkdir(parents=True, exist_ok=True)
-    if full_runs in built:
-        board = built[full_runs].work / "board.db"
-    else:
+    per_board = campaign_runs or full_runs // BOARDS
+    nights = max(1, full_runs // (per_board * BOARDS))
+    board = {b.n // BOARDS: b.work / "board.db" for b in built.values()}.get(per_board)  # a size's board file
+    if board is None:
         board = work / "board.db"
         with multiprocessing.get_context("spawn").Pool(1) as pool:
-            pool.apply(build_campaign, (board, full_runs // BOARDS), {"seed": 3})
-    files = [str(f) for f in board_files(board, work)]
+            pool.apply(build_campaign, (board, per_board), {"seed": 3})
     full = root / "full.db"
     _remove(full)
-    measure(["ingest", *files, "--db", str(full)])
+    for night in range(nights):
+        if nights > 1:
+            print(f"   night {night + 1} of {nights}", file=sys.stderr, flush=True)
+        files = [str(f) for f in board_files(board, work)]
+        measure(["ingest", *files, "--db", str(full)])
     shutil.rmtree(work)
     with Store.open(full, create=False, verify=False) as s:
         runs = int(s.conn.execute("SELECT count(*) FROM runs").fetchone()[0])
@@ -622,7 +633,7 @@ def print_table(results: dict[int, dict], pg: dict, exps: dict, full_runs: int |
     if full_runs is not None:
         print(
             f"(ingest, full store: into a store already holding {full_runs:,} runs of the same plan on the "
-            f"same {BOARDS} boards: each new campaign's history step is computed)"
+            f"same {BOARDS} boards: each new campaign's history step from its board's latest is computed)"
         )
     for span, by_cmd in exps.items():
         print(f"growth exponent {span}: wall, CPU, from the median of paired ratios; pairs (wall s) @load:")
@@ -668,6 +679,12 @@ def main() -> int:
         type=float,
         help="runs of the full store ingested into (default: the largest size; 0: none)",
     )
+    ap.add_argument(
+        "--full-campaign-runs",
+        type=float,
+        help="runs of each campaign of the full store (default: a tenth of --full-runs, one campaign per "
+        "board; a lab's nightly store: the smallest size's tenth, e.g. 1e4 with --sizes 1e5)",
+    )
     ap.add_argument("--pg-max", type=float, default=1e5, help="PostgreSQL at the largest size <= this")
     ap.add_argument("--keep", type=Path, help="build the stores in this directory and keep them")
     ap.add_argument(
@@ -693,7 +710,8 @@ def main() -> int:
         full = None
         if full_runs:
             print(f"== building the full store: {full_runs:.0e} runs", file=sys.stderr, flush=True)
-            full, full_held = build_full(full_runs, root, built)
+            per = int(args.full_campaign_runs) if args.full_campaign_runs else None
+            full, full_held = build_full(full_runs, root, built, per)
         results = measure_all(built, full, args.repeat)
         pg_sizes = [n for n in args.sizes if n <= args.pg_max]
         if pg_sizes:
