@@ -19,7 +19,7 @@ its peak RSS measured from wait4 of that process. wait4's usage counts the proce
 waited for: the summaries' worker process of an ingest (boardlab.summary `KeepBehind`, waited for at its end)
 is in the CPU time; into PostgreSQL the server's processes' CPU (/proc: the postmaster's own and its exited
 and live children's) is added, and shown apart:
-- report md and report html of the N-run campaign; export csv and export parquet of it;
+- report md and report html of the N-run campaign; export csv, json and parquet of it;
 - ingest of the ten files into a new SQLite store (runs/s), and into a copy of the full store (runs/s: what a
   lab's ingest costs; each new campaign's history step against its board's previous campaign is computed
   there; the writer's open checks the store's header and every table but the runs' when it is over 1 GiB);
@@ -341,6 +341,7 @@ def commands(b: Built, full: Path | None) -> dict[str, tuple[list[str], object, 
         "report md": (["report", "--db", db, "--format", "md", "-o", str(w / "r.md")], None, b.runs),
         "report html": (["report", "--db", db, "--format", "html", "-o", str(w / "r.html")], None, b.runs),
         "export csv": (["export", "--db", db, "--format", "csv", "-o", str(w / "e.csv")], None, b.runs),
+        "export json": (["export", "--db", db, "--format", "json", "-o", str(w / "e.json")], None, b.runs),
         "export parquet": (["export", "--db", db, "--format", "parquet", "-o", str(w / "e.parquet")], None,
                            b.runs),
         "ingest": (["ingest", *b.files, "--db", str(lab)], lambda: _remove(lab), b.board_runs),
@@ -545,7 +546,7 @@ def check(results: dict[int, dict], pg: dict, exps: dict) -> tuple[list[str], li
 
 
 PEAK_MB = 150  # the reports' and exports' peak RSS at 10^6 runs and more (10^7: `--store`)
-PEAK_COMMANDS = ("report md", "report html", "export csv", "export parquet")
+PEAK_COMMANDS = ("report md", "report html", "export csv", "export json", "export parquet")
 
 
 def peaks_missed(results: dict[int, dict]) -> list[str]:
