@@ -178,9 +178,10 @@ def test_an_empty_part_says_why_once_and_sizes_sort_as_numbers(stores, tmp_path)
     assert "policy0@" not in visible(page.split("<h2>Plan</h2>")[0])
     assert "policy0 1 GHz" in visible(page)
     # the worst cells of each pattern in the order of their sizes, 4 KiB before 16 KiB before 1 MiB
-    proc = run_cli("report", "--db", str(stores["two-cluster sweep"]), "--format", "md", "-o", str(out))
+    md = out.with_suffix(".md")
+    proc = run_cli("report", "--db", str(stores["two-cluster sweep"]), "--format", "md", "-o", str(md))
     assert proc.returncode == 0, proc.stderr
-    worst = re.findall(r"policy0 random (\d+ [KMG]iB): worst", out.read_text())
+    worst = re.findall(r"policy0 random (\d+ [KMG]iB): worst", md.read_text())
     sizes = [
         int(s.split()[0]) * {"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}[s.split()[1]] for s in worst
     ]
