@@ -1,6 +1,7 @@
 """serve's end with its analysis worker busy (web/background.py `close`): the worker is killed, and the pool's
 manager thread has closed its wake-up pipe before close returns, so the exit hook of the interpreter finds it
-closed. Before, the hook raced the thread's close and at times wrote a Traceback (EBADF) into serve's log."""
+closed. Before, the hook raced the thread's close and at times wrote a Traceback (EBADF) into serve's log.
+And a worker killed under serve (out of memory, by hand) is replaced at the next analysis (`_submit`)."""
 
 from __future__ import annotations
 
@@ -44,3 +45,30 @@ def test_close_kills_the_busy_worker_and_leaves_no_open_wakeup_for_the_exit_hook
         assert manager_alive == "False" and closed == "True", done.stdout  # ended before close returned
         assert float(took_s) < 5.0 and finished == "True", done.stdout  # not the 30 s analysis
         assert not _alive(int(pid)), f"worker {pid} outlived serve's close"
+
+
+_KILLED_SCRIPT = textwrap.dedent(
+    """
+    import os, signal, time
+    from boardlab.web.background import Background
+
+    b = Background("unused.db")
+    first = b.run(os.getpid).result(timeout=60)
+    os.kill(first, signal.SIGKILL)  # out of memory, or by hand
+    deadline = time.monotonic() + 30
+    while not b._pool._broken and time.monotonic() < deadline:  # the pool's manager notices the death
+        time.sleep(0.02)
+    second = b.run(os.getpid).result(timeout=60)  # the next page's analysis
+    print(first, second, bool(b._pool._broken))
+    b.close()
+    """
+)
+
+
+def test_a_killed_worker_is_replaced_at_the_next_analysis(tmp_path):
+    argv = [sys.executable, "-c", _KILLED_SCRIPT]
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr  # without the retry: BrokenProcessPool from the second run
+    first, second, broken = done.stdout.split()
+    assert first != second and broken == "False", done.stdout  # a new worker, in a pool that works
+    assert not _alive(int(first)) and not _alive(int(second))  # the killed one reaped, the new one closed
