@@ -196,7 +196,12 @@ def sign_flip_p(
 
 def two_arms(pooled: Sequence[float], condition: Sequence[int]) -> tuple[list[float], list[float]]:
     """(baseline, condition) values of one split of `pooled`, each in `pooled`'s order."""
-    keep = bytearray(b"\x01") * len(pooled)
-    for i in condition:
+    return list(compress(pooled, others_mask(len(pooled), condition))), [pooled[i] for i in condition]
+
+
+def others_mask(n: int, indices: Iterable[int]) -> bytearray:
+    """1 at every index below n that is not in `indices`, 0 at those: the other arm, for `compress`."""
+    keep = bytearray(b"\x01") * n
+    for i in indices:
         keep[i] = 0
-    return list(compress(pooled, keep)), [pooled[i] for i in condition]
+    return keep

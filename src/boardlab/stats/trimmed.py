@@ -26,6 +26,7 @@ from itertools import accumulate, compress, repeat
 from operator import sub
 
 from boardlab.stats._special import student_t_ppf, student_t_sf
+from boardlab.stats.permutation import others_mask
 
 TRIM = 0.2  # Wilcox 2012 section 4.4: 20% keeps efficiency near the mean's for normal data
 
@@ -132,10 +133,7 @@ class SplitYuen:
         if 2 * nc <= n:
             small = self._explicit(condition)
             return _yuen_t(n - nc, self._complement(condition), nc, small)
-        keep = bytearray(b"\x01") * n
-        for i in condition:
-            keep[i] = 0
-        baseline = list(compress(range(n), keep))
+        baseline = list(compress(range(n), others_mask(n, condition)))
         return _yuen_t(n - nc, self._explicit(baseline), nc, self._complement(baseline))
 
     def _explicit(self, arm: Sequence[int]) -> tuple[float, float, int]:
