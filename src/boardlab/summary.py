@@ -47,7 +47,9 @@ if TYPE_CHECKING:
 # again from the runs, never read as records
 # 6: the document's figures are typed plot specifications (`Figure.spec`, analysis.document.PlotSpec), no
 # longer a kind and a dict of arguments: a schema-5 document is computed again from the runs, never misread
-SUMMARY_SCHEMA = 6
+# 7: a cell keeps at most COMPARED_RUNS measured runs (`CellAnalysis.compared_runs`: what a comparison reads),
+# the others counted; a step's sides say how many runs the test read: a schema-6 summary is computed again
+SUMMARY_SCHEMA = 7
 FIRST_SUMMARY_STORE = 8  # the store migration that added campaign_summaries
 # what decides a summary's contents: the layout here, the statistics, the analysis and its records
 CODE_PACKAGES = ("stats", "analysis", "model")

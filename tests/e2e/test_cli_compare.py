@@ -29,7 +29,7 @@ def compare_json(*args: str) -> dict:
 def test_matched_cells_get_a_ratio_ci_test_and_verdict(two_boards):
     a, b = two_boards
     doc = compare_json(str(a), str(b))
-    assert doc["schema"] == 2
+    assert doc["schema"] == 3
     assert doc["a"]["board"] == "board-a" and doc["b"]["board"] == "board-b"
     assert doc["adjustment"] == "holm" and doc["family_size"] == len(doc["cells"]) == 6
     fft = next(c for c in doc["cells"] if c["workload"] == "scimark.fft" and c["condition"] == "baseline")

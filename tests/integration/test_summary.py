@@ -17,6 +17,7 @@ from boardlab.store import Store
 from boardlab.store import db as store_db
 from boardlab.web import pages
 
+from helpers import make_campaign_db_bulk
 from history_store import PLANTED, SLOW, make_history_db
 
 pytestmark = pytest.mark.integration
@@ -350,3 +351,31 @@ def test_a_summary_of_the_former_layout_is_computed_again_and_its_tally_still_li
         assert summary.summary_of(store, ids[0]).cells_json == good.cells_json  # computed again from the runs
         assert summary.stored_tally(store, ids[0]) == tally
         assert summary.listed_tally(store, ids[0])[0] == tally
+
+
+def test_a_step_from_a_large_campaign_reads_a_spread_sample_kept_in_its_summary(tmp_path):
+    """A cell of more than COMPARED_RUNS measured runs is kept in the campaign's summary as that many runs
+    spread over it, every run still counted; a step against it judges the same rows from the summary as from
+    the runs, and says the test read a sample."""
+    from boardlab.analysis.core import analyze
+    from boardlab.analysis.history import step_pair
+    from boardlab.analysis.records import COMPARED_RUNS
+
+    db = make_campaign_db_bulk(tmp_path / "two sizes.db", 34 * (COMPARED_RUNS + 150), seed=1)
+    make_campaign_db_bulk(db, 34 * 20, seed=2)
+    with Store.open(db) as store:
+        big, small = (int(c["id"]) for c in store.campaigns())
+        live = analyze(store, big), analyze(store, small)
+        for cid in (big, small):
+            summary.keep(store, cid)
+    with Store.open(db, create=False) as store:
+        kept = summary.stored_view(store, big), summary.stored_view(store, small)
+    assert kept[0] is not None and kept[1] is not None
+    large = [c for c in kept[0].cells if c.n_valid > COMPARED_RUNS]
+    assert len(large) >= 30 and all(len(c.values) == COMPARED_RUNS for c in large)
+    by_key = {c.key: c for c in live[0].cells}
+    assert all(c.n_valid == by_key[c.key].n_valid and c.n_failed == by_key[c.key].n_failed for c in large)
+    rows = step_pair(*kept)[0]
+    assert rows == step_pair(*live)[0]
+    assert {r.a.tested for r in rows if r.a.n > COMPARED_RUNS} == {COMPARED_RUNS}
+    assert all(r.b.tested is None for r in rows)

@@ -29,7 +29,9 @@ from boardlab.analysis.compare import (
 from boardlab.analysis.comparedoc import verdict_table
 from boardlab.analysis.records import CampaignAnalysis
 
-BOARDS_SCHEMA = 2  # 2: "comparisons" and "reference"; by default each board against the reference only
+# 2: "comparisons" and "reference"; by default each board against the reference only; 3: each side of a
+# compared cell says how many of its runs the test read ("tested")
+BOARDS_SCHEMA = 3
 
 
 def board_campaign_ids(store, campaign_id: int, *, reference: str | None = None) -> list[int]:

@@ -16,9 +16,11 @@ from typing import TYPE_CHECKING, Any
 from boardlab.analysis.format import estimator_words, test_words
 
 if TYPE_CHECKING:
-    from boardlab.analysis.records import CampaignView, CellAnalysis, ComparisonRow
+    from boardlab.analysis.records import CampaignView, CellAnalysis, ComparisonRow, PairSide
 
-COMPARE_SCHEMA = 2  # 2: each cell says its test, how its p was found and what its ratio is of
+# 2: each cell says its test, how its p was found and what its ratio is of; 3: each side says how many of its
+# runs the test read ("tested": a sample of a large cell's, None for all of them)
+COMPARE_SCHEMA = 3
 RATIO_WORDS = (
     "B / A of each cell's estimate (`estimator`: the runs' 20%-trimmed geometric means, or their medians "
     "where the rank test decided); cost_ratio > 1 means B is worse; the a/b medians are shown for reading"
@@ -53,10 +55,10 @@ def _interval(ci) -> list[float] | None:
 def median_point(cell: CellAnalysis) -> dict:
     """A cell's median as a point of a history or a column of a board comparison (JSON): its runs, the
     median with its CI, or why there is none (a single run's value stands as its median)."""
-    s = cell.summary
-    median = s.median if s else (cell.values[0] if len(cell.values) == 1 else None)
+    s, n = cell.summary, cell.n_valid
+    median = s.median if s else (cell.values[0] if n == 1 else None)
     return {
-        "n": len(cell.values),
+        "n": n,
         "median": median,
         "median_ci": _interval(s.median_ci) if s else None,
         "reason": None if s else cell.summary_reason,
@@ -105,15 +107,16 @@ def pair_rows(
     for i, (ca, cb) in enumerate(matched):
         row = _row(ca, cb, unstable.get(_key(ca)))
         if row.delta is not None:  # both sides have valid runs of one metric: `_row` found its threshold
+            ta, tb = ca.compared_runs(), cb.compared_runs()
             comps.append(
                 compare(
-                    list(ca.values),
-                    list(cb.values),
+                    list(ta.values()),
+                    list(tb.values()),
                     higher_is_better=ca.higher_is_better,
                     delta=row.delta,
                     seed=seed + i,
-                    baseline_env=ca.environments(),
-                    condition_env=cb.environments(),
+                    baseline_env=ta.environments(),
+                    condition_env=tb.environments(),
                     family_size=family,
                 )
             )
@@ -131,17 +134,15 @@ def _row(ca: CellAnalysis, cb: CellAnalysis, unstable: list[str] | None) -> Comp
     from boardlab.stats.threshold import threshold_of
 
     row = ComparisonRow(
-        ca.workload, ca.params, ca.condition, ca.metric, ca.unit, ca.higher_is_better,
-        PairSide(len(ca.values), ca.summary.median if ca.summary else None),
-        PairSide(len(cb.values), cb.summary.median if cb.summary else None),
-        unstable=None if unstable is None else tuple(unstable),
+        ca.workload, ca.params, ca.condition, ca.metric, ca.unit, ca.higher_is_better, _side_of(ca),
+        _side_of(cb), unstable=None if unstable is None else tuple(unstable),
     )  # fmt: skip
     if ca.metric != cb.metric or ca.unit != cb.unit:
         return replace(
             row, reason=f"different metrics: {ca.metric} [{ca.unit}] in A, {cb.metric} [{cb.unit}] in B"
         )
-    if not ca.values or not cb.values:
-        return replace(row, reason=f"no valid runs in {'A' if not ca.values else 'B'}")
+    if not row.a.n or not row.b.n:
+        return replace(row, reason=f"no valid runs in {'A' if not row.a.n else 'B'}")
     if row.a.median is None or row.b.median is None:  # one run: its value is the median
         row = replace(
             row,
@@ -150,6 +151,14 @@ def _row(ca: CellAnalysis, cb: CellAnalysis, unstable: list[str] | None) -> Comp
         )
     delta, source = threshold_of(ca.facts)  # A's cell: its plan entry's threshold
     return replace(row, delta=delta, delta_source=source)
+
+
+def _side_of(cell: CellAnalysis) -> PairSide:
+    from boardlab.analysis.records import COMPARED_RUNS, PairSide
+
+    n = cell.n_valid
+    tested = COMPARED_RUNS if n > COMPARED_RUNS else None  # `CellAnalysis.compared_runs`' sample
+    return PairSide(n, cell.summary.median if cell.summary else None, tested)
 
 
 def finish_rows(rows: Sequence[ComparisonRow], slots: list[int], adjusted) -> list[ComparisonRow]:
@@ -165,7 +174,7 @@ def finish_rows(rows: Sequence[ComparisonRow], slots: list[int], adjusted) -> li
             decision_ci=_pair(c.decision_ci),
             test=c.test.name,
             test_method=c.test.method,
-            test_words=test_words(c),
+            test_words=test_words(c) + _sample_words(out[slot]),
             estimator=estimator_words(c),
             p_value=c.p_value,
             p_adjusted=c.p_adjusted,
@@ -175,6 +184,13 @@ def finish_rows(rows: Sequence[ComparisonRow], slots: list[int], adjusted) -> li
             flags=tuple(c.verdict.flags),
         )
     return out
+
+
+def _sample_words(row: ComparisonRow) -> str:
+    """Which sides the test read a sample of (`PairSide.tested`), as a clause of its words."""
+    sampled = [f"{side.tested:,} of {name}'s {side.n:,} runs" for name, side in (("A", row.a), ("B", row.b))
+               if side.tested is not None]  # fmt: skip
+    return f", on {' and '.join(sampled)} spread over the campaign" if sampled else ""
 
 
 def plain(document: Any) -> Any:

@@ -35,9 +35,9 @@ from boardlab.model.campaign import CommitIdentity
 if TYPE_CHECKING:
     from boardlab.analysis.records import CampaignView, ComparisonRow
 
-HISTORY_SCHEMA = (
-    3  # 2: campaigns by arrival, clock_went_back, cells keyed by metric; 3: each campaign's commit
-)
+# 2: campaigns by arrival, clock_went_back, cells keyed by metric; 3: each campaign's commit; 4: each side of
+# a step's cell says how many of its runs the test read ("tested", None for all of them)
+HISTORY_SCHEMA = 4
 DEFAULT_LAST = 10  # campaigns per board: bounds the family (and so keeps its power) and the reading time
 
 

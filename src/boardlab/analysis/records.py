@@ -29,6 +29,14 @@ if TYPE_CHECKING:
     from boardlab.store import Store
 
 
+# The most measured runs of a cell that a comparison between two campaigns reads (a history's step, `compare`,
+# the cross-board report): more than this many, and a sample of this many spread over the campaign. Beyond
+# it a side's runs hardly narrow the interval (a step from a 50-run cell against 2,048 runs has an interval
+# 1.2% wider than against infinitely many), while reading them made a step cost the larger campaign's size:
+# about 3 s against a campaign of 10^6 runs, and its stored summary 63 MB. docs/method.md "History".
+COMPARED_RUNS = 2048
+
+
 @dataclass(frozen=True)
 class CellAnalysis:
     cell_id: int
@@ -55,6 +63,13 @@ class CellAnalysis:
     def environments(self) -> Sequence[RunEnvironment]:
         """The confounders of the runs of `values`, in the same order."""
         return self.runs.environments()
+
+    def compared_runs(self) -> RunTable:
+        """The runs a comparison with another campaign's cell reads (`compare.pair_rows`, and what a stored
+        summary keeps): every run, or where more than COMPARED_RUNS are measured, that many of them spread
+        evenly over the campaign (`RunTable.thinned`), with every run still counted."""
+        table = self.runs if isinstance(self.runs, RunTable) else self.runs.table()
+        return table.thinned(COMPARED_RUNS)
 
     @property
     def label(self) -> str:
@@ -96,10 +111,12 @@ class ComparisonAnalysis:
 @dataclass(frozen=True)
 class PairSide:
     """One side of a compared pair of cells (`ComparisonRow.a`, `.b`): its valid runs and their median, in
-    the cell's unit (None where it has no valid run)."""
+    the cell's unit (None where it has no valid run), and the runs the test read where that is fewer
+    (`tested`: a sample, `CellAnalysis.compared_runs`; None where it read all of them)."""
 
     n: int
     median: float | None
+    tested: int | None = None
 
 
 @dataclass(frozen=True)
@@ -140,12 +157,12 @@ class ComparisonRow:
 
     def plain(self) -> dict[str, Any]:
         """The row in the JSON documents (`compare --json`, `history --json`, serve's .json twins): its fields
-        by name in order, each side {"n", "median"}, intervals and lists as JSON lists."""
+        by name in order, each side {"n", "median", "tested"}, intervals and lists as JSON lists."""
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if isinstance(value, PairSide):
-                value = {"n": value.n, "median": value.median}
+                value = {"n": value.n, "median": value.median, "tested": value.tested}
             elif isinstance(value, tuple):
                 value = list(value)
             out[f.name] = value
@@ -291,10 +308,8 @@ class CampaignAnalysis:
     def kept(self, runs_stored: int, verdicts: dict[str, Any]) -> KeptAnalysis:
         """What the campaign's summary keeps of this analysis, computed from its `runs_stored` runs, with the
         tally of its `verdicts` (`analysis.verdicts.verdict_tally`, which reads this module)."""
-        cells = tuple(  # a summary keeps every run (compare and history read them): tables, not the store's
-            c if isinstance(c.runs, RunTable) else dataclasses.replace(c, runs=c.runs.table())
-            for c in self.cells
-        )
+        # a summary keeps the runs compare and history read of each cell: tables, not the store's
+        cells = tuple(dataclasses.replace(c, runs=c.compared_runs()) for c in self.cells)
         return KeptAnalysis(
             self.campaign_id, self.name, self.status, self.board_label, self.boardlab_version,
             self.started_unix_s, self.plan_text, cells, self.aa_controls, verdicts, runs_stored,
