@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
     from multiprocessing.process import BaseProcess
 
+    from boardlab.analysis.cellruns import GrowingTables
     from boardlab.analysis.records import ComparisonRow, KeptAnalysis
 
 # 2: each cell carries its thresholds (the plan entry's, or derived by name and said so), which a step
@@ -146,15 +147,16 @@ class Summary:
         return from_plain(KeptAnalysis, json.loads(self.cells_json))
 
 
-def compute(store, campaign_id: int) -> Summary:
-    """The summary from the campaign's runs (the analysis and the report's document)."""
+def compute(store, campaign_id: int, *, growing: GrowingTables | None = None) -> Summary:
+    """The summary from the campaign's runs (the analysis and the report's document); `growing`: the tables
+    of the campaign's last analysis, read on from there (`analysis.cellruns.GrowingTables`)."""
     from boardlab.analysis.core import analyze
     from boardlab.analysis.sections import build_document
     from boardlab.analysis.verdicts import verdict_tally
     from boardlab.model.records import to_plain
 
     runs = store.count_runs(campaign_id)
-    analysis = analyze(store, campaign_id)
+    analysis = analyze(store, campaign_id, growing=growing)
     document = build_document(analysis, None)
     kept = analysis.kept(runs, verdict_tally(analysis))
     return Summary(
@@ -220,15 +222,17 @@ def _read_back(s: Summary) -> KeptAnalysis | None:
     return view
 
 
-def summary_of(store, campaign_id: int, *, with_document: bool = False) -> Summary:
+def summary_of(
+    store, campaign_id: int, *, with_document: bool = False, growing: GrowingTables | None = None
+) -> Summary:
     """The fresh stored summary, or one computed now (not written: the caller may be a reader)."""
     got = stored(store, campaign_id, with_document=with_document)
-    return got if got is not None else compute(store, campaign_id)
+    return got if got is not None else compute(store, campaign_id, growing=growing)
 
 
-def analysis_view(store, campaign_id: int) -> KeptAnalysis:
+def analysis_view(store, campaign_id: int, *, growing: GrowingTables | None = None) -> KeptAnalysis:
     """What history and compare read of a campaign, from its summary (stored or computed now)."""
-    return summary_of(store, campaign_id).view()
+    return summary_of(store, campaign_id, growing=growing).view()
 
 
 # ---- a history's steps -------------------------------------------------------------------------------------

@@ -48,6 +48,12 @@ ALLOWED: dict[tuple[str, str], str] = {
         "_CACHE",
     ): "serve's last CACHE_SIZE pages, each keyed by the store, the campaign and "
     "what its analysis depends on (status, runs stored); facts are stored before serve starts, never during",
+    (
+        "boardlab.web.background",
+        "_growing",
+    ): "serve's analysis worker's tables of running campaigns, keyed by store, campaign and its uid, bounded "
+    "(GROWING_RUNS); a cell is read on from its last run only where the store still holds exactly the runs "
+    "its table holds, so an analysis cannot differ from one that reads every run",
 }
 
 

@@ -11,7 +11,7 @@ import dataclasses
 import json
 from collections import Counter
 
-from boardlab.analysis.cellruns import CellTables, StoredRuns, read_table
+from boardlab.analysis.cellruns import CellTables, GrowingTables, StoredRuns, read_table
 from boardlab.analysis.monitor import MonitorSeries, monitor_series  # noqa: F401 (the package's API)
 from boardlab.analysis.records import (
     AAControl,
@@ -205,8 +205,12 @@ def _cell(row, runs: RunTable | StoredRuns, entry_facts: CellFacts) -> CellAnaly
     )
 
 
-def _runs_of(store: Store, cell_id: int, tables: CellTables | None) -> RunTable | StoredRuns:
-    return read_table(store.cell_run_batches(cell_id)) if tables is None else StoredRuns(cell_id, tables)
+def _runs_of(
+    store: Store, cell_id: int, tables: CellTables | None, growing: GrowingTables | None
+) -> RunTable | StoredRuns:
+    if tables is not None:
+        return StoredRuns(cell_id, tables)
+    return read_table(store.cell_run_batches(cell_id)) if growing is None else growing.table(store, cell_id)
 
 
 def _params_key(params: dict) -> str:
@@ -624,10 +628,14 @@ def correct_family(
     return tuple(tuple(f) for f in out), size, method
 
 
-def analyze(store: Store, campaign_id: int, *, runs_budget: int | None = None) -> CampaignAnalysis:
+def analyze(
+    store: Store, campaign_id: int, *, runs_budget: int | None = None, growing: GrowingTables | None = None
+) -> CampaignAnalysis:
     """The campaign's analysis. Its cells hold their runs' tables (what a summary keeps and another process
     receives), or, with `runs_budget`, read them through `cellruns.CellTables` holding at most that many runs
-    at a time: the analysis and every section then read the store, which must stay open while they do."""
+    at a time: the analysis and every section then read the store, which must stay open while they do. With
+    `growing` (the tables of this campaign's last analysis, `cellruns.GrowingTables`), a cell reads only the
+    runs stored since."""
     camp = store.campaign(campaign_id)
     workloads = workload_facts(store, campaign_id)  # what its workloads are, as stored with it
     board = store.board(camp["board_id"])
@@ -635,7 +643,7 @@ def analyze(store: Store, campaign_id: int, *, runs_budget: int | None = None) -
     known, plan_order, pairing = cell_facts(store, campaign_id, camp["plan_text"], rows)
     # one query per cell: the rows of one cell at a time, never the campaign's
     tables = None if runs_budget is None else CellTables(store, runs_budget)
-    stored = tuple(_cell(row, _runs_of(store, row["id"], tables), known[row["key"]]) for row in rows)
+    stored = tuple(_cell(row, _runs_of(store, row["id"], tables, growing), known[row["key"]]) for row in rows)
     family = planned_family(stored, workloads)
     cells, medians, controls = cells_in_pairs(stored, plan_order, family_size=family)
     tails = tail_comparisons(store, cells, workloads, family_size=family)

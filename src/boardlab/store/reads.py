@@ -112,17 +112,24 @@ class AnalysisReads(Connected):
         migration 9 (a reader does not migrate) by the function that filled them."""
         return [row for batch in self.cell_run_batches(cell_id) for row in batch]
 
-    def cell_run_batches(self, cell_id: int, batch: int = 10_000) -> Iterator[list]:
+    def cell_run_batches(self, cell_id: int, batch: int = 10_000, *, after_id: int = 0) -> Iterator[list]:
         """`cell_runs` in batches of at most `batch` rows: a cell of 10^6 runs is read without ever holding
-        10^6 row objects (about 600 bytes each), which would be most of a report's memory."""
+        10^6 row objects (about 600 bytes each), which would be most of a report's memory. `after_id`: only
+        the runs stored after that one (ids grow as runs are stored), in run order."""
         cols = self._CELL_RUN_COLUMNS + (", aa_arm" if self._schema() >= 3 else "")
         old = self._schema() < 9
         extra = "monitor_json, rusage_json" if old else ", ".join(RUN_COLUMNS)
         cursor = self.conn.execute(
-            f"SELECT {cols}, {extra} FROM runs WHERE cell_id=? ORDER BY seq, attempt", (cell_id,)
+            f"SELECT {cols}, {extra} FROM runs WHERE cell_id=? AND id>? ORDER BY seq, attempt",
+            (cell_id, after_id),
         )
         while rows := cursor.fetchmany(batch):
             yield [self._with_run_columns(r) for r in rows] if old else rows
+
+    def cell_runs_through(self, cell_id: int, last_id: int) -> int:
+        """The cell's runs stored up to run `last_id`, counted over its index (not the table)."""
+        got = self.conn.execute("SELECT count(*) FROM runs WHERE cell_id=? AND id<=?", (cell_id, last_id))
+        return int(got.fetchone()[0])
 
     def _with_run_columns(self, row) -> dict:
         out = {k: row[k] for k in row.keys() if k not in ("monitor_json", "rusage_json")}

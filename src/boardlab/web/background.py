@@ -25,8 +25,18 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
+    from boardlab.analysis.cellruns import GrowingTables
+
 CLOSE_WAIT_S = 5.0  # how long serve's end waits for the worker pool's manager thread (it takes milliseconds)
 KEPT = 64  # results kept by the server process (the pages show at most a history's ten campaigns at once)
+# Runs of running campaigns whose tables the worker keeps between their analyses beyond the latest campaign's
+# (`GrowingTables`, about 75 bytes a run): two boards' campaigns of 10^5 runs each fit.
+GROWING_RUNS = 1_000_000
+
+# The worker process's tables of running campaigns, by (store, campaign id, campaign uid), the latest last. In
+# the worker alone (the server process never analyses), and only ever an exact copy of what the store holds:
+# `GrowingTables` reads on from a cell's last run only where the store still holds exactly those runs.
+_growing: OrderedDict[tuple[str, int, str], GrowingTables] = OrderedDict()
 
 
 class Computing(Exception):
@@ -58,7 +68,8 @@ def _summary(db: str, campaign_id: int):
     with Store.open(db, create=False, verify=False) as store, store.snapshot():
         # stored by the backfill since the page asked (its analysis waited behind the backfill's): read, not
         # computed again
-        return summary.summary_of(store, campaign_id, with_document=True)
+        growing = _growing_tables(store, campaign_id)
+        return summary.summary_of(store, campaign_id, with_document=True, growing=growing)
 
 
 def _view(db: str, campaign_id: int):
@@ -66,7 +77,26 @@ def _view(db: str, campaign_id: int):
     from boardlab.store import Store
 
     with Store.open(db, create=False, verify=False) as store, store.snapshot():
-        return summary.analysis_view(store, campaign_id)
+        return summary.analysis_view(store, campaign_id, growing=_growing_tables(store, campaign_id))
+
+
+def _growing_tables(store, campaign_id: int) -> GrowingTables | None:
+    """The tables this worker keeps of the campaign if it is running (new ones at its first analysis here),
+    else None, any it kept let go: a running campaign's page is analysed again whenever runs arrive, and then
+    reads only the runs stored since (`analysis.cellruns.GrowingTables`)."""
+    from boardlab.analysis.cellruns import GrowingTables
+
+    row = store.campaign(campaign_id)
+    uid = row["uid"] if "uid" in row.keys() else None
+    key = (store.path, campaign_id, uid or "")
+    if row["status"] != "running" or not uid:  # a store before uids: nothing tells two campaigns apart
+        _growing.pop(key, None)
+        return None
+    got = _growing.pop(key, None) or GrowingTables()
+    _growing[key] = got  # the latest last
+    while len(_growing) > 1 and sum(t.runs for t in _growing.values()) > GROWING_RUNS:
+        _growing.popitem(last=False)
+    return got
 
 
 def _compare(db: str, ids: tuple[int, int]):

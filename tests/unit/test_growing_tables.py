@@ -1,0 +1,120 @@
+"""A running campaign analysed again as its runs arrive (`analysis.cellruns.GrowingTables`, serve's worker):
+each analysis reads only the runs stored since the last, and is the analysis a whole read gives; a cell whose
+runs changed otherwise (an attempt of an earlier place, runs deleted) is read whole."""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from boardlab.analysis.cellruns import GrowingTables
+from boardlab.analysis.core import analyze
+from boardlab.store import Store
+
+from helpers import make_campaign_db
+
+N_FIRST, N_ALL = 6, 11
+
+
+def _same_analysis(store: Store, cid: int, growing: GrowingTables) -> None:
+    got, whole = analyze(store, cid, growing=growing), analyze(store, cid)
+    assert got.cells == whole.cells  # every cell's table (column by column), summary and facts
+    assert got.comparisons == whole.comparisons and got.aa_controls == whole.aa_controls
+
+
+@pytest.fixture
+def running(tmp_path) -> tuple[Path, int]:
+    db = make_campaign_db(tmp_path / "running.db", n=N_FIRST, status="running")
+    with Store.open(db, create=False) as store:
+        return db, int(store.campaigns()[0]["id"])
+
+
+@contextlib.contextmanager
+def _writer(db: Path) -> Iterator[sqlite3.Connection]:
+    """A change to the store behind the reader's back, as another process would make it."""
+    conn = sqlite3.connect(db)
+    try:
+        with conn:
+            yield conn
+    finally:
+        conn.close()
+
+
+def _runs(db: Path, cid: int) -> int:
+    with Store.open(db, create=False) as store:
+        return store.count_runs(cid)
+
+
+def test_each_analysis_reads_only_the_runs_stored_since(running):
+    db, cid = running
+    growing = GrowingTables()
+    with Store.open(db, create=False) as store:
+        _same_analysis(store, cid, growing)
+        first = growing.runs_read
+        assert first == store.count_runs(cid)  # the first analysis reads every run
+        _same_analysis(store, cid, growing)
+        assert growing.runs_read == first  # nothing arrived: nothing read
+    make_campaign_db(db, n=N_ALL, first_rep=N_FIRST + 1, status="running")  # the campaign goes on
+    with Store.open(db, create=False) as store:
+        _same_analysis(store, cid, growing)
+    assert growing.runs_read - first == _runs(db, cid) - first  # only the new runs
+    assert growing.runs == _runs(db, cid)
+
+
+def test_an_attempt_of_an_earlier_place_reads_its_cell_whole(running):
+    db, cid = running
+    growing = GrowingTables()
+    with Store.open(db, create=False) as store:
+        _same_analysis(store, cid, growing)
+        cell = int(store.cells(cid)[0]["id"])
+        # a second attempt of the cell's first run, stored after its later runs (a re-run)
+        with _writer(db) as conn:
+            cols = [r[1] for r in conn.execute("PRAGMA table_info(runs)") if r[1] not in ("id", "attempt")]
+            conn.execute(
+                f"INSERT INTO runs({', '.join(cols)}, attempt) SELECT {', '.join(cols)}, attempt + 1"
+                " FROM runs WHERE cell_id=? ORDER BY seq LIMIT 1",
+                (cell,),
+            )
+        before = growing.runs_read
+        _same_analysis(store, cid, growing)
+        # the new run, found out of place, then that cell whole (its runs and the new one)
+        assert growing.runs_read - before == 1 + N_FIRST + 1
+
+
+def test_a_cell_whose_runs_were_deleted_is_read_whole(running):
+    db, cid = running
+    growing = GrowingTables()
+    with Store.open(db, create=False) as store:
+        _same_analysis(store, cid, growing)
+        cell = int(store.cells(cid)[1]["id"])
+        with _writer(db) as conn:
+            last = conn.execute("SELECT max(id) FROM runs WHERE cell_id=?", (cell,)).fetchone()[0]
+            for table in ("run_series", "run_values", "run_metrics"):
+                conn.execute(f"DELETE FROM {table} WHERE run_id=?", (last,))
+            conn.execute("DELETE FROM runs WHERE id=?", (last,))
+        before = growing.runs_read
+        _same_analysis(store, cid, growing)
+        assert growing.runs_read - before == N_FIRST - 1
+
+
+def test_serves_worker_keeps_tables_of_running_campaigns_only(running, monkeypatch):
+    """The worker's `_summary` reads on from its last analysis of a running campaign, and lets the tables go
+    when the campaign has ended (its summary is then stored, or computed once)."""
+    from boardlab.web import background
+
+    monkeypatch.setattr(background, "_growing", type(background._growing)())
+    db, cid = running
+    first = background._summary(str(db), cid)
+    (kept,) = background._growing.values()
+    assert kept.runs == first.runs_stored == kept.runs_read
+    make_campaign_db(db, n=N_ALL, first_rep=N_FIRST + 1, status="running")
+    second = background._summary(str(db), cid)
+    assert kept.runs_read == second.runs_stored  # the first runs once, the new ones once
+    with Store.open(db) as store:
+        store.set_campaign_status(cid, "complete", monitor={}, notes={})
+    background._summary(str(db), cid)
+    assert not background._growing
