@@ -150,13 +150,17 @@ class Summary:
 def compute(store, campaign_id: int, *, growing: GrowingTables | None = None) -> Summary:
     """The summary from the campaign's runs (the analysis and the report's document); `growing`: the tables
     of the campaign's last analysis, read on from there (`analysis.cellruns.GrowingTables`)."""
+    from boardlab.analysis.cellruns import REPORT_RUNS_BUDGET
     from boardlab.analysis.core import analyze
     from boardlab.analysis.sections import build_document
     from boardlab.analysis.verdicts import verdict_tally
     from boardlab.model.records import to_plain
 
     runs = store.count_runs(campaign_id)
-    analysis = analyze(store, campaign_id, growing=growing)
+    # a campaign's tables read a cell at a time, as `boardlab report` reads them (memory by its largest cells:
+    # a campaign of 10^7 runs held whole is 750 MB of tables), unless the caller keeps them all (`growing`)
+    budget = None if growing is not None else REPORT_RUNS_BUDGET
+    analysis = analyze(store, campaign_id, growing=growing, runs_budget=budget)
     document = build_document(analysis, None)
     kept = analysis.kept(runs, verdict_tally(analysis))
     return Summary(

@@ -118,3 +118,17 @@ def test_serves_worker_keeps_tables_of_running_campaigns_only(running, monkeypat
         store.set_campaign_status(cid, "complete", monitor={}, notes={})
     background._summary(str(db), cid)
     assert not background._growing
+
+
+def test_a_summary_read_a_cell_at_a_time_is_the_one_of_held_tables(running, monkeypatch):
+    """`summary.compute` reads a campaign a few cells at a time (REPORT_RUNS_BUDGET, here 10 runs: every cell
+    read again where a later section needs it), serve's worker from tables it holds: the same summary."""
+    from boardlab import summary
+    from boardlab.analysis import cellruns
+
+    db, cid = running
+    with Store.open(db, create=False) as store:
+        held = summary.compute(store, cid, growing=GrowingTables())
+        monkeypatch.setattr(cellruns, "REPORT_RUNS_BUDGET", 10)
+        streamed = summary.compute(store, cid)
+    assert streamed == held
