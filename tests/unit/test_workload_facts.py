@@ -300,3 +300,21 @@ def test_each_cells_condition_parts_are_those_the_store_keeps_with_it():
         got[cells[0].key].condition[0].params["x"] = 1  # type: ignore[index]
     # an analysis crosses to serve's and ingest's worker processes and back, pickled
     assert pickle.loads(pickle.dumps(got)) == got
+
+
+def test_a_cells_parameter_is_the_plans_or_the_default_the_campaign_stored():
+    """A study keys a cell by a parameter its plan may leave out (mem.latency's `pattern`): the default comes
+    from the campaign's stored facts, not from a default written again in Python."""
+    doc = json.loads(json.dumps(facts.facts_document(all_workloads(), energy_reason=None)))
+    back = facts.read_facts_document(doc)
+    kernel = {w.name: w for w in all_workloads()}["mem.latency"].param("pattern")
+    assert kernel is not None and back.cell_param("mem.latency", {}, "pattern") == kernel.default
+    assert back.cell_param("mem.latency", {"pattern": "stride"}, "pattern") == "stride"
+    assert back.cell_param("mem.latency", {}, "no such parameter") is None
+    assert back.cell_param("no.such.workload", {}, "pattern") is None
+    for spec in doc["workloads"].values():  # a campaign stored before the defaults were: not known
+        del spec["param_defaults"]
+    assert facts.read_facts_document(doc).cell_param("mem.latency", {}, "pattern") is None
+    doc["workloads"]["mem.latency"]["param_defaults"] = {"pattern": ["random"]}
+    with pytest.raises(ValueError, match="malformed.*pattern"):
+        facts.read_facts_document(doc)

@@ -144,7 +144,8 @@ def _run(soc: SocSpec, grid: sweep.Grid, cell, condition, rep: int, seq: int, st
     params = dict(cell.params)
     this_khz, other_khz = _frequencies(soc, grid, condition)
     bus = max(soc.devfreq_hz) if soc.devfreq_hz else None
-    a = model.chase(soc, soc.cluster(grid.this_policy), this_khz, other_khz, params.get("pattern", "random"),
+    # the plan `_plan_text` writes names every cell's pattern and size (sweep.plan_toml): no default applies
+    a = model.chase(soc, soc.cluster(grid.this_policy), this_khz, other_khz, params["pattern"],
                     int(params["size_bytes"]), bus)  # fmt: skip
     cv = 0.01  # run-to-run noise, as `sweep.simulate` draws it
     run_factor = math.exp(rng.gauss(0, cv))

@@ -381,10 +381,11 @@ def _label(args) -> int:
             "give a sweep JSON file or --db DB (a snoop-sweep campaign), not both and not neither"
         )
     if args.db:
+        from boardlab.analysis.specs import workload_facts
         from boardlab.governor import store_io
 
         store, campaign_id = _open_campaign(args.db, args.campaign, write=True)
-        cells = store_io.sweep_from_store(store, campaign_id)
+        cells = store_io.sweep_from_store(store, campaign_id, workload_facts(store, campaign_id))
         if not cells:
             raise InputError(
                 f"{args.db}: campaign {campaign_id} has no valid mem.latency runs under snoop-sweep "

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from boardlab.governor.sweep import SweepCell
-from boardlab.model.facts import ConditionPart, condition_parts
+from boardlab.model.facts import ConditionPart, WorkloadFacts, condition_parts
 
 LABELS = "governor-labels"
 TREE = "governor-tree"
@@ -35,11 +35,13 @@ def sweep_frequencies(parts: Iterable[ConditionPart]) -> tuple[str, int, str | N
     return None
 
 
-def sweep_from_store(store, campaign_id: int) -> list[SweepCell]:
+def sweep_from_store(store, campaign_id: int, workloads: WorkloadFacts) -> list[SweepCell]:
     """Valid mem.latency runs under the sweep's conditions (`sweep_frequencies` of the condition the store
     keeps with each cell), one summary ns/access per run, with the counters the plan asked for ([runs]
     counters) where this board counted them. A cell whose plan left `size_bytes` to the kernel's default is
-    not a sweep cell, as in the report's heatmaps (`analysis.studies.governor.collect`)."""
+    not a sweep cell, as in the report's heatmaps (`analysis.studies.governor.collect`); its `pattern` is
+    the plan's or the kernel's default as the campaign stored it (`workloads`: its workload facts), and a
+    cell whose pattern neither says is not one either."""
     sweeps = {
         c["condition"]: sweep_frequencies(condition_parts(json.loads(c["condition_json"])))
         for c in store.cells(campaign_id)
@@ -50,9 +52,10 @@ def sweep_from_store(store, campaign_id: int) -> list[SweepCell]:
         if parsed is None or not r["valid"] or r["value"] is None:
             continue
         params = json.loads(r["params_json"])
-        if r["metric"] != "ns_per_access" or "size_bytes" not in params:
+        pattern = workloads.cell_param(r["workload"], params, "pattern")
+        if r["metric"] != "ns_per_access" or "size_bytes" not in params or pattern is None:
             continue
-        key = (params.get("pattern", "random"), int(params["size_bytes"]), *parsed)
+        key = (pattern, int(params["size_bytes"]), *parsed)
         g: dict[str, Any] = groups.setdefault(key, {"ns": [], "cci": [], "mem": [], "bus": set()})
         state = json.loads(r["condition_state_json"] or "{}")
         for part in state.get("parts") or [state]:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from boardlab.model.workload import MetricSpec, WorkloadSpec
+from boardlab.model.workload import MetricSpec, ParamSpec, ParamType, WorkloadSpec
 
 WORKLOAD_FACTS = "workload-facts"  # the campaign artifact's name
 WORKLOAD_FACTS_SCHEMA = 1
@@ -55,6 +55,15 @@ class WorkloadFacts:
     def has_role(self, workload: str, role: str) -> bool:
         spec = self.specs.get(workload)
         return spec is not None and role in spec.roles
+
+    def cell_param(self, workload: str, params: Mapping[str, Any], name: str) -> Any:
+        """A cell's parameter as it ran: its plan's value, else the workload's default as the campaign stored
+        it (`spec_facts`' param_defaults), else None (not known: a campaign stored before defaults were)."""
+        if name in params:
+            return params[name]
+        spec = self.specs.get(workload)
+        param = None if spec is None else spec.param(name)
+        return None if param is None else param.default
 
     def tail_samples(self, workload: str) -> bool:
         spec = self.specs.get(workload)
@@ -95,6 +104,8 @@ def spec_facts(spec: WorkloadSpec) -> dict:
         "roles": list(spec.roles),
         "throughput_curve": None if spec.throughput_curve is None else list(spec.throughput_curve),
         "composite": spec.composite,
+        # what a cell whose plan left a parameter out ran with (a study keys its cells by it)
+        "param_defaults": {p.name: p.default for p in spec.params if p.default is not None},
     }
 
 
@@ -114,7 +125,16 @@ def spec_from_facts(d: dict) -> WorkloadSpec:
         roles=tuple(d.get("roles", ())),
         throughput_curve=None if curve is None else (str(curve[0]), str(curve[1]), float(curve[2])),
         composite=d.get("composite"),
+        params=tuple(_default_param(name, v) for name, v in (d.get("param_defaults") or {}).items()),
     )
+
+
+def _default_param(name: str, default: Any) -> ParamSpec:
+    """A stored default as the parameter analysis reads: its name and default (type from the value)."""
+    kinds: dict[type, ParamType] = {bool: "bool", int: "int", float: "float", str: "str"}
+    if type(default) not in kinds:
+        raise ValueError(f"parameter {name}: a default of type {type(default).__name__}")
+    return ParamSpec(name, kinds[type(default)], default)
 
 
 def facts_document(specs: Iterable[WorkloadSpec], *, energy_reason: str | None) -> dict:

@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from boardlab.analysis import document as doc
 from boardlab.analysis.format import fmt_size as _size
 from boardlab.analysis.format import fmt_spec, fmt_value
+
+if TYPE_CHECKING:
+    from boardlab.model.facts import WorkloadFacts
 
 TITLE = "Governor study"
 POLICY_KINDS = ("governor", "governor-daemon")
@@ -61,17 +65,20 @@ class GovernorStudy:
     simulated: str | None = None  # the simulator's SoC when the campaign is `governor sweep --sim --db`
 
 
-def collect(store, campaign_id: int, cells, simulated: str | None = None) -> GovernorStudy | None:
+def collect(
+    store, campaign_id: int, cells, workloads: WorkloadFacts, simulated: str | None = None
+) -> GovernorStudy | None:
     """None when the campaign is neither a snoop sweep nor a governor comparison."""
     from boardlab.governor import store_io
 
     maps: dict[tuple, dict] = {}
     for c in cells:
         parsed = store_io.sweep_frequencies(c.facts.condition)
-        if parsed is None or c.summary is None or "size_bytes" not in c.params:
+        pattern = workloads.cell_param(c.workload, c.params, "pattern")
+        if parsed is None or c.summary is None or "size_bytes" not in c.params or pattern is None:
             continue
         this, tk, other, ok = parsed
-        key = (this, other, c.params.get("pattern", "random"), int(c.params.get("size_bytes", 0)))
+        key = (this, other, pattern, int(c.params["size_bytes"]))
         maps.setdefault(key, {})[(tk, ok)] = c.summary.median
     labels = store_io.load_artifact(store, campaign_id, store_io.LABELS)
     slow: dict[tuple, bool] = {}
@@ -214,7 +221,8 @@ def applies(ctx) -> bool:
 
 
 def analyze(ctx) -> GovernorStudy | None:
-    return collect(ctx.store, ctx.campaign_id, ctx.cells, (ctx.environment.get("simulated") or {}).get("soc"))
+    simulated = (ctx.environment.get("simulated") or {}).get("soc")
+    return collect(ctx.store, ctx.campaign_id, ctx.cells, ctx.workloads, simulated)
 
 
 def _heatmap(s: SweepMap, simulated: str | None) -> doc.Figure:
