@@ -23,6 +23,8 @@ referring to an older run locks it as the foreign key did. Nothing in boardlab d
 cells. One case stays open, as for any check written as a trigger: a DELETE in a REPEATABLE READ or
 SERIALIZABLE transaction whose snapshot predates a concurrent child row's commit does not see that row (a
 foreign key's check looks again with a newer snapshot); the lock still refuses it while the insert is open.
+And xmin is a 32-bit id: a frozen row inserted some four billion transactions ago may carry this
+transaction's id and go unlocked (its existence is checked all the same).
 
 The planner knows neither the transition table's distinct ids nor, in a new store, the size of `runs`: the
 check functions turn off sequential scans and hash and merge joins, so the plan a session caches is an index
