@@ -28,8 +28,10 @@ and live children's) is added, and shown apart:
 - into one PostgreSQL store (a private server started as the tests start theirs, tests/pg.py) at the largest
   size <= `--pg-max` (default 1e5): the ingest as the cluster's superuser and as an ordinary role that owns
   its database (what a lab gives boardlab: no superuser, no SET ON PARAMETER grant), and as an owner granted
-  SET ON PARAMETER session_replication_role (what `boardlab ingest` tells a lab to grant), in turn, each into
-  a new database; the re-ingest and the cross-board report; or "skipped: reason".
+  SET ON PARAMETER session_replication_role (which lets the ingest turn the store's reference checks off), in
+  turn, each into a new database; then as the owner into a copy of its store already holding `--pg-full-runs`
+  runs (default 1e6: a campaign of a tenth of them per board, same plan, same boards; filled once by
+  `boardlab ingest`, a new copy per round); the re-ingest and the cross-board report; or "skipped: reason".
 Sizes are measured alternately, command by command (n1, n2, n2, n1, ...: `--repeat` rounds, default 3), so the
 two figures of each pair come from the same minutes of the machine's load; printed per size: the median
 seconds, CPU seconds, largest peak MB and the store's bytes per run. Between consecutive sizes, each command's
@@ -41,7 +43,8 @@ board's 100k-run campaign to a lab's ten million runs"):
 - report md of 10^5 runs <= 3 s, report html of 10^5 runs <= 5 s;
 - peak RSS of the reports and exports <= 150 MB at 10^6 runs;
 - ingest >= 20,000 runs/s into SQLite (a new store and the full one), >= 10,000 runs/s into PostgreSQL (as
-  the superuser, as the database's owner and as the granted owner);
+  the superuser, as the database's owner and as the granted owner into a new store, and as the owner into
+  the full one);
 - re-ingest of unchanged files <= 1 s per 10^5 runs (of the ten files' runs);
 - growth exponents (wall) <= 1.05 from 10^5 to 10^6.
 A target whose size was not measured is listed as not checked. Exit 1 when a measured target is missed (each
@@ -322,15 +325,20 @@ def build_full(
             pool.apply(build_campaign, (board, per_board), {"seed": 3})
     full = root / "full.db"
     _remove(full)
-    for night in range(nights):
-        if nights > 1:
-            print(f"   night {night + 1} of {nights}", file=sys.stderr, flush=True)
-        files = [str(f) for f in board_files(board, work)]
-        measure(["ingest", *files, "--db", str(full)])
+    _fill(str(full), board, nights, work)
     shutil.rmtree(work)
     with Store.open(full, create=False, verify=False) as s:
         runs = int(s.conn.execute("SELECT count(*) FROM runs").fetchone()[0])
     return full, runs
+
+
+def _fill(db: str, board: Path, nights: int, work: Path) -> None:
+    """`nights` ingests into `db` of BOARDS copies of `board`, each night's campaigns new ones (uids)."""
+    for night in range(nights):
+        if nights > 1:
+            print(f"   night {night + 1} of {nights}", file=sys.stderr, flush=True)
+        files = [str(f) for f in board_files(board, work)]
+        measure(["ingest", *files, "--db", db])
 
 
 def commands(b: Built, full: Path | None) -> dict[str, tuple[list[str], object, int]]:
@@ -427,12 +435,15 @@ def _runs_of(path: Path) -> int:
 OWNER = "boardlab_owner"  # the ordinary role of the PostgreSQL owner's ingest
 GRANTED = "boardlab_granted"  # an owner granted SET ON PARAMETER session_replication_role (PostgreSQL 15)
 PG_INGESTS = {"pg ingest": None, "pg ingest, owner": OWNER, "pg ingest, granted owner": GRANTED}
+PG_FULL = "pg ingest, owner, full store"  # the owner's ingest into a copy of a store already holding runs
 LABELS = {"pg ingest": "ingest (superuser)", "pg ingest, owner": "ingest (owner)",
-          "pg ingest, granted owner": "ingest (owner, granted)"}  # fmt: skip
+          "pg ingest, granted owner": "ingest (owner, granted)",
+          PG_FULL: "ingest (owner, full store)"}  # fmt: skip
 
 
-def measure_pg(b: Built, repeat: int) -> dict:
-    """Ingest as the superuser and as the database's owner, re-ingest and the cross-board report with a
+def measure_pg(b: Built, repeat: int, full_runs: int = 0, root: Path | None = None) -> dict:
+    """Ingest as the superuser and as the database's owner, into an empty store and (`full_runs`) into a copy
+    of the owner's store already holding that many runs, re-ingest and the cross-board report with a
     PostgreSQL store, or {"skipped": reason}."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     try:
@@ -454,7 +465,11 @@ def measure_pg(b: Built, repeat: int) -> dict:
         server.stop()
         return {"skipped": f"the server did not start: {exc}"}
     try:
-        return {"runs": b.board_runs, **_pg_ingest(b.files, server, b.board_runs, repeat)}
+        out = {"runs": b.board_runs, **_pg_ingest(b.files, server, b.board_runs, repeat)}
+        if full_runs:
+            assert root is not None
+            out[PG_FULL] = _pg_full_ingest(b, server, full_runs, root, repeat)
+        return out
     finally:
         server.stop()
 
@@ -487,6 +502,35 @@ def _pg_ingest(files: list[str], server, runs: int, repeat: int) -> dict:
         [measure(across, server_pid=server.pid) for _ in range(repeat)], runs
     )
     return out
+
+
+def _pg_full_ingest(b: Built, server, full_runs: int, root: Path, repeat: int) -> dict:
+    """The owner's ingest of the size's files into a store already holding `full_runs` runs: that store is
+    filled once (as build_full fills the SQLite one: a campaign of full_runs/10 runs per board, by `boardlab
+    ingest`, as the owner) and each round ingests into a new copy of it (CREATE DATABASE ... TEMPLATE), so
+    every round meets the same store; a round's copy is dropped after it (a copy of 10^6 runs: gigabytes)."""
+    import psycopg
+
+    template = server.new_database(owner=OWNER)
+    work = root / "pg-full-files"
+    work.mkdir(parents=True, exist_ok=True)
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        pool.apply(build_campaign, (work / "board.db", full_runs // BOARDS), {"seed": 3})
+    print(f"== filling the PostgreSQL store with {full_runs:.0e} runs", file=sys.stderr, flush=True)
+    _fill(template, work / "board.db", 1, work)
+    shutil.rmtree(work)
+    with psycopg.connect(template) as conn:
+        held = int(conn.execute("SELECT count(*) FROM runs").fetchone()[0])
+    name = template.rsplit("/", 1)[1]
+    ms = []
+    with psycopg.connect(server.url(), autocommit=True) as admin:
+        for r in range(repeat):
+            copy = f"{name}_{r}"
+            admin.execute(f"CREATE DATABASE {copy} TEMPLATE {name} OWNER {OWNER} STRATEGY FILE_COPY")
+            ms.append(measure(["ingest", *b.files, "--db", server.url(copy, OWNER)], server_pid=server.pid))
+            admin.execute(f"DROP DATABASE {copy}")
+    runs = b.board_runs
+    return {**_record(ms, runs), "runs_per_s": runs / statistics.median(m.seconds for m in ms), "held": held}
 
 
 # ---- targets ----
@@ -606,8 +650,8 @@ def _check_ingest(results: dict[int, dict], pg: dict, missed: list[str], uncheck
     elif pg["runs"] < 100_000:
         unchecked.append("ingest into PostgreSQL: checked from 10^5 runs on (--pg-max)")
     else:
-        for cmd in PG_INGESTS:
-            if pg[cmd]["runs_per_s"] < 10_000:
+        for cmd in (*PG_INGESTS, PG_FULL):
+            if cmd in pg and pg[cmd]["runs_per_s"] < 10_000:
                 missed.append(f"{cmd[3:]} into PostgreSQL: {pg[cmd]['runs_per_s']:.0f} runs/s < 10000")
         if pg["pg re-ingest"]["s"] > pg["runs"] / 1e5:
             missed.append(f"re-ingest into PostgreSQL: {pg['pg re-ingest']['s']:.2f} s > 1 s per 10^5 runs")
@@ -647,8 +691,12 @@ def print_table(results: dict[int, dict], pg: dict, exps: dict, full_runs: int |
     print(
         f"PostgreSQL store, {pg['runs']} runs from {BOARDS} board files (CPU: the client's and the server's):"
     )
-    for cmd in (*PG_INGESTS, "pg re-ingest", "pg cross-board report"):
+    for cmd in (*PG_INGESTS, PG_FULL, "pg re-ingest", "pg cross-board report"):
+        if cmd not in pg:
+            continue
         r = pg[cmd]
+        if cmd == PG_FULL:
+            print(f"  (into a copy of the owner's store already holding {r['held']:,} runs of the same plan)")
         label = LABELS.get(cmd, cmd[3:])
         rounds = ", ".join(f"{s:.2f}s@{ld:.1f}" for s, _, ld in r["rounds"])
         print(
@@ -687,6 +735,12 @@ def main() -> int:
         "board; a lab's nightly store: the smallest size's tenth, e.g. 1e4 with --sizes 1e5)",
     )
     ap.add_argument("--pg-max", type=float, default=1e5, help="PostgreSQL at the largest size <= this")
+    ap.add_argument(
+        "--pg-full-runs",
+        type=float,
+        default=1e6,
+        help="runs of the PostgreSQL store the owner's full-store ingest goes into (default 1e6; 0: none)",
+    )
     ap.add_argument("--keep", type=Path, help="build the stores in this directory and keep them")
     ap.add_argument(
         "--store",
@@ -717,7 +771,7 @@ def main() -> int:
         pg_sizes = [n for n in args.sizes if n <= args.pg_max]
         if pg_sizes:
             print(f"== PostgreSQL at {pg_sizes[-1]:.0e} runs", file=sys.stderr, flush=True)
-            pg = measure_pg(built[pg_sizes[-1]], args.repeat)
+            pg = measure_pg(built[pg_sizes[-1]], args.repeat, int(args.pg_full_runs), root)
     finally:
         if args.keep is None:
             shutil.rmtree(root, ignore_errors=True)

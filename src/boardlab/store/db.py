@@ -21,6 +21,7 @@ from boardlab.store.filecheck import bounded_check, can_bound, quick_check
 from boardlab.store.migrations import (
     DATA_STEPS,
     MIGRATIONS,
+    PG_STEPS,
     DamagedValue,
 )
 from boardlab.store.pages import LabPages
@@ -477,6 +478,9 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
                     continue
                 for statement in _statements(sql):
                     self.conn.execute(pg.ddl(statement) if self.dialect == "postgresql" else statement)
+                if self.dialect == "postgresql" and number in PG_STEPS:
+                    for statement in PG_STEPS[number]():  # PostgreSQL's own spelling: not through pg.ddl
+                        self.conn.execute(statement)
                 if number in DATA_STEPS:
                     self._data_step(number)
                 self.conn.execute(

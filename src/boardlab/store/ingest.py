@@ -17,15 +17,16 @@ campaign as the store does, so an older copy of a file never rolls a campaign ba
 
 Speed (docs/results.md "Ingest at lab scale"): rows are copied in bulk, never run by run: into a SQLite store
 by INSERT ... SELECT from the file attached to the store's connection, into PostgreSQL by COPY in its binary
-format. Neither store checks each copied row's references again (the file's were verified, and the copy joins
-only what it maps): SQLite's foreign keys are off during an ingest, PostgreSQL's reference triggers too where
-the role may turn them off (`_skip_pg_reference_checks`). A campaign of which the store holds no run takes
-every run of the file without comparing identities. After each campaign the store keeps a watermark of it
-(`Mark`, in the meta table): the file's last run id, how many runs the file held up to it and that run's
-identity, the store's run count and a hash of the campaign-level rows. When the file still holds exactly
-those runs below the watermark, only the runs after it are read; when nothing is past it and the rest hashes
-the same, the file is unchanged and skipped without reading its runs (nor verifying them: nothing of it is
-copied)."""
+format. Neither store checks each copied row's references row by row (the file's were verified, and the copy
+joins only what it maps): SQLite's foreign keys are off during an ingest; PostgreSQL checks the references of
+runs and of the rows under them once per COPY (store/pg_references.py, whatever the role), and not at all
+where the role may turn its triggers off (`_skip_pg_reference_checks`). A campaign of which the store holds
+no run takes every run of the file without comparing identities. After each campaign the store keeps a
+watermark of it (`Mark`, in the meta table): the file's last run id, how many runs the file held up to it and
+that run's identity, the store's run count and a hash of the campaign-level rows. When the file still holds
+exactly those runs below the watermark, only the runs after it are read; when nothing is past it and the rest
+hashes the same, the file is unchanged and skipped without reading its runs (nor verifying them: nothing of it
+is copied)."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from boardlab.errors import BoardlabError, InputError, database_error
-from boardlab.store import pg
+from boardlab.store import pg, pg_references
 from boardlab.store.db import _PG_INGEST_LOCK, STORE_SCHEMA, Store
 from boardlab.store.migrations import fill_run_columns
 from boardlab.store.packed import summarize_series
@@ -186,10 +187,9 @@ def ingest_files(
     unchanged since its last ingest) before any is ingested: a bad one among them writes nothing at all.
     `progress(i, path)` is called before the i-th file (from 1) is ingested. `last(store)` runs once after
     the last file's `then`, or when a file fails after others were committed (not on Ctrl-C), the store
-    still open and locked. `note(text)` is called once with what slows the copy that the user can change
-    (a PostgreSQL role that may not skip the per-row reference checks:
-    `_Copier._skip_pg_reference_checks`), or the bounded check of a large SQLite store's open (`Store.open`);
-    `full_check` checks all of that store instead."""
+    still open and locked. `note(text)` is called once with what the user can change about the ingest: the
+    bounded check of a large SQLite store's open (`Store.open`); `full_check` checks all of that store
+    instead."""
     files = [Path(f) for f in files]
     noted: set[str] = set()
 
@@ -209,7 +209,7 @@ def ingest_files(
     def ingest(source: Store, src: Path) -> IngestResult:
         if _stamp(src) != stamps.get(src):  # replaced or written to since it was verified: again
             verify(source, src)
-        result = _ingest(source, target, src, fail_after_runs, note_once)
+        result = _ingest(source, target, src, fail_after_runs)
         if then is not None:  # after the file's commit: what it does cannot undo the ingest
             then(target, result)
         return result
@@ -497,57 +497,42 @@ class _Copier:
         else:  # the file stays read-only (mode=ro); only the temporary maps are written
             source.conn.execute("PRAGMA query_only=OFF")
 
-    def start(self) -> str | None:
-        """Inside the ingest's transaction: the temporary maps, empty. Returns why PostgreSQL checks each
-        copied row's references during this copy when the role could not turn that off (None otherwise)."""
+    def start(self) -> None:
+        """Inside the ingest's transaction: the temporary maps, empty; PostgreSQL's reference checks off for
+        this transaction where the role may turn them off."""
         for name in ("ingest_cells", "ingest_runs"):
             self.reader.execute(
                 f"CREATE TEMP TABLE IF NOT EXISTS {name} (old INTEGER PRIMARY KEY, new INTEGER)"
             )
             self.reader.execute(f"DELETE FROM temp.{name}")
-        return None if self.attached else self._skip_pg_reference_checks()
+        if not self.attached:
+            self._skip_pg_reference_checks()
 
-    def _skip_pg_reference_checks(self) -> str | None:
-        """As on SQLite (`foreign_keys=OFF` above), and for the same reason: PostgreSQL checks each copied
-        row's references by a trigger, which is half of the server's work in a COPY of monitor series. Only a
+    def _skip_pg_reference_checks(self) -> None:
+        """As on SQLite (`foreign_keys=OFF` above), and for the same reason: the copied rows' references hold
+        by construction. A PostgreSQL store checks them by triggers once per statement (store schema 13,
+        store/pg_references.py): about a fifth of the server's work of the copy (10^5 runs: 3.1 to 3.6 s of
+        server CPU with them, 2.6 to 2.9 s without; the foreign keys they replaced checked each row, 8.2 s). A
         role allowed to set session_replication_role (a superuser, or one granted SET ON PARAMETER,
-        PostgreSQL 15) can turn those triggers off, and SET LOCAL does it for this transaction alone; any
-        other role keeps the checks (a savepoint undoes the refused SET). A store with triggers or rules of
-        its owner's (an audit log, say) keeps them all: the setting would silence those as well.
-
-        An ordinary role, even the database's owner (what a lab gives boardlab), may not: its copy costs the
-        server about three times the CPU (ten files of 10^4 runs: 16 s against 5 s, twice the wall time).
-        Nothing the owner may do removes those checks (disabling a reference trigger needs a superuser, and
-        dropping and re-adding the constraints would lock the tables against readers and re-check every
-        stored row), so the returned text names the grant that gives the fast copy."""
+        PostgreSQL 15) turns those triggers off with SET LOCAL, for this transaction alone; any other role,
+        such as the database's owner a lab gives boardlab, keeps them, which costs it nothing else (a
+        savepoint undoes the refused SET). A store with triggers or rules of its owner's (an audit log, say)
+        keeps them all: the setting would silence those as well (boardlab's own are told by their prefix)."""
         conn = self.target.conn
         own = conn.execute(
             "SELECT (SELECT count(*) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid WHERE NOT"
-            " t.tgisinternal AND c.relnamespace = to_regnamespace(current_schema()))"
+            " t.tgisinternal AND c.relnamespace = to_regnamespace(current_schema())"
+            f" AND t.tgname NOT LIKE '{pg_references.TRIGGER_PREFIX}%')"
             " + (SELECT count(*) FROM pg_rules WHERE schemaname = current_schema())"
         ).fetchone()[0]
         if own:
-            return None
+            return
         conn.execute("SAVEPOINT ingest_checks")
-        why = None
         try:
             conn.execute("SET LOCAL session_replication_role = replica")
-        except BoardlabError:  # not allowed to: the rows are checked as they are copied
+        except BoardlabError:  # not allowed to: the statements' checks run
             conn.execute("ROLLBACK TO SAVEPOINT ingest_checks")
-            role, version = conn.execute(
-                "SELECT current_user, current_setting('server_version_num')::int"
-            ).fetchone()
-            how = (
-                f"a superuser can allow it once: GRANT SET ON PARAMETER session_replication_role TO {role}"
-                if version >= 150000
-                else "PostgreSQL 15 and later let a superuser grant it (GRANT SET ON PARAMETER)"
-            )
-            why = (
-                f"role {role} may not set session_replication_role, so PostgreSQL checks every copied row's "
-                f"references (about three times the server's work of the copy); {how}"
-            )
         conn.execute("RELEASE SAVEPOINT ingest_checks")
-        return why
 
     def close(self) -> None:
         with contextlib.suppress(sqlite3.Error):
@@ -764,7 +749,6 @@ def _ingest(
     target: Store,
     src: Path,
     fail_after_runs: int | None,
-    note: Callable[[str], None] | None = None,
 ) -> IngestResult:
     cp = _Copier(source, target, src)
     conn = target.conn
@@ -777,9 +761,7 @@ def _ingest(
         try:
             if target.dialect == "postgresql":  # two ingests of one board's file never race on its rows
                 conn.execute(f"SELECT pg_advisory_xact_lock({_PG_INGEST_LOCK})")
-            why = cp.start()
-            if why is not None and note is not None:
-                note(why)
+            cp.start()
             board_ids, labels = _boards(cp)
             for camp, fingerprint, uid in _file_campaigns(source):
                 tid = _campaign(cp, camp, fingerprint, uid, board_ids[camp["board_id"]], src, totals)

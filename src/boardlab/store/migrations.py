@@ -8,6 +8,7 @@ import json
 from functools import lru_cache
 
 from boardlab.model.run import RunColumns, run_columns
+from boardlab.store import pg_references
 from boardlab.store.packed import convert_series, keyset_batches, summarize_series
 
 MIGRATIONS: list[tuple[int, str]] = [
@@ -302,6 +303,10 @@ MIGRATIONS: list[tuple[int, str]] = [
         CREATE INDEX artifacts_by_campaign ON artifacts(campaign_id, name);
         """,
     ),
+    # Nothing in SQLite: on PostgreSQL the references of runs and of the tables under runs are checked once per
+    # statement instead of once per row (PG_STEPS: store/pg_references.py). SQLite checks them only where
+    # a campaign writes run by run, and an ingest turns its checks off (store/ingest.py).
+    (13, ""),
 ]
 
 # The tables that grow with the runs (a row or more per run; `series` before migration 7 dropped it): a writer's
@@ -360,3 +365,5 @@ def fill_run_columns(conn, *, campaign_id: int | None = None, after_id: int = 0)
 
 # migration number -> its data step, run after that migration's SQL
 DATA_STEPS = {7: convert_series, 9: fill_run_columns, 10: summarize_series}
+# migration number -> its statements on PostgreSQL only, run after its SQL (PL/pgSQL, which SQLite has not)
+PG_STEPS = {13: pg_references.statements}
