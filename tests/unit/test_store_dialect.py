@@ -113,3 +113,26 @@ def test_a_campaign_is_not_run_into_postgresql():
 
     proc = run_cli("run", "--preset", "quick", "--db", "postgresql://lab:s3cret@db.example/boardlab")
     assert proc.returncode == 2 and "boardlab ingest" in proc.stderr and "s3cret" not in proc.stderr
+
+
+class _Raw:
+    """A psycopg connection as `_check_version` reads it: the server's version, and whether it was closed."""
+
+    def __init__(self, version: int):
+        self.info = type("Info", (), {"server_version": version})()
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_a_server_older_than_13_is_refused_before_anything_is_written():
+    old = _Raw(120018)
+    too_old = r"lab-db: PostgreSQL 12\.18 is too old: boardlab needs PostgreSQL 13"
+    with pytest.raises(pg.InputError, match=too_old):
+        pg._check_version(old, "lab-db")
+    assert old.closed
+    for version in (130000, 150004, 170002):
+        fine = _Raw(version)
+        pg._check_version(fine, "lab-db")
+        assert not fine.closed

@@ -274,7 +274,23 @@ def connect(url: str) -> Connection:
     except psycopg.Error as exc:
         raise database_error(exc, where, connecting=True) from None
     _c_bytea_dumper(raw)
+    _check_version(raw, where)
     return Connection(raw, where)
+
+
+MIN_SERVER_VERSION = 130000  # pg_current_xact_id(), which the reference checks call (store/pg_references.py)
+
+
+def _check_version(raw, where: str) -> None:
+    """Refuses a server older than PostgreSQL 13 before anything is read or written: schema 13's reference
+    checks need it (an older server would migrate and then refuse every run inserted)."""
+    version = int(raw.info.server_version)
+    if version < MIN_SERVER_VERSION:
+        raw.close()
+        raise InputError(
+            f"{where}: PostgreSQL {version // 10000}.{version % 10000} is too old: boardlab needs PostgreSQL"
+            " 13 or newer (its reference checks use pg_current_xact_id); use a newer server"
+        )
 
 
 def _c_bytea_dumper(raw) -> None:
