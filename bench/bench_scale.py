@@ -306,23 +306,22 @@ def build_size(n: int, work: Path) -> Built:
     return Built(n, work, one, files, runs, board_runs, time.perf_counter() - t0, _size(one) / runs)
 
 
-def build_full(
-    full_runs: int, root: Path, built: dict[int, Built], campaign_runs: int | None = None
-) -> tuple[Path, int]:
+def build_full(full_runs: int, root: Path, campaign_runs: int | None = None) -> tuple[Path, int]:
     """The full store: full_runs runs of the same plan on the same ten boards as the measured files, in
     campaigns of `campaign_runs` runs (default full_runs/10: one campaign per board), ingested by `boardlab
     ingest` one night (a campaign per board) at a time, summaries and history steps included; returns its
-    path and its runs. Its campaigns are other campaigns (uids) than those of the measured files: a board
-    file of that size is reused when that size is measured, else built."""
+    path and its runs. Its campaigns are other campaigns (uids), with other values (their own seed), than
+    those of the measured files: a measured file's history step then compares two sessions' noise, as a
+    lab's does. (It reused a measured size's board file: every step then compared a campaign with a copy of
+    itself, Yuen's t was 0 and no cell drew a permutation p, which flattered the ingest into the full
+    store.)"""
     work = root / "full-files"
     work.mkdir(parents=True, exist_ok=True)
     per_board = campaign_runs or full_runs // BOARDS
     nights = max(1, full_runs // (per_board * BOARDS))
-    board = {b.n // BOARDS: b.work / "board.db" for b in built.values()}.get(per_board)  # a size's board file
-    if board is None:
-        board = work / "board.db"
-        with multiprocessing.get_context("spawn").Pool(1) as pool:
-            pool.apply(build_campaign, (board, per_board), {"seed": 3})
+    board = work / "board.db"
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        pool.apply(build_campaign, (board, per_board), {"seed": 3})
     full = root / "full.db"
     _remove(full)
     _fill(str(full), board, nights, work)
@@ -766,7 +765,7 @@ def main() -> int:
         if full_runs:
             print(f"== building the full store: {full_runs:.0e} runs", file=sys.stderr, flush=True)
             per = int(args.full_campaign_runs) if args.full_campaign_runs else None
-            full, full_held = build_full(full_runs, root, built, per)
+            full, full_held = build_full(full_runs, root, per)
         results = measure_all(built, full, args.repeat)
         pg_sizes = [n for n in args.sizes if n <= args.pg_max]
         if pg_sizes:
