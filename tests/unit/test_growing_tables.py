@@ -65,40 +65,44 @@ def test_each_analysis_reads_only_the_runs_stored_since(running):
     assert growing.runs == _runs(db, cid)
 
 
-def test_an_attempt_of_an_earlier_place_reads_its_cell_whole(running):
-    db, cid = running
+def _read_after(db: Path, cid: int, cell_index: int, change) -> int:
+    """The runs an analysis reads after `change(conn, cell_id)` changed the store behind a first one's back
+    (that analysis and the one after it are each what a whole read gives)."""
     growing = GrowingTables()
     with Store.open(db, create=False) as store:
         _same_analysis(store, cid, growing)
-        cell = int(store.cells(cid)[0]["id"])
-        # a second attempt of the cell's first run, stored after its later runs (a re-run)
+        cell = int(store.cells(cid)[cell_index]["id"])
         with _writer(db) as conn:
-            cols = [r[1] for r in conn.execute("PRAGMA table_info(runs)") if r[1] not in ("id", "attempt")]
-            conn.execute(
-                f"INSERT INTO runs({', '.join(cols)}, attempt) SELECT {', '.join(cols)}, attempt + 1"
-                " FROM runs WHERE cell_id=? ORDER BY seq LIMIT 1",
-                (cell,),
-            )
+            change(conn, cell)
         before = growing.runs_read
         _same_analysis(store, cid, growing)
-        # the new run, found out of place, then that cell whole (its runs and the new one)
-        assert growing.runs_read - before == 1 + N_FIRST + 1
+        return growing.runs_read - before
+
+
+def _rerun_first(conn: sqlite3.Connection, cell: int) -> None:
+    """A second attempt of the cell's first run, stored after its later runs (a re-run)."""
+    cols = [r[1] for r in conn.execute("PRAGMA table_info(runs)") if r[1] not in ("id", "attempt")]
+    conn.execute(
+        f"INSERT INTO runs({', '.join(cols)}, attempt) SELECT {', '.join(cols)}, attempt + 1"
+        " FROM runs WHERE cell_id=? ORDER BY seq LIMIT 1",
+        (cell,),
+    )
+
+
+def _delete_last(conn: sqlite3.Connection, cell: int) -> None:
+    last = conn.execute("SELECT max(id) FROM runs WHERE cell_id=?", (cell,)).fetchone()[0]
+    for table in ("run_series", "run_values", "run_metrics"):
+        conn.execute(f"DELETE FROM {table} WHERE run_id=?", (last,))
+    conn.execute("DELETE FROM runs WHERE id=?", (last,))
+
+
+def test_an_attempt_of_an_earlier_place_reads_its_cell_whole(running):
+    # the new run, found out of place, then that cell whole (its runs and the new one)
+    assert _read_after(*running, 0, _rerun_first) == 1 + N_FIRST + 1
 
 
 def test_a_cell_whose_runs_were_deleted_is_read_whole(running):
-    db, cid = running
-    growing = GrowingTables()
-    with Store.open(db, create=False) as store:
-        _same_analysis(store, cid, growing)
-        cell = int(store.cells(cid)[1]["id"])
-        with _writer(db) as conn:
-            last = conn.execute("SELECT max(id) FROM runs WHERE cell_id=?", (cell,)).fetchone()[0]
-            for table in ("run_series", "run_values", "run_metrics"):
-                conn.execute(f"DELETE FROM {table} WHERE run_id=?", (last,))
-            conn.execute("DELETE FROM runs WHERE id=?", (last,))
-        before = growing.runs_read
-        _same_analysis(store, cid, growing)
-        assert growing.runs_read - before == N_FIRST - 1
+    assert _read_after(*running, 1, _delete_last) == N_FIRST - 1
 
 
 def test_serves_worker_keeps_tables_of_running_campaigns_only(running, monkeypatch):
