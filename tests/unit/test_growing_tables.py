@@ -136,3 +136,18 @@ def test_a_summary_read_a_cell_at_a_time_is_the_one_of_held_tables(running, monk
         monkeypatch.setattr(cellruns, "REPORT_RUNS_BUDGET", 10)
         streamed = summary.compute(store, cid)
     assert streamed == held
+
+
+def test_a_running_campaign_larger_than_the_bound_keeps_no_tables(running, monkeypatch):
+    """Past GROWING_RUNS the worker keeps nothing between analyses (a board's serve must not hold a huge
+    campaign's tables): its analysis reads a few cells at a time, the same summary."""
+    from boardlab import summary
+    from boardlab.web import background
+
+    db, cid = running
+    monkeypatch.setattr(background, "_growing", type(background._growing)())
+    monkeypatch.setattr(background, "GROWING_RUNS", _runs(db, cid) - 1)
+    got = background._summary(str(db), cid)
+    assert not background._growing
+    with Store.open(db, create=False) as store:
+        assert got == summary.compute(store, cid)

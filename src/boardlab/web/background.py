@@ -29,8 +29,8 @@ if TYPE_CHECKING:
 
 CLOSE_WAIT_S = 5.0  # how long serve's end waits for the worker pool's manager thread (it takes milliseconds)
 KEPT = 64  # results kept by the server process (the pages show at most a history's ten campaigns at once)
-# Runs of running campaigns whose tables the worker keeps between their analyses beyond the latest campaign's
-# (`GrowingTables`, about 75 bytes a run): two boards' campaigns of 10^5 runs each fit.
+# Runs of running campaigns whose tables the worker keeps between their analyses (`GrowingTables`, about 75
+# bytes a run: 75 MB): a larger campaign is analysed a few cells at a time, its tables not kept.
 GROWING_RUNS = 1_000_000
 
 # The worker process's tables of running campaigns, by (store, campaign id, campaign uid), the latest last. In
@@ -89,12 +89,14 @@ def _growing_tables(store, campaign_id: int) -> GrowingTables | None:
     row = store.campaign(campaign_id)
     uid = row["uid"] if "uid" in row.keys() else None
     key = (store.path, campaign_id, uid or "")
-    if row["status"] != "running" or not uid:  # a store before uids: nothing tells two campaigns apart
+    # a store before uids: nothing tells two campaigns apart; a campaign larger than the bound: its analysis
+    # reads a few cells at a time (summary.compute's budget) rather than holding every table between two
+    if row["status"] != "running" or not uid or store.count_runs(campaign_id) > GROWING_RUNS:
         _growing.pop(key, None)
         return None
     got = _growing.pop(key, None) or GrowingTables()
     _growing[key] = got  # the latest last
-    while len(_growing) > 1 and sum(t.runs for t in _growing.values()) > GROWING_RUNS:
+    while sum(t.runs for t in _growing.values()) > GROWING_RUNS:  # the latest's runs are within it
         _growing.popitem(last=False)
     return got
 
