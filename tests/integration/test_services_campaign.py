@@ -18,8 +18,9 @@ seed = 4
 repetitions = 2
 order = "interleave"
 [gates]
-idle_window_s = 0.1
-timeout_s = 2
+# no idle gate: nothing here is a timing claim, and in `make test` the other xdist worker keeps the machine
+# busy, so each run waited out the whole 2 s timeout
+idle = false
 [[workloads]]
 name = "svc.scenario"
 params = { scenario = "position", source = "nmea", read_mode = "canonical", duration_s = 2.5 }
