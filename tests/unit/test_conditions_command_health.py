@@ -7,6 +7,7 @@ tests/integration/test_load_health.py)."""
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 
 import pytest
@@ -43,3 +44,32 @@ def test_a_stop_after_a_failed_start_ended_still_counts_that_failure(tmp_path, m
 def test_health_reads_every_counted_start(codes, healthy):
     state = {"argv": ["x"], "starts": 3, "exit_codes": codes, "stopped_running_s": None}
     assert (command_health(state) is None) is healthy
+
+
+class _KilledByTheStop(subprocess.Popen):
+    """A start the run's stop killed (the group's SIGINT reached it first): its wait returns -SIGINT, and the
+    stop reaches the load's own process only after that exit was counted."""
+
+    def wait(self, timeout=None):
+        # SIGKILL, then the status SIGINT leaves: a shell's background job (CI's, this sandbox's) starts its
+        # children with SIGINT ignored, so a real SIGINT would not end `sleep` here
+        self.kill()
+        super().wait(timeout)
+        self.returncode = -signal.SIGINT
+        return self.returncode
+
+
+@pytest.mark.spawns
+def test_a_start_the_stop_killed_is_not_an_exit_of_the_command(tmp_path, monkeypatch):
+    """Seen in `make test` (test_conditions_background): gzip's exits read {"0", "-2"}, the -2 the stop's."""
+    starts = []
+
+    def popen(argv, **kw):
+        if starts:
+            raise KeyboardInterrupt  # the stop lands as the load would start its next run of the command
+        starts.append(_KilledByTheStop(["sleep", "5"], **kw))
+        return starts[0]
+
+    state = _status(tmp_path, monkeypatch, popen)
+    assert state["starts"] == 1 and state["exit_codes"] == {} and state["stopped_running_s"] is not None
+    assert state["last_exit"] == -signal.SIGINT and command_health(state) is None

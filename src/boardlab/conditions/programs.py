@@ -111,13 +111,7 @@ def command(cfg: dict) -> int:
                 quick_failures = 0
     except KeyboardInterrupt:
         _stopping()
-        if proc is not None and proc.poll() is None:  # the stop ended a running start: how long had it run
-            stopped_running_s = round(time.monotonic() - t0, 3)
-        elif proc is not None and sum(codes.values()) < starts:
-            # it had ended, but the stop came before its exit was counted (reading its stderr, in its wait):
-            # uncounted, a start that failed like every other read as one the stop ended, and the load as run
-            codes[str(proc.returncode)] += 1
-            last = proc.returncode
+        stopped_running_s, last = _at_stop(proc, codes, starts, t0, last)
         _end_child(proc)
     _write_status(
         cfg["status"],
@@ -131,6 +125,30 @@ def command(cfg: dict) -> int:
         },
     )
     return 0
+
+
+def _at_stop(
+    proc: subprocess.Popen | None, codes: Counter[str], starts: int, t0: float, last: int | None
+) -> tuple[float | None, int | None]:
+    """At the run's stop, the last start's account (counted into `codes`): (how long it had run when the stop
+    ended it, or None; the last start's exit). The stop's SIGINT reaches the command too (it is in the
+    group): a start it killed is one the stop ended, not an exit of the command, even when its exit was
+    counted before the stop reached this process."""
+    if proc is None:
+        return None, last
+    if proc.poll() is None:  # the stop ended a running start: how long had it run
+        return round(time.monotonic() - t0, 3), last
+    if sum(codes.values()) < starts:
+        # it had ended, but the stop came before its exit was counted (reading its stderr, in its wait):
+        # uncounted, a start that failed like every other read as one the stop ended, and the load as run
+        codes[str(proc.returncode)] += 1
+        return None, proc.returncode
+    if proc.returncode == -signal.SIGINT:  # killed by the stop's own signal, and counted just before it came
+        codes[str(proc.returncode)] -= 1
+        if not codes[str(proc.returncode)]:
+            del codes[str(proc.returncode)]
+        return round(time.monotonic() - t0, 3), last
+    return None, last
 
 
 # ---- ddgzip ----
