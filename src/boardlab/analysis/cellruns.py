@@ -227,26 +227,31 @@ class GrowingTables:
 
     def table(self, store: Store, cell_id: int) -> RunTable:
         got = self._cells.get(cell_id)
-        table = None if got is None else self._extended(store, cell_id, *got)
-        if table is None:
+        kept = None if got is None else self._extended(store, cell_id, *got)
+        if kept is None:
             table = read_table(store.cell_run_batches(cell_id))
             self.runs_read += len(table)
-        self._cells[cell_id] = (table, max(table.run_id, default=0))
-        return table
+            kept = (table, max(table.run_id, default=0))
+        self._cells[cell_id] = kept
+        return kept[0]
 
     @property
     def runs(self) -> int:
         """The runs held, over every cell (what a keeper of several campaigns' tables bounds)."""
         return sum(len(t) for t, _ in self._cells.values())
 
-    def _extended(self, store: Store, cell_id: int, table: RunTable, last_id: int) -> RunTable | None:
-        """The table with the runs stored since `last_id`, or None where it must be read whole."""
+    def _extended(
+        self, store: Store, cell_id: int, table: RunTable, last_id: int
+    ) -> tuple[RunTable, int] | None:
+        """The table with the runs stored since `last_id`, and the last run id it now holds (the new runs'
+        largest: each is past `last_id`, so the held ones are not scanned again); None where the cell must
+        be read whole."""
         if store.cell_runs_through(cell_id, last_id) != len(table):
             return None
         new = read_table(store.cell_run_batches(cell_id, after_id=last_id))
         self.runs_read += len(new)
         if not len(new):
-            return table
+            return table, last_id
         if len(table) and new.seq[0] < table.seq[-1]:  # an earlier place's attempt: not at the end
             return None
-        return RunTable.joined([table, new])
+        return RunTable.joined([table, new]), max(new.run_id)

@@ -154,11 +154,9 @@ def _row(ca: CellAnalysis, cb: CellAnalysis, unstable: list[str] | None) -> Comp
 
 
 def _side_of(cell: CellAnalysis) -> PairSide:
-    from boardlab.analysis.records import COMPARED_RUNS, PairSide
+    from boardlab.analysis.records import PairSide
 
-    n = cell.n_valid
-    tested = COMPARED_RUNS if n > COMPARED_RUNS else None  # `CellAnalysis.compared_runs`' sample
-    return PairSide(n, cell.summary.median if cell.summary else None, tested)
+    return PairSide(cell.n_valid, cell.summary.median if cell.summary else None, cell.compared_sample)
 
 
 def finish_rows(rows: Sequence[ComparisonRow], slots: list[int], adjusted) -> list[ComparisonRow]:

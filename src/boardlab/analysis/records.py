@@ -72,6 +72,12 @@ class CellAnalysis:
         return table.thinned(COMPARED_RUNS)
 
     @property
+    def compared_sample(self) -> int | None:
+        """How many runs `compared_runs` holds where it is a sample (more than COMPARED_RUNS measured), else
+        None; counted, not read: a stored summary's cell holds its sample already."""
+        return COMPARED_RUNS if self.n_valid > COMPARED_RUNS else None
+
+    @property
     def label(self) -> str:
         return cell_label(self.workload, self.params)
 

@@ -302,7 +302,7 @@ class RunTable:
         evenly in run order (`spread_rows`) and no other run, each run let go counted in `omitted` by its
         flags. A thinned table thinned again by the same limit is itself, so a comparison that thins both a
         live cell and its stored summary's (already thinned) reads the same runs."""
-        rows = [i for i, f in enumerate(self.flags) if f & MEASURED]
+        rows = list(compress(range(len(self)), map(MEASURED.__and__, self.flags)))  # as `select` picks
         if len(rows) <= limit:
             return self
         keep = [rows[i] for i in spread_rows(len(rows), limit)]
