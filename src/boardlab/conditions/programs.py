@@ -138,17 +138,18 @@ def _at_stop(
         return None, last
     if proc.poll() is None:  # the stop ended a running start: how long had it run
         return round(time.monotonic() - t0, 3), last
-    if sum(codes.values()) < starts:
+    counted = sum(codes.values()) == starts
+    if proc.returncode == -signal.SIGINT:  # the stop's own signal killed it, counted yet or not
+        if counted:
+            codes[str(proc.returncode)] -= 1
+            if not codes[str(proc.returncode)]:
+                del codes[str(proc.returncode)]
+        return round(time.monotonic() - t0, 3), proc.returncode
+    if not counted:
         # it had ended, but the stop came before its exit was counted (reading its stderr, in its wait):
         # uncounted, a start that failed like every other read as one the stop ended, and the load as run
         codes[str(proc.returncode)] += 1
-        return None, proc.returncode
-    if proc.returncode == -signal.SIGINT:  # killed by the stop's own signal, and counted just before it came
-        codes[str(proc.returncode)] -= 1
-        if not codes[str(proc.returncode)]:
-            del codes[str(proc.returncode)]
-        return round(time.monotonic() - t0, 3), last
-    return None, last
+    return None, proc.returncode
 
 
 # ---- ddgzip ----
