@@ -304,23 +304,56 @@ def test_a_resample_quantile_from_the_runs_top_samples_is_the_sorted_pools():
 # --- the permutation p's draws ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("n_condition", [2, 4])  # 4 of 6: the complement of a drawn pair
-def test_drawn_splits_are_uniform_over_every_subset(n_condition):
-    """Each of the C(6, k) condition arms is drawn equally often (chi-square over 15 cells, 15,000 draws:
-    the 0.999 quantile at 14 df is 36.1), in ascending order; a draw that favoured low indices (int(u x n)
-    rounding, a repeat kept) fails it."""
+@pytest.mark.parametrize("n_total,n_condition", [(6, 2), (6, 4), (6, 3), (7, 3), (9, 2)])
+@pytest.mark.parametrize("as_masks", [False, True])
+def test_drawn_splits_are_uniform_over_every_subset(n_total, n_condition, as_masks):
+    """Each of the C(n, k) condition arms is drawn equally often (chi-square at its 0.999 quantile, 400 draws
+    an arm), in ascending order or as a mask of exactly k ones: a draw that favoured low indices (int(u x n)
+    rounding, a repeat kept) or, for the masks' fair coins, arms near one size or the first or last indices
+    put in or taken out, fails it. 4 of 6 is the complement of a drawn pair; 3 of 6, 3 of 7 and 2 of 6 go
+    through the coins (`_drawn_masks`), 2 of 9 through the indices."""
     import itertools
 
-    from boardlab.stats.permutation import _drawn_splits
+    from boardlab.stats.permutation import _drawn_masks, _drawn_splits
 
-    draws = 15_000
-    counts = dict.fromkeys(itertools.combinations(range(6), n_condition), 0)
-    for split in _drawn_splits(6, n_condition, random.Random(11), draws):
+    arms = list(itertools.combinations(range(n_total), n_condition))
+    draws = 400 * len(arms)
+    counts = dict.fromkeys(arms, 0)
+    drawn = (_drawn_masks if as_masks else _drawn_splits)(n_total, n_condition, random.Random(11), draws)
+    for split in drawn:
+        if as_masks:
+            assert set(split[n_total:]) <= {0} and sum(split) == n_condition
+            split = [i for i in range(n_total) if split[i]]
         assert split == sorted(set(split)) and len(split) == n_condition
         counts[tuple(split)] += 1
     expected = draws / len(counts)
     chi2 = sum((c - expected) ** 2 / expected for c in counts.values())
-    assert chi2 < 36.1, counts
+    assert chi2 < _CHI2_999[len(arms) - 1], counts
+
+
+_CHI2_999 = {14: 36.12, 19: 43.82, 34: 65.25, 35: 66.62}  # the chi-square's 0.999 quantile at these df
+
+
+def test_a_split_as_a_mask_is_the_split_as_indices():
+    """The same split read from its mask or its indices: the same two arms, and the same exhaustive p."""
+    from boardlab.stats.permutation import arm_mask, mask_arms, split_p, two_arms
+    from boardlab.stats.trimmed import yuen_statistic
+
+    rng = random.Random(4)
+    pooled = sorted(rng.gauss(0.0, 1.0) for _ in range(12))
+    for split in ([0, 3, 4, 11], list(range(6)), [5]):
+        assert mask_arms(pooled, arm_mask(12, split)) == two_arms(pooled, split)
+    observed = yuen_statistic(pooled[:6], pooled[6:]) * 0.3
+
+    def by_mask(mask):
+        return yuen_statistic(*mask_arms(pooled, mask))
+
+    def by_indices(split):
+        return yuen_statistic(*two_arms(pooled, split))
+
+    kw = {"rng": random.Random(1), "limit": 100}
+    exact = split_p(by_indices, 12, 6, observed, **kw)
+    assert exact.exhaustive and exact == split_p(by_mask, 12, 6, observed, masks=True, **kw)
 
 
 def test_a_permutation_p_asked_only_below_a_level_stops_once_it_cannot_be():

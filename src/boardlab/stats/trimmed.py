@@ -23,7 +23,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate, compress, repeat
-from operator import sub
+from operator import mul, sub
 
 from boardlab.stats._special import student_t_ppf, student_t_sf
 from boardlab.stats.permutation import others_mask
@@ -76,12 +76,14 @@ def sorted_parts(xs: list[float], g: int) -> tuple[float, float, int]:
     n = len(xs)
     h = n - 2 * g
     kept = xs[g : n - g]
-    mean_t = sum(kept) / h
-    wins = [xs[g]] * g + kept + [xs[n - g - 1]] * g
-    mean_w = sum(wins) / n
-    # (C-level iteration over a loop's arithmetic, in its order: the same floats, a tenth of the time)
-    var_w = sum(map(pow, map(sub, wins, repeat(mean_w)), repeat(2))) / (n - 1) if n > 1 else 0.0
-    return mean_t, var_w, h
+    kept_sum = sum(kept)
+    low, high = xs[g], xs[n - g - 1]
+    mean_w = (kept_sum + g * (low + high)) / n
+    # the kept values' squared deviations by C-level iteration (a product, not pow: half the time), the 2g
+    # winsorized ones as two terms; the same sums as a loop over the winsorized values to 1e-13, relative
+    deviations = list(map(sub, kept, repeat(mean_w)))
+    squares = sum(map(mul, deviations, deviations)) + g * ((low - mean_w) ** 2 + (high - mean_w) ** 2)
+    return kept_sum / h, squares / (n - 1) if n > 1 else 0.0, h
 
 
 def yuen_statistic(baseline_sorted: list[float], condition_sorted: list[float], trim: float = TRIM) -> float:
