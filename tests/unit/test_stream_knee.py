@@ -79,6 +79,7 @@ def test_feeder_knee_sits_at_the_downlink_cap(source):
     assert_failures_are_the_caps(doc, found)
 
 
+@pytest.mark.quiet  # 75 ms of slack at the knee: a busy machine's late reader found 38400 (seen at load 5-7)
 def test_pty_knee_is_the_fastest_baud_the_downlink_carries():
     block, cap = 1024, 80e3
     doc = knee(
