@@ -399,126 +399,201 @@ def _kept(db: str, campaign_id: int, held: dict[int, Summary]) -> Kept:
         return to_keep(store, campaign_id, held)
 
 
+# worker processes at most: an ingest's copy and two analyses keep two cores busy (the copy waits on its disk)
+SUMMARY_WORKERS = 2
+
+
 class KeepBehind:
     """`keep_after` for a writer with more to write (an ingest of several files): each campaign's summary is
     computed beside the writer, on a reader's connection to the same store, while the writer copies the next
     file, and written by the writer between its files and at the end (`finish`).
 
-    Where: in a worker process (`concurrent.futures`, one worker) when this process may run on more than one
-    core, else in a thread. The analysis is Python, and a thread of it holds Python's one lock against the
-    writer's own Python (the rows it hands to PostgreSQL's COPY): into PostgreSQL, ten files of 10^4 runs took
-    9.5 s with the summaries in a thread against 6.8 s without them; in a process they overlap. On one core a
-    process would only add its start. The reader sees what the writer committed (SQLite's WAL, or
-    PostgreSQL); each campaign is read in one snapshot. A thread of this object feeds the campaigns one at a
-    time and keeps what came back until the writer wrote it (`held`), so the next campaign's step finds its
-    predecessor's summary. Ctrl-C does not wait for an analysis (the thread is a daemon, the worker is killed
-    by `close` and dies with this process however it ends), and a summary not written is computed by
-    readers."""
+    Where: in worker processes (`concurrent.futures`, SUMMARY_WORKERS or as many as the cores this process may
+    run on, if fewer) when there is more than one core, else in a thread. The analysis is Python, and a
+    thread of it holds Python's one lock against the writer's own Python (the rows it hands to PostgreSQL's
+    COPY): into PostgreSQL, ten files of 10^4 runs took 9.5 s with the summaries in a thread
+    against 6.8 s without them; in a process they overlap. On one core a process would only add its start.
+    Two workers: into a lab's nightly store of 10^7 runs, ten files' summaries and history steps were 4 s of
+    one worker's CPU against 2 s of the copy's, so one worker was what the ingest waited for.
+
+    The reader sees what the writer committed (SQLite's WAL, or PostgreSQL); each campaign is read in one
+    snapshot. This object's thread hands the campaigns to the workers and keeps what came back until the
+    writer wrote it (`held`). A campaign whose predecessor (its plan's campaign on its board before it) is
+    still being computed waits for it, so its step finds that summary rather than computing it again; others
+    run side by side. Ctrl-C does not wait for an analysis (the thread is a daemon, the workers are killed by
+    `close` and die with this process however it ends), and a summary not written is computed by readers."""
 
     def __init__(self, db: str, warn, *, process: bool | None = None):
         import os
         import queue
         import threading
 
+        cores = len(os.sched_getaffinity(0))
         if process is None:
-            process = len(os.sched_getaffinity(0)) > 1
+            process = cores > 1
         self._db, self._warn = db, warn
-        self._pool: ProcessPoolExecutor | None = None
-        self.worker: BaseProcess | None = None  # the worker process, None in a thread
+        self._pools: list[ProcessPoolExecutor] = []
+        self.workers: list[BaseProcess] = []  # the worker processes, none in a thread
         self._held: dict[int, Summary] = {}  # computed, not yet written (under _lock)
         self._lock = threading.Lock()
-        self._todo: queue.Queue = queue.Queue()
+        # what the thread acts on, in order: ("task", cid, predecessor), ("done", future, cid, pool), None
+        self._events: queue.Queue = queue.Queue()
         self._done: queue.Queue = queue.Queue()
         self._pending = 0
         started = threading.Event()
         failed: list[Exception] = []
+        workers = min(SUMMARY_WORKERS, cores) if process else 0
         self._thread = threading.Thread(
-            target=self._work, args=(process, started, failed), name="boardlab-summaries", daemon=True
+            target=self._work, args=(workers, started, failed), name="boardlab-summaries", daemon=True
         )
         self._thread.start()
         started.wait()
         if failed:  # no worker to be had (fds, memory, one that could not start): this thread computes them
             warn(f"the campaign summaries are computed beside the copy in a thread ({failed[0]})")
 
-    def _start_pool(self) -> None:
-        """The worker, started by this object's thread: its death signal follows the thread that started it,
-        and this one lives as long as the pool."""
+    def _start_pools(self, workers: int) -> None:
+        """The workers, a pool of one each, started by this object's thread: a worker's death signal follows
+        the thread that started it, and this one lives as long as the pools."""
         import multiprocessing
         import os
         from concurrent.futures import ProcessPoolExecutor
 
         from boardlab.platform.spawn import pool_worker_setup
 
-        # spawn, not fork: the writer has threads, and a forked child would inherit their locks
-        pool = ProcessPoolExecutor(
-            max_workers=1, mp_context=multiprocessing.get_context("spawn"),
-            initializer=pool_worker_setup, initargs=(os.getpid(),),
-        )  # fmt: skip
-        try:
+        for _ in range(workers):
+            # spawn, not fork: the writer has threads, and a forked child would inherit their locks
+            pool = ProcessPoolExecutor(
+                max_workers=1, mp_context=multiprocessing.get_context("spawn"),
+                initializer=pool_worker_setup, initargs=(os.getpid(),),
+            )  # fmt: skip
+            self._pools.append(pool)
             pool.submit(int).result()  # started now, by this thread
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        self._pool, self.worker = pool, next(iter(pool._processes.values()))
+            self.workers.append(next(iter(pool._processes.values())))
 
-    def _work(self, process: bool, started, failed: list[Exception]) -> None:
+    def _work(self, workers: int, started, failed: list[Exception]) -> None:
         try:
-            if process:
-                self._start_pool()
+            self._start_pools(workers)
         except Exception as exc:  # noqa: BLE001 - said by __init__; the summaries are computed here instead
             failed.append(exc)
+            for pool in self._pools:
+                pool.shutdown(wait=False, cancel_futures=True)
+            self._pools, self.workers = [], []
         finally:
             started.set()
         try:
-            while (cid := self._todo.get()) is not None:
-                try:
-                    self._done.put((cid, self._keep(cid), None))
-                except Exception as exc:  # noqa: BLE001 - said by the writer's thread, as keep_after does
-                    self._done.put((cid, None, exc))
+            if self._pools:
+                self._dispatch()
+            else:
+                while (event := self._events.get()) is not None:
+                    cid = event[1]
+                    self._done.put(self._outcome(cid, functools.partial(self._kept_here, cid)))
         finally:
-            if self._pool is not None:
-                self._pool.shutdown(wait=True, cancel_futures=True)
+            for pool in self._pools:
+                pool.shutdown(wait=True, cancel_futures=True)
 
-    def _keep(self, cid: int) -> Kept:
+    def _dispatch(self) -> None:
+        """Hands each campaign to a free worker once its predecessor is done; ends after `finish`'s None
+        with nothing left waiting or running."""
+        waiting: list[tuple[int, int | None]] = []
+        running: set[int] = set()  # campaign ids being computed
+        free = list(range(len(self._pools)))
+        ending = False
+        while not ending or waiting or running:
+            event = self._events.get()
+            if event is None:
+                ending = True
+            elif event[0] == "task":
+                waiting.append(event[1:])
+            else:
+                _, future, cid, pool = event
+                running.discard(cid)
+                self._done.put(self._outcome(cid, functools.partial(self._result, future, pool)))
+                if self.workers[pool].exitcode is None:  # a worker that died takes no more
+                    free.append(pool)
+            self._start_ready(waiting, running, free)
+
+    def _start_ready(self, waiting: list, running: set[int], free: list[int]) -> None:
+        """Starts the waiting campaigns, in order, whose predecessor is neither waiting before them nor
+        running, while a worker is free. With none free and none running (every worker died), each fails as
+        the first did; a running one's end comes back as an event."""
+        ahead: set[int] = set()
+        for item in list(waiting):
+            cid, before = item
+            if before in running or before in ahead:
+                ahead.add(cid)
+                continue
+            if not free and running:
+                return
+            waiting.remove(item)
+            if not free:
+                self._done.put(self._outcome(cid, self._ended))
+                continue
+            pool = min(free)
+            free.remove(pool)
+            try:
+                future = self._pools[pool].submit(_kept, self._db, cid, self._snapshot())
+            except Exception:  # noqa: BLE001 - its pool found the worker dead: said, and the pool takes no more
+                self._done.put(self._outcome(cid, functools.partial(self._ended, pool)))
+                continue
+            running.add(cid)
+            future.add_done_callback(functools.partial(self._finished, cid, pool))
+
+    def _finished(self, cid: int, pool: int, future) -> None:
+        """A worker's future is done (called in the pool's thread): an event for this object's thread."""
+        self._events.put(("done", future, cid, pool))
+
+    def _kept_here(self, cid: int) -> Kept:
+        return _kept(self._db, cid, self._snapshot())
+
+    def _snapshot(self) -> dict[int, Summary]:
+        with self._lock:
+            return dict(self._held)
+
+    def _result(self, future, pool: int) -> Kept:
         from concurrent.futures.process import BrokenProcessPool
 
-        with self._lock:
-            held = dict(self._held)
-        if self._pool is None:
-            kept = _kept(self._db, cid, held)
-        else:
-            try:
-                kept = self._pool.submit(_kept, self._db, cid, held).result()
-            except BrokenProcessPool:  # killed (out of memory, by hand, by close): every later one says so
-                code = None if self.worker is None else self.worker.exitcode
-                raise RuntimeError(f"the summaries' process ended (exit code {code})") from None
+        try:
+            return future.result()
+        except BrokenProcessPool:  # killed (out of memory, by hand, by close): its later ones say so too
+            return self._ended(pool)
+
+    def _ended(self, pool: int = 0) -> Kept:
+        raise RuntimeError(f"the summaries' process ended (exit code {self.workers[pool].exitcode})")
+
+    def _outcome(self, cid: int, keep) -> tuple[int, Kept | None, Exception | None]:
+        """(cid, what `keep()` gave, None) or (cid, None, what it raised); held until written if it gave."""
+        try:
+            kept = keep()
+        except Exception as exc:  # noqa: BLE001 - said by the writer's thread, as keep_after does
+            return cid, None, exc
         with self._lock:  # without their documents: the held are read for the steps after them
             self._held.update(
                 (s.campaign_id, dataclasses.replace(s, document_json=None)) for s in kept.summaries
             )
-        return kept
+        return cid, kept, None
 
     def submit(self, store, campaign_ids) -> None:
         """After a file's commit: writes the summaries ready by now and queues these campaigns'."""
         self._write(store, block=False)
         for cid in campaign_ids:
             self._pending += 1
-            self._todo.put(cid)
+            self._events.put(("task", cid, store.previous_campaign(cid)))
 
     def finish(self, store) -> None:
-        """Waits for the queued summaries and writes them; ends the thread and the worker, whose readers
+        """Waits for the queued summaries and writes them; ends the thread and the workers, whose readers
         closed before the writer closes: the writer, the store's last connection, then checkpoints SQLite's
         WAL into the file and removes it (a reader closing last cannot, and a copy of the .db alone would
         lack the ingest)."""
-        self._todo.put(None)
+        self._events.put(None)
         self._write(store, block=True)
         self._thread.join()
 
     def close(self) -> None:
-        """Ends the summaries' worker now, done or not (an ingest that failed or was interrupted)."""
-        if self.worker is not None and self.worker.exitcode is None:
-            self.worker.kill()
-            self.worker.join()
+        """Ends the summaries' workers now, done or not (an ingest that failed or was interrupted)."""
+        for worker in self.workers:
+            if worker.exitcode is None:
+                worker.kill()
+                worker.join()
 
     def _write(self, store, *, block: bool) -> None:
         import queue

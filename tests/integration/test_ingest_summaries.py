@@ -71,6 +71,41 @@ def test_a_process_of_their_own_stores_the_same_summaries(tmp_path):
     _check_summaries(lab, list(result.campaign_ids))
 
 
+def test_the_workers_compute_side_by_side_and_a_campaign_waits_for_its_predecessor(tmp_path):
+    """Two boards' files: one board's five campaigns each step from the one before, so each waits for it and
+    finds its summary held (no summary is computed twice); the other board's campaign runs beside them."""
+    board = make_history_db(tmp_path / "board.db")  # five campaigns of one plan on one board
+    other = make_campaign_db(tmp_path / "other.db", board="board-z", n=4, with_latency=False)
+    lab, warnings, computed = tmp_path / "lab.db", [], []
+    behind: list[summary.KeepBehind] = []
+
+    def then(store, result) -> None:
+        if not behind:
+            keeper = summary.KeepBehind(str(lab), warnings.append, process=True)
+            outcome = keeper._outcome
+
+            def recording(cid, keep):  # in the keeper's thread: every summary each outcome carries
+                got = outcome(cid, keep)
+                computed.extend(s.campaign_id for s in got[1].summaries) if got[1] else computed.append(
+                    got[2]
+                )
+                return got
+
+            keeper._outcome = recording
+            behind.append(keeper)
+        behind[0].submit(store, result.campaign_ids)
+
+    results = store_ingest.ingest_files(
+        [board, other], str(lab), then=then, last=lambda s: behind[0].finish(s)
+    )
+    assert warnings == []
+    assert len(behind[0].workers) == min(summary.SUMMARY_WORKERS, len(os.sched_getaffinity(0)))
+    steps, (alone,) = [list(r.campaign_ids) for r in results]
+    assert sorted(computed) == sorted([*steps, alone])  # each once: a step never computed its predecessor
+    _check_summaries(lab, steps)
+    _check_summaries(lab, [alone])
+
+
 def _check_summaries(lab: Path, ids: list[int]) -> None:
     """Each campaign's stored summary and each step's are what they are computed to be from the runs now."""
     with Store.open(lab, create=False) as store:
@@ -135,15 +170,15 @@ def test_the_process_says_what_failed_and_ends_when_closed(tmp_path):
     lab = make_campaign_db(tmp_path / "lab.db", board="b1", n=4, with_latency=False)
     warnings: list[str] = []
     behind = summary.KeepBehind(str(lab), warnings.append, process=True)
-    worker = behind.worker
-    assert worker is not None and _alive(worker.pid)
+    workers = list(behind.workers)
+    assert workers and all(_alive(w.pid) for w in workers)
     with Store.open(lab, create=False) as store:
         behind.submit(store, [9999])  # no such campaign: its summary fails in the worker
         behind.finish(store)
     assert len(warnings) == 1 and "campaign 9999" in warnings[0], warnings
-    assert worker.exitcode == 0  # it closed its reader and exited when told there was no more
+    assert [w.exitcode for w in workers] == [0] * len(workers)  # each closed its reader and exited when told
     behind.close()
-    assert not _alive(worker.pid)
+    assert not any(_alive(w.pid) for w in workers)
 
 
 def test_the_process_dies_with_a_killed_ingest(tmp_path):
@@ -154,25 +189,25 @@ def test_the_process_dies_with_a_killed_ingest(tmp_path):
         "import time\n"
         "from boardlab.summary import KeepBehind\n"
         f"b = KeepBehind({str(lab)!r}, print, process=True)\n"
-        "b._pool.submit(time.sleep, 60)\n"
-        "print(b.worker.pid, flush=True)\n"
+        "for pool in b._pools: pool.submit(time.sleep, 60)\n"
+        "print(*(w.pid for w in b.workers), flush=True)\n"
         "time.sleep(60)\n"
     )
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-    child = 0
+    children: list[int] = []
     try:
-        child = int(parent.stdout.readline())
-        assert _alive(child)
+        children = [int(pid) for pid in parent.stdout.readline().split()]
+        assert children and all(map(_alive, children))
     finally:
         parent.send_signal(signal.SIGKILL)
         parent.wait()
     try:
         deadline = time.monotonic() + 10
-        while _alive(child) and time.monotonic() < deadline:
+        while any(map(_alive, children)) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _alive(child)
+        assert not any(map(_alive, children))
     finally:
-        if child and _alive(child):
+        for child in filter(_alive, children):
             os.kill(child, signal.SIGKILL)
 
 
@@ -189,8 +224,9 @@ def test_a_summaries_process_that_died_is_said_and_the_ingest_goes_on(tmp_path):
     lab = make_campaign_db(tmp_path / "lab.db", board="b1", n=4, with_latency=False)
     warnings: list[str] = []
     behind = summary.KeepBehind(str(lab), warnings.append, process=True)
-    assert behind.worker is not None
-    behind.worker.kill()  # as the kernel's OOM killer would
+    assert behind.workers
+    for worker in behind.workers:
+        worker.kill()  # as the kernel's OOM killer would
     with Store.open(lab, create=False) as store:
         behind.submit(store, [1])
         behind.finish(store)
@@ -201,10 +237,10 @@ def test_a_summaries_process_that_died_is_said_and_the_ingest_goes_on(tmp_path):
 def test_a_worker_that_cannot_start_is_said_and_a_thread_computes_the_summaries(tmp_path, monkeypatch):
     board = make_history_db(tmp_path / "board.db", campaigns=2)
 
-    def no_worker(self) -> None:
+    def no_worker(self, workers: int) -> None:
         raise OSError("too many open files (injected by the test)")
 
-    monkeypatch.setattr(summary.KeepBehind, "_start_pool", no_worker)
+    monkeypatch.setattr(summary.KeepBehind, "_start_pools", no_worker)
     warnings: list[str] = []
     lab = tmp_path / "lab.db"
     (result,) = _ingest_with_summaries([board], str(lab), warnings, process=True)
