@@ -33,6 +33,7 @@ from boardlab.stats.permutation import (
     band,
     draws_for,
     mask_arms,
+    near_even,
     sign_flip_p,
     split_p,
     two_arms,
@@ -366,7 +367,7 @@ def _split_statistic(pooled: list[float], n_base: int, n_cond: int) -> tuple[Cal
     the arms read by `compress` where they are near even (`permutation._drawn_masks` draws those), summed by
     `SplitYuen` where one is large and the other small (a split then costs the small arm's size), arm by
     arm otherwise. The three give the same t of the same split: `SplitYuen` to 1e-12, the others exactly."""
-    if 3 * min(n_base, n_cond) >= len(pooled):
+    if near_even(len(pooled), n_cond):
         return (lambda mask: yuen_statistic(*mask_arms(pooled, mask))), True
     if max(n_base, n_cond) >= LARGE_ARM:
         return SplitYuen(pooled).statistic, False

@@ -175,6 +175,12 @@ def _drawn_splits(n_total: int, n_condition: int, rng: random.Random, limit: int
             yield [i for i in range(n_total) if i not in picked]
 
 
+def near_even(n_total: int, n_condition: int) -> bool:
+    """Whether the smaller arm holds at least a third of the runs: where `_drawn_masks` draws by coins, and a
+    split's statistic is best read from its mask (`compare._split_statistic`)."""
+    return 3 * min(n_condition, n_total - n_condition) >= n_total
+
+
 _COIN_BYTES = tuple(bytes(b >> i & 1 for i in range(8)) for b in range(256))  # a byte's bits, low bit first
 
 
@@ -186,7 +192,7 @@ def _drawn_masks(n_total: int, n_condition: int, rng: random.Random, limit: int)
     of that size is equally likely. A tenth of `_drawn_splits`' cost at 294 runs against 294 (its set and
     sort were half of a split's), and the statistic then reads the arms with `compress`. Uneven
     arms (the smaller under a third) are drawn by `_drawn_splits`, whose cost is the smaller arm's."""
-    if 3 * min(n_condition, n_total - n_condition) < n_total:
+    if not near_even(n_total, n_condition):
         for split in _drawn_splits(n_total, n_condition, rng, limit):
             yield arm_mask(n_total, split)
         return
