@@ -92,14 +92,15 @@ def _record_hash(data: bytes) -> str:
 
 
 def _package_files() -> list[tuple[str, bytes]]:
-    """(archive name, bytes) of every file of the installed package but the native binary and byte code."""
+    """(archive name, bytes) of every file of the installed package but the native binary, this host's
+    extension modules and byte code."""
     files = []
     for path in sorted(PACKAGE_DIR.rglob("*")):
         rel = path.relative_to(PACKAGE_DIR)
         if (
             path.is_dir()
             or "__pycache__" in rel.parts
-            or path.suffix == ".pyc"
+            or path.suffix in (".pyc", ".so")  # this host's extension modules: the wheel is pure Python
             or rel.name == "boardlab-kern"
         ):
             continue

@@ -49,6 +49,8 @@ def test_the_bundle_holds_wheel_binary_presets_installer_and_manifest(native_bun
     members = set(wheel.namelist())
     assert "boardlab/cli/__init__.py" in members and "boardlab/campaign/presets/quick.toml" in members
     assert "boardlab/boardlab-kern" not in members and not any("__pycache__" in m for m in members)
+    assert not any(m.endswith(".so") for m in members)  # this host's extension modules stay here
+    assert "boardlab/stats/trimmed.py" in members  # ... their Python path goes
     record = wheel.read(next(m for m in members if m.endswith("/RECORD"))).decode()
     for line in record.splitlines():
         name, digest, size = line.rsplit(",", 2)

@@ -314,12 +314,12 @@ def test_drawn_splits_are_uniform_over_every_subset(n_total, n_condition, as_mas
     through the coins (`_drawn_masks`), 2 of 9 through the indices."""
     import itertools
 
-    from boardlab.stats.permutation import _drawn_masks, _drawn_splits
+    from boardlab.stats.permutation import _drawn_masks, drawn_splits
 
     arms = list(itertools.combinations(range(n_total), n_condition))
     draws = 400 * len(arms)
     counts = dict.fromkeys(arms, 0)
-    drawn = (_drawn_masks if as_masks else _drawn_splits)(n_total, n_condition, random.Random(11), draws)
+    drawn = (_drawn_masks if as_masks else drawn_splits)(n_total, n_condition, random.Random(11), draws)
     for split in drawn:
         if as_masks:
             assert set(split[n_total:]) <= {0} and sum(split) == n_condition

@@ -353,25 +353,27 @@ def yuen_split_p(
     `family_size` (`power.simulated_power` decides its small arms by it too). `give_up_at`: only whether p
     is below it is wanted (`permutation.split_p`)."""
     pooled = sorted(logs_base + logs_cond)
-    statistic, masks = _split_statistic(pooled, len(logs_base), len(logs_cond))
+    statistic, masks, drawn = _split_statistic(pooled, len(logs_base), len(logs_cond))
     observed = yuen_statistic(sorted(logs_base), sorted(logs_cond))
     rng, limit = random.Random(seed), draws_for(family_size, alpha)
     return split_p(
         statistic, len(pooled), len(logs_cond), observed, rng=rng, limit=limit, give_up_at=give_up_at,
-        masks=masks,
+        masks=masks, drawn_statistics=drawn,
     )  # fmt: skip
 
 
-def _split_statistic(pooled: list[float], n_base: int, n_cond: int) -> tuple[Callable, bool]:
-    """Yuen's t of a split of `pooled`, and whether it takes the condition arm as a mask (else as indices):
-    the arms read by `compress` where they are near even (`permutation._drawn_masks` draws those), summed by
-    `SplitYuen` where one is large and the other small (a split then costs the small arm's size), arm by
-    arm otherwise. The three give the same t of the same split: `SplitYuen` to 1e-12, the others exactly."""
+def _split_statistic(pooled: list[float], n_base: int, n_cond: int) -> tuple[Callable, bool, Callable | None]:
+    """Yuen's t of a split of `pooled`, whether it takes the condition arm as a mask (else as indices), and
+    its own loop over drawn splits if it has one: the arms read by `compress` where they are near even
+    (`permutation._drawn_masks` draws those), summed by `SplitYuen` where one is large and the other small (a
+    split then costs the small arm's size; its drawn splits by its C kernel), arm by arm otherwise. The
+    three give the same t of the same split: `SplitYuen` to 1e-12, the others exactly."""
     if near_even(len(pooled), n_cond):
-        return (lambda mask: yuen_statistic(*mask_arms(pooled, mask))), True
+        return (lambda mask: yuen_statistic(*mask_arms(pooled, mask))), True, None
     if max(n_base, n_cond) >= LARGE_ARM:
-        return SplitYuen(pooled).statistic, False
-    return (lambda split: yuen_statistic(*two_arms(pooled, split))), False
+        split = SplitYuen(pooled)
+        return split.statistic, False, split.drawn_statistics
+    return (lambda split: yuen_statistic(*two_arms(pooled, split))), False, None
 
 
 _Effect = tuple[float, Interval | None, float, Interval | None, Interval | None, RankTest, int | None, int]

@@ -19,14 +19,16 @@ Method: Yuen (1974), "The two-sample trimmed t for unequal population variances"
 from __future__ import annotations
 
 import math
+import random
+from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, compress, repeat
 from operator import mul, sub
 
 from boardlab.stats._special import student_t_ppf, student_t_sf
-from boardlab.stats.permutation import others_mask
+from boardlab.stats.permutation import drawn_splits, others_mask
 
 TRIM = 0.2  # Wilcox 2012 section 4.4: 20% keeps efficiency near the mean's for normal data
 
@@ -106,6 +108,7 @@ def _yuen_t(nb: int, base: tuple[float, float, int], nc: int, cond: tuple[float,
 
 
 LARGE_ARM = 1000  # runs: an arm at least this large is summed by `SplitYuen`, a smaller one value by value
+_FIRST_BATCH, _LAST_BATCH = 32, 4096  # splits the C kernel draws at a time: most p-values stop early
 
 
 class SplitYuen:
@@ -137,6 +140,31 @@ class SplitYuen:
             return _yuen_t(n - nc, self._complement(condition), nc, small)
         baseline = list(compress(range(n), others_mask(n, condition)))
         return _yuen_t(n - nc, self._explicit(baseline), nc, self._complement(baseline))
+
+    def drawn_statistics(self, n_condition: int, rng: random.Random, limit: int) -> Iterator[float]:
+        """`statistic` of `limit` splits drawn by `permutation.drawn_splits` from `rng`, in their order: the
+        same splits and, to the last bit, the same t, from the C kernel (`_splits.c`) where it is built,
+        else split by split. The kernel draws in growing batches (most p-values stop after a few dozen
+        splits), so `rng` is left where it was: the caller's generator serves this one draw."""
+        n = len(self.values)
+        if 2 * min(n_condition, n - n_condition) < 4:  # an arm of one run: Python's error, as before
+            yield from map(self.statistic, drawn_splits(n, n_condition, rng, limit))
+            return
+        try:
+            from boardlab.stats._splits import yuen_statistics
+        except ImportError:  # a pure-Python install (a board bundle's wheel): the same t, slower
+            yield from map(self.statistic, drawn_splits(n, n_condition, rng, limit))
+            return
+        values, squares = array("d", self.values), array("d", self.squares)
+        sums, square_sums = array("d", self.sums), array("d", self.square_sums)
+        state, left, batch = rng.getstate()[1], limit, _FIRST_BATCH
+        while left > 0:
+            count = min(batch, left)
+            drawn, state = yuen_statistics(
+                values, squares, sums, square_sums, n, self.trim, n_condition, state, count
+            )
+            yield from array("d", drawn)
+            left, batch = left - count, min(4 * batch, _LAST_BATCH)
 
     def _explicit(self, arm: Sequence[int]) -> tuple[float, float, int]:
         xs = [self.values[i] for i in arm]
