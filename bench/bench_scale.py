@@ -487,8 +487,10 @@ def _pg_ingest(files: list[str], server, runs: int, repeat: int) -> dict:
         for name in list(PG_INGESTS) if r % 2 == 0 else list(PG_INGESTS)[::-1]:
             db = server.new_database(owner=PG_INGESTS[name])
             by[name].append(measure(["ingest", *files, "--db", db], server_pid=server.pid))
-            if name == "pg ingest":
-                url = db
+            if name == "pg ingest" and not url:
+                url = db  # kept for the re-ingest and the report
+            else:
+                _drop(server, db)
     out = {name: {**_record(ms, runs), "runs_per_s": runs / statistics.median(m.seconds for m in ms)}
            for name, ms in by.items()}  # fmt: skip
     again = [measure(["ingest", *files, "--db", url], server_pid=server.pid) for _ in range(repeat)]
@@ -503,11 +505,21 @@ def _pg_ingest(files: list[str], server, runs: int, repeat: int) -> dict:
     return out
 
 
+def _drop(server, url: str) -> None:
+    """A measured database dropped: autovacuum would otherwise work through its runs during later rounds,
+    whose server CPU counts every server process."""
+    import psycopg
+
+    with psycopg.connect(server.url(), autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE {url.rsplit('/', 1)[1]}")
+
+
 def _pg_full_ingest(b: Built, server, full_runs: int, root: Path, repeat: int) -> dict:
     """The owner's ingest of the size's files into a store already holding `full_runs` runs: that store is
     filled once (as build_full fills the SQLite one: a campaign of full_runs/10 runs per board, by `boardlab
-    ingest`, as the owner) and each round ingests into a new copy of it (CREATE DATABASE ... TEMPLATE), so
-    every round meets the same store; a round's copy is dropped after it (a copy of 10^6 runs: gigabytes)."""
+    ingest`, as the owner; then vacuumed and analyzed, as a lab's store is between nights) and each round
+    ingests into a new copy of it (CREATE DATABASE ... TEMPLATE), so every round meets the same store; a
+    round's copy is dropped after it (a copy of 10^6 runs: gigabytes)."""
     import psycopg
 
     template = server.new_database(owner=OWNER)
@@ -518,11 +530,15 @@ def _pg_full_ingest(b: Built, server, full_runs: int, root: Path, repeat: int) -
     print(f"== filling the PostgreSQL store with {full_runs:.0e} runs", file=sys.stderr, flush=True)
     _fill(template, work / "board.db", 1, work)
     shutil.rmtree(work)
-    with psycopg.connect(template) as conn:
+    with psycopg.connect(template, autocommit=True) as conn:
         held = int(conn.execute("SELECT count(*) FROM runs").fetchone()[0])
+        # as a lab's store is between nights: autovacuum has long since vacuumed and analyzed what the last
+        # ingest wrote (here it would still be at it during the measured rounds, at a core's cost)
+        conn.execute("VACUUM (ANALYZE)")
     name = template.rsplit("/", 1)[1]
     ms = []
     with psycopg.connect(server.url(), autocommit=True) as admin:
+        admin.execute("CHECKPOINT")  # the fill's and the vacuum's dirty pages written before the rounds
         for r in range(repeat):
             copy = f"{name}_{r}"
             admin.execute(f"CREATE DATABASE {copy} TEMPLATE {name} OWNER {OWNER} STRATEGY FILE_COPY")
