@@ -221,13 +221,13 @@ static void draw_small(mt_state *s, Py_ssize_t n, Py_ssize_t small, unsigned cha
             picked[got++] = i;
         }
     }
-    if (16 * small >= n) { /* a dense arm: read back in order from the marks */
+    if (n <= 64 * small) { /* read back in order from the marks: a pass over n beats sorting the arm */
         got = 0;
-        for (Py_ssize_t i = 0; i < n; i++)
-            if (seen[i]) {
-                seen[i] = 0;
-                picked[got++] = i;
-            }
+        for (Py_ssize_t i = 0; i < n; i++) { /* without a branch, which a random mark mispredicts */
+            picked[got] = i;
+            got += seen[i];
+            seen[i] = 0;
+        }
     } else {
         qsort(picked, (size_t)small, sizeof *picked, cmp_index);
         for (Py_ssize_t i = 0; i < small; i++)
@@ -293,7 +293,7 @@ static PyObject *statistics_of(const pooled *p, Py_ssize_t n_condition, Py_ssize
     int condition_small = small == n_condition;
     PyObject *out = PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(double));
     unsigned char *seen = calloc((size_t)n, 1);
-    Py_ssize_t *picked = malloc((size_t)small * sizeof *picked);
+    Py_ssize_t *picked = malloc((size_t)(small + 1) * sizeof *picked); /* + 1: the read-back's last store */
     double *xs = malloc((size_t)small * sizeof *xs);
     if (!out || !seen || !picked || !xs) {
         Py_XDECREF(out);

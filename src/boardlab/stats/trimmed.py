@@ -108,7 +108,9 @@ def _yuen_t(nb: int, base: tuple[float, float, int], nc: int, cond: tuple[float,
 
 
 LARGE_ARM = 1000  # runs: an arm at least this large is summed by `SplitYuen`, a smaller one value by value
-_FIRST_BATCH, _LAST_BATCH = 32, 4096  # splits the C kernel draws at a time: most p-values stop early
+# splits the C kernel draws at a time, doubling: a p-value stops after a few dozen splits or thousands, and
+# a batch's draws past the stop are wasted (half of them at most, growing by two)
+_FIRST_BATCH, _LAST_BATCH = 32, 4096
 
 
 class SplitYuen:
@@ -144,7 +146,7 @@ class SplitYuen:
     def drawn_statistics(self, n_condition: int, rng: random.Random, limit: int) -> Iterator[float]:
         """`statistic` of `limit` splits drawn by `permutation.drawn_splits` from `rng`, in their order: the
         same splits and, to the last bit, the same t, from the C kernel (`_splits.c`) where it is built,
-        else split by split. The kernel draws in growing batches (most p-values stop after a few dozen
+        else split by split. The kernel draws in doubling batches (a p-value may stop after a few dozen
         splits), so `rng` is left where it was: the caller's generator serves this one draw."""
         n = len(self.values)
         if 2 * min(n_condition, n - n_condition) < 4:  # an arm of one run: Python's error, as before
@@ -164,7 +166,7 @@ class SplitYuen:
                 values, squares, sums, square_sums, n, self.trim, n_condition, state, count
             )
             yield from array("d", drawn)
-            left, batch = left - count, min(4 * batch, _LAST_BATCH)
+            left, batch = left - count, min(2 * batch, _LAST_BATCH)
 
     def _explicit(self, arm: Sequence[int]) -> tuple[float, float, int]:
         xs = [self.values[i] for i in arm]
