@@ -149,7 +149,7 @@ class SplitYuen:
         else split by split. The kernel draws in doubling batches (a p-value may stop after a few dozen
         splits), so `rng` is left where it was: the caller's generator serves this one draw."""
         n = len(self.values)
-        if 2 * min(n_condition, n - n_condition) < 4:  # an arm of one run: Python's error, as before
+        if min(n_condition, n - n_condition) < 2:  # an arm of one run: Python's error, as before
             yield from map(self.statistic, drawn_splits(n, n_condition, rng, limit))
             return
         try:
