@@ -235,8 +235,10 @@ def summary_of(
 
 
 def analysis_view(store, campaign_id: int, *, growing: GrowingTables | None = None) -> KeptAnalysis:
-    """What history and compare read of a campaign, from its summary (stored or computed now)."""
-    return summary_of(store, campaign_id, growing=growing).view()
+    """What history and compare read of a campaign, from its summary (stored or computed now): a stored one
+    decoded once (`stored_view`), not checked by decoding and then decoded again."""
+    got = stored_view(store, campaign_id)
+    return got if got is not None else compute(store, campaign_id, growing=growing).view()
 
 
 # ---- a history's steps -------------------------------------------------------------------------------------

@@ -106,20 +106,13 @@ def _compare(db: str, ids: tuple[int, int]):
     runs): its permutation p-values (up to 8,000 draws of Yuen's statistic over both arms' runs for each cell
     whose t approximation lands where the correction reads it) take seconds at 10^4 runs a campaign, so
     they run here, not on a page's thread."""
+    import boardlab.summary as summary
     from boardlab.analysis import compare_campaigns
     from boardlab.store import Store
 
     with Store.open(db, create=False, verify=False) as store, store.snapshot():
-        a, b = (_view_of(store, cid) for cid in ids)
+        a, b = (summary.analysis_view(store, cid) for cid in ids)
         return compare_campaigns(a, b, path_a=store.path, path_b=store.path)
-
-
-def _view_of(store, campaign_id: int):
-    """The campaign's view from its stored summary, decoded once, else computed from its runs."""
-    import boardlab.summary as summary
-
-    got = summary.stored_view(store, campaign_id)
-    return got if got is not None else summary.analysis_view(store, campaign_id)
 
 
 WORKERS = {"summary": _summary, "view": _view, "compare": _compare}
