@@ -22,7 +22,7 @@ import math
 import random
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, compress, repeat
 from operator import mul, sub
@@ -149,12 +149,9 @@ class SplitYuen:
         else split by split. The kernel draws in doubling batches (a p-value may stop after a few dozen
         splits), so `rng` is left where it was: the caller's generator serves this one draw."""
         n = len(self.values)
-        if min(n_condition, n - n_condition) < 2:  # an arm of one run: Python's error, as before
-            yield from map(self.statistic, drawn_splits(n, n_condition, rng, limit))
-            return
-        try:
-            from boardlab.stats._splits import yuen_statistics
-        except ImportError:  # a pure-Python install (a board bundle's wheel): the same t, slower
+        # an arm of one run takes the Python loop, and its error, as before
+        yuen_statistics = _split_kernel() if min(n_condition, n - n_condition) >= 2 else None
+        if yuen_statistics is None:
             yield from map(self.statistic, drawn_splits(n, n_condition, rng, limit))
             return
         values, squares = array("d", self.values), array("d", self.squares)
@@ -185,6 +182,16 @@ class SplitYuen:
         wins_sq = kept_sq + g * (self.squares[lo] + self.squares[hi])
         var_w = max(0.0, (wins_sq - wins * wins / n_arm) / (n_arm - 1)) if n_arm > 1 else 0.0
         return kept / (n_arm - 2 * g), var_w, n_arm - 2 * g
+
+
+def _split_kernel() -> Callable | None:
+    """The C kernel's `yuen_statistics`, or None in a pure-Python install (a board bundle's wheel): the same
+    t, slower."""
+    try:
+        from boardlab.stats._splits import yuen_statistics
+    except ImportError:
+        return None
+    return yuen_statistics
 
 
 def _sums_from(xs: list[float], middle: int) -> list[float]:
