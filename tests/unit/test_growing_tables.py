@@ -15,7 +15,7 @@ from boardlab.analysis.cellruns import GrowingTables
 from boardlab.analysis.core import analyze
 from boardlab.store import Store
 
-from helpers import make_campaign_db
+from helpers import make_ai_db, make_campaign_db, make_rt_db
 
 N_FIRST, N_ALL = 6, 11
 
@@ -151,3 +151,43 @@ def test_a_running_campaign_larger_than_the_bound_keeps_no_tables(running, monke
     assert not background._growing
     with Store.open(db, create=False) as store:
         assert got == summary.compute(store, cid)
+
+
+@pytest.mark.parametrize(
+    "make", [make_campaign_db, make_rt_db, make_ai_db], ids=["medians", "p99s", "frames"]
+)
+def test_an_analysis_computes_again_only_what_involves_a_changed_cell(tmp_path, monkeypatch, make):
+    """Per cell, not per campaign: after one cell's runs change, the next analysis summarizes that cell
+    alone and compares only the pairs it is in (the rest remembered, `GrowingTables.remembered`), and is
+    still the analysis a whole read gives, tail comparisons (per-run p99s, pooled frames) included."""
+    from collections import Counter
+
+    from boardlab.analysis import core
+
+    db = make(tmp_path / "c.db", n=N_FIRST)
+    computed: Counter[str] = Counter()
+    for name in ("_summary_of", "median_comparison", "aa_control", "_tail_pair"):
+        real = getattr(core, name)
+        monkeypatch.setattr(
+            core, name, lambda *a, _f=real, _n=name, **k: computed.update([_n]) or _f(*a, **k)
+        )
+    growing = GrowingTables()
+    with Store.open(db, create=False) as store:
+        cid = int(store.campaigns()[0]["id"])
+        first = analyze(store, cid, growing=growing)
+        assert computed["_summary_of"] == len(first.cells) and growing.answers_reused == 0
+        cell = first.cells[-1]  # a condition's cell: in one pair of each kind
+        with _writer(db) as conn:
+            _rerun_first(conn, cell.cell_id)
+        computed.clear()
+        got = analyze(store, cid, growing=growing)
+        pairs = list(core._pairs(first.cells))
+        involved = [p for p in pairs if cell.cell_id in core._pair_cells(p)]
+        tails = [p for p in involved if first.workloads.tail_samples(p[0].workload)]
+        assert computed["_summary_of"] == 1 and computed["median_comparison"] == len(involved) >= 1
+        assert computed["aa_control"] == (1 if any(p[1] is cell for p in pairs) else 0)
+        assert computed["_tail_pair"] == len(tails) and growing.answers_reused > 0
+        whole = analyze(store, cid)
+    assert len(got.tail_comparisons) == (0 if make is make_campaign_db else len(pairs))
+    assert got.cells == whole.cells and got.comparisons == whole.comparisons
+    assert got.aa_controls == whole.aa_controls and got.tail_comparisons == whole.tail_comparisons

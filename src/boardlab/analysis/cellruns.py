@@ -16,9 +16,9 @@ joined (`RunTable.joined`), so a cell of 10^6 runs never exists as 10^6 row obje
 from __future__ import annotations
 
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from boardlab.analysis.runs import MEASURED, Environments, RunPoint, RunTable, Strings
 from boardlab.platform import heap
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 T = TypeVar("T", int, float)
 C = TypeVar("C")
+A = TypeVar("A")
 
 # Runs `boardlab report` holds at a time beyond its two last cells (about 30 MB of tables): a campaign of up
 # to that many runs is read once, as a held one; a larger one reads again what a later section reads.
@@ -208,6 +209,19 @@ class StoredRuns:
     aa_arm: _TableColumn[Strings] = _TableColumn()
 
 
+class Remember(Protocol):
+    """`GrowingTables.remembered`, or `computed_now` where nothing is kept from one analysis to the next."""
+
+    def __call__(
+        self, key: Hashable, cell_ids: tuple[int, ...], inputs: tuple, compute: Callable[[], A]
+    ) -> A: ...
+
+
+def computed_now(key: Hashable, cell_ids: tuple[int, ...], inputs: tuple, compute: Callable[[], A]) -> A:
+    """compute(): what `GrowingTables.remembered` does where no analysis before this one is kept."""
+    return compute()
+
+
 class GrowingTables:
     """The run tables of a campaign still running, kept from one analysis to the next (`analyze(...,
     growing=...)`): a cell is read again only from the run after the last one read, and its new runs joined
@@ -219,11 +233,22 @@ class GrowingTables:
     ones its table holds: that is checked by their count, and a cell whose count differs (runs deleted, a
     store replaced at the same path) or whose new runs would not follow its last one in run order (an attempt
     of an earlier place) is read whole instead, as without this. The tables are the ones a whole read gives
-    (tested), so the analysis is the same."""
+    (tested), so the analysis is the same.
+
+    What the analysis computes from one or two cells' runs alone (a cell's summary, its A/A control, a
+    comparison, the runs a summary keeps) is kept too (`remembered`) and computed again only where one of
+    those cells got a new table since: in a campaign whose runs arrive a few cells at a time, or whose cells
+    have settled, an analysis computes what changed, not every cell."""
 
     def __init__(self) -> None:
         self._cells: dict[int, tuple[RunTable, int]] = {}  # cell id -> (its table, the last run id read)
+        # cell id -> tables it has had: a new one whenever its runs change (read whole, or new runs joined)
+        self._tables_had: dict[int, int] = {}
+        self._answers: dict[tuple, tuple[tuple, object]] = {}  # (key, cell ids) -> (their stamp, answer)
         self.runs_read = 0  # runs read from the store (a test and the bench count them)
+        self.answers_reused = (
+            0  # answers given again without computing them (a test and the bench count them)
+        )
 
     def table(self, store: Store, cell_id: int) -> RunTable:
         got = self._cells.get(cell_id)
@@ -232,8 +257,27 @@ class GrowingTables:
             table = read_table(store.cell_run_batches(cell_id))
             self.runs_read += len(table)
             kept = (table, max(table.run_id, default=0))
+        if got is None or kept[0] is not got[0]:
+            self._tables_had[cell_id] = self._tables_had.get(cell_id, 0) + 1
         self._cells[cell_id] = kept
         return kept[0]
+
+    def remembered(
+        self, key: Hashable, cell_ids: tuple[int, ...], inputs: tuple, compute: Callable[[], A]
+    ) -> A:
+        """compute(), or the answer it gave for `key` at an earlier analysis if none of `cell_ids` has had a
+        new table since (the same table object: the same runs) and `inputs` are equal. `compute` must depend
+        on those cells' tables and `inputs` alone. A cell this has not read is never remembered."""
+        if not all(c in self._tables_had for c in cell_ids):
+            return compute()
+        stamp = (tuple(self._tables_had[c] for c in cell_ids), inputs)
+        got = self._answers.get((key, cell_ids))
+        if got is not None and got[0] == stamp:
+            self.answers_reused += 1
+            return got[1]  # type: ignore[return-value]
+        answer = compute()
+        self._answers[(key, cell_ids)] = (stamp, answer)
+        return answer
 
     @property
     def runs(self) -> int:

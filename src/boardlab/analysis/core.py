@@ -10,8 +10,17 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import Counter
+from collections.abc import Callable, Sequence
+from functools import partial
 
-from boardlab.analysis.cellruns import CellTables, GrowingTables, StoredRuns, read_table
+from boardlab.analysis.cellruns import (
+    CellTables,
+    GrowingTables,
+    Remember,
+    StoredRuns,
+    computed_now,
+    read_table,
+)
 from boardlab.analysis.monitor import MonitorSeries, monitor_series  # noqa: F401 (the package's API)
 from boardlab.analysis.records import (
     AAControl,
@@ -27,6 +36,7 @@ from boardlab.errors import InputError
 from boardlab.model import facts
 from boardlab.model.facts import CellFacts, WorkloadFacts
 from boardlab.stats import (
+    CellSummary,
     Comparison,
     RunEnvironment,
     adjust,
@@ -45,6 +55,7 @@ MIN_RUNS_FOR_SUMMARY = 2
 TAIL_SEED_OFFSET = 100_000  # bootstrap seeds of the tail comparisons, apart from the medians'
 AA_SEED_OFFSET = 200_000  # and of the A/A controls
 AA_ARMS = ("A1", "A2")
+TailArm = tuple[Sequence[RunEnvironment], list]  # a tail comparison's arm: its runs' environments, tails
 
 
 def named_thresholds(plan: dict, workload: str) -> CellFacts:
@@ -176,14 +187,30 @@ _CAMPAIGN_COLUMNS = (
 )  # fmt: skip
 
 
-def _summarized(cell: CellAnalysis) -> CellAnalysis:
-    """The cell with its summary over its valid runs, or why it has none."""
+def _summarized(cell: CellAnalysis, remember: Remember = computed_now) -> CellAnalysis:
+    """The cell with its summary over its valid runs, or why it has none (`remember`: kept while its runs
+    are the same)."""
+    summary, why = remember("summary", (cell.cell_id,), (), partial(_summary_of, cell))
+    return dataclasses.replace(cell, summary=summary, summary_reason=why)
+
+
+def _summary_of(cell: CellAnalysis) -> tuple[CellSummary | None, str | None]:
     values = cell.runs.values()
     if len(values) < MIN_RUNS_FOR_SUMMARY:
-        why = f"{len(values)} valid run(s): a summary needs at least {MIN_RUNS_FOR_SUMMARY}"
-        return dataclasses.replace(cell, summary_reason=why)
-    summary = summarize(values, order=cell.runs.seqs(), seed=cell.cell_id)
-    return dataclasses.replace(cell, summary=summary)
+        return None, f"{len(values)} valid run(s): a summary needs at least {MIN_RUNS_FOR_SUMMARY}"
+    return summarize(values, order=cell.runs.seqs(), seed=cell.cell_id), None
+
+
+def _pair_cells(pair: tuple) -> tuple[int, ...]:
+    """The cell ids a pair of `_pairs` compares: the condition's, and the baseline's where there is one."""
+    cond, base = pair[:2]
+    return (cond.cell_id,) if base is None else (cond.cell_id, base.cell_id)
+
+
+def _pair_inputs(pair: tuple) -> tuple:
+    """What a pair's comparison reads beside its cells' runs: its labels, why it is missing, the facts."""
+    cond, base, *labels = pair
+    return (*labels, cond.facts, None if base is None else base.facts)
 
 
 def _cell(row, runs: RunTable | StoredRuns, entry_facts: CellFacts) -> CellAnalysis:
@@ -331,93 +358,100 @@ def tail_comparisons(
     *,
     family_size: int,
     seed_offset: int = TAIL_SEED_OFFSET,
+    remember: Remember = computed_now,
 ) -> tuple[ComparisonAnalysis, ...]:
     """Each condition against its baseline on the p99 (workloads with `tail_samples`) by `stats.tails`:
     per-run p99s when every run has >= 100 samples, else the pooled p99 with a permutation test over whole
     runs. Unadjusted here: `analyze` corrects them together with the medians (`family_size` comparisons, which
-    set how far a permutation p must reach)."""
-    from boardlab.stats import TAIL_MIN_SAMPLES
-
+    set how far a permutation p must reach). `remember`: a pair's comparison kept while its cells' runs are
+    the same (its samples are stored with its runs)."""
     tail_cells = tuple(c for c in cells if workloads.tail_samples(c.workload))
-    arms: dict[int, tuple[list[RunEnvironment], list]] = {}
+    arms: dict[int, TailArm] = {}
     pairs = list(_pairs(tail_cells))
     results: list[ComparisonAnalysis | None] = [None] * len(pairs)
     # an arm's samples are dropped after its last comparison, so a campaign's samples are never all held
     uses = Counter(c.cell_id for cond, base, *_, missing in pairs if missing is None for c in (base, cond))
     for i in _by_baseline(pairs):  # a baseline's runs read once for all its conditions (`cells_in_pairs`)
-        cond, base, cond_label, base_label, missing = pairs[i]
-        delta, source = threshold_of(cond.facts, tail=True)
-        comp, reason = None, missing
-        if reason is None:
-            for c in (base, cond):
-                if c.cell_id not in arms:
-                    arms[c.cell_id] = _tail_arm(store, c, workloads)
-            (bp, bv), (cp, cv) = arms[base.cell_id], arms[cond.cell_id]
-            if not bv or not cv:
-                reason = "no valid run with tail samples under " + ("the baseline" if not bv else cond_label)
-            else:
-                try:
-                    if isinstance(bv[0], float) and isinstance(cv[0], float):
-                        comp = compare(
-                            bv,
-                            cv,
-                            higher_is_better=False,
-                            delta=delta,
-                            seed=seed_offset + i,
-                            baseline_env=bp,
-                            condition_env=cp,
-                            family_size=family_size,
-                        )
-                        comp = dataclasses.replace(
-                            comp, statistic=f"per-run p99 (every run has >= {TAIL_MIN_SAMPLES} samples)"
-                        )
-                    else:
-                        if isinstance(bv[0], float) or isinstance(cv[0], float):
-                            bp, bv = (
-                                base.runs.environments(VALID),
-                                list(_histogram_samples(store, base, workloads).values()),
-                            )
-                            cp, cv = (
-                                cond.runs.environments(VALID),
-                                list(_histogram_samples(store, cond, workloads).values()),
-                            )
-                        comp = compare_tail(
-                            bv,
-                            cv,
-                            q=0.99,
-                            family_size=family_size,
-                            higher_is_better=False,
-                            delta=delta,
-                            seed=seed_offset + i,
-                            baseline_env=bp[: len(bv)],
-                            condition_env=cp[: len(cv)],
-                        )
-                except ValueError as exc:
-                    reason = f"not comparable: {exc}"
-            for c in (base, cond):
-                uses[c.cell_id] -= 1
-                if not uses[c.cell_id]:
-                    del arms[c.cell_id]
-        results[i] = _comparison(
-            cond, base, cond_label, base_label, tail_metric_name(cond, workloads), comp, reason, source
-        )
+        arm = partial(_held_arm, arms, store, workloads)
+        compute = partial(_tail_pair, store, pairs[i], arm, workloads, family_size, seed_offset + i)
+        inputs = (*_pair_inputs(pairs[i]), family_size, seed_offset + i)
+        results[i] = remember(("tail", i), _pair_cells(pairs[i]), inputs, compute)
+        cond, base, *_, missing = pairs[i]
+        for c in (base, cond) if missing is None else ():
+            uses[c.cell_id] -= 1
+            if not uses[c.cell_id]:
+                arms.pop(c.cell_id, None)  # never read where the comparison was remembered
     return tuple(r for r in results if r is not None)
 
 
+def _held_arm(
+    arms: dict[int, TailArm], store: Store, workloads: WorkloadFacts, cell: CellAnalysis
+) -> TailArm:
+    """The cell's tail arm (`_tail_arm`), read once while `tail_comparisons` holds it."""
+    if cell.cell_id not in arms:
+        arms[cell.cell_id] = _tail_arm(store, cell, workloads)
+    return arms[cell.cell_id]
+
+
+def _tail_pair(
+    store: Store,
+    pair: tuple,
+    arm: Callable[[CellAnalysis], TailArm],
+    workloads: WorkloadFacts,
+    family_size: int,
+    seed: int,
+) -> ComparisonAnalysis:
+    """One pair of `_pairs` compared on the p99 (`tail_comparisons`); `arm(cell)`: its arm as held."""
+    from boardlab.stats import TAIL_MIN_SAMPLES
+
+    cond, base, cond_label, base_label, missing = pair
+    delta, source = threshold_of(cond.facts, tail=True)
+    comp, reason = None, missing
+    if reason is None:
+        (bp, bv), (cp, cv) = arm(base), arm(cond)
+        if not bv or not cv:
+            reason = "no valid run with tail samples under " + ("the baseline" if not bv else cond_label)
+        else:
+            try:
+                if isinstance(bv[0], float) and isinstance(cv[0], float):
+                    comp = compare(bv, cv, higher_is_better=False, delta=delta, seed=seed, baseline_env=bp,
+                                   condition_env=cp, family_size=family_size)  # fmt: skip
+                    comp = dataclasses.replace(
+                        comp, statistic=f"per-run p99 (every run has >= {TAIL_MIN_SAMPLES} samples)"
+                    )
+                else:
+                    if isinstance(bv[0], float) or isinstance(cv[0], float):
+                        (bp, bv), (cp, cv) = (_pooled_arm(store, c, workloads) for c in (base, cond))
+                    comp = compare_tail(bv, cv, q=0.99, family_size=family_size, higher_is_better=False,
+                                        delta=delta, seed=seed, baseline_env=bp[: len(bv)],
+                                        condition_env=cp[: len(cv)])  # fmt: skip
+            except ValueError as exc:
+                reason = f"not comparable: {exc}"
+    metric = tail_metric_name(cond, workloads)
+    return _comparison(cond, base, cond_label, base_label, metric, comp, reason, source)
+
+
+def _pooled_arm(store: Store, cell: CellAnalysis, workloads: WorkloadFacts) -> TailArm:
+    """A tail arm of every run's samples rebuilt from its histograms, where one arm has per-run p99s and the
+    other has not: both are then compared on pooled samples."""
+    return cell.runs.environments(VALID), list(_histogram_samples(store, cell, workloads).values())
+
+
 def cells_in_pairs(
-    cells: tuple[CellAnalysis, ...], plan_order: str, *, family_size: int
+    cells: tuple[CellAnalysis, ...], plan_order: str, *, family_size: int, remember: Remember = computed_now
 ) -> tuple[tuple[CellAnalysis, ...], tuple[ComparisonAnalysis, ...], tuple[AAControl, ...]]:
     """Every cell summarized, each (condition, baseline) pair compared on the runs' medians
     (`median_comparison`) and each reference cell's A/A control, in one pass over the cells: a baseline, its
     A/A control, then each of its conditions and their comparisons, so that a report holding two cells' runs
-    at a time (`analyze(runs_budget=...)`) reads each cell once. Results in the order of `_pairs`."""
+    at a time (`analyze(runs_budget=...)`) reads each cell once. Results in the order of `_pairs`.
+    `remember`: each of them kept while the runs of its cells are the same."""
     pairs = list(_pairs(cells))
     done: dict[int, CellAnalysis] = {}
     controls: dict[int, AAControl] = {}
 
     def read(c: CellAnalysis) -> None:
         if c.cell_id not in done:
-            done[c.cell_id] = _summarized(c)
+            done[c.cell_id] = _summarized(c, remember)
 
     medians: list[ComparisonAnalysis | None] = [None] * len(pairs)
     for i in _by_baseline(pairs):
@@ -425,11 +459,15 @@ def cells_in_pairs(
         if base is not None:
             read(base)
             if base.cell_id not in controls:
-                controls[base.cell_id] = aa_control(base)
+                controls[base.cell_id] = remember(
+                    "A/A", (base.cell_id,), (base.facts,), partial(aa_control, base)
+                )
             if isinstance(base.runs, StoredRuns):  # used last: the next read lets the last condition go
                 base.runs.table()
         read(cond)
-        medians[i] = median_comparison(pairs[i], i, plan_order, family_size=family_size)
+        compute = partial(median_comparison, pairs[i], i, plan_order, family_size=family_size)
+        inputs = (*_pair_inputs(pairs[i]), plan_order, family_size)
+        medians[i] = remember(("median", i), _pair_cells(pairs[i]), inputs, compute)
     for c in cells:
         read(c)
     bases = dict.fromkeys(base.cell_id for _, base, *_ in pairs if base is not None)
@@ -635,7 +673,7 @@ def analyze(
     receives), or, with `runs_budget`, read them through `cellruns.CellTables` holding at most that many runs
     at a time: the analysis and every section then read the store, which must stay open while they do. With
     `growing` (the tables of this campaign's last analysis, `cellruns.GrowingTables`), a cell reads only the
-    runs stored since."""
+    runs stored since, and what depends on its runs alone is computed again only where they changed."""
     camp = store.campaign(campaign_id)
     workloads = workload_facts(store, campaign_id)  # what its workloads are, as stored with it
     board = store.board(camp["board_id"])
@@ -645,8 +683,9 @@ def analyze(
     tables = None if runs_budget is None else CellTables(store, runs_budget)
     stored = tuple(_cell(row, _runs_of(store, row["id"], tables, growing), known[row["key"]]) for row in rows)
     family = planned_family(stored, workloads)
-    cells, medians, controls = cells_in_pairs(stored, plan_order, family_size=family)
-    tails = tail_comparisons(store, cells, workloads, family_size=family)
+    remember = computed_now if growing is None else growing.remembered
+    cells, medians, controls = cells_in_pairs(stored, plan_order, family_size=family, remember=remember)
+    tails = tail_comparisons(store, cells, workloads, family_size=family, remember=remember)
     (medians, tails), size, method = correct_family(medians, tails)
     by_cell = {c.cell_id: c for c in controls}
     medians = _mark_unstable(medians, cells, by_cell)

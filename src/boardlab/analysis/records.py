@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
-from boardlab.analysis.cellruns import StoredRuns
+from boardlab.analysis.cellruns import Remember, StoredRuns, computed_now
 from boardlab.analysis.format import cell_label
 from boardlab.analysis.runs import MEASURED, OK, VALID, RunTable
 from boardlab.model.facts import CellFacts, WorkloadFacts
@@ -311,11 +311,17 @@ class CampaignAnalysis:
     def warnings(self) -> list[dict]:
         return [c for c in self.environment.get("checks") or [] if c.get("status") != "OK"]
 
-    def kept(self, runs_stored: int, verdicts: dict[str, Any]) -> KeptAnalysis:
+    def kept(
+        self, runs_stored: int, verdicts: dict[str, Any], remember: Remember = computed_now
+    ) -> KeptAnalysis:
         """What the campaign's summary keeps of this analysis, computed from its `runs_stored` runs, with the
-        tally of its `verdicts` (`analysis.verdicts.verdict_tally`, which reads this module)."""
+        tally of its `verdicts` (`analysis.verdicts.verdict_tally`, which reads this module); `remember`: a
+        cell's runs kept while they are the same (`cellruns.GrowingTables.remembered`)."""
         # a summary keeps the runs compare and history read of each cell: tables, not the store's
-        cells = tuple(dataclasses.replace(c, runs=c.compared_runs()) for c in self.cells)
+        cells = tuple(
+            dataclasses.replace(c, runs=remember("compared runs", (c.cell_id,), (), c.compared_runs))
+            for c in self.cells
+        )
         return KeptAnalysis(
             self.campaign_id, self.name, self.status, self.board_label, self.boardlab_version,
             self.started_unix_s, self.plan_text, cells, self.aa_controls, verdicts, runs_stored,
