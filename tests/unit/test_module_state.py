@@ -53,7 +53,8 @@ ALLOWED: dict[tuple[str, str], str] = {
         "_growing",
     ): "serve's analysis worker's tables of running campaigns, keyed by store, campaign and its uid, bounded "
     "(GROWING_RUNS); a cell is read on from its last run only where the store still holds exactly the runs "
-    "its table holds, so an analysis cannot differ from one that reads every run",
+    "its table holds, and an answer is given again only while its cells' tables are the same objects, so an "
+    "analysis cannot differ from one that reads every run",
 }
 
 

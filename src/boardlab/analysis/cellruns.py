@@ -246,9 +246,7 @@ class GrowingTables:
         self._tables_had: dict[int, int] = {}
         self._answers: dict[tuple, tuple[tuple, object]] = {}  # (key, cell ids) -> (their stamp, answer)
         self.runs_read = 0  # runs read from the store (a test and the bench count them)
-        self.answers_reused = (
-            0  # answers given again without computing them (a test and the bench count them)
-        )
+        self.answers_reused = 0  # answers given again, not computed (a test and the bench count them)
 
     def table(self, store: Store, cell_id: int) -> RunTable:
         got = self._cells.get(cell_id)
