@@ -30,7 +30,9 @@ if TYPE_CHECKING:
 CLOSE_WAIT_S = 5.0  # how long serve's end waits for the worker pool's manager thread (it takes milliseconds)
 KEPT = 64  # results kept by the server process (the pages show at most a history's ten campaigns at once)
 # Runs of running campaigns whose tables the worker keeps between their analyses (`GrowingTables`, about 75
-# bytes a run: 75 MB): a larger campaign is analysed a few cells at a time, its tables not kept.
+# bytes a run: 75 MB): a larger campaign is analysed a few cells at a time, its tables not kept. Its kept
+# answers add the sample a summary keeps of each cell over 2,048 runs (a table of 2,048 runs, 150 KB; the
+# whole analysis held it anyway): a few MB for tens of large cells, at most as much again as the tables.
 GROWING_RUNS = 1_000_000
 
 # The worker process's tables of running campaigns, by (store, campaign id, campaign uid), the latest last. In
