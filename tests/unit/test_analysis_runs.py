@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import statistics
 
 import pytest
 
@@ -86,6 +87,25 @@ def test_the_accessors_select_what_the_runs_say():
     ]
     assert table.count(OK, VALID) == sum(p.ok and not p.valid for p in MIXED) == 3
     assert table.count(lacks=OK) == 1 and table.count(MEASURED) == 3
+
+
+def test_time_medians_are_computed_once_a_table_and_stay_out_of_its_record():
+    """A table is never changed after it is built, so its time medians are kept on it (serve's worker keeps
+    a running campaign's unchanged tables): asked again, the same answer without a second pass; the kept
+    answer is no field, so neither equality, a copy nor the summary's record sees it."""
+    from boardlab.model.records import to_plain
+
+    table = RunTable.of_points(MIXED)
+    plain = to_plain(table)
+    first = table.time_medians()
+    measured = [p for p in MIXED if p.valid and p.value is not None]
+    assert first == tuple(
+        statistics.median(x for p in measured if (x := getattr(p, name)) is not None)
+        for name in ("user_us", "system_us", "wall_ns")
+    )
+    assert table.time_medians() is first
+    assert to_plain(table) == plain and table == RunTable.of_points(MIXED)
+    assert dataclasses.replace(table).time_medians() == first
 
 
 def test_environments_are_columns_read_as_records():

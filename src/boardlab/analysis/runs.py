@@ -13,6 +13,7 @@ a column of strings; whether a run has a value is a flag (`HAS_VALUE`), so a sto
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import statistics
 from array import array
@@ -285,6 +286,13 @@ class RunTable:
     def time_medians(self) -> tuple[float | None, float | None, float | None]:
         """Medians over the measured runs of the worker's user and system CPU time (us) and of the wall time
         (ns), each None where no run recorded it (a store from before rusage was kept)."""
+        return self._time_medians
+
+    @functools.cached_property
+    def _time_medians(self) -> tuple[float | None, float | None, float | None]:
+        # computed once per table: a report reads them for two tables of cells, and serve's worker keeps a
+        # running campaign's unchanged tables from one analysis to the next (a table is never changed after
+        # it is built; the cache is no field, so equality and the summary's record leave it out)
         return (
             _median(self.known(self.user_us)),
             _median(self.known(self.system_us)),
