@@ -89,7 +89,7 @@ def test_the_accessors_select_what_the_runs_say():
     assert table.count(lacks=OK) == 1 and table.count(MEASURED) == 3
 
 
-def test_time_medians_are_computed_once_a_table_and_stay_out_of_its_record():
+def test_time_medians_and_counts_are_computed_once_a_table_and_stay_out_of_its_record():
     """A table is never changed after it is built, so its time medians are kept on it (serve's worker keeps
     a running campaign's unchanged tables): asked again, the same answer without a second pass; the kept
     answer is no field, so neither equality, a copy nor the summary's record sees it."""
@@ -104,6 +104,8 @@ def test_time_medians_are_computed_once_a_table_and_stay_out_of_its_record():
         for name in ("user_us", "system_us", "wall_ns")
     )
     assert table.time_medians() is first
+    counts = table._flag_counts
+    assert table.count(OK, VALID) == 3 and table._flag_counts is counts  # the flags counted once too
     assert to_plain(table) == plain and table == RunTable.of_points(MIXED)
     assert dataclasses.replace(table).time_medians() == first
 

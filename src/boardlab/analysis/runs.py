@@ -301,9 +301,14 @@ class RunTable:
 
     def count(self, has: int = 0, lacks: int = 0) -> int:
         """The runs flagged with every bit of `has` and none of `lacks`, held or `omitted`."""
+        return sum(n for f, n in self._flag_counts.items() if f & has == has and not f & lacks)
+
+    @functools.cached_property
+    def _flag_counts(self) -> dict[int, int]:
+        """Runs by their flags, held or `omitted`: counted once per table (`_time_medians` says why)."""
         flags = Counter(self.flags)
         flags.update(dict(self.omitted))
-        return sum(n for f, n in flags.items() if f & has == has and not f & lacks)
+        return dict(flags)
 
     def thinned(self, limit: int) -> RunTable:
         """This table holding at most `limit` measured runs: where it holds more, `limit` of them spread
