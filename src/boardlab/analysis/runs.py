@@ -290,7 +290,7 @@ class RunTable:
 
     @functools.cached_property
     def _time_medians(self) -> tuple[float | None, float | None, float | None]:
-        # computed once per table: a report reads them for two tables of cells, and serve's worker keeps a
+        # computed once per table: a report reads them twice a cell (two tables), and serve's worker keeps a
         # running campaign's unchanged tables from one analysis to the next (a table is never changed after
         # it is built; the cache is no field, so equality and the summary's record leave it out)
         return (
