@@ -371,8 +371,8 @@ def tail_comparisons(
     results: list[ComparisonAnalysis | None] = [None] * len(pairs)
     # an arm's samples are dropped after its last comparison, so a campaign's samples are never all held
     uses = Counter(c.cell_id for cond, base, *_, missing in pairs if missing is None for c in (base, cond))
+    arm = partial(_held_arm, arms, store, workloads)
     for i in _by_baseline(pairs):  # a baseline's runs read once for all its conditions (`cells_in_pairs`)
-        arm = partial(_held_arm, arms, store, workloads)
         compute = partial(_tail_pair, store, pairs[i], arm, workloads, family_size, seed_offset + i)
         inputs = (*_pair_inputs(pairs[i]), family_size, seed_offset + i)
         results[i] = remember(("tail", i), _pair_cells(pairs[i]), inputs, compute)
