@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import time
 from pathlib import Path
@@ -64,7 +65,7 @@ def _check_invalid_and_reported(db: Path, name: str, needle: str) -> None:
     runs = _runs(db, name)
     assert runs, "no run under the failing load"
     for ok, valid, why, state in runs:
-        assert ok == 1 and valid == 0, (ok, valid, why)
+        assert ok == 1 and valid == 0, (ok, valid, why, state)
         assert LOAD_DID_NOT_RUN in why and needle in why, why
         assert state["load_ran"] is False and needle in state["load_failure"]
     assert all(valid == 1 for _, valid, _, _ in _runs(db, "baseline"))
@@ -105,3 +106,39 @@ def test_ddgzip_on_a_full_tmpdir_invalidates_its_runs(tmp_path):
     )
     assert "internal error" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
     _check_invalid_and_reported(db, "dd-full", "0 cycles")
+
+
+def test_ddgzip_writes_its_counters_on_the_disk_it_filled(tmp_path):
+    """The counters go over the room the status file reserved when the loop began: a disk filled to its
+    last byte when the stop comes (a dd the stop did not reach, anything else) cannot keep them out."""
+    prefix = namespace_prefix()
+    if prefix is None:
+        pytest.skip("a tiny tmpfs as TMPDIR needs a private mount namespace (root, or user namespaces)")
+    env = _env(tmp_path)
+    status = Path(env["TMPDIR"]) / "status.json"
+    config = {
+        "dd": shutil.which("dd"), "gzip": shutil.which("gzip"), "source": "/dev/zero", "size_bytes": 1 << 20,
+        "level": 1, "pause_s": 60, "dir": env["TMPDIR"], "status": str(status), "max_s": 60,
+    }  # fmt: skip
+    # its first cycle fails at once, then it pauses a minute: the disk is filled then, and stays full.
+    # SIGTERM: a shell's background job starts with SIGINT ignored; the program takes either as its stop
+    proc = in_namespace(
+        prefix,
+        'mount -t tmpfs -o size=64k boardlab-full "$TMPDIR"\n'
+        '"$PY" -m boardlab.conditions.programs ddgzip "$CONFIG" &\n'
+        "pid=$!\n"
+        'while [ ! -e "$STATUS" ]; do sleep 0.01; done\n'
+        "sleep 1.5\n"
+        'dd if=/dev/zero of="$TMPDIR/fill" bs=4096 2>/dev/null || true\n'
+        'df -k "$TMPDIR" | tail -1\n'
+        'kill -TERM "$pid"\n'
+        'wait "$pid"\n'
+        'cat "$STATUS"\n',
+        env={**env, "CONFIG": json.dumps(config), "STATUS": str(status)},
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    df, counters = proc.stdout.split("\n", 1)
+    assert df.split()[3] == "0", f"the disk was not full at the stop: {df}"
+    doc = json.loads(counters)
+    assert doc["cycles"] == 0 and doc["errors"] >= 1 and "No space left" in doc["last_error"], doc

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from boardlab.conditions import background, programs
 from boardlab.conditions.ddgzip import ddgzip_health
 
 
@@ -32,3 +33,17 @@ def test_ddgzip_did_not_load_the_run_when_most_of_its_cycles_failed(cycles, erro
 
 def test_ddgzip_counters_it_could_not_write_say_nothing():
     assert ddgzip_health({"status_error": "ddgzip wrote no counters"}) is None
+
+
+def test_counters_the_program_never_wrote_over_its_start_are_a_status_error(tmp_path):
+    status = tmp_path / "status.json"
+    programs._started(str(status))
+    assert status.stat().st_size == programs.STATUS_RESERVED_BYTES
+    assert background._final_counters(status, "ddgzip") == {
+        "status_error": "ddgzip wrote no counters (it was killed, or it failed)"
+    }
+    assert not status.exists()
+    programs._started(str(status))
+    programs._write_status(str(status), {"cycles": 0, "errors": 4})
+    assert status.stat().st_size == programs.STATUS_RESERVED_BYTES  # written over the room, not beside it
+    assert background._final_counters(status, "ddgzip") == {"cycles": 0, "errors": 4}

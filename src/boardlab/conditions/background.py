@@ -11,7 +11,9 @@ loop, bursty loopback traffic) starts, measures and stops its process here, the 
   (the next start, or `boardlab restore`, stops what is left);
 - running `warmup_s` (default: the campaign's, 1 s) before the workload starts: stress-ng's stressors are at
   their plateau within the first 0.3 s (bench/bench_stressors.py); a load that ends during its warm-up is
-  an error (the run would be a baseline run under another name);
+  an error (the run would be a baseline run under another name). The programs of programs.py say when
+  their loop begins (their status file appears) and the warm-up counts from then: a Python interpreter's
+  start, a second on a slow board, is no part of it;
 - measured: its CPU time over the workload's window (from the end of the warm-up to the start of the stop),
   from /proc jiffies of every member of its process group plus what they reaped, as % of one core. Time the
   kernel spends in interrupts and softirqs on the load's behalf (timer, udp, loopback traffic) is charged to
@@ -45,6 +47,9 @@ DEFAULT_PLACEMENT = "all"
 DEFAULT_WARMUP_S = 1.0
 MAX_WARMUP_S = 600.0
 STOP_GRACE_S = 5.0  # SIGINT, then this long before SIGKILL of the group
+# how long a load may take to say its loop began (programs.py's: an interpreter's start on a slow board with a
+# cold cache) before the warm-up counts
+LOAD_START_S = 30.0
 LOAD_MAX_S = 3600  # every load ends by itself after this long (stress-ng --timeout, the programs' bound)
 LOG_TAIL_CHARS = 600
 
@@ -239,10 +244,14 @@ def running_load(
     stop_first_to: Literal["leader", "group"],
     cwd: Path | None = None,
     how_ended: Callable[[int], str] = describe_exit,
+    started: Callable[[], bool] | None = None,
+    start_timeout_s: float = LOAD_START_S,
 ) -> Iterator[Load]:
     """Starts `argv` as a journaled background load on `cpus`, lets it warm up, yields it while the workload
     runs, then stops it; `load.usage` holds what it did once the block has ended. `how_ended(leader's
-    code)` says how a load that ended during its warm-up ended (a supervisor: how what it ran ended)."""
+    code)` says how a load that ended during its warm-up ended (a supervisor: how what it ran ended).
+    `started()`, when given, says that the load's loop has begun: the warm-up counts from then (waited for
+    up to `start_timeout_s`), not from the process's start."""
     log_path = scratch_path(ctx, "load", ".log")
     with open(log_path, "wb") as log:
         proc = _spawn(argv, cpus, log, cwd)
@@ -255,14 +264,14 @@ def running_load(
     load = Load(proc, token, ctx, what, log_path)
     stopped = False
     try:
+        if started is not None and not _wait_start(load, started, start_timeout_s):
+            if not load.exited():
+                raise MeasurementError(f"{what} did not start within {start_timeout_s:g} s")
+            error, stopped = _ended_early(load, "before its loop began", how_ended), True
+            raise error
         if load._wait_exit(warmup_s):
-            _killpg(load.pid)
-            code = load.proc.wait()
-            stopped = True
-            raise MeasurementError(
-                f"{what} ended during its {warmup_s:g} s warm-up ({how_ended(code)}) instead of running "
-                f"beside the workload: {load.log_tail() or 'no output'}"
-            )
+            error, stopped = _ended_early(load, f"during its {warmup_s:g} s warm-up", how_ended), True
+            raise error
         j0, _ = load.cpu_jiffies()
         t0 = time.monotonic()
         yield load
@@ -290,6 +299,28 @@ def running_load(
             log_path.unlink()
         except OSError:
             pass
+
+
+def _wait_start(load: Load, started: Callable[[], bool], timeout_s: float) -> bool:
+    """Whether the load said its loop began within `timeout_s`; False as soon as it has ended without."""
+    deadline = time.monotonic() + timeout_s
+    pause = 0.001
+    while not started():  # asked before `exited`: a load that began and ended at once began
+        if load.exited() or time.monotonic() >= deadline:
+            return False
+        time.sleep(pause)
+        pause = min(pause * 2, 0.01)
+    return True
+
+
+def _ended_early(load: Load, when: str, how_ended: Callable[[int], str]) -> MeasurementError:
+    """Reaps a load that ended before the workload's window (its group killed) and says how it ended."""
+    _killpg(load.pid)
+    code = load.proc.wait()
+    return MeasurementError(
+        f"{load.what} ended {when} ({how_ended(code)}) instead of running beside the workload: "
+        f"{load.log_tail() or 'no output'}"
+    )
 
 
 # ---- loads that run one of programs.py's programs ----
@@ -325,20 +356,30 @@ def program_load(
         warmup_s=warmup_s,
         stop_first_to="group",
         how_ended=lambda code: _program_ended(status, code),
+        started=status.exists,
     ) as load:
         yield state
     if load.usage is not None:
         state.update(load.usage.to_state())
+    state.update(_final_counters(status, program))
+    record_health(state, health(state))
+
+
+def _final_counters(status: Path, program: str) -> dict[str, Any]:
+    """The counters `program` wrote when it stopped (the status file, then deleted), or a `status_error`:
+    the file holds only what it wrote when its loop began, or nothing readable."""
     try:
-        state.update(json.loads(status.read_text()))
+        doc = json.loads(status.read_text())
     except (OSError, ValueError):
-        state["status_error"] = f"{program} wrote no counters (it was killed, or it failed)"
+        doc = None
     finally:
         try:
             status.unlink()
         except OSError:
             pass
-    record_health(state, health(state))
+    if not isinstance(doc, dict) or doc.get("running"):
+        return {"status_error": f"{program} wrote no counters (it was killed, or it failed)"}
+    return doc
 
 
 def _program_ended(status: Path, code: int) -> str:

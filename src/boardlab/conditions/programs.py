@@ -3,7 +3,9 @@
 Each runs as the leader of the process group boardlab started for it (background.py) and uses the standard
 library only: importing more would cost a board a second before the load even starts. Every process it
 starts or forks dies with it (PR_SET_PDEATHSIG); SIGINT (or SIGTERM) ends it cleanly, after which it writes
-its counters as JSON to the `status` path of its configuration. Every program ends by itself after `max_s`.
+its counters as JSON to the `status` path of its configuration. The status file appears, `{"running":
+true}`, when its loop begins: boardlab's warm-up counts from there, not from the interpreter's start (a
+board's second). Every program ends by itself after `max_s`.
 
 - `command`: runs a user command (an argv list, never a shell), restarted when it ends if `restart`;
 - `ddgzip`: the satellite study's loop: dd writes a file from /dev/urandom or /dev/zero, gzip compresses it,
@@ -28,15 +30,23 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import cast
 
 PR_SET_PDEATHSIG = 1
+# the final counters overwrite this much of the status file, written when the loop starts: a load that fills
+# its disk (ddgzip on a full TMPDIR) must still be able to say so
+STATUS_RESERVED_BYTES = 8192
+_STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
 LOOPBACK = "127.0.0.1"  # bursty traffic never leaves the board
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
 def _die_with_parent(parent: int) -> None:
-    """In a child: SIGKILL when the parent dies, and exit now if it already has."""
+    """In a child: SIGKILL when the parent dies, and exit now if it already has; the stop's signals, held
+    off in the parent while it started the child (`_held_stop`), back to unblocked before the exec."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:
         os._exit(1)
@@ -47,11 +57,39 @@ def _popen(argv: list[str], **kw) -> subprocess.Popen:
     return subprocess.Popen(argv, stdin=subprocess.DEVNULL, preexec_fn=lambda: _die_with_parent(parent), **kw)
 
 
-def _write_status(path: str, doc: dict) -> None:
+@contextmanager
+def _held_stop() -> Iterator[None]:
+    """Holds the stop's SIGINT (and SIGTERM) off while a child starts and is recorded: landing inside Popen,
+    it left a child running that the program did not know of, and so did not stop (a dd that went on filling
+    a full disk after the round's files were deleted, so that the counters could not be written)."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+
+
+def _started(path: str) -> None:
+    """Says that the program's loop begins, for the parent's warm-up to count from (background.py
+    `program_load`): the status file appears, `{"running": true}` padded with spaces to
+    STATUS_RESERVED_BYTES, the room the final counters overwrite in place. Exits with a one-line reason
+    when even that cannot be written (a full disk)."""
     tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(doc, f)
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w") as f:
+            f.write(json.dumps({"running": True}).ljust(STATUS_RESERVED_BYTES))
+        os.replace(tmp, path)
+    except OSError as exc:
+        print(f"cannot write its status file {path}: {exc.strerror}", file=sys.stderr)
+        sys.exit(1)
+
+
+def _write_status(path: str, doc: dict) -> None:
+    """The final counters, over the room `_started` reserved (trailing spaces are valid JSON): writing
+    them needs no new space. The parent reads them only once the program has exited."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    with open(fd, "w") as f:
+        f.write(json.dumps(doc).ljust(STATUS_RESERVED_BYTES))
 
 
 def _end_child(proc: subprocess.Popen | None, grace_s: float = 0.5) -> None:
@@ -85,11 +123,13 @@ def command(cfg: dict) -> int:
     codes: Counter[str] = Counter()
     tail, error = b"", None
     proc, t0, stopped_running_s = None, 0.0, None
+    _started(cfg["status"])
     try:
         while True:
             t0 = time.monotonic()
             try:
-                proc = _popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                with _held_stop():
+                    proc = _popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             except OSError as exc:
                 error = f"cannot start {argv[0]}: {exc}"
                 break
@@ -164,19 +204,22 @@ def ddgzip(cfg: dict) -> int:
     cycles = bytes_written = bytes_compressed = errors = 0
     last_error = None
     proc = None
+    _started(cfg["status"])
     try:
         while time.monotonic() < deadline:
-            proc = _popen(
-                [cfg["dd"], f"if={cfg['source']}", f"of={raw}", f"bs={block}", f"count={count}"],
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-            )
+            with _held_stop():
+                proc = _popen(
+                    [cfg["dd"], f"if={cfg['source']}", f"of={raw}", f"bs={block}", f"count={count}"],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE,
+                )
             _, err = proc.communicate()
             if proc.returncode == 0:
                 with open(packed, "wb") as out:
-                    proc = _popen(
-                        [cfg["gzip"], f"-{cfg['level']}", "-c", raw], stdout=out, stderr=subprocess.PIPE
-                    )
+                    with _held_stop():
+                        proc = _popen(
+                            [cfg["gzip"], f"-{cfg['level']}", "-c", raw], stdout=out, stderr=subprocess.PIPE
+                        )
                     _, err = proc.communicate()
             if proc.returncode != 0:
                 errors += 1
@@ -330,6 +373,7 @@ def burstynet(cfg: dict) -> int:
     sender = _fork(leader, _sender, address, cfg, shared)
     sock.close()
     left = [receiver, sender]
+    _started(cfg["status"])
     try:
         os.waitpid(sender, 0)  # it ends at max_s
         left.remove(sender)
