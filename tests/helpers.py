@@ -1207,3 +1207,12 @@ REPORT_STORES = {
     "stream": make_stream_db,
     "satellite": make_satellite_db,
 }
+
+
+def sweep_parts(khz: dict[str, int]):
+    """The parts of a governor sweep cell's condition as the sweep declares them (`governor.sweep.
+    condition_tables`): userspace at these kHz per policy."""
+    from boardlab.model.facts import condition_parts
+
+    params = {"governor": "userspace", "policies": list(khz), "frequencies_khz": khz}
+    return condition_parts({"kind": "governor", "params": params})

@@ -106,12 +106,22 @@ def test_a_progress_line_names_the_cell_as_reports_do():
     assert "[]" not in out.getvalue() and "e+" not in out.getvalue()
 
 
-def test_a_sweep_condition_reads_in_hertz():
+def test_a_sweep_condition_reads_in_hertz_from_its_parts_not_its_name():
     from boardlab.analysis.format import condition_text
+    from boardlab.model.facts import ConditionPart
 
-    assert condition_text("policy0@1400000+policy4@200000") == "policy0 1.4 GHz + policy4 200 MHz"
-    assert condition_text("cpu-stress") == "cpu-stress"
-    assert condition_text("load@1000") == "load@1000"  # only a cpufreq policy's setting is in kHz
+    from helpers import sweep_parts
+
+    both = sweep_parts({"policy0": 1400000, "policy4": 200000})
+    assert condition_text("policy0@1400000+policy4@200000", both) == "policy0 1.4 GHz + policy4 200 MHz"
+    assert condition_text("policy0@600000", sweep_parts({"policy0": 600000})) == "policy0 600 MHz"
+    # a name the plan gave is the reader's, whatever the parts fix
+    assert condition_text("low-clocks", both) == "low-clocks"
+    # a name that reads like a sweep's is not one without the sweep's parts
+    assert condition_text("policy0@1400000", ()) == "policy0@1400000"
+    stress = (ConditionPart("stressor", {"stressor": "cpu"}),)
+    assert condition_text("policy0@1400000", stress) == "policy0@1400000"
+    assert condition_text("cpu-stress", stress) == "cpu-stress"
 
 
 def test_a_report_without_a_comparison_with_data_adjusted_no_p():

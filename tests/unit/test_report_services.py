@@ -21,6 +21,7 @@ def cells() -> list[ServiceCell]:
             "position",
             {"source": "nmea", "read_mode": "byte"},
             "baseline",
+            "baseline",
             5,
             metrics={"cpu_pct_one_cpu": 0.5, "oneway_p50_ns": 61_700.0, "tx_p50_ns": 15_900.0, "lost": 0.0},
             per_service_cpu_pct={"position": 0.4, "sub": 0.1},
@@ -30,6 +31,7 @@ def cells() -> list[ServiceCell]:
             "soap",
             {"mode": "closed", "rate_hz": 200.0, "keepalive": 1},
             "baseline",
+            "baseline",
             5,
             metrics={"achieved_rate_hz": 200.0, "corrected_p99_ns": 3_176_000.0},
         ),
@@ -37,6 +39,7 @@ def cells() -> list[ServiceCell]:
             "c",
             "soap-saturation",
             {"keepalive": 0},
+            "baseline",
             "baseline",
             5,
             knee_rate_hz=6400.0,
@@ -74,11 +77,14 @@ def test_renderers_add_the_section_and_the_energy_note():
 
 
 def test_tx_stamps_and_power_at_rest_vs_operating_get_their_columns_and_table():
-    rest = ServiceCell("r", "rest", {}, "baseline", 5, metrics={"power_rest_w": 2.0}, power_source="rapl")
+    rest = ServiceCell(
+        "r", "rest", {}, "baseline", "baseline", 5, metrics={"power_rest_w": 2.0}, power_source="rapl"
+    )
     operating = ServiceCell(
         "o",
         "operating",
         {},
+        "baseline",
         "baseline",
         5,
         metrics={
@@ -104,7 +110,7 @@ def test_the_sensors_share_of_each_service_with_a_sensor():
 
     def cell(scenario, source, cpu, **extra):
         params = {"scenario": scenario, "source": source, **extra}
-        return ServiceCell(f"{scenario} {source}", scenario, params, "baseline", 5,
+        return ServiceCell(f"{scenario} {source}", scenario, params, "baseline", "baseline", 5,
                            per_service_cpu_pct={scenario: cpu, "sub": 0.1})  # fmt: skip
 
     cells = [
@@ -124,20 +130,32 @@ def test_the_sensors_share_of_each_service_with_a_sensor():
 
 
 def test_a_governor_sweeps_conditions_read_in_hertz_in_the_services_and_energy_labels():
-    """`policy0@1400000` (kHz without a unit) as a reader reads it, in the services study's rows and in the
-    energy study's per-condition table and power-trace titles."""
+    """`policy0@1400000` (kHz without a unit) as a reader reads it, from the parts the sweep declared, in the
+    services study's rows and in the energy study's per-condition table and power-trace titles."""
     from boardlab.analysis import document as doc
+    from boardlab.analysis.format import condition_text
     from boardlab.analysis.studies.energy import EnergyStudy, _plots, condition_rows
     from boardlab.analysis.studies.services import ServiceCell, sensor_shares
 
+    from helpers import sweep_parts
+
+    one = "policy0@1400000"
+    said = condition_text(one, sweep_parts({"policy0": 1400000}))
+
     def cell(source, cpu):
         return ServiceCell(f"position {source}", "position", {"scenario": "position", "source": source},
-                           "policy0@1400000", 5, per_service_cpu_pct={"position": cpu})  # fmt: skip
+                           one, said, 5, per_service_cpu_pct={"position": cpu})  # fmt: skip
 
     assert sensor_shares([cell("synthetic", 0.2), cell("nmea", 0.8)])[0][0] == "Position [policy0 1.4 GHz]"
+    two = "policy0@200000+policy4@2000000"
+    texts = {
+        two: condition_text(two, sweep_parts({"policy0": 200000, "policy4": 2000000})),
+        "baseline": "baseline",
+    }
     study = EnergyStudy(None, "rapl", (), (),
-                        traces={"policy0@200000+policy4@2000000": [("w", [(0.0, 1.0), (1.0, 2.0)])]},
-                        by_condition=(("policy0@200000+policy4@2000000", "baseline", 2, 1.1, 1.2),),
+                        traces={two: [("w", [(0.0, 1.0), (1.0, 2.0)])]},
+                        by_condition=((two, "baseline", 2, 1.1, 1.2),),
+                        condition_texts=texts,
                         )  # fmt: skip
     assert condition_rows(study)[1][0][:2] == ("policy0 200 MHz + policy4 2 GHz", "baseline")
     titles = [b.spec.title for b in _plots(study) if isinstance(b, doc.Figure)]

@@ -11,10 +11,15 @@ import json
 import math
 import re
 import time
+from collections.abc import Sequence
 from fractions import Fraction
 
-# the levels reports show, defined once beside the percentile method
+from boardlab.governor.store_io import sweep_frequencies
+from boardlab.governor.sweep import cell_name
+from boardlab.model.facts import ConditionPart
 from boardlab.model.units import fmt_duration as fmt_duration
+
+# the levels reports show, defined once beside the percentile method
 from boardlab.stats.histogram import PERCENTILE_LEVELS as PERCENTILE_LEVELS
 
 VERDICT_MARKS = {
@@ -389,18 +394,17 @@ def params_text(params: dict) -> str:
     return ", ".join(param_text(k, v) for k, v in params.items() if v is not None)
 
 
-_POLICY_KHZ = re.compile(
-    r"\b(policy\d+)@(\d+)\b"
-)  # a sweep's condition: a cpufreq policy at a frequency in kHz
-
-
-def condition_text(name: str) -> str:
-    """A condition's name as a reader reads it: a governor sweep's fixed frequencies in their unit
-    ("policy0@1400000+policy4@200000" -> "policy0 1.4 GHz + policy4 200 MHz"); any other name as it is."""
-    if not _POLICY_KHZ.search(name):
+def condition_text(name: str, parts: Sequence[ConditionPart]) -> str:
+    """A condition as a reader reads it: a governor sweep's cell, named by the sweep from the frequencies its
+    parts fix (`governor.sweep.cell_name`), as those frequencies in their unit ("policy0 1.4 GHz + policy4
+    200 MHz"); any other condition by its name, as the plan gave it. Read from the parts the plan declared
+    (a cell's `facts.condition`), not out of the name."""
+    swept = sweep_frequencies(parts)
+    if swept is None or name != cell_name(*swept):
         return name
-    text = _POLICY_KHZ.sub(lambda m: f"{m.group(1)} {_quantity(int(m.group(2)), 'kHz')}", name)
-    return text.replace("+", " + ")
+    this, khz, other, other_khz = swept
+    text = f"{this} {_quantity(khz, 'kHz')}"
+    return text if other is None or other_khz is None else f"{text} + {other} {_quantity(other_khz, 'kHz')}"
 
 
 def param_sort_key(value) -> tuple:

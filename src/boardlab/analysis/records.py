@@ -12,13 +12,14 @@ between the analysis and its plugins (tests/unit/test_layering.py).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from boardlab.analysis.cellruns import Remember, StoredRuns, computed_now
-from boardlab.analysis.format import cell_label
+from boardlab.analysis.format import cell_label, condition_text
 from boardlab.analysis.runs import MEASURED, OK, VALID, RunTable
 from boardlab.model.facts import CellFacts, WorkloadFacts
 from boardlab.stats import CellSummary, Comparison, RunEnvironment
@@ -80,6 +81,11 @@ class CellAnalysis:
     @property
     def label(self) -> str:
         return cell_label(self.workload, self.params)
+
+    @property
+    def condition_text(self) -> str:
+        """Its condition as a reader reads it, from the parts its plan declared (`format.condition_text`)."""
+        return condition_text(self.condition, self.facts.condition)
 
     @property
     def n_valid(self) -> int:
@@ -266,6 +272,15 @@ class CampaignAnalysis:
     pairing_source: str = ""
     # what the campaign stored of its workloads (analysis/specs.py): what its document reads of them
     workloads: WorkloadFacts = field(default_factory=WorkloadFacts)
+
+    def condition_text(self, name: str) -> str:
+        """A condition of this campaign as a reader reads it: its cells' `condition_text`; a reference no cell
+        ran under (a comparison without its baseline cell) has no parts here, and is its name."""
+        return self._condition_texts.get(name, name)
+
+    @functools.cached_property
+    def _condition_texts(self) -> dict[str, str]:
+        return {c.condition: c.condition_text for c in self.cells}
 
     def study_sections(self) -> list[Section]:
         """Every applying study's sections of the document, in the registry's order."""

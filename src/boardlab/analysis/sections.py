@@ -18,7 +18,6 @@ from boardlab.analysis import document as doc
 from boardlab.analysis.format import (
     VERDICT_RANK,
     cell_label,
-    condition_text,
     display_unit,
     fmt_duration,
     fmt_in,
@@ -256,7 +255,7 @@ def verdicts(a: CampaignAnalysis) -> doc.Section | None:
     labels = section_labels((ca.workload, ca.params) for ca in ordered)
     for ca, label in zip(ordered, labels, strict=True):
         c = ca.comparison
-        what = f"{condition_text(ca.condition)} vs {condition_text(ca.baseline)}"
+        what = f"{a.condition_text(ca.condition)} vs {a.condition_text(ca.baseline)}"
         if c is None:
             rows.append(("no verdict", label, what, ca.reason or "", "", "", "", ""))
             classes.append("v-none")
@@ -296,7 +295,7 @@ def verdicts(a: CampaignAnalysis) -> doc.Section | None:
     text_rows = []
     for ca, label in zip(a.comparisons, comparison_labels(a.comparisons), strict=True):
         c = ca.comparison
-        name = f"{label}: {condition_text(ca.condition)} vs {condition_text(ca.baseline)}"  # whole: a label is never cut  # noqa: E501
+        name = f"{label}: {a.condition_text(ca.condition)} vs {a.condition_text(ca.baseline)}"  # whole: a label is never cut  # noqa: E501
         if c is None:
             text_rows.append((name, "–", "–", "–", "–", "–", f"no verdict: {ca.reason}"))
             continue
@@ -439,7 +438,7 @@ def aa_control(a: CampaignAnalysis) -> doc.Section | None:
 def _box_label(cell: CellAnalysis, varying: Sequence[str], multi_condition: bool) -> str:
     params = params_text({k: cell.params.get(k) for k in varying})
     if multi_condition or not params:
-        return f"{params} @ {condition_text(cell.condition)}" if params else condition_text(cell.condition)
+        return f"{params} @ {cell.condition_text}" if params else cell.condition_text
     return params
 
 
@@ -515,7 +514,7 @@ def heatmap(a: CampaignAnalysis) -> doc.Section | None:
             continue
         ci = comp.cost_ratio_ci
         tip = (
-            f"{r}: {condition_text(ca.condition)} vs {condition_text(ca.baseline)}; cost ratio "
+            f"{r}: {a.condition_text(ca.condition)} vs {a.condition_text(ca.baseline)}; cost ratio "
             f"{fmt_num(comp.cost_ratio, 4)}"
             + (f" [{fmt_num(ci.low, 4)}, {fmt_num(ci.high, 4)}]" if ci else "")
             + f"; adjusted p {p_is(comp.p_adjusted)}; "
@@ -578,7 +577,7 @@ def drift(a: CampaignAnalysis) -> doc.Section | None:
                 doc.LinePlotSpec(
                     lines=lines,
                     title=short,
-                    subtitle=f"ρ = {d.rho:+.2f}, p {p_is(d.p_value)}{flag} · {condition_text(c.condition)}",
+                    subtitle=f"ρ = {d.rho:+.2f}, p {p_is(d.p_value)}{flag} · {c.condition_text}",
                     x_label="run sequence in the campaign",
                     y_label=unit,
                     width=272,
@@ -662,7 +661,7 @@ def _text_cells(a: CampaignAnalysis) -> doc.Table:
     units = metric_units(a.cells)
     for c in a.cells:
         s = c.summary
-        name = f"{cell_label(c.workload, c.params, varying[c.workload])} @ {condition_text(c.condition)}"
+        name = f"{cell_label(c.workload, c.params, varying[c.workload])} @ {c.condition_text}"
         if s is None:
             rows.append(
                 (

@@ -6,13 +6,13 @@ rows out. Numbers come from `analysis.format`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from boardlab.analysis import document as doc
 from boardlab.analysis.format import (
     VERDICT_RANK,
     common_unit,
-    condition_text,
     display_unit,
     estimator_words,
     fmt_in,
@@ -144,7 +144,7 @@ def cell_row(cell: CellAnalysis, varying=None, units: Units | None = None) -> tu
         return (
             cell.workload,
             params,
-            condition_text(cell.condition),
+            cell.condition_text,
             str(cell.n_valid),
             bad,
             cell.unit,
@@ -165,7 +165,7 @@ def cell_row(cell: CellAnalysis, varying=None, units: Units | None = None) -> tu
     return (
         cell.workload,
         params,
-        condition_text(cell.condition),
+        cell.condition_text,
         str(s.n),
         bad,
         unit,
@@ -231,22 +231,23 @@ COMPARISON_HEADERS = (
 
 
 def comparison_row(
-    ca: ComparisonAnalysis, label: str | None = None, units: Units | None = None
+    ca: ComparisonAnalysis, said: Callable[[str], str], label: str | None = None, units: Units | None = None
 ) -> tuple[str, ...]:
-    """`label`: the workload as the table shows it (only the parameters that vary among its rows); `units`:
-    as `cell_row`'s."""
+    """`said`: a condition's name as the reader reads it (`CampaignAnalysis.condition_text`); `label`: the
+    workload as the table shows it (only the parameters that vary among its rows); `units`: as
+    `cell_row`'s."""
     c = ca.comparison
     label = ca.label if label is None else label
     if c is None:
         return (
             label,
-            condition_text(ca.condition),
-            condition_text(ca.baseline),
+            said(ca.condition),
+            said(ca.baseline),
             *(("–",) * 8),  # no comparison: no ratio, CIs, p or threshold
             "no verdict",
             ca.reason or "",
         )
-    return comparison_cells(ca, c, label, "; ".join(comparison_why(ca)), units)
+    return comparison_cells(ca, c, said, label, "; ".join(comparison_why(ca)), units)
 
 
 def comparison_why(ca: ComparisonAnalysis) -> list[str]:
@@ -267,7 +268,7 @@ def comparison_why(ca: ComparisonAnalysis) -> list[str]:
 
 
 def comparison_cells(
-    ca: ComparisonAnalysis, c, label: str, why: str, units: Units | None = None
+    ca: ComparisonAnalysis, c, said: Callable[[str], str], label: str, why: str, units: Units | None = None
 ) -> tuple[str, ...]:
     div, unit = unit_of(units or {}, ca.workload, ca.metric, ca.unit, c.baseline_median)
     ratio = fmt_ratio(c.ratio)
@@ -280,8 +281,8 @@ def comparison_cells(
             cost += f" {fmt_interval(c.cost_ratio_ci.low, c.cost_ratio_ci.high, sig=4)}"
     return (
         label + (f" [{ca.metric}]" if "p99" in ca.metric else ""),
-        condition_text(ca.condition),
-        condition_text(ca.baseline),
+        said(ca.condition),
+        said(ca.baseline),
         f"{c.n_baseline}/{c.n_condition}",
         f"{fmt_in(c.baseline_median, div)} → {fmt_in(c.condition_median, div)} {unit}",
         ratio,
@@ -304,7 +305,7 @@ def comparison_table(analysis: CampaignAnalysis) -> doc.Table:
     whys, notes = doc.table_notes([comparison_why(ca) for ca in rows])
     units = metric_units(analysis.cells)
     for ca, label, why in zip(rows, comparison_labels(rows), whys, strict=True):
-        row = comparison_row(ca, label, units)
+        row = comparison_row(ca, analysis.condition_text, label, units)
         t.rows.append((*row[:-1], why))
         kind = ca.comparison.verdict.kind if ca.comparison else "none"
         confounded = " confounded" if ca.comparison and ca.comparison.verdict.confounded else ""
@@ -322,10 +323,11 @@ def verdict_lines(analysis: CampaignAnalysis) -> list[str]:
     rank = VERDICT_RANK
     items = []
     everything = tuple(analysis.comparisons) + tuple(analysis.tail_comparisons)
+    said = analysis.condition_text
     for ca, label in zip(everything, comparison_labels(everything), strict=True):
         c = ca.comparison
         metric = f" [{ca.metric}]" if ca in analysis.tail_comparisons else ""
-        what = f"{label}{metric}: {condition_text(ca.condition)} vs {condition_text(ca.baseline)}"
+        what = f"{label}{metric}: {said(ca.condition)} vs {said(ca.baseline)}"
         if c is None:
             items.append((5, f"no verdict — {what}: {ca.reason}"))
             continue

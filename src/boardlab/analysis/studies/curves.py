@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from boardlab.analysis import document as doc
-from boardlab.analysis.format import condition_text, metric_words, params_text
+from boardlab.analysis.format import metric_words, params_text
 
 if TYPE_CHECKING:
     from boardlab.analysis.records import CampaignAnalysis, CellAnalysis, StudyContext
@@ -71,7 +71,7 @@ def analyze(ctx: StudyContext) -> CurvesStudy:
             rest = {k: v for k, v in c.params.items() if k != SIZE_PARAM}
             label = params_text(rest) or workload
             if multi:
-                label += f" @ {condition_text(c.condition)}"
+                label += f" @ {c.condition_text}"
             lines.setdefault(label, []).append(c)
         curves = []
         for label, members in lines.items():

@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from boardlab.analysis import document as doc
-from boardlab.analysis.format import cell_label, condition_text, fmt_num
+from boardlab.analysis.format import cell_label, fmt_num
 from boardlab.analysis.runs import VALID
 from boardlab.analysis.tables import varying_by_workload
 from boardlab.energy import integrate
@@ -53,6 +53,16 @@ class EnergyStudy:
     agreement: tuple[tuple[str, dict[str, float], float], ...] = ()  # (cell, source -> median J, spread)
     # (condition, baseline, workloads, geometric mean of energy ratios, of EDP ratios): per governor, say
     by_condition: tuple[tuple[str, str, int, float, float], ...] = ()
+    # each cell's condition as a reader reads it (`CellAnalysis.condition_text`), by its name
+    condition_texts: dict[str, str] = field(default_factory=dict)
+
+    def said(self, condition: str) -> str:
+        """A condition by its name as a reader reads it; a reference no cell ran under is its name."""
+        return self.condition_texts.get(condition, condition)
+
+    def cell_name(self, c: EnergyCell) -> str:
+        """A cell as the study's tables and plots name it: its label at its condition."""
+        return f"{c.label} @ {self.said(c.condition)}"
 
 
 def energy_study(store, campaign_id: int, cells) -> EnergyStudy:
@@ -112,12 +122,11 @@ def energy_study(store, campaign_id: int, cells) -> EnergyStudy:
             same = [n for n in per if scopes.get(n) == scopes.get(ce.primary)]
             spread = integrate.agreement({n: per[n] for n in same})
             if len(same) > 1 and spread is not None:
-                agree.append(
-                    (f"{out[-1].label} @ {condition_text(cell.condition)}", {n: per[n] for n in same}, spread)
-                )
+                agree.append((f"{out[-1].label} @ {cell.condition_text}", {n: per[n] for n in same}, spread))
     return EnergyStudy(
-        ce.reason, ce.primary, ce.sources, idle, tuple(out), traces, tuple(agree), _by_condition(out)
-    )
+        ce.reason, ce.primary, ce.sources, idle, tuple(out), traces, tuple(agree), _by_condition(out),
+        condition_texts={c.condition: c.condition_text for c in cells},
+    )  # fmt: skip
 
 
 def _by_condition(cells: list[EnergyCell]) -> tuple[tuple[str, str, int, float, float], ...]:
@@ -146,7 +155,7 @@ def _by_condition(cells: list[EnergyCell]) -> tuple[tuple[str, str, int, float, 
 def condition_rows(study: EnergyStudy) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     headers = ("condition", "against", "workloads", "energy ratio", "EDP ratio")
     rows: list[tuple[str, ...]] = [
-        (condition_text(c), condition_text(b), str(n), f"{fmt_num(e, 3)}x", f"{fmt_num(d, 3)}x")
+        (study.said(c), study.said(b), str(n), f"{fmt_num(e, 3)}x", f"{fmt_num(d, 3)}x")
         for c, b, n, e, d in study.by_condition
     ]
     return headers, rows
@@ -188,7 +197,7 @@ def efficiency_rows(study: EnergyStudy) -> tuple[tuple[str, ...], list[tuple[str
         e = c.estimates
         rows.append(
             (
-                f"{c.label} @ {condition_text(c.condition)}",
+                study.cell_name(c),
                 str(c.n_runs),
                 _est(e["energy_j"]),
                 _ci(e["energy_j"]),
@@ -294,7 +303,7 @@ def _text_table(study: EnergyStudy) -> doc.Table:
         + (doc.Column("efficiency"),),
         tuple(
             (
-                f"{c.label} @ {condition_text(c.condition)}",
+                study.cell_name(c),
                 str(c.n_runs),
                 f"{_est(c.estimates['energy_j'])} {_ci(c.estimates['energy_j'])}",
                 _est(c.estimates["power_avg_w"]),
@@ -339,10 +348,7 @@ def _plots(study: EnergyStudy) -> list[doc.Block]:
             doc.Figure(
                 doc.BoxplotSpec(
                     boxes=[
-                        doc.Box(
-                            f"{c.label} @ {condition_text(c.condition)}", c.energies_j, note=f"n={c.n_runs}"
-                        )
-                        for c in study.cells
+                        doc.Box(study.cell_name(c), c.energies_j, note=f"n={c.n_runs}") for c in study.cells
                     ],
                     title=f"Energy per run ({study.primary})",
                     unit="J",
@@ -350,10 +356,7 @@ def _plots(study: EnergyStudy) -> list[doc.Block]:
             ),
             doc.Figure(
                 doc.BoxplotSpec(
-                    boxes=[
-                        doc.Box(f"{c.label} @ {condition_text(c.condition)}", c.edps_js, note=f"n={c.n_runs}")
-                        for c in study.cells
-                    ],
+                    boxes=[doc.Box(study.cell_name(c), c.edps_js, note=f"n={c.n_runs}") for c in study.cells],
                     title="Energy-delay product per run",
                     unit="J*s",
                 )
@@ -364,7 +367,7 @@ def _plots(study: EnergyStudy) -> list[doc.Block]:
             doc.Figure(
                 doc.LinePlotSpec(
                     lines=[doc.Line(label, pts, markers=False) for label, pts in lines],
-                    title=f"Power during a median run: {condition_text(cond)}",
+                    title=f"Power during a median run: {study.said(cond)}",
                     x_label="time since the worker started [s]",
                     y_label=f"power [W] ({study.primary})",
                     y_zero=True,
@@ -416,7 +419,7 @@ def sections(analysis, study: EnergyStudy) -> list[doc.Section]:
                 formats=doc.RICH,
             )
         )
-    warns = [f"{c.label} @ {condition_text(c.condition)}: {w}" for c in study.cells for w in c.warnings]
+    warns = [f"{study.cell_name(c)}: {w}" for c in study.cells for w in c.warnings]
     if warns:
         out.append(doc.section("Energy warnings", doc.Items(tuple(warns)), level=3, formats=doc.RICH))
         out[0] = doc.Section(

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from boardlab.analysis import document as doc
-from boardlab.analysis.format import cell_label, condition_text, display_unit, fmt_value, varying_keys
+from boardlab.analysis.format import cell_label, display_unit, fmt_value, varying_keys
 from boardlab.model.worker_result import SeriesSamples, stored_worker_result
 
 TITLE = "Per-second series"
@@ -189,5 +189,7 @@ def sections(analysis, study: SeriesStudy) -> list[doc.Section]:
         )
     ]
     for c in study.cells:
-        blocks += figures(c, f"{cell_label(c.workload, c.params, varying)} @ {condition_text(c.condition)}")
+        blocks += figures(
+            c, f"{cell_label(c.workload, c.params, varying)} @ {analysis.condition_text(c.condition)}"
+        )
     return [doc.section(TITLE, *blocks, formats=doc.HTML, anchor="series")]

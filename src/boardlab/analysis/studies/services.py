@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from boardlab.analysis import document as doc
-from boardlab.analysis.format import condition_text
 from boardlab.model.worker_result import stored_worker_result
 
 if TYPE_CHECKING:
@@ -34,6 +33,7 @@ class ServiceCell:
     scenario: str
     params: dict
     condition: str
+    condition_text: str  # as a reader reads it (`CellAnalysis.condition_text`)
     n_valid: int
     metrics: dict[str, float] = field(default_factory=dict)  # metric -> median over valid runs
     per_service_cpu_pct: dict[str, float] = field(default_factory=dict)  # service -> median of run means
@@ -95,6 +95,7 @@ def _cell(runs: dict, cell: CellAnalysis) -> ServiceCell:
         scenario=str(cell.params.get("scenario", "position")),
         params=dict(cell.params),
         condition=cell.condition,
+        condition_text=cell.condition_text,
         n_valid=len(valid),
         metrics=metrics,
         per_service_cpu_pct={k: v for k, xs in cpu.items() if (v := _median(xs)) is not None},
@@ -188,7 +189,7 @@ def sensor_shares(cells: Sequence[ServiceCell]) -> list[tuple[str, ...]]:
             if a is None or b is None:
                 continue
             share = "–" if b <= 0 else f"{100 * (b - a) / b:.1f}"
-            where = "" if syn.condition in ("baseline", "") else f" [{condition_text(syn.condition)}]"
+            where = "" if syn.condition in ("baseline", "") else f" [{syn.condition_text}]"
             rows.append((f"{scenario.capitalize()}{where}", sensor, _f(a), _f(b), share))
     return rows
 
