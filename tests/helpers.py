@@ -721,17 +721,22 @@ def _worker_doc(workload: str, params: dict, metrics: dict, **extra) -> str:
                        **extra})  # fmt: skip
 
 
-def _make_study_db(path: Path, name: str, cells, n: int, seed: int, *, plan=None, cell_facts=True) -> Path:
+def _make_study_db(
+    path: Path, name: str, cells, n: int, seed: int, *, plan=None, cell_facts=True, conditions=None
+) -> Path:
     """`cells`: (workload, params, metric, unit, higher_is_better, value(condition, rep, rng) -> float,
-    worker_doc(value, rep, rng) -> str or None), each under every condition of STUDY_CONDITIONS. Runs carry
+    worker_doc(value, rep, rng) -> str or None), each under every condition of STUDY_CONDITIONS (or of
+    `conditions`, ConditionSpecs by name, kept with each cell as the runner keeps them). Runs carry
     rusage (user and system time) and a wall time that scale with the value. A typed `plan` (its entries'
     thresholds) is stored as its text and, unless `cell_facts` is False (a campaign stored before cells
     carried their facts), as each cell's facts, as the runner stores them."""
     rng = random.Random(seed)
-    specs = {c: ConditionSpec(c, kind, {}, base) for c, (kind, base) in STUDY_CONDITIONS.items()}
+    specs = conditions or {
+        c: ConditionSpec(c, kind, {}, base) for c, (kind, base) in STUDY_CONDITIONS.items()
+    }
     keyed = [
         (Cell(w, tuple(sorted(p.items())), cond, m), w, p, u, hib, value, wdoc)
-        for cond in STUDY_CONDITIONS
+        for cond in specs
         for w, p, m, u, hib, value, wdoc in cells
     ]
     with Store.open(path) as store:
@@ -926,9 +931,9 @@ def pairs_plan(text: str = PAIRS):
     return parse_plan(text, "pairs.toml", {"crc32": PAIRS_CRC})
 
 
-def make_pairs_db(path: Path, plan, *, cell_facts: bool = True) -> Path:
+def make_pairs_db(path: Path, plan, *, cell_facts: bool = True, conditions=None) -> Path:
     """The cells of PAIRS: size large 5% slower than small (100 MB/s, 0.3% noise), the stressor changes
-    nothing."""
+    nothing. `conditions`: as `_make_study_db`'s (the plan's own, for one that declares others)."""
 
     def value(size):
         return lambda cond, rep, rng: 100.0 / (1.05 if size == "large" else 1.0) * (1 + rng.gauss(0, 0.003))
@@ -938,7 +943,9 @@ def make_pairs_db(path: Path, plan, *, cell_facts: bool = True) -> Path:
         for lanes in (1, 2)
         for size in ("small", "large")
     ]
-    return _make_study_db(path, "pairs", cells, 10, 9, plan=plan, cell_facts=cell_facts)
+    return _make_study_db(
+        path, "pairs", cells, 10, 9, plan=plan, cell_facts=cell_facts, conditions=conditions
+    )
 
 
 FLAGS = (  # headless, offline, no state beyond the profile directory given

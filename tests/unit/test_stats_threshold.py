@@ -312,3 +312,30 @@ def test_reach_counts_and_allocates_the_compare_pairs_of_each_entry_alone():
     assert _compared_keys(alone, cells) == {small, large}
     assert reference_keys(alone, cells) == {small}  # the A/A-labelled reference: not lanes = 1's small
     assert comparisons_per_reference(alone, cells) == {small: 1}
+
+
+def test_a_sweep_condition_reads_in_hertz_in_the_comparisons_and_their_parameter_labels(tmp_path):
+    """A condition the sweep named from its frequencies reads as them wherever a comparison names it: its
+    rows against the baseline, and the labels of a `compare` parameter's pairs made under it."""
+    from boardlab.analysis.core import analyze
+    from boardlab.analysis.tables import verdict_lines
+    from boardlab.store import Store
+
+    from helpers import make_pairs_db, pairs_plan
+
+    swept = PAIRS.replace(
+        'name = "cpu-stress"\nkind = "stressor"\nparams = { stressor = "cpu" }',
+        'name = "policy0@1400000"\nkind = "governor"\n'
+        'params = { governor = "userspace", policies = ["policy0"], frequencies_khz = { policy0 = 1400000 } }',
+    )
+    plan = pairs_plan(swept)
+    conditions = {c.name: c for c in plan.conditions}  # the sweep's condition with its governor part
+    with Store.open(make_pairs_db(tmp_path / "swept.db", plan, conditions=conditions), create=False) as store:
+        a = analyze(store, 1)
+    assert _size_pairs(a) == {
+        (2, "size=large"): "size=small",
+        (2, "size=large @policy0 1.4 GHz"): "size=small @policy0 1.4 GHz",
+    }
+    lines = verdict_lines(a)
+    assert any(": policy0 1.4 GHz vs baseline" in ln for ln in lines), lines
+    assert not any("policy0@" in ln for ln in lines), lines

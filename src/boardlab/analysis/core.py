@@ -261,7 +261,7 @@ def _pairs(cells: tuple[CellAnalysis, ...]):
         if pair is None:
             continue
         base = by_key.get(pair.baseline_key)
-        at = "" if c.baseline is None else f" @{c.condition}"
+        at = "" if c.baseline is None else f" @{c.condition_text}"  # a label, in the reader's words
         label, base_label = (
             f"{pair.param}={c.params.get(pair.param)}{at}",
             f"{pair.param}={pair.baseline_value}{at}",

@@ -274,8 +274,9 @@ class CampaignAnalysis:
     workloads: WorkloadFacts = field(default_factory=WorkloadFacts)
 
     def condition_text(self, name: str) -> str:
-        """A condition of this campaign as a reader reads it: its cells' `condition_text`; a reference no cell
-        ran under (a comparison without its baseline cell) has no parts here, and is its name."""
+        """A condition of this campaign as a reader reads it: its cells' `condition_text`. A comparison's side
+        that is no cell's condition is as it is: a parameter's value (`size_bytes=4096 @policy0 1.4 GHz`,
+        made in the reader's words), or a reference no cell ran under (no parts to read)."""
         return self._condition_texts.get(name, name)
 
     @functools.cached_property
