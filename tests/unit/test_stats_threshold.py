@@ -326,7 +326,8 @@ def test_a_sweep_condition_reads_in_hertz_in_the_comparisons_and_their_parameter
     swept = PAIRS.replace(
         'name = "cpu-stress"\nkind = "stressor"\nparams = { stressor = "cpu" }',
         'name = "policy0@1400000"\nkind = "governor"\n'
-        'params = { governor = "userspace", policies = ["policy0"], frequencies_khz = { policy0 = 1400000 } }',
+        'params = { governor = "userspace", policies = ["policy0"], '
+        "frequencies_khz = { policy0 = 1400000 } }",
     )
     plan = pairs_plan(swept)
     conditions = {c.name: c for c in plan.conditions}  # the sweep's condition with its governor part
