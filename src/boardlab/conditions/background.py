@@ -179,9 +179,13 @@ class Load:
             return ""
 
     def _wait_exit(self, timeout_s: float) -> bool:
+        return self._wait_for(self.exited, timeout_s)
+
+    def _wait_for(self, done: Callable[[], bool], timeout_s: float) -> bool:
+        """Whether `done()` came true within `timeout_s`, asked every 1 ms at first, then every 10 ms."""
         deadline = time.monotonic() + timeout_s
         pause = 0.001
-        while not self.exited():
+        while not done():
             if time.monotonic() >= deadline:
                 return False
             time.sleep(pause)
@@ -302,15 +306,9 @@ def running_load(
 
 
 def _wait_start(load: Load, started: Callable[[], bool], timeout_s: float) -> bool:
-    """Whether the load said its loop began within `timeout_s`; False as soon as it has ended without."""
-    deadline = time.monotonic() + timeout_s
-    pause = 0.001
-    while not started():  # asked before `exited`: a load that began and ended at once began
-        if load.exited() or time.monotonic() >= deadline:
-            return False
-        time.sleep(pause)
-        pause = min(pause * 2, 0.01)
-    return True
+    """Whether the load said its loop began within `timeout_s`; False as soon as it has ended without (a
+    load that began and ended at once began: `started` is asked again once the wait is over)."""
+    return load._wait_for(lambda: started() or load.exited(), timeout_s) and started()
 
 
 def _ended_early(load: Load, when: str, how_ended: Callable[[int], str]) -> MeasurementError:
@@ -368,16 +366,12 @@ def program_load(
 def _final_counters(status: Path, program: str) -> dict[str, Any]:
     """The counters `program` wrote when it stopped (the status file, then deleted), or a `status_error`:
     the file holds only what it wrote when its loop began, or nothing readable."""
+    doc = _status_doc(status)
     try:
-        doc = json.loads(status.read_text())
-    except (OSError, ValueError):
-        doc = None
-    finally:
-        try:
-            status.unlink()
-        except OSError:
-            pass
-    if not isinstance(doc, dict) or doc.get("running"):
+        status.unlink()
+    except OSError:
+        pass
+    if doc is None or doc.get("running"):
         return {"status_error": f"{program} wrote no counters (it was killed, or it failed)"}
     return doc
 
@@ -385,16 +379,22 @@ def _final_counters(status: Path, program: str) -> dict[str, Any]:
 def _program_ended(status: Path, code: int) -> str:
     """How a program that ended during its warm-up ended: what it ran (its status's `last_exit`, as
     Popen.returncode; or the `error` that kept it from starting), else its own exit."""
-    try:
-        doc = json.loads(status.read_text())
-    except (OSError, ValueError):
-        doc = None
-    if isinstance(doc, dict) and isinstance(doc.get("error"), str):
+    doc = _status_doc(status)
+    if doc is not None and isinstance(doc.get("error"), str):
         return doc["error"]
-    last = doc.get("last_exit") if isinstance(doc, dict) else None
+    last = doc.get("last_exit") if doc is not None else None
     if isinstance(last, int) and not isinstance(last, bool):
         return describe_exit(last)
     return describe_exit(code)
+
+
+def _status_doc(status: Path) -> dict[str, Any] | None:
+    """What a program's status file holds (programs.py), or None where it holds no JSON object."""
+    try:
+        doc = json.loads(status.read_text())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
 
 
 def record_health(state: dict[str, Any], failure: str | None) -> None:
