@@ -150,7 +150,7 @@ class Summary:
 def compute(store, campaign_id: int, *, growing: GrowingTables | None = None) -> Summary:
     """The summary from the campaign's runs (the analysis and the report's document); `growing`: the tables
     of the campaign's last analysis, read on from there (`analysis.cellruns.GrowingTables`)."""
-    from boardlab.analysis.cellruns import REPORT_RUNS_BUDGET, computed_now
+    from boardlab.analysis.cellruns import REPORT_RUNS_BUDGET, remember_with
     from boardlab.analysis.core import analyze
     from boardlab.analysis.sections import build_document
     from boardlab.analysis.verdicts import verdict_tally
@@ -162,9 +162,7 @@ def compute(store, campaign_id: int, *, growing: GrowingTables | None = None) ->
     budget = None if growing is not None else REPORT_RUNS_BUDGET
     analysis = analyze(store, campaign_id, growing=growing, runs_budget=budget)
     document = build_document(analysis, None)
-    kept = analysis.kept(
-        runs, verdict_tally(analysis), remember=computed_now if growing is None else growing.remembered
-    )
+    kept = analysis.kept(runs, verdict_tally(analysis), remember=remember_with(growing))
     return Summary(
         campaign_id, runs, analysis.status, json.dumps(to_plain(kept), allow_nan=False),
         json.dumps(to_plain(document), allow_nan=False), stored=False,

@@ -222,6 +222,12 @@ def computed_now(key: Hashable, cell_ids: tuple[int, ...], inputs: tuple, comput
     return compute()
 
 
+def remember_with(growing: GrowingTables | None) -> Remember:
+    """Where an analysis keeps what it computes from its cells' runs: `growing`'s answers (a running
+    campaign's, in serve's worker), or nowhere."""
+    return computed_now if growing is None else growing.remembered
+
+
 class GrowingTables:
     """The run tables of a campaign still running, kept from one analysis to the next (`analyze(...,
     growing=...)`): a cell is read again only from the run after the last one read, and its new runs joined

@@ -20,6 +20,7 @@ from boardlab.analysis.cellruns import (
     StoredRuns,
     computed_now,
     read_table,
+    remember_with,
 )
 from boardlab.analysis.monitor import MonitorSeries, monitor_series  # noqa: F401 (the package's API)
 from boardlab.analysis.records import (
@@ -683,7 +684,7 @@ def analyze(
     tables = None if runs_budget is None else CellTables(store, runs_budget)
     stored = tuple(_cell(row, _runs_of(store, row["id"], tables, growing), known[row["key"]]) for row in rows)
     family = planned_family(stored, workloads)
-    remember = computed_now if growing is None else growing.remembered
+    remember = remember_with(growing)
     cells, medians, controls = cells_in_pairs(stored, plan_order, family_size=family, remember=remember)
     tails = tail_comparisons(store, cells, workloads, family_size=family, remember=remember)
     (medians, tails), size, method = correct_family(medians, tails)
