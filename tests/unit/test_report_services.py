@@ -155,8 +155,8 @@ def test_a_governor_sweeps_conditions_read_in_hertz_in_the_services_and_energy_l
     study = EnergyStudy(None, "rapl", (), (),
                         traces={two: [("w", [(0.0, 1.0), (1.0, 2.0)])]},
                         by_condition=((two, "baseline", 2, 1.1, 1.2),),
-                        condition_texts=texts,
                         )  # fmt: skip
-    assert condition_rows(study)[1][0][:2] == ("policy0 200 MHz + policy4 2 GHz", "baseline")
-    titles = [b.spec.title for b in _plots(study) if isinstance(b, doc.Figure)]
+    said = texts.__getitem__  # as the campaign's analysis says its conditions (`condition_text`)
+    assert condition_rows(study, said)[1][0][:2] == ("policy0 200 MHz + policy4 2 GHz", "baseline")
+    titles = [b.spec.title for b in _plots(study, said) if isinstance(b, doc.Figure)]
     assert "Power during a median run: policy0 200 MHz + policy4 2 GHz" in titles

@@ -11,7 +11,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 from boardlab.governor.store_io import sweep_frequencies
@@ -392,6 +392,10 @@ def params_text(params: dict) -> str:
     """The parameters that are set, each as `param_text` writes it: a parameter a cell does not use (None)
     is left out."""
     return ", ".join(param_text(k, v) for k, v in params.items() if v is not None)
+
+
+# a condition's name as a reader reads it: `CampaignAnalysis.condition_text`, handed to what renders names
+Said = Callable[[str], str]
 
 
 def condition_text(name: str, parts: Sequence[ConditionPart]) -> str:

@@ -6,12 +6,12 @@ rows out. Numbers come from `analysis.format`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from boardlab.analysis import document as doc
 from boardlab.analysis.format import (
     VERDICT_RANK,
+    Said,
     common_unit,
     display_unit,
     estimator_words,
@@ -231,7 +231,7 @@ COMPARISON_HEADERS = (
 
 
 def comparison_row(
-    ca: ComparisonAnalysis, said: Callable[[str], str], label: str | None = None, units: Units | None = None
+    ca: ComparisonAnalysis, said: Said, label: str | None = None, units: Units | None = None
 ) -> tuple[str, ...]:
     """`said`: a condition's name as the reader reads it (`CampaignAnalysis.condition_text`); `label`: the
     workload as the table shows it (only the parameters that vary among its rows); `units`: as
@@ -268,7 +268,7 @@ def comparison_why(ca: ComparisonAnalysis) -> list[str]:
 
 
 def comparison_cells(
-    ca: ComparisonAnalysis, c, said: Callable[[str], str], label: str, why: str, units: Units | None = None
+    ca: ComparisonAnalysis, c, said: Said, label: str, why: str, units: Units | None = None
 ) -> tuple[str, ...]:
     div, unit = unit_of(units or {}, ca.workload, ca.metric, ca.unit, c.baseline_median)
     ratio = fmt_ratio(c.ratio)

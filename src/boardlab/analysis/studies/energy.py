@@ -12,7 +12,7 @@ import statistics
 from dataclasses import dataclass, field
 
 from boardlab.analysis import document as doc
-from boardlab.analysis.format import cell_label, fmt_num
+from boardlab.analysis.format import Said, cell_label, fmt_num
 from boardlab.analysis.runs import VALID
 from boardlab.analysis.tables import varying_by_workload
 from boardlab.energy import integrate
@@ -53,16 +53,6 @@ class EnergyStudy:
     agreement: tuple[tuple[str, dict[str, float], float], ...] = ()  # (cell, source -> median J, spread)
     # (condition, baseline, workloads, geometric mean of energy ratios, of EDP ratios): per governor, say
     by_condition: tuple[tuple[str, str, int, float, float], ...] = ()
-    # each cell's condition as a reader reads it (`CellAnalysis.condition_text`), by its name
-    condition_texts: dict[str, str] = field(default_factory=dict)
-
-    def said(self, condition: str) -> str:
-        """A condition by its name as a reader reads it; a reference no cell ran under is its name."""
-        return self.condition_texts.get(condition, condition)
-
-    def cell_name(self, c: EnergyCell) -> str:
-        """A cell as the study's tables and plots name it: its label at its condition."""
-        return f"{c.label} @ {self.said(c.condition)}"
 
 
 def energy_study(store, campaign_id: int, cells) -> EnergyStudy:
@@ -124,9 +114,8 @@ def energy_study(store, campaign_id: int, cells) -> EnergyStudy:
             if len(same) > 1 and spread is not None:
                 agree.append((f"{out[-1].label} @ {cell.condition_text}", {n: per[n] for n in same}, spread))
     return EnergyStudy(
-        ce.reason, ce.primary, ce.sources, idle, tuple(out), traces, tuple(agree), _by_condition(out),
-        condition_texts={c.condition: c.condition_text for c in cells},
-    )  # fmt: skip
+        ce.reason, ce.primary, ce.sources, idle, tuple(out), traces, tuple(agree), _by_condition(out)
+    )
 
 
 def _by_condition(cells: list[EnergyCell]) -> tuple[tuple[str, str, int, float, float], ...]:
@@ -152,10 +141,15 @@ def _by_condition(cells: list[EnergyCell]) -> tuple[tuple[str, str, int, float, 
     return tuple(out)
 
 
-def condition_rows(study: EnergyStudy) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+def _cell_name(c: EnergyCell, said: Said) -> str:
+    """A cell as the study's tables and plots name it: its label at its condition."""
+    return f"{c.label} @ {said(c.condition)}"
+
+
+def condition_rows(study: EnergyStudy, said: Said) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     headers = ("condition", "against", "workloads", "energy ratio", "EDP ratio")
     rows: list[tuple[str, ...]] = [
-        (study.said(c), study.said(b), str(n), f"{fmt_num(e, 3)}x", f"{fmt_num(d, 3)}x")
+        (said(c), said(b), str(n), f"{fmt_num(e, 3)}x", f"{fmt_num(d, 3)}x")
         for c, b, n, e, d in study.by_condition
     ]
     return headers, rows
@@ -174,7 +168,7 @@ def _ci(e: Estimate | None) -> str:
     return f"[{fmt_num(e.ci_low, 3)}, {fmt_num(e.ci_high, 3)}]"
 
 
-def efficiency_rows(study: EnergyStudy) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+def efficiency_rows(study: EnergyStudy, said: Said) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     headers = (
         "cell",
         "n",
@@ -197,7 +191,7 @@ def efficiency_rows(study: EnergyStudy) -> tuple[tuple[str, ...], list[tuple[str
         e = c.estimates
         rows.append(
             (
-                study.cell_name(c),
+                _cell_name(c, said),
                 str(c.n_runs),
                 _est(e["energy_j"]),
                 _ci(e["energy_j"]),
@@ -289,7 +283,7 @@ def analyze(ctx) -> EnergyStudy:
     return energy_study(ctx.store, ctx.campaign_id, ctx.cells)
 
 
-def _text_table(study: EnergyStudy) -> doc.Table:
+def _text_table(study: EnergyStudy, said: Said) -> doc.Table:
     """The cells' energy figures as the text report shows them: one table, estimates with their CIs."""
     return doc.Table(
         tuple(
@@ -303,7 +297,7 @@ def _text_table(study: EnergyStudy) -> doc.Table:
         + (doc.Column("efficiency"),),
         tuple(
             (
-                study.cell_name(c),
+                _cell_name(c, said),
                 str(c.n_runs),
                 f"{_est(c.estimates['energy_j'])} {_ci(c.estimates['energy_j'])}",
                 _est(c.estimates["power_avg_w"]),
@@ -319,9 +313,9 @@ def _text_table(study: EnergyStudy) -> doc.Table:
     )
 
 
-def _condition_section(study: EnergyStudy) -> doc.Section:
+def _condition_section(study: EnergyStudy, said: Said) -> doc.Section:
     """Energy and EDP of each condition against the baseline."""
-    headers, rows = condition_rows(study)
+    headers, rows = condition_rows(study, said)
     return doc.section(
         "Per condition",
         doc.Prose(BY_CONDITION, small=True, formats=doc.RICH),
@@ -340,7 +334,7 @@ def _condition_section(study: EnergyStudy) -> doc.Section:
     )
 
 
-def _plots(study: EnergyStudy) -> list[doc.Block]:
+def _plots(study: EnergyStudy, said: Said) -> list[doc.Block]:
     """Energy and EDP per run as boxplots, and the power trace of a median run under each condition."""
     figures: list[doc.Block] = []
     if study.cells:
@@ -348,7 +342,7 @@ def _plots(study: EnergyStudy) -> list[doc.Block]:
             doc.Figure(
                 doc.BoxplotSpec(
                     boxes=[
-                        doc.Box(study.cell_name(c), c.energies_j, note=f"n={c.n_runs}") for c in study.cells
+                        doc.Box(_cell_name(c, said), c.energies_j, note=f"n={c.n_runs}") for c in study.cells
                     ],
                     title=f"Energy per run ({study.primary})",
                     unit="J",
@@ -356,7 +350,9 @@ def _plots(study: EnergyStudy) -> list[doc.Block]:
             ),
             doc.Figure(
                 doc.BoxplotSpec(
-                    boxes=[doc.Box(study.cell_name(c), c.edps_js, note=f"n={c.n_runs}") for c in study.cells],
+                    boxes=[
+                        doc.Box(_cell_name(c, said), c.edps_js, note=f"n={c.n_runs}") for c in study.cells
+                    ],
                     title="Energy-delay product per run",
                     unit="J*s",
                 )
@@ -367,7 +363,7 @@ def _plots(study: EnergyStudy) -> list[doc.Block]:
             doc.Figure(
                 doc.LinePlotSpec(
                     lines=[doc.Line(label, pts, markers=False) for label, pts in lines],
-                    title=f"Power during a median run: {study.said(cond)}",
+                    title=f"Power during a median run: {said(cond)}",
                     x_label="time since the worker started [s]",
                     y_label=f"power [W] ({study.primary})",
                     y_zero=True,
@@ -379,6 +375,7 @@ def _plots(study: EnergyStudy) -> list[doc.Block]:
 
 
 def sections(analysis, study: EnergyStudy) -> list[doc.Section]:
+    said = analysis.condition_text
     head: list[doc.Block | None] = [
         doc.Prose(f"Energy: {study.reason}", strong=True, formats=doc.RICH) if study.reason else None,
     ]
@@ -397,17 +394,20 @@ def sections(analysis, study: EnergyStudy) -> list[doc.Section]:
             formats=TEXT_ONLY,
         ),
         doc.Prose(f"idle power: {_idle_text(study)}", formats=TEXT_ONLY) if study.idle else None,
-        _text_table(study),
+        _text_table(study, said),
     ]
     out = [doc.section(TITLE, *head, anchor="energy")]
     out.append(
         doc.section(
-            "Energy, EDP and efficiency per cell", _table(*efficiency_rows(study)), level=3, formats=doc.RICH
+            "Energy, EDP and efficiency per cell",
+            _table(*efficiency_rows(study, said)),
+            level=3,
+            formats=doc.RICH,
         )
     )
     if study.by_condition:
-        out.append(_condition_section(study))
-    figures = _plots(study)
+        out.append(_condition_section(study, said))
+    figures = _plots(study, said)
     if figures:
         out.append(doc.section("Energy and power plots", *figures, level=3, formats=doc.HTML))
     if study.agreement:
@@ -419,7 +419,7 @@ def sections(analysis, study: EnergyStudy) -> list[doc.Section]:
                 formats=doc.RICH,
             )
         )
-    warns = [f"{study.cell_name(c)}: {w}" for c in study.cells for w in c.warnings]
+    warns = [f"{_cell_name(c, said)}: {w}" for c in study.cells for w in c.warnings]
     if warns:
         out.append(doc.section("Energy warnings", doc.Items(tuple(warns)), level=3, formats=doc.RICH))
         out[0] = doc.Section(
