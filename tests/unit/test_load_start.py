@@ -21,6 +21,8 @@ from boardlab.errors import MeasurementError
 from boardlab.platform.inventory import inventory
 from boardlab.platform.sysroot import SysRoot
 
+from helpers import sleeping
+
 pytestmark = pytest.mark.spawns
 
 
@@ -37,18 +39,6 @@ def _load(ctx: ApplyContext, argv: list[str], **kw):
     return background.running_load(
         argv, ctx=ctx, cpus=ctx.online_cpus, what="the test's load", stop_first_to="group", **kw
     )
-
-
-def _running(tag: str) -> list[int]:
-    """PIDs of processes whose command line holds `tag`."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and tag.encode() in (entry / "cmdline").read_bytes():
-                found.append(int(entry.name))
-        except OSError:
-            pass
-    return found
 
 
 def test_the_warm_up_counts_from_when_the_load_says_its_loop_began(ctx, tmp_path):
@@ -69,7 +59,7 @@ def test_a_load_that_never_says_it_began_is_an_error_and_is_stopped(ctx):
     with pytest.raises(MeasurementError, match=r"^the test's load did not start within 0\.3 s$"):
         with _load(ctx, ["sleep", tag], warmup_s=0.1, started=lambda: False, start_timeout_s=0.3):
             pytest.fail("the workload ran beside a load that never began")
-    assert not _running(tag)
+    assert not sleeping(tag)
 
 
 def test_a_load_that_ends_before_its_loop_began_says_how(ctx):
