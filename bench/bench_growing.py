@@ -3,9 +3,8 @@
 
 A campaign of `--runs` runs (bench_scale's cells and values) is set running; each round stores one more
 repetition of every cell (or of `--cells-per-round` of them, the next ones in turn: a campaign whose cells
-take a while each, or have settled) through the store's own `record_runs` (as the runner does), then
-computes the
-campaign's summary both ways: (A) `web.background._summary`, what serve's worker runs for the page, which
+take a while each, or have settled) through the store's own `record_runs` (as the runner does), then computes
+the campaign's summary both ways: (A) `web.background._summary`, what serve's worker runs for the page, which
 keeps the tables between analyses, and (B) `summary.compute`, every run read again (what the worker did
 before). A and B alternate in order round by round (A B, B A, ...), each with its wall and CPU time and the
 load beside it; the two summaries must be identical (else exit 1). Printed: the median of the pairwise A/B
