@@ -1,11 +1,14 @@
 """The board side of `boardlab fleet run` (fleet.sh, run by the board's sh): `--label` reaches the board's
 `boardlab run` whole (spaces, quotes, shell characters, a leading dash), read from the file the worker puts
-beside the plan, and no label file (or an empty one) means no --label. A stand-in for the installed boardlab
+beside the plan, and no label file (or an empty one) means no --label; a campaign whose boardlab has exited
+but whose `done` is not written yet polls as running, not gone. A stand-in for the installed boardlab
 records the arguments it was given."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -40,13 +43,10 @@ def _campaign(place: Path, label: str | None, run_args: list[str] | None = None)
     assert out.stdout.strip() == "started", out
     deadline = time.monotonic() + 30
     while True:
-        poll = subprocess.run(
-            ["sh", str(place / SCRIPT_NAME), "poll"], capture_output=True, text=True, timeout=30
-        )
-        state, code = parse_poll(poll.stdout.splitlines())
+        state, code = _poll(place)
         if state == "done":
             break
-        assert time.monotonic() < deadline, poll
+        assert time.monotonic() < deadline, (state, code)
         time.sleep(0.1)
     assert code == "0"
     return (place / "args").read_bytes().decode().split("\0")[:-1]
@@ -85,3 +85,58 @@ def test_the_commit_and_branch_reach_boardlab_run_one_argument_a_line(tmp_path):
         "--commit-describe=v1.4-3-g0123456-dirty",
         "--branch=feature/x",
     ]
+
+
+# Stops the `campaign` sh (its parent) and exits: boardlab gone (a zombie), `done` not yet written. On a
+# loaded board the campaign sh can take that long to be scheduled after boardlab exits.
+STOPS_ITS_CAMPAIGN = """#!/bin/sh
+while [ ! -s "$(dirname "$0")/../../boardlab.pid" ]; do sleep 0.01; done
+kill -STOP $PPID
+echo '{"schema": 1}'
+"""
+
+
+def _poll(place: Path) -> tuple[str, str]:
+    out = subprocess.run(["sh", str(place / SCRIPT_NAME), "poll"], capture_output=True, text=True, timeout=30)
+    assert out.stderr == "", out
+    return parse_poll(out.stdout.splitlines())
+
+
+def _stat(pid: int) -> list[str]:
+    """/proc/PID/stat after the command name: [state, ppid, ...]."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def _parent(pid: int) -> int:
+    return int(_stat(pid)[1])
+
+
+@pytest.mark.skipif(shutil.which("setsid") is None, reason="fleet.sh needs setsid (util-linux)")
+def test_a_campaign_between_boardlabs_exit_and_its_done_file_polls_running_not_gone(tmp_path):
+    place = tmp_path / "p"
+    (place / "venv" / "bin").mkdir(parents=True)
+    bl = place / "venv" / "bin" / "boardlab"
+    bl.write_text(STOPS_ITS_CAMPAIGN)
+    bl.chmod(0o755)
+    (place / SCRIPT_NAME).write_text(BOARD_SH)
+    out = subprocess.run(
+        ["sh", str(place / SCRIPT_NAME), "start"], capture_output=True, text=True, timeout=30
+    )
+    assert out.stdout.strip() == "started", out
+    boardlab = int((place / "boardlab.pid").read_text())
+    wrapper = _parent(boardlab)
+    try:
+        deadline = time.monotonic() + 30
+        while _stat(boardlab)[0] != "Z":  # the stand-in has stopped its campaign sh and exited
+            assert time.monotonic() < deadline, "the stand-in boardlab did not exit"
+            time.sleep(0.05)
+        assert not (place / "done").exists()
+        assert _poll(place)[0] == "running"  # was "gone": the fleet then retried a finished campaign
+    finally:
+        os.kill(wrapper, signal.SIGCONT)
+    deadline = time.monotonic() + 30
+    while (state := _poll(place))[0] != "done":
+        assert state[0] == "running" and time.monotonic() < deadline, state
+        time.sleep(0.05)
+    assert state == ("done", "0")
+    assert _poll(place) == ("done", "0")

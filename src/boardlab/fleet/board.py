@@ -29,6 +29,13 @@ running() {
   pid=$(cat "$here/boardlab.pid" 2>/dev/null) || return 1
   [ -n "$pid" ] && grep -q boardlab "/proc/$pid/cmdline" 2>/dev/null
 }
+# The `campaign` sh itself: it outlives boardlab until `done` is written. Between boardlab's exit (a zombie,
+# its cmdline empty) and that write, only this says the campaign has not gone (a loaded board widens it).
+wrapping() {
+  [ -e "$here/done" ] && return 1
+  cpid=$(cat "$here/campaign.pid" 2>/dev/null) || return 1
+  [ -n "$cpid" ] && tr '\0' ' ' 2>/dev/null <"/proc/$cpid/cmdline" | grep -q "fleet.sh campaign"
+}
 case ${1:-} in
 installed)
   [ -x "$bl" ] && [ "$(cat "$here/bundle.sha256" 2>/dev/null)" = "${2:?}" ] ;;
@@ -43,13 +50,14 @@ install)
   rm -rf "$here/unpacked" "$here/bundle.tar.gz"
   echo "${2:?}" > "$here/bundle.sha256" ;;
 start)
-  if running; then echo running; exit 0; fi
-  rm -f "$here/done" "$here/boardlab.pid"
+  if running || wrapping; then echo running; exit 0; fi
+  rm -f "$here/done" "$here/boardlab.pid" "$here/campaign.pid"
   setsid nohup sh "$here/fleet.sh" campaign </dev/null >/dev/null 2>&1 &
   i=0
   while [ ! -s "$here/boardlab.pid" ] && [ $i -lt 50 ]; do sleep 0.2; i=$((i + 1)); done
   [ -s "$here/boardlab.pid" ] && echo started ;;
 campaign)
+  echo $$ > "$here/campaign.pid"
   # the user's --label, from a file: a command line sent over labgrid's SSH is split on whitespace
   if [ -s "$here/label.txt" ]; then set -- "--label=$(cat "$here/label.txt")"; else set --; fi
   # more arguments (the commit measured), one a line, each checked by boardlab before it was written
@@ -61,8 +69,10 @@ campaign)
   wait $!
   echo $? > "$here/done.tmp" && mv "$here/done.tmp" "$here/done" ;;
 poll)
+  # done is looked at again after the liveness checks: the campaign may have finished between the looks
   if [ -e "$here/done" ]; then echo "done $(cat "$here/done")"
-  elif running; then echo "running $(tail -n 1 "$here/run.log" 2>/dev/null | tr -d '\r')"
+  elif running || wrapping; then echo "running $(tail -n 1 "$here/run.log" 2>/dev/null | tr -d '\r')"
+  elif [ -e "$here/done" ]; then echo "done $(cat "$here/done")"
   else echo gone; fi ;;
 stop)
   if running; then
