@@ -6,6 +6,7 @@ records the arguments it was given."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -107,8 +108,12 @@ def _stat(pid: int) -> list[str]:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
 
 
-def _parent(pid: int) -> int:
-    return int(_stat(pid)[1])
+def _process_group(place: Path) -> int:
+    """The campaign sh's process group, read from its record (or its boardlab's, whose group is the same)."""
+    for name in ("campaign.pid", "boardlab.pid"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            return int(_stat(int((place / name).read_text()))[2])
+    raise AssertionError(f"no campaign was started in {place}")
 
 
 @pytest.mark.skipif(shutil.which("setsid") is None, reason="fleet.sh needs setsid (util-linux)")
@@ -119,13 +124,12 @@ def test_a_campaign_between_boardlabs_exit_and_its_done_file_polls_running_not_g
     bl.write_text(STOPS_ITS_CAMPAIGN)
     bl.chmod(0o755)
     (place / SCRIPT_NAME).write_text(BOARD_SH)
-    out = subprocess.run(
-        ["sh", str(place / SCRIPT_NAME), "start"], capture_output=True, text=True, timeout=30
-    )
-    assert out.stdout.strip() == "started", out
-    boardlab = int((place / "boardlab.pid").read_text())
-    wrapper = _parent(boardlab)
     try:
+        out = subprocess.run(
+            ["sh", str(place / SCRIPT_NAME), "start"], capture_output=True, text=True, timeout=30
+        )
+        assert out.stdout.strip() == "started", out
+        boardlab = int((place / "boardlab.pid").read_text())
         deadline = time.monotonic() + 30
         while _stat(boardlab)[0] != "Z":  # the stand-in has stopped its campaign sh and exited
             assert time.monotonic() < deadline, "the stand-in boardlab did not exit"
@@ -133,7 +137,8 @@ def test_a_campaign_between_boardlabs_exit_and_its_done_file_polls_running_not_g
         assert not (place / "done").exists()
         assert _poll(place)[0] == "running"  # was "gone": the fleet then retried a finished campaign
     finally:
-        os.kill(wrapper, signal.SIGCONT)
+        # the campaign sh leads its own process group (setsid): continued whatever failed above
+        os.killpg(_process_group(place), signal.SIGCONT)
     deadline = time.monotonic() + 30
     while (state := _poll(place))[0] != "done":
         assert state[0] == "running" and time.monotonic() < deadline, state
