@@ -81,3 +81,30 @@ def test_the_data_step_stores_host_facts_once_for_the_campaigns_that_lack_them(t
         assert store.campaign_artifact(new_id, facts.WORKLOAD_FACTS) == kept
         stored = facts.read_facts_document(json.loads(store.campaign_artifact(old_id, facts.WORKLOAD_FACTS)))
     assert stored.specs.keys() == host_workload_facts().specs.keys()
+
+
+def test_a_row_is_marked_with_its_metric_when_it_compares_the_tail_not_when_the_metric_is_named_p99(tmp_path):
+    """A comparison says whether it compared the p99 (`tail`); the table marks that row with its metric. A
+    median comparison of a metric whose name holds "p99" (a per-run p99 a worker reports) compares medians:
+    read from the name, it was marked as a tail."""
+    from boardlab.analysis.tables import comparison_cells
+
+    db = tmp_path / "lab.db"
+    make_campaign_db(db, name="tails", seed=2, n=4, with_latency=False)
+    with Store.open(db) as store:
+        (cid,) = (r["id"] for r in store.campaigns())
+        campaign_facts.save(store, cid, _build("composite", tail=True))
+    with Store.open(db, create=False) as store:
+        a = analyze(store, cid)
+    tail = next(t for t in a.tail_comparisons if t.comparison is not None)
+    median = next(
+        m for m in a.comparisons if m.cell_key == tail.cell_key and m.baseline_key == tail.baseline_key
+    )
+    assert tail.tail and not median.tail and tail.metric != median.metric
+    row = {
+        name: comparison_cells(ca, ca.comparison, str, ca.label, "")[0]
+        for name, ca in (("tail", tail), ("median", median))
+    }
+    assert row == {"tail": f"{tail.label} [{tail.metric}]", "median": median.label}
+    named_p99 = dataclasses.replace(median, metric="latency_p99_ns")
+    assert comparison_cells(named_p99, named_p99.comparison, str, named_p99.label, "")[0] == median.label

@@ -340,3 +340,34 @@ def test_a_sweep_condition_reads_in_hertz_in_the_comparisons_and_their_parameter
     lines = verdict_lines(a)
     assert any(": policy0 1.4 GHz vs baseline" in ln for ln in lines), lines
     assert not any("policy0@" in ln for ln in lines), lines
+
+
+def test_a_compared_parameter_is_carried_by_its_comparisons_not_read_from_a_condition_name(tmp_path):
+    """Each comparison says which `compare` parameter it compares ("" for a condition against its baseline),
+    and the heatmap leaves that parameter out of the row's label. A condition the user named like a compared
+    value (`size=large`) is a condition: its cells keep their size in the row's label, and none of its
+    comparisons lands on the cell of the `size` pair with the same text (read from the name, one did)."""
+    from boardlab.analysis.core import analyze
+    from boardlab.analysis.sections import heatmap
+    from boardlab.store import Store
+
+    from helpers import make_pairs_db, pairs_plan
+
+    plan = pairs_plan(PAIRS.replace('name = "cpu-stress"', 'name = "size=large"'))
+    conditions = {c.name: c for c in plan.conditions}
+    with Store.open(make_pairs_db(tmp_path / "named.db", plan, conditions=conditions), create=False) as store:
+        a = analyze(store, 1)
+    got = sorted((ca.params["lanes"], ca.params["size"], ca.condition, ca.compared) for ca in a.comparisons)
+    assert got == sorted(
+        [(lanes, size, "size=large", "") for lanes in (1, 2) for size in ("small", "large")]
+        + [(2, "large", "size=large", "size"), (2, "large", "size=large @size=large", "size")]
+    )
+    spec = heatmap(a).blocks[0].spec
+    assert len(spec.cells) == len(a.comparisons)  # each comparison its own cell
+    positions = {(spec.rows[r], spec.cols[c]) for r, c in spec.cells}
+    assert {
+        ("crc32 (lanes=1, size=small)", "size=large"),
+        ("crc32 (lanes=1, size=large)", "size=large"),
+        ("crc32 (lanes=2)", "size=large"),  # the `size` pair: large against small
+        ("crc32 (lanes=2)", "size=large @size=large"),
+    } <= positions

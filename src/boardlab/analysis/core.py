@@ -10,8 +10,9 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import partial
+from typing import NamedTuple
 
 from boardlab.analysis.cellruns import (
     CellTables,
@@ -202,14 +203,28 @@ def _summary_of(cell: CellAnalysis) -> tuple[CellSummary | None, str | None]:
     return summarize(values, order=cell.runs.seqs(), seed=cell.cell_id), None
 
 
-def _pair_cells(pair: tuple) -> tuple[int, ...]:
+class Pair(NamedTuple):
+    """One comparison `_pairs` asks for: the condition's cell and its reference's (None: `missing` says why),
+    their labels, and the `compare` parameter whose values it compares ("": a condition against its
+    baseline condition). The parameter is kept, not read back out of the label, where a reader needs it."""
+
+    cond: CellAnalysis
+    base: CellAnalysis | None
+    cond_label: str
+    base_label: str
+    missing: str | None
+    compared: str = ""
+
+
+def _pair_cells(pair: Pair) -> tuple[int, ...]:
     """The cell ids a pair of `_pairs` compares: the condition's, and the baseline's where there is one."""
-    cond, base = pair[:2]
+    cond, base = pair.cond, pair.base
     return (cond.cell_id,) if base is None else (cond.cell_id, base.cell_id)
 
 
-def _pair_inputs(pair: tuple) -> tuple:
-    """What a pair's comparison reads beside its cells' runs: its labels, why it is missing, the facts."""
+def _pair_inputs(pair: Pair) -> tuple:
+    """What a pair's comparison reads beside its cells' runs: its labels, why it is missing, what it
+    compares, the facts."""
     cond, base, *labels = pair
     return (*labels, cond.facts, None if base is None else base.facts)
 
@@ -245,10 +260,10 @@ def _params_key(params: dict) -> str:
     return json.dumps(params, sort_keys=True)
 
 
-def _pairs(cells: tuple[CellAnalysis, ...]):
-    """(condition cell, baseline cell, condition label, baseline label, why missing) for every comparison:
-    each condition against its baseline condition, and each value of a `compare` parameter against the
-    parameter's first value in the cell's own plan entry (its stored `facts.compare`)."""
+def _pairs(cells: tuple[CellAnalysis, ...]) -> Iterator[Pair]:
+    """Every comparison (`Pair`): each condition against its baseline condition, and each value of a
+    `compare` parameter against the parameter's first value in the cell's own plan entry (its stored
+    `facts.compare`)."""
     by_params = {(c.workload, _params_key(c.params), c.condition): c for c in cells}
     by_key = {c.key: c for c in cells}
     for c in cells:
@@ -256,7 +271,7 @@ def _pairs(cells: tuple[CellAnalysis, ...]):
             continue
         base = by_params.get((c.workload, _params_key(c.params), c.baseline))
         missing = None if base else f"no baseline cell {c.workload} under {c.baseline}"
-        yield c, base, c.condition, c.baseline, missing
+        yield Pair(c, base, c.condition, c.baseline, missing)
     for c in cells:
         pair = c.facts.compare
         if pair is None:
@@ -267,7 +282,8 @@ def _pairs(cells: tuple[CellAnalysis, ...]):
             f"{pair.param}={c.params.get(pair.param)}{at}",
             f"{pair.param}={pair.baseline_value}{at}",
         )
-        yield c, base, label, base_label, None if base else f"no cell with {pair.param}={pair.baseline_value}"
+        missing = None if base else f"no cell with {pair.param}={pair.baseline_value}"
+        yield Pair(c, base, label, base_label, missing, pair.param)
 
 
 def _metric_samples(store: Store, cell: CellAnalysis, metric: str) -> dict[int, list[float]]:
@@ -371,17 +387,16 @@ def tail_comparisons(
     pairs = list(_pairs(tail_cells))
     results: list[ComparisonAnalysis | None] = [None] * len(pairs)
     # an arm's samples are dropped after its last comparison, so a campaign's samples are never all held
-    uses = Counter(c.cell_id for cond, base, *_, missing in pairs if missing is None for c in (base, cond))
+    uses = Counter(cell_id for p in pairs for cell_id in _pair_cells(p))
     arm = partial(_held_arm, arms, store, workloads)
     for i in _by_baseline(pairs):  # a baseline's runs read once for all its conditions (`cells_in_pairs`)
         compute = partial(_tail_pair, store, pairs[i], arm, workloads, family_size, seed_offset + i)
         inputs = (*_pair_inputs(pairs[i]), family_size, seed_offset + i)
         results[i] = remember(("tail", i), _pair_cells(pairs[i]), inputs, compute)
-        cond, base, *_, missing = pairs[i]
-        for c in (base, cond) if missing is None else ():
-            uses[c.cell_id] -= 1
-            if not uses[c.cell_id]:
-                arms.pop(c.cell_id, None)  # never read where the comparison was remembered
+        for cell_id in _pair_cells(pairs[i]):
+            uses[cell_id] -= 1
+            if not uses[cell_id]:
+                arms.pop(cell_id, None)  # never read where the comparison was remembered
     return tuple(r for r in results if r is not None)
 
 
@@ -396,7 +411,7 @@ def _held_arm(
 
 def _tail_pair(
     store: Store,
-    pair: tuple,
+    pair: Pair,
     arm: Callable[[CellAnalysis], TailArm],
     workloads: WorkloadFacts,
     family_size: int,
@@ -405,10 +420,10 @@ def _tail_pair(
     """One pair of `_pairs` compared on the p99 (`tail_comparisons`); `arm(cell)`: its arm as held."""
     from boardlab.stats import TAIL_MIN_SAMPLES
 
-    cond, base, cond_label, base_label, missing = pair
+    cond, base, cond_label = pair.cond, pair.base, pair.cond_label
     delta, source = threshold_of(cond.facts, tail=True)
-    comp, reason = None, missing
-    if reason is None:
+    comp, reason = None, pair.missing
+    if base is not None:  # else `missing` says why there is no comparison
         (bp, bv), (cp, cv) = arm(base), arm(cond)
         if not bv or not cv:
             reason = "no valid run with tail samples under " + ("the baseline" if not bv else cond_label)
@@ -428,8 +443,7 @@ def _tail_pair(
                                         condition_env=cp[: len(cv)])  # fmt: skip
             except ValueError as exc:
                 reason = f"not comparable: {exc}"
-    metric = tail_metric_name(cond, workloads)
-    return _comparison(cond, base, cond_label, base_label, metric, comp, reason, source)
+    return _comparison(pair, tail_metric_name(cond, workloads), comp, reason, source, tail=True)
 
 
 def _pooled_arm(store: Store, cell: CellAnalysis, workloads: WorkloadFacts) -> TailArm:
@@ -489,14 +503,14 @@ def _by_baseline(pairs: list) -> list[int]:
     )
 
 
-def median_comparison(pair: tuple, index: int, plan_order: str, *, family_size: int) -> ComparisonAnalysis:
+def median_comparison(pair: Pair, index: int, plan_order: str, *, family_size: int) -> ComparisonAnalysis:
     """The `index`-th (condition, baseline) pair of `_pairs` compared on the runs' medians (one value per
     run, never pooled iterations), paired by block under ABBA; unadjusted here (`analyze` corrects the whole
     family of `family_size` comparisons, which sets how far a permutation p must reach)."""
-    cond, base, cond_label, base_label, missing = pair
+    cond, base, cond_label = pair.cond, pair.base, pair.cond_label
     delta, source = threshold_of(cond.facts)
-    comp, reason = None, missing
-    if reason is None:
+    comp, reason = None, pair.missing
+    if base is not None:  # else `missing` says why there is no comparison
         bv, cv = base.runs.values(), cond.runs.values()
         if not bv or not cv:
             reason = "no valid run under " + ("the baseline" if not bv else cond_label)
@@ -521,26 +535,26 @@ def median_comparison(pair: tuple, index: int, plan_order: str, *, family_size: 
                 comp = _with_flags(comp, (bv, cv), base, cond)
             except ValueError as exc:  # e.g. a metric that is zero or negative has no ratio
                 reason = f"not comparable: {exc}"
-    return _comparison(cond, base, cond_label, base_label, cond.metric, comp, reason, source)
+    return _comparison(pair, cond.metric, comp, reason, source)
 
 
 def _comparison(
-    cond: CellAnalysis,
-    base: CellAnalysis | None,
-    cond_label: str,
-    base_label: str,
+    pair: Pair,
     metric: str,
     comp: Comparison | None,
     reason: str | None,
     source: str,
+    *,
+    tail: bool = False,
 ) -> ComparisonAnalysis:
-    """The record of one (condition, baseline) pair: its verdict, or why it has none."""
+    """The record of one pair: its verdict, or why it has none; `tail`: compared on the p99."""
+    cond, base = pair.cond, pair.base
     return ComparisonAnalysis(
         workload=cond.workload,
         params=cond.params,
         label=cond.label,
-        condition=cond_label,
-        baseline=base_label,
+        condition=pair.cond_label,
+        baseline=pair.base_label,
         metric=metric,
         unit=cond.unit,
         comparison=comp,
@@ -548,6 +562,8 @@ def _comparison(
         delta_source=source,
         cell_key=cond.key,
         baseline_key=base.key if base is not None else "",
+        compared=pair.compared,
+        tail=tail,
     )
 
 
@@ -626,15 +642,10 @@ def _mark_unstable(
     aa: dict[int, AAControl],
 ) -> tuple[ComparisonAnalysis, ...]:
     """Marks every comparison whose reference cell's A/A control is unstable, with the reason and remedy."""
-    ref = {}
-    for cond, base, cond_label, base_label, _ in _pairs(cells):
-        if base is not None:
-            ref[(cond.workload, json.dumps(cond.params, sort_keys=True), cond_label, base_label)] = (
-                base.cell_id
-            )
+    cell_ids = {c.key: c.cell_id for c in cells}
     out = []
     for r in results:
-        cid = ref.get((r.workload, json.dumps(r.params, sort_keys=True), r.condition, r.baseline))
+        cid = cell_ids.get(r.baseline_key) if r.baseline_key else None
         control = aa.get(cid) if cid is not None else None
         if control is not None and control.unstable:
             r = dataclasses.replace(r, unstable=control.remedy)
@@ -645,9 +656,9 @@ def _mark_unstable(
 def planned_family(cells: tuple[CellAnalysis, ...], workloads: WorkloadFacts) -> int:
     """How many comparisons the report's correction family will hold: every pair with both sides present,
     medians and tails (the permutation p-values are drawn far enough to pass its correction)."""
-    family = sum(1 for *_, missing in _pairs(cells) if missing is None)
+    family = sum(1 for p in _pairs(cells) if p.missing is None)
     tail_cells = tuple(c for c in cells if workloads.tail_samples(c.workload))
-    return family + sum(1 for *_, missing in _pairs(tail_cells) if missing is None)
+    return family + sum(1 for p in _pairs(tail_cells) if p.missing is None)
 
 
 def correct_family(

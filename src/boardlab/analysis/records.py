@@ -118,6 +118,8 @@ class ComparisonAnalysis:
     delta_source: str = ""  # where the threshold came from (the plan, or the default)
     cell_key: str = ""  # the compared cell's key and its reference's: which two cells, without parsing labels
     baseline_key: str = ""
+    compared: str = ""  # the `compare` parameter whose values this compares ("": condition vs baseline)
+    tail: bool = False  # compared on the p99 (`metric` is then the tail's), not on the runs' medians
 
 
 @dataclass(frozen=True)

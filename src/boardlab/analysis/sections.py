@@ -261,7 +261,7 @@ def verdicts(a: CampaignAnalysis) -> doc.Section | None:
             classes.append("v-none")
             continue
         ci, di = c.cost_ratio_ci, c.decision_ci
-        metric = f" [{ca.metric}]" if "p99" in ca.metric else ""
+        metric = f" [{ca.metric}]" if ca.tail else ""
         rows.append(
             (
                 verdict_text(c.verdict.kind, c.verdict.confounded) + (" (unstable)" if ca.unstable else ""),
@@ -487,11 +487,7 @@ def run_values(a: CampaignAnalysis) -> doc.Section | None:
 def _heatmap_position(ca, varying: Sequence[str]) -> tuple[str, str]:
     """(row, column): the workload with the parameters that vary among its rows, less the compared one, and
     the condition or compared value."""
-    for k, v in ca.params.items():
-        tag = f"{k}={v}"
-        if ca.condition == tag or ca.condition.startswith(tag + " @"):
-            return cell_label(ca.workload, ca.params, [p for p in varying if p != k]), ca.condition
-    return cell_label(ca.workload, ca.params, varying), ca.condition
+    return cell_label(ca.workload, ca.params, [p for p in varying if p != ca.compared]), ca.condition
 
 
 def heatmap(a: CampaignAnalysis) -> doc.Section | None:

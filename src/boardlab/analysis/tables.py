@@ -280,7 +280,7 @@ def comparison_cells(
         if c.cost_ratio_ci is not None:
             cost += f" {fmt_interval(c.cost_ratio_ci.low, c.cost_ratio_ci.high, sig=4)}"
     return (
-        label + (f" [{ca.metric}]" if "p99" in ca.metric else ""),
+        label + (f" [{ca.metric}]" if ca.tail else ""),
         said(ca.condition),
         said(ca.baseline),
         f"{c.n_baseline}/{c.n_condition}",
