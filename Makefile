@@ -91,7 +91,7 @@ demo: setup
 	$(BIN)/boardlab run --preset quick --db $(DEMO_DB)
 	$(BIN)/boardlab report --db $(DEMO_DB) -o report.html
 	@echo "report: $(abspath report.html)  (results: $(abspath $(DEMO_DB)))"
-	@echo "browse the results: $(BIN)/boardlab serve --db $(abspath $(DEMO_DB))  then open http://127.0.0.1:8080/"
+	@echo "browse the results: $(BIN)/boardlab serve --db '$(abspath $(DEMO_DB))'  then open http://127.0.0.1:8080/"
 
 # The suite in two parts, both always run (the exit status is the first failure's). Most tests check behaviour,
 # not speed, and spend much of their time waiting on the processes and servers they start: they run on
