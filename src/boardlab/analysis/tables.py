@@ -326,7 +326,7 @@ def verdict_lines(analysis: CampaignAnalysis) -> list[str]:
     said = analysis.condition_text
     for ca, label in zip(everything, comparison_labels(everything), strict=True):
         c = ca.comparison
-        metric = f" [{ca.metric}]" if ca in analysis.tail_comparisons else ""
+        metric = f" [{ca.metric}]" if ca.tail else ""
         what = f"{label}{metric}: {said(ca.condition)} vs {said(ca.baseline)}"
         if c is None:
             items.append((5, f"no verdict — {what}: {ca.reason}"))
