@@ -69,9 +69,9 @@ campaign)
   wait $!
   echo $? > "$here/done.tmp" && mv "$here/done.tmp" "$here/done" ;;
 poll)
-  # done is looked at again after the liveness checks: the campaign may have finished between the looks
-  if [ -e "$here/done" ]; then echo "done $(cat "$here/done")"
-  elif running || wrapping; then echo "running $(tail -n 1 "$here/run.log" 2>/dev/null | tr -d '\r')"
+  # liveness first (both say no once done exists), done after: the campaign sh writes done before it exits,
+  # so a campaign that finished between the looks is found done, never gone
+  if running || wrapping; then echo "running $(tail -n 1 "$here/run.log" 2>/dev/null | tr -d '\r')"
   elif [ -e "$here/done" ]; then echo "done $(cat "$here/done")"
   else echo gone; fi ;;
 stop)
