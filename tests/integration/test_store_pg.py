@@ -218,6 +218,8 @@ def test_ingest_after_the_campaign_resumed_adds_only_the_new_runs(pg_url, tmp_pa
     assert ingest_file(old, pg_url).campaigns_added == 1  # a different campaign (its own uid)
     with Store.open(pg_url, create=False) as t:
         assert len(t.campaigns()) == 2 and n_runs(t) == after + before
+        # each campaign's count of its runs, kept by the ingest (store schema 14), not the file's copied
+        assert sorted(t.count_runs(int(c["id"])) for c in t.campaigns()) == [before, after]
 
 
 def test_two_boards_into_one_store_and_into_sqlite(pg_url, tmp_path):

@@ -10,6 +10,8 @@ from typing import Any, cast
 from boardlab.errors import BoardlabError, InputError, database_error
 from boardlab.store import packed
 
+RUNS_COUNTED = 14  # the store migration that gave each campaign its count of stored runs
+
 
 def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
@@ -123,6 +125,14 @@ class Connected:
         if not hasattr(self, "_schema_cached"):
             self._schema_cached = self.schema_version()
         return self._schema_cached
+
+    def _count_added_runs(self, campaign_id: int, n: int) -> None:
+        """Adds n to the campaign's count of stored runs, in the transaction that stored them (every writer
+        of runs calls this; a store before migration 14 counts its runs when read)."""
+        if n and self._schema() >= RUNS_COUNTED:
+            self.conn.execute(
+                "UPDATE campaigns SET runs_stored = runs_stored + ? WHERE id=?", (n, campaign_id)
+            )
 
     def iter_rows(self, sql: str, params: tuple = ()) -> Iterator:
         """The rows of a query one at a time: SQLite steps its cursor, PostgreSQL reads a server-side one."""

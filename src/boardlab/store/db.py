@@ -490,6 +490,7 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
             except BaseException:
                 self._rollback()
                 raise
+        self.__dict__.pop("_schema_cached", None)  # read before the migrations: the parts read it again
 
     def _data_step(self, number: int) -> None:
         try:

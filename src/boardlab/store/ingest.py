@@ -411,17 +411,11 @@ def _mark(target: Store, uid: str) -> Mark | None:
     return None if row is None else Mark.from_json(row[0])
 
 
-def _store_runs(target: Store, campaign_id: int) -> int:
-    return int(
-        target.conn.execute("SELECT count(*) FROM runs WHERE campaign_id=?", (campaign_id,)).fetchone()[0]
-    )
-
-
 def _holds_mark(source: Store, target: Store, camp, tid: int, mark: Mark | None) -> bool:
     """The store held exactly the file's runs at the mark and gained none since, and the file holds the
     runs it held up to the mark (as many, the last one the same): the runs after the mark are the file's
     only candidates for new ones."""
-    if mark is None or mark.store_runs != mark.file_runs or _store_runs(target, tid) != mark.store_runs:
+    if mark is None or mark.store_runs != mark.file_runs or target.count_runs(tid) != mark.store_runs:
         return False
     if _file_runs(source, camp["id"], mark.last_run_id)[0] != mark.file_runs:
         return False
@@ -805,11 +799,16 @@ def _boards(cp: _Copier) -> tuple[dict[int, int], list[str]]:
     return board_ids, labels
 
 
+# a campaign's columns the store keeps itself: its id, board and uid as the store numbers them, and its count
+# of runs (migration 14), which grows with the runs this ingest copies, whatever the file's says
+_CAMPAIGN_OWN = ("id", "board_id", "uid", "runs_stored")
+
+
 def _campaign(cp: _Copier, camp, fingerprint: str, uid: str, board_id: int, src: Path, totals: dict) -> int:
     """The campaign's id in the store (inserted when new) with its cells mapped in temp.ingest_cells."""
     row = _same_campaign(cp.target.conn, uid, fingerprint, src, camp)
     if row is None:
-        ccols = cp.columns("campaigns", skip=("id", "board_id", "uid"))
+        ccols = cp.columns("campaigns", skip=_CAMPAIGN_OWN)
         tid = cp.insert_one(
             "campaigns", ["uid", "board_id", *ccols], [uid, board_id, *(camp[c] for c in ccols)]
         )
@@ -837,6 +836,7 @@ def _runs(
     run_map = _new_runs(cp, camp, tid, uid)
     if run_map:
         cp.copy_runs(tid, run_map)
+        cp.target._count_added_runs(tid, len(run_map))
     totals["runs_added"] += len(run_map)
     totals["runs_skipped"] += n_file - len(run_map)
     if fail_after_runs is not None and totals["runs_added"] >= fail_after_runs:
@@ -851,7 +851,7 @@ def _new_runs(cp: _Copier, camp, tid: int, uid: str) -> Mapping[int, int]:
         "SELECT r.id, c.key, r.repetition, r.attempt FROM runs r JOIN cells c ON c.id = r.cell_id"
         " WHERE r.campaign_id=?"
     )
-    if _store_runs(cp.target, tid) == 0:  # a new campaign (or one without runs yet): every run is new
+    if cp.target.count_runs(tid) == 0:  # a new campaign (or one without runs yet): every run is new
         if cp.attached:  # mapped by SQLite itself, no id through Python
             return cp.map_new_runs(camp["id"])
         cur = cp.source.conn.cursor()
@@ -891,9 +891,9 @@ def _campaign_rows(cp: _Copier, camp, tid: int, run_map: Mapping[int, int]) -> N
     the runs copied now."""
     conn = cp.target.conn
     n_src = _file_runs(cp.source, camp["id"])[0]
-    n_tgt = _store_runs(cp.target, tid)
+    n_tgt = cp.target.count_runs(tid)
     if n_src >= n_tgt:
-        ccols = cp.columns("campaigns", skip=("id", "board_id", "uid"))
+        ccols = cp.columns("campaigns", skip=_CAMPAIGN_OWN)
         sets = ", ".join(f"{c}=?" for c in ccols)
         conv = cp.converters("campaigns", ccols)
         conn.execute(
@@ -927,7 +927,7 @@ def _set_mark(cp: _Copier, camp, tid: int, uid: str) -> None:
         last_run_id=last,
         file_runs=n,
         last_run=_run_identity(cp.source, last) if last else (),
-        store_runs=_store_runs(cp.target, tid),
+        store_runs=cp.target.count_runs(tid),
         cells=int(cells),
         rows_sha256=campaign_rows_hash(cp.source, camp),
     )

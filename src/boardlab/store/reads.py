@@ -74,7 +74,7 @@ class AnalysisReads(Connected):
             self.conn.execute("COMMIT")
 
     def has_runs(self) -> bool:
-        return self.conn.execute("SELECT count(*) FROM runs").fetchone()[0] > 0
+        return self.conn.execute("SELECT 1 FROM runs LIMIT 1").fetchone() is not None  # not a count of them
 
     def campaign_artifact(self, campaign_id: int, name: str) -> bytes | None:
         """The newest artifact `name` stored for the campaign (e.g. the governor lab's labels), or None."""

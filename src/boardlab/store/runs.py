@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 
 from boardlab.model.campaign import Cell, ConditionSpec
 from boardlab.model.run import RunResult, run_columns
-from boardlab.store.base import Connected, _json
+from boardlab.store.base import RUNS_COUNTED, Connected, _json
 from boardlab.store.migrations import (
     RUN_COLUMNS,
     column_values,
@@ -102,9 +102,17 @@ class RunRecords(Connected):
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             ids = [self._insert_run(campaign_id, cell_id, run, with_summary) for cell_id, run in runs]
-            self.conn.execute(
-                "UPDATE campaigns SET heartbeat_unix_s=? WHERE id=?", (time.time(), campaign_id)
-            )
+            # the heartbeat and the count of runs (`_count_added_runs`) in one statement: this is per commit
+            # of the runner, a few runs at a time
+            if self._schema() >= RUNS_COUNTED:
+                self.conn.execute(
+                    "UPDATE campaigns SET heartbeat_unix_s=?, runs_stored = runs_stored + ? WHERE id=?",
+                    (time.time(), len(ids), campaign_id),
+                )
+            else:
+                self.conn.execute(
+                    "UPDATE campaigns SET heartbeat_unix_s=? WHERE id=?", (time.time(), campaign_id)
+                )
             self.conn.execute("COMMIT")
         except BaseException:
             self._rollback()

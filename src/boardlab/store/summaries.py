@@ -6,7 +6,7 @@ import sqlite3
 import time
 from collections.abc import Iterable
 
-from boardlab.store.base import Connected
+from boardlab.store.base import RUNS_COUNTED, Connected
 
 
 class SummaryRows(Connected):
@@ -16,11 +16,20 @@ class SummaryRows(Connected):
     # ---- campaign summaries for serve and history on a large store (issue 26, migration 8) ----
 
     def count_runs(self, campaign_id: int) -> int:
-        """Runs stored of a campaign: a count over the runs' (campaign_id, ...) unique index, not the
-        table."""
+        """Runs stored of a campaign: the campaign's own count (migration 14), or on an older store read as
+        it is, a count over the runs' (campaign_id, ...) unique index."""
+        if self._schema() >= RUNS_COUNTED:
+            row = self.conn.execute("SELECT runs_stored FROM campaigns WHERE id=?", (campaign_id,)).fetchone()
+            return int(row[0]) if row else 0
         return int(
             self.conn.execute("SELECT count(*) FROM runs WHERE campaign_id=?", (campaign_id,)).fetchone()[0]
         )
+
+    def _runs_of_c(self) -> str:
+        """SQL of the runs stored of campaign `c` in a query over the campaigns (see count_runs)."""
+        if self._schema() >= RUNS_COUNTED:
+            return "c.runs_stored"
+        return "(SELECT count(*) FROM runs r WHERE r.campaign_id = c.id)"
 
     def campaign_summary(self, campaign_id: int, *, with_document: bool = False) -> sqlite3.Row | None:
         """The campaign's stored summary (schema, runs_stored, status, cells_json; the document's JSON only
@@ -56,8 +65,7 @@ class SummaryRows(Connected):
             for r in self.conn.execute(
                 "SELECT c.id FROM campaigns c LEFT JOIN campaign_summaries s ON s.campaign_id = c.id"
                 " WHERE c.status <> 'running' AND (s.campaign_id IS NULL OR s.schema <> ? OR s.status <>"
-                " c.status OR s.runs_stored <> (SELECT count(*) FROM runs r WHERE r.campaign_id = c.id))"
-                " ORDER BY c.id LIMIT ?",
+                f" c.status OR s.runs_stored <> {self._runs_of_c()}) ORDER BY c.id LIMIT ?",
                 (schema, limit),
             )
         ]
@@ -67,8 +75,9 @@ class SummaryRows(Connected):
     ) -> tuple[list[int], int]:
         """(ids of ended campaigns with no summary of this schema, or one computed at another status, newest
         first, at most `limit`; how many campaigns have ended). Two queries over the campaigns and the
-        summaries' primary key, whatever the store's size: a summary's run count is not compared here (that
-        would count every run of every campaign); a page finds a stale one when it reads it.
+        summaries' primary key, whatever the store's size. A summary of another run count than its campaign's
+        is stale too where campaigns keep their count (migration 14); on an older store that would count every
+        run of every campaign, so a page finds a stale one when it reads it.
         `summaries=False`: a store from before summaries were kept, where every ended campaign lacks one."""
         ended = int(
             self.conn.execute("SELECT count(*) FROM campaigns WHERE status <> 'running'").fetchone()[0]
@@ -78,10 +87,11 @@ class SummaryRows(Connected):
                 "SELECT id FROM campaigns WHERE status <> 'running' ORDER BY id DESC LIMIT ?", (limit,)
             )
         else:
+            count = " OR s.runs_stored <> c.runs_stored" if self._schema() >= RUNS_COUNTED else ""
             rows = self.conn.execute(
                 "SELECT c.id FROM campaigns c LEFT JOIN campaign_summaries s ON s.campaign_id = c.id"
                 " WHERE c.status <> 'running' AND (s.campaign_id IS NULL OR s.schema <> ? OR s.status <>"
-                " c.status) ORDER BY c.id DESC LIMIT ?",
+                f" c.status{count}) ORDER BY c.id DESC LIMIT ?",
                 (schema, limit),
             )
         return [int(r[0]) for r in rows], ended
@@ -133,6 +143,7 @@ class SummaryRows(Connected):
             count = self.conn.execute(
                 "SELECT count(*) FROM runs WHERE id > ? AND campaign_id=?", (first, campaign_id)
             ).fetchone()[0]
+            self._count_added_runs(campaign_id, int(count))
             self.conn.execute("COMMIT")
         except BaseException:
             self._rollback()
