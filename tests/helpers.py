@@ -1100,8 +1100,9 @@ def make_campaign_db_bulk(path: Path, runs: int, *, seed: int = 1, board: str = 
                 " t_sum_ns, value_sum) VALUES (?,?,?,?,?,?,?,?,?,?)",
                 series_rows,
             )
-        # the campaign's count of its runs, which every writer of runs keeps (store schema 14)
-        conn.execute("UPDATE campaigns SET runs_stored = runs_stored + ? WHERE id=?", (seq, cid))
+        # the campaign's counts of its runs, which every writer of runs keeps (store schema 14)
+        valid = conn.execute("SELECT sum(valid) FROM runs WHERE campaign_id=?", (cid,)).fetchone()[0]
+        conn.execute("UPDATE campaigns SET runs_stored = ?, runs_valid = ? WHERE id=?", (seq, valid, cid))
         conn.execute("COMMIT")
         store.set_campaign_status(cid, "complete", monitor={"cost_pct_of_core": 0.4}, notes={})
     return path
@@ -1130,7 +1131,7 @@ CAMPAIGN_COLUMNS_11 = (
     "commit_describe",
     "branch",
 )  # what store schema 11 added (`run --commit`)
-CAMPAIGN_COLUMN_14 = "runs_stored"  # what store schema 14 added (a campaign's count of its runs)
+CAMPAIGN_COLUMNS_14 = ("runs_stored", "runs_valid")  # what store schema 14 added (a campaign's counts)
 
 
 def to_schema_8(src, dest, monitors: dict[int, tuple[dict, dict]] = {}):  # noqa: B006 (read only)
@@ -1152,7 +1153,8 @@ def to_schema_8(src, dest, monitors: dict[int, tuple[dict, dict]] = {}):  # noqa
         for column in CAMPAIGN_COLUMNS_11:  # and without schema 11's campaign commit
             conn.execute(f"ALTER TABLE campaigns DROP COLUMN {column}")
         conn.execute("DROP INDEX IF EXISTS artifacts_by_campaign")  # and schema 12's index
-        conn.execute(f"ALTER TABLE campaigns DROP COLUMN {CAMPAIGN_COLUMN_14}")  # and schema 14's count
+        for column in CAMPAIGN_COLUMNS_14:  # and schema 14's counts
+            conn.execute(f"ALTER TABLE campaigns DROP COLUMN {column}")
         conn.execute("UPDATE meta SET value='8' WHERE key='schema_version'")
     conn.close()
     return dest

@@ -12,18 +12,18 @@ from boardlab import summary
 from boardlab.store import STORE_SCHEMA, Store
 from boardlab.store.ingest import ingest_file
 
-from helpers import make_campaign_db, make_campaign_db_bulk
+from helpers import CAMPAIGN_COLUMNS_14, make_campaign_db, make_campaign_db_bulk
 
 
-def _counts(path) -> dict[int, tuple[int, int]]:
-    """campaign id -> (its kept count, its runs counted)."""
+def _counts(path) -> dict[int, tuple[tuple[int, int], tuple[int, int]]]:
+    """campaign id -> (its kept counts, its runs counted): each (runs, valid runs)."""
     conn = sqlite3.connect(path)
     try:
         return {
-            int(cid): (int(kept), int(counted))
-            for cid, kept, counted in conn.execute(
-                "SELECT c.id, c.runs_stored, (SELECT count(*) FROM runs r WHERE r.campaign_id = c.id)"
-                " FROM campaigns c"
+            int(cid): ((int(kept), int(kept_valid)), (int(counted), int(valid)))
+            for cid, kept, kept_valid, counted, valid in conn.execute(
+                "SELECT c.id, c.runs_stored, c.runs_valid, count(r.id), coalesce(sum(r.valid), 0)"
+                " FROM campaigns c LEFT JOIN runs r ON r.campaign_id = c.id GROUP BY c.id"
             )
         }
     finally:
@@ -32,7 +32,8 @@ def _counts(path) -> dict[int, tuple[int, int]]:
 
 def _assert_kept(path, campaigns: int) -> None:
     counts = _counts(path)
-    assert len(counts) == campaigns and all(counted > 0 for _, counted in counts.values())
+    # every campaign here has runs, and some invalid or failed ones (make_campaign_db's)
+    assert len(counts) == campaigns and all(0 < valid < n for _, (n, valid) in counts.values()), counts
     assert all(kept == counted for kept, counted in counts.values()), counts
 
 
@@ -65,7 +66,8 @@ def test_every_writer_of_runs_keeps_its_campaigns_count(tmp_path):
 def _as_schema_13(path) -> None:
     conn = sqlite3.connect(path)
     with conn:
-        conn.execute("ALTER TABLE campaigns DROP COLUMN runs_stored")
+        for column in CAMPAIGN_COLUMNS_14:
+            conn.execute(f"ALTER TABLE campaigns DROP COLUMN {column}")
         conn.execute("UPDATE meta SET value='13' WHERE key='schema_version'")
     conn.close()
 
@@ -78,10 +80,10 @@ def test_a_store_of_schema_13_is_read_by_counting_and_counted_once_by_its_writer
     _as_schema_13(lab)
     with Store.open(lab, create=False) as old:  # a reader leaves the file as it is, and counts
         assert old.schema_version() == 13
-        assert {cid: old.count_runs(cid) for cid in want} == want
+        assert {cid: (old.count_runs(cid), old.run_progress(cid)[1]) for cid in want} == want
     with Store.open(lab) as store:  # a writer migrates it: the data step counts every campaign's runs
         assert store.schema_version() == STORE_SCHEMA
-        assert {cid: store.count_runs(cid) for cid in want} == want
+        assert {cid: store.run_progress(cid) for cid in want} == want
     _assert_kept(lab, 2)
 
 
@@ -95,7 +97,20 @@ def test_a_summarys_freshness_reads_the_campaigns_count_not_its_runs(tmp_path):
         store.conn.set_trace_callback(statements.append)
         got = summary.stored(store, cid)
         store.conn.set_trace_callback(None)
-    assert got is not None and got.runs_stored == _counts(db)[cid][1]
+    assert got is not None and got.runs_stored == _counts(db)[cid][1][0]
+    assert statements and not [s for s in statements if "FROM runs" in s], statements
+
+
+def test_a_running_campaigns_progress_reads_its_counts_not_its_runs(tmp_path):
+    db = make_campaign_db(tmp_path / "c.db", n=3, status="running")
+    with Store.open(db, create=False) as store:
+        statements: list[str] = []
+        store.conn.set_trace_callback(statements.append)
+        row = store.campaign(1)
+        progress = store.campaign_progress(row, row["heartbeat_unix_s"] + 5)
+        store.conn.set_trace_callback(None)
+    (runs, valid), _ = _counts(db)[1]
+    assert (progress.runs_done, progress.runs_valid, progress.heartbeat_age_s) == (runs, valid, 5)
     assert statements and not [s for s in statements if "FROM runs" in s], statements
 
 

@@ -30,7 +30,7 @@ def store_facts(store: Store, campaign_id: int, catalog: dict[str, WorkloadSpec]
     if store.campaign_artifact(campaign_id, facts.WORKLOAD_FACTS) is not None:
         return False
     save(store, campaign_id, document(catalog.values(), root))
-    return bool(store.run_progress(campaign_id)[0])
+    return store.count_runs(campaign_id) > 0
 
 
 def save(store: Store, campaign_id: int, doc: dict) -> None:

@@ -10,7 +10,7 @@ from typing import Any, cast
 from boardlab.errors import BoardlabError, InputError, database_error
 from boardlab.store import packed
 
-RUNS_COUNTED = 14  # the store migration that gave each campaign its count of stored runs
+RUNS_COUNTED = 14  # the store migration that gave each campaign its counts of stored and valid runs
 
 
 def _json(value: Any) -> str:
@@ -126,12 +126,13 @@ class Connected:
             self._schema_cached = self.schema_version()
         return self._schema_cached
 
-    def _count_added_runs(self, campaign_id: int, n: int) -> None:
-        """Adds n to the campaign's count of stored runs, in the transaction that stored them (every writer
-        of runs calls this; a store before migration 14 counts its runs when read)."""
+    def _count_added_runs(self, campaign_id: int, n: int, valid: int) -> None:
+        """Adds n runs, `valid` of them valid, to the campaign's counts, in the transaction that stored them
+        (every writer of runs calls this; a store before migration 14 counts its runs when read)."""
         if n and self._schema() >= RUNS_COUNTED:
             self.conn.execute(
-                "UPDATE campaigns SET runs_stored = runs_stored + ? WHERE id=?", (n, campaign_id)
+                "UPDATE campaigns SET runs_stored = runs_stored + ?, runs_valid = runs_valid + ? WHERE id=?",
+                (n, valid, campaign_id),
             )
 
     def iter_rows(self, sql: str, params: tuple = ()) -> Iterator:

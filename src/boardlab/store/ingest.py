@@ -618,6 +618,14 @@ class _Copier:
         kinds = {c: k for c, k, *_ in self.tgt_schema[table]}
         return tuple(PG_TYPES[kinds[c]] for c in cols)
 
+    def valid_of_new_runs(self) -> int:
+        """How many of the runs in the run map (temp.ingest_runs) are valid, in the file."""
+        row = self.reader.execute(
+            f"SELECT coalesce(sum(r.valid), 0) FROM {self.schema}.runs r"
+            " JOIN temp.ingest_runs m ON m.old = r.id"
+        ).fetchone()
+        return int(row[0])
+
     def copy_runs(self, tid: int, run_map: Mapping[int, int]) -> None:
         """The runs in the run map and every child row of theirs."""
         rcols = self.columns("runs", skip=("id", "campaign_id", "cell_id"))
@@ -799,9 +807,9 @@ def _boards(cp: _Copier) -> tuple[dict[int, int], list[str]]:
     return board_ids, labels
 
 
-# a campaign's columns the store keeps itself: its id, board and uid as the store numbers them, and its count
-# of runs (migration 14), which grows with the runs this ingest copies, whatever the file's says
-_CAMPAIGN_OWN = ("id", "board_id", "uid", "runs_stored")
+# a campaign's columns the store keeps itself: its id, board and uid as the store numbers them, and its counts
+# of runs (migration 14), which grow with the runs this ingest copies, whatever the file's say
+_CAMPAIGN_OWN = ("id", "board_id", "uid", "runs_stored", "runs_valid")
 
 
 def _campaign(cp: _Copier, camp, fingerprint: str, uid: str, board_id: int, src: Path, totals: dict) -> int:
@@ -836,7 +844,7 @@ def _runs(
     run_map = _new_runs(cp, camp, tid, uid)
     if run_map:
         cp.copy_runs(tid, run_map)
-        cp.target._count_added_runs(tid, len(run_map))
+        cp.target._count_added_runs(tid, len(run_map), cp.valid_of_new_runs())
     totals["runs_added"] += len(run_map)
     totals["runs_skipped"] += n_file - len(run_map)
     if fail_after_runs is not None and totals["runs_added"] >= fail_after_runs:

@@ -6,7 +6,7 @@ import sqlite3
 import time
 
 from boardlab.model.progress import CampaignProgress, progress_of
-from boardlab.store.base import Connected, _json
+from boardlab.store.base import RUNS_COUNTED, Connected, _json
 
 
 class LabPages(Connected):
@@ -80,19 +80,19 @@ class LabPages(Connected):
             (status, limit),
         ).fetchall()
 
-    def run_progress(self, campaign_id: int) -> tuple[int, int, float]:
-        """(runs stored, of them valid, total wall seconds of the stored runs) of a campaign."""
-        row = self.conn.execute(
-            "SELECT count(*), coalesce(sum(valid), 0), coalesce(sum(wall_ns), 0) FROM runs WHERE "
-            "campaign_id=?",
-            (campaign_id,),
-        ).fetchone()
-        return int(row[0]), int(row[1]), float(row[2]) / 1e9
+    def run_progress(self, campaign_id: int) -> tuple[int, int]:
+        """(runs stored, of them valid) of a campaign: its own counts (migration 14), or on an older store
+        read as it is, counted from its runs."""
+        if self._schema() >= RUNS_COUNTED:
+            sql = "SELECT runs_stored, runs_valid FROM campaigns WHERE id=?"
+        else:
+            sql = "SELECT count(*), coalesce(sum(valid), 0) FROM runs WHERE campaign_id=?"
+        row = self.conn.execute(sql, (campaign_id,)).fetchone()
+        return (int(row[0]), int(row[1])) if row else (0, 0)
 
     def campaign_progress(self, row, now_s: float) -> CampaignProgress:
         """The progress of the campaign `row` (a campaigns row) at `now_s` from its stored runs."""
-        done, valid, _ = self.run_progress(row["id"])
-        return progress_of(row, done, valid, now_s)
+        return progress_of(row, *self.run_progress(row["id"]), now_s)
 
     def plan_names(self, *, limit: int) -> list[sqlite3.Row]:
         """The plans of the store's campaigns (name, campaigns, latest start), most recently run first."""

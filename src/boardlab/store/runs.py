@@ -102,12 +102,13 @@ class RunRecords(Connected):
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             ids = [self._insert_run(campaign_id, cell_id, run, with_summary) for cell_id, run in runs]
-            # the heartbeat and the count of runs (`_count_added_runs`) in one statement: this is per commit
+            # the heartbeat and the counts of runs (`_count_added_runs`) in one statement: this is per commit
             # of the runner, a few runs at a time
             if self._schema() >= RUNS_COUNTED:
                 self.conn.execute(
-                    "UPDATE campaigns SET heartbeat_unix_s=?, runs_stored = runs_stored + ? WHERE id=?",
-                    (time.time(), len(ids), campaign_id),
+                    "UPDATE campaigns SET heartbeat_unix_s=?, runs_stored = runs_stored + ?,"
+                    " runs_valid = runs_valid + ? WHERE id=?",
+                    (time.time(), len(ids), sum(bool(run.valid) for _, run in runs), campaign_id),
                 )
             else:
                 self.conn.execute(

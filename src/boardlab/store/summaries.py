@@ -143,7 +143,7 @@ class SummaryRows(Connected):
             count = self.conn.execute(
                 "SELECT count(*) FROM runs WHERE id > ? AND campaign_id=?", (first, campaign_id)
             ).fetchone()[0]
-            self._count_added_runs(campaign_id, int(count))
+            self._count_added_runs(campaign_id, int(count), int(count))  # each one valid
             self.conn.execute("COMMIT")
         except BaseException:
             self._rollback()
