@@ -112,8 +112,24 @@ def _store_catalog(path: Path, identity: dict, catalog: dict) -> None:
         except BaseException:
             os.unlink(tmp)
             raise
+        _prune_catalogs(target)
     except OSError:
         pass
+
+
+def _prune_catalogs(kept: Path) -> None:
+    """Removes the cached catalogs of builds whose binary is gone (a deleted checkout, a removed build
+    directory): each build path has an entry, and they would pile up. Run only when a catalog is stored (a
+    new or rebuilt binary); an entry it cannot read as its own, or whose binary is there, is left alone."""
+    for entry in kept.parent.glob("kern-catalog-*.json"):
+        if entry == kept or not entry.is_file() or entry.is_symlink():
+            continue
+        try:
+            binary = json.loads(entry.read_text())["identity"]["kern"][0]
+        except (OSError, ValueError, TypeError, KeyError, IndexError):
+            continue
+        if isinstance(binary, str) and os.path.isabs(binary) and not os.path.lexists(binary):
+            entry.unlink(missing_ok=True)
 
 
 def _run_list(path: Path) -> dict:

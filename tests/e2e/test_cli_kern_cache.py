@@ -104,3 +104,21 @@ def test_a_link_at_the_cache_entry_is_replaced_and_the_file_it_points_to_is_unto
     assert user_file.read_text() == "mine\n"
     assert entry.is_file() and not entry.is_symlink()
     assert listed(env) == first and calls(count) == 1  # the entry written is the cache's own, and is read
+
+
+def test_the_entries_of_builds_that_are_gone_are_removed_when_a_catalog_is_stored(setup, tmp_path):
+    """Each build path has an entry: those of deleted checkouts would pile up in the user's cache."""
+    kern, script, count, cache, env = setup
+    cache.mkdir(parents=True, mode=0o700)
+    gone, here = tmp_path / "a deleted checkout" / "boardlab-kern", kern
+    entries = {}
+    for name, binary in (("gone", gone), ("here", here)):
+        entries[name] = cache / native._cache_file(binary).name
+        entries[name].write_text(json.dumps({"schema": 1, "identity": {"kern": [str(binary), 1, 2, 3]}}))
+    entries["unreadable"] = cache / "kern-catalog-0000000000000000.json"
+    entries["unreadable"].write_text("not json")
+    entries["other"] = cache / "models.json"  # not an entry of the catalog's
+    entries["other"].write_text(json.dumps({"identity": {"kern": [str(gone)]}}))
+    listed(env)  # a new build: its catalog is stored, and the entries of builds that are gone removed
+    assert calls(count) == 1 and (cache / native._cache_file(script).name).is_file()
+    assert sorted(n for n, e in entries.items() if e.exists()) == ["here", "other", "unreadable"]
