@@ -100,7 +100,7 @@ def main() -> int:
             ratios.append(b[-1] / a[-1])
             print(f"round {k + 1}: A {a[-1] * 1e3:.3f} ms, B {b[-1] * 1e3:.3f} ms, "
                   f"load {os.getloadavg()[0]:.2f}", file=sys.stderr)  # fmt: skip
-    out = {"runs": args.runs, "a_counted_ms": statistics.median(a) * 1e3,
+    out = {"schema": 1, "runs": args.runs, "a_counted_ms": statistics.median(a) * 1e3,
            "b_kept_ms": statistics.median(b) * 1e3, "median_ratio_b_a": statistics.median(ratios),
            "load_1min": os.getloadavg()[0]}  # fmt: skip
     if args.json:
