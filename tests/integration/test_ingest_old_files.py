@@ -87,3 +87,22 @@ def test_an_older_files_monitor_rows_get_the_summaries_a_schema_10_record_holds(
     other = make_campaign_db(tmp_path / "other.db", board="old-2", n=1)
     ingest_file(make(other, tmp_path / f"other-schema-{schema}.db"), db)
     assert _summaries(db) == sorted(want + _as_recorded(other))
+
+
+def test_ingest_says_it_upgrades_an_older_store_once(board, tmp_path):
+    """The migrations that move data read every run of the store: the command says why it waits."""
+    from boardlab.store import STORE_SCHEMA
+
+    from helpers import run_cli
+
+    lab = tmp_path / "lab.db"
+    ingest_file(make_campaign_db(tmp_path / "other.db", board="old-2", n=2), str(lab))
+    old = to_schema_8(lab, tmp_path / "old lab.db")
+    first = run_cli("ingest", str(board), "--db", str(old))
+    assert first.returncode == 0, first.stderr
+    assert (
+        f"note: {old}: a store of schema 8, from an older boardlab: upgrading it to schema {STORE_SCHEMA} "
+        "once, before anything is written (this reads every run: a minute or more for millions of runs)"
+    ) in first.stderr
+    again = run_cli("ingest", str(board), "--db", str(old))
+    assert again.returncode == 0 and "upgrading" not in again.stderr, again.stderr

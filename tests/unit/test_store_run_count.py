@@ -127,3 +127,19 @@ def test_a_summary_of_another_run_count_is_found_stale_by_the_backfill(tmp_path)
         store.conn.commit()
         assert store.campaigns_to_backfill(schema, limit=10) == ([1], 2)
         assert store.campaigns_without_fresh_summary(schema, limit=10) == [1]
+
+
+def test_a_writers_open_says_it_upgrades_an_older_store_and_a_new_or_current_one_says_nothing(tmp_path):
+    lab = tmp_path / "lab.db"
+    ingest_file(make_campaign_db(tmp_path / "a.db", n=2), str(lab))
+    _as_schema_13(lab)
+    said: list[str] = []
+    with Store.open(lab, note=said.append) as store:
+        assert store.schema_version() == STORE_SCHEMA
+    assert said == [
+        f"{lab}: a store of schema 13, from an older boardlab: upgrading it to schema {STORE_SCHEMA} once, "
+        "before anything is written (this reads every run: a minute or more for millions of runs)"
+    ]
+    with Store.open(lab, note=said.append), Store.open(tmp_path / "new.db", note=said.append):
+        pass
+    assert len(said) == 1  # the upgraded store, and a new one, open without a word

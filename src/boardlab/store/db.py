@@ -145,7 +145,7 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
         from boardlab.store import pg
 
         if pg.is_url(path):
-            return cls._open_pg(str(path), create=create)
+            return cls._open_pg(str(path), create=create, note=note)
         path = Path(path)
         if not create:
             return cls._open_reader(path, verify=verify)
@@ -154,7 +154,7 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
         )
 
     @classmethod
-    def _open_pg(cls, url: str, *, create: bool) -> Store:
+    def _open_pg(cls, url: str, *, create: bool, note: Callable[[str], None] | None = None) -> Store:
         from boardlab.store import pg
 
         conn = pg.connect(url)
@@ -163,7 +163,7 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
             current = store.schema_version()
             store._check_schema(current)
             if create:
-                store._migrate()
+                store._migrate(note)
             else:  # a reader changes nothing, as a SQLite reader's query_only
                 conn.execute("SET default_transaction_read_only = on")
             if not create and current == 0:
@@ -274,7 +274,7 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=ON")
-            store._migrate()
+            store._migrate(note)
         except BaseException as exc:
             if created:  # still locked by us: nobody else can have started using the new file
                 for suffix in ("", "-wal", "-shm"):
@@ -463,9 +463,10 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
                 f"this one reads up to {STORE_SCHEMA}); upgrade boardlab"
             )
 
-    def _migrate(self) -> None:
+    def _migrate(self, note: Callable[[str], None] | None = None) -> None:
         from boardlab.store import pg
 
+        self._say_upgrade(self.schema_version(), note)
         for number, sql in MIGRATIONS:
             self.conn.execute("BEGIN IMMEDIATE")
             try:
@@ -491,6 +492,19 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
                 self._rollback()
                 raise
         self.__dict__.pop("_schema_cached", None)  # read before the migrations: the parts read it again
+
+    def _say_upgrade(self, current: int, note: Callable[[str], None] | None) -> None:
+        """Says, before it starts, that a writer's open upgrades an older store: the migrations that move data
+        read every run (seconds to minutes on a large store) and nothing else would say why the open waits.
+        A new store (schema 0) or a current one says nothing."""
+        if note is None or not 0 < current < STORE_SCHEMA:
+            return
+        moving = [number for number in DATA_STEPS if current < number <= STORE_SCHEMA]
+        note(
+            f"{self.path}: a store of schema {current}, from an older boardlab: upgrading it to schema "
+            f"{STORE_SCHEMA} once, before anything is written"
+            + (" (this reads every run: a minute or more for millions of runs)" if moving else "")
+        )
 
     def _data_step(self, number: int) -> None:
         try:
