@@ -138,7 +138,7 @@ def test_a_writers_open_says_it_upgrades_an_older_store_and_a_new_or_current_one
         assert store.schema_version() == STORE_SCHEMA
     assert said == [
         f"{lab}: a store of schema 13, from an older boardlab: upgrading it to schema {STORE_SCHEMA} once, "
-        "before anything is written (this reads every run: a minute or more for millions of runs)"
+        "before anything is written (this reads every run of the store)"
     ]
     with Store.open(lab, note=said.append), Store.open(tmp_path / "new.db", note=said.append):
         pass

@@ -495,7 +495,8 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
 
     def _say_upgrade(self, current: int, note: Callable[[str], None] | None) -> None:
         """Says, before it starts, that a writer's open upgrades an older store: the migrations that move data
-        read every run (seconds to minutes on a large store) and nothing else would say why the open waits.
+        read every run (0.3 s a million runs for schema 14's count, 23 s a million for schema 9's columns)
+        and nothing else would say why the open waits.
         A new store (schema 0) or a current one says nothing."""
         if note is None or not 0 < current < STORE_SCHEMA:
             return
@@ -503,7 +504,7 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
         note(
             f"{self.path}: a store of schema {current}, from an older boardlab: upgrading it to schema "
             f"{STORE_SCHEMA} once, before anything is written"
-            + (" (this reads every run: a minute or more for millions of runs)" if moving else "")
+            + (" (this reads every run of the store)" if moving else "")
         )
 
     def _data_step(self, number: int) -> None:
