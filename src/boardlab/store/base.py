@@ -126,14 +126,21 @@ class Connected:
             self._schema_cached = self.schema_version()
         return self._schema_cached
 
-    def _count_added_runs(self, campaign_id: int, n: int, valid: int) -> None:
+    def _count_added_runs(
+        self, campaign_id: int, n: int, valid: int, *, heartbeat_unix_s: float | None = None
+    ) -> None:
         """Adds n runs, `valid` of them valid, to the campaign's counts, in the transaction that stored them
-        (every writer of runs calls this; a store before migration 14 counts its runs when read)."""
+        (every writer of runs calls this; a store before migration 14 counts its runs when read), and sets its
+        heartbeat when given, in the same statement (the runner's commits, a few runs at a time)."""
+        sets, args = [], []
+        if heartbeat_unix_s is not None:
+            sets.append("heartbeat_unix_s=?")
+            args.append(heartbeat_unix_s)
         if n and self._schema() >= RUNS_COUNTED:
-            self.conn.execute(
-                "UPDATE campaigns SET runs_stored = runs_stored + ?, runs_valid = runs_valid + ? WHERE id=?",
-                (n, valid, campaign_id),
-            )
+            sets += ["runs_stored = runs_stored + ?", "runs_valid = runs_valid + ?"]
+            args += [n, valid]
+        if sets:
+            self.conn.execute(f"UPDATE campaigns SET {', '.join(sets)} WHERE id=?", (*args, campaign_id))
 
     def iter_rows(self, sql: str, params: tuple = ()) -> Iterator:
         """The rows of a query one at a time: SQLite steps its cursor, PostgreSQL reads a server-side one."""

@@ -500,11 +500,11 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
         A new store (schema 0) or a current one says nothing."""
         if note is None or not 0 < current < STORE_SCHEMA:
             return
-        moving = [number for number in DATA_STEPS if current < number <= STORE_SCHEMA]
+        moves_data = any(current < number <= STORE_SCHEMA for number in DATA_STEPS)
         note(
             f"{self.path}: a store of schema {current}, from an older boardlab: upgrading it to schema "
             f"{STORE_SCHEMA} once, before anything is written"
-            + (" (this reads every run of the store)" if moving else "")
+            + (" (this reads every run of the store)" if moves_data else "")
         )
 
     def _data_step(self, number: int) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 
 from boardlab.model.campaign import Cell, ConditionSpec
 from boardlab.model.run import RunResult, run_columns
-from boardlab.store.base import RUNS_COUNTED, Connected, _json
+from boardlab.store.base import Connected, _json
 from boardlab.store.migrations import (
     RUN_COLUMNS,
     column_values,
@@ -102,18 +102,8 @@ class RunRecords(Connected):
         self.conn.execute("BEGIN IMMEDIATE")
         try:
             ids = [self._insert_run(campaign_id, cell_id, run, with_summary) for cell_id, run in runs]
-            # the heartbeat and the counts of runs (`_count_added_runs`) in one statement: this is per commit
-            # of the runner, a few runs at a time
-            if self._schema() >= RUNS_COUNTED:
-                self.conn.execute(
-                    "UPDATE campaigns SET heartbeat_unix_s=?, runs_stored = runs_stored + ?,"
-                    " runs_valid = runs_valid + ? WHERE id=?",
-                    (time.time(), len(ids), sum(bool(run.valid) for _, run in runs), campaign_id),
-                )
-            else:
-                self.conn.execute(
-                    "UPDATE campaigns SET heartbeat_unix_s=? WHERE id=?", (time.time(), campaign_id)
-                )
+            valid = sum(bool(run.valid) for _, run in runs)
+            self._count_added_runs(campaign_id, len(ids), valid, heartbeat_unix_s=time.time())
             self.conn.execute("COMMIT")
         except BaseException:
             self._rollback()

@@ -18,12 +18,10 @@ class SummaryRows(Connected):
     def count_runs(self, campaign_id: int) -> int:
         """Runs stored of a campaign: the campaign's own count (migration 14), or on an older store read as
         it is, a count over the runs' (campaign_id, ...) unique index."""
-        if self._schema() >= RUNS_COUNTED:
-            row = self.conn.execute("SELECT runs_stored FROM campaigns WHERE id=?", (campaign_id,)).fetchone()
-            return int(row[0]) if row else 0
-        return int(
-            self.conn.execute("SELECT count(*) FROM runs WHERE campaign_id=?", (campaign_id,)).fetchone()[0]
-        )
+        row = self.conn.execute(
+            f"SELECT {self._runs_of_c()} FROM campaigns c WHERE c.id=?", (campaign_id,)
+        ).fetchone()
+        return int(row[0]) if row else 0
 
     def _runs_of_c(self) -> str:
         """SQL of the runs stored of campaign `c` in a query over the campaigns (see count_runs)."""
