@@ -103,11 +103,19 @@ def private_state_dirs(config) -> None:
     (module and session fixtures' campaigns, processes started over ssh with this environment) journals and
     locks in a directory of its own from the first fixture on: a campaign running on this machine (the
     user's, under the default state directory) must not make the suite's campaigns wait for its system lock.
-    The autouse fixture below narrows it further to one directory per test."""
+    The autouse fixture below narrows it further to one directory per test.
+
+    Their temporary files go there too (TMPDIR), removed with it: tests SIGKILL boardlab on purpose, and what
+    it had in the machine's /tmp (a load's scratch directory, ingest's) stayed there, a few directories a
+    run. This process keeps the TMPDIR it started with (mkdtemp below fixes tempfile's choice first); xdist's
+    workers inherit the controller's, kept short for the Unix sockets made below it."""
     base = Path(tempfile.mkdtemp(prefix=f"boardlab-tests-{os.getpid()}-"))
     config.boardlab_private_base = base
     os.environ["BOARDLAB_STATE_DIR"] = str(base / "state")
     os.environ["XDG_CACHE_HOME"] = str(base / "cache")
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        (base / "tmp").mkdir()
+        os.environ["TMPDIR"] = str(base / "tmp")
 
 
 def pytest_unconfigure(config):

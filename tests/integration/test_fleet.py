@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import sqlite3
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -139,11 +141,15 @@ def test_a_dead_board_is_power_cycled_and_resumed_nothing_lost_or_duplicated(
     keep = tmp_path / "keep"
     keep.mkdir()
     log = open(tmp_path / "fleet.err", "w+")
+    # the fleet's TMPDIR: nothing may stay behind (labgrid's lg-ssh-*); short, as a user's is (a longer one
+    # makes the fleet use /tmp, beyond this test's view)
+    scratch = Path(tempfile.mkdtemp(prefix="t"))
     proc = subprocess.Popen(
         fleet_cmd(lab, plan, pg_url, bundle, keep, "--json", "--label", LABEL, boot_timeout_s=10),
         stdout=subprocess.PIPE,
         stderr=log,
         text=True,
+        env={**os.environ, "TMPDIR": str(scratch)},
     )
     try:
         victim = lab.remote_root / "board2" / "run.log"
@@ -154,13 +160,17 @@ def test_a_dead_board_is_power_cycled_and_resumed_nothing_lost_or_duplicated(
         assert lab.hang("board2") >= 1  # its campaign was frozen, not only its sshd killed
         t_hang = time.time()
         out, _ = proc.communicate(timeout=170)
+        left = sorted(p.name for p in scratch.iterdir())
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        shutil.rmtree(scratch, ignore_errors=True)
     log.seek(0)
     err = log.read()
     assert proc.returncode == 0, err
+    # each reconnect to the hung board made a directory of labgrid's (one per try); the fleet removes them
+    assert left == []
     doc = json.loads(out)
     boards = {b["place"]: b for b in doc["boards"]}
     assert set(boards) == {"board1", "board2", "board3"}

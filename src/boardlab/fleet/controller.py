@@ -83,6 +83,16 @@ def _worker_spec(spec: FleetSpec, place: str, workdir: Path) -> dict:
     }
 
 
+def _ssh_scratch() -> Path:
+    """The workers' TMPDIR: labgrid's SSHDriver makes a directory (lg-ssh-*) there for every try of a
+    connection to a booting board and removes only the last one, so the controller gives the workers a
+    directory of their own and removes it with whatever they left. labgrid puts its ssh control socket in
+    it, and a Unix socket's path holds 107 bytes: ours adds 11 to a TMPDIR of at most 24 (else /tmp), which
+    leaves at least 39 for the board's address, an IPv6 literal's length."""
+    parent = tempfile.gettempdir()
+    return Path(tempfile.mkdtemp(prefix="bl", dir=parent if len(parent) <= 24 else "/tmp"))
+
+
 class _Running:
     def __init__(self, place: str, proc: subprocess.Popen, events, log: Path, name: str):
         self.place, self.proc, self.events, self.log, self.name = place, proc, events, log, name
@@ -95,6 +105,7 @@ def run_fleet(spec: FleetSpec, places: list[str], say, ingest) -> tuple[list[Boa
     database and returns its record. Ctrl-C stops every worker (each stops its board's campaign and
     releases its place); then the results so far are returned with interrupted = True."""
     base = Path(spec.keep) if spec.keep else Path(tempfile.mkdtemp(prefix="boardlab-fleet-"))
+    scratch = _ssh_scratch()
     running: list[_Running] = []
     results: dict[str, BoardResult] = {}
     sel = selectors.DefaultSelector()
@@ -119,6 +130,7 @@ def run_fleet(spec: FleetSpec, places: list[str], say, ingest) -> tuple[list[Boa
                     stdout=logf,
                     stderr=logf,
                     start_new_session=True,  # Ctrl-C reaches the controller only; it stops them in order
+                    env={**os.environ, "TMPDIR": str(scratch)},
                 )
             os.close(w)
             run = _Running(place, proc, os.fdopen(r, "rb", buffering=0), log, name)
@@ -150,6 +162,7 @@ def run_fleet(spec: FleetSpec, places: list[str], say, ingest) -> tuple[list[Boa
                 os.killpg(run.proc.pid, signal.SIGKILL)  # anything it left in its group (an ssh)
             run.events.close()
         sel.close()
+        shutil.rmtree(scratch, ignore_errors=True)
         if not spec.keep:
             shutil.rmtree(base, ignore_errors=True)
 
