@@ -58,25 +58,30 @@ def _note(text: str) -> None:
 
 
 def run(args) -> int:
-    import tempfile
+    import contextlib
 
-    with tempfile.TemporaryDirectory(prefix="boardlab-ingest-") as scratch:
+    with contextlib.ExitStack() as scratch:
         return _ingest(args, scratch)
 
 
-def _converted(files: list[str], scratch: str) -> list:
+def _converted(files: list[str], scratch) -> list:
     """Each file as ingest reads it: a results database as it is, a hyperfine export written as one
-    (campaign.hyperfine) into `scratch`."""
+    (campaign.hyperfine) into a temporary directory that `scratch` (an ExitStack) removes. Made only for a
+    hyperfine export: an ingest of results databases, SIGKILLed, leaves nothing in TMPDIR."""
+    import tempfile
     from pathlib import Path
 
     from boardlab.campaign import hyperfine
     from boardlab.report.escape import term
 
     out = []
+    where: Path | None = None
     for i, name in enumerate(files):
         path = Path(name)
         if hyperfine.looks_like_hyperfine(path):
-            dest = Path(scratch) / f"{i}-hyperfine.db"
+            if where is None:
+                where = Path(scratch.enter_context(tempfile.TemporaryDirectory(prefix="boardlab-ingest-")))
+            dest = where / f"{i}-hyperfine.db"
             runs = hyperfine.write_campaign_file(path, dest)
             print(f"{term(name)}: hyperfine export: {runs} runs as a campaign of this board", file=sys.stderr)
             path = dest
@@ -84,7 +89,7 @@ def _converted(files: list[str], scratch: str) -> list:
     return out
 
 
-def _ingest(args, scratch: str) -> int:
+def _ingest(args, scratch) -> int:
     from pathlib import Path
 
     from boardlab.campaign.facts import derive_missing
