@@ -23,10 +23,12 @@ Runs inside the network placement the `netns` condition made (BOARDLAB_NETNS), e
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from boardlab.model.worker_result import metric_value
@@ -418,7 +420,26 @@ def _group_port(base: int) -> tuple[str, int]:
     return "239.255.0.5", base + os.getpid() % 2000
 
 
+@contextlib.contextmanager
+def _gps_link() -> Iterator[str]:
+    """Where svc.nmea makes its pseudo-terminal's link (the GPS receiver's device): a private directory,
+    removed with whatever is in it however the run ends (a service that failed to start raises)."""
+    import shutil
+    import tempfile
+
+    where = tempfile.mkdtemp(prefix="boardlab-gps-")
+    try:
+        yield os.path.join(where, "gps")
+    finally:
+        shutil.rmtree(where, ignore_errors=True)
+
+
 def _position(svc: _Services, params: dict, d: float) -> dict:
+    with _gps_link() if params["source"] == "nmea" else contextlib.nullcontext("") as link:
+        return _position_with(svc, params, d, link)
+
+
+def _position_with(svc: _Services, params: dict, d: float, link: str) -> dict:
     group, port = _group_port(20000)
     pub_params = {
         "group": group,
@@ -429,18 +450,12 @@ def _position(svc: _Services, params: dict, d: float) -> dict:
         "tx_timestamp": 1,  # the study's "transmit time" split: build -> kernel TX stamp
     }
     svc.start("sub", "svc.sub", {"group": group, "port": port, "iface_addr": svc.addr, "duration_s": d + 3})
-    if params["source"] == "nmea":
-        import tempfile
-
-        link = os.path.join(tempfile.mkdtemp(prefix="boardlab-gps-"), "gps")
+    if link:
         svc.start("gps", "svc.nmea", {"duration_s": d + 1, "link": link, "start_delay_s": 0.2}, account=False)
         pub_params |= {"source": "nmea", "device": link, "read_mode": params["read_mode"]}
     svc.start("position", "svc.pub", pub_params)
     svc.watch()
-    out = svc.finish(d + 30)
-    if params["source"] == "nmea":
-        os.rmdir(os.path.dirname(link))
-    return out
+    return svc.finish(d + 30)
 
 
 ORIENTATION_HZ = 10  # the INS feed's and the Orientation service's rate, as in `three`
@@ -473,11 +488,13 @@ def _orientation(svc: _Services, params: dict, d: float) -> dict:
 
 
 def _three(svc: _Services, params: dict, d: float) -> dict:
-    import tempfile
+    with _gps_link() as link:
+        return _three_with(svc, params, d, link)
 
+
+def _three_with(svc: _Services, params: dict, d: float, link: str) -> dict:
     group, port = _group_port(22000)
     dot_port, ins_port = port + 2500, port + 5000
-    link = os.path.join(tempfile.mkdtemp(prefix="boardlab-gps-"), "gps")
     base = {"group": group, "iface_addr": svc.addr}
     svc.start("sub", "svc.sub", {**base, "port": dot_port, "duration_s": d + 3}, account=False)
     svc.start(
@@ -521,9 +538,7 @@ def _three(svc: _Services, params: dict, d: float) -> dict:
     )
     _ins_feed(svc, ins_port, d)
     svc.watch()
-    out = svc.finish(d + 30)
-    os.rmdir(os.path.dirname(link))
-    return out
+    return svc.finish(d + 30)
 
 
 def _room(params: dict) -> dict:
