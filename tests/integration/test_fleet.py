@@ -14,7 +14,6 @@ import shutil
 import signal
 import sqlite3
 import subprocess
-import tempfile
 import time
 from pathlib import Path
 
@@ -105,6 +104,19 @@ def fleet_cmd(
     ]  # fmt: skip
 
 
+def short_tmpdir() -> Path:
+    """A new directory of at most 12 bytes' path (/tmp/fNNNNNN), as a user's TMPDIR is (mkdtemp's are 13)."""
+    for i in range(1000):
+        path = Path(f"/tmp/f{(os.getpid() * 1000 + i) % 1_000_000}")
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        assert len(str(path)) <= 12
+        return path
+    raise AssertionError("no free /tmp/fNNNNNN")
+
+
 def store_runs(url: str) -> dict[str, list[tuple]]:
     """board hostname -> (cell key, repetition, attempt) of every run in the shared store."""
     import psycopg
@@ -141,9 +153,9 @@ def test_a_dead_board_is_power_cycled_and_resumed_nothing_lost_or_duplicated(
     keep = tmp_path / "keep"
     keep.mkdir()
     log = open(tmp_path / "fleet.err", "w+")
-    # the fleet's TMPDIR: nothing may stay behind (labgrid's lg-ssh-*); short, as a user's is (a longer one
-    # makes the fleet use /tmp, beyond this test's view)
-    scratch = Path(tempfile.mkdtemp(prefix="t"))
+    # the fleet's TMPDIR: nothing may stay behind (labgrid's lg-ssh-*); short, as a user's is (one longer
+    # than 12 bytes makes the fleet use /tmp, beyond this test's view)
+    scratch = short_tmpdir()
     proc = subprocess.Popen(
         fleet_cmd(lab, plan, pg_url, bundle, keep, "--json", "--label", LABEL, boot_timeout_s=10),
         stdout=subprocess.PIPE,

@@ -87,10 +87,11 @@ def _ssh_scratch() -> Path:
     """The workers' TMPDIR: labgrid's SSHDriver makes a directory (lg-ssh-*) there for every try of a
     connection to a booting board and removes only the last one, so the controller gives the workers a
     directory of their own and removes it with whatever they left. labgrid puts its ssh control socket in
-    it, and a Unix socket's path holds 107 bytes: ours adds 11 to a TMPDIR of at most 24 (else /tmp), which
-    leaves at least 39 for the board's address, an IPv6 literal's length."""
+    it, and a Unix socket's path holds 107 bytes: TMPDIR/blXXXXXXXX/lg-ssh-XXXXXXXX/control-ADDRESS and the
+    17 bytes ssh adds while it binds. A TMPDIR of at most 12 bytes (/tmp, /var/tmp, /dev/shm), else /tmp,
+    leaves at least 42 for the board's address (an IPv6 literal has up to 39)."""
     parent = tempfile.gettempdir()
-    return Path(tempfile.mkdtemp(prefix="bl", dir=parent if len(parent) <= 24 else "/tmp"))
+    return Path(tempfile.mkdtemp(prefix="bl", dir=parent if len(parent) <= 12 else "/tmp"))
 
 
 class _Running:
