@@ -114,7 +114,10 @@ def private_state_dirs(config) -> None:
     os.environ["BOARDLAB_STATE_DIR"] = str(base / "state")
     os.environ["XDG_CACHE_HOME"] = str(base / "cache")
     if "PYTEST_XDIST_WORKER" not in os.environ:
+        # as /tmp is: tests run boardlab, initdb and tools as unprivileged users too, who make files there
+        base.chmod(0o711)
         (base / "tmp").mkdir()
+        (base / "tmp").chmod(0o1777)
         os.environ["TMPDIR"] = str(base / "tmp")
 
 
