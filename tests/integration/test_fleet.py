@@ -286,6 +286,63 @@ def test_ctrl_c_stops_every_campaign_and_releases_every_place(lab, bundle, tmp_p
     assert not strays
 
 
+def _local_strays(*marks: Path) -> list[bytes]:
+    """The command lines of this machine's processes that name any of `marks` (a worker's directory, the
+    lab's SSH key: every ssh of the fleet's has `-i KEY`)."""
+    strays = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit() and int(pid) != os.getpid():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if any(str(m).encode() in cmd for m in marks):
+                strays.append(cmd)
+    return strays
+
+
+def test_a_second_ctrl_c_kills_the_workers_and_leaves_no_ssh_of_theirs(bundle, tmp_path):
+    """The second Ctrl-C does not wait for the boards: the workers are SIGKILLed, and with them would stay
+    their labgrid SSH masters (a session of their own, five minutes' ControlPersist), which the controller
+    stops, and their places acquired, which it releases. The board is left as the interrupted stop left it:
+    this lab is this test's alone."""
+    (tmp_path / "lab").mkdir()
+    lab = Lab(tmp_path / "lab", 1, f"k{os.getpid()}").start()
+    try:
+        plan = tmp_path / "plan.toml"
+        plan.write_text(PLAN.replace("cooldown_s = 1.0", "cooldown_s = 3.0"))
+        keep = tmp_path / "keep"
+        keep.mkdir()
+        proc = subprocess.Popen(
+            fleet_cmd(lab, plan, str(tmp_path / "fleet.db"), bundle, keep),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            log = lab.remote_root / "board1" / "run.log"
+            wait_for(lambda: log.exists() and "campaign fleet-tiny:" in log.read_text(), 150, "the campaign")
+            proc.send_signal(signal.SIGINT)
+            # the worker is stopping the board's campaign over SSH (seconds: the runner reverts its
+            # conditions): its master is up when the second Ctrl-C comes
+            time.sleep(0.3)
+            assert _local_strays(lab.key), "the worker's ssh master ended before the second Ctrl-C"
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == 130, err
+        deadline = time.monotonic() + 5  # SIGTERMed: an ssh master closes its socket and exits
+        while _local_strays(keep, lab.key) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _local_strays(keep, lab.key) == []
+        # the killed worker held its place: the controller released it, for the next run
+        assert lab.places_acquired() == {"board1": False}
+        assert "board1: released" in err
+    finally:
+        lab.stop()
+
+
 def test_no_place_with_the_tags_is_bad_input(lab1, bundle, tmp_path):
     """A coordinator with a place, tagged otherwise (one board is enough: no board is used)."""
     plan = tmp_path / "plan.toml"

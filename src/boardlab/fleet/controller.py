@@ -94,11 +94,46 @@ def _ssh_scratch() -> Path:
     return Path(tempfile.mkdtemp(prefix="bl", dir=parent if len(parent) <= 12 else "/tmp"))
 
 
+def _stop_left_behind(scratch: Path) -> None:
+    """labgrid starts each SSH ControlMaster in a session of its own (`ssh -f`, ControlPersist 300 s): a
+    worker that deactivates its driver ends it, a SIGKILLed one (a second Ctrl-C, the OOM killer) leaves it
+    up for five minutes. Its control socket's path is below `scratch`, which names no other process."""
+    from boardlab.platform.process import pids_naming
+
+    for pid in pids_naming("/", f"{scratch}/"):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+
+
+def _release_held(address: str, places: list[str], say) -> None:
+    """The places of workers killed while they held them (a second Ctrl-C): the coordinator keeps a place
+    acquired until it is released, and the next run would wait for it."""
+    if not places:
+        return
+    from boardlab.fleet.coordinator import Coordinator
+
+    try:
+        coord = Coordinator(address)
+    except Exception as exc:  # noqa: BLE001 - said with the fix; nothing else is left to do
+        say(None, f"{exc}: release {', '.join(places)} with labgrid-client -p PLACE release")
+        return
+    try:
+        for place in places:
+            try:
+                coord.release(place)
+                say(place, "released")
+            except Exception as exc:  # noqa: BLE001 - one place's failure does not keep the others
+                say(place, f"not released ({exc}): labgrid-client -p {place} release")
+    finally:
+        coord.close()
+
+
 class _Running:
     def __init__(self, place: str, proc: subprocess.Popen, events, log: Path, name: str):
         self.place, self.proc, self.events, self.log, self.name = place, proc, events, log, name
         self.buf = b""
         self.result: dict | None = None
+        self.holds = False  # the worker may hold its place (it said so before acquiring, until released)
 
 
 def run_fleet(spec: FleetSpec, places: list[str], say, ingest) -> tuple[list[BoardResult], bool]:
@@ -163,6 +198,8 @@ def run_fleet(spec: FleetSpec, places: list[str], say, ingest) -> tuple[list[Boa
                 os.killpg(run.proc.pid, signal.SIGKILL)  # anything it left in its group (an ssh)
             run.events.close()
         sel.close()
+        _stop_left_behind(scratch)
+        _release_held(spec.coordinator, [run.place for run in running if run.holds], say)
         shutil.rmtree(scratch, ignore_errors=True)
         if not spec.keep:
             shutil.rmtree(base, ignore_errors=True)
@@ -196,6 +233,9 @@ def _pump(sel, running, results, say, ingest, deadline) -> None:
 
 
 def _event(doc: dict, run: _Running, results, say, ingest) -> None:
+    if doc["kind"] == "held":
+        run.holds = bool(doc["held"])
+        return
     if doc["kind"] == "progress":
         say(doc["place"], doc["message"])
         return

@@ -253,6 +253,7 @@ class Worker:
             token = coord.reserve(
                 self.place, self.spec["tags"], self.spec["reserve_timeout_s"], self.check_stop
             )
+            self.emit({"kind": "held", "place": self.place, "held": True})  # before: a kill may come between
             coord.acquire(self.place)
             acquired = True
             self.say("acquired")
@@ -271,6 +272,7 @@ class Worker:
                 with contextlib.suppress(Exception):
                     if acquired:
                         coord.release(self.place)
+                        self.emit({"kind": "held", "place": self.place, "held": False})
                         self.say("released")
                 with contextlib.suppress(Exception):
                     if token:
