@@ -25,6 +25,15 @@ FIXTURES = Path(__file__).parent / "fixtures"
 SYSFS = FIXTURES / "sysfs"
 
 
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie (an orphan's zombie waits for init or its killer's wait)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 @lru_cache(maxsize=2)
 def netns_unavailable(how: str = "ip") -> str | None:
     """Why network namespaces cannot be used on this machine, or None; probed once per session by doing what

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import EVIL, damaged_copy, make_campaign_db, run_cli
+from helpers import EVIL, alive, damaged_copy, make_campaign_db, run_cli
 from history_store import PLANTED, make_history_db
 from serve_helpers import Served
 
@@ -505,14 +505,6 @@ _asyncio.WorkerThread.MAX_IDLE_TIME = {IDLE_S}
 """
 
 
-def _alive(pid: int) -> bool:
-    """The process exists and is not a zombie."""
-    try:
-        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def _tids(pid: int) -> set[int]:
     return {int(t) for t in os.listdir(f"/proc/{pid}/task")}
 
@@ -543,8 +535,8 @@ def test_the_analysis_worker_outlives_the_request_thread_that_started_it(tmp_pat
                 t.join()
             pruned |= before - _tids(s.proc.pid)
         assert pruned, "no request thread of the server ended: the test did not prune any"
-        alive = [w for w in workers if _alive(w)]
-        assert alive == workers, f"the worker died with a request thread: {workers} -> {alive}"
+        living = [w for w in workers if alive(w)]
+        assert living == workers, f"the worker died with a request thread: {workers} -> {living}"
         status, _, body = s.get("/campaign/2", timeout=60)
         assert status == 200 and "Traceback" not in body, (status, body[:300])
 

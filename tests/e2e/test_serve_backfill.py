@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from helpers import make_campaign_db
+from helpers import alive, make_campaign_db
 from serve_helpers import Served
 
 pytest.importorskip("starlette", reason="boardlab serve needs the web extra: pip install 'boardlab[web]'")
@@ -38,13 +38,6 @@ def _said(s: Served, prefix: str, timeout_s: float = 10.0) -> str:
         if line.startswith(prefix) or not line:
             return line
     return ""
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def _backfill(s: Served, until, timeout_s: float = 120.0) -> dict:
@@ -118,9 +111,9 @@ def test_a_serve_killed_mid_backfill_leaves_the_store_valid_and_its_worker_ends(
         os.kill(s.proc.pid, signal.SIGKILL)
         s.proc.wait()
     deadline = time.monotonic() + 10
-    while any(_alive(w) for w in worker) and time.monotonic() < deadline:
+    while any(alive(w) for w in worker) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert worker and not [w for w in worker if _alive(w)], "serve's worker outlived it"
+    assert worker and not [w for w in worker if alive(w)], "serve's worker outlived it"
     with Store.open(db, create=False) as store:  # the full check of every value
         stored = [cid for cid in range(1, 25) if store.campaign_summary(cid) is not None]
         assert stored, "nothing was stored before the kill"
@@ -147,6 +140,6 @@ def test_a_serve_stopped_mid_backfill_ends_at_once_with_its_worker(tmp_path):
     assert code == 0 and took_s < 10.0, (code, took_s)  # a hang guard, not a timing check
     assert "leaked semaphore" not in s.proc.stderr.read()  # the worker's queues released, not left behind
     deadline = time.monotonic() + 10
-    while any(_alive(w) for w in worker) and time.monotonic() < deadline:
+    while any(alive(w) for w in worker) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert worker and not [w for w in worker if _alive(w)], "serve's worker outlived it"
+    assert worker and not [w for w in worker if alive(w)], "serve's worker outlived it"

@@ -274,16 +274,7 @@ def test_ctrl_c_stops_every_campaign_and_releases_every_place(lab, bundle, tmp_p
         assert {lab.comm(p) for p in lab.ns_pids(b)} <= {"sshd"}, b
     assert not any(lab.places_acquired().values())
     # no stray local process: no worker, no ssh of ours
-    strays = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit():
-            try:
-                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if str(keep).encode() in cmd or str(lab.key).encode() in cmd:
-                strays.append(cmd)
-    assert not strays
+    assert _local_strays(keep, lab.key) == []
 
 
 def _local_strays(*marks: Path) -> list[bytes]:

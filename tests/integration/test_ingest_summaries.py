@@ -24,7 +24,7 @@ from boardlab.model.records import from_plain
 from boardlab.store import Store
 from boardlab.store import ingest as store_ingest
 
-from helpers import make_campaign_db, run_cli
+from helpers import alive, make_campaign_db, run_cli
 from history_store import make_history_db
 
 pytestmark = pytest.mark.integration
@@ -171,14 +171,14 @@ def test_the_process_says_what_failed_and_ends_when_closed(tmp_path):
     warnings: list[str] = []
     behind = summary.KeepBehind(str(lab), warnings.append, process=True)
     workers = list(behind.workers)
-    assert workers and all(_alive(w.pid) for w in workers)
+    assert workers and all(alive(w.pid) for w in workers)
     with Store.open(lab, create=False) as store:
         behind.submit(store, [9999])  # no such campaign: its summary fails in the worker
         behind.finish(store)
     assert len(warnings) == 1 and "campaign 9999" in warnings[0], warnings
     assert [w.exitcode for w in workers] == [0] * len(workers)  # each closed its reader and exited when told
     behind.close()
-    assert not any(_alive(w.pid) for w in workers)
+    assert not any(alive(w.pid) for w in workers)
 
 
 def test_the_process_dies_with_a_killed_ingest(tmp_path):
@@ -197,27 +197,18 @@ def test_the_process_dies_with_a_killed_ingest(tmp_path):
     children: list[int] = []
     try:
         children = [int(pid) for pid in parent.stdout.readline().split()]
-        assert children and all(map(_alive, children))
+        assert children and all(map(alive, children))
     finally:
         parent.send_signal(signal.SIGKILL)
         parent.wait()
     try:
         deadline = time.monotonic() + 10
-        while any(map(_alive, children)) and time.monotonic() < deadline:
+        while any(map(alive, children)) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not any(map(_alive, children))
+        assert not any(map(alive, children))
     finally:
-        for child in filter(_alive, children):
+        for child in filter(alive, children):
             os.kill(child, signal.SIGKILL)
-
-
-def _alive(pid: int) -> bool:
-    """The process exists and is not a zombie (an orphan's zombie is reaped by init)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_a_summaries_process_that_died_is_said_and_the_ingest_goes_on(tmp_path):

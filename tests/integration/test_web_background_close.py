@@ -9,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 
+from helpers import alive
+
 _SCRIPT = textwrap.dedent(
     """
     import time
@@ -27,14 +29,6 @@ _SCRIPT = textwrap.dedent(
 )
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ")[-1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def test_close_kills_the_busy_worker_and_leaves_no_open_wakeup_for_the_exit_hook(tmp_path):
     for _ in range(3):  # the race it removes showed about once in a hundred ends: a few tries, each checked
         done = subprocess.run([sys.executable, "-c", _SCRIPT], cwd=tmp_path, capture_output=True, text=True,
@@ -44,7 +38,7 @@ def test_close_kills_the_busy_worker_and_leaves_no_open_wakeup_for_the_exit_hook
         pid, took_s, manager_alive, closed, finished = done.stdout.split()
         assert manager_alive == "False" and closed == "True", done.stdout  # ended before close returned
         assert float(took_s) < 5.0 and finished == "True", done.stdout  # not the 30 s analysis
-        assert not _alive(int(pid)), f"worker {pid} outlived serve's close"
+        assert not alive(int(pid)), f"worker {pid} outlived serve's close"
 
 
 _KILLED_SCRIPT = textwrap.dedent(
@@ -71,4 +65,4 @@ def test_a_killed_worker_is_replaced_at_the_next_analysis(tmp_path):
     assert done.returncode == 0, done.stderr  # without the retry: BrokenProcessPool from the second run
     first, second, broken = done.stdout.split()
     assert first != second and broken == "False", done.stdout  # a new worker, in a pool that works
-    assert not _alive(int(first)) and not _alive(int(second))  # the killed one reaped, the new one closed
+    assert not alive(int(first)) and not alive(int(second))  # the killed one reaped, the new one closed

@@ -14,6 +14,8 @@ import pytest
 from boardlab.fleet.controller import _stop_left_behind
 from boardlab.platform.process import pids_naming
 
+from helpers import alive
+
 pytestmark = pytest.mark.spawns  # starts the stand-in master
 
 
@@ -43,14 +45,6 @@ def test_another_users_process_is_not_found(tmp_path):
     assert pids_naming(root, "/tmp/blabc/") == [201]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
-
-
 def test_a_master_left_in_its_own_session_is_stopped_and_a_neighbour_is_not(tmp_path):
     scratch = tmp_path / "blXXXX"
     (scratch / "lg-ssh-1").mkdir(parents=True)
@@ -63,7 +57,7 @@ def test_a_master_left_in_its_own_session_is_stopped_and_a_neighbour_is_not(tmp_
         master.wait(timeout=10)
         assert master.returncode == -signal.SIGTERM
         time.sleep(0.1)
-        assert _alive(neighbour.pid)
+        assert alive(neighbour.pid)
     finally:
         for p in (master, neighbour):
             if p.poll() is None:
