@@ -63,13 +63,24 @@ def bundle(tmp_path_factory) -> Path:
     return out
 
 
-@pytest.fixture
-def lab(tmp_path):
-    lab = Lab(tmp_path, 3, f"t{os.getpid()}")
+def _running_lab(where: Path, boards: int, prefix: str):
+    """A lab of `boards` boards in `where`, started, stopped when its fixture ends."""
+    lab = Lab(where, boards, f"{prefix}{os.getpid()}")
     try:
         yield lab.start()
     finally:
         lab.stop()
+
+
+@pytest.fixture
+def lab(tmp_path):
+    yield from _running_lab(tmp_path, 3, "t")
+
+
+@pytest.fixture
+def lab_alone(tmp_path):
+    """One board for one test, left as the test leaves it (a campaign a forced stop did not wait for)."""
+    yield from _running_lab(tmp_path, 1, "k")
 
 
 @pytest.fixture(scope="module")
@@ -78,11 +89,7 @@ def lab1(tmp_path_factory):
     coordinator, exporter and places) took 4-8 s of each test. Each test leaves it as it found it: no place
     held (the test that locks board1 for another user releases it) and its campaigns' files in a directory of
     its own on the board (`--remote-dir`), so no test sees another's."""
-    lab = Lab(tmp_path_factory.mktemp("lab1"), 1, f"u{os.getpid()}")
-    try:
-        yield lab.start()
-    finally:
-        lab.stop()
+    yield from _running_lab(tmp_path_factory.mktemp("lab1"), 1, "u")
 
 
 LABEL = "-O2 'kernel' 6.6 -> 6.12; $(id)"  # spaces, quotes, shell characters, a leading dash
@@ -292,46 +299,42 @@ def _local_strays(*marks: Path) -> list[bytes]:
     return strays
 
 
-def test_a_second_ctrl_c_kills_the_workers_and_leaves_no_ssh_of_theirs(bundle, tmp_path):
+def test_a_second_ctrl_c_kills_the_workers_and_leaves_no_ssh_of_theirs(lab_alone, bundle, tmp_path):
     """The second Ctrl-C does not wait for the boards: the workers are SIGKILLed, and with them would stay
     their labgrid SSH masters (a session of their own, five minutes' ControlPersist), which the controller
     stops, and their places acquired, which it releases. The board is left as the interrupted stop left it:
     this lab is this test's alone."""
-    (tmp_path / "lab").mkdir()
-    lab = Lab(tmp_path / "lab", 1, f"k{os.getpid()}").start()
+    lab = lab_alone
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN.replace("cooldown_s = 1.0", "cooldown_s = 3.0"))
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    proc = subprocess.Popen(
+        fleet_cmd(lab, plan, str(tmp_path / "fleet.db"), bundle, keep),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
     try:
-        plan = tmp_path / "plan.toml"
-        plan.write_text(PLAN.replace("cooldown_s = 1.0", "cooldown_s = 3.0"))
-        keep = tmp_path / "keep"
-        keep.mkdir()
-        proc = subprocess.Popen(
-            fleet_cmd(lab, plan, str(tmp_path / "fleet.db"), bundle, keep),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        try:
-            log = lab.remote_root / "board1" / "run.log"
-            wait_for(lambda: log.exists() and "campaign fleet-tiny:" in log.read_text(), 150, "the campaign")
-            proc.send_signal(signal.SIGINT)
-            # the worker is stopping the board's campaign over SSH (seconds: the runner reverts its
-            # conditions): its master is up when the second Ctrl-C comes
-            time.sleep(0.3)
-            assert _local_strays(lab.key), "the worker's ssh master ended before the second Ctrl-C"
-            proc.send_signal(signal.SIGINT)
-            _, err = proc.communicate(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        assert proc.returncode == 130, err
-        deadline = time.monotonic() + 5  # SIGTERMed: an ssh master closes its socket and exits
-        while _local_strays(keep, lab.key) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert _local_strays(keep, lab.key) == []
-        # the killed worker held its place: the controller released it, for the next run
-        assert lab.places_acquired() == {"board1": False}
-        assert "board1: released" in err
+        log = lab.remote_root / "board1" / "run.log"
+        wait_for(lambda: log.exists() and "campaign fleet-tiny:" in log.read_text(), 150, "the campaign")
+        proc.send_signal(signal.SIGINT)
+        # the worker is stopping the board's campaign over SSH (seconds: the runner reverts its
+        # conditions): its master is up when the second Ctrl-C comes
+        time.sleep(0.3)
+        assert _local_strays(lab.key), "the worker's ssh master ended before the second Ctrl-C"
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
     finally:
-        lab.stop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    deadline = time.monotonic() + 5  # SIGTERMed: an ssh master closes its socket and exits
+    while _local_strays(keep, lab.key) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _local_strays(keep, lab.key) == []
+    # the killed worker held its place: the controller released it, for the next run
+    assert lab.places_acquired() == {"board1": False}
+    assert "board1: released" in err
 
 
 def test_no_place_with_the_tags_is_bad_input(lab1, bundle, tmp_path):
