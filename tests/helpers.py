@@ -1141,6 +1141,9 @@ CAMPAIGN_COLUMNS_11 = (
     "branch",
 )  # what store schema 11 added (`run --commit`)
 CAMPAIGN_COLUMNS_14 = ("runs_stored", "runs_valid")  # what store schema 14 added (a campaign's counts)
+CAMPAIGN_COLUMNS_15 = ("runs_series",)  # what store schema 15 added (its count of runs with series)
+# what a store taken back before schema 14 lacks: every count a campaign keeps of its runs
+CAMPAIGN_COUNTS = (*CAMPAIGN_COLUMNS_14, *CAMPAIGN_COLUMNS_15)
 
 
 def to_schema_8(src, dest, monitors: dict[int, tuple[dict, dict]] = {}):  # noqa: B006 (read only)
@@ -1162,7 +1165,7 @@ def to_schema_8(src, dest, monitors: dict[int, tuple[dict, dict]] = {}):  # noqa
         for column in CAMPAIGN_COLUMNS_11:  # and without schema 11's campaign commit
             conn.execute(f"ALTER TABLE campaigns DROP COLUMN {column}")
         conn.execute("DROP INDEX IF EXISTS artifacts_by_campaign")  # and schema 12's index
-        for column in CAMPAIGN_COLUMNS_14:  # and schema 14's counts
+        for column in CAMPAIGN_COUNTS:  # and schema 14's and 15's counts
             conn.execute(f"ALTER TABLE campaigns DROP COLUMN {column}")
         conn.execute("UPDATE meta SET value='8' WHERE key='schema_version'")
     conn.close()

@@ -18,7 +18,7 @@ from boardlab.model.facts import WORKLOAD_FACTS
 from boardlab.store import STORE_SCHEMA, Store
 from boardlab.store.ingest import MARK_PREFIX, ingest_files
 
-from helpers import CAMPAIGN_COLUMNS_14, make_campaign_db
+from helpers import CAMPAIGN_COUNTS, make_campaign_db
 
 pytestmark = pytest.mark.integration
 
@@ -107,7 +107,7 @@ def test_an_old_store_gets_the_artifacts_index_and_reads_a_campaigns_artifacts_b
     conn = sqlite3.connect(lab)
     with conn:  # the store as schema 11 left it
         conn.execute("DROP INDEX artifacts_by_campaign")
-        for column in CAMPAIGN_COLUMNS_14:  # and schema 14's counts
+        for column in CAMPAIGN_COUNTS:  # and schema 14's and 15's counts
             conn.execute(f"ALTER TABLE campaigns DROP COLUMN {column}")
         conn.execute("UPDATE meta SET value='11' WHERE key='schema_version'")
     conn.close()

@@ -17,7 +17,7 @@ from boardlab.report.render import render_sections
 from boardlab.store import STORE_SCHEMA, Store, packed
 from boardlab.store.migrations import MIGRATIONS, RUN_COLUMNS
 
-from helpers import CAMPAIGN_COLUMNS_11, CAMPAIGN_COLUMNS_14, make_campaign_db
+from helpers import CAMPAIGN_COLUMNS_11, CAMPAIGN_COUNTS, make_campaign_db
 
 # (source, t_ns, value) of one run, in no particular order; two equal times, a negative value, a big integer
 SAMPLES = [
@@ -285,7 +285,7 @@ def test_the_database_sums_whole_rows_and_python_reads_the_rest_with_the_same_po
         + "".join(f" ALTER TABLE runs DROP COLUMN {c};" for c in RUN_COLUMNS)
         + "".join(f" ALTER TABLE campaigns DROP COLUMN {c};" for c in CAMPAIGN_COLUMNS_11)
         + " DROP INDEX artifacts_by_campaign;"  # and schema 12's index
-        + "".join(f" ALTER TABLE campaigns DROP COLUMN {c};" for c in CAMPAIGN_COLUMNS_14)  # schema 14's
+        + "".join(f" ALTER TABLE campaigns DROP COLUMN {c};" for c in CAMPAIGN_COUNTS)  # 14's and 15's
     )
     conn.close()
     with Store.open(db, create=False) as store:

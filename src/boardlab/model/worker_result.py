@@ -32,6 +32,16 @@ class WorkerResultError(ValueError):
     """A document that is not a worker result this boardlab can read; the message names the key."""
 
 
+# A result's JSON that holds this text may have per-second series (its top-level "series"); one that does not
+# has none. The store counts such runs as it stores them and finds them by it (LIKE), the series study reads
+# only those: most results have no series, and reading each one to find none cost seconds at 10^6 runs.
+SERIES_MARK = '"series"'
+
+
+def may_hold_series(worker_json: str | None) -> bool:
+    return worker_json is not None and SERIES_MARK in worker_json
+
+
 @dataclass(frozen=True)
 class SeriesSamples:
     """One metric of one label sampled through a run (docs/extending.md "Per-second series")."""

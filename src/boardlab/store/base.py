@@ -11,6 +11,7 @@ from boardlab.errors import BoardlabError, InputError, database_error
 from boardlab.store import packed
 
 RUNS_COUNTED = 14  # the store migration that gave each campaign its counts of stored and valid runs
+SERIES_COUNTED = 15  # ... and its count of runs whose result names "series" (NULL: a campaign from before it)
 
 
 def _json(value: Any) -> str:
@@ -127,11 +128,19 @@ class Connected:
         return self._schema_cached
 
     def _count_added_runs(
-        self, campaign_id: int, n: int, valid: int, *, heartbeat_unix_s: float | None = None
+        self,
+        campaign_id: int,
+        n: int,
+        valid: int,
+        *,
+        series: int = 0,
+        heartbeat_unix_s: float | None = None,
     ) -> None:
-        """Adds n runs, `valid` of them valid, to the campaign's counts, in the transaction that stored them
-        (every writer of runs calls this; a store before migration 14 counts its runs when read), and sets its
-        heartbeat when given, in the same statement (the runner's commits, a few runs at a time)."""
+        """Adds n runs, `valid` of them valid and `series` of them with a result that names "series", to the
+        campaign's counts, in the transaction that stored them (every writer of runs calls this; a store
+        before migration 14 counts its runs when read), and sets its heartbeat when given, in the same
+        statement (the runner's commits, a few runs at a time). A campaign's NULL count of series (one from
+        before migration 15) stays NULL: adding to what it does not know does not make it known."""
         sets, args = [], []
         if heartbeat_unix_s is not None:
             sets.append("heartbeat_unix_s=?")
@@ -139,6 +148,9 @@ class Connected:
         if n and self._schema() >= RUNS_COUNTED:
             sets += ["runs_stored = runs_stored + ?", "runs_valid = runs_valid + ?"]
             args += [n, valid]
+        if series and self._schema() >= SERIES_COUNTED:
+            sets.append("runs_series = runs_series + ?")
+            args.append(series)
         if sets:
             self.conn.execute(f"UPDATE campaigns SET {', '.join(sets)} WHERE id=?", (*args, campaign_id))
 

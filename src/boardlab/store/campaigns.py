@@ -8,7 +8,7 @@ import uuid
 from collections.abc import Iterator
 
 from boardlab.errors import NotFound
-from boardlab.store.base import Connected, _json
+from boardlab.store.base import SERIES_COUNTED, Connected, _json
 
 
 class CampaignRecords(Connected):
@@ -49,24 +49,20 @@ class CampaignRecords(Connected):
         uid: str | None = None,
     ) -> int:
         """A new campaign, running; `uid` its identity across stores (a random one unless given: a campaign
-        made from an imported file takes one from the file, so importing it twice adds it once)."""
+        made from an imported file takes one from the file, so importing it twice adds it once). Its count of
+        runs with series starts at 0 (a store from before migration 15, where tests stand in for an old
+        boardlab, has no such column)."""
+        values = {
+            "uid": uid or uuid.uuid4().hex, "name": name, "plan_hash": plan_hash, "plan_source": plan_source,
+            "plan_text": plan_text, "board_id": board_id, "boardlab_version": boardlab_version,
+            "kern_version": kern_version, "root": root, "status": "running", "started_unix_s": time.time(),
+            "environment_json": _json(environment),
+        }  # fmt: skip
+        if self._schema() >= SERIES_COUNTED:
+            values["runs_series"] = 0
         cur = self.conn.execute(
-            "INSERT INTO campaigns(uid, name, plan_hash, plan_source, plan_text, board_id, boardlab_version,"
-            " kern_version, root, status, started_unix_s, environment_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                uid or uuid.uuid4().hex,
-                name,
-                plan_hash,
-                plan_source,
-                plan_text,
-                board_id,
-                boardlab_version,
-                kern_version,
-                root,
-                "running",
-                time.time(),
-                _json(environment),
-            ),
+            f"INSERT INTO campaigns({', '.join(values)}) VALUES ({','.join('?' * len(values))})",
+            tuple(values.values()),
         )
         assert cur.lastrowid is not None  # an INSERT sets it
         return int(cur.lastrowid)

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from boardlab.errors import BoardlabError, InputError, database_error
+from boardlab.model.worker_result import SERIES_MARK
 from boardlab.store import pg, pg_references
 from boardlab.store.db import _PG_INGEST_LOCK, STORE_SCHEMA, Store
 from boardlab.store.migrations import fill_run_columns
@@ -626,6 +627,19 @@ class _Copier:
         ).fetchone()
         return int(row[0])
 
+    def series_of_new_runs(self, camp) -> int:
+        """How many of the runs in the run map have a result that names "series", in the file: none, without
+        reading them, when the file counted none of its campaign's (a file from before store schema 15 has
+        no count, nor has one of its campaigns stored before it: those results are read)."""
+        if "runs_series" in camp.keys() and camp["runs_series"] == 0:
+            return 0
+        row = self.reader.execute(
+            f"SELECT count(*) FROM {self.schema}.runs r JOIN temp.ingest_runs m ON m.old = r.id"
+            " WHERE r.worker_json LIKE ?",
+            (f"%{SERIES_MARK}%",),
+        ).fetchone()
+        return int(row[0])
+
     def copy_runs(self, tid: int, run_map: Mapping[int, int]) -> None:
         """The runs in the run map and every child row of theirs."""
         rcols = self.columns("runs", skip=("id", "campaign_id", "cell_id"))
@@ -808,8 +822,8 @@ def _boards(cp: _Copier) -> tuple[dict[int, int], list[str]]:
 
 
 # a campaign's columns the store keeps itself: its id, board and uid as the store numbers them, and its counts
-# of runs (migration 14), which grow with the runs this ingest copies, whatever the file's say
-_CAMPAIGN_OWN = ("id", "board_id", "uid", "runs_stored", "runs_valid")
+# of runs (migrations 14 and 15), which grow with the runs this ingest copies, whatever the file's say
+_CAMPAIGN_OWN = ("id", "board_id", "uid", "runs_stored", "runs_valid", "runs_series")
 
 
 def _campaign(cp: _Copier, camp, fingerprint: str, uid: str, board_id: int, src: Path, totals: dict) -> int:
@@ -817,8 +831,12 @@ def _campaign(cp: _Copier, camp, fingerprint: str, uid: str, board_id: int, src:
     row = _same_campaign(cp.target.conn, uid, fingerprint, src, camp)
     if row is None:
         ccols = cp.columns("campaigns", skip=_CAMPAIGN_OWN)
+        # its runs with series counted from 0 as they are copied (`_runs`), where the store counts them
+        own = {"runs_series": 0} if "runs_series" in cp.tgt_cols("campaigns") else {}
         tid = cp.insert_one(
-            "campaigns", ["uid", "board_id", *ccols], [uid, board_id, *(camp[c] for c in ccols)]
+            "campaigns",
+            ["uid", "board_id", *own, *ccols],
+            [uid, board_id, *own.values(), *(camp[c] for c in ccols)],
         )
         totals["campaigns_added"] += 1
     else:
@@ -844,7 +862,9 @@ def _runs(
     run_map = _new_runs(cp, camp, tid, uid)
     if run_map:
         cp.copy_runs(tid, run_map)
-        cp.target._count_added_runs(tid, len(run_map), cp.valid_of_new_runs())
+        cp.target._count_added_runs(
+            tid, len(run_map), cp.valid_of_new_runs(), series=cp.series_of_new_runs(camp)
+        )
     totals["runs_added"] += len(run_map)
     totals["runs_skipped"] += n_file - len(run_map)
     if fail_after_runs is not None and totals["runs_added"] >= fail_after_runs:

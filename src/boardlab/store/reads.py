@@ -9,8 +9,9 @@ from array import array
 from collections.abc import Iterator, Sequence
 from typing import cast
 
+from boardlab.model.worker_result import SERIES_MARK
 from boardlab.store import packed
-from boardlab.store.base import Connected, SeriesSample, _int64_le
+from boardlab.store.base import SERIES_COUNTED, Connected, SeriesSample, _int64_le
 from boardlab.store.migrations import (
     RUN_COLUMNS,
     DamagedValue,
@@ -234,11 +235,16 @@ class AnalysisReads(Connected):
 
     def iter_worker_series(self, campaign_id: int) -> Iterator:
         """(cell id, worker result JSON) of the campaign's valid runs whose result may hold time series (it
-        names "series"), in run order, one row at a time: the series study reads no other run's result."""
+        names "series"), in run order, one row at a time: the series study reads no other run's result. None
+        read where the campaign counted no such run (store schema 15): finding them reads every result."""
+        if self._schema() >= SERIES_COUNTED:
+            row = self.conn.execute("SELECT runs_series FROM campaigns WHERE id=?", (campaign_id,)).fetchone()
+            if row is not None and row[0] == 0:
+                return iter(())
         return self.iter_rows(
             "SELECT cell_id, worker_json FROM runs WHERE campaign_id=? AND valid=1 AND worker_json LIKE ?"
             " ORDER BY seq, attempt",
-            (campaign_id, '%"series"%'),
+            (campaign_id, f"%{SERIES_MARK}%"),
         )
 
     def campaign_series_extents(self, campaign_id: int) -> Iterator[tuple[int, float, str, int, int, int]]:

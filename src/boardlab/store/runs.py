@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 
 from boardlab.model.campaign import Cell, ConditionSpec
 from boardlab.model.run import RunResult, run_columns
+from boardlab.model.worker_result import may_hold_series
 from boardlab.store.base import Connected, _json
 from boardlab.store.migrations import (
     RUN_COLUMNS,
@@ -103,7 +104,8 @@ class RunRecords(Connected):
         try:
             ids = [self._insert_run(campaign_id, cell_id, run, with_summary) for cell_id, run in runs]
             valid = sum(bool(run.valid) for _, run in runs)
-            self._count_added_runs(campaign_id, len(ids), valid, heartbeat_unix_s=time.time())
+            series = sum(may_hold_series(run.worker_json) for _, run in runs)
+            self._count_added_runs(campaign_id, len(ids), valid, series=series, heartbeat_unix_s=time.time())
             self.conn.execute("COMMIT")
         except BaseException:
             self._rollback()

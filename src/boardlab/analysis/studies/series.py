@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from boardlab.analysis import document as doc
 from boardlab.analysis.format import cell_label, display_unit, fmt_value, varying_keys
-from boardlab.model.worker_result import SeriesSamples, stored_worker_result
+from boardlab.model.worker_result import SeriesSamples, may_hold_series, stored_worker_result
 
 TITLE = "Per-second series"
 SHOWN_AS = "over time in the per-second series section below"
@@ -51,7 +51,7 @@ class SeriesStudy:
 
 
 def _run_series(worker_json: str | None) -> tuple[SeriesSamples, ...]:
-    if not worker_json or '"series"' not in worker_json:  # most results have none: not read at all
+    if not may_hold_series(worker_json):  # most results have none: not read at all
         return ()
     result = stored_worker_result(worker_json)
     return result.series if result else ()
