@@ -3,7 +3,8 @@ runs.
 
 For each size N (`--sizes`, default 1e4,1e5,1e6) it builds, in a scratch directory:
 - one board's results file holding one campaign of N runs (34 cells: scimark, crc32 and 14 memory-latency
-  cells under three conditions, as the tests' synthetic campaign; 30 monitor samples per run), written with
+  cells under three conditions, as the tests' synthetic campaign; 30 monitor samples and a worker result of
+  a kernel's shape, 1.2 KB, per run), written with
   the store's own `record_run`, many runs per transaction (the bench's build, so that 10^6 runs take minutes,
   not hours; what is stored is exactly what a campaign stores);
 - ten board files of N/10 runs each: the same plan on ten boards (copies of one file given ten board
@@ -98,6 +99,7 @@ MONITOR = (
     "temp.zone0_mc",
 )
 SAMPLES = 5  # per monitor source and run: 30 monitor samples per run
+ITERATIONS = 10  # in each run's worker result: boardlab-kern's default measured iterations
 
 
 def _cells() -> list[tuple[Cell, str, bool, float]]:
@@ -133,7 +135,35 @@ class _OneTransaction:
         return self._conn.in_transaction
 
 
+def _result(cell: Cell, unit: str, hib: bool, values: list[float], seq: int) -> str:
+    """The run's worker result as boardlab-kern prints it (a memory-latency kernel's shape, 1.2 KB): a
+    campaign stores one per run, and what reads or copies a run's row reads it too (the store once held
+    none, and the series study's search of every result for a "series" went unmeasured)."""
+    metric = {
+        "unit": unit, "higher_is_better": hib, "values": values, "median": statistics.median(values),
+        "min": min(values), "max": max(values), "p90": max(values), "p99": max(values),
+    }  # fmt: skip
+    doc = {
+        "schema": 2, "tool": "boardlab-kern", "version": "0.1.0", "workload": cell.workload,
+        "family": "bench", "params": dict(cell.params), "ok": True, "supported": True, "reason": None,
+        "verified": True, "errors": [],
+        "timer": {"clock": "CLOCK_MONOTONIC_RAW", "resolution_ns": 1, "measured_resolution_ns": 20,
+                  "overhead_ns": 31.92017},
+        "iteration_target_ns": 1000000, "reps_per_iteration": 100, "calibration_ns": 2652538,
+        "warmup": {"iterations": 3, "capped": False, "cv": 0.0172, "cv_target": 0.02,
+                   "duration_ns": 68462026},
+        "iterations_ns": [1_000_000 + 1000 * k for k in range(len(values))], "phases_ns": {},
+        "metrics": {cell.metric: metric}, "checksum": f"{seq:016x}",
+        "info": {"llc_bytes": 268435456, "llc_source": "sysconf L3", "slots": 1024},
+        "rusage": {"utime_us": 88931, "stime_us": 4043, "maxrss_kib": 30932, "vm_hwm_kib": 6216,
+                   "minflt": 359, "majflt": 0, "nvcsw": 0, "nivcsw": 5},
+        "wall_ns": 86950589,
+    }  # fmt: skip
+    return json.dumps(doc, separators=(",", ":"))
+
+
 def _run(cell: Cell, unit: str, hib: bool, value: float, rep: int, seq: int, rng: random.Random) -> RunResult:
+    iterations = [value * (1 + 0.01 * (rng.random() - 0.5)) for _ in range(ITERATIONS)]
     series = tuple(
         (src, k * 100_000_000, base + rng.random())
         for k in range(SAMPLES)
@@ -145,6 +175,7 @@ def _run(cell: Cell, unit: str, hib: bool, value: float, rep: int, seq: int, rng
         metrics=(MetricResult(cell.metric, unit, hib, (value,), value),), iterations_ns=(1_000_000,),
         warmup_iterations=3, warmup_capped=False, rusage={"utime_us": 1}, gate=GateResult(0.0, False, "idle"),
         condition_state={}, monitor={"freq.policy0_khz_mean": 1_200_000.0, "throttled": False}, series=series,
+        worker_json=_result(cell, unit, hib, iterations, seq),
     )  # fmt: skip
 
 

@@ -22,8 +22,9 @@ def _kept_and_counted(path) -> dict[int, tuple[int | None, int]]:
     """campaign id -> (its kept count of runs with series, those runs counted from their results)."""
     conn = sqlite3.connect(path)
     try:
-        sql = f"SELECT c.id, c.runs_series, (SELECT count(*) FROM runs r WHERE r.campaign_id = c.id AND r.{LIKE})"
-        return {int(cid): (kept, int(n)) for cid, kept, n in conn.execute(sql + " FROM campaigns c")}
+        counted = f"(SELECT count(*) FROM runs r WHERE r.campaign_id = c.id AND r.{LIKE})"
+        sql = f"SELECT c.id, c.runs_series, {counted} FROM campaigns c"
+        return {int(cid): (kept, int(n)) for cid, kept, n in conn.execute(sql)}
     finally:
         conn.close()
 
