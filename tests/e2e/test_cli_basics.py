@@ -5,6 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
+from boardlab.cli import COMMANDS
+
 from helpers import run_cli
 
 HEAVY = ("numpy", "scipy", "matplotlib", "onnxruntime", "sqlite3", "tomllib", "json", "starlette", "uvicorn")
@@ -42,3 +46,12 @@ def test_help_imports_nothing_heavy():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0
     assert proc.stdout.strip().splitlines()[-1] == "HEAVY:"
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_help_shows_a_percent_sign_once(command):
+    # argparse %-formats an argument's help but prints a description as written, so a "%%" meant for the
+    # one becomes a literal "%%" in the other.
+    proc = run_cli(command, "--help")
+    assert proc.returncode == 0
+    assert "%%" not in proc.stdout

@@ -15,7 +15,7 @@ DESCRIPTION = (
     "do, and latency is measured from each request's intended start (corrected) as well as from its actual "
     "send (service time). Closed loop: each connection waits for its response, as the vehicle-services "
     "study's client did. --rates sweeps; --until-saturation stops at the first rate whose achieved rate is "
-    "below 95%% of the target, that has errors or timeouts, or whose corrected p99 exceeds --slo-p99-ms."
+    "below 95% of the target, that has errors or timeouts, or whose corrected p99 exceeds --slo-p99-ms."
 )
 
 

@@ -16,7 +16,7 @@ DESCRIPTION = (
     "Samples a process (--pid PID, repeatable) or a command it starts (after --) every --interval-s. CPU "
     "comes from /proc/PID/schedstat in nanoseconds (cpu_pct_one_cpu, cpu_pct_all_cpus) and from "
     "/proc/PID/stat in jiffies (cpu_jiffies_pct_one_cpu, the vehicle-services study's method: a whole number "
-    "of USER_HZ ticks per interval, so a 1%% process reads 0 or 1%% each second). Also RSS, PSS, %% of "
+    "of USER_HZ ticks per interval, so a 1% process reads 0 or 1% each second). Also RSS, PSS, % of "
     "memory, voluntary and involuntary context switches per second, and UDP/TCP drops and retransmits from "
     "/proc/net/snmp and netstat (namespace-wide), per-socket UDP drops and per-interface drops. Prints a "
     "live table, then min/avg/max per process; --json prints one document instead, --csv PATH writes "
