@@ -204,6 +204,7 @@ def test_label_and_train_through_the_cli(tmp_path):
         "governor", "sweep", "--sim", "exynos5422", "--quick", "--cluster", "policy0", "--out", str(sw)
     )
     assert p.returncode == 0, p.stderr
+    assert f"x {len(sweep.PATTERNS)} patterns x" in p.stderr  # the progress line counts what it simulates
     p = run_cli("governor", "label", str(sw), "--out", str(lab), "--json")
     assert p.returncode == 0, p.stderr
     s = json.loads(p.stdout)

@@ -253,8 +253,8 @@ def _simulated_sweep(args) -> int:
     runs = 6 if args.quick else args.runs
     if args.db:
         return _sweep_campaign(args, soc, sizes, runs)
-    print(f"simulating the snoop sweep on {soc.model}: {len(sizes)} sizes x 2 patterns x OPP grid, "
-          f"{runs} runs per cell", file=sys.stderr)  # fmt: skip
+    print(f"simulating the snoop sweep on {soc.model}: {len(sizes)} sizes x {len(sweep.PATTERNS)} patterns x "
+          f"OPP grid, {runs} runs per cell", file=sys.stderr)  # fmt: skip
     cells = sweep.simulate(soc, sizes=sizes, repetitions=runs, this_policy=args.cluster)
     doc = {
         "schema": sweep.SWEEP_SCHEMA,
