@@ -387,7 +387,10 @@ def _report(args, outcome, names_by_line: dict, n: int, basis: str, pinned: str,
         print("\n".join(term(line) for line in text_of(d).splitlines()))
         print(f"campaign {outcome.campaign_id} in {term(args.db)}: boardlab report --db "
               f"{shlex.quote(term(args.db))} --campaign {outcome.campaign_id} -o report.html")  # fmt: skip
-    return 1 if progress.failures and outcome.runs_done == 0 else 0
+    if progress.measured_nothing:
+        print(f"boardlab bench: all {progress.failures} runs failed: nothing was measured", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _write(path: str, text: str, db: str) -> None:

@@ -34,6 +34,7 @@ class TerminalProgress:
         self.t0 = time.monotonic()
         self.done0 = 0
         self.failures = 0
+        self.succeeded = 0  # runs with a result (valid or not): measured, whatever else went wrong
 
     def _print(self, line: str) -> None:
         if self.tty:
@@ -53,8 +54,16 @@ class TerminalProgress:
     def note(self, message: str) -> None:
         self._print(message)
 
+    @property
+    def measured_nothing(self) -> bool:
+        """Every run this command made failed: it exits 1, not 0 (a script's `run && report` must not go on
+        as if a campaign of failed runs had measured something)."""
+        return self.failures > 0 and self.succeeded == 0
+
     def finished(self, run, result, done: int, total: int) -> None:
-        if not result.ok:
+        if result.ok:
+            self.succeeded += 1
+        else:
             self.failures += 1
         elapsed = time.monotonic() - self.t0
         new = done - self.done0

@@ -390,8 +390,11 @@ def run(args) -> int:
         return got
     outcome, progress = got
     _print_outcome(args, plan, summary, outcome)
-    failed = progress.failures
-    return 1 if failed and outcome.runs_done == 0 else 0
+    if progress.measured_nothing:
+        said = f"all {progress.failures} runs failed: nothing was measured (each run's line above says why)"
+        print(f"boardlab run: {said}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def _check_run_options(args) -> None:
