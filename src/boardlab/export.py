@@ -463,9 +463,10 @@ FORMATS = {"json": to_json, "csv": to_csv, "parquet": to_parquet}
 WRITERS = {"json": write_json, "csv": write_csv, "parquet": write_parquet}  # streaming, from records
 
 
-def check_output(path: str, protect: Iterable[str | Path] = ()) -> None:
+def check_output(path: str, protect: Iterable[str | Path] = (), option: str = "-o") -> None:
     """Refuses an output target that is not a new path or an existing regular file, or that is one of
-    the command's inputs (the database with its -wal/-shm, a plan): writing there would destroy them."""
+    the command's inputs (the database with its -wal/-shm, a plan): writing there would destroy them.
+    `option`: the command's name for it, in the messages."""
     if path == "-":
         return
     target = Path(path)
@@ -479,12 +480,13 @@ def check_output(path: str, protect: Iterable[str | Path] = ()) -> None:
         if not target.parent.is_dir():
             raise InputError(f"{path}: the directory {target.parent} does not exist")
         return
+    stdout = f"{option} - for stdout"
     if stat.S_ISDIR(st.st_mode):
-        raise InputError(f"{path}: is a directory; give a file path for the output (or -o - for stdout)")
+        raise InputError(f"{path}: is a directory; give a file path for the output (or {stdout})")
     if not stat.S_ISREG(st.st_mode):
         raise InputError(
-            f"{path}: not a regular file (a device, FIFO or socket); -o writes a new file or replaces a "
-            "regular one; use -o - for stdout"
+            f"{path}: not a regular file (a device, FIFO or socket); {option} writes a new file or replaces "
+            f"a regular one; use {stdout}"
         )
     for source in protect:
         for suffix in ("", "-wal", "-shm", "-journal"):
@@ -515,7 +517,7 @@ def check_output_dir(path: str | Path, what: str = "--out") -> None:
 
 
 @contextlib.contextmanager
-def open_output(path: str, protect: Iterable[str | Path] = ()) -> Iterator[BinaryIO]:
+def open_output(path: str, protect: Iterable[str | Path] = (), option: str = "-o") -> Iterator[BinaryIO]:
     """A binary file to stream an output into ("-": standard output), after check_output. A file is
     written beside the target and renamed over it when the block ends without an error, so a failure never
     leaves a half-written file; the rename replaces a symlink itself rather than writing through it."""
@@ -523,7 +525,7 @@ def open_output(path: str, protect: Iterable[str | Path] = ()) -> Iterator[Binar
         yield sys.stdout.buffer
         sys.stdout.buffer.flush()
         return
-    check_output(path, protect)
+    check_output(path, protect, option)
     target = Path(path)
     try:
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")

@@ -4,6 +4,8 @@ arithmetic on known samples, and a live run on a process that burns a known shar
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 import sys
 import time
@@ -127,6 +129,35 @@ def test_monitor_cli_refuses_bad_input():
     assert proc.returncode == 2 and "--pid PID or -- CMD" in proc.stderr and "Traceback" not in proc.stderr
     proc = run_cli("monitor", "--pid", "999999999")
     assert proc.returncode == 2 and "no such process" in proc.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a device node needs root (mknod)")
+def test_monitor_csv_refuses_a_device_and_leaves_its_neighbours_alone(tmp_path):
+    """`--csv /dev/null` as root replaced the device with a regular file (a rename over it), and the write
+    went first to PATH.tmp, whatever that was."""
+    device = tmp_path / "null"
+    os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    proc = run_cli("monitor", "--csv", str(device), "--interval-s", "0.1", "--", "sleep", "0.3")
+    assert (
+        proc.returncode == 2 and "not a regular file" in proc.stderr and "--csv - for stdout" in proc.stderr
+    )
+    assert stat.S_ISCHR(os.stat(device).st_mode)
+    (tmp_path / "m.csv.tmp").write_text("the user's own file\n")
+    proc = run_cli("monitor", "--csv", str(tmp_path / "m.csv"), "--interval-s", "0.1", "--", "sleep", "0.3")
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "m.csv.tmp").read_text() == "the user's own file\n"
+    assert (tmp_path / "m.csv").read_text().startswith("t_s,pid,comm,")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.csv", "m.csv.tmp", "null"]
+
+
+def test_monitor_csv_on_standard_output_puts_the_table_on_standard_error():
+    proc = run_cli("monitor", "--csv", "-", "--interval-s", "0.1", "--", "sleep", "0.35")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("t_s,pid,comm,") and len(lines) >= 3 and all("," in ln for ln in lines)
+    assert "cpu%1cpu" in proc.stderr
+    proc = run_cli("monitor", "--csv", "-", "--json", "--", "sleep", "0.1")
+    assert proc.returncode == 2 and "both write to standard output" in proc.stderr
 
 
 def test_process_cpu_is_the_sum_of_its_threads():

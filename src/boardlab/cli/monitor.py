@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import csv
 import functools
+import io
 import json
 import os
 import sys
@@ -34,7 +35,12 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--json", action="store_true", help="print one JSON document at the end instead of the table"
     )
-    p.add_argument("--csv", metavar="PATH", help="also write every interval of every process to PATH (CSV)")
+    p.add_argument(
+        "--csv",
+        metavar="PATH",
+        help="also write every interval of every process to PATH (CSV; -: standard output, the table then on "
+        "standard error)",
+    )
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...: start CMD and monitor it")
 
 
@@ -43,15 +49,20 @@ def _fmt(v, scale=1.0, digits=2) -> str:
 
 
 def _write_csv(path: str, rows) -> None:
+    """Through the outputs' one writer (export.open_output): a new file or a regular one replaced whole, by a
+    rename of a file of its own beside it. A device was replaced by a regular file (`--csv /dev/null`, as
+    root), and PATH.tmp, whatever it was, written over."""
+    from boardlab.export import open_output
     from boardlab.monitor.process import CSV_FIELDS
 
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", newline="", encoding="utf-8") as fh:
+    with open_output(path, option="--csv") as raw:
+        fh = io.TextIOWrapper(raw, encoding="utf-8", newline="")
         w = csv.writer(fh)
         w.writerow(CSV_FIELDS)
         for r in rows:
             w.writerow([getattr(r, f) for f in CSV_FIELDS])
-    os.replace(tmp, path)
+        fh.flush()
+        fh.detach()  # the file is open_output's to close (or, for "-", standard output's)
 
 
 def run(args) -> int:
@@ -60,16 +71,18 @@ def run(args) -> int:
 
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     _check(args, cmd)
+    data_out = args.json or args.csv == "-"  # standard output is the data's: the command's output and the
+    # table go to standard error
     proc = None
     pids = list(args.pid)
     if cmd:
         try:
-            proc = spawn(cmd, stdout=sys.stderr if args.json else None, stderr=None)
+            proc = spawn(cmd, stdout=sys.stderr if data_out else None, stderr=None)
         except OSError as exc:
             raise InputError(f"cannot start {cmd[0]}: {exc.strerror}") from None
         pids = [proc.pid]
     mon = Monitor(pids=pids, interval_s=args.interval_s, threads=not args.no_threads)
-    out = sys.stderr if args.json else sys.stdout
+    out = sys.stderr if data_out else sys.stdout
     if not args.json:
         print(HEADER, file=out, flush=True)
     interrupted = False
@@ -120,10 +133,12 @@ def _check(args, cmd: list[str]) -> None:
         raise InputError(f"--interval-s {args.interval_s:g}: expected 0.01 to 3600 seconds")
     if args.duration_s is not None and args.duration_s <= 0:
         raise InputError("--duration-s must be positive")
+    if args.csv == "-" and args.json:
+        raise InputError("--csv - and --json both write to standard output: give --csv a file path")
     if args.csv:
-        d = os.path.dirname(os.path.abspath(args.csv))
-        if not os.path.isdir(d):
-            raise InputError(f"--csv {args.csv}: directory {d} does not exist")
+        from boardlab.export import check_output
+
+        check_output(args.csv, option="--csv")  # before anything starts: a device is refused, not replaced
     for pid in args.pid:
         if not os.path.exists(f"/proc/{pid}/stat"):
             raise InputError(f"--pid {pid}: no such process")
