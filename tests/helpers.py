@@ -1146,6 +1146,17 @@ CAMPAIGN_COLUMNS_15 = ("runs_series",)  # what store schema 15 added (its count 
 CAMPAIGN_COUNTS = (*CAMPAIGN_COLUMNS_14, *CAMPAIGN_COLUMNS_15)
 
 
+def as_older_store(path, schema: int, campaign_columns: tuple[str, ...]) -> None:
+    """The store at `path` as a boardlab of store `schema` left it: without the campaign columns later
+    schemas added (`campaign_columns`)."""
+    conn = sqlite3.connect(path)
+    with conn:
+        for column in campaign_columns:
+            conn.execute(f"ALTER TABLE campaigns DROP COLUMN {column}")
+        conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(schema),))
+    conn.close()
+
+
 def to_schema_8(src, dest, monitors: dict[int, tuple[dict, dict]] = {}):  # noqa: B006 (read only)
     """A copy of `src` as boardlab wrote it at store schema 8 (no run or monitor-row summaries), with some
     runs' JSON replaced by the given (monitor, rusage)."""

@@ -12,7 +12,7 @@ from boardlab import summary
 from boardlab.store import STORE_SCHEMA, Store
 from boardlab.store.ingest import ingest_file
 
-from helpers import CAMPAIGN_COUNTS, make_campaign_db, make_campaign_db_bulk
+from helpers import CAMPAIGN_COUNTS, as_older_store, make_campaign_db, make_campaign_db_bulk
 
 
 def _counts(path) -> dict[int, tuple[tuple[int, int], tuple[int, int]]]:
@@ -64,12 +64,7 @@ def test_every_writer_of_runs_keeps_its_campaigns_count(tmp_path):
 
 
 def _as_schema_13(path) -> None:
-    conn = sqlite3.connect(path)
-    with conn:
-        for column in CAMPAIGN_COUNTS:
-            conn.execute(f"ALTER TABLE campaigns DROP COLUMN {column}")
-        conn.execute("UPDATE meta SET value='13' WHERE key='schema_version'")
-    conn.close()
+    as_older_store(path, 13, CAMPAIGN_COUNTS)
 
 
 def test_a_store_of_schema_13_is_read_by_counting_and_counted_once_by_its_writers_open(tmp_path):

@@ -13,7 +13,7 @@ from boardlab.analysis.studies import series as series_study
 from boardlab.store import STORE_SCHEMA, Store
 from boardlab.store.ingest import ingest_file
 
-from helpers import CAMPAIGN_COLUMNS_15, make_services_db, make_stream_db
+from helpers import CAMPAIGN_COLUMNS_15, as_older_store, make_services_db, make_stream_db
 
 LIKE = "worker_json LIKE '%\"series\"%'"
 
@@ -65,19 +65,10 @@ def test_an_ingest_counts_the_runs_with_series_it_copies(tmp_path):
     assert all(kept == counted for kept, counted in counts.values()), counts
 
 
-def _as_schema_14(path) -> None:
-    conn = sqlite3.connect(path)
-    with conn:
-        for column in CAMPAIGN_COLUMNS_15:
-            conn.execute(f"ALTER TABLE campaigns DROP COLUMN {column}")
-        conn.execute("UPDATE meta SET value='14' WHERE key='schema_version'")
-    conn.close()
-
-
 def test_a_campaign_stored_before_the_count_is_read_as_before_and_counted_by_an_ingest(tmp_path):
     old = make_services_db(tmp_path / "old.db", n=3)
     (n_series,) = (n for _, n in _kept_and_counted(old).values())
-    _as_schema_14(old)
+    as_older_store(old, 14, CAMPAIGN_COLUMNS_15)
     with Store.open(old, create=False) as store:  # a reader of the older store: it has no count
         rows, reads = _series_reads(store, 1)
         assert rows and len(reads) == 1
