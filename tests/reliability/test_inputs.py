@@ -37,6 +37,12 @@ def test_a_fifo_as_the_plan_exits_2_without_blocking(lab):
     assert_one_line_error(proc, 2, str(fifo), "FIFO")
 
 
+def test_a_directory_as_the_plan_names_the_path_not_a_file_descriptor(lab):
+    proc = run_cli("run", str(lab), "--db", str(lab / "x.db"))  # before: "3: is a directory"
+    assert_one_line_error(proc, 2, f"{lab}: a directory", "not a plan file")
+    assert not (lab / "x.db").exists()
+
+
 def test_a_plan_over_the_size_limit_is_refused_with_the_limit(lab):
     big = write_plan(lab / "big.toml")
     with open(big, "a") as f:

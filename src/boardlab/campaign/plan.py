@@ -725,11 +725,12 @@ def read_plan_file(path: str) -> str:
         ) from None
     except OSError as exc:
         raise os_error(exc, path, "plan") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):  # before fdopen, which refuses a directory naming the fd, not the path
+        os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO, device or socket"
+        raise InputError(f"{path}: {kind}, not a plan file; give a TOML file")
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO, device or socket"
-            raise InputError(f"{path}: {kind}, not a plan file; give a TOML file")
         try:
             data = f.read(PLAN_MAX_BYTES + 1)
         except OSError as exc:
