@@ -204,14 +204,20 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
             elif verify:
                 store.verify()
         except BaseException:
+            store._share_sidecars()  # the close removes the files SQLite made for a refused store too
             store.close()
             raise
-        try:  # says "a reader uses these files" to another reader's close (see _remove_reader_sidecars)
-            store._shm_fd = os.open(f"{path}-shm", os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-            fcntl.flock(store._shm_fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        store._share_sidecars()
+        return store
+
+    def _share_sidecars(self) -> None:
+        """Says "a reader uses these files" to another reader's close (see _remove_reader_sidecars), which
+        removes only the -wal and -shm files of a reader holding this shared flock."""
+        try:
+            self._shm_fd = os.open(f"{self.path}-shm", os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+            fcntl.flock(self._shm_fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except OSError:
             pass
-        return store
 
     @classmethod
     def _open_writer(
