@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from boardlab.errors import NotFound
 from boardlab.store.base import SERIES_COUNTED, Connected, _json
 
+_ID_RANGE = range(-(2**63), 2**63)  # what an id column holds: SQLite's INTEGER, PostgreSQL's BIGINT
+
 
 class CampaignRecords(Connected):
     """Boards, campaigns, their commit identity and artifacts (a part of `Store`, store/db.py)."""
@@ -87,7 +89,9 @@ class CampaignRecords(Connected):
         return self.conn.execute("SELECT * FROM campaigns ORDER BY id").fetchall()
 
     def campaign(self, campaign_id: int) -> sqlite3.Row:
-        row = self.conn.execute("SELECT * FROM campaigns WHERE id=?", (campaign_id,)).fetchone()
+        row = None
+        if campaign_id in _ID_RANGE:  # beyond it the driver raises (OverflowError), and no campaign has it
+            row = self.conn.execute("SELECT * FROM campaigns WHERE id=?", (campaign_id,)).fetchone()
         if row is None:
             raise NotFound(f"{self.path}: no campaign with id {campaign_id}")
         return row
