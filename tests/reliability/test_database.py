@@ -126,3 +126,30 @@ def test_readers_leave_no_sidecar_files_and_never_remove_another_readers(results
     assert "lab.db-shm" in sidecars()  # never removed while another reader uses it
     assert second.conn.execute("SELECT count(*) FROM runs").fetchone()[0] == 2
     second.close()
+
+
+def test_a_reader_that_refuses_a_damaged_or_newer_store_leaves_no_sidecar_files(results_db):
+    # a refused open closed before it took its share of the -shm file, so its close left both files behind
+    with sqlite3.connect(results_db) as c:
+        c.execute("UPDATE meta SET value='99' WHERE key='schema_version'")
+    c.close()
+    truncated = results_db.parent / "truncated.db"
+    truncated.write_bytes(_first_pages(results_db))
+    for db, needle in ((results_db, "newer boardlab"), (truncated, "corrupted")):
+        for args in (["report", "--format", "md"], ["export"], ["history", "--plan", "rel"]):
+            proc = run_cli(*args, "--db", str(db))
+            assert_one_line_error(proc, 2, str(db), needle)
+            assert sorted(p.name for p in db.parent.iterdir() if p.name.startswith(db.name + "-")) == []
+
+
+def _first_pages(db) -> bytes:
+    """The first two pages of a WAL database: its header says WAL and its tables point past the end."""
+    data = db.read_bytes()
+    return data[: 2 * int.from_bytes(data[16:18], "big")]
+
+
+def test_a_campaign_id_no_64_bit_column_holds_is_not_found(results_db):
+    huge = str(2**64)  # before: the driver's OverflowError, an internal error
+    for args in (["report", "--db", str(results_db), "--format", "md", "--campaign", huge],
+                 ["compare", str(results_db), str(results_db), "--campaign-b", huge]):  # fmt: skip
+        assert_one_line_error(run_cli(*args), 2, str(results_db), f"no campaign with id {huge}")
