@@ -79,3 +79,12 @@ def test_kern_corpus_out_onto_a_fifo_is_refused(lab, kern):
     )
     assert proc.returncode == 2 and "not a regular file" in proc.stderr, proc.stderr
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+
+
+def test_export_of_a_campaign_the_store_lacks_exits_2_and_writes_nothing(results_db):
+    out = results_db.parent / "runs.csv"
+    proc = run_cli("export", "--db", str(results_db), "--campaign", "1", "--campaign", "7", "-o", str(out))
+    assert_one_line_error(proc, 2, str(results_db), "no campaign with id 7")  # before: exit 0, no run
+    assert not out.exists()
+    proc = run_cli("export", "--db", str(results_db), "--campaign", "1", "-o", str(out))
+    assert proc.returncode == 0 and len(out.read_text().splitlines()) == 2 + 2  # schema, header, 2 runs

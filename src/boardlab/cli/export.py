@@ -46,7 +46,7 @@ def run(args) -> int:
     from boardlab import export as ex
     from boardlab.cli.output_format import EXPORT_SUFFIXES, chosen_format
     from boardlab.errors import InputError
-    from boardlab.report.escape import csv_cell, term
+    from boardlab.report.escape import term
     from boardlab.store import Store
 
     # Arrow's default allocator (mimalloc) gives freed memory back to the kernel lazily: what a row group's
@@ -65,6 +65,7 @@ def run(args) -> int:
             raise InputError(f"--partition writes Parquet: drop --format {args.format}, or --partition")
         ex._pyarrow()  # refused before the store is read when pyarrow is missing
         with Store.open(args.db, create=False) as store, store.snapshot():
+            _named_campaigns(store, args.campaign)
             boards = ex.write_parquet_partitioned(ex.iter_run_rows(store, args.campaign), args.output)
         print(
             f"wrote {term(args.output)}: "
@@ -78,21 +79,32 @@ def run(args) -> int:
     if output != "-":
         ex.check_output(output, protect=[args.db])
     # streamed from the store to the file a run at a time (a Parquet row group at a time), in one snapshot
-    with (
-        Store.open(args.db, create=False) as store,
-        store.snapshot(),
-        ex.open_output(output, [args.db]) as out,
-    ):
-        long = args.table == "metrics"
-        rows, fields = (ex.iter_metric_rows, ex.METRIC_FIELDS) if long else (ex.iter_run_rows, ex.FIELDS)
-        if args.format == "json":
-            records = ex.iter_metric_records if long else ex.iter_run_records
-            ex.write_json(records(store, args.campaign), out, args.table)
-        elif args.format == "csv":  # each string neutralized as it is read (csv_cell), unless kept as is
-            text = (lambda s: s) if args.csv_formulas else csv_cell
-            ex.write_csv_rows(rows(store, args.campaign, text=text), out, fields)
-        else:
-            ex.write_parquet_rows(rows(store, args.campaign), out, fields)
+    with Store.open(args.db, create=False) as store, store.snapshot():
+        _named_campaigns(store, args.campaign)
+        with ex.open_output(output, [args.db]) as out:
+            _write(args, store, out)
     if output != "-":
         print(f"wrote {term(output)}", file=sys.stderr)
     return 0
+
+
+def _named_campaigns(store, ids: list[int] | None) -> None:
+    """Each --campaign is in the store, else NotFound: a mistyped id exported no run and said nothing."""
+    for campaign_id in ids or ():
+        store.campaign(campaign_id)
+
+
+def _write(args, store, out) -> None:
+    from boardlab import export as ex
+    from boardlab.report.escape import csv_cell
+
+    long = args.table == "metrics"
+    rows, fields = (ex.iter_metric_rows, ex.METRIC_FIELDS) if long else (ex.iter_run_rows, ex.FIELDS)
+    if args.format == "json":
+        records = ex.iter_metric_records if long else ex.iter_run_records
+        ex.write_json(records(store, args.campaign), out, args.table)
+    elif args.format == "csv":  # each string neutralized as it is read (csv_cell), unless kept as is
+        text = (lambda s: s) if args.csv_formulas else csv_cell
+        ex.write_csv_rows(rows(store, args.campaign, text=text), out, fields)
+    else:
+        ex.write_parquet_rows(rows(store, args.campaign), out, fields)
