@@ -156,3 +156,34 @@ def test_the_default_timeout_follows_the_workloads_own_duration():
     assert run_timeout_s(None, {}, 0.0) == 1800.0  # a first run of an untimed workload: 30 min
     assert run_timeout_s(None, {"duration_s": 3600}, 0.0) == 4 * 3600 + 120  # a timed one: its duration
     assert run_timeout_s(None, {}, 200.0) == 4000.0  # 20x the longest run of the cell so far
+
+
+def test_governor_json_inputs_of_the_wrong_kind_exit_2_without_blocking(lab):
+    # before: a FIFO hung in open; a binary file, a JSON array, a cell that is no object: internal errors
+    os.mkfifo(lab / "sweep.fifo")
+    (lab / "binary.db").write_bytes(b"SQLite format 3\x00\xf6\xff" * 8)
+    texts = {
+        "list.json": "[1, 2]",
+        "cell.json": '{"schema": 1, "cells": [5]}',
+        "cells.json": '{"schema": 1, "cells": "label"}',
+        "tree.json": '{"schema": 1, "tree": 5}',
+    }
+    for name, text in texts.items():
+        (lab / name).write_text(text)
+    cases = [
+        ("label", "binary.db", "not UTF-8"),
+        ("label", "sweep.fifo", "not a regular file"),
+        ("label", "list.json", "a JSON list"),
+        ("label", "cell.json", "a cell has the wrong keys"),
+        ("train", "cells.json", "not labels"),
+        ("simulate", "tree.json", "not a tree"),
+    ]
+    for step, name, needle in cases:
+        given = (
+            ["--tree", str(lab / name)]
+            if step == "simulate"
+            else [str(lab / name), "--out", str(lab / "x.json")]
+        )
+        proc = run_cli("governor", step, *given, timeout=30)
+        assert_one_line_error(proc, 2, str(lab / name), needle)
+    assert not (lab / "x.json").exists()

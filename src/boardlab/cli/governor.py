@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
+import stat
 import sys
 from typing import Any
 
@@ -146,16 +148,36 @@ def _write(path: str, text: str, args=None) -> None:
     write_output(path, text.encode(), protect=[p for p in inputs if isinstance(p, str)])
 
 
+JSON_MAX_BYTES = 256 << 20  # a full sweep is a few MB; this bounds what a wrong path can cost
+
+
 def _read_json(path: str, what: str) -> dict:
+    """The JSON object of a regular file: a FIFO would block, /dev/zero would fill the memory, and a
+    results database (binary) or a JSON array is not what a governor step wrote."""
     try:
-        with open(path) as f:
-            return json.load(f)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)  # a FIFO: no wait
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise InputError(
+                f"{path}: not a regular file (a directory, FIFO or device); give the {what} file"
+            )
+        with os.fdopen(fd, "rb") as f:
+            data = f.read(JSON_MAX_BYTES + 1)
     except OSError as exc:
         raise InputError(f"{path}: cannot read the {what}: {exc.strerror}") from None
+    if len(data) > JSON_MAX_BYTES:
+        raise InputError(f"{path}: over {JSON_MAX_BYTES >> 20} MiB: not the {what} written by boardlab")
+    try:
+        doc = json.loads(data.decode())
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start}): give the {what} JSON") from None
     except json.JSONDecodeError as exc:
         raise InputError(
             f"{path}: not JSON (line {exc.lineno}): give the {what} written by boardlab"
         ) from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: a JSON {type(doc).__name__}, not the {what} object written by boardlab")
+    return doc
 
 
 def _open_campaign(db: str, campaign: int | None, *, write: bool = False):
@@ -359,13 +381,13 @@ def _load_cells(path: str):
     from boardlab.governor.sweep import SWEEP_SCHEMA, SweepCell
 
     doc = _read_json(path, "sweep")
-    if doc.get("schema") != SWEEP_SCHEMA or "cells" not in doc:
+    if doc.get("schema") != SWEEP_SCHEMA or not isinstance(doc.get("cells"), list):
         raise InputError(
             f"{path}: not a sweep (schema {SWEEP_SCHEMA} with 'cells'); write one with `governor sweep --out`"
         )
     try:
         return doc, [SweepCell.from_json(c) for c in doc["cells"]]
-    except TypeError as exc:
+    except (TypeError, AttributeError) as exc:  # a cell that is not an object has no keys (AttributeError)
         raise InputError(f"{path}: a cell has the wrong keys ({exc})") from None
 
 
@@ -426,11 +448,16 @@ def _train(args) -> int:
     doc = _read_json(args.labels, "labels")
     from boardlab.governor.label import LABEL_SCHEMA
 
-    if doc.get("schema") != LABEL_SCHEMA or not all("label" in c for c in doc.get("cells", ())):
+    cells = doc.get("cells")
+    if (
+        doc.get("schema") != LABEL_SCHEMA
+        or not isinstance(cells, list)
+        or not all(isinstance(c, dict) and "label" in c for c in cells)
+    ):
         raise InputError(
             f"{args.labels}: not labels (schema {LABEL_SCHEMA}); write them with `governor label --out`"
         )
-    rows = [c for c in doc.get("cells", ()) if c.get("features") and c.get("welch_t") is not None]
+    rows = [c for c in cells if c.get("features") and c.get("welch_t") is not None]
     if not rows:
         raise InputError(
             f"{args.labels}: no labelled cell with counter features (counters unsupported on that board?)"
@@ -517,7 +544,7 @@ def load_rule(path: str | None, t1: float, t2: float):
     doc = _read_json(path, "tree")
     try:
         t = tree.from_json(doc)
-    except (ValueError, KeyError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:  # a node of the wrong JSON type too
         raise InputError(f"{path}: not a tree from `governor train` ({exc})") from None
     return tree_rule(t), f"tree {path}"
 
