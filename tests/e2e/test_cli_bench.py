@@ -97,6 +97,9 @@ def test_prepare_runs_before_each_execution_and_parameters_expand_as_hyperfine_s
         (("xz -c F", "--threads", "4096"), "--threads 4096: this board has"),
         (("xz -{n} -c F", "-L", "m", "1,2"), "parameter m: no command uses {m}"),
         (("xz -c F", "--runs", "1"), "--runs 1: expected 2 to 10000"),
+        # refused before the campaign, not after its runs; the fix names the option typed
+        (("xz -c F", "--runs", "2", "--export-json", "/dev/null"), "use --export-json - for stdout"),
+        (("xz -c F", "--runs", "2", "--export-markdown", "no/r.md"), "the directory no does not exist"),
     ],
 )
 def test_bad_input_is_exit_2_naming_the_place_and_the_fix(data, args, said):

@@ -334,6 +334,7 @@ def run(args) -> int:
     from boardlab.workloads import all_workloads
 
     commands = expand(args)
+    _check_exports(args)
     for name, line in commands:
         words = [args.shell] if args.shell else _words(line, "command")
         _check_runnable(words[0], f"command {name!r}")
@@ -391,6 +392,15 @@ def _report(args, outcome, names_by_line: dict, n: int, basis: str, pinned: str,
         print(f"boardlab bench: all {progress.failures} runs failed: nothing was measured", file=sys.stderr)
         return 1
     return 0
+
+
+def _check_exports(args) -> None:
+    """The export files are refused before the campaign, not after its runs (which the store keeps)."""
+    from boardlab.export import check_output
+
+    for option, path in (("--export-json", args.export_json), ("--export-markdown", args.export_markdown)):
+        if path:
+            check_output(path, protect=[args.db], option=option)
 
 
 def _write(path: str, text: str, db: str) -> None:
