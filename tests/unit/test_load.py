@@ -57,7 +57,14 @@ def test_knee_is_the_last_rate_that_held():
 
 def test_targets_and_rates_are_checked():
     assert parse_target("http://127.0.0.1:8080/vdm").port == 8080
-    for bad in ("ftp://x", "http://localhost:80/x", "http://127.0.0.1/x"):
+    # an open bracket and a port over 65535 were urlsplit's ValueError, an internal error
+    for bad in (
+        "ftp://x",
+        "http://localhost:80/x",
+        "http://127.0.0.1/x",
+        "http://[::1",
+        "http://127.0.0.1:99999/x",
+    ):
         with pytest.raises(InputError):
             parse_target(bad)
     assert parse_rates("1,10,100") == (1.0, 10.0, 100.0)
@@ -80,6 +87,13 @@ def test_cli_refuses_bad_input_in_one_line():
     assert proc.returncode == 2 and "TARGET URL or --serve" in proc.stderr and "Traceback" not in proc.stderr
     proc = run_cli("load", "--serve", "--rate", "0")
     assert proc.returncode == 2 and "--mode closed" in proc.stderr
+    # out of svc.mgmt's ranges, the server never started: exit 1, "connection refused"
+    proc = run_cli("load", "--serve", "--serve-stall-every-ms", "-5", "--duration-s", "0.2")
+    assert proc.returncode == 2 and "--serve-stall-every-ms -5: expected 0" in proc.stderr, proc.stderr
+    proc = run_cli("load", "--serve", "--serve-stall-ms", "60001", "--duration-s", "0.2")
+    assert proc.returncode == 2 and "--serve-stall-ms 60001: expected 0 to 60000" in proc.stderr, proc.stderr
+    proc = run_cli("load", "--serve", "--samples", "-", "--json", "--duration-s", "0.2")  # stdout: neither
+    assert proc.returncode == 2 and "both write to stdout" in proc.stderr, proc.stderr
 
 
 def _closed_port() -> int:

@@ -82,6 +82,13 @@ def _check(args) -> None:
         raise InputError("--slo-p99-ms must be positive")
     if not 1 <= args.timeout_ms <= 600000:
         raise InputError(f"--timeout-ms {args.timeout_ms}: expected 1 to 600000")
+    # svc.mgmt's own ranges: outside them the server never starts, and the load saw "connection refused"
+    if not 0 <= args.serve_stall_every_ms <= 3600000:
+        raise InputError(f"--serve-stall-every-ms {args.serve_stall_every_ms}: expected 0 (never) to 3600000")
+    if not 0 <= args.serve_stall_ms <= 60000:
+        raise InputError(f"--serve-stall-ms {args.serve_stall_ms}: expected 0 to 60000")
+    if args.samples == "-" and args.json:  # the CSV, then the JSON: stdout would be neither
+        raise InputError("--samples - and --json both write to stdout: give --samples FILE")
 
 
 def _ms(ns) -> str:
@@ -95,7 +102,7 @@ def run(args) -> int:
     if args.samples:
         from boardlab.export import check_output
 
-        check_output(args.samples)
+        check_output(args.samples, option="--samples")
     if args.rates:
         rates = load.parse_rates(args.rates)
     elif args.rate is not None:
@@ -177,7 +184,8 @@ def run(args) -> int:
             from boardlab.export import write_output
 
             write_output(args.samples, load.merge_samples([p for p in parts if os.path.exists(p[1])]))
-            print(f"wrote {args.samples}", file=sys.stderr)
+            if args.samples != "-":
+                print(f"wrote {args.samples}", file=sys.stderr)
     finally:
         if server is not None:
             server.stop()

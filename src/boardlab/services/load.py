@@ -32,14 +32,20 @@ def parse_target(url: str) -> Target:
     """http://HOST:PORT/PATH with an IPv4 host (the load generator connects by address)."""
     import ipaddress
 
-    parts = urlsplit(url)
-    if parts.scheme != "http" or not parts.hostname or not parts.port:
+    host, port, path = None, None, ""
+    try:  # a bracket left open ('http://[::1') or a port over 65535 is a ValueError of urlsplit's
+        parts = urlsplit(url)
+        if parts.scheme == "http":
+            host, port, path = parts.hostname, parts.port, parts.path
+    except ValueError:
+        pass
+    if not host or not port:
         raise InputError(f"target '{url}': expected http://HOST:PORT/PATH, e.g. http://127.0.0.1:18080/vdm")
     try:
-        ipaddress.IPv4Address(parts.hostname)
+        ipaddress.IPv4Address(host)
     except ValueError:
         raise InputError(f"target '{url}': the host must be an IPv4 address, e.g. 127.0.0.1") from None
-    return Target(parts.hostname, parts.port, parts.path or "/vdm")
+    return Target(host, port, path or "/vdm")
 
 
 def parse_rates(text: str) -> tuple[float, ...]:
