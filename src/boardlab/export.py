@@ -546,7 +546,7 @@ def open_output(path: str, protect: Iterable[str | Path] = (), option: str = "-o
         raise
 
 
-def write_output(path: str, data: bytes, protect: Iterable[str | Path] = ()) -> None:
+def write_output(path: str, data: bytes, protect: Iterable[str | Path] = (), option: str = "-o") -> None:
     """Writes `data` to `path` ("-": standard output) through open_output."""
-    with open_output(path, protect) as f:
+    with open_output(path, protect, option) as f:
         f.write(data)

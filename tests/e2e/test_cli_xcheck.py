@@ -32,6 +32,25 @@ def test_bad_sizes_are_argparse_errors(tmp_path):
     assert proc.returncode == 2 and "k/M/G" in proc.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [  # before: exit 1 after fio's run, or (a negative runtime) fio running for ever
+        (("--runtime-s", "-1"), "--runtime-s -1: expected 0.1 to 86400 seconds"),
+        (("--engine", "io_uring", "--iodepth", "0"), "--iodepth 0: expected 1 to 256"),
+        (("--size", "4k", "--bs", "8k"), "--size 4096: expected one block (--bs 8192) to 1T"),
+        (("--path", "FIFO"), "neither a regular file nor a block device"),
+        (("--job-out", "FIFO"), "not a regular file (a device, FIFO or socket); --job-out writes"),
+    ],
+)
+def test_a_bad_storage_job_is_refused_before_anything_runs(tmp_path, args, said):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    given = [str(fifo) if a == "FIFO" else a for a in args]
+    proc = run_cli("xcheck", "io.storage", "--path", str(tmp_path / "f"), *given, timeout=30)
+    assert proc.returncode == 2 and said in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo"]
+
+
 @pytest.mark.integration
 def test_storage_against_fio_gives_pairs_and_median_ratios(tmp_path):
     if shutil.which("fio") is None:

@@ -62,7 +62,7 @@ def add_arguments(parser) -> None:
     s.add_argument(
         "--destructive", action="store_true", help="allow writing to a block device (data is lost)"
     )
-    s.add_argument("--job-out", type=Path, help="also save the fio job file here")
+    s.add_argument("--job-out", help="also save the fio job file here")
     n = parser.add_argument_group("io.net (against iperf3)")
     n.add_argument(
         "--mode",
@@ -118,7 +118,30 @@ def _progress(i: int, pair, total: int) -> None:
     )
 
 
+def _check_storage_job(args, path: Path) -> None:
+    """The job's numbers within boardlab-kern io.storage's ranges (outside them its run failed after fio's,
+    exit 1; a negative --runtime-s ran fio for ever), its path a file or block device, and --job-out a
+    place that may be written (a device given there was written through), before anything runs."""
+    from boardlab.export import check_output
+
+    if args.bs % 4096 or not 4096 <= args.bs <= 4 * 1024**2:
+        raise InputError(f"--bs {args.bs}: must be a multiple of 4096 from 4k to 4M")
+    if not args.bs <= args.size <= 2**40:
+        raise InputError(f"--size {args.size}: expected one block (--bs {args.bs}) to 1T")
+    if args.engine == "psync" and args.iodepth != 1:
+        raise InputError("--iodepth > 1 needs --engine io_uring")
+    if not 1 <= args.iodepth <= 256:
+        raise InputError(f"--iodepth {args.iodepth}: expected 1 to 256")
+    if not 0.1 <= args.runtime_s <= 86400:  # nan too
+        raise InputError(f"--runtime-s {args.runtime_s:g}: expected 0.1 to 86400 seconds")
+    if path.exists() and not (path.is_file() or path.is_block_device()):
+        raise InputError(f"--path {path}: neither a regular file nor a block device; give a file to test")
+    if args.job_out:
+        check_output(args.job_out, option="--job-out")
+
+
 def _storage(args, kern: Path):
+    from boardlab.export import write_output
     from boardlab.xcheck import pairs, storage
 
     if not args.path:
@@ -129,10 +152,7 @@ def _storage(args, kern: Path):
     if not path.parent.is_dir():
         raise InputError(f"--path {args.path}: directory {path.parent} does not exist")
     _check_cpu(args.cpu, "--cpu")
-    if args.bs % 4096 or not 4096 <= args.bs <= 4 * 1024**2:
-        raise InputError(f"--bs {args.bs}: must be a multiple of 4096 from 4k to 4M")
-    if args.engine == "psync" and args.iodepth != 1:
-        raise InputError("--iodepth > 1 needs --engine io_uring")
+    _check_storage_job(args, path)
     _need("fio", "fio")
     existed = path.exists()
     job = storage.StorageJob(
@@ -146,7 +166,7 @@ def _storage(args, kern: Path):
         job_file = Path(tmp) / "boardlab.fio"
         job_file.write_text(job.fio_job())
         if args.job_out:
-            args.job_out.write_text(job.fio_job())
+            write_output(args.job_out, job.fio_job().encode(), option="--job-out")
         check = pairs.CrossCheck(
             job=f"io.storage {args.op} {args.pattern} bs={args.bs} on {path}",
             reference_tool="fio",
