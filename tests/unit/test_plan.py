@@ -144,6 +144,7 @@ def test_interleaving_is_seeded_and_reproducible():
             "runs.precision: give either repetitions (a fixed count) or precision, not both",
         ),
         ('name = "t"\n', "plan.toml: no [[workloads]]"),
+        ('name = ""\n', "plan.toml:1: name: empty: give the campaign a name"),  # was "missing key 'name'"
         ("name = \n", "plan.toml: not valid TOML"),
     ],
 )

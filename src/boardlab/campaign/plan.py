@@ -613,8 +613,10 @@ def parse_plan(text: str, source: str, catalog: dict[str, WorkloadSpec]) -> Plan
     if schema != PLAN_SCHEMA:
         raise where.error(("schema",), f"this boardlab reads plan schema {PLAN_SCHEMA}, found {schema}")
     name = _take(doc, "name", str, None, where, ())
-    if not name:
+    if name is None:
         raise InputError(f"{source}: missing key 'name' (the campaign's name)")
+    if not name:  # present, so "missing" sent the user looking for a key that is there
+        raise where.error(("name",), "empty: give the campaign a name")
     description = _take(doc, "description", str, "", where, ())
     seed = _take(doc, "seed", int, 1, where, ())
 
