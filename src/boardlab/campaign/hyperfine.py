@@ -77,12 +77,18 @@ def read_results(path: Path) -> list[Result]:
         codes = r.get("exit_codes") or [0] * len(times)
         if not isinstance(codes, list) or len(codes) != len(times):
             raise InputError(f"{where}.exit_codes: expected one per time")
-        out.append(Result(r["command"], tuple(float(t) for t in times),
-                          tuple(c if isinstance(c, int) and not isinstance(c, bool) else None
-                                for c in codes)))  # fmt: skip
+        out.append(Result(r["command"], tuple(float(t) for t in times), tuple(_exit_code(c) for c in codes)))
     if len({r.command for r in out}) != len(out):
         raise InputError(f"{path}: the same command twice in `results`")
     return out
+
+
+def _exit_code(code) -> int | None:
+    """A process's exit code, else None (not known): an integer beyond 32 bits is none, and the store's
+    64-bit column could not hold every such one (the driver's OverflowError was an internal error)."""
+    if isinstance(code, int) and not isinstance(code, bool) and -(2**31) <= code < 2**31:
+        return code
+    return None
 
 
 def write_campaign_file(source: Path, dest: Path) -> int:
