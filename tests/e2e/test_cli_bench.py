@@ -100,6 +100,7 @@ def test_prepare_runs_before_each_execution_and_parameters_expand_as_hyperfine_s
         # refused before the campaign, not after its runs; the fix names the option typed
         (("xz -c F", "--runs", "2", "--export-json", "/dev/null"), "use --export-json - for stdout"),
         (("xz -c F", "--runs", "2", "--export-markdown", "no/r.md"), "the directory no does not exist"),
+        (("xz -c F", "--runs", "2", "--plan-out", "/dev/null"), "use --plan-out - for stdout"),
     ],
 )
 def test_bad_input_is_exit_2_naming_the_place_and_the_fix(data, args, said):

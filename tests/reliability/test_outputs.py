@@ -88,3 +88,16 @@ def test_export_of_a_campaign_the_store_lacks_exits_2_and_writes_nothing(results
     assert not out.exists()
     proc = run_cli("export", "--db", str(results_db), "--campaign", "1", "-o", str(out))
     assert proc.returncode == 0 and len(out.read_text().splitlines()) == 2 + 2  # schema, header, 2 runs
+
+
+def test_governor_train_refuses_a_bad_second_output_before_writing_the_first(lab):
+    sweep, labels = lab / "sweep.json", lab / "labels.json"
+    assert run_cli("governor", "sweep", "--sim", "exynos5422", "--quick", "--out", str(sweep)).returncode == 0
+    assert run_cli("governor", "label", str(sweep), "--out", str(labels)).returncode == 0
+    (lab / "c").mkdir()
+    proc = run_cli(
+        "governor", "train", str(labels), "--out", str(lab / "tree.json"), "--c-out", str(lab / "c")
+    )
+    # before: tree.json written, then the directory refused, naming -o (an option train does not have)
+    assert_one_line_error(proc, 2, str(lab / "c"), "is a directory", "--c-out - for stdout")
+    assert not (lab / "tree.json").exists()

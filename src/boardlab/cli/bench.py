@@ -351,7 +351,7 @@ def run(args) -> int:
     if args.plan_out:
         from boardlab.export import write_output
 
-        write_output(args.plan_out, text.encode(), protect=[args.db])
+        write_output(args.plan_out, text.encode(), protect=[args.db], option="--plan-out")
     args.root, args.monitor_hz = "/", 10.0
     if not args.quiet:
         print(f"{plan.name}: {len(commands)} command(s) x {1 + len(conditions)} condition(s), {n} runs each "

@@ -139,13 +139,33 @@ def run(args) -> int:
     ](args)
 
 
-def _write(path: str, text: str, args=None) -> None:
-    """Writes an output the user named: a new path or a regular file that is none of the command's inputs
-    (refused with exit 2 otherwise), replaced atomically; "-" is standard output."""
+def _write(args, name: str, text: str) -> None:
+    """Writes the output the user named in option `name` (out: --out): a new path or a regular file that
+    is none of the command's inputs (refused with exit 2 otherwise, naming the option), replaced
+    atomically; "-" is standard output."""
     from boardlab.export import write_output
 
-    inputs = [getattr(args, k, None) for k in ("db", "sweep", "labels", "tree")] if args else []
-    write_output(path, text.encode(), protect=[p for p in inputs if isinstance(p, str)])
+    write_output(getattr(args, name), text.encode(), protect=_inputs(args), option=_option(name))
+
+
+def _check_outputs(args, *names: str) -> None:
+    """The outputs named, refused before the work rather than after it, and before a first one is written
+    while a second would be refused."""
+    from boardlab.export import check_output
+
+    for name in names:
+        if getattr(args, name, None):
+            check_output(getattr(args, name), protect=_inputs(args), option=_option(name))
+
+
+def _inputs(args) -> list[str]:
+    return [
+        p for p in (getattr(args, k, None) for k in ("db", "sweep", "labels", "tree")) if isinstance(p, str)
+    ]
+
+
+def _option(name: str) -> str:
+    return "--" + name.replace("_", "-")
 
 
 JSON_MAX_BYTES = 256 << 20  # a full sweep is a few MB; this bounds what a wrong path can cost
@@ -211,6 +231,7 @@ def _soc(name: str):
 def _sweep(args) -> int:
     from boardlab.governor import sweep
 
+    _check_outputs(args, "out", "plan_out")
     if args.sim:
         return _simulated_sweep(args)
     if args.db:
@@ -285,7 +306,7 @@ def _simulated_sweep(args) -> int:
         "cells": [c.to_json() for c in cells],
     }
     if args.out:
-        _write(args.out, json.dumps(doc), args)
+        _write(args, "out", json.dumps(doc))
     summary = _sweep_summary(cells)
     if args.json:
         print(
@@ -325,7 +346,7 @@ def _write_sweep_plan(args, grids) -> None:
     reason = sweep.check_bus(grids[0], bus)
     if reason:
         raise InputError(f"--bus-hz: {reason}")
-    _write(args.plan_out, sweep.plan_toml(grids[0], bus_hz=bus), args)
+    _write(args, "plan_out", sweep.plan_toml(grids[0], bus_hz=bus))
 
 
 def _sweep_campaign(args, soc, sizes, runs: int) -> int:
@@ -402,6 +423,7 @@ def _label(args) -> int:
         raise InputError(
             "give a sweep JSON file or --db DB (a snoop-sweep campaign), not both and not neither"
         )
+    _check_outputs(args, "out")
     if args.db:
         from boardlab.analysis.specs import workload_facts
         from boardlab.governor import store_io
@@ -429,7 +451,7 @@ def _label(args) -> int:
         "correction": "holm" if n_tests <= label.HOLM_MAX else "benjamini-hochberg",
         "cells": [dict(lab.to_json(), features=label.features(lab)) for lab in labels],
     }
-    _write(args.out, json.dumps(out), args)
+    _write(args, "out", json.dumps(out))
     if args.db:
         store_io.save_artifact(store, campaign_id, store_io.LABELS, out)
     n_slow = sum(lab.slow for lab in labels)
@@ -445,6 +467,7 @@ def _label(args) -> int:
 def _train(args) -> int:
     from boardlab.governor import tree
 
+    _check_outputs(args, "out", "c_out")
     doc = _read_json(args.labels, "labels")
     from boardlab.governor.label import LABEL_SCHEMA
 
@@ -486,9 +509,9 @@ def _train(args) -> int:
         "cross_validation": cv,
         "training_confusion": tree.confusion(t, X, y),
     }
-    _write(args.out, json.dumps(out, indent=1), args)
+    _write(args, "out", json.dumps(out, indent=1))
     if args.c_out:
-        _write(args.c_out, tree.to_c(t), args)
+        _write(args, "c_out", tree.to_c(t))
     if args.db:
         from boardlab.governor import store_io
 
@@ -697,6 +720,7 @@ def _simulate(args) -> int:
     from boardlab.governor import evaluate, label, sweep, tree
 
     soc = _soc(args.soc)
+    _check_outputs(args, "html")
     if args.tree:
         slow, rule_text = load_rule(args.tree, 0, 0)
     elif len(soc.clusters) > 1:
@@ -718,7 +742,7 @@ def _simulate(args) -> int:
     from boardlab.report.simulation import simulation_html, simulation_text
 
     if args.html:
-        _write(args.html, simulation_html(res), args)
+        _write(args, "html", simulation_html(res))
     if args.json:
         print(json.dumps(res))
         return 0
