@@ -95,6 +95,19 @@ def test_a_password_in_the_query_never_reaches_an_error(tmp_path):
         assert "s3cret" not in proc.stderr + proc.stdout
 
 
+def test_a_url_libpq_cannot_parse_and_a_host_that_does_not_resolve_are_bad_input():
+    # before: "database error", exit 1, and no fix, while a refused connection was exit 2 with it
+    pytest.importorskip("psycopg", reason="psycopg is the PostgreSQL driver (pip install 'boardlab[fleet]')")
+    for url, said in (
+        ("postgresql://lab:s3cret@[::1/boardlab", "not a PostgreSQL URL"),
+        ("postgresql://lab@db/boardlab?colour=red", "not a PostgreSQL URL"),
+        ("postgresql://lab@no-such-host.invalid/boardlab?connect_timeout=2", "cannot connect"),
+    ):
+        with pytest.raises(pg.InputError, match=said) as caught:
+            pg.connect(url)
+        assert "s3cret" not in str(caught.value)
+
+
 def test_rows_read_by_name_and_position():
     cls = type("R", (pg.Row,), {"__slots__": (), "_index": {"id": 0, "key": 1}})
     row = cls((7, "k"))

@@ -319,10 +319,15 @@ def database_error(exc: Exception, where: str, *, connecting: bool = False) -> B
     import psycopg
 
     text = mask_secrets(" ".join(str(exc).split())) or type(exc).__name__  # libpq may quote the DSN
+    if connecting and isinstance(exc, psycopg.ProgrammingError):  # libpq could not parse the URL
+        return InputError(
+            f"{where}: not a PostgreSQL URL ({text}); write it as postgresql://USER@HOST[:PORT]/DATABASE"
+        )
+    low = text.lower()
     if (
         connecting
         and isinstance(exc, psycopg.OperationalError)
-        and ("connect" in text.lower() or "authentication" in text.lower() or "does not exist" in text)
+        and any(w in low for w in ("connect", "authentication", "does not exist", "resolve host"))
     ):
         return InputError(
             f"{where}: cannot connect to the PostgreSQL store ({text}); check the URL, that the server "
