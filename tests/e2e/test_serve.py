@@ -238,6 +238,15 @@ def test_a_token_too_short_or_not_url_safe_is_refused_from_every_source(lab_db, 
     assert "serving" not in r.stdout and "Traceback" not in r.stderr
 
 
+def test_a_token_file_is_read_up_to_a_bound(lab_db, tmp_path):
+    # before: read whole, so /dev/zero given by mistake was read until memory ran out (a long file with a
+    # character no token has stands for it here: unbounded, it was refused for that character)
+    long = tmp_path / "long"
+    long.write_text("a" * 5000 + "+")
+    r = run_cli("serve", "--db", str(lab_db), "--port", "0", "--token-file", str(long), timeout=60)
+    assert r.returncode == 2 and f"--token-file {long}: over 4096 characters" in r.stderr, r.stderr
+
+
 def test_the_bearer_scheme_is_read_in_any_case_and_the_first_visit_stays_on_this_server(lab_db):
     import http.client
 

@@ -43,6 +43,7 @@ def is_loopback(host: str) -> bool:
 
 
 MIN_TOKEN = 16
+TOKEN_FILE_MAX_CHARS = 4096  # a token is a line; a longer file is not the token's
 TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 
 
@@ -52,19 +53,28 @@ def _token(args) -> str | None:
     import os
     import secrets
 
-    from boardlab.errors import InputError
-
     if args.token_file:
-        try:
-            with open(args.token_file, encoding="utf-8") as f:
-                return _checked(f.read(), f"--token-file {args.token_file}")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise InputError(
-                f"--token-file {args.token_file}: {getattr(exc, 'strerror', None) or exc}"
-            ) from None
+        return _checked(_token_file(args.token_file), f"--token-file {args.token_file}")
     if TOKEN_ENV in os.environ:
         return _checked(os.environ[TOKEN_ENV], f"${TOKEN_ENV}")
     return None if is_loopback(args.host) else secrets.token_urlsafe(24)
+
+
+def _token_file(path: str) -> str:
+    """The text of --token-file (a FIFO too: `--token-file <(pass show lab)`), read up to a bound: /dev/zero
+    given by mistake has no end."""
+    from boardlab.errors import InputError
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            raw = f.read(TOKEN_FILE_MAX_CHARS + 1)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"--token-file {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if len(raw) > TOKEN_FILE_MAX_CHARS:
+        raise InputError(
+            f"--token-file {path}: over {TOKEN_FILE_MAX_CHARS} characters; give a file holding the token"
+        )
+    return raw
 
 
 def _checked(raw: str, source: str) -> str:
