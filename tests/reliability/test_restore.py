@@ -8,7 +8,7 @@ import os
 import shutil
 import subprocess
 
-from reliability.util import assert_one_line_error
+from reliability.util import assert_one_line_error, write_plan
 
 from boardlab.conditions.journal import RestoreJournal
 from boardlab.platform.sysroot import SysRoot
@@ -74,3 +74,31 @@ def test_governor_daemon_without_proc_stat_fails_the_dry_run_with_the_reason(tmp
     )
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     assert "proc/stat" in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+
+
+def test_a_damaged_journal_is_one_line_naming_it_from_restore_and_run(tmp_path, lab):
+    # before: each of these was an internal error (AttributeError, TypeError, KeyError, UnicodeDecodeError),
+    # in `restore` and at the start of every `run`, which recovers first
+    root = tmp_path / "odroid"
+    shutil.copytree(SYSFS / "odroid-xu3", root, symlinks=True)
+    env = {**os.environ, "BOARDLAB_STATE_DIR": str(tmp_path / "state")}
+    os.environ["BOARDLAB_STATE_DIR"] = env["BOARDLAB_STATE_DIR"]
+    try:
+        path = RestoreJournal(SysRoot(root)).path
+    finally:
+        del os.environ["BOARDLAB_STATE_DIR"]
+    path.parent.mkdir()
+    unit = {"id": "1", "kind": "unit", "owner_pid": 1, "what": "combined", "entries": [{"kind": "setting"}]}
+    damaged = {
+        b"[1]": "schema none (a JSON list)",
+        b'{"schema": 1, "entries": [5]}': "damaged restore journal (entries[0]: expected an object)",
+        json.dumps({"schema": 1, "entries": [unit]}).encode(): "entries[0].entries[0].id: expected str",
+        b"\xff\xfe{": "unreadable restore journal",
+    }
+    plan = write_plan(lab / "plan.toml")
+    for data, said in damaged.items():
+        path.write_bytes(data)
+        assert_one_line_error(run_cli("restore", "--root", str(root), env=env), 2, str(path), said)
+        proc = run_cli("run", str(plan), "--root", str(root), "--db", str(lab / "x.db"), env=env)
+        assert_one_line_error(proc, 2, str(path), said)
+        assert path.read_bytes() == data  # left as it was, for the user to inspect

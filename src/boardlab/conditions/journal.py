@@ -66,6 +66,37 @@ def _root_key(root: SysRoot) -> str:
     return hashlib.sha256(os.path.realpath(root.root).encode()).hexdigest()[:12]
 
 
+# what `_add` gives every entry, and what each kind's undo reads
+_COMMON_KEYS: dict[str, type] = {"id": str, "kind": str, "owner_pid": int, "what": str}
+_ENTRY_KEYS: dict[str, dict[str, type]] = {
+    "setting": {"rel": str, "old": str, "new": str},
+    "unbound": {"bus": str, "driver": str, "device": str},
+    "process": {"pid": int, "argv": list},
+    "directory": {"path": str},
+    "netns": {"name": str},
+    "unit": {"entries": list},
+}
+
+
+def _shape_error(entries, where: str = "entries") -> str | None:
+    """The first entry's key that is missing or of the wrong type (`entries[2].pid: expected int`), or None
+    when the undo and the recovery can read every entry."""
+    if not isinstance(entries, list):
+        return f"{where}: expected a list"
+    for i, e in enumerate(entries):
+        at = f"{where}[{i}]"
+        if not isinstance(e, dict):
+            return f"{at}: expected an object"
+        if e.get("kind") not in _ENTRY_KEYS:
+            return f"{at}.kind: expected one of {', '.join(_ENTRY_KEYS)}"
+        for key, kind in {**_COMMON_KEYS, **_ENTRY_KEYS[e["kind"]]}.items():
+            if not isinstance(e.get(key), kind) or isinstance(e.get(key), bool):
+                return f"{at}.{key}: expected {kind.__name__}"
+        if e["kind"] == "unit" and (inner := _shape_error(e["entries"], f"{at}.entries")):
+            return inner
+    return None
+
+
 class RestoreJournal:
     def __init__(self, root: SysRoot, path: Path | None = None):
         self.root = root
@@ -80,13 +111,18 @@ class RestoreJournal:
             doc = json.loads(self.path.read_text())
         except FileNotFoundError:
             return {"schema": JOURNAL_SCHEMA, "root": str(self.root.root), "entries": []}
-        except (OSError, json.JSONDecodeError) as exc:
+        except (OSError, ValueError) as exc:  # ValueError: not JSON, or not UTF-8 text
             raise InputError(
                 f"{self.path}: unreadable restore journal ({exc}); inspect it, then delete it"
             ) from None
-        if doc.get("schema") != JOURNAL_SCHEMA:
+        if not isinstance(doc, dict) or doc.get("schema") != JOURNAL_SCHEMA:
+            schema = doc.get("schema") if isinstance(doc, dict) else f"none (a JSON {type(doc).__name__})"
+            raise InputError(f"{self.path}: restore journal schema {schema}, expected {JOURNAL_SCHEMA}")
+        problem = _shape_error(doc.get("entries"))
+        if problem:  # read as it is, its undo and recovery failed on it: an internal error in every run
             raise InputError(
-                f"{self.path}: restore journal schema {doc.get('schema')}, expected {JOURNAL_SCHEMA}"
+                f"{self.path}: damaged restore journal ({problem}); inspect it (what it lists may still be "
+                "changed on the board), then delete it"
             )
         return doc
 
