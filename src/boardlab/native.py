@@ -37,7 +37,7 @@ def kern_path() -> Path:
     return path
 
 
-CATALOG_CACHE_SCHEMA = 1
+CATALOG_CACHE_SCHEMA = 2  # 2: with the sha256 of its catalog
 _SCRIPT_HEAD_BYTES = 4096  # a wrapper script names what it runs near its top
 _SCRIPT_PATHS = re.compile(rb"\"(/[^\"]+)\"|'(/[^']+)'|(/[^\s\"'$;|&<>()]+)")
 
@@ -89,7 +89,13 @@ def _cached_catalog(path: Path, identity: dict) -> dict | None:
     ):
         return None
     catalog = doc.get("catalog")
-    return catalog if isinstance(catalog, dict) and catalog.get("schema") == KERN_SCHEMA else None
+    if not isinstance(catalog, dict) or doc.get("sha256") != _catalog_sum(catalog):
+        return None  # damaged where the file still parses: its readers would fail on it (internal errors)
+    return catalog if catalog.get("schema") == KERN_SCHEMA else None
+
+
+def _catalog_sum(catalog: dict) -> str:
+    return hashlib.sha256(json.dumps(catalog, sort_keys=True).encode()).hexdigest()
 
 
 def _store_catalog(path: Path, identity: dict, catalog: dict) -> None:
@@ -107,7 +113,8 @@ def _store_catalog(path: Path, identity: dict, catalog: dict) -> None:
         fd, tmp = tempfile.mkstemp(prefix=".kern-catalog-", dir=target.parent)
         try:
             with os.fdopen(fd, "w") as f:
-                json.dump({"schema": CATALOG_CACHE_SCHEMA, "identity": identity, "catalog": catalog}, f)
+                doc = {"schema": CATALOG_CACHE_SCHEMA, "identity": identity, "catalog": catalog}
+                json.dump({**doc, "sha256": _catalog_sum(catalog)}, f)
             os.replace(tmp, target)
         except BaseException:
             os.unlink(tmp)

@@ -81,6 +81,11 @@ def test_a_damaged_cache_entry_is_ignored_and_rewritten(setup):
     assert listed(env) == first and calls(count) == 2  # rewritten whole
     entry.write_text(json.dumps({"schema": 1, "identity": "another build", "catalog": {}}))
     assert listed(env) == first and calls(count) == 3
+    doc = json.loads(entry.read_text())
+    doc["catalog"]["kernels"][0] = 5  # damaged inside, the file still JSON: before, an internal error
+    entry.write_text(json.dumps(doc))
+    assert listed(env) == first and calls(count) == 4
+    assert run_cli("info", "--json", env=env).returncode == 0 and calls(count) == 4  # rewritten whole
 
 
 def test_an_unwritable_cache_directory_costs_a_run_not_a_failure(setup, tmp_path):
