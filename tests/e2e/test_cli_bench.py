@@ -101,6 +101,7 @@ def test_prepare_runs_before_each_execution_and_parameters_expand_as_hyperfine_s
         (("xz -c F", "--runs", "2", "--export-json", "/dev/null"), "use --export-json - for stdout"),
         (("xz -c F", "--runs", "2", "--export-markdown", "no/r.md"), "the directory no does not exist"),
         (("xz -c F", "--runs", "2", "--plan-out", "/dev/null"), "use --plan-out - for stdout"),
+        (("xz -{n} -c F", "-P", "n", "1", "nan"), "MIN, MAX (and -D STEP) must be numbers"),  # was internal
     ],
 )
 def test_bad_input_is_exit_2_naming_the_place_and_the_fix(data, args, said):

@@ -103,6 +103,8 @@ def _scan_values(args) -> list[str]:
     try:
         lo, hi = Decimal(lo_t), Decimal(hi_t)
         step = Decimal(args.parameter_step_size or "1")
+        if not all(d.is_finite() for d in (lo, hi, step)):  # a nan cannot be compared (InvalidOperation)
+            raise InvalidOperation
     except InvalidOperation:
         raise InputError(
             f"--parameter-scan {name} {lo_t} {hi_t}: MIN, MAX (and -D STEP) must be numbers"
