@@ -35,6 +35,15 @@ def test_list_filters_by_family():
     assert {w["family"] for w in doc["workloads"]} == {"core"}
 
 
+def test_an_unknown_family_and_a_root_without_conditions_are_usage_errors(tmp_path):
+    # before: an empty table, and this machine's workloads for a --root it ignored, both exit 0
+    proc = run_cli("list", "--family", "nosuch")
+    assert proc.returncode == 2 and "--family nosuch: no such family; families: " in proc.stderr
+    assert "core" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run_cli("list", "--root", str(SYSFS / "vm"))
+    assert proc.returncode == 2 and "--root goes with --conditions" in proc.stderr, proc.stderr
+
+
 def test_list_presets_shows_every_bundled_plan_with_its_description():
     doc = json.loads(run_cli("list", "--presets", "--json").stdout)
     names = {p["name"]: p["description"] for p in doc["presets"]}

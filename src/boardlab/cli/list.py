@@ -108,6 +108,7 @@ def _presets(args) -> int:
 
 
 def run(args) -> int:
+    from boardlab.errors import InputError
     from boardlab.model import SCHEMA_VERSION
     from boardlab.workloads import all_workloads
 
@@ -115,7 +116,12 @@ def run(args) -> int:
         return _presets(args)
     if args.conditions:
         return _conditions(args)
+    if args.root != "/":  # it was ignored: the workloads' support shown is this machine's
+        raise InputError("--root goes with --conditions: a workload's support is judged on this machine")
     workloads = [w for w in all_workloads() if not args.family or w.family == args.family]
+    if args.family and not workloads:  # an empty table, exit 0, read as "nothing of that family here"
+        families = sorted({w.family for w in all_workloads()})
+        raise InputError(f"--family {args.family}: no such family; families: {', '.join(families)}")
     if args.json:
         json.dump(
             {"schema": SCHEMA_VERSION, "workloads": [w.to_dict() for w in workloads]}, sys.stdout, indent=2
