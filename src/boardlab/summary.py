@@ -526,7 +526,10 @@ class KeepBehind:
         ahead: set[int] = set()
         for item in list(waiting):
             cid, before = item
-            if before in running or before in ahead:
+            # a campaign in two files of one ingest (the same file twice, or a copy and its grown copy) is
+            # queued twice: the second waits for the first, whose end else took it off `running` while it
+            # ran, so the dispatch ended without its result and `finish` waited for ever
+            if before in running or before in ahead or cid in running or cid in ahead:
                 ahead.add(cid)
                 continue
             if not free and running:

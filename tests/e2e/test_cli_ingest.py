@@ -41,6 +41,20 @@ def test_ingest_into_sqlite_twice_and_after_a_resume(tmp_path):
     assert f"0 runs added, {_runs(a)} already in" in same.stdout and _runs(shared) == _runs(a)
 
 
+def test_one_campaign_in_two_files_of_one_ingest_ends_with_every_run(tmp_path):
+    # before: its summary was queued twice and the ingest waited for ever for the second (two cores or more)
+    import shutil
+
+    a = make_campaign_db(tmp_path / "a.db", board="bbb-1", n=2, status="running", seed=3)
+    old = tmp_path / "a then.db"
+    shutil.copy2(a, old)
+    make_campaign_db(a, board="bbb-1", n=3, first_rep=3, seed=3)  # resumed on the board since the copy
+    for files, db in (([a, a], tmp_path / "same.db"), ([old, a], tmp_path / "grown.db")):
+        proc = run_cli("ingest", *map(str, files), "--db", str(db), timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        assert _runs(db) == _runs(a)
+
+
 def test_ingest_refuses_its_own_target_and_a_bad_file_before_creating_the_store(tmp_path):
     a = make_campaign_db(tmp_path / "a.db", board="bbb-1", n=2)
     proc = run_cli("ingest", str(a), "--db", str(a))
