@@ -283,6 +283,29 @@ def state_env(tmp_path: Path) -> dict:
     return {**os.environ, "BOARDLAB_STATE_DIR": str(tmp_path / "state")}
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [  # before: nan ran (and was NaN in --json), inf overflowed the sleep, -1 looped for ever in simulate
+        (("run", "--sampling-ms", "nan"), "--sampling-ms nan: expected 1 to 3600000 ms"),
+        (("run", "--sampling-ms", "1e400"), "--sampling-ms inf: expected 1 to 3600000 ms"),
+        (("run", "--duration-s", "-1"), "--duration-s -1: expected a positive number of seconds"),
+        (("run", "--duration-s", "nan"), "--duration-s nan: expected a positive number of seconds"),
+        (("simulate", "--sampling-ms", "-1"), "--sampling-ms -1: expected 1 to 3600000 ms"),
+        (("simulate", "--sampling-ms", "nan"), "--sampling-ms nan: expected 1 to 3600000 ms"),
+    ],
+)
+def test_a_sampling_period_or_duration_that_is_no_time_is_refused_before_anything_changes(
+    tmp_path, args, said
+):
+    root = copy_board("odroid-xu3", tmp_path)
+    write_stat(root, 8, [0] * 8, [0] * 8)
+    before = snapshot(root)
+    where = ["--root", str(root), "--policy", "ondemand"] if args[0] == "run" else ["--soc", "am335x"]
+    proc = run_cli("governor", *args, *where, env=state_env(tmp_path), timeout=60)
+    assert proc.returncode == 2 and said in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert snapshot(root) == before
+
+
 @pytest.mark.parametrize(("board", "ncpu"), [("odroid-xu3", 8), ("bbb", 1)])
 def test_the_daemon_writes_only_opps_and_restores_after_it_ends(tmp_path, board, ncpu):
     root = copy_board(board, tmp_path)

@@ -587,14 +587,25 @@ def tree_rule(t):
 # ---- run ----
 
 
+def _check_sampling(ms: float) -> None:
+    """The daemon's period: nan was taken (and written as NaN into --json), inf overflowed the sleep, and a
+    period of a nanosecond had the simulator step a trace for hours."""
+    if not 1 <= ms <= 3_600_000:
+        raise InputError(f"--sampling-ms {ms:g}: expected 1 to 3600000 ms")
+
+
 def _run(args) -> int:
     from boardlab.conditions.journal import RestoreJournal
     from boardlab.governor import daemon
     from boardlab.platform import cpufreq
     from boardlab.platform.sysroot import SysRoot
 
-    if args.sampling_ms < 1:
-        raise InputError("--sampling-ms: at least 1 ms")
+    _check_sampling(args.sampling_ms)
+    if args.duration_s is not None and not 0 < args.duration_s <= 1e9:  # nan, inf and -1 ran
+        raise InputError(
+            f"--duration-s {args.duration_s:g}: expected a positive number of seconds (leave it out to run "
+            "until Ctrl-C)"
+        )
     sr = SysRoot(args.root)
     sr.require_board_tree()
     slow, rule_text = load_rule(args.tree, args.t1, args.t2) if args.policy == "anti-snoop" else (None, "")
@@ -720,6 +731,7 @@ def _simulate(args) -> int:
     from boardlab.governor import evaluate, label, sweep, tree
 
     soc = _soc(args.soc)
+    _check_sampling(args.sampling_ms)
     _check_outputs(args, "html")
     if args.tree:
         slow, rule_text = load_rule(args.tree, 0, 0)
