@@ -217,6 +217,14 @@ def test_label_and_train_through_the_cli(tmp_path):
     assert "static int boardlab_snoop_slow(" in tc.read_text()
     bad = run_cli("governor", "train", str(sw), "--out", str(tmp_path / "x.json"))
     assert bad.returncode == 2 and "not labels" in bad.stderr and not (tmp_path / "x.json").exists()
+    # before: --folds 10**20 looped for ever over empty folds, --runs 10**20 filled the memory
+    huge = str(10**20)
+    bad = run_cli(
+        "governor", "train", str(lab), "--out", str(tmp_path / "x.json"), "--folds", huge, timeout=60
+    )
+    assert bad.returncode == 2 and f"--folds {huge}: expected 2 to " in bad.stderr, bad.stderr
+    bad = run_cli("governor", "sweep", "--sim", "exynos5422", "--runs", huge, "--out", str(sw), timeout=60)
+    assert bad.returncode == 2 and f"--runs {huge}: expected 2" in bad.stderr, bad.stderr
 
 
 # ---- policies on traces ------------------------------------------------------------------------------------

@@ -285,8 +285,8 @@ def _simulated_sweep(args) -> int:
     cells (--out), with its per-size summary."""
     from boardlab.governor import sweep
 
-    if args.runs < 2:
-        raise InputError("--runs: a t-test needs at least 2 runs per cell")
+    if not 2 <= args.runs <= 10000:  # a t-test needs 2; 10^20 filled the memory before the first cell ended
+        raise InputError(f"--runs {args.runs}: expected 2 (what a t-test needs) to 10000 runs per cell")
     soc = _soc(args.sim)
     if args.cluster is not None and args.cluster not in [c.policy for c in soc.clusters]:
         raise InputError(
@@ -493,8 +493,9 @@ def _train(args) -> int:
             "nothing to learn"
         )
     groups = [(c["pattern"], c["size_bytes"], c["this_policy"], c["this_khz"], c["other_khz"]) for c in rows]
-    if args.folds < 2:
-        raise InputError("--folds: at least 2")
+    cells = len(set(groups))
+    if not 2 <= args.folds <= cells:  # a fold holds whole cells: beyond, folds are empty (10^20 never ended)
+        raise InputError(f"--folds {args.folds}: expected 2 to {cells}, the labelled cells with features")
     cv = tree.cross_validate(X, y, groups, k=args.folds, max_depth=args.depth)
     t = tree.fit(X, y, max_depth=args.depth)
     out = {
