@@ -198,6 +198,37 @@ def _storage(args, kern: Path):
     return check
 
 
+def _check_net_job(args) -> None:
+    """The job within boardlab-kern io.net's and io.net_zeroloss's ranges, refused before either tool runs:
+    outside them the run failed after iperf3's with exit 1 (a nan duration: an internal error; a
+    --msg-bytes of 0: iperf3 never ended)."""
+    import ipaddress
+
+    from boardlab.model.units import plain_number
+
+    checks: list[tuple[str, float, float, float]] = [
+        ("--msg-bytes", args.msg_bytes, 1, 16 * 2**20),
+        ("--udp-bytes", args.udp_bytes, 32, 65507),
+        ("--rate-bit-s", args.rate_bit_s, 0, 1e12),
+        ("--sockbuf-bytes", args.sockbuf_bytes, 0, 2**30),
+    ]
+    if args.mode == "zeroloss":
+        checks += [("--lo-bit-s", args.lo_bit_s, 1e3, 1e12), ("--hi-bit-s", args.hi_bit_s, 1e3, 1e12)]
+    for option, value, lo, hi in checks:
+        if not lo <= value <= hi:  # nan too
+            raise InputError(
+                f"{option} {plain_number(value)}: expected {plain_number(lo)} to {plain_number(hi)}"
+            )
+    if not 0 < args.duration_s <= 86400:
+        raise InputError(f"--duration-s {args.duration_s:g}: expected more than 0 to 86400 seconds")
+    try:
+        ipaddress.IPv4Address(args.host)
+    except ValueError:
+        raise InputError(
+            f"--host {args.host}: expected an IPv4 address of this machine, e.g. 127.0.0.1"
+        ) from None
+
+
 def _net(args, kern: Path):
     from boardlab.xcheck import net, pairs
 
@@ -209,6 +240,7 @@ def _net(args, kern: Path):
         raise InputError(f"--lo-bit-s {args.lo_bit_s:g} --hi-bit-s {args.hi_bit_s:g}: need 0 < lo < hi")
     if not 0.001 <= args.resolution <= 0.5:
         raise InputError(f"--resolution {args.resolution:g}: use 0.001-0.5 (a relative width)")
+    _check_net_job(args)
     _need("iperf3", "iperf3")
     job = net.NetJob(
         mode=args.mode, host=args.host, msg_bytes=args.msg_bytes, udp_bytes=args.udp_bytes,
