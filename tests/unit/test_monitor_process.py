@@ -129,6 +129,8 @@ def test_monitor_cli_refuses_bad_input():
     assert proc.returncode == 2 and "--pid PID or -- CMD" in proc.stderr and "Traceback" not in proc.stderr
     proc = run_cli("monitor", "--pid", "999999999")
     assert proc.returncode == 2 and "no such process" in proc.stderr
+    proc = run_cli("monitor", "--duration-s", "nan", "--", "true")  # nan > 0 is false, and so is nan <= 0
+    assert proc.returncode == 2 and "--duration-s nan: expected a positive number" in proc.stderr
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="making a device node needs root (mknod)")

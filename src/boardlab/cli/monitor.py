@@ -11,7 +11,7 @@ import json
 import os
 import sys
 
-from boardlab.errors import BoardlabError, InputError
+from boardlab.errors import InputError
 
 DESCRIPTION = (
     "Samples a process (--pid PID, repeatable) or a command it starts (after --) every --interval-s. CPU "
@@ -104,10 +104,7 @@ def run(args) -> int:
     }
     doc = mon.document(extra)
     if args.csv:
-        try:
-            _write_csv(args.csv, mon.rows)
-        except OSError as exc:
-            raise BoardlabError(f"cannot write {args.csv}: {exc.strerror}") from None
+        _write_csv(args.csv, mon.rows)  # open_output names the path of an OSError
     if args.json:
         json.dump(doc, sys.stdout, indent=1)
         print()
@@ -131,8 +128,8 @@ def _check(args, cmd: list[str]) -> None:
         raise InputError("give either --pid PID or -- CMD ARGS... (not both, not neither)")
     if not 0.01 <= args.interval_s <= 3600:
         raise InputError(f"--interval-s {args.interval_s:g}: expected 0.01 to 3600 seconds")
-    if args.duration_s is not None and args.duration_s <= 0:
-        raise InputError("--duration-s must be positive")
+    if args.duration_s is not None and not args.duration_s > 0:  # nan too
+        raise InputError(f"--duration-s {args.duration_s:g}: expected a positive number of seconds")
     if args.csv == "-" and args.json:
         raise InputError("--csv - and --json both write to standard output: give --csv a file path")
     if args.csv:
