@@ -102,6 +102,12 @@ def test_prepare_runs_before_each_execution_and_parameters_expand_as_hyperfine_s
         (("xz -c F", "--runs", "2", "--export-markdown", "no/r.md"), "the directory no does not exist"),
         (("xz -c F", "--runs", "2", "--plan-out", "/dev/null"), "use --plan-out - for stdout"),
         (("xz -{n} -c F", "-P", "n", "1", "nan"), "MIN, MAX (and -D STEP) must be numbers"),  # was internal
+        # a place in the generated plan is named by the --under it came from (was "bench (generated):
+        # conditions[2].params.workers", a plan the user never saw)
+        (
+            ("xz -c F", "--under", "stressor:cpu", "--under", "stressor:cpu,workers=0"),
+            "--under stressor:cpu,workers=0: params.workers: expected an integer in [1, 1024], found 0",
+        ),
     ],
 )
 def test_bad_input_is_exit_2_naming_the_place_and_the_fix(data, args, said):
