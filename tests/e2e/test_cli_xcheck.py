@@ -146,3 +146,37 @@ def test_zero_loss_rate_against_iperf3_by_the_same_search():
     for side in ("boardlab", "reference"):
         assert 5e6 <= pair[side]["zero_loss_bit_s"] <= 4e8
     assert doc["metrics"]["zero_loss_bit_s"]["median_ratio"] > 0
+
+
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed (apt-get install fio)")
+def test_sigterm_stops_fio_and_removes_the_job_and_the_laid_out_file(tmp_path):
+    """SIGTERM (`kill`, a CI timeout) ended the interpreter at once: fio's job processes ran on to the end of
+    their runtime, and the job file's directory and the file laid out at --path stayed behind."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from helpers import tagged_env, tagged_processes
+
+    tag = f"xcheck-term-{os.getpid()}-{time.time()}"
+    env = tagged_env(tag, TMPDIR=str(tmp_path))
+    data = tmp_path / "data"
+    argv = [sys.executable, "-m", "boardlab", "xcheck", "io.storage", "--path", str(data), "--size", "8M",
+            "--runtime-s", "30", "--pairs", "2"]  # fmt: skip
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while "fio" not in tagged_processes(tag).values() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert "fio" in tagged_processes(tag).values(), "fio never started"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130 and "interrupted" in err, err
+    time.sleep(0.5)  # the group's SIGKILL is delivered; a survivor would still be listed
+    assert tagged_processes(tag) == {}
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no boardlab-xcheck-* directory, no data file

@@ -130,9 +130,25 @@ def _stop_signal_default() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def _stop_on_term() -> None:
+    """SIGTERM (`kill`, a service manager, a CI timeout) and SIGHUP (a closed SSH session) stop every command
+    as Ctrl-C does, through its KeyboardInterrupt path: its programs stopped, its temporary files removed,
+    its settings restored. By default they ended the interpreter at once, leaving an `xcheck`'s fio running
+    and its files behind. A signal the caller ignores (`nohup`) stays ignored; `run`, `serve` and `governor`
+    set their own."""
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(signum) == signal.SIG_DFL:
+            signal.signal(signum, _interrupted)
+
+
+def _interrupted(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _stop_signal_default()
+    _stop_on_term()
     _one_malloc_arena_under_an_address_limit()  # before any thread starts
     # `boardlab kern ARGS...` passes everything after `kern` through untouched.
     if argv and argv[0] == "kern":

@@ -136,10 +136,7 @@ def run_iperf(job: NetJob) -> dict[str, float | None]:
     try:
         doc: dict = {}
         for _attempt in range(50):  # the server needs a moment to listen
-            proc = subprocess.run(
-                job.iperf_client(port), capture_output=True, text=True, preexec_fn=pin(job.client_cpu),
-                timeout=job.duration_s + 60,
-            )  # fmt: skip
+            proc = pairs.run_tool(job.iperf_client(port), job.client_cpu, job.duration_s + 60)
             try:
                 doc = parse(proc.stdout, "iperf3")
             except ValueError as exc:
@@ -175,10 +172,7 @@ def zeroloss_kern_command(job: NetJob) -> list[str]:
 
 
 def run_boardlab_zeroloss(job: NetJob, notes: list[str] | None = None) -> dict[str, float | None]:
-    proc = subprocess.run(
-        zeroloss_kern_command(job), capture_output=True, text=True, preexec_fn=pin(job.client_cpu),
-        timeout=3600,
-    )  # fmt: skip
+    proc = pairs.run_tool(zeroloss_kern_command(job), job.client_cpu, 3600)
     try:
         res = parse(proc.stdout, "io.net_zeroloss")
     except ValueError as exc:

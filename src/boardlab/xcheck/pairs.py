@@ -34,13 +34,35 @@ def run_kern(command: list[str], kernel: str, cpu: int | None) -> dict:
     from boardlab.errors import MeasurementError
     from boardlab.xcheck.jsonrobust import parse
 
-    proc = subprocess.run(command, capture_output=True, text=True, preexec_fn=pin(cpu), timeout=600)
+    proc = run_tool(command, cpu, 600)
     res = parse(proc.stdout, f"boardlab-kern {kernel}") if proc.stdout.strip() else {}
     if res.get("supported") is False:
         raise MeasurementError(f"{kernel} unsupported here: {res.get('reason')}")
     if proc.returncode != 0 or not res.get("ok"):
         raise MeasurementError(f"{kernel} failed: {res.get('errors') or proc.stderr.strip()}")
     return res
+
+
+def run_tool(argv: list[str], cpu: int | None, timeout_s: float) -> subprocess.CompletedProcess:
+    """`argv` run to its end pinned to `cpu` (None: not pinned), in a process group of its own, its output as
+    text. A stop of boardlab (Ctrl-C, SIGTERM) or the timeout ends the whole group: subprocess.run killed the
+    tool's first process only, and fio's job processes ran on, orphaned, to the end of their runtime."""
+    from boardlab.errors import MeasurementError
+    from boardlab.platform.spawn import collect, spawn, stop_group
+
+    proc = spawn(argv, cpus=None if cpu is None else {cpu})
+    try:
+        out, err, code, _, killed = collect(proc, timeout_s)
+    except BaseException:
+        stop_group(proc)
+        raise
+    finally:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+    if killed:
+        raise MeasurementError(f"{argv[0]} did not end within {timeout_s:g} s: stopped")
+    return subprocess.CompletedProcess(argv, code, out.decode(errors="replace"), err.decode(errors="replace"))
 
 
 def pin(cpu: int | None):

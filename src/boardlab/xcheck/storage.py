@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from boardlab.errors import MeasurementError
 from boardlab.xcheck import pairs
 from boardlab.xcheck.jsonrobust import parse
-from boardlab.xcheck.pairs import pin, whole_run_rate
+from boardlab.xcheck.pairs import whole_run_rate
 
 METRICS = ("bandwidth_mb_s", "iops", "latency_p50_ns", "latency_p99_ns")
 RATIO_METRICS = ("bandwidth_mb_s", "iops", "latency_p50_ns")
@@ -100,7 +99,7 @@ def layout(kern: Path, job: StorageJob) -> None:
            "--param", f"path={job.path}", "--param", f"size_bytes={job.size_bytes}",
            "--param", f"bs={job.bs_bytes}", "--param", "op=write", "--param", "keep_file=1",
            "--param", f"direct={int(job.direct)}"]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    proc = pairs.run_tool(cmd, None, 600)
     res = parse(proc.stdout, "boardlab-kern io.storage") if proc.stdout.strip() else {}
     if res.get("supported") is False:
         raise MeasurementError(f"io.storage unsupported here: {res.get('reason')}")
@@ -139,9 +138,7 @@ def fio_metrics(doc: dict) -> dict[str, float | None]:
 
 
 def run_fio(job_file: Path, job: StorageJob) -> dict[str, float | None]:
-    proc = subprocess.run(
-        fio_command(job_file), capture_output=True, text=True, preexec_fn=pin(job.cpu), timeout=600
-    )
+    proc = pairs.run_tool(fio_command(job_file), job.cpu, 600)
     if proc.returncode != 0:
         raise MeasurementError(
             f"fio failed (exit {proc.returncode}): {proc.stderr.strip()[:300] or proc.stdout[:300]}"
