@@ -27,7 +27,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -227,6 +227,21 @@ def _collect_with_timer(proc: subprocess.Popen, timeout_s: float):
     finally:
         deadline.disarm()
     return out, err, code, rusage, deadline.fired
+
+
+@contextmanager
+def owned(proc: subprocess.Popen) -> Iterator[subprocess.Popen]:
+    """`proc` for the block: its whole group stopped if the block ends in an error or a stop (Ctrl-C,
+    SIGTERM), its pipes closed however it ends."""
+    try:
+        yield proc
+    except BaseException:
+        stop_group(proc)
+        raise
+    finally:
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 def stop_group(proc: subprocess.Popen, *, grace_s: float = 2.0, first: int = signal.SIGINT) -> None:

@@ -521,7 +521,7 @@ def execute(argv: list[str], timeout_s: float, *, stdout: bool = True) -> Execut
     the program runs but its stderr (kept for the error of a failed run)."""
     import subprocess
 
-    from boardlab.platform.spawn import Deadline, spawn, stop_group, wait_rusage
+    from boardlab.platform.spawn import Deadline, owned, spawn, wait_rusage
 
     t0 = time.monotonic_ns()
     try:
@@ -530,17 +530,12 @@ def execute(argv: list[str], timeout_s: float, *, stdout: bool = True) -> Execut
         return Execution(0, {}, "", "", f"cannot start {argv[0]}: {exc.strerror}")
     out, err = Kept("stdout"), Kept("stderr")
     deadline = Deadline(proc, timeout_s)
-    try:
-        ended_ns = read_until_exit(proc, out, err)
-        code, rusage = wait_rusage(proc, deadline)
-    except BaseException:
-        deadline.disarm()
-        stop_group(proc)
-        raise
-    finally:
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
+    with owned(proc):
+        try:
+            ended_ns = read_until_exit(proc, out, err)
+            code, rusage = wait_rusage(proc, deadline)
+        finally:
+            deadline.disarm()  # wait_rusage disarmed it already unless the wait failed or was stopped
     wall_ns = (ended_ns or time.monotonic_ns()) - t0
     with contextlib.suppress(ProcessLookupError):  # what the program left running in its group
         os.killpg(proc.pid, signal.SIGKILL)

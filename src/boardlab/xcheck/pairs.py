@@ -48,18 +48,10 @@ def run_tool(argv: list[str], cpu: int | None, timeout_s: float) -> subprocess.C
     text. A stop of boardlab (Ctrl-C, SIGTERM) or the timeout ends the whole group: subprocess.run killed the
     tool's first process only, and fio's job processes ran on, orphaned, to the end of their runtime."""
     from boardlab.errors import MeasurementError
-    from boardlab.platform.spawn import collect, spawn, stop_group
+    from boardlab.platform.spawn import collect, owned, spawn
 
-    proc = spawn(argv, cpus=None if cpu is None else {cpu})
-    try:
+    with owned(spawn(argv, cpus=None if cpu is None else {cpu})) as proc:
         out, err, code, _, killed = collect(proc, timeout_s)
-    except BaseException:
-        stop_group(proc)
-        raise
-    finally:
-        for pipe in (proc.stdout, proc.stderr):
-            if pipe is not None:
-                pipe.close()
     if killed:
         raise MeasurementError(f"{argv[0]} did not end within {timeout_s:g} s: stopped")
     return subprocess.CompletedProcess(argv, code, out.decode(errors="replace"), err.decode(errors="replace"))
