@@ -35,13 +35,11 @@ def add_arguments(p) -> None:
     p.add_argument(
         "--json", action="store_true", help="print one JSON document at the end instead of the table"
     )
-    p.add_argument(
-        "--csv",
-        metavar="PATH",
-        help="also write every interval of every process to PATH (CSV; -: standard output, the table then on "
-        "standard error)",
-    )
+    p.add_argument("--csv", metavar="PATH", help=CSV_HELP)
     p.add_argument("cmd", nargs=argparse.REMAINDER, help="-- CMD ARGS...: start CMD and monitor it")
+
+
+CSV_HELP = "also write every interval of every process to PATH (CSV; -: standard output, the table on stderr)"
 
 
 def _fmt(v, scale=1.0, digits=2) -> str:

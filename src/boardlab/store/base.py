@@ -128,13 +128,7 @@ class Connected:
         return self._schema_cached
 
     def _count_added_runs(
-        self,
-        campaign_id: int,
-        n: int,
-        valid: int,
-        *,
-        series: int = 0,
-        heartbeat_unix_s: float | None = None,
+        self, campaign_id: int, n: int, valid: int, *, series: int = 0, heartbeat_unix_s: float | None = None
     ) -> None:
         """Adds n runs, `valid` of them valid and `series` of them with a result that names "series", to the
         campaign's counts, in the transaction that stored them (every writer of runs calls this; a store
