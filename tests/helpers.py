@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from functools import cache, lru_cache
 from pathlib import Path
 
@@ -245,6 +246,18 @@ def full_sweep_report(tmp_path_factory) -> tuple[Path, str]:
             assert report.returncode == 0, report.stderr
             said.write_text(proc.stdout + proc.stderr)  # last: its presence says both were made
     return page, said.read_text()
+
+
+@contextmanager
+def reaped(proc: subprocess.Popen):
+    """`proc` for the block; still running when the block ends (a wait timed out, an assertion failed), it is
+    killed and reaped: no test leaves the process it started running."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
 
 
 def tagged_env(tag: str, **extra: str) -> dict:

@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from helpers import run_cli
+from helpers import reaped, run_cli
 
 
 def test_storage_without_a_path_is_a_usage_error():
@@ -165,17 +165,13 @@ def test_sigterm_stops_fio_and_removes_the_job_and_the_laid_out_file(tmp_path):
     argv = [sys.executable, "-m", "boardlab", "xcheck", "io.storage", "--path", str(data), "--size", "8M",
             "--runtime-s", "30", "--pairs", "2"]  # fmt: skip
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    with reaped(proc):
         deadline = time.monotonic() + 60
         while "fio" not in tagged_processes(tag).values() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert "fio" in tagged_processes(tag).values(), "fio never started"
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 130 and "interrupted" in err, err
     time.sleep(0.5)  # the group's SIGKILL is delivered; a survivor would still be listed
     assert tagged_processes(tag) == {}

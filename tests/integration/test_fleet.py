@@ -21,6 +21,8 @@ import pytest
 from fleet_lab import BIN, Lab, missing, wait_for
 from pg import pg_server, pg_url  # noqa: F401  (pytest fixtures)
 
+from helpers import reaped
+
 pytestmark = pytest.mark.integration
 
 why = missing()
@@ -171,19 +173,19 @@ def test_a_dead_board_is_power_cycled_and_resumed_nothing_lost_or_duplicated(
         env={**os.environ, "TMPDIR": str(scratch)},
     )
     try:
-        victim = lab.remote_root / "board2" / "run.log"
-        # in the middle of board2's campaign: at least two runs stored, not all of them
-        wait_for(
-            lambda: victim.exists() and re.search(r"\[[2-4]/6\]", victim.read_text()), 150, "board2's runs"
-        )
-        assert lab.hang("board2") >= 1  # its campaign was frozen, not only its sshd killed
-        t_hang = time.time()
-        out, _ = proc.communicate(timeout=170)
-        left = sorted(p.name for p in scratch.iterdir())
+        with reaped(proc):
+            victim = lab.remote_root / "board2" / "run.log"
+            # in the middle of board2's campaign: at least two runs stored, not all of them
+            wait_for(
+                lambda: victim.exists() and re.search(r"\[[2-4]/6\]", victim.read_text()),
+                150,
+                "board2's runs",
+            )
+            assert lab.hang("board2") >= 1  # its campaign was frozen, not only its sshd killed
+            t_hang = time.time()
+            out, _ = proc.communicate(timeout=170)
+            left = sorted(p.name for p in scratch.iterdir())
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
         shutil.rmtree(scratch, ignore_errors=True)
     log.seek(0)
     err = log.read()
@@ -255,7 +257,7 @@ def test_ctrl_c_stops_every_campaign_and_releases_every_place(lab, bundle, tmp_p
     proc = subprocess.Popen(
         fleet_cmd(lab, plan, str(db), bundle, keep), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    try:
+    with reaped(proc):
 
         def measuring(b):  # the runner has started (its signal handling is in place), not finished
             log = lab.remote_root / b / "run.log"
@@ -268,10 +270,6 @@ def test_ctrl_c_stops_every_campaign_and_releases_every_place(lab, bundle, tmp_p
         wait_for(lambda: all(measuring(b) for b in lab.boards), 150, "every board's campaign")
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 130, err
     assert "interrupted" in err
     for b in lab.boards:
@@ -313,7 +311,7 @@ def test_a_second_ctrl_c_kills_the_workers_and_leaves_no_ssh_of_theirs(lab_alone
         fleet_cmd(lab, plan, str(tmp_path / "fleet.db"), bundle, keep),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    try:
+    with reaped(proc):
         log = lab.remote_root / "board1" / "run.log"
         wait_for(lambda: log.exists() and "campaign fleet-tiny:" in log.read_text(), 150, "the campaign")
         proc.send_signal(signal.SIGINT)
@@ -323,10 +321,6 @@ def test_a_second_ctrl_c_kills_the_workers_and_leaves_no_ssh_of_theirs(lab_alone
         assert _local_strays(lab.key), "the worker's ssh master ended before the second Ctrl-C"
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 130, err
     deadline = time.monotonic() + 5  # SIGTERMed: an ssh master closes its socket and exits
     while _local_strays(keep, lab.key) and time.monotonic() < deadline:

@@ -24,7 +24,7 @@ import boardlab
 from boardlab.model.worker_result import WORKER_SCHEMA
 from boardlab.workloads import rt_cyclictest
 
-from helpers import run_cli, shared_tmp_dir
+from helpers import reaped, run_cli, shared_tmp_dir
 
 pytestmark = pytest.mark.integration
 
@@ -209,7 +209,7 @@ def cyclictest_children(parent: int) -> list[int]:
 def test_a_signal_to_the_worker_stops_cyclictest_and_prints_no_half_result(sig):
     argv = [sys.executable, "-m", "boardlab.pyrun", "rt.cyclictest", "--param", "duration_s=60", "--json"]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
+    with reaped(proc):
         deadline = time.monotonic() + 15
         children: list[int] = []
         while not children and time.monotonic() < deadline:
@@ -220,10 +220,6 @@ def test_a_signal_to_the_worker_stops_cyclictest_and_prints_no_half_result(sig):
         time.sleep(0.3)  # let it reach its measuring loop
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=15)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 128 + sig, err
     assert out == ""  # nothing on stdout: no half result for the runner to store
     assert f"stopped by {signal.Signals(sig).name}" in err

@@ -23,7 +23,7 @@ from boardlab.model.run import GateResult, Histogram, MetricResult, RunEnergy, R
 from boardlab.store import STORE_SCHEMA, Store
 from boardlab.store.ingest import ingest_file, ingest_files
 
-from helpers import make_campaign_db, run_cli
+from helpers import make_campaign_db, reaped, run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -260,7 +260,7 @@ def test_a_killed_ingest_leaves_nothing(pg_server, pg_url, tmp_path):
         [sys.executable, "-m", "boardlab", "ingest", str(src), "--db", pg_url],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
     )  # fmt: skip
-    try:
+    with reaped(proc):
         with psycopg.connect(pg_url, autocommit=True) as watch:
             deadline = time.monotonic() + 60
             seen = None
@@ -287,10 +287,6 @@ def test_a_killed_ingest_leaves_nothing(pg_server, pg_url, tmp_path):
                 if not busy:
                     break
                 time.sleep(0.05)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     with Store.open(pg_url, create=False) as t:
         assert t.campaigns() == [] and t.boards() == [] and n_runs(t) == 0
     with Store.open(src, create=False) as s:
@@ -309,7 +305,7 @@ def test_a_server_lost_mid_ingest_is_exit_1_saying_what_was_kept(pg_server, pg_u
         [sys.executable, "-m", "boardlab", "ingest", str(small), str(big), "--db", pg_url],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    try:
+    with reaped(proc):
         with psycopg.connect(pg_url, autocommit=True) as watch:
             deadline, pid, small_in = time.monotonic() + 60, None, False
             while pid is None and time.monotonic() < deadline and proc.poll() is None:
@@ -328,10 +324,6 @@ def test_a_server_lost_mid_ingest_is_exit_1_saying_what_was_kept(pg_server, pg_u
             assert pid is not None and proc.poll() is None, "the ingest ended before its session could be cut"
             watch.execute("SELECT pg_terminate_backend(%s)", (pid,))
         out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 1, err
     assert "the connection to the PostgreSQL store was lost" in err and "cannot connect" not in err, err
     assert f"nothing of {big} was stored; the 1 file(s) before it are in the store ({small})" in err, err

@@ -14,7 +14,7 @@ import time
 import pytest
 from reliability.util import write_plan
 
-from helpers import SYSFS, tagged_env, tagged_processes
+from helpers import SYSFS, reaped, tagged_env, tagged_processes
 
 GOVERNOR = "sys/devices/system/cpu/cpufreq/policy0/scaling_governor"
 
@@ -60,7 +60,7 @@ def test_a_hangup_restores_the_board_and_keeps_the_finished_runs(lab, sig):
         stderr=subprocess.PIPE,
         text=True,
     )
-    try:
+    with reaped(proc):
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
             if (board / GOVERNOR).read_text().strip() == "ondemand" and _journal(state):
@@ -70,10 +70,6 @@ def test_a_hangup_restores_the_board_and_keeps_the_finished_runs(lab, sig):
             pytest.fail(f"the governor condition was never applied: {proc.communicate()}")
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "every finished run is kept" in err
     assert (board / GOVERNOR).read_text().strip() == "performance"  # restored
