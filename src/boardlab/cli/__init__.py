@@ -138,10 +138,11 @@ def _stop_on_term() -> None:
     set their own."""
     for signum in (signal.SIGTERM, signal.SIGHUP):
         if signal.getsignal(signum) == signal.SIG_DFL:
-            signal.signal(signum, _interrupted)
+            signal.signal(signum, stop_as_ctrl_c)
 
 
-def _interrupted(signum, frame):
+def stop_as_ctrl_c(signum, frame):
+    """A signal handler: the stop goes the way of Ctrl-C (KeyboardInterrupt), the command's orderly stop."""
     raise KeyboardInterrupt
 
 

@@ -159,12 +159,6 @@ def _soak_s(text: str) -> float:
     return value
 
 
-def _on_sigterm(signum, frame):
-    # The same orderly stop as Ctrl-C: the worker and loads are stopped, settings restored, stored runs
-    # kept. SIGHUP too: a closed SSH session is the common way a session on a board ends.
-    raise KeyboardInterrupt
-
-
 def _dry_run_text(plan, summary) -> str:
     d = summary.to_dict()
     runs = f"{d['runs']}" if d["runs"] == d["runs_max"] else f"{d['runs']} (pilot) to {d['runs_max']} (cap)"
@@ -269,14 +263,17 @@ def execute_plan(plan, catalog, args, identity, *, fresh: bool):
     (outcome, progress), or the exit code when it was stopped before it ended (130). `args` holds
     db, root, quiet, monitor_hz, wait, no_wait, label and full_check, as `run` and `bench` parse them."""
     from boardlab.campaign.runner import Runner
+    from boardlab.cli import stop_as_ctrl_c
     from boardlab.cli.progress import TerminalProgress
     from boardlab.conditions.journal import LockWaitInterrupted
     from boardlab.errors import InputError
     from boardlab.report.escape import term
     from boardlab.store import Store
 
-    signal.signal(signal.SIGTERM, _on_sigterm)
-    signal.signal(signal.SIGHUP, _on_sigterm)
+    # The same orderly stop as Ctrl-C (the worker and loads stopped, settings restored, stored runs kept),
+    # SIGHUP too even where it was ignored: a closed SSH session is the common way a session on a board ends
+    signal.signal(signal.SIGTERM, stop_as_ctrl_c)
+    signal.signal(signal.SIGHUP, stop_as_ctrl_c)
     progress = TerminalProgress(quiet=args.quiet)
 
     def note(text: str) -> None:  # the bounded check of a large store (Store.open)
