@@ -183,7 +183,11 @@ def run(args) -> int:
         if args.samples:
             from boardlab.export import write_output
 
-            write_output(args.samples, load.merge_samples([p for p in parts if os.path.exists(p[1])]))
+            write_output(
+                args.samples,
+                load.merge_samples([p for p in parts if os.path.exists(p[1])]),
+                option="--samples",
+            )
             if args.samples != "-":
                 print(f"wrote {args.samples}", file=sys.stderr)
     finally:
