@@ -1159,13 +1159,29 @@ CAMPAIGN_COLUMNS_15 = ("runs_series",)  # what store schema 15 added (its count 
 CAMPAIGN_COUNTS = (*CAMPAIGN_COLUMNS_14, *CAMPAIGN_COLUMNS_15)
 
 
+# a run's worker result beside its row (alias r), as `w.worker_json`: store schema 16 keeps it in run_results
+RESULT = " LEFT JOIN run_results w ON w.run_id = r.id"
+
+
+def results_in_runs(conn) -> None:
+    """The runs' worker results back in the runs' rows and run_results gone, as a store before schema 16
+    kept them (in the caller's transaction)."""
+    conn.execute("ALTER TABLE runs ADD COLUMN worker_json TEXT")
+    conn.execute(
+        "UPDATE runs SET worker_json = (SELECT w.worker_json FROM run_results w WHERE w.run_id = runs.id)"
+    )
+    conn.execute("DROP TABLE run_results")
+
+
 def as_older_store(path, schema: int, campaign_columns: tuple[str, ...]) -> None:
     """The store at `path` as a boardlab of store `schema` left it: without the campaign columns later
-    schemas added (`campaign_columns`)."""
+    schemas added (`campaign_columns`), and its runs' results in their rows before schema 16."""
     conn = sqlite3.connect(path)
     with conn:
         for column in campaign_columns:
             conn.execute(f"ALTER TABLE campaigns DROP COLUMN {column}")
+        if schema < 16:
+            results_in_runs(conn)
         conn.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(schema),))
     conn.close()
 
@@ -1191,6 +1207,7 @@ def to_schema_8(src, dest, monitors: dict[int, tuple[dict, dict]] = {}):  # noqa
         conn.execute("DROP INDEX IF EXISTS artifacts_by_campaign")  # and schema 12's index
         for column in CAMPAIGN_COUNTS:  # and schema 14's and 15's counts
             conn.execute(f"ALTER TABLE campaigns DROP COLUMN {column}")
+        results_in_runs(conn)  # and schema 16's results apart
         conn.execute("UPDATE meta SET value='8' WHERE key='schema_version'")
     conn.close()
     return dest

@@ -12,7 +12,7 @@ import pytest
 from boardlab.store import Store
 from boardlab.store.verify import JSON_SHAPES, DamagedStore
 
-from helpers import make_campaign_db, run_cli
+from helpers import make_campaign_db, results_in_runs, run_cli
 
 # (table, column, the damaged value): text in typed columns, then non-JSON in every JSON column
 CASES = [
@@ -69,6 +69,7 @@ def _complete(path) -> None:
             " power_peak_w, quantization_j, samples, update_interval_s, warnings_json)"
             " VALUES (1, 'rapl', 'counter', 0, 10, 1.0, 1.0, 1.0, 0.1, 2, 0.1, '[]')"
         )
+        conn.execute("INSERT OR IGNORE INTO run_results(run_id, worker_json) VALUES (1, '{}')")
     conn.close()
 
 
@@ -85,6 +86,9 @@ def _damage(pristine, dest, table: str, column: str, value) -> str:
     """Damages the last row of `table`; returns how the error names that row."""
     shutil.copy(pristine, dest)
     with sqlite3.connect(dest) as conn:
+        if (table, column) == ("runs", "worker_json"):  # where a store before schema 16 kept the results
+            results_in_runs(conn)
+            conn.execute("UPDATE meta SET value='15' WHERE key='schema_version'")
         if table == "run_values":  # WITHOUT ROWID: named by its primary key
             run_id, metric, it = conn.execute(
                 "SELECT run_id, metric, iteration FROM run_values ORDER BY run_id DESC LIMIT 1"

@@ -17,7 +17,7 @@ from boardlab.export import EXPORT_SCHEMA
 from boardlab.model.worker_result import WORKER_SCHEMA
 from boardlab.store import STORE_SCHEMA
 
-from helpers import rows, run_cli, tagged_env, tagged_processes
+from helpers import RESULT, rows, run_cli, tagged_env, tagged_processes
 
 pytestmark = pytest.mark.integration
 
@@ -47,7 +47,11 @@ def test_a_campaign_stores_every_run_with_its_iterations_monitor_and_rusage(tmp_
     out = json.loads(proc.stdout)
     assert out["status"] == "complete" and out["runs_done"] == 3 == out["runs_total"]
     assert out["monitor_cost_pct_of_core"] is not None
-    runs = rows(db, "SELECT id, valid, value, rusage_json, monitor_json, worker_json FROM runs ORDER BY seq")
+    runs = rows(
+        db,
+        "SELECT r.id, r.valid, r.value, r.rusage_json, r.monitor_json, w.worker_json FROM runs r"
+        f"{RESULT} ORDER BY r.seq",
+    )
     assert len(runs) == 3
     for run_id, valid, value, rusage, monitor, worker in runs:
         assert valid == 1 and value > 0

@@ -18,7 +18,7 @@ from boardlab.model.facts import WORKLOAD_FACTS
 from boardlab.store import STORE_SCHEMA, Store
 from boardlab.store.ingest import MARK_PREFIX, ingest_files
 
-from helpers import CAMPAIGN_COUNTS, make_campaign_db
+from helpers import CAMPAIGN_COUNTS, make_campaign_db, results_in_runs
 
 pytestmark = pytest.mark.integration
 
@@ -109,6 +109,7 @@ def test_an_old_store_gets_the_artifacts_index_and_reads_a_campaigns_artifacts_b
         conn.execute("DROP INDEX artifacts_by_campaign")
         for column in CAMPAIGN_COUNTS:  # and schema 14's and 15's counts
             conn.execute(f"ALTER TABLE campaigns DROP COLUMN {column}")
+        results_in_runs(conn)  # and schema 16's results apart
         conn.execute("UPDATE meta SET value='11' WHERE key='schema_version'")
     conn.close()
     statements = _statements_on_the_store(monkeypatch, [b], lab)  # its writer's open migrates it

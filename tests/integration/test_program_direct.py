@@ -20,7 +20,7 @@ from boardlab.campaign.plan import parse_plan, plan_catalog
 from boardlab.native import kern_path
 from boardlab.workloads import all_workloads
 
-from helpers import rows, sleeping, tagged_env, tagged_processes
+from helpers import RESULT, rows, sleeping, tagged_env, tagged_processes
 
 pytestmark = pytest.mark.integration
 
@@ -91,8 +91,8 @@ def campaign(tmp_path_factory):
 def _runs(db: Path, workload: str) -> list[tuple]:
     return rows(
         db,
-        "SELECT r.ok, r.error, r.wall_ns, r.rusage_json, r.worker_json FROM runs r JOIN cells c"
-        f" ON c.id = r.cell_id WHERE c.workload = '{workload}' ORDER BY r.seq",
+        "SELECT r.ok, r.error, r.wall_ns, r.rusage_json, w.worker_json FROM runs r JOIN cells c"
+        f" ON c.id = r.cell_id{RESULT} WHERE c.workload = '{workload}' ORDER BY r.seq",
     )
 
 

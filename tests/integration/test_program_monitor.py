@@ -17,7 +17,7 @@ import pytest
 
 from boardlab.store import Store
 
-from helpers import rows, run_cli, tagged_env
+from helpers import RESULT, rows, run_cli, tagged_env
 
 pytestmark = pytest.mark.integration
 
@@ -67,7 +67,7 @@ def _runs(db) -> list[tuple[int, dict, dict]]:
     """(run id, monitor summary, the program's wait4 figures) of each valid run, two by the runner itself and
     two by the launcher worker."""
     out, tools = [], []
-    query = "SELECT id, monitor_json, worker_json FROM runs WHERE valid = 1 ORDER BY seq"
+    query = f"SELECT r.id, r.monitor_json, w.worker_json FROM runs r{RESULT} WHERE r.valid = 1 ORDER BY r.seq"
     for run_id, mon, worker in rows(db, query):
         figures = dict(rows(db, f"SELECT metric, median FROM run_metrics WHERE run_id = {run_id}"))
         out.append((run_id, json.loads(mon), figures))

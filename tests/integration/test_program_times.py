@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from helpers import rows, run_cli
+from helpers import RESULT, rows, run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -40,7 +40,9 @@ def nap_db(tmp_path_factory):
 
 
 def test_the_time_columns_are_the_programs_own_and_the_launchers_share_is_kept_apart(nap_db):
-    runs = rows(nap_db, "SELECT r.id, r.wall_ns, r.rusage_json, r.worker_json FROM runs r ORDER BY r.id")
+    runs = rows(
+        nap_db, f"SELECT r.id, r.wall_ns, r.rusage_json, w.worker_json FROM runs r{RESULT} ORDER BY r.id"
+    )
     assert len(runs) == 2
     for _, wall_ns, rusage_json, worker_json in runs:
         executions = json.loads(worker_json)["iterations_ns"]
@@ -85,7 +87,9 @@ def test_a_program_the_runner_starts_itself_is_timed_from_its_spawn_to_its_exit(
     db = tmp_path / "nap1.db"
     p = run_cli("run", str(tmp_path / "plan.toml"), "--db", str(db), timeout=300)
     assert p.returncode == 0, p.stderr
-    for wall_ns, rusage_json, worker_json in rows(db, "SELECT wall_ns, rusage_json, worker_json FROM runs"):
+    for wall_ns, rusage_json, worker_json in rows(
+        db, f"SELECT r.wall_ns, r.rusage_json, w.worker_json FROM runs r{RESULT}"
+    ):
         assert json.loads(worker_json)["tool"] == "boardlab.runner"
         assert 0.2 <= wall_ns / 1e9 < 0.2 + 0.1  # a sleep 0.2 and its spawn, nothing of boardlab's
         rusage = json.loads(rusage_json)

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from helpers import run_cli
+from helpers import RESULT, run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -51,7 +51,8 @@ def test_scenarios_run_as_cells_and_the_report_has_the_services_section(tmp_path
     import sqlite3
 
     with sqlite3.connect(db) as conn:
-        docs = [json.loads(r[0]) for r in conn.execute("SELECT worker_json FROM runs WHERE valid = 1")]
+        query = f"SELECT w.worker_json FROM runs r{RESULT} WHERE r.valid = 1"
+        docs = [json.loads(r[0]) for r in conn.execute(query)]
     series = [s for d in docs for s in d.get("series", [])]
     assert {s["metric"] for s in series} >= {"cpu_pct_one_cpu", "rss_bytes"}
     assert all(len(s["points"]) >= 1 and s["label"] for s in series)
@@ -100,8 +101,8 @@ def test_scenario_runs_inside_the_netns_placement(tmp_path, netns):
     rows = (
         sqlite3.connect(db)
         .execute(
-            "SELECT r.worker_json, r.condition_state_json FROM runs r JOIN cells c ON c.id = r.cell_id "
-            "WHERE c.condition = 'ns'"
+            "SELECT w.worker_json, r.condition_state_json FROM runs r JOIN cells c ON c.id = r.cell_id"
+            f"{RESULT} WHERE c.condition = 'ns'"
         )
         .fetchall()
     )

@@ -23,7 +23,7 @@ from boardlab.model.run import GateResult, Histogram, MetricResult, RunEnergy, R
 from boardlab.store import STORE_SCHEMA, Store
 from boardlab.store.ingest import ingest_file, ingest_files
 
-from helpers import make_campaign_db, reaped, run_cli
+from helpers import make_campaign_db, reaped, results_in_runs, run_cli
 
 pytestmark = pytest.mark.integration
 
@@ -500,6 +500,7 @@ def _downgrade(path: Path, version: int) -> None:
             c.execute("DROP TABLE energy_idle")
         if version < 3:
             c.execute("ALTER TABLE runs DROP COLUMN aa_arm")
+        results_in_runs(c)
         c.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
 
 

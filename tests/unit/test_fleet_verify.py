@@ -65,7 +65,14 @@ def test_missing_runs_are_named_not_faked(board_db, plan, tmp_path):
         key, rep = conn.execute(
             "SELECT c.key, r.repetition FROM runs r JOIN cells c ON c.id = r.cell_id WHERE r.id=?", (run_id,)
         ).fetchone()
-        for table in ("run_values", "run_metrics", "run_series", "run_histograms", "run_energy"):
+        for table in (
+            "run_values",
+            "run_metrics",
+            "run_series",
+            "run_histograms",
+            "run_energy",
+            "run_results",
+        ):
             conn.execute(f"DELETE FROM {table} WHERE run_id=?", (run_id,))
         conn.execute("DELETE FROM runs WHERE id=?", (run_id,))
         conn.execute("UPDATE campaigns SET status='interrupted'")

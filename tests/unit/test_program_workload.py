@@ -405,7 +405,7 @@ def test_a_campaign_says_once_per_cell_that_a_figure_was_read_from_part_of_the_o
     assert proc.stderr.count("metric rate was read from part of the output: stdout: 12.0 MiB") == 1, (
         proc.stderr
     )
-    stored = [json.loads(w) for (w,) in rows(db, "SELECT worker_json FROM runs")]
+    stored = [json.loads(w) for (w,) in rows(db, "SELECT worker_json FROM run_results")]
     assert len(stored) == 2 and all("12.0 MiB of output" in doc["warnings"][0] for doc in stored)
     assert {doc["metrics"]["rate"]["median"] for doc in stored} == {4.0}
 

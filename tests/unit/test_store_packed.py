@@ -17,7 +17,7 @@ from boardlab.report.render import render_sections
 from boardlab.store import STORE_SCHEMA, Store, packed
 from boardlab.store.migrations import MIGRATIONS, RUN_COLUMNS
 
-from helpers import CAMPAIGN_COLUMNS_11, CAMPAIGN_COUNTS, make_campaign_db
+from helpers import CAMPAIGN_COLUMNS_11, CAMPAIGN_COUNTS, make_campaign_db, results_in_runs
 
 # (source, t_ns, value) of one run, in no particular order; two equal times, a negative value, a big integer
 SAMPLES = [
@@ -287,6 +287,8 @@ def test_the_database_sums_whole_rows_and_python_reads_the_rest_with_the_same_po
         + " DROP INDEX artifacts_by_campaign;"  # and schema 12's index
         + "".join(f" ALTER TABLE campaigns DROP COLUMN {c};" for c in CAMPAIGN_COUNTS)  # 14's and 15's
     )
+    with conn:
+        results_in_runs(conn)  # and 16's results apart
     conn.close()
     with Store.open(db, create=False) as store:
         assert store.schema_version() == 8

@@ -22,7 +22,12 @@ def _kept_and_counted(path) -> dict[int, tuple[int | None, int]]:
     """campaign id -> (its kept count of runs with series, those runs counted from their results)."""
     conn = sqlite3.connect(path)
     try:
-        counted = f"(SELECT count(*) FROM runs r WHERE r.campaign_id = c.id AND r.{LIKE})"
+        apart = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'run_results'").fetchone()
+        results = "run_results" if apart else "(SELECT id AS run_id, worker_json FROM runs)"  # before 16
+        counted = (
+            f"(SELECT count(*) FROM runs r JOIN {results} w ON w.run_id = r.id WHERE r.campaign_id = c.id"
+            f" AND w.{LIKE})"
+        )
         sql = f"SELECT c.id, c.runs_series, {counted} FROM campaigns c"
         return {int(cid): (kept, int(n)) for cid, kept, n in conn.execute(sql)}
     finally:

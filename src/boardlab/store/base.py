@@ -12,6 +12,7 @@ from boardlab.store import packed
 
 RUNS_COUNTED = 14  # the store migration that gave each campaign its counts of stored and valid runs
 SERIES_COUNTED = 15  # ... and its count of runs whose result names "series" (NULL: a campaign from before it)
+RESULTS_APART = 16  # the runs' worker results in run_results, no longer in the runs' rows (runs.worker_json)
 
 
 def _json(value: Any) -> str:

@@ -53,7 +53,7 @@ from boardlab.store.migrations import fill_run_columns
 from boardlab.store.packed import summarize_series
 
 INGEST_SCHEMA = 1
-RUN_TABLES = ("run_metrics", "run_values", "run_series", "run_histograms", "run_energy")
+RUN_TABLES = ("run_metrics", "run_values", "run_series", "run_histograms", "run_energy", "run_results")
 CAMPAIGN_TABLES = ("energy_sources", "energy_idle")
 MARK_PREFIX = "ingest.mark."  # meta key of a campaign's watermark: this + the campaign's uid
 
@@ -633,9 +633,10 @@ class _Copier:
         no count, nor has one of its campaigns stored before it: those results are read)."""
         if "runs_series" in camp.keys() and camp["runs_series"] == 0:
             return 0
+        results = "run_results w ON w.run_id" if "run_results" in self.src_schema else "runs w ON w.id"
         row = self.reader.execute(
-            f"SELECT count(*) FROM {self.schema}.runs r JOIN temp.ingest_runs m ON m.old = r.id"
-            " WHERE r.worker_json LIKE ?",
+            f"SELECT count(*) FROM temp.ingest_runs m JOIN {self.schema}.{results} = m.old"
+            " WHERE w.worker_json LIKE ?",
             (f"%{SERIES_MARK}%",),
         ).fetchone()
         return int(row[0])
@@ -657,6 +658,16 @@ class _Copier:
         for table in RUN_TABLES:
             if table == "run_series" and table not in self.src_schema:  # a file before schema 7
                 self.insert_many(table, list(PACKED_COLUMNS), _packed_series(self.source, run_map))
+                continue
+            if table not in self.tgt_schema:  # a test's older store: the results came with the runs' rows
+                continue
+            if table == "run_results" and table not in self.src_schema:  # a file before schema 16: the
+                self.copy_select(  # results were in the runs' rows
+                    table,
+                    ["run_id", "worker_json"],
+                    "SELECT m.new, r.worker_json FROM temp.ingest_runs m JOIN {src}.runs r ON r.id = m.old"
+                    " WHERE r.worker_json IS NOT NULL",
+                )
                 continue
             if table not in self.src_schema:  # an older file: that table came later
                 continue

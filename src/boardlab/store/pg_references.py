@@ -72,12 +72,12 @@ def _missing(column: str, parent: str, rows: str) -> str:
     END IF;"""
 
 
-def _referenced(parent: str, rows: str) -> str:
-    """PL/pgSQL: refuse when a row still refers to an id of `rows` (alias o) that no row of `parent` holds
-    now."""
+def _referenced(parent: str, rows: str, refs: tuple = REFERENCES) -> str:
+    """PL/pgSQL: refuse when a row of `refs`' tables still refers to an id of `rows` (alias o) that no row of
+    `parent` holds now."""
     checks = " UNION ALL ".join(
         f"SELECT '{t}', o.id FROM {rows} WHERE EXISTS (SELECT FROM {t} x WHERE x.{c} = o.id)"
-        for t, c, p in REFERENCES
+        for t, c, p in refs
         if p == parent
     )
     return f"""
@@ -90,9 +90,10 @@ def _referenced(parent: str, rows: str) -> str:
     END IF;"""
 
 
-def _function(name: str, body: str, plan: bool = True) -> str:
+def _function(name: str, body: str, plan: bool = True, replace: bool = False) -> str:
     return (
-        f"CREATE FUNCTION {TRIGGER_PREFIX}{name}() RETURNS trigger LANGUAGE plpgsql {_PLAN if plan else ''}"
+        f"CREATE {'OR REPLACE ' if replace else ''}FUNCTION {TRIGGER_PREFIX}{name}() RETURNS trigger LANGUAGE"
+        f" plpgsql {_PLAN if plan else ''}"
         f" AS $$\nDECLARE\n    missing bigint;\n    others bigint;\n    child text;\nBEGIN{body}"
         "\n    RETURN NULL;\nEND $$"
     )
@@ -114,8 +115,8 @@ def _refers(table: str, rows: str) -> str:
     return "".join(_missing(c, p, rows) for t, c, p in REFERENCES if t == table)
 
 
-def _truncated(parent: str) -> str:
-    children = " OR ".join(f"EXISTS (SELECT FROM {t})" for t, _, p in REFERENCES if p == parent)
+def _truncated(parent: str, refs: tuple = REFERENCES) -> str:
+    children = " OR ".join(f"EXISTS (SELECT FROM {t})" for t, _, p in refs if p == parent)
     return (
         f"\n    IF {children} THEN\n        RAISE foreign_key_violation USING MESSAGE ="
         f" 'truncate of table \"{parent}\" leaves rows referring to it';\n    END IF;"
@@ -125,25 +126,13 @@ def _truncated(parent: str) -> str:
 def statements() -> tuple[str, ...]:
     """Migration 13's PostgreSQL statements: the foreign keys of REFERENCES dropped, the triggers that replace
     them created. Migration 13's: never edited, a change is the next migration."""
-    new, old = "(SELECT NEW.*) n", "(SELECT OLD.*) o"  # a row trigger's row as a table for the checks
     out = [f"ALTER TABLE {t} DROP CONSTRAINT {t}_{c}_fkey" for t, c, _ in REFERENCES]
     out += [
         _function(
             "check_inserted",
             _by_table({"runs": _refers("runs", "new_rows")}, _missing("run_id", "runs", "new_rows")),
         ),
-        _function(
-            "check_updated",
-            _by_table(
-                {
-                    "runs": _refers("runs", new) + _referenced("runs", old),
-                    **{p: _referenced(p, old) for p in ("campaigns", "cells")},
-                },
-                _missing("run_id", "runs", new),
-            ),
-        ),
-        _function("check_deleted", _by_table({p: _referenced(p, "old_rows o") for p in _PARENTS})),
-        _function("check_truncated", _by_table({p: _truncated(p) for p in _PARENTS}), plan=False),
+        *_change_checks(REFERENCES),
     ]
     for t in ("runs", *_CHILDREN):
         out.append(
@@ -167,3 +156,42 @@ def statements() -> tuple[str, ...]:
             f" FOR EACH STATEMENT EXECUTE FUNCTION {TRIGGER_PREFIX}check_truncated()"
         )
     return tuple(out)
+
+
+def _change_checks(refs: tuple, replace: bool = False) -> list[str]:
+    """The functions that check a row's update, a parent's delete and truncate, against the references
+    `refs` (REFERENCES, and what later migrations added to them)."""
+    new, old = "(SELECT NEW.*) n", "(SELECT OLD.*) o"  # a row trigger's row as a table for the checks
+    updated = _by_table(
+        {
+            "runs": _refers("runs", new) + _referenced("runs", old, refs),
+            **{p: _referenced(p, old, refs) for p in ("campaigns", "cells")},
+        },
+        _missing("run_id", "runs", new),
+    )
+    deleted = _by_table({p: _referenced(p, "old_rows o", refs) for p in _PARENTS})
+    truncated = _by_table({p: _truncated(p, refs) for p in _PARENTS})
+    return [
+        _function("check_updated", updated, replace=replace),
+        _function("check_deleted", deleted, replace=replace),
+        _function("check_truncated", truncated, plan=False, replace=replace),
+    ]
+
+
+# store schema 16: the runs' worker results in a table of their own, under runs as the tables above
+RESULTS = ("run_results", "run_id", "runs")
+
+
+def results_statements() -> tuple[str, ...]:
+    """Migration 16's PostgreSQL statements: run_results' foreign key dropped, its references checked by the
+    triggers of migration 13 (whose insert and update checks take any table under runs), and the checks of a
+    run's update, delete or truncate replaced by ones that look in run_results too."""
+    table, column, _ = RESULTS
+    return (
+        f"ALTER TABLE {table} DROP CONSTRAINT {table}_{column}_fkey",
+        f"CREATE TRIGGER {TRIGGER_PREFIX}inserted AFTER INSERT ON {table} REFERENCING NEW TABLE AS new_rows"
+        f" FOR EACH STATEMENT EXECUTE FUNCTION {TRIGGER_PREFIX}check_inserted()",
+        f"CREATE TRIGGER {TRIGGER_PREFIX}updated AFTER UPDATE ON {table} FOR EACH ROW WHEN"
+        f" (OLD.{column} IS DISTINCT FROM NEW.{column}) EXECUTE FUNCTION {TRIGGER_PREFIX}check_updated()",
+        *_change_checks((*REFERENCES, RESULTS), replace=True),
+    )

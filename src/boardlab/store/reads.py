@@ -11,7 +11,7 @@ from typing import cast
 
 from boardlab.model.worker_result import SERIES_MARK
 from boardlab.store import packed
-from boardlab.store.base import SERIES_COUNTED, Connected, SeriesSample, _int64_le
+from boardlab.store.base import RESULTS_APART, SERIES_COUNTED, Connected, SeriesSample, _int64_le
 from boardlab.store.migrations import (
     RUN_COLUMNS,
     DamagedValue,
@@ -31,10 +31,15 @@ class AnalysisReads(Connected):
         ).fetchall()
 
     def runs(self, campaign_id: int) -> list[sqlite3.Row]:
+        """Every run of the campaign whole, its worker result (`worker_json`) and its cell's identity with it,
+        in run order: for the few readers of a worker's own output (the analysis reads `cell_runs`)."""
+        result, join = "", ""
+        if self._schema() >= RESULTS_APART:
+            result, join = ", w.worker_json", " LEFT JOIN run_results w ON w.run_id = r.id"
         return self.conn.execute(
-            "SELECT r.*, c.key AS cell_key, c.workload, c.params_json, c.condition, c.metric, c.unit,"
-            " c.higher_is_better FROM runs r JOIN cells c ON c.id = r.cell_id WHERE r.campaign_id=?"
-            " ORDER BY r.seq, r.attempt",
+            f"SELECT r.*{result}, c.key AS cell_key, c.workload, c.params_json, c.condition, c.metric,"
+            f" c.unit, c.higher_is_better FROM runs r JOIN cells c ON c.id = r.cell_id{join}"
+            " WHERE r.campaign_id=? ORDER BY r.seq, r.attempt",
             (campaign_id,),
         ).fetchall()
 
@@ -241,9 +246,12 @@ class AnalysisReads(Connected):
             row = self.conn.execute("SELECT runs_series FROM campaigns WHERE id=?", (campaign_id,)).fetchone()
             if row is not None and row[0] == 0:
                 return iter(())
+        runs, result = "runs r", "r.worker_json"  # a store before schema 16 kept them in the runs' rows
+        if self._schema() >= RESULTS_APART:
+            runs, result = "runs r JOIN run_results w ON w.run_id = r.id", "w.worker_json"
         return self.iter_rows(
-            "SELECT cell_id, worker_json FROM runs WHERE campaign_id=? AND valid=1 AND worker_json LIKE ?"
-            " ORDER BY seq, attempt",
+            f"SELECT r.cell_id, {result} FROM {runs} WHERE r.campaign_id=? AND r.valid=1 AND {result} LIKE ?"
+            " ORDER BY r.seq, r.attempt",
             (campaign_id, f"%{SERIES_MARK}%"),
         )
 

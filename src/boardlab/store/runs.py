@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from boardlab.model.campaign import Cell, ConditionSpec
 from boardlab.model.run import RunResult, run_columns
 from boardlab.model.worker_result import may_hold_series
-from boardlab.store.base import Connected, _json
+from boardlab.store.base import RESULTS_APART, Connected, _json
 from boardlab.store.migrations import (
     RUN_COLUMNS,
     column_values,
@@ -100,9 +100,10 @@ class RunRecords(Connected):
         ids. A commit costs 0.4 ms on a VM's disk, the time of a whole short program run: the runner stores
         such runs a few at a time."""
         with_summary = self._schema() >= 9  # unless a test stands in for an older boardlab's store
+        apart = self._schema() >= RESULTS_APART
         self.conn.execute("BEGIN IMMEDIATE")
         try:
-            ids = [self._insert_run(campaign_id, cell_id, run, with_summary) for cell_id, run in runs]
+            ids = [self._insert_run(campaign_id, cell_id, run, with_summary, apart) for cell_id, run in runs]
             valid = sum(bool(run.valid) for _, run in runs)
             series = sum(may_hold_series(run.worker_json) for _, run in runs)
             self._count_added_runs(campaign_id, len(ids), valid, series=series, heartbeat_unix_s=time.time())
@@ -112,18 +113,22 @@ class RunRecords(Connected):
             raise
         return ids
 
-    def _insert_run(self, campaign_id: int, cell_id: int, run: RunResult, with_summary: bool) -> int:
-        """The run, its metrics, every iteration, its histograms, energy and the monitor's series (in the
-        caller's transaction)."""
+    def _insert_run(
+        self, campaign_id: int, cell_id: int, run: RunResult, with_summary: bool, apart: bool
+    ) -> int:
+        """The run, its worker result, metrics, every iteration, its histograms, energy and the monitor's
+        series (in the caller's transaction). `apart`: the result goes to run_results (store schema 16),
+        else into the run's row, as an older boardlab's store keeps it (a test stands in for one)."""
         # its summary columns (migration 9)
         summary = column_values(run_columns(run.monitor, run.rusage)) if with_summary else ()
-        summary_cols = "".join(f", {c}" for c in RUN_COLUMNS) if summary else ""
+        extra = [*RUN_COLUMNS] if summary else []
+        extra += [] if apart else ["worker_json"]
         cur = self.conn.execute(
             "INSERT INTO runs(campaign_id, cell_id, repetition, attempt, seq, started_unix_s, wall_ns, cpu,"
             " exit_code, ok, valid, invalid_reason, value, warmup_iterations, warmup_capped, rusage_json,"
             " gate_waited_s, gate_timed_out, gate_detail, condition_state_json, monitor_json, error,"
-            f" worker_json, aa_arm{summary_cols}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?"
-            f"{',?' * len(summary)})",
+            f" aa_arm{''.join(f', {c}' for c in extra)})"
+            f" VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?{',?' * len(extra)})",
             (
                 campaign_id,
                 cell_id,
@@ -147,13 +152,17 @@ class RunRecords(Connected):
                 _json(run.condition_state),
                 _json(run.monitor),
                 run.error,
-                run.worker_json,
                 run.aa_arm,
                 *summary,
+                *(() if apart else (run.worker_json,)),
             ),
         )
         assert cur.lastrowid is not None  # an INSERT sets it
         run_id = int(cur.lastrowid)
+        if apart and run.worker_json is not None:
+            self.conn.execute(
+                "INSERT INTO run_results(run_id, worker_json) VALUES (?,?)", (run_id, run.worker_json)
+            )
         self.conn.executemany(
             "INSERT INTO run_metrics(run_id, metric, unit, higher_is_better, median, min, p90, p99)"
             " VALUES (?,?,?,?,?,?,?,?)",

@@ -28,7 +28,8 @@ JSON_SHAPES = {
     ("runs", "rusage_json"): "object",
     ("runs", "condition_state_json"): "object",
     ("runs", "monitor_json"): "object",
-    ("runs", "worker_json"): "object",
+    ("runs", "worker_json"): "object",  # a store before schema 16's
+    ("run_results", "worker_json"): "object",
     ("run_histograms", "counts_json"): "array",
     ("energy_sources", "spec_json"): "object",
     ("run_energy", "warnings_json"): "array",
