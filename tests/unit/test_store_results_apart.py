@@ -93,3 +93,25 @@ def test_an_ingest_of_a_file_before_16_stores_its_results_apart(tmp_path):
     assert "worker_json" not in _run_columns(lab)
     for campaign_id, src in ((1, new), (2, old)):  # each file's results, under the store's run ids
         assert _results(lab, campaign_id) == _results(src) != {}
+
+
+class _LargeStore(Store):
+    FULL_CHECK_MAX_BYTES = 0  # every file is a large one
+
+
+def test_a_migrated_boards_store_is_compacted_and_a_larger_one_is_said_to_need_it(tmp_path):
+    """Moving the results leaves their space in the runs' pages: a board's store is compacted (VACUUM) by
+    the open that migrated it; a store over the full check's size is not (it would take its size again in a
+    temporary file), and the open says how to."""
+    board = make_services_db(tmp_path / "board.db", n=3)
+    results = _results(board)
+    as_older_store(board, 15, ())
+    lab = tmp_path / "lab.db"
+    lab.write_bytes(board.read_bytes())
+    said: dict[str, list[str]] = {"board": [], "lab": []}
+    with Store.open(board, note=said["board"].append), _LargeStore.open(lab, note=said["lab"].append):
+        pass
+    assert _results(board) == _results(lab) == results
+    assert board.stat().st_size < lab.stat().st_size
+    assert [n for n in said["board"] if "VACUUM" in n] == []
+    assert f"`sqlite3 '{lab}' VACUUM`" in said["lab"][-1] and "the file is 0 MB" in said["lab"][-1]

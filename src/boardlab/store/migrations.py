@@ -411,6 +411,9 @@ def count_campaign_runs(conn) -> None:
     )
 
 
+# the migrations whose SQL alone moves every run's data (16: every worker result to run_results), which an
+# upgrade says as it says a data step
+SQL_MOVES_DATA = frozenset({16})
 # migration number -> its data step, run after that migration's SQL
 DATA_STEPS = {7: convert_series, 9: fill_run_columns, 10: summarize_series, 14: count_campaign_runs}
 # migration number -> its statements on PostgreSQL only, run after its SQL (PL/pgSQL, which SQLite has not)
