@@ -23,7 +23,6 @@ from boardlab.store.migrations import (
     DATA_STEPS,
     MIGRATIONS,
     PG_STEPS,
-    SQL_MOVES_DATA,
     DamagedValue,
 )
 from boardlab.store.pages import LabPages
@@ -532,7 +531,7 @@ class Store(CampaignRecords, RunRecords, MonitorPlots, AnalysisReads, LabPages, 
         A new store (schema 0) or a current one says nothing."""
         if note is None or not 0 < current < STORE_SCHEMA:
             return
-        moves_data = any(current < number <= STORE_SCHEMA for number in (*DATA_STEPS, *SQL_MOVES_DATA))
+        moves_data = any(current < number <= STORE_SCHEMA for number in DATA_STEPS)
         note(
             f"{self.path}: a store of schema {current}, from an older boardlab: upgrading it to schema "
             f"{STORE_SCHEMA} once, before anything is written"

@@ -5,8 +5,10 @@ Python step in DATA_STEPS, run after its SQL in the same transaction, through th
 speaks both dialects)."""
 
 import json
+import sqlite3
 from functools import lru_cache
 
+from boardlab.errors import InputError
 from boardlab.model.run import RunColumns, run_columns
 from boardlab.store import pg_references
 from boardlab.store.packed import convert_series, keyset_batches, summarize_series
@@ -334,15 +336,12 @@ MIGRATIONS: list[tuple[int, str]] = [
         -- a run's worker result (its raw JSON: 1-1.4 KB a kernel's run) in a table of its own: in the run's row
         -- it was most of the row's bytes, and every scan of `runs` (a report's cells, an export, a page, an
         -- ingest's copy) read it to take a few numbers; only the studies that read a worker's own output and a
-        -- re-analysis look at it. The runs' rows it leaves keep their pages until a VACUUM: a migrated store
-        -- reads as many pages as before, a new one a third of them.
+        -- re-analysis look at it. The data step moves the results here and drops runs.worker_json (after
+        -- PostgreSQL's reference is a statement's check, not a check per moved row).
         CREATE TABLE run_results (
             run_id INTEGER NOT NULL PRIMARY KEY REFERENCES runs(id),
             worker_json TEXT NOT NULL
         );
-        INSERT INTO run_results(run_id, worker_json)
-            SELECT id, worker_json FROM runs WHERE worker_json IS NOT NULL;
-        ALTER TABLE runs DROP COLUMN worker_json;
         """,
     ),
 ]
@@ -411,10 +410,29 @@ def count_campaign_runs(conn) -> None:
     )
 
 
-# the migrations whose SQL alone moves every run's data (16: every worker result to run_results), which an
-# upgrade says as it says a data step
-SQL_MOVES_DATA = frozenset({16})
-# migration number -> its data step, run after that migration's SQL
-DATA_STEPS = {7: convert_series, 9: fill_run_columns, 10: summarize_series, 14: count_campaign_runs}
+def move_results(conn) -> None:
+    """Migration 16's data step: every run's worker result from its row to run_results, and the column gone
+    (SQLite 3.35 and PostgreSQL alike). The runs' rows keep the space the results took: a writer's open
+    compacts a board's SQLite store after it (Store._compact_after_results_moved)."""
+    if isinstance(conn, sqlite3.Connection) and sqlite3.sqlite_version_info < (3, 35):
+        raise InputError(
+            f"this Python's SQLite is {sqlite3.sqlite_version}, and boardlab's store needs 3.35 or later (it "
+            "drops a column); use a Python built with a newer SQLite (Debian 12's has 3.40)"
+        )
+    conn.execute(
+        "INSERT INTO run_results(run_id, worker_json) SELECT id, worker_json FROM runs"
+        " WHERE worker_json IS NOT NULL"
+    )
+    conn.execute("ALTER TABLE runs DROP COLUMN worker_json")
+
+
+# migration number -> its data step, run after that migration's SQL and its PostgreSQL statements
+DATA_STEPS = {
+    7: convert_series,
+    9: fill_run_columns,
+    10: summarize_series,
+    14: count_campaign_runs,
+    16: move_results,
+}
 # migration number -> its statements on PostgreSQL only, run after its SQL (PL/pgSQL, which SQLite has not)
 PG_STEPS = {13: pg_references.statements, 16: pg_references.results_statements}
