@@ -16,6 +16,7 @@ import hashlib
 import json
 import math
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -111,7 +112,10 @@ def write_campaign_file(source: Path, dest: Path) -> int:
                                comment=f"imported from hyperfine's export {source.name}: "
                                        "not run by boardlab"))  # fmt: skip
     catalog = {w.name: w for w in all_workloads()}
-    plan = parse_plan(text, f"hyperfine:{source.name}", catalog)
+    try:
+        plan = parse_plan(text, f"hyperfine:{source.name}", catalog)
+    except InputError as exc:
+        raise InputError(_in_export(str(exc), source, results)) from None
     catalog = plan_catalog(plan, catalog)
     cells = {c.params_dict["command"]: c for c in build_cells(plan, catalog)}
     info = inventory("/").to_dict()
@@ -141,6 +145,17 @@ def write_campaign_file(source: Path, dest: Path) -> int:
         store.set_campaign_context(cid, label=None, inventory=info, runs_planned=len(made))
         store.set_campaign_status(cid, "complete", notes={"imported": "hyperfine"})
     return len(made)
+
+
+def _in_export(message: str, source: Path, results: list[Result]) -> str:
+    """A refusal of the plan the import generates, in the export's words: the plan's one workload takes every
+    command as a parameter, and the refusal names the command (its repr), so the result it came from is
+    named instead of a plan line the user never saw."""
+    m = re.match(rf"hyperfine:{re.escape(source.name)}(?::\d+)?: workloads\[0\]\.command: ", message)
+    i = next((i for i, r in enumerate(results) if m and repr(r.command) in message[m.end() :]), None)
+    if m is None or i is None:
+        return message
+    return f"{source}: results[{i}].command: {message[m.end() :]} (boardlab keeps it as a program's words)"
 
 
 def _run(key: str, rep: int, seq: int, started: float, t: float, code: int | None):
