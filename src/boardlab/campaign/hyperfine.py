@@ -16,7 +16,6 @@ import hashlib
 import json
 import math
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -97,7 +96,7 @@ def write_campaign_file(source: Path, dest: Path) -> int:
     from boardlab import __version__
     from boardlab.campaign.benchplan import BenchPlan, plan_text
     from boardlab.campaign.facts import store_cell_facts, store_facts
-    from boardlab.campaign.plan import parse_plan, plan_catalog
+    from boardlab.campaign.plan import PlanError, parse_plan, plan_catalog
     from boardlab.campaign.runner import board_fingerprint, plan_hash
     from boardlab.campaign.schedule import build_cells
     from boardlab.platform.inventory import inventory
@@ -114,8 +113,8 @@ def write_campaign_file(source: Path, dest: Path) -> int:
     catalog = {w.name: w for w in all_workloads()}
     try:
         plan = parse_plan(text, f"hyperfine:{source.name}", catalog)
-    except InputError as exc:
-        raise InputError(_in_export(str(exc), source, results)) from None
+    except PlanError as exc:
+        raise InputError(_in_export(exc, source, results)) from None
     catalog = plan_catalog(plan, catalog)
     cells = {c.params_dict["command"]: c for c in build_cells(plan, catalog)}
     info = inventory("/").to_dict()
@@ -147,15 +146,15 @@ def write_campaign_file(source: Path, dest: Path) -> int:
     return len(made)
 
 
-def _in_export(message: str, source: Path, results: list[Result]) -> str:
+def _in_export(exc, source: Path, results: list[Result]) -> str:
     """A refusal of the plan the import generates, in the export's words: the plan's one workload takes every
     command as a parameter, and the refusal names the command (its repr), so the result it came from is
     named instead of a plan line the user never saw."""
-    m = re.match(rf"hyperfine:{re.escape(source.name)}(?::\d+)?: workloads\[0\]\.command: ", message)
-    i = next((i for i, r in enumerate(results) if m and repr(r.command) in message[m.end() :]), None)
-    if m is None or i is None:
-        return message
-    return f"{source}: results[{i}].command: {message[m.end() :]} (boardlab keeps it as a program's words)"
+    command = exc.path == ("workloads", 0, "command")
+    i = next((i for i, r in enumerate(results) if command and repr(r.command) in exc.detail), None)
+    if i is None:
+        return str(exc)
+    return f"{source}: results[{i}].command: {exc.detail} (boardlab keeps it as a program's words)"
 
 
 def _run(key: str, rep: int, seq: int, started: float, t: float, code: int | None):

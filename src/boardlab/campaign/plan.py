@@ -112,11 +112,25 @@ class _Where:
                 return None
         return start + 1
 
-    def error(self, path: tuple, message: str) -> InputError:
+    def error(self, path: tuple, message: str) -> PlanError:
         line = self.line_of(path)
-        dotted = ".".join(f"[{k}]" if isinstance(k, int) else str(k) for k in path).replace(".[", "[")
         where = f"{self.source}:{line}" if line else self.source
-        return InputError(f"{where}: {dotted}: {message}")
+        return PlanError(f"{where}: {dotted(path)}: {message}", path, message)
+
+
+def dotted(path: tuple) -> str:
+    """A key path as a plan's errors write it: `conditions[2].params.workers`."""
+    return ".".join(f"[{k}]" if isinstance(k, int) else str(k) for k in path).replace(".[", "[")
+
+
+class PlanError(InputError):
+    """A plan's value refused: the message names the plan, its line and the key path. `path` and `detail`
+    (the message without its place) are kept apart for a caller that generated the plan itself and names
+    the place in the words of its own input (bench's --under, an imported hyperfine export)."""
+
+    def __init__(self, message: str, path: tuple = (), detail: str = ""):
+        super().__init__(message)
+        self.path, self.detail = path, detail
 
 
 def _take(

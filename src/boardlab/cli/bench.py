@@ -9,7 +9,6 @@ the corrected verdicts). Nothing here measures: the campaign is kept in --db lik
 from __future__ import annotations
 
 import json
-import re
 import shlex
 import sys
 
@@ -306,25 +305,26 @@ def plan_text(args, commands: list[tuple[str, str]], conditions: list[dict], cpu
 
 
 def _plan(args, text: str, catalog: dict):
-    from boardlab.campaign.plan import parse_plan
+    from boardlab.campaign.plan import PlanError, parse_plan
     from boardlab.errors import InputError
 
-    source = f"bench ({args.name or 'generated'})"
     try:
-        return parse_plan(text, source, catalog)
-    except InputError as exc:
-        raise InputError(_in_options(str(exc), source, args)) from None
+        return parse_plan(text, f"bench ({args.name or 'generated'})", catalog)
+    except PlanError as exc:
+        raise InputError(_in_options(exc, args)) from None
 
 
-def _in_options(message: str, source: str, args) -> str:
+def _in_options(exc, args) -> str:
     """A refusal of the plan bench generated, in the words the user typed: its `conditions[k]` is the k-th
     distinct --under (0 the baseline); the plan's own place is kept at the end."""
-    m = re.match(rf"{re.escape(source)}(?::\d+)?: conditions\[(\d+)\]\.?", message)
-    unders = list(dict.fromkeys(args.under))
-    k = int(m.group(1)) if m else 0
-    if m is None or not 1 <= k <= len(unders):
-        return message
-    return f"--under {unders[k - 1]}: {message[m.end() :]} (conditions[{k}] of the plan it generates)"
+    from boardlab.campaign.plan import dotted
+
+    path, unders = exc.path, list(dict.fromkeys(args.under))
+    if path[:1] != ("conditions",) or len(path) < 2 or not 1 <= path[1] <= len(unders):
+        return str(exc)
+    k, rest = path[1], dotted(path[2:])
+    where = f"{unders[k - 1]}: {rest}" if rest else unders[k - 1]
+    return f"--under {where}: {exc.detail} (conditions[{k}] of the plan it generates)"
 
 
 def _repetitions(args, commands, conditions, cpu, catalog) -> tuple[int, str]:
