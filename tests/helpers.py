@@ -1163,6 +1163,16 @@ CAMPAIGN_COUNTS = (*CAMPAIGN_COLUMNS_14, *CAMPAIGN_COLUMNS_15)
 RESULT = " LEFT JOIN run_results w ON w.run_id = r.id"
 
 
+def results_source(db) -> str:
+    """The runs' worker results of the store `db` (a sqlite3 connection, or a Store of either dialect) as a
+    table of (run_id, worker_json) to join `AS w`: run_results (store schema 16), else the runs' own rows."""
+    if isinstance(db, sqlite3.Connection):
+        apart = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'run_results'").fetchone() is not None
+    else:
+        apart = "run_results" in db.describe_schema()
+    return "run_results" if apart else "(SELECT id AS run_id, worker_json FROM runs)"
+
+
 def results_in_runs(conn) -> None:
     """The runs' worker results back in the runs' rows and run_results gone, as a store before schema 16
     kept them (in the caller's transaction)."""

@@ -13,18 +13,16 @@ from boardlab.errors import BoardlabError
 from boardlab.store import STORE_SCHEMA, Store
 from boardlab.store.ingest import ingest_file
 
-from helpers import as_older_store, make_services_db
+from helpers import as_older_store, make_services_db, results_source
 
 pytestmark = pytest.mark.integration
 
 
 def _results(store: Store) -> list[tuple]:
     """(cell key, repetition, attempt, result) of every run with a result, wherever the store keeps it."""
-    apart = "run_results" in store.describe_schema()
-    results = "run_results" if apart else "(SELECT id AS run_id, worker_json FROM runs) AS"
     rows = store.conn.execute(
         "SELECT c.key, r.repetition, r.attempt, w.worker_json FROM runs r JOIN cells c ON c.id = r.cell_id"
-        f" JOIN {results} w ON w.run_id = r.id WHERE w.worker_json IS NOT NULL"
+        f" JOIN {results_source(store)} AS w ON w.run_id = r.id WHERE w.worker_json IS NOT NULL"
     )
     return sorted(((k, rep, att, json.loads(doc)) for k, rep, att, doc in rows), key=repr)
 

@@ -11,7 +11,7 @@ import sqlite3
 from boardlab.store import STORE_SCHEMA, Store
 from boardlab.store.ingest import ingest_file
 
-from helpers import as_older_store, make_services_db
+from helpers import as_older_store, make_services_db, results_source
 
 
 def _results(path, campaign_id: int = 1) -> dict[tuple, dict]:
@@ -19,11 +19,9 @@ def _results(path, campaign_id: int = 1) -> dict[tuple, dict]:
     keeps it."""
     conn = sqlite3.connect(path)
     try:
-        apart = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'run_results'").fetchone()
-        results = "run_results" if apart else "(SELECT id AS run_id, worker_json FROM runs)"
         rows = conn.execute(
             "SELECT c.key, r.repetition, r.attempt, w.worker_json FROM runs r JOIN cells c"
-            f" ON c.id = r.cell_id JOIN {results} w ON w.run_id = r.id"
+            f" ON c.id = r.cell_id JOIN {results_source(conn)} AS w ON w.run_id = r.id"
             " WHERE w.worker_json IS NOT NULL AND r.campaign_id = ?",
             (campaign_id,),
         )

@@ -13,7 +13,7 @@ from boardlab.analysis.studies import series as series_study
 from boardlab.store import STORE_SCHEMA, Store
 from boardlab.store.ingest import ingest_file
 
-from helpers import CAMPAIGN_COLUMNS_15, as_older_store, make_services_db, make_stream_db
+from helpers import CAMPAIGN_COLUMNS_15, as_older_store, make_services_db, make_stream_db, results_source
 
 LIKE = "worker_json LIKE '%\"series\"%'"
 
@@ -22,11 +22,9 @@ def _kept_and_counted(path) -> dict[int, tuple[int | None, int]]:
     """campaign id -> (its kept count of runs with series, those runs counted from their results)."""
     conn = sqlite3.connect(path)
     try:
-        apart = conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'run_results'").fetchone()
-        results = "run_results" if apart else "(SELECT id AS run_id, worker_json FROM runs)"  # before 16
         counted = (
-            f"(SELECT count(*) FROM runs r JOIN {results} w ON w.run_id = r.id WHERE r.campaign_id = c.id"
-            f" AND w.{LIKE})"
+            f"(SELECT count(*) FROM runs r JOIN {results_source(conn)} AS w ON w.run_id = r.id"
+            f" WHERE r.campaign_id = c.id AND w.{LIKE})"
         )
         sql = f"SELECT c.id, c.runs_series, {counted} FROM campaigns c"
         return {int(cid): (kept, int(n)) for cid, kept, n in conn.execute(sql)}
