@@ -150,8 +150,9 @@ def _in_export(exc, source: Path, results: list[Result]) -> str:
     """A refusal of the plan the import generates, in the export's words: the plan's one workload takes every
     command as a parameter, and the refusal names the command (its repr), so the result it came from is
     named instead of a plan line the user never saw."""
-    command = exc.path == ("workloads", 0, "command")
-    i = next((i for i, r in enumerate(results) if command and repr(r.command) in exc.detail), None)
+    if exc.path != ("workloads", 0, "command"):
+        return str(exc)
+    i = next((i for i, r in enumerate(results) if repr(r.command) in exc.detail), None)
     if i is None:
         return str(exc)
     return f"{source}: results[{i}].command: {exc.detail} (boardlab keeps it as a program's words)"

@@ -633,9 +633,10 @@ class _Copier:
         no count, nor has one of its campaigns stored before it: those results are read)."""
         if "runs_series" in camp.keys() and camp["runs_series"] == 0:
             return 0
-        results = "run_results w ON w.run_id" if "run_results" in self.src_schema else "runs w ON w.id"
+        apart = "run_results" in self.src_schema  # a file before store schema 16 kept them in the runs' rows
+        results = "run_results w ON w.run_id = m.old" if apart else "runs w ON w.id = m.old"
         row = self.reader.execute(
-            f"SELECT count(*) FROM temp.ingest_runs m JOIN {self.schema}.{results} = m.old"
+            f"SELECT count(*) FROM temp.ingest_runs m JOIN {self.schema}.{results}"
             " WHERE w.worker_json LIKE ?",
             (f"%{SERIES_MARK}%",),
         ).fetchone()
