@@ -1,6 +1,7 @@
-"""The C kernel of drawn permutation splits (`stats/_splits.c`, `SplitYuen.drawn_statistics`): the same
-splits as `permutation.drawn_splits` draws from the same generator, and the same Yuen's t of each as
-`SplitYuen.statistic`, to the last bit, so every permutation p-value is the Python path's."""
+"""The C kernel of drawn permutation splits (`stats/_splits.c`): the same splits as `permutation.drawn_splits`
+and `_drawn_masks` draw from the same generator, and the same Yuen's t of each as `SplitYuen.statistic`
+(`SplitYuen.drawn_statistics`) or `yuen_statistic` of the two arms (`trimmed.drawn_arm_statistics`), to the
+last bit, so every permutation p-value is the Python path's."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ import sys
 import pytest
 
 from boardlab.stats.compare import yuen_split_p
-from boardlab.stats.permutation import drawn_splits
-from boardlab.stats.trimmed import SplitYuen
+from boardlab.stats.permutation import _drawn_masks, drawn_splits, mask_arms, two_arms
+from boardlab.stats.trimmed import SplitYuen, drawn_arm_statistics, yuen_statistic
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("boardlab.stats._splits") is None,
@@ -72,6 +73,76 @@ def test_a_step_s_permutation_p_is_the_python_path_s(seed, monkeypatch):
         without.draws,
         without.extreme,
     )
+
+
+# near even (coins), uneven both ways (indices), sizes across the 32-bit words of getrandbits
+ARM_DESIGNS = [(590, 295), (590, 300), (33, 12), (32, 16), (31, 15), (64, 33), (40, 10), (100, 80), (37, 2)]
+
+
+@pytest.mark.parametrize("shape", ["normal", "outliers", "ties"])
+@pytest.mark.parametrize(("n_total", "n_condition"), ARM_DESIGNS)
+def test_the_arm_kernel_draws_the_python_splits_and_gives_their_t_to_the_last_bit(
+    n_total, n_condition, shape
+):
+    pooled = _pooled(random.Random(n_total * 11 + n_condition), n_total, shape)
+    draws = 300
+    by_masks = [
+        yuen_statistic(*mask_arms(pooled, m))
+        for m in _drawn_masks(n_total, n_condition, random.Random(5), draws)
+    ]
+    by_splits = [
+        yuen_statistic(*two_arms(pooled, s))
+        for s in drawn_splits(n_total, n_condition, random.Random(5), draws)
+    ]
+    for coins, python in ((True, by_masks), (False, by_splits)):
+        kernel = drawn_arm_statistics(pooled, by_coins=coins)(n_condition, random.Random(5), draws)
+        assert [t.hex() for t in kernel] == [t.hex() for t in python], coins
+
+
+@pytest.mark.parametrize(("n_base", "n_cond"), [(295, 295), (30, 12)])
+@pytest.mark.parametrize("seed", range(4))
+def test_a_step_of_equal_campaigns_takes_the_python_path_s_p(n_base, n_cond, seed, monkeypatch):
+    """Two campaigns of one size (a history step between nights: 295 runs against 295), and a small uneven
+    pair: the p, its draws and its count with the kernel, then with the Python loop."""
+    rng = random.Random(seed)
+    base = [rng.gauss(0.0, 0.05) for _ in range(n_base)]
+    cond = [rng.gauss((0.011 + 0.002 * seed) * (1 if n_base > 100 else 4), 0.05) for _ in range(n_cond)]
+    with_kernel = yuen_split_p(base, cond, 34, 0.05, seed)
+    monkeypatch.setitem(sys.modules, "boardlab.stats._splits", None)
+    without = yuen_split_p(base, cond, 34, 0.05, seed)
+    assert with_kernel.draws > 20 and not with_kernel.exhaustive
+    assert (with_kernel.p_value, with_kernel.draws, with_kernel.extreme) == (
+        without.p_value,
+        without.draws,
+        without.extreme,
+    )
+
+
+def test_the_arm_kernel_is_what_a_near_even_step_uses(monkeypatch):
+    """Not a silent fallback: with the Python loop's arms disabled, the p still comes, and the same."""
+    rng = random.Random(2)
+    base, cond = [rng.gauss(0.0, 0.05) for _ in range(295)], [rng.gauss(0.012, 0.05) for _ in range(295)]
+    expected = yuen_split_p(base, cond, 34, 0.05, 7)
+    compare = importlib.import_module(
+        "boardlab.stats.compare"
+    )  # the module: the package's name is its function
+    monkeypatch.setattr(compare, "mask_arms", None)  # any split read by the Python loop would fail
+    assert yuen_split_p(base, cond, 34, 0.05, 7) == expected
+    assert expected.draws > 20
+
+
+def test_the_arm_kernel_refuses_what_it_cannot_draw():
+    from array import array
+
+    from boardlab.stats._splits import yuen_arm_statistics
+
+    column, state = array("d", [0.0] * 10), random.Random(1).getstate()[1]
+    with pytest.raises(ValueError, match="at least 2 runs"):
+        yuen_arm_statistics(column, 10, 0.2, 1, True, state, 5)
+    with pytest.raises(ValueError, match="array"):
+        yuen_arm_statistics(array("d", [0.0] * 9), 10, 0.2, 4, True, state, 5)
+    with pytest.raises(ValueError, match="625 ints"):
+        yuen_arm_statistics(column, 10, 0.2, 4, False, (1, 2, 3), 5)
 
 
 def test_the_kernel_refuses_arms_it_cannot_sum():

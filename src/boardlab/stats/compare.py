@@ -45,6 +45,7 @@ from boardlab.stats.trimmed import (
     TRIM,
     SplitYuen,
     TrimmedT,
+    drawn_arm_statistics,
     one_sample_statistic,
     trimmed_one_sample,
     yuen_statistic,
@@ -366,14 +367,18 @@ def _split_statistic(pooled: list[float], n_base: int, n_cond: int) -> tuple[Cal
     """Yuen's t of a split of `pooled`, whether it takes the condition arm as a mask (else as indices), and
     its own loop over drawn splits if it has one: the arms read by `compress` where they are near even
     (`permutation._drawn_masks` draws those), summed by `SplitYuen` where one is large and the other small (a
-    split then costs the small arm's size; its drawn splits by its C kernel), arm by arm otherwise. The
-    three give the same t of the same split: `SplitYuen` to 1e-12, the others exactly."""
+    split then costs the small arm's size), arm by arm otherwise. The three give the same t of the same
+    split: `SplitYuen` to 1e-12, the others exactly. Drawn splits are counted by the C kernel where it is
+    built (`SplitYuen.drawn_statistics`, `trimmed.drawn_arm_statistics`: the same t to the last bit)."""
+    by_kernel = min(n_base, n_cond) >= 2  # the kernel's arms; a smaller one is counted whole, not drawn
     if near_even(len(pooled), n_cond):
-        return (lambda mask: yuen_statistic(*mask_arms(pooled, mask))), True, None
+        drawn = drawn_arm_statistics(pooled, by_coins=True) if by_kernel else None
+        return (lambda mask: yuen_statistic(*mask_arms(pooled, mask))), True, drawn
     if max(n_base, n_cond) >= LARGE_ARM:
         split = SplitYuen(pooled)
         return split.statistic, False, split.drawn_statistics
-    return (lambda split: yuen_statistic(*two_arms(pooled, split))), False, None
+    drawn = drawn_arm_statistics(pooled, by_coins=False) if by_kernel else None
+    return (lambda split: yuen_statistic(*two_arms(pooled, split))), False, drawn
 
 
 _Effect = tuple[float, Interval | None, float, Interval | None, Interval | None, RankTest, int | None, int]

@@ -18,6 +18,7 @@ Method: Yuen (1974), "The two-sample trimmed t for unequal population variances"
 
 from __future__ import annotations
 
+import importlib
 import math
 import random
 from array import array
@@ -28,7 +29,7 @@ from itertools import accumulate, compress, repeat
 from operator import mul, sub
 
 from boardlab.stats._special import student_t_ppf, student_t_sf
-from boardlab.stats.permutation import drawn_splits, others_mask
+from boardlab.stats.permutation import drawn_splits, near_even, others_mask
 
 TRIM = 0.2  # Wilcox 2012 section 4.4: 20% keeps efficiency near the mean's for normal data
 
@@ -156,14 +157,13 @@ class SplitYuen:
             return
         values, squares = array("d", self.values), array("d", self.squares)
         sums, square_sums = array("d", self.sums), array("d", self.square_sums)
-        state, left, batch = rng.getstate()[1], limit, _FIRST_BATCH
-        while left > 0:
-            count = min(batch, left)
-            drawn, state = yuen_statistics(
+        yield from _batched(
+            lambda state, count: yuen_statistics(
                 values, squares, sums, square_sums, n, self.trim, n_condition, state, count
-            )
-            yield from array("d", drawn)
-            left, batch = left - count, min(2 * batch, _LAST_BATCH)
+            ),
+            rng,
+            limit,
+        )
 
     def _explicit(self, arm: Sequence[int]) -> tuple[float, float, int]:
         xs = [self.values[i] for i in arm]
@@ -184,14 +184,47 @@ class SplitYuen:
         return kept / (n_arm - 2 * g), var_w, n_arm - 2 * g
 
 
-def _split_kernel() -> Callable | None:
-    """The C kernel's `yuen_statistics`, or None in a pure-Python install (a board bundle's wheel): the same
+def drawn_arm_statistics(
+    pooled_sorted: Sequence[float], by_coins: bool, trim: float = TRIM
+) -> Callable | None:
+    """A `drawn_statistics(n_condition, rng, limit)` for `permutation.split_p`: `yuen_statistic` of the two
+    arms of the splits of `pooled_sorted` that `permutation._drawn_masks` (`by_coins`) or `drawn_splits`
+    draws from `rng`, in their order, by the C kernel (`_splits.c`): the same splits and the same t to the
+    last bit, a twentieth of the cost. None in a pure-Python install: the caller's loop serves. `rng` is left
+    where it was, as in `SplitYuen.drawn_statistics`."""
+    kernel = _split_kernel("yuen_arm_statistics")
+    if kernel is None:
+        return None
+    values, n = array("d", pooled_sorted), len(pooled_sorted)
+
+    def drawn(n_condition: int, rng: random.Random, limit: int) -> Iterator[float]:
+        coins = by_coins and near_even(n, n_condition)  # uneven arms: `_drawn_masks` draws as drawn_splits
+        return _batched(
+            lambda state, count: kernel(values, n, trim, n_condition, coins, state, count), rng, limit
+        )
+
+    return drawn
+
+
+def _batched(draw: Callable, rng: random.Random, limit: int) -> Iterator[float]:
+    """`limit` statistics from a C kernel's `draw(state, count) -> (bytes of doubles, state)`, drawn in
+    doubling batches from a copy of `rng`'s state (`rng` itself is not advanced)."""
+    state, left, batch = rng.getstate()[1], limit, _FIRST_BATCH
+    while left > 0:
+        count = min(batch, left)
+        drawn, state = draw(state, count)
+        yield from array("d", drawn)
+        left, batch = left - count, min(2 * batch, _LAST_BATCH)
+
+
+def _split_kernel(name: str = "yuen_statistics") -> Callable | None:
+    """The C kernel's function `name`, or None in a pure-Python install (a board bundle's wheel): the same
     t, slower."""
-    try:
-        from boardlab.stats._splits import yuen_statistics
+    try:  # by its full name: a test that puts None in sys.modules for it takes this install's Python path
+        kernel = importlib.import_module("boardlab.stats._splits")
     except ImportError:
         return None
-    return yuen_statistics
+    return getattr(kernel, name)
 
 
 def _sums_from(xs: list[float], middle: int) -> list[float]:
