@@ -10,9 +10,10 @@ campaign of board-00 is still running, half done.
 Both stores are real SQLite files written through the product's store API: boards, campaigns and cells as a
 campaign writes them, the runs in bulk (`Store.record_value_runs`, one transaction per campaign: at the
 runner's pace, 10^7 runs would take hours), each run with its monitor series packed as a campaign stores them
-(`record_run`): 30 samples, SERIES_SOURCES sources at 10 Hz, so that a run takes the bytes of a real
-campaign's (about 1,250 on disk; without series it was 280, and the store a fifth of its real size). Only the
-run values and the samples are synthetic (lognormal values, 2% CV; samples from a few templates). The
+(`record_run`): 30 samples, SERIES_SOURCES sources at 10 Hz, and with its worker result (a kernel's shape,
+bench_scale's), so that a run takes the bytes of a real campaign's (without series it was 280, and the store
+a fifth of its real size; without results about 1,250). Only the run values, the results and the samples are
+synthetic (lognormal values, 2% CV; samples from a few templates). The
 summaries the pages read (`boardlab.summary`) are stored for the campaigns the pages show, as `boardlab run`
 stores them when a campaign ends (computing all 1000 would take an hour here); the other campaigns have none,
 as in a store written before summaries existed, and one such campaign's first view is printed separately.
@@ -47,7 +48,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_scale import MONITOR  # noqa: E402
+from bench_scale import ITERATIONS, MONITOR, _result  # noqa: E402
 
 BOARDS = 10
 POINTS = 20  # workload points (bench.w00 .. bench.w19), each under a baseline and a stress condition
@@ -75,6 +76,13 @@ def _runs(cell_ids: dict, rng: random.Random, slow: str | None, stop_at: int | N
             arm = ("A1" if rep % 2 else "A2") if baseline else None
             yield cid, rep, seq, 1.7e9 + seq, int(value * 1e9), value, arm
             seq += 1
+
+
+def _results(runs: list[tuple], by_cell: dict):
+    """Each run's worker result, as a campaign stores one per run (a kernel's shape: bench_scale's
+    `_result`, about 1.2 KB): the large store's runs as wide as a lab's."""
+    for cell_id, _rep, seq, _t, _wall, value, _arm in runs:
+        yield _result(by_cell[cell_id], "s", False, [value] * ITERATIONS, seq)
 
 
 def _series(rng: random.Random) -> list[tuple]:
@@ -128,12 +136,13 @@ def build(path: Path, campaigns_per_board: int, seed: int = 1) -> dict:
                 save_facts(store, cid, facts_document((), energy_reason=None))
                 cell_ids = store.ensure_cells(cid, cells, specs, {c.key: ("s", False) for c in cells})
                 by_key = {c.key: (cell_ids[c.key], bases[c.key], c.condition == "baseline") for c in cells}
+                by_cell = {cell_ids[c.key]: c for c in cells}
                 last = k == campaigns_per_board - 1
                 running = last and b == 0
                 slow = slow_cell if label == HISTORY_BOARD and k >= campaigns_per_board - 4 else None
-                store.record_value_runs(cid, ("seconds", "s", False),
-                                        _runs(by_key, rng, slow, RUNS_PER_CAMPAIGN // 2 if running else None),
-                                        series=itertools.cycle(series))  # fmt: skip
+                runs = list(_runs(by_key, rng, slow, RUNS_PER_CAMPAIGN // 2 if running else None))
+                store.record_value_runs(cid, ("seconds", "s", False), runs, series=itertools.cycle(series),
+                                        results=_results(runs, by_cell))  # fmt: skip
                 store.set_campaign_status(cid, "running" if running else "complete")
                 ids.setdefault(label, []).append(cid)
     return ids

@@ -5,6 +5,7 @@ them) still gives the same pages; and no page's query scans the runs table (EXPL
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import sqlite3
@@ -180,6 +181,18 @@ def test_the_bulk_insert_is_what_record_run_stores(tmp_path):
         assert store.run_values(runs[1]["id"], "iteration_ns") == [2e9]
     with Store.open(db, create=False):  # the reader's verification accepts what it wrote
         pass
+
+
+def test_the_bulk_insert_stores_each_runs_result_where_record_run_keeps_it(tmp_path):
+    db = make_history_db(tmp_path / "one.db", campaigns=1)
+    with Store.open(db) as store:
+        cid = int(store.campaigns()[0]["id"])
+        cell = store.cells(cid)[0]
+        runs = [(cell["id"], 50 + k, 500 + k, 1.7e9 + k, 10**9, 1.0, None) for k in range(3)]
+        results = itertools.cycle(['{"a": 1}', '{"b": 2}'])  # taken as long as there are runs
+        assert store.record_value_runs(cid, ("ops", "ops/s", True), runs, results=results) == 3
+        got = [r["worker_json"] for r in store.runs(cid) if r["repetition"] >= 50]
+    assert got == ['{"a": 1}', '{"b": 2}', '{"a": 1}']
 
 
 def test_the_bulk_insert_stores_each_runs_monitor_series_as_record_run_packs_them(tmp_path):

@@ -101,6 +101,7 @@ class SummaryRows(Connected):
         runs: Iterable[tuple],
         *,
         series: Iterable[Iterable[tuple[str, int, float]]] | None = None,
+        results: Iterable[str] | None = None,
     ) -> int:
         """Bulk insert of one-value runs (a benchmark's synthetic store, a converted archive): each
         (cell_id, repetition, seq, started_unix_s, wall_ns, value, aa_arm) becomes a valid first attempt
@@ -108,8 +109,9 @@ class SummaryRows(Connected):
         time, in one transaction. `metric` is
         (name, unit, higher_is_better). `series`: each run's monitor samples ((source, t_ns, value), ...), in
         the order of `runs` (taken as long as there are runs), stored packed as `record_run` stores them: a
-        synthetic store as large per run as a campaign's. Returns the runs inserted. Far faster than
-        `record_run` per run."""
+        synthetic store as large per run as a campaign's. `results`: each run's worker result (JSON text), in
+        the same order and taken the same way, where `record_run` keeps it (store schema 16 and later).
+        Returns the runs inserted. Far faster than `record_run` per run."""
         name, unit, hib = metric
         self.conn.execute("BEGIN IMMEDIATE")
         try:
@@ -133,11 +135,17 @@ class SummaryRows(Connected):
                     " WHERE id > ? AND campaign_id=?",
                     (metric_name, metric_name == "iteration_ns", first, campaign_id),
                 )
-            if series is not None:
+            if series is not None or results is not None:
                 ids = [int(r[0]) for r in self.conn.execute(
                     "SELECT id FROM runs WHERE id > ? AND campaign_id=? ORDER BY id", (first, campaign_id)
                 )]  # fmt: skip
-                self._insert_series_of(zip(ids, series, strict=False))
+                if series is not None:
+                    self._insert_series_of(zip(ids, series, strict=False))
+                if results is not None:  # a writer's store is at the current schema: results apart
+                    self.conn.executemany(
+                        "INSERT INTO run_results(run_id, worker_json) VALUES (?,?)",
+                        zip(ids, results, strict=False),
+                    )
             count = self.conn.execute(
                 "SELECT count(*) FROM runs WHERE id > ? AND campaign_id=?", (first, campaign_id)
             ).fetchone()[0]
