@@ -233,6 +233,8 @@ def main() -> int:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from serve_helpers import Served
 
+    if args.dir is not None and not Path(args.dir).is_dir():
+        parser.error(f"--dir {args.dir}: not a directory (make it, or leave --dir out for a temporary one)")
     d = Path(tempfile.mkdtemp(prefix="boardlab-bench-serve-", dir=args.dir))
     try:
         per_board = max(2, math.ceil(args.runs / RUNS_PER_CAMPAIGN / BOARDS))
