@@ -20,15 +20,17 @@ as in a store written before summaries existed, and one such campaign's first vi
 
 Two `boardlab serve` processes (one per store) answer the same pages, requested alternately (A B, B A, ...):
 boards, campaigns, one campaign's report, a comparison, a history of the plan on one board, running campaigns,
-each page and its .json twin. Printed per page: the large store's first answer (the server's cache empty), its
-median answer, the small store's median, and the median of the pairwise ratios large / small. The target:
+each page and its .json twin; then, on the large store, the page of a campaign without a stored summary and
+that of the running campaign (their first answer, the page itself, a later view). Printed per page: the large
+store's first answer (the server's cache empty), its median answer, the small store's median, and the median
+of the pairwise ratios large / small. The target:
 every page under 1 s on the large store, first view included.
 
-`--runs N` sets the large store's size (default 10^7: about 11 GB with the runs' series; without them it was a
-2.4 GB file built in about 15 minutes on a loaded 2-core VM, and the series add to that time; `boardlab serve`
-listens at once and checks every value beside the pages, for minutes: the pages' first views are taken while
-it runs, and its end is waited for and printed). `--dir` builds the stores there instead of a temporary
-directory (removed at the end either way). `--json` prints one object.
+`--runs N` sets the large store's size (default 10^7: 25 GB with the runs' series and results, built in
+about 28 minutes on a 2-core VM; `boardlab serve` listens at once and checks every value beside the pages,
+for minutes: the pages' first views are taken while it runs, and its end is waited for and printed). `--dir`
+builds the stores there instead of a temporary directory (removed at the end either way). `--json` prints one
+object.
 """
 
 from __future__ import annotations
@@ -209,6 +211,12 @@ def measure(s_small, s_large, small: dict, large: dict, rounds: int) -> dict:
     return results
 
 
+def three_views(served, page: str) -> dict:
+    """A page whose analysis serve's worker computes: its first answer (at once: 202), the time until the
+    page itself is there, and a view after that."""
+    return {"first_s": timed(served, page), "ready_s": ready(served, page), "again_s": timed(served, page)}
+
+
 def _size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.parent.glob(path.name + "*"))
 
@@ -256,9 +264,8 @@ def main() -> int:
             )
             during = s_large.json("/check.json")["store_check"]["state"]  # the pages' first views beside it
             results = measure(s_small, s_large, small, large, args.rounds)
-            old_first = timed(s_large, f"/campaign/{no_summary}")
-            old_ready = ready(s_large, f"/campaign/{no_summary}")
-            old_again = timed(s_large, f"/campaign/{no_summary}")
+            unsummarized = three_views(s_large, f"/campaign/{no_summary}")
+            running = three_views(s_large, f"/campaign/{large['board-00'][-1]}")
             check = wait_checked(s_large)
     finally:
         shutil.rmtree(d, ignore_errors=True)
@@ -267,11 +274,11 @@ def main() -> int:
     doc = {"runs_large": n_large, "runs_small": n_small,
            "campaigns_large": sum(len(v) for v in large.values()), "large_db_bytes": size,
            "bytes_per_run": size / n_large, "build_s": built_s, "summaries_s": summary_s, "pages": results,
-           "campaign_without_summary": {"first_s": old_first, "ready_s": old_ready, "again_s": old_again},
+           "campaign_without_summary": unsummarized, "campaign_running": running,
            "serve_start_s": start_s, "serve_start_load": start_load, "check_at_first_views": during,
            "store_check": check,
-           "all_under_1s": all(max(r["first_large_s"], r["median_large_s"]) < 1.0
-                               for r in results.values())}  # fmt: skip
+           "all_under_1s": all(max(r["first_large_s"], r["median_large_s"]) < 1.0 for r in results.values())
+                           and max(unsummarized["first_s"], running["first_s"]) < 1.0}  # fmt: skip
     if args.json:
         print(json.dumps(doc, indent=1))
         return 0
@@ -285,11 +292,14 @@ def main() -> int:
             f"{name:28} {r['first_large_s']:11.3f}s {r['median_large_s']:12.3f}s "
             f"{r['median_small_s']:12.3f}s {r['ratio_large_over_small']:12.2f}"
         )
-    print(
-        f"a campaign without a stored summary (a store from before summaries): first answer "
-        f"{old_first:.2f} s (202: being computed in serve's worker), the page itself {old_ready:.2f} s "
-        f"later, then {old_again:.3f} s (kept by the server)"
-    )
+    for what, v in (
+        ("a campaign without a stored summary (a store from before summaries)", unsummarized),
+        (f"the running campaign ({RUNS_PER_CAMPAIGN // 2} runs of {RUNS_PER_CAMPAIGN})", running),
+    ):
+        print(
+            f"{what}: first answer {v['first_s']:.2f} s (202: being computed in serve's worker), the page "
+            f"itself {v['ready_s']:.2f} s later, then {v['again_s']:.3f} s (kept by the server)"
+        )
     print(
         f"boardlab serve started in {start_s:.2f} s on the large store (load {start_load:.2f}); its check of "
         f"every value, beside the pages: {check['state']} after {check['took_s'] or 0:.0f} s (the pages' "
