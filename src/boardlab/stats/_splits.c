@@ -290,23 +290,49 @@ static PyObject *write_state(const mt_state *s)
     return out;
 }
 
+/* A loop's scratch arrays in one zeroed block (one free): doubles, then indices, then bytes, each part
+ * aligned for the next as doubles and Py_ssize_t both are 8 bytes. */
+typedef struct {
+    double *doubles;
+    Py_ssize_t *indices;
+    unsigned char *bytes;
+    void *block;
+} scratch;
+
+static int scratch_alloc(scratch *w, Py_ssize_t doubles, Py_ssize_t indices, Py_ssize_t bytes)
+{
+    w->block = calloc(1, (size_t)doubles * sizeof(double) + (size_t)indices * sizeof(Py_ssize_t) + (size_t)bytes);
+    if (!w->block)
+        return -1;
+    w->doubles = w->block;
+    w->indices = (Py_ssize_t *)(w->doubles + doubles);
+    w->bytes = (unsigned char *)(w->indices + indices);
+    return 0;
+}
+
+/* `count` doubles to write into, as bytes, and the scratch; NULL (an exception set) without memory. */
+static PyObject *output_with(Py_ssize_t count, scratch *w, Py_ssize_t doubles, Py_ssize_t indices, Py_ssize_t bytes)
+{
+    PyObject *out = PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(double));
+    if (out && scratch_alloc(w, doubles, indices, bytes) < 0) {
+        Py_DECREF(out);
+        return PyErr_NoMemory();
+    }
+    return out;
+}
+
 /* The statistics of `count` splits into bytes of doubles, the generator advanced in s. */
 static PyObject *statistics_of(const pooled *p, Py_ssize_t n_condition, Py_ssize_t count, mt_state *s)
 {
     Py_ssize_t n = p->n, small = n_condition < n - n_condition ? n_condition : n - n_condition;
     int condition_small = small == n_condition;
-    PyObject *out = PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(double));
-    unsigned char *seen = calloc((size_t)n, 1);
-    Py_ssize_t *picked = malloc((size_t)(small + 1) * sizeof *picked); /* + 1: the read-back's last store */
-    double *xs = malloc((size_t)small * sizeof *xs);
-    if (!out || !seen || !picked || !xs) {
-        Py_XDECREF(out);
-        free(seen);
-        free(picked);
-        free(xs);
-        return PyErr_NoMemory();
-    }
-    double *t = (double *)PyBytes_AS_STRING(out);
+    scratch w;
+    PyObject *out = output_with(count, &w, small, small + 1, n); /* + 1: the read-back's last store */
+    if (!out)
+        return NULL;
+    double *xs = w.doubles, *t = (double *)PyBytes_AS_STRING(out);
+    Py_ssize_t *picked = w.indices;
+    unsigned char *seen = w.bytes;
     Py_BEGIN_ALLOW_THREADS;
     for (Py_ssize_t j = 0; j < count; j++) {
         draw_small(s, n, small, seen, picked);
@@ -315,9 +341,7 @@ static PyObject *statistics_of(const pooled *p, Py_ssize_t n_condition, Py_ssize
         t[j] = condition_small ? yuen_t(n - small, rest, small, given) : yuen_t(small, given, n - small, rest);
     }
     Py_END_ALLOW_THREADS;
-    free(seen);
-    free(picked);
-    free(xs);
+    free(w.block);
     return out;
 }
 
@@ -379,20 +403,13 @@ static double arm_t(const double *xs, Py_ssize_t n, double trim, const unsigned 
 static PyObject *arm_statistics_of(const double *xs, Py_ssize_t n, double trim, Py_ssize_t n_condition, int by_coins,
                                    Py_ssize_t count, mt_state *s)
 {
-    PyObject *out = PyBytes_FromStringAndSize(NULL, count * (Py_ssize_t)sizeof(double));
-    unsigned char *mask = calloc((size_t)n, 1), *seen = calloc((size_t)n, 1);
-    Py_ssize_t *picked = malloc((size_t)(n + 1) * sizeof *picked);
-    double *base = malloc((size_t)(n + 1) * sizeof *base), *cond = malloc((size_t)(n + 1) * sizeof *cond);
-    if (!out || !mask || !seen || !picked || !base || !cond) {
-        Py_XDECREF(out);
-        free(mask);
-        free(seen);
-        free(picked);
-        free(base);
-        free(cond);
-        return PyErr_NoMemory();
-    }
-    double *t = (double *)PyBytes_AS_STRING(out);
+    scratch w;
+    PyObject *out = output_with(count, &w, 2 * (n + 1), n + 1, 2 * n);
+    if (!out)
+        return NULL;
+    double *base = w.doubles, *cond = w.doubles + n + 1, *t = (double *)PyBytes_AS_STRING(out);
+    Py_ssize_t *picked = w.indices;
+    unsigned char *mask = w.bytes, *seen = w.bytes + n;
     Py_BEGIN_ALLOW_THREADS;
     for (Py_ssize_t j = 0; j < count; j++) {
         if (by_coins)
@@ -402,12 +419,33 @@ static PyObject *arm_statistics_of(const double *xs, Py_ssize_t n, double trim, 
         t[j] = arm_t(xs, n, trim, mask, base, cond);
     }
     Py_END_ALLOW_THREADS;
-    free(mask);
-    free(seen);
-    free(picked);
-    free(base);
-    free(cond);
+    free(w.block);
     return out;
+}
+
+/* Whether the arguments cannot be drawn (an exception then set): arms under 2 runs, a trim outside [0,
+ * 0.5), a negative count. */
+static int bad_arms(Py_ssize_t n, Py_ssize_t n_condition, double trim, Py_ssize_t count)
+{
+    Py_ssize_t small = n_condition < n - n_condition ? n_condition : n - n_condition;
+    if (n < 4 || small < 2 || count < 0 || !(trim >= 0.0 && trim < 0.5)) {
+        PyErr_SetString(PyExc_ValueError, "two arms of at least 2 runs, a trim in [0, 0.5), count >= 0");
+        return 1;
+    }
+    return 0;
+}
+
+/* (stats, the generator's state after the draws), taking stats' reference; NULL if stats is. */
+static PyObject *with_state(PyObject *stats, const mt_state *s)
+{
+    if (!stats)
+        return NULL;
+    PyObject *next = write_state(s);
+    if (!next) {
+        Py_DECREF(stats);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", stats, next);
 }
 
 static PyObject *yuen_arm_statistics(PyObject *self, PyObject *args)
@@ -420,25 +458,15 @@ static PyObject *yuen_arm_statistics(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OndnpOn:yuen_arm_statistics", &values, &n, &trim, &n_condition, &by_coins, &state,
                           &count))
         return NULL;
-    Py_ssize_t small = n_condition < n - n_condition ? n_condition : n - n_condition;
-    if (n < 4 || small < 2 || count < 0 || !(trim >= 0.0 && trim < 0.5)) {
-        PyErr_SetString(PyExc_ValueError, "two arms of at least 2 runs, a trim in [0, 0.5), count >= 0");
+    if (bad_arms(n, n_condition, trim, count))
         return NULL;
-    }
     Py_buffer view;
     mt_state s;
-    PyObject *stats = NULL, *result = NULL;
+    PyObject *result = NULL;
     if (read_buffer(values, &view, n, "values") < 0)
         return NULL;
     if (read_state(state, &s) == 0)
-        stats = arm_statistics_of(view.buf, n, trim, n_condition, by_coins, count, &s);
-    if (stats) {
-        PyObject *next = write_state(&s);
-        if (next)
-            result = Py_BuildValue("(NN)", stats, next);
-        else
-            Py_DECREF(stats);
-    }
+        result = with_state(arm_statistics_of(view.buf, n, trim, n_condition, by_coins, count, &s), &s);
     PyBuffer_Release(&view);
     return result;
 }
@@ -452,31 +480,21 @@ static PyObject *yuen_statistics(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "OOOOndnOn:yuen_statistics", &objs[0], &objs[1], &objs[2], &objs[3], &n, &trim,
                           &n_condition, &state, &count))
         return NULL;
-    Py_ssize_t small = n_condition < n - n_condition ? n_condition : n - n_condition;
-    if (n < 4 || small < 2 || count < 0 || !(trim >= 0.0 && trim < 0.5)) {
-        PyErr_SetString(PyExc_ValueError, "two arms of at least 2 runs, a trim in [0, 0.5), count >= 0");
+    if (bad_arms(n, n_condition, trim, count))
         return NULL;
-    }
     static const char *names[4] = {"values", "squares", "sums", "square_sums"};
     Py_ssize_t lengths[4] = {n, n, n + 1, n + 1};
     Py_buffer views[4];
     int got = 0;
     mt_state s;
-    PyObject *stats = NULL, *result = NULL;
+    PyObject *result = NULL;
     for (; got < 4; got++)
         if (read_buffer(objs[got], &views[got], lengths[got], names[got]) < 0)
             goto done;
     if (read_state(state, &s) < 0)
         goto done;
     pooled p = {views[0].buf, views[1].buf, views[2].buf, views[3].buf, n, trim};
-    stats = statistics_of(&p, n_condition, count, &s);
-    if (stats) {
-        PyObject *next = write_state(&s);
-        if (next)
-            result = Py_BuildValue("(NN)", stats, next);
-        else
-            Py_DECREF(stats);
-    }
+    result = with_state(statistics_of(&p, n_condition, count, &s), &s);
 done:
     while (got > 0)
         PyBuffer_Release(&views[--got]);
