@@ -326,7 +326,7 @@ static PyObject *statistics_of(const pooled *p, Py_ssize_t n_condition, Py_ssize
 {
     Py_ssize_t n = p->n, small = n_condition < n - n_condition ? n_condition : n - n_condition;
     int condition_small = small == n_condition;
-    scratch w;
+    scratch w = {NULL, NULL, NULL, NULL}; /* set by output_with; zeroed: -O3 cannot see that it is */
     PyObject *out = output_with(count, &w, small, small + 1, n); /* + 1: the read-back's last store */
     if (!out)
         return NULL;
@@ -403,7 +403,7 @@ static double arm_t(const double *xs, Py_ssize_t n, double trim, const unsigned 
 static PyObject *arm_statistics_of(const double *xs, Py_ssize_t n, double trim, Py_ssize_t n_condition, int by_coins,
                                    Py_ssize_t count, mt_state *s)
 {
-    scratch w;
+    scratch w = {NULL, NULL, NULL, NULL}; /* set by output_with; zeroed: -O3 cannot see that it is */
     PyObject *out = output_with(count, &w, 2 * (n + 1), n + 1, 2 * n);
     if (!out)
         return NULL;
