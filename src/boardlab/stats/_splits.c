@@ -214,6 +214,12 @@ static int cmp_index(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The runs of the smaller arm of a split of n into n_condition and the rest. */
+static inline Py_ssize_t smaller_arm(Py_ssize_t n, Py_ssize_t n_condition)
+{
+    return n_condition < n - n_condition ? n_condition : n - n_condition;
+}
+
 /* One split drawn as `drawn_splits` draws it: `small` distinct indices, ascending, into picked. */
 static void draw_small(mt_state *s, Py_ssize_t n, Py_ssize_t small, unsigned char *seen, Py_ssize_t *picked)
 {
@@ -324,7 +330,7 @@ static PyObject *output_with(Py_ssize_t count, scratch *w, Py_ssize_t doubles, P
 /* The statistics of `count` splits into bytes of doubles, the generator advanced in s. */
 static PyObject *statistics_of(const pooled *p, Py_ssize_t n_condition, Py_ssize_t count, mt_state *s)
 {
-    Py_ssize_t n = p->n, small = n_condition < n - n_condition ? n_condition : n - n_condition;
+    Py_ssize_t n = p->n, small = smaller_arm(n, n_condition);
     int condition_small = small == n_condition;
     scratch w = {NULL, NULL, NULL, NULL}; /* set by output_with; zeroed: -O3 cannot see that it is */
     PyObject *out = output_with(count, &w, small, small + 1, n); /* + 1: the read-back's last store */
@@ -376,7 +382,7 @@ static void draw_coins(mt_state *s, Py_ssize_t n, Py_ssize_t n_condition, unsign
 static void draw_indices(mt_state *s, Py_ssize_t n, Py_ssize_t n_condition, unsigned char *mask, unsigned char *seen,
                          Py_ssize_t *picked)
 {
-    Py_ssize_t small = n_condition < n - n_condition ? n_condition : n - n_condition;
+    Py_ssize_t small = smaller_arm(n, n_condition);
     unsigned char in_small = small == n_condition;
     draw_small(s, n, small, seen, picked); /* leaves its marks cleared */
     memset(mask, !in_small, (size_t)n);
@@ -427,7 +433,7 @@ static PyObject *arm_statistics_of(const double *xs, Py_ssize_t n, double trim, 
  * 0.5), a negative count. */
 static int bad_arms(Py_ssize_t n, Py_ssize_t n_condition, double trim, Py_ssize_t count)
 {
-    Py_ssize_t small = n_condition < n - n_condition ? n_condition : n - n_condition;
+    Py_ssize_t small = smaller_arm(n, n_condition);
     if (n < 4 || small < 2 || count < 0 || !(trim >= 0.0 && trim < 0.5)) {
         PyErr_SetString(PyExc_ValueError, "two arms of at least 2 runs, a trim in [0, 0.5), count >= 0");
         return 1;

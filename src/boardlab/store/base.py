@@ -109,6 +109,11 @@ class Connected:
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
 
+    def _insert_results_of(self, runs: Iterable[tuple[int, str]]) -> None:
+        """Each (run id, its worker result as JSON text) into run_results, in one statement: a writer's store
+        is at the current schema, where the results stand apart from the runs' rows (RESULTS_APART)."""
+        self.conn.executemany("INSERT INTO run_results(run_id, worker_json) VALUES (?,?)", runs)
+
     def _insert_series_of(self, runs: Iterable[tuple[int, Any]]) -> None:
         """`_insert_series` of each (run id, its samples), in one statement."""
         if self._schema() >= 10:

@@ -160,9 +160,7 @@ class RunRecords(Connected):
         assert cur.lastrowid is not None  # an INSERT sets it
         run_id = int(cur.lastrowid)
         if apart and run.worker_json is not None:
-            self.conn.execute(
-                "INSERT INTO run_results(run_id, worker_json) VALUES (?,?)", (run_id, run.worker_json)
-            )
+            self._insert_results_of([(run_id, run.worker_json)])
         self.conn.executemany(
             "INSERT INTO run_metrics(run_id, metric, unit, higher_is_better, median, min, p90, p99)"
             " VALUES (?,?,?,?,?,?,?,?)",

@@ -141,11 +141,8 @@ class SummaryRows(Connected):
                 )]  # fmt: skip
                 if series is not None:
                     self._insert_series_of(zip(ids, series, strict=False))
-                if results is not None:  # a writer's store is at the current schema: results apart
-                    self.conn.executemany(
-                        "INSERT INTO run_results(run_id, worker_json) VALUES (?,?)",
-                        zip(ids, results, strict=False),
-                    )
+                if results is not None:
+                    self._insert_results_of(zip(ids, results, strict=False))
             count = self.conn.execute(
                 "SELECT count(*) FROM runs WHERE id > ? AND campaign_id=?", (first, campaign_id)
             ).fetchone()[0]
