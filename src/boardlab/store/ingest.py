@@ -48,6 +48,7 @@ from typing import Any, cast
 from boardlab.errors import BoardlabError, InputError, database_error
 from boardlab.model.worker_result import SERIES_MARK
 from boardlab.store import pg, pg_references
+from boardlab.store.checkpoints import Checkpoints
 from boardlab.store.db import _PG_INGEST_LOCK, STORE_SCHEMA, Store
 from boardlab.store.migrations import fill_run_columns
 from boardlab.store.packed import summarize_series
@@ -210,7 +211,9 @@ def ingest_files(
     def ingest(source: Store, src: Path) -> IngestResult:
         if _stamp(src) != stamps.get(src):  # replaced or written to since it was verified: again
             verify(source, src)
+        checkpoints.before_write()
         result = _ingest(source, target, src, fail_after_runs)
+        checkpoints.committed()
         if then is not None:  # after the file's commit: what it does cannot undo the ingest
             then(target, result)
         return result
@@ -226,6 +229,7 @@ def ingest_files(
     with ThreadPoolExecutor(max_workers=max(1, min(len(todo), cores))) as pool:
         list(pool.map(lambda src: _with_file(src, each), todo))  # the first bad file (in order) raises
     target = Store.open(db, wait=wait, page_bytes=LAB_PAGE_BYTES, full_check=full_check, note=note_once)
+    checkpoints = Checkpoints(target)  # each file's pages into the file beside the next file's copy
     results: list[IngestResult] = []
     try:
         for i, (src, res) in enumerate(zip(files, done, strict=True), 1):
@@ -234,10 +238,12 @@ def ingest_files(
             results.append(res if res is not None else _with_file(src, ingest))
         if last is not None:
             last(target)
+        checkpoints.close()
         return results
     except pg.LostServer as exc:  # a runtime failure, and what of the files is in the store is said
         raise pg.LostServer(f"{exc}; {_kept(files, results)}") from None
     except BaseException as exc:
+        checkpoints.close(finish=False)
         _after_failure(target, db, exc, last)
         raise
     finally:
