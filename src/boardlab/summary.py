@@ -440,23 +440,27 @@ class KeepBehind:
             process = cores > 1
         self._db, self._warn = db, warn
         self._pools: list[ProcessPoolExecutor] = []
-        self.workers: list[BaseProcess] = []  # the worker processes, none in a thread
+        self._workers: list[BaseProcess] = []  # the worker processes, none in a thread
         self._held: dict[int, Summary] = {}  # computed, not yet written (under _lock)
         self._lock = threading.Lock()
         # what the thread acts on, in order: ("task", cid, predecessor), ("done", future, cid, pool), None
         self._events: queue.Queue = queue.Queue()
         self._done: queue.Queue = queue.Queue()
         self._pending = 0
-        started = threading.Event()
-        failed: list[Exception] = []
+        # the workers start in this object's thread while the writer goes on to its next file (their start,
+        # Python and boardlab's imports, took 0.5 s the writer waited for); `close` waits for it
+        self._started = threading.Event()
         workers = min(SUMMARY_WORKERS, cores) if process else 0
         self._thread = threading.Thread(
-            target=self._work, args=(workers, started, failed), name="boardlab-summaries", daemon=True
+            target=self._work, args=(workers,), name="boardlab-summaries", daemon=True
         )
         self._thread.start()
-        started.wait()
-        if failed:  # no worker to be had (fds, memory, one that could not start): this thread computes them
-            warn(f"the campaign summaries are computed beside the copy in a thread ({failed[0]})")
+
+    @property
+    def workers(self) -> list[BaseProcess]:
+        """The worker processes (none where the summaries are computed in a thread), once started."""
+        self._started.wait()
+        return self._workers
 
     def _start_pools(self, workers: int) -> None:
         """The workers, a pool of one each, started by this object's thread: a worker's death signal follows
@@ -475,18 +479,18 @@ class KeepBehind:
             )  # fmt: skip
             self._pools.append(pool)
             pool.submit(int).result()  # started now, by this thread
-            self.workers.append(next(iter(pool._processes.values())))
+            self._workers.append(next(iter(pool._processes.values())))
 
-    def _work(self, workers: int, started, failed: list[Exception]) -> None:
+    def _work(self, workers: int) -> None:
         try:
             self._start_pools(workers)
-        except Exception as exc:  # noqa: BLE001 - said by __init__; the summaries are computed here instead
-            failed.append(exc)
+        except Exception as exc:  # noqa: BLE001 - no worker to be had (fds, memory, one that did not start)
             for pool in self._pools:
                 pool.shutdown(wait=False, cancel_futures=True)
-            self._pools, self.workers = [], []
+            self._pools, self._workers = [], []
+            self._warn(f"the campaign summaries are computed beside the copy in a thread ({exc})")
         finally:
-            started.set()
+            self._started.set()
         try:
             if self._pools:
                 self._dispatch()
@@ -599,7 +603,8 @@ class KeepBehind:
         self._thread.join()
 
     def close(self) -> None:
-        """Ends the summaries' workers now, done or not (an ingest that failed or was interrupted)."""
+        """Ends the summaries' workers now, done or not (an ingest that failed or was interrupted), once
+        started (none is left behind)."""
         for worker in self.workers:
             if worker.exitcode is None:
                 worker.kill()

@@ -189,8 +189,9 @@ def test_the_process_dies_with_a_killed_ingest(tmp_path):
         "import time\n"
         "from boardlab.summary import KeepBehind\n"
         f"b = KeepBehind({str(lab)!r}, print, process=True)\n"
+        "pids = [w.pid for w in b.workers]\n"  # once started
         "for pool in b._pools: pool.submit(time.sleep, 60)\n"
-        "print(*(w.pid for w in b.workers), flush=True)\n"
+        "print(*pids, flush=True)\n"
         "time.sleep(60)\n"
     )
     parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
