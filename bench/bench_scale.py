@@ -347,18 +347,24 @@ def build_full(full_runs: int, root: Path, campaign_runs: int | None = None) -> 
     itself, Yuen's t was 0 and no cell drew a permutation p, which flattered the ingest into the full
     store.)"""
     work = root / "full-files"
-    work.mkdir(parents=True, exist_ok=True)
     per_board = campaign_runs or full_runs // BOARDS
+    full, built = root / "full.db", root / "full.json"  # what was built, for `--keep DIR` to use it again
+    shape = {"full_runs": full_runs, "campaign_runs": per_board}
+    if full.exists() and built.exists() and json.loads(built.read_text()).get("shape") == shape:
+        print(f"   the full store built before in {root}, used again", file=sys.stderr, flush=True)
+        return full, json.loads(built.read_text())["runs"]
+    work.mkdir(parents=True, exist_ok=True)
     nights = max(1, full_runs // (per_board * BOARDS))
     board = work / "board.db"
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         pool.apply(build_campaign, (board, per_board), {"seed": 3})
-    full = root / "full.db"
     _remove(full)
+    built.unlink(missing_ok=True)
     _fill(str(full), board, nights, work)
     shutil.rmtree(work)
     with Store.open(full, create=False, verify=False) as s:
         runs = int(s.conn.execute("SELECT count(*) FROM runs").fetchone()[0])
+    built.write_text(json.dumps({"shape": shape, "runs": runs}))
     return full, runs
 
 
@@ -787,7 +793,12 @@ def main() -> int:
         default=1e6,
         help="runs of the PostgreSQL store the owner's full-store ingest goes into (default 1e6; 0: none)",
     )
-    ap.add_argument("--keep", type=Path, help="build the stores in this directory and keep them")
+    ap.add_argument(
+        "--keep",
+        type=Path,
+        help="build the stores in this directory and keep them; a full store kept there by a run of the same "
+        "--full-runs and --full-campaign-runs is used again (building 10^7 runs takes half an hour)",
+    )
     ap.add_argument(
         "--store",
         type=Path,
