@@ -18,11 +18,13 @@ ROW_BYTES = 4096
 
 
 def _commit(store: Store, rows: int) -> None:
-    """One write transaction of `rows` rows of ROW_BYTES (random, so no page is shared or compressed)."""
+    """One write transaction of `rows` rows of ROW_BYTES (random bytes: a page each)."""
     store.conn.execute("CREATE TABLE IF NOT EXISTS filler (x BLOB)")
-    store.conn.execute("BEGIN IMMEDIATE")
-    store.conn.executemany("INSERT INTO filler VALUES (?)", ((os.urandom(ROW_BYTES),) for _ in range(rows)))
-    store.conn.execute("COMMIT")
+    store.conn.execute(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)"
+        " INSERT INTO filler SELECT randomblob(?) FROM n",
+        (rows, ROW_BYTES),
+    )
 
 
 def _db_bytes(store: Store) -> int:
@@ -55,10 +57,10 @@ def test_the_commit_leaves_its_pages_and_the_thread_copies_them_after(writer):
     beside = ckpt.Checkpoints(writer)
     try:
         assert _autocheckpoint(writer) == 0
-        _commit(writer, 2000)  # 8 MB: past SQLite's own 1000 pages, which would checkpoint in the commit
+        _commit(writer, 1200)  # past SQLite's own 1000 pages, which would checkpoint in the commit
         assert _db_bytes(writer) == before, "the commit checkpointed its own pages"
         beside.committed()
-        assert _until(lambda: _db_bytes(writer) >= before + 2000 * ROW_BYTES), "no checkpoint after it"
+        assert _until(lambda: _db_bytes(writer) >= before + 1200 * ROW_BYTES), "no checkpoint after it"
     finally:
         beside.close()
     assert _autocheckpoint(writer) == ckpt.AUTOCHECKPOINT_PAGES
@@ -67,28 +69,29 @@ def test_the_commit_leaves_its_pages_and_the_thread_copies_them_after(writer):
 def test_close_finishes_the_checkpoints_asked_for(writer):
     before = _db_bytes(writer)
     beside = ckpt.Checkpoints(writer)
-    _commit(writer, 500)
+    _commit(writer, 200)
     beside.committed()
     beside.close()
-    assert _db_bytes(writer) >= before + 500 * ROW_BYTES
+    assert _db_bytes(writer) >= before + 200 * ROW_BYTES
 
 
 def test_the_wal_grows_no_further_than_its_limit(writer, monkeypatch):
-    limit = 3 * 256 * ROW_BYTES  # three commits of 256 rows
+    rows = 64
+    limit = 3 * rows * ROW_BYTES  # three commits
     monkeypatch.setattr(ckpt, "WAL_LIMIT_BYTES", limit)
     beside = ckpt.Checkpoints(writer)
     sizes = []
     try:
         for _ in range(12):
             beside.before_write()
-            _commit(writer, 256)
+            _commit(writer, rows)
             beside.committed()
             sizes.append(os.path.getsize(f"{writer.path}-wal"))
     finally:
         beside.close()
     # once past the limit the next transaction starts the WAL over: at most one commit beyond it (and the
     # WAL's headers)
-    assert max(sizes) < limit + 2 * 256 * ROW_BYTES, sizes
+    assert max(sizes) < limit + 2 * rows * ROW_BYTES, sizes
     assert sizes[-1] == max(sizes), "the file was truncated: SQLite keeps a restarted WAL's size"
 
 
@@ -108,11 +111,11 @@ def test_a_checkpoint_error_reaches_the_writer_naming_the_store(writer, monkeypa
 
 def test_an_interrupted_ingest_abandons_the_checkpoint_and_loses_nothing(writer):
     beside = ckpt.Checkpoints(writer)
-    _commit(writer, 1000)
+    _commit(writer, 500)
     beside.committed()
     beside.close(finish=False)  # interrupts a running checkpoint, raises nothing
     assert _autocheckpoint(writer) == ckpt.AUTOCHECKPOINT_PAGES
-    assert writer.conn.execute("SELECT count(*) FROM filler").fetchone()[0] == 1001
+    assert writer.conn.execute("SELECT count(*) FROM filler").fetchone()[0] == 501
     assert writer.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
