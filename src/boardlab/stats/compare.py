@@ -224,20 +224,7 @@ def compare(
     else:
         raise ValueError(f"test_kind must be 'trimmed' or 'rank', got {test_kind!r}")
     ratio, ratio_ci, cost_ratio, cost_ci, decision_ci, test, n_blocks, drawn = e
-
-    confounding = None
-    if baseline_env is not None and condition_env is not None:
-        confounding = check_confounders(baseline_env, condition_env)
-    verdict = decide(
-        decision_ci,
-        p_adjusted=test.p_value,
-        delta=delta,
-        n_baseline=len(base),
-        n_condition=len(cond),
-        alpha=alpha,
-        confounding=confounding,
-    )
-    return Comparison(
+    return unadjusted(
         n_baseline=len(base),
         n_condition=len(cond),
         baseline_median=base_median,
@@ -250,6 +237,68 @@ def compare(
         decision_ci=decision_ci,
         test=test,
         n_blocks=n_blocks,
+        delta=delta,
+        alpha=alpha,
+        envs=(baseline_env, condition_env),
+        seed=seed,
+        resamples=drawn,
+        warnings=tuple(warnings),
+        permutations=permutations,
+    )
+
+
+def unadjusted(
+    *,
+    n_baseline: int,
+    n_condition: int,
+    baseline_median: float,
+    condition_median: float,
+    higher_is_better: bool,
+    ratio: float,
+    ratio_ci: Interval | None,
+    cost_ratio: float,
+    cost_ratio_ci: Interval | None,
+    decision_ci: Interval | None,
+    test: RankTest,
+    n_blocks: int | None,
+    delta: float,
+    alpha: float,
+    envs: tuple[Sequence[RunEnvironment] | None, Sequence[RunEnvironment] | None],
+    seed: int,
+    resamples: int,
+    warnings: tuple[str, ...],
+    statistic: str = Comparison.statistic,
+    permutations: int = 0,
+) -> Comparison:
+    """A test's outcome as a Comparison before `adjust`: its p stands unadjusted (a family of one), the
+    verdict is decided on it, and the confounding tag is checked when both arms' per-run environments (`envs`)
+    are given. `compare` and the tail comparison (`tails`) end here, so both judge an effect the same way."""
+    baseline_env, condition_env = envs
+    confounding = None
+    if baseline_env is not None and condition_env is not None:
+        confounding = check_confounders(baseline_env, condition_env)
+    verdict = decide(
+        decision_ci,
+        p_adjusted=test.p_value,
+        delta=delta,
+        n_baseline=n_baseline,
+        n_condition=n_condition,
+        alpha=alpha,
+        confounding=confounding,
+    )
+    return Comparison(
+        n_baseline=n_baseline,
+        n_condition=n_condition,
+        baseline_median=baseline_median,
+        condition_median=condition_median,
+        higher_is_better=higher_is_better,
+        ratio=ratio,
+        ratio_ci=ratio_ci,
+        cost_ratio=cost_ratio,
+        cost_ratio_ci=cost_ratio_ci,
+        decision_ci=decision_ci,
+        test=test,
+        n_blocks=n_blocks,
         p_value=test.p_value,
         p_adjusted=test.p_value,
         adjustment="none",
@@ -259,8 +308,9 @@ def compare(
         confounding=confounding,
         verdict=verdict,
         seed=seed,
-        resamples=drawn,
-        warnings=tuple(warnings),
+        resamples=resamples,
+        warnings=warnings,
+        statistic=statistic,
         permutations=permutations,
     )
 

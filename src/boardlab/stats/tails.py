@@ -25,11 +25,11 @@ from itertools import chain, compress, islice
 
 from boardlab.stats._special import normal_cdf, percentile_sorted, student_t_ppf
 from boardlab.stats.bootstrap import percentile_interval
-from boardlab.stats.compare import Comparison, compare
+from boardlab.stats.compare import Comparison, compare, unadjusted
 from boardlab.stats.hypothesis import RankTest
 from boardlab.stats.permutation import draws_for, split_p
 from boardlab.stats.summary import Interval
-from boardlab.stats.verdict import ALPHA, RunEnvironment, check_confounders, decide
+from boardlab.stats.verdict import ALPHA, RunEnvironment
 
 TAIL_MIN_SAMPLES = 100  # docs/method.md: a per-run p99 needs at least 100 samples in that run
 TAIL_RESAMPLES = 2000
@@ -133,21 +133,8 @@ def compare_tail(
 
     perm = _permutation(base, cond, q, family_size, alpha, seed)
     test = RankTest("pooled-quantile-permutation", math.log(ratio), perm.p_value, "permutation", nb + nc)
-    confounding = None
-    if baseline_env is not None and condition_env is not None:
-        confounding = check_confounders(baseline_env, condition_env)
-    decision_ci = interval(cost, 1 - 2 * alpha)
-    verdict = decide(
-        decision_ci,
-        p_adjusted=perm.p_value,
-        delta=delta,
-        n_baseline=nb,
-        n_condition=nc,
-        alpha=alpha,
-        confounding=confounding,
-    )
     small = min(min(len(r) for r in base), min(len(r) for r in cond))
-    return Comparison(
+    return unadjusted(
         n_baseline=nb,
         n_condition=nc,
         baseline_median=b_med,
@@ -157,17 +144,12 @@ def compare_tail(
         ratio_ci=interval(draws, 0.95),
         cost_ratio=1.0 / ratio if higher_is_better else ratio,
         cost_ratio_ci=interval(cost, 0.95),
-        decision_ci=decision_ci,
+        decision_ci=interval(cost, 1 - 2 * alpha),
         test=test,
         n_blocks=None,
-        p_value=perm.p_value,
-        p_adjusted=perm.p_value,
-        adjustment="none",
-        family_size=1,
         delta=delta,
         alpha=alpha,
-        confounding=confounding,
-        verdict=verdict,
+        envs=(baseline_env, condition_env),
         seed=seed,
         resamples=resamples,
         warnings=(),
