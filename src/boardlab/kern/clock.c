@@ -85,11 +85,7 @@ static int clock_verify(bk_ctx *ctx, void *state)
 {
     clock_state *s = state;
     uint64_t expected = s->total * STEP; /* the chain started at 0: n adds of STEP, mod 2^64 */
-    bk_set_checksum(ctx, s->x);
-    return s->x == expected
-               ? 0
-               : bk_fail(ctx, "the add chain ended at %llx after %llu adds, expected %llx", (unsigned long long)s->x,
-                         (unsigned long long)s->total, (unsigned long long)expected);
+    return bk_verify_chain(ctx, "the add chain", s->x, expected, s->total, "adds");
 }
 
 const bk_kernel bk_clock_chain = {

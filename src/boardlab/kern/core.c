@@ -165,6 +165,16 @@ int bk_record_kat(bk_ctx *ctx, int vectors)
     return 0;
 }
 
+int bk_verify_chain(bk_ctx *ctx, const char *what, uint64_t end, uint64_t expected, uint64_t steps,
+                    const char *step_unit)
+{
+    bk_set_checksum(ctx, end);
+    return end == expected
+               ? 0
+               : bk_fail(ctx, "%s ended at %llx after %llu %s, expected %llx", what, (unsigned long long)end,
+                         (unsigned long long)steps, step_unit, (unsigned long long)expected);
+}
+
 int bk_allowed_cpus(int *cpus, int max)
 {
     cpu_set_t set;

@@ -110,6 +110,12 @@ BK_HIDDEN int bk_bad_input(bk_ctx *ctx, const char *fmt, ...) __attribute__((for
  * Returns -1 when it failed, else 0. */
 BK_HIDDEN int bk_record_kat(bk_ctx *ctx, int vectors);
 
+/* The check of a chain of dependent steps (noop, clock.chain): the value it ended at is the checksum, and it must
+ * be `expected` after `steps` steps (the message names the chain, `what`, and its steps, `step_unit`). Returns 0,
+ * or -1 after bk_fail. */
+BK_HIDDEN int bk_verify_chain(bk_ctx *ctx, const char *what, uint64_t end, uint64_t expected, uint64_t steps,
+                              const char *step_unit);
+
 /* Time. CLOCK_MONOTONIC_RAW: not slewed by NTP. */
 BK_HIDDEN uint64_t bk_now_ns(void);
 BK_HIDDEN void bk_phase_begin(bk_ctx *ctx, int phase);

@@ -808,6 +808,12 @@ static int crypto_verify(bk_ctx *ctx, void *state)
     return rc;
 }
 
+/* Both kernels share everything after init: only how an implementation opens (and whether it can) differs. A
+ * build without a kernel's library sets only `supported`, to the reason, and leaves the hooks NULL. */
+#define CRYPTO_HOOKS(supported_fn, init_fn)                                                                            \
+    .supported = (supported_fn), .init = (init_fn), .run = crypto_run, .corrupt = crypto_corrupt,                      \
+    .verify = crypto_verify, .fini = crypto_fini
+
 #endif /* CRYPTO_ANY */
 
 /* ---- crypto.evp ---- */
@@ -830,23 +836,13 @@ static int evp_init(bk_ctx *ctx, void **state)
     return 0;
 }
 
-#define EVP_SUPPORTED NULL
-#define EVP_INIT evp_init
-#define EVP_RUN crypto_run
-#define EVP_CORRUPT crypto_corrupt
-#define EVP_VERIFY crypto_verify
-#define EVP_FINI crypto_fini
+#define EVP_HOOKS CRYPTO_HOOKS(NULL, evp_init)
 
 #else
 
 static const char *evp_unsupported(void) { return "built without libcrypto (install libssl-dev and rebuild boardlab)"; }
 
-#define EVP_SUPPORTED evp_unsupported
-#define EVP_INIT NULL
-#define EVP_RUN NULL
-#define EVP_CORRUPT NULL
-#define EVP_VERIFY NULL
-#define EVP_FINI NULL
+#define EVP_HOOKS .supported = evp_unsupported
 
 #endif
 
@@ -856,12 +852,7 @@ const bk_kernel bk_crypto_evp = {
     .summary = "AES-GCM/CBC, ChaCha20-Poly1305, SHA-1/256, MD5 through libcrypto's EVP API (as openssl speed -evp)",
     .params = crypto_params,
     .metrics = crypto_metrics,
-    .supported = EVP_SUPPORTED,
-    .init = EVP_INIT,
-    .run = EVP_RUN,
-    .corrupt = EVP_CORRUPT,
-    .verify = EVP_VERIFY,
-    .fini = EVP_FINI,
+    EVP_HOOKS,
 };
 
 /* ---- crypto.afalg ---- */
@@ -1101,12 +1092,7 @@ static const char *afalg_available(void)
     return why;
 }
 
-#define AFALG_SUPPORTED afalg_available
-#define AFALG_INIT afalg_init
-#define AFALG_RUN crypto_run
-#define AFALG_CORRUPT crypto_corrupt
-#define AFALG_VERIFY crypto_verify
-#define AFALG_FINI crypto_fini
+#define AFALG_HOOKS CRYPTO_HOOKS(afalg_available, afalg_init)
 
 #else
 
@@ -1115,12 +1101,7 @@ static const char *afalg_unsupported(void)
     return "built without <linux/if_alg.h> (install the Linux UAPI headers, linux-libc-dev, and rebuild boardlab)";
 }
 
-#define AFALG_SUPPORTED afalg_unsupported
-#define AFALG_INIT NULL
-#define AFALG_RUN NULL
-#define AFALG_CORRUPT NULL
-#define AFALG_VERIFY NULL
-#define AFALG_FINI NULL
+#define AFALG_HOOKS .supported = afalg_unsupported
 
 #endif
 
@@ -1130,12 +1111,7 @@ const bk_kernel bk_crypto_afalg = {
     .summary = "the same ciphers and hashes through the kernel crypto API (AF_ALG), the path to SoC crypto engines",
     .params = crypto_params,
     .metrics = crypto_metrics,
-    .supported = AFALG_SUPPORTED,
-    .init = AFALG_INIT,
-    .run = AFALG_RUN,
-    .corrupt = AFALG_CORRUPT,
-    .verify = AFALG_VERIFY,
-    .fini = AFALG_FINI,
+    AFALG_HOOKS,
 };
 
 /* ---- an AF_ALG AEAD for other kernels (crypto_afalg.h) ---- */

@@ -65,12 +65,7 @@ static uint64_t lcg_jump(uint64_t n)
 static int noop_verify(bk_ctx *ctx, void *state)
 {
     noop_state *s = state;
-    uint64_t expected = lcg_jump(s->total);
-    bk_set_checksum(ctx, s->x);
-    return s->x == expected
-               ? 0
-               : bk_fail(ctx, "noop's chain ended at %llx after %llu steps, expected %llx", (unsigned long long)s->x,
-                         (unsigned long long)s->total, (unsigned long long)expected);
+    return bk_verify_chain(ctx, "noop's chain", s->x, lcg_jump(s->total), s->total, "steps");
 }
 
 const bk_kernel bk_noop = {
