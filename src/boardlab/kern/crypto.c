@@ -816,6 +816,17 @@ static int crypto_verify(bk_ctx *ctx, void *state)
 
 #endif /* CRYPTO_ANY */
 
+/* The two kernels' descriptors: the same parameters and metrics; `hooks` is CRYPTO_HOOKS(...) or `.supported`. */
+#define CRYPTO_KERNEL(ident, kname, summ, hooks)                                                                       \
+    const bk_kernel ident = {                                                                                          \
+        .name = kname,                                                                                                 \
+        .family = "crypto",                                                                                            \
+        .summary = summ,                                                                                               \
+        .params = crypto_params,                                                                                       \
+        .metrics = crypto_metrics,                                                                                     \
+        hooks,                                                                                                         \
+    }
+
 /* ---- crypto.evp ---- */
 
 #if BK_HAVE_CRYPTO
@@ -846,14 +857,9 @@ static const char *evp_unsupported(void) { return "built without libcrypto (inst
 
 #endif
 
-const bk_kernel bk_crypto_evp = {
-    .name = "crypto.evp",
-    .family = "crypto",
-    .summary = "AES-GCM/CBC, ChaCha20-Poly1305, SHA-1/256, MD5 through libcrypto's EVP API (as openssl speed -evp)",
-    .params = crypto_params,
-    .metrics = crypto_metrics,
-    EVP_HOOKS,
-};
+CRYPTO_KERNEL(bk_crypto_evp, "crypto.evp",
+              "AES-GCM/CBC, ChaCha20-Poly1305, SHA-1/256, MD5 through libcrypto's EVP API (as openssl speed -evp)",
+              EVP_HOOKS);
 
 /* ---- crypto.afalg ---- */
 
@@ -1105,14 +1111,9 @@ static const char *afalg_unsupported(void)
 
 #endif
 
-const bk_kernel bk_crypto_afalg = {
-    .name = "crypto.afalg",
-    .family = "crypto",
-    .summary = "the same ciphers and hashes through the kernel crypto API (AF_ALG), the path to SoC crypto engines",
-    .params = crypto_params,
-    .metrics = crypto_metrics,
-    AFALG_HOOKS,
-};
+CRYPTO_KERNEL(bk_crypto_afalg, "crypto.afalg",
+              "the same ciphers and hashes through the kernel crypto API (AF_ALG), the path to SoC crypto engines",
+              AFALG_HOOKS);
 
 /* ---- an AF_ALG AEAD for other kernels (crypto_afalg.h) ---- */
 
