@@ -123,6 +123,13 @@ SPEC = WorkloadSpec(
 )
 
 
+def _metrics(values: dict[str, Any]) -> dict[str, dict]:
+    """The result's metrics from their values, each in the unit and direction SPEC declares for it (said once,
+    there)."""
+    specs = {m.name: m for m in SPEC.metrics}
+    return {k: metric_value(specs[k].unit, specs[k].higher_is_better, v) for k, v in values.items()}
+
+
 def supported() -> str | None:
     from boardlab.native import kern_path
 
@@ -191,10 +198,7 @@ def rest_operating(params: dict, root="/", *, pmic_reader=None) -> dict:
         time.sleep(d)
         t1 = time.monotonic_ns()
         rest = _phase(sampler, src, t0, t1)
-        metrics = {
-            "power_rest_w": metric_value("W", False, rest["power_w"]),
-            "energy_rest_j": metric_value("J", False, rest["energy_j"]),
-        }
+        values = {"power_rest_w": rest["power_w"], "energy_rest_j": rest["energy_j"]}
         info: dict = {"scenario": scenario, "power_source": src.spec.to_dict(), "rest": rest}
         if scenario == "operating":
             from boardlab.errors import BoardlabError
@@ -211,22 +215,20 @@ def rest_operating(params: dict, root="/", *, pmic_reader=None) -> dict:
             messages = sum((blocks.get(n) or {}).get("sent", 0) for n in ("position", "orientation"))
             messages += (blocks.get("dot") or {}).get("dot_sent", 0)
             delta = op["power_w"] - rest["power_w"]
-            metrics |= {
-                "power_operating_w": metric_value("W", False, op["power_w"]),
-                "power_delta_w": metric_value("W", False, delta),
-                "energy_operating_j": metric_value("J", False, op["energy_j"]),
+            values |= {
+                "power_operating_w": op["power_w"],
+                "power_delta_w": delta,
+                "energy_operating_j": op["energy_j"],
             }
             if messages:
                 # the energy the services cost above rest, per data message they published
-                metrics["energy_per_message_j"] = metric_value(
-                    "J", False, delta * op["duration_s"] / messages
-                )
+                values["energy_per_message_j"] = delta * op["duration_s"] / messages
             info |= {"operating": op, "messages": messages, "services": blocks}
             errors = [
                 f"{n}: {e}" for n, r in roles.items() if isinstance(r, dict) for e in (r.get("errors") or [])
             ]
-            return {"ok": not errors, "errors": errors, "metrics": metrics, "info": info}
-        return {"ok": True, "errors": [], "metrics": metrics, "info": info}
+            return {"ok": not errors, "errors": errors, "metrics": _metrics(values), "info": info}
+        return {"ok": True, "errors": [], "metrics": _metrics(values), "info": info}
     except RuntimeError as exc:  # no reading around a window: the sensor stopped answering
         return {"ok": False, "errors": [f"power source {src.spec.name}: {exc}"], "metrics": {}, "info": {}}
     finally:
@@ -330,6 +332,38 @@ def _sum_avg(acc: dict, key: str):
     return sum(vals) if vals else None
 
 
+def _role_values(svc_blocks: dict, sweep: dict | None) -> dict[str, Any]:
+    """The metric values the roles measured themselves, from their "service" blocks (and the saturation
+    sweep's document); a value may be None (no reader time without a duration)."""
+    values: dict[str, Any] = {}
+    pub = svc_blocks.get("position") or svc_blocks.get("orientation") or svc_blocks.get("pub")
+    if pub:
+        values["build_p50_ns"] = pub["build_ns"]["p50"]
+        values["send_p50_ns"] = pub["send_ns"]["p50"]
+        tx = pub.get("tx_timestamp")
+        if tx and tx["supported"]:
+            values["tx_p50_ns"] = tx["built_to_tx_ns"]["p50"]
+        if pub.get("reader"):
+            secs = pub["duration_ns"] / 1e9
+            values["reader_cpu_ns_per_s"] = pub["reader"]["cpu_ns"] / secs if secs else None
+    sub = svc_blocks.get("sub")
+    if sub:
+        values["oneway_p50_ns"] = sub["oneway_latency_ns"]["p50"]
+        values["oneway_p99_ns"] = sub["oneway_latency_ns"]["p99"]
+        values["lost"] = sub["lost"]
+    load = svc_blocks.get("load")
+    if load:
+        values["achieved_rate_hz"] = load["achieved_rate_hz"]
+        values["corrected_p50_ns"] = load["corrected_ns"]["p50"]
+        values["corrected_p99_ns"] = load["corrected_ns"]["p99"]
+        values["service_p50_ns"] = load["service_ns"]["p50"]
+        values["service_p99_ns"] = load["service_ns"]["p99"]
+        values["errors"] = load["errors"] + load["timeouts"]
+    if sweep is not None:
+        values["knee_rate_hz"] = sweep["knee_rate_hz"]
+    return values
+
+
 def run(params: dict, iterations: int | None = None) -> dict:
     scenario = params["scenario"]
     if scenario in ("rest", "operating"):
@@ -362,49 +396,20 @@ def run(params: dict, iterations: int | None = None) -> dict:
     acc = svc.accounting()
     series = svc.per_second()
     errors = [f"{n}: {e}" for n, r in roles.items() if isinstance(r, dict) for e in (r.get("errors") or [])]
-    metrics = {
-        "cpu_pct_one_cpu": metric_value("%", False, _sum_avg(acc, "cpu_pct_one_cpu")),
-        "cpu_jiffies_pct_one_cpu": metric_value("%", False, _sum_avg(acc, "cpu_jiffies_pct_one_cpu")),
-        "cpu_pct_all_cpus": metric_value("%", False, _sum_avg(acc, "cpu_pct_all_cpus")),
-        "rss_bytes": metric_value("bytes", False, _sum_avg(acc, "rss_bytes")),
-        "pss_bytes": metric_value("bytes", False, _sum_avg(acc, "pss_bytes")),
-        "mem_pct": metric_value("%", False, _sum_avg(acc, "mem_pct")),
-        "tcp_retrans_segs": metric_value(
-            "segments", False, acc.get("net_totals", {}).get("tcp_retrans_segs")
-        ),
-        "udp_rcvbuf_errors": metric_value(
-            "datagrams", False, acc.get("net_totals", {}).get("udp_rcvbuf_errors")
-        ),
-    }
+    summed = (
+        "cpu_pct_one_cpu",
+        "cpu_jiffies_pct_one_cpu",
+        "cpu_pct_all_cpus",
+        "rss_bytes",
+        "pss_bytes",
+        "mem_pct",
+    )
+    values = {k: _sum_avg(acc, k) for k in summed}
+    values["tcp_retrans_segs"] = acc.get("net_totals", {}).get("tcp_retrans_segs")
+    values["udp_rcvbuf_errors"] = acc.get("net_totals", {}).get("udp_rcvbuf_errors")
     svc_blocks = {n: r.get("service") for n, r in roles.items() if isinstance(r, dict) and "service" in r}
-    pub = svc_blocks.get("position") or svc_blocks.get("orientation") or svc_blocks.get("pub")
-    sub = svc_blocks.get("sub")
-    if pub:
-        metrics["build_p50_ns"] = metric_value("ns", False, pub["build_ns"]["p50"])
-        metrics["send_p50_ns"] = metric_value("ns", False, pub["send_ns"]["p50"])
-        tx = pub.get("tx_timestamp")
-        if tx and tx["supported"]:
-            metrics["tx_p50_ns"] = metric_value("ns", False, tx["built_to_tx_ns"]["p50"])
-        if pub.get("reader"):
-            secs = pub["duration_ns"] / 1e9
-            metrics["reader_cpu_ns_per_s"] = metric_value(
-                "ns/s", False, pub["reader"]["cpu_ns"] / secs if secs else None
-            )
-    if sub:
-        metrics["oneway_p50_ns"] = metric_value("ns", False, sub["oneway_latency_ns"]["p50"])
-        metrics["oneway_p99_ns"] = metric_value("ns", False, sub["oneway_latency_ns"]["p99"])
-        metrics["lost"] = metric_value("messages", False, sub["lost"])
-    load = svc_blocks.get("load")
-    if load:
-        metrics["achieved_rate_hz"] = metric_value("Hz", True, load["achieved_rate_hz"])
-        metrics["corrected_p50_ns"] = metric_value("ns", False, load["corrected_ns"]["p50"])
-        metrics["corrected_p99_ns"] = metric_value("ns", False, load["corrected_ns"]["p99"])
-        metrics["service_p50_ns"] = metric_value("ns", False, load["service_ns"]["p50"])
-        metrics["service_p99_ns"] = metric_value("ns", False, load["service_ns"]["p99"])
-        metrics["errors"] = metric_value("requests", False, load["errors"] + load["timeouts"])
-    if "sweep" in roles:
-        metrics["knee_rate_hz"] = metric_value("Hz", True, roles["sweep"]["knee_rate_hz"])
-    metrics = {k: v for k, v in metrics.items() if v["value"] is not None}
+    values |= _role_values(svc_blocks, roles.get("sweep"))
+    metrics = _metrics({k: v for k, v in values.items() if v is not None})
     info = {
         "scenario": scenario,
         "netns": svc.netns or None,
