@@ -51,6 +51,7 @@ def test_a_column_is_checked_as_a_list_is_and_kept_a_column():
             as_values(bad, what="baseline", positive=True)
 
 
+@pytest.mark.slow  # six seconds: a campaign's worth of columns, measured by tracemalloc
 def test_summary_and_comparison_of_columns_take_a_few_columns_of_memory():
     """Before, a column reached the statistics as a list: its summary took 210 bytes a run more and a
     comparison 158 (60,000 runs an arm; 88 and 86 now)."""

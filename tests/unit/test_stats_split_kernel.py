@@ -56,7 +56,12 @@ def test_the_kernel_is_what_the_drawn_statistics_use():
     assert [t.hex() for t in split.drawn_statistics(294, random.Random(9), 50)] == expected
 
 
-@pytest.mark.parametrize("seed", range(6))
+# a second apiece: one in the quick tier (`make test-unit`), the rest in the main one
+def _seeds(n: int) -> list:
+    return [0, *(pytest.param(seed, marks=pytest.mark.slow) for seed in range(1, n))]
+
+
+@pytest.mark.parametrize("seed", _seeds(6))
 def test_a_step_s_permutation_p_is_the_python_path_s(seed, monkeypatch):
     """294 new runs against 2,048 of the predecessor, with a shift that lands the t approximation's p in
     the band where the permutation p replaces it: the p, its draws and its count, with and without the
@@ -100,7 +105,7 @@ def test_the_arm_kernel_draws_the_python_splits_and_gives_their_t_to_the_last_bi
 
 
 @pytest.mark.parametrize(("n_base", "n_cond"), [(295, 295), (30, 12)])
-@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("seed", _seeds(4))
 def test_a_step_of_equal_campaigns_takes_the_python_path_s_p(n_base, n_cond, seed, monkeypatch):
     """Two campaigns of one size (a history step between nights: 295 runs against 295), and a small uneven
     pair: the p, its draws and its count with the kernel, then with the Python loop."""
