@@ -49,7 +49,8 @@ board's 100k-run campaign to a lab's ten million runs"):
 - re-ingest of unchanged files <= 1 s per 10^5 runs (of the ten files' runs);
 - growth exponents (wall) <= 1.05 from 10^5 to 10^6.
 A target whose size was not measured is listed as not checked. Exit 1 when a measured target is missed (each
-is named), 0 otherwise. `--json` prints one object. `--keep DIR` builds there and keeps the stores.
+is named), 0 otherwise. `--json` prints one object. `--keep DIR` builds there and keeps the stores; a full
+store it kept of the same `--full-runs` and `--full-campaign-runs` is used again.
 """
 
 from __future__ import annotations
