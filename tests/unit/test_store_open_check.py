@@ -15,8 +15,9 @@ from boardlab.store import Store
 
 from helpers import header_pages, make_campaign_db, smash_pages
 
-# the runs' tables and the campaigns' summaries (0.9 GB of a nightly store of 10^7 runs): not read bounded
-RUN_PAGES = ("runs", "run_values", "run_metrics", "run_series", "campaign_summaries")
+# the runs' tables, the campaigns' summaries (0.9 GB of a nightly store of 10^7 runs) and the history steps'
+# cache (87 MB there): not read bounded
+RUN_PAGES = ("runs", "run_values", "run_metrics", "run_series", "campaign_summaries", "step_summaries")
 
 
 def limited(limit: int) -> type[Store]:

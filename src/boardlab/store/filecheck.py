@@ -11,7 +11,9 @@ verification of what they read (`boardlab serve` verifies every value in the bac
 campaigns' summaries, whose cells keep their valid values (about 70 bytes a run): in a lab's nightly store of
 10^7 runs they are 0.9 GB, and reading them was 1.85 s of every ingest's open when cold. They are a cache of
 what the runs give: a summary whose text does not read is computed again from the runs, and a damaged page
-of them is SQLite's error where it is read, as a damaged page of runs is."""
+of them is SQLite's error where it is read, as a damaged page of runs is. So are the history's steps
+(`step_summaries`), a cache of the same kind that grows with the campaigns: 87 MB and 1.35 s of the open when
+cold in the nightly store of 10^7 runs (1,000 steps), of the 1.8 s the whole check took."""
 
 from __future__ import annotations
 
@@ -20,7 +22,8 @@ import sqlite3
 
 from boardlab.store.migrations import RUN_TABLES
 
-UNBOUNDED = RUN_TABLES | {"campaign_summaries"}  # tables that grow with the runs: left to the full check
+# tables that grow with the runs, and the history steps' cache: left to the full check
+UNBOUNDED = RUN_TABLES | {"campaign_summaries", "step_summaries"}
 
 # quick_check(TABLE) exists from SQLite 3.33.0 (2020-08-14); an older library checks the whole file
 TABLE_CHECK_SQLITE = (3, 33, 0)
