@@ -327,6 +327,8 @@ class Built:
 def build_size(n: int, work: Path) -> Built:
     work.mkdir(parents=True, exist_ok=True)
     one, small = work / "campaign.db", work / "board.db"
+    for old in (one, small):  # a kept directory's (`--keep`): build_campaign adds to a store it finds
+        _remove(old)
     t0 = time.perf_counter()
     # built in a child process: a child's ru_maxrss counts the memory of the process it was forked from
     # until its exec, so this process stays small for the measured commands' peak RSS to be theirs
