@@ -353,9 +353,10 @@ def build_full(full_runs: int, root: Path, campaign_runs: int | None = None) -> 
     per_board = campaign_runs or full_runs // BOARDS
     full, built = root / "full.db", root / "full.json"  # what was built, for `--keep DIR` to use it again
     shape = {"full_runs": full_runs, "campaign_runs": per_board}
-    if full.exists() and built.exists() and json.loads(built.read_text()).get("shape") == shape:
+    kept = json.loads(built.read_text()) if full.exists() and built.exists() else {}
+    if kept.get("shape") == shape:
         print(f"   the full store built before in {root}, used again", file=sys.stderr, flush=True)
-        return full, json.loads(built.read_text())["runs"]
+        return full, kept["runs"]
     work.mkdir(parents=True, exist_ok=True)
     nights = max(1, full_runs // (per_board * BOARDS))
     board = work / "board.db"
