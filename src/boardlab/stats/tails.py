@@ -16,7 +16,6 @@ is its slowest frame). So:
 
 from __future__ import annotations
 
-import heapq
 import math
 import random
 import statistics
@@ -57,14 +56,29 @@ class _Resampler:
         self.q = q
 
     def draw(self, rng: random.Random) -> float:
-        n = len(self.tops)
-        picks = [rng.randrange(n) for _ in range(n)]
-        size = sum(self.sizes[i] for i in picks)
+        picks = _randrange_each(rng, len(self.tops))
+        size = sum(map(self.sizes.__getitem__, picks))
         h = (size - 1) * self.q
         lo = math.floor(h)
-        top = heapq.nlargest(size - lo, chain.from_iterable(self.tops[i] for i in picks))
+        # the picked runs' tops, each sorted already: one C sort of their runs, not a Python heap per value
+        top = list(chain.from_iterable(map(self.tops.__getitem__, picks)))
+        top.sort(reverse=True)
         low = top[size - 1 - lo]  # the lo-th smallest is the (size - 1 - lo)-th largest
         return low + (h - lo) * (top[size - 2 - lo] - low) if h > lo else low
+
+
+def _randrange_each(rng: random.Random, n: int) -> list[int]:
+    """`[rng.randrange(n) for _ in range(n)]`, the same numbers from the same state (CPython's randrange of
+    one positive bound draws `n.bit_length()` bits until they fall below n), without randrange's argument
+    handling around each: it was a third of a tail's bootstrap."""
+    bits, k = rng.getrandbits, n.bit_length()
+    picks = []
+    for _ in range(n):
+        r = bits(k)
+        while r >= n:
+            r = bits(k)
+        picks.append(r)
+    return picks
 
 
 def per_run_enough(runs: Sequence[Sequence[float]], min_samples: int = TAIL_MIN_SAMPLES) -> bool:
