@@ -155,9 +155,13 @@ def unshare_net() -> None:
 
 
 @pytest.fixture(autouse=True)
-def private_restore_journal(tmp_path, monkeypatch):
+def private_restore_journal(request, monkeypatch):
     """Every test (and every boardlab it starts) journals into its own directory, never the user's: a
-    campaign running on this machine must neither block a test nor be touched by one."""
-    monkeypatch.setenv("BOARDLAB_STATE_DIR", str(tmp_path / "boardlab-state"))
+    campaign running on this machine must neither block a test nor be touched by one.
+
+    A directory of mkdtemp's below the process's own, not tmp_path: pytest numbers each tmp_path by listing
+    every earlier test's directory, which made this fixture 4 ms of every test (8 s of the unit tier's 72)."""
+    own = Path(tempfile.mkdtemp(dir=request.config.boardlab_private_base))
+    monkeypatch.setenv("BOARDLAB_STATE_DIR", str(own / "boardlab-state"))
     # nor its cache directory (boardlab-kern's catalog is cached there)
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(own / "cache"))
