@@ -11,6 +11,7 @@ import pytest
 
 from boardlab.stats import compare
 from boardlab.stats.flags import (
+    BIMODAL_MIN_RUNS,
     BIMODAL_SIMULATED_RUNS_MAX,
     bimodal_threshold,
     bimodality,
@@ -148,6 +149,7 @@ def test_the_observed_cv_is_robust_to_a_stray_run():
     assert observed_cv([1.0, 2.0]) is None and ASSUMED_CV == 0.02
 
 
+@pytest.mark.slow  # a second full scan up to the cap (1 s): the quick tier keeps test_advice_beyond_the_cap
 def test_a_wide_spread_from_three_runs_bounds_the_cv_without_overflow():
     # three runs of a 6 ns kernel (5.8, 0.9, 40 ns): one cell, nu at its floor, a log spread exp() cannot hold
     bound = cv_upper_bound([[5.8, 0.9, 40.0]])
@@ -279,6 +281,29 @@ def test_above_the_simulated_run_count_the_threshold_is_the_stricter_one_of_that
     # the quantile falls with the run count, so the capped threshold flags less than the exact one would
     assert simulated_threshold(2 * cap) < bimodal_threshold(2 * cap)
     assert bimodal_threshold(cap - 1) == simulated_threshold(cap - 1)
+
+
+@pytest.mark.parametrize(
+    "counts",
+    [
+        pytest.param((8, 9, 12, 20), id="a-few"),
+        # a change to the simulation changes every entry: every 16th count and the last (every count: 90 s)
+        pytest.param(
+            (*range(BIMODAL_MIN_RUNS + 16, BIMODAL_SIMULATED_RUNS_MAX, 16), BIMODAL_SIMULATED_RUNS_MAX - 1),
+            id="across",
+            marks=pytest.mark.slow,
+        ),
+    ],
+)
+def test_the_stored_thresholds_are_the_simulations_bit_for_bit(counts):
+    """The table bimodal_threshold reads is what the seeded simulation gives today: a change to the
+    simulation, the split's score or the false-flag rate fails here until the table is simulated again."""
+    from boardlab.stats._bimodal_thresholds import BIMODAL_THRESHOLDS
+
+    assert len(BIMODAL_THRESHOLDS) == BIMODAL_SIMULATED_RUNS_MAX - BIMODAL_MIN_RUNS
+    wrong = {n: (bimodal_threshold(n), simulated_threshold(n)) for n in counts}
+    wrong = {n: pair for n, pair in wrong.items() if pair[0] != pair[1]}
+    assert not wrong, f"stored, simulated at these run counts: {wrong}"
 
 
 def test_a_resample_quantile_from_the_runs_top_samples_is_the_sorted_pools():

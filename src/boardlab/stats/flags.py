@@ -25,6 +25,7 @@ from functools import lru_cache
 from itertools import accumulate, repeat
 from operator import add, mul, sub, truediv
 
+from boardlab.stats._bimodal_thresholds import BIMODAL_THRESHOLDS
 from boardlab.stats._memo import digest, remembered
 from boardlab.stats._special import exp_or_inf
 from boardlab.stats.drift import drift_check
@@ -36,7 +37,8 @@ _SIMULATIONS = 4000
 # The threshold falls with the run count toward 2/pi (the best split of a normal sample at its median),
 # slowly: 0.70 at 200 runs, 0.67 at 1000. Simulating n runs costs 4000 n draws (seconds at thousands of runs,
 # for each distinct count in a report), so above this count the threshold simulated at it is used: stricter
-# than the exact one, so a steady cell is still flagged at most 1 time in 200.
+# than the exact one, so a steady cell is still flagged at most 1 time in 200. Below it, the simulation's
+# output is stored (_bimodal_thresholds.py: 93 s of simulating, half a second a run count).
 BIMODAL_SIMULATED_RUNS_MAX = 200
 # simulated_threshold(BIMODAL_SIMULATED_RUNS_MAX), the threshold of every cell of 200 runs or more: a table
 # entry of the seeded simulation (800,000 normal draws, half a second per report), which a test re-simulates.
@@ -90,9 +92,11 @@ def _best_split(logs: Sequence[float]) -> tuple[float, int]:
 @lru_cache(maxsize=256)
 def bimodal_threshold(n: int) -> float:
     """The (1 - BIMODAL_FALSE_FLAG) quantile of the best split's R^2 over normal samples of n (seeded), n
-    capped at BIMODAL_SIMULATED_RUNS_MAX."""
+    capped at BIMODAL_SIMULATED_RUNS_MAX; from the simulation's stored table (_bimodal_thresholds.py)."""
     if n >= BIMODAL_SIMULATED_RUNS_MAX:
         return BIMODAL_THRESHOLD_AT_MAX
+    if n >= BIMODAL_MIN_RUNS:
+        return BIMODAL_THRESHOLDS[n - BIMODAL_MIN_RUNS]
     return simulated_threshold(n)
 
 
