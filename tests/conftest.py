@@ -113,6 +113,7 @@ def private_state_dirs(config) -> None:
     config.boardlab_private_base = base
     os.environ["BOARDLAB_STATE_DIR"] = str(base / "state")
     os.environ["XDG_CACHE_HOME"] = str(base / "cache")
+    os.environ["BOARDLAB_TESTS_BASE"] = str(base)  # the stores helpers.built_once keeps for this process
     if "PYTEST_XDIST_WORKER" not in os.environ:
         # as /tmp is: tests run boardlab, initdb and tools as unprivileged users too, who make files there
         base.chmod(0o711)

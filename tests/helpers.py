@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -13,7 +14,7 @@ import subprocess
 import sys
 import time
 from contextlib import contextmanager
-from functools import cache, lru_cache
+from functools import cache, lru_cache, wraps
 from pathlib import Path
 
 from boardlab.model.campaign import Cell, ConditionSpec
@@ -371,6 +372,32 @@ def host_workload_facts():
     return read_facts_document(json.loads(json.dumps(host_facts())))
 
 
+def built_once(make):
+    """`make(path, ...)` building a store that does not exist yet: built the first time into the test
+    process's own directory (conftest's BOARDLAB_TESTS_BASE) and copied from there after, since a builder's
+    store is a function of its arguments (numbers, names and tuples: their repr is the key). Sixty builds of
+    the unit tier were 4 s of it; a copy is a millisecond. A path that exists already (a second campaign
+    into it, a resumed one) is built on."""
+
+    @wraps(make)
+    def made(path: Path, *args, **kw):
+        base = os.environ.get("BOARDLAB_TESTS_BASE")
+        if base is None or Path(path).exists():
+            return make(path, *args, **kw)
+        key = hashlib.sha256(repr((make.__name__, args, sorted(kw.items()))).encode()).hexdigest()[:24]
+        built = Path(base) / "built" / f"{key}.db"
+        if not built.exists():
+            built.parent.mkdir(exist_ok=True)
+            part = built.with_suffix(".part")
+            make(part, *args, **kw)
+            part.replace(built)  # a builder that fails leaves nothing to copy
+        shutil.copyfile(built, path)
+        return path
+
+    return made
+
+
+@built_once
 def make_campaign_db(
     path: Path,
     *,
@@ -653,6 +680,7 @@ def _nearest_rank(counts: list[int], overflow: int, q: float) -> float | None:
     return None
 
 
+@built_once
 def make_rt_db(path: Path, n: int = 10, seed: int = 3, invalid: str | None = None) -> Path:
     """rt.cyclictest runs under RT_CONDITIONS; every run under the condition `invalid` is invalid."""
     rng = random.Random(seed)
@@ -700,6 +728,7 @@ def _frame_summary(frames: list[float]) -> MetricResult:
     )
 
 
+@built_once
 def make_ai_db(path: Path, n: int = 12, seed: int = 3, delegates: tuple[str, ...] = ()) -> Path:
     """`delegates`: each model's cells once per delegate (`delegate = [...]` in a plan), else without one."""
     rng = random.Random(seed)
@@ -825,6 +854,7 @@ def _services_doc(params: dict):
     return doc
 
 
+@built_once
 def make_services_db(path: Path, n: int = 8, seed: int = 5) -> Path:
     """The vehicle-services study's cells: the position service from a synthetic source and from NMEA (its
     parameters differ: a cell has None where it does not use one, as `boardlab run` stores them), under the
@@ -841,6 +871,7 @@ def make_services_db(path: Path, n: int = 8, seed: int = 5) -> Path:
     return _make_study_db(path, "victory", cells, n, seed)
 
 
+@built_once
 def make_stream_db(path: Path, n: int = 8, seed: int = 6) -> Path:
     """The data-stream study's network and pipeline cells in bit/s (about 11 Gbit/s on loopback), 20% slower
     under the CPU stressor."""
@@ -865,6 +896,7 @@ def make_stream_db(path: Path, n: int = 8, seed: int = 6) -> Path:
 MIBENCH = {"mibench.sha1": 48.7, "mibench.blowfish": 4.87, "mibench.crc32": 210.0}  # MB/s
 
 
+@built_once
 def make_satellite_db(path: Path, n: int = 8, seed: int = 7) -> Path:
     """The satellite-computer study's MiBench kernels in MB/s (4.87 MB/s for blowfish), 2x slower under the
     CPU stressor; every run keeps its rusage, so the report shows user, system and wall time per run."""
