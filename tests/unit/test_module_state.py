@@ -217,15 +217,39 @@ def _locals(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]
     return out - declared
 
 
-def _functions(tree: ast.AST, outer: frozenset[str] = frozenset()) -> Iterator[tuple[ast.AST, frozenset]]:
-    """Every function with the names local to it or to a function it is nested in."""
-    for node in _children(tree):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            local = outer | _locals(node)
-            yield node, local
-            yield from _functions(node, local)
-        else:
-            yield from _functions(node, outer)
+def _functions(tree: ast.AST) -> Iterator[tuple[ast.AST, tuple[ast.AST, ...]]]:
+    """Every function with the functions it is nested in, outermost first and itself last (in no particular
+    order: a stack, not a generator per node, whose chain each yield climbed was a third of the check)."""
+    stack: list[tuple[ast.AST, tuple[ast.AST, ...]]] = [(tree, ())]
+    while stack:
+        node, chain = stack.pop()
+        for child in _children(node):
+            if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                inner = (*chain, child)
+                yield child, inner
+                stack.append((child, inner))
+            else:
+                stack.append((child, chain))
+
+
+def _scope_names(chain: tuple[ast.AST, ...], known: dict[ast.AST, frozenset[str]]) -> frozenset[str]:
+    """The names local to the last function of `chain` or to a function it is nested in (`known`: those
+    worked out already, by function)."""
+    fn = chain[-1]
+    if fn not in known:
+        outer = _scope_names(chain[:-1], known) if len(chain) > 1 else frozenset()
+        known[fn] = outer | _locals(fn)  # type: ignore[arg-type]
+    return known[fn]
+
+
+def _may_be_module_level(expr: ast.expr, module: str, state: dict, imported) -> bool:
+    """Whether `_target` could name module-level state: a name the module binds to a container or imports,
+    or an attribute of an imported module. Only then are the function's own names worked out, which was
+    most of the check's time."""
+    modules, names = imported
+    if isinstance(expr, ast.Name):
+        return expr.id in state.get(module, {}) or expr.id in names
+    return isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name) and expr.value.id in modules
 
 
 def _mutated(node: ast.AST) -> ast.expr | None:
@@ -283,10 +307,13 @@ def findings(trees: dict[str, ast.Module], scan: list[str] | None = None) -> lis
                     other = imported[0].get(t.value.id)
                     if other is not None and other != module:
                         out.append(Finding(_where(module, node), f"assigns {other}.{t.attr} from {module}"))
-        for fn, local in _functions(tree):
+        known: dict[ast.AST, frozenset[str]] = {}
+        for fn, chain in _functions(tree):
             for node in _own_body(fn):
                 changed = _mutated(node)
-                got = None if changed is None else _target(changed, module, local, imported)
+                if changed is None or not _may_be_module_level(changed, module, state, imported):
+                    continue
+                got = _target(changed, module, _scope_names(chain, known), imported)
                 if got is not None and got[1] in state.get(got[0], {}) and got not in ALLOWED:
                     out.append(Finding(_where(module, node), f"mutates the module-level {got[0]}.{got[1]}"))
     return sorted(set(out), key=str)
