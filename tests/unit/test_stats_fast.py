@@ -197,7 +197,7 @@ def test_the_median_law_is_the_distribution_of_all_n_to_the_n_resamples(xs):
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("n", [6, 7, 10, 11, 31, 64, 99, 120])
+@pytest.mark.parametrize("n", [6, 7, 10, 11, 31, 64, 99, pytest.param(120, marks=pytest.mark.slow)])
 def test_median_quantiles_match_the_fully_tabulated_distribution(n, kind):
     xs = sorted(samples(n, n, kind))
     dist = MedianSampler(xs, flatten=True).distribution()
@@ -234,7 +234,7 @@ def test_the_steps_and_the_incomplete_beta_agree_at_thirty_thousand_runs():
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("n", [400, 2941, 2942])
+@pytest.mark.parametrize("n", [pytest.param(400, marks=pytest.mark.slow), 2941, 2942])
 def test_the_exact_interval_is_what_many_drawn_resample_medians_tend_to(n, kind):
     """The percentile interval of 200,000 drawn medians lies within a few Monte Carlo standard errors (in
     ranks of the sorted values) of the exact one."""
@@ -297,7 +297,7 @@ def test_the_summary_ranks_its_sorted_values_for_the_drift_check_as_spearman_wou
 
 
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("n", [2, 5, 12, 101, 2000])
+@pytest.mark.parametrize("n", [2, 5, 12, 101, pytest.param(2000, marks=pytest.mark.slow)])
 def test_spread_and_outlier_counts_of_a_sorted_sample(n, kind):
     xs = samples(n + 9, n, kind) + ([50.0, 0.01] if n > 10 else [])
     s = sorted(xs)

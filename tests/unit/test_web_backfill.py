@@ -255,12 +255,18 @@ def test_serves_start_and_the_backfills_listing_read_no_run_at_any_size(tmp_path
     assert counts[6] == counts[60] <= 20, counts  # three opens of the store, each reading its schema
 
 
-def test_a_campaign_starting_while_the_backfill_writes_waits_the_instant_and_one_holding_on_refuses(tmp_path):
+def test_a_campaign_starting_while_the_backfill_writes_waits_the_instant_and_one_holding_on_refuses(
+    tmp_path, monkeypatch
+):
     """The backfill holds the store's writer lock for one summary's write (about 0.1 s): a campaign opening it
-    then is let in once it is free, not refused; a writer that holds on (a campaign) still refuses another."""
+    then is let in once it is free, not refused; a writer that holds on (a campaign) still refuses another,
+    once the brief hold has passed (0.5 s here, not the 1 s a refusal waits in use: the same rule, sooner)."""
     from boardlab.errors import InputError
     from boardlab.store import Store
-    from boardlab.store.db import BRIEF_HOLD_S
+    from boardlab.store import db as store_db
+
+    monkeypatch.setattr(store_db, "BRIEF_HOLD_S", 0.5)
+    BRIEF_HOLD_S = store_db.BRIEF_HOLD_S
 
     db = tmp_path / "lab.db"
     Store.open(db).close()
