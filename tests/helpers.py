@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+import uuid
 from contextlib import contextmanager
 from functools import cache, lru_cache, wraps
 from pathlib import Path
@@ -373,28 +374,47 @@ def host_workload_facts():
 
 
 def built_once(make):
-    """`make(path, ...)` building a store that does not exist yet: built the first time into the test
+    """`make(path, ...)` building a SQLite store that does not exist yet: built the first time into the test
     process's own directory (conftest's BOARDLAB_TESTS_BASE) and copied from there after, since a builder's
-    store is a function of its arguments (numbers, names and tuples: their repr is the key). Sixty builds of
-    the unit tier were 4 s of it; a copy is a millisecond. A path that exists already (a second campaign
-    into it, a resumed one) is built on."""
+    store is a function of its arguments (numbers, names and tuples: their repr is the key) and of the schema
+    the store module writes (a test that patches it builds an older store). Sixty builds of the unit tier
+    were 4 s of it; a copy is a millisecond. A copy's campaigns get uids of their own, as a build's do (two
+    builds are two campaigns to an ingest). A path that exists already (a second campaign into it, a
+    resumed one) or a PostgreSQL URL is built on."""
 
     @wraps(make)
     def made(path: Path, *args, **kw):
+        from boardlab.store import db as store_db
+
         base = os.environ.get("BOARDLAB_TESTS_BASE")
-        if base is None or Path(path).exists():
+        if base is None or "://" in str(path) or Path(path).exists():
             return make(path, *args, **kw)
-        key = hashlib.sha256(repr((make.__name__, args, sorted(kw.items()))).encode()).hexdigest()[:24]
-        built = Path(base) / "built" / f"{key}.db"
+        schema = (store_db.STORE_SCHEMA, [number for number, _sql in store_db.MIGRATIONS])
+        key = repr((make.__name__, schema, args, sorted(kw.items())))
+        built = Path(base) / "built" / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.db"
         if not built.exists():
             built.parent.mkdir(exist_ok=True)
             part = built.with_suffix(".part")
             make(part, *args, **kw)
             part.replace(built)  # a builder that fails leaves nothing to copy
         shutil.copyfile(built, path)
+        _new_uids(Path(path))
         return path
 
     return made
+
+
+def _new_uids(db: Path) -> None:
+    """Gives each campaign of `db` a uid of its own (create_campaign's: a random uuid), where the store has
+    them (store schema 5 and later)."""
+    conn = sqlite3.connect(db)
+    try:
+        if any(row[1] == "uid" for row in conn.execute("PRAGMA table_info(campaigns)")):
+            with conn:
+                for (cid,) in conn.execute("SELECT id FROM campaigns").fetchall():
+                    conn.execute("UPDATE campaigns SET uid = ? WHERE id = ?", (uuid.uuid4().hex, cid))
+    finally:
+        conn.close()
 
 
 @built_once
