@@ -394,7 +394,7 @@ def built_once(make):
         built = Path(base) / "built" / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.db"
         if not built.exists():
             built.parent.mkdir(exist_ok=True)
-            part = built.with_suffix(".part")
+            part = built.with_suffix(f".{os.getpid()}.part")  # a child process of the test may build it too
             make(part, *args, **kw)
             part.replace(built)  # a builder that fails leaves nothing to copy
         shutil.copyfile(built, path)
