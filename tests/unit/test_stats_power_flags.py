@@ -300,7 +300,7 @@ def test_the_stored_thresholds_are_the_simulations_bit_for_bit(counts):
     simulation, the split's score or the false-flag rate fails here until the table is simulated again."""
     from boardlab.stats._bimodal_thresholds import BIMODAL_THRESHOLDS
 
-    assert len(BIMODAL_THRESHOLDS) == BIMODAL_SIMULATED_RUNS_MAX - BIMODAL_MIN_RUNS
+    assert len(BIMODAL_THRESHOLDS) == BIMODAL_SIMULATED_RUNS_MAX - BIMODAL_MIN_RUNS + 1
     wrong = {n: (bimodal_threshold(n), simulated_threshold(n)) for n in counts}
     wrong = {n: pair for n, pair in wrong.items() if pair[0] != pair[1]}
     assert not wrong, f"stored, simulated at these run counts: {wrong}"

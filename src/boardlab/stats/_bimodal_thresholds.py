@@ -1,4 +1,5 @@
-"""The bimodality flag's thresholds for 8 to 199 runs: `flags.simulated_threshold(n)` at each n, stored.
+"""The bimodality flag's thresholds for 8 to 200 runs: `flags.simulated_threshold(n)` at each n, stored (the
+last, 200 runs, is also the threshold of every larger cell).
 
 Simulating one run count takes 4,000 samples of n normal draws, half a second at 100 runs, once for each
 distinct run count a report holds; the table is that simulation's output, bit for bit, and a test simulates
@@ -6,7 +7,7 @@ entries across it again (tests/unit/test_stats_power_flags.py). Stored, the thre
 every board: the simulation's normal draws go through the C library's log, cos and sin, which need not round
 alike on every architecture."""
 
-# BIMODAL_THRESHOLDS[n - BIMODAL_MIN_RUNS] for BIMODAL_MIN_RUNS <= n < BIMODAL_SIMULATED_RUNS_MAX (flags.py)
+# BIMODAL_THRESHOLDS[n - BIMODAL_MIN_RUNS] for BIMODAL_MIN_RUNS <= n <= BIMODAL_SIMULATED_RUNS_MAX (flags.py)
 BIMODAL_THRESHOLDS = (
     0.9399635229914102,
     0.9398790677058706,
@@ -200,4 +201,5 @@ BIMODAL_THRESHOLDS = (
     0.7010307797540055,
     0.6998432955226849,
     0.7028868064634145,
+    0.6993224622779004,
 )

@@ -37,12 +37,11 @@ _SIMULATIONS = 4000
 # The threshold falls with the run count toward 2/pi (the best split of a normal sample at its median),
 # slowly: 0.70 at 200 runs, 0.67 at 1000. Simulating n runs costs 4000 n draws (seconds at thousands of runs,
 # for each distinct count in a report), so above this count the threshold simulated at it is used: stricter
-# than the exact one, so a steady cell is still flagged at most 1 time in 200. Below it, the simulation's
+# than the exact one, so a steady cell is still flagged at most 1 time in 200. Up to it, the simulation's
 # output is stored (_bimodal_thresholds.py: 93 s of simulating, half a second a run count).
 BIMODAL_SIMULATED_RUNS_MAX = 200
-# simulated_threshold(BIMODAL_SIMULATED_RUNS_MAX), the threshold of every cell of 200 runs or more: a table
-# entry of the seeded simulation (800,000 normal draws, half a second per report), which a test re-simulates.
-BIMODAL_THRESHOLD_AT_MAX = 0.6993224622779004
+# simulated_threshold(BIMODAL_SIMULATED_RUNS_MAX), the threshold of every cell of 200 runs or more
+BIMODAL_THRESHOLD_AT_MAX = BIMODAL_THRESHOLDS[-1]
 
 
 @dataclass(frozen=True)
@@ -93,10 +92,8 @@ def _best_split(logs: Sequence[float]) -> tuple[float, int]:
 def bimodal_threshold(n: int) -> float:
     """The (1 - BIMODAL_FALSE_FLAG) quantile of the best split's R^2 over normal samples of n (seeded), n
     capped at BIMODAL_SIMULATED_RUNS_MAX; from the simulation's stored table (_bimodal_thresholds.py)."""
-    if n >= BIMODAL_SIMULATED_RUNS_MAX:
-        return BIMODAL_THRESHOLD_AT_MAX
     if n >= BIMODAL_MIN_RUNS:
-        return BIMODAL_THRESHOLDS[n - BIMODAL_MIN_RUNS]
+        return BIMODAL_THRESHOLDS[min(n, BIMODAL_SIMULATED_RUNS_MAX) - BIMODAL_MIN_RUNS]
     return simulated_threshold(n)
 
 
