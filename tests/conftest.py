@@ -161,7 +161,8 @@ def private_restore_journal(request, monkeypatch):
     campaign running on this machine must neither block a test nor be touched by one.
 
     A directory of mkdtemp's below the process's own, not tmp_path: pytest numbers each tmp_path by listing
-    every earlier test's directory, which made this fixture 4 ms of every test (8 s of the unit tier's 72)."""
+    every earlier test's directory, which made this fixture 4.5 ms of each of 1,000 tests that asked for
+    nothing else (6.4 s against 2.0 s)."""
     own = Path(tempfile.mkdtemp(dir=request.config.boardlab_private_base))
     monkeypatch.setenv("BOARDLAB_STATE_DIR", str(own / "boardlab-state"))
     # nor its cache directory (boardlab-kern's catalog is cached there)

@@ -265,8 +265,8 @@ def test_a_campaign_starting_while_the_backfill_writes_waits_the_instant_and_one
     from boardlab.store import Store
     from boardlab.store import db as store_db
 
-    monkeypatch.setattr(store_db, "BRIEF_HOLD_S", 0.5)
-    BRIEF_HOLD_S = store_db.BRIEF_HOLD_S
+    hold_s = 0.5
+    monkeypatch.setattr(store_db, "BRIEF_HOLD_S", hold_s)
 
     db = tmp_path / "lab.db"
     Store.open(db).close()
@@ -282,7 +282,7 @@ def test_a_campaign_starting_while_the_backfill_writes_waits_the_instant_and_one
     held.wait(10)
     t0 = time.monotonic()
     with Store.open(db):  # `boardlab run`'s open: no wait asked
-        assert time.monotonic() - t0 < BRIEF_HOLD_S + 0.5
+        assert time.monotonic() - t0 < hold_s + 0.5
     writer.join()
     with Store.open(db), pytest.raises(InputError, match="in use by"):
         Store.open(db)
