@@ -340,9 +340,11 @@ def test_slow_clients_under_ulimit_n_128_do_not_lock_out_a_legitimate_one(lab_db
             for _ in range(8):
                 a = time.monotonic()
                 try:
-                    status = s.get("/boards", timeout=10)[0]
+                    status, _, body = s.get("/boards", timeout=10)
                 except OSError as exc:  # timed out, reset: the lock-out this test is about
-                    status = repr(exc)
+                    status, body = repr(exc), ""
+                if status != 200:  # which part answered: the guard's 503 has no body, a page's names why
+                    status = f"{status} {body[:200]!r}"
                 waits.append((round(time.monotonic() - a, 3), status))
                 time.sleep(0.5)
             cpu = (s.cpu_s() - cpu0) / (time.monotonic() - t0)
@@ -352,7 +354,9 @@ def test_slow_clients_under_ulimit_n_128_do_not_lock_out_a_legitimate_one(lab_db
     assert all(status == 200 for _, status in waits), figures
     probe.check(max(w for w, _ in waits) < 2.0, f"every answer within 2 s ({figures})", tolerance_ms=200)
     assert cpu < 0.20, figures
-    assert log.stat().st_size < 64 * 1024 and "Traceback" not in log.read_text(), log.read_text()[:2000]
+    text = log.read_text()
+    assert log.stat().st_size < 64 * 1024 and "Traceback" not in text, text[:2000]
+    assert "Too many open files" not in text, text[:2000]  # the descriptors stayed within the process's
 
 
 def test_the_lists_carry_each_campaigns_verdicts_and_the_history_its_steps(tmp_path):

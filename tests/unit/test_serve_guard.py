@@ -7,11 +7,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 
 import pytest
 
 from boardlab.errors import InputError
-from boardlab.web.guard import BACKLOG, FDS_PER_THREAD, FDS_PROCESS, Guard, Limits, LogLimiter, limits
+from boardlab.web.guard import (
+    BACKLOG,
+    FDS_PER_THREAD,
+    FDS_PROCESS,
+    BoundedListener,
+    Guard,
+    Limits,
+    LogLimiter,
+    limits,
+)
 
 pytest.importorskip("uvicorn", reason="boardlab serve needs the web extra: pip install 'boardlab[web]'")
 
@@ -37,9 +48,12 @@ async def _serve(lim: Limits, log: logging.Logger):
     make = guard.factory(H11Protocol)
     state = ServerState()
     loop = asyncio.get_running_loop()
+    sock = socket.create_server(("127.0.0.1", 0), backlog=lim.backlog)
     server = await loop.create_server(
-        lambda: make(config=config, server_state=state, app_state={}), "127.0.0.1", 0, backlog=lim.backlog
-    )
+        lambda: make(config=config, server_state=state, app_state={}),
+        sock=guard.listener(sock),
+        backlog=lim.backlog,
+    )  # the listening socket `boardlab serve` gives uvicorn
     return server, guard, server.sockets[0].getsockname()[1]
 
 
@@ -132,6 +146,51 @@ def test_at_the_cap_with_every_connection_serving_a_newcomer_is_refused_503():
     refused, still_open = _run(go())
     assert refused.startswith(b"HTTP/1.1 503") and b"Retry-After: 1" in refused
     assert still_open == 2
+
+
+@pytest.mark.parametrize("bounded", [True, False], ids=["bounded", "unbounded: the overshoot is real"])
+def test_a_flood_waiting_in_the_kernel_holds_at_most_the_cap_and_one_backlog_of_sockets(bounded, monkeypatch):
+    """40 slow heads queued before the loop turns: asyncio accepts a backlog's worth each turn, two turns
+    before the guard sees them. The server's sockets, counted in /proc/self/fd at each accept, stay within
+    the cap plus one backlog; without the listener's bound they do not (the descriptors this guard is for),
+    which shows the test sees what it checks."""
+    if not bounded:
+        monkeypatch.setattr(Guard, "may_accept", lambda self: True)
+    peaks: list[int] = []
+    accept = BoundedListener.accept
+
+    def counted(self):
+        conn = accept(self)
+        peaks.append(len(os.listdir("/proc/self/fd")))
+        return conn
+
+    monkeypatch.setattr(BoundedListener, "accept", counted)
+
+    async def go():
+        server, guard, port = await _serve(_limits(3, deadline_s=30), logging.getLogger("test.guard"))
+        async with server:
+            with socket.socket(fileno=os.dup(server.sockets[0].fileno())) as same:
+                same.listen(64)  # the kernel queues all 40 (asyncio still accepts 8 a turn)
+            clients = [socket.create_connection(("127.0.0.1", port)) for _ in range(40)]
+            for c in clients:  # queued while this coroutine holds the loop
+                c.sendall(b"GET / HTTP/1.1\r\n")
+            before = len(os.listdir("/proc/self/fd"))
+            while len(peaks) < 40:
+                await asyncio.sleep(0.01)
+            r, w = await asyncio.open_connection("127.0.0.1", port)
+            w.write(REQUEST.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
+            answer = await _answer(r)
+            for c in clients:
+                c.close()
+            return max(peaks) - before, answer
+
+    held, answer = _run(go())
+    lim = _limits(3)
+    assert answer.startswith(b"HTTP/1.1 200")
+    if bounded:
+        assert held <= lim.connections + lim.backlog, held
+    else:
+        assert held > lim.connections + 2 * lim.backlog, held
 
 
 def test_the_caps_fit_in_the_descriptors_the_process_may_open():

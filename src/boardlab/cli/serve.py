@@ -126,8 +126,10 @@ def run(args) -> int:
     sock = _listen(
         args.host, args.port, lim.backlog
     )  # bound here: a refused address is one line, --port 0 known
+    guard = Guard(lim)
+    sock = guard.listener(sock)
     config = uvicorn.Config(
-        app, http=Guard(lim).factory(AutoHTTPProtocol), backlog=lim.backlog, log_level="warning",
+        app, http=guard.factory(AutoHTTPProtocol), backlog=lim.backlog, log_level="warning",
         access_log=False, server_header=False, proxy_headers=False,
     )  # fmt: skip
     quiet_logs(debug=bool(os.environ.get("BOARDLAB_DEBUG")))  # after uvicorn.Config: it sets the loggers up

@@ -12,6 +12,11 @@ no legitimate client got in. Here:
   its head (a client that sent its request is never dropped for a newcomer), or is answered 503 when every
   connection is serving a request;
 - the listen backlog is small (BACKLOG): what waits there waits for a process that accepts at once;
+- the listening socket (`BoundedListener`) accepts only while the client sockets the process holds stay
+  within the cap plus one backlog. The cap alone did not bound them: asyncio accepts a backlog's worth per
+  turn of its loop, and a connection reaches the guard two turns after its accept and frees its descriptor
+  a turn after it is dropped, so on a starved loop four batches were held at once and accept failed with
+  EMFILE again (the failure this module exists to prevent, seen in CI as a 503 to a legitimate client);
 - the server's log says each kind of problem at most once a minute, with how many more there were, and no
   traceback unless BOARDLAB_DEBUG is set (`LogLimiter`).
 
@@ -22,9 +27,11 @@ ends.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import re
 import resource
+import socket
 import time
 from dataclasses import dataclass
 
@@ -32,7 +39,9 @@ from boardlab.errors import InputError
 
 HEADER_DEADLINE_S = 10.0  # a browser sends its whole head in one packet; slowloris tools drip every 15 s
 BACKLOG = 16  # also the most connections one turn of the event loop accepts before dropping any
-FDS_PROCESS = 24  # the interpreter, its standard streams, the listening socket, epoll, asyncio's self-pipe
+# the interpreter, its standard streams and log, the listening socket, epoll, asyncio's self-pipe, the
+# worker's pipes (18 measured), and the stores of the full check and the backfill (4 each)
+FDS_PROCESS = 32
 FDS_PER_THREAD = 4  # a request's store: SQLite's file, -wal, -shm and a journal, or one PostgreSQL socket
 MAX_THREADS = 40  # anyio's default, which Starlette runs the pages' code on
 MAX_CONNECTIONS = 4096
@@ -82,6 +91,16 @@ class Guard:
         self.log = log or logging.getLogger("uvicorn.error")
         self.open: set[GuardedProtocol] = set()
         self.waiting: dict[GuardedProtocol, None] = {}  # insertion order: the oldest head first
+        # client sockets accepted by `listener`'s socket and not yet closed: the open ones, those not yet
+        # handed to a protocol, those dropped and not yet closed
+        self.held = 0
+
+    def listener(self, sock: socket.socket) -> BoundedListener:
+        """`sock`, listening, as the socket that accepts only while `held` is within the cap plus one
+        backlog (`sock` itself is detached: use the one returned)."""
+        bounded = BoundedListener(sock.family, sock.type, sock.proto, fileno=sock.detach())
+        bounded.guard = self
+        return bounded
 
     def factory(self, inner):
         """uvicorn's `http` protocol class, guarded: called as uvicorn calls it, with its keywords."""
@@ -112,6 +131,24 @@ class Guard:
     def forget(self, conn: GuardedProtocol) -> None:
         self.open.discard(conn)
         self.waiting.pop(conn, None)
+
+    def may_accept(self) -> bool:
+        return self.held < self.limits.connections + self.limits.backlog
+
+
+class BoundedListener(socket.socket):
+    """The listening socket asyncio accepts on (it calls `accept` until that raises BlockingIOError): one
+    past the guard's bound is left in the kernel's queue until a held socket is closed, a turn or two of the
+    loop later."""
+
+    guard: Guard
+
+    def accept(self):
+        if not self.guard.may_accept():
+            raise BlockingIOError(errno.EAGAIN, "the guard's descriptors are all held")
+        conn = super().accept()
+        self.guard.held += 1
+        return conn
 
 
 class GuardedProtocol(asyncio.Protocol):
@@ -146,9 +183,10 @@ class GuardedProtocol(asyncio.Protocol):
     def eof_received(self):
         return None if self.closed else self.inner.eof_received()  # type: ignore[attr-defined]
 
-    def connection_lost(self, exc) -> None:
+    def connection_lost(self, exc) -> None:  # the transport closes the socket right after this
         self._head_done()
         self.guard.forget(self)
+        self.guard.held -= 1  # (below 0 only on a server not listening through `listener`: unbounded)
         if self.admitted:
             self.inner.connection_lost(exc)
 
