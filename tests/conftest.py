@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import platform
 import re
 import shutil
 import signal
@@ -22,13 +23,20 @@ def pytest_configure(config):
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
     private_state_dirs(config)
-    if os.environ.get("BOARDLAB_TEST_UNIT") == "1":
+    if os.environ.get("BOARDLAB_TEST_UNIT") == "1" and not _starts_workers(config):
         warm_kernel_catalog()
+        platform.processor()  # runs `uname -p` once, then cached: an xdist worker's report header reads it
         no_processes()
 
 
+def _starts_workers(config) -> bool:
+    """This is pytest-xdist's controller with workers to start (each worker runs this hook and guards
+    itself): the controller runs no test, and must fork its workers."""
+    return not hasattr(config, "workerinput") and bool(getattr(config.option, "numprocesses", None))
+
+
 def warm_kernel_catalog() -> None:
-    """The unit tier's one process, before any test: boardlab-kern's catalog (`--list --json`), which the
+    """Each process of the unit tier, before any test: boardlab-kern's catalog (`--list --json`), which the
     workloads' specs are made from, read once and kept in this process (native.kernel_catalog's cache)."""
     from boardlab.errors import BoardlabError
     from boardlab.native import kernel_catalog
@@ -91,8 +99,8 @@ def pytest_ignore_collect(collection_path: Path, config) -> bool | None:
 
 
 def pytest_collection_finish(session) -> None:
-    """The unit tier's one process keeps what collection made (every module, numpy, scipy, hypothesis, the
-    1,500 test items) to its end: moved out of the cyclic collector's reach, its full passes (about 20 in
+    """Each process of the unit tier keeps what collection made (every module, numpy, scipy, hypothesis, the
+    1,700 test items) to its end: moved out of the cyclic collector's reach, its full passes (about 20 in
     a run) no longer walk it each time (1.4 s of the tier)."""
     if os.environ.get("BOARDLAB_TEST_UNIT") == "1":
         gc.freeze()
