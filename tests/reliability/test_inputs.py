@@ -158,6 +158,16 @@ def test_the_default_timeout_follows_the_workloads_own_duration():
     assert run_timeout_s(None, {}, 200.0) == 4000.0  # 20x the longest run of the cell so far
 
 
+def test_ingest_of_a_fifo_or_a_device_exits_2_without_blocking(lab):
+    """ingest first looks whether a file is a hyperfine export (JSON) or a results database: neither look
+    may wait on a FIFO (before: it opened the FIFO to read its first bytes, and hung)."""
+    os.mkfifo(lab / "board.fifo")
+    for given, needle in ((lab / "board.fifo", "not a regular file"), ("/dev/zero", "not a regular file")):
+        proc = run_cli("ingest", "--db", str(lab / "lab.db"), str(given), timeout=30)
+        assert_one_line_error(proc, 2, str(given), needle)
+    assert not (lab / "lab.db").exists()
+
+
 def test_governor_json_inputs_of_the_wrong_kind_exit_2_without_blocking(lab):
     # before: a FIFO hung in open; a binary file, a JSON array, a cell that is no object: internal errors
     os.mkfifo(lab / "sweep.fifo")
@@ -172,7 +182,7 @@ def test_governor_json_inputs_of_the_wrong_kind_exit_2_without_blocking(lab):
         (lab / name).write_text(text)
     cases = [
         ("label", "binary.db", "not UTF-8"),
-        ("label", "sweep.fifo", "not a regular file"),
+        ("label", "sweep.fifo", "a FIFO, device or socket, not a sweep file"),
         ("label", "list.json", "a JSON list"),
         ("label", "cell.json", "a cell has the wrong keys"),
         ("train", "cells.json", "not labels"),

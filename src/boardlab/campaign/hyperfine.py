@@ -37,22 +37,31 @@ class Result:
 
 
 def looks_like_hyperfine(path: Path) -> bool:
-    """A JSON object (not a SQLite file): its first non-blank byte is '{'."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(64).lstrip()
-    except OSError:
-        return False
-    return head.startswith(b"{")
+    """A JSON object (not a SQLite file): a regular file whose first non-blank byte is '{'. A FIFO or a
+    device is neither, and is not waited on: ingest names it."""
+    from boardlab.userfile import head_of_regular_file
+
+    head = head_of_regular_file(path, 64)
+    return head is not None and head.lstrip().startswith(b"{")
 
 
 def read_results(path: Path) -> list[Result]:
     """The `results` of a hyperfine export; InputError naming the file and the key where it is not one."""
+    return _results(_read_export(path), path)
+
+
+def _read_export(path: Path) -> bytes:
+    from boardlab.userfile import read_user_file
+
+    return read_user_file(
+        path, what="hyperfine export", give="a hyperfine --export-json file", max_bytes=MAX_BYTES
+    )
+
+
+def _results(data: bytes, path: Path) -> list[Result]:
     try:
-        if os.path.getsize(path) > MAX_BYTES:
-            raise InputError(f"{path}: over {MAX_BYTES >> 20} MiB: not a hyperfine export")
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"{path}: not a hyperfine --export-json file ({exc})") from None
     results = doc.get("results") if isinstance(doc, dict) else None
     if not isinstance(results, list) or not results:
@@ -103,7 +112,8 @@ def write_campaign_file(source: Path, dest: Path) -> int:
     from boardlab.store import Store
     from boardlab.workloads import all_workloads
 
-    results = read_results(source)
+    data = _read_export(source)  # once: the campaign's identity is the hash of what was read
+    results = _results(data, source)
     started = os.path.getmtime(source)
     text = plan_text(BenchPlan(commands=tuple(r.command for r in results),
                                repetitions=max(len(r.times_s) for r in results),
@@ -118,7 +128,7 @@ def write_campaign_file(source: Path, dest: Path) -> int:
     catalog = plan_catalog(plan, catalog)
     cells = {c.params_dict["command"]: c for c in build_cells(plan, catalog)}
     info = inventory("/").to_dict()
-    uid = hashlib.sha256(Path(source).read_bytes() + board_fingerprint(info).encode()).hexdigest()[:32]
+    uid = hashlib.sha256(data + board_fingerprint(info).encode()).hexdigest()[:32]
     with Store.open(dest) as store:
         board_id = store.upsert_board(
             board_fingerprint(info), info.get("model") or info.get("hostname") or "?", info

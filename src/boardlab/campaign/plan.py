@@ -7,16 +7,14 @@ is started or written before the whole plan is valid.
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
-import stat
 import tomllib
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from boardlab.errors import InputError, MeasurementError, os_error
+from boardlab.errors import InputError, MeasurementError
 from boardlab.model.campaign import (
     ConditionSpec,
     EnergyPolicy,
@@ -733,28 +731,10 @@ PLAN_MAX_BYTES = 1 << 20  # a plan is a page of TOML; this bounds what a wrong p
 
 def read_plan_file(path: str) -> str:
     """A plan's text: only a regular file of at most PLAN_MAX_BYTES, opened without blocking (a FIFO)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
-    except FileNotFoundError:
-        raise InputError(
-            f"{path}: no such plan file (or use --preset NAME; presets: {', '.join(preset_names())})"
-        ) from None
-    except OSError as exc:
-        raise os_error(exc, path, "plan") from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):  # before fdopen, which refuses a directory naming the fd, not the path
-        os.close(fd)
-        kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO, device or socket"
-        raise InputError(f"{path}: {kind}, not a plan file; give a TOML file")
-    with os.fdopen(fd, "rb") as f:
-        try:
-            data = f.read(PLAN_MAX_BYTES + 1)
-        except OSError as exc:
-            raise os_error(exc, path, "plan") from None
-    if len(data) > PLAN_MAX_BYTES:
-        raise InputError(
-            f"{path}: larger than the {PLAN_MAX_BYTES} bytes (1 MiB) a plan may have; is it the plan file?"
-        )
+    from boardlab.userfile import read_user_file
+
+    missing = f" (or use --preset NAME; presets: {', '.join(preset_names())})"
+    data = read_user_file(path, what="plan", give="a TOML file", max_bytes=PLAN_MAX_BYTES, missing=missing)
     try:
         return data.decode()
     except UnicodeDecodeError as exc:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import stat
 import sys
 from typing import Any
 
@@ -174,19 +173,11 @@ JSON_MAX_BYTES = 256 << 20  # a full sweep is a few MB; this bounds what a wrong
 def _read_json(path: str, what: str) -> dict:
     """The JSON object of a regular file: a FIFO would block, /dev/zero would fill the memory, and a
     results database (binary) or a JSON array is not what a governor step wrote."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)  # a FIFO: no wait
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise InputError(
-                f"{path}: not a regular file (a directory, FIFO or device); give the {what} file"
-            )
-        with os.fdopen(fd, "rb") as f:
-            data = f.read(JSON_MAX_BYTES + 1)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the {what}: {exc.strerror}") from None
-    if len(data) > JSON_MAX_BYTES:
-        raise InputError(f"{path}: over {JSON_MAX_BYTES >> 20} MiB: not the {what} written by boardlab")
+    from boardlab.userfile import read_user_file
+
+    data = read_user_file(
+        path, what=what, give=f"the {what} JSON written by boardlab", max_bytes=JSON_MAX_BYTES
+    )
     try:
         doc = json.loads(data.decode())
     except UnicodeDecodeError as exc:
@@ -202,7 +193,6 @@ def _read_json(path: str, what: str) -> dict:
 
 def _open_campaign(db: str, campaign: int | None, *, write: bool = False):
     """The database read-only, or locked for writing (`label` stores its labels beside the campaign)."""
-    import os
 
     from boardlab.store import Store
 
@@ -712,7 +702,6 @@ def _die_with_parent() -> None:
     """Started by a campaign (the governor-daemon condition): SIGTERM when it dies, so the daemon still
     restores its writes if the campaign is SIGKILLed."""
     import ctypes
-    import os
 
     parent = os.environ.get("BOARDLAB_PARENT_PID")
     if not parent or not parent.isdigit():
