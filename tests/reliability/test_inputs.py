@@ -168,6 +168,16 @@ def test_ingest_of_a_fifo_or_a_device_exits_2_without_blocking(lab):
     assert not (lab / "lab.db").exists()
 
 
+def test_a_fifo_as_a_fleet_bundle_exits_2_without_blocking(lab):
+    os.mkfifo(lab / "bundle.fifo")  # before: tarfile opened it and waited for a writer
+    where = ["--db", str(lab / "lab.db"), "--coordinator", "127.0.0.1:1", "--places", "arch=armhf"]
+    proc = run_cli(
+        "fleet", "run", "--preset", "quick", *where, "--bundle", str(lab / "bundle.fifo"), timeout=30
+    )
+    assert_one_line_error(proc, 2, f"--bundle {lab / 'bundle.fifo'}", "a FIFO, device or socket")
+    assert not (lab / "lab.db").exists()
+
+
 def test_governor_json_inputs_of_the_wrong_kind_exit_2_without_blocking(lab):
     # before: a FIFO hung in open; a binary file, a JSON array, a cell that is no object: internal errors
     os.mkfifo(lab / "sweep.fifo")

@@ -110,14 +110,18 @@ def _bundles(paths: list[str]) -> dict[str, str]:
     from pathlib import Path
 
     from boardlab.errors import InputError
+    from boardlab.userfile import open_user_file
 
     out: dict[str, str] = {}
     for path in paths:
-        try:
-            with tarfile.open(path, "r:gz") as tar:
-                member = next((m for m in tar.getmembers() if m.name.endswith("/bundle.json")), None)
-                raw = tar.extractfile(member) if member else None
-                doc = json.load(raw) if raw is not None else None
+        try:  # a FIFO is refused, not waited on
+            with open_user_file(path, what="board bundle", give="one made by `boardlab bundle`") as f:
+                with tarfile.open(fileobj=f, mode="r:gz") as tar:
+                    member = next((m for m in tar.getmembers() if m.name.endswith("/bundle.json")), None)
+                    raw = tar.extractfile(member) if member else None
+                    doc = json.load(raw) if raw is not None else None
+        except InputError as exc:
+            raise InputError(f"--bundle {exc}") from None
         except (OSError, tarfile.TarError, json.JSONDecodeError) as exc:
             raise InputError(f"--bundle {path}: not a readable board bundle ({exc})") from None
         if not doc or doc.get("schema") != 1 or "arch" not in doc:
