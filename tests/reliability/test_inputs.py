@@ -178,6 +178,46 @@ def test_a_fifo_as_a_fleet_bundle_exits_2_without_blocking(lab):
     assert not (lab / "lab.db").exists()
 
 
+def test_a_fifo_dev_zero_or_binary_labgrid_environment_is_refused_at_once(lab):
+    """fleet reads --lg-env once the coordinator has listed the places (so here without one): a FIFO is
+    refused without waiting, /dev/zero read only up to the bound, binary named (before: a hang, the memory
+    filled, a traceback)."""
+    from boardlab.cli.fleet import _lg_drivers
+
+    os.mkfifo(lab / "env.fifo")
+    (lab / "env.bin").write_bytes(b"targets:\n  \xff\xfe: 1\n")
+    cases = ((lab / "env.fifo", "a FIFO, device or socket"), ("/dev/zero", "a FIFO, device or socket"),
+             (lab / "env.bin", "not UTF-8 text"))  # fmt: skip
+    for given, needle in cases:
+        outcome = _within(10.0, _lg_drivers, str(given), ["board-1"], unblock=lab / "env.fifo")
+        assert isinstance(outcome, InputError), outcome
+        assert str(outcome).startswith(f"--lg-env {given}") and needle in str(outcome)
+
+
+def _within(timeout_s: float, fn, *args, unblock):
+    """What `fn(*args)` raised or returned, from a thread; a call still waiting after `timeout_s` is
+    unblocked (a writer opens the FIFO `unblock`) and reported, so a regression fails instead of hanging."""
+    import threading
+
+    got: list = []
+
+    def call():
+        try:
+            got.append(fn(*args))
+        except Exception as exc:
+            got.append(exc)
+
+    t = threading.Thread(target=call, daemon=True)
+    t.start()
+    t.join(timeout_s)
+    if t.is_alive():
+        with open(unblock, "wb"):
+            pass
+        t.join()
+        return f"still waiting after {timeout_s} s"
+    return got[0]
+
+
 def test_governor_json_inputs_of_the_wrong_kind_exit_2_without_blocking(lab):
     # before: a FIFO hung in open; a binary file, a JSON array, a cell that is no object: internal errors
     os.mkfifo(lab / "sweep.fifo")

@@ -134,6 +134,9 @@ def _bundles(paths: list[str]) -> dict[str, str]:
     return out
 
 
+LG_ENV_MAX_BYTES = 1 << 20
+
+
 def _lg_drivers(path: str | None, places: list[str]) -> dict[str, list]:
     from boardlab.errors import InputError
 
@@ -141,11 +144,18 @@ def _lg_drivers(path: str | None, places: list[str]) -> dict[str, list]:
         return {}
     import yaml
 
-    try:
-        with open(path) as f:
-            doc = yaml.safe_load(f) or {}
-    except OSError as exc:
-        raise InputError(f"--lg-env {path}: {exc.strerror}") from None
+    from boardlab.userfile import read_user_file
+
+    try:  # a FIFO is refused, /dev/zero read up to the bound: a labgrid environment is a page of YAML
+        give = "a labgrid environment (YAML)"
+        text = read_user_file(
+            path, what="labgrid environment", give=give, max_bytes=LG_ENV_MAX_BYTES
+        ).decode()
+        doc = yaml.safe_load(text) or {}
+    except InputError as exc:
+        raise InputError(f"--lg-env {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise InputError(f"--lg-env {path}: not UTF-8 text (byte {exc.start}); give {give}") from None
     except yaml.YAMLError as exc:
         raise InputError(f"--lg-env {path}: not valid YAML ({str(exc).splitlines()[0]})") from None
     targets = doc.get("targets") if isinstance(doc, dict) else None
