@@ -194,6 +194,22 @@ def test_a_fifo_dev_zero_or_binary_labgrid_environment_is_refused_at_once(lab):
         assert str(outcome).startswith(f"--lg-env {given}") and needle in str(outcome)
 
 
+def test_a_fifo_as_the_fleets_ssh_key_is_refused_at_once(lab):
+    import argparse
+
+    from boardlab.cli.fleet import _check_paths
+
+    os.mkfifo(lab / "key.fifo")  # before: open() waited for a writer
+    args = argparse.Namespace(ssh_key=str(lab / "key.fifo"), keep=None, db=str(lab / "lab.db"))
+    outcome = _within(10.0, _check_paths, args, unblock=lab / "key.fifo")
+    assert isinstance(outcome, InputError) and str(outcome).startswith(
+        f"--ssh-key {lab / 'key.fifo'}: a FIFO"
+    )
+    args.ssh_key = str(lab / "missing")
+    with pytest.raises(InputError, match=r"^--ssh-key .*missing: no such SSH key file$"):
+        _check_paths(args)
+
+
 def _within(timeout_s: float, fn, *args, unblock):
     """What `fn(*args)` raised or returned, from a thread; a call still waiting after `timeout_s` is
     unblocked (a writer opens the FIFO `unblock`) and reported, so a regression fails instead of hanging."""

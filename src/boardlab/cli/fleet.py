@@ -297,11 +297,13 @@ def _check_paths(args) -> None:
     from boardlab.errors import InputError
     from boardlab.store import pg
 
-    if args.ssh_key:
+    if args.ssh_key:  # readable, and a file (a FIFO is refused, not waited on)
+        from boardlab.userfile import open_user_file
+
         try:
-            open(args.ssh_key).close()
-        except OSError as exc:
-            raise InputError(f"--ssh-key {args.ssh_key}: {exc.strerror}") from None
+            open_user_file(args.ssh_key, what="SSH key", give="the boards' private key").close()
+        except InputError as exc:
+            raise InputError(f"--ssh-key {exc}") from None
     if args.keep and not Path(args.keep).is_dir():
         raise InputError(f"--keep {args.keep}: no such directory")
     if not pg.is_url(args.db) and not Path(args.db).resolve().parent.is_dir():
