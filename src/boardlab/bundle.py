@@ -280,7 +280,8 @@ def _check_out(out: Path, inputs: list[Path]) -> None:
 def make_bundle(arch: str, out: Path, kern: Path, version: str, progress=lambda msg: None) -> BundleResult:
     """Writes the bundle to `out` through a temporary file and a rename: complete or absent."""
     if not kern.is_file():
-        raise InputError(f"--kern {kern}: no such file")
+        what = "not a regular file (a directory, FIFO or device)" if kern.exists() else "no such file"
+        raise InputError(f"--kern {kern}: {what}; give the boardlab-kern binary built for {arch}")
     built_for = elf_arch(kern)
     if built_for != arch:
         raise InputError(

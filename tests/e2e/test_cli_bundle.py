@@ -127,7 +127,11 @@ def test_out_over_a_device_an_input_or_a_directory_is_refused(native_bundle, ker
     assert proc.returncode == 2 and "inputs" in proc.stderr
     assert copy.read_bytes() == kern.read_bytes()  # untouched
     proc = run_cli("bundle", "--arch", "native", "--out", str(tmp_path / "dev.tar.gz"), "--kern", "/dev/null")
-    assert proc.returncode == 2
+    assert proc.returncode == 2 and "--kern /dev/null: not a regular file" in proc.stderr, proc.stderr
+    proc = run_cli(
+        "bundle", "--arch", "native", "--out", str(tmp_path / "b.tar.gz"), "--kern", str(tmp_path / "no")
+    )
+    assert proc.returncode == 2 and "no such file; give the boardlab-kern binary" in proc.stderr, proc.stderr
 
 
 def test_a_binary_for_another_architecture_is_refused(kern, tmp_path):
