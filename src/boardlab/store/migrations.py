@@ -413,7 +413,8 @@ def count_campaign_runs(conn) -> None:
 def move_results(conn) -> None:
     """Migration 16's data step: every run's worker result from its row to run_results, and the column gone
     (SQLite 3.35 and PostgreSQL alike). The runs' rows keep the space the results took: a writer's open
-    compacts a board's SQLite store after it (Store._compact_after_results_moved)."""
+    compacts a board's SQLite store after it (Store._compact_after_results_moved); PostgreSQL's runs table is
+    rewritten here, in the migration's transaction (`_rewrite_runs`)."""
     if isinstance(conn, sqlite3.Connection) and sqlite3.sqlite_version_info < (3, 35):
         raise InputError(
             f"this Python's SQLite is {sqlite3.sqlite_version}, and boardlab's store needs 3.35 or later (it "
@@ -424,6 +425,19 @@ def move_results(conn) -> None:
         " WHERE worker_json IS NOT NULL"
     )
     conn.execute("ALTER TABLE runs DROP COLUMN worker_json")
+    if not isinstance(conn, sqlite3.Connection):
+        _rewrite_runs(conn)
+
+
+def _rewrite_runs(conn) -> None:
+    """PostgreSQL keeps a dropped column's values in every row until the row is written again: the runs
+    table stays as large as with the results, and every scan of it reads them. CLUSTER on the primary key
+    writes the table anew without them (VACUUM FULL would too, but cannot run in a transaction); it needs
+    only the table's owner, and the DROP above already holds the table's exclusive lock."""
+    pk = conn.execute(
+        "SELECT indexrelid::regclass::text FROM pg_index WHERE indrelid = 'runs'::regclass AND indisprimary"
+    ).fetchone()[0]
+    conn.execute(f"CLUSTER runs USING {pk}")
 
 
 # migration number -> its data step, run after that migration's SQL and its PostgreSQL statements
