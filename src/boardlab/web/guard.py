@@ -15,7 +15,7 @@ no legitimate client got in. Here:
 - the listening socket (`BoundedListener`) accepts only while the client sockets the process holds stay
   within the cap plus one backlog. The cap alone did not bound them: asyncio accepts a backlog's worth per
   turn of its loop, and a connection reaches the guard two turns after its accept and frees its descriptor
-  a turn after it is dropped, so on a starved loop four batches were held at once and accept failed with
+  a turn after it is dropped, so on a starved loop several batches were held at once and accept failed with
   EMFILE again (the failure this module exists to prevent, seen in CI as a 503 to a legitimate client);
 - the server's log says each kind of problem at most once a minute, with how many more there were, and no
   traceback unless BOARDLAB_DEBUG is set (`LogLimiter`).
