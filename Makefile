@@ -103,9 +103,9 @@ demo: setup
 TEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; print(2 if len(os.sched_getaffinity(0)) > 1 else 0)' 2>/dev/null || echo 0)
 # The quick tier: tests/unit without the files marked `spawns` and the tests marked `slow`, on TEST_WORKERS
 # processes (a whole file per worker) that start none: in each, conftest.py makes any fork or exec fail once
-# it has read boardlab-kern's catalog. Its tests are CPU-bound, so two workers take it from 58-64 s to 37-41 s on
-# two cores. For the edit-test loop; `make test` runs everything. The labgrid and anyio plugins (1.5 s to load)
-# serve no unit test.
+# it has read boardlab-kern's catalog. Its tests are CPU-bound, so two workers take it from 58-64 s to
+# 37-41 s on two cores. For the edit-test loop; `make test` runs everything. The labgrid and anyio plugins
+# (1.5 s to load) serve no unit test.
 test-unit: install
 	@BOARDLAB_TEST_UNIT=1 $(BIN)/python -m pytest -q -p no:cacheprovider -p no:labgrid -p no:anyio \
 		--durations=10 -n $(TEST_WORKERS) --dist loadfile -m "not spawns and not quiet and not slow" tests/unit
