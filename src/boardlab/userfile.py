@@ -10,7 +10,7 @@ import stat
 from pathlib import Path
 from typing import BinaryIO
 
-from boardlab.errors import InputError, os_error
+from boardlab.errors import BoardlabError, InputError, os_error
 
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 
@@ -47,17 +47,10 @@ def read_user_file(path: str | Path, *, what: str, give: str, max_bytes: int, mi
 
 
 def head_of_regular_file(path: str | Path, n_bytes: int) -> bytes | None:
-    """The first `n_bytes` of `path` when it is a regular file that can be read, else None (what to make of
-    it is the caller's: it names the problem when it reads the file for real)."""
+    """The first `n_bytes` of `path` when `open_user_file` opens it and it can be read, else None (what to
+    make of it is the caller's: it names the problem when it reads the file for real)."""
     try:
-        fd = os.open(path, _FLAGS)
-    except OSError:
-        return None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        return None
-    with os.fdopen(fd, "rb") as f:
-        try:
+        with open_user_file(path, what="", give="") as f:
             return f.read(n_bytes)
-        except OSError:
-            return None
+    except (BoardlabError, OSError):
+        return None
