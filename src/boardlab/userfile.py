@@ -15,35 +15,47 @@ from boardlab.errors import BoardlabError, InputError, os_error
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 
 
-def open_user_file(path: str | Path, *, what: str, give: str, missing: str = "") -> BinaryIO:
+def open_user_file(
+    path: str | Path, *, what: str, give: str, missing: str = "", option: str = ""
+) -> BinaryIO:
     """`path` open for reading when it is a regular file, never waiting on a FIFO; else InputError naming
     the path, what it is and what to give instead. `what` is the kind of file ("plan"), `give` what the user
-    should give ("a TOML file"), `missing` what the message adds when there is no such file."""
+    should give ("a TOML file"), `missing` what the message adds when there is no such file, `option` the
+    command-line option that named the file ("--bundle"), which then starts every message."""
+    where = f"{option} {path}" if option else str(path)
     try:
         fd = os.open(path, _FLAGS)
     except FileNotFoundError:
-        raise InputError(f"{path}: no such {what} file{missing}") from None
+        raise InputError(f"{where}: no such {what} file{missing}") from None
     except OSError as exc:
-        raise os_error(exc, path, what) from None
+        raise _os_error(exc, where, what, option) from None
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):  # before fdopen, which refuses a directory naming the fd, not the path
         os.close(fd)
         kind = "a directory" if stat.S_ISDIR(mode) else "a FIFO, device or socket"
-        raise InputError(f"{path}: {kind}, not a {what} file; give {give}")
+        raise InputError(f"{where}: {kind}, not a {what} file; give {give}")
     return os.fdopen(fd, "rb")
 
 
-def read_user_file(path: str | Path, *, what: str, give: str, max_bytes: int, missing: str = "") -> bytes:
+def read_user_file(
+    path: str | Path, *, what: str, give: str, max_bytes: int, missing: str = "", option: str = ""
+) -> bytes:
     """The bytes of `open_user_file(path, ...)`, at most `max_bytes` of them (else InputError)."""
-    with open_user_file(path, what=what, give=give, missing=missing) as f:
+    where = f"{option} {path}" if option else str(path)
+    with open_user_file(path, what=what, give=give, missing=missing, option=option) as f:
         try:
             data = f.read(max_bytes + 1)
         except OSError as exc:
-            raise os_error(exc, path, what) from None
+            raise _os_error(exc, where, what, option) from None
     if len(data) > max_bytes:
         size = f"{max_bytes} bytes ({max_bytes >> 20} MiB)"
-        raise InputError(f"{path}: larger than the {size} a {what} may have; give {give}")
+        raise InputError(f"{where}: larger than the {size} a {what} may have; give {give}")
     return data
+
+
+def _os_error(exc: OSError, where: str, what: str, option: str) -> BoardlabError:
+    """errors.os_error's message, which starts with what the file is unless an option already names it."""
+    return os_error(exc, where, "" if option else what)
 
 
 def head_of_regular_file(path: str | Path, n_bytes: int) -> bytes | None:

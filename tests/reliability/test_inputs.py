@@ -179,19 +179,38 @@ def test_a_fifo_as_a_fleet_bundle_exits_2_without_blocking(lab):
 
 
 def test_a_fifo_dev_zero_or_binary_labgrid_environment_is_refused_at_once(lab):
-    """fleet reads --lg-env once the coordinator has listed the places (so here without one): a FIFO is
-    refused without waiting, /dev/zero read only up to the bound, binary named (before: a hang, the memory
-    filled, a traceback)."""
-    from boardlab.cli.fleet import _lg_drivers
+    """A FIFO as --lg-env is refused without waiting, /dev/zero read only up to the bound, binary named
+    (before: a hang, the memory filled, a traceback)."""
+    from boardlab.cli.fleet import _read_lg_env
 
     os.mkfifo(lab / "env.fifo")
     (lab / "env.bin").write_bytes(b"targets:\n  \xff\xfe: 1\n")
     cases = ((lab / "env.fifo", "a FIFO, device or socket"), ("/dev/zero", "a FIFO, device or socket"),
              (lab / "env.bin", "not UTF-8 text"))  # fmt: skip
     for given, needle in cases:
-        outcome = _within(10.0, _lg_drivers, str(given), ["board-1"], unblock=lab / "env.fifo")
+        outcome = _within(10.0, _read_lg_env, str(given), unblock=lab / "env.fifo")
         assert isinstance(outcome, InputError), outcome
-        assert str(outcome).startswith(f"--lg-env {given}") and needle in str(outcome)
+        assert str(outcome).startswith(f"--lg-env {given}: ") and needle in str(outcome)
+
+
+def test_a_bad_labgrid_environment_is_named_before_the_coordinator_is_contacted(lab):
+    """Nothing listens on the coordinator's address: before, fleet contacted it first and failed on the
+    connection, so a wrong --lg-env was found only once a coordinator had listed the places."""
+    pytest.importorskip("labgrid", reason="fleet needs labgrid (the fleet extra)")
+    import io
+    import tarfile
+
+    (lab / "env.yaml").write_text("targets: [a list, not a table]\n")
+    doc = json.dumps({"schema": 1, "arch": "armhf"}).encode()  # all fleet reads of a bundle before a board
+    with tarfile.open(lab / "armhf.tar.gz", "w:gz") as tar:
+        member = tarfile.TarInfo("boardlab-bundle/bundle.json")
+        member.size = len(doc)
+        tar.addfile(member, io.BytesIO(doc))
+    where = ["--db", str(lab / "lab.db"), "--coordinator", "127.0.0.1:1", "--places", "arch=armhf"]
+    given = ["--bundle", str(lab / "armhf.tar.gz"), "--lg-env", str(lab / "env.yaml")]
+    proc = run_cli("fleet", "run", "--preset", "quick", *where, *given, timeout=60)
+    assert_one_line_error(proc, 2, f"--lg-env {lab / 'env.yaml'}: expected a labgrid environment")
+    assert not (lab / "lab.db").exists()
 
 
 def test_a_fifo_as_the_fleets_ssh_key_is_refused_at_once(lab):

@@ -114,14 +114,13 @@ def _bundles(paths: list[str]) -> dict[str, str]:
 
     out: dict[str, str] = {}
     for path in paths:
+        give = "one made by `boardlab bundle`"
         try:  # a FIFO is refused, not waited on
-            with open_user_file(path, what="board bundle", give="one made by `boardlab bundle`") as f:
+            with open_user_file(path, what="board bundle", give=give, option="--bundle") as f:
                 with tarfile.open(fileobj=f, mode="r:gz") as tar:
                     member = next((m for m in tar.getmembers() if m.name.endswith("/bundle.json")), None)
                     raw = tar.extractfile(member) if member else None
                     doc = json.load(raw) if raw is not None else None
-        except InputError as exc:
-            raise InputError(f"--bundle {exc}") from None
         except (OSError, tarfile.TarError, json.JSONDecodeError) as exc:
             raise InputError(f"--bundle {path}: not a readable board bundle ({exc})") from None
         if not doc or doc.get("schema") != 1 or "arch" not in doc:
@@ -137,23 +136,24 @@ def _bundles(paths: list[str]) -> dict[str, str]:
 LG_ENV_MAX_BYTES = 1 << 20
 
 
-def _lg_drivers(path: str | None, places: list[str]) -> dict[str, list]:
+def _read_lg_env(path: str | None) -> dict | None:
+    """The `targets` table of the labgrid environment --lg-env names (None without one), read with the
+    other inputs, before the coordinator is contacted: a wrong file is named before anything else is done."""
     from boardlab.errors import InputError
 
     if not path:
-        return {}
+        return None
     import yaml
 
     from boardlab.userfile import read_user_file
 
-    try:  # a FIFO is refused, /dev/zero read up to the bound: a labgrid environment is a page of YAML
-        give = "a labgrid environment (YAML)"
-        text = read_user_file(
-            path, what="labgrid environment", give=give, max_bytes=LG_ENV_MAX_BYTES
-        ).decode()
-        doc = yaml.safe_load(text) or {}
-    except InputError as exc:
-        raise InputError(f"--lg-env {exc}") from None
+    give = "a labgrid environment (YAML)"
+    # a FIFO is refused, /dev/zero read up to the bound: a labgrid environment is a page of YAML
+    data = read_user_file(
+        path, what="labgrid environment", give=give, max_bytes=LG_ENV_MAX_BYTES, option="--lg-env"
+    )
+    try:
+        doc = yaml.safe_load(data.decode()) or {}
     except UnicodeDecodeError as exc:
         raise InputError(f"--lg-env {path}: not UTF-8 text (byte {exc.start}); give {give}") from None
     except yaml.YAMLError as exc:
@@ -161,7 +161,16 @@ def _lg_drivers(path: str | None, places: list[str]) -> dict[str, list]:
     targets = doc.get("targets") if isinstance(doc, dict) else None
     if not isinstance(targets, dict):
         raise InputError(f"--lg-env {path}: expected a labgrid environment with a 'targets' table")
-    out = {}
+    return targets
+
+
+def _lg_drivers(targets: dict | None, places: list[str], path: str | None) -> dict[str, list]:
+    """Each place's drivers from the environment's `targets` (`_read_lg_env`); none without one."""
+    from boardlab.errors import InputError
+
+    out: dict[str, list] = {}
+    if targets is None:
+        return out
     for place in places:
         drivers = (targets.get(place) or {}).get("drivers") or []
         if isinstance(drivers, dict):
@@ -190,6 +199,7 @@ def run(args) -> int:
     bundles = _bundles(args.bundle)
     _check_paths(args)
     need_labgrid()
+    lg_targets = _read_lg_env(args.lg_env)
     try:
         from boardlab.store.ingest import ingest_file
     except ImportError:
@@ -208,7 +218,7 @@ def run(args) -> int:
     want = " ".join(f"{k}={v}" for k, v in tags.items())
     if not found:
         raise InputError(f"--places {want}: no place on the coordinator {address} carries these tags")
-    lg_drivers = _lg_drivers(args.lg_env, list(found))
+    lg_drivers = _lg_drivers(lg_targets, list(found), args.lg_env)
     spec = FleetSpec(
         coordinator=address,
         tags=tags,
@@ -300,10 +310,9 @@ def _check_paths(args) -> None:
     if args.ssh_key:  # readable, and a file (a FIFO is refused, not waited on)
         from boardlab.userfile import open_user_file
 
-        try:
-            open_user_file(args.ssh_key, what="SSH key", give="the boards' private key").close()
-        except InputError as exc:
-            raise InputError(f"--ssh-key {exc}") from None
+        open_user_file(
+            args.ssh_key, what="SSH key", give="the boards' private key", option="--ssh-key"
+        ).close()
     if args.keep and not Path(args.keep).is_dir():
         raise InputError(f"--keep {args.keep}: no such directory")
     if not pg.is_url(args.db) and not Path(args.db).resolve().parent.is_dir():
