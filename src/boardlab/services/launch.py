@@ -52,11 +52,16 @@ class RoleProcess:
         self._stdout = self.proc.stdout.read()
 
     def wait_ready(self, timeout_s: float = 10.0) -> str:
-        """The ready line (for svc.nmea it names the pty); raises when the role failed first."""
-        if not self._ready.wait(timeout_s) or self.proc.poll() is not None and not self._ready_line():
+        """The ready line (for svc.nmea it names the pty); raises when the role failed first. The event is set
+        by the ready line or by the end of the role's stderr, so no ready line once it is set means the role
+        is ending: its exit status is not asked, as it may not be reaped yet (a role that could not bind its
+        port was taken as started about one time in thirteen)."""
+        self._ready.wait(timeout_s)
+        line = self._ready_line()
+        if line is None:
             self.stop()
             raise BoardlabError(f"{self.role} did not start: {self.error_text()}")
-        return self._ready_line() or ""
+        return line
 
     def _ready_line(self) -> str | None:
         return next((x for x in self.stderr_lines if ": ready" in x), None)
