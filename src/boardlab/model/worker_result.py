@@ -14,9 +14,12 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from boardlab.model.run import Histogram, MetricResult
+
+if TYPE_CHECKING:
+    from boardlab.model.workload import WorkloadSpec
 
 WORKER_SCHEMA = 2
 READABLE_SCHEMAS = (1, 2)
@@ -240,6 +243,13 @@ def _depth_ok(doc: Any) -> bool:
 def metric_value(unit: str, higher_is_better: bool, value: Any) -> dict:
     """One scalar metric of a worker's result document, as a Python worker writes it (`_metric` reads it)."""
     return {"unit": unit, "higher_is_better": higher_is_better, "value": value}
+
+
+def spec_metrics(spec: WorkloadSpec, values: Mapping[str, Any]) -> dict[str, dict]:
+    """`metric_value`s of measured values (by metric name, in their order), each in the unit and direction
+    `spec` declares for it: said once, in the workload's SPEC. A name it does not declare is a KeyError."""
+    declared = {m.name: m for m in spec.metrics}
+    return {k: metric_value(declared[k].unit, declared[k].higher_is_better, v) for k, v in values.items()}
 
 
 def _metric(name: str, m: Any) -> MetricResult:

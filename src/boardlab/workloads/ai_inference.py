@@ -17,7 +17,7 @@ import sys
 from collections.abc import Mapping
 
 from boardlab.errors import InputError, MeasurementError
-from boardlab.model.worker_result import metric_value
+from boardlab.model.worker_result import spec_metrics
 from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
 
 DEFAULT_FRAMES = 90  # the interference study's frames per run
@@ -361,15 +361,16 @@ def _metrics(loop: _Loop, load_ms: float, peak_kib: int | None) -> dict:
     steady = [v / 1e6 for v in loop.latencies_ns[1:]]
     if not steady:
         return {}
-    metrics: dict = {
-        "latency_ms": _summary(steady, "ms", False),
-        "first_inference_ms": metric_value("ms", False, loop.latencies_ns[0] / 1e6),
-        "load_ms": metric_value("ms", False, load_ms),
-        "fps": metric_value(
-            "frames/s", True, len(steady) / (loop.loop_ns / 1e9) if loop.loop_ns > 0 else None
-        ),
-        "peak_rss_kib": metric_value("KiB", False, peak_kib),
-    }
+    metrics: dict = {"latency_ms": _summary(steady, "ms", False)}
+    metrics |= spec_metrics(
+        SPEC,
+        {
+            "first_inference_ms": loop.latencies_ns[0] / 1e6,
+            "load_ms": load_ms,
+            "fps": len(steady) / (loop.loop_ns / 1e9) if loop.loop_ns > 0 else None,
+            "peak_rss_kib": peak_kib,
+        },
+    )
     if loop.detections:
         metrics["detections"] = _summary([float(d) for d in loop.detections], "count", False)
     for key, unit in (

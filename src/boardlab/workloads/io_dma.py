@@ -7,7 +7,7 @@ Needs root (module parameters, the kernel log) and a dmaengine channel able to c
 
 from __future__ import annotations
 
-from boardlab.model.worker_result import metric_value
+from boardlab.model.worker_result import spec_metrics
 from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
 
 SPEC = WorkloadSpec(
@@ -79,19 +79,15 @@ def from_pcitest_log(path: str) -> dict:
                            "('READ => Size: ... Rate: ... KB/s')"]}  # fmt: skip
     both = [r for r in rows if r.dma_mb_s and r.memcpy_mb_s]
     head = max(both or rows, key=lambda r: (r.op == "READ", r.size_bytes))
-    metrics = {}
-    for name, v in (("dma_mb_s", head.dma_mb_s), ("memcpy_mb_s", head.memcpy_mb_s),
-                    ("dma_over_memcpy", head.dma_over_memcpy)):  # fmt: skip
-        if v is not None:
-            metrics[name] = {
-                "unit": "ratio" if name == "dma_over_memcpy" else "MB/s",
-                "higher_is_better": True,
-                "value": v,
-            }
+    values = {
+        "dma_mb_s": head.dma_mb_s,
+        "memcpy_mb_s": head.memcpy_mb_s,
+        "dma_over_memcpy": head.dma_over_memcpy,
+    }
     return {
         "ok": True,
         "errors": [],
-        "metrics": metrics,
+        "metrics": spec_metrics(SPEC, {k: v for k, v in values.items() if v is not None}),
         "info": {
             "source": f"PCIe endpoint test log {path}",
             "metrics_row": f"{head.op} {head.size_bytes} B",
@@ -166,11 +162,10 @@ def run(params: dict, iterations: int | None = None) -> dict:
     return {
         "ok": True,
         "errors": [],
-        "metrics": {
-            "dma_mb_s": metric_value("MB/s", True, dma_mb_s),
-            "memcpy_mb_s": metric_value("MB/s", True, memcpy_mb_s),
-            "dma_over_memcpy": metric_value("ratio", True, dma_mb_s / memcpy_mb_s),
-        },
+        "metrics": spec_metrics(
+            SPEC,
+            {"dma_mb_s": dma_mb_s, "memcpy_mb_s": memcpy_mb_s, "dma_over_memcpy": dma_mb_s / memcpy_mb_s},
+        ),
         "info": {
             "channel": channel,
             "dmatest_thread": s.thread,

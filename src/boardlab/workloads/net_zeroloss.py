@@ -53,6 +53,4 @@ def run(params: dict, iterations: int | None = None) -> dict:
         info = {"lost_datagrams": lost, "explained": why.text(lost) if why else "no /proc/net/snmp"}
         return Trial(rate, trial_metric(res, "loss_percent"), trial_metric(res, "goodput_bit_s"), info)
 
-    return search_result(
-        trial, params, "zero_loss_bit_s", {"definition": "RFC 2544 26.1: highest rate with no loss"}
-    )
+    return search_result(trial, params, SPEC, {"definition": "RFC 2544 26.1: highest rate with no loss"})

@@ -7,8 +7,8 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from boardlab.model.worker_result import WorkerResult, WorkerResultError, metric_value, read_worker_result
-from boardlab.model.workload import ParamSpec
+from boardlab.model.worker_result import WorkerResult, WorkerResultError, read_worker_result, spec_metrics
+from boardlab.model.workload import ParamSpec, WorkloadSpec
 
 # The search's own parameters (read by `search_result`), declared once for every workload that searches.
 SEARCH_PARAMS = (
@@ -128,7 +128,9 @@ def search_steps(
     return rates[good], trials
 
 
-def result(metric: str, value: float | None, trials: list[Trial], info: dict) -> dict:
+def result(spec: WorkloadSpec, value: float | None, trials: list[Trial], info: dict) -> dict:
+    """The searched rate as `spec`'s primary metric, beside the "trials" it took, in the units and directions
+    `spec` declares for them."""
     if value is None:
         return {
             "ok": False,
@@ -142,10 +144,7 @@ def result(metric: str, value: float | None, trials: list[Trial], info: dict) ->
     return {
         "ok": True,
         "errors": [],
-        "metrics": {
-            metric: metric_value("bit/s", True, value),
-            "trials": metric_value("runs", False, len(trials)),
-        },
+        "metrics": spec_metrics(spec, {spec.primary_metric.name: value, "trials": len(trials)}),
         "info": {
             **info,
             "trials": [t.__dict__ for t in trials],
@@ -158,7 +157,7 @@ def result(metric: str, value: float | None, trials: list[Trial], info: dict) ->
 def search_result(
     trial: Callable[[float], Trial],
     params: dict,
-    metric: str,
+    spec: WorkloadSpec,
     info: dict,
     rates: list[float] | None = None,
 ) -> dict:
@@ -181,4 +180,4 @@ def search_result(
         if msg.startswith("unsupported: "):
             return {"ok": False, "supported": False, "reason": msg[13:], "errors": [], "metrics": {}}
         return {"ok": False, "errors": [msg], "metrics": {}}
-    return result(metric, best, trials, info)
+    return result(spec, best, trials, info)

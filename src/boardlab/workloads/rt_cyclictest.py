@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from boardlab.model.worker_result import metric_value
+from boardlab.model.worker_result import spec_metrics
 from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
-from boardlab.stats.histogram import PERCENTILE_LEVELS
+from boardlab.stats.histogram import PERCENTILE_LEVELS, HistogramPercentile
 
 # research/stressors-rt.md 2.3 and 5: -h 200 censored p99 already on a VM; rteval uses 3500
 DEFAULT_HISTOGRAM_US = 10_000
@@ -340,8 +340,9 @@ def _run_timerlat(params: dict, plan, rtla: str) -> dict:
     if result.get("ok") and irq:
         result["histograms"].update({t.name: t.histogram() for t in irq})
         irq_max = max((t.max_us for t in irq if t.max_us is not None), default=None)
-        result["metrics"]["irq_max_latency_us"] = metric_value("us", False, irq_max)
-        result["metrics"]["irq_avg_latency_us"] = metric_value("us", False, _weighted_avg(irq))
+        result["metrics"] |= spec_metrics(
+            SPEC, {"irq_max_latency_us": irq_max, "irq_avg_latency_us": _weighted_avg(irq)}
+        )
     return result
 
 
@@ -753,8 +754,35 @@ def _samples_needed(q: float) -> int:
     return math.ceil(100 / rest) if rest > 0 else 1
 
 
+def _latency_metrics(
+    threads: list[ThreadLatency], pcts: tuple[HistogramPercentile, ...], samples: int, overflow: int
+) -> dict[str, dict]:
+    """The run's metrics, in the units and directions SPEC declares: min/avg/max as the probe measured them
+    (every sample), the percentiles from the merged histogram (a censored one says its bound instead)."""
+    from boardlab.stats.histogram import level_name
+
+    values: dict[str, float | int | None] = {
+        "max_latency_us": max((t.max_us for t in threads if t.max_us is not None), default=None)
+    }
+    values |= {f"{level_name(p.q)}_latency_us": p.value for p in pcts}
+    values |= {
+        "avg_latency_us": _weighted_avg(threads),
+        "min_latency_us": min((t.min_us for t in threads if t.min_us is not None), default=None),
+        "samples": samples,
+        "overflow_samples": overflow,
+    }
+    missed = [t.missed_periods for t in threads if t.missed_periods is not None]
+    if missed:
+        values["missed_periods"] = sum(missed)
+    metrics = spec_metrics(SPEC, values)
+    for p in pcts:
+        if p.censored:
+            metrics[f"{level_name(p.q)}_latency_us"].update(censored=True, at_least=p.at_least)
+    return metrics
+
+
 def _latency_result(threads: list[ThreadLatency], params: dict, info: dict) -> dict:
-    """Metrics (us, lower is better), histograms per thread and the percentile table, all from the
+    """Metrics (`_latency_metrics`), histograms per thread and the percentile table, all from the
     histograms."""
     from boardlab.stats.histogram import (
         NEAREST_RANK_METHOD,
@@ -770,21 +798,7 @@ def _latency_result(threads: list[ThreadLatency], params: dict, info: dict) -> d
     counts, overflow = merge_histograms((t.counts, t.overflow) for t in threads)
     limit = histogram_limit(counts, 1)
     pcts = histogram_percentiles(counts, 1, overflow, PERCENTILE_LEVELS)
-    top = max((t.max_us for t in threads if t.max_us is not None), default=None)
-    metrics = {"max_latency_us": metric_value("us", False, top)}
-    for p in pcts:
-        m = metric_value("us", False, p.value)
-        if p.censored:
-            m.update(censored=True, at_least=p.at_least)
-        metrics[f"{level_name(p.q)}_latency_us"] = m
-    metrics["avg_latency_us"] = metric_value("us", False, _weighted_avg(threads))
-    low = min((t.min_us for t in threads if t.min_us is not None), default=None)
-    metrics["min_latency_us"] = metric_value("us", False, low)
-    metrics["samples"] = metric_value("samples", True, samples)
-    metrics["overflow_samples"] = metric_value("samples", False, overflow)
-    missed = [t.missed_periods for t in threads if t.missed_periods is not None]
-    if missed:
-        metrics["missed_periods"] = metric_value("periods", False, sum(missed))
+    metrics = _latency_metrics(threads, pcts, samples, overflow)
 
     warnings = []
     censored = [level_name(p.q) for p in pcts if p.censored]

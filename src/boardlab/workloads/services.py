@@ -31,7 +31,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from boardlab.model.worker_result import metric_value
+from boardlab.model.worker_result import spec_metrics
 from boardlab.model.workload import MetricSpec, ParamSpec, WorkloadSpec
 
 SCENARIOS = ("position", "orientation", "three", "soap", "soap-saturation", "rest", "operating")
@@ -121,13 +121,6 @@ SPEC = WorkloadSpec(
     roles=("services",),
     cell_unsupported=power_unsupported,
 )
-
-
-def _metrics(values: dict[str, Any]) -> dict[str, dict]:
-    """The result's metrics from their values, each in the unit and direction SPEC declares for it (said once,
-    there)."""
-    specs = {m.name: m for m in SPEC.metrics}
-    return {k: metric_value(specs[k].unit, specs[k].higher_is_better, v) for k, v in values.items()}
 
 
 def supported() -> str | None:
@@ -227,8 +220,8 @@ def rest_operating(params: dict, root="/", *, pmic_reader=None) -> dict:
             errors = [
                 f"{n}: {e}" for n, r in roles.items() if isinstance(r, dict) for e in (r.get("errors") or [])
             ]
-            return {"ok": not errors, "errors": errors, "metrics": _metrics(values), "info": info}
-        return {"ok": True, "errors": [], "metrics": _metrics(values), "info": info}
+            return {"ok": not errors, "errors": errors, "metrics": spec_metrics(SPEC, values), "info": info}
+        return {"ok": True, "errors": [], "metrics": spec_metrics(SPEC, values), "info": info}
     except RuntimeError as exc:  # no reading around a window: the sensor stopped answering
         return {"ok": False, "errors": [f"power source {src.spec.name}: {exc}"], "metrics": {}, "info": {}}
     finally:
@@ -409,7 +402,7 @@ def run(params: dict, iterations: int | None = None) -> dict:
     values["udp_rcvbuf_errors"] = acc.get("net_totals", {}).get("udp_rcvbuf_errors")
     svc_blocks = {n: r.get("service") for n, r in roles.items() if isinstance(r, dict) and "service" in r}
     values |= _role_values(svc_blocks, roles.get("sweep"))
-    metrics = _metrics({k: v for k, v in values.items() if v is not None})
+    metrics = spec_metrics(SPEC, {k: v for k, v in values.items() if v is not None})
     info = {
         "scenario": scenario,
         "netns": svc.netns or None,

@@ -135,4 +135,4 @@ def run(params: dict, iterations: int | None = None) -> dict:
                                f"[lo_bit_s, hi_bit_s] = [{params['lo_bit_s']:g}, "
                                f"{params['hi_bit_s']:g}]"]}  # fmt: skip
         info["rates"] = "standard bauds"
-    return search_result(trial, params, "knee_bit_s", info, rates)
+    return search_result(trial, params, SPEC, info, rates)
