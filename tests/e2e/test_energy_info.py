@@ -41,3 +41,16 @@ def test_the_vm_tree_has_no_power_source_and_says_why():
     assert doc["energy"]["reason"].startswith("unsupported: no power source")
     text = run_cli("info", "--root", str(SYSFS / "odroid-xu3")).stdout
     assert "Power sources" in text and "hwmon:rails *" in text and "rest of the board is not measured" in text
+
+
+def test_why_there_is_no_power_source_is_wrapped_to_the_terminal():
+    """The reason names each kind of source tried, about 300 characters: one line of it overran every other
+    section's width."""
+    import os
+
+    proc = run_cli("info", "--root", str(SYSFS / "vm"), env={**os.environ, "COLUMNS": "80"})
+    assert proc.returncode == 0, proc.stderr
+    section = proc.stdout.split("Power sources (energy per run)\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert len(section) > 1 and all(len(line) <= 80 and line.startswith("  ") for line in section), section
+    reason = info_json(SYSFS / "vm")["energy"]["reason"]
+    assert " ".join(line.strip() for line in section) == reason

@@ -130,12 +130,13 @@ def run(args) -> int:
     return 0
 
 
-def _power_sources(power) -> list[str]:
-    """Every power source with what it measures; the reason when there is none."""
+def _power_sources(power, width: int) -> list[str]:
+    """Every power source with what it measures; the reason when there is none (wrapped: it names why each
+    kind of source is missing)."""
     out = ["", "Power sources (energy per run)"]
     primary = power.primary()
     if not power.sources:
-        return out + [f"  {power.reason}"]
+        return out + ["  " + line for line in textwrap.wrap(power.reason, max(40, width - 2))]
     rows = []
     for s in power.specs:
         interval = "unknown" if s.update_interval_s is None else f"{s.update_interval_s * 1000:g} ms"
@@ -321,7 +322,7 @@ def render(info, power=None, flavor: dict | None = None) -> str:
     )
     out += ["", "Power", *_power(info)]
     if power is not None:
-        out += _power_sources(power)
+        out += _power_sources(power, width)
     out += ["", "Capabilities"]
     out += _pairs(
         [(name, "yes" if cap.supported else f"no: {cap.reason}") for name, cap in info.capabilities.items()],
