@@ -88,9 +88,12 @@ def test_text_output_is_a_table_side_by_side(two_boards):
     assert any(line.startswith("scimark.fft (size=small) @ baseline") and "speedup" in line for line in lines)
 
 
-def test_a_campaign_against_itself_changes_nothing(two_boards):
-    a, _ = two_boards
-    doc = compare_json(str(a), str(a))
+def test_a_campaign_against_itself_changes_nothing_and_says_so(two_boards):
+    a, b = two_boards
+    proc = run_cli("compare", str(a), str(a), "--json")
+    assert proc.returncode == 0 and "note: A and B are one campaign" in proc.stderr, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert "note:" not in run_cli("compare", str(a), str(b), "--json").stderr
     assert all(c["ratio"] == 1.0 for c in doc["cells"])
     verdicts = [c["verdict"] for c in doc["cells"]]
     assert set(verdicts) <= {"no_change", "inconclusive"} and "no_change" in verdicts

@@ -185,9 +185,22 @@ def run(args) -> int:
     a = _load(args.a, args.campaign_a, args.board_a)
     b = _load(args.b, args.campaign_b, args.board_b)
     shown = [display_url(p) if is_url(p) else p for p in (args.a, args.b)]  # never a password in output
+    if _same_campaign(a, b):  # `compare lab.db lab.db` without --campaign-a: the latest against itself
+        print(
+            f"note: A and B are one campaign ({a.name!r} on {a.board_label}, campaign {a.campaign_id} of A):"
+            " every B/A is 1 by construction; name another with --campaign-a/--campaign-b or"
+            " --board-a/--board-b",
+            file=sys.stderr,
+        )
     doc = compare_campaigns(a, b, path_a=shown[0], path_b=shown[1])
     if args.json:
         sys.stdout.write(json.dumps(plain(doc), indent=1, allow_nan=False) + "\n")
     else:
         sys.stdout.write(render_text(doc))
     return 0
+
+
+def _same_campaign(a, b) -> bool:
+    """One campaign on both sides: the same store's, or a board's file and the lab store it was ingested into
+    (a campaign's board, plan name and start identify it across stores)."""
+    return (a.board_label, a.name, a.started_unix_s) == (b.board_label, b.name, b.started_unix_s)
