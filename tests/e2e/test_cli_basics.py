@@ -36,6 +36,23 @@ def test_unknown_command_is_a_usage_error():
     assert proc.returncode == 2 and "invalid choice" in proc.stderr
 
 
+@pytest.mark.parametrize(
+    "args, prog, unknown",
+    [
+        (["--nope"], "boardlab", "--nope"),
+        (["load", "--url", "x"], "boardlab load", "--url"),
+        (["governor", "sweep", "--nope"], "boardlab governor sweep", "--nope"),
+        (["models", "build", "--nope"], "boardlab models build", "--nope"),
+    ],
+)
+def test_an_unknown_option_is_named_by_the_command_that_was_given_it(args, prog, unknown):
+    """Before, argparse named boardlab and showed its usage for an option unknown to a subcommand."""
+    proc = run_cli(*args)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"usage: {prog} ")
+    assert proc.stderr.splitlines()[-1] == f"{prog}: error: unrecognized arguments: {unknown}"
+
+
 def test_help_imports_nothing_heavy():
     code = (
         "import sys\n"

@@ -157,7 +157,9 @@ def main(argv: list[str] | None = None) -> int:
 
         return kern.passthrough(argv[1:])
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # said by the command's own parser, with its usage (argparse's own would show boardlab's)
+        _innermost(parser, args).error(f"unrecognized arguments: {' '.join(extra)}")
     if getattr(args, "_module", None) is None:
         parser.print_help()
         return EXIT_USAGE
@@ -184,6 +186,17 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_FAILURE
         print(f"boardlab {args.command}: error: {_one_line(str(error))}", file=sys.stderr)
         return error.exit_code
+
+
+def _innermost(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
+    """The parser of the (sub)command `args` chose: `governor sweep`'s, not boardlab's. Every subcommand
+    level names its choice in `args` (add_subparsers' dest)."""
+    while True:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        chosen = getattr(args, subs[0].dest, None) if subs else None
+        if chosen not in (subs[0].choices if subs else {}):
+            return parser
+        parser = subs[0].choices[chosen]
 
 
 def _one_line(text: str) -> str:
