@@ -143,7 +143,7 @@ bench: setup
 # (pre-commit runs the same from the venv: one version everywhere, so a new release's rules never fail a commit
 # that passed); the C built on its own with -Wall -Wextra -Werror. Offline once `make install` has put the test
 # extra in the venv: pip finds the pins already satisfied.
-LINT_PINS = $(shell $(BIN)/python -c 'import tomllib; t = tomllib.load(open("pyproject.toml", "rb")); print(" ".join("\x27" + r + "\x27" for r in t["project"]["optional-dependencies"]["test"] if r.split("=")[0] in ("ruff", "mypy", "clang-format")))')
+LINT_PINS = $(shell $(BIN)/python -c 'import tomllib; t = tomllib.load(open("pyproject.toml", "rb")); print(" ".join(__import__("shlex").quote(r) for r in t["project"]["optional-dependencies"]["test"] if r.split("=")[0] in ("ruff", "mypy", "clang-format")))')
 C_SOURCES = $(wildcard src/boardlab/kern/*.c src/boardlab/kern/*.h src/boardlab/stats/*.c)
 lint: venv
 	@$(PIP) install $(LINT_PINS)
