@@ -22,7 +22,7 @@ def open_user_file(
     the path, what it is and what to give instead. `what` is the kind of file ("plan"), `give` what the user
     should give ("a TOML file"), `missing` what the message adds when there is no such file, `option` the
     command-line option that named the file ("--bundle"), which then starts every message."""
-    where = f"{option} {path}" if option else str(path)
+    where = _where(path, option)
     try:
         fd = os.open(path, _FLAGS)
     except FileNotFoundError:
@@ -41,7 +41,7 @@ def read_user_file(
     path: str | Path, *, what: str, give: str, max_bytes: int, missing: str = "", option: str = ""
 ) -> bytes:
     """The bytes of `open_user_file(path, ...)`, at most `max_bytes` of them (else InputError)."""
-    where = f"{option} {path}" if option else str(path)
+    where = _where(path, option)
     with open_user_file(path, what=what, give=give, missing=missing, option=option) as f:
         try:
             data = f.read(max_bytes + 1)
@@ -51,6 +51,11 @@ def read_user_file(
         size = f"{max_bytes} bytes ({max_bytes >> 20} MiB)"
         raise InputError(f"{where}: larger than the {size} a {what} may have; give {give}")
     return data
+
+
+def _where(path: str | Path, option: str) -> str:
+    """How a message names the file: after the option that named it, when there is one."""
+    return f"{option} {path}" if option else str(path)
 
 
 def _os_error(exc: OSError, where: str, what: str, option: str) -> BoardlabError:

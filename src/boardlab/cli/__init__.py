@@ -192,11 +192,11 @@ def _innermost(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser
     """The parser of the (sub)command `args` chose: `governor sweep`'s, not boardlab's. Every subcommand
     level names its choice in `args` (add_subparsers' dest)."""
     while True:
-        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-        chosen = getattr(args, subs[0].dest, None) if subs else None
-        if chosen not in (subs[0].choices if subs else {}):
+        subs = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        chosen = subs.choices.get(getattr(args, subs.dest, "")) if subs is not None else None
+        if chosen is None:
             return parser
-        parser = subs[0].choices[chosen]
+        parser = chosen
 
 
 def _one_line(text: str) -> str:
