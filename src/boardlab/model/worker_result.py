@@ -147,6 +147,9 @@ def finite_value(value: Any) -> bool:
     """Whether `value` is a number a result may hold as a measured value: finite, at most MAX_MAGNITUDE in
     size (JSON has no NaN or infinity; Python's json reads them all the same). No conversion is made, so
     an integer of any size is compared exactly, never overflowing."""
+    kind = type(value)  # the two concrete types first: the check runs for every value of every result
+    if kind is float or kind is int:
+        return -MAX_MAGNITUDE <= value <= MAX_MAGNITUDE  # False for NaN, as abs(NaN) <= M is
     return not isinstance(value, bool) and isinstance(value, int | float) and abs(value) <= MAX_MAGNITUDE
 
 

@@ -662,7 +662,7 @@ def _run_declared(decl: dict, iterations: int, execute: Callable[..., Execution]
         "errors": errors,
         "metrics": metrics if not errors else {},
         "iterations_ns": times,
-        "info": {"argv": decl["argv"], "figure": figure.to_dict()},
+        "info": {"argv": decl["argv"], "figure": dict(decl["figure"])},  # Figure.to_dict's, made once
         "warnings": _searched_in_part(figure, cuts, len(times)),
         "launched": _launched(done),
     }
