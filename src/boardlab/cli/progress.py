@@ -52,7 +52,16 @@ class TerminalProgress:
         pass
 
     def note(self, message: str) -> None:
-        self._print(message)
+        """A note on its own line; on a terminal wrapped to its width with a hanging indent (a reason such as
+        energy's, 300 characters, otherwise breaks mid-word), in a log or pipe one line, for grep."""
+        import textwrap
+
+        width = max(40, shutil.get_terminal_size().columns - 1)
+        wrap = textwrap.TextWrapper(
+            width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+        )
+        for line in (wrap.wrap(message) or [""]) if self.tty else [message]:  # a path is never cut
+            self._print(line)
 
     @property
     def measured_nothing(self) -> bool:
