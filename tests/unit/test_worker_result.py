@@ -86,6 +86,12 @@ def test_a_single_value_metric_and_a_histogram_are_read():
         ('{"schema": 2, "ok": true, "metrics": {"x": {"unit": "s", "higher_is_better": true, '
          '"median": "1"}}}',
          "metrics.x.median is str"),
+        # an element of a long list is named by its index (the name is made only for the one refused)
+        ('{"schema": 2, "ok": true, "iterations_ns": [5, 6.0, -7]}', r"iterations_ns\[2\] is int -7"),
+        ('{"schema": 2, "ok": true, "metrics": {"x": {"unit": "s", "higher_is_better": true, '
+         '"values": [1, null, NaN]}}}', r"metrics\.x\.values\[2\] is float nan"),
+        ('{"schema": 2, "ok": true, "histograms": {"h": {"counts": [1, 2.5], "bucket_width": 1, '
+         '"unit": "us", "overflow": 0, "total": 1}}}', r"histograms\.h\.counts\[1\] is float 2\.5"),
     ],
 )  # fmt: skip
 def test_a_document_that_is_not_a_worker_result_is_refused_with_its_key(doc, match):
@@ -155,6 +161,14 @@ MALFORMED = {
 def test_a_malformed_output_raises_only_the_declared_error(text):
     with pytest.raises(WorkerResultError, match="worker"):
         read_worker_result(text)
+
+
+def test_a_list_keeps_its_numbers_and_drops_only_its_gaps():
+    metric = {"unit": "s", "higher_is_better": True, "values": [1, None, 2.5, 0]}
+    doc = {"schema": 2, "ok": True, "iterations_ns": [5, 6.0, 2**63 - 1], "metrics": {"x": metric}}
+    result = parse_worker_result(doc)
+    assert result.iterations_ns == (5, 6, 2**63 - 1) and type(result.iterations_ns[1]) is int
+    assert result.metric("x").values == (1, 2.5, 0)
 
 
 def test_the_largest_numbers_a_result_may_hold_are_read():

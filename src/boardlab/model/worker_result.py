@@ -172,6 +172,25 @@ def _count(value: Any, where: str) -> int:
     return value
 
 
+def _counts(values: list | tuple, where: str) -> tuple[int, ...]:
+    """`_count` of each element of a list (every iteration's time, every histogram bucket: thousands), the
+    element named (`where[i]`) only in an error: a name made for each element was most of the parse."""
+    out = []
+    for v in values:
+        ok = type(v) is int and 0 <= v <= INT64_MAX
+        out.append(v if ok else _count(v, f"{where}[{len(out)}]"))
+    return tuple(out)
+
+
+def _numbers(values: list | tuple, where: str) -> tuple:
+    """`_number` of each element of a list, the gaps (None) left out, the element named only in an error."""
+    out = []
+    for i, v in enumerate(values):
+        if v is not None:  # a value that is not finite_value: _number raises, naming it
+            out.append(v if finite_value(v) else _number(v, f"{where}[{i}]"))
+    return tuple(out)
+
+
 def _optional_count(value: Any, where: str) -> int | None:
     return None if value is None else _count(value, where)
 
@@ -263,7 +282,7 @@ def _metric(name: str, m: Any) -> MetricResult:
         name=name,
         unit=_need(m, "unit", str, where),
         higher_is_better=_need(m, "higher_is_better", bool, where),
-        values=tuple(x for i, v in enumerate(values) if (x := _number(v, f"{where}values[{i}]")) is not None),
+        values=_numbers(values, f"{where}values"),
         median=_number(m.get("median", m.get("value")), f"{where}median"),
         min=_number(m.get("min"), f"{where}min"),
         p90=_number(m.get("p90"), f"{where}p90"),
@@ -282,7 +301,7 @@ def _histogram(name: str, h: Any) -> Histogram:
         name=name,
         bucket_width=float(width),
         unit=_need(h, "unit", str, where),
-        counts=tuple(_count(c, f"{where}counts[{i}]") for i, c in enumerate(counts)),
+        counts=_counts(counts, f"{where}counts"),
         overflow=_count(_need(h, "overflow", int, where), f"{where}overflow"),
         total=_count(_need(h, "total", int, where), f"{where}total"),
     )
@@ -346,10 +365,7 @@ def _parse(doc: Mapping) -> WorkerResult:
         reason=_optional(full.get("reason"), str, "reason"),
         errors=tuple(_optional(e, str, f"errors[{i}]") or "" for i, e in enumerate(errors)),
         metrics=tuple(_metric(name, m) for name, m in metrics.items()),
-        iterations_ns=tuple(
-            _count(v, f"iterations_ns[{i}]")
-            for i, v in enumerate(_list(full.get("iterations_ns"), "iterations_ns"))
-        ),
+        iterations_ns=_counts(_list(full.get("iterations_ns"), "iterations_ns"), "iterations_ns"),
         warmup_iterations=warmup_iterations,
         warmup_capped=_optional(warm.get("capped"), bool, "warmup.capped"),
         histograms=tuple(_histogram(name, h) for name, h in histograms.items()),
