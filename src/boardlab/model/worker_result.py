@@ -175,7 +175,7 @@ def _count(value: Any, where: str) -> int:
 def _counts(values: list | tuple, where: str) -> tuple[int, ...]:
     """`_count` of each element of a list (every iteration's time, every histogram bucket: thousands), the
     element named (`where[i]`) only in an error: a name made for each element was most of the parse."""
-    out = []
+    out: list[int] = []
     for v in values:
         ok = type(v) is int and 0 <= v <= INT64_MAX
         out.append(v if ok else _count(v, f"{where}[{len(out)}]"))
@@ -184,7 +184,7 @@ def _counts(values: list | tuple, where: str) -> tuple[int, ...]:
 
 def _numbers(values: list | tuple, where: str) -> tuple:
     """`_number` of each element of a list, the gaps (None) left out, the element named only in an error."""
-    out = []
+    out: list[Any] = []
     for i, v in enumerate(values):
         if v is not None:  # a value that is not finite_value: _number raises, naming it
             out.append(v if finite_value(v) else _number(v, f"{where}[{i}]"))
