@@ -138,7 +138,7 @@ PHASES = (
     ("boardlab.monitor.sampler", "Monitor.stop", "monitor stop (last sample, summary)"),
     ("boardlab.campaign.runner", "Runner._cpufreq", "governors and frequencies (x2)"),
     ("boardlab.campaign.runner", "Runner._result", "worker JSON read and checked, the record"),
-    ("boardlab.store", "Store.record_run", "record_run (inserts, commit)"),
+    ("boardlab.campaign.runner", "_Campaign.write_runs", "store runs (per batch: inserts, commit)"),
     ("boardlab.campaign.runner", "Runner._settle", "the whole run, all of the above included"),
 )
 
