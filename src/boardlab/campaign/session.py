@@ -65,6 +65,9 @@ def prepare(
     ctx = ApplyContext(root=sr, journal=journal, info=info, worker_cpu=cpu, online_cpus=online)
     plan, support, cells = _runnable(plan, catalog, kinds, ctx, note)
     _prepare_workloads(catalog, cells, ctx, note)
+    for condition in plan.conditions:  # those this board runs: their loads' models built, ...
+        for kind_name, params in condition.all_parts:
+            kinds[kind_name].prepare(params, ctx, note)
     energy = EnergyMeter(plan.energy, root, tuple(info.compatible))
     return Session(lock, waited_s, info, cpu, limits, kinds, ctx, plan, support, tuple(cells), energy)
 
@@ -138,7 +141,7 @@ def _prepare_workloads(
     catalog: Mapping[str, WorkloadSpec], cells: list[Cell], ctx: ApplyContext, note: Note
 ) -> None:
     """A workload's `prepare` hook runs once per parameter set, before anything is stored (e.g. build a
-    model); one the conditions' check prepared as a load is not prepared again."""
+    model); the conditions' loads share `ctx.prepared`: a model measured and run as a load is built once."""
     from boardlab.workloads.params import prepare_once
 
     for cell in cells:

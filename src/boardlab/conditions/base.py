@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -91,6 +91,11 @@ class ConditionKind(Protocol):
 
     def apply(self, params: dict, ctx: ApplyContext) -> AbstractContextManager[dict]:
         """Applies the condition for one run; yields the state recorded with the run."""
+
+    def prepare(self, params: dict, ctx: ApplyContext, note: Callable[[str], None]) -> None:
+        """What the condition needs made once before a campaign's first run (a load's model built), once the
+        board is known to support it; never by `check`, which `run --dry-run` makes and which writes
+        nothing. `DeclaredKind`'s does nothing."""
 
     # Optional: `support(info) -> (reason, limits)`, whether this board can run the kind at all (reason
     # None: it can) and what it cannot do with some parameter values, for `boardlab list --conditions`.
@@ -252,6 +257,9 @@ class DeclaredKind(Generic[P]):
         """`apply` of typed parameters: the kind's context manager around one run (a kind whose `apply`
         reads more than its typed parameters defines `apply` instead)."""
         raise NotImplementedError(f"condition kind {self.name!r} defines neither apply nor applied")
+
+    def prepare(self, params: dict, ctx: ApplyContext, note: Callable[[str], None]) -> None:
+        """Nothing to make before a campaign (a kind that has something defines it: ConditionKind.prepare)."""
 
     def refuse(self, p: P, params: dict) -> tuple[str | None, str] | None:
         """(key, message) when parameters that each fit their declaration do not fit together (or a check

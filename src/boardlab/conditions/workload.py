@@ -26,7 +26,7 @@ is the `command` kind's: this kind only turns a catalog workload into that comma
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,10 +98,15 @@ class Workload(DeclaredKind[WorkloadParams]):
         spec = _spec(p.workload)
         if not spec.supported:
             return f"unsupported: {spec.name}: {spec.unsupported_reason}"
+        return COMMAND.check_params(_command(p), ctx)
+
+    def prepare(self, params: dict, ctx: ApplyContext, note: Callable[[str], None]) -> None:
+        """The load's own preparation (a missing model built), once per workload and parameters in the
+        campaign (`ctx.prepared`, which its cells share)."""
         from boardlab.workloads.params import prepare_once
 
-        prepare_once(spec, p.params.items(), ctx.prepared, lambda message: None)  # e.g. build a missing model
-        return COMMAND.check_params(_command(p), ctx)
+        p = self.typed(params)
+        prepare_once(_spec(p.workload), p.params.items(), ctx.prepared, note)
 
     def applied(self, p: WorkloadParams, ctx: ApplyContext):
         return COMMAND.applied(_command(p), ctx)
