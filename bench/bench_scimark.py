@@ -220,13 +220,13 @@ def instructions_per_cycle(kernel: str, counter: Path, work: Path) -> tuple[floa
     """(boardlab, SciMark) instructions per SciMark cycle, on the same work."""
     cmd = [str(kern_path()), f"scimark.{kernel}", "--iterations", "2", "--warmup-max-iterations", "0"]
     cmd += ["--min-iteration-ms", "0.001", "--json"]
-    bl_ir, runs, stdout = callgrind(cmd, f"k_{kernel}_run", work)
+    bl_ir, runs, stdout = callgrind(cmd, "sm_run", work)  # the run callback every scimark.X kernel drives
     doc = json.loads(stdout)
     cycles = int(doc["info"].get("cycles_per_rep", doc["info"].get("samples_per_rep", 0)))
     if runs < 1 or cycles < 1 or bl_ir <= 0:
         raise SystemExit(f"bench_scimark: callgrind saw no work in boardlab's scimark.{kernel}")
     # Under callgrind one rep outlasts the tiny iteration target, so calibration stops at one rep and
-    # every k_*_run call (calibration's and the iterations') runs one rep.
+    # every sm_run call (calibration's and the iterations') runs one rep.
     if doc["reps_per_iteration"] != 1:
         raise SystemExit(
             f"bench_scimark: scimark.{kernel} under callgrind ran {doc['reps_per_iteration']} reps per call"
