@@ -171,6 +171,9 @@ class _PinProbe:
     def check(self, params, ctx):
         return None
 
+    def prepare(self, params, ctx, note):
+        return None
+
     @contextlib.contextmanager
     def apply(self, params, ctx):
         self.seen.append(("apply", os.sched_getaffinity(0)))
