@@ -123,4 +123,5 @@ def test_a_campaign_prepares_its_conditions_loads_and_a_dry_run_does_not(monkeyp
     assert prepared == []
     notes: list[str] = []
     session = prepare(plan, catalog, root, notes.append, SystemLock(SysRoot(root), "campaign loads"), 0.0)
-    assert prepared == [{"model": "a"}] and [c.name for c in session.plan.conditions] == ["baseline", "beside"], notes
+    assert prepared == [{"model": "a"}], notes
+    assert [c.name for c in session.plan.conditions] == ["baseline", "beside"]
