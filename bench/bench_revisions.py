@@ -33,17 +33,11 @@ from pathlib import Path
 import boardlab
 from boardlab.xcheck.pairs import alternate
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_runner import PROGRAM_RUNS, program_plan  # noqa: E402  (the program bench's plan, beside this file)
+
 INSTALLED = Path(boardlab.__file__).parent
 NATIVE = ("boardlab-kern", "stats/_splits*.so")  # what `make install` builds: copied into the base's tree
-
-
-def plan_text(runs: int, program: str) -> str:
-    cpu = max(os.sched_getaffinity(0))
-    return (
-        f'name = "bench-revisions"\n[runs]\nrepetitions = {runs}\ncpu = {cpu}\n'
-        "[gates]\nidle = false\ntemperature = false\n"
-        f'[[workloads]]\nkind = "program"\nname = "measured"\nargv = [{json.dumps(program)}]\n'
-    )
 
 
 def base_tree(repo: Path, rev: str, tmp: Path) -> Path:
@@ -105,7 +99,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         plan = tmp / "plan.toml"
-        plan.write_text(plan_text(args.runs, args.program))
+        runs = f"repetitions = {args.runs}"
+        plan.write_text(program_plan(args.program).replace(f"repetitions = {PROGRAM_RUNS}", runs))
         src = base_tree(repo, args.base, tmp)
         n = [0]
         done = alternate(args.pairs, lambda: one_side(tmp, plan, None, n),
