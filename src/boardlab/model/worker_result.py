@@ -176,9 +176,9 @@ def _counts(values: list | tuple, where: str) -> tuple[int, ...]:
     """`_count` of each element of a list (every iteration's time, every histogram bucket: thousands), the
     element named (`where[i]`) only in an error: a name made for each element was most of the parse."""
     out: list[int] = []
-    for v in values:
-        ok = type(v) is int and 0 <= v <= INT64_MAX
-        out.append(v if ok else _count(v, f"{where}[{len(out)}]"))
+    for i, v in enumerate(values):
+        ok = type(v) is int and 0 <= v <= INT64_MAX  # _count's own test for the common case, without a name
+        out.append(v if ok else _count(v, f"{where}[{i}]"))
     return tuple(out)
 
 
