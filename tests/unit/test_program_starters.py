@@ -88,10 +88,20 @@ def test_a_program_that_cannot_start_is_told_by_strerror(starter):
     assert (p if isinstance(p, str) else starter.wait(p).start_error) == os.strerror(2)
 
 
-def test_its_pid_is_told_once_and_is_the_program_s(starter, tmp_path):
-    out, pids = tmp_path / "pid", []
-    ex = _run(starter, ["sh", "-c", f"echo $$ > '{out}'"], on_start=pids.append)
-    assert ex.exit_code == 0 and pids == [int(out.read_text())]
+def test_its_pid_is_told_once_and_is_the_program_s_with_whether_it_was_reaped(starter, tmp_path):
+    """The launcher tells a pid with the end unless asked sooner (then the process is gone: the monitor
+    need not look for it); the in-process starter tells it before its wait, the process still there."""
+    out, told = tmp_path / "pid", []
+
+    def on_start(pid: int, ended: bool) -> None:
+        told.append((pid, ended, os.path.exists(f"/proc/{pid}")))
+
+    ex = _run(starter, ["sh", "-c", f"echo $$ > '{out}'"], on_start=on_start)
+    reaped = isinstance(starter, Launcher)
+    assert ex.exit_code == 0 and told == [(int(out.read_text()), reaped, not reaped)]
+    told.clear()
+    ex = _run(starter, ["sleep", "0.4"], running_after=(0.1, lambda: None), on_start=on_start)
+    assert ex.exit_code == 0 and [t[1:] for t in told] == [(False, True)]  # told while it runs
 
 
 def test_the_monitor_s_first_sample_is_asked_for_only_when_the_program_outlives_it(starter):

@@ -33,7 +33,7 @@ class Starter(Protocol):
     """What starts, awaits and stops the programs (platform.launcher.Launcher, or
     platform.spawn.InProcessStarter): `spawn` gives the program or why it could not start; `wait` gives its
     end (or why it could not start), its `pid` and `t0_ns` (the monotonic clock just before its spawn) known
-    from `on_start`'s call on."""
+    from `on_start(pid, ended)`'s call on (`ended`: the program was reaped already)."""
 
     def spawn(
         self, argv: Sequence[str], cpus: set[int] | None, timeout_s: float, tell_after_s: float | None = None
@@ -42,7 +42,7 @@ class Starter(Protocol):
     def wait(
         self,
         p: Any,
-        on_start: Callable[[int], None] | None = None,
+        on_start: Callable[[int, bool], None] | None = None,
         running_after: tuple[float, Callable[[], None]] | None = None,
     ) -> DirectExecution: ...
 
@@ -135,7 +135,7 @@ class DirectRuns:
             # end, and never followed.
             ex = starter.wait(
                 p,
-                on_start=functools.partial(monitor.start, worker_cpu=cpu),
+                on_start=lambda pid, ended: monitor.start(pid, cpu, ended=ended),
                 running_after=(monitor.interval_s, monitor.follow),
             )
         except BaseException:

@@ -58,16 +58,20 @@ class Monitor:
         self._jobs: queue.SimpleQueue = queue.SimpleQueue()
         self._job: _Job | None = None
 
-    def start(self, pid: int, worker_cpu: int | None, *, launcher: bool = False) -> None:
+    def start(self, pid: int, worker_cpu: int | None, *, launcher: bool = False, ended: bool = False) -> None:
         """Samples process `pid` and its descendants until stop(); `launcher`: `pid` only starts and waits
-        for the measured program, so its own CPU time and memory are not the workload's. One thread serves
-        every run of a campaign: starting a thread per run costs a scheduler wake-up before the worker
+        for the measured program, so its own CPU time and memory are not the workload's; `ended`: a
+        prepare()d program that has been reaped already (there is nothing of it left to read). One thread
+        serves every run of a campaign: starting a thread per run costs a scheduler wake-up before the worker
         (milliseconds on a busy board); handing it a job does not."""
         self.ready()
         job = self._job
         if job is not None and job.pid is None and not job.done:  # prepare()d: begun before the process
-            job.pid, job.processes_max = pid, 1
-            job.tree_reader()  # made now: a process reaped already reads as an empty tree
+            job.pid, job.processes_max, job.ended = pid, 1, ended
+            if ended:  # as has_children_files takes a process that is gone: nothing of /proc is scanned
+                job.children_files = True
+            else:
+                job.tree_reader()  # made while it lives: its children file is looked for in /proc
             return  # the sampling thread gets it from follow(), if the process outlives its first interval
         self._job = job = _Job(self, pid, worker_cpu, launcher)
         self._jobs.put(job)
@@ -162,6 +166,7 @@ class _Job:
         self.samples = 0
         self.reader: sampling.TreeReader | None = None
         self.children_files = False
+        self.ended = False  # reaped before start() named it: no tree to read
 
     def begin(self) -> None:
         if self.begun:
@@ -242,7 +247,7 @@ class _Job:
         self.prev_cpu = cpu
 
     def _sample_tree(self, t: int, dt_s: float) -> None:
-        if self.pid is None:  # prepare()d for a process that could not be started
+        if self.pid is None or self.ended:  # prepare()d for a process that could not be started, or reaped
             return
         tree = self._tree()
         if tree is None:

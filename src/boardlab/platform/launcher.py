@@ -103,12 +103,13 @@ class Launcher:
     def wait(
         self,
         p: Launched,
-        on_start: Callable[[int], None] | None = None,
+        on_start: Callable[[int, bool], None] | None = None,
         running_after: tuple[float, Callable[[], None]] | None = None,
     ) -> DirectExecution:
-        """The program's end as the launcher saw it (a start error as its `start_error`). `on_start(pid)`
-        once the pid is known; `running_after` (s, call): `call` once, if the program still ran `s` after its
-        spawn (the monitor's first sample is due then: spawn's `tell_after_s`)."""
+        """The program's end as the launcher saw it (a start error as its `start_error`). `on_start(pid,
+        ended)` once the pid is known, `ended` when the program has been reaped already (its end came with its
+        start: a short program's, with spawn's `tell_after_s`); `running_after` (s, call): `call` once, if the
+        program still ran `s` after its spawn (the monitor's first sample is due then)."""
         limit_ns = int((p.timeout_s + DRAIN_S + SPARE_S) * 1e9)
         kind = self._reply(1, p.asked_ns + limit_ns)
         if kind == b"E":
@@ -117,9 +118,10 @@ class Launcher:
         if kind != b"S":
             raise MeasurementError(f"boardlab-kern launch answered {kind!r} to a start: {self._end()}")
         p.pid, p.t0_ns = _STARTED.unpack(self._must(_STARTED.size))
+        ended = self._reply(0, 0) is not None  # 'F' is sent after the reap: no process to follow
         if on_start is not None:
-            on_start(p.pid)
-        if running_after is not None and self._reply(0, 0) is None:  # 'S' alone: it runs on
+            on_start(p.pid, ended)
+        if running_after is not None and not ended:
             running_after[1]()
         head = self._reply(_FINISHED.size, p.t0_ns + limit_ns)
         if head is None:

@@ -482,11 +482,11 @@ class InProcessStarter:
     def wait(
         self,
         p: Guarded,
-        on_start: Callable[[int], None] | None = None,
+        on_start: Callable[[int, bool], None] | None = None,
         running_after: tuple[float, Callable[[], None]] | None = None,
     ) -> DirectExecution:
         if on_start is not None:
-            on_start(p.started.pid)
+            on_start(p.started.pid, False)  # reaped below, by this process
         return wait_program(
             p.started, p.timeout_s, before_reap=self._guard.clear, running_after=running_after
         )
