@@ -412,6 +412,7 @@ def write_parquet_partitioned(rows: Iterable[tuple], out_dir: str | Path) -> dic
             raise InputError(
                 f"{target}: a directory that is not an earlier boardlab export; give a new or empty directory"
             )
+        _only_an_export(target)
     elif not target.parent.is_dir():
         raise InputError(f"{target}: the directory {target.parent} does not exist")
     fields = tuple(f for f in FIELDS if f != "board")
@@ -451,6 +452,28 @@ def write_parquet_partitioned(rows: Iterable[tuple], out_dir: str | Path) -> dic
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
     return boards
+
+
+def _only_an_export(target: Path) -> None:
+    """Refuses to replace a directory that holds anything an earlier partitioned export did not write (the
+    results database copied there, a user's notes): the replaced directory is deleted whole."""
+    for entry in target.iterdir():
+        if entry.name == PARTITION_MANIFEST and entry.is_file() and not entry.is_symlink():
+            continue
+        if entry.name.startswith("board=") and entry.is_dir() and not entry.is_symlink():
+            stray = next((f for f in entry.iterdir() if not _is_part_file(f)), None)
+            if stray is None:
+                continue
+            entry = stray
+        raise InputError(
+            f"{target}: holds {entry.relative_to(target)}, which no export wrote, and replacing the export "
+            "would delete it; move it out, or give a new or empty directory"
+        )
+
+
+def _is_part_file(path: Path) -> bool:
+    named = path.name.startswith("part-") and path.suffix == ".parquet"
+    return named and path.is_file() and not path.is_symlink()
 
 
 def _umask() -> int:

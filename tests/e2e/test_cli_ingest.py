@@ -96,6 +96,34 @@ def test_export_partitioned_by_board_from_a_merged_sqlite_store(tmp_path):
     )
 
 
+def test_a_partitioned_export_replaces_only_an_earlier_export_never_what_else_is_there(tmp_path):
+    """Replacing an export deletes the old directory: one that holds the results database being exported (or
+    anything no export wrote, even inside a board's directory) is refused, and all of it stays."""
+    pytest.importorskip("pyarrow.parquet", reason="pyarrow not installed (the analysis extra)")
+    db = make_campaign_db(tmp_path / "a.db", board="vm", n=2)
+    out = tmp_path / "part"
+
+    def export(source):
+        args = ("export", "--db", str(source), "--format", "parquet", "--partition", "board", "-o", str(out))
+        return run_cli(*args)
+
+    assert export(db).returncode == 0
+    assert export(db).returncode == 0  # an earlier export alone: replaced
+    inside = out / "lab.db"
+    inside.write_bytes(db.read_bytes())
+    proc = export(inside)
+    assert proc.returncode == 2 and "lab.db" in proc.stderr and "Traceback" not in proc.stderr
+    assert inside.read_bytes() == db.read_bytes() and (out / "board=vm" / "part-0.parquet").is_file()
+    inside.unlink()
+    notes = out / "board=vm" / "notes.txt"
+    notes.write_text("mine\n")
+    proc = export(db)
+    assert proc.returncode == 2 and "board=vm/notes.txt" in proc.stderr
+    assert notes.read_text() == "mine\n"
+    notes.unlink()
+    assert export(db).returncode == 0
+
+
 def _campaign_rows(path) -> list[tuple]:
     with Store.open(path, create=False) as s:
         return [
