@@ -102,6 +102,9 @@ def test_prepare_runs_before_each_execution_and_parameters_expand_as_hyperfine_s
         (("xz -c F", "--runs", "2", "--export-markdown", "no/r.md"), "the directory no does not exist"),
         (("xz -c F", "--runs", "2", "--plan-out", "/dev/null"), "use --plan-out - for stdout"),
         (("xz -{n} -c F", "-P", "n", "1", "nan"), "MIN, MAX (and -D STEP) must be numbers"),  # was internal
+        # checked as `run` checks it: -5 was taken for --no-wait (the message named it), nan waited for ever
+        (("xz -c F", "--wait", "-5"), "--wait -5: expected 0 to 2592000 seconds"),
+        (("xz -c F", "--wait", "nan"), "--wait nan: expected 0 to 2592000 seconds"),
         # a place in the generated plan is named by the --under it came from (was "bench (generated):
         # conditions[2].params.workers", a plan the user never saw)
         (
@@ -114,6 +117,13 @@ def test_bad_input_is_exit_2_naming_the_place_and_the_fix(data, args, said):
     p = run_cli("bench", *args, "--db", str(data / "x.db"), cwd=data)
     assert p.returncode == 2 and said in p.stderr and "Traceback" not in p.stderr, p.stderr
     assert not (data / "x.db").exists()
+
+
+def test_a_postgresql_store_is_refused_as_run_refuses_it(data):
+    # was a campaign written into the shared store (or, unreachable, "cannot connect")
+    p = run_cli("bench", "xz -c F", "--db", "postgresql://lab@127.0.0.1:1/lab", cwd=data)
+    assert p.returncode == 2 and "a campaign writes a SQLite file on the board" in p.stderr, p.stderr
+    assert "Traceback" not in p.stderr
 
 
 def test_ingest_reads_hyperfines_json_into_the_plan_bench_writes_for_the_same_commands(data):

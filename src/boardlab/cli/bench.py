@@ -348,10 +348,11 @@ def _repetitions(args, commands, conditions, cpu, catalog) -> tuple[int, str]:
 def run(args) -> int:
     from boardlab.campaign.identity import resolve
     from boardlab.campaign.plan import plan_catalog
-    from boardlab.cli.run import execute_plan
+    from boardlab.cli.run import check_campaign_options, execute_plan
     from boardlab.platform.cpu import online_cpus
     from boardlab.workloads import all_workloads
 
+    check_campaign_options(args)
     commands = expand(args)
     _check_exports(args)
     for name, line in commands:

@@ -130,15 +130,22 @@ def add_wait_arguments(parser) -> None:
     )
 
 
-def take_system_lock(sr, what: str, args):
-    """The system lock of the tree `sr`, taken as a campaign takes it (campaign.runner): waiting as --wait
-    or --no-wait says and saying for whom on stderr. The caller releases it."""
-    from boardlab.conditions.journal import SystemLock
+def check_wait(args) -> None:
+    """--wait in range, before anything is read: the lock takes a negative wait for --no-wait (its refusal
+    then names an option never given) and never runs out of a nan one (every comparison with it is false)."""
     from boardlab.errors import InputError
 
     if args.wait is not None and not 0 <= args.wait <= 30 * 86400:
         raise InputError(f"--wait {args.wait:g}: expected 0 to 2592000 seconds (30 days)")
+
+
+def take_system_lock(sr, what: str, args):
+    """The system lock of the tree `sr`, taken as a campaign takes it (campaign.runner): waiting as --wait
+    or --no-wait says and saying for whom on stderr. The caller releases it."""
     from boardlab.campaign.holder import with_progress
+    from boardlab.conditions.journal import SystemLock
+
+    check_wait(args)
 
     lock = SystemLock(sr, what)
     say = with_progress(lock.path, lambda line: print(line, file=sys.stderr, flush=True))
@@ -400,16 +407,23 @@ def _check_run_options(args) -> None:
 
     if bool(args.plan) == bool(args.preset):
         raise InputError("give a plan file or --preset NAME (one of them)")
+    check_campaign_options(args)
+    if not 0.1 <= args.monitor_hz <= 1000:
+        raise InputError(f"--monitor-hz {args.monitor_hz}: expected a rate in [0.1, 1000] Hz")
+
+
+def check_campaign_options(args) -> None:
+    """What `run` and `bench` (both execute_plan) check alike before anything is read: the store is a
+    board's own file, and --wait is in range."""
+    from boardlab.errors import InputError
+
     if args.db.startswith(("postgresql://", "postgres://")):  # the board's own file, copied later
         raise InputError(
             f"--db {args.db.split('@')[-1]}: a campaign writes a SQLite file on the board it measures; "
             "give a file path, then `boardlab ingest FILE --db postgresql://...` copies it into the "
             "shared store"
         )
-    if args.wait is not None and not 0 <= args.wait <= 30 * 86400:
-        raise InputError(f"--wait {args.wait:g}: expected 0 to 2592000 seconds (30 days)")
-    if not 0.1 <= args.monitor_hz <= 1000:
-        raise InputError(f"--monitor-hz {args.monitor_hz}: expected a rate in [0.1, 1000] Hz")
+    check_wait(args)
 
 
 def _print_outcome(args, plan, summary, outcome) -> None:
