@@ -119,6 +119,42 @@ def test_bad_input_is_exit_2_naming_the_place_and_the_fix(data, args, said):
     assert not (data / "x.db").exists()
 
 
+@pytest.mark.parametrize(
+    ("outputs", "said"),
+    [
+        # was exit 0 with two JSON documents on stdout, one after the other
+        (("--json", "--export-json", "-"), "--export-json - and --json each write a document to stdout"),
+        (("--json", "--export-markdown", "-"), "--export-markdown - and --json each write a document"),
+        (("--json", "--plan-out", "-"), "--plan-out - and --json each write a document to stdout"),
+        (("--export-json", "-", "--export-markdown", "-"), "give --export-markdown a FILE"),
+        # was exit 0 leaving only the last written (the Markdown, the store)
+        (
+            ("--export-json", "o", "--export-markdown", "o"),
+            "--export-json o and --export-markdown o are the same",
+        ),
+        (("--plan-out", "o", "--export-json", "./o"), "--plan-out o and --export-json ./o are the same file"),
+        (("--export-markdown", "x.db"), "--export-markdown x.db and --db x.db are the same file"),
+    ],
+)
+def test_outputs_that_would_overwrite_each_other_are_refused_before_the_campaign(data, outputs, said):
+    p = run_cli("bench", "xz -c F", "--runs", "2", *outputs, "--db", "x.db", cwd=data)
+    assert p.returncode == 2 and said in p.stderr and "Traceback" not in p.stderr, p.stderr
+    assert p.stdout == "" and os.listdir(data) == ["F"]  # no store, no output
+
+
+def test_outputs_linked_to_one_file_are_refused_and_one_output_on_stdout_is_that_document_alone(data):
+    (data / "a.json").write_text("")
+    os.link(data / "a.json", data / "b.json")
+    p = run_cli("bench", "xz -c F", "--runs", "2", "--export-json", "a.json", "--plan-out", "b.json",
+                "--db", "x.db", cwd=data)  # fmt: skip
+    assert p.returncode == 2 and "--plan-out b.json and --export-json a.json are the same file" in p.stderr
+    assert (data / "a.json").read_text() == "" and not (data / "x.db").exists()
+    p = run_cli("bench", "xz -c F", "--runs", "2", "--export-json", "-", "--db", "x.db", cwd=data)
+    assert p.returncode == 0, p.stderr
+    assert len(json.loads(p.stdout)["results"]) == 1  # the result's text went to stderr
+    assert "campaign 1 in x.db" in p.stderr
+
+
 def test_a_postgresql_store_is_refused_as_run_refuses_it(data):
     # was a campaign written into the shared store (or, unreachable, "cannot connect")
     p = run_cli("bench", "xz -c F", "--db", "postgresql://lab@127.0.0.1:1/lab", cwd=data)

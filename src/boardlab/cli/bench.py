@@ -354,7 +354,7 @@ def run(args) -> int:
 
     check_campaign_options(args)
     commands = expand(args)
-    _check_exports(args)
+    _check_outputs(args)
     for name, line in commands:
         words = [args.shell] if args.shell else _words(line, "command")
         _check_runnable(words[0], f"command {name!r}")
@@ -404,23 +404,62 @@ def _report(args, outcome, names_by_line: dict, n: int, basis: str, pinned: str,
         _write(args.export_markdown, render_document(bench_document(d), "md"), args.db)
     if args.json:
         print(json.dumps(d, allow_nan=False))
-    else:
-        print("\n".join(term(line) for line in text_of(d).splitlines()))
+    else:  # on stderr beside an output on stdout (--export-json -), which then holds that document alone
+        out = sys.stderr if any(path == "-" for _, path in _outputs(args)) else sys.stdout
+        print("\n".join(term(line) for line in text_of(d).splitlines()), file=out)
         print(f"campaign {outcome.campaign_id} in {term(args.db)}: boardlab report --db "
-              f"{shlex.quote(term(args.db))} --campaign {outcome.campaign_id} -o report.html")  # fmt: skip
+              f"{shlex.quote(term(args.db))} --campaign {outcome.campaign_id} -o report.html",
+              file=out)  # fmt: skip
     if progress.measured_nothing:
         print(f"boardlab bench: all {progress.failures} runs failed: nothing was measured", file=sys.stderr)
         return 1
     return 0
 
 
-def _check_exports(args) -> None:
-    """The export files are refused before the campaign, not after its runs (which the store keeps)."""
+def _outputs(args) -> list[tuple[str, str]]:
+    """(option, path) of each output given besides --db; "-" is stdout."""
+    given = (("--plan-out", args.plan_out), ("--export-json", args.export_json),
+             ("--export-markdown", args.export_markdown))  # fmt: skip
+    return [(option, path) for option, path in given if path]
+
+
+def _check_outputs(args) -> None:
+    """The outputs are refused before the campaign, not after its runs (which the store keeps): each must
+    be writable, no two may be one file (only the last written would be left; a new --db is not yet there
+    for check_output to see), and stdout holds one document."""
+    import itertools
+
+    from boardlab.errors import InputError
     from boardlab.export import check_output
 
-    for option, path in (("--export-json", args.export_json), ("--export-markdown", args.export_markdown)):
-        if path:
-            check_output(path, protect=[args.db], option=option)
+    outputs = _outputs(args)
+    for option, path in outputs:
+        check_output(path, protect=[args.db], option=option)
+    dashes = [option for option, path in outputs if path == "-"]
+    if len(dashes) + args.json > 1:
+        both = [f"{option} -" for option in dashes] + ["--json"] * args.json
+        fix = dashes if args.json else dashes[1:]
+        raise InputError(
+            f"{' and '.join(both)} each write a document to stdout, where they would run together: give "
+            f"{' and '.join(fix)} a FILE"
+        )
+    files = [(option, path) for option, path in outputs if path != "-"] + [("--db", args.db)]
+    for (o1, p1), (o2, p2) in itertools.combinations(files, 2):
+        if _same_file(p1, p2):
+            raise InputError(f"{o1} {p1} and {o2} {p2} are the same file: give each its own path")
+
+
+def _same_file(a: str, b: str) -> bool:
+    """The same path once resolved (a symlink, .., a relative path), or an existing file under both (a
+    hard link, a bind mount)."""
+    import os
+
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them not there yet
+        return False
 
 
 def _write(path: str, text: str, db: str) -> None:
