@@ -133,6 +133,50 @@ def test_monitor_cli_refuses_bad_input():
     assert proc.returncode == 2 and "--duration-s nan: expected a positive number" in proc.stderr
 
 
+def test_monitor_exit_status_says_whether_anything_was_measured_and_how_the_command_ended(tmp_path):
+    """The same status with and without --json: 1 when no interval was sampled (an earlier --csv file then
+    stays) or the command failed on its own, whose exit code is printed; 0 for a command boardlab stopped."""
+    failing = ("--interval-s", "0.1", "--", "sh", "-c", "sleep 0.45; exit 3")
+    proc = run_cli("monitor", *failing)
+    assert proc.returncode == 1 and "command: exited with code 3" in proc.stdout
+    assert "the command exited with code 3" in proc.stderr and "Traceback" not in proc.stderr
+    proc = run_cli("monitor", "--json", *failing)
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 1 and doc["command_exit_code"] == 3 and doc["command_stopped"] is False
+    assert doc["processes"] and "cpu_pct_one_cpu (ns)" not in proc.stdout
+
+
+@pytest.mark.parametrize("fmt", [(), ("--json",)], ids=["table", "json"])
+def test_monitor_with_no_interval_exits_1_and_leaves_an_earlier_csv(tmp_path, monkeypatch, capfd, fmt):
+    """No interval (a process that ends before the first sample is taken; made certain here by a monitor
+    that samples nothing): exit 1 in either format, and the earlier --csv file stays as it was."""
+    import argparse
+
+    from boardlab.cli import monitor as cli_monitor
+
+    monkeypatch.setattr(Monitor, "run", lambda self, **_kw: None)
+    earlier = tmp_path / "m.csv"
+    earlier.write_text("an earlier run's intervals\n")
+    parser = argparse.ArgumentParser()
+    cli_monitor.add_arguments(parser)
+    args = parser.parse_args([*fmt, "--csv", str(earlier), "--", "sleep", "30"])
+    assert cli_monitor.run(args) == 1
+    err = capfd.readouterr().err
+    assert "no complete interval" in err and f"--csv {earlier}: not written" in err
+    assert earlier.read_text() == "an earlier run's intervals\n"
+
+
+def test_monitor_duration_cuts_the_last_interval_short(tmp_path):
+    out = tmp_path / "m.csv"
+    args = ("--interval-s", "1", "--duration-s", "1.3", "--csv", str(out), "--", "sleep", "30")
+    proc = run_cli("monitor", "--json", *args)
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 0, proc.stderr
+    assert doc["command_stopped"] is True and doc["processes"][0]["intervals"] == 2
+    last_t_s = float(out.read_text().splitlines()[-1].split(",")[0])
+    assert 1.3 <= last_t_s < 1.6  # not a whole second interval, which ends at 2 s
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="making a device node needs root (mknod)")
 def test_monitor_csv_refuses_a_device_and_leaves_its_neighbours_alone(tmp_path):
     """`--csv /dev/null` as root replaced the device with a regular file (a rename over it), and the write

@@ -21,7 +21,9 @@ DESCRIPTION = (
     "memory, voluntary and involuntary context switches per second, and UDP/TCP drops and retransmits from "
     "/proc/net/snmp and netstat (namespace-wide), per-socket UDP drops and per-interface drops. Prints a "
     "live table, then min/avg/max per process; --json prints one document instead, --csv PATH writes "
-    "every interval."
+    "every interval. --duration-s cuts the last interval short. Exit status: 0; 1 when no complete interval "
+    "was sampled or the command (-- CMD) failed on its own (its exit code is printed, and is "
+    "command_exit_code in --json); 2 for bad input."
 )
 
 
@@ -83,7 +85,7 @@ def run(args) -> int:
     out = sys.stderr if data_out else sys.stdout
     if not args.json:
         print(HEADER, file=out, flush=True)
-    interrupted = False
+    interrupted = stopped = False
     try:
         mon.run(
             duration_s=args.duration_s,
@@ -94,24 +96,48 @@ def run(args) -> int:
         interrupted = True
     finally:
         if proc is not None and proc.poll() is None:
+            stopped = True  # at --duration-s or Ctrl-C: its exit code is boardlab's signal, not a failure
             stop_group(proc)
     extra = {
         "command": cmd or None,
         "command_exit_code": proc.returncode if proc else None,
+        "command_stopped": stopped,
         "interrupted": interrupted,
     }
     doc = mon.document(extra)
-    if args.csv:
+    failed = _failure(doc, proc is not None and not stopped)
+    if args.csv and mon.rows:
         _write_csv(args.csv, mon.rows)  # open_output names the path of an OSError
+    elif args.csv:  # an earlier file stays: there is nothing to replace it with
+        print(f"boardlab monitor: --csv {args.csv}: not written (no interval)", file=sys.stderr)
     if args.json:
         json.dump(doc, sys.stdout, indent=1)
         print()
-        return 0
+    else:
+        if doc["processes"]:
+            _print_summary(doc, out)
+        if proc is not None:
+            print(f"  command: {_command_end(doc)}", file=out)
+    if failed:
+        print(f"boardlab monitor: {failed}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _failure(doc: dict, ended_itself: bool) -> str | None:
+    """Why the exit status is 1 (None: 0): nothing was measured, or the command failed on its own."""
     if not doc["processes"]:
-        print("no complete interval was sampled (the process ended first)", file=out)
-        return 1
-    _print_summary(doc, out)
-    return 0
+        return "no complete interval was sampled (the process ended first)"
+    code = doc["command_exit_code"]
+    if ended_itself and code:
+        return f"the command {_command_end(doc)}"
+    return None
+
+
+def _command_end(doc: dict) -> str:
+    code = doc["command_exit_code"]
+    if doc["command_stopped"]:
+        return "was stopped by boardlab (--duration-s or Ctrl-C)"
+    return f"exited with code {code}" if code is not None and code >= 0 else f"was killed by signal {-code}"
 
 
 HEADER = (
@@ -164,11 +190,11 @@ def _print_summary(doc: dict, out) -> None:
     for p in doc["processes"]:
         c, j, r = p["cpu_pct_one_cpu"], p["cpu_jiffies_pct_one_cpu"], p["rss_bytes"]
         print(f"  {p['pid']} {p['comm']}: {p['intervals']} intervals", file=out)
-        if c["n"]:
+        if c["n"]:  # the name of each figure in --json and --csv
             print(
-                f"    cpu_pct_one_cpu (ns)       {c['min']:.3f} / {c['avg']:.3f} / {c['max']:.3f}", file=out
+                f"    cpu_pct_one_cpu            {c['min']:.3f} / {c['avg']:.3f} / {c['max']:.3f}", file=out
             )
-        print(f"    cpu_pct_one_cpu (jiffies)  {j['min']:.0f} / {j['avg']:.3f} / {j['max']:.0f}", file=out)
+        print(f"    cpu_jiffies_pct_one_cpu    {j['min']:.0f} / {j['avg']:.3f} / {j['max']:.0f}", file=out)
         if r["n"]:
             print(
                 f"    rss_MiB                    {r['min'] / 2**20:.1f} / {r['avg'] / 2**20:.1f} / "

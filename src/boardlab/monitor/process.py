@@ -174,10 +174,13 @@ class Monitor:
         prev_dev = procacct.read_net_dev(root, self.net_pid)
         prev_udp = procacct.read_udp_socket_drops(root, self.net_pid)
         t0 = t_prev = time.monotonic_ns()
+        # the last interval is cut short at the duration, not run whole past it (rates are per second)
+        end = None if duration_s is None else t0 + int(duration_s * 1e9)
         k = 0
         while not should_stop():
             k += 1
             due = t0 + int(k * self.interval_s * 1e9)
+            due = due if end is None else min(due, end)
             delay = (due - time.monotonic_ns()) / 1e9
             if delay > 0:
                 time.sleep(delay)
