@@ -153,3 +153,6 @@ def test_boardlab_kern_path_and_passthrough(kern):
     proc = run_cli("kern", "noop", "--iterations", "2", "--warmup-max-iterations", "0", "--json")
     assert proc.returncode == 0 and json.loads(proc.stdout)["workload"] == "noop"
     assert run_cli("kern", "nope").returncode == 2
+    proc = run_cli("kern", "--help")  # boardlab's --path, which boardlab-kern's own help cannot name, first
+    assert proc.returncode == 0 and proc.stdout.startswith("usage: boardlab kern --path\n")
+    assert "usage: boardlab-kern --version" in proc.stdout

@@ -7,6 +7,11 @@ import sys
 
 from boardlab.errors import BoardlabError
 
+HELP = (
+    "--path prints where boardlab-kern is; any other ARGS run it (exec: its exit status and output are its\n"
+    "own). boardlab-kern's help follows."
+)
+
 
 def add_arguments(parser) -> None:  # only reached through `boardlab --help`; kern parses nothing itself
     parser.add_argument("args", nargs="*", help="arguments for boardlab-kern (try --help, --list)")
@@ -23,6 +28,8 @@ def passthrough(argv: list[str]) -> int:
     if argv == ["--path"]:
         print(path)
         return 0
+    if argv in (["--help"], ["-h"]):  # boardlab's own option first: boardlab-kern's help cannot know it
+        print(f"usage: boardlab kern --path\n       boardlab kern ARGS...\n\n{HELP}\n", flush=True)
     sys.stdout.flush()
     # exec keeps the kernel's exit code and signals, and puts no Python process between it and the timer.
     os.execv(path, [str(path), *argv])
