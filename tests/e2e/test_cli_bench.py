@@ -102,6 +102,15 @@ def test_prepare_runs_before_each_execution_and_parameters_expand_as_hyperfine_s
         (("xz -c F", "--runs", "2", "--export-markdown", "no/r.md"), "the directory no does not exist"),
         (("xz -c F", "--runs", "2", "--plan-out", "/dev/null"), "use --plan-out - for stdout"),
         (("xz -{n} -c F", "-P", "n", "1", "nan"), "MIN, MAX (and -D STEP) must be numbers"),  # was internal
+        # a name given twice: its second values were dropped, and fewer commands ran than asked for
+        (
+            ("xz -{n} -c F", "-L", "n", "1,2", "-L", "n", "3", "--runs", "2"),
+            "parameter n: given twice (--parameter-list n and --parameter-list n)",
+        ),
+        (
+            ("xz -{n} -c F", "-L", "n", "3", "-P", "n", "1", "2", "--runs", "2"),
+            "parameter n: given twice (--parameter-scan n and --parameter-list n)",
+        ),
         # checked as `run` checks it: -5 was taken for --no-wait (the message named it), nan waited for ever
         (("xz -c F", "--wait", "-5"), "--wait -5: expected 0 to 2592000 seconds"),
         (("xz -c F", "--wait", "nan"), "--wait nan: expected 0 to 2592000 seconds"),

@@ -53,7 +53,8 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument(
         "-L", "--parameter-list", nargs=2, action="append", default=[], metavar=("NAME", "VALUES"),
-        help="run each command for each of VALUES (comma-separated), written {NAME}; repeatable",
+        help="run each command for each of VALUES (comma-separated), written {NAME}; repeatable, each time "
+        "with another NAME (and not --parameter-scan's)",
     )  # fmt: skip
     parser.add_argument(
         "--threads", default="1", metavar="1|N|none",
@@ -130,11 +131,13 @@ def _parameters(args) -> list[tuple[str, list[str]]]:
 
     if args.parameter_step_size is not None and not args.parameter_scan:
         raise InputError("--parameter-step-size is the step of --parameter-scan: give that too")
-    params = []
+    given = []  # (option, name, values)
     if args.parameter_scan:
-        params.append((args.parameter_scan[0], _scan_values(args)))
+        given.append(("--parameter-scan", args.parameter_scan[0], _scan_values(args)))
     for name, values in args.parameter_list:
-        params.append((name, [v for v in values.split(",")]))
+        given.append(("--parameter-list", name, values.split(",")))
+    _check_names_once(given)
+    params = [(name, values) for _, name, values in given]
     for name, values in params:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
             raise InputError(f"parameter {name!r}: expected a name of letters, digits and _")
@@ -145,6 +148,19 @@ def _parameters(args) -> list[tuple[str, list[str]]]:
         if not any(f"{{{name}}}" in c for c in args.commands):
             raise InputError(f"parameter {name}: no command uses {{{name}}}; write it where the value goes")
     return params
+
+
+def _check_names_once(given: list[tuple[str, str, list[str]]]) -> None:
+    """A name given twice would be substituted with its first values only, the second silently dropped."""
+    from boardlab.errors import InputError
+
+    for i, (option, name, _) in enumerate(given):
+        again = next((o for o, n, _ in given[i + 1 :] if n == name), None)
+        if again:
+            raise InputError(
+                f"parameter {name}: given twice ({option} {name} and {again} {name}); give it once, with "
+                f"all its values (-L {name} V1,V2,...)"
+            )
 
 
 def expand(args) -> list[tuple[str, str]]:
