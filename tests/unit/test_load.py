@@ -96,6 +96,29 @@ def test_cli_refuses_bad_input_in_one_line():
     assert proc.returncode == 2 and "both write to stdout" in proc.stderr, proc.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        # was the default 100 Hz, as if --rates had not been given
+        (("--serve", "--rates", ""), "--rates '': expected comma-separated rates in Hz"),
+        (("--serve", "--rate", "10", "--rates", ""), "give --rate or --rates, not both"),
+        # each had no effect: freezes that never come, or of an endpoint that is not boardlab's
+        (
+            ("--serve", "--serve-stall-ms", "300"),
+            "--serve-stall-ms 300 is the length of each freeze of --serve-stall-every-ms: give that too",
+        ),
+        (
+            ("http://127.0.0.1:9/vdm", "--serve-stall-every-ms", "100"),
+            "freeze boardlab's own endpoint: give --serve instead of TARGET",
+        ),
+    ],
+)
+def test_cli_refuses_options_that_would_have_no_effect(tmp_path, args, said):
+    proc = run_cli("load", *args, "--duration-s", "0.2", "--samples", str(tmp_path / "s.csv"))
+    assert proc.returncode == 2 and said in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stdout == "" and not (tmp_path / "s.csv").exists()
+
+
 def _closed_port() -> int:
     """A loopback port nobody listens on (bound, then closed)."""
     import socket

@@ -19,6 +19,9 @@ DESCRIPTION = (
 )
 
 
+DEFAULT_STALL_MS = 200  # --serve-stall-ms
+
+
 def add_arguments(p) -> None:
     p.add_argument("target", nargs="?", help="endpoint URL, e.g. http://127.0.0.1:18080/vdm (or use --serve)")
     p.add_argument(
@@ -54,7 +57,9 @@ def add_arguments(p) -> None:
         "--serve-stall-every-ms", type=int, default=0, help="with --serve: freeze the server this often"
     )
     p.add_argument(
-        "--serve-stall-ms", type=int, default=200, help="with --serve: length of each freeze (200)"
+        "--serve-stall-ms",
+        type=int,
+        help=f"with --serve-stall-every-ms: length of each freeze ({DEFAULT_STALL_MS})",
     )
     p.add_argument(
         "--samples",
@@ -68,8 +73,10 @@ def add_arguments(p) -> None:
 def _check(args) -> None:
     if bool(args.target) == bool(args.serve):
         raise InputError("give either a TARGET URL or --serve (not both, not neither)")
-    if args.rate is not None and args.rates:
+    if args.rate is not None and args.rates is not None:
         raise InputError("give --rate or --rates, not both")
+    if args.rates is not None and not args.rates.strip(" ,"):  # was the default 100 Hz, as if not given
+        raise InputError(f"--rates {args.rates!r}: expected comma-separated rates in Hz, e.g. 1,10,100,200")
     if not 0.05 <= args.duration_s <= 604800:
         raise InputError(f"--duration-s {args.duration_s:g}: expected 0.05 to 604800 seconds")
     if not 1 <= args.connections <= 4096:
@@ -82,13 +89,29 @@ def _check(args) -> None:
         raise InputError("--slo-p99-ms must be positive")
     if not 1 <= args.timeout_ms <= 600000:
         raise InputError(f"--timeout-ms {args.timeout_ms}: expected 1 to 600000")
-    # svc.mgmt's own ranges: outside them the server never starts, and the load saw "connection refused"
-    if not 0 <= args.serve_stall_every_ms <= 3600000:
-        raise InputError(f"--serve-stall-every-ms {args.serve_stall_every_ms}: expected 0 (never) to 3600000")
-    if not 0 <= args.serve_stall_ms <= 60000:
-        raise InputError(f"--serve-stall-ms {args.serve_stall_ms}: expected 0 to 60000")
+    _check_stalls(args)
     if args.samples == "-" and args.json:  # the CSV, then the JSON: stdout would be neither
         raise InputError("--samples - and --json both write to stdout: give --samples FILE")
+
+
+def _check_stalls(args) -> None:
+    """The served endpoint's freezes: in svc.mgmt's ranges (outside them the server never starts, and the
+    load saw "connection refused"), and only where they take effect."""
+    every, length = args.serve_stall_every_ms, args.serve_stall_ms
+    if not 0 <= every <= 3600000:
+        raise InputError(f"--serve-stall-every-ms {every}: expected 0 (never) to 3600000")
+    if length is not None and not 0 <= length <= 60000:
+        raise InputError(f"--serve-stall-ms {length}: expected 0 to 60000")
+    if length is not None and not every:  # a length of freezes that never come: no freeze at all
+        raise InputError(
+            f"--serve-stall-ms {length} is the length of each freeze of --serve-stall-every-ms: give that "
+            "too (how often, above 0), or drop --serve-stall-ms"
+        )
+    if args.target and (every or length is not None):  # a TARGET is not boardlab's to freeze
+        raise InputError(
+            "--serve-stall-every-ms and --serve-stall-ms freeze boardlab's own endpoint: give --serve "
+            "instead of TARGET, or drop them"
+        )
 
 
 def _ms(ns) -> str:
@@ -121,7 +144,7 @@ def run(args) -> int:
                 "port": port,
                 "duration_s": total_s,
                 "stall_every_ms": args.serve_stall_every_ms,
-                "stall_ms": args.serve_stall_ms,
+                "stall_ms": DEFAULT_STALL_MS if args.serve_stall_ms is None else args.serve_stall_ms,
                 "max_connections": max(256, args.connections + 16),  # room for every client connection
             },
         )
