@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
+
 from helpers import SYSFS, run_cli, run_kern
 
 
@@ -42,6 +44,23 @@ def test_an_unknown_family_and_a_root_without_conditions_are_usage_errors(tmp_pa
     assert "core" in proc.stderr and "Traceback" not in proc.stderr
     proc = run_cli("list", "--root", str(SYSFS / "vm"))
     assert proc.returncode == 2 and "--root goes with --conditions" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        # each was the first listing, exit 0, the second option ignored (as --root alone was before)
+        (("--presets", "--conditions"), "--presets and --conditions are two listings: give one of them"),
+        (("--presets", "--family", "mem"), "--family goes with the workloads' listing, not --presets"),
+        (("--conditions", "--family", "mem"), "--family goes with the workloads' listing, not --conditions"),
+        (("--presets", "-v"), "-v/--verbose goes with the workloads' listing, not --presets"),
+        (("--presets", "--root", str(SYSFS / "vm")), "--root goes with --conditions: presets are the same"),
+    ],
+)
+def test_options_of_another_listing_are_usage_errors(args, said):
+    proc = run_cli("list", *args)
+    assert proc.returncode == 2 and said in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stdout == ""
 
 
 def test_list_presets_shows_every_bundled_plan_with_its_description():

@@ -107,17 +107,36 @@ def _presets(args) -> int:
     return 0
 
 
+def _check_listing(args) -> None:
+    """One listing at a time, and only its own options: another's would be ignored, the listing read as
+    its answer (--presets --family mem as the presets of mem)."""
+    from boardlab.errors import InputError
+
+    if args.presets and args.conditions:
+        raise InputError("--presets and --conditions are two listings: give one of them")
+    listing = "--presets" if args.presets else "--conditions" if args.conditions else None
+    for given, option in ((args.family, "--family"), (args.verbose, "-v/--verbose")):
+        if given and listing:
+            raise InputError(f"{option} goes with the workloads' listing, not {listing}: drop one of them")
+    if args.root != "/" and not args.conditions:  # the listing shown would be this machine's
+        why = (
+            "presets are the same on every board"
+            if args.presets
+            else "a workload's support is this machine's"
+        )
+        raise InputError(f"--root goes with --conditions: {why}")
+
+
 def run(args) -> int:
     from boardlab.errors import InputError
     from boardlab.model import SCHEMA_VERSION
     from boardlab.workloads import all_workloads
 
+    _check_listing(args)
     if args.presets:
         return _presets(args)
     if args.conditions:
         return _conditions(args)
-    if args.root != "/":  # it was ignored: the workloads' support shown is this machine's
-        raise InputError("--root goes with --conditions: a workload's support is judged on this machine")
     workloads = [w for w in all_workloads() if not args.family or w.family == args.family]
     if args.family and not workloads:  # an empty table, exit 0, read as "nothing of that family here"
         families = sorted({w.family for w in all_workloads()})
