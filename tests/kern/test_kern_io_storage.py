@@ -69,9 +69,41 @@ def test_damaged_data_on_disk_fails_verification(kern, tmp_path):
 def test_an_existing_file_is_kept(kern, tmp_path):
     path = tmp_path / "keep.bin"
     path.write_bytes(b"x" * 100)
-    rc, res = storage(kern, path, "op=write", "size_bytes=256k")
+    rc, res = storage(kern, path, "op=write", "size_bytes=256k", "destructive=1")
     kern_ok_or_skip(rc, res)
     assert path.exists() and path.stat().st_size >= 256 * 1024
+
+
+@pytest.mark.parametrize("op", ["read", "write", "randrw"])
+def test_a_users_file_without_the_pattern_is_refused_and_left_as_it_was(kern, tmp_path, op):
+    """Before: the prefill wrote the pattern over any existing file, even for op=read (notes became 256 KiB
+    of pattern), unless it held the pattern already."""
+    path = tmp_path / "notes.txt"
+    path.write_bytes(b"my notes, keep me\n")
+    rc, res = storage(kern, path, f"op={op}", "size_bytes=256k", "bs=64k")
+    assert rc == 1 and res["ok"] is False, res
+    assert any(
+        f"path={path} is an existing file that does not hold io.storage's pattern" in e
+        and "set destructive=1" in e
+        for e in res["errors"]
+    ), res["errors"]
+    assert path.read_bytes() == b"my notes, keep me\n"
+
+
+def test_an_empty_file_and_a_file_holding_the_pattern_run_as_before(kern, tmp_path):
+    empty = tmp_path / "empty.bin"
+    empty.touch()
+    rc, res = storage(kern, empty, "op=read", "size_bytes=256k", "bs=64k")
+    kern_ok_or_skip(rc, res)
+    laid_out = tmp_path / "laid-out.bin"  # as xcheck lays a file out: written once and kept
+    rc, res = storage(kern, laid_out, "op=write", "size_bytes=256k", "bs=64k", "keep_file=1")
+    kern_ok_or_skip(rc, res)
+    rc, res = storage(kern, laid_out, "op=read", "size_bytes=256k", "bs=64k")
+    kern_ok_or_skip(rc, res)
+    assert res["info"]["prefill"].startswith("skipped: the region already holds the pattern")
+    rc, res = storage(kern, laid_out, "op=write", "size_bytes=256k", "bs=64k")
+    kern_ok_or_skip(rc, res)
+    assert laid_out.stat().st_size == 256 * 1024
 
 
 @pytest.mark.parametrize("iodepth", ["1", "8"])

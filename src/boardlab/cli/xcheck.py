@@ -155,10 +155,12 @@ def _storage(args, kern: Path):
     _check_storage_job(args, path)
     _need("fio", "fio")
     existed = path.exists()
+    # A file xcheck lays out is its own to overwrite: fio's writes replace boardlab's pattern in it between
+    # runs, and boardlab-kern refuses a file without its pattern unless destructive=1.
     job = storage.StorageJob(
         path=str(path), op=args.op, pattern=args.pattern, bs_bytes=args.bs, size_bytes=args.size,
         direct=bool(args.direct), engine=args.engine, iodepth=args.iodepth, fsync=args.fsync,
-        runtime_s=args.runtime_s, destructive=args.destructive, cpu=args.cpu,
+        runtime_s=args.runtime_s, destructive=args.destructive or not existed, cpu=args.cpu,
     )  # fmt: skip
     if path.is_block_device() and args.op != "read" and not args.destructive:
         raise InputError(f"--path {path} is a block device and --op {args.op} writes: add --destructive")

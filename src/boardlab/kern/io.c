@@ -77,7 +77,9 @@ static const bk_param io_params[] = {
      "none; each: fdatasync after every write; end: fdatasync at the end of every timed iteration"},
     {"invalidate", BK_INT, 0, 1, "1", NULL, NULL, "1: drop the region from the page cache before timing (fadvise)"},
     {"verify", BK_INT, 0, 1, "1", NULL, NULL, "1: check every read's stamps and compare the region at the end"},
-    {"destructive", BK_INT, 0, 1, "0", NULL, NULL, "1: allow writing to a block device (its data is lost)"},
+    {"destructive", BK_INT, 0, 1, "0", NULL, NULL,
+     "1: allow writing to a block device, or over an existing file that does not hold io.storage's pattern "
+     "(their data is lost)"},
     {"keep_file", BK_INT, 0, 1, "0", NULL, NULL, "1: keep a file boardlab created (a later read run finds its data)"},
     {0},
 };
@@ -208,6 +210,30 @@ static bool region_has_pattern(io_state *s)
     return same;
 }
 
+/* The region before timing: written with the pattern (prefill), or left as it is when a read finds the pattern
+ * there already. A user's file (existing, non-empty) without the pattern is refused as a block device is: the
+ * prefill would overwrite what the user keeps in it, even for op=read. An empty file has nothing to lose. */
+static int prepare_region(bk_ctx *ctx, io_state *s, bool user_file)
+{
+    bool destructive = bk_arg_int(ctx, "destructive") == 1;
+    bool can_write = !(s->device && !destructive);
+    bool holds = can_write && (s->op == OP_READ || (user_file && !destructive)) && region_has_pattern(s);
+    if (user_file && !holds && !destructive)
+        return bk_fail(ctx,
+                       "path=%s is an existing file that does not hold io.storage's pattern: op=%s would overwrite "
+                       "it; set destructive=1 to allow it, or name a missing file or a directory",
+                       s->path, bk_arg_str(ctx, "op"));
+    if (holds && s->op == OP_READ)
+        bk_info_str(ctx, "prefill", "skipped: the region already holds the pattern");
+    else if (can_write)
+        return prefill(ctx, s);
+    else if (s->verify) {
+        s->verify = false;
+        bk_info_str(ctx, "verify_off", "the device's contents were not written by boardlab (destructive=0)");
+    }
+    return 0;
+}
+
 static size_t dio_alignment(bk_ctx *ctx, io_state *s)
 {
 #ifdef STATX_DIOALIGN
@@ -320,16 +346,8 @@ static int io_init(bk_ctx *ctx, void **state)
         uint64_t v = bk_rand_next(&st2);
         memcpy(s->body + i, &v, 8);
     }
-    bool can_write = !(s->device && !bk_arg_int(ctx, "destructive"));
-    if (can_write && s->op == OP_READ && exists && region_has_pattern(s))
-        bk_info_str(ctx, "prefill", "skipped: the region already holds the pattern");
-    else if (can_write) {
-        if (prefill(ctx, s) != 0)
-            return -1;
-    } else if (s->verify) {
-        s->verify = false;
-        bk_info_str(ctx, "verify_off", "the device's contents were not written by boardlab (destructive=0)");
-    }
+    if (prepare_region(ctx, s, exists && !s->device && st.st_size > 0) != 0)
+        return -1;
     if (bk_arg_int(ctx, "invalidate") && posix_fadvise(s->fd, 0, (off_t)s->size, POSIX_FADV_DONTNEED) != 0)
         bk_info_str(ctx, "invalidate", "posix_fadvise DONTNEED failed");
 
