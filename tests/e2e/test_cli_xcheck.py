@@ -90,6 +90,37 @@ def test_storage_against_fio_gives_pairs_and_median_ratios(tmp_path):
     assert not target.exists()  # the layout boardlab made is removed
 
 
+def test_an_existing_file_at_path_is_refused_and_left_as_it_was(tmp_path):
+    """Before: xcheck laid its 4 MiB of pattern over the user's file (18 bytes of notes) and ran."""
+    notes = tmp_path / "notes.txt"
+    notes.write_bytes(b"my notes, keep me\n")
+    link = tmp_path / "link"
+    link.symlink_to(notes)
+    for given in (notes, link):
+        proc = run_cli("xcheck", "io.storage", "--path", str(given), "--size", "4M", "--runtime-s", "1",
+                       "--pairs", "1", timeout=60)  # fmt: skip
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        assert f"--path {given}: an existing file" in proc.stderr
+        assert "removes it after, so name a path that does not exist" in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+    assert notes.read_bytes() == b"my notes, keep me\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "notes.txt"]
+
+
+@pytest.mark.parametrize("same", ["same string", "relative", "symlink"])
+def test_job_out_at_the_path_is_refused(tmp_path, same):
+    """Before: the job file was written at --path, then the test file laid out over it and removed."""
+    data = tmp_path / "data.bin"
+    job_out = {"same string": str(data), "relative": "./data.bin", "symlink": str(tmp_path / "job.fio")}[same]
+    if same == "symlink":
+        (tmp_path / "job.fio").symlink_to(data)
+    proc = run_cli("xcheck", "io.storage", "--path", str(data), "--job-out", job_out, "--size", "4M",
+                   "--runtime-s", "1", "--pairs", "1", cwd=tmp_path, timeout=60)  # fmt: skip
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"--job-out {job_out}: the same file as --path" in proc.stderr
+    assert not data.exists()
+
+
 @pytest.mark.integration
 def test_net_against_iperf3_on_loopback(tmp_path):
     if shutil.which("iperf3") is None:

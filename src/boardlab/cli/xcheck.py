@@ -44,7 +44,9 @@ def add_arguments(parser) -> None:
         "--json", action="store_true", help="print the pairs and median_ratio per metric as JSON"
     )
     s = parser.add_argument_group("io.storage (against fio)")
-    s.add_argument("--path", help="file (created and removed if missing) or block device to test")
+    s.add_argument(
+        "--path", help="a file that does not exist (laid out, then removed) or a block device to test"
+    )
     s.add_argument("--op", choices=("read", "write", "randrw"), default="read")
     s.add_argument("--pattern", choices=("seq", "rand"), default="seq")
     s.add_argument(
@@ -120,8 +122,9 @@ def _progress(i: int, pair, total: int) -> None:
 
 def _check_storage_job(args, path: Path) -> None:
     """The job's numbers within boardlab-kern io.storage's ranges (outside them its run failed after fio's,
-    exit 1; a negative --runtime-s ran fio for ever), its path a file or block device, and --job-out a
-    place that may be written (a device given there was written through), before anything runs."""
+    exit 1; a negative --runtime-s ran fio for ever), its path new or a block device (the layout overwrote a
+    user's file, 18 bytes of notes became 4 MiB of pattern), and --job-out a place that may be written (a
+    device given there was written through), before anything runs."""
     from boardlab.export import check_output
 
     if args.bs % 4096 or not 4096 <= args.bs <= 4 * 1024**2:
@@ -134,10 +137,36 @@ def _check_storage_job(args, path: Path) -> None:
         raise InputError(f"--iodepth {args.iodepth}: expected 1 to 256")
     if not 0.1 <= args.runtime_s <= 86400:  # nan too
         raise InputError(f"--runtime-s {args.runtime_s:g}: expected 0.1 to 86400 seconds")
-    if path.exists() and not (path.is_file() or path.is_block_device()):
-        raise InputError(f"--path {path}: neither a regular file nor a block device; give a file to test")
+    if path.is_file():
+        raise InputError(
+            f"--path {path}: an existing file; xcheck lays out its own test file at --path and removes it "
+            "after, so name a path that does not exist (or a block device)"
+        )
+    if path.exists() and not path.is_block_device():
+        raise InputError(
+            f"--path {path}: neither a regular file nor a block device; name a path that does not exist "
+            "(or a block device)"
+        )
     if args.job_out:
         check_output(args.job_out, option="--job-out")
+        _check_apart(args.job_out, path)
+
+
+def _check_apart(job_out: str, path: Path) -> None:
+    """--job-out elsewhere than --path: the job file written there was laid out over by the test file and
+    removed with it."""
+    if job_out == "-":
+        return
+    same = os.path.realpath(job_out) == os.path.realpath(path)
+    try:
+        same = same or os.path.samefile(job_out, path)
+    except OSError:  # one of them does not exist yet: the resolved paths decide
+        pass
+    if same:
+        raise InputError(
+            f"--job-out {job_out}: the same file as --path {path}, where the test file is laid out and "
+            "removed; save the job file elsewhere"
+        )
 
 
 def _storage(args, kern: Path):
