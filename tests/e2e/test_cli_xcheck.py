@@ -122,6 +122,27 @@ def test_job_out_at_the_path_is_refused(tmp_path, same):
 
 
 @pytest.mark.integration
+def test_a_write_job_of_half_a_second_runs_as_fio_and_boardlab_take_turns(tmp_path):
+    """fio read `runtime=0.5s` as 0 (a 10 ms pass and a warning); the job now says 500ms. In the second pair
+    boardlab writes after fio: the file xcheck laid out holds fio's data then, which boardlab-kern refuses
+    in a user's file but may overwrite in xcheck's own."""
+    if shutil.which("fio") is None:
+        pytest.skip("fio is not installed")
+    target, job = tmp_path / "data.bin", tmp_path / "job.fio"
+    proc = run_cli("xcheck", "io.storage", "--path", str(target), "--op", "write", "--size", "4M",
+                   "--runtime-s", "0.5", "--pairs", "2", "--job-out", str(job), "--json",
+                   timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "runtime=500ms" in job.read_text().splitlines()
+    assert "time_based requires a runtime" not in proc.stderr
+    doc = json.loads(proc.stdout)
+    assert [p["first"] for p in doc["pairs"]] == ["boardlab", "reference"]
+    command = doc["boardlab_command"]
+    assert command[command.index("--iterations") + 1] == "5"  # 5 x 100 ms: as long as fio's run
+    assert not target.exists()
+
+
+@pytest.mark.integration
 def test_net_against_iperf3_on_loopback(tmp_path):
     if shutil.which("iperf3") is None:
         pytest.skip("iperf3 is not installed")

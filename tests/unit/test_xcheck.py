@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from boardlab.xcheck.jsonrobust import parse
 from boardlab.xcheck.net import NetJob, iperf_metrics
-from boardlab.xcheck.pairs import CrossCheck, Pair, interleave
-from boardlab.xcheck.storage import StorageJob, fio_metrics
+from boardlab.xcheck.pairs import ITERATION_MS, CrossCheck, Pair, interleave
+from boardlab.xcheck.storage import StorageJob, fio_metrics, kern_command
 
 FIO_DOC = """fio: file hash not empty on exit
 note: both iodepth >= 1 and synchronous I/O engine are selected, queue depth will be capped at 1
@@ -78,6 +82,34 @@ def test_fio_job_is_the_same_job():
     assert "pattern=rand" in args and "engine=io_uring" in args and "iodepth=8" in args
     assert StorageJob(path="x", op="randrw").fio_rw() == "randrw"
     assert StorageJob(path="x", op="write", pattern="seq").fio_rw() == "write"
+
+
+@pytest.mark.parametrize(("runtime_s", "ms"), [(0.5, 500), (1.5, 1500), (3.0, 3000), (0.1234, 123)])
+def test_fio_gets_the_runtime_in_whole_milliseconds_and_boardlab_as_long(runtime_s, ms):
+    """fio read `runtime=0.5s` as 0 (a 10 ms pass, "time_based requires a runtime") and 1.5s as 1 s."""
+    job = StorageJob(path="x", runtime_s=runtime_s)
+    assert f"runtime={ms}ms" in job.fio_job().splitlines()
+    command = kern_command(Path("boardlab-kern"), job)
+    iterations = int(command[command.index("--iterations") + 1])
+    assert iterations * ITERATION_MS == pytest.approx(ms, abs=ITERATION_MS / 2)  # boardlab runs as long
+
+
+@pytest.mark.spawns
+@pytest.mark.skipif(shutil.which("fio") is None, reason="fio is not installed (apt-get install fio)")
+@pytest.mark.parametrize(("runtime_s", "us"), [(0.5, 500_000), (1.5, 1_500_000)])
+def test_fio_itself_reads_the_runtime_exactly(tmp_path, runtime_s, us):
+    job_file = tmp_path / "job.fio"
+    job_file.write_text(StorageJob(path=str(tmp_path / "data"), runtime_s=runtime_s).fio_job())
+    proc = subprocess.run(
+        ["fio", "--parse-only", "--debug=parse", str(job_file)], capture_output=True, text=True, timeout=30
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = (proc.stdout + proc.stderr).splitlines()
+    at = [i for i, line in enumerate(lines) if "__handle_option=runtime," in line]
+    if not at:
+        pytest.skip("this fio prints no parse trace (built without debug)")
+    assert lines[at[0] + 1].split()[-1] == f"out={us}"  # fio keeps the runtime in microseconds
+    assert not (tmp_path / "data").exists()  # parsing lays nothing out
 
 
 def test_iperf_command_matches_the_kernel_job():

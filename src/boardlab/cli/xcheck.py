@@ -58,7 +58,10 @@ def add_arguments(parser) -> None:
     s.add_argument("--iodepth", type=int, default=1)
     s.add_argument("--fsync", choices=("none", "each", "end"), default="none")
     s.add_argument(
-        "--runtime-s", type=float, default=3.0, help="fio's time-based runtime per run (default 3)"
+        "--runtime-s",
+        type=float,
+        default=3.0,
+        help="each tool's run: fio's time-based runtime, in whole milliseconds (default 3)",
     )
     s.add_argument("--cpu", type=int, help="pin both tools to this CPU")
     s.add_argument(

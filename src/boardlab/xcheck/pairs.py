@@ -22,19 +22,23 @@ T = TypeVar("T")
 U = TypeVar("U")
 
 
-def kern_command(kern: Path, kernel: str, params: list[str]) -> list[str]:
-    """boardlab-kern's side of a cross-check: 100 ms iterations, sustained rates comparable with the
-    reference tool's seconds-long run."""
-    return [str(kern), kernel, "--json", "--min-iteration-ms", "100", "--iterations", "10",
-            "--warmup-max-iterations", "3", *params]  # fmt: skip
+# boardlab-kern's shortest timed iteration in a cross-check; its count of them sets how long it runs.
+ITERATION_MS = 100
 
 
-def run_kern(command: list[str], kernel: str, cpu: int | None) -> dict:
+def kern_command(kern: Path, kernel: str, params: list[str], iterations: int = 10) -> list[str]:
+    """boardlab-kern's side of a cross-check: `iterations` of at least ITERATION_MS each, as many as fill
+    the reference tool's run, so both sustain their rates for about as long."""
+    return [str(kern), kernel, "--json", "--min-iteration-ms", str(ITERATION_MS), "--iterations",
+            str(iterations), "--warmup-max-iterations", "3", *params]  # fmt: skip
+
+
+def run_kern(command: list[str], kernel: str, cpu: int | None, timeout_s: float = 600) -> dict:
     """Runs boardlab-kern's side pinned to `cpu`; its result, or MeasurementError with the reason."""
     from boardlab.errors import MeasurementError
     from boardlab.xcheck.jsonrobust import parse
 
-    proc = run_tool(command, cpu, 600)
+    proc = run_tool(command, cpu, timeout_s)
     res = parse(proc.stdout, f"boardlab-kern {kernel}") if proc.stdout.strip() else {}
     if res.get("supported") is False:
         raise MeasurementError(f"{kernel} unsupported here: {res.get('reason')}")

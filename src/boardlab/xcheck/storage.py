@@ -29,6 +29,16 @@ class StorageJob:
     destructive: bool = False
     cpu: int | None = None
 
+    @property
+    def runtime_ms(self) -> int:
+        """The runtime both tools get, in whole milliseconds: fio reads `runtime=0.5s` as 0 (a 10 ms pass
+        with a warning) and 1.5s as 1 s, but takes an `ms` suffix exactly."""
+        return max(1, round(self.runtime_s * 1000))
+
+    def timed_iterations(self) -> int:
+        """boardlab-kern's timed iterations of at least pairs.ITERATION_MS each: about fio's runtime."""
+        return max(1, round(self.runtime_ms / pairs.ITERATION_MS))
+
     def fio_rw(self) -> str:
         if self.op == "randrw":
             return "randrw"
@@ -51,7 +61,7 @@ class StorageJob:
             "norandommap=1",  # uniform random offsets with repeats, as boardlab draws them
             "randrepeat=1",
             "time_based=1",
-            f"runtime={self.runtime_s:g}s",
+            f"runtime={self.runtime_ms}ms",
             "percentile_list=50:99:99.9",
         ]
         if self.fsync == "each":
@@ -78,11 +88,11 @@ class StorageJob:
 
 
 def kern_command(kern: Path, job: StorageJob) -> list[str]:
-    return pairs.kern_command(kern, "io.storage", job.kern_params())
+    return pairs.kern_command(kern, "io.storage", job.kern_params(), job.timed_iterations())
 
 
 def run_boardlab(kern: Path, job: StorageJob) -> dict[str, float | None]:
-    res = pairs.run_kern(kern_command(kern, job), "io.storage", job.cpu)
+    res = pairs.run_kern(kern_command(kern, job), "io.storage", job.cpu, job.runtime_ms / 1000 + 600)
     m = res["metrics"]
     return {
         "bandwidth_mb_s": whole_run_rate(res, job.bs_bytes / 1e6),
@@ -138,7 +148,7 @@ def fio_metrics(doc: dict) -> dict[str, float | None]:
 
 
 def run_fio(job_file: Path, job: StorageJob) -> dict[str, float | None]:
-    proc = pairs.run_tool(fio_command(job_file), job.cpu, 600)
+    proc = pairs.run_tool(fio_command(job_file), job.cpu, job.runtime_ms / 1000 + 600)
     if proc.returncode != 0:
         raise MeasurementError(
             f"fio failed (exit {proc.returncode}): {proc.stderr.strip()[:300] or proc.stdout[:300]}"
