@@ -9,6 +9,7 @@ import lzma
 import os
 import re
 import shutil
+import stat
 import subprocess
 import zlib
 from collections import Counter
@@ -393,8 +394,14 @@ def test_corpus_subcommand_rejects_bad_arguments_with_exit_2(kern, tmp_path, arg
 
 
 def test_corpus_subcommand_leaves_no_partial_file_when_it_cannot_write(kern, tmp_path):
+    # a directory that is not there is bad input, named with the path (before: exit 1)
     proc = run_kern(kern, "corpus", "--bytes", "1k", "--out", str(tmp_path / "missing-dir" / "c.bin"))
-    assert proc.returncode == 1 and "missing-dir" in proc.stderr
+    assert proc.returncode == 2 and f"--out '{tmp_path / 'missing-dir' / 'c.bin'}'" in proc.stderr
+    assert "existing directory you can write" in proc.stderr
+    (tmp_path / "a-file").write_bytes(b"x")
+    proc = run_kern(kern, "corpus", "--bytes", "1k", "--out", str(tmp_path / "a-file" / "c.bin"))
+    assert proc.returncode == 2 and "a-file/c.bin" in proc.stderr and "Not a directory" in proc.stderr
+    (tmp_path / "a-file").unlink()
     # a directory as --out is refused before anything is written (bad input: exit 2)
     target = tmp_path / "occupied"
     target.mkdir()
@@ -403,3 +410,29 @@ def test_corpus_subcommand_leaves_no_partial_file_when_it_cannot_write(kern, tmp
     assert proc.returncode == 2 and str(target) in proc.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["occupied"]
     assert [p.name for p in target.iterdir()] == ["keep"]
+
+
+def test_corpus_writes_through_no_link_and_over_no_file_at_out_tmp(kern, tmp_path):
+    """Before: the corpus went to the fixed name OUT.tmp, opened with fopen "wb": a symlink planted there was
+    written through (its target overwritten) and then renamed to OUT; an OUT.tmp of the user's was lost."""
+    target = tmp_path / "precious.txt"
+    target.write_bytes(b"precious\n")
+    (tmp_path / "c3.bin.tmp").symlink_to(target)
+    (tmp_path / "c4.bin.tmp").write_bytes(b"the user's own file\n")
+    old = os.umask(0o022)
+    try:
+        for name in ("c3.bin", "c4.bin"):
+            proc = run_kern(kern, "corpus", "--bytes", "4k", "--out", str(tmp_path / name))
+            assert proc.returncode == 0, proc.stderr
+    finally:
+        os.umask(old)
+    assert target.read_bytes() == b"precious\n"
+    assert os.readlink(tmp_path / "c3.bin.tmp") == str(target)
+    assert (tmp_path / "c4.bin.tmp").read_bytes() == b"the user's own file\n"
+    for name in ("c3.bin", "c4.bin"):
+        out = tmp_path / name
+        assert not out.is_symlink() and out.stat().st_size == 4096
+        assert stat.S_IMODE(out.stat().st_mode) == 0o644  # as fopen made it under umask 022, not 0600
+    assert out.read_bytes() == (tmp_path / "c3.bin").read_bytes()  # the same corpus both times
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["c3.bin", "c3.bin.tmp", "c4.bin", "c4.bin.tmp", "precious.txt"]  # no temporary left

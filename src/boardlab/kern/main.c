@@ -49,7 +49,7 @@ static void usage(FILE *out)
             "                            an event that cannot open is reported unsupported with its errno"
             "\n"
             "corpus writes the deterministic sensor-like corpus the kernels generate (N bytes, k/M/G suffixes, at\n"
-            "most 1G; mix default %s, seed default %s) to FILE, through FILE.tmp and a rename.\n",
+            "most 1G; mix default %s, seed default %s) to FILE, through a new temporary file beside it and a rename.\n",
             BK_RESULT_SCHEMA, BK_CORPUS_DEFAULT_MIX, BK_CORPUS_DEFAULT_SEED);
 }
 
@@ -185,8 +185,65 @@ static bool write_all(FILE *f, bk_corpus *c, uint64_t bytes)
     return ok;
 }
 
+/* A new temporary file beside `out` (.NAME.XXXXXX.tmp, its name in `tmp`): mkstemps creates it with O_EXCL
+ * under a name no one chose, so neither a link nor an earlier file at a fixed FILE.tmp is written through or
+ * over. Its mode is the one fopen gave, 0666 less the umask, not mkstemp's 0600. */
+static int create_beside(const char *out, char *tmp, size_t len)
+{
+    const char *slash = strrchr(out, '/');
+    int dirlen = slash ? (int)(slash - out + 1) : 0;
+    if (snprintf(tmp, len, "%.*s.%s.XXXXXX.tmp", dirlen, out, out + dirlen) >= (int)len) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    int fd = mkstemps(tmp, 4);
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fd >= 0 && fchmod(fd, 0666 & ~mask) != 0) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        errno = e;
+        return -1;
+    }
+    return fd;
+}
+
+/* The place the user named is at fault (exit 2), not the machine (a full disk, an I/O error: exit 1). */
+static bool place_error(int e)
+{
+    return e == ENOENT || e == ENOTDIR || e == EACCES || e == EPERM || e == EROFS || e == ENAMETOOLONG || e == ELOOP;
+}
+
+/* Writes the corpus into `fd` (the temporary `tmp`), flushes it to disk and renames it over `out`; 0 or errno.
+ * The temporary is removed on any failure. */
+static int write_and_rename(int fd, const char *tmp, const char *out, bk_corpus *c, uint64_t bytes)
+{
+    FILE *f = fdopen(fd, "wb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        return e;
+    }
+    errno = 0;
+    bool ok = write_all(f, c, bytes);
+    int err = ok ? 0 : errno ? errno : EIO;
+    if (fflush(f) != 0 && !err)
+        err = errno;
+    if (!err && fsync(fileno(f)) != 0)
+        err = errno;
+    if (fclose(f) != 0 && !err)
+        err = errno;
+    if (!err && rename(tmp, out) != 0)
+        err = errno;
+    if (err)
+        unlink(tmp);
+    return err;
+}
+
 /* `corpus`: writes exactly the bytes a kernel generates for the same bytes/mix/seed. The file appears complete
- * or not at all: it is written to FILE.tmp, flushed to disk, then renamed. */
+ * or not at all: it is written to a new temporary beside it, flushed to disk, then renamed. */
 static int corpus_main(int argc, char **argv)
 {
     const char *out = NULL, *mix = BK_CORPUS_DEFAULT_MIX;
@@ -242,7 +299,7 @@ static int corpus_main(int argc, char **argv)
                 mix, why);
         return 2;
     }
-    size_t tlen = strlen(out) + 5;
+    size_t tlen = strlen(out) + sizeof "..XXXXXX.tmp";
     char *tmp = malloc(tlen);
     bk_corpus *c = bk_corpus_new(pct, seed);
     if (!tmp || !c) {
@@ -251,33 +308,18 @@ static int corpus_main(int argc, char **argv)
         fprintf(stderr, "boardlab-kern corpus: out of memory\n");
         return 1;
     }
-    snprintf(tmp, tlen, "%s.tmp", out);
-    FILE *f = fopen(tmp, "wb");
-    int err = 0;
-    if (!f)
-        err = errno;
-    else {
-        errno = 0;
-        bool ok = write_all(f, c, bytes);
-        err = ok ? 0 : errno ? errno : EIO;
-        if (fflush(f) != 0 && !err)
-            err = errno;
-        if (!err && fsync(fileno(f)) != 0)
-            err = errno;
-        if (fclose(f) != 0 && !err)
-            err = errno;
-        if (!err && rename(tmp, out) != 0)
-            err = errno;
-        if (err)
-            unlink(tmp);
-    }
+    int fd = create_beside(out, tmp, tlen), err = fd < 0 ? errno : 0;
+    if (fd < 0)
+        fprintf(stderr,
+                "boardlab-kern corpus: --out '%s': cannot create a file in its directory: %s; give a path in an "
+                "existing directory you can write\n",
+                out, strerror(err));
+    else if ((err = write_and_rename(fd, tmp, out, c, bytes)) != 0)
+        fprintf(stderr, "boardlab-kern corpus: cannot write '%s': %s\n", out, strerror(err));
     bk_corpus_free(c);
-    if (err) {
-        fprintf(stderr, "boardlab-kern corpus: cannot write '%s': %s\n", f ? out : tmp, strerror(err));
-        free(tmp);
-        return 1;
-    }
     free(tmp);
+    if (err)
+        return fd < 0 && place_error(err) ? 2 : 1;
     printf("wrote %llu bytes of corpus (mix %s, seed %llu) to %s\n", (unsigned long long)bytes, mix,
            (unsigned long long)seed, out);
     return 0;
