@@ -55,18 +55,21 @@ def test_a_bad_storage_job_is_refused_before_anything_runs(tmp_path, args, said)
     ("args", "said"),
     [  # before: an internal error (nan duration), a run that never ended (--msg-bytes 0), or exit 1 after
         # iperf3's run with a message of boardlab-kern's
-        (("--duration-s", "nan"), "--duration-s nan: expected more than 0 to 86400 seconds"),
+        (("--duration-s", "nan"), "--duration-s nan: expected a whole number of seconds from 1 to 86400"),
         (("--mode", "tcp", "--msg-bytes", "0"), "--msg-bytes 0: expected 1 to 16777216"),
         (("--mode", "udp", "--udp-bytes", "99999"), "--udp-bytes 99999: expected 32 to 65507"),
         (("--mode", "udp", "--rate-bit-s", "-5"), "--rate-bit-s -5: expected 0 to 1000000000000"),
         (("--host", "999.1.1.1"), "--host 999.1.1.1: expected an IPv4 address"),
+        # iperf3 -t takes whole seconds: 0.5 was read as 0 (run for ever; xcheck hung 60 s), 2.5 ran 2 s
+        (("--duration-s", "0.5"), "--duration-s 0.5: expected a whole number of seconds from 1 to 86400"),
+        (("--duration-s", "2.5"), "(iperf3 runs whole seconds"),
         (("--mode", "zeroloss", "--lo-bit-s", "1"), "--lo-bit-s 1: expected 1000 to 1000000000000"),
     ],
 )
 def test_a_bad_net_job_is_refused_before_anything_runs(args, said):
     proc = run_cli("xcheck", "io.net", *args, timeout=30)
     assert proc.returncode == 2 and said in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
-    assert "iperf3" not in proc.stderr  # refused before the tools' commands are shown or run
+    assert "iperf3 -c" not in proc.stderr  # refused before the tools' commands are shown or run
 
 
 @pytest.mark.integration

@@ -10,6 +10,7 @@ import pytest
 
 from boardlab.xcheck.jsonrobust import parse
 from boardlab.xcheck.net import NetJob, iperf_metrics
+from boardlab.xcheck.net import kern_command as net_kern_command
 from boardlab.xcheck.pairs import ITERATION_MS, CrossCheck, Pair, interleave
 from boardlab.xcheck.storage import StorageJob, fio_metrics, kern_command
 
@@ -117,6 +118,14 @@ def test_iperf_command_matches_the_kernel_job():
     assert job.iperf_client(5201)[-5:] == ["-u", "-b", "100000000", "-l", "1400"]
     args = job.kern_params()
     assert "mode=udp_stream" in args and "rate_bit_s=100000000.0" in args and "sink_cpu=1" in args
+
+
+def test_iperf3_and_boardlab_send_for_the_same_whole_seconds():
+    job = NetJob(duration_s=2.0)
+    client = job.iperf_client(5201)
+    assert client[client.index("-t") + 1] == "2"  # iperf3 takes whole seconds: 0.5 ran for ever
+    command = net_kern_command(Path("boardlab-kern"), job)
+    assert int(command[command.index("--iterations") + 1]) * ITERATION_MS == 2000
 
 
 def test_median_of_pairwise_ratios_and_pairs_alternate():

@@ -95,7 +95,9 @@ def add_arguments(parser) -> None:
     n.add_argument(
         "--rate-bit-s", type=float, default=100e6, help="UDP offered rate in bit/s (default 100e6)"
     )
-    n.add_argument("--duration-s", type=float, default=3.0, help="iperf3 -t (default 3)")
+    n.add_argument(
+        "--duration-s", type=float, default=3.0, help="iperf3 -t, whole seconds; boardlab as long (default 3)"
+    )
     n.add_argument("--client-cpu", type=int, help="CPU of the sender (both tools)")
     n.add_argument("--server-cpu", type=int, help="CPU of the receiver (both tools)")
     n.add_argument(
@@ -253,8 +255,11 @@ def _check_net_job(args) -> None:
             raise InputError(
                 f"{option} {plain_number(value)}: expected {plain_number(lo)} to {plain_number(hi)}"
             )
-    if not 0 < args.duration_s <= 86400:
-        raise InputError(f"--duration-s {args.duration_s:g}: expected more than 0 to 86400 seconds")
+    if not (1 <= args.duration_s <= 86400 and args.duration_s.is_integer()):  # nan too
+        raise InputError(
+            f"--duration-s {args.duration_s:g}: expected a whole number of seconds from 1 to 86400 (iperf3 "
+            "runs whole seconds: -t 0.5 ran for ever, 2.5 ran 2)"
+        )
     try:
         ipaddress.IPv4Address(args.host)
     except ValueError:

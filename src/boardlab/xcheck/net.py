@@ -63,12 +63,14 @@ class NetJob:
 
 
 def kern_command(kern: Path, job: NetJob) -> list[str]:
-    return pairs.kern_command(kern, "io.net", job.kern_params())
+    """boardlab-kern io.net sending for about iperf3's -t: that many seconds of timed iterations."""
+    iterations = max(1, round(job.duration_s * 1000 / pairs.ITERATION_MS))
+    return pairs.kern_command(kern, "io.net", job.kern_params(), iterations)
 
 
 def run_boardlab(kern: Path, job: NetJob, notes: list[str] | None = None) -> dict[str, float | None]:
     before = read_snmp("/") if job.mode == "udp" else None
-    res = pairs.run_kern(kern_command(kern, job), "io.net", job.client_cpu)
+    res = pairs.run_kern(kern_command(kern, job), "io.net", job.client_cpu, job.duration_s + 600)
     m = res["metrics"]
     size = job.msg_bytes if job.mode == "tcp" else job.udp_bytes
     out: dict[str, float | None] = {"goodput_bit_s": whole_run_rate(res, size * 8.0)}
