@@ -185,3 +185,13 @@ def test_per_request_samples_file_has_every_request_with_units_and_schema(tmp_pa
     assert sum(s["ok"] for s in doc["steps"]) == len(rows)
     bad = run_cli("load", "--serve", "--rate", "10", "--samples", str(tmp_path / "no" / "x.csv"))
     assert bad.returncode == 2 and "does not exist" in bad.stderr
+
+
+def test_samples_on_stdout_leave_it_to_the_csv_and_the_table_on_stderr():
+    proc = run_cli("load", "--serve", "--rate", "50", "--duration-s", "0.2", "--samples", "-")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("# boardlab load requests, schema 1")
+    assert lines[1].startswith("target_rate_hz,")
+    assert all("," in line for line in lines[1:]) and len(lines) == 2 + 10  # 50 Hz for 0.2 s
+    assert "achieved_hz" in proc.stderr and "corr_p99_ms" in proc.stderr

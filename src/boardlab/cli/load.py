@@ -152,6 +152,7 @@ def run(args) -> int:
     else:
         target = load.parse_target(args.target)
 
+    text = sys.stderr if args.json or args.samples == "-" else sys.stdout  # stdout: the data's, when it is
     header = (
         f"{'target_hz':>10} {'achieved_hz':>11} {'ok':>8} {'err':>5} {'tmo':>5} {'late':>6} "
         f"{'corr_p50_ms':>11} {'corr_p99_ms':>11} {'svc_p50_ms':>10} {'svc_p99_ms':>10}  saturated"
@@ -164,14 +165,15 @@ def run(args) -> int:
             f"{_ms(st.corrected_p99_ns):>11} {_ms(st.service_p50_ns):>10} {_ms(st.service_p99_ns):>10}  "
             f"{st.saturated_reason or 'no'}"
         )
-        print(line, file=sys.stderr if args.json else sys.stdout, flush=True)
+        print(line, file=text, flush=True)
 
     if not args.json:
         print(
             f"load {target.url}: {args.mode} loop, {args.connections} connection(s), "
-            f"keep-alive {'off' if args.no_keepalive else 'on'}, {args.duration_s:g} s per rate"
+            f"keep-alive {'off' if args.no_keepalive else 'on'}, {args.duration_s:g} s per rate",
+            file=text,
         )
-        print(header)
+        print(header, file=text)
     else:
         print(f"boardlab load: {target.url}, {len(rates)} rate(s) of {args.duration_s:g} s", file=sys.stderr)
     import tempfile
@@ -227,10 +229,11 @@ def run(args) -> int:
     elif args.until_saturation:
         k = doc["knee_rate_hz"]
         last = steps[-1]
-        print(f"knee: {k:g} Hz held" if k is not None else "knee: no rate held", end="")
+        print(f"knee: {k:g} Hz held" if k is not None else "knee: no rate held", end="", file=text)
         print(
             f"; saturated at {last.target_rate_hz:g} Hz ({last.saturated_reason})"
             if last.saturated_reason
-            else "; no saturation within the rates tried"
+            else "; no saturation within the rates tried",
+            file=text,
         )
     return 0
