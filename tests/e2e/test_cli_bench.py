@@ -191,3 +191,13 @@ def test_ingest_reads_hyperfines_json_into_the_plan_bench_writes_for_the_same_co
     export.write_text('{"results": [{"command": "x"}]}')
     bad = run_cli("ingest", str(export), "--db", str(db))
     assert bad.returncode == 2 and "results[0].times" in bad.stderr
+
+
+def test_an_export_checked_again_after_the_runs_is_named_by_its_option(tmp_path):
+    """The outputs are checked before the campaign and again when written (the path may have changed during
+    the runs): the second refusal names the option too, not `-o`, which bench does not have."""
+    from boardlab.cli.bench import _write
+    from boardlab.errors import InputError
+
+    with pytest.raises(InputError, match="--export-markdown writes a new file"):
+        _write(os.devnull, "text", str(tmp_path / "x.db"), "--export-markdown")

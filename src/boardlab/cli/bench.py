@@ -413,11 +413,11 @@ def _report(args, outcome, names_by_line: dict, n: int, basis: str, pinned: str,
              "loop_s": outcome.loop_s}  # fmt: skip
     d = bench_result(analysis, names, facts)
     if args.export_json:
-        _write(args.export_json, json.dumps(d, indent=1, allow_nan=False) + "\n", args.db)
+        _write(args.export_json, json.dumps(d, indent=1, allow_nan=False) + "\n", args.db, "--export-json")
     if args.export_markdown:
         from boardlab.report.render import render_document
 
-        _write(args.export_markdown, render_document(bench_document(d), "md"), args.db)
+        _write(args.export_markdown, render_document(bench_document(d), "md"), args.db, "--export-markdown")
     if args.json:
         print(json.dumps(d, allow_nan=False))
     else:  # on stderr beside an output on stdout (--export-json -), which then holds that document alone
@@ -478,11 +478,11 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
-def _write(path: str, text: str, db: str) -> None:
+def _write(path: str, text: str, db: str, option: str) -> None:
     from boardlab.export import check_output, write_output
 
-    check_output(path, protect=[db])
-    write_output(path, text.encode(), protect=[db])
+    check_output(path, protect=[db], option=option)  # again: the path may have changed during the runs
+    write_output(path, text.encode(), protect=[db], option=option)
 
 
 def text_of(d: dict) -> str:
