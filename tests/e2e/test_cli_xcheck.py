@@ -110,6 +110,16 @@ def test_an_existing_file_at_path_is_refused_and_left_as_it_was(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link", "notes.txt"]
 
 
+def test_a_dangling_link_at_path_is_refused_and_its_target_not_made(tmp_path):
+    """Before: the layout created the link's target and the cleanup removed only the link, leaving 4 MiB."""
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "elsewhere.bin")
+    proc = run_cli("xcheck", "io.storage", "--path", str(link), "--size", "4M", "--runtime-s", "1",
+                   "--pairs", "1", timeout=60)  # fmt: skip
+    assert proc.returncode == 2 and "which does not exist" in proc.stderr and "Traceback" not in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["link"]
+
+
 @pytest.mark.parametrize("same", ["same string", "relative", "symlink"])
 def test_job_out_at_the_path_is_refused(tmp_path, same):
     """Before: the job file was written at --path, then the test file laid out over it and removed."""

@@ -147,6 +147,11 @@ def _check_storage_job(args, path: Path) -> None:
             f"--path {path}: an existing file; xcheck lays out its own test file at --path and removes it "
             "after, so name a path that does not exist (or a block device)"
         )
+    if path.is_symlink() and not path.exists():  # layout makes its target, cleanup unlinks only the link
+        raise InputError(
+            f"--path {path}: a link to {os.readlink(path)}, which does not exist; name a path that does not "
+            "exist (or a block device)"
+        )
     if path.exists() and not path.is_block_device():
         raise InputError(
             f"--path {path}: neither a regular file nor a block device; name a path that does not exist "
