@@ -603,12 +603,14 @@ class KeepBehind:
         self._thread.join()
 
     def close(self) -> None:
-        """Ends the summaries' workers now, done or not (an ingest that failed or was interrupted), once
-        started (none is left behind)."""
-        for worker in self.workers:
-            if worker.exitcode is None:
-                worker.kill()
-                worker.join()
+        """Ends the summaries' workers and their pools now, done or not (an ingest that failed or was
+        interrupted), once started: none is left behind, and no pool left to end with the interpreter's exit
+        (kill_pool: that printed a traceback after the ingest's own message, one failed ingest in many)."""
+        from boardlab.platform.spawn import kill_pool
+
+        self._started.wait()
+        for pool in self._pools:
+            kill_pool(pool)
 
     def _write(self, store, *, block: bool) -> None:
         import queue

@@ -181,6 +181,24 @@ def test_the_process_says_what_failed_and_ends_when_closed(tmp_path):
     assert not any(alive(w.pid) for w in workers)
 
 
+def test_close_of_busy_workers_leaves_no_pool_thread_for_the_exit_to_race(tmp_path):
+    """An ingest that fails (a lost server) closes its summaries mid-task: the killed workers' pools are
+    torn down by close, not by their threads at the interpreter's exit, where the teardown raced the exit's
+    wake-up of them and printed a traceback one run in many."""
+    import threading
+    from concurrent.futures.process import _ExecutorManagerThread
+
+    lab = make_campaign_db(tmp_path / "lab.db", board="b1", n=4, with_latency=False)
+    behind = summary.KeepBehind(str(lab), print, process=True)
+    workers = list(behind.workers)
+    assert workers
+    for pool in behind._pools:
+        pool.submit(time.sleep, 60)
+    behind.close()
+    assert not any(alive(w.pid) for w in workers)
+    assert not [t for t in threading.enumerate() if isinstance(t, _ExecutorManagerThread)]
+
+
 def test_the_process_dies_with_a_killed_ingest(tmp_path):
     lab = make_campaign_db(tmp_path / "lab.db", board="b1", n=4, with_latency=False)
     # the worker is kept busy (a minute's sleep), so only its death signal (PR_SET_PDEATHSIG) can end it when

@@ -30,6 +30,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from boardlab.errors import MeasurementError
 from boardlab.model.workload import DirectExecution
@@ -56,6 +57,21 @@ def pool_worker_setup(parent_pid: int) -> None:
     follows the thread that started the worker: start it from one that lives as long as the pool."""
     _die_with_parent(parent_pid, _libc())
     os.setpgid(0, 0)
+
+
+def kill_pool(pool: Any, wait_s: float = 5.0) -> None:
+    """Ends a `concurrent.futures` process pool now, mid-task or not (serve stopping, an ingest that failed):
+    its workers killed, then its manager thread waited for, a bounded while (it takes milliseconds once the
+    workers are dead). Left to end by itself, the thread closes its wake-up pipe while Python 3.11's exit
+    hook writes to it, having checked it open without the pool's lock: a close between the two printed a
+    traceback (EBADF) after boardlab's own last words, one exit in many."""
+    manager = getattr(pool, "_executor_manager_thread", None)  # taken before shutdown, which lets go of it
+    for proc in list((getattr(pool, "_processes", None) or {}).values()):  # no public handle on them
+        proc.kill()
+        proc.join()
+    pool.shutdown(wait=False, cancel_futures=True)
+    if manager is not None:
+        manager.join(timeout=wait_s)
 
 
 @contextmanager

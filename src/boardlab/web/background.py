@@ -191,19 +191,10 @@ class Background:
     def close(self) -> None:
         """Ends the worker now, mid-analysis or not (serve stopping): an exit would otherwise wait for the
         analysis it runs, minutes on a large campaign."""
-        pool = self._pool
-        if pool is None:
-            return
-        # The pool's manager thread closes its wake-up pipe as it ends; Python 3.11's exit hook writes to that
-        # pipe after checking it open, unlocked, and a close between the two printed a Traceback (EBADF) into
-        # serve's log. With its worker killed the thread ends at once: wait for it, a bounded while (taken
-        # before shutdown, which lets go of it).
-        manager = getattr(pool, "_executor_manager_thread", None)
-        for proc in list((getattr(pool, "_processes", None) or {}).values()):  # no public handle on them
-            proc.kill()
-        pool.shutdown(wait=False, cancel_futures=True)
-        if manager is not None:
-            manager.join(timeout=CLOSE_WAIT_S)
+        from boardlab.platform.spawn import kill_pool
+
+        if self._pool is not None:
+            kill_pool(self._pool, CLOSE_WAIT_S)  # not left to end with the exit: a traceback in serve's log
 
     def _finish(self, key: tuple, kind: str, campaign_id: int, runs: int, future) -> None:
         with self._lock:
