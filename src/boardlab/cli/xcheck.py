@@ -61,7 +61,7 @@ def add_arguments(parser) -> None:
         "--runtime-s",
         type=float,
         default=3.0,
-        help="each tool's run: fio's time-based runtime, in whole milliseconds (default 3)",
+        help="seconds each tool runs (fio's time-based runtime, to the millisecond; default 3)",
     )
     s.add_argument("--cpu", type=int, help="pin both tools to this CPU")
     s.add_argument(
