@@ -72,3 +72,38 @@ def test_help_shows_a_percent_sign_once(command):
     proc = run_cli(command, "--help")
     assert proc.returncode == 0
     assert "%%" not in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("info", "--root", ""),
+        ("report", "--db", "x.db", "-o", ""),
+        ("ingest", "--db", "", "board.db"),
+        ("models", "build", "--out", ""),
+        ("governor", "sweep", "--root", ""),
+        ("bundle", "--arch", "arm64", "--out", ""),
+    ],
+    ids=lambda a: " ".join(a[:2]),
+)
+def test_an_empty_path_is_refused_naming_its_option_not_taken_as_here_or_as_not_given(tmp_path, args):
+    """`--root ''` took the current directory for the board's tree, `models build --out ''` built into the
+    default cache (`args.out or default`), `report -o ''` printed to stdout: each exit 2 now, nothing made."""
+    import os
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    proc = run_cli(*args, cwd=tmp_path, env=env)
+    option = args[args.index("") - 1]
+    assert proc.returncode == 2 and "an empty path" in proc.stderr and option in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not (tmp_path / "cache" / "boardlab" / "models").exists()
+
+
+@pytest.mark.parametrize("names", ["", ",", " , "])
+def test_models_that_name_no_model_are_refused_not_read_as_all_six(tmp_path, names):
+    import os
+
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    proc = run_cli("models", "build", "--models", names, cwd=tmp_path, env=env)
+    assert proc.returncode == 2 and "names no model" in proc.stderr, proc.stderr
+    assert not (tmp_path / "cache" / "boardlab" / "models").exists()

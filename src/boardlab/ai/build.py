@@ -38,9 +38,15 @@ def missing_packages(int8: bool = False) -> list[str]:
 
 
 def parse_model_names(text: str | None) -> list[str]:
-    if not text:
+    """--models: None (not given) is every model; a list that names none (`''`, `,`) is refused, not read as
+    every model (524 MB built where the user asked for nothing)."""
+    if text is None:
         return list(MODEL_NAMES)
     names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise InputError(
+            f"--models {text!r}: names no model; give some of {', '.join(MODEL_NAMES)}, or leave it out"
+        )
     unknown = [n for n in names if n not in MODEL_NAMES]
     if unknown:
         raise InputError(f"unknown model {', '.join(unknown)}; valid: {', '.join(MODEL_NAMES)}")

@@ -16,7 +16,7 @@ import sys
 import traceback
 
 from boardlab import __version__
-from boardlab.errors import EXIT_FAILURE, EXIT_USAGE, BoardlabError
+from boardlab.errors import EXIT_FAILURE, EXIT_USAGE, BoardlabError, InputError
 
 # name -> (module, one-line help). Order is the order shown by --help.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -165,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     debug = os.environ.get("BOARDLAB_DEBUG", "") not in ("", "0")
     try:
+        _refuse_empty_paths(_innermost(parser, args), args)
         return int(args._module.run(args) or 0)
     except KeyboardInterrupt:
         print(f"boardlab {args.command}: interrupted", file=sys.stderr)
@@ -186,6 +187,23 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_FAILURE
         print(f"boardlab {args.command}: error: {_one_line(str(error))}", file=sys.stderr)
         return error.exit_code
+
+
+# The options, across commands, whose value is a file or directory. An empty one reads as "." to the OS or
+# as "not given" to the code (`args.out or default`): `--root ''` took the current directory for the board,
+# `models build --out ''` built into the default cache, `report -o ''` printed to stdout.
+PATH_OPTIONS = frozenset({
+    "root", "db", "output", "out", "c_out", "plan_out", "export_json", "export_markdown", "source_dir",
+    "tree", "trace", "html", "kern", "path", "job_out", "samples", "csv", "token_file", "bundle", "ssh_key",
+    "lg_env", "remote_dir", "keep",
+})  # fmt: skip
+
+
+def _refuse_empty_paths(parser: argparse.ArgumentParser, args) -> None:
+    """An empty path option is refused (exit 2) before the command runs, naming the option."""
+    for action in parser._actions:
+        if action.dest in PATH_OPTIONS and action.option_strings and getattr(args, action.dest, None) == "":
+            raise InputError(f"{'/'.join(action.option_strings)} '': an empty path; give a file or directory")
 
 
 def _innermost(parser: argparse.ArgumentParser, args) -> argparse.ArgumentParser:
