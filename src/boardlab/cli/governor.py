@@ -150,11 +150,18 @@ def _write(args, name: str, text: str) -> None:
 def _check_outputs(args, *names: str) -> None:
     """The outputs named, refused before the work rather than after it, and before a first one is written
     while a second would be refused."""
+    import itertools
+
+    from boardlab.cli.bench import _same_file
     from boardlab.export import check_output
 
-    for name in names:
-        if getattr(args, name, None):
-            check_output(getattr(args, name), protect=_inputs(args), option=_option(name))
+    given = [name for name in names if getattr(args, name, None)]
+    for name in given:
+        check_output(getattr(args, name), protect=_inputs(args), option=_option(name))
+    files = [(_option(n), getattr(args, n)) for n in given if getattr(args, n) != "-"]
+    for (o1, p1), (o2, p2) in itertools.combinations(files, 2):
+        if _same_file(p1, p2):  # the second written would replace the first, and the command say both
+            raise InputError(f"{o1} {p1} and {o2} {p2} are the same file: give each its own path")
 
 
 def _inputs(args) -> list[str]:
@@ -402,9 +409,33 @@ def _load_cells(path: str):
         raise InputError(f"{path}: a cell has the wrong keys ({exc})") from None
 
 
+def _check_campaign(args) -> None:
+    """--campaign picks a campaign of --db: alone it was ignored, as if the command had used it."""
+    if args.campaign is not None and not args.db:
+        raise InputError(f"--campaign {args.campaign}: --campaign goes with --db (give the database too)")
+
+
+def _open_sweep_campaign(args):
+    """The --db campaign locked for writing, with its sweep cells: a campaign that holds no sweep (a noop
+    one) is refused, by label and by train alike, before anything is written."""
+    from boardlab.analysis.specs import workload_facts
+    from boardlab.governor import store_io
+
+    store, campaign_id = _open_campaign(args.db, args.campaign, write=True)
+    cells = store_io.sweep_from_store(store, campaign_id, workload_facts(store, campaign_id))
+    if not cells:
+        raise InputError(
+            f"{args.db}: campaign {campaign_id} has no valid mem.latency runs under snoop-sweep "
+            "conditions (userspace frequencies fixed per policy in kHz, as `governor sweep --plan-out` "
+            "writes them)"
+        )
+    return store, campaign_id, cells
+
+
 def _label(args) -> int:
     from boardlab.governor import label
 
+    _check_campaign(args)
     if not 0 < args.alpha < 1:
         raise InputError("--alpha: expected a level in (0, 1), e.g. 0.05")
     if not 0 <= args.min_effect < 1:
@@ -415,17 +446,9 @@ def _label(args) -> int:
         )
     _check_outputs(args, "out")
     if args.db:
-        from boardlab.analysis.specs import workload_facts
         from boardlab.governor import store_io
 
-        store, campaign_id = _open_campaign(args.db, args.campaign, write=True)
-        cells = store_io.sweep_from_store(store, campaign_id, workload_facts(store, campaign_id))
-        if not cells:
-            raise InputError(
-                f"{args.db}: campaign {campaign_id} has no valid mem.latency runs under snoop-sweep "
-                "conditions (userspace frequencies fixed per policy in kHz, as `governor sweep --plan-out` "
-                "writes them)"
-            )
+        store, campaign_id, cells = _open_sweep_campaign(args)
         doc = {"source": f"campaign {campaign_id} of {args.db}"}
     else:
         doc, cells = _load_cells(args.sweep)
@@ -457,6 +480,7 @@ def _label(args) -> int:
 def _train(args) -> int:
     from boardlab.governor import tree
 
+    _check_campaign(args)
     _check_outputs(args, "out", "c_out")
     doc = _read_json(args.labels, "labels")
     from boardlab.governor.label import LABEL_SCHEMA
@@ -486,6 +510,8 @@ def _train(args) -> int:
     cells = len(set(groups))
     if not 2 <= args.folds <= cells:  # a fold holds whole cells: beyond, folds are empty (10^20 never ended)
         raise InputError(f"--folds {args.folds}: expected 2 to {cells}, the labelled cells with features")
+    # the database checked (there, a sweep campaign) before the outputs are written, not after
+    store, campaign_id, _ = _open_sweep_campaign(args) if args.db else (None, None, None)
     cv = tree.cross_validate(X, y, groups, k=args.folds, max_depth=args.depth)
     t = tree.fit(X, y, max_depth=args.depth)
     out = {
@@ -503,10 +529,9 @@ def _train(args) -> int:
     _write(args, "out", json.dumps(out, indent=1))
     if args.c_out:
         _write(args, "c_out", tree.to_c(t))
-    if args.db:
+    if store is not None and campaign_id is not None:
         from boardlab.governor import store_io
 
-        store, campaign_id = _open_campaign(args.db, args.campaign, write=True)
         store_io.save_artifact(store, campaign_id, store_io.TREE, out)
     if args.json:
         print(

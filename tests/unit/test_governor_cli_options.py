@@ -1,0 +1,99 @@
+"""The governor CLI's options: an option the command would ignore, an input it would find wrong only after
+writing its outputs, or two outputs naming one file, are refused with exit 2 naming the options, before
+anything is written."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from helpers import run_cli
+
+NOOP_PLAN = """\
+name = "noop"
+[runs]
+repetitions = 2
+iterations = 3
+[gates]
+idle = false
+temperature = false
+[[workloads]]
+name = "noop"
+"""
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory) -> Path:
+    """labels.json of a quick simulated sweep, and noop.db: a campaign that is no sweep."""
+    d = tmp_path_factory.mktemp("govcli")
+    sw = d / "sweep.json"
+    p = run_cli(
+        "governor", "sweep", "--sim", "exynos5422", "--quick", "--cluster", "policy0", "--out", str(sw)
+    )
+    assert p.returncode == 0, p.stderr
+    p = run_cli("governor", "label", str(sw), "--out", str(d / "labels.json"))
+    assert p.returncode == 0, p.stderr
+    (d / "noop.toml").write_text(NOOP_PLAN)
+    p = run_cli("run", str(d / "noop.toml"), "--db", str(d / "noop.db"), "--quiet")
+    assert p.returncode == 0, p.stderr
+    return d
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def refused(p, *said: str) -> None:
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    for s in said:
+        assert s in p.stderr, p.stderr
+
+
+@pytest.mark.parametrize("db", ["nosuch.db", "noop.db"])
+def test_train_checks_its_database_before_writing_its_outputs(lab, tmp_path, db):
+    """before: a missing database was found after tz.json and tz.h were written, and a noop campaign took
+    the tree as if it were a sweep (exit 0)."""
+    path = lab / db
+    before = digest(path) if path.exists() else None
+    out, c_out = tmp_path / "tz.json", tmp_path / "tz.h"
+    p = run_cli("governor", "train", str(lab / "labels.json"), "--out", str(out), "--c-out", str(c_out),
+                "--db", str(path))  # fmt: skip
+    refused(p, str(path))
+    assert "no such results database" in p.stderr or "no valid mem.latency runs" in p.stderr
+    assert not out.exists() and not c_out.exists()
+    assert (digest(path) if path.exists() else None) == before
+
+
+def test_train_checks_its_campaign_before_writing_its_outputs(lab, tmp_path):
+    out = tmp_path / "tz.json"
+    before = digest(lab / "noop.db")
+    db = ["--db", str(lab / "noop.db"), "--campaign", "99"]
+    p = run_cli("governor", "train", str(lab / "labels.json"), "--out", str(out), *db)
+    refused(p, "--campaign 99: not in")
+    assert not out.exists() and digest(lab / "noop.db") == before
+
+
+def test_train_refuses_two_outputs_naming_one_file(lab, tmp_path):
+    """before: --out t6.json --c-out t6.json exited 0 leaving only the C."""
+    out = tmp_path / "t6.json"
+    p = run_cli("governor", "train", str(lab / "labels.json"), "--out", str(out), "--c-out",
+                str(tmp_path / "." / "t6.json"))  # fmt: skip
+    refused(p, "--out", "--c-out", "are the same file")
+    assert not out.exists()
+    out.write_text("mine")
+    (tmp_path / "link.h").symlink_to(out)
+    p = run_cli("governor", "train", str(lab / "labels.json"), "--out", str(out), "--c-out",
+                str(tmp_path / "link.h"))  # fmt: skip
+    refused(p, "--out", "--c-out", "are the same file")
+    assert out.read_text() == "mine"
+
+
+@pytest.mark.parametrize("command", ["label", "train"])
+def test_campaign_without_db_is_refused(lab, tmp_path, command):
+    """before: --campaign without --db was ignored."""
+    given = ["--campaign", "3", str(lab / ("sweep.json" if command == "label" else "labels.json"))]
+    p = run_cli("governor", command, *given, "--out", str(tmp_path / "o.json"))
+    refused(p, "--campaign 3", "--campaign goes with --db")
+    assert not (tmp_path / "o.json").exists()
