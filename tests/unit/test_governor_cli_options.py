@@ -5,11 +5,14 @@ anything is written."""
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import pytest
 
-from helpers import run_cli
+from helpers import copy_board, run_cli
+
+pytestmark = pytest.mark.spawns  # starts processes: not in make test-unit
 
 NOOP_PLAN = """\
 name = "noop"
@@ -39,6 +42,15 @@ def lab(tmp_path_factory) -> Path:
     p = run_cli("run", str(d / "noop.toml"), "--db", str(d / "noop.db"), "--quiet")
     assert p.returncode == 0, p.stderr
     return d
+
+
+def state_env(tmp_path: Path) -> dict:
+    return {**os.environ, "BOARDLAB_STATE_DIR": str(tmp_path / "state")}
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    base = root / "sys/devices/system/cpu/cpufreq"
+    return {str(p.relative_to(base)): p.read_text() for p in sorted(base.rglob("*")) if p.is_file()}
 
 
 def digest(path: Path) -> str:
@@ -97,3 +109,44 @@ def test_campaign_without_db_is_refused(lab, tmp_path, command):
     p = run_cli("governor", command, *given, "--out", str(tmp_path / "o.json"))
     refused(p, "--campaign 3", "--campaign goes with --db")
     assert not (tmp_path / "o.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [  # before: ondemand ran ignoring the anti-snoop options, and a nan threshold was taken
+        (("--policy", "ondemand", "--t1", "nan"), "--t1: only with --policy anti-snoop, not ondemand"),
+        (("--policy", "conservative", "--tree", "tree.json"), "--tree: only with --policy anti-snoop"),
+        (("--policy", "ondemand", "--t2", "0.1", "--cci-source", "policy0=3"), "--t2, --cci-source: only"),
+        (("--policy", "anti-snoop", "--t1", "nan"), "--t1 nan: expected a finite threshold"),
+        (("--policy", "anti-snoop", "--t2", "inf"), "--t2 inf: expected a finite threshold"),
+        (("--policy", "anti-snoop", "--t1", "-1"), "--t1 -1: expected a finite threshold"),
+    ],
+)
+def test_run_refuses_anti_snoop_options_elsewhere_and_thresholds_that_are_no_number(tmp_path, args, said):
+    xu3 = copy_board("odroid-xu3", tmp_path)
+    before = snapshot(xu3)
+    p = run_cli("governor", "run", "--root", str(xu3), "--duration-s", "1", *args, env=state_env(tmp_path))
+    refused(p, said)
+    assert snapshot(xu3) == before
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [  # before: "unsupported" (exit 1) where cpufreq is missing, the option never looked at
+        (("--policy", "ondemand", "--wait", "-1"), "--wait -1: expected 0 to"),
+        (("--policy", "ondemand", "--wait", "nan"), "--wait nan: expected 0 to"),
+        (("--policy", "anti-snoop", "--cci-source", "garbage"), "--cci-source: expected POLICY=N pairs"),
+    ],
+)
+def test_run_checks_its_options_before_cpufreq(tmp_path, args, said):
+    vm = copy_board("vm", tmp_path)
+    p = run_cli("governor", "run", "--root", str(vm), *args, env=state_env(tmp_path))
+    refused(p, said)
+
+
+def test_the_doc_quotes_what_run_says_without_cpufreq(tmp_path):
+    vm = copy_board("vm", tmp_path)
+    p = run_cli("governor", "run", "--root", str(vm), "--policy", "ondemand", env=state_env(tmp_path))
+    assert p.returncode == 1 and "unsupported: no cpufreq policy under " in p.stderr, p.stderr
+    doc = " ".join((Path(__file__).parents[2] / "docs/governor.md").read_text().split())
+    assert "`unsupported: no cpufreq policy under /sys/devices/system/cpu/cpufreq`" in doc

@@ -17,6 +17,8 @@ DESCRIPTION = (
     "userspace governor (run), and compare policies on traces for time, energy and EDP (simulate)."
 )
 SOC_NAMES = ("exynos5422", "am335x")
+T1, T2, CCI_SOURCE = 2.0689, 0.02, "policy0=3,policy4=4"  # anti-snoop's defaults: the study's, on its board
+ANTI_SNOOP_ONLY = ("tree", "t1", "t2", "cci_source")
 
 
 def add_arguments(parser) -> None:
@@ -97,15 +99,14 @@ def add_arguments(parser) -> None:
     p.add_argument("--duration-s", type=float, help="stop after this long (default: until Ctrl-C or SIGTERM)")
     p.add_argument("--tree", metavar="FILE", help="anti-snoop: a tree JSON from `governor train`")
     p.add_argument(
-        "--t1", type=float, default=2.0689, help="anti-snoop without --tree: cci_congestion threshold"
+        "--t1", type=float, help=f"anti-snoop without --tree: cci_congestion threshold (default {T1:g})"
     )
     p.add_argument(
-        "--t2", type=float, default=0.02, help="anti-snoop without --tree: memory_access threshold"
+        "--t2", type=float, help=f"anti-snoop without --tree: memory_access threshold (default {T2:g})"
     )
     p.add_argument(
         "--cci-source",
-        default="policy0=3,policy4=4",
-        help="CCI-400 slave interface per policy (default Exynos 5422: policy0=3,policy4=4)",
+        help=f"anti-snoop: CCI-400 slave interface per policy (default Exynos 5422: {CCI_SOURCE})",
     )
     p.add_argument("--json", action="store_true", help="print the daemon's summary as JSON when it stops")
     p.add_argument("--no-recover", action="store_true", help=argparse_suppress())
@@ -610,11 +611,10 @@ def _check_sampling(ms: float) -> None:
         raise InputError(f"--sampling-ms {ms:g}: expected 1 to 3600000 ms")
 
 
-def _run(args) -> int:
-    from boardlab.conditions.journal import RestoreJournal
-    from boardlab.governor import daemon
-    from boardlab.platform import cpufreq
-    from boardlab.platform.sysroot import SysRoot
+def _check_run_options(args) -> dict[str, int]:
+    """Every option of `governor run`, before the tree is read: bad input is exit 2 on any machine, not
+    "unsupported" (exit 1) where cpufreq is missing. Returns the --cci-source map."""
+    from boardlab.cli.run import check_wait
 
     _check_sampling(args.sampling_ms)
     if args.duration_s is not None and not 0 < args.duration_s <= 1e9:  # nan, inf and -1 ran
@@ -622,9 +622,35 @@ def _run(args) -> int:
             f"--duration-s {args.duration_s:g}: expected a positive number of seconds (leave it out to run "
             "until Ctrl-C)"
         )
+    check_wait(args)
+    given = [_option(k) for k in ANTI_SNOOP_ONLY if getattr(args, k) is not None]
+    if args.policy != "anti-snoop" and given:  # another policy ignored them, as if they had been used
+        raise InputError(f"{', '.join(given)}: only with --policy anti-snoop, not {args.policy}")
+    for name in ("t1", "t2"):
+        value = getattr(args, name)
+        if value is not None and not 0 <= value < float("inf"):  # nan compared false: nothing was slow
+            raise InputError(f"--{name} {value:g}: expected a finite threshold of 0 or more")
+    return _cci_source(args.cci_source or CCI_SOURCE)
+
+
+def _cci_source(text: str) -> dict[str, int]:
+    try:
+        return {k: int(v) for k, v in (kv.split("=", 1) for kv in text.split(","))}
+    except ValueError:
+        raise InputError("--cci-source: expected POLICY=N pairs, e.g. policy0=3,policy4=4") from None
+
+
+def _run(args) -> int:
+    from boardlab.conditions.journal import RestoreJournal
+    from boardlab.governor import daemon
+    from boardlab.platform import cpufreq
+    from boardlab.platform.sysroot import SysRoot
+
+    source = _check_run_options(args)
     sr = SysRoot(args.root)
     sr.require_board_tree()
-    slow, rule_text = load_rule(args.tree, args.t1, args.t2) if args.policy == "anti-snoop" else (None, "")
+    t1, t2 = T1 if args.t1 is None else args.t1, T2 if args.t2 is None else args.t2
+    slow, rule_text = load_rule(args.tree, t1, t2) if args.policy == "anti-snoop" else (None, "")
     try:  # cpufreq first: without it nothing else matters
         daemon.Daemon(sr, args.policy, RestoreJournal(sr)).check(counters=False)
     except daemon.Unsupported as exc:
@@ -634,11 +660,6 @@ def _run(args) -> int:
     if args.policy == "anti-snoop":
         counters = daemon.sim_counters(sr)
         if counters is None:
-            try:
-                source = dict(kv.split("=", 1) for kv in args.cci_source.split(","))
-                source = {k: int(v) for k, v in source.items()}
-            except ValueError:
-                raise InputError("--cci-source: expected POLICY=N pairs, e.g. policy0=3,policy4=4") from None
             clusters = {p.name: p.related_cpus or p.cpus for p in cpufreq.read_policies(sr)}
             missing = [p for p in clusters if p not in source]
             if clusters and missing:
