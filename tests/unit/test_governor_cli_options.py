@@ -150,3 +150,33 @@ def test_the_doc_quotes_what_run_says_without_cpufreq(tmp_path):
     assert p.returncode == 1 and "unsupported: no cpufreq policy under " in p.stderr, p.stderr
     doc = " ".join((Path(__file__).parents[2] / "docs/governor.md").read_text().split())
     assert "`unsupported: no cpufreq policy under /sys/devices/system/cpu/cpufreq`" in doc
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [  # before: each was accepted and ignored (exit 0)
+        (("--out", "o.json"), "--out: only with --sim"),
+        (("--runs", "3"), "--runs: only with --sim"),
+        (("--quick",), "--quick: only with --sim"),
+        (("--sim", "am335x", "--plan-out", "p.toml"), "--plan-out: not with --sim am335x"),
+        (("--sim", "am335x", "--bus-hz", "max", "--out", "o.json"), "--bus-hz: not with --sim"),
+        (("--sim", "am335x", "--root", "xu3", "--out", "o.json"), "--root: not with --sim"),
+        (("--sim", "am335x", "--quick", "--runs", "3", "--out", "o.json"), "--runs 3 and --quick: give one"),
+        (("--root", "xu3", "--cluster", "policy0", "--bus-hz", "max"), "--bus-hz goes with --plan-out"),
+    ],
+)
+def test_sweep_refuses_the_options_of_the_other_kind_of_sweep(tmp_path, args, said):
+    copy_board("odroid-xu3", tmp_path).rename(tmp_path / "xu3")
+    p = run_cli("governor", "sweep", *args, cwd=tmp_path)
+    refused(p, said)
+    assert not (tmp_path / "o.json").exists() and not (tmp_path / "p.toml").exists()
+
+
+def test_sweep_keeps_the_combinations_the_doc_gives(tmp_path):
+    xu3 = copy_board("odroid-xu3", tmp_path)
+    plan = tmp_path / "sweep-a15.toml"
+    p = run_cli("governor", "sweep", "--root", str(xu3), "--cluster", "policy4", "--plan-out", str(plan),
+                "--bus-hz", "max")  # fmt: skip
+    assert p.returncode == 0 and plan.exists(), p.stderr
+    p = run_cli("governor", "sweep", "--sim", "am335x", "--runs", "2", "--out", str(tmp_path / "s.json"))
+    assert p.returncode == 0 and (tmp_path / "s.json").exists(), p.stderr

@@ -29,18 +29,17 @@ def add_arguments(parser) -> None:
         help="the snoop sweep: expand the OPP grid, write its plan (the snoop-sweep preset's), or "
         "simulate it",
     )
-    p.add_argument("--root", default="/", help="the board tree to read cpufreq from (default /)")
+    p.add_argument("--root", help="without --sim: the board tree to read cpufreq from (default /)")
     p.add_argument(
         "--cluster", metavar="POLICY", help="only the grid with the task on this policy (e.g. policy0)"
     )
     p.add_argument(
         "--plan-out",
         metavar="FILE",
-        help="write the campaign plan of the grid (run it with `boardlab run FILE`)",
+        help="without --sim: write the campaign plan of the grid (run it with `boardlab run FILE`)",
     )
     p.add_argument(
         "--bus-hz",
-        default="record",
         metavar="HZ|max|min|record",
         help="with --plan-out: fix the memory-controller devfreq at this frequency (default: record it)",
     )
@@ -53,7 +52,7 @@ def add_arguments(parser) -> None:
         metavar="FILE",
         help="with --sim: store the sweep as a campaign (marked simulated) for `boardlab report`",
     )
-    p.add_argument("--runs", type=int, default=10, help="runs per cell with --sim (default 10)")
+    p.add_argument("--runs", type=int, help="with --sim, not --quick: runs per cell (default 10)")
     p.add_argument("--quick", action="store_true", help="with --sim: every other size, 6 runs per cell")
     p.add_argument("--json", action="store_true", help="print the grid or the sweep summary as JSON")
 
@@ -229,16 +228,14 @@ def _soc(name: str):
 def _sweep(args) -> int:
     from boardlab.governor import sweep
 
+    _check_sweep_options(args)
     _check_outputs(args, "out", "plan_out")
     if args.sim:
         return _simulated_sweep(args)
-    if args.db:
-        raise InputError("--db: the sweep is stored as a campaign with --sim; on a board run its plan "
-                         "(`boardlab run --preset snoop-sweep --db FILE`)")  # fmt: skip
     from boardlab.platform.inventory import inventory
     from boardlab.platform.sysroot import SysRoot
 
-    sr = SysRoot(args.root)
+    sr = SysRoot(args.root or "/")
     sr.require_board_tree()
     info = inventory(sr)
     try:
@@ -278,20 +275,39 @@ def _sweep(args) -> int:
     return 0
 
 
+SIM_ONLY = ("out", "runs", "quick")  # the simulated sweep's options (--db: below, with its own advice)
+BOARD_ONLY = ("plan_out", "bus_hz", "root")  # the board's grid and its plan
+
+
+def _check_sweep_options(args) -> None:
+    """The options of the other kind of sweep were ignored, as if they had been used: each is refused."""
+    if not args.sim and args.db:
+        raise InputError("--db: the sweep is stored as a campaign with --sim; on a board run its plan "
+                         "(`boardlab run --preset snoop-sweep --db FILE`)")  # fmt: skip
+    others = [n for n in (BOARD_ONLY if args.sim else SIM_ONLY) if getattr(args, n) not in (None, False)]
+    if others:
+        where = f"not with --sim {args.sim}" if args.sim else "only with --sim"
+        raise InputError(f"{', '.join(map(_option, others))}: {where}")
+    if args.runs is not None and args.quick:
+        raise InputError(f"--runs {args.runs} and --quick: give one (--quick runs 6 per cell)")
+    if args.bus_hz is not None and not args.plan_out:
+        raise InputError(f"--bus-hz {args.bus_hz}: --bus-hz goes with --plan-out (the plan fixes it)")
+
+
 def _simulated_sweep(args) -> int:
     """`governor sweep --sim`: the snoop sweep on a simulated SoC, stored as a campaign (--db) or written as
     cells (--out), with its per-size summary."""
     from boardlab.governor import sweep
 
-    if not 2 <= args.runs <= 10000:  # a t-test needs 2; 10^20 filled the memory before the first cell ended
-        raise InputError(f"--runs {args.runs}: expected 2 (what a t-test needs) to 10000 runs per cell")
+    runs = 6 if args.quick else 10 if args.runs is None else args.runs
+    if not 2 <= runs <= 10000:  # a t-test needs 2; 10^20 filled the memory before the first cell ended
+        raise InputError(f"--runs {runs}: expected 2 (what a t-test needs) to 10000 runs per cell")
     soc = _soc(args.sim)
     if args.cluster is not None and args.cluster not in [c.policy for c in soc.clusters]:
         raise InputError(
             f"--cluster: the {soc.name} simulator has {', '.join(c.policy for c in soc.clusters)}"
         )
     sizes = sweep.SIZES_BYTES[::2] if args.quick else sweep.SIZES_BYTES
-    runs = 6 if args.quick else args.runs
     if args.db:
         return _sweep_campaign(args, soc, sizes, runs)
     print(f"simulating the snoop sweep on {soc.model}: {len(sizes)} sizes x {len(sweep.PATTERNS)} patterns x "
@@ -340,7 +356,8 @@ def _write_sweep_plan(args, grids) -> None:
             f"--plan-out: this board has {len(grids)} clusters; choose the task's with --cluster "
             f"({', '.join(g.this_policy for g in grids)}) and write one plan per cluster"
         )
-    bus: int | str = int(args.bus_hz) if args.bus_hz.isdigit() else args.bus_hz
+    given = args.bus_hz or "record"
+    bus: int | str = int(given) if given.isdigit() else given
     reason = sweep.check_bus(grids[0], bus)
     if reason:
         raise InputError(f"--bus-hz: {reason}")
