@@ -152,3 +152,20 @@ def test_sizes_and_plain_numbers_have_one_reader_and_one_writer():
         "0.25",
         "2.068912345",
     ]
+
+
+@pytest.mark.parametrize(
+    ("params", "key", "said"),
+    [
+        ({"policy": "ondemand", "t1": 1.5}, "t1", 'goes with policy = "anti-snoop"'),
+        ({"policy": "conservative", "tree": "tree.json"}, "tree", 'goes with policy = "anti-snoop"'),
+        ({"policy": "anti-snoop", "t2": float("nan")}, "t2", "a finite threshold of 0 or more"),
+        ({"policy": "anti-snoop", "t1": -1.0}, "t1", "a finite threshold of 0 or more"),
+    ],
+)
+def test_the_governor_daemon_takes_its_rule_s_keys_as_governor_run_takes_its_options(params, key, said):
+    """`governor run` refuses these options (exit 2); the condition that starts it refuses the same keys when
+    the plan is read, not as a failure of every run inside the campaign."""
+    found = KINDS["governor-daemon"].validate(params)
+    assert found is not None and found[0] == key and said in found[1]
+    assert KINDS["governor-daemon"].validate({"policy": "anti-snoop", "t1": 1.5, "t2": 0.0}) is None

@@ -64,6 +64,20 @@ class GovernorDaemon(DeclaredKind[DaemonParams]):
             limits.append("writing scaling_setspeed needs root")
         return None, tuple(limits)
 
+    def refuse(self, p: DaemonParams, params: dict) -> tuple[str | None, str] | None:
+        """The plan's keys as `governor run` takes its options (it refuses them otherwise): the anti-snoop
+        rule's only with that policy, its thresholds finite and not negative."""
+        import math
+
+        if p.policy != "anti-snoop":
+            given = next((key for key in ("tree", "t1", "t2") if key in params), None)
+            if given:
+                return given, f'goes with policy = "anti-snoop", not {p.policy!r}: drop it or change policy'
+        for key in ("t1", "t2"):
+            if key in params and not (math.isfinite(params[key]) and params[key] >= 0):
+                return key, f"expected a finite threshold of 0 or more, found {params[key]!r}"
+        return None
+
     def check(self, params: dict, ctx: ApplyContext) -> str | None:
         info = ctx.info
         missing = cpufreq.missing_reason(info)
