@@ -524,6 +524,27 @@ def check_output(path: str, protect: Iterable[str | Path] = (), option: str = "-
                 )
 
 
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether two paths name one file: the same once resolved (a symlink, `..`, a relative path), or one
+    existing file under both (a hard link, a bind mount)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them not there yet
+        return False
+
+
+def refuse_shared_outputs(outputs: Iterable[tuple[str, str]]) -> None:
+    """Refuses two of a command's outputs, (option, path) each, that name one file: the second written
+    would replace the first, and the command say it wrote both."""
+    import itertools
+
+    for (o1, p1), (o2, p2) in itertools.combinations(list(outputs), 2):
+        if same_file(p1, p2):
+            raise InputError(f"{o1} {p1} and {o2} {p2} are the same file: give each its own path")
+
+
 def check_output_dir(path: str | Path, what: str = "--out") -> None:
     """Makes sure `path` is (or can be made) a directory this user can write, before long work starts:
     a file there, a read-only filesystem or a missing permission is refused now with the path and the fix."""

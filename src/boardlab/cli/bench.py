@@ -443,10 +443,9 @@ def _check_outputs(args) -> None:
     """The outputs are refused before the campaign, not after its runs (which the store keeps): each must
     be writable, no two may be one file (only the last written would be left; a new --db is not yet there
     for check_output to see), and stdout holds one document."""
-    import itertools
 
     from boardlab.errors import InputError
-    from boardlab.export import check_output
+    from boardlab.export import check_output, refuse_shared_outputs
 
     outputs = _outputs(args)
     for option, path in outputs:
@@ -459,23 +458,7 @@ def _check_outputs(args) -> None:
             f"{' and '.join(both)} each write a document to stdout, where they would run together: give "
             f"{' and '.join(fix)} a FILE"
         )
-    files = [(option, path) for option, path in outputs if path != "-"] + [("--db", args.db)]
-    for (o1, p1), (o2, p2) in itertools.combinations(files, 2):
-        if _same_file(p1, p2):
-            raise InputError(f"{o1} {p1} and {o2} {p2} are the same file: give each its own path")
-
-
-def _same_file(a: str, b: str) -> bool:
-    """The same path once resolved (a symlink, .., a relative path), or an existing file under both (a
-    hard link, a bind mount)."""
-    import os
-
-    if os.path.realpath(a) == os.path.realpath(b):
-        return True
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # one of them not there yet
-        return False
+    refuse_shared_outputs([(option, path) for option, path in outputs if path != "-"] + [("--db", args.db)])
 
 
 def _write(path: str, text: str, db: str, option: str) -> None:

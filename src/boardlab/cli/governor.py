@@ -150,18 +150,12 @@ def _write(args, name: str, text: str) -> None:
 def _check_outputs(args, *names: str) -> None:
     """The outputs named, refused before the work rather than after it, and before a first one is written
     while a second would be refused."""
-    import itertools
-
-    from boardlab.cli.bench import _same_file
-    from boardlab.export import check_output
+    from boardlab.export import check_output, refuse_shared_outputs
 
     given = [name for name in names if getattr(args, name, None)]
     for name in given:
         check_output(getattr(args, name), protect=_inputs(args), option=_option(name))
-    files = [(_option(n), getattr(args, n)) for n in given if getattr(args, n) != "-"]
-    for (o1, p1), (o2, p2) in itertools.combinations(files, 2):
-        if _same_file(p1, p2):  # the second written would replace the first, and the command say both
-            raise InputError(f"{o1} {p1} and {o2} {p2} are the same file: give each its own path")
+    refuse_shared_outputs((_option(n), getattr(args, n)) for n in given if getattr(args, n) != "-")
 
 
 def _inputs(args) -> list[str]:

@@ -165,14 +165,9 @@ def _check_storage_job(args, path: Path) -> None:
 def _check_apart(job_out: str, path: Path) -> None:
     """--job-out elsewhere than --path: the job file written there was laid out over by the test file and
     removed with it."""
-    if job_out == "-":
-        return
-    same = os.path.realpath(job_out) == os.path.realpath(path)
-    try:
-        same = same or os.path.samefile(job_out, path)
-    except OSError:  # one of them does not exist yet: the resolved paths decide
-        pass
-    if same:
+    from boardlab.export import same_file
+
+    if job_out != "-" and same_file(job_out, path):
         raise InputError(
             f"--job-out {job_out}: the same file as --path {path}, where the test file is laid out and "
             "removed; save the job file elsewhere"
