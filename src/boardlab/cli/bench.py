@@ -443,7 +443,6 @@ def _check_outputs(args) -> None:
     """The outputs are refused before the campaign, not after its runs (which the store keeps): each must
     be writable, no two may be one file (only the last written would be left; a new --db is not yet there
     for check_output to see), and stdout holds one document."""
-
     from boardlab.errors import InputError
     from boardlab.export import check_output, refuse_shared_outputs
 

@@ -64,8 +64,7 @@ class NetJob:
 
 def kern_command(kern: Path, job: NetJob) -> list[str]:
     """boardlab-kern io.net sending for about iperf3's -t: that many seconds of timed iterations."""
-    iterations = max(1, round(job.duration_s * 1000 / pairs.ITERATION_MS))
-    return pairs.kern_command(kern, "io.net", job.kern_params(), iterations)
+    return pairs.kern_command(kern, "io.net", job.kern_params(), pairs.iterations_for(job.duration_s * 1000))
 
 
 def run_boardlab(kern: Path, job: NetJob, notes: list[str] | None = None) -> dict[str, float | None]:

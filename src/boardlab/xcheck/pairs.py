@@ -26,6 +26,12 @@ U = TypeVar("U")
 ITERATION_MS = 100
 
 
+def iterations_for(ms: float) -> int:
+    """How many timed iterations of ITERATION_MS make boardlab-kern run about `ms` milliseconds, as long as
+    the reference tool."""
+    return max(1, round(ms / ITERATION_MS))
+
+
 def kern_command(kern: Path, kernel: str, params: list[str], iterations: int = 10) -> list[str]:
     """boardlab-kern's side of a cross-check: `iterations` of at least ITERATION_MS each, as many as fill
     the reference tool's run, so both sustain their rates for about as long."""

@@ -37,7 +37,7 @@ class StorageJob:
 
     def timed_iterations(self) -> int:
         """boardlab-kern's timed iterations of at least pairs.ITERATION_MS each: about fio's runtime."""
-        return max(1, round(self.runtime_ms / pairs.ITERATION_MS))
+        return pairs.iterations_for(self.runtime_ms)
 
     def fio_rw(self) -> str:
         if self.op == "randrw":
