@@ -485,8 +485,10 @@ class KeepBehind:
         try:
             self._start_pools(workers)
         except Exception as exc:  # noqa: BLE001 - no worker to be had (fds, memory, one that did not start)
-            for pool in self._pools:
-                pool.shutdown(wait=False, cancel_futures=True)
+            from boardlab.platform.spawn import kill_pool
+
+            for pool in self._pools:  # ended here, not left to end with the exit (kill_pool)
+                kill_pool(pool)
             self._pools, self._workers = [], []
             self._warn(f"the campaign summaries are computed beside the copy in a thread ({exc})")
         finally:
